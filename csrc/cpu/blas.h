@@ -1,0 +1,29 @@
+/* blas.h - the BLAS entry points boundfit uses, from OpenBLAS (scipy-openblas32
+ * wheel, whose symbols carry the scipy_ prefix). Row-major GEMM only. */
+#ifndef BF_BLAS_H
+#define BF_BLAS_H
+
+#include <cblas.h>
+
+#ifndef BF_BLAS_PREFIX_NONE
+#define bf_cblas_sgemm scipy_cblas_sgemm
+#define bf_openblas_set_num_threads scipy_openblas_set_num_threads
+#define bf_openblas_get_num_threads scipy_openblas_get_num_threads
+#define bf_openblas_get_config scipy_openblas_get_config
+#else
+#define bf_cblas_sgemm cblas_sgemm
+#define bf_openblas_set_num_threads openblas_set_num_threads
+#define bf_openblas_get_num_threads openblas_get_num_threads
+#define bf_openblas_get_config openblas_get_config
+#endif
+
+/* C (M,N) = alpha * op(A) @ op(B) + beta * C, row-major */
+static inline void bf_sgemm(int transA, int transB, int M, int N, int K, float alpha,
+                            const float *A, int lda, const float *B, int ldb, float beta,
+                            float *C, int ldc) {
+    bf_cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                   transB ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                   ldc);
+}
+
+#endif
