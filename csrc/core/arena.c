@@ -1,0 +1,84 @@
+/* arena.c - reservation, bump allocation and fault injection (see arena.h).
+ * The host reservation is the engine's only malloc; pages are touched by the
+ * steps that use them, so RSS follows the plan. */
+#include "arena.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static atomic_long bf_alloc_attempts;
+static atomic_long bf_fail_at;
+
+void bf_fault_set(long fail_at) {
+    atomic_store(&bf_alloc_attempts, 0);
+    atomic_store(&bf_fail_at, fail_at);
+}
+
+long bf_fault_count(void) { return atomic_load(&bf_alloc_attempts); }
+
+int bf_fault_hit(void) {
+    long n = atomic_fetch_add(&bf_alloc_attempts, 1) + 1;
+    long f = atomic_load(&bf_fail_at);
+    return f > 0 && n == f;
+}
+
+bf_status bf_host_reserve(void **out, size_t bytes) {
+    *out = NULL;
+    if (bytes == 0) bytes = BF_ALIGN;
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, bytes) != 0 || p == NULL)
+        return BF_FAIL(BF_ERR_NOMEM, "the system refused %zu bytes of host memory", bytes);
+    *out = p;
+    return BF_OK;
+}
+
+void bf_host_release(void *p) { free(p); }
+
+void bf_arena_init(bf_arena *a, bf_backend *be, const char *where, size_t budget) {
+    memset(a, 0, sizeof *a);
+    a->be = be;
+    a->budget = budget;
+    strncpy(a->where, where, sizeof a->where - 1);
+}
+
+bf_status bf_arena_reserve(bf_arena *a, size_t bytes) {
+    if (a->base)
+        return BF_FAIL(BF_ERR_INTERNAL, "arena on %s reserved twice", a->where);
+    bytes = bf_align_up(bytes);
+    if (a->budget && bytes > a->budget)
+        return BF_FAIL(BF_ERR_BUDGET, "needs %zu bytes on %s, budget is %zu bytes", bytes,
+                       a->where, a->budget);
+    if (bf_fault_hit())
+        return BF_FAIL(BF_ERR_NOMEM, "injected failure reserving %zu bytes on %s", bytes,
+                       a->where);
+    void *p = NULL;
+    BF_TRY(a->be->reserve(a->be, &p, bytes));
+    a->base = p;
+    a->capacity = bytes;
+    a->used = 0;
+    a->high_water = 0;
+    return BF_OK;
+}
+
+bf_status bf_arena_alloc(bf_arena *a, size_t bytes, void **out) {
+    *out = NULL;
+    bytes = bf_align_up(bytes);
+    if (bf_fault_hit())
+        return BF_FAIL(BF_ERR_NOMEM, "injected failure allocating %zu bytes on %s", bytes,
+                       a->where);
+    if (!a->base || a->used + bytes > a->capacity)
+        return BF_FAIL(BF_ERR_INTERNAL,
+                       "arena on %s: %zu bytes asked with %zu of %zu used (plan mismatch)",
+                       a->where, bytes, a->used, a->capacity);
+    *out = a->base + a->used;
+    a->used += bytes;
+    if (a->used > a->high_water) a->high_water = a->used;
+    return BF_OK;
+}
+
+void bf_arena_release(bf_arena *a) {
+    if (a->base) a->be->release(a->be, a->base);
+    a->base = NULL;
+    a->capacity = a->used = 0;
+}

@@ -1,0 +1,36 @@
+/* backend_registry.c - backend lookup and lazy loading of the CUDA backend. */
+#include "backend_registry.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_loader.h"
+
+bf_status bf_backend_get(const char *device, bf_backend **out) {
+    *out = NULL;
+    if (!device || !*device || !strcmp(device, "cpu")) {
+        *out = bf_cpu_backend();
+        return BF_OK;
+    }
+    if (!strncmp(device, "cuda", 4)) {
+        int idx = 0;
+        if (device[4] == ':') {
+            char *end = NULL;
+            long v = strtol(device + 5, &end, 10);
+            if (!end || *end || end == device + 5 || v < 0 || v > 63)
+                return BF_FAIL(BF_ERR_ARG, "device '%s' is not of the form 'cuda' or 'cuda:N'", device);
+            idx = (int)v;
+        } else if (device[4]) {
+            return BF_FAIL(BF_ERR_ARG, "device '%s' is not of the form 'cuda' or 'cuda:N'", device);
+        }
+        return bf_cuda_backend(idx, out);
+    }
+    return BF_FAIL(BF_ERR_ARG, "unknown device '%s' (use 'cpu', 'cuda' or 'cuda:N')", device);
+}
+
+bf_status bf_backend_mem_info(bf_backend *be, size_t *free_bytes, size_t *total_bytes) {
+    *free_bytes = *total_bytes = 0;
+    if (be == bf_cpu_backend()) return BF_OK;
+    return bf_cuda_mem_info(be, free_bytes, total_bytes);
+}

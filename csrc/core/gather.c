@@ -1,0 +1,82 @@
+/* gather.c - row gather with dtype conversion (see gather.h).
+ * Fast path: a C-contiguous float32 row is one memcpy. Otherwise each row is
+ * walked with its strides, converting element by element. */
+#include "gather.h"
+
+#include <string.h>
+
+static inline float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, f;
+    if (exp == 0) {
+        if (man == 0) f = sign;
+        else { /* subnormal: normalize */
+            exp = 127 - 15 + 1;
+            while (!(man & 0x400)) { man <<= 1; exp--; }
+            man &= 0x3ff;
+            f = sign | (exp << 23) | (man << 13);
+        }
+    } else if (exp == 31) f = sign | 0x7f800000u | (man << 13);
+    else f = sign | ((exp - 15 + 127) << 23) | (man << 13);
+    float out;
+    memcpy(&out, &f, 4);
+    return out;
+}
+
+static inline float load(const char *p, bf_dtype t) {
+    switch (t) {
+    case BF_DT_F32: { float v; memcpy(&v, p, 4); return v; }
+    case BF_DT_F64: { double v; memcpy(&v, p, 8); return (float)v; }
+    case BF_DT_F16: { uint16_t v; memcpy(&v, p, 2); return half_to_float(v); }
+    case BF_DT_I8: return (float)*(const int8_t *)p;
+    case BF_DT_I16: { int16_t v; memcpy(&v, p, 2); return (float)v; }
+    case BF_DT_I32: { int32_t v; memcpy(&v, p, 4); return (float)v; }
+    case BF_DT_I64: { int64_t v; memcpy(&v, p, 8); return (float)v; }
+    case BF_DT_U8: return (float)*(const uint8_t *)p;
+    case BF_DT_U16: { uint16_t v; memcpy(&v, p, 2); return (float)v; }
+    case BF_DT_U32: { uint32_t v; memcpy(&v, p, 4); return (float)v; }
+    case BF_DT_U64: { uint64_t v; memcpy(&v, p, 8); return (float)v; }
+    case BF_DT_BOOL: return *(const uint8_t *)p ? 1.0f : 0.0f;
+    }
+    return 0.0f;
+}
+
+static int itemsize(bf_dtype t) {
+    switch (t) {
+    case BF_DT_F64: case BF_DT_I64: case BF_DT_U64: return 8;
+    case BF_DT_F32: case BF_DT_I32: case BF_DT_U32: return 4;
+    case BF_DT_F16: case BF_DT_I16: case BF_DT_U16: return 2;
+    default: return 1;
+    }
+}
+
+/* walk dims [d, ndim) of one row, writing floats to *out */
+static void walk(float **out, const char *p, const bf_src *s, int d) {
+    if (d == s->ndim) { *(*out)++ = load(p, s->dtype); return; }
+    if (d == s->ndim - 1 && s->dtype == BF_DT_F32 && s->strides[d] == 4) {
+        memcpy(*out, p, (size_t)s->shape[d] * 4);
+        *out += s->shape[d];
+        return;
+    }
+    for (int64_t i = 0; i < s->shape[d]; i++) walk(out, p + i * s->strides[d], s, d + 1);
+}
+
+// dst (n, row_elems) = float(src[idx[0..n)])
+bf_status bf_gather_rows(float *dst, const bf_src *src, const int64_t *idx, long n) {
+    int contiguous = src->dtype == BF_DT_F32;
+    int64_t expect = itemsize(src->dtype);
+    for (int d = src->ndim - 1; d >= 1; d--) {
+        if (src->shape[d] != 1 && src->strides[d] != expect) contiguous = 0;
+        expect *= src->shape[d];
+    }
+    for (long k = 0; k < n; k++) {
+        int64_t r = idx[k];
+        if (r < 0 || r >= src->shape[0])
+            return BF_FAIL(BF_ERR_INTERNAL, "row %lld out of range [0, %lld)", (long long)r,
+                           (long long)src->shape[0]);
+        const char *p = src->data + r * src->strides[0];
+        float *o = dst + (size_t)k * src->row_elems;
+        if (contiguous) memcpy(o, p, (size_t)src->row_elems * 4);
+        else walk(&o, p, src, 1);
+    }
+    return BF_OK;
+}

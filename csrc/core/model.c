@@ -1,0 +1,221 @@
+/* model.c - shape inference, parameter layout and initialization, optimizer
+ * state. Trainable parameters are laid out first so that gradients and
+ * optimizer slots mirror them one to one. */
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static int out_len(int in, int k, int s, int same) {
+    return same ? (in + s - 1) / s : (in - k) / s + 1;
+}
+
+static void add_param(bf_layer *L, const char *name, int rank, const int *shape, int trainable,
+                      bf_init init, float fan_in, float fan_out) {
+    bf_param *p = &L->params[L->nparam++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s/%s", L->name, name);
+    p->rank = rank;
+    p->n = 1;
+    for (int i = 0; i < rank; i++) { p->shape[i] = shape[i]; p->n *= shape[i]; }
+    p->trainable = trainable;
+    p->init = init;
+    p->fan_in = fan_in;
+    p->fan_out = fan_out;
+}
+
+static long prod(const int *s, int r) {
+    long n = 1;
+    for (int i = 0; i < r; i++) n *= s[i];
+    return n;
+}
+
+static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
+    L->in_rank = rank;
+    memcpy(L->in_shape, shape, sizeof(int) * (size_t)rank);
+    L->in_size = prod(shape, rank);
+    L->out_rank = rank;
+    memcpy(L->out_shape, shape, sizeof(int) * (size_t)rank);
+    L->nparam = 0;
+    int C = shape[rank - 1];
+    switch (L->kind) {
+    case BF_L_DENSE: {
+        if (L->units <= 0) return BF_FAIL(BF_ERR_ARG, "%s: units must be positive, got %d", L->name, L->units);
+        L->out_shape[rank - 1] = L->units;
+        int ks[2] = {C, L->units};
+        add_param(L, "kernel", 2, ks, 1, BF_INIT_GLOROT_UNIFORM, (float)C, (float)L->units);
+        if (L->use_bias) add_param(L, "bias", 1, &L->units, 1, BF_INIT_ZEROS, 0, 0);
+        break;
+    }
+    case BF_L_CONV2D:
+    case BF_L_MAXPOOL:
+    case BF_L_AVGPOOL: {
+        if (rank != 3)
+            return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 3 (H, W, C) per sample, got rank %d", L->name, rank);
+        if (L->kh <= 0 || L->kw <= 0 || L->sh <= 0 || L->sw <= 0)
+            return BF_FAIL(BF_ERR_ARG, "%s: window and strides must be positive", L->name);
+        int oh = out_len(shape[0], L->kh, L->sh, L->same), ow = out_len(shape[1], L->kw, L->sw, L->same);
+        if (oh <= 0 || ow <= 0)
+            return BF_FAIL(BF_ERR_SHAPE, "%s: window %dx%d does not fit input %dx%d with padding='valid'",
+                           L->name, L->kh, L->kw, shape[0], shape[1]);
+        L->out_shape[0] = oh;
+        L->out_shape[1] = ow;
+        if (L->kind == BF_L_CONV2D) {
+            if (L->filters <= 0) return BF_FAIL(BF_ERR_ARG, "%s: filters must be positive", L->name);
+            L->out_shape[2] = L->filters;
+            int ks[4] = {L->kh, L->kw, C, L->filters};
+            float rf = (float)(L->kh * L->kw);
+            add_param(L, "kernel", 4, ks, 1, BF_INIT_GLOROT_UNIFORM, rf * C, rf * L->filters);
+            if (L->use_bias) add_param(L, "bias", 1, &L->filters, 1, BF_INIT_ZEROS, 0, 0);
+        }
+        break;
+    }
+    case BF_L_GAP:
+        if (rank != 3) return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 3 (H, W, C), got rank %d", L->name, rank);
+        L->out_rank = 1;
+        L->out_shape[0] = C;
+        break;
+    case BF_L_FLATTEN:
+        L->out_rank = 1;
+        L->out_shape[0] = (int)L->in_size;
+        break;
+    case BF_L_RESHAPE:
+        /* out_shape / out_rank were given by the caller */
+        if (prod(L->out_shape, L->out_rank) != L->in_size)
+            return BF_FAIL(BF_ERR_SHAPE, "%s: cannot reshape %ld elements into the target shape of %ld",
+                           L->name, L->in_size, prod(L->out_shape, L->out_rank));
+        return BF_OK;
+    case BF_L_DROPOUT:
+        if (!(L->rate >= 0.0f && L->rate < 1.0f))
+            return BF_FAIL(BF_ERR_ARG, "%s: rate must be in [0, 1), got %g", L->name, (double)L->rate);
+        break;
+    case BF_L_BATCHNORM:
+        if (L->scale) add_param(L, "gamma", 1, &C, 1, BF_INIT_ONES, 0, 0);
+        if (L->center) add_param(L, "beta", 1, &C, 1, BF_INIT_ZEROS, 0, 0);
+        add_param(L, "moving_mean", 1, &C, 0, BF_INIT_ZEROS, 0, 0);
+        add_param(L, "moving_variance", 1, &C, 0, BF_INIT_ONES, 0, 0);
+        break;
+    case BF_L_ACTIVATION:
+        break;
+    default:
+        return BF_FAIL(BF_ERR_ARG, "%s: unknown layer kind %d", L->name, (int)L->kind);
+    }
+    L->out_size = prod(L->out_shape, L->out_rank);
+    return BF_OK;
+}
+
+bf_status bf_model_infer(bf_model *m) {
+    if (m->nlayers <= 0) return BF_FAIL(BF_ERR_ARG, "the model has no layers");
+    if (m->in_rank < 1 || m->in_rank > 3)
+        return BF_FAIL(BF_ERR_SHAPE, "input_shape must have 1 to 3 dimensions, got %d", m->in_rank);
+    m->in_size = prod(m->in_shape, m->in_rank);
+    if (m->in_size <= 0) return BF_FAIL(BF_ERR_SHAPE, "input_shape has a non-positive dimension");
+    int rank = m->in_rank, shape[3];
+    memcpy(shape, m->in_shape, sizeof shape);
+    for (int i = 0; i < m->nlayers; i++) {
+        bf_layer *L = &m->layers[i];
+        BF_TRY(infer_layer(L, rank, shape));
+        if (L->out_size <= 0) return BF_FAIL(BF_ERR_SHAPE, "%s: empty output", L->name);
+        rank = L->out_rank;
+        memcpy(shape, L->out_shape, sizeof shape);
+    }
+    /* trainable first, then the rest; gradients mirror the trainable block */
+    size_t off = 0;
+    for (int pass = 1; pass >= 0; pass--)
+        for (int i = 0; i < m->nlayers; i++)
+            for (int j = 0; j < m->layers[i].nparam; j++) {
+                bf_param *p = &m->layers[i].params[j];
+                if (p->trainable != pass) continue;
+                p->offset = off;
+                p->grad_offset = pass ? off : 0;
+                off += (size_t)p->n;
+                if (pass) m->n_trainable = (long)off;
+            }
+    m->n_params = (long)off;
+    return BF_OK;
+}
+
+static float uniform01(uint64_t seed, uint64_t i) {
+    return (float)(bf_splitmix64(seed ^ (i * 0x9E3779B97F4A7C15ull)) >> 40) * (1.0f / 16777216.0f);
+}
+
+bf_status bf_model_alloc_weights(bf_model *m) {
+    bf_arena_init(&m->weights, bf_cpu_backend(), "host", 0);
+    BF_TRY(bf_arena_reserve(&m->weights, sizeof(float) * (size_t)(m->n_params ? m->n_params : 1)));
+    void *p;
+    bf_status s = bf_arena_alloc(&m->weights, sizeof(float) * (size_t)(m->n_params ? m->n_params : 1), &p);
+    if (s != BF_OK) { bf_arena_release(&m->weights); return s; }
+    m->w = p;
+    for (int i = 0; i < m->nlayers; i++)
+        for (int j = 0; j < m->layers[i].nparam; j++) {
+            bf_param *q = &m->layers[i].params[j];
+            float *w = m->w + q->offset;
+            uint64_t seed = bf_splitmix64(m->seed + (uint64_t)(i * BF_MAX_PARAMS + j));
+            switch (q->init) {
+            case BF_INIT_ZEROS: memset(w, 0, sizeof(float) * (size_t)q->n); break;
+            case BF_INIT_ONES: for (long k = 0; k < q->n; k++) w[k] = 1.0f; break;
+            case BF_INIT_GLOROT_UNIFORM: {
+                float limit = sqrtf(6.0f / (q->fan_in + q->fan_out));
+                for (long k = 0; k < q->n; k++) w[k] = (2.0f * uniform01(seed, (uint64_t)k) - 1.0f) * limit;
+                break;
+            }
+            }
+        }
+    return BF_OK;
+}
+
+bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *loss) {
+    int nslots = 0;
+    switch (opt->kind) {
+    case BF_OPT_SGD: nslots = opt->momentum != 0.0f ? 1 : 0; break;
+    case BF_OPT_ADAM: nslots = 2; break;
+    case BF_OPT_RMSPROP: nslots = opt->momentum > 0.0f ? 2 : 1; break;
+    default: return BF_FAIL(BF_ERR_ARG, "unknown optimizer kind %d", (int)opt->kind);
+    }
+    if (!(opt->lr >= 0.0f)) return BF_FAIL(BF_ERR_ARG, "learning_rate must be >= 0, got %g", (double)opt->lr);
+    if ((int)loss->kind < 0 || loss->kind > BF_LOSS_SCCE) return BF_FAIL(BF_ERR_ARG, "unknown loss kind %d", (int)loss->kind);
+    /* state is created (and budget-checked) by the first training run */
+    bf_arena_release(&m->opt_state);
+    m->slots = NULL;
+    m->opt = *opt;
+    m->opt.nslots = nslots;
+    m->opt.iterations = 0;
+    m->loss = *loss;
+    m->compiled = 1;
+    return BF_OK;
+}
+
+size_t bf_model_opt_state_bytes(const bf_model *m) {
+    return bf_align_up(sizeof(float) * (size_t)m->opt.nslots * (size_t)m->n_trainable);
+}
+
+bf_status bf_model_alloc_opt_state(bf_model *m) {
+    size_t bytes = bf_model_opt_state_bytes(m);
+    if (m->slots || bytes == 0) return BF_OK;
+    bf_arena_init(&m->opt_state, bf_cpu_backend(), "host", 0);
+    BF_TRY(bf_arena_reserve(&m->opt_state, bytes));
+    void *p;
+    bf_status s = bf_arena_alloc(&m->opt_state, bytes, &p);
+    if (s != BF_OK) { bf_arena_release(&m->opt_state); return s; }
+    memset(p, 0, bytes);
+    m->slots = p;
+    return BF_OK;
+}
+
+void bf_model_free(bf_model *m) {
+    bf_arena_release(&m->weights);
+    bf_arena_release(&m->opt_state);
+    m->w = m->slots = NULL;
+}
+
+int bf_model_loss_fused(const bf_model *m) {
+    const bf_layer *L = &m->layers[m->nlayers - 1];
+    if (m->loss.from_logits) return 0;
+    if (L->kind != BF_L_DENSE && L->kind != BF_L_CONV2D && L->kind != BF_L_ACTIVATION) return 0;
+    if (L->act == BF_ACT_SIGMOID && m->loss.kind == BF_LOSS_BCE) return 1;
+    if (L->act == BF_ACT_SOFTMAX && (m->loss.kind == BF_LOSS_CCE || m->loss.kind == BF_LOSS_SCCE)) return 1;
+    return 0;
+}
+
+long bf_model_out_size(const bf_model *m) { return m->layers[m->nlayers - 1].out_size; }

@@ -1,0 +1,106 @@
+/* model.h - a Sequential model as the engine sees it: layers with their
+ * per-sample shapes, parameter tensors in the model's host arena, and the
+ * optimizer with its state in a second arena.
+ * Shapes here exclude the batch axis. Weights are initialized in C from a seed
+ * (Keras initializers: glorot_uniform kernels, zero biases, BN ones/zeros). */
+#ifndef BF_MODEL_H
+#define BF_MODEL_H
+
+#include <stdint.h>
+
+#include "arena.h"
+#include "backend.h"
+
+#define BF_MAX_LAYERS 128
+#define BF_MAX_PARAMS 4
+#define BF_NAME_LEN 64
+
+typedef enum {
+    BF_L_DENSE = 0, BF_L_CONV2D, BF_L_MAXPOOL, BF_L_AVGPOOL, BF_L_GAP, BF_L_FLATTEN,
+    BF_L_RESHAPE, BF_L_DROPOUT, BF_L_BATCHNORM, BF_L_ACTIVATION
+} bf_layer_kind;
+
+typedef enum { BF_INIT_ZEROS = 0, BF_INIT_ONES, BF_INIT_GLOROT_UNIFORM } bf_init;
+
+typedef struct {
+    char name[BF_NAME_LEN];
+    int rank, shape[4];
+    long n;            /* elements */
+    size_t offset;     /* float index into the model's parameter block */
+    int trainable;     /* BN moving statistics are not */
+    size_t grad_offset;/* float index into the gradient block (trainable only) */
+    bf_init init;
+    float fan_in, fan_out;
+} bf_param;
+
+typedef struct {
+    bf_layer_kind kind;
+    char name[BF_NAME_LEN];
+    bf_act act;
+    int units, use_bias;                       /* Dense */
+    int filters, kh, kw, sh, sw, same;         /* Conv2D and pooling */
+    float rate;                                /* Dropout */
+    float momentum, eps;                       /* BatchNormalization */
+    int center, scale;                         /* BatchNormalization */
+    int in_rank, in_shape[3], out_rank, out_shape[3];
+    long in_size, out_size;                    /* elements per sample */
+    int nparam;
+    bf_param params[BF_MAX_PARAMS];
+} bf_layer;
+
+typedef enum { BF_OPT_NONE = 0, BF_OPT_SGD, BF_OPT_ADAM, BF_OPT_RMSPROP } bf_opt_kind;
+
+typedef struct {
+    bf_opt_kind kind;
+    float lr, beta1, beta2, eps, momentum, rho;
+    int nesterov;
+    int nslots;        /* state tensors per parameter: SGD momentum 1, Adam 2, RMSprop 1-2 */
+    long iterations;   /* completed updates (Keras optimizer.iterations) */
+} bf_optimizer;
+
+typedef struct {
+    bf_loss_kind kind;
+    int from_logits;
+} bf_loss;
+
+typedef struct {
+    int nlayers;
+    bf_layer layers[BF_MAX_LAYERS];
+    int in_rank, in_shape[3];
+    long in_size;
+    long n_params, n_trainable; /* floats */
+    bf_arena weights;           /* host: all parameters, trainable then not */
+    float *w;
+    bf_optimizer opt;
+    bf_loss loss;
+    int compiled;
+    bf_arena opt_state;         /* host: nslots * n_trainable floats */
+    float *slots;
+    uint64_t seed;
+} bf_model;
+
+/* Validate layer configs, infer shapes, lay out parameters (no allocation). */
+bf_status bf_model_infer(bf_model *m);
+/* Reserve the weight arena and initialize from seed. */
+bf_status bf_model_alloc_weights(bf_model *m);
+/* Set the optimizer/loss; drops any optimizer state (recreated zeroed by the
+ * first training run, after its budget check). */
+bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *loss);
+size_t bf_model_opt_state_bytes(const bf_model *m);
+bf_status bf_model_alloc_opt_state(bf_model *m);
+void bf_model_free(bf_model *m);
+
+/* which pre-activation the loss may fuse with: 1 when the last layer's
+ * activation (sigmoid+BCE, softmax+CCE/SCCE) is folded into the loss */
+int bf_model_loss_fused(const bf_model *m);
+long bf_model_out_size(const bf_model *m);
+
+/* counter-based random numbers (splitmix64), shared by init and dropout */
+static inline uint64_t bf_splitmix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+#endif

@@ -1,0 +1,71 @@
+/* program.h - the step program of one run: a model compiled for a fixed
+ * number of rows per (micro-)batch and a mode (train / evaluate / predict).
+ * Every buffer of the step is listed with its lifetime; the planner assigns
+ * offsets, so the run's bytes are known before anything is allocated:
+ *   run arena = gradients + prefetch batch slots + planned scratch
+ *   (+ on a device: copies of the weights and optimizer state). */
+#ifndef BF_PROGRAM_H
+#define BF_PROGRAM_H
+
+#include "gather.h"
+#include "model.h"
+#include "planner.h"
+
+typedef enum { BF_MODE_TRAIN = 0, BF_MODE_EVAL, BF_MODE_PREDICT } bf_mode;
+
+#define BF_RUN_MAXBUF (BF_MAX_LAYERS * 5 + 8)
+#define BF_PREFETCH_DEPTH 2
+#define BF_X_NONE (-1) /* buffer id of the input batch slot (not planned) */
+
+typedef struct {
+    char name[96];
+    const char *category;
+    size_t bytes;
+    int on_device; /* 1: lives on the run's backend; 0: host */
+} bf_plan_entry;
+
+#define BF_PLAN_MAXENTRY 16
+
+typedef struct {
+    bf_model *m;
+    bf_backend *be;
+    bf_mode mode;
+    int B;       /* rows per micro-batch the buffers are sized for */
+    int fused;   /* last activation folded into the loss */
+    int on_device;
+    /* per layer: buffer ids (BF_X_NONE = the input slot, -2 = none) */
+    int out_id[BF_MAX_LAYERS], dout_id[BF_MAX_LAYERS];
+    int fws_id[BF_MAX_LAYERS], bws_id[BF_MAX_LAYERS], aux_id[BF_MAX_LAYERS];
+    int loss_id, acc_id;
+    int nbuf;
+    bf_plan_buf bufs[BF_RUN_MAXBUF];
+    char buf_names[BF_RUN_MAXBUF][80];
+    size_t scratch_bytes, naive_scratch_bytes;
+    long y_row;   /* floats per label row */
+    /* persistent sizes (bytes, aligned) */
+    size_t grad_bytes, xslot_bytes, yslot_bytes, w_bytes, slot_bytes;
+    /* plan table */
+    int nentry;
+    bf_plan_entry entries[BF_PLAN_MAXENTRY];
+    size_t host_bytes, device_bytes;  /* new bytes this run reserves */
+    size_t model_bytes;               /* weights held by the model (already allocated) */
+    size_t opt_new_bytes;             /* optimizer state this run creates on the host */
+
+    /* ---- filled by bf_run_open ---- */
+    bf_arena arena;        /* on be */
+    bf_arena host_arena;   /* pinned host batch slots when be is a device */
+    char *scratch;
+    float *w, *grads, *slots;
+    float *xslot[BF_PREFETCH_DEPTH], *yslot[BF_PREFETCH_DEPTH];
+    float *hx[BF_PREFETCH_DEPTH], *hy[BF_PREFETCH_DEPTH];
+    uint64_t dropout_seed;
+    /* where a non-finite value was first seen (set with BF_ERR_NONFINITE) */
+    long bad_step;
+    int bad_layer;
+    const char *bad_what;
+} bf_run;
+
+/* Build the step program and its plan; allocates nothing. */
+bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int rows);
+
+#endif

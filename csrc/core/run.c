@@ -1,0 +1,376 @@
+/* run.c - open / step / close of a planned run (see run.h).
+ * Forward of a Dense or Conv2D writes the pre-activation into its output and
+ * applies the activation in place; backward turns the output gradient into the
+ * pre-activation gradient in place, then computes parameter and input
+ * gradients. A fused last activation is left to the loss. */
+#include "run.h"
+
+#include <math.h>
+#include <string.h>
+
+#define BUF(r, id) ((float *)((r)->scratch + (r)->bufs[id].offset))
+
+static float *in_of(bf_run *r, int i) { return i == 0 || r->out_id[i - 1] == BF_X_NONE ? r->xslot[0] : BUF(r, r->out_id[i - 1]); }
+static float *out_of(bf_run *r, int i) { return r->out_id[i] == BF_X_NONE ? r->xslot[0] : BUF(r, r->out_id[i]); }
+static float *param(bf_run *r, const bf_layer *L, int j) { return j < L->nparam ? r->w + L->params[j].offset : NULL; }
+static float *grad(bf_run *r, const bf_layer *L, int j) { return j < L->nparam && L->params[j].trainable ? r->grads + L->params[j].grad_offset : NULL; }
+
+static int last_fused(const bf_run *r, int i) { return r->fused && i == r->m->nlayers - 1; }
+
+static bf_status carve(bf_arena *a, size_t bytes, float **out) {
+    void *p = NULL;
+    if (!bytes) { *out = NULL; return BF_OK; }
+    BF_TRY(bf_arena_alloc(a, bytes, &p));
+    *out = p;
+    return BF_OK;
+}
+
+bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
+    bf_model *m = r->m;
+    bf_status s;
+    if (r->mode == BF_MODE_TRAIN) BF_TRY(bf_model_alloc_opt_state(m));
+    size_t slots = (r->xslot_bytes + r->yslot_bytes) * BF_PREFETCH_DEPTH;
+    size_t run_bytes = r->on_device ? r->device_bytes : r->host_bytes - r->opt_new_bytes;
+    bf_arena_init(&r->arena, r->be, r->on_device ? r->be->name : "host",
+                  r->on_device ? device_budget : host_budget);
+    bf_arena_init(&r->host_arena, bf_cpu_backend(), "host", host_budget);
+    BF_TRY(bf_arena_reserve(&r->arena, run_bytes));
+    if (r->on_device && (s = bf_arena_reserve(&r->host_arena, slots)) != BF_OK) goto fail;
+    if (r->on_device) {
+        if ((s = carve(&r->arena, r->w_bytes, &r->w)) != BF_OK) goto fail;
+        if ((s = carve(&r->arena, r->slot_bytes, &r->slots)) != BF_OK) goto fail;
+    } else {
+        r->w = m->w;
+        r->slots = m->slots;
+    }
+    if ((s = carve(&r->arena, r->grad_bytes, &r->grads)) != BF_OK) goto fail;
+    for (int k = 0; k < BF_PREFETCH_DEPTH; k++) {
+        if ((s = carve(&r->arena, r->xslot_bytes, &r->xslot[k])) != BF_OK) goto fail;
+        if ((s = carve(&r->arena, r->yslot_bytes, &r->yslot[k])) != BF_OK) goto fail;
+        if (r->on_device) {
+            if ((s = carve(&r->host_arena, r->xslot_bytes, &r->hx[k])) != BF_OK) goto fail;
+            if ((s = carve(&r->host_arena, r->yslot_bytes, &r->hy[k])) != BF_OK) goto fail;
+        } else {
+            r->hx[k] = r->xslot[k];
+            r->hy[k] = r->yslot[k];
+        }
+    }
+    float *scratch;
+    if ((s = carve(&r->arena, bf_align_up(r->scratch_bytes), &scratch)) != BF_OK) goto fail;
+    r->scratch = (char *)scratch;
+    if (r->on_device) {
+        if ((s = r->be->to_device(r->be, r->w, m->w, sizeof(float) * (size_t)m->n_params)) != BF_OK) goto fail;
+        if (r->slot_bytes && (s = r->be->to_device(r->be, r->slots, m->slots, r->slot_bytes)) != BF_OK) goto fail;
+    }
+    return BF_OK;
+fail:
+    bf_run_close(r);
+    return s;
+}
+
+bf_status bf_run_sync_model(bf_run *r) {
+    if (!r->on_device || !r->arena.base) return BF_OK;
+    BF_TRY(r->be->to_host(r->be, r->m->w, r->w, sizeof(float) * (size_t)r->m->n_params));
+    if (r->slot_bytes) BF_TRY(r->be->to_host(r->be, r->m->slots, r->slots, r->slot_bytes));
+    return BF_OK;
+}
+
+void bf_run_close(bf_run *r) {
+    bf_arena_release(&r->arena);
+    bf_arena_release(&r->host_arena);
+    r->scratch = NULL;
+}
+
+/* rows order[start .. start+n) of x (and y) into slot 0 */
+static bf_status load_batch(bf_run *r, const bf_src *x, const bf_src *y, const int64_t *order,
+                            long start, long n) {
+    int64_t idx[512];
+    for (long done = 0; done < n;) {
+        long k = n - done < 512 ? n - done : 512;
+        for (long j = 0; j < k; j++) idx[j] = order ? order[start + done + j] : start + done + j;
+        BF_TRY(bf_gather_rows(r->hx[0] + done * x->row_elems, x, idx, k));
+        if (y) BF_TRY(bf_gather_rows(r->hy[0] + done * y->row_elems, y, idx, k));
+        done += k;
+    }
+    if (r->on_device) {
+        BF_TRY(r->be->to_device(r->be, r->xslot[0], r->hx[0], sizeof(float) * (size_t)n * (size_t)x->row_elems));
+        if (y) BF_TRY(r->be->to_device(r->be, r->yslot[0], r->hy[0], sizeof(float) * (size_t)n * (size_t)y->row_elems));
+    }
+    return BF_OK;
+}
+
+/* forward over `rows`; with `check`, stop at the first non-finite output */
+static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
+    bf_backend *be = r->be;
+    bf_model *m = r->m;
+    int train = r->mode == BF_MODE_TRAIN;
+    for (int i = 0; i < m->nlayers; i++) {
+        bf_layer *L = &m->layers[i];
+        float *in = in_of(r, i), *out = out_of(r, i);
+        long rows_in = (long)rows * L->in_size;
+        bf_act act = last_fused(r, i) ? BF_ACT_LINEAR : L->act;
+        bf_conv_geom g;
+        switch (L->kind) {
+        case BF_L_DENSE: {
+            int IN = L->in_shape[L->in_rank - 1];
+            int N = (int)(rows_in / IN);
+            BF_TRY(be->dense_forward(be, out, in, param(r, L, 0), L->use_bias ? param(r, L, 1) : NULL, N, IN, L->units));
+            if (act != BF_ACT_LINEAR) BF_TRY(be->act_forward(be, out, out, act, N, L->units));
+            break;
+        }
+        case BF_L_CONV2D:
+            bf_layer_geom(L, rows, &g);
+            BF_TRY(be->conv2d_forward(be, out, r->fws_id[i] >= 0 ? BUF(r, r->fws_id[i]) : NULL, in,
+                                      param(r, L, 0), L->use_bias ? param(r, L, 1) : NULL, &g));
+            if (act != BF_ACT_LINEAR) BF_TRY(be->act_forward(be, out, out, act, (long)rows * L->out_size / L->filters, L->filters));
+            break;
+        case BF_L_MAXPOOL:
+            bf_layer_geom(L, rows, &g);
+            BF_TRY(be->maxpool_forward(be, out, in, &g));
+            break;
+        case BF_L_AVGPOOL:
+        case BF_L_GAP:
+            bf_layer_geom(L, rows, &g);
+            BF_TRY(be->avgpool_forward(be, out, in, &g));
+            break;
+        case BF_L_FLATTEN:
+        case BF_L_RESHAPE:
+            break;
+        case BF_L_DROPOUT:
+            if (r->aux_id[i] >= 0) {
+                uint64_t seed = bf_splitmix64(r->dropout_seed ^ ((uint64_t)i << 48));
+                r->dropout_seed = bf_splitmix64(r->dropout_seed + 1);
+                BF_TRY(be->dropout_forward(be, out, BUF(r, r->aux_id[i]), in, rows_in, L->rate, seed));
+            }
+            break;
+        case BF_L_BATCHNORM: {
+            int C = L->in_shape[L->in_rank - 1];
+            float *st = BUF(r, r->aux_id[i]);
+            int j = 0;
+            float *gamma = L->scale ? param(r, L, j++) : NULL;
+            float *beta = L->center ? param(r, L, j++) : NULL;
+            BF_TRY(be->batchnorm_forward(be, out, st, st + C, param(r, L, j), param(r, L, j + 1), in, gamma, beta,
+                                         rows_in / C, C, L->momentum, L->eps, train));
+            break;
+        }
+        case BF_L_ACTIVATION:
+            if (r->out_id[i] != (i ? r->out_id[i - 1] : BF_X_NONE))
+                BF_TRY(be->act_forward(be, out, in, act, rows_in / L->in_shape[L->in_rank - 1], L->in_shape[L->in_rank - 1]));
+            break;
+        }
+        if (check) {
+            int bad = 0;
+            BF_TRY(be->nonfinite(be, &bad, out, (long)rows * L->out_size));
+            if (bad) { *bad_layer = i; return BF_OK; }
+        }
+    }
+    return BF_OK;
+}
+
+static bf_status backward(bf_run *r, int rows) {
+    bf_backend *be = r->be;
+    bf_model *m = r->m;
+    for (int i = m->nlayers - 1; i >= 0; i--) {
+        bf_layer *L = &m->layers[i];
+        float *dout = BUF(r, r->dout_id[i]);
+        float *din = i > 0 && r->dout_id[i - 1] != r->dout_id[i] ? BUF(r, r->dout_id[i - 1]) : NULL;
+        float *in = in_of(r, i), *out = out_of(r, i);
+        long rows_in = (long)rows * L->in_size;
+        bf_act act = last_fused(r, i) ? BF_ACT_LINEAR : L->act;
+        bf_conv_geom g;
+        switch (L->kind) {
+        case BF_L_DENSE: {
+            int IN = L->in_shape[L->in_rank - 1];
+            int N = (int)(rows_in / IN);
+            if (act != BF_ACT_LINEAR) BF_TRY(be->act_backward(be, dout, dout, out, act, N, L->units));
+            BF_TRY(be->dense_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL, dout, in, param(r, L, 0), N, IN, L->units));
+            break;
+        }
+        case BF_L_CONV2D:
+            bf_layer_geom(L, rows, &g);
+            if (act != BF_ACT_LINEAR) BF_TRY(be->act_backward(be, dout, dout, out, act, (long)rows * L->out_size / L->filters, L->filters));
+            BF_TRY(be->conv2d_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL,
+                                       r->bws_id[i] >= 0 ? BUF(r, r->bws_id[i]) : NULL, dout, in, param(r, L, 0), &g));
+            break;
+        case BF_L_MAXPOOL:
+            bf_layer_geom(L, rows, &g);
+            if (din) BF_TRY(be->maxpool_backward(be, din, dout, out, in, &g));
+            break;
+        case BF_L_AVGPOOL:
+        case BF_L_GAP:
+            bf_layer_geom(L, rows, &g);
+            if (din) BF_TRY(be->avgpool_backward(be, din, dout, &g));
+            break;
+        case BF_L_FLATTEN:
+        case BF_L_RESHAPE:
+            break;
+        case BF_L_DROPOUT:
+            if (r->aux_id[i] >= 0 && din) BF_TRY(be->dropout_backward(be, din, dout, BUF(r, r->aux_id[i]), rows_in, L->rate));
+            break;
+        case BF_L_BATCHNORM: {
+            int C = L->in_shape[L->in_rank - 1];
+            float *st = BUF(r, r->aux_id[i]);
+            int j = 0;
+            float *gamma = L->scale ? param(r, L, j) : NULL, *dgamma = L->scale ? grad(r, L, j++) : NULL;
+            float *dbeta = L->center ? grad(r, L, j) : NULL;
+            BF_TRY(be->batchnorm_backward(be, din, dgamma, dbeta, dout, in, st, st + C, gamma, rows_in / C, C));
+            break;
+        }
+        case BF_L_ACTIVATION:
+            if (din) BF_TRY(be->act_backward(be, din, dout, out, act, rows_in / L->in_shape[L->in_rank - 1], L->in_shape[L->in_rank - 1]));
+            break;
+        }
+    }
+    return BF_OK;
+}
+
+/* loss (and its gradient when training) and accuracy for `rows` rows */
+static bf_status loss_and_metrics(bf_run *r, int rows, float scale, bf_totals *tot, long batch_index) {
+    bf_backend *be = r->be;
+    bf_model *m = r->m;
+    int Lx = m->nlayers - 1;
+    float *pred = out_of(r, Lx);
+    int C = (int)bf_model_out_size(m);
+    float *dpred = r->mode == BF_MODE_TRAIN ? BUF(r, r->dout_id[Lx]) : NULL;
+    bf_status s = be->loss_forward_backward(be, BUF(r, r->loss_id), dpred, pred, r->yslot[0], m->loss.kind,
+                                            r->fused, m->loss.from_logits, rows, C, scale);
+    if (s == BF_ERR_DATA) {
+        char msg[BF_MSG_LEN];
+        memcpy(msg, bf_last_error()->msg, sizeof msg);
+        return BF_FAIL(BF_ERR_DATA, "batch %ld: %s", batch_index, msg);
+    }
+    BF_TRY(s);
+    BF_TRY(be->accuracy(be, BUF(r, r->acc_id), pred, r->yslot[0], m->loss.kind, r->fused, rows, C));
+    double l = 0, a = 0;
+    BF_TRY(be->sum(be, &l, BUF(r, r->loss_id), rows));
+    BF_TRY(be->sum(be, &a, BUF(r, r->acc_id), rows));
+    tot->loss_sum += l;
+    tot->acc_sum += a;
+    tot->rows += rows;
+    return BF_OK;
+}
+
+static bf_status diagnose_nonfinite(bf_run *r, int rows, long step, int loss_bad) {
+    bf_model *m = r->m;
+    int bad_layer = -1;
+    BF_TRY(forward(r, rows, 1, &bad_layer));
+    r->bad_step = step;
+    if (bad_layer >= 0) {
+        r->bad_layer = bad_layer;
+        r->bad_what = "output";
+    } else {
+        r->bad_what = loss_bad ? "loss" : "gradient";
+        r->bad_layer = -1;
+        for (int i = m->nlayers - 1; i >= 0 && r->bad_layer < 0 && !loss_bad; i--)
+            for (int j = 0; j < m->layers[i].nparam; j++) {
+                float *g = grad(r, &m->layers[i], j);
+                int bad = 0;
+                if (g) BF_TRY(r->be->nonfinite(r->be, &bad, g, m->layers[i].params[j].n));
+                if (bad) { r->bad_layer = i; break; }
+            }
+    }
+    const char *lname = r->bad_layer >= 0 ? m->layers[r->bad_layer].name : "(loss)";
+    return BF_FAIL(BF_ERR_NONFINITE,
+                   "non-finite %s at step %ld (first seen in layer '%s'); the update was not applied",
+                   r->bad_what, step, lname);
+}
+
+static bf_status apply_update(bf_run *r) {
+    bf_model *m = r->m;
+    bf_backend *be = r->be;
+    bf_optimizer *o = &m->opt;
+    long n = m->n_trainable;
+    if (n == 0) { o->iterations++; return BF_OK; }
+    switch (o->kind) {
+    case BF_OPT_SGD:
+        BF_TRY(be->sgd_update(be, r->w, o->nslots ? r->slots : NULL, r->grads, n, o->lr, o->momentum, o->nesterov));
+        break;
+    case BF_OPT_ADAM:
+        BF_TRY(be->adam_update(be, r->w, r->slots, r->slots + n, r->grads, n, o->lr, o->beta1, o->beta2, o->eps, o->iterations + 1));
+        break;
+    case BF_OPT_RMSPROP:
+        BF_TRY(be->rmsprop_update(be, r->w, r->slots, o->nslots > 1 ? r->slots + n : NULL, r->grads, n, o->lr, o->rho, o->momentum, o->eps));
+        break;
+    default:
+        return BF_FAIL(BF_ERR_INTERNAL, "optimizer not set");
+    }
+    o->iterations++;
+    return BF_OK;
+}
+
+static bf_status check_y(const bf_run *r, const bf_src *y) {
+    if (!y) return BF_FAIL(BF_ERR_ARG, "y is required");
+    if (y->row_elems != r->y_row)
+        return BF_FAIL(BF_ERR_SHAPE, "y has %lld values per sample, the model's loss needs %ld",
+                       (long long)y->row_elems, r->y_row);
+    return BF_OK;
+}
+
+static bf_status steps(bf_run *r, int train, const bf_src *x, const bf_src *y, const int64_t *order, long n,
+                       long batch, long first_step, long nsteps, bf_totals *tot) {
+    BF_TRY(check_y(r, y));
+    if (x->row_elems != r->m->in_size)
+        return BF_FAIL(BF_ERR_SHAPE, "x has %lld values per sample, the model's input needs %ld",
+                       (long long)x->row_elems, r->m->in_size);
+    for (long s = first_step; s < first_step + nsteps; s++) {
+        long start = s * batch;
+        if (start >= n) break;
+        long rows = n - start < batch ? n - start : batch;
+        float scale = 1.0f / (float)rows;
+        bf_totals st = {0};
+        if (train) BF_TRY(r->be->fill_zero(r->be, r->grads, r->grad_bytes));
+        int mb_rows = 0;
+        for (long done = 0; done < rows; done += mb_rows) {
+            mb_rows = (int)(rows - done < r->B ? rows - done : r->B);
+            BF_TRY(load_batch(r, x, y, order, start + done, mb_rows));
+            BF_TRY(forward(r, mb_rows, 0, NULL));
+            BF_TRY(loss_and_metrics(r, mb_rows, scale, &st, s));
+            if (train) {
+                if (!isfinite(st.loss_sum)) return diagnose_nonfinite(r, mb_rows, s, 1);
+                BF_TRY(backward(r, mb_rows));
+            }
+        }
+        if (train) {
+            int bad = 0;
+            BF_TRY(r->be->nonfinite(r->be, &bad, r->grads, r->m->n_trainable));
+            if (bad) return diagnose_nonfinite(r, mb_rows, s, 0);
+            BF_TRY(apply_update(r));
+        }
+        tot->loss_sum += st.loss_sum;
+        tot->acc_sum += st.acc_sum;
+        tot->rows += st.rows;
+        tot->steps++;
+    }
+    return r->be->sync(r->be);
+}
+
+bf_status bf_run_train(bf_run *r, const bf_src *x, const bf_src *y, const int64_t *order, long n,
+                       long batch, long first_step, long nsteps, bf_totals *tot) {
+    if (r->mode != BF_MODE_TRAIN) return BF_FAIL(BF_ERR_INTERNAL, "run not opened for training");
+    return steps(r, 1, x, y, order, n, batch, first_step, nsteps, tot);
+}
+
+bf_status bf_run_evaluate(bf_run *r, const bf_src *x, const bf_src *y, const int64_t *order,
+                          long n, long batch, long first_step, long nsteps, bf_totals *tot) {
+    if (r->mode == BF_MODE_PREDICT) return BF_FAIL(BF_ERR_INTERNAL, "run opened for predict");
+    bf_mode saved = r->mode;
+    bf_status s;
+    if (saved == BF_MODE_TRAIN) return BF_FAIL(BF_ERR_INTERNAL, "evaluate needs an evaluation run");
+    s = steps(r, 0, x, y, order, n, batch, first_step, nsteps, tot);
+    return s;
+}
+
+bf_status bf_run_predict(bf_run *r, float *out_host, const bf_src *x, long start, long n) {
+    if (x->row_elems != r->m->in_size)
+        return BF_FAIL(BF_ERR_SHAPE, "x has %lld values per sample, the model's input needs %ld",
+                       (long long)x->row_elems, r->m->in_size);
+    long C = bf_model_out_size(r->m);
+    for (long done = 0; done < n;) {
+        int rows = (int)(n - done < r->B ? n - done : r->B);
+        BF_TRY(load_batch(r, x, NULL, NULL, start + done, rows));
+        BF_TRY(forward(r, rows, 0, NULL));
+        BF_TRY(r->be->to_host(r->be, out_host + done * C, out_of(r, r->m->nlayers - 1), sizeof(float) * (size_t)rows * (size_t)C));
+        done += rows;
+    }
+    return r->be->sync(r->be);
+}

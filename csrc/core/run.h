@@ -1,0 +1,35 @@
+/* run.h - executing a planned step program: open (one reservation per
+ * arena), train / evaluate / predict over chunks of steps, close.
+ * Steps allocate nothing. Ops are called through the backend vtable. */
+#ifndef BF_RUN_H
+#define BF_RUN_H
+
+#include "program.h"
+
+typedef struct {
+    double loss_sum, acc_sum; /* sums of per-sample values */
+    long rows, steps;
+} bf_totals;
+
+/* Reserve the run's arenas (budgets in bytes, 0 = unlimited) and move the
+ * weights and optimizer state where the backend computes. */
+bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget);
+/* Copy weights / optimizer state back to the model (device runs). */
+bf_status bf_run_sync_model(bf_run *r);
+void bf_run_close(bf_run *r);
+
+/* Steps [first_step, first_step+nsteps) of an epoch over n rows taken in
+ * `order` (NULL: 0..n-1), `batch` rows per step (the last may be short), each
+ * split into micro-batches of r->B rows. Gradients of a step are summed over
+ * its micro-batches with the loss scaled by 1/rows, so the update equals the
+ * full-batch one. The update is applied only when loss and gradients are finite. */
+bf_status bf_run_train(bf_run *r, const bf_src *x, const bf_src *y, const int64_t *order, long n,
+                       long batch, long first_step, long nsteps, bf_totals *tot);
+bf_status bf_run_evaluate(bf_run *r, const bf_src *x, const bf_src *y, const int64_t *order,
+                          long n, long batch, long first_step, long nsteps, bf_totals *tot);
+/* out_host (n, out_size) = model(x[start .. start+n)) */
+bf_status bf_run_predict(bf_run *r, float *out_host, const bf_src *x, long start, long n);
+
+void bf_layer_geom(const bf_layer *L, int B, bf_conv_geom *g);
+
+#endif

@@ -1,0 +1,69 @@
+/* cpu_backend.c - the CPU backend vtable: host memory and the csrc/cpu ops. */
+#include <string.h>
+
+#include "arena.h"
+#if __has_include("cpu_conv.h")
+#include "cpu_conv.h"
+#define BF_HAVE_CONV 1
+#endif
+#include "cpu_ops.h"
+
+static bf_status cpu_reserve(bf_backend *be, void **out, size_t bytes) {
+    (void)be;
+    return bf_host_reserve(out, bytes);
+}
+static void cpu_release(bf_backend *be, void *p) {
+    (void)be;
+    bf_host_release(p);
+}
+static bf_status cpu_copy(bf_backend *be, void *dst, const void *src, size_t bytes) {
+    (void)be;
+    if (dst != src) memcpy(dst, src, bytes);
+    return BF_OK;
+}
+static bf_status cpu_zero(bf_backend *be, void *dst, size_t bytes) {
+    (void)be;
+    memset(dst, 0, bytes);
+    return BF_OK;
+}
+static bf_status cpu_sync(bf_backend *be) {
+    (void)be;
+    return BF_OK;
+}
+
+static bf_backend bf_cpu = {
+    .name = "cpu",
+    .reserve = cpu_reserve,
+    .release = cpu_release,
+    .to_device = cpu_copy,
+    .to_host = cpu_copy,
+    .fill_zero = cpu_zero,
+    .sync = cpu_sync,
+    .dense_forward = bf_cpu_dense_forward,
+    .dense_backward = bf_cpu_dense_backward,
+    .act_forward = bf_cpu_act_forward,
+    .act_backward = bf_cpu_act_backward,
+    .loss_forward_backward = bf_cpu_loss_forward_backward,
+    .accuracy = bf_cpu_accuracy,
+    .sum = bf_cpu_sum,
+    .nonfinite = bf_cpu_nonfinite,
+    .sgd_update = bf_cpu_sgd_update,
+    .adam_update = bf_cpu_adam_update,
+    .rmsprop_update = bf_cpu_rmsprop_update,
+#ifdef BF_HAVE_CONV
+    .conv2d_workspace_bytes = bf_cpu_conv2d_workspace_bytes,
+    .conv2d_forward = bf_cpu_conv2d_forward,
+    .conv2d_backward = bf_cpu_conv2d_backward,
+    .maxpool_forward = bf_cpu_maxpool_forward,
+    .maxpool_backward = bf_cpu_maxpool_backward,
+    .avgpool_forward = bf_cpu_avgpool_forward,
+    .avgpool_backward = bf_cpu_avgpool_backward,
+    .batchnorm_forward = bf_cpu_batchnorm_forward,
+    .batchnorm_backward = bf_cpu_batchnorm_backward,
+    .dropout_forward = bf_cpu_dropout_forward,
+    .dropout_backward = bf_cpu_dropout_backward,
+#endif
+    .impl = NULL,
+};
+
+bf_backend *bf_cpu_backend(void) { return &bf_cpu; }

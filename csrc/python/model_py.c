@@ -1,0 +1,351 @@
+/* model_py.c - boundfit._core.Model: a Sequential model held by the engine.
+ * Layers come in as dicts built by python/boundfit/layers; weights live in the
+ * model's host arena; plan() reports a run's memory without allocating;
+ * open_run() reserves it. */
+#include <string.h>
+
+#include "glue.h"
+
+#define NO_IMPORT_ARRAY
+#define PY_ARRAY_UNIQUE_SYMBOL BF_ARRAY_API
+#include <numpy/arrayobject.h>
+
+#include "backend_registry.h"
+#include "model_py.h"
+#include "run.h"
+
+bf_module_state *bf_state_of_type(PyTypeObject *tp) { return (bf_module_state *)PyType_GetModuleState(tp); }
+
+static int get_int(PyObject *d, const char *k, int dflt, int *out) {
+    PyObject *v = PyDict_GetItemString(d, k);
+    if (!v || v == Py_None) { *out = dflt; return 0; }
+    long x = PyLong_AsLong(v);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    *out = (int)x;
+    return 0;
+}
+
+static int get_float(PyObject *d, const char *k, float dflt, float *out) {
+    PyObject *v = PyDict_GetItemString(d, k);
+    if (!v || v == Py_None) { *out = dflt; return 0; }
+    double x = PyFloat_AsDouble(v);
+    if (x == -1.0 && PyErr_Occurred()) return -1;
+    *out = (float)x;
+    return 0;
+}
+
+static int get_shape(PyObject *seq, const char *what, int *rank, int *shape) {
+    PyObject *t = PySequence_Tuple(seq);
+    if (!t) return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(t);
+    if (n < 1 || n > 3) {
+        Py_DECREF(t);
+        PyErr_Format(PyExc_ValueError, "%s must have 1 to 3 dimensions (excluding the batch axis), got %zd", what, n);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long v = PyLong_AsLong(PyTuple_GET_ITEM(t, i));
+        if (v == -1 && PyErr_Occurred()) { Py_DECREF(t); return -1; }
+        if (v <= 0) {
+            Py_DECREF(t);
+            PyErr_Format(PyExc_ValueError, "%s has a non-positive dimension %ld", what, v);
+            return -1;
+        }
+        shape[i] = (int)v;
+    }
+    *rank = (int)n;
+    Py_DECREF(t);
+    return 0;
+}
+
+static int parse_layer(PyObject *d, bf_layer *L) {
+    memset(L, 0, sizeof *L);
+    if (!PyDict_Check(d)) { PyErr_SetString(PyExc_TypeError, "layer spec must be a dict"); return -1; }
+    PyObject *name = PyDict_GetItemString(d, "name");
+    const char *s = name ? PyUnicode_AsUTF8(name) : "layer";
+    if (!s) return -1;
+    strncpy(L->name, s, sizeof L->name - 1);
+    int kind, act;
+    if (get_int(d, "kind", -1, &kind) || get_int(d, "act", 0, &act) || get_int(d, "units", 0, &L->units) ||
+        get_int(d, "use_bias", 1, &L->use_bias) || get_int(d, "filters", 0, &L->filters) ||
+        get_int(d, "kh", 1, &L->kh) || get_int(d, "kw", 1, &L->kw) || get_int(d, "sh", 1, &L->sh) ||
+        get_int(d, "sw", 1, &L->sw) || get_int(d, "same", 0, &L->same) || get_int(d, "center", 1, &L->center) ||
+        get_int(d, "scale", 1, &L->scale) || get_float(d, "rate", 0.0f, &L->rate) ||
+        get_float(d, "momentum", 0.99f, &L->momentum) || get_float(d, "eps", 1e-3f, &L->eps))
+        return -1;
+    if (act < 0 || act > BF_ACT_SOFTMAX) { PyErr_Format(PyExc_ValueError, "%s: unknown activation id %d", L->name, act); return -1; }
+    L->kind = (bf_layer_kind)kind;
+    L->act = (bf_act)act;
+    PyObject *target = PyDict_GetItemString(d, "target_shape");
+    if (target && target != Py_None && get_shape(target, "target_shape", &L->out_rank, L->out_shape) < 0) return -1;
+    return 0;
+}
+
+static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"layers", "input_shape", "seed", NULL};
+    PyObject *layers, *in_shape;
+    unsigned long long seed = 0;
+    bf_module_state *st = bf_state_of_type(tp);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|K", kwlist, &layers, &in_shape, &seed)) return NULL;
+    PyObject *seq = PySequence_Fast(layers, "layers must be a list");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > BF_MAX_LAYERS) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "at most %d layers are supported, got %zd", BF_MAX_LAYERS, n);
+    }
+    ModelObject *self = (ModelObject *)tp->tp_alloc(tp, 0);
+    if (!self) { Py_DECREF(seq); return NULL; }
+    bf_model *m = &self->m;
+    m->nlayers = (int)n;
+    m->seed = seed;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (parse_layer(PySequence_Fast_GET_ITEM(seq, i), &m->layers[i]) < 0) goto fail;
+    Py_DECREF(seq);
+    seq = NULL;
+    if (get_shape(in_shape, "input_shape", &m->in_rank, m->in_shape) < 0) goto fail;
+    bf_status s = bf_model_infer(m);
+    if (s == BF_OK) s = bf_model_alloc_weights(m);
+    if (s != BF_OK) { bf_raise(st, s); goto fail; }
+    return (PyObject *)self;
+fail:
+    Py_XDECREF(seq);
+    Py_DECREF(self);
+    return NULL;
+}
+
+static void Model_dealloc(ModelObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    bf_model_free(&self->m);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *shape_tuple(int rank, const int *shape) {
+    PyObject *t = PyTuple_New(rank);
+    for (int i = 0; t && i < rank; i++) PyTuple_SET_ITEM(t, i, PyLong_FromLong(shape[i]));
+    return t;
+}
+
+/* [(layer name, output shape, [(param name, shape, trainable)])] */
+static PyObject *Model_layers_info(ModelObject *self, PyObject *noargs) {
+    (void)noargs;
+    bf_model *m = &self->m;
+    PyObject *out = PyList_New(m->nlayers);
+    for (int i = 0; out && i < m->nlayers; i++) {
+        bf_layer *L = &m->layers[i];
+        PyObject *ps = PyList_New(L->nparam);
+        for (int j = 0; ps && j < L->nparam; j++)
+            PyList_SET_ITEM(ps, j, Py_BuildValue("(sNO)", L->params[j].name, shape_tuple(L->params[j].rank, L->params[j].shape),
+                                                 L->params[j].trainable ? Py_True : Py_False));
+        PyList_SET_ITEM(out, i, Py_BuildValue("(sNN)", L->name, shape_tuple(L->out_rank, L->out_shape), ps));
+    }
+    return out;
+}
+
+static PyObject *Model_get_weights(ModelObject *self, PyObject *noargs) {
+    (void)noargs;
+    bf_model *m = &self->m;
+    PyObject *out = PyList_New(0);
+    for (int i = 0; out && i < m->nlayers; i++)
+        for (int j = 0; j < m->layers[i].nparam; j++) {
+            bf_param *p = &m->layers[i].params[j];
+            npy_intp dims[4];
+            for (int k = 0; k < p->rank; k++) dims[k] = p->shape[k];
+            PyObject *a = PyArray_SimpleNew(p->rank, dims, NPY_FLOAT32);
+            if (!a) { Py_DECREF(out); return NULL; }
+            memcpy(PyArray_DATA((PyArrayObject *)a), m->w + p->offset, sizeof(float) * (size_t)p->n);
+            PyList_Append(out, a);
+            Py_DECREF(a);
+        }
+    return out;
+}
+
+/* all-or-nothing: every array is checked before any weight changes */
+static PyObject *Model_set_weights(ModelObject *self, PyObject *arg) {
+    bf_model *m = &self->m;
+    if (self->busy) return PyErr_Format(PyExc_RuntimeError, "the model is in use by a running fit");
+    PyObject *seq = PySequence_Fast(arg, "weights must be a list of arrays");
+    if (!seq) return NULL;
+    int total = 0;
+    for (int i = 0; i < m->nlayers; i++) total += m->layers[i].nparam;
+    if (PySequence_Fast_GET_SIZE(seq) != total) {
+        PyErr_Format(PyExc_ValueError, "weights: expected %d arrays, got %zd", total, PySequence_Fast_GET_SIZE(seq));
+        Py_DECREF(seq);
+        return NULL;
+    }
+    PyObject *conv[BF_MAX_LAYERS * BF_MAX_PARAMS] = {0};
+    int k = 0, ok = 1;
+    for (int i = 0; ok && i < m->nlayers; i++)
+        for (int j = 0; ok && j < m->layers[i].nparam; j++, k++) {
+            bf_param *p = &m->layers[i].params[j];
+            PyObject *a = PyArray_FROMANY(PySequence_Fast_GET_ITEM(seq, k), NPY_FLOAT32, 0, 0, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST);
+            if (!a) { ok = 0; break; }
+            conv[k] = a;
+            PyArrayObject *aa = (PyArrayObject *)a;
+            int same = PyArray_NDIM(aa) == p->rank;
+            for (int d = 0; same && d < p->rank; d++) same = PyArray_DIM(aa, d) == p->shape[d];
+            if (!same) {
+                PyObject *shape = shape_tuple(p->rank, p->shape);
+                PyErr_Format(PyExc_ValueError, "weights[%d] (%s): expected shape %R, got an array of %zd elements with %d dims",
+                             k, p->name, shape, (Py_ssize_t)PyArray_SIZE(aa), PyArray_NDIM(aa));
+                Py_XDECREF(shape);
+                ok = 0;
+            }
+        }
+    if (ok) {
+        k = 0;
+        for (int i = 0; i < m->nlayers; i++)
+            for (int j = 0; j < m->layers[i].nparam; j++, k++) {
+                bf_param *p = &m->layers[i].params[j];
+                memcpy(m->w + p->offset, PyArray_DATA((PyArrayObject *)conv[k]), sizeof(float) * (size_t)p->n);
+            }
+    }
+    for (int i = 0; i < total; i++) Py_XDECREF(conv[i]);
+    Py_DECREF(seq);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Model_compile(ModelObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"optimizer", "learning_rate", "beta_1", "beta_2", "epsilon", "momentum", "nesterov",
+                             "rho", "loss", "from_logits", NULL};
+    bf_optimizer o = {0};
+    bf_loss l = {0};
+    int ok = 0, lk = 0, nesterov = 0, from_logits = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iffffffpiip", kwlist, &ok, &o.lr, &o.beta1, &o.beta2, &o.eps,
+                                     &o.momentum, &nesterov, &o.rho, &lk, &from_logits))
+        return NULL;
+    if (self->busy) return PyErr_Format(PyExc_RuntimeError, "the model is in use by a running fit");
+    o.kind = (bf_opt_kind)ok;
+    o.nesterov = nesterov;
+    l.kind = (bf_loss_kind)lk;
+    l.from_logits = from_logits;
+    bf_status s = bf_model_compile(&self->m, &o, &l);
+    if (s != BF_OK) return bf_raise(bf_state_of_type(Py_TYPE(self)), s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Model_optimizer_state(ModelObject *self, PyObject *noargs) {
+    (void)noargs;
+    bf_model *m = &self->m;
+    PyObject *slots = PyList_New(0);
+    for (int k = 0; slots && m->slots && k < m->opt.nslots; k++) {
+        npy_intp n = m->n_trainable;
+        PyObject *a = PyArray_SimpleNew(1, &n, NPY_FLOAT32);
+        if (!a) { Py_DECREF(slots); return NULL; }
+        memcpy(PyArray_DATA((PyArrayObject *)a), m->slots + (size_t)k * (size_t)n, sizeof(float) * (size_t)n);
+        PyList_Append(slots, a);
+        Py_DECREF(a);
+    }
+    return slots ? Py_BuildValue("(lN)", m->opt.iterations, slots) : NULL;
+}
+
+static PyObject *Model_set_iterations(ModelObject *self, PyObject *arg) {
+    long it = PyLong_AsLong(arg);
+    if (it == -1 && PyErr_Occurred()) return NULL;
+    self->m.opt.iterations = it;
+    Py_RETURN_NONE;
+}
+
+static int parse_mode(const char *s, bf_mode *mode) {
+    if (!strcmp(s, "train")) *mode = BF_MODE_TRAIN;
+    else if (!strcmp(s, "evaluate")) *mode = BF_MODE_EVAL;
+    else if (!strcmp(s, "predict")) *mode = BF_MODE_PREDICT;
+    else { PyErr_Format(PyExc_ValueError, "mode must be 'train', 'evaluate' or 'predict', got %s", s); return -1; }
+    return 0;
+}
+
+static PyObject *plan_dict(bf_run *r) {
+    PyObject *entries = PyList_New(r->nentry);
+    for (int i = 0; entries && i < r->nentry; i++) {
+        bf_plan_entry *e = &r->entries[i];
+        PyList_SET_ITEM(entries, i, Py_BuildValue("(ssns)", e->name, e->category, (Py_ssize_t)e->bytes,
+                                                  e->on_device ? r->be->name : "host"));
+    }
+    PyObject *bufs = PyList_New(r->nbuf);
+    for (int i = 0; bufs && i < r->nbuf; i++)
+        PyList_SET_ITEM(bufs, i, Py_BuildValue("(sniin)", r->buf_names[i], (Py_ssize_t)r->bufs[i].bytes, r->bufs[i].first,
+                                               r->bufs[i].last, (Py_ssize_t)r->bufs[i].offset));
+    return Py_BuildValue("{s:N,s:N,s:n,s:n,s:n,s:n,s:n,s:n,s:s}", "entries", entries, "buffers", bufs,
+                         "host_bytes", (Py_ssize_t)r->host_bytes, "device_bytes", (Py_ssize_t)r->device_bytes,
+                         "model_bytes", (Py_ssize_t)r->model_bytes, "opt_new_bytes", (Py_ssize_t)r->opt_new_bytes,
+                         "scratch_bytes", (Py_ssize_t)r->scratch_bytes, "naive_scratch_bytes",
+                         (Py_ssize_t)r->naive_scratch_bytes, "device", r->be->name);
+}
+
+static PyObject *Model_plan(ModelObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"mode", "rows", "device", NULL};
+    const char *mode_s, *device = "cpu";
+    int rows;
+    bf_mode mode;
+    bf_module_state *st = bf_state_of_type(Py_TYPE(self));
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "si|s", kwlist, &mode_s, &rows, &device)) return NULL;
+    if (parse_mode(mode_s, &mode) < 0) return NULL;
+    bf_backend *be;
+    bf_status s = bf_backend_get(device, &be);
+    if (s != BF_OK) return bf_raise(st, s);
+    bf_run *r = &self->scratch; /* planning only: nothing is reserved */
+    s = bf_run_plan(r, &self->m, be, mode, rows);
+    return s == BF_OK ? plan_dict(r) : bf_raise(st, s);
+}
+
+static PyObject *Model_open_run(ModelObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"mode", "rows", "device", "host_budget", "device_budget", "seed", NULL};
+    const char *mode_s, *device = "cpu";
+    int rows;
+    Py_ssize_t hb = 0, db = 0;
+    unsigned long long seed = 0;
+    bf_mode mode;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "si|snnK", kwlist, &mode_s, &rows, &device, &hb, &db, &seed)) return NULL;
+    if (parse_mode(mode_s, &mode) < 0) return NULL;
+    return bf_run_new(self, mode, rows, device, (size_t)hb, (size_t)db, seed);
+}
+
+static PyObject *Model_get_n_params(ModelObject *self, void *c) { (void)c; return PyLong_FromLong(self->m.n_params); }
+static PyObject *Model_get_n_trainable(ModelObject *self, void *c) { (void)c; return PyLong_FromLong(self->m.n_trainable); }
+static PyObject *Model_get_out_shape(ModelObject *self, void *c) {
+    (void)c;
+    bf_layer *L = &self->m.layers[self->m.nlayers - 1];
+    return shape_tuple(L->out_rank, L->out_shape);
+}
+static PyObject *Model_get_weight_bytes(ModelObject *self, void *c) { (void)c; return PyLong_FromSize_t(self->m.weights.high_water); }
+static PyObject *Model_get_opt_bytes(ModelObject *self, void *c) { (void)c; return PyLong_FromSize_t(self->m.opt_state.high_water); }
+
+static PyGetSetDef Model_getset[] = {
+    {"n_params", (getter)Model_get_n_params, NULL, "number of parameters", NULL},
+    {"n_trainable", (getter)Model_get_n_trainable, NULL, "number of trainable parameters", NULL},
+    {"output_shape", (getter)Model_get_out_shape, NULL, "per-sample output shape", NULL},
+    {"weight_arena_bytes", (getter)Model_get_weight_bytes, NULL, "high-water mark of the weight arena", NULL},
+    {"optimizer_arena_bytes", (getter)Model_get_opt_bytes, NULL, "high-water mark of the optimizer-state arena", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef Model_methods[] = {
+    {"layers_info", (PyCFunction)Model_layers_info, METH_NOARGS, "[(name, output_shape, [(param, shape, trainable)])]"},
+    {"get_weights", (PyCFunction)Model_get_weights, METH_NOARGS, "copies of all weights"},
+    {"set_weights", (PyCFunction)Model_set_weights, METH_O, "replace all weights (checked first, all or nothing)"},
+    {"compile", (PyCFunction)(void (*)(void))Model_compile, METH_VARARGS | METH_KEYWORDS, "set optimizer and loss"},
+    {"optimizer_state", (PyCFunction)Model_optimizer_state, METH_NOARGS, "(iterations, [slot arrays])"},
+    {"set_iterations", (PyCFunction)Model_set_iterations, METH_O, "set optimizer.iterations"},
+    {"plan", (PyCFunction)(void (*)(void))Model_plan, METH_VARARGS | METH_KEYWORDS, "memory plan of a run, no allocation"},
+    {"open_run", (PyCFunction)(void (*)(void))Model_open_run, METH_VARARGS | METH_KEYWORDS, "reserve a run"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot Model_slots[] = {
+    {Py_tp_new, Model_new},
+    {Py_tp_dealloc, Model_dealloc},
+    {Py_tp_methods, Model_methods},
+    {Py_tp_getset, Model_getset},
+    {Py_tp_doc, "Model(layers, input_shape, seed): an engine-side Sequential model"},
+    {0, NULL},
+};
+
+static PyType_Spec Model_spec = {"boundfit._core.Model", sizeof(ModelObject), 0, Py_TPFLAGS_DEFAULT, Model_slots};
+
+int bf_model_type_init(PyObject *m, bf_module_state *st) {
+    st->ModelType = (PyTypeObject *)PyType_FromModuleAndSpec(m, &Model_spec, NULL);
+    if (!st->ModelType) return -1;
+    return PyModule_AddObjectRef(m, "Model", (PyObject *)st->ModelType);
+}

@@ -1,0 +1,115 @@
+/* module.c - boundfit._core: multi-phase init, module state (exception
+ * classes from boundfit.errors), and module-level functions (fault injection,
+ * BLAS threads, build information). */
+#include "glue.h"
+
+#define PY_ARRAY_UNIQUE_SYMBOL BF_ARRAY_API
+#include <numpy/arrayobject.h>
+
+#include "arena.h"
+#include "blas.h"
+
+bf_module_state *bf_state_of_module(PyObject *m) { return (bf_module_state *)PyModule_GetState(m); }
+
+static PyObject *fault_inject(PyObject *self, PyObject *args) {
+    (void)self;
+    long n;
+    if (!PyArg_ParseTuple(args, "l", &n)) return NULL;
+    bf_fault_set(n);
+    Py_RETURN_NONE;
+}
+
+static PyObject *fault_count(PyObject *self, PyObject *noargs) {
+    (void)self;
+    (void)noargs;
+    return PyLong_FromLong(bf_fault_count());
+}
+
+static PyObject *set_num_threads(PyObject *self, PyObject *args) {
+    (void)self;
+    int n;
+    if (!PyArg_ParseTuple(args, "i", &n)) return NULL;
+    if (n < 1) return PyErr_Format(PyExc_ValueError, "num_threads must be >= 1, got %d", n);
+    bf_openblas_set_num_threads(n);
+    Py_RETURN_NONE;
+}
+
+static PyObject *build_info(PyObject *self, PyObject *noargs) {
+    (void)self;
+    (void)noargs;
+    return Py_BuildValue("{s:s,s:i,s:i,s:s}", "blas", bf_openblas_get_config(), "blas_threads",
+                         bf_openblas_get_num_threads(), "cuda_built", BF_BUILT_WITH_CUDA,
+                         "compiler", __VERSION__);
+}
+
+static PyMethodDef module_methods[] = {
+    {"fault_inject", fault_inject, METH_VARARGS,
+     "fault_inject(n): make the n-th engine allocation from now fail (0 = off); resets the count"},
+    {"fault_count", fault_count, METH_NOARGS, "allocation attempts since the last fault_inject()"},
+    {"set_num_threads", set_num_threads, METH_VARARGS, "set the number of BLAS threads"},
+    {"build_info", build_info, METH_NOARGS, "build configuration: BLAS, CUDA"},
+    {NULL, NULL, 0, NULL},
+};
+
+static int module_exec(PyObject *m) {
+    if (PyArray_ImportNumPyAPI() < 0) return -1;
+    bf_module_state *st = bf_state_of_module(m);
+    PyObject *errors = PyImport_ImportModule("boundfit.errors");
+    if (!errors) return -1;
+    st->BoundfitError = PyObject_GetAttrString(errors, "BoundfitError");
+    st->MemoryBudgetError = PyObject_GetAttrString(errors, "MemoryBudgetError");
+    st->DeviceError = PyObject_GetAttrString(errors, "DeviceError");
+    st->NonFiniteError = PyObject_GetAttrString(errors, "NonFiniteError");
+    st->DataError = PyObject_GetAttrString(errors, "DataError");
+    Py_DECREF(errors);
+    if (!st->BoundfitError || !st->MemoryBudgetError || !st->DeviceError || !st->NonFiniteError || !st->DataError)
+        return -1;
+    if (bf_model_type_init(m, st) < 0) return -1;
+    if (bf_run_type_init(m, st) < 0) return -1;
+    return 0;
+}
+
+static int module_traverse(PyObject *m, visitproc visit, void *arg) {
+    bf_module_state *st = bf_state_of_module(m);
+    Py_VISIT(st->BoundfitError);
+    Py_VISIT(st->MemoryBudgetError);
+    Py_VISIT(st->DeviceError);
+    Py_VISIT(st->NonFiniteError);
+    Py_VISIT(st->DataError);
+    Py_VISIT(st->ModelType);
+    Py_VISIT(st->RunType);
+    return 0;
+}
+
+static int module_clear(PyObject *m) {
+    bf_module_state *st = bf_state_of_module(m);
+    Py_CLEAR(st->BoundfitError);
+    Py_CLEAR(st->MemoryBudgetError);
+    Py_CLEAR(st->DeviceError);
+    Py_CLEAR(st->NonFiniteError);
+    Py_CLEAR(st->DataError);
+    Py_CLEAR(st->ModelType);
+    Py_CLEAR(st->RunType);
+    return 0;
+}
+
+static void module_free(void *m) { module_clear((PyObject *)m); }
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, module_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "boundfit._core",
+    .m_doc = "boundfit's C engine: models, memory plans, arenas, training steps",
+    .m_size = sizeof(bf_module_state),
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
+};
+
+PyMODINIT_FUNC PyInit__core(void) { return PyModuleDef_Init(&module_def); }

@@ -1,0 +1,200 @@
+/* run_py.c - boundfit._core.Run: an opened run (reserved arenas) of a model.
+ * train / evaluate / predict run chunks of steps with the GIL released; the
+ * Python loop calls them repeatedly so Ctrl-C lands at a step boundary. */
+#include <string.h>
+
+#include "glue.h"
+
+#define NO_IMPORT_ARRAY
+#define PY_ARRAY_UNIQUE_SYMBOL BF_ARRAY_API
+#include <numpy/arrayobject.h>
+
+#include "backend_registry.h"
+#include "model_py.h"
+
+PyObject *bf_run_new(ModelObject *model, bf_mode mode, int rows, const char *device, size_t host_budget,
+                     size_t device_budget, unsigned long long seed) {
+    bf_module_state *st = bf_state_of_type(Py_TYPE(model));
+    if (model->busy) return PyErr_Format(PyExc_RuntimeError, "the model already has an open run");
+    bf_backend *be;
+    bf_status s = bf_backend_get(device, &be);
+    if (s != BF_OK) return bf_raise(st, s);
+    RunObject *self = (RunObject *)st->RunType->tp_alloc(st->RunType, 0);
+    if (!self) return NULL;
+    s = bf_run_plan(&self->r, &model->m, be, mode, rows);
+    if (s == BF_OK) s = bf_run_open(&self->r, host_budget, device_budget);
+    if (s != BF_OK) {
+        Py_DECREF(self);
+        return bf_raise(st, s);
+    }
+    self->r.dropout_seed = seed;
+    self->model = model;
+    Py_INCREF(model);
+    model->busy = 1;
+    self->open = 1;
+    return (PyObject *)self;
+}
+
+static void run_close(RunObject *self) {
+    if (self->open) {
+        bf_run_close(&self->r);
+        self->open = 0;
+        if (self->model) self->model->busy = 0;
+    }
+}
+
+static void Run_dealloc(RunObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    run_close(self);
+    Py_XDECREF(self->model);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static int need_open(RunObject *self) {
+    if (!self->open) { PyErr_SetString(PyExc_RuntimeError, "the run is closed"); return -1; }
+    return 0;
+}
+
+/* after a failure, weights on a device are copied back so the model keeps the
+ * last completed step; a NonFiniteError carries step and layer */
+static PyObject *run_error(RunObject *self, bf_status s) {
+    bf_module_state *st = bf_state_of_type(Py_TYPE(self));
+    bf_error saved = *bf_last_error();
+    if (s != BF_ERR_DEVICE) bf_run_sync_model(&self->r);
+    bf_set_error(&saved);
+    bf_raise(st, s);
+    if (s == BF_ERR_NONFINITE) {
+        PyObject *type, *val, *tb;
+        PyErr_Fetch(&type, &val, &tb);
+        PyErr_NormalizeException(&type, &val, &tb);
+        if (val) {
+            bf_run *r = &self->r;
+            PyObject *step = PyLong_FromLong(r->bad_step);
+            PyObject *layer = r->bad_layer >= 0 ? PyUnicode_FromString(r->m->layers[r->bad_layer].name) : Py_NewRef(Py_None);
+            PyObject *what = PyUnicode_FromString(r->bad_what ? r->bad_what : "loss");
+            PyObject_SetAttrString(val, "step", step);
+            PyObject_SetAttrString(val, "layer", layer);
+            PyObject_SetAttrString(val, "what", what);
+            Py_XDECREF(step);
+            Py_XDECREF(layer);
+            Py_XDECREF(what);
+        }
+        PyErr_Restore(type, val, tb);
+    }
+    return NULL;
+}
+
+static int parse_order(PyObject *order_obj, long n, PyArrayObject **order) {
+    *order = NULL;
+    if (order_obj == Py_None) return 0;
+    *order = (PyArrayObject *)PyArray_FROMANY(order_obj, NPY_INT64, 1, 1, NPY_ARRAY_CARRAY_RO);
+    if (!*order) return -1;
+    if (PyArray_DIM(*order, 0) < n) {
+        PyErr_Format(PyExc_ValueError, "order has %zd entries, needs %ld", (Py_ssize_t)PyArray_DIM(*order, 0), n);
+        Py_CLEAR(*order);
+        return -1;
+    }
+    const int64_t *o = PyArray_DATA(*order);
+    for (long i = 0; i < n; i++)
+        if (o[i] < 0) { PyErr_Format(PyExc_ValueError, "order[%ld] is negative", i); Py_CLEAR(*order); return -1; }
+    return 0;
+}
+
+static PyObject *run_steps(RunObject *self, PyObject *args, int train) {
+    PyObject *x_obj, *y_obj, *order_obj;
+    long n, batch, first, nsteps;
+    bf_module_state *st = bf_state_of_type(Py_TYPE(self));
+    if (!PyArg_ParseTuple(args, "OOOllll", &x_obj, &y_obj, &order_obj, &n, &batch, &first, &nsteps)) return NULL;
+    if (need_open(self) < 0) return NULL;
+    bf_src x, y;
+    if (bf_src_from_array(st, x_obj, "x", &x) < 0 || bf_src_from_array(st, y_obj, "y", &y) < 0) return NULL;
+    if (x.shape[0] < n || y.shape[0] < n) return PyErr_Format(st->DataError, "x and y must hold at least %ld rows", n);
+    if (batch <= 0) return PyErr_Format(PyExc_ValueError, "batch_size must be positive, got %ld", batch);
+    PyArrayObject *order;
+    if (parse_order(order_obj, n, &order) < 0) return NULL;
+    for (long i = 0; order && i < n; i++)
+        if (((const int64_t *)PyArray_DATA(order))[i] >= x.shape[0]) {
+            Py_DECREF(order);
+            return PyErr_Format(PyExc_ValueError, "order[%ld] is out of range", i);
+        }
+    bf_totals tot = {0};
+    bf_status s;
+    const int64_t *o = order ? PyArray_DATA(order) : NULL;
+    Py_BEGIN_ALLOW_THREADS
+    s = train ? bf_run_train(&self->r, &x, &y, o, n, batch, first, nsteps, &tot)
+              : bf_run_evaluate(&self->r, &x, &y, o, n, batch, first, nsteps, &tot);
+    Py_END_ALLOW_THREADS
+    Py_XDECREF(order);
+    if (s != BF_OK) return run_error(self, s);
+    return Py_BuildValue("(ddll)", tot.loss_sum, tot.acc_sum, tot.rows, tot.steps);
+}
+
+static PyObject *Run_train(RunObject *self, PyObject *args) { return run_steps(self, args, 1); }
+static PyObject *Run_evaluate(RunObject *self, PyObject *args) { return run_steps(self, args, 0); }
+
+static PyObject *Run_predict(RunObject *self, PyObject *args) {
+    PyObject *x_obj, *out_obj;
+    long start, n, out_start;
+    bf_module_state *st = bf_state_of_type(Py_TYPE(self));
+    if (!PyArg_ParseTuple(args, "OOlll", &x_obj, &out_obj, &start, &n, &out_start)) return NULL;
+    if (need_open(self) < 0) return NULL;
+    bf_src x;
+    if (bf_src_from_array(st, x_obj, "x", &x) < 0) return NULL;
+    if (!PyArray_Check(out_obj) || PyArray_TYPE((PyArrayObject *)out_obj) != NPY_FLOAT32 ||
+        !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)out_obj) || !PyArray_ISWRITEABLE((PyArrayObject *)out_obj))
+        return PyErr_Format(PyExc_TypeError, "out must be a writable C-contiguous float32 array");
+    PyArrayObject *out = (PyArrayObject *)out_obj;
+    long C = bf_model_out_size(&self->model->m);
+    if (start < 0 || start + n > x.shape[0] || out_start < 0 || (out_start + n) * C > PyArray_SIZE(out))
+        return PyErr_Format(PyExc_ValueError, "predict: rows [%ld, %ld) out of range", start, start + n);
+    float *dst = (float *)PyArray_DATA(out) + out_start * C;
+    bf_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = bf_run_predict(&self->r, dst, &x, start, n);
+    Py_END_ALLOW_THREADS
+    if (s != BF_OK) return run_error(self, s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Run_close(RunObject *self, PyObject *noargs) {
+    (void)noargs;
+    if (self->open) {
+        bf_status s = bf_run_sync_model(&self->r);
+        run_close(self);
+        if (s != BF_OK) return bf_raise(bf_state_of_type(Py_TYPE(self)), s);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *Run_stats(RunObject *self, PyObject *noargs) {
+    (void)noargs;
+    bf_run *r = &self->r;
+    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:s}", "run_reserved", (Py_ssize_t)r->arena.capacity, "run_high_water",
+                         (Py_ssize_t)r->arena.high_water, "host_slots_high_water", (Py_ssize_t)r->host_arena.high_water,
+                         "optimizer_high_water", (Py_ssize_t)r->m->opt_state.high_water, "where", r->arena.where);
+}
+
+static PyMethodDef Run_methods[] = {
+    {"train", (PyCFunction)Run_train, METH_VARARGS, "train(x, y, order, n, batch, first_step, nsteps) -> (loss_sum, acc_sum, rows, steps)"},
+    {"evaluate", (PyCFunction)Run_evaluate, METH_VARARGS, "evaluate(x, y, order, n, batch, first_step, nsteps)"},
+    {"predict", (PyCFunction)Run_predict, METH_VARARGS, "predict(x, out, start, n, out_start)"},
+    {"close", (PyCFunction)Run_close, METH_NOARGS, "copy device weights back and release the arenas"},
+    {"stats", (PyCFunction)Run_stats, METH_NOARGS, "arena statistics"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot Run_slots[] = {
+    {Py_tp_dealloc, Run_dealloc},
+    {Py_tp_methods, Run_methods},
+    {Py_tp_doc, "an opened run of a Model (made by Model.open_run)"},
+    {0, NULL},
+};
+
+static PyType_Spec Run_spec = {"boundfit._core.Run", sizeof(RunObject), 0, Py_TPFLAGS_DEFAULT, Run_slots};
+
+int bf_run_type_init(PyObject *m, bf_module_state *st) {
+    st->RunType = (PyTypeObject *)PyType_FromModuleAndSpec(m, &Run_spec, NULL);
+    if (!st->RunType) return -1;
+    return PyModule_AddObjectRef(m, "Run", (PyObject *)st->RunType);
+}
