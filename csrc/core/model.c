@@ -80,12 +80,26 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
         L->out_rank = 1;
         L->out_shape[0] = (int)L->in_size;
         break;
-    case BF_L_RESHAPE:
-        /* out_shape / out_rank were given by the caller */
+    case BF_L_RESHAPE: {
+        /* out_shape / out_rank were given by the caller; one -1 is inferred */
+        long known = 1;
+        int hole = -1;
+        for (int i = 0; i < L->out_rank; i++) {
+            if (L->out_shape[i] == -1 && hole < 0) hole = i;
+            else if (L->out_shape[i] <= 0) return BF_FAIL(BF_ERR_ARG, "%s: bad target_shape dimension %d", L->name, L->out_shape[i]);
+            else known *= L->out_shape[i];
+        }
+        if (hole >= 0) {
+            if (L->in_size % known)
+                return BF_FAIL(BF_ERR_SHAPE, "%s: cannot reshape %ld elements with target dimensions of product %ld", L->name, L->in_size, known);
+            L->out_shape[hole] = (int)(L->in_size / known);
+        }
+        L->out_size = prod(L->out_shape, L->out_rank);
         if (prod(L->out_shape, L->out_rank) != L->in_size)
             return BF_FAIL(BF_ERR_SHAPE, "%s: cannot reshape %ld elements into the target shape of %ld",
                            L->name, L->in_size, prod(L->out_shape, L->out_rank));
         return BF_OK;
+    }
     case BF_L_DROPOUT:
         if (!(L->rate >= 0.0f && L->rate < 1.0f))
             return BF_FAIL(BF_ERR_ARG, "%s: rate must be in [0, 1), got %g", L->name, (double)L->rate);

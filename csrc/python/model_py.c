@@ -34,7 +34,7 @@ static int get_float(PyObject *d, const char *k, float dflt, float *out) {
     return 0;
 }
 
-static int get_shape(PyObject *seq, const char *what, int *rank, int *shape) {
+static int get_shape(PyObject *seq, const char *what, int *rank, int *shape, int allow_hole) {
     PyObject *t = PySequence_Tuple(seq);
     if (!t) return -1;
     Py_ssize_t n = PyTuple_GET_SIZE(t);
@@ -46,7 +46,7 @@ static int get_shape(PyObject *seq, const char *what, int *rank, int *shape) {
     for (Py_ssize_t i = 0; i < n; i++) {
         long v = PyLong_AsLong(PyTuple_GET_ITEM(t, i));
         if (v == -1 && PyErr_Occurred()) { Py_DECREF(t); return -1; }
-        if (v <= 0) {
+        if (v <= 0 && !(allow_hole && v == -1)) {
             Py_DECREF(t);
             PyErr_Format(PyExc_ValueError, "%s has a non-positive dimension %ld", what, v);
             return -1;
@@ -77,7 +77,7 @@ static int parse_layer(PyObject *d, bf_layer *L) {
     L->kind = (bf_layer_kind)kind;
     L->act = (bf_act)act;
     PyObject *target = PyDict_GetItemString(d, "target_shape");
-    if (target && target != Py_None && get_shape(target, "target_shape", &L->out_rank, L->out_shape) < 0) return -1;
+    if (target && target != Py_None && get_shape(target, "target_shape", &L->out_rank, L->out_shape, 1) < 0) return -1;
     return 0;
 }
 
@@ -103,7 +103,7 @@ static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
         if (parse_layer(PySequence_Fast_GET_ITEM(seq, i), &m->layers[i]) < 0) goto fail;
     Py_DECREF(seq);
     seq = NULL;
-    if (get_shape(in_shape, "input_shape", &m->in_rank, m->in_shape) < 0) goto fail;
+    if (get_shape(in_shape, "input_shape", &m->in_rank, m->in_shape, 0) < 0) goto fail;
     bf_status s = bf_model_infer(m);
     if (s == BF_OK) s = bf_model_alloc_weights(m);
     if (s != BF_OK) { bf_raise(st, s); goto fail; }
@@ -213,7 +213,7 @@ static PyObject *Model_compile(ModelObject *self, PyObject *args, PyObject *kw) 
     bf_optimizer o = {0};
     bf_loss l = {0};
     int ok = 0, lk = 0, nesterov = 0, from_logits = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iffffffpiip", kwlist, &ok, &o.lr, &o.beta1, &o.beta2, &o.eps,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ifffffpfip", kwlist, &ok, &o.lr, &o.beta1, &o.beta2, &o.eps,
                                      &o.momentum, &nesterov, &o.rho, &lk, &from_logits))
         return NULL;
     if (self->busy) return PyErr_Format(PyExc_RuntimeError, "the model is in use by a running fit");
@@ -245,6 +245,42 @@ static PyObject *Model_set_iterations(ModelObject *self, PyObject *arg) {
     long it = PyLong_AsLong(arg);
     if (it == -1 && PyErr_Occurred()) return NULL;
     self->m.opt.iterations = it;
+    Py_RETURN_NONE;
+}
+
+/* restore_optimizer_state(iterations, [slot arrays]) for load_model; all or nothing */
+static PyObject *Model_restore_optimizer_state(ModelObject *self, PyObject *args) {
+    long it;
+    PyObject *list;
+    bf_model *m = &self->m;
+    if (!PyArg_ParseTuple(args, "lO", &it, &list)) return NULL;
+    PyObject *seq = PySequence_Fast(list, "slots must be a list");
+    if (!seq) return NULL;
+    if (!m->compiled || PySequence_Fast_GET_SIZE(seq) != m->opt.nslots) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "optimizer state has %zd slots, the compiled optimizer needs %d",
+                            PySequence_Fast_GET_SIZE(list), m->opt.nslots);
+    }
+    PyObject *arrs[4] = {0};
+    int ok = 1;
+    for (int k = 0; k < m->opt.nslots; k++) {
+        arrs[k] = PyArray_FROMANY(PySequence_Fast_GET_ITEM(seq, k), NPY_FLOAT32, 1, 1, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST);
+        if (!arrs[k] || PyArray_DIM((PyArrayObject *)arrs[k], 0) != m->n_trainable) {
+            if (arrs[k]) PyErr_Format(PyExc_ValueError, "optimizer slot %d has the wrong size", k);
+            ok = 0;
+            break;
+        }
+    }
+    if (ok && m->opt.nslots) {
+        bf_status s = bf_model_alloc_opt_state(m);
+        if (s != BF_OK) { ok = 0; bf_raise(bf_state_of_type(Py_TYPE(self)), s); }
+    }
+    for (int k = 0; ok && k < m->opt.nslots; k++)
+        memcpy(m->slots + (size_t)k * (size_t)m->n_trainable, PyArray_DATA((PyArrayObject *)arrs[k]), sizeof(float) * (size_t)m->n_trainable);
+    if (ok) m->opt.iterations = it;
+    for (int k = 0; k < 4; k++) Py_XDECREF(arrs[k]);
+    Py_DECREF(seq);
+    if (!ok) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -327,6 +363,7 @@ static PyMethodDef Model_methods[] = {
     {"set_weights", (PyCFunction)Model_set_weights, METH_O, "replace all weights (checked first, all or nothing)"},
     {"compile", (PyCFunction)(void (*)(void))Model_compile, METH_VARARGS | METH_KEYWORDS, "set optimizer and loss"},
     {"optimizer_state", (PyCFunction)Model_optimizer_state, METH_NOARGS, "(iterations, [slot arrays])"},
+    {"restore_optimizer_state", (PyCFunction)Model_restore_optimizer_state, METH_VARARGS, "restore (iterations, slots)"},
     {"set_iterations", (PyCFunction)Model_set_iterations, METH_O, "set optimizer.iterations"},
     {"plan", (PyCFunction)(void (*)(void))Model_plan, METH_VARARGS | METH_KEYWORDS, "memory plan of a run, no allocation"},
     {"open_run", (PyCFunction)(void (*)(void))Model_open_run, METH_VARARGS | METH_KEYWORDS, "reserve a run"},

@@ -7,6 +7,7 @@
 #include <numpy/arrayobject.h>
 
 #include "arena.h"
+#include "backend_registry.h"
 #include "blas.h"
 
 bf_module_state *bf_state_of_module(PyObject *m) { return (bf_module_state *)PyModule_GetState(m); }
@@ -42,7 +43,37 @@ static PyObject *build_info(PyObject *self, PyObject *noargs) {
                          "compiler", __VERSION__);
 }
 
+static PyObject *set_module_dir(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *dir;
+    if (!PyArg_ParseTuple(args, "s", &dir)) return NULL;
+    bf_backend_set_module_dir(dir);
+    Py_RETURN_NONE;
+}
+
+static PyObject *device_mem_info(PyObject *self, PyObject *args) {
+    const char *device;
+    if (!PyArg_ParseTuple(args, "s", &device)) return NULL;
+    bf_backend *be;
+    size_t free_b = 0, total_b = 0;
+    bf_status s = bf_backend_get(device, &be);
+    if (s == BF_OK) s = bf_backend_mem_info(be, &free_b, &total_b);
+    if (s != BF_OK) return bf_raise(bf_state_of_module(self), s);
+    return Py_BuildValue("(nn)", (Py_ssize_t)free_b, (Py_ssize_t)total_b);
+}
+
+static PyObject *cuda_report(PyObject *self, PyObject *noargs) {
+    (void)self;
+    (void)noargs;
+    static char buf[16384];
+    bf_backend_cuda_report(buf, sizeof buf);
+    return PyUnicode_FromString(buf);
+}
+
 static PyMethodDef module_methods[] = {
+    {"set_module_dir", set_module_dir, METH_VARARGS, "directory of the package (where _cuda.so is)"},
+    {"device_mem_info", device_mem_info, METH_VARARGS, "device_mem_info(device) -> (free, total) bytes"},
+    {"cuda_report", cuda_report, METH_NOARGS, "the CUDA driver / runtime / cuDNN / GPU report"},
     {"fault_inject", fault_inject, METH_VARARGS,
      "fault_inject(n): make the n-th engine allocation from now fail (0 = off); resets the count"},
     {"fault_count", fault_count, METH_NOARGS, "allocation attempts since the last fault_inject()"},

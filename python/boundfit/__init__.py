@@ -1,0 +1,41 @@
+"""boundfit: Keras-like training whose fit() never kills the Python process.
+
+Before the first step, fit() knows the exact peak memory of the run and checks
+it against the budget; a run that does not fit raises MemoryBudgetError with
+what is needed, what is there and what would fit."""
+
+import ctypes as _ctypes
+import os as _os
+
+
+def _preload_openblas():
+    # the C core links libscipy_openblas from the scipy-openblas32 wheel; load
+    # it by path so the extension resolves it without LD_LIBRARY_PATH
+    try:
+        import scipy_openblas32 as _ob
+        lib = _os.path.join(_ob.get_lib_dir(), _ob.get_library() + ".so")
+        if not _os.path.exists(lib):
+            lib = _os.path.join(_ob.get_lib_dir(), "lib" + _ob.get_library() + ".so")
+        _ctypes.CDLL(lib, mode=_ctypes.RTLD_GLOBAL)
+    except (ImportError, OSError):
+        pass
+
+
+_preload_openblas()
+
+from . import _core  # noqa: E402
+from . import activations, callbacks, layers, losses, optimizers, utils  # noqa: E402
+from .budget import set_memory_limit  # noqa: E402
+from .devices import set_default_device  # noqa: E402
+from .diagnose import diagnose  # noqa: E402
+from .errors import BoundfitError, DataError, DeviceError, MemoryBudgetError, NonFiniteError  # noqa: E402
+from .models import Model, Sequential, load_model  # noqa: E402
+from .plan import MemoryPlan  # noqa: E402
+from . import data, models  # noqa: E402
+
+_core.set_module_dir(_os.path.dirname(_os.path.abspath(__file__)))
+
+__version__ = "0.1.0"
+__all__ = ["Sequential", "Model", "layers", "losses", "optimizers", "activations", "callbacks", "utils", "models",
+           "data", "load_model", "set_memory_limit", "set_default_device", "diagnose", "MemoryPlan", "BoundfitError",
+           "MemoryBudgetError", "DeviceError", "NonFiniteError", "DataError"]

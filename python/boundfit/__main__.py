@@ -1,0 +1,21 @@
+"""python -m boundfit diagnose | demo"""
+
+import sys
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    cmd = argv[0] if argv else "diagnose"
+    if cmd == "diagnose":
+        from .diagnose import diagnose
+        diagnose()
+        return 0
+    if cmd == "demo":
+        from .demo import main as demo
+        return demo(argv[1:])
+    print(f"usage: python -m boundfit [diagnose|demo]  (unknown command {cmd!r})", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

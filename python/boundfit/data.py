@@ -1,0 +1,202 @@
+"""Data sources for fit / evaluate / predict, behind one small interface.
+
+ArrayData: NumPy arrays (and np.memmap) used in place; the engine gathers the
+rows of each (shuffled) batch and converts the dtype into its batch buffers.
+SequenceData: Keras Sequence / PyDataset objects and Python generators; each
+batch is checked against the first one, then handed to the engine."""
+
+import numpy as np
+
+from . import utils
+from .errors import DataError
+from .losses import SCCE
+
+DEFAULT_BATCH = 32
+
+
+def _as_array(a, what):
+    if a is None:
+        return None
+    if isinstance(a, (list, tuple)) and a and isinstance(a[0], np.ndarray) and len(a) == 1:
+        a = a[0]
+    if not isinstance(a, np.ndarray):
+        try:
+            a = np.asarray(a)
+        except Exception as e:  # ragged lists and the like
+            raise DataError(f"{what} could not be converted to an array: {e}") from e
+    if a.dtype.kind not in "biuf":
+        raise DataError(f"{what} has dtype {a.dtype}, which cannot be converted to float32 "
+                        "(expected bool, integer or floating point)")
+    if a.ndim == 0:
+        raise DataError(f"{what} must have a batch axis, got a scalar")
+    return a
+
+
+def _check_batch_size(batch_size):
+    if batch_size is None or batch_size == "auto":
+        return batch_size
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
+        raise ValueError(f"batch_size must be a positive int or 'auto', got {batch_size!r}")
+    return int(batch_size)
+
+
+def check_x(model, x, what="x"):
+    want = tuple(model._input_shape)
+    got = tuple(x.shape[1:])
+    if got != want:
+        raise DataError(f"{what} has per-sample shape {got}, the model expects {want} (array shape {x.shape})")
+
+
+def check_y(model, y, what="y"):
+    out = tuple(model._engine.output_shape)
+    got = tuple(y.shape[1:])
+    if model.loss.kind == SCCE:
+        if got not in ((), (1,)):
+            raise DataError(f"{what} must hold one class id per sample for sparse_categorical_crossentropy, "
+                            f"got per-sample shape {got}")
+        return
+    if got != out and not (got == () and out == (1,)):
+        raise DataError(f"{what} has per-sample shape {got}, the model's output is {out}")
+
+
+class ArrayData:
+    prefetch_depth = 2
+
+    def __init__(self, x, y, batch_size, lo=0, hi=None, shuffle=False, what=("x", "y")):
+        self.x, self.y, self.lo = x, y, lo
+        self.hi = x.shape[0] if hi is None else hi
+        self.what = what
+        self.shuffle = shuffle
+        self.auto_batch = batch_size == "auto"
+        self.batch_size = DEFAULT_BATCH if batch_size in (None, "auto") else batch_size
+        self.rng = np.random.default_rng(utils.next_seed())
+        if self.y is not None and self.y.shape[0] != self.x.shape[0]:
+            raise DataError(f"{what[0]} and {what[1]} have different lengths: {self.x.shape[0]} and {self.y.shape[0]}")
+        if self.num_rows <= 0:
+            raise DataError(f"{what[0]} is empty: no samples to train on")
+
+    @property
+    def num_rows(self):
+        return self.hi - self.lo
+
+    @property
+    def steps_per_epoch(self):
+        return -(-self.num_rows // self.batch_size)
+
+    def set_batch_size(self, b):
+        self.batch_size = int(b)
+
+    def sample_x(self):
+        return self.x[:1]
+
+    def check(self, model, need_y=True):
+        check_x(model, self.x, self.what[0])
+        if need_y:
+            if self.y is None:
+                raise DataError(f"{self.what[1]} is required")
+            check_y(model, self.y, self.what[1])
+
+    def _views(self):
+        if self.lo == 0 and self.hi == self.x.shape[0]:
+            return self.x, self.y
+        return self.x[self.lo:self.hi], (self.y[self.lo:self.hi] if self.y is not None else None)
+
+    def run_epoch(self, run, epoch, on_chunk, chunks):
+        x, y = self._views()
+        order = self.rng.permutation(self.num_rows) if self.shuffle else None
+        chunks(lambda first, n: run.train(x, y, order, self.num_rows, self.batch_size, first, n),
+               self.steps_per_epoch, on_chunk)
+
+    def run_eval(self, run, on_chunk, chunks):
+        x, y = self._views()
+        chunks(lambda first, n: run.evaluate(x, y, None, self.num_rows, self.batch_size, first, n),
+               self.steps_per_epoch, on_chunk)
+
+    def run_predict(self, run, out_shape, on_step, chunks):
+        x, _ = self._views()
+        out = np.empty((self.num_rows,) + tuple(out_shape), dtype=np.float32)
+        b = self.batch_size
+
+        def one(first, n):
+            start = first * b
+            rows = min(n * b, self.num_rows - start)
+            run.predict(x, out, start, rows, start)
+            return None
+
+        chunks(one, self.steps_per_epoch, lambda step, _: on_step(step))
+        return out
+
+    def on_epoch_end(self):
+        pass
+
+
+def _split(x, y, validation_split):
+    n = x.shape[0]
+    n_val = int(n * validation_split)
+    if validation_split and n_val == 0:
+        raise DataError(f"validation_split={validation_split} leaves no validation samples out of {n}")
+    return n - n_val
+
+
+def _is_sequence(x):
+    from .sources import is_python_source
+    return is_python_source(x)
+
+
+def adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, steps_per_epoch, shuffle, val_bs):
+    batch_size = _check_batch_size(batch_size)
+    if x is None:
+        raise DataError("x is required")
+    if _is_sequence(x):
+        from .sources import SequenceData
+        if validation_split:
+            raise ValueError("validation_split is not supported with a Sequence or generator x; use validation_data")
+        train = SequenceData(x, steps_per_epoch, batch_size, shuffle=shuffle)
+    else:
+        x, y = _as_array(x, "x"), _as_array(y, "y")
+        if y is None:
+            raise DataError("y is required when x is an array")
+        if x.shape[0] != y.shape[0]:
+            raise DataError(f"x and y have different lengths: {x.shape[0]} and {y.shape[0]}")
+        n_train = _split(x, y, validation_split) if validation_split else x.shape[0]
+        train = ArrayData(x, y, batch_size, 0, n_train, shuffle=bool(shuffle) and shuffle != "batch")
+        if steps_per_epoch is not None:
+            raise ValueError("steps_per_epoch is only supported with a Sequence or generator x")
+        if validation_split:
+            validation_data = ArrayData(x, y, val_bs or train.batch_size, n_train, x.shape[0],
+                                        what=("x (validation split)", "y (validation split)"))
+    val = None
+    if isinstance(validation_data, ArrayData):
+        val = validation_data
+    elif validation_data is not None:
+        if _is_sequence(validation_data):
+            from .sources import SequenceData
+            val = SequenceData(validation_data, None, val_bs, shuffle=False)
+        else:
+            if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
+                raise ValueError("validation_data must be a tuple (x_val, y_val) or a Sequence")
+            vx, vy = _as_array(validation_data[0], "validation_data[0]"), _as_array(validation_data[1], "validation_data[1]")
+            val = ArrayData(vx, vy, val_bs or train.batch_size, what=("validation_data[0]", "validation_data[1]"))
+    return train, val
+
+
+def adapt_for_eval(model, x, y, batch_size, steps):
+    batch_size = _check_batch_size(batch_size)
+    if _is_sequence(x):
+        from .sources import SequenceData
+        return SequenceData(x, steps, batch_size, shuffle=False)
+    x, y = _as_array(x, "x"), _as_array(y, "y")
+    if x is None or y is None:
+        raise DataError("evaluate needs x and y")
+    return ArrayData(x, y, batch_size if batch_size != "auto" else None)
+
+
+def adapt_for_predict(model, x, batch_size, steps):
+    batch_size = _check_batch_size(batch_size)
+    if _is_sequence(x):
+        from .sources import SequenceData
+        return SequenceData(x, steps, batch_size, shuffle=False)
+    x = _as_array(x, "x")
+    if x is None:
+        raise DataError("predict needs x")
+    return ArrayData(x, None, batch_size if batch_size != "auto" else None)

@@ -1,0 +1,25 @@
+"""Device names: 'cpu' (default), 'cuda', 'cuda:N'; bf.set_default_device."""
+
+_default = {"device": None}
+
+
+def set_default_device(device):
+    """Device used when fit / evaluate / predict get device=None ('cpu' unless set)."""
+    _default["device"] = None if device is None else _check(device)
+
+
+def _check(device):
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a string like 'cpu' or 'cuda:0', got {device!r}")
+    d = device.strip().lower()
+    if d == "gpu":
+        d = "cuda"
+    if d == "cpu" or d == "cuda" or (d.startswith("cuda:") and d[5:].isdigit()):
+        return "cuda:0" if d == "cuda" else d
+    raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+
+
+def resolve(device):
+    if device is None:
+        return _default["device"] or "cpu"
+    return _check(device)

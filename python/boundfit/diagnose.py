@@ -1,0 +1,34 @@
+"""bf.diagnose(): build configuration, BLAS, CPU, memory limits and the CUDA
+report (driver / runtime / cuDNN versions, GPUs), with a verdict per line."""
+
+import os
+import platform
+
+from . import _core, budget
+from .sizes import format_bytes
+
+
+def report():
+    info = _core.build_info()
+    lines = []
+
+    def add(label, value, ok=True):
+        lines.append(f"{'ok     ' if ok else 'PROBLEM'}  {label:<22} {value}")
+
+    add("boundfit", f"0.1.0 (CUDA backend built: {'yes' if info['cuda_built'] else 'no'})")
+    add("python", f"{platform.python_version()} on {platform.machine()} {platform.system()}")
+    add("compiler", info["compiler"])
+    add("BLAS", f"{info['blas']} ({info['blas_threads']} threads)")
+    add("CPU cores", str(os.cpu_count()))
+    host, src = budget.host_budget(None)
+    add("host memory budget", f"{format_bytes(host)} ({src})", host > 0)
+    out = ["boundfit diagnose", "=" * 60] + lines + ["", "CUDA", "-" * 60, _core.cuda_report().rstrip()]
+    return "\n".join(out)
+
+
+def diagnose(print_fn=print):
+    """Print (and return) the full environment report, GPU or not."""
+    text = report()
+    if print_fn:
+        print_fn(text)
+    return text

@@ -1,0 +1,174 @@
+"""Exact memory plans of runs, the budget check before anything is allocated,
+the largest batch that fits, and the between-steps watchdog.
+
+A plan is the engine's own list of what a run will reserve (its arenas are
+sized from the same numbers, so the plan equals their high-water marks), plus
+the weights and optimizer state the model holds."""
+
+from . import _core, budget
+from .errors import MemoryBudgetError
+from .plan import MemoryPlan, PlanEntry, budget_error
+
+
+def _engine_plan(model, mode, rows, device):
+    return model._engine.plan(mode, int(rows), device)
+
+
+def _entries(p, prefix=""):
+    return [PlanEntry(prefix + name, nbytes, where, category) for name, category, nbytes, where in p["entries"]]
+
+
+def _model_entries(model, mode):
+    eng = model._engine
+    out = [PlanEntry("parameters (held by the model)", eng.weight_arena_bytes or eng.n_params * 4, "host",
+                     "parameters", "allocated")]
+    if mode == "train" and eng.optimizer_arena_bytes:
+        out.append(PlanEntry("optimizer state (held by the model)", eng.optimizer_arena_bytes, "host",
+                             "optimizer state", "allocated"))
+    return out
+
+
+def _held(model, mode):
+    eng = model._engine
+    return (eng.weight_arena_bytes or 0) + (eng.optimizer_arena_bytes if mode == "train" else 0)
+
+
+def _needed(model, mode, rows, device, val_rows=None, predict_rows=None):
+    """(host bytes, device bytes) this run would newly reserve."""
+    p = _engine_plan(model, mode, rows, device)
+    h, d = p["host_bytes"], p["device_bytes"]
+    if val_rows:
+        v = _engine_plan(model, "evaluate", val_rows, device)
+        h, d = h + v["host_bytes"], d + v["device_bytes"]
+    if predict_rows:
+        h += predict_rows * _out_size(model) * 4
+    return h, d
+
+
+def _out_size(model):
+    n = 1
+    for s in model._engine.output_shape:
+        n *= s
+    return n
+
+
+def _budgets(device, memory_limit):
+    host, host_src = budget.host_budget(memory_limit if not _is_device(device) else None)
+    dev, dev_src = (None, None)
+    if _is_device(device):
+        free, total = _core.device_mem_info(device)
+        dev, dev_src = budget.device_budget(free, memory_limit)
+    return host, host_src, dev, dev_src
+
+
+def _is_device(device):
+    return device is not None and device.startswith("cuda")
+
+
+def _fits(model, mode, rows, device, hb, db, val_rows=None, predict_rows=None):
+    h, d = _needed(model, mode, rows, device, val_rows, predict_rows)
+    return h <= hb and (db is None or d <= db)
+
+
+def _max_rows(model, mode, device, hb, db, upper, val_rows=None):
+    """Largest rows in [1, upper] whose plan fits (plans are monotone in rows)."""
+    if not _fits(model, mode, 1, device, hb, db, val_rows):
+        return 0
+    lo, hi = 1, max(1, int(upper))
+    if _fits(model, mode, hi, device, hb, db, val_rows):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _fits(model, mode, mid, device, hb, db, val_rows):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+_AUTO_CAP = 1 << 16
+
+
+def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, val_batch=None, predict_rows=None,
+               max_rows=None):
+    hb, hsrc, db, dsrc = _budgets(device, memory_limit)
+    held = _held(model, mode)
+    # batch_size="auto": the largest batch that fits (no larger than the data)
+    cap = min(max_rows or _AUTO_CAP, _AUTO_CAP)
+    if batch_size == "auto":
+        batch_size = max(1, _max_rows(model, mode, device, hb, db, cap))
+    batch_size = int(batch_size)
+    rows = batch_size
+    if micro_batch == "auto":
+        rows = max(1, _max_rows(model, mode, device, hb, db, batch_size,
+                                min(val_batch, batch_size) if val_batch else None))
+    elif micro_batch is not None:
+        if isinstance(micro_batch, bool) or not isinstance(micro_batch, int) or micro_batch <= 0:
+            raise ValueError(f"micro_batch must be a positive int, 'auto' or None, got {micro_batch!r}")
+        rows = min(int(micro_batch), batch_size)
+    val_rows = min(val_batch, rows) if val_batch else None
+    p = _engine_plan(model, mode, rows, device)
+    entries = _model_entries(model, mode) + _entries(p)
+    if val_rows:
+        entries += _entries(_engine_plan(model, "evaluate", val_rows, device), "validation: ")
+    if predict_rows:
+        entries.append(PlanEntry("predictions (returned array)", predict_rows * _out_size(model) * 4, "host",
+                                 "outputs"))
+    max_bs = _max_rows(model, mode, device, hb, db, cap, val_batch)
+    plan = MemoryPlan(entries, budget_host_bytes=hb + held, budget_device_bytes=(db if db is not None else None),
+                      max_batch_size=max_bs, batch_size=batch_size, micro_batch=rows if rows != batch_size else None,
+                      device=device, budget_host_source=hsrc, budget_device_source=dsrc)
+    plan.rows, plan.val_rows, plan.mode = rows, val_rows or rows, mode
+    plan.held_bytes = held
+    return plan
+
+
+def plan_fit(model, batch_size, micro_batch, device, memory_limit, val_batch, prefetch_depth=2, max_rows=None):
+    return build_plan(model, "train", batch_size, device, memory_limit, micro_batch, val_batch, max_rows=max_rows)
+
+
+def plan_run(model, mode, batch_size, device, memory_limit, prefetch_depth=2, predict_rows=None):
+    return build_plan(model, mode, batch_size or 32, device, memory_limit, predict_rows=predict_rows)
+
+
+def estimate(model, batch_size, optimizer=None, device=None, micro_batch=None, mode="train", memory_limit=None,
+             validation_batch_size=None):
+    from . import devices
+    model._require_built()
+    if mode in ("train", "evaluate") and model.optimizer is None and optimizer is None:
+        raise RuntimeError("estimate_memory(mode='train') needs a compiled model or optimizer=")
+    if optimizer is not None and model.optimizer is None:
+        from . import optimizers
+        opt = optimizers.get(optimizer)
+        model._engine.compile(**opt._engine_args(), loss=0, from_logits=False)
+    return build_plan(model, mode, batch_size, devices.resolve(device), memory_limit, micro_batch,
+                      validation_batch_size)
+
+
+def require_fits(plan):
+    if not plan.fits:
+        raise budget_error(plan)
+
+
+class Watchdog:
+    """Between chunks: stop at a step boundary if memory outside the plan grows
+    toward the limit (a leaking generator or callback)."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.base = budget.process_usage_bytes()
+        self.limit = plan.budget_host_bytes
+
+    def check(self, epoch, step):
+        used = budget.process_usage_bytes()
+        if used is None or self.base is None:
+            return
+        grown = used - self.base
+        outside = grown - (self.plan.host_bytes - self.plan.held_bytes)
+        headroom = budget.host_budget(None)[0]
+        if outside > 0 and headroom < max(64 << 20, self.limit // 20):
+            raise MemoryBudgetError(
+                f"stopped at epoch {epoch}, step {step}: memory outside the plan grew by {outside / 2**20:.0f} MiB "
+                f"(a leaking generator or callback?) and only {headroom / 2**20:.0f} MiB remain before the limit",
+                plan=self.plan, needed_bytes=outside, available_bytes=headroom, where="host",
+                max_batch_size=self.plan.max_batch_size)

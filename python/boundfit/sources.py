@@ -1,0 +1,159 @@
+"""Python data sources: Keras Sequence / PyDataset objects, generators and
+iterables of (x, y) batches. Batches are read between steps; each is checked
+against the first batch (per-sample shapes and dtype kinds) and then trained
+on by the engine from the arrays the source returned (no further copy)."""
+
+import collections.abc
+import inspect
+
+import numpy as np
+
+from . import utils
+from .errors import DataError
+
+
+def is_python_source(x):
+    if isinstance(x, (np.ndarray, list, tuple, dict)) or x is None:
+        return False
+    if isinstance(x, utils.PyDataset) or inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator):
+        return True
+    return (hasattr(x, "__getitem__") and hasattr(x, "__len__")) or isinstance(x, collections.abc.Iterable)
+
+
+class SequenceData:
+    prefetch_depth = 2
+    auto_batch = False
+
+    def __init__(self, source, steps, batch_size, shuffle=False):
+        self.src = source
+        self.indexed = hasattr(source, "__getitem__") and hasattr(source, "__len__")
+        self.shuffle = bool(shuffle) and self.indexed
+        self.rng = np.random.default_rng(utils.next_seed())
+        if steps is not None and (not isinstance(steps, int) or steps <= 0):
+            raise ValueError(f"steps_per_epoch must be a positive int, got {steps!r}")
+        if self.indexed:
+            n = len(source)
+            if n <= 0:
+                raise DataError("the Sequence is empty (len() == 0)")
+            self._steps = min(steps, n) if steps else n
+        else:
+            self._steps = steps
+        self._iter = None
+        self._first_keep = None
+        self._first = self._fetch(0, first=True)
+        if self._first is None:
+            raise DataError("the data source yielded no batches")
+        self.batch_size = int(self._first[0].shape[0])
+
+    # ---- reading ----
+    def _next_from_iter(self, i):
+        if self._iter is None:
+            self._iter = iter(self.src)
+        try:
+            return next(self._iter)
+        except StopIteration:
+            return None
+
+    def _fetch(self, i, first=False):
+        try:
+            item = self.src[i] if self.indexed else self._next_from_iter(i)
+        except Exception as e:
+            raise DataError(f"batch {i}: the data source raised {type(e).__name__}: {e}", batch_index=i) from e
+        if item is None:
+            return None
+        if not isinstance(item, (tuple, list)) or len(item) not in (1, 2, 3):
+            raise DataError(f"batch {i}: expected (x, y) or (x,), got {type(item).__name__}", batch_index=i)
+        xb = np.asarray(item[0])
+        yb = np.asarray(item[1]) if len(item) > 1 and item[1] is not None else None
+        for name, a in (("x", xb), ("y", yb)):
+            if a is not None and a.dtype.kind not in "biuf":
+                raise DataError(f"batch {i}: {name} has dtype {a.dtype}, which cannot be converted to float32",
+                                batch_index=i)
+        if xb.ndim == 0 or xb.shape[0] == 0:
+            raise DataError(f"batch {i}: x is empty", batch_index=i)
+        if yb is not None and yb.shape[0] != xb.shape[0]:
+            raise DataError(f"batch {i}: x and y have different lengths: {xb.shape[0]} and {yb.shape[0]}",
+                            batch_index=i)
+        if not first:
+            fx, fy = self._first
+            if xb.shape[1:] != fx.shape[1:] or xb.dtype.kind != fx.dtype.kind:
+                raise DataError(f"batch {i}: x has per-sample shape {xb.shape[1:]} and dtype {xb.dtype}, "
+                                f"the first batch had {fx.shape[1:]} and {fx.dtype}", batch_index=i)
+            if (yb is None) != (fy is None) or (yb is not None and yb.shape[1:] != fy.shape[1:]):
+                raise DataError(f"batch {i}: y has per-sample shape {None if yb is None else yb.shape[1:]}, "
+                                f"the first batch had {None if fy is None else fy.shape[1:]}", batch_index=i)
+        return xb, yb
+
+    def _batches(self):
+        """Yield (index, x, y) for one epoch."""
+        if self.indexed:
+            order = self.rng.permutation(self._steps) if self.shuffle else range(self._steps)
+            for k, i in enumerate(order):
+                yield k, *(self._first if i == 0 else self._fetch(int(i)))
+            return
+        k = 0
+        if self._first is not None:
+            yield 0, *self._first
+            self._first_keep, self._first = self._first, None
+            k = 1
+        while self._steps is None or k < self._steps:
+            b = self._fetch(k)
+            if b is None:
+                if self._steps is not None:
+                    raise DataError(f"the generator ran dry after {k} batches; steps_per_epoch is {self._steps}",
+                                    batch_index=k)
+                break
+            yield k, *b
+            k += 1
+
+    # ---- the interface of data.ArrayData ----
+    @property
+    def steps_per_epoch(self):
+        return self._steps
+
+    @property
+    def num_rows(self):
+        return None
+
+    def set_batch_size(self, b):
+        pass
+
+    def sample_x(self):
+        return (self._first or self._first_keep)[0][:1]
+
+    def check(self, model, need_y=True):
+        from .data import check_x, check_y
+        fx, fy = self._first
+        check_x(model, fx, "x (first batch)")
+        if need_y:
+            if fy is None:
+                raise DataError("the data source yields no y")
+            check_y(model, fy, "y (first batch)")
+
+    def run_epoch(self, run, epoch, on_chunk, chunks):
+        for k, xb, yb in self._batches():
+            if yb is None:
+                raise DataError(f"batch {k}: no y", batch_index=k)
+            n = xb.shape[0]
+            on_chunk(k + 1, run.train(xb, yb, None, n, n, 0, 1))
+
+    def run_eval(self, run, on_chunk, chunks):
+        for k, xb, yb in self._batches():
+            n = xb.shape[0]
+            on_chunk(k + 1, run.evaluate(xb, yb, None, n, n, 0, 1))
+
+    def run_predict(self, run, out_shape, on_step, chunks):
+        outs = []
+        for k, xb, _ in self._batches():
+            o = np.empty((xb.shape[0],) + tuple(out_shape), dtype=np.float32)
+            run.predict(xb, o, 0, xb.shape[0], 0)
+            outs.append(o)
+            on_step(k + 1)
+        return np.concatenate(outs) if outs else np.empty((0,) + tuple(out_shape), np.float32)
+
+    def on_epoch_end(self):
+        if hasattr(self.src, "on_epoch_end"):
+            self.src.on_epoch_end()
+        if not self.indexed and self._first is None and isinstance(self.src, collections.abc.Iterable) \
+                and not isinstance(self.src, collections.abc.Iterator):
+            self._iter = None  # re-iterable: start over next epoch

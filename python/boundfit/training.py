@@ -1,0 +1,184 @@
+"""fit / evaluate / predict: argument checks, the memory plan and budget check
+before anything is allocated, then the epoch loop. The engine runs chunks of
+steps with the GIL released; between chunks this loop reports progress, runs
+callbacks, lets Ctrl-C in and checks memory outside the plan."""
+
+import time
+
+import numpy as np
+
+from . import data as data_mod, memory, utils
+from .callbacks import CallbackList, History
+from .errors import DataError, NonFiniteError
+from .progress import Progbar
+
+_CHUNK_SECONDS = 0.1
+
+
+def _verbose(v):
+    return 1 if v == "auto" else int(v)
+
+
+def _chunks(run_fn, total_steps, on_chunk):
+    """Call run_fn(first, n) over [0, total_steps) in chunks of about _CHUNK_SECONDS."""
+    step, chunk = 0, 1
+    while step < total_steps:
+        n = min(chunk, total_steps - step)
+        t0 = time.perf_counter()
+        out = run_fn(step, n)
+        dt = time.perf_counter() - t0
+        step += n
+        on_chunk(step, out)
+        per = dt / n if n else dt
+        chunk = max(1, min(4 * chunk, int(_CHUNK_SECONDS / per) if per > 0 else 4 * chunk))
+
+
+def _logs(totals, metrics, prefix=""):
+    loss_sum, acc_sum, rows = totals
+    logs = {prefix + "loss": loss_sum / rows if rows else float("nan")}
+    if metrics:
+        logs[prefix + "accuracy"] = acc_sum / rows if rows else float("nan")
+    return logs
+
+
+def _resolve_device(model, device):
+    from . import devices
+    return devices.resolve(device)
+
+
+def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
+        validation_data=None, shuffle=True, initial_epoch=0, steps_per_epoch=None, micro_batch=None,
+        memory_limit=None, device=None, class_weight=None, sample_weight=None, validation_batch_size=None,
+        validation_freq=1):
+    model._require_compiled("fit")
+    if class_weight is not None or sample_weight is not None:
+        raise ValueError("class_weight / sample_weight are not supported")
+    if not isinstance(epochs, int) or epochs < 0:
+        raise ValueError(f"epochs must be a non-negative int, got {epochs!r}")
+    if not 0.0 <= float(validation_split) < 1.0:
+        raise ValueError(f"validation_split must be in [0, 1), got {validation_split!r}")
+    verbose = _verbose(verbose)
+    device = _resolve_device(model, device)
+    train, val = data_mod.adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, steps_per_epoch,
+                                        shuffle, validation_batch_size)
+    model._require_built(train.sample_x())
+    train.check(model)
+    if val is not None:
+        val.check(model)
+    # plan before anything is allocated; refuse if it does not fit
+    plan = memory.plan_fit(model, train.batch_size, micro_batch, device, memory_limit,
+                           val.batch_size if val is not None else None, prefetch_depth=train.prefetch_depth)
+    memory.require_fits(plan)
+    if train.auto_batch:
+        train.set_batch_size(plan.batch_size)
+    model._last_batch_size = train.batch_size
+    history = History()
+    cbs = CallbackList([history] + list(callbacks or []), model,
+                       {"epochs": epochs, "steps": train.steps_per_epoch, "verbose": verbose})
+    model.stop_training = False
+    metrics = bool(model.compiled_metrics)
+    watchdog = memory.Watchdog(plan)
+    run = model._engine.open_run("train", plan.rows, device=plan.device, host_budget=0, device_budget=0,
+                                 seed=utils.next_seed())
+    vrun = None
+    try:
+        if val is not None:
+            vrun = model._engine.open_run("evaluate", plan.val_rows, device=plan.device)
+        cbs.on_train_begin()
+        for epoch in range(initial_epoch, epochs):
+            cbs.on_epoch_begin(epoch)
+            bar = Progbar(train.steps_per_epoch, verbose)
+            tot = [0.0, 0.0, 0]
+
+            def on_chunk(step_done, out, tot=tot, bar=bar):
+                tot[0] += out[0]
+                tot[1] += out[1]
+                tot[2] += out[2]
+                watchdog.check(epoch, step_done)
+                logs = _logs(tot, metrics)
+                bar.update(step_done, logs)
+                cbs.on_train_batch_end(step_done - 1, logs)
+
+            try:
+                train.run_epoch(run, epoch, on_chunk, _chunks)
+            except NonFiniteError as e:
+                raise _with_epoch(e, epoch) from None
+            logs = _logs(tot, metrics)
+            if vrun is not None and (epoch + 1) % validation_freq == 0:
+                vt = [0.0, 0.0, 0]
+                val.run_eval(vrun, lambda s, out: _acc(vt, out), _chunks)
+                logs.update(_logs(vt, metrics, "val_"))
+            bar.update(train.steps_per_epoch, logs, finalize=True)
+            cbs.on_epoch_end(epoch, logs)
+            train.on_epoch_end()
+            if model.stop_training:
+                break
+        cbs.on_train_end()
+    finally:
+        if vrun is not None:
+            vrun.close()
+        run.close()
+    model.history = history
+    return history
+
+
+def _acc(tot, out):
+    tot[0] += out[0]
+    tot[1] += out[1]
+    tot[2] += out[2]
+
+
+def _with_epoch(e, epoch):
+    err = NonFiniteError(f"epoch {epoch}: {e}", epoch=epoch, step=getattr(e, "step", None),
+                         layer=getattr(e, "layer", None))
+    err.what = getattr(e, "what", None)
+    return err
+
+
+def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, return_dict=False, memory_limit=None,
+             device=None, **kwargs):
+    model._require_compiled("evaluate")
+    verbose = _verbose(verbose)
+    device = _resolve_device(model, device)
+    src = data_mod.adapt_for_eval(model, x, y, batch_size, steps)
+    model._require_built(src.sample_x())
+    src.check(model)
+    plan = memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit, prefetch_depth=src.prefetch_depth)
+    memory.require_fits(plan)
+    run = model._engine.open_run("evaluate", plan.rows, device=plan.device)
+    tot = [0.0, 0.0, 0]
+    bar = Progbar(src.steps_per_epoch, verbose)
+    try:
+        def on_chunk(step, out):
+            _acc(tot, out)
+            bar.update(step, _logs(tot, bool(model.compiled_metrics)))
+        src.run_eval(run, on_chunk, _chunks)
+    finally:
+        run.close()
+    logs = _logs(tot, bool(model.compiled_metrics))
+    bar.update(src.steps_per_epoch, logs, finalize=True)
+    if return_dict:
+        return logs
+    return logs["loss"] if len(logs) == 1 else list(logs.values())
+
+
+def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=None, device=None, **kwargs):
+    verbose = _verbose(verbose)
+    device = _resolve_device(model, device)
+    src = data_mod.adapt_for_predict(model, x, batch_size, steps)
+    model._require_built(src.sample_x())
+    src.check(model, need_y=False)
+    plan = memory.plan_run(model, "predict", src.batch_size, device, memory_limit, prefetch_depth=src.prefetch_depth,
+                           predict_rows=src.num_rows)
+    memory.require_fits(plan)
+    run = model._engine.open_run("predict", plan.rows, device=plan.device)
+    bar = Progbar(src.steps_per_epoch, verbose)
+    try:
+        out = src.run_predict(run, model._engine.output_shape, lambda step: bar.update(step), _chunks)
+    finally:
+        run.close()
+    bar.update(src.steps_per_epoch, finalize=True)
+    return out
+
+
+__all__ = ["fit", "evaluate", "predict", "DataError"]
