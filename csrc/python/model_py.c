@@ -164,7 +164,6 @@ static PyObject *Model_get_weights(ModelObject *self, PyObject *noargs) {
 /* all-or-nothing: every array is checked before any weight changes */
 static PyObject *Model_set_weights(ModelObject *self, PyObject *arg) {
     bf_model *m = &self->m;
-    if (self->busy) return PyErr_Format(PyExc_RuntimeError, "the model is in use by a running fit");
     PyObject *seq = PySequence_Fast(arg, "weights must be a list of arrays");
     if (!seq) return NULL;
     int total = 0;
@@ -216,7 +215,7 @@ static PyObject *Model_compile(ModelObject *self, PyObject *args, PyObject *kw) 
     if (!PyArg_ParseTupleAndKeywords(args, kw, "ifffffpfip", kwlist, &ok, &o.lr, &o.beta1, &o.beta2, &o.eps,
                                      &o.momentum, &nesterov, &o.rho, &lk, &from_logits))
         return NULL;
-    if (self->busy) return PyErr_Format(PyExc_RuntimeError, "the model is in use by a running fit");
+    if (self->busy) return PyErr_Format(PyExc_RuntimeError, "compile() cannot run while fit / evaluate / predict has the model");
     o.kind = (bf_opt_kind)ok;
     o.nesterov = nesterov;
     l.kind = (bf_loss_kind)lk;

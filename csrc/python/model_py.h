@@ -9,7 +9,7 @@ typedef struct {
     PyObject_HEAD
     bf_model m;
     bf_run scratch; /* for plan(): a run description that is never opened */
-    int busy;       /* a run is open on this model */
+    int busy;       /* number of open runs on this model */
 } ModelObject;
 
 typedef struct {

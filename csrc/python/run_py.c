@@ -15,7 +15,6 @@
 PyObject *bf_run_new(ModelObject *model, bf_mode mode, int rows, const char *device, size_t host_budget,
                      size_t device_budget, unsigned long long seed) {
     bf_module_state *st = bf_state_of_type(Py_TYPE(model));
-    if (model->busy) return PyErr_Format(PyExc_RuntimeError, "the model already has an open run");
     bf_backend *be;
     bf_status s = bf_backend_get(device, &be);
     if (s != BF_OK) return bf_raise(st, s);
@@ -30,7 +29,7 @@ PyObject *bf_run_new(ModelObject *model, bf_mode mode, int rows, const char *dev
     self->r.dropout_seed = seed;
     self->model = model;
     Py_INCREF(model);
-    model->busy = 1;
+    model->busy++;
     self->open = 1;
     return (PyObject *)self;
 }
@@ -39,7 +38,7 @@ static void run_close(RunObject *self) {
     if (self->open) {
         bf_run_close(&self->r);
         self->open = 0;
-        if (self->model) self->model->busy = 0;
+        if (self->model) self->model->busy--;
     }
 }
 

@@ -87,6 +87,8 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
         cbs.on_train_begin()
         for epoch in range(initial_epoch, epochs):
             cbs.on_epoch_begin(epoch)
+            if verbose:
+                print(f"Epoch {epoch + 1}/{epochs}")
             bar = Progbar(train.steps_per_epoch, verbose)
             tot = [0.0, 0.0, 0]
 
