@@ -9,6 +9,9 @@
 
 static atomic_long bf_alloc_attempts;
 static atomic_long bf_fail_at;
+static atomic_long bf_live_reservations;
+
+long bf_arena_live(void) { return atomic_load(&bf_live_reservations); }
 
 void bf_fault_set(long fail_at) {
     atomic_store(&bf_alloc_attempts, 0);
@@ -55,6 +58,7 @@ bf_status bf_arena_reserve(bf_arena *a, size_t bytes) {
     void *p = NULL;
     BF_TRY(a->be->reserve(a->be, &p, bytes));
     a->base = p;
+    atomic_fetch_add(&bf_live_reservations, 1);
     a->capacity = bytes;
     a->used = 0;
     a->high_water = 0;
@@ -78,7 +82,10 @@ bf_status bf_arena_alloc(bf_arena *a, size_t bytes, void **out) {
 }
 
 void bf_arena_release(bf_arena *a) {
-    if (a->base) a->be->release(a->be, a->base);
+    if (a->base) {
+        a->be->release(a->be, a->base);
+        atomic_fetch_sub(&bf_live_reservations, 1);
+    }
     a->base = NULL;
     a->capacity = a->used = 0;
 }

@@ -31,6 +31,8 @@ bf_status bf_arena_reserve(bf_arena *a, size_t bytes);
 /* Carve an aligned block from the reservation (sizes are rounded up to BF_ALIGN). */
 bf_status bf_arena_alloc(bf_arena *a, size_t bytes, void **out);
 void bf_arena_release(bf_arena *a);
+/* Reservations currently held, all arenas of the process (leak checks). */
+long bf_arena_live(void);
 
 /* Process-wide allocation counter and fault injection: when fail_at > 0 the
  * fail_at-th allocation attempt from now (reserve or alloc) fails with

@@ -66,8 +66,9 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     if val is not None:
         val.check(model)
     # plan before anything is allocated; refuse if it does not fit
-    plan = memory.plan_fit(model, train.batch_size, micro_batch, device, memory_limit,
-                           val.batch_size if val is not None else None, prefetch_depth=train.prefetch_depth)
+    plan = memory.plan_fit(model, "auto" if train.auto_batch else train.batch_size, micro_batch, device,
+                           memory_limit, val.batch_size if val is not None else None,
+                           prefetch_depth=train.prefetch_depth, max_rows=train.num_rows)
     memory.require_fits(plan)
     if train.auto_batch:
         train.set_batch_size(plan.batch_size)
@@ -117,10 +118,12 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                 break
         cbs.on_train_end()
     finally:
+        model._last_run_stats = [r.stats() for r in (run, vrun) if r is not None]
         if vrun is not None:
             vrun.close()
         run.close()
     model.history = history
+    model._last_plan = plan
     return history
 
 

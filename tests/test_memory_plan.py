@@ -1,0 +1,167 @@
+"""The memory guarantee: plans equal the arenas' high-water marks to the byte,
+refusal before the first step, batch_size / micro_batch 'auto', non-finite
+guard, fault injection at every allocation site."""
+
+import gc
+
+import numpy as np
+import pytest
+
+import boundfit as bf
+from boundfit import _core, layers
+
+
+def mlp(opt="adam", loss="sparse_categorical_crossentropy", hidden=(32, 16), k=5):
+    m = bf.Sequential([layers.Dense(hidden[0], activation="relu", input_shape=(20,))] +
+                      [layers.Dense(h, activation="tanh") for h in hidden[1:]] +
+                      [layers.Dense(k, activation="softmax")])
+    m.compile(optimizer=opt, loss=loss, metrics=["accuracy"])
+    return m
+
+
+rng = np.random.default_rng(5)
+X = rng.standard_normal((200, 20)).astype(np.float32)
+Y = rng.integers(0, 5, 200)
+
+
+@pytest.mark.parametrize("opt", ["sgd", bf.optimizers.SGD(momentum=0.9), "adam", "rmsprop",
+                                 bf.optimizers.RMSprop(momentum=0.5)])
+@pytest.mark.parametrize("val", [False, True])
+def test_plan_equals_arena_high_water_to_the_byte(opt, val):
+    m = mlp(opt)
+    plan = m.estimate_memory(batch_size=24, validation_batch_size=24 if val else None)
+    m.fit(X, Y, batch_size=24, epochs=1, verbose=0, validation_split=0.25 if val else 0.0)
+    stats = m._last_run_stats
+    arenas = m._engine.weight_arena_bytes + m._engine.optimizer_arena_bytes + sum(s["run_high_water"] for s in stats)
+    assert all(s["run_high_water"] == s["run_reserved"] for s in stats)
+    assert plan.host_bytes == arenas
+
+
+def test_plan_needs_no_data_and_allocates_nothing():
+    m = mlp()
+    live = _core.live_reservations()
+    plan = m.estimate_memory(batch_size=1 << 14)
+    assert _core.live_reservations() == live
+    assert plan.fits and plan.max_batch_size >= 1 << 14
+    names = " ".join(e.name for e in plan.breakdown)
+    for word in ("parameters", "optimizer state", "gradients", "input batches", "activations"):
+        assert word in names
+    assert "fits: yes" in str(plan) and "<table>" in plan._repr_html_()
+
+
+def test_liveness_planning_reuses_activation_memory():
+    m = bf.Sequential([layers.Dense(256, activation="relu", input_shape=(64,))] +
+                      [layers.Dense(256, activation="relu") for _ in range(6)] + [layers.Dense(1)])
+    m.compile(optimizer="sgd", loss="mse")
+    p = m._engine.plan("predict", 128)
+    assert p["scratch_bytes"] <= 2 * 128 * 256 * 4 + 4096      # two live activations at a time
+    assert p["naive_scratch_bytes"] >= 7 * 128 * 256 * 4
+
+
+def test_fit_raises_budget_error_before_first_step():
+    m = mlp()
+    before = m.get_weights()
+    live = _core.live_reservations()
+    with pytest.raises(bf.MemoryBudgetError) as ei:
+        m.fit(X, Y, batch_size=4096, memory_limit="64KiB", verbose=0)
+    e = ei.value
+    assert isinstance(e, MemoryError)
+    assert e.where == "host" and e.needed_bytes > e.available_bytes and e.plan is not None
+    assert 0 < e.max_batch_size < 4096
+    assert f"batch_size <= {e.max_batch_size}" in str(e) and "micro_batch='auto'" in str(e)
+    assert _core.live_reservations() == live
+    for a, b in zip(m.get_weights(), before):
+        np.testing.assert_array_equal(a, b)
+    # and the largest batch it names does fit
+    m.fit(X, Y, batch_size=e.max_batch_size, memory_limit="64KiB", epochs=1, verbose=0)
+
+
+def test_batch_size_auto_takes_the_largest_that_fits():
+    m = mlp()
+    plan = m.estimate_memory(batch_size="auto", memory_limit="100KiB")
+    assert plan.fits and plan.batch_size == plan.max_batch_size
+    assert not m.estimate_memory(batch_size=plan.batch_size + 1, memory_limit="100KiB").fits
+    m.fit(X, Y, batch_size="auto", memory_limit="100KiB", verbose=0)
+    assert m._last_plan.batch_size == min(plan.batch_size, len(X))
+
+
+def test_micro_batches_give_the_same_updates_as_the_full_batch():
+    m = mlp("sgd")
+    w0 = m.get_weights()
+    m.fit(X, Y, batch_size=64, epochs=2, shuffle=False, verbose=0)
+    full = m.get_weights()
+    for mb in (7, 16, "auto"):
+        m.set_weights(w0)
+        m.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        m.fit(X, Y, batch_size=64, epochs=2, shuffle=False, verbose=0, micro_batch=mb,
+              memory_limit="36KiB" if mb == "auto" else None)
+        if mb == "auto":
+            assert m._last_plan.rows < 64
+        for a, b in zip(m.get_weights(), full):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_micro_batch_auto_trains_where_the_full_batch_does_not_fit():
+    m = mlp()
+    with pytest.raises(bf.MemoryBudgetError):
+        m.fit(X, Y, batch_size=200, memory_limit="40KiB", verbose=0)
+    h = m.fit(X, Y, batch_size=200, memory_limit="40KiB", micro_batch="auto", epochs=2, verbose=0)
+    assert len(h.history["loss"]) == 2 and m._last_plan.fits
+
+
+def test_nonfinite_loss_stops_with_the_last_finite_weights():
+    m = mlp("sgd")
+    x = X.copy()
+    x[130, 3] = np.nan                       # in batch 4 of 32 rows
+    before = m.get_weights()
+    with pytest.raises(bf.NonFiniteError) as ei:
+        m.fit(x, Y, batch_size=32, shuffle=False, verbose=0)
+    e = ei.value
+    assert e.epoch == 0 and e.step == 4 and e.layer == m.layers[0].name
+    assert "epoch 0" in str(e) and m.layers[0].name in str(e)
+    w = m.get_weights()
+    assert all(np.isfinite(a).all() for a in w)
+    # exactly four updates were applied: redo them on clean data and compare
+    m.set_weights(before)
+    m.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    m.fit(x[:128], Y[:128], batch_size=32, shuffle=False, verbose=0)
+    for a, b in zip(w, m.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_nonfinite_gradient_from_huge_learning_rate_is_reported():
+    m = mlp(bf.optimizers.SGD(learning_rate=1e30), loss="mse", k=1)
+    with pytest.raises(bf.NonFiniteError) as ei:
+        m.fit(X, X[:, :1] * 1e30, batch_size=50, epochs=3, verbose=0)
+    assert all(np.isfinite(a).all() for a in m.get_weights())
+    assert ei.value.step is not None
+
+
+def test_every_allocation_site_can_fail_cleanly_and_training_continues():
+    m = mlp()
+    x, y = X[:64], Y[:64]
+    gc.collect()
+    live = _core.live_reservations()
+    _core.fault_inject(0)
+    m.fit(x, y, batch_size=16, verbose=0, validation_split=0.25)
+    sites = _core.fault_count()
+    assert sites >= 4
+    for n in range(1, sites + 1):
+        m2 = mlp()
+        before = m2.get_weights()
+        _core.fault_inject(n)
+        try:
+            with pytest.raises(MemoryError):
+                m2.fit(x, y, batch_size=16, verbose=0, validation_split=0.25)
+        finally:
+            _core.fault_inject(0)
+        # the failed fit released every run reservation; m2 keeps its weights and,
+        # once created (first site), its optimizer state, as Keras keeps optimizer variables
+        assert _core.live_reservations() == live + 2 + int(n > 1)
+        for a, b in zip(m2.get_weights(), before):
+            np.testing.assert_array_equal(a, b)
+        h = m2.fit(x, y, batch_size=16, verbose=0)
+        assert np.isfinite(h.history["loss"][0])
+        del m2
+        gc.collect()
+    assert _core.live_reservations() == live + 2  # the first model's weights and optimizer state
