@@ -76,7 +76,12 @@ static PyObject *cuda_report(PyObject *self, PyObject *noargs) {
     return PyUnicode_FromString(buf);
 }
 
+PyObject *bf_py_bench_sgemm(PyObject *self, PyObject *args);
+PyObject *bf_py_bench_adam(PyObject *self, PyObject *args);
+
 static PyMethodDef module_methods[] = {
+    {"bench_sgemm", bf_py_bench_sgemm, METH_VARARGS, "bench_sgemm(M, N, K, iters) -> seconds per sgemm"},
+    {"bench_adam", bf_py_bench_adam, METH_VARARGS, "bench_adam(n, iters) -> seconds per Adam update"},
     {"set_module_dir", set_module_dir, METH_VARARGS, "directory of the package (where _cuda.so is)"},
     {"device_mem_info", device_mem_info, METH_VARARGS, "device_mem_info(device) -> (free, total) bytes"},
     {"cuda_report", cuda_report, METH_NOARGS, "the CUDA driver / runtime / cuDNN / GPU report"},
