@@ -48,7 +48,7 @@ def main(argv=()):
     t0 = time.perf_counter()
     model.fit(xtr, ytr, batch_size=32, epochs=20, validation_split=0.1, verbose=2)
     loss, acc = model.evaluate(xte, yte, verbose=0)
-    print(f"\ntest accuracy {acc:.4f}, loss {loss:.4f} ({time.perf_counter() - t0:.1f}s for 20 epochs)")
+    print(f"\ntest accuracy {acc:.4f}, loss {loss:.4f} ({(time.perf_counter() - t0) * 1e3:.0f} ms for 20 epochs)")
     return 0
 
 

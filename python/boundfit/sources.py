@@ -39,10 +39,10 @@ class SequenceData:
         else:
             self._steps = steps
         self._iter = None
-        self._first_keep = None
-        self._first = self._fetch(0, first=True)
+        self._first = self._fetch(0, first=True)   # pending: trained on as batch 0
         if self._first is None:
             raise DataError("the data source yielded no batches")
+        self._ref = self._first                      # later batches are checked against it
         self.batch_size = int(self._first[0].shape[0])
 
     # ---- reading ----
@@ -75,7 +75,7 @@ class SequenceData:
             raise DataError(f"batch {i}: x and y have different lengths: {xb.shape[0]} and {yb.shape[0]}",
                             batch_index=i)
         if not first:
-            fx, fy = self._first
+            fx, fy = self._ref
             if xb.shape[1:] != fx.shape[1:] or xb.dtype.kind != fx.dtype.kind:
                 raise DataError(f"batch {i}: x has per-sample shape {xb.shape[1:]} and dtype {xb.dtype}, "
                                 f"the first batch had {fx.shape[1:]} and {fx.dtype}", batch_index=i)
@@ -94,7 +94,7 @@ class SequenceData:
         k = 0
         if self._first is not None:
             yield 0, *self._first
-            self._first_keep, self._first = self._first, None
+            self._first = None
             k = 1
         while self._steps is None or k < self._steps:
             b = self._fetch(k)
@@ -119,11 +119,11 @@ class SequenceData:
         pass
 
     def sample_x(self):
-        return (self._first or self._first_keep)[0][:1]
+        return self._ref[0][:1]
 
     def check(self, model, need_y=True):
         from .data import check_x, check_y
-        fx, fy = self._first
+        fx, fy = self._ref
         check_x(model, fx, "x (first batch)")
         if need_y:
             if fy is None:

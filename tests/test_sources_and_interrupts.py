@@ -1,0 +1,130 @@
+"""Python data sources (Sequence / PyDataset, generators), memmaps, bad data
+from them, and Ctrl-C landing at a step boundary."""
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import boundfit as bf
+from boundfit import layers
+
+rng = np.random.default_rng(11)
+X = rng.standard_normal((96, 6)).astype(np.float32)
+Y = rng.integers(0, 3, 96)
+
+
+def model():
+    bf.utils.set_random_seed(3)
+    m = bf.Sequential([layers.Dense(8, activation="relu", input_shape=(6,)), layers.Dense(3, activation="softmax")])
+    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    return m
+
+
+class Batches(bf.utils.PyDataset):
+    def __init__(self, x, y, bs):
+        super().__init__()
+        self.x, self.y, self.bs, self.epochs_ended = x, y, bs, 0
+
+    def __len__(self):
+        return -(-len(self.x) // self.bs)
+
+    def __getitem__(self, i):
+        return self.x[i * self.bs:(i + 1) * self.bs], self.y[i * self.bs:(i + 1) * self.bs]
+
+    def on_epoch_end(self):
+        self.epochs_ended += 1
+
+
+def test_array_memmap_and_sequence_give_identical_weights(tmp_path):
+    a = model()
+    a.fit(X, Y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    np.save(tmp_path / "x.npy", X)
+    xm = np.load(tmp_path / "x.npy", mmap_mode="r")
+    b = model()
+    b.fit(xm, Y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    c = model()
+    seq = Batches(X, Y, 16)
+    c.fit(seq, epochs=2, shuffle=False, verbose=0)
+    assert seq.epochs_ended == 2
+    d = model()
+    d.fit(((X[i:i + 16], Y[i:i + 16]) for e in range(2) for i in range(0, 96, 16)), steps_per_epoch=6, epochs=2,
+          verbose=0)
+    for m in (b, c, d):
+        for u, v in zip(a.get_weights(), m.get_weights()):
+            np.testing.assert_array_equal(u, v)
+
+
+def test_sequence_validation_evaluate_and_predict():
+    m = model()
+    h = m.fit(Batches(X, Y, 16), validation_data=Batches(X[:32], Y[:32], 8), epochs=2, verbose=0)
+    assert set(h.history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
+    np.testing.assert_allclose(m.evaluate(Batches(X, Y, 32), verbose=0), m.evaluate(X, Y, verbose=0), rtol=1e-5)
+    np.testing.assert_allclose(m.predict(Batches(X, Y, 10), verbose=0), m.predict(X, verbose=0), rtol=1e-6)
+
+
+class Bad(Batches):
+    def __init__(self, mode):
+        super().__init__(X, Y, 16)
+        self.mode = mode
+
+    def __getitem__(self, i):
+        x, y = super().__getitem__(i)
+        if i == 3 and self.mode == "raise":
+            raise KeyError("missing shard")
+        if i == 3 and self.mode == "shape":
+            return x[:, :5], y
+        if i == 3 and self.mode == "dtype":
+            return x.astype(str), y
+        if i == 3 and self.mode == "label":
+            return x, y + 7
+        if i == 3 and self.mode == "length":
+            return x, y[:3]
+        return x, y
+
+
+@pytest.mark.parametrize("mode,match", [("raise", "batch 3: the data source raised KeyError"),
+                                        ("shape", "batch 3: x has per-sample shape"),
+                                        ("dtype", "batch 3: x has dtype"),
+                                        ("label", "batch 0: label"),
+                                        ("length", "batch 3: x and y have different lengths")])
+def test_bad_batches_raise_data_error_and_keep_completed_steps(mode, match):
+    m = model()
+    w0 = m.get_weights()
+    with pytest.raises(bf.DataError, match=match) as ei:
+        m.fit(Bad(mode), epochs=1, shuffle=False, verbose=0)
+    if mode == "raise":
+        assert isinstance(ei.value.__cause__, KeyError)
+    changed = any((a != b).any() for a, b in zip(m.get_weights(), w0))
+    assert changed  # batches 0-2 were trained on
+    assert all(np.isfinite(w).all() for w in m.get_weights())
+
+
+def test_generator_running_dry_is_reported():
+    m = model()
+    gen = ((X[i:i + 16], Y[i:i + 16]) for i in range(0, 48, 16))
+    with pytest.raises(bf.DataError, match="ran dry after 3 batches"):
+        m.fit(gen, steps_per_epoch=6, epochs=1, verbose=0)
+
+
+def test_ctrl_c_stops_at_a_step_boundary_with_consistent_weights():
+    bf.utils.set_random_seed(0)
+    m = bf.Sequential([layers.Dense(256, activation="relu", input_shape=(256,)), layers.Dense(1)])
+    m.compile(optimizer="sgd", loss="mse")
+    x = np.random.default_rng(0).standard_normal((4096, 256)).astype(np.float32)
+    y = x[:, :1].copy()
+    seen = []
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        m.fit(x, y, batch_size=64, epochs=1000, verbose=0,
+              callbacks=[bf.callbacks.LambdaCallback(on_epoch_end=lambda e, logs: seen.append(e))])
+    assert time.monotonic() - t0 < 5
+    assert all(np.isfinite(w).all() for w in m.get_weights())
+    # the model is usable afterwards
+    h = m.fit(x[:256], y[:256], batch_size=64, epochs=1, verbose=0)
+    assert np.isfinite(h.history["loss"][0])
