@@ -128,3 +128,18 @@ def test_ctrl_c_stops_at_a_step_boundary_with_consistent_weights():
     # the model is usable afterwards
     h = m.fit(x[:256], y[:256], batch_size=64, epochs=1, verbose=0)
     assert np.isfinite(h.history["loss"][0])
+
+
+def test_cuda_without_a_usable_gpu_raises_device_error_and_cpu_still_trains():
+    m = model()
+    before = m.get_weights()
+    try:
+        m.fit(X, Y, device="cuda", verbose=0)
+    except bf.DeviceError as e:
+        assert "cuda" in str(e) and "device='cpu'" in str(e)
+    else:
+        pytest.skip("a usable GPU with the CUDA backend is present")
+    for a, b in zip(m.get_weights(), before):
+        np.testing.assert_array_equal(a, b)
+    assert "CUDA" in bf.diagnose(print_fn=None)
+    m.fit(X, Y, verbose=0)
