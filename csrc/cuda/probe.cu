@@ -14,7 +14,7 @@
 
 #define BF_EXPORT extern "C" __attribute__((visibility("default")))
 
-/* highest SASS major.minor compiled, and the PTX arch (0 if none), from "80-real;90-real;90-virtual" */
+/* highest SASS major.minor compiled, and the PTX arch (0 if none), from "80-real,90-real,90-virtual" */
 static void compiled_archs(int *sass_max, int *ptx) {
     const char *s = BF_CUDA_ARCHS;
     *sass_max = 0;
@@ -25,8 +25,8 @@ static void compiled_archs(int *sass_max, int *ptx) {
         int virt = strncmp(s, "-virtual", 8) == 0;
         if (virt) *ptx = a > *ptx ? a : *ptx;
         else if (a > *sass_max) *sass_max = a;
-        while (*s && *s != ';') s++;
-        if (*s == ';') s++;
+        while (*s && *s != ',') s++;
+        if (*s == ',') s++;
     }
 }
 
