@@ -124,3 +124,12 @@ def test_strided_views_are_used_in_place():
     m.fit(np.ascontiguousarray(wide), Y, shuffle=False, verbose=0)
     for u, v in zip(a, m.get_weights()):
         np.testing.assert_array_equal(u, v)
+
+
+def test_layers_missing_from_the_backend_raise_instead_of_crashing():
+    m = bf.Sequential([layers.MaxPooling2D((2, 2), input_shape=(4, 4, 1)), layers.Flatten(), layers.Dense(2)])
+    m.compile(optimizer="sgd", loss="mse")
+    try:
+        m.fit(np.zeros((4, 4, 4, 1)), np.zeros((4, 2)), verbose=0)
+    except ValueError as e:
+        assert "not implemented" in str(e)

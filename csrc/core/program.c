@@ -99,6 +99,22 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
     const int L = m->nlayers, train = mode == BF_MODE_TRAIN;
     const size_t fb = sizeof(float), B = (size_t)rows;
 
+    /* every op the model needs must exist on this backend */
+    for (int i = 0; i < L; i++) {
+        const bf_layer *ly = &m->layers[i];
+        int ok = 1;
+        switch (ly->kind) {
+        case BF_L_CONV2D: ok = be->conv2d_forward && be->conv2d_backward && be->conv2d_workspace_bytes; break;
+        case BF_L_MAXPOOL: ok = be->maxpool_forward && be->maxpool_backward; break;
+        case BF_L_AVGPOOL: case BF_L_GAP: ok = be->avgpool_forward && be->avgpool_backward; break;
+        case BF_L_BATCHNORM: ok = be->batchnorm_forward && be->batchnorm_backward; break;
+        case BF_L_DROPOUT: ok = be->dropout_forward && be->dropout_backward; break;
+        default: break;
+        }
+        if (!ok)
+            return BF_FAIL(BF_ERR_ARG, "layer '%s' is not implemented on the %s backend in this build", ly->name, be->name);
+    }
+
     /* forward buffers */
     int in_id = BF_X_NONE;
     for (int i = 0; i < L; i++) {
