@@ -352,12 +352,8 @@ bf_status bf_run_train(bf_run *r, const bf_src *x, const bf_src *y, const int64_
 
 bf_status bf_run_evaluate(bf_run *r, const bf_src *x, const bf_src *y, const int64_t *order,
                           long n, long batch, long first_step, long nsteps, bf_totals *tot) {
-    if (r->mode == BF_MODE_PREDICT) return BF_FAIL(BF_ERR_INTERNAL, "run opened for predict");
-    bf_mode saved = r->mode;
-    bf_status s;
-    if (saved == BF_MODE_TRAIN) return BF_FAIL(BF_ERR_INTERNAL, "evaluate needs an evaluation run");
-    s = steps(r, 0, x, y, order, n, batch, first_step, nsteps, tot);
-    return s;
+    if (r->mode != BF_MODE_EVAL) return BF_FAIL(BF_ERR_INTERNAL, "evaluate needs an evaluation run");
+    return steps(r, 0, x, y, order, n, batch, first_step, nsteps, tot);
 }
 
 bf_status bf_run_predict(bf_run *r, float *out_host, const bf_src *x, long start, long n) {

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import data as data_mod, memory, utils
 from .callbacks import CallbackList, History
-from .errors import DataError, NonFiniteError
+from .errors import NonFiniteError
 from .progress import Progbar
 
 _CHUNK_SECONDS = 0.1
@@ -185,5 +185,3 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
     bar.update(src.steps_per_epoch, finalize=True)
     return out
 
-
-__all__ = ["fit", "evaluate", "predict", "DataError"]
