@@ -1,0 +1,154 @@
+/* batchnorm.c - batch normalization on the CPU over N rows of C channels
+ * (NHWC flattened: N = B*H*W for images, N = B after Dense).
+ * Training: batch mean and biased variance per channel,
+ *   out = gamma * (x - mean) * invstd + beta,  invstd = 1 / sqrt(var + eps),
+ * mean / invstd (C) are written for backward, and the moving statistics follow
+ * Keras 3: moving = moving * momentum + batch * (1 - momentum), where the batch
+ * variance is the BIASED one (Keras's ops.moments; PyTorch would use N-1).
+ * Inference: the moving statistics replace the batch ones (mean / invstd are
+ * still written from them). gamma / beta may be NULL (scale / center = False):
+ * 1 and 0. Backward is the batch-statistics gradient and ADDS into dgamma /
+ * dbeta (either may be NULL); it OVERWRITES dinp (may be NULL; may alias dout).
+ * Forward may run in place (out == inp).
+ * Sums run in float over short row chunks (vectorized), shifted by the first
+ * row for the variance, and are totalled in double; channels are processed in
+ * blocks of BF_BN_CBLK with stack buffers, so nothing is allocated. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu_conv.h"
+
+#define BF_BN_CBLK 256 /* channels per block (stack buffers) */
+#define BF_BN_ROWS 128 /* rows per float partial sum */
+
+static bf_status bn_check(const char *op, long N, int C) {
+    if (N <= 0 || C <= 0)
+        return BF_FAIL(BF_ERR_SHAPE, "%s: sizes must be positive (N=%ld C=%d)", op, N, C);
+    return BF_OK;
+}
+
+/* out[i,c] = (x[i,c] - mu[c]) * a[c] + d[c] for the channel block [c0, c0+n) */
+static void bn_affine(float *out, const float *inp, const float *mu, const float *a,
+                      const float *d, long N, int C, int c0, int n) {
+    for (long i = 0; i < N; i++) {
+        const float *x = inp + (size_t)i * C + c0;
+        float *o = out + (size_t)i * C + c0;
+        for (int c = 0; c < n; c++) o[c] = (x[c] - mu[c]) * a[c] + d[c];
+    }
+}
+
+// out (N,C) = gamma * (inp - mean) * invstd + beta; mean, invstd (C); moving_* (C) updated
+bf_status bf_cpu_batchnorm_forward(bf_backend *be, float *out, float *mean, float *invstd,
+                                   float *moving_mean, float *moving_var, const float *inp,
+                                   const float *gamma, const float *beta, long N, int C,
+                                   float momentum, float eps, int training) {
+    (void)be;
+    BF_TRY(bn_check("batchnorm_forward", N, C));
+    if (!out || !inp || !moving_mean || !moving_var)
+        return BF_FAIL(BF_ERR_ARG, "batchnorm_forward: NULL tensor");
+    if (!(eps >= 0.0f) || !isfinite(eps))
+        return BF_FAIL(BF_ERR_ARG, "batchnorm_forward: epsilon must be >= 0, got %g", (double)eps);
+    if (training && (!(momentum >= 0.0f && momentum <= 1.0f) || !mean || !invstd))
+        return BF_FAIL(BF_ERR_ARG, "batchnorm_forward: momentum %g must be in [0, 1] and "
+                                   "mean / invstd given in training", (double)momentum);
+    float a[BF_BN_CBLK], d[BF_BN_CBLK];
+    for (int c0 = 0; c0 < C; c0 += BF_BN_CBLK) {
+        const int n = C - c0 < BF_BN_CBLK ? C - c0 : BF_BN_CBLK;
+        float mu[BF_BN_CBLK], is[BF_BN_CBLK];
+        if (training) {
+            float k[BF_BN_CBLK], fs[BF_BN_CBLK], fq[BF_BN_CBLK];
+            double s[BF_BN_CBLK], q[BF_BN_CBLK];
+            memcpy(k, inp + c0, (size_t)n * sizeof(float)); /* shift: the first row */
+            for (int c = 0; c < n; c++) s[c] = q[c] = 0.0;
+            for (long i0 = 0; i0 < N; i0 += BF_BN_ROWS) {
+                const long i1 = N - i0 < BF_BN_ROWS ? N : i0 + BF_BN_ROWS;
+                for (int c = 0; c < n; c++) fs[c] = fq[c] = 0.0f;
+                for (long i = i0; i < i1; i++) {
+                    const float *x = inp + (size_t)i * C + c0;
+                    for (int c = 0; c < n; c++) {
+                        const float t = x[c] - k[c];
+                        fs[c] += t;
+                        fq[c] += t * t;
+                    }
+                }
+                for (int c = 0; c < n; c++) {
+                    s[c] += fs[c];
+                    q[c] += fq[c];
+                }
+            }
+            for (int c = 0; c < n; c++) {
+                const double m = s[c] / (double)N;
+                double var = q[c] / (double)N - m * m;
+                if (var < 0.0) var = 0.0;
+                mu[c] = (float)(k[c] + m);
+                is[c] = (float)(1.0 / sqrt(var + (double)eps));
+                moving_mean[c0 + c] = moving_mean[c0 + c] * momentum + mu[c] * (1.0f - momentum);
+                moving_var[c0 + c] = moving_var[c0 + c] * momentum + (float)var * (1.0f - momentum);
+            }
+        } else {
+            for (int c = 0; c < n; c++) {
+                mu[c] = moving_mean[c0 + c];
+                is[c] = (float)(1.0 / sqrt((double)moving_var[c0 + c] + (double)eps));
+            }
+        }
+        for (int c = 0; c < n; c++) {
+            if (mean) mean[c0 + c] = mu[c];
+            if (invstd) invstd[c0 + c] = is[c];
+            a[c] = (gamma ? gamma[c0 + c] : 1.0f) * is[c];
+            d[c] = beta ? beta[c0 + c] : 0.0f;
+        }
+        bn_affine(out, inp, mu, a, d, N, C, c0, n);
+    }
+    return BF_OK;
+}
+
+// dinp (N,C) = d out / d inp through the batch statistics; dgamma, dbeta (C) +=
+bf_status bf_cpu_batchnorm_backward(bf_backend *be, float *dinp, float *dgamma, float *dbeta,
+                                    const float *dout, const float *inp, const float *mean,
+                                    const float *invstd, const float *gamma, long N, int C) {
+    (void)be;
+    BF_TRY(bn_check("batchnorm_backward", N, C));
+    if (!dout || !inp || !mean || !invstd)
+        return BF_FAIL(BF_ERR_ARG, "batchnorm_backward: NULL tensor");
+    for (int c0 = 0; c0 < C; c0 += BF_BN_CBLK) {
+        const int n = C - c0 < BF_BN_CBLK ? C - c0 : BF_BN_CBLK;
+        const float *mu = mean + c0;
+        float fs[BF_BN_CBLK], fx[BF_BN_CBLK];
+        double sdy[BF_BN_CBLK], sdyx[BF_BN_CBLK]; /* sum dy, sum dy * (x - mean) */
+        for (int c = 0; c < n; c++) sdy[c] = sdyx[c] = 0.0;
+        for (long i0 = 0; i0 < N; i0 += BF_BN_ROWS) {
+            const long i1 = N - i0 < BF_BN_ROWS ? N : i0 + BF_BN_ROWS;
+            for (int c = 0; c < n; c++) fs[c] = fx[c] = 0.0f;
+            for (long i = i0; i < i1; i++) {
+                const float *x = inp + (size_t)i * C + c0, *dy = dout + (size_t)i * C + c0;
+                for (int c = 0; c < n; c++) {
+                    fs[c] += dy[c];
+                    fx[c] += dy[c] * (x[c] - mu[c]);
+                }
+            }
+            for (int c = 0; c < n; c++) {
+                sdy[c] += fs[c];
+                sdyx[c] += fx[c];
+            }
+        }
+        /* dx = g*is * (dy - mean(dy) - xhat * mean(dy*xhat)) = A*dy + Bx*(x-mean) + D */
+        float A[BF_BN_CBLK], Bx[BF_BN_CBLK], D[BF_BN_CBLK];
+        for (int c = 0; c < n; c++) {
+            const double is = invstd[c0 + c], g = gamma ? gamma[c0 + c] : 1.0;
+            const double sum_dy_xhat = sdyx[c] * is;
+            if (dgamma) dgamma[c0 + c] += (float)sum_dy_xhat;
+            if (dbeta) dbeta[c0 + c] += (float)sdy[c];
+            const double gi = g * is, mdy = sdy[c] / (double)N, mdyx = sum_dy_xhat / (double)N;
+            A[c] = (float)gi;
+            Bx[c] = (float)(-gi * is * mdyx);
+            D[c] = (float)(-gi * mdy);
+        }
+        if (!dinp) continue;
+        for (long i = 0; i < N; i++) {
+            const float *x = inp + (size_t)i * C + c0, *dy = dout + (size_t)i * C + c0;
+            float *dx = dinp + (size_t)i * C + c0;
+            for (int c = 0; c < n; c++) dx[c] = A[c] * dy[c] + Bx[c] * (x[c] - mu[c]) + D[c];
+        }
+    }
+    return BF_OK;
+}
