@@ -2,10 +2,7 @@
 #include <string.h>
 
 #include "arena.h"
-#if __has_include("cpu_conv.h")
 #include "cpu_conv.h"
-#define BF_HAVE_CONV 1
-#endif
 #include "cpu_ops.h"
 
 static bf_status cpu_reserve(bf_backend *be, void **out, size_t bytes) {
@@ -50,7 +47,6 @@ static bf_backend bf_cpu = {
     .sgd_update = bf_cpu_sgd_update,
     .adam_update = bf_cpu_adam_update,
     .rmsprop_update = bf_cpu_rmsprop_update,
-#ifdef BF_HAVE_CONV
     .conv2d_workspace_bytes = bf_cpu_conv2d_workspace_bytes,
     .conv2d_forward = bf_cpu_conv2d_forward,
     .conv2d_backward = bf_cpu_conv2d_backward,
@@ -62,7 +58,6 @@ static bf_backend bf_cpu = {
     .batchnorm_backward = bf_cpu_batchnorm_backward,
     .dropout_forward = bf_cpu_dropout_forward,
     .dropout_backward = bf_cpu_dropout_backward,
-#endif
     .impl = NULL,
 };
 
