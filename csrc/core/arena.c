@@ -5,7 +5,10 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
+
+#define BF_HOST_HEADER 4096
 
 static atomic_long bf_alloc_attempts;
 static atomic_long bf_fail_at;
@@ -26,17 +29,25 @@ int bf_fault_hit(void) {
     return f > 0 && n == f;
 }
 
+/* Host reservations are fresh anonymous mappings: their pages count toward
+ * RSS exactly when a step first touches them (heap reuse would hide them), and
+ * release returns them to the system at once. One header page keeps the size. */
 bf_status bf_host_reserve(void **out, size_t bytes) {
     *out = NULL;
-    if (bytes == 0) bytes = BF_ALIGN;
-    void *p = NULL;
-    if (posix_memalign(&p, 4096, bytes) != 0 || p == NULL)
+    size_t total = bytes + BF_HOST_HEADER;
+    void *p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
         return BF_FAIL(BF_ERR_NOMEM, "the system refused %zu bytes of host memory", bytes);
-    *out = p;
+    *(size_t *)p = total;
+    *out = (char *)p + BF_HOST_HEADER;
     return BF_OK;
 }
 
-void bf_host_release(void *p) { free(p); }
+void bf_host_release(void *p) {
+    if (!p) return;
+    char *base = (char *)p - BF_HOST_HEADER;
+    munmap(base, *(size_t *)base);
+}
 
 void bf_arena_init(bf_arena *a, bf_backend *be, const char *where, size_t budget) {
     memset(a, 0, sizeof *a);

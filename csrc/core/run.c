@@ -5,13 +5,15 @@
  * gradients. A fused last activation is left to the loss. */
 #include "run.h"
 
+#include "prefetch.h"
+
 #include <math.h>
 #include <string.h>
 
 #define BUF(r, id) ((float *)((r)->scratch + (r)->bufs[id].offset))
 
-static float *in_of(bf_run *r, int i) { return i == 0 || r->out_id[i - 1] == BF_X_NONE ? r->xslot[0] : BUF(r, r->out_id[i - 1]); }
-static float *out_of(bf_run *r, int i) { return r->out_id[i] == BF_X_NONE ? r->xslot[0] : BUF(r, r->out_id[i]); }
+static float *in_of(bf_run *r, int i) { return i == 0 || r->out_id[i - 1] == BF_X_NONE ? r->xslot[r->cur] : BUF(r, r->out_id[i - 1]); }
+static float *out_of(bf_run *r, int i) { return r->out_id[i] == BF_X_NONE ? r->xslot[r->cur] : BUF(r, r->out_id[i]); }
 static float *param(bf_run *r, const bf_layer *L, int j) { return j < L->nparam ? r->w + L->params[j].offset : NULL; }
 static float *grad(bf_run *r, const bf_layer *L, int j) { return j < L->nparam && L->params[j].trainable ? r->grads + L->params[j].grad_offset : NULL; }
 
@@ -81,21 +83,12 @@ void bf_run_close(bf_run *r) {
     r->scratch = NULL;
 }
 
-/* rows order[start .. start+n) of x (and y) into slot 0 */
-static bf_status load_batch(bf_run *r, const bf_src *x, const bf_src *y, const int64_t *order,
-                            long start, long n) {
-    int64_t idx[512];
-    for (long done = 0; done < n;) {
-        long k = n - done < 512 ? n - done : 512;
-        for (long j = 0; j < k; j++) idx[j] = order ? order[start + done + j] : start + done + j;
-        BF_TRY(bf_gather_rows(r->hx[0] + done * x->row_elems, x, idx, k));
-        if (y) BF_TRY(bf_gather_rows(r->hy[0] + done * y->row_elems, y, idx, k));
-        done += k;
-    }
-    if (r->on_device) {
-        BF_TRY(r->be->to_device(r->be, r->xslot[0], r->hx[0], sizeof(float) * (size_t)n * (size_t)x->row_elems));
-        if (y) BF_TRY(r->be->to_device(r->be, r->yslot[0], r->hy[0], sizeof(float) * (size_t)n * (size_t)y->row_elems));
-    }
+/* a gathered host slot onto the device (no-op on the CPU, where they coincide) */
+static bf_status to_device(bf_run *r, int k, long n, const bf_src *x, const bf_src *y) {
+    r->cur = k;
+    if (!r->on_device) return BF_OK;
+    BF_TRY(r->be->to_device(r->be, r->xslot[k], r->hx[k], sizeof(float) * (size_t)n * (size_t)x->row_elems));
+    if (y) BF_TRY(r->be->to_device(r->be, r->yslot[k], r->hy[k], sizeof(float) * (size_t)n * (size_t)y->row_elems));
     return BF_OK;
 }
 
@@ -232,7 +225,7 @@ static bf_status loss_and_metrics(bf_run *r, int rows, float scale, bf_totals *t
     float *pred = out_of(r, Lx);
     int C = (int)bf_model_out_size(m);
     float *dpred = r->mode == BF_MODE_TRAIN ? BUF(r, r->dout_id[Lx]) : NULL;
-    bf_status s = be->loss_forward_backward(be, BUF(r, r->loss_id), dpred, pred, r->yslot[0], m->loss.kind,
+    bf_status s = be->loss_forward_backward(be, BUF(r, r->loss_id), dpred, pred, r->yslot[r->cur], m->loss.kind,
                                             r->fused, m->loss.from_logits, rows, C, scale);
     if (s == BF_ERR_DATA) {
         char msg[BF_MSG_LEN];
@@ -240,7 +233,7 @@ static bf_status loss_and_metrics(bf_run *r, int rows, float scale, bf_totals *t
         return BF_FAIL(BF_ERR_DATA, "batch %ld: %s", batch_index, msg);
     }
     BF_TRY(s);
-    BF_TRY(be->accuracy(be, BUF(r, r->acc_id), pred, r->yslot[0], m->loss.kind, r->fused, rows, C));
+    BF_TRY(be->accuracy(be, BUF(r, r->acc_id), pred, r->yslot[r->cur], m->loss.kind, r->fused, rows, C));
     double l = 0, a = 0;
     BF_TRY(be->sum(be, &l, BUF(r, r->loss_id), rows));
     BF_TRY(be->sum(be, &a, BUF(r, r->acc_id), rows));
@@ -306,41 +299,64 @@ static bf_status check_y(const bf_run *r, const bf_src *y) {
     return BF_OK;
 }
 
+/* one micro-batch: forward, loss, backward when training */
+static bf_status micro_step(bf_run *r, int train, int rows, float scale, long step, bf_totals *st) {
+    BF_TRY(forward(r, rows, 0, NULL));
+    BF_TRY(loss_and_metrics(r, rows, scale, st, step));
+    if (train) {
+        if (!isfinite(st->loss_sum)) return diagnose_nonfinite(r, rows, step, 1);
+        BF_TRY(backward(r, rows));
+    }
+    return BF_OK;
+}
+
+static bf_status end_step(bf_run *r, int train, long step, int rows, bf_totals *st, bf_totals *tot) {
+    if (train) {
+        int bad = 0;
+        BF_TRY(r->be->nonfinite(r->be, &bad, r->grads, r->m->n_trainable));
+        if (bad) return diagnose_nonfinite(r, rows, step, 0);
+        BF_TRY(apply_update(r));
+    }
+    tot->loss_sum += st->loss_sum;
+    tot->acc_sum += st->acc_sum;
+    tot->rows += st->rows;
+    tot->steps++;
+    memset(st, 0, sizeof *st);
+    return BF_OK;
+}
+
 static bf_status steps(bf_run *r, int train, const bf_src *x, const bf_src *y, const int64_t *order, long n,
                        long batch, long first_step, long nsteps, bf_totals *tot) {
     BF_TRY(check_y(r, y));
     if (x->row_elems != r->m->in_size)
         return BF_FAIL(BF_ERR_SHAPE, "x has %lld values per sample, the model's input needs %ld",
                        (long long)x->row_elems, r->m->in_size);
-    for (long s = first_step; s < first_step + nsteps; s++) {
-        long start = s * batch;
-        if (start >= n) break;
-        long rows = n - start < batch ? n - start : batch;
-        float scale = 1.0f / (float)rows;
-        bf_totals st = {0};
-        if (train) BF_TRY(r->be->fill_zero(r->be, r->grads, r->grad_bytes));
-        int mb_rows = 0;
-        for (long done = 0; done < rows; done += mb_rows) {
-            mb_rows = (int)(rows - done < r->B ? rows - done : r->B);
-            BF_TRY(load_batch(r, x, y, order, start + done, mb_rows));
-            BF_TRY(forward(r, mb_rows, 0, NULL));
-            BF_TRY(loss_and_metrics(r, mb_rows, scale, &st, s));
-            if (train) {
-                if (!isfinite(st.loss_sum)) return diagnose_nonfinite(r, mb_rows, s, 1);
-                BF_TRY(backward(r, mb_rows));
-            }
-        }
-        if (train) {
-            int bad = 0;
-            BF_TRY(r->be->nonfinite(r->be, &bad, r->grads, r->m->n_trainable));
-            if (bad) return diagnose_nonfinite(r, mb_rows, s, 0);
-            BF_TRY(apply_update(r));
-        }
-        tot->loss_sum += st.loss_sum;
-        tot->acc_sum += st.acc_sum;
-        tot->rows += st.rows;
-        tot->steps++;
+    bf_jobs jobs;
+    bf_jobs_init(&jobs, n, batch, r->B, first_step, nsteps);
+    bf_prefetch pf;
+    BF_TRY(bf_prefetch_start(&pf, r, x, y, order, 0, &jobs));
+    bf_totals st = {0};
+    bf_status s = BF_OK;
+    long start, rows, step, srows, cur_step = -1;
+    int first, last_rows = 0;
+    for (long j = 0; s == BF_OK && bf_jobs_next(&jobs, &start, &rows, &step, &srows, &first); j++) {
+        if (first && cur_step >= 0) s = end_step(r, train, cur_step, last_rows, &st, tot);
+        if (s != BF_OK) break;
+        if (first && train) s = r->be->fill_zero(r->be, r->grads, r->grad_bytes);
+        int k = 0;
+        if (s == BF_OK) s = bf_prefetch_acquire(&pf, j, &k);
+        /* the previous slot is free once this one is in hand; the current one
+         * stays held through end_step, whose non-finite diagnosis re-reads it */
+        if (j > 0) bf_prefetch_release(&pf, j - 1);
+        if (s == BF_OK) s = to_device(r, k, rows, x, y);
+        if (s == BF_OK) s = micro_step(r, train, (int)rows, 1.0f / (float)srows, step, &st);
+        cur_step = step;
+        last_rows = (int)rows;
     }
+    if (s == BF_OK && cur_step >= 0) s = end_step(r, train, cur_step, last_rows, &st, tot);
+    bf_prefetch_stop(&pf);
+    tot->wait_seconds += pf.wait_seconds;
+    if (s != BF_OK) return s;
     return r->be->sync(r->be);
 }
 
@@ -361,12 +377,23 @@ bf_status bf_run_predict(bf_run *r, float *out_host, const bf_src *x, long start
         return BF_FAIL(BF_ERR_SHAPE, "x has %lld values per sample, the model's input needs %ld",
                        (long long)x->row_elems, r->m->in_size);
     long C = bf_model_out_size(r->m);
-    for (long done = 0; done < n;) {
-        int rows = (int)(n - done < r->B ? n - done : r->B);
-        BF_TRY(load_batch(r, x, NULL, NULL, start + done, rows));
-        BF_TRY(forward(r, rows, 0, NULL));
-        BF_TRY(r->be->to_host(r->be, out_host + done * C, out_of(r, r->m->nlayers - 1), sizeof(float) * (size_t)rows * (size_t)C));
-        done += rows;
+    bf_jobs jobs;
+    bf_jobs_init(&jobs, n, r->B, r->B, 0, (n + r->B - 1) / r->B);
+    bf_prefetch pf;
+    BF_TRY(bf_prefetch_start(&pf, r, x, NULL, NULL, start, &jobs));
+    bf_status s = BF_OK;
+    long off, rows, step, srows;
+    int first;
+    for (long j = 0; s == BF_OK && bf_jobs_next(&jobs, &off, &rows, &step, &srows, &first); j++) {
+        int k = 0;
+        s = bf_prefetch_acquire(&pf, j, &k);
+        if (s == BF_OK) s = to_device(r, k, rows, x, NULL);
+        if (s == BF_OK) s = forward(r, (int)rows, 0, NULL);
+        if (s == BF_OK)
+            s = r->be->to_host(r->be, out_host + off * C, out_of(r, r->m->nlayers - 1), sizeof(float) * (size_t)rows * (size_t)C);
+        bf_prefetch_release(&pf, j);
     }
+    bf_prefetch_stop(&pf);
+    if (s != BF_OK) return s;
     return r->be->sync(r->be);
 }

@@ -9,6 +9,7 @@
 typedef struct {
     double loss_sum, acc_sum; /* sums of per-sample values */
     long rows, steps;
+    double wait_seconds;      /* step loop waiting for batches */
 } bf_totals;
 
 /* Reserve the run's arenas (budgets in bytes, 0 = unlimited) and move the

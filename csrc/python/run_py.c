@@ -126,7 +126,7 @@ static PyObject *run_steps(RunObject *self, PyObject *args, int train) {
     Py_END_ALLOW_THREADS
     Py_XDECREF(order);
     if (s != BF_OK) return run_error(self, s);
-    return Py_BuildValue("(ddll)", tot.loss_sum, tot.acc_sum, tot.rows, tot.steps);
+    return Py_BuildValue("(ddlld)", tot.loss_sum, tot.acc_sum, tot.rows, tot.steps, tot.wait_seconds);
 }
 
 static PyObject *Run_train(RunObject *self, PyObject *args) { return run_steps(self, args, 1); }
