@@ -115,6 +115,12 @@ def host_budget(override=None, root="/"):
     return max(v - margin(v), 0), f"{d}, less a {format_bytes(margin(v))} margin"
 
 
+def raw_headroom(root="/"):
+    """Bytes left before the cgroup limit or MemAvailable runs out (no margin), or None."""
+    vals = [v for v in (mem_available(root), cgroup_headroom(root)[0]) if v is not None]
+    return min(vals) if vals else None
+
+
 def device_budget(free_bytes, override=None):
     if override is not None:
         return min(parse_size(override, "memory_limit"), free_bytes), "memory_limit argument"

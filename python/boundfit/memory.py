@@ -151,24 +151,26 @@ def require_fits(plan):
 
 
 class Watchdog:
-    """Between chunks: stop at a step boundary if memory outside the plan grows
-    toward the limit (a leaking generator or callback)."""
+    """Between chunks: stop at a step boundary when memory outside the plan (a
+    leaking generator or callback) has grown and what is left before the limit
+    is under half the safety margin, i.e. before the OOM killer would act."""
 
     def __init__(self, plan):
         self.plan = plan
         self.base = budget.process_usage_bytes()
-        self.limit = plan.budget_host_bytes
+        self.planned = plan.host_bytes - plan.held_bytes
 
     def check(self, epoch, step):
         used = budget.process_usage_bytes()
         if used is None or self.base is None:
             return
-        grown = used - self.base
-        outside = grown - (self.plan.host_bytes - self.plan.held_bytes)
-        headroom = budget.host_budget(None)[0]
-        if outside > 0 and headroom < max(64 << 20, self.limit // 20):
+        outside = used - self.base - self.planned
+        if outside <= 0:
+            return
+        room = budget.raw_headroom()
+        if room is not None and room < budget.margin(room + used) // 2:
             raise MemoryBudgetError(
                 f"stopped at epoch {epoch}, step {step}: memory outside the plan grew by {outside / 2**20:.0f} MiB "
-                f"(a leaking generator or callback?) and only {headroom / 2**20:.0f} MiB remain before the limit",
-                plan=self.plan, needed_bytes=outside, available_bytes=headroom, where="host",
+                f"(a leaking generator or callback?) and only {room / 2**20:.0f} MiB remain before the limit",
+                plan=self.plan, needed_bytes=outside, available_bytes=room, where="host",
                 max_batch_size=self.plan.max_batch_size)
