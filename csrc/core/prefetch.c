@@ -56,7 +56,7 @@ static void *worker(void *arg) {
         int stop = p->stop;
         pthread_mutex_unlock(&p->mu);
         if (stop) break;
-        bf_status s = gather(p, (int)(j % BF_PREFETCH_DEPTH), start, rows);
+        bf_status s = gather(p, (int)((p->slot_base + j) % BF_PREFETCH_DEPTH), start, rows);
         pthread_mutex_lock(&p->mu);
         if (s != BF_OK) {
             p->err = *bf_last_error();
@@ -80,6 +80,7 @@ bf_status bf_prefetch_start(bf_prefetch *p, bf_run *r, const bf_src *x, const bf
     p->base = base;
     p->jobs = *jobs;
     p->failed_job = -1;
+    p->slot_base = r->job_seq;
     /* one job (or fewer): gather in the caller, no thread */
     bf_jobs probe = *jobs;
     long a, b, c, d;
@@ -114,7 +115,8 @@ static double now(void) {
 }
 
 bf_status bf_prefetch_acquire(bf_prefetch *p, long j, int *slot) {
-    *slot = (int)(j % BF_PREFETCH_DEPTH);
+    *slot = (int)((p->slot_base + j) % BF_PREFETCH_DEPTH);
+    p->r->job_seq = p->slot_base + j + 1;
     if (!p->threaded) {
         long start, rows, step, srows;
         int first;

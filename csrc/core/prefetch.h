@@ -29,6 +29,7 @@ typedef struct {
     const bf_src *x, *y;
     const int64_t *order;
     long base;            /* row offset added when order is NULL */
+    long slot_base;       /* slots continue alternating across calls (r->job_seq) */
     bf_jobs jobs;
     int threaded;
     pthread_t thread;

@@ -60,7 +60,6 @@ def check_y(model, y, what="y"):
 
 
 class ArrayData:
-    prefetch_depth = 2
 
     def __init__(self, x, y, batch_size, lo=0, hi=None, shuffle=False, what=("x", "y")):
         self.x, self.y, self.lo = x, y, lo

@@ -33,10 +33,24 @@ def _held(model, mode):
     return (eng.weight_arena_bytes or 0) + (eng.optimizer_arena_bytes if mode == "train" else 0)
 
 
-def _needed(model, mode, rows, device, val_rows=None, predict_rows=None):
+PREFETCH_STACK = 256 << 10  # csrc/core/prefetch.h BF_PREFETCH_STACK
+
+
+def _runtime_entries(mode, shuffle_rows):
+    """What a run needs outside the engine's arenas, stated: the prefetch
+    thread's stack and, when shuffling, the epoch's int64 row order."""
+    out = [PlanEntry("prefetch thread stack", PREFETCH_STACK, "host", "runtime", "outside the arena")]
+    if mode == "train" and shuffle_rows:
+        out.append(PlanEntry(f"shuffle order ({shuffle_rows} rows, int64)", 8 * shuffle_rows, "host", "runtime",
+                             "outside the arena"))
+    return out
+
+
+def _needed(model, mode, rows, device, val_rows=None, predict_rows=None, shuffle_rows=0):
     """(host bytes, device bytes) this run would newly reserve."""
     p = _engine_plan(model, mode, rows, device)
     h, d = p["host_bytes"], p["device_bytes"]
+    h += sum(e.bytes for e in _runtime_entries(mode, shuffle_rows))
     if val_rows:
         v = _engine_plan(model, "evaluate", val_rows, device)
         h, d = h + v["host_bytes"], d + v["device_bytes"]
@@ -65,21 +79,21 @@ def _is_device(device):
     return device is not None and device.startswith("cuda")
 
 
-def _fits(model, mode, rows, device, hb, db, val_rows=None, predict_rows=None):
-    h, d = _needed(model, mode, rows, device, val_rows, predict_rows)
+def _fits(model, mode, rows, device, hb, db, val_rows=None, predict_rows=None, shuffle_rows=0):
+    h, d = _needed(model, mode, rows, device, val_rows, predict_rows, shuffle_rows)
     return h <= hb and (db is None or d <= db)
 
 
-def _max_rows(model, mode, device, hb, db, upper, val_rows=None):
+def _max_rows(model, mode, device, hb, db, upper, val_rows=None, shuffle_rows=0):
     """Largest rows in [1, upper] whose plan fits (plans are monotone in rows)."""
-    if not _fits(model, mode, 1, device, hb, db, val_rows):
+    if not _fits(model, mode, 1, device, hb, db, val_rows, shuffle_rows=shuffle_rows):
         return 0
     lo, hi = 1, max(1, int(upper))
-    if _fits(model, mode, hi, device, hb, db, val_rows):
+    if _fits(model, mode, hi, device, hb, db, val_rows, shuffle_rows=shuffle_rows):
         return hi
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if _fits(model, mode, mid, device, hb, db, val_rows):
+        if _fits(model, mode, mid, device, hb, db, val_rows, shuffle_rows=shuffle_rows):
             lo = mid
         else:
             hi = mid
@@ -90,18 +104,18 @@ _AUTO_CAP = 1 << 16
 
 
 def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, val_batch=None, predict_rows=None,
-               max_rows=None):
+               max_rows=None, shuffle_rows=0):
     hb, hsrc, db, dsrc = _budgets(device, memory_limit)
     held = _held(model, mode)
     # batch_size="auto": the largest batch that fits (no larger than the data)
     cap = min(max_rows or _AUTO_CAP, _AUTO_CAP)
     if batch_size == "auto":
-        batch_size = max(1, _max_rows(model, mode, device, hb, db, cap))
+        batch_size = max(1, _max_rows(model, mode, device, hb, db, cap, shuffle_rows=shuffle_rows))
     batch_size = int(batch_size)
     rows = batch_size
     if micro_batch == "auto":
         rows = max(1, _max_rows(model, mode, device, hb, db, batch_size,
-                                min(val_batch, batch_size) if val_batch else None))
+                                min(val_batch, batch_size) if val_batch else None, shuffle_rows))
     elif micro_batch is not None:
         if isinstance(micro_batch, bool) or not isinstance(micro_batch, int) or micro_batch <= 0:
             raise ValueError(f"micro_batch must be a positive int, 'auto' or None, got {micro_batch!r}")
@@ -114,7 +128,8 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
     if predict_rows:
         entries.append(PlanEntry("predictions (returned array)", predict_rows * _out_size(model) * 4, "host",
                                  "outputs"))
-    max_bs = _max_rows(model, mode, device, hb, db, cap, val_batch)
+    entries += _runtime_entries(mode, shuffle_rows)
+    max_bs = _max_rows(model, mode, device, hb, db, cap, val_batch, shuffle_rows)
     plan = MemoryPlan(entries, budget_host_bytes=hb + held, budget_device_bytes=(db if db is not None else None),
                       max_batch_size=max_bs, batch_size=batch_size, micro_batch=rows if rows != batch_size else None,
                       device=device, budget_host_source=hsrc, budget_device_source=dsrc)
@@ -123,16 +138,17 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
     return plan
 
 
-def plan_fit(model, batch_size, micro_batch, device, memory_limit, val_batch, prefetch_depth=2, max_rows=None):
-    return build_plan(model, "train", batch_size, device, memory_limit, micro_batch, val_batch, max_rows=max_rows)
+def plan_fit(model, batch_size, micro_batch, device, memory_limit, val_batch, max_rows=None, shuffle_rows=0):
+    return build_plan(model, "train", batch_size, device, memory_limit, micro_batch, val_batch, max_rows=max_rows,
+                      shuffle_rows=shuffle_rows)
 
 
-def plan_run(model, mode, batch_size, device, memory_limit, prefetch_depth=2, predict_rows=None):
+def plan_run(model, mode, batch_size, device, memory_limit, predict_rows=None):
     return build_plan(model, mode, batch_size or 32, device, memory_limit, predict_rows=predict_rows)
 
 
 def estimate(model, batch_size, optimizer=None, device=None, micro_batch=None, mode="train", memory_limit=None,
-             validation_batch_size=None):
+             validation_batch_size=None, shuffle_rows=0):
     from . import devices
     model._require_built()
     if mode in ("train", "evaluate") and model.optimizer is None and optimizer is None:
@@ -142,7 +158,7 @@ def estimate(model, batch_size, optimizer=None, device=None, micro_batch=None, m
         opt = optimizers.get(optimizer)
         model._engine.compile(**opt._engine_args(), loss=0, from_logits=False)
     return build_plan(model, mode, batch_size, devices.resolve(device), memory_limit, micro_batch,
-                      validation_batch_size)
+                      validation_batch_size, shuffle_rows=shuffle_rows)
 
 
 def require_fits(plan):

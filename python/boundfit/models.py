@@ -166,11 +166,13 @@ class Sequential:
                        device=device, **kwargs)
 
     def estimate_memory(self, batch_size=32, optimizer=None, device=None, micro_batch=None, mode="train",
-                        memory_limit=None, validation_batch_size=None):
-        """The exact memory plan of a run, without allocating or seeing data."""
+                        memory_limit=None, validation_batch_size=None, shuffle_rows=0):
+        """The exact memory plan of a run, without allocating or seeing data
+        (shuffle_rows: rows fit will shuffle, for the per-epoch order array)."""
         from .memory import estimate
         return estimate(self, batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch, mode=mode,
-                        memory_limit=memory_limit, validation_batch_size=validation_batch_size)
+                        memory_limit=memory_limit, validation_batch_size=validation_batch_size,
+                        shuffle_rows=shuffle_rows)
 
     # ---- reports ----
     def summary(self, batch_size=None, print_fn=None):

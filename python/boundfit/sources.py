@@ -21,7 +21,6 @@ def is_python_source(x):
 
 
 class SequenceData:
-    prefetch_depth = 2
     auto_batch = False
 
     def __init__(self, source, steps, batch_size, shuffle=False):

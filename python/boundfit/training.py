@@ -67,8 +67,8 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
         val.check(model)
     # plan before anything is allocated; refuse if it does not fit
     plan = memory.plan_fit(model, "auto" if train.auto_batch else train.batch_size, micro_batch, device,
-                           memory_limit, val.batch_size if val is not None else None,
-                           prefetch_depth=train.prefetch_depth, max_rows=train.num_rows)
+                           memory_limit, val.batch_size if val is not None else None, max_rows=train.num_rows,
+                           shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0)
     memory.require_fits(plan)
     if train.auto_batch:
         train.set_batch_size(plan.batch_size)
@@ -148,7 +148,7 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
     src = data_mod.adapt_for_eval(model, x, y, batch_size, steps)
     model._require_built(src.sample_x())
     src.check(model)
-    plan = memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit, prefetch_depth=src.prefetch_depth)
+    plan = memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit)
     memory.require_fits(plan)
     run = model._engine.open_run("evaluate", plan.rows, device=plan.device)
     tot = [0.0, 0.0, 0]
@@ -173,7 +173,7 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
     src = data_mod.adapt_for_predict(model, x, batch_size, steps)
     model._require_built(src.sample_x())
     src.check(model, need_y=False)
-    plan = memory.plan_run(model, "predict", src.batch_size, device, memory_limit, prefetch_depth=src.prefetch_depth,
+    plan = memory.plan_run(model, "predict", src.batch_size, device, memory_limit,
                            predict_rows=src.num_rows)
     memory.require_fits(plan)
     run = model._engine.open_run("predict", plan.rows, device=plan.device)
