@@ -143,3 +143,37 @@ def test_cuda_without_a_usable_gpu_raises_device_error_and_cpu_still_trains():
         np.testing.assert_array_equal(a, b)
     assert "CUDA" in bf.diagnose(print_fn=None)
     m.fit(X, Y, verbose=0)
+
+
+def test_from_npy_streams_memory_mapped_files(tmp_path):
+    np.save(tmp_path / "x.npy", X)
+    np.save(tmp_path / "y.npy", Y)
+    x, y = bf.data.from_npy(tmp_path / "x.npy", tmp_path / "y.npy")
+    assert isinstance(x, np.memmap) and not x.flags.writeable
+    m = model()
+    m.fit(x, y, batch_size=16, epochs=2, verbose=0)
+    assert 0.0 <= m.data_wait_fraction < 1.0
+    np.save(tmp_path / "y2.npy", Y[:5])
+    with pytest.raises(bf.DataError, match="different lengths"):
+        bf.data.from_npy(tmp_path / "x.npy", tmp_path / "y2.npy")
+
+
+def test_memory_stays_flat_over_30_epochs():
+    import subprocess
+    import sys
+    code = """
+import numpy as np, boundfit as bf
+from boundfit import layers, budget
+m = bf.Sequential([layers.Dense(512, activation='relu', input_shape=(256,)), layers.Dense(10, activation='softmax')])
+m.compile('adam', 'sparse_categorical_crossentropy', metrics=['accuracy'])
+x = np.random.default_rng(0).standard_normal((8192, 256), dtype=np.float32)
+y = np.random.default_rng(1).integers(0, 10, 8192)
+peaks = []
+cb = bf.callbacks.LambdaCallback(on_epoch_end=lambda e, logs: peaks.append(budget.peak_rss_bytes()))
+m.fit(x, y, batch_size=128, epochs=30, validation_split=0.1, verbose=0, callbacks=[cb])
+print(peaks[0], max(peaks))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    first, worst = map(int, out.stdout.split())
+    assert worst - first <= 64 * 1024, (first, worst)   # within a few pages of noise

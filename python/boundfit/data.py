@@ -129,6 +129,16 @@ class ArrayData:
         pass
 
 
+def from_npy(x_path, y_path=None):
+    """Open .npy files memory-mapped (read-only): (x, y) for fit / evaluate /
+    predict, streamed from disk by the engine's prefetch thread."""
+    x = np.load(x_path, mmap_mode="r")
+    y = np.load(y_path, mmap_mode="r") if y_path is not None else None
+    if y is not None and x.shape[0] != y.shape[0]:
+        raise DataError(f"{x_path} and {y_path} have different lengths: {x.shape[0]} and {y.shape[0]}")
+    return x, y
+
+
 def _split(x, y, validation_split):
     n = x.shape[0]
     n_val = int(n * validation_split)

@@ -5,6 +5,7 @@ on by the engine from the arrays the source returned (no further copy)."""
 
 import collections.abc
 import inspect
+import time
 
 import numpy as np
 
@@ -130,11 +131,15 @@ class SequenceData:
             check_y(model, fy, "y (first batch)")
 
     def run_epoch(self, run, epoch, on_chunk, chunks):
-        for k, xb, yb in self._batches():
+        batches, t = self._batches(), time.perf_counter()
+        for k, xb, yb in batches:
+            fetched = time.perf_counter() - t            # the source's time counts as waiting for data
             if yb is None:
                 raise DataError(f"batch {k}: no y", batch_index=k)
             n = xb.shape[0]
-            on_chunk(k + 1, run.train(xb, yb, None, n, n, 0, 1))
+            out = run.train(xb, yb, None, n, n, 0, 1)
+            on_chunk(k + 1, out[:4] + (out[4] + fetched,))
+            t = time.perf_counter()
 
     def run_eval(self, run, on_chunk, chunks):
         for k, xb, yb in self._batches():

@@ -86,6 +86,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
         if val is not None:
             vrun = model._engine.open_run("evaluate", plan.val_rows, device=plan.device)
         cbs.on_train_begin()
+        waited, t_start = [0.0], time.perf_counter()
         for epoch in range(initial_epoch, epochs):
             cbs.on_epoch_begin(epoch)
             if verbose:
@@ -97,6 +98,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                 tot[0] += out[0]
                 tot[1] += out[1]
                 tot[2] += out[2]
+                waited[0] += out[4]
                 watchdog.check(epoch, step_done)
                 logs = _logs(tot, metrics)
                 bar.update(step_done, logs)
@@ -117,6 +119,8 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
             if model.stop_training:
                 break
         cbs.on_train_end()
+        # share of the training loop's time spent waiting for batches
+        model.data_wait_fraction = waited[0] / max(time.perf_counter() - t_start, 1e-9)
     finally:
         model._last_run_stats = [r.stats() for r in (run, vrun) if r is not None]
         if vrun is not None:
