@@ -59,6 +59,7 @@ typedef struct {
     float *xslot[BF_PREFETCH_DEPTH], *yslot[BF_PREFETCH_DEPTH];
     float *hx[BF_PREFETCH_DEPTH], *hy[BF_PREFETCH_DEPTH];
     int cur;               /* batch slot the step is computing on */
+    int unguarded;         /* benchmarks only: skip the non-finite scan of gradients */
     long job_seq;          /* micro-batches loaded so far: slot = job_seq % depth */
     uint64_t dropout_seed;
     /* where a non-finite value was first seen (set with BF_ERR_NONFINITE) */

@@ -313,7 +313,7 @@ static bf_status micro_step(bf_run *r, int train, int rows, float scale, long st
 static bf_status end_step(bf_run *r, int train, long step, int rows, bf_totals *st, bf_totals *tot) {
     if (train) {
         int bad = 0;
-        BF_TRY(r->be->nonfinite(r->be, &bad, r->grads, r->m->n_trainable));
+        if (!r->unguarded) BF_TRY(r->be->nonfinite(r->be, &bad, r->grads, r->m->n_trainable));
         if (bad) return diagnose_nonfinite(r, rows, step, 0);
         BF_TRY(apply_update(r));
     }

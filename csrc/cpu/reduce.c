@@ -1,5 +1,6 @@
 /* reduce.c - sums (loss and metric totals) and the non-finite scan. */
 #include <math.h>
+#include <stdint.h>
 
 #include "cpu_ops.h"
 
@@ -13,9 +14,12 @@ bf_status bf_cpu_sum(bf_backend *be, double *sum_out, const float *x, long n) {
 
 bf_status bf_cpu_nonfinite(bf_backend *be, int *bad, const float *x, long n) {
     (void)be;
-    /* x*0 is NaN exactly for NaN and +-Inf; summing keeps the loop vectorized */
-    float acc = 0.0f;
-    for (long i = 0; i < n; i++) acc += x[i] * 0.0f;
-    *bad = acc != acc;
+    /* NaN and +-Inf are exactly the floats whose exponent bits are all ones;
+     * an integer test with an OR reduction vectorizes (a float reduction
+     * would not, without reassociation) and runs at memory bandwidth */
+    const uint32_t *u = (const uint32_t *)(const void *)x;
+    uint32_t acc = 0;
+    for (long i = 0; i < n; i++) acc |= (u[i] & 0x7f800000u) == 0x7f800000u;
+    *bad = acc != 0;
     return BF_OK;
 }

@@ -326,15 +326,18 @@ static PyObject *Model_plan(ModelObject *self, PyObject *args, PyObject *kw) {
 }
 
 static PyObject *Model_open_run(ModelObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"mode", "rows", "device", "host_budget", "device_budget", "seed", NULL};
+    static char *kwlist[] = {"mode", "rows", "device", "host_budget", "device_budget", "seed", "guard", NULL};
     const char *mode_s, *device = "cpu";
-    int rows;
+    int rows, guard = 1;
     Py_ssize_t hb = 0, db = 0;
     unsigned long long seed = 0;
     bf_mode mode;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "si|snnK", kwlist, &mode_s, &rows, &device, &hb, &db, &seed)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "si|snnKp", kwlist, &mode_s, &rows, &device, &hb, &db, &seed, &guard))
+        return NULL;
     if (parse_mode(mode_s, &mode) < 0) return NULL;
-    return bf_run_new(self, mode, rows, device, (size_t)hb, (size_t)db, seed);
+    PyObject *run = bf_run_new(self, mode, rows, device, (size_t)hb, (size_t)db, seed);
+    if (run) ((RunObject *)run)->r.unguarded = !guard;
+    return run;
 }
 
 static PyObject *Model_get_n_params(ModelObject *self, void *c) { (void)c; return PyLong_FromLong(self->m.n_params); }
