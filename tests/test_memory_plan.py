@@ -201,3 +201,33 @@ print(new, budget.peak_rss_bytes() - r0)
     assert out.returncode == 0, out.stderr
     new, grown = map(int, out.stdout.split())
     assert 0.95 * new <= grown <= new, (new, grown)
+
+
+def test_gradient_overflow_with_a_finite_loss_is_caught():
+    """The loss is finite (2e30) but the first kernel's gradient is 2e60: the
+    cheap bound cannot prove it finite, so it is scanned and the update refused."""
+    m = bf.Sequential([layers.Dense(1, use_bias=False, input_shape=(1,)), layers.Dense(2, use_bias=False)])
+    m.compile(optimizer="sgd", loss=bf.losses.SparseCategoricalCrossentropy(from_logits=True))
+    m.set_weights([np.array([[1e-30]], np.float32), np.array([[1e30, -1e30]], np.float32)])
+    x = np.full((8, 1), 1e30, np.float32)
+    y = np.ones(8, np.int64)
+    assert np.isfinite(m.evaluate(x, y, verbose=0))
+    before = m.get_weights()
+    with pytest.raises(bf.NonFiniteError) as ei:
+        m.fit(x, y, batch_size=8, verbose=0)
+    assert ei.value.what == "gradient" and ei.value.layer == m.layers[0].name
+    for a, b in zip(m.get_weights(), before):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_large_but_finite_gradients_are_scanned_and_applied():
+    """Bound 4 * 3e38 * 0.15 exceeds FLT_MAX / 4, so the gradient is scanned;
+    it is finite (1.8e38), so the update goes through."""
+    m = bf.Sequential([layers.Dense(1, use_bias=False, input_shape=(1,))])
+    m.compile(optimizer=bf.optimizers.SGD(learning_rate=1e-45), loss="mse")
+    m.set_weights([np.array([[1e-39]], np.float32)])
+    x = np.full((4, 1), 3e38, np.float32)
+    h = m.fit(x, np.zeros((4, 1), np.float32), batch_size=4, verbose=0)
+    assert np.isfinite(h.history["loss"][0])
+    w = m.get_weights()[0]
+    assert np.isfinite(w).all() and w[0, 0] != np.float32(1e-39)

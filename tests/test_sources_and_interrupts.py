@@ -176,4 +176,5 @@ print(peaks[0], max(peaks))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     first, worst = map(int, out.stdout.split())
-    assert worst - first <= 64 * 1024, (first, worst)   # within a few pages of noise
+    # a per-epoch leak of even one shuffle order (64 KiB) would add ~2 MiB; allow allocator noise only
+    assert worst - first <= 256 * 1024, (first, worst)

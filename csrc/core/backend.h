@@ -70,6 +70,8 @@ typedef struct bf_backend {
     bf_status (*sum)(struct bf_backend *be, double *sum_out, const float *x, long n);
     /* returns 1 in *bad if any of x[0..n) is NaN or Inf */
     bf_status (*nonfinite)(struct bf_backend *be, int *bad, const float *x, long n);
+    /* out (1) = max |x[0..n)|, or +Inf when any of x is NaN or Inf */
+    bf_status (*maxabs)(struct bf_backend *be, float *out, const float *x, long n);
 
     /* optimizers, Keras update rules; t = 1-based iteration */
     bf_status (*sgd_update)(struct bf_backend *be, float *w, float *vel, const float *g, long n,

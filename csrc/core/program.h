@@ -59,6 +59,10 @@ typedef struct {
     float *xslot[BF_PREFETCH_DEPTH], *yslot[BF_PREFETCH_DEPTH];
     float *hx[BF_PREFETCH_DEPTH], *hy[BF_PREFETCH_DEPTH];
     int cur;               /* batch slot the step is computing on */
+    /* per layer: a bound on |parameter gradient| this step, from max|input| and
+     * max|output gradient| (Dense, Conv2D); below FLT_MAX/4 the gradients are
+     * provably finite and need no scan */
+    double gbound[BF_MAX_LAYERS];
     int unguarded;         /* benchmarks only: skip the non-finite scan of gradients */
     long job_seq;          /* micro-batches loaded so far: slot = job_seq % depth */
     uint64_t dropout_seed;

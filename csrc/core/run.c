@@ -7,6 +7,7 @@
 
 #include "prefetch.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -160,6 +161,18 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
     return BF_OK;
 }
 
+/* gbound[i] += count * max(max|inp|, 1) * max|dz|: every dW element is a sum of
+ * `count` products inp*dz and every db element a sum of `count` dz */
+static bf_status add_bound(bf_run *r, int i, const float *inp, long n_in, const float *dz, long n_dz, double count) {
+    if (r->unguarded) return BF_OK;
+    float a = 0, b = 0;
+    BF_TRY(r->be->maxabs(r->be, &a, inp, n_in));
+    BF_TRY(r->be->maxabs(r->be, &b, dz, n_dz));
+    double A = a > 1.0f ? (double)a : 1.0;
+    r->gbound[i] += count * A * (double)b;
+    return BF_OK;
+}
+
 static bf_status backward(bf_run *r, int rows) {
     bf_backend *be = r->be;
     bf_model *m = r->m;
@@ -176,12 +189,14 @@ static bf_status backward(bf_run *r, int rows) {
             int IN = L->in_shape[L->in_rank - 1];
             int N = (int)(rows_in / IN);
             if (act != BF_ACT_LINEAR) BF_TRY(be->act_backward(be, dout, dout, out, act, N, L->units));
+            BF_TRY(add_bound(r, i, in, rows_in, dout, (long)N * L->units, N));
             BF_TRY(be->dense_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL, dout, in, param(r, L, 0), N, IN, L->units));
             break;
         }
         case BF_L_CONV2D:
             bf_layer_geom(L, rows, &g);
             if (act != BF_ACT_LINEAR) BF_TRY(be->act_backward(be, dout, dout, out, act, (long)rows * L->out_size / L->filters, L->filters));
+            BF_TRY(add_bound(r, i, in, rows_in, dout, (long)rows * L->out_size, (double)rows * g.OH * g.OW));
             BF_TRY(be->conv2d_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL,
                                        r->bws_id[i] >= 0 ? BUF(r, r->bws_id[i]) : NULL, dout, in, param(r, L, 0), &g));
             break;
@@ -310,10 +325,23 @@ static bf_status micro_step(bf_run *r, int train, int rows, float scale, long st
     return BF_OK;
 }
 
+/* scan only the gradients whose bound does not already prove them finite */
+static bf_status grads_nonfinite(bf_run *r, int *bad) {
+    bf_model *m = r->m;
+    *bad = 0;
+    for (int i = 0; i < m->nlayers && !*bad; i++) {
+        const bf_layer *L = &m->layers[i];
+        int bounded = (L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D) && r->gbound[i] < 0.25 * (double)FLT_MAX;
+        for (int j = 0; j < L->nparam && !bounded && !*bad; j++)
+            if (L->params[j].trainable) BF_TRY(r->be->nonfinite(r->be, bad, r->grads + L->params[j].grad_offset, L->params[j].n));
+    }
+    return BF_OK;
+}
+
 static bf_status end_step(bf_run *r, int train, long step, int rows, bf_totals *st, bf_totals *tot) {
     if (train) {
         int bad = 0;
-        if (!r->unguarded) BF_TRY(r->be->nonfinite(r->be, &bad, r->grads, r->m->n_trainable));
+        if (!r->unguarded) BF_TRY(grads_nonfinite(r, &bad));
         if (bad) return diagnose_nonfinite(r, rows, step, 0);
         BF_TRY(apply_update(r));
     }
@@ -342,7 +370,10 @@ static bf_status steps(bf_run *r, int train, const bf_src *x, const bf_src *y, c
     for (long j = 0; s == BF_OK && bf_jobs_next(&jobs, &start, &rows, &step, &srows, &first); j++) {
         if (first && cur_step >= 0) s = end_step(r, train, cur_step, last_rows, &st, tot);
         if (s != BF_OK) break;
-        if (first && train) s = r->be->fill_zero(r->be, r->grads, r->grad_bytes);
+        if (first && train) {
+            s = r->be->fill_zero(r->be, r->grads, r->grad_bytes);
+            memset(r->gbound, 0, sizeof r->gbound);
+        }
         int k = 0;
         if (s == BF_OK) s = bf_prefetch_acquire(&pf, j, &k);
         /* the previous slot is free once this one is in hand; the current one

@@ -44,6 +44,7 @@ static bf_backend bf_cpu = {
     .accuracy = bf_cpu_accuracy,
     .sum = bf_cpu_sum,
     .nonfinite = bf_cpu_nonfinite,
+    .maxabs = bf_cpu_maxabs,
     .sgd_update = bf_cpu_sgd_update,
     .adam_update = bf_cpu_adam_update,
     .rmsprop_update = bf_cpu_rmsprop_update,

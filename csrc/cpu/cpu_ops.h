@@ -21,6 +21,7 @@ bf_status bf_cpu_accuracy(bf_backend *be, float *correct_out, const float *pred,
                           const float *target, bf_loss_kind kind, int from_logits, int B, int C);
 bf_status bf_cpu_sum(bf_backend *be, double *sum_out, const float *x, long n);
 bf_status bf_cpu_nonfinite(bf_backend *be, int *bad, const float *x, long n);
+bf_status bf_cpu_maxabs(bf_backend *be, float *out, const float *x, long n);
 bf_status bf_cpu_sgd_update(bf_backend *be, float *w, float *vel, const float *g, long n,
                             float lr, float momentum, int nesterov);
 bf_status bf_cpu_adam_update(bf_backend *be, float *w, float *m, float *v, const float *g,

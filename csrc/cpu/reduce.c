@@ -1,6 +1,7 @@
 /* reduce.c - sums (loss and metric totals) and the non-finite scan. */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cpu_ops.h"
 
@@ -21,5 +22,24 @@ bf_status bf_cpu_nonfinite(bf_backend *be, int *bad, const float *x, long n) {
     uint32_t acc = 0;
     for (long i = 0; i < n; i++) acc |= (u[i] & 0x7f800000u) == 0x7f800000u;
     *bad = acc != 0;
+    return BF_OK;
+}
+
+bf_status bf_cpu_maxabs(bf_backend *be, float *out, const float *x, long n) {
+    (void)be;
+    /* |x| as bits orders like the values; NaN and Inf sort above every finite */
+    const uint32_t *u = (const uint32_t *)(const void *)x;
+    uint32_t m = 0;
+    for (long i = 0; i < n; i++) {
+        uint32_t a = u[i] & 0x7fffffffu;
+        m = a > m ? a : m;
+    }
+    if (m >= 0x7f800000u) {
+        *out = INFINITY;
+    } else {
+        float f;
+        memcpy(&f, &m, sizeof f);
+        *out = f;
+    }
     return BF_OK;
 }
