@@ -52,8 +52,9 @@ def test_label_out_of_range_names_the_batch():
     y = Y.copy()
     y[7] = 5
     before = m.get_weights()
-    with pytest.raises(bf.DataError, match=r"batch 1: label 5 in row 3"):
+    with pytest.raises(bf.DataError, match=r"batch 1: label 5 in row 3") as ei:
         m.fit(X, y, batch_size=4, shuffle=False, verbose=0)
+    assert ei.value.batch_index == 1
     # the first step completed; the failing one applied nothing
     after = m.get_weights()
     assert any((a != b).any() for a, b in zip(after, before))

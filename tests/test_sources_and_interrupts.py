@@ -89,13 +89,14 @@ class Bad(Batches):
 @pytest.mark.parametrize("mode,match", [("raise", "batch 3: the data source raised KeyError"),
                                         ("shape", "batch 3: x has per-sample shape"),
                                         ("dtype", "batch 3: x has dtype"),
-                                        ("label", "batch 0: label"),
+                                        ("label", "batch 3: label"),
                                         ("length", "batch 3: x and y have different lengths")])
 def test_bad_batches_raise_data_error_and_keep_completed_steps(mode, match):
     m = model()
     w0 = m.get_weights()
     with pytest.raises(bf.DataError, match=match) as ei:
         m.fit(Bad(mode), epochs=1, shuffle=False, verbose=0)
+    assert ei.value.batch_index == 3
     if mode == "raise":
         assert isinstance(ei.value.__cause__, KeyError)
     changed = any((a != b).any() for a, b in zip(m.get_weights(), w0))

@@ -5,6 +5,9 @@ rows of each (shuffled) batch and converts the dtype into its batch buffers.
 SequenceData: Keras Sequence / PyDataset objects and Python generators; each
 batch is checked against the first one, then handed to the engine."""
 
+import contextlib
+import re
+
 import numpy as np
 
 from . import utils
@@ -38,6 +41,20 @@ def _check_batch_size(batch_size):
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
         raise ValueError(f"batch_size must be a positive int or 'auto', got {batch_size!r}")
     return int(batch_size)
+
+
+@contextlib.contextmanager
+def engine_batch(offset=0):
+    """Give engine DataErrors ("batch N: ...") their batch_index, shifted by
+    offset for sources that hand the engine one batch at a time."""
+    try:
+        yield
+    except DataError as e:
+        m = re.match(r"batch (\d+): (.*)", str(e), re.S)
+        if not m or e.batch_index is not None:
+            raise
+        k = int(m.group(1)) + offset
+        raise DataError(f"batch {k}: {m.group(2)}", batch_index=k) from None
 
 
 def check_x(model, x, what="x"):
@@ -103,13 +120,15 @@ class ArrayData:
     def run_epoch(self, run, epoch, on_chunk, chunks):
         x, y = self._views()
         order = self.rng.permutation(self.num_rows) if self.shuffle else None
-        chunks(lambda first, n: run.train(x, y, order, self.num_rows, self.batch_size, first, n),
-               self.steps_per_epoch, on_chunk)
+        with engine_batch():
+            chunks(lambda first, n: run.train(x, y, order, self.num_rows, self.batch_size, first, n),
+                   self.steps_per_epoch, on_chunk)
 
     def run_eval(self, run, on_chunk, chunks):
         x, y = self._views()
-        chunks(lambda first, n: run.evaluate(x, y, None, self.num_rows, self.batch_size, first, n),
-               self.steps_per_epoch, on_chunk)
+        with engine_batch():
+            chunks(lambda first, n: run.evaluate(x, y, None, self.num_rows, self.batch_size, first, n),
+                   self.steps_per_epoch, on_chunk)
 
     def run_predict(self, run, out_shape, on_step, chunks):
         x, _ = self._views()

@@ -13,6 +13,11 @@ from . import utils
 from .errors import DataError
 
 
+def engine_batch(offset):
+    from .data import engine_batch as eb
+    return eb(offset)
+
+
 def is_python_source(x):
     if isinstance(x, (np.ndarray, list, tuple, dict)) or x is None:
         return False
@@ -137,14 +142,16 @@ class SequenceData:
             if yb is None:
                 raise DataError(f"batch {k}: no y", batch_index=k)
             n = xb.shape[0]
-            out = run.train(xb, yb, None, n, n, 0, 1)
+            with engine_batch(k):
+                out = run.train(xb, yb, None, n, n, 0, 1)
             on_chunk(k + 1, out[:4] + (out[4] + fetched,))
             t = time.perf_counter()
 
     def run_eval(self, run, on_chunk, chunks):
         for k, xb, yb in self._batches():
             n = xb.shape[0]
-            on_chunk(k + 1, run.evaluate(xb, yb, None, n, n, 0, 1))
+            with engine_batch(k):
+                on_chunk(k + 1, run.evaluate(xb, yb, None, n, n, 0, 1))
 
     def run_predict(self, run, out_shape, on_step, chunks):
         outs = []
