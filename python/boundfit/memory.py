@@ -14,14 +14,59 @@ def _engine_plan(model, mode, rows, device):
     return model._engine.plan(mode, int(rows), device)
 
 
+def _align(n):
+    return (n + 63) // 64 * 64
+
+
+_KINDS = (("output gradient", "activation gradients"), ("output", "saved activations"),
+          ("workspace", "workspaces (im2col and the like)"), ("per-sample", "loss and metric buffers"),
+          ("", "layer state (dropout masks, batch statistics)"))
+
+
+def _scratch_split(p, where, prefix):
+    """The liveness-planned region, split by what is live when it peaks; the
+    parts add up to the region exactly (reuse gaps are named as such)."""
+    bufs = p["buffers"]
+    total = _align(p["scratch_bytes"])
+    if not bufs:
+        return []
+    top = max(bufs, key=lambda b: b[4] + _align(b[1]))
+    t = top[2]
+    parts = {}
+    for name, nbytes, first, last, offset in bufs:
+        if first <= t <= last and nbytes:
+            kind = next(k for key, k in _KINDS if key in name)
+            parts[kind] = parts.get(kind, 0) + _align(nbytes)
+    out = [PlanEntry(f"{prefix}{kind} (live at the peak)", n, where, "activations") for kind, n in parts.items()]
+    gap = total - sum(parts.values())
+    if gap:
+        out.append(PlanEntry(f"{prefix}reuse gaps in the planned region", gap, where, "activations"))
+    return out
+
+
 def _entries(p, prefix=""):
-    return [PlanEntry(prefix + name, nbytes, where, category) for name, category, nbytes, where in p["entries"]]
+    out = []
+    for name, category, nbytes, where in p["entries"]:
+        if category == "activations":
+            out += _scratch_split(p, where, prefix)
+        else:
+            out.append(PlanEntry(prefix + name, nbytes, where, category))
+    return out
+
+
+# RSS a run needed beyond its plan (BLAS work buffers, thread stacks of the
+# BLAS pool, Python objects of the loop), measured by the watchdog's samples
+# during this process's fits; resident from then on, so stated as held
+_measured = {"runtime": 0}
 
 
 def _model_entries(model, mode):
     eng = model._engine
     out = [PlanEntry("parameters (held by the model)", eng.weight_arena_bytes or eng.n_params * 4, "host",
                      "parameters", "allocated")]
+    if _measured["runtime"]:
+        out.append(PlanEntry("BLAS work buffers and runtime (measured in this process)", _measured["runtime"],
+                             "host", "measured", "resident"))
     if mode == "train" and eng.optimizer_arena_bytes:
         out.append(PlanEntry("optimizer state (held by the model)", eng.optimizer_arena_bytes, "host",
                              "optimizer state", "allocated"))
@@ -30,7 +75,7 @@ def _model_entries(model, mode):
 
 def _held(model, mode):
     eng = model._engine
-    return (eng.weight_arena_bytes or 0) + (eng.optimizer_arena_bytes if mode == "train" else 0)
+    return (eng.weight_arena_bytes or 0) + (eng.optimizer_arena_bytes if mode == "train" else 0) + _measured["runtime"]
 
 
 PREFETCH_STACK = 256 << 10  # csrc/core/prefetch.h BF_PREFETCH_STACK
@@ -175,11 +220,18 @@ class Watchdog:
         self.plan = plan
         self.base = budget.process_usage_bytes()
         self.planned = plan.host_bytes - plan.held_bytes
+        self.peak = self.base
+
+    def finish(self):
+        """Record what the run needed beyond its plan (see _measured)."""
+        if self.base is not None and self.peak is not None:
+            _measured["runtime"] = max(_measured["runtime"], self.peak - self.base - self.planned)
 
     def check(self, epoch, step):
         used = budget.process_usage_bytes()
         if used is None or self.base is None:
             return
+        self.peak = max(self.peak, used)
         outside = used - self.base - self.planned
         if outside <= 0:
             return
