@@ -7,15 +7,20 @@
 
 static _Thread_local bf_error bf_err_tls;
 
-bf_status bf_fail(bf_status code, const char *file, int line, const char *fmt, ...) {
-    va_list ap;
+bf_status bf_vfail(bf_status code, const char *file, int line, const char *fmt, va_list ap) {
     bf_err_tls.code = code;
     bf_err_tls.file = file;
     bf_err_tls.line = line;
-    va_start(ap, fmt);
     vsnprintf(bf_err_tls.msg, sizeof bf_err_tls.msg, fmt, ap);
-    va_end(ap);
     return code;
+}
+
+bf_status bf_fail(bf_status code, const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    bf_status s = bf_vfail(code, file, line, fmt, ap);
+    va_end(ap);
+    return s;
 }
 
 const bf_error *bf_last_error(void) { return &bf_err_tls; }

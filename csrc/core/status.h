@@ -5,6 +5,8 @@
 #ifndef BF_STATUS_H
 #define BF_STATUS_H
 
+#include <stdarg.h>
+
 typedef enum {
     BF_OK = 0,
     BF_ERR_BUDGET,      /* plan does not fit the memory budget */
@@ -33,6 +35,8 @@ bf_status bf_fail(bf_status code, const char *file, int line, const char *fmt, .
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+/* va_list form, handed to the CUDA module (csrc/cuda/cuda_api.h) */
+bf_status bf_vfail(bf_status code, const char *file, int line, const char *fmt, va_list ap);
 /* This thread's last recorded error. */
 const bf_error *bf_last_error(void);
 /* Copy an error (e.g. from a worker thread) into this thread's buffer. */
