@@ -24,7 +24,7 @@ bf_status bf_backend_get(const char *device, bf_backend **out) {
         } else if (device[4]) {
             return BF_FAIL(BF_ERR_ARG, "device '%s' is not of the form 'cuda' or 'cuda:N'", device);
         }
-        return bf_cuda_backend(idx, out);
+        return bf_cuda_load_backend(idx, out);
     }
     return BF_FAIL(BF_ERR_ARG, "unknown device '%s' (use 'cpu', 'cuda' or 'cuda:N')", device);
 }
@@ -32,5 +32,5 @@ bf_status bf_backend_get(const char *device, bf_backend **out) {
 bf_status bf_backend_mem_info(bf_backend *be, size_t *free_bytes, size_t *total_bytes) {
     *free_bytes = *total_bytes = 0;
     if (be == bf_cpu_backend()) return BF_OK;
-    return bf_cuda_mem_info(be, free_bytes, total_bytes);
+    return bf_cuda_loaded_mem_info(be, free_bytes, total_bytes);
 }

@@ -6,11 +6,17 @@
 #include <string.h>
 
 #include "backend_registry.h"
+#include "../cuda/cuda_api.h"
 
 static char module_dir[4096];
 static void *cuda_lib;
 static int (*cuda_check)(int, char *, size_t);
 static int (*cuda_report)(char *, size_t);
+static int (*cuda_abi)(void);
+static bf_status (*cuda_open)(const bf_cuda_host *, int, bf_backend **);
+static bf_status (*cuda_mem_info)(bf_backend *, size_t *, size_t *);
+static bf_backend *opened[64];
+static const bf_cuda_host host = {bf_vfail};
 
 /* dlopen _cuda.so from the package directory; its dependencies (libcudart,
  * cuBLAS, cuDNN) must resolve or this fails with the loader's message */
@@ -26,6 +32,10 @@ static bf_status load(void) {
     }
     cuda_check = (int (*)(int, char *, size_t))dlsym(h, "bf_cuda_check");
     cuda_report = (int (*)(char *, size_t))dlsym(h, "bf_cuda_report");
+    cuda_abi = (int (*)(void))dlsym(h, "bf_cuda_abi_version");
+    /* the ops may be absent from a build that has only the probe */
+    cuda_open = (bf_status(*)(const bf_cuda_host *, int, bf_backend **))dlsym(h, "bf_cuda_open");
+    cuda_mem_info = (bf_status(*)(bf_backend *, size_t *, size_t *))dlsym(h, "bf_cuda_mem_info");
     if (!cuda_check || !cuda_report) {
         dlclose(h);
         return BF_FAIL(BF_ERR_DEVICE, "the CUDA backend at %s lacks its entry points (a stale build?)", path);
@@ -36,7 +46,7 @@ static bf_status load(void) {
 
 void bf_backend_set_module_dir(const char *dir) { snprintf(module_dir, sizeof module_dir, "%s", dir); }
 
-bf_status bf_cuda_backend(int device, bf_backend **out) {
+bf_status bf_cuda_load_backend(int device, bf_backend **out) {
     *out = NULL;
     (void)device;
 #if !BF_BUILT_WITH_CUDA
@@ -45,21 +55,30 @@ bf_status bf_cuda_backend(int device, bf_backend **out) {
                    "(no CUDA toolkit with cuBLAS and cuDNN was found at build time); "
                    "reinstall with nvcc on PATH, or use device='cpu'");
 #else
-    bf_status s = load();
-    if (s != BF_OK) return s;
+    if (device < 0 || device >= 64) return BF_FAIL(BF_ERR_ARG, "device index %d out of range", device);
+    if (opened[device]) {
+        *out = opened[device];
+        return BF_OK;
+    }
+    BF_TRY(load());
     char msg[768];
     if (cuda_check(device, msg, sizeof msg) != 0)
         return BF_FAIL(BF_ERR_DEVICE, "cuda:%d cannot be used: %s", device, msg);
-    return BF_FAIL(BF_ERR_DEVICE,
-                   "cuda:%d passed the driver, runtime, cuDNN and architecture checks, but this build's CUDA "
-                   "backend has no training ops yet; use device='cpu'", device);
+    if (!cuda_open || !cuda_mem_info || !cuda_abi || cuda_abi() != BF_CUDA_ABI)
+        return BF_FAIL(BF_ERR_DEVICE,
+                       "cuda:%d passed the driver, runtime, cuDNN and architecture checks, but this build's CUDA "
+                       "module has no training ops (ABI %d, core expects %d); rebuild boundfit, or use device='cpu'",
+                       device, cuda_abi ? cuda_abi() : 0, BF_CUDA_ABI);
+    BF_TRY(cuda_open(&host, device, &opened[device]));
+    *out = opened[device];
+    return BF_OK;
 #endif
 }
 
-bf_status bf_cuda_mem_info(bf_backend *be, size_t *free_bytes, size_t *total_bytes) {
-    (void)be;
+bf_status bf_cuda_loaded_mem_info(bf_backend *be, size_t *free_bytes, size_t *total_bytes) {
     *free_bytes = *total_bytes = 0;
-    return BF_FAIL(BF_ERR_DEVICE, "no CUDA backend loaded");
+    if (!cuda_mem_info) return BF_FAIL(BF_ERR_DEVICE, "no CUDA backend loaded");
+    return cuda_mem_info(be, free_bytes, total_bytes);
 }
 
 void bf_backend_cuda_report(char *buf, size_t n) {

@@ -6,7 +6,7 @@
 
 #include "backend.h"
 
-bf_status bf_cuda_backend(int device, bf_backend **out);
-bf_status bf_cuda_mem_info(bf_backend *be, size_t *free_bytes, size_t *total_bytes);
+bf_status bf_cuda_load_backend(int device, bf_backend **out);
+bf_status bf_cuda_loaded_mem_info(bf_backend *be, size_t *free_bytes, size_t *total_bytes);
 
 #endif
