@@ -1,5 +1,7 @@
 /* errors_py.c - the one place a bf_status becomes a Python exception, and
  * NumPy arrays become bf_src views. */
+#include <string.h>
+
 #include "glue.h"
 
 #define NO_IMPORT_ARRAY
@@ -15,7 +17,14 @@ PyObject *bf_raise(bf_module_state *st, bf_status s) {
     case BF_ERR_NOMEM: {
         PyObject *exc = PyObject_CallFunction(st->MemoryBudgetError, "s", msg);
         if (exc) {
-            PyObject_SetAttrString(exc, "where", PyUnicode_FromString(strstr(msg, "cuda") ? "cuda" : "host"));
+            /* where: the device named in the message ("cuda:N ..."), else the host */
+            const char *c = strstr(msg, "cuda:");
+            PyObject *where = c ? PyUnicode_FromStringAndSize(c, (Py_ssize_t)strspn(c + 5, "0123456789") + 5)
+                                : PyUnicode_FromString("host");
+            if (where) {
+                PyObject_SetAttrString(exc, "where", where);
+                Py_DECREF(where);
+            }
             PyErr_SetObject(st->MemoryBudgetError, exc);
             Py_DECREF(exc);
         }
