@@ -174,7 +174,7 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
         entries.append(PlanEntry("predictions (returned array)", predict_rows * _out_size(model) * 4, "host",
                                  "outputs"))
     entries += _runtime_entries(mode, shuffle_rows)
-    max_bs = _max_rows(model, mode, device, hb, db, cap, val_batch, shuffle_rows)
+    max_bs = _max_rows(model, mode, device, hb, db, _AUTO_CAP, val_batch, shuffle_rows)
     plan = MemoryPlan(entries, budget_host_bytes=hb + held, budget_device_bytes=(db if db is not None else None),
                       max_batch_size=max_bs, batch_size=batch_size, micro_batch=rows if rows != batch_size else None,
                       device=device, budget_host_source=hsrc, budget_device_source=dsrc)
