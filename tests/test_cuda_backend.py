@@ -1,0 +1,246 @@
+"""The CUDA backend against the CPU reference, through the public API.
+
+Every test here needs a usable GPU: the module is skipped, with the reason the
+CUDA report gives, unless `_core.cuda_report()` has a line starting with "ok"
+that names cuda:0. The same model is trained from the same weights (and the
+same seed, so dropout draws the same mask: the mask formula is shared by the
+CPU and CUDA kernels) on device="cpu" and device="cuda", and the weights must
+agree to 1e-4 relative. Optimizers whose step does not blow up tiny gradient
+differences are used (SGD with momentum, Adam with a large epsilon)."""
+
+import numpy as np
+import pytest
+
+import boundfit as bf
+from boundfit import _core, layers
+
+
+def _gpu_skip_reason():
+    try:
+        report = _core.cuda_report()
+    except Exception as e:  # the report must never fail; if it does, say so
+        return f"the CUDA report failed: {e!r}"
+    lines = report.splitlines()
+    if any(ln.startswith("ok") and "cuda:0" in ln for ln in lines):
+        return None
+    problems = [" ".join(ln.split()[1:]) for ln in lines if ln.startswith("PROBLEM")]
+    return "no usable GPU (cuda:0): " + ("; ".join(problems) if problems else report.strip() or "empty CUDA report")
+
+
+_REASON = _gpu_skip_reason()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=_REASON or "")]
+
+RTOL = 1e-4
+
+
+def _assert_weights_close(got, want, what):
+    assert len(got) == len(want), what
+    for i, (a, b) in enumerate(zip(got, want)):
+        assert a.shape == b.shape, f"{what}: weight {i} shape {a.shape} != {b.shape}"
+        # relative to the tensor's scale, so entries near zero do not demand an
+        # absolute 1e-4 of themselves
+        scale = max(float(np.abs(b).max()), 1e-3)
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=RTOL * scale, err_msg=f"{what}: weight {i}")
+
+
+def _train_both(build, compile_kw, x, y, seed=77, **fit_kw):
+    """Train two copies of build() from the same weights and seed, one per device;
+    returns (cpu model, cuda model, cpu history, cuda history)."""
+    cpu, gpu = build(), build()
+    cpu.compile(**compile_kw())
+    gpu.compile(**compile_kw())
+    gpu.set_weights(cpu.get_weights())
+    out = []
+    for m, dev in ((cpu, "cpu"), (gpu, "cuda")):
+        bf.utils.set_random_seed(seed)
+        out.append(m.fit(x, y, shuffle=False, verbose=0, device=dev, **fit_kw))
+    return cpu, gpu, out[0], out[1]
+
+
+# ---------------------------------------------------------------- dense
+
+
+def _dense_model():
+    return bf.Sequential([
+        layers.Dense(32, activation="relu", input_shape=(20,)),
+        layers.Dense(16, activation="tanh"),
+        layers.Dense(5, activation="softmax"),
+    ])
+
+
+_rng = np.random.default_rng(11)
+XD = _rng.standard_normal((96, 20)).astype(np.float32)
+YD = _rng.integers(0, 5, 96)
+
+
+@pytest.mark.parametrize("opt", ["sgd_momentum", "adam", "rmsprop"])
+def test_dense_model_trains_to_the_cpu_weights_on_cuda(opt):
+    def compile_kw():
+        o = {"sgd_momentum": lambda: bf.optimizers.SGD(learning_rate=0.05, momentum=0.9, nesterov=True),
+             "adam": lambda: bf.optimizers.Adam(learning_rate=1e-3, epsilon=1e-3),
+             "rmsprop": lambda: bf.optimizers.RMSprop(learning_rate=1e-3, momentum=0.5, epsilon=1e-3)}[opt]()
+        return dict(optimizer=o, loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+
+    cpu, gpu, hc, hg = _train_both(_dense_model, compile_kw, XD, YD, batch_size=32, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), f"dense/{opt}")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=RTOL)
+    np.testing.assert_allclose(hg.history["accuracy"], hc.history["accuracy"], atol=1e-6)
+
+
+@pytest.mark.parametrize("loss,last", [("mse", None), ("binary_crossentropy", "sigmoid"),
+                                       ("categorical_crossentropy", "softmax")])
+def test_dense_losses_match_the_cpu_on_cuda(loss, last):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((64, 12)).astype(np.float32)
+    if loss == "categorical_crossentropy":
+        y = np.eye(4, dtype=np.float32)[rng.integers(0, 4, 64)]
+    elif loss == "binary_crossentropy":
+        y = (rng.random((64, 4)) > 0.5).astype(np.float32)
+    else:
+        y = rng.standard_normal((64, 4)).astype(np.float32)
+
+    def build():
+        return bf.Sequential([layers.Dense(16, activation="relu", input_shape=(12,)),
+                              layers.Dense(4, activation=last)])
+
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=0.05, momentum=0.9), loss=loss,
+                    metrics=["accuracy"])
+
+    cpu, gpu, hc, hg = _train_both(build, compile_kw, x, y, batch_size=16, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), loss)
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=RTOL)
+    xe = x[:20]
+    np.testing.assert_allclose(gpu.predict(xe, verbose=0, device="cuda"), cpu.predict(xe, verbose=0),
+                               rtol=RTOL, atol=1e-5)
+
+
+# ---------------------------------------------------------------- convolutional
+
+
+def _conv_model(rate):
+    return bf.Sequential([
+        layers.Conv2D(4, (3, 3), padding="same", activation="relu", input_shape=(9, 9, 3)),
+        layers.BatchNormalization(),
+        layers.MaxPooling2D((2, 2), padding="same"),       # 9x9 -> 5x5: an uneven 'same' window
+        layers.Conv2D(6, (2, 2), strides=(2, 2), padding="same"),  # asymmetric 'same' padding
+        layers.AveragePooling2D((2, 2), strides=(1, 1), padding="same"),
+        layers.Dropout(rate),
+        layers.Flatten(),
+        layers.Dense(3, activation="softmax"),
+    ])
+
+
+_rng = np.random.default_rng(21)
+XC = _rng.standard_normal((48, 9, 9, 3)).astype(np.float32)
+YC = _rng.integers(0, 3, 48)
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.3])
+def test_conv_pool_batchnorm_dropout_model_trains_to_the_cpu_weights_on_cuda(rate):
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=0.02, momentum=0.9),
+                    loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+
+    cpu, gpu, hc, hg = _train_both(lambda: _conv_model(rate), compile_kw, XC, YC, batch_size=16, epochs=2)
+    # includes the BatchNormalization moving mean / variance
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), f"conv, dropout rate {rate}")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=RTOL)
+    # inference path (moving statistics, no dropout)
+    np.testing.assert_allclose(gpu.predict(XC[:8], verbose=0, device="cuda"), cpu.predict(XC[:8], verbose=0),
+                               rtol=RTOL, atol=1e-5)
+
+
+def test_global_average_pooling_and_valid_conv_match_the_cpu_on_cuda():
+    def build():
+        return bf.Sequential([
+            layers.Conv2D(5, (3, 3), strides=(2, 2), activation="tanh", input_shape=(11, 10, 2)),
+            layers.GlobalAveragePooling2D(),
+            layers.Dense(2, activation="sigmoid"),
+        ])
+
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((32, 11, 10, 2)).astype(np.float32)
+    y = (rng.random((32, 2)) > 0.5).astype(np.float32)
+
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.Adam(learning_rate=1e-2, epsilon=1e-3), loss="binary_crossentropy",
+                    metrics=["accuracy"])
+
+    cpu, gpu, _, _ = _train_both(build, compile_kw, x, y, batch_size=8, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "gap")
+
+
+# ---------------------------------------------------------------- memory
+
+
+def test_cuda_plan_equals_the_device_arena_to_the_byte():
+    m = _dense_model()
+    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    plan = m.estimate_memory(batch_size=24, device="cuda")
+    m.fit(XD, YD, batch_size=24, epochs=1, verbose=0, device="cuda")
+    stats = m._last_run_stats
+    assert stats and all(s["where"].startswith("cuda") for s in stats), stats
+    assert all(s["run_high_water"] == s["run_reserved"] for s in stats), stats
+    planned = sum(e.bytes for e in plan.breakdown
+                  if e.where.startswith("cuda") and e.category not in ("runtime", "measured"))
+    assert planned == sum(s["run_reserved"] for s in stats)
+    assert plan.device_bytes >= planned
+
+
+@pytest.fixture
+def device_limit_8mib():
+    bf.set_memory_limit(device="8MiB")
+    try:
+        yield
+    finally:
+        bf.set_memory_limit(device="auto")
+
+
+def test_cuda_budget_error_names_the_device_before_the_first_step(device_limit_8mib):
+    m = bf.Sequential([layers.Dense(1024, activation="relu", input_shape=(2048,)), layers.Dense(10)])
+    m.compile(optimizer="adam", loss="mse")
+    before = m.get_weights()
+    x = np.zeros((64, 2048), np.float32)
+    y = np.zeros((64, 10), np.float32)
+    with pytest.raises(bf.MemoryBudgetError) as ei:
+        m.fit(x, y, batch_size=64, verbose=0, device="cuda")
+    e = ei.value
+    assert isinstance(e, MemoryError)
+    assert e.where.startswith("cuda"), e.where
+    assert e.needed_bytes > e.available_bytes
+    assert e.available_bytes <= 8 << 20
+    for a, b in zip(m.get_weights(), before):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_micro_batch_auto_trains_under_a_device_limit_like_the_full_batch_on_cpu(device_limit_8mib):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((4096, 512)).astype(np.float32)   # one batch is 8 MiB of input
+    y = rng.integers(0, 10, 4096)
+
+    def build():
+        return bf.Sequential([layers.Dense(128, activation="relu", input_shape=(512,)),
+                              layers.Dense(10, activation="softmax")])
+
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=0.1, momentum=0.9),
+                    loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+
+    gpu = build()
+    gpu.compile(**compile_kw())
+    with pytest.raises(bf.MemoryBudgetError) as ei:
+        gpu.fit(x, y, batch_size=4096, verbose=0, device="cuda")
+    assert ei.value.where.startswith("cuda")
+    cpu = build()
+    cpu.compile(**compile_kw())
+    cpu.set_weights(gpu.get_weights())
+    bf.utils.set_random_seed(5)
+    hg = gpu.fit(x, y, batch_size=4096, epochs=2, shuffle=False, verbose=0, device="cuda", micro_batch="auto")
+    assert gpu._last_plan.fits and gpu._last_plan.micro_batch and gpu._last_plan.micro_batch < 4096
+    assert all(np.isfinite(v) for v in hg.history["loss"])
+    bf.utils.set_random_seed(5)
+    hc = cpu.fit(x, y, batch_size=4096, epochs=2, shuffle=False, verbose=0, device="cpu")
+    # micro-batches accumulate gradients: the same step as the full batch
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "micro_batch='auto'")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=RTOL)
