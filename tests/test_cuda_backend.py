@@ -68,9 +68,8 @@ def _dense_model():
     ])
 
 
-_rng = np.random.default_rng(11)
-XD = _rng.standard_normal((96, 20)).astype(np.float32)
-YD = _rng.integers(0, 5, 96)
+XD = np.random.default_rng(11).standard_normal((96, 20)).astype(np.float32)
+YD = np.random.default_rng(12).integers(0, 5, 96)
 
 
 @pytest.mark.parametrize("opt", ["sgd_momentum", "adam", "rmsprop"])
@@ -131,9 +130,8 @@ def _conv_model(rate):
     ])
 
 
-_rng = np.random.default_rng(21)
-XC = _rng.standard_normal((48, 9, 9, 3)).astype(np.float32)
-YC = _rng.integers(0, 3, 48)
+XC = np.random.default_rng(21).standard_normal((48, 9, 9, 3)).astype(np.float32)
+YC = np.random.default_rng(22).integers(0, 3, 48)
 
 
 @pytest.mark.parametrize("rate", [0.0, 0.3])
