@@ -1,0 +1,192 @@
+/* backend.cu - the CUDA backend's vtable and lifetime: bf_cuda_open checks the
+ * device (bf_cuda_check), creates a non-blocking stream with the cuBLAS and
+ * cuDNN handles bound to it, finds the static scratch, and fills the vtable;
+ * bf_cuda_close undoes it. Also the copies between host and device, zero fill
+ * and sync. State lives in a static array, one slot per device (no malloc).
+ * Copies: to_device returns once the host buffer may be reused (pageable or
+ * pinned), to_host once the data is on the host; other ops only queue. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_api.h"
+#include "cuda_ops.h"
+#include "cuda_shim.h"
+
+#define BF_EXPORT extern "C" __attribute__((visibility("default")))
+
+static bf_cuda_state states[BF_CUDA_MAX_DEVICES];
+
+BF_EXPORT int bf_cuda_abi_version(void) { return BF_CUDA_ABI; }
+
+// dst (bytes, device) = src (bytes, host); src is free again on return
+bf_status bf_cuda_to_device(bf_backend *be, void *dst, const void *src, size_t bytes) {
+    BF_CUDA_ENTER(st, be);
+    if (!bytes) return BF_OK;
+    if (!dst || !src) return BF_FAIL(BF_ERR_ARG, "to_device: NULL pointer (%zu bytes)", bytes);
+    BF_CUDA_CHECK(st, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, st->stream));
+    /* the caller (prefetch) refills src right after: wait for the copy */
+    BF_CUDA_CHECK(st, cudaStreamSynchronize(st->stream));
+    return BF_OK;
+}
+
+// dst (bytes, host) = src (bytes, device), after all queued work
+bf_status bf_cuda_to_host(bf_backend *be, void *dst, const void *src, size_t bytes) {
+    BF_CUDA_ENTER(st, be);
+    if (!bytes) return BF_OK;
+    if (!dst || !src) return BF_FAIL(BF_ERR_ARG, "to_host: NULL pointer (%zu bytes)", bytes);
+    BF_CUDA_CHECK(st, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, st->stream));
+    BF_CUDA_CHECK(st, cudaStreamSynchronize(st->stream));
+    return BF_OK;
+}
+
+// dst (bytes, device) = 0
+bf_status bf_cuda_fill_zero(bf_backend *be, void *dst, size_t bytes) {
+    BF_CUDA_ENTER(st, be);
+    if (!bytes) return BF_OK;
+    if (!dst) return BF_FAIL(BF_ERR_ARG, "fill_zero: NULL pointer (%zu bytes)", bytes);
+    BF_CUDA_CHECK(st, cudaMemsetAsync(dst, 0, bytes, st->stream));
+    return BF_OK;
+}
+
+/* waits for the queued work; surfaces asynchronous kernel errors */
+bf_status bf_cuda_sync(bf_backend *be) {
+    BF_CUDA_ENTER(st, be);
+    BF_CUDA_CHECK(st, cudaStreamSynchronize(st->stream));
+    BF_CUDA_CHECK(st, cudaGetLastError());
+    return BF_OK;
+}
+
+BF_EXPORT bf_status bf_cuda_mem_info(bf_backend *be, size_t *free_bytes, size_t *total_bytes) {
+    *free_bytes = *total_bytes = 0;
+    BF_CUDA_ENTER(st, be);
+    BF_CUDA_CHECK(st, cudaMemGetInfo(free_bytes, total_bytes));
+    return BF_OK;
+}
+
+BF_EXPORT bf_status bf_cuda_pin(bf_backend *be, void *p, size_t bytes) {
+    BF_CUDA_ENTER(st, be);
+    if (!p || !bytes) return BF_OK;
+    cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterDefault);
+    if (e == cudaErrorHostMemoryAlreadyRegistered) {
+        cudaGetLastError();
+        return BF_OK;
+    }
+    if (e != cudaSuccess) return bf_cuda_fail_rt(st, e, "cudaHostRegister", __FILE__, __LINE__);
+    return BF_OK;
+}
+
+BF_EXPORT bf_status bf_cuda_unpin(bf_backend *be, void *p) {
+    BF_CUDA_ENTER(st, be);
+    if (!p) return BF_OK;
+    cudaError_t e = cudaHostUnregister(p);
+    if (e == cudaErrorHostMemoryNotRegistered) {
+        cudaGetLastError();
+        return BF_OK;
+    }
+    if (e != cudaSuccess) return bf_cuda_fail_rt(st, e, "cudaHostUnregister", __FILE__, __LINE__);
+    return BF_OK;
+}
+
+static void fill_vtable(bf_cuda_state *st) {
+    bf_backend *be = &st->be;
+    memset(be, 0, sizeof *be);
+    be->name = st->name;
+    be->reserve = bf_cuda_reserve;
+    be->release = bf_cuda_release;
+    be->to_device = bf_cuda_to_device;
+    be->to_host = bf_cuda_to_host;
+    be->fill_zero = bf_cuda_fill_zero;
+    be->sync = bf_cuda_sync;
+    be->dense_forward = bf_cuda_dense_forward;
+    be->dense_backward = bf_cuda_dense_backward;
+    be->act_forward = bf_cuda_act_forward;
+    be->act_backward = bf_cuda_act_backward;
+    be->loss_forward_backward = bf_cuda_loss_forward_backward;
+    be->accuracy = bf_cuda_accuracy;
+    be->sum = bf_cuda_sum;
+    be->nonfinite = bf_cuda_nonfinite;
+    be->maxabs = bf_cuda_maxabs;
+    be->sgd_update = bf_cuda_sgd_update;
+    be->adam_update = bf_cuda_adam_update;
+    be->rmsprop_update = bf_cuda_rmsprop_update;
+    be->conv2d_workspace_bytes = bf_cuda_conv2d_workspace_bytes;
+    be->conv2d_forward = bf_cuda_conv2d_forward;
+    be->conv2d_backward = bf_cuda_conv2d_backward;
+    be->maxpool_forward = bf_cuda_maxpool_forward;
+    be->maxpool_backward = bf_cuda_maxpool_backward;
+    be->avgpool_forward = bf_cuda_avgpool_forward;
+    be->avgpool_backward = bf_cuda_avgpool_backward;
+    be->batchnorm_forward = bf_cuda_batchnorm_forward;
+    be->batchnorm_backward = bf_cuda_batchnorm_backward;
+    be->dropout_forward = bf_cuda_dropout_forward;
+    be->dropout_backward = bf_cuda_dropout_backward;
+    be->impl = st;
+}
+
+/* destroy what open created (any subset); the state slot becomes free */
+static void teardown(bf_cuda_state *st) {
+    if (cudaSetDevice(st->device) == cudaSuccess) {
+        if (st->stream && !st->poisoned) cudaStreamSynchronize(st->stream);
+        bf_cuda_conv_forget(st);
+        if (st->dnn) cudnnDestroy(st->dnn);
+        if (st->blas) cublasDestroy(st->blas);
+        if (st->stream) cudaStreamDestroy(st->stream);
+    }
+    cudaGetLastError();
+    st->dnn = NULL;
+    st->blas = NULL;
+    st->stream = NULL;
+    st->open = 0;
+}
+
+/* stream, handles and scratch of an open slot */
+static bf_status create(bf_cuda_state *st) {
+    BF_CUDA_CHECK(st, cudaSetDevice(st->device));
+    BF_CUDA_CHECK(st, cudaDeviceGetAttribute(&st->sms, cudaDevAttrMultiProcessorCount, st->device));
+    BF_CUDA_CHECK(st, cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    BF_CUBLAS_CHECK(st, cublasCreate(&st->blas));
+    BF_CUBLAS_CHECK(st, cublasSetStream(st->blas, st->stream));
+    /* exact FP32 GEMMs (no TF32), as on the CPU */
+    BF_CUBLAS_CHECK(st, cublasSetMathMode(st->blas, CUBLAS_DEFAULT_MATH));
+    BF_CUDNN_CHECK(st, cudnnCreate(&st->dnn));
+    BF_CUDNN_CHECK(st, cudnnSetStream(st->dnn, st->stream));
+    BF_TRY(bf_cuda_scratch_init(st));
+    return BF_OK;
+}
+
+BF_EXPORT bf_status bf_cuda_open(const bf_cuda_host *host, int device, bf_backend **out) {
+    if (out) *out = NULL;
+    bf_cuda_shim_set(host);
+    if (!out) return BF_FAIL(BF_ERR_ARG, "bf_cuda_open: no output pointer");
+    char msg[768];
+    if (bf_cuda_check(device, msg, sizeof msg) != 0)
+        return BF_FAIL(BF_ERR_DEVICE, "cuda:%d cannot be used: %s", device, msg);
+    bf_cuda_state *st = &states[device]; /* bf_cuda_check bounds the index */
+    if (st->open) {
+        *out = &st->be;
+        return BF_OK;
+    }
+    memset(st, 0, sizeof *st);
+    st->device = device;
+    st->open = 1; /* for the error paths of create(); cleared by teardown */
+    snprintf(st->name, sizeof st->name, "cuda:%d", device);
+    bf_status s = create(st);
+    if (s != BF_OK) {
+        teardown(st);
+        return s;
+    }
+    fill_vtable(st);
+    bf_cuda_conv_set_planning_state(st);
+    *out = &st->be;
+    return BF_OK;
+}
+
+BF_EXPORT void bf_cuda_close(bf_backend *be) {
+    if (!be || !be->impl) return;
+    bf_cuda_state *st = BF_CUDA_ST(be);
+    if (!st->open) return;
+    teardown(st);
+    bf_cuda_conv_set_planning_state(NULL);
+    for (int i = 0; i < BF_CUDA_MAX_DEVICES; i++)
+        if (states[i].open) bf_cuda_conv_set_planning_state(&states[i]);
+}

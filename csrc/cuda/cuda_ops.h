@@ -1,0 +1,115 @@
+/* cuda_ops.h - the CUDA implementations of the backend.h ops (bf_cuda_<op>,
+ * same argument order as the vtable) and the module's internal helpers.
+ * Conventions of backend.h: outputs first, row-major NHWC, Keras weight
+ * layouts; backward ADDS into parameter gradients and OVERWRITES dinp (which
+ * may be NULL). Every op queues work on the device's stream and returns
+ * without waiting, except those that hand a value to the host (sum,
+ * nonfinite, maxabs, to_host, sync, and SCCE's label check), which wait. */
+#ifndef BF_CUDA_OPS_H
+#define BF_CUDA_OPS_H
+
+#include "cuda_check.h"
+
+/* ---- probe (check.cu) ---- */
+/* compiled architectures as the build passed them (BF_CUDA_ARCHS) */
+const char *bf_cuda_archs(void);
+/* 1 if the compiled archs run on compute capability major.minor; else 0 and why */
+int bf_cuda_arch_ok(int major, int minor, char *why, size_t n);
+/* loaded cuDNN as "9.19.0", and the major of a cudnnGetVersion() value */
+void bf_cuda_cudnn_version_str(size_t v, char *buf, size_t n);
+int bf_cuda_cudnn_major(size_t v);
+/* path of the shared library that defines `sym` ("" if unknown) */
+const char *bf_cuda_lib_path(const void *sym);
+
+/* ---- scratch.cu: static device scratch, one per device context ---- */
+bf_status bf_cuda_scratch_init(bf_cuda_state *st);
+
+/* ---- memory (device_arena.cu, backend.cu) ---- */
+bf_status bf_cuda_reserve(bf_backend *be, void **out, size_t bytes);
+void bf_cuda_release(bf_backend *be, void *p);
+bf_status bf_cuda_to_device(bf_backend *be, void *dst, const void *src, size_t bytes);
+bf_status bf_cuda_to_host(bf_backend *be, void *dst, const void *src, size_t bytes);
+bf_status bf_cuda_fill_zero(bf_backend *be, void *dst, size_t bytes);
+bf_status bf_cuda_sync(bf_backend *be);
+
+/* ---- dense.cu ---- */
+bf_status bf_cuda_dense_forward(bf_backend *be, float *out, const float *inp, const float *w,
+                                const float *b, int B, int IN, int OUT);
+bf_status bf_cuda_dense_backward(bf_backend *be, float *dinp, float *dw, float *db,
+                                 const float *dout, const float *inp, const float *w, int B,
+                                 int IN, int OUT);
+/* out (N,C) += b (C) broadcast over rows */
+bf_status bf_cuda_bias_add(bf_cuda_state *st, float *out, const float *b, long N, int C);
+
+/* ---- colsum.cu: deterministic column reductions of (N,C) matrices ---- */
+/* db (C) += sum over the N rows of x (N,C) */
+bf_status bf_cuda_colsum_add(bf_cuda_state *st, float *db, const float *x, long N, int C);
+
+/* ---- activations.cu ---- */
+bf_status bf_cuda_act_forward(bf_backend *be, float *out, const float *inp, bf_act act, long N,
+                              int C);
+bf_status bf_cuda_act_backward(bf_backend *be, float *dinp, const float *dout, const float *out,
+                               bf_act act, long N, int C);
+
+/* ---- loss.cu ---- */
+bf_status bf_cuda_loss_forward_backward(bf_backend *be, float *loss_out, float *dpred,
+                                        const float *pred, const float *target,
+                                        bf_loss_kind kind, int fused, int from_logits, int B,
+                                        int C, float scale);
+bf_status bf_cuda_accuracy(bf_backend *be, float *correct_out, const float *pred,
+                           const float *target, bf_loss_kind kind, int from_logits, int B, int C);
+
+/* ---- reduce.cu ---- */
+bf_status bf_cuda_sum(bf_backend *be, double *sum_out, const float *x, long n);
+bf_status bf_cuda_nonfinite(bf_backend *be, int *bad, const float *x, long n);
+bf_status bf_cuda_maxabs(bf_backend *be, float *out, const float *x, long n);
+
+/* ---- optimizers.cu ---- */
+bf_status bf_cuda_sgd_update(bf_backend *be, float *w, float *vel, const float *g, long n,
+                             float lr, float momentum, int nesterov);
+bf_status bf_cuda_adam_update(bf_backend *be, float *w, float *m, float *v, const float *g,
+                              long n, float lr, float beta1, float beta2, float eps, long t);
+bf_status bf_cuda_rmsprop_update(bf_backend *be, float *w, float *ms, float *mom,
+                                 const float *g, long n, float lr, float rho, float momentum,
+                                 float eps);
+
+/* ---- conv.cu ---- */
+/* Keras geometry check shared by Conv2D and pooling (same rules as the CPU) */
+bf_status bf_cuda_check_geom(const bf_conv_geom *g, const char *op, int pooling);
+size_t bf_cuda_conv2d_workspace_bytes(const bf_conv_geom *g, int backward);
+bf_status bf_cuda_conv2d_forward(bf_backend *be, float *out, void *ws, const float *inp,
+                                 const float *w, const float *b, const bf_conv_geom *g);
+bf_status bf_cuda_conv2d_backward(bf_backend *be, float *dinp, float *dw, float *db, void *ws,
+                                  const float *dout, const float *inp, const float *w,
+                                  const bf_conv_geom *g);
+/* the state conv2d_workspace_bytes plans with (the last device opened) */
+void bf_cuda_conv_set_planning_state(bf_cuda_state *st);
+/* destroy the cached descriptors of a device (close) */
+void bf_cuda_conv_forget(bf_cuda_state *st);
+
+/* ---- pool.cu ---- */
+bf_status bf_cuda_maxpool_forward(bf_backend *be, float *out, const float *inp,
+                                  const bf_conv_geom *g);
+bf_status bf_cuda_maxpool_backward(bf_backend *be, float *dinp, const float *dout,
+                                   const float *out, const float *inp, const bf_conv_geom *g);
+bf_status bf_cuda_avgpool_forward(bf_backend *be, float *out, const float *inp,
+                                  const bf_conv_geom *g);
+bf_status bf_cuda_avgpool_backward(bf_backend *be, float *dinp, const float *dout,
+                                   const bf_conv_geom *g);
+
+/* ---- batchnorm.cu ---- */
+bf_status bf_cuda_batchnorm_forward(bf_backend *be, float *out, float *mean, float *invstd,
+                                    float *moving_mean, float *moving_var, const float *inp,
+                                    const float *gamma, const float *beta, long N, int C,
+                                    float momentum, float eps, int training);
+bf_status bf_cuda_batchnorm_backward(bf_backend *be, float *dinp, float *dgamma, float *dbeta,
+                                     const float *dout, const float *inp, const float *mean,
+                                     const float *invstd, const float *gamma, long N, int C);
+
+/* ---- dropout.cu ---- */
+bf_status bf_cuda_dropout_forward(bf_backend *be, float *out, float *mask, const float *inp,
+                                  long n, float rate, uint64_t seed);
+bf_status bf_cuda_dropout_backward(bf_backend *be, float *dinp, const float *dout,
+                                   const float *mask, long n, float rate);
+
+#endif

@@ -1,0 +1,69 @@
+/* cuda_state.h - per-device state of the CUDA backend: the vtable, the stream
+ * every op is queued on, the cuBLAS / cuDNN handles bound to it, the poison
+ * flag of a context hit by a sticky error, the static device scratch and the
+ * cache of Conv2D descriptors and algorithms. One slot per device in static
+ * storage (backend.cu); nothing here is allocated with malloc. Ops of one
+ * device run in stream order, so the shared scratch is never used by two ops
+ * at once; a backend is used by one host thread at a time. */
+#ifndef BF_CUDA_STATE_H
+#define BF_CUDA_STATE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+/* the core's headers are C: give their functions (bf_fail) C linkage here,
+ * the first place every .cu file includes them */
+#ifdef __cplusplus
+extern "C" {
+#endif
+#include "backend.h"
+#include "status.h"
+#ifdef __cplusplus
+}
+#endif
+
+#define BF_CUDA_MAX_DEVICES 16
+#define BF_CUDA_CONV_CACHE 64          /* Conv2D geometries remembered per device */
+#define BF_CUDA_SCRATCH_DOUBLES (1 << 18) /* 2 MiB of static device scratch (scratch.cu) */
+#define BF_CUDA_FLAG_INTS 16           /* static device flags (scratch.cu) */
+
+/* Descriptors and algorithms of one Conv2D geometry (conv.cu). */
+typedef struct {
+    int used;
+    unsigned long stamp; /* last use, for eviction */
+    bf_conv_geom g;      /* the key */
+    int padded;          /* 1: Keras 'same' padding cuDNN cannot express; the input is
+                            zero-padded into the workspace to HP x WP first */
+    int HP, WP;
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+    cudnnConvolutionFwdAlgo_t fwd;
+    cudnnConvolutionBwdDataAlgo_t bwd_data;
+    cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+    size_t fwd_ws, bwd_data_ws, bwd_filter_ws; /* cuDNN workspace bytes of each */
+} bf_cuda_conv_plan;
+
+typedef struct bf_cuda_state {
+    bf_backend be; /* be.impl points back here */
+    int device;
+    int open;
+    int poisoned;
+    char name[16]; /* "cuda:N" */
+    char poison[BF_MSG_LEN];
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    cudnnHandle_t dnn;
+    int sms;         /* multiprocessors, for grid sizes */
+    double *scratch; /* device address of the scratch doubles */
+    int *flags;      /* device address of the flag ints */
+    bf_cuda_conv_plan conv[BF_CUDA_CONV_CACHE];
+    unsigned long conv_clock;
+} bf_cuda_state;
+
+#endif
