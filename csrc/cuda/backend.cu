@@ -2,7 +2,7 @@
  * device (bf_cuda_check), creates a non-blocking stream with the cuBLAS and
  * cuDNN handles bound to it, finds the static scratch, and fills the vtable;
  * bf_cuda_close undoes it. Also the copies between host and device, zero fill
- * and sync. State lives in a static array, one slot per device (no malloc).
+ * and sync. State lives in a static array, one slot per device (nothing from the heap).
  * Copies: to_device returns once the host buffer may be reused (pageable or
  * pinned), to_host once the data is on the host; other ops only queue. */
 #include <stdio.h>

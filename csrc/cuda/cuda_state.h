@@ -2,7 +2,7 @@
  * every op is queued on, the cuBLAS / cuDNN handles bound to it, the poison
  * flag of a context hit by a sticky error, the static device scratch and the
  * cache of Conv2D descriptors and algorithms. One slot per device in static
- * storage (backend.cu); nothing here is allocated with malloc. Ops of one
+ * storage (backend.cu); nothing here comes from the heap. Ops of one
  * device run in stream order, so the shared scratch is never used by two ops
  * at once; a backend is used by one host thread at a time. */
 #ifndef BF_CUDA_STATE_H
