@@ -15,7 +15,9 @@
  * planned. FFT and non-fused Winograd (large, batch-proportional workspaces)
  * are excluded, backward algorithms must be deterministic, and math is exact
  * FP32 (CUDNN_FMA_MATH: no TF32). conv2d_workspace_bytes has no backend
- * argument: it plans with the last device opened. Workspace layout:
+ * argument: it plans with the last device opened. A batch whose tensors
+ * exceed cuDNN's 2^31-value descriptors runs in chunks of samples; the plans
+ * and the workspace are those of one chunk. Workspace layout:
  * [kernel KRSC][backward: dw KRSC][padded input][backward: padded dinp][cuDNN]. */
 #include <limits.h>
 #include <string.h>
@@ -236,10 +238,9 @@ static bf_status plan_make(bf_cuda_state *st, bf_cuda_conv_plan *p, const bf_con
     p->WP = (g->OW - 1) * g->SW + g->KW;
     const long long xin = p->padded ? (long long)g->B * p->HP * p->WP * g->C : (long long)g->B * g->H * g->W * g->C;
     if (xin > INT_MAX || (long long)g->B * g->OH * g->OW * g->K > INT_MAX)
-        return BF_FAIL(BF_ERR_SHAPE,
-                       "conv2d: a batch of %d (input %dx%dx%d, output %dx%dx%d) has more than 2^31 values "
-                       "per tensor, beyond cuDNN's limit; lower batch_size or use micro_batch",
-                       g->B, g->H, g->W, g->C, g->OH, g->OW, g->K);
+        return BF_FAIL(BF_ERR_INTERNAL,
+                       "conv2d: a chunk of %d samples (input %dx%dx%d, output %dx%dx%d) exceeds cuDNN's "
+                       "2^31 values per tensor", g->B, g->H, g->W, g->C, g->OH, g->OW, g->K);
     BF_CUDNN_CHECK(st, cudnnCreateTensorDescriptor(&p->x));
     BF_CUDNN_CHECK(st, cudnnCreateTensorDescriptor(&p->y));
     BF_CUDNN_CHECK(st, cudnnCreateFilterDescriptor(&p->w));
@@ -315,30 +316,55 @@ static void layout(const bf_cuda_conv_plan *p, int backward, ws_layout *L) {
     L->total = off + align_up(L->algo_bytes);
 }
 
+/* Samples per cuDNN call: its 4-d descriptors hold at most 2^31 - 1 values
+ * per tensor, so a larger batch runs in chunks of this many samples (slices
+ * of an NHWC batch are contiguous). Plans and workspace are those of a chunk. */
+static int chunk_batch(const bf_conv_geom *g) {
+    const int HP = (g->OH - 1) * g->SH + g->KH, WP = (g->OW - 1) * g->SW + g->KW;
+    long long per = (long long)g->H * g->W * g->C;
+    const long long padded = (long long)HP * WP * g->C, outs = (long long)g->OH * g->OW * g->K;
+    if (padded > per) per = padded;
+    if (outs > per) per = outs;
+    const long long n = INT_MAX / per;
+    return n >= g->B ? g->B : (int)(n < 1 ? 1 : n);
+}
+
 size_t bf_cuda_conv2d_workspace_bytes(const bf_conv_geom *g, int backward) {
     bf_cuda_state *st = planning_state;
     /* what is needed without cuDNN: the transposed kernel(s); a failure here
      * recurs, with its message, in the conv2d call itself */
     const size_t fallback = g ? align_up((size_t)g->KH * g->KW * g->C * g->K * sizeof(float)) * (backward ? 2 : 1) : 0;
     if (!g || !st || !st->open || st->poisoned) return fallback;
-    bf_conv_geom gg = *g;
-    if (bf_cuda_check_geom(&gg, "conv2d", 0) != BF_OK) return fallback;
+    bf_conv_geom gc = *g;
+    if (bf_cuda_check_geom(&gc, "conv2d", 0) != BF_OK) return fallback;
+    gc.B = chunk_batch(g);
     if (cudaSetDevice(st->device) != cudaSuccess) {
         cudaGetLastError();
         return fallback;
     }
     bf_cuda_conv_plan *p = NULL;
-    if (plan_get(st, &gg, &p) != BF_OK) return fallback;
+    if (plan_get(st, &gc, &p) != BF_OK) return fallback;
     ws_layout L;
     layout(p, backward, &L);
     return L.total;
 }
 
-static bf_status conv_enter(bf_cuda_state *st, const bf_conv_geom *g, const char *op, void *ws,
-                            bf_cuda_conv_plan **p) {
+/* checks shared by forward and backward; *Bc = samples per cuDNN call */
+static bf_status conv_enter(const bf_conv_geom *g, const char *op, void *ws, int *Bc) {
     BF_TRY(bf_cuda_check_geom(g, op, 0));
     if (!ws) return BF_FAIL(BF_ERR_ARG, "%s: no workspace (conv2d_workspace_bytes is never 0)", op);
-    return plan_get(st, g, p);
+    *Bc = chunk_batch(g);
+    return BF_OK;
+}
+
+/* the plan of the chunk of nb samples and its workspace layout */
+static bf_status chunk_plan(bf_cuda_state *st, const bf_conv_geom *g, int nb, int backward,
+                            bf_cuda_conv_plan **p, ws_layout *L) {
+    bf_conv_geom gc = *g;
+    gc.B = nb;
+    BF_TRY(plan_get(st, &gc, p));
+    layout(*p, backward, L);
+    return BF_OK;
 }
 
 // out (B,OH,OW,K) = conv(inp (B,H,W,C), w (KH,KW,C,K)) + b (K); b may be NULL
@@ -346,26 +372,34 @@ bf_status bf_cuda_conv2d_forward(bf_backend *be, float *out, void *ws, const flo
                                  const float *w, const float *b, const bf_conv_geom *g) {
     BF_CUDA_ENTER(st, be);
     if (!out || !inp || !w) return BF_FAIL(BF_ERR_ARG, "conv2d_forward: NULL tensor");
-    bf_cuda_conv_plan *p;
-    BF_TRY(conv_enter(st, g, "conv2d_forward", ws, &p));
-    ws_layout L;
-    layout(p, 0, &L);
+    int Bc = 1;
+    BF_TRY(conv_enter(g, "conv2d_forward", ws, &Bc));
     char *base = (char *)ws;
-    float *wt = (float *)(base + L.wt);
     const long KK = (long)g->KH * g->KW * g->C;
-    conv_kernel_to_krsc_kernel<<<bf_cuda_grid(KK * g->K, 256), 256, 0, st->stream>>>(wt, w, KK, g->K);
-    BF_CUDA_LAUNCHED(st, conv_kernel_to_krsc_kernel);
-    const float *x = inp;
-    if (p->padded) {
-        float *xp = (float *)(base + L.xp);
-        conv_pad_kernel<<<bf_cuda_grid((long)g->B * p->HP * p->WP * g->C, 256), 256, 0, st->stream>>>(
-            xp, inp, g->B, g->H, g->W, g->C, p->HP, p->WP, g->PT, g->PL);
-        BF_CUDA_LAUNCHED(st, conv_pad_kernel);
-        x = xp;
-    }
+    const long xs = (long)g->H * g->W * g->C, ys = (long)g->OH * g->OW * g->K; /* per sample */
     const float one = 1.0f, zero = 0.0f;
-    BF_CUDNN_CHECK(st, cudnnConvolutionForward(st->dnn, &one, p->x, x, p->w, wt, p->conv, p->fwd,
-                                               base + L.algo, L.algo_bytes, &zero, p->y, out));
+    float *wt = NULL;
+    for (int b0 = 0; b0 < g->B; b0 += Bc) {
+        const int nb = g->B - b0 < Bc ? g->B - b0 : Bc;
+        bf_cuda_conv_plan *p;
+        ws_layout L;
+        BF_TRY(chunk_plan(st, g, nb, 0, &p, &L));
+        if (!wt) {
+            wt = (float *)(base + L.wt);
+            conv_kernel_to_krsc_kernel<<<bf_cuda_grid(KK * g->K, 256), 256, 0, st->stream>>>(wt, w, KK, g->K);
+            BF_CUDA_LAUNCHED(st, conv_kernel_to_krsc_kernel);
+        }
+        const float *x = inp + b0 * xs;
+        if (p->padded) {
+            float *xp = (float *)(base + L.xp);
+            conv_pad_kernel<<<bf_cuda_grid((long)nb * p->HP * p->WP * g->C, 256), 256, 0, st->stream>>>(
+                xp, x, nb, g->H, g->W, g->C, p->HP, p->WP, g->PT, g->PL);
+            BF_CUDA_LAUNCHED(st, conv_pad_kernel);
+            x = xp;
+        }
+        BF_CUDNN_CHECK(st, cudnnConvolutionForward(st->dnn, &one, p->x, x, p->w, wt, p->conv, p->fwd,
+                                                   base + L.algo, p->fwd_ws, &zero, p->y, out + b0 * ys));
+    }
     if (b) BF_TRY(bf_cuda_bias_add(st, out, b, (long)g->B * g->OH * g->OW, g->K));
     return BF_OK;
 }
@@ -376,42 +410,55 @@ bf_status bf_cuda_conv2d_backward(bf_backend *be, float *dinp, float *dw, float 
                                   const bf_conv_geom *g) {
     BF_CUDA_ENTER(st, be);
     if (!dout || !inp || !w) return BF_FAIL(BF_ERR_ARG, "conv2d_backward: NULL tensor");
-    bf_cuda_conv_plan *p;
-    BF_TRY(conv_enter(st, g, "conv2d_backward", ws, &p));
-    ws_layout L;
-    layout(p, 1, &L);
+    int Bc = 1;
+    BF_TRY(conv_enter(g, "conv2d_backward", ws, &Bc));
     char *base = (char *)ws;
     const long KK = (long)g->KH * g->KW * g->C;
+    const long xs = (long)g->H * g->W * g->C, ys = (long)g->OH * g->OW * g->K; /* per sample */
     const float one = 1.0f, zero = 0.0f;
     if (db) BF_TRY(bf_cuda_colsum_add(st, db, dout, (long)g->B * g->OH * g->OW, g->K));
-    if (dw) {
-        const float *x = inp;
-        if (p->padded) {
-            float *xp = (float *)(base + L.xp);
-            conv_pad_kernel<<<bf_cuda_grid((long)g->B * p->HP * p->WP * g->C, 256), 256, 0, st->stream>>>(
-                xp, inp, g->B, g->H, g->W, g->C, p->HP, p->WP, g->PT, g->PL);
-            BF_CUDA_LAUNCHED(st, conv_pad_kernel);
-            x = xp;
+    float *wt = NULL, *dwt = NULL;
+    for (int b0 = 0; b0 < g->B; b0 += Bc) {
+        const int nb = g->B - b0 < Bc ? g->B - b0 : Bc;
+        bf_cuda_conv_plan *p;
+        ws_layout L;
+        BF_TRY(chunk_plan(st, g, nb, 1, &p, &L));
+        const float *dy = dout + b0 * ys;
+        if (dw) {
+            const float *x = inp + b0 * xs;
+            if (p->padded) {
+                float *xp = (float *)(base + L.xp);
+                conv_pad_kernel<<<bf_cuda_grid((long)nb * p->HP * p->WP * g->C, 256), 256, 0, st->stream>>>(
+                    xp, x, nb, g->H, g->W, g->C, p->HP, p->WP, g->PT, g->PL);
+                BF_CUDA_LAUNCHED(st, conv_pad_kernel);
+                x = xp;
+            }
+            /* KRSC gradient of the whole batch: the first chunk writes, the rest add */
+            const float *beta = dwt ? &one : &zero;
+            dwt = (float *)(base + L.dwt);
+            BF_CUDNN_CHECK(st, cudnnConvolutionBackwardFilter(st->dnn, &one, p->x, x, p->y, dy, p->conv,
+                                                              p->bwd_filter, base + L.algo, p->bwd_filter_ws, beta,
+                                                              p->w, dwt));
         }
-        float *dwt = (float *)(base + L.dwt);
-        BF_CUDNN_CHECK(st, cudnnConvolutionBackwardFilter(st->dnn, &one, p->x, x, p->y, dout, p->conv,
-                                                          p->bwd_filter, base + L.algo, p->bwd_filter_ws, &zero,
-                                                          p->w, dwt));
+        if (dinp) {
+            if (!wt) {
+                wt = (float *)(base + L.wt);
+                conv_kernel_to_krsc_kernel<<<bf_cuda_grid(KK * g->K, 256), 256, 0, st->stream>>>(wt, w, KK, g->K);
+                BF_CUDA_LAUNCHED(st, conv_kernel_to_krsc_kernel);
+            }
+            float *dx = p->padded ? (float *)(base + L.dxp) : dinp + b0 * xs;
+            BF_CUDNN_CHECK(st, cudnnConvolutionBackwardData(st->dnn, &one, p->w, wt, p->y, dy, p->conv, p->bwd_data,
+                                                            base + L.algo, p->bwd_data_ws, &zero, p->x, dx));
+            if (p->padded) {
+                conv_crop_kernel<<<bf_cuda_grid((long)nb * xs, 256), 256, 0, st->stream>>>(
+                    dinp + b0 * xs, dx, nb, g->H, g->W, g->C, p->HP, p->WP, g->PT, g->PL);
+                BF_CUDA_LAUNCHED(st, conv_crop_kernel);
+            }
+        }
+    }
+    if (dw) {
         conv_grad_from_krsc_kernel<<<bf_cuda_grid(KK * g->K, 256), 256, 0, st->stream>>>(dw, dwt, KK, g->K);
         BF_CUDA_LAUNCHED(st, conv_grad_from_krsc_kernel);
-    }
-    if (dinp) {
-        float *wt = (float *)(base + L.wt);
-        conv_kernel_to_krsc_kernel<<<bf_cuda_grid(KK * g->K, 256), 256, 0, st->stream>>>(wt, w, KK, g->K);
-        BF_CUDA_LAUNCHED(st, conv_kernel_to_krsc_kernel);
-        float *dx = p->padded ? (float *)(base + L.dxp) : dinp;
-        BF_CUDNN_CHECK(st, cudnnConvolutionBackwardData(st->dnn, &one, p->w, wt, p->y, dout, p->conv, p->bwd_data,
-                                                        base + L.algo, p->bwd_data_ws, &zero, p->x, dx));
-        if (p->padded) {
-            conv_crop_kernel<<<bf_cuda_grid((long)g->B * g->H * g->W * g->C, 256), 256, 0, st->stream>>>(
-                dinp, dx, g->B, g->H, g->W, g->C, p->HP, p->WP, g->PT, g->PL);
-            BF_CUDA_LAUNCHED(st, conv_crop_kernel);
-        }
     }
     return BF_OK;
 }
