@@ -1,5 +1,9 @@
-"""MemoryPlan: what a run will hold, where, against which budget; a readable
-table (str) and an HTML table for notebooks; the MemoryBudgetError it raises."""
+"""MemoryPlan: what a run will hold, where ("host" or a device like "cuda:0"),
+against which budget. Totals are sums of the entries; a readable table (str),
+an HTML table with a bar per location for notebooks, and the MemoryBudgetError
+a plan that does not fit raises:
+  "needs 9.31 GiB on cuda:0, 7.80 GiB available; batch_size <= 1536 fits, or micro_batch='auto'"
+"""
 
 from dataclasses import dataclass
 import html
@@ -10,6 +14,8 @@ from .sizes import format_bytes
 
 @dataclass
 class PlanEntry:
+    """One thing a run holds: name, bytes, where ("host" / "cuda:0"), category (params,
+    gradients, optimizer, activations, workspace, inputs, runtime...) and a free note."""
     name: str
     bytes: int
     where: str = "host"
@@ -17,23 +23,31 @@ class PlanEntry:
     note: str = ""
 
 
+def _entry(e):
+    if isinstance(e, PlanEntry):
+        return e
+    return PlanEntry(**e) if isinstance(e, dict) else PlanEntry(*e)
+
+
 class MemoryPlan:
+    """The exact memory of one run. Device budget (None: unknown) applies to all non-host entries."""
+
     def __init__(self, entries, budget_host_bytes, budget_device_bytes=None, max_batch_size=None, batch_size=None,
                  micro_batch=None, device="cpu", budget_host_source="", budget_device_source=""):
-        self.breakdown = list(entries)
+        self.breakdown = [_entry(e) for e in entries]
         self.budget_host_bytes = int(budget_host_bytes)
         self.budget_device_bytes = None if budget_device_bytes is None else int(budget_device_bytes)
         self.max_batch_size = max_batch_size
-        self.batch_size, self.micro_batch, self.device = batch_size, micro_batch, device
+        self.batch_size, self.micro_batch, self.device = batch_size, micro_batch, str(device)
         self.budget_host_source, self.budget_device_source = budget_host_source, budget_device_source
 
     @property
     def host_bytes(self):
-        return sum(e.bytes for e in self.breakdown if e.where == "host")
+        return sum(int(e.bytes) for e in self.breakdown if e.where == "host")
 
     @property
     def device_bytes(self):
-        return sum(e.bytes for e in self.breakdown if e.where != "host")
+        return sum(int(e.bytes) for e in self.breakdown if e.where != "host")
 
     @property
     def host_fits(self):
@@ -47,37 +61,56 @@ class MemoryPlan:
     def fits(self):
         return self.host_fits and self.device_fits
 
+    def _device_name(self):
+        return next((e.where for e in self.breakdown if e.where != "host"), self.device)
+
+    def locations(self):
+        """[(where, total bytes, budget bytes or None, budget source)]: host, then the device if used."""
+        out = [("host", self.host_bytes, self.budget_host_bytes, self.budget_host_source)]
+        if self.device not in ("cpu", "host") or self.device_bytes:
+            out.append((self._device_name(), self.device_bytes, self.budget_device_bytes, self.budget_device_source))
+        return out
+
+    def shortfalls(self):
+        """[(where, needed, available)] of every budget exceeded, the device first."""
+        return [(w, need, have) for w, need, have, _ in reversed(self.locations())
+                if have is not None and need > have]
+
     def shortfall(self):
         """(where, needed, available) of the first budget exceeded, else None."""
-        if not self.device_fits:
-            return self.device, self.device_bytes, self.budget_device_bytes
-        if not self.host_fits:
-            return "host", self.host_bytes, self.budget_host_bytes
-        return None
+        s = self.shortfalls()
+        return s[0] if s else None
 
-    def _rows(self):
-        return [(e.name, e.where, format_bytes(e.bytes), e.note) for e in self.breakdown]
+    def _head(self):
+        mb = f", micro_batch={self.micro_batch}" if self.micro_batch else ""
+        return f"Memory plan: batch_size={self.batch_size}{mb}, device={self.device}"
+
+    def _verdict(self):
+        s = self.shortfall()
+        if s is None:
+            return "fits: yes"
+        return f"fits: NO, short by {format_bytes(s[1] - s[2])} on {s[0]}: {budget_message(self)}"
+
+    def _largest(self):
+        m = self.max_batch_size
+        return "unknown" if m is None else "none (even batch_size=1 does not fit)" if m == 0 else str(m)
 
     def __str__(self):
-        head = f"Memory plan: batch_size={self.batch_size}" + (f", micro_batch={self.micro_batch}" if self.micro_batch
-                                                                else "") + f", device={self.device}"
-        rows = [("entry", "where", "bytes", "")] + self._rows()
+        rows = [("entry", "where", "category", "size", "note")]
+        rows += [(e.name, e.where, e.category, format_bytes(e.bytes), e.note) for e in self.breakdown]
         w = [max(len(r[i]) for r in rows) for i in range(4)]
-        lines = [head, "-" * (sum(w) + 6)]
-        for i, r in enumerate(rows):
-            lines.append(f"{r[0]:<{w[0]}}  {r[1]:<{w[1]}}  {r[2]:>{w[2]}}  {r[3]}".rstrip())
-            if i == 0:
-                lines.append("-" * (sum(w) + 6))
-        lines.append("-" * (sum(w) + 6))
-        lines.append(f"host total     {format_bytes(self.host_bytes):>12}   budget {format_bytes(self.budget_host_bytes)}"
-                     f" ({self.budget_host_source})")
-        if self.device != "cpu":
-            b = "?" if self.budget_device_bytes is None else format_bytes(self.budget_device_bytes)
-            lines.append(f"device total   {format_bytes(self.device_bytes):>12}   budget {b} ({self.budget_device_source})")
-        s = self.shortfall()
-        lines.append("fits: yes" if s is None else
-                     f"fits: NO - needs {format_bytes(s[1])} on {s[0]}, {format_bytes(s[2])} available")
-        lines.append(f"largest batch size that fits: {self.max_batch_size}")
+        fmt = "{0:<%d}  {1:<%d}  {2:<%d}  {3:>%d}  {4}" % tuple(w)
+        table = [fmt.format(*r).rstrip() for r in rows]
+        totals = []
+        for where, need, have, src in self.locations():
+            b = "unknown" if have is None else format_bytes(have)
+            pct = "" if not have else f"  {100 * need / have:.0f}%"
+            totals.append(f"{where + ' total':<{w[0]}}  {format_bytes(need):>10}  budget {b}{pct}"
+                          + (f" ({src})" if src else ""))
+        rule = "-" * max(len(x) for x in table + totals)
+        lines = [self._head(), rule, table[0], rule] + table[1:] + [rule] + totals
+        lines.append(self._verdict())
+        lines.append(f"largest batch size that fits: {self._largest()}")
         return "\n".join(lines)
 
     def __repr__(self):
@@ -85,31 +118,58 @@ class MemoryPlan:
                 f"fits={self.fits} max_batch_size={self.max_batch_size}>")
 
     def _repr_html_(self):
+        esc = lambda v: html.escape(str(v))  # noqa: E731
+        td = "<td style='padding:1px 8px'>"
+        tdr = "<td style='padding:1px 8px;text-align:right;font-family:monospace'>"
+        body = "".join(f"<tr>{td}{esc(e.name)}</td>{td}{esc(e.where)}</td>{td}{esc(e.category)}</td>"
+                       f"{tdr}{format_bytes(e.bytes)}</td>{td}{esc(e.note)}</td></tr>" for e in self.breakdown)
+        totals = ""
+        for where, need, have, src in self.locations():
+            ok = have is None or need <= have
+            color = "#2e7d32" if ok else "#c62828"
+            frac = 0 if not have else min(need / have, 1)
+            bar = (f"<div title='{esc(src)}' style='background:#e0e0e0;width:200px;height:10px;display:inline-block'>"
+                   f"<div style='background:{color};height:10px;width:{frac * 200:.0f}px'></div></div>")
+            b = "unknown" if have is None else format_bytes(have)
+            totals += (f"<tr style='border-top:1px solid #999'>{td}<b>{esc(where)} total</b></td>{td}</td>{td}</td>"
+                       f"{tdr}<b>{format_bytes(need)}</b></td>{td}{bar} budget {b}"
+                       f"{' (' + esc(src) + ')' if src else ''}</td></tr>")
         color = "#2e7d32" if self.fits else "#c62828"
-        body = "".join(f"<tr><td>{html.escape(n)}</td><td>{html.escape(w)}</td><td style='text-align:right'>{b}</td>"
-                       f"<td>{html.escape(note)}</td></tr>" for n, w, b, note in self._rows())
-        used = self.host_bytes / max(self.budget_host_bytes, 1)
-        bar = (f"<div style='background:#eee;width:300px;height:10px'><div style='background:{color};height:10px;"
-               f"width:{min(used, 1) * 300:.0f}px'></div></div>")
-        s = self.shortfall()
-        verdict = "fits" if s is None else f"does not fit: needs {format_bytes(s[1])} on {s[0]}, {format_bytes(s[2])} available"
-        return (f"<div><b>Memory plan</b> batch_size={self.batch_size} device={html.escape(str(self.device))}"
-                f"<table><tr><th>entry</th><th>where</th><th>bytes</th><th></th></tr>{body}"
-                f"<tr><td><b>host total</b></td><td></td><td style='text-align:right'><b>{format_bytes(self.host_bytes)}"
-                f"</b></td><td>budget {format_bytes(self.budget_host_bytes)}</td></tr></table>{bar}"
-                f"<span style='color:{color}'>{verdict}</span>; largest batch size that fits: {self.max_batch_size}</div>")
+        verdict = "fits" if self.fits else "does not fit" + esc(self._verdict()[len("fits: NO"):])
+        return (f"<div class='boundfit-plan'><b>{esc(self._head())}</b>"
+                f"<table><tr><th>entry</th><th>where</th><th>category</th><th>size</th><th>note</th></tr>"
+                f"{body}{totals}</table><span style='color:{color};font-weight:bold'>{verdict}</span>"
+                f"; largest batch size that fits: {esc(self._largest())}</div>")
+
+
+def format_budget_message(needed_bytes, available_bytes, where, max_batch_size=None):
+    """"needs 9.31 GiB on cuda:0, 7.80 GiB available; batch_size <= 1536 fits, or micro_batch='auto'"."""
+    head = f"needs {format_bytes(needed_bytes)} on {where}, {format_bytes(available_bytes)} available"
+    if max_batch_size is None:
+        return head + "; micro_batch='auto' keeps the batch size in less memory"
+    if max_batch_size <= 0:
+        return head + "; even batch_size=1 does not fit: free memory or raise the limit (bf.set_memory_limit)"
+    return head + f"; batch_size <= {max_batch_size} fits, or micro_batch='auto'"
 
 
 def budget_message(plan):
-    where, need, have = plan.shortfall()
-    ways = []
-    if plan.max_batch_size:
-        ways.append(f"batch_size <= {plan.max_batch_size} fits")
-    ways.append("or micro_batch='auto'" if ways else "micro_batch='auto' keeps the batch size")
-    return f"needs {format_bytes(need)} on {where}, {format_bytes(have)} available; {', '.join(ways)}"
+    """The MemoryBudgetError message of a plan that does not fit (first shortfall; others appended)."""
+    (where, need, have), *more = plan.shortfalls()
+    msg = format_budget_message(need, have, where, plan.max_batch_size)
+    for w, n, h in more:
+        msg += f" (also needs {format_bytes(n)} on {w}, {format_bytes(h)} available)"
+    return msg
 
 
 def budget_error(plan):
+    """The MemoryBudgetError (not raised) for a plan that does not fit."""
+    if plan.fits:
+        raise ValueError("budget_error() needs a plan that does not fit")
     where, need, have = plan.shortfall()
     return MemoryBudgetError(budget_message(plan), plan=plan, needed_bytes=need, available_bytes=have, where=where,
                              max_batch_size=plan.max_batch_size)
+
+
+def raise_budget_error(plan):
+    """Raise the plan's MemoryBudgetError (carrying plan, needed/available bytes, where, max_batch_size)."""
+    raise budget_error(plan)
