@@ -43,6 +43,10 @@ bf_status bf_host_reserve(void **out, size_t bytes) {
     return BF_OK;
 }
 
+size_t bf_host_reserved_bytes(const void *p) {
+    return p ? *(const size_t *)((const char *)p - BF_HOST_HEADER) - BF_HOST_HEADER : 0;
+}
+
 void bf_host_release(void *p) {
     if (!p) return;
     char *base = (char *)p - BF_HOST_HEADER;

@@ -45,5 +45,7 @@ int bf_fault_hit(void);
 /* Host memory for the CPU backend: the only malloc of the engine. */
 bf_status bf_host_reserve(void **out, size_t bytes);
 void bf_host_release(void *p);
+/* bytes a live bf_host_reserve reservation holds (as asked) */
+size_t bf_host_reserved_bytes(const void *p);
 
 #endif

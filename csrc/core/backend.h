@@ -38,6 +38,25 @@ typedef struct bf_backend {
     bf_status (*fill_zero)(struct bf_backend *be, void *dst, size_t bytes);
     bf_status (*sync)(struct bf_backend *be); /* surfaces asynchronous errors */
 
+    /* ---- device runs only (NULL on the CPU) ---- */
+    /* bytes of scratch a run lends the backend (reduction partials, flags,
+     * library workspaces); planned in the run's arena like any buffer */
+    size_t (*run_workspace_bytes)(struct bf_backend *be);
+    /* lend ws (run_workspace_bytes bytes) to the ops that follow; NULL takes it back */
+    bf_status (*bind_workspace)(struct bf_backend *be, void *ws, size_t bytes);
+    /* page-lock host memory that batches are uploaded from; best effort (a
+     * refusal leaves it pageable, which is slower but correct) */
+    void (*host_pin)(struct bf_backend *be, void *p, size_t bytes);
+    void (*host_unpin)(struct bf_backend *be, void *p);
+    /* Double-buffered batch uploads. upload queues dst (device) = src (host)
+     * for batch slot k (0 or 1) on a copy stream and returns at once; the ops
+     * queued after it see the data. It first waits for the ops queued before
+     * the last batch_consumed(k), so a slot is not overwritten while read.
+     * batch_wait(k) returns once upload k has read its host source. */
+    bf_status (*upload)(struct bf_backend *be, int k, void *dst, const void *src, size_t bytes);
+    bf_status (*batch_consumed)(struct bf_backend *be, int k);
+    bf_status (*batch_wait)(struct bf_backend *be, int k);
+
     /* out (B,OUT) = act(inp (B,IN) @ w (IN,OUT) + b (OUT)); b may be NULL */
     bf_status (*dense_forward)(struct bf_backend *be, float *out, const float *inp, const float *w,
                                const float *b, int B, int IN, int OUT);
@@ -83,7 +102,7 @@ typedef struct bf_backend {
                                 float eps);
 
     /* ---- convolutional layers (NHWC) ---- */
-    size_t (*conv2d_workspace_bytes)(const bf_conv_geom *g, int backward);
+    size_t (*conv2d_workspace_bytes)(struct bf_backend *be, const bf_conv_geom *g, int backward);
     /* out (B,OH,OW,K) = conv(inp (B,H,W,C), w (KH,KW,C,K)) + b (K); b may be NULL */
     bf_status (*conv2d_forward)(struct bf_backend *be, float *out, void *ws, const float *inp,
                                 const float *w, const float *b, const bf_conv_geom *g);
@@ -121,5 +140,12 @@ typedef struct bf_backend {
 
 /* The CPU backend (always present). */
 bf_backend *bf_cpu_backend(void);
+/* "emu": the CPU's ops behind a device's interface (own memory, copies both
+ * ways, uploads, a run workspace), so the core's device path runs in tests on
+ * machines without a GPU. Its memory is host memory; mem_info reports
+ * BF_EMU_TOTAL_BYTES total, less what its reservations hold. */
+#define BF_EMU_TOTAL_BYTES ((size_t)4 << 30)
+bf_backend *bf_emu_backend(void);
+void bf_emu_mem_info(size_t *free_bytes, size_t *total_bytes);
 
 #endif

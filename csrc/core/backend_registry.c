@@ -1,4 +1,5 @@
-/* backend_registry.c - backend lookup and lazy loading of the CUDA backend. */
+/* backend_registry.c - backend lookup (cpu, emu, cuda:N) and lazy loading of
+ * the CUDA backend. */
 #include "backend_registry.h"
 
 #include <stdio.h>
@@ -11,6 +12,10 @@ bf_status bf_backend_get(const char *device, bf_backend **out) {
     *out = NULL;
     if (!device || !*device || !strcmp(device, "cpu")) {
         *out = bf_cpu_backend();
+        return BF_OK;
+    }
+    if (!strcmp(device, "emu") || !strcmp(device, "emu:0")) {
+        *out = bf_emu_backend();
         return BF_OK;
     }
     if (!strncmp(device, "cuda", 4)) {
@@ -32,5 +37,9 @@ bf_status bf_backend_get(const char *device, bf_backend **out) {
 bf_status bf_backend_mem_info(bf_backend *be, size_t *free_bytes, size_t *total_bytes) {
     *free_bytes = *total_bytes = 0;
     if (be == bf_cpu_backend()) return BF_OK;
+    if (be == bf_emu_backend()) {
+        bf_emu_mem_info(free_bytes, total_bytes);
+        return BF_OK;
+    }
     return bf_cuda_loaded_mem_info(be, free_bytes, total_bytes);
 }

@@ -128,10 +128,10 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
             bf_conv_geom g;
             geom(ly, rows, &g);
             if (!be->conv2d_workspace_bytes) return BF_FAIL(BF_ERR_DEVICE, "backend %s has no Conv2D", be->name);
-            size_t w = be->conv2d_workspace_bytes(&g, 0);
+            size_t w = be->conv2d_workspace_bytes(be, &g, 0);
             if (w) { BF_TRY(newbuf(r, &r->fws_id[i], w, "%s%s forward workspace", ly->name, "")); use(r, r->fws_id[i], i); }
             if (train) {
-                w = be->conv2d_workspace_bytes(&g, 1);
+                w = be->conv2d_workspace_bytes(be, &g, 1);
                 if (w) { BF_TRY(newbuf(r, &r->bws_id[i], w, "%s%s backward workspace", ly->name, "")); use(r, r->bws_id[i], 2 * L - i); }
             }
         }
@@ -188,6 +188,7 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
     r->slot_bytes = r->on_device && train ? bf_align_up(fb * (size_t)m->opt.nslots * (size_t)m->n_trainable) : 0;
     r->model_bytes = bf_align_up(fb * (size_t)(m->n_params ? m->n_params : 1));
     r->opt_new_bytes = train && !m->slots ? bf_model_opt_state_bytes(m) : 0;
+    r->ws_bytes = r->on_device && be->run_workspace_bytes ? bf_align_up(be->run_workspace_bytes(be)) : 0;
 
     size_t slots = (r->xslot_bytes + r->yslot_bytes) * BF_PREFETCH_DEPTH;
     int d = r->on_device;
@@ -202,8 +203,9 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
     entry(r, what, "input batches", slots, d);
     snprintf(what, sizeof what, "activations and temporaries (%d buffers, liveness-planned)", r->nbuf);
     entry(r, what, "activations", bf_align_up(r->scratch_bytes), d);
+    entry(r, "backend scratch and library workspace", "workspaces", r->ws_bytes, 1);
     if (d) entry(r, "pinned host batch slots", "input batches", slots, 0);
-    r->device_bytes = d ? r->w_bytes + r->slot_bytes + r->grad_bytes + slots + bf_align_up(r->scratch_bytes) : 0;
+    r->device_bytes = d ? r->w_bytes + r->slot_bytes + r->grad_bytes + slots + bf_align_up(r->scratch_bytes) + r->ws_bytes : 0;
     r->host_bytes = r->opt_new_bytes + (d ? slots : r->grad_bytes + slots + bf_align_up(r->scratch_bytes));
     return BF_OK;
 }

@@ -3,7 +3,8 @@
  * Every buffer of the step is listed with its lifetime; the planner assigns
  * offsets, so the run's bytes are known before anything is allocated:
  *   run arena = gradients + prefetch batch slots + planned scratch
- *   (+ on a device: copies of the weights and optimizer state). */
+ *   (+ on a device: copies of the weights and optimizer state, and the
+ *   backend's run workspace: reduction scratch, cuBLAS workspace). */
 #ifndef BF_PROGRAM_H
 #define BF_PROGRAM_H
 
@@ -43,7 +44,7 @@ typedef struct {
     size_t scratch_bytes, naive_scratch_bytes;
     long y_row;   /* floats per label row */
     /* persistent sizes (bytes, aligned) */
-    size_t grad_bytes, xslot_bytes, yslot_bytes, w_bytes, slot_bytes;
+    size_t grad_bytes, xslot_bytes, yslot_bytes, w_bytes, slot_bytes, ws_bytes;
     /* plan table */
     int nentry;
     bf_plan_entry entries[BF_PLAN_MAXENTRY];
@@ -55,6 +56,8 @@ typedef struct {
     bf_arena arena;        /* on be */
     bf_arena host_arena;   /* pinned host batch slots when be is a device */
     char *scratch;
+    void *ws;              /* the backend's run workspace (devices) */
+    int pinned;            /* host_arena page-locked by the backend */
     float *w, *grads, *slots;
     float *xslot[BF_PREFETCH_DEPTH], *yslot[BF_PREFETCH_DEPTH];
     float *hx[BF_PREFETCH_DEPTH], *hy[BF_PREFETCH_DEPTH];

@@ -61,6 +61,12 @@ bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
     float *scratch;
     if ((s = carve(&r->arena, bf_align_up(r->scratch_bytes), &scratch)) != BF_OK) goto fail;
     r->scratch = (char *)scratch;
+    if ((s = carve(&r->arena, r->ws_bytes, &scratch)) != BF_OK) goto fail;
+    r->ws = scratch;
+    if (r->on_device && r->be->host_pin && r->host_arena.base) {
+        r->be->host_pin(r->be, r->host_arena.base, r->host_arena.capacity);
+        r->pinned = 1;
+    }
     if (r->on_device) {
         if ((s = r->be->to_device(r->be, r->w, m->w, sizeof(float) * (size_t)m->n_params)) != BF_OK) goto fail;
         if (r->slot_bytes && (s = r->be->to_device(r->be, r->slots, m->slots, r->slot_bytes)) != BF_OK) goto fail;
@@ -79,18 +85,44 @@ bf_status bf_run_sync_model(bf_run *r) {
 }
 
 void bf_run_close(bf_run *r) {
+    if (r->pinned && r->host_arena.base) r->be->host_unpin(r->be, r->host_arena.base);
+    r->pinned = 0;
+    r->ws = NULL;
     bf_arena_release(&r->arena);
     bf_arena_release(&r->host_arena);
     r->scratch = NULL;
 }
 
-/* a gathered host slot onto the device (no-op on the CPU, where they coincide) */
+/* a gathered host slot onto the device (no-op on the CPU, where they coincide):
+ * queued on the backend's copy stream, so it overlaps the tail of the previous
+ * step; the ops queued after it wait for it */
 static bf_status to_device(bf_run *r, int k, long n, const bf_src *x, const bf_src *y) {
+    bf_backend *be = r->be;
     r->cur = k;
     if (!r->on_device) return BF_OK;
-    BF_TRY(r->be->to_device(r->be, r->xslot[k], r->hx[k], sizeof(float) * (size_t)n * (size_t)x->row_elems));
-    if (y) BF_TRY(r->be->to_device(r->be, r->yslot[k], r->hy[k], sizeof(float) * (size_t)n * (size_t)y->row_elems));
-    return BF_OK;
+    size_t xb = sizeof(float) * (size_t)n * (size_t)x->row_elems, yb = y ? sizeof(float) * (size_t)n * (size_t)y->row_elems : 0;
+    if (!be->upload) {
+        BF_TRY(be->to_device(be, r->xslot[k], r->hx[k], xb));
+        return yb ? be->to_device(be, r->yslot[k], r->hy[k], yb) : BF_OK;
+    }
+    BF_TRY(be->upload(be, k, r->xslot[k], r->hx[k], xb));
+    return yb ? be->upload(be, k, r->yslot[k], r->hy[k], yb) : BF_OK;
+}
+
+/* the ops reading device batch slot k are queued: its next upload waits for them */
+static bf_status consumed(bf_run *r, int k) {
+    return r->on_device && r->be->batch_consumed ? r->be->batch_consumed(r->be, k) : BF_OK;
+}
+
+/* host batch slot k may be refilled once its upload has read it */
+static bf_status uploaded(bf_run *r, int k) {
+    return r->on_device && r->be->batch_wait ? r->be->batch_wait(r->be, k) : BF_OK;
+}
+
+/* lend the run workspace to the backend for a call's ops, or take it back */
+static bf_status bind(bf_run *r, int on) {
+    if (!r->on_device || !r->be->bind_workspace) return BF_OK;
+    return r->be->bind_workspace(r->be, on ? r->ws : NULL, on ? r->ws_bytes : 0);
 }
 
 /* forward over `rows`; with `check`, stop at the first non-finite output */
@@ -361,12 +393,16 @@ static bf_status steps(bf_run *r, int train, const bf_src *x, const bf_src *y, c
                        (long long)x->row_elems, r->m->in_size);
     bf_jobs jobs;
     bf_jobs_init(&jobs, n, batch, r->B, first_step, nsteps);
+    BF_TRY(bind(r, 1));
     bf_prefetch pf;
-    BF_TRY(bf_prefetch_start(&pf, r, x, y, order, 0, &jobs));
+    bf_status s = bf_prefetch_start(&pf, r, x, y, order, 0, &jobs);
+    if (s != BF_OK) {
+        bind(r, 0);
+        return s;
+    }
     bf_totals st = {0};
-    bf_status s = BF_OK;
     long start, rows, step, srows, cur_step = -1;
-    int first, last_rows = 0;
+    int first, last_rows = 0, prev = -1;
     for (long j = 0; s == BF_OK && bf_jobs_next(&jobs, &start, &rows, &step, &srows, &first); j++) {
         if (first && cur_step >= 0) s = end_step(r, train, cur_step, last_rows, &st, tot);
         if (s != BF_OK) break;
@@ -376,19 +412,28 @@ static bf_status steps(bf_run *r, int train, const bf_src *x, const bf_src *y, c
         }
         int k = 0;
         if (s == BF_OK) s = bf_prefetch_acquire(&pf, j, &k);
-        /* the previous slot is free once this one is in hand; the current one
-         * stays held through end_step, whose non-finite diagnosis re-reads it */
-        if (j > 0) bf_prefetch_release(&pf, j - 1);
+        /* the previous host slot is free once this one is in hand and its
+         * upload has read it; the current device slot stays as it is through
+         * end_step, whose non-finite diagnosis re-reads it */
+        if (j > 0) {
+            bf_status w = uploaded(r, prev);
+            if (s == BF_OK) s = w;
+            bf_prefetch_release(&pf, j - 1);
+        }
         if (s == BF_OK) s = to_device(r, k, rows, x, y);
         if (s == BF_OK) s = micro_step(r, train, (int)rows, 1.0f / (float)srows, step, &st);
+        if (s == BF_OK) s = consumed(r, k);
         cur_step = step;
         last_rows = (int)rows;
+        prev = k;
     }
     if (s == BF_OK && cur_step >= 0) s = end_step(r, train, cur_step, last_rows, &st, tot);
+    if (s == BF_OK && prev >= 0) s = uploaded(r, prev);
     bf_prefetch_stop(&pf);
     tot->wait_seconds += pf.wait_seconds;
-    if (s != BF_OK) return s;
-    return r->be->sync(r->be);
+    if (s == BF_OK) s = r->be->sync(r->be);
+    bf_status u = bind(r, 0);
+    return s != BF_OK ? s : u;
 }
 
 bf_status bf_run_train(bf_run *r, const bf_src *x, const bf_src *y, const int64_t *order, long n,
@@ -410,9 +455,13 @@ bf_status bf_run_predict(bf_run *r, float *out_host, const bf_src *x, long start
     long C = bf_model_out_size(r->m);
     bf_jobs jobs;
     bf_jobs_init(&jobs, n, r->B, r->B, 0, (n + r->B - 1) / r->B);
+    BF_TRY(bind(r, 1));
     bf_prefetch pf;
-    BF_TRY(bf_prefetch_start(&pf, r, x, NULL, NULL, start, &jobs));
-    bf_status s = BF_OK;
+    bf_status s = bf_prefetch_start(&pf, r, x, NULL, NULL, start, &jobs);
+    if (s != BF_OK) {
+        bind(r, 0);
+        return s;
+    }
     long off, rows, step, srows;
     int first;
     for (long j = 0; s == BF_OK && bf_jobs_next(&jobs, &off, &rows, &step, &srows, &first); j++) {
@@ -422,9 +471,13 @@ bf_status bf_run_predict(bf_run *r, float *out_host, const bf_src *x, long start
         if (s == BF_OK) s = forward(r, (int)rows, 0, NULL);
         if (s == BF_OK)
             s = r->be->to_host(r->be, out_host + off * C, out_of(r, r->m->nlayers - 1), sizeof(float) * (size_t)rows * (size_t)C);
+        if (s == BF_OK) s = consumed(r, k);
+        bf_status w = uploaded(r, k);
+        if (s == BF_OK) s = w;
         bf_prefetch_release(&pf, j);
     }
     bf_prefetch_stop(&pf);
-    if (s != BF_OK) return s;
-    return r->be->sync(r->be);
+    if (s == BF_OK) s = r->be->sync(r->be);
+    bf_status u = bind(r, 0);
+    return s != BF_OK ? s : u;
 }

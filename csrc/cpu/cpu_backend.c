@@ -27,6 +27,10 @@ static bf_status cpu_sync(bf_backend *be) {
     (void)be;
     return BF_OK;
 }
+static size_t cpu_conv2d_ws(bf_backend *be, const bf_conv_geom *g, int backward) {
+    (void)be;
+    return bf_cpu_conv2d_workspace_bytes(g, backward);
+}
 
 static bf_backend bf_cpu = {
     .name = "cpu",
@@ -48,7 +52,7 @@ static bf_backend bf_cpu = {
     .sgd_update = bf_cpu_sgd_update,
     .adam_update = bf_cpu_adam_update,
     .rmsprop_update = bf_cpu_rmsprop_update,
-    .conv2d_workspace_bytes = bf_cpu_conv2d_workspace_bytes,
+    .conv2d_workspace_bytes = cpu_conv2d_ws,
     .conv2d_forward = bf_cpu_conv2d_forward,
     .conv2d_backward = bf_cpu_conv2d_backward,
     .maxpool_forward = bf_cpu_maxpool_forward,

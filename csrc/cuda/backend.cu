@@ -1,10 +1,13 @@
 /* backend.cu - the CUDA backend's vtable and lifetime: bf_cuda_open checks the
- * device (bf_cuda_check), creates a non-blocking stream with the cuBLAS and
- * cuDNN handles bound to it, finds the static scratch, and fills the vtable;
- * bf_cuda_close undoes it. Also the copies between host and device, zero fill
- * and sync. State lives in a static array, one slot per device (nothing from the heap).
+ * device (bf_cuda_check), creates a non-blocking compute stream with the
+ * cuBLAS and cuDNN handles bound to it, a copy stream and the events of batch
+ * uploads, and fills the vtable; bf_cuda_close undoes it. Also the copies
+ * between host and device, pinning, zero fill and sync. State lives in a
+ * static array, one slot per device (nothing from the heap).
  * Copies: to_device returns once the host buffer may be reused (pageable or
- * pinned), to_host once the data is on the host; other ops only queue. */
+ * pinned), to_host once the data is on the host; upload only queues (on the
+ * copy stream, ordered with the compute stream by events); other ops only
+ * queue on the compute stream. */
 #include <stdio.h>
 #include <string.h>
 
@@ -63,27 +66,57 @@ BF_EXPORT bf_status bf_cuda_mem_info(bf_backend *be, size_t *free_bytes, size_t 
     return BF_OK;
 }
 
-BF_EXPORT bf_status bf_cuda_pin(bf_backend *be, void *p, size_t bytes) {
-    BF_CUDA_ENTER(st, be);
-    if (!p || !bytes) return BF_OK;
-    cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterDefault);
-    if (e == cudaErrorHostMemoryAlreadyRegistered) {
-        cudaGetLastError();
-        return BF_OK;
-    }
-    if (e != cudaSuccess) return bf_cuda_fail_rt(st, e, "cudaHostRegister", __FILE__, __LINE__);
+/* Page-lock the host batch slots (p, bytes) so uploads are true DMA that
+ * overlaps compute. Best effort: a refusal (RLIMIT_MEMLOCK, a container) is
+ * cleared and leaves the memory pageable, where copies are staged but correct. */
+void bf_cuda_host_pin(bf_backend *be, void *p, size_t bytes) {
+    bf_cuda_state *st = BF_CUDA_ST(be);
+    if (!p || !bytes || !st || !st->open || st->poisoned) return;
+    if (cudaSetDevice(st->device) == cudaSuccess) cudaHostRegister(p, bytes, cudaHostRegisterPortable);
+    cudaGetLastError();
+}
+
+/* undo host_pin before p is unmapped (a no-op if pinning was refused) */
+void bf_cuda_host_unpin(bf_backend *be, void *p) {
+    bf_cuda_state *st = BF_CUDA_ST(be);
+    if (!p || !st || !st->open) return;
+    if (cudaSetDevice(st->device) == cudaSuccess) cudaHostUnregister(p);
+    cudaGetLastError();
+}
+
+static bf_status slot_ok(bf_cuda_state *st, int k) {
+    if (k < 0 || k > 1) return BF_FAIL(BF_ERR_INTERNAL, "%s: batch slot %d (0 or 1)", st->name, k);
     return BF_OK;
 }
 
-BF_EXPORT bf_status bf_cuda_unpin(bf_backend *be, void *p) {
+// dst (bytes, device slot k) = src (bytes, pinned host slot k), on the copy stream
+bf_status bf_cuda_upload(bf_backend *be, int k, void *dst, const void *src, size_t bytes) {
     BF_CUDA_ENTER(st, be);
-    if (!p) return BF_OK;
-    cudaError_t e = cudaHostUnregister(p);
-    if (e == cudaErrorHostMemoryNotRegistered) {
-        cudaGetLastError();
-        return BF_OK;
-    }
-    if (e != cudaSuccess) return bf_cuda_fail_rt(st, e, "cudaHostUnregister", __FILE__, __LINE__);
+    BF_TRY(slot_ok(st, k));
+    if (!bytes) return BF_OK;
+    if (!dst || !src) return BF_FAIL(BF_ERR_ARG, "upload: NULL pointer (%zu bytes)", bytes);
+    /* not before the ops still reading device slot k (an event never recorded is complete) */
+    BF_CUDA_CHECK(st, cudaStreamWaitEvent(st->copy, st->consumed[k], 0));
+    BF_CUDA_CHECK(st, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, st->copy));
+    BF_CUDA_CHECK(st, cudaEventRecord(st->loaded[k], st->copy));
+    /* the ops queued from now on see the data */
+    BF_CUDA_CHECK(st, cudaStreamWaitEvent(st->stream, st->loaded[k], 0));
+    return BF_OK;
+}
+
+// the ops reading device slot k are queued: the next upload into k waits for them
+bf_status bf_cuda_batch_consumed(bf_backend *be, int k) {
+    BF_CUDA_ENTER(st, be);
+    BF_TRY(slot_ok(st, k));
+    BF_CUDA_CHECK(st, cudaEventRecord(st->consumed[k], st->stream));
+    return BF_OK;
+}
+
+// returns once upload k has read its host source (the host slot may be refilled)
+bf_status bf_cuda_batch_wait(bf_backend *be, int k) {
+    BF_CUDA_ENTER(st, be);
+    BF_TRY(slot_ok(st, k));
+    BF_CUDA_CHECK(st, cudaEventSynchronize(st->loaded[k]));
     return BF_OK;
 }
 
@@ -97,6 +130,13 @@ static void fill_vtable(bf_cuda_state *st) {
     be->to_host = bf_cuda_to_host;
     be->fill_zero = bf_cuda_fill_zero;
     be->sync = bf_cuda_sync;
+    be->run_workspace_bytes = bf_cuda_run_workspace_bytes;
+    be->bind_workspace = bf_cuda_bind_workspace;
+    be->host_pin = bf_cuda_host_pin;
+    be->host_unpin = bf_cuda_host_unpin;
+    be->upload = bf_cuda_upload;
+    be->batch_consumed = bf_cuda_batch_consumed;
+    be->batch_wait = bf_cuda_batch_wait;
     be->dense_forward = bf_cuda_dense_forward;
     be->dense_backward = bf_cuda_dense_backward;
     be->act_forward = bf_cuda_act_forward;
@@ -127,30 +167,44 @@ static void fill_vtable(bf_cuda_state *st) {
 static void teardown(bf_cuda_state *st) {
     if (cudaSetDevice(st->device) == cudaSuccess) {
         if (st->stream && !st->poisoned) cudaStreamSynchronize(st->stream);
+        if (st->copy && !st->poisoned) cudaStreamSynchronize(st->copy);
         bf_cuda_conv_forget(st);
         if (st->dnn) cudnnDestroy(st->dnn);
         if (st->blas) cublasDestroy(st->blas);
+        for (int k = 0; k < 2; k++) {
+            if (st->loaded[k]) cudaEventDestroy(st->loaded[k]);
+            if (st->consumed[k]) cudaEventDestroy(st->consumed[k]);
+        }
+        if (st->copy) cudaStreamDestroy(st->copy);
         if (st->stream) cudaStreamDestroy(st->stream);
     }
     cudaGetLastError();
     st->dnn = NULL;
     st->blas = NULL;
-    st->stream = NULL;
+    st->stream = st->copy = NULL;
+    for (int k = 0; k < 2; k++) st->loaded[k] = st->consumed[k] = NULL;
+    st->scratch = NULL;
+    st->flags = NULL;
     st->open = 0;
 }
 
-/* stream, handles and scratch of an open slot */
+/* streams, events and handles of an open slot */
 static bf_status create(bf_cuda_state *st) {
     BF_CUDA_CHECK(st, cudaSetDevice(st->device));
     BF_CUDA_CHECK(st, cudaDeviceGetAttribute(&st->sms, cudaDevAttrMultiProcessorCount, st->device));
+    BF_CUDA_CHECK(st, cudaDeviceGetAttribute(&st->cc_major, cudaDevAttrComputeCapabilityMajor, st->device));
     BF_CUDA_CHECK(st, cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    BF_CUDA_CHECK(st, cudaStreamCreateWithFlags(&st->copy, cudaStreamNonBlocking));
+    for (int k = 0; k < 2; k++) {
+        BF_CUDA_CHECK(st, cudaEventCreateWithFlags(&st->loaded[k], cudaEventDisableTiming));
+        BF_CUDA_CHECK(st, cudaEventCreateWithFlags(&st->consumed[k], cudaEventDisableTiming));
+    }
     BF_CUBLAS_CHECK(st, cublasCreate(&st->blas));
     BF_CUBLAS_CHECK(st, cublasSetStream(st->blas, st->stream));
     /* exact FP32 GEMMs (no TF32), as on the CPU */
     BF_CUBLAS_CHECK(st, cublasSetMathMode(st->blas, CUBLAS_DEFAULT_MATH));
     BF_CUDNN_CHECK(st, cudnnCreate(&st->dnn));
     BF_CUDNN_CHECK(st, cudnnSetStream(st->dnn, st->stream));
-    BF_TRY(bf_cuda_scratch_init(st));
     return BF_OK;
 }
 
@@ -176,7 +230,6 @@ BF_EXPORT bf_status bf_cuda_open(const bf_cuda_host *host, int device, bf_backen
         return s;
     }
     fill_vtable(st);
-    bf_cuda_conv_set_planning_state(st);
     *out = &st->be;
     return BF_OK;
 }
@@ -186,7 +239,4 @@ BF_EXPORT void bf_cuda_close(bf_backend *be) {
     bf_cuda_state *st = BF_CUDA_ST(be);
     if (!st->open) return;
     teardown(st);
-    bf_cuda_conv_set_planning_state(NULL);
-    for (int i = 0; i < BF_CUDA_MAX_DEVICES; i++)
-        if (states[i].open) bf_cuda_conv_set_planning_state(&states[i]);
 }

@@ -124,6 +124,7 @@ bf_status bf_cuda_batchnorm_forward(bf_backend *be, float *out, float *mean, flo
                                     float momentum, float eps, int training) {
     BF_CUDA_ENTER(st, be);
     BF_TRY(bn_check("batchnorm_forward", N, C));
+    BF_TRY(bf_cuda_need_scratch(st, "batchnorm_forward"));
     if (!out || !inp || !moving_mean || !moving_var)
         return BF_FAIL(BF_ERR_ARG, "batchnorm_forward: NULL tensor");
     if (!(eps >= 0.0f) || !isfinite(eps))
@@ -159,6 +160,7 @@ bf_status bf_cuda_batchnorm_backward(bf_backend *be, float *dinp, float *dgamma,
                                      const float *invstd, const float *gamma, long N, int C) {
     BF_CUDA_ENTER(st, be);
     BF_TRY(bn_check("batchnorm_backward", N, C));
+    BF_TRY(bf_cuda_need_scratch(st, "batchnorm_backward"));
     if (!dout || !inp || !mean || !invstd)
         return BF_FAIL(BF_ERR_ARG, "batchnorm_backward: NULL tensor");
     /* scratch: partials (2,S,C) doubles, then the coefficients (3,C) floats */

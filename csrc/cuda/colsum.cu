@@ -32,6 +32,7 @@ __global__ void colsum_direct_kernel(float *db, const float *x, long N, int C) {
 
 bf_status bf_cuda_colsum_add(bf_cuda_state *st, float *db, const float *x, long N, int C) {
     if (N <= 0 || C <= 0) return BF_OK;
+    BF_TRY(bf_cuda_need_scratch(st, "column sum"));
     const int S = bf_col_splits(N, C, 1, 0);
     if (S == 0) {
         colsum_direct_kernel<<<bf_cuda_grid(C, 256), 256, 0, st->stream>>>(db, x, N, C);

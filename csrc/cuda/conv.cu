@@ -14,8 +14,8 @@
  * algorithms and, as their workspaces grow with B, no more workspace than
  * planned. FFT and non-fused Winograd (large, batch-proportional workspaces)
  * are excluded, backward algorithms must be deterministic, and math is exact
- * FP32 (CUDNN_FMA_MATH: no TF32). conv2d_workspace_bytes has no backend
- * argument: it plans with the last device opened. A batch whose tensors
+ * FP32 (CUDNN_FMA_MATH: no TF32). conv2d_workspace_bytes plans with the
+ * device it is asked for (its own cuDNN handle). A batch whose tensors
  * exceed cuDNN's 2^31-value descriptors runs in chunks of samples; the plans
  * and the workspace are those of one chunk. Workspace layout:
  * [kernel KRSC][backward: dw KRSC][padded input][backward: padded dinp][cuDNN]. */
@@ -26,10 +26,6 @@
 
 #define BF_CONV_REF_B 64 /* the batch size algorithms are chosen for */
 #define BF_WS_ALIGN 256
-
-static bf_cuda_state *planning_state;
-
-void bf_cuda_conv_set_planning_state(bf_cuda_state *st) { planning_state = st; }
 
 /* ---- geometry (the CPU's rules, csrc/cpu/conv2d.c) ---- */
 
@@ -329,8 +325,8 @@ static int chunk_batch(const bf_conv_geom *g) {
     return n >= g->B ? g->B : (int)(n < 1 ? 1 : n);
 }
 
-size_t bf_cuda_conv2d_workspace_bytes(const bf_conv_geom *g, int backward) {
-    bf_cuda_state *st = planning_state;
+size_t bf_cuda_conv2d_workspace_bytes(bf_backend *be, const bf_conv_geom *g, int backward) {
+    bf_cuda_state *st = be ? BF_CUDA_ST(be) : NULL;
     /* what is needed without cuDNN: the transposed kernel(s); a failure here
      * recurs, with its message, in the conv2d call itself */
     const size_t fallback = g ? align_up((size_t)g->KH * g->KW * g->C * g->K * sizeof(float)) * (backward ? 2 : 1) : 0;

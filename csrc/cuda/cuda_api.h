@@ -22,7 +22,7 @@ extern "C" {
 }
 #endif
 
-#define BF_CUDA_ABI 2
+#define BF_CUDA_ABI 3
 
 /* What the core lends the module: its error recorder (the thread-local
  * buffer lives in the core, so the module must not link status.c). */
@@ -52,12 +52,6 @@ bf_status bf_cuda_open(const bf_cuda_host *host, int device, bf_backend **out);
 /* Free / total device memory as cudaMemGetInfo reports it. */
 bf_status bf_cuda_mem_info(bf_backend *be, size_t *free_bytes, size_t *total_bytes);
 void bf_cuda_close(bf_backend *be);
-/* Optional (look up with dlsym): page-lock host memory the core allocated
- * (cudaHostRegister) so copies to and from it run at full bus speed, and undo
- * it before that memory is unmapped. to_device / to_host behave the same on
- * pinned and pageable memory (the host buffer is free again on return). */
-bf_status bf_cuda_pin(bf_backend *be, void *p, size_t bytes);
-bf_status bf_cuda_unpin(bf_backend *be, void *p);
 #ifdef __cplusplus
 }
 #endif

@@ -4,7 +4,9 @@
  * layouts; backward ADDS into parameter gradients and OVERWRITES dinp (which
  * may be NULL). Every op queues work on the device's stream and returns
  * without waiting, except those that hand a value to the host (sum,
- * nonfinite, maxabs, to_host, sync, and SCCE's label check), which wait. */
+ * nonfinite, maxabs, to_host, sync, and SCCE's label check), which wait.
+ * Reductions (sum, nonfinite, maxabs, column sums, batchnorm, the loss)
+ * need the run workspace bound (workspace.cu). */
 #ifndef BF_CUDA_OPS_H
 #define BF_CUDA_OPS_H
 
@@ -21,8 +23,11 @@ int bf_cuda_cudnn_major(size_t v);
 /* path of the shared library that defines `sym` ("" if unknown) */
 const char *bf_cuda_lib_path(const void *sym);
 
-/* ---- scratch.cu: static device scratch, one per device context ---- */
-bf_status bf_cuda_scratch_init(bf_cuda_state *st);
+/* ---- workspace.cu: the run workspace (reduction scratch, flags, cuBLAS) ---- */
+size_t bf_cuda_run_workspace_bytes(bf_backend *be);
+bf_status bf_cuda_bind_workspace(bf_backend *be, void *ws, size_t bytes);
+/* BF_ERR_INTERNAL unless a run workspace is bound (op names the caller) */
+bf_status bf_cuda_need_scratch(bf_cuda_state *st, const char *op);
 
 /* ---- memory (device_arena.cu, backend.cu) ---- */
 bf_status bf_cuda_reserve(bf_backend *be, void **out, size_t bytes);
@@ -31,6 +36,11 @@ bf_status bf_cuda_to_device(bf_backend *be, void *dst, const void *src, size_t b
 bf_status bf_cuda_to_host(bf_backend *be, void *dst, const void *src, size_t bytes);
 bf_status bf_cuda_fill_zero(bf_backend *be, void *dst, size_t bytes);
 bf_status bf_cuda_sync(bf_backend *be);
+void bf_cuda_host_pin(bf_backend *be, void *p, size_t bytes);
+void bf_cuda_host_unpin(bf_backend *be, void *p);
+bf_status bf_cuda_upload(bf_backend *be, int k, void *dst, const void *src, size_t bytes);
+bf_status bf_cuda_batch_consumed(bf_backend *be, int k);
+bf_status bf_cuda_batch_wait(bf_backend *be, int k);
 
 /* ---- dense.cu ---- */
 bf_status bf_cuda_dense_forward(bf_backend *be, float *out, const float *inp, const float *w,
@@ -76,14 +86,12 @@ bf_status bf_cuda_rmsprop_update(bf_backend *be, float *w, float *ms, float *mom
 /* ---- conv.cu ---- */
 /* Keras geometry check shared by Conv2D and pooling (same rules as the CPU) */
 bf_status bf_cuda_check_geom(const bf_conv_geom *g, const char *op, int pooling);
-size_t bf_cuda_conv2d_workspace_bytes(const bf_conv_geom *g, int backward);
+size_t bf_cuda_conv2d_workspace_bytes(bf_backend *be, const bf_conv_geom *g, int backward);
 bf_status bf_cuda_conv2d_forward(bf_backend *be, float *out, void *ws, const float *inp,
                                  const float *w, const float *b, const bf_conv_geom *g);
 bf_status bf_cuda_conv2d_backward(bf_backend *be, float *dinp, float *dw, float *db, void *ws,
                                   const float *dout, const float *inp, const float *w,
                                   const bf_conv_geom *g);
-/* the state conv2d_workspace_bytes plans with (the last device opened) */
-void bf_cuda_conv_set_planning_state(bf_cuda_state *st);
 /* destroy the cached descriptors of a device (close) */
 void bf_cuda_conv_forget(bf_cuda_state *st);
 

@@ -1,10 +1,11 @@
 /* cuda_state.h - per-device state of the CUDA backend: the vtable, the stream
  * every op is queued on, the cuBLAS / cuDNN handles bound to it, the poison
- * flag of a context hit by a sticky error, the static device scratch and the
- * cache of Conv2D descriptors and algorithms. One slot per device in static
- * storage (backend.cu); nothing here comes from the heap. Ops of one
- * device run in stream order, so the shared scratch is never used by two ops
- * at once; a backend is used by one host thread at a time. */
+ * flag of a context hit by a sticky error, the run workspace bound for the
+ * current call (workspace.cu), the copy stream and events of batch uploads and
+ * the cache of Conv2D descriptors and algorithms. One slot per device in
+ * static storage (backend.cu); nothing here comes from the heap. Ops of one
+ * device run in stream order, so the workspace is never used by two ops at
+ * once; a backend is used by one host thread at a time. */
 #ifndef BF_CUDA_STATE_H
 #define BF_CUDA_STATE_H
 
@@ -29,8 +30,8 @@ extern "C" {
 
 #define BF_CUDA_MAX_DEVICES 16
 #define BF_CUDA_CONV_CACHE 64          /* Conv2D geometries remembered per device */
-#define BF_CUDA_SCRATCH_DOUBLES (1 << 18) /* 2 MiB of static device scratch (scratch.cu) */
-#define BF_CUDA_FLAG_INTS 16           /* static device flags (scratch.cu) */
+#define BF_CUDA_SCRATCH_DOUBLES (1 << 18) /* 2 MiB of reduction scratch (workspace.cu) */
+#define BF_CUDA_FLAG_INTS 16           /* flags read back by the host (workspace.cu) */
 
 /* Descriptors and algorithms of one Conv2D geometry (conv.cu). */
 typedef struct {
@@ -60,8 +61,12 @@ typedef struct bf_cuda_state {
     cublasHandle_t blas;
     cudnnHandle_t dnn;
     int sms;         /* multiprocessors, for grid sizes */
-    double *scratch; /* device address of the scratch doubles */
-    int *flags;      /* device address of the flag ints */
+    int cc_major;    /* compute capability major (cuBLAS workspace size) */
+    double *scratch; /* the bound run workspace's scratch doubles (NULL: none bound) */
+    int *flags;      /* ... and its flag ints */
+    cudaStream_t copy;            /* batch uploads (host slot -> device slot) */
+    cudaEvent_t loaded[2];        /* upload k done: compute waits on it */
+    cudaEvent_t consumed[2];      /* ops reading device slot k queued before it */
     bf_cuda_conv_plan conv[BF_CUDA_CONV_CACHE];
     unsigned long conv_clock;
 } bf_cuda_state;

@@ -208,6 +208,7 @@ bf_status bf_cuda_loss_forward_backward(bf_backend *be, float *loss_out, float *
     BF_CUDA_ENTER(st, be);
     BF_TRY(check_args("loss", kind, B, C));
     if (B == 0) return BF_OK;
+    BF_TRY(bf_cuda_need_scratch(st, "loss"));
     int *bad_row = st->flags;
     const int scce = kind == BF_LOSS_SCCE;
     if (scce) BF_CUDA_CHECK(st, cudaMemsetAsync(bad_row, 0x7f, sizeof(int), st->stream));

@@ -71,6 +71,7 @@ bf_status bf_cuda_sum(bf_backend *be, double *sum_out, const float *x, long n) {
     *sum_out = 0.0;
     BF_CUDA_ENTER(st, be);
     if (n <= 0) return BF_OK;
+    BF_TRY(bf_cuda_need_scratch(st, "sum"));
     long g = (n + BF_SUM_THREADS * 8L - 1) / (BF_SUM_THREADS * 8L);
     const int G = (int)(g < BF_SUM_MAX_BLOCKS ? g : BF_SUM_MAX_BLOCKS);
     double *part = st->scratch, *total = st->scratch + BF_SUM_MAX_BLOCKS;
@@ -90,6 +91,7 @@ bf_status bf_cuda_nonfinite(bf_backend *be, int *bad, const float *x, long n) {
     *bad = 0;
     BF_CUDA_ENTER(st, be);
     if (n <= 0) return BF_OK;
+    BF_TRY(bf_cuda_need_scratch(st, "nonfinite"));
     int *flag = st->flags + 1;
     BF_CUDA_CHECK(st, cudaMemsetAsync(flag, 0, sizeof(int), st->stream));
     nonfinite_kernel<<<bf_cuda_grid(n, 256 * 8), 256, 0, st->stream>>>(flag, x, n);
@@ -106,6 +108,7 @@ bf_status bf_cuda_maxabs(bf_backend *be, float *out, const float *x, long n) {
     *out = 0.0f;
     BF_CUDA_ENTER(st, be);
     if (n <= 0) return BF_OK;
+    BF_TRY(bf_cuda_need_scratch(st, "maxabs"));
     unsigned *m = (unsigned *)(st->flags + 2);
     BF_CUDA_CHECK(st, cudaMemsetAsync(m, 0, sizeof(unsigned), st->stream));
     maxabs_kernel<<<bf_cuda_grid(n, 256 * 8), 256, 0, st->stream>>>(m, x, n);

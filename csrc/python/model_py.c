@@ -146,6 +146,7 @@ static PyObject *Model_layers_info(ModelObject *self, PyObject *noargs) {
 static PyObject *Model_get_weights(ModelObject *self, PyObject *noargs) {
     (void)noargs;
     bf_model *m = &self->m;
+    if (bf_model_pull(self) < 0) return NULL;
     PyObject *out = PyList_New(0);
     for (int i = 0; out && i < m->nlayers; i++)
         for (int j = 0; j < m->layers[i].nparam; j++) {
@@ -192,6 +193,8 @@ static PyObject *Model_set_weights(ModelObject *self, PyObject *arg) {
                 ok = 0;
             }
         }
+    /* untouched parameters must be current before the host copy goes back */
+    if (ok && bf_model_pull(self) < 0) ok = 0;
     if (ok) {
         k = 0;
         for (int i = 0; i < m->nlayers; i++)
@@ -199,6 +202,7 @@ static PyObject *Model_set_weights(ModelObject *self, PyObject *arg) {
                 bf_param *p = &m->layers[i].params[j];
                 memcpy(m->w + p->offset, PyArray_DATA((PyArrayObject *)conv[k]), sizeof(float) * (size_t)p->n);
             }
+        if (bf_model_push(self) < 0) ok = 0;
     }
     for (int i = 0; i < total; i++) Py_XDECREF(conv[i]);
     Py_DECREF(seq);
@@ -228,6 +232,7 @@ static PyObject *Model_compile(ModelObject *self, PyObject *args, PyObject *kw) 
 static PyObject *Model_optimizer_state(ModelObject *self, PyObject *noargs) {
     (void)noargs;
     bf_model *m = &self->m;
+    if (bf_model_pull(self) < 0) return NULL;
     PyObject *slots = PyList_New(0);
     for (int k = 0; slots && m->slots && k < m->opt.nslots; k++) {
         npy_intp n = m->n_trainable;
@@ -277,6 +282,7 @@ static PyObject *Model_restore_optimizer_state(ModelObject *self, PyObject *args
     for (int k = 0; ok && k < m->opt.nslots; k++)
         memcpy(m->slots + (size_t)k * (size_t)m->n_trainable, PyArray_DATA((PyArrayObject *)arrs[k]), sizeof(float) * (size_t)m->n_trainable);
     if (ok) m->opt.iterations = it;
+    if (ok && bf_model_push(self) < 0) ok = 0;
     for (int k = 0; k < 4; k++) Py_XDECREF(arrs[k]);
     Py_DECREF(seq);
     if (!ok) return NULL;

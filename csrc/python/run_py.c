@@ -12,12 +12,54 @@
 #include "backend_registry.h"
 #include "model_py.h"
 
+int bf_model_pull(ModelObject *mo) {
+    RunObject *o = mo->owner;
+    if (!o || !o->open) return 0;
+    bf_status s = bf_run_sync_model(&o->r);
+    if (s != BF_OK) {
+        bf_raise(bf_state_of_type(Py_TYPE(mo)), s);
+        return -1;
+    }
+    return 0;
+}
+
+int bf_model_push(ModelObject *mo) {
+    mo->wver++;
+    RunObject *o = mo->owner;
+    if (!o || !o->open) return 0;
+    bf_run *r = &o->r;
+    bf_status s = r->be->to_device(r->be, r->w, mo->m.w, sizeof(float) * (size_t)mo->m.n_params);
+    if (s == BF_OK && r->slot_bytes && mo->m.slots) s = r->be->to_device(r->be, r->slots, mo->m.slots, r->slot_bytes);
+    if (s != BF_OK) {
+        bf_raise(bf_state_of_type(Py_TYPE(mo)), s);
+        return -1;
+    }
+    o->wver = mo->wver;
+    return 0;
+}
+
+/* a device run that is not the owner: its weights copy brought to the model's version */
+static int refresh(RunObject *self) {
+    ModelObject *mo = self->model;
+    if (!self->r.on_device || mo->owner == self || self->wver == mo->wver) return 0;
+    if (bf_model_pull(mo) < 0) return -1;
+    bf_run *r = &self->r;
+    bf_status s = r->be->to_device(r->be, r->w, mo->m.w, sizeof(float) * (size_t)mo->m.n_params);
+    if (s != BF_OK) {
+        bf_raise(bf_state_of_type(Py_TYPE(self)), s);
+        return -1;
+    }
+    self->wver = mo->wver;
+    return 0;
+}
+
 PyObject *bf_run_new(ModelObject *model, bf_mode mode, int rows, const char *device, size_t host_budget,
                      size_t device_budget, unsigned long long seed) {
     bf_module_state *st = bf_state_of_type(Py_TYPE(model));
     bf_backend *be;
     bf_status s = bf_backend_get(device, &be);
     if (s != BF_OK) return bf_raise(st, s);
+    if (bf_model_pull(model) < 0) return NULL; /* a device run copies the weights as they are now */
     RunObject *self = (RunObject *)st->RunType->tp_alloc(st->RunType, 0);
     if (!self) return NULL;
     s = bf_run_plan(&self->r, &model->m, be, mode, rows);
@@ -31,6 +73,8 @@ PyObject *bf_run_new(ModelObject *model, bf_mode mode, int rows, const char *dev
     Py_INCREF(model);
     model->busy++;
     self->open = 1;
+    self->wver = model->wver;
+    if (mode == BF_MODE_TRAIN && self->r.on_device) model->owner = self;
     return (PyObject *)self;
 }
 
@@ -38,7 +82,10 @@ static void run_close(RunObject *self) {
     if (self->open) {
         bf_run_close(&self->r);
         self->open = 0;
-        if (self->model) self->model->busy--;
+        if (self->model) {
+            self->model->busy--;
+            if (self->model->owner == self) self->model->owner = NULL;
+        }
     }
 }
 
@@ -117,6 +164,10 @@ static PyObject *run_steps(RunObject *self, PyObject *args, int train) {
             Py_DECREF(order);
             return PyErr_Format(PyExc_ValueError, "order[%ld] is out of range", i);
         }
+    if (refresh(self) < 0) {
+        Py_XDECREF(order);
+        return NULL;
+    }
     bf_totals tot = {0};
     bf_status s;
     const int64_t *o = order ? PyArray_DATA(order) : NULL;
@@ -125,6 +176,7 @@ static PyObject *run_steps(RunObject *self, PyObject *args, int train) {
               : bf_run_evaluate(&self->r, &x, &y, o, n, batch, first, nsteps, &tot);
     Py_END_ALLOW_THREADS
     Py_XDECREF(order);
+    if (train) self->wver = ++self->model->wver; /* on the device (owner) or in place (cpu) */
     if (s != BF_OK) return run_error(self, s);
     return Py_BuildValue("(ddlld)", tot.loss_sum, tot.acc_sum, tot.rows, tot.steps, tot.wait_seconds);
 }
@@ -148,6 +200,7 @@ static PyObject *Run_predict(RunObject *self, PyObject *args) {
     if (start < 0 || start + n > x.shape[0] || out_start < 0 || (out_start + n) * C > PyArray_SIZE(out))
         return PyErr_Format(PyExc_ValueError, "predict: rows [%ld, %ld) out of range", start, start + n);
     float *dst = (float *)PyArray_DATA(out) + out_start * C;
+    if (refresh(self) < 0) return NULL;
     bf_status s;
     Py_BEGIN_ALLOW_THREADS
     s = bf_run_predict(&self->r, dst, &x, start, n);

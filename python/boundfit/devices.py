@@ -1,4 +1,10 @@
-"""Device names: 'cpu' (default), 'cuda', 'cuda:N'; bf.set_default_device."""
+"""Device names: 'cpu' (default), 'cuda', 'cuda:N'; bf.set_default_device.
+
+'emu' is the CPU's kernels behind a device's interface: separate memory
+(4 GiB, reported like cudaMemGetInfo), weight copies both ways, double-
+buffered batch uploads, a run workspace. It exists so that the device path of
+the engine (plans, budgets, weight synchronisation) is tested on machines
+without a GPU; it is no faster than 'cpu'."""
 
 _default = {"device": None}
 
@@ -16,6 +22,8 @@ def _check(device):
         d = "cuda"
     if d == "cpu" or d == "cuda" or (d.startswith("cuda:") and d[5:].isdigit()):
         return "cuda:0" if d == "cuda" else d
+    if d in ("emu", "emu:0"):
+        return "emu:0"
     raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
 
 

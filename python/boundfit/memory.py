@@ -121,7 +121,7 @@ def _budgets(device, memory_limit):
 
 
 def _is_device(device):
-    return device is not None and device.startswith("cuda")
+    return device is not None and device != "cpu"
 
 
 def _fits(model, mode, rows, device, hb, db, val_rows=None, predict_rows=None, shuffle_rows=0):

@@ -325,7 +325,7 @@ static void test_conv(void) {
         float *dy = hrand(ny, -1, 1), *dx = hzero(nx), *dw = hrand(nw, -1, 1), *db = hrand(g->K, -1, 1);
         float *x_g = up(x, nx), *w_g = up(w, nw), *b_g = up(b, g->K), *y_g = up(y, ny), *dy_g = up(dy, ny);
         float *dx_g = up(dx, nx), *dw_g = up(dw, nw), *db_g = up(db, g->K);
-        size_t fws = G->conv2d_workspace_bytes(g, 0), bws = G->conv2d_workspace_bytes(g, 1);
+        size_t fws = G->conv2d_workspace_bytes(G, g, 0), bws = G->conv2d_workspace_bytes(G, g, 1);
         printf("     %s: workspace forward %zu, backward %zu bytes\n", what, fws, bws);
         void *fws_g = dalloc(fws), *bws_g = dalloc(bws);
         void *cws = malloc(bf_cpu_conv2d_workspace_bytes(g, 1) + bf_cpu_conv2d_workspace_bytes(g, 0) + 64);
@@ -344,7 +344,7 @@ static void test_conv(void) {
         /* a smaller last batch runs in the workspace planned for the full one */
         bf_conv_geom h = *g;
         h.B = 1;
-        expect(G->conv2d_workspace_bytes(&h, 1) <= bws && G->conv2d_workspace_bytes(&h, 0) <= fws,
+        expect(G->conv2d_workspace_bytes(G, &h, 1) <= bws && G->conv2d_workspace_bytes(G, &h, 0) <= fws,
                "conv2d workspace of a smaller batch fits the planned one");
         expect(G->conv2d_backward(G, NULL, dw_g, NULL, bws_g, dy_g, x_g, w_g, &h) == BF_OK && G->sync(G) == BF_OK,
                "conv2d backward of a smaller batch, dinp and db NULL");
@@ -472,6 +472,31 @@ static void test_dropout(void) {
     expect(G->dropout_forward(G, NULL, NULL, NULL, 10, 1.0f, 1) == BF_ERR_ARG, "dropout rate 1 is an argument error");
 }
 
+/* ---- double-buffered uploads: slot k's next upload waits for its readers ---- */
+
+static void test_uploads(void) {
+    enum { N = 1 << 20 };
+    float *h = malloc(2 * N * sizeof(float));
+    for (long i = 0; i < 2L * N; i++) h[i] = (float)(i % 1000);
+    float *d[2] = {dalloc(N * sizeof(float)), dalloc(N * sizeof(float))};
+    G->host_pin(G, h, 2 * N * sizeof(float));
+    double want = 0, got[2] = {0, 0};
+    for (long i = 0; i < N; i++) want += h[i];
+    for (int round = 0; round < 3; round++)
+        for (int k = 0; k < 2; k++) {
+            ok_status(G->upload(G, k, d[k], h + (long)k * N, N * sizeof(float)), "upload");
+            ok_status(G->sum(G, &got[k], d[k], N), "sum after upload");
+            ok_status(G->batch_consumed(G, k), "batch_consumed");
+            ok_status(G->batch_wait(G, k), "batch_wait");
+        }
+    double want1 = 0;
+    for (long i = N; i < 2L * N; i++) want1 += h[i];
+    expect(got[0] == want && got[1] == want1, "uploaded slots hold their host slots");
+    expect(G->upload(G, 2, d[0], h, 4) == BF_ERR_INTERNAL, "upload into slot 2 is refused");
+    G->host_unpin(G, h);
+    free(h);
+}
+
 /* ---- memory errors, poisoning ---- */
 
 static void test_budget(void) {
@@ -520,6 +545,14 @@ int main(int argc, char **argv) {
     }
     dev_cap = (size_t)1 << 30;
     if (!ok_status(G->reserve(G, (void **)&dev_base, dev_cap), "reserve 1 GiB")) return 1;
+    {
+        double s = 0;
+        expect(G->sum(G, &s, (const float *)dev_base, 4) == BF_ERR_INTERNAL,
+               "a reduction without a bound run workspace is an error, not a crash");
+        size_t wsb = G->run_workspace_bytes(G);
+        if (!ok_status(G->bind_workspace(G, dalloc(wsb), wsb), "bind the run workspace")) return 1;
+    }
+    test_uploads();
     test_dense();
     test_activations();
     test_losses();
