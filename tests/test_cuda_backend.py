@@ -242,3 +242,106 @@ def test_micro_batch_auto_trains_under_a_device_limit_like_the_full_batch_on_cpu
     # micro-batches accumulate gradients: the same step as the full batch
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "micro_batch='auto'")
     np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=RTOL)
+
+
+def test_device_memory_a_cuda_fit_takes_is_its_plan():
+    """cudaMemGetInfo before and during a fit: the drop is the plan, plus at
+    most the rounding of cudaMalloc (2 MiB pages) per arena; the context and
+    the library handles exist before (a first fit opened them)."""
+    m = _dense_model()
+    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    m.fit(XD, YD, batch_size=24, epochs=1, verbose=0, device="cuda", validation_split=0.25)  # opens handles
+    plan = m.estimate_memory(batch_size=24, device="cuda")
+    free0, _ = _core.device_mem_info("cuda:0")
+    seen = []
+    cb = bf.callbacks.LambdaCallback(on_train_batch_end=lambda b, logs: seen.append(_core.device_mem_info("cuda:0")[0]))
+    m.fit(XD, YD, batch_size=24, epochs=2, verbose=0, device="cuda", validation_split=0.25, callbacks=[cb])
+    taken = free0 - min(seen)
+    planned = sum(s["run_reserved"] for s in m._last_run_stats)
+    assert planned == sum(e.bytes for e in m._last_plan.breakdown if e.where.startswith("cuda"))
+    assert planned <= taken <= planned + 2 * (2 << 20), (taken, planned, plan.device_bytes)
+    assert _core.device_mem_info("cuda:0")[0] >= free0 - (2 << 20)  # given back
+
+
+def test_weights_read_and_validated_during_a_cuda_fit_are_current():
+    """get_weights in a callback and each epoch's val_loss see the weights of
+    that epoch, though they live on the device while the run is open."""
+    snaps = {}
+
+    def cb(dev):
+        snaps[dev] = []
+        return bf.callbacks.LambdaCallback(on_epoch_end=lambda e, logs: snaps[dev].append(_m[dev].get_weights()))
+
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=0.05, momentum=0.9),
+                    loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+
+    _m = {"cpu": _dense_model(), "cuda": _dense_model()}
+    for m in _m.values():
+        m.compile(**compile_kw())
+    _m["cuda"].set_weights(_m["cpu"].get_weights())
+    hist = {}
+    for dev, m in _m.items():
+        bf.utils.set_random_seed(3)
+        hist[dev] = m.fit(XD, YD, batch_size=16, epochs=3, shuffle=False, verbose=0, device=dev,
+                          validation_split=0.25, callbacks=[cb(dev)])
+    for a, b in zip(snaps["cuda"], snaps["cpu"]):
+        _assert_weights_close(a, b, "get_weights during fit")
+    np.testing.assert_allclose(hist["cuda"].history["val_loss"], hist["cpu"].history["val_loss"], rtol=RTOL)
+
+
+def test_conv_on_large_images_runs_in_cudnn_descriptor_limits():
+    """A 1024x1024 image with 32 filters is 2^25 values per sample: 64 samples
+    exceed a cuDNN descriptor, so algorithms are chosen at a smaller batch."""
+    def build():
+        return bf.Sequential([layers.Conv2D(32, (3, 3), padding="same", input_shape=(1024, 1024, 3)),
+                              layers.GlobalAveragePooling2D(), layers.Dense(1)])
+
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 1024, 1024, 3)).astype(np.float32)
+    y = rng.standard_normal((2, 1)).astype(np.float32)
+
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=0.01), loss="mse")
+
+    cpu, gpu, _, _ = _train_both(build, compile_kw, x, y, batch_size=2, epochs=1)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "1024x1024 conv")
+
+
+@pytest.fixture
+def device_limit_8gib():
+    bf.set_memory_limit(device="8GiB")
+    try:
+        yield
+    finally:
+        bf.set_memory_limit(device="auto")
+
+
+def test_the_100x100_conv_model_is_refused_under_8gib_and_trains_in_micro_batches(device_limit_8gib):
+    """DESIGN.md's Conv2D model. Its plan is 6.5 GiB at batch 2048 (which fits
+    in 8 GiB) and 12.8 GiB at 4096, so 4096 is the batch refused here."""
+    def build():
+        m = bf.Sequential([layers.Conv2D(32, (3, 3), activation="relu", input_shape=(100, 100, 3)),
+                           layers.MaxPooling2D((2, 2)), layers.Flatten(),
+                           layers.Dense(128, activation="relu"), layers.Dense(10, activation="softmax")])
+        m.compile(optimizer=bf.optimizers.SGD(learning_rate=0.01, momentum=0.9),
+                  loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        return m
+
+    rng = np.random.default_rng(7)
+    x = rng.random((4096, 100, 100, 3), dtype=np.float32)
+    y = rng.integers(0, 10, 4096)
+    small, full = build(), build()
+    full.set_weights(small.get_weights())
+    assert small.estimate_memory(batch_size=2048, device="cuda").fits
+    before = small.get_weights()
+    with pytest.raises(bf.MemoryBudgetError) as ei:
+        small.fit(x, y, batch_size=4096, verbose=0, device="cuda")
+    assert ei.value.where == "cuda:0" and ei.value.needed_bytes > 8 << 30
+    for a, b in zip(small.get_weights(), before):
+        np.testing.assert_array_equal(a, b)
+    small.fit(x, y, batch_size=4096, epochs=1, shuffle=False, verbose=0, device="cuda", micro_batch="auto")
+    assert small._last_plan.micro_batch < 4096
+    bf.set_memory_limit(device="auto")  # the full batch on the whole GPU: the same step
+    full.fit(x, y, batch_size=4096, epochs=1, shuffle=False, verbose=0, device="cuda")
+    _assert_weights_close(small.get_weights(), full.get_weights(), "micro_batch='auto' vs the full batch")

@@ -29,6 +29,15 @@
 
 /* ---- geometry (the CPU's rules, csrc/cpu/conv2d.c) ---- */
 
+/* values per sample of the largest tensor cuDNN sees: input, padded input or output */
+static long long per_sample(const bf_conv_geom *g) {
+    const long long HP = (long long)(g->OH - 1) * g->SH + g->KH, WP = (long long)(g->OW - 1) * g->SW + g->KW;
+    long long per = (long long)g->H * g->W * g->C, t = HP * WP * g->C;
+    if (t > per) per = t;
+    t = (long long)g->OH * g->OW * g->K;
+    return t > per ? t : per;
+}
+
 static int same_dim(int in, int out, int k, int s, int pad) {
     int total = (out - 1) * s + k - in;
     if (total < 0) total = 0;
@@ -157,7 +166,9 @@ static int exact_math(cudnnMathType_t m) { return m == CUDNN_FMA_MATH || m == CU
 
 /* heuristic choice at the reference batch; the fallbacks need no heuristics */
 static bf_status plan_choose(bf_cuda_state *st, bf_cuda_conv_plan *p) {
-    BF_TRY(plan_set_batch(st, p, BF_CONV_REF_B));
+    /* the reference batch, less where 64 samples exceed a descriptor (large images) */
+    const long long cap = INT_MAX / per_sample(&p->g);
+    BF_TRY(plan_set_batch(st, p, cap < BF_CONV_REF_B ? (int)(cap < 1 ? 1 : cap) : BF_CONV_REF_B));
     p->fwd = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
     p->bwd_data = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
     p->bwd_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
@@ -316,12 +327,7 @@ static void layout(const bf_cuda_conv_plan *p, int backward, ws_layout *L) {
  * per tensor, so a larger batch runs in chunks of this many samples (slices
  * of an NHWC batch are contiguous). Plans and workspace are those of a chunk. */
 static int chunk_batch(const bf_conv_geom *g) {
-    const int HP = (g->OH - 1) * g->SH + g->KH, WP = (g->OW - 1) * g->SW + g->KW;
-    long long per = (long long)g->H * g->W * g->C;
-    const long long padded = (long long)HP * WP * g->C, outs = (long long)g->OH * g->OW * g->K;
-    if (padded > per) per = padded;
-    if (outs > per) per = outs;
-    const long long n = INT_MAX / per;
+    const long long n = INT_MAX / per_sample(g);
     return n >= g->B ? g->B : (int)(n < 1 ? 1 : n);
 }
 
