@@ -216,3 +216,45 @@ def test_emu_is_a_device_name_and_bad_names_say_what_is_accepted():
     assert bf.devices.resolve("EMU") == "emu:0"
     with pytest.raises(ValueError, match="'cpu', 'cuda' or 'cuda:N'"):
         bf.devices.resolve("emu:1")
+
+
+def test_nonfinite_loss_on_a_device_stops_where_the_cpu_does_with_the_same_weights():
+    x = X.copy()
+    x[70, 3] = np.nan  # in step 4 of 16 rows
+    found, weights = {}, {}
+    for m, dev in zip(twins(mlp), ("cpu", "emu")):
+        with pytest.raises(bf.NonFiniteError) as ei:
+            m.fit(x, Y, batch_size=16, shuffle=False, verbose=0, device=dev)
+        e = ei.value
+        found[dev] = (e.step, [ly.name for ly in m.layers].index(e.layer), e.what)
+        weights[dev] = m.get_weights()
+    # relu turns the NaN row's outputs into zeros; the first kernel's gradient is where it shows
+    assert found["emu"] == found["cpu"] == (4, 0, "gradient")
+    assert_same_weights(weights["emu"], weights["cpu"])
+    assert all(np.isfinite(w).all() for w in weights["emu"])
+
+
+def test_gradient_overflow_with_a_finite_loss_is_caught_on_a_device():
+    m = bf.Sequential([layers.Dense(1, use_bias=False, input_shape=(1,)), layers.Dense(2, use_bias=False)])
+    m.compile(optimizer="sgd", loss=bf.losses.SparseCategoricalCrossentropy(from_logits=True))
+    m.set_weights([np.array([[1e-30]], np.float32), np.array([[1e30, -1e30]], np.float32)])
+    before = m.get_weights()
+    with pytest.raises(bf.NonFiniteError) as ei:
+        m.fit(np.full((8, 1), 1e30, np.float32), np.ones(8, np.int64), batch_size=8, verbose=0, device="emu")
+    assert ei.value.what == "gradient" and ei.value.layer == m.layers[0].name
+    assert_same_weights(m.get_weights(), before)
+
+
+@pytest.mark.parametrize("build,x,y,bs", [(mlp, X, Y, 8), (cnn, XC, YC, 8)], ids=["mlp", "cnn"])
+def test_a_device_training_step_waits_for_the_device_once(build, x, y, bs):
+    """Loss, metric and the gradient guard's bounds stay on the device and come
+    back in one read per step; the other counted wait is the check that the
+    previous batch's upload is done (it is, by then). On a GPU every wait
+    drains the queue, so this is what keeps small steps fast."""
+    m = build()
+    m.fit(x, y, batch_size=bs, epochs=1, verbose=0, device="emu")
+    w0 = _core.emu_waits()
+    m.fit(x, y, batch_size=bs, epochs=1, verbose=0, device="emu")
+    steps = len(x) // bs
+    # + the end of each chunk of steps (sync) and the final read of the weights
+    assert _core.emu_waits() - w0 <= 2 * steps + 8

@@ -85,11 +85,13 @@ typedef struct bf_backend {
     /* correct_out (B): 1.0f where the prediction is right (Keras "accuracy" for the loss) */
     bf_status (*accuracy)(struct bf_backend *be, float *correct_out, const float *pred,
                           const float *target, bf_loss_kind kind, int from_logits, int B, int C);
-    /* sum_out (1) = sum(x[0..n)); used for loss / metric totals */
+    /* Reductions write into backend memory and do not wait: the core reads a
+     * micro-batch's results back in one copy (bf_step_stats, program.h). */
+    /* sum_out (1) = sum(x[0..n)); loss / metric totals */
     bf_status (*sum)(struct bf_backend *be, double *sum_out, const float *x, long n);
-    /* returns 1 in *bad if any of x[0..n) is NaN or Inf */
+    /* bad (1) = 1 if any of x[0..n) is NaN or Inf, else left as it is (scans OR together) */
     bf_status (*nonfinite)(struct bf_backend *be, int *bad, const float *x, long n);
-    /* out (1) = max |x[0..n)|, or +Inf when any of x is NaN or Inf */
+    /* out (1) = max |x[0..n)|, or +Inf / a NaN when any of x is NaN or Inf */
     bf_status (*maxabs)(struct bf_backend *be, float *out, const float *x, long n);
 
     /* optimizers, Keras update rules; t = 1-based iteration */
@@ -146,6 +148,9 @@ bf_backend *bf_cpu_backend(void);
  * BF_EMU_TOTAL_BYTES total, less what its reservations hold. */
 #define BF_EMU_TOTAL_BYTES ((size_t)4 << 30)
 bf_backend *bf_emu_backend(void);
+/* calls so far to the ops that make the host wait for a GPU (reads to the
+ * host, sync, batch_wait): how often a step stalls the device's queue */
+long bf_emu_waits(void);
 void bf_emu_mem_info(size_t *free_bytes, size_t *total_bytes);
 
 #endif

@@ -189,6 +189,7 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
     r->model_bytes = bf_align_up(fb * (size_t)(m->n_params ? m->n_params : 1));
     r->opt_new_bytes = train && !m->slots ? bf_model_opt_state_bytes(m) : 0;
     r->ws_bytes = r->on_device && be->run_workspace_bytes ? bf_align_up(be->run_workspace_bytes(be)) : 0;
+    r->stats_bytes = bf_align_up(sizeof(bf_step_stats));
 
     size_t slots = (r->xslot_bytes + r->yslot_bytes) * BF_PREFETCH_DEPTH;
     int d = r->on_device;
@@ -204,8 +205,10 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
     snprintf(what, sizeof what, "activations and temporaries (%d buffers, liveness-planned)", r->nbuf);
     entry(r, what, "activations", bf_align_up(r->scratch_bytes), d);
     entry(r, "backend scratch and library workspace", "workspaces", r->ws_bytes, 1);
+    entry(r, "step statistics (loss, metric, guard bounds)", "workspaces", r->stats_bytes, d);
     if (d) entry(r, "pinned host batch slots", "input batches", slots, 0);
-    r->device_bytes = d ? r->w_bytes + r->slot_bytes + r->grad_bytes + slots + bf_align_up(r->scratch_bytes) + r->ws_bytes : 0;
-    r->host_bytes = r->opt_new_bytes + (d ? slots : r->grad_bytes + slots + bf_align_up(r->scratch_bytes));
+    r->device_bytes = d ? r->w_bytes + r->slot_bytes + r->grad_bytes + slots + bf_align_up(r->scratch_bytes) +
+                          r->ws_bytes + r->stats_bytes : 0;
+    r->host_bytes = r->opt_new_bytes + (d ? slots : r->grad_bytes + slots + bf_align_up(r->scratch_bytes) + r->stats_bytes);
     return BF_OK;
 }

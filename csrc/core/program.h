@@ -27,6 +27,16 @@ typedef struct {
 
 #define BF_PLAN_MAXENTRY 16
 
+/* What a micro-batch hands back to the host, in backend memory: the ops
+ * write it without waiting and run.c reads it back in one copy, so a step
+ * makes the host wait for the device once. */
+typedef struct {
+    double loss, acc;              /* sums over the micro-batch's rows */
+    int bad;                       /* a non-finite scan hit (gradients of layers without a bound) */
+    int pad_;
+    float bound[BF_MAX_LAYERS][2]; /* Dense / Conv2D: max|input|, max|output gradient| */
+} bf_step_stats;
+
 typedef struct {
     bf_model *m;
     bf_backend *be;
@@ -44,7 +54,7 @@ typedef struct {
     size_t scratch_bytes, naive_scratch_bytes;
     long y_row;   /* floats per label row */
     /* persistent sizes (bytes, aligned) */
-    size_t grad_bytes, xslot_bytes, yslot_bytes, w_bytes, slot_bytes, ws_bytes;
+    size_t grad_bytes, xslot_bytes, yslot_bytes, w_bytes, slot_bytes, ws_bytes, stats_bytes;
     /* plan table */
     int nentry;
     bf_plan_entry entries[BF_PLAN_MAXENTRY];
@@ -57,6 +67,8 @@ typedef struct {
     bf_arena host_arena;   /* pinned host batch slots when be is a device */
     char *scratch;
     void *ws;              /* the backend's run workspace (devices) */
+    bf_step_stats *stats;  /* in the arena (backend memory) */
+    bf_step_stats hstats;  /* the host's copy of the last micro-batch's */
     int pinned;            /* host_arena page-locked by the backend */
     float *w, *grads, *slots;
     float *xslot[BF_PREFETCH_DEPTH], *yslot[BF_PREFETCH_DEPTH];
@@ -66,6 +78,8 @@ typedef struct {
      * max|output gradient| (Dense, Conv2D); below FLT_MAX/4 the gradients are
      * provably finite and need no scan */
     double gbound[BF_MAX_LAYERS];
+    double bcount[BF_MAX_LAYERS]; /* products per gradient element this micro-batch; 0: no bound taken */
+    int other_bad;         /* a scan of the unbounded gradients hit, this step */
     int unguarded;         /* benchmarks only: skip the non-finite scan of gradients */
     long job_seq;          /* micro-batches loaded so far: slot = job_seq % depth */
     uint64_t dropout_seed;

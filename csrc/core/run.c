@@ -63,6 +63,8 @@ bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
     r->scratch = (char *)scratch;
     if ((s = carve(&r->arena, r->ws_bytes, &scratch)) != BF_OK) goto fail;
     r->ws = scratch;
+    if ((s = carve(&r->arena, r->stats_bytes, &scratch)) != BF_OK) goto fail;
+    r->stats = (bf_step_stats *)(void *)scratch;
     if (r->on_device && r->be->host_pin && r->host_arena.base) {
         r->be->host_pin(r->be, r->host_arena.base, r->host_arena.capacity);
         r->pinned = 1;
@@ -88,6 +90,7 @@ void bf_run_close(bf_run *r) {
     if (r->pinned && r->host_arena.base) r->be->host_unpin(r->be, r->host_arena.base);
     r->pinned = 0;
     r->ws = NULL;
+    r->stats = NULL;
     bf_arena_release(&r->arena);
     bf_arena_release(&r->host_arena);
     r->scratch = NULL;
@@ -123,6 +126,17 @@ static bf_status uploaded(bf_run *r, int k) {
 static bf_status bind(bf_run *r, int on) {
     if (!r->on_device || !r->be->bind_workspace) return BF_OK;
     return r->be->bind_workspace(r->be, on ? r->ws : NULL, on ? r->ws_bytes : 0);
+}
+
+/* *bad = 1 if any of x (n) is NaN or Inf; waits for the device */
+static bf_status scan(bf_run *r, const float *x, long n, int *bad) {
+    bf_backend *be = r->be;
+    int v = 0;
+    BF_TRY(be->fill_zero(be, &r->stats->bad, sizeof(int)));
+    BF_TRY(be->nonfinite(be, &r->stats->bad, x, n));
+    BF_TRY(be->to_host(be, &v, &r->stats->bad, sizeof v));
+    *bad = v != 0;
+    return BF_OK;
 }
 
 /* forward over `rows`; with `check`, stop at the first non-finite output */
@@ -186,23 +200,35 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
         }
         if (check) {
             int bad = 0;
-            BF_TRY(be->nonfinite(be, &bad, out, (long)rows * L->out_size));
+            BF_TRY(scan(r, out, (long)rows * L->out_size, &bad));
             if (bad) { *bad_layer = i; return BF_OK; }
         }
     }
     return BF_OK;
 }
 
-/* gbound[i] += count * max(max|inp|, 1) * max|dz|: every dW element is a sum of
- * `count` products inp*dz and every db element a sum of `count` dz */
-static bf_status add_bound(bf_run *r, int i, const float *inp, long n_in, const float *dz, long n_dz, double count) {
+/* queue max|inp| and max|dz| of layer i into the step statistics; once read,
+ * gbound[i] += count * max(max|inp|, 1) * max|dz| (add_bounds): every dW
+ * element is a sum of `count` products inp*dz and every db element a sum of
+ * `count` dz */
+static bf_status take_bound(bf_run *r, int i, const float *inp, long n_in, const float *dz, long n_dz, double count) {
     if (r->unguarded) return BF_OK;
-    float a = 0, b = 0;
-    BF_TRY(r->be->maxabs(r->be, &a, inp, n_in));
-    BF_TRY(r->be->maxabs(r->be, &b, dz, n_dz));
-    double A = a > 1.0f ? (double)a : 1.0;
-    r->gbound[i] += count * A * (double)b;
+    BF_TRY(r->be->maxabs(r->be, &r->stats->bound[i][0], inp, n_in));
+    BF_TRY(r->be->maxabs(r->be, &r->stats->bound[i][1], dz, n_dz));
+    r->bcount[i] = count;
     return BF_OK;
+}
+
+/* the bounds of the micro-batch just read back; a NaN maximum counts as +Inf */
+static void add_bounds(bf_run *r) {
+    for (int i = 0; i < r->m->nlayers; i++) {
+        if (r->bcount[i] == 0.0) continue;
+        float a = r->hstats.bound[i][0], b = r->hstats.bound[i][1];
+        double A = isnan(a) ? INFINITY : a > 1.0f ? (double)a : 1.0;
+        double Bm = isnan(b) ? INFINITY : (double)b;
+        r->gbound[i] += r->bcount[i] * A * Bm;
+        r->bcount[i] = 0.0;
+    }
 }
 
 static bf_status backward(bf_run *r, int rows) {
@@ -221,14 +247,14 @@ static bf_status backward(bf_run *r, int rows) {
             int IN = L->in_shape[L->in_rank - 1];
             int N = (int)(rows_in / IN);
             if (act != BF_ACT_LINEAR) BF_TRY(be->act_backward(be, dout, dout, out, act, N, L->units));
-            BF_TRY(add_bound(r, i, in, rows_in, dout, (long)N * L->units, N));
+            BF_TRY(take_bound(r, i, in, rows_in, dout, (long)N * L->units, N));
             BF_TRY(be->dense_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL, dout, in, param(r, L, 0), N, IN, L->units));
             break;
         }
         case BF_L_CONV2D:
             bf_layer_geom(L, rows, &g);
             if (act != BF_ACT_LINEAR) BF_TRY(be->act_backward(be, dout, dout, out, act, (long)rows * L->out_size / L->filters, L->filters));
-            BF_TRY(add_bound(r, i, in, rows_in, dout, (long)rows * L->out_size, (double)rows * g.OH * g.OW));
+            BF_TRY(take_bound(r, i, in, rows_in, dout, (long)rows * L->out_size, (double)rows * g.OH * g.OW));
             BF_TRY(be->conv2d_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL,
                                        r->bws_id[i] >= 0 ? BUF(r, r->bws_id[i]) : NULL, dout, in, param(r, L, 0), &g));
             break;
@@ -264,8 +290,9 @@ static bf_status backward(bf_run *r, int rows) {
     return BF_OK;
 }
 
-/* loss (and its gradient when training) and accuracy for `rows` rows */
-static bf_status loss_and_metrics(bf_run *r, int rows, float scale, bf_totals *tot, long batch_index) {
+/* loss (and its gradient when training) and accuracy for `rows` rows, their
+ * sums queued into the step statistics */
+static bf_status loss_and_metrics(bf_run *r, int rows, float scale, long batch_index) {
     bf_backend *be = r->be;
     bf_model *m = r->m;
     int Lx = m->nlayers - 1;
@@ -281,13 +308,8 @@ static bf_status loss_and_metrics(bf_run *r, int rows, float scale, bf_totals *t
     }
     BF_TRY(s);
     BF_TRY(be->accuracy(be, BUF(r, r->acc_id), pred, r->yslot[r->cur], m->loss.kind, r->fused, rows, C));
-    double l = 0, a = 0;
-    BF_TRY(be->sum(be, &l, BUF(r, r->loss_id), rows));
-    BF_TRY(be->sum(be, &a, BUF(r, r->acc_id), rows));
-    tot->loss_sum += l;
-    tot->acc_sum += a;
-    tot->rows += rows;
-    return BF_OK;
+    BF_TRY(be->sum(be, &r->stats->loss, BUF(r, r->loss_id), rows));
+    return be->sum(be, &r->stats->acc, BUF(r, r->acc_id), rows);
 }
 
 static bf_status diagnose_nonfinite(bf_run *r, int rows, long step, int loss_bad) {
@@ -305,7 +327,7 @@ static bf_status diagnose_nonfinite(bf_run *r, int rows, long step, int loss_bad
             for (int j = 0; j < m->layers[i].nparam; j++) {
                 float *g = grad(r, &m->layers[i], j);
                 int bad = 0;
-                if (g) BF_TRY(r->be->nonfinite(r->be, &bad, g, m->layers[i].params[j].n));
+                if (g) BF_TRY(scan(r, g, m->layers[i].params[j].n, &bad));
                 if (bad) { r->bad_layer = i; break; }
             }
     }
@@ -346,26 +368,53 @@ static bf_status check_y(const bf_run *r, const bf_src *y) {
     return BF_OK;
 }
 
-/* one micro-batch: forward, loss, backward when training */
-static bf_status micro_step(bf_run *r, int train, int rows, float scale, long step, bf_totals *st) {
-    BF_TRY(forward(r, rows, 0, NULL));
-    BF_TRY(loss_and_metrics(r, rows, scale, st, step));
-    if (train) {
-        if (!isfinite(st->loss_sum)) return diagnose_nonfinite(r, rows, step, 1);
-        BF_TRY(backward(r, rows));
+static int has_bound(const bf_layer *L) { return L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D; }
+
+/* queue the non-finite scan of the gradients no bound covers (BatchNorm, ...) */
+static bf_status scan_unbounded(bf_run *r) {
+    bf_model *m = r->m;
+    for (int i = 0; i < m->nlayers; i++) {
+        const bf_layer *L = &m->layers[i];
+        for (int j = 0; j < L->nparam && !has_bound(L); j++)
+            if (L->params[j].trainable)
+                BF_TRY(r->be->nonfinite(r->be, &r->stats->bad, r->grads + L->params[j].grad_offset, L->params[j].n));
     }
     return BF_OK;
 }
 
-/* scan only the gradients whose bound does not already prove them finite */
+/* One micro-batch: forward, loss, backward when training (and, after the
+ * last of its step, the scan of unbounded gradients), then one read of its
+ * statistics: the only wait for the device. A non-finite loss is diagnosed
+ * from the batch still in its slot; the update is never applied. */
+static bf_status micro_step(bf_run *r, int train, int rows, float scale, long step, int last, bf_totals *st) {
+    bf_backend *be = r->be;
+    BF_TRY(be->fill_zero(be, r->stats, sizeof *r->stats));
+    BF_TRY(forward(r, rows, 0, NULL));
+    BF_TRY(loss_and_metrics(r, rows, scale, step));
+    if (train) BF_TRY(backward(r, rows));
+    if (train && last && !r->unguarded) BF_TRY(scan_unbounded(r));
+    BF_TRY(be->to_host(be, &r->hstats, r->stats, sizeof r->hstats));
+    st->loss_sum += r->hstats.loss;
+    st->acc_sum += r->hstats.acc;
+    st->rows += rows;
+    if (!train) return BF_OK;
+    if (!isfinite(st->loss_sum)) return diagnose_nonfinite(r, rows, step, 1);
+    add_bounds(r);
+    r->other_bad |= r->hstats.bad;
+    return BF_OK;
+}
+
+/* any gradient of the step non-finite: the unbounded ones were scanned with
+ * the last micro-batch; a Dense / Conv2D bound too large to prove its
+ * gradients finite (rare: huge values) makes them scanned too */
 static bf_status grads_nonfinite(bf_run *r, int *bad) {
     bf_model *m = r->m;
-    *bad = 0;
+    *bad = r->other_bad;
     for (int i = 0; i < m->nlayers && !*bad; i++) {
         const bf_layer *L = &m->layers[i];
-        int bounded = (L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D) && r->gbound[i] < 0.25 * (double)FLT_MAX;
-        for (int j = 0; j < L->nparam && !bounded && !*bad; j++)
-            if (L->params[j].trainable) BF_TRY(r->be->nonfinite(r->be, bad, r->grads + L->params[j].grad_offset, L->params[j].n));
+        if (!has_bound(L) || r->gbound[i] < 0.25 * (double)FLT_MAX) continue;
+        for (int j = 0; j < L->nparam && !*bad; j++)
+            if (L->params[j].trainable) BF_TRY(scan(r, r->grads + L->params[j].grad_offset, L->params[j].n, bad));
     }
     return BF_OK;
 }
@@ -401,7 +450,7 @@ static bf_status steps(bf_run *r, int train, const bf_src *x, const bf_src *y, c
         return s;
     }
     bf_totals st = {0};
-    long start, rows, step, srows, cur_step = -1;
+    long start, rows, step, srows, cur_step = -1, done = 0;
     int first, last_rows = 0, prev = -1;
     for (long j = 0; s == BF_OK && bf_jobs_next(&jobs, &start, &rows, &step, &srows, &first); j++) {
         if (first && cur_step >= 0) s = end_step(r, train, cur_step, last_rows, &st, tot);
@@ -409,7 +458,9 @@ static bf_status steps(bf_run *r, int train, const bf_src *x, const bf_src *y, c
         if (first && train) {
             s = r->be->fill_zero(r->be, r->grads, r->grad_bytes);
             memset(r->gbound, 0, sizeof r->gbound);
+            r->other_bad = 0;
         }
+        done = first ? rows : done + rows;
         int k = 0;
         if (s == BF_OK) s = bf_prefetch_acquire(&pf, j, &k);
         /* the previous host slot is free once this one is in hand and its
@@ -421,7 +472,7 @@ static bf_status steps(bf_run *r, int train, const bf_src *x, const bf_src *y, c
             bf_prefetch_release(&pf, j - 1);
         }
         if (s == BF_OK) s = to_device(r, k, rows, x, y);
-        if (s == BF_OK) s = micro_step(r, train, (int)rows, 1.0f / (float)srows, step, &st);
+        if (s == BF_OK) s = micro_step(r, train, (int)rows, 1.0f / (float)srows, step, done >= srows, &st);
         if (s == BF_OK) s = consumed(r, k);
         cur_step = step;
         last_rows = (int)rows;

@@ -12,6 +12,9 @@
 #define BF_EMU_WS_BYTES 4096
 
 static atomic_size_t emu_held; /* bytes of live reservations */
+static atomic_long emu_wait_calls; /* calls that would make the host wait on a GPU */
+
+long bf_emu_waits(void) { return atomic_load(&emu_wait_calls); }
 static void *emu_ws;           /* the bound run workspace */
 
 static bf_status emu_reserve(bf_backend *be, void **out, size_t bytes) {
@@ -46,6 +49,17 @@ static bf_status emu_copy(bf_backend *be, void *dst, const void *src, size_t byt
     return BF_OK;
 }
 
+static bf_status emu_read(bf_backend *be, void *dst, const void *src, size_t bytes) {
+    atomic_fetch_add(&emu_wait_calls, 1);
+    return emu_copy(be, dst, src, bytes);
+}
+
+static bf_status emu_sync(bf_backend *be) {
+    (void)be;
+    atomic_fetch_add(&emu_wait_calls, 1);
+    return BF_OK;
+}
+
 static size_t emu_ws_bytes(bf_backend *be) {
     (void)be;
     return BF_EMU_WS_BYTES;
@@ -68,6 +82,11 @@ static bf_status emu_slot(bf_backend *be, int k) {
     (void)be;
     if (k < 0 || k > 1) return BF_FAIL(BF_ERR_INTERNAL, "emu: batch slot %d", k);
     return BF_OK;
+}
+
+static bf_status emu_batch_wait(bf_backend *be, int k) {
+    atomic_fetch_add(&emu_wait_calls, 1);
+    return emu_slot(be, k);
 }
 
 /* the reductions need the run workspace on a GPU: require it here too */
@@ -97,12 +116,13 @@ bf_backend *bf_emu_backend(void) {
         b.reserve = emu_reserve;
         b.release = emu_release;
         b.to_device = emu_copy;
-        b.to_host = emu_copy;
+        b.to_host = emu_read;
+        b.sync = emu_sync;
         b.run_workspace_bytes = emu_ws_bytes;
         b.bind_workspace = emu_bind;
         b.upload = emu_upload;
         b.batch_consumed = emu_slot;
-        b.batch_wait = emu_slot;
+        b.batch_wait = emu_batch_wait;
         b.sum = emu_sum;
         b.nonfinite = emu_nonfinite;
         b.maxabs = emu_maxabs;

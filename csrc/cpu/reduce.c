@@ -1,4 +1,5 @@
-/* reduce.c - sums (loss and metric totals) and the non-finite scan. */
+/* reduce.c - sums (loss and metric totals), the non-finite scan (ORs into
+ * *bad) and max |x| (the gradient guard's bound). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -21,7 +22,7 @@ bf_status bf_cpu_nonfinite(bf_backend *be, int *bad, const float *x, long n) {
     const uint32_t *u = (const uint32_t *)(const void *)x;
     uint32_t acc = 0;
     for (long i = 0; i < n; i++) acc |= (u[i] & 0x7f800000u) == 0x7f800000u;
-    *bad = acc != 0;
+    if (acc) *bad = 1;
     return BF_OK;
 }
 

@@ -3,10 +3,10 @@
  * Conventions of backend.h: outputs first, row-major NHWC, Keras weight
  * layouts; backward ADDS into parameter gradients and OVERWRITES dinp (which
  * may be NULL). Every op queues work on the device's stream and returns
- * without waiting, except those that hand a value to the host (sum,
- * nonfinite, maxabs, to_host, sync, and SCCE's label check), which wait.
- * Reductions (sum, nonfinite, maxabs, column sums, batchnorm, the loss)
- * need the run workspace bound (workspace.cu). */
+ * without waiting, except those that hand a value to the host (to_host,
+ * sync, batch_wait, and SCCE's label check), which wait. Reductions write
+ * into device memory. Sums (sum, column sums, batchnorm) and the loss need
+ * the run workspace bound (workspace.cu). */
 #ifndef BF_CUDA_OPS_H
 #define BF_CUDA_OPS_H
 

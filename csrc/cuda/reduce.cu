@@ -1,17 +1,16 @@
-/* reduce.cu - reductions whose result goes to the host: sum (loss and metric
- * totals, in double), nonfinite (any NaN / Inf), maxabs (max |x|, +Inf when a
- * value is not finite). The sum is deterministic: a grid whose size depends
- * only on n writes per-block partials to the scratch, one block adds them in
- * a fixed order. The flag reductions use integer tests on the float bits (NaN
- * and Inf are exactly the exponent-all-ones floats; |x| as bits orders like
- * the values). Each call waits for its result. */
-#include <math.h>
-#include <string.h>
-
+/* reduce.cu - reductions into device memory, read back by the core with the
+ * rest of a micro-batch's statistics: sum (loss and metric totals, in double),
+ * nonfinite (ORs 1 into a flag on any NaN / Inf), maxabs (max |x| as float
+ * bits: +Inf or a NaN when a value is not finite). The sum is deterministic:
+ * a grid whose size depends only on n writes per-block partials to the
+ * scratch, one block adds them in a fixed order. The flag reductions use
+ * integer tests on the float bits (NaN and Inf are exactly the
+ * exponent-all-ones floats; |x| as bits orders like the values). No call
+ * waits. */
 #include "cuda_ops.h"
 
 #define BF_SUM_THREADS 256
-#define BF_SUM_MAX_BLOCKS 1024 /* partials at scratch[0..1024), the total at scratch[1024] */
+#define BF_SUM_MAX_BLOCKS 1024 /* partials at scratch[0..1024) */
 
 // block total of v (blockDim.x == BF_SUM_THREADS) into every thread's return; fixed order
 __device__ double block_sum(double v) {
@@ -42,7 +41,7 @@ __global__ void sum_finish_kernel(double *total, const double *part, int G) {
     if (threadIdx.x == 0) *total = t;
 }
 
-// flag (1) = 1 if any of x (n) is NaN or Inf (flag zeroed before)
+// flag (1) = 1 if any of x (n) is NaN or Inf, else left as it is
 __global__ void nonfinite_kernel(int *flag, const float *x, long n) {
     const unsigned *u = (const unsigned *)x;
     unsigned acc = 0;
@@ -51,7 +50,7 @@ __global__ void nonfinite_kernel(int *flag, const float *x, long n) {
     if (__syncthreads_or(acc) && threadIdx.x == 0) *flag = 1;
 }
 
-// m (1) = max over x (n) of the bits of |x| (m zeroed before)
+// m (1) = max over x (n) of the bits of |x| (m zeroed before: +0.0f)
 __global__ void maxabs_kernel(unsigned *m, const float *x, long n) {
     const unsigned *u = (const unsigned *)x;
     unsigned acc = 0;
@@ -66,62 +65,41 @@ __global__ void maxabs_kernel(unsigned *m, const float *x, long n) {
     if ((threadIdx.x & 31) == 0 && acc) atomicMax(m, acc);
 }
 
-// sum_out (1, host) = sum of x (n)
+// sum_out (1, device) = sum of x (n)
 bf_status bf_cuda_sum(bf_backend *be, double *sum_out, const float *x, long n) {
-    *sum_out = 0.0;
     BF_CUDA_ENTER(st, be);
-    if (n <= 0) return BF_OK;
+    if (!sum_out) return BF_FAIL(BF_ERR_ARG, "sum: NULL output");
+    if (n <= 0) {
+        BF_CUDA_CHECK(st, cudaMemsetAsync(sum_out, 0, sizeof(double), st->stream));
+        return BF_OK;
+    }
     BF_TRY(bf_cuda_need_scratch(st, "sum"));
     long g = (n + BF_SUM_THREADS * 8L - 1) / (BF_SUM_THREADS * 8L);
     const int G = (int)(g < BF_SUM_MAX_BLOCKS ? g : BF_SUM_MAX_BLOCKS);
-    double *part = st->scratch, *total = st->scratch + BF_SUM_MAX_BLOCKS;
-    sum_partial_kernel<<<G, BF_SUM_THREADS, 0, st->stream>>>(part, x, n);
+    sum_partial_kernel<<<G, BF_SUM_THREADS, 0, st->stream>>>(st->scratch, x, n);
     BF_CUDA_LAUNCHED(st, sum_partial_kernel);
-    sum_finish_kernel<<<1, BF_SUM_THREADS, 0, st->stream>>>(total, part, G);
+    sum_finish_kernel<<<1, BF_SUM_THREADS, 0, st->stream>>>(sum_out, st->scratch, G);
     BF_CUDA_LAUNCHED(st, sum_finish_kernel);
-    double r = 0.0;
-    BF_CUDA_CHECK(st, cudaMemcpyAsync(&r, total, sizeof r, cudaMemcpyDeviceToHost, st->stream));
-    BF_CUDA_CHECK(st, cudaStreamSynchronize(st->stream));
-    *sum_out = r;
     return BF_OK;
 }
 
-// *bad (host) = 1 if any of x (n) is NaN or Inf
+// bad (1, device) = 1 if any of x (n) is NaN or Inf, else left as it is
 bf_status bf_cuda_nonfinite(bf_backend *be, int *bad, const float *x, long n) {
-    *bad = 0;
     BF_CUDA_ENTER(st, be);
+    if (!bad) return BF_FAIL(BF_ERR_ARG, "nonfinite: NULL flag");
     if (n <= 0) return BF_OK;
-    BF_TRY(bf_cuda_need_scratch(st, "nonfinite"));
-    int *flag = st->flags + 1;
-    BF_CUDA_CHECK(st, cudaMemsetAsync(flag, 0, sizeof(int), st->stream));
-    nonfinite_kernel<<<bf_cuda_grid(n, 256 * 8), 256, 0, st->stream>>>(flag, x, n);
+    nonfinite_kernel<<<bf_cuda_grid(n, 256 * 8), 256, 0, st->stream>>>(bad, x, n);
     BF_CUDA_LAUNCHED(st, nonfinite_kernel);
-    int r = 0;
-    BF_CUDA_CHECK(st, cudaMemcpyAsync(&r, flag, sizeof r, cudaMemcpyDeviceToHost, st->stream));
-    BF_CUDA_CHECK(st, cudaStreamSynchronize(st->stream));
-    *bad = r != 0;
     return BF_OK;
 }
 
-// *out (host) = max |x (n)|, or +Inf when any of x is NaN or Inf
+// out (1, device) = max |x (n)| (its bits: +Inf or a NaN when any of x is not finite)
 bf_status bf_cuda_maxabs(bf_backend *be, float *out, const float *x, long n) {
-    *out = 0.0f;
     BF_CUDA_ENTER(st, be);
+    if (!out) return BF_FAIL(BF_ERR_ARG, "maxabs: NULL output");
+    BF_CUDA_CHECK(st, cudaMemsetAsync(out, 0, sizeof(float), st->stream));
     if (n <= 0) return BF_OK;
-    BF_TRY(bf_cuda_need_scratch(st, "maxabs"));
-    unsigned *m = (unsigned *)(st->flags + 2);
-    BF_CUDA_CHECK(st, cudaMemsetAsync(m, 0, sizeof(unsigned), st->stream));
-    maxabs_kernel<<<bf_cuda_grid(n, 256 * 8), 256, 0, st->stream>>>(m, x, n);
+    maxabs_kernel<<<bf_cuda_grid(n, 256 * 8), 256, 0, st->stream>>>((unsigned *)out, x, n);
     BF_CUDA_LAUNCHED(st, maxabs_kernel);
-    unsigned r = 0;
-    BF_CUDA_CHECK(st, cudaMemcpyAsync(&r, m, sizeof r, cudaMemcpyDeviceToHost, st->stream));
-    BF_CUDA_CHECK(st, cudaStreamSynchronize(st->stream));
-    if (r >= 0x7f800000u) {
-        *out = INFINITY;
-    } else {
-        float f;
-        memcpy(&f, &r, sizeof f);
-        *out = f;
-    }
     return BF_OK;
 }

@@ -32,6 +32,12 @@ static PyObject *live_reservations(PyObject *self, PyObject *noargs) {
     return PyLong_FromLong(bf_arena_live());
 }
 
+static PyObject *emu_waits(PyObject *self, PyObject *noargs) {
+    (void)self;
+    (void)noargs;
+    return PyLong_FromLong(bf_emu_waits());
+}
+
 static PyObject *set_num_threads(PyObject *self, PyObject *args) {
     (void)self;
     int n;
@@ -89,6 +95,7 @@ static PyMethodDef module_methods[] = {
      "fault_inject(n): make the n-th engine allocation from now fail (0 = off); resets the count"},
     {"fault_count", fault_count, METH_NOARGS, "allocation attempts since the last fault_inject()"},
     {"live_reservations", live_reservations, METH_NOARGS, "arena reservations currently held (leak checks)"},
+    {"emu_waits", emu_waits, METH_NOARGS, "calls on device 'emu' so far that make the host wait for a GPU"},
     {"set_num_threads", set_num_threads, METH_VARARGS, "set the number of BLAS threads"},
     {"build_info", build_info, METH_NOARGS, "build configuration: BLAS, CUDA"},
     {NULL, NULL, 0, NULL},
