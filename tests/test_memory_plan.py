@@ -41,6 +41,7 @@ def test_plan_equals_arena_high_water_to_the_byte(opt, val):
 
 def test_plan_needs_no_data_and_allocates_nothing():
     m = mlp()
+    gc.collect()  # models of earlier tests in reference cycles (model.history.model) go now, not midway
     live = _core.live_reservations()
     plan = m.estimate_memory(batch_size=1 << 14)
     assert _core.live_reservations() == live
@@ -63,6 +64,7 @@ def test_liveness_planning_reuses_activation_memory():
 def test_fit_raises_budget_error_before_first_step():
     m = mlp()
     before = m.get_weights()
+    gc.collect()  # models of earlier tests in reference cycles go now, not midway
     live = _core.live_reservations()
     with pytest.raises(bf.MemoryBudgetError) as ei:
         m.fit(X, Y, batch_size=4096, memory_limit="320KiB", verbose=0)

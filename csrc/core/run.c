@@ -101,7 +101,6 @@ void bf_run_close(bf_run *r) {
  * step; the ops queued after it wait for it */
 static bf_status to_device(bf_run *r, int k, long n, const bf_src *x, const bf_src *y) {
     bf_backend *be = r->be;
-    r->cur = k;
     if (!r->on_device) return BF_OK;
     size_t xb = sizeof(float) * (size_t)n * (size_t)x->row_elems, yb = y ? sizeof(float) * (size_t)n * (size_t)y->row_elems : 0;
     if (!be->upload) {
@@ -382,18 +381,23 @@ static bf_status scan_unbounded(bf_run *r) {
     return BF_OK;
 }
 
-/* One micro-batch: forward, loss, backward when training (and, after the
- * last of its step, the scan of unbounded gradients), then one read of its
- * statistics: the only wait for the device. A non-finite loss is diagnosed
- * from the batch still in its slot; the update is never applied. */
-static bf_status micro_step(bf_run *r, int train, int rows, float scale, long step, int last, bf_totals *st) {
+/* One micro-batch, in two halves. queue: forward, loss, backward when
+ * training (and, after the last of its step, the scan of unbounded
+ * gradients). finish: one read of its statistics, the only wait for the
+ * device. A non-finite loss is diagnosed from the batch still in its slot;
+ * the update is never applied. */
+static bf_status queue_micro_step(bf_run *r, int train, int rows, float scale, long step, int last) {
     bf_backend *be = r->be;
     BF_TRY(be->fill_zero(be, r->stats, sizeof *r->stats));
     BF_TRY(forward(r, rows, 0, NULL));
     BF_TRY(loss_and_metrics(r, rows, scale, step));
     if (train) BF_TRY(backward(r, rows));
     if (train && last && !r->unguarded) BF_TRY(scan_unbounded(r));
-    BF_TRY(be->to_host(be, &r->hstats, r->stats, sizeof r->hstats));
+    return BF_OK;
+}
+
+static bf_status finish_micro_step(bf_run *r, int train, int rows, long step, bf_totals *st) {
+    BF_TRY(r->be->to_host(r->be, &r->hstats, r->stats, sizeof r->hstats));
     st->loss_sum += r->hstats.loss;
     st->acc_sum += r->hstats.acc;
     st->rows += rows;
@@ -434,12 +438,37 @@ static bf_status end_step(bf_run *r, int train, long step, int rows, bf_totals *
     return BF_OK;
 }
 
+/* one micro-batch of the job list and the batch slot it is loaded into */
+typedef struct {
+    long j, start, rows, step, srows;
+    int first, k;
+} bf_job;
+
+static int next_job(bf_jobs *jobs, long j, bf_job *job) {
+    job->j = j;
+    return bf_jobs_next(jobs, &job->start, &job->rows, &job->step, &job->srows, &job->first);
+}
+
+/* job's rows gathered into a host slot and, on a device, its upload queued */
+static bf_status load(bf_run *r, bf_prefetch *pf, bf_job *job, const bf_src *x, const bf_src *y) {
+    BF_TRY(bf_prefetch_acquire(pf, job->j, &job->k));
+    return to_device(r, job->k, job->rows, x, y);
+}
+
+/* On a device (ahead), job j+1 is loaded while job j computes: its upload is
+ * queued on the copy stream before job j's statistics are read, and a host
+ * slot is released as soon as its upload has read it. On the CPU the host
+ * slot is the one computed on: it is released when the next is in hand, and
+ * the prefetch thread gathers the next batch meanwhile. Device slot of job
+ * j - 1 stays as it is through end_step, whose non-finite diagnosis re-reads
+ * it. */
 static bf_status steps(bf_run *r, int train, const bf_src *x, const bf_src *y, const int64_t *order, long n,
                        long batch, long first_step, long nsteps, bf_totals *tot) {
     BF_TRY(check_y(r, y));
     if (x->row_elems != r->m->in_size)
         return BF_FAIL(BF_ERR_SHAPE, "x has %lld values per sample, the model's input needs %ld",
                        (long long)x->row_elems, r->m->in_size);
+    const int ahead = r->on_device && r->be->upload;
     bf_jobs jobs;
     bf_jobs_init(&jobs, n, batch, r->B, first_step, nsteps);
     BF_TRY(bind(r, 1));
@@ -450,36 +479,37 @@ static bf_status steps(bf_run *r, int train, const bf_src *x, const bf_src *y, c
         return s;
     }
     bf_totals st = {0};
-    long start, rows, step, srows, cur_step = -1, done = 0;
-    int first, last_rows = 0, prev = -1;
-    for (long j = 0; s == BF_OK && bf_jobs_next(&jobs, &start, &rows, &step, &srows, &first); j++) {
-        if (first && cur_step >= 0) s = end_step(r, train, cur_step, last_rows, &st, tot);
+    long cur_step = -1, done = 0;
+    int last_rows = 0;
+    bf_job cur, nxt;
+    int have = next_job(&jobs, 0, &cur);
+    if (have) s = load(r, &pf, &cur, x, y);
+    while (s == BF_OK && have) {
+        if (cur.first && cur_step >= 0) s = end_step(r, train, cur_step, last_rows, &st, tot);
         if (s != BF_OK) break;
-        if (first && train) {
+        if (cur.first && train) {
             s = r->be->fill_zero(r->be, r->grads, r->grad_bytes);
             memset(r->gbound, 0, sizeof r->gbound);
             r->other_bad = 0;
         }
-        done = first ? rows : done + rows;
-        int k = 0;
-        if (s == BF_OK) s = bf_prefetch_acquire(&pf, j, &k);
-        /* the previous host slot is free once this one is in hand and its
-         * upload has read it; the current device slot stays as it is through
-         * end_step, whose non-finite diagnosis re-reads it */
-        if (j > 0) {
-            bf_status w = uploaded(r, prev);
-            if (s == BF_OK) s = w;
-            bf_prefetch_release(&pf, j - 1);
+        if (!ahead && cur.j > 0) bf_prefetch_release(&pf, cur.j - 1);
+        r->cur = cur.k;
+        done = cur.first ? cur.rows : done + cur.rows;
+        if (s == BF_OK) s = queue_micro_step(r, train, (int)cur.rows, 1.0f / (float)cur.srows, cur.step, done >= cur.srows);
+        have = next_job(&jobs, cur.j + 1, &nxt);
+        if (ahead && s == BF_OK) {
+            s = uploaded(r, cur.k);
+            bf_prefetch_release(&pf, cur.j);
+            if (s == BF_OK && have) s = load(r, &pf, &nxt, x, y);
         }
-        if (s == BF_OK) s = to_device(r, k, rows, x, y);
-        if (s == BF_OK) s = micro_step(r, train, (int)rows, 1.0f / (float)srows, step, done >= srows, &st);
-        if (s == BF_OK) s = consumed(r, k);
-        cur_step = step;
-        last_rows = (int)rows;
-        prev = k;
+        if (s == BF_OK) s = finish_micro_step(r, train, (int)cur.rows, cur.step, &st);
+        if (s == BF_OK) s = consumed(r, cur.k);
+        if (s == BF_OK && have && !ahead) s = load(r, &pf, &nxt, x, y);
+        cur_step = cur.step;
+        last_rows = (int)cur.rows;
+        cur = nxt;
     }
     if (s == BF_OK && cur_step >= 0) s = end_step(r, train, cur_step, last_rows, &st, tot);
-    if (s == BF_OK && prev >= 0) s = uploaded(r, prev);
     bf_prefetch_stop(&pf);
     tot->wait_seconds += pf.wait_seconds;
     if (s == BF_OK) s = r->be->sync(r->be);
@@ -513,19 +543,28 @@ bf_status bf_run_predict(bf_run *r, float *out_host, const bf_src *x, long start
         bind(r, 0);
         return s;
     }
-    long off, rows, step, srows;
-    int first;
-    for (long j = 0; s == BF_OK && bf_jobs_next(&jobs, &off, &rows, &step, &srows, &first); j++) {
-        int k = 0;
-        s = bf_prefetch_acquire(&pf, j, &k);
-        if (s == BF_OK) s = to_device(r, k, rows, x, NULL);
-        if (s == BF_OK) s = forward(r, (int)rows, 0, NULL);
+    /* as in steps(): on a device the next batch uploads while this one computes */
+    const int ahead = r->on_device && r->be->upload;
+    bf_job cur, nxt;
+    int have = next_job(&jobs, 0, &cur);
+    if (have) s = load(r, &pf, &cur, x, NULL);
+    while (s == BF_OK && have) {
+        r->cur = cur.k;
+        s = forward(r, (int)cur.rows, 0, NULL);
+        have = next_job(&jobs, cur.j + 1, &nxt);
+        if (ahead && s == BF_OK) {
+            s = uploaded(r, cur.k);
+            bf_prefetch_release(&pf, cur.j);
+            if (s == BF_OK && have) s = load(r, &pf, &nxt, x, NULL);
+        }
+        /* (the output may be a view of the input slot: released after the copy) */
         if (s == BF_OK)
-            s = r->be->to_host(r->be, out_host + off * C, out_of(r, r->m->nlayers - 1), sizeof(float) * (size_t)rows * (size_t)C);
-        if (s == BF_OK) s = consumed(r, k);
-        bf_status w = uploaded(r, k);
-        if (s == BF_OK) s = w;
-        bf_prefetch_release(&pf, j);
+            s = r->be->to_host(r->be, out_host + cur.start * C, out_of(r, r->m->nlayers - 1),
+                               sizeof(float) * (size_t)cur.rows * (size_t)C);
+        if (!ahead) bf_prefetch_release(&pf, cur.j);
+        if (s == BF_OK) s = consumed(r, cur.k);
+        if (s == BF_OK && have && !ahead) s = load(r, &pf, &nxt, x, NULL);
+        cur = nxt;
     }
     bf_prefetch_stop(&pf);
     if (s == BF_OK) s = r->be->sync(r->be);
