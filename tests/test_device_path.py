@@ -258,3 +258,28 @@ def test_a_device_training_step_waits_for_the_device_once(build, x, y, bs):
     steps = len(x) // bs
     # + the end of each chunk of steps (sync) and the final read of the weights
     assert _core.emu_waits() - w0 <= 2 * steps + 8
+
+
+def test_sequences_generators_and_memmaps_feed_a_device_run_as_arrays_do(tmp_path):
+    class Batches(bf.utils.PyDataset):
+        def __len__(self):
+            return len(X) // 24
+
+        def __getitem__(self, i):
+            return X[i * 24:(i + 1) * 24], Y[i * 24:(i + 1) * 24]
+
+    np.save(tmp_path / "x.npy", X)
+    xm = np.load(tmp_path / "x.npy", mmap_mode="r")
+    start = mlp().get_weights()
+    runs = {"array": lambda m: m.fit(X, Y, batch_size=24, epochs=2, shuffle=False, verbose=0, device="emu"),
+            "memmap": lambda m: m.fit(xm, Y, batch_size=24, epochs=2, shuffle=False, verbose=0, device="emu"),
+            "sequence": lambda m: m.fit(Batches(), epochs=2, shuffle=False, verbose=0, device="emu"),
+            "generator": lambda m: m.fit(((X[i:i + 24], Y[i:i + 24]) for e in range(2) for i in range(0, 120, 24)),
+                                         steps_per_epoch=5, epochs=2, verbose=0, device="emu")}
+    got = {}
+    for name, run in runs.items():
+        m = _with(mlp(), start)
+        run(m)
+        got[name] = m.get_weights()
+    for name in ("memmap", "sequence", "generator"):
+        assert_same_weights(got[name], got["array"])
