@@ -39,6 +39,10 @@ bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
     bf_arena_init(&r->host_arena, bf_cpu_backend(), "host", host_budget);
     BF_TRY(bf_arena_reserve(&r->arena, run_bytes));
     if (r->on_device && (s = bf_arena_reserve(&r->host_arena, slots)) != BF_OK) goto fail;
+    /* first: the reservation's start is aligned as libraries want workspaces (cuBLAS: 256) */
+    float *ws;
+    if ((s = carve(&r->arena, r->ws_bytes, &ws)) != BF_OK) goto fail;
+    r->ws = ws;
     if (r->on_device) {
         if ((s = carve(&r->arena, r->w_bytes, &r->w)) != BF_OK) goto fail;
         if ((s = carve(&r->arena, r->slot_bytes, &r->slots)) != BF_OK) goto fail;
@@ -61,8 +65,6 @@ bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
     float *scratch;
     if ((s = carve(&r->arena, bf_align_up(r->scratch_bytes), &scratch)) != BF_OK) goto fail;
     r->scratch = (char *)scratch;
-    if ((s = carve(&r->arena, r->ws_bytes, &scratch)) != BF_OK) goto fail;
-    r->ws = scratch;
     if ((s = carve(&r->arena, r->stats_bytes, &scratch)) != BF_OK) goto fail;
     r->stats = (bf_step_stats *)(void *)scratch;
     if (r->on_device && r->be->host_pin && r->host_arena.base) {

@@ -5,6 +5,7 @@
  * batches through the double-buffer calls and takes a run workspace, whose
  * binding it checks on every reduction (as the CUDA backend needs it). */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "arena.h"
@@ -67,8 +68,10 @@ static size_t emu_ws_bytes(bf_backend *be) {
 
 static bf_status emu_bind(bf_backend *be, void *ws, size_t bytes) {
     (void)be;
-    if (ws && bytes < BF_EMU_WS_BYTES)
-        return BF_FAIL(BF_ERR_INTERNAL, "emu: run workspace of %zu bytes, needs %d", bytes, BF_EMU_WS_BYTES);
+    /* as the CUDA backend: cuBLAS wants its workspace 256-byte aligned */
+    if (ws && (bytes < BF_EMU_WS_BYTES || (uintptr_t)ws % 256))
+        return BF_FAIL(BF_ERR_INTERNAL, "emu: run workspace of %zu bytes at %p, needs %d aligned to 256", bytes, ws,
+                       BF_EMU_WS_BYTES);
     emu_ws = ws;
     return BF_OK;
 }
