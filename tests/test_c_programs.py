@@ -1,0 +1,73 @@
+"""The standalone C checks, built with the system C compiler and run:
+tests/c (the CPU convolution kernels against naive references) and
+tests/c_cuda against the _cuda.so this install built: the loader probe (its
+ABI, report, check and open, which must fail cleanly without a GPU) and the
+op-by-op comparison of every CUDA op with the CPU kernel (skips, with the
+reason, without a usable GPU)."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import boundfit
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CC = os.environ.get("CC", "gcc")
+CUDA_SO = os.path.join(os.path.dirname(boundfit.__file__), "_cuda.so")
+
+pytestmark = pytest.mark.skipif(shutil.which(CC) is None, reason=f"no C compiler ({CC})")
+
+
+def _openblas():
+    import scipy_openblas32 as s
+    return s.get_include_dir(), s.get_lib_dir()
+
+
+def _build(out, sources, extra=()):
+    inc, lib = _openblas()
+    cmd = [CC, "-O2", "-Wall", "-Wextra", "-std=c11", "-Icsrc/core", "-Icsrc/cpu", f"-I{inc}",
+           *sources, "csrc/core/status.c", f"-L{lib}", "-lscipy_openblas", f"-Wl,-rpath,{lib}", "-ldl", "-lm",
+           *extra, "-o", str(out)]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def _run(exe, *args):
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=300)
+
+
+def test_cpu_conv_kernels_pass_their_standalone_checks(tmp_path):
+    exe = tmp_path / "test_conv_kernels"
+    _build(exe, ["tests/c/test_conv_kernels.c", "csrc/cpu/conv2d.c", "csrc/cpu/pool.c", "csrc/cpu/batchnorm.c",
+                 "csrc/cpu/dropout.c"])
+    r = _run(exe, "--no-timing")
+    assert r.returncode == 0, r.stdout[-4000:]
+
+
+needs_cuda_module = pytest.mark.skipif(not os.path.exists(CUDA_SO), reason="this build has no CUDA backend")
+
+
+@needs_cuda_module
+def test_cuda_module_loads_reports_and_refuses_cleanly(tmp_path):
+    exe = tmp_path / "dlopen_probe"
+    _build(exe, ["tests/c_cuda/dlopen_probe.c"])
+    r = _run(exe, CUDA_SO)
+    assert r.returncode == 0, r.stdout[-4000:]
+    assert "all expectations hold" in r.stdout
+
+
+@needs_cuda_module
+@pytest.mark.gpu
+def test_every_cuda_op_matches_the_cpu_kernel(tmp_path):
+    exe = tmp_path / "test_cuda_ops"
+    _build(exe, ["tests/c_cuda/test_cuda_ops.c"] +
+           [f"csrc/cpu/{f}.c" for f in ("activations", "batchnorm", "conv2d", "dense", "dropout", "loss",
+                                        "optimizers", "pool", "reduce")])
+    r = _run(exe, CUDA_SO)
+    if r.returncode == 0 and r.stdout.startswith("SKIP"):
+        pytest.skip(r.stdout.strip())
+    assert r.returncode == 0, r.stdout[-6000:]
+    print(r.stdout, file=sys.stderr)
