@@ -283,3 +283,16 @@ def test_sequences_generators_and_memmaps_feed_a_device_run_as_arrays_do(tmp_pat
         got[name] = m.get_weights()
     for name in ("memmap", "sequence", "generator"):
         assert_same_weights(got[name], got["array"])
+
+
+def test_a_bad_label_on_a_device_is_a_data_error_naming_batch_and_row():
+    y = Y.copy()
+    y[16 * 3 + 5] = 7  # batch 3, row 5: no class 7 among 4
+    results = {}
+    for m, dev in zip(twins(mlp), ("cpu", "emu")):
+        with pytest.raises(bf.DataError) as ei:
+            m.fit(X, y, batch_size=16, shuffle=False, verbose=0, device=dev)
+        results[dev] = (str(ei.value), ei.value.batch_index, m.get_weights())
+    assert results["emu"][:2] == results["cpu"][:2]
+    assert "batch 3: label 7 in row 5 is not a class id in [0, 4)" in results["emu"][0]
+    assert_same_weights(results["emu"][2], results["cpu"][2])  # batches 0-2 applied, 3 not

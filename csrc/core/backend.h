@@ -77,9 +77,14 @@ typedef struct bf_backend {
      * skips the activation backward); otherwise w.r.t. pred.
      * target: (B,C) floats, or (B) class ids as floats for SCCE.
      * loss_out (B): per-sample loss. dpred (B,C) = d(sum loss)/d pred * scale.
-     * from_logits: pred holds logits (no activation) and the loss applies it. */
+     * from_logits: pred holds logits (no activation) and the loss applies it.
+     * bad_label (1, backend memory; SCCE): raised to B - i for every row i
+     * whose label is not a class id (so the lowest such row is B - *bad_label),
+     * left as it is when all are valid; such rows get loss 0 and gradient 0.
+     * The check does not wait: the caller reads the flag with the step's
+     * statistics. bad_label NULL: a bad label fails the call (BF_ERR_DATA). */
     bf_status (*loss_forward_backward)(struct bf_backend *be, float *loss_out, float *dpred,
-                                       const float *pred, const float *target,
+                                       int *bad_label, const float *pred, const float *target,
                                        bf_loss_kind kind, int fused, int from_logits, int B,
                                        int C, float scale);
     /* correct_out (B): 1.0f where the prediction is right (Keras "accuracy" for the loss) */

@@ -33,7 +33,7 @@ typedef struct {
 typedef struct {
     double loss, acc;              /* sums over the micro-batch's rows */
     int bad;                       /* a non-finite scan hit (gradients of layers without a bound) */
-    int pad_;
+    int bad_label;                 /* SCCE: rows - (lowest row whose label is no class id); 0: none */
     float bound[BF_MAX_LAYERS][2]; /* Dense / Conv2D: max|input|, max|output gradient| */
 } bf_step_stats;
 

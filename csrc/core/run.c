@@ -292,22 +292,16 @@ static bf_status backward(bf_run *r, int rows) {
 }
 
 /* loss (and its gradient when training) and accuracy for `rows` rows, their
- * sums queued into the step statistics */
-static bf_status loss_and_metrics(bf_run *r, int rows, float scale, long batch_index) {
+ * sums and the label check queued into the step statistics */
+static bf_status loss_and_metrics(bf_run *r, int rows, float scale) {
     bf_backend *be = r->be;
     bf_model *m = r->m;
     int Lx = m->nlayers - 1;
     float *pred = out_of(r, Lx);
     int C = (int)bf_model_out_size(m);
     float *dpred = r->mode == BF_MODE_TRAIN ? BUF(r, r->dout_id[Lx]) : NULL;
-    bf_status s = be->loss_forward_backward(be, BUF(r, r->loss_id), dpred, pred, r->yslot[r->cur], m->loss.kind,
-                                            r->fused, m->loss.from_logits, rows, C, scale);
-    if (s == BF_ERR_DATA) {
-        char msg[BF_MSG_LEN];
-        memcpy(msg, bf_last_error()->msg, sizeof msg);
-        return BF_FAIL(BF_ERR_DATA, "batch %ld: %s", batch_index, msg);
-    }
-    BF_TRY(s);
+    BF_TRY(be->loss_forward_backward(be, BUF(r, r->loss_id), dpred, &r->stats->bad_label, pred, r->yslot[r->cur],
+                                     m->loss.kind, r->fused, m->loss.from_logits, rows, C, scale));
     BF_TRY(be->accuracy(be, BUF(r, r->acc_id), pred, r->yslot[r->cur], m->loss.kind, r->fused, rows, C));
     BF_TRY(be->sum(be, &r->stats->loss, BUF(r, r->loss_id), rows));
     return be->sum(be, &r->stats->acc, BUF(r, r->acc_id), rows);
@@ -388,18 +382,28 @@ static bf_status scan_unbounded(bf_run *r) {
  * gradients). finish: one read of its statistics, the only wait for the
  * device. A non-finite loss is diagnosed from the batch still in its slot;
  * the update is never applied. */
-static bf_status queue_micro_step(bf_run *r, int train, int rows, float scale, long step, int last) {
+static bf_status queue_micro_step(bf_run *r, int train, int rows, float scale, int last) {
     bf_backend *be = r->be;
     BF_TRY(be->fill_zero(be, r->stats, sizeof *r->stats));
     BF_TRY(forward(r, rows, 0, NULL));
-    BF_TRY(loss_and_metrics(r, rows, scale, step));
+    BF_TRY(loss_and_metrics(r, rows, scale));
     if (train) BF_TRY(backward(r, rows));
     if (train && last && !r->unguarded) BF_TRY(scan_unbounded(r));
     return BF_OK;
 }
 
+/* DataError for the lowest row of the micro-batch whose label is no class id */
+static bf_status bad_label(bf_run *r, int rows, long step) {
+    const int row = rows - r->hstats.bad_label;
+    float label = 0.0f;
+    BF_TRY(r->be->to_host(r->be, &label, r->yslot[r->cur] + row, sizeof label));
+    return BF_FAIL(BF_ERR_DATA, "batch %ld: label %g in row %d is not a class id in [0, %ld)", step, (double)label,
+                   row, bf_model_out_size(r->m));
+}
+
 static bf_status finish_micro_step(bf_run *r, int train, int rows, long step, bf_totals *st) {
     BF_TRY(r->be->to_host(r->be, &r->hstats, r->stats, sizeof r->hstats));
+    if (r->hstats.bad_label > 0 && r->hstats.bad_label <= rows) return bad_label(r, rows, step);
     st->loss_sum += r->hstats.loss;
     st->acc_sum += r->hstats.acc;
     st->rows += rows;
@@ -497,7 +501,7 @@ static bf_status steps(bf_run *r, int train, const bf_src *x, const bf_src *y, c
         if (!ahead && cur.j > 0) bf_prefetch_release(&pf, cur.j - 1);
         r->cur = cur.k;
         done = cur.first ? cur.rows : done + cur.rows;
-        if (s == BF_OK) s = queue_micro_step(r, train, (int)cur.rows, 1.0f / (float)cur.srows, cur.step, done >= cur.srows);
+        if (s == BF_OK) s = queue_micro_step(r, train, (int)cur.rows, 1.0f / (float)cur.srows, done >= cur.srows);
         have = next_job(&jobs, cur.j + 1, &nxt);
         if (ahead && s == BF_OK) {
             s = uploaded(r, cur.k);

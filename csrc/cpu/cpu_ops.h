@@ -14,7 +14,7 @@ bf_status bf_cpu_act_forward(bf_backend *be, float *out, const float *inp, bf_ac
                              int C);
 bf_status bf_cpu_act_backward(bf_backend *be, float *dinp, const float *dout, const float *out,
                               bf_act act, long N, int C);
-bf_status bf_cpu_loss_forward_backward(bf_backend *be, float *loss_out, float *dpred,
+bf_status bf_cpu_loss_forward_backward(bf_backend *be, float *loss_out, float *dpred, int *bad_label,
                                        const float *pred, const float *target, bf_loss_kind kind,
                                        int fused, int from_logits, int B, int C, float scale);
 bf_status bf_cpu_accuracy(bf_backend *be, float *correct_out, const float *pred,

@@ -4,7 +4,8 @@
  * from_logits=True) uses the stable log-sum-exp / softplus forms and writes the
  * gradient w.r.t. the logits. Probability mode follows Keras: clip to
  * [eps, 1-eps] (CCE first renormalizes rows), gradient zero where clipped.
- * dpred = d(sum of per-sample losses)/d pred * scale. */
+ * dpred = d(sum of per-sample losses)/d pred * scale. An SCCE label that is
+ * not a class id raises *bad_label to B - row (loss and gradient 0 there). */
 #include <math.h>
 
 #include "cpu_ops.h"
@@ -18,17 +19,14 @@ static inline float sigm(float x) {
     return e / (1.0f + e);
 }
 
-static bf_status check_class(float t, int C, int row, int *cls) {
+/* the class of SCCE label t, or -1 when t is not a class id in [0, C) */
+static int class_of(float t, int C) {
     int c = (int)t;
-    if (!(t >= 0.0f) || (float)c != t || c >= C)
-        return BF_FAIL(BF_ERR_DATA, "label %g in row %d is not a class id in [0, %d)", (double)t,
-                       row, C);
-    *cls = c;
-    return BF_OK;
+    return !(t >= 0.0f) || (float)c != t || c >= C ? -1 : c;
 }
 
-// loss_out (B), dpred (B,C) from pred (B,C) and target (B,C) or (B) for SCCE
-bf_status bf_cpu_loss_forward_backward(bf_backend *be, float *loss_out, float *dpred,
+// loss_out (B), dpred (B,C), bad_label (1) from pred (B,C) and target (B,C) or (B) for SCCE
+bf_status bf_cpu_loss_forward_backward(bf_backend *be, float *loss_out, float *dpred, int *bad_label,
                                        const float *pred, const float *target, bf_loss_kind kind,
                                        int fused, int from_logits, int B, int C, float scale) {
     (void)be;
@@ -70,7 +68,14 @@ bf_status bf_cpu_loss_forward_backward(bf_backend *be, float *loss_out, float *d
         case BF_LOSS_SCCE: {
             const float *t = kind == BF_LOSS_CCE ? target + (size_t)i * C : NULL;
             int cls = -1;
-            if (!t) BF_TRY(check_class(target[i], C, i, &cls));
+            if (!t && (cls = class_of(target[i], C)) < 0) {
+                if (!bad_label)
+                    return BF_FAIL(BF_ERR_DATA, "label %g in row %d is not a class id in [0, %d)",
+                                   (double)target[i], i, C);
+                if (B - i > *bad_label) *bad_label = B - i;
+                for (int j = 0; d && j < C; j++) d[j] = 0.0f;
+                break; /* loss 0 */
+            }
             float tsum = t ? 0.0f : 1.0f;
             if (t)
                 for (int j = 0; j < C; j++) tsum += t[j];

@@ -4,7 +4,8 @@
  * layouts; backward ADDS into parameter gradients and OVERWRITES dinp (which
  * may be NULL). Every op queues work on the device's stream and returns
  * without waiting, except those that hand a value to the host (to_host,
- * sync, batch_wait, and SCCE's label check), which wait. Reductions write
+ * sync, batch_wait, and an SCCE loss given no bad_label flag), which wait.
+ * Reductions write
  * into device memory. Sums (sum, column sums, batchnorm) and the loss need
  * the run workspace bound (workspace.cu). */
 #ifndef BF_CUDA_OPS_H
@@ -62,7 +63,7 @@ bf_status bf_cuda_act_backward(bf_backend *be, float *dinp, const float *dout, c
                                bf_act act, long N, int C);
 
 /* ---- loss.cu ---- */
-bf_status bf_cuda_loss_forward_backward(bf_backend *be, float *loss_out, float *dpred,
+bf_status bf_cuda_loss_forward_backward(bf_backend *be, float *loss_out, float *dpred, int *bad_label,
                                         const float *pred, const float *target,
                                         bf_loss_kind kind, int fused, int from_logits, int B,
                                         int C, float scale);

@@ -4,16 +4,17 @@
  * from_logits) uses softplus / log-sum-exp and writes the gradient w.r.t. the
  * logits; probability mode clips to [eps, 1-eps] (CCE renormalizes rows
  * first) with zero gradient where clipped. dpred = d(sum loss)/d pred * scale.
- * One warp per row; row sums in double as on the CPU. SCCE labels that are not
- * class ids in [0, C) raise BF_ERR_DATA naming the first bad row: the kernel
- * records the lowest such row in a device flag and the host reads it back. */
+ * One warp per row; row sums in double as on the CPU. An SCCE label that is
+ * not a class id in [0, C) gets loss and gradient 0 and raises the caller's
+ * bad_label flag to B - row (atomicMax: the lowest bad row wins), read back
+ * with the step's statistics; without a flag the call waits and fails with
+ * BF_ERR_DATA naming the row, as the CPU's does. */
 
 #include "cuda_ops.h"
 
 #define BF_EPS 1e-7f
 #define BF_WARP 32
 #define BF_ROWS_PER_BLOCK 8
-#define BF_NO_ROW 0x7f7f7f7f /* bad-row flag after a 0x7f memset: no bad row */
 
 __device__ __forceinline__ double warp_sum_d(double v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -67,9 +68,9 @@ __device__ __forceinline__ float sigm(float x) {
 }
 
 // loss_out (B), dpred (B,C) or NULL, from pred (B,C) and target (B,C) / (B) class ids (SCCE);
-// bad_row: lowest row with an invalid SCCE label (atomicMin)
+// bad_label (1) = max over rows i with an invalid SCCE label of B - i (atomicMax)
 __global__ void loss_kernel(float *loss_out, float *dpred, const float *pred, const float *target,
-                            int kind, int logits, int B, int C, float scale, int *bad_row) {
+                            int kind, int logits, int B, int C, float scale, int *bad_label) {
     const int lane = threadIdx.x % BF_WARP;
     const int warps = gridDim.x * (blockDim.x / BF_WARP);
     for (int i = blockIdx.x * (blockDim.x / BF_WARP) + threadIdx.x / BF_WARP; i < B; i += warps) {
@@ -109,7 +110,7 @@ __global__ void loss_kernel(float *loss_out, float *dpred, const float *pred, co
                 const int c = (int)tv;
                 if (!(tv >= 0.0f) || (float)c != tv || c >= C) {
                     if (lane == 0) {
-                        atomicMin(bad_row, i);
+                        atomicMax(bad_label, B - i);
                         loss_out[i] = 0.0f;
                     }
                     if (d)
@@ -201,26 +202,28 @@ static bf_status check_args(const char *op, bf_loss_kind kind, int B, int C) {
     return BF_OK;
 }
 
-bf_status bf_cuda_loss_forward_backward(bf_backend *be, float *loss_out, float *dpred,
+bf_status bf_cuda_loss_forward_backward(bf_backend *be, float *loss_out, float *dpred, int *bad_label,
                                         const float *pred, const float *target,
                                         bf_loss_kind kind, int fused, int from_logits, int B,
                                         int C, float scale) {
     BF_CUDA_ENTER(st, be);
     BF_TRY(check_args("loss", kind, B, C));
     if (B == 0) return BF_OK;
-    BF_TRY(bf_cuda_need_scratch(st, "loss"));
-    int *bad_row = st->flags;
-    const int scce = kind == BF_LOSS_SCCE;
-    if (scce) BF_CUDA_CHECK(st, cudaMemsetAsync(bad_row, 0x7f, sizeof(int), st->stream));
+    const int scce = kind == BF_LOSS_SCCE, wait = scce && !bad_label;
+    if (wait) { /* no flag of the caller's: this call checks the labels itself */
+        BF_TRY(bf_cuda_need_scratch(st, "loss"));
+        bad_label = st->flags;
+        BF_CUDA_CHECK(st, cudaMemsetAsync(bad_label, 0, sizeof(int), st->stream));
+    }
     loss_kernel<<<bf_cuda_grid(B, BF_ROWS_PER_BLOCK), BF_ROWS_PER_BLOCK * BF_WARP, 0, st->stream>>>(
-        loss_out, dpred, pred, target, (int)kind, fused || from_logits, B, C, scale, bad_row);
+        loss_out, dpred, pred, target, (int)kind, fused || from_logits, B, C, scale, bad_label);
     BF_CUDA_LAUNCHED(st, loss_kernel);
-    if (!scce) return BF_OK;
-    /* the label check must fail this call, as on the CPU: wait for the flag */
-    int row = BF_NO_ROW;
-    BF_CUDA_CHECK(st, cudaMemcpyAsync(&row, bad_row, sizeof row, cudaMemcpyDeviceToHost, st->stream));
+    if (!wait) return BF_OK;
+    int flag = 0;
+    BF_CUDA_CHECK(st, cudaMemcpyAsync(&flag, bad_label, sizeof flag, cudaMemcpyDeviceToHost, st->stream));
     BF_CUDA_CHECK(st, cudaStreamSynchronize(st->stream));
-    if (row == BF_NO_ROW) return BF_OK;
+    if (!flag) return BF_OK;
+    const int row = B - flag;
     float label = 0.0f;
     BF_CUDA_CHECK(st, cudaMemcpyAsync(&label, target + row, sizeof label, cudaMemcpyDeviceToHost, st->stream));
     BF_CUDA_CHECK(st, cudaStreamSynchronize(st->stream));

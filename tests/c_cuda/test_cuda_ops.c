@@ -194,12 +194,12 @@ static void test_losses(void) {
             float *l = hzero(B), *d = hzero(n);
             float *p_g = up(p, n), *t_g = up(t, tn), *l_g = up(l, B), *d_g = up(d, n);
             const float scale = 1.0f / 64;
-            bf_status cs = bf_cpu_loss_forward_backward(NULL, l, d, p, t, (bf_loss_kind)k, fused, from_logits, B,
-                                                        C, scale);
+            bf_status cs = bf_cpu_loss_forward_backward(NULL, l, d, NULL, p, t, (bf_loss_kind)k, fused, from_logits,
+                                                        B, C, scale);
             snprintf(what, sizeof what, "loss %s %s", kinds[k], mode == 0 ? "probabilities" : mode == 1 ? "fused" : "from_logits");
             if (cs == BF_OK &&
-                ok_status(G->loss_forward_backward(G, l_g, d_g, p_g, t_g, (bf_loss_kind)k, fused, from_logits, B, C,
-                                                   scale), what)) {
+                ok_status(G->loss_forward_backward(G, l_g, d_g, NULL, p_g, t_g, (bf_loss_kind)k, fused, from_logits,
+                                                   B, C, scale), what)) {
                 dclose(what, l_g, l, B, 2e-5f, 1e-6f);
                 strcat(what, " gradient");
                 dclose(what, d_g, d, n, 2e-5f, 1e-7f);
@@ -220,12 +220,24 @@ static void test_losses(void) {
     float *p = hrand((size_t)Bb * Cb, -1, 1), t[9] = {0, 1, 2, 3, 1, 4, 2, -1, 0.5f};
     float *p_g = up(p, (size_t)Bb * Cb), *t_g = up(t, Bb), *l_g = dalloc(Bb * 4), *d_g = dalloc(Bb * Cb * 4);
     float l[9], d[36];
-    bf_cpu_loss_forward_backward(NULL, l, d, p, t, BF_LOSS_SCCE, 1, 0, Bb, Cb, 1.0f);
+    bf_cpu_loss_forward_backward(NULL, l, d, NULL, p, t, BF_LOSS_SCCE, 1, 0, Bb, Cb, 1.0f);
     char cpu_msg[BF_MSG_LEN];
     snprintf(cpu_msg, sizeof cpu_msg, "%s", bf_last_error()->msg);
-    bf_status s = G->loss_forward_backward(G, l_g, d_g, p_g, t_g, BF_LOSS_SCCE, 1, 0, Bb, Cb, 1.0f);
+    bf_status s = G->loss_forward_backward(G, l_g, d_g, NULL, p_g, t_g, BF_LOSS_SCCE, 1, 0, Bb, Cb, 1.0f);
     printf("     SCCE bad label: %s\n", bf_last_error()->msg);
     expect(s == BF_ERR_DATA && !strcmp(cpu_msg, bf_last_error()->msg), "SCCE bad label: BF_ERR_DATA, same message as the CPU");
+    /* with a flag: no wait, the lowest bad row (5) as B - row, loss and gradient 0 there, as the CPU */
+    int flag_c = 0, flag_g = -1, *flag_d = dalloc(sizeof(int));
+    G->fill_zero(G, flag_d, sizeof(int));
+    expect(bf_cpu_loss_forward_backward(NULL, l, d, &flag_c, p, t, BF_LOSS_SCCE, 1, 0, Bb, Cb, 1.0f) == BF_OK &&
+           flag_c == Bb - 5, "CPU SCCE bad label flag");
+    if (ok_status(G->loss_forward_backward(G, l_g, d_g, flag_d, p_g, t_g, BF_LOSS_SCCE, 1, 0, Bb, Cb, 1.0f),
+                  "SCCE with a bad-label flag")) {
+        G->to_host(G, &flag_g, flag_d, sizeof flag_g);
+        expect(flag_g == flag_c, "SCCE bad label flag: the CPU's");
+        dclose("SCCE loss with bad labels", l_g, l, Bb, 2e-5f, 1e-6f);
+        dclose("SCCE gradient with bad labels", d_g, d, (size_t)Bb * Cb, 2e-5f, 1e-7f);
+    }
     free(p);
 }
 
