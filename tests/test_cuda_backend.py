@@ -318,8 +318,9 @@ def device_limit_8gib():
 
 
 def test_the_100x100_conv_model_is_refused_under_8gib_and_trains_in_micro_batches(device_limit_8gib):
-    """DESIGN.md's Conv2D model. Its plan is 6.5 GiB at batch 2048 (which fits
-    in 8 GiB) and 12.8 GiB at 4096, so 4096 is the batch refused here."""
+    """DESIGN.md's Conv2D model. On device="emu" (the CPU's workspaces) its plan
+    is 6.5 GiB at batch 2048, which fits in 8 GiB, and 12.8 GiB at 4096, so
+    4096 is the batch refused here; cuDNN's workspaces change this little."""
     def build():
         m = bf.Sequential([layers.Conv2D(32, (3, 3), activation="relu", input_shape=(100, 100, 3)),
                            layers.MaxPooling2D((2, 2)), layers.Flatten(),
@@ -333,7 +334,7 @@ def test_the_100x100_conv_model_is_refused_under_8gib_and_trains_in_micro_batche
     y = rng.integers(0, 10, 4096)
     small, full = build(), build()
     full.set_weights(small.get_weights())
-    assert small.estimate_memory(batch_size=2048, device="cuda").fits
+    assert small.estimate_memory(batch_size=4096, device="cuda").device_bytes > 8 << 30
     before = small.get_weights()
     with pytest.raises(bf.MemoryBudgetError) as ei:
         small.fit(x, y, batch_size=4096, verbose=0, device="cuda")
