@@ -96,7 +96,8 @@ typedef struct bf_backend {
     bf_status (*sum)(struct bf_backend *be, double *sum_out, const float *x, long n);
     /* bad (1) = 1 if any of x[0..n) is NaN or Inf, else left as it is (scans OR together) */
     bf_status (*nonfinite)(struct bf_backend *be, int *bad, const float *x, long n);
-    /* out (1) = max |x[0..n)|, or +Inf / a NaN when any of x is NaN or Inf */
+    /* out (1) = max(out, max |x[0..n)|), or +Inf / a NaN when any of x is NaN
+     * or Inf (the caller zeroes out first) */
     bf_status (*maxabs)(struct bf_backend *be, float *out, const float *x, long n);
 
     /* optimizers, Keras update rules; t = 1-based iteration */

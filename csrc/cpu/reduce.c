@@ -1,5 +1,5 @@
 /* reduce.c - sums (loss and metric totals), the non-finite scan (ORs into
- * *bad) and max |x| (the gradient guard's bound). */
+ * *bad) and max |x| (raises *out: the gradient guard's bound). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -31,6 +31,8 @@ bf_status bf_cpu_maxabs(bf_backend *be, float *out, const float *x, long n) {
     /* |x| as bits orders like the values; NaN and Inf sort above every finite */
     const uint32_t *u = (const uint32_t *)(const void *)x;
     uint32_t m = 0;
+    memcpy(&m, out, sizeof m); /* raise what is there (>= +0.0f) */
+    m &= 0x7fffffffu;
     for (long i = 0; i < n; i++) {
         uint32_t a = u[i] & 0x7fffffffu;
         m = a > m ? a : m;

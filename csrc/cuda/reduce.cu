@@ -50,7 +50,7 @@ __global__ void nonfinite_kernel(int *flag, const float *x, long n) {
     if (__syncthreads_or(acc) && threadIdx.x == 0) *flag = 1;
 }
 
-// m (1) = max over x (n) of the bits of |x| (m zeroed before: +0.0f)
+// m (1) = max(m, max over x (n) of the bits of |x|); m holds a float >= +0.0f
 __global__ void maxabs_kernel(unsigned *m, const float *x, long n) {
     const unsigned *u = (const unsigned *)x;
     unsigned acc = 0;
@@ -76,6 +76,11 @@ bf_status bf_cuda_sum(bf_backend *be, double *sum_out, const float *x, long n) {
     BF_TRY(bf_cuda_need_scratch(st, "sum"));
     long g = (n + BF_SUM_THREADS * 8L - 1) / (BF_SUM_THREADS * 8L);
     const int G = (int)(g < BF_SUM_MAX_BLOCKS ? g : BF_SUM_MAX_BLOCKS);
+    if (G == 1) { /* one block: its partial is the total (same order of additions) */
+        sum_partial_kernel<<<1, BF_SUM_THREADS, 0, st->stream>>>(sum_out, x, n);
+        BF_CUDA_LAUNCHED(st, sum_partial_kernel);
+        return BF_OK;
+    }
     sum_partial_kernel<<<G, BF_SUM_THREADS, 0, st->stream>>>(st->scratch, x, n);
     BF_CUDA_LAUNCHED(st, sum_partial_kernel);
     sum_finish_kernel<<<1, BF_SUM_THREADS, 0, st->stream>>>(sum_out, st->scratch, G);
@@ -93,11 +98,11 @@ bf_status bf_cuda_nonfinite(bf_backend *be, int *bad, const float *x, long n) {
     return BF_OK;
 }
 
-// out (1, device) = max |x (n)| (its bits: +Inf or a NaN when any of x is not finite)
+// out (1, device) = max(out, max |x (n)|) (as bits: +Inf or a NaN when any of x is not finite);
+// the caller zeroes out first
 bf_status bf_cuda_maxabs(bf_backend *be, float *out, const float *x, long n) {
     BF_CUDA_ENTER(st, be);
     if (!out) return BF_FAIL(BF_ERR_ARG, "maxabs: NULL output");
-    BF_CUDA_CHECK(st, cudaMemsetAsync(out, 0, sizeof(float), st->stream));
     if (n <= 0) return BF_OK;
     maxabs_kernel<<<bf_cuda_grid(n, 256 * 8), 256, 0, st->stream>>>((unsigned *)out, x, n);
     BF_CUDA_LAUNCHED(st, maxabs_kernel);

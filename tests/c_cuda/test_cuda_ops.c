@@ -261,6 +261,7 @@ static float dev_maxabs(const float *x_g, long n) {
     static float *d;
     float h = -1;
     if (!d) d = dalloc(sizeof *d);
+    G->fill_zero(G, d, sizeof *d);
     if (ok_status(G->maxabs(G, d, x_g, n), "maxabs")) G->to_host(G, &h, d, sizeof h);
     return h;
 }
