@@ -9,6 +9,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #define BUF(r, id) ((float *)((r)->scratch + (r)->bufs[id].offset))
@@ -382,9 +383,14 @@ static bf_status scan_unbounded(bf_run *r) {
  * gradients). finish: one read of its statistics, the only wait for the
  * device. A non-finite loss is diagnosed from the batch still in its slot;
  * the update is never applied. */
+/* the part of the step statistics this model uses (bounds of its layers only) */
+static size_t stats_used(const bf_run *r) {
+    return offsetof(bf_step_stats, bound) + sizeof r->stats->bound[0] * (size_t)r->m->nlayers;
+}
+
 static bf_status queue_micro_step(bf_run *r, int train, int rows, float scale, int last) {
     bf_backend *be = r->be;
-    BF_TRY(be->fill_zero(be, r->stats, sizeof *r->stats));
+    BF_TRY(be->fill_zero(be, r->stats, stats_used(r)));
     BF_TRY(forward(r, rows, 0, NULL));
     BF_TRY(loss_and_metrics(r, rows, scale));
     if (train) BF_TRY(backward(r, rows));
@@ -402,7 +408,7 @@ static bf_status bad_label(bf_run *r, int rows, long step) {
 }
 
 static bf_status finish_micro_step(bf_run *r, int train, int rows, long step, bf_totals *st) {
-    BF_TRY(r->be->to_host(r->be, &r->hstats, r->stats, sizeof r->hstats));
+    BF_TRY(r->be->to_host(r->be, &r->hstats, r->stats, stats_used(r)));
     if (r->hstats.bad_label > 0 && r->hstats.bad_label <= rows) return bad_label(r, rows, step);
     st->loss_sum += r->hstats.loss;
     st->acc_sum += r->hstats.acc;
