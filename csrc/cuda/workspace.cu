@@ -2,8 +2,8 @@
  * in the run's arena, bound for the ops of each call; see backend.h):
  *   [scratch: BF_CUDA_SCRATCH_DOUBLES doubles][flags: BF_CUDA_FLAG_INTS ints][cuBLAS workspace]
  * The scratch holds the partial sums of reductions (sum, column sums,
- * batchnorm statistics); the flags are read back by the host (non-finite
- * scan, max |x|, SCCE label check); cuBLAS's GEMMs run in the last part
+ * batchnorm statistics); the flags serve an SCCE loss called without a
+ * bad-label flag of its caller's; cuBLAS's GEMMs run in the last part
  * (cublasSetWorkspace), so no op allocates and the plan holds every byte.
  * Ops of a device run in stream order and never use it at the same time. */
 #include "cuda_ops.h"
