@@ -9,12 +9,14 @@
 #include "../cuda/cuda_api.h"
 
 static char module_dir[4096];
+static bf_status (*cuda_mem_info)(bf_backend *, size_t *, size_t *);
+
+#if BF_BUILT_WITH_CUDA
 static void *cuda_lib;
 static int (*cuda_check)(int, char *, size_t);
 static int (*cuda_report)(char *, size_t);
 static int (*cuda_abi)(void);
 static bf_status (*cuda_open)(const bf_cuda_host *, int, bf_backend **);
-static bf_status (*cuda_mem_info)(bf_backend *, size_t *, size_t *);
 static bf_backend *opened[64];
 static const bf_cuda_host host = {bf_vfail};
 
@@ -43,6 +45,7 @@ static bf_status load(void) {
     cuda_lib = h;
     return BF_OK;
 }
+#endif
 
 void bf_backend_set_module_dir(const char *dir) { snprintf(module_dir, sizeof module_dir, "%s", dir); }
 
