@@ -296,3 +296,12 @@ def test_a_bad_label_on_a_device_is_a_data_error_naming_batch_and_row():
     assert results["emu"][:2] == results["cpu"][:2]
     assert "batch 3: label 7 in row 5 is not a class id in [0, 4)" in results["emu"][0]
     assert_same_weights(results["emu"][2], results["cpu"][2])  # batches 0-2 applied, 3 not
+
+
+@pytest.mark.parametrize("device", ["cpu", "emu"])
+def test_predict_of_a_model_whose_output_is_its_input_slot(device):
+    """Flatten alone is a view: the output is the input batch slot itself, so
+    the slot is handed back to the prefetch thread only after the copy out."""
+    m = bf.Sequential([layers.Flatten(input_shape=(4, 3))])
+    x = np.random.default_rng(8).standard_normal((1000, 4, 3)).astype(np.float32)
+    np.testing.assert_array_equal(m.predict(x, batch_size=7, verbose=0, device=device), x.reshape(1000, 12))
