@@ -12,11 +12,11 @@
 
 #define BF_EMU_WS_BYTES 4096
 
-static atomic_size_t emu_held; /* bytes of live reservations */
+static atomic_size_t emu_held;     /* bytes of live reservations */
 static atomic_long emu_wait_calls; /* calls that would make the host wait on a GPU */
+static void *emu_ws;               /* the bound run workspace */
 
 long bf_emu_waits(void) { return atomic_load(&emu_wait_calls); }
-static void *emu_ws;           /* the bound run workspace */
 
 static bf_status emu_reserve(bf_backend *be, void **out, size_t bytes) {
     (void)be;
