@@ -1,4 +1,4 @@
-"""Shared fixtures: a fixed seed per test and small reference helpers."""
+"""Shared fixtures: a fixed seed per test, a device memory limit, and small reference helpers."""
 
 import numpy as np
 import pytest
@@ -10,6 +10,15 @@ import boundfit as bf
 def _seed():
     bf.utils.set_random_seed(1234)
     yield
+
+
+@pytest.fixture
+def device_limit():
+    """Call it with a device memory limit ("8MiB", bytes); "auto" again after the test."""
+    def set_(v):
+        bf.set_memory_limit(device=v)
+    yield set_
+    bf.set_memory_limit(device="auto")
 
 
 def numeric_loss(model, x, y):

@@ -186,16 +186,8 @@ def test_cuda_plan_equals_the_device_arena_to_the_byte():
     assert plan.device_bytes >= planned
 
 
-@pytest.fixture
-def device_limit_8mib():
-    bf.set_memory_limit(device="8MiB")
-    try:
-        yield
-    finally:
-        bf.set_memory_limit(device="auto")
-
-
-def test_cuda_budget_error_names_the_device_before_the_first_step(device_limit_8mib):
+def test_cuda_budget_error_names_the_device_before_the_first_step(device_limit):
+    device_limit("8MiB")
     m = bf.Sequential([layers.Dense(1024, activation="relu", input_shape=(2048,)), layers.Dense(10)])
     m.compile(optimizer="adam", loss="mse")
     before = m.get_weights()
@@ -212,7 +204,8 @@ def test_cuda_budget_error_names_the_device_before_the_first_step(device_limit_8
         np.testing.assert_array_equal(a, b)
 
 
-def test_micro_batch_auto_trains_under_a_device_limit_like_the_full_batch_on_cpu(device_limit_8mib):
+def test_micro_batch_auto_trains_under_a_device_limit_like_the_full_batch_on_cpu(device_limit):
+    device_limit("8MiB")
     rng = np.random.default_rng(4)
     x = rng.standard_normal((4096, 512)).astype(np.float32)   # one batch is 8 MiB of input
     y = rng.integers(0, 10, 4096)
@@ -308,16 +301,7 @@ def test_conv_on_large_images_runs_in_cudnn_descriptor_limits():
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "1024x1024 conv")
 
 
-@pytest.fixture
-def device_limit_8gib():
-    bf.set_memory_limit(device="8GiB")
-    try:
-        yield
-    finally:
-        bf.set_memory_limit(device="auto")
-
-
-def test_the_100x100_conv_model_is_refused_under_8gib_and_trains_in_micro_batches(device_limit_8gib):
+def test_the_100x100_conv_model_is_refused_under_8gib_and_trains_in_micro_batches(device_limit):
     """DESIGN.md's Conv2D model. On device="emu" (the CPU's workspaces) its plan
     is 6.5 GiB at batch 2048, which fits in 8 GiB, and 12.8 GiB at 4096, so
     4096 is the batch refused here; cuDNN's workspaces change this little."""
@@ -329,6 +313,7 @@ def test_the_100x100_conv_model_is_refused_under_8gib_and_trains_in_micro_batche
                   loss="sparse_categorical_crossentropy", metrics=["accuracy"])
         return m
 
+    device_limit("8GiB")
     rng = np.random.default_rng(7)
     x = rng.random((4096, 100, 100, 3), dtype=np.float32)
     y = rng.integers(0, 10, 4096)
@@ -343,6 +328,6 @@ def test_the_100x100_conv_model_is_refused_under_8gib_and_trains_in_micro_batche
         np.testing.assert_array_equal(a, b)
     small.fit(x, y, batch_size=4096, epochs=1, shuffle=False, verbose=0, device="cuda", micro_batch="auto")
     assert small._last_plan.micro_batch < 4096
-    bf.set_memory_limit(device="auto")  # the full batch on the whole GPU: the same step
+    device_limit("auto")  # the full batch on the whole GPU: the same step
     full.fit(x, y, batch_size=4096, epochs=1, shuffle=False, verbose=0, device="cuda")
     _assert_weights_close(small.get_weights(), full.get_weights(), "micro_batch='auto' vs the full batch")

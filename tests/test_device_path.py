@@ -145,14 +145,6 @@ def test_device_plan_equals_the_arenas_and_the_device_memory_a_fit_takes():
     assert _core.device_mem_info("emu:0")[0] == free0  # all of it given back
 
 
-@pytest.fixture
-def device_limit():
-    def set_(v):
-        bf.set_memory_limit(device=v)
-    yield set_
-    bf.set_memory_limit(device="auto")
-
-
 def test_device_budget_error_names_the_device_and_micro_batches_fit_under_it(device_limit):
     x = np.random.default_rng(4).standard_normal((512, 256)).astype(np.float32)
     y = np.random.default_rng(5).integers(0, 4, 512)

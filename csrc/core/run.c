@@ -72,10 +72,7 @@ bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
         r->be->host_pin(r->be, r->host_arena.base, r->host_arena.capacity);
         r->pinned = 1;
     }
-    if (r->on_device) {
-        if ((s = r->be->to_device(r->be, r->w, m->w, sizeof(float) * (size_t)m->n_params)) != BF_OK) goto fail;
-        if (r->slot_bytes && (s = r->be->to_device(r->be, r->slots, m->slots, r->slot_bytes)) != BF_OK) goto fail;
-    }
+    if ((s = bf_run_load_model(r)) != BF_OK) goto fail;
     return BF_OK;
 fail:
     bf_run_close(r);
@@ -86,6 +83,13 @@ bf_status bf_run_sync_model(bf_run *r) {
     if (!r->on_device || !r->arena.base) return BF_OK;
     BF_TRY(r->be->to_host(r->be, r->m->w, r->w, sizeof(float) * (size_t)r->m->n_params));
     if (r->slot_bytes) BF_TRY(r->be->to_host(r->be, r->m->slots, r->slots, r->slot_bytes));
+    return BF_OK;
+}
+
+bf_status bf_run_load_model(bf_run *r) {
+    if (!r->on_device || !r->arena.base) return BF_OK;
+    BF_TRY(r->be->to_device(r->be, r->w, r->m->w, sizeof(float) * (size_t)r->m->n_params));
+    if (r->slot_bytes && r->m->slots) BF_TRY(r->be->to_device(r->be, r->slots, r->m->slots, r->slot_bytes));
     return BF_OK;
 }
 

@@ -17,6 +17,8 @@ typedef struct {
 bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget);
 /* Copy weights / optimizer state back to the model (device runs). */
 bf_status bf_run_sync_model(bf_run *r);
+/* The reverse: the model's weights / optimizer state onto the run's device. */
+bf_status bf_run_load_model(bf_run *r);
 void bf_run_close(bf_run *r);
 
 /* Steps [first_step, first_step+nsteps) of an epoch over n rows taken in

@@ -3,7 +3,7 @@
  * its own memory (host mappings standing in for device memory, counted
  * against BF_EMU_TOTAL_BYTES), copies weights and batches both ways, uploads
  * batches through the double-buffer calls and takes a run workspace, whose
- * binding it checks on every reduction (as the CUDA backend needs it). */
+ * binding it checks on every sum (as the CUDA backend needs it). */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -92,22 +92,10 @@ static bf_status emu_batch_wait(bf_backend *be, int k) {
     return emu_slot(be, k);
 }
 
-/* the reductions need the run workspace on a GPU: require it here too */
-static bf_status need_ws(void) {
-    if (!emu_ws) return BF_FAIL(BF_ERR_INTERNAL, "emu: reduction without a bound run workspace");
-    return BF_OK;
-}
+/* sums need the run workspace on a GPU (partials): require it here too */
 static bf_status emu_sum(bf_backend *be, double *out, const float *x, long n) {
-    BF_TRY(need_ws());
+    if (!emu_ws) return BF_FAIL(BF_ERR_INTERNAL, "emu: sum without a bound run workspace");
     return bf_cpu_backend()->sum(be, out, x, n);
-}
-static bf_status emu_nonfinite(bf_backend *be, int *bad, const float *x, long n) {
-    BF_TRY(need_ws());
-    return bf_cpu_backend()->nonfinite(be, bad, x, n);
-}
-static bf_status emu_maxabs(bf_backend *be, float *out, const float *x, long n) {
-    BF_TRY(need_ws());
-    return bf_cpu_backend()->maxabs(be, out, x, n);
 }
 
 static bf_backend bf_emu;
@@ -127,8 +115,6 @@ bf_backend *bf_emu_backend(void) {
         b.batch_consumed = emu_slot;
         b.batch_wait = emu_batch_wait;
         b.sum = emu_sum;
-        b.nonfinite = emu_nonfinite;
-        b.maxabs = emu_maxabs;
         bf_emu = b;
     }
     return &bf_emu;

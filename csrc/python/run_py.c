@@ -27,9 +27,7 @@ int bf_model_push(ModelObject *mo) {
     mo->wver++;
     RunObject *o = mo->owner;
     if (!o || !o->open) return 0;
-    bf_run *r = &o->r;
-    bf_status s = r->be->to_device(r->be, r->w, mo->m.w, sizeof(float) * (size_t)mo->m.n_params);
-    if (s == BF_OK && r->slot_bytes && mo->m.slots) s = r->be->to_device(r->be, r->slots, mo->m.slots, r->slot_bytes);
+    bf_status s = bf_run_load_model(&o->r);
     if (s != BF_OK) {
         bf_raise(bf_state_of_type(Py_TYPE(mo)), s);
         return -1;
@@ -43,8 +41,7 @@ static int refresh(RunObject *self) {
     ModelObject *mo = self->model;
     if (!self->r.on_device || mo->owner == self || self->wver == mo->wver) return 0;
     if (bf_model_pull(mo) < 0) return -1;
-    bf_run *r = &self->r;
-    bf_status s = r->be->to_device(r->be, r->w, mo->m.w, sizeof(float) * (size_t)mo->m.n_params);
+    bf_status s = bf_run_load_model(&self->r);
     if (s != BF_OK) {
         bf_raise(bf_state_of_type(Py_TYPE(self)), s);
         return -1;
