@@ -16,6 +16,16 @@
 
 typedef enum { BF_ACT_LINEAR = 0, BF_ACT_RELU, BF_ACT_SIGMOID, BF_ACT_TANH, BF_ACT_SOFTMAX } bf_act;
 typedef enum { BF_LOSS_MSE = 0, BF_LOSS_BCE, BF_LOSS_CCE, BF_LOSS_SCCE } bf_loss_kind;
+/* elementwise ops of merge layers and gradient accumulation (see ewise) */
+typedef enum {
+    BF_EW_ADD = 0, /* out = alpha * (a + b) */
+    BF_EW_SUB,     /* out = alpha * (a - b) */
+    BF_EW_MUL,     /* out = alpha * (a * b) */
+    BF_EW_MAX,     /* out = max(a, b) */
+    BF_EW_MIN,     /* out = min(a, b) */
+    BF_EW_SCALE,   /* out = alpha * a */
+    BF_EW_SELECT   /* out = a == b ? c : 0 (Maximum / Minimum backward: a input, b output, c its gradient) */
+} bf_ewise_op;
 
 /* Convolution / pooling geometry, NHWC. Output size follows Keras:
  * valid: OH = (H - KH) / SH + 1; same: OH = ceil(H / SH), pad_top = total/2. */
@@ -142,6 +152,16 @@ typedef struct bf_backend {
                                  long n, float rate, uint64_t seed);
     bf_status (*dropout_backward)(struct bf_backend *be, float *dinp, const float *dout,
                                   const float *mask, long n, float rate);
+
+    /* ---- graphs: merge layers, split / packed inputs and targets ---- */
+    /* out (n) = op(a (n), b (n), c (n)); any of them may alias out; b, c unused: NULL */
+    bf_status (*ewise)(struct bf_backend *be, float *out, const float *a, const float *b, const float *c,
+                       bf_ewise_op op, float alpha, long n);
+    /* out (rows, ld_out) columns [0, cols) = inp (rows, ld_in) columns [0, cols):
+     * a block of columns copied between row-major matrices (Concatenate and its
+     * backward, inputs / targets split out of a packed batch) */
+    bf_status (*copy2d)(struct bf_backend *be, float *out, long ld_out, const float *inp, long ld_in, long rows,
+                        long cols);
 
     void *impl; /* backend-private state (cuBLAS / cuDNN handles, streams) */
 } bf_backend;

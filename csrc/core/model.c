@@ -1,6 +1,7 @@
-/* model.c - shape inference, parameter layout and initialization, optimizer
- * state. Trainable parameters are laid out first so that gradients and
- * optimizer slots mirror them one to one. */
+/* model.c - shape inference over the graph, parameter layout and
+ * initialization, optimizer state. Trainable parameters are laid out first so
+ * that gradients and optimizer slots mirror them one to one; a node that
+ * shares another's parameters gets the owner's offsets. */
 #include "model.h"
 
 #include <math.h>
@@ -111,7 +112,9 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
         add_param(L, "moving_variance", 1, &C, 0, BF_INIT_ONES, 0, 0);
         break;
     case BF_L_ACTIVATION:
-        break;
+    case BF_L_ADD: case BF_L_SUBTRACT: case BF_L_MULTIPLY: case BF_L_AVERAGE:
+    case BF_L_MAXIMUM: case BF_L_MINIMUM: case BF_L_CONCAT:
+        break; /* Concatenate's output shape is set by the caller */
     default:
         return BF_FAIL(BF_ERR_ARG, "%s: unknown layer kind %d", L->name, (int)L->kind);
     }
@@ -119,26 +122,141 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
     return BF_OK;
 }
 
+static int is_merge(bf_layer_kind k) { return k >= BF_L_ADD && k <= BF_L_CONCAT; }
+
+static void shape_str(char *buf, size_t n, int rank, const int *shape) {
+    int o = snprintf(buf, n, "(");
+    for (int i = 0; i < rank && o < (int)n; i++) o += snprintf(buf + o, n - (size_t)o, i ? ", %d" : "%d", shape[i]);
+    if (o < (int)n) snprintf(buf + o, n - (size_t)o, rank == 1 ? ",)" : ")");
+}
+
+/* the inputs of a merge node agree (Concatenate: but on its axis); sets its output shape */
+static bf_status check_merge(bf_model *m, bf_layer *L) {
+    int t0 = L->in_ids[0], r = m->t_rank[t0];
+    if (L->nin < 2 || (L->kind == BF_L_SUBTRACT && L->nin != 2))
+        return BF_FAIL(BF_ERR_ARG, "%s: %s inputs, got %d", L->name,
+                       L->kind == BF_L_SUBTRACT ? "Subtract needs exactly 2" : "a merge layer needs at least 2", L->nin);
+    if (L->kind == BF_L_CONCAT && (L->axis < 0 || L->axis >= r))
+        return BF_FAIL(BF_ERR_ARG, "%s: axis %d is out of range for inputs of rank %d (excluding the batch axis)",
+                       L->name, L->axis + 1, r);
+    int sum = 0;
+    for (int j = 0; j < L->nin; j++) {
+        int t = L->in_ids[j], ok = m->t_rank[t] == r;
+        for (int d = 0; ok && d < r; d++)
+            ok = m->t_shape[t][d] == m->t_shape[t0][d] || (L->kind == BF_L_CONCAT && d == L->axis);
+        if (!ok) {
+            char a[48], b[48];
+            shape_str(a, sizeof a, r, m->t_shape[t0]);
+            shape_str(b, sizeof b, m->t_rank[t], m->t_shape[t]);
+            return BF_FAIL(BF_ERR_SHAPE, "%s: inputs must have the same shape%s; input 0 has %s, input %d has %s",
+                           L->name, L->kind == BF_L_CONCAT ? " except on the concatenation axis" : "", a, j, b);
+        }
+        if (L->kind == BF_L_CONCAT) sum += m->t_shape[t][L->axis];
+    }
+    if (L->kind == BF_L_CONCAT) L->out_shape[L->axis] = sum;
+    return BF_OK;
+}
+
+/* node i uses node `share`'s parameters: same kind, same parameter shapes */
+static bf_status check_share(bf_model *m, int i) {
+    bf_layer *L = &m->layers[i];
+    if (L->share >= i || L->share < 0) return BF_FAIL(BF_ERR_ARG, "%s: shares parameters with node %d, not an earlier one", L->name, L->share);
+    const bf_layer *O = &m->layers[L->share];
+    int ok = O->kind == L->kind && O->nparam == L->nparam;
+    for (int j = 0; ok && j < L->nparam; j++) {
+        ok = O->params[j].rank == L->params[j].rank;
+        for (int d = 0; ok && d < L->params[j].rank; d++) ok = O->params[j].shape[d] == L->params[j].shape[d];
+    }
+    if (!ok) {
+        char a[48], b[48];
+        shape_str(a, sizeof a, O->in_rank, O->in_shape);
+        shape_str(b, sizeof b, L->in_rank, L->in_shape);
+        return BF_FAIL(BF_ERR_SHAPE, "layer '%s' was built for inputs of shape %s and is called again on shape %s; "
+                       "its weights do not fit", O->name, a, b);
+    }
+    for (int j = 0; j < L->nparam; j++) L->params[j] = O->params[j];
+    L->frozen = O->frozen;
+    return BF_OK;
+}
+
 bf_status bf_model_infer(bf_model *m) {
     if (m->nlayers <= 0) return BF_FAIL(BF_ERR_ARG, "the model has no layers");
-    if (m->in_rank < 1 || m->in_rank > 3)
-        return BF_FAIL(BF_ERR_SHAPE, "input_shape must have 1 to 3 dimensions, got %d", m->in_rank);
-    m->in_size = prod(m->in_shape, m->in_rank);
-    if (m->in_size <= 0) return BF_FAIL(BF_ERR_SHAPE, "input_shape has a non-positive dimension");
-    int rank = m->in_rank, shape[3];
-    memcpy(shape, m->in_shape, sizeof shape);
+    if (m->n_inputs <= 0) { /* Sequential: one input, given as in_rank / in_shape */
+        m->n_inputs = 1;
+        m->in_ranks[0] = m->in_rank;
+        memcpy(m->in_shapes[0], m->in_shape, sizeof m->in_shape);
+    }
+    if (m->n_inputs > BF_MAX_INPUTS) return BF_FAIL(BF_ERR_ARG, "at most %d inputs are supported, got %d", BF_MAX_INPUTS, m->n_inputs);
+    m->x_row = 0;
+    for (int k = 0; k < m->n_inputs; k++) {
+        if (m->in_ranks[k] < 1 || m->in_ranks[k] > 3)
+            return BF_FAIL(BF_ERR_SHAPE, "input_shape must have 1 to 3 dimensions, got %d", m->in_ranks[k]);
+        m->in_sizes[k] = prod(m->in_shapes[k], m->in_ranks[k]);
+        if (m->in_sizes[k] <= 0) return BF_FAIL(BF_ERR_SHAPE, "input_shape has a non-positive dimension");
+        m->in_offs[k] = m->x_row;
+        m->x_row += m->in_sizes[k];
+        m->t_rank[k] = m->in_ranks[k];
+        memcpy(m->t_shape[k], m->in_shapes[k], sizeof m->t_shape[k]);
+        m->t_size[k] = m->in_sizes[k];
+        m->t_uses[k] = 0;
+    }
+    m->in_rank = m->in_ranks[0];
+    memcpy(m->in_shape, m->in_shapes[0], sizeof m->in_shape);
+    m->in_size = m->in_sizes[0];
     for (int i = 0; i < m->nlayers; i++) {
         bf_layer *L = &m->layers[i];
-        BF_TRY(infer_layer(L, rank, shape));
+        int self_t = m->n_inputs + i;
+        if (L->nin <= 0) { L->nin = 1; L->in_ids[0] = i == 0 ? 0 : self_t - 1; } /* a chain */
+        if (L->nin > BF_MAX_NODE_IN) return BF_FAIL(BF_ERR_ARG, "%s: at most %d inputs, got %d", L->name, BF_MAX_NODE_IN, L->nin);
+        if (L->nin > 1 && !is_merge(L->kind)) return BF_FAIL(BF_ERR_ARG, "%s takes one input, got %d", L->name, L->nin);
+        for (int j = 0; j < L->nin; j++)
+            if (L->in_ids[j] < 0 || L->in_ids[j] >= self_t)
+                return BF_FAIL(BF_ERR_ARG, "%s: input tensor %d is not defined before it (nodes must be in topological order)",
+                               L->name, L->in_ids[j]);
+        int t0 = L->in_ids[0];
+        BF_TRY(infer_layer(L, m->t_rank[t0], m->t_shape[t0]));
+        if (is_merge(L->kind)) BF_TRY(check_merge(m, L));
+        L->out_size = prod(L->out_shape, L->out_rank);
         if (L->out_size <= 0) return BF_FAIL(BF_ERR_SHAPE, "%s: empty output", L->name);
-        rank = L->out_rank;
-        memcpy(shape, L->out_shape, sizeof shape);
+        if (L->share >= 0 || L->share < -1) BF_TRY(check_share(m, i));
+        for (int j = 0; j < L->nin; j++) m->t_uses[L->in_ids[j]]++;
+        m->t_rank[self_t] = L->out_rank;
+        memcpy(m->t_shape[self_t], L->out_shape, sizeof L->out_shape);
+        m->t_size[self_t] = L->out_size;
+        m->t_uses[self_t] = 0;
+    }
+    if (m->n_outputs <= 0) { m->n_outputs = 1; m->out_t[0] = m->n_inputs + m->nlayers - 1; }
+    if (m->n_outputs > BF_MAX_OUTPUTS) return BF_FAIL(BF_ERR_ARG, "at most %d outputs are supported, got %d", BF_MAX_OUTPUTS, m->n_outputs);
+    m->pred_row = 0;
+    for (int k = 0; k < m->n_outputs; k++) {
+        int t = m->out_t[k];
+        if (t < 0 || t >= m->n_inputs + m->nlayers) return BF_FAIL(BF_ERR_ARG, "output %d: no tensor %d", k, t);
+        for (int j = 0; j < k; j++)
+            if (m->out_t[j] == t) return BF_FAIL(BF_ERR_ARG, "outputs %d and %d are the same tensor", j, k);
+        m->out_offs[k] = m->pred_row;
+        m->pred_row += m->t_size[t];
+    }
+    /* every node leads to an output (backward relies on it) */
+    int live[BF_MAX_TENSORS] = {0};
+    for (int k = 0; k < m->n_outputs; k++) live[m->out_t[k]] = 1;
+    for (int i = m->nlayers - 1; i >= 0; i--) {
+        if (!live[m->n_inputs + i])
+            return BF_FAIL(BF_ERR_ARG, "node '%s' does not lead to any output of the model", m->layers[i].name);
+        for (int j = 0; j < m->layers[i].nin; j++) live[m->layers[i].in_ids[j]] = 1;
+    }
+    /* frozen nodes' parameters are not trainable; sharers follow their owner */
+    for (int i = 0; i < m->nlayers; i++) {
+        bf_layer *L = &m->layers[i];
+        if (L->share >= 0) continue;
+        for (int j = 0; j < L->nparam; j++)
+            if (L->frozen) L->params[j].trainable = 0;
     }
     /* trainable first, then the rest; gradients mirror the trainable block */
     size_t off = 0;
+    m->n_trainable = 0;
     for (int pass = 1; pass >= 0; pass--)
         for (int i = 0; i < m->nlayers; i++)
-            for (int j = 0; j < m->layers[i].nparam; j++) {
+            for (int j = 0; j < m->layers[i].nparam && m->layers[i].share < 0; j++) {
                 bf_param *p = &m->layers[i].params[j];
                 if (p->trainable != pass) continue;
                 p->offset = off;
@@ -147,6 +265,9 @@ bf_status bf_model_infer(bf_model *m) {
                 if (pass) m->n_trainable = (long)off;
             }
     m->n_params = (long)off;
+    for (int i = 0; i < m->nlayers; i++)
+        if (m->layers[i].share >= 0)
+            for (int j = 0; j < m->layers[i].nparam; j++) m->layers[i].params[j] = m->layers[m->layers[i].share].params[j];
     return BF_OK;
 }
 
@@ -162,7 +283,7 @@ bf_status bf_model_alloc_weights(bf_model *m) {
     if (s != BF_OK) { bf_arena_release(&m->weights); return s; }
     m->w = p;
     for (int i = 0; i < m->nlayers; i++)
-        for (int j = 0; j < m->layers[i].nparam; j++) {
+        for (int j = 0; j < m->layers[i].nparam && m->layers[i].share < 0; j++) {
             bf_param *q = &m->layers[i].params[j];
             float *w = m->w + q->offset;
             uint64_t seed = bf_splitmix64(m->seed + (uint64_t)(i * BF_MAX_PARAMS + j));
@@ -179,7 +300,7 @@ bf_status bf_model_alloc_weights(bf_model *m) {
     return BF_OK;
 }
 
-bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *loss) {
+bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *loss, const bf_output *outs) {
     int nslots = 0;
     switch (opt->kind) {
     case BF_OPT_SGD: nslots = opt->momentum != 0.0f ? 1 : 0; break;
@@ -188,14 +309,27 @@ bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *
     default: return BF_FAIL(BF_ERR_ARG, "unknown optimizer kind %d", (int)opt->kind);
     }
     if (!(opt->lr >= 0.0f)) return BF_FAIL(BF_ERR_ARG, "learning_rate must be >= 0, got %g", (double)opt->lr);
-    if ((int)loss->kind < 0 || loss->kind > BF_LOSS_SCCE) return BF_FAIL(BF_ERR_ARG, "unknown loss kind %d", (int)loss->kind);
+    bf_output o[BF_MAX_OUTPUTS];
+    long y_row = 0;
+    for (int k = 0; k < m->n_outputs; k++) {
+        if (outs) o[k] = outs[k];
+        else { o[k].loss = *loss; o[k].weight = 1.0f; }
+        if ((int)o[k].loss.kind < 0 || o[k].loss.kind > BF_LOSS_SCCE)
+            return BF_FAIL(BF_ERR_ARG, "unknown loss kind %d", (int)o[k].loss.kind);
+        if (!(o[k].weight >= 0.0f)) return BF_FAIL(BF_ERR_ARG, "loss_weights[%d] must be >= 0, got %g", k, (double)o[k].weight);
+        o[k].y_off = y_row;
+        o[k].y_row = o[k].loss.kind == BF_LOSS_SCCE ? 1 : m->t_size[m->out_t[k]];
+        y_row += o[k].y_row;
+    }
     /* state is created (and budget-checked) by the first training run */
     bf_arena_release(&m->opt_state);
     m->slots = NULL;
     m->opt = *opt;
     m->opt.nslots = nslots;
     m->opt.iterations = 0;
-    m->loss = *loss;
+    memcpy(m->outs, o, sizeof o[0] * (size_t)m->n_outputs);
+    m->loss = o[0].loss;
+    m->y_row = y_row;
     m->compiled = 1;
     return BF_OK;
 }
@@ -223,13 +357,15 @@ void bf_model_free(bf_model *m) {
     m->w = m->slots = NULL;
 }
 
-int bf_model_loss_fused(const bf_model *m) {
-    const bf_layer *L = &m->layers[m->nlayers - 1];
-    if (m->loss.from_logits) return 0;
+int bf_model_loss_fused(const bf_model *m, int k) {
+    int t = m->out_t[k], i = bf_model_producer(m, t);
+    const bf_loss *loss = &m->outs[k].loss;
+    if (i < 0 || m->t_uses[t] > 0 || loss->from_logits) return 0;
+    const bf_layer *L = &m->layers[i];
     if (L->kind != BF_L_DENSE && L->kind != BF_L_CONV2D && L->kind != BF_L_ACTIVATION) return 0;
-    if (L->act == BF_ACT_SIGMOID && m->loss.kind == BF_LOSS_BCE) return 1;
-    if (L->act == BF_ACT_SOFTMAX && (m->loss.kind == BF_LOSS_CCE || m->loss.kind == BF_LOSS_SCCE)) return 1;
+    if (L->act == BF_ACT_SIGMOID && loss->kind == BF_LOSS_BCE) return 1;
+    if (L->act == BF_ACT_SOFTMAX && (loss->kind == BF_LOSS_CCE || loss->kind == BF_LOSS_SCCE)) return 1;
     return 0;
 }
 
-long bf_model_out_size(const bf_model *m) { return m->layers[m->nlayers - 1].out_size; }
+long bf_model_out_size(const bf_model *m) { return m->pred_row; }

@@ -1,6 +1,9 @@
-/* model.h - a Sequential model as the engine sees it: layers with their
- * per-sample shapes, parameter tensors in the model's host arena, and the
- * optimizer with its state in a second arena.
+/* model.h - a model as the engine sees it: a DAG of layer nodes over tensor
+ * ids (0 .. n_inputs-1 are the model's inputs, n_inputs + i is node i's
+ * output; nodes come in topological order), parameter tensors in the model's
+ * host arena, and the optimizer with its state in a second arena. A node may
+ * use another node's parameters (a layer called twice: `share`); a frozen
+ * node's parameters are not trainable (no gradient, no optimizer state).
  * Shapes here exclude the batch axis. Weights are initialized in C from a seed
  * (Keras initializers: glorot_uniform kernels, zero biases, BN ones/zeros). */
 #ifndef BF_MODEL_H
@@ -14,10 +17,16 @@
 #define BF_MAX_LAYERS 128
 #define BF_MAX_PARAMS 4
 #define BF_NAME_LEN 64
+#define BF_MAX_INPUTS 8
+#define BF_MAX_OUTPUTS 8
+#define BF_MAX_NODE_IN 16
+#define BF_MAX_TENSORS (BF_MAX_LAYERS + BF_MAX_INPUTS)
 
 typedef enum {
     BF_L_DENSE = 0, BF_L_CONV2D, BF_L_MAXPOOL, BF_L_AVGPOOL, BF_L_GAP, BF_L_FLATTEN,
-    BF_L_RESHAPE, BF_L_DROPOUT, BF_L_BATCHNORM, BF_L_ACTIVATION
+    BF_L_RESHAPE, BF_L_DROPOUT, BF_L_BATCHNORM, BF_L_ACTIVATION,
+    /* merge layers: several inputs of one shape (Concatenate: equal but on `axis`) */
+    BF_L_ADD, BF_L_SUBTRACT, BF_L_MULTIPLY, BF_L_AVERAGE, BF_L_MAXIMUM, BF_L_MINIMUM, BF_L_CONCAT
 } bf_layer_kind;
 
 typedef enum { BF_INIT_ZEROS = 0, BF_INIT_ONES, BF_INIT_GLOROT_UNIFORM } bf_init;
@@ -42,7 +51,11 @@ typedef struct {
     float rate;                                /* Dropout */
     float momentum, eps;                       /* BatchNormalization */
     int center, scale;                         /* BatchNormalization */
-    int in_rank, in_shape[3], out_rank, out_shape[3];
+    int axis;                                  /* Concatenate: per-sample axis */
+    int nin, in_ids[BF_MAX_NODE_IN];           /* input tensor ids */
+    int share;                                 /* node whose parameters this one uses; -1: its own */
+    int frozen;                                /* trainable=False: parameters get no gradient */
+    int in_rank, in_shape[3], out_rank, out_shape[3]; /* in_*: of the first input */
     long in_size, out_size;                    /* elements per sample */
     int nparam;
     bf_param params[BF_MAX_PARAMS];
@@ -63,11 +76,30 @@ typedef struct {
     int from_logits;
 } bf_loss;
 
+/* what one output is trained with */
+typedef struct {
+    bf_loss loss;
+    float weight;      /* Keras loss_weights */
+    long y_off, y_row; /* its targets' columns in the packed label row */
+} bf_output;
+
 typedef struct {
     int nlayers;
     bf_layer layers[BF_MAX_LAYERS];
-    int in_rank, in_shape[3];
-    long in_size;
+    int in_rank, in_shape[3];   /* input 0 (Sequential) */
+    long in_size;               /* input 0 */
+    int n_inputs;               /* inputs are packed side by side in an x row */
+    int in_ranks[BF_MAX_INPUTS], in_shapes[BF_MAX_INPUTS][3];
+    long in_sizes[BF_MAX_INPUTS], in_offs[BF_MAX_INPUTS], x_row;
+    int n_outputs;              /* outputs are packed side by side in a prediction row */
+    int out_t[BF_MAX_OUTPUTS];  /* tensor ids */
+    long out_offs[BF_MAX_OUTPUTS], pred_row;
+    bf_output outs[BF_MAX_OUTPUTS];
+    long y_row;                 /* floats per packed label row (set by compile) */
+    /* per tensor: shape and consumers (filled by bf_model_infer) */
+    int t_rank[BF_MAX_TENSORS], t_shape[BF_MAX_TENSORS][3];
+    long t_size[BF_MAX_TENSORS];
+    int t_uses[BF_MAX_TENSORS];
     long n_params, n_trainable; /* floats */
     bf_arena weights;           /* host: all parameters, trainable then not */
     float *w;
@@ -84,16 +116,22 @@ bf_status bf_model_infer(bf_model *m);
 /* Reserve the weight arena and initialize from seed. */
 bf_status bf_model_alloc_weights(bf_model *m);
 /* Set the optimizer/loss; drops any optimizer state (recreated zeroed by the
- * first training run, after its budget check). */
-bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *loss);
+ * first training run, after its budget check). `outs` (n_outputs of them) gives
+ * each output its loss and weight; NULL: `loss` for every output, weight 1. */
+bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *loss, const bf_output *outs);
 size_t bf_model_opt_state_bytes(const bf_model *m);
 bf_status bf_model_alloc_opt_state(bf_model *m);
 void bf_model_free(bf_model *m);
 
-/* which pre-activation the loss may fuse with: 1 when the last layer's
- * activation (sigmoid+BCE, softmax+CCE/SCCE) is folded into the loss */
-int bf_model_loss_fused(const bf_model *m);
+/* 1 when output k's activation (sigmoid+BCE, softmax+CCE/SCCE) may be folded
+ * into its loss: its node has that activation and nothing else reads it */
+int bf_model_loss_fused(const bf_model *m, int k);
+/* floats per sample of all outputs together (the packed prediction row) */
 long bf_model_out_size(const bf_model *m);
+/* node producing tensor t, or -1 for a model input */
+static inline int bf_model_producer(const bf_model *m, int t) { return t < m->n_inputs ? -1 : t - m->n_inputs; }
+/* the node whose parameters node i uses */
+static inline int bf_model_owner(const bf_model *m, int i) { return m->layers[i].share >= 0 ? m->layers[i].share : i; }
 
 /* counter-based random numbers (splitmix64), shared by init and dropout */
 static inline uint64_t bf_splitmix64(uint64_t x) {

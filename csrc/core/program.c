@@ -1,9 +1,15 @@
-/* program.c - compile a model into the buffers of one step and plan them.
- * Timeline of a training step with L layers: forward of layer i at t=i, loss at
- * t=L, backward of layer i at t=2L-i. A buffer lives from its first write to
- * its last read, so activations that backward does not need are reused early.
- * Flatten / Reshape (and Dropout outside training) are views: their output is
- * their input buffer, and the same holds for their gradients. */
+/* program.c - compile a model graph into the buffers of one step and plan them.
+ * Timeline of a training step with L nodes (topological order): the split of
+ * a packed multi-input batch at t=0, forward of node i at t=i+1, losses at
+ * t=L+1, backward of node i at t=2L+1-i. A buffer lives from its first write
+ * to its last read, so activations that backward does not need are reused
+ * early. A tensor read by several nodes gets one gradient buffer: the first
+ * contribution in backward order is written into it, later ones are computed
+ * into a scratch buffer and added. Flatten / Reshape (and Dropout outside
+ * training, linear or fused activations) are views: their output is their
+ * input buffer, and their input's gradient may be their output's. Tensors
+ * that no trainable parameter depends on get no gradient at all (a frozen
+ * base model costs no backward). */
 #include "program.h"
 
 #include <limits.h>
@@ -14,20 +20,21 @@ static int is_view(const bf_run *r, int i) {
     const bf_layer *L = &r->m->layers[i];
     if (L->kind == BF_L_FLATTEN || L->kind == BF_L_RESHAPE) return 1;
     if (L->kind == BF_L_DROPOUT && (r->mode != BF_MODE_TRAIN || L->rate == 0.0f)) return 1;
-    if (L->kind == BF_L_ACTIVATION && (L->act == BF_ACT_LINEAR || (i == r->m->nlayers - 1 && r->fused))) return 1;
+    if (L->kind == BF_L_ACTIVATION && (L->act == BF_ACT_LINEAR || r->node_fused[i])) return 1;
     return 0;
 }
 
 static int needs_in(const bf_layer *L) {
     return L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D || L->kind == BF_L_MAXPOOL ||
-           L->kind == BF_L_BATCHNORM;
+           L->kind == BF_L_BATCHNORM || L->kind == BF_L_MULTIPLY || L->kind == BF_L_MAXIMUM ||
+           L->kind == BF_L_MINIMUM;
 }
 
 static int needs_out(const bf_run *r, int i) {
     const bf_layer *L = &r->m->layers[i];
-    int last_fused = i == r->m->nlayers - 1 && r->fused;
-    if (L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D) return L->act != BF_ACT_LINEAR && !last_fused;
-    return L->kind == BF_L_MAXPOOL || (L->kind == BF_L_ACTIVATION && !last_fused);
+    if (L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D) return L->act != BF_ACT_LINEAR && !r->node_fused[i];
+    return L->kind == BF_L_MAXPOOL || L->kind == BF_L_MAXIMUM || L->kind == BF_L_MINIMUM ||
+           (L->kind == BF_L_ACTIVATION && !r->node_fused[i]);
 }
 
 static bf_status newbuf(bf_run *r, int *id, size_t bytes, const char *fmt, const char *a,
@@ -85,6 +92,12 @@ static void entry(bf_run *r, const char *name, const char *cat, size_t bytes, in
     e->on_device = on_device;
 }
 
+static int has_trainable(const bf_layer *L) {
+    for (int j = 0; j < L->nparam; j++)
+        if (L->params[j].trainable) return 1;
+    return 0;
+}
+
 bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int rows) {
     memset(r, 0, sizeof *r);
     r->m = m;
@@ -92,12 +105,18 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
     r->mode = mode;
     r->B = rows;
     r->on_device = be != bf_cpu_backend();
-    r->fused = mode != BF_MODE_PREDICT && m->compiled && bf_model_loss_fused(m);
     if (rows <= 0) return BF_FAIL(BF_ERR_ARG, "batch_size must be positive, got %d", rows);
     if (mode != BF_MODE_PREDICT && !m->compiled)
         return BF_FAIL(BF_ERR_ARG, "the model must be compiled before fit or evaluate");
-    const int L = m->nlayers, train = mode == BF_MODE_TRAIN;
+    const int L = m->nlayers, NI = m->n_inputs, NO = m->n_outputs, train = mode == BF_MODE_TRAIN;
+    const int LOSS = L + 1;
     const size_t fb = sizeof(float), B = (size_t)rows;
+#define BW(i) (2 * L + 1 - (i))
+    for (int k = 0; k < NO; k++) {
+        r->out_fused[k] = mode != BF_MODE_PREDICT && m->compiled && bf_model_loss_fused(m, k);
+        int i = bf_model_producer(m, m->out_t[k]);
+        if (r->out_fused[k]) { r->node_fused[i] = 1; r->fused = 1; }
+    }
 
     /* every op the model needs must exist on this backend */
     for (int i = 0; i < L; i++) {
@@ -109,80 +128,142 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         case BF_L_AVGPOOL: case BF_L_GAP: ok = be->avgpool_forward && be->avgpool_backward; break;
         case BF_L_BATCHNORM: ok = be->batchnorm_forward && be->batchnorm_backward; break;
         case BF_L_DROPOUT: ok = be->dropout_forward && be->dropout_backward; break;
+        case BF_L_ADD: case BF_L_SUBTRACT: case BF_L_MULTIPLY: case BF_L_AVERAGE:
+        case BF_L_MAXIMUM: case BF_L_MINIMUM: ok = be->ewise != NULL; break;
+        case BF_L_CONCAT: ok = be->copy2d != NULL; break;
         default: break;
         }
         if (!ok)
             return BF_FAIL(BF_ERR_ARG, "layer '%s' is not implemented on the %s backend in this build", ly->name, be->name);
     }
+    if ((NI > 1 || NO > 1) && !be->copy2d)
+        return BF_FAIL(BF_ERR_ARG, "models with several inputs or outputs need copy2d, missing on the %s backend", be->name);
+
+    /* which tensors need a gradient: those a trainable parameter feeds */
+    for (int t = 0; t < NI; t++) r->need_grad[t] = 0;
+    for (int i = 0; i < L; i++) {
+        const bf_layer *ly = &m->layers[i];
+        int ng = train && has_trainable(ly);
+        for (int j = 0; j < ly->nin; j++) ng |= r->need_grad[ly->in_ids[j]];
+        r->need_grad[NI + i] = ng;
+        if (ng && ly->kind == BF_L_BATCHNORM && ly->frozen && r->need_grad[ly->in_ids[0]])
+            return BF_FAIL(BF_ERR_ARG, "layer '%s' is frozen (trainable=False) but trainable layers before it need "
+                           "gradients through it, which is not supported; freeze the layers before it too, or "
+                           "leave it trainable", ly->name);
+    }
 
     /* forward buffers */
-    int in_id = BF_X_NONE;
+    for (int t = 0; t < BF_MAX_TENSORS; t++) r->t_buf[t] = r->t_grad[t] = -2;
+    if (NI == 1) r->t_buf[0] = BF_X_NONE;
+    else
+        for (int k = 0; k < NI; k++) {
+            char nm[16];
+            snprintf(nm, sizeof nm, "%d", k);
+            BF_TRY(newbuf(r, &r->t_buf[k], B * (size_t)m->in_sizes[k] * fb, "input %s%s (split from the batch)", nm, ""));
+            use(r, r->t_buf[k], 0);
+        }
     for (int i = 0; i < L; i++) {
         bf_layer *ly = &m->layers[i];
+        int o = NI + i, t = i + 1;
         r->fws_id[i] = r->bws_id[i] = r->aux_id[i] = -2;
-        if (is_view(r, i)) r->out_id[i] = in_id;
-        else BF_TRY(newbuf(r, &r->out_id[i], B * ly->out_size * fb, "%s%s output", ly->name, ""));
-        use(r, in_id, i);
-        use(r, r->out_id[i], i);
+        r->node_view[i] = is_view(r, i);
+        if (r->node_view[i]) r->t_buf[o] = r->t_buf[ly->in_ids[0]];
+        else BF_TRY(newbuf(r, &r->t_buf[o], B * ly->out_size * fb, "%s%s output", ly->name, ""));
+        for (int j = 0; j < ly->nin; j++) use(r, r->t_buf[ly->in_ids[j]], t);
+        use(r, r->t_buf[o], t);
+        int bw = train && r->need_grad[o];
         if (ly->kind == BF_L_CONV2D) {
             bf_conv_geom g;
             geom(ly, rows, &g);
-            if (!be->conv2d_workspace_bytes) return BF_FAIL(BF_ERR_DEVICE, "backend %s has no Conv2D", be->name);
             size_t w = be->conv2d_workspace_bytes(be, &g, 0);
-            if (w) { BF_TRY(newbuf(r, &r->fws_id[i], w, "%s%s forward workspace", ly->name, "")); use(r, r->fws_id[i], i); }
-            if (train) {
+            if (w) { BF_TRY(newbuf(r, &r->fws_id[i], w, "%s%s forward workspace", ly->name, "")); use(r, r->fws_id[i], t); }
+            if (bw) {
                 w = be->conv2d_workspace_bytes(be, &g, 1);
-                if (w) { BF_TRY(newbuf(r, &r->bws_id[i], w, "%s%s backward workspace", ly->name, "")); use(r, r->bws_id[i], 2 * L - i); }
+                if (w) { BF_TRY(newbuf(r, &r->bws_id[i], w, "%s%s backward workspace", ly->name, "")); use(r, r->bws_id[i], BW(i)); }
             }
         }
         if (ly->kind == BF_L_DROPOUT && train && ly->rate > 0.0f) {
             BF_TRY(newbuf(r, &r->aux_id[i], B * ly->in_size * fb, "%s%s dropout mask", ly->name, ""));
-            use(r, r->aux_id[i], i);
-            use(r, r->aux_id[i], 2 * L - i);
+            use(r, r->aux_id[i], t);
         }
         if (ly->kind == BF_L_BATCHNORM) {
             int C = ly->in_shape[ly->in_rank - 1];
             BF_TRY(newbuf(r, &r->aux_id[i], 2 * (size_t)C * fb, "%s%s batch mean / inverse std", ly->name, ""));
-            use(r, r->aux_id[i], i);
-            if (train) use(r, r->aux_id[i], 2 * L - i);
-        }
-        in_id = r->out_id[i];
-    }
-    /* loss, metrics, or the copy-out of predictions at t = L */
-    use(r, in_id, L);
-    r->loss_id = r->acc_id = -2;
-    if (mode != BF_MODE_PREDICT) {
-        BF_TRY(newbuf(r, &r->loss_id, B * fb, "per-sample loss%s%s", "", ""));
-        BF_TRY(newbuf(r, &r->acc_id, B * fb, "per-sample accuracy%s%s", "", ""));
-        use(r, r->loss_id, L);
-        use(r, r->acc_id, L);
-    }
-    r->y_row = m->loss.kind == BF_LOSS_SCCE ? 1 : bf_model_out_size(m);
-
-    /* backward buffers: gradient w.r.t. each layer's output */
-    for (int i = 0; i < L; i++) r->dout_id[i] = -2;
-    if (train) {
-        BF_TRY(newbuf(r, &r->dout_id[L - 1], B * m->layers[L - 1].out_size * fb, "%s%s output gradient", m->layers[L - 1].name, ""));
-        use(r, r->dout_id[L - 1], L);
-        for (int i = L - 1; i >= 0; i--) {
-            int t = 2 * L - i;
-            const bf_layer *ly = &m->layers[i];
-            use(r, r->dout_id[i], t);
             use(r, r->aux_id[i], t);
-            if (needs_in(ly)) use(r, i ? r->out_id[i - 1] : BF_X_NONE, t);
-            if (needs_out(r, i)) use(r, r->out_id[i], t);
-            if (i == 0) break;
-            if (is_view(r, i)) r->dout_id[i - 1] = r->dout_id[i];
-            else BF_TRY(newbuf(r, &r->dout_id[i - 1], B * m->layers[i - 1].out_size * fb, "%s%s output gradient", m->layers[i - 1].name, ""));
-            use(r, r->dout_id[i - 1], t);
         }
     }
+    /* losses, metrics, or the copy-out of predictions at t = L + 1 */
+    for (int k = 0; k < NO; k++) {
+        use(r, r->t_buf[m->out_t[k]], LOSS);
+        r->loss_id[k] = r->acc_id[k] = r->tgt_id[k] = -2;
+        if (mode == BF_MODE_PREDICT) continue;
+        const char *on = m->layers[bf_model_producer(m, m->out_t[k]) >= 0 ? bf_model_producer(m, m->out_t[k]) : 0].name;
+        if (bf_model_producer(m, m->out_t[k]) < 0) on = "input";
+        BF_TRY(newbuf(r, &r->loss_id[k], B * fb, "per-sample loss%s%s", NO > 1 ? " of " : "", NO > 1 ? on : ""));
+        BF_TRY(newbuf(r, &r->acc_id[k], B * fb, "per-sample accuracy%s%s", NO > 1 ? " of " : "", NO > 1 ? on : ""));
+        use(r, r->loss_id[k], LOSS);
+        use(r, r->acc_id[k], LOSS);
+        if (NO > 1) {
+            BF_TRY(newbuf(r, &r->tgt_id[k], B * (size_t)m->outs[k].y_row * fb, "per-sample targets of %s%s", on, ""));
+            use(r, r->tgt_id[k], LOSS);
+        }
+    }
+    r->y_row = mode != BF_MODE_PREDICT ? m->y_row : 0;
+
+    /* backward buffers: the gradient of each tensor, written first by the
+     * loss or by its last reader, then added to by the others */
+    int written[BF_MAX_TENSORS] = {0};
+    for (int i = 0; i < L; i++) {
+        r->node_bw[i] = 0;
+        for (int j = 0; j < BF_MAX_NODE_IN; j++) r->gtmp[i][j] = -3;
+    }
+    if (train) {
+        for (int k = 0; k < NO; k++) {
+            int o = m->out_t[k];
+            if (!r->need_grad[o]) continue;
+            BF_TRY(newbuf(r, &r->t_grad[o], B * (size_t)m->t_size[o] * fb, "%s%s output gradient",
+                          m->layers[bf_model_producer(m, o)].name, ""));
+            use(r, r->t_grad[o], LOSS);
+            written[o] = 1;
+        }
+        for (int i = L - 1; i >= 0; i--) {
+            const bf_layer *ly = &m->layers[i];
+            int o = NI + i, t = BW(i);
+            if (!r->need_grad[o]) continue;
+            if (!written[o]) return BF_FAIL(BF_ERR_INTERNAL, "%s: its output's gradient is never computed", ly->name);
+            r->node_bw[i] = 1;
+            use(r, r->t_grad[o], t);
+            use(r, r->aux_id[i], t);
+            if (needs_in(ly))
+                for (int j = 0; j < ly->nin; j++) use(r, r->t_buf[ly->in_ids[j]], t);
+            if (needs_out(r, i)) use(r, r->t_buf[o], t);
+            for (int j = 0; j < ly->nin; j++) {
+                int u = ly->in_ids[j];
+                if (!r->need_grad[u]) continue;
+                if (!written[u]) {
+                    if (r->node_view[i]) r->t_grad[u] = r->t_grad[o];
+                    else BF_TRY(newbuf(r, &r->t_grad[u], B * (size_t)m->t_size[u] * fb, "%s%s output gradient",
+                                       m->layers[bf_model_producer(m, u)].name, ""));
+                    r->gtmp[i][j] = -2;
+                    written[u] = 1;
+                } else if (r->node_view[i]) {
+                    r->gtmp[i][j] = r->t_grad[o]; /* the contribution is the output's gradient itself */
+                } else {
+                    BF_TRY(newbuf(r, &r->gtmp[i][j], B * (size_t)m->t_size[u] * fb, "%s%s input gradient (to add)",
+                                  ly->name, ""));
+                    use(r, r->gtmp[i][j], t);
+                }
+                use(r, r->t_grad[u], t);
+            }
+        }
+    }
+#undef BW
     BF_TRY(bf_plan_offsets(r->bufs, r->nbuf, &r->scratch_bytes));
     for (int i = 0; i < r->nbuf; i++) r->naive_scratch_bytes += bf_align_up(r->bufs[i].bytes);
 
     /* persistent parts */
     r->grad_bytes = train ? bf_align_up(fb * (size_t)m->n_trainable) : 0;
-    r->xslot_bytes = bf_align_up(B * (size_t)m->in_size * fb);
+    r->xslot_bytes = bf_align_up(B * (size_t)m->x_row * fb);
     r->yslot_bytes = mode != BF_MODE_PREDICT ? bf_align_up(B * (size_t)r->y_row * fb) : 0;
     r->w_bytes = r->on_device ? bf_align_up(fb * (size_t)(m->n_params ? m->n_params : 1)) : 0;
     r->slot_bytes = r->on_device && train ? bf_align_up(fb * (size_t)m->opt.nslots * (size_t)m->n_trainable) : 0;

@@ -14,7 +14,7 @@
 
 typedef enum { BF_MODE_TRAIN = 0, BF_MODE_EVAL, BF_MODE_PREDICT } bf_mode;
 
-#define BF_RUN_MAXBUF (BF_MAX_LAYERS * 5 + 8)
+#define BF_RUN_MAXBUF 1024
 #define BF_PREFETCH_DEPTH 2
 #define BF_X_NONE (-1) /* buffer id of the input batch slot (not planned) */
 
@@ -31,9 +31,9 @@ typedef struct {
  * write it without waiting and run.c reads it back in one copy, so a step
  * makes the host wait for the device once. */
 typedef struct {
-    double loss, acc;              /* sums over the micro-batch's rows */
+    double loss[BF_MAX_OUTPUTS], acc[BF_MAX_OUTPUTS]; /* per output, sums over the micro-batch's rows */
     int bad;                       /* a non-finite scan hit (gradients of layers without a bound) */
-    int bad_label;                 /* SCCE: rows - (lowest row whose label is no class id); 0: none */
+    int bad_label[BF_MAX_OUTPUTS]; /* SCCE: rows - (lowest row whose label is no class id); 0: none */
     float bound[BF_MAX_LAYERS][2]; /* Dense / Conv2D: max|input|, max|output gradient| */
 } bf_step_stats;
 
@@ -42,17 +42,27 @@ typedef struct {
     bf_backend *be;
     bf_mode mode;
     int B;       /* rows per micro-batch the buffers are sized for */
-    int fused;   /* last activation folded into the loss */
+    int fused;   /* some output's activation folded into its loss */
     int on_device;
-    /* per layer: buffer ids (BF_X_NONE = the input slot, -2 = none) */
-    int out_id[BF_MAX_LAYERS], dout_id[BF_MAX_LAYERS];
+    /* buffer ids: BF_X_NONE = the input slot, -2 = none */
+    int t_buf[BF_MAX_TENSORS];   /* per tensor: its values */
+    int t_grad[BF_MAX_TENSORS];  /* per tensor: its gradient (accumulated over its consumers) */
+    int need_grad[BF_MAX_TENSORS];
+    int node_fused[BF_MAX_LAYERS];   /* node's activation left to the loss */
+    int node_view[BF_MAX_LAYERS];    /* output is its input buffer */
+    int node_bw[BF_MAX_LAYERS];      /* node has a backward step */
+    /* node i's gradient for its input j: -2 written straight into the input's
+     * gradient, -3 not needed, else a scratch buffer then added into it */
+    int gtmp[BF_MAX_LAYERS][BF_MAX_NODE_IN];
     int fws_id[BF_MAX_LAYERS], bws_id[BF_MAX_LAYERS], aux_id[BF_MAX_LAYERS];
-    int loss_id, acc_id;
+    int loss_id[BF_MAX_OUTPUTS], acc_id[BF_MAX_OUTPUTS];
+    int tgt_id[BF_MAX_OUTPUTS];  /* several outputs: each one's targets, split from the y slot */
+    int out_fused[BF_MAX_OUTPUTS];
     int nbuf;
     bf_plan_buf bufs[BF_RUN_MAXBUF];
     char buf_names[BF_RUN_MAXBUF][80];
     size_t scratch_bytes, naive_scratch_bytes;
-    long y_row;   /* floats per label row */
+    long y_row;   /* floats per (packed) label row */
     /* persistent sizes (bytes, aligned) */
     size_t grad_bytes, xslot_bytes, yslot_bytes, w_bytes, slot_bytes, ws_bytes, stats_bytes;
     /* plan table */

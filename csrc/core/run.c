@@ -1,8 +1,12 @@
 /* run.c - open / step / close of a planned run (see run.h).
- * Forward of a Dense or Conv2D writes the pre-activation into its output and
- * applies the activation in place; backward turns the output gradient into the
+ * Nodes run in topological order over tensor buffers (program.c). Forward of
+ * a Dense or Conv2D writes the pre-activation into its output and applies the
+ * activation in place; backward turns the output gradient into the
  * pre-activation gradient in place, then computes parameter and input
- * gradients. A fused last activation is left to the loss. */
+ * gradients (parameter gradients add up, so a layer called twice sums its
+ * two contributions). An input's gradient is written by the first of its
+ * readers in backward order and added to by the others. A fused output
+ * activation is left to the loss. */
 #include "run.h"
 
 #include "prefetch.h"
@@ -14,12 +18,107 @@
 
 #define BUF(r, id) ((float *)((r)->scratch + (r)->bufs[id].offset))
 
-static float *in_of(bf_run *r, int i) { return i == 0 || r->out_id[i - 1] == BF_X_NONE ? r->xslot[r->cur] : BUF(r, r->out_id[i - 1]); }
-static float *out_of(bf_run *r, int i) { return r->out_id[i] == BF_X_NONE ? r->xslot[r->cur] : BUF(r, r->out_id[i]); }
+static float *tbuf(bf_run *r, int t) { return r->t_buf[t] == BF_X_NONE ? r->xslot[r->cur] : BUF(r, r->t_buf[t]); }
+static float *in_of(bf_run *r, int i) { return tbuf(r, r->m->layers[i].in_ids[0]); }
+static float *out_of(bf_run *r, int i) { return tbuf(r, r->m->n_inputs + i); }
+/* where node i writes its gradient for input j; NULL: not needed */
+static float *din_of(bf_run *r, int i, int j) {
+    int g = r->gtmp[i][j];
+    if (g == -3) return NULL;
+    return BUF(r, g == -2 ? r->t_grad[r->m->layers[i].in_ids[j]] : g);
+}
 static float *param(bf_run *r, const bf_layer *L, int j) { return j < L->nparam ? r->w + L->params[j].offset : NULL; }
 static float *grad(bf_run *r, const bf_layer *L, int j) { return j < L->nparam && L->params[j].trainable ? r->grads + L->params[j].grad_offset : NULL; }
 
-static int last_fused(const bf_run *r, int i) { return r->fused && i == r->m->nlayers - 1; }
+static int last_fused(const bf_run *r, int i) { return r->node_fused[i]; }
+
+/* Concatenate as column blocks: rows (R) = batch x the axes before `axis` */
+static long concat_rows(const bf_layer *L, int rows) {
+    long R = rows;
+    for (int d = 0; d < L->axis; d++) R *= L->out_shape[d];
+    return R;
+}
+
+static bf_status merge_forward(bf_run *r, int i, int rows) {
+    bf_backend *be = r->be;
+    bf_layer *L = &r->m->layers[i];
+    float *out = out_of(r, i);
+    long n = (long)rows * L->out_size;
+    if (L->kind == BF_L_CONCAT) {
+        long R = concat_rows(L, rows), Ct = n / R, off = 0;
+        for (int j = 0; j < L->nin; j++) {
+            long Cj = (long)rows * r->m->t_size[L->in_ids[j]] / R;
+            BF_TRY(be->copy2d(be, out + off, Ct, tbuf(r, L->in_ids[j]), Cj, R, Cj));
+            off += Cj;
+        }
+        return BF_OK;
+    }
+    bf_ewise_op op = L->kind == BF_L_SUBTRACT ? BF_EW_SUB : L->kind == BF_L_MULTIPLY ? BF_EW_MUL :
+                     L->kind == BF_L_MAXIMUM ? BF_EW_MAX : L->kind == BF_L_MINIMUM ? BF_EW_MIN : BF_EW_ADD;
+    for (int j = 1; j < L->nin; j++) {
+        float alpha = L->kind == BF_L_AVERAGE && L->nin == 2 ? 0.5f : 1.0f;
+        BF_TRY(be->ewise(be, out, j == 1 ? tbuf(r, L->in_ids[0]) : out, tbuf(r, L->in_ids[j]), NULL, op, alpha, n));
+    }
+    if (L->kind == BF_L_AVERAGE && L->nin > 2) BF_TRY(be->ewise(be, out, out, NULL, NULL, BF_EW_SCALE, 1.0f / (float)L->nin, n));
+    return BF_OK;
+}
+
+/* d inputs (rows, in size) of a merge node from its output gradient dout */
+static bf_status merge_backward(bf_run *r, int i, int rows, const float *dout) {
+    bf_backend *be = r->be;
+    bf_layer *L = &r->m->layers[i];
+    long n = (long)rows * L->out_size;
+    long R = L->kind == BF_L_CONCAT ? concat_rows(L, rows) : 0, off = 0;
+    for (int j = 0; j < L->nin; j++) {
+        float *d = din_of(r, i, j);
+        long Cj = L->kind == BF_L_CONCAT ? (long)rows * r->m->t_size[L->in_ids[j]] / R : 0;
+        if (d) switch (L->kind) {
+        case BF_L_CONCAT: BF_TRY(be->copy2d(be, d, Cj, dout + off, n / R, R, Cj)); break;
+        case BF_L_ADD: BF_TRY(be->ewise(be, d, dout, NULL, NULL, BF_EW_SCALE, 1.0f, n)); break;
+        case BF_L_AVERAGE: BF_TRY(be->ewise(be, d, dout, NULL, NULL, BF_EW_SCALE, 1.0f / (float)L->nin, n)); break;
+        case BF_L_SUBTRACT: BF_TRY(be->ewise(be, d, dout, NULL, NULL, BF_EW_SCALE, j ? -1.0f : 1.0f, n)); break;
+        case BF_L_MULTIPLY: {
+            int first = 1;
+            for (int k = 0; k < L->nin; k++)
+                if (k != j) {
+                    BF_TRY(be->ewise(be, d, first ? dout : d, tbuf(r, L->in_ids[k]), NULL, BF_EW_MUL, 1.0f, n));
+                    first = 0;
+                }
+            break;
+        }
+        case BF_L_MAXIMUM:
+        case BF_L_MINIMUM:
+            BF_TRY(be->ewise(be, d, tbuf(r, L->in_ids[j]), out_of(r, i), dout, BF_EW_SELECT, 1.0f, n));
+            break;
+        default: return BF_FAIL(BF_ERR_INTERNAL, "%s: not a merge layer", L->name);
+        }
+        off += Cj;
+    }
+    return BF_OK;
+}
+
+/* the gradients node i computed into scratch, added into its inputs' gradients */
+static bf_status accumulate(bf_run *r, int i, int rows) {
+    bf_layer *L = &r->m->layers[i];
+    for (int j = 0; j < L->nin; j++) {
+        int g = r->gtmp[i][j];
+        if (g < 0) continue;
+        int u = L->in_ids[j];
+        float *dst = BUF(r, r->t_grad[u]);
+        BF_TRY(r->be->ewise(r->be, dst, dst, BUF(r, g), NULL, BF_EW_ADD, 1.0f, (long)rows * r->m->t_size[u]));
+    }
+    return BF_OK;
+}
+
+/* several inputs: each one's columns of the packed batch into its own buffer */
+static bf_status split_inputs(bf_run *r, int rows) {
+    bf_model *m = r->m;
+    if (m->n_inputs == 1) return BF_OK;
+    for (int k = 0; k < m->n_inputs; k++)
+        BF_TRY(r->be->copy2d(r->be, tbuf(r, k), m->in_sizes[k], r->xslot[r->cur] + m->in_offs[k], m->x_row, rows,
+                             m->in_sizes[k]));
+    return BF_OK;
+}
 
 static bf_status carve(bf_arena *a, size_t bytes, float **out) {
     void *p = NULL;
@@ -150,6 +249,7 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
     bf_backend *be = r->be;
     bf_model *m = r->m;
     int train = r->mode == BF_MODE_TRAIN;
+    BF_TRY(split_inputs(r, rows));
     for (int i = 0; i < m->nlayers; i++) {
         bf_layer *L = &m->layers[i];
         float *in = in_of(r, i), *out = out_of(r, i);
@@ -195,13 +295,17 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
             int j = 0;
             float *gamma = L->scale ? param(r, L, j++) : NULL;
             float *beta = L->center ? param(r, L, j++) : NULL;
+            /* a frozen BatchNormalization runs in inference mode (Keras) */
             BF_TRY(be->batchnorm_forward(be, out, st, st + C, param(r, L, j), param(r, L, j + 1), in, gamma, beta,
-                                         rows_in / C, C, L->momentum, L->eps, train));
+                                         rows_in / C, C, L->momentum, L->eps, train && !L->frozen));
             break;
         }
         case BF_L_ACTIVATION:
-            if (r->out_id[i] != (i ? r->out_id[i - 1] : BF_X_NONE))
+            if (!r->node_view[i])
                 BF_TRY(be->act_forward(be, out, in, act, rows_in / L->in_shape[L->in_rank - 1], L->in_shape[L->in_rank - 1]));
+            break;
+        default:
+            BF_TRY(merge_forward(r, i, rows));
             break;
         }
         if (check) {
@@ -232,7 +336,7 @@ static void add_bounds(bf_run *r) {
         float a = r->hstats.bound[i][0], b = r->hstats.bound[i][1];
         double A = isnan(a) ? INFINITY : a > 1.0f ? (double)a : 1.0;
         double Bm = isnan(b) ? INFINITY : (double)b;
-        r->gbound[i] += r->bcount[i] * A * Bm;
+        r->gbound[bf_model_owner(r->m, i)] += r->bcount[i] * A * Bm;
         r->bcount[i] = 0.0;
     }
 }
@@ -242,8 +346,9 @@ static bf_status backward(bf_run *r, int rows) {
     bf_model *m = r->m;
     for (int i = m->nlayers - 1; i >= 0; i--) {
         bf_layer *L = &m->layers[i];
-        float *dout = BUF(r, r->dout_id[i]);
-        float *din = i > 0 && r->dout_id[i - 1] != r->dout_id[i] ? BUF(r, r->dout_id[i - 1]) : NULL;
+        if (!r->node_bw[i]) continue;
+        float *dout = BUF(r, r->t_grad[m->n_inputs + i]);
+        float *din = r->node_view[i] ? NULL : din_of(r, i, 0);
         float *in = in_of(r, i), *out = out_of(r, i);
         long rows_in = (long)rows * L->in_size;
         bf_act act = last_fused(r, i) ? BF_ACT_LINEAR : L->act;
@@ -291,7 +396,11 @@ static bf_status backward(bf_run *r, int rows) {
         case BF_L_ACTIVATION:
             if (din) BF_TRY(be->act_backward(be, din, dout, out, act, rows_in / L->in_shape[L->in_rank - 1], L->in_shape[L->in_rank - 1]));
             break;
+        default:
+            BF_TRY(merge_backward(r, i, rows, dout));
+            break;
         }
+        BF_TRY(accumulate(r, i, rows));
     }
     return BF_OK;
 }
@@ -301,15 +410,23 @@ static bf_status backward(bf_run *r, int rows) {
 static bf_status loss_and_metrics(bf_run *r, int rows, float scale) {
     bf_backend *be = r->be;
     bf_model *m = r->m;
-    int Lx = m->nlayers - 1;
-    float *pred = out_of(r, Lx);
-    int C = (int)bf_model_out_size(m);
-    float *dpred = r->mode == BF_MODE_TRAIN ? BUF(r, r->dout_id[Lx]) : NULL;
-    BF_TRY(be->loss_forward_backward(be, BUF(r, r->loss_id), dpred, &r->stats->bad_label, pred, r->yslot[r->cur],
-                                     m->loss.kind, r->fused, m->loss.from_logits, rows, C, scale));
-    BF_TRY(be->accuracy(be, BUF(r, r->acc_id), pred, r->yslot[r->cur], m->loss.kind, r->fused, rows, C));
-    BF_TRY(be->sum(be, &r->stats->loss, BUF(r, r->loss_id), rows));
-    return be->sum(be, &r->stats->acc, BUF(r, r->acc_id), rows);
+    for (int k = 0; k < m->n_outputs; k++) {
+        const bf_output *o = &m->outs[k];
+        int t = m->out_t[k];
+        float *pred = tbuf(r, t), *tgt = r->yslot[r->cur];
+        int C = (int)m->t_size[t];
+        if (m->n_outputs > 1) {
+            tgt = BUF(r, r->tgt_id[k]);
+            BF_TRY(be->copy2d(be, tgt, o->y_row, r->yslot[r->cur] + o->y_off, m->y_row, rows, o->y_row));
+        }
+        float *dpred = r->mode == BF_MODE_TRAIN && r->t_grad[t] >= 0 ? BUF(r, r->t_grad[t]) : NULL;
+        BF_TRY(be->loss_forward_backward(be, BUF(r, r->loss_id[k]), dpred, &r->stats->bad_label[k], pred, tgt,
+                                         o->loss.kind, r->out_fused[k], o->loss.from_logits, rows, C, scale * o->weight));
+        BF_TRY(be->accuracy(be, BUF(r, r->acc_id[k]), pred, tgt, o->loss.kind, r->out_fused[k], rows, C));
+        BF_TRY(be->sum(be, &r->stats->loss[k], BUF(r, r->loss_id[k]), rows));
+        BF_TRY(be->sum(be, &r->stats->acc[k], BUF(r, r->acc_id[k]), rows));
+    }
+    return BF_OK;
 }
 
 static bf_status diagnose_nonfinite(bf_run *r, int rows, long step, int loss_bad) {
@@ -375,7 +492,7 @@ static bf_status scan_unbounded(bf_run *r) {
     bf_model *m = r->m;
     for (int i = 0; i < m->nlayers; i++) {
         const bf_layer *L = &m->layers[i];
-        for (int j = 0; j < L->nparam && !has_bound(L); j++)
+        for (int j = 0; j < L->nparam && !has_bound(L) && L->share < 0; j++)
             if (L->params[j].trainable)
                 BF_TRY(r->be->nonfinite(r->be, &r->stats->bad, r->grads + L->params[j].grad_offset, L->params[j].n));
     }
@@ -402,20 +519,29 @@ static bf_status queue_micro_step(bf_run *r, int train, int rows, float scale, i
     return BF_OK;
 }
 
-/* DataError for the lowest row of the micro-batch whose label is no class id */
-static bf_status bad_label(bf_run *r, int rows, long step) {
-    const int row = rows - r->hstats.bad_label;
+/* DataError for the lowest row of the micro-batch whose label (of output k) is no class id */
+static bf_status bad_label(bf_run *r, int k, int rows, long step) {
+    const bf_model *m = r->m;
+    const int row = rows - r->hstats.bad_label[k];
     float label = 0.0f;
-    BF_TRY(r->be->to_host(r->be, &label, r->yslot[r->cur] + row, sizeof label));
-    return BF_FAIL(BF_ERR_DATA, "batch %ld: label %g in row %d is not a class id in [0, %ld)", step, (double)label,
-                   row, bf_model_out_size(r->m));
+    BF_TRY(r->be->to_host(r->be, &label, r->yslot[r->cur] + (long)row * m->y_row + m->outs[k].y_off, sizeof label));
+    char which[BF_NAME_LEN + 16] = "";
+    int p = bf_model_producer(m, m->out_t[k]);
+    if (m->n_outputs > 1) snprintf(which, sizeof which, " of output '%s'", p >= 0 ? m->layers[p].name : "input");
+    return BF_FAIL(BF_ERR_DATA, "batch %ld: label %g in row %d%s is not a class id in [0, %ld)", step, (double)label,
+                   row, which, m->t_size[m->out_t[k]]);
 }
 
 static bf_status finish_micro_step(bf_run *r, int train, int rows, long step, bf_totals *st) {
     BF_TRY(r->be->to_host(r->be, &r->hstats, r->stats, stats_used(r)));
-    if (r->hstats.bad_label > 0 && r->hstats.bad_label <= rows) return bad_label(r, rows, step);
-    st->loss_sum += r->hstats.loss;
-    st->acc_sum += r->hstats.acc;
+    for (int k = 0; k < r->m->n_outputs; k++)
+        if (r->hstats.bad_label[k] > 0 && r->hstats.bad_label[k] <= rows) return bad_label(r, k, rows, step);
+    for (int k = 0; k < r->m->n_outputs; k++) {
+        st->loss_sum += (double)r->m->outs[k].weight * r->hstats.loss[k];
+        st->out_loss[k] += r->hstats.loss[k];
+        st->out_acc[k] += r->hstats.acc[k];
+    }
+    st->acc_sum += r->hstats.acc[0];
     st->rows += rows;
     if (!train) return BF_OK;
     if (!isfinite(st->loss_sum)) return diagnose_nonfinite(r, rows, step, 1);
@@ -432,7 +558,7 @@ static bf_status grads_nonfinite(bf_run *r, int *bad) {
     *bad = r->other_bad;
     for (int i = 0; i < m->nlayers && !*bad; i++) {
         const bf_layer *L = &m->layers[i];
-        if (!has_bound(L) || r->gbound[i] < 0.25 * (double)FLT_MAX) continue;
+        if (!has_bound(L) || L->share >= 0 || r->gbound[i] < 0.25 * (double)FLT_MAX) continue;
         for (int j = 0; j < L->nparam && !*bad; j++)
             if (L->params[j].trainable) BF_TRY(scan(r, r->grads + L->params[j].grad_offset, L->params[j].n, bad));
     }
@@ -448,6 +574,10 @@ static bf_status end_step(bf_run *r, int train, long step, int rows, bf_totals *
     }
     tot->loss_sum += st->loss_sum;
     tot->acc_sum += st->acc_sum;
+    for (int k = 0; k < BF_MAX_OUTPUTS; k++) {
+        tot->out_loss[k] += st->out_loss[k];
+        tot->out_acc[k] += st->out_acc[k];
+    }
     tot->rows += st->rows;
     tot->steps++;
     memset(st, 0, sizeof *st);
@@ -481,9 +611,9 @@ static bf_status load(bf_run *r, bf_prefetch *pf, bf_job *job, const bf_src *x, 
 static bf_status steps(bf_run *r, int train, const bf_src *x, const bf_src *y, const int64_t *order, long n,
                        long batch, long first_step, long nsteps, bf_totals *tot) {
     BF_TRY(check_y(r, y));
-    if (x->row_elems != r->m->in_size)
+    if (x->row_elems != r->m->x_row)
         return BF_FAIL(BF_ERR_SHAPE, "x has %lld values per sample, the model's input needs %ld",
-                       (long long)x->row_elems, r->m->in_size);
+                       (long long)x->row_elems, r->m->x_row);
     const int ahead = r->on_device && r->be->upload;
     bf_jobs jobs;
     bf_jobs_init(&jobs, n, batch, r->B, first_step, nsteps);
@@ -545,11 +675,12 @@ bf_status bf_run_evaluate(bf_run *r, const bf_src *x, const bf_src *y, const int
     return steps(r, 0, x, y, order, n, batch, first_step, nsteps, tot);
 }
 
-bf_status bf_run_predict(bf_run *r, float *out_host, const bf_src *x, long start, long n) {
-    if (x->row_elems != r->m->in_size)
+bf_status bf_run_predict(bf_run *r, float *out_host, long out_rows, long out_start, const bf_src *x, long start,
+                         long n) {
+    const bf_model *m = r->m;
+    if (x->row_elems != m->x_row)
         return BF_FAIL(BF_ERR_SHAPE, "x has %lld values per sample, the model's input needs %ld",
-                       (long long)x->row_elems, r->m->in_size);
-    long C = bf_model_out_size(r->m);
+                       (long long)x->row_elems, m->x_row);
     bf_jobs jobs;
     bf_jobs_init(&jobs, n, r->B, r->B, 0, (n + r->B - 1) / r->B);
     BF_TRY(bind(r, 1));
@@ -574,9 +705,11 @@ bf_status bf_run_predict(bf_run *r, float *out_host, const bf_src *x, long start
             if (s == BF_OK && have) s = load(r, &pf, &nxt, x, NULL);
         }
         /* (the output may be a view of the input slot: released after the copy) */
-        if (s == BF_OK)
-            s = r->be->to_host(r->be, out_host + cur.start * C, out_of(r, r->m->nlayers - 1),
-                               sizeof(float) * (size_t)cur.rows * (size_t)C);
+        for (int k = 0; s == BF_OK && k < m->n_outputs; k++) {
+            long C = m->t_size[m->out_t[k]];
+            s = r->be->to_host(r->be, out_host + out_rows * m->out_offs[k] + (out_start + cur.start) * C,
+                               tbuf(r, m->out_t[k]), sizeof(float) * (size_t)cur.rows * (size_t)C);
+        }
         if (!ahead) bf_prefetch_release(&pf, cur.j);
         if (s == BF_OK) s = consumed(r, cur.k);
         if (s == BF_OK && have && !ahead) s = load(r, &pf, &nxt, x, NULL);

@@ -7,7 +7,8 @@
 #include "program.h"
 
 typedef struct {
-    double loss_sum, acc_sum; /* sums of per-sample values */
+    double loss_sum, acc_sum; /* sums of per-sample values (loss: weighted over outputs; accuracy: output 0) */
+    double out_loss[BF_MAX_OUTPUTS], out_acc[BF_MAX_OUTPUTS]; /* per output */
     long rows, steps;
     double wait_seconds;      /* step loop waiting for batches */
 } bf_totals;
@@ -30,8 +31,10 @@ bf_status bf_run_train(bf_run *r, const bf_src *x, const bf_src *y, const int64_
                        long batch, long first_step, long nsteps, bf_totals *tot);
 bf_status bf_run_evaluate(bf_run *r, const bf_src *x, const bf_src *y, const int64_t *order,
                           long n, long batch, long first_step, long nsteps, bf_totals *tot);
-/* out_host (n, out_size) = model(x[start .. start+n)) */
-bf_status bf_run_predict(bf_run *r, float *out_host, const bf_src *x, long start, long n);
+/* rows [out_start, out_start + n) of out_host = model(x[start .. start+n)); out_host holds
+ * each output k in turn as an (out_rows, its size) block at out_rows * out_offs[k] */
+bf_status bf_run_predict(bf_run *r, float *out_host, long out_rows, long out_start, const bf_src *x, long start,
+                         long n);
 
 void bf_layer_geom(const bf_layer *L, int B, bf_conv_geom *g);
 

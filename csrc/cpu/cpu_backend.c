@@ -63,6 +63,8 @@ static bf_backend bf_cpu = {
     .batchnorm_backward = bf_cpu_batchnorm_backward,
     .dropout_forward = bf_cpu_dropout_forward,
     .dropout_backward = bf_cpu_dropout_backward,
+    .ewise = bf_cpu_ewise,
+    .copy2d = bf_cpu_copy2d,
     .impl = NULL,
 };
 

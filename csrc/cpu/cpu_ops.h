@@ -29,4 +29,9 @@ bf_status bf_cpu_adam_update(bf_backend *be, float *w, float *m, float *v, const
 bf_status bf_cpu_rmsprop_update(bf_backend *be, float *w, float *ms, float *mom, const float *g,
                                 long n, float lr, float rho, float momentum, float eps);
 
+bf_status bf_cpu_ewise(bf_backend *be, float *out, const float *a, const float *b, const float *c, bf_ewise_op op,
+                       float alpha, long n);
+bf_status bf_cpu_copy2d(bf_backend *be, float *out, long ld_out, const float *inp, long ld_in, long rows,
+                        long cols);
+
 #endif

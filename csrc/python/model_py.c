@@ -1,5 +1,7 @@
-/* model_py.c - boundfit._core.Model: a Sequential model held by the engine.
- * Layers come in as dicts built by python/boundfit/layers; weights live in the
+/* model_py.c - boundfit._core.Model: a model graph held by the engine.
+ * Nodes come in as dicts built by python/boundfit/layers (with "inputs":
+ * tensor ids, "share": the node whose weights it uses, "trainable"; without
+ * "inputs" the nodes form a chain); weights live in the
  * model's host arena; plan() reports a run's memory without allocating;
  * open_run() reserves it. */
 #include <string.h>
@@ -71,8 +73,30 @@ static int parse_layer(PyObject *d, bf_layer *L) {
         get_int(d, "kh", 1, &L->kh) || get_int(d, "kw", 1, &L->kw) || get_int(d, "sh", 1, &L->sh) ||
         get_int(d, "sw", 1, &L->sw) || get_int(d, "same", 0, &L->same) || get_int(d, "center", 1, &L->center) ||
         get_int(d, "scale", 1, &L->scale) || get_float(d, "rate", 0.0f, &L->rate) ||
-        get_float(d, "momentum", 0.99f, &L->momentum) || get_float(d, "eps", 1e-3f, &L->eps))
+        get_float(d, "momentum", 0.99f, &L->momentum) || get_float(d, "eps", 1e-3f, &L->eps) ||
+        get_int(d, "axis", 0, &L->axis) || get_int(d, "share", -1, &L->share))
         return -1;
+    int trainable;
+    if (get_int(d, "trainable", 1, &trainable)) return -1;
+    L->frozen = !trainable;
+    PyObject *ins = PyDict_GetItemString(d, "inputs");
+    if (ins && ins != Py_None) {
+        PyObject *t = PySequence_Tuple(ins);
+        if (!t) return -1;
+        Py_ssize_t n = PyTuple_GET_SIZE(t);
+        if (n < 1 || n > BF_MAX_NODE_IN) {
+            Py_DECREF(t);
+            PyErr_Format(PyExc_ValueError, "%s: 1 to %d inputs, got %zd", L->name, BF_MAX_NODE_IN, n);
+            return -1;
+        }
+        for (Py_ssize_t j = 0; j < n; j++) {
+            long v = PyLong_AsLong(PyTuple_GET_ITEM(t, j));
+            if (v == -1 && PyErr_Occurred()) { Py_DECREF(t); return -1; }
+            L->in_ids[j] = (int)v;
+        }
+        L->nin = (int)n;
+        Py_DECREF(t);
+    }
     if (act < 0 || act > BF_ACT_SOFTMAX) { PyErr_Format(PyExc_ValueError, "%s: unknown activation id %d", L->name, act); return -1; }
     L->kind = (bf_layer_kind)kind;
     L->act = (bf_act)act;
@@ -82,11 +106,12 @@ static int parse_layer(PyObject *d, bf_layer *L) {
 }
 
 static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"layers", "input_shape", "seed", NULL};
-    PyObject *layers, *in_shape;
+    static char *kwlist[] = {"layers", "input_shape", "seed", "input_shapes", "outputs", NULL};
+    PyObject *layers, *in_shape, *in_shapes = Py_None, *outputs = Py_None;
     unsigned long long seed = 0;
     bf_module_state *st = bf_state_of_type(tp);
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|K", kwlist, &layers, &in_shape, &seed)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|KOO", kwlist, &layers, &in_shape, &seed, &in_shapes, &outputs))
+        return NULL;
     PyObject *seq = PySequence_Fast(layers, "layers must be a list");
     if (!seq) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -103,7 +128,40 @@ static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
         if (parse_layer(PySequence_Fast_GET_ITEM(seq, i), &m->layers[i]) < 0) goto fail;
     Py_DECREF(seq);
     seq = NULL;
-    if (get_shape(in_shape, "input_shape", &m->in_rank, m->in_shape, 0) < 0) goto fail;
+    if (in_shapes != Py_None) { /* several inputs */
+        PyObject *t = PySequence_Tuple(in_shapes);
+        if (!t) goto fail;
+        Py_ssize_t ni = PyTuple_GET_SIZE(t);
+        if (ni < 1 || ni > BF_MAX_INPUTS) {
+            Py_DECREF(t);
+            PyErr_Format(PyExc_ValueError, "a model takes 1 to %d inputs, got %zd", BF_MAX_INPUTS, ni);
+            goto fail;
+        }
+        for (Py_ssize_t k = 0; k < ni; k++)
+            if (get_shape(PyTuple_GET_ITEM(t, k), "input shape", &m->in_ranks[k], m->in_shapes[k], 0) < 0) {
+                Py_DECREF(t);
+                goto fail;
+            }
+        m->n_inputs = (int)ni;
+        Py_DECREF(t);
+    } else if (get_shape(in_shape, "input_shape", &m->in_rank, m->in_shape, 0) < 0) goto fail;
+    if (outputs != Py_None) {
+        PyObject *t = PySequence_Tuple(outputs);
+        if (!t) goto fail;
+        Py_ssize_t no = PyTuple_GET_SIZE(t);
+        if (no < 1 || no > BF_MAX_OUTPUTS) {
+            Py_DECREF(t);
+            PyErr_Format(PyExc_ValueError, "a model has 1 to %d outputs, got %zd", BF_MAX_OUTPUTS, no);
+            goto fail;
+        }
+        for (Py_ssize_t k = 0; k < no; k++) {
+            long v = PyLong_AsLong(PyTuple_GET_ITEM(t, k));
+            if (v == -1 && PyErr_Occurred()) { Py_DECREF(t); goto fail; }
+            m->out_t[k] = (int)v;
+        }
+        m->n_outputs = (int)no;
+        Py_DECREF(t);
+    }
     bf_status s = bf_model_infer(m);
     if (s == BF_OK) s = bf_model_alloc_weights(m);
     if (s != BF_OK) { bf_raise(st, s); goto fail; }
@@ -127,15 +185,17 @@ static PyObject *shape_tuple(int rank, const int *shape) {
     return t;
 }
 
-/* [(layer name, output shape, [(param name, shape, trainable)])] */
+/* [(node name, output shape, [(param name, shape, trainable)])]; a node that
+ * shares another's weights lists none (they are listed at their owner) */
 static PyObject *Model_layers_info(ModelObject *self, PyObject *noargs) {
     (void)noargs;
     bf_model *m = &self->m;
     PyObject *out = PyList_New(m->nlayers);
     for (int i = 0; out && i < m->nlayers; i++) {
         bf_layer *L = &m->layers[i];
-        PyObject *ps = PyList_New(L->nparam);
-        for (int j = 0; ps && j < L->nparam; j++)
+        int np = L->share >= 0 ? 0 : L->nparam;
+        PyObject *ps = PyList_New(np);
+        for (int j = 0; ps && j < np; j++)
             PyList_SET_ITEM(ps, j, Py_BuildValue("(sNO)", L->params[j].name, shape_tuple(L->params[j].rank, L->params[j].shape),
                                                  L->params[j].trainable ? Py_True : Py_False));
         PyList_SET_ITEM(out, i, Py_BuildValue("(sNN)", L->name, shape_tuple(L->out_rank, L->out_shape), ps));
@@ -149,7 +209,7 @@ static PyObject *Model_get_weights(ModelObject *self, PyObject *noargs) {
     if (bf_model_pull(self) < 0) return NULL;
     PyObject *out = PyList_New(0);
     for (int i = 0; out && i < m->nlayers; i++)
-        for (int j = 0; j < m->layers[i].nparam; j++) {
+        for (int j = 0; j < m->layers[i].nparam && m->layers[i].share < 0; j++) {
             bf_param *p = &m->layers[i].params[j];
             npy_intp dims[4];
             for (int k = 0; k < p->rank; k++) dims[k] = p->shape[k];
@@ -168,7 +228,7 @@ static PyObject *Model_set_weights(ModelObject *self, PyObject *arg) {
     PyObject *seq = PySequence_Fast(arg, "weights must be a list of arrays");
     if (!seq) return NULL;
     int total = 0;
-    for (int i = 0; i < m->nlayers; i++) total += m->layers[i].nparam;
+    for (int i = 0; i < m->nlayers; i++) total += m->layers[i].share < 0 ? m->layers[i].nparam : 0;
     if (PySequence_Fast_GET_SIZE(seq) != total) {
         PyErr_Format(PyExc_ValueError, "weights: expected %d arrays, got %zd", total, PySequence_Fast_GET_SIZE(seq));
         Py_DECREF(seq);
@@ -177,7 +237,7 @@ static PyObject *Model_set_weights(ModelObject *self, PyObject *arg) {
     PyObject *conv[BF_MAX_LAYERS * BF_MAX_PARAMS] = {0};
     int k = 0, ok = 1;
     for (int i = 0; ok && i < m->nlayers; i++)
-        for (int j = 0; ok && j < m->layers[i].nparam; j++, k++) {
+        for (int j = 0; ok && j < m->layers[i].nparam && m->layers[i].share < 0; j++, k++) {
             bf_param *p = &m->layers[i].params[j];
             PyObject *a = PyArray_FROMANY(PySequence_Fast_GET_ITEM(seq, k), NPY_FLOAT32, 0, 0, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST);
             if (!a) { ok = 0; break; }
@@ -198,7 +258,7 @@ static PyObject *Model_set_weights(ModelObject *self, PyObject *arg) {
     if (ok) {
         k = 0;
         for (int i = 0; i < m->nlayers; i++)
-            for (int j = 0; j < m->layers[i].nparam; j++, k++) {
+            for (int j = 0; j < m->layers[i].nparam && m->layers[i].share < 0; j++, k++) {
                 bf_param *p = &m->layers[i].params[j];
                 memcpy(m->w + p->offset, PyArray_DATA((PyArrayObject *)conv[k]), sizeof(float) * (size_t)p->n);
             }
@@ -212,19 +272,39 @@ static PyObject *Model_set_weights(ModelObject *self, PyObject *arg) {
 
 static PyObject *Model_compile(ModelObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"optimizer", "learning_rate", "beta_1", "beta_2", "epsilon", "momentum", "nesterov",
-                             "rho", "loss", "from_logits", NULL};
+                             "rho", "loss", "from_logits", "outputs", NULL};
     bf_optimizer o = {0};
     bf_loss l = {0};
     int ok = 0, lk = 0, nesterov = 0, from_logits = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ifffffpfip", kwlist, &ok, &o.lr, &o.beta1, &o.beta2, &o.eps,
-                                     &o.momentum, &nesterov, &o.rho, &lk, &from_logits))
+    PyObject *outputs = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ifffffpfip|O", kwlist, &ok, &o.lr, &o.beta1, &o.beta2, &o.eps,
+                                     &o.momentum, &nesterov, &o.rho, &lk, &from_logits, &outputs))
         return NULL;
+    /* outputs: [(loss kind, from_logits, weight)] per model output */
+    bf_output outs[BF_MAX_OUTPUTS];
+    if (outputs != Py_None) {
+        PyObject *t = PySequence_Tuple(outputs);
+        if (!t) return NULL;
+        if (PyTuple_GET_SIZE(t) != self->m.n_outputs) {
+            Py_DECREF(t);
+            return PyErr_Format(PyExc_ValueError, "loss: the model has %d outputs, got %zd losses", self->m.n_outputs,
+                                PyTuple_GET_SIZE(outputs));
+        }
+        for (int k = 0; k < self->m.n_outputs; k++) {
+            int kind, fl;
+            memset(&outs[k], 0, sizeof outs[k]);
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(t, k), "ipf", &kind, &fl, &outs[k].weight)) { Py_DECREF(t); return NULL; }
+            outs[k].loss.kind = (bf_loss_kind)kind;
+            outs[k].loss.from_logits = fl;
+        }
+        Py_DECREF(t);
+    }
     if (self->busy) return PyErr_Format(PyExc_RuntimeError, "compile() cannot run while fit / evaluate / predict has the model");
     o.kind = (bf_opt_kind)ok;
     o.nesterov = nesterov;
     l.kind = (bf_loss_kind)lk;
     l.from_logits = from_logits;
-    bf_status s = bf_model_compile(&self->m, &o, &l);
+    bf_status s = bf_model_compile(&self->m, &o, &l, outputs != Py_None ? outs : NULL);
     if (s != BF_OK) return bf_raise(bf_state_of_type(Py_TYPE(self)), s);
     Py_RETURN_NONE;
 }
@@ -350,8 +430,17 @@ static PyObject *Model_get_n_params(ModelObject *self, void *c) { (void)c; retur
 static PyObject *Model_get_n_trainable(ModelObject *self, void *c) { (void)c; return PyLong_FromLong(self->m.n_trainable); }
 static PyObject *Model_get_out_shape(ModelObject *self, void *c) {
     (void)c;
-    bf_layer *L = &self->m.layers[self->m.nlayers - 1];
-    return shape_tuple(L->out_rank, L->out_shape);
+    int t = self->m.out_t[0];
+    return shape_tuple(self->m.t_rank[t], self->m.t_shape[t]);
+}
+static PyObject *Model_get_out_shapes(ModelObject *self, void *c) {
+    (void)c;
+    PyObject *l = PyList_New(self->m.n_outputs);
+    for (int k = 0; l && k < self->m.n_outputs; k++) {
+        int t = self->m.out_t[k];
+        PyList_SET_ITEM(l, k, shape_tuple(self->m.t_rank[t], self->m.t_shape[t]));
+    }
+    return l;
 }
 static PyObject *Model_get_weight_bytes(ModelObject *self, void *c) { (void)c; return PyLong_FromSize_t(self->m.weights.high_water); }
 static PyObject *Model_get_opt_bytes(ModelObject *self, void *c) { (void)c; return PyLong_FromSize_t(self->m.opt_state.high_water); }
@@ -359,7 +448,8 @@ static PyObject *Model_get_opt_bytes(ModelObject *self, void *c) { (void)c; retu
 static PyGetSetDef Model_getset[] = {
     {"n_params", (getter)Model_get_n_params, NULL, "number of parameters", NULL},
     {"n_trainable", (getter)Model_get_n_trainable, NULL, "number of trainable parameters", NULL},
-    {"output_shape", (getter)Model_get_out_shape, NULL, "per-sample output shape", NULL},
+    {"output_shape", (getter)Model_get_out_shape, NULL, "per-sample shape of output 0", NULL},
+    {"output_shapes", (getter)Model_get_out_shapes, NULL, "per-sample shapes of every output", NULL},
     {"weight_arena_bytes", (getter)Model_get_weight_bytes, NULL, "high-water mark of the weight arena", NULL},
     {"optimizer_arena_bytes", (getter)Model_get_opt_bytes, NULL, "high-water mark of the optimizer-state arena", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -383,7 +473,7 @@ static PyType_Slot Model_slots[] = {
     {Py_tp_dealloc, Model_dealloc},
     {Py_tp_methods, Model_methods},
     {Py_tp_getset, Model_getset},
-    {Py_tp_doc, "Model(layers, input_shape, seed): an engine-side Sequential model"},
+    {Py_tp_doc, "Model(layers, input_shape, seed, input_shapes=None, outputs=None): an engine-side model graph"},
     {0, NULL},
 };
 

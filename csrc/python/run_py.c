@@ -175,7 +175,14 @@ static PyObject *run_steps(RunObject *self, PyObject *args, int train) {
     Py_XDECREF(order);
     if (train) self->wver = ++self->model->wver; /* on the device (owner) or in place (cpu) */
     if (s != BF_OK) return run_error(self, s);
-    return Py_BuildValue("(ddlld)", tot.loss_sum, tot.acc_sum, tot.rows, tot.steps, tot.wait_seconds);
+    int no = self->model->m.n_outputs;
+    PyObject *ol = PyTuple_New(no), *oa = PyTuple_New(no);
+    for (int k = 0; ol && oa && k < no; k++) {
+        PyTuple_SET_ITEM(ol, k, PyFloat_FromDouble(tot.out_loss[k]));
+        PyTuple_SET_ITEM(oa, k, PyFloat_FromDouble(tot.out_acc[k]));
+    }
+    if (!ol || !oa) { Py_XDECREF(ol); Py_XDECREF(oa); return NULL; }
+    return Py_BuildValue("(ddlldNN)", tot.loss_sum, tot.acc_sum, tot.rows, tot.steps, tot.wait_seconds, ol, oa);
 }
 
 static PyObject *Run_train(RunObject *self, PyObject *args) { return run_steps(self, args, 1); }
@@ -196,11 +203,12 @@ static PyObject *Run_predict(RunObject *self, PyObject *args) {
     long C = bf_model_out_size(&self->model->m);
     if (start < 0 || start + n > x.shape[0] || out_start < 0 || (out_start + n) * C > PyArray_SIZE(out))
         return PyErr_Format(PyExc_ValueError, "predict: rows [%ld, %ld) out of range", start, start + n);
-    float *dst = (float *)PyArray_DATA(out) + out_start * C;
+    float *dst = (float *)PyArray_DATA(out);
+    long out_rows = (long)(PyArray_SIZE(out) / (C ? C : 1));
     if (refresh(self) < 0) return NULL;
     bf_status s;
     Py_BEGIN_ALLOW_THREADS
-    s = bf_run_predict(&self->r, dst, &x, start, n);
+    s = bf_run_predict(&self->r, dst, out_rows, out_start, &x, start, n);
     Py_END_ALLOW_THREADS
     if (s != BF_OK) return run_error(self, s);
     Py_RETURN_NONE;
@@ -225,7 +233,7 @@ static PyObject *Run_stats(RunObject *self, PyObject *noargs) {
 }
 
 static PyMethodDef Run_methods[] = {
-    {"train", (PyCFunction)Run_train, METH_VARARGS, "train(x, y, order, n, batch, first_step, nsteps) -> (loss_sum, acc_sum, rows, steps)"},
+    {"train", (PyCFunction)Run_train, METH_VARARGS, "train(x, y, order, n, batch, first_step, nsteps) -> (loss_sum, acc_sum, rows, steps, wait, per-output loss sums, per-output accuracy sums)"},
     {"evaluate", (PyCFunction)Run_evaluate, METH_VARARGS, "evaluate(x, y, order, n, batch, first_step, nsteps)"},
     {"predict", (PyCFunction)Run_predict, METH_VARARGS, "predict(x, out, start, n, out_start)"},
     {"close", (PyCFunction)Run_close, METH_NOARGS, "copy device weights back and release the arenas"},
