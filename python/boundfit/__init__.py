@@ -31,7 +31,7 @@ from .diagnose import diagnose  # noqa: E402
 from .errors import BoundfitError, DataError, DeviceError, MemoryBudgetError, NonFiniteError  # noqa: E402
 from .models import Model, Sequential, load_model  # noqa: E402
 from .plan import MemoryPlan  # noqa: E402
-from . import data, models  # noqa: E402
+from . import data, models, memory, training  # noqa: E402  (loaded now: a first fit imports nothing)
 
 _core.set_module_dir(_os.path.dirname(_os.path.abspath(__file__)))
 

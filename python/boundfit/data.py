@@ -78,8 +78,8 @@ def check_y(model, y, what="y"):
 
 class ArrayData:
 
-    def __init__(self, x, y, batch_size, lo=0, hi=None, shuffle=False, what=("x", "y")):
-        self.x, self.y, self.lo = x, y, lo
+    def __init__(self, x, y, batch_size, lo=0, hi=None, shuffle=False, what=("x", "y"), steps=None):
+        self.x, self.y, self.lo, self.steps = x, y, lo, steps
         self.hi = x.shape[0] if hi is None else hi
         self.what = what
         self.shuffle = shuffle
@@ -97,7 +97,10 @@ class ArrayData:
 
     @property
     def steps_per_epoch(self):
-        return -(-self.num_rows // self.batch_size)
+        """Batches an epoch runs: all of them, or the first `steps` (fit's
+        steps_per_epoch) of each epoch's order."""
+        n = -(-self.num_rows // self.batch_size)
+        return min(n, self.steps) if self.steps else n
 
     def set_batch_size(self, b):
         self.batch_size = int(b)
@@ -187,9 +190,11 @@ def adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, st
         if x.shape[0] != y.shape[0]:
             raise DataError(f"x and y have different lengths: {x.shape[0]} and {y.shape[0]}")
         n_train = _split(x, y, validation_split) if validation_split else x.shape[0]
-        train = ArrayData(x, y, batch_size, 0, n_train, shuffle=bool(shuffle) and shuffle != "batch")
-        if steps_per_epoch is not None:
-            raise ValueError("steps_per_epoch is only supported with a Sequence or generator x")
+        if steps_per_epoch is not None and (isinstance(steps_per_epoch, bool) or not isinstance(steps_per_epoch, int)
+                                            or steps_per_epoch <= 0):
+            raise ValueError(f"steps_per_epoch must be a positive int or None, got {steps_per_epoch!r}")
+        train = ArrayData(x, y, batch_size, 0, n_train, shuffle=bool(shuffle) and shuffle != "batch",
+                          steps=steps_per_epoch)
         if validation_split:
             validation_data = ArrayData(x, y, val_bs or train.batch_size, n_train, x.shape[0],
                                         what=("x (validation split)", "y (validation split)"))

@@ -121,7 +121,6 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
             if model.stop_training:
                 break
         cbs.on_train_end()
-        watchdog.finish()
         # share of the training loop's time spent waiting for batches
         model.data_wait_fraction = waited[0] / max(time.perf_counter() - t_start, 1e-9)
     finally:
