@@ -252,6 +252,28 @@ static PyObject *Model_set_iterations(ModelObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+static PyObject *Model_iterations(ModelObject *self, PyObject *noargs) {
+    (void)noargs;
+    return PyLong_FromLong(self->m.opt.iterations);
+}
+
+static PyObject *Model_learning_rate(ModelObject *self, PyObject *noargs) {
+    (void)noargs;
+    return PyFloat_FromDouble((double)self->m.opt.lr);
+}
+
+/* set_learning_rate(lr): the rate the next update uses. Allowed between the
+ * chunks of a run (callbacks, schedules); the optimizer state is kept. */
+static PyObject *Model_set_learning_rate(ModelObject *self, PyObject *arg) {
+    double lr = PyFloat_AsDouble(arg);
+    if (lr == -1.0 && PyErr_Occurred()) return NULL;
+    if (!(lr >= 0.0) || lr > 3.4e38)
+        return PyErr_Format(PyExc_ValueError, "learning_rate must be a finite number >= 0, got %R", arg);
+    if (!self->m.compiled) return PyErr_Format(PyExc_RuntimeError, "set_learning_rate: the model is not compiled");
+    self->m.opt.lr = (float)lr;
+    Py_RETURN_NONE;
+}
+
 /* restore_optimizer_state(iterations, [slot arrays]) for load_model; all or nothing */
 static PyObject *Model_restore_optimizer_state(ModelObject *self, PyObject *args) {
     long it;
@@ -373,6 +395,9 @@ static PyMethodDef Model_methods[] = {
     {"optimizer_state", (PyCFunction)Model_optimizer_state, METH_NOARGS, "(iterations, [slot arrays])"},
     {"restore_optimizer_state", (PyCFunction)Model_restore_optimizer_state, METH_VARARGS, "restore (iterations, slots)"},
     {"set_iterations", (PyCFunction)Model_set_iterations, METH_O, "set optimizer.iterations"},
+    {"set_learning_rate", (PyCFunction)Model_set_learning_rate, METH_O, "set the learning rate of the next update"},
+    {"learning_rate", (PyCFunction)Model_learning_rate, METH_NOARGS, "the learning rate the next update uses"},
+    {"iterations", (PyCFunction)Model_iterations, METH_NOARGS, "completed updates (no copy of the optimizer state)"},
     {"plan", (PyCFunction)(void (*)(void))Model_plan, METH_VARARGS | METH_KEYWORDS, "memory plan of a run, no allocation"},
     {"open_run", (PyCFunction)(void (*)(void))Model_open_run, METH_VARARGS | METH_KEYWORDS, "reserve a run"},
     {NULL, NULL, 0, NULL},

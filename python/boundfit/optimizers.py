@@ -1,4 +1,9 @@
-"""Optimizers with Keras 3 names and defaults; the engine applies the updates."""
+"""Optimizers with Keras 3 names and defaults; the engine applies the updates.
+learning_rate may be a float, a keras.optimizers.schedules object or a callable
+lr(iterations); with a schedule the training loop sets the engine's rate before
+every step (optimizer.iterations = completed updates, as Keras)."""
+
+from . import schedules
 
 SGD_ID, ADAM_ID, RMSPROP_ID = 1, 2, 3
 
@@ -7,6 +12,10 @@ class Optimizer:
     kind = None
 
     def __init__(self, learning_rate):
+        self._schedule = None
+        if isinstance(learning_rate, schedules.LearningRateSchedule) or callable(learning_rate):
+            self._schedule = learning_rate
+            learning_rate = float(learning_rate(0))
         lr = float(learning_rate)
         if not lr >= 0:
             raise ValueError(f"learning_rate must be >= 0, got {learning_rate!r}")

@@ -1,0 +1,142 @@
+"""keras.optimizers.schedules: learning rates as a function of the optimizer's
+iteration count (completed updates), with Keras 3's names, arguments and
+formulas. Values are computed in float32 as Keras does; the training loop
+sets the engine's rate before each step while a schedule is in use."""
+
+import math
+
+import numpy as np
+
+_f = np.float32
+
+
+class LearningRateSchedule:
+    """Base class: subclasses define __call__(step) -> learning rate."""
+
+    def __call__(self, step):
+        raise NotImplementedError(f"Learning rate schedule '{type(self).__name__}' must override __call__(self, step).")
+
+    def get_config(self):
+        raise NotImplementedError(f"Learning rate schedule '{type(self).__name__}' must override get_config().")
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def _positive(name, value, what):
+    if not value > 0:
+        raise ValueError(f"{name}: argument `{what}` must be > 0. Received: {what}={value!r}")
+
+
+class ExponentialDecay(LearningRateSchedule):
+    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False, name="ExponentialDecay"):
+        _positive(name, decay_steps, "decay_steps")
+        self.initial_learning_rate, self.decay_steps, self.decay_rate = initial_learning_rate, decay_steps, decay_rate
+        self.staircase, self.name = staircase, name
+
+    def __call__(self, step):
+        p = _f(step) / _f(self.decay_steps)
+        if self.staircase:
+            p = np.floor(p)
+        return float(_f(self.initial_learning_rate) * np.power(_f(self.decay_rate), p))
+
+    def get_config(self):
+        return dict(initial_learning_rate=self.initial_learning_rate, decay_steps=self.decay_steps,
+                    decay_rate=self.decay_rate, staircase=self.staircase, name=self.name)
+
+
+class PiecewiseConstantDecay(LearningRateSchedule):
+    def __init__(self, boundaries, values, name="PiecewiseConstant"):
+        if len(boundaries) != len(values) - 1:
+            raise ValueError("PiecewiseConstantDecay: the length of `boundaries` should be 1 less than the length of "
+                             f"`values`. Received: boundaries={boundaries!r} of length {len(boundaries)}, and "
+                             f"values={values!r} of length {len(values)}.")
+        self.boundaries, self.values, self.name = list(boundaries), list(values), name
+
+    def __call__(self, step):
+        for b, v in zip(self.boundaries, self.values):
+            if step <= b:
+                return float(_f(v))
+        return float(_f(self.values[-1]))
+
+    def get_config(self):
+        return dict(boundaries=self.boundaries, values=self.values, name=self.name)
+
+
+class PolynomialDecay(LearningRateSchedule):
+    def __init__(self, initial_learning_rate, decay_steps, end_learning_rate=0.0001, power=1.0, cycle=False,
+                 name="PolynomialDecay"):
+        _positive(name, decay_steps, "decay_steps")
+        self.initial_learning_rate, self.decay_steps = initial_learning_rate, decay_steps
+        self.end_learning_rate, self.power, self.cycle, self.name = end_learning_rate, power, cycle, name
+
+    def __call__(self, step):
+        s, ds = _f(step), _f(self.decay_steps)
+        if self.cycle:
+            ds = ds * (_f(1.0) if s == 0 else np.ceil(s / ds))
+        else:
+            s = min(s, ds)
+        p = s / ds
+        lr0, lr1 = _f(self.initial_learning_rate), _f(self.end_learning_rate)
+        return float((lr0 - lr1) * np.power(_f(1) - p, _f(self.power)) + lr1)
+
+    def get_config(self):
+        return dict(initial_learning_rate=self.initial_learning_rate, decay_steps=self.decay_steps,
+                    end_learning_rate=self.end_learning_rate, power=self.power, cycle=self.cycle, name=self.name)
+
+
+class InverseTimeDecay(LearningRateSchedule):
+    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False, name="InverseTimeDecay"):
+        _positive(name, decay_steps, "decay_steps")
+        self.initial_learning_rate, self.decay_steps, self.decay_rate = initial_learning_rate, decay_steps, decay_rate
+        self.staircase, self.name = staircase, name
+
+    def __call__(self, step):
+        p = _f(step) / _f(self.decay_steps)
+        if self.staircase:
+            p = np.floor(p)
+        return float(_f(self.initial_learning_rate) / (_f(1) + _f(self.decay_rate) * p))
+
+    def get_config(self):
+        return dict(initial_learning_rate=self.initial_learning_rate, decay_steps=self.decay_steps,
+                    decay_rate=self.decay_rate, staircase=self.staircase, name=self.name)
+
+
+class CosineDecay(LearningRateSchedule):
+    def __init__(self, initial_learning_rate, decay_steps, alpha=0.0, name="CosineDecay", warmup_target=None,
+                 warmup_steps=0):
+        _positive(name, decay_steps, "decay_steps")
+        self.initial_learning_rate, self.decay_steps, self.alpha, self.name = (initial_learning_rate, decay_steps,
+                                                                               alpha, name)
+        self.warmup_target, self.warmup_steps = warmup_target, warmup_steps
+
+    def _decay(self, step, decay_steps, lr_from):
+        cos = _f(0.5) * (_f(1) + np.cos(_f(math.pi) * (step / decay_steps)))
+        return lr_from * ((_f(1) - _f(self.alpha)) * cos + _f(self.alpha))
+
+    def __call__(self, step):
+        s, ds, lr0 = _f(step), _f(self.decay_steps), _f(self.initial_learning_rate)
+        if self.warmup_target is None:
+            return float(self._decay(min(s, ds), ds, lr0))
+        target, ws = _f(self.warmup_target), _f(self.warmup_steps)
+        s = min(s, ds + ws)
+        if s < ws:
+            return float((target - lr0) * (s / ws) + lr0)
+        return float(self._decay(s - ws, ds, target))
+
+    def get_config(self):
+        return dict(initial_learning_rate=self.initial_learning_rate, decay_steps=self.decay_steps, alpha=self.alpha,
+                    name=self.name, warmup_target=self.warmup_target, warmup_steps=self.warmup_steps)
+
+
+def serialize(schedule):
+    return {"module": "keras.optimizers.schedules", "class_name": type(schedule).__name__,
+            "config": schedule.get_config(), "registered_name": None}
+
+
+def deserialize(config):
+    cls = globals().get(config.get("class_name"))
+    if not (isinstance(cls, type) and issubclass(cls, LearningRateSchedule)) or cls is LearningRateSchedule:
+        raise ValueError(f"unknown learning rate schedule {config.get('class_name')!r}")
+    return cls.from_config(config["config"])
