@@ -208,16 +208,19 @@ class Sequential:
 
     # ---- persistence ----
     def save(self, filepath, overwrite=True):
-        """Save architecture, weights, compile settings and optimizer state to one .npz-format file."""
-        from .saving import save_model
+        """Save to a Keras 3 `.keras` file (architecture, weights, compile config, optimizer state), atomically."""
+        from .keras_format import save_model
         save_model(self, filepath, overwrite=overwrite)
 
-    def save_weights(self, filepath):
-        np.savez(filepath, *self.get_weights())
+    def save_weights(self, filepath, overwrite=True):
+        """Save weights (and optimizer state) to a Keras 3 `.weights.h5` file, atomically."""
+        from .keras_format import save_weights
+        save_weights(self, filepath, overwrite=overwrite)
 
-    def load_weights(self, filepath):
-        with np.load(filepath) as f:
-            self.set_weights([f[f"arr_{i}"] for i in range(len(f.files))])
+    def load_weights(self, filepath, skip_mismatch=False):
+        """Load a `.weights.h5` (or `.keras`) file written by Keras 3 or boundfit; all or nothing."""
+        from .keras_format import load_weights
+        load_weights(self, filepath, skip_mismatch=skip_mismatch)
 
     def __repr__(self):
         return f"<Sequential name={self.name} layers={len(self._layers)}>"
@@ -227,7 +230,7 @@ Model = Sequential
 
 
 def load_model(filepath, compile=True):
-    from .saving import load_model as _load
+    from .keras_format import load_model as _load
     return _load(filepath, compile=compile)
 
 
