@@ -15,7 +15,7 @@ class Optimizer:
         self._schedule = None
         if isinstance(learning_rate, schedules.LearningRateSchedule) or callable(learning_rate):
             self._schedule = learning_rate
-            learning_rate = float(learning_rate(0))
+            learning_rate = float(schedules.step_fn(learning_rate)(0))
         lr = float(learning_rate)
         if not lr >= 0:
             raise ValueError(f"learning_rate must be >= 0, got {learning_rate!r}")

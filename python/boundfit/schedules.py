@@ -3,6 +3,7 @@ iteration count (completed updates), with Keras 3's names, arguments and
 formulas. Values are computed in float32 as Keras does; the training loop
 sets the engine's rate before each step while a schedule is in use."""
 
+import inspect
 import math
 
 import numpy as np
@@ -128,6 +129,20 @@ class CosineDecay(LearningRateSchedule):
     def get_config(self):
         return dict(initial_learning_rate=self.initial_learning_rate, decay_steps=self.decay_steps, alpha=self.alpha,
                     name=self.name, warmup_target=self.warmup_target, warmup_steps=self.warmup_steps)
+
+
+def step_fn(learning_rate):
+    """lr(step) for a schedule or a callable: a one-argument callable gets the
+    iteration count; a zero-argument one (Keras's own callable form) none."""
+    if isinstance(learning_rate, LearningRateSchedule):
+        return learning_rate
+    try:
+        sig = inspect.signature(learning_rate)
+        takes_step = any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+                         for p in sig.parameters.values())
+    except (TypeError, ValueError):
+        takes_step = True
+    return learning_rate if takes_step else (lambda step: learning_rate())
 
 
 def serialize(schedule):

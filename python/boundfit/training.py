@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from . import data as data_mod, memory, utils
+from . import data as data_mod, memory, schedules, utils
 from .callbacks import CallbackList, TerminateOnNaN
 from .errors import NonFiniteError
 from .progress import Progbar
@@ -113,6 +113,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     history = cbs.history
     nan_stop = next((c for c in cbs.callbacks if isinstance(c, TerminateOnNaN)), None)
     schedule = getattr(model.optimizer, "_schedule", None)
+    schedule = schedules.step_fn(schedule) if schedule is not None else None
     model.stop_training = False
     model._initial_epoch = None
     metrics = bool(model.compiled_metrics)
