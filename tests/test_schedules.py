@@ -51,8 +51,15 @@ def _data(n=24):
     return rng.standard_normal((n, 3)).astype(np.float32), rng.standard_normal((n, 1)).astype(np.float32)
 
 
-@pytest.mark.parametrize("lr", [schedules.PiecewiseConstantDecay([2, 4], [0.1, 0.01, 0.001]),
-                                lambda step: 0.1 / (1 + step)], ids=["schedule", "callable(step)"])
+class HalfEvery3(schedules.LearningRateSchedule):
+    """A user's schedule: evaluated in Python before each step."""
+
+    def __call__(self, step):
+        return 0.1 * 0.5 ** (step // 3)
+
+
+@pytest.mark.parametrize("lr", [schedules.PiecewiseConstantDecay([2, 4], [0.1, 0.01, 0.001]), HalfEvery3(),
+                                lambda step: 0.1 / (1 + step)], ids=["schedule", "subclass", "callable(step)"])
 def test_engine_uses_lr_of_iterations_for_each_update(lr):
     x, y = _data()
     m = _model(bf.optimizers.SGD(lr))
@@ -97,3 +104,28 @@ def test_setting_the_rate_of_a_scheduled_optimizer_is_refused():
     cb = bf.callbacks.LearningRateScheduler(lambda epoch: 0.5)
     with pytest.raises(TypeError, match="schedule"):
         m.fit(x, y, batch_size=4, verbose=0, callbacks=[cb])
+
+
+@pytest.mark.parametrize("sched,python_steps", [(schedules.ExponentialDecay(0.1, 2, 0.5, staircase=True), 0),
+                                                (HalfEvery3(), 7)], ids=["closed-form", "subclass"])
+def test_closed_form_schedules_need_no_python_per_step(monkeypatch, sched, python_steps):
+    from boundfit import training
+    calls = []
+    real = training._apply_schedule
+    monkeypatch.setattr(training, "_apply_schedule", lambda m, s: (calls.append(1), real(m, s)))
+    x, y = _data()
+    m = _model(bf.optimizers.SGD(sched))
+    m.fit(x, y, batch_size=4, epochs=1, verbose=0)
+    assert len(calls) == python_steps          # a subclass: before each of the 6 steps and at the epoch's end
+    assert m._engine.learning_rate() == pytest.approx(float(np.float32(sched(6))), rel=1e-7)
+
+
+def test_schedule_on_the_device_path_equals_cpu():
+    x, y = _data()
+    sched = schedules.InverseTimeDecay(0.1, 2, 0.7)
+    a, b = _model(bf.optimizers.SGD(sched, momentum=0.5)), _model(bf.optimizers.SGD(sched, momentum=0.5))
+    b.set_weights(a.get_weights())
+    a.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)
+    b.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0, device="emu")
+    for u, v in zip(a.get_weights(), b.get_weights()):
+        np.testing.assert_allclose(u, v, rtol=1e-6, atol=1e-7)

@@ -1,7 +1,9 @@
 """keras.optimizers.schedules: learning rates as a function of the optimizer's
 iteration count (completed updates), with Keras 3's names, arguments and
-formulas. Values are computed in float32 as Keras does; the training loop
-sets the engine's rate before each step while a schedule is in use."""
+formulas, in float32 as Keras computes them. The engine computes these five
+in closed form for each update (csrc/core/schedule.c, no Python per step);
+subclasses and plain callables are evaluated here and the training loop sets
+the engine's rate before each step."""
 
 import inspect
 import math
@@ -129,6 +131,34 @@ class CosineDecay(LearningRateSchedule):
     def get_config(self):
         return dict(initial_learning_rate=self.initial_learning_rate, decay_steps=self.decay_steps, alpha=self.alpha,
                     name=self.name, warmup_target=self.warmup_target, warmup_steps=self.warmup_steps)
+
+
+_MAX_BOUNDS = 16  # csrc/core/schedule.h BF_SCHED_MAX_BOUNDS
+_NO_SCHEDULE = (0, (0.0,) * 5, 0, (), ())
+
+
+def engine_form(schedule):
+    """The arguments of the engine's set_schedule for a schedule it computes in
+    closed form (csrc/core/schedule.c), or None: a subclass or a callable is
+    evaluated in Python before each step instead."""
+    t = type(schedule)
+    if schedule is None:
+        return _NO_SCHEDULE
+    g = lambda *names: tuple(float(getattr(schedule, n)) for n in names)
+    if t is ExponentialDecay:
+        return 1, g("initial_learning_rate", "decay_steps", "decay_rate") + (0.0, 0.0), int(schedule.staircase), (), ()
+    if t is InverseTimeDecay:
+        return 2, g("initial_learning_rate", "decay_steps", "decay_rate") + (0.0, 0.0), int(schedule.staircase), (), ()
+    if t is PolynomialDecay:
+        return 3, g("initial_learning_rate", "decay_steps", "end_learning_rate", "power") + (0.0,), \
+            int(schedule.cycle), (), ()
+    if t is CosineDecay:
+        warm = schedule.warmup_target is not None
+        return 4, g("initial_learning_rate", "decay_steps", "alpha") + (
+            float(schedule.warmup_target) if warm else 0.0, float(schedule.warmup_steps)), int(warm), (), ()
+    if t is PiecewiseConstantDecay and len(schedule.boundaries) <= _MAX_BOUNDS:
+        return 5, (0.0,) * 5, 0, tuple(float(b) for b in schedule.boundaries), tuple(float(v) for v in schedule.values)
+    return None
 
 
 def step_fn(learning_rate):

@@ -2,8 +2,9 @@
 before anything is allocated, then the epoch loop. The engine runs chunks of
 steps with the GIL released; between chunks this loop reports progress, runs
 callbacks, lets Ctrl-C in and checks memory outside the plan. Steps run one at
-a time when a callback overrides a batch hook or a learning-rate schedule is
-set (the rate of each step is lr(iterations), set in the engine before it)."""
+a time when a callback overrides a batch hook, or when the learning rate is a
+callable or a schedule the engine has no closed form for (its rate
+lr(iterations) is then set in the engine before each step)."""
 
 import time
 
@@ -113,7 +114,9 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     history = cbs.history
     nan_stop = next((c for c in cbs.callbacks if isinstance(c, TerminateOnNaN)), None)
     schedule = getattr(model.optimizer, "_schedule", None)
-    schedule = schedules.step_fn(schedule) if schedule is not None else None
+    form = schedules.engine_form(schedule)
+    model._engine.set_schedule(*(form or schedules.engine_form(None)))
+    schedule = schedules.step_fn(schedule) if form is None else None   # the engine computes closed forms itself
     model.stop_training = False
     model._initial_epoch = None
     metrics = bool(model.compiled_metrics)
@@ -153,6 +156,8 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                 if nan_stop is None:
                     raise _with_epoch(e, epoch) from None
                 nan_stop.terminate(getattr(e, "step", None))
+            if schedule is not None:
+                _apply_schedule(model, schedule)   # the rate of the next update, as Keras reports it
             logs = _logs(tot, metrics)
             if nan_stop is not None and nan_stop.terminated_batch is not None:
                 logs["loss"] = float("nan")

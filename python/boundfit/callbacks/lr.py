@@ -10,6 +10,9 @@ from .early_stopping import resolve_mode
 
 
 def get_lr(model):
+    """The rate of the next update, as the engine will use it."""
+    if model._engine is not None:
+        return model._engine.learning_rate()
     return float(model.optimizer.learning_rate)
 
 
