@@ -264,3 +264,42 @@ def test_lambda_callback_and_progbar_logger(capsys):
                  callbacks=[LambdaCallback(on_train_end=lambda logs: ends.append(1))])
     out = capsys.readouterr().out
     assert "Epoch 1/2" in out and "Epoch 2/2" in out and ends == [1]
+
+
+_KILLED_CHILD = r"""
+import os, sys, numpy as np, boundfit as bf
+from boundfit import layers as L
+d = sys.argv[1]
+x, y, = np.load(d + "/x.npy"), np.load(d + "/y.npy")
+m = bf.Sequential([L.Dense(8, activation="tanh", input_shape=(4,)), L.Dense(1)])
+m.compile(optimizer=bf.optimizers.Adam(0.01), loss="mse")
+m.load_weights(d + "/w0.weights.h5")
+state = {}
+def die(batch, logs):
+    if state.get("epoch") == 2 and batch == 1:
+        os._exit(17)                      # the kernel dies: no cleanup, no exception
+m.fit(x, y, batch_size=16, epochs=4, shuffle=False, verbose=0,
+      callbacks=[bf.callbacks.BackupAndRestore(d + "/backup"),
+                 bf.callbacks.LambdaCallback(on_epoch_begin=lambda e, logs: state.update(epoch=e),
+                                             on_train_batch_end=die)])
+"""
+
+
+def test_backup_and_restore_resumes_after_the_process_died(tmp_path):
+    import subprocess
+    import sys
+    x, y = _data()
+    ref = _model(bf.optimizers.Adam(0.01))
+    ref.save_weights(tmp_path / "w0.weights.h5")
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    ref.fit(x, y, batch_size=16, epochs=4, shuffle=False, verbose=0)
+    p = subprocess.run([sys.executable, "-c", _KILLED_CHILD, str(tmp_path)], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 17, p.stderr
+    m = _model(bf.optimizers.Adam(0.01))
+    h = m.fit(x, y, batch_size=16, epochs=4, shuffle=False, verbose=0,
+              callbacks=[BackupAndRestore(tmp_path / "backup")])
+    assert h.epoch == [2, 3] and m.optimizer.iterations == 16
+    for a, b in zip(m.get_weights(), ref.get_weights()):
+        np.testing.assert_array_equal(a, b)

@@ -172,6 +172,15 @@ def test_load_weights_of_another_architecture_raises_and_keeps_weights(tmp_path)
         b.load_weights(tmp_path / "a.weights.h5")
     for u, v in zip(before, b.get_weights()):
         np.testing.assert_array_equal(u, v)
+    c = bf.Sequential([L.Dense(4, input_shape=(3,)), L.Dense(3)])
+    keep = c.get_weights()
+    with pytest.warns(UserWarning, match="skipping layer 'dense"):
+        c.load_weights(tmp_path / "a.weights.h5", skip_mismatch=True)
+    got = c.get_weights()
+    for u, v in zip(got[:2], a.get_weights()[:2]):     # the matching layer loaded
+        np.testing.assert_array_equal(u, v)
+    for u, v in zip(got[2:], keep[2:]):                # the mismatched one kept its weights
+        np.testing.assert_array_equal(u, v)
 
 
 def test_file_names_follow_keras(tmp_path):

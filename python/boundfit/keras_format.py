@@ -15,6 +15,7 @@ import json
 import os
 import re
 import tempfile
+import warnings
 import zipfile
 
 import numpy as np
@@ -158,9 +159,10 @@ def _layers_group(h5):
     raise ValueError("the weights file has no 'layers' group: not a Keras 3 Sequential weights file")
 
 
-def read_weights(h5, model, optimizer=True, where="weights file"):
+def read_weights(h5, model, optimizer=True, where="weights file", skip_mismatch=False):
     """Load an open h5py File's variables into model; all-or-nothing: every
-    layer is checked before anything is set."""
+    layer is checked before anything is set (skip_mismatch: a layer whose
+    weights do not match keeps its own, with a warning, as Keras does)."""
     model._require_built()
     g = _layers_group(h5)
     new = []
@@ -169,11 +171,16 @@ def read_weights(h5, model, optimizer=True, where="weights file"):
         v = g[path]["vars"] if path in g and "vars" in g[path] else None
         got = [np.asarray(v[str(k)]) for k in range(len(v))] if v is not None else []
         if len(got) != len(want) or any(a.shape != s for a, s in zip(got, want)):
+            if skip_mismatch:
+                warnings.warn(f"{where}: skipping layer {layer.name!r}: it expects weights "
+                              f"{[tuple(s) for s in want]}, the file has {[a.shape for a in got]}", stacklevel=3)
+                new.extend(model._layer_weights(i))
+                continue
             raise ValueError(f"{where}: layer {layer.name!r} ({type(layer).__name__}) expects weights "
                              f"{[tuple(s) for s in want]}, the file has {[a.shape for a in got]} at layers/{path}")
         new.extend(got)
     extra = set(g) - set(layer_paths(type(l).__name__ for l in model._layers))
-    if any(len(g[k].get("vars", {})) for k in extra):
+    if not skip_mismatch and any(len(g[k].get("vars", {})) for k in extra):
         raise ValueError(f"{where}: it has weights for layers this model lacks: {sorted(extra)}")
     model.set_weights(new)
     if optimizer and model.optimizer is not None and model._engine is not None:
@@ -230,7 +237,8 @@ def _read_optimizer(h5, model):
 
 # ---- public: save / load ----
 
-def save_weights(model, filepath, overwrite=True):
+def save_weights(model, filepath, overwrite=True, extra_attrs=None):
+    """extra_attrs: attributes stored on the file's boundfit/ group (Keras ignores it)."""
     _need_h5py()
     filepath = os.fspath(filepath)
     if not filepath.endswith(".weights.h5"):
@@ -241,7 +249,19 @@ def save_weights(model, filepath, overwrite=True):
     def write(f):
         with h5py.File(f, "w") as h5:
             write_weights(h5, model)
+            if extra_attrs:
+                b = h5.require_group("boundfit")
+                for k, v in extra_attrs.items():
+                    b.attrs[k] = v
     atomic_write(filepath, write)
+
+
+def read_extra_attrs(filepath):
+    """The boundfit/ attributes of a weights file (empty for Keras's own files)."""
+    _need_h5py()
+    with h5py.File(os.fspath(filepath), "r") as h5:
+        return {k: v.item() if hasattr(v, "item") else v for k, v in h5["boundfit"].attrs.items()} \
+            if "boundfit" in h5 else {}
 
 
 def load_weights(model, filepath, skip_mismatch=False):
@@ -250,12 +270,12 @@ def load_weights(model, filepath, skip_mismatch=False):
     if filepath.endswith(".keras"):
         with zipfile.ZipFile(filepath) as z, z.open("model.weights.h5") as raw:
             with h5py.File(io.BytesIO(raw.read()), "r") as h5:
-                return read_weights(h5, model, where=filepath)
+                return read_weights(h5, model, where=filepath, skip_mismatch=skip_mismatch)
     if not filepath.endswith(".weights.h5"):
         raise ValueError("File format not supported: filepath=" + filepath + ". boundfit reads `.weights.h5` and "
                          "`.keras` files")
     with h5py.File(filepath, "r") as h5:
-        read_weights(h5, model, where=filepath)
+        read_weights(h5, model, where=filepath, skip_mismatch=skip_mismatch)
 
 
 def save_model(model, filepath, overwrite=True):

@@ -117,7 +117,8 @@ class ModelCheckpoint(Callback):
 
 class BackupAndRestore(Callback):
     """Backs up weights, optimizer state and the epoch counter to backup_dir
-    (latest.weights.h5, training_metadata.json); a later fit with the same
+    (latest.weights.h5, which also holds the epoch, and Keras's
+    training_metadata.json); a later fit with the same
     backup_dir (after an exception, or in a restarted kernel) resumes from the
     last completed epoch. The backup is deleted when training ends normally."""
 
@@ -150,11 +151,16 @@ class BackupAndRestore(Callback):
             self._load()
 
     def _load(self):
+        from ..keras_format import read_extra_attrs
+        epoch = None
         if os.path.exists(self._weights_path):
             self.model.load_weights(self._weights_path)
-        if os.path.exists(self._metadata_path):
+            epoch = read_extra_attrs(self._weights_path).get("backup_epoch")  # saved with the weights, atomically
+        if epoch is None and os.path.exists(self._metadata_path):   # a backup Keras wrote
             with open(self._metadata_path) as f:
-                self.model._initial_epoch = int(json.load(f)["epoch"])
+                epoch = json.load(f)["epoch"]
+        if epoch is not None:
+            self.model._initial_epoch = int(epoch)
 
     def on_epoch_begin(self, epoch, logs=None):
         self._current_epoch = epoch
@@ -170,13 +176,14 @@ class BackupAndRestore(Callback):
             self._save()
 
     def _save(self):
-        from ..keras_format import atomic_write
+        from ..keras_format import atomic_write, save_weights
         os.makedirs(self.backup_dir, exist_ok=True)
         if self.double_checkpoint:
             for p in (self._weights_path, self._metadata_path):
                 if os.path.exists(p):
                     shutil.copyfile(p, p + ".bkp")
-        self.model.save_weights(self._weights_path, overwrite=True)
+        # the epoch goes into the weights file too, so the pair can never disagree after a crash between the two
+        save_weights(self.model, self._weights_path, overwrite=True, extra_attrs={"backup_epoch": self._current_epoch})
         meta = json.dumps({"epoch": self._current_epoch, "batch": self._counter.last_batch or 0}).encode()
         atomic_write(self._metadata_path, lambda f: f.write(meta))
 
