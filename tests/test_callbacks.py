@@ -303,3 +303,25 @@ def test_backup_and_restore_resumes_after_the_process_died(tmp_path):
     assert h.epoch == [2, 3] and m.optimizer.iterations == 16
     for a, b in zip(m.get_weights(), ref.get_weights()):
         np.testing.assert_array_equal(a, b)
+
+
+def test_setting_optimizer_learning_rate_reaches_the_engine():
+    """Keras code sets model.optimizer.learning_rate between fits or in a callback."""
+    x, y = _data()
+    a, b = _model(bf.optimizers.SGD(0.05)), _model(bf.optimizers.SGD(0.05))
+    b.set_weights(a.get_weights())
+
+    def lower(epoch, logs):
+        if epoch == 0:
+            a.optimizer.learning_rate = 0.01
+    a.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0, callbacks=[LambdaCallback(on_epoch_end=lower)])
+    b.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+    b.optimizer.learning_rate = 0.01
+    assert b._engine.learning_rate() == pytest.approx(0.01)
+    b.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+    for u, v in zip(a.get_weights(), b.get_weights()):
+        np.testing.assert_allclose(u, v, rtol=1e-6)
+    assert b.optimizer.get_config()["learning_rate"] == 0.01
+    with pytest.raises(ValueError, match="learning_rate"):
+        b.optimizer.learning_rate = -1.0
+    assert b._engine.learning_rate() == pytest.approx(0.01)

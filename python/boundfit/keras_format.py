@@ -197,9 +197,7 @@ def _read_optimizer(h5, model):
             else:
                 model._engine.set_iterations(int(b.attrs["iterations"]))
             if getattr(model.optimizer, "_schedule", None) is None:
-                lr = float(b.attrs["learning_rate"])
-                model._engine.set_learning_rate(lr)
-                model.optimizer.learning_rate = lr
+                model.optimizer.learning_rate = float(b.attrs["learning_rate"])
         return
     if "optimizer/vars" not in h5:
         return
@@ -231,7 +229,6 @@ def _read_optimizer(h5, model):
     except ValueError:
         return  # the compiled optimizer keeps other state (as Keras: skipped)
     if has_lr:
-        model._engine.set_learning_rate(float(vals[1]))
         opt.learning_rate = float(vals[1])
 
 

@@ -66,7 +66,7 @@ class _Stepper:
 def _apply_schedule(model, schedule):
     lr = float(schedule(model._engine.iterations()))
     model._engine.set_learning_rate(lr)
-    model.optimizer.learning_rate = lr
+    model.optimizer._track_lr(lr)
 
 
 def _logs(totals, metrics, prefix=""):
@@ -158,6 +158,8 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                 nan_stop.terminate(getattr(e, "step", None))
             if schedule is not None:
                 _apply_schedule(model, schedule)   # the rate of the next update, as Keras reports it
+            elif form is not None and form[0]:
+                model.optimizer._track_lr(model._engine.learning_rate())
             logs = _logs(tot, metrics)
             if nan_stop is not None and nan_stop.terminated_batch is not None:
                 logs["loss"] = float("nan")

@@ -17,15 +17,13 @@ def get_lr(model):
 
 
 def set_lr(model, lr, who):
-    opt = model.optimizer
-    if getattr(opt, "_schedule", None) is not None:
+    """optimizer.learning_rate = lr (the engine follows); a scheduled optimizer refuses."""
+    if getattr(model.optimizer, "_schedule", None) is not None:
         raise TypeError(f"{who}: the optimizer was created with a learning rate schedule; its rate cannot be set")
-    lr = float(lr)
-    if not np.isfinite(lr) or lr < 0:
-        raise ValueError(f"{who}: learning rate must be a finite number >= 0, got {lr!r}")
-    if model._engine is not None:
-        model._engine.set_learning_rate(lr)
-    opt.learning_rate = lr
+    try:
+        model.optimizer.learning_rate = lr
+    except ValueError as e:
+        raise ValueError(f"{who}: {e}") from None
 
 
 class ReduceLROnPlateau(Callback):
