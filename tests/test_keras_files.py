@@ -235,3 +235,31 @@ def test_failure_mid_save_keeps_the_previous_file(tmp_path, monkeypatch, what):
         r = bf.Sequential([L.Dense(4, activation="relu", input_shape=(3,)), L.Dense(3, activation="softmax")])
         r.load_weights(path)
     _close(r.predict(x, verbose=0), expect)
+
+
+def test_untrained_compiled_model_opens_in_keras_without_optimizer_warnings(tmp_path, recwarn):
+    keras = keras_ref.load()
+    x, y = _data(shape=(5,), n=8)
+    m = bf.Sequential([L.Dense(4, activation="relu", input_shape=(5,)), L.Dense(3, activation="softmax")])
+    m.compile(optimizer=bf.optimizers.RMSprop(momentum=0.5), loss="sparse_categorical_crossentropy")
+    m.save(tmp_path / "u.keras")
+    k = keras.saving.load_model(tmp_path / "u.keras")
+    assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
+    assert int(k.optimizer.iterations) == 0
+    _close(k.predict(x, verbose=0), m.predict(x, verbose=0))
+
+
+def test_get_config_is_keras_and_from_config_rebuilds():
+    keras = keras_ref.load()
+    m = _model_b()
+    cfg = m.get_config()
+    assert [e["class_name"] for e in cfg["layers"]] == ["InputLayer", "Conv2D", "GlobalAveragePooling2D", "Reshape",
+                                                      "Flatten", "Activation", "Dense"]
+    k = keras.Sequential.from_config(cfg)
+    r = bf.Sequential.from_config(cfg)
+    assert [l.name for l in k.layers] == [l.name for l in r.layers] == [l.name for l in m.layers]
+    assert [w.shape for w in k.get_weights()] == [w.shape for w in r.get_weights()]
+    assert m.layers[0].get_config()["strides"] == [2, 2]
+    unbuilt = bf.Sequential([L.Dense(3)])
+    assert [e["class_name"] for e in unbuilt.get_config()["layers"]] == ["Dense"]
+    assert not bf.Sequential.from_config(unbuilt.get_config()).built

@@ -71,17 +71,22 @@ def layer_config(layer):
 
 
 def model_config(model):
-    """Keras 3 serialization of a built Sequential (with compile_config when compiled)."""
-    in_shape = [None] + [int(d) for d in model._input_shape]
-    entries = [_obj("keras.layers", "InputLayer", dict(batch_shape=in_shape, dtype="float32", sparse=False,
-                                                       ragged=False, name="input_layer"))]
+    """Keras 3 serialization of a Sequential (with compile_config when compiled);
+    an unbuilt model has no InputLayer or build_config, as in Keras."""
+    built = model.built
+    in_shape = [None] + [int(d) for d in model._input_shape] if model._input_shape is not None else None
+    entries = []
+    if in_shape is not None:
+        entries.append(_obj("keras.layers", "InputLayer", dict(batch_shape=in_shape, dtype="float32", sparse=False,
+                                                               ragged=False, name="input_layer")))
     for i, layer in enumerate(model._layers):
-        prev = in_shape if i == 0 else list(model._layer_output_shape(i - 1))
         e = _obj("keras.layers", type(layer).__name__, layer_config(layer))
-        e["build_config"] = {"input_shape": prev}
+        if built:
+            e["build_config"] = {"input_shape": in_shape if i == 0 else list(model._layer_output_shape(i - 1))}
         entries.append(e)
     cfg = _obj("keras", "Sequential", dict(name=model.name, trainable=True, dtype=dict(_DTYPE), layers=entries))
-    cfg["build_config"] = {"input_shape": in_shape}
+    if built:
+        cfg["build_config"] = {"input_shape": in_shape}
     if model.optimizer is not None:
         cfg["compile_config"] = compile_config(model)
     return cfg
@@ -193,10 +198,9 @@ def sequential_from_config(cfg):
         shape = (cfg.get("build_config") or {}).get("input_shape") or cfg["config"].get("build_input_shape")
         if shape is None and entries:
             shape = (entries[0].get("build_config") or {}).get("input_shape")
-        if shape is None:
-            raise ValueError("the model file has no input shape (an unbuilt Keras model cannot be loaded)")
-        input_shape = tuple(shape[1:])
-    return Sequential([L.InputLayer(shape=input_shape)] + built, name=cfg["config"].get("name"))
+        input_shape = tuple(shape[1:]) if shape is not None else None
+    first = [L.InputLayer(shape=input_shape)] if input_shape is not None else []
+    return Sequential(first + built, name=cfg["config"].get("name"))
 
 
 # ---- compile config: Keras -> boundfit ----

@@ -109,14 +109,24 @@ def _keras_slot_groups(opt, nslots):
     return None, None
 
 
+def _keras_nslots(opt):
+    """Per-variable slots Keras builds for opt (the engine makes them on the first step)."""
+    kind = type(opt).__name__
+    momentum = getattr(opt, "momentum", 0.0)
+    return {"Adam": 2, "SGD": 1 if momentum else 0, "RMSprop": 2 if momentum > 0 else 1}.get(kind, 0)
+
+
 def _write_optimizer(g, model):
     opt = model.optimizer
     it, slots = model._engine.optimizer_state()
     sl = _trainable_slices(model)
-    layout, order = _keras_slot_groups(opt, len(slots))
+    layout, order = _keras_slot_groups(opt, len(slots) or _keras_nslots(opt))
+    raw = list(slots)
     v = g.create_group("optimizer/vars")
     v.attrs["name"] = type(opt).__name__.lower()
-    if layout is not None and (slots or opt.kind is not None):
+    if layout is not None and not slots:   # not trained yet: Keras's built state is zeros
+        slots = [np.zeros(sum(int(np.prod(sh)) for _, _, sh in sl), np.float32) for _ in range(_keras_nslots(opt))]
+    if layout is not None:
         vals = [np.array(it, dtype=np.int64)]
         if getattr(opt, "_schedule", None) is None:
             vals.append(np.array(opt.learning_rate, dtype=np.float32))
@@ -133,7 +143,7 @@ def _write_optimizer(g, model):
     b.attrs["optimizer"] = type(opt).__name__
     b.attrs["iterations"] = int(it)
     b.attrs["learning_rate"] = float(opt.learning_rate)
-    for k, s in enumerate(slots):
+    for k, s in enumerate(raw):
         b.create_dataset(f"slot{k}", data=s)
 
 

@@ -198,13 +198,21 @@ class Sequential:
         print_fn("\n".join(out))
 
     def get_config(self):
-        cfg = []
-        for l in self._layers:
-            d = {k: v for k, v in vars(l).items() if not k.startswith("_") and k != "input_shape_arg"}
-            if "activation" in d:
-                d["activation"] = activations.name_of(d["activation"])
-            cfg.append({"class_name": type(l).__name__, "config": d})
-        return {"name": self.name, "input_shape": list(self._input_shape or []), "layers": cfg}
+        """Keras 3's config of this model (keras_config.py): name, layers, ..."""
+        from .keras_config import model_config
+        return model_config(self)["config"]
+
+    @classmethod
+    def from_config(cls, config):
+        from .keras_config import sequential_from_config
+        return sequential_from_config({"class_name": "Sequential", "config": config})
+
+    def to_json(self, **kwargs):
+        import json
+        from .keras_config import model_config
+        cfg = model_config(self)
+        cfg.pop("compile_config", None)
+        return json.dumps(cfg, **kwargs)
 
     # ---- persistence ----
     def save(self, filepath, overwrite=True):
