@@ -229,7 +229,8 @@ class Interrupt(Callback):
             raise KeyboardInterrupt("simulated interruption")
 
 
-def test_backup_and_restore_resumes_to_the_same_weights(tmp_path):
+@pytest.mark.parametrize("device", ["cpu", "emu"])
+def test_backup_and_restore_resumes_to_the_same_weights(tmp_path, device):
     x, y = _data()
     w0 = _model().get_weights()
 
@@ -238,16 +239,17 @@ def test_backup_and_restore_resumes_to_the_same_weights(tmp_path):
         m.set_weights(w0)
         return m
     ref = fresh()
-    ref.fit(x, y, batch_size=16, epochs=4, shuffle=False, verbose=0)
+    ref.fit(x, y, batch_size=16, epochs=4, shuffle=False, verbose=0, device=device)
 
     backup = tmp_path / "backup"
     m = fresh()
     with pytest.raises(KeyboardInterrupt):
-        m.fit(x, y, batch_size=16, epochs=4, shuffle=False, verbose=0,
+        m.fit(x, y, batch_size=16, epochs=4, shuffle=False, verbose=0, device=device,
               callbacks=[BackupAndRestore(backup), Interrupt(epoch=2, batch=1)])
     assert sorted(os.listdir(backup)) == ["latest.weights.h5", "training_metadata.json"]
     m = fresh()
-    h = m.fit(x, y, batch_size=16, epochs=4, shuffle=False, verbose=0, callbacks=[BackupAndRestore(backup)])
+    h = m.fit(x, y, batch_size=16, epochs=4, shuffle=False, verbose=0, device=device,
+              callbacks=[BackupAndRestore(backup)])
     assert h.epoch == [2, 3]                    # resumed after the last completed epoch
     assert m.optimizer.iterations == ref.optimizer.iterations == 16
     for a, b in zip(m.get_weights(), ref.get_weights()):

@@ -64,6 +64,9 @@ class TerminateOnNaN(Callback):
         super().__init__()
         self.terminated_batch = None
 
+    def on_train_begin(self, logs=None):
+        self.terminated_batch = None
+
     def on_train_batch_end(self, batch, logs=None):
         loss = (logs or {}).get("loss")
         if loss is not None and not np.isfinite(loss):
