@@ -263,3 +263,14 @@ def test_get_config_is_keras_and_from_config_rebuilds():
     unbuilt = bf.Sequential([L.Dense(3)])
     assert [e["class_name"] for e in unbuilt.get_config()["layers"]] == ["Dense"]
     assert not bf.Sequential.from_config(unbuilt.get_config()).built
+
+
+def test_load_model_custom_objects_pick_the_layer_class(tmp_path):
+    class MyDense(L.Dense):
+        pass
+    m = bf.Sequential([L.Dense(2, input_shape=(3,)), L.Dense(1)])
+    m.save(tmp_path / "m.keras")
+    r = bf.saving.load_model(tmp_path / "m.keras", custom_objects={"Dense": MyDense}, safe_mode=True)
+    assert all(type(l) is MyDense for l in r.layers)
+    for a, b in zip(r.get_weights(), m.get_weights()):
+        np.testing.assert_array_equal(a, b)

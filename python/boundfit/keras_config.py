@@ -147,12 +147,12 @@ def _activation_name(v, where):
     raise ValueError(f"{where}: activation {v!r} is not one boundfit has")
 
 
-def layer_from_config(entry):
+def layer_from_config(entry, custom_objects=None):
     """A boundfit layer from a Keras 3 layer entry; a clear error for anything boundfit lacks."""
     cls_name = entry.get("class_name")
     cfg = dict(entry.get("config") or {})
     name = cfg.get("name", "?")
-    cls = _FROM_KERAS.get(cls_name)
+    cls = (custom_objects or {}).get(cls_name) or _FROM_KERAS.get(cls_name)
     if cls is None:
         raise ValueError(f"layer {name!r}: boundfit has no {cls_name} layer (it has "
                          f"{', '.join(sorted(_FROM_KERAS))} and InputLayer)")
@@ -179,7 +179,7 @@ def layer_from_config(entry):
         raise ValueError(f"layer {name!r} ({cls_name}): {e}") from None
 
 
-def sequential_from_config(cfg):
+def sequential_from_config(cfg, custom_objects=None):
     """A boundfit Sequential from Keras 3's model config (config.json)."""
     from .models import Sequential
     if cfg.get("class_name") != "Sequential":
@@ -193,7 +193,7 @@ def sequential_from_config(cfg):
             shape = c.get("batch_shape") or c.get("batch_input_shape")
             input_shape = tuple(shape[1:])
             continue
-        built.append(layer_from_config(e))
+        built.append(layer_from_config(e, custom_objects))
     if input_shape is None:
         shape = (cfg.get("build_config") or {}).get("input_shape") or cfg["config"].get("build_input_shape")
         if shape is None and entries:

@@ -310,7 +310,9 @@ def save_model(model, filepath, overwrite=True):
     atomic_write(filepath, write)
 
 
-def load_model(filepath, compile=True):
+def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
+    """Keras's signature; custom_objects may map a class name in the file to a
+    boundfit layer class (safe_mode has nothing to guard: no code is loaded)."""
     _need_h5py()
     filepath = os.fspath(filepath)
     if not zipfile.is_zipfile(filepath):
@@ -322,7 +324,7 @@ def load_model(filepath, compile=True):
                 raise ValueError(f"{filepath}: the archive has no {need}")
         cfg = json.loads(z.read("config.json"))
         weights = z.read("model.weights.h5")
-    model = keras_config.sequential_from_config(cfg)
+    model = keras_config.sequential_from_config(cfg, custom_objects)
     if compile and cfg.get("compile_config"):
         keras_config.compile_from_config(model, cfg["compile_config"])
     with h5py.File(io.BytesIO(weights), "r") as h5:

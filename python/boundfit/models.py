@@ -237,8 +237,9 @@ class Sequential:
 Model = Sequential
 
 
-def load_model(filepath, compile=True):
+def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
+    """Load a Keras 3 `.keras` file (written by Keras or boundfit)."""
     from .keras_format import load_model as _load
-    return _load(filepath, compile=compile)
+    return _load(filepath, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
 
 
