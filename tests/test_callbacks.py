@@ -327,3 +327,17 @@ def test_setting_optimizer_learning_rate_reaches_the_engine():
     with pytest.raises(ValueError, match="learning_rate"):
         b.optimizer.learning_rate = -1.0
     assert b._engine.learning_rate() == pytest.approx(0.01)
+
+
+def test_hooks_get_logs_positionally_as_keras_passes_them():
+    x, y = _data(16)
+    got = []
+
+    class Named(Callback):
+        def on_epoch_end(self, epoch, log_dict):
+            got.append((epoch, sorted(log_dict)))
+
+        def on_train_end(self, final):
+            got.append(final)
+    _model().fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[Named()])
+    assert got[0] == (0, ["loss"]) and sorted(got[1]) == ["loss"]   # on_train_end gets the last epoch's logs

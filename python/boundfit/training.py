@@ -131,6 +131,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
         initial_epoch = model._initial_epoch or initial_epoch  # BackupAndRestore resumes here
         waited, t_start = [0.0], time.perf_counter()
         per_step = schedule is not None or cbs.per_batch("train")
+        last_logs = None
 
         def before_step(step):
             if schedule is not None:
@@ -168,10 +169,11 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                 _validate(model, cbs, val, vrun, vt)
                 logs.update(_logs(vt, metrics, "val_"))
             cbs.on_epoch_end(epoch, logs=logs)
+            last_logs = logs
             train.on_epoch_end()
             if model.stop_training:
                 break
-        cbs.on_train_end()
+        cbs.on_train_end(logs=last_logs)   # as Keras: the last epoch's logs
         watchdog.finish()
         # share of the training loop's time spent waiting for batches
         model.data_wait_fraction = waited[0] / max(time.perf_counter() - t_start, 1e-9)

@@ -149,5 +149,5 @@ class CallbackList:
 
         def call(*args, logs=None):
             for c in self.callbacks:
-                getattr(c, hook)(*args, logs=logs)
+                getattr(c, hook)(*args, logs)   # positional, as Keras calls them
         return call
