@@ -341,3 +341,15 @@ def test_hooks_get_logs_positionally_as_keras_passes_them():
             got.append(final)
     _model().fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[Named()])
     assert got[0] == (0, ["loss"]) and sorted(got[1]) == ["loss"]   # on_train_end gets the last epoch's logs
+
+
+def test_early_stopping_restores_best_weights_at_train_end_as_keras():
+    """Keras 3 puts the best weights back when training ends, stopped early or not."""
+    x, y = _data()
+    m = _model(bf.optimizers.SGD(0.01))
+    weights = []
+    m.fit(x, y, batch_size=16, epochs=3, verbose=0,
+          callbacks=[LambdaCallback(on_epoch_end=lambda e, logs: weights.append(m.get_weights())),
+                     bf.callbacks.EarlyStopping(monitor="loss", mode="max", patience=5, restore_best_weights=True)])
+    for a, b in zip(m.get_weights(), weights[0]):   # a falling loss watched with mode='max': epoch 1 was "best"
+        np.testing.assert_array_equal(a, b)

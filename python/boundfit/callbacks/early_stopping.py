@@ -24,7 +24,7 @@ class EarlyStopping(Callback):
         self.stopped_epoch = 0
 
     def on_train_begin(self, logs=None):
-        self.wait, self.best, self.best_weights, self.stopped_epoch = 0, None, None, 0
+        self.wait, self.best, self.best_weights, self.stopped_epoch, self.best_epoch = 0, None, None, 0, 0
 
     def _better(self, cur, ref):
         if ref is None:
@@ -40,10 +40,10 @@ class EarlyStopping(Callback):
         if epoch < self.start_from_epoch:
             return
         if self.restore_best_weights and self.best_weights is None:
-            self.best_weights = self.model.get_weights()
+            self.best_weights, self.best_epoch = self.model.get_weights(), epoch
         self.wait += 1
         if self._better(cur, self.best):
-            self.best = cur
+            self.best, self.best_epoch = cur, epoch
             if self.restore_best_weights:
                 self.best_weights = self.model.get_weights()
             if self.baseline is None or self._better(cur, self.baseline):
@@ -52,11 +52,12 @@ class EarlyStopping(Callback):
         if self.wait >= self.patience and epoch > 0:
             self.stopped_epoch = epoch
             self.model.stop_training = True
-            if self.restore_best_weights and self.best_weights is not None:
-                if self.verbose > 0:
-                    print("Restoring model weights from the end of the best epoch.")
-                self.model.set_weights(self.best_weights)
 
     def on_train_end(self, logs=None):
+        """As Keras 3: the best weights come back when training ends, stopped early or not."""
         if self.stopped_epoch > 0 and self.verbose > 0:
             print(f"Epoch {self.stopped_epoch + 1}: early stopping")
+        if self.restore_best_weights and self.best_weights is not None:
+            if self.verbose > 0:
+                print(f"Restoring model weights from the end of the best epoch: {self.best_epoch + 1}.")
+            self.model.set_weights(self.best_weights)
