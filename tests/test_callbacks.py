@@ -31,7 +31,7 @@ def _model(opt=None):
 class Recorder(Callback):
     def __init__(self):
         super().__init__()
-        self.calls = []
+        self.calls, self.outputs = [], []
 
     def on_train_batch_begin(self, batch, logs=None):
         self.calls.append(("train_begin", batch))
@@ -44,6 +44,7 @@ class Recorder(Callback):
 
     def on_predict_batch_end(self, batch, logs=None):
         self.calls.append(("predict_end", batch))
+        self.outputs.append(logs["outputs"])
 
 
 def test_batch_hooks_run_once_per_batch():
@@ -58,8 +59,9 @@ def test_batch_hooks_run_once_per_batch():
     assert all(c[2] == ["loss"] for c in r.calls if c[0] == "train_end")
     r.calls.clear()
     m.evaluate(x, y, batch_size=16, verbose=0, callbacks=[r])
-    m.predict(x, batch_size=32, verbose=0, callbacks=[r])
+    p = m.predict(x, batch_size=32, verbose=0, callbacks=[r])
     assert r.calls == [("test_end", i) for i in range(4)] + [("predict_end", 0), ("predict_end", 1)]
+    np.testing.assert_array_equal(np.concatenate(r.outputs), p)    # logs["outputs"]: each batch's predictions
 
 
 def test_batch_hooks_of_a_python_data_source_run_once_per_batch():

@@ -174,7 +174,7 @@ class SequenceData:
             _before(chunks, k)
             run.predict(xb, o, 0, xb.shape[0], 0)
             outs.append(o)
-            on_step(k + 1)
+            on_step(k + 1, o)
         return np.concatenate(outs) if outs else np.empty((0,) + tuple(out_shape), np.float32)
 
     def on_epoch_end(self):

@@ -267,9 +267,9 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
     bar = Progbar(src.steps_per_epoch, verbose)
     stop, model.stop_training = getattr(model, "stop_training", False), False
 
-    def on_step(step):
+    def on_step(step, outputs):
         bar.update(step)
-        cbs.on_predict_batch_end(step - 1, logs={})
+        cbs.on_predict_batch_end(step - 1, logs={"outputs": outputs})   # the batch's (or chunk's) predictions
     try:
         cbs.on_predict_begin()
         out = src.run_predict(run, model._engine.output_shape, on_step,
