@@ -189,6 +189,11 @@ def test_file_names_follow_keras(tmp_path):
         m.save(tmp_path / "m.h5")
     with pytest.raises(ValueError, match=r"\.weights\.h5"):
         m.save_weights(tmp_path / "m.h5")
+    with pytest.raises(ValueError, match="File not found"):
+        bf.models.load_model(tmp_path / "m.keras")
+    (tmp_path / "junk.keras").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="not a .keras file"):
+        bf.models.load_model(tmp_path / "junk.keras")
     m.save(tmp_path / "m.keras")
     with pytest.raises(FileExistsError):
         m.save(tmp_path / "m.keras", overwrite=False)

@@ -315,6 +315,9 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     boundfit layer class (safe_mode has nothing to guard: no code is loaded)."""
     _need_h5py()
     filepath = os.fspath(filepath)
+    if not os.path.isfile(filepath):
+        raise ValueError(f"File not found: filepath={filepath}. Please ensure the file is an accessible `.keras` "
+                         "zip file.")
     if not zipfile.is_zipfile(filepath):
         raise ValueError(f"{filepath} is not a .keras file (a zip archive written by Keras 3 or boundfit)")
     with zipfile.ZipFile(filepath) as z:
