@@ -278,3 +278,19 @@ def test_load_model_custom_objects_pick_the_layer_class(tmp_path):
     assert all(type(l) is MyDense for l in r.layers)
     for a, b in zip(r.get_weights(), m.get_weights()):
         np.testing.assert_array_equal(a, b)
+
+
+def test_optimizer_state_of_another_configuration_is_skipped_with_a_warning(tmp_path):
+    x, y = _data(shape=(3,), n=8)
+    a = bf.Sequential([L.Dense(2, input_shape=(3,)), L.Dense(3, activation="softmax")])
+    a.compile(optimizer=bf.optimizers.SGD(0.1, momentum=0.9), loss="sparse_categorical_crossentropy")
+    a.fit(x, y, verbose=0)
+    a.save_weights(tmp_path / "a.weights.h5")
+    b = bf.Sequential([L.Dense(2, input_shape=(3,)), L.Dense(3, activation="softmax")])
+    b.compile(optimizer=bf.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy")
+    b.fit(x, y, verbose=0)
+    with pytest.warns(UserWarning, match="Skipping variable loading for optimizer 'SGD'"):
+        b.load_weights(tmp_path / "a.weights.h5")
+    for u, v in zip(a.get_weights(), b.get_weights()):     # the weights still load
+        np.testing.assert_array_equal(u, v)
+    assert b.optimizer.iterations == 1

@@ -201,13 +201,21 @@ def _read_optimizer(h5, model):
     if "boundfit" in h5:
         b = h5["boundfit"]
         slots = [np.asarray(b[f"slot{k}"]) for k in range(sum(1 for n in b if n.startswith("slot")))]
-        if b.attrs.get("optimizer") == type(model.optimizer).__name__:
+        name = type(model.optimizer).__name__
+        if b.attrs.get("optimizer") != name:
+            warnings.warn(f"Skipping variable loading for optimizer '{name}': the file holds the state of "
+                          f"{b.attrs.get('optimizer')!r}", stacklevel=4)
+            return
+        try:
             if slots:
                 model._engine.restore_optimizer_state(int(b.attrs["iterations"]), slots)
             else:
                 model._engine.set_iterations(int(b.attrs["iterations"]))
-            if getattr(model.optimizer, "_schedule", None) is None:
-                model.optimizer.learning_rate = float(b.attrs["learning_rate"])
+        except ValueError as e:   # another configuration (say, momentum): weights load, the state does not
+            warnings.warn(f"Skipping variable loading for optimizer '{name}': {e}", stacklevel=4)
+            return
+        if getattr(model.optimizer, "_schedule", None) is None:
+            model.optimizer.learning_rate = float(b.attrs["learning_rate"])
         return
     if "optimizer/vars" not in h5:
         return
