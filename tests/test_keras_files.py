@@ -145,6 +145,10 @@ def test_round_trip_here_keeps_optimizer_state_and_continues_exactly(tmp_path):
     assert r.optimizer.iterations == m.optimizer.iterations == 4
     for a, b in zip(r._engine.optimizer_state()[1], m._engine.optimizer_state()[1]):
         np.testing.assert_array_equal(a, b)
+    w = bf.Sequential([L.Conv2D(3, 3, input_shape=(8, 8, 1)), L.Flatten(), L.Dense(3, activation="softmax")])
+    w.load_weights(tmp_path / "m.keras")             # load_weights also reads a .keras file's weights
+    for a, b in zip(w.get_weights(), m.get_weights()):
+        np.testing.assert_array_equal(a, b)
     m.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
     r.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
     for a, b in zip(r.get_weights(), m.get_weights()):

@@ -22,15 +22,14 @@ import numpy as np
 
 from . import keras_config
 
-try:
-    import h5py
-except ImportError:  # pragma: no cover - h5py is a dependency
-    h5py = None
 
-
-def _need_h5py():
-    if h5py is None:
-        raise ImportError("reading and writing Keras files needs h5py: pip install h5py")
+def _h5py():
+    """h5py, imported on first use so `import boundfit` stays light."""
+    try:
+        import h5py
+    except ImportError as e:
+        raise ImportError("reading and writing Keras files needs h5py: pip install h5py") from e
+    return h5py
 
 
 # ---- atomic files ----
@@ -254,7 +253,7 @@ def _read_optimizer(h5, model):
 
 def save_weights(model, filepath, overwrite=True, extra_attrs=None):
     """extra_attrs: attributes stored on the file's boundfit/ group (Keras ignores it)."""
-    _need_h5py()
+    h5py = _h5py()
     filepath = os.fspath(filepath)
     if not filepath.endswith(".weights.h5"):
         raise ValueError("The filename must end in `.weights.h5`. Received: filepath=" + filepath)
@@ -273,14 +272,14 @@ def save_weights(model, filepath, overwrite=True, extra_attrs=None):
 
 def read_extra_attrs(filepath):
     """The boundfit/ attributes of a weights file (empty for Keras's own files)."""
-    _need_h5py()
+    h5py = _h5py()
     with h5py.File(os.fspath(filepath), "r") as h5:
         return {k: v.item() if hasattr(v, "item") else v for k, v in h5["boundfit"].attrs.items()} \
             if "boundfit" in h5 else {}
 
 
 def load_weights(model, filepath, skip_mismatch=False):
-    _need_h5py()
+    h5py = _h5py()
     filepath = os.fspath(filepath)
     if filepath.endswith(".keras"):
         with zipfile.ZipFile(filepath) as z, z.open("model.weights.h5") as raw:
@@ -294,7 +293,7 @@ def load_weights(model, filepath, skip_mismatch=False):
 
 
 def save_model(model, filepath, overwrite=True):
-    _need_h5py()
+    h5py = _h5py()
     filepath = os.fspath(filepath)
     if not filepath.endswith(".keras"):
         raise ValueError("Invalid filepath extension for saving. Please add the `.keras` extension (the Keras 3 "
@@ -321,7 +320,7 @@ def save_model(model, filepath, overwrite=True):
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     """Keras's signature; custom_objects may map a class name in the file to a
     boundfit layer class (safe_mode has nothing to guard: no code is loaded)."""
-    _need_h5py()
+    h5py = _h5py()
     filepath = os.fspath(filepath)
     if not os.path.isfile(filepath):
         raise ValueError(f"File not found: filepath={filepath}. Please ensure the file is an accessible `.keras` "
