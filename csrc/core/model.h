@@ -10,6 +10,7 @@
 
 #include "arena.h"
 #include "backend.h"
+#include "schedule.h"
 
 #define BF_MAX_LAYERS 128
 #define BF_MAX_PARAMS 4
@@ -56,7 +57,13 @@ typedef struct {
     int nesterov;
     int nslots;        /* state tensors per parameter: SGD momentum 1, Adam 2, RMSprop 1-2 */
     long iterations;   /* completed updates (Keras optimizer.iterations) */
+    bf_schedule sched; /* lr of each update: bf_optimizer_lr (constant lr when none) */
 } bf_optimizer;
+
+/* the learning rate of the next update: the schedule at `iterations`, or lr */
+static inline float bf_optimizer_lr(const bf_optimizer *o) {
+    return bf_schedule_rate(&o->sched, o->lr, o->iterations);
+}
 
 typedef struct {
     bf_loss_kind kind;

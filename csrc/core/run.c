@@ -342,16 +342,17 @@ static bf_status apply_update(bf_run *r) {
     bf_backend *be = r->be;
     bf_optimizer *o = &m->opt;
     long n = m->n_trainable;
+    float lr = bf_optimizer_lr(o);
     if (n == 0) { o->iterations++; return BF_OK; }
     switch (o->kind) {
     case BF_OPT_SGD:
-        BF_TRY(be->sgd_update(be, r->w, o->nslots ? r->slots : NULL, r->grads, n, o->lr, o->momentum, o->nesterov));
+        BF_TRY(be->sgd_update(be, r->w, o->nslots ? r->slots : NULL, r->grads, n, lr, o->momentum, o->nesterov));
         break;
     case BF_OPT_ADAM:
-        BF_TRY(be->adam_update(be, r->w, r->slots, r->slots + n, r->grads, n, o->lr, o->beta1, o->beta2, o->eps, o->iterations + 1));
+        BF_TRY(be->adam_update(be, r->w, r->slots, r->slots + n, r->grads, n, lr, o->beta1, o->beta2, o->eps, o->iterations + 1));
         break;
     case BF_OPT_RMSPROP:
-        BF_TRY(be->rmsprop_update(be, r->w, r->slots, o->nslots > 1 ? r->slots + n : NULL, r->grads, n, o->lr, o->rho, o->momentum, o->eps));
+        BF_TRY(be->rmsprop_update(be, r->w, r->slots, o->nslots > 1 ? r->slots + n : NULL, r->grads, n, lr, o->rho, o->momentum, o->eps));
         break;
     default:
         return BF_FAIL(BF_ERR_INTERNAL, "optimizer not set");

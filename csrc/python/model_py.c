@@ -252,6 +252,67 @@ static PyObject *Model_set_iterations(ModelObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+static PyObject *Model_iterations(ModelObject *self, PyObject *noargs) {
+    (void)noargs;
+    return PyLong_FromLong(self->m.opt.iterations);
+}
+
+static PyObject *Model_learning_rate(ModelObject *self, PyObject *noargs) {
+    (void)noargs;
+    return PyFloat_FromDouble((double)bf_optimizer_lr(&self->m.opt));
+}
+
+/* set_schedule(kind, (5 params), flag, bounds, values): a closed-form learning
+ * rate schedule (csrc/core/schedule.h); kind 0 removes it. Checked in full
+ * before anything changes. */
+static PyObject *Model_set_schedule(ModelObject *self, PyObject *args) {
+    bf_schedule s = {0};
+    PyObject *bounds = NULL, *values = NULL;
+    int kind = 0;
+    if (!PyArg_ParseTuple(args, "i(fffff)iOO", &kind, &s.p[0], &s.p[1], &s.p[2], &s.p[3], &s.p[4], &s.flag,
+                          &bounds, &values))
+        return NULL;
+    if (kind < 0 || kind > BF_SCHED_LAST) return PyErr_Format(PyExc_ValueError, "schedule: unknown kind %d", kind);
+    if (!self->m.compiled) return PyErr_Format(PyExc_RuntimeError, "set_schedule: the model is not compiled");
+    s.kind = (bf_sched_kind)kind;
+    if (kind != BF_SCHED_NONE && kind != BF_SCHED_PIECEWISE && !(s.p[1] > 0.0f))
+        return PyErr_Format(PyExc_ValueError, "schedule: decay_steps must be > 0, got %g", (double)s.p[1]);
+    PyObject *b = PySequence_Fast(bounds, "schedule: boundaries must be a sequence");
+    if (!b) return NULL;
+    PyObject *v = PySequence_Fast(values, "schedule: values must be a sequence");
+    if (!v) { Py_DECREF(b); return NULL; }
+    Py_ssize_t nb = PySequence_Fast_GET_SIZE(b), nv = PySequence_Fast_GET_SIZE(v);
+    int ok = 1;
+    if (kind == BF_SCHED_PIECEWISE && (nb > BF_SCHED_MAX_BOUNDS || nv != nb + 1)) {
+        PyErr_Format(PyExc_ValueError, "schedule: %zd boundaries and %zd values (at most %d boundaries, one value "
+                     "more than boundaries)", nb, nv, BF_SCHED_MAX_BOUNDS);
+        ok = 0;
+    }
+    for (Py_ssize_t i = 0; ok && kind == BF_SCHED_PIECEWISE && i < nv; i++) {
+        if (i < nb) s.bounds[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(b, i));
+        s.values[i] = (float)PyFloat_AsDouble(PySequence_Fast_GET_ITEM(v, i));
+        if (PyErr_Occurred()) ok = 0;
+    }
+    s.nbounds = kind == BF_SCHED_PIECEWISE ? (int)nb : 0;
+    Py_DECREF(b);
+    Py_DECREF(v);
+    if (!ok) return NULL;
+    self->m.opt.sched = s;
+    Py_RETURN_NONE;
+}
+
+/* set_learning_rate(lr): the rate the next update uses. Allowed between the
+ * chunks of a run (callbacks, schedules); the optimizer state is kept. */
+static PyObject *Model_set_learning_rate(ModelObject *self, PyObject *arg) {
+    double lr = PyFloat_AsDouble(arg);
+    if (lr == -1.0 && PyErr_Occurred()) return NULL;
+    if (!(lr >= 0.0) || lr > 3.4e38)
+        return PyErr_Format(PyExc_ValueError, "learning_rate must be a finite number >= 0, got %R", arg);
+    if (!self->m.compiled) return PyErr_Format(PyExc_RuntimeError, "set_learning_rate: the model is not compiled");
+    self->m.opt.lr = (float)lr;
+    Py_RETURN_NONE;
+}
+
 /* restore_optimizer_state(iterations, [slot arrays]) for load_model; all or nothing */
 static PyObject *Model_restore_optimizer_state(ModelObject *self, PyObject *args) {
     long it;
@@ -373,6 +434,10 @@ static PyMethodDef Model_methods[] = {
     {"optimizer_state", (PyCFunction)Model_optimizer_state, METH_NOARGS, "(iterations, [slot arrays])"},
     {"restore_optimizer_state", (PyCFunction)Model_restore_optimizer_state, METH_VARARGS, "restore (iterations, slots)"},
     {"set_iterations", (PyCFunction)Model_set_iterations, METH_O, "set optimizer.iterations"},
+    {"set_learning_rate", (PyCFunction)Model_set_learning_rate, METH_O, "set the learning rate of the next update"},
+    {"learning_rate", (PyCFunction)Model_learning_rate, METH_NOARGS, "the learning rate the next update uses"},
+    {"set_schedule", (PyCFunction)Model_set_schedule, METH_VARARGS, "set a closed-form learning rate schedule"},
+    {"iterations", (PyCFunction)Model_iterations, METH_NOARGS, "completed updates (no copy of the optimizer state)"},
     {"plan", (PyCFunction)(void (*)(void))Model_plan, METH_VARARGS | METH_KEYWORDS, "memory plan of a run, no allocation"},
     {"open_run", (PyCFunction)(void (*)(void))Model_open_run, METH_VARARGS | METH_KEYWORDS, "reserve a run"},
     {NULL, NULL, 0, NULL},

@@ -31,11 +31,11 @@ from .diagnose import diagnose  # noqa: E402
 from .errors import BoundfitError, DataError, DeviceError, MemoryBudgetError, NonFiniteError  # noqa: E402
 from .models import Model, Sequential, load_model  # noqa: E402
 from .plan import MemoryPlan  # noqa: E402
-from . import data, models, memory, training  # noqa: E402  (loaded now: a first fit imports nothing)
+from . import data, models, memory, saving, training  # noqa: E402  (loaded now: a first fit imports nothing)
 
 _core.set_module_dir(_os.path.dirname(_os.path.abspath(__file__)))
 
 __version__ = "0.1.0"
 __all__ = ["Sequential", "Model", "layers", "losses", "optimizers", "activations", "callbacks", "utils", "models",
-           "data", "load_model", "set_memory_limit", "set_default_device", "diagnose", "MemoryPlan", "BoundfitError",
+           "data", "saving", "load_model", "set_memory_limit", "set_default_device", "diagnose", "MemoryPlan", "BoundfitError",
            "MemoryBudgetError", "DeviceError", "NonFiniteError", "DataError"]

@@ -142,9 +142,9 @@ class ArrayData:
             start = first * b
             rows = min(n * b, self.num_rows - start)
             run.predict(x, out, start, rows, start)
-            return None
+            return out[start:start + rows]
 
-        chunks(one, self.steps_per_epoch, lambda step, _: on_step(step))
+        chunks(one, self.steps_per_epoch, on_step)
         return out
 
     def on_epoch_end(self):

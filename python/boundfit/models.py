@@ -198,26 +198,37 @@ class Sequential:
         print_fn("\n".join(out))
 
     def get_config(self):
-        cfg = []
-        for l in self._layers:
-            d = {k: v for k, v in vars(l).items() if not k.startswith("_") and k != "input_shape_arg"}
-            if "activation" in d:
-                d["activation"] = activations.name_of(d["activation"])
-            cfg.append({"class_name": type(l).__name__, "config": d})
-        return {"name": self.name, "input_shape": list(self._input_shape or []), "layers": cfg}
+        """Keras 3's config of this model (keras_config.py): name, layers, ..."""
+        from .keras_config import model_config
+        return model_config(self)["config"]
+
+    @classmethod
+    def from_config(cls, config):
+        from .keras_config import sequential_from_config
+        return sequential_from_config({"class_name": "Sequential", "config": config})
+
+    def to_json(self, **kwargs):
+        import json
+        from .keras_config import model_config
+        cfg = model_config(self)
+        cfg.pop("compile_config", None)
+        return json.dumps(cfg, **kwargs)
 
     # ---- persistence ----
     def save(self, filepath, overwrite=True):
-        """Save architecture, weights, compile settings and optimizer state to one .npz-format file."""
-        from .saving import save_model
+        """Save to a Keras 3 `.keras` file (architecture, weights, compile config, optimizer state), atomically."""
+        from .keras_format import save_model
         save_model(self, filepath, overwrite=overwrite)
 
-    def save_weights(self, filepath):
-        np.savez(filepath, *self.get_weights())
+    def save_weights(self, filepath, overwrite=True):
+        """Save weights (and optimizer state) to a Keras 3 `.weights.h5` file, atomically."""
+        from .keras_format import save_weights
+        save_weights(self, filepath, overwrite=overwrite)
 
-    def load_weights(self, filepath):
-        with np.load(filepath) as f:
-            self.set_weights([f[f"arr_{i}"] for i in range(len(f.files))])
+    def load_weights(self, filepath, skip_mismatch=False):
+        """Load a `.weights.h5` (or `.keras`) file written by Keras 3 or boundfit; all or nothing."""
+        from .keras_format import load_weights
+        load_weights(self, filepath, skip_mismatch=skip_mismatch)
 
     def __repr__(self):
         return f"<Sequential name={self.name} layers={len(self._layers)}>"
@@ -226,8 +237,9 @@ class Sequential:
 Model = Sequential
 
 
-def load_model(filepath, compile=True):
-    from .saving import load_model as _load
-    return _load(filepath, compile=compile)
+def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
+    """Load a Keras 3 `.keras` file (written by Keras or boundfit)."""
+    from .keras_format import load_model as _load
+    return _load(filepath, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
 
 

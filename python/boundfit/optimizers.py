@@ -1,4 +1,10 @@
-"""Optimizers with Keras 3 names and defaults; the engine applies the updates."""
+"""Optimizers with Keras 3 names and defaults; the engine applies the updates.
+learning_rate may be a float, a keras.optimizers.schedules object or a callable
+lr(iterations); with a schedule the training loop sets the engine's rate before
+every step (optimizer.iterations = completed updates, as Keras). Setting
+optimizer.learning_rate changes the rate of a compiled model's next update."""
+
+from . import schedules
 
 SGD_ID, ADAM_ID, RMSPROP_ID = 1, 2, 3
 
@@ -7,11 +13,41 @@ class Optimizer:
     kind = None
 
     def __init__(self, learning_rate):
+        self._schedule = None
+        if isinstance(learning_rate, schedules.LearningRateSchedule) or callable(learning_rate):
+            self._schedule = learning_rate
+            learning_rate = float(schedules.step_fn(learning_rate)(0))
         lr = float(learning_rate)
         if not lr >= 0:
             raise ValueError(f"learning_rate must be >= 0, got {learning_rate!r}")
         self.learning_rate = lr
         self._model = None
+
+    @property
+    def learning_rate(self):
+        """The rate of the next update (with a schedule: as of the last step or epoch end)."""
+        return self.__dict__["learning_rate"]
+
+    @learning_rate.setter
+    def learning_rate(self, value):
+        # kept in __dict__ so get_config (vars) still lists it; a compiled model's engine follows at once
+        if getattr(self, "_schedule", None) is not None and "learning_rate" in self.__dict__:
+            raise TypeError("This optimizer was created with a learning rate schedule (or callable) as its "
+                            "learning_rate argument, hence its learning rate is not settable.")
+        lr = float(value)
+        if not 0 <= lr < float("inf"):
+            raise ValueError(f"learning_rate must be a finite number >= 0, got {value!r}")
+        m = getattr(self, "_model", None)
+        if m is not None and m.optimizer is self and m._engine is not None:
+            try:
+                m._engine.set_learning_rate(lr)
+            except RuntimeError:   # the engine is not compiled yet: compile() passes the stored rate
+                pass
+        self.__dict__["learning_rate"] = lr
+
+    def _track_lr(self, lr):
+        """The rate a schedule gave the engine (no push back)."""
+        self.__dict__["learning_rate"] = float(lr)
 
     @property
     def iterations(self):

@@ -18,6 +18,16 @@ def engine_batch(offset):
     return eb(offset)
 
 
+def _before(chunks, k):
+    """Batch-begin hooks and the scheduled learning rate (training._Stepper) before batch k."""
+    if hasattr(chunks, "before_step"):
+        chunks.before_step(k)
+
+
+def _stopped(chunks):
+    return hasattr(chunks, "stopped") and chunks.stopped()
+
+
 def is_python_source(x):
     if isinstance(x, (np.ndarray, list, tuple, dict)) or x is None:
         return False
@@ -142,14 +152,18 @@ class SequenceData:
             if yb is None:
                 raise DataError(f"batch {k}: no y", batch_index=k)
             n = xb.shape[0]
+            _before(chunks, k)
             with engine_batch(k):
                 out = run.train(xb, yb, None, n, n, 0, 1)
             on_chunk(k + 1, out[:4] + (out[4] + fetched,))
+            if _stopped(chunks):
+                break
             t = time.perf_counter()
 
     def run_eval(self, run, on_chunk, chunks):
         for k, xb, yb in self._batches():
             n = xb.shape[0]
+            _before(chunks, k)
             with engine_batch(k):
                 on_chunk(k + 1, run.evaluate(xb, yb, None, n, n, 0, 1))
 
@@ -157,9 +171,10 @@ class SequenceData:
         outs = []
         for k, xb, _ in self._batches():
             o = np.empty((xb.shape[0],) + tuple(out_shape), dtype=np.float32)
+            _before(chunks, k)
             run.predict(xb, o, 0, xb.shape[0], 0)
             outs.append(o)
-            on_step(k + 1)
+            on_step(k + 1, o)
         return np.concatenate(outs) if outs else np.empty((0,) + tuple(out_shape), np.float32)
 
     def on_epoch_end(self):
