@@ -32,8 +32,8 @@ def save_model(model, filepath, overwrite=True):
     arrays = {f"w{i}": w for i, w in enumerate(model.get_weights())}
     if model.optimizer is not None:
         meta["compile"] = {"optimizer": type(model.optimizer).__name__, "optimizer_config": model.optimizer.get_config(),
-                           "loss": type(model.loss).__name__, "from_logits": model.loss.from_logits,
-                           "metrics": model.compiled_metrics}
+                           "loss": type(model.loss).__name__, "loss_config": model.loss.get_config(),
+                           "metrics": model._metrics_arg, "weighted_metrics": model._weighted_metrics_arg}
         it, slots = model._engine.optimizer_state()
         meta["compile"]["iterations"] = it
         arrays.update({f"s{i}": s for i, s in enumerate(slots)})
@@ -58,9 +58,10 @@ def load_model(filepath, compile=True):
     c = meta.get("compile")
     if compile and c:
         opt = getattr(optimizers, c["optimizer"])(**{k: v for k, v in c["optimizer_config"].items()})
-        model.compile(optimizer=opt, loss=getattr(losses, c["loss"])(**({} if c["loss"] == "MeanSquaredError" else
-                                                                         {"from_logits": c["from_logits"]})),
-                      metrics=c["metrics"])
+        loss_cfg = c.get("loss_config", {"from_logits": c.get("from_logits", False)}
+                         if c["loss"] != "MeanSquaredError" else {})
+        model.compile(optimizer=opt, loss=getattr(losses, c["loss"])(**loss_cfg), metrics=c["metrics"],
+                      weighted_metrics=c.get("weighted_metrics"))
         if slots:
             model._engine.restore_optimizer_state(c["iterations"], slots)
     return model

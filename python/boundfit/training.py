@@ -34,12 +34,37 @@ def _chunks(run_fn, total_steps, on_chunk):
         chunk = max(1, min(4 * chunk, int(_CHUNK_SECONDS / per) if per > 0 else 4 * chunk))
 
 
-def _logs(totals, metrics, prefix=""):
-    loss_sum, acc_sum, rows = totals
+def _logs(totals, run, names, prefix=""):
+    """Keras's logs: the loss (sum of weighted per-sample losses over the rows,
+    as Keras's sum_over_batch_size averaged over batches by size) and each
+    metric's value over the epoch so far, computed by the engine."""
+    loss_sum, rows = totals[0], totals[1]
     logs = {prefix + "loss": loss_sum / rows if rows else float("nan")}
-    if metrics:
-        logs[prefix + "accuracy"] = acc_sum / rows if rows else float("nan")
+    if names:
+        for n, v in zip(names, run.metric_results()):
+            logs[prefix + n] = v
     return logs
+
+
+def class_weight_table(class_weight):
+    """Keras's class_weight dict as a float32 table by class id (others weigh 1)."""
+    if class_weight is None:
+        return None
+    if not isinstance(class_weight, dict) or not class_weight:
+        raise ValueError(f"class_weight must be a non-empty dict {{class id: weight}}, got {class_weight!r}")
+    keys = []
+    for k, v in class_weight.items():
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise ValueError(f"class_weight: keys must be non-negative class ids, got {k!r}")
+        try:
+            float(v)
+        except (TypeError, ValueError):
+            raise ValueError(f"class_weight[{k}] must be a number, got {v!r}") from None
+        keys.append(int(k))
+    table = np.ones(max(keys) + 1, dtype=np.float32)
+    for k, v in class_weight.items():
+        table[int(k)] = float(v)
+    return table
 
 
 def _resolve_device(model, device):
@@ -52,8 +77,9 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
         memory_limit=None, device=None, class_weight=None, sample_weight=None, validation_batch_size=None,
         validation_freq=1):
     model._require_compiled("fit")
-    if class_weight is not None or sample_weight is not None:
-        raise ValueError("class_weight / sample_weight are not supported")
+    if class_weight is not None and sample_weight is not None:
+        raise ValueError("You cannot `class_weight` and `sample_weight` at the same time.")
+    cw_table = class_weight_table(class_weight)
     if not isinstance(epochs, int) or epochs < 0:
         raise ValueError(f"epochs must be a non-negative int, got {epochs!r}")
     if not 0.0 <= float(validation_split) < 1.0:
@@ -61,15 +87,21 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     verbose = _verbose(verbose)
     device = _resolve_device(model, device)
     train, val = data_mod.adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, steps_per_epoch,
-                                        shuffle, validation_batch_size)
+                                        shuffle, validation_batch_size, sample_weight=sample_weight)
+    train.class_weight = cw_table
     model._require_built(train.sample_x())
     train.check(model)
     if val is not None:
         val.check(model)
     # plan before anything is allocated; refuse if it does not fit
-    plan = memory.plan_fit(model, "auto" if train.auto_batch else train.batch_size, micro_batch, device,
-                           memory_limit, val.batch_size if val is not None else None, max_rows=train.num_rows,
-                           shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0)
+    model._plan_weighted = {"train": train.weighted or cw_table is not None,
+                            "evaluate": val is not None and val.weighted}
+    try:
+        plan = memory.plan_fit(model, "auto" if train.auto_batch else train.batch_size, micro_batch, device,
+                               memory_limit, val.batch_size if val is not None else None, max_rows=train.num_rows,
+                               shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0)
+    finally:
+        weighted, model._plan_weighted = model._plan_weighted, None
     memory.require_fits(plan)
     if train.auto_batch:
         train.set_batch_size(plan.batch_size)
@@ -78,14 +110,15 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     cbs = CallbackList([history] + list(callbacks or []), model,
                        {"epochs": epochs, "steps": train.steps_per_epoch, "verbose": verbose})
     model.stop_training = False
-    metrics = bool(model.compiled_metrics)
+    names = list(model.compiled_metrics)
     watchdog = memory.Watchdog(plan)
     run = model._engine.open_run("train", plan.rows, device=plan.device, host_budget=0, device_budget=0,
-                                 seed=utils.next_seed(), guard=_GUARD)
+                                 seed=utils.next_seed(), guard=_GUARD, weighted=weighted["train"])
     vrun = None
     try:
         if val is not None:
-            vrun = model._engine.open_run("evaluate", plan.val_rows, device=plan.device)
+            vrun = model._engine.open_run("evaluate", plan.val_rows, device=plan.device,
+                                          weighted=weighted["evaluate"])
         cbs.on_train_begin()
         waited, t_start = [0.0], time.perf_counter()
         for epoch in range(initial_epoch, epochs):
@@ -93,16 +126,16 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
             if verbose:
                 print(f"Epoch {epoch + 1}/{epochs}")
             bar = Progbar(train.steps_per_epoch, verbose)
-            tot = [0.0, 0.0, 0]
+            tot = [0.0, 0]
+            run.reset_metrics()
 
             def on_chunk(step_done, out, tot=tot, bar=bar):
                 tot[0] += out[0]
                 tot[1] += out[1]
-                tot[2] += out[2]
-                waited[0] += out[4]
+                waited[0] += out[3]
                 if _GUARD:
                     watchdog.check(epoch, step_done)
-                logs = _logs(tot, metrics)
+                logs = _logs(tot, run, names)
                 bar.update(step_done, logs)
                 cbs.on_train_batch_end(step_done - 1, logs)
 
@@ -110,11 +143,12 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                 train.run_epoch(run, epoch, on_chunk, _chunks)
             except NonFiniteError as e:
                 raise _with_epoch(e, epoch) from None
-            logs = _logs(tot, metrics)
+            logs = _logs(tot, run, names)
             if vrun is not None and (epoch + 1) % validation_freq == 0:
-                vt = [0.0, 0.0, 0]
+                vt = [0.0, 0]
+                vrun.reset_metrics()
                 val.run_eval(vrun, lambda s, out: _acc(vt, out), _chunks)
-                logs.update(_logs(vt, metrics, "val_"))
+                logs.update(_logs(vt, vrun, names, "val_"))
             bar.update(train.steps_per_epoch, logs, finalize=True)
             cbs.on_epoch_end(epoch, logs)
             train.on_epoch_end()
@@ -137,7 +171,6 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
 def _acc(tot, out):
     tot[0] += out[0]
     tot[1] += out[1]
-    tot[2] += out[2]
 
 
 def _with_epoch(e, epoch):
@@ -148,26 +181,34 @@ def _with_epoch(e, epoch):
 
 
 def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, return_dict=False, memory_limit=None,
-             device=None, **kwargs):
+             device=None, sample_weight=None, **kwargs):
     model._require_compiled("evaluate")
+    unknown = set(kwargs) - {"callbacks"}
+    if unknown:
+        raise TypeError(f"evaluate: unknown arguments {sorted(unknown)}")
     verbose = _verbose(verbose)
     device = _resolve_device(model, device)
-    src = data_mod.adapt_for_eval(model, x, y, batch_size, steps)
+    src = data_mod.adapt_for_eval(model, x, y, batch_size, steps, sample_weight=sample_weight)
     model._require_built(src.sample_x())
     src.check(model)
-    plan = memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit)
+    model._plan_weighted = {"evaluate": src.weighted}
+    try:
+        plan = memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit)
+    finally:
+        model._plan_weighted = None
     memory.require_fits(plan)
-    run = model._engine.open_run("evaluate", plan.rows, device=plan.device)
-    tot = [0.0, 0.0, 0]
+    run = model._engine.open_run("evaluate", plan.rows, device=plan.device, weighted=src.weighted)
+    tot = [0.0, 0]
+    names = list(model.compiled_metrics)
     bar = Progbar(src.steps_per_epoch, verbose)
     try:
         def on_chunk(step, out):
             _acc(tot, out)
-            bar.update(step, _logs(tot, bool(model.compiled_metrics)))
+            bar.update(step, _logs(tot, run, names))
         src.run_eval(run, on_chunk, _chunks)
+        logs = _logs(tot, run, names)
     finally:
         run.close()
-    logs = _logs(tot, bool(model.compiled_metrics))
     bar.update(src.steps_per_epoch, logs, finalize=True)
     if return_dict:
         return logs
