@@ -7,6 +7,16 @@ bf_metric_kind."""
  RECALL) = range(11)
 
 
+_UIDS = {}
+
+
+def _auto_name(base):
+    """Keras's names for metric objects built without one: 'auc', then 'auc_1', ... per process."""
+    k = _UIDS.get(base, 0)
+    _UIDS[base] = k + 1
+    return base if k == 0 else f"{base}_{k}"
+
+
 class Metric:
     kind = None
     name = None
@@ -104,7 +114,7 @@ class Precision(Metric):
     kind, name = PRECISION, "precision"
 
     def __init__(self, thresholds=None, top_k=None, class_id=None, name=None, dtype=None):
-        super().__init__(name or type(self).name, dtype)
+        super().__init__(name or _auto_name(type(self).name), dtype)
         if top_k is not None or class_id is not None:
             raise ValueError("top_k and class_id are not supported")
         self.thresholds = _threshold(thresholds)
@@ -122,7 +132,7 @@ class AUC(Metric):
 
     def __init__(self, num_thresholds=200, curve="ROC", summation_method="interpolation", name=None, dtype=None,
                  thresholds=None, multi_label=False, num_labels=None, label_weights=None, from_logits=False):
-        super().__init__(name or "auc", dtype)
+        super().__init__(name or _auto_name("auc"), dtype)
         if curve != "ROC" or summation_method != "interpolation":
             raise ValueError(f"AUC: only curve='ROC' with summation_method='interpolation' is supported, "
                              f"got curve={curve!r}, summation_method={summation_method!r}")

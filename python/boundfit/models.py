@@ -162,9 +162,10 @@ class Sequential:
         for obj, name, weighted in getattr(self, "_metric_given", []):
             if isinstance(obj, metrics_mod._Accuracy):
                 obj = metrics_mod.resolve_accuracy(name, out_size, sparse)
+            obj.name = name  # Keras renames the object to the name it was given
             if name in seen:
                 if weighted:
-                    name = f"weighted_{obj.name if not isinstance(obj, metrics_mod._Accuracy) else name}"
+                    name = f"weighted_{name}"
                 k = 1
                 base = name
                 while name in seen:
