@@ -143,6 +143,8 @@ class Sequential:
             for m in arg:
                 obj, name = metrics_mod.get(m)
                 given.append((obj, name, weighted))
+        if self._engine is not None:
+            self._resolve_metrics(given, loss_obj)  # checked before anything changes
         self.optimizer, self.loss = opt, loss_obj
         self._metrics_arg = [n for o, n, w in given if not w] or None
         self._weighted_metrics_arg = [n for o, n, w in given if w] or None
@@ -152,16 +154,26 @@ class Sequential:
         if self._engine is not None:
             self._compile_engine()
 
-    def _resolve_metrics(self):
+    def _resolve_metrics(self, given, loss):
         """Keras's history names and engine specs of the compiled metrics:
         'accuracy' resolved by the output and target shapes, a repeated
-        weighted metric named weighted_<name>."""
+        weighted metric named weighted_<name>. A metric that cannot read the
+        loss's targets raises ValueError naming it."""
         out_size = int(np.prod(self._engine.output_shape))
-        sparse = self.loss.kind == losses.SCCE
+        sparse = loss.kind == losses.SCCE
         objs, names, seen = [], [], set()
-        for obj, name, weighted in getattr(self, "_metric_given", []):
+        for obj, name, weighted in given:
             if isinstance(obj, metrics_mod._Accuracy):
                 obj = metrics_mod.resolve_accuracy(name, out_size, sparse)
+            is_sparse = obj.kind in (metrics_mod.SPARSE_CAT_ACC, metrics_mod.SPARSE_TOPK)
+            if is_sparse and not sparse and out_size > 1:
+                raise ValueError(f"metrics: {name!r} is a sparse metric and needs class-id targets "
+                                 f"(loss sparse_categorical_crossentropy); the loss {loss.name!r} takes targets "
+                                 f"shaped as the output ({out_size} values per sample)")
+            if not is_sparse and sparse:
+                raise ValueError(f"metrics: {name!r} needs targets shaped as the output ({out_size} values per "
+                                 "sample), the loss sparse_categorical_crossentropy takes class ids; use a sparse_* "
+                                 "metric")
             obj.name = name  # Keras renames the object to the name it was given
             if name in seen:
                 if weighted:
@@ -179,7 +191,7 @@ class Sequential:
 
     def _compile_engine(self):
         self._engine.compile(**self.optimizer._engine_args(), **self.loss._engine_args())
-        objs, names = self._resolve_metrics()
+        objs, names = self._resolve_metrics(getattr(self, "_metric_given", []), self.loss)
         try:
             self._engine.set_metrics([spec for _, _, spec in objs])
         except Exception as e:
