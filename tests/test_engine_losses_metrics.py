@@ -223,6 +223,24 @@ def test_metrics_are_aggregated_over_the_epoch_not_averaged_per_batch():
     assert h.history["auc"][0] == pytest.approx(exact, abs=0.02)  # 200 thresholds approximate the exact AUC
 
 
+def test_save_and_load_keep_loss_metrics_optimizer_and_its_state(tmp_path):
+    m = mlp(out=1, act="sigmoid", opt=bf.optimizers.Nadam(clipnorm=0.5, weight_decay=0.01),
+            loss=bf.losses.BinaryCrossentropy(label_smoothing=0.1),
+            metrics=["mae", bf.metrics.AUC(num_thresholds=77), bf.metrics.BinaryAccuracy(threshold=0.3)],
+            weighted_metrics=["mae"])
+    h0 = m.fit(X, YB, batch_size=32, verbose=0, shuffle=False, sample_weight=SW)
+    m.save(tmp_path / "m.npz")
+    r = bf.models.load_model(tmp_path / "m.npz")
+    assert r.compiled_metrics == m.compiled_metrics and set(h0.history) == set(["loss"] + m.compiled_metrics)
+    assert r.loss.label_smoothing == 0.1 and r.optimizer.clipnorm == 0.5 and r.optimizer.weight_decay == 0.01
+    assert r._metric_objs[1][0].num_thresholds == 77 and r._metric_objs[2][0].threshold == 0.3
+    ha = m.fit(X, YB, batch_size=32, verbose=0, shuffle=False, sample_weight=SW)
+    hb = r.fit(X, YB, batch_size=32, verbose=0, shuffle=False, sample_weight=SW)
+    assert ha.history == hb.history  # Nadam's state and iterations came along
+    for a, b in zip(m.get_weights(), r.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
 # ---- failure paths: clear errors naming the argument, the model as it was ----
 
 def test_unknown_names_raise_naming_the_argument():

@@ -29,7 +29,12 @@ class Metric:
         return {"kind": self.kind}
 
     def get_config(self):
-        return {"name": self.name}
+        """Constructor arguments: type(m)(**m.get_config()) is the same metric."""
+        cfg = {"name": self.name}
+        for k in ("threshold", "k", "num_thresholds", "from_logits", "thresholds"):
+            if k in vars(self):
+                cfg[k] = getattr(self, k)
+        return cfg
 
     def update_state(self, *args, **kwargs):
         raise TypeError(f"boundfit.metrics.{type(self).__name__} is computed by the engine; pass it to compile()")
@@ -172,10 +177,28 @@ mean_absolute_error = mae = _named("mean_absolute_error", MeanAbsoluteError)
 mean_squared_error = mse = _named("mean_squared_error", MeanSquaredError)
 
 
+def serialize(metric):
+    """{'class_name', 'config'} of a metric object (Keras's layout); strings stay strings."""
+    if isinstance(metric, str):
+        return metric
+    return {"class_name": type(metric).__name__, "config": metric.get_config()}
+
+
+def deserialize(config):
+    cls = _BY_NAME.get(config.get("class_name")) if isinstance(config, dict) else None
+    if cls is None or not isinstance(config.get("config", {}), dict):
+        raise ValueError(f"metrics: cannot deserialize {config!r}")
+    return cls(**config.get("config", {}))
+
+
 def get(identifier):
     """(metric object, history name) as Keras's compile names them: a string
     keeps its own name ('mae' -> 'mae'), an object its .name, a function its
-    __name__. 'accuracy' / 'acc' come back unresolved (_Accuracy)."""
+    __name__, a {'class_name', 'config'} dict its config's name. 'accuracy' /
+    'acc' come back unresolved (_Accuracy)."""
+    if isinstance(identifier, dict):
+        m = deserialize(identifier)
+        return m, m.name
     if isinstance(identifier, Metric):
         return identifier, identifier.name
     if isinstance(identifier, type) and issubclass(identifier, Metric):

@@ -142,14 +142,15 @@ class Sequential:
                 raise ValueError(f"{'weighted_metrics' if weighted else 'metrics'} must be a list, got {arg!r}")
             for m in arg:
                 obj, name = metrics_mod.get(m)
-                given.append((obj, name, weighted))
+                given.append((obj, name, weighted, m if isinstance(m, str) else metrics_mod.serialize(obj)))
         if self._engine is not None:
-            self._resolve_metrics(given, loss_obj)  # checked before anything changes
+            self._resolve_metrics([g[:3] for g in given], loss_obj)  # checked before anything changes
         self.optimizer, self.loss = opt, loss_obj
-        self._metrics_arg = [n for o, n, w in given if not w] or None
-        self._weighted_metrics_arg = [n for o, n, w in given if w] or None
-        self._metric_given = given
-        self.compiled_metrics = [n for o, n, w in given]
+        # as given (names, or serialized objects), for saving
+        self._metrics_arg = [c for o, n, w, c in given if not w] or None
+        self._weighted_metrics_arg = [c for o, n, w, c in given if w] or None
+        self._metric_given = [g[:3] for g in given]
+        self.compiled_metrics = [n for o, n, w, c in given]
         opt._model = self
         if self._engine is not None:
             self._compile_engine()
