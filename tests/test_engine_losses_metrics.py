@@ -261,6 +261,8 @@ def test_unknown_names_raise_naming_the_argument():
         bf.optimizers.SGD(weight_decay=-1)
     with pytest.raises(ValueError, match="num_thresholds"):
         bf.metrics.AUC(num_thresholds=1)
+    with pytest.raises(ValueError, match="num_thresholds"):
+        bf.metrics.AUC(num_thresholds=10**6)
     with pytest.raises(TypeError, match="unknown arguments"):
         bf.optimizers.Adam(learning_rat=0.1)
     # the model still trains with its first compile

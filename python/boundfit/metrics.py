@@ -143,8 +143,8 @@ class AUC(Metric):
                              f"got curve={curve!r}, summation_method={summation_method!r}")
         if thresholds is not None or multi_label or label_weights is not None:
             raise ValueError("AUC: thresholds, multi_label and label_weights are not supported")
-        if not isinstance(num_thresholds, int) or num_thresholds <= 1:
-            raise ValueError(f"num_thresholds must be an integer > 1, got {num_thresholds!r}")
+        if not isinstance(num_thresholds, int) or not 1 < num_thresholds <= 10000:
+            raise ValueError(f"num_thresholds must be an integer in (1, 10000], got {num_thresholds!r}")
         self.num_thresholds, self.from_logits = num_thresholds, bool(from_logits)
 
     def _spec(self):
