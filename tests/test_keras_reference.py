@@ -119,6 +119,27 @@ def test_loss_and_updated_weights_match_keras(keras, name, act, ykind, kl, bl):
     assert_weights_close(km, bm)
 
 
+@pytest.mark.parametrize("act,loss,ykind", [("sigmoid", "binary_crossentropy", "binary"),
+                                             ("softmax", "categorical_crossentropy", "onehot"),
+                                             ("softmax", "sparse_categorical_crossentropy", "sparse")])
+def test_saturated_outputs_are_clipped_as_keras_clips_them(keras, act, loss, ykind):
+    """Large weights saturate sigmoid / softmax: Keras clips the outputs to
+    [1e-7, 1 - 1e-7] (loss capped, no gradient there); so does the engine.
+    BCE near saturation computes log(1 - q) of a float32 q within ~1e-4 of 1,
+    where one ulp of q (XLA's sigmoid and ours differ in the last bit) moves
+    the loss by ~1e-5 relative: compared to 1e-4 there."""
+    x, y = data(ykind, k=3)
+    bm, km = pair(keras, 3, act)
+    w = [a * 8 for a in bm.get_weights()]
+    bm.set_weights(w)
+    km.set_weights(w)
+    p = bm.predict(x, verbose=0)
+    assert (p > 1 - 1e-7).any() or (p < 1e-7).any()  # some outputs are clipped
+    hk, hb = fit_both(km, bm, x, y, keras.optimizers.SGD(0.01), bf.optimizers.SGD(0.01), loss, loss, epochs=2)
+    assert_history_close(hk, hb, rtol=1e-4 if act == "sigmoid" else RTOL)
+    assert_weights_close(km, bm, atol=1e-5)
+
+
 def test_weighted_loss_matches_keras_sample_weight_and_evaluate(keras):
     x, y = data("real")
     sw = np.random.default_rng(3).random(len(x)).astype(np.float32) * 2

@@ -3,8 +3,12 @@
  * BCE) or the sum over classes (CCE, SCCE), as Keras. Label smoothing: BCE
  * t(1-s) + s/2, CCE t(1-s) + s/C. `logits` mode (fused sigmoid/softmax, or
  * from_logits=True) uses the stable log-sum-exp / softplus forms and writes the
- * gradient w.r.t. the logits. Probability mode follows Keras: clip to
+ * gradient w.r.t. the logits. Probabilities follow Keras (on JAX): clip to
  * [eps, 1-eps] (CCE first renormalizes rows), gradient zero where clipped.
+ * A fused sigmoid / softmax computes its loss as Keras does from the
+ * activation's float output (clipped, so capped at -log(eps)) and writes the
+ * gradient w.r.t. the logits in one step; from_logits=True uses log-sum-exp /
+ * softplus and is not clipped.
  * loss_out (B) = w_i * loss_i; dpred = d(sum of weighted losses)/d pred * scale.
  * An SCCE label that is not a class id raises *bad_label to B - row (loss and
  * gradient 0 there). */
@@ -75,7 +79,12 @@ bf_status bf_cpu_loss_forward_backward(bf_backend *be, float *loss_out, float *d
             const float *t = target + (size_t)i * C;
             for (int j = 0; j < C; j++) {
                 const float tj = ls > 0.0f ? t[j] * (1.0f - ls) + 0.5f * ls : t[j];
-                if (logits) {
+                if (fused) {
+                    /* Keras computes the loss from the sigmoid's output, clipped */
+                    float q = sigm(p[j]), qc = q < BF_EPS ? BF_EPS : q > 1.0f - BF_EPS ? 1.0f - BF_EPS : q;
+                    l -= tj * logf(qc) + (1.0f - tj) * logf(1.0f - qc);
+                    if (d) d[j] = qc != q ? 0.0f : (q - tj) / C * ws;
+                } else if (logits) {
                     float z = p[j];
                     l += softplus(z) - z * tj;
                     if (d) d[j] = (sigm(z) - tj) / C * ws;
@@ -106,7 +115,34 @@ bf_status bf_cpu_loss_forward_backward(bf_backend *be, float *loss_out, float *d
 #define TJ(j) (t ? t[j] * sm_keep + sm_off : ((j) == cls ? 1.0f : 0.0f))
             float tsum = 0.0f;
             for (int j = 0; j < C; j++) tsum += TJ(j);
-            if (logits) {
+            if (fused) {
+                /* Keras's graph: softmax in float, renormalized by its sum S, clipped
+                 * to [eps, 1-eps], log. d/dz_i = q_i tu / S - t_i [i unclipped], tu =
+                 * targets of the unclipped classes. d (when given) holds q meanwhile. */
+                float mx = p[0];
+                for (int j = 1; j < C; j++) mx = p[j] > mx ? p[j] : mx;
+                float es = 0.0f, S = 0.0f, tu = 0.0f;
+                for (int j = 0; j < C; j++) {
+                    float e = expf(p[j] - mx);
+                    es += e;
+                    if (d) d[j] = e;
+                }
+                for (int j = 0; j < C; j++) {
+                    float q = (d ? d[j] : expf(p[j] - mx)) / es;
+                    if (d) d[j] = q;
+                    S += q;
+                }
+                for (int j = 0; j < C; j++) {
+                    float qn = (d ? d[j] : expf(p[j] - mx) / es) / S;
+                    if (qn >= BF_EPS && qn <= 1.0f - BF_EPS) tu += TJ(j);
+                }
+                for (int j = 0; j < C; j++) {
+                    float q = d ? d[j] : expf(p[j] - mx) / es, qn = q / S, tj = TJ(j);
+                    int clipped = qn < BF_EPS || qn > 1.0f - BF_EPS;
+                    if (tj != 0.0f) l -= tj * logf(qn < BF_EPS ? BF_EPS : qn > 1.0f - BF_EPS ? 1.0f - BF_EPS : qn);
+                    if (d) d[j] = (q * tu / S - (clipped ? 0.0f : tj)) * ws;
+                }
+            } else if (logits) {
                 float mx = p[0];
                 for (int j = 1; j < C; j++) mx = p[j] > mx ? p[j] : mx;
                 double s = 0.0;

@@ -1,10 +1,12 @@
 /* loss.cu - losses with their gradient in one pass, mirroring csrc/cpu/loss.c:
  * per-sample loss is the mean over C (MSE, MAE, Huber, log-cosh, BCE) or the
  * sum over classes (CCE, SCCE), times the sample weight; label smoothing as
- * Keras (BCE t(1-s) + s/2, CCE t(1-s) + s/C). Logits mode (fused sigmoid / softmax, or
- * from_logits) uses softplus / log-sum-exp and writes the gradient w.r.t. the
- * logits; probability mode clips to [eps, 1-eps] (CCE renormalizes rows
- * first) with zero gradient where clipped. dpred = d(sum loss)/d pred * scale.
+ * Keras (BCE t(1-s) + s/2, CCE t(1-s) + s/C). from_logits uses softplus /
+ * log-sum-exp; probabilities are clipped to [eps, 1-eps] (CCE renormalizes
+ * rows first) with zero gradient where clipped, and a fused sigmoid / softmax
+ * computes its loss the same way from the activation's float output (as
+ * Keras) while writing the gradient w.r.t. the logits. dpred = d(sum of
+ * weighted losses)/d pred * scale.
  * One warp per row; row sums in double as on the CPU. An SCCE label that is
  * not a class id in [0, C) gets loss and gradient 0 and raises the caller's
  * bad_label flag to B - row (atomicMax: the lowest bad row wins), read back
@@ -59,7 +61,7 @@ __device__ __forceinline__ double regression(int kind, float e, float delta, flo
 // loss_out (B), dpred (B,C) or NULL, from pred (B,C), target (B,C) / (B) class ids (SCCE), sw (B) or NULL;
 // bad_label (1) = max over rows i with an invalid SCCE label of B - i (atomicMax)
 __global__ void loss_kernel(float *loss_out, float *dpred, const float *pred, const float *target, const float *sw,
-                            int kind, int logits, float ls, float delta, int B, int C, float scale, int *bad_label) {
+                            int kind, int fused, int logits, float ls, float delta, int B, int C, float scale, int *bad_label) {
     const int lane = threadIdx.x % BF_WARP;
     const int warps = gridDim.x * (blockDim.x / BF_WARP);
     for (int i = blockIdx.x * (blockDim.x / BF_WARP) + threadIdx.x / BF_WARP; i < B; i += warps) {
@@ -79,7 +81,13 @@ __global__ void loss_kernel(float *loss_out, float *dpred, const float *pred, co
             const float *t = target + (size_t)i * C;
             for (int j = lane; j < C; j += BF_WARP) {
                 const float tj = ls > 0.0f ? __fmul_rn(t[j], 1.0f - ls) + __fmul_rn(0.5f, ls) : t[j];
-                if (logits) {
+                if (fused) {
+                    /* Keras computes the loss from the sigmoid's output, clipped */
+                    const float q = sigm(p[j]);
+                    const float qc = q < BF_EPS ? BF_EPS : q > 1.0f - BF_EPS ? 1.0f - BF_EPS : q;
+                    l -= __fadd_rn(__fmul_rn(tj, logf(qc)), __fmul_rn(1.0f - tj, logf(1.0f - qc)));
+                    if (d) d[j] = qc != q ? 0.0f : (q - tj) / C * ws;
+                } else if (logits) {
                     const float z = p[j];
                     l += softplus(z) - __fmul_rn(z, tj);
                     if (d) d[j] = (sigm(z) - tj) / C * ws;
@@ -118,7 +126,31 @@ __global__ void loss_kernel(float *loss_out, float *dpred, const float *pred, co
                 for (int j = lane; j < C; j += BF_WARP) tsum += TJ(j);
                 tsum = warp_sum_f(tsum);
             }
-            if (logits) {
+            if (fused) {
+                /* Keras's graph: softmax in float, renormalized by its sum S, clipped,
+                 * log; d/dz_i = q_i tu / S - t_i [i unclipped], tu = targets of the
+                 * unclipped classes (as the CPU's) */
+                float mx = -INFINITY;
+                for (int j = lane; j < C; j += BF_WARP) mx = p[j] > mx ? p[j] : mx;
+                mx = warp_max_f(mx);
+                float es = 0.0f, S = 0.0f, tu = 0.0f;
+                for (int j = lane; j < C; j += BF_WARP) es += expf(p[j] - mx);
+                es = warp_sum_f(es);
+                for (int j = lane; j < C; j += BF_WARP) S += expf(p[j] - mx) / es;
+                S = warp_sum_f(S);
+                for (int j = lane; j < C; j += BF_WARP) {
+                    const float qn = expf(p[j] - mx) / es / S;
+                    if (qn >= BF_EPS && qn <= 1.0f - BF_EPS) tu += TJ(j);
+                }
+                tu = warp_sum_f(tu);
+                for (int j = lane; j < C; j += BF_WARP) {
+                    const float q = expf(p[j] - mx) / es, qn = q / S, tj = TJ(j);
+                    const int clipped = qn < BF_EPS || qn > 1.0f - BF_EPS;
+                    if (tj != 0.0f) l -= __fmul_rn(tj, logf(qn < BF_EPS ? BF_EPS : qn > 1.0f - BF_EPS ? 1.0f - BF_EPS : qn));
+                    if (d) d[j] = (__fmul_rn(q, tu) / S - (clipped ? 0.0f : tj)) * ws;
+                }
+                l = warp_sum_d(l);
+            } else if (logits) {
                 float mx = -INFINITY;
                 for (int j = lane; j < C; j += BF_WARP) mx = p[j] > mx ? p[j] : mx;
                 mx = warp_max_f(mx);
@@ -184,8 +216,8 @@ bf_status bf_cuda_loss_forward_backward(bf_backend *be, float *loss_out, float *
         BF_CUDA_CHECK(st, cudaMemsetAsync(bad_label, 0, sizeof(int), st->stream));
     }
     loss_kernel<<<bf_cuda_grid(B, BF_ROWS_PER_BLOCK), BF_ROWS_PER_BLOCK * BF_WARP, 0, st->stream>>>(
-        loss_out, dpred, pred, target, sw, (int)loss->kind, fused || loss->from_logits, loss->label_smoothing,
-        loss->delta, B, C, scale, bad_label);
+        loss_out, dpred, pred, target, sw, (int)loss->kind, fused, fused || loss->from_logits,
+        loss->label_smoothing, loss->delta, B, C, scale, bad_label);
     BF_CUDA_LAUNCHED(st, loss_kernel);
     if (!wait) return BF_OK;
     int flag = 0;
