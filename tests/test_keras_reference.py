@@ -127,7 +127,10 @@ def test_saturated_outputs_are_clipped_as_keras_clips_them(keras, act, loss, yki
     [1e-7, 1 - 1e-7] (loss capped, no gradient there); so does the engine.
     BCE near saturation computes log(1 - q) of a float32 q within ~1e-4 of 1,
     where one ulp of q (XLA's sigmoid and ours differ in the last bit) moves
-    the loss by ~1e-5 relative: compared to 1e-4 there."""
+    the loss by ~1e-5 relative: compared to 1e-4 there. And a sigmoid output
+    one ulp from the clip value 1 - 1e-7 (logits near 16) is clipped by one
+    and not the other, so that element's gradient is 0 in one and ~1 in the
+    other: weights compared to 1e-3 there."""
     x, y = data(ykind, k=3)
     bm, km = pair(keras, 3, act)
     w = [a * 8 for a in bm.get_weights()]
@@ -137,7 +140,7 @@ def test_saturated_outputs_are_clipped_as_keras_clips_them(keras, act, loss, yki
     assert (p > 1 - 1e-7).any() or (p < 1e-7).any()  # some outputs are clipped
     hk, hb = fit_both(km, bm, x, y, keras.optimizers.SGD(0.01), bf.optimizers.SGD(0.01), loss, loss, epochs=2)
     assert_history_close(hk, hb, rtol=1e-4 if act == "sigmoid" else RTOL)
-    assert_weights_close(km, bm, atol=1e-5)
+    assert_weights_close(km, bm, atol=1e-3 if act == "sigmoid" else 1e-5)
 
 
 def test_weighted_loss_matches_keras_sample_weight_and_evaluate(keras):
