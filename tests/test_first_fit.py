@@ -117,6 +117,30 @@ def test_the_plan_states_the_blas_buffers_it_brought_up_and_a_big_gemm_then_adds
     assert "BLAS packing buffers" in out
 
 
+def test_blas_threads_are_lowered_to_what_memory_allows_and_too_little_is_refused():
+    out = _child(HEAD + textwrap.dedent("""
+        from boundfit import _core, blas_runtime
+        _core.set_num_threads(4)
+        budget.raw_headroom = lambda root="/": 110 << 20     # room for the first thread and about two more
+        m = bf.Sequential([layers.Dense(8, input_shape=(4,))]); m.compile("sgd", "mse")
+        plan = m.estimate_memory(4)
+        print("THREADS", blas_runtime.threads(), blas_runtime.resident_bytes())
+        print(plan)
+    """))
+    threads, resident = map(int, out.split("THREADS")[1].split()[:2])
+    assert 1 <= threads < 4 and resident > 0
+    assert "threads lowered from 4" in out
+    out = _child(HEAD + textwrap.dedent("""
+        budget.raw_headroom = lambda root="/": 40 << 20
+        m = bf.Sequential([layers.Dense(8, input_shape=(4,))]); m.compile("sgd", "mse")
+        try:
+            m.fit(np.ones((8, 4), np.float32), np.ones((8, 8), np.float32), verbose=0)
+        except bf.MemoryBudgetError as e:
+            print("REFUSED", e.where, e.needed_bytes > e.available_bytes, e)
+    """))
+    assert "REFUSED host True the BLAS runtime needs" in out
+
+
 def test_blas_probe_rejects_bad_sizes():
     from boundfit import _core
     with pytest.raises(Exception, match="positive"):

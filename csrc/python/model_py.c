@@ -212,19 +212,63 @@ static PyObject *Model_set_weights(ModelObject *self, PyObject *arg) {
 
 static PyObject *Model_compile(ModelObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"optimizer", "learning_rate", "beta_1", "beta_2", "epsilon", "momentum", "nesterov",
-                             "rho", "loss", "from_logits", NULL};
+                             "rho", "loss", "from_logits", "amsgrad", "centered", "weight_decay",
+                             "initial_accumulator_value", "clip", "clip_value", "label_smoothing", "delta", NULL};
     bf_optimizer o = {0};
     bf_loss l = {0};
-    int ok = 0, lk = 0, nesterov = 0, from_logits = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ifffffpfip", kwlist, &ok, &o.lr, &o.beta1, &o.beta2, &o.eps,
-                                     &o.momentum, &nesterov, &o.rho, &lk, &from_logits))
+    int ok = 0, lk = 0, nesterov = 0, from_logits = 0, amsgrad = 0, centered = 0, clip = 0;
+    l.delta = 1.0f;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ifffffpfip|ppffifff", kwlist, &ok, &o.lr, &o.beta1, &o.beta2, &o.eps,
+                                     &o.momentum, &nesterov, &o.rho, &lk, &from_logits, &amsgrad, &centered,
+                                     &o.weight_decay, &o.initial_accumulator, &clip, &o.clip_value, &l.label_smoothing,
+                                     &l.delta))
         return NULL;
     if (self->busy) return PyErr_Format(PyExc_RuntimeError, "compile() cannot run while fit / evaluate / predict has the model");
     o.kind = (bf_opt_kind)ok;
     o.nesterov = nesterov;
+    o.amsgrad = amsgrad;
+    o.centered = centered;
+    o.clip = (bf_clip_mode)clip;
     l.kind = (bf_loss_kind)lk;
     l.from_logits = from_logits;
     bf_status s = bf_model_compile(&self->m, &o, &l);
+    if (s != BF_OK) return bf_raise(bf_state_of_type(Py_TYPE(self)), s);
+    Py_RETURN_NONE;
+}
+
+/* set_metrics([{kind, weighted, k, num_thresholds, threshold, from_logits}]); all or nothing */
+static PyObject *Model_set_metrics(ModelObject *self, PyObject *arg) {
+    bf_metric_spec ms[BF_MAX_METRICS];
+    PyObject *seq = PySequence_Fast(arg, "metrics must be a list of dicts");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > BF_MAX_METRICS) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "metrics: at most %d metrics, got %zd", BF_MAX_METRICS, n);
+    }
+    if (self->busy) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_RuntimeError, "compile() cannot run while fit / evaluate / predict has the model");
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PySequence_Fast_GET_ITEM(seq, i);
+        int kind, weighted, k, nt, fl;
+        memset(&ms[i], 0, sizeof ms[i]);
+        if (!PyDict_Check(d)) { Py_DECREF(seq); return PyErr_Format(PyExc_TypeError, "metrics[%zd] must be a dict", i); }
+        if (get_int(d, "kind", -1, &kind) || get_int(d, "weighted", 0, &weighted) || get_int(d, "k", 5, &k) ||
+            get_int(d, "num_thresholds", 200, &nt) || get_float(d, "threshold", 0.5f, &ms[i].threshold) ||
+            get_int(d, "from_logits", 0, &fl)) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        ms[i].kind = (bf_metric_kind)kind;
+        ms[i].weighted = weighted;
+        ms[i].k = k;
+        ms[i].num_thresholds = nt;
+        ms[i].from_logits = fl;
+    }
+    Py_DECREF(seq);
+    bf_status s = bf_model_set_metrics(&self->m, ms, (int)n);
     if (s != BF_OK) return bf_raise(bf_state_of_type(Py_TYPE(self)), s);
     Py_RETURN_NONE;
 }
@@ -327,6 +371,10 @@ static PyObject *Model_restore_optimizer_state(ModelObject *self, PyObject *args
                             PySequence_Fast_GET_SIZE(list), m->opt.nslots);
     }
     PyObject *arrs[4] = {0};
+    if (m->opt.nslots > 4) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "optimizer state: %d slots", m->opt.nslots);
+    }
     int ok = 1;
     for (int k = 0; k < m->opt.nslots; k++) {
         arrs[k] = PyArray_FROMANY(PySequence_Fast_GET_ITEM(seq, k), NPY_FLOAT32, 1, 1, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST);
@@ -377,32 +425,33 @@ static PyObject *plan_dict(bf_run *r) {
 }
 
 static PyObject *Model_plan(ModelObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"mode", "rows", "device", NULL};
+    static char *kwlist[] = {"mode", "rows", "device", "weighted", NULL};
     const char *mode_s, *device = "cpu";
-    int rows;
+    int rows, weighted = 0;
     bf_mode mode;
     bf_module_state *st = bf_state_of_type(Py_TYPE(self));
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "si|s", kwlist, &mode_s, &rows, &device)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "si|sp", kwlist, &mode_s, &rows, &device, &weighted)) return NULL;
     if (parse_mode(mode_s, &mode) < 0) return NULL;
     bf_backend *be;
     bf_status s = bf_backend_get(device, &be);
     if (s != BF_OK) return bf_raise(st, s);
     bf_run *r = &self->scratch; /* planning only: nothing is reserved */
-    s = bf_run_plan(r, &self->m, be, mode, rows);
+    s = bf_run_plan(r, &self->m, be, mode, rows, weighted);
     return s == BF_OK ? plan_dict(r) : bf_raise(st, s);
 }
 
 static PyObject *Model_open_run(ModelObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"mode", "rows", "device", "host_budget", "device_budget", "seed", "guard", NULL};
+    static char *kwlist[] = {"mode", "rows", "device", "host_budget", "device_budget", "seed", "guard", "weighted", NULL};
     const char *mode_s, *device = "cpu";
-    int rows, guard = 1;
+    int rows, guard = 1, weighted = 0;
     Py_ssize_t hb = 0, db = 0;
     unsigned long long seed = 0;
     bf_mode mode;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "si|snnKp", kwlist, &mode_s, &rows, &device, &hb, &db, &seed, &guard))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "si|snnKpp", kwlist, &mode_s, &rows, &device, &hb, &db, &seed, &guard,
+                                     &weighted))
         return NULL;
     if (parse_mode(mode_s, &mode) < 0) return NULL;
-    PyObject *run = bf_run_new(self, mode, rows, device, (size_t)hb, (size_t)db, seed);
+    PyObject *run = bf_run_new(self, mode, rows, device, (size_t)hb, (size_t)db, seed, weighted);
     if (run) ((RunObject *)run)->r.unguarded = !guard;
     return run;
 }
@@ -431,6 +480,7 @@ static PyMethodDef Model_methods[] = {
     {"get_weights", (PyCFunction)Model_get_weights, METH_NOARGS, "copies of all weights"},
     {"set_weights", (PyCFunction)Model_set_weights, METH_O, "replace all weights (checked first, all or nothing)"},
     {"compile", (PyCFunction)(void (*)(void))Model_compile, METH_VARARGS | METH_KEYWORDS, "set optimizer and loss"},
+    {"set_metrics", (PyCFunction)Model_set_metrics, METH_O, "set the engine's metrics (after compile)"},
     {"optimizer_state", (PyCFunction)Model_optimizer_state, METH_NOARGS, "(iterations, [slot arrays])"},
     {"restore_optimizer_state", (PyCFunction)Model_restore_optimizer_state, METH_VARARGS, "restore (iterations, slots)"},
     {"set_iterations", (PyCFunction)Model_set_iterations, METH_O, "set optimizer.iterations"},

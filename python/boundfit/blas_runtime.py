@@ -9,10 +9,10 @@ growth of RSS they cause is measured and stated in every plan as held memory.
 From then on a run touches nothing of BLAS's that is not already resident.
 
 The probes run once per process, and again only for threads added later
-(bf.utils.set_num_threads). One thread is probed first; its measured figure
-says what the other threads will take, and the thread count is lowered to
-what the memory left allows (stated in the plan) rather than risk the OOM
-killer."""
+(boundfit._core.set_num_threads). Where the memory left cannot hold a buffer
+per thread, the thread count is lowered to what fits (the plan says so)
+rather than risk the OOM killer; where it cannot hold one, MemoryBudgetError.
+"""
 
 from . import _core, budget
 from .errors import MemoryBudgetError
@@ -24,11 +24,12 @@ _PROBES = ((1 << 17, 16, 1024), (16, 1 << 14, 1024), (1 << 17, 16, 2048))
 _PROBE_OUT = max(4 * m * n for m, n, _ in _PROBES)  # bytes the largest probe writes
 _SETTLED = 64 << 10
 _ROUNDS = 4
-# Before anything is measured: what one thread's buffer can take at most
-# (OpenBLAS's BUFFER_SIZE is 32 MiB on x86-64; twice that as a bound)
-_FIRST_THREAD_BOUND = 64 << 20
+# One thread's buffer at most before two or more threads have been measured:
+# OpenBLAS's BUFFER_SIZE on x86-64 (probes here saturate at 32 MiB a thread,
+# 2 threads 64 MiB, 4 threads 128 MiB). A single-threaded GEMM uses far less.
+_THREAD_BOUND = 32 << 20
 
-_state = {"threads": 0, "bytes": 0, "per_thread": 0, "limited_from": None}
+_state = {"threads": 0, "bytes": 0, "per_thread": None, "limited_from": None}
 
 
 def threads():
@@ -74,36 +75,31 @@ def _room():
 
 def ensure():
     """Bring the BLAS buffers of every thread up (once); returns their bytes."""
-    n = threads()
-    if n == _state["threads"]:
+    n, have = threads(), _state["threads"]
+    if n == have:
         return _state["bytes"]
     if _rss() is None:  # no /proc: nothing to measure with; probe anyway so runs add nothing
         for m, nn, k in _PROBES:
             _core.blas_probe(m, nn, k)
-        _state.update(threads=n)
+        _state["threads"] = n
         return 0
-    if not _state["threads"]:
-        room = _room()
-        need = _FIRST_THREAD_BOUND + _PROBE_OUT
-        if room is not None and room < need:
-            raise MemoryBudgetError(
-                f"the BLAS runtime needs up to {budget.format_bytes(need)} on host to start, "
-                f"{budget.format_bytes(max(room, 0))} available: free memory or raise the limit",
-                needed_bytes=need, available_bytes=max(room, 0), where="host", max_batch_size=0)
-        if n > 1:
-            _core.set_num_threads(1)
-        _state["per_thread"] = max(_probe_until_settled(), 1)
-        _state.update(threads=1, bytes=_state["per_thread"])
-        if n > 1:
-            _core.set_num_threads(n)
-    if n > _state["threads"]:
+    if n > have:
+        per = _state["per_thread"] or _THREAD_BOUND
         room = _room()
         if room is not None:
-            fit = _state["threads"] + max(int((room - _PROBE_OUT) // _state["per_thread"]), 0)
+            fit = have + max(int((room - _PROBE_OUT) // per), 0)
+            if fit < 1:
+                need = per + _PROBE_OUT
+                raise MemoryBudgetError(
+                    f"the BLAS runtime needs up to {budget.format_bytes(need)} on host to start, "
+                    f"{budget.format_bytes(max(room, 0))} available: free memory or raise the limit",
+                    needed_bytes=need, available_bytes=max(room, 0), where="host", max_batch_size=0)
             if fit < n:
                 _state["limited_from"] = n
-                n = max(fit, 1)
+                n = fit
                 _core.set_num_threads(n)
         _state["bytes"] += _probe_until_settled()
+        if n >= 2:
+            _state["per_thread"] = max(_state["bytes"] // n, 1)
     _state["threads"] = n
     return _state["bytes"]

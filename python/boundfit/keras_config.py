@@ -110,10 +110,18 @@ def _loss_config(loss):
     return _obj("keras.losses", type(loss).__name__, cfg)
 
 
+def _metrics_config(given):
+    """compile()'s metrics as given: names stay names, objects in Keras's layout."""
+    if not given:
+        return None
+    return [m if isinstance(m, str) else _obj("keras.metrics", m["class_name"], dict(m["config"])) for m in given]
+
+
 def compile_config(model):
     return dict(optimizer=_optimizer_config(model.optimizer), loss=_loss_config(model.loss), loss_weights=None,
-                metrics=list(model.compiled_metrics) or None, weighted_metrics=None, run_eagerly=False,
-                steps_per_execution=1, jit_compile=False)
+                metrics=_metrics_config(getattr(model, "_metrics_arg", None)),
+                weighted_metrics=_metrics_config(getattr(model, "_weighted_metrics_arg", None)),
+                run_eagerly=False, steps_per_execution=1, jit_compile=False)
 
 
 # ---- layers: Keras -> boundfit ----
@@ -237,11 +245,12 @@ def compile_from_config(model, cc):
     """model.compile from Keras's compile_config; warns and leaves the model
     uncompiled (as Keras does) when something in it is not one boundfit has."""
     try:
-        metrics = []
-        for m in cc.get("metrics") or []:
-            metrics.append(m if isinstance(m, str) else m.get("config", {}).get("name", m.get("class_name")))
+        def given(key):
+            out = [m if isinstance(m, str) else {"class_name": m.get("class_name"), "config": m.get("config") or {}}
+                   for m in cc.get(key) or []]
+            return out or None
         model.compile(optimizer=optimizer_from_config(cc["optimizer"]), loss=loss_from_config(cc.get("loss")),
-                      metrics=metrics)
+                      metrics=given("metrics"), weighted_metrics=given("weighted_metrics"))
         return True
     except (ValueError, TypeError, KeyError) as e:
         warnings.warn(f"the model was loaded uncompiled: its compile config could not be used ({e})", stacklevel=3)

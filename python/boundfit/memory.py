@@ -11,7 +11,8 @@ from .plan import MemoryPlan, PlanEntry, budget_error
 
 
 def _engine_plan(model, mode, rows, device):
-    return model._engine.plan(mode, int(rows), device)
+    weighted = bool((getattr(model, "_plan_weighted", None) or {}).get(mode, False))
+    return model._engine.plan(mode, int(rows), device, weighted=weighted)
 
 
 def _align(n):

@@ -69,12 +69,37 @@ def _apply_schedule(model, schedule):
     model.optimizer._track_lr(lr)
 
 
-def _logs(totals, metrics, prefix=""):
-    loss_sum, acc_sum, rows = totals
+def _logs(totals, run, names, prefix=""):
+    """Keras's logs: the loss (sum of weighted per-sample losses over the rows,
+    as Keras's sum_over_batch_size averaged over batches by size) and each
+    metric's value over the epoch so far, computed by the engine."""
+    loss_sum, rows = totals[0], totals[1]
     logs = {prefix + "loss": loss_sum / rows if rows else float("nan")}
-    if metrics:
-        logs[prefix + "accuracy"] = acc_sum / rows if rows else float("nan")
+    if names:
+        for n, v in zip(names, run.metric_results()):
+            logs[prefix + n] = v
     return logs
+
+
+def class_weight_table(class_weight):
+    """Keras's class_weight dict as a float32 table by class id (others weigh 1)."""
+    if class_weight is None:
+        return None
+    if not isinstance(class_weight, dict) or not class_weight:
+        raise ValueError(f"class_weight must be a non-empty dict {{class id: weight}}, got {class_weight!r}")
+    keys = []
+    for k, v in class_weight.items():
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise ValueError(f"class_weight: keys must be non-negative class ids, got {k!r}")
+        try:
+            float(v)
+        except (TypeError, ValueError):
+            raise ValueError(f"class_weight[{k}] must be a number, got {v!r}") from None
+        keys.append(int(k))
+    table = np.ones(max(keys) + 1, dtype=np.float32)
+    for k, v in class_weight.items():
+        table[int(k)] = float(v)
+    return table
 
 
 def _resolve_device(model, device):
@@ -87,8 +112,9 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
         memory_limit=None, device=None, class_weight=None, sample_weight=None, validation_batch_size=None,
         validation_freq=1):
     model._require_compiled("fit")
-    if class_weight is not None or sample_weight is not None:
-        raise ValueError("class_weight / sample_weight are not supported")
+    if class_weight is not None and sample_weight is not None:
+        raise ValueError("You cannot `class_weight` and `sample_weight` at the same time.")
+    cw_table = class_weight_table(class_weight)
     if not isinstance(epochs, int) or epochs < 0:
         raise ValueError(f"epochs must be a non-negative int, got {epochs!r}")
     if not 0.0 <= float(validation_split) < 1.0:
@@ -96,15 +122,21 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     verbose = _verbose(verbose)
     device = _resolve_device(model, device)
     train, val = data_mod.adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, steps_per_epoch,
-                                        shuffle, validation_batch_size)
+                                        shuffle, validation_batch_size, sample_weight=sample_weight)
+    train.class_weight = cw_table
     model._require_built(train.sample_x())
     train.check(model)
     if val is not None:
         val.check(model)
     # plan before anything is allocated; refuse if it does not fit
-    plan = memory.plan_fit(model, "auto" if train.auto_batch else train.batch_size, micro_batch, device,
-                           memory_limit, val.batch_size if val is not None else None, max_rows=train.num_rows,
-                           shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0)
+    model._plan_weighted = {"train": train.weighted or cw_table is not None,
+                            "evaluate": val is not None and val.weighted}
+    try:
+        plan = memory.plan_fit(model, "auto" if train.auto_batch else train.batch_size, micro_batch, device,
+                               memory_limit, val.batch_size if val is not None else None, max_rows=train.num_rows,
+                               shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0)
+    finally:
+        weighted, model._plan_weighted = model._plan_weighted, None
     memory.require_fits(plan)
     if train.auto_batch:
         train.set_batch_size(plan.batch_size)
@@ -119,14 +151,15 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     schedule = schedules.step_fn(schedule) if form is None else None   # the engine computes closed forms itself
     model.stop_training = False
     model._initial_epoch = None
-    metrics = bool(model.compiled_metrics)
+    names = list(model.compiled_metrics)
     watchdog = memory.Watchdog(plan)
     run = model._engine.open_run("train", plan.rows, device=plan.device, host_budget=0, device_budget=0,
-                                 seed=utils.next_seed(), guard=_GUARD)
+                                 seed=utils.next_seed(), guard=_GUARD, weighted=weighted["train"])
     vrun = None
     try:
         if val is not None:
-            vrun = model._engine.open_run("evaluate", plan.val_rows, device=plan.device)
+            vrun = model._engine.open_run("evaluate", plan.val_rows, device=plan.device,
+                                          weighted=weighted["evaluate"])
         cbs.on_train_begin()
         initial_epoch = model._initial_epoch or initial_epoch  # BackupAndRestore resumes here
         waited, t_start = [0.0], time.perf_counter()
@@ -140,16 +173,16 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
 
         for epoch in range(initial_epoch, epochs):
             cbs.on_epoch_begin(epoch)
-            tot = [0.0, 0.0, 0]
+            tot = [0.0, 0]
+            run.reset_metrics()
 
             def on_chunk(step_done, out, tot=tot):
                 tot[0] += out[0]
                 tot[1] += out[1]
-                tot[2] += out[2]
-                waited[0] += out[4]
+                waited[0] += out[3]
                 if _GUARD:
                     watchdog.check(epoch, step_done)
-                cbs.on_train_batch_end(step_done - 1, logs=_logs(tot, metrics))
+                cbs.on_train_batch_end(step_done - 1, logs=_logs(tot, run, names))
 
             try:
                 train.run_epoch(run, epoch, on_chunk, _Stepper(model, per_step, before_step))
@@ -161,13 +194,13 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                 _apply_schedule(model, schedule)   # the rate of the next update, as Keras reports it
             elif form is not None and form[0]:
                 model.optimizer._track_lr(model._engine.learning_rate())
-            logs = _logs(tot, metrics)
+            logs = _logs(tot, run, names)
             if nan_stop is not None and nan_stop.terminated_batch is not None:
                 logs["loss"] = float("nan")
             elif vrun is not None and (epoch + 1) % validation_freq == 0:
-                vt = [0.0, 0.0, 0]
-                _validate(model, cbs, val, vrun, vt)
-                logs.update(_logs(vt, metrics, "val_"))
+                vt = [0.0, 0]
+                _validate(model, cbs, val, vrun, vt, names)
+                logs.update(_logs(vt, vrun, names, "val_"))
             cbs.on_epoch_end(epoch, logs=logs)
             last_logs = logs
             train.on_epoch_end()
@@ -186,27 +219,26 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     return history
 
 
-def _validate(model, cbs, val, vrun, vt):
+def _validate(model, cbs, val, vrun, vt, names):
     """Validation inside fit: on_test_* hooks as Keras calls them."""
-    metrics = bool(model.compiled_metrics)
     cbs.on_test_begin()
+    vrun.reset_metrics()
 
     def on_chunk(step, out):
         _acc(vt, out)
-        cbs.on_test_batch_end(step - 1, logs=_logs(vt, metrics))
+        cbs.on_test_batch_end(step - 1, logs=_logs(vt, vrun, names))
 
     stop, model.stop_training = model.stop_training, False   # a stop asked during the epoch ends fit, not this
     try:
         val.run_eval(vrun, on_chunk, _Stepper(model, cbs.per_batch("test"), lambda s: cbs.on_test_batch_begin(s)))
     finally:
         model.stop_training = stop or model.stop_training
-    cbs.on_test_end(logs=_logs(vt, metrics, "val_"))
+    cbs.on_test_end(logs=_logs(vt, vrun, names, "val_"))
 
 
 def _acc(tot, out):
     tot[0] += out[0]
     tot[1] += out[1]
-    tot[2] += out[2]
 
 
 def _with_epoch(e, epoch):
@@ -217,33 +249,38 @@ def _with_epoch(e, epoch):
 
 
 def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, return_dict=False, memory_limit=None,
-             device=None, callbacks=None, **kwargs):
+             device=None, callbacks=None, sample_weight=None, **kwargs):
     model._require_compiled("evaluate")
     verbose = _verbose(verbose)
     device = _resolve_device(model, device)
-    src = data_mod.adapt_for_eval(model, x, y, batch_size, steps)
+    src = data_mod.adapt_for_eval(model, x, y, batch_size, steps, sample_weight=sample_weight)
     model._require_built(src.sample_x())
     src.check(model)
-    plan = memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit)
+    model._plan_weighted = {"evaluate": src.weighted}
+    try:
+        plan = memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit)
+    finally:
+        model._plan_weighted = None
     memory.require_fits(plan)
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
-    run = model._engine.open_run("evaluate", plan.rows, device=plan.device)
-    tot = [0.0, 0.0, 0]
+    run = model._engine.open_run("evaluate", plan.rows, device=plan.device, weighted=src.weighted)
+    tot = [0.0, 0]
+    names = list(model.compiled_metrics)
     bar = Progbar(src.steps_per_epoch, verbose)
-    metrics = bool(model.compiled_metrics)
     stop, model.stop_training = getattr(model, "stop_training", False), False
     try:
         cbs.on_test_begin()
 
         def on_chunk(step, out):
             _acc(tot, out)
-            bar.update(step, _logs(tot, metrics))
-            cbs.on_test_batch_end(step - 1, logs=_logs(tot, metrics))
+            logs = _logs(tot, run, names)
+            bar.update(step, logs)
+            cbs.on_test_batch_end(step - 1, logs=logs)
         src.run_eval(run, on_chunk, _Stepper(model, cbs.per_batch("test"), lambda s: cbs.on_test_batch_begin(s)))
+        logs = _logs(tot, run, names)
     finally:
         model.stop_training = stop
         run.close()
-    logs = _logs(tot, metrics)
     cbs.on_test_end(logs=logs)
     bar.update(src.steps_per_epoch, logs, finalize=True)
     if return_dict:
