@@ -219,3 +219,15 @@ def test_auto_batch_trains_at_a_limit_just_above_the_least_that_fits():
     _assert_trained(limit, rc, out, err, oom, peak)
     rows = int(out.split("TRAINED")[1].split()[0])
     assert rows < 64, f"a limit just above the least that fits should allow only small batches, got {rows}"
+
+
+def test_diagnose_reports_the_resident_blas_buffers():
+    out = _child(HEAD + textwrap.dedent("""
+        print(bf.diagnose(print_fn=None))
+        m = bf.Sequential([layers.Dense(8, input_shape=(4,))]); m.compile("sgd", "mse")
+        m.estimate_memory(4)
+        print(bf.diagnose(print_fn=None))
+    """))
+    first, second = out.split("boundfit diagnose")[1:3]
+    assert "BLAS buffers" in first and "not brought up yet" in first
+    assert "resident (BLAS packing buffers" in second
