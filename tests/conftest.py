@@ -29,10 +29,11 @@ def engine_gradient(model, x, y):
     """Gradient of the mean loss on (x, y) as the engine computes it: one SGD
     step with learning rate 1 and no momentum moves the weights by -grad."""
     w0 = model.get_weights()
-    opt, loss, metrics = model.optimizer, model.loss, model.compiled_metrics
-    model.compile(optimizer=bf.optimizers.SGD(learning_rate=1.0), loss=loss, metrics=metrics)
+    opt, loss = model.optimizer, model.loss
+    metrics = dict(metrics=model._metrics_arg, weighted_metrics=model._weighted_metrics_arg)
+    model.compile(optimizer=bf.optimizers.SGD(learning_rate=1.0), loss=loss, **metrics)
     model.fit(x, y, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
     w1 = model.get_weights()
     model.set_weights(w0)
-    model.compile(optimizer=opt, loss=loss, metrics=metrics)
+    model.compile(optimizer=opt, loss=loss, **metrics)
     return [a.astype(np.float64) - b for a, b in zip(w0, w1)]

@@ -64,7 +64,7 @@ def test_cuda_module_loads_reports_and_refuses_cleanly(tmp_path):
 def test_every_cuda_op_matches_the_cpu_kernel(tmp_path):
     exe = tmp_path / "test_cuda_ops"
     _build(exe, ["tests/c_cuda/test_cuda_ops.c"] +
-           [f"csrc/cpu/{f}.c" for f in ("activations", "batchnorm", "conv2d", "dense", "dropout", "loss",
+           [f"csrc/cpu/{f}.c" for f in ("activations", "batchnorm", "conv2d", "dense", "dropout", "loss", "metrics",
                                         "optimizers", "pool", "reduce")])
     r = _run(exe, CUDA_SO)
     if r.returncode == 0 and r.stdout.startswith("SKIP"):

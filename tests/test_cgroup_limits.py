@@ -12,7 +12,7 @@ import pytest
 from memlimit import memory_cgroup
 
 pytestmark = pytest.mark.cgroup
-LIMIT = 288 << 20
+LIMIT = 352 << 20  # 64 MiB more than before BLAS buffers were counted
 
 PRELUDE = textwrap.dedent("""
     import numpy as np, boundfit as bf
@@ -24,7 +24,7 @@ PRELUDE = textwrap.dedent("""
     x = np.random.default_rng(0).standard_normal((20000, 1024), dtype=np.float32)   # 78 MiB
     y = np.random.default_rng(1).integers(0, 10, 20000)
     plan = model.estimate_memory(batch_size=20000)
-    assert plan.host_bytes > 3 * LIMIT, plan.host_bytes
+    assert plan.host_bytes > 2.5 * LIMIT, plan.host_bytes
 """).replace("LIMIT", str(LIMIT))
 
 

@@ -86,6 +86,36 @@ def test_dense_model_trains_to_the_cpu_weights_on_cuda(opt):
     np.testing.assert_allclose(hg.history["accuracy"], hc.history["accuracy"], atol=1e-6)
 
 
+@pytest.mark.parametrize("opt,loss,metrics", [
+    (lambda: bf.optimizers.Nadam(learning_rate=1e-3, epsilon=1e-3, clipnorm=0.5, weight_decay=0.01),
+     lambda: bf.losses.BinaryCrossentropy(label_smoothing=0.1),
+     lambda: ["accuracy", "AUC", bf.metrics.Precision(name="p"), bf.metrics.Recall(name="r"), "rmse"]),
+    (lambda: bf.optimizers.Adagrad(learning_rate=0.05, global_clipnorm=1.0), lambda: "huber",
+     lambda: ["mae", "mse"]),
+    (lambda: bf.optimizers.RMSprop(learning_rate=1e-3, centered=True, epsilon=1e-3, clipvalue=0.1),
+     lambda: "log_cosh", lambda: ["rmse"]),
+], ids=["nadam-bce-binary-metrics", "adagrad-huber", "rmsprop-centered-logcosh"])
+def test_new_losses_metrics_optimizers_and_sample_weights_match_the_cpu_on_cuda(opt, loss, metrics):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((96, 12)).astype(np.float32)
+    y = (rng.random((96, 1)) > 0.5).astype(np.float32)
+    sw = rng.random(96).astype(np.float32) * 2
+
+    def build():
+        return bf.Sequential([layers.Dense(16, activation="tanh", input_shape=(12,)),
+                              layers.Dense(1, activation="sigmoid")])
+
+    def compile_kw():
+        return dict(optimizer=opt(), loss=loss(), metrics=metrics(), weighted_metrics=["mse"])
+
+    cpu, gpu, hc, hg = _train_both(build, compile_kw, x, y, batch_size=32, epochs=2, sample_weight=sw,
+                                   validation_data=(x[:32], y[:32], sw[:32]))
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "new optimizers")
+    assert set(hg.history) == set(hc.history)
+    for k in hc.history:  # counts are exact; weighted sums to rounding
+        np.testing.assert_allclose(hg.history[k], hc.history[k], rtol=RTOL, atol=1e-6, err_msg=k)
+
+
 @pytest.mark.parametrize("loss,last", [("mse", None), ("binary_crossentropy", "sigmoid"),
                                        ("categorical_crossentropy", "softmax")])
 def test_dense_losses_match_the_cpu_on_cuda(loss, last):

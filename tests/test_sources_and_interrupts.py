@@ -179,3 +179,15 @@ print(peaks[0], max(peaks))
     first, worst = map(int, out.stdout.split())
     # a per-epoch leak of even one shuffle order (64 KiB) would add ~2 MiB; allow allocator noise only
     assert worst - first <= 256 * 1024, (first, worst)
+
+
+def test_steps_per_epoch_with_arrays_runs_that_many_batches_of_each_epoch():
+    m = bf.Sequential([layers.Dense(4, activation="relu", input_shape=(6,)), layers.Dense(1)])
+    m.compile(optimizer="sgd", loss="mse")
+    x = np.random.default_rng(0).standard_normal((100, 6)).astype(np.float32)
+    h = m.fit(x, x[:, :1], batch_size=10, epochs=3, steps_per_epoch=2, verbose=0)
+    assert m.optimizer.iterations == 6 and len(h.history["loss"]) == 3
+    m.fit(x, x[:, :1], batch_size=10, epochs=1, steps_per_epoch=50, verbose=0)  # capped at the data: 10 batches
+    assert m.optimizer.iterations == 16
+    with pytest.raises(ValueError, match="steps_per_epoch"):
+        m.fit(x, x[:, :1], batch_size=10, steps_per_epoch=0, verbose=0)

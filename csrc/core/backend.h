@@ -15,7 +15,63 @@
 #include "status.h"
 
 typedef enum { BF_ACT_LINEAR = 0, BF_ACT_RELU, BF_ACT_SIGMOID, BF_ACT_TANH, BF_ACT_SOFTMAX } bf_act;
-typedef enum { BF_LOSS_MSE = 0, BF_LOSS_BCE, BF_LOSS_CCE, BF_LOSS_SCCE } bf_loss_kind;
+typedef enum {
+    BF_LOSS_MSE = 0, BF_LOSS_BCE, BF_LOSS_CCE, BF_LOSS_SCCE, BF_LOSS_MAE, BF_LOSS_HUBER, BF_LOSS_LOGCOSH
+} bf_loss_kind;
+#define BF_LOSS_LAST BF_LOSS_LOGCOSH
+
+/* a loss as Keras 3 defines it (keras.losses.*) */
+typedef struct {
+    bf_loss_kind kind;
+    int from_logits;       /* BCE, CCE, SCCE: predictions are logits */
+    float label_smoothing; /* BCE: t(1-s) + s/2; CCE: t(1-s) + s/C */
+    float delta;           /* Huber */
+} bf_loss_spec;
+
+/* Metrics computed in the engine. Each accumulates doubles into the step
+ * statistics (bf_metric_nvalues of them); the host adds a step's into the
+ * epoch's and turns those into the value as Keras's result() does. */
+typedef enum {
+    BF_MET_BINARY_ACC = 0, BF_MET_CAT_ACC, BF_MET_SPARSE_CAT_ACC, BF_MET_TOPK, BF_MET_SPARSE_TOPK,
+    BF_MET_MAE, BF_MET_MSE, BF_MET_RMSE, BF_MET_AUC, BF_MET_PRECISION, BF_MET_RECALL
+} bf_metric_kind;
+#define BF_MET_LAST BF_MET_RECALL
+#define BF_AUC_MAX_THRESHOLDS 10000
+
+typedef struct {
+    bf_metric_kind kind;
+    int weighted;       /* from weighted_metrics: sample weights apply */
+    int k;              /* top-k */
+    int num_thresholds; /* AUC (Keras default 200) */
+    float threshold;    /* binary accuracy, precision, recall */
+    int from_logits;    /* AUC: sigmoid applied to predictions first */
+    int output;         /* the model output it measures (0 for a single-output model) */
+} bf_metric_spec;
+
+/* doubles a metric accumulates: means (sum w*v, sum w); precision / recall
+ * (tp, fp, fn); AUC (per bucket: positives, negatives) */
+static inline long bf_metric_nvalues(const bf_metric_spec *m) {
+    switch (m->kind) {
+    case BF_MET_AUC: return 2L * m->num_thresholds;
+    case BF_MET_PRECISION: case BF_MET_RECALL: return 3;
+    default: return 2;
+    }
+}
+
+/* One optimizer update as Keras 3's base optimizer applies it: decoupled
+ * weight decay first (w -= w * weight_decay * lr), then the rule of `kind`.
+ * Host-side scalars (t, Nadam's u products) are filled by the core. */
+typedef enum { BF_UPD_SGD = 0, BF_UPD_ADAM, BF_UPD_RMSPROP, BF_UPD_ADAGRAD, BF_UPD_NADAM } bf_update_kind;
+typedef struct {
+    bf_update_kind kind;
+    float lr, beta1, beta2, eps, momentum, rho, weight_decay;
+    int nesterov, amsgrad, centered;
+    long t;                          /* 1-based iteration of this update */
+    float u_t, u_t1, u_prod, u_prod1; /* Nadam: u_t, u_{t+1}, prod u_1..u_t, prod u_1..u_{t+1} */
+} bf_update_args;
+
+/* gradient clipping modes (Keras: clipnorm per tensor, global_clipnorm, clipvalue) */
+typedef enum { BF_CLIP_NONE = 0, BF_CLIP_NORM, BF_CLIP_GLOBAL_NORM, BF_CLIP_VALUE } bf_clip_mode;
 /* elementwise ops of merge layers and gradient accumulation (see ewise) */
 typedef enum {
     BF_EW_ADD = 0, /* out = alpha * (a + b) */
@@ -83,11 +139,13 @@ typedef struct bf_backend {
     /* Loss and its gradient in one pass. pred (B,C) is the last layer's output
      * after activation `last_act`; `logits` (B,C) is its pre-activation input
      * (same buffer as pred when last_act is linear). When fused (sigmoid+BCE,
-     * softmax+CCE/SCCE) the gradient is written w.r.t. the logits (the caller
-     * skips the activation backward); otherwise w.r.t. pred.
+     * softmax+CCE/SCCE) pred holds logits and the gradient is written w.r.t.
+     * them (the caller skips the activation backward); otherwise w.r.t. pred.
      * target: (B,C) floats, or (B) class ids as floats for SCCE.
-     * loss_out (B): per-sample loss. dpred (B,C) = d(sum loss)/d pred * scale.
-     * from_logits: pred holds logits (no activation) and the loss applies it.
+     * sw (B): sample weights, or NULL (all 1).
+     * loss_out (B): per-sample loss times its weight.
+     * dpred (B,C) = d(sum of weighted losses)/d pred * scale.
+     * loss->from_logits: pred holds logits (no activation) and the loss applies it.
      * bad_label (1, backend memory; SCCE): raised to B - i for every row i
      * whose label is not a class id (so the lowest such row is B - *bad_label),
      * left as it is when all are valid; such rows get loss 0 and gradient 0.
@@ -95,11 +153,16 @@ typedef struct bf_backend {
      * statistics. bad_label NULL: a bad label fails the call (BF_ERR_DATA). */
     bf_status (*loss_forward_backward)(struct bf_backend *be, float *loss_out, float *dpred,
                                        int *bad_label, const float *pred, const float *target,
-                                       bf_loss_kind kind, int fused, int from_logits, int B,
+                                       const float *sw, const bf_loss_spec *loss, int fused, int B,
                                        int C, float scale);
-    /* correct_out (B): 1.0f where the prediction is right (Keras "accuracy" for the loss) */
-    bf_status (*accuracy)(struct bf_backend *be, float *correct_out, const float *pred,
-                          const float *target, bf_loss_kind kind, int from_logits, int B, int C);
+    /* acc (bf_metric_nvalues(m), backend memory) += metric m's statistics of
+     * the micro-batch. pred (B,C): the model's output, or its logits when
+     * `act` is sigmoid / softmax (a fused activation, applied here first).
+     * target (B,T): T == C, or T == 1 class ids for the sparse kinds.
+     * sw (B) or NULL; used only when m->weighted. Does not wait. */
+    bf_status (*metric_update)(struct bf_backend *be, double *acc, const float *pred,
+                               const float *target, const float *sw, const bf_metric_spec *m,
+                               bf_act act, int B, int C, int T);
     /* Reductions write into backend memory and do not wait: the core reads a
      * micro-batch's results back in one copy (bf_step_stats, program.h). */
     /* sum_out (1) = sum(x[0..n)); loss / metric totals */
@@ -110,14 +173,19 @@ typedef struct bf_backend {
      * or Inf (the caller zeroes out first) */
     bf_status (*maxabs)(struct bf_backend *be, float *out, const float *x, long n);
 
-    /* optimizers, Keras update rules; t = 1-based iteration */
-    bf_status (*sgd_update)(struct bf_backend *be, float *w, float *vel, const float *g, long n,
-                            float lr, float momentum, int nesterov);
-    bf_status (*adam_update)(struct bf_backend *be, float *w, float *m, float *v, const float *g,
-                             long n, float lr, float beta1, float beta2, float eps, long t);
-    bf_status (*rmsprop_update)(struct bf_backend *be, float *w, float *ms, float *mom,
-                                const float *g, long n, float lr, float rho, float momentum,
-                                float eps);
+    /* out (1) += sum(x[0..n)^2) in double (gradient norms for clipping); does not wait */
+    bf_status (*sumsq)(struct bf_backend *be, double *out, const float *x, long n);
+    /* g (n) clipped in place as Keras: BF_CLIP_NORM g*c/max(sqrt(*sumsq), c);
+     * BF_CLIP_GLOBAL_NORM g*(c*min(1/sqrt(*sumsq), 1/c)); BF_CLIP_VALUE
+     * clip(g, -c, c) (sumsq unused). sumsq is backend memory: no wait. */
+    bf_status (*grad_clip)(struct bf_backend *be, float *g, const double *sumsq, long n,
+                           bf_clip_mode mode, float c);
+    /* optimizer update of w (n) from g (n), Keras 3 rules (see bf_update_args).
+     * State tensors (n each, NULL when unused): SGD s0 momentum; Adam s0 m,
+     * s1 v, s2 v_hat (amsgrad); RMSprop s0 velocity, s1 momentum, s2 average
+     * gradient (centered); Adagrad s0 accumulator; Nadam s0 m, s1 v. */
+    bf_status (*opt_update)(struct bf_backend *be, float *w, float *s0, float *s1, float *s2,
+                            const float *g, long n, const bf_update_args *a);
 
     /* ---- convolutional layers (NHWC) ---- */
     size_t (*conv2d_workspace_bytes)(struct bf_backend *be, const bf_conv_geom *g, int backward);

@@ -304,21 +304,30 @@ bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *
     int nslots = 0;
     switch (opt->kind) {
     case BF_OPT_SGD: nslots = opt->momentum != 0.0f ? 1 : 0; break;
-    case BF_OPT_ADAM: nslots = 2; break;
-    case BF_OPT_RMSPROP: nslots = opt->momentum > 0.0f ? 2 : 1; break;
-    default: return BF_FAIL(BF_ERR_ARG, "unknown optimizer kind %d", (int)opt->kind);
+    case BF_OPT_ADAM: case BF_OPT_ADAMW: nslots = opt->amsgrad ? 3 : 2; break;
+    case BF_OPT_RMSPROP: nslots = 1 + (opt->momentum > 0.0f) + (opt->centered != 0); break;
+    case BF_OPT_ADAGRAD: nslots = 1; break;
+    case BF_OPT_NADAM: nslots = 2; break;
+    default: return BF_FAIL(BF_ERR_ARG, "optimizer: unknown optimizer kind %d", (int)opt->kind);
     }
     if (!(opt->lr >= 0.0f)) return BF_FAIL(BF_ERR_ARG, "learning_rate must be >= 0, got %g", (double)opt->lr);
+    if (!(opt->weight_decay >= 0.0f)) return BF_FAIL(BF_ERR_ARG, "weight_decay must be >= 0, got %g", (double)opt->weight_decay);
+    if ((int)opt->clip < 0 || opt->clip > BF_CLIP_VALUE || (opt->clip != BF_CLIP_NONE && !(opt->clip_value > 0.0f)))
+        return BF_FAIL(BF_ERR_ARG, "gradient clipping: mode %d with value %g (must be > 0)", (int)opt->clip, (double)opt->clip_value);
     bf_output o[BF_MAX_OUTPUTS];
     long y_row = 0;
     for (int k = 0; k < m->n_outputs; k++) {
         if (outs) o[k] = outs[k];
         else { o[k].loss = *loss; o[k].weight = 1.0f; }
-        if ((int)o[k].loss.kind < 0 || o[k].loss.kind > BF_LOSS_SCCE)
-            return BF_FAIL(BF_ERR_ARG, "unknown loss kind %d", (int)o[k].loss.kind);
+        const bf_loss *l = &o[k].loss;
+        if ((int)l->kind < 0 || l->kind > BF_LOSS_LAST) return BF_FAIL(BF_ERR_ARG, "loss: unknown loss kind %d (output %d)", (int)l->kind, k);
+        if (!(l->label_smoothing >= 0.0f && l->label_smoothing <= 1.0f))
+            return BF_FAIL(BF_ERR_ARG, "label_smoothing must be in [0, 1], got %g (output %d)", (double)l->label_smoothing, k);
+        if (l->kind == BF_LOSS_HUBER && !(l->delta > 0.0f))
+            return BF_FAIL(BF_ERR_ARG, "delta must be > 0 for the Huber loss, got %g (output %d)", (double)l->delta, k);
         if (!(o[k].weight >= 0.0f)) return BF_FAIL(BF_ERR_ARG, "loss_weights[%d] must be >= 0, got %g", k, (double)o[k].weight);
         o[k].y_off = y_row;
-        o[k].y_row = o[k].loss.kind == BF_LOSS_SCCE ? 1 : m->t_size[m->out_t[k]];
+        o[k].y_row = l->kind == BF_LOSS_SCCE ? 1 : m->t_size[m->out_t[k]];
         y_row += o[k].y_row;
     }
     /* state is created (and budget-checked) by the first training run */
@@ -327,9 +336,12 @@ bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *
     m->opt = *opt;
     m->opt.nslots = nslots;
     m->opt.iterations = 0;
+    m->opt.u_product = 1.0f;
+    m->opt.u_product_it = 0;
     memcpy(m->outs, o, sizeof o[0] * (size_t)m->n_outputs);
     m->loss = o[0].loss;
     m->y_row = y_row;
+    m->nmetrics = 0;
     m->compiled = 1;
     return BF_OK;
 }
@@ -348,6 +360,8 @@ bf_status bf_model_alloc_opt_state(bf_model *m) {
     if (s != BF_OK) { bf_arena_release(&m->opt_state); return s; }
     memset(p, 0, bytes);
     m->slots = p;
+    if (m->opt.kind == BF_OPT_ADAGRAD)
+        for (long i = 0; i < m->n_trainable; i++) m->slots[i] = m->opt.initial_accumulator;
     return BF_OK;
 }
 
@@ -369,3 +383,58 @@ int bf_model_loss_fused(const bf_model *m, int k) {
 }
 
 long bf_model_out_size(const bf_model *m) { return m->pred_row; }
+
+static int sparse_metric(bf_metric_kind k) { return k == BF_MET_SPARSE_CAT_ACC || k == BF_MET_SPARSE_TOPK; }
+
+bf_status bf_model_set_metrics(bf_model *m, const bf_metric_spec *metrics, int n) {
+    if (n < 0 || n > BF_MAX_METRICS) return BF_FAIL(BF_ERR_ARG, "metrics: at most %d metrics, got %d", BF_MAX_METRICS, n);
+    for (int i = 0; i < n; i++) {
+        const bf_metric_spec *q = &metrics[i];
+        if ((int)q->kind < 0 || q->kind > BF_MET_LAST) return BF_FAIL(BF_ERR_ARG, "metrics[%d]: unknown metric kind %d", i, (int)q->kind);
+        if (q->output < 0 || q->output >= m->n_outputs)
+            return BF_FAIL(BF_ERR_ARG, "metrics[%d]: output %d, the model has %d", i, q->output, m->n_outputs);
+        const long C = m->t_size[m->out_t[q->output]];
+        const int sparse_y = m->outs[q->output].loss.kind == BF_LOSS_SCCE;
+        if (sparse_metric(q->kind) && !sparse_y && C > 1)
+            return BF_FAIL(BF_ERR_ARG, "metrics[%d]: a sparse metric needs class-id targets (loss sparse_categorical_crossentropy)", i);
+        if (!sparse_metric(q->kind) && sparse_y)
+            return BF_FAIL(BF_ERR_ARG, "metrics[%d]: this metric needs targets shaped as the output (%ld values per sample), "
+                           "the loss sparse_categorical_crossentropy takes class ids; use a sparse_* metric", i, C);
+        if ((q->kind == BF_MET_TOPK || q->kind == BF_MET_SPARSE_TOPK) && q->k < 1)
+            return BF_FAIL(BF_ERR_ARG, "metrics[%d]: k must be >= 1, got %d", i, q->k);
+        if (q->kind == BF_MET_AUC && (q->num_thresholds < 2 || q->num_thresholds > BF_AUC_MAX_THRESHOLDS))
+            return BF_FAIL(BF_ERR_ARG, "metrics[%d]: num_thresholds must be in [2, %d], got %d", i, BF_AUC_MAX_THRESHOLDS, q->num_thresholds);
+    }
+    for (int i = 0; i < n; i++) m->metrics[i] = metrics[i];
+    m->nmetrics = n;
+    return BF_OK;
+}
+
+static double div0(double a, double b) { return b != 0.0 ? a / b : 0.0; }
+
+double bf_metric_result(const bf_metric_spec *m, const double *acc) {
+    switch (m->kind) {
+    case BF_MET_RMSE: return sqrt(div0(acc[0], acc[1]));
+    case BF_MET_PRECISION: return div0(acc[0], acc[0] + acc[1]);
+    case BF_MET_RECALL: return div0(acc[0], acc[0] + acc[2]);
+    case BF_MET_AUC: {
+        /* Keras AUC (ROC, interpolation): tp/fp at threshold i = sums of buckets >= i */
+        const int T = m->num_thresholds;
+        const double *bp = acc, *bn = acc + T;
+        double P = 0.0, N = 0.0;
+        for (int i = 0; i < T; i++) { P += bp[i]; N += bn[i]; }
+        double tp = P, fp = N, auc = 0.0;
+        double prev_r = div0(tp, P), prev_f = div0(fp, N);
+        for (int i = 1; i < T; i++) {
+            tp -= bp[i - 1];
+            fp -= bn[i - 1];
+            double rec = div0(tp, P), fpr = div0(fp, N);
+            auc += (prev_f - fpr) * (prev_r + rec) / 2.0;
+            prev_r = rec;
+            prev_f = fpr;
+        }
+        return auc;
+    }
+    default: return div0(acc[0], acc[1]);
+    }
+}

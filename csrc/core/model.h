@@ -13,6 +13,7 @@
 
 #include "arena.h"
 #include "backend.h"
+#include "schedule.h"
 
 #define BF_MAX_LAYERS 128
 #define BF_MAX_PARAMS 4
@@ -61,20 +62,35 @@ typedef struct {
     bf_param params[BF_MAX_PARAMS];
 } bf_layer;
 
-typedef enum { BF_OPT_NONE = 0, BF_OPT_SGD, BF_OPT_ADAM, BF_OPT_RMSPROP } bf_opt_kind;
+typedef enum {
+    BF_OPT_NONE = 0, BF_OPT_SGD, BF_OPT_ADAM, BF_OPT_RMSPROP, BF_OPT_ADAMW, BF_OPT_ADAGRAD, BF_OPT_NADAM
+} bf_opt_kind;
+
+#define BF_MAX_METRICS 16
 
 typedef struct {
     bf_opt_kind kind;
     float lr, beta1, beta2, eps, momentum, rho;
     int nesterov;
-    int nslots;        /* state tensors per parameter: SGD momentum 1, Adam 2, RMSprop 1-2 */
+    int amsgrad;               /* Adam / AdamW: third slot v_hat */
+    int centered;              /* RMSprop: slot of the average gradient */
+    float weight_decay;        /* decoupled, Keras 3 base optimizer (0: none) */
+    float initial_accumulator; /* Adagrad: initial slot value */
+    bf_clip_mode clip;         /* at most one of clipnorm / global_clipnorm / clipvalue */
+    float clip_value;
+    int nslots;        /* state tensors per parameter: SGD momentum 0-1, Adam 2-3, RMSprop 1-3, Adagrad 1, Nadam 2 */
     long iterations;   /* completed updates (Keras optimizer.iterations) */
+    bf_schedule sched; /* lr of each update: bf_optimizer_lr (constant lr when none) */
+    float u_product;   /* Nadam: prod of u_1..u_k (Keras's _u_product), k = u_product_it */
+    long u_product_it;
 } bf_optimizer;
 
-typedef struct {
-    bf_loss_kind kind;
-    int from_logits;
-} bf_loss;
+/* the learning rate of the next update: the schedule at `iterations`, or lr */
+static inline float bf_optimizer_lr(const bf_optimizer *o) {
+    return bf_schedule_rate(&o->sched, o->lr, o->iterations);
+}
+
+typedef bf_loss_spec bf_loss;
 
 /* what one output is trained with */
 typedef struct {
@@ -105,6 +121,8 @@ typedef struct {
     float *w;
     bf_optimizer opt;
     bf_loss loss;
+    int nmetrics;
+    bf_metric_spec metrics[BF_MAX_METRICS];
     int compiled;
     bf_arena opt_state;         /* host: nslots * n_trainable floats */
     float *slots;
@@ -119,6 +137,10 @@ bf_status bf_model_alloc_weights(bf_model *m);
  * first training run, after its budget check). `outs` (n_outputs of them) gives
  * each output its loss and weight; NULL: `loss` for every output, weight 1. */
 bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *loss, const bf_output *outs);
+/* the metrics computed by evaluate / fit (after compile; checked against the loss's targets) */
+bf_status bf_model_set_metrics(bf_model *m, const bf_metric_spec *metrics, int n);
+/* a metric's value from its accumulated statistics (Keras result()) */
+double bf_metric_result(const bf_metric_spec *m, const double *acc);
 size_t bf_model_opt_state_bytes(const bf_model *m);
 bf_status bf_model_alloc_opt_state(bf_model *m);
 void bf_model_free(bf_model *m);

@@ -2,6 +2,7 @@
  * With one job there is no thread: the rows are gathered in the caller. */
 #include "prefetch.h"
 
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -31,6 +32,29 @@ int bf_jobs_next(bf_jobs *it, long *start, long *rows, long *step, long *step_ro
     }
 }
 
+/* rows [done, done + c) of host weight slot k: sample weight (or 1) times
+ * the class weight of the row's label (Keras: the argmax of a one-hot row,
+ * else the label rounded half to even) */
+static bf_status gather_weights(bf_run *r, int k, long done, long c, const int64_t *idx, int64_t y_row) {
+    float *w = r->hw[k] + done;
+    if (r->sw_src) BF_TRY(bf_gather_rows(w, r->sw_src, idx, c));
+    else for (long j = 0; j < c; j++) w[j] = 1.0f;
+    if (!r->cw) return BF_OK;
+    for (long j = 0; j < c; j++) {
+        const float *y = r->hy[k] + (done + j) * y_row;
+        long cls = 0;
+        if (y_row > 1) {
+            for (int64_t q = 1; q < y_row; q++)
+                if (y[q] > y[cls]) cls = (long)q;
+        } else {
+            float v = rintf(y[0]);
+            cls = v >= 0.0f && v < (float)r->ncw ? (long)v : -1;
+        }
+        if (cls >= 0 && cls < r->ncw) w[j] *= r->cw[cls];
+    }
+    return BF_OK;
+}
+
 /* rows order[start .. start+n) (or base+start ..) of x and y into host slot k */
 static bf_status gather(bf_prefetch *p, int k, long start, long n) {
     int64_t idx[512];
@@ -40,6 +64,7 @@ static bf_status gather(bf_prefetch *p, int k, long start, long n) {
         for (long j = 0; j < c; j++) idx[j] = p->order ? p->order[start + done + j] : p->base + start + done + j;
         BF_TRY(bf_gather_rows(r->hx[k] + done * p->x->row_elems, p->x, idx, c));
         if (p->y) BF_TRY(bf_gather_rows(r->hy[k] + done * p->y->row_elems, p->y, idx, c));
+        if (p->y && r->weighted) BF_TRY(gather_weights(r, k, done, c, idx, p->y->row_elems));
         done += c;
     }
     return BF_OK;

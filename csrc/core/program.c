@@ -98,7 +98,7 @@ static int has_trainable(const bf_layer *L) {
     return 0;
 }
 
-bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int rows) {
+bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int rows, int weighted) {
     memset(r, 0, sizeof *r);
     r->m = m;
     r->be = be;
@@ -195,14 +195,12 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
     /* losses, metrics, or the copy-out of predictions at t = L + 1 */
     for (int k = 0; k < NO; k++) {
         use(r, r->t_buf[m->out_t[k]], LOSS);
-        r->loss_id[k] = r->acc_id[k] = r->tgt_id[k] = -2;
+        r->loss_id[k] = r->tgt_id[k] = -2;
         if (mode == BF_MODE_PREDICT) continue;
         const char *on = m->layers[bf_model_producer(m, m->out_t[k]) >= 0 ? bf_model_producer(m, m->out_t[k]) : 0].name;
         if (bf_model_producer(m, m->out_t[k]) < 0) on = "input";
         BF_TRY(newbuf(r, &r->loss_id[k], B * fb, "per-sample loss%s%s", NO > 1 ? " of " : "", NO > 1 ? on : ""));
-        BF_TRY(newbuf(r, &r->acc_id[k], B * fb, "per-sample accuracy%s%s", NO > 1 ? " of " : "", NO > 1 ? on : ""));
         use(r, r->loss_id[k], LOSS);
-        use(r, r->acc_id[k], LOSS);
         if (NO > 1) {
             BF_TRY(newbuf(r, &r->tgt_id[k], B * (size_t)m->outs[k].y_row * fb, "per-sample targets of %s%s", on, ""));
             use(r, r->tgt_id[k], LOSS);
@@ -270,9 +268,25 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
     r->model_bytes = bf_align_up(fb * (size_t)(m->n_params ? m->n_params : 1));
     r->opt_new_bytes = train && !m->slots ? bf_model_opt_state_bytes(m) : 0;
     r->ws_bytes = r->on_device && be->run_workspace_bytes ? bf_align_up(be->run_workspace_bytes(be)) : 0;
-    r->stats_bytes = bf_align_up(sizeof(bf_step_stats));
+    r->weighted = weighted && mode != BF_MODE_PREDICT;
+    r->wslot_bytes = r->weighted ? bf_align_up(B * fb) : 0;
+    r->nmv = 0;
+    for (int k = 0; mode != BF_MODE_PREDICT && k < m->nmetrics; k++) {
+        r->moff[k] = r->nmv;
+        r->nmv += bf_metric_nvalues(&m->metrics[k]);
+    }
+    r->stats_bytes = bf_align_up(sizeof(bf_step_stats) + sizeof(double) * (size_t)r->nmv);
+    r->hmet_bytes = r->nmv ? r->stats_bytes + bf_align_up(sizeof(double) * (size_t)r->nmv) : 0;
+    if (train && m->opt.clip == BF_CLIP_NORM) {
+        int nt = 0;
+        for (int i = 0; i < L; i++) /* each parameter once: a shared layer's belong to its owner */
+            for (int j = 0; m->layers[i].share < 0 && j < m->layers[i].nparam; j++) nt += m->layers[i].params[j].trainable;
+        r->norm_bytes = bf_align_up(sizeof(double) * (size_t)(nt ? nt : 1));
+    } else {
+        r->norm_bytes = train && m->opt.clip == BF_CLIP_GLOBAL_NORM ? bf_align_up(sizeof(double)) : 0;
+    }
 
-    size_t slots = (r->xslot_bytes + r->yslot_bytes) * BF_PREFETCH_DEPTH;
+    size_t slots = (r->xslot_bytes + r->yslot_bytes + r->wslot_bytes) * BF_PREFETCH_DEPTH;
     int d = r->on_device;
     char what[96];
     if (d) {
@@ -286,10 +300,13 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
     snprintf(what, sizeof what, "activations and temporaries (%d buffers, liveness-planned)", r->nbuf);
     entry(r, what, "activations", bf_align_up(r->scratch_bytes), d);
     entry(r, "backend scratch and library workspace", "workspaces", r->ws_bytes, 1);
-    entry(r, "step statistics (loss, metric, guard bounds)", "workspaces", r->stats_bytes, d);
+    entry(r, "step statistics (loss, metrics, guard bounds)", "workspaces", r->stats_bytes, d);
+    entry(r, "gradient norms (clipping)", "workspaces", r->norm_bytes, d);
+    entry(r, "metric statistics (read-back copy, epoch sums)", "workspaces", r->hmet_bytes, 0);
     if (d) entry(r, "pinned host batch slots", "input batches", slots, 0);
     r->device_bytes = d ? r->w_bytes + r->slot_bytes + r->grad_bytes + slots + bf_align_up(r->scratch_bytes) +
-                          r->ws_bytes + r->stats_bytes : 0;
-    r->host_bytes = r->opt_new_bytes + (d ? slots : r->grad_bytes + slots + bf_align_up(r->scratch_bytes) + r->stats_bytes);
+                          r->ws_bytes + r->stats_bytes + r->norm_bytes : 0;
+    r->host_bytes = r->opt_new_bytes + r->hmet_bytes +
+                    (d ? slots : r->grad_bytes + slots + bf_align_up(r->scratch_bytes) + r->stats_bytes + r->norm_bytes);
     return BF_OK;
 }

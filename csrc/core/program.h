@@ -31,11 +31,13 @@ typedef struct {
  * write it without waiting and run.c reads it back in one copy, so a step
  * makes the host wait for the device once. */
 typedef struct {
-    double loss[BF_MAX_OUTPUTS], acc[BF_MAX_OUTPUTS]; /* per output, sums over the micro-batch's rows */
+    double loss[BF_MAX_OUTPUTS];   /* per output: sum over the micro-batch's rows of weight * loss */
     int bad;                       /* a non-finite scan hit (gradients of layers without a bound) */
     int bad_label[BF_MAX_OUTPUTS]; /* SCCE: rows - (lowest row whose label is no class id); 0: none */
     float bound[BF_MAX_LAYERS][2]; /* Dense / Conv2D: max|input|, max|output gradient| */
 } bf_step_stats;
+/* The metrics' statistics (doubles, bf_run.moff / nmv) follow the record in
+ * the same planned buffer, so one copy reads both back. */
 
 typedef struct {
     bf_model *m;
@@ -55,7 +57,7 @@ typedef struct {
      * gradient, -3 not needed, else a scratch buffer then added into it */
     int gtmp[BF_MAX_LAYERS][BF_MAX_NODE_IN];
     int fws_id[BF_MAX_LAYERS], bws_id[BF_MAX_LAYERS], aux_id[BF_MAX_LAYERS];
-    int loss_id[BF_MAX_OUTPUTS], acc_id[BF_MAX_OUTPUTS];
+    int loss_id[BF_MAX_OUTPUTS];
     int tgt_id[BF_MAX_OUTPUTS];  /* several outputs: each one's targets, split from the y slot */
     int out_fused[BF_MAX_OUTPUTS];
     int nbuf;
@@ -65,6 +67,11 @@ typedef struct {
     long y_row;   /* floats per (packed) label row */
     /* persistent sizes (bytes, aligned) */
     size_t grad_bytes, xslot_bytes, yslot_bytes, w_bytes, slot_bytes, ws_bytes, stats_bytes;
+    int weighted;          /* sample-weight batch slots (fit / evaluate with sample or class weights) */
+    size_t wslot_bytes;    /* per slot: one weight per row */
+    long nmv, moff[BF_MAX_METRICS]; /* metric statistics: doubles in all, offset of each */
+    size_t norm_bytes;     /* gradient sums of squares for clipping (backend memory) */
+    size_t hmet_bytes;     /* host: copy of the step statistics and the epoch's metric sums */
     /* plan table */
     int nentry;
     bf_plan_entry entries[BF_PLAN_MAXENTRY];
@@ -81,8 +88,16 @@ typedef struct {
     bf_step_stats hstats;  /* the host's copy of the last micro-batch's */
     int pinned;            /* host_arena page-locked by the backend */
     float *w, *grads, *slots;
-    float *xslot[BF_PREFETCH_DEPTH], *yslot[BF_PREFETCH_DEPTH];
-    float *hx[BF_PREFETCH_DEPTH], *hy[BF_PREFETCH_DEPTH];
+    float *xslot[BF_PREFETCH_DEPTH], *yslot[BF_PREFETCH_DEPTH], *wslot[BF_PREFETCH_DEPTH];
+    float *hx[BF_PREFETCH_DEPTH], *hy[BF_PREFETCH_DEPTH], *hw[BF_PREFETCH_DEPTH];
+    double *mstats;        /* backend: the metric statistics after the record */
+    double *norms;         /* backend: norm_bytes */
+    char *hmet;            /* host: read-back copy of record + metric statistics */
+    double *macc;          /* host: metric statistics summed since the last reset (epoch) */
+    /* sample weights of the current call (NULL: all 1) and class weights by class id */
+    const bf_src *sw_src;
+    const float *cw;
+    long ncw;
     int cur;               /* batch slot the step is computing on */
     /* per layer: a bound on |parameter gradient| this step, from max|input| and
      * max|output gradient| (Dense, Conv2D); below FLT_MAX/4 the gradients are
@@ -100,6 +115,6 @@ typedef struct {
 } bf_run;
 
 /* Build the step program and its plan; allocates nothing. */
-bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int rows);
+bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int rows, int weighted);
 
 #endif

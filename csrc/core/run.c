@@ -14,6 +14,7 @@
 #include <float.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #define BUF(r, id) ((float *)((r)->scratch + (r)->bufs[id].offset))
@@ -132,13 +133,13 @@ bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
     bf_model *m = r->m;
     bf_status s;
     if (r->mode == BF_MODE_TRAIN) BF_TRY(bf_model_alloc_opt_state(m));
-    size_t slots = (r->xslot_bytes + r->yslot_bytes) * BF_PREFETCH_DEPTH;
+    size_t slots = (r->xslot_bytes + r->yslot_bytes + r->wslot_bytes) * BF_PREFETCH_DEPTH;
     size_t run_bytes = r->on_device ? r->device_bytes : r->host_bytes - r->opt_new_bytes;
     bf_arena_init(&r->arena, r->be, r->on_device ? r->be->name : "host",
                   r->on_device ? device_budget : host_budget);
     bf_arena_init(&r->host_arena, bf_cpu_backend(), "host", host_budget);
     BF_TRY(bf_arena_reserve(&r->arena, run_bytes));
-    if (r->on_device && (s = bf_arena_reserve(&r->host_arena, slots)) != BF_OK) goto fail;
+    if (r->on_device && (s = bf_arena_reserve(&r->host_arena, slots + r->hmet_bytes)) != BF_OK) goto fail;
     /* first: the reservation's start is aligned as libraries want workspaces (cuBLAS: 256) */
     float *ws;
     if ((s = carve(&r->arena, r->ws_bytes, &ws)) != BF_OK) goto fail;
@@ -154,12 +155,15 @@ bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
     for (int k = 0; k < BF_PREFETCH_DEPTH; k++) {
         if ((s = carve(&r->arena, r->xslot_bytes, &r->xslot[k])) != BF_OK) goto fail;
         if ((s = carve(&r->arena, r->yslot_bytes, &r->yslot[k])) != BF_OK) goto fail;
+        if ((s = carve(&r->arena, r->wslot_bytes, &r->wslot[k])) != BF_OK) goto fail;
         if (r->on_device) {
             if ((s = carve(&r->host_arena, r->xslot_bytes, &r->hx[k])) != BF_OK) goto fail;
             if ((s = carve(&r->host_arena, r->yslot_bytes, &r->hy[k])) != BF_OK) goto fail;
+            if ((s = carve(&r->host_arena, r->wslot_bytes, &r->hw[k])) != BF_OK) goto fail;
         } else {
             r->hx[k] = r->xslot[k];
             r->hy[k] = r->yslot[k];
+            r->hw[k] = r->wslot[k];
         }
     }
     float *scratch;
@@ -167,6 +171,13 @@ bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
     r->scratch = (char *)scratch;
     if ((s = carve(&r->arena, r->stats_bytes, &scratch)) != BF_OK) goto fail;
     r->stats = (bf_step_stats *)(void *)scratch;
+    r->mstats = (double *)(void *)((char *)scratch + sizeof(bf_step_stats));
+    if ((s = carve(&r->arena, r->norm_bytes, &scratch)) != BF_OK) goto fail;
+    r->norms = (double *)(void *)scratch;
+    if ((s = carve(r->on_device ? &r->host_arena : &r->arena, r->hmet_bytes, &scratch)) != BF_OK) goto fail;
+    r->hmet = (char *)scratch;
+    r->macc = r->hmet ? (double *)(void *)(r->hmet + r->stats_bytes) : NULL;
+    bf_run_reset_metrics(r);
     if (r->on_device && r->be->host_pin && r->host_arena.base) {
         r->be->host_pin(r->be, r->host_arena.base, r->host_arena.capacity);
         r->pinned = 1;
@@ -176,6 +187,14 @@ bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
 fail:
     bf_run_close(r);
     return s;
+}
+
+void bf_run_reset_metrics(bf_run *r) {
+    if (r->macc) memset(r->macc, 0, sizeof(double) * (size_t)r->nmv);
+}
+
+void bf_run_metric_results(const bf_run *r, double *out) {
+    for (int k = 0; k < r->m->nmetrics && r->nmv; k++) out[k] = bf_metric_result(&r->m->metrics[k], r->macc + r->moff[k]);
 }
 
 bf_status bf_run_sync_model(bf_run *r) {
@@ -209,11 +228,14 @@ static bf_status to_device(bf_run *r, int k, long n, const bf_src *x, const bf_s
     bf_backend *be = r->be;
     if (!r->on_device) return BF_OK;
     size_t xb = sizeof(float) * (size_t)n * (size_t)x->row_elems, yb = y ? sizeof(float) * (size_t)n * (size_t)y->row_elems : 0;
+    size_t wb = y && r->weighted ? sizeof(float) * (size_t)n : 0;
     if (!be->upload) {
         BF_TRY(be->to_device(be, r->xslot[k], r->hx[k], xb));
+        if (wb) BF_TRY(be->to_device(be, r->wslot[k], r->hw[k], wb));
         return yb ? be->to_device(be, r->yslot[k], r->hy[k], yb) : BF_OK;
     }
     BF_TRY(be->upload(be, k, r->xslot[k], r->hx[k], xb));
+    if (wb) BF_TRY(be->upload(be, k, r->wslot[k], r->hw[k], wb));
     return yb ? be->upload(be, k, r->yslot[k], r->hy[k], yb) : BF_OK;
 }
 
@@ -405,11 +427,13 @@ static bf_status backward(bf_run *r, int rows) {
     return BF_OK;
 }
 
-/* loss (and its gradient when training) and accuracy for `rows` rows, their
- * sums and the label check queued into the step statistics */
+/* loss (and its gradient when training) and the metrics for `rows` rows:
+ * their sums, the metrics' statistics and the label check queued into the
+ * step statistics */
 static bf_status loss_and_metrics(bf_run *r, int rows, float scale) {
     bf_backend *be = r->be;
     bf_model *m = r->m;
+    const float *sw = r->weighted ? r->wslot[r->cur] : NULL;
     for (int k = 0; k < m->n_outputs; k++) {
         const bf_output *o = &m->outs[k];
         int t = m->out_t[k];
@@ -420,11 +444,16 @@ static bf_status loss_and_metrics(bf_run *r, int rows, float scale) {
             BF_TRY(be->copy2d(be, tgt, o->y_row, r->yslot[r->cur] + o->y_off, m->y_row, rows, o->y_row));
         }
         float *dpred = r->mode == BF_MODE_TRAIN && r->t_grad[t] >= 0 ? BUF(r, r->t_grad[t]) : NULL;
-        BF_TRY(be->loss_forward_backward(be, BUF(r, r->loss_id[k]), dpred, &r->stats->bad_label[k], pred, tgt,
-                                         o->loss.kind, r->out_fused[k], o->loss.from_logits, rows, C, scale * o->weight));
-        BF_TRY(be->accuracy(be, BUF(r, r->acc_id[k]), pred, tgt, o->loss.kind, r->out_fused[k], rows, C));
+        BF_TRY(be->loss_forward_backward(be, BUF(r, r->loss_id[k]), dpred, &r->stats->bad_label[k], pred, tgt, sw,
+                                         &o->loss, r->out_fused[k], rows, C, scale * o->weight));
+        /* the metrics of output k, on its predictions (a fused activation applied by the metric) */
+        int p = bf_model_producer(m, t);
+        bf_act act = r->out_fused[k] && p >= 0 ? m->layers[p].act : BF_ACT_LINEAR;
+        for (int q = 0; q < m->nmetrics && r->nmv; q++)
+            if (m->metrics[q].output == k)
+                BF_TRY(be->metric_update(be, r->mstats + r->moff[q], pred, tgt, sw, &m->metrics[q], act, rows, C,
+                                         (int)o->y_row));
         BF_TRY(be->sum(be, &r->stats->loss[k], BUF(r, r->loss_id[k]), rows));
-        BF_TRY(be->sum(be, &r->stats->acc[k], BUF(r, r->acc_id[k]), rows));
     }
     return BF_OK;
 }
@@ -454,26 +483,101 @@ static bf_status diagnose_nonfinite(bf_run *r, int rows, long step, int loss_bad
                    r->bad_what, step, lname);
 }
 
+/* Keras's clipping of the step's gradients, on the backend (no wait) */
+static bf_status clip_gradients(bf_run *r) {
+    bf_model *m = r->m;
+    bf_backend *be = r->be;
+    const bf_optimizer *o = &m->opt;
+    if (o->clip == BF_CLIP_VALUE) return be->grad_clip(be, r->grads, NULL, m->n_trainable, BF_CLIP_VALUE, o->clip_value);
+    if (o->clip == BF_CLIP_GLOBAL_NORM) {
+        BF_TRY(be->fill_zero(be, r->norms, sizeof(double)));
+        BF_TRY(be->sumsq(be, r->norms, r->grads, m->n_trainable));
+        return be->grad_clip(be, r->grads, r->norms, m->n_trainable, BF_CLIP_GLOBAL_NORM, o->clip_value);
+    }
+    if (o->clip != BF_CLIP_NORM) return BF_OK;
+    BF_TRY(be->fill_zero(be, r->norms, r->norm_bytes));
+    int t = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        for (int j = 0; m->layers[i].share < 0 && j < m->layers[i].nparam; j++) { /* a shared layer's: its owner's */
+            const bf_param *p = &m->layers[i].params[j];
+            if (!p->trainable) continue;
+            float *g = r->grads + p->grad_offset;
+            BF_TRY(be->sumsq(be, r->norms + t, g, p->n));
+            BF_TRY(be->grad_clip(be, g, r->norms + t, p->n, BF_CLIP_NORM, o->clip_value));
+            t++;
+        }
+    return BF_OK;
+}
+
+/* Nadam's u products as Keras keeps them (float32, one factor per update) */
+static void nadam_products(bf_optimizer *o, long t, bf_update_args *a) {
+    const float b1 = o->beta1;
+    if (o->u_product_it != t - 1) {
+        o->u_product = 1.0f;
+        for (long k = 1; k < t; k++) o->u_product = o->u_product * b1 * (1.0f - 0.5f * powf(0.96f, (float)k));
+    }
+    float prod = o->u_product * b1 * (1.0f - 0.5f * powf(0.96f, (float)t));
+    a->u_t = b1 * (1.0f - 0.5f * powf(0.96f, (float)t));
+    a->u_t1 = b1 * (1.0f - 0.5f * powf(0.96f, (float)(t + 1)));
+    a->u_prod = prod;
+    a->u_prod1 = prod * a->u_t1;
+    o->u_product = prod;
+    o->u_product_it = t;
+}
+
 static bf_status apply_update(bf_run *r) {
     bf_model *m = r->m;
     bf_backend *be = r->be;
     bf_optimizer *o = &m->opt;
     long n = m->n_trainable;
+    float lr = bf_optimizer_lr(o);
     if (n == 0) { o->iterations++; return BF_OK; }
+    bf_update_args a = {0};
+    a.lr = lr;
+    a.beta1 = o->beta1;
+    a.beta2 = o->beta2;
+    a.eps = o->eps;
+    a.momentum = o->momentum;
+    a.rho = o->rho;
+    a.weight_decay = o->weight_decay;
+    a.nesterov = o->nesterov;
+    a.amsgrad = o->amsgrad;
+    a.centered = o->centered;
+    a.t = o->iterations + 1;
+    float *s0 = o->nslots > 0 ? r->slots : NULL, *s1 = o->nslots > 1 ? r->slots + n : NULL;
+    float *s2 = o->nslots > 2 ? r->slots + 2 * n : NULL;
     switch (o->kind) {
-    case BF_OPT_SGD:
-        BF_TRY(be->sgd_update(be, r->w, o->nslots ? r->slots : NULL, r->grads, n, o->lr, o->momentum, o->nesterov));
-        break;
-    case BF_OPT_ADAM:
-        BF_TRY(be->adam_update(be, r->w, r->slots, r->slots + n, r->grads, n, o->lr, o->beta1, o->beta2, o->eps, o->iterations + 1));
-        break;
+    case BF_OPT_SGD: a.kind = BF_UPD_SGD; break;
+    case BF_OPT_ADAM: case BF_OPT_ADAMW: a.kind = BF_UPD_ADAM; break;
     case BF_OPT_RMSPROP:
-        BF_TRY(be->rmsprop_update(be, r->w, r->slots, o->nslots > 1 ? r->slots + n : NULL, r->grads, n, o->lr, o->rho, o->momentum, o->eps));
+        a.kind = BF_UPD_RMSPROP;
+        /* slots: velocity, then momentum (momentum > 0), then the average gradient (centered) */
+        s1 = o->momentum > 0.0f ? r->slots + n : NULL;
+        s2 = o->centered ? r->slots + (size_t)(o->momentum > 0.0f ? 2 : 1) * (size_t)n : NULL;
         break;
+    case BF_OPT_ADAGRAD: a.kind = BF_UPD_ADAGRAD; break;
+    case BF_OPT_NADAM: a.kind = BF_UPD_NADAM; nadam_products(o, a.t, &a); break;
     default:
         return BF_FAIL(BF_ERR_INTERNAL, "optimizer not set");
     }
+    BF_TRY(clip_gradients(r));
+    BF_TRY(be->opt_update(be, r->w, s0, s1, s2, r->grads, n, &a));
     o->iterations++;
+    return BF_OK;
+}
+
+bf_status bf_run_set_weights(bf_run *r, const bf_src *sw, const float *cw, long ncw) {
+    if ((sw || cw) && !r->weighted)
+        return BF_FAIL(BF_ERR_INTERNAL, "sample / class weights given to a run planned without weight slots");
+    if (cw && r->m->n_outputs > 1)
+        return BF_FAIL(BF_ERR_ARG, "class_weight is only supported for models with a single output (this one has %d); "
+                       "use sample_weight", r->m->n_outputs);
+    if (sw && sw->row_elems != 1)
+        return BF_FAIL(BF_ERR_SHAPE, "sample_weight must hold one weight per sample, got %lld values per sample",
+                       (long long)sw->row_elems);
+    r->sw_src = sw;
+    r->cw = cw;
+    r->ncw = cw ? ncw : 0;
     return BF_OK;
 }
 
@@ -506,6 +610,7 @@ static bf_status scan_unbounded(bf_run *r) {
  * the update is never applied. */
 /* the part of the step statistics this model uses (bounds of its layers only) */
 static size_t stats_used(const bf_run *r) {
+    if (r->nmv) return sizeof(bf_step_stats) + sizeof(double) * (size_t)r->nmv;
     return offsetof(bf_step_stats, bound) + sizeof r->stats->bound[0] * (size_t)r->m->nlayers;
 }
 
@@ -533,15 +638,23 @@ static bf_status bad_label(bf_run *r, int k, int rows, long step) {
 }
 
 static bf_status finish_micro_step(bf_run *r, int train, int rows, long step, bf_totals *st) {
-    BF_TRY(r->be->to_host(r->be, &r->hstats, r->stats, stats_used(r)));
+    if (r->nmv) {
+        /* record and metric statistics in one copy */
+        BF_TRY(r->be->to_host(r->be, r->hmet, r->stats, stats_used(r)));
+        memcpy(&r->hstats, r->hmet, sizeof r->hstats);
+    } else {
+        BF_TRY(r->be->to_host(r->be, &r->hstats, r->stats, stats_used(r)));
+    }
     for (int k = 0; k < r->m->n_outputs; k++)
         if (r->hstats.bad_label[k] > 0 && r->hstats.bad_label[k] <= rows) return bad_label(r, k, rows, step);
+    if (r->nmv) {
+        const double *v = (const double *)(const void *)(r->hmet + sizeof(bf_step_stats));
+        for (long k = 0; k < r->nmv; k++) r->macc[k] += v[k];
+    }
     for (int k = 0; k < r->m->n_outputs; k++) {
         st->loss_sum += (double)r->m->outs[k].weight * r->hstats.loss[k];
         st->out_loss[k] += r->hstats.loss[k];
-        st->out_acc[k] += r->hstats.acc[k];
     }
-    st->acc_sum += r->hstats.acc[0];
     st->rows += rows;
     if (!train) return BF_OK;
     if (!isfinite(st->loss_sum)) return diagnose_nonfinite(r, rows, step, 1);
@@ -573,11 +686,7 @@ static bf_status end_step(bf_run *r, int train, long step, int rows, bf_totals *
         BF_TRY(apply_update(r));
     }
     tot->loss_sum += st->loss_sum;
-    tot->acc_sum += st->acc_sum;
-    for (int k = 0; k < BF_MAX_OUTPUTS; k++) {
-        tot->out_loss[k] += st->out_loss[k];
-        tot->out_acc[k] += st->out_acc[k];
-    }
+    for (int k = 0; k < BF_MAX_OUTPUTS; k++) tot->out_loss[k] += st->out_loss[k];
     tot->rows += st->rows;
     tot->steps++;
     memset(st, 0, sizeof *st);

@@ -7,8 +7,8 @@
 #include "program.h"
 
 typedef struct {
-    double loss_sum, acc_sum; /* sums of per-sample values (loss: weighted over outputs; accuracy: output 0) */
-    double out_loss[BF_MAX_OUTPUTS], out_acc[BF_MAX_OUTPUTS]; /* per output */
+    double loss_sum;          /* sum over outputs of loss_weight * (sum of sample weight * per-sample loss) */
+    double out_loss[BF_MAX_OUTPUTS]; /* per output: sum of sample weight * per-sample loss */
     long rows, steps;
     double wait_seconds;      /* step loop waiting for batches */
 } bf_totals;
@@ -21,6 +21,16 @@ bf_status bf_run_sync_model(bf_run *r);
 /* The reverse: the model's weights / optimizer state onto the run's device. */
 bf_status bf_run_load_model(bf_run *r);
 void bf_run_close(bf_run *r);
+
+/* Sample weights (sw: one per row of x, any real dtype, used in place) and
+ * class weights (cw[class id], ncw of them; other classes weigh 1) for the
+ * next train / evaluate calls; NULL: none. The run must have been planned
+ * `weighted`. The weight of a row is sw[row] * cw[class of its label], the
+ * class being the label (rounded) or the argmax of a one-hot row, as Keras. */
+bf_status bf_run_set_weights(bf_run *r, const bf_src *sw, const float *cw, long ncw);
+/* metric statistics summed since the last reset, and the values (Keras result()) */
+void bf_run_reset_metrics(bf_run *r);
+void bf_run_metric_results(const bf_run *r, double *out /* (m->nmetrics) */);
 
 /* Steps [first_step, first_step+nsteps) of an epoch over n rows taken in
  * `order` (NULL: 0..n-1), `batch` rows per step (the last may be short), each

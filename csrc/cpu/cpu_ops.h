@@ -15,19 +15,17 @@ bf_status bf_cpu_act_forward(bf_backend *be, float *out, const float *inp, bf_ac
 bf_status bf_cpu_act_backward(bf_backend *be, float *dinp, const float *dout, const float *out,
                               bf_act act, long N, int C);
 bf_status bf_cpu_loss_forward_backward(bf_backend *be, float *loss_out, float *dpred, int *bad_label,
-                                       const float *pred, const float *target, bf_loss_kind kind,
-                                       int fused, int from_logits, int B, int C, float scale);
-bf_status bf_cpu_accuracy(bf_backend *be, float *correct_out, const float *pred,
-                          const float *target, bf_loss_kind kind, int from_logits, int B, int C);
+                                       const float *pred, const float *target, const float *sw,
+                                       const bf_loss_spec *loss, int fused, int B, int C, float scale);
+bf_status bf_cpu_metric_update(bf_backend *be, double *acc, const float *pred, const float *target,
+                               const float *sw, const bf_metric_spec *m, bf_act act, int B, int C, int T);
 bf_status bf_cpu_sum(bf_backend *be, double *sum_out, const float *x, long n);
 bf_status bf_cpu_nonfinite(bf_backend *be, int *bad, const float *x, long n);
 bf_status bf_cpu_maxabs(bf_backend *be, float *out, const float *x, long n);
-bf_status bf_cpu_sgd_update(bf_backend *be, float *w, float *vel, const float *g, long n,
-                            float lr, float momentum, int nesterov);
-bf_status bf_cpu_adam_update(bf_backend *be, float *w, float *m, float *v, const float *g,
-                             long n, float lr, float beta1, float beta2, float eps, long t);
-bf_status bf_cpu_rmsprop_update(bf_backend *be, float *w, float *ms, float *mom, const float *g,
-                                long n, float lr, float rho, float momentum, float eps);
+bf_status bf_cpu_sumsq(bf_backend *be, double *out, const float *x, long n);
+bf_status bf_cpu_grad_clip(bf_backend *be, float *g, const double *sumsq, long n, bf_clip_mode mode, float c);
+bf_status bf_cpu_opt_update(bf_backend *be, float *w, float *s0, float *s1, float *s2, const float *g, long n,
+                            const bf_update_args *a);
 
 bf_status bf_cpu_ewise(bf_backend *be, float *out, const float *a, const float *b, const float *c, bf_ewise_op op,
                        float alpha, long n);

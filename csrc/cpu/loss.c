@@ -1,11 +1,17 @@
-/* loss.c - losses with their gradient in one pass, and Keras "accuracy".
- * Per-sample loss is the mean over the last axis C (MSE, BCE) or the sum over
- * classes (CCE, SCCE), as Keras. `logits` mode (fused sigmoid/softmax, or
+/* loss.c - losses with their gradient in one pass, Keras 3 definitions.
+ * Per-sample loss is the mean over the last axis C (MSE, MAE, Huber, log-cosh,
+ * BCE) or the sum over classes (CCE, SCCE), as Keras. Label smoothing: BCE
+ * t(1-s) + s/2, CCE t(1-s) + s/C. `logits` mode (fused sigmoid/softmax, or
  * from_logits=True) uses the stable log-sum-exp / softplus forms and writes the
- * gradient w.r.t. the logits. Probability mode follows Keras: clip to
+ * gradient w.r.t. the logits. Probabilities follow Keras (on JAX): clip to
  * [eps, 1-eps] (CCE first renormalizes rows), gradient zero where clipped.
- * dpred = d(sum of per-sample losses)/d pred * scale. An SCCE label that is
- * not a class id raises *bad_label to B - row (loss and gradient 0 there). */
+ * A fused sigmoid / softmax computes its loss as Keras does from the
+ * activation's float output (clipped, so capped at -log(eps)) and writes the
+ * gradient w.r.t. the logits in one step; from_logits=True uses log-sum-exp /
+ * softplus and is not clipped.
+ * loss_out (B) = w_i * loss_i; dpred = d(sum of weighted losses)/d pred * scale.
+ * An SCCE label that is not a class id raises *bad_label to B - row (loss and
+ * gradient 0 there). */
 #include <math.h>
 
 #include "cpu_ops.h"
@@ -25,23 +31,46 @@ static int class_of(float t, int C) {
     return !(t >= 0.0f) || (float)c != t || c >= C ? -1 : c;
 }
 
-// loss_out (B), dpred (B,C), bad_label (1) from pred (B,C) and target (B,C) or (B) for SCCE
+/* elementwise regression losses: value and d/d pred of one element of error e */
+static inline double regression(bf_loss_kind kind, float e, float delta, float *de) {
+    switch (kind) {
+    case BF_LOSS_MSE: *de = 2.0f * e; return (double)e * e;
+    case BF_LOSS_MAE: *de = e > 0.0f ? 1.0f : e < 0.0f ? -1.0f : 0.0f; return fabs((double)e);
+    case BF_LOSS_HUBER: {
+        float a = fabsf(e);
+        if (a <= delta) { *de = e; return 0.5 * (double)e * e; }
+        *de = e > 0.0f ? delta : -delta;
+        return (double)delta * a - 0.5 * (double)delta * delta;
+    }
+    default: /* log-cosh: x + softplus(-2x) - log 2 */
+        *de = tanhf(e);
+        return (double)e + (double)softplus(-2.0f * e) - 0.69314718055994531;
+    }
+}
+
+// loss_out (B), dpred (B,C), bad_label (1) from pred (B,C), target (B,C) or (B) for SCCE, sw (B) or NULL
 bf_status bf_cpu_loss_forward_backward(bf_backend *be, float *loss_out, float *dpred, int *bad_label,
-                                       const float *pred, const float *target, bf_loss_kind kind,
-                                       int fused, int from_logits, int B, int C, float scale) {
+                                       const float *pred, const float *target, const float *sw,
+                                       const bf_loss_spec *loss, int fused, int B, int C, float scale) {
     (void)be;
-    int logits = fused || from_logits;
+    const bf_loss_kind kind = loss->kind;
+    const int logits = fused || loss->from_logits;
+    const float ls = loss->label_smoothing;
     for (int i = 0; i < B; i++) {
         const float *p = pred + (size_t)i * C;
         float *d = dpred ? dpred + (size_t)i * C : NULL;
+        const float w = sw ? sw[i] : 1.0f, ws = w * scale;
         double l = 0.0;
         switch (kind) {
-        case BF_LOSS_MSE: {
+        case BF_LOSS_MSE:
+        case BF_LOSS_MAE:
+        case BF_LOSS_HUBER:
+        case BF_LOSS_LOGCOSH: {
             const float *t = target + (size_t)i * C;
             for (int j = 0; j < C; j++) {
-                float e = p[j] - t[j];
-                l += (double)e * e;
-                if (d) d[j] = 2.0f * e / C * scale;
+                float de;
+                l += regression(kind, p[j] - t[j], loss->delta, &de);
+                if (d) d[j] = de / C * ws;
             }
             l /= C;
             break;
@@ -49,16 +78,22 @@ bf_status bf_cpu_loss_forward_backward(bf_backend *be, float *loss_out, float *d
         case BF_LOSS_BCE: {
             const float *t = target + (size_t)i * C;
             for (int j = 0; j < C; j++) {
-                if (logits) {
+                const float tj = ls > 0.0f ? t[j] * (1.0f - ls) + 0.5f * ls : t[j];
+                if (fused) {
+                    /* Keras computes the loss from the sigmoid's output, clipped */
+                    float q = sigm(p[j]), qc = q < BF_EPS ? BF_EPS : q > 1.0f - BF_EPS ? 1.0f - BF_EPS : q;
+                    l -= tj * logf(qc) + (1.0f - tj) * logf(1.0f - qc);
+                    if (d) d[j] = qc != q ? 0.0f : (q - tj) / C * ws;
+                } else if (logits) {
                     float z = p[j];
-                    l += softplus(z) - z * t[j];
-                    if (d) d[j] = (sigm(z) - t[j]) / C * scale;
+                    l += softplus(z) - z * tj;
+                    if (d) d[j] = (sigm(z) - tj) / C * ws;
                 } else {
                     float q = p[j], clipped = 0;
                     if (q < BF_EPS) { q = BF_EPS; clipped = 1; }
                     if (q > 1.0f - BF_EPS) { q = 1.0f - BF_EPS; clipped = 1; }
-                    l -= t[j] * logf(q) + (1.0f - t[j]) * logf(1.0f - q);
-                    if (d) d[j] = clipped ? 0.0f : (-t[j] / q + (1.0f - t[j]) / (1.0f - q)) / C * scale;
+                    l -= tj * logf(q) + (1.0f - tj) * logf(1.0f - q);
+                    if (d) d[j] = clipped ? 0.0f : (-tj / q + (1.0f - tj) / (1.0f - q)) / C * ws;
                 }
             }
             l /= C;
@@ -76,84 +111,77 @@ bf_status bf_cpu_loss_forward_backward(bf_backend *be, float *loss_out, float *d
                 for (int j = 0; d && j < C; j++) d[j] = 0.0f;
                 break; /* loss 0 */
             }
-            float tsum = t ? 0.0f : 1.0f;
-            if (t)
-                for (int j = 0; j < C; j++) tsum += t[j];
-            if (logits) {
+            const float sm_off = t && ls > 0.0f ? ls / (float)C : 0.0f, sm_keep = t ? 1.0f - ls : 1.0f;
+#define TJ(j) (t ? t[j] * sm_keep + sm_off : ((j) == cls ? 1.0f : 0.0f))
+            float tsum = 0.0f;
+            for (int j = 0; j < C; j++) tsum += TJ(j);
+            if (fused) {
+                /* Keras's graph: softmax in float, renormalized by its sum S, clipped
+                 * to [eps, 1-eps], log. d/dz_i = q_i tu / S - t_i [i unclipped], tu =
+                 * targets of the unclipped classes. d (when given) holds q meanwhile. */
+                float mx = p[0];
+                for (int j = 1; j < C; j++) mx = p[j] > mx ? p[j] : mx;
+                float es = 0.0f, S = 0.0f, tu = 0.0f;
+                for (int j = 0; j < C; j++) {
+                    float e = expf(p[j] - mx);
+                    es += e;
+                    if (d) d[j] = e;
+                }
+                for (int j = 0; j < C; j++) {
+                    float q = (d ? d[j] : expf(p[j] - mx)) / es;
+                    if (d) d[j] = q;
+                    S += q;
+                }
+                for (int j = 0; j < C; j++) {
+                    float qn = (d ? d[j] : expf(p[j] - mx) / es) / S;
+                    if (qn >= BF_EPS && qn <= 1.0f - BF_EPS) tu += TJ(j);
+                }
+                for (int j = 0; j < C; j++) {
+                    float q = d ? d[j] : expf(p[j] - mx) / es, qn = q / S, tj = TJ(j);
+                    int clipped = qn < BF_EPS || qn > 1.0f - BF_EPS;
+                    if (tj != 0.0f) l -= tj * logf(qn < BF_EPS ? BF_EPS : qn > 1.0f - BF_EPS ? 1.0f - BF_EPS : qn);
+                    if (d) d[j] = (q * tu / S - (clipped ? 0.0f : tj)) * ws;
+                }
+            } else if (logits) {
                 float mx = p[0];
                 for (int j = 1; j < C; j++) mx = p[j] > mx ? p[j] : mx;
                 double s = 0.0;
                 for (int j = 0; j < C; j++) s += exp((double)(p[j] - mx));
                 double lse = mx + log(s);
                 if (t) {
-                    for (int j = 0; j < C; j++) l -= t[j] * (p[j] - lse);
+                    for (int j = 0; j < C; j++) l -= TJ(j) * (p[j] - lse);
                 } else {
                     l = lse - p[cls];
                 }
                 if (d)
                     for (int j = 0; j < C; j++) {
                         float sm = (float)(exp((double)p[j] - lse));
-                        float tj = t ? t[j] : (j == cls ? 1.0f : 0.0f);
-                        d[j] = (sm * tsum - tj) * scale;
+                        d[j] = (sm * tsum - TJ(j)) * ws;
                     }
             } else {
-                double S = 0.0;
+                double S = 0.0, tu = 0.0; /* tu: targets of the unclipped classes */
                 for (int j = 0; j < C; j++) S += p[j];
                 for (int j = 0; j < C; j++) {
-                    float tj = t ? t[j] : (j == cls ? 1.0f : 0.0f);
+                    float q = (float)(p[j] / S);
+                    if (q >= BF_EPS && q <= 1.0f - BF_EPS) tu += TJ(j);
+                }
+                for (int j = 0; j < C; j++) {
+                    float tj = TJ(j);
                     float q = (float)(p[j] / S), clipped = 0;
                     if (q < BF_EPS) { q = BF_EPS; clipped = 1; }
                     if (q > 1.0f - BF_EPS) { q = 1.0f - BF_EPS; clipped = 1; }
                     l -= tj * logf(q);
-                    /* d/dp_k of -sum_j t_j log(p_j / S) = -t_k/p_k + tsum/S */
-                    if (d) d[j] = ((clipped ? 0.0f : -tj / p[j]) + (float)(tsum / S)) * scale;
+                    /* d/dp_k of -sum_j t_j log(p_j / S) over the unclipped j = -t_k/p_k + tu/S */
+                    if (d) d[j] = ((clipped ? 0.0f : -tj / p[j]) + (float)(tu / S)) * ws;
                 }
             }
+#undef TJ
             break;
         }
         default:
             return BF_FAIL(BF_ERR_ARG, "unknown loss %d", (int)kind);
         }
-        loss_out[i] = (float)l;
-    }
-    return BF_OK;
-}
-
-static int argmax(const float *x, int C) {
-    int k = 0;
-    for (int j = 1; j < C; j++)
-        if (x[j] > x[k]) k = j;
-    return k;
-}
-
-// correct_out (B) from pred (B,C) and target (B,C) or (B)
-bf_status bf_cpu_accuracy(bf_backend *be, float *correct_out, const float *pred,
-                          const float *target, bf_loss_kind kind, int from_logits, int B, int C) {
-    (void)be;
-    for (int i = 0; i < B; i++) {
-        const float *p = pred + (size_t)i * C;
-        float acc = 0.0f;
-        switch (kind) {
-        case BF_LOSS_SCCE: acc = (float)argmax(p, C) == target[i] ? 1.0f : 0.0f; break;
-        case BF_LOSS_CCE: acc = argmax(p, C) == argmax(target + (size_t)i * C, C) ? 1.0f : 0.0f; break;
-        case BF_LOSS_BCE: {
-            const float *t = target + (size_t)i * C;
-            /* Keras binary_accuracy: threshold 0.5 on the output; a fused
-             * sigmoid output is held as logits here, so threshold those at 0 */
-            for (int j = 0; j < C; j++) {
-                float yhat = from_logits ? (p[j] > 0.0f) : (p[j] > 0.5f);
-                acc += yhat == t[j] ? 1.0f : 0.0f;
-            }
-            acc /= C;
-            break;
-        }
-        default: {
-            const float *t = target + (size_t)i * C;
-            for (int j = 0; j < C; j++) acc += p[j] == t[j] ? 1.0f : 0.0f;
-            acc /= C;
-        }
-        }
-        correct_out[i] = acc;
+        loss_out[i] = (float)(l * w);
     }
     return BF_OK;
 }

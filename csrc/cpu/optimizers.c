@@ -1,54 +1,126 @@
-/* optimizers.c - Keras update rules for SGD (momentum, nesterov), Adam and
- * RMSprop, applied in place to one parameter tensor of n floats. */
+/* optimizers.c - Keras 3 update rules applied in place to n parameters:
+ * decoupled weight decay (w -= w*wd*lr, before the rule, as Keras's base
+ * optimizer), then SGD (momentum, Nesterov), Adam (AMSGrad), RMSprop
+ * (momentum, centered), Adagrad or Nadam; and gradient clipping (clipnorm
+ * per tensor, global_clipnorm, clipvalue). Float arithmetic in Keras's
+ * order of operations, so results agree with Keras's float32 to rounding. */
 #include <math.h>
 
 #include "cpu_ops.h"
 
-bf_status bf_cpu_sgd_update(bf_backend *be, float *w, float *vel, const float *g, long n,
-                            float lr, float momentum, int nesterov) {
+// out (1) += sum x^2 over x (n)
+bf_status bf_cpu_sumsq(bf_backend *be, double *out, const float *x, long n) {
     (void)be;
-    if (momentum == 0.0f || !vel) {
-        for (long i = 0; i < n; i++) w[i] -= lr * g[i];
+    double s = 0.0;
+    for (long i = 0; i < n; i++) s += (double)x[i] * x[i];
+    *out += s;
+    return BF_OK;
+}
+
+// g (n) clipped in place; sumsq (1): sum of squares of the tensor (or all tensors: global)
+bf_status bf_cpu_grad_clip(bf_backend *be, float *g, const double *sumsq, long n, bf_clip_mode mode, float c) {
+    (void)be;
+    if (mode == BF_CLIP_VALUE) {
+        for (long i = 0; i < n; i++) g[i] = g[i] < -c ? -c : g[i] > c ? c : g[i];
         return BF_OK;
     }
-    for (long i = 0; i < n; i++) {
-        float m = momentum * vel[i] - lr * g[i];
-        vel[i] = m;
-        w[i] += nesterov ? momentum * m - lr * g[i] : m;
+    if (mode != BF_CLIP_NORM && mode != BF_CLIP_GLOBAL_NORM) return BF_OK;
+    const float norm = (float)sqrt(*sumsq);
+    if (mode == BF_CLIP_NORM) {
+        const float den = norm > c ? norm : c;
+        for (long i = 0; i < n; i++) g[i] = g[i] * c / den;
+    } else {
+        const float inv = 1.0f / norm, ic = 1.0f / c;
+        const float scale = c * (inv < ic ? inv : ic);
+        for (long i = 0; i < n; i++) g[i] *= scale;
     }
     return BF_OK;
 }
 
-bf_status bf_cpu_adam_update(bf_backend *be, float *w, float *m, float *v, const float *g,
-                             long n, float lr, float beta1, float beta2, float eps, long t) {
+bf_status bf_cpu_opt_update(bf_backend *be, float *w, float *s0, float *s1, float *s2, const float *g, long n,
+                            const bf_update_args *a) {
     (void)be;
-    float alpha = lr * sqrtf(1.0f - powf(beta2, (float)t)) / (1.0f - powf(beta1, (float)t));
-    float a1 = 1.0f - beta1, a2 = 1.0f - beta2;
-    for (long i = 0; i < n; i++) {
-        float gi = g[i];
-        float mi = m[i] + (gi - m[i]) * a1;
-        float vi = v[i] + (gi * gi - v[i]) * a2;
-        m[i] = mi;
-        v[i] = vi;
-        w[i] -= alpha * mi / (sqrtf(vi) + eps);
+    const float lr = a->lr;
+    if (a->weight_decay != 0.0f) {
+        const float wd = a->weight_decay;
+        for (long i = 0; i < n; i++) w[i] = w[i] - w[i] * wd * lr;
     }
-    return BF_OK;
-}
-
-bf_status bf_cpu_rmsprop_update(bf_backend *be, float *w, float *ms, float *mom, const float *g,
-                                long n, float lr, float rho, float momentum, float eps) {
-    (void)be;
-    for (long i = 0; i < n; i++) {
-        float gi = g[i];
-        float v = rho * ms[i] + (1.0f - rho) * gi * gi;
-        ms[i] = v;
-        float inc = lr * gi / sqrtf(v + eps);
-        if (momentum > 0.0f && mom) {
-            mom[i] = momentum * mom[i] + inc;
-            w[i] -= mom[i];
-        } else {
-            w[i] -= inc;
+    switch (a->kind) {
+    case BF_UPD_SGD:
+        if (!s0) {
+            for (long i = 0; i < n; i++) w[i] -= g[i] * lr;
+            return BF_OK;
         }
+        for (long i = 0; i < n; i++) {
+            float m = s0[i] * a->momentum - g[i] * lr;
+            s0[i] = m;
+            w[i] += a->nesterov ? m * a->momentum - g[i] * lr : m;
+        }
+        return BF_OK;
+    case BF_UPD_ADAM: {
+        const float t = (float)a->t;
+        const float alpha = lr * sqrtf(1.0f - powf(a->beta2, t)) / (1.0f - powf(a->beta1, t));
+        const float a1 = 1.0f - a->beta1, a2 = 1.0f - a->beta2;
+        for (long i = 0; i < n; i++) {
+            float gi = g[i];
+            float mi = s0[i] + (gi - s0[i]) * a1;
+            float vi = s1[i] + (gi * gi - s1[i]) * a2;
+            s0[i] = mi;
+            s1[i] = vi;
+            if (s2) {
+                vi = s2[i] > vi ? s2[i] : vi;
+                s2[i] = vi;
+            }
+            w[i] -= mi * alpha / (sqrtf(vi) + a->eps);
+        }
+        return BF_OK;
     }
-    return BF_OK;
+    case BF_UPD_RMSPROP: {
+        const float rho = a->rho, r1 = 1.0f - a->rho;
+        for (long i = 0; i < n; i++) {
+            float gi = g[i];
+            float v = rho * s0[i] + r1 * (gi * gi);
+            s0[i] = v;
+            float den;
+            if (s2) {
+                float ag = rho * s2[i] + r1 * gi;
+                s2[i] = ag;
+                den = v - ag * ag + a->eps;
+            } else {
+                den = v + a->eps;
+            }
+            float inc = lr * gi / sqrtf(den);
+            if (s1) {
+                s1[i] = a->momentum * s1[i] + inc;
+                w[i] -= s1[i];
+            } else {
+                w[i] -= inc;
+            }
+        }
+        return BF_OK;
+    }
+    case BF_UPD_ADAGRAD:
+        for (long i = 0; i < n; i++) {
+            float acc = s0[i] + g[i] * g[i];
+            s0[i] = acc;
+            w[i] -= lr * g[i] / sqrtf(acc + a->eps);
+        }
+        return BF_OK;
+    case BF_UPD_NADAM: {
+        const float b1 = a->beta1, b2 = a->beta2;
+        const float b2p = powf(b2, (float)a->t);
+        for (long i = 0; i < n; i++) {
+            float gi = g[i];
+            float mi = s0[i] + (gi - s0[i]) * (1.0f - b1);
+            float vi = s1[i] + (gi * gi - s1[i]) * (1.0f - b2);
+            s0[i] = mi;
+            s1[i] = vi;
+            float m_hat = a->u_t1 * mi / (1.0f - a->u_prod1) + (1.0f - a->u_t) * gi / (1.0f - a->u_prod);
+            float v_hat = vi / (1.0f - b2p);
+            w[i] -= m_hat * lr / (sqrtf(v_hat) + a->eps);
+        }
+        return BF_OK;
+    }
+    }
+    return BF_FAIL(BF_ERR_ARG, "unknown optimizer update %d", (int)a->kind);
 }

@@ -142,13 +142,13 @@ static void fill_vtable(bf_cuda_state *st) {
     be->act_forward = bf_cuda_act_forward;
     be->act_backward = bf_cuda_act_backward;
     be->loss_forward_backward = bf_cuda_loss_forward_backward;
-    be->accuracy = bf_cuda_accuracy;
+    be->metric_update = bf_cuda_metric_update;
     be->sum = bf_cuda_sum;
     be->nonfinite = bf_cuda_nonfinite;
     be->maxabs = bf_cuda_maxabs;
-    be->sgd_update = bf_cuda_sgd_update;
-    be->adam_update = bf_cuda_adam_update;
-    be->rmsprop_update = bf_cuda_rmsprop_update;
+    be->sumsq = bf_cuda_sumsq;
+    be->grad_clip = bf_cuda_grad_clip;
+    be->opt_update = bf_cuda_opt_update;
     be->conv2d_workspace_bytes = bf_cuda_conv2d_workspace_bytes;
     be->conv2d_forward = bf_cuda_conv2d_forward;
     be->conv2d_backward = bf_cuda_conv2d_backward;

@@ -64,11 +64,12 @@ bf_status bf_cuda_act_backward(bf_backend *be, float *dinp, const float *dout, c
 
 /* ---- loss.cu ---- */
 bf_status bf_cuda_loss_forward_backward(bf_backend *be, float *loss_out, float *dpred, int *bad_label,
-                                        const float *pred, const float *target,
-                                        bf_loss_kind kind, int fused, int from_logits, int B,
-                                        int C, float scale);
-bf_status bf_cuda_accuracy(bf_backend *be, float *correct_out, const float *pred,
-                           const float *target, bf_loss_kind kind, int from_logits, int B, int C);
+                                        const float *pred, const float *target, const float *sw,
+                                        const bf_loss_spec *loss, int fused, int B, int C, float scale);
+
+/* ---- metrics.cu ---- */
+bf_status bf_cuda_metric_update(bf_backend *be, double *acc, const float *pred, const float *target,
+                                const float *sw, const bf_metric_spec *m, bf_act act, int B, int C, int T);
 
 /* ---- reduce.cu ---- */
 bf_status bf_cuda_sum(bf_backend *be, double *sum_out, const float *x, long n);
@@ -76,13 +77,10 @@ bf_status bf_cuda_nonfinite(bf_backend *be, int *bad, const float *x, long n);
 bf_status bf_cuda_maxabs(bf_backend *be, float *out, const float *x, long n);
 
 /* ---- optimizers.cu ---- */
-bf_status bf_cuda_sgd_update(bf_backend *be, float *w, float *vel, const float *g, long n,
-                             float lr, float momentum, int nesterov);
-bf_status bf_cuda_adam_update(bf_backend *be, float *w, float *m, float *v, const float *g,
-                              long n, float lr, float beta1, float beta2, float eps, long t);
-bf_status bf_cuda_rmsprop_update(bf_backend *be, float *w, float *ms, float *mom,
-                                 const float *g, long n, float lr, float rho, float momentum,
-                                 float eps);
+bf_status bf_cuda_sumsq(bf_backend *be, double *out, const float *x, long n);
+bf_status bf_cuda_grad_clip(bf_backend *be, float *g, const double *sumsq, long n, bf_clip_mode mode, float c);
+bf_status bf_cuda_opt_update(bf_backend *be, float *w, float *s0, float *s1, float *s2, const float *g, long n,
+                             const bf_update_args *a);
 
 /* ---- conv.cu ---- */
 /* Keras geometry check shared by Conv2D and pooling (same rules as the CPU) */

@@ -1,9 +1,12 @@
-/* loss.cu - losses with their gradient in one pass, and Keras "accuracy",
- * mirroring csrc/cpu/loss.c: per-sample loss is the mean over C (MSE, BCE) or
- * the sum over classes (CCE, SCCE). Logits mode (fused sigmoid / softmax, or
- * from_logits) uses softplus / log-sum-exp and writes the gradient w.r.t. the
- * logits; probability mode clips to [eps, 1-eps] (CCE renormalizes rows
- * first) with zero gradient where clipped. dpred = d(sum loss)/d pred * scale.
+/* loss.cu - losses with their gradient in one pass, mirroring csrc/cpu/loss.c:
+ * per-sample loss is the mean over C (MSE, MAE, Huber, log-cosh, BCE) or the
+ * sum over classes (CCE, SCCE), times the sample weight; label smoothing as
+ * Keras (BCE t(1-s) + s/2, CCE t(1-s) + s/C). from_logits uses softplus /
+ * log-sum-exp; probabilities are clipped to [eps, 1-eps] (CCE renormalizes
+ * rows first) with zero gradient where clipped, and a fused sigmoid / softmax
+ * computes its loss the same way from the activation's float output (as
+ * Keras) while writing the gradient w.r.t. the logits. dpred = d(sum of
+ * weighted losses)/d pred * scale.
  * One warp per row; row sums in double as on the CPU. An SCCE label that is
  * not a class id in [0, C) gets loss and gradient 0 and raises the caller's
  * bad_label flag to B - row (atomicMax: the lowest bad row wins), read back
@@ -32,32 +35,6 @@ __device__ __forceinline__ float warp_max_f(float v) {
     return v;
 }
 
-/* index of the row maximum with the CPU's sequential semantics (k = 0; k = j
- * when x[j] > x[k]): the first maximum among the non-NaN values, 0 when x[0]
- * is NaN or every value is NaN. Every lane of the warp gets the result. */
-__device__ int warp_argmax(const float *x, int C, int lane) {
-    float bv = 0.0f;
-    int bi = -1;
-    for (int j = lane; j < C; j += BF_WARP) {
-        const float v = x[j];
-        if (v != v) continue;
-        if (bi < 0 || v > bv) {
-            bv = v;
-            bi = j;
-        }
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-        const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-        if (oi >= 0 && (bi < 0 || ov > bv || (ov == bv && oi < bi))) {
-            bv = ov;
-            bi = oi;
-        }
-    }
-    const float x0 = x[0];
-    return (bi < 0 || x0 != x0) ? 0 : bi;
-}
-
 __device__ __forceinline__ float softplus(float x) {
     return x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x));
 }
@@ -67,38 +44,60 @@ __device__ __forceinline__ float sigm(float x) {
     return e / (1.0f + e);
 }
 
-// loss_out (B), dpred (B,C) or NULL, from pred (B,C) and target (B,C) / (B) class ids (SCCE);
+/* elementwise regression losses: value and d/d pred of one element of error e (as the CPU's) */
+__device__ __forceinline__ double regression(int kind, float e, float delta, float *de) {
+    if (kind == BF_LOSS_MSE) { *de = 2.0f * e; return (double)e * e; }
+    if (kind == BF_LOSS_MAE) { *de = e > 0.0f ? 1.0f : e < 0.0f ? -1.0f : 0.0f; return fabs((double)e); }
+    if (kind == BF_LOSS_HUBER) {
+        const float a = fabsf(e);
+        if (a <= delta) { *de = e; return 0.5 * (double)e * e; }
+        *de = e > 0.0f ? delta : -delta;
+        return (double)delta * a - 0.5 * (double)delta * delta;
+    }
+    *de = tanhf(e); /* log-cosh: x + softplus(-2x) - log 2 */
+    return (double)e + (double)softplus(-2.0f * e) - 0.69314718055994531;
+}
+
+// loss_out (B), dpred (B,C) or NULL, from pred (B,C), target (B,C) / (B) class ids (SCCE), sw (B) or NULL;
 // bad_label (1) = max over rows i with an invalid SCCE label of B - i (atomicMax)
-__global__ void loss_kernel(float *loss_out, float *dpred, const float *pred, const float *target,
-                            int kind, int logits, int B, int C, float scale, int *bad_label) {
+__global__ void loss_kernel(float *loss_out, float *dpred, const float *pred, const float *target, const float *sw,
+                            int kind, int fused, int logits, float ls, float delta, int B, int C, float scale, int *bad_label) {
     const int lane = threadIdx.x % BF_WARP;
     const int warps = gridDim.x * (blockDim.x / BF_WARP);
     for (int i = blockIdx.x * (blockDim.x / BF_WARP) + threadIdx.x / BF_WARP; i < B; i += warps) {
         const float *p = pred + (size_t)i * C;
         float *d = dpred ? dpred + (size_t)i * C : NULL;
+        const float w = sw ? sw[i] : 1.0f, ws = w * scale;
         double l = 0.0;
-        if (kind == BF_LOSS_MSE) {
+        if (kind == BF_LOSS_MSE || kind == BF_LOSS_MAE || kind == BF_LOSS_HUBER || kind == BF_LOSS_LOGCOSH) {
             const float *t = target + (size_t)i * C;
             for (int j = lane; j < C; j += BF_WARP) {
-                const float e = p[j] - t[j];
-                l += (double)e * e;
-                if (d) d[j] = 2.0f * e / C * scale;
+                float de;
+                l += regression(kind, p[j] - t[j], delta, &de);
+                if (d) d[j] = de / C * ws;
             }
             l = warp_sum_d(l) / C;
         } else if (kind == BF_LOSS_BCE) {
             const float *t = target + (size_t)i * C;
             for (int j = lane; j < C; j += BF_WARP) {
-                if (logits) {
+                const float tj = ls > 0.0f ? __fmul_rn(t[j], 1.0f - ls) + __fmul_rn(0.5f, ls) : t[j];
+                if (fused) {
+                    /* Keras computes the loss from the sigmoid's output, clipped */
+                    const float q = sigm(p[j]);
+                    const float qc = q < BF_EPS ? BF_EPS : q > 1.0f - BF_EPS ? 1.0f - BF_EPS : q;
+                    l -= __fadd_rn(__fmul_rn(tj, logf(qc)), __fmul_rn(1.0f - tj, logf(1.0f - qc)));
+                    if (d) d[j] = qc != q ? 0.0f : (q - tj) / C * ws;
+                } else if (logits) {
                     const float z = p[j];
-                    l += softplus(z) - __fmul_rn(z, t[j]);
-                    if (d) d[j] = (sigm(z) - t[j]) / C * scale;
+                    l += softplus(z) - __fmul_rn(z, tj);
+                    if (d) d[j] = (sigm(z) - tj) / C * ws;
                 } else {
                     float q = p[j];
                     int clipped = 0;
                     if (q < BF_EPS) { q = BF_EPS; clipped = 1; }
                     if (q > 1.0f - BF_EPS) { q = 1.0f - BF_EPS; clipped = 1; }
-                    l -= __fadd_rn(__fmul_rn(t[j], logf(q)), __fmul_rn(1.0f - t[j], logf(1.0f - q)));
-                    if (d) d[j] = clipped ? 0.0f : (-t[j] / q + (1.0f - t[j]) / (1.0f - q)) / C * scale;
+                    l -= __fadd_rn(__fmul_rn(tj, logf(q)), __fmul_rn(1.0f - tj, logf(1.0f - q)));
+                    if (d) d[j] = clipped ? 0.0f : (-tj / q + (1.0f - tj) / (1.0f - q)) / C * ws;
                 }
             }
             l = warp_sum_d(l) / C;
@@ -119,13 +118,39 @@ __global__ void loss_kernel(float *loss_out, float *dpred, const float *pred, co
                 }
                 cls = c;
             }
+            const float sm_off = t && ls > 0.0f ? ls / (float)C : 0.0f, sm_keep = t ? 1.0f - ls : 1.0f;
+#define TJ(j) (t ? __fmul_rn(t[j], sm_keep) + sm_off : ((j) == cls ? 1.0f : 0.0f))
             float tsum = 1.0f;
             if (t) {
                 tsum = 0.0f;
-                for (int j = lane; j < C; j += BF_WARP) tsum += t[j];
+                for (int j = lane; j < C; j += BF_WARP) tsum += TJ(j);
                 tsum = warp_sum_f(tsum);
             }
-            if (logits) {
+            if (fused) {
+                /* Keras's graph: softmax in float, renormalized by its sum S, clipped,
+                 * log; d/dz_i = q_i tu / S - t_i [i unclipped], tu = targets of the
+                 * unclipped classes (as the CPU's) */
+                float mx = -INFINITY;
+                for (int j = lane; j < C; j += BF_WARP) mx = p[j] > mx ? p[j] : mx;
+                mx = warp_max_f(mx);
+                float es = 0.0f, S = 0.0f, tu = 0.0f;
+                for (int j = lane; j < C; j += BF_WARP) es += expf(p[j] - mx);
+                es = warp_sum_f(es);
+                for (int j = lane; j < C; j += BF_WARP) S += expf(p[j] - mx) / es;
+                S = warp_sum_f(S);
+                for (int j = lane; j < C; j += BF_WARP) {
+                    const float qn = expf(p[j] - mx) / es / S;
+                    if (qn >= BF_EPS && qn <= 1.0f - BF_EPS) tu += TJ(j);
+                }
+                tu = warp_sum_f(tu);
+                for (int j = lane; j < C; j += BF_WARP) {
+                    const float q = expf(p[j] - mx) / es, qn = q / S, tj = TJ(j);
+                    const int clipped = qn < BF_EPS || qn > 1.0f - BF_EPS;
+                    if (tj != 0.0f) l -= __fmul_rn(tj, logf(qn < BF_EPS ? BF_EPS : qn > 1.0f - BF_EPS ? 1.0f - BF_EPS : qn));
+                    if (d) d[j] = (__fmul_rn(q, tu) / S - (clipped ? 0.0f : tj)) * ws;
+                }
+                l = warp_sum_d(l);
+            } else if (logits) {
                 float mx = -INFINITY;
                 for (int j = lane; j < C; j += BF_WARP) mx = p[j] > mx ? p[j] : mx;
                 mx = warp_max_f(mx);
@@ -133,7 +158,7 @@ __global__ void loss_kernel(float *loss_out, float *dpred, const float *pred, co
                 for (int j = lane; j < C; j += BF_WARP) s += exp((double)(p[j] - mx));
                 const double lse = mx + log(warp_sum_d(s));
                 if (t) {
-                    for (int j = lane; j < C; j += BF_WARP) l -= t[j] * (p[j] - lse);
+                    for (int j = lane; j < C; j += BF_WARP) l -= TJ(j) * (p[j] - lse);
                     l = warp_sum_d(l);
                 } else {
                     l = lse - p[cls];
@@ -141,82 +166,58 @@ __global__ void loss_kernel(float *loss_out, float *dpred, const float *pred, co
                 if (d)
                     for (int j = lane; j < C; j += BF_WARP) {
                         const float sm = (float)exp((double)p[j] - lse);
-                        const float tj = t ? t[j] : (j == cls ? 1.0f : 0.0f);
-                        d[j] = (__fmul_rn(sm, tsum) - tj) * scale;
+                        d[j] = (__fmul_rn(sm, tsum) - TJ(j)) * ws;
                     }
             } else {
-                double S = 0.0;
+                double S = 0.0, tu = 0.0; /* tu: targets of the unclipped classes */
                 for (int j = lane; j < C; j += BF_WARP) S += p[j];
                 S = warp_sum_d(S);
-                const float ts = (float)(tsum / S);
                 for (int j = lane; j < C; j += BF_WARP) {
-                    const float tj = t ? t[j] : (j == cls ? 1.0f : 0.0f);
+                    const float q = (float)(p[j] / S);
+                    if (q >= BF_EPS && q <= 1.0f - BF_EPS) tu += TJ(j);
+                }
+                tu = warp_sum_d(tu);
+                const float ts = (float)(tu / S);
+                for (int j = lane; j < C; j += BF_WARP) {
+                    const float tj = TJ(j);
                     float q = (float)(p[j] / S);
                     int clipped = 0;
                     if (q < BF_EPS) { q = BF_EPS; clipped = 1; }
                     if (q > 1.0f - BF_EPS) { q = 1.0f - BF_EPS; clipped = 1; }
                     l -= __fmul_rn(tj, logf(q));
-                    /* d/dp_k of -sum_j t_j log(p_j / S) = -t_k/p_k + tsum/S */
-                    if (d) d[j] = ((clipped ? 0.0f : -tj / p[j]) + ts) * scale;
+                    /* d/dp_k of -sum_j t_j log(p_j / S) over the unclipped j = -t_k/p_k + tu/S */
+                    if (d) d[j] = ((clipped ? 0.0f : -tj / p[j]) + ts) * ws;
                 }
                 l = warp_sum_d(l);
             }
+#undef TJ
         }
-        if (lane == 0) loss_out[i] = (float)l;
+        if (lane == 0) loss_out[i] = (float)(l * w);
     }
 }
 
-// correct_out (B) from pred (B,C) and target (B,C) / (B) class ids (SCCE); one warp per row
-__global__ void accuracy_kernel(float *correct_out, const float *pred, const float *target, int kind,
-                                int from_logits, int B, int C) {
-    const int lane = threadIdx.x % BF_WARP;
-    const int warps = gridDim.x * (blockDim.x / BF_WARP);
-    for (int i = blockIdx.x * (blockDim.x / BF_WARP) + threadIdx.x / BF_WARP; i < B; i += warps) {
-        const float *p = pred + (size_t)i * C;
-        float acc;
-        if (kind == BF_LOSS_SCCE) {
-            acc = (float)warp_argmax(p, C, lane) == target[i] ? 1.0f : 0.0f;
-        } else if (kind == BF_LOSS_CCE) {
-            const int a = warp_argmax(p, C, lane), b = warp_argmax(target + (size_t)i * C, C, lane);
-            acc = a == b ? 1.0f : 0.0f;
-        } else {
-            /* Keras binary_accuracy: threshold 0.5 on the output; a fused sigmoid
-             * output is held as logits, so threshold those at 0. MSE: equality. */
-            const float *t = target + (size_t)i * C;
-            float n = 0.0f;
-            for (int j = lane; j < C; j += BF_WARP) {
-                float yhat = p[j];
-                if (kind == BF_LOSS_BCE) yhat = from_logits ? (p[j] > 0.0f) : (p[j] > 0.5f);
-                n += yhat == t[j] ? 1.0f : 0.0f;
-            }
-            acc = warp_sum_f(n) / C;
-        }
-        if (lane == 0) correct_out[i] = acc;
-    }
-}
-
-static bf_status check_args(const char *op, bf_loss_kind kind, int B, int C) {
-    if ((int)kind < BF_LOSS_MSE || (int)kind > BF_LOSS_SCCE)
-        return BF_FAIL(BF_ERR_ARG, "unknown loss %d", (int)kind);
+static bf_status check_args(const char *op, const bf_loss_spec *loss, int B, int C) {
+    if ((int)loss->kind < BF_LOSS_MSE || (int)loss->kind > BF_LOSS_LAST)
+        return BF_FAIL(BF_ERR_ARG, "unknown loss %d", (int)loss->kind);
     if (B < 0 || C <= 0) return BF_FAIL(BF_ERR_SHAPE, "%s: bad sizes B=%d C=%d", op, B, C);
     return BF_OK;
 }
 
 bf_status bf_cuda_loss_forward_backward(bf_backend *be, float *loss_out, float *dpred, int *bad_label,
-                                        const float *pred, const float *target,
-                                        bf_loss_kind kind, int fused, int from_logits, int B,
-                                        int C, float scale) {
+                                        const float *pred, const float *target, const float *sw,
+                                        const bf_loss_spec *loss, int fused, int B, int C, float scale) {
     BF_CUDA_ENTER(st, be);
-    BF_TRY(check_args("loss", kind, B, C));
+    BF_TRY(check_args("loss", loss, B, C));
     if (B == 0) return BF_OK;
-    const int scce = kind == BF_LOSS_SCCE, wait = scce && !bad_label;
+    const int scce = loss->kind == BF_LOSS_SCCE, wait = scce && !bad_label;
     if (wait) { /* no flag of the caller's: this call checks the labels itself */
         BF_TRY(bf_cuda_need_scratch(st, "loss"));
         bad_label = st->flags;
         BF_CUDA_CHECK(st, cudaMemsetAsync(bad_label, 0, sizeof(int), st->stream));
     }
     loss_kernel<<<bf_cuda_grid(B, BF_ROWS_PER_BLOCK), BF_ROWS_PER_BLOCK * BF_WARP, 0, st->stream>>>(
-        loss_out, dpred, pred, target, (int)kind, fused || from_logits, B, C, scale, bad_label);
+        loss_out, dpred, pred, target, sw, (int)loss->kind, fused, fused || loss->from_logits,
+        loss->label_smoothing, loss->delta, B, C, scale, bad_label);
     BF_CUDA_LAUNCHED(st, loss_kernel);
     if (!wait) return BF_OK;
     int flag = 0;
@@ -228,15 +229,4 @@ bf_status bf_cuda_loss_forward_backward(bf_backend *be, float *loss_out, float *
     BF_CUDA_CHECK(st, cudaMemcpyAsync(&label, target + row, sizeof label, cudaMemcpyDeviceToHost, st->stream));
     BF_CUDA_CHECK(st, cudaStreamSynchronize(st->stream));
     return BF_FAIL(BF_ERR_DATA, "label %g in row %d is not a class id in [0, %d)", (double)label, row, C);
-}
-
-bf_status bf_cuda_accuracy(bf_backend *be, float *correct_out, const float *pred,
-                           const float *target, bf_loss_kind kind, int from_logits, int B, int C) {
-    BF_CUDA_ENTER(st, be);
-    BF_TRY(check_args("accuracy", kind, B, C));
-    if (B == 0) return BF_OK;
-    accuracy_kernel<<<bf_cuda_grid(B, BF_ROWS_PER_BLOCK), BF_ROWS_PER_BLOCK * BF_WARP, 0, st->stream>>>(
-        correct_out, pred, target, (int)kind, from_logits, B, C);
-    BF_CUDA_LAUNCHED(st, accuracy_kernel);
-    return BF_OK;
 }

@@ -1,60 +1,121 @@
-/* optimizers.cu - Keras update rules applied in place to n parameters, as
- * csrc/cpu/optimizers.c: SGD (m = momentum*m - lr*g; w += m, or with Nesterov
- * w += momentum*m - lr*g; momentum 0: w -= lr*g), Adam (alpha = lr *
- * sqrt(1-b2^t) / (1-b1^t), computed on the host in float as the CPU does;
- * m += (g-m)(1-b1); v += (g^2-v)(1-b2); w -= alpha*m/(sqrt(v)+eps)) and
- * RMSprop (Keras 3: v = rho*v + (1-rho)g^2; inc = lr*g/sqrt(v+eps);
- * momentum > 0: mom = momentum*mom + inc, w -= mom; else w -= inc).
- * Products are rounded separately (__fmul_rn) so results match the CPU's. */
+/* optimizers.cu - Keras 3 update rules applied in place to n parameters, as
+ * csrc/cpu/optimizers.c: decoupled weight decay (w -= w*wd*lr) first, then
+ * SGD (momentum, Nesterov), Adam (AMSGrad), RMSprop (momentum, centered),
+ * Adagrad or Nadam; host-side scalars (Adam's alpha, Nadam's u products) come
+ * computed in float as the CPU does. Gradient clipping: sums of squares into
+ * device memory (sumsq) and a scale read from there (grad_clip), so nothing
+ * waits. Products are rounded separately (__fmul_rn) so results match the
+ * CPU's up to the last bits. */
 #include <math.h>
 
 #include "cuda_ops.h"
 
 #define FMUL __fmul_rn
 
-// w, vel (n) updated from g (n); vel NULL or momentum 0: plain SGD
-__global__ void sgd_update_kernel(float *w, float *vel, const float *g, long n, float lr,
-                                  float momentum, int nesterov) {
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
-        const float gi = g[i];
-        if (!vel) {
-            w[i] -= FMUL(lr, gi);
-            continue;
-        }
-        const float m = FMUL(momentum, vel[i]) - FMUL(lr, gi);
-        vel[i] = m;
-        w[i] += nesterov ? FMUL(momentum, m) - FMUL(lr, gi) : m;
+// out (1) += sum x^2 over x (n): per-block sums in double, atomically added
+__global__ void sumsq_kernel(double *out, const float *x, long n) {
+    __shared__ double part[256];
+    double s = 0.0;
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+        s += (double)x[i] * x[i];
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (int o = blockDim.x / 2; o > 0; o >>= 1) {
+        if ((int)threadIdx.x < o) part[threadIdx.x] += part[threadIdx.x + o];
+        __syncthreads();
     }
+    if (threadIdx.x == 0) atomicAdd(out, part[0]);
 }
 
-// w, m, v (n) updated from g (n)
-__global__ void adam_update_kernel(float *w, float *m, float *v, const float *g, long n, float alpha,
-                                   float a1, float a2, float eps) {
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
-        const float gi = g[i];
-        const float mi = m[i] + FMUL(gi - m[i], a1);
-        const float vi = v[i] + FMUL(FMUL(gi, gi) - v[i], a2);
-        m[i] = mi;
-        v[i] = vi;
-        w[i] -= FMUL(alpha, mi) / (sqrtf(vi) + eps);
-    }
-}
-
-// w, ms, mom (n) updated from g (n); mom NULL or momentum 0: no momentum
-__global__ void rmsprop_update_kernel(float *w, float *ms, float *mom, const float *g, long n,
-                                      float lr, float rho, float momentum, float eps) {
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
-        const float gi = g[i];
-        const float v = FMUL(rho, ms[i]) + FMUL(FMUL(1.0f - rho, gi), gi);
-        ms[i] = v;
-        const float inc = FMUL(lr, gi) / sqrtf(v + eps);
-        if (mom) {
-            const float mo = FMUL(momentum, mom[i]) + inc;
-            mom[i] = mo;
-            w[i] -= mo;
+// g (n) clipped in place (mode: bf_clip_mode), sumsq (1) on the device
+__global__ void grad_clip_kernel(float *g, const double *sumsq, long n, int mode, float c) {
+    float scale = 1.0f;
+    if (mode == BF_CLIP_NORM || mode == BF_CLIP_GLOBAL_NORM) {
+        const float norm = (float)sqrt(*sumsq);
+        if (mode == BF_CLIP_GLOBAL_NORM) {
+            const float inv = 1.0f / norm, ic = 1.0f / c;
+            scale = FMUL(c, inv < ic ? inv : ic);
         } else {
-            w[i] -= inc;
+            scale = norm > c ? norm : c; /* divisor */
         }
+    }
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        const float gi = g[i];
+        if (mode == BF_CLIP_VALUE) g[i] = gi < -c ? -c : gi > c ? c : gi;
+        else if (mode == BF_CLIP_NORM) g[i] = FMUL(gi, c) / scale;
+        else g[i] = FMUL(gi, scale);
+    }
+}
+
+// w (n) and its state s0, s1, s2 (n each, NULL when unused) updated from g (n)
+__global__ void opt_update_kernel(float *w, float *s0, float *s1, float *s2, const float *g, long n,
+                                  bf_update_args a, float alpha, float b2p) {
+    const float lr = a.lr;
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        float wi = w[i];
+        const float gi = g[i];
+        if (a.weight_decay != 0.0f) wi = wi - FMUL(FMUL(wi, a.weight_decay), lr);
+        switch (a.kind) {
+        case BF_UPD_SGD:
+            if (!s0) {
+                wi -= FMUL(gi, lr);
+            } else {
+                const float m = FMUL(s0[i], a.momentum) - FMUL(gi, lr);
+                s0[i] = m;
+                wi += a.nesterov ? FMUL(m, a.momentum) - FMUL(gi, lr) : m;
+            }
+            break;
+        case BF_UPD_ADAM: {
+            const float mi = s0[i] + FMUL(gi - s0[i], 1.0f - a.beta1);
+            float vi = s1[i] + FMUL(FMUL(gi, gi) - s1[i], 1.0f - a.beta2);
+            s0[i] = mi;
+            s1[i] = vi;
+            if (s2) {
+                vi = s2[i] > vi ? s2[i] : vi;
+                s2[i] = vi;
+            }
+            wi -= FMUL(mi, alpha) / (sqrtf(vi) + a.eps);
+            break;
+        }
+        case BF_UPD_RMSPROP: {
+            const float v = FMUL(a.rho, s0[i]) + FMUL(1.0f - a.rho, FMUL(gi, gi));
+            s0[i] = v;
+            float den;
+            if (s2) {
+                const float ag = FMUL(a.rho, s2[i]) + FMUL(1.0f - a.rho, gi);
+                s2[i] = ag;
+                den = v - FMUL(ag, ag) + a.eps;
+            } else {
+                den = v + a.eps;
+            }
+            const float inc = FMUL(lr, gi) / sqrtf(den);
+            if (s1) {
+                const float mo = FMUL(a.momentum, s1[i]) + inc;
+                s1[i] = mo;
+                wi -= mo;
+            } else {
+                wi -= inc;
+            }
+            break;
+        }
+        case BF_UPD_ADAGRAD: {
+            const float acc = s0[i] + FMUL(gi, gi);
+            s0[i] = acc;
+            wi -= FMUL(lr, gi) / sqrtf(acc + a.eps);
+            break;
+        }
+        case BF_UPD_NADAM: {
+            const float mi = s0[i] + FMUL(gi - s0[i], 1.0f - a.beta1);
+            const float vi = s1[i] + FMUL(FMUL(gi, gi) - s1[i], 1.0f - a.beta2);
+            s0[i] = mi;
+            s1[i] = vi;
+            const float m_hat = FMUL(a.u_t1, mi) / (1.0f - a.u_prod1) + FMUL(1.0f - a.u_t, gi) / (1.0f - a.u_prod);
+            const float v_hat = vi / (1.0f - b2p);
+            wi -= FMUL(m_hat, lr) / (sqrtf(v_hat) + a.eps);
+            break;
+        }
+        }
+        w[i] = wi;
     }
 }
 
@@ -63,38 +124,40 @@ static bf_status check_n(const char *op, long n) {
     return BF_OK;
 }
 
-bf_status bf_cuda_sgd_update(bf_backend *be, float *w, float *vel, const float *g, long n,
-                             float lr, float momentum, int nesterov) {
+bf_status bf_cuda_sumsq(bf_backend *be, double *out, const float *x, long n) {
     BF_CUDA_ENTER(st, be);
-    BF_TRY(check_n("sgd_update", n));
+    BF_TRY(check_n("sumsq", n));
     if (n == 0) return BF_OK;
-    if (momentum == 0.0f) vel = NULL;
-    sgd_update_kernel<<<bf_cuda_grid(n, 256), 256, 0, st->stream>>>(w, vel, g, n, lr, momentum, nesterov);
-    BF_CUDA_LAUNCHED(st, sgd_update_kernel);
+    unsigned G = bf_cuda_grid(n, 256);
+    if (G > 1024) G = 1024;
+    sumsq_kernel<<<G, 256, 0, st->stream>>>(out, x, n);
+    BF_CUDA_LAUNCHED(st, sumsq_kernel);
     return BF_OK;
 }
 
-bf_status bf_cuda_adam_update(bf_backend *be, float *w, float *m, float *v, const float *g,
-                              long n, float lr, float beta1, float beta2, float eps, long t) {
+bf_status bf_cuda_grad_clip(bf_backend *be, float *g, const double *sumsq, long n, bf_clip_mode mode, float c) {
     BF_CUDA_ENTER(st, be);
-    BF_TRY(check_n("adam_update", n));
-    if (n == 0) return BF_OK;
-    const float alpha = lr * sqrtf(1.0f - powf(beta2, (float)t)) / (1.0f - powf(beta1, (float)t));
-    adam_update_kernel<<<bf_cuda_grid(n, 256), 256, 0, st->stream>>>(w, m, v, g, n, alpha, 1.0f - beta1,
-                                                                     1.0f - beta2, eps);
-    BF_CUDA_LAUNCHED(st, adam_update_kernel);
+    BF_TRY(check_n("grad_clip", n));
+    if (n == 0 || mode == BF_CLIP_NONE) return BF_OK;
+    if (mode != BF_CLIP_VALUE && !sumsq) return BF_FAIL(BF_ERR_ARG, "grad_clip: norm clipping needs the sum of squares");
+    grad_clip_kernel<<<bf_cuda_grid(n, 256), 256, 0, st->stream>>>(g, sumsq, n, (int)mode, c);
+    BF_CUDA_LAUNCHED(st, grad_clip_kernel);
     return BF_OK;
 }
 
-bf_status bf_cuda_rmsprop_update(bf_backend *be, float *w, float *ms, float *mom,
-                                 const float *g, long n, float lr, float rho, float momentum,
-                                 float eps) {
+bf_status bf_cuda_opt_update(bf_backend *be, float *w, float *s0, float *s1, float *s2, const float *g, long n,
+                             const bf_update_args *a) {
     BF_CUDA_ENTER(st, be);
-    BF_TRY(check_n("rmsprop_update", n));
+    BF_TRY(check_n("opt_update", n));
+    if ((int)a->kind < BF_UPD_SGD || a->kind > BF_UPD_NADAM)
+        return BF_FAIL(BF_ERR_ARG, "unknown optimizer update %d", (int)a->kind);
+    if (a->kind != BF_UPD_SGD && (!s0 || ((a->kind == BF_UPD_ADAM || a->kind == BF_UPD_NADAM) && !s1)))
+        return BF_FAIL(BF_ERR_ARG, "opt_update: optimizer state missing");
     if (n == 0) return BF_OK;
-    if (!(momentum > 0.0f)) mom = NULL;
-    rmsprop_update_kernel<<<bf_cuda_grid(n, 256), 256, 0, st->stream>>>(w, ms, mom, g, n, lr, rho,
-                                                                        momentum, eps);
-    BF_CUDA_LAUNCHED(st, rmsprop_update_kernel);
+    const float t = (float)a->t;
+    const float alpha = a->lr * sqrtf(1.0f - powf(a->beta2, t)) / (1.0f - powf(a->beta1, t));
+    const float b2p = powf(a->beta2, t);
+    opt_update_kernel<<<bf_cuda_grid(n, 256), 256, 0, st->stream>>>(w, s0, s1, s2, g, n, *a, alpha, b2p);
+    BF_CUDA_LAUNCHED(st, opt_update_kernel);
     return BF_OK;
 }

@@ -272,15 +272,20 @@ static PyObject *Model_set_weights(ModelObject *self, PyObject *arg) {
 
 static PyObject *Model_compile(ModelObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"optimizer", "learning_rate", "beta_1", "beta_2", "epsilon", "momentum", "nesterov",
-                             "rho", "loss", "from_logits", "outputs", NULL};
+                             "rho", "loss", "from_logits", "amsgrad", "centered", "weight_decay",
+                             "initial_accumulator_value", "clip", "clip_value", "label_smoothing", "delta", "outputs",
+                             NULL};
     bf_optimizer o = {0};
     bf_loss l = {0};
-    int ok = 0, lk = 0, nesterov = 0, from_logits = 0;
+    int ok = 0, lk = 0, nesterov = 0, from_logits = 0, amsgrad = 0, centered = 0, clip = 0;
     PyObject *outputs = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ifffffpfip|O", kwlist, &ok, &o.lr, &o.beta1, &o.beta2, &o.eps,
-                                     &o.momentum, &nesterov, &o.rho, &lk, &from_logits, &outputs))
+    l.delta = 1.0f;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ifffffpfip|ppffifffO", kwlist, &ok, &o.lr, &o.beta1, &o.beta2, &o.eps,
+                                     &o.momentum, &nesterov, &o.rho, &lk, &from_logits, &amsgrad, &centered,
+                                     &o.weight_decay, &o.initial_accumulator, &clip, &o.clip_value, &l.label_smoothing,
+                                     &l.delta, &outputs))
         return NULL;
-    /* outputs: [(loss kind, from_logits, weight)] per model output */
+    /* outputs: [(loss kind, from_logits, weight[, label_smoothing, delta])] per model output */
     bf_output outs[BF_MAX_OUTPUTS];
     if (outputs != Py_None) {
         PyObject *t = PySequence_Tuple(outputs);
@@ -288,12 +293,17 @@ static PyObject *Model_compile(ModelObject *self, PyObject *args, PyObject *kw) 
         if (PyTuple_GET_SIZE(t) != self->m.n_outputs) {
             Py_DECREF(t);
             return PyErr_Format(PyExc_ValueError, "loss: the model has %d outputs, got %zd losses", self->m.n_outputs,
-                                PyTuple_GET_SIZE(outputs));
+                                PyTuple_GET_SIZE(t));
         }
         for (int k = 0; k < self->m.n_outputs; k++) {
             int kind, fl;
             memset(&outs[k], 0, sizeof outs[k]);
-            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(t, k), "ipf", &kind, &fl, &outs[k].weight)) { Py_DECREF(t); return NULL; }
+            outs[k].loss.delta = 1.0f;
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(t, k), "ipf|ff", &kind, &fl, &outs[k].weight,
+                                  &outs[k].loss.label_smoothing, &outs[k].loss.delta)) {
+                Py_DECREF(t);
+                return NULL;
+            }
             outs[k].loss.kind = (bf_loss_kind)kind;
             outs[k].loss.from_logits = fl;
         }
@@ -302,9 +312,49 @@ static PyObject *Model_compile(ModelObject *self, PyObject *args, PyObject *kw) 
     if (self->busy) return PyErr_Format(PyExc_RuntimeError, "compile() cannot run while fit / evaluate / predict has the model");
     o.kind = (bf_opt_kind)ok;
     o.nesterov = nesterov;
+    o.amsgrad = amsgrad;
+    o.centered = centered;
+    o.clip = (bf_clip_mode)clip;
     l.kind = (bf_loss_kind)lk;
     l.from_logits = from_logits;
     bf_status s = bf_model_compile(&self->m, &o, &l, outputs != Py_None ? outs : NULL);
+    if (s != BF_OK) return bf_raise(bf_state_of_type(Py_TYPE(self)), s);
+    Py_RETURN_NONE;
+}
+
+/* set_metrics([{kind, weighted, k, num_thresholds, threshold, from_logits, output}]); all or nothing */
+static PyObject *Model_set_metrics(ModelObject *self, PyObject *arg) {
+    bf_metric_spec ms[BF_MAX_METRICS];
+    PyObject *seq = PySequence_Fast(arg, "metrics must be a list of dicts");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > BF_MAX_METRICS) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "metrics: at most %d metrics, got %zd", BF_MAX_METRICS, n);
+    }
+    if (self->busy) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_RuntimeError, "compile() cannot run while fit / evaluate / predict has the model");
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PySequence_Fast_GET_ITEM(seq, i);
+        int kind, weighted, k, nt, fl;
+        memset(&ms[i], 0, sizeof ms[i]);
+        if (!PyDict_Check(d)) { Py_DECREF(seq); return PyErr_Format(PyExc_TypeError, "metrics[%zd] must be a dict", i); }
+        if (get_int(d, "kind", -1, &kind) || get_int(d, "weighted", 0, &weighted) || get_int(d, "k", 5, &k) ||
+            get_int(d, "num_thresholds", 200, &nt) || get_float(d, "threshold", 0.5f, &ms[i].threshold) ||
+            get_int(d, "from_logits", 0, &fl) || get_int(d, "output", 0, &ms[i].output)) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        ms[i].kind = (bf_metric_kind)kind;
+        ms[i].weighted = weighted;
+        ms[i].k = k;
+        ms[i].num_thresholds = nt;
+        ms[i].from_logits = fl;
+    }
+    Py_DECREF(seq);
+    bf_status s = bf_model_set_metrics(&self->m, ms, (int)n);
     if (s != BF_OK) return bf_raise(bf_state_of_type(Py_TYPE(self)), s);
     Py_RETURN_NONE;
 }
@@ -332,6 +382,67 @@ static PyObject *Model_set_iterations(ModelObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+static PyObject *Model_iterations(ModelObject *self, PyObject *noargs) {
+    (void)noargs;
+    return PyLong_FromLong(self->m.opt.iterations);
+}
+
+static PyObject *Model_learning_rate(ModelObject *self, PyObject *noargs) {
+    (void)noargs;
+    return PyFloat_FromDouble((double)bf_optimizer_lr(&self->m.opt));
+}
+
+/* set_schedule(kind, (5 params), flag, bounds, values): a closed-form learning
+ * rate schedule (csrc/core/schedule.h); kind 0 removes it. Checked in full
+ * before anything changes. */
+static PyObject *Model_set_schedule(ModelObject *self, PyObject *args) {
+    bf_schedule s = {0};
+    PyObject *bounds = NULL, *values = NULL;
+    int kind = 0;
+    if (!PyArg_ParseTuple(args, "i(fffff)iOO", &kind, &s.p[0], &s.p[1], &s.p[2], &s.p[3], &s.p[4], &s.flag,
+                          &bounds, &values))
+        return NULL;
+    if (kind < 0 || kind > BF_SCHED_LAST) return PyErr_Format(PyExc_ValueError, "schedule: unknown kind %d", kind);
+    if (!self->m.compiled) return PyErr_Format(PyExc_RuntimeError, "set_schedule: the model is not compiled");
+    s.kind = (bf_sched_kind)kind;
+    if (kind != BF_SCHED_NONE && kind != BF_SCHED_PIECEWISE && !(s.p[1] > 0.0f))
+        return PyErr_Format(PyExc_ValueError, "schedule: decay_steps must be > 0, got %g", (double)s.p[1]);
+    PyObject *b = PySequence_Fast(bounds, "schedule: boundaries must be a sequence");
+    if (!b) return NULL;
+    PyObject *v = PySequence_Fast(values, "schedule: values must be a sequence");
+    if (!v) { Py_DECREF(b); return NULL; }
+    Py_ssize_t nb = PySequence_Fast_GET_SIZE(b), nv = PySequence_Fast_GET_SIZE(v);
+    int ok = 1;
+    if (kind == BF_SCHED_PIECEWISE && (nb > BF_SCHED_MAX_BOUNDS || nv != nb + 1)) {
+        PyErr_Format(PyExc_ValueError, "schedule: %zd boundaries and %zd values (at most %d boundaries, one value "
+                     "more than boundaries)", nb, nv, BF_SCHED_MAX_BOUNDS);
+        ok = 0;
+    }
+    for (Py_ssize_t i = 0; ok && kind == BF_SCHED_PIECEWISE && i < nv; i++) {
+        if (i < nb) s.bounds[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(b, i));
+        s.values[i] = (float)PyFloat_AsDouble(PySequence_Fast_GET_ITEM(v, i));
+        if (PyErr_Occurred()) ok = 0;
+    }
+    s.nbounds = kind == BF_SCHED_PIECEWISE ? (int)nb : 0;
+    Py_DECREF(b);
+    Py_DECREF(v);
+    if (!ok) return NULL;
+    self->m.opt.sched = s;
+    Py_RETURN_NONE;
+}
+
+/* set_learning_rate(lr): the rate the next update uses. Allowed between the
+ * chunks of a run (callbacks, schedules); the optimizer state is kept. */
+static PyObject *Model_set_learning_rate(ModelObject *self, PyObject *arg) {
+    double lr = PyFloat_AsDouble(arg);
+    if (lr == -1.0 && PyErr_Occurred()) return NULL;
+    if (!(lr >= 0.0) || lr > 3.4e38)
+        return PyErr_Format(PyExc_ValueError, "learning_rate must be a finite number >= 0, got %R", arg);
+    if (!self->m.compiled) return PyErr_Format(PyExc_RuntimeError, "set_learning_rate: the model is not compiled");
+    self->m.opt.lr = (float)lr;
+    Py_RETURN_NONE;
+}
+
 /* restore_optimizer_state(iterations, [slot arrays]) for load_model; all or nothing */
 static PyObject *Model_restore_optimizer_state(ModelObject *self, PyObject *args) {
     long it;
@@ -346,6 +457,10 @@ static PyObject *Model_restore_optimizer_state(ModelObject *self, PyObject *args
                             PySequence_Fast_GET_SIZE(list), m->opt.nslots);
     }
     PyObject *arrs[4] = {0};
+    if (m->opt.nslots > 4) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "optimizer state: %d slots", m->opt.nslots);
+    }
     int ok = 1;
     for (int k = 0; k < m->opt.nslots; k++) {
         arrs[k] = PyArray_FROMANY(PySequence_Fast_GET_ITEM(seq, k), NPY_FLOAT32, 1, 1, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST);
@@ -396,32 +511,33 @@ static PyObject *plan_dict(bf_run *r) {
 }
 
 static PyObject *Model_plan(ModelObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"mode", "rows", "device", NULL};
+    static char *kwlist[] = {"mode", "rows", "device", "weighted", NULL};
     const char *mode_s, *device = "cpu";
-    int rows;
+    int rows, weighted = 0;
     bf_mode mode;
     bf_module_state *st = bf_state_of_type(Py_TYPE(self));
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "si|s", kwlist, &mode_s, &rows, &device)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "si|sp", kwlist, &mode_s, &rows, &device, &weighted)) return NULL;
     if (parse_mode(mode_s, &mode) < 0) return NULL;
     bf_backend *be;
     bf_status s = bf_backend_get(device, &be);
     if (s != BF_OK) return bf_raise(st, s);
     bf_run *r = &self->scratch; /* planning only: nothing is reserved */
-    s = bf_run_plan(r, &self->m, be, mode, rows);
+    s = bf_run_plan(r, &self->m, be, mode, rows, weighted);
     return s == BF_OK ? plan_dict(r) : bf_raise(st, s);
 }
 
 static PyObject *Model_open_run(ModelObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"mode", "rows", "device", "host_budget", "device_budget", "seed", "guard", NULL};
+    static char *kwlist[] = {"mode", "rows", "device", "host_budget", "device_budget", "seed", "guard", "weighted", NULL};
     const char *mode_s, *device = "cpu";
-    int rows, guard = 1;
+    int rows, guard = 1, weighted = 0;
     Py_ssize_t hb = 0, db = 0;
     unsigned long long seed = 0;
     bf_mode mode;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "si|snnKp", kwlist, &mode_s, &rows, &device, &hb, &db, &seed, &guard))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "si|snnKpp", kwlist, &mode_s, &rows, &device, &hb, &db, &seed, &guard,
+                                     &weighted))
         return NULL;
     if (parse_mode(mode_s, &mode) < 0) return NULL;
-    PyObject *run = bf_run_new(self, mode, rows, device, (size_t)hb, (size_t)db, seed);
+    PyObject *run = bf_run_new(self, mode, rows, device, (size_t)hb, (size_t)db, seed, weighted);
     if (run) ((RunObject *)run)->r.unguarded = !guard;
     return run;
 }
@@ -460,9 +576,14 @@ static PyMethodDef Model_methods[] = {
     {"get_weights", (PyCFunction)Model_get_weights, METH_NOARGS, "copies of all weights"},
     {"set_weights", (PyCFunction)Model_set_weights, METH_O, "replace all weights (checked first, all or nothing)"},
     {"compile", (PyCFunction)(void (*)(void))Model_compile, METH_VARARGS | METH_KEYWORDS, "set optimizer and loss"},
+    {"set_metrics", (PyCFunction)Model_set_metrics, METH_O, "set the engine's metrics (after compile)"},
     {"optimizer_state", (PyCFunction)Model_optimizer_state, METH_NOARGS, "(iterations, [slot arrays])"},
     {"restore_optimizer_state", (PyCFunction)Model_restore_optimizer_state, METH_VARARGS, "restore (iterations, slots)"},
     {"set_iterations", (PyCFunction)Model_set_iterations, METH_O, "set optimizer.iterations"},
+    {"set_learning_rate", (PyCFunction)Model_set_learning_rate, METH_O, "set the learning rate of the next update"},
+    {"learning_rate", (PyCFunction)Model_learning_rate, METH_NOARGS, "the learning rate the next update uses"},
+    {"set_schedule", (PyCFunction)Model_set_schedule, METH_VARARGS, "set a closed-form learning rate schedule"},
+    {"iterations", (PyCFunction)Model_iterations, METH_NOARGS, "completed updates (no copy of the optimizer state)"},
     {"plan", (PyCFunction)(void (*)(void))Model_plan, METH_VARARGS | METH_KEYWORDS, "memory plan of a run, no allocation"},
     {"open_run", (PyCFunction)(void (*)(void))Model_open_run, METH_VARARGS | METH_KEYWORDS, "reserve a run"},
     {NULL, NULL, 0, NULL},

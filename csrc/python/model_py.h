@@ -35,6 +35,6 @@ int bf_model_pull(ModelObject *mo);
 int bf_model_push(ModelObject *mo);
 
 PyObject *bf_run_new(ModelObject *model, bf_mode mode, int rows, const char *device, size_t host_budget,
-                     size_t device_budget, unsigned long long seed);
+                     size_t device_budget, unsigned long long seed, int weighted);
 
 #endif

@@ -9,6 +9,7 @@
 #include "arena.h"
 #include "backend_registry.h"
 #include "blas.h"
+#include "blas_probe.h"
 
 bf_module_state *bf_state_of_module(PyObject *m) { return (bf_module_state *)PyModule_GetState(m); }
 
@@ -44,6 +45,17 @@ static PyObject *set_num_threads(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "i", &n)) return NULL;
     if (n < 1) return PyErr_Format(PyExc_ValueError, "num_threads must be >= 1, got %d", n);
     bf_openblas_set_num_threads(n);
+    Py_RETURN_NONE;
+}
+
+static PyObject *blas_probe(PyObject *self, PyObject *args) {
+    int M, N, K;
+    if (!PyArg_ParseTuple(args, "iii", &M, &N, &K)) return NULL;
+    bf_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = bf_cpu_blas_probe(M, N, K);
+    Py_END_ALLOW_THREADS
+    if (s != BF_OK) return bf_raise(bf_state_of_module(self), s);
     Py_RETURN_NONE;
 }
 
@@ -97,6 +109,8 @@ static PyMethodDef module_methods[] = {
     {"live_reservations", live_reservations, METH_NOARGS, "arena reservations currently held (leak checks)"},
     {"emu_waits", emu_waits, METH_NOARGS, "calls on device 'emu' so far that make the host wait for a GPU"},
     {"set_num_threads", set_num_threads, METH_VARARGS, "set the number of BLAS threads"},
+    {"blas_probe", blas_probe, METH_VARARGS,
+     "blas_probe(M, N, K): one GEMM over zero pages (brings OpenBLAS's per-thread buffers up)"},
     {"build_info", build_info, METH_NOARGS, "build configuration: BLAS, CUDA"},
     {NULL, NULL, 0, NULL},
 };

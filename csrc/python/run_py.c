@@ -51,7 +51,7 @@ static int refresh(RunObject *self) {
 }
 
 PyObject *bf_run_new(ModelObject *model, bf_mode mode, int rows, const char *device, size_t host_budget,
-                     size_t device_budget, unsigned long long seed) {
+                     size_t device_budget, unsigned long long seed, int weighted) {
     bf_module_state *st = bf_state_of_type(Py_TYPE(model));
     bf_backend *be;
     bf_status s = bf_backend_get(device, &be);
@@ -59,7 +59,7 @@ PyObject *bf_run_new(ModelObject *model, bf_mode mode, int rows, const char *dev
     if (bf_model_pull(model) < 0) return NULL; /* a device run copies the weights as they are now */
     RunObject *self = (RunObject *)st->RunType->tp_alloc(st->RunType, 0);
     if (!self) return NULL;
-    s = bf_run_plan(&self->r, &model->m, be, mode, rows);
+    s = bf_run_plan(&self->r, &model->m, be, mode, rows, weighted);
     if (s == BF_OK) s = bf_run_open(&self->r, host_budget, device_budget);
     if (s != BF_OK) {
         Py_DECREF(self);
@@ -145,14 +145,26 @@ static int parse_order(PyObject *order_obj, long n, PyArrayObject **order) {
 }
 
 static PyObject *run_steps(RunObject *self, PyObject *args, int train) {
-    PyObject *x_obj, *y_obj, *order_obj;
+    PyObject *x_obj, *y_obj, *order_obj, *sw_obj = Py_None, *cw_obj = Py_None;
     long n, batch, first, nsteps;
     bf_module_state *st = bf_state_of_type(Py_TYPE(self));
-    if (!PyArg_ParseTuple(args, "OOOllll", &x_obj, &y_obj, &order_obj, &n, &batch, &first, &nsteps)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOOllll|OO", &x_obj, &y_obj, &order_obj, &n, &batch, &first, &nsteps, &sw_obj, &cw_obj))
+        return NULL;
     if (need_open(self) < 0) return NULL;
-    bf_src x, y;
+    bf_src x, y, sw;
     if (bf_src_from_array(st, x_obj, "x", &x) < 0 || bf_src_from_array(st, y_obj, "y", &y) < 0) return NULL;
     if (x.shape[0] < n || y.shape[0] < n) return PyErr_Format(st->DataError, "x and y must hold at least %ld rows", n);
+    if (sw_obj != Py_None) {
+        if (bf_src_from_array(st, sw_obj, "sample_weight", &sw) < 0) return NULL;
+        if (sw.shape[0] < n) return PyErr_Format(st->DataError, "sample_weight must hold at least %ld rows", n);
+    }
+    /* class weights: a float32 table by class id, used in place for this call */
+    if (cw_obj != Py_None && (!PyArray_Check(cw_obj) || PyArray_TYPE((PyArrayObject *)cw_obj) != NPY_FLOAT32 ||
+                              PyArray_NDIM((PyArrayObject *)cw_obj) != 1 ||
+                              !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)cw_obj)))
+        return PyErr_Format(PyExc_TypeError, "class_weight table must be a 1-D C-contiguous float32 array");
+    if ((sw_obj != Py_None || cw_obj != Py_None) && !self->r.weighted)
+        return PyErr_Format(PyExc_ValueError, "this run was opened without sample weights (weighted=False)");
     if (batch <= 0) return PyErr_Format(PyExc_ValueError, "batch_size must be positive, got %ld", batch);
     PyArrayObject *order;
     if (parse_order(order_obj, n, &order) < 0) return NULL;
@@ -168,21 +180,26 @@ static PyObject *run_steps(RunObject *self, PyObject *args, int train) {
     bf_totals tot = {0};
     bf_status s;
     const int64_t *o = order ? PyArray_DATA(order) : NULL;
+    s = bf_run_set_weights(&self->r, sw_obj != Py_None ? &sw : NULL,
+                           cw_obj != Py_None ? (const float *)PyArray_DATA((PyArrayObject *)cw_obj) : NULL,
+                           cw_obj != Py_None ? (long)PyArray_DIM((PyArrayObject *)cw_obj, 0) : 0);
+    if (s != BF_OK) {
+        Py_XDECREF(order);
+        return bf_raise(st, s);
+    }
     Py_BEGIN_ALLOW_THREADS
     s = train ? bf_run_train(&self->r, &x, &y, o, n, batch, first, nsteps, &tot)
               : bf_run_evaluate(&self->r, &x, &y, o, n, batch, first, nsteps, &tot);
     Py_END_ALLOW_THREADS
+    bf_run_set_weights(&self->r, NULL, NULL, 0); /* the arrays are the caller's: not kept past the call */
     Py_XDECREF(order);
     if (train) self->wver = ++self->model->wver; /* on the device (owner) or in place (cpu) */
     if (s != BF_OK) return run_error(self, s);
     int no = self->model->m.n_outputs;
-    PyObject *ol = PyTuple_New(no), *oa = PyTuple_New(no);
-    for (int k = 0; ol && oa && k < no; k++) {
-        PyTuple_SET_ITEM(ol, k, PyFloat_FromDouble(tot.out_loss[k]));
-        PyTuple_SET_ITEM(oa, k, PyFloat_FromDouble(tot.out_acc[k]));
-    }
-    if (!ol || !oa) { Py_XDECREF(ol); Py_XDECREF(oa); return NULL; }
-    return Py_BuildValue("(ddlldNN)", tot.loss_sum, tot.acc_sum, tot.rows, tot.steps, tot.wait_seconds, ol, oa);
+    PyObject *ol = PyTuple_New(no);
+    for (int k = 0; ol && k < no; k++) PyTuple_SET_ITEM(ol, k, PyFloat_FromDouble(tot.out_loss[k]));
+    if (!ol) return NULL;
+    return Py_BuildValue("(dlldN)", tot.loss_sum, tot.rows, tot.steps, tot.wait_seconds, ol);
 }
 
 static PyObject *Run_train(RunObject *self, PyObject *args) { return run_steps(self, args, 1); }
@@ -224,6 +241,25 @@ static PyObject *Run_close(RunObject *self, PyObject *noargs) {
     Py_RETURN_NONE;
 }
 
+static PyObject *Run_reset_metrics(RunObject *self, PyObject *noargs) {
+    (void)noargs;
+    if (need_open(self) < 0) return NULL;
+    bf_run_reset_metrics(&self->r);
+    Py_RETURN_NONE;
+}
+
+/* [value of each metric over the steps since the last reset] */
+static PyObject *Run_metric_results(RunObject *self, PyObject *noargs) {
+    (void)noargs;
+    if (need_open(self) < 0) return NULL;
+    double v[BF_MAX_METRICS] = {0};
+    int n = self->r.nmv ? self->r.m->nmetrics : 0;
+    bf_run_metric_results(&self->r, v);
+    PyObject *out = PyList_New(n);
+    for (int i = 0; out && i < n; i++) PyList_SET_ITEM(out, i, PyFloat_FromDouble(v[i]));
+    return out;
+}
+
 static PyObject *Run_stats(RunObject *self, PyObject *noargs) {
     (void)noargs;
     bf_run *r = &self->r;
@@ -233,8 +269,13 @@ static PyObject *Run_stats(RunObject *self, PyObject *noargs) {
 }
 
 static PyMethodDef Run_methods[] = {
-    {"train", (PyCFunction)Run_train, METH_VARARGS, "train(x, y, order, n, batch, first_step, nsteps) -> (loss_sum, acc_sum, rows, steps, wait, per-output loss sums, per-output accuracy sums)"},
-    {"evaluate", (PyCFunction)Run_evaluate, METH_VARARGS, "evaluate(x, y, order, n, batch, first_step, nsteps)"},
+    {"train", (PyCFunction)Run_train, METH_VARARGS,
+     "train(x, y, order, n, batch, first_step, nsteps[, sample_weight, class_weight_table]) -> (loss_sum, rows, steps, "
+     "wait_s, per-output loss sums)"},
+    {"evaluate", (PyCFunction)Run_evaluate, METH_VARARGS,
+     "evaluate(x, y, order, n, batch, first_step, nsteps[, sample_weight, class_weight_table])"},
+    {"reset_metrics", (PyCFunction)Run_reset_metrics, METH_NOARGS, "zero the metric statistics (epoch start)"},
+    {"metric_results", (PyCFunction)Run_metric_results, METH_NOARGS, "metric values since the last reset"},
     {"predict", (PyCFunction)Run_predict, METH_VARARGS, "predict(x, out, start, n, out_start)"},
     {"close", (PyCFunction)Run_close, METH_NOARGS, "copy device weights back and release the arenas"},
     {"stats", (PyCFunction)Run_stats, METH_NOARGS, "arena statistics"},

@@ -210,6 +210,18 @@ def margin(n):
     return max(64 << 20, int(n) // 20)
 
 
+def watchdog_floor(n):
+    """The watchdog stops a run when less than this is left before the limit
+    (n: usage plus what is left) and memory outside the plan has grown."""
+    return margin(n) // 2
+
+
+def watchdog_tolerance(budget_bytes):
+    """Bytes batch_size='auto' / micro_batch='auto' keep free below the budget,
+    so that the watchdog tolerates as much again of memory outside the plan."""
+    return margin(budget_bytes) // 2
+
+
 def device_reserve(free_bytes):
     """Device memory kept free for the CUDA context, cuBLAS/cuDNN handles: 256 MiB or 5%."""
     return max(256 << 20, int(free_bytes) // 20)

@@ -76,10 +76,25 @@ def check_y(model, y, what="y"):
         raise DataError(f"{what} has per-sample shape {got}, the model's output is {out}")
 
 
-class ArrayData:
+def as_sample_weight(sw, n, what="sample_weight"):
+    """Keras's sample_weight: one weight per sample ((n,) or (n, 1)), any real dtype, used in place."""
+    if sw is None:
+        return None
+    sw = _as_array(sw, what)
+    if sw.ndim > 2 or (sw.ndim == 2 and sw.shape[1] != 1):
+        raise DataError(f"{what} must hold one weight per sample (shape ({n},)), got shape {sw.shape}")
+    if sw.shape[0] != n:
+        raise DataError(f"{what} has {sw.shape[0]} entries, x has {n} samples")
+    return sw
 
-    def __init__(self, x, y, batch_size, lo=0, hi=None, shuffle=False, what=("x", "y")):
-        self.x, self.y, self.lo = x, y, lo
+
+class ArrayData:
+    class_weight = None
+
+    def __init__(self, x, y, batch_size, lo=0, hi=None, shuffle=False, what=("x", "y"), sample_weight=None,
+                 steps=None):
+        self.x, self.y, self.lo, self.steps = x, y, lo, steps
+        self.sw = sample_weight
         self.hi = x.shape[0] if hi is None else hi
         self.what = what
         self.shuffle = shuffle
@@ -97,7 +112,10 @@ class ArrayData:
 
     @property
     def steps_per_epoch(self):
-        return -(-self.num_rows // self.batch_size)
+        """Batches an epoch runs: all of them, or the first `steps` (fit's
+        steps_per_epoch) of each epoch's order."""
+        n = -(-self.num_rows // self.batch_size)
+        return min(n, self.steps) if self.steps else n
 
     def set_batch_size(self, b):
         self.batch_size = int(b)
@@ -112,22 +130,33 @@ class ArrayData:
                 raise DataError(f"{self.what[1]} is required")
             check_y(model, self.y, self.what[1])
 
+    @property
+    def weighted(self):
+        return self.sw is not None or self.class_weight is not None
+
     def _views(self):
         if self.lo == 0 and self.hi == self.x.shape[0]:
             return self.x, self.y
         return self.x[self.lo:self.hi], (self.y[self.lo:self.hi] if self.y is not None else None)
 
+    def _sw_view(self):
+        if self.sw is None or (self.lo == 0 and self.hi == self.sw.shape[0]):
+            return self.sw
+        return self.sw[self.lo:self.hi]
+
     def run_epoch(self, run, epoch, on_chunk, chunks):
         x, y = self._views()
+        sw, cw = self._sw_view(), self.class_weight
         order = self.rng.permutation(self.num_rows) if self.shuffle else None
         with engine_batch():
-            chunks(lambda first, n: run.train(x, y, order, self.num_rows, self.batch_size, first, n),
+            chunks(lambda first, n: run.train(x, y, order, self.num_rows, self.batch_size, first, n, sw, cw),
                    self.steps_per_epoch, on_chunk)
 
     def run_eval(self, run, on_chunk, chunks):
         x, y = self._views()
+        sw = self._sw_view()
         with engine_batch():
-            chunks(lambda first, n: run.evaluate(x, y, None, self.num_rows, self.batch_size, first, n),
+            chunks(lambda first, n: run.evaluate(x, y, None, self.num_rows, self.batch_size, first, n, sw),
                    self.steps_per_epoch, on_chunk)
 
     def run_predict(self, run, out_shape, on_step, chunks):
@@ -139,9 +168,9 @@ class ArrayData:
             start = first * b
             rows = min(n * b, self.num_rows - start)
             run.predict(x, out, start, rows, start)
-            return None
+            return out[start:start + rows]
 
-        chunks(one, self.steps_per_epoch, lambda step, _: on_step(step))
+        chunks(one, self.steps_per_epoch, on_step)
         return out
 
     def on_epoch_end(self):
@@ -171,12 +200,16 @@ def _is_sequence(x):
     return is_python_source(x)
 
 
-def adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, steps_per_epoch, shuffle, val_bs):
+def adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, steps_per_epoch, shuffle, val_bs,
+                  sample_weight=None):
     batch_size = _check_batch_size(batch_size)
     if x is None:
         raise DataError("x is required")
     if _is_sequence(x):
         from .sources import SequenceData
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported with a Sequence or generator x; "
+                             "yield (x, y, sample_weight) batches instead")
         if validation_split:
             raise ValueError("validation_split is not supported with a Sequence or generator x; use validation_data")
         train = SequenceData(x, steps_per_epoch, batch_size, shuffle=shuffle)
@@ -186,13 +219,16 @@ def adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, st
             raise DataError("y is required when x is an array")
         if x.shape[0] != y.shape[0]:
             raise DataError(f"x and y have different lengths: {x.shape[0]} and {y.shape[0]}")
+        sw = as_sample_weight(sample_weight, x.shape[0])
         n_train = _split(x, y, validation_split) if validation_split else x.shape[0]
-        train = ArrayData(x, y, batch_size, 0, n_train, shuffle=bool(shuffle) and shuffle != "batch")
-        if steps_per_epoch is not None:
-            raise ValueError("steps_per_epoch is only supported with a Sequence or generator x")
+        if steps_per_epoch is not None and (isinstance(steps_per_epoch, bool) or not isinstance(steps_per_epoch, int)
+                                            or steps_per_epoch <= 0):
+            raise ValueError(f"steps_per_epoch must be a positive int or None, got {steps_per_epoch!r}")
+        train = ArrayData(x, y, batch_size, 0, n_train, shuffle=bool(shuffle) and shuffle != "batch",
+                          sample_weight=sw, steps=steps_per_epoch)
         if validation_split:
             validation_data = ArrayData(x, y, val_bs or train.batch_size, n_train, x.shape[0],
-                                        what=("x (validation split)", "y (validation split)"))
+                                        what=("x (validation split)", "y (validation split)"), sample_weight=sw)
     val = None
     if isinstance(validation_data, ArrayData):
         val = validation_data
@@ -204,19 +240,27 @@ def adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, st
             if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
                 raise ValueError("validation_data must be a tuple (x_val, y_val) or a Sequence")
             vx, vy = _as_array(validation_data[0], "validation_data[0]"), _as_array(validation_data[1], "validation_data[1]")
-            val = ArrayData(vx, vy, val_bs or train.batch_size, what=("validation_data[0]", "validation_data[1]"))
+            vsw = None
+            if len(validation_data) == 3 and validation_data[2] is not None:
+                vsw = as_sample_weight(validation_data[2], vx.shape[0], "validation_data[2] (sample weights)")
+            val = ArrayData(vx, vy, val_bs or train.batch_size, what=("validation_data[0]", "validation_data[1]"),
+                            sample_weight=vsw)
     return train, val
 
 
-def adapt_for_eval(model, x, y, batch_size, steps):
+def adapt_for_eval(model, x, y, batch_size, steps, sample_weight=None):
     batch_size = _check_batch_size(batch_size)
     if _is_sequence(x):
         from .sources import SequenceData
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported with a Sequence or generator x; "
+                             "yield (x, y, sample_weight) batches instead")
         return SequenceData(x, steps, batch_size, shuffle=False)
     x, y = _as_array(x, "x"), _as_array(y, "y")
     if x is None or y is None:
         raise DataError("evaluate needs x and y")
-    return ArrayData(x, y, batch_size if batch_size != "auto" else None)
+    sw = as_sample_weight(sample_weight, x.shape[0])
+    return ArrayData(x, y, batch_size if batch_size != "auto" else None, sample_weight=sw)
 
 
 def adapt_for_predict(model, x, batch_size, steps):

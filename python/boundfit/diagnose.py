@@ -4,7 +4,7 @@ report (driver / runtime / cuDNN versions, GPUs), with a verdict per line."""
 import os
 import platform
 
-from . import _core, budget
+from . import _core, blas_runtime, budget
 from .sizes import format_bytes
 
 
@@ -19,6 +19,10 @@ def report():
     add("python", f"{platform.python_version()} on {platform.machine()} {platform.system()}")
     add("compiler", info["compiler"])
     add("BLAS", f"{info['blas']} ({info['blas_threads']} threads)")
+    if blas_runtime.resident_bytes():
+        add("BLAS buffers", f"{format_bytes(blas_runtime.resident_bytes())} resident ({blas_runtime.note()})")
+    else:
+        add("BLAS buffers", "not brought up yet (the first plan does, and measures them)")
     add("CPU cores", str(os.cpu_count()))
     host, src = budget.host_budget(None)
     add("host memory budget", f"{format_bytes(host)} ({src})", host > 0)

@@ -41,6 +41,11 @@ class Layer:
     def spec(self):
         raise NotImplementedError
 
+    def get_config(self):
+        """Keras 3's config of this layer (keras_config.py)."""
+        from .keras_config import layer_config
+        return layer_config(self)
+
     def get_weights(self):
         if self._model is None:
             return []

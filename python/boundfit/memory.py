@@ -5,13 +5,14 @@ A plan is the engine's own list of what a run will reserve (its arenas are
 sized from the same numbers, so the plan equals their high-water marks), plus
 the weights and optimizer state the model holds."""
 
-from . import _core, budget
+from . import _core, blas_runtime, budget
 from .errors import MemoryBudgetError
 from .plan import MemoryPlan, PlanEntry, budget_error
 
 
 def _engine_plan(model, mode, rows, device):
-    return model._engine.plan(mode, int(rows), device)
+    weighted = bool((getattr(model, "_plan_weighted", None) or {}).get(mode, False))
+    return model._engine.plan(mode, int(rows), device, weighted=weighted)
 
 
 def _align(n):
@@ -54,19 +55,12 @@ def _entries(p, prefix=""):
     return out
 
 
-# RSS a run needed beyond its plan (BLAS work buffers, thread stacks of the
-# BLAS pool, Python objects of the loop), measured by the watchdog's samples
-# during this process's fits; resident from then on, so stated as held
-_measured = {"runtime": 0}
-
-
 def _model_entries(model, mode):
     eng = model._engine
     out = [PlanEntry("parameters (held by the model)", eng.weight_arena_bytes or eng.n_params * 4, "host",
                      "parameters", "allocated")]
-    if _measured["runtime"]:
-        out.append(PlanEntry("BLAS work buffers and runtime (measured in this process)", _measured["runtime"],
-                             "host", "measured", "resident"))
+    if blas_runtime.resident_bytes():
+        out.append(PlanEntry(blas_runtime.note(), blas_runtime.resident_bytes(), "host", "runtime", "resident"))
     if mode == "train" and eng.optimizer_arena_bytes:
         out.append(PlanEntry("optimizer state (held by the model)", eng.optimizer_arena_bytes, "host",
                              "optimizer state", "allocated"))
@@ -75,16 +69,23 @@ def _model_entries(model, mode):
 
 def _held(model, mode):
     eng = model._engine
-    return (eng.weight_arena_bytes or 0) + (eng.optimizer_arena_bytes if mode == "train" else 0) + _measured["runtime"]
+    return ((eng.weight_arena_bytes or 0) + (eng.optimizer_arena_bytes if mode == "train" else 0)
+            + blas_runtime.resident_bytes())
 
 
 PREFETCH_STACK = 256 << 10  # csrc/core/prefetch.h BF_PREFETCH_STACK
+# What the Python side of a run allocates (callbacks' logs, progress, the
+# interpreter's caches on first use): a bound, not a count. Fresh-process
+# runs of every kind measure 0.1-0.4 MiB (tests/test_first_fit.py checks
+# the whole plan against the peak RSS growth).
+LOOP_OBJECTS = 1 << 20
 
 
 def _runtime_entries(mode, shuffle_rows):
     """What a run needs outside the engine's arenas, stated: the prefetch
     thread's stack and, when shuffling, the epoch's int64 row order."""
-    out = [PlanEntry("prefetch thread stack", PREFETCH_STACK, "host", "runtime", "outside the arena")]
+    out = [PlanEntry("prefetch thread stack", PREFETCH_STACK, "host", "runtime", "outside the arena"),
+           PlanEntry("Python objects of the loop (bound)", LOOP_OBJECTS, "host", "runtime", "outside the arena")]
     if mode == "train" and shuffle_rows:
         out.append(PlanEntry(f"shuffle order ({shuffle_rows} rows, int64)", 8 * shuffle_rows, "host", "runtime",
                              "outside the arena"))
@@ -112,6 +113,8 @@ def _out_size(model):
 
 
 def _budgets(device, memory_limit):
+    if not _is_device(device) or device.startswith("emu"):
+        blas_runtime.ensure()  # before the budget is read: runs on the host's BLAS add nothing after it
     host, host_src = budget.host_budget(memory_limit if not _is_device(device) else None)
     dev, dev_src = (None, None)
     if _is_device(device):
@@ -152,14 +155,20 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
                max_rows=None, shuffle_rows=0):
     hb, hsrc, db, dsrc = _budgets(device, memory_limit)
     held = _held(model, mode)
+    # automatic choices keep the watchdog's tolerance free on top of the margin
+    auto = batch_size == "auto" or micro_batch == "auto"
+    keep = budget.watchdog_tolerance(hb) if auto else 0
+    ab = max(hb - keep, 0)
+    if auto and not _fits(model, mode, 1, device, ab, db, shuffle_rows=shuffle_rows):
+        ab = hb  # too tight to keep it: only the margin stays free (the table says so)
     # batch_size="auto": the largest batch that fits (no larger than the data)
     cap = min(max_rows or _AUTO_CAP, _AUTO_CAP)
     if batch_size == "auto":
-        batch_size = max(1, _max_rows(model, mode, device, hb, db, cap, shuffle_rows=shuffle_rows))
+        batch_size = max(1, _max_rows(model, mode, device, ab, db, cap, shuffle_rows=shuffle_rows))
     batch_size = int(batch_size)
     rows = batch_size
     if micro_batch == "auto":
-        rows = max(1, _max_rows(model, mode, device, hb, db, batch_size,
+        rows = max(1, _max_rows(model, mode, device, ab, db, batch_size,
                                 min(val_batch, batch_size) if val_batch else None, shuffle_rows))
     elif micro_batch is not None:
         if isinstance(micro_batch, bool) or not isinstance(micro_batch, int) or micro_batch <= 0:
@@ -180,6 +189,15 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
                       device=device, budget_host_source=hsrc, budget_device_source=dsrc)
     plan.rows, plan.val_rows, plan.mode = rows, val_rows or rows, mode
     plan.held_bytes = held
+    if auto:
+        plan.headroom_bytes = max(hb - (plan.host_bytes - held), 0)
+        tol = budget.format_bytes(keep)
+        plan.headroom_reason = (f"below the budget, on top of its margin: the automatic choice keeps {tol} free "
+                                f"(the between-steps watchdog's tolerance for memory outside the plan, from a "
+                                f"generator or callback)" if ab < hb else
+                                f"below the budget, on top of its margin: too little memory to also keep the "
+                                f"watchdog's tolerance ({tol}) free; memory outside the plan beyond half the margin "
+                                f"stops the run")
     return plan
 
 
@@ -220,23 +238,16 @@ class Watchdog:
         self.plan = plan
         self.base = budget.process_usage_bytes()
         self.planned = plan.host_bytes - plan.held_bytes
-        self.peak = self.base
-
-    def finish(self):
-        """Record what the run needed beyond its plan (see _measured)."""
-        if self.base is not None and self.peak is not None:
-            _measured["runtime"] = max(_measured["runtime"], self.peak - self.base - self.planned)
 
     def check(self, epoch, step):
         used = budget.process_usage_bytes()
         if used is None or self.base is None:
             return
-        self.peak = max(self.peak, used)
         outside = used - self.base - self.planned
         if outside <= 0:
             return
         room = budget.raw_headroom()
-        if room is not None and room < budget.margin(room + used) // 2:
+        if room is not None and room < budget.watchdog_floor(room + used):
             raise MemoryBudgetError(
                 f"stopped at epoch {epoch}, step {step}: memory outside the plan grew by {outside / 2**20:.0f} MiB "
                 f"(a leaking generator or callback?) and only {room / 2**20:.0f} MiB remain before the limit",

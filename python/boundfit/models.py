@@ -5,7 +5,7 @@ Weights live in the engine's host arena; this class describes and reports."""
 
 import numpy as np
 
-from . import _core, activations, layers as layers_mod, losses, optimizers, utils
+from . import _core, activations, layers as layers_mod, losses, metrics as metrics_mod, optimizers, utils
 
 
 class Sequential:
@@ -15,6 +15,8 @@ class Sequential:
         self._engine = None
         self.optimizer = self.loss = None
         self.compiled_metrics = []
+        self._metrics_arg = self._weighted_metrics_arg = None
+        self._metric_objs = []
         self.stop_training = False
         self.history = None
         self._device = None
@@ -119,26 +121,85 @@ class Sequential:
         self._engine.set_weights(list(weights))
 
     # ---- compile ----
-    def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None, **kwargs):
+    def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None, weighted_metrics=None,
+                **kwargs):
         unknown = set(kwargs) - {"jit_compile", "run_eagerly", "steps_per_execution", "auto_scale_loss"}
         if unknown:
             raise TypeError(f"compile: unknown arguments {sorted(unknown)}")
         if loss is None:
             raise ValueError("compile: loss is required")
+        if loss_weights is not None:
+            raise ValueError("loss_weights: a Sequential model has one output; leave loss_weights=None")
         opt = optimizers.get(optimizer)
         loss_obj = losses.get(loss)
-        metrics = list(metrics or [])
-        for m in metrics:
-            name = m if isinstance(m, str) else getattr(m, "__name__", None)
-            if name not in ("accuracy", "acc"):
-                raise ValueError(f"metrics: only 'accuracy' is supported, got {m!r}")
-        self.optimizer, self.loss, self.compiled_metrics = opt, loss_obj, ["accuracy"] if metrics else []
+        given = []
+        for arg, weighted in ((metrics, False), (weighted_metrics, True)):
+            if arg is None:
+                continue
+            if isinstance(arg, (str, metrics_mod.Metric)) or callable(arg) and not isinstance(arg, type):
+                arg = [arg]
+            if not isinstance(arg, (list, tuple)):
+                raise ValueError(f"{'weighted_metrics' if weighted else 'metrics'} must be a list, got {arg!r}")
+            for m in arg:
+                obj, name = metrics_mod.get(m)
+                given.append((obj, name, weighted, m if isinstance(m, str) else metrics_mod.serialize(obj)))
+        if self._engine is not None:
+            self._resolve_metrics([g[:3] for g in given], loss_obj)  # checked before anything changes
+        self.optimizer, self.loss = opt, loss_obj
+        # as given (names, or serialized objects), for saving
+        self._metrics_arg = [c for o, n, w, c in given if not w] or None
+        self._weighted_metrics_arg = [c for o, n, w, c in given if w] or None
+        self._metric_given = [g[:3] for g in given]
+        self.compiled_metrics = [n for o, n, w, c in given]
         opt._model = self
         if self._engine is not None:
             self._compile_engine()
 
+    def _resolve_metrics(self, given, loss):
+        """Keras's history names and engine specs of the compiled metrics:
+        'accuracy' resolved by the output and target shapes, a repeated
+        weighted metric named weighted_<name>. A metric that cannot read the
+        loss's targets raises ValueError naming it."""
+        out_size = int(np.prod(self._engine.output_shape))
+        sparse = loss.kind == losses.SCCE
+        objs, names, seen = [], [], set()
+        for obj, name, weighted in given:
+            if isinstance(obj, metrics_mod._Accuracy):
+                obj = metrics_mod.resolve_accuracy(name, out_size, sparse)
+            is_sparse = obj.kind in (metrics_mod.SPARSE_CAT_ACC, metrics_mod.SPARSE_TOPK)
+            if is_sparse and not sparse and out_size > 1:
+                raise ValueError(f"metrics: {name!r} is a sparse metric and needs class-id targets "
+                                 f"(loss sparse_categorical_crossentropy); the loss {loss.name!r} takes targets "
+                                 f"shaped as the output ({out_size} values per sample)")
+            if not is_sparse and sparse:
+                raise ValueError(f"metrics: {name!r} needs targets shaped as the output ({out_size} values per "
+                                 "sample), the loss sparse_categorical_crossentropy takes class ids; use a sparse_* "
+                                 "metric")
+            obj.name = name  # Keras renames the object to the name it was given
+            if name in seen:
+                if weighted:
+                    name = f"weighted_{name}"
+                k = 1
+                base = name
+                while name in seen:
+                    name = f"{base}_{k}"
+                    k += 1
+            seen.add(name)
+            spec = dict(obj._spec(), weighted=int(weighted))
+            objs.append((obj, name, spec))
+            names.append(name)
+        return objs, names
+
     def _compile_engine(self):
-        self._engine.compile(**self.optimizer._engine_args(), loss=self.loss.kind, from_logits=self.loss.from_logits)
+        self._engine.compile(**self.optimizer._engine_args(), **self.loss._engine_args())
+        objs, names = self._resolve_metrics(getattr(self, "_metric_given", []), self.loss)
+        try:
+            self._engine.set_metrics([spec for _, _, spec in objs])
+        except Exception as e:
+            raise ValueError(f"metrics: {e}") from None
+        self._metric_objs = objs
+        self.compiled_metrics = names
+        self.metrics_names = ["loss"] + names
 
     def _require_compiled(self, what):
         if self.optimizer is None or self.loss is None:
@@ -198,26 +259,37 @@ class Sequential:
         print_fn("\n".join(out))
 
     def get_config(self):
-        cfg = []
-        for l in self._layers:
-            d = {k: v for k, v in vars(l).items() if not k.startswith("_") and k != "input_shape_arg"}
-            if "activation" in d:
-                d["activation"] = activations.name_of(d["activation"])
-            cfg.append({"class_name": type(l).__name__, "config": d})
-        return {"name": self.name, "input_shape": list(self._input_shape or []), "layers": cfg}
+        """Keras 3's config of this model (keras_config.py): name, layers, ..."""
+        from .keras_config import model_config
+        return model_config(self)["config"]
+
+    @classmethod
+    def from_config(cls, config):
+        from .keras_config import sequential_from_config
+        return sequential_from_config({"class_name": "Sequential", "config": config})
+
+    def to_json(self, **kwargs):
+        import json
+        from .keras_config import model_config
+        cfg = model_config(self)
+        cfg.pop("compile_config", None)
+        return json.dumps(cfg, **kwargs)
 
     # ---- persistence ----
     def save(self, filepath, overwrite=True):
-        """Save architecture, weights, compile settings and optimizer state to one .npz-format file."""
-        from .saving import save_model
+        """Save to a Keras 3 `.keras` file (architecture, weights, compile config, optimizer state), atomically."""
+        from .keras_format import save_model
         save_model(self, filepath, overwrite=overwrite)
 
-    def save_weights(self, filepath):
-        np.savez(filepath, *self.get_weights())
+    def save_weights(self, filepath, overwrite=True):
+        """Save weights (and optimizer state) to a Keras 3 `.weights.h5` file, atomically."""
+        from .keras_format import save_weights
+        save_weights(self, filepath, overwrite=overwrite)
 
-    def load_weights(self, filepath):
-        with np.load(filepath) as f:
-            self.set_weights([f[f"arr_{i}"] for i in range(len(f.files))])
+    def load_weights(self, filepath, skip_mismatch=False):
+        """Load a `.weights.h5` (or `.keras`) file written by Keras 3 or boundfit; all or nothing."""
+        from .keras_format import load_weights
+        load_weights(self, filepath, skip_mismatch=skip_mismatch)
 
     def __repr__(self):
         return f"<Sequential name={self.name} layers={len(self._layers)}>"
@@ -226,8 +298,9 @@ class Sequential:
 Model = Sequential
 
 
-def load_model(filepath, compile=True):
-    from .saving import load_model as _load
-    return _load(filepath, compile=compile)
+def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
+    """Load a Keras 3 `.keras` file (written by Keras or boundfit)."""
+    from .keras_format import load_model as _load
+    return _load(filepath, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
 
 

@@ -1,28 +1,107 @@
-"""Optimizers with Keras 3 names and defaults; the engine applies the updates."""
+"""Optimizers with Keras 3 names, arguments and defaults; the engine applies
+the updates (csrc/cpu/optimizers.c, csrc/cuda/optimizers.cu), including
+Keras's gradient clipping (clipnorm per tensor, global_clipnorm, clipvalue)
+and decoupled weight decay. Every state buffer is in the memory plan.
+learning_rate may be a float, a keras.optimizers.schedules object or a callable
+lr(iterations): closed-form schedules are computed by the engine per update,
+others set the engine's rate before every step (optimizer.iterations =
+completed updates, as Keras). Setting optimizer.learning_rate changes the rate
+of a compiled model's next update."""
 
-SGD_ID, ADAM_ID, RMSPROP_ID = 1, 2, 3
+from . import schedules
+
+SGD_ID, ADAM_ID, RMSPROP_ID, ADAMW_ID, ADAGRAD_ID, NADAM_ID = 1, 2, 3, 4, 5, 6
+CLIP_NONE, CLIP_NORM, CLIP_GLOBAL_NORM, CLIP_VALUE = 0, 1, 2, 3
+
+
+def _nonneg(v, what):
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a number, got {v!r}") from None
+    if not f >= 0:
+        raise ValueError(f"{what} must be >= 0, got {v!r}")
+    return f
 
 
 class Optimizer:
     kind = None
 
-    def __init__(self, learning_rate):
-        lr = float(learning_rate)
-        if not lr >= 0:
-            raise ValueError(f"learning_rate must be >= 0, got {learning_rate!r}")
-        self.learning_rate = lr
+    def __init__(self, learning_rate, weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None,
+                 use_ema=False, name=None, **kwargs):
+        unknown = set(kwargs) - {"ema_momentum", "ema_overwrite_frequency", "loss_scale_factor",
+                                 "gradient_accumulation_steps"}
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: unknown arguments {sorted(unknown)}")
+        if use_ema:
+            raise ValueError("use_ema is not supported")
+        self._schedule = None
+        if isinstance(learning_rate, schedules.LearningRateSchedule) or callable(learning_rate):
+            self._schedule = learning_rate
+            learning_rate = float(schedules.step_fn(learning_rate)(0))
+        self.learning_rate = _nonneg(learning_rate, "learning_rate")
+        self.weight_decay = None if weight_decay is None else _nonneg(weight_decay, "weight_decay")
+        given = [n for n, v in (("clipnorm", clipnorm), ("clipvalue", clipvalue),
+                                ("global_clipnorm", global_clipnorm)) if v is not None]
+        if len(given) > 1:
+            raise ValueError(f"Only one of `clipnorm`, `clipvalue` and `global_clipnorm` can be set. "
+                             f"Received: {', '.join(given)}")
+        self.clipnorm = None if clipnorm is None else _nonneg(clipnorm, "clipnorm")
+        self.clipvalue = None if clipvalue is None else _nonneg(clipvalue, "clipvalue")
+        self.global_clipnorm = None if global_clipnorm is None else _nonneg(global_clipnorm, "global_clipnorm")
+        self.name = name or type(self).__name__.lower()
         self._model = None
+
+    @property
+    def learning_rate(self):
+        """The rate of the next update (with a schedule: as of the last step or epoch end)."""
+        return self.__dict__["learning_rate"]
+
+    @learning_rate.setter
+    def learning_rate(self, value):
+        # kept in __dict__ so get_config (vars) still lists it; a compiled model's engine follows at once
+        if getattr(self, "_schedule", None) is not None and "learning_rate" in self.__dict__:
+            raise TypeError("This optimizer was created with a learning rate schedule (or callable) as its "
+                            "learning_rate argument, hence its learning rate is not settable.")
+        lr = float(value)
+        if not 0 <= lr < float("inf"):
+            raise ValueError(f"learning_rate must be a finite number >= 0, got {value!r}")
+        m = getattr(self, "_model", None)
+        if m is not None and m.optimizer is self and m._engine is not None:
+            try:
+                m._engine.set_learning_rate(lr)
+            except RuntimeError:   # the engine is not compiled yet: compile() passes the stored rate
+                pass
+        self.__dict__["learning_rate"] = lr
+
+    def _track_lr(self, lr):
+        """The rate a schedule gave the engine (no push back)."""
+        self.__dict__["learning_rate"] = float(lr)
 
     @property
     def iterations(self):
         """Updates applied so far (Keras optimizer.iterations)."""
         return self._model._engine.optimizer_state()[0] if self._model is not None else 0
 
+    def _clip(self):
+        # Keras: a value of 0 (or None) means no clipping
+        if self.clipnorm:
+            return CLIP_NORM, self.clipnorm
+        if self.global_clipnorm:
+            return CLIP_GLOBAL_NORM, self.global_clipnorm
+        if self.clipvalue:
+            return CLIP_VALUE, self.clipvalue
+        return CLIP_NONE, 0.0
+
     def _engine_args(self):
+        clip, clip_value = self._clip()
         return dict(optimizer=self.kind, learning_rate=self.learning_rate, beta_1=getattr(self, "beta_1", 0.9),
                     beta_2=getattr(self, "beta_2", 0.999), epsilon=getattr(self, "epsilon", 1e-7),
                     momentum=getattr(self, "momentum", 0.0), nesterov=getattr(self, "nesterov", False),
-                    rho=getattr(self, "rho", 0.9))
+                    rho=getattr(self, "rho", 0.9), amsgrad=getattr(self, "amsgrad", False),
+                    centered=getattr(self, "centered", False), weight_decay=self.weight_decay or 0.0,
+                    initial_accumulator_value=getattr(self, "initial_accumulator_value", 0.0),
+                    clip=clip, clip_value=clip_value)
 
     def get_config(self):
         return {k: v for k, v in vars(self).items() if not k.startswith("_")}
@@ -34,8 +113,9 @@ class Optimizer:
 class SGD(Optimizer):
     kind = SGD_ID
 
-    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name=None):
-        super().__init__(learning_rate)
+    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=None, clipnorm=None,
+                 clipvalue=None, global_clipnorm=None, use_ema=False, name="SGD", **kwargs):
+        super().__init__(learning_rate, weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, name, **kwargs)
         if not 0.0 <= float(momentum) <= 1.0:
             raise ValueError(f"momentum must be in [0, 1], got {momentum!r}")
         self.momentum, self.nesterov = float(momentum), bool(nesterov)
@@ -44,20 +124,57 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     kind = ADAM_ID
 
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, name=None):
-        super().__init__(learning_rate)
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False,
+                 weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None, use_ema=False,
+                 name="adam", **kwargs):
+        super().__init__(learning_rate, weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, name, **kwargs)
         self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
+        self.amsgrad = bool(amsgrad)
+
+
+class AdamW(Adam):
+    kind = ADAMW_ID
+
+    def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
+                 amsgrad=False, clipnorm=None, clipvalue=None, global_clipnorm=None, use_ema=False,
+                 name="adamw", **kwargs):
+        if weight_decay is None:
+            raise ValueError("Argument `weight_decay` must be a float. Received: weight_decay=None")
+        super().__init__(learning_rate, beta_1, beta_2, epsilon, amsgrad, weight_decay, clipnorm, clipvalue,
+                         global_clipnorm, use_ema, name, **kwargs)
 
 
 class RMSprop(Optimizer):
     kind = RMSPROP_ID
 
-    def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7, name=None):
-        super().__init__(learning_rate)
+    def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False,
+                 weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None, use_ema=False,
+                 name="rmsprop", **kwargs):
+        super().__init__(learning_rate, weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, name, **kwargs)
         self.rho, self.momentum, self.epsilon = float(rho), float(momentum), float(epsilon)
+        self.centered = bool(centered)
 
 
-_BY_NAME = {"sgd": SGD, "adam": Adam, "rmsprop": RMSprop}
+class Adagrad(Optimizer):
+    kind = ADAGRAD_ID
+
+    def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7, weight_decay=None,
+                 clipnorm=None, clipvalue=None, global_clipnorm=None, use_ema=False, name="adagrad", **kwargs):
+        super().__init__(learning_rate, weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, name, **kwargs)
+        self.initial_accumulator_value = _nonneg(initial_accumulator_value, "initial_accumulator_value")
+        self.epsilon = float(epsilon)
+
+
+class Nadam(Optimizer):
+    kind = NADAM_ID
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, weight_decay=None,
+                 clipnorm=None, clipvalue=None, global_clipnorm=None, use_ema=False, name="nadam", **kwargs):
+        super().__init__(learning_rate, weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, name, **kwargs)
+        self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
+
+
+_BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagrad": Adagrad, "nadam": Nadam}
 
 
 def get(optimizer):

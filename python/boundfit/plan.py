@@ -40,6 +40,7 @@ class MemoryPlan:
         self.max_batch_size = max_batch_size
         self.batch_size, self.micro_batch, self.device = batch_size, micro_batch, str(device)
         self.budget_host_source, self.budget_device_source = budget_host_source, budget_device_source
+        self.headroom_bytes, self.headroom_reason = 0, ""
 
     @property
     def host_bytes(self):
@@ -111,7 +112,12 @@ class MemoryPlan:
         lines = [self._head(), rule, table[0], rule] + table[1:] + [rule] + totals
         lines.append(self._verdict())
         lines.append(f"largest batch size that fits: {self._largest()}")
+        if self.headroom_bytes:
+            lines.append(self._headroom())
         return "\n".join(lines)
+
+    def _headroom(self):
+        return f"headroom left: {format_bytes(self.headroom_bytes)} {self.headroom_reason}".rstrip()
 
     def __repr__(self):
         return (f"<MemoryPlan host={format_bytes(self.host_bytes)} device={format_bytes(self.device_bytes)} "
@@ -139,7 +145,8 @@ class MemoryPlan:
         return (f"<div class='boundfit-plan'><b>{esc(self._head())}</b>"
                 f"<table><tr><th>entry</th><th>where</th><th>category</th><th>size</th><th>note</th></tr>"
                 f"{body}{totals}</table><span style='color:{color};font-weight:bold'>{verdict}</span>"
-                f"; largest batch size that fits: {esc(self._largest())}</div>")
+                f"; largest batch size that fits: {esc(self._largest())}"
+                + (f"<br>{esc(self._headroom())}" if self.headroom_bytes else "") + "</div>")
 
 
 def format_budget_message(needed_bytes, available_bytes, where, max_batch_size=None):

@@ -18,6 +18,16 @@ def engine_batch(offset):
     return eb(offset)
 
 
+def _before(chunks, k):
+    """Batch-begin hooks and the scheduled learning rate (training._Stepper) before batch k."""
+    if hasattr(chunks, "before_step"):
+        chunks.before_step(k)
+
+
+def _stopped(chunks):
+    return hasattr(chunks, "stopped") and chunks.stopped()
+
+
 def is_python_source(x):
     if isinstance(x, (np.ndarray, list, tuple, dict)) or x is None:
         return False
@@ -27,7 +37,9 @@ def is_python_source(x):
 
 
 class SequenceData:
+    """Batches (x, y) or (x, y, sample_weight), as Keras's PyDataset yields them."""
     auto_batch = False
+    class_weight = None
 
     def __init__(self, source, steps, batch_size, shuffle=False):
         self.src = source
@@ -70,6 +82,11 @@ class SequenceData:
             raise DataError(f"batch {i}: expected (x, y) or (x,), got {type(item).__name__}", batch_index=i)
         xb = np.asarray(item[0])
         yb = np.asarray(item[1]) if len(item) > 1 and item[1] is not None else None
+        swb = np.asarray(item[2]) if len(item) > 2 and item[2] is not None else None
+        if swb is not None and (swb.dtype.kind not in "biuf" or swb.ndim not in (1, 2) or swb.shape[0] != xb.shape[0]
+                                or (swb.ndim == 2 and swb.shape[1] != 1)):
+            raise DataError(f"batch {i}: sample_weight must hold one number per sample, got dtype {swb.dtype} "
+                            f"and shape {swb.shape} for {xb.shape[0] if xb.ndim else 0} samples", batch_index=i)
         for name, a in (("x", xb), ("y", yb)):
             if a is not None and a.dtype.kind not in "biuf":
                 raise DataError(f"batch {i}: {name} has dtype {a.dtype}, which cannot be converted to float32",
@@ -80,17 +97,24 @@ class SequenceData:
             raise DataError(f"batch {i}: x and y have different lengths: {xb.shape[0]} and {yb.shape[0]}",
                             batch_index=i)
         if not first:
-            fx, fy = self._ref
+            fx, fy, fsw = self._ref
+            if (swb is None) != (fsw is None):
+                raise DataError(f"batch {i}: sample_weight {'missing' if swb is None else 'present'}, "
+                                f"unlike the first batch", batch_index=i)
             if xb.shape[1:] != fx.shape[1:] or xb.dtype.kind != fx.dtype.kind:
                 raise DataError(f"batch {i}: x has per-sample shape {xb.shape[1:]} and dtype {xb.dtype}, "
                                 f"the first batch had {fx.shape[1:]} and {fx.dtype}", batch_index=i)
             if (yb is None) != (fy is None) or (yb is not None and yb.shape[1:] != fy.shape[1:]):
                 raise DataError(f"batch {i}: y has per-sample shape {None if yb is None else yb.shape[1:]}, "
                                 f"the first batch had {None if fy is None else fy.shape[1:]}", batch_index=i)
-        return xb, yb
+        return xb, yb, swb
+
+    @property
+    def weighted(self):
+        return self._ref[2] is not None or self.class_weight is not None
 
     def _batches(self):
-        """Yield (index, x, y) for one epoch."""
+        """Yield (index, x, y, sample_weight) for one epoch."""
         if self.indexed:
             order = self.rng.permutation(self._steps) if self.shuffle else range(self._steps)
             for k, i in enumerate(order):
@@ -128,7 +152,7 @@ class SequenceData:
 
     def check(self, model, need_y=True):
         from .data import check_x, check_y
-        fx, fy = self._ref
+        fx, fy, _ = self._ref
         check_x(model, fx, "x (first batch)")
         if need_y:
             if fy is None:
@@ -137,29 +161,34 @@ class SequenceData:
 
     def run_epoch(self, run, epoch, on_chunk, chunks):
         batches, t = self._batches(), time.perf_counter()
-        for k, xb, yb in batches:
+        for k, xb, yb, swb in batches:
             fetched = time.perf_counter() - t            # the source's time counts as waiting for data
             if yb is None:
                 raise DataError(f"batch {k}: no y", batch_index=k)
             n = xb.shape[0]
+            _before(chunks, k)
             with engine_batch(k):
-                out = run.train(xb, yb, None, n, n, 0, 1)
-            on_chunk(k + 1, out[:4] + (out[4] + fetched,))
+                out = run.train(xb, yb, None, n, n, 0, 1, swb, self.class_weight)
+            on_chunk(k + 1, out[:3] + (out[3] + fetched,))
+            if _stopped(chunks):
+                break
             t = time.perf_counter()
 
     def run_eval(self, run, on_chunk, chunks):
-        for k, xb, yb in self._batches():
+        for k, xb, yb, swb in self._batches():
             n = xb.shape[0]
+            _before(chunks, k)
             with engine_batch(k):
-                on_chunk(k + 1, run.evaluate(xb, yb, None, n, n, 0, 1))
+                on_chunk(k + 1, run.evaluate(xb, yb, None, n, n, 0, 1, swb))
 
     def run_predict(self, run, out_shape, on_step, chunks):
         outs = []
-        for k, xb, _ in self._batches():
+        for k, xb, *_ in self._batches():
             o = np.empty((xb.shape[0],) + tuple(out_shape), dtype=np.float32)
+            _before(chunks, k)
             run.predict(xb, o, 0, xb.shape[0], 0)
             outs.append(o)
-            on_step(k + 1)
+            on_step(k + 1, o)
         return np.concatenate(outs) if outs else np.empty((0,) + tuple(out_shape), np.float32)
 
     def on_epoch_end(self):

@@ -1,14 +1,17 @@
 """fit / evaluate / predict: argument checks, the memory plan and budget check
 before anything is allocated, then the epoch loop. The engine runs chunks of
 steps with the GIL released; between chunks this loop reports progress, runs
-callbacks, lets Ctrl-C in and checks memory outside the plan."""
+callbacks, lets Ctrl-C in and checks memory outside the plan. Steps run one at
+a time when a callback overrides a batch hook, or when the learning rate is a
+callable or a schedule the engine has no closed form for (its rate
+lr(iterations) is then set in the engine before each step)."""
 
 import time
 
 import numpy as np
 
-from . import data as data_mod, memory, utils
-from .callbacks import CallbackList, History
+from . import data as data_mod, memory, schedules, utils
+from .callbacks import CallbackList, TerminateOnNaN
 from .errors import NonFiniteError
 from .progress import Progbar
 
@@ -20,10 +23,11 @@ def _verbose(v):
     return 1 if v == "auto" else int(v)
 
 
-def _chunks(run_fn, total_steps, on_chunk):
-    """Call run_fn(first, n) over [0, total_steps) in chunks of about _CHUNK_SECONDS."""
+def _chunks(run_fn, total_steps, on_chunk, stop=None):
+    """Call run_fn(first, n) over [0, total_steps) in chunks of about _CHUNK_SECONDS
+    (until stop() is true, checked after each chunk)."""
     step, chunk = 0, 1
-    while step < total_steps:
+    while step < total_steps and not (stop is not None and stop()):
         n = min(chunk, total_steps - step)
         t0 = time.perf_counter()
         out = run_fn(step, n)
@@ -34,12 +38,68 @@ def _chunks(run_fn, total_steps, on_chunk):
         chunk = max(1, min(4 * chunk, int(_CHUNK_SECONDS / per) if per > 0 else 4 * chunk))
 
 
-def _logs(totals, metrics, prefix=""):
-    loss_sum, acc_sum, rows = totals
+class _Stepper:
+    """The `chunks` a data source runs an epoch with: _chunks when no batch hook
+    needs each step, else one step at a time with before_step(step) first.
+    Either way it stops after the step where model.stop_training became true."""
+
+    def __init__(self, model, per_step, before_step=None):
+        self.model, self.per_step, self._before = model, per_step, before_step
+
+    def stopped(self):
+        return bool(self.model.stop_training)
+
+    def before_step(self, step):
+        if self.per_step and self._before is not None:
+            self._before(step)
+
+    def __call__(self, run_fn, total_steps, on_chunk):
+        if not self.per_step:
+            return _chunks(run_fn, total_steps, on_chunk, stop=self.stopped)
+        for step in range(total_steps):
+            if self.stopped():
+                break
+            self.before_step(step)
+            on_chunk(step + 1, run_fn(step, 1))
+
+
+def _apply_schedule(model, schedule):
+    lr = float(schedule(model._engine.iterations()))
+    model._engine.set_learning_rate(lr)
+    model.optimizer._track_lr(lr)
+
+
+def _logs(totals, run, names, prefix=""):
+    """Keras's logs: the loss (sum of weighted per-sample losses over the rows,
+    as Keras's sum_over_batch_size averaged over batches by size) and each
+    metric's value over the epoch so far, computed by the engine."""
+    loss_sum, rows = totals[0], totals[1]
     logs = {prefix + "loss": loss_sum / rows if rows else float("nan")}
-    if metrics:
-        logs[prefix + "accuracy"] = acc_sum / rows if rows else float("nan")
+    if names:
+        for n, v in zip(names, run.metric_results()):
+            logs[prefix + n] = v
     return logs
+
+
+def class_weight_table(class_weight):
+    """Keras's class_weight dict as a float32 table by class id (others weigh 1)."""
+    if class_weight is None:
+        return None
+    if not isinstance(class_weight, dict) or not class_weight:
+        raise ValueError(f"class_weight must be a non-empty dict {{class id: weight}}, got {class_weight!r}")
+    keys = []
+    for k, v in class_weight.items():
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise ValueError(f"class_weight: keys must be non-negative class ids, got {k!r}")
+        try:
+            float(v)
+        except (TypeError, ValueError):
+            raise ValueError(f"class_weight[{k}] must be a number, got {v!r}") from None
+        keys.append(int(k))
+    table = np.ones(max(keys) + 1, dtype=np.float32)
+    for k, v in class_weight.items():
+        table[int(k)] = float(v)
+    return table
 
 
 def _resolve_device(model, device):
@@ -52,8 +112,9 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
         memory_limit=None, device=None, class_weight=None, sample_weight=None, validation_batch_size=None,
         validation_freq=1):
     model._require_compiled("fit")
-    if class_weight is not None or sample_weight is not None:
-        raise ValueError("class_weight / sample_weight are not supported")
+    if class_weight is not None and sample_weight is not None:
+        raise ValueError("You cannot `class_weight` and `sample_weight` at the same time.")
+    cw_table = class_weight_table(class_weight)
     if not isinstance(epochs, int) or epochs < 0:
         raise ValueError(f"epochs must be a non-negative int, got {epochs!r}")
     if not 0.0 <= float(validation_split) < 1.0:
@@ -61,67 +122,91 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     verbose = _verbose(verbose)
     device = _resolve_device(model, device)
     train, val = data_mod.adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, steps_per_epoch,
-                                        shuffle, validation_batch_size)
+                                        shuffle, validation_batch_size, sample_weight=sample_weight)
+    train.class_weight = cw_table
     model._require_built(train.sample_x())
     train.check(model)
     if val is not None:
         val.check(model)
     # plan before anything is allocated; refuse if it does not fit
-    plan = memory.plan_fit(model, "auto" if train.auto_batch else train.batch_size, micro_batch, device,
-                           memory_limit, val.batch_size if val is not None else None, max_rows=train.num_rows,
-                           shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0)
+    model._plan_weighted = {"train": train.weighted or cw_table is not None,
+                            "evaluate": val is not None and val.weighted}
+    try:
+        plan = memory.plan_fit(model, "auto" if train.auto_batch else train.batch_size, micro_batch, device,
+                               memory_limit, val.batch_size if val is not None else None, max_rows=train.num_rows,
+                               shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0)
+    finally:
+        weighted, model._plan_weighted = model._plan_weighted, None
     memory.require_fits(plan)
     if train.auto_batch:
         train.set_batch_size(plan.batch_size)
     model._last_batch_size = train.batch_size
-    history = History()
-    cbs = CallbackList([history] + list(callbacks or []), model,
-                       {"epochs": epochs, "steps": train.steps_per_epoch, "verbose": verbose})
+    cbs = CallbackList(callbacks, model, {"epochs": epochs, "steps": train.steps_per_epoch, "verbose": verbose},
+                       add_history=True, add_progbar=verbose != 0)
+    history = cbs.history
+    nan_stop = next((c for c in cbs.callbacks if isinstance(c, TerminateOnNaN)), None)
+    schedule = getattr(model.optimizer, "_schedule", None)
+    form = schedules.engine_form(schedule)
+    model._engine.set_schedule(*(form or schedules.engine_form(None)))
+    schedule = schedules.step_fn(schedule) if form is None else None   # the engine computes closed forms itself
     model.stop_training = False
-    metrics = bool(model.compiled_metrics)
+    model._initial_epoch = None
+    names = list(model.compiled_metrics)
     watchdog = memory.Watchdog(plan)
     run = model._engine.open_run("train", plan.rows, device=plan.device, host_budget=0, device_budget=0,
-                                 seed=utils.next_seed(), guard=_GUARD)
+                                 seed=utils.next_seed(), guard=_GUARD, weighted=weighted["train"])
     vrun = None
     try:
         if val is not None:
-            vrun = model._engine.open_run("evaluate", plan.val_rows, device=plan.device)
+            vrun = model._engine.open_run("evaluate", plan.val_rows, device=plan.device,
+                                          weighted=weighted["evaluate"])
         cbs.on_train_begin()
+        initial_epoch = model._initial_epoch or initial_epoch  # BackupAndRestore resumes here
         waited, t_start = [0.0], time.perf_counter()
+        per_step = schedule is not None or cbs.per_batch("train")
+        last_logs = None
+
+        def before_step(step):
+            if schedule is not None:
+                _apply_schedule(model, schedule)
+            cbs.on_train_batch_begin(step)
+
         for epoch in range(initial_epoch, epochs):
             cbs.on_epoch_begin(epoch)
-            if verbose:
-                print(f"Epoch {epoch + 1}/{epochs}")
-            bar = Progbar(train.steps_per_epoch, verbose)
-            tot = [0.0, 0.0, 0]
+            tot = [0.0, 0]
+            run.reset_metrics()
 
-            def on_chunk(step_done, out, tot=tot, bar=bar):
+            def on_chunk(step_done, out, tot=tot):
                 tot[0] += out[0]
                 tot[1] += out[1]
-                tot[2] += out[2]
-                waited[0] += out[4]
+                waited[0] += out[3]
                 if _GUARD:
                     watchdog.check(epoch, step_done)
-                logs = _logs(tot, metrics)
-                bar.update(step_done, logs)
-                cbs.on_train_batch_end(step_done - 1, logs)
+                cbs.on_train_batch_end(step_done - 1, logs=_logs(tot, run, names))
 
             try:
-                train.run_epoch(run, epoch, on_chunk, _chunks)
+                train.run_epoch(run, epoch, on_chunk, _Stepper(model, per_step, before_step))
             except NonFiniteError as e:
-                raise _with_epoch(e, epoch) from None
-            logs = _logs(tot, metrics)
-            if vrun is not None and (epoch + 1) % validation_freq == 0:
-                vt = [0.0, 0.0, 0]
-                val.run_eval(vrun, lambda s, out: _acc(vt, out), _chunks)
-                logs.update(_logs(vt, metrics, "val_"))
-            bar.update(train.steps_per_epoch, logs, finalize=True)
-            cbs.on_epoch_end(epoch, logs)
+                if nan_stop is None:
+                    raise _with_epoch(e, epoch) from None
+                nan_stop.terminate(getattr(e, "step", None))
+            if schedule is not None:
+                _apply_schedule(model, schedule)   # the rate of the next update, as Keras reports it
+            elif form is not None and form[0]:
+                model.optimizer._track_lr(model._engine.learning_rate())
+            logs = _logs(tot, run, names)
+            if nan_stop is not None and nan_stop.terminated_batch is not None:
+                logs["loss"] = float("nan")
+            elif vrun is not None and (epoch + 1) % validation_freq == 0:
+                vt = [0.0, 0]
+                _validate(model, cbs, val, vrun, vt, names)
+                logs.update(_logs(vt, vrun, names, "val_"))
+            cbs.on_epoch_end(epoch, logs=logs)
+            last_logs = logs
             train.on_epoch_end()
             if model.stop_training:
                 break
-        cbs.on_train_end()
-        watchdog.finish()
+        cbs.on_train_end(logs=last_logs)   # as Keras: the last epoch's logs
         # share of the training loop's time spent waiting for batches
         model.data_wait_fraction = waited[0] / max(time.perf_counter() - t_start, 1e-9)
     finally:
@@ -134,10 +219,26 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     return history
 
 
+def _validate(model, cbs, val, vrun, vt, names):
+    """Validation inside fit: on_test_* hooks as Keras calls them."""
+    cbs.on_test_begin()
+    vrun.reset_metrics()
+
+    def on_chunk(step, out):
+        _acc(vt, out)
+        cbs.on_test_batch_end(step - 1, logs=_logs(vt, vrun, names))
+
+    stop, model.stop_training = model.stop_training, False   # a stop asked during the epoch ends fit, not this
+    try:
+        val.run_eval(vrun, on_chunk, _Stepper(model, cbs.per_batch("test"), lambda s: cbs.on_test_batch_begin(s)))
+    finally:
+        model.stop_training = stop or model.stop_training
+    cbs.on_test_end(logs=_logs(vt, vrun, names, "val_"))
+
+
 def _acc(tot, out):
     tot[0] += out[0]
     tot[1] += out[1]
-    tot[2] += out[2]
 
 
 def _with_epoch(e, epoch):
@@ -148,33 +249,47 @@ def _with_epoch(e, epoch):
 
 
 def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, return_dict=False, memory_limit=None,
-             device=None, **kwargs):
+             device=None, callbacks=None, sample_weight=None, **kwargs):
     model._require_compiled("evaluate")
     verbose = _verbose(verbose)
     device = _resolve_device(model, device)
-    src = data_mod.adapt_for_eval(model, x, y, batch_size, steps)
+    src = data_mod.adapt_for_eval(model, x, y, batch_size, steps, sample_weight=sample_weight)
     model._require_built(src.sample_x())
     src.check(model)
-    plan = memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit)
-    memory.require_fits(plan)
-    run = model._engine.open_run("evaluate", plan.rows, device=plan.device)
-    tot = [0.0, 0.0, 0]
-    bar = Progbar(src.steps_per_epoch, verbose)
+    model._plan_weighted = {"evaluate": src.weighted}
     try:
+        plan = memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit)
+    finally:
+        model._plan_weighted = None
+    memory.require_fits(plan)
+    cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
+    run = model._engine.open_run("evaluate", plan.rows, device=plan.device, weighted=src.weighted)
+    tot = [0.0, 0]
+    names = list(model.compiled_metrics)
+    bar = Progbar(src.steps_per_epoch, verbose)
+    stop, model.stop_training = getattr(model, "stop_training", False), False
+    try:
+        cbs.on_test_begin()
+
         def on_chunk(step, out):
             _acc(tot, out)
-            bar.update(step, _logs(tot, bool(model.compiled_metrics)))
-        src.run_eval(run, on_chunk, _chunks)
+            logs = _logs(tot, run, names)
+            bar.update(step, logs)
+            cbs.on_test_batch_end(step - 1, logs=logs)
+        src.run_eval(run, on_chunk, _Stepper(model, cbs.per_batch("test"), lambda s: cbs.on_test_batch_begin(s)))
+        logs = _logs(tot, run, names)
     finally:
+        model.stop_training = stop
         run.close()
-    logs = _logs(tot, bool(model.compiled_metrics))
+    cbs.on_test_end(logs=logs)
     bar.update(src.steps_per_epoch, logs, finalize=True)
     if return_dict:
         return logs
     return logs["loss"] if len(logs) == 1 else list(logs.values())
 
 
-def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=None, device=None, **kwargs):
+def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=None, device=None, callbacks=None,
+            **kwargs):
     verbose = _verbose(verbose)
     device = _resolve_device(model, device)
     src = data_mod.adapt_for_predict(model, x, batch_size, steps)
@@ -183,12 +298,22 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
     plan = memory.plan_run(model, "predict", src.batch_size, device, memory_limit,
                            predict_rows=src.num_rows)
     memory.require_fits(plan)
+    cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
     run = model._engine.open_run("predict", plan.rows, device=plan.device)
     bar = Progbar(src.steps_per_epoch, verbose)
+    stop, model.stop_training = getattr(model, "stop_training", False), False
+
+    def on_step(step, outputs):
+        bar.update(step)
+        cbs.on_predict_batch_end(step - 1, logs={"outputs": outputs})   # the batch's (or chunk's) predictions
     try:
-        out = src.run_predict(run, model._engine.output_shape, lambda step: bar.update(step), _chunks)
+        cbs.on_predict_begin()
+        out = src.run_predict(run, model._engine.output_shape, on_step,
+                              _Stepper(model, cbs.per_batch("predict"), lambda s: cbs.on_predict_batch_begin(s)))
     finally:
+        model.stop_training = stop
         run.close()
+    cbs.on_predict_end()
     bar.update(src.steps_per_epoch, finalize=True)
     return out
 

@@ -1,9 +1,10 @@
 /* test_cuda_ops.c - every op of the CUDA backend's vtable against the CPU
  * kernels of csrc/cpu on the same inputs (a GPU is needed; without one it
  * prints SKIP with the reason and exits 0). Checks: Dense, activations,
- * losses (every kind, fused / from_logits / probabilities with clipping, the
- * SCCE bad-label error), accuracy (ties, NaN), sum / nonfinite / maxabs,
- * optimizers over several steps, Conv2D (valid, symmetric and asymmetric
+ * losses (every kind, fused / from_logits / probabilities with clipping,
+ * sample weights and label smoothing, the SCCE bad-label error), every
+ * metric kind (statistics), sum / nonfinite / maxabs, every optimizer update
+ * over several steps and gradient clipping, Conv2D (valid, symmetric and asymmetric
  * 'same', strides, 1x1; backward accumulating into dw / db), pooling (incl.
  * global average), batchnorm (train / inference, forward / backward),
  * dropout (mask bit for bit), the BF_ERR_BUDGET of an impossible reservation,
@@ -159,19 +160,26 @@ static void test_activations(void) {
         }
 }
 
-/* ---- losses, accuracy, reductions ---- */
+/* ---- losses, metrics, reductions ---- */
 
 static void test_losses(void) {
-    const char *kinds[] = {"mse", "bce", "cce", "scce"};
-    char what[128];
+    const char *kinds[] = {"mse", "bce", "cce", "scce", "mae", "huber", "log_cosh"};
+    char what[160];
     const int B = 53, C = 37;
-    for (int k = 0; k <= BF_LOSS_SCCE; k++)
-        for (int mode = 0; mode < 3; mode++) { /* 0 probabilities, 1 fused, 2 from_logits */
-            if (k == BF_LOSS_MSE && mode) continue;
+    for (int k = 0; k <= BF_LOSS_LAST; k++)
+        for (int mode = 0; mode < 4; mode++) { /* 0 probabilities, 1 fused, 2 from_logits, 3 weighted + smoothed */
+            const int regression = k == BF_LOSS_MSE || k >= BF_LOSS_MAE;
+            if (regression && (mode == 1 || mode == 2)) continue;
             const int fused = mode == 1, from_logits = mode == 2;
+            bf_loss_spec spec = {(bf_loss_kind)k, from_logits, mode == 3 && k != BF_LOSS_SCCE ? 0.1f : 0.0f, 0.7f};
             const size_t n = (size_t)B * C;
-            float *p = mode ? hrand(n, -8, 8) : hrand(n, 0.0f, 1.0f);
-            if (!mode && k != BF_LOSS_MSE) { /* clipping at both ends */
+            float *p = mode == 1 || mode == 2 || regression ? hrand(n, -8, 8) : hrand(n, 0.0f, 1.0f);
+            if (fused) { /* saturated rows: Keras's clipping of the activation's output */
+                p[4 * C + 1] = 40.0f;
+                p[5 * C + 2] = -40.0f;
+                p[6 * C + 3] = 25.0f;
+            }
+            if (!mode && !regression) { /* clipping at both ends */
                 p[3] = 0.0f;
                 p[C + 5] = 1.0f;
                 p[2 * C + 1] = 1e-9f;
@@ -191,47 +199,39 @@ static void test_losses(void) {
             } else {
                 t = hrand(n, -2, 2);
             }
+            float *sw = mode == 3 ? hrand(B, 0, 2) : NULL;
             float *l = hzero(B), *d = hzero(n);
-            float *p_g = up(p, n), *t_g = up(t, tn), *l_g = up(l, B), *d_g = up(d, n);
+            float *p_g = up(p, n), *t_g = up(t, tn), *l_g = up(l, B), *d_g = up(d, n), *sw_g = sw ? up(sw, B) : NULL;
             const float scale = 1.0f / 64;
-            bf_status cs = bf_cpu_loss_forward_backward(NULL, l, d, NULL, p, t, (bf_loss_kind)k, fused, from_logits,
-                                                        B, C, scale);
-            snprintf(what, sizeof what, "loss %s %s", kinds[k], mode == 0 ? "probabilities" : mode == 1 ? "fused" : "from_logits");
+            bf_status cs = bf_cpu_loss_forward_backward(NULL, l, d, NULL, p, t, sw, &spec, fused, B, C, scale);
+            snprintf(what, sizeof what, "loss %s %s", kinds[k],
+                     mode == 0 ? "probabilities" : mode == 1 ? "fused" : mode == 2 ? "from_logits" : "weighted, smoothed");
             if (cs == BF_OK &&
-                ok_status(G->loss_forward_backward(G, l_g, d_g, NULL, p_g, t_g, (bf_loss_kind)k, fused, from_logits,
-                                                   B, C, scale), what)) {
+                ok_status(G->loss_forward_backward(G, l_g, d_g, NULL, p_g, t_g, sw_g, &spec, fused, B, C, scale), what)) {
                 dclose(what, l_g, l, B, 2e-5f, 1e-6f);
                 strcat(what, " gradient");
                 dclose(what, d_g, d, n, 2e-5f, 1e-7f);
             }
-            /* accuracy, with a tie and a NaN first value */
-            float *acc = hzero(B), *acc_g = up(acc, B);
-            p[0] = p[1];
-            p[2 * C] = NAN;
-            float *p2_g = up(p, n);
-            bf_cpu_accuracy(NULL, acc, p, t, (bf_loss_kind)k, fused || from_logits, B, C);
-            snprintf(what, sizeof what, "accuracy %s %s", kinds[k], mode == 0 ? "probabilities" : "logits");
-            if (ok_status(G->accuracy(G, acc_g, p2_g, t_g, (bf_loss_kind)k, fused || from_logits, B, C), what))
-                dclose(what, acc_g, acc, B, 0, 0);
-            free(p), free(t), free(l), free(d), free(acc);
+            free(p), free(t), free(l), free(d), free(sw);
         }
     /* SCCE labels that are not class ids: the CPU's error, the first bad row */
     const int Bb = 9, Cb = 4;
     float *p = hrand((size_t)Bb * Cb, -1, 1), t[9] = {0, 1, 2, 3, 1, 4, 2, -1, 0.5f};
     float *p_g = up(p, (size_t)Bb * Cb), *t_g = up(t, Bb), *l_g = dalloc(Bb * 4), *d_g = dalloc(Bb * Cb * 4);
     float l[9], d[36];
-    bf_cpu_loss_forward_backward(NULL, l, d, NULL, p, t, BF_LOSS_SCCE, 1, 0, Bb, Cb, 1.0f);
+    const bf_loss_spec scce = {BF_LOSS_SCCE, 0, 0.0f, 1.0f};
+    bf_cpu_loss_forward_backward(NULL, l, d, NULL, p, t, NULL, &scce, 1, Bb, Cb, 1.0f);
     char cpu_msg[BF_MSG_LEN];
     snprintf(cpu_msg, sizeof cpu_msg, "%s", bf_last_error()->msg);
-    bf_status s = G->loss_forward_backward(G, l_g, d_g, NULL, p_g, t_g, BF_LOSS_SCCE, 1, 0, Bb, Cb, 1.0f);
+    bf_status s = G->loss_forward_backward(G, l_g, d_g, NULL, p_g, t_g, NULL, &scce, 1, Bb, Cb, 1.0f);
     printf("     SCCE bad label: %s\n", bf_last_error()->msg);
     expect(s == BF_ERR_DATA && !strcmp(cpu_msg, bf_last_error()->msg), "SCCE bad label: BF_ERR_DATA, same message as the CPU");
     /* with a flag: no wait, the lowest bad row (5) as B - row, loss and gradient 0 there, as the CPU */
     int flag_c = 0, flag_g = -1, *flag_d = dalloc(sizeof(int));
     G->fill_zero(G, flag_d, sizeof(int));
-    expect(bf_cpu_loss_forward_backward(NULL, l, d, &flag_c, p, t, BF_LOSS_SCCE, 1, 0, Bb, Cb, 1.0f) == BF_OK &&
+    expect(bf_cpu_loss_forward_backward(NULL, l, d, &flag_c, p, t, NULL, &scce, 1, Bb, Cb, 1.0f) == BF_OK &&
            flag_c == Bb - 5, "CPU SCCE bad label flag");
-    if (ok_status(G->loss_forward_backward(G, l_g, d_g, flag_d, p_g, t_g, BF_LOSS_SCCE, 1, 0, Bb, Cb, 1.0f),
+    if (ok_status(G->loss_forward_backward(G, l_g, d_g, flag_d, p_g, t_g, NULL, &scce, 1, Bb, Cb, 1.0f),
                   "SCCE with a bad-label flag")) {
         G->to_host(G, &flag_g, flag_d, sizeof flag_g);
         expect(flag_g == flag_c, "SCCE bad label flag: the CPU's");
@@ -239,6 +239,51 @@ static void test_losses(void) {
         dclose("SCCE gradient with bad labels", d_g, d, (size_t)Bb * Cb, 2e-5f, 1e-7f);
     }
     free(p);
+}
+
+/* every metric kind, probabilities and fused sigmoid / softmax, weighted or not:
+ * the statistics the CPU accumulates (exact for counts; weighted sums to rounding) */
+static void test_metrics(void) {
+    const char *names[] = {"binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy", "top_k",
+                           "sparse_top_k", "mae", "mse", "rmse", "auc", "precision", "recall"};
+    char what[160];
+    const int B = 67, C = 11;
+    const size_t n = (size_t)B * C;
+    float *onehot = hzero(n), *ids = malloc(B * sizeof(float)), *soft = hrand(n, 0, 1), *sw = hrand(B, 0, 2);
+    for (int i = 0; i < B; i++) {
+        ids[i] = (float)(i * 5 % C);
+        onehot[(size_t)i * C + i * 5 % C] = 1.0f;
+    }
+    for (size_t i = 0; i < n; i++) soft[i] = soft[i] > 0.6f ? 1.0f : 0.0f;
+    float *onehot_g = up(onehot, n), *ids_g = up(ids, B), *soft_g = up(soft, n), *sw_g = up(sw, B);
+    for (int kind = 0; kind <= BF_MET_LAST; kind++)
+        for (int act = 0; act < 3; act++) /* linear (probabilities), sigmoid logits, softmax logits */
+            for (int weighted = 0; weighted < 2; weighted++) {
+                bf_metric_spec m = {(bf_metric_kind)kind, weighted, 3, 200, 0.5f, 0};
+                bf_act a = act == 0 ? BF_ACT_LINEAR : act == 1 ? BF_ACT_SIGMOID : BF_ACT_SOFTMAX;
+                float *p = act ? hrand(n, -4, 4) : hrand(n, 0, 1);
+                p[0] = p[1]; /* a tie */
+                const int sparse = kind == BF_MET_SPARSE_CAT_ACC || kind == BF_MET_SPARSE_TOPK;
+                const float *t = sparse ? ids : kind == BF_MET_CAT_ACC || kind == BF_MET_TOPK ? onehot : soft;
+                const float *t_g = sparse ? ids_g : kind == BF_MET_CAT_ACC || kind == BF_MET_TOPK ? onehot_g : soft_g;
+                const int T = sparse ? 1 : C;
+                long nv = bf_metric_nvalues(&m);
+                double *acc = calloc((size_t)nv, sizeof(double)), *back = calloc((size_t)nv, sizeof(double));
+                double *acc_g = dalloc(sizeof(double) * (size_t)nv);
+                float *p_g = up(p, n);
+                G->fill_zero(G, acc_g, sizeof(double) * (size_t)nv);
+                bf_cpu_metric_update(NULL, acc, p, t, sw, &m, a, B, C, T);
+                snprintf(what, sizeof what, "metric %s act %d%s", names[kind], act, weighted ? " weighted" : "");
+                if (ok_status(G->metric_update(G, acc_g, p_g, t_g, sw_g, &m, a, B, C, T), what) &&
+                    ok_status(G->to_host(G, back, acc_g, sizeof(double) * (size_t)nv), what)) {
+                    int same = 1;
+                    for (long k = 0; k < nv; k++)
+                        if (fabs(back[k] - acc[k]) > 1e-5 * (1.0 + fabs(acc[k]))) same = 0;
+                    expect(same, what);
+                }
+                free(p), free(acc), free(back);
+            }
+    free(onehot), free(ids), free(soft), free(sw);
 }
 
 /* reductions write into device memory (dsum / dflag / dmax) without waiting */
@@ -295,27 +340,62 @@ static void test_reductions(void) {
 
 static void test_optimizers(void) {
     const long n = 4099;
-    char what[96];
-    for (int o = 0; o < 6; o++) {
-        float *w = hrand(n, -1, 1), *s1 = hzero(n), *s2 = hzero(n);
-        float *w_g = up(w, n), *s1_g = up(s1, n), *s2_g = up(s2, n);
+    char what[128];
+    struct { const char *name; bf_update_args a; int nslots; } cases[] = {
+        {"sgd", {.kind = BF_UPD_SGD, .lr = 0.1f}, 0},
+        {"sgd momentum", {.kind = BF_UPD_SGD, .lr = 0.1f, .momentum = 0.9f}, 1},
+        {"sgd nesterov, weight decay", {.kind = BF_UPD_SGD, .lr = 0.1f, .momentum = 0.9f, .nesterov = 1, .weight_decay = 0.01f}, 1},
+        {"adam", {.kind = BF_UPD_ADAM, .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-7f}, 2},
+        {"adam amsgrad, weight decay", {.kind = BF_UPD_ADAM, .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-7f, .amsgrad = 1, .weight_decay = 0.004f}, 3},
+        {"rmsprop", {.kind = BF_UPD_RMSPROP, .lr = 1e-3f, .rho = 0.9f, .eps = 1e-7f}, 1},
+        {"rmsprop momentum centered", {.kind = BF_UPD_RMSPROP, .lr = 1e-3f, .rho = 0.9f, .momentum = 0.5f, .eps = 1e-7f, .centered = 1}, 3},
+        {"adagrad", {.kind = BF_UPD_ADAGRAD, .lr = 1e-2f, .eps = 1e-7f}, 1},
+        {"nadam", {.kind = BF_UPD_NADAM, .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-7f}, 2},
+    };
+    for (size_t o = 0; o < sizeof cases / sizeof cases[0]; o++) {
+        float *w = hrand(n, -1, 1), *s[3], *s_g[3];
+        for (int k = 0; k < 3; k++) {
+            s[k] = cases[o].a.kind == BF_UPD_ADAGRAD && k == 0 ? hrand(n, 0.1f, 0.1f) : hzero(n);
+            s_g[k] = up(s[k], n);
+        }
+        float *w_g = up(w, n);
+        float u_prod = 1.0f;
         for (int step = 1; step <= 5; step++) {
             float *g = hrand(n, -1, 1), *g_g = up(g, n);
-            bf_status s = BF_OK;
-            switch (o) {
-            case 0: bf_cpu_sgd_update(NULL, w, s1, g, n, 0.1f, 0.0f, 0); s = G->sgd_update(G, w_g, s1_g, g_g, n, 0.1f, 0.0f, 0); snprintf(what, sizeof what, "sgd"); break;
-            case 1: bf_cpu_sgd_update(NULL, w, s1, g, n, 0.1f, 0.9f, 0); s = G->sgd_update(G, w_g, s1_g, g_g, n, 0.1f, 0.9f, 0); snprintf(what, sizeof what, "sgd momentum"); break;
-            case 2: bf_cpu_sgd_update(NULL, w, s1, g, n, 0.1f, 0.9f, 1); s = G->sgd_update(G, w_g, s1_g, g_g, n, 0.1f, 0.9f, 1); snprintf(what, sizeof what, "sgd nesterov"); break;
-            case 3: bf_cpu_adam_update(NULL, w, s1, s2, g, n, 1e-3f, 0.9f, 0.999f, 1e-7f, step); s = G->adam_update(G, w_g, s1_g, s2_g, g_g, n, 1e-3f, 0.9f, 0.999f, 1e-7f, step); snprintf(what, sizeof what, "adam"); break;
-            case 4: bf_cpu_rmsprop_update(NULL, w, s1, NULL, g, n, 1e-3f, 0.9f, 0.0f, 1e-7f); s = G->rmsprop_update(G, w_g, s1_g, NULL, g_g, n, 1e-3f, 0.9f, 0.0f, 1e-7f); snprintf(what, sizeof what, "rmsprop"); break;
-            default: bf_cpu_rmsprop_update(NULL, w, s1, s2, g, n, 1e-3f, 0.9f, 0.5f, 1e-7f); s = G->rmsprop_update(G, w_g, s1_g, s2_g, g_g, n, 1e-3f, 0.9f, 0.5f, 1e-7f); snprintf(what, sizeof what, "rmsprop momentum"); break;
+            bf_update_args a = cases[o].a;
+            a.t = step;
+            if (a.kind == BF_UPD_NADAM) {
+                a.u_t = 0.9f * (1.0f - 0.5f * powf(0.96f, (float)step));
+                a.u_t1 = 0.9f * (1.0f - 0.5f * powf(0.96f, (float)(step + 1)));
+                u_prod = u_prod * a.u_t;
+                a.u_prod = u_prod;
+                a.u_prod1 = u_prod * a.u_t1;
             }
-            ok_status(s, what);
+            float *c0 = cases[o].nslots > 0 ? s[0] : NULL, *c1 = cases[o].nslots > 1 ? s[1] : NULL;
+            float *c2 = cases[o].nslots > 2 ? s[2] : NULL;
+            float *g0 = cases[o].nslots > 0 ? s_g[0] : NULL, *g1 = cases[o].nslots > 1 ? s_g[1] : NULL;
+            float *g2 = cases[o].nslots > 2 ? s_g[2] : NULL;
+            bf_cpu_opt_update(NULL, w, c0, c1, c2, g, n, &a);
+            snprintf(what, sizeof what, "%s", cases[o].name);
+            ok_status(G->opt_update(G, w_g, g0, g1, g2, g_g, n, &a), what);
             free(g);
         }
-        strcat(what, ": weights after 5 steps");
+        snprintf(what, sizeof what, "%s: weights after 5 steps", cases[o].name);
         dclose(what, w_g, w, n, 1e-5f, 1e-6f);
-        free(w), free(s1), free(s2);
+        free(w);
+        for (int k = 0; k < 3; k++) free(s[k]);
+    }
+    /* clipping: per tensor norm, global norm, value */
+    for (int mode = BF_CLIP_NORM; mode <= BF_CLIP_VALUE; mode++) {
+        float *g = hrand(n, -1, 1), *g_g = up(g, n);
+        double ss = 0.0, *ss_g = dalloc(sizeof(double));
+        G->fill_zero(G, ss_g, sizeof(double));
+        bf_cpu_sumsq(NULL, &ss, g, n);
+        ok_status(G->sumsq(G, ss_g, g_g, n), "sumsq");
+        bf_cpu_grad_clip(NULL, g, &ss, n, (bf_clip_mode)mode, 0.5f);
+        snprintf(what, sizeof what, "grad_clip mode %d", mode);
+        if (ok_status(G->grad_clip(G, g_g, ss_g, n, (bf_clip_mode)mode, 0.5f), what)) dclose(what, g_g, g, n, 1e-5f, 1e-7f);
+        free(g);
     }
 }
 
@@ -589,6 +669,7 @@ int main(int argc, char **argv) {
     test_dense();
     test_activations();
     test_losses();
+    test_metrics();
     test_reductions();
     test_optimizers();
     test_conv();

@@ -1,0 +1,115 @@
+/* metrics.c - Keras 3 metrics accumulated per micro-batch (see backend.h
+ * metric_update): accuracy family, mean errors, AUC buckets, precision /
+ * recall counts. Values are added into the step statistics (doubles); the
+ * host turns the epoch's sums into results (csrc/core/metric_results.c).
+ * A fused activation is applied here first, so metrics see what Keras's
+ * model outputs. */
+#include <math.h>
+
+#include "cpu_ops.h"
+
+static inline float sigm(float x) {
+    if (x >= 0) return 1.0f / (1.0f + expf(-x));
+    float e = expf(x);
+    return e / (1.0f + e);
+}
+
+/* the row's output as Keras sees it: act applied to logits (softmax: row max mx, sum s) */
+static inline float q_of(const float *p, int j, bf_act act, float mx, float s) {
+    if (act == BF_ACT_SIGMOID) return sigm(p[j]);
+    if (act == BF_ACT_SOFTMAX) return expf(p[j] - mx) / s;
+    return p[j];
+}
+
+/* first maximum, as argmax in Keras / NumPy */
+static int argmax_q(const float *p, int C, bf_act act, float mx, float s) {
+    int k = 0;
+    float best = q_of(p, 0, act, mx, s);
+    for (int j = 1; j < C; j++) {
+        float v = q_of(p, j, act, mx, s);
+        if (v > best) { best = v; k = j; }
+    }
+    return k;
+}
+
+static int argmax_f(const float *x, int C) {
+    int k = 0;
+    for (int j = 1; j < C; j++)
+        if (x[j] > x[k]) k = j;
+    return k;
+}
+
+// acc (bf_metric_nvalues) += statistics of pred (B,C) against target (B,T), sw (B) or NULL
+bf_status bf_cpu_metric_update(bf_backend *be, double *acc, const float *pred, const float *target,
+                               const float *sw, const bf_metric_spec *m, bf_act act, int B, int C, int T) {
+    (void)be;
+    const int T1 = m->num_thresholds - 1;
+    for (int i = 0; i < B; i++) {
+        const float *p = pred + (size_t)i * C, *t = target + (size_t)i * T;
+        const float w = m->weighted && sw ? sw[i] : 1.0f;
+        float mx = 0.0f, s = 1.0f;
+        if (act == BF_ACT_SOFTMAX) {
+            mx = p[0];
+            for (int j = 1; j < C; j++) mx = p[j] > mx ? p[j] : mx;
+            s = 0.0f;
+            for (int j = 0; j < C; j++) s += expf(p[j] - mx);
+        }
+        double v = 0.0;
+        switch (m->kind) {
+        case BF_MET_BINARY_ACC:
+            for (int j = 0; j < C; j++) v += (q_of(p, j, act, mx, s) > m->threshold ? 1.0f : 0.0f) == t[j % T];
+            v /= C;
+            break;
+        case BF_MET_CAT_ACC: v = argmax_q(p, C, act, mx, s) == argmax_f(t, T); break;
+        case BF_MET_SPARSE_CAT_ACC: v = (float)argmax_q(p, C, act, mx, s) == t[0]; break;
+        case BF_MET_TOPK:
+        case BF_MET_SPARSE_TOPK: {
+            /* Keras in_top_k: rank = 1 + #{j: q_j > q_label} <= k; NaN at the label ranks last */
+            int cls = m->kind == BF_MET_TOPK ? argmax_f(t, T) : (int)t[0];
+            if (cls < 0 || cls >= C || (float)cls != (m->kind == BF_MET_TOPK ? (float)cls : t[0])) break;
+            float ql = q_of(p, cls, act, mx, s);
+            if (isnan(ql)) ql = -INFINITY;
+            int rank = 1;
+            for (int j = 0; j < C; j++) rank += q_of(p, j, act, mx, s) > ql;
+            v = rank <= m->k;
+            break;
+        }
+        case BF_MET_MAE:
+        case BF_MET_MSE:
+        case BF_MET_RMSE:
+            for (int j = 0; j < C; j++) {
+                float e = q_of(p, j, act, mx, s) - t[j % T];
+                v += m->kind == BF_MET_MAE ? fabsf(e) : e * e;
+            }
+            v /= C;
+            break;
+        case BF_MET_AUC:
+            /* Keras's evenly spaced thresholds: bucket ceil(q (T-1)) - 1, at least 0 */
+            for (int j = 0; j < C; j++) {
+                float q = q_of(p, j, act, mx, s);
+                if (m->from_logits) q = sigm(q);
+                q = q < 0.0f ? 0.0f : q > 1.0f ? 1.0f : q;
+                int b = (int)ceilf(q * (float)T1) - 1;
+                if (b < 0) b = 0;
+                float tj = t[j % T];
+                acc[b] += (double)(tj * w);
+                acc[m->num_thresholds + b] += (double)((1.0f - tj) * w);
+            }
+            continue;
+        case BF_MET_PRECISION:
+        case BF_MET_RECALL:
+            for (int j = 0; j < C; j++) {
+                int pp = q_of(p, j, act, mx, s) > m->threshold, lp = t[j % T] != 0.0f;
+                if (pp && lp) acc[0] += w;
+                else if (pp) acc[1] += w;
+                else if (lp) acc[2] += w;
+            }
+            continue;
+        default:
+            return BF_FAIL(BF_ERR_ARG, "unknown metric %d", (int)m->kind);
+        }
+        acc[0] += v * w;
+        acc[1] += w;
+    }
+    return BF_OK;
+}

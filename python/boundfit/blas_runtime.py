@@ -1,0 +1,105 @@
+"""The BLAS runtime, brought up before the first plan and measured.
+
+OpenBLAS gives each of its threads a packing buffer (32 MiB on x86-64) that
+GEMMs touch lazily, so the first run of a process used to grow RSS by up to
+that much per thread beyond its plan. Before any plan reads the budget, probe
+GEMMs over zero pages (boundfit._core.blas_probe: only the small output is
+written, and it is released) touch every thread's buffer to its end; the
+growth of RSS they cause is measured and stated in every plan as held memory.
+From then on a run touches nothing of BLAS's that is not already resident.
+
+The probes run once per process, and again only for threads added later
+(boundfit._core.set_num_threads). Where the memory left cannot hold a buffer
+per thread, the thread count is lowered to what fits (the plan says so)
+rather than risk the OOM killer; where it cannot hold one, MemoryBudgetError.
+"""
+
+from . import _core, budget
+from .errors import MemoryBudgetError
+
+# Probe shapes (M, N, K): a tall, thin product fills the B-panel part of the
+# buffer, a wide one the A-panel part; doubled K covers deeper panels. Rounds
+# repeat until one adds less than _SETTLED bytes (measured, not assumed).
+_PROBES = ((1 << 17, 16, 1024), (16, 1 << 14, 1024), (1 << 17, 16, 2048))
+_PROBE_OUT = max(4 * m * n for m, n, _ in _PROBES)  # bytes the largest probe writes
+_SETTLED = 64 << 10
+_ROUNDS = 4
+# One thread's buffer at most before two or more threads have been measured:
+# OpenBLAS's BUFFER_SIZE on x86-64 (probes here saturate at 32 MiB a thread,
+# 2 threads 64 MiB, 4 threads 128 MiB). A single-threaded GEMM uses far less.
+_THREAD_BOUND = 32 << 20
+
+_state = {"threads": 0, "bytes": 0, "per_thread": None, "limited_from": None}
+
+
+def threads():
+    return int(_core.build_info()["blas_threads"])
+
+
+def resident_bytes():
+    """Bytes of BLAS buffers brought up so far in this process (measured)."""
+    return _state["bytes"]
+
+
+def note():
+    """A line for the plan table, or None before the runtime is up."""
+    if not _state["threads"]:
+        return None
+    s = f"BLAS packing buffers ({_state['threads']} thread{'s' if _state['threads'] > 1 else ''}, measured)"
+    if _state["limited_from"]:
+        s += f"; threads lowered from {_state['limited_from']} to fit the memory left"
+    return s
+
+
+def _rss():
+    return budget.process_usage_bytes()
+
+
+def _probe_until_settled():
+    """Run probe rounds until one adds < _SETTLED; returns RSS growth (bytes)."""
+    start = _rss()
+    for _ in range(_ROUNDS):
+        before = _rss()
+        for m, n, k in _PROBES:
+            _core.blas_probe(m, n, k)
+        if before is None or _rss() - before < _SETTLED:
+            break
+    end = _rss()
+    return max(end - start, 0) if start is not None and end is not None else 0
+
+
+def _room():
+    room = budget.raw_headroom()
+    return None if room is None else room - budget.margin(room) // 2
+
+
+def ensure():
+    """Bring the BLAS buffers of every thread up (once); returns their bytes."""
+    n, have = threads(), _state["threads"]
+    if n == have:
+        return _state["bytes"]
+    if _rss() is None:  # no /proc: nothing to measure with; probe anyway so runs add nothing
+        for m, nn, k in _PROBES:
+            _core.blas_probe(m, nn, k)
+        _state["threads"] = n
+        return 0
+    if n > have:
+        per = _state["per_thread"] or _THREAD_BOUND
+        room = _room()
+        if room is not None:
+            fit = have + max(int((room - _PROBE_OUT) // per), 0)
+            if fit < 1:
+                need = per + _PROBE_OUT
+                raise MemoryBudgetError(
+                    f"the BLAS runtime needs up to {budget.format_bytes(need)} on host to start, "
+                    f"{budget.format_bytes(max(room, 0))} available: free memory or raise the limit",
+                    needed_bytes=need, available_bytes=max(room, 0), where="host", max_batch_size=0)
+            if fit < n:
+                _state["limited_from"] = n
+                n = fit
+                _core.set_num_threads(n)
+        _state["bytes"] += _probe_until_settled()
+        if n >= 2:
+            _state["per_thread"] = max(_state["bytes"] // n, 1)
+    _state["threads"] = n
+    return _state["bytes"]

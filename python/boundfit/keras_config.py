@@ -1,0 +1,257 @@
+"""Keras 3 serialization of boundfit objects and back: layer configs
+(module / class_name / config / registered_name / build_config), the
+Sequential model config, and compile_config (optimizer, loss, metrics).
+Configs written here are what keras.saving.load_model deserializes; configs
+read here are what Keras 3 writes, for every layer boundfit has."""
+
+import inspect
+import warnings
+
+from . import activations, layers as L, losses, optimizers, schedules
+
+_DTYPE = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": None}
+
+
+def _obj(module, class_name, config):
+    return {"module": module, "class_name": class_name, "config": config, "registered_name": None}
+
+
+def _init(name, seed=False):
+    return _obj("keras.initializers", name, {"seed": None} if seed else {})
+
+
+# ---- layers: boundfit -> Keras ----
+
+def _act(layer):
+    return activations.name_of(layer.activation)
+
+
+def _dense(l):
+    return dict(units=l.units, activation=_act(l), use_bias=l.use_bias,
+                kernel_initializer=_init("GlorotUniform", True), bias_initializer=_init("Zeros"),
+                kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None, bias_constraint=None)
+
+
+def _conv(l):
+    return dict(filters=l.filters, kernel_size=list(l.kernel_size), strides=list(l.strides), padding=l.padding,
+                data_format="channels_last", dilation_rate=[1, 1], groups=1, activation=_act(l), use_bias=l.use_bias,
+                kernel_initializer=_init("GlorotUniform", True), bias_initializer=_init("Zeros"),
+                kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                bias_constraint=None)
+
+
+def _pool(l):
+    return dict(pool_size=list(l.pool_size), padding=l.padding, strides=list(l.strides), data_format="channels_last")
+
+
+def _bn(l):
+    return dict(axis=-1, momentum=l.momentum, epsilon=l.epsilon, center=l.center, scale=l.scale,
+                beta_initializer=_init("Zeros"), gamma_initializer=_init("Ones"),
+                moving_mean_initializer=_init("Zeros"), moving_variance_initializer=_init("Ones"),
+                beta_regularizer=None, gamma_regularizer=None, beta_constraint=None, gamma_constraint=None)
+
+
+_TO_KERAS = {
+    L.Dense: _dense, L.Conv2D: _conv, L.MaxPooling2D: _pool, L.AveragePooling2D: _pool,
+    L.GlobalAveragePooling2D: lambda l: dict(data_format="channels_last", keepdims=False),
+    L.Flatten: lambda l: dict(data_format="channels_last"),
+    L.Reshape: lambda l: dict(target_shape=list(l.target_shape)),
+    L.Dropout: lambda l: dict(rate=l.rate, seed=l.seed, noise_shape=None),
+    L.BatchNormalization: _bn,
+    L.Activation: lambda l: dict(activation=_act(l)),
+}
+
+
+def layer_config(layer):
+    """The Keras 3 `config` dict of a boundfit layer (layer.get_config())."""
+    fn = _TO_KERAS.get(type(layer))
+    if fn is None:
+        raise ValueError(f"layer {layer.name!r}: {type(layer).__name__} has no Keras serialization in boundfit")
+    return dict(name=layer.name, trainable=True, dtype=dict(_DTYPE), **fn(layer))
+
+
+def model_config(model):
+    """Keras 3 serialization of a Sequential (with compile_config when compiled);
+    an unbuilt model has no InputLayer or build_config, as in Keras."""
+    built = model.built
+    in_shape = [None] + [int(d) for d in model._input_shape] if model._input_shape is not None else None
+    entries = []
+    if in_shape is not None:
+        entries.append(_obj("keras.layers", "InputLayer", dict(batch_shape=in_shape, dtype="float32", sparse=False,
+                                                               ragged=False, name="input_layer")))
+    for i, layer in enumerate(model._layers):
+        e = _obj("keras.layers", type(layer).__name__, layer_config(layer))
+        if built:
+            e["build_config"] = {"input_shape": in_shape if i == 0 else list(model._layer_output_shape(i - 1))}
+        entries.append(e)
+    cfg = _obj("keras", "Sequential", dict(name=model.name, trainable=True, dtype=dict(_DTYPE), layers=entries))
+    if built:
+        cfg["build_config"] = {"input_shape": in_shape}
+    if model.optimizer is not None:
+        cfg["compile_config"] = compile_config(model)
+    return cfg
+
+
+def _optimizer_config(opt):
+    cfg = {"name": type(opt).__name__.lower()}
+    cfg.update(opt.get_config())
+    sched = getattr(opt, "_schedule", None)
+    if isinstance(sched, schedules.LearningRateSchedule):
+        cfg["learning_rate"] = schedules.serialize(sched)
+    return _obj("keras.optimizers", type(opt).__name__, cfg)
+
+
+def _loss_config(loss):
+    cfg = dict(loss.get_config())
+    if cfg == {"from_logits": False} or not cfg:
+        return loss.name          # Keras's own name, e.g. "sparse_categorical_crossentropy"
+    cfg.setdefault("name", loss.name)
+    cfg.setdefault("reduction", "sum_over_batch_size")
+    return _obj("keras.losses", type(loss).__name__, cfg)
+
+
+def _metrics_config(given):
+    """compile()'s metrics as given: names stay names, objects in Keras's layout."""
+    if not given:
+        return None
+    return [m if isinstance(m, str) else _obj("keras.metrics", m["class_name"], dict(m["config"])) for m in given]
+
+
+def compile_config(model):
+    return dict(optimizer=_optimizer_config(model.optimizer), loss=_loss_config(model.loss), loss_weights=None,
+                metrics=_metrics_config(getattr(model, "_metrics_arg", None)),
+                weighted_metrics=_metrics_config(getattr(model, "_weighted_metrics_arg", None)),
+                run_eagerly=False, steps_per_execution=1, jit_compile=False)
+
+
+# ---- layers: Keras -> boundfit ----
+
+# config keys boundfit does not model, and the values under which ignoring them changes nothing
+_IGNORABLE = {
+    "trainable": {True}, "dtype": None, "sparse": {False}, "ragged": {False}, "optional": {False},
+    "data_format": {"channels_last", None}, "dilation_rate": {(1, 1), 1}, "groups": {1},
+    "kernel_initializer": None, "bias_initializer": None, "beta_initializer": None, "gamma_initializer": None,
+    "moving_mean_initializer": None, "moving_variance_initializer": None,
+    "kernel_regularizer": {None}, "bias_regularizer": {None}, "activity_regularizer": {None},
+    "beta_regularizer": {None}, "gamma_regularizer": {None}, "kernel_constraint": {None}, "bias_constraint": {None},
+    "beta_constraint": {None}, "gamma_constraint": {None}, "quantization_config": {None}, "lora_rank": {None},
+    "lora_alpha": None, "synchronized": {False}, "renorm": {False}, "renorm_clipping": {None},
+    "renorm_momentum": None, "keepdims": {False}, "noise_shape": {None},
+}
+
+_FROM_KERAS = {c.__name__: c for c in (L.Dense, L.Conv2D, L.MaxPooling2D, L.AveragePooling2D, L.GlobalAveragePooling2D,
+                                       L.Flatten, L.Reshape, L.Dropout, L.BatchNormalization, L.Activation)}
+
+
+def _hashable(v):
+    return tuple(v) if isinstance(v, list) else v
+
+
+def _activation_name(v, where):
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, dict) and v.get("module", "").startswith("keras") and isinstance(v.get("config"), str):
+        return v["config"]
+    raise ValueError(f"{where}: activation {v!r} is not one boundfit has")
+
+
+def layer_from_config(entry, custom_objects=None):
+    """A boundfit layer from a Keras 3 layer entry; a clear error for anything boundfit lacks."""
+    cls_name = entry.get("class_name")
+    cfg = dict(entry.get("config") or {})
+    name = cfg.get("name", "?")
+    cls = (custom_objects or {}).get(cls_name) or _FROM_KERAS.get(cls_name)
+    if cls is None:
+        raise ValueError(f"layer {name!r}: boundfit has no {cls_name} layer (it has "
+                         f"{', '.join(sorted(_FROM_KERAS))} and InputLayer)")
+    accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "kwargs"}
+    kwargs = {"name": name}
+    for k, v in cfg.items():
+        if k == "name":
+            continue
+        if k in accepted and not (k == "data_format" and v == "channels_last"):
+            if k == "activation":
+                v = _activation_name(v, f"layer {name!r} ({cls_name})")
+            kwargs[k] = tuple(v) if isinstance(v, list) else v
+            continue
+        if k in _IGNORABLE:
+            ok = _IGNORABLE[k]
+            if ok is None or _hashable(v) in ok:
+                continue
+        if k == "axis" and cls is L.BatchNormalization and v in (-1, [-1]):
+            continue
+        raise ValueError(f"layer {name!r} ({cls_name}): {k}={v!r} is not supported by boundfit")
+    try:
+        return cls(**kwargs)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"layer {name!r} ({cls_name}): {e}") from None
+
+
+def sequential_from_config(cfg, custom_objects=None):
+    """A boundfit Sequential from Keras 3's model config (config.json)."""
+    from .models import Sequential
+    if cfg.get("class_name") != "Sequential":
+        raise ValueError(f"boundfit reads Sequential models from .keras files; this one is a {cfg.get('class_name')}")
+    entries = cfg["config"]["layers"]
+    input_shape = None
+    built = []
+    for e in entries:
+        if e.get("class_name") == "InputLayer":
+            c = e["config"]
+            shape = c.get("batch_shape") or c.get("batch_input_shape")
+            input_shape = tuple(shape[1:])
+            continue
+        built.append(layer_from_config(e, custom_objects))
+    if input_shape is None:
+        shape = (cfg.get("build_config") or {}).get("input_shape") or cfg["config"].get("build_input_shape")
+        if shape is None and entries:
+            shape = (entries[0].get("build_config") or {}).get("input_shape")
+        input_shape = tuple(shape[1:]) if shape is not None else None
+    first = [L.InputLayer(shape=input_shape)] if input_shape is not None else []
+    return Sequential(first + built, name=cfg["config"].get("name"))
+
+
+# ---- compile config: Keras -> boundfit ----
+
+def _call_with_known(cls, cfg, what):
+    params = inspect.signature(cls.__init__).parameters
+    known = {k: v for k, v in cfg.items() if k in params}
+    return cls(**known)
+
+
+def optimizer_from_config(c):
+    if isinstance(c, str):
+        return optimizers.get(c)
+    cls = getattr(optimizers, c.get("class_name", ""), None)
+    if not (isinstance(cls, type) and issubclass(cls, optimizers.Optimizer)):
+        raise ValueError(f"optimizer {c.get('class_name')!r} is not one boundfit has")
+    cfg = dict(c.get("config") or {})
+    lr = cfg.get("learning_rate")
+    if isinstance(lr, dict):
+        cfg["learning_rate"] = schedules.deserialize(lr)
+    return _call_with_known(cls, cfg, "optimizer")
+
+
+def loss_from_config(c):
+    if isinstance(c, str) or c is None:
+        return losses.get(c)
+    cls = getattr(losses, c.get("class_name", ""), None)
+    if not (isinstance(cls, type) and issubclass(cls, losses.Loss)):
+        raise ValueError(f"loss {c.get('class_name')!r} is not one boundfit has")
+    return _call_with_known(cls, dict(c.get("config") or {}), "loss")
+
+
+def compile_from_config(model, cc):
+    """model.compile from Keras's compile_config; warns and leaves the model
+    uncompiled (as Keras does) when something in it is not one boundfit has."""
+    try:
+        def given(key):
+            out = [m if isinstance(m, str) else {"class_name": m.get("class_name"), "config": m.get("config") or {}}
+                   for m in cc.get(key) or []]
+            return out or None
+        model.compile(optimizer=optimizer_from_config(cc["optimizer"]), loss=loss_from_config(cc.get("loss")),
+                      metrics=given("metrics"), weighted_metrics=given("weighted_metrics"))
+        return True
+    except (ValueError, TypeError, KeyError) as e:
+        warnings.warn(f"the model was loaded uncompiled: its compile config could not be used ({e})", stacklevel=3)
+        return False

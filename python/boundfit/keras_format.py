@@ -1,0 +1,342 @@
+"""Keras 3 files: `.keras` (a zip of config.json, metadata.json and
+model.weights.h5) and `.weights.h5`, both ways.
+
+Weights layout (as Keras's saving_lib writes it): layers/<snake_case class
+name, numbered per class>/vars/<i> for each layer's variables in Keras order,
+vars/ for the model itself, optimizer/vars/<i> with iterations, the learning
+rate (unless a schedule) and the slots in Keras's order. boundfit's own extras
+(its optimizer's raw state, so any optimizer resumes exactly) live under
+boundfit/, which Keras never reads. Every file is written atomically: a
+temporary file in the same folder, fsync, rename."""
+
+import datetime
+import io
+import json
+import os
+import re
+import tempfile
+import warnings
+import zipfile
+
+import numpy as np
+
+from . import keras_config
+
+
+def _h5py():
+    """h5py, imported on first use so `import boundfit` stays light."""
+    try:
+        import h5py
+    except ImportError as e:
+        raise ImportError("reading and writing Keras files needs h5py: pip install h5py") from e
+    return h5py
+
+
+# ---- atomic files ----
+
+def atomic_write(path, write):
+    """write(f) into a temporary file beside path, fsync, then rename over path.
+    If write raises, path is left as it was and the temporary file removed."""
+    path = os.fspath(path)
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # the rename itself survives a crash once the folder is synced
+        dfd = os.open(d, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+# ---- weights: boundfit model <-> h5 ----
+
+def _snake(name):
+    name = re.sub(r"\W+", "", name)
+    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def layer_paths(class_names):
+    """Keras's h5 group of each layer: snake_case class name, _1, _2... per class."""
+    used, out = {}, []
+    for c in class_names:
+        n = _snake(c)
+        if n in used:
+            used[n] += 1
+            n = f"{n}_{used[n]}"
+        else:
+            used[n] = 0
+        out.append(n)
+    return out
+
+
+def _trainable_slices(model):
+    """(layer index, offset, shape) of each trainable variable in the engine's slot layout."""
+    out, off = [], 0
+    for i, (_, _, params) in enumerate(model._info()):
+        for _, shape, trainable in params:
+            if trainable:
+                out.append((i, off, tuple(shape)))
+                off += int(np.prod(shape)) if len(shape) else 1
+    return out
+
+
+# Keras's optimizer variables after iterations and learning_rate: which boundfit
+# slot each group of per-variable slots comes from, per optimizer kind, in order.
+def _keras_slot_groups(opt, nslots):
+    kind = type(opt).__name__
+    if kind == "Adam" and nslots == 2:
+        return "interleaved", [0, 1]           # momentum, velocity per variable
+    if kind == "SGD":
+        return "grouped", list(range(nslots))  # momentums (when momentum > 0)
+    if kind == "RMSprop":
+        return "grouped", list(range(nslots))  # velocities, then momentums
+    return None, None
+
+
+def _keras_nslots(opt):
+    """Per-variable slots Keras builds for opt (the engine makes them on the first step)."""
+    kind = type(opt).__name__
+    momentum = getattr(opt, "momentum", 0.0)
+    return {"Adam": 2, "SGD": 1 if momentum else 0, "RMSprop": 2 if momentum > 0 else 1}.get(kind, 0)
+
+
+def _write_optimizer(g, model):
+    opt = model.optimizer
+    it, slots = model._engine.optimizer_state()
+    sl = _trainable_slices(model)
+    layout, order = _keras_slot_groups(opt, len(slots) or _keras_nslots(opt))
+    raw = list(slots)
+    v = g.create_group("optimizer/vars")
+    v.attrs["name"] = type(opt).__name__.lower()
+    if layout is not None and not slots:   # not trained yet: Keras's built state is zeros
+        slots = [np.zeros(sum(int(np.prod(sh)) for _, _, sh in sl), np.float32) for _ in range(_keras_nslots(opt))]
+    if layout is not None:
+        vals = [np.array(it, dtype=np.int64)]
+        if getattr(opt, "_schedule", None) is None:
+            vals.append(np.array(opt.learning_rate, dtype=np.float32))
+        pieces = [[s[off:off + int(np.prod(shape))].reshape(shape) for (_, off, shape) in sl] for s in slots]
+        if slots and layout == "interleaved":
+            for j in range(len(sl)):
+                vals.extend(pieces[k][j] for k in order)
+        elif slots:
+            for k in order:
+                vals.extend(pieces[k])
+        for i, a in enumerate(vals):
+            v.create_dataset(str(i), data=a)
+    b = g.create_group("boundfit")
+    b.attrs["optimizer"] = type(opt).__name__
+    b.attrs["iterations"] = int(it)
+    b.attrs["learning_rate"] = float(opt.learning_rate)
+    for k, s in enumerate(raw):
+        b.create_dataset(f"slot{k}", data=s)
+
+
+def write_weights(h5, model, optimizer=True):
+    """Model variables (and the optimizer's, when compiled) into an open h5py File."""
+    model._require_built()
+    per_layer = [model._layer_weights(i) for i in range(len(model._layers))]
+    root = h5.create_group("layers")
+    for layer, path, ws in zip(model._layers, layer_paths(type(l).__name__ for l in model._layers), per_layer):
+        v = root.create_group(path).create_group("vars")
+        v.attrs["name"] = layer.name
+        for i, w in enumerate(ws):
+            v.create_dataset(str(i), data=np.asarray(w, dtype=np.float32))
+    h5.create_group("vars").attrs["name"] = model.name
+    if optimizer and model.optimizer is not None:
+        _write_optimizer(h5, model)
+
+
+def _layers_group(h5):
+    for k in ("layers", "_layer_checkpoint_dependencies"):
+        if k in h5:
+            return h5[k]
+    raise ValueError("the weights file has no 'layers' group: not a Keras 3 Sequential weights file")
+
+
+def read_weights(h5, model, optimizer=True, where="weights file", skip_mismatch=False):
+    """Load an open h5py File's variables into model; all-or-nothing: every
+    layer is checked before anything is set (skip_mismatch: a layer whose
+    weights do not match keeps its own, with a warning, as Keras does)."""
+    model._require_built()
+    g = _layers_group(h5)
+    new = []
+    for i, (layer, path) in enumerate(zip(model._layers, layer_paths(type(l).__name__ for l in model._layers))):
+        want = [w.shape for w in model._layer_weights(i)]
+        v = g[path]["vars"] if path in g and "vars" in g[path] else None
+        got = [np.asarray(v[str(k)]) for k in range(len(v))] if v is not None else []
+        if len(got) != len(want) or any(a.shape != s for a, s in zip(got, want)):
+            if skip_mismatch:
+                warnings.warn(f"{where}: skipping layer {layer.name!r}: it expects weights "
+                              f"{[tuple(s) for s in want]}, the file has {[a.shape for a in got]}", stacklevel=3)
+                new.extend(model._layer_weights(i))
+                continue
+            raise ValueError(f"{where}: layer {layer.name!r} ({type(layer).__name__}) expects weights "
+                             f"{[tuple(s) for s in want]}, the file has {[a.shape for a in got]} at layers/{path}")
+        new.extend(got)
+    extra = set(g) - set(layer_paths(type(l).__name__ for l in model._layers))
+    if not skip_mismatch and any(len(g[k].get("vars", {})) for k in extra):
+        raise ValueError(f"{where}: it has weights for layers this model lacks: {sorted(extra)}")
+    model.set_weights(new)
+    if optimizer and model.optimizer is not None and model._engine is not None:
+        _read_optimizer(h5, model)
+
+
+def _read_optimizer(h5, model):
+    if "boundfit" in h5:
+        b = h5["boundfit"]
+        slots = [np.asarray(b[f"slot{k}"]) for k in range(sum(1 for n in b if n.startswith("slot")))]
+        name = type(model.optimizer).__name__
+        if b.attrs.get("optimizer") != name:
+            warnings.warn(f"Skipping variable loading for optimizer '{name}': the file holds the state of "
+                          f"{b.attrs.get('optimizer')!r}", stacklevel=4)
+            return
+        try:
+            if slots:
+                model._engine.restore_optimizer_state(int(b.attrs["iterations"]), slots)
+            else:
+                model._engine.set_iterations(int(b.attrs["iterations"]))
+        except ValueError as e:   # another configuration (say, momentum): weights load, the state does not
+            warnings.warn(f"Skipping variable loading for optimizer '{name}': {e}", stacklevel=4)
+            return
+        if getattr(model.optimizer, "_schedule", None) is None:
+            model.optimizer.learning_rate = float(b.attrs["learning_rate"])
+        return
+    if "optimizer/vars" not in h5:
+        return
+    v = h5["optimizer/vars"]
+    vals = [np.asarray(v[str(i)]) for i in range(len(v))]
+    opt = model.optimizer
+    sl = _trainable_slices(model)
+    n = sum(int(np.prod(s)) if len(s) else 1 for _, _, s in sl)
+    has_lr = getattr(opt, "_schedule", None) is None
+    head = 2 if has_lr else 1
+    per = len(vals) - head
+    if not vals or per < 0 or (sl and per % len(sl)):
+        return
+    nslots = per // len(sl) if sl else 0
+    layout, order = _keras_slot_groups(opt, nslots)
+    if layout is None:
+        return
+    flat = [np.empty(n, np.float32) for _ in range(nslots)]
+    body = vals[head:]
+    for j, (_, off, shape) in enumerate(sl):
+        size = int(np.prod(shape)) if len(shape) else 1
+        for k in range(nslots):
+            a = body[j * nslots + k] if layout == "interleaved" else body[k * len(sl) + j]
+            if a.shape != shape:
+                return
+            flat[order[k]][off:off + size] = a.reshape(-1)
+    try:
+        model._engine.restore_optimizer_state(int(vals[0]), flat)
+    except ValueError:
+        return  # the compiled optimizer keeps other state (as Keras: skipped)
+    if has_lr:
+        opt.learning_rate = float(vals[1])
+
+
+# ---- public: save / load ----
+
+def save_weights(model, filepath, overwrite=True, extra_attrs=None):
+    """extra_attrs: attributes stored on the file's boundfit/ group (Keras ignores it)."""
+    h5py = _h5py()
+    filepath = os.fspath(filepath)
+    if not filepath.endswith(".weights.h5"):
+        raise ValueError("The filename must end in `.weights.h5`. Received: filepath=" + filepath)
+    if os.path.exists(filepath) and not overwrite:
+        raise FileExistsError(f"{filepath} exists and overwrite=False")
+
+    def write(f):
+        with h5py.File(f, "w") as h5:
+            write_weights(h5, model)
+            if extra_attrs:
+                b = h5.require_group("boundfit")
+                for k, v in extra_attrs.items():
+                    b.attrs[k] = v
+    atomic_write(filepath, write)
+
+
+def read_extra_attrs(filepath):
+    """The boundfit/ attributes of a weights file (empty for Keras's own files)."""
+    h5py = _h5py()
+    with h5py.File(os.fspath(filepath), "r") as h5:
+        return {k: v.item() if hasattr(v, "item") else v for k, v in h5["boundfit"].attrs.items()} \
+            if "boundfit" in h5 else {}
+
+
+def load_weights(model, filepath, skip_mismatch=False):
+    h5py = _h5py()
+    filepath = os.fspath(filepath)
+    if filepath.endswith(".keras"):
+        with zipfile.ZipFile(filepath) as z, z.open("model.weights.h5") as raw:
+            with h5py.File(io.BytesIO(raw.read()), "r") as h5:
+                return read_weights(h5, model, where=filepath, skip_mismatch=skip_mismatch)
+    if not filepath.endswith(".weights.h5"):
+        raise ValueError("File format not supported: filepath=" + filepath + ". boundfit reads `.weights.h5` and "
+                         "`.keras` files")
+    with h5py.File(filepath, "r") as h5:
+        read_weights(h5, model, where=filepath, skip_mismatch=skip_mismatch)
+
+
+def save_model(model, filepath, overwrite=True):
+    h5py = _h5py()
+    filepath = os.fspath(filepath)
+    if not filepath.endswith(".keras"):
+        raise ValueError("Invalid filepath extension for saving. Please add the `.keras` extension (the Keras 3 "
+                         f"format). Received: filepath={filepath}")
+    if os.path.exists(filepath) and not overwrite:
+        raise FileExistsError(f"{filepath} exists and overwrite=False")
+    model._require_built()
+    from . import __version__
+    config = json.dumps(keras_config.model_config(model))
+    meta = json.dumps({"keras_version": "3", "boundfit_version": __version__,
+                       "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")})
+    buf = io.BytesIO()
+    with h5py.File(buf, "w") as h5:
+        write_weights(h5, model)
+
+    def write(f):
+        with zipfile.ZipFile(f, "w") as z:
+            z.writestr("metadata.json", meta)
+            z.writestr("config.json", config)
+            z.writestr("model.weights.h5", buf.getvalue(), compress_type=zipfile.ZIP_STORED)
+    atomic_write(filepath, write)
+
+
+def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
+    """Keras's signature; custom_objects may map a class name in the file to a
+    boundfit layer class (safe_mode has nothing to guard: no code is loaded)."""
+    h5py = _h5py()
+    filepath = os.fspath(filepath)
+    if not os.path.isfile(filepath):
+        raise ValueError(f"File not found: filepath={filepath}. Please ensure the file is an accessible `.keras` "
+                         "zip file.")
+    if not zipfile.is_zipfile(filepath):
+        raise ValueError(f"{filepath} is not a .keras file (a zip archive written by Keras 3 or boundfit)")
+    with zipfile.ZipFile(filepath) as z:
+        names = set(z.namelist())
+        for need in ("config.json", "model.weights.h5"):
+            if need not in names:
+                raise ValueError(f"{filepath}: the archive has no {need}")
+        cfg = json.loads(z.read("config.json"))
+        weights = z.read("model.weights.h5")
+    model = keras_config.sequential_from_config(cfg, custom_objects)
+    if compile and cfg.get("compile_config"):
+        keras_config.compile_from_config(model, cfg["compile_config"])
+    with h5py.File(io.BytesIO(weights), "r") as h5:
+        read_weights(h5, model, where=filepath)
+    return model

@@ -1,0 +1,225 @@
+"""Metrics with Keras 3 names, arguments and defaults. The engine computes
+them (csrc/cpu/metrics.c, csrc/cuda/metrics.cu) and aggregates them over an
+epoch as Keras does; these objects describe them. Kinds match csrc
+bf_metric_kind."""
+
+(BINARY_ACC, CAT_ACC, SPARSE_CAT_ACC, TOPK, SPARSE_TOPK, MAE, MSE, RMSE, AUC_KIND, PRECISION,
+ RECALL) = range(11)
+
+
+_UIDS = {}
+
+
+def _auto_name(base):
+    """Keras's names for metric objects built without one: 'auc', then 'auc_1', ... per process."""
+    k = _UIDS.get(base, 0)
+    _UIDS[base] = k + 1
+    return base if k == 0 else f"{base}_{k}"
+
+
+class Metric:
+    kind = None
+    name = None
+
+    def __init__(self, name=None, dtype=None):
+        if name:
+            self.name = name
+
+    def _spec(self):
+        return {"kind": self.kind}
+
+    def get_config(self):
+        """Constructor arguments: type(m)(**m.get_config()) is the same metric."""
+        cfg = {"name": self.name}
+        for k in ("threshold", "k", "num_thresholds", "from_logits", "thresholds"):
+            if k in vars(self):
+                cfg[k] = getattr(self, k)
+        return cfg
+
+    def update_state(self, *args, **kwargs):
+        raise TypeError(f"boundfit.metrics.{type(self).__name__} is computed by the engine; pass it to compile()")
+
+    def __repr__(self):
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+class _Accuracy(Metric):
+    """'accuracy' / 'acc': resolved by compile() from the shapes of the
+    targets and outputs, as Keras does."""
+    name = "accuracy"
+
+
+class BinaryAccuracy(Metric):
+    kind, name = BINARY_ACC, "binary_accuracy"
+
+    def __init__(self, name="binary_accuracy", dtype=None, threshold=0.5):
+        super().__init__(name, dtype)
+        self.threshold = float(threshold)
+
+    def _spec(self):
+        return {"kind": self.kind, "threshold": self.threshold}
+
+
+class CategoricalAccuracy(Metric):
+    kind, name = CAT_ACC, "categorical_accuracy"
+
+
+class SparseCategoricalAccuracy(Metric):
+    kind, name = SPARSE_CAT_ACC, "sparse_categorical_accuracy"
+
+
+class TopKCategoricalAccuracy(Metric):
+    kind, name = TOPK, "top_k_categorical_accuracy"
+
+    def __init__(self, k=5, name="top_k_categorical_accuracy", dtype=None):
+        super().__init__(name, dtype)
+        if not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be a positive int, got {k!r}")
+        self.k = k
+
+    def _spec(self):
+        return {"kind": self.kind, "k": self.k}
+
+
+class SparseTopKCategoricalAccuracy(TopKCategoricalAccuracy):
+    kind, name = SPARSE_TOPK, "sparse_top_k_categorical_accuracy"
+
+    def __init__(self, k=5, name="sparse_top_k_categorical_accuracy", dtype=None, from_sorted_ids=False):
+        super().__init__(k, name, dtype)
+        if from_sorted_ids:
+            raise ValueError("from_sorted_ids is not supported")
+
+
+class MeanAbsoluteError(Metric):
+    kind, name = MAE, "mean_absolute_error"
+
+
+class MeanSquaredError(Metric):
+    kind, name = MSE, "mean_squared_error"
+
+
+class RootMeanSquaredError(Metric):
+    kind, name = RMSE, "root_mean_squared_error"
+
+
+def _threshold(thresholds):
+    if thresholds is None:
+        return 0.5
+    if isinstance(thresholds, (list, tuple)):
+        if len(thresholds) != 1:
+            raise ValueError(f"thresholds: only one threshold is supported, got {thresholds!r}")
+        thresholds = thresholds[0]
+    t = float(thresholds)
+    if not 0.0 <= t <= 1.0:
+        raise ValueError(f"thresholds must be in [0, 1], got {thresholds!r}")
+    return t
+
+
+class Precision(Metric):
+    kind, name = PRECISION, "precision"
+
+    def __init__(self, thresholds=None, top_k=None, class_id=None, name=None, dtype=None):
+        super().__init__(name or _auto_name(type(self).name), dtype)
+        if top_k is not None or class_id is not None:
+            raise ValueError("top_k and class_id are not supported")
+        self.thresholds = _threshold(thresholds)
+
+    def _spec(self):
+        return {"kind": self.kind, "threshold": self.thresholds}
+
+
+class Recall(Precision):
+    kind, name = RECALL, "recall"
+
+
+class AUC(Metric):
+    kind, name = AUC_KIND, "auc"
+
+    def __init__(self, num_thresholds=200, curve="ROC", summation_method="interpolation", name=None, dtype=None,
+                 thresholds=None, multi_label=False, num_labels=None, label_weights=None, from_logits=False):
+        super().__init__(name or _auto_name("auc"), dtype)
+        if curve != "ROC" or summation_method != "interpolation":
+            raise ValueError(f"AUC: only curve='ROC' with summation_method='interpolation' is supported, "
+                             f"got curve={curve!r}, summation_method={summation_method!r}")
+        if thresholds is not None or multi_label or label_weights is not None:
+            raise ValueError("AUC: thresholds, multi_label and label_weights are not supported")
+        if not isinstance(num_thresholds, int) or not 1 < num_thresholds <= 10000:
+            raise ValueError(f"num_thresholds must be an integer in (1, 10000], got {num_thresholds!r}")
+        self.num_thresholds, self.from_logits = num_thresholds, bool(from_logits)
+
+    def _spec(self):
+        return {"kind": self.kind, "num_thresholds": self.num_thresholds, "from_logits": int(self.from_logits)}
+
+
+_CLASSES = (BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy, TopKCategoricalAccuracy,
+            SparseTopKCategoricalAccuracy, MeanAbsoluteError, MeanSquaredError, RootMeanSquaredError, AUC,
+            Precision, Recall)
+_BY_NAME = {c.__name__: c for c in _CLASSES}
+_BY_NAME.update({c.name: c for c in _CLASSES})
+_BY_NAME.update({"mae": MeanAbsoluteError, "MAE": MeanAbsoluteError, "mse": MeanSquaredError,
+                 "MSE": MeanSquaredError, "rmse": RootMeanSquaredError, "accuracy": _Accuracy, "acc": _Accuracy})
+
+
+def _named(name, cls):
+    def f(y_true, y_pred, *args, **kwargs):
+        raise TypeError(f"boundfit.metrics.{name} is computed by the engine; pass it to compile()")
+    f.__name__ = name
+    f._metric_class = cls
+    return f
+
+
+binary_accuracy = _named("binary_accuracy", BinaryAccuracy)
+categorical_accuracy = _named("categorical_accuracy", CategoricalAccuracy)
+sparse_categorical_accuracy = _named("sparse_categorical_accuracy", SparseCategoricalAccuracy)
+top_k_categorical_accuracy = _named("top_k_categorical_accuracy", TopKCategoricalAccuracy)
+sparse_top_k_categorical_accuracy = _named("sparse_top_k_categorical_accuracy", SparseTopKCategoricalAccuracy)
+mean_absolute_error = mae = _named("mean_absolute_error", MeanAbsoluteError)
+mean_squared_error = mse = _named("mean_squared_error", MeanSquaredError)
+
+
+def serialize(metric):
+    """{'class_name', 'config'} of a metric object (Keras's layout); strings stay strings."""
+    if isinstance(metric, str):
+        return metric
+    return {"class_name": type(metric).__name__, "config": metric.get_config()}
+
+
+def deserialize(config):
+    cls = _BY_NAME.get(config.get("class_name")) if isinstance(config, dict) else None
+    if cls is None or not isinstance(config.get("config", {}), dict):
+        raise ValueError(f"metrics: cannot deserialize {config!r}")
+    return cls(**config.get("config", {}))
+
+
+def get(identifier):
+    """(metric object, history name) as Keras's compile names them: a string
+    keeps its own name ('mae' -> 'mae'), an object its .name, a function its
+    __name__, a {'class_name', 'config'} dict its config's name. 'accuracy' /
+    'acc' come back unresolved (_Accuracy)."""
+    if isinstance(identifier, dict):
+        m = deserialize(identifier)
+        return m, m.name
+    if isinstance(identifier, Metric):
+        return identifier, identifier.name
+    if isinstance(identifier, type) and issubclass(identifier, Metric):
+        m = identifier()
+        return m, m.name
+    if isinstance(identifier, str):
+        cls = _BY_NAME.get(identifier)
+        if cls is None:
+            raise ValueError(f"metrics: unknown metric {identifier!r}; choose one of "
+                             f"{sorted(k for k in _BY_NAME if k[0].islower())} or a boundfit.metrics object")
+        return cls(), identifier
+    if callable(identifier) and hasattr(identifier, "_metric_class"):
+        return identifier._metric_class(), identifier.__name__
+    raise ValueError(f"metrics: cannot interpret {identifier!r} as a metric; pass a name or a boundfit.metrics object")
+
+
+def resolve_accuracy(name, out_size, sparse_targets):
+    """Keras's choice for 'accuracy': binary for one output unit, sparse
+    categorical for class-id targets, else categorical."""
+    if out_size == 1:
+        return BinaryAccuracy(name=name)
+    if sparse_targets:
+        return SparseCategoricalAccuracy(name=name)
+    return CategoricalAccuracy(name=name)

@@ -1,0 +1,300 @@
+"""Keras 3 files both ways: `.keras` and `.weights.h5` written here open in
+Keras 3 (same predictions, optimizer state in Keras's order), files written by
+Keras 3 load here (same predictions, and training goes on from Keras's
+optimizer state); unsupported layers and options are named; every save is
+atomic (a failure mid-save leaves the previous file loadable)."""
+
+import os
+import zipfile
+
+import numpy as np
+import pytest
+
+import boundfit as bf
+from boundfit import keras_format, layers as L
+
+import keras_ref
+
+
+def _data(shape=(8, 8, 1), n=32, classes=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.random((n,) + shape, dtype=np.float32), rng.integers(0, classes, n)
+
+
+def _model_a():
+    return bf.Sequential([
+        L.Conv2D(4, 3, activation="relu", padding="same", input_shape=(8, 8, 1)),
+        L.BatchNormalization(),
+        L.MaxPooling2D(),
+        L.AveragePooling2D(pool_size=(2, 2), strides=1),
+        L.Flatten(),
+        L.Dropout(0.25),
+        L.Dense(3, activation="softmax"),
+    ])
+
+
+def _model_b():
+    return bf.Sequential([
+        L.InputLayer(shape=(8, 8, 1)),
+        L.Conv2D(6, (3, 3), strides=(2, 2), use_bias=False),
+        L.GlobalAveragePooling2D(),
+        L.Reshape((2, 3)),
+        L.Flatten(),
+        L.Activation("tanh"),
+        L.Dense(3),
+    ])
+
+
+def _keras_model(keras):
+    return keras.Sequential([
+        keras.Input((8, 8, 1)),
+        keras.layers.Conv2D(4, 3, activation="relu", padding="same"),
+        keras.layers.BatchNormalization(),
+        keras.layers.MaxPooling2D(),
+        keras.layers.AveragePooling2D(pool_size=2, strides=1),
+        keras.layers.Flatten(),
+        keras.layers.Dense(5, activation="relu"),
+        keras.layers.Dense(3, activation="softmax"),
+    ])
+
+
+def _close(a, b, tol=1e-5):
+    np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("make", [_model_a, _model_b], ids=["conv-bn-pool-dropout", "gap-reshape-activation"])
+def test_keras_file_saved_here_loads_in_keras_with_same_predictions(tmp_path, make):
+    keras = keras_ref.load()
+    x, y = _data()
+    m = make()
+    loss = "sparse_categorical_crossentropy" if make is _model_a else \
+        bf.losses.SparseCategoricalCrossentropy(from_logits=True)
+    m.compile(optimizer="adam", loss=loss, metrics=["accuracy"])
+    m.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    path = tmp_path / "m.keras"
+    m.save(path)
+    with zipfile.ZipFile(path) as z:
+        assert {"config.json", "metadata.json", "model.weights.h5"} <= set(z.namelist())
+    k = keras.saving.load_model(path)
+    _close(k.predict(x, verbose=0), m.predict(x, verbose=0))
+    assert [l.name for l in k.layers] == [l.name for l in m.layers]
+    assert int(k.optimizer.iterations) == m.optimizer.iterations == 4
+    assert type(k.optimizer).__name__ == "Adam"
+
+
+def test_optimizer_state_written_here_continues_identically_in_keras(tmp_path):
+    """Adam's moments go into optimizer/vars in Keras's order: one more step in
+    Keras and here from the saved file gives the same weights."""
+    keras = keras_ref.load()
+    x, y = _data(n=16)
+    m = bf.Sequential([L.Conv2D(3, 3, activation="relu", input_shape=(8, 8, 1)), L.Flatten(),
+                       L.Dense(3, activation="softmax")])
+    m.compile(optimizer=bf.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy")
+    m.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
+    m.save(tmp_path / "m.keras")
+    k = keras.saving.load_model(tmp_path / "m.keras")
+    k.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+    m.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+    assert int(k.optimizer.iterations) == 4
+    for a, b in zip(k.get_weights(), m.get_weights()):
+        _close(a, b)
+
+
+def test_keras_file_written_by_keras_loads_here_and_trains_on(tmp_path):
+    keras = keras_ref.load()
+    x, y = _data()
+    k = _keras_model(keras)
+    k.compile(optimizer=keras.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    k.fit(x, y, batch_size=32, epochs=2, shuffle=False, verbose=0)
+    k.save(tmp_path / "k.keras")
+    m = bf.models.load_model(tmp_path / "k.keras")
+    _close(m.predict(x, verbose=0), k.predict(x, verbose=0))
+    assert isinstance(m.optimizer, bf.optimizers.Adam) and m.optimizer.iterations == 2
+    assert m.optimizer.learning_rate == pytest.approx(0.01)
+    # training goes on from Keras's optimizer state: one more step agrees with Keras
+    k.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)
+    h = m.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)
+    assert np.isfinite(h.history["loss"][0]) and m.optimizer.iterations == 3
+    for a, b in zip(k.get_weights(), m.get_weights()):
+        _close(a, b, 1e-4)
+
+
+def test_weights_h5_both_ways(tmp_path):
+    keras = keras_ref.load()
+    x, _ = _data()
+    k = _keras_model(keras)
+    m = bf.Sequential([L.Conv2D(4, 3, activation="relu", padding="same", input_shape=(8, 8, 1)),
+                       L.BatchNormalization(), L.MaxPooling2D(), L.AveragePooling2D(pool_size=2, strides=1),
+                       L.Flatten(), L.Dense(5, activation="relu"), L.Dense(3, activation="softmax")])
+    k.save_weights(tmp_path / "k.weights.h5")
+    m.load_weights(tmp_path / "k.weights.h5")
+    _close(m.predict(x, verbose=0), k.predict(x, verbose=0))
+    m.set_weights([w * 0.5 + 0.1 for w in m.get_weights()])
+    m.save_weights(tmp_path / "m.weights.h5")
+    k.load_weights(tmp_path / "m.weights.h5")
+    _close(k.predict(x, verbose=0), m.predict(x, verbose=0))
+
+
+def test_round_trip_here_keeps_optimizer_state_and_continues_exactly(tmp_path):
+    x, y = _data()
+    m = bf.Sequential([L.Conv2D(3, 3, input_shape=(8, 8, 1)), L.Flatten(), L.Dense(3, activation="softmax")])
+    m.compile(optimizer=bf.optimizers.RMSprop(0.01, momentum=0.5), loss="sparse_categorical_crossentropy")
+    m.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    m.save(tmp_path / "m.keras")
+    r = bf.models.load_model(tmp_path / "m.keras")
+    assert r.optimizer.iterations == m.optimizer.iterations == 4
+    for a, b in zip(r._engine.optimizer_state()[1], m._engine.optimizer_state()[1]):
+        np.testing.assert_array_equal(a, b)
+    w = bf.Sequential([L.Conv2D(3, 3, input_shape=(8, 8, 1)), L.Flatten(), L.Dense(3, activation="softmax")])
+    w.load_weights(tmp_path / "m.keras")             # load_weights also reads a .keras file's weights
+    for a, b in zip(w.get_weights(), m.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    m.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    r.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    for a, b in zip(r.get_weights(), m.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_load_model_names_a_layer_boundfit_lacks(tmp_path):
+    keras = keras_ref.load()
+    k = keras.Sequential([keras.Input((10, 2)), keras.layers.Conv1D(2, 3), keras.layers.Flatten()])
+    k.save(tmp_path / "c.keras")
+    with pytest.raises(ValueError, match=r"'conv1d'.*no Conv1D layer"):
+        bf.models.load_model(tmp_path / "c.keras")
+    k = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Conv2D(2, 3, dilation_rate=2)])
+    k.save(tmp_path / "d.keras")
+    with pytest.raises(ValueError, match=r"'conv2d.*dilation_rate=\[2, 2\] is not supported"):
+        bf.models.load_model(tmp_path / "d.keras")
+
+
+def test_load_weights_of_another_architecture_raises_and_keeps_weights(tmp_path):
+    a = bf.Sequential([L.Dense(4, input_shape=(3,)), L.Dense(2)])
+    b = bf.Sequential([L.Dense(5, input_shape=(3,)), L.Dense(2)])
+    a.save_weights(tmp_path / "a.weights.h5")
+    before = b.get_weights()
+    with pytest.raises(ValueError, match=r"layer 'dense.*expects weights \[\(3, 5\), \(5,\)\].*\(3, 4\)"):
+        b.load_weights(tmp_path / "a.weights.h5")
+    for u, v in zip(before, b.get_weights()):
+        np.testing.assert_array_equal(u, v)
+    c = bf.Sequential([L.Dense(4, input_shape=(3,)), L.Dense(3)])
+    keep = c.get_weights()
+    with pytest.warns(UserWarning, match="skipping layer 'dense"):
+        c.load_weights(tmp_path / "a.weights.h5", skip_mismatch=True)
+    got = c.get_weights()
+    for u, v in zip(got[:2], a.get_weights()[:2]):     # the matching layer loaded
+        np.testing.assert_array_equal(u, v)
+    for u, v in zip(got[2:], keep[2:]):                # the mismatched one kept its weights
+        np.testing.assert_array_equal(u, v)
+
+
+def test_file_names_follow_keras(tmp_path):
+    m = bf.Sequential([L.Dense(2, input_shape=(3,))])
+    with pytest.raises(ValueError, match=r"\.keras"):
+        m.save(tmp_path / "m.h5")
+    with pytest.raises(ValueError, match=r"\.weights\.h5"):
+        m.save_weights(tmp_path / "m.h5")
+    with pytest.raises(ValueError, match="File not found"):
+        bf.models.load_model(tmp_path / "m.keras")
+    (tmp_path / "junk.keras").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="not a .keras file"):
+        bf.models.load_model(tmp_path / "junk.keras")
+    m.save(tmp_path / "m.keras")
+    with pytest.raises(FileExistsError):
+        m.save(tmp_path / "m.keras", overwrite=False)
+
+
+@pytest.mark.parametrize("what", ["save", "save_weights"])
+def test_failure_mid_save_keeps_the_previous_file(tmp_path, monkeypatch, what):
+    x, y = _data(shape=(3,), n=8)
+    m = bf.Sequential([L.Dense(4, activation="relu", input_shape=(3,)), L.Dense(3, activation="softmax")])
+    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    path = tmp_path / ("m.keras" if what == "save" else "m.weights.h5")
+    getattr(m, what)(path)
+    good = path.read_bytes()
+    expect = m.predict(x, verbose=0)
+    m.fit(x, y, epochs=2, verbose=0)
+
+    # the writer fails after part of the file is on disk
+    if what == "save":
+        real = zipfile.ZipFile.writestr
+        calls = []
+
+        def failing(self, name, data, *a, **k):
+            calls.append(name)
+            if name == "model.weights.h5":
+                raise OSError(28, "No space left on device")
+            return real(self, name, data, *a, **k)
+        monkeypatch.setattr(zipfile.ZipFile, "writestr", failing)
+    else:
+        real = keras_format.write_weights
+
+        def failing(h5, model, optimizer=True):
+            h5.create_group("layers")
+            h5.flush()
+            raise OSError(28, "No space left on device")
+        monkeypatch.setattr(keras_format, "write_weights", failing)
+    with pytest.raises(OSError, match="No space left"):
+        getattr(m, what)(path)
+    monkeypatch.undo()
+    assert path.read_bytes() == good
+    assert os.listdir(tmp_path) == [path.name]   # no temporary file left behind
+    if what == "save":
+        r = bf.models.load_model(path)
+    else:
+        r = bf.Sequential([L.Dense(4, activation="relu", input_shape=(3,)), L.Dense(3, activation="softmax")])
+        r.load_weights(path)
+    _close(r.predict(x, verbose=0), expect)
+
+
+def test_untrained_compiled_model_opens_in_keras_without_optimizer_warnings(tmp_path, recwarn):
+    keras = keras_ref.load()
+    x, y = _data(shape=(5,), n=8)
+    m = bf.Sequential([L.Dense(4, activation="relu", input_shape=(5,)), L.Dense(3, activation="softmax")])
+    m.compile(optimizer=bf.optimizers.RMSprop(momentum=0.5), loss="sparse_categorical_crossentropy")
+    m.save(tmp_path / "u.keras")
+    k = keras.saving.load_model(tmp_path / "u.keras")
+    assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
+    assert int(k.optimizer.iterations) == 0
+    _close(k.predict(x, verbose=0), m.predict(x, verbose=0))
+
+
+def test_get_config_is_keras_and_from_config_rebuilds():
+    keras = keras_ref.load()
+    m = _model_b()
+    cfg = m.get_config()
+    assert [e["class_name"] for e in cfg["layers"]] == ["InputLayer", "Conv2D", "GlobalAveragePooling2D", "Reshape",
+                                                      "Flatten", "Activation", "Dense"]
+    k = keras.Sequential.from_config(cfg)
+    r = bf.Sequential.from_config(cfg)
+    assert [l.name for l in k.layers] == [l.name for l in r.layers] == [l.name for l in m.layers]
+    assert [w.shape for w in k.get_weights()] == [w.shape for w in r.get_weights()]
+    assert m.layers[0].get_config()["strides"] == [2, 2]
+    unbuilt = bf.Sequential([L.Dense(3)])
+    assert [e["class_name"] for e in unbuilt.get_config()["layers"]] == ["Dense"]
+    assert not bf.Sequential.from_config(unbuilt.get_config()).built
+
+
+def test_load_model_custom_objects_pick_the_layer_class(tmp_path):
+    MyDense = type("Dense", (L.Dense,), {})    # a user's subclass registered under the file's class name
+    m = bf.Sequential([L.Dense(2, input_shape=(3,)), L.Dense(1)])
+    m.save(tmp_path / "m.keras")
+    r = bf.saving.load_model(tmp_path / "m.keras", custom_objects={"Dense": MyDense}, safe_mode=True)
+    assert all(type(l) is MyDense for l in r.layers)
+    for a, b in zip(r.get_weights(), m.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_optimizer_state_of_another_configuration_is_skipped_with_a_warning(tmp_path):
+    x, y = _data(shape=(3,), n=8)
+    a = bf.Sequential([L.Dense(2, input_shape=(3,)), L.Dense(3, activation="softmax")])
+    a.compile(optimizer=bf.optimizers.SGD(0.1, momentum=0.9), loss="sparse_categorical_crossentropy")
+    a.fit(x, y, verbose=0)
+    a.save_weights(tmp_path / "a.weights.h5")
+    b = bf.Sequential([L.Dense(2, input_shape=(3,)), L.Dense(3, activation="softmax")])
+    b.compile(optimizer=bf.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy")
+    b.fit(x, y, verbose=0)
+    with pytest.warns(UserWarning, match="Skipping variable loading for optimizer 'SGD'"):
+        b.load_weights(tmp_path / "a.weights.h5")
+    for u, v in zip(a.get_weights(), b.get_weights()):     # the weights still load
+        np.testing.assert_array_equal(u, v)
+    assert b.optimizer.iterations == 1
