@@ -30,12 +30,13 @@ from .devices import set_default_device  # noqa: E402
 from .diagnose import diagnose  # noqa: E402
 from .errors import BoundfitError, DataError, DeviceError, MemoryBudgetError, NonFiniteError  # noqa: E402
 from .models import Model, Sequential, load_model  # noqa: E402
+from .layers import Input  # noqa: E402
 from .plan import MemoryPlan  # noqa: E402
 from . import data, models  # noqa: E402
 
 _core.set_module_dir(_os.path.dirname(_os.path.abspath(__file__)))
 
 __version__ = "0.1.0"
-__all__ = ["Sequential", "Model", "layers", "losses", "optimizers", "activations", "callbacks", "utils", "models",
+__all__ = ["Input", "Sequential", "Model", "layers", "losses", "optimizers", "activations", "callbacks", "utils", "models",
            "data", "load_model", "set_memory_limit", "set_default_device", "diagnose", "MemoryPlan", "BoundfitError",
            "MemoryBudgetError", "DeviceError", "NonFiniteError", "DataError"]

@@ -65,8 +65,13 @@ def check_x(model, x, what="x"):
 
 
 def check_y(model, y, what="y"):
-    out = tuple(model._engine.output_shape)
     got = tuple(y.shape[1:])
+    if model._n_outputs > 1:  # packed by functional.pack_y, which checked each output's labels
+        want = sum(1 if l.kind == SCCE else int(np.prod(t._ps)) for l, t in zip(model._out_losses, model._outputs))
+        if got != (want,):
+            raise DataError(f"{what} has per-sample shape {got}, the model's packed labels are ({want},)")
+        return
+    out = tuple(model._engine.output_shape)
     if model.loss.kind == SCCE:
         if got not in ((), (1,)):
             raise DataError(f"{what} must hold one class id per sample for sparse_categorical_crossentropy, "

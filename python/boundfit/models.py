@@ -1,103 +1,264 @@
-"""Sequential: the Keras model API over the engine (boundfit._core.Model).
-Weights live in the engine's host arena; this class describes and reports."""
+"""Models: the Keras model API over the engine (boundfit._core.Model).
 
-
+`Model` is a graph of layer calls: functional (`Model(inputs, outputs)`),
+subclassed (layers made in `__init__`, `call()` traced once on symbolic
+inputs) or `Sequential` (a chain, built the same way). Weights live in the
+engine's host arena of the model that last used a layer (`layer._model`): a
+model takes over the newest weights of its layers before it computes, so a
+layer or a model shared between models sees one set of weights, as in Keras.
+This class describes and reports; the engine computes."""
 
 import numpy as np
 
-from . import _core, activations, layers as layers_mod, losses, optimizers, utils
+from . import _core, activations, functional, layers as layers_mod, losses, optimizers, utils
 
 
-class Sequential:
-    def __init__(self, layers=None, name=None):
-        self.name = name or "sequential"
-        self._layers, self._input_shape = [], None
+class Model:
+    """Keras `Model`: `Model(inputs, outputs, name=None)`, or subclass it and define `call(self, x, training=None)`."""
+
+    def __init__(self, *args, **kwargs):
+        inputs = kwargs.pop("inputs", args[0] if len(args) > 0 else None)
+        outputs = kwargs.pop("outputs", args[1] if len(args) > 1 else None)
+        name = kwargs.pop("name", args[2] if len(args) > 2 else None)
+        trainable = kwargs.pop("trainable", True)
+        if kwargs:
+            raise TypeError(f"Model: unknown arguments {sorted(kwargs)}")
+        self._init_state(name or self._default_name())
+        self._trainable = bool(trainable)
+        if inputs is not None or outputs is not None:
+            if inputs is None or outputs is None:
+                raise ValueError("Model(inputs, outputs): both inputs and outputs are required")
+            self._set_graph(inputs, outputs)
+        elif type(self) is Model:
+            raise TypeError("Model(inputs, outputs): pass the symbolic inputs (boundfit.Input) and outputs of a "
+                            "graph, or subclass Model and define call(self, x, training=None)")
+
+    def _default_name(self):
+        base = "functional" if type(self) is Model else utils_snake(type(self).__name__)
+        n = layers_mod._counters.get(base, 0)
+        layers_mod._counters[base] = n + 1
+        return base if n == 0 else f"{base}_{n}"
+
+    def _init_state(self, name):
+        self.name = name
         self._engine = None
         self.optimizer = self.loss = None
         self.compiled_metrics = []
         self.stop_training = False
         self.history = None
         self._device = None
-        for layer in layers or []:
-            self.add(layer)
+        self._inputs = self._outputs = None
+        self._input_names, self._output_names = [], []
+        self._inputs_dict = self._outputs_dict = False
+        self._out_losses = None
+        self._out_metrics = []
+        self._built_sig = None
+        self._inbound = []
+        self._model = None
+        self._traced = False
 
     # ---- structure ----
-    def add(self, layer):
-        if isinstance(layer, layers_mod.InputLayer):
-            if self._layers:
-                raise ValueError("Input must come first in a Sequential model")
-            self._input_shape = layer.shape
-            return
-        if not isinstance(layer, layers_mod.Layer):
-            raise TypeError(f"Sequential.add: expected a boundfit layer, got {type(layer).__name__}")
-        if not self._layers and self._input_shape is None and layer.input_shape_arg is not None:
-            self._input_shape = layer.input_shape_arg
-        self._layers.append(layer)
+    def _set_graph(self, inputs, outputs):
+        (self._inputs, self._input_names, self._inputs_dict, self._outputs, self._output_names,
+         self._outputs_dict) = functional.normalize_io(inputs, outputs)
+        self._nodes = functional.collect_nodes(self._inputs, self._outputs)
         self._engine = None
-        if self._input_shape is not None:
-            self.build()
+        self.build()
+
+    @property
+    def _functional(self):
+        return self._inputs is not None
+
+    def call(self, inputs, training=None):
+        raise NotImplementedError(f"{type(self).__name__}: a subclassed Model must define call(self, x, training=None)")
+
+    def __call__(self, inputs, training=None, **kwargs):
+        return functional.call_model(self, inputs, training=training)
+
+    def _trace(self, shapes):
+        """Subclassed models: run call() once on symbolic inputs of these per-sample shapes."""
+        ins = [layers_mod.Input(shape=s) for s in shapes]
+        out = functional.trace_call(self, ins[0] if len(ins) == 1 else ins)
+        self._traced = True
+        self._set_graph(ins[0] if len(ins) == 1 else ins, out)
+
+    @property
+    def inputs(self):
+        return list(self._inputs or [])
+
+    @property
+    def outputs(self):
+        return list(self._outputs or [])
+
+    @property
+    def input(self):
+        return self._inputs[0] if self._inputs and len(self._inputs) == 1 else self.inputs
+
+    @property
+    def output(self):
+        return self._outputs[0] if self._outputs and len(self._outputs) == 1 else self.outputs
+
+    @property
+    def output_names(self):
+        return list(self._output_names)
 
     @property
     def layers(self):
-        return list(self._layers)
+        if not self._functional:
+            return []
+        return functional.model_layers(self)
+
+    def get_layer(self, name=None, index=None):
+        if index is not None:
+            if not isinstance(index, int) or not -len(self.layers) <= index < len(self.layers):
+                raise ValueError(f"get_layer: index {index!r} is out of range for {len(self.layers)} layers")
+            return self.layers[index]
+        for l in self.layers:
+            if l.name == name:
+                return l
+        raise ValueError(f"get_layer: no layer named {name!r}; the layers are {[l.name for l in self.layers]}")
+
+    @property
+    def trainable(self):
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value):
+        self._trainable = bool(value)
+        for l in self._own_layers():
+            l.trainable = value
+
+    def _own_layers(self):
+        """Every layer this model runs (nested models' layers included), in order."""
+        if not self._functional:
+            return []
+        return functional.graph_layers(self)
 
     @property
     def built(self):
         return self._engine is not None
 
     def build(self, input_shape=None):
-        if input_shape is not None:
-            self._input_shape = tuple(input_shape)[1:] if len(tuple(input_shape)) > 1 and tuple(input_shape)[0] is None \
-                else tuple(input_shape)
-        if self._input_shape is None:
-            raise ValueError("the model has no input shape: pass input_shape= to the first layer or use layers.Input")
-        if not self._layers:
-            raise ValueError("the model has no layers")
-        old = self._engine
-        self._engine = _core.Model([l.spec() for l in self._layers], tuple(int(d) for d in self._input_shape),
-                                   utils.next_seed())
-        for i, l in enumerate(self._layers):
-            l._model, l._index = self, i
-        if old is not None and self.optimizer is not None:
+        if not self._functional:
+            if input_shape is None:
+                raise ValueError(f"{self.name}: a subclassed model is built by its first fit / predict, or "
+                                 "build(input_shape) with the batch axis first, e.g. build((None, 64))")
+            shapes = input_shape if isinstance(input_shape, list) else [input_shape]
+            self._trace([tuple(s)[1:] for s in shapes])
+            return
+        self._build_engine()
+
+    def _build_engine(self):
+        g = functional.compile_graph(self)
+        carried = {}
+        for l in g.owners:  # the newest weights of layers used before (another model, or this one's old engine)
+            src = l._model
+            if src is not None and src._engine is not None and id(l) in getattr(src, "_layer_node", {}):
+                carried[id(l)] = src._layer_weights(l)
+        multi_in = len(g.input_shapes) > 1
+        eng = _core.Model(g.specs, g.input_shapes[0], utils.next_seed(),
+                          input_shapes=g.input_shapes if multi_in else None, outputs=g.output_ids)
+        self._engine = eng
+        self._node_layers = g.node_layers
+        self._layer_node = g.layer_node
+        self._param_ranges = []
+        k = 0
+        for name, shape, params in eng.layers_info():
+            self._param_ranges.append(range(k, k + len(params)))
+            k += len(params)
+        if carried:
+            w = eng.get_weights()
+            for l in g.owners:
+                if id(l) in carried:
+                    r = self._param_ranges[g.layer_node[id(l)]]
+                    if len(carried[id(l)]) == len(r) and all(a.shape == w[j].shape for a, j in zip(carried[id(l)], r)):
+                        for a, j in zip(carried[id(l)], r):
+                            w[j] = a
+            eng.set_weights(w)
+        for l in g.owners:
+            l._model = self
+        self._built_sig = self._trainable_sig()
+        if self.optimizer is not None:
             self._compile_engine()
+
+    def _trainable_sig(self):
+        return tuple(bool(l.trainable) for l in self._own_layers())
+
+    def _sync_layers(self):
+        """Take over the newest weights of layers another model has used since."""
+        if self._engine is None:
+            return
+        stale = [l for l in self._node_layers_unique() if l._model is not self]
+        if not stale:
+            return
+        w = self._engine.get_weights()
+        for l in stale:
+            if l._model is not None and l._model._engine is not None and id(l) in l._model._layer_node:
+                for a, j in zip(l._model._layer_weights(l), self._param_ranges[self._layer_node[id(l)]]):
+                    w[j] = a
+            l._model = self
+        self._engine.set_weights(w)
+
+    def _node_layers_unique(self):
+        seen, out = set(), []
+        for l in self._node_layers:
+            if id(l) not in seen:
+                seen.add(id(l))
+                out.append(l)
+        return out
 
     def _require_built(self, x=None):
         if self._engine is None:
-            if x is None:
-                raise ValueError("the model is not built: give the first layer input_shape= or call build()")
-            self._input_shape = tuple(np.shape(x)[1:])
-            self.build()
+            if not self._functional:
+                if x is None:
+                    raise ValueError(f"{self.name}: the model is not built; call build(input_shape) or fit / predict "
+                                     "with data first")
+                self._trace(functional.data_shapes(x))
+            else:
+                self._build_engine()
+        self._sync_layers()
+
+    @property
+    def _input_shape(self):
+        """Per-sample shape of the (packed) x the engine takes."""
+        if self._inputs is None:
+            return None
+        if len(self._inputs) == 1:
+            return self._inputs[0]._ps
+        return (sum(int(np.prod(t._ps)) for t in self._inputs),)
 
     @property
     def input_shape(self):
-        return (None,) + tuple(self._input_shape) if self._input_shape is not None else None
+        if self._inputs is None:
+            return None
+        shapes = [(None,) + t._ps for t in self._inputs]
+        return shapes[0] if len(shapes) == 1 else shapes
 
     @property
     def output_shape(self):
-        return (None,) + tuple(self._engine.output_shape) if self._engine is not None else None
+        if self._outputs is None:
+            return None
+        shapes = [(None,) + t._ps for t in self._outputs]
+        return shapes[0] if len(shapes) == 1 else shapes
 
     def _info(self):
         return self._engine.layers_info()
 
-    def _layer_output_shape(self, i):
-        return (None,) + tuple(self._info()[i][1])
+    def _layer_output_shape(self, layer):
+        if layer._inbound:
+            return layer._inbound[0].outputs[0].shape
+        return (None,) + tuple(self._info()[self._layer_node[id(layer)]][1])
 
-    def _param_slices(self):
-        out, k = [], 0
-        for name, shape, params in self._info():
-            out.append(range(k, k + len(params)))
-            k += len(params)
-        return out
-
-    def _layer_weights(self, i):
+    def _layer_weights(self, layer):
         w = self._engine.get_weights()
-        return [w[k] for k in self._param_slices()[i]]
+        return [w[k] for k in self._param_ranges[self._layer_node[id(layer)]]]
 
-    def _set_layer_weights(self, i, weights):
+    def _set_layer_weights(self, layer, weights):
+        self._sync_layers()
         w = self._engine.get_weights()
-        sl = self._param_slices()[i]
+        sl = self._param_ranges[self._layer_node[id(layer)]]
         if len(weights) != len(sl):
-            raise ValueError(f"layer {self._layers[i].name!r} has {len(sl)} weights, got {len(weights)}")
+            raise ValueError(f"layer {layer.name!r} has {len(sl)} weights, got {len(weights)}")
         for k, v in zip(sl, weights):
             w[k] = v
         self._engine.set_weights(w)
@@ -126,23 +287,41 @@ class Sequential:
         if loss is None:
             raise ValueError("compile: loss is required")
         opt = optimizers.get(optimizer)
-        loss_obj = losses.get(loss)
-        metrics = list(metrics or [])
-        for m in metrics:
-            name = m if isinstance(m, str) else getattr(m, "__name__", None)
-            if name not in ("accuracy", "acc"):
-                raise ValueError(f"metrics: only 'accuracy' is supported, got {m!r}")
-        self.optimizer, self.loss, self.compiled_metrics = opt, loss_obj, ["accuracy"] if metrics else []
+        names = self._output_names or ["output"]
+        n_out = len(names)
+        out_losses = functional.per_output(loss, names, "loss", losses.get)
+        weights = functional.per_output(1.0 if loss_weights is None else loss_weights, names, "loss_weights", float)
+        out_metrics = functional.per_output_metrics(metrics, names)
+        self.optimizer, self.loss = opt, out_losses[0]
+        self._out_losses, self._loss_weights, self._out_metrics = out_losses, weights, out_metrics
+        self.compiled_metrics = ["accuracy"] if out_metrics[0] else []
+        self._multi_loss = n_out > 1 or loss_weights is not None
         opt._model = self
         if self._engine is not None:
-            self._compile_engine()
+            if self._built_sig is not None and self._built_sig != self._trainable_sig():
+                self._build_engine()  # trainable changed: the plan and parameter layout change with it
+            else:
+                self._compile_engine()
 
     def _compile_engine(self):
-        self._engine.compile(**self.optimizer._engine_args(), loss=self.loss.kind, from_logits=self.loss.from_logits)
+        kw = {}
+        if getattr(self, "_multi_loss", False):
+            kw["outputs"] = [(l.kind, l.from_logits, w) for l, w in zip(self._out_losses, self._loss_weights)]
+        self._engine.compile(**self.optimizer._engine_args(), loss=self.loss.kind, from_logits=self.loss.from_logits,
+                             **kw)
 
     def _require_compiled(self, what):
         if self.optimizer is None or self.loss is None:
             raise RuntimeError(f"You must call compile() before {what}()")
+
+    @property
+    def _n_outputs(self):
+        return len(self._outputs) if self._outputs else 1
+
+    @property
+    def metrics_names(self):
+        from .training import log_keys
+        return log_keys(self)
 
     # ---- training (implemented in training.py) ----
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
@@ -175,18 +354,19 @@ class Sequential:
                         shuffle_rows=shuffle_rows)
 
     # ---- reports ----
+    def _summary_rows(self):
+        return functional.summary_rows(self)
+
     def summary(self, batch_size=None, print_fn=None):
         self._require_built()
         print_fn = print_fn or print
-        rows = [("Layer (type)", "Output Shape", "Param #")]
-        for layer, (name, shape, params) in zip(self._layers, self._info()):
-            n = sum(int(np.prod(s)) for _, s, _ in params)
-            rows.append((f"{name} ({type(layer).__name__})", str((None,) + tuple(shape)), f"{n:,}"))
-        w = [max(len(r[i]) for r in rows) + 2 for i in range(3)]
+        rows = self._summary_rows()
+        ncol = len(rows[0])
+        w = [max(len(r[i]) for r in rows) + 2 for i in range(ncol)]
         line = "-" * sum(w)
         out = [f'Model: "{self.name}"', line]
         for i, r in enumerate(rows):
-            out.append("".join(c.ljust(w[j]) for j, c in enumerate(r)))
+            out.append("".join(c.ljust(w[j]) for j, c in enumerate(r)).rstrip())
             if i == 0:
                 out.append("=" * sum(w))
         total, trainable = self._engine.n_params, self._engine.n_trainable
@@ -196,15 +376,6 @@ class Sequential:
             bs = batch_size or getattr(self, "_last_batch_size", None) or 32
             out += ["", str(self.estimate_memory(bs))]
         print_fn("\n".join(out))
-
-    def get_config(self):
-        cfg = []
-        for l in self._layers:
-            d = {k: v for k, v in vars(l).items() if not k.startswith("_") and k != "input_shape_arg"}
-            if "activation" in d:
-                d["activation"] = activations.name_of(d["activation"])
-            cfg.append({"class_name": type(l).__name__, "config": d})
-        return {"name": self.name, "input_shape": list(self._input_shape or []), "layers": cfg}
 
     # ---- persistence ----
     def save(self, filepath, overwrite=True):
@@ -220,14 +391,100 @@ class Sequential:
             self.set_weights([f[f"arr_{i}"] for i in range(len(f.files))])
 
     def __repr__(self):
+        return f"<{type(self).__name__} name={self.name}>"
+
+
+def utils_snake(name):
+    out = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+    return out or "model"
+
+
+class Sequential(Model):
+    def __init__(self, layers=None, name=None, trainable=True):
+        self._init_state(name or "sequential")
+        self._trainable = bool(trainable)
+        self._layers, self._in_shape = [], None
+        self._input_layer = None
+        for layer in layers or []:
+            self.add(layer)
+
+    # ---- structure ----
+    def add(self, layer):
+        if isinstance(layer, functional.KerasTensor) and layer._input_layer is not None:
+            layer = layer._input_layer
+        if isinstance(layer, layers_mod.InputLayer):
+            if self._layers:
+                raise ValueError("Input must come first in a Sequential model")
+            self._in_shape, self._input_layer = layer.shape, layer
+            return
+        if not isinstance(layer, (layers_mod.Layer, Model)):
+            raise TypeError(f"Sequential.add: expected a boundfit layer or model, got {type(layer).__name__}")
+        if not self._layers and self._in_shape is None:
+            if getattr(layer, "input_shape_arg", None) is not None:
+                self._in_shape = layer.input_shape_arg
+            elif isinstance(layer, Model) and layer._functional and len(layer._inputs) == 1:
+                self._in_shape = layer._inputs[0]._ps
+        self._layers.append(layer)
+        self._engine = None
+        self._inputs = None
+        if self._in_shape is not None:
+            self.build()
+
+    @property
+    def layers(self):
+        return list(self._layers)
+
+    def build(self, input_shape=None):
+        if input_shape is not None:
+            s = tuple(input_shape)
+            self._in_shape = s[1:] if len(s) > 1 and s[0] is None else s
+        if self._in_shape is None:
+            raise ValueError("the model has no input shape: pass input_shape= to the first layer or use layers.Input")
+        if not self._layers:
+            raise ValueError("the model has no layers")
+        inp = layers_mod.InputLayer(shape=self._in_shape, name=self._input_layer.name if self._input_layer else None)
+        x = inp.output
+        for l in self._layers:
+            x = l(x)
+        (self._inputs, self._input_names, self._inputs_dict, self._outputs, self._output_names,
+         self._outputs_dict) = functional.normalize_io(inp.output, x)
+        self._nodes = functional.collect_nodes(self._inputs, self._outputs)
+        self._build_engine()
+
+    def _require_built(self, x=None):
+        if self._engine is None:
+            if x is None:
+                raise ValueError("the model is not built: give the first layer input_shape= or call build()")
+            self._in_shape = tuple(np.shape(x)[1:])
+            self.build()
+        self._sync_layers()
+
+    def _own_layers(self):
+        out = []
+        for l in self._layers:
+            out += l._own_layers() if isinstance(l, Model) else [l]
+        return out
+
+    def _summary_rows(self):
+        rows = [("Layer (type)", "Output Shape", "Param #")]
+        for layer in self._layers:
+            shape = functional.last_output_shape(layer)
+            rows.append((f"{layer.name} ({type(layer).__name__})", str(shape), f"{functional.layer_params(self, layer):,}"))
+        return rows
+
+    def get_config(self):
+        cfg = []
+        for l in self._layers:
+            d = {k: v for k, v in vars(l).items() if not k.startswith("_") and k != "input_shape_arg"}
+            if "activation" in d:
+                d["activation"] = activations.name_of(d["activation"])
+            cfg.append({"class_name": type(l).__name__, "config": d})
+        return {"name": self.name, "input_shape": list(self._in_shape or []), "layers": cfg}
+
+    def __repr__(self):
         return f"<Sequential name={self.name} layers={len(self._layers)}>"
-
-
-Model = Sequential
 
 
 def load_model(filepath, compile=True):
     from .saving import load_model as _load
     return _load(filepath, compile=compile)
-
-

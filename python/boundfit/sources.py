@@ -144,7 +144,7 @@ class SequenceData:
             n = xb.shape[0]
             with engine_batch(k):
                 out = run.train(xb, yb, None, n, n, 0, 1)
-            on_chunk(k + 1, out[:4] + (out[4] + fetched,))
+            on_chunk(k + 1, out[:4] + (out[4] + fetched,) + out[5:])
             t = time.perf_counter()
 
     def run_eval(self, run, on_chunk, chunks):

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from . import data as data_mod, memory, utils
+from . import data as data_mod, functional, memory, utils
 from .callbacks import CallbackList, History
 from .errors import NonFiniteError
 from .progress import Progbar
@@ -34,12 +34,58 @@ def _chunks(run_fn, total_steps, on_chunk):
         chunk = max(1, min(4 * chunk, int(_CHUNK_SECONDS / per) if per > 0 else 4 * chunk))
 
 
-def _logs(totals, metrics, prefix=""):
-    loss_sum, acc_sum, rows = totals
-    logs = {prefix + "loss": loss_sum / rows if rows else float("nan")}
-    if metrics:
-        logs[prefix + "accuracy"] = acc_sum / rows if rows else float("nan")
+def _totals():
+    return [0.0, 0.0, 0, None, None]
+
+
+def _acc(tot, out):
+    """Add a chunk's (loss sum, accuracy sum, rows, steps, wait, per-output loss sums, accuracy sums)."""
+    tot[0] += out[0]
+    tot[1] += out[1]
+    tot[2] += out[2]
+    if len(out) > 6:
+        tot[3] = list(out[5]) if tot[3] is None else [a + b for a, b in zip(tot[3], out[5])]
+        tot[4] = list(out[6]) if tot[4] is None else [a + b for a, b in zip(tot[4], out[6])]
+
+
+def log_keys(model):
+    """Keras's names of the logged values: loss, then per output its loss and accuracy."""
+    return list(_logs(_totals(), model).keys())
+
+
+def _logs(totals, model, prefix=""):
+    loss_sum, acc_sum, rows, out_loss, out_acc = totals
+    nan = float("nan")
+    logs = {prefix + "loss": loss_sum / rows if rows else nan}
+    if model._n_outputs > 1:
+        names = model._output_names
+        for k, name in enumerate(names):
+            logs[f"{prefix}{name}_loss"] = out_loss[k] / rows if rows and out_loss else nan
+        for k, name in enumerate(names):
+            if model._out_metrics[k]:
+                logs[f"{prefix}{name}_accuracy"] = out_acc[k] / rows if rows and out_acc else nan
+    elif model.compiled_metrics:
+        logs[prefix + "accuracy"] = acc_sum / rows if rows else nan
     return logs
+
+
+def _prepare(model, x, y, validation_data=None):
+    """Subclassed models are traced on the data's shapes; several inputs / outputs
+    are packed into one x / y array (a float32 copy) for the engine."""
+    seq = x is not None and data_mod._is_sequence(x)
+    if not model._functional and x is not None and not seq:
+        model._require_built(x)
+    if model._functional and (functional.is_multi(model) or isinstance(x, dict) or isinstance(y, dict)):
+        if seq:
+            raise ValueError("models with several inputs or outputs take arrays (lists or dicts of them), not a "
+                             "Sequence or generator, in this version")
+        x = functional.pack_x(model, x)
+        if y is not None:
+            y = functional.pack_y(model, y)
+        if isinstance(validation_data, (tuple, list)) and len(validation_data) in (2, 3):
+            validation_data = (functional.pack_x(model, validation_data[0], "validation_data[0]"),
+                               functional.pack_y(model, validation_data[1], "validation_data[1]"))
+    return x, y, validation_data
 
 
 def _resolve_device(model, device):
@@ -60,6 +106,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
         raise ValueError(f"validation_split must be in [0, 1), got {validation_split!r}")
     verbose = _verbose(verbose)
     device = _resolve_device(model, device)
+    x, y, validation_data = _prepare(model, x, y, validation_data)
     train, val = data_mod.adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, steps_per_epoch,
                                         shuffle, validation_batch_size)
     model._require_built(train.sample_x())
@@ -78,7 +125,6 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     cbs = CallbackList([history] + list(callbacks or []), model,
                        {"epochs": epochs, "steps": train.steps_per_epoch, "verbose": verbose})
     model.stop_training = False
-    metrics = bool(model.compiled_metrics)
     watchdog = memory.Watchdog(plan)
     run = model._engine.open_run("train", plan.rows, device=plan.device, host_budget=0, device_budget=0,
                                  seed=utils.next_seed(), guard=_GUARD)
@@ -93,16 +139,14 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
             if verbose:
                 print(f"Epoch {epoch + 1}/{epochs}")
             bar = Progbar(train.steps_per_epoch, verbose)
-            tot = [0.0, 0.0, 0]
+            tot = _totals()
 
             def on_chunk(step_done, out, tot=tot, bar=bar):
-                tot[0] += out[0]
-                tot[1] += out[1]
-                tot[2] += out[2]
+                _acc(tot, out)
                 waited[0] += out[4]
                 if _GUARD:
                     watchdog.check(epoch, step_done)
-                logs = _logs(tot, metrics)
+                logs = _logs(tot, model)
                 bar.update(step_done, logs)
                 cbs.on_train_batch_end(step_done - 1, logs)
 
@@ -110,11 +154,11 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                 train.run_epoch(run, epoch, on_chunk, _chunks)
             except NonFiniteError as e:
                 raise _with_epoch(e, epoch) from None
-            logs = _logs(tot, metrics)
+            logs = _logs(tot, model)
             if vrun is not None and (epoch + 1) % validation_freq == 0:
-                vt = [0.0, 0.0, 0]
+                vt = _totals()
                 val.run_eval(vrun, lambda s, out: _acc(vt, out), _chunks)
-                logs.update(_logs(vt, metrics, "val_"))
+                logs.update(_logs(vt, model, "val_"))
             bar.update(train.steps_per_epoch, logs, finalize=True)
             cbs.on_epoch_end(epoch, logs)
             train.on_epoch_end()
@@ -134,12 +178,6 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     return history
 
 
-def _acc(tot, out):
-    tot[0] += out[0]
-    tot[1] += out[1]
-    tot[2] += out[2]
-
-
 def _with_epoch(e, epoch):
     err = NonFiniteError(f"epoch {epoch}: {e}", epoch=epoch, step=getattr(e, "step", None),
                          layer=getattr(e, "layer", None))
@@ -152,22 +190,23 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
     model._require_compiled("evaluate")
     verbose = _verbose(verbose)
     device = _resolve_device(model, device)
+    x, y, _ = _prepare(model, x, y)
     src = data_mod.adapt_for_eval(model, x, y, batch_size, steps)
     model._require_built(src.sample_x())
     src.check(model)
     plan = memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit)
     memory.require_fits(plan)
     run = model._engine.open_run("evaluate", plan.rows, device=plan.device)
-    tot = [0.0, 0.0, 0]
+    tot = _totals()
     bar = Progbar(src.steps_per_epoch, verbose)
     try:
         def on_chunk(step, out):
             _acc(tot, out)
-            bar.update(step, _logs(tot, bool(model.compiled_metrics)))
+            bar.update(step, _logs(tot, model))
         src.run_eval(run, on_chunk, _chunks)
     finally:
         run.close()
-    logs = _logs(tot, bool(model.compiled_metrics))
+    logs = _logs(tot, model)
     bar.update(src.steps_per_epoch, logs, finalize=True)
     if return_dict:
         return logs
@@ -177,6 +216,7 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
 def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=None, device=None, **kwargs):
     verbose = _verbose(verbose)
     device = _resolve_device(model, device)
+    x, _, _ = _prepare(model, x, None)
     src = data_mod.adapt_for_predict(model, x, batch_size, steps)
     model._require_built(src.sample_x())
     src.check(model, need_y=False)
@@ -185,10 +225,20 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
     memory.require_fits(plan)
     run = model._engine.open_run("predict", plan.rows, device=plan.device)
     bar = Progbar(src.steps_per_epoch, verbose)
+    shapes = model._engine.output_shapes
+    sizes = [int(np.prod(s)) for s in shapes]
     try:
-        out = src.run_predict(run, model._engine.output_shape, lambda step: bar.update(step), _chunks)
+        out = src.run_predict(run, shapes[0] if len(shapes) == 1 else (sum(sizes),), lambda step: bar.update(step),
+                              _chunks)
     finally:
         run.close()
     bar.update(src.steps_per_epoch, finalize=True)
-    return out
+    if len(shapes) == 1:
+        return out
+    # the engine writes output k as an (n, its size) block after the blocks before it
+    flat, n, outs, off = out.reshape(-1), out.shape[0], [], 0
+    for shape, size in zip(shapes, sizes):
+        outs.append(flat[n * off:n * (off + size)].reshape((n,) + tuple(shape)))
+        off += size
+    return dict(zip(model._output_names, outs)) if model._outputs_dict else outs
 
