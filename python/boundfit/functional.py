@@ -181,8 +181,11 @@ def trace_call(model, inputs):
 def call_model(model, inputs, training=None):
     """A model called on symbolic tensors is one node of the outer graph (a nested model)."""
     ins, many = _as_tensors(model.name, list(inputs.values()) if isinstance(inputs, dict) else inputs)
-    if not model._functional:  # a subclassed model: traced on these shapes first
-        model._trace([t._ps for t in ins])
+    if not model._functional:  # an unbuilt Sequential, or a subclassed model: built on these shapes first
+        if hasattr(model, "_in_shape"):
+            model.build((None,) + ins[0]._ps)
+        else:
+            model._trace([t._ps for t in ins])
     if len(ins) != len(model._inputs):
         raise ValueError(f"model {model.name!r} takes {len(model._inputs)} inputs, got {len(ins)}")
     for k, (t, want) in enumerate(zip(ins, model._inputs)):
