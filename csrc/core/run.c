@@ -14,6 +14,7 @@
 #include <float.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #define BUF(r, id) ((float *)((r)->scratch + (r)->bufs[id].offset))
