@@ -160,6 +160,8 @@ static void fill_vtable(bf_cuda_state *st) {
     be->batchnorm_backward = bf_cuda_batchnorm_backward;
     be->dropout_forward = bf_cuda_dropout_forward;
     be->dropout_backward = bf_cuda_dropout_backward;
+    be->ewise = bf_cuda_ewise;
+    be->copy2d = bf_cuda_copy2d;
     be->impl = st;
 }
 

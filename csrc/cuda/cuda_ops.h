@@ -119,4 +119,10 @@ bf_status bf_cuda_dropout_forward(bf_backend *be, float *out, float *mask, const
 bf_status bf_cuda_dropout_backward(bf_backend *be, float *dinp, const float *dout,
                                    const float *mask, long n, float rate);
 
+/* ---- merge.cu ---- */
+bf_status bf_cuda_ewise(bf_backend *be, float *out, const float *a, const float *b, const float *c, bf_ewise_op op,
+                        float alpha, long n);
+bf_status bf_cuda_copy2d(bf_backend *be, float *out, long ld_out, const float *inp, long ld_in, long rows,
+                         long cols);
+
 #endif

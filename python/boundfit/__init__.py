@@ -30,13 +30,14 @@ from .devices import set_default_device  # noqa: E402
 from .diagnose import diagnose  # noqa: E402
 from .errors import BoundfitError, DataError, DeviceError, MemoryBudgetError, NonFiniteError  # noqa: E402
 from .models import Model, Sequential, load_model  # noqa: E402
+from .layers import Input  # noqa: E402
 from .plan import MemoryPlan  # noqa: E402
 from . import data, models, memory, saving, training  # noqa: E402  (loaded now: a first fit imports nothing)
 
 _core.set_module_dir(_os.path.dirname(_os.path.abspath(__file__)))
 
 __version__ = "0.1.0"
-__all__ = ["Sequential", "Model", "layers", "losses", "metrics", "optimizers", "activations", "callbacks", "utils",
-           "models", "data", "saving", "load_model", "set_memory_limit", "set_default_device", "diagnose", "MemoryPlan",
-           "BoundfitError",
+__all__ = ["Input", "Sequential", "Model", "layers", "losses", "metrics", "optimizers", "activations", "callbacks",
+           "utils", "models", "data", "saving", "load_model", "set_memory_limit", "set_default_device", "diagnose",
+           "MemoryPlan", "BoundfitError",
            "MemoryBudgetError", "DeviceError", "NonFiniteError", "DataError"]

@@ -65,8 +65,13 @@ def check_x(model, x, what="x"):
 
 
 def check_y(model, y, what="y"):
-    out = tuple(model._engine.output_shape)
     got = tuple(y.shape[1:])
+    if model._n_outputs > 1:  # packed by functional.pack_y, which checked each output's labels
+        want = sum(1 if l.kind == SCCE else int(np.prod(t._ps)) for l, t in zip(model._out_losses, model._outputs))
+        if got != (want,):
+            raise DataError(f"{what} has per-sample shape {got}, the model's packed labels are ({want},)")
+        return
+    out = tuple(model._engine.output_shape)
     if model.loss.kind == SCCE:
         if got not in ((), (1,)):
             raise DataError(f"{what} must hold one class id per sample for sparse_categorical_crossentropy, "
@@ -159,7 +164,9 @@ class ArrayData:
             chunks(lambda first, n: run.evaluate(x, y, None, self.num_rows, self.batch_size, first, n, sw),
                    self.steps_per_epoch, on_chunk)
 
-    def run_predict(self, run, out_shape, on_step, chunks):
+    def run_predict(self, run, out_shape, on_step, chunks, view=None):
+        """view(out, start, rows): what on_step gets of a chunk's rows (several
+        outputs: each output's rows out of its block); None: out[start:start+rows]."""
         x, _ = self._views()
         out = np.empty((self.num_rows,) + tuple(out_shape), dtype=np.float32)
         b = self.batch_size
@@ -168,7 +175,7 @@ class ArrayData:
             start = first * b
             rows = min(n * b, self.num_rows - start)
             run.predict(x, out, start, rows, start)
-            return out[start:start + rows]
+            return view(out, start, rows) if view is not None else out[start:start + rows]
 
         chunks(one, self.steps_per_epoch, on_step)
         return out

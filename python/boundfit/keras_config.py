@@ -67,7 +67,7 @@ def layer_config(layer):
     fn = _TO_KERAS.get(type(layer))
     if fn is None:
         raise ValueError(f"layer {layer.name!r}: {type(layer).__name__} has no Keras serialization in boundfit")
-    return dict(name=layer.name, trainable=True, dtype=dict(_DTYPE), **fn(layer))
+    return dict(name=layer.name, trainable=bool(layer.trainable), dtype=dict(_DTYPE), **fn(layer))
 
 
 def model_config(model):
@@ -82,7 +82,7 @@ def model_config(model):
     for i, layer in enumerate(model._layers):
         e = _obj("keras.layers", type(layer).__name__, layer_config(layer))
         if built:
-            e["build_config"] = {"input_shape": in_shape if i == 0 else list(model._layer_output_shape(i - 1))}
+            e["build_config"] = {"input_shape": in_shape if i == 0 else list(model._layer_output_shape(model._layers[i - 1]))}
         entries.append(e)
     cfg = _obj("keras", "Sequential", dict(name=model.name, trainable=True, dtype=dict(_DTYPE), layers=entries))
     if built:
@@ -180,11 +180,15 @@ def layer_from_config(entry, custom_objects=None):
                 continue
         if k == "axis" and cls is L.BatchNormalization and v in (-1, [-1]):
             continue
+        if k == "trainable" and isinstance(v, bool):
+            continue  # set on the layer below
         raise ValueError(f"layer {name!r} ({cls_name}): {k}={v!r} is not supported by boundfit")
     try:
-        return cls(**kwargs)
+        layer = cls(**kwargs)
     except (ValueError, TypeError) as e:
         raise ValueError(f"layer {name!r} ({cls_name}): {e}") from None
+    layer.trainable = bool(cfg.get("trainable", True))
+    return layer
 
 
 def sequential_from_config(cfg, custom_objects=None):

@@ -146,12 +146,26 @@ def _write_optimizer(g, model):
         b.create_dataset(f"slot{k}", data=s)
 
 
+def _file_layers(model):
+    """The layers whose variables a Keras weights file holds, in Keras's order:
+    a Sequential's of plain layers. Keras's layout for functional, nested or
+    subclassed models is not matched yet: refused rather than written in an
+    order Keras might read differently."""
+    from .models import Sequential
+    if not (isinstance(model, Sequential) and model._plain()):
+        raise ValueError(f"{model.name}: Keras weights files (.weights.h5, .keras) cover Sequential models of plain "
+                         "layers in this version; Keras's layout for functional, nested or subclassed models is not "
+                         "implemented yet. Use model.save('m.npz') (boundfit's graph file) or get_weights()")
+    return model._layers
+
+
 def write_weights(h5, model, optimizer=True):
     """Model variables (and the optimizer's, when compiled) into an open h5py File."""
+    layers = _file_layers(model)
     model._require_built()
-    per_layer = [model._layer_weights(i) for i in range(len(model._layers))]
+    per_layer = [model._layer_weights(l) for l in layers]
     root = h5.create_group("layers")
-    for layer, path, ws in zip(model._layers, layer_paths(type(l).__name__ for l in model._layers), per_layer):
+    for layer, path, ws in zip(layers, layer_paths(type(l).__name__ for l in layers), per_layer):
         v = root.create_group(path).create_group("vars")
         v.attrs["name"] = layer.name
         for i, w in enumerate(ws):
@@ -172,23 +186,24 @@ def read_weights(h5, model, optimizer=True, where="weights file", skip_mismatch=
     """Load an open h5py File's variables into model; all-or-nothing: every
     layer is checked before anything is set (skip_mismatch: a layer whose
     weights do not match keeps its own, with a warning, as Keras does)."""
+    layers = _file_layers(model)
     model._require_built()
     g = _layers_group(h5)
     new = []
-    for i, (layer, path) in enumerate(zip(model._layers, layer_paths(type(l).__name__ for l in model._layers))):
-        want = [w.shape for w in model._layer_weights(i)]
+    for layer, path in zip(layers, layer_paths(type(l).__name__ for l in layers)):
+        want = [w.shape for w in model._layer_weights(layer)]
         v = g[path]["vars"] if path in g and "vars" in g[path] else None
         got = [np.asarray(v[str(k)]) for k in range(len(v))] if v is not None else []
         if len(got) != len(want) or any(a.shape != s for a, s in zip(got, want)):
             if skip_mismatch:
                 warnings.warn(f"{where}: skipping layer {layer.name!r}: it expects weights "
                               f"{[tuple(s) for s in want]}, the file has {[a.shape for a in got]}", stacklevel=3)
-                new.extend(model._layer_weights(i))
+                new.extend(model._layer_weights(layer))
                 continue
             raise ValueError(f"{where}: layer {layer.name!r} ({type(layer).__name__}) expects weights "
                              f"{[tuple(s) for s in want]}, the file has {[a.shape for a in got]} at layers/{path}")
         new.extend(got)
-    extra = set(g) - set(layer_paths(type(l).__name__ for l in model._layers))
+    extra = set(g) - set(layer_paths(type(l).__name__ for l in layers))
     if not skip_mismatch and any(len(g[k].get("vars", {})) for k in extra):
         raise ValueError(f"{where}: it has weights for layers this model lacks: {sorted(extra)}")
     model.set_weights(new)

@@ -19,7 +19,8 @@ def _align(n):
     return (n + 63) // 64 * 64
 
 
-_KINDS = (("output gradient", "activation gradients"), ("output", "saved activations"),
+_KINDS = (("output gradient", "activation gradients"), ("input gradient", "activation gradients"),
+          ("split from the batch", "saved activations"), ("output", "saved activations"),
           ("workspace", "workspaces (im2col and the like)"), ("per-sample", "loss and metric buffers"),
           ("", "layer state (dropout masks, batch statistics)"))
 
@@ -106,10 +107,13 @@ def _needed(model, mode, rows, device, val_rows=None, predict_rows=None, shuffle
 
 
 def _out_size(model):
-    n = 1
-    for s in model._engine.output_shape:
-        n *= s
-    return n
+    total = 0
+    for shape in model._engine.output_shapes:
+        n = 1
+        for s in shape:
+            n *= s
+        total += n
+    return total
 
 
 def _budgets(device, memory_limit):

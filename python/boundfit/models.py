@@ -1,17 +1,46 @@
-"""Sequential: the Keras model API over the engine (boundfit._core.Model).
-Weights live in the engine's host arena; this class describes and reports."""
+"""Models: the Keras model API over the engine (boundfit._core.Model).
 
-
+`Model` is a graph of layer calls: functional (`Model(inputs, outputs)`),
+subclassed (layers made in `__init__`, `call()` traced once on symbolic
+inputs) or `Sequential` (a chain, built the same way). Weights live in the
+engine's host arena of the model that last used a layer (`layer._model`): a
+model takes over the newest weights of its layers before it computes, so a
+layer or a model shared between models sees one set of weights, as in Keras.
+This class describes and reports; the engine computes."""
 
 import numpy as np
 
-from . import _core, activations, layers as layers_mod, losses, metrics as metrics_mod, optimizers, utils
+from . import _core, functional, layers as layers_mod, losses, metrics as metrics_mod, optimizers, utils
 
 
-class Sequential:
-    def __init__(self, layers=None, name=None):
-        self.name = name or "sequential"
-        self._layers, self._input_shape = [], None
+class Model:
+    """Keras `Model`: `Model(inputs, outputs, name=None)`, or subclass it and define `call(self, x, training=None)`."""
+
+    def __init__(self, *args, **kwargs):
+        inputs = kwargs.pop("inputs", args[0] if len(args) > 0 else None)
+        outputs = kwargs.pop("outputs", args[1] if len(args) > 1 else None)
+        name = kwargs.pop("name", args[2] if len(args) > 2 else None)
+        trainable = kwargs.pop("trainable", True)
+        if kwargs:
+            raise TypeError(f"Model: unknown arguments {sorted(kwargs)}")
+        self._init_state(name or self._default_name())
+        self._trainable = bool(trainable)
+        if inputs is not None or outputs is not None:
+            if inputs is None or outputs is None:
+                raise ValueError("Model(inputs, outputs): both inputs and outputs are required")
+            self._set_graph(inputs, outputs)
+        elif type(self) is Model:
+            raise TypeError("Model(inputs, outputs): pass the symbolic inputs (boundfit.Input) and outputs of a "
+                            "graph, or subclass Model and define call(self, x, training=None)")
+
+    def _default_name(self):
+        base = "functional" if type(self) is Model else utils_snake(type(self).__name__)
+        n = layers_mod._counters.get(base, 0)
+        layers_mod._counters[base] = n + 1
+        return base if n == 0 else f"{base}_{n}"
+
+    def _init_state(self, name):
+        self.name = name
         self._engine = None
         self.optimizer = self.loss = None
         self.compiled_metrics = []
@@ -20,86 +49,217 @@ class Sequential:
         self.stop_training = False
         self.history = None
         self._device = None
-        for layer in layers or []:
-            self.add(layer)
+        self._inputs = self._outputs = None
+        self._input_names, self._output_names = [], []
+        self._inputs_dict = self._outputs_dict = False
+        self._out_losses = None
+        self._built_sig = None
+        self._inbound = []
+        self._model = None
+        self._traced = False
 
     # ---- structure ----
-    def add(self, layer):
-        if isinstance(layer, layers_mod.InputLayer):
-            if self._layers:
-                raise ValueError("Input must come first in a Sequential model")
-            self._input_shape = layer.shape
-            return
-        if not isinstance(layer, layers_mod.Layer):
-            raise TypeError(f"Sequential.add: expected a boundfit layer, got {type(layer).__name__}")
-        if not self._layers and self._input_shape is None and layer.input_shape_arg is not None:
-            self._input_shape = layer.input_shape_arg
-        self._layers.append(layer)
+    def _set_graph(self, inputs, outputs):
+        (self._inputs, self._input_names, self._inputs_dict, self._outputs, self._output_names,
+         self._outputs_dict) = functional.normalize_io(inputs, outputs)
+        self._nodes = functional.collect_nodes(self._inputs, self._outputs)
         self._engine = None
-        if self._input_shape is not None:
-            self.build()
+        self.build()
+
+    @property
+    def _functional(self):
+        return self._inputs is not None
+
+    def call(self, inputs, training=None):
+        raise NotImplementedError(f"{type(self).__name__}: a subclassed Model must define call(self, x, training=None)")
+
+    def __call__(self, inputs, training=None, **kwargs):
+        return functional.call_model(self, inputs, training=training)
+
+    def _trace(self, shapes):
+        """Subclassed models: run call() once on symbolic inputs of these per-sample shapes."""
+        ins = [layers_mod.Input(shape=s) for s in shapes]
+        out = functional.trace_call(self, ins[0] if len(ins) == 1 else ins)
+        self._traced = True
+        self._set_graph(ins[0] if len(ins) == 1 else ins, out)
+
+    @property
+    def inputs(self):
+        return list(self._inputs or [])
+
+    @property
+    def outputs(self):
+        return list(self._outputs or [])
+
+    @property
+    def input(self):
+        return self._inputs[0] if self._inputs and len(self._inputs) == 1 else self.inputs
+
+    @property
+    def output(self):
+        return self._outputs[0] if self._outputs and len(self._outputs) == 1 else self.outputs
+
+    @property
+    def output_names(self):
+        return list(self._output_names)
 
     @property
     def layers(self):
-        return list(self._layers)
+        if not self._functional:
+            return []
+        return functional.model_layers(self)
+
+    def get_layer(self, name=None, index=None):
+        if index is not None:
+            if not isinstance(index, int) or not -len(self.layers) <= index < len(self.layers):
+                raise ValueError(f"get_layer: index {index!r} is out of range for {len(self.layers)} layers")
+            return self.layers[index]
+        for l in self.layers:
+            if l.name == name:
+                return l
+        raise ValueError(f"get_layer: no layer named {name!r}; the layers are {[l.name for l in self.layers]}")
+
+    @property
+    def trainable(self):
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value):
+        self._trainable = bool(value)
+        for l in self._own_layers():
+            l.trainable = value
+
+    def _own_layers(self):
+        """Every layer this model runs (nested models' layers included), in order."""
+        if not self._functional:
+            return []
+        return functional.graph_layers(self)
 
     @property
     def built(self):
         return self._engine is not None
 
     def build(self, input_shape=None):
-        if input_shape is not None:
-            self._input_shape = tuple(input_shape)[1:] if len(tuple(input_shape)) > 1 and tuple(input_shape)[0] is None \
-                else tuple(input_shape)
-        if self._input_shape is None:
-            raise ValueError("the model has no input shape: pass input_shape= to the first layer or use layers.Input")
-        if not self._layers:
-            raise ValueError("the model has no layers")
-        old = self._engine
-        self._engine = _core.Model([l.spec() for l in self._layers], tuple(int(d) for d in self._input_shape),
-                                   utils.next_seed())
-        for i, l in enumerate(self._layers):
-            l._model, l._index = self, i
-        if old is not None and self.optimizer is not None:
+        if not self._functional:
+            if input_shape is None:
+                raise ValueError(f"{self.name}: a subclassed model is built by its first fit / predict, or "
+                                 "build(input_shape) with the batch axis first, e.g. build((None, 64))")
+            shapes = input_shape if isinstance(input_shape, list) else [input_shape]
+            self._trace([tuple(s)[1:] for s in shapes])
+            return
+        self._build_engine()
+
+    def _build_engine(self):
+        g = functional.compile_graph(self)
+        carried = {}
+        for l in g.owners:  # the newest weights of layers used before (another model, or this one's old engine)
+            src = l._model
+            if src is not None and src._engine is not None and id(l) in getattr(src, "_layer_node", {}):
+                carried[id(l)] = src._layer_weights(l)
+        multi_in = len(g.input_shapes) > 1
+        eng = _core.Model(g.specs, g.input_shapes[0], utils.next_seed(),
+                          input_shapes=g.input_shapes if multi_in else None, outputs=g.output_ids)
+        self._engine = eng
+        self._node_layers = g.node_layers
+        self._layer_node = g.layer_node
+        self._param_ranges = []
+        k = 0
+        for name, shape, params in eng.layers_info():
+            self._param_ranges.append(range(k, k + len(params)))
+            k += len(params)
+        if carried:
+            w = eng.get_weights()
+            for l in g.owners:
+                if id(l) in carried:
+                    r = self._param_ranges[g.layer_node[id(l)]]
+                    if len(carried[id(l)]) == len(r) and all(a.shape == w[j].shape for a, j in zip(carried[id(l)], r)):
+                        for a, j in zip(carried[id(l)], r):
+                            w[j] = a
+            eng.set_weights(w)
+        for l in g.owners:
+            l._model = self
+        self._built_sig = self._trainable_sig()
+        if self.optimizer is not None:
             self._compile_engine()
+
+    def _trainable_sig(self):
+        return tuple(bool(l.trainable) for l in self._own_layers())
+
+    def _sync_layers(self):
+        """Take over the newest weights of layers another model has used since."""
+        if self._engine is None:
+            return
+        stale = [l for l in self._node_layers_unique() if l._model is not self]
+        if not stale:
+            return
+        w = self._engine.get_weights()
+        for l in stale:
+            if l._model is not None and l._model._engine is not None and id(l) in l._model._layer_node:
+                for a, j in zip(l._model._layer_weights(l), self._param_ranges[self._layer_node[id(l)]]):
+                    w[j] = a
+            l._model = self
+        self._engine.set_weights(w)
+
+    def _node_layers_unique(self):
+        seen, out = set(), []
+        for l in self._node_layers:
+            if id(l) not in seen:
+                seen.add(id(l))
+                out.append(l)
+        return out
 
     def _require_built(self, x=None):
         if self._engine is None:
-            if x is None:
-                raise ValueError("the model is not built: give the first layer input_shape= or call build()")
-            self._input_shape = tuple(np.shape(x)[1:])
-            self.build()
+            if not self._functional:
+                if x is None:
+                    raise ValueError(f"{self.name}: the model is not built; call build(input_shape) or fit / predict "
+                                     "with data first")
+                self._trace(functional.data_shapes(x))
+            else:
+                self._build_engine()
+        self._sync_layers()
+
+    @property
+    def _input_shape(self):
+        """Per-sample shape of the (packed) x the engine takes."""
+        if self._inputs is None:
+            return None
+        if len(self._inputs) == 1:
+            return self._inputs[0]._ps
+        return (sum(int(np.prod(t._ps)) for t in self._inputs),)
 
     @property
     def input_shape(self):
-        return (None,) + tuple(self._input_shape) if self._input_shape is not None else None
+        if self._inputs is None:
+            return None
+        shapes = [(None,) + t._ps for t in self._inputs]
+        return shapes[0] if len(shapes) == 1 else shapes
 
     @property
     def output_shape(self):
-        return (None,) + tuple(self._engine.output_shape) if self._engine is not None else None
+        if self._outputs is None:
+            return None
+        shapes = [(None,) + t._ps for t in self._outputs]
+        return shapes[0] if len(shapes) == 1 else shapes
 
     def _info(self):
         return self._engine.layers_info()
 
-    def _layer_output_shape(self, i):
-        return (None,) + tuple(self._info()[i][1])
+    def _layer_output_shape(self, layer):
+        if layer._inbound:
+            return layer._inbound[0].outputs[0].shape
+        return (None,) + tuple(self._info()[self._layer_node[id(layer)]][1])
 
-    def _param_slices(self):
-        out, k = [], 0
-        for name, shape, params in self._info():
-            out.append(range(k, k + len(params)))
-            k += len(params)
-        return out
-
-    def _layer_weights(self, i):
+    def _layer_weights(self, layer):
         w = self._engine.get_weights()
-        return [w[k] for k in self._param_slices()[i]]
+        return [w[k] for k in self._param_ranges[self._layer_node[id(layer)]]]
 
-    def _set_layer_weights(self, i, weights):
+    def _set_layer_weights(self, layer, weights):
+        self._sync_layers()
         w = self._engine.get_weights()
-        sl = self._param_slices()[i]
+        sl = self._param_ranges[self._layer_node[id(layer)]]
         if len(weights) != len(sl):
-            raise ValueError(f"layer {self._layers[i].name!r} has {len(sl)} weights, got {len(weights)}")
+            raise ValueError(f"layer {layer.name!r} has {len(sl)} weights, got {len(weights)}")
         for k, v in zip(sl, weights):
             w[k] = v
         self._engine.set_weights(w)
@@ -128,82 +288,107 @@ class Sequential:
             raise TypeError(f"compile: unknown arguments {sorted(unknown)}")
         if loss is None:
             raise ValueError("compile: loss is required")
-        if loss_weights is not None:
-            raise ValueError("loss_weights: a Sequential model has one output; leave loss_weights=None")
         opt = optimizers.get(optimizer)
-        loss_obj = losses.get(loss)
-        given = []
+        names = self._output_names or ["output"]
+        n_out = len(names)
+        out_losses = functional.per_output(loss, names, "loss", losses.get)
+        weights = functional.per_output(1.0 if loss_weights is None else loss_weights, names, "loss_weights", float)
+        given = []   # (output, metric object, name, weighted, as given)
         for arg, weighted in ((metrics, False), (weighted_metrics, True)):
-            if arg is None:
-                continue
-            if isinstance(arg, (str, metrics_mod.Metric)) or callable(arg) and not isinstance(arg, type):
-                arg = [arg]
-            if not isinstance(arg, (list, tuple)):
-                raise ValueError(f"{'weighted_metrics' if weighted else 'metrics'} must be a list, got {arg!r}")
-            for m in arg:
-                obj, name = metrics_mod.get(m)
-                given.append((obj, name, weighted, m if isinstance(m, str) else metrics_mod.serialize(obj)))
+            what = "weighted_metrics" if weighted else "metrics"
+            for k, ms in enumerate(functional.per_output_metrics(arg, names, what)):
+                for m in ms:
+                    obj, name = metrics_mod.get(m)
+                    given.append((k, obj, name, weighted, m if isinstance(m, str) else metrics_mod.serialize(obj)))
         if self._engine is not None:
-            self._resolve_metrics([g[:3] for g in given], loss_obj)  # checked before anything changes
-        self.optimizer, self.loss = opt, loss_obj
+            self._resolve_metrics([g[:4] for g in given], out_losses)  # checked before anything changes
+        self.optimizer, self.loss = opt, out_losses[0]
+        self._out_losses, self._loss_weights = out_losses, weights
+        self._multi_loss = n_out > 1 or loss_weights is not None
         # as given (names, or serialized objects), for saving
-        self._metrics_arg = [c for o, n, w, c in given if not w] or None
-        self._weighted_metrics_arg = [c for o, n, w, c in given if w] or None
-        self._metric_given = [g[:3] for g in given]
-        self.compiled_metrics = [n for o, n, w, c in given]
+        self._metrics_arg = metrics if n_out > 1 else [c for _, o, n, w, c in given if not w] or None
+        self._weighted_metrics_arg = weighted_metrics if n_out > 1 else [c for _, o, n, w, c in given if w] or None
+        self._metric_given = [g[:4] for g in given]
+        self._metric_cfgs = [(k, w, c) for k, o, n, w, c in given]
+        self.compiled_metrics = [self._metric_log_name(k, n) for k, o, n, w, c in given]
         opt._model = self
         if self._engine is not None:
-            self._compile_engine()
+            if self._built_sig is not None and self._built_sig != self._trainable_sig():
+                self._build_engine()  # trainable changed: the plan and parameter layout change with it
+            else:
+                self._compile_engine()
 
-    def _resolve_metrics(self, given, loss):
-        """Keras's history names and engine specs of the compiled metrics:
-        'accuracy' resolved by the output and target shapes, a repeated
-        weighted metric named weighted_<name>. A metric that cannot read the
-        loss's targets raises ValueError naming it."""
-        out_size = int(np.prod(self._engine.output_shape))
-        sparse = loss.kind == losses.SCCE
+    def _metric_log_name(self, k, name):
+        """Keras's history name of a metric of output k: `<output>_<name>` when the model has several outputs."""
+        return f"{self._output_names[k]}_{name}" if self._n_outputs > 1 else name
+
+    def _resolve_metrics(self, given, out_losses):
+        """Keras's history names and engine specs of the compiled metrics, each
+        on its output: 'accuracy' resolved by that output's and its targets'
+        shapes, a repeated weighted metric named weighted_<name>, and with
+        several outputs `<output>_<name>`. A metric that cannot read its
+        output's targets raises ValueError naming it."""
+        shapes = self._engine.output_shapes
         objs, names, seen = [], [], set()
-        for obj, name, weighted in given:
+        for k, obj, name, weighted in given:
+            loss = out_losses[k]
+            out_size = int(np.prod(shapes[k]))
+            sparse = loss.kind == losses.SCCE
+            where = f" (output {self._output_names[k]!r})" if len(shapes) > 1 else ""
             if isinstance(obj, metrics_mod._Accuracy):
                 obj = metrics_mod.resolve_accuracy(name, out_size, sparse)
             is_sparse = obj.kind in (metrics_mod.SPARSE_CAT_ACC, metrics_mod.SPARSE_TOPK)
             if is_sparse and not sparse and out_size > 1:
-                raise ValueError(f"metrics: {name!r} is a sparse metric and needs class-id targets "
+                raise ValueError(f"metrics: {name!r}{where} is a sparse metric and needs class-id targets "
                                  f"(loss sparse_categorical_crossentropy); the loss {loss.name!r} takes targets "
                                  f"shaped as the output ({out_size} values per sample)")
             if not is_sparse and sparse:
-                raise ValueError(f"metrics: {name!r} needs targets shaped as the output ({out_size} values per "
+                raise ValueError(f"metrics: {name!r}{where} needs targets shaped as the output ({out_size} values per "
                                  "sample), the loss sparse_categorical_crossentropy takes class ids; use a sparse_* "
                                  "metric")
             obj.name = name  # Keras renames the object to the name it was given
+            if len(shapes) > 1:
+                name = f"{self._output_names[k]}_{name}"
             if name in seen:
                 if weighted:
                     name = f"weighted_{name}"
-                k = 1
+                j = 1
                 base = name
                 while name in seen:
-                    name = f"{base}_{k}"
-                    k += 1
+                    name = f"{base}_{j}"
+                    j += 1
             seen.add(name)
-            spec = dict(obj._spec(), weighted=int(weighted))
+            spec = dict(obj._spec(), weighted=int(weighted), output=k)
             objs.append((obj, name, spec))
             names.append(name)
         return objs, names
 
     def _compile_engine(self):
-        self._engine.compile(**self.optimizer._engine_args(), **self.loss._engine_args())
-        objs, names = self._resolve_metrics(getattr(self, "_metric_given", []), self.loss)
+        kw = {}
+        if getattr(self, "_multi_loss", False):
+            kw["outputs"] = [(l.kind, l.from_logits, w, l.label_smoothing, l.delta)
+                             for l, w in zip(self._out_losses, self._loss_weights)]
+        self._engine.compile(**self.optimizer._engine_args(), **self.loss._engine_args(), **kw)
+        objs, names = self._resolve_metrics(getattr(self, "_metric_given", []), self._out_losses)
         try:
             self._engine.set_metrics([spec for _, _, spec in objs])
         except Exception as e:
             raise ValueError(f"metrics: {e}") from None
         self._metric_objs = objs
         self.compiled_metrics = names
-        self.metrics_names = ["loss"] + names
 
     def _require_compiled(self, what):
         if self.optimizer is None or self.loss is None:
             raise RuntimeError(f"You must call compile() before {what}()")
+
+    @property
+    def _n_outputs(self):
+        return len(self._outputs) if self._outputs else 1
+
+    @property
+    def metrics_names(self):
+        from .training import log_keys
+        return log_keys(self)
 
     # ---- training (implemented in training.py) ----
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
@@ -236,18 +421,19 @@ class Sequential:
                         shuffle_rows=shuffle_rows)
 
     # ---- reports ----
+    def _summary_rows(self):
+        return functional.summary_rows(self)
+
     def summary(self, batch_size=None, print_fn=None):
         self._require_built()
         print_fn = print_fn or print
-        rows = [("Layer (type)", "Output Shape", "Param #")]
-        for layer, (name, shape, params) in zip(self._layers, self._info()):
-            n = sum(int(np.prod(s)) for _, s, _ in params)
-            rows.append((f"{name} ({type(layer).__name__})", str((None,) + tuple(shape)), f"{n:,}"))
-        w = [max(len(r[i]) for r in rows) + 2 for i in range(3)]
+        rows = self._summary_rows()
+        ncol = len(rows[0])
+        w = [max(len(r[i]) for r in rows) + 2 for i in range(ncol)]
         line = "-" * sum(w)
         out = [f'Model: "{self.name}"', line]
         for i, r in enumerate(rows):
-            out.append("".join(c.ljust(w[j]) for j, c in enumerate(r)))
+            out.append("".join(c.ljust(w[j]) for j, c in enumerate(r)).rstrip())
             if i == 0:
                 out.append("=" * sum(w))
         total, trainable = self._engine.n_params, self._engine.n_trainable
@@ -257,6 +443,115 @@ class Sequential:
             bs = batch_size or getattr(self, "_last_batch_size", None) or 32
             out += ["", str(self.estimate_memory(bs))]
         print_fn("\n".join(out))
+
+    # ---- persistence ----
+    def save(self, filepath, overwrite=True):
+        """Save atomically: a Sequential to a Keras 3 `.keras` file (architecture,
+        weights, compile config, optimizer state); a functional, nested or
+        subclassed model to a boundfit graph file (.npz)."""
+        from .saving import save_model
+        save_model(self, filepath, overwrite=overwrite)
+
+    def get_config(self):
+        raise ValueError(f"{self.name}: get_config() in Keras's form covers Sequential models of plain layers in this "
+                         "version; Keras's Functional config (functional, nested or subclassed models) is not "
+                         "implemented yet. model.save('m.npz') stores the graph in boundfit's own format")
+
+    def save_weights(self, filepath, overwrite=True):
+        """Save weights (and optimizer state) to a Keras 3 `.weights.h5` file, atomically."""
+        from .keras_format import save_weights
+        save_weights(self, filepath, overwrite=overwrite)
+
+    def load_weights(self, filepath, skip_mismatch=False):
+        """Load a `.weights.h5` (or `.keras`) file written by Keras 3 or boundfit; all or nothing."""
+        from .keras_format import load_weights
+        load_weights(self, filepath, skip_mismatch=skip_mismatch)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} name={self.name}>"
+
+
+def utils_snake(name):
+    out = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+    return out or "model"
+
+
+class Sequential(Model):
+    def __init__(self, layers=None, name=None, trainable=True):
+        self._init_state(name or "sequential")
+        self._trainable = bool(trainable)
+        self._layers, self._in_shape = [], None
+        self._input_layer = None
+        for layer in layers or []:
+            self.add(layer)
+
+    # ---- structure ----
+    def add(self, layer):
+        if isinstance(layer, functional.KerasTensor) and layer._input_layer is not None:
+            layer = layer._input_layer
+        if isinstance(layer, layers_mod.InputLayer):
+            if self._layers:
+                raise ValueError("Input must come first in a Sequential model")
+            self._in_shape, self._input_layer = layer.shape, layer
+            return
+        if not isinstance(layer, (layers_mod.Layer, Model)):
+            raise TypeError(f"Sequential.add: expected a boundfit layer or model, got {type(layer).__name__}")
+        if not self._layers and self._in_shape is None:
+            if getattr(layer, "input_shape_arg", None) is not None:
+                self._in_shape = layer.input_shape_arg
+            elif isinstance(layer, Model) and layer._functional and len(layer._inputs) == 1:
+                self._in_shape = layer._inputs[0]._ps
+        self._layers.append(layer)
+        self._engine = None
+        self._inputs = None
+        if self._in_shape is not None:
+            self.build()
+
+    @property
+    def layers(self):
+        return list(self._layers)
+
+    def build(self, input_shape=None):
+        if input_shape is not None:
+            s = tuple(input_shape)
+            self._in_shape = s[1:] if len(s) > 1 and s[0] is None else s
+        if self._in_shape is None:
+            raise ValueError("the model has no input shape: pass input_shape= to the first layer or use layers.Input")
+        if not self._layers:
+            raise ValueError("the model has no layers")
+        inp = layers_mod.InputLayer(shape=self._in_shape, name=self._input_layer.name if self._input_layer else None)
+        x = inp.output
+        for l in self._layers:
+            x = l(x)
+        (self._inputs, self._input_names, self._inputs_dict, self._outputs, self._output_names,
+         self._outputs_dict) = functional.normalize_io(inp.output, x)
+        self._nodes = functional.collect_nodes(self._inputs, self._outputs)
+        self._build_engine()
+
+    def _require_built(self, x=None):
+        if self._engine is None:
+            if x is None:
+                raise ValueError("the model is not built: give the first layer input_shape= or call build()")
+            self._in_shape = tuple(np.shape(x)[1:])
+            self.build()
+        self._sync_layers()
+
+    def _own_layers(self):
+        out = []
+        for l in self._layers:
+            out += l._own_layers() if isinstance(l, Model) else [l]
+        return out
+
+    def _summary_rows(self):
+        rows = [("Layer (type)", "Output Shape", "Param #")]
+        for layer in self._layers:
+            shape = functional.last_output_shape(layer)
+            rows.append((f"{layer.name} ({type(layer).__name__})", str(shape), f"{functional.layer_params(self, layer):,}"))
+        return rows
+
+    def _plain(self):
+        """A chain of plain layers (no nested models): what Keras's Sequential files describe here."""
+        return not any(isinstance(l, Model) for l in self._layers)
 
     def get_config(self):
         """Keras 3's config of this model (keras_config.py): name, layers, ..."""
@@ -275,32 +570,12 @@ class Sequential:
         cfg.pop("compile_config", None)
         return json.dumps(cfg, **kwargs)
 
-    # ---- persistence ----
-    def save(self, filepath, overwrite=True):
-        """Save to a Keras 3 `.keras` file (architecture, weights, compile config, optimizer state), atomically."""
-        from .keras_format import save_model
-        save_model(self, filepath, overwrite=overwrite)
-
-    def save_weights(self, filepath, overwrite=True):
-        """Save weights (and optimizer state) to a Keras 3 `.weights.h5` file, atomically."""
-        from .keras_format import save_weights
-        save_weights(self, filepath, overwrite=overwrite)
-
-    def load_weights(self, filepath, skip_mismatch=False):
-        """Load a `.weights.h5` (or `.keras`) file written by Keras 3 or boundfit; all or nothing."""
-        from .keras_format import load_weights
-        load_weights(self, filepath, skip_mismatch=skip_mismatch)
-
     def __repr__(self):
         return f"<Sequential name={self.name} layers={len(self._layers)}>"
 
 
-Model = Sequential
-
-
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
-    """Load a Keras 3 `.keras` file (written by Keras or boundfit)."""
-    from .keras_format import load_model as _load
+    """Load a Keras 3 `.keras` file (written by Keras or boundfit), or a boundfit
+    graph file (.npz) of a functional, nested or subclassed model."""
+    from .saving import load_model as _load
     return _load(filepath, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
-
-

@@ -1,6 +1,167 @@
-"""keras.saving: load_model / save_model in Keras 3's `.keras` format and
-`.weights.h5` weights (python/boundfit/keras_format.py does the work)."""
+"""keras.saving: load_model / save_model / load_weights / save_weights.
 
-from .keras_format import load_model, load_weights, save_model, save_weights
+A Sequential of plain layers is saved in Keras 3's `.keras` format, its
+weights as `.weights.h5` (keras_format.py does the work). A functional,
+nested or subclassed model is saved to a boundfit graph file (.npz): the
+graph of layer calls as JSON with nested models inlined, weights, compile
+config (Keras's optimizer / loss / metric configs, per output) and optimizer
+state; it loads back as a functional Model computing the same thing with the
+same weights. Keras's Functional config is not written yet, so such a model
+saved under a `.keras` name raises ValueError saying so. Every save is
+atomic (a temporary file beside the target, fsync, rename)."""
+
+import json
+import os
+import zipfile
+
+import numpy as np
+
+from . import keras_config, keras_format, layers as L
+from .activations import name_of
+from .keras_format import load_weights, save_weights
 
 __all__ = ["load_model", "save_model", "load_weights", "save_weights"]
+
+
+def _keras_file_model(model):
+    from .models import Sequential
+    return isinstance(model, Sequential) and model._plain()
+
+
+def _layer_config(layer):
+    d = {k: v for k, v in vars(layer).items() if not k.startswith("_") and k != "input_shape_arg"}
+    if "activation" in d:
+        d["activation"] = name_of(d["activation"])
+    for k in ("kernel_size", "strides", "pool_size", "target_shape"):
+        if k in d:
+            d[k] = list(d[k])
+    if "trainable" not in d:
+        d["trainable"] = bool(layer.trainable)
+    return {"class_name": type(layer).__name__, "config": d}
+
+
+def _graph_meta(model):
+    from .functional import compile_graph
+    g = compile_graph(model)
+    n_in = len(model._inputs)
+    index = {id(l): k for k, l in enumerate(g.owners)}
+    return {"kind": "graph",
+            "inputs": [{"name": n, "shape": list(t._ps)} for n, t in zip(model._input_names, model._inputs)],
+            "inputs_dict": model._inputs_dict, "outputs_dict": model._outputs_dict,
+            "output_names": model._output_names,
+            "layers": [_layer_config(l) for l in g.owners],
+            "nodes": [{"layer": index[id(l)], "inputs": d["inputs"], "many": l._n_inputs == "many"}
+                      for l, d in zip(g.node_layers, g.specs)],
+            "outputs": g.output_ids, "n_inputs": n_in}
+
+
+def save_model(model, filepath, overwrite=True):
+    if _keras_file_model(model):
+        return keras_format.save_model(model, filepath, overwrite=overwrite)
+    filepath = os.fspath(filepath)
+    if filepath.endswith(".keras"):
+        raise ValueError(f"{model.name}: the Keras 3 .keras format covers Sequential models of plain layers in this "
+                         "version; Keras's Functional config (functional, nested or subclassed models) is not "
+                         f"implemented yet. Save it to a .npz file (boundfit's graph format), got {filepath!r}")
+    if not filepath.endswith(".npz"):
+        filepath += ".npz"
+    if os.path.exists(filepath) and not overwrite:
+        raise FileExistsError(filepath)
+    model._require_built()
+    meta = {"format": "boundfit-1", "name": model.name}
+    meta.update(_graph_meta(model))
+    arrays = {f"w{i}": w for i, w in enumerate(model.get_weights())}
+    if model.optimizer is not None:
+        meta["compile"] = {"optimizer": keras_config._optimizer_config(model.optimizer),
+                           "losses": [keras_config._loss_config(l) for l in model._out_losses],
+                           "loss_weights": list(model._loss_weights),
+                           "multi_loss": bool(getattr(model, "_multi_loss", False)),
+                           "metrics": [[k, bool(w), c] for k, w, c in getattr(model, "_metric_cfgs", [])]}
+        it, slots = model._engine.optimizer_state()
+        meta["compile"]["iterations"] = it
+        arrays.update({f"s{i}": s for i, s in enumerate(slots)})
+    data = json.dumps(meta).encode()
+    keras_format.atomic_write(filepath, lambda f: np.savez(f, meta=np.frombuffer(data, dtype=np.uint8), **arrays))
+
+
+def _is_graph_file(filepath):
+    try:
+        with zipfile.ZipFile(filepath) as z:
+            return "meta.npy" in z.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
+    """Keras's signature: a `.keras` file (Keras 3 or boundfit), or a boundfit graph file (.npz)."""
+    filepath = os.fspath(filepath)
+    if not (os.path.isfile(filepath) and _is_graph_file(filepath)):
+        return keras_format.load_model(filepath, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
+    with np.load(filepath) as f:
+        meta = json.loads(bytes(f["meta"]).decode())
+        weights = [f[f"w{i}"] for i in range(sum(1 for k in f.files if k.startswith("w")))]
+        slots = [f[f"s{i}"] for i in range(sum(1 for k in f.files if k.startswith("s")))]
+    if meta.get("format") != "boundfit-1" or meta.get("kind") != "graph":
+        raise ValueError(f"{filepath} is not a boundfit graph file")
+    model = _load_graph(meta)
+    model.set_weights(weights)
+    c = meta.get("compile")
+    if compile and c:
+        names = model._output_names
+        per, wper = [[] for _ in names], [[] for _ in names]
+        for k, w, cfg in c["metrics"]:
+            (wper if w else per)[k].append(cfg)
+        losses_ = [keras_config.loss_from_config(l) for l in c["losses"]]
+        model.compile(optimizer=keras_config.optimizer_from_config(c["optimizer"]),
+                      loss=losses_ if len(losses_) > 1 else losses_[0],
+                      loss_weights=c["loss_weights"] if c.get("multi_loss") else None,
+                      metrics=per if any(per) else None, weighted_metrics=wper if any(wper) else None)
+        if slots:
+            model._engine.restore_optimizer_state(c["iterations"], slots)
+        else:
+            model._engine.set_iterations(c["iterations"])
+    return model
+
+
+def _load_graph(meta):
+    from .models import Model
+    made = [_make(getattr(L, e["class_name"]), dict(e["config"])) for e in meta["layers"]]
+    ins = [L.Input(shape=tuple(i["shape"]), name=i["name"]) for i in meta["inputs"]]
+    tensors = list(ins)
+    for n in meta["nodes"]:
+        args = [tensors[t] for t in n["inputs"]]
+        tensors.append(made[n["layer"]](args if n["many"] else args[0]))
+    outs = [tensors[t] for t in meta["outputs"]]
+    names = meta["output_names"]
+    inputs = dict(zip([i["name"] for i in meta["inputs"]], ins)) if meta["inputs_dict"] else ins
+    outputs = dict(zip(names, outs)) if meta["outputs_dict"] else outs
+    return Model(inputs, outputs if len(outs) > 1 or meta["outputs_dict"] else outs[0], name=meta["name"])
+
+
+def _make(cls, cfg):
+    layer = _make_layer(cls, cfg)
+    layer.trainable = cfg.get("trainable", True)
+    return layer
+
+
+def _make_layer(cls, cfg):
+    name = cfg.pop("name")
+    if cls is L.Dense:
+        return L.Dense(cfg["units"], activation=cfg["activation"], use_bias=cfg["use_bias"], name=name)
+    if cls is L.Conv2D:
+        return L.Conv2D(cfg["filters"], tuple(cfg["kernel_size"]), strides=tuple(cfg["strides"]), padding=cfg["padding"],
+                        activation=cfg["activation"], use_bias=cfg["use_bias"], name=name)
+    if cls in (L.MaxPooling2D, L.AveragePooling2D):
+        return cls(tuple(cfg["pool_size"]), strides=tuple(cfg["strides"]), padding=cfg["padding"], name=name)
+    if cls is L.Reshape:
+        return L.Reshape(tuple(cfg["target_shape"]), name=name)
+    if cls is L.Dropout:
+        return L.Dropout(cfg["rate"], name=name)
+    if cls is L.BatchNormalization:
+        return L.BatchNormalization(momentum=cfg["momentum"], epsilon=cfg["epsilon"], center=cfg["center"],
+                                    scale=cfg["scale"], name=name)
+    if cls is L.Activation:
+        return L.Activation(cfg["activation"], name=name)
+    if cls is L.Concatenate:
+        return L.Concatenate(axis=cfg["axis"], name=name)
+    return cls(name=name)

@@ -169,7 +169,7 @@ class SequenceData:
             _before(chunks, k)
             with engine_batch(k):
                 out = run.train(xb, yb, None, n, n, 0, 1, swb, self.class_weight)
-            on_chunk(k + 1, out[:3] + (out[3] + fetched,))
+            on_chunk(k + 1, out[:3] + (out[3] + fetched,) + out[4:])
             if _stopped(chunks):
                 break
             t = time.perf_counter()
@@ -181,14 +181,14 @@ class SequenceData:
             with engine_batch(k):
                 on_chunk(k + 1, run.evaluate(xb, yb, None, n, n, 0, 1, swb))
 
-    def run_predict(self, run, out_shape, on_step, chunks):
+    def run_predict(self, run, out_shape, on_step, chunks, view=None):
         outs = []
         for k, xb, *_ in self._batches():
             o = np.empty((xb.shape[0],) + tuple(out_shape), dtype=np.float32)
             _before(chunks, k)
             run.predict(xb, o, 0, xb.shape[0], 0)
             outs.append(o)
-            on_step(k + 1, o)
+            on_step(k + 1, view(o, 0, o.shape[0]) if view is not None else o)
         return np.concatenate(outs) if outs else np.empty((0,) + tuple(out_shape), np.float32)
 
     def on_epoch_end(self):

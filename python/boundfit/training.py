@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from . import data as data_mod, memory, schedules, utils
+from . import data as data_mod, functional, memory, schedules, utils
 from .callbacks import CallbackList, TerminateOnNaN
 from .errors import NonFiniteError
 from .progress import Progbar
@@ -69,14 +69,41 @@ def _apply_schedule(model, schedule):
     model.optimizer._track_lr(lr)
 
 
-def _logs(totals, run, names, prefix=""):
-    """Keras's logs: the loss (sum of weighted per-sample losses over the rows,
-    as Keras's sum_over_batch_size averaged over batches by size) and each
-    metric's value over the epoch so far, computed by the engine."""
+def _totals():
+    """[loss sum, rows, per-output loss sums (None until a chunk brings them)]"""
+    return [0.0, 0, None]
+
+
+def _acc(tot, out):
+    """Add a chunk's (loss sum, rows, steps, wait_s, per-output loss sums)."""
+    tot[0] += out[0]
+    tot[1] += out[1]
+    if len(out) > 4:
+        tot[2] = list(out[4]) if tot[2] is None else [a + b for a, b in zip(tot[2], out[4])]
+
+
+def log_keys(model):
+    """Keras's names of the logged values: loss, per output its loss (several
+    outputs), then the compiled metrics (`<output>_<metric>` with several outputs)."""
+    return list(_logs(_totals(), None, model).keys())
+
+
+def _logs(totals, run, model, prefix=""):
+    """Keras's logs: the loss (sum over outputs of loss weight times the sum of
+    weighted per-sample losses, over the rows, as Keras's sum_over_batch_size
+    averaged over batches by size), each output's loss when there are several,
+    and each metric's value over the epoch so far, computed by the engine."""
     loss_sum, rows = totals[0], totals[1]
-    logs = {prefix + "loss": loss_sum / rows if rows else float("nan")}
+    nan = float("nan")
+    logs = {prefix + "loss": loss_sum / rows if rows else nan}
+    if model._n_outputs > 1:
+        out_loss = totals[2] if len(totals) > 2 else None
+        for k, name in enumerate(model._output_names):
+            logs[f"{prefix}{name}_loss"] = out_loss[k] / rows if rows and out_loss else nan
+    names = list(model.compiled_metrics)
     if names:
-        for n, v in zip(names, run.metric_results()):
+        values = run.metric_results() if run is not None else [nan] * len(names)
+        for n, v in zip(names, values):
             logs[prefix + n] = v
     return logs
 
@@ -100,6 +127,37 @@ def class_weight_table(class_weight):
     for k, v in class_weight.items():
         table[int(k)] = float(v)
     return table
+def _check_weights_for_outputs(model, sample_weight, class_weight, what="sample_weight"):
+    """Several outputs: one sample_weight array weighs every output's loss and
+    weighted metrics; per-output weights and class_weight are refused."""
+    if model._n_outputs <= 1:
+        return
+    if class_weight is not None:
+        raise ValueError(f"class_weight is only supported for models with a single output; this one has "
+                         f"{model._n_outputs} outputs {model._output_names}. Pass sample_weight instead")
+    if isinstance(sample_weight, (list, tuple, dict)):
+        raise ValueError(f"{what}: per-output sample weights (a list or dict by output) are not implemented yet; "
+                         "pass one array of per-sample weights, which weighs every output")
+
+
+def _prepare(model, x, y, validation_data=None):
+    """Subclassed models are traced on the data's shapes; several inputs / outputs
+    are packed into one x / y array (a float32 copy) for the engine."""
+    seq = x is not None and data_mod._is_sequence(x)
+    if not model._functional and x is not None and not seq:
+        model._require_built(x)
+    if model._functional and (functional.is_multi(model) or isinstance(x, dict) or isinstance(y, dict)):
+        if seq:
+            raise ValueError("models with several inputs or outputs take arrays (lists or dicts of them), not a "
+                             "Sequence or generator, in this version")
+        x = functional.pack_x(model, x)
+        if y is not None:
+            y = functional.pack_y(model, y)
+        if isinstance(validation_data, (tuple, list)) and len(validation_data) in (2, 3):
+            validation_data = (functional.pack_x(model, validation_data[0], "validation_data[0]"),
+                               functional.pack_y(model, validation_data[1], "validation_data[1]"),
+                               *validation_data[2:])
+    return x, y, validation_data
 
 
 def _resolve_device(model, device):
@@ -114,6 +172,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     model._require_compiled("fit")
     if class_weight is not None and sample_weight is not None:
         raise ValueError("You cannot `class_weight` and `sample_weight` at the same time.")
+    _check_weights_for_outputs(model, sample_weight, class_weight)
     cw_table = class_weight_table(class_weight)
     if not isinstance(epochs, int) or epochs < 0:
         raise ValueError(f"epochs must be a non-negative int, got {epochs!r}")
@@ -121,6 +180,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
         raise ValueError(f"validation_split must be in [0, 1), got {validation_split!r}")
     verbose = _verbose(verbose)
     device = _resolve_device(model, device)
+    x, y, validation_data = _prepare(model, x, y, validation_data)
     train, val = data_mod.adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, steps_per_epoch,
                                         shuffle, validation_batch_size, sample_weight=sample_weight)
     train.class_weight = cw_table
@@ -151,7 +211,6 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     schedule = schedules.step_fn(schedule) if form is None else None   # the engine computes closed forms itself
     model.stop_training = False
     model._initial_epoch = None
-    names = list(model.compiled_metrics)
     watchdog = memory.Watchdog(plan)
     run = model._engine.open_run("train", plan.rows, device=plan.device, host_budget=0, device_budget=0,
                                  seed=utils.next_seed(), guard=_GUARD, weighted=weighted["train"])
@@ -173,16 +232,15 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
 
         for epoch in range(initial_epoch, epochs):
             cbs.on_epoch_begin(epoch)
-            tot = [0.0, 0]
+            tot = _totals()
             run.reset_metrics()
 
             def on_chunk(step_done, out, tot=tot):
-                tot[0] += out[0]
-                tot[1] += out[1]
+                _acc(tot, out)
                 waited[0] += out[3]
                 if _GUARD:
                     watchdog.check(epoch, step_done)
-                cbs.on_train_batch_end(step_done - 1, logs=_logs(tot, run, names))
+                cbs.on_train_batch_end(step_done - 1, logs=_logs(tot, run, model))
 
             try:
                 train.run_epoch(run, epoch, on_chunk, _Stepper(model, per_step, before_step))
@@ -194,13 +252,13 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                 _apply_schedule(model, schedule)   # the rate of the next update, as Keras reports it
             elif form is not None and form[0]:
                 model.optimizer._track_lr(model._engine.learning_rate())
-            logs = _logs(tot, run, names)
+            logs = _logs(tot, run, model)
             if nan_stop is not None and nan_stop.terminated_batch is not None:
                 logs["loss"] = float("nan")
             elif vrun is not None and (epoch + 1) % validation_freq == 0:
-                vt = [0.0, 0]
-                _validate(model, cbs, val, vrun, vt, names)
-                logs.update(_logs(vt, vrun, names, "val_"))
+                vt = _totals()
+                _validate(model, cbs, val, vrun, vt)
+                logs.update(_logs(vt, vrun, model, "val_"))
             cbs.on_epoch_end(epoch, logs=logs)
             last_logs = logs
             train.on_epoch_end()
@@ -219,26 +277,21 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     return history
 
 
-def _validate(model, cbs, val, vrun, vt, names):
+def _validate(model, cbs, val, vrun, vt):
     """Validation inside fit: on_test_* hooks as Keras calls them."""
     cbs.on_test_begin()
     vrun.reset_metrics()
 
     def on_chunk(step, out):
         _acc(vt, out)
-        cbs.on_test_batch_end(step - 1, logs=_logs(vt, vrun, names))
+        cbs.on_test_batch_end(step - 1, logs=_logs(vt, vrun, model))
 
     stop, model.stop_training = model.stop_training, False   # a stop asked during the epoch ends fit, not this
     try:
         val.run_eval(vrun, on_chunk, _Stepper(model, cbs.per_batch("test"), lambda s: cbs.on_test_batch_begin(s)))
     finally:
         model.stop_training = stop or model.stop_training
-    cbs.on_test_end(logs=_logs(vt, vrun, names, "val_"))
-
-
-def _acc(tot, out):
-    tot[0] += out[0]
-    tot[1] += out[1]
+    cbs.on_test_end(logs=_logs(vt, vrun, model, "val_"))
 
 
 def _with_epoch(e, epoch):
@@ -253,6 +306,8 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
     model._require_compiled("evaluate")
     verbose = _verbose(verbose)
     device = _resolve_device(model, device)
+    _check_weights_for_outputs(model, sample_weight, None)
+    x, y, _ = _prepare(model, x, y)
     src = data_mod.adapt_for_eval(model, x, y, batch_size, steps, sample_weight=sample_weight)
     model._require_built(src.sample_x())
     src.check(model)
@@ -264,8 +319,7 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
     memory.require_fits(plan)
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
     run = model._engine.open_run("evaluate", plan.rows, device=plan.device, weighted=src.weighted)
-    tot = [0.0, 0]
-    names = list(model.compiled_metrics)
+    tot = _totals()
     bar = Progbar(src.steps_per_epoch, verbose)
     stop, model.stop_training = getattr(model, "stop_training", False), False
     try:
@@ -273,11 +327,11 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
 
         def on_chunk(step, out):
             _acc(tot, out)
-            logs = _logs(tot, run, names)
+            logs = _logs(tot, run, model)
             bar.update(step, logs)
             cbs.on_test_batch_end(step - 1, logs=logs)
         src.run_eval(run, on_chunk, _Stepper(model, cbs.per_batch("test"), lambda s: cbs.on_test_batch_begin(s)))
-        logs = _logs(tot, run, names)
+        logs = _logs(tot, run, model)
     finally:
         model.stop_training = stop
         run.close()
@@ -292,6 +346,7 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
             **kwargs):
     verbose = _verbose(verbose)
     device = _resolve_device(model, device)
+    x, _, _ = _prepare(model, x, None)
     src = data_mod.adapt_for_predict(model, x, batch_size, steps)
     model._require_built(src.sample_x())
     src.check(model, need_y=False)
@@ -302,18 +357,32 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
     run = model._engine.open_run("predict", plan.rows, device=plan.device)
     bar = Progbar(src.steps_per_epoch, verbose)
     stop, model.stop_training = getattr(model, "stop_training", False), False
+    shapes = [tuple(s) for s in model._engine.output_shapes]
+    sizes = [int(np.prod(s)) for s in shapes]
+
+    def view(out, start, rows):
+        """Rows [start, start + rows) of the predictions: output k is an (n, its
+        size) block of the engine's buffer after the blocks before it."""
+        if len(shapes) == 1:
+            return out[start:start + rows]
+        flat, n, outs, off = out.reshape(-1), out.shape[0], [], 0
+        for shape, size in zip(shapes, sizes):
+            outs.append(flat[n * off:n * (off + size)].reshape((n,) + shape)[start:start + rows])
+            off += size
+        return dict(zip(model._output_names, outs)) if model._outputs_dict else outs
 
     def on_step(step, outputs):
         bar.update(step)
         cbs.on_predict_batch_end(step - 1, logs={"outputs": outputs})   # the batch's (or chunk's) predictions
     try:
         cbs.on_predict_begin()
-        out = src.run_predict(run, model._engine.output_shape, on_step,
-                              _Stepper(model, cbs.per_batch("predict"), lambda s: cbs.on_predict_batch_begin(s)))
+        out = src.run_predict(run, shapes[0] if len(shapes) == 1 else (sum(sizes),), on_step,
+                              _Stepper(model, cbs.per_batch("predict"), lambda s: cbs.on_predict_batch_begin(s)),
+                              view)
     finally:
         model.stop_training = stop
         run.close()
     cbs.on_predict_end()
     bar.update(src.steps_per_epoch, finalize=True)
-    return out
+    return view(out, 0, out.shape[0])
 

@@ -1,0 +1,491 @@
+"""Graphs of layer calls: symbolic tensors (KerasTensor), one Node per call of
+a layer (or a model) on them, the checks that make a bad graph fail where it
+is written, tracing a subclassed model's call() once, and the compilation of
+a graph into the engine's node list: nested models are inlined, a layer
+called twice gives nodes that share its weights (csrc/core/model.h), frozen
+layers are marked. Also the packing of several inputs / outputs' arrays into
+the one x row and y row the engine's batches hold."""
+
+import inspect
+import itertools
+
+import numpy as np
+
+from . import layers as layers_mod
+from .errors import DataError
+
+_ids = itertools.count()
+
+_CONTROL_FLOW = (
+    "a symbolic tensor has no value: boundfit traces call() once, on symbolic inputs and without data, to build "
+    "a static graph, so Python control flow on a tensor's values ({what}) cannot be decided. Express it with "
+    "layers instead (for example layers.Maximum / layers.Minimum or an Activation for a max or a clip, a "
+    "Multiply by a mask for a select), and branch only on Python values: arguments of __init__, the shape "
+    "(x.shape), or `training`.")
+
+
+class SymbolicTensorError(TypeError):
+    """A Python operation that needs a symbolic tensor's value (if / while / bool / float...)."""
+
+
+class KerasTensor:
+    """A symbolic tensor: the shape (batch axis None) and where it comes from."""
+
+    def __init__(self, shape, dtype="float32", name=None, node=None, input_layer=None):
+        self._ps = tuple(int(d) for d in shape)
+        self.dtype = dtype
+        self.name = name
+        self._node = node
+        self._input_layer = input_layer
+
+    @property
+    def shape(self):
+        return (None,) + self._ps
+
+    @property
+    def ndim(self):
+        return len(self._ps) + 1
+
+    def __repr__(self):
+        return f"<KerasTensor shape={self.shape}, dtype={self.dtype}, name={self.name}>"
+
+    def _no_value(self, what):
+        raise SymbolicTensorError(_CONTROL_FLOW.format(what=what))
+
+    def __bool__(self):
+        self._no_value("`if tensor:`, `while tensor:`, `and` / `or` / `not` on a tensor")
+
+    def __len__(self):
+        self._no_value("len(tensor); use tensor.shape")
+
+    def __iter__(self):
+        self._no_value("iterating over a tensor")
+
+    def __float__(self):
+        self._no_value("float(tensor)")
+
+    def __int__(self):
+        self._no_value("int(tensor)")
+
+    def __index__(self):
+        self._no_value("using a tensor as an index")
+
+    def __array__(self, *args, **kwargs):
+        self._no_value("converting a tensor to a NumPy array")
+
+    def numpy(self):
+        self._no_value("tensor.numpy()")
+
+    def _compare(self, other, op):
+        self._no_value(f"comparing a tensor with {op}, as in `if x {op} 0:`")
+
+    def __lt__(self, other):
+        return self._compare(other, "<")
+
+    def __le__(self, other):
+        return self._compare(other, "<=")
+
+    def __gt__(self, other):
+        return self._compare(other, ">")
+
+    def __ge__(self, other):
+        return self._compare(other, ">=")
+
+    __hash__ = object.__hash__
+
+    # arithmetic between tensors of one shape is a merge layer
+    def _merge(self, other, cls, swap=False):
+        if not isinstance(other, KerasTensor):
+            raise TypeError(f"{cls.__name__.lower()} of a symbolic tensor and {type(other).__name__}: only tensors "
+                            "of the same shape can be combined (layers.Add / Subtract / Multiply)")
+        return cls()([other, self] if swap else [self, other])
+
+    def __add__(self, other):
+        return self._merge(other, layers_mod.Add)
+
+    def __radd__(self, other):
+        return self._merge(other, layers_mod.Add, True)
+
+    def __sub__(self, other):
+        return self._merge(other, layers_mod.Subtract)
+
+    def __rsub__(self, other):
+        return self._merge(other, layers_mod.Subtract, True)
+
+    def __mul__(self, other):
+        return self._merge(other, layers_mod.Multiply)
+
+    def __rmul__(self, other):
+        return self._merge(other, layers_mod.Multiply, True)
+
+
+class Node:
+    """One call of a layer (or a model) on symbolic tensors."""
+
+    def __init__(self, layer, inputs, outputs):
+        self.id = next(_ids)
+        self.layer, self.inputs, self.outputs = layer, list(inputs), list(outputs)
+        self.index = len(layer._inbound)
+        layer._inbound.append(self)
+        for t in self.outputs:
+            t._node = self
+
+
+def _as_tensors(layer_name, inputs):
+    if isinstance(inputs, KerasTensor):
+        return [inputs], False
+    if isinstance(inputs, (list, tuple)) and inputs and all(isinstance(t, KerasTensor) for t in inputs):
+        return list(inputs), True
+    raise TypeError(f"{layer_name}: layers are called on symbolic tensors (from boundfit.Input, or other layers' "
+                    f"outputs) to build a model, got {type(inputs).__name__}; to compute on arrays, build a Model "
+                    "and call predict()")
+
+
+def call_layer(layer, inputs, training=None, **kwargs):
+    if kwargs:
+        raise TypeError(f"{layer.name}: unknown call arguments {sorted(kwargs)}")
+    ins, many = _as_tensors(layer.name, inputs)
+    if layer._n_inputs == "many":
+        if not many:
+            raise ValueError(f"{layer.name}: a merge layer is called on a list of tensors, got one tensor")
+        shape = layer.compute_output_shape([t._ps for t in ins])
+    else:
+        if len(ins) != 1:
+            raise ValueError(f"{layer.name} ({type(layer).__name__}) takes one input tensor, got a list of {len(ins)}")
+        layer._check_call_shape(ins[0]._ps)
+        shape = layer.compute_output_shape(ins[0]._ps)
+    out = KerasTensor(shape, name=f"{layer.name}_output")
+    Node(layer, ins, [out])
+    return out
+
+
+def trace_call(model, inputs):
+    """model.call(inputs) on symbolic tensors: the graph it builds."""
+    kw = {}
+    try:
+        if "training" in inspect.signature(model.call).parameters:
+            kw["training"] = None
+    except (TypeError, ValueError):
+        pass
+    try:
+        out = model.call(inputs, **kw)
+    except SymbolicTensorError as e:
+        raise SymbolicTensorError(f"while tracing {type(model).__name__}.call(): {e}") from None
+    flat = list(out.values()) if isinstance(out, dict) else list(out) if isinstance(out, (list, tuple)) else [out]
+    if not flat or not all(isinstance(t, KerasTensor) for t in flat):
+        raise TypeError(f"{type(model).__name__}.call() must return the symbolic tensors of layer calls (one, a list "
+                        f"or a dict), got {type(out).__name__}")
+    return out
+
+
+def call_model(model, inputs, training=None):
+    """A model called on symbolic tensors is one node of the outer graph (a nested model)."""
+    ins, many = _as_tensors(model.name, list(inputs.values()) if isinstance(inputs, dict) else inputs)
+    if not model._functional:  # an unbuilt Sequential, or a subclassed model: built on these shapes first
+        if hasattr(model, "_in_shape"):
+            model.build((None,) + ins[0]._ps)
+        else:
+            model._trace([t._ps for t in ins])
+    if len(ins) != len(model._inputs):
+        raise ValueError(f"model {model.name!r} takes {len(model._inputs)} inputs, got {len(ins)}")
+    for k, (t, want) in enumerate(zip(ins, model._inputs)):
+        if t._ps != want._ps:
+            raise ValueError(f"model {model.name!r}: input {k} must have shape {want.shape}, got {t.shape}")
+    outs = [KerasTensor(t._ps, name=f"{model.name}_output_{k}") for k, t in enumerate(model._outputs)]
+    Node(model, ins, outs)
+    if model._outputs_dict:
+        return dict(zip(model._output_names, outs))
+    return outs[0] if len(outs) == 1 else outs
+
+
+def _tensor_list(v, what):
+    if isinstance(v, dict):
+        names, ts, is_dict = list(v.keys()), list(v.values()), True
+    elif isinstance(v, KerasTensor):
+        names, ts, is_dict = None, [v], False
+    elif isinstance(v, (list, tuple)):
+        names, ts, is_dict = None, list(v), False
+    else:
+        raise TypeError(f"Model: {what} must be a symbolic tensor, a list or a dict of them, got {type(v).__name__}")
+    if not ts:
+        raise ValueError(f"Model: {what} is empty")
+    for i, t in enumerate(ts):
+        if not isinstance(t, KerasTensor):
+            raise TypeError(f"Model: {what}[{i}] is a {type(t).__name__}, not a symbolic tensor (boundfit.Input or "
+                            "a layer's output)")
+    return names, ts, is_dict
+
+
+def normalize_io(inputs, outputs):
+    in_names, ins, in_dict = _tensor_list(inputs, "inputs")
+    for i, t in enumerate(ins):
+        if t._input_layer is None:
+            raise ValueError(f"Model: inputs[{i}] is the output of layer {t._node.layer.name!r}; a model's inputs "
+                             "must be tensors made by boundfit.Input")
+    if len({id(t) for t in ins}) != len(ins):
+        raise ValueError("Model: the same Input is listed twice in inputs")
+    in_names = in_names or [t._input_layer.name for t in ins]
+    out_names, outs, out_dict = _tensor_list(outputs, "outputs")
+    if len({id(t) for t in outs}) != len(outs):
+        raise ValueError("Model: the same tensor is listed twice in outputs")
+    if out_names is None:
+        out_names = []
+        for t in outs:
+            if t._node is None:
+                out_names.append(t._input_layer.name)
+            elif len(t._node.outputs) > 1:
+                out_names.append(f"{t._node.layer.name}_{t._node.outputs.index(t)}")
+            else:
+                out_names.append(t._node.layer.name)
+    if len(set(out_names)) != len(out_names):
+        raise ValueError(f"Model: outputs need distinct names, got {out_names}; name the output layers")
+    return ins, list(in_names), in_dict, outs, list(out_names), out_dict
+
+
+def collect_nodes(inputs, outputs):
+    """The nodes between inputs and outputs, in call order (a topological order);
+    a tensor that needs an Input not among `inputs` is a disconnected graph."""
+    inset = {id(t): k for k, t in enumerate(inputs)}
+    names = [t._input_layer.name for t in inputs]
+    nodes, reached = {}, set()
+    stack = [(t, None) for t in outputs]
+    while stack:
+        t, consumer = stack.pop()
+        if id(t) in inset:
+            reached.add(id(t))
+            continue
+        if t._node is None:
+            where = f" at layer {consumer.layer.name!r}" if consumer is not None else " (listed as an output)"
+            raise ValueError(f"Graph disconnected: cannot obtain the value of tensor {t.name!r}{where}: it comes "
+                             f"from an Input that is not among the model's inputs {names}; pass that Input in "
+                             "inputs=")
+        n = t._node
+        if n.id in nodes:
+            continue
+        nodes[n.id] = n
+        stack.extend((u, n) for u in n.inputs)
+    unused = [names[k] for k, t in enumerate(inputs) if id(t) not in reached]
+    if unused:
+        raise ValueError(f"Model: input(s) {unused} are not connected to any output; every input must feed an "
+                         "output (or leave it out of inputs=)")
+    return [nodes[k] for k in sorted(nodes)]
+
+
+class CompiledGraph:
+    def __init__(self):
+        self.specs, self.node_layers, self.layer_node, self.owners = [], [], {}, []
+        self.input_shapes, self.output_ids = [], []
+
+
+def compile_graph(model):
+    from .models import Model
+    g = CompiledGraph()
+    n_in = len(model._inputs)
+    g.input_shapes = [t._ps for t in model._inputs]
+    env = {id(t): k for k, t in enumerate(model._inputs)}
+
+    def emit(nodes, env):
+        for n in nodes:
+            L = n.layer
+            if isinstance(L, Model):
+                inner = {id(t): env[id(x)] for t, x in zip(L._inputs, n.inputs)}
+                emit(L._nodes, inner)
+                for outer, t in zip(n.outputs, L._outputs):
+                    env[id(outer)] = inner[id(t)]
+                continue
+            d = dict(L.spec())
+            d["inputs"] = [env[id(t)] for t in n.inputs]
+            d["trainable"] = int(bool(L.trainable))
+            if id(L) in g.layer_node:
+                d["share"] = g.layer_node[id(L)]
+            else:
+                g.layer_node[id(L)] = len(g.specs)
+                g.owners.append(L)
+            env[id(n.outputs[0])] = n_in + len(g.specs)
+            g.specs.append(d)
+            g.node_layers.append(L)
+
+    emit(model._nodes, env)
+    if not g.specs:
+        raise ValueError(f"model {model.name!r} has no layers between its inputs and outputs")
+    if len(g.specs) > 128:
+        raise ValueError(f"model {model.name!r} has {len(g.specs)} layer calls; at most 128 are supported")
+    g.output_ids = [env[id(t)] for t in model._outputs]
+    return g
+
+
+def _unique(seq):
+    seen, out = set(), []
+    for x in seq:
+        if id(x) not in seen:
+            seen.add(id(x))
+            out.append(x)
+    return out
+
+
+def model_layers(model):
+    """Keras `model.layers` of a functional model: its InputLayers, then each layer (a nested model as one)."""
+    return _unique([t._input_layer for t in model._inputs] + [n.layer for n in model._nodes])
+
+
+def graph_layers(model):
+    """Every (non-model) layer a model runs, nested models' included."""
+    from .models import Model
+    out = []
+    for n in model._nodes:
+        out += n.layer._own_layers() if isinstance(n.layer, Model) else [n.layer]
+    return _unique(out)
+
+
+def layer_params(model, layer):
+    from .models import Model
+    if isinstance(layer, Model):
+        return sum(layer_params(model, l) for l in layer._own_layers())
+    if id(layer) not in model._layer_node:
+        return 0
+    return sum(int(np.prod(s)) for _, s, _ in model._engine.layers_info()[model._layer_node[id(layer)]][2])
+
+
+def last_output_shape(layer):
+    if not layer._inbound:
+        return None
+    outs = layer._inbound[-1].outputs
+    return outs[0].shape if len(outs) == 1 else [t.shape for t in outs]
+
+
+def _ref(t):
+    if t._node is None:
+        return f"{t._input_layer.name}[0][0]"
+    return f"{t._node.layer.name}[{t._node.index}][{t._node.outputs.index(t)}]"
+
+
+def summary_rows(model):
+    """Keras's functional summary: one row per layer, with the tensors it is connected to."""
+    rows = [("Layer (type)", "Output Shape", "Param #", "Connected to")]
+    for t in model._inputs:
+        rows.append((f"{t._input_layer.name} (InputLayer)", str(t.shape), "0", "-"))
+    by_layer = {}
+    for n in model._nodes:
+        by_layer.setdefault(id(n.layer), []).append(n)
+    for layer in _unique([n.layer for n in model._nodes]):
+        ns = by_layer[id(layer)]
+        outs = ns[0].outputs
+        shape = outs[0].shape if len(outs) == 1 else [t.shape for t in outs]
+        conn = ", ".join(_ref(t) for n in ns for t in n.inputs)
+        rows.append((f"{layer.name} ({type(layer).__name__})", str(shape), f"{layer_params(model, layer):,}", conn))
+    return rows
+
+
+# ---- compile() arguments per output ----
+
+def per_output(value, names, what, conv):
+    if isinstance(value, dict):
+        missing = [n for n in names if n not in value]
+        extra = [k for k in value if k not in names]
+        if missing or extra:
+            raise ValueError(f"{what}: the model's outputs are {names}; "
+                             + (f"no entry for {missing}" if missing else f"unknown outputs {extra}"))
+        return [conv(value[n]) for n in names]
+    if isinstance(value, (list, tuple)):
+        if len(value) != len(names):
+            raise ValueError(f"{what}: the model has {len(names)} outputs {names}, got a list of {len(value)}")
+        return [conv(v) for v in value]
+    return [conv(value)] * len(names)
+
+
+def per_output_metrics(metrics, names, what="metrics"):
+    """compile()'s metrics as a list per output: a dict by output name, a list
+    of lists (one per output), or one list (or metric) for every output."""
+    from .metrics import Metric
+    if metrics is None:
+        return [[] for _ in names]
+    if isinstance(metrics, (str, Metric)) or callable(metrics) and not isinstance(metrics, type):
+        metrics = [metrics]
+    if isinstance(metrics, dict):
+        extra = [k for k in metrics if k not in names]
+        if extra:
+            raise ValueError(f"{what}: unknown outputs {extra}; the model's outputs are {names}")
+        per = [metrics.get(n) or [] for n in names]
+    elif isinstance(metrics, (list, tuple)) and metrics and all(isinstance(m, (list, tuple)) for m in metrics):
+        if len(metrics) != len(names):
+            raise ValueError(f"{what}: the model has {len(names)} outputs {names}, got {len(metrics)} lists")
+        per = list(metrics)
+    elif isinstance(metrics, (list, tuple)):
+        per = [list(metrics)] * len(names)
+    else:
+        raise ValueError(f"{what} must be a list, got {metrics!r}")
+    out = []
+    for ms in per:
+        if isinstance(ms, (str, Metric)) or callable(ms) and not isinstance(ms, type):
+            ms = [ms]
+        if not isinstance(ms, (list, tuple)):
+            raise ValueError(f"{what} must be a list, got {ms!r}")
+        out.append(list(ms))
+    return out
+
+
+# ---- data: several inputs / outputs packed into one row ----
+
+def data_shapes(x):
+    if isinstance(x, (list, tuple)):
+        return [tuple(np.shape(a)[1:]) for a in x]
+    if isinstance(x, dict):
+        raise ValueError("a subclassed model given a dict of inputs cannot infer their order; call "
+                         "build([(None, ...), ...]) first or pass a list")
+    return [tuple(np.shape(x)[1:])]
+
+
+def _arrays(model, v, names, what, kind):
+    from .data import _as_array
+    if isinstance(v, dict):
+        missing = [n for n in names if n not in v]
+        if missing:
+            raise DataError(f"{what}: no array for {kind} {missing}; the model's {kind}s are {names}")
+        v = [v[n] for n in names]
+    if not isinstance(v, (list, tuple)) or len(v) != len(names):
+        raise DataError(f"{what}: the model has {len(names)} {kind}s {names}; pass a list or a dict of "
+                        f"{len(names)} arrays")
+    arrs = [_as_array(a, f"{what}[{n!r}]") for a, n in zip(v, names)]
+    n0 = arrs[0].shape[0]
+    for a, n in zip(arrs, names):
+        if a.shape[0] != n0:
+            raise DataError(f"{what}: arrays of different lengths: {names[0]!r} has {n0} rows, {n!r} has {a.shape[0]}")
+    return arrs
+
+
+def pack_x(model, x, what="x"):
+    """Several inputs: one float32 (n, sum of input sizes) array in the engine's order."""
+    if x is None or len(model._inputs) == 1:
+        if isinstance(x, dict):
+            return _arrays(model, x, model._input_names, what, "input")[0]
+        return x
+    arrs = _arrays(model, x, model._input_names, what, "input")
+    for a, t, n in zip(arrs, model._inputs, model._input_names):
+        if tuple(a.shape[1:]) != t._ps:
+            raise DataError(f"{what}[{n!r}] has per-sample shape {tuple(a.shape[1:])}, the input expects {t._ps}")
+    return np.concatenate([a.reshape(a.shape[0], -1).astype(np.float32, copy=False) for a in arrs], axis=1)
+
+
+def pack_y(model, y, what="y"):
+    """Several outputs: one float32 (n, sum of label widths) array (a class id is one column)."""
+    from .losses import SCCE
+    if y is None or len(model._outputs) == 1:
+        if isinstance(y, dict):
+            return _arrays(model, y, model._output_names, what, "output")[0]
+        return y
+    arrs = _arrays(model, y, model._output_names, what, "output")
+    cols = []
+    for a, t, n, loss in zip(arrs, model._outputs, model._output_names, model._out_losses):
+        per = tuple(a.shape[1:])
+        if loss.kind == SCCE:
+            if per not in ((), (1,)):
+                raise DataError(f"{what}[{n!r}] must hold one class id per sample for "
+                                f"sparse_categorical_crossentropy, got per-sample shape {per}")
+        elif per != t._ps and not (per == () and t._ps == (1,)):
+            raise DataError(f"{what}[{n!r}] has per-sample shape {per}, the output {n!r} is {t._ps}")
+        cols.append(a.reshape(a.shape[0], -1).astype(np.float32, copy=False))
+    return np.concatenate(cols, axis=1)
+
+
+def is_multi(model):
+    return model._inputs is not None and (len(model._inputs) > 1 or len(model._outputs) > 1)
