@@ -245,3 +245,17 @@ def test_predict_batch_hook_gets_each_outputs_rows():
     assert len(seen) == 4
     for k in range(3):
         np.testing.assert_array_equal(np.concatenate([s[k] for s in seen]), full[k])
+
+
+def test_checkpoint_callbacks_refuse_a_graph_before_the_first_step(tmp_path):
+    m = three_heads(bf)
+    m.compile("sgd", loss=["categorical_crossentropy", "binary_crossentropy", "mse"])
+    before = m.get_weights()
+    for cb in (bf.callbacks.ModelCheckpoint(str(tmp_path / "c.keras")),
+               bf.callbacks.BackupAndRestore(str(tmp_path / "backup"))):
+        with pytest.raises(ValueError, match="not implemented yet"):
+            m.fit(X, [onehot(YC), YB, YR], epochs=1, verbose=0, callbacks=[cb])
+    assert m.optimizer.iterations == 0
+    for a, b in zip(m.get_weights(), before):
+        np.testing.assert_array_equal(a, b)
+    assert not (tmp_path / "c.keras").exists()
