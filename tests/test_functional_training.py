@@ -259,3 +259,16 @@ def test_checkpoint_callbacks_refuse_a_graph_before_the_first_step(tmp_path):
     for a, b in zip(m.get_weights(), before):
         np.testing.assert_array_equal(a, b)
     assert not (tmp_path / "c.keras").exists()
+
+
+def test_sequential_loss_weight_is_kept_by_its_keras_file(tmp_path):
+    m = bf.Sequential([layers.Dense(3, input_shape=(5,))])
+    m.compile("sgd", "mse", loss_weights=0.5)
+    full = bf.Sequential([layers.Dense(3, input_shape=(5,))])
+    full.set_weights(m.get_weights())
+    full.compile("sgd", "mse")
+    y = onehot(YC)
+    half, one = m.evaluate(X, y, verbose=0), full.evaluate(X, y, verbose=0)
+    assert half == pytest.approx(0.5 * one, rel=1e-6)
+    m.save(tmp_path / "w.keras")
+    assert bf.models.load_model(tmp_path / "w.keras").evaluate(X, y, verbose=0) == pytest.approx(half, rel=1e-6)

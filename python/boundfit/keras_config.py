@@ -118,7 +118,9 @@ def _metrics_config(given):
 
 
 def compile_config(model):
-    return dict(optimizer=_optimizer_config(model.optimizer), loss=_loss_config(model.loss), loss_weights=None,
+    lw = getattr(model, "_loss_weights", None) if getattr(model, "_multi_loss", False) else None
+    return dict(optimizer=_optimizer_config(model.optimizer), loss=_loss_config(model.loss),
+                loss_weights=[lw[0]] if lw else None,
                 metrics=_metrics_config(getattr(model, "_metrics_arg", None)),
                 weighted_metrics=_metrics_config(getattr(model, "_weighted_metrics_arg", None)),
                 run_eagerly=False, steps_per_execution=1, jit_compile=False)
@@ -253,8 +255,14 @@ def compile_from_config(model, cc):
             out = [m if isinstance(m, str) else {"class_name": m.get("class_name"), "config": m.get("config") or {}}
                    for m in cc.get(key) or []]
             return out or None
+        lw = cc.get("loss_weights")
+        if isinstance(lw, (list, tuple)) and len(lw) == 1:
+            lw = lw[0]
+        if isinstance(lw, dict) and len(lw) == 1:
+            lw = next(iter(lw.values()))
         model.compile(optimizer=optimizer_from_config(cc["optimizer"]), loss=loss_from_config(cc.get("loss")),
-                      metrics=given("metrics"), weighted_metrics=given("weighted_metrics"))
+                      metrics=given("metrics"), weighted_metrics=given("weighted_metrics"),
+                      loss_weights=None if lw is None else float(lw))
         return True
     except (ValueError, TypeError, KeyError) as e:
         warnings.warn(f"the model was loaded uncompiled: its compile config could not be used ({e})", stacklevel=3)
