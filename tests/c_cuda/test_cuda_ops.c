@@ -259,7 +259,7 @@ static void test_metrics(void) {
     for (int kind = 0; kind <= BF_MET_LAST; kind++)
         for (int act = 0; act < 3; act++) /* linear (probabilities), sigmoid logits, softmax logits */
             for (int weighted = 0; weighted < 2; weighted++) {
-                bf_metric_spec m = {(bf_metric_kind)kind, weighted, 3, 200, 0.5f, 0};
+                bf_metric_spec m = {(bf_metric_kind)kind, weighted, 3, 200, 0.5f, 0, 0};
                 bf_act a = act == 0 ? BF_ACT_LINEAR : act == 1 ? BF_ACT_SIGMOID : BF_ACT_SOFTMAX;
                 float *p = act ? hrand(n, -4, 4) : hrand(n, 0, 1);
                 p[0] = p[1]; /* a tie */
