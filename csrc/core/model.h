@@ -137,7 +137,7 @@ bf_status bf_model_alloc_weights(bf_model *m);
  * first training run, after its budget check). `outs` (n_outputs of them) gives
  * each output its loss and weight; NULL: `loss` for every output, weight 1. */
 bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *loss, const bf_output *outs);
-/* the metrics computed by evaluate / fit (after compile; checked against the loss's targets) */
+/* the metrics computed by evaluate / fit (after compile; each checked against its output's size and loss targets) */
 bf_status bf_model_set_metrics(bf_model *m, const bf_metric_spec *metrics, int n);
 /* a metric's value from its accumulated statistics (Keras result()) */
 double bf_metric_result(const bf_metric_spec *m, const double *acc);
