@@ -26,6 +26,9 @@ static void add_param(bf_layer *L, int role, const char *name, int rank, const i
     p->fan_in = fan_in;
     p->fan_out = fan_out;
     if (rank == 1) p->fan_in = p->fan_out = (float)shape[0];  /* Keras compute_fans */
+    p->l1 = L->reg[role][0];
+    p->l2 = L->reg[role][1];
+    p->con = L->cons[role];
     const bf_init_spec *u = &L->inits[role];
     if (u->set) {
         p->init = u->kind;
@@ -157,6 +160,17 @@ bf_status bf_model_infer(bf_model *m) {
                 if (pass) m->n_trainable = (long)off;
             }
     m->n_params = (long)off;
+    for (int i = 0; i < m->nlayers; i++)
+        for (int j = 0; j < m->layers[i].nparam; j++) {
+            const bf_param *p = &m->layers[i].params[j];
+            if (!(p->l1 >= 0.0f && p->l2 >= 0.0f && isfinite(p->l1) && isfinite(p->l2)))
+                return BF_FAIL(BF_ERR_ARG, "%s: regularizer factors must be finite and >= 0, got l1=%g l2=%g", p->name,
+                               (double)p->l1, (double)p->l2);
+            if (p->con.kind != BF_CON_NONE && p->con.kind != BF_CON_NON_NEG &&
+                (p->con.axis_lo < 0 || p->con.axis_hi < p->con.axis_lo || p->con.axis_hi >= p->rank))
+                return BF_FAIL(BF_ERR_ARG, "%s: constraint axis %d..%d is outside its %d axes", p->name,
+                               p->con.axis_lo, p->con.axis_hi, p->rank);
+        }
     return BF_OK;
 }
 

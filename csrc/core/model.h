@@ -51,6 +51,8 @@ typedef struct {
     float fan_in, fan_out;
     float init_a, init_b;   /* bf_init parameters */
     bf_fan_mode init_mode;
+    float l1, l2;           /* Keras regularizer (0, 0: none): penalty in the loss, its gradient added */
+    bf_constraint con;      /* applied after each update */
 } bf_param;
 
 typedef struct {
@@ -69,6 +71,9 @@ typedef struct {
     /* user initializers by role: Dense/Conv2D kernel, bias; BatchNormalization
      * gamma, beta, moving_mean, moving_variance */
     bf_init_spec inits[BF_MAX_PARAMS];
+    /* user regularizers (l1, l2) and constraints by the same roles */
+    float reg[BF_MAX_PARAMS][2];
+    bf_constraint cons[BF_MAX_PARAMS];
 } bf_layer;
 
 typedef enum {

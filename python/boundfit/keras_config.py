@@ -7,7 +7,7 @@ read here are what Keras 3 writes, for every layer boundfit has."""
 import inspect
 import warnings
 
-from . import activations, initializers, layers as L, losses, optimizers, schedules
+from . import activations, constraints, initializers, layers as L, regularizers, losses, optimizers, schedules
 
 _DTYPE = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": None}
 
@@ -26,7 +26,10 @@ def _dense(l):
     return dict(units=l.units, activation=_act(l), use_bias=l.use_bias,
                 kernel_initializer=initializers.serialize(l.kernel_initializer),
                 bias_initializer=initializers.serialize(l.bias_initializer),
-                kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None, bias_constraint=None)
+                kernel_regularizer=regularizers.serialize(l.kernel_regularizer),
+                bias_regularizer=regularizers.serialize(l.bias_regularizer),
+                kernel_constraint=constraints.serialize(l.kernel_constraint),
+                bias_constraint=constraints.serialize(l.bias_constraint))
 
 
 def _conv(l):
@@ -34,8 +37,10 @@ def _conv(l):
                 data_format="channels_last", dilation_rate=[1, 1], groups=1, activation=_act(l), use_bias=l.use_bias,
                 kernel_initializer=initializers.serialize(l.kernel_initializer),
                 bias_initializer=initializers.serialize(l.bias_initializer),
-                kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
-                bias_constraint=None)
+                kernel_regularizer=regularizers.serialize(l.kernel_regularizer),
+                bias_regularizer=regularizers.serialize(l.bias_regularizer), activity_regularizer=None,
+                kernel_constraint=constraints.serialize(l.kernel_constraint),
+                bias_constraint=constraints.serialize(l.bias_constraint))
 
 
 def _pool(l):
@@ -48,7 +53,10 @@ def _bn(l):
                 gamma_initializer=initializers.serialize(l.gamma_initializer),
                 moving_mean_initializer=initializers.serialize(l.moving_mean_initializer),
                 moving_variance_initializer=initializers.serialize(l.moving_variance_initializer),
-                beta_regularizer=None, gamma_regularizer=None, beta_constraint=None, gamma_constraint=None)
+                beta_regularizer=regularizers.serialize(l.beta_regularizer),
+                gamma_regularizer=regularizers.serialize(l.gamma_regularizer),
+                beta_constraint=constraints.serialize(l.beta_constraint),
+                gamma_constraint=constraints.serialize(l.gamma_constraint))
 
 
 _TO_KERAS = {
