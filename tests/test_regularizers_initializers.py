@@ -173,3 +173,173 @@ def test_keras_files_carry_initializers_both_ways(tmp_path):
     assert r.layers[0].bias_initializer == I.Constant(2.0)
     r.save(tmp_path / "r.keras")
     assert bf.models.load_model(tmp_path / "r.keras").layers[0].kernel_initializer == I.LecunUniform()
+
+
+# ---- regularizers and constraints: the engine against Keras 3 ----
+
+def _xy(n=32, d=5, classes=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, d)).astype("float32"), rng.integers(0, classes, n)
+
+
+def _dense_pair(keras, kernel_reg, bias_reg, out_reg, kernel_con, bias_con):
+    def build(lay, R, C):
+        return [lay.Dense(8, activation="relu", kernel_regularizer=kernel_reg(R), bias_regularizer=bias_reg(R),
+                          kernel_constraint=kernel_con(C)),
+                lay.Dense(3, activation="softmax", kernel_regularizer=out_reg(R), bias_constraint=bias_con(C))]
+    k = keras.Sequential([keras.Input((5,))] + build(keras.layers, keras.regularizers, keras.constraints))
+    m = bf.Sequential([L.Input((5,))] + build(L, bf.regularizers, bf.constraints))
+    w0 = [w + 0.1 for w in k.get_weights()]
+    k.set_weights(w0)
+    m.set_weights(w0)
+    return k, m
+
+
+def _close(a, b, rtol=1e-5):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    assert np.abs(a - b).max() <= rtol * max(np.abs(a).max(), 1e-3), (a, b)
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adam"])
+@pytest.mark.parametrize("device", ["cpu", "emu"])
+def test_penalties_and_constraints_match_keras_loss_and_weights(opt, device):
+    keras = keras_ref.load()
+    x, y = _xy()
+    k, m = _dense_pair(keras, lambda R: R.L2(0.05), lambda R: R.L1(0.02), lambda R: R.L1L2(0.01, 0.03),
+                       lambda C: C.MaxNorm(0.8), lambda C: C.NonNeg())
+    k.compile(optimizer=opt, loss="sparse_categorical_crossentropy")
+    m.compile(optimizer=opt, loss="sparse_categorical_crossentropy")
+    hk = k.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    hm = m.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0, device=device)
+    _close(hk.history["loss"], hm.history["loss"])
+    for a, b in zip(k.get_weights(), m.get_weights()):
+        _close(a, b)
+    # the penalty is in evaluate's loss too (Keras 3 compute_loss adds the layers' losses)
+    _close(k.evaluate(x, y, verbose=0), m.evaluate(x, y, verbose=0, device=device))
+    kernel = m.get_weights()[0]
+    assert np.sqrt((kernel.astype(np.float64) ** 2).sum(axis=0)).max() <= 0.8 + 1e-5   # MaxNorm bit
+    assert (m.get_weights()[3] >= 0).all()
+
+
+def test_penalty_raises_the_reported_loss_by_its_value():
+    x, y = _xy()
+    plain = bf.Sequential([L.Dense(3, input_shape=(5,), activation="softmax")])
+    reg = bf.Sequential([L.Dense(3, input_shape=(5,), activation="softmax", kernel_regularizer="l2",
+                                 bias_regularizer="l1")])
+    w = [np.full((5, 3), 0.2, np.float32), np.array([0.5, -1.0, 0.0], np.float32)]
+    plain.set_weights(w)
+    reg.set_weights(w)
+    for mm in (plain, reg):
+        mm.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    penalty = 0.01 * (w[0].astype(np.float64) ** 2).sum() + 0.01 * np.abs(w[1]).sum()
+    assert reg.evaluate(x, y, verbose=0) == pytest.approx(plain.evaluate(x, y, verbose=0) + penalty, rel=1e-6)
+    assert bf.regularizers.L2()(w[0]) == pytest.approx(0.01 * (w[0].astype(np.float64) ** 2).sum())
+
+
+def test_conv_and_batchnorm_regularizers_and_unit_norm_match_keras():
+    keras = keras_ref.load()
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=(16, 6, 6, 2)).astype("float32"), rng.integers(0, 2, 16)
+
+    def build(lay, R, C):
+        return [lay.Conv2D(3, 3, kernel_regularizer=R.L2(0.1), bias_regularizer=R.L1L2(0.05, 0.05),
+                           kernel_constraint=C.UnitNorm(axis=[0, 1, 2]), bias_constraint=C.MinMaxNorm(0.1, 0.5, 0.7)),
+                lay.BatchNormalization(gamma_regularizer=R.L2(0.2), beta_regularizer=R.L1(0.1),
+                                       gamma_constraint=C.MaxNorm(1.5)),
+                lay.Flatten(), lay.Dense(2, activation="softmax")]
+    k = keras.Sequential([keras.Input((6, 6, 2))] + build(keras.layers, keras.regularizers, keras.constraints))
+    m = bf.Sequential([L.Input((6, 6, 2))] + build(L, bf.regularizers, bf.constraints))
+    w0 = [w + 0.05 for w in k.get_weights()]
+    k.set_weights(w0)
+    m.set_weights(w0)
+    k.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9), loss="sparse_categorical_crossentropy")
+    m.compile(optimizer=bf.optimizers.SGD(0.05, momentum=0.9), loss="sparse_categorical_crossentropy")
+    hk = k.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)
+    hm = m.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)
+    _close(hk.history["loss"], hm.history["loss"])
+    for a, b in zip(k.get_weights(), m.get_weights()):
+        _close(a, b)
+    kernel = m.get_weights()[0].astype(np.float64)
+    np.testing.assert_allclose(np.sqrt((kernel ** 2).sum(axis=(0, 1, 2))), 1.0, rtol=1e-5)
+
+
+def test_micro_batches_add_the_penalty_once_per_step():
+    x, y = _xy(n=16)
+    ms = []
+    for mb in (None, 4):
+        bf.utils.set_random_seed(3)
+        mm = bf.Sequential([L.Dense(4, input_shape=(5,), activation="relu", kernel_regularizer=bf.regularizers.L2(0.1),
+                                    kernel_constraint="max_norm"), L.Dense(3, activation="softmax")])
+        mm.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+        h = mm.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0, micro_batch=mb)
+        ms.append((h.history["loss"][0], mm.get_weights()))
+    assert ms[0][0] == pytest.approx(ms[1][0], rel=1e-5)
+    for a, b in zip(ms[0][1], ms[1][1]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_regularizer_and_constraint_errors_name_the_argument():
+    with pytest.raises(ValueError, match="kernel_regularizer: unknown regularizer 'l3'"):
+        L.Dense(3, kernel_regularizer="l3")
+    with pytest.raises(ValueError, match="bias_regularizer: expected a regularizer"):
+        L.Dense(3, bias_regularizer=0.1)
+    with pytest.raises(ValueError, match="L2: l2 must be a finite number >= 0"):
+        bf.regularizers.L2(-1.0)
+    with pytest.raises(ValueError, match="activity_regularizer is not supported"):
+        L.Dense(3, activity_regularizer="l2")
+    with pytest.raises(ValueError, match="kernel_constraint: unknown constraint 'max_normal'"):
+        L.Conv2D(3, 3, kernel_constraint="max_normal")
+    with pytest.raises(ValueError, match="gamma_constraint: expected a constraint"):
+        L.BatchNormalization(gamma_constraint=3)
+    with pytest.raises(ValueError, match="MaxNorm: max_value must be a finite number"):
+        bf.constraints.MaxNorm(max_value=float("inf"))
+    with pytest.raises(ValueError, match="MinMaxNorm: rate must be in"):
+        bf.constraints.MinMaxNorm(rate=2)
+    with pytest.raises(ValueError, match="kernel_constraint: MaxNorm: axis=5 must name adjacent axes"):
+        bf.Sequential([L.Dense(3, input_shape=(4,), kernel_constraint=bf.constraints.MaxNorm(axis=5))])
+    with pytest.raises(ValueError, match="adjacent axes"):
+        bf.Sequential([L.Conv2D(3, 3, input_shape=(5, 5, 2), kernel_constraint=bf.constraints.UnitNorm(axis=[0, 2]))])
+
+
+def test_regularizer_and_constraint_names_follow_keras():
+    keras = keras_ref.load()
+    assert bf.regularizers.get("l1") == bf.regularizers.L1(0.01)
+    assert bf.regularizers.get("l2") == bf.regularizers.L2(0.01)
+    assert bf.regularizers.get("l1_l2") == bf.regularizers.L1L2(0.01, 0.01)
+    assert bf.regularizers.L1L2().get_config() == keras.regularizers.L1L2().get_config()
+    assert bf.regularizers.l2 is bf.regularizers.L2 and bf.constraints.max_norm is bf.constraints.MaxNorm
+    for name in ("max_norm", "non_neg", "unit_norm", "min_max_norm"):
+        assert bf.constraints.get(name).get_config() == keras.constraints.get(name).get_config(), name
+
+
+def test_keras_files_carry_regularizer_initializer_and_constraint_both_ways(tmp_path):
+    keras = keras_ref.load()
+    x, y = _xy()
+    m = bf.Sequential([L.Dense(6, input_shape=(5,), activation="relu", kernel_regularizer=bf.regularizers.L2(0.02),
+                               kernel_initializer="he_normal", kernel_constraint=bf.constraints.MaxNorm(0.9)),
+                       L.Dense(3, activation="softmax")])
+    m.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    m.save(tmp_path / "m.keras")
+    k = keras.saving.load_model(tmp_path / "m.keras")
+    d = k.layers[0]
+    assert type(d.kernel_initializer).__name__ == "HeNormal"
+    assert d.kernel_regularizer.get_config() == {"l2": pytest.approx(0.02)}
+    assert d.kernel_constraint.get_config() == {"max_value": 0.9, "axis": 0}
+    # same training step on both sides from the saved file
+    hk = k.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    hm = m.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    _close(hk.history["loss"], hm.history["loss"])
+    for a, b in zip(k.get_weights(), m.get_weights()):
+        _close(a, b)
+    # and back: Keras's file loads here with the three of them
+    k.save(tmp_path / "k.keras")
+    r = bf.models.load_model(tmp_path / "k.keras")
+    rd = r.layers[0]
+    assert rd.kernel_initializer == I.HeNormal()
+    assert rd.kernel_regularizer == bf.regularizers.L2(0.02)
+    assert rd.kernel_constraint == bf.constraints.MaxNorm(0.9)
+    hk = k.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    hr = r.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    _close(hk.history["loss"], hr.history["loss"])
+    for a, b in zip(k.get_weights(), r.get_weights()):
+        _close(a, b)
