@@ -343,3 +343,37 @@ def test_keras_files_carry_regularizer_initializer_and_constraint_both_ways(tmp_
     _close(hk.history["loss"], hr.history["loss"])
     for a, b in zip(k.get_weights(), r.get_weights()):
         _close(a, b)
+
+
+# ---- fit's validation arguments against Keras 3 ----
+
+def test_validation_steps_batch_size_and_freq_match_keras():
+    keras = keras_ref.load()
+    x, y = _xy(n=32)
+    vx, vy = _xy(n=40, seed=7)
+    k, m = _dense_pair(keras, lambda R: R.L2(0.05), lambda R: None, lambda R: None, lambda C: None, lambda C: None)
+    k.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    kw = dict(batch_size=8, epochs=4, shuffle=False, verbose=0, validation_data=(vx, vy), validation_steps=3,
+              validation_batch_size=6, validation_freq=[2, 3])
+    hk, hm = k.fit(x, y, **kw).history, m.fit(x, y, **kw).history
+    assert len(hm["val_loss"]) == len(hk["val_loss"]) == 2
+    _close(hk["val_loss"], hm["val_loss"])
+    _close(hk["val_accuracy"], hm["val_accuracy"])
+    # the first 3 batches of 6 rows only: evaluate of those 18 rows gives the same number
+    h1 = m.fit(x, y, batch_size=8, epochs=1, verbose=0, validation_data=(vx, vy), validation_steps=3,
+               validation_batch_size=6).history
+    _close(h1["val_loss"][0], m.evaluate(vx[:18], vy[:18], batch_size=6, verbose=0)[0])
+    hm2 = m.fit(x, y, batch_size=8, epochs=2, verbose=0, validation_split=0.25, validation_steps=1,
+                validation_freq=2).history
+    assert len(hm2["val_loss"]) == 1
+
+
+def test_validation_arguments_errors_name_the_argument():
+    x, y = _xy()
+    m = bf.Sequential([L.Dense(3, input_shape=(5,), activation="softmax")])
+    m.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    with pytest.raises(ValueError, match="validation_steps must be a positive int"):
+        m.fit(x, y, validation_split=0.5, validation_steps=0, verbose=0)
+    with pytest.raises(ValueError, match="validation_freq must be"):
+        m.fit(x, y, validation_split=0.5, validation_freq=0, verbose=0)
