@@ -17,7 +17,9 @@ static void add_param(bf_layer *L, int role, const char *name, int rank, const i
                       bf_init init, float fan_in, float fan_out) {
     bf_param *p = &L->params[L->nparam++];
     memset(p, 0, sizeof *p);
-    snprintf(p->name, sizeof p->name, "%s/%s", L->name, name);
+    /* a long layer name is cut (display only; the terminator is always there) */
+    int len = snprintf(p->name, sizeof p->name, "%s/%s", L->name, name);
+    if (len < 0) p->name[0] = '\0';
     p->rank = rank;
     p->n = 1;
     for (int i = 0; i < rank; i++) { p->shape[i] = shape[i]; p->n *= shape[i]; }
