@@ -272,3 +272,25 @@ def test_sequential_loss_weight_is_kept_by_its_keras_file(tmp_path):
     assert half == pytest.approx(0.5 * one, rel=1e-6)
     m.save(tmp_path / "w.keras")
     assert bf.models.load_model(tmp_path / "w.keras").evaluate(X, y, verbose=0) == pytest.approx(half, rel=1e-6)
+
+
+def test_regularizer_and_constraint_of_a_layer_called_twice_count_once_as_keras():
+    keras = keras_ref.load()
+
+    def build(lib):
+        inp = lib.Input((5,))
+        shared = lib.layers.Dense(5, activation="tanh", name="shared", kernel_regularizer=lib.regularizers.L2(0.1),
+                                  kernel_constraint=lib.constraints.MaxNorm(0.8))
+        out = lib.layers.Dense(2, name="out", kernel_regularizer=lib.regularizers.L1(0.05))(shared(shared(inp)))
+        return lib.Model(inp, out)
+    m, k = build(bf), build(keras)
+    for name in ("shared", "out"):
+        k.get_layer(name).set_weights(m.get_layer(name).get_weights())
+    for model, lib in ((m, bf), (k, keras)):
+        model.compile(optimizer=lib.optimizers.SGD(0.1), loss="mse")
+    hb = m.fit(X, YR, batch_size=16, epochs=2, shuffle=False, verbose=0).history["loss"]
+    hk = k.fit(X, YR, batch_size=16, epochs=2, shuffle=False, verbose=0).history["loss"]
+    np.testing.assert_allclose(hb, hk, rtol=1e-5)
+    for name in ("shared", "out"):
+        for a, b in zip(m.get_layer(name).get_weights(), k.get_layer(name).get_weights()):
+            np.testing.assert_allclose(a, np.asarray(b), rtol=1e-5, atol=1e-6)

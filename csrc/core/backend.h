@@ -93,6 +93,19 @@ typedef struct {
     int PT, PL;        /* padding top / left (bottom / right implied) */
 } bf_conv_geom;
 
+/* Keras weight constraints (keras.constraints), applied after each update.
+ * Norms are taken over the axes axis_lo..axis_hi of the parameter's shape. */
+typedef enum {
+    BF_CON_NONE = 0, BF_CON_MAX_NORM, BF_CON_NON_NEG, BF_CON_UNIT_NORM, BF_CON_MIN_MAX_NORM,
+    BF_CON_LAST = BF_CON_MIN_MAX_NORM
+} bf_constraint_kind;
+
+typedef struct {
+    bf_constraint_kind kind;
+    float min_value, max_value, rate;
+    int axis_lo, axis_hi;
+} bf_constraint;
+
 typedef struct bf_backend {
     const char *name; /* "cpu" or "cuda:N" */
 
@@ -186,6 +199,15 @@ typedef struct bf_backend {
      * gradient (centered); Adagrad s0 accumulator; Nadam s0 m, s1 v. */
     bf_status (*opt_update)(struct bf_backend *be, float *w, float *s0, float *s1, float *s2,
                             const float *g, long n, const bf_update_args *a);
+
+    /* Keras weight regularizers (csrc/cpu/regularize.c): penalty (1, may be
+     * NULL) += l1*sum|w| + l2*sum w^2 in double; g (n, may be NULL) +=
+     * l1*sign(w) + 2*l2*w. Backend memory, no wait. */
+    bf_status (*regularize)(struct bf_backend *be, double *penalty, float *g, const float *w, long n, float l1,
+                            float l2);
+    /* w (A, R, B) constrained in place as Keras after an update: norms over R
+     * for each (a, b) (MaxNorm, UnitNorm, MinMaxNorm), or w*(w >= 0) (NonNeg) */
+    bf_status (*constrain)(struct bf_backend *be, float *w, long A, long R, long B, const bf_constraint *c);
 
     /* ---- convolutional layers (NHWC) ---- */
     size_t (*conv2d_workspace_bytes)(struct bf_backend *be, const bf_conv_geom *g, int backward);

@@ -12,11 +12,15 @@ static int out_len(int in, int k, int s, int same) {
     return same ? (in + s - 1) / s : (in - k) / s + 1;
 }
 
-static void add_param(bf_layer *L, const char *name, int rank, const int *shape, int trainable,
+/* role: the index into L->inits (kernel/gamma 0, bias/beta 1, moving_mean 2,
+ * moving_variance 3); a user initializer there replaces the default */
+static void add_param(bf_layer *L, int role, const char *name, int rank, const int *shape, int trainable,
                       bf_init init, float fan_in, float fan_out) {
     bf_param *p = &L->params[L->nparam++];
     memset(p, 0, sizeof *p);
-    snprintf(p->name, sizeof p->name, "%s/%s", L->name, name);
+    /* a long layer name is cut (display only; the terminator is always there) */
+    int len = snprintf(p->name, sizeof p->name, "%s/%s", L->name, name);
+    if (len < 0) p->name[0] = '\0';
     p->rank = rank;
     p->n = 1;
     for (int i = 0; i < rank; i++) { p->shape[i] = shape[i]; p->n *= shape[i]; }
@@ -24,6 +28,17 @@ static void add_param(bf_layer *L, const char *name, int rank, const int *shape,
     p->init = init;
     p->fan_in = fan_in;
     p->fan_out = fan_out;
+    if (rank == 1) p->fan_in = p->fan_out = (float)shape[0];  /* Keras compute_fans */
+    p->l1 = L->reg[role][0];
+    p->l2 = L->reg[role][1];
+    p->con = L->cons[role];
+    const bf_init_spec *u = &L->inits[role];
+    if (u->set) {
+        p->init = u->kind;
+        p->init_a = u->a;
+        p->init_b = u->b;
+        p->init_mode = u->mode;
+    }
 }
 
 static long prod(const int *s, int r) {
@@ -45,8 +60,8 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
         if (L->units <= 0) return BF_FAIL(BF_ERR_ARG, "%s: units must be positive, got %d", L->name, L->units);
         L->out_shape[rank - 1] = L->units;
         int ks[2] = {C, L->units};
-        add_param(L, "kernel", 2, ks, 1, BF_INIT_GLOROT_UNIFORM, (float)C, (float)L->units);
-        if (L->use_bias) add_param(L, "bias", 1, &L->units, 1, BF_INIT_ZEROS, 0, 0);
+        add_param(L, 0, "kernel", 2, ks, 1, BF_INIT_GLOROT_UNIFORM, (float)C, (float)L->units);
+        if (L->use_bias) add_param(L, 1, "bias", 1, &L->units, 1, BF_INIT_ZEROS, 0, 0);
         break;
     }
     case BF_L_CONV2D:
@@ -67,8 +82,8 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
             L->out_shape[2] = L->filters;
             int ks[4] = {L->kh, L->kw, C, L->filters};
             float rf = (float)(L->kh * L->kw);
-            add_param(L, "kernel", 4, ks, 1, BF_INIT_GLOROT_UNIFORM, rf * C, rf * L->filters);
-            if (L->use_bias) add_param(L, "bias", 1, &L->filters, 1, BF_INIT_ZEROS, 0, 0);
+            add_param(L, 0, "kernel", 4, ks, 1, BF_INIT_GLOROT_UNIFORM, rf * C, rf * L->filters);
+            if (L->use_bias) add_param(L, 1, "bias", 1, &L->filters, 1, BF_INIT_ZEROS, 0, 0);
         }
         break;
     }
@@ -106,10 +121,10 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
             return BF_FAIL(BF_ERR_ARG, "%s: rate must be in [0, 1), got %g", L->name, (double)L->rate);
         break;
     case BF_L_BATCHNORM:
-        if (L->scale) add_param(L, "gamma", 1, &C, 1, BF_INIT_ONES, 0, 0);
-        if (L->center) add_param(L, "beta", 1, &C, 1, BF_INIT_ZEROS, 0, 0);
-        add_param(L, "moving_mean", 1, &C, 0, BF_INIT_ZEROS, 0, 0);
-        add_param(L, "moving_variance", 1, &C, 0, BF_INIT_ONES, 0, 0);
+        if (L->scale) add_param(L, 0, "gamma", 1, &C, 1, BF_INIT_ONES, 0, 0);
+        if (L->center) add_param(L, 1, "beta", 1, &C, 1, BF_INIT_ZEROS, 0, 0);
+        add_param(L, 2, "moving_mean", 1, &C, 0, BF_INIT_ZEROS, 0, 0);
+        add_param(L, 3, "moving_variance", 1, &C, 0, BF_INIT_ONES, 0, 0);
         break;
     case BF_L_ACTIVATION:
     case BF_L_ADD: case BF_L_SUBTRACT: case BF_L_MULTIPLY: case BF_L_AVERAGE:
@@ -266,13 +281,97 @@ bf_status bf_model_infer(bf_model *m) {
             }
     m->n_params = (long)off;
     for (int i = 0; i < m->nlayers; i++)
+    {
         if (m->layers[i].share >= 0)
             for (int j = 0; j < m->layers[i].nparam; j++) m->layers[i].params[j] = m->layers[m->layers[i].share].params[j];
+        for (int j = 0; j < m->layers[i].nparam; j++) {
+            const bf_param *p = &m->layers[i].params[j];
+            if (!(p->l1 >= 0.0f && p->l2 >= 0.0f && isfinite(p->l1) && isfinite(p->l2)))
+                return BF_FAIL(BF_ERR_ARG, "%s: regularizer factors must be finite and >= 0, got l1=%g l2=%g", p->name,
+                               (double)p->l1, (double)p->l2);
+            if (p->con.kind != BF_CON_NONE && p->con.kind != BF_CON_NON_NEG &&
+                (p->con.axis_lo < 0 || p->con.axis_hi < p->con.axis_lo || p->con.axis_hi >= p->rank))
+                return BF_FAIL(BF_ERR_ARG, "%s: constraint axis %d..%d is outside its %d axes", p->name,
+                               p->con.axis_lo, p->con.axis_hi, p->rank);
+        }
+    }
     return BF_OK;
 }
 
 static float uniform01(uint64_t seed, uint64_t i) {
     return (float)(bf_splitmix64(seed ^ (i * 0x9E3779B97F4A7C15ull)) >> 40) * (1.0f / 16777216.0f);
+}
+
+/* a standard normal draw: Box-Muller on two 24-bit uniforms (0, 1) */
+static double normal01(uint64_t seed, uint64_t i) {
+    double u1 = ((double)uniform01(seed, 2 * i) + 0.5 / 16777216.0);
+    double u2 = (double)uniform01(seed, 2 * i + 1);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* a standard normal draw cut at +-2 (Keras / TF truncated_normal: redrawn) */
+static double trunc_normal01(uint64_t seed, uint64_t i) {
+    for (uint64_t t = 0;; t++) {
+        double z = normal01(bf_splitmix64(seed + t * 0x632BE59BD9B4E019ull), i);
+        if (fabs(z) <= 2.0) return z;
+    }
+}
+
+/* w (q->n): q's initializer other than zeros / ones / the default glorot.
+ * Orthogonal: Gram-Schmidt on a normal (rows, cols) matrix, rows = prod of
+ * all but the last axis, over the shorter side; equal to Keras's QR with the
+ * signs of diag(R) folded in. */
+static void init_param(float *w, const bf_param *q, uint64_t seed) {
+    float fan = q->init_mode == BF_FAN_IN ? q->fan_in : q->init_mode == BF_FAN_OUT ? q->fan_out
+                                                                                : 0.5f * (q->fan_in + q->fan_out);
+    if (fan < 1.0f) fan = 1.0f;
+    double a = q->init_a, b = q->init_b;
+    switch (q->init) {
+    case BF_INIT_CONSTANT: for (long k = 0; k < q->n; k++) w[k] = (float)a; break;
+    case BF_INIT_RANDOM_UNIFORM:
+        for (long k = 0; k < q->n; k++) w[k] = (float)(a + (b - a) * uniform01(seed, (uint64_t)k));
+        break;
+    case BF_INIT_RANDOM_NORMAL: for (long k = 0; k < q->n; k++) w[k] = (float)(a + b * normal01(seed, (uint64_t)k)); break;
+    case BF_INIT_TRUNCATED_NORMAL:
+        for (long k = 0; k < q->n; k++) w[k] = (float)(a + b * trunc_normal01(seed, (uint64_t)k));
+        break;
+    case BF_INIT_VS_UNIFORM: {
+        double limit = sqrt(3.0 * a / fan);
+        for (long k = 0; k < q->n; k++) w[k] = (float)((2.0 * uniform01(seed, (uint64_t)k) - 1.0) * limit);
+        break;
+    }
+    case BF_INIT_VS_NORMAL: {
+        double sd = sqrt(a / fan);
+        for (long k = 0; k < q->n; k++) w[k] = (float)(sd * normal01(seed, (uint64_t)k));
+        break;
+    }
+    case BF_INIT_VS_TRUNCATED_NORMAL: {
+        double sd = sqrt(a / fan) / 0.87962566103423978;
+        for (long k = 0; k < q->n; k++) w[k] = (float)(sd * trunc_normal01(seed, (uint64_t)k));
+        break;
+    }
+    case BF_INIT_ORTHOGONAL: {
+        long cols = q->shape[q->rank - 1], rows = q->n / cols;
+        for (long k = 0; k < q->n; k++) w[k] = (float)normal01(seed, (uint64_t)k);
+        /* vectors: columns when rows >= cols, else rows; element e of vector v at w[v*vs + e*es] */
+        long nv = rows >= cols ? cols : rows, len = rows >= cols ? rows : cols;
+        long vs = rows >= cols ? 1 : cols, es = rows >= cols ? cols : 1;
+        for (long v = 0; v < nv; v++) {
+            for (long u = 0; u < v; u++) {
+                double d = 0.0;
+                for (long e = 0; e < len; e++) d += (double)w[v * vs + e * es] * w[u * vs + e * es];
+                for (long e = 0; e < len; e++) w[v * vs + e * es] -= (float)(d * w[u * vs + e * es]);
+            }
+            double nrm = 0.0;
+            for (long e = 0; e < len; e++) nrm += (double)w[v * vs + e * es] * w[v * vs + e * es];
+            nrm = nrm > 0.0 ? 1.0 / sqrt(nrm) : 0.0;
+            for (long e = 0; e < len; e++) w[v * vs + e * es] = (float)(w[v * vs + e * es] * nrm);
+        }
+        for (long k = 0; k < q->n; k++) w[k] = (float)(w[k] * a);  /* gain */
+        break;
+    }
+    default: memset(w, 0, sizeof(float) * (size_t)q->n); break;
+    }
 }
 
 bf_status bf_model_alloc_weights(bf_model *m) {
@@ -295,6 +394,7 @@ bf_status bf_model_alloc_weights(bf_model *m) {
                 for (long k = 0; k < q->n; k++) w[k] = (2.0f * uniform01(seed, (uint64_t)k) - 1.0f) * limit;
                 break;
             }
+            default: init_param(w, q, seed); break;
             }
         }
     return BF_OK;

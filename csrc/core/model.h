@@ -30,7 +30,24 @@ typedef enum {
     BF_L_ADD, BF_L_SUBTRACT, BF_L_MULTIPLY, BF_L_AVERAGE, BF_L_MAXIMUM, BF_L_MINIMUM, BF_L_CONCAT
 } bf_layer_kind;
 
-typedef enum { BF_INIT_ZEROS = 0, BF_INIT_ONES, BF_INIT_GLOROT_UNIFORM } bf_init;
+/* Keras initializers. a/b per kind: CONSTANT value; RANDOM_UNIFORM minval,
+ * maxval; RANDOM_NORMAL and TRUNCATED_NORMAL (cut at 2 stddev) mean, stddev;
+ * VS_* (VarianceScaling) scale with mode fan_in/fan_out/fan_avg; ORTHOGONAL
+ * gain. GLOROT_UNIFORM is the default kernel stream (kept bit for bit). */
+typedef enum {
+    BF_INIT_ZEROS = 0, BF_INIT_ONES, BF_INIT_GLOROT_UNIFORM, BF_INIT_CONSTANT, BF_INIT_RANDOM_UNIFORM,
+    BF_INIT_RANDOM_NORMAL, BF_INIT_TRUNCATED_NORMAL, BF_INIT_VS_UNIFORM, BF_INIT_VS_NORMAL,
+    BF_INIT_VS_TRUNCATED_NORMAL, BF_INIT_ORTHOGONAL, BF_INIT_LAST = BF_INIT_ORTHOGONAL
+} bf_init;
+typedef enum { BF_FAN_IN = 0, BF_FAN_OUT, BF_FAN_AVG } bf_fan_mode;
+
+/* an initializer chosen by the user; set = 0 keeps the layer's default */
+typedef struct {
+    int set;
+    bf_init kind;
+    float a, b;
+    bf_fan_mode mode;
+} bf_init_spec;
 
 typedef struct {
     char name[BF_NAME_LEN];
@@ -41,6 +58,10 @@ typedef struct {
     size_t grad_offset;/* float index into the gradient block (trainable only) */
     bf_init init;
     float fan_in, fan_out;
+    float init_a, init_b;   /* bf_init parameters */
+    bf_fan_mode init_mode;
+    float l1, l2;           /* Keras regularizer (0, 0: none): penalty in the loss, its gradient added */
+    bf_constraint con;      /* applied after each update */
 } bf_param;
 
 typedef struct {
@@ -60,6 +81,12 @@ typedef struct {
     long in_size, out_size;                    /* elements per sample */
     int nparam;
     bf_param params[BF_MAX_PARAMS];
+    /* user initializers by role: Dense/Conv2D kernel, bias; BatchNormalization
+     * gamma, beta, moving_mean, moving_variance */
+    bf_init_spec inits[BF_MAX_PARAMS];
+    /* user regularizers (l1, l2) and constraints by the same roles */
+    float reg[BF_MAX_PARAMS][2];
+    bf_constraint cons[BF_MAX_PARAMS];
 } bf_layer;
 
 typedef enum {

@@ -32,6 +32,7 @@ typedef struct {
  * makes the host wait for the device once. */
 typedef struct {
     double loss[BF_MAX_OUTPUTS];   /* per output: sum over the micro-batch's rows of weight * loss */
+    double penalty;                /* the weights' regularization penalty (regularize.c) */
     int bad;                       /* a non-finite scan hit (gradients of layers without a bound) */
     int bad_label[BF_MAX_OUTPUTS]; /* SCCE: rows - (lowest row whose label is no class id); 0: none */
     float bound[BF_MAX_LAYERS][2]; /* Dense / Conv2D: max|input|, max|output gradient| */

@@ -509,6 +509,40 @@ static bf_status clip_gradients(bf_run *r) {
     return BF_OK;
 }
 
+/* Keras regularizers: grad 0, the penalty of the weights into the micro-batch's
+ * statistics (weighted by its rows when read back); grad 1, the penalty's
+ * gradient added once per step into the parameter gradients, before clipping */
+static bf_status regularizers(bf_run *r, int grad) {
+    bf_model *m = r->m;
+    for (int i = 0; i < m->nlayers; i++)
+        for (int j = 0; m->layers[i].share < 0 && j < m->layers[i].nparam; j++) { /* a shared layer's: its owner's */
+            const bf_param *p = &m->layers[i].params[j];
+            if (!p->trainable || (p->l1 == 0.0f && p->l2 == 0.0f)) continue;
+            BF_TRY(r->be->regularize(r->be, grad ? NULL : &r->stats->penalty, grad ? r->grads + p->grad_offset : NULL,
+                                     r->w + p->offset, p->n, p->l1, p->l2));
+        }
+    return BF_OK;
+}
+
+/* Keras constraints after the update: w viewed as (A, R, B), R the axes
+ * axis_lo..axis_hi of its shape */
+static bf_status constraints(bf_run *r) {
+    bf_model *m = r->m;
+    for (int i = 0; i < m->nlayers; i++)
+        for (int j = 0; m->layers[i].share < 0 && j < m->layers[i].nparam; j++) { /* once per shared parameter */
+            const bf_param *p = &m->layers[i].params[j];
+            if (!p->trainable || p->con.kind == BF_CON_NONE) continue;
+            long A = 1, R = 1, B = 1;
+            for (int d = 0; d < p->rank; d++) {
+                if (d < p->con.axis_lo) A *= p->shape[d];
+                else if (d <= p->con.axis_hi) R *= p->shape[d];
+                else B *= p->shape[d];
+            }
+            BF_TRY(r->be->constrain(r->be, r->w + p->offset, A, R, B, &p->con));
+        }
+    return BF_OK;
+}
+
 /* Nadam's u products as Keras keeps them (float32, one factor per update) */
 static void nadam_products(bf_optimizer *o, long t, bf_update_args *a) {
     const float b1 = o->beta1;
@@ -560,8 +594,10 @@ static bf_status apply_update(bf_run *r) {
     default:
         return BF_FAIL(BF_ERR_INTERNAL, "optimizer not set");
     }
+    BF_TRY(regularizers(r, 1));
     BF_TRY(clip_gradients(r));
     BF_TRY(be->opt_update(be, r->w, s0, s1, s2, r->grads, n, &a));
+    BF_TRY(constraints(r));
     o->iterations++;
     return BF_OK;
 }
@@ -619,6 +655,7 @@ static bf_status queue_micro_step(bf_run *r, int train, int rows, float scale, i
     BF_TRY(be->fill_zero(be, r->stats, stats_used(r)));
     BF_TRY(forward(r, rows, 0, NULL));
     BF_TRY(loss_and_metrics(r, rows, scale));
+    BF_TRY(regularizers(r, 0));
     if (train) BF_TRY(backward(r, rows));
     if (train && last && !r->unguarded) BF_TRY(scan_unbounded(r));
     return BF_OK;
@@ -655,6 +692,7 @@ static bf_status finish_micro_step(bf_run *r, int train, int rows, long step, bf
         st->loss_sum += (double)r->m->outs[k].weight * r->hstats.loss[k];
         st->out_loss[k] += r->hstats.loss[k];
     }
+    st->loss_sum += r->hstats.penalty * rows; /* Keras: batch loss + sum of penalties */
     st->rows += rows;
     if (!train) return BF_OK;
     if (!isfinite(st->loss_sum)) return diagnose_nonfinite(r, rows, step, 1);

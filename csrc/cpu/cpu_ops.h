@@ -22,6 +22,8 @@ bf_status bf_cpu_metric_update(bf_backend *be, double *acc, const float *pred, c
 bf_status bf_cpu_sum(bf_backend *be, double *sum_out, const float *x, long n);
 bf_status bf_cpu_nonfinite(bf_backend *be, int *bad, const float *x, long n);
 bf_status bf_cpu_maxabs(bf_backend *be, float *out, const float *x, long n);
+bf_status bf_cpu_regularize(bf_backend *be, double *penalty, float *g, const float *w, long n, float l1, float l2);
+bf_status bf_cpu_constrain(bf_backend *be, float *w, long A, long R, long B, const bf_constraint *c);
 bf_status bf_cpu_sumsq(bf_backend *be, double *out, const float *x, long n);
 bf_status bf_cpu_grad_clip(bf_backend *be, float *g, const double *sumsq, long n, bf_clip_mode mode, float c);
 bf_status bf_cpu_opt_update(bf_backend *be, float *w, float *s0, float *s1, float *s2, const float *g, long n,

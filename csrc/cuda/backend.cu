@@ -147,6 +147,8 @@ static void fill_vtable(bf_cuda_state *st) {
     be->nonfinite = bf_cuda_nonfinite;
     be->maxabs = bf_cuda_maxabs;
     be->sumsq = bf_cuda_sumsq;
+    be->regularize = bf_cuda_regularize;
+    be->constrain = bf_cuda_constrain;
     be->grad_clip = bf_cuda_grad_clip;
     be->opt_update = bf_cuda_opt_update;
     be->conv2d_workspace_bytes = bf_cuda_conv2d_workspace_bytes;

@@ -102,6 +102,62 @@ static int parse_layer(PyObject *d, bf_layer *L) {
     L->act = (bf_act)act;
     PyObject *target = PyDict_GetItemString(d, "target_shape");
     if (target && target != Py_None && get_shape(target, "target_shape", &L->out_rank, L->out_shape, 1) < 0) return -1;
+    /* inits: up to BF_MAX_PARAMS entries by role, each None or (kind, a, b, mode) */
+    PyObject *inits = PyDict_GetItemString(d, "inits");
+    if (inits && inits != Py_None) {
+        PyObject *seq = PySequence_Fast(inits, "inits must be a sequence");
+        if (!seq) return -1;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        for (Py_ssize_t i = 0; i < n && i < BF_MAX_PARAMS; i++) {
+            PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
+            if (e == Py_None) continue;
+            int k, mode;
+            bf_init_spec *u = &L->inits[i];
+            if (!PyArg_ParseTuple(e, "iffi", &k, &u->a, &u->b, &mode)) { Py_DECREF(seq); return -1; }
+            if (k < 0 || k > BF_INIT_LAST || mode < BF_FAN_IN || mode > BF_FAN_AVG) {
+                Py_DECREF(seq);
+                PyErr_Format(PyExc_ValueError, "%s: unknown initializer kind %d / mode %d", L->name, k, mode);
+                return -1;
+            }
+            u->set = 1;
+            u->kind = (bf_init)k;
+            u->mode = (bf_fan_mode)mode;
+        }
+        Py_DECREF(seq);
+    }
+    /* regs: by role, None or (l1, l2); cons: by role, None or (kind, min_value, max_value, rate, axis_lo, axis_hi) */
+    PyObject *regs = PyDict_GetItemString(d, "regs");
+    if (regs && regs != Py_None) {
+        PyObject *seq = PySequence_Fast(regs, "regs must be a sequence");
+        if (!seq) return -1;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && i < BF_MAX_PARAMS; i++) {
+            PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
+            if (e != Py_None && !PyArg_ParseTuple(e, "ff", &L->reg[i][0], &L->reg[i][1])) { Py_DECREF(seq); return -1; }
+        }
+        Py_DECREF(seq);
+    }
+    PyObject *cons = PyDict_GetItemString(d, "cons");
+    if (cons && cons != Py_None) {
+        PyObject *seq = PySequence_Fast(cons, "cons must be a sequence");
+        if (!seq) return -1;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && i < BF_MAX_PARAMS; i++) {
+            PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
+            if (e == Py_None) continue;
+            bf_constraint *c = &L->cons[i];
+            int k;
+            if (!PyArg_ParseTuple(e, "ifffii", &k, &c->min_value, &c->max_value, &c->rate, &c->axis_lo, &c->axis_hi)) {
+                Py_DECREF(seq);
+                return -1;
+            }
+            if (k < 0 || k > BF_CON_LAST) {
+                Py_DECREF(seq);
+                PyErr_Format(PyExc_ValueError, "%s: unknown constraint kind %d", L->name, k);
+                return -1;
+            }
+            c->kind = (bf_constraint_kind)k;
+        }
+        Py_DECREF(seq);
+    }
     return 0;
 }
 

@@ -24,7 +24,8 @@ def _preload_openblas():
 _preload_openblas()
 
 from . import _core  # noqa: E402
-from . import activations, callbacks, layers, losses, metrics, optimizers, utils  # noqa: E402
+from . import activations, callbacks, constraints, initializers, layers, losses, metrics  # noqa: E402
+from . import optimizers, regularizers, utils  # noqa: E402
 from .budget import set_memory_limit  # noqa: E402
 from .devices import set_default_device  # noqa: E402
 from .diagnose import diagnose  # noqa: E402
@@ -37,7 +38,7 @@ from . import data, models, memory, saving, training  # noqa: E402  (loaded now:
 _core.set_module_dir(_os.path.dirname(_os.path.abspath(__file__)))
 
 __version__ = "0.1.0"
-__all__ = ["Input", "Sequential", "Model", "layers", "losses", "metrics", "optimizers", "activations", "callbacks",
-           "utils", "models", "data", "saving", "load_model", "set_memory_limit", "set_default_device", "diagnose",
-           "MemoryPlan", "BoundfitError",
+__all__ = ["Input", "Sequential", "Model", "layers", "initializers", "regularizers", "constraints", "losses", "metrics",
+           "optimizers", "activations", "callbacks", "utils", "models", "data", "saving", "load_model", "set_memory_limit",
+           "set_default_device", "diagnose", "MemoryPlan", "BoundfitError",
            "MemoryBudgetError", "DeviceError", "NonFiniteError", "DataError"]

@@ -207,9 +207,16 @@ def _is_sequence(x):
     return is_python_source(x)
 
 
+def _check_validation_steps(v):
+    if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0):
+        raise ValueError(f"validation_steps must be a positive int or None, got {v!r}")
+    return None if v is None else int(v)
+
+
 def adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, steps_per_epoch, shuffle, val_bs,
-                  sample_weight=None):
+                  sample_weight=None, validation_steps=None):
     batch_size = _check_batch_size(batch_size)
+    validation_steps = _check_validation_steps(validation_steps)
     if x is None:
         raise DataError("x is required")
     if _is_sequence(x):
@@ -235,14 +242,15 @@ def adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, st
                           sample_weight=sw, steps=steps_per_epoch)
         if validation_split:
             validation_data = ArrayData(x, y, val_bs or train.batch_size, n_train, x.shape[0],
-                                        what=("x (validation split)", "y (validation split)"), sample_weight=sw)
+                                        what=("x (validation split)", "y (validation split)"), sample_weight=sw,
+                                        steps=validation_steps)
     val = None
     if isinstance(validation_data, ArrayData):
         val = validation_data
     elif validation_data is not None:
         if _is_sequence(validation_data):
             from .sources import SequenceData
-            val = SequenceData(validation_data, None, val_bs, shuffle=False)
+            val = SequenceData(validation_data, validation_steps, val_bs, shuffle=False)
         else:
             if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
                 raise ValueError("validation_data must be a tuple (x_val, y_val) or a Sequence")
@@ -251,7 +259,7 @@ def adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, st
             if len(validation_data) == 3 and validation_data[2] is not None:
                 vsw = as_sample_weight(validation_data[2], vx.shape[0], "validation_data[2] (sample weights)")
             val = ArrayData(vx, vy, val_bs or train.batch_size, what=("validation_data[0]", "validation_data[1]"),
-                            sample_weight=vsw)
+                            sample_weight=vsw, steps=validation_steps)
     return train, val
 
 

@@ -7,17 +7,13 @@ read here are what Keras 3 writes, for every layer boundfit has."""
 import inspect
 import warnings
 
-from . import activations, layers as L, losses, optimizers, schedules
+from . import activations, constraints, initializers, layers as L, regularizers, losses, optimizers, schedules
 
 _DTYPE = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": None}
 
 
 def _obj(module, class_name, config):
     return {"module": module, "class_name": class_name, "config": config, "registered_name": None}
-
-
-def _init(name, seed=False):
-    return _obj("keras.initializers", name, {"seed": None} if seed else {})
 
 
 # ---- layers: boundfit -> Keras ----
@@ -28,16 +24,23 @@ def _act(layer):
 
 def _dense(l):
     return dict(units=l.units, activation=_act(l), use_bias=l.use_bias,
-                kernel_initializer=_init("GlorotUniform", True), bias_initializer=_init("Zeros"),
-                kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None, bias_constraint=None)
+                kernel_initializer=initializers.serialize(l.kernel_initializer),
+                bias_initializer=initializers.serialize(l.bias_initializer),
+                kernel_regularizer=regularizers.serialize(l.kernel_regularizer),
+                bias_regularizer=regularizers.serialize(l.bias_regularizer),
+                kernel_constraint=constraints.serialize(l.kernel_constraint),
+                bias_constraint=constraints.serialize(l.bias_constraint))
 
 
 def _conv(l):
     return dict(filters=l.filters, kernel_size=list(l.kernel_size), strides=list(l.strides), padding=l.padding,
                 data_format="channels_last", dilation_rate=[1, 1], groups=1, activation=_act(l), use_bias=l.use_bias,
-                kernel_initializer=_init("GlorotUniform", True), bias_initializer=_init("Zeros"),
-                kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
-                bias_constraint=None)
+                kernel_initializer=initializers.serialize(l.kernel_initializer),
+                bias_initializer=initializers.serialize(l.bias_initializer),
+                kernel_regularizer=regularizers.serialize(l.kernel_regularizer),
+                bias_regularizer=regularizers.serialize(l.bias_regularizer), activity_regularizer=None,
+                kernel_constraint=constraints.serialize(l.kernel_constraint),
+                bias_constraint=constraints.serialize(l.bias_constraint))
 
 
 def _pool(l):
@@ -46,9 +49,14 @@ def _pool(l):
 
 def _bn(l):
     return dict(axis=-1, momentum=l.momentum, epsilon=l.epsilon, center=l.center, scale=l.scale,
-                beta_initializer=_init("Zeros"), gamma_initializer=_init("Ones"),
-                moving_mean_initializer=_init("Zeros"), moving_variance_initializer=_init("Ones"),
-                beta_regularizer=None, gamma_regularizer=None, beta_constraint=None, gamma_constraint=None)
+                beta_initializer=initializers.serialize(l.beta_initializer),
+                gamma_initializer=initializers.serialize(l.gamma_initializer),
+                moving_mean_initializer=initializers.serialize(l.moving_mean_initializer),
+                moving_variance_initializer=initializers.serialize(l.moving_variance_initializer),
+                beta_regularizer=regularizers.serialize(l.beta_regularizer),
+                gamma_regularizer=regularizers.serialize(l.gamma_regularizer),
+                beta_constraint=constraints.serialize(l.beta_constraint),
+                gamma_constraint=constraints.serialize(l.gamma_constraint))
 
 
 _TO_KERAS = {
@@ -132,8 +140,6 @@ def compile_config(model):
 _IGNORABLE = {
     "trainable": {True}, "dtype": None, "sparse": {False}, "ragged": {False}, "optional": {False},
     "data_format": {"channels_last", None}, "dilation_rate": {(1, 1), 1}, "groups": {1},
-    "kernel_initializer": None, "bias_initializer": None, "beta_initializer": None, "gamma_initializer": None,
-    "moving_mean_initializer": None, "moving_variance_initializer": None,
     "kernel_regularizer": {None}, "bias_regularizer": {None}, "activity_regularizer": {None},
     "beta_regularizer": {None}, "gamma_regularizer": {None}, "kernel_constraint": {None}, "bias_constraint": {None},
     "beta_constraint": {None}, "gamma_constraint": {None}, "quantization_config": {None}, "lora_rank": {None},

@@ -4,7 +4,7 @@ layer on symbolic tensors (boundfit.Input) records a node of a graph and
 returns a symbolic tensor (functional.py); shapes are inferred here so a bad
 graph fails at the call, as in Keras."""
 
-from . import activations
+from . import activations, constraints, initializers, regularizers
 
 (DENSE, CONV2D, MAXPOOL, AVGPOOL, GAP, FLATTEN, RESHAPE, DROPOUT, BATCHNORM, ACTIVATION,
  ADD, SUBTRACT, MULTIPLY, AVERAGE, MAXIMUM, MINIMUM, CONCAT) = range(17)
@@ -27,6 +27,24 @@ def _padding(p):
     if p not in ("valid", "same"):
         raise ValueError(f"padding must be 'valid' or 'same', got {p!r}")
     return p
+
+
+def _weight_options(layer, kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
+                    bias_constraint):
+    """Dense / Conv2D: Keras regularizers and constraints (regularizers.py, constraints.py)."""
+    if activity_regularizer is not None:
+        raise ValueError(f"{type(layer).__name__}: activity_regularizer is not supported by boundfit")
+    layer.kernel_regularizer = regularizers.get(kernel_regularizer, "kernel_regularizer")
+    layer.bias_regularizer = regularizers.get(bias_regularizer, "bias_regularizer")
+    layer.activity_regularizer = None
+    layer.kernel_constraint = constraints.get(kernel_constraint, "kernel_constraint")
+    layer.bias_constraint = constraints.get(bias_constraint, "bias_constraint")
+
+
+def _weight_specs(layer, kernel_rank):
+    return dict(regs=regularizers._engine_specs(layer.kernel_regularizer, layer.bias_regularizer),
+                cons=constraints._engine_specs([(layer.kernel_constraint, kernel_rank, "kernel_constraint"),
+                                                (layer.bias_constraint, 1, "bias_constraint")]))
 
 
 class Layer:
@@ -160,8 +178,14 @@ def Input(shape=None, batch_size=None, dtype=None, name=None, **kwargs):
 class Dense(Layer):
     _base = "dense"
 
-    def __init__(self, units, activation=None, use_bias=True, **kwargs):
+    def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
+        _weight_options(self, kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
+                        bias_constraint)
+        self.kernel_initializer = initializers.get(kernel_initializer, "kernel_initializer")
+        self.bias_initializer = initializers.get(bias_initializer, "bias_initializer")
         if not isinstance(units, int) or units <= 0:
             raise ValueError(f"Dense: units must be a positive int, got {units!r}")
         self.units, self.use_bias = units, bool(use_bias)
@@ -173,15 +197,23 @@ class Dense(Layer):
         return tuple(shape[:-1]) + (self.units,)
 
     def spec(self):
-        return dict(kind=DENSE, name=self.name, units=self.units, use_bias=int(self.use_bias), act=self.activation)
+        return dict(kind=DENSE, name=self.name, units=self.units, use_bias=int(self.use_bias), act=self.activation,
+                    inits=initializers._engine_specs(self.kernel_initializer, self.bias_initializer),
+                    **_weight_specs(self, 2))
 
 
 class Conv2D(Layer):
     _base = "conv2d"
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", activation=None, use_bias=True,
-                 data_format=None, **kwargs):
+                 data_format=None, kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                 bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
+        _weight_options(self, kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
+                        bias_constraint)
+        self.kernel_initializer = initializers.get(kernel_initializer, "kernel_initializer")
+        self.bias_initializer = initializers.get(bias_initializer, "bias_initializer")
         if data_format not in (None, "channels_last"):
             raise ValueError("Conv2D: only data_format='channels_last' is supported")
         if not isinstance(filters, int) or filters <= 0:
@@ -208,7 +240,9 @@ class Conv2D(Layer):
     def spec(self):
         return dict(kind=CONV2D, name=self.name, filters=self.filters, kh=self.kernel_size[0], kw=self.kernel_size[1],
                     sh=self.strides[0], sw=self.strides[1], same=int(self.padding == "same"), act=self.activation,
-                    use_bias=int(self.use_bias))
+                    use_bias=int(self.use_bias),
+                    inits=initializers._engine_specs(self.kernel_initializer, self.bias_initializer),
+                    **_weight_specs(self, 4))
 
 
 class _Pool(Layer):
@@ -316,8 +350,18 @@ class Dropout(Layer):
 class BatchNormalization(Layer):
     _base = "batch_normalization"
 
-    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True, **kwargs):
+    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
+                 gamma_initializer="ones", moving_mean_initializer="zeros", moving_variance_initializer="ones",
+                 beta_regularizer=None, gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
         super().__init__(**kwargs)
+        self.beta_regularizer = regularizers.get(beta_regularizer, "beta_regularizer")
+        self.gamma_regularizer = regularizers.get(gamma_regularizer, "gamma_regularizer")
+        self.beta_constraint = constraints.get(beta_constraint, "beta_constraint")
+        self.gamma_constraint = constraints.get(gamma_constraint, "gamma_constraint")
+        self.beta_initializer = initializers.get(beta_initializer, "beta_initializer")
+        self.gamma_initializer = initializers.get(gamma_initializer, "gamma_initializer")
+        self.moving_mean_initializer = initializers.get(moving_mean_initializer, "moving_mean_initializer")
+        self.moving_variance_initializer = initializers.get(moving_variance_initializer, "moving_variance_initializer")
         if axis not in (-1,):
             raise ValueError("BatchNormalization: only axis=-1 (channels last) is supported")
         self.momentum, self.epsilon, self.center, self.scale = float(momentum), float(epsilon), bool(center), bool(scale)
@@ -326,7 +370,12 @@ class BatchNormalization(Layer):
 
     def spec(self):
         return dict(kind=BATCHNORM, name=self.name, momentum=self.momentum, eps=self.epsilon, center=int(self.center),
-                    scale=int(self.scale))
+                    scale=int(self.scale),
+                    inits=initializers._engine_specs(self.gamma_initializer, self.beta_initializer,
+                                                     self.moving_mean_initializer, self.moving_variance_initializer),
+                    regs=regularizers._engine_specs(self.gamma_regularizer, self.beta_regularizer),
+                    cons=constraints._engine_specs([(self.gamma_constraint, 1, "gamma_constraint"),
+                                                    (self.beta_constraint, 1, "beta_constraint")]))
 
 
 class Activation(Layer):

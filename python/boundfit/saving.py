@@ -29,6 +29,10 @@ def _keras_file_model(model):
 
 
 def _layer_config(layer):
+    """A layer Keras's configs cover is stored as its Keras config (initializers,
+    regularizers, constraints included); merge layers by their few attributes."""
+    if type(layer) in keras_config._TO_KERAS:
+        return {"class_name": type(layer).__name__, "config": keras_config.layer_config(layer), "keras": True}
     d = {k: v for k, v in vars(layer).items() if not k.startswith("_") and k != "input_shape_arg"}
     if "activation" in d:
         d["activation"] = name_of(d["activation"])
@@ -125,7 +129,8 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
 
 def _load_graph(meta):
     from .models import Model
-    made = [_make(getattr(L, e["class_name"]), dict(e["config"])) for e in meta["layers"]]
+    made = [keras_config.layer_from_config(e) if e.get("keras") else _make(getattr(L, e["class_name"]), dict(e["config"]))
+            for e in meta["layers"]]
     ins = [L.Input(shape=tuple(i["shape"]), name=i["name"]) for i in meta["inputs"]]
     tensors = list(ins)
     for n in meta["nodes"]:

@@ -168,8 +168,9 @@ def _resolve_device(model, device):
 def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
         validation_data=None, shuffle=True, initial_epoch=0, steps_per_epoch=None, micro_batch=None,
         memory_limit=None, device=None, class_weight=None, sample_weight=None, validation_batch_size=None,
-        validation_freq=1):
+        validation_freq=1, validation_steps=None):
     model._require_compiled("fit")
+    _check_validation_freq(validation_freq)
     if class_weight is not None and sample_weight is not None:
         raise ValueError("You cannot `class_weight` and `sample_weight` at the same time.")
     _check_weights_for_outputs(model, sample_weight, class_weight)
@@ -182,7 +183,8 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     device = _resolve_device(model, device)
     x, y, validation_data = _prepare(model, x, y, validation_data)
     train, val = data_mod.adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, steps_per_epoch,
-                                        shuffle, validation_batch_size, sample_weight=sample_weight)
+                                        shuffle, validation_batch_size, sample_weight=sample_weight,
+                                        validation_steps=validation_steps)
     train.class_weight = cw_table
     model._require_built(train.sample_x())
     train.check(model)
@@ -255,7 +257,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
             logs = _logs(tot, run, model)
             if nan_stop is not None and nan_stop.terminated_batch is not None:
                 logs["loss"] = float("nan")
-            elif vrun is not None and (epoch + 1) % validation_freq == 0:
+            elif vrun is not None and _should_validate(epoch, validation_freq):
                 vt = _totals()
                 _validate(model, cbs, val, vrun, vt)
                 logs.update(_logs(vt, vrun, model, "val_"))
@@ -275,6 +277,18 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     model.history = history
     model._last_plan = plan
     return history
+
+
+def _check_validation_freq(freq):
+    ok = (isinstance(freq, int) and not isinstance(freq, bool) and freq > 0) or (
+        isinstance(freq, (list, tuple)) and all(isinstance(e, int) and not isinstance(e, bool) for e in freq))
+    if not ok:
+        raise ValueError(f"validation_freq must be a positive int or a list of epochs (1-based), got {freq!r}")
+
+
+def _should_validate(epoch, freq):
+    """Keras: validate after epoch e (1-based) when e % freq == 0, or e is in the list."""
+    return (epoch + 1) % freq == 0 if isinstance(freq, int) else (epoch + 1) in freq
 
 
 def _validate(model, cbs, val, vrun, vt):

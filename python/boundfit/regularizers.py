@@ -1,0 +1,121 @@
+"""Keras 3 weight regularizers (`keras.regularizers`): L1, L2, L1L2 and their
+names. The engine adds the penalty l1*sum|w| + l2*sum w^2 of every
+regularized weight to the loss it reports (as Keras adds the layers' losses
+to the batch loss) and its gradient to the weight's gradient
+(csrc/cpu/regularize.c, csrc/cuda/regularize.cu)."""
+
+import math
+
+
+def _factor(cls, arg, v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise ValueError(f"{cls}: {arg} must be a finite number >= 0, got {v!r}")
+    return float(v)
+
+
+class Regularizer:
+    def _engine(self):
+        """(l1, l2) for the engine."""
+        raise NotImplementedError
+
+    def get_config(self):
+        return {}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def __call__(self, x):
+        import numpy as np
+        x = np.asarray(x, dtype=np.float64)
+        l1, l2 = self._engine()
+        return l1 * np.abs(x).sum() + l2 * np.square(x).sum()
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.get_config() == other.get_config()
+
+    def __hash__(self):
+        return hash((type(self).__name__, tuple(sorted(self.get_config().items()))))
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
+        return f"{type(self).__name__}({args})"
+
+
+class L1(Regularizer):
+    def __init__(self, l1=0.01):
+        self.l1 = _factor("L1", "l1", 0.01 if l1 is None else l1)
+
+    def get_config(self):
+        return {"l1": self.l1}
+
+    def _engine(self):
+        return (self.l1, 0.0)
+
+
+class L2(Regularizer):
+    def __init__(self, l2=0.01):
+        self.l2 = _factor("L2", "l2", 0.01 if l2 is None else l2)
+
+    def get_config(self):
+        return {"l2": self.l2}
+
+    def _engine(self):
+        return (0.0, self.l2)
+
+
+class L1L2(Regularizer):
+    """Keras 3's L1L2: both factors default to 0."""
+
+    def __init__(self, l1=0.0, l2=0.0):
+        self.l1 = _factor("L1L2", "l1", 0.0 if l1 is None else l1)
+        self.l2 = _factor("L1L2", "l2", 0.0 if l2 is None else l2)
+
+    def get_config(self):
+        return {"l1": self.l1, "l2": self.l2}
+
+    def _engine(self):
+        return (self.l1, self.l2)
+
+
+l1, l2, l1_l2 = L1, L2, L1L2
+_CLASSES = {"L1": L1, "L2": L2, "L1L2": L1L2}
+
+
+def serialize(regularizer):
+    if regularizer is None:
+        return None
+    return {"module": "keras.regularizers", "class_name": type(regularizer).__name__,
+            "config": regularizer.get_config(), "registered_name": None}
+
+
+def get(identifier, arg="regularizer"):
+    """None, a regularizer object, a Keras config dict, or the names 'l1', 'l2'
+    (factor 0.01 as Keras) and 'l1_l2' (0.01 each, Keras 2's l1_l2 defaults;
+    Keras 3 has no such name)."""
+    if identifier is None or isinstance(identifier, Regularizer):
+        return identifier
+    if isinstance(identifier, type) and issubclass(identifier, Regularizer):
+        return identifier()
+    if isinstance(identifier, dict):
+        cls = _CLASSES.get(identifier.get("class_name"))
+        if cls is None:
+            raise ValueError(f"{arg}: unknown regularizer {identifier.get('class_name')!r}; known: {sorted(_CLASSES)}")
+        try:
+            return cls(**(identifier.get("config") or {}))
+        except TypeError as e:
+            raise ValueError(f"{arg}: {e}") from None
+    if isinstance(identifier, str):
+        name = identifier.lower()
+        if name == "l1":
+            return L1()
+        if name == "l2":
+            return L2()
+        if name == "l1_l2" or name == "l1l2":
+            return L1L2(l1=0.01, l2=0.01)
+        raise ValueError(f"{arg}: unknown regularizer {identifier!r}; known names: 'l1', 'l2', 'l1_l2'")
+    raise ValueError(f"{arg}: expected a regularizer name or object, got {identifier!r}")
+
+
+def _engine_specs(*regs):
+    return [None if r is None else r._engine() for r in regs]
