@@ -412,7 +412,11 @@ static bf_status backward(bf_run *r, int rows) {
             int j = 0;
             float *gamma = L->scale ? param(r, L, j) : NULL, *dgamma = L->scale ? grad(r, L, j++) : NULL;
             float *dbeta = L->center ? grad(r, L, j) : NULL;
-            BF_TRY(be->batchnorm_backward(be, din, dgamma, dbeta, dout, in, st, st + C, gamma, rows_in / C, C));
+            if (L->frozen) { /* inference mode (forward): the affine map's backward */
+                if (din) BF_TRY(be->batchnorm_backward_frozen(be, din, dout, st + C, gamma, rows_in / C, C));
+            } else {
+                BF_TRY(be->batchnorm_backward(be, din, dgamma, dbeta, dout, in, st, st + C, gamma, rows_in / C, C));
+            }
             break;
         }
         case BF_L_ACTIVATION:
