@@ -1,6 +1,7 @@
 /* gather.c - row gather with dtype conversion (see gather.h).
  * Fast path: a C-contiguous float32 row is one memcpy. Otherwise each row is
- * walked with its strides, converting element by element. */
+ * walked with its strides, converting element by element. Packed rows are
+ * filled source by source (each one's rows into its columns). */
 #include "gather.h"
 
 #include <string.h>
@@ -60,8 +61,8 @@ static void walk(float **out, const char *p, const bf_src *s, int d) {
     for (int64_t i = 0; i < s->shape[d]; i++) walk(out, p + i * s->strides[d], s, d + 1);
 }
 
-// dst (n, row_elems) = float(src[idx[0..n)])
-bf_status bf_gather_rows(float *dst, const bf_src *src, const int64_t *idx, long n) {
+// dst (n, ld) columns [0, row_elems) = float(src[idx[0..n)])
+bf_status bf_gather_rows(float *dst, long ld, const bf_src *src, const int64_t *idx, long n) {
     int contiguous = src->dtype == BF_DT_F32;
     int64_t expect = itemsize(src->dtype);
     for (int d = src->ndim - 1; d >= 1; d--) {
@@ -74,9 +75,22 @@ bf_status bf_gather_rows(float *dst, const bf_src *src, const int64_t *idx, long
             return BF_FAIL(BF_ERR_INTERNAL, "row %lld out of range [0, %lld)", (long long)r,
                            (long long)src->shape[0]);
         const char *p = src->data + r * src->strides[0];
-        float *o = dst + (size_t)k * src->row_elems;
+        float *o = dst + (size_t)k * (size_t)ld;
         if (contiguous) memcpy(o, p, (size_t)src->row_elems * 4);
         else walk(&o, p, src, 1);
     }
     return BF_OK;
+}
+
+// dst (n, s->row) = the sources' rows idx[0..n) side by side
+bf_status bf_gather_packed(float *dst, const bf_srcs *s, const int64_t *idx, long n) {
+    for (int k = 0; k < s->n; k++) BF_TRY(bf_gather_rows(dst + s->off[k], s->row, &s->src[k], idx, n));
+    return BF_OK;
+}
+
+int64_t bf_srcs_rows(const bf_srcs *s) {
+    int64_t n = s->n ? s->src[0].shape[0] : 0;
+    for (int k = 1; k < s->n; k++)
+        if (s->src[k].shape[0] < n) n = s->src[k].shape[0];
+    return n;
 }
