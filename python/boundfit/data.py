@@ -246,9 +246,10 @@ class ArrayData:
             chunks(lambda first, n: run.evaluate(x, y, None, self.num_rows, self.batch_size, first, n, sw),
                    self.steps_per_epoch, on_chunk)
 
-    def run_predict(self, run, out_shape, on_step, chunks, view=None):
+    def run_predict(self, run, out_shape, on_step, chunks, view=None, sizes=None):
         """view(out, start, rows): what on_step gets of a chunk's rows (several
-        outputs: each output's rows out of its block); None: out[start:start+rows]."""
+        outputs: each output's rows out of its block); None: out[start:start+rows].
+        (sizes: the outputs' values per sample, which the engine's layout already follows here.)"""
         x, _ = self._views()
         out = np.empty((self.num_rows,) + tuple(out_shape), dtype=np.float32)
         b = self.batch_size

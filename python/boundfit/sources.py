@@ -197,7 +197,10 @@ class SequenceData:
             with engine_batch(k):
                 on_chunk(k + 1, run.evaluate(xb.view(0, n), yb.view(0, n), None, n, n, 0, 1, swb))
 
-    def run_predict(self, run, out_shape, on_step, chunks, view=None):
+    def run_predict(self, run, out_shape, on_step, chunks, view=None, sizes=None):
+        """The batches' predictions in the engine's layout: with several outputs
+        (sizes: each one's values per sample) output k is one (n, its size)
+        block after the blocks before it, so each batch's blocks are joined."""
         outs = []
         for k, xb, *_ in self._batches():
             o = np.empty((xb.rows,) + tuple(out_shape), dtype=np.float32)
@@ -205,7 +208,18 @@ class SequenceData:
             run.predict(xb.view(0, xb.rows), o, 0, xb.rows, 0)
             outs.append(o)
             on_step(k + 1, view(o, 0, o.shape[0]) if view is not None else o)
-        return np.concatenate(outs) if outs else np.empty((0,) + tuple(out_shape), np.float32)
+        if not outs:
+            return np.empty((0,) + tuple(out_shape), np.float32)
+        if not sizes or len(sizes) == 1:
+            return np.concatenate(outs)
+        n, off = sum(o.shape[0] for o in outs), 0
+        out = np.empty((n,) + tuple(out_shape), np.float32)
+        flat = out.reshape(-1)
+        for size in sizes:
+            flat[n * off:n * (off + size)] = np.concatenate([o.reshape(-1)[len(o) * off:len(o) * (off + size)]
+                                                             for o in outs])
+            off += size
+        return out
 
     def on_epoch_end(self):
         if hasattr(self.src, "on_epoch_end"):

@@ -381,7 +381,7 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
         cbs.on_predict_begin()
         out = src.run_predict(run, shapes[0] if len(shapes) == 1 else (sum(sizes),), on_step,
                               _Stepper(model, cbs.per_batch("predict"), lambda s: cbs.on_predict_batch_begin(s)),
-                              view)
+                              view, sizes)
     finally:
         model.stop_training = stop
         run.close()
