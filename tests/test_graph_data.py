@@ -116,6 +116,25 @@ def test_lists_dicts_tuples_and_memmaps_of_any_dtype_train_as_one_packed_float32
             np.testing.assert_array_equal(a, b, err_msg=name)
 
 
+def test_the_emu_device_and_micro_batches_gather_several_sources_as_the_cpu_does(tmp_path):
+    w0 = two_by_two(bf).get_weights()
+    mm = memmaps(tmp_path)
+    x, y = {"image": mm["img"], "table": mm["tab"]}, {"cls": mm["yc"], "reg": mm["yr"]}
+    m = fresh(w0)
+    bf.utils.set_random_seed(7)       # the same shuffled order in each fit
+    m.fit(x, y, batch_size=16, epochs=2, verbose=0, validation_data=(x, y))
+    ref = m.get_weights()
+    for kw in (dict(device="emu"), dict(micro_batch=5)):
+        m = fresh(w0)
+        bf.utils.set_random_seed(7)
+        m.fit(x, y, batch_size=16, epochs=2, verbose=0, validation_data=(x, y), **kw)
+        for a, b in zip(m.get_weights(), ref):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    p = m.predict(x, batch_size=7, device="emu", verbose=0)
+    for a, b in zip(p, m.predict([IMG.astype(np.float32), TAB.astype(np.float32)], batch_size=40, verbose=0)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
 def test_sequences_and_generators_yielding_tuples_or_dicts_train_as_arrays_do():
     w0 = two_by_two(bf).get_weights()
     m = fresh(w0)

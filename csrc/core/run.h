@@ -39,7 +39,7 @@ void bf_run_metric_results(const bf_run *r, double *out /* (m->nmetrics) */);
  * full-batch one. The update is applied only when loss and gradients are finite.
  * x holds one array per model input and y one per output (labels), gathered
  * side by side into the packed batch rows (offsets are set here; one array
- * of the whole packed row is taken too); n.off / row need not be filled. */
+ * of the whole packed row is taken too); callers fill n and src[] only. */
 bf_status bf_run_train(bf_run *r, const bf_srcs *x, const bf_srcs *y, const int64_t *order, long n,
                        long batch, long first_step, long nsteps, bf_totals *tot);
 bf_status bf_run_evaluate(bf_run *r, const bf_srcs *x, const bf_srcs *y, const int64_t *order,
