@@ -146,3 +146,30 @@ def test_plan_with_a_frozen_batchnorm_equals_the_arenas_and_does_not_hold_its_in
     m2.compile("adam", "sparse_categorical_crossentropy")
     act = lambda p: next(e.bytes for e in p.breakdown if e.category == "activations")
     assert act(plan) <= act(m2.estimate_memory(batch_size=8))
+
+
+def test_a_keras_file_with_a_frozen_batchnorm_fine_tunes_here_as_in_keras_and_saves_back(tmp_path):
+    """Keras 3 writes a base with a frozen BatchNormalization; boundfit opens it,
+    fine-tunes the layers around it to Keras's weights, and its own file opens in
+    Keras with the layer still frozen."""
+    keras = keras_ref.load()
+    L = keras.layers
+    k = keras.Sequential([keras.Input((5,)), L.Dense(4, activation="tanh", name="d1"), L.BatchNormalization(name="bn"),
+                          L.Dense(3, activation="softmax", name="d2")])
+    k.get_layer("bn").set_weights([np.array(w, np.float32) for w in
+                                   ([1.5, 0.5, 2.0, 0.8], [0.1, -0.2, 0.3, 0.0], [0.2, -0.1, 0.05, 0.3], [0.5, 2.0, 1.2, 0.1])])
+    k.get_layer("bn").trainable = False
+    k.compile(keras.optimizers.SGD(0.1), "sparse_categorical_crossentropy")
+    k.save(tmp_path / "k.keras")
+    m = bf.models.load_model(tmp_path / "k.keras")
+    assert m.get_layer("bn").trainable is False
+    r = np.random.default_rng(9)
+    x, y = r.standard_normal((32, 5)).astype(np.float32), r.integers(0, 3, 32)
+    k.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    m.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    for a, b in zip(m.get_weights(), k.get_weights()):
+        np.testing.assert_allclose(a, np.asarray(b), rtol=1e-5, atol=1e-6)
+    m.save(tmp_path / "m.keras")
+    k2 = keras.saving.load_model(tmp_path / "m.keras")
+    assert k2.get_layer("bn").trainable is False
+    np.testing.assert_allclose(np.asarray(k2.predict(x, verbose=0)), m.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
