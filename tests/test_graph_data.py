@@ -116,6 +116,22 @@ def test_lists_dicts_tuples_and_memmaps_of_any_dtype_train_as_one_packed_float32
             np.testing.assert_array_equal(a, b, err_msg=name)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int8, np.int16, np.int32, np.int64,
+                                   np.uint8, np.uint16, np.uint32, np.uint64, np.bool_])
+def test_every_dtype_and_layout_is_gathered_exactly_into_its_columns(dtype):
+    """A model whose output is its packed row (Concatenate of the flattened
+    inputs): the prediction is each array converted to float32, side by side."""
+    r = np.random.default_rng(3)
+    a = (r.integers(0, 2, (20, 3, 4, 2)) if dtype == np.bool_ else r.integers(-9, 100, (20, 3, 4, 2))).astype(dtype)
+    b = r.standard_normal((20, 6))
+    i, t = bf.Input((3, 4, 2), name="a"), bf.Input((3,), name="b")
+    m = bf.Model([i, t], bf.layers.Concatenate()([bf.layers.Flatten()(i), t]))
+    want = np.concatenate([a.reshape(20, -1).astype(np.float32), b[:, ::2].astype(np.float32)], axis=1)
+    for layout in (a, np.asfortranarray(a), np.repeat(a, 2, axis=3)[:, :, :, ::2], a[::-1][::-1]):
+        got = m.predict({"a": layout, "b": b[:, ::2]}, batch_size=7, verbose=0)
+        np.testing.assert_array_equal(got, want)
+
+
 def test_the_emu_device_and_micro_batches_gather_several_sources_as_the_cpu_does(tmp_path):
     w0 = two_by_two(bf).get_weights()
     mm = memmaps(tmp_path)
