@@ -100,8 +100,8 @@ class SequenceData:
                             f"and shape {swb.shape} for {n} samples", batch_index=i)
         if any(a.shape[0] == 0 for a in xb.arrays):
             raise DataError(f"batch {i}: x is empty", batch_index=i)
+        from .data import same_rows
         try:
-            from .data import same_rows
             same_rows(xb, yb)
         except DataError as e:
             raise DataError(f"batch {i}: {e}", batch_index=i) from None
@@ -110,6 +110,9 @@ class SequenceData:
             if (swb is None) != (fsw is None):
                 raise DataError(f"batch {i}: sample_weight {'missing' if swb is None else 'present'}, "
                                 f"unlike the first batch", batch_index=i)
+            if len(xb.arrays) != len(fx.arrays):
+                raise DataError(f"batch {i}: x has {len(xb.arrays)} arrays, the first batch had {len(fx.arrays)}",
+                                batch_index=i)
             for a, f, lab in zip(xb.arrays, fx.arrays, xb.labels):
                 if a.shape[1:] != f.shape[1:] or a.dtype.kind != f.dtype.kind:
                     raise DataError(f"batch {i}: {lab} has per-sample shape {a.shape[1:]} and dtype {a.dtype}, "
