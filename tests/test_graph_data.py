@@ -238,6 +238,10 @@ class BadBatches(Batches):
             del y["reg"]
         if i == 1 and self.mode == "length":
             x["image"] = x["image"][:4]
+        if i == 1 and self.mode == "label shape":
+            y["reg"] = y["reg"][:, :1]
+        if i == 1 and self.mode == "no y":
+            return (x,)
         return x, y
 
 
@@ -245,6 +249,8 @@ class BadBatches(Batches):
     ("shape", r"batch 1: x\['table'\] has per-sample shape \(3,\) and dtype float64, the first batch had \(5,\)"),
     ("missing", r"batch 1: y: no array for output \['reg'\]"),
     ("length", r"batch 1: x\['image'\] has 4 samples, x\['table'\] has 16"),
+    ("label shape", r"batch 1: y\['reg'\] has per-sample shape \(1,\), the first batch had \(2,\)"),
+    ("no y", "batch 1: y missing, unlike the first batch"),
 ])
 def test_a_bad_batch_of_a_multi_input_sequence_is_named_and_the_earlier_steps_kept(mode, match):
     m = fresh()
@@ -268,9 +274,30 @@ def test_the_engine_takes_one_array_per_input_or_one_packed_array_and_refuses_ot
             run.train(xs, (YC[:8], YC[:8]), None, 8, 8, 0, 1)
         with pytest.raises(bf.DataError, match="at least 8 rows"):
             run.train((xs[0], TAB[:4]), (YC[:8], YR[:8]), None, 8, 8, 0, 1)
+        with pytest.raises(TypeError, match=r"x\[1\] must be a NumPy array, got list"):
+            run.train((xs[0], TAB[:8].tolist()), (YC[:8], YR[:8]), None, 8, 8, 0, 1)
+        with pytest.raises(ValueError, match="x: between 1 and 8 arrays, got 9"):
+            run.train((xs[0],) * 9, (YC[:8], YR[:8]), None, 8, 8, 0, 1)
         run.train(xs, (YC[:8], YR[:8]), None, 8, 8, 0, 1)   # a flat image is the same row
     finally:
         run.close()
+
+
+def test_a_dict_batch_for_a_subclassed_model_not_traced_yet_is_refused_with_the_reason():
+    class Two(bf.Model):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = bf.layers.Dense(2), bf.layers.Dense(2)
+
+        def call(self, inputs, training=None):
+            return self.a(inputs[0]) + self.b(inputs[1])
+
+    m = Two()
+    m.compile("sgd", "mse")
+    with pytest.raises(bf.DataError, match="batch 0: x: a dict of arrays needs a built model"):
+        m.fit(iter([({"p": TAB, "q": TAB}, YR)]), verbose=0)
+    h = m.fit(iter([((TAB, TAB[:, :3]), YR)] * 2), verbose=0)   # a tuple: one array per input of call()
+    assert np.isfinite(h.history["loss"][0])
 
 
 FRESH_PROCESS = """
