@@ -313,20 +313,6 @@ def test_graph_on_the_emu_device_and_micro_batches_give_the_same_updates():
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
-def test_gradient_through_a_frozen_batchnorm_is_refused_with_the_reason():
-    inp = bf.Input((4,))
-    bn = layers.BatchNormalization()
-    out = layers.Dense(2)(bn(layers.Dense(4)(inp)))
-    m = bf.Model(inp, out)
-    bn.trainable = False
-    m.compile("sgd", "mse")
-    before = m.get_weights()
-    with pytest.raises(ValueError, match="frozen.*gradients through it"):
-        m.fit(np.ones((8, 4), np.float32), np.ones((8, 2), np.float32), verbose=0)
-    for a, b in zip(m.get_weights(), before):
-        np.testing.assert_array_equal(a, b)
-
-
 def test_wrong_loss_list_and_label_shapes_of_a_two_output_model_raise():
     inp = bf.Input((3,))
     m = bf.Model(inp, [layers.Dense(2, name="p")(inp), layers.Dense(1, name="q")(inp)])

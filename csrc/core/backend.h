@@ -254,6 +254,12 @@ typedef struct bf_backend {
                         long cols);
 
     void *impl; /* backend-private state (cuBLAS / cuDNN handles, streams) */
+
+    /* dinp (N,C) = dout (N,C) * gamma * invstd (C; gamma NULL: 1): backward of
+     * a frozen BatchNormalization, which runs in inference mode (Keras);
+     * dinp may alias dout */
+    bf_status (*batchnorm_backward_frozen)(struct bf_backend *be, float *dinp, const float *dout,
+                                           const float *invstd, const float *gamma, long N, int C);
 } bf_backend;
 
 /* The CPU backend (always present). */

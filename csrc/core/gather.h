@@ -1,6 +1,8 @@
-/* gather.h - batch assembly: rows of a strided source array of any real dtype,
+/* gather.h - batch assembly: rows of strided source arrays of any real dtype,
  * picked by an index list, converted to float32 into an arena batch buffer.
- * The source is the user's array (or memmap) used in place: no full copy. */
+ * The sources are the user's arrays (or memmaps) used in place: no full copy.
+ * Several sources (one per model input, or per output's labels) are gathered
+ * side by side into the packed rows of one batch buffer. */
 #ifndef BF_GATHER_H
 #define BF_GATHER_H
 
@@ -24,7 +26,22 @@ typedef struct {
     int64_t row_elems;              /* product of shape[1:] */
 } bf_src;
 
-// dst (n, row_elems) = float(src[idx[0..n)])
-bf_status bf_gather_rows(float *dst, const bf_src *src, const int64_t *idx, long n);
+#define BF_SRCS_MAX 8
+
+/* sources side by side: source k fills columns [off[k], off[k] + its
+ * row_elems) of packed rows of `row` floats */
+typedef struct {
+    int n;
+    bf_src src[BF_SRCS_MAX];
+    long off[BF_SRCS_MAX];
+    long row;
+} bf_srcs;
+
+// dst (n, ld) columns [0, row_elems) = float(src[idx[0..n)])
+bf_status bf_gather_rows(float *dst, long ld, const bf_src *src, const int64_t *idx, long n);
+// dst (n, s->row) = the sources' rows idx[0..n) side by side
+bf_status bf_gather_packed(float *dst, const bf_srcs *s, const int64_t *idx, long n);
+/* rows every source holds (the smallest first dimension) */
+int64_t bf_srcs_rows(const bf_srcs *s);
 
 #endif

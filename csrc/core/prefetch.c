@@ -37,7 +37,7 @@ int bf_jobs_next(bf_jobs *it, long *start, long *rows, long *step, long *step_ro
  * else the label rounded half to even) */
 static bf_status gather_weights(bf_run *r, int k, long done, long c, const int64_t *idx, int64_t y_row) {
     float *w = r->hw[k] + done;
-    if (r->sw_src) BF_TRY(bf_gather_rows(w, r->sw_src, idx, c));
+    if (r->sw_src) BF_TRY(bf_gather_rows(w, 1, r->sw_src, idx, c));
     else for (long j = 0; j < c; j++) w[j] = 1.0f;
     if (!r->cw) return BF_OK;
     for (long j = 0; j < c; j++) {
@@ -55,16 +55,16 @@ static bf_status gather_weights(bf_run *r, int k, long done, long c, const int64
     return BF_OK;
 }
 
-/* rows order[start .. start+n) (or base+start ..) of x and y into host slot k */
+/* rows order[start .. start+n) (or base+start ..) of x's and y's sources into host slot k */
 static bf_status gather(bf_prefetch *p, int k, long start, long n) {
     int64_t idx[512];
     bf_run *r = p->r;
     for (long done = 0; done < n;) {
         long c = n - done < 512 ? n - done : 512;
         for (long j = 0; j < c; j++) idx[j] = p->order ? p->order[start + done + j] : p->base + start + done + j;
-        BF_TRY(bf_gather_rows(r->hx[k] + done * p->x->row_elems, p->x, idx, c));
-        if (p->y) BF_TRY(bf_gather_rows(r->hy[k] + done * p->y->row_elems, p->y, idx, c));
-        if (p->y && r->weighted) BF_TRY(gather_weights(r, k, done, c, idx, p->y->row_elems));
+        BF_TRY(bf_gather_packed(r->hx[k] + done * p->x->row, p->x, idx, c));
+        if (p->y) BF_TRY(bf_gather_packed(r->hy[k] + done * p->y->row, p->y, idx, c));
+        if (p->y && r->weighted) BF_TRY(gather_weights(r, k, done, c, idx, p->y->row));
         done += c;
     }
     return BF_OK;
@@ -95,7 +95,7 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-bf_status bf_prefetch_start(bf_prefetch *p, bf_run *r, const bf_src *x, const bf_src *y, const int64_t *order,
+bf_status bf_prefetch_start(bf_prefetch *p, bf_run *r, const bf_srcs *x, const bf_srcs *y, const int64_t *order,
                             long base, const bf_jobs *jobs) {
     memset(p, 0, sizeof *p);
     p->r = r;

@@ -1,6 +1,6 @@
 /* prefetch.h - batch assembly ahead of the step loop. A worker thread gathers
  * the rows of micro-batch j+1 (shuffled order, dtype conversion, memmap page
- * faults) into host batch slot (j+1) % depth while the step loop computes on
+ * faults; each model input's and output's own arrays side by side) into host batch slot (j+1) % depth while the step loop computes on
  * slot j % depth. The slots are the run's planned batch buffers; the thread
  * allocates nothing but its fixed, stated stack. */
 #ifndef BF_PREFETCH_H
@@ -26,7 +26,7 @@ int bf_jobs_next(bf_jobs *it, long *start, long *rows, long *step, long *step_ro
 
 typedef struct {
     bf_run *r;
-    const bf_src *x, *y;
+    const bf_srcs *x, *y; /* y NULL: predict */
     const int64_t *order;
     long base;            /* row offset added when order is NULL */
     long slot_base;       /* slots continue alternating across calls (r->job_seq) */
@@ -41,7 +41,7 @@ typedef struct {
     double wait_seconds;  /* time the step loop spent waiting for data */
 } bf_prefetch;
 
-bf_status bf_prefetch_start(bf_prefetch *p, bf_run *r, const bf_src *x, const bf_src *y, const int64_t *order,
+bf_status bf_prefetch_start(bf_prefetch *p, bf_run *r, const bf_srcs *x, const bf_srcs *y, const int64_t *order,
                             long base, const bf_jobs *jobs);
 /* wait until job j's rows are in a host slot; *slot receives its index.
  * The worker refills a slot only after its job is released. */

@@ -24,9 +24,10 @@ static int is_view(const bf_run *r, int i) {
     return 0;
 }
 
+/* backward reads the input (a frozen BatchNormalization's does not) */
 static int needs_in(const bf_layer *L) {
     return L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D || L->kind == BF_L_MAXPOOL ||
-           L->kind == BF_L_BATCHNORM || L->kind == BF_L_MULTIPLY || L->kind == BF_L_MAXIMUM ||
+           (L->kind == BF_L_BATCHNORM && !L->frozen) || L->kind == BF_L_MULTIPLY || L->kind == BF_L_MAXIMUM ||
            L->kind == BF_L_MINIMUM;
 }
 
@@ -126,7 +127,9 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         case BF_L_CONV2D: ok = be->conv2d_forward && be->conv2d_backward && be->conv2d_workspace_bytes; break;
         case BF_L_MAXPOOL: ok = be->maxpool_forward && be->maxpool_backward; break;
         case BF_L_AVGPOOL: case BF_L_GAP: ok = be->avgpool_forward && be->avgpool_backward; break;
-        case BF_L_BATCHNORM: ok = be->batchnorm_forward && be->batchnorm_backward; break;
+        case BF_L_BATCHNORM:
+            ok = be->batchnorm_forward && be->batchnorm_backward && (!ly->frozen || be->batchnorm_backward_frozen);
+            break;
         case BF_L_DROPOUT: ok = be->dropout_forward && be->dropout_backward; break;
         case BF_L_ADD: case BF_L_SUBTRACT: case BF_L_MULTIPLY: case BF_L_AVERAGE:
         case BF_L_MAXIMUM: case BF_L_MINIMUM: ok = be->ewise != NULL; break;
@@ -146,10 +149,6 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         int ng = train && has_trainable(ly);
         for (int j = 0; j < ly->nin; j++) ng |= r->need_grad[ly->in_ids[j]];
         r->need_grad[NI + i] = ng;
-        if (ng && ly->kind == BF_L_BATCHNORM && ly->frozen && r->need_grad[ly->in_ids[0]])
-            return BF_FAIL(BF_ERR_ARG, "layer '%s' is frozen (trainable=False) but trainable layers before it need "
-                           "gradients through it, which is not supported; freeze the layers before it too, or "
-                           "leave it trainable", ly->name);
     }
 
     /* forward buffers */

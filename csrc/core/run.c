@@ -224,10 +224,10 @@ void bf_run_close(bf_run *r) {
 /* a gathered host slot onto the device (no-op on the CPU, where they coincide):
  * queued on the backend's copy stream, so it overlaps the tail of the previous
  * step; the ops queued after it wait for it */
-static bf_status to_device(bf_run *r, int k, long n, const bf_src *x, const bf_src *y) {
+static bf_status to_device(bf_run *r, int k, long n, const bf_srcs *x, const bf_srcs *y) {
     bf_backend *be = r->be;
     if (!r->on_device) return BF_OK;
-    size_t xb = sizeof(float) * (size_t)n * (size_t)x->row_elems, yb = y ? sizeof(float) * (size_t)n * (size_t)y->row_elems : 0;
+    size_t xb = sizeof(float) * (size_t)n * (size_t)x->row, yb = y ? sizeof(float) * (size_t)n * (size_t)y->row : 0;
     size_t wb = y && r->weighted ? sizeof(float) * (size_t)n : 0;
     if (!be->upload) {
         BF_TRY(be->to_device(be, r->xslot[k], r->hx[k], xb));
@@ -412,7 +412,11 @@ static bf_status backward(bf_run *r, int rows) {
             int j = 0;
             float *gamma = L->scale ? param(r, L, j) : NULL, *dgamma = L->scale ? grad(r, L, j++) : NULL;
             float *dbeta = L->center ? grad(r, L, j) : NULL;
-            BF_TRY(be->batchnorm_backward(be, din, dgamma, dbeta, dout, in, st, st + C, gamma, rows_in / C, C));
+            if (L->frozen) { /* inference mode (forward): the affine map's backward */
+                if (din) BF_TRY(be->batchnorm_backward_frozen(be, din, dout, st + C, gamma, rows_in / C, C));
+            } else {
+                BF_TRY(be->batchnorm_backward(be, din, dgamma, dbeta, dout, in, st, st + C, gamma, rows_in / C, C));
+            }
             break;
         }
         case BF_L_ACTIVATION:
@@ -617,11 +621,48 @@ bf_status bf_run_set_weights(bf_run *r, const bf_src *sw, const float *cw, long 
     return BF_OK;
 }
 
-static bf_status check_y(const bf_run *r, const bf_src *y) {
-    if (!y) return BF_FAIL(BF_ERR_ARG, "y is required");
-    if (y->row_elems != r->y_row)
-        return BF_FAIL(BF_ERR_SHAPE, "y has %lld values per sample, the model's loss needs %ld",
-                       (long long)y->row_elems, r->y_row);
+/* x's arrays placed in the packed input row: one per input (each its input's
+ * size), or one array of the whole row (one input, or rows packed already) */
+static bf_status layout_x(const bf_model *m, bf_srcs *x) {
+    x->row = m->x_row;
+    if (x->n == 1 && (m->n_inputs == 1 || x->src[0].row_elems == m->x_row)) {
+        x->off[0] = 0;
+        if (x->src[0].row_elems != m->x_row)
+            return BF_FAIL(BF_ERR_SHAPE, "x has %lld values per sample, the model's input needs %ld",
+                           (long long)x->src[0].row_elems, m->x_row);
+        return BF_OK;
+    }
+    if (x->n != m->n_inputs)
+        return BF_FAIL(BF_ERR_SHAPE, "x has %d arrays, the model has %d inputs", x->n, m->n_inputs);
+    for (int k = 0; k < x->n; k++) {
+        if (x->src[k].row_elems != m->in_sizes[k])
+            return BF_FAIL(BF_ERR_SHAPE, "x[%d] has %lld values per sample, input %d needs %ld", k,
+                           (long long)x->src[k].row_elems, k, m->in_sizes[k]);
+        x->off[k] = m->in_offs[k];
+    }
+    return BF_OK;
+}
+
+/* y's arrays placed in the packed label row: one per output (its label
+ * width: 1 for class ids), or one array of the whole row */
+static bf_status layout_y(const bf_run *r, bf_srcs *y) {
+    const bf_model *m = r->m;
+    y->row = r->y_row;
+    if (y->n == 1 && (m->n_outputs == 1 || y->src[0].row_elems == r->y_row)) {
+        y->off[0] = 0;
+        if (y->src[0].row_elems != r->y_row)
+            return BF_FAIL(BF_ERR_SHAPE, "y has %lld values per sample, the model's loss needs %ld",
+                           (long long)y->src[0].row_elems, r->y_row);
+        return BF_OK;
+    }
+    if (y->n != m->n_outputs)
+        return BF_FAIL(BF_ERR_SHAPE, "y has %d arrays, the model has %d outputs", y->n, m->n_outputs);
+    for (int k = 0; k < y->n; k++) {
+        if (y->src[k].row_elems != m->outs[k].y_row)
+            return BF_FAIL(BF_ERR_SHAPE, "y[%d] has %lld values per sample, the loss of output %d needs %ld", k,
+                           (long long)y->src[k].row_elems, k, m->outs[k].y_row);
+        y->off[k] = m->outs[k].y_off;
+    }
     return BF_OK;
 }
 
@@ -743,7 +784,7 @@ static int next_job(bf_jobs *jobs, long j, bf_job *job) {
 }
 
 /* job's rows gathered into a host slot and, on a device, its upload queued */
-static bf_status load(bf_run *r, bf_prefetch *pf, bf_job *job, const bf_src *x, const bf_src *y) {
+static bf_status load(bf_run *r, bf_prefetch *pf, bf_job *job, const bf_srcs *x, const bf_srcs *y) {
     BF_TRY(bf_prefetch_acquire(pf, job->j, &job->k));
     return to_device(r, job->k, job->rows, x, y);
 }
@@ -755,12 +796,13 @@ static bf_status load(bf_run *r, bf_prefetch *pf, bf_job *job, const bf_src *x, 
  * the prefetch thread gathers the next batch meanwhile. Device slot of job
  * j - 1 stays as it is through end_step, whose non-finite diagnosis re-reads
  * it. */
-static bf_status steps(bf_run *r, int train, const bf_src *x, const bf_src *y, const int64_t *order, long n,
+static bf_status steps(bf_run *r, int train, const bf_srcs *xin, const bf_srcs *yin, const int64_t *order, long n,
                        long batch, long first_step, long nsteps, bf_totals *tot) {
-    BF_TRY(check_y(r, y));
-    if (x->row_elems != r->m->x_row)
-        return BF_FAIL(BF_ERR_SHAPE, "x has %lld values per sample, the model's input needs %ld",
-                       (long long)x->row_elems, r->m->x_row);
+    if (!yin || yin->n < 1) return BF_FAIL(BF_ERR_ARG, "y is required");
+    bf_srcs xs = *xin, ys = *yin;
+    const bf_srcs *x = &xs, *y = &ys;
+    BF_TRY(layout_x(r->m, &xs));
+    BF_TRY(layout_y(r, &ys));
     const int ahead = r->on_device && r->be->upload;
     bf_jobs jobs;
     bf_jobs_init(&jobs, n, batch, r->B, first_step, nsteps);
@@ -810,24 +852,24 @@ static bf_status steps(bf_run *r, int train, const bf_src *x, const bf_src *y, c
     return s != BF_OK ? s : u;
 }
 
-bf_status bf_run_train(bf_run *r, const bf_src *x, const bf_src *y, const int64_t *order, long n,
+bf_status bf_run_train(bf_run *r, const bf_srcs *x, const bf_srcs *y, const int64_t *order, long n,
                        long batch, long first_step, long nsteps, bf_totals *tot) {
     if (r->mode != BF_MODE_TRAIN) return BF_FAIL(BF_ERR_INTERNAL, "run not opened for training");
     return steps(r, 1, x, y, order, n, batch, first_step, nsteps, tot);
 }
 
-bf_status bf_run_evaluate(bf_run *r, const bf_src *x, const bf_src *y, const int64_t *order,
+bf_status bf_run_evaluate(bf_run *r, const bf_srcs *x, const bf_srcs *y, const int64_t *order,
                           long n, long batch, long first_step, long nsteps, bf_totals *tot) {
     if (r->mode != BF_MODE_EVAL) return BF_FAIL(BF_ERR_INTERNAL, "evaluate needs an evaluation run");
     return steps(r, 0, x, y, order, n, batch, first_step, nsteps, tot);
 }
 
-bf_status bf_run_predict(bf_run *r, float *out_host, long out_rows, long out_start, const bf_src *x, long start,
+bf_status bf_run_predict(bf_run *r, float *out_host, long out_rows, long out_start, const bf_srcs *xin, long start,
                          long n) {
     const bf_model *m = r->m;
-    if (x->row_elems != m->x_row)
-        return BF_FAIL(BF_ERR_SHAPE, "x has %lld values per sample, the model's input needs %ld",
-                       (long long)x->row_elems, m->x_row);
+    bf_srcs xs = *xin;
+    const bf_srcs *x = &xs;
+    BF_TRY(layout_x(m, &xs));
     bf_jobs jobs;
     bf_jobs_init(&jobs, n, r->B, r->B, 0, (n + r->B - 1) / r->B);
     BF_TRY(bind(r, 1));

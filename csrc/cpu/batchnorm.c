@@ -9,6 +9,9 @@
  * still written from them). gamma / beta may be NULL (scale / center = False):
  * 1 and 0. Backward is the batch-statistics gradient and ADDS into dgamma /
  * dbeta (either may be NULL); it OVERWRITES dinp (may be NULL; may alias dout).
+ * A frozen layer (trainable=False, Keras: inference mode even in fit) has the
+ * affine map's backward, dinp = dout * gamma * invstd (invstd of the moving
+ * variance, as its forward wrote it).
  * Forward may run in place (out == inp).
  * Sums run in float over short row chunks (vectorized), shifted by the first
  * row for the variance, and are totalled in double; channels are processed in
@@ -148,6 +151,25 @@ bf_status bf_cpu_batchnorm_backward(bf_backend *be, float *dinp, float *dgamma, 
             const float *x = inp + (size_t)i * C + c0, *dy = dout + (size_t)i * C + c0;
             float *dx = dinp + (size_t)i * C + c0;
             for (int c = 0; c < n; c++) dx[c] = A[c] * dy[c] + Bx[c] * (x[c] - mu[c]) + D[c];
+        }
+    }
+    return BF_OK;
+}
+
+// dinp (N,C) = dout (N,C) * (gamma * invstd) (C): a frozen (inference-mode) batchnorm
+bf_status bf_cpu_batchnorm_backward_frozen(bf_backend *be, float *dinp, const float *dout, const float *invstd,
+                                           const float *gamma, long N, int C) {
+    (void)be;
+    BF_TRY(bn_check("batchnorm_backward_frozen", N, C));
+    if (!dinp || !dout || !invstd) return BF_FAIL(BF_ERR_ARG, "batchnorm_backward_frozen: NULL tensor");
+    float a[BF_BN_CBLK];
+    for (int c0 = 0; c0 < C; c0 += BF_BN_CBLK) {
+        const int n = C - c0 < BF_BN_CBLK ? C - c0 : BF_BN_CBLK;
+        for (int c = 0; c < n; c++) a[c] = (gamma ? gamma[c0 + c] : 1.0f) * invstd[c0 + c];
+        for (long i = 0; i < N; i++) {
+            const float *dy = dout + (size_t)i * C + c0;
+            float *dx = dinp + (size_t)i * C + c0;
+            for (int c = 0; c < n; c++) dx[c] = dy[c] * a[c];
         }
     }
     return BF_OK;

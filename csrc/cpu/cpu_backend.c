@@ -67,6 +67,7 @@ static bf_backend bf_cpu = {
     .dropout_backward = bf_cpu_dropout_backward,
     .ewise = bf_cpu_ewise,
     .copy2d = bf_cpu_copy2d,
+    .batchnorm_backward_frozen = bf_cpu_batchnorm_backward_frozen,
     .impl = NULL,
 };
 

@@ -60,6 +60,9 @@ bf_status bf_cpu_batchnorm_forward(bf_backend *be, float *out, float *mean, floa
 bf_status bf_cpu_batchnorm_backward(bf_backend *be, float *dinp, float *dgamma, float *dbeta,
                                     const float *dout, const float *inp, const float *mean,
                                     const float *invstd, const float *gamma, long N, int C);
+// dinp (N,C) = dout * gamma * invstd: backward of a frozen (inference-mode) batchnorm; dinp may alias dout
+bf_status bf_cpu_batchnorm_backward_frozen(bf_backend *be, float *dinp, const float *dout, const float *invstd,
+                                           const float *gamma, long N, int C);
 
 /* The dropout keep-test, shared bit for bit with the CUDA kernel:
  * k = splitmix64(seed ^ (i * 0x9E3779B97F4A7C15)) >> 40 (24 bits),

@@ -164,6 +164,7 @@ static void fill_vtable(bf_cuda_state *st) {
     be->dropout_backward = bf_cuda_dropout_backward;
     be->ewise = bf_cuda_ewise;
     be->copy2d = bf_cuda_copy2d;
+    be->batchnorm_backward_frozen = bf_cuda_batchnorm_backward_frozen;
     be->impl = st;
 }
 

@@ -5,7 +5,8 @@
  * (Keras 3); inference uses the moving statistics. mean / invstd (C) are
  * written for backward. gamma / beta may be NULL (1 and 0). Backward ADDS
  * into dgamma / dbeta (either may be NULL) and OVERWRITES dinp (may be NULL,
- * may alias dout); forward may run in place.
+ * may alias dout); forward may run in place. A frozen layer (inference mode
+ * in fit, Keras) has the affine map's backward, dinp = dout * gamma * invstd.
  * Statistics are deterministic column reductions (colreduce.cuh) in the
  * scratch; backward also keeps three coefficients per channel there, so C is
  * limited to BF_BN_MAX_C. Elementwise passes round each product separately
@@ -108,6 +109,15 @@ __global__ void bn_dinp_kernel(float *dinp, const float *dout, const float *inp,
     }
 }
 
+// dinp (N,C) = dout (N,C) * (gamma * invstd) (C): a frozen (inference-mode) batchnorm
+__global__ void bn_frozen_dinp_kernel(float *dinp, const float *dout, const float *invstd, const float *gamma,
+                                      long n, int C) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        const int c = (int)(i % C);
+        dinp[i] = __fmul_rn(dout[i], __fmul_rn(gamma ? gamma[c] : 1.0f, invstd[c]));
+    }
+}
+
 static bf_status bn_check(const char *op, long N, int C) {
     if (N <= 0 || C <= 0)
         return BF_FAIL(BF_ERR_SHAPE, "%s: sizes must be positive (N=%ld C=%d)", op, N, C);
@@ -178,5 +188,17 @@ bf_status bf_cuda_batchnorm_backward(bf_backend *be, float *dinp, float *dgamma,
     const long n = N * (long)C;
     bn_dinp_kernel<<<bf_cuda_grid(n, 256), 256, 0, st->stream>>>(dinp, dout, inp, mean, coef, n, C);
     BF_CUDA_LAUNCHED(st, bn_dinp_kernel);
+    return BF_OK;
+}
+
+// dinp (N,C) = dout * gamma * invstd: backward of a frozen (inference-mode) batchnorm
+bf_status bf_cuda_batchnorm_backward_frozen(bf_backend *be, float *dinp, const float *dout, const float *invstd,
+                                            const float *gamma, long N, int C) {
+    BF_CUDA_ENTER(st, be);
+    BF_TRY(bn_check("batchnorm_backward_frozen", N, C));
+    if (!dinp || !dout || !invstd) return BF_FAIL(BF_ERR_ARG, "batchnorm_backward_frozen: NULL tensor");
+    const long n = N * (long)C;
+    bn_frozen_dinp_kernel<<<bf_cuda_grid(n, 256), 256, 0, st->stream>>>(dinp, dout, invstd, gamma, n, C);
+    BF_CUDA_LAUNCHED(st, bn_frozen_dinp_kernel);
     return BF_OK;
 }

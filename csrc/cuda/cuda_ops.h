@@ -114,6 +114,8 @@ bf_status bf_cuda_batchnorm_forward(bf_backend *be, float *out, float *mean, flo
 bf_status bf_cuda_batchnorm_backward(bf_backend *be, float *dinp, float *dgamma, float *dbeta,
                                      const float *dout, const float *inp, const float *mean,
                                      const float *invstd, const float *gamma, long N, int C);
+bf_status bf_cuda_batchnorm_backward_frozen(bf_backend *be, float *dinp, const float *dout, const float *invstd,
+                                            const float *gamma, long N, int C);
 
 /* ---- dropout.cu ---- */
 bf_status bf_cuda_dropout_forward(bf_backend *be, float *out, float *mask, const float *inp,

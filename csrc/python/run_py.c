@@ -144,6 +144,37 @@ static int parse_order(PyObject *order_obj, long n, PyArrayObject **order) {
     return 0;
 }
 
+/* x or y: one array, or a tuple / list of arrays (one per model input, or per
+ * output's labels). *hold keeps a tuple of them alive while the GIL is
+ * released (a list could change meanwhile). */
+static int parse_srcs(bf_module_state *st, PyObject *obj, const char *what, bf_srcs *out, PyObject **hold) {
+    *hold = NULL;
+    memset(out, 0, sizeof *out);
+    if (!PyTuple_Check(obj) && !PyList_Check(obj)) {
+        out->n = 1;
+        return bf_src_from_array(st, obj, what, &out->src[0]);
+    }
+    PyObject *t = PySequence_Tuple(obj);
+    if (!t) return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(t);
+    if (n < 1 || n > BF_SRCS_MAX) {
+        Py_DECREF(t);
+        PyErr_Format(PyExc_ValueError, "%s: between 1 and %d arrays, got %zd", what, BF_SRCS_MAX, n);
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s[%zd]", what, k);
+        if (bf_src_from_array(st, PyTuple_GET_ITEM(t, k), name, &out->src[k]) < 0) {
+            Py_DECREF(t);
+            return -1;
+        }
+    }
+    out->n = (int)n;
+    *hold = t;
+    return 0;
+}
+
 static PyObject *run_steps(RunObject *self, PyObject *args, int train) {
     PyObject *x_obj, *y_obj, *order_obj, *sw_obj = Py_None, *cw_obj = Py_None;
     long n, batch, first, nsteps;
@@ -151,32 +182,45 @@ static PyObject *run_steps(RunObject *self, PyObject *args, int train) {
     if (!PyArg_ParseTuple(args, "OOOllll|OO", &x_obj, &y_obj, &order_obj, &n, &batch, &first, &nsteps, &sw_obj, &cw_obj))
         return NULL;
     if (need_open(self) < 0) return NULL;
-    bf_src x, y, sw;
-    if (bf_src_from_array(st, x_obj, "x", &x) < 0 || bf_src_from_array(st, y_obj, "y", &y) < 0) return NULL;
-    if (x.shape[0] < n || y.shape[0] < n) return PyErr_Format(st->DataError, "x and y must hold at least %ld rows", n);
+    bf_srcs x, y;
+    bf_src sw;
+    PyObject *xh = NULL, *yh = NULL, *ret = NULL;
+    PyArrayObject *order = NULL;
+    if (parse_srcs(st, x_obj, "x", &x, &xh) < 0 || parse_srcs(st, y_obj, "y", &y, &yh) < 0) goto done;
+    if (bf_srcs_rows(&x) < n || bf_srcs_rows(&y) < n) {
+        PyErr_Format(st->DataError, "x and y must hold at least %ld rows", n);
+        goto done;
+    }
     if (sw_obj != Py_None) {
-        if (bf_src_from_array(st, sw_obj, "sample_weight", &sw) < 0) return NULL;
-        if (sw.shape[0] < n) return PyErr_Format(st->DataError, "sample_weight must hold at least %ld rows", n);
+        if (bf_src_from_array(st, sw_obj, "sample_weight", &sw) < 0) goto done;
+        if (sw.shape[0] < n) {
+            PyErr_Format(st->DataError, "sample_weight must hold at least %ld rows", n);
+            goto done;
+        }
     }
     /* class weights: a float32 table by class id, used in place for this call */
     if (cw_obj != Py_None && (!PyArray_Check(cw_obj) || PyArray_TYPE((PyArrayObject *)cw_obj) != NPY_FLOAT32 ||
                               PyArray_NDIM((PyArrayObject *)cw_obj) != 1 ||
-                              !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)cw_obj)))
-        return PyErr_Format(PyExc_TypeError, "class_weight table must be a 1-D C-contiguous float32 array");
-    if ((sw_obj != Py_None || cw_obj != Py_None) && !self->r.weighted)
-        return PyErr_Format(PyExc_ValueError, "this run was opened without sample weights (weighted=False)");
-    if (batch <= 0) return PyErr_Format(PyExc_ValueError, "batch_size must be positive, got %ld", batch);
-    PyArrayObject *order;
-    if (parse_order(order_obj, n, &order) < 0) return NULL;
-    for (long i = 0; order && i < n; i++)
-        if (((const int64_t *)PyArray_DATA(order))[i] >= x.shape[0]) {
-            Py_DECREF(order);
-            return PyErr_Format(PyExc_ValueError, "order[%ld] is out of range", i);
-        }
-    if (refresh(self) < 0) {
-        Py_XDECREF(order);
-        return NULL;
+                              !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)cw_obj))) {
+        PyErr_Format(PyExc_TypeError, "class_weight table must be a 1-D C-contiguous float32 array");
+        goto done;
     }
+    if ((sw_obj != Py_None || cw_obj != Py_None) && !self->r.weighted) {
+        PyErr_Format(PyExc_ValueError, "this run was opened without sample weights (weighted=False)");
+        goto done;
+    }
+    if (batch <= 0) {
+        PyErr_Format(PyExc_ValueError, "batch_size must be positive, got %ld", batch);
+        goto done;
+    }
+    if (parse_order(order_obj, n, &order) < 0) goto done;
+    const int64_t rows = bf_srcs_rows(&x) < bf_srcs_rows(&y) ? bf_srcs_rows(&x) : bf_srcs_rows(&y);
+    for (long i = 0; order && i < n; i++)
+        if (((const int64_t *)PyArray_DATA(order))[i] >= rows) {
+            PyErr_Format(PyExc_ValueError, "order[%ld] is out of range", i);
+            goto done;
+        }
+    if (refresh(self) < 0) goto done;
     bf_totals tot = {0};
     bf_status s;
     const int64_t *o = order ? PyArray_DATA(order) : NULL;
@@ -184,22 +228,28 @@ static PyObject *run_steps(RunObject *self, PyObject *args, int train) {
                            cw_obj != Py_None ? (const float *)PyArray_DATA((PyArrayObject *)cw_obj) : NULL,
                            cw_obj != Py_None ? (long)PyArray_DIM((PyArrayObject *)cw_obj, 0) : 0);
     if (s != BF_OK) {
-        Py_XDECREF(order);
-        return bf_raise(st, s);
+        bf_raise(st, s);
+        goto done;
     }
     Py_BEGIN_ALLOW_THREADS
     s = train ? bf_run_train(&self->r, &x, &y, o, n, batch, first, nsteps, &tot)
               : bf_run_evaluate(&self->r, &x, &y, o, n, batch, first, nsteps, &tot);
     Py_END_ALLOW_THREADS
     bf_run_set_weights(&self->r, NULL, NULL, 0); /* the arrays are the caller's: not kept past the call */
-    Py_XDECREF(order);
     if (train) self->wver = ++self->model->wver; /* on the device (owner) or in place (cpu) */
-    if (s != BF_OK) return run_error(self, s);
+    if (s != BF_OK) {
+        run_error(self, s);
+        goto done;
+    }
     int no = self->model->m.n_outputs;
     PyObject *ol = PyTuple_New(no);
     for (int k = 0; ol && k < no; k++) PyTuple_SET_ITEM(ol, k, PyFloat_FromDouble(tot.out_loss[k]));
-    if (!ol) return NULL;
-    return Py_BuildValue("(dlldN)", tot.loss_sum, tot.rows, tot.steps, tot.wait_seconds, ol);
+    if (ol) ret = Py_BuildValue("(dlldN)", tot.loss_sum, tot.rows, tot.steps, tot.wait_seconds, ol);
+done:
+    Py_XDECREF(order);
+    Py_XDECREF(xh);
+    Py_XDECREF(yh);
+    return ret;
 }
 
 static PyObject *Run_train(RunObject *self, PyObject *args) { return run_steps(self, args, 1); }
@@ -211,22 +261,31 @@ static PyObject *Run_predict(RunObject *self, PyObject *args) {
     bf_module_state *st = bf_state_of_type(Py_TYPE(self));
     if (!PyArg_ParseTuple(args, "OOlll", &x_obj, &out_obj, &start, &n, &out_start)) return NULL;
     if (need_open(self) < 0) return NULL;
-    bf_src x;
-    if (bf_src_from_array(st, x_obj, "x", &x) < 0) return NULL;
+    bf_srcs x;
+    PyObject *xh = NULL;
+    if (parse_srcs(st, x_obj, "x", &x, &xh) < 0) return NULL;
     if (!PyArray_Check(out_obj) || PyArray_TYPE((PyArrayObject *)out_obj) != NPY_FLOAT32 ||
-        !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)out_obj) || !PyArray_ISWRITEABLE((PyArrayObject *)out_obj))
+        !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)out_obj) || !PyArray_ISWRITEABLE((PyArrayObject *)out_obj)) {
+        Py_XDECREF(xh);
         return PyErr_Format(PyExc_TypeError, "out must be a writable C-contiguous float32 array");
+    }
     PyArrayObject *out = (PyArrayObject *)out_obj;
     long C = bf_model_out_size(&self->model->m);
-    if (start < 0 || start + n > x.shape[0] || out_start < 0 || (out_start + n) * C > PyArray_SIZE(out))
+    if (start < 0 || start + n > bf_srcs_rows(&x) || out_start < 0 || (out_start + n) * C > PyArray_SIZE(out)) {
+        Py_XDECREF(xh);
         return PyErr_Format(PyExc_ValueError, "predict: rows [%ld, %ld) out of range", start, start + n);
+    }
     float *dst = (float *)PyArray_DATA(out);
     long out_rows = (long)(PyArray_SIZE(out) / (C ? C : 1));
-    if (refresh(self) < 0) return NULL;
+    if (refresh(self) < 0) {
+        Py_XDECREF(xh);
+        return NULL;
+    }
     bf_status s;
     Py_BEGIN_ALLOW_THREADS
     s = bf_run_predict(&self->r, dst, out_rows, out_start, &x, start, n);
     Py_END_ALLOW_THREADS
+    Py_XDECREF(xh);
     if (s != BF_OK) return run_error(self, s);
     Py_RETURN_NONE;
 }
@@ -271,7 +330,7 @@ static PyObject *Run_stats(RunObject *self, PyObject *noargs) {
 static PyMethodDef Run_methods[] = {
     {"train", (PyCFunction)Run_train, METH_VARARGS,
      "train(x, y, order, n, batch, first_step, nsteps[, sample_weight, class_weight_table]) -> (loss_sum, rows, steps, "
-     "wait_s, per-output loss sums)"},
+     "wait_s, per-output loss sums); x, y: an array or a tuple of arrays (one per input / output), used in place"},
     {"evaluate", (PyCFunction)Run_evaluate, METH_VARARGS,
      "evaluate(x, y, order, n, batch, first_step, nsteps[, sample_weight, class_weight_table])"},
     {"reset_metrics", (PyCFunction)Run_reset_metrics, METH_NOARGS, "zero the metric statistics (epoch start)"},

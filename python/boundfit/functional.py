@@ -3,8 +3,8 @@ a layer (or a model) on them, the checks that make a bad graph fail where it
 is written, tracing a subclassed model's call() once, and the compilation of
 a graph into the engine's node list: nested models are inlined, a layer
 called twice gives nodes that share its weights (csrc/core/model.h), frozen
-layers are marked. Also the packing of several inputs / outputs' arrays into
-the one x row and y row the engine's batches hold."""
+layers are marked. (Data for several inputs / outputs is gathered by the
+engine from each array in place: data.py, csrc/core/gather.c.)"""
 
 import inspect
 import itertools
@@ -12,7 +12,6 @@ import itertools
 import numpy as np
 
 from . import layers as layers_mod
-from .errors import DataError
 
 _ids = itertools.count()
 
@@ -424,7 +423,7 @@ def per_output_metrics(metrics, names, what="metrics"):
     return out
 
 
-# ---- data: several inputs / outputs packed into one row ----
+# ---- data: the per-sample shapes a subclassed model is traced on ----
 
 def data_shapes(x):
     if isinstance(x, (list, tuple)):
@@ -433,59 +432,3 @@ def data_shapes(x):
         raise ValueError("a subclassed model given a dict of inputs cannot infer their order; call "
                          "build([(None, ...), ...]) first or pass a list")
     return [tuple(np.shape(x)[1:])]
-
-
-def _arrays(model, v, names, what, kind):
-    from .data import _as_array
-    if isinstance(v, dict):
-        missing = [n for n in names if n not in v]
-        if missing:
-            raise DataError(f"{what}: no array for {kind} {missing}; the model's {kind}s are {names}")
-        v = [v[n] for n in names]
-    if not isinstance(v, (list, tuple)) or len(v) != len(names):
-        raise DataError(f"{what}: the model has {len(names)} {kind}s {names}; pass a list or a dict of "
-                        f"{len(names)} arrays")
-    arrs = [_as_array(a, f"{what}[{n!r}]") for a, n in zip(v, names)]
-    n0 = arrs[0].shape[0]
-    for a, n in zip(arrs, names):
-        if a.shape[0] != n0:
-            raise DataError(f"{what}: arrays of different lengths: {names[0]!r} has {n0} rows, {n!r} has {a.shape[0]}")
-    return arrs
-
-
-def pack_x(model, x, what="x"):
-    """Several inputs: one float32 (n, sum of input sizes) array in the engine's order."""
-    if x is None or len(model._inputs) == 1:
-        if isinstance(x, dict):
-            return _arrays(model, x, model._input_names, what, "input")[0]
-        return x
-    arrs = _arrays(model, x, model._input_names, what, "input")
-    for a, t, n in zip(arrs, model._inputs, model._input_names):
-        if tuple(a.shape[1:]) != t._ps:
-            raise DataError(f"{what}[{n!r}] has per-sample shape {tuple(a.shape[1:])}, the input expects {t._ps}")
-    return np.concatenate([a.reshape(a.shape[0], -1).astype(np.float32, copy=False) for a in arrs], axis=1)
-
-
-def pack_y(model, y, what="y"):
-    """Several outputs: one float32 (n, sum of label widths) array (a class id is one column)."""
-    from .losses import SCCE
-    if y is None or len(model._outputs) == 1:
-        if isinstance(y, dict):
-            return _arrays(model, y, model._output_names, what, "output")[0]
-        return y
-    arrs = _arrays(model, y, model._output_names, what, "output")
-    cols = []
-    for a, t, n, loss in zip(arrs, model._outputs, model._output_names, model._out_losses):
-        per = tuple(a.shape[1:])
-        if loss.kind == SCCE:
-            if per not in ((), (1,)):
-                raise DataError(f"{what}[{n!r}] must hold one class id per sample for "
-                                f"sparse_categorical_crossentropy, got per-sample shape {per}")
-        elif per != t._ps and not (per == () and t._ps == (1,)):
-            raise DataError(f"{what}[{n!r}] has per-sample shape {per}, the output {n!r} is {t._ps}")
-        cols.append(a.reshape(a.shape[0], -1).astype(np.float32, copy=False))
-    return np.concatenate(cols, axis=1)
-
-
-def is_multi(model):
-    return model._inputs is not None and (len(model._inputs) > 1 or len(model._outputs) > 1)

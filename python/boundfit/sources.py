@@ -1,7 +1,9 @@
 """Python data sources: Keras Sequence / PyDataset objects, generators and
 iterables of (x, y) batches. Batches are read between steps; each is checked
 against the first batch (per-sample shapes and dtype kinds) and then trained
-on by the engine from the arrays the source returned (no further copy)."""
+on by the engine from the arrays the source returned (no further copy). For a
+model with several inputs / outputs, x and y are tuples, lists or dicts (by
+input / output name) of arrays, as Keras takes them."""
 
 import collections.abc
 import inspect
@@ -41,8 +43,8 @@ class SequenceData:
     auto_batch = False
     class_weight = None
 
-    def __init__(self, source, steps, batch_size, shuffle=False):
-        self.src = source
+    def __init__(self, source, steps, batch_size, shuffle=False, model=None):
+        self.src, self.model = source, model
         self.indexed = hasattr(source, "__getitem__") and hasattr(source, "__len__")
         self.shuffle = bool(shuffle) and self.indexed
         self.rng = np.random.default_rng(utils.next_seed())
@@ -60,7 +62,7 @@ class SequenceData:
         if self._first is None:
             raise DataError("the data source yielded no batches")
         self._ref = self._first                      # later batches are checked against it
-        self.batch_size = int(self._first[0].shape[0])
+        self.batch_size = int(self._first[0].rows)
 
     # ---- reading ----
     def _next_from_iter(self, i):
@@ -71,7 +73,15 @@ class SequenceData:
         except StopIteration:
             return None
 
+    def _arrays(self, i, v, what, kind):
+        from .data import as_arrays
+        try:
+            return as_arrays(self.model, v, what, kind)
+        except DataError as e:
+            raise DataError(f"batch {i}: {e}", batch_index=i) from None
+
     def _fetch(self, i, first=False):
+        """Batch i as (x Arrays, y Arrays or None, sample weights or None), checked against the first."""
         try:
             item = self.src[i] if self.indexed else self._next_from_iter(i)
         except Exception as e:
@@ -80,33 +90,40 @@ class SequenceData:
             return None
         if not isinstance(item, (tuple, list)) or len(item) not in (1, 2, 3):
             raise DataError(f"batch {i}: expected (x, y) or (x,), got {type(item).__name__}", batch_index=i)
-        xb = np.asarray(item[0])
-        yb = np.asarray(item[1]) if len(item) > 1 and item[1] is not None else None
+        xb = self._arrays(i, item[0], "x", "input")
+        yb = self._arrays(i, item[1], "y", "output") if len(item) > 1 and item[1] is not None else None
         swb = np.asarray(item[2]) if len(item) > 2 and item[2] is not None else None
-        if swb is not None and (swb.dtype.kind not in "biuf" or swb.ndim not in (1, 2) or swb.shape[0] != xb.shape[0]
+        n = xb.rows
+        if swb is not None and (swb.dtype.kind not in "biuf" or swb.ndim not in (1, 2) or swb.shape[0] != n
                                 or (swb.ndim == 2 and swb.shape[1] != 1)):
             raise DataError(f"batch {i}: sample_weight must hold one number per sample, got dtype {swb.dtype} "
-                            f"and shape {swb.shape} for {xb.shape[0] if xb.ndim else 0} samples", batch_index=i)
-        for name, a in (("x", xb), ("y", yb)):
-            if a is not None and a.dtype.kind not in "biuf":
-                raise DataError(f"batch {i}: {name} has dtype {a.dtype}, which cannot be converted to float32",
-                                batch_index=i)
-        if xb.ndim == 0 or xb.shape[0] == 0:
+                            f"and shape {swb.shape} for {n} samples", batch_index=i)
+        if any(a.shape[0] == 0 for a in xb.arrays):
             raise DataError(f"batch {i}: x is empty", batch_index=i)
-        if yb is not None and yb.shape[0] != xb.shape[0]:
-            raise DataError(f"batch {i}: x and y have different lengths: {xb.shape[0]} and {yb.shape[0]}",
-                            batch_index=i)
+        from .data import same_rows
+        try:
+            same_rows(xb, yb)
+        except DataError as e:
+            raise DataError(f"batch {i}: {e}", batch_index=i) from None
         if not first:
             fx, fy, fsw = self._ref
             if (swb is None) != (fsw is None):
                 raise DataError(f"batch {i}: sample_weight {'missing' if swb is None else 'present'}, "
                                 f"unlike the first batch", batch_index=i)
-            if xb.shape[1:] != fx.shape[1:] or xb.dtype.kind != fx.dtype.kind:
-                raise DataError(f"batch {i}: x has per-sample shape {xb.shape[1:]} and dtype {xb.dtype}, "
-                                f"the first batch had {fx.shape[1:]} and {fx.dtype}", batch_index=i)
-            if (yb is None) != (fy is None) or (yb is not None and yb.shape[1:] != fy.shape[1:]):
-                raise DataError(f"batch {i}: y has per-sample shape {None if yb is None else yb.shape[1:]}, "
-                                f"the first batch had {None if fy is None else fy.shape[1:]}", batch_index=i)
+            if len(xb.arrays) != len(fx.arrays):
+                raise DataError(f"batch {i}: x has {len(xb.arrays)} arrays, the first batch had {len(fx.arrays)}",
+                                batch_index=i)
+            for a, f, lab in zip(xb.arrays, fx.arrays, xb.labels):
+                if a.shape[1:] != f.shape[1:] or a.dtype.kind != f.dtype.kind:
+                    raise DataError(f"batch {i}: {lab} has per-sample shape {a.shape[1:]} and dtype {a.dtype}, "
+                                    f"the first batch had {f.shape[1:]} and {f.dtype}", batch_index=i)
+            if (yb is None) != (fy is None):
+                raise DataError(f"batch {i}: y {'missing' if yb is None else 'present'}, unlike the first batch",
+                                batch_index=i)
+            for a, f, lab in zip(yb.arrays if yb else [], fy.arrays if fy else [], yb.labels if yb else []):
+                if a.shape[1:] != f.shape[1:]:
+                    raise DataError(f"batch {i}: {lab} has per-sample shape {a.shape[1:]}, the first batch had "
+                                    f"{f.shape[1:]}", batch_index=i)
         return xb, yb, swb
 
     @property
@@ -148,16 +165,16 @@ class SequenceData:
         pass
 
     def sample_x(self):
-        return self._ref[0][:1]
+        return self._ref[0].sample()
 
     def check(self, model, need_y=True):
         from .data import check_x, check_y
         fx, fy, _ = self._ref
-        check_x(model, fx, "x (first batch)")
+        check_x(model, fx.relabel(" (first batch)"))
         if need_y:
             if fy is None:
                 raise DataError("the data source yields no y")
-            check_y(model, fy, "y (first batch)")
+            check_y(model, fy.relabel(" (first batch)"))
 
     def run_epoch(self, run, epoch, on_chunk, chunks):
         batches, t = self._batches(), time.perf_counter()
@@ -165,10 +182,10 @@ class SequenceData:
             fetched = time.perf_counter() - t            # the source's time counts as waiting for data
             if yb is None:
                 raise DataError(f"batch {k}: no y", batch_index=k)
-            n = xb.shape[0]
+            n = xb.rows
             _before(chunks, k)
             with engine_batch(k):
-                out = run.train(xb, yb, None, n, n, 0, 1, swb, self.class_weight)
+                out = run.train(xb.view(0, n), yb.view(0, n), None, n, n, 0, 1, swb, self.class_weight)
             on_chunk(k + 1, out[:3] + (out[3] + fetched,) + out[4:])
             if _stopped(chunks):
                 break
@@ -176,20 +193,36 @@ class SequenceData:
 
     def run_eval(self, run, on_chunk, chunks):
         for k, xb, yb, swb in self._batches():
-            n = xb.shape[0]
+            if yb is None:
+                raise DataError(f"batch {k}: no y", batch_index=k)
+            n = xb.rows
             _before(chunks, k)
             with engine_batch(k):
-                on_chunk(k + 1, run.evaluate(xb, yb, None, n, n, 0, 1, swb))
+                on_chunk(k + 1, run.evaluate(xb.view(0, n), yb.view(0, n), None, n, n, 0, 1, swb))
 
-    def run_predict(self, run, out_shape, on_step, chunks, view=None):
+    def run_predict(self, run, out_shape, on_step, chunks, view=None, sizes=None):
+        """The batches' predictions in the engine's layout: with several outputs
+        (sizes: each one's values per sample) output k is one (n, its size)
+        block after the blocks before it, so each batch's blocks are joined."""
         outs = []
         for k, xb, *_ in self._batches():
-            o = np.empty((xb.shape[0],) + tuple(out_shape), dtype=np.float32)
+            o = np.empty((xb.rows,) + tuple(out_shape), dtype=np.float32)
             _before(chunks, k)
-            run.predict(xb, o, 0, xb.shape[0], 0)
+            run.predict(xb.view(0, xb.rows), o, 0, xb.rows, 0)
             outs.append(o)
             on_step(k + 1, view(o, 0, o.shape[0]) if view is not None else o)
-        return np.concatenate(outs) if outs else np.empty((0,) + tuple(out_shape), np.float32)
+        if not outs:
+            return np.empty((0,) + tuple(out_shape), np.float32)
+        if not sizes or len(sizes) == 1:
+            return np.concatenate(outs)
+        n, off = sum(o.shape[0] for o in outs), 0
+        out = np.empty((n,) + tuple(out_shape), np.float32)
+        flat = out.reshape(-1)
+        for size in sizes:
+            flat[n * off:n * (off + size)] = np.concatenate([o.reshape(-1)[len(o) * off:len(o) * (off + size)]
+                                                             for o in outs])
+            off += size
+        return out
 
     def on_epoch_end(self):
         if hasattr(self.src, "on_epoch_end"):

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from . import data as data_mod, functional, memory, schedules, utils
+from . import data as data_mod, memory, schedules, utils
 from .callbacks import CallbackList, TerminateOnNaN
 from .errors import NonFiniteError
 from .progress import Progbar
@@ -141,22 +141,11 @@ def _check_weights_for_outputs(model, sample_weight, class_weight, what="sample_
 
 
 def _prepare(model, x, y, validation_data=None):
-    """Subclassed models are traced on the data's shapes; several inputs / outputs
-    are packed into one x / y array (a float32 copy) for the engine."""
+    """Subclassed models are traced on the data's shapes. Several inputs /
+    outputs need nothing here: the engine gathers each array in place."""
     seq = x is not None and data_mod._is_sequence(x)
     if not model._functional and x is not None and not seq:
         model._require_built(x)
-    if model._functional and (functional.is_multi(model) or isinstance(x, dict) or isinstance(y, dict)):
-        if seq:
-            raise ValueError("models with several inputs or outputs take arrays (lists or dicts of them), not a "
-                             "Sequence or generator, in this version")
-        x = functional.pack_x(model, x)
-        if y is not None:
-            y = functional.pack_y(model, y)
-        if isinstance(validation_data, (tuple, list)) and len(validation_data) in (2, 3):
-            validation_data = (functional.pack_x(model, validation_data[0], "validation_data[0]"),
-                               functional.pack_y(model, validation_data[1], "validation_data[1]"),
-                               *validation_data[2:])
     return x, y, validation_data
 
 
@@ -392,7 +381,7 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
         cbs.on_predict_begin()
         out = src.run_predict(run, shapes[0] if len(shapes) == 1 else (sum(sizes),), on_step,
                               _Stepper(model, cbs.per_batch("predict"), lambda s: cbs.on_predict_batch_begin(s)),
-                              view)
+                              view, sizes)
     finally:
         model.stop_training = stop
         run.close()

@@ -6,7 +6,7 @@
  * metric kind (statistics), sum / nonfinite / maxabs, every optimizer update
  * over several steps and gradient clipping, Conv2D (valid, symmetric and asymmetric
  * 'same', strides, 1x1; backward accumulating into dw / db), pooling (incl.
- * global average), batchnorm (train / inference, forward / backward),
+ * global average), batchnorm (train / inference, forward / backward, frozen backward),
  * dropout (mask bit for bit), the BF_ERR_BUDGET of an impossible reservation,
  * and last, that a kernel fault poisons the backend.
  * Usage: test_cuda_ops path/to/_cuda.so   Exit status: number of failures. */
@@ -555,6 +555,18 @@ static void test_batchnorm(void) {
                 dclose(w2, dbt_g, dbt, C, 1e-4f, 1e-4f);
             }
             free(dy), free(dx), free(dg), free(dbt);
+        }
+        /* a frozen (inference-mode) layer: dinp = dout * gamma * invstd, in place, gamma NULL once */
+        bf_cpu_batchnorm_forward(NULL, y, st, st + C, mm, mv, x, gm, bt, N, C, 0.99f, 1e-3f, 0);
+        float *st3_g = up(st, 2 * (size_t)C);
+        for (int use_gamma = 1; use_gamma >= 0; use_gamma--) {
+            float *dy = hrand(n, -1, 1), *dx = hzero(n), *dy_g = up(dy, n);
+            bf_cpu_batchnorm_backward_frozen(NULL, dx, dy, st + C, use_gamma ? gm : NULL, N, C);
+            snprintf(what, sizeof what, "batchnorm_backward_frozen N=%ld C=%d%s, in place", N, C,
+                     use_gamma ? "" : " gamma NULL");
+            if (ok_status(G->batchnorm_backward_frozen(G, dy_g, dy_g, st3_g + C, use_gamma ? gm_g : NULL, N, C), what))
+                dclose(what, dy_g, dx, n, 1e-6f, 1e-7f);
+            free(dy), free(dx);
         }
         free(x), free(gm), free(bt), free(mm), free(mv), free(y), free(st);
     }
