@@ -51,9 +51,11 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
     L->in_rank = rank;
     memcpy(L->in_shape, shape, sizeof(int) * (size_t)rank);
     L->in_size = prod(shape, rank);
-    L->out_rank = rank;
-    memcpy(L->out_shape, shape, sizeof(int) * (size_t)rank);
     L->nparam = 0;
+    if (L->kind != BF_L_RESHAPE) { /* Reshape's out_rank / out_shape are its target, given by the caller */
+        L->out_rank = rank;
+        memcpy(L->out_shape, shape, sizeof(int) * (size_t)rank);
+    }
     int C = shape[rank - 1];
     switch (L->kind) {
     case BF_L_DENSE: {

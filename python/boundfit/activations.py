@@ -144,16 +144,22 @@ def get_id(activation, argument="activation"):
     by name, None, one of this module's functions, or a functools.partial of one."""
     if isinstance(activation, Act):
         return activation
+    if isinstance(activation, functools.partial) and activation.func not in _FUNCS and \
+            getattr(activation.func, "__module__", "").startswith("keras") and activation.func.__name__ in _IDS:
+        activation = functools.partial(globals()[activation.func.__name__], *activation.args, **activation.keywords)
     if isinstance(activation, functools.partial) and activation.func in _FUNCS and not activation.args:
         kw = dict(activation.keywords)
         f = activation.func
         try:
             if f is gelu:
-                return Act(GELU_TANH if kw.pop("approximate", False) else GELU) if not kw else _bad(kw)
+                approximate = kw.pop("approximate", False)
+                return Act(GELU_TANH if approximate else GELU) if not kw else _bad(kw)
             if f is leaky_relu:
-                return _checked(LEAKY_RELU, kw.pop("negative_slope", 0.2), "negative_slope") if not set(kw) - {"negative_slope"} else _bad(kw)
+                slope = kw.pop("negative_slope", 0.2)
+                return _checked(LEAKY_RELU, slope, "negative_slope") if not kw else _bad(kw)
             if f is elu:
-                return _checked(ELU, kw.pop("alpha", 1.0), "alpha") if not set(kw) - {"alpha"} else _bad(kw)
+                alpha = kw.pop("alpha", 1.0)
+                return _checked(ELU, alpha, "alpha") if not kw else _bad(kw)
             if f is relu:
                 return relu_act(**kw, argument=argument)
         except TypeError as e:
