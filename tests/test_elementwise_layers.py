@@ -450,6 +450,21 @@ def test_keras_built_file_with_these_layers_loads_here(keras, tmp_path):
     np.testing.assert_allclose(bm.predict(x, verbose=0), np.asarray(km(x, training=False)), rtol=1e-5, atol=1e-6)
 
 
+def test_random_crop_config_goes_both_ways_through_keras_files(keras, tmp_path):
+    # (Keras 3's RandomCrop returns its input unchanged outside training, a shape its next layer does not
+    # expect, so only the configuration and weights are compared; boundfit centre-crops there)
+    bm = bf.Sequential([layers.Input((8, 8, 1)), layers.RandomCrop(6, 5, seed=3), layers.Flatten(), layers.Dense(2)])
+    bm.save(tmp_path / "m.keras")
+    km = keras.saving.load_model(tmp_path / "m.keras")
+    cfg = km.layers[0].get_config()
+    assert (cfg["height"], cfg["width"], cfg["seed"]) == (6, 5, 3)
+    km.save(tmp_path / "k.keras")
+    back = bf.models.load_model(tmp_path / "k.keras")
+    assert (back.layers[0].height, back.layers[0].width, back.layers[0].seed) == (6, 5, 3)
+    for a, b in zip(back.get_weights(), bm.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
 # ---- failure paths ----
 
 @pytest.mark.parametrize("make,exc,words", [

@@ -164,6 +164,13 @@ static void fill_vtable(bf_cuda_state *st) {
     be->dropout_backward = bf_cuda_dropout_backward;
     be->ewise = bf_cuda_ewise;
     be->copy2d = bf_cuda_copy2d;
+    be->actx_forward = bf_cuda_actx_forward;
+    be->actx_backward = bf_cuda_actx_backward;
+    be->strided_copy = bf_cuda_strided_copy;
+    be->rescale_forward = bf_cuda_rescale_forward;
+    be->rescale_backward = bf_cuda_rescale_backward;
+    be->augment_forward = bf_cuda_augment_forward;
+    be->augment_backward = bf_cuda_augment_backward;
     be->impl = st;
 }
 
