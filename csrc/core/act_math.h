@@ -35,7 +35,7 @@ BF_HD float bf_gelu_tanh_inner(float x) { return 0.7978845608028654f * (x + 0.04
 
 BF_HD float bf_act_value(int act, float x, float alpha, float max_value, float threshold) {
     switch (act) {
-    case BF_ACT_GELU: return (float)(0.5 * (double)x * (1.0 + erf((double)x * 0.7071067811865476)));
+    case BF_ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
     case BF_ACT_GELU_TANH: return x * (0.5f * (1.0f + tanhf(bf_gelu_tanh_inner(x))));
     case BF_ACT_SILU: return x * bf_sigmoidf(x);
     case BF_ACT_ELU: return x > 0.0f ? x : alpha * expm1f(x);
@@ -67,8 +67,7 @@ BF_HD float bf_act_value(int act, float x, float alpha, float max_value, float t
 BF_HD float bf_act_grad(int act, float x, float y, float alpha, float max_value, float threshold) {
     switch (act) {
     case BF_ACT_GELU:
-        return (float)(0.5 * (1.0 + erf((double)x * 0.7071067811865476)) +
-                       (double)x * 0.3989422804014327 * exp(-0.5 * (double)x * (double)x));
+        return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.39894228040143268f * expf(-0.5f * x * x);
     case BF_ACT_GELU_TANH: {
         float t = tanhf(bf_gelu_tanh_inner(x));
         return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
