@@ -65,7 +65,8 @@ def test_every_cuda_op_matches_the_cpu_kernel(tmp_path):
     exe = tmp_path / "test_cuda_ops"
     _build(exe, ["tests/c_cuda/test_cuda_ops.c"] +
            [f"csrc/cpu/{f}.c" for f in ("activations", "batchnorm", "conv2d", "dense", "dropout", "loss", "metrics",
-                                        "optimizers", "pool", "reduce")])
+                                        "optimizers", "pool", "reduce", "act_more", "strided", "rescale",
+                                        "augment")])
     r = _run(exe, CUDA_SO)
     if r.returncode == 0 and r.stdout.startswith("SKIP"):
         pytest.skip(r.stdout.strip())

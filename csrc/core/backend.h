@@ -14,7 +14,24 @@
 
 #include "status.h"
 
-typedef enum { BF_ACT_LINEAR = 0, BF_ACT_RELU, BF_ACT_SIGMOID, BF_ACT_TANH, BF_ACT_SOFTMAX } bf_act;
+typedef enum {
+    BF_ACT_LINEAR = 0, BF_ACT_RELU, BF_ACT_SIGMOID, BF_ACT_TANH, BF_ACT_SOFTMAX,
+    /* Keras 3's other activations (act_more.c; bf_act_param gives their parameters) */
+    BF_ACT_GELU, BF_ACT_GELU_TANH, BF_ACT_SILU, BF_ACT_ELU, BF_ACT_SELU, BF_ACT_LEAKY_RELU, BF_ACT_SOFTPLUS,
+    BF_ACT_SOFTSIGN, BF_ACT_HARD_SIGMOID, BF_ACT_EXPONENTIAL, BF_ACT_RELU6, BF_ACT_RELU_X
+} bf_act;
+#define BF_ACT_LAST BF_ACT_RELU_X
+/* the activations from BF_ACT_GELU on run through actx_forward / actx_backward */
+static inline int bf_act_is_x(bf_act a) { return a >= BF_ACT_GELU; }
+/* 1 when backward needs the activation's input (x) rather than its output */
+static inline int bf_act_needs_x(bf_act a) {
+    return a == BF_ACT_GELU || a == BF_ACT_GELU_TANH || a == BF_ACT_SILU || a == BF_ACT_SOFTSIGN || a == BF_ACT_RELU_X;
+}
+/* parameters: alpha = leaky_relu / relu negative_slope, elu alpha; relu
+ * (BF_ACT_RELU_X, Keras activations.relu) max_value (+Inf: none) and threshold */
+typedef struct {
+    float alpha, max_value, threshold;
+} bf_act_param;
 typedef enum {
     BF_LOSS_MSE = 0, BF_LOSS_BCE, BF_LOSS_CCE, BF_LOSS_SCCE, BF_LOSS_MAE, BF_LOSS_HUBER, BF_LOSS_LOGCOSH
 } bf_loss_kind;
@@ -105,6 +122,41 @@ typedef struct {
     float min_value, max_value, rate;
     int axis_lo, axis_hi;
 } bf_constraint;
+
+/* A strided gather over up to 6 axes, summing over up to 2 more:
+ * for every index (i_0..i_{nd-1}) < n:
+ *   out[sum i_k*os_k] = sum over (r_0..r_{nr-1}) < rn of inp[sum i_k*is_k + sum r_j*rs_j]
+ * Permute (permuted input strides), RepeatVector (a 0 stride; backward sums),
+ * ZeroPadding2D (an output offset; backward crops), UpSampling2D (0 strides;
+ * backward sums the blocks). Every output element is written once. */
+#define BF_STRIDED_MAXD 6
+typedef struct {
+    int nd, nr;
+    long n[BF_STRIDED_MAXD], os[BF_STRIDED_MAXD], is[BF_STRIDED_MAXD];
+    long rn[2], rs[2];
+} bf_strided;
+
+/* Random image augmentation (RandomFlip, RandomCrop, RandomTranslation), NHWC.
+ * Per sample b the source of output pixel (y, x) is (see augment_geom.h):
+ * crop: (y + h0, x + w0), one window per batch, random in training (Keras:
+ * when H > OH and W > OW) and centred otherwise; flip: mirrored when the
+ * sample's draw u <= 0.5 (both axes at once for mode 3, as Keras);
+ * translate: (y - dy_b, x - dx_b) with dy_b = uniform(h_lo, h_hi) * H and
+ * dx_b likewise, sampled as jax.scipy.ndimage.map_coordinates does (nearest:
+ * round half away from zero; bilinear; fill modes reflect / constant /
+ * nearest / wrap on each tap). Draws come from splitmix64(seed, b). */
+typedef enum { BF_FILL_REFLECT = 0, BF_FILL_CONSTANT, BF_FILL_NEAREST, BF_FILL_WRAP } bf_fill_mode;
+typedef struct {
+    int B, H, W, C, OH, OW;
+    int flip;                      /* 0 none, 1 horizontal, 2 vertical, 3 both */
+    int crop;                      /* RandomCrop to OH x OW */
+    int translate;                 /* RandomTranslation */
+    float h_lo, h_hi, w_lo, w_hi;  /* translation factors (fractions of H, W) */
+    int fill, bilinear;            /* bf_fill_mode; 1 bilinear, 0 nearest */
+    float fill_value;
+    int training;                  /* crop: random window (1) or centred (0) */
+    uint64_t seed;
+} bf_augment;
 
 typedef struct bf_backend {
     const char *name; /* "cpu" or "cuda:N" */
@@ -252,6 +304,27 @@ typedef struct bf_backend {
      * backward, inputs / targets split out of a packed batch) */
     bf_status (*copy2d)(struct bf_backend *be, float *out, long ld_out, const float *inp, long ld_in, long rows,
                         long cols);
+
+    /* ---- Keras 3's other activations, layout and preprocessing layers ---- */
+    /* out (n) = act(inp) for bf_act_is_x(act); in place allowed */
+    bf_status (*actx_forward)(struct bf_backend *be, float *out, const float *inp, bf_act act, const bf_act_param *p,
+                              long n);
+    /* dinp (n) = act'(inp) * dout; reads inp (x) when bf_act_needs_x(act), else out
+     * (the other may be NULL); in place on dout allowed */
+    bf_status (*actx_backward)(struct bf_backend *be, float *dinp, const float *dout, const float *inp,
+                               const float *out, bf_act act, const bf_act_param *p, long n);
+    /* strided gather (Permute, RepeatVector, ZeroPadding2D, UpSampling2D and their backward) */
+    bf_status (*strided_copy)(struct bf_backend *be, float *out, const float *inp, const bf_strided *s);
+    /* out (N,C) = (inp - mean[c]) / max(sqrt(var[c]), eps) * scale + offset; mean, var NULL: 0, 1 */
+    bf_status (*rescale_forward)(struct bf_backend *be, float *out, const float *inp, const float *mean,
+                                 const float *var, float scale, float offset, float eps, long N, int C);
+    /* dinp (N,C) = dout / max(sqrt(var[c]), eps) * scale; var NULL: 1 */
+    bf_status (*rescale_backward)(struct bf_backend *be, float *dinp, const float *dout, const float *var,
+                                  float scale, float eps, long N, int C);
+    /* random image augmentation (bf_augment): out (B,OH,OW,C) from inp (B,H,W,C) */
+    bf_status (*augment_forward)(struct bf_backend *be, float *out, const float *inp, const bf_augment *a);
+    /* dinp (B,H,W,C) = the transpose of the forward map applied to dout (B,OH,OW,C) */
+    bf_status (*augment_backward)(struct bf_backend *be, float *dinp, const float *dout, const bf_augment *a);
 
     void *impl; /* backend-private state (cuBLAS / cuDNN handles, streams) */
 

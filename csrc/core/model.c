@@ -51,9 +51,11 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
     L->in_rank = rank;
     memcpy(L->in_shape, shape, sizeof(int) * (size_t)rank);
     L->in_size = prod(shape, rank);
-    L->out_rank = rank;
-    memcpy(L->out_shape, shape, sizeof(int) * (size_t)rank);
     L->nparam = 0;
+    if (L->kind != BF_L_RESHAPE) { /* Reshape's out_rank / out_shape are its target, given by the caller */
+        L->out_rank = rank;
+        memcpy(L->out_shape, shape, sizeof(int) * (size_t)rank);
+    }
     int C = shape[rank - 1];
     switch (L->kind) {
     case BF_L_DENSE: {
@@ -126,6 +128,52 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
         add_param(L, 2, "moving_mean", 1, &C, 0, BF_INIT_ZEROS, 0, 0);
         add_param(L, 3, "moving_variance", 1, &C, 0, BF_INIT_ONES, 0, 0);
         break;
+    case BF_L_PERMUTE: {
+        int seen = 0;
+        for (int d = 0; d < rank; d++) {
+            if (L->perm[d] < 0 || L->perm[d] >= rank || (seen & (1 << L->perm[d])))
+                return BF_FAIL(BF_ERR_ARG, "%s: dims must be a permutation of 1..%d, got axis %d at position %d",
+                               L->name, rank, L->perm[d] + 1, d);
+            seen |= 1 << L->perm[d];
+            L->out_shape[d] = shape[L->perm[d]];
+        }
+        break;
+    }
+    case BF_L_REPEAT:
+        if (rank != 1) return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 1 (features) per sample, got rank %d", L->name, rank);
+        if (L->reps <= 0) return BF_FAIL(BF_ERR_ARG, "%s: n must be positive, got %d", L->name, L->reps);
+        L->out_rank = 2;
+        L->out_shape[0] = L->reps;
+        L->out_shape[1] = shape[0];
+        break;
+    case BF_L_ZEROPAD2D:
+    case BF_L_UPSAMPLE2D:
+    case BF_L_AUGMENT:
+        if (rank != 3)
+            return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 3 (H, W, C) per sample, got rank %d", L->name, rank);
+        if (L->kind == BF_L_ZEROPAD2D) {
+            for (int k = 0; k < 4; k++)
+                if (L->pad[k] < 0) return BF_FAIL(BF_ERR_ARG, "%s: padding must be >= 0, got %d", L->name, L->pad[k]);
+            L->out_shape[0] = shape[0] + L->pad[0] + L->pad[1];
+            L->out_shape[1] = shape[1] + L->pad[2] + L->pad[3];
+        } else if (L->kind == BF_L_UPSAMPLE2D) {
+            if (L->sh <= 0 || L->sw <= 0) return BF_FAIL(BF_ERR_ARG, "%s: size must be positive", L->name);
+            L->out_shape[0] = shape[0] * L->sh;
+            L->out_shape[1] = shape[1] * L->sw;
+        } else if (L->aug.crop) {
+            if (L->kh <= 0 || L->kw <= 0 || L->kh > shape[0] || L->kw > shape[1])
+                return BF_FAIL(BF_ERR_SHAPE, "%s: a %dx%d crop does not fit input %dx%d (a larger crop would be resized "
+                               "in Keras; not supported)", L->name, L->kh, L->kw, shape[0], shape[1]);
+            L->out_shape[0] = L->kh;
+            L->out_shape[1] = L->kw;
+        }
+        break;
+    case BF_L_NORMALIZATION:
+        add_param(L, 0, "mean", 1, &C, 0, BF_INIT_ZEROS, 0, 0);
+        add_param(L, 1, "variance", 1, &C, 0, BF_INIT_ONES, 0, 0);
+        add_param(L, 2, "count", 0, &C, 0, BF_INIT_ZEROS, 0, 0);
+        break;
+    case BF_L_RESCALING:
     case BF_L_ACTIVATION:
     case BF_L_ADD: case BF_L_SUBTRACT: case BF_L_MULTIPLY: case BF_L_AVERAGE:
     case BF_L_MAXIMUM: case BF_L_MINIMUM: case BF_L_CONCAT:

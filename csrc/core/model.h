@@ -27,7 +27,12 @@ typedef enum {
     BF_L_DENSE = 0, BF_L_CONV2D, BF_L_MAXPOOL, BF_L_AVGPOOL, BF_L_GAP, BF_L_FLATTEN,
     BF_L_RESHAPE, BF_L_DROPOUT, BF_L_BATCHNORM, BF_L_ACTIVATION,
     /* merge layers: several inputs of one shape (Concatenate: equal but on `axis`) */
-    BF_L_ADD, BF_L_SUBTRACT, BF_L_MULTIPLY, BF_L_AVERAGE, BF_L_MAXIMUM, BF_L_MINIMUM, BF_L_CONCAT
+    BF_L_ADD, BF_L_SUBTRACT, BF_L_MULTIPLY, BF_L_AVERAGE, BF_L_MAXIMUM, BF_L_MINIMUM, BF_L_CONCAT,
+    /* layout (strided.c): Permute, RepeatVector, ZeroPadding2D, UpSampling2D (nearest) */
+    BF_L_PERMUTE, BF_L_REPEAT, BF_L_ZEROPAD2D, BF_L_UPSAMPLE2D,
+    /* preprocessing (rescale.c, augment.c): Rescaling, Normalization, and the random
+     * image layers (RandomFlip, RandomCrop, RandomTranslation: one kind, bf_augment) */
+    BF_L_RESCALING, BF_L_NORMALIZATION, BF_L_AUGMENT
 } bf_layer_kind;
 
 /* Keras initializers. a/b per kind: CONSTANT value; RANDOM_UNIFORM minval,
@@ -87,6 +92,14 @@ typedef struct {
     /* user regularizers (l1, l2) and constraints by the same roles */
     float reg[BF_MAX_PARAMS][2];
     bf_constraint cons[BF_MAX_PARAMS];
+    /* ---- elementwise, layout and preprocessing layers ---- */
+    bf_act_param actp;                         /* parameters of act (leaky_relu slope, elu alpha, relu options) */
+    int perm[3];                               /* Permute: output axis d is input axis perm[d] (0-based) */
+    int reps;                                  /* RepeatVector: n */
+    int pad[4];                                /* ZeroPadding2D: top, bottom, left, right; UpSampling2D uses sh, sw */
+    float rs_scale, rs_offset;                 /* Rescaling */
+    bf_augment aug;                            /* RandomFlip / RandomCrop / RandomTranslation (kh, kw: crop size);
+                                                  aug.seed: the layer's seed, 0 when none (the run's stream) */
 } bf_layer;
 
 typedef enum {

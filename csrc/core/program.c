@@ -21,11 +21,20 @@ static int is_view(const bf_run *r, int i) {
     if (L->kind == BF_L_FLATTEN || L->kind == BF_L_RESHAPE) return 1;
     if (L->kind == BF_L_DROPOUT && (r->mode != BF_MODE_TRAIN || L->rate == 0.0f)) return 1;
     if (L->kind == BF_L_ACTIVATION && (L->act == BF_ACT_LINEAR || r->node_fused[i])) return 1;
+    /* RandomFlip / RandomTranslation are the identity outside training (RandomCrop crops) */
+    if (L->kind == BF_L_AUGMENT && !L->aug.crop && r->mode != BF_MODE_TRAIN) return 1;
     return 0;
+}
+
+/* Dense / Conv2D whose activation's backward needs its input: the pre-activation is kept */
+static int keeps_z(const bf_run *r, int i) {
+    const bf_layer *L = &r->m->layers[i];
+    return (L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D) && !r->node_fused[i] && bf_act_needs_x(L->act);
 }
 
 /* backward reads the input (a frozen BatchNormalization's does not) */
 static int needs_in(const bf_layer *L) {
+    if (L->kind == BF_L_ACTIVATION && bf_act_needs_x(L->act)) return 1;
     return L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D || L->kind == BF_L_MAXPOOL ||
            (L->kind == BF_L_BATCHNORM && !L->frozen) || L->kind == BF_L_MULTIPLY || L->kind == BF_L_MAXIMUM ||
            L->kind == BF_L_MINIMUM;
@@ -33,9 +42,10 @@ static int needs_in(const bf_layer *L) {
 
 static int needs_out(const bf_run *r, int i) {
     const bf_layer *L = &r->m->layers[i];
-    if (L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D) return L->act != BF_ACT_LINEAR && !r->node_fused[i];
+    if (L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D)
+        return L->act != BF_ACT_LINEAR && !r->node_fused[i] && !bf_act_needs_x(L->act);
     return L->kind == BF_L_MAXPOOL || L->kind == BF_L_MAXIMUM || L->kind == BF_L_MINIMUM ||
-           (L->kind == BF_L_ACTIVATION && !r->node_fused[i]);
+           (L->kind == BF_L_ACTIVATION && !r->node_fused[i] && !bf_act_needs_x(L->act));
 }
 
 static bf_status newbuf(bf_run *r, int *id, size_t bytes, const char *fmt, const char *a,
@@ -134,8 +144,12 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         case BF_L_ADD: case BF_L_SUBTRACT: case BF_L_MULTIPLY: case BF_L_AVERAGE:
         case BF_L_MAXIMUM: case BF_L_MINIMUM: ok = be->ewise != NULL; break;
         case BF_L_CONCAT: ok = be->copy2d != NULL; break;
+        case BF_L_PERMUTE: case BF_L_REPEAT: case BF_L_ZEROPAD2D: case BF_L_UPSAMPLE2D: ok = be->strided_copy != NULL; break;
+        case BF_L_RESCALING: case BF_L_NORMALIZATION: ok = be->rescale_forward && be->rescale_backward; break;
+        case BF_L_AUGMENT: ok = be->augment_forward && be->augment_backward; break;
         default: break;
         }
+        if (bf_act_is_x(ly->act) && !(be->actx_forward && be->actx_backward)) ok = 0;
         if (!ok)
             return BF_FAIL(BF_ERR_ARG, "layer '%s' is not implemented on the %s backend in this build", ly->name, be->name);
     }
@@ -183,6 +197,10 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         }
         if (ly->kind == BF_L_DROPOUT && train && ly->rate > 0.0f) {
             BF_TRY(newbuf(r, &r->aux_id[i], B * ly->in_size * fb, "%s%s dropout mask", ly->name, ""));
+            use(r, r->aux_id[i], t);
+        }
+        if (bw && keeps_z(r, i)) {
+            BF_TRY(newbuf(r, &r->aux_id[i], B * ly->out_size * fb, "%s%s pre-activation", ly->name, ""));
             use(r, r->aux_id[i], t);
         }
         if (ly->kind == BF_L_BATCHNORM) {

@@ -272,6 +272,7 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
     bf_model *m = r->m;
     int train = r->mode == BF_MODE_TRAIN;
     BF_TRY(split_inputs(r, rows));
+    bf_run_more_begin(r);
     for (int i = 0; i < m->nlayers; i++) {
         bf_layer *L = &m->layers[i];
         float *in = in_of(r, i), *out = out_of(r, i);
@@ -282,16 +283,19 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
         case BF_L_DENSE: {
             int IN = L->in_shape[L->in_rank - 1];
             int N = (int)(rows_in / IN);
-            BF_TRY(be->dense_forward(be, out, in, param(r, L, 0), L->use_bias ? param(r, L, 1) : NULL, N, IN, L->units));
-            if (act != BF_ACT_LINEAR) BF_TRY(be->act_forward(be, out, out, act, N, L->units));
+            float *z = r->aux_id[i] >= 0 ? BUF(r, r->aux_id[i]) : out; /* pre-activation kept for backward */
+            BF_TRY(be->dense_forward(be, z, in, param(r, L, 0), L->use_bias ? param(r, L, 1) : NULL, N, IN, L->units));
+            if (act != BF_ACT_LINEAR) BF_TRY(bf_run_act_forward(r, L, out, z, act, N, L->units));
             break;
         }
-        case BF_L_CONV2D:
+        case BF_L_CONV2D: {
+            float *z = r->aux_id[i] >= 0 ? BUF(r, r->aux_id[i]) : out;
             bf_layer_geom(L, rows, &g);
-            BF_TRY(be->conv2d_forward(be, out, r->fws_id[i] >= 0 ? BUF(r, r->fws_id[i]) : NULL, in,
+            BF_TRY(be->conv2d_forward(be, z, r->fws_id[i] >= 0 ? BUF(r, r->fws_id[i]) : NULL, in,
                                       param(r, L, 0), L->use_bias ? param(r, L, 1) : NULL, &g));
-            if (act != BF_ACT_LINEAR) BF_TRY(be->act_forward(be, out, out, act, (long)rows * L->out_size / L->filters, L->filters));
+            if (act != BF_ACT_LINEAR) BF_TRY(bf_run_act_forward(r, L, out, z, act, (long)rows * L->out_size / L->filters, L->filters));
             break;
+        }
         case BF_L_MAXPOOL:
             bf_layer_geom(L, rows, &g);
             BF_TRY(be->maxpool_forward(be, out, in, &g));
@@ -324,9 +328,13 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
         }
         case BF_L_ACTIVATION:
             if (!r->node_view[i])
-                BF_TRY(be->act_forward(be, out, in, act, rows_in / L->in_shape[L->in_rank - 1], L->in_shape[L->in_rank - 1]));
+                BF_TRY(bf_run_act_forward(r, L, out, in, act, rows_in / L->in_shape[L->in_rank - 1], L->in_shape[L->in_rank - 1]));
             break;
         default:
+            if (bf_run_more_kind(L->kind)) {
+                if (!r->node_view[i]) BF_TRY(bf_run_more_forward(r, i, rows, in, out));
+                break;
+            }
             BF_TRY(merge_forward(r, i, rows));
             break;
         }
@@ -379,14 +387,17 @@ static bf_status backward(bf_run *r, int rows) {
         case BF_L_DENSE: {
             int IN = L->in_shape[L->in_rank - 1];
             int N = (int)(rows_in / IN);
-            if (act != BF_ACT_LINEAR) BF_TRY(be->act_backward(be, dout, dout, out, act, N, L->units));
+            if (act != BF_ACT_LINEAR)
+                BF_TRY(bf_run_act_backward(r, L, dout, dout, r->aux_id[i] >= 0 ? BUF(r, r->aux_id[i]) : NULL, out, act, N, L->units));
             BF_TRY(take_bound(r, i, in, rows_in, dout, (long)N * L->units, N));
             BF_TRY(be->dense_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL, dout, in, param(r, L, 0), N, IN, L->units));
             break;
         }
         case BF_L_CONV2D:
             bf_layer_geom(L, rows, &g);
-            if (act != BF_ACT_LINEAR) BF_TRY(be->act_backward(be, dout, dout, out, act, (long)rows * L->out_size / L->filters, L->filters));
+            if (act != BF_ACT_LINEAR)
+                BF_TRY(bf_run_act_backward(r, L, dout, dout, r->aux_id[i] >= 0 ? BUF(r, r->aux_id[i]) : NULL, out, act,
+                                           (long)rows * L->out_size / L->filters, L->filters));
             BF_TRY(take_bound(r, i, in, rows_in, dout, (long)rows * L->out_size, (double)rows * g.OH * g.OW));
             BF_TRY(be->conv2d_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL,
                                        r->bws_id[i] >= 0 ? BUF(r, r->bws_id[i]) : NULL, dout, in, param(r, L, 0), &g));
@@ -420,9 +431,13 @@ static bf_status backward(bf_run *r, int rows) {
             break;
         }
         case BF_L_ACTIVATION:
-            if (din) BF_TRY(be->act_backward(be, din, dout, out, act, rows_in / L->in_shape[L->in_rank - 1], L->in_shape[L->in_rank - 1]));
+            if (din) BF_TRY(bf_run_act_backward(r, L, din, dout, in, out, act, rows_in / L->in_shape[L->in_rank - 1], L->in_shape[L->in_rank - 1]));
             break;
         default:
+            if (bf_run_more_kind(L->kind)) {
+                BF_TRY(bf_run_more_backward(r, i, rows, din, dout));
+                break;
+            }
             BF_TRY(merge_backward(r, i, rows, dout));
             break;
         }

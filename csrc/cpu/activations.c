@@ -41,6 +41,8 @@ bf_status bf_cpu_act_forward(bf_backend *be, float *out, const float *inp, bf_ac
             for (int j = 0; j < C; j++) y[j] *= inv;
         }
         return BF_OK;
+    default: /* the others run through actx_forward (act_more.c) */
+        break;
     }
     return BF_FAIL(BF_ERR_ARG, "unknown activation %d", (int)act);
 }
@@ -73,6 +75,8 @@ bf_status bf_cpu_act_backward(bf_backend *be, float *dinp, const float *dout, co
             for (int j = 0; j < C; j++) dx[j] = y[j] * (dy[j] - dot);
         }
         return BF_OK;
+    default:
+        break;
     }
     return BF_FAIL(BF_ERR_ARG, "unknown activation %d", (int)act);
 }

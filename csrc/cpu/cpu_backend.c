@@ -68,6 +68,13 @@ static bf_backend bf_cpu = {
     .ewise = bf_cpu_ewise,
     .copy2d = bf_cpu_copy2d,
     .batchnorm_backward_frozen = bf_cpu_batchnorm_backward_frozen,
+    .actx_forward = bf_cpu_actx_forward,
+    .actx_backward = bf_cpu_actx_backward,
+    .strided_copy = bf_cpu_strided_copy,
+    .rescale_forward = bf_cpu_rescale_forward,
+    .rescale_backward = bf_cpu_rescale_backward,
+    .augment_forward = bf_cpu_augment_forward,
+    .augment_backward = bf_cpu_augment_backward,
     .impl = NULL,
 };
 

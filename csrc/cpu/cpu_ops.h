@@ -34,4 +34,17 @@ bf_status bf_cpu_ewise(bf_backend *be, float *out, const float *a, const float *
 bf_status bf_cpu_copy2d(bf_backend *be, float *out, long ld_out, const float *inp, long ld_in, long rows,
                         long cols);
 
+/* act_more.c, strided.c, rescale.c, augment.c */
+bf_status bf_cpu_actx_forward(bf_backend *be, float *out, const float *inp, bf_act act, const bf_act_param *p, long n);
+bf_status bf_cpu_actx_backward(bf_backend *be, float *dinp, const float *dout, const float *inp, const float *out,
+                               bf_act act, const bf_act_param *p, long n);
+bf_status bf_strided_check(const bf_strided *s);
+bf_status bf_cpu_strided_copy(bf_backend *be, float *out, const float *inp, const bf_strided *s);
+bf_status bf_cpu_rescale_forward(bf_backend *be, float *out, const float *inp, const float *mean, const float *var,
+                                 float scale, float offset, float eps, long N, int C);
+bf_status bf_cpu_rescale_backward(bf_backend *be, float *dinp, const float *dout, const float *var, float scale,
+                                  float eps, long N, int C);
+bf_status bf_cpu_augment_forward(bf_backend *be, float *out, const float *inp, const bf_augment *a);
+bf_status bf_cpu_augment_backward(bf_backend *be, float *dinp, const float *dout, const bf_augment *a);
+
 #endif

@@ -165,6 +165,13 @@ static void fill_vtable(bf_cuda_state *st) {
     be->ewise = bf_cuda_ewise;
     be->copy2d = bf_cuda_copy2d;
     be->batchnorm_backward_frozen = bf_cuda_batchnorm_backward_frozen;
+    be->actx_forward = bf_cuda_actx_forward;
+    be->actx_backward = bf_cuda_actx_backward;
+    be->strided_copy = bf_cuda_strided_copy;
+    be->rescale_forward = bf_cuda_rescale_forward;
+    be->rescale_backward = bf_cuda_rescale_backward;
+    be->augment_forward = bf_cuda_augment_forward;
+    be->augment_backward = bf_cuda_augment_backward;
     be->impl = st;
 }
 

@@ -4,6 +4,7 @@
  * "inputs" the nodes form a chain); weights live in the
  * model's host arena; plan() reports a run's memory without allocating;
  * open_run() reserves it. */
+#include <math.h>
 #include <string.h>
 
 #include "glue.h"
@@ -60,6 +61,69 @@ static int get_shape(PyObject *seq, const char *what, int *rank, int *shape, int
     return 0;
 }
 
+/* int tuple d[k] of exactly n entries into out (absent: left as it is) */
+static int get_ints(PyObject *d, const char *k, int n, int *out) {
+    PyObject *v = PyDict_GetItemString(d, k);
+    if (!v || v == Py_None) return 0;
+    PyObject *t = PySequence_Tuple(v);
+    if (!t) return -1;
+    if (PyTuple_GET_SIZE(t) != n) {
+        Py_DECREF(t);
+        PyErr_Format(PyExc_ValueError, "%s must have %d entries", k, n);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        long x = PyLong_AsLong(PyTuple_GET_ITEM(t, i));
+        if (x == -1 && PyErr_Occurred()) { Py_DECREF(t); return -1; }
+        out[i] = (int)x;
+    }
+    Py_DECREF(t);
+    return 0;
+}
+
+/* the fields of the elementwise, layout and preprocessing layers (act_p,
+ * perm, reps, pad, rs_scale / rs_offset, aug_*) */
+static int parse_more(PyObject *d, bf_layer *L, int act) {
+    float dflt = act == BF_ACT_LEAKY_RELU ? 0.2f : act == BF_ACT_ELU ? 1.0f : 0.0f;
+    PyObject *ap = PyDict_GetItemString(d, "act_p");
+    L->actp.alpha = dflt;
+    L->actp.max_value = INFINITY;
+    L->actp.threshold = 0.0f;
+    if (ap && ap != Py_None && !PyArg_ParseTuple(ap, "fff", &L->actp.alpha, &L->actp.max_value, &L->actp.threshold))
+        return -1;
+    int flip, crop, translate, fill, bilinear;
+    long long seed = 0;
+    PyObject *sd = PyDict_GetItemString(d, "aug_seed");
+    if (sd && sd != Py_None && (seed = PyLong_AsLongLong(sd)) == -1 && PyErr_Occurred()) return -1;
+    PyObject *pv = PyDict_GetItemString(d, "perm");
+    if (pv && pv != Py_None) {
+        Py_ssize_t n = PySequence_Size(pv);
+        if (n < 1 || n > 3 || get_ints(d, "perm", (int)n, L->perm) < 0) {
+            if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "%s: dims must have 1 to 3 entries", L->name);
+            return -1;
+        }
+    }
+    if (get_int(d, "reps", 0, &L->reps) || get_ints(d, "pad", 4, L->pad) ||
+        get_float(d, "rs_scale", 1.0f, &L->rs_scale) || get_float(d, "rs_offset", 0.0f, &L->rs_offset) ||
+        get_int(d, "aug_flip", 0, &flip) || get_int(d, "aug_crop", 0, &crop) ||
+        get_int(d, "aug_translate", 0, &translate) || get_int(d, "aug_fill", 0, &fill) ||
+        get_int(d, "aug_bilinear", 1, &bilinear) || get_float(d, "aug_fill_value", 0.0f, &L->aug.fill_value) ||
+        get_float(d, "aug_h_lo", 0.0f, &L->aug.h_lo) || get_float(d, "aug_h_hi", 0.0f, &L->aug.h_hi) ||
+        get_float(d, "aug_w_lo", 0.0f, &L->aug.w_lo) || get_float(d, "aug_w_hi", 0.0f, &L->aug.w_hi))
+        return -1;
+    if (fill < BF_FILL_REFLECT || fill > BF_FILL_WRAP) {
+        PyErr_Format(PyExc_ValueError, "%s: unknown fill mode %d", L->name, fill);
+        return -1;
+    }
+    L->aug.flip = flip;
+    L->aug.crop = crop;
+    L->aug.translate = translate;
+    L->aug.fill = fill;
+    L->aug.bilinear = bilinear;
+    L->aug.seed = (uint64_t)seed;
+    return 0;
+}
+
 static int parse_layer(PyObject *d, bf_layer *L) {
     memset(L, 0, sizeof *L);
     if (!PyDict_Check(d)) { PyErr_SetString(PyExc_TypeError, "layer spec must be a dict"); return -1; }
@@ -97,7 +161,8 @@ static int parse_layer(PyObject *d, bf_layer *L) {
         L->nin = (int)n;
         Py_DECREF(t);
     }
-    if (act < 0 || act > BF_ACT_SOFTMAX) { PyErr_Format(PyExc_ValueError, "%s: unknown activation id %d", L->name, act); return -1; }
+    if (act < 0 || act > BF_ACT_LAST) { PyErr_Format(PyExc_ValueError, "%s: unknown activation id %d", L->name, act); return -1; }
+    if (parse_more(d, L, act) < 0) return -1;
     L->kind = (bf_layer_kind)kind;
     L->act = (bf_act)act;
     PyObject *target = PyDict_GetItemString(d, "target_shape");

@@ -97,7 +97,11 @@ static PyObject *cuda_report(PyObject *self, PyObject *noargs) {
 PyObject *bf_py_bench_sgemm(PyObject *self, PyObject *args);
 PyObject *bf_py_bench_adam(PyObject *self, PyObject *args);
 
+PyObject *bf_py_activation(PyObject *self, PyObject *args); /* act_py.c */
+
 static PyMethodDef module_methods[] = {
+    {"activation", bf_py_activation, METH_VARARGS,
+     "activation(act_id, x, alpha=0, max_value=inf, threshold=0) -> float32 array (the CPU kernel)"},
     {"bench_sgemm", bf_py_bench_sgemm, METH_VARARGS, "bench_sgemm(M, N, K, iters) -> seconds per sgemm"},
     {"bench_adam", bf_py_bench_adam, METH_VARARGS, "bench_adam(n, iters) -> seconds per Adam update"},
     {"set_module_dir", set_module_dir, METH_VARARGS, "directory of the package (where _cuda.so is)"},

@@ -67,7 +67,32 @@ _TO_KERAS = {
     L.Dropout: lambda l: dict(rate=l.rate, seed=l.seed, noise_shape=None),
     L.BatchNormalization: _bn,
     L.Activation: lambda l: dict(activation=_act(l)),
+    L.ReLU: lambda l: dict(max_value=l.max_value, negative_slope=l.negative_slope, threshold=l.threshold),
+    L.LeakyReLU: lambda l: dict(negative_slope=l.negative_slope),
+    L.ELU: lambda l: dict(alpha=l.alpha),
+    L.Softmax: lambda l: dict(axis=-1),
+    L.Permute: lambda l: dict(dims=list(l.dims)),
+    L.RepeatVector: lambda l: dict(n=l.n),
+    L.ZeroPadding2D: lambda l: dict(padding=[list(p) for p in l.padding], data_format="channels_last"),
+    L.UpSampling2D: lambda l: dict(size=list(l.size), data_format="channels_last", interpolation=l.interpolation),
+    L.Rescaling: lambda l: dict(scale=l.scale, offset=l.offset),
+    L.Normalization: lambda l: dict(axis=[-1], invert=False, mean=_listed(l.input_mean),
+                                    variance=_listed(l.input_variance)),
+    L.RandomFlip: lambda l: dict(mode=l.mode, seed=l.seed, data_format="channels_last"),
+    L.RandomCrop: lambda l: dict(height=l.height, width=l.width, seed=l.seed, data_format="channels_last"),
+    L.RandomTranslation: lambda l: dict(height_factor=_listed(l.height_factor), width_factor=_listed(l.width_factor),
+                                        fill_mode=l.fill_mode, interpolation=l.interpolation, seed=l.seed,
+                                        fill_value=l.fill_value, data_format="channels_last"),
 }
+
+
+def _listed(v):
+    """a number, tuple or array as JSON has it"""
+    if v is None or isinstance(v, (int, float)):
+        return v
+    import numpy as np
+    a = np.asarray(v)
+    return a.item() if a.ndim == 0 else a.tolist()
 
 
 def layer_config(layer):
@@ -148,7 +173,10 @@ _IGNORABLE = {
 }
 
 _FROM_KERAS = {c.__name__: c for c in (L.Dense, L.Conv2D, L.MaxPooling2D, L.AveragePooling2D, L.GlobalAveragePooling2D,
-                                       L.Flatten, L.Reshape, L.Dropout, L.BatchNormalization, L.Activation)}
+                                       L.Flatten, L.Reshape, L.Dropout, L.BatchNormalization, L.Activation,
+                                       L.ReLU, L.LeakyReLU, L.ELU, L.Softmax, L.Permute, L.RepeatVector,
+                                       L.ZeroPadding2D, L.UpSampling2D, L.Rescaling, L.Normalization, L.RandomFlip,
+                                       L.RandomCrop, L.RandomTranslation)}
 
 
 def _hashable(v):

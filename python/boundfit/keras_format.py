@@ -168,8 +168,11 @@ def write_weights(h5, model, optimizer=True):
     for layer, path, ws in zip(layers, layer_paths(type(l).__name__ for l in layers), per_layer):
         v = root.create_group(path).create_group("vars")
         v.attrs["name"] = layer.name
+        if hasattr(layer, "_to_keras_vars"):  # variables Keras keeps otherwise (Normalization's int count)
+            ws = layer._to_keras_vars(ws)
         for i, w in enumerate(ws):
-            v.create_dataset(str(i), data=np.asarray(w, dtype=np.float32))
+            w = np.asarray(w)
+            v.create_dataset(str(i), data=w if w.dtype.kind == "i" else w.astype(np.float32))
     h5.create_group("vars").attrs["name"] = model.name
     if optimizer and model.optimizer is not None:
         _write_optimizer(h5, model)
@@ -194,6 +197,8 @@ def read_weights(h5, model, optimizer=True, where="weights file", skip_mismatch=
         want = [w.shape for w in model._layer_weights(layer)]
         v = g[path]["vars"] if path in g and "vars" in g[path] else None
         got = [np.asarray(v[str(k)]) for k in range(len(v))] if v is not None else []
+        if hasattr(layer, "_from_keras_vars"):
+            got = layer._from_keras_vars(got, want)
         if len(got) != len(want) or any(a.shape != s for a, s in zip(got, want)):
             if skip_mismatch:
                 warnings.warn(f"{where}: skipping layer {layer.name!r}: it expects weights "

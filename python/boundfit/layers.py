@@ -197,7 +197,8 @@ class Dense(Layer):
         return tuple(shape[:-1]) + (self.units,)
 
     def spec(self):
-        return dict(kind=DENSE, name=self.name, units=self.units, use_bias=int(self.use_bias), act=self.activation,
+        return dict(kind=DENSE, name=self.name, units=self.units, use_bias=int(self.use_bias), act=int(self.activation),
+                    act_p=activations.params_of(self.activation),
                     inits=initializers._engine_specs(self.kernel_initializer, self.bias_initializer),
                     **_weight_specs(self, 2))
 
@@ -239,7 +240,8 @@ class Conv2D(Layer):
 
     def spec(self):
         return dict(kind=CONV2D, name=self.name, filters=self.filters, kh=self.kernel_size[0], kw=self.kernel_size[1],
-                    sh=self.strides[0], sw=self.strides[1], same=int(self.padding == "same"), act=self.activation,
+                    sh=self.strides[0], sw=self.strides[1], same=int(self.padding == "same"), act=int(self.activation),
+                    act_p=activations.params_of(self.activation),
                     use_bias=int(self.use_bias),
                     inits=initializers._engine_specs(self.kernel_initializer, self.bias_initializer),
                     **_weight_specs(self, 4))
@@ -386,7 +388,8 @@ class Activation(Layer):
         self.activation = activations.get_id(activation)
 
     def spec(self):
-        return dict(kind=ACTIVATION, name=self.name, act=self.activation)
+        return dict(kind=ACTIVATION, name=self.name, act=int(self.activation),
+                    act_p=activations.params_of(self.activation))
 
 
 
@@ -501,3 +504,8 @@ def minimum(inputs, **kwargs):
 
 def concatenate(inputs, axis=-1, **kwargs):
     return Concatenate(axis=axis, **kwargs)(inputs)
+
+
+# activations with parameters, layout and preprocessing layers (layers_more.py)
+from .layers_more import (ELU, LeakyReLU, Normalization, Permute, RandomCrop, RandomFlip, RandomTranslation,  # noqa: E402,F401
+                          ReLU, RepeatVector, Rescaling, Softmax, UpSampling2D, ZeroPadding2D)

@@ -167,6 +167,15 @@ class Model:
         for name, shape, params in eng.layers_info():
             self._param_ranges.append(range(k, k + len(params)))
             k += len(params)
+        fresh = [l for l in g.owners if id(l) not in carried and hasattr(l, "_engine_weights")]
+        if fresh:  # layers that bring their own weights (Normalization's mean / variance)
+            w = eng.get_weights()
+            for l in fresh:
+                r = self._param_ranges[g.layer_node[id(l)]]
+                vals = l._engine_weights([w[j].shape for j in r])
+                for a, j in zip(vals or [], r):
+                    w[j] = a
+            eng.set_weights(w)
         if carried:
             w = eng.get_weights()
             for l in g.owners:

@@ -7,7 +7,8 @@
  * over several steps and gradient clipping, Conv2D (valid, symmetric and asymmetric
  * 'same', strides, 1x1; backward accumulating into dw / db), pooling (incl.
  * global average), batchnorm (train / inference, forward / backward, frozen backward),
- * dropout (mask bit for bit), the BF_ERR_BUDGET of an impossible reservation,
+ * dropout (mask bit for bit), Keras 3's other activations, the strided
+ * gather, rescale and the random image ops, the BF_ERR_BUDGET of an impossible reservation,
  * and last, that a kernel fault poisons the backend.
  * Usage: test_cuda_ops path/to/_cuda.so   Exit status: number of failures. */
 #include <dlfcn.h>
@@ -158,6 +159,56 @@ static void test_activations(void) {
                 dclose(what, dy_g, dx, n, 2e-6f, 1e-7f);
             free(x), free(dy), free(y), free(dx);
         }
+}
+
+/* Keras 3's other activations (actx), the strided gather, rescale and the random image ops */
+static void test_more_ops(void) {
+    char what[96];
+    const long n = 3001;
+    const bf_act_param p = {0.3f, 2.5f, 0.2f};
+    for (int a = BF_ACT_GELU; a <= BF_ACT_LAST; a++) {
+        float *x = hrand(n, -8, 8), *dy = hrand(n, -1, 1), *y = hzero(n), *dx = hzero(n);
+        float *x_g = up(x, n), *y_g = up(y, n), *dy_g = up(dy, n);
+        bf_cpu_actx_forward(NULL, y, x, (bf_act)a, &p, n);
+        snprintf(what, sizeof what, "actx_forward %d", a);
+        if (ok_status(G->actx_forward(G, y_g, x_g, (bf_act)a, &p, n), what)) dclose(what, y_g, y, (size_t)n, 2e-6f, 1e-6f);
+        bf_cpu_actx_backward(NULL, dx, dy, x, y, (bf_act)a, &p, n);
+        snprintf(what, sizeof what, "actx_backward %d, in place", a);
+        if (ok_status(G->actx_backward(G, dy_g, dy_g, x_g, up(y, n), (bf_act)a, &p, n), what))
+            dclose(what, dy_g, dx, (size_t)n, 2e-6f, 1e-6f);
+        free(x), free(dy), free(y), free(dx);
+    }
+    /* UpSampling2D backward: (2,3,4,5) from (2,6,12,5), 2 x 3 blocks summed */
+    bf_strided g = {4, 2, {2, 3, 4, 5}, {60, 20, 5, 1}, {360, 120, 15, 1}, {2, 3}, {60, 5}};
+    float *u = hrand(720, -1, 1), *v = hzero(120), *u_g = up(u, 720), *v_g = up(v, 120);
+    bf_cpu_strided_copy(NULL, v, u, &g);
+    if (ok_status(G->strided_copy(G, v_g, u_g, &g), "strided_copy (block sums)")) dclose("strided_copy", v_g, v, 120, 1e-6f, 1e-7f);
+    /* Permute (2,1,3) of (4, 3, 5, 2) */
+    bf_strided q = {4, 0, {4, 5, 3, 2}, {30, 6, 2, 1}, {30, 2, 10, 1}, {0, 0}, {0, 0}};
+    bf_cpu_strided_copy(NULL, v, u, &q);
+    if (ok_status(G->strided_copy(G, v_g, u_g, &q), "strided_copy (permute)")) dclose("permute", v_g, v, 120, 0, 0);
+    float mean[5] = {0.1f, -2, 3, 0, 1}, var[5] = {1, 4, 1e-20f, 0.5f, 9};
+    float *mg = up(mean, 5), *vg = up(var, 5);
+    bf_cpu_rescale_forward(NULL, v, u, mean, var, 1.5f, -0.25f, 1e-7f, 24, 5);
+    if (ok_status(G->rescale_forward(G, v_g, u_g, mg, vg, 1.5f, -0.25f, 1e-7f, 24, 5), "rescale_forward"))
+        dclose("rescale_forward", v_g, v, 120, 1e-6f, 1e-7f);
+    bf_cpu_rescale_backward(NULL, v, u, var, 1.5f, 1e-7f, 24, 5);
+    if (ok_status(G->rescale_backward(G, v_g, u_g, vg, 1.5f, 1e-7f, 24, 5), "rescale_backward"))
+        dclose("rescale_backward", v_g, v, 120, 1e-6f, 1e-7f);
+    /* a translation with bilinear taps and every fill mode, then its transpose */
+    for (int fill = BF_FILL_REFLECT; fill <= BF_FILL_WRAP; fill++) {
+        bf_augment a = {3, 6, 7, 2, 6, 7, 3, 0, 1, -0.4f, 0.4f, -0.3f, 0.3f, fill, 1, 0.5f, 1, 99};
+        const size_t m = 3 * 6 * 7 * 2;
+        float *x = hrand(m, -1, 1), *y = hzero(m), *x_g = up(x, m), *y_g = up(y, m);
+        bf_cpu_augment_forward(NULL, y, x, &a);
+        snprintf(what, sizeof what, "augment_forward fill %d", fill);
+        if (ok_status(G->augment_forward(G, y_g, x_g, &a), what)) dclose(what, y_g, y, m, 1e-5f, 1e-6f);
+        bf_cpu_augment_backward(NULL, y, x, &a);
+        snprintf(what, sizeof what, "augment_backward fill %d", fill);
+        if (ok_status(G->augment_backward(G, y_g, x_g, &a), what)) dclose(what, y_g, y, m, 1e-5f, 1e-6f);
+        free(x), free(y);
+    }
+    free(u), free(v);
 }
 
 /* ---- losses, metrics, reductions ---- */
@@ -680,6 +731,7 @@ int main(int argc, char **argv) {
     test_uploads();
     test_dense();
     test_activations();
+    test_more_ops();
     test_losses();
     test_metrics();
     test_reductions();

@@ -1,0 +1,107 @@
+/* augment_geom.h - per-sample geometry of the random image augmentations
+ * (bf_augment, backend.h), shared by the CPU (csrc/cpu/augment.c) and CUDA
+ * (csrc/cuda/augment.cu) kernels so both draw and sample the same way.
+ * Draw k of sample b: the top 24 bits of splitmix64(seed ^ (4b+k) * golden)
+ * times 2^-24, in [0, 1) (k 0: flip, 1: crop, 2: dy, 3: dx; crop uses b = 0,
+ * one window for the batch, as Keras). Sampling follows
+ * jax.scipy.ndimage.map_coordinates (what Keras 3's affine_transform calls):
+ * nearest rounds half away from zero; bilinear takes floor and floor + 1
+ * with weights (1 - f, f); the fill mode maps each tap's index (reflect
+ * "d c b a | a b c d | d c b a", nearest clamps, wrap is modulo, constant
+ * reads fill_value outside). */
+#ifndef BF_AUGMENT_GEOM_H
+#define BF_AUGMENT_GEOM_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+#ifdef __CUDACC__
+#define BF_AHD __host__ __device__ __forceinline__
+#else
+#define BF_AHD static inline
+#endif
+
+typedef struct {
+    int flip_y, flip_x, h0, w0;
+    float dy, dx;
+} bf_aug_sample;
+
+BF_AHD float bf_aug_uniform(uint64_t seed, uint64_t i) {
+    uint64_t x = seed ^ (i * 0x9E3779B97F4A7C15ull);
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    return (float)(uint32_t)(x >> 40) * (1.0f / 16777216.0f);
+}
+
+BF_AHD void bf_aug_sample_of(const bf_augment *a, int b, bf_aug_sample *s) {
+    s->flip_y = s->flip_x = s->h0 = s->w0 = 0;
+    s->dy = s->dx = 0.0f;
+    const uint64_t k = 4ull * (uint64_t)b;
+    if (a->flip) {
+        int f = bf_aug_uniform(a->seed, k) <= 0.5f;
+        s->flip_x = (a->flip & 1) ? f : 0;
+        s->flip_y = (a->flip & 2) ? f : 0;
+    }
+    if (a->crop) {
+        if (a->training && a->H > a->OH && a->W > a->OW) {
+            s->h0 = (int)(bf_aug_uniform(a->seed, 1) * (float)(a->H - a->OH + 1));
+            s->w0 = (int)(bf_aug_uniform(a->seed, 5) * (float)(a->W - a->OW + 1));
+            if (s->h0 > a->H - a->OH) s->h0 = a->H - a->OH;
+            if (s->w0 > a->W - a->OW) s->w0 = a->W - a->OW;
+        } else {
+            s->h0 = (a->H - a->OH) / 2;
+            s->w0 = (a->W - a->OW) / 2;
+        }
+    }
+    if (a->translate) {
+        s->dy = (a->h_lo + (a->h_hi - a->h_lo) * bf_aug_uniform(a->seed, k + 2)) * (float)a->H;
+        s->dx = (a->w_lo + (a->w_hi - a->w_lo) * bf_aug_uniform(a->seed, k + 3)) * (float)a->W;
+    }
+}
+
+/* a tap's index through the fill mode; -1: outside (constant) */
+BF_AHD long bf_aug_fix(long i, long n, int fill) {
+    switch (fill) {
+    case BF_FILL_CONSTANT: return i >= 0 && i < n ? i : -1;
+    case BF_FILL_NEAREST: return i < 0 ? 0 : i >= n ? n - 1 : i;
+    case BF_FILL_WRAP: { long m = i % n; return m < 0 ? m + n : m; }
+    default: { /* reflect: floor((mirror(2i+1, 2n+1) - 1) / 2), mirror(j, m) = |(j + m-1) mod 2(m-1) - (m-1)| */
+        long s = 2 * n, j = 2 * i + 1, m = (j + s) % (2 * s);
+        if (m < 0) m += 2 * s;
+        m = m - s;
+        if (m < 0) m = -m;
+        return (m - 1) >= 0 ? (m - 1) / 2 : -((-(m - 1) + 1) / 2);
+    }
+    }
+}
+
+/* the (up to 2) taps of a coordinate on one axis: indices (-1: fill) and weights */
+BF_AHD int bf_aug_taps(float f, long n, int fill, int bilinear, long *idx, float *w) {
+    if (!bilinear) {
+        float r = f >= 0.0f ? floorf(f + 0.5f) : -floorf(-f + 0.5f);
+        idx[0] = bf_aug_fix((long)r, n, fill);
+        w[0] = 1.0f;
+        return 1;
+    }
+    float lo = floorf(f);
+    w[1] = f - lo;
+    w[0] = 1.0f - w[1];
+    idx[0] = bf_aug_fix((long)lo, n, fill);
+    idx[1] = bf_aug_fix((long)lo + 1, n, fill);
+    return 2;
+}
+
+/* the source coordinate of output pixel (y, x) of sample s (before sampling) */
+BF_AHD void bf_aug_source(const bf_augment *a, const bf_aug_sample *s, int y, int x, float *fy, float *fx) {
+    int ys = y + s->h0, xs = x + s->w0;
+    if (s->flip_y) ys = a->H - 1 - ys;
+    if (s->flip_x) xs = a->W - 1 - xs;
+    *fy = (float)ys - s->dy;
+    *fx = (float)xs - s->dx;
+}
+
+#endif

@@ -1,0 +1,78 @@
+/* augment.c - RandomFlip, RandomCrop and RandomTranslation on the CPU
+ * (geometry and draws in core/augment_geom.h, shared with CUDA). Forward
+ * gathers each output pixel from its (up to 2 x 2) source taps; backward
+ * zeroes dinp and scatters each output gradient back onto the same taps with
+ * the same weights (the transpose; taps in the fill region get nothing). */
+#include <string.h>
+
+#include "augment_geom.h"
+#include "cpu_ops.h"
+
+static bf_status check(const char *op, const bf_augment *a) {
+    if (!a || a->B < 0 || a->H <= 0 || a->W <= 0 || a->C <= 0 || a->OH <= 0 || a->OW <= 0 || a->OH > a->H ||
+        a->OW > a->W)
+        return BF_FAIL(BF_ERR_INTERNAL, "%s: bad geometry", op);
+    return BF_OK;
+}
+
+// out (B,OH,OW,C) = inp (B,H,W,C) sampled at each sample's source coordinates
+bf_status bf_cpu_augment_forward(bf_backend *be, float *out, const float *inp, const bf_augment *a) {
+    (void)be;
+    BF_TRY(check("augment_forward", a));
+    const int C = a->C;
+    for (int b = 0; b < a->B; b++) {
+        bf_aug_sample s;
+        bf_aug_sample_of(a, b, &s);
+        const float *img = inp + (long)b * a->H * a->W * C;
+        for (int y = 0; y < a->OH; y++)
+            for (int x = 0; x < a->OW; x++) {
+                float fy, fx, wy[2], wx[2];
+                long iy[2], ix[2];
+                float *o = out + (((long)b * a->OH + y) * a->OW + x) * C;
+                bf_aug_source(a, &s, y, x, &fy, &fx);
+                int ny = bf_aug_taps(fy, a->H, a->fill, a->bilinear, iy, wy);
+                int nx = bf_aug_taps(fx, a->W, a->fill, a->bilinear, ix, wx);
+                for (int c = 0; c < C; c++) {
+                    float v = 0.0f;
+                    for (int i = 0; i < ny; i++)
+                        for (int j = 0; j < nx; j++) {
+                            float t = iy[i] >= 0 && ix[j] >= 0 ? img[(iy[i] * a->W + ix[j]) * C + c] : a->fill_value;
+                            v = (i | j) ? v + wy[i] * wx[j] * t : wy[i] * wx[j] * t;
+                        }
+                    o[c] = v;
+                }
+            }
+    }
+    return BF_OK;
+}
+
+// dinp (B,H,W,C) = transpose of the forward sampling applied to dout (B,OH,OW,C)
+bf_status bf_cpu_augment_backward(bf_backend *be, float *dinp, const float *dout, const bf_augment *a) {
+    (void)be;
+    BF_TRY(check("augment_backward", a));
+    if (!dinp) return BF_OK;
+    const int C = a->C;
+    memset(dinp, 0, sizeof(float) * (size_t)a->B * (size_t)a->H * (size_t)a->W * (size_t)C);
+    for (int b = 0; b < a->B; b++) {
+        bf_aug_sample s;
+        bf_aug_sample_of(a, b, &s);
+        float *img = dinp + (long)b * a->H * a->W * C;
+        for (int y = 0; y < a->OH; y++)
+            for (int x = 0; x < a->OW; x++) {
+                float fy, fx, wy[2], wx[2];
+                long iy[2], ix[2];
+                const float *g = dout + (((long)b * a->OH + y) * a->OW + x) * C;
+                bf_aug_source(a, &s, y, x, &fy, &fx);
+                int ny = bf_aug_taps(fy, a->H, a->fill, a->bilinear, iy, wy);
+                int nx = bf_aug_taps(fx, a->W, a->fill, a->bilinear, ix, wx);
+                for (int i = 0; i < ny; i++)
+                    for (int j = 0; j < nx; j++) {
+                        if (iy[i] < 0 || ix[j] < 0) continue;
+                        float w = wy[i] * wx[j];
+                        float *d = img + (iy[i] * a->W + ix[j]) * C;
+                        for (int c = 0; c < C; c++) d[c] += w * g[c];
+                    }
+            }
+    }
+    return BF_OK;
+}
