@@ -43,6 +43,8 @@ def memory_report(plan):
             dev = total - free
         except Exception:  # noqa: BLE001 - a display never stops a run
             dev = None
+        if used is not None and dev is not None and plan.device.startswith("emu"):
+            out[0] = ("host", max(used - dev, 0), *out[0][2:])   # the emulated device's memory is this process's
         out.append((plan._device_name(), dev, plan.device_bytes, plan.budget_device_bytes, "device memory in use"))
     return out
 
