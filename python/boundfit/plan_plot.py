@@ -19,6 +19,7 @@ _NAMED = 6  # activation buffers named in the legend (the largest)
 _HELD_COLORS = {"parameters": "#4e79a7", "optimizer state": "#a0cbe8", "gradients": "#f28e2b",
                 "input batches": "#8cd17d", "runtime": "#bab0ac", "workspaces": "#d4a6c8",
                 "outputs": "#9d7660", "validation run": "#86bcb6"}
+_BOX = {"facecolor": "white", "alpha": 0.85, "edgecolor": "none", "pad": 1.5}   # line labels over the bars
 _BUF_COLORS = ("#e15759", "#b07aa1", "#59a14f", "#edc948", "#76b7b2", "#ff9da7")
 
 
@@ -100,21 +101,22 @@ def plot(plan, ax=None, where=None, named=_NAMED):
              hatch="///", edgecolor="#9e9e9e")
     peak_at = max(x, key=lambda t: base[t])
     ax.axhline(total / scale, color="black", linestyle="--", linewidth=1)
+    # the higher of the two lines is labelled above it, the lower one below, so close lines stay legible
     ax.text(-0.5, total / scale, f" peak {format_bytes(total)} at op '{d['ops'][peak_at]}'", ha="left",
-            va="bottom", fontsize=9, fontweight="bold")
+            va="bottom" if budget is None or total >= budget else "top", fontsize=9, fontweight="bold", bbox=_BOX)
     top = total
     if budget is not None:
         color = "#2e7d32" if total <= budget else "#c62828"
         ax.axhline(budget / scale, color=color, linewidth=2)
         src = f" ({d['budget_source']})" if d["budget_source"] else ""
-        ax.text(x[-1] + 0.5, budget / scale, f"budget {format_bytes(budget)}{src} ", ha="right", va="bottom",
-                fontsize=9, color=color, fontweight="bold")
+        ax.text(x[-1] + 0.5, budget / scale, f"budget {format_bytes(budget)}{src} ", ha="right",
+                va="bottom" if budget > total else "top", fontsize=9, color=color, fontweight="bold", bbox=_BOX)
         top = max(total, budget)
     ax.set_ylim(0, top / scale * 1.1)
     ax.set_xticks(x, d["ops"], rotation=35, ha="right", fontsize=8)
     ax.set_xlim(-0.6, x[-1] + 0.6)
     ax.set_ylabel(f"{unit} on {d['where']}")
-    mb = f", micro-batches of {plan.micro_batch}" if plan.micro_batch else ""
+    mb = f" in micro-batches of {plan.micro_batch}" if plan.micro_batch else ""
     verdict = ("fits" if budget is None or total <= budget else
                f"does not fit ({format_bytes(total - budget)} over)")
     step = {"evaluate": "evaluation step", "predict": "prediction step"}.get(getattr(plan, "mode", ""), "training step")

@@ -83,7 +83,8 @@ class Progbar:
             tail = f" - ETA: {eta:.0f}s"
         line = head + tail + self._fmt_logs(logs)
         if self.notebook:
-            return self._display(current, line, logs, finalize)
+            count = f"{current}/{self.target}" if self.target else f"{current}"
+            return self._display(current, line, count + tail + self._fmt_logs(logs), finalize)
         pad = " " * max(self._last_len - len(line), 0)
         self._last_len = len(line)
         if self.verbose == 1:
@@ -92,7 +93,9 @@ class Progbar:
             self.stream.write(line + "\n")
         self.stream.flush()
 
-    def _display(self, current, line, logs, finalize):
+    def _display(self, current, line, short, finalize):
+        """Show (first call) or update this epoch's display: the bar drawn in HTML next to `short` (the line
+        without its text bar), and the memory in use against the plan; `line` and the memory as text/plain."""
         now = time.monotonic()
         if not finalize and self._handle is not None and now - self._shown < _MIN_INTERVAL:
             return
@@ -100,7 +103,7 @@ class Progbar:
         from IPython.display import display
         mem = memory_report(self.plan) if self.plan is not None else []
         text = line + "".join(f"\n{_mem_text(*m)}" for m in mem)
-        obj = _Html(_html(current, self.target, line, mem), text)
+        obj = _Html(_html(current, self.target, short, mem), text)
         if self._handle is None:
             self._handle = display(obj, display_id=True)
         else:
