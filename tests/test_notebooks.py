@@ -71,8 +71,8 @@ def test_quickstart_refuses_then_trains_in_micro_batches():
     nb = _execute("quickstart.ipynb")
     text = _text(nb)
     assert "<MemoryPlan host=6.53 GiB" in text   # the DESIGN's example at batch 2048
-    assert re.search(r"MemoryBudgetError - needs [\d.]+ [MG]iB on host, [\d.]+ [MG]iB available; batch_size <= \d+ fits, "
-                     r"or micro_batch='auto'", text)
+    assert re.search(r"MemoryBudgetError - needs [\d.]+ [MG]iB on host, [\d.]+ [MG]iB available; "
+                     r"batch_size <= \d+ fits, or micro_batch='auto'", text)
     m = re.search(r"micro-batches of (\d+) rows; loss \[([\d.]+)\]", text)
     assert m and 0 < int(m.group(1)) < 128 and 1.0 < float(m.group(2)) < 5.0
     assert re.search(r"batch_size='auto' takes \d+", text) and "boundfit diagnose" in text

@@ -158,3 +158,21 @@ def test_terminal_progress_bar_is_unchanged_outside_a_notebook():
     text = out.getvalue()
     assert "\r2/4 [==============>...............] - ETA:" in text and " - loss: 0.5000" in text
     assert text.endswith(" - loss: 0.2500\n") and "4/4 [==============================]" in text
+
+
+def test_plot_of_a_fit_with_validation_holds_the_validation_run_for_the_whole_step():
+    plan = _mlp().estimate_memory(batch_size=256, validation_batch_size=128)
+    d = plan_plot.timeline(plan)
+    held = dict(d["held"])
+    assert held["validation run"] == sum(e.bytes for e in plan.breakdown if e.name.startswith("validation: "))
+    assert sum(held.values()) + max(d["top"]) == plan.host_bytes
+
+
+def test_plot_of_a_deep_model_names_at_most_forty_ops_on_the_axis():
+    m = bf.Sequential([layers.Dense(8, activation="relu", input_shape=(8,))] +
+                      [layers.Dense(8, activation="relu") for _ in range(40)] + [layers.Dense(1)])
+    m.compile(optimizer="sgd", loss="mse")
+    plan = m.estimate_memory(batch_size=32)
+    assert len(plan_plot.timeline(plan)["ops"]) == 2 * 42 + 2
+    ax = plan.plot().axes[0]
+    assert 20 <= len(ax.get_xticklabels()) <= 40 and len(ax.patches) > 86

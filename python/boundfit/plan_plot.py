@@ -16,6 +16,7 @@ import io
 from .sizes import format_bytes
 
 _NAMED = 6  # activation buffers named in the legend (the largest)
+_MAX_TICKS = 40  # op labels on the x axis
 _HELD_COLORS = {"parameters": "#4e79a7", "optimizer state": "#a0cbe8", "gradients": "#f28e2b",
                 "input batches": "#8cd17d", "runtime": "#bab0ac", "workspaces": "#d4a6c8",
                 "outputs": "#9d7660", "validation run": "#86bcb6"}
@@ -81,7 +82,8 @@ def plot(plan, ax=None, where=None, named=_NAMED):
 
     def band(heights, label, color, **kw):
         h = [v / scale for v in heights]
-        ax.bar(x, h, bottom=base, width=0.8, label=label, color=color, **{"edgecolor": "white", "linewidth": 0.4, **kw})
+        style = {"edgecolor": "white", "linewidth": 0.4, **kw}
+        ax.bar(x, h, bottom=base, width=0.8, label=label, color=color, **style)
         for i, v in enumerate(h):
             base[i] += v
 
@@ -113,7 +115,8 @@ def plot(plan, ax=None, where=None, named=_NAMED):
                 va="bottom" if budget > total else "top", fontsize=9, color=color, fontweight="bold", bbox=_BOX)
         top = max(total, budget)
     ax.set_ylim(0, top / scale * 1.1)
-    ax.set_xticks(x, d["ops"], rotation=35, ha="right", fontsize=8)
+    every = max(1, len(x) // _MAX_TICKS + (len(x) % _MAX_TICKS > 0))   # a deep model: every k-th op named
+    ax.set_xticks(x[::every], d["ops"][::every], rotation=35, ha="right", fontsize=8)
     ax.set_xlim(-0.6, x[-1] + 0.6)
     ax.set_ylabel(f"{unit} on {d['where']}")
     mb = f" in micro-batches of {plan.micro_batch}" if plan.micro_batch else ""
