@@ -192,6 +192,7 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
                       max_batch_size=max_bs, batch_size=batch_size, micro_batch=rows if rows != batch_size else None,
                       device=device, budget_host_source=hsrc, budget_device_source=dsrc)
     plan.rows, plan.val_rows, plan.mode = rows, val_rows or rows, mode
+    plan.engine_plan = p   # the step program's ops and buffers, for plan.plot()
     plan.held_bytes = held
     if auto:
         plan.headroom_bytes = max(hb - (plan.host_bytes - held), 0)

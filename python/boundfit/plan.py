@@ -1,6 +1,7 @@
 """MemoryPlan: what a run will hold, where ("host" or a device like "cuda:0"),
 against which budget. Totals are sums of the entries; a readable table (str),
-an HTML table with a bar per location for notebooks, and the MemoryBudgetError
+an HTML table with a bar per location for notebooks, plot() (plan_plot.py: memory
+over the step program, from the engine plan attached as .engine_plan), and the MemoryBudgetError
 a plan that does not fit raises:
   "needs 9.31 GiB on cuda:0, 7.80 GiB available; batch_size <= 1536 fits, or micro_batch='auto'"
 """
@@ -41,6 +42,10 @@ class MemoryPlan:
         self.batch_size, self.micro_batch, self.device = batch_size, micro_batch, str(device)
         self.budget_host_source, self.budget_device_source = budget_host_source, budget_device_source
         self.headroom_bytes, self.headroom_reason = 0, ""
+        self.engine_plan = None  # the engine's plan of the step (ops, buffers), set by memory.build_plan
+        self.held_bytes = 0      # of host_bytes, already held before the run (the model's weights...)
+        from .progress import anon_rss_bytes
+        self.anon_rss_at_plan = anon_rss_bytes()  # the progress display's baseline: the run adds to it
 
     @property
     def host_bytes(self):
@@ -115,6 +120,14 @@ class MemoryPlan:
         if self.headroom_bytes:
             lines.append(self._headroom())
         return "\n".join(lines)
+
+    def plot(self, ax=None, where=None):
+        """The run's memory over its step program (ops on x, bytes on y): what is held for the whole run, the
+        activation buffers live at each op (the largest named), the peak and the budget line. Needs matplotlib
+        (pip install "boundfit[plot]"); returns the Figure (a PNG in notebooks). where: "host" or the device
+        (default: where the activations live); ax: draw into these matplotlib axes."""
+        from . import plan_plot
+        return plan_plot.plot(self, ax=ax, where=where)
 
     def _headroom(self):
         return f"headroom left: {format_bytes(self.headroom_bytes)} {self.headroom_reason}".rstrip()

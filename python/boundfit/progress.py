@@ -1,15 +1,63 @@
-"""A Keras-style progress bar for fit / evaluate / predict."""
+"""A Keras-style progress bar for fit / evaluate / predict. In a terminal it
+prints Keras's line. In a Jupyter notebook (an ipykernel shell) verbose=1
+shows one display per epoch, updated in place: the bar, the logs, and the
+memory in use against the run's plan (process RSS; on a device, its bytes in
+use), so a run that stays inside its plan is seen to do so."""
 
+import html
 import sys
 import time
 
+from .sizes import format_bytes
+
+_MIN_INTERVAL = 0.2  # seconds between notebook display updates (the last one always shows)
+
+
+def in_notebook():
+    """True inside a Jupyter kernel (ipykernel's shell); IPython is not imported for it."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    return type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def anon_rss_bytes():
+    """Anonymous resident memory of this process (RssAnon: the heap, arenas; not the pages of memory-mapped
+    files, which are reclaimable page cache), or None where /proc does not say."""
+    from . import budget
+    return budget._status("RssAnon", "/")
+
+
+def memory_report(plan):
+    """[(where, bytes the run uses now or None, plan bytes, budget bytes or None, note)]. Host: the growth
+    of the process's anonymous resident memory since the plan was made, plus what the run held already (the
+    model's weights), against the plan's host total; the note gives the process's RSS. A device run adds the
+    device's bytes in use."""
+    from . import _core, budget
+    anon, base, rss = anon_rss_bytes(), getattr(plan, "anon_rss_at_plan", None), budget.process_usage_bytes()
+    used = None if anon is None or base is None else max(anon - base, 0) + plan.held_bytes
+    note = "" if rss is None else f"process RSS {format_bytes(rss)}"
+    out = [("host", used, plan.host_bytes, plan.budget_host_bytes, note)]
+    if plan.device not in ("cpu", "host"):
+        try:
+            free, total = _core.device_mem_info(plan.device)
+            dev = total - free
+        except Exception:  # noqa: BLE001 - a display never stops a run
+            dev = None
+        if used is not None and dev is not None and plan.device.startswith("emu"):
+            out[0] = ("host", max(used - dev, 0), *out[0][2:])   # the emulated device's memory is this process's
+        out.append((plan._device_name(), dev, plan.device_bytes, plan.budget_device_bytes, "device memory in use"))
+    return out
+
 
 class Progbar:
-    def __init__(self, target, verbose=1, width=30, stream=None):
+    def __init__(self, target, verbose=1, width=30, stream=None, plan=None):
         self.target, self.verbose, self.width = target, verbose, width
         self.stream = stream or sys.stdout
         self.start = time.monotonic()
         self._last_len = 0
+        self.plan = plan
+        self._handle, self._shown = None, 0.0
+        self.notebook = stream is None and verbose == 1 and in_notebook()
 
     def _fmt_logs(self, logs):
         return "".join(f" - {k}: {v:.4f}" for k, v in logs.items())
@@ -34,6 +82,9 @@ class Progbar:
             eta = elapsed / max(current, 1) * (self.target - current) if self.target else 0
             tail = f" - ETA: {eta:.0f}s"
         line = head + tail + self._fmt_logs(logs)
+        if self.notebook:
+            count = f"{current}/{self.target}" if self.target else f"{current}"
+            return self._display(current, line, count + tail + self._fmt_logs(logs), finalize)
         pad = " " * max(self._last_len - len(line), 0)
         self._last_len = len(line)
         if self.verbose == 1:
@@ -41,3 +92,57 @@ class Progbar:
         else:
             self.stream.write(line + "\n")
         self.stream.flush()
+
+    def _display(self, current, line, short, finalize):
+        """Show (first call) or update this epoch's display: the bar drawn in HTML next to `short` (the line
+        without its text bar), and the memory in use against the plan; `line` and the memory as text/plain."""
+        now = time.monotonic()
+        if not finalize and self._handle is not None and now - self._shown < _MIN_INTERVAL:
+            return
+        self._shown = now
+        from IPython.display import display
+        mem = memory_report(self.plan) if self.plan is not None else []
+        text = line + "".join(f"\n{_mem_text(*m)}" for m in mem)
+        obj = _Html(_html(current, self.target, short, mem), text)
+        if self._handle is None:
+            self._handle = display(obj, display_id=True)
+        else:
+            self._handle.update(obj)
+
+
+class _Html:
+    """Shown as HTML in a notebook, as text elsewhere (and in saved notebooks' text/plain)."""
+
+    def __init__(self, markup, text):
+        self.markup, self.text = markup, text
+
+    def _repr_html_(self):
+        return self.markup
+
+    def __repr__(self):
+        return self.text
+
+
+def _bar(frac, color, width=160):
+    frac = min(max(frac, 0.0), 1.0)
+    return (f"<span style='display:inline-block;width:{width}px;height:9px;background:#e0e0e0;"
+            f"vertical-align:middle'><span style='display:block;height:9px;width:{frac * width:.0f}px;"
+            f"background:{color}'></span></span>")
+
+
+def _mem_text(where, used, planned, budget, note):
+    """'host: run 790.00 MiB of plan 835.24 MiB, budget 869.88 MiB (process RSS 931.34 MiB)'"""
+    return (f"{where}: run {'?' if used is None else format_bytes(used)} of plan {format_bytes(planned)}"
+            + (f", budget {format_bytes(budget)}" if budget is not None else "") + (f" ({note})" if note else ""))
+
+
+def _html(current, target, line, mem):
+    frac = current / target if target else 1.0
+    rows = [f"<div style='font-family:monospace'>{_bar(frac, '#1976d2', 240)} {html.escape(line)}</div>"]
+    for where, used, planned, budget, note in mem:
+        scale = max(used or 0, planned, budget or 0)
+        over = used is not None and budget is not None and used > budget
+        fill = _bar((used or 0) / scale if scale else 0, "#c62828" if over else "#2e7d32")
+        rows.append(f"<div style='font-family:monospace;font-size:90%'>{fill} "
+                    f"{html.escape(_mem_text(where, used, planned, budget, note))}</div>")
+    return "<div class='boundfit-progress'>" + "".join(rows) + "</div>"

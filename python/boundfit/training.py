@@ -192,6 +192,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     if train.auto_batch:
         train.set_batch_size(plan.batch_size)
     model._last_batch_size = train.batch_size
+    model._last_plan = plan   # already while it runs: the progress bar shows memory against it
     cbs = CallbackList(callbacks, model, {"epochs": epochs, "steps": train.steps_per_epoch, "verbose": verbose},
                        add_history=True, add_progbar=verbose != 0)
     history = cbs.history
@@ -323,7 +324,7 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
     run = model._engine.open_run("evaluate", plan.rows, device=plan.device, weighted=src.weighted)
     tot = _totals()
-    bar = Progbar(src.steps_per_epoch, verbose)
+    bar = Progbar(src.steps_per_epoch, verbose, plan=plan)
     stop, model.stop_training = getattr(model, "stop_training", False), False
     try:
         cbs.on_test_begin()
@@ -358,7 +359,7 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
     memory.require_fits(plan)
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
     run = model._engine.open_run("predict", plan.rows, device=plan.device)
-    bar = Progbar(src.steps_per_epoch, verbose)
+    bar = Progbar(src.steps_per_epoch, verbose, plan=plan)
     stop, model.stop_training = getattr(model, "stop_training", False), False
     shapes = [tuple(s) for s in model._engine.output_shapes]
     sizes = [int(np.prod(s)) for s in shapes]

@@ -91,7 +91,7 @@ class ProgbarLogger(Callback):
     def on_epoch_begin(self, epoch, logs=None):
         if self.verbose:
             print(f"Epoch {epoch + 1}/{self.epochs}")
-        self._bar = Progbar(self.target, self.verbose)
+        self._bar = Progbar(self.target, self.verbose, plan=getattr(self.model, "_last_plan", None))
 
     def on_train_batch_end(self, batch, logs=None):
         if self._bar is not None:
