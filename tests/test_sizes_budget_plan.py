@@ -310,3 +310,10 @@ def test_plan_html_has_a_row_per_entry_escaped_and_red_or_green_bars():
     assert "#c62828" in h and "does not fit, short by 1.51 GiB" in h and "batch_size &lt;= 1536" in h
     g = MemoryPlan([PlanEntry("parameters", MiB)], GiB, max_batch_size=4)._repr_html_()
     assert "#2e7d32" in g and "#c62828" not in g and ">fits<" in g and "width:0px" in g
+
+
+def test_anonymous_rss_leaves_out_mapped_file_pages_and_falls_back_to_vmrss(tmp_path):
+    status = "VmRSS:\t  307200 kB\nRssAnon:\t  102400 kB\nRssFile:\t  204800 kB\n"
+    assert budget.anon_rss_bytes(tree(tmp_path / "a", {"/proc/self/status": status})) == 100 * MiB
+    assert budget.anon_rss_bytes(tree(tmp_path / "b", {"/proc/self/status": "VmRSS:\t  1024 kB\n"})) == MiB
+    assert 0 < budget.anon_rss_bytes() <= budget.process_usage_bytes()        # this process, for real

@@ -194,6 +194,13 @@ def process_usage_bytes(root="/"):
     return _status("VmRSS", root)
 
 
+def anon_rss_bytes(root="/"):
+    """Anonymous resident memory of this process (RssAnon: the heap, the arenas; not the pages of
+    memory-mapped files, which are reclaimable page cache), or VmRSS where the kernel does not say."""
+    anon = _status("RssAnon", root)
+    return anon if anon is not None else _status("VmRSS", root)
+
+
 def peak_rss_bytes(root="/"):
     """Peak resident set size of this process (VmHWM), or None."""
     return _status("VmHWM", root)

@@ -237,15 +237,17 @@ def require_fits(plan):
 class Watchdog:
     """Between chunks: stop at a step boundary when memory outside the plan (a
     leaking generator or callback) has grown and what is left before the limit
-    is under half the safety margin, i.e. before the OOM killer would act."""
+    is under half the safety margin, i.e. before the OOM killer would act.
+    Growth is read from anonymous resident memory: pages of a memory-mapped
+    dataset the run reads are page cache, not memory the run holds."""
 
     def __init__(self, plan):
         self.plan = plan
-        self.base = budget.process_usage_bytes()
+        self.base = budget.anon_rss_bytes()
         self.planned = plan.host_bytes - plan.held_bytes
 
     def check(self, epoch, step):
-        used = budget.process_usage_bytes()
+        used = budget.anon_rss_bytes()
         if used is None or self.base is None:
             return
         outside = used - self.base - self.planned

@@ -44,7 +44,7 @@ class MemoryPlan:
         self.headroom_bytes, self.headroom_reason = 0, ""
         self.engine_plan = None  # the engine's plan of the step (ops, buffers), set by memory.build_plan
         self.held_bytes = 0      # of host_bytes, already held before the run (the model's weights...)
-        from .progress import anon_rss_bytes
+        from .budget import anon_rss_bytes
         self.anon_rss_at_plan = anon_rss_bytes()  # the progress display's baseline: the run adds to it
 
     @property

@@ -20,20 +20,13 @@ def in_notebook():
     return type(shell).__name__ == "ZMQInteractiveShell"
 
 
-def anon_rss_bytes():
-    """Anonymous resident memory of this process (RssAnon: the heap, arenas; not the pages of memory-mapped
-    files, which are reclaimable page cache), or None where /proc does not say."""
-    from . import budget
-    return budget._status("RssAnon", "/")
-
-
 def memory_report(plan):
     """[(where, bytes the run uses now or None, plan bytes, budget bytes or None, note)]. Host: the growth
     of the process's anonymous resident memory since the plan was made, plus what the run held already (the
     model's weights), against the plan's host total; the note gives the process's RSS. A device run adds the
     device's bytes in use."""
     from . import _core, budget
-    anon, base, rss = anon_rss_bytes(), getattr(plan, "anon_rss_at_plan", None), budget.process_usage_bytes()
+    anon, base, rss = budget.anon_rss_bytes(), getattr(plan, "anon_rss_at_plan", None), budget.process_usage_bytes()
     used = None if anon is None or base is None else max(anon - base, 0) + plan.held_bytes
     note = "" if rss is None else f"process RSS {format_bytes(rss)}"
     out = [("host", used, plan.host_bytes, plan.budget_host_bytes, note)]
