@@ -321,3 +321,9 @@ def test_wrong_loss_list_and_label_shapes_of_a_two_output_model_raise():
     m.compile("sgd", loss="mse")
     with pytest.raises(bf.DataError, match="'q'"):
         m.fit(np.ones((4, 3), np.float32), [np.ones((4, 2)), np.ones((4, 3))], verbose=0)
+
+
+def test_every_engine_layer_kind_has_a_name_and_python_uses_the_engines_numbers():
+    kinds = bf._core.LAYER_KINDS
+    assert sorted(kinds.values()) == list(range(len(kinds)))          # no kind without a name
+    assert layers.DENSE == kinds["DENSE"] and layers.CONCAT == kinds["CONCAT"]

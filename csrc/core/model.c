@@ -185,6 +185,34 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
     return BF_OK;
 }
 
+const char *const bf_layer_kind_names[] = {
+    [BF_L_DENSE] = "DENSE",
+    [BF_L_CONV2D] = "CONV2D",
+    [BF_L_MAXPOOL] = "MAXPOOL",
+    [BF_L_AVGPOOL] = "AVGPOOL",
+    [BF_L_GAP] = "GAP",
+    [BF_L_FLATTEN] = "FLATTEN",
+    [BF_L_RESHAPE] = "RESHAPE",
+    [BF_L_DROPOUT] = "DROPOUT",
+    [BF_L_BATCHNORM] = "BATCHNORM",
+    [BF_L_ACTIVATION] = "ACTIVATION",
+    [BF_L_ADD] = "ADD",
+    [BF_L_SUBTRACT] = "SUBTRACT",
+    [BF_L_MULTIPLY] = "MULTIPLY",
+    [BF_L_AVERAGE] = "AVERAGE",
+    [BF_L_MAXIMUM] = "MAXIMUM",
+    [BF_L_MINIMUM] = "MINIMUM",
+    [BF_L_CONCAT] = "CONCAT",
+    [BF_L_PERMUTE] = "PERMUTE",
+    [BF_L_REPEAT] = "REPEAT",
+    [BF_L_ZEROPAD2D] = "ZEROPAD2D",
+    [BF_L_UPSAMPLE2D] = "UPSAMPLE2D",
+    [BF_L_RESCALING] = "RESCALING",
+    [BF_L_NORMALIZATION] = "NORMALIZATION",
+    [BF_L_AUGMENT] = "AUGMENT",
+};
+const int bf_layer_kind_count = (int)(sizeof bf_layer_kind_names / sizeof bf_layer_kind_names[0]);
+
 static int is_merge(bf_layer_kind k) { return k >= BF_L_ADD && k <= BF_L_CONCAT; }
 
 static void shape_str(char *buf, size_t n, int rank, const int *shape) {

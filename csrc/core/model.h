@@ -35,6 +35,11 @@ typedef enum {
     BF_L_RESCALING, BF_L_NORMALIZATION, BF_L_AUGMENT
 } bf_layer_kind;
 
+/* each kind's name without the BF_L_ prefix, indexed by kind (model.c); Python
+ * reads the numbers from this table (_core.LAYER_KINDS), never its own copy */
+extern const char *const bf_layer_kind_names[];
+extern const int bf_layer_kind_count;
+
 /* Keras initializers. a/b per kind: CONSTANT value; RANDOM_UNIFORM minval,
  * maxval; RANDOM_NORMAL and TRUNCATED_NORMAL (cut at 2 stddev) mean, stddev;
  * VS_* (VarianceScaling) scale with mode fan_in/fan_out/fan_avg; ORTHOGONAL

@@ -10,6 +10,7 @@
 #include "backend_registry.h"
 #include "blas.h"
 #include "blas_probe.h"
+#include "model.h"
 
 bf_module_state *bf_state_of_module(PyObject *m) { return (bf_module_state *)PyModule_GetState(m); }
 
@@ -132,6 +133,21 @@ static int module_exec(PyObject *m) {
     Py_DECREF(errors);
     if (!st->BoundfitError || !st->MemoryBudgetError || !st->DeviceError || !st->NonFiniteError || !st->DataError)
         return -1;
+    PyObject *kinds = PyDict_New();  /* LAYER_KINDS: name -> bf_layer_kind */
+    if (!kinds) return -1;
+    for (int k = 0; k < bf_layer_kind_count; k++) {
+        PyObject *v = bf_layer_kind_names[k] ? PyLong_FromLong(k) : NULL;
+        if (bf_layer_kind_names[k] && (!v || PyDict_SetItemString(kinds, bf_layer_kind_names[k], v) < 0)) {
+            Py_XDECREF(v);
+            Py_DECREF(kinds);
+            return -1;
+        }
+        Py_XDECREF(v);
+    }
+    if (PyModule_AddObject(m, "LAYER_KINDS", kinds) < 0) {
+        Py_DECREF(kinds);
+        return -1;
+    }
     if (bf_model_type_init(m, st) < 0) return -1;
     if (bf_run_type_init(m, st) < 0) return -1;
     return 0;

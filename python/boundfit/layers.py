@@ -1,13 +1,22 @@
 """Keras-style layers. Each describes itself as a spec dict for the engine
-(ids match csrc/core/model.h); the engine owns weights and compute. Calling a
+(kind ids from the engine, _core.LAYER_KINDS); the engine owns weights and compute. Calling a
 layer on symbolic tensors (boundfit.Input) records a node of a graph and
 returns a symbolic tensor (functional.py); shapes are inferred here so a bad
 graph fails at the call, as in Keras."""
 
 from . import activations, constraints, initializers, regularizers
+from ._core import LAYER_KINDS
+
+
+def engine_kinds(names):
+    """The engine's layer kind numbers for space-separated names (csrc/core/model.c bf_layer_kind_names)."""
+    return [LAYER_KINDS[n] for n in names.split()]
+
 
 (DENSE, CONV2D, MAXPOOL, AVGPOOL, GAP, FLATTEN, RESHAPE, DROPOUT, BATCHNORM, ACTIVATION,
- ADD, SUBTRACT, MULTIPLY, AVERAGE, MAXIMUM, MINIMUM, CONCAT) = range(17)
+ ADD, SUBTRACT, MULTIPLY, AVERAGE, MAXIMUM, MINIMUM, CONCAT) = engine_kinds(
+    "DENSE CONV2D MAXPOOL AVGPOOL GAP FLATTEN RESHAPE DROPOUT BATCHNORM ACTIVATION "
+    "ADD SUBTRACT MULTIPLY AVERAGE MAXIMUM MINIMUM CONCAT")
 _counters = {}
 
 

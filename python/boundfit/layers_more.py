@@ -2,7 +2,7 @@
 ReLU, LeakyReLU, ELU, Softmax; Permute, RepeatVector, ZeroPadding2D,
 UpSampling2D; Rescaling, Normalization (with adapt), RandomFlip, RandomCrop,
 RandomTranslation. Re-exported from `boundfit.layers`. As there, each layer
-describes itself to the engine (ids match csrc/core/model.h bf_layer_kind);
+describes itself to the engine (kind ids from _core.LAYER_KINDS);
 the engine computes. The random layers act in fit only (identity in
 evaluate / predict, RandomCrop a centred crop) and draw from the engine's
 counter-based generator: a layer seed gives the same augmentations on every
@@ -14,9 +14,10 @@ import numbers
 import numpy as np
 
 from . import activations
-from .layers import ACTIVATION, Layer
+from .layers import ACTIVATION, Layer, engine_kinds
 
-PERMUTE, REPEAT, ZEROPAD2D, UPSAMPLE2D, RESCALING, NORMALIZATION, AUGMENT = range(17, 24)
+PERMUTE, REPEAT, ZEROPAD2D, UPSAMPLE2D, RESCALING, NORMALIZATION, AUGMENT = engine_kinds(
+    "PERMUTE REPEAT ZEROPAD2D UPSAMPLE2D RESCALING NORMALIZATION AUGMENT")
 
 
 def _number(v, argument, cls="layer"):
