@@ -27,7 +27,11 @@ typedef enum {
     BF_L_DENSE = 0, BF_L_CONV2D, BF_L_MAXPOOL, BF_L_AVGPOOL, BF_L_GAP, BF_L_FLATTEN,
     BF_L_RESHAPE, BF_L_DROPOUT, BF_L_BATCHNORM, BF_L_ACTIVATION,
     /* merge layers: several inputs of one shape (Concatenate: equal but on `axis`) */
-    BF_L_ADD, BF_L_SUBTRACT, BF_L_MULTIPLY, BF_L_AVERAGE, BF_L_MAXIMUM, BF_L_MINIMUM, BF_L_CONCAT
+    BF_L_ADD, BF_L_SUBTRACT, BF_L_MULTIPLY, BF_L_AVERAGE, BF_L_MAXIMUM, BF_L_MINIMUM, BF_L_CONCAT,
+    /* Conv1D (kw, sw, dil; same: 'same', causal: 'causal'), Conv2DTranspose,
+     * GlobalMaxPooling1D/2D (MaxPooling1D, AveragePooling1D and
+     * GlobalAveragePooling1D are MAXPOOL / AVGPOOL / GAP on a (T, C) input) */
+    BF_L_CONV1D, BF_L_CONV2DT, BF_L_GMP
 } bf_layer_kind;
 
 /* Keras initializers. a/b per kind: CONSTANT value; RANDOM_UNIFORM minval,
@@ -87,6 +91,8 @@ typedef struct {
     /* user regularizers (l1, l2) and constraints by the same roles */
     float reg[BF_MAX_PARAMS][2];
     bf_constraint cons[BF_MAX_PARAMS];
+    int dil, causal;                           /* Conv1D dilation_rate, padding='causal' */
+    int keepdims;                              /* global pooling */
 } bf_layer;
 
 typedef enum {

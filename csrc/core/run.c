@@ -326,6 +326,24 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
             if (!r->node_view[i])
                 BF_TRY(be->act_forward(be, out, in, act, rows_in / L->in_shape[L->in_rank - 1], L->in_shape[L->in_rank - 1]));
             break;
+        case BF_L_CONV1D: {
+            bf_conv1d_geom g1;
+            bf_layer_conv1d_geom(L, rows, &g1);
+            BF_TRY(be->conv1d_forward(be, out, r->fws_id[i] >= 0 ? BUF(r, r->fws_id[i]) : NULL, in, param(r, L, 0),
+                                      L->use_bias ? param(r, L, 1) : NULL, &g1));
+            if (act != BF_ACT_LINEAR) BF_TRY(be->act_forward(be, out, out, act, (long)rows * L->out_size / L->filters, L->filters));
+            break;
+        }
+        case BF_L_CONV2DT:
+            bf_layer_convt_geom(L, rows, &g);
+            BF_TRY(be->conv2d_transpose_forward(be, out, r->fws_id[i] >= 0 ? BUF(r, r->fws_id[i]) : NULL, in,
+                                                param(r, L, 0), L->use_bias ? param(r, L, 1) : NULL, &g));
+            if (act != BF_ACT_LINEAR) BF_TRY(be->act_forward(be, out, out, act, (long)rows * L->out_size / L->filters, L->filters));
+            break;
+        case BF_L_GMP:
+            bf_layer_geom(L, rows, &g);
+            BF_TRY(be->maxpool_forward(be, out, in, &g));
+            break;
         default:
             BF_TRY(merge_forward(r, i, rows));
             break;
@@ -417,6 +435,25 @@ static bf_status backward(bf_run *r, int rows) {
         }
         case BF_L_ACTIVATION:
             if (din) BF_TRY(be->act_backward(be, din, dout, out, act, rows_in / L->in_shape[L->in_rank - 1], L->in_shape[L->in_rank - 1]));
+            break;
+        case BF_L_CONV1D: {
+            bf_conv1d_geom g1;
+            bf_layer_conv1d_geom(L, rows, &g1);
+            if (act != BF_ACT_LINEAR) BF_TRY(be->act_backward(be, dout, dout, out, act, (long)rows * L->out_size / L->filters, L->filters));
+            BF_TRY(be->conv1d_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL,
+                                       r->bws_id[i] >= 0 ? BUF(r, r->bws_id[i]) : NULL, dout, in, param(r, L, 0), &g1));
+            break;
+        }
+        case BF_L_CONV2DT:
+            bf_layer_convt_geom(L, rows, &g);
+            if (act != BF_ACT_LINEAR) BF_TRY(be->act_backward(be, dout, dout, out, act, (long)rows * L->out_size / L->filters, L->filters));
+            BF_TRY(be->conv2d_transpose_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL,
+                                                 r->bws_id[i] >= 0 ? BUF(r, r->bws_id[i]) : NULL, dout, in,
+                                                 param(r, L, 0), &g));
+            break;
+        case BF_L_GMP:
+            bf_layer_geom(L, rows, &g);
+            if (din) BF_TRY(be->maxpool_backward(be, din, dout, out, in, &g));
             break;
         default:
             BF_TRY(merge_backward(r, i, rows, dout));

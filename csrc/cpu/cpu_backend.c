@@ -3,6 +3,7 @@
 
 #include "arena.h"
 #include "cpu_conv.h"
+#include "cpu_convx.h"
 #include "cpu_ops.h"
 
 static bf_status cpu_reserve(bf_backend *be, void **out, size_t bytes) {
@@ -67,6 +68,12 @@ static bf_backend bf_cpu = {
     .dropout_backward = bf_cpu_dropout_backward,
     .ewise = bf_cpu_ewise,
     .copy2d = bf_cpu_copy2d,
+    .conv1d_workspace_bytes = bf_cpu_conv1d_workspace_bytes,
+    .conv1d_forward = bf_cpu_conv1d_forward,
+    .conv1d_backward = bf_cpu_conv1d_backward,
+    .conv2d_transpose_workspace_bytes = bf_cpu_conv2d_transpose_workspace_bytes,
+    .conv2d_transpose_forward = bf_cpu_conv2d_transpose_forward,
+    .conv2d_transpose_backward = bf_cpu_conv2d_transpose_backward,
     .impl = NULL,
 };
 

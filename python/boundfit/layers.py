@@ -501,3 +501,9 @@ def minimum(inputs, **kwargs):
 
 def concatenate(inputs, axis=-1, **kwargs):
     return Concatenate(axis=axis, **kwargs)(inputs)
+
+
+# sequence convolution / pooling, transposed convolution, global max pooling (conv_layers.py)
+from .conv_layers import (AveragePooling1D, AvgPool1D, Conv1D, Conv2DTranspose, Convolution1D,  # noqa: E402,F401
+                          Convolution2DTranspose, GlobalAveragePooling1D, GlobalAvgPool1D, GlobalMaxPool1D,
+                          GlobalMaxPool2D, GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPool1D, MaxPooling1D)
