@@ -1,15 +1,18 @@
 /* conv1d.c - Conv1D on the CPU, NWC: inp (B,T,C), w (KW,C,K) as Keras, out (B,OT,K).
- * An undilated 'valid' or 'same' Conv1D is a Conv2D of a 1 x T image and runs
- * on the Conv2D kernels (conv2d.c: tuned im2col, batched GEMMs). A dilated
- * one, or one with any other left padding ('causal': PL = (KW-1)*D), runs
- * here: the im2col matrix has one row per output step r = b*OT + ot and
+ * An undilated 'valid' or 'same' Conv1D is a Conv2D of a 1 x T image: its
+ * forward runs on the Conv2D kernels (conv2d.c: tuned im2col, batched GEMMs).
+ * A 1-wide unpadded one needs no im2col in backward either (two GEMMs on inp).
+ * Everything else - dilated or causal ('causal': PL = (KW-1)*D) convolutions,
+ * and the backward of wider ones, where one dw GEMM over the whole tile
+ * measured 1.5-2.5x faster than conv2d.c's chunked dw on (T, C) shapes -
+ * runs here: the im2col matrix has one row per output step r = b*OT + ot and
  * KK = KW*C columns ordered (k, c), the row order of w seen as a (KK,K)
  * matrix, so out = col @ w; row r's tap k reads step ot*S - PL + k*D (zeros
  * outside [0, T)). It is built TILE rows at a time (bounded by
  * bf_cpu_conv2d_ws_cap, at least one row), so the workspace does not grow
  * with B. Backward: dw += col^T @ dout, db += sum dout, and
  * dcol = dout @ w^T scattered back into dinp. Backward ADDS into dw / db and
- * OVERWRITES dinp; dinp, dw and db may be NULL (dw not on the Conv2D path). */
+ * OVERWRITES dinp; dinp, dw and db may be NULL. */
 #include <limits.h>
 #include <string.h>
 
@@ -49,11 +52,15 @@ static long tile_rows(const bf_conv1d_geom *g) {
     return tile < 1 ? 1 : tile;
 }
 
+/* the backward of a 1-wide unpadded Conv1D: inp is its own im2col matrix */
+static int direct(const bf_conv1d_geom *g) { return g->KW == 1 && g->S == 1 && g->PL == 0 && g->D == 1; }
+
 size_t bf_cpu_conv1d_workspace_bytes(bf_backend *be, const bf_conv1d_geom *g, int backward) {
     (void)be;
     bf_conv_geom c;
     if (bf_cpu_conv1d_check(g) != BF_OK) return 0;
-    if (as_conv2d(g, &c)) return bf_cpu_conv2d_workspace_bytes(&c, backward);
+    if (backward && direct(g)) return 0;
+    if (!backward && as_conv2d(g, &c)) return bf_cpu_conv2d_workspace_bytes(&c, 0);
     return (size_t)tile_rows(g) * (size_t)g->KW * (size_t)g->C * sizeof(float);
 }
 
@@ -116,8 +123,20 @@ bf_status bf_cpu_conv1d_forward(bf_backend *be, float *out, void *ws, const floa
 bf_status bf_cpu_conv1d_backward(bf_backend *be, float *dinp, float *dw, float *db, void *ws, const float *dout,
                                  const float *inp, const float *w, const bf_conv1d_geom *g) {
     BF_TRY(bf_cpu_conv1d_check(g));
-    bf_conv_geom c;
-    if (as_conv2d(g, &c)) return bf_cpu_conv2d_backward(be, dinp, dw, db, ws, dout, inp, w, &c);
+    (void)be;
+    if (direct(g)) { /* inp (B*T, C) is its own im2col matrix: no workspace */
+        const long total = (long)g->B * g->T, chunk = 1L << 20;
+        for (long r0 = 0; r0 < total; r0 += chunk) {
+            const int M = (int)(total - r0 < chunk ? total - r0 : chunk);
+            const float *x = inp + (size_t)r0 * g->C, *d = dout + (size_t)r0 * g->K;
+            if (dw) bf_sgemm(1, 0, g->C, g->K, M, 1.0f, x, g->C, d, g->K, 1.0f, dw, g->K);
+            if (db)
+                for (int m = 0; m < M; m++)
+                    for (int k = 0; k < g->K; k++) db[k] += d[(size_t)m * g->K + k];
+            if (dinp) bf_sgemm(0, 1, M, g->C, g->K, 1.0f, d, g->K, w, g->K, 0.0f, dinp + (size_t)r0 * g->C, g->C);
+        }
+        return BF_OK;
+    }
     if (!dout || !inp || !w || !ws) return BF_FAIL(BF_ERR_ARG, "conv1d_backward: NULL tensor or workspace");
     const int K = g->K, kk = g->KW * g->C;
     const long total = (long)g->B * g->OT, tile = tile_rows(g);
