@@ -66,7 +66,7 @@ def test_outputs_losses_and_updated_weights_match_keras(name):
     assert tuple(bm.layers[-2].output_shape) == tuple(km.layers[-2].output.shape)
     x, y = batch(name)
     np.testing.assert_allclose(bm.predict(x, verbose=0), np.asarray(km.predict(x, verbose=0)), rtol=RTOL, atol=1e-6)
-    km.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")  # updates = gradients: compared directly
+    km.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")  # SGD: the updates compare gradients
     bm.compile(optimizer=bf.optimizers.SGD(0.05), loss="mse")
     hk = km.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
     hb = bm.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
