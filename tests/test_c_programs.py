@@ -47,6 +47,14 @@ def test_cpu_conv_kernels_pass_their_standalone_checks(tmp_path):
     assert r.returncode == 0, r.stdout[-4000:]
 
 
+def test_cpu_conv1d_and_conv2d_transpose_kernels_match_naive_loops(tmp_path):
+    exe = tmp_path / "test_convx_kernels"
+    _build(exe, ["tests/c/test_convx_kernels.c", "csrc/cpu/conv1d.c", "csrc/cpu/conv2d_transpose.c",
+                 "csrc/cpu/conv2d.c"])
+    r = _run(exe)
+    assert r.returncode == 0 and " 0 FAIL" in r.stdout, r.stdout[-4000:]
+
+
 needs_cuda_module = pytest.mark.skipif(not os.path.exists(CUDA_SO), reason="this build has no CUDA backend")
 
 
@@ -66,7 +74,7 @@ def test_every_cuda_op_matches_the_cpu_kernel(tmp_path):
     _build(exe, ["tests/c_cuda/test_cuda_ops.c"] +
            [f"csrc/cpu/{f}.c" for f in ("activations", "batchnorm", "conv2d", "dense", "dropout", "loss", "metrics",
                                         "optimizers", "pool", "reduce", "act_more", "strided", "rescale",
-                                        "augment")])
+                                        "augment", "conv1d", "conv2d_transpose")])
     r = _run(exe, CUDA_SO)
     if r.returncode == 0 and r.stdout.startswith("SKIP"):
         pytest.skip(r.stdout.strip())

@@ -157,9 +157,9 @@ def test_round_trip_here_keeps_optimizer_state_and_continues_exactly(tmp_path):
 
 def test_load_model_names_a_layer_boundfit_lacks(tmp_path):
     keras = keras_ref.load()
-    k = keras.Sequential([keras.Input((10, 2)), keras.layers.Conv1D(2, 3), keras.layers.Flatten()])
+    k = keras.Sequential([keras.Input((4, 4, 4, 1)), keras.layers.Conv3D(2, 3), keras.layers.Flatten()])
     k.save(tmp_path / "c.keras")
-    with pytest.raises(ValueError, match=r"'conv1d'.*no Conv1D layer"):
+    with pytest.raises(ValueError, match=r"'conv3d'.*no Conv3D layer"):
         bf.models.load_model(tmp_path / "c.keras")
     k = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Conv2D(2, 3, dilation_rate=2)])
     k.save(tmp_path / "d.keras")

@@ -117,6 +117,16 @@ typedef enum {
     BF_CON_LAST = BF_CON_MIN_MAX_NORM
 } bf_constraint_kind;
 
+/* Conv1D geometry, NWC (a (T, C) sample): output OT = (T + PL + PR - (KW-1)*D - 1) / S + 1
+ * for any left padding PL (Keras 'causal': PL = (KW-1)*D; 'same': half the total,
+ * the odd one on the right); the right padding is implied. */
+typedef struct {
+    int B, T, C;   /* input (B,T,C) */
+    int OT, K;     /* output (B,OT,K) */
+    int KW, S, D;  /* kernel width, stride, dilation */
+    int PL;        /* left padding */
+} bf_conv1d_geom;
+
 typedef struct {
     bf_constraint_kind kind;
     float min_value, max_value, rate;
@@ -325,6 +335,25 @@ typedef struct bf_backend {
     bf_status (*augment_forward)(struct bf_backend *be, float *out, const float *inp, const bf_augment *a);
     /* dinp (B,H,W,C) = the transpose of the forward map applied to dout (B,OH,OW,C) */
     bf_status (*augment_backward)(struct bf_backend *be, float *dinp, const float *dout, const bf_augment *a);
+    /* ---- Conv1D and Conv2DTranspose ---- */
+    size_t (*conv1d_workspace_bytes)(struct bf_backend *be, const bf_conv1d_geom *g, int backward);
+    /* out (B,OT,K) = conv(inp (B,T,C), w (KW,C,K)) dilated by D + b (K); b may be NULL */
+    bf_status (*conv1d_forward)(struct bf_backend *be, float *out, void *ws, const float *inp,
+                                const float *w, const float *b, const bf_conv1d_geom *g);
+    bf_status (*conv1d_backward)(struct bf_backend *be, float *dinp, float *dw, float *db,
+                                 void *ws, const float *dout, const float *inp, const float *w,
+                                 const bf_conv1d_geom *g);
+    /* Conv2DTranspose as the adjoint of a Conv2D: g is the Conv2D geometry
+     * whose input is the transposed conv's output out (B,H,W,C = filters) and
+     * whose output is its input inp (B,OH,OW,K); w (KH,KW,C,K) is Keras's
+     * Conv2DTranspose kernel (kh, kw, filters, in_channels); b (C).
+     * out = conv2d^T(inp) + b; backward: dinp = conv2d(dout), dw += ..., db += sum dout */
+    size_t (*conv2d_transpose_workspace_bytes)(struct bf_backend *be, const bf_conv_geom *g, int backward);
+    bf_status (*conv2d_transpose_forward)(struct bf_backend *be, float *out, void *ws, const float *inp,
+                                          const float *w, const float *b, const bf_conv_geom *g);
+    bf_status (*conv2d_transpose_backward)(struct bf_backend *be, float *dinp, float *dw, float *db,
+                                           void *ws, const float *dout, const float *inp, const float *w,
+                                           const bf_conv_geom *g);
 
     void *impl; /* backend-private state (cuBLAS / cuDNN handles, streams) */
 

@@ -69,14 +69,21 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
     case BF_L_CONV2D:
     case BF_L_MAXPOOL:
     case BF_L_AVGPOOL: {
-        if (rank != 3)
+        /* pooling of a (T, C) input: a 1 x T image (MaxPooling1D, AveragePooling1D) */
+        const int one_d = rank == 2 && L->kind != BF_L_CONV2D && L->kh == 1 && L->sh == 1;
+        if (rank != 3 && !one_d)
             return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 3 (H, W, C) per sample, got rank %d", L->name, rank);
         if (L->kh <= 0 || L->kw <= 0 || L->sh <= 0 || L->sw <= 0)
             return BF_FAIL(BF_ERR_ARG, "%s: window and strides must be positive", L->name);
-        int oh = out_len(shape[0], L->kh, L->sh, L->same), ow = out_len(shape[1], L->kw, L->sw, L->same);
+        const int H = one_d ? 1 : shape[0], W = one_d ? shape[0] : shape[1];
+        int oh = out_len(H, L->kh, L->sh, L->same), ow = out_len(W, L->kw, L->sw, L->same);
         if (oh <= 0 || ow <= 0)
             return BF_FAIL(BF_ERR_SHAPE, "%s: window %dx%d does not fit input %dx%d with padding='valid'",
-                           L->name, L->kh, L->kw, shape[0], shape[1]);
+                           L->name, L->kh, L->kw, H, W);
+        if (one_d) {
+            L->out_shape[0] = ow;
+            break;
+        }
         L->out_shape[0] = oh;
         L->out_shape[1] = ow;
         if (L->kind == BF_L_CONV2D) {
@@ -90,10 +97,49 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
         break;
     }
     case BF_L_GAP:
-        if (rank != 3) return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 3 (H, W, C), got rank %d", L->name, rank);
+    case BF_L_GMP:
+        /* rank 2: GlobalAveragePooling1D / GlobalMaxPooling1D; keepdims keeps the rank */
+        if (rank != 3 && rank != 2)
+            return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 2 (T, C) or 3 (H, W, C), got rank %d", L->name, rank);
+        if (L->keepdims) {
+            for (int d = 0; d < rank - 1; d++) L->out_shape[d] = 1;
+            break;
+        }
         L->out_rank = 1;
         L->out_shape[0] = C;
         break;
+    case BF_L_CONV1D: {
+        if (rank != 2)
+            return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 2 (steps, channels) per sample, got rank %d", L->name, rank);
+        if (L->kw <= 0 || L->sw <= 0 || L->dil <= 0 || L->filters <= 0)
+            return BF_FAIL(BF_ERR_ARG, "%s: kernel_size, strides, dilation_rate and filters must be positive", L->name);
+        const int span = (L->kw - 1) * L->dil + 1;
+        const int ot = L->same || L->causal ? (shape[0] + L->sw - 1) / L->sw : (shape[0] - span) / L->sw + 1;
+        if (ot <= 0 || (!L->same && !L->causal && shape[0] < span))
+            return BF_FAIL(BF_ERR_SHAPE, "%s: kernel %d with dilation %d does not fit %d steps with padding='valid'",
+                           L->name, L->kw, L->dil, shape[0]);
+        L->out_shape[0] = ot;
+        L->out_shape[1] = L->filters;
+        int ks[3] = {L->kw, C, L->filters};
+        add_param(L, 0, "kernel", 3, ks, 1, BF_INIT_GLOROT_UNIFORM, (float)L->kw * C, (float)L->kw * L->filters);
+        if (L->use_bias) add_param(L, 1, "bias", 1, &L->filters, 1, BF_INIT_ZEROS, 0, 0);
+        break;
+    }
+    case BF_L_CONV2DT: {
+        if (rank != 3)
+            return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 3 (H, W, C) per sample, got rank %d", L->name, rank);
+        if (L->kh <= 0 || L->kw <= 0 || L->sh <= 0 || L->sw <= 0 || L->filters <= 0)
+            return BF_FAIL(BF_ERR_ARG, "%s: kernel_size, strides and filters must be positive", L->name);
+        /* Keras (output_padding=None): 'same' in*s, 'valid' (in-1)*s + max(k, s) */
+        L->out_shape[0] = L->same ? shape[0] * L->sh : (shape[0] - 1) * L->sh + (L->kh > L->sh ? L->kh : L->sh);
+        L->out_shape[1] = L->same ? shape[1] * L->sw : (shape[1] - 1) * L->sw + (L->kw > L->sw ? L->kw : L->sw);
+        L->out_shape[2] = L->filters;
+        int ks[4] = {L->kh, L->kw, L->filters, C};
+        float rf = (float)(L->kh * L->kw);
+        add_param(L, 0, "kernel", 4, ks, 1, BF_INIT_GLOROT_UNIFORM, rf * L->filters, rf * C);
+        if (L->use_bias) add_param(L, 1, "bias", 1, &L->filters, 1, BF_INIT_ZEROS, 0, 0);
+        break;
+    }
     case BF_L_FLATTEN:
         L->out_rank = 1;
         L->out_shape[0] = (int)L->in_size;
@@ -210,6 +256,9 @@ const char *const bf_layer_kind_names[] = {
     [BF_L_RESCALING] = "RESCALING",
     [BF_L_NORMALIZATION] = "NORMALIZATION",
     [BF_L_AUGMENT] = "AUGMENT",
+    [BF_L_CONV1D] = "CONV1D",
+    [BF_L_CONV2DT] = "CONV2DT",
+    [BF_L_GMP] = "GMP",
 };
 const int bf_layer_kind_count = (int)(sizeof bf_layer_kind_names / sizeof bf_layer_kind_names[0]);
 

@@ -32,7 +32,11 @@ typedef enum {
     BF_L_PERMUTE, BF_L_REPEAT, BF_L_ZEROPAD2D, BF_L_UPSAMPLE2D,
     /* preprocessing (rescale.c, augment.c): Rescaling, Normalization, and the random
      * image layers (RandomFlip, RandomCrop, RandomTranslation: one kind, bf_augment) */
-    BF_L_RESCALING, BF_L_NORMALIZATION, BF_L_AUGMENT
+    BF_L_RESCALING, BF_L_NORMALIZATION, BF_L_AUGMENT,
+    /* Conv1D (kw, sw, dil; same: 'same', causal: 'causal'), Conv2DTranspose,
+     * GlobalMaxPooling1D/2D (MaxPooling1D, AveragePooling1D and
+     * GlobalAveragePooling1D are MAXPOOL / AVGPOOL / GAP on a (T, C) input) */
+    BF_L_CONV1D, BF_L_CONV2DT, BF_L_GMP
 } bf_layer_kind;
 
 /* each kind's name without the BF_L_ prefix, indexed by kind (model.c); Python
@@ -105,6 +109,8 @@ typedef struct {
     float rs_scale, rs_offset;                 /* Rescaling */
     bf_augment aug;                            /* RandomFlip / RandomCrop / RandomTranslation (kh, kw: crop size);
                                                   aug.seed: the layer's seed, 0 when none (the run's stream) */
+    int dil, causal;                           /* Conv1D dilation_rate, padding='causal' */
+    int keepdims;                              /* global pooling */
 } bf_layer;
 
 typedef enum {

@@ -26,10 +26,11 @@ static int is_view(const bf_run *r, int i) {
     return 0;
 }
 
-/* Dense / Conv2D whose activation's backward needs its input: the pre-activation is kept */
+/* Dense / convolutions whose activation's backward needs its input: the pre-activation is kept */
 static int keeps_z(const bf_run *r, int i) {
     const bf_layer *L = &r->m->layers[i];
-    return (L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D) && !r->node_fused[i] && bf_act_needs_x(L->act);
+    return (L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D || L->kind == BF_L_CONV1D || L->kind == BF_L_CONV2DT) &&
+           !r->node_fused[i] && bf_act_needs_x(L->act);
 }
 
 /* backward reads the input (a frozen BatchNormalization's does not) */
@@ -37,14 +38,14 @@ static int needs_in(const bf_layer *L) {
     if (L->kind == BF_L_ACTIVATION && bf_act_needs_x(L->act)) return 1;
     return L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D || L->kind == BF_L_MAXPOOL ||
            (L->kind == BF_L_BATCHNORM && !L->frozen) || L->kind == BF_L_MULTIPLY || L->kind == BF_L_MAXIMUM ||
-           L->kind == BF_L_MINIMUM;
+           L->kind == BF_L_MINIMUM || L->kind == BF_L_CONV1D || L->kind == BF_L_CONV2DT || L->kind == BF_L_GMP;
 }
 
 static int needs_out(const bf_run *r, int i) {
     const bf_layer *L = &r->m->layers[i];
-    if (L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D)
+    if (L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D || L->kind == BF_L_CONV1D || L->kind == BF_L_CONV2DT)
         return L->act != BF_ACT_LINEAR && !r->node_fused[i] && !bf_act_needs_x(L->act);
-    return L->kind == BF_L_MAXPOOL || L->kind == BF_L_MAXIMUM || L->kind == BF_L_MINIMUM ||
+    return L->kind == BF_L_MAXPOOL || L->kind == BF_L_GMP || L->kind == BF_L_MAXIMUM || L->kind == BF_L_MINIMUM ||
            (L->kind == BF_L_ACTIVATION && !r->node_fused[i] && !bf_act_needs_x(L->act));
 }
 
@@ -68,11 +69,12 @@ static void use(bf_run *r, int id, int t) {
 }
 
 static void geom(const bf_layer *L, int B, bf_conv_geom *g) {
+    const int one_d = L->in_rank == 2; /* a (T, C) input is a 1 x T image */
     g->B = B;
-    g->H = L->in_shape[0];
-    g->W = L->in_shape[1];
-    g->C = L->in_shape[2];
-    if (L->kind == BF_L_GAP) {
+    g->H = one_d ? 1 : L->in_shape[0];
+    g->W = L->in_shape[one_d ? 0 : 1];
+    g->C = L->in_shape[one_d ? 1 : 2];
+    if (L->kind == BF_L_GAP || L->kind == BF_L_GMP) {
         g->OH = g->OW = 1;
         g->KH = g->SH = g->H;
         g->KW = g->SW = g->W;
@@ -80,9 +82,9 @@ static void geom(const bf_layer *L, int B, bf_conv_geom *g) {
         g->PT = g->PL = 0;
         return;
     }
-    g->OH = L->out_shape[0];
-    g->OW = L->out_shape[1];
-    g->K = L->out_shape[2];
+    g->OH = one_d ? 1 : L->out_shape[0];
+    g->OW = L->out_shape[one_d ? 0 : 1];
+    g->K = L->out_shape[one_d ? 1 : 2];
     g->KH = L->kh;
     g->KW = L->kw;
     g->SH = L->sh;
@@ -93,6 +95,36 @@ static void geom(const bf_layer *L, int B, bf_conv_geom *g) {
 }
 
 void bf_layer_geom(const bf_layer *L, int B, bf_conv_geom *g) { geom(L, B, g); }
+
+void bf_layer_conv1d_geom(const bf_layer *L, int B, bf_conv1d_geom *g) {
+    g->B = B;
+    g->T = L->in_shape[0];
+    g->C = L->in_shape[1];
+    g->OT = L->out_shape[0];
+    g->K = L->out_shape[1];
+    g->KW = L->kw;
+    g->S = L->sw;
+    g->D = L->dil;
+    const int span = (L->kw - 1) * L->dil + 1, total = (g->OT - 1) * g->S + span - g->T;
+    g->PL = L->causal ? span - 1 : L->same && total > 0 ? total / 2 : 0;
+}
+
+void bf_layer_convt_geom(const bf_layer *L, int B, bf_conv_geom *g) {
+    g->B = B;
+    g->H = L->out_shape[0];
+    g->W = L->out_shape[1];
+    g->C = L->out_shape[2];
+    g->OH = L->in_shape[0];
+    g->OW = L->in_shape[1];
+    g->K = L->in_shape[2];
+    g->KH = L->kh;
+    g->KW = L->kw;
+    g->SH = L->sh;
+    g->SW = L->sw;
+    /* Keras / JAX 'same': the conv with input in*s pads k - s in all, half on top */
+    g->PT = L->same && L->kh > L->sh ? (L->kh - L->sh) / 2 : 0;
+    g->PL = L->same && L->kw > L->sw ? (L->kw - L->sw) / 2 : 0;
+}
 
 static void entry(bf_run *r, const char *name, const char *cat, size_t bytes, int on_device) {
     if (r->nentry >= BF_PLAN_MAXENTRY || bytes == 0) return;
@@ -147,6 +179,11 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         case BF_L_PERMUTE: case BF_L_REPEAT: case BF_L_ZEROPAD2D: case BF_L_UPSAMPLE2D: ok = be->strided_copy != NULL; break;
         case BF_L_RESCALING: case BF_L_NORMALIZATION: ok = be->rescale_forward && be->rescale_backward; break;
         case BF_L_AUGMENT: ok = be->augment_forward && be->augment_backward; break;
+        case BF_L_CONV1D: ok = be->conv1d_forward && be->conv1d_backward && be->conv1d_workspace_bytes; break;
+        case BF_L_CONV2DT:
+            ok = be->conv2d_transpose_forward && be->conv2d_transpose_backward && be->conv2d_transpose_workspace_bytes;
+            break;
+        case BF_L_GMP: ok = be->maxpool_forward && be->maxpool_backward; break;
         default: break;
         }
         if (bf_act_is_x(ly->act) && !(be->actx_forward && be->actx_backward)) ok = 0;
@@ -193,6 +230,21 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
             if (bw) {
                 w = be->conv2d_workspace_bytes(be, &g, 1);
                 if (w) { BF_TRY(newbuf(r, &r->bws_id[i], w, "%s%s backward workspace", ly->name, "")); use(r, r->bws_id[i], BW(i)); }
+            }
+        }
+        if (ly->kind == BF_L_CONV1D || ly->kind == BF_L_CONV2DT) {
+            bf_conv1d_geom g1;
+            bf_conv_geom gt;
+            if (ly->kind == BF_L_CONV1D) bf_layer_conv1d_geom(ly, rows, &g1);
+            else bf_layer_convt_geom(ly, rows, &gt);
+            for (int back = 0; back < 1 + bw; back++) {
+                size_t w = ly->kind == BF_L_CONV1D ? be->conv1d_workspace_bytes(be, &g1, back)
+                                                   : be->conv2d_transpose_workspace_bytes(be, &gt, back);
+                int *id = back ? &r->bws_id[i] : &r->fws_id[i];
+                if (w) {
+                    BF_TRY(newbuf(r, id, w, back ? "%s%s backward workspace" : "%s%s forward workspace", ly->name, ""));
+                    use(r, *id, back ? 2 * L + 1 - i : t);
+                }
             }
         }
         if (ly->kind == BF_L_DROPOUT && train && ly->rate > 0.0f) {

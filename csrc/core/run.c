@@ -330,6 +330,27 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
             if (!r->node_view[i])
                 BF_TRY(bf_run_act_forward(r, L, out, in, act, rows_in / L->in_shape[L->in_rank - 1], L->in_shape[L->in_rank - 1]));
             break;
+        case BF_L_CONV1D: {
+            bf_conv1d_geom g1;
+            bf_layer_conv1d_geom(L, rows, &g1);
+            float *z = r->aux_id[i] >= 0 ? BUF(r, r->aux_id[i]) : out;
+            BF_TRY(be->conv1d_forward(be, z, r->fws_id[i] >= 0 ? BUF(r, r->fws_id[i]) : NULL, in, param(r, L, 0),
+                                      L->use_bias ? param(r, L, 1) : NULL, &g1));
+            if (act != BF_ACT_LINEAR) BF_TRY(bf_run_act_forward(r, L, out, z, act, (long)rows * L->out_size / L->filters, L->filters));
+            break;
+        }
+        case BF_L_CONV2DT: {
+            float *z = r->aux_id[i] >= 0 ? BUF(r, r->aux_id[i]) : out;
+            bf_layer_convt_geom(L, rows, &g);
+            BF_TRY(be->conv2d_transpose_forward(be, z, r->fws_id[i] >= 0 ? BUF(r, r->fws_id[i]) : NULL, in,
+                                                param(r, L, 0), L->use_bias ? param(r, L, 1) : NULL, &g));
+            if (act != BF_ACT_LINEAR) BF_TRY(bf_run_act_forward(r, L, out, z, act, (long)rows * L->out_size / L->filters, L->filters));
+            break;
+        }
+        case BF_L_GMP:
+            bf_layer_geom(L, rows, &g);
+            BF_TRY(be->maxpool_forward(be, out, in, &g));
+            break;
         default:
             if (bf_run_more_kind(L->kind)) {
                 if (!r->node_view[i]) BF_TRY(bf_run_more_forward(r, i, rows, in, out));
@@ -432,6 +453,29 @@ static bf_status backward(bf_run *r, int rows) {
         }
         case BF_L_ACTIVATION:
             if (din) BF_TRY(bf_run_act_backward(r, L, din, dout, in, out, act, rows_in / L->in_shape[L->in_rank - 1], L->in_shape[L->in_rank - 1]));
+            break;
+        case BF_L_CONV1D: {
+            bf_conv1d_geom g1;
+            bf_layer_conv1d_geom(L, rows, &g1);
+            if (act != BF_ACT_LINEAR)
+                BF_TRY(bf_run_act_backward(r, L, dout, dout, r->aux_id[i] >= 0 ? BUF(r, r->aux_id[i]) : NULL, out, act,
+                                           (long)rows * L->out_size / L->filters, L->filters));
+            BF_TRY(be->conv1d_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL,
+                                       r->bws_id[i] >= 0 ? BUF(r, r->bws_id[i]) : NULL, dout, in, param(r, L, 0), &g1));
+            break;
+        }
+        case BF_L_CONV2DT:
+            bf_layer_convt_geom(L, rows, &g);
+            if (act != BF_ACT_LINEAR)
+                BF_TRY(bf_run_act_backward(r, L, dout, dout, r->aux_id[i] >= 0 ? BUF(r, r->aux_id[i]) : NULL, out, act,
+                                           (long)rows * L->out_size / L->filters, L->filters));
+            BF_TRY(be->conv2d_transpose_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL,
+                                                 r->bws_id[i] >= 0 ? BUF(r, r->bws_id[i]) : NULL, dout, in,
+                                                 param(r, L, 0), &g));
+            break;
+        case BF_L_GMP:
+            bf_layer_geom(L, rows, &g);
+            if (din) BF_TRY(be->maxpool_backward(be, din, dout, out, in, &g));
             break;
         default:
             if (bf_run_more_kind(L->kind)) {

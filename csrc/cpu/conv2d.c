@@ -452,3 +452,13 @@ bf_status bf_cpu_conv2d_backward(bf_backend *be, float *dinp, float *dw, float *
     }
     return BF_OK;
 }
+
+/* ---- the im2col walk for the other convolutions (Conv2DTranspose, Conv1D) ---- */
+
+void bf_cpu_conv2d_im2col(float *col, const float *inp, const bf_conv_geom *g, long r0, int M, int ld) {
+    im2col(col, inp, g, r0, M, ld);
+}
+
+void bf_cpu_conv2d_col2im_add(float *dinp, float *dcol, const bf_conv_geom *g, long r0, int M, int ld) {
+    col2im_add(dinp, dcol, g, r0, M, ld);
+}

@@ -3,6 +3,7 @@
 
 #include "arena.h"
 #include "cpu_conv.h"
+#include "cpu_convx.h"
 #include "cpu_ops.h"
 
 static bf_status cpu_reserve(bf_backend *be, void **out, size_t bytes) {
@@ -75,6 +76,12 @@ static bf_backend bf_cpu = {
     .rescale_backward = bf_cpu_rescale_backward,
     .augment_forward = bf_cpu_augment_forward,
     .augment_backward = bf_cpu_augment_backward,
+    .conv1d_workspace_bytes = bf_cpu_conv1d_workspace_bytes,
+    .conv1d_forward = bf_cpu_conv1d_forward,
+    .conv1d_backward = bf_cpu_conv1d_backward,
+    .conv2d_transpose_workspace_bytes = bf_cpu_conv2d_transpose_workspace_bytes,
+    .conv2d_transpose_forward = bf_cpu_conv2d_transpose_forward,
+    .conv2d_transpose_backward = bf_cpu_conv2d_transpose_backward,
     .impl = NULL,
 };
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cuda_api.h"
+#include "cuda_convx.h"
 #include "cuda_ops.h"
 #include "cuda_shim.h"
 
@@ -172,6 +173,12 @@ static void fill_vtable(bf_cuda_state *st) {
     be->rescale_backward = bf_cuda_rescale_backward;
     be->augment_forward = bf_cuda_augment_forward;
     be->augment_backward = bf_cuda_augment_backward;
+    be->conv1d_workspace_bytes = bf_cuda_conv1d_workspace_bytes;
+    be->conv1d_forward = bf_cuda_conv1d_forward;
+    be->conv1d_backward = bf_cuda_conv1d_backward;
+    be->conv2d_transpose_workspace_bytes = bf_cuda_conv2d_transpose_workspace_bytes;
+    be->conv2d_transpose_forward = bf_cuda_conv2d_transpose_forward;
+    be->conv2d_transpose_backward = bf_cuda_conv2d_transpose_backward;
     be->impl = st;
 }
 

@@ -139,7 +139,8 @@ static int parse_layer(PyObject *d, bf_layer *L) {
         get_int(d, "sw", 1, &L->sw) || get_int(d, "same", 0, &L->same) || get_int(d, "center", 1, &L->center) ||
         get_int(d, "scale", 1, &L->scale) || get_float(d, "rate", 0.0f, &L->rate) ||
         get_float(d, "momentum", 0.99f, &L->momentum) || get_float(d, "eps", 1e-3f, &L->eps) ||
-        get_int(d, "axis", 0, &L->axis) || get_int(d, "share", -1, &L->share))
+        get_int(d, "axis", 0, &L->axis) || get_int(d, "share", -1, &L->share) || get_int(d, "dil", 1, &L->dil) ||
+        get_int(d, "causal", 0, &L->causal) || get_int(d, "keepdims", 0, &L->keepdims))
         return -1;
     int trainable;
     if (get_int(d, "trainable", 1, &trainable)) return -1;

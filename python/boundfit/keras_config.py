@@ -95,6 +95,24 @@ def _listed(v):
     return a.item() if a.ndim == 0 else a.tolist()
 
 
+def _conv1d(l):
+    return dict(_conv(l), kernel_size=list(l.kernel_size), strides=list(l.strides), dilation_rate=list(l.dilation_rate))
+
+
+def _conv2d_transpose(l):
+    d = _conv(l)
+    del d["groups"]
+    return dict(d, output_padding=None)
+
+
+_TO_KERAS.update({
+    L.Conv1D: _conv1d, L.Conv2DTranspose: _conv2d_transpose, L.MaxPooling1D: _pool, L.AveragePooling1D: _pool,
+    L.GlobalAveragePooling1D: lambda l: dict(data_format="channels_last", keepdims=l.keepdims),
+    L.GlobalMaxPooling1D: lambda l: dict(data_format="channels_last", keepdims=l.keepdims),
+    L.GlobalMaxPooling2D: lambda l: dict(data_format="channels_last", keepdims=l.keepdims),
+})
+
+
 def layer_config(layer):
     """The Keras 3 `config` dict of a boundfit layer (layer.get_config())."""
     fn = _TO_KERAS.get(type(layer))
@@ -177,6 +195,8 @@ _FROM_KERAS = {c.__name__: c for c in (L.Dense, L.Conv2D, L.MaxPooling2D, L.Aver
                                        L.ReLU, L.LeakyReLU, L.ELU, L.Softmax, L.Permute, L.RepeatVector,
                                        L.ZeroPadding2D, L.UpSampling2D, L.Rescaling, L.Normalization, L.RandomFlip,
                                        L.RandomCrop, L.RandomTranslation)}
+_FROM_KERAS.update({c.__name__: c for c in (L.Conv1D, L.Conv2DTranspose, L.MaxPooling1D, L.AveragePooling1D,
+                                            L.GlobalAveragePooling1D, L.GlobalMaxPooling1D, L.GlobalMaxPooling2D)})
 
 
 def _hashable(v):

@@ -518,3 +518,7 @@ def concatenate(inputs, axis=-1, **kwargs):
 # activations with parameters, layout and preprocessing layers (layers_more.py)
 from .layers_more import (ELU, LeakyReLU, Normalization, Permute, RandomCrop, RandomFlip, RandomTranslation,  # noqa: E402,F401
                           ReLU, RepeatVector, Rescaling, Softmax, UpSampling2D, ZeroPadding2D)
+# sequence convolution / pooling, transposed convolution, global max pooling (conv_layers.py)
+from .conv_layers import (AveragePooling1D, AvgPool1D, Conv1D, Conv2DTranspose, Convolution1D,  # noqa: E402,F401
+                          Convolution2DTranspose, GlobalAveragePooling1D, GlobalAvgPool1D, GlobalMaxPool1D,
+                          GlobalMaxPool2D, GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPool1D, MaxPooling1D)

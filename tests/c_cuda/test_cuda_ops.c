@@ -6,7 +6,9 @@
  * metric kind (statistics), sum / nonfinite / maxabs, every optimizer update
  * over several steps and gradient clipping, Conv2D (valid, symmetric and asymmetric
  * 'same', strides, 1x1; backward accumulating into dw / db), pooling (incl.
- * global average), batchnorm (train / inference, forward / backward, frozen backward),
+ * global average), Conv1D (dilated, causal, strided, and on the Conv2D
+ * kernels) and Conv2DTranspose (valid / same, strides below and above the
+ * kernel; backward with dinp / dw / db NULL in turn), batchnorm (train / inference, forward / backward, frozen backward),
  * dropout (mask bit for bit), Keras 3's other activations, the strided
  * gather, rescale and the random image ops, the BF_ERR_BUDGET of an impossible reservation,
  * and last, that a kernel fault poisons the backend.
@@ -18,6 +20,7 @@
 #include <string.h>
 
 #include "cpu_conv.h"
+#include "cpu_convx.h"
 #include "cpu_ops.h"
 #include "status.h"
 #include "../../csrc/cuda/cuda_api.h"
@@ -517,6 +520,91 @@ static void test_conv(void) {
     }
 }
 
+/* the ops of one Conv1D / Conv2DTranspose geometry against the CPU's, on
+ * random tensors; forward and backward (accumulating into dw / db), then a
+ * smaller batch with dinp, dw, db NULL in the planned workspace */
+/* Conv1D (g1 set) or Conv2DTranspose (gt set): forward / backward on the CPU (cpu = 1) or the GPU */
+static bf_status convx_fwd(int cpu, const bf_conv1d_geom *g1, const bf_conv_geom *gt, float *y, void *ws,
+                           const float *x, const float *w, const float *b) {
+    if (g1) return cpu ? bf_cpu_conv1d_forward(NULL, y, ws, x, w, b, g1) : G->conv1d_forward(G, y, ws, x, w, b, g1);
+    return cpu ? bf_cpu_conv2d_transpose_forward(NULL, y, ws, x, w, b, gt)
+               : G->conv2d_transpose_forward(G, y, ws, x, w, b, gt);
+}
+static bf_status convx_bwd(int cpu, const bf_conv1d_geom *g1, const bf_conv_geom *gt, float *dx, float *dw,
+                           float *db, void *ws, const float *dy, const float *x, const float *w) {
+    if (g1)
+        return cpu ? bf_cpu_conv1d_backward(NULL, dx, dw, db, ws, dy, x, w, g1)
+                   : G->conv1d_backward(G, dx, dw, db, ws, dy, x, w, g1);
+    return cpu ? bf_cpu_conv2d_transpose_backward(NULL, dx, dw, db, ws, dy, x, w, gt)
+               : G->conv2d_transpose_backward(G, dx, dw, db, ws, dy, x, w, gt);
+}
+static void convx_case(const char *what, const bf_conv1d_geom *g1, const bf_conv_geom *gt, size_t nx, size_t ny,
+                       size_t nw, int nb) {
+    bf_conv1d_geom h1 = g1 ? *g1 : (bf_conv1d_geom){0};
+    bf_conv_geom ht = gt ? *gt : (bf_conv_geom){0};
+    h1.B = ht.B = 1;
+    const size_t fws = g1 ? G->conv1d_workspace_bytes(G, g1, 0) : G->conv2d_transpose_workspace_bytes(G, gt, 0);
+    const size_t bws = g1 ? G->conv1d_workspace_bytes(G, g1, 1) : G->conv2d_transpose_workspace_bytes(G, gt, 1);
+    const size_t cwb = g1 ? bf_cpu_conv1d_workspace_bytes(NULL, g1, 0) + bf_cpu_conv1d_workspace_bytes(NULL, g1, 1)
+                          : bf_cpu_conv2d_transpose_workspace_bytes(NULL, gt, 1);
+    float *x = hrand(nx, -1, 1), *w = hrand(nw, -1, 1), *b = hrand(nb, -1, 1), *y = hzero(ny);
+    float *dy = hrand(ny, -1, 1), *dx = hzero(nx), *dw = hrand(nw, -1, 1), *db = hrand(nb, -1, 1);
+    float *x_g = up(x, nx), *w_g = up(w, nw), *b_g = up(b, nb), *y_g = up(y, ny), *dy_g = up(dy, ny);
+    float *dx_g = up(dx, nx), *dw_g = up(dw, nw), *db_g = up(db, nb);
+    void *fws_g = dalloc(fws), *bws_g = dalloc(bws), *cws = malloc(cwb + 64);
+    char w2[240];
+    printf("     %s: workspace forward %zu, backward %zu bytes\n", what, fws, bws);
+    ok_status(convx_fwd(1, g1, gt, y, cws, x, w, b), "cpu forward");
+    if (ok_status(convx_fwd(0, g1, gt, y_g, fws_g, x_g, w_g, b_g), what)) dclose(what, y_g, y, ny, 1e-4f, 1e-5f);
+    ok_status(convx_bwd(1, g1, gt, dx, dw, db, cws, dy, x, w), "cpu backward");
+    if (ok_status(convx_bwd(0, g1, gt, dx_g, dw_g, db_g, bws_g, dy_g, x_g, w_g), what)) {
+        snprintf(w2, sizeof w2, "%s dinp", what);
+        dclose(w2, dx_g, dx, nx, 1e-4f, 1e-5f);
+        snprintf(w2, sizeof w2, "%s dw (accumulated)", what);
+        dclose(w2, dw_g, dw, nw, 1e-4f, 1e-5f);
+        snprintf(w2, sizeof w2, "%s db (accumulated)", what);
+        dclose(w2, db_g, db, nb, 1e-4f, 1e-5f);
+    }
+    snprintf(w2, sizeof w2, "%s: a smaller batch, dinp / dw / db NULL in turn", what);
+    const bf_conv1d_geom *s1 = g1 ? &h1 : NULL;
+    const bf_conv_geom *st = gt ? &ht : NULL;
+    expect(convx_bwd(0, s1, st, NULL, dw_g, NULL, bws_g, dy_g, x_g, w_g) == BF_OK &&
+           convx_bwd(0, s1, st, dx_g, NULL, db_g, bws_g, dy_g, x_g, w_g) == BF_OK && G->sync(G) == BF_OK, w2);
+    free(x), free(w), free(b), free(y), free(dy), free(dx), free(dw), free(db), free(cws);
+}
+
+static void test_convx(void) {
+    /* B, T, C, OT, K, KW, S, D, PL */
+    const bf_conv1d_geom g1[] = {
+        {3, 17, 3, 17, 4, 3, 1, 2, 4},  /* causal, dilation 2 */
+        {2, 16, 5, 8, 6, 4, 2, 1, 1},   /* same, stride 2 (Conv2D kernels on the CPU) */
+        {2, 20, 2, 14, 3, 3, 1, 3, 0},  /* valid, dilation 3 */
+        {4, 15, 3, 5, 2, 3, 3, 1, 2},   /* causal, stride 3 */
+    };
+    char what[160];
+    for (size_t t = 0; t < sizeof g1 / sizeof g1[0]; t++) {
+        const bf_conv1d_geom *g = &g1[t];
+        snprintf(what, sizeof what, "conv1d B%d %dx%d -> %dx%d k%d s%d d%d pad %d", g->B, g->T, g->C, g->OT, g->K,
+                 g->KW, g->S, g->D, g->PL);
+        convx_case(what, g, NULL, (size_t)g->B * g->T * g->C, (size_t)g->B * g->OT * g->K,
+                   (size_t)g->KW * g->C * g->K, g->K);
+    }
+    /* the Conv2D each Conv2DTranspose is the adjoint of: input = the transposed conv's output */
+    const bf_conv_geom gt[] = {
+        geom(3, 10, 8, 4, 3, 3, 3, 2, 2, 1), /* same, stride 2 */
+        geom(2, 6, 6, 3, 2, 4, 4, 2, 2, 1),  /* same, even kernel */
+        geom(2, 12, 5, 2, 3, 2, 3, 3, 1, 0), /* valid, stride above the kernel (rows no window reaches) */
+        geom(2, 7, 6, 3, 4, 3, 3, 1, 1, 0),  /* valid, stride 1 */
+    };
+    for (size_t t = 0; t < sizeof gt / sizeof gt[0]; t++) {
+        const bf_conv_geom *g = &gt[t];
+        snprintf(what, sizeof what, "conv2d_transpose B%d %dx%dx%d -> %dx%dx%d k%dx%d s%dx%d pad %d,%d", g->B, g->OH,
+                 g->OW, g->K, g->H, g->W, g->C, g->KH, g->KW, g->SH, g->SW, g->PT, g->PL);
+        convx_case(what, NULL, g, (size_t)g->B * g->OH * g->OW * g->K, (size_t)g->B * g->H * g->W * g->C,
+                   (size_t)g->KH * g->KW * g->C * g->K, g->C);
+    }
+}
+
 static void test_pool(void) {
     const bf_conv_geom gs[] = {
         geom(3, 9, 9, 4, 4, 2, 2, 2, 2, 1),   /* 9x9 -> 5x5, uneven 'same' window */
@@ -738,6 +826,7 @@ int main(int argc, char **argv) {
     test_optimizers();
     test_conv();
     test_pool();
+    test_convx();
     test_batchnorm();
     test_dropout();
     test_budget();
