@@ -16,7 +16,7 @@
 #include "schedule.h"
 
 #define BF_MAX_LAYERS 128
-#define BF_MAX_PARAMS 4
+#define BF_MAX_PARAMS 8
 #define BF_NAME_LEN 64
 #define BF_MAX_INPUTS 8
 #define BF_MAX_OUTPUTS 8
@@ -27,7 +27,11 @@ typedef enum {
     BF_L_DENSE = 0, BF_L_CONV2D, BF_L_MAXPOOL, BF_L_AVGPOOL, BF_L_GAP, BF_L_FLATTEN,
     BF_L_RESHAPE, BF_L_DROPOUT, BF_L_BATCHNORM, BF_L_ACTIVATION,
     /* merge layers: several inputs of one shape (Concatenate: equal but on `axis`) */
-    BF_L_ADD, BF_L_SUBTRACT, BF_L_MULTIPLY, BF_L_AVERAGE, BF_L_MAXIMUM, BF_L_MINIMUM, BF_L_CONCAT
+    BF_L_ADD, BF_L_SUBTRACT, BF_L_MULTIPLY, BF_L_AVERAGE, BF_L_MAXIMUM, BF_L_MINIMUM, BF_L_CONCAT,
+    /* LayerNormalization over the last axis; MultiHeadAttention: inputs query,
+     * value, key (the value's id when no key is given) and optionally an
+     * attention mask (T_q, T_k) */
+    BF_L_LAYERNORM, BF_L_MHA
 } bf_layer_kind;
 
 /* Keras initializers. a/b per kind: CONSTANT value; RANDOM_UNIFORM minval,
@@ -87,6 +91,9 @@ typedef struct {
     /* user regularizers (l1, l2) and constraints by the same roles */
     float reg[BF_MAX_PARAMS][2];
     bf_constraint cons[BF_MAX_PARAMS];
+    /* MultiHeadAttention: heads, key_dim, value_dim, output width (0: the
+     * query's), causal mask; its dropout rate is `rate` */
+    int heads, key_dim, value_dim, out_dim, causal;
 } bf_layer;
 
 typedef enum {

@@ -113,6 +113,7 @@ typedef struct {
     long bad_step;
     int bad_layer;
     const char *bad_what;
+    uint64_t attn_seed[BF_MAX_LAYERS]; /* MultiHeadAttention: its dropout seed this step (run_attn.c) */
 } bf_run;
 
 /* Build the step program and its plan; allocates nothing. */

@@ -10,6 +10,7 @@
 #include "run.h"
 
 #include "prefetch.h"
+#include "run_attn.h"
 
 #include <float.h>
 #include <math.h>
@@ -326,6 +327,10 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
             if (!r->node_view[i])
                 BF_TRY(be->act_forward(be, out, in, act, rows_in / L->in_shape[L->in_rank - 1], L->in_shape[L->in_rank - 1]));
             break;
+        case BF_L_LAYERNORM:
+        case BF_L_MHA:
+            BF_TRY(bf_run_attn_forward(r, i, rows));
+            break;
         default:
             BF_TRY(merge_forward(r, i, rows));
             break;
@@ -417,6 +422,10 @@ static bf_status backward(bf_run *r, int rows) {
         }
         case BF_L_ACTIVATION:
             if (din) BF_TRY(be->act_backward(be, din, dout, out, act, rows_in / L->in_shape[L->in_rank - 1], L->in_shape[L->in_rank - 1]));
+            break;
+        case BF_L_LAYERNORM:
+        case BF_L_MHA:
+            BF_TRY(bf_run_attn_backward(r, i, rows));
             break;
         default:
             BF_TRY(merge_backward(r, i, rows, dout));

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "attn_ops.h"
 #include "cpu_conv.h"
 #include "cpu_ops.h"
 
@@ -67,6 +68,11 @@ static bf_backend bf_cpu = {
     .dropout_backward = bf_cpu_dropout_backward,
     .ewise = bf_cpu_ewise,
     .copy2d = bf_cpu_copy2d,
+    .layernorm_forward = bf_cpu_layernorm_forward,
+    .layernorm_backward = bf_cpu_layernorm_backward,
+    .attention_workspace_bytes = bf_cpu_attention_workspace_bytes,
+    .attention_forward = bf_cpu_attention_forward,
+    .attention_backward = bf_cpu_attention_backward,
     .impl = NULL,
 };
 

@@ -501,3 +501,6 @@ def minimum(inputs, **kwargs):
 
 def concatenate(inputs, axis=-1, **kwargs):
     return Concatenate(axis=axis, **kwargs)(inputs)
+
+
+from .attention import LayerNormalization, MultiHeadAttention  # noqa: E402  (part D; it imports Layer from here)
