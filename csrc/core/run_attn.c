@@ -130,15 +130,11 @@ static bf_status mha_forward(bf_run *r, int i, int rows) {
     return BF_OK;
 }
 
-/* dense backward where a frozen layer has no parameter gradient: only dinp */
+/* a frozen layer's projections: dw NULL, dinp only */
 static bf_status proj_backward(bf_run *r, float *dinp, float *dw, float *db, const float *dout, const float *inp,
                                const float *w, int N, int IN, int OUT) {
-    bf_backend *be = r->be;
-    if (dw) return be->dense_backward(be, dinp, dw, db, dout, inp, w, N, IN, OUT);
-    if (!dinp) return BF_OK;
-    /* dinp = dout @ w^T through the backend's dense_backward needs dw: none
-     * here, so a frozen MultiHeadAttention is refused by the planner */
-    return BF_FAIL(BF_ERR_INTERNAL, "attention: projection backward without its gradient");
+    if (!dw && !dinp) return BF_OK;
+    return r->be->dense_backward(r->be, dinp, dw, db, dout, inp, w, N, IN, OUT);
 }
 
 static bf_status mha_backward(bf_run *r, int i, int rows) {

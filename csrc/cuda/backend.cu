@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cuda_api.h"
+#include "cuda_attn.h"
 #include "cuda_ops.h"
 #include "cuda_shim.h"
 
@@ -164,6 +165,11 @@ static void fill_vtable(bf_cuda_state *st) {
     be->dropout_backward = bf_cuda_dropout_backward;
     be->ewise = bf_cuda_ewise;
     be->copy2d = bf_cuda_copy2d;
+    be->layernorm_forward = bf_cuda_layernorm_forward;
+    be->layernorm_backward = bf_cuda_layernorm_backward;
+    be->attention_workspace_bytes = bf_cuda_attention_workspace_bytes;
+    be->attention_forward = bf_cuda_attention_forward;
+    be->attention_backward = bf_cuda_attention_backward;
     be->impl = st;
 }
 
