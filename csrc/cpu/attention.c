@@ -10,6 +10,16 @@
 #include "attn_ops.h"
 #include "blas.h"
 
+/* Per-head GEMMs are small: OpenBLAS's threads would synchronize on every
+ * one of the 2-6 calls per (b, h); one thread does them without the spin.
+ * The previous thread count is restored on return. */
+static int one_thread(const bf_attn_geom *g) {
+    int nt = bf_openblas_get_num_threads();
+    long work = (long)g->TQ * g->TK * (g->DK > g->DV ? g->DK : g->DV);
+    if (nt > 1 && work <= (1L << 22)) bf_openblas_set_num_threads(1);
+    return nt;
+}
+
 static int allowed(const float *mrow, int causal, int i, int j) {
     return (!mrow || mrow[j] > 0.5f) && (!causal || j <= i);
 }
@@ -60,6 +70,7 @@ bf_status bf_cpu_attention_forward(bf_backend *be, float *O, float *P, void *ws,
     if (B <= 0 || H <= 0 || TQ <= 0 || TK <= 0 || DK <= 0 || DV <= 0)
         return BF_FAIL(BF_ERR_SHAPE, "attention: bad sizes B=%d H=%d TQ=%d TK=%d DK=%d DV=%d", B, H, TQ, TK, DK, DV);
     const size_t tile = (size_t)TQ * TK;
+    const int nt = one_thread(g);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             float *p = P + (g->p_tile ? 0 : ((size_t)b * H + h) * tile);
@@ -76,6 +87,7 @@ bf_status bf_cpu_attention_forward(bf_backend *be, float *O, float *P, void *ws,
             }
             bf_sgemm(0, 0, TQ, DV, TK, 1.0f, src, TK, v, H * DV, 0.0f, o, H * DV);
         }
+    bf_openblas_set_num_threads(nt);
     return BF_OK;
 }
 
@@ -89,6 +101,7 @@ bf_status bf_cpu_attention_backward(bf_backend *be, float *dQ, float *dK, float 
     const size_t tile = (size_t)TQ * TK;
     float *dp = ws, *pd = (float *)ws + tile;
     const float sc = g->rate > 0.0f ? 1.0f / (1.0f - g->rate) : 1.0f;
+    const int nt = one_thread(g);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             const float *p = P + ((size_t)b * H + h) * tile;
@@ -118,5 +131,6 @@ bf_status bf_cpu_attention_backward(bf_backend *be, float *dQ, float *dK, float 
             bf_sgemm(0, 0, TQ, DK, TK, g->scale, dp, TK, K + ko, H * DK, 0.0f, dQ + qo, H * DK);
             bf_sgemm(1, 0, TK, DK, TQ, g->scale, dp, TK, Q + qo, H * DK, 0.0f, dK + ko, H * DK);
         }
+    bf_openblas_set_num_threads(nt);
     return BF_OK;
 }

@@ -150,6 +150,10 @@ class MultiHeadAttention(Layer):
         Node(self, ins, [out])
         return out
 
+    def _saved_call(self):
+        """Call arguments a saved graph replays (saving.py); inputs come positionally."""
+        return {"use_causal_mask": bool(self._causal)}
+
     def spec(self):
         return dict(kind=MHA, name=self.name, heads=self.num_heads, key_dim=self.key_dim, value_dim=self.value_dim,
                     out_dim=self.output_shape_arg or 0, causal=int(bool(self._causal)), rate=self.dropout,
