@@ -436,7 +436,10 @@ bf_status bf_model_alloc_weights(bf_model *m) {
         for (int j = 0; j < m->layers[i].nparam && m->layers[i].share < 0; j++) {
             bf_param *q = &m->layers[i].params[j];
             float *w = m->w + q->offset;
-            uint64_t seed = bf_splitmix64(m->seed + (uint64_t)(i * BF_MAX_PARAMS + j));
+            /* parameters 0..3 keep the stream they had when BF_MAX_PARAMS was 4
+             * (default weights bit for bit); later ones draw from a disjoint range */
+            uint64_t k = j < 4 ? (uint64_t)(i * 4 + j) : (0x5DEECE66Dull << 20) + (uint64_t)(i * BF_MAX_PARAMS + j);
+            uint64_t seed = bf_splitmix64(m->seed + k);
             switch (q->init) {
             case BF_INIT_ZEROS: memset(w, 0, sizeof(float) * (size_t)q->n); break;
             case BF_INIT_ONES: for (long k = 0; k < q->n; k++) w[k] = 1.0f; break;
