@@ -269,7 +269,7 @@ def test_attention_dropout_gradient_matches_finite_differences_of_the_dropped_lo
     assert dropped_loss(w0) != numeric_loss(m, x, y)
     dropped_loss(w0, lr=1.0)
     g = [a.astype(np.float64) - b for a, b in zip(w0, m.get_weights())]
-    r, eps = rng(1), 1e-2
+    r, eps = rng(1), 2e-3   # the masked softmax curves: a smaller step than the other checks
     for _ in range(3):
         d = [r.standard_normal(w.shape) for w in w0]
         fd = (dropped_loss([w + eps * di for w, di in zip(w0, d)]) -
