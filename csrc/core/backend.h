@@ -167,6 +167,18 @@ typedef struct {
     int training;                  /* crop: random window (1) or centred (0) */
     uint64_t seed;
 } bf_augment;
+/* Multi-head attention geometry. Q (B,TQ,H,DK), K (B,TK,H,DK), V (B,TK,H,DV)
+ * and O (B,TQ,H,DV) as the projections lay them out (row-major, heads side by
+ * side); the weights P (B,H,TQ,TK), or one (TQ,TK) tile reused for every
+ * (b, h) when p_tile (no backward needs them). */
+typedef struct {
+    int B, H, TQ, TK, DK, DV;
+    float scale;       /* 1/sqrt(key_dim), on the scores */
+    int causal;        /* key j attends query i only when j <= i */
+    float rate;        /* dropout on the weights (training) */
+    uint64_t seed;     /* its keep mask: a hash of (seed, index), recomputed by backward */
+    int p_tile;
+} bf_attn_geom;
 
 typedef struct bf_backend {
     const char *name; /* "cpu" or "cuda:N" */
@@ -354,6 +366,24 @@ typedef struct bf_backend {
     bf_status (*conv2d_transpose_backward)(struct bf_backend *be, float *dinp, float *dw, float *db,
                                            void *ws, const float *dout, const float *inp, const float *w,
                                            const bf_conv_geom *g);
+    /* ---- LayerNormalization, MultiHeadAttention (csrc/cpu/layernorm.c, attention.c) ---- */
+    /* over the last axis C of inp (N,C): out = (x - mean) * invstd * gamma + beta;
+     * mean, invstd (N) kept for backward; gamma / beta may be NULL */
+    bf_status (*layernorm_forward)(struct bf_backend *be, float *out, float *mean, float *invstd, const float *inp,
+                                   const float *gamma, const float *beta, long N, int C, float eps);
+    bf_status (*layernorm_backward)(struct bf_backend *be, float *dinp, float *dgamma, float *dbeta,
+                                    const float *dout, const float *inp, const float *mean, const float *invstd,
+                                    const float *gamma, long N, int C);
+    size_t (*attention_workspace_bytes)(struct bf_backend *be, const bf_attn_geom *g, int backward);
+    /* for each (b, h): P = softmax(scale * Q K^T) over keys, masked (mask (B,TQ,TK)
+     * > 0.5 and the causal rule; a row with no key left: uniform, as Keras on
+     * JAX), O = dropout(P) V. mask may be NULL. */
+    bf_status (*attention_forward)(struct bf_backend *be, float *O, float *P, void *ws, const float *Q,
+                                   const float *K, const float *V, const float *mask, const bf_attn_geom *g);
+    /* dQ, dK, dV (overwritten) from dO (B,TQ,H,DV) and the kept P */
+    bf_status (*attention_backward)(struct bf_backend *be, float *dQ, float *dK, float *dV, void *ws,
+                                    const float *dO, const float *Q, const float *K, const float *V,
+                                    const float *P, const float *mask, const bf_attn_geom *g);
 
     void *impl; /* backend-private state (cuBLAS / cuDNN handles, streams) */
 

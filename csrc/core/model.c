@@ -219,6 +219,12 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
         add_param(L, 1, "variance", 1, &C, 0, BF_INIT_ONES, 0, 0);
         add_param(L, 2, "count", 0, &C, 0, BF_INIT_ZEROS, 0, 0);
         break;
+    case BF_L_LAYERNORM:
+        if (L->scale) add_param(L, 0, "gamma", 1, &C, 1, BF_INIT_ONES, 0, 0);
+        if (L->center) add_param(L, 1, "beta", 1, &C, 1, BF_INIT_ZEROS, 0, 0);
+        break;
+    case BF_L_MHA:
+        break; /* shapes and weights from all its inputs: check_mha */
     case BF_L_RESCALING:
     case BF_L_ACTIVATION:
     case BF_L_ADD: case BF_L_SUBTRACT: case BF_L_MULTIPLY: case BF_L_AVERAGE:
@@ -259,6 +265,8 @@ const char *const bf_layer_kind_names[] = {
     [BF_L_CONV1D] = "CONV1D",
     [BF_L_CONV2DT] = "CONV2DT",
     [BF_L_GMP] = "GMP",
+    [BF_L_LAYERNORM] = "LAYERNORM",
+    [BF_L_MHA] = "MHA",
 };
 const int bf_layer_kind_count = (int)(sizeof bf_layer_kind_names / sizeof bf_layer_kind_names[0]);
 
@@ -294,6 +302,50 @@ static bf_status check_merge(bf_model *m, bf_layer *L) {
         if (L->kind == BF_L_CONCAT) sum += m->t_shape[t][L->axis];
     }
     if (L->kind == BF_L_CONCAT) L->out_shape[L->axis] = sum;
+    return BF_OK;
+}
+
+/* MultiHeadAttention: query (TQ, DQ), value (TK, DV), key (TK, DK), mask
+ * (TQ, TK) optional; Keras's weights in its order, kernels (D, heads, dim) and
+ * (heads, value_dim, out), fans as Keras's compute_fans */
+static bf_status check_mha(bf_model *m, bf_layer *L) {
+    if (L->nin != 3 && L->nin != 4)
+        return BF_FAIL(BF_ERR_ARG, "%s: MultiHeadAttention takes query, value, key and an optional mask, got %d inputs",
+                       L->name, L->nin);
+    if (L->heads <= 0 || L->key_dim <= 0 || L->value_dim <= 0 || L->out_dim < 0)
+        return BF_FAIL(BF_ERR_ARG, "%s: num_heads, key_dim and value_dim must be positive", L->name);
+    if (!(L->rate >= 0.0f && L->rate < 1.0f))
+        return BF_FAIL(BF_ERR_ARG, "%s: dropout must be in [0, 1), got %g", L->name, (double)L->rate);
+    const int *q = m->t_shape[L->in_ids[0]], *v = m->t_shape[L->in_ids[1]], *k = m->t_shape[L->in_ids[2]];
+    for (int j = 0; j < 3; j++)
+        if (m->t_rank[L->in_ids[j]] != 2)
+            return BF_FAIL(BF_ERR_SHAPE, "%s: %s must have shape (batch, T, dim), got rank %d per sample", L->name,
+                           j == 0 ? "query" : j == 1 ? "value" : "key", m->t_rank[L->in_ids[j]]);
+    if (k[0] != v[0])
+        return BF_FAIL(BF_ERR_SHAPE, "%s: key and value must have the same length, got %d and %d", L->name, k[0], v[0]);
+    if (L->nin == 4) {
+        const int *a = m->t_shape[L->in_ids[3]];
+        if (m->t_rank[L->in_ids[3]] != 2 || a[0] != q[0] || a[1] != v[0])
+            return BF_FAIL(BF_ERR_SHAPE, "%s: attention_mask must have shape (batch, %d, %d)", L->name, q[0], v[0]);
+    }
+    const int H = L->heads, out = L->out_dim ? L->out_dim : q[1];
+    const int dims[3] = {q[1], k[1], v[1]}, per[3] = {L->key_dim, L->key_dim, L->value_dim};
+    const char *names[3] = {"query", "key", "value"};
+    char nm[32];
+    L->nparam = 0;
+    for (int j = 0; j < 3; j++) {
+        int ks[3] = {dims[j], H, per[j]}, bs[2] = {H, per[j]};
+        snprintf(nm, sizeof nm, "%s/kernel", names[j]);
+        add_param(L, 0, nm, 3, ks, 1, BF_INIT_GLOROT_UNIFORM, (float)H * dims[j], (float)per[j] * dims[j]);
+        snprintf(nm, sizeof nm, "%s/bias", names[j]);
+        if (L->use_bias) add_param(L, 1, nm, 2, bs, 1, BF_INIT_ZEROS, (float)H, (float)per[j]);
+    }
+    int os[3] = {H, L->value_dim, out};
+    add_param(L, 0, "attention_output/kernel", 3, os, 1, BF_INIT_GLOROT_UNIFORM, (float)L->value_dim * H, (float)out * H);
+    if (L->use_bias) add_param(L, 1, "attention_output/bias", 1, &out, 1, BF_INIT_ZEROS, 0, 0);
+    L->out_rank = 2;
+    L->out_shape[0] = q[0];
+    L->out_shape[1] = out;
     return BF_OK;
 }
 
@@ -348,7 +400,7 @@ bf_status bf_model_infer(bf_model *m) {
         int self_t = m->n_inputs + i;
         if (L->nin <= 0) { L->nin = 1; L->in_ids[0] = i == 0 ? 0 : self_t - 1; } /* a chain */
         if (L->nin > BF_MAX_NODE_IN) return BF_FAIL(BF_ERR_ARG, "%s: at most %d inputs, got %d", L->name, BF_MAX_NODE_IN, L->nin);
-        if (L->nin > 1 && !is_merge(L->kind)) return BF_FAIL(BF_ERR_ARG, "%s takes one input, got %d", L->name, L->nin);
+        if (L->nin > 1 && !is_merge(L->kind) && L->kind != BF_L_MHA) return BF_FAIL(BF_ERR_ARG, "%s takes one input, got %d", L->name, L->nin);
         for (int j = 0; j < L->nin; j++)
             if (L->in_ids[j] < 0 || L->in_ids[j] >= self_t)
                 return BF_FAIL(BF_ERR_ARG, "%s: input tensor %d is not defined before it (nodes must be in topological order)",
@@ -356,6 +408,7 @@ bf_status bf_model_infer(bf_model *m) {
         int t0 = L->in_ids[0];
         BF_TRY(infer_layer(L, m->t_rank[t0], m->t_shape[t0]));
         if (is_merge(L->kind)) BF_TRY(check_merge(m, L));
+        if (L->kind == BF_L_MHA) BF_TRY(check_mha(m, L));
         L->out_size = prod(L->out_shape, L->out_rank);
         if (L->out_size <= 0) return BF_FAIL(BF_ERR_SHAPE, "%s: empty output", L->name);
         if (L->share >= 0 || L->share < -1) BF_TRY(check_share(m, i));
@@ -510,7 +563,10 @@ bf_status bf_model_alloc_weights(bf_model *m) {
         for (int j = 0; j < m->layers[i].nparam && m->layers[i].share < 0; j++) {
             bf_param *q = &m->layers[i].params[j];
             float *w = m->w + q->offset;
-            uint64_t seed = bf_splitmix64(m->seed + (uint64_t)(i * BF_MAX_PARAMS + j));
+            /* parameters 0..3 keep the stream they had when BF_MAX_PARAMS was 4
+             * (default weights bit for bit); later ones draw from a disjoint range */
+            uint64_t k = j < 4 ? (uint64_t)(i * 4 + j) : (0x5DEECE66Dull << 20) + (uint64_t)(i * BF_MAX_PARAMS + j);
+            uint64_t seed = bf_splitmix64(m->seed + k);
             switch (q->init) {
             case BF_INIT_ZEROS: memset(w, 0, sizeof(float) * (size_t)q->n); break;
             case BF_INIT_ONES: for (long k = 0; k < q->n; k++) w[k] = 1.0f; break;

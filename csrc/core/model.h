@@ -16,7 +16,7 @@
 #include "schedule.h"
 
 #define BF_MAX_LAYERS 128
-#define BF_MAX_PARAMS 4
+#define BF_MAX_PARAMS 8
 #define BF_NAME_LEN 64
 #define BF_MAX_INPUTS 8
 #define BF_MAX_OUTPUTS 8
@@ -36,7 +36,11 @@ typedef enum {
     /* Conv1D (kw, sw, dil; same: 'same', causal: 'causal'), Conv2DTranspose,
      * GlobalMaxPooling1D/2D (MaxPooling1D, AveragePooling1D and
      * GlobalAveragePooling1D are MAXPOOL / AVGPOOL / GAP on a (T, C) input) */
-    BF_L_CONV1D, BF_L_CONV2DT, BF_L_GMP
+    BF_L_CONV1D, BF_L_CONV2DT, BF_L_GMP,
+    /* LayerNormalization over the last axis; MultiHeadAttention: inputs query,
+     * value, key (the value's id when no key is given) and optionally an
+     * attention mask (T_q, T_k) */
+    BF_L_LAYERNORM, BF_L_MHA
 } bf_layer_kind;
 
 /* each kind's name without the BF_L_ prefix, indexed by kind (model.c); Python
@@ -111,6 +115,9 @@ typedef struct {
                                                   aug.seed: the layer's seed, 0 when none (the run's stream) */
     int dil, causal;                           /* Conv1D dilation_rate, padding='causal' */
     int keepdims;                              /* global pooling */
+    /* MultiHeadAttention: heads, key_dim, value_dim, output width (0: the
+     * query's), causal mask; its dropout rate is `rate` */
+    int heads, key_dim, value_dim, out_dim;    /* (use_causal_mask: `causal`) */
 } bf_layer;
 
 typedef enum {

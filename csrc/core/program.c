@@ -11,6 +11,7 @@
  * that no trainable parameter depends on get no gradient at all (a frozen
  * base model costs no backward). */
 #include "program.h"
+#include "run_attn.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -38,7 +39,8 @@ static int needs_in(const bf_layer *L) {
     if (L->kind == BF_L_ACTIVATION && bf_act_needs_x(L->act)) return 1;
     return L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D || L->kind == BF_L_MAXPOOL ||
            (L->kind == BF_L_BATCHNORM && !L->frozen) || L->kind == BF_L_MULTIPLY || L->kind == BF_L_MAXIMUM ||
-           L->kind == BF_L_MINIMUM || L->kind == BF_L_CONV1D || L->kind == BF_L_CONV2DT || L->kind == BF_L_GMP;
+           L->kind == BF_L_MINIMUM || L->kind == BF_L_CONV1D || L->kind == BF_L_CONV2DT || L->kind == BF_L_GMP ||
+           L->kind == BF_L_LAYERNORM || L->kind == BF_L_MHA;
 }
 
 static int needs_out(const bf_run *r, int i) {
@@ -184,6 +186,8 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
             ok = be->conv2d_transpose_forward && be->conv2d_transpose_backward && be->conv2d_transpose_workspace_bytes;
             break;
         case BF_L_GMP: ok = be->maxpool_forward && be->maxpool_backward; break;
+        case BF_L_LAYERNORM: ok = be->layernorm_forward && be->layernorm_backward; break;
+        case BF_L_MHA: ok = be->attention_forward && be->attention_backward && be->attention_workspace_bytes; break;
         default: break;
         }
         if (bf_act_is_x(ly->act) && !(be->actx_forward && be->actx_backward)) ok = 0;
@@ -259,6 +263,25 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
             int C = ly->in_shape[ly->in_rank - 1];
             BF_TRY(newbuf(r, &r->aux_id[i], 2 * (size_t)C * fb, "%s%s batch mean / inverse std", ly->name, ""));
             use(r, r->aux_id[i], t);
+        }
+        if (ly->kind == BF_L_LAYERNORM) {
+            size_t N = B * (size_t)ly->in_size / (size_t)ly->in_shape[ly->in_rank - 1];
+            BF_TRY(newbuf(r, &r->aux_id[i], 2 * N * fb, "%s%s row mean / inverse std", ly->name, ""));
+            use(r, r->aux_id[i], t);
+        }
+        if (ly->kind == BF_L_MHA) { /* projections and weights: kept for backward, else freed after forward */
+            bf_attn_geom g;
+            bf_mha_geom(m, ly, rows, train, bw, &g);
+            BF_TRY(newbuf(r, &r->aux_id[i], bf_mha_keep_bytes(&g), "%s%s projections and attention weights",
+                          ly->name, ""));
+            use(r, r->aux_id[i], t);
+            size_t w = be->attention_workspace_bytes(be, &g, 0);
+            if (w) { BF_TRY(newbuf(r, &r->fws_id[i], w, "%s%s attention dropout tile", ly->name, "")); use(r, r->fws_id[i], t); }
+            if (bw) {
+                BF_TRY(newbuf(r, &r->bws_id[i], bf_mha_backward_bytes(be, &g), "%s%s backward projections and scratch",
+                              ly->name, ""));
+                use(r, r->bws_id[i], BW(i));
+            }
         }
     }
     /* losses, metrics, or the copy-out of predictions at t = L + 1 */

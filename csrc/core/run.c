@@ -10,6 +10,7 @@
 #include "run.h"
 
 #include "prefetch.h"
+#include "run_attn.h"
 
 #include <float.h>
 #include <math.h>
@@ -351,6 +352,10 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
             bf_layer_geom(L, rows, &g);
             BF_TRY(be->maxpool_forward(be, out, in, &g));
             break;
+        case BF_L_LAYERNORM:
+        case BF_L_MHA:
+            BF_TRY(bf_run_attn_forward(r, i, rows));
+            break;
         default:
             if (bf_run_more_kind(L->kind)) {
                 if (!r->node_view[i]) BF_TRY(bf_run_more_forward(r, i, rows, in, out));
@@ -476,6 +481,10 @@ static bf_status backward(bf_run *r, int rows) {
         case BF_L_GMP:
             bf_layer_geom(L, rows, &g);
             if (din) BF_TRY(be->maxpool_backward(be, din, dout, out, in, &g));
+            break;
+        case BF_L_LAYERNORM:
+        case BF_L_MHA:
+            BF_TRY(bf_run_attn_backward(r, i, rows));
             break;
         default:
             if (bf_run_more_kind(L->kind)) {

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "attn_ops.h"
 #include "cpu_conv.h"
 #include "cpu_convx.h"
 #include "cpu_ops.h"
@@ -82,6 +83,11 @@ static bf_backend bf_cpu = {
     .conv2d_transpose_workspace_bytes = bf_cpu_conv2d_transpose_workspace_bytes,
     .conv2d_transpose_forward = bf_cpu_conv2d_transpose_forward,
     .conv2d_transpose_backward = bf_cpu_conv2d_transpose_backward,
+    .layernorm_forward = bf_cpu_layernorm_forward,
+    .layernorm_backward = bf_cpu_layernorm_backward,
+    .attention_workspace_bytes = bf_cpu_attention_workspace_bytes,
+    .attention_forward = bf_cpu_attention_forward,
+    .attention_backward = bf_cpu_attention_backward,
     .impl = NULL,
 };
 

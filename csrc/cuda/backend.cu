@@ -13,6 +13,7 @@
 
 #include "cuda_api.h"
 #include "cuda_convx.h"
+#include "cuda_attn.h"
 #include "cuda_ops.h"
 #include "cuda_shim.h"
 
@@ -179,6 +180,11 @@ static void fill_vtable(bf_cuda_state *st) {
     be->conv2d_transpose_workspace_bytes = bf_cuda_conv2d_transpose_workspace_bytes;
     be->conv2d_transpose_forward = bf_cuda_conv2d_transpose_forward;
     be->conv2d_transpose_backward = bf_cuda_conv2d_transpose_backward;
+    be->layernorm_forward = bf_cuda_layernorm_forward;
+    be->layernorm_backward = bf_cuda_layernorm_backward;
+    be->attention_workspace_bytes = bf_cuda_attention_workspace_bytes;
+    be->attention_forward = bf_cuda_attention_forward;
+    be->attention_backward = bf_cuda_attention_backward;
     be->impl = st;
 }
 

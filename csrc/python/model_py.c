@@ -142,6 +142,9 @@ static int parse_layer(PyObject *d, bf_layer *L) {
         get_int(d, "axis", 0, &L->axis) || get_int(d, "share", -1, &L->share) || get_int(d, "dil", 1, &L->dil) ||
         get_int(d, "causal", 0, &L->causal) || get_int(d, "keepdims", 0, &L->keepdims))
         return -1;
+    if (get_int(d, "heads", 0, &L->heads) || get_int(d, "key_dim", 0, &L->key_dim) ||
+        get_int(d, "value_dim", 0, &L->value_dim) || get_int(d, "out_dim", 0, &L->out_dim))
+        return -1;
     int trainable;
     if (get_int(d, "trainable", 1, &trainable)) return -1;
     L->frozen = !trainable;

@@ -321,3 +321,30 @@ def compile_from_config(model, cc):
     except (ValueError, TypeError, KeyError) as e:
         warnings.warn(f"the model was loaded uncompiled: its compile config could not be used ({e})", stacklevel=3)
         return False
+
+
+# ---- LayerNormalization, MultiHeadAttention (attention.py) ----
+
+def _layernorm(l):
+    return dict(axis=-1, epsilon=l.epsilon, center=l.center, scale=l.scale, rms_scaling=False,
+                beta_initializer=initializers.serialize(l.beta_initializer),
+                gamma_initializer=initializers.serialize(l.gamma_initializer),
+                beta_regularizer=regularizers.serialize(l.beta_regularizer),
+                gamma_regularizer=regularizers.serialize(l.gamma_regularizer),
+                beta_constraint=constraints.serialize(l.beta_constraint),
+                gamma_constraint=constraints.serialize(l.gamma_constraint))
+
+
+def _mha(l):
+    return dict(num_heads=l.num_heads, key_dim=l.key_dim, value_dim=l.value_dim, dropout=l.dropout,
+                use_bias=l.use_bias, use_gate=False,
+                output_shape=None if l.output_shape_arg is None else [l.output_shape_arg],
+                attention_axes=[1] if l._dims is not None else None, sliding_window=None,
+                kernel_initializer=initializers.serialize(l.kernel_initializer),
+                bias_initializer=initializers.serialize(l.bias_initializer), kernel_regularizer=None,
+                bias_regularizer=None, activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+                seed=l.seed)
+
+
+_TO_KERAS.update({L.LayerNormalization: _layernorm, L.MultiHeadAttention: _mha})
+_FROM_KERAS.update({"LayerNormalization": L.LayerNormalization, "MultiHeadAttention": L.MultiHeadAttention})

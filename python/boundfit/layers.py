@@ -522,3 +522,4 @@ from .layers_more import (ELU, LeakyReLU, Normalization, Permute, RandomCrop, Ra
 from .conv_layers import (AveragePooling1D, AvgPool1D, Conv1D, Conv2DTranspose, Convolution1D,  # noqa: E402,F401
                           Convolution2DTranspose, GlobalAveragePooling1D, GlobalAvgPool1D, GlobalMaxPool1D,
                           GlobalMaxPool2D, GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPool1D, MaxPooling1D)
+from .attention import LayerNormalization, MultiHeadAttention  # noqa: E402  (part D; it imports Layer from here)

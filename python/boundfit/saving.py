@@ -54,7 +54,8 @@ def _graph_meta(model):
             "inputs_dict": model._inputs_dict, "outputs_dict": model._outputs_dict,
             "output_names": model._output_names,
             "layers": [_layer_config(l) for l in g.owners],
-            "nodes": [{"layer": index[id(l)], "inputs": d["inputs"], "many": l._n_inputs == "many"}
+            "nodes": [{"layer": index[id(l)], "inputs": d["inputs"], "many": l._n_inputs == "many",
+                       **({"call": l._saved_call()} if hasattr(l, "_saved_call") else {})}
                       for l, d in zip(g.node_layers, g.specs)],
             "outputs": g.output_ids, "n_inputs": n_in}
 
@@ -135,7 +136,10 @@ def _load_graph(meta):
     tensors = list(ins)
     for n in meta["nodes"]:
         args = [tensors[t] for t in n["inputs"]]
-        tensors.append(made[n["layer"]](args if n["many"] else args[0]))
+        if "call" in n:  # several positional inputs and call arguments (MultiHeadAttention)
+            tensors.append(made[n["layer"]](*args, **n["call"]))
+        else:
+            tensors.append(made[n["layer"]](args if n["many"] else args[0]))
     outs = [tensors[t] for t in meta["outputs"]]
     names = meta["output_names"]
     inputs = dict(zip([i["name"] for i in meta["inputs"]], ins)) if meta["inputs_dict"] else ins

@@ -1,0 +1,136 @@
+/* attention.c - the core of multi-head attention on the CPU: for each
+ * (batch, head) the scores by one sgemm straight into the weights' tile, a
+ * masked softmax over keys in place, dropout, and one sgemm into the head's
+ * columns of O. Backward recomputes the dropout mask from its seed and needs
+ * one (TQ,TK) tile of scratch (two with dropout). The projections around it
+ * are Dense GEMMs over all positions at once (core/run_attn.c). */
+#include <math.h>
+#include <string.h>
+
+#include "attn_ops.h"
+#include "blas.h"
+
+/* Per-head GEMMs are small: OpenBLAS's threads would synchronize on every
+ * one of the 2-6 calls per (b, h); one thread does them without the spin.
+ * The previous thread count is restored on return. */
+static int one_thread(const bf_attn_geom *g) {
+    int nt = bf_openblas_get_num_threads();
+    long work = (long)g->TQ * g->TK * (g->DK > g->DV ? g->DK : g->DV);
+    if (nt > 1 && work <= (1L << 22)) bf_openblas_set_num_threads(1);
+    return nt;
+}
+
+static int allowed(const float *mrow, int causal, int i, int j) {
+    return (!mrow || mrow[j] > 0.5f) && (!causal || j <= i);
+}
+
+size_t bf_cpu_attention_workspace_bytes(bf_backend *be, const bf_attn_geom *g, int backward) {
+    (void)be;
+    size_t tile = sizeof(float) * (size_t)g->TQ * (size_t)g->TK;
+    if (backward) return tile * (g->rate > 0.0f ? 2 : 1);
+    return g->rate > 0.0f ? tile : 0;
+}
+
+// s (TQ,TK) scores -> masked softmax over each row, in place
+static void softmax_rows(float *s, const float *mask, const bf_attn_geom *g) {
+    const int TQ = g->TQ, TK = g->TK;
+    for (int i = 0; i < TQ; i++) {
+        float *row = s + (size_t)i * TK;
+        const float *mrow = mask ? mask + (size_t)i * TK : NULL;
+        float mx = -INFINITY;
+        for (int j = 0; j < TK; j++)
+            if (allowed(mrow, g->causal, i, j) && row[j] > mx) mx = row[j];
+        if (mx == -INFINITY) { /* nothing to attend: uniform */
+            for (int j = 0; j < TK; j++) row[j] = 1.0f / (float)TK;
+            continue;
+        }
+        float sum = 0.0f;
+        for (int j = 0; j < TK; j++) {
+            float e = allowed(mrow, g->causal, i, j) ? expf(row[j] - mx) : 0.0f;
+            row[j] = e;
+            sum += e;
+        }
+        const float inv = 1.0f / sum;
+        for (int j = 0; j < TK; j++) row[j] *= inv;
+    }
+}
+
+// d (TQ,TK) = p * keep / (1 - rate) for tile (b, h)
+static void drop_tile(float *d, const float *p, const bf_attn_geom *g, int b, int h) {
+    const size_t n = (size_t)g->TQ * g->TK, base = ((size_t)b * g->H + h) * n;
+    const float sc = 1.0f / (1.0f - g->rate);
+    for (size_t e = 0; e < n; e++) d[e] = bf_attn_keep(g->seed, base + e, g->rate) ? p[e] * sc : 0.0f;
+}
+
+// O (B,TQ,H,DV), P (B,H,TQ,TK) <- Q (B,TQ,H,DK), K (B,TK,H,DK), V (B,TK,H,DV), mask (B,TQ,TK)
+bf_status bf_cpu_attention_forward(bf_backend *be, float *O, float *P, void *ws, const float *Q, const float *K,
+                                   const float *V, const float *mask, const bf_attn_geom *g) {
+    (void)be;
+    const int B = g->B, H = g->H, TQ = g->TQ, TK = g->TK, DK = g->DK, DV = g->DV;
+    if (B <= 0 || H <= 0 || TQ <= 0 || TK <= 0 || DK <= 0 || DV <= 0)
+        return BF_FAIL(BF_ERR_SHAPE, "attention: bad sizes B=%d H=%d TQ=%d TK=%d DK=%d DV=%d", B, H, TQ, TK, DK, DV);
+    const size_t tile = (size_t)TQ * TK;
+    const int nt = one_thread(g);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            float *p = P + (g->p_tile ? 0 : ((size_t)b * H + h) * tile);
+            const float *q = Q + (size_t)b * TQ * H * DK + (size_t)h * DK;
+            const float *k = K + (size_t)b * TK * H * DK + (size_t)h * DK;
+            const float *v = V + (size_t)b * TK * H * DV + (size_t)h * DV;
+            float *o = O + (size_t)b * TQ * H * DV + (size_t)h * DV;
+            bf_sgemm(0, 1, TQ, TK, DK, g->scale, q, H * DK, k, H * DK, 0.0f, p, TK);
+            softmax_rows(p, mask ? mask + (size_t)b * tile : NULL, g);
+            const float *src = p;
+            if (g->rate > 0.0f) {
+                drop_tile(ws, p, g, b, h);
+                src = ws;
+            }
+            bf_sgemm(0, 0, TQ, DV, TK, 1.0f, src, TK, v, H * DV, 0.0f, o, H * DV);
+        }
+    bf_openblas_set_num_threads(nt);
+    return BF_OK;
+}
+
+// dQ, dK, dV (overwritten) <- dO (B,TQ,H,DV) through the kept weights P
+bf_status bf_cpu_attention_backward(bf_backend *be, float *dQ, float *dK, float *dV, void *ws, const float *dO,
+                                    const float *Q, const float *K, const float *V, const float *P,
+                                    const float *mask, const bf_attn_geom *g) {
+    (void)be;
+    const int B = g->B, H = g->H, TQ = g->TQ, TK = g->TK, DK = g->DK, DV = g->DV;
+    if (g->p_tile) return BF_FAIL(BF_ERR_INTERNAL, "attention backward: the weights were not kept");
+    const size_t tile = (size_t)TQ * TK;
+    float *dp = ws, *pd = (float *)ws + tile;
+    const float sc = g->rate > 0.0f ? 1.0f / (1.0f - g->rate) : 1.0f;
+    const int nt = one_thread(g);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const float *p = P + ((size_t)b * H + h) * tile;
+            const float *mb = mask ? mask + (size_t)b * tile : NULL;
+            const size_t qo = (size_t)b * TQ * H * DK + (size_t)h * DK, ko = (size_t)b * TK * H * DK + (size_t)h * DK;
+            const size_t vo = (size_t)b * TK * H * DV + (size_t)h * DV, oo = (size_t)b * TQ * H * DV + (size_t)h * DV;
+            const float *src = p;
+            if (g->rate > 0.0f) {
+                drop_tile(pd, p, g, b, h);
+                src = pd;
+            }
+            // dV (TK,DV) = dropout(P)^T @ dO; dP (TQ,TK) = dO @ V^T
+            bf_sgemm(1, 0, TK, DV, TQ, 1.0f, src, TK, dO + oo, H * DV, 0.0f, dV + vo, H * DV);
+            bf_sgemm(0, 1, TQ, TK, DV, 1.0f, dO + oo, H * DV, V + vo, H * DV, 0.0f, dp, TK);
+            const size_t base = ((size_t)b * H + h) * tile;
+            for (int i = 0; i < TQ; i++) {
+                float *d = dp + (size_t)i * TK;
+                const float *pr = p + (size_t)i * TK, *mrow = mb ? mb + (size_t)i * TK : NULL;
+                if (g->rate > 0.0f)
+                    for (int j = 0; j < TK; j++)
+                        d[j] = bf_attn_keep(g->seed, base + (size_t)i * TK + j, g->rate) ? d[j] * sc : 0.0f;
+                float s = 0.0f;
+                for (int j = 0; j < TK; j++) s += pr[j] * d[j];
+                for (int j = 0; j < TK; j++) d[j] = allowed(mrow, g->causal, i, j) ? pr[j] * (d[j] - s) : 0.0f;
+            }
+            // dQ (TQ,DK) = scale * dS @ K; dK (TK,DK) = scale * dS^T @ Q
+            bf_sgemm(0, 0, TQ, DK, TK, g->scale, dp, TK, K + ko, H * DK, 0.0f, dQ + qo, H * DK);
+            bf_sgemm(1, 0, TK, DK, TQ, g->scale, dp, TK, Q + qo, H * DK, 0.0f, dK + ko, H * DK);
+        }
+    bf_openblas_set_num_threads(nt);
+    return BF_OK;
+}

@@ -1,0 +1,161 @@
+"""LayerNormalization and MultiHeadAttention (Keras 3 names, arguments,
+defaults and weight layouts), described to the engine as spec dicts (kinds
+match csrc/core/model.h). The engine computes them: csrc/core/run_attn.c with
+the backends' layernorm_* and attention_* ops."""
+
+from . import constraints, initializers, regularizers
+from .layers import Layer, engine_kinds
+
+LAYERNORM, MHA = engine_kinds("LAYERNORM MHA")
+
+
+class LayerNormalization(Layer):
+    """Normalizes each sample over its last axis: (x - mean) / sqrt(var + epsilon) * gamma + beta."""
+    _base = "layer_normalization"
+    _has_weights = True
+
+    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
+                 gamma_initializer="ones", beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
+                 gamma_constraint=None, rms_scaling=False, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(axis, (list, tuple)):
+            if len(axis) != 1:
+                raise ValueError(f"LayerNormalization: only the last axis is supported, got axis={list(axis)!r}")
+            axis = axis[0]
+        if not isinstance(axis, int) or isinstance(axis, bool):
+            raise TypeError(f"LayerNormalization: axis must be an int or a list of ints, got {axis!r}")
+        if rms_scaling:
+            raise ValueError("LayerNormalization: rms_scaling=True is not supported by boundfit")
+        if not float(epsilon) > 0.0:
+            raise ValueError(f"LayerNormalization: epsilon must be > 0, got {epsilon!r}")
+        self.axis, self.epsilon, self.center, self.scale = axis, float(epsilon), bool(center), bool(scale)
+        self.rms_scaling = False
+        self.beta_initializer = initializers.get(beta_initializer, "beta_initializer")
+        self.gamma_initializer = initializers.get(gamma_initializer, "gamma_initializer")
+        self.beta_regularizer = regularizers.get(beta_regularizer, "beta_regularizer")
+        self.gamma_regularizer = regularizers.get(gamma_regularizer, "gamma_regularizer")
+        self.beta_constraint = constraints.get(beta_constraint, "beta_constraint")
+        self.gamma_constraint = constraints.get(gamma_constraint, "gamma_constraint")
+
+    def compute_output_shape(self, shape):
+        r = len(shape) + 1  # with the batch axis
+        if not (self.axis == -1 or self.axis == r - 1):
+            raise ValueError(f"{self.name}: only the last axis is supported (axis=-1 or {r - 1} for inputs of shape "
+                             f"{(None,) + tuple(shape)}), got axis={self.axis}")
+        return tuple(shape)
+
+    def _check_call_shape(self, shape):
+        self.compute_output_shape(shape)
+        super()._check_call_shape(shape)
+
+    def spec(self):
+        return dict(kind=LAYERNORM, name=self.name, eps=self.epsilon, center=int(self.center), scale=int(self.scale),
+                    inits=initializers._engine_specs(self.gamma_initializer, self.beta_initializer),
+                    regs=regularizers._engine_specs(self.gamma_regularizer, self.beta_regularizer),
+                    cons=constraints._engine_specs([(self.gamma_constraint, 1, "gamma_constraint"),
+                                                    (self.beta_constraint, 1, "beta_constraint")]))
+
+
+def _positive_int(v, argument, allow_none=False):
+    if v is None and allow_none:
+        return None
+    if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+        raise ValueError(f"MultiHeadAttention: {argument} must be a positive int{' or None' if allow_none else ''}, "
+                         f"got {argument}={v!r}")
+    return v
+
+
+class MultiHeadAttention(Layer):
+    """Keras 3's MultiHeadAttention on (batch, T, dim) inputs, called as
+    `mha(query, value, key=None, attention_mask=None, use_causal_mask=False)`
+    in a functional model. Weights (Keras order): query, key, value kernels
+    (dim, num_heads, key_dim / value_dim) and biases (num_heads, key_dim /
+    value_dim), output kernel (num_heads, value_dim, out) and bias (out,)."""
+    _base = "multi_head_attention"
+    _has_weights = True
+
+    def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, output_shape=None,
+                 attention_axes=None, sliding_window=None, flash_attention=None, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, use_gate=False, seed=None, **kwargs):
+        self.num_heads = _positive_int(num_heads, "num_heads")
+        self.key_dim = _positive_int(key_dim, "key_dim")
+        self.value_dim = _positive_int(value_dim, "value_dim", allow_none=True) or key_dim
+        super().__init__(**kwargs)
+        if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) or not 0.0 <= dropout < 1.0:
+            raise ValueError(f"MultiHeadAttention: dropout must be a float in [0, 1), got dropout={dropout!r}")
+        self.dropout, self.use_bias, self.seed = float(dropout), bool(use_bias), seed
+        if output_shape is not None and not isinstance(output_shape, int):
+            try:
+                output_shape = tuple(output_shape)
+            except TypeError:
+                raise ValueError(f"MultiHeadAttention: output_shape must be an int or a tuple, got {output_shape!r}")
+            if len(output_shape) != 1:
+                raise ValueError(f"MultiHeadAttention: only a one-dimensional output_shape is supported, got "
+                                 f"{output_shape!r}")
+            output_shape = output_shape[0]
+        self.output_shape_arg = None if output_shape is None else _positive_int(output_shape, "output_shape")
+        unsupported = dict(attention_axes=(attention_axes, (None, (1,), 1)), sliding_window=(sliding_window, (None,)),
+                           flash_attention=(flash_attention, (None, False)), use_gate=(use_gate, (False,)),
+                           kernel_regularizer=(kernel_regularizer, (None,)), bias_regularizer=(bias_regularizer, (None,)),
+                           activity_regularizer=(activity_regularizer, (None,)),
+                           kernel_constraint=(kernel_constraint, (None,)), bias_constraint=(bias_constraint, (None,)))
+        for arg, (v, ok) in unsupported.items():
+            if (tuple(v) if isinstance(v, list) else v) not in ok:
+                raise ValueError(f"MultiHeadAttention: {arg}={v!r} is not supported by boundfit")
+        self.kernel_initializer = initializers.get(kernel_initializer, "kernel_initializer")
+        self.bias_initializer = initializers.get(bias_initializer, "bias_initializer")
+        self._dims = None    # (query, value, key) dims the weights were made for
+        self._causal = None  # use_causal_mask of its calls (one value per layer)
+
+    def compute_output_shape(self, query_shape, value_shape=None, key_shape=None):
+        return (query_shape[0], self.output_shape_arg or query_shape[-1])
+
+    def __call__(self, query, value, key=None, attention_mask=None, use_causal_mask=False, training=None,
+                 return_attention_scores=False, query_mask=None, value_mask=None, key_mask=None, **kwargs):
+        from .functional import KerasTensor, Node
+        if kwargs:
+            raise TypeError(f"{self.name}: unknown call arguments {sorted(kwargs)}")
+        if return_attention_scores:
+            raise ValueError(f"{self.name}: return_attention_scores=True is not supported by boundfit")
+        if any(m is not None for m in (query_mask, value_mask, key_mask)):
+            raise ValueError(f"{self.name}: query_mask / value_mask / key_mask are not supported; pass attention_mask")
+        named = dict(query=query, value=value, key=key, attention_mask=attention_mask)
+        for arg, t in named.items():
+            if t is not None and not isinstance(t, KerasTensor):
+                raise TypeError(f"{self.name}: {arg} must be a symbolic tensor (from boundfit.Input or a layer), got "
+                                f"{type(t).__name__}; to compute on arrays, build a Model and call predict()")
+        key = value if key is None else key
+        for arg, t in (("query", query), ("value", value), ("key", key)):
+            if len(t._ps) != 2:
+                raise ValueError(f"{self.name}: {arg} must have shape (batch, T, dim), got {t.shape}")
+        if key._ps[0] != value._ps[0]:
+            raise ValueError(f"{self.name}: key and value must have the same length; key has shape {key.shape}, "
+                             f"value has shape {value.shape}")
+        if attention_mask is not None and attention_mask._ps != (query._ps[0], value._ps[0]):
+            raise ValueError(f"{self.name}: attention_mask must have shape (batch, {query._ps[0]}, {value._ps[0]}) "
+                             f"(query length, key length), got {attention_mask.shape}")
+        if not isinstance(use_causal_mask, bool):
+            raise TypeError(f"{self.name}: use_causal_mask must be a bool, got {use_causal_mask!r}")
+        dims = (query._ps[1], value._ps[1], key._ps[1])
+        if self._dims is not None and dims != self._dims:
+            raise ValueError(f"layer {self.name!r} was built for query / value / key dims {self._dims} and is called "
+                             f"on {dims}; a layer called twice shares its weights, so its inputs must agree")
+        if self._causal is not None and use_causal_mask != self._causal:
+            raise ValueError(f"{self.name}: called again with use_causal_mask={use_causal_mask}; boundfit takes one "
+                             "value per layer")
+        self._dims, self._causal = dims, use_causal_mask
+        ins = [query, value, key] + ([attention_mask] if attention_mask is not None else [])
+        out = KerasTensor(self.compute_output_shape(query._ps), name=f"{self.name}_output")
+        Node(self, ins, [out])
+        return out
+
+    def _saved_call(self):
+        """Call arguments a saved graph replays (saving.py); inputs come positionally."""
+        return {"use_causal_mask": bool(self._causal)}
+
+    def spec(self):
+        return dict(kind=MHA, name=self.name, heads=self.num_heads, key_dim=self.key_dim, value_dim=self.value_dim,
+                    out_dim=self.output_shape_arg or 0, causal=int(bool(self._causal)), rate=self.dropout,
+                    use_bias=int(self.use_bias),
+                    inits=initializers._engine_specs(self.kernel_initializer, self.bias_initializer))
