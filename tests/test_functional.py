@@ -327,3 +327,31 @@ def test_every_engine_layer_kind_has_a_name_and_python_uses_the_engines_numbers(
     kinds = bf._core.LAYER_KINDS
     assert sorted(kinds.values()) == list(range(len(kinds)))          # no kind without a name
     assert layers.DENSE == kinds["DENSE"] and layers.CONCAT == kinds["CONCAT"]
+
+
+@pytest.mark.parametrize("frozen", ["Conv2D", "Dense"])
+def test_a_frozen_kernel_between_trainable_layers_passes_its_gradient_as_keras(frozen):
+    """A frozen Conv2D / Dense gets no kernel gradient (it was a NULL-pointer error / crash), but the
+    layers before it still learn through it: the same updates as Keras 3."""
+    keras = keras_ref.load()
+
+    def build(L, inp):
+        x = L.Conv2D(4, 3, activation="relu")(inp)
+        mid = L.Conv2D(3, 3, activation="tanh") if frozen == "Conv2D" else L.Dense(5, activation="tanh")
+        mid.trainable = False
+        return L.Dense(2)(L.Flatten()(mid(x)))
+
+    bi, ki = bf.Input((7, 7, 2)), keras.Input((7, 7, 2))
+    bm, km = bf.Model(bi, build(layers, bi)), keras.Model(ki, build(keras.layers, ki))
+    km.set_weights(bm.get_weights())
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((8, 7, 7, 2)).astype(np.float32), rng.standard_normal((8, 2)).astype(np.float32)
+    bm.compile(optimizer=bf.optimizers.SGD(0.1), loss="mse")
+    km.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    w0 = bm.get_weights()
+    bm.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    km.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    for i, (a, b) in enumerate(zip(km.get_weights(), bm.get_weights())):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6, err_msg=f"weights[{i}]")
+    assert not np.array_equal(w0[0], bm.get_weights()[0])                  # upstream kernel learned
+    np.testing.assert_array_equal(w0[2], bm.get_weights()[2])              # frozen kernel kept

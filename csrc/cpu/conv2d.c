@@ -16,7 +16,7 @@
  *    are fast); dw then goes through per-block partial sums in the workspace.
  *    If the batched entry point is missing or fails, plain sgemm is used;
  *  - backward ADDS into dw/db and OVERWRITES dinp (zeroed, then col2im adds);
- *    dinp and db may be NULL;
+ *    dinp, db and dw (a frozen kernel) may be NULL;
  *  - no allocation, no abort: errors are returned as bf_status. */
 #include <limits.h>
 #include <math.h>
@@ -406,12 +406,12 @@ bf_status bf_cpu_conv2d_backward(bf_backend *be, float *dinp, float *dw, float *
                                  const bf_conv_geom *g) {
     (void)be;
     BF_TRY(bf_cpu_check_geom(g, "conv2d", 0));
-    if (!dw || !dout || !inp || !w) return BF_FAIL(BF_ERR_ARG, "conv2d_backward: NULL tensor");
+    if (!dout || !inp || !w) return BF_FAIL(BF_ERR_ARG, "conv2d_backward: NULL tensor");
     const int K = g->K;
     const int kk = g->KH * g->KW * g->C;
     const long total = (long)g->B * g->OH * g->OW;
     const long tile = bf_cpu_conv2d_tile_rows(g);
-    const int aug = conv_aug(g), kg = kk + aug, ld = kg;
+    const int aug = dw ? conv_aug(g) : 0, kg = kk + aug, ld = kg; /* dw NULL: a frozen kernel */
     float *col = (float *)ws;
     float *acc = ws ? col + (size_t)tile * ld : NULL;               /* (kg,K) when aug */
     float *part = ws && batch_eligible(K, kg) ? acc + (size_t)aug * kg * K : NULL;
@@ -420,7 +420,7 @@ bf_status bf_cpu_conv2d_backward(bf_backend *be, float *dinp, float *dw, float *
         for (long r0 = 0; r0 < total; r0 += chunk) {
             const int M = (int)(total - r0 < chunk ? total - r0 : chunk);
             const float *x = inp + (size_t)r0 * kk, *d = dout + (size_t)r0 * K;
-            gemm_tn_acc(M, K, kk, x, kk, d, dw, part);
+            if (dw) gemm_tn_acc(M, K, kk, x, kk, d, dw, part);
             if (db) col_sums(db, d, M, K);
             if (dinp) bf_sgemm(0, 1, M, kk, K, 1.0f, d, K, w, K, 0.0f, dinp + (size_t)r0 * kk, kk);
         }
@@ -437,8 +437,10 @@ bf_status bf_cpu_conv2d_backward(bf_backend *be, float *dinp, float *dw, float *
     for (long r0 = 0; r0 < total; r0 += tile) {
         const int M = (int)(total - r0 < tile ? total - r0 : tile);
         const float *d = dout + (size_t)r0 * K;
-        im2col(col, inp, g, r0, M, ld); /* leaves column kk (ones) alone */
-        gemm_tn_acc(M, K, kg, col, ld, d, aug ? acc : dw, part);
+        if (dw) {
+            im2col(col, inp, g, r0, M, ld); /* leaves column kk (ones) alone */
+            gemm_tn_acc(M, K, kg, col, ld, d, aug ? acc : dw, part);
+        }
         if (db && !aug) col_sums(db, d, M, K);
         if (dinp) {
             bf_sgemm(0, 1, M, kk, K, 1.0f, d, K, w, K, 0.0f, col, ld); /* dcol (M,kk) */
