@@ -3,6 +3,7 @@
  * that gradients and optimizer slots mirror them one to one; a node that
  * shares another's parameters gets the owner's offsets. */
 #include "model.h"
+#include "seq_layers.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,7 +15,7 @@ static int out_len(int in, int k, int s, int same) {
 
 /* role: the index into L->inits (kernel/gamma 0, bias/beta 1, moving_mean 2,
  * moving_variance 3); a user initializer there replaces the default */
-static void add_param(bf_layer *L, int role, const char *name, int rank, const int *shape, int trainable,
+void bf_add_param(bf_layer *L, int role, const char *name, int rank, const int *shape, int trainable,
                       bf_init init, float fan_in, float fan_out) {
     bf_param *p = &L->params[L->nparam++];
     memset(p, 0, sizeof *p);
@@ -60,8 +61,8 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
         if (L->units <= 0) return BF_FAIL(BF_ERR_ARG, "%s: units must be positive, got %d", L->name, L->units);
         L->out_shape[rank - 1] = L->units;
         int ks[2] = {C, L->units};
-        add_param(L, 0, "kernel", 2, ks, 1, BF_INIT_GLOROT_UNIFORM, (float)C, (float)L->units);
-        if (L->use_bias) add_param(L, 1, "bias", 1, &L->units, 1, BF_INIT_ZEROS, 0, 0);
+        bf_add_param(L, 0, "kernel", 2, ks, 1, BF_INIT_GLOROT_UNIFORM, (float)C, (float)L->units);
+        if (L->use_bias) bf_add_param(L, 1, "bias", 1, &L->units, 1, BF_INIT_ZEROS, 0, 0);
         break;
     }
     case BF_L_CONV2D:
@@ -82,8 +83,8 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
             L->out_shape[2] = L->filters;
             int ks[4] = {L->kh, L->kw, C, L->filters};
             float rf = (float)(L->kh * L->kw);
-            add_param(L, 0, "kernel", 4, ks, 1, BF_INIT_GLOROT_UNIFORM, rf * C, rf * L->filters);
-            if (L->use_bias) add_param(L, 1, "bias", 1, &L->filters, 1, BF_INIT_ZEROS, 0, 0);
+            bf_add_param(L, 0, "kernel", 4, ks, 1, BF_INIT_GLOROT_UNIFORM, rf * C, rf * L->filters);
+            if (L->use_bias) bf_add_param(L, 1, "bias", 1, &L->filters, 1, BF_INIT_ZEROS, 0, 0);
         }
         break;
     }
@@ -121,11 +122,14 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
             return BF_FAIL(BF_ERR_ARG, "%s: rate must be in [0, 1), got %g", L->name, (double)L->rate);
         break;
     case BF_L_BATCHNORM:
-        if (L->scale) add_param(L, 0, "gamma", 1, &C, 1, BF_INIT_ONES, 0, 0);
-        if (L->center) add_param(L, 1, "beta", 1, &C, 1, BF_INIT_ZEROS, 0, 0);
-        add_param(L, 2, "moving_mean", 1, &C, 0, BF_INIT_ZEROS, 0, 0);
-        add_param(L, 3, "moving_variance", 1, &C, 0, BF_INIT_ONES, 0, 0);
+        if (L->scale) bf_add_param(L, 0, "gamma", 1, &C, 1, BF_INIT_ONES, 0, 0);
+        if (L->center) bf_add_param(L, 1, "beta", 1, &C, 1, BF_INIT_ZEROS, 0, 0);
+        bf_add_param(L, 2, "moving_mean", 1, &C, 0, BF_INIT_ZEROS, 0, 0);
+        bf_add_param(L, 3, "moving_variance", 1, &C, 0, BF_INIT_ONES, 0, 0);
         break;
+    case BF_L_EMBEDDING: case BF_L_SIMPLE_RNN: case BF_L_LSTM: case BF_L_GRU: case BF_L_BIDIR:
+        BF_TRY(bf_seq_infer(L, rank, shape));
+        return BF_OK;
     case BF_L_ACTIVATION:
     case BF_L_ADD: case BF_L_SUBTRACT: case BF_L_MULTIPLY: case BF_L_AVERAGE:
     case BF_L_MAXIMUM: case BF_L_MINIMUM: case BF_L_CONCAT:
@@ -214,6 +218,7 @@ bf_status bf_model_infer(bf_model *m) {
         memcpy(m->t_shape[k], m->in_shapes[k], sizeof m->t_shape[k]);
         m->t_size[k] = m->in_sizes[k];
         m->t_uses[k] = 0;
+        m->t_mask[k] = -1;
     }
     m->in_rank = m->in_ranks[0];
     memcpy(m->in_shape, m->in_shapes[0], sizeof m->in_shape);
@@ -239,6 +244,7 @@ bf_status bf_model_infer(bf_model *m) {
         memcpy(m->t_shape[self_t], L->out_shape, sizeof L->out_shape);
         m->t_size[self_t] = L->out_size;
         m->t_uses[self_t] = 0;
+        BF_TRY(bf_seq_mask_of(m, i, &m->t_mask[self_t]));
     }
     if (m->n_outputs <= 0) { m->n_outputs = 1; m->out_t[0] = m->n_inputs + m->nlayers - 1; }
     if (m->n_outputs > BF_MAX_OUTPUTS) return BF_FAIL(BF_ERR_ARG, "at most %d outputs are supported, got %d", BF_MAX_OUTPUTS, m->n_outputs);
@@ -251,6 +257,7 @@ bf_status bf_model_infer(bf_model *m) {
         m->out_offs[k] = m->pred_row;
         m->pred_row += m->t_size[t];
     }
+    BF_TRY(bf_seq_check_outputs(m));
     /* every node leads to an output (backward relies on it) */
     int live[BF_MAX_TENSORS] = {0};
     for (int k = 0; k < m->n_outputs; k++) live[m->out_t[k]] = 1;
@@ -385,7 +392,9 @@ bf_status bf_model_alloc_weights(bf_model *m) {
         for (int j = 0; j < m->layers[i].nparam && m->layers[i].share < 0; j++) {
             bf_param *q = &m->layers[i].params[j];
             float *w = m->w + q->offset;
-            uint64_t seed = bf_splitmix64(m->seed + (uint64_t)(i * BF_MAX_PARAMS + j));
+            /* the streams of parameters 0..3 are those of BF_MAX_PARAMS 4 (unchanged by raising it) */
+            uint64_t k = j < 4 ? (uint64_t)(i * 4 + j) : (uint64_t)BF_MAX_LAYERS * 4 + (uint64_t)(i * BF_MAX_PARAMS + j);
+            uint64_t seed = bf_splitmix64(m->seed + k);
             switch (q->init) {
             case BF_INIT_ZEROS: memset(w, 0, sizeof(float) * (size_t)q->n); break;
             case BF_INIT_ONES: for (long k = 0; k < q->n; k++) w[k] = 1.0f; break;
@@ -397,6 +406,7 @@ bf_status bf_model_alloc_weights(bf_model *m) {
             default: init_param(w, q, seed); break;
             }
         }
+    bf_seq_post_init(m);
     return BF_OK;
 }
 

@@ -16,7 +16,7 @@
 #include "schedule.h"
 
 #define BF_MAX_LAYERS 128
-#define BF_MAX_PARAMS 4
+#define BF_MAX_PARAMS 8
 #define BF_NAME_LEN 64
 #define BF_MAX_INPUTS 8
 #define BF_MAX_OUTPUTS 8
@@ -27,7 +27,9 @@ typedef enum {
     BF_L_DENSE = 0, BF_L_CONV2D, BF_L_MAXPOOL, BF_L_AVGPOOL, BF_L_GAP, BF_L_FLATTEN,
     BF_L_RESHAPE, BF_L_DROPOUT, BF_L_BATCHNORM, BF_L_ACTIVATION,
     /* merge layers: several inputs of one shape (Concatenate: equal but on `axis`) */
-    BF_L_ADD, BF_L_SUBTRACT, BF_L_MULTIPLY, BF_L_AVERAGE, BF_L_MAXIMUM, BF_L_MINIMUM, BF_L_CONCAT
+    BF_L_ADD, BF_L_SUBTRACT, BF_L_MULTIPLY, BF_L_AVERAGE, BF_L_MAXIMUM, BF_L_MINIMUM, BF_L_CONCAT,
+    /* sequences: Embedding (ids -> vectors, optional mask), recurrent layers, Bidirectional */
+    BF_L_EMBEDDING, BF_L_SIMPLE_RNN, BF_L_LSTM, BF_L_GRU, BF_L_BIDIR
 } bf_layer_kind;
 
 /* Keras initializers. a/b per kind: CONSTANT value; RANDOM_UNIFORM minval,
@@ -87,6 +89,11 @@ typedef struct {
     /* user regularizers (l1, l2) and constraints by the same roles */
     float reg[BF_MAX_PARAMS][2];
     bf_constraint cons[BF_MAX_PARAMS];
+    /* sequences: Embedding (units = output_dim); recurrent (units; act = the
+     * cell's activation); Bidirectional: cell = BF_L_SIMPLE_RNN / LSTM / GRU,
+     * parameters forward then backward, merge_mode 0 concat 1 sum 2 mul 3 ave */
+    int input_dim, mask_zero;
+    int cell, return_sequences, go_backwards, unit_forget_bias, merge_mode;
 } bf_layer;
 
 typedef enum {
@@ -143,6 +150,7 @@ typedef struct {
     int t_rank[BF_MAX_TENSORS], t_shape[BF_MAX_TENSORS][3];
     long t_size[BF_MAX_TENSORS];
     int t_uses[BF_MAX_TENSORS];
+    int t_mask[BF_MAX_TENSORS]; /* Embedding(mask_zero) node whose (B,T) mask the tensor carries; -1: none */
     long n_params, n_trainable; /* floats */
     bf_arena weights;           /* host: all parameters, trainable then not */
     float *w;

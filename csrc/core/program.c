@@ -11,6 +11,8 @@
  * that no trainable parameter depends on get no gradient at all (a frozen
  * base model costs no backward). */
 #include "program.h"
+#include "seq_layers.h"
+#include "seq_run.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -27,14 +29,14 @@ static int is_view(const bf_run *r, int i) {
 static int needs_in(const bf_layer *L) {
     return L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D || L->kind == BF_L_MAXPOOL ||
            L->kind == BF_L_BATCHNORM || L->kind == BF_L_MULTIPLY || L->kind == BF_L_MAXIMUM ||
-           L->kind == BF_L_MINIMUM;
+           L->kind == BF_L_MINIMUM || bf_is_seq_kind(L->kind);
 }
 
 static int needs_out(const bf_run *r, int i) {
     const bf_layer *L = &r->m->layers[i];
     if (L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D) return L->act != BF_ACT_LINEAR && !r->node_fused[i];
     return L->kind == BF_L_MAXPOOL || L->kind == BF_L_MAXIMUM || L->kind == BF_L_MINIMUM ||
-           (L->kind == BF_L_ACTIVATION && !r->node_fused[i]);
+           (L->kind == BF_L_ACTIVATION && !r->node_fused[i]) || bf_is_rnn_kind(L->kind);
 }
 
 static bf_status newbuf(bf_run *r, int *id, size_t bytes, const char *fmt, const char *a,
@@ -55,6 +57,11 @@ static void use(bf_run *r, int id, int t) {
     if (t < r->bufs[id].first) r->bufs[id].first = t;
     if (t > r->bufs[id].last) r->bufs[id].last = t;
 }
+
+bf_status bf_run_newbuf(bf_run *r, int *id, size_t bytes, const char *name, const char *what) {
+    return newbuf(r, id, bytes, "%s%s", name, what);
+}
+void bf_run_use(bf_run *r, int id, int t) { use(r, id, t); }
 
 static void geom(const bf_layer *L, int B, bf_conv_geom *g) {
     g->B = B;
@@ -131,6 +138,9 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         case BF_L_ADD: case BF_L_SUBTRACT: case BF_L_MULTIPLY: case BF_L_AVERAGE:
         case BF_L_MAXIMUM: case BF_L_MINIMUM: ok = be->ewise != NULL; break;
         case BF_L_CONCAT: ok = be->copy2d != NULL; break;
+        case BF_L_EMBEDDING: ok = be->embedding_forward && be->embedding_backward; break;
+        case BF_L_SIMPLE_RNN: case BF_L_LSTM: case BF_L_GRU: case BF_L_BIDIR:
+            ok = be->rnn_forward && be->rnn_backward && be->rnn_workspace_bytes && be->ewise; break;
         default: break;
         }
         if (!ok)
@@ -191,6 +201,7 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
             BF_TRY(newbuf(r, &r->aux_id[i], 2 * (size_t)C * fb, "%s%s batch mean / inverse std", ly->name, ""));
             use(r, r->aux_id[i], t);
         }
+        if (bf_is_seq_kind(ly->kind)) BF_TRY(bf_seq_plan(r, i, t, BW(i), bw));
     }
     /* losses, metrics, or the copy-out of predictions at t = L + 1 */
     for (int k = 0; k < NO; k++) {

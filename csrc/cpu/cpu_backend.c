@@ -4,6 +4,7 @@
 #include "arena.h"
 #include "cpu_conv.h"
 #include "cpu_ops.h"
+#include "seq_ops.h"
 
 static bf_status cpu_reserve(bf_backend *be, void **out, size_t bytes) {
     (void)be;
@@ -68,6 +69,11 @@ static bf_backend bf_cpu = {
     .ewise = bf_cpu_ewise,
     .copy2d = bf_cpu_copy2d,
     .impl = NULL,
+    .embedding_forward = bf_cpu_embedding_forward,
+    .embedding_backward = bf_cpu_embedding_backward,
+    .rnn_workspace_bytes = bf_cpu_rnn_workspace_bytes,
+    .rnn_forward = bf_cpu_rnn_forward,
+    .rnn_backward = bf_cpu_rnn_backward,
 };
 
 bf_backend *bf_cpu_backend(void) { return &bf_cpu; }

@@ -501,3 +501,7 @@ def minimum(inputs, **kwargs):
 
 def concatenate(inputs, axis=-1, **kwargs):
     return Concatenate(axis=axis, **kwargs)(inputs)
+
+
+# sequence layers (recurrent.py)
+from .recurrent import Embedding, SimpleRNN, LSTM, GRU, Bidirectional  # noqa: E402
