@@ -257,7 +257,6 @@ bf_status bf_model_infer(bf_model *m) {
         m->out_offs[k] = m->pred_row;
         m->pred_row += m->t_size[t];
     }
-    BF_TRY(bf_seq_check_outputs(m));
     /* every node leads to an output (backward relies on it) */
     int live[BF_MAX_TENSORS] = {0};
     for (int k = 0; k < m->n_outputs; k++) live[m->out_t[k]] = 1;

@@ -146,6 +146,7 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         if (!ok)
             return BF_FAIL(BF_ERR_ARG, "layer '%s' is not implemented on the %s backend in this build", ly->name, be->name);
     }
+    if (mode != BF_MODE_PREDICT) BF_TRY(bf_seq_check_outputs(m)); /* a masked output: Keras masks its loss */
     if ((NI > 1 || NO > 1) && !be->copy2d)
         return BF_FAIL(BF_ERR_ARG, "models with several inputs or outputs need copy2d, missing on the %s backend", be->name);
 

@@ -117,6 +117,9 @@ class _RNN(Layer):
 
     _has_weights = True
 
+    def _keras_var_groups(self, n):
+        return [("cell/vars", n)]  # Keras keeps them in the layer's cell
+
     def compute_output_shape(self, shape):
         if len(shape) != 2:
             raise ValueError(f"{self.name}: expects input of rank 2 (timesteps, features) per sample, got shape "
@@ -222,6 +225,9 @@ class Bidirectional(Layer):
         self.return_sequences = layer.return_sequences
 
     _has_weights = True
+
+    def _keras_var_groups(self, n):
+        return [("forward_layer/cell/vars", n // 2), ("backward_layer/cell/vars", n // 2)]
 
     def compute_output_shape(self, shape):
         one = self.forward_layer.compute_output_shape(shape)
