@@ -272,3 +272,12 @@ def test_bad_graphs_raise_before_anything_runs():
     m.compile(optimizer="sgd", loss="mse")
     with pytest.raises(ValueError, match="carries the mask of layer"):
         m.fit(np.ones((2, 5)), np.ones((2, 5, 3)), verbose=0)
+
+
+def test_masks_that_cannot_be_combined_are_refused():
+    i = bf.Input((5,))
+    a, b = layers.Embedding(9, 3, mask_zero=True)(i), layers.Embedding(9, 3, mask_zero=True)(i)
+    with pytest.raises(ValueError, match="masks of two Embedding layers"):
+        bf.Model(i, layers.LSTM(2)(layers.Add()([a, b]))).build()
+    with pytest.raises(ValueError, match="concatenated on the last axis"):
+        bf.Model(i, layers.LSTM(2)(layers.Concatenate(axis=1)([a, layers.Embedding(9, 3)(i)]))).build()
