@@ -15,7 +15,7 @@ static int out_len(int in, int k, int s, int same) {
 
 /* role: the index into L->inits (kernel/gamma 0, bias/beta 1, moving_mean 2,
  * moving_variance 3); a user initializer there replaces the default */
-void bf_add_param(bf_layer *L, int role, const char *name, int rank, const int *shape, int trainable,
+static void add_param(bf_layer *L, int role, const char *name, int rank, const int *shape, int trainable,
                       bf_init init, float fan_in, float fan_out) {
     bf_param *p = &L->params[L->nparam++];
     memset(p, 0, sizeof *p);
@@ -42,6 +42,11 @@ void bf_add_param(bf_layer *L, int role, const char *name, int rank, const int *
     }
 }
 
+void bf_add_param(bf_layer *L, int role, const char *name, int rank, const int *shape, int trainable, bf_init init,
+                  float fan_in, float fan_out) {
+    add_param(L, role, name, rank, shape, trainable, init, fan_in, fan_out);
+}
+
 static long prod(const int *s, int r) {
     long n = 1;
     for (int i = 0; i < r; i++) n *= s[i];
@@ -61,8 +66,8 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
         if (L->units <= 0) return BF_FAIL(BF_ERR_ARG, "%s: units must be positive, got %d", L->name, L->units);
         L->out_shape[rank - 1] = L->units;
         int ks[2] = {C, L->units};
-        bf_add_param(L, 0, "kernel", 2, ks, 1, BF_INIT_GLOROT_UNIFORM, (float)C, (float)L->units);
-        if (L->use_bias) bf_add_param(L, 1, "bias", 1, &L->units, 1, BF_INIT_ZEROS, 0, 0);
+        add_param(L, 0, "kernel", 2, ks, 1, BF_INIT_GLOROT_UNIFORM, (float)C, (float)L->units);
+        if (L->use_bias) add_param(L, 1, "bias", 1, &L->units, 1, BF_INIT_ZEROS, 0, 0);
         break;
     }
     case BF_L_CONV2D:
@@ -83,8 +88,8 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
             L->out_shape[2] = L->filters;
             int ks[4] = {L->kh, L->kw, C, L->filters};
             float rf = (float)(L->kh * L->kw);
-            bf_add_param(L, 0, "kernel", 4, ks, 1, BF_INIT_GLOROT_UNIFORM, rf * C, rf * L->filters);
-            if (L->use_bias) bf_add_param(L, 1, "bias", 1, &L->filters, 1, BF_INIT_ZEROS, 0, 0);
+            add_param(L, 0, "kernel", 4, ks, 1, BF_INIT_GLOROT_UNIFORM, rf * C, rf * L->filters);
+            if (L->use_bias) add_param(L, 1, "bias", 1, &L->filters, 1, BF_INIT_ZEROS, 0, 0);
         }
         break;
     }
@@ -122,10 +127,10 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
             return BF_FAIL(BF_ERR_ARG, "%s: rate must be in [0, 1), got %g", L->name, (double)L->rate);
         break;
     case BF_L_BATCHNORM:
-        if (L->scale) bf_add_param(L, 0, "gamma", 1, &C, 1, BF_INIT_ONES, 0, 0);
-        if (L->center) bf_add_param(L, 1, "beta", 1, &C, 1, BF_INIT_ZEROS, 0, 0);
-        bf_add_param(L, 2, "moving_mean", 1, &C, 0, BF_INIT_ZEROS, 0, 0);
-        bf_add_param(L, 3, "moving_variance", 1, &C, 0, BF_INIT_ONES, 0, 0);
+        if (L->scale) add_param(L, 0, "gamma", 1, &C, 1, BF_INIT_ONES, 0, 0);
+        if (L->center) add_param(L, 1, "beta", 1, &C, 1, BF_INIT_ZEROS, 0, 0);
+        add_param(L, 2, "moving_mean", 1, &C, 0, BF_INIT_ZEROS, 0, 0);
+        add_param(L, 3, "moving_variance", 1, &C, 0, BF_INIT_ONES, 0, 0);
         break;
     case BF_L_EMBEDDING: case BF_L_SIMPLE_RNN: case BF_L_LSTM: case BF_L_GRU: case BF_L_BIDIR:
         BF_TRY(bf_seq_infer(L, rank, shape));
