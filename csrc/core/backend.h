@@ -179,6 +179,22 @@ typedef struct {
     uint64_t seed;     /* its keep mask: a hash of (seed, index), recomputed by backward */
     int p_tile;
 } bf_attn_geom;
+/* One direction of a recurrent layer (SimpleRNN / LSTM / GRU, Keras 3
+ * layouts and gate orders: LSTM i,f,c,o; GRU z,r,h with reset_after). Step s
+ * reads input position q(s) = go_backwards ? T-1-s : s. Outputs: with
+ * return_sequences step s is written at position reverse_out ? T-1-s : s
+ * (Keras's order; Bidirectional's backward layer flips it), else the
+ * last step's at (B,ldo). zero_masked: masked steps output 0 (Keras
+ * zero_output_for_mask), states are carried over them either way. */
+typedef enum { BF_CELL_SIMPLE = 0, BF_CELL_LSTM, BF_CELL_GRU } bf_cell_kind;
+typedef struct {
+    bf_cell_kind cell;
+    bf_act act;          /* SimpleRNN: tanh / relu / sigmoid / linear; LSTM, GRU: tanh */
+    int B, T, D, U;
+    int go_backwards, return_sequences, reverse_out, zero_masked;
+    int ldh, ldo;        /* floats between consecutive rows of hs, out */
+} bf_rnn_geom;
+static inline int bf_rnn_gates(bf_cell_kind c) { return c == BF_CELL_LSTM ? 4 : c == BF_CELL_GRU ? 3 : 1; }
 
 typedef struct bf_backend {
     const char *name; /* "cpu" or "cuda:N" */
@@ -392,6 +408,31 @@ typedef struct bf_backend {
      * dinp may alias dout */
     bf_status (*batchnorm_backward_frozen)(struct bf_backend *be, float *dinp, const float *dout,
                                            const float *invstd, const float *gamma, long N, int C);
+    /* ---- sequences: Embedding and recurrent layers (NULL where missing) ---- */
+    /* out (n,D) = table (V,D) rows at ids (n); mask (n, may be NULL) = ids != 0.
+     * An id that is not an integer in [0,V) gives a zero row and raises *bad
+     * (backend memory) to n - r for its row r, so the lowest bad row is
+     * n - *bad; *bad_val is then that row's id. Does not wait. */
+    bf_status (*embedding_forward)(struct bf_backend *be, float *out, float *mask, int *bad, float *bad_val,
+                                   const float *ids, const float *table, long n, int D, int V);
+    /* dtable (V,D) += dout (n,D) scattered to rows ids (n) (bad ids skipped) */
+    bf_status (*embedding_backward)(struct bf_backend *be, float *dtable, const float *dout, const float *ids,
+                                    long n, int D, int V);
+    /* scratch floats one recurrent direction needs per call (see bf_rnn_geom) */
+    size_t (*rnn_workspace_bytes)(struct bf_backend *be, const bf_rnn_geom *g, int backward);
+    /* One recurrent layer direction over T steps (csrc/cpu/rnn.c documents the
+     * layouts). x (B,T,D); w (D,G*U); u (U,G*U); b (G*U) or GRU (2,G*U) or
+     * NULL; mask (B,T) or NULL. Saves for backward: hs (B,T,ldh) states at
+     * input positions, gates (B,T,G*U) activated gates, cs (B,T,U) LSTM cells
+     * / GRU recurrent candidate part. out: (B,T,ldo) or (B,ldo), may be hs. */
+    bf_status (*rnn_forward)(struct bf_backend *be, const bf_rnn_geom *g, float *out, float *hs, float *gates,
+                             float *cs, void *ws, const float *x, const float *w, const float *u, const float *b,
+                             const float *mask);
+    /* from dout (as out): dx (B,T,D) = (dx_add ? dx : 0) + d x (may be NULL);
+     * dw, du, db added into. gates is overwritten with their gradients. */
+    bf_status (*rnn_backward)(struct bf_backend *be, const bf_rnn_geom *g, float *dx, float *dw, float *du,
+                              float *db, float *gates, void *ws, const float *dout, const float *hs, const float *cs,
+                              const float *x, const float *w, const float *u, const float *mask, int dx_add);
 } bf_backend;
 
 /* The CPU backend (always present). */

@@ -3,6 +3,7 @@
  * that gradients and optimizer slots mirror them one to one; a node that
  * shares another's parameters gets the owner's offsets. */
 #include "model.h"
+#include "seq_layers.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -39,6 +40,11 @@ static void add_param(bf_layer *L, int role, const char *name, int rank, const i
         p->init_b = u->b;
         p->init_mode = u->mode;
     }
+}
+
+void bf_add_param(bf_layer *L, int role, const char *name, int rank, const int *shape, int trainable, bf_init init,
+                  float fan_in, float fan_out) {
+    add_param(L, role, name, rank, shape, trainable, init, fan_in, fan_out);
 }
 
 static long prod(const int *s, int r) {
@@ -225,6 +231,9 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
         break;
     case BF_L_MHA:
         break; /* shapes and weights from all its inputs: check_mha */
+    case BF_L_EMBEDDING: case BF_L_SIMPLE_RNN: case BF_L_LSTM: case BF_L_GRU: case BF_L_BIDIR:
+        BF_TRY(bf_seq_infer(L, rank, shape));
+        return BF_OK;
     case BF_L_RESCALING:
     case BF_L_ACTIVATION:
     case BF_L_ADD: case BF_L_SUBTRACT: case BF_L_MULTIPLY: case BF_L_AVERAGE:
@@ -267,6 +276,11 @@ const char *const bf_layer_kind_names[] = {
     [BF_L_GMP] = "GMP",
     [BF_L_LAYERNORM] = "LAYERNORM",
     [BF_L_MHA] = "MHA",
+    [BF_L_EMBEDDING] = "EMBEDDING",
+    [BF_L_SIMPLE_RNN] = "SIMPLE_RNN",
+    [BF_L_LSTM] = "LSTM",
+    [BF_L_GRU] = "GRU",
+    [BF_L_BIDIR] = "BIDIR",
 };
 const int bf_layer_kind_count = (int)(sizeof bf_layer_kind_names / sizeof bf_layer_kind_names[0]);
 
@@ -391,6 +405,7 @@ bf_status bf_model_infer(bf_model *m) {
         memcpy(m->t_shape[k], m->in_shapes[k], sizeof m->t_shape[k]);
         m->t_size[k] = m->in_sizes[k];
         m->t_uses[k] = 0;
+        m->t_mask[k] = -1;
     }
     m->in_rank = m->in_ranks[0];
     memcpy(m->in_shape, m->in_shapes[0], sizeof m->in_shape);
@@ -417,6 +432,7 @@ bf_status bf_model_infer(bf_model *m) {
         memcpy(m->t_shape[self_t], L->out_shape, sizeof L->out_shape);
         m->t_size[self_t] = L->out_size;
         m->t_uses[self_t] = 0;
+        BF_TRY(bf_seq_mask_of(m, i, &m->t_mask[self_t]));
     }
     if (m->n_outputs <= 0) { m->n_outputs = 1; m->out_t[0] = m->n_inputs + m->nlayers - 1; }
     if (m->n_outputs > BF_MAX_OUTPUTS) return BF_FAIL(BF_ERR_ARG, "at most %d outputs are supported, got %d", BF_MAX_OUTPUTS, m->n_outputs);
@@ -578,6 +594,7 @@ bf_status bf_model_alloc_weights(bf_model *m) {
             default: init_param(w, q, seed); break;
             }
         }
+    bf_seq_post_init(m);
     return BF_OK;
 }
 

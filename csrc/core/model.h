@@ -40,7 +40,9 @@ typedef enum {
     /* LayerNormalization over the last axis; MultiHeadAttention: inputs query,
      * value, key (the value's id when no key is given) and optionally an
      * attention mask (T_q, T_k) */
-    BF_L_LAYERNORM, BF_L_MHA
+    BF_L_LAYERNORM, BF_L_MHA,
+    /* sequences: Embedding (ids -> vectors, optional mask), recurrent layers, Bidirectional */
+    BF_L_EMBEDDING, BF_L_SIMPLE_RNN, BF_L_LSTM, BF_L_GRU, BF_L_BIDIR
 } bf_layer_kind;
 
 /* each kind's name without the BF_L_ prefix, indexed by kind (model.c); Python
@@ -118,6 +120,11 @@ typedef struct {
     /* MultiHeadAttention: heads, key_dim, value_dim, output width (0: the
      * query's), causal mask; its dropout rate is `rate` */
     int heads, key_dim, value_dim, out_dim;    /* (use_causal_mask: `causal`) */
+    /* sequences: Embedding (units = output_dim); recurrent (units; act = the
+     * cell's activation); Bidirectional: cell = BF_L_SIMPLE_RNN / LSTM / GRU,
+     * parameters forward then backward, merge_mode 0 concat 1 sum 2 mul 3 ave */
+    int input_dim, mask_zero;
+    int cell, return_sequences, go_backwards, unit_forget_bias, merge_mode;
 } bf_layer;
 
 typedef enum {
@@ -174,6 +181,7 @@ typedef struct {
     int t_rank[BF_MAX_TENSORS], t_shape[BF_MAX_TENSORS][3];
     long t_size[BF_MAX_TENSORS];
     int t_uses[BF_MAX_TENSORS];
+    int t_mask[BF_MAX_TENSORS]; /* Embedding(mask_zero) node whose (B,T) mask the tensor carries; -1: none */
     long n_params, n_trainable; /* floats */
     bf_arena weights;           /* host: all parameters, trainable then not */
     float *w;

@@ -12,6 +12,8 @@
  * base model costs no backward). */
 #include "program.h"
 #include "run_attn.h"
+#include "seq_layers.h"
+#include "seq_run.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -40,7 +42,7 @@ static int needs_in(const bf_layer *L) {
     return L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D || L->kind == BF_L_MAXPOOL ||
            (L->kind == BF_L_BATCHNORM && !L->frozen) || L->kind == BF_L_MULTIPLY || L->kind == BF_L_MAXIMUM ||
            L->kind == BF_L_MINIMUM || L->kind == BF_L_CONV1D || L->kind == BF_L_CONV2DT || L->kind == BF_L_GMP ||
-           L->kind == BF_L_LAYERNORM || L->kind == BF_L_MHA;
+           L->kind == BF_L_LAYERNORM || L->kind == BF_L_MHA || bf_is_seq_kind(L->kind);
 }
 
 static int needs_out(const bf_run *r, int i) {
@@ -48,7 +50,7 @@ static int needs_out(const bf_run *r, int i) {
     if (L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D || L->kind == BF_L_CONV1D || L->kind == BF_L_CONV2DT)
         return L->act != BF_ACT_LINEAR && !r->node_fused[i] && !bf_act_needs_x(L->act);
     return L->kind == BF_L_MAXPOOL || L->kind == BF_L_GMP || L->kind == BF_L_MAXIMUM || L->kind == BF_L_MINIMUM ||
-           (L->kind == BF_L_ACTIVATION && !r->node_fused[i] && !bf_act_needs_x(L->act));
+           (L->kind == BF_L_ACTIVATION && !r->node_fused[i] && !bf_act_needs_x(L->act)) || bf_is_rnn_kind(L->kind);
 }
 
 static bf_status newbuf(bf_run *r, int *id, size_t bytes, const char *fmt, const char *a,
@@ -69,6 +71,11 @@ static void use(bf_run *r, int id, int t) {
     if (t < r->bufs[id].first) r->bufs[id].first = t;
     if (t > r->bufs[id].last) r->bufs[id].last = t;
 }
+
+bf_status bf_run_newbuf(bf_run *r, int *id, size_t bytes, const char *name, const char *what) {
+    return newbuf(r, id, bytes, "%s%s", name, what);
+}
+void bf_run_use(bf_run *r, int id, int t) { use(r, id, t); }
 
 static void geom(const bf_layer *L, int B, bf_conv_geom *g) {
     const int one_d = L->in_rank == 2; /* a (T, C) input is a 1 x T image */
@@ -188,12 +195,16 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         case BF_L_GMP: ok = be->maxpool_forward && be->maxpool_backward; break;
         case BF_L_LAYERNORM: ok = be->layernorm_forward && be->layernorm_backward; break;
         case BF_L_MHA: ok = be->attention_forward && be->attention_backward && be->attention_workspace_bytes; break;
+        case BF_L_EMBEDDING: ok = be->embedding_forward && be->embedding_backward; break;
+        case BF_L_SIMPLE_RNN: case BF_L_LSTM: case BF_L_GRU: case BF_L_BIDIR:
+            ok = be->rnn_forward && be->rnn_backward && be->rnn_workspace_bytes && be->ewise; break;
         default: break;
         }
         if (bf_act_is_x(ly->act) && !(be->actx_forward && be->actx_backward)) ok = 0;
         if (!ok)
             return BF_FAIL(BF_ERR_ARG, "layer '%s' is not implemented on the %s backend in this build", ly->name, be->name);
     }
+    if (mode != BF_MODE_PREDICT) BF_TRY(bf_seq_check_outputs(m)); /* a masked output: Keras masks its loss */
     if ((NI > 1 || NO > 1) && !be->copy2d)
         return BF_FAIL(BF_ERR_ARG, "models with several inputs or outputs need copy2d, missing on the %s backend", be->name);
 
@@ -283,6 +294,7 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
                 use(r, r->bws_id[i], BW(i));
             }
         }
+        if (bf_is_seq_kind(ly->kind)) BF_TRY(bf_seq_plan(r, i, t, BW(i), bw));
     }
     /* losses, metrics, or the copy-out of predictions at t = L + 1 */
     for (int k = 0; k < NO; k++) {

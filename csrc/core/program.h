@@ -35,6 +35,8 @@ typedef struct {
     double penalty;                /* the weights' regularization penalty (regularize.c) */
     int bad;                       /* a non-finite scan hit (gradients of layers without a bound) */
     int bad_label[BF_MAX_OUTPUTS]; /* SCCE: rows - (lowest row whose label is no class id); 0: none */
+    int bad_id[BF_MAX_LAYERS];     /* Embedding: n - (lowest row whose id is not in [0, input_dim)); 0: none */
+    float bad_id_val[BF_MAX_LAYERS]; /* Embedding: that id */
     float bound[BF_MAX_LAYERS][2]; /* Dense / Conv2D: max|input|, max|output gradient| */
 } bf_step_stats;
 /* The metrics' statistics (doubles, bf_run.moff / nmv) follow the record in

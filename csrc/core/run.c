@@ -11,6 +11,8 @@
 
 #include "prefetch.h"
 #include "run_attn.h"
+#include "seq_layers.h"
+#include "seq_run.h"
 
 #include <float.h>
 #include <math.h>
@@ -356,6 +358,9 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
         case BF_L_MHA:
             BF_TRY(bf_run_attn_forward(r, i, rows));
             break;
+        case BF_L_EMBEDDING: case BF_L_SIMPLE_RNN: case BF_L_LSTM: case BF_L_GRU: case BF_L_BIDIR:
+            BF_TRY(bf_seq_forward(r, i, rows));
+            break;
         default:
             if (bf_run_more_kind(L->kind)) {
                 if (!r->node_view[i]) BF_TRY(bf_run_more_forward(r, i, rows, in, out));
@@ -485,6 +490,9 @@ static bf_status backward(bf_run *r, int rows) {
         case BF_L_LAYERNORM:
         case BF_L_MHA:
             BF_TRY(bf_run_attn_backward(r, i, rows));
+            break;
+        case BF_L_EMBEDDING: case BF_L_SIMPLE_RNN: case BF_L_LSTM: case BF_L_GRU: case BF_L_BIDIR:
+            BF_TRY(bf_seq_backward(r, i, rows, dout, din));
             break;
         default:
             if (bf_run_more_kind(L->kind)) {
@@ -783,6 +791,28 @@ static bf_status bad_label(bf_run *r, int k, int rows, long step) {
                    row, which, m->t_size[m->out_t[k]]);
 }
 
+/* DataError for the lowest row holding an id outside an Embedding's table (step < 0: predict) */
+static bf_status bad_ids(bf_run *r, int rows, long step) {
+    const bf_model *m = r->m;
+    for (int i = 0; i < m->nlayers; i++) {
+        const bf_layer *L = &m->layers[i];
+        long n = (long)rows * L->in_size, k = r->hstats.bad_id[i];
+        if (L->kind != BF_L_EMBEDDING || k <= 0 || k > n) continue;
+        long row = n - k;
+        return BF_FAIL(BF_ERR_DATA, "%s %ld: id %g at sample %ld, position %ld is not an integer in [0, %d) "
+                       "(layer '%s', input_dim=%d)", step >= 0 ? "batch" : "predict batch", step < 0 ? -step - 1 : step,
+                       (double)r->hstats.bad_id_val[i], row / L->in_size, row % L->in_size, L->input_dim, L->name,
+                       L->input_dim);
+    }
+    return BF_OK;
+}
+
+static int has_embedding(const bf_model *m) {
+    for (int i = 0; i < m->nlayers; i++)
+        if (m->layers[i].kind == BF_L_EMBEDDING) return 1;
+    return 0;
+}
+
 static bf_status finish_micro_step(bf_run *r, int train, int rows, long step, bf_totals *st) {
     if (r->nmv) {
         /* record and metric statistics in one copy */
@@ -791,6 +821,7 @@ static bf_status finish_micro_step(bf_run *r, int train, int rows, long step, bf
     } else {
         BF_TRY(r->be->to_host(r->be, &r->hstats, r->stats, stats_used(r)));
     }
+    BF_TRY(bad_ids(r, rows, step));
     for (int k = 0; k < r->m->n_outputs; k++)
         if (r->hstats.bad_label[k] > 0 && r->hstats.bad_label[k] <= rows) return bad_label(r, k, rows, step);
     if (r->nmv) {
@@ -954,7 +985,12 @@ bf_status bf_run_predict(bf_run *r, float *out_host, long out_rows, long out_sta
     if (have) s = load(r, &pf, &cur, x, NULL);
     while (s == BF_OK && have) {
         r->cur = cur.k;
-        s = forward(r, (int)cur.rows, 0, NULL);
+        if (has_embedding(m) && s == BF_OK) s = r->be->fill_zero(r->be, r->stats, offsetof(bf_step_stats, bound));
+        if (s == BF_OK) s = forward(r, (int)cur.rows, 0, NULL);
+        if (s == BF_OK && has_embedding(m)) { /* ids outside the table: a DataError, as in fit */
+            s = r->be->to_host(r->be, &r->hstats, r->stats, offsetof(bf_step_stats, bound));
+            if (s == BF_OK) s = bad_ids(r, (int)cur.rows, -1 - cur.step);
+        }
         have = next_job(&jobs, cur.j + 1, &nxt);
         if (ahead && s == BF_OK) {
             s = uploaded(r, cur.k);

@@ -6,6 +6,7 @@
 #include "cpu_conv.h"
 #include "cpu_convx.h"
 #include "cpu_ops.h"
+#include "seq_ops.h"
 
 static bf_status cpu_reserve(bf_backend *be, void **out, size_t bytes) {
     (void)be;
@@ -89,6 +90,11 @@ static bf_backend bf_cpu = {
     .attention_forward = bf_cpu_attention_forward,
     .attention_backward = bf_cpu_attention_backward,
     .impl = NULL,
+    .embedding_forward = bf_cpu_embedding_forward,
+    .embedding_backward = bf_cpu_embedding_backward,
+    .rnn_workspace_bytes = bf_cpu_rnn_workspace_bytes,
+    .rnn_forward = bf_cpu_rnn_forward,
+    .rnn_backward = bf_cpu_rnn_backward,
 };
 
 bf_backend *bf_cpu_backend(void) { return &bf_cpu; }

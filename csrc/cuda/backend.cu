@@ -15,6 +15,7 @@
 #include "cuda_convx.h"
 #include "cuda_attn.h"
 #include "cuda_ops.h"
+#include "seq_cuda.h"
 #include "cuda_shim.h"
 
 #define BF_EXPORT extern "C" __attribute__((visibility("default")))
@@ -186,6 +187,11 @@ static void fill_vtable(bf_cuda_state *st) {
     be->attention_forward = bf_cuda_attention_forward;
     be->attention_backward = bf_cuda_attention_backward;
     be->impl = st;
+    be->embedding_forward = bf_cuda_embedding_forward;
+    be->embedding_backward = bf_cuda_embedding_backward;
+    be->rnn_workspace_bytes = bf_cuda_rnn_workspace_bytes;
+    be->rnn_forward = bf_cuda_rnn_forward;
+    be->rnn_backward = bf_cuda_rnn_backward;
 }
 
 /* destroy what open created (any subset); the state slot becomes free */

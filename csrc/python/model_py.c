@@ -145,6 +145,11 @@ static int parse_layer(PyObject *d, bf_layer *L) {
     if (get_int(d, "heads", 0, &L->heads) || get_int(d, "key_dim", 0, &L->key_dim) ||
         get_int(d, "value_dim", 0, &L->value_dim) || get_int(d, "out_dim", 0, &L->out_dim))
         return -1;
+    if (get_int(d, "input_dim", 0, &L->input_dim) || get_int(d, "mask_zero", 0, &L->mask_zero) ||
+        get_int(d, "cell", 0, &L->cell) || get_int(d, "return_sequences", 0, &L->return_sequences) ||
+        get_int(d, "go_backwards", 0, &L->go_backwards) || get_int(d, "unit_forget_bias", 1, &L->unit_forget_bias) ||
+        get_int(d, "merge_mode", 0, &L->merge_mode))
+        return -1;
     int trainable;
     if (get_int(d, "trainable", 1, &trainable)) return -1;
     L->frozen = !trainable;

@@ -113,6 +113,54 @@ _TO_KERAS.update({
 })
 
 
+def _embedding(l):
+    return dict(input_dim=l.input_dim, output_dim=l.output_dim,
+                embeddings_initializer=initializers.serialize(l.embeddings_initializer),
+                embeddings_regularizer=regularizers.serialize(l.embeddings_regularizer), activity_regularizer=None,
+                embeddings_constraint=constraints.serialize(l.embeddings_constraint), mask_zero=l.mask_zero)
+
+
+def _rnn(l, zero_output_for_mask=False):
+    cfg = dict(return_sequences=l.return_sequences, return_state=False, go_backwards=l.go_backwards, stateful=False,
+               unroll=l.unroll, zero_output_for_mask=zero_output_for_mask, units=l.units, activation=l.activation)
+    if not isinstance(l, L.SimpleRNN):
+        cfg["recurrent_activation"] = l.recurrent_activation
+    cfg.update(use_bias=l.use_bias, kernel_initializer=initializers.serialize(l.kernel_initializer),
+               recurrent_initializer=initializers.serialize(l.recurrent_initializer),
+               bias_initializer=initializers.serialize(l.bias_initializer))
+    if isinstance(l, L.LSTM):
+        cfg["unit_forget_bias"] = l.unit_forget_bias
+    cfg.update(kernel_regularizer=regularizers.serialize(l.kernel_regularizer),
+               recurrent_regularizer=regularizers.serialize(l.recurrent_regularizer),
+               bias_regularizer=regularizers.serialize(l.bias_regularizer), activity_regularizer=None,
+               kernel_constraint=constraints.serialize(l.kernel_constraint),
+               recurrent_constraint=constraints.serialize(l.recurrent_constraint),
+               bias_constraint=constraints.serialize(l.bias_constraint), dropout=0.0, recurrent_dropout=0.0)
+    if isinstance(l, L.GRU):
+        cfg["reset_after"] = True
+    cfg["seed"] = l.seed
+    return cfg
+
+
+def _sublayer(l, name, go_backwards, zero_output_for_mask):
+    cfg = dict(name=name, trainable=bool(l.trainable), dtype=dict(_DTYPE), **_rnn(l, zero_output_for_mask))
+    cfg["go_backwards"] = go_backwards
+    return _obj("keras.layers", type(l).__name__, cfg)
+
+
+def _bidirectional(l):
+    f, b = l.forward_layer, l.backward_layer or l.forward_layer
+    z = l.return_sequences
+    fname = "forward_" + f.name.removeprefix("forward_")
+    bname = "backward_" + (b.name.removeprefix("backward_") if l.backward_layer else f.name.removeprefix("forward_"))
+    return dict(merge_mode=l.merge_mode, layer=_sublayer(f, fname, f.go_backwards, z),
+                backward_layer=_sublayer(b, bname, not f.go_backwards, z))
+
+
+_TO_KERAS.update({L.Embedding: _embedding, L.SimpleRNN: _rnn, L.LSTM: _rnn, L.GRU: _rnn,
+                  L.Bidirectional: _bidirectional})
+
+
 def layer_config(layer):
     """The Keras 3 `config` dict of a boundfit layer (layer.get_config())."""
     fn = _TO_KERAS.get(type(layer))
@@ -197,6 +245,11 @@ _FROM_KERAS = {c.__name__: c for c in (L.Dense, L.Conv2D, L.MaxPooling2D, L.Aver
                                        L.RandomCrop, L.RandomTranslation)}
 _FROM_KERAS.update({c.__name__: c for c in (L.Conv1D, L.Conv2DTranspose, L.MaxPooling1D, L.AveragePooling1D,
                                             L.GlobalAveragePooling1D, L.GlobalMaxPooling1D, L.GlobalMaxPooling2D)})
+# sequence layers (recurrent.py): Keras keys they do not model, at values that change nothing
+_FROM_KERAS.update({c.__name__: c for c in (L.Embedding, L.SimpleRNN, L.LSTM, L.GRU, L.Bidirectional)})
+_IGNORABLE.update({"embeddings_regularizer": {None}, "embeddings_constraint": {None}, "recurrent_regularizer": {None},
+                   "recurrent_constraint": {None}, "input_length": None, "implementation": None,
+                   "time_major": {False}, "zero_output_for_mask": {False}})
 
 
 def _hashable(v):
@@ -239,6 +292,15 @@ def layer_from_config(entry, custom_objects=None):
         if k == "trainable" and isinstance(v, bool):
             continue  # set on the layer below
         raise ValueError(f"layer {name!r} ({cls_name}): {k}={v!r} is not supported by boundfit")
+    if cls is L.Bidirectional:  # its sublayers' configs become layers first
+        for k in ("layer", "backward_layer"):
+            if isinstance(kwargs.get(k), dict):
+                sub = dict(kwargs[k])
+                c = dict(sub.get("config") or {})
+                if c.get("zero_output_for_mask") is not None:
+                    c.pop("zero_output_for_mask")  # Bidirectional sets it (as Keras does)
+                sub["config"] = c
+                kwargs[k] = layer_from_config(sub, custom_objects)
     try:
         layer = cls(**kwargs)
     except (ValueError, TypeError) as e:

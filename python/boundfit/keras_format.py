@@ -159,6 +159,13 @@ def _file_layers(model):
     return model._layers
 
 
+def _var_groups(layer, n):
+    """[(group path under the layer's, variables)] in get_weights() order; Keras keeps a
+    recurrent layer's in its cell, a Bidirectional's in its two sublayers'."""
+    fn = getattr(layer, "_keras_var_groups", None)
+    return fn(n) if fn is not None else [("vars", n)]
+
+
 def write_weights(h5, model, optimizer=True):
     """Model variables (and the optimizer's, when compiled) into an open h5py File."""
     layers = _file_layers(model)
@@ -166,13 +173,20 @@ def write_weights(h5, model, optimizer=True):
     per_layer = [model._layer_weights(l) for l in layers]
     root = h5.create_group("layers")
     for layer, path, ws in zip(layers, layer_paths(type(l).__name__ for l in layers), per_layer):
-        v = root.create_group(path).create_group("vars")
+        lg = root.create_group(path)
+        v = lg.create_group("vars")
         v.attrs["name"] = layer.name
         if hasattr(layer, "_to_keras_vars"):  # variables Keras keeps otherwise (Normalization's int count)
             ws = layer._to_keras_vars(ws)
-        for i, w in enumerate(ws):
-            w = np.asarray(w)
-            v.create_dataset(str(i), data=w if w.dtype.kind == "i" else w.astype(np.float32))
+        k = 0
+        for sub, n in _var_groups(layer, len(ws)):  # recurrent layers: their cell's (and sublayers') groups
+            vs = v if sub == "vars" else lg.require_group(sub)
+            for i in range(n):
+                w = np.asarray(ws[k])
+                vs.create_dataset(str(i), data=w if w.dtype.kind == "i" else w.astype(np.float32))
+                k += 1
+            if sub.count("/") == 2:  # a sublayer's own (empty) variables, as Keras writes them
+                lg.require_group(sub.split("/")[0] + "/vars")
     h5.create_group("vars").attrs["name"] = model.name
     if optimizer and model.optimizer is not None:
         _write_optimizer(h5, model)
@@ -195,8 +209,10 @@ def read_weights(h5, model, optimizer=True, where="weights file", skip_mismatch=
     new = []
     for layer, path in zip(layers, layer_paths(type(l).__name__ for l in layers)):
         want = [w.shape for w in model._layer_weights(layer)]
-        v = g[path]["vars"] if path in g and "vars" in g[path] else None
-        got = [np.asarray(v[str(k)]) for k in range(len(v))] if v is not None else []
+        got = []
+        for sub, _ in _var_groups(layer, len(want)):
+            v = g[path][sub] if path in g and sub in g[path] else None
+            got += [np.asarray(v[str(k)]) for k in range(len(v))] if v is not None else []
         if hasattr(layer, "_from_keras_vars"):
             got = layer._from_keras_vars(got, want)
         if len(got) != len(want) or any(a.shape != s for a, s in zip(got, want)):

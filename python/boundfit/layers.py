@@ -523,3 +523,5 @@ from .conv_layers import (AveragePooling1D, AvgPool1D, Conv1D, Conv2DTranspose, 
                           Convolution2DTranspose, GlobalAveragePooling1D, GlobalAvgPool1D, GlobalMaxPool1D,
                           GlobalMaxPool2D, GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPool1D, MaxPooling1D)
 from .attention import LayerNormalization, MultiHeadAttention  # noqa: E402  (part D; it imports Layer from here)
+# sequence layers (recurrent.py)
+from .recurrent import Embedding, SimpleRNN, LSTM, GRU, Bidirectional  # noqa: E402

@@ -19,7 +19,8 @@ def _align(n):
     return (n + 63) // 64 * 64
 
 
-_KINDS = (("output gradient", "activation gradients"), ("input gradient", "activation gradients"),
+_KINDS = (("kept for backward", "saved activations"),  # recurrent layers' gates and states (seq_run.c)
+          ("output gradient", "activation gradients"), ("input gradient", "activation gradients"),
           ("split from the batch", "saved activations"), ("output", "saved activations"),
           ("workspace", "workspaces (im2col and the like)"), ("per-sample", "loss and metric buffers"),
           ("", "layer state (dropout masks, batch statistics)"))

@@ -1,0 +1,117 @@
+"""LSTM training throughput and peak memory: boundfit against PyTorch's
+nn.LSTM on the CPU, in the same script: batch 64, 100 steps, 128 units
+(input 32 features, Dense(1) head, MSE, Adam). Each framework runs in its own
+subprocess; peak memory is the growth of the process's peak RSS (VmHWM, reset
+through /proc/self/clear_refs before training) over its RSS before it.
+
+    python benchmarks/bench_lstm.py [--quick]
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+B, T, D, U = 64, 100, 32, 128
+
+
+def _rss_kib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field):
+                return int(line.split()[1])
+    return 0
+
+
+def _reset_peak():
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def data(steps):
+    rng = np.random.default_rng(0)
+    return (rng.standard_normal((B * steps, T, D)).astype(np.float32),
+            rng.standard_normal((B * steps, 1)).astype(np.float32))
+
+
+def run_boundfit(steps):
+    import boundfit as bf
+    from boundfit import layers
+    x, y = data(steps)
+    bf.utils.set_random_seed(0)
+    m = bf.Sequential([layers.Input((T, D)), layers.LSTM(U), layers.Dense(1)])
+    m.compile(optimizer="adam", loss="mse")
+    plan = m.estimate_memory(batch_size=B)
+    m.fit(x[:B * 2], y[:B * 2], batch_size=B, epochs=1, verbose=0)  # warm-up (and the optimizer state)
+    rss0, ok = _rss_kib("VmRSS"), _reset_peak()
+    t0 = time.perf_counter()
+    m.fit(x, y, batch_size=B, epochs=1, verbose=0, shuffle=False)
+    dt = time.perf_counter() - t0
+    return dict(samples_s=B * steps / dt, peak_growth=(_rss_kib("VmHWM") - rss0) * 1024 if ok else None,
+                plan_host=plan.host_bytes)
+
+
+def run_torch(steps):
+    import torch
+    x, y = data(steps)
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(D, U, batch_first=True)
+            self.head = torch.nn.Linear(U, 1)
+
+        def forward(self, v):
+            return self.head(self.lstm(v)[0][:, -1])
+
+    net = Net()
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7)
+    lf = torch.nn.MSELoss()
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+
+    def run(n):
+        for i in range(n):
+            opt.zero_grad()
+            lf(net(xt[i * B:(i + 1) * B]), yt[i * B:(i + 1) * B]).backward()
+            opt.step()
+    run(2)
+    rss0, ok = _rss_kib("VmRSS"), _reset_peak()
+    t0 = time.perf_counter()
+    run(steps)
+    dt = time.perf_counter() - t0
+    return dict(samples_s=B * steps / dt, peak_growth=(_rss_kib("VmHWM") - rss0) * 1024 if ok else None,
+                threads=torch.get_num_threads())
+
+
+def main():
+    steps = 4 if "--quick" in sys.argv else 20
+    res = {}
+    for who in ("boundfit", "torch"):
+        p = subprocess.run([sys.executable, __file__, "--one", who, str(steps)], capture_output=True, text=True)
+        if p.returncode != 0:
+            print(f"{who}: failed\n{p.stderr[-2000:]}")
+            continue
+        res[who] = json.loads(p.stdout.strip().splitlines()[-1])
+    print(f"LSTM training, batch {B}, {T} steps, {U} units, input {D} (CPU, {os.cpu_count()} cores seen)")
+    for who, r in res.items():
+        peak = f"{r['peak_growth'] / 2**20:8.1f} MiB" if r.get("peak_growth") is not None else "     n/a"
+        extra = f"  (plan: {r['plan_host'] / 2**20:.1f} MiB host)" if "plan_host" in r else ""
+        print(f"  {who:9s} {r['samples_s']:9.1f} samples/s   peak RSS growth {peak}{extra}")
+    if len(res) == 2:
+        print(f"  ratio boundfit / PyTorch samples/s: {res['boundfit']['samples_s'] / res['torch']['samples_s']:.2f}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 4 and sys.argv[1] == "--one":
+        fn = run_boundfit if sys.argv[2] == "boundfit" else run_torch
+        print(json.dumps(fn(int(sys.argv[3]))))
+    else:
+        main()

@@ -1,0 +1,180 @@
+/* seq_run.c - Embedding and recurrent nodes of a run. A recurrent node keeps
+ * per direction, for backward (one planned "saved" buffer, carved below):
+ * gates (B,T,G*U), LSTM cells / GRU recurrent part cs (B,T,U) and the states
+ * hs (B,T,U), which are the output itself when the output holds them in
+ * input order (return_sequences, not go_backwards, or Bidirectional's
+ * flipped backward direction in a concatenated output). Bidirectional with
+ * sum / mul / ave computes both directions' outputs apart and merges them
+ * (mul keeps them for backward). */
+#include "seq_run.h"
+
+#include <string.h>
+
+#include "seq_layers.h"
+
+#define BUF(r, id) ((float *)((r)->scratch + (r)->bufs[id].offset))
+
+typedef struct {
+    bf_rnn_geom g[2];
+    int ndir, G, Uo, alias[2]; /* alias: hs is the output */
+    size_t gates[2], cs[2], hs[2], o[2]; /* float offsets: saved (gates, cs, hs, o when mul), fws (o otherwise) */
+    int o_saved;
+    size_t saved, fws, bws; /* floats */
+} seq_layout;
+
+static int masked(const bf_run *r, const bf_layer *L) { return r->m->t_mask[L->in_ids[0]] >= 0; }
+
+static void layout(const bf_run *r, const bf_layer *L, int B, seq_layout *s) {
+    memset(s, 0, sizeof *s);
+    const int bidir = L->kind == BF_L_BIDIR, concat = !bidir || L->merge_mode == 0;
+    const int T = L->in_shape[0], D = L->in_shape[1], U = L->units;
+    const bf_cell_kind cell = (bf_cell_kind)(L->cell - BF_L_SIMPLE_RNN);
+    s->ndir = bidir ? 2 : 1;
+    s->G = bf_rnn_gates(cell);
+    s->Uo = bidir && concat ? 2 * U : U;
+    size_t sv = 0, fw = 0;
+    for (int d = 0; d < s->ndir; d++) {
+        bf_rnn_geom *g = &s->g[d];
+        g->cell = cell;
+        g->act = L->act;
+        g->B = B; g->T = T; g->D = D; g->U = U;
+        g->go_backwards = d ? !L->go_backwards : L->go_backwards;
+        g->return_sequences = L->return_sequences;
+        g->reverse_out = d == 1 && L->return_sequences;
+        g->zero_masked = bidir && L->return_sequences && masked(r, L);
+        g->ldo = concat ? s->Uo : U;
+        s->alias[d] = concat && g->return_sequences && !g->zero_masked && g->reverse_out == g->go_backwards;
+        g->ldh = s->alias[d] ? g->ldo : U;
+        s->gates[d] = sv; sv += (size_t)B * T * s->G * U;
+        if (cell != BF_CELL_SIMPLE) { s->cs[d] = sv; sv += (size_t)B * T * U; }
+        if (!s->alias[d]) { s->hs[d] = sv; sv += (size_t)B * T * U; }
+        size_t w = r->be->rnn_workspace_bytes ? r->be->rnn_workspace_bytes(r->be, g, 0) / sizeof(float) : 0;
+        if (w > fw) fw = w;
+        w = r->be->rnn_workspace_bytes ? r->be->rnn_workspace_bytes(r->be, g, 1) / sizeof(float) : 0;
+        if (w > s->bws) s->bws = w;
+    }
+    if (!concat) {
+        size_t n = (size_t)B * L->out_size;
+        s->o_saved = L->merge_mode == 2;
+        for (int d = 0; d < 2; d++) {
+            if (s->o_saved) { s->o[d] = sv; sv += n; }
+            else { s->o[d] = fw; fw += n; }
+        }
+        s->bws += 2 * n; /* the directions' output gradients */
+    }
+    s->saved = sv;
+    s->fws = fw;
+}
+
+static void use_mask(bf_run *r, int tensor_id, int t) {
+    int k = r->m->t_mask[tensor_id];
+    if (k >= 0) bf_run_use(r, r->aux_id[k], t);
+}
+
+void bf_seq_use_mask(bf_run *r, int tensor_id, int t) { use_mask(r, tensor_id, t); }
+
+const float *bf_seq_mask(bf_run *r, int tensor_id) {
+    int k = r->m->t_mask[tensor_id];
+    return k >= 0 && r->aux_id[k] >= 0 ? BUF(r, r->aux_id[k]) : NULL;
+}
+
+bf_status bf_seq_plan(bf_run *r, int i, int t, int tb, int bw) {
+    const bf_layer *L = &r->m->layers[i];
+    const size_t fb = sizeof(float), B = (size_t)r->B;
+    if (L->kind == BF_L_EMBEDDING) {
+        if (L->mask_zero) {
+            BF_TRY(bf_run_newbuf(r, &r->aux_id[i], B * L->in_size * fb, L->name, " mask"));
+            bf_run_use(r, r->aux_id[i], t);
+        }
+        return BF_OK;
+    }
+    seq_layout s;
+    layout(r, L, r->B, &s);
+    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], s.saved * fb, L->name, " gates and states (kept for backward)"));
+    bf_run_use(r, r->aux_id[i], t);
+    if (s.fws) {
+        BF_TRY(bf_run_newbuf(r, &r->fws_id[i], s.fws * fb, L->name, " forward workspace"));
+        bf_run_use(r, r->fws_id[i], t);
+    }
+    use_mask(r, L->in_ids[0], t);
+    if (bw) {
+        if (s.bws) {
+            BF_TRY(bf_run_newbuf(r, &r->bws_id[i], s.bws * fb, L->name, " backward workspace"));
+            bf_run_use(r, r->bws_id[i], tb);
+        }
+        use_mask(r, L->in_ids[0], tb);
+    }
+    return BF_OK;
+}
+
+static float *tbuf(bf_run *r, int t) { return r->t_buf[t] == BF_X_NONE ? r->xslot[r->cur] : BUF(r, r->t_buf[t]); }
+static float *param(bf_run *r, const bf_layer *L, int j) { return r->w + L->params[j].offset; }
+static float *grad(bf_run *r, const bf_layer *L, int j) {
+    return L->params[j].trainable && r->grads ? r->grads + L->params[j].grad_offset : NULL;
+}
+
+bf_status bf_seq_forward(bf_run *r, int i, int rows) {
+    bf_backend *be = r->be;
+    bf_layer *L = &r->m->layers[i];
+    float *in = tbuf(r, L->in_ids[0]), *out = tbuf(r, r->m->n_inputs + i);
+    if (L->kind == BF_L_EMBEDDING)
+        return be->embedding_forward(be, out, L->mask_zero ? BUF(r, r->aux_id[i]) : NULL, &r->stats->bad_id[i],
+                                     &r->stats->bad_id_val[i], in, param(r, L, 0), (long)rows * L->in_size,
+                                     L->units, L->input_dim);
+    seq_layout s;
+    layout(r, L, rows, &s);
+    float *sv = BUF(r, r->aux_id[i]), *fw = r->fws_id[i] >= 0 ? BUF(r, r->fws_id[i]) : NULL;
+    const float *mask = bf_seq_mask(r, L->in_ids[0]);
+    const int np = L->use_bias ? 3 : 2, concat = !(L->kind == BF_L_BIDIR && L->merge_mode);
+    for (int d = 0; d < s.ndir; d++) {
+        float *o = concat ? out + (size_t)d * L->units : (s.o_saved ? sv : fw) + s.o[d];
+        float *hs = s.alias[d] ? o : sv + s.hs[d];
+        BF_TRY(be->rnn_forward(be, &s.g[d], o, hs, sv + s.gates[d], s.g[d].cell != BF_CELL_SIMPLE ? sv + s.cs[d] : NULL,
+                               fw, in, param(r, L, np * d), param(r, L, np * d + 1),
+                               L->use_bias ? param(r, L, np * d + 2) : NULL, mask));
+    }
+    if (concat) return BF_OK;
+    float *base = s.o_saved ? sv : fw;
+    long n = (long)rows * L->out_size;
+    bf_ewise_op op = L->merge_mode == 2 ? BF_EW_MUL : BF_EW_ADD;
+    return be->ewise(be, out, base + s.o[0], base + s.o[1], NULL, op, L->merge_mode == 3 ? 0.5f : 1.0f, n);
+}
+
+bf_status bf_seq_backward(bf_run *r, int i, int rows, const float *dout, float *din) {
+    bf_backend *be = r->be;
+    bf_layer *L = &r->m->layers[i];
+    float *in = tbuf(r, L->in_ids[0]);
+    if (L->kind == BF_L_EMBEDDING) {
+        if (din) BF_TRY(be->fill_zero(be, din, sizeof(float) * (size_t)rows * L->in_size));
+        float *dt = grad(r, L, 0);
+        return dt ? be->embedding_backward(be, dt, dout, in, (long)rows * L->in_size, L->units, L->input_dim) : BF_OK;
+    }
+    seq_layout s;
+    layout(r, L, rows, &s);
+    float *sv = BUF(r, r->aux_id[i]), *bw = r->bws_id[i] >= 0 ? BUF(r, r->bws_id[i]) : NULL;
+    const float *mask = bf_seq_mask(r, L->in_ids[0]);
+    const int np = L->use_bias ? 3 : 2, concat = !(L->kind == BF_L_BIDIR && L->merge_mode);
+    const float *dd[2] = {dout, dout};
+    if (!concat) {
+        long n = (long)rows * L->out_size;
+        float *d0 = bw + s.bws - 2 * (size_t)rows * L->out_size, *d1 = d0 + n;
+        if (L->merge_mode == 2) { /* mul: each direction's gradient is dout times the other's output */
+            BF_TRY(be->ewise(be, d0, dout, sv + s.o[1], NULL, BF_EW_MUL, 1.0f, n));
+            BF_TRY(be->ewise(be, d1, dout, sv + s.o[0], NULL, BF_EW_MUL, 1.0f, n));
+            dd[0] = d0; dd[1] = d1;
+        } else if (L->merge_mode == 3) {
+            BF_TRY(be->ewise(be, d0, dout, NULL, NULL, BF_EW_SCALE, 0.5f, n));
+            dd[0] = dd[1] = d0;
+        }
+    }
+    float *out = tbuf(r, r->m->n_inputs + i);
+    for (int d = 0; d < s.ndir; d++) {
+        const float *hs = s.alias[d] ? out + (size_t)d * L->units : sv + s.hs[d];
+        const float *o = concat ? dd[d] + (size_t)d * L->units : dd[d];
+        BF_TRY(be->rnn_backward(be, &s.g[d], din, grad(r, L, np * d), grad(r, L, np * d + 1),
+                                L->use_bias ? grad(r, L, np * d + 2) : NULL, sv + s.gates[d], bw, o, hs,
+                                s.g[d].cell != BF_CELL_SIMPLE ? sv + s.cs[d] : NULL, in, param(r, L, np * d),
+                                param(r, L, np * d + 1), mask, d > 0));
+    }
+    return BF_OK;
+}

@@ -1,0 +1,210 @@
+/* rnn.cu - one direction of SimpleRNN / LSTM / GRU on the GPU, the layouts
+ * and order of work of csrc/cpu/rnn.c: the input projection of all steps is
+ * one cuBLAS GEMM (B*T rows), each step one GEMM with the recurrent kernel
+ * (rows strided by T) and one elementwise kernel (a thread per (row, unit)).
+ * Backward: per step one elementwise kernel and two GEMMs (dh_prev, du), then
+ * one GEMM each for dw and dx over all steps. Exact FP32 (no TF32). */
+#include <math.h>
+
+#include "seq_cuda.h"
+
+/* row-major C (M,N) = alpha op(A) op(B) + beta C, as column-major C^T = op(B)^T op(A)^T */
+static bf_status gemm(bf_cuda_state *st, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                      const float *B, int ldb, float beta, float *C, int ldc) {
+    BF_CUBLAS_CHECK(st, cublasSgemm(st->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K,
+                                    &alpha, B, ldb, A, lda, &beta, C, ldc));
+    return BF_OK;
+}
+
+__device__ __forceinline__ float sigm(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+__device__ __forceinline__ float act_f(bf_act a, float x) {
+    switch (a) {
+    case BF_ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case BF_ACT_SIGMOID: return sigm(x);
+    case BF_ACT_TANH: return tanhf(x);
+    default: return x;
+    }
+}
+
+__device__ __forceinline__ float act_d(bf_act a, float y) {
+    switch (a) {
+    case BF_ACT_RELU: return y > 0.0f ? 1.0f : 0.0f;
+    case BF_ACT_SIGMOID: return y * (1.0f - y);
+    case BF_ACT_TANH: return 1.0f - y * y;
+    default: return 1.0f;
+    }
+}
+
+__device__ __forceinline__ int pos(const bf_rnn_geom &g, int s) { return g.go_backwards ? g.T - 1 - s : s; }
+
+// out (rows,C) = b (C) broadcast, or 0
+__global__ void rnn_fill_rows_kernel(float *out, const float *b, long rows, int C) {
+    for (long e = blockIdx.x * (long)blockDim.x + threadIdx.x; e < rows * C; e += (long)gridDim.x * blockDim.x)
+        out[e] = b ? b[e % C] : 0.0f;
+}
+
+// step s of forward: gates (B,T,GU) at position p activated in place, hs / cs / out written; thread per (b, j < U)
+__global__ void rnn_step_forward_kernel(bf_rnn_geom g, int s, float *out, float *hs, float *gates, float *cs,
+                                        const float *rec, const float *mask) {
+    const int U = g.U, T = g.T, GU = (g.cell == BF_CELL_LSTM ? 4 : g.cell == BF_CELL_GRU ? 3 : 1) * U;
+    const int p = pos(g, s), pp = s > 0 ? pos(g, s - 1) : 0;
+    for (long e = blockIdx.x * (long)blockDim.x + threadIdx.x; e < (long)g.B * U; e += (long)gridDim.x * blockDim.x) {
+        const long r = e / U;
+        const int j = (int)(e % U);
+        float *zr = gates + ((size_t)r * T + p) * GU, *h = hs + ((size_t)r * T + p) * g.ldh;
+        const float hprev = s > 0 ? hs[((size_t)r * T + pp) * g.ldh + j] : 0.0f;
+        const int on = !mask || mask[(size_t)r * T + p] != 0.0f;
+        float hv;
+        if (g.cell == BF_CELL_LSTM) {
+            float i = sigm(zr[j]), f = sigm(zr[U + j]), gg = tanhf(zr[2 * U + j]), o = sigm(zr[3 * U + j]);
+            zr[j] = i; zr[U + j] = f; zr[2 * U + j] = gg; zr[3 * U + j] = o;
+            const float cprev = s > 0 ? cs[((size_t)r * T + pp) * U + j] : 0.0f;
+            const float c = on ? f * cprev + i * gg : cprev;
+            cs[((size_t)r * T + p) * U + j] = c;
+            hv = on ? o * tanhf(c) : hprev;
+        } else if (g.cell == BF_CELL_GRU) {
+            const float *rr = rec + (size_t)r * GU;
+            float zg = sigm(zr[j] + rr[j]), re = sigm(zr[U + j] + rr[U + j]);
+            float hh = tanhf(zr[2 * U + j] + re * rr[2 * U + j]);
+            zr[j] = zg; zr[U + j] = re; zr[2 * U + j] = hh;
+            cs[((size_t)r * T + p) * U + j] = rr[2 * U + j];
+            hv = on ? zg * hprev + (1.0f - zg) * hh : hprev;
+        } else {
+            hv = on ? act_f(g.act, zr[j]) : hprev;
+        }
+        h[j] = hv;
+        if (out == hs) continue;
+        float *o = NULL;
+        if (g.return_sequences) o = out + ((size_t)r * T + (g.reverse_out ? T - 1 - s : s)) * g.ldo;
+        else if (s == T - 1) o = out + (size_t)r * g.ldo;
+        if (o) o[j] = g.zero_masked && !on ? 0.0f : hv;
+    }
+}
+
+// step s of backward: dh (B,U) += dout at s; gates at p become their gradients; drec (GRU), dhn, dcn written
+__global__ void rnn_step_backward_kernel(bf_rnn_geom g, int s, float *gates, float *drec, float *dh, float *dhn,
+                                         const float *dc, float *dcn, const float *dout, const float *hs,
+                                         const float *cs, const float *mask) {
+    const int U = g.U, T = g.T, GU = (g.cell == BF_CELL_LSTM ? 4 : g.cell == BF_CELL_GRU ? 3 : 1) * U;
+    const int p = pos(g, s), pp = s > 0 ? pos(g, s - 1) : 0;
+    for (long e = blockIdx.x * (long)blockDim.x + threadIdx.x; e < (long)g.B * U; e += (long)gridDim.x * blockDim.x) {
+        const long r = e / U;
+        const int j = (int)(e % U);
+        float *zr = gates + ((size_t)r * T + p) * GU;
+        const int on = !mask || mask[(size_t)r * T + p] != 0.0f;
+        const float *o = NULL;
+        if (g.return_sequences) o = dout + ((size_t)r * T + (g.reverse_out ? T - 1 - s : s)) * g.ldo;
+        else if (s == T - 1) o = dout + (size_t)r * g.ldo;
+        float d = dh[e];
+        if (o && !(g.zero_masked && !on)) d += o[j];
+        if (!on) {
+            for (int k = 0; k < GU / U; k++) {
+                zr[k * U + j] = 0.0f;
+                if (drec) drec[(size_t)r * GU + k * U + j] = 0.0f;
+            }
+            dhn[e] = d;
+            dcn[e] = dc[e];
+            continue;
+        }
+        const float hprev = s > 0 ? hs[((size_t)r * T + pp) * g.ldh + j] : 0.0f;
+        if (g.cell == BF_CELL_LSTM) {
+            float i = zr[j], f = zr[U + j], gg = zr[2 * U + j], oo = zr[3 * U + j];
+            float c = cs[((size_t)r * T + p) * U + j], cprev = s > 0 ? cs[((size_t)r * T + pp) * U + j] : 0.0f;
+            float tc = tanhf(c), dcc = dc[e] + d * oo * (1.0f - tc * tc);
+            zr[j] = dcc * gg * i * (1.0f - i);
+            zr[U + j] = dcc * cprev * f * (1.0f - f);
+            zr[2 * U + j] = dcc * i * (1.0f - gg * gg);
+            zr[3 * U + j] = d * tc * oo * (1.0f - oo);
+            dcn[e] = dcc * f;
+            dhn[e] = 0.0f;
+        } else if (g.cell == BF_CELL_GRU) {
+            float zg = zr[j], re = zr[U + j], hh = zr[2 * U + j], rh = cs[((size_t)r * T + p) * U + j];
+            float dz = d * (hprev - hh) * zg * (1.0f - zg);
+            float dhh = d * (1.0f - zg) * (1.0f - hh * hh);
+            float drr = dhh * rh * re * (1.0f - re);
+            zr[j] = dz; zr[U + j] = drr; zr[2 * U + j] = dhh;
+            float *dr = drec + (size_t)r * GU;
+            dr[j] = dz; dr[U + j] = drr; dr[2 * U + j] = dhh * re;
+            dhn[e] = d * zg;
+        } else {
+            zr[j] = d * act_d(g.act, hs[((size_t)r * T + p) * g.ldh + j]);
+            dhn[e] = 0.0f;
+        }
+    }
+}
+
+size_t bf_cuda_rnn_workspace_bytes(bf_backend *be, const bf_rnn_geom *g, int backward) {
+    (void)be;
+    size_t GU = (size_t)bf_rnn_gates(g->cell) * g->U, B = (size_t)g->B, U = (size_t)g->U;
+    if (!backward) return g->cell == BF_CELL_GRU ? sizeof(float) * B * GU : 0;
+    return sizeof(float) * (B * 4 * U + (g->cell == BF_CELL_GRU ? B * GU : 0));
+}
+
+static bf_status check(const bf_rnn_geom *g) {
+    if (g->B <= 0 || g->T <= 0 || g->D <= 0 || g->U <= 0 || g->ldh < g->U || g->ldo < g->U)
+        return BF_FAIL(BF_ERR_SHAPE, "rnn: bad sizes B=%d T=%d D=%d U=%d", g->B, g->T, g->D, g->U);
+    return BF_OK;
+}
+
+bf_status bf_cuda_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, float *hs, float *gates, float *cs,
+                              void *ws, const float *x, const float *w, const float *u, const float *b,
+                              const float *mask) {
+    BF_CUDA_ENTER(st, be);
+    BF_TRY(check(g));
+    const int B = g->B, T = g->T, D = g->D, U = g->U, GU = bf_rnn_gates(g->cell) * U;
+    const int lz = T * GU, lh = T * g->ldh;
+    float *rec = (float *)ws;
+    const long BU = (long)B * U;
+    rnn_fill_rows_kernel<<<bf_cuda_grid((long)B * T * GU, 256), 256, 0, st->stream>>>(gates, b, (long)B * T, GU);
+    BF_CUDA_LAUNCHED(st, rnn_fill_rows_kernel);
+    BF_TRY(gemm(st, 0, 0, B * T, GU, D, 1.0f, x, D, w, GU, 1.0f, gates, GU));
+    for (int s = 0; s < T; s++) {
+        const int p = g->go_backwards ? T - 1 - s : s, pp = g->go_backwards ? T - s : s - 1;
+        const float *hp = s > 0 ? hs + (size_t)pp * g->ldh : NULL;
+        if (g->cell == BF_CELL_GRU) {
+            rnn_fill_rows_kernel<<<bf_cuda_grid((long)B * GU, 256), 256, 0, st->stream>>>(rec, b ? b + GU : NULL, B,
+                                                                                          GU);
+            BF_CUDA_LAUNCHED(st, rnn_fill_rows_kernel);
+            if (hp) BF_TRY(gemm(st, 0, 0, B, GU, U, 1.0f, hp, lh, u, GU, 1.0f, rec, GU));
+        } else if (hp) {
+            BF_TRY(gemm(st, 0, 0, B, GU, U, 1.0f, hp, lh, u, GU, 1.0f, gates + (size_t)p * GU, lz));
+        }
+        rnn_step_forward_kernel<<<bf_cuda_grid(BU, 256), 256, 0, st->stream>>>(*g, s, out, hs, gates, cs, rec, mask);
+        BF_CUDA_LAUNCHED(st, rnn_step_forward_kernel);
+    }
+    return BF_OK;
+}
+
+bf_status bf_cuda_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, float *dw, float *du, float *db,
+                               float *gates, void *ws, const float *dout, const float *hs, const float *cs,
+                               const float *x, const float *w, const float *u, const float *mask, int dx_add) {
+    BF_CUDA_ENTER(st, be);
+    BF_TRY(check(g));
+    const int B = g->B, T = g->T, D = g->D, U = g->U, GU = bf_rnn_gates(g->cell) * U;
+    const int lz = T * GU, lh = T * g->ldh;
+    const long BU = (long)B * U;
+    float *dh = (float *)ws, *dhn = dh + BU, *dc = dhn + BU, *dcn = dc + BU;
+    float *drec = g->cell == BF_CELL_GRU ? dcn + BU : NULL;
+    BF_CUDA_CHECK(st, cudaMemsetAsync(dh, 0, sizeof(float) * (size_t)BU * 3, st->stream));
+    for (int s = T - 1; s >= 0; s--) {
+        const int p = g->go_backwards ? T - 1 - s : s, pp = g->go_backwards ? T - s : s - 1;
+        const float *hp = s > 0 ? hs + (size_t)pp * g->ldh : NULL;
+        rnn_step_backward_kernel<<<bf_cuda_grid(BU, 256), 256, 0, st->stream>>>(*g, s, gates, drec, dh, dhn, dc, dcn,
+                                                                                dout, hs, cs, mask);
+        BF_CUDA_LAUNCHED(st, rnn_step_backward_kernel);
+        const float *dz = drec ? drec : gates + (size_t)p * GU;
+        const int ldz = drec ? GU : lz;
+        if (drec && db) BF_TRY(bf_cuda_colsum_add(st, db + GU, drec, B, GU));
+        if (hp) {
+            BF_TRY(gemm(st, 0, 1, B, U, GU, 1.0f, dz, ldz, u, GU, 1.0f, dhn, U));
+            if (du) BF_TRY(gemm(st, 1, 0, U, GU, B, 1.0f, hp, lh, dz, ldz, 1.0f, du, GU));
+        }
+        float *t = dh; dh = dhn; dhn = t;
+        t = dc; dc = dcn; dcn = t;
+    }
+    if (dw) BF_TRY(gemm(st, 1, 0, D, GU, B * T, 1.0f, x, D, gates, GU, 1.0f, dw, GU));
+    if (db) BF_TRY(bf_cuda_colsum_add(st, db, gates, (long)B * T, GU));
+    if (dx) BF_TRY(gemm(st, 0, 1, B * T, D, GU, 1.0f, gates, GU, w, GU, dx_add ? 1.0f : 0.0f, dx, D));
+    return BF_OK;
+}

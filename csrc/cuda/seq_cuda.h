@@ -1,0 +1,21 @@
+/* seq_cuda.h - CUDA sequence ops of backend.h: Embedding (embedding.cu) and
+ * one direction of a recurrent layer (rnn.cu), same argument order as the
+ * vtable and the CPU ops (csrc/cpu/seq_ops.h). */
+#ifndef BF_SEQ_CUDA_H
+#define BF_SEQ_CUDA_H
+
+#include "cuda_ops.h"
+
+bf_status bf_cuda_embedding_forward(bf_backend *be, float *out, float *mask, int *bad, float *bad_val,
+                                    const float *ids, const float *table, long n, int D, int V);
+bf_status bf_cuda_embedding_backward(bf_backend *be, float *dtable, const float *dout, const float *ids, long n,
+                                     int D, int V);
+size_t bf_cuda_rnn_workspace_bytes(bf_backend *be, const bf_rnn_geom *g, int backward);
+bf_status bf_cuda_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, float *hs, float *gates, float *cs,
+                              void *ws, const float *x, const float *w, const float *u, const float *b,
+                              const float *mask);
+bf_status bf_cuda_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, float *dw, float *du, float *db,
+                               float *gates, void *ws, const float *dout, const float *hs, const float *cs,
+                               const float *x, const float *w, const float *u, const float *mask, int dx_add);
+
+#endif

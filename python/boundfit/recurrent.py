@@ -1,0 +1,244 @@
+"""Sequence layers (Keras 3 names, arguments, defaults and weight layouts):
+Embedding (with mask_zero: a per-sample, per-step mask carried through the
+graph to the layers that use it), SimpleRNN, LSTM, GRU and Bidirectional.
+The engine computes them (csrc/core/seq_*.c, csrc/cpu/rnn.c); this module
+only describes them. Re-exported from `boundfit.layers`."""
+
+from . import activations, constraints, initializers, regularizers
+from .layers import Layer, engine_kinds
+
+EMBEDDING, SIMPLE_RNN, LSTM_KIND, GRU_KIND, BIDIR = engine_kinds("EMBEDDING SIMPLE_RNN LSTM GRU BIDIR")
+_MERGE_MODES = {"concat": 0, "sum": 1, "mul": 2, "ave": 3}
+_SIMPLE_ACTS = ("linear", "relu", "sigmoid", "tanh")
+
+
+def _act_name(activation, argument):
+    return activations.name_of(activations.get_id(activation, argument))
+
+
+class Embedding(Layer):
+    """Turns integer ids (T,) into vectors (T, output_dim); ids may come in any
+    integer or float dtype, and one outside [0, input_dim) is a DataError."""
+    _base = "embedding"
+
+    def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", embeddings_regularizer=None,
+                 embeddings_constraint=None, mask_zero=False, weights=None, lora_rank=None, **kwargs):
+        kwargs.pop("input_length", None)  # Keras 2 argument, ignored by Keras 3 too
+        super().__init__(**kwargs)
+        for arg, v in (("input_dim", input_dim), ("output_dim", output_dim)):
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise ValueError(f"Embedding: {arg} must be a positive int, got {v!r}")
+        if weights is not None:
+            raise ValueError("Embedding: weights= is not supported; call set_weights() once the model is built")
+        if lora_rank is not None:
+            raise ValueError("Embedding: lora_rank is not supported by boundfit")
+        self.input_dim, self.output_dim, self.mask_zero = input_dim, output_dim, bool(mask_zero)
+        self.embeddings_initializer = initializers.get(embeddings_initializer, "embeddings_initializer")
+        self.embeddings_regularizer = regularizers.get(embeddings_regularizer, "embeddings_regularizer")
+        self.embeddings_constraint = constraints.get(embeddings_constraint, "embeddings_constraint")
+
+    _has_weights = True
+
+    def _check_call_shape(self, shape):
+        pass  # the table does not depend on the input's shape
+
+    def compute_output_shape(self, shape):
+        if len(shape) > 2:
+            raise ValueError(f"{self.name}: expects ids of shape (T,) or (T, K) per sample, got "
+                             f"{(None,) + tuple(shape)}")
+        if self.mask_zero and len(shape) != 1:
+            raise ValueError(f"{self.name}: mask_zero needs ids of shape (T,) per sample, got {(None,) + tuple(shape)}")
+        return tuple(shape) + (self.output_dim,)
+
+    def spec(self):
+        return dict(kind=EMBEDDING, name=self.name, units=self.output_dim, input_dim=self.input_dim,
+                    mask_zero=int(self.mask_zero), inits=initializers._engine_specs(self.embeddings_initializer),
+                    regs=regularizers._engine_specs(self.embeddings_regularizer),
+                    cons=constraints._engine_specs([(self.embeddings_constraint, 2, "embeddings_constraint")]))
+
+
+class _RNN(Layer):
+    """SimpleRNN / LSTM / GRU: (T, D) -> (T, units) with return_sequences, else (units,)."""
+    kind = None
+    _gates = 1
+
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
+                 kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal", bias_initializer="zeros",
+                 unit_forget_bias=True, kernel_regularizer=None, recurrent_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, recurrent_constraint=None, bias_constraint=None,
+                 dropout=0.0, recurrent_dropout=0.0, seed=None, return_sequences=False, return_state=False,
+                 go_backwards=False, stateful=False, unroll=False, reset_after=True, use_cudnn="auto", **kwargs):
+        super().__init__(**kwargs)
+        cls = type(self).__name__
+        if isinstance(units, bool) or not isinstance(units, int) or units <= 0:
+            raise ValueError(f"{cls}: units must be a positive int, got {units!r}")
+        self.units, self.use_bias = units, bool(use_bias)
+        self.activation = _act_name(activation, "activation")
+        allowed = _SIMPLE_ACTS if self.kind == SIMPLE_RNN else ("tanh",)
+        if self.activation not in allowed:
+            raise ValueError(f"{cls}: activation {activation!r} is not supported by boundfit's {cls} "
+                             f"(it has {', '.join(allowed)})")
+        self.recurrent_activation = _act_name(recurrent_activation, "recurrent_activation")
+        if self.kind != SIMPLE_RNN and self.recurrent_activation != "sigmoid":
+            raise ValueError(f"{cls}: recurrent_activation {recurrent_activation!r} is not supported by boundfit "
+                             "(it has 'sigmoid', the Keras default)")
+        for arg, v in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
+            if not isinstance(v, (int, float)) or not 0.0 <= float(v) < 1.0:
+                raise ValueError(f"{cls}: {arg} must be in [0, 1), got {v!r}")
+            if float(v) != 0.0:
+                raise ValueError(f"{cls}: {arg}={v!r} is not supported by boundfit (only 0.0); add a Dropout layer "
+                                 "before or after the recurrent layer instead")
+        if return_state:
+            raise ValueError(f"{cls}: return_state=True is not supported by boundfit (a layer with several outputs); "
+                             "use return_sequences=True and take the last step, or the layer's output (the last "
+                             "state h)")
+        if stateful:
+            raise ValueError(f"{cls}: stateful=True is not supported by boundfit")
+        if not reset_after:
+            raise ValueError(f"{cls}: reset_after=False is not supported by boundfit (Keras 3's default is True)")
+        if activity_regularizer is not None:
+            raise ValueError(f"{cls}: activity_regularizer is not supported by boundfit")
+        self.kernel_initializer = initializers.get(kernel_initializer, "kernel_initializer")
+        self.recurrent_initializer = initializers.get(recurrent_initializer, "recurrent_initializer")
+        self.bias_initializer = initializers.get(bias_initializer, "bias_initializer")
+        self.unit_forget_bias = bool(unit_forget_bias)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer, "kernel_regularizer")
+        self.recurrent_regularizer = regularizers.get(recurrent_regularizer, "recurrent_regularizer")
+        self.bias_regularizer = regularizers.get(bias_regularizer, "bias_regularizer")
+        self.activity_regularizer = None
+        self.kernel_constraint = constraints.get(kernel_constraint, "kernel_constraint")
+        self.recurrent_constraint = constraints.get(recurrent_constraint, "recurrent_constraint")
+        self.bias_constraint = constraints.get(bias_constraint, "bias_constraint")
+        self.dropout, self.recurrent_dropout, self.seed = float(dropout), float(recurrent_dropout), seed
+        self.return_sequences, self.return_state = bool(return_sequences), False
+        self.go_backwards, self.stateful, self.unroll = bool(go_backwards), False, bool(unroll)
+        self.reset_after = True
+        self.use_cudnn = use_cudnn
+
+    _has_weights = True
+
+    def _keras_var_groups(self, n):
+        return [("cell/vars", n)]  # Keras keeps them in the layer's cell
+
+    def compute_output_shape(self, shape):
+        if len(shape) != 2:
+            raise ValueError(f"{self.name}: expects input of rank 2 (timesteps, features) per sample, got shape "
+                             f"{(None,) + tuple(shape)}")
+        return (shape[0], self.units) if self.return_sequences else (self.units,)
+
+    def _roles(self):
+        """initializers, regularizers and constraints by role: kernel, recurrent_kernel, bias"""
+        bias_rank = 2 if self.kind == GRU_KIND else 1
+        return (initializers._engine_specs(self.kernel_initializer, self.recurrent_initializer, self.bias_initializer),
+                regularizers._engine_specs(self.kernel_regularizer, self.recurrent_regularizer, self.bias_regularizer),
+                constraints._engine_specs([(self.kernel_constraint, 2, "kernel_constraint"),
+                                           (self.recurrent_constraint, 2, "recurrent_constraint"),
+                                           (self.bias_constraint, bias_rank, "bias_constraint")]))
+
+    def spec(self):
+        inits, regs, cons = self._roles()
+        return dict(kind=self.kind, name=self.name, units=self.units, use_bias=int(self.use_bias),
+                    act=activations.get_id(self.activation), return_sequences=int(self.return_sequences),
+                    go_backwards=int(self.go_backwards),
+                    unit_forget_bias=int(self.kind == LSTM_KIND and self.unit_forget_bias),
+                    inits=inits, regs=regs, cons=cons)
+
+
+class SimpleRNN(_RNN):
+    _base, kind = "simple_rnn", SIMPLE_RNN
+
+    def __init__(self, units, activation="tanh", use_bias=True, kernel_initializer="glorot_uniform",
+                 recurrent_initializer="orthogonal", bias_initializer="zeros", kernel_regularizer=None,
+                 recurrent_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                 recurrent_constraint=None, bias_constraint=None, dropout=0.0, recurrent_dropout=0.0,
+                 return_sequences=False, return_state=False, go_backwards=False, stateful=False, unroll=False,
+                 seed=None, **kwargs):
+        super().__init__(units, activation=activation, use_bias=use_bias, kernel_initializer=kernel_initializer,
+                         recurrent_initializer=recurrent_initializer, bias_initializer=bias_initializer,
+                         kernel_regularizer=kernel_regularizer, recurrent_regularizer=recurrent_regularizer,
+                         bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+                         kernel_constraint=kernel_constraint, recurrent_constraint=recurrent_constraint,
+                         bias_constraint=bias_constraint, dropout=dropout, recurrent_dropout=recurrent_dropout,
+                         return_sequences=return_sequences, return_state=return_state, go_backwards=go_backwards,
+                         stateful=stateful, unroll=unroll, seed=seed, **kwargs)
+
+
+class LSTM(_RNN):
+    _base, kind = "lstm", LSTM_KIND
+
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
+                 kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal", bias_initializer="zeros",
+                 unit_forget_bias=True, kernel_regularizer=None, recurrent_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, recurrent_constraint=None, bias_constraint=None,
+                 dropout=0.0, recurrent_dropout=0.0, seed=None, return_sequences=False, return_state=False,
+                 go_backwards=False, stateful=False, unroll=False, use_cudnn="auto", **kwargs):
+        super().__init__(units, activation, recurrent_activation, use_bias, kernel_initializer, recurrent_initializer,
+                         bias_initializer, unit_forget_bias, kernel_regularizer, recurrent_regularizer,
+                         bias_regularizer, activity_regularizer, kernel_constraint, recurrent_constraint,
+                         bias_constraint, dropout, recurrent_dropout, seed, return_sequences, return_state,
+                         go_backwards, stateful, unroll, True, use_cudnn, **kwargs)
+
+
+class GRU(_RNN):
+    _base, kind = "gru", GRU_KIND
+
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
+                 kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal", bias_initializer="zeros",
+                 kernel_regularizer=None, recurrent_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, recurrent_constraint=None, bias_constraint=None,
+                 dropout=0.0, recurrent_dropout=0.0, seed=None, return_sequences=False, return_state=False,
+                 go_backwards=False, stateful=False, unroll=False, reset_after=True, use_cudnn="auto", **kwargs):
+        super().__init__(units, activation, recurrent_activation, use_bias, kernel_initializer, recurrent_initializer,
+                         bias_initializer, False, kernel_regularizer, recurrent_regularizer, bias_regularizer,
+                         activity_regularizer, kernel_constraint, recurrent_constraint, bias_constraint, dropout,
+                         recurrent_dropout, seed, return_sequences, return_state, go_backwards, stateful, unroll,
+                         reset_after, use_cudnn, **kwargs)
+
+
+class Bidirectional(Layer):
+    """Runs `layer` forward and a copy of it backward over the sequence and
+    merges the two (merge_mode "concat", "sum", "mul" or "ave"); the weights
+    are the forward layer's, then the backward layer's, as in Keras."""
+    _base = "bidirectional"
+
+    def __init__(self, layer, merge_mode="concat", weights=None, backward_layer=None, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(layer, _RNN):
+            raise ValueError(f"Bidirectional: layer must be a SimpleRNN, LSTM or GRU, got {type(layer).__name__}")
+        if merge_mode is None or merge_mode not in _MERGE_MODES:
+            raise ValueError(f"Bidirectional: merge_mode must be one of {sorted(_MERGE_MODES)} (None, two outputs, is "
+                             f"not supported by boundfit), got {merge_mode!r}")
+        if weights is not None:
+            raise ValueError("Bidirectional: weights= is not supported; call set_weights() once the model is built")
+        if backward_layer is not None:
+            same = (type(backward_layer) is type(layer) and backward_layer.units == layer.units and
+                    backward_layer.return_sequences == layer.return_sequences and
+                    backward_layer.go_backwards != layer.go_backwards and
+                    backward_layer.activation == layer.activation and backward_layer.use_bias == layer.use_bias)
+            if not same:
+                raise ValueError("Bidirectional: backward_layer must be the same kind of layer with the same units, "
+                                 "activation, use_bias and return_sequences and the opposite go_backwards")
+        self.forward_layer = layer
+        self.backward_layer = backward_layer
+        self.layer = layer
+        self.merge_mode = merge_mode
+        self.return_sequences = layer.return_sequences
+
+    _has_weights = True
+
+    def _keras_var_groups(self, n):
+        return [("forward_layer/cell/vars", n // 2), ("backward_layer/cell/vars", n // 2)]
+
+    def compute_output_shape(self, shape):
+        one = self.forward_layer.compute_output_shape(shape)
+        return one[:-1] + (2 * one[-1],) if self.merge_mode == "concat" else one
+
+    def spec(self):
+        f = self.forward_layer
+        b = self.backward_layer or f
+        fi, fr, fc = f._roles()
+        bi, br, bc = b._roles()
+        return dict(kind=BIDIR, name=self.name, cell=f.kind, units=f.units, use_bias=int(f.use_bias),
+                    act=activations.get_id(f.activation), return_sequences=int(f.return_sequences),
+                    go_backwards=int(f.go_backwards), unit_forget_bias=int(f.kind == LSTM_KIND and f.unit_forget_bias),
+                    merge_mode=_MERGE_MODES[self.merge_mode], inits=fi + bi, regs=fr + br, cons=fc + bc)

@@ -1,0 +1,296 @@
+"""Embedding (with masks), SimpleRNN, LSTM, GRU and Bidirectional against
+Keras 3 (same weights and batch: outputs, loss, weights after one SGD step),
+finite differences, plans equal to the arenas, the emu device path, Keras
+files both ways, a text classifier that learns, and every refusal."""
+
+import numpy as np
+import pytest
+
+import boundfit as bf
+from boundfit import layers
+from conftest import engine_gradient, numeric_loss
+from keras_ref import load
+
+T, D, U, B, V, E = 6, 3, 4, 5, 12, 3
+rng = np.random.default_rng(0)
+X = rng.standard_normal((B, T, D)).astype(np.float32)
+IDS = rng.integers(1, V, (B, T))
+IDS[0, 4:] = 0      # padded at the end
+IDS[1, :2] = 0      # padded at the start
+IDS[2, :] = 0       # all masked
+IDS[3, 2] = 0       # a hole
+Y = rng.standard_normal((B, 2)).astype(np.float32)
+CELLS = ["SimpleRNN", "LSTM", "GRU"]
+
+
+def close(ref, got, rtol=1e-5, scale=None):
+    """Max-norm relative error of a tensor, against its own largest value or a
+    given scale: a gradient whose entries are small sums of larger float32
+    terms differs by ~1e-8 when the sums run in another order (BLAS, XLA), so
+    gradients are compared relative to the largest gradient of the model."""
+    ref, got = np.asarray(ref, np.float64), np.asarray(got, np.float64)
+    assert ref.shape == got.shape
+    top = max(np.abs(ref).max(), scale or 0.0, 1e-6)
+    assert np.abs(ref - got).max() <= rtol * top, (np.abs(ref - got).max(), top)
+
+
+def stack(K, Ls):
+    """Input (T,D) through every cell: return_sequences, go_backwards with and without it."""
+    return K.Sequential([K.Input((T, D)), Ls.SimpleRNN(U, activation="relu", return_sequences=True),
+                         Ls.LSTM(U, go_backwards=True, return_sequences=True), Ls.GRU(U, go_backwards=True),
+                         Ls.Dense(2)])
+
+
+def masked(K, Ls):
+    """Embedding(mask_zero) -> Bidirectional in every merge mode (masked steps
+    output 0 there, as Keras) -> a go_backwards GRU (masked steps carry the state)."""
+    i = K.Input((T,))
+    h = Ls.Embedding(V, E, mask_zero=True)(i)
+    h = Ls.Bidirectional(Ls.SimpleRNN(U, return_sequences=True))(h)
+    h = Ls.Dropout(0.0)(h)  # passes the mask on
+    h = Ls.Bidirectional(Ls.LSTM(U, return_sequences=True), merge_mode="sum")(h)
+    h = Ls.Bidirectional(Ls.GRU(U, return_sequences=True), merge_mode="mul")(h)
+    h = Ls.Bidirectional(Ls.LSTM(U, return_sequences=True), merge_mode="ave")(h)
+    return K.Model(i, Ls.Dense(2)(Ls.GRU(U, go_backwards=True)(h)))
+
+
+def against_keras(build, x):
+    """Keras's outputs, mean squared error and gradients in one jitted JAX call
+    (stateless_call), against boundfit's predict and one SGD step (learning rate 1)."""
+    keras = load()
+    import jax
+    import jax.numpy as jnp
+    mk, mb = build(keras, keras.layers), build(bf, layers)
+    w0 = [(np.random.default_rng(1).standard_normal(w.shape) * 0.5).astype(np.float32) for w in mk.get_weights()]
+    mk.set_weights(w0)
+    mb.set_weights(w0)
+    ntv = [v.value for v in mk.non_trainable_variables]  # dropout seed states only
+    assert len(mk.trainable_variables) == len(w0)
+
+    def loss(tv, x, y):
+        out, _ = mk.stateless_call(tv, ntv, x)
+        return jnp.mean((out - y) ** 2), out
+
+    (lk, out), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))([v.value for v in mk.trainable_variables],
+                                                                       jnp.asarray(x, jnp.float32), Y)
+    close(out, mb.predict(x, verbose=0))
+    mb.compile(optimizer=bf.optimizers.SGD(learning_rate=1.0), loss="mse")
+    lb = mb.fit(x, Y, batch_size=B, epochs=1, shuffle=False, verbose=0).history["loss"][0]
+    assert abs(float(lk) - lb) <= 1e-5 * abs(float(lk))
+    top = max(float(np.abs(np.asarray(g)).max()) for g in grads)
+    for w, g, b in zip(w0, grads, mb.get_weights()):
+        close(np.asarray(g), w - b, scale=top)
+
+
+def test_recurrent_layers_match_keras_outputs_loss_and_gradients():
+    against_keras(stack, X)
+
+
+def test_masked_embedding_and_bidirectional_match_keras():
+    against_keras(masked, IDS)
+
+
+def directional_check(model, x, y, n_dirs=3, eps=1e-2, rtol=3e-2):
+    g = engine_gradient(model, x, y)
+    w0 = model.get_weights()
+    r = np.random.default_rng(0)
+    for _ in range(n_dirs):
+        d = [r.standard_normal(w.shape) for w in w0]
+        model.set_weights([w + eps * di for w, di in zip(w0, d)])
+        lp = numeric_loss(model, x, y)
+        model.set_weights([w - eps * di for w, di in zip(w0, d)])
+        lm = numeric_loss(model, x, y)
+        model.set_weights(w0)
+        fd, an = (lp - lm) / (2 * eps), sum(float((gi * di).sum()) for gi, di in zip(g, d))
+        assert abs(fd - an) <= rtol * max(abs(fd), abs(an), 1e-2), (fd, an)
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_gradients_match_finite_differences(cell):
+    c = getattr(layers, cell)
+    i = bf.Input((T,))
+    h = layers.Embedding(V, E, mask_zero=True)(i)
+    h = layers.Bidirectional(c(U, return_sequences=True), merge_mode="mul")(h)
+    h = c(U, return_sequences=True, go_backwards=True)(h)
+    m = bf.Model(i, layers.Dense(2)(layers.Bidirectional(c(U, go_backwards=True))(h)))
+    m.compile(optimizer="sgd", loss="mse")
+    directional_check(m, IDS, Y)
+
+
+def test_embedding_gradient_scatters_into_the_rows_used():
+    m = bf.Sequential([layers.Input((4,)), layers.Embedding(7, 2), layers.Flatten(), layers.Dense(1)])
+    m.compile(optimizer="sgd", loss="mse")
+    ids = np.array([[1, 1, 3, 0], [3, 5, 5, 5]])
+    g = engine_gradient(m, ids, np.ones((2, 1), np.float32))[0]
+    assert np.all(g[[2, 4, 6]] == 0) and np.all(np.abs(g[[0, 1, 3, 5]]).sum(1) > 0)
+    directional_check(m, ids, np.ones((2, 1), np.float32))
+
+
+def arenas_equal_plan(m, x, y, batch_size, device=None):
+    plan = m.estimate_memory(batch_size=batch_size, device=device)
+    m.fit(x, y, batch_size=batch_size, epochs=1, verbose=0, device=device)
+    stats = m._last_run_stats
+    assert all(s["run_high_water"] == s["run_reserved"] for s in stats)
+    arenas = m._engine.weight_arena_bytes + m._engine.optimizer_arena_bytes + sum(s["run_high_water"] for s in stats)
+    return plan, arenas
+
+
+def test_plan_equals_arena_high_water():
+    m = masked(bf, layers)
+    m.compile(optimizer="adam", loss="mse")
+    plan, arenas = arenas_equal_plan(m, IDS, Y, 3)
+    assert sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured")) == arenas
+
+
+def test_lstm_keeps_exactly_what_backpropagation_needs():
+    """One buffer kept from forward to backward per layer: gates (4U) and cells
+    (U) per step, plus the states (U) unless the output is the states
+    (return_sequences, forward order); backward's scratch is per step only."""
+    Tn, Dn, Un, Bn = 50, 8, 16, 32
+    m = bf.Sequential([layers.Input((Tn, Dn)), layers.LSTM(Un, return_sequences=True, name="l1"),
+                       layers.LSTM(Un, name="l2"), layers.Dense(1)])
+    m.compile(optimizer="sgd", loss="mse")
+    bufs = {b[0]: b[1] for b in m._engine.plan("train", Bn, "cpu", weighted=False)["buffers"]}
+    f = 4
+    assert bufs["l1 gates and states (kept for backward)"] == f * Bn * Tn * 5 * Un
+    assert bufs["l2 gates and states (kept for backward)"] == f * Bn * Tn * 6 * Un
+    assert bufs["l1 output"] == f * Bn * Tn * Un and bufs["l2 output"] == f * Bn * Un
+    assert bufs["l2 backward workspace"] == f * Bn * 4 * Un  # dh, dh_prev, dc, dc_prev
+    assert "l1 forward workspace" not in bufs  # LSTM: gates are computed in place
+
+
+def test_emu_device_path_trains_as_the_cpu():
+    a, b = masked(bf, layers), masked(bf, layers)
+    b.set_weights(a.get_weights())
+    for m, dev in ((a, "cpu"), (b, "emu")):
+        bf.utils.set_random_seed(3)
+        m.compile(optimizer="adam", loss="mse")
+        m.fit(IDS, Y, batch_size=2, epochs=2, verbose=0, shuffle=False, device=dev)
+    for u, v in zip(a.get_weights(), b.get_weights()):
+        np.testing.assert_array_equal(u, v)
+    np.testing.assert_array_equal(a.predict(IDS, verbose=0), b.predict(IDS, verbose=0, device="emu"))
+    m = stack(bf, layers)
+    m.compile(optimizer="adam", loss="mse")
+    plan, arenas = arenas_equal_plan(m, X, Y, 3, device="emu")
+    assert plan.device_bytes > 0
+
+
+def test_text_classifier_learns_synthetic_tokens():
+    """Embedding(mask_zero) -> LSTM -> Dense on padded token sequences: is token 3 in it?"""
+    r = np.random.default_rng(7)
+    n, t = 768, 12
+    x = r.integers(4, 20, (n, t))
+    y = (r.random(n) < 0.5).astype(np.float32)
+    for i in range(n):
+        length = r.integers(3, t + 1)
+        x[i, length:] = 0
+        if y[i]:
+            x[i, r.integers(0, length)] = 3
+    bf.utils.set_random_seed(1)
+    m = bf.Sequential([layers.Input((t,)), layers.Embedding(20, 8, mask_zero=True), layers.LSTM(16),
+                       layers.Dense(1, activation="sigmoid")])
+    m.compile(optimizer=bf.optimizers.Adam(0.02), loss="binary_crossentropy", metrics=["accuracy"])
+    m.fit(x[:640], y[:640], batch_size=32, epochs=12, verbose=0)
+    acc = m.evaluate(x[640:], y[640:], verbose=0, return_dict=True)["accuracy"]
+    assert acc >= 0.9, acc  # chance is 0.5
+    plan, arenas = arenas_equal_plan(m, x, y, 32)
+    assert sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured")) == arenas
+
+
+def test_keras_files_both_ways(tmp_path):
+    keras = load()
+
+    def build(K, Ls):  # unrolled: Keras computes eagerly, without compiling
+        return K.Sequential([K.Input((T,)), Ls.Embedding(V, E, mask_zero=True),
+                             Ls.Bidirectional(Ls.LSTM(U, return_sequences=True, unroll=True), merge_mode="ave"),
+                             Ls.GRU(U, go_backwards=True, unroll=True), Ls.Dense(2)])
+
+    mb = build(bf, layers)
+    mb.compile(optimizer="adam", loss="mse")
+    mb.save(tmp_path / "bf.keras")
+    mk = keras.saving.load_model(tmp_path / "bf.keras")
+    close(mb.predict(IDS, verbose=0), np.asarray(mk(IDS)))
+    mk2 = build(keras, keras.layers)
+    mk2.compile(optimizer="adam", loss="mse")
+    mk2.save(tmp_path / "k.keras")
+    mb2 = bf.models.load_model(tmp_path / "k.keras")
+    close(np.asarray(mk2(IDS)), mb2.predict(IDS, verbose=0))
+    assert [type(l).__name__ for l in mb2.layers] == ["Embedding", "Bidirectional", "GRU", "Dense"]
+
+
+def emb_model():
+    m = bf.Sequential([layers.Input((4,)), layers.Embedding(5, 2), layers.Flatten(), layers.Dense(1)])
+    m.compile(optimizer="sgd", loss="mse")
+    return m
+
+
+@pytest.mark.parametrize("bad", [5, -1, 2.5])
+def test_out_of_range_id_is_a_data_error_naming_batch_and_value(bad):
+    m = emb_model()
+    w = m.get_weights()
+    x = np.ones((8, 4), np.float32)
+    x[6, 2] = bad
+    with pytest.raises(bf.DataError, match=rf"batch 1: id {bad:g} at sample 2, position 2 .*input_dim=5"):
+        m.fit(x, np.ones((8, 1)), batch_size=4, epochs=1, verbose=0, shuffle=False)
+    with pytest.raises(bf.DataError, match=rf"id {bad:g} at sample 2, position 2"):
+        m.predict(x, batch_size=4, verbose=0)
+    x[6, 2], x[1, 3] = 1, bad
+    w = m.get_weights()
+    with pytest.raises(bf.DataError, match=rf"batch 0: id {bad:g} at sample 1, position 3"):
+        m.fit(x, np.ones((8, 1)), batch_size=4, epochs=1, verbose=0, shuffle=False)
+    for a, b in zip(w, m.get_weights()):
+        np.testing.assert_array_equal(a, b)  # the bad batch's update was not applied
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda: layers.LSTM(4, return_state=True), "return_state"),
+    (lambda: layers.GRU(4, dropout=0.2), "dropout"),
+    (lambda: layers.LSTM(4, recurrent_dropout=0.1), "recurrent_dropout"),
+    (lambda: layers.GRU(4, reset_after=False), "reset_after"),
+    (lambda: layers.LSTM(4, activation="relu"), "activation"),
+    (lambda: layers.LSTM(4, recurrent_activation="tanh"), "recurrent_activation"),
+    (lambda: layers.SimpleRNN(0), "units"),
+    (lambda: layers.LSTM(4, stateful=True), "stateful"),
+    (lambda: layers.Embedding(0, 3), "input_dim"),
+    (lambda: layers.Embedding(5, -1), "output_dim"),
+    (lambda: layers.Bidirectional(layers.Dense(3)), "layer"),
+    (lambda: layers.Bidirectional(layers.LSTM(3), merge_mode=None), "merge_mode"),
+    (lambda: layers.Bidirectional(layers.LSTM(3), backward_layer=layers.GRU(3, go_backwards=True)), "backward_layer"),
+])
+def test_bad_arguments_raise_naming_them(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_bad_graphs_raise_before_anything_runs():
+    with pytest.raises(ValueError, match="rank 2"):
+        bf.Sequential([layers.Input((5,)), layers.LSTM(3)]).build()
+    with pytest.raises(ValueError, match="mask_zero needs ids of shape"):
+        bf.Sequential([layers.Input((5, 2)), layers.Embedding(9, 3, mask_zero=True)]).build()
+    m = bf.Sequential([layers.Input((5,)), layers.Embedding(9, 3, mask_zero=True), layers.LSTM(3, return_sequences=True)])
+    assert m.predict(np.ones((2, 5)), verbose=0).shape == (2, 5, 3)  # predicting is fine
+    m.compile(optimizer="sgd", loss="mse")
+    with pytest.raises(ValueError, match="carries the mask of layer"):
+        m.fit(np.ones((2, 5)), np.ones((2, 5, 3)), verbose=0)
+
+
+def test_masks_that_cannot_be_combined_are_refused():
+    i = bf.Input((5,))
+    a, b = layers.Embedding(9, 3, mask_zero=True)(i), layers.Embedding(9, 3, mask_zero=True)(i)
+    with pytest.raises(ValueError, match="masks of two Embedding layers"):
+        bf.Model(i, layers.LSTM(2)(layers.Add()([a, b]))).build()
+    with pytest.raises(ValueError, match="concatenated on the last axis"):
+        bf.Model(i, layers.LSTM(2)(layers.Concatenate(axis=1)([a, layers.Embedding(9, 3)(i)]))).build()
+
+
+def test_a_mask_reaching_a_layer_that_would_use_it_differently_is_refused_by_name():
+    """Keras averages GlobalAveragePooling1D over unmasked steps and masks attention with an
+    Embedding's mask; until boundfit does, such a graph is refused where it is built."""
+    tok = bf.Input((6,))
+    e = bf.layers.Embedding(10, 4, mask_zero=True)(tok)
+    with pytest.raises(ValueError, match="averaging over unmasked steps"):
+        bf.Model(tok, bf.layers.Dense(1)(bf.layers.GlobalAveragePooling1D()(bf.layers.LayerNormalization()(e))))
+    with pytest.raises(ValueError, match="key and query masks"):
+        bf.Model(tok, bf.layers.Flatten()(bf.layers.MultiHeadAttention(2, 2)(e, e)))
+    m = bf.Model(tok, bf.layers.Dense(1)(bf.layers.GlobalAveragePooling1D()(bf.layers.Embedding(10, 4)(tok))))
+    assert m.predict(np.ones((2, 6)), verbose=0).shape == (2, 1)      # without mask_zero it runs
