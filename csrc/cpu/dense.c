@@ -23,7 +23,7 @@ bf_status bf_cpu_dense_backward(bf_backend *be, float *dinp, float *dw, float *d
                                 const float *dout, const float *inp, const float *w, int B,
                                 int IN, int OUT) {
     (void)be;
-    bf_sgemm(1, 0, IN, OUT, B, 1.0f, inp, IN, dout, OUT, 1.0f, dw, OUT);
+    if (dw) bf_sgemm(1, 0, IN, OUT, B, 1.0f, inp, IN, dout, OUT, 1.0f, dw, OUT);  /* NULL: a frozen layer */
     if (db) {
         for (int i = 0; i < B; i++) {
             const float *r = dout + (size_t)i * OUT;
