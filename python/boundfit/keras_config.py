@@ -131,6 +131,10 @@ def _loss_config(loss):
         return loss.name          # Keras's own name, e.g. "sparse_categorical_crossentropy"
     cfg.setdefault("name", loss.name)
     cfg.setdefault("reduction", "sum_over_batch_size")
+    if isinstance(loss, (losses.BinaryCrossentropy, losses.CategoricalCrossentropy)):
+        cfg.setdefault("axis", -1)           # Keras's cross-entropies write their (last) axis
+    if isinstance(loss, losses.SparseCategoricalCrossentropy):
+        cfg.setdefault("ignore_class", None)
     return _obj("keras.losses", type(loss).__name__, cfg)
 
 
@@ -139,7 +143,7 @@ def _metric_config(m):
         return m
     if not isinstance(m, dict):
         m = metrics.serialize(metrics.get(m)[0])
-    return _obj("keras.metrics", m["class_name"], dict(m["config"]))
+    return _obj("keras.metrics", m["class_name"], {**m["config"], "dtype": m["config"].get("dtype") or "float32"})
 
 
 def _metrics_config(given):
@@ -169,7 +173,9 @@ def compile_config(model):
     lw = getattr(model, "_loss_weights", None) if getattr(model, "_multi_loss", False) else None
     loss, lws = _loss_config(model.loss), [lw[0]] if lw else None
     given = getattr(model, "_compile_given", None)
-    if model._n_outputs > 1 and given is not None:
+    if given is not None and isinstance(given[0], str):
+        loss = given[0]   # a name stays the name given, as Keras writes it
+    elif model._n_outputs > 1 and given is not None:
         loss = _structure(given[0], lambda l: l if isinstance(l, str) else _loss_config(losses.get(l)))
         lws = None if given[1] is None else _structure(given[1], float)
     return dict(optimizer=_optimizer_config(model.optimizer), loss=loss, loss_weights=lws,
@@ -192,7 +198,8 @@ _IGNORABLE = {
 }
 
 _FROM_KERAS = {c.__name__: c for c in (L.Dense, L.Conv2D, L.MaxPooling2D, L.AveragePooling2D, L.GlobalAveragePooling2D,
-                                       L.Flatten, L.Reshape, L.Dropout, L.BatchNormalization, L.Activation)}
+                                       L.Flatten, L.Reshape, L.Dropout, L.BatchNormalization, L.Activation,
+                                       L.Add, L.Subtract, L.Multiply, L.Average, L.Maximum, L.Minimum, L.Concatenate)}
 
 
 def _hashable(v):
