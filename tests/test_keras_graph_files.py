@@ -329,3 +329,43 @@ def _zip(f, parts):
     with zipfile.ZipFile(f, "w") as z:
         for n, data in parts.items():
             z.writestr(n, data)
+
+
+def test_functional_config_with_a_loop_is_refused():
+    cfg = residual(bf).get_config()
+    assert bf.Model.from_config(cfg).output_names == ["out"]
+    h = next(e for e in cfg["layers"] if e["name"] == "h")
+    h["inbound_nodes"][0]["args"][0]["config"]["keras_history"] = ["out", 0, 0]
+    with pytest.raises(ValueError, match=r"graph has loops or disconnected nodes \(\['branch', 'cat', 'h', 'out', "
+                                         r"'skip'\]\)"):
+        bf.Model.from_config(cfg)
+
+
+@pytest.mark.parametrize("device", ["cpu", "emu"])
+def test_frozen_nested_model_between_trainable_layers_passes_gradients_as_keras(tmp_path, device):
+    """A frozen block in the middle has no weight gradients but passes the input
+    gradient on to the trainable layer below it (it used to crash the CPU kernel)."""
+    keras = keras_ref.load()
+
+    def build(lib):
+        L = lib.layers
+        block = lib.Sequential([lib.Input((5,)), L.Dense(5, activation="tanh", name="f1"), L.Dense(4, name="f2")],
+                               name="block")
+        block.trainable = False
+        x = lib.Input((6,), name="x")
+        m = lib.Model(x, L.Dense(3, activation="softmax", name="out")(block(L.Dense(5, name="below")(x))))
+        m.compile(optimizer=lib.optimizers.SGD(0.1), loss="categorical_crossentropy", **FAST)
+        return m
+    m = build(bf)
+    m.save_weights(tmp_path / "m.weights.h5")
+    k = build(keras)
+    k.load_weights(tmp_path / "m.weights.h5")
+    frozen = m.get_layer("block").get_weights()
+    hb = m.fit(XA, YC, batch_size=8, epochs=1, shuffle=False, verbose=0, device=device).history["loss"]
+    hk = k.fit(XA, YC, batch_size=8, epochs=1, shuffle=False, verbose=0).history["loss"]
+    close(hb, hk)
+    for name in ("below", "out"):
+        for a, b in zip(m.get_layer(name).get_weights(), k.get_layer(name).get_weights()):
+            close(a, b)
+    for a, b in zip(m.get_layer("block").get_weights(), frozen):
+        np.testing.assert_array_equal(a, b)

@@ -461,6 +461,12 @@ class Model:
         self._require_built()
         return functional_config(self)
 
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """A functional model from Keras 3's Functional config (get_config())."""
+        from .keras_graph import functional_from_config
+        return functional_from_config({"class_name": "Functional", "config": config}, custom_objects)
+
     def save_weights(self, filepath, overwrite=True):
         """Save weights (and optimizer state) to a Keras 3 `.weights.h5` file, atomically."""
         from .keras_format import save_weights
