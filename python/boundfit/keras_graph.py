@@ -392,7 +392,7 @@ def weight_groups(model, as_functional=False):
         if isinstance(obj, Model):
             walk(obj, path)
 
-    def container(items, path, used=None):
+    def container(items, path):
         used = {}
         for it in items:
             if isinstance(it, (list, tuple, dict)):

@@ -1,5 +1,6 @@
-"""ModelCheckpoint and BackupAndRestore (Keras 3 arguments and file names).
-Every file is written atomically (see keras_format.atomic_write): a failure
+"""ModelCheckpoint and BackupAndRestore (Keras 3 arguments and file names),
+for every kind of model (Sequential, functional, nested, subclassed: Keras's
+layouts, keras_graph.py). Every file is written atomically (see keras_format.atomic_write): a failure
 mid-save leaves the previous checkpoint intact."""
 
 import json
