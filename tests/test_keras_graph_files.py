@@ -372,3 +372,15 @@ def test_frozen_nested_model_between_trainable_layers_passes_gradients_as_keras(
             close(a, b)
     for a, b in zip(m.get_layer("block").get_weights(), frozen):
         np.testing.assert_array_equal(a, b)
+
+
+def test_one_loss_name_for_several_outputs_keeps_its_loss_weights(tmp_path):
+    m = two_heads(bf)
+    m.compile("sgd", loss="mse", loss_weights=[2.0, 0.5])
+    m.save(tmp_path / "m.keras")
+    cc = file_parts(tmp_path / "m.keras")[0]["compile_config"]
+    assert cc["loss"] == "mse" and cc["loss_weights"] == [2.0, 0.5]
+    m2 = bf.models.load_model(tmp_path / "m.keras")
+    assert m2._loss_weights == [2.0, 0.5]
+    x, y = inputs(m), targets(m)
+    close(m2.evaluate(x, y, verbose=0), m.evaluate(x, y, verbose=0), 1e-6)

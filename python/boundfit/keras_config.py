@@ -177,6 +177,7 @@ def compile_config(model):
         loss = given[0]   # a name stays the name given, as Keras writes it
     elif model._n_outputs > 1 and given is not None:
         loss = _structure(given[0], lambda l: l if isinstance(l, str) else _loss_config(losses.get(l)))
+    if model._n_outputs > 1 and given is not None:
         lws = None if given[1] is None else _structure(given[1], float)
     return dict(optimizer=_optimizer_config(model.optimizer), loss=loss, loss_weights=lws,
                 metrics=_metrics_config(getattr(model, "_metrics_arg", None)),
