@@ -384,3 +384,27 @@ def test_one_loss_name_for_several_outputs_keeps_its_loss_weights(tmp_path):
     assert m2._loss_weights == [2.0, 0.5]
     x, y = inputs(m), targets(m)
     close(m2.evaluate(x, y, verbose=0), m.evaluate(x, y, verbose=0), 1e-6)
+
+
+def test_nested_model_called_twice_both_ways(tmp_path):
+    """Calls of a nested Functional count from 0 in inbound_nodes and from 1 in output_layers, as Keras writes."""
+    keras = keras_ref.load()
+
+    def build(lib):
+        L = lib.layers
+        i = lib.Input((6,), name="bi")
+        blk = lib.Model(i, L.Add(name="res")([L.Dense(6, activation="tanh", name="bd")(i), i]), name="blk")
+        x = lib.Input((6,), name="x")
+        return lib.Model(x, [L.Dense(2, name="o")(blk(x)), blk(blk(x))], name="twice")
+    m, k = build(bf), build(keras)
+    m.save(tmp_path / "ours.keras")
+    k.save(tmp_path / "theirs.keras")
+    (ours, our_paths), (theirs, their_paths) = file_parts(tmp_path / "ours.keras"), file_parts(tmp_path / "theirs.keras")
+    assert graph_shape(ours) == graph_shape(theirs) and our_paths == their_paths
+    assert ours["config"]["output_layers"] == [["o", 0, 0], ["blk", 3, 0]]
+    loaded = keras.saving.load_model(tmp_path / "ours.keras")
+    for a, b in zip(loaded.predict(XA, verbose=0), m.predict(XA, verbose=0)):
+        close(a, b)
+    back = bf.models.load_model(tmp_path / "theirs.keras")
+    for a, b in zip(back.predict(XA, verbose=0), k.predict(XA, verbose=0)):
+        close(a, b)

@@ -6,8 +6,9 @@
   sorted key), which fixes the config's layer list and the weights paths.
 - The Functional config both ways: `layers` (each with `inbound_nodes` of
   `__keras_tensor__` / `keras_history` references, node indices counted over
-  this model's nodes only, from 1 for a nested Functional), `input_layers`,
-  `output_layers`; nested Sequential and Functional models inside.
+  this model's nodes only), `input_layers`, `output_layers` (where a nested
+  Functional's nodes count from 1: its own graph is node 0); nested
+  Sequential and Functional models inside.
 - Where each layer's variables live in a weights file (saving_lib's walk):
   `layers/<snake_case class name>` (numbered per class) for the layers of a
   Sequential or Functional model, nested models under their own path, a
@@ -155,17 +156,17 @@ def functional_config(model):
     """Keras 3's Functional config (models/functional.py get_config) of a graph."""
     Model, _ = _models()
     ops, own = graph_order(model)
-    reindex = {}
+    pos = {}   # a node's index among its operation's nodes in this model
     for op in ops:
-        k = 1 if isinstance(op, Model) and kind(op) == FUNCTIONAL else 0
-        for n in _op_nodes(op):
-            if n in own:
-                reindex[n] = k
-                k += 1
+        for k, n in enumerate(n for n in _op_nodes(op) if n in own):
+            pos[n] = k
 
-    def ref(t):
+    def ref(t, io=False):
+        """[operation, node, tensor]; in input_layers / output_layers a nested
+        Functional's nodes count from 1 (its own graph is node 0), in calls from 0."""
         op, key = _src(t)
-        return [op.name, reindex[key], 0 if t._node is None else _out_index(t._node, t)]
+        shift = 1 if io and isinstance(op, Model) and kind(op) == FUNCTIONAL else 0
+        return [op.name, pos[key] + shift, 0 if t._node is None else _out_index(t._node, t)]
 
     def tensor(t):
         return {"class_name": "__keras_tensor__",
@@ -191,8 +192,8 @@ def functional_config(model):
 
     def io(names, tensors, is_dict):
         if is_dict:
-            return {n: ref(t) for n, t in zip(names, tensors)}
-        return ref(tensors[0]) if len(tensors) == 1 else [ref(t) for t in tensors]
+            return {n: ref(t, True) for n, t in zip(names, tensors)}
+        return ref(tensors[0], True) if len(tensors) == 1 else [ref(t, True) for t in tensors]
     return {"name": model.name, "trainable": bool(model.trainable), "layers": entries,
             "input_layers": io(model._input_names, model._inputs, model._inputs_dict),
             "output_layers": io(model._output_names, model._outputs, model._outputs_dict)}
@@ -241,10 +242,10 @@ def functional_from_config(cfg, custom_objects=None):
             outs[name] = [[layer.output]]
             continue
         made[name] = layer_or_model(e, custom_objects)
-        outs[name] = [None] if isinstance(made[name], Model) and kind(made[name]) == FUNCTIONAL else []
+        outs[name] = []
         pending[name] = list(e.get("inbound_nodes") or [])
 
-    def tensor(v):
+    def tensor(v, shift=0):
         if isinstance(v, dict) and v.get("class_name") == "__keras_tensor__":
             v = v["config"]["keras_history"]
         elif not _is_ref(v):
@@ -253,7 +254,9 @@ def functional_from_config(cfg, custom_objects=None):
         if lname not in outs:
             raise ValueError(f"Invalid Functional model configuration: no layer named {lname!r}")
         got = outs[lname]
-        if ni >= len(got) or got[ni] is None:
+        if shift and isinstance(made[lname], Model) and kind(made[lname]) == FUNCTIONAL:
+            ni -= 1   # input_layers / output_layers count a nested Functional's own graph as node 0
+        if not 0 <= ni < len(got):
             raise IndexError(lname)
         return got[ni][ti]
 
@@ -297,7 +300,7 @@ def functional_from_config(cfg, custom_objects=None):
 
     def io(v):
         if _is_ref(v):
-            return tensor(v)
+            return tensor(v, shift=1)
         if isinstance(v, dict):
             return {k: io(x) for k, x in v.items()}
         return [io(x) for x in v]
