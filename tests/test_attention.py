@@ -395,17 +395,24 @@ def test_keras_file_with_layernorm_opens_in_keras_and_back(tmp_path):
     assert isinstance(back.layers[1], layers.LayerNormalization) and back.layers[1].epsilon == 1e-4
 
 
-def test_graph_with_masked_attention_saves_in_boundfits_file_and_refuses_keras_files(tmp_path):
+def test_graph_with_masked_attention_saves_in_both_files_and_keras_opens_it(tmp_path):
+    keras = load_keras()
     m = _compiled(self_attention(True, True, dropout=0.1)(layers, bf.Input, bf.Model))
     x, y = data(mask=True)
     m.fit(x, y, verbose=0)
-    m.save(tmp_path / "m.npz")
-    back = bf.models.load_model(tmp_path / "m.npz")
-    np.testing.assert_array_equal(back.predict(x, verbose=0), m.predict(x, verbose=0))
-    mha = [l for l in back.layers if isinstance(l, layers.MultiHeadAttention)][0]
-    assert mha._causal is True and mha.dropout == 0.1
-    with pytest.raises(ValueError, match="Functional"):   # Keras's Functional config is not written yet
-        m.save(tmp_path / "m.keras")
+    want = m.predict(x, verbose=0)
+    for name in ("m.npz", "m.keras"):
+        m.save(tmp_path / name)
+        back = bf.models.load_model(tmp_path / name)
+        np.testing.assert_array_equal(back.predict(x, verbose=0), want)
+        mha = [l for l in back.layers if isinstance(l, layers.MultiHeadAttention)][0]
+        assert mha._causal is True and mha.dropout == 0.1
+    k = keras.models.load_model(tmp_path / "m.keras")       # the weights in Keras's EinsumDense sublayers
+    np.testing.assert_allclose(np.asarray(k.predict(x, verbose=0)), want, rtol=1e-5, atol=1e-6)
+    km = self_attention(True, True)(keras.layers, keras.Input, keras.Model)   # and a file Keras writes
+    km.save(tmp_path / "k.keras")
+    here = bf.models.load_model(tmp_path / "k.keras")
+    np.testing.assert_allclose(here.predict(x, verbose=0), np.asarray(km.predict(x, verbose=0)), rtol=1e-5, atol=1e-6)
 
 
 def test_multi_head_attention_config_round_trips_with_keras():

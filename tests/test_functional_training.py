@@ -2,9 +2,9 @@
 Keras loss (label smoothing, Huber delta, from_logits) and loss weight,
 metrics per output with Keras's history names, sample weights, the Keras 3
 optimizers with clipping and weight decay, schedules computed in the engine,
-exact plans, and what is refused with a clear error (class_weight and
-per-output sample weights on several outputs, Keras files of graphs). Keras 3
-(JAX, CPU) is the reference."""
+exact plans, Keras files and checkpoints of graphs, and what is refused with a
+clear error (class_weight and per-output sample weights on several outputs).
+Keras 3 (JAX, CPU) is the reference."""
 
 import numpy as np
 import pytest
@@ -199,20 +199,18 @@ def test_class_weight_and_per_output_sample_weights_on_several_outputs_are_refus
     assert m.optimizer.iterations == 0
 
 
-def test_graphs_refuse_keras_files_by_name_and_round_trip_in_the_graph_file(tmp_path):
+@pytest.mark.parametrize("name", ["g.keras", "g.npz"])
+def test_graphs_round_trip_in_keras_files_and_in_the_graph_file(tmp_path, name):
     m = three_heads(bf)
     m.compile(optimizer=bf.optimizers.Adam(0.01), loss=losses(bf), loss_weights=[1.0, 0.5, 2.0],
               metrics={"cls": ["accuracy"], "bin": [bf.metrics.AUC(num_thresholds=20, name="auc")]},
               weighted_metrics={"reg": ["mae"]})
     y = [onehot(YC), YB, YR]
     m.fit(X, y, sample_weight=SW, batch_size=8, epochs=1, shuffle=False, verbose=0)
-    for call in (lambda: m.save(tmp_path / "g.keras"), lambda: m.save_weights(tmp_path / "g.weights.h5"),
-                 lambda: m.get_config()):
-        with pytest.raises(ValueError, match="not implemented yet"):
-            call()
-    assert not (tmp_path / "g.keras").exists()
-    m.save(tmp_path / "g.npz")
-    m2 = bf.models.load_model(tmp_path / "g.npz")
+    m.save_weights(tmp_path / "g.weights.h5")
+    assert m.get_config()["output_layers"] == [["cls", 0, 0], ["bin", 0, 0], ["reg", 0, 0]]
+    m.save(tmp_path / name)
+    m2 = bf.models.load_model(tmp_path / name)
     assert m2.compiled_metrics == m.compiled_metrics == ["cls_accuracy", "bin_auc", "reg_mae"]
     assert [l.label_smoothing for l in m2._out_losses] == pytest.approx([0.1, 0.2, 0.0])
     assert m2._out_losses[2].delta == 0.5 and m2._loss_weights == [1.0, 0.5, 2.0]
@@ -223,6 +221,8 @@ def test_graphs_refuse_keras_files_by_name_and_round_trip_in_the_graph_file(tmp_
         np.testing.assert_allclose(h1[key], h2[key], rtol=1e-6, err_msg=key)
     for a, b in zip(m.get_weights(), m2.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-6)
+    m2.load_weights(tmp_path / "g.weights.h5")
+    assert m2.optimizer.iterations == 4
 
 
 def test_sequential_with_a_frozen_layer_round_trips_through_a_keras_file(tmp_path):
@@ -247,18 +247,18 @@ def test_predict_batch_hook_gets_each_outputs_rows():
         np.testing.assert_array_equal(np.concatenate([s[k] for s in seen]), full[k])
 
 
-def test_checkpoint_callbacks_refuse_a_graph_before_the_first_step(tmp_path):
+def test_checkpoint_callbacks_save_a_graph(tmp_path):
     m = three_heads(bf)
     m.compile("sgd", loss=["categorical_crossentropy", "binary_crossentropy", "mse"])
-    before = m.get_weights()
-    for cb in (bf.callbacks.ModelCheckpoint(str(tmp_path / "c.keras")),
-               bf.callbacks.BackupAndRestore(str(tmp_path / "backup"))):
-        with pytest.raises(ValueError, match="not implemented yet"):
-            m.fit(X, [onehot(YC), YB, YR], epochs=1, verbose=0, callbacks=[cb])
-    assert m.optimizer.iterations == 0
-    for a, b in zip(m.get_weights(), before):
-        np.testing.assert_array_equal(a, b)
-    assert not (tmp_path / "c.keras").exists()
+    cbs = [bf.callbacks.ModelCheckpoint(str(tmp_path / "c.keras")),
+           bf.callbacks.ModelCheckpoint(str(tmp_path / "w.weights.h5"), save_weights_only=True),
+           bf.callbacks.BackupAndRestore(str(tmp_path / "backup"), delete_checkpoint=False)]
+    m.fit(X, [onehot(YC), YB, YR], epochs=1, verbose=0, callbacks=cbs)
+    assert m.optimizer.iterations == 1
+    c = bf.models.load_model(tmp_path / "c.keras")
+    for a, b in zip(c.predict(X, verbose=0), m.predict(X, verbose=0)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    assert (tmp_path / "w.weights.h5").exists() and (tmp_path / "backup" / "latest.weights.h5").exists()
 
 
 def test_sequential_loss_weight_is_kept_by_its_keras_file(tmp_path):

@@ -72,6 +72,12 @@ class MultiHeadAttention(Layer):
     (dim, num_heads, key_dim / value_dim) and biases (num_heads, key_dim /
     value_dim), output kernel (num_heads, value_dim, out) and bias (out,)."""
     _base = "multi_head_attention"
+
+    def _keras_var_groups(self, n):
+        """Keras keeps the weights in four EinsumDense sublayers (and writes two empty ones)."""
+        per = n // 4
+        return [("query_dense/vars", per), ("key_dense/vars", per), ("value_dense/vars", per),
+                ("output_dense/vars", per), ("_dropout_layer/vars", 0), ("_softmax/vars", 0)]
     _has_weights = True
 
     def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, output_shape=None,
@@ -149,6 +155,32 @@ class MultiHeadAttention(Layer):
         out = KerasTensor(self.compute_output_shape(query._ps), name=f"{self.name}_output")
         Node(self, ins, [out])
         return out
+
+    def _keras_call(self, ts):
+        """A node's call as Keras writes it in a Functional config: (query, value) positionally, the rest
+        by keyword (ts: the node's input tensors, already in the config's form)."""
+        kw = {"key": ts[2], "use_causal_mask": bool(self._causal)}
+        if len(ts) > 3:
+            kw["attention_mask"] = ts[3]
+        return {"args": ts[:2], "kwargs": kw}
+
+    def _call_from_keras(self, args, kwargs, tensor):
+        """Replay a Keras node: args (query, value[, key]) and keyword arguments, tensors read by `tensor`."""
+        names = ("query", "value", "key", "query_mask", "value_mask", "key_mask", "attention_mask",
+                 "return_attention_scores", "training", "use_causal_mask")
+        given = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names or k in given:
+                raise ValueError(f"layer {self.name!r}: the call argument {k}={v!r} is not supported by boundfit")
+            given[k] = v
+        for k in ("query_mask", "value_mask", "key_mask", "training"):
+            if given.pop(k, None) not in (None, False):
+                raise ValueError(f"layer {self.name!r}: the call argument {k} is not supported by boundfit")
+        ts = {k: tensor(given[k]) if given.get(k) is not None else None
+              for k in ("query", "value", "key", "attention_mask")}
+        return self(ts["query"], ts["value"], key=ts["key"], attention_mask=ts["attention_mask"],
+                    use_causal_mask=bool(given.get("use_causal_mask", False)),
+                    return_attention_scores=bool(given.get("return_attention_scores", False)))
 
     def _saved_call(self):
         """Call arguments a saved graph replays (saving.py); inputs come positionally."""

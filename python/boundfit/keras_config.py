@@ -7,7 +7,7 @@ read here are what Keras 3 writes, for every layer boundfit has."""
 import inspect
 import warnings
 
-from . import activations, constraints, initializers, layers as L, regularizers, losses, optimizers, schedules
+from . import activations, constraints, initializers, layers as L, regularizers, losses, metrics, optimizers, schedules
 
 _DTYPE = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": None}
 
@@ -83,7 +83,9 @@ _TO_KERAS = {
     L.RandomTranslation: lambda l: dict(height_factor=_listed(l.height_factor), width_factor=_listed(l.width_factor),
                                         fill_mode=l.fill_mode, interpolation=l.interpolation, seed=l.seed,
                                         fill_value=l.fill_value, data_format="channels_last"),
+    L.Concatenate: lambda l: dict(axis=l.axis),
 }
+_TO_KERAS.update({c: lambda l: {} for c in (L.Add, L.Subtract, L.Multiply, L.Average, L.Maximum, L.Minimum)})
 
 
 def _listed(v):
@@ -170,21 +172,35 @@ def layer_config(layer):
 
 
 def model_config(model):
-    """Keras 3 serialization of a Sequential (with compile_config when compiled);
-    an unbuilt model has no InputLayer or build_config, as in Keras."""
+    """Keras 3 serialization of a model (with compile_config when compiled): a
+    Sequential here (an unbuilt one has no InputLayer or build_config, as in
+    Keras; nested models as their own entries), a functional, nested or
+    subclassed model as Keras's Functional (keras_graph.py)."""
+    from . import keras_graph
+    if keras_graph.kind(model) != keras_graph.SEQUENTIAL:
+        return keras_graph.model_entry(model)
     built = model.built
     in_shape = [None] + [int(d) for d in model._input_shape] if model._input_shape is not None else None
     entries = []
     if in_shape is not None:
         entries.append(_obj("keras.layers", "InputLayer", dict(batch_shape=in_shape, dtype="float32", sparse=False,
                                                                ragged=False, name="input_layer")))
-    for i, layer in enumerate(model._layers):
-        e = _obj("keras.layers", type(layer).__name__, layer_config(layer))
+    shape = in_shape
+    for layer in model._layers:
+        if keras_graph.is_model(layer):
+            e = keras_graph.model_entry(layer, nested=True)
+        else:
+            e = _obj("keras.layers", type(layer).__name__, layer_config(layer))
+            if built:
+                e["build_config"] = {"input_shape": shape}
         if built:
-            e["build_config"] = {"input_shape": in_shape if i == 0 else list(model._layer_output_shape(model._layers[i - 1]))}
+            own = set(model._nodes)
+            shape = [None] + [int(d) for d in next(n for n in layer._inbound if n in own).outputs[0]._ps]
         entries.append(e)
-    cfg = _obj("keras", "Sequential", dict(name=model.name, trainable=True, dtype=dict(_DTYPE), layers=entries))
+    cfg = _obj("keras", "Sequential", dict(name=model.name, trainable=bool(model.trainable), dtype=dict(_DTYPE),
+                                           layers=entries))
     if built:
+        cfg["config"]["build_input_shape"] = in_shape
         cfg["build_config"] = {"input_shape": in_shape}
     if model.optimizer is not None:
         cfg["compile_config"] = compile_config(model)
@@ -206,20 +222,55 @@ def _loss_config(loss):
         return loss.name          # Keras's own name, e.g. "sparse_categorical_crossentropy"
     cfg.setdefault("name", loss.name)
     cfg.setdefault("reduction", "sum_over_batch_size")
+    if isinstance(loss, (losses.BinaryCrossentropy, losses.CategoricalCrossentropy)):
+        cfg.setdefault("axis", -1)           # Keras's cross-entropies write their (last) axis
+    if isinstance(loss, losses.SparseCategoricalCrossentropy):
+        cfg.setdefault("ignore_class", None)
     return _obj("keras.losses", type(loss).__name__, cfg)
 
 
+def _metric_config(m):
+    if isinstance(m, str):
+        return m
+    if not isinstance(m, dict):
+        m = metrics.serialize(metrics.get(m)[0])
+    return _obj("keras.metrics", m["class_name"], {**m["config"], "dtype": m["config"].get("dtype") or "float32"})
+
+
 def _metrics_config(given):
-    """compile()'s metrics as given: names stay names, objects in Keras's layout."""
+    """compile()'s metrics as given: names stay names, objects in Keras's
+    layout; with several outputs the structure given (a dict by output name,
+    a list per output) is kept, as Keras keeps it."""
     if not given:
         return None
-    return [m if isinstance(m, str) else _obj("keras.metrics", m["class_name"], dict(m["config"])) for m in given]
+    if isinstance(given, dict):
+        return {k: _metrics_config(v if isinstance(v, (list, tuple)) else [v]) for k, v in given.items()}
+    if isinstance(given, (list, tuple)):
+        return [_metrics_config(m) if isinstance(m, (list, tuple)) else _metric_config(m) for m in given]
+    return [_metric_config(given)]
+
+
+def _structure(v, fn):
+    if isinstance(v, dict):
+        return {k: _structure(x, fn) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_structure(x, fn) for x in v]
+    return fn(v)
 
 
 def compile_config(model):
+    """Keras's compile_config; with several outputs, loss and loss_weights in
+    the structure compile() was given (a dict by output name, or a list)."""
     lw = getattr(model, "_loss_weights", None) if getattr(model, "_multi_loss", False) else None
-    return dict(optimizer=_optimizer_config(model.optimizer), loss=_loss_config(model.loss),
-                loss_weights=[lw[0]] if lw else None,
+    loss, lws = _loss_config(model.loss), [lw[0]] if lw else None
+    given = getattr(model, "_compile_given", None)
+    if given is not None and isinstance(given[0], str):
+        loss = given[0]   # a name stays the name given, as Keras writes it
+    elif model._n_outputs > 1 and given is not None:
+        loss = _structure(given[0], lambda l: l if isinstance(l, str) else _loss_config(losses.get(l)))
+    if model._n_outputs > 1 and given is not None:
+        lws = None if given[1] is None else _structure(given[1], float)
+    return dict(optimizer=_optimizer_config(model.optimizer), loss=loss, loss_weights=lws,
                 metrics=_metrics_config(getattr(model, "_metrics_arg", None)),
                 weighted_metrics=_metrics_config(getattr(model, "_weighted_metrics_arg", None)),
                 run_eagerly=False, steps_per_execution=1, jit_compile=False)
@@ -242,7 +293,8 @@ _FROM_KERAS = {c.__name__: c for c in (L.Dense, L.Conv2D, L.MaxPooling2D, L.Aver
                                        L.Flatten, L.Reshape, L.Dropout, L.BatchNormalization, L.Activation,
                                        L.ReLU, L.LeakyReLU, L.ELU, L.Softmax, L.Permute, L.RepeatVector,
                                        L.ZeroPadding2D, L.UpSampling2D, L.Rescaling, L.Normalization, L.RandomFlip,
-                                       L.RandomCrop, L.RandomTranslation)}
+                                       L.RandomCrop, L.RandomTranslation,
+                                       L.Add, L.Subtract, L.Multiply, L.Average, L.Maximum, L.Minimum, L.Concatenate)}
 _FROM_KERAS.update({c.__name__: c for c in (L.Conv1D, L.Conv2DTranspose, L.MaxPooling1D, L.AveragePooling1D,
                                             L.GlobalAveragePooling1D, L.GlobalMaxPooling1D, L.GlobalMaxPooling2D)})
 # sequence layers (recurrent.py): Keras keys they do not model, at values that change nothing
@@ -310,7 +362,9 @@ def layer_from_config(entry, custom_objects=None):
 
 
 def sequential_from_config(cfg, custom_objects=None):
-    """A boundfit Sequential from Keras 3's model config (config.json)."""
+    """A boundfit Sequential from Keras 3's model config (config.json); nested
+    Sequential / Functional models in it are built as such."""
+    from .keras_graph import layer_or_model
     from .models import Sequential
     if cfg.get("class_name") != "Sequential":
         raise ValueError(f"boundfit reads Sequential models from .keras files; this one is a {cfg.get('class_name')}")
@@ -323,14 +377,17 @@ def sequential_from_config(cfg, custom_objects=None):
             shape = c.get("batch_shape") or c.get("batch_input_shape")
             input_shape = tuple(shape[1:])
             continue
-        built.append(layer_from_config(e, custom_objects))
+        built.append(layer_or_model(e, custom_objects))
     if input_shape is None:
         shape = (cfg.get("build_config") or {}).get("input_shape") or cfg["config"].get("build_input_shape")
         if shape is None and entries:
             shape = (entries[0].get("build_config") or {}).get("input_shape")
         input_shape = tuple(shape[1:]) if shape is not None else None
     first = [L.InputLayer(shape=input_shape)] if input_shape is not None else []
-    return Sequential(first + built, name=cfg["config"].get("name"))
+    model = Sequential(first + built, name=cfg["config"].get("name"))
+    if cfg["config"].get("trainable") is False:
+        model.trainable = False
+    return model
 
 
 # ---- compile config: Keras -> boundfit ----
@@ -366,19 +423,35 @@ def loss_from_config(c):
 def compile_from_config(model, cc):
     """model.compile from Keras's compile_config; warns and leaves the model
     uncompiled (as Keras does) when something in it is not one boundfit has."""
+    def is_obj(v):
+        return isinstance(v, dict) and "class_name" in v
+
+    def metric(m):
+        return m if isinstance(m, str) else {"class_name": m.get("class_name"), "config": m.get("config") or {}}
+
+    def given(key):
+        v = cc.get(key)
+        if isinstance(v, dict) and not is_obj(v):
+            return {k: [metric(m) for m in (ms if isinstance(ms, list) else [ms])] for k, ms in v.items()} or None
+        out = [[metric(x) for x in m] if isinstance(m, list) else metric(m) for m in v or []]
+        return out or None
+
+    def loss(v):
+        if isinstance(v, dict) and not is_obj(v):
+            return {k: loss_from_config(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [loss_from_config(x) for x in v]
+        return loss_from_config(v)
     try:
-        def given(key):
-            out = [m if isinstance(m, str) else {"class_name": m.get("class_name"), "config": m.get("config") or {}}
-                   for m in cc.get(key) or []]
-            return out or None
         lw = cc.get("loss_weights")
-        if isinstance(lw, (list, tuple)) and len(lw) == 1:
-            lw = lw[0]
-        if isinstance(lw, dict) and len(lw) == 1:
-            lw = next(iter(lw.values()))
-        model.compile(optimizer=optimizer_from_config(cc["optimizer"]), loss=loss_from_config(cc.get("loss")),
-                      metrics=given("metrics"), weighted_metrics=given("weighted_metrics"),
-                      loss_weights=None if lw is None else float(lw))
+        if model._n_outputs == 1:
+            if isinstance(lw, (list, tuple)) and len(lw) == 1:
+                lw = lw[0]
+            if isinstance(lw, dict) and len(lw) == 1:
+                lw = next(iter(lw.values()))
+            lw = None if lw is None else float(lw)
+        model.compile(optimizer=optimizer_from_config(cc["optimizer"]), loss=loss(cc.get("loss")),
+                      metrics=given("metrics"), weighted_metrics=given("weighted_metrics"), loss_weights=lw)
         return True
     except (ValueError, TypeError, KeyError) as e:
         warnings.warn(f"the model was loaded uncompiled: its compile config could not be used ({e})", stacklevel=3)

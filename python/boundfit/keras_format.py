@@ -1,10 +1,12 @@
 """Keras 3 files: `.keras` (a zip of config.json, metadata.json and
 model.weights.h5) and `.weights.h5`, both ways.
 
-Weights layout (as Keras's saving_lib writes it): layers/<snake_case class
-name, numbered per class>/vars/<i> for each layer's variables in Keras order,
-vars/ for the model itself, optimizer/vars/<i> with iterations, the learning
-rate (unless a schedule) and the slots in Keras's order. boundfit's own extras
+Weights layout (as Keras's saving_lib writes it; keras_graph.py walks the
+model): layers/<snake_case class name, numbered per class>/vars/<i> for each
+layer's variables in Keras order (a nested model's under its own path, a
+subclassed model's by attribute name), vars/ for the model itself,
+optimizer/vars/<i> with iterations, the learning rate (unless a schedule) and
+the slots in the order of Keras's trainable_variables. boundfit's own extras
 (its optimizer's raw state, so any optimizer resumes exactly) live under
 boundfit/, which Keras never reads. Every file is written atomically: a
 temporary file in the same folder, fsync, rename."""
@@ -13,14 +15,13 @@ import datetime
 import io
 import json
 import os
-import re
 import tempfile
 import warnings
 import zipfile
 
 import numpy as np
 
-from . import keras_config
+from . import keras_config, keras_graph, layers as L
 
 
 def _h5py():
@@ -64,34 +65,20 @@ def atomic_write(path, write):
 
 # ---- weights: boundfit model <-> h5 ----
 
-def _snake(name):
-    name = re.sub(r"\W+", "", name)
-    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
-
-
-def layer_paths(class_names):
-    """Keras's h5 group of each layer: snake_case class name, _1, _2... per class."""
-    used, out = {}, []
-    for c in class_names:
-        n = _snake(c)
-        if n in used:
-            used[n] += 1
-            n = f"{n}_{used[n]}"
-        else:
-            used[n] = 0
-        out.append(n)
-    return out
-
-
-def _trainable_slices(model):
-    """(layer index, offset, shape) of each trainable variable in the engine's slot layout."""
-    out, off = [], 0
+def _trainable_slices(model, as_functional=False):
+    """(layer index, offset, shape) of each trainable variable in the engine's
+    slot layout, in the order of Keras's model.trainable_variables."""
+    per, off = {}, 0
     for i, (_, _, params) in enumerate(model._info()):
         for _, shape, trainable in params:
             if trainable:
-                out.append((i, off, tuple(shape)))
+                per.setdefault(i, []).append((i, off, tuple(shape)))
                 off += int(np.prod(shape)) if len(shape) else 1
+    out = []
+    for layer in keras_graph.trainable_order(model, as_functional):
+        out.extend(per.pop(model._layer_node.get(id(layer)), []))
+    for i in sorted(per):   # a layer Keras's walk does not reach: after the others, never lost
+        out.extend(per[i])
     return out
 
 
@@ -115,10 +102,10 @@ def _keras_nslots(opt):
     return {"Adam": 2, "SGD": 1 if momentum else 0, "RMSprop": 2 if momentum > 0 else 1}.get(kind, 0)
 
 
-def _write_optimizer(g, model):
+def _write_optimizer(g, model, as_functional):
     opt = model.optimizer
     it, slots = model._engine.optimizer_state()
-    sl = _trainable_slices(model)
+    sl = _trainable_slices(model, as_functional)
     layout, order = _keras_slot_groups(opt, len(slots) or _keras_nslots(opt))
     raw = list(slots)
     v = g.create_group("optimizer/vars")
@@ -146,17 +133,8 @@ def _write_optimizer(g, model):
         b.create_dataset(f"slot{k}", data=s)
 
 
-def _file_layers(model):
-    """The layers whose variables a Keras weights file holds, in Keras's order:
-    a Sequential's of plain layers. Keras's layout for functional, nested or
-    subclassed models is not matched yet: refused rather than written in an
-    order Keras might read differently."""
-    from .models import Sequential
-    if not (isinstance(model, Sequential) and model._plain()):
-        raise ValueError(f"{model.name}: Keras weights files (.weights.h5, .keras) cover Sequential models of plain "
-                         "layers in this version; Keras's layout for functional, nested or subclassed models is not "
-                         "implemented yet. Use model.save('m.npz') (boundfit's graph file) or get_weights()")
-    return model._layers
+def _vars_path(path):
+    return f"{path}/vars" if path else "vars"
 
 
 def _var_groups(layer, n):
@@ -166,52 +144,69 @@ def _var_groups(layer, n):
     return fn(n) if fn is not None else [("vars", n)]
 
 
-def write_weights(h5, model, optimizer=True):
-    """Model variables (and the optimizer's, when compiled) into an open h5py File."""
-    layers = _file_layers(model)
+def _weighted(model, obj):
+    """A layer whose variables this model's engine holds."""
+    return isinstance(obj, L.Layer) and id(obj) in model._layer_node
+
+
+def write_weights(h5, model, optimizer=True, as_functional=False):
+    """Model variables (and the optimizer's, when compiled) into an open h5py
+    File, laid out as Keras's saving_lib walks the model (keras_graph.py);
+    as_functional: a subclassed model as the Functional graph it was traced into."""
     model._require_built()
-    per_layer = [model._layer_weights(l) for l in layers]
-    root = h5.create_group("layers")
-    for layer, path, ws in zip(layers, layer_paths(type(l).__name__ for l in layers), per_layer):
-        lg = root.create_group(path)
-        v = lg.create_group("vars")
-        v.attrs["name"] = layer.name
-        if hasattr(layer, "_to_keras_vars"):  # variables Keras keeps otherwise (Normalization's int count)
-            ws = layer._to_keras_vars(ws)
+    for path, obj in keras_graph.weight_groups(model, as_functional):
+        v = h5.require_group(_vars_path(path))
+        v.attrs["name"] = obj.name
+        ws = model._layer_weights(obj) if _weighted(model, obj) else []
+        if not ws:
+            continue
+        if hasattr(obj, "_to_keras_vars"):  # variables Keras keeps otherwise (Normalization's int count)
+            ws = obj._to_keras_vars(ws)
         k = 0
-        for sub, n in _var_groups(layer, len(ws)):  # recurrent layers: their cell's (and sublayers') groups
-            vs = v if sub == "vars" else lg.require_group(sub)
+        for sub, n in _var_groups(obj, len(ws)):  # recurrent layers: their cell's (and sublayers') groups
+            vs = v if sub == "vars" else h5.require_group(f"{path}/{sub}" if path else sub)
             for i in range(n):
                 w = np.asarray(ws[k])
                 vs.create_dataset(str(i), data=w if w.dtype.kind == "i" else w.astype(np.float32))
                 k += 1
             if sub.count("/") == 2:  # a sublayer's own (empty) variables, as Keras writes them
-                lg.require_group(sub.split("/")[0] + "/vars")
-    h5.create_group("vars").attrs["name"] = model.name
+                h5.require_group(f"{path}/{sub.split('/')[0]}/vars" if path else f"{sub.split('/')[0]}/vars")
     if optimizer and model.optimizer is not None:
-        _write_optimizer(h5, model)
+        _write_optimizer(h5, model, as_functional)
 
 
-def _layers_group(h5):
-    for k in ("layers", "_layer_checkpoint_dependencies"):
-        if k in h5:
-            return h5[k]
-    raise ValueError("the weights file has no 'layers' group: not a Keras 3 Sequential weights file")
+def _file_vars(h5):
+    """Paths of the groups holding layer variables in a weights file (not the optimizer's, not boundfit's)."""
+    found = []
+
+    def visit(name, obj):
+        if name.split("/")[-1] == "vars" and len(obj) and not name.startswith(("optimizer/", "boundfit/")):
+            found.append(name)
+    h5.visititems(visit)
+    return found
 
 
-def read_weights(h5, model, optimizer=True, where="weights file", skip_mismatch=False):
+def read_weights(h5, model, optimizer=True, where="weights file", skip_mismatch=False, as_functional=False):
     """Load an open h5py File's variables into model; all-or-nothing: every
     layer is checked before anything is set (skip_mismatch: a layer whose
     weights do not match keeps its own, with a warning, as Keras does)."""
-    layers = _file_layers(model)
     model._require_built()
-    g = _layers_group(h5)
-    new = []
-    for layer, path in zip(layers, layer_paths(type(l).__name__ for l in layers)):
+    legacy = "layers" not in h5 and "_layer_checkpoint_dependencies" in h5
+    new = model._engine.get_weights()
+    expected = set()
+    for path, layer in keras_graph.weight_groups(model, as_functional):
+        if not _weighted(model, layer):
+            continue
+        key = _vars_path(path)
+        expected.add(key)
+        fkey = "_layer_checkpoint_dependencies" + key[len("layers"):] if legacy and key.startswith("layers/") else key
         want = [w.shape for w in model._layer_weights(layer)]
         got = []
-        for sub, _ in _var_groups(layer, len(want)):
-            v = g[path][sub] if path in g and sub in g[path] else None
+        for sub, _ in _var_groups(layer, len(want)):  # recurrent layers: their cell's (and sublayers') groups
+            skey = fkey if sub == "vars" else fkey[:-len("vars")] + sub
+            if sub != "vars":
+                expected.add(key[:-len("vars")] + sub)
+            v = h5[skey] if skey in h5 else None
             got += [np.asarray(v[str(k)]) for k in range(len(v))] if v is not None else []
         if hasattr(layer, "_from_keras_vars"):
             got = layer._from_keras_vars(got, want)
@@ -219,20 +214,22 @@ def read_weights(h5, model, optimizer=True, where="weights file", skip_mismatch=
             if skip_mismatch:
                 warnings.warn(f"{where}: skipping layer {layer.name!r}: it expects weights "
                               f"{[tuple(s) for s in want]}, the file has {[a.shape for a in got]}", stacklevel=3)
-                new.extend(model._layer_weights(layer))
                 continue
             raise ValueError(f"{where}: layer {layer.name!r} ({type(layer).__name__}) expects weights "
-                             f"{[tuple(s) for s in want]}, the file has {[a.shape for a in got]} at layers/{path}")
-        new.extend(got)
-    extra = set(g) - set(layer_paths(type(l).__name__ for l in layers))
-    if not skip_mismatch and any(len(g[k].get("vars", {})) for k in extra):
-        raise ValueError(f"{where}: it has weights for layers this model lacks: {sorted(extra)}")
+                             f"{[tuple(s) for s in want]}, the file has {[a.shape for a in got]} at {path}")
+        for j, a in zip(model._param_ranges[model._layer_node[id(layer)]], got):
+            new[j] = a
+    if legacy:
+        expected = {"_layer_checkpoint_dependencies" + k[len("layers"):] for k in expected}
+    extra = sorted(p[:-len("/vars")] for p in set(_file_vars(h5)) - expected)
+    if extra and not skip_mismatch:
+        raise ValueError(f"{where}: it has weights for layers this model lacks: {extra}")
     model.set_weights(new)
     if optimizer and model.optimizer is not None and model._engine is not None:
-        _read_optimizer(h5, model)
+        _read_optimizer(h5, model, as_functional)
 
 
-def _read_optimizer(h5, model):
+def _read_optimizer(h5, model, as_functional):
     if "boundfit" in h5:
         b = h5["boundfit"]
         slots = [np.asarray(b[f"slot{k}"]) for k in range(sum(1 for n in b if n.startswith("slot")))]
@@ -257,7 +254,7 @@ def _read_optimizer(h5, model):
     v = h5["optimizer/vars"]
     vals = [np.asarray(v[str(i)]) for i in range(len(v))]
     opt = model.optimizer
-    sl = _trainable_slices(model)
+    sl = _trainable_slices(model, as_functional)
     n = sum(int(np.prod(s)) if len(s) else 1 for _, _, s in sl)
     has_lr = getattr(opt, "_schedule", None) is None
     head = 2 if has_lr else 1
@@ -317,10 +314,11 @@ def read_extra_attrs(filepath):
 def load_weights(model, filepath, skip_mismatch=False):
     h5py = _h5py()
     filepath = os.fspath(filepath)
-    if filepath.endswith(".keras"):
+    if filepath.endswith(".keras"):   # a subclassed model's .keras file holds its traced graph's layout
         with zipfile.ZipFile(filepath) as z, z.open("model.weights.h5") as raw:
+            graph = json.loads(z.read("config.json")).get("class_name") == "Functional"
             with h5py.File(io.BytesIO(raw.read()), "r") as h5:
-                return read_weights(h5, model, where=filepath, skip_mismatch=skip_mismatch)
+                return read_weights(h5, model, where=filepath, skip_mismatch=skip_mismatch, as_functional=graph)
     if not filepath.endswith(".weights.h5"):
         raise ValueError("File format not supported: filepath=" + filepath + ". boundfit reads `.weights.h5` and "
                          "`.keras` files")
@@ -343,7 +341,7 @@ def save_model(model, filepath, overwrite=True):
                        "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")})
     buf = io.BytesIO()
     with h5py.File(buf, "w") as h5:
-        write_weights(h5, model)
+        write_weights(h5, model, as_functional=True)
 
     def write(f):
         with zipfile.ZipFile(f, "w") as z:
@@ -370,9 +368,9 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
                 raise ValueError(f"{filepath}: the archive has no {need}")
         cfg = json.loads(z.read("config.json"))
         weights = z.read("model.weights.h5")
-    model = keras_config.sequential_from_config(cfg, custom_objects)
+    model = keras_graph.model_from_config(cfg, custom_objects)
     if compile and cfg.get("compile_config"):
         keras_config.compile_from_config(model, cfg["compile_config"])
     with h5py.File(io.BytesIO(weights), "r") as h5:
-        read_weights(h5, model, where=filepath)
+        read_weights(h5, model, where=filepath, as_functional=True)
     return model

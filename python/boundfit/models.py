@@ -314,6 +314,7 @@ class Model:
         self.optimizer, self.loss = opt, out_losses[0]
         self._out_losses, self._loss_weights = out_losses, weights
         self._multi_loss = n_out > 1 or loss_weights is not None
+        self._compile_given = (loss, loss_weights)   # as given, for Keras's compile_config
         # as given (names, or serialized objects), for saving
         self._metrics_arg = metrics if n_out > 1 else [c for _, o, n, w, c in given if not w] or None
         self._weighted_metrics_arg = weighted_metrics if n_out > 1 else [c for _, o, n, w, c in given if w] or None
@@ -455,16 +456,25 @@ class Model:
 
     # ---- persistence ----
     def save(self, filepath, overwrite=True):
-        """Save atomically: a Sequential to a Keras 3 `.keras` file (architecture,
-        weights, compile config, optimizer state); a functional, nested or
-        subclassed model to a boundfit graph file (.npz)."""
+        """Save atomically to a Keras 3 `.keras` file (architecture, weights,
+        compile config, optimizer state), or any model to a boundfit graph file
+        (.npz). A subclassed model is written to `.keras` as the Functional
+        graph its call() was traced into: Keras 3 opens it without the class."""
         from .saving import save_model
         save_model(self, filepath, overwrite=overwrite)
 
     def get_config(self):
-        raise ValueError(f"{self.name}: get_config() in Keras's form covers Sequential models of plain layers in this "
-                         "version; Keras's Functional config (functional, nested or subclassed models) is not "
-                         "implemented yet. model.save('m.npz') stores the graph in boundfit's own format")
+        """Keras 3's Functional config of this graph (keras_graph.py); a
+        subclassed model gives the Functional graph it was traced into."""
+        from .keras_graph import functional_config
+        self._require_built()
+        return functional_config(self)
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """A functional model from Keras 3's Functional config (get_config())."""
+        from .keras_graph import functional_from_config
+        return functional_from_config({"class_name": "Functional", "config": config}, custom_objects)
 
     def save_weights(self, filepath, overwrite=True):
         """Save weights (and optimizer state) to a Keras 3 `.weights.h5` file, atomically."""

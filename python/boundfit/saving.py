@@ -1,14 +1,15 @@
 """keras.saving: load_model / save_model / load_weights / save_weights.
 
-A Sequential of plain layers is saved in Keras 3's `.keras` format, its
-weights as `.weights.h5` (keras_format.py does the work). A functional,
-nested or subclassed model is saved to a boundfit graph file (.npz): the
-graph of layer calls as JSON with nested models inlined, weights, compile
-config (Keras's optimizer / loss / metric configs, per output) and optimizer
-state; it loads back as a functional Model computing the same thing with the
-same weights. Keras's Functional config is not written yet, so such a model
-saved under a `.keras` name raises ValueError saying so. Every save is
-atomic (a temporary file beside the target, fsync, rename)."""
+Every model is saved in Keras 3's `.keras` format, its weights as
+`.weights.h5` (keras_format.py and keras_graph.py do the work): a Sequential
+as Keras's Sequential, a functional model (nested models, shared and frozen
+layers included) as Keras's Functional, a subclassed model as the Functional
+graph its call() was traced into (Keras 3 opens it without the user's class).
+A path not ending in `.keras` gets boundfit's graph file (.npz): the graph
+of layer calls as JSON with nested models inlined, weights, compile config
+and optimizer state; it loads back as a functional Model computing the same
+thing with the same weights. Every save is atomic (a temporary file beside
+the target, fsync, rename)."""
 
 import json
 import os
@@ -21,11 +22,6 @@ from .activations import name_of
 from .keras_format import load_weights, save_weights
 
 __all__ = ["load_model", "save_model", "load_weights", "save_weights"]
-
-
-def _keras_file_model(model):
-    from .models import Sequential
-    return isinstance(model, Sequential) and model._plain()
 
 
 def _layer_config(layer):
@@ -61,13 +57,10 @@ def _graph_meta(model):
 
 
 def save_model(model, filepath, overwrite=True):
-    if _keras_file_model(model):
-        return keras_format.save_model(model, filepath, overwrite=overwrite)
+    from .models import Sequential
     filepath = os.fspath(filepath)
-    if filepath.endswith(".keras"):
-        raise ValueError(f"{model.name}: the Keras 3 .keras format covers Sequential models of plain layers in this "
-                         "version; Keras's Functional config (functional, nested or subclassed models) is not "
-                         f"implemented yet. Save it to a .npz file (boundfit's graph format), got {filepath!r}")
+    if filepath.endswith(".keras") or isinstance(model, Sequential) and model._plain():
+        return keras_format.save_model(model, filepath, overwrite=overwrite)  # (Keras's error for another suffix)
     if not filepath.endswith(".npz"):
         filepath += ".npz"
     if os.path.exists(filepath) and not overwrite:

@@ -1,5 +1,6 @@
-"""ModelCheckpoint and BackupAndRestore (Keras 3 arguments and file names).
-Every file is written atomically (see keras_format.atomic_write): a failure
+"""ModelCheckpoint and BackupAndRestore (Keras 3 arguments and file names),
+for every kind of model (Sequential, functional, nested, subclassed: Keras's
+layouts, keras_graph.py). Every file is written atomically (see keras_format.atomic_write): a failure
 mid-save leaves the previous checkpoint intact."""
 
 import json
@@ -59,10 +60,6 @@ class ModelCheckpoint(Callback):
         if self.best is None:
             return True
         return cur < self.best if self.mode == "min" else cur > self.best
-
-    def on_train_begin(self, logs=None):
-        from ..keras_format import _file_layers
-        _file_layers(self.model)  # a model Keras's files do not cover yet: refused before any step, not at a save
 
     def on_epoch_begin(self, epoch, logs=None):
         self._current_epoch = epoch
@@ -143,8 +140,6 @@ class BackupAndRestore(Callback):
         if not self.model.built:
             raise ValueError("To use the BackupAndRestore callback, your model must be built before you call fit(): "
                              "give the first layer input_shape= or call build()")
-        from ..keras_format import _file_layers
-        _file_layers(self.model)  # weights files of graphs are not implemented yet: refused before any step
         try:
             self._load()
         except OSError:

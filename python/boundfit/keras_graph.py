@@ -1,0 +1,453 @@
+"""Keras 3's view of a boundfit graph, for its files.
+
+- The order of a functional model's layers as Keras lists them
+  (keras/src/ops/function.py map_graph: by depth from the outputs, ties by
+  first visit of a depth-first walk from the outputs, a dict's entries by
+  sorted key), which fixes the config's layer list and the weights paths.
+- The Functional config both ways: `layers` (each with `inbound_nodes` of
+  `__keras_tensor__` / `keras_history` references, node indices counted over
+  this model's nodes only), `input_layers`, `output_layers` (where a nested
+  Functional's nodes count from 1: its own graph is node 0); nested
+  Sequential and Functional models inside.
+- Where each layer's variables live in a weights file (saving_lib's walk):
+  `layers/<snake_case class name>` (numbered per class) for the layers of a
+  Sequential or Functional model, nested models under their own path, a
+  layer used twice stored once; a subclassed model's attributes by name
+  (sorted, private ones last), with `layers` among them.
+
+A traced subclassed model is written to `.keras` as the Functional graph it
+was traced into: Keras needs the user's class to rebuild a subclassed model,
+and the graph is what boundfit runs. Its `.weights.h5` keeps Keras's
+subclassed layout, so Keras's instance of the same class reads it."""
+
+import re
+
+from . import layers as L
+
+FUNCTIONAL, SEQUENTIAL, SUBCLASSED = "Functional", "Sequential", "Subclassed"
+
+# build_config is written for layers whose Keras class has a build() of its own
+_BUILT = (L.Dense, L.Conv2D, L.BatchNormalization, L.Flatten, L._Merge)
+
+
+def snake(name):
+    """keras.src.utils.naming.to_snake_case."""
+    name = re.sub(r"\W+", "", name)
+    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def _models():
+    from .models import Model, Sequential
+    return Model, Sequential
+
+
+def is_model(x):
+    return isinstance(x, _models()[0])
+
+
+def kind(model, as_functional=True):
+    """How Keras sees a boundfit model: a Sequential, a Functional, or (its
+    weights layout when not written as a graph) a subclassed model."""
+    Model, Sequential = _models()
+    if isinstance(model, Sequential):
+        return SEQUENTIAL
+    if type(model) is Model or as_functional:
+        return FUNCTIONAL
+    return SUBCLASSED
+
+
+def _flat(names, tensors, is_dict):
+    """tree.flatten: a dict's values by sorted key."""
+    if is_dict:
+        return [t for _, t in sorted(zip(names, tensors), key=lambda p: p[0])]
+    return list(tensors)
+
+
+def _src(t):
+    """(operation, node key) producing tensor t: an Input's key is its InputLayer."""
+    return (t._input_layer, t._input_layer) if t._node is None else (t._node.layer, t._node)
+
+
+def graph_order(model):
+    """(Keras's `model.layers` of a graph: InputLayers, layers and nested
+    models; the set of node keys that belong to this model)."""
+    finished, order, first = set(), [], {}
+
+    def visit(t):
+        op, key = _src(t)
+        if key in finished:
+            return
+        first.setdefault(id(op), (len(first), op))
+        if t._node is not None:
+            for u in t._node.inputs:
+                visit(u)
+        finished.add(key)
+        order.append((key, op))
+
+    for t in _flat(model._output_names, model._outputs, model._outputs_dict):
+        visit(t)
+    node_depth, op_depth = {}, {}
+    for key, op in reversed(order):
+        d = max(node_depth.setdefault(key, 0), op_depth.get(id(op), 0))
+        op_depth[id(op)] = node_depth[key] = d
+        if key is not op:  # a layer call: its parents are one deeper
+            for u in key.inputs:
+                pk = _src(u)[1]
+                if pk in finished:
+                    node_depth[pk] = max(d + 1, node_depth.get(pk, 0))
+    ops = sorted(first.values(), key=lambda p: (-op_depth[id(p[1])], p[0]))
+    return [op for _, op in ops], finished
+
+
+def _op_nodes(op):
+    return [op] if isinstance(op, L.InputLayer) else list(op._inbound)
+
+
+def _out_index(node, t):
+    """Keras's tensor index of t among node's outputs (a nested model's dict outputs by sorted name)."""
+    i = node.outputs.index(t)
+    m = node.layer
+    if getattr(m, "_outputs_dict", False):
+        names = m._output_names
+        return sorted(names).index(names[i])
+    return i
+
+
+# ---- Functional config: boundfit -> Keras ----
+
+def _entry(module, class_name, config, registered=None):
+    return {"module": module, "class_name": class_name, "config": config, "registered_name": registered}
+
+
+def model_entry(model, nested=False):
+    """serialize_keras_object(model): a Sequential's or a Functional's entry
+    (a nested model's compile_config is {} unless it was compiled itself)."""
+    from . import keras_config
+    if kind(model) == SEQUENTIAL:
+        e = keras_config.model_config(model)
+    else:
+        e = _entry("keras.src.models.functional", "Functional", functional_config(model), "Functional")
+        e["build_config"] = {"input_shape": None}
+        if model.optimizer is not None:
+            e["compile_config"] = keras_config.compile_config(model)
+    e.setdefault("compile_config", {})
+    return e
+
+
+def _layer_entry(op):
+    from . import keras_config
+    Model, _ = _models()
+    if isinstance(op, L.InputLayer):
+        return _entry("keras.layers", "InputLayer", {"batch_shape": [None, *op.shape], "dtype": "float32",
+                                                     "sparse": False, "ragged": False, "name": op.name,
+                                                     "optional": False})
+    if isinstance(op, Model):
+        return model_entry(op, nested=True)
+    e = _entry("keras.layers", type(op).__name__, keras_config.layer_config(op))
+    if isinstance(op, _BUILT) and op._inbound:
+        ins = op._inbound[0].inputs
+        shapes = [[None, *t._ps] for t in ins]
+        e["build_config"] = {"input_shape": shapes if op._n_inputs == "many" else shapes[0]}
+    return e
+
+
+def functional_config(model):
+    """Keras 3's Functional config (models/functional.py get_config) of a graph."""
+    Model, _ = _models()
+    ops, own = graph_order(model)
+    pos = {}   # a node's index among its operation's nodes in this model
+    for op in ops:
+        for k, n in enumerate(n for n in _op_nodes(op) if n in own):
+            pos[n] = k
+
+    def ref(t, io=False):
+        """[operation, node, tensor]; in input_layers / output_layers a nested
+        Functional's nodes count from 1 (its own graph is node 0), in calls from 0."""
+        op, key = _src(t)
+        shift = 1 if io and isinstance(op, Model) and kind(op) == FUNCTIONAL else 0
+        return [op.name, pos[key] + shift, 0 if t._node is None else _out_index(t._node, t)]
+
+    def tensor(t):
+        return {"class_name": "__keras_tensor__",
+                "config": {"shape": [None, *t._ps], "dtype": "float32", "keras_history": ref(t)}}
+
+    def node(n):
+        ts = [tensor(t) for t in n.inputs]
+        if hasattr(n.layer, "_keras_call"):   # a layer with keyword tensor arguments (MultiHeadAttention)
+            return n.layer._keras_call(ts)
+        many = len(ts) > 1 if isinstance(n.layer, Model) else n.layer._n_inputs == "many"
+        if isinstance(n.layer, (Model, L.BatchNormalization)):
+            kwargs = {"mask": None}
+        elif isinstance(n.layer, L.Dropout):
+            kwargs = {"training": False}
+        else:
+            kwargs = {}
+        return {"args": [ts] if many else ts, "kwargs": kwargs}
+
+    entries = []
+    for op in ops:
+        e = _layer_entry(op)
+        e["name"] = op.name
+        e["inbound_nodes"] = [] if isinstance(op, L.InputLayer) else [node(n) for n in op._inbound if n in own]
+        entries.append(e)
+
+    def io(names, tensors, is_dict):
+        if is_dict:
+            return {n: ref(t, True) for n, t in zip(names, tensors)}
+        return ref(tensors[0], True) if len(tensors) == 1 else [ref(t, True) for t in tensors]
+    return {"name": model.name, "trainable": bool(model.trainable), "layers": entries,
+            "input_layers": io(model._input_names, model._inputs, model._inputs_dict),
+            "output_layers": io(model._output_names, model._outputs, model._outputs_dict)}
+
+
+# ---- Functional config: Keras -> boundfit ----
+
+def model_from_config(cfg, custom_objects=None):
+    """A boundfit model from Keras 3's serialization of a Sequential or a Functional."""
+    from . import keras_config
+    cls = cfg.get("class_name")
+    if cls == "Sequential":
+        return keras_config.sequential_from_config(cfg, custom_objects)
+    if cls in ("Functional", "Model") and "layers" in (cfg.get("config") or {}):
+        return functional_from_config(cfg, custom_objects)
+    raise ValueError(f"boundfit reads Sequential and Functional models from .keras files; this one is a {cls!r}, "
+                     "a subclassed model (Keras rebuilds it from the user's class; boundfit has no such class: build "
+                     "the model here and use load_weights)")
+
+
+def layer_or_model(entry, custom_objects=None):
+    if entry.get("class_name") in ("Sequential", "Functional", "Model") and (custom_objects or {}).get(
+            entry.get("class_name")) is None:
+        return model_from_config(entry, custom_objects)
+    from . import keras_config
+    return keras_config.layer_from_config(entry, custom_objects)
+
+
+def _is_ref(v):
+    return isinstance(v, list) and len(v) == 3 and isinstance(v[0], str)
+
+
+def functional_from_config(cfg, custom_objects=None):
+    """models/functional.py functional_from_config: create every layer, then
+    call each on its inbound nodes' tensors, deferring a call whose inputs do
+    not exist yet, until all are made."""
+    Model, _ = _models()
+    c = cfg["config"]
+    made, outs, pending = {}, {}, {}
+    for e in c["layers"]:
+        name = e.get("name") or (e.get("config") or {}).get("name")
+        if e.get("class_name") == "InputLayer":
+            ec = e["config"]
+            shape = ec.get("batch_shape") or ec.get("batch_input_shape")
+            made[name] = layer = L.InputLayer(shape=tuple(shape[1:]), name=ec.get("name", name))
+            outs[name] = [[layer.output]]
+            continue
+        made[name] = layer_or_model(e, custom_objects)
+        outs[name] = []
+        pending[name] = list(e.get("inbound_nodes") or [])
+
+    def tensor(v, shift=0):
+        if isinstance(v, dict) and v.get("class_name") == "__keras_tensor__":
+            v = v["config"]["keras_history"]
+        elif not _is_ref(v):
+            raise ValueError(f"a node argument {v!r} is not a tensor reference boundfit can read")
+        lname, ni, ti = v
+        if lname not in outs:
+            raise ValueError(f"Invalid Functional model configuration: no layer named {lname!r}")
+        got = outs[lname]
+        if shift and isinstance(made[lname], Model) and kind(made[lname]) == FUNCTIONAL:
+            ni -= 1   # input_layers / output_layers count a nested Functional's own graph as node 0
+        if not 0 <= ni < len(got):
+            raise IndexError(lname)
+        return got[ni][ti]
+
+    def call(layer, node):
+        if not isinstance(node, list) and hasattr(layer, "_call_from_keras"):
+            y = layer._call_from_keras(node.get("args") or [], node.get("kwargs") or {}, tensor)
+            return list(y) if isinstance(y, (list, tuple)) else [y]
+        if isinstance(node, list):   # the legacy form: [[name, node, tensor, kwargs], ...]
+            args = [tensor(r[:3]) for r in node]
+            x = args if len(args) > 1 else args[0]
+        else:
+            a = node.get("args") or []
+            if len(a) != 1:
+                raise ValueError(f"layer {layer.name!r}: a call with {len(a)} positional arguments is not one "
+                                 "boundfit can rebuild")
+            for k, v in (node.get("kwargs") or {}).items():
+                if not (k in ("mask", "training") and v in (None, False)):
+                    raise ValueError(f"layer {layer.name!r}: the call argument {k}={v!r} is not supported by boundfit")
+            x = a[0]
+            x = [tensor(t) for t in x] if isinstance(x, list) else \
+                {k: tensor(t) for k, t in x.items()} if isinstance(x, dict) and "class_name" not in x else tensor(x)
+        y = layer(x)
+        if isinstance(y, dict):
+            return [y[k] for k in sorted(y)]
+        return list(y) if isinstance(y, (list, tuple)) else [y]
+
+    while pending:
+        progressed = False
+        for e in c["layers"]:
+            name = e.get("name") or (e.get("config") or {}).get("name")
+            nodes = pending.get(name)
+            while nodes:
+                try:
+                    outs[name].append(call(made[name], nodes[0]))
+                except IndexError:
+                    break
+                nodes.pop(0)
+                progressed = True
+            if nodes is not None and not nodes:
+                del pending[name]
+        if pending and not progressed:
+            raise ValueError("Invalid Functional model configuration: the graph has loops or disconnected nodes "
+                             f"({sorted(pending)})")
+
+    def io(v):
+        if _is_ref(v):
+            return tensor(v, shift=1)
+        if isinstance(v, dict):
+            return {k: io(x) for k, x in v.items()}
+        return [io(x) for x in v]
+    try:
+        inputs, outputs = io(c["input_layers"]), io(c["output_layers"])
+    except IndexError as e:
+        raise ValueError(f"Invalid Functional model configuration: layer {e} has no such node") from None
+    if isinstance(inputs, list) and len(inputs) == 1:
+        inputs = inputs[0]
+    if isinstance(outputs, list) and len(outputs) == 1:
+        outputs = outputs[0]
+    model = Model(inputs, outputs, name=c.get("name"))
+    if c.get("trainable") is False:
+        model.trainable = False
+    return model
+
+
+# ---- weights file layout ----
+
+# boundfit's own attributes of a Model that hold layers or models (Keras's walk skips its internals too)
+_INTERNAL = {"_node_layers", "_model", "_layers", "_input_layer", "_inbound", "_nodes", "_inputs", "_outputs"}
+
+
+def _saveable(v):
+    Model, _ = _models()
+    return isinstance(v, (L.Layer, Model))
+
+
+def _holds(v):
+    if _saveable(v):
+        return True
+    if isinstance(v, dict):
+        v = list(v.values())
+    return isinstance(v, (list, tuple)) and any(_holds(x) for x in v)
+
+
+def _tracked(model):
+    """Keras's `_layers` of a subclassed model: layers and models assigned as attributes, in assignment order."""
+    out, seen = [], set()
+
+    def add(v):
+        if _saveable(v):
+            if id(v) not in seen:
+                seen.add(id(v))
+                out.append(v)
+        elif isinstance(v, dict):
+            for x in v.values():
+                add(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                add(x)
+    for k, v in vars(model).items():
+        if k not in _INTERNAL:
+            add(v)
+    return out
+
+
+def keras_layers(model, as_functional):
+    """Keras's `model.layers`: a Sequential's layers, a graph's in Keras's
+    order (InputLayers included), a subclassed model's tracked layers."""
+    k = kind(model, as_functional)
+    if k == SEQUENTIAL:
+        return list(model._layers)
+    if k == FUNCTIONAL:
+        return graph_order(model)[0]
+    return _tracked(model)
+
+
+def _class_path(obj, as_functional):
+    Model, _ = _models()
+    if isinstance(obj, Model):
+        k = kind(obj, as_functional)
+        return snake(type(obj).__name__) if k == SUBCLASSED else k.lower()
+    return snake(type(obj).__name__)
+
+
+def _join(a, b):
+    return f"{a}/{b}" if a else b
+
+
+def weight_groups(model, as_functional=False):
+    """[(path, object)] of saving_lib's walk: object's variables (none for a
+    model or an InputLayer) go under `<path>/vars`; each object once."""
+    out, visited = [], set()
+
+    def saveable(obj, path):
+        if id(obj) in visited:
+            return
+        visited.add(id(obj))
+        out.append((path, obj))
+        Model, _ = _models()
+        if isinstance(obj, Model):
+            walk(obj, path)
+
+    def container(items, path):
+        used = {}
+        for it in items:
+            if isinstance(it, (list, tuple, dict)):
+                container(list(it.values()) if isinstance(it, dict) else it, _join(path, _unique("container", used)))
+            elif _saveable(it) or isinstance(it, L.InputLayer):
+                saveable(it, _join(path, _unique(_class_path(it, as_functional), used)))
+
+    def walk(m, path):
+        if kind(m, as_functional) != SUBCLASSED:
+            container(keras_layers(m, as_functional), _join(path, "layers"))
+            return
+        attrs = {k: v for k, v in vars(m).items() if k not in _INTERNAL and _holds(v)}
+        for name in sorted(list(attrs) + ["layers"], key=lambda n: "~" + n if n.startswith("_") else n):
+            if name == "layers":
+                container(_tracked(m), _join(path, "layers"))
+            elif _saveable(attrs[name]):
+                saveable(attrs[name], _join(path, name))
+            else:
+                v = attrs[name]
+                container(list(v.values()) if isinstance(v, dict) else v, _join(path, name))
+
+    saveable(model, "")
+    return out
+
+
+def _unique(name, used):
+    if name in used:
+        used[name] += 1
+        return f"{name}_{used[name]}"
+    used[name] = 0
+    return name
+
+
+def trainable_order(model, as_functional=False):
+    """The layers in the order of Keras's `model.trainable_variables` (nested
+    models' layers in place, a shared layer once)."""
+    Model, _ = _models()
+    out, seen = [], set()
+
+    def rec(m):
+        for l in keras_layers(m, as_functional):
+            if isinstance(l, L.InputLayer) or id(l) in seen:
+                continue
+            seen.add(id(l))
+            if isinstance(l, Model):
+                rec(l)
+            else:
+                out.append(l)
+    rec(model)
+    return out
