@@ -1,7 +1,8 @@
 """The first-fit rule (DESIGN.md), each case in a fresh child process:
 - the first fit / evaluate / predict grows peak RSS by at most the plan's new
   host bytes, and by at least 97% of them when that is above 100 MiB (Dense,
-  the seed CNN, the seed MLP, data from a Sequence);
+  the seed CNN, the seed MLP, data from a Sequence, a small ResNet, an
+  Embedding + LSTM text model, a Transformer block);
 - under real cgroup limits, batch_size='auto' and micro_batch='auto' train
   the seed CNN and an MLP to the end with the peak under the limit and no
   watchdog stop (the engine's own runtime never trips it), down to a limit
@@ -34,6 +35,32 @@ MODELS = {
         m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
         x = rng.standard_normal((NROWS, 10000), dtype=np.float32); y = np.arange(NROWS) % 10
         bs = 256""",
+    "resnet": """
+        inp = bf.Input((32, 32, 3)); h = inp
+        for f in (16, 32, 32):
+            a = layers.Activation("relu")(layers.BatchNormalization()(layers.Conv2D(f, 3, padding="same")(h)))
+            a = layers.BatchNormalization()(layers.Conv2D(f, 3, padding="same")(a))
+            h = layers.Activation("relu")(layers.Add()([a, layers.Conv2D(f, 1)(h)]))
+        m = bf.Model(inp, layers.Dense(10, activation="softmax")(layers.GlobalAveragePooling2D()(h)))
+        m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+        x = rng.standard_normal((NROWS, 32, 32, 3), dtype=np.float32); y = np.arange(NROWS) % 10
+        bs = 64""",
+    "lstm": """
+        tok = bf.Input((60,))
+        h = layers.LSTM(64)(layers.Embedding(1000, 32, mask_zero=True)(tok))
+        m = bf.Model(tok, layers.Dense(2, activation="softmax")(h))
+        m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+        x = rng.integers(0, 1000, (NROWS, 60)).astype(np.float32); y = np.arange(NROWS) % 2
+        bs = 64""",
+    "transformer": """
+        inp = bf.Input((64, 64))
+        h = layers.LayerNormalization()(layers.Add()([inp, layers.MultiHeadAttention(4, 16)(inp, inp)]))
+        f = layers.Dense(64)(layers.Dense(256, activation="gelu")(h))
+        h = layers.GlobalAveragePooling1D()(layers.LayerNormalization()(layers.Add()([h, f])))
+        m = bf.Model(inp, layers.Dense(3, activation="softmax")(h))
+        m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+        x = rng.standard_normal((NROWS, 64, 64), dtype=np.float32); y = np.arange(NROWS) % 3
+        bs = 32""",
 }
 
 HEAD = """
@@ -90,7 +117,9 @@ def _first_call_code(model, mode, source, nrows):
 @pytest.mark.parametrize("model,source,nrows,mode", [
     (model, source, nrows, mode) for model, source, nrows in [("dense", "array", 0), ("dense", "sequence", 0),
                                                              ("cnn", "array", 128)]
-    for mode in ("fit", "evaluate", "predict")] + [("mlp", "array", 512, "fit")])
+    for mode in ("fit", "evaluate", "predict")] + [("mlp", "array", 512, "fit"), ("resnet", "array", 256, "fit"),
+                                                   ("lstm", "array", 256, "fit"), ("transformer", "array", 128, "fit"),
+                                                   ("transformer", "array", 128, "predict")])
 def test_first_call_of_a_fresh_process_grows_rss_by_at_most_its_plan(model, source, nrows, mode):
     out = _child(_first_call_code(model, mode, source, nrows))
     new, grown = map(int, out.split("GROWTH")[1].split())
