@@ -178,6 +178,11 @@ typedef struct {
     float rate;        /* dropout on the weights (training) */
     uint64_t seed;     /* its keep mask: a hash of (seed, index), recomputed by backward */
     int p_tile;
+    /* the inputs' step masks (Embedding mask_zero), > 0.5 kept, NULL: none:
+     * qmask (B,TQ) of the query, vmask / kmask (B,TK) of the value / key;
+     * key j attends query i only where all three allow it (Keras's
+     * _compute_attention_mask) */
+    const float *qmask, *vmask, *kmask;
 } bf_attn_geom;
 /* One direction of a recurrent layer (SimpleRNN / LSTM / GRU, Keras 3
  * layouts and gate orders: LSTM i,f,c,o; GRU z,r,h with reset_after). Step s
@@ -433,6 +438,14 @@ typedef struct bf_backend {
     bf_status (*rnn_backward)(struct bf_backend *be, const bf_rnn_geom *g, float *dx, float *dw, float *du,
                               float *db, float *gates, void *ws, const float *dout, const float *hs, const float *cs,
                               const float *x, const float *w, const float *u, const float *mask, int dx_add);
+    /* GlobalAveragePooling1D with a step mask (csrc/cpu/masked_mean.c):
+     * out (B,C) = sum_t [mask > 0.5] inp (B,T,C) / sum_t [mask > 0.5], mask
+     * (B,T); a row with no step left is 0/0 = NaN, as Keras. Backward: dinp
+     * (B,T,C) = dout / count at kept steps, 0 elsewhere (overwritten). */
+    bf_status (*masked_mean_forward)(struct bf_backend *be, float *out, const float *inp, const float *mask, int B,
+                                     int T, int C);
+    bf_status (*masked_mean_backward)(struct bf_backend *be, float *dinp, const float *dout, const float *mask, int B,
+                                      int T, int C);
 } bf_backend;
 
 /* The CPU backend (always present). */
