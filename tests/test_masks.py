@@ -198,18 +198,35 @@ def test_emu_device_path_trains_as_the_cpu():
     np.testing.assert_array_equal(a.predict(IDS, verbose=0), b.predict(IDS, verbose=0, device="emu"))
 
 
-def test_keras_files_both_ways(tmp_path):
+@pytest.mark.parametrize("build,x", [(encoder, IDS), (cross, CROSS_X)], ids=["encoder", "cross"])
+def test_keras_files_both_ways(tmp_path, build, x):
+    """Keras writes the masks it propagates as op nodes (not_equal, logical_or) and
+    `mask=` call arguments; boundfit reads them as the masks its graph carries."""
     keras = load()
-    mb = encoder(bf, layers)
+    mb = build(bf, layers)
     mb.compile(optimizer="adam", loss="mse")
     mb.save(tmp_path / "bf.keras")
     mk = keras.saving.load_model(tmp_path / "bf.keras")
-    close(np.asarray(mk.predict(IDS, verbose=0)), mb.predict(IDS, verbose=0))
-    mk2 = encoder(keras, keras.layers)
+    close(np.asarray(mk.predict(x, verbose=0)), mb.predict(x, verbose=0))
+    mk2 = build(keras, keras.layers)
     mk2.compile(optimizer="adam", loss="mse")
     mk2.save(tmp_path / "k.keras")
     mb2 = bf.models.load_model(tmp_path / "k.keras")
-    close(np.asarray(mk2.predict(IDS, verbose=0)), mb2.predict(IDS, verbose=0))
+    close(np.asarray(mk2.predict(x, verbose=0)), mb2.predict(x, verbose=0))
+
+
+def test_a_keras_mask_op_used_as_data_is_refused_by_name(tmp_path):
+    import json
+    import zipfile
+    from boundfit import keras_graph
+    keras = load()
+    encoder(keras, keras.layers).save(tmp_path / "k.keras")
+    cfg = json.loads(zipfile.ZipFile(tmp_path / "k.keras").read("config.json"))
+    dense = [e for e in cfg["config"]["layers"] if e["class_name"] == "Dense"][0]
+    op = [e["name"] for e in cfg["config"]["layers"] if e["class_name"] == "NotEqual"][0]
+    dense["inbound_nodes"][0]["args"][0]["config"]["keras_history"] = [op, 0, 0]
+    with pytest.raises(ValueError, match=f"'{op}'.* only as a mask"):
+        keras_graph.model_from_config(cfg)
 
 
 def test_attention_output_carries_the_query_mask():
