@@ -106,6 +106,23 @@ def test_masked_models_match_keras_outputs_loss_and_updated_weights(build, x):
     against_keras(build, x)
 
 
+@pytest.mark.parametrize("rate", [0.0, 0.1])
+def test_padded_queries_attend_as_in_keras(rate):
+    """A padded query has no key left: Keras gives it uniform weights on JAX's
+    dot_product_attention (dropout 0) and zero weights on its Softmax path
+    (dropout > 0, in predict too); Flatten keeps those positions in the output."""
+    keras = load()
+
+    def flat(K, Ls):
+        i = K.Input((T,))
+        e = Ls.Embedding(V, E, mask_zero=True)(i)
+        return K.Model(i, Ls.Flatten()(Ls.MultiHeadAttention(2, 3, dropout=rate)(e, e)))
+
+    mk, mb = flat(keras, keras.layers), flat(bf, layers)
+    mb.set_weights(mk.get_weights())
+    close(np.asarray(mk.predict(IDS, verbose=0)), mb.predict(IDS, verbose=0))
+
+
 def test_masked_average_ignores_the_padded_steps():
     """The masked steps' values and gradients play no part: changing the table
     row of id 0 changes nothing, and its gradient is zero."""

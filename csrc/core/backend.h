@@ -183,6 +183,10 @@ typedef struct {
      * key j attends query i only where all three allow it (Keras's
      * _compute_attention_mask) */
     const float *qmask, *vmask, *kmask;
+    /* a query with no key left: zero weights when set (Keras's Softmax path,
+     * which a layer with dropout > 0 takes, in training and inference alike),
+     * else uniform (its dot_product_attention on JAX) */
+    int zero_empty;
 } bf_attn_geom;
 /* One direction of a recurrent layer (SimpleRNN / LSTM / GRU, Keras 3
  * layouts and gate orders: LSTM i,f,c,o; GRU z,r,h with reset_after). Step s
@@ -397,8 +401,9 @@ typedef struct bf_backend {
                                     const float *gamma, long N, int C);
     size_t (*attention_workspace_bytes)(struct bf_backend *be, const bf_attn_geom *g, int backward);
     /* for each (b, h): P = softmax(scale * Q K^T) over keys, masked (mask (B,TQ,TK)
-     * > 0.5 and the causal rule; a row with no key left: uniform, as Keras on
-     * JAX), O = dropout(P) V. mask may be NULL. */
+     * > 0.5, g's step masks and the causal rule; a row with no key left:
+     * uniform, as Keras on JAX, or zero, see zero_empty), O = dropout(P) V.
+     * mask may be NULL. */
     bf_status (*attention_forward)(struct bf_backend *be, float *O, float *P, void *ws, const float *Q,
                                    const float *K, const float *V, const float *mask, const bf_attn_geom *g);
     /* dQ, dK, dV (overwritten) from dO (B,TQ,H,DV) and the kept P */

@@ -41,6 +41,7 @@ void bf_mha_geom(const bf_model *m, const bf_layer *L, int rows, int train, int 
     g->seed = 0;
     g->p_tile = !keep;
     g->qmask = g->vmask = g->kmask = NULL; /* set per run (mha_parts_of) */
+    g->zero_empty = L->rate > 0.0f;
 }
 
 /* section sizes in floats: Qp, Kp, Vp, O, P */

@@ -55,8 +55,8 @@ static void softmax_rows(float *s, const row_masks *rm, const bf_attn_geom *g) {
         float mx = -INFINITY;
         for (int j = 0; j < TK; j++)
             if (allowed(rm, g->causal, i, j) && row[j] > mx) mx = row[j];
-        if (mx == -INFINITY) { /* nothing to attend: uniform */
-            for (int j = 0; j < TK; j++) row[j] = 1.0f / (float)TK;
+        if (mx == -INFINITY) { /* nothing to attend: uniform, or zero (see zero_empty) */
+            for (int j = 0; j < TK; j++) row[j] = g->zero_empty ? 0.0f : 1.0f / (float)TK;
             continue;
         }
         float sum = 0.0f;

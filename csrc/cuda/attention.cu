@@ -64,7 +64,7 @@ __device__ float at_reduce(float v, float *sh) {
 // Pd (same layout) = P * keep / (1 - rate) when rate > 0
 __global__ void attn_softmax_kernel(float *P, float *Pd, const float *mask, const float *qmask, const float *vmask,
                                     const float *kmask, int b, int h0, int nh, int H, int TQ, int TK, int causal,
-                                    float rate, unsigned long long seed) {
+                                    int zero_empty, float rate, unsigned long long seed) {
     __shared__ float sh[AT_THREADS];
     const long rows = (long)nh * TQ;
     for (long r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -81,7 +81,8 @@ __global__ void attn_softmax_kernel(float *P, float *Pd, const float *mask, cons
             row[j] = e;
             s += e;
         }
-        const float inv = 1.0f / at_reduce<0>(s, sh);
+        const float tot = at_reduce<0>(s, sh);
+        const float inv = mx == -INFINITY && zero_empty ? 0.0f : 1.0f / tot;
         const unsigned long long base = (((unsigned long long)b * H + h) * TQ + i) * TK;
         for (int j = threadIdx.x; j < TK; j += blockDim.x) {
             row[j] *= inv;
@@ -150,7 +151,7 @@ bf_status bf_cuda_attention_forward(bf_backend *be, float *O, float *P, void *ws
             BF_CUBLAS_CHECK(st, cublasSgemmStridedBatched(st->blas, CUBLAS_OP_T, CUBLAS_OP_N, TK, TQ, DK, &scale, k,
                                                           H * DK, DK, q, H * DK, DK, &zero, p, TK, tile, nh));
             attn_softmax_kernel<<<rows_grid((long)nh * TQ), AT_THREADS, 0, st->stream>>>(
-                p, pd, mask, g->qmask, g->vmask, g->kmask, b, h0, nh, H, TQ, TK, g->causal, g->rate,
+                p, pd, mask, g->qmask, g->vmask, g->kmask, b, h0, nh, H, TQ, TK, g->causal, g->zero_empty, g->rate,
                 (unsigned long long)g->seed);
             BF_CUDA_LAUNCHED(st, attn_softmax_kernel);
             // O_bh^T (DV,TQ) = V_bh^T (DV,TK) @ P^T (TK,TQ)
