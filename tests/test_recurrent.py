@@ -283,14 +283,22 @@ def test_masks_that_cannot_be_combined_are_refused():
         bf.Model(i, layers.LSTM(2)(layers.Concatenate(axis=1)([a, layers.Embedding(9, 3)(i)]))).build()
 
 
-def test_a_mask_reaching_a_layer_that_would_use_it_differently_is_refused_by_name():
-    """Keras averages GlobalAveragePooling1D over unmasked steps and masks attention with an
-    Embedding's mask; until boundfit does, such a graph is refused where it is built."""
+def test_a_mask_reaching_pooling_and_attention_is_used_as_keras_uses_it():
+    """GlobalAveragePooling1D averages over the unmasked steps and MultiHeadAttention masks its
+    keys and queries with an Embedding's mask (Keras 3; tests/test_masks.py checks the numbers):
+    such graphs build and run, and the padded steps change nothing."""
     tok = bf.Input((6,))
     e = bf.layers.Embedding(10, 4, mask_zero=True)(tok)
-    with pytest.raises(ValueError, match="averaging over unmasked steps"):
-        bf.Model(tok, bf.layers.Dense(1)(bf.layers.GlobalAveragePooling1D()(bf.layers.LayerNormalization()(e))))
-    with pytest.raises(ValueError, match="key and query masks"):
-        bf.Model(tok, bf.layers.Flatten()(bf.layers.MultiHeadAttention(2, 2)(e, e)))
+    g = bf.Model(tok, bf.layers.Dense(1)(bf.layers.GlobalAveragePooling1D()(bf.layers.LayerNormalization()(e))))
+    a = bf.Model(tok, bf.layers.Flatten()(bf.layers.MultiHeadAttention(2, 2)(e, e)))
+    x = np.array([[1, 2, 3, 0, 0, 0], [4, 5, 6, 7, 8, 9]])
+    w = g.get_weights()
+    w[0][0] += 50.0   # the padding id's row
+    g2 = bf.Model(tok, bf.layers.Dense(1)(bf.layers.GlobalAveragePooling1D()(bf.layers.LayerNormalization()(
+        bf.layers.Embedding(10, 4, mask_zero=True)(tok)))))
+    g2.set_weights(w)
+    np.testing.assert_allclose(g.predict(x, verbose=0), g2.predict(x, verbose=0), rtol=1e-6)
+    pa = a.predict(x, verbose=0).reshape(2, 6, 4)
+    assert np.all(np.isfinite(pa)) and pa.shape == (2, 6, 4)
     m = bf.Model(tok, bf.layers.Dense(1)(bf.layers.GlobalAveragePooling1D()(bf.layers.Embedding(10, 4)(tok))))
     assert m.predict(np.ones((2, 6)), verbose=0).shape == (2, 1)      # without mask_zero it runs

@@ -178,6 +178,15 @@ typedef struct {
     float rate;        /* dropout on the weights (training) */
     uint64_t seed;     /* its keep mask: a hash of (seed, index), recomputed by backward */
     int p_tile;
+    /* the inputs' step masks (Embedding mask_zero), > 0.5 kept, NULL: none:
+     * qmask (B,TQ) of the query, vmask / kmask (B,TK) of the value / key;
+     * key j attends query i only where all three allow it (Keras's
+     * _compute_attention_mask) */
+    const float *qmask, *vmask, *kmask;
+    /* a query with no key left: zero weights when set (Keras's Softmax path,
+     * which a layer with dropout > 0 takes, in training and inference alike),
+     * else uniform (its dot_product_attention on JAX) */
+    int zero_empty;
 } bf_attn_geom;
 /* One direction of a recurrent layer (SimpleRNN / LSTM / GRU, Keras 3
  * layouts and gate orders: LSTM i,f,c,o; GRU z,r,h with reset_after). Step s
@@ -392,8 +401,9 @@ typedef struct bf_backend {
                                     const float *gamma, long N, int C);
     size_t (*attention_workspace_bytes)(struct bf_backend *be, const bf_attn_geom *g, int backward);
     /* for each (b, h): P = softmax(scale * Q K^T) over keys, masked (mask (B,TQ,TK)
-     * > 0.5 and the causal rule; a row with no key left: uniform, as Keras on
-     * JAX), O = dropout(P) V. mask may be NULL. */
+     * > 0.5, g's step masks and the causal rule; a row with no key left:
+     * uniform, as Keras on JAX, or zero, see zero_empty), O = dropout(P) V.
+     * mask may be NULL. */
     bf_status (*attention_forward)(struct bf_backend *be, float *O, float *P, void *ws, const float *Q,
                                    const float *K, const float *V, const float *mask, const bf_attn_geom *g);
     /* dQ, dK, dV (overwritten) from dO (B,TQ,H,DV) and the kept P */
@@ -433,6 +443,14 @@ typedef struct bf_backend {
     bf_status (*rnn_backward)(struct bf_backend *be, const bf_rnn_geom *g, float *dx, float *dw, float *du,
                               float *db, float *gates, void *ws, const float *dout, const float *hs, const float *cs,
                               const float *x, const float *w, const float *u, const float *mask, int dx_add);
+    /* GlobalAveragePooling1D with a step mask (csrc/cpu/masked_mean.c):
+     * out (B,C) = sum_t [mask > 0.5] inp (B,T,C) / sum_t [mask > 0.5], mask
+     * (B,T); a row with no step left is 0/0 = NaN, as Keras. Backward: dinp
+     * (B,T,C) = dout / count at kept steps, 0 elsewhere (overwritten). */
+    bf_status (*masked_mean_forward)(struct bf_backend *be, float *out, const float *inp, const float *mask, int B,
+                                     int T, int C);
+    bf_status (*masked_mean_backward)(struct bf_backend *be, float *dinp, const float *dout, const float *mask, int B,
+                                      int T, int C);
 } bf_backend;
 
 /* The CPU backend (always present). */

@@ -295,6 +295,7 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
             }
         }
         if (bf_is_seq_kind(ly->kind)) BF_TRY(bf_seq_plan(r, i, t, BW(i), bw));
+        bf_seq_plan_mask_readers(r, i, t, BW(i), bw);
     }
     /* losses, metrics, or the copy-out of predictions at t = L + 1 */
     for (int k = 0; k < NO; k++) {

@@ -305,6 +305,11 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
             break;
         case BF_L_AVGPOOL:
         case BF_L_GAP:
+            if (L->kind == BF_L_GAP && bf_seq_mask(r, L->in_ids[0])) { /* over the unmasked steps */
+                BF_TRY(be->masked_mean_forward(be, out, in, bf_seq_mask(r, L->in_ids[0]), rows, L->in_shape[0],
+                                               L->in_shape[1]));
+                break;
+            }
             bf_layer_geom(L, rows, &g);
             BF_TRY(be->avgpool_forward(be, out, in, &g));
             break;
@@ -439,6 +444,11 @@ static bf_status backward(bf_run *r, int rows) {
             break;
         case BF_L_AVGPOOL:
         case BF_L_GAP:
+            if (L->kind == BF_L_GAP && bf_seq_mask(r, L->in_ids[0])) {
+                if (din) BF_TRY(be->masked_mean_backward(be, din, dout, bf_seq_mask(r, L->in_ids[0]), rows,
+                                                         L->in_shape[0], L->in_shape[1]));
+                break;
+            }
             bf_layer_geom(L, rows, &g);
             if (din) BF_TRY(be->avgpool_backward(be, din, dout, &g));
             break;

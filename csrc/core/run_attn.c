@@ -6,10 +6,13 @@
  * no backward runs); fws_id the forward scratch (dropout tile); bws_id dO,
  * dQp, dKp, dVp and the backward scratch. Each input's gradient goes where
  * program.c planned it (a query used as value and key gets three
- * contributions, summed by the core); the mask gets none. */
+ * contributions, summed by the core); the mask gets none. The step masks of
+ * query, value and key (Embedding mask_zero) join attention_mask in the core. */
 #include "run_attn.h"
 
 #include <math.h>
+
+#include "seq_run.h"
 
 #define BUF(r, id) ((float *)((r)->scratch + (r)->bufs[id].offset))
 #define SEC(n) (((size_t)(n) + 63) / 64 * 64) /* floats, sections 256-byte aligned */
@@ -37,6 +40,8 @@ void bf_mha_geom(const bf_model *m, const bf_layer *L, int rows, int train, int 
     g->rate = train ? L->rate : 0.0f;
     g->seed = 0;
     g->p_tile = !keep;
+    g->qmask = g->vmask = g->kmask = NULL; /* set per run (mha_parts_of) */
+    g->zero_empty = L->rate > 0.0f;
 }
 
 /* section sizes in floats: Qp, Kp, Vp, O, P */
@@ -93,6 +98,9 @@ static void mha_parts_of(bf_run *r, int i, int rows, mha_parts *p) {
     p->v = tb(r, L->in_ids[1]);
     p->k = tb(r, L->in_ids[2]);
     p->mask = L->nin > 3 ? tb(r, L->in_ids[3]) : NULL;
+    p->g.qmask = bf_seq_mask(r, L->in_ids[0]); /* Embedding(mask_zero=True) masks the inputs carry */
+    p->g.vmask = bf_seq_mask(r, L->in_ids[1]);
+    p->g.kmask = bf_seq_mask(r, L->in_ids[2]);
     size_t s[5];
     keep_sections(&p->g, s);
     p->Qp = BUF(r, r->aux_id[i]);

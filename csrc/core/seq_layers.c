@@ -95,17 +95,8 @@ bf_status bf_seq_mask_of(const bf_model *m, int i, int *mask) {
             return BF_FAIL(BF_ERR_ARG, "%s: a masked sequence can only be concatenated on the last axis", L->name);
         break;
     case BF_L_LAYERNORM: *mask = in; break;
-    case BF_L_GAP: case BF_L_MHA:
-        for (int j = 0; j < L->nin; j++) {
-            int k = m->t_mask[L->in_ids[j]];
-            if (k >= 0)
-                return BF_FAIL(BF_ERR_ARG, "%s: its input carries the mask of layer '%s' (mask_zero=True), which Keras "
-                               "would apply here (%s); boundfit does not support that yet: pass the sequence through a "
-                               "recurrent layer first, or use mask_zero=False", L->name, m->layers[k].name,
-                               L->kind == BF_L_GAP ? "averaging over unmasked steps only" : "as the attention's key and "
-                               "query masks");
-        }
-        break;
+    case BF_L_GAP: break; /* averages over the unmasked steps (run.c) and drops the mask, as Keras */
+    case BF_L_MHA: *mask = in; break; /* masks the attention (run_attn.c); the output carries the query's mask */
     default: break; /* layers without mask support drop it, as in Keras */
     }
     return BF_OK;

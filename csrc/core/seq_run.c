@@ -73,6 +73,15 @@ static void use_mask(bf_run *r, int tensor_id, int t) {
 
 void bf_seq_use_mask(bf_run *r, int tensor_id, int t) { use_mask(r, tensor_id, t); }
 
+void bf_seq_plan_mask_readers(bf_run *r, int i, int t, int tb, int bw) {
+    const bf_layer *L = &r->m->layers[i];
+    const int n = L->kind == BF_L_MHA ? 3 : L->kind == BF_L_GAP && L->in_rank == 2 ? 1 : 0;
+    for (int j = 0; j < n && j < L->nin; j++) {
+        use_mask(r, L->in_ids[j], t);
+        if (bw) use_mask(r, L->in_ids[j], tb);
+    }
+}
+
 const float *bf_seq_mask(bf_run *r, int tensor_id) {
     int k = r->m->t_mask[tensor_id];
     return k >= 0 && r->aux_id[k] >= 0 ? BUF(r, r->aux_id[k]) : NULL;

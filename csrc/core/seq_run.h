@@ -17,6 +17,9 @@ bf_status bf_seq_plan(bf_run *r, int i, int t, int tb, int bw);
 const float *bf_seq_mask(bf_run *r, int tensor_id);
 /* keep tensor_id's mask alive at time t (planning a layer that reads it) */
 void bf_seq_use_mask(bf_run *r, int tensor_id, int t);
+/* keep the masks node i reads (GlobalAveragePooling1D, MultiHeadAttention's
+ * query, value and key) alive at its forward t and, when bw, backward tb */
+void bf_seq_plan_mask_readers(bf_run *r, int i, int t, int tb, int bw);
 bf_status bf_seq_forward(bf_run *r, int i, int rows);
 /* din: node i's input gradient (NULL: not needed) */
 bf_status bf_seq_backward(bf_run *r, int i, int rows, const float *dout, float *din);

@@ -20,8 +20,24 @@ static int one_thread(const bf_attn_geom *g) {
     return nt;
 }
 
-static int allowed(const float *mrow, int causal, int i, int j) {
-    return (!mrow || mrow[j] > 0.5f) && (!causal || j <= i);
+/* batch row b's masks: attention_mask rows (TQ,TK), the query's steps (TQ),
+ * the value's and key's steps (TK); NULL: none */
+typedef struct {
+    const float *m, *q, *v, *k;
+    size_t TK;
+} row_masks;
+
+static row_masks masks_of(const float *mask, const bf_attn_geom *g, int b) {
+    const size_t TQ = (size_t)g->TQ, TK = (size_t)g->TK;
+    row_masks r = {mask ? mask + b * TQ * TK : NULL, g->qmask ? g->qmask + b * TQ : NULL,
+                   g->vmask ? g->vmask + b * TK : NULL, g->kmask ? g->kmask + b * TK : NULL, TK};
+    return r;
+}
+
+// key j attends query i (of this batch row): every mask and the causal rule allow it
+static int allowed(const row_masks *rm, int causal, int i, int j) {
+    return (!rm->m || rm->m[i * rm->TK + j] > 0.5f) && (!rm->q || rm->q[i] > 0.5f) && (!rm->v || rm->v[j] > 0.5f) &&
+           (!rm->k || rm->k[j] > 0.5f) && (!causal || j <= i);
 }
 
 size_t bf_cpu_attention_workspace_bytes(bf_backend *be, const bf_attn_geom *g, int backward) {
@@ -32,21 +48,20 @@ size_t bf_cpu_attention_workspace_bytes(bf_backend *be, const bf_attn_geom *g, i
 }
 
 // s (TQ,TK) scores -> masked softmax over each row, in place
-static void softmax_rows(float *s, const float *mask, const bf_attn_geom *g) {
+static void softmax_rows(float *s, const row_masks *rm, const bf_attn_geom *g) {
     const int TQ = g->TQ, TK = g->TK;
     for (int i = 0; i < TQ; i++) {
         float *row = s + (size_t)i * TK;
-        const float *mrow = mask ? mask + (size_t)i * TK : NULL;
         float mx = -INFINITY;
         for (int j = 0; j < TK; j++)
-            if (allowed(mrow, g->causal, i, j) && row[j] > mx) mx = row[j];
-        if (mx == -INFINITY) { /* nothing to attend: uniform */
-            for (int j = 0; j < TK; j++) row[j] = 1.0f / (float)TK;
+            if (allowed(rm, g->causal, i, j) && row[j] > mx) mx = row[j];
+        if (mx == -INFINITY) { /* nothing to attend: uniform, or zero (see zero_empty) */
+            for (int j = 0; j < TK; j++) row[j] = g->zero_empty ? 0.0f : 1.0f / (float)TK;
             continue;
         }
         float sum = 0.0f;
         for (int j = 0; j < TK; j++) {
-            float e = allowed(mrow, g->causal, i, j) ? expf(row[j] - mx) : 0.0f;
+            float e = allowed(rm, g->causal, i, j) ? expf(row[j] - mx) : 0.0f;
             row[j] = e;
             sum += e;
         }
@@ -62,7 +77,7 @@ static void drop_tile(float *d, const float *p, const bf_attn_geom *g, int b, in
     for (size_t e = 0; e < n; e++) d[e] = bf_attn_keep(g->seed, base + e, g->rate) ? p[e] * sc : 0.0f;
 }
 
-// O (B,TQ,H,DV), P (B,H,TQ,TK) <- Q (B,TQ,H,DK), K (B,TK,H,DK), V (B,TK,H,DV), mask (B,TQ,TK)
+// O (B,TQ,H,DV), P (B,H,TQ,TK) <- Q (B,TQ,H,DK), K (B,TK,H,DK), V (B,TK,H,DV), mask (B,TQ,TK), g's step masks
 bf_status bf_cpu_attention_forward(bf_backend *be, float *O, float *P, void *ws, const float *Q, const float *K,
                                    const float *V, const float *mask, const bf_attn_geom *g) {
     (void)be;
@@ -79,7 +94,8 @@ bf_status bf_cpu_attention_forward(bf_backend *be, float *O, float *P, void *ws,
             const float *v = V + (size_t)b * TK * H * DV + (size_t)h * DV;
             float *o = O + (size_t)b * TQ * H * DV + (size_t)h * DV;
             bf_sgemm(0, 1, TQ, TK, DK, g->scale, q, H * DK, k, H * DK, 0.0f, p, TK);
-            softmax_rows(p, mask ? mask + (size_t)b * tile : NULL, g);
+            const row_masks rm = masks_of(mask, g, b);
+            softmax_rows(p, &rm, g);
             const float *src = p;
             if (g->rate > 0.0f) {
                 drop_tile(ws, p, g, b, h);
@@ -105,7 +121,7 @@ bf_status bf_cpu_attention_backward(bf_backend *be, float *dQ, float *dK, float 
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             const float *p = P + ((size_t)b * H + h) * tile;
-            const float *mb = mask ? mask + (size_t)b * tile : NULL;
+            const row_masks rm = masks_of(mask, g, b);
             const size_t qo = (size_t)b * TQ * H * DK + (size_t)h * DK, ko = (size_t)b * TK * H * DK + (size_t)h * DK;
             const size_t vo = (size_t)b * TK * H * DV + (size_t)h * DV, oo = (size_t)b * TQ * H * DV + (size_t)h * DV;
             const float *src = p;
@@ -119,13 +135,13 @@ bf_status bf_cpu_attention_backward(bf_backend *be, float *dQ, float *dK, float 
             const size_t base = ((size_t)b * H + h) * tile;
             for (int i = 0; i < TQ; i++) {
                 float *d = dp + (size_t)i * TK;
-                const float *pr = p + (size_t)i * TK, *mrow = mb ? mb + (size_t)i * TK : NULL;
+                const float *pr = p + (size_t)i * TK;
                 if (g->rate > 0.0f)
                     for (int j = 0; j < TK; j++)
                         d[j] = bf_attn_keep(g->seed, base + (size_t)i * TK + j, g->rate) ? d[j] * sc : 0.0f;
                 float s = 0.0f;
                 for (int j = 0; j < TK; j++) s += pr[j] * d[j];
-                for (int j = 0; j < TK; j++) d[j] = allowed(mrow, g->causal, i, j) ? pr[j] * (d[j] - s) : 0.0f;
+                for (int j = 0; j < TK; j++) d[j] = allowed(&rm, g->causal, i, j) ? pr[j] * (d[j] - s) : 0.0f;
             }
             // dQ (TQ,DK) = scale * dS @ K; dK (TK,DK) = scale * dS^T @ Q
             bf_sgemm(0, 0, TQ, DK, TK, g->scale, dp, TK, K + ko, H * DK, 0.0f, dQ + qo, H * DK);

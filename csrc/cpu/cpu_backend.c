@@ -95,6 +95,8 @@ static bf_backend bf_cpu = {
     .rnn_workspace_bytes = bf_cpu_rnn_workspace_bytes,
     .rnn_forward = bf_cpu_rnn_forward,
     .rnn_backward = bf_cpu_rnn_backward,
+    .masked_mean_forward = bf_cpu_masked_mean_forward,
+    .masked_mean_backward = bf_cpu_masked_mean_backward,
 };
 
 bf_backend *bf_cpu_backend(void) { return &bf_cpu; }

@@ -16,5 +16,10 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
 bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, float *dw, float *du, float *db,
                               float *gates, void *ws, const float *dout, const float *hs, const float *cs,
                               const float *x, const float *w, const float *u, const float *mask, int dx_add);
+/* GlobalAveragePooling1D over the steps a mask keeps (masked_mean.c) */
+bf_status bf_cpu_masked_mean_forward(bf_backend *be, float *out, const float *inp, const float *mask, int B, int T,
+                                     int C);
+bf_status bf_cpu_masked_mean_backward(bf_backend *be, float *dinp, const float *dout, const float *mask, int B, int T,
+                                      int C);
 
 #endif

@@ -23,8 +23,26 @@ __device__ __forceinline__ int at_keep(unsigned long long seed, unsigned long lo
     return (float)(x >> 40) * (1.0f / 16777216.0f) >= rate;
 }
 
-__device__ __forceinline__ int at_allowed(const float *mrow, int causal, int i, int j) {
-    return (!mrow || mrow[j] > 0.5f) && (!causal || j <= i);
+/* query row i of batch row b: its attention_mask row, whether the query's
+ * step mask keeps it, and the value's / key's step masks (TK); NULL: none */
+struct at_row {
+    const float *m, *v, *k;
+    int q;
+};
+
+__device__ __forceinline__ at_row at_row_of(const float *mask, const float *qmask, const float *vmask,
+                                            const float *kmask, int b, int i, int TQ, int TK) {
+    at_row r;
+    r.m = mask ? mask + ((long)b * TQ + i) * TK : NULL;
+    r.q = !qmask || qmask[(long)b * TQ + i] > 0.5f;
+    r.v = vmask ? vmask + (long)b * TK : NULL;
+    r.k = kmask ? kmask + (long)b * TK : NULL;
+    return r;
+}
+
+// key j attends query i: every mask and the causal rule allow it
+__device__ __forceinline__ int at_allowed(const at_row &r, int causal, int i, int j) {
+    return r.q && (!r.m || r.m[j] > 0.5f) && (!r.v || r.v[j] > 0.5f) && (!r.k || r.k[j] > 0.5f) && (!causal || j <= i);
 }
 
 // op over the block (max or sum), every thread gets the result
@@ -44,25 +62,27 @@ __device__ float at_reduce(float v, float *sh) {
 
 // P rows (nh*TQ, TK) of heads h0.. of batch row b: masked softmax in place;
 // Pd (same layout) = P * keep / (1 - rate) when rate > 0
-__global__ void attn_softmax_kernel(float *P, float *Pd, const float *mask, int b, int h0, int nh, int H, int TQ,
-                                    int TK, int causal, float rate, unsigned long long seed) {
+__global__ void attn_softmax_kernel(float *P, float *Pd, const float *mask, const float *qmask, const float *vmask,
+                                    const float *kmask, int b, int h0, int nh, int H, int TQ, int TK, int causal,
+                                    int zero_empty, float rate, unsigned long long seed) {
     __shared__ float sh[AT_THREADS];
     const long rows = (long)nh * TQ;
     for (long r = blockIdx.x; r < rows; r += gridDim.x) {
         const int i = (int)(r % TQ), h = h0 + (int)(r / TQ);
         float *row = P + r * TK;
-        const float *mrow = mask ? mask + ((long)b * TQ + i) * TK : NULL;
+        const at_row mr = at_row_of(mask, qmask, vmask, kmask, b, i, TQ, TK);
         float mx = -INFINITY;
         for (int j = threadIdx.x; j < TK; j += blockDim.x)
-            if (at_allowed(mrow, causal, i, j)) mx = fmaxf(mx, row[j]);
+            if (at_allowed(mr, causal, i, j)) mx = fmaxf(mx, row[j]);
         mx = at_reduce<1>(mx, sh);
         float s = 0.0f;
         for (int j = threadIdx.x; j < TK; j += blockDim.x) {
-            float e = mx == -INFINITY ? 1.0f : at_allowed(mrow, causal, i, j) ? expf(row[j] - mx) : 0.0f;
+            float e = mx == -INFINITY ? 1.0f : at_allowed(mr, causal, i, j) ? expf(row[j] - mx) : 0.0f;
             row[j] = e;
             s += e;
         }
-        const float inv = 1.0f / at_reduce<0>(s, sh);
+        const float tot = at_reduce<0>(s, sh);
+        const float inv = mx == -INFINITY && zero_empty ? 0.0f : 1.0f / tot;
         const unsigned long long base = (((unsigned long long)b * H + h) * TQ + i) * TK;
         for (int j = threadIdx.x; j < TK; j += blockDim.x) {
             row[j] *= inv;
@@ -80,14 +100,16 @@ __global__ void attn_drop_kernel(float *Pd, const float *P, int b, int H, int TQ
 }
 
 // dP rows (H*TQ, TK) of batch row b -> dS = P * (dP' - sum(P * dP')) where allowed, dP' = dropout of dP
-__global__ void attn_softmax_backward_kernel(float *dP, const float *P, const float *mask, int b, int H, int TQ, int TK,
+__global__ void attn_softmax_backward_kernel(float *dP, const float *P, const float *mask, const float *qmask,
+                                             const float *vmask, const float *kmask, int b, int H, int TQ, int TK,
                                              int causal, float rate, unsigned long long seed) {
     __shared__ float sh[AT_THREADS];
     const long rows = (long)H * TQ;
     for (long r = blockIdx.x; r < rows; r += gridDim.x) {
         const int i = (int)(r % TQ), h = (int)(r / TQ);
         float *d = dP + r * TK;
-        const float *p = P + r * TK, *mrow = mask ? mask + ((long)b * TQ + i) * TK : NULL;
+        const float *p = P + r * TK;
+        const at_row mr = at_row_of(mask, qmask, vmask, kmask, b, i, TQ, TK);
         const unsigned long long base = (((unsigned long long)b * H + h) * TQ + i) * TK;
         float s = 0.0f;
         for (int j = threadIdx.x; j < TK; j += blockDim.x) {
@@ -96,7 +118,7 @@ __global__ void attn_softmax_backward_kernel(float *dP, const float *P, const fl
         }
         s = at_reduce<0>(s, sh);
         for (int j = threadIdx.x; j < TK; j += blockDim.x)
-            d[j] = at_allowed(mrow, causal, i, j) ? p[j] * (d[j] - s) : 0.0f;
+            d[j] = at_allowed(mr, causal, i, j) ? p[j] * (d[j] - s) : 0.0f;
     }
 }
 
@@ -109,7 +131,7 @@ size_t bf_cuda_attention_workspace_bytes(bf_backend *be, const bf_attn_geom *g, 
     return g->rate > 0.0f ? heads : 0;
 }
 
-// O (B,TQ,H,DV), P (B,H,TQ,TK) <- Q (B,TQ,H,DK), K (B,TK,H,DK), V (B,TK,H,DV), mask (B,TQ,TK)
+// O (B,TQ,H,DV), P (B,H,TQ,TK) <- Q (B,TQ,H,DK), K (B,TK,H,DK), V (B,TK,H,DV), mask (B,TQ,TK), g's step masks
 bf_status bf_cuda_attention_forward(bf_backend *be, float *O, float *P, void *ws, const float *Q, const float *K,
                                     const float *V, const float *mask, const bf_attn_geom *g) {
     BF_CUDA_ENTER(st, be);
@@ -129,7 +151,8 @@ bf_status bf_cuda_attention_forward(bf_backend *be, float *O, float *P, void *ws
             BF_CUBLAS_CHECK(st, cublasSgemmStridedBatched(st->blas, CUBLAS_OP_T, CUBLAS_OP_N, TK, TQ, DK, &scale, k,
                                                           H * DK, DK, q, H * DK, DK, &zero, p, TK, tile, nh));
             attn_softmax_kernel<<<rows_grid((long)nh * TQ), AT_THREADS, 0, st->stream>>>(
-                p, pd, mask, b, h0, nh, H, TQ, TK, g->causal, g->rate, (unsigned long long)g->seed);
+                p, pd, mask, g->qmask, g->vmask, g->kmask, b, h0, nh, H, TQ, TK, g->causal, g->zero_empty, g->rate,
+                (unsigned long long)g->seed);
             BF_CUDA_LAUNCHED(st, attn_softmax_kernel);
             // O_bh^T (DV,TQ) = V_bh^T (DV,TK) @ P^T (TK,TQ)
             BF_CUBLAS_CHECK(st, cublasSgemmStridedBatched(st->blas, CUBLAS_OP_N, CUBLAS_OP_N, DV, TQ, TK, &one, v,
@@ -164,7 +187,7 @@ bf_status bf_cuda_attention_backward(bf_backend *be, float *dQ, float *dK, float
         BF_CUBLAS_CHECK(st, cublasSgemmStridedBatched(st->blas, CUBLAS_OP_T, CUBLAS_OP_N, TK, TQ, DV, &one, V + vo,
                                                       H * DV, DV, dO + oo, H * DV, DV, &zero, dp, TK, tile, H));
         attn_softmax_backward_kernel<<<rows_grid((long)H * TQ), AT_THREADS, 0, st->stream>>>(
-            dp, p, mask, b, H, TQ, TK, g->causal, g->rate, (unsigned long long)g->seed);
+            dp, p, mask, g->qmask, g->vmask, g->kmask, b, H, TQ, TK, g->causal, g->rate, (unsigned long long)g->seed);
         BF_CUDA_LAUNCHED(st, attn_softmax_backward_kernel);
         // dQ^T (DK,TQ) = scale * K^T (DK,TK) @ dS^T (TK,TQ)
         BF_CUBLAS_CHECK(st, cublasSgemmStridedBatched(st->blas, CUBLAS_OP_N, CUBLAS_OP_N, DK, TQ, TK, &scale, K + ko,

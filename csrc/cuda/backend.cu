@@ -192,6 +192,8 @@ static void fill_vtable(bf_cuda_state *st) {
     be->rnn_workspace_bytes = bf_cuda_rnn_workspace_bytes;
     be->rnn_forward = bf_cuda_rnn_forward;
     be->rnn_backward = bf_cuda_rnn_backward;
+    be->masked_mean_forward = bf_cuda_masked_mean_forward;
+    be->masked_mean_backward = bf_cuda_masked_mean_backward;
 }
 
 /* destroy what open created (any subset); the state slot becomes free */

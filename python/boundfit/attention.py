@@ -173,8 +173,12 @@ class MultiHeadAttention(Layer):
             if k not in names or k in given:
                 raise ValueError(f"layer {self.name!r}: the call argument {k}={v!r} is not supported by boundfit")
             given[k] = v
+        from .keras_graph import MaskTensor
         for k in ("query_mask", "value_mask", "key_mask", "training"):
-            if given.pop(k, None) not in (None, False):
+            v = given.pop(k, None)
+            if k != "training" and isinstance(v, dict) and isinstance(tensor(v), MaskTensor):
+                continue   # a mask Keras propagated from an Embedding; boundfit's graph carries the same one
+            if v not in (None, False):
                 raise ValueError(f"layer {self.name!r}: the call argument {k} is not supported by boundfit")
         ts = {k: tensor(given[k]) if given.get(k) is not None else None
               for k in ("query", "value", "key", "attention_mask")}

@@ -228,6 +228,25 @@ def _is_ref(v):
     return isinstance(v, list) and len(v) == 3 and isinstance(v[0], str)
 
 
+# Keras 3 writes the masks it passes to a layer explicitly (Embedding(mask_zero=True)'s
+# not_equal(ids, 0), merged by logical_or / logical_and) as op nodes of the graph;
+# boundfit derives the same masks from its Embedding layers, so those nodes are read
+# as mask tensors, accepted only where a mask goes (the call argument `mask`,
+# MultiHeadAttention's query_mask / value_mask / key_mask).
+_MASK_OPS = {"NotEqual", "LogicalOr", "LogicalAnd"}
+
+
+class MaskTensor:
+    """The output of a Keras mask op in a file: boundfit recomputes the mask itself."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+def _is_mask_op(e):
+    return e.get("class_name") in _MASK_OPS and str(e.get("module", "")).startswith("keras.src.ops")
+
+
 def functional_from_config(cfg, custom_objects=None):
     """models/functional.py functional_from_config: create every layer, then
     call each on its inbound nodes' tensors, deferring a call whose inputs do
@@ -243,7 +262,7 @@ def functional_from_config(cfg, custom_objects=None):
             made[name] = layer = L.InputLayer(shape=tuple(shape[1:]), name=ec.get("name", name))
             outs[name] = [[layer.output]]
             continue
-        made[name] = layer_or_model(e, custom_objects)
+        made[name] = MaskTensor(name) if _is_mask_op(e) else layer_or_model(e, custom_objects)
         outs[name] = []
         pending[name] = list(e.get("inbound_nodes") or [])
 
@@ -263,6 +282,12 @@ def functional_from_config(cfg, custom_objects=None):
         return got[ni][ti]
 
     def call(layer, node):
+        if isinstance(layer, MaskTensor):   # its tensor arguments must exist first (IndexError defers it)
+            for a in node.get("args") or []:
+                for t in a if isinstance(a, list) else [a]:
+                    if isinstance(t, dict) and t.get("class_name") == "__keras_tensor__":
+                        tensor(t)
+            return [layer]
         if not isinstance(node, list) and hasattr(layer, "_call_from_keras"):
             y = layer._call_from_keras(node.get("args") or [], node.get("kwargs") or {}, tensor)
             return list(y) if isinstance(y, (list, tuple)) else [y]
@@ -275,11 +300,17 @@ def functional_from_config(cfg, custom_objects=None):
                 raise ValueError(f"layer {layer.name!r}: a call with {len(a)} positional arguments is not one "
                                  "boundfit can rebuild")
             for k, v in (node.get("kwargs") or {}).items():
+                if k == "mask" and isinstance(v, dict) and isinstance(tensor(v), MaskTensor):
+                    continue   # a mask Keras propagated; boundfit's graph carries the same one
                 if not (k in ("mask", "training") and v in (None, False)):
                     raise ValueError(f"layer {layer.name!r}: the call argument {k}={v!r} is not supported by boundfit")
             x = a[0]
             x = [tensor(t) for t in x] if isinstance(x, list) else \
                 {k: tensor(t) for k, t in x.items()} if isinstance(x, dict) and "class_name" not in x else tensor(x)
+        for t in x if isinstance(x, list) else x.values() if isinstance(x, dict) else [x]:
+            if isinstance(t, MaskTensor):
+                raise ValueError(f"layer {layer.name!r}: its input is the Keras op {t.name!r}, which boundfit reads "
+                                 "only as a mask (from Embedding(mask_zero=True)), not as data")
         y = layer(x)
         if isinstance(y, dict):
             return [y[k] for k in sorted(y)]
