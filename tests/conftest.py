@@ -21,8 +21,15 @@ def device_limit():
     bf.set_memory_limit(device="auto")
 
 
+def n_samples(x):
+    """Samples in x: an array, or a list / tuple / dict of arrays (one per model input)."""
+    if isinstance(x, dict):
+        x = list(x.values())
+    return len(x[0]) if isinstance(x, (list, tuple)) else len(x)
+
+
 def numeric_loss(model, x, y):
-    return model.evaluate(x, y, batch_size=len(x), verbose=0, return_dict=True)["loss"]
+    return model.evaluate(x, y, batch_size=n_samples(x), verbose=0, return_dict=True)["loss"]
 
 
 def engine_gradient(model, x, y):
@@ -32,7 +39,7 @@ def engine_gradient(model, x, y):
     opt, loss = model.optimizer, model.loss
     metrics = dict(metrics=model._metrics_arg, weighted_metrics=model._weighted_metrics_arg)
     model.compile(optimizer=bf.optimizers.SGD(learning_rate=1.0), loss=loss, **metrics)
-    model.fit(x, y, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
+    model.fit(x, y, batch_size=n_samples(x), epochs=1, shuffle=False, verbose=0)
     w1 = model.get_weights()
     model.set_weights(w0)
     model.compile(optimizer=opt, loss=loss, **metrics)
