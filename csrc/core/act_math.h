@@ -96,4 +96,24 @@ BF_HD float bf_act_grad(int act, float x, float y, float alpha, float max_value,
     }
 }
 
+/* the recurrent cells' activations (linear, relu, sigmoid, tanh), and their
+ * derivative from the output y (csrc/cpu/rnn.c, csrc/cuda/rnn.cu) */
+BF_HD float bf_cell_act(int act, float x) {
+    switch (act) {
+    case BF_ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case BF_ACT_SIGMOID: return bf_sigmoidf(x);
+    case BF_ACT_TANH: return tanhf(x);
+    default: return x;
+    }
+}
+
+BF_HD float bf_cell_act_grad(int act, float y) {
+    switch (act) {
+    case BF_ACT_RELU: return y > 0.0f ? 1.0f : 0.0f;
+    case BF_ACT_SIGMOID: return y * (1.0f - y);
+    case BF_ACT_TANH: return 1.0f - y * y;
+    default: return 1.0f;
+    }
+}
+
 #endif

@@ -16,28 +16,9 @@
 #include <string.h>
 
 #include "blas.h"
+#include "act_math.h"
 #include "seq_ops.h"
 
-static inline float sigm(float x) { return 1.0f / (1.0f + expf(-x)); }
-
-static inline float act_f(bf_act a, float x) {
-    switch (a) {
-    case BF_ACT_RELU: return x > 0.0f ? x : 0.0f;
-    case BF_ACT_SIGMOID: return sigm(x);
-    case BF_ACT_TANH: return tanhf(x);
-    default: return x;
-    }
-}
-
-/* derivative from the activation's output y */
-static inline float act_d(bf_act a, float y) {
-    switch (a) {
-    case BF_ACT_RELU: return y > 0.0f ? 1.0f : 0.0f;
-    case BF_ACT_SIGMOID: return y * (1.0f - y);
-    case BF_ACT_TANH: return 1.0f - y * y;
-    default: return 1.0f;
-    }
-}
 
 static inline int pos(const bf_rnn_geom *g, int s) { return g->go_backwards ? g->T - 1 - s : s; }
 
@@ -101,7 +82,7 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
                 float *c = cs + r * lc + (size_t)p * U;
                 const float *cp = s > 0 ? cs + r * lc + (size_t)pp * U : NULL;
                 for (int j = 0; j < U; j++) {
-                    float i = sigm(zr[j]), f = sigm(zr[U + j]), gg = tanhf(zr[2 * U + j]), o = sigm(zr[3 * U + j]);
+                    float i = bf_sigmoidf(zr[j]), f = bf_sigmoidf(zr[U + j]), gg = tanhf(zr[2 * U + j]), o = bf_sigmoidf(zr[3 * U + j]);
                     zr[j] = i; zr[U + j] = f; zr[2 * U + j] = gg; zr[3 * U + j] = o;
                     float cprev = cp ? cp[j] : 0.0f;
                     if (on) {
@@ -116,7 +97,7 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
                 const float *rr = rec + (size_t)r * GU;
                 float *c = cs + r * lc + (size_t)p * U;
                 for (int j = 0; j < U; j++) {
-                    float zg = sigm(zr[j] + rr[j]), re = sigm(zr[U + j] + rr[U + j]);
+                    float zg = bf_sigmoidf(zr[j] + rr[j]), re = bf_sigmoidf(zr[U + j] + rr[U + j]);
                     float hh = tanhf(zr[2 * U + j] + re * rr[2 * U + j]);
                     float hprev = hpr ? hpr[j] : 0.0f;
                     zr[j] = zg; zr[U + j] = re; zr[2 * U + j] = hh;
@@ -124,7 +105,7 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
                     h[j] = on ? zg * hprev + (1.0f - zg) * hh : hprev;
                 }
             } else {
-                for (int j = 0; j < U; j++) h[j] = on ? act_f(g->act, zr[j]) : hpr ? hpr[j] : 0.0f;
+                for (int j = 0; j < U; j++) h[j] = on ? bf_cell_act(g->act, zr[j]) : hpr ? hpr[j] : 0.0f;
             }
             if (out == hs) continue;
             float *o = NULL;
@@ -201,7 +182,7 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
             } else {
                 const float *h = hs + r * lh + (size_t)p * g->ldh;
                 for (int j = 0; j < U; j++) {
-                    zr[j] = d[j] * act_d(g->act, h[j]);
+                    zr[j] = d[j] * bf_cell_act_grad(g->act, h[j]);
                     dn[j] = 0.0f;
                 }
             }

@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "seq_cuda.h"
+#include "act_math.h"
 
 /* row-major C (M,N) = alpha op(A) op(B) + beta C, as column-major C^T = op(B)^T op(A)^T */
 static bf_status gemm(bf_cuda_state *st, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
@@ -16,25 +17,6 @@ static bf_status gemm(bf_cuda_state *st, int ta, int tb, int M, int N, int K, fl
     return BF_OK;
 }
 
-__device__ __forceinline__ float sigm(float x) { return 1.0f / (1.0f + expf(-x)); }
-
-__device__ __forceinline__ float act_f(bf_act a, float x) {
-    switch (a) {
-    case BF_ACT_RELU: return x > 0.0f ? x : 0.0f;
-    case BF_ACT_SIGMOID: return sigm(x);
-    case BF_ACT_TANH: return tanhf(x);
-    default: return x;
-    }
-}
-
-__device__ __forceinline__ float act_d(bf_act a, float y) {
-    switch (a) {
-    case BF_ACT_RELU: return y > 0.0f ? 1.0f : 0.0f;
-    case BF_ACT_SIGMOID: return y * (1.0f - y);
-    case BF_ACT_TANH: return 1.0f - y * y;
-    default: return 1.0f;
-    }
-}
 
 __device__ __forceinline__ int pos(const bf_rnn_geom &g, int s) { return g.go_backwards ? g.T - 1 - s : s; }
 
@@ -57,7 +39,7 @@ __global__ void rnn_step_forward_kernel(bf_rnn_geom g, int s, float *out, float 
         const int on = !mask || mask[(size_t)r * T + p] != 0.0f;
         float hv;
         if (g.cell == BF_CELL_LSTM) {
-            float i = sigm(zr[j]), f = sigm(zr[U + j]), gg = tanhf(zr[2 * U + j]), o = sigm(zr[3 * U + j]);
+            float i = bf_sigmoidf(zr[j]), f = bf_sigmoidf(zr[U + j]), gg = tanhf(zr[2 * U + j]), o = bf_sigmoidf(zr[3 * U + j]);
             zr[j] = i; zr[U + j] = f; zr[2 * U + j] = gg; zr[3 * U + j] = o;
             const float cprev = s > 0 ? cs[((size_t)r * T + pp) * U + j] : 0.0f;
             const float c = on ? f * cprev + i * gg : cprev;
@@ -65,13 +47,13 @@ __global__ void rnn_step_forward_kernel(bf_rnn_geom g, int s, float *out, float 
             hv = on ? o * tanhf(c) : hprev;
         } else if (g.cell == BF_CELL_GRU) {
             const float *rr = rec + (size_t)r * GU;
-            float zg = sigm(zr[j] + rr[j]), re = sigm(zr[U + j] + rr[U + j]);
+            float zg = bf_sigmoidf(zr[j] + rr[j]), re = bf_sigmoidf(zr[U + j] + rr[U + j]);
             float hh = tanhf(zr[2 * U + j] + re * rr[2 * U + j]);
             zr[j] = zg; zr[U + j] = re; zr[2 * U + j] = hh;
             cs[((size_t)r * T + p) * U + j] = rr[2 * U + j];
             hv = on ? zg * hprev + (1.0f - zg) * hh : hprev;
         } else {
-            hv = on ? act_f(g.act, zr[j]) : hprev;
+            hv = on ? bf_cell_act(g.act, zr[j]) : hprev;
         }
         h[j] = hv;
         if (out == hs) continue;
@@ -128,7 +110,7 @@ __global__ void rnn_step_backward_kernel(bf_rnn_geom g, int s, float *gates, flo
             dr[j] = dz; dr[U + j] = drr; dr[2 * U + j] = dhh * re;
             dhn[e] = d * zg;
         } else {
-            zr[j] = d * act_d(g.act, hs[((size_t)r * T + p) * g.ldh + j]);
+            zr[j] = d * bf_cell_act_grad(g.act, hs[((size_t)r * T + p) * g.ldh + j]);
             dhn[e] = 0.0f;
         }
     }
