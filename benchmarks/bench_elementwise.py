@@ -1,8 +1,12 @@
 """Activation kernels (forward + backward of an Activation layer inside a
 small model's training step) and the layout / preprocessing layers: boundfit
 against PyTorch on the CPU in the same process. Prints samples/s and the
-ratio (boundfit / PyTorch; above 1 is faster). No assertions: numbers only."""
+ratio (boundfit / PyTorch; above 1 is faster). No assertions: numbers only.
 
+    python benchmarks/bench_elementwise.py [activation ...]   (only those rows)
+"""
+
+import sys
 import time
 
 import numpy as np
@@ -59,9 +63,14 @@ def main():
         return b, t
 
     row("relu", torch.nn.ReLU())  # warms both libraries' thread pools up; not printed
+    only = sys.argv[1:]
     for name, tact in tacts.items():
+        if only and name not in only:
+            continue
         b, t = row(name, tact)
         print(f"{name:14s} {b:12.0f} {t:12.0f} {b / t:6.2f}")
+    if only:
+        return
     xi = rng.standard_normal((64, 32, 32, 3)).astype(np.float32)
     yi = rng.standard_normal((64, 8)).astype(np.float32)
     b = bench_boundfit(lambda: bf.Sequential([layers.Input((32, 32, 3)), layers.ZeroPadding2D(2),

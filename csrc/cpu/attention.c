@@ -9,15 +9,14 @@
 
 #include "attn_ops.h"
 #include "blas.h"
+#include "blas_threads.h"
 
 /* Per-head GEMMs are small: OpenBLAS's threads would synchronize on every
- * one of the 2-6 calls per (b, h); one thread does them without the spin.
- * The previous thread count is restored on return. */
+ * one of the 2-6 calls per (b, h); one thread does them without the spin
+ * (blas_threads.h; the count is restored on return). */
 static int one_thread(const bf_attn_geom *g) {
-    int nt = bf_openblas_get_num_threads();
     long work = (long)g->TQ * g->TK * (g->DK > g->DV ? g->DK : g->DV);
-    if (nt > 1 && work <= (1L << 22)) bf_openblas_set_num_threads(1);
-    return nt;
+    return bf_blas_one_thread(work <= (1L << 22));
 }
 
 /* batch row b's masks: attention_mask rows (TQ,TK), the query's steps (TQ),
@@ -103,7 +102,7 @@ bf_status bf_cpu_attention_forward(bf_backend *be, float *O, float *P, void *ws,
             }
             bf_sgemm(0, 0, TQ, DV, TK, 1.0f, src, TK, v, H * DV, 0.0f, o, H * DV);
         }
-    bf_openblas_set_num_threads(nt);
+    bf_blas_threads_back(nt);
     return BF_OK;
 }
 
@@ -147,6 +146,6 @@ bf_status bf_cpu_attention_backward(bf_backend *be, float *dQ, float *dK, float 
             bf_sgemm(0, 0, TQ, DK, TK, g->scale, dp, TK, K + ko, H * DK, 0.0f, dQ + qo, H * DK);
             bf_sgemm(1, 0, TK, DK, TQ, g->scale, dp, TK, Q + qo, H * DK, 0.0f, dK + ko, H * DK);
         }
-    bf_openblas_set_num_threads(nt);
+    bf_blas_threads_back(nt);
     return BF_OK;
 }

@@ -17,20 +17,11 @@
 
 #include "blas.h"
 #include "act_math.h"
+#include "blas_threads.h"
 #include "seq_ops.h"
 
 
 static inline int pos(const bf_rnn_geom *g, int s) { return g->go_backwards ? g->T - 1 - s : s; }
-
-/* BLAS threads for the op: 1, returning the count to restore */
-static int single_threaded(void) {
-    int n = bf_openblas_get_num_threads();
-    if (n > 1) bf_openblas_set_num_threads(1);
-    return n;
-}
-static void threads_back(int n) {
-    if (n > 1) bf_openblas_set_num_threads(n);
-}
 
 size_t bf_cpu_rnn_workspace_bytes(bf_backend *be, const bf_rnn_geom *g, int backward) {
     (void)be;
@@ -59,7 +50,7 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
         if (b) memcpy(gates + r * GU, b, sizeof(float) * GU);
         else memset(gates + r * GU, 0, sizeof(float) * GU);
     }
-    const int nt = single_threaded();
+    const int nt = bf_blas_one_thread(1);
     bf_sgemm(0, 0, B * T, GU, D, 1.0f, x, D, w, GU, 1.0f, gates, GU);
     for (int s = 0; s < T; s++) {
         const int p = pos(g, s), pp = s > 0 ? pos(g, s - 1) : 0;
@@ -116,7 +107,7 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
             else memcpy(o, h, sizeof(float) * U);
         }
     }
-    threads_back(nt);
+    bf_blas_threads_back(nt);
     return BF_OK;
 }
 
@@ -132,7 +123,7 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
     float *drec = dcn + (size_t)B * U; /* GRU (B,GU) */
     memset(dh, 0, sizeof(float) * (size_t)B * U * 2);
     memset(dc, 0, sizeof(float) * (size_t)B * U);
-    const int nt = single_threaded();
+    const int nt = bf_blas_one_thread(1);
     for (int s = T - 1; s >= 0; s--) {
         const int p = pos(g, s), pp = s > 0 ? pos(g, s - 1) : 0;
         float *z = gates + (size_t)p * GU;
@@ -208,6 +199,6 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
             for (int j = 0; j < GU; j++) db[j] += zr[j];
         }
     if (dx) bf_sgemm(0, 1, B * T, D, GU, 1.0f, gates, GU, w, GU, dx_add ? 1.0f : 0.0f, dx, D);
-    threads_back(nt);
+    bf_blas_threads_back(nt);
     return BF_OK;
 }
