@@ -204,6 +204,18 @@ typedef struct {
     int ldh, ldo;        /* floats between consecutive rows of hs, out */
 } bf_rnn_geom;
 static inline int bf_rnn_gates(bf_cell_kind c) { return c == BF_CELL_LSTM ? 4 : c == BF_CELL_GRU ? 3 : 1; }
+/* scratch floats of one direction (the same on every backend): forward the GRU's
+ * recurrent part (B,G*U); backward four (B,U) state gradients and that part again */
+static inline size_t bf_rnn_workspace_floats(const bf_rnn_geom *g, int backward) {
+    size_t GU = (size_t)bf_rnn_gates(g->cell) * g->U, B = (size_t)g->B, U = (size_t)g->U;
+    if (!backward) return g->cell == BF_CELL_GRU ? B * GU : 0;
+    return B * 4 * U + (g->cell == BF_CELL_GRU ? B * GU : 0);
+}
+static inline bf_status bf_rnn_check(const bf_rnn_geom *g) {
+    if (g->B <= 0 || g->T <= 0 || g->D <= 0 || g->U <= 0 || g->ldh < g->U || g->ldo < g->U)
+        return BF_FAIL(BF_ERR_SHAPE, "rnn: bad sizes B=%d T=%d D=%d U=%d", g->B, g->T, g->D, g->U);
+    return BF_OK;
+}
 
 typedef struct bf_backend {
     const char *name; /* "cpu" or "cuda:N" */

@@ -20,20 +20,11 @@
 #include "blas_threads.h"
 #include "seq_ops.h"
 
-
 static inline int pos(const bf_rnn_geom *g, int s) { return g->go_backwards ? g->T - 1 - s : s; }
 
 size_t bf_cpu_rnn_workspace_bytes(bf_backend *be, const bf_rnn_geom *g, int backward) {
     (void)be;
-    size_t GU = (size_t)bf_rnn_gates(g->cell) * g->U, B = (size_t)g->B, U = (size_t)g->U;
-    if (!backward) return g->cell == BF_CELL_GRU ? sizeof(float) * B * GU : 0;
-    return sizeof(float) * (B * 4 * U + (g->cell == BF_CELL_GRU ? B * GU : 0));
-}
-
-static bf_status check(const bf_rnn_geom *g) {
-    if (g->B <= 0 || g->T <= 0 || g->D <= 0 || g->U <= 0 || g->ldh < g->U || g->ldo < g->U)
-        return BF_FAIL(BF_ERR_SHAPE, "rnn: bad sizes B=%d T=%d D=%d U=%d", g->B, g->T, g->D, g->U);
-    return BF_OK;
+    return sizeof(float) * bf_rnn_workspace_floats(g, backward);
 }
 
 // out (B,T,ldo) or (B,ldo); hs (B,T,ldh); gates (B,T,G*U); cs (B,T,U); x (B,T,D)
@@ -41,7 +32,7 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
                              void *ws, const float *x, const float *w, const float *u, const float *b,
                              const float *mask) {
     (void)be;
-    BF_TRY(check(g));
+    BF_TRY(bf_rnn_check(g));
     const int B = g->B, T = g->T, D = g->D, U = g->U, GU = bf_rnn_gates(g->cell) * U;
     const size_t lz = (size_t)T * GU, lh = (size_t)T * g->ldh, lc = (size_t)T * U;
     float *rec = ws; /* GRU (B,GU): h_prev @ U + b_rec */
@@ -116,7 +107,7 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
                               float *gates, void *ws, const float *dout, const float *hs, const float *cs,
                               const float *x, const float *w, const float *u, const float *mask, int dx_add) {
     (void)be;
-    BF_TRY(check(g));
+    BF_TRY(bf_rnn_check(g));
     const int B = g->B, T = g->T, D = g->D, U = g->U, GU = bf_rnn_gates(g->cell) * U;
     const size_t lz = (size_t)T * GU, lh = (size_t)T * g->ldh, lc = (size_t)T * U;
     float *dh = ws, *dhn = dh + (size_t)B * U, *dc = dhn + (size_t)B * U, *dcn = dc + (size_t)B * U;

@@ -118,22 +118,14 @@ __global__ void rnn_step_backward_kernel(bf_rnn_geom g, int s, float *gates, flo
 
 size_t bf_cuda_rnn_workspace_bytes(bf_backend *be, const bf_rnn_geom *g, int backward) {
     (void)be;
-    size_t GU = (size_t)bf_rnn_gates(g->cell) * g->U, B = (size_t)g->B, U = (size_t)g->U;
-    if (!backward) return g->cell == BF_CELL_GRU ? sizeof(float) * B * GU : 0;
-    return sizeof(float) * (B * 4 * U + (g->cell == BF_CELL_GRU ? B * GU : 0));
-}
-
-static bf_status check(const bf_rnn_geom *g) {
-    if (g->B <= 0 || g->T <= 0 || g->D <= 0 || g->U <= 0 || g->ldh < g->U || g->ldo < g->U)
-        return BF_FAIL(BF_ERR_SHAPE, "rnn: bad sizes B=%d T=%d D=%d U=%d", g->B, g->T, g->D, g->U);
-    return BF_OK;
+    return sizeof(float) * bf_rnn_workspace_floats(g, backward);
 }
 
 bf_status bf_cuda_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, float *hs, float *gates, float *cs,
                               void *ws, const float *x, const float *w, const float *u, const float *b,
                               const float *mask) {
     BF_CUDA_ENTER(st, be);
-    BF_TRY(check(g));
+    BF_TRY(bf_rnn_check(g));
     const int B = g->B, T = g->T, D = g->D, U = g->U, GU = bf_rnn_gates(g->cell) * U;
     const int lz = T * GU, lh = T * g->ldh;
     float *rec = (float *)ws;
@@ -162,7 +154,7 @@ bf_status bf_cuda_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, 
                                float *gates, void *ws, const float *dout, const float *hs, const float *cs,
                                const float *x, const float *w, const float *u, const float *mask, int dx_add) {
     BF_CUDA_ENTER(st, be);
-    BF_TRY(check(g));
+    BF_TRY(bf_rnn_check(g));
     const int B = g->B, T = g->T, D = g->D, U = g->U, GU = bf_rnn_gates(g->cell) * U;
     const int lz = T * GU, lh = T * g->ldh;
     const long BU = (long)B * U;
