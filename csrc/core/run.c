@@ -25,6 +25,8 @@
 static float *tbuf(bf_run *r, int t) { return r->t_buf[t] == BF_X_NONE ? r->xslot[r->cur] : BUF(r, r->t_buf[t]); }
 static float *in_of(bf_run *r, int i) { return tbuf(r, r->m->layers[i].in_ids[0]); }
 static float *out_of(bf_run *r, int i) { return tbuf(r, r->m->n_inputs + i); }
+/* node i's kept pre-activation (an activation whose backward reads its input), else `none` */
+static float *pre_act(bf_run *r, int i, float *none) { return r->aux_id[i] >= 0 ? BUF(r, r->aux_id[i]) : none; }
 /* where node i writes its gradient for input j; NULL: not needed */
 static float *din_of(bf_run *r, int i, int j) {
     int g = r->gtmp[i][j];
@@ -286,13 +288,13 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
         case BF_L_DENSE: {
             int IN = L->in_shape[L->in_rank - 1];
             int N = (int)(rows_in / IN);
-            float *z = r->aux_id[i] >= 0 ? BUF(r, r->aux_id[i]) : out; /* pre-activation kept for backward */
+            float *z = pre_act(r, i, out); /* pre-activation kept for backward */
             BF_TRY(be->dense_forward(be, z, in, param(r, L, 0), L->use_bias ? param(r, L, 1) : NULL, N, IN, L->units));
             if (act != BF_ACT_LINEAR) BF_TRY(bf_run_act_forward(r, L, out, z, act, N, L->units));
             break;
         }
         case BF_L_CONV2D: {
-            float *z = r->aux_id[i] >= 0 ? BUF(r, r->aux_id[i]) : out;
+            float *z = pre_act(r, i, out);
             bf_layer_geom(L, rows, &g);
             BF_TRY(be->conv2d_forward(be, z, r->fws_id[i] >= 0 ? BUF(r, r->fws_id[i]) : NULL, in,
                                       param(r, L, 0), L->use_bias ? param(r, L, 1) : NULL, &g));
@@ -341,14 +343,14 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
         case BF_L_CONV1D: {
             bf_conv1d_geom g1;
             bf_layer_conv1d_geom(L, rows, &g1);
-            float *z = r->aux_id[i] >= 0 ? BUF(r, r->aux_id[i]) : out;
+            float *z = pre_act(r, i, out);
             BF_TRY(be->conv1d_forward(be, z, r->fws_id[i] >= 0 ? BUF(r, r->fws_id[i]) : NULL, in, param(r, L, 0),
                                       L->use_bias ? param(r, L, 1) : NULL, &g1));
             if (act != BF_ACT_LINEAR) BF_TRY(bf_run_act_forward(r, L, out, z, act, (long)rows * L->out_size / L->filters, L->filters));
             break;
         }
         case BF_L_CONV2DT: {
-            float *z = r->aux_id[i] >= 0 ? BUF(r, r->aux_id[i]) : out;
+            float *z = pre_act(r, i, out);
             bf_layer_convt_geom(L, rows, &g);
             BF_TRY(be->conv2d_transpose_forward(be, z, r->fws_id[i] >= 0 ? BUF(r, r->fws_id[i]) : NULL, in,
                                                 param(r, L, 0), L->use_bias ? param(r, L, 1) : NULL, &g));
@@ -424,7 +426,7 @@ static bf_status backward(bf_run *r, int rows) {
             int IN = L->in_shape[L->in_rank - 1];
             int N = (int)(rows_in / IN);
             if (act != BF_ACT_LINEAR)
-                BF_TRY(bf_run_act_backward(r, L, dout, dout, r->aux_id[i] >= 0 ? BUF(r, r->aux_id[i]) : NULL, out, act, N, L->units));
+                BF_TRY(bf_run_act_backward(r, L, dout, dout, pre_act(r, i, NULL), out, act, N, L->units));
             BF_TRY(take_bound(r, i, in, rows_in, dout, (long)N * L->units, N));
             BF_TRY(be->dense_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL, dout, in, param(r, L, 0), N, IN, L->units));
             break;
@@ -432,7 +434,7 @@ static bf_status backward(bf_run *r, int rows) {
         case BF_L_CONV2D:
             bf_layer_geom(L, rows, &g);
             if (act != BF_ACT_LINEAR)
-                BF_TRY(bf_run_act_backward(r, L, dout, dout, r->aux_id[i] >= 0 ? BUF(r, r->aux_id[i]) : NULL, out, act,
+                BF_TRY(bf_run_act_backward(r, L, dout, dout, pre_act(r, i, NULL), out, act,
                                            (long)rows * L->out_size / L->filters, L->filters));
             BF_TRY(take_bound(r, i, in, rows_in, dout, (long)rows * L->out_size, (double)rows * g.OH * g.OW));
             BF_TRY(be->conv2d_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL,
@@ -478,7 +480,7 @@ static bf_status backward(bf_run *r, int rows) {
             bf_conv1d_geom g1;
             bf_layer_conv1d_geom(L, rows, &g1);
             if (act != BF_ACT_LINEAR)
-                BF_TRY(bf_run_act_backward(r, L, dout, dout, r->aux_id[i] >= 0 ? BUF(r, r->aux_id[i]) : NULL, out, act,
+                BF_TRY(bf_run_act_backward(r, L, dout, dout, pre_act(r, i, NULL), out, act,
                                            (long)rows * L->out_size / L->filters, L->filters));
             BF_TRY(be->conv1d_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL,
                                        r->bws_id[i] >= 0 ? BUF(r, r->bws_id[i]) : NULL, dout, in, param(r, L, 0), &g1));
@@ -487,7 +489,7 @@ static bf_status backward(bf_run *r, int rows) {
         case BF_L_CONV2DT:
             bf_layer_convt_geom(L, rows, &g);
             if (act != BF_ACT_LINEAR)
-                BF_TRY(bf_run_act_backward(r, L, dout, dout, r->aux_id[i] >= 0 ? BUF(r, r->aux_id[i]) : NULL, out, act,
+                BF_TRY(bf_run_act_backward(r, L, dout, dout, pre_act(r, i, NULL), out, act,
                                            (long)rows * L->out_size / L->filters, L->filters));
             BF_TRY(be->conv2d_transpose_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL,
                                                  r->bws_id[i] >= 0 ? BUF(r, r->bws_id[i]) : NULL, dout, in,
