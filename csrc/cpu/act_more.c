@@ -10,29 +10,14 @@
 
 #include "act_math.h"
 #include "cpu_ops.h"
-
-/* exp(a) for a <= 0 (Cephes expf: n = round(a/ln2), polynomial, * 2^n) */
-static inline float exp_neg(float a) {
-    const float x = a > -87.0f ? a : -87.0f;
-    const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
-    const float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-    float y = 1.9875691500e-4f;
-    y = y * r + 1.3981999507e-3f;
-    y = y * r + 8.3334519073e-3f;
-    y = y * r + 4.1665795894e-2f;
-    y = y * r + 1.6666665459e-1f;
-    y = y * r + 5.0000001201e-1f;
-    y = y * r * r + r + 1.0f;
-    union { int32_t i; float f; } sc = {((int32_t)n + 127) << 23};
-    return y * sc.f;
-}
+#include "vec_exp.h"
 
 /* exp(-z*z + extra), z >= 0, with z = zh + zl, zh rounded to 1/256 so zh*zh
  * is exact for z < 16 (beyond, the result is 0): z*z's rounding stays out */
 static inline float gauss(float z, float extra) {
     const float zc = z < 64.0f ? z : 64.0f;
     const float zh = ((zc * 256.0f + 12582912.0f) - 12582912.0f) * (1.0f / 256.0f), zl = zc - zh;
-    return exp_neg(-zh * zh) * exp_neg(-zl * (zc + zh) + extra);
+    return bf_exp_neg(-zh * zh) * bf_exp_neg(-zl * (zc + zh) + extra);
 }
 
 /* Phi(x) = 0.5 erfc(-x/sqrt2) */

@@ -8,10 +8,13 @@
  *   cs (B,T,U): LSTM cell c; GRU the recurrent candidate part h_prev@U_h+b_rh.
  * A masked (b, p) carries h (and c) over and gets a zero gate gradient, so
  * the GEMMs of backward need no special case. Backward adds into dw, du, db;
- * the input gradient is one GEMM over all steps at the end. The op runs on
- * one BLAS thread (restored after): with several, the per-step GEMMs (B
- * rows) spent more time handing work over than computing, and the op was 3x
- * to 12x slower on a busy 2-core machine (benchmarks/bench_lstm.py). */
+ * the input gradient is one GEMM over all steps at the end, and so is du (per
+ * row) for LSTM / SimpleRNN, whose gate gradients stay in `gates`. The step
+ * loops run on one BLAS thread (restored after): with several, the per-step
+ * GEMMs (B rows) spent more time handing work over than computing (3x to 12x
+ * slower on a busy 2-core machine); the all-steps GEMMs keep the threads. The
+ * gate math is vectorized (vec_exp.h): scalar expf / tanhf took half the
+ * step (benchmarks/bench_lstm.py: 690 -> 1700-1900 samples/s here). */
 #include <math.h>
 #include <string.h>
 
@@ -19,8 +22,67 @@
 #include "act_math.h"
 #include "blas_threads.h"
 #include "seq_ops.h"
+#include "vec_exp.h"
 
 static inline int pos(const bf_rnn_geom *g, int s) { return g->go_backwards ? g->T - 1 - s : s; }
+
+/* The cells' row loops, vectorized (vec_exp.h) and also built for AVX2. */
+#define CELL_CLONES __attribute__((target_clones("avx2", "default")))
+
+// one LSTM row: z (4U) pre-activations i,f,c,o -> activations in place; c, h (U) from cp (U or NULL)
+CELL_CLONES static void lstm_row(float *restrict z, float *restrict c, const float *restrict cp, float *restrict h,
+                                 int U) {
+    for (int j = 0; j < 2 * U; j++) z[j] = bf_vsigmoid(z[j]);
+    for (int j = 2 * U; j < 3 * U; j++) z[j] = bf_vtanh(z[j]);
+    for (int j = 3 * U; j < 4 * U; j++) z[j] = bf_vsigmoid(z[j]);
+    if (cp)
+        for (int j = 0; j < U; j++) c[j] = z[U + j] * cp[j] + z[j] * z[2 * U + j];
+    else
+        for (int j = 0; j < U; j++) c[j] = z[j] * z[2 * U + j];
+    for (int j = 0; j < U; j++) h[j] = z[3 * U + j] * bf_vtanh(c[j]);
+}
+
+// one GRU row: z (3U) input parts z,r,hh + rr (3U) recurrent parts -> activations in place; c (U) = rr's hh part
+CELL_CLONES static void gru_row(float *restrict z, const float *restrict rr, float *restrict c,
+                                const float *restrict hp, float *restrict h, int U) {
+    for (int j = 0; j < 2 * U; j++) z[j] = bf_vsigmoid(z[j] + rr[j]);
+    for (int j = 0; j < U; j++) {
+        z[2 * U + j] = bf_vtanh(z[2 * U + j] + z[U + j] * rr[2 * U + j]);
+        c[j] = rr[2 * U + j];
+    }
+    if (hp)
+        for (int j = 0; j < U; j++) h[j] = z[j] * hp[j] + (1.0f - z[j]) * z[2 * U + j];
+    else
+        for (int j = 0; j < U; j++) h[j] = (1.0f - z[j]) * z[2 * U + j];
+}
+
+// one SimpleRNN row: h (U) = act(z (U))
+CELL_CLONES static void simple_row(bf_act act, const float *restrict z, float *restrict h, int U) {
+    if (act == BF_ACT_TANH)
+        for (int j = 0; j < U; j++) h[j] = bf_vtanh(z[j]);
+    else if (act == BF_ACT_SIGMOID)
+        for (int j = 0; j < U; j++) h[j] = bf_vsigmoid(z[j]);
+    else
+        for (int j = 0; j < U; j++) h[j] = bf_cell_act(act, z[j]);
+}
+
+// one LSTM row back: z (4U) activations -> pre-activation gradients in place; d (U) dh, dcr (U) dc in,
+// dcn (U) dc to the step before; dn (U) zeroed (used for tanh(c) on the way)
+CELL_CLONES static void lstm_row_back(float *restrict z, const float *restrict c, const float *restrict cp,
+                                      const float *restrict d, const float *restrict dcr, float *restrict dcn,
+                                      float *restrict dn, int U) {
+    for (int j = 0; j < U; j++) dn[j] = bf_vtanh(c[j]);
+    for (int j = 0; j < U; j++) {
+        const float i = z[j], f = z[U + j], gg = z[2 * U + j], oo = z[3 * U + j], tc = dn[j];
+        const float dcc = dcr[j] + d[j] * oo * (1.0f - tc * tc), cprev = cp ? cp[j] : 0.0f;
+        z[j] = dcc * gg * i * (1.0f - i);
+        z[U + j] = dcc * cprev * f * (1.0f - f);
+        z[2 * U + j] = dcc * i * (1.0f - gg * gg);
+        z[3 * U + j] = d[j] * tc * oo * (1.0f - oo);
+        dcn[j] = dcc * f;
+        dn[j] = 0.0f;
+    }
+}
 
 size_t bf_cpu_rnn_workspace_bytes(bf_backend *be, const bf_rnn_geom *g, int backward) {
     (void)be;
@@ -41,8 +103,8 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
         if (b) memcpy(gates + r * GU, b, sizeof(float) * GU);
         else memset(gates + r * GU, 0, sizeof(float) * GU);
     }
-    const int nt = bf_blas_one_thread(1);
     bf_sgemm(0, 0, B * T, GU, D, 1.0f, x, D, w, GU, 1.0f, gates, GU);
+    const int nt = bf_blas_one_thread(1);
     for (int s = 0; s < T; s++) {
         const int p = pos(g, s), pp = s > 0 ? pos(g, s - 1) : 0;
         float *z = gates + (size_t)p * GU;
@@ -63,31 +125,19 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
             if (g->cell == BF_CELL_LSTM) {
                 float *c = cs + r * lc + (size_t)p * U;
                 const float *cp = s > 0 ? cs + r * lc + (size_t)pp * U : NULL;
-                for (int j = 0; j < U; j++) {
-                    float i = bf_sigmoidf(zr[j]), f = bf_sigmoidf(zr[U + j]), gg = tanhf(zr[2 * U + j]), o = bf_sigmoidf(zr[3 * U + j]);
-                    zr[j] = i; zr[U + j] = f; zr[2 * U + j] = gg; zr[3 * U + j] = o;
-                    float cprev = cp ? cp[j] : 0.0f;
-                    if (on) {
-                        c[j] = f * cprev + i * gg;
-                        h[j] = o * tanhf(c[j]);
-                    } else {
-                        c[j] = cprev;
-                        h[j] = hpr ? hpr[j] : 0.0f;
-                    }
+                lstm_row(zr, c, cp, h, U);
+                if (!on) { /* carried over */
+                    if (cp) memcpy(c, cp, sizeof(float) * U);
+                    else memset(c, 0, sizeof(float) * U);
                 }
             } else if (g->cell == BF_CELL_GRU) {
-                const float *rr = rec + (size_t)r * GU;
-                float *c = cs + r * lc + (size_t)p * U;
-                for (int j = 0; j < U; j++) {
-                    float zg = bf_sigmoidf(zr[j] + rr[j]), re = bf_sigmoidf(zr[U + j] + rr[U + j]);
-                    float hh = tanhf(zr[2 * U + j] + re * rr[2 * U + j]);
-                    float hprev = hpr ? hpr[j] : 0.0f;
-                    zr[j] = zg; zr[U + j] = re; zr[2 * U + j] = hh;
-                    c[j] = rr[2 * U + j];
-                    h[j] = on ? zg * hprev + (1.0f - zg) * hh : hprev;
-                }
+                gru_row(zr, rec + (size_t)r * GU, cs + r * lc + (size_t)p * U, hpr, h, U);
             } else {
-                for (int j = 0; j < U; j++) h[j] = on ? bf_cell_act(g->act, zr[j]) : hpr ? hpr[j] : 0.0f;
+                simple_row(g->act, zr, h, U);
+            }
+            if (!on) {
+                if (hpr) memcpy(h, hpr, sizeof(float) * U);
+                else memset(h, 0, sizeof(float) * U);
             }
             if (out == hs) continue;
             float *o = NULL;
@@ -138,17 +188,7 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
             const float *hpr = hp ? hp + r * lh : NULL;
             if (g->cell == BF_CELL_LSTM) {
                 const float *c = cs + r * lc + (size_t)p * U, *cp = s > 0 ? cs + r * lc + (size_t)pp * U : NULL;
-                for (int j = 0; j < U; j++) {
-                    float i = zr[j], f = zr[U + j], gg = zr[2 * U + j], oo = zr[3 * U + j];
-                    float tc = tanhf(c[j]), dcc = dcr[j] + d[j] * oo * (1.0f - tc * tc);
-                    float cprev = cp ? cp[j] : 0.0f;
-                    zr[j] = dcc * gg * i * (1.0f - i);
-                    zr[U + j] = dcc * cprev * f * (1.0f - f);
-                    zr[2 * U + j] = dcc * i * (1.0f - gg * gg);
-                    zr[3 * U + j] = d[j] * tc * oo * (1.0f - oo);
-                    dcnr[j] = dcc * f;
-                    dn[j] = 0.0f;
-                }
+                lstm_row_back(zr, c, cp, d, dcr, dcnr, dn, U);
             } else if (g->cell == BF_CELL_GRU) {
                 const float *rh = cs + r * lc + (size_t)p * U;
                 float *dr = drec + (size_t)r * GU;
@@ -169,7 +209,8 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
                 }
             }
         }
-        /* through the recurrent kernel: dh_prev += drec @ U^T, du += h_prev^T @ drec */
+        /* through the recurrent kernel: dh_prev += drec @ U^T (and for the GRU, whose
+         * recurrent gradient drec is not kept, du += h_prev^T @ drec) */
         const float *dz = g->cell == BF_CELL_GRU ? drec : z;
         const int ldz = g->cell == BF_CELL_GRU ? GU : (int)lz;
         if (g->cell == BF_CELL_GRU && db)
@@ -177,11 +218,19 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
                 for (int j = 0; j < GU; j++) db[GU + j] += drec[(size_t)r * GU + j];
         if (hp) {
             bf_sgemm(0, 1, B, U, GU, 1.0f, dz, ldz, u, GU, 1.0f, dhn, U);
-            if (du) bf_sgemm(1, 0, U, GU, B, 1.0f, hp, (int)lh, dz, ldz, 1.0f, du, GU);
+            if (du && g->cell == BF_CELL_GRU) bf_sgemm(1, 0, U, GU, B, 1.0f, hp, (int)lh, dz, ldz, 1.0f, du, GU);
         }
         float *t = dh; dh = dhn; dhn = t;
         t = dc; dc = dcn; dcn = t;
     }
+    bf_blas_threads_back(nt);
+    /* LSTM / SimpleRNN keep every step's gate gradient in gates, so du is one
+     * GEMM per row over its T-1 steps: du += sum_p h(prev of p)^T @ dz(p) */
+    if (du && g->cell != BF_CELL_GRU && T > 1)
+        for (int r = 0; r < B; r++) {
+            const float *h0 = hs + r * lh + (g->go_backwards ? g->ldh : 0), *z0 = gates + r * lz + (g->go_backwards ? 0 : GU);
+            bf_sgemm(1, 0, U, GU, T - 1, 1.0f, h0, g->ldh, z0, GU, 1.0f, du, GU);
+        }
     /* the input projection of all steps: one GEMM each for dw and dx */
     if (dw) bf_sgemm(1, 0, D, GU, B * T, 1.0f, x, D, gates, GU, 1.0f, dw, GU);
     if (db)
@@ -190,6 +239,5 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
             for (int j = 0; j < GU; j++) db[j] += zr[j];
         }
     if (dx) bf_sgemm(0, 1, B * T, D, GU, 1.0f, gates, GU, w, GU, dx_add ? 1.0f : 0.0f, dx, D);
-    bf_blas_threads_back(nt);
     return BF_OK;
 }
