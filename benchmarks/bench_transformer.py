@@ -4,7 +4,10 @@ tokens, 256 wide, 4 heads, feed-forward 1024, then Flatten -> Dense(10), Adam;
 plus boundfit's planned host bytes against PyTorch's measured peak RSS growth
 at the same batch size (each framework in its own subprocess, same threads).
 
-    python benchmarks/bench_transformer.py [steps]
+    python benchmarks/bench_transformer.py [steps] [rounds]
+
+Each side reports its best round of `steps` steps (timeit's rule: the other
+rounds measure the machine's other load, not the code).
 """
 
 import subprocess
@@ -26,8 +29,10 @@ BF = textwrap.dedent("""
     y = np.random.default_rng(1).integers(0, 10, B * STEPS)
     plan = m.estimate_memory(batch_size=B)
     m.fit(x[:B], y[:B], batch_size=B, verbose=0)
-    t0 = time.perf_counter(); m.fit(x, y, batch_size=B, verbose=0); dt = time.perf_counter() - t0
-    print(B * STEPS / dt, plan.host_bytes)
+    dt = []
+    for r in range({ROUNDS}):
+        t0 = time.perf_counter(); m.fit(x, y, batch_size=B, verbose=0, shuffle=False); dt.append(time.perf_counter() - t0)
+    print(B * STEPS / min(dt), plan.host_bytes)
 """)
 
 TORCH = textwrap.dedent("""
@@ -54,11 +59,13 @@ TORCH = textwrap.dedent("""
     def step(i):
         opt.zero_grad(); lf(net(x[i * B:(i + 1) * B]), y[i * B:(i + 1) * B]).backward(); opt.step()
     step(0)
-    t0 = time.perf_counter()
-    for i in range(STEPS): step(i)
-    dt = time.perf_counter() - t0
+    dt = []
+    for r in range({ROUNDS}):
+        t0 = time.perf_counter()
+        for i in range(STEPS): step(i)
+        dt.append(time.perf_counter() - t0)
     peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r_data) * 1024
-    print(B * STEPS / dt, peak)
+    print(B * STEPS / min(dt), peak)
 """)
 
 
@@ -74,10 +81,11 @@ def main():
     import boundfit as bf
     threads = bf.blas_runtime.threads()
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 8
-    kw = dict(B=32, T=128, D=256, H=4, FF=1024, STEPS=steps, THREADS=threads)
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    kw = dict(B=32, T=128, D=256, H=4, FF=1024, STEPS=steps, THREADS=threads, ROUNDS=rounds)
     ours, plan = run(BF, **kw)
     theirs, peak = run(TORCH, **kw)
-    print(f"Transformer block: batch 32, 128 tokens, 256 wide, 4 heads, ff 1024, Adam ({steps} steps, {threads} threads)")
+    print(f"Transformer block: batch 32, 128 tokens, 256 wide, 4 heads, ff 1024, Adam (best of {rounds} rounds of {steps} steps, {threads} threads)")
     if ours is None:
         print(f"  boundfit failed: {plan}")
         return

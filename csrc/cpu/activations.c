@@ -16,7 +16,10 @@ bf_status bf_cpu_act_forward(bf_backend *be, float *out, const float *inp, bf_ac
             for (long i = 0; i < n; i++) out[i] = inp[i];
         return BF_OK;
     case BF_ACT_RELU:
-        for (long i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+        for (long i = 0; i < n; i++) {
+            const float v = inp[i];
+            out[i] = v > 0.0f ? v : 0.0f;
+        }
         return BF_OK;
     case BF_ACT_SIGMOID:
         for (long i = 0; i < n; i++) {
@@ -58,7 +61,10 @@ bf_status bf_cpu_act_backward(bf_backend *be, float *dinp, const float *dout, co
             for (long i = 0; i < n; i++) dinp[i] = dout[i];
         return BF_OK;
     case BF_ACT_RELU:
-        for (long i = 0; i < n; i++) dinp[i] = out[i] > 0.0f ? dout[i] : 0.0f;
+        for (long i = 0; i < n; i++) { /* both read first: a select, no branch (signs are random) */
+            const float g = dout[i], y = out[i];
+            dinp[i] = y > 0.0f ? g : 0.0f;
+        }
         return BF_OK;
     case BF_ACT_SIGMOID:
         for (long i = 0; i < n; i++) dinp[i] = dout[i] * out[i] * (1.0f - out[i]);

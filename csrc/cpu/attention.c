@@ -10,6 +10,7 @@
 #include "attn_ops.h"
 #include "blas.h"
 #include "blas_threads.h"
+#include "vec_exp.h"
 
 /* Per-head GEMMs are small: OpenBLAS's threads would synchronize on every
  * one of the 2-6 calls per (b, h); one thread does them without the spin
@@ -69,6 +70,49 @@ static void softmax_rows(float *s, const row_masks *rm, const bf_attn_geom *g) {
     }
 }
 
+/* Rows every key of which is allowed (no masks; causal: keys j <= i) take
+ * branch-free loops the compiler vectorizes (8 partial sums / maxima). */
+static int plain(const row_masks *rm) { return !rm->m && !rm->q && !rm->v && !rm->k; }
+
+static float row_max(const float *x, int n) {
+    float m[8];
+    for (int l = 0; l < 8; l++) m[l] = x[0];
+    int j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; l++) m[l] = x[j + l] > m[l] ? x[j + l] : m[l];
+    for (; j < n; j++) m[0] = x[j] > m[0] ? x[j] : m[0];
+    for (int l = 1; l < 8; l++) m[0] = m[l] > m[0] ? m[l] : m[0];
+    return m[0];
+}
+
+// sum of x (n) * y (n), or of x alone when y is NULL
+static float row_dot(const float *x, const float *y, int n) {
+    float a[8] = {0};
+    int j = 0;
+    if (y)
+        for (; j + 8 <= n; j += 8)
+            for (int l = 0; l < 8; l++) a[l] += x[j + l] * y[j + l];
+    else
+        for (; j + 8 <= n; j += 8)
+            for (int l = 0; l < 8; l++) a[l] += x[j + l];
+    for (; j < n; j++) a[0] += y ? x[j] * y[j] : x[j];
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+// s (TQ,TK) -> softmax over keys 0..n-1 of each row (n = TK, or i+1 when causal), 0 beyond
+static void softmax_rows_plain(float *s, const bf_attn_geom *g) {
+    const int TQ = g->TQ, TK = g->TK;
+    for (int i = 0; i < TQ; i++) {
+        float *row = s + (size_t)i * TK;
+        const int n = g->causal && i + 1 < TK ? i + 1 : TK;
+        const float mx = row_max(row, n);
+        for (int j = 0; j < n; j++) row[j] = bf_exp_neg(row[j] - mx);
+        const float inv = 1.0f / row_dot(row, NULL, n);
+        for (int j = 0; j < n; j++) row[j] *= inv;
+        for (int j = n; j < TK; j++) row[j] = 0.0f;
+    }
+}
+
 // d (TQ,TK) = p * keep / (1 - rate) for tile (b, h)
 static void drop_tile(float *d, const float *p, const bf_attn_geom *g, int b, int h) {
     const size_t n = (size_t)g->TQ * g->TK, base = ((size_t)b * g->H + h) * n;
@@ -94,7 +138,8 @@ bf_status bf_cpu_attention_forward(bf_backend *be, float *O, float *P, void *ws,
             float *o = O + (size_t)b * TQ * H * DV + (size_t)h * DV;
             bf_sgemm(0, 1, TQ, TK, DK, g->scale, q, H * DK, k, H * DK, 0.0f, p, TK);
             const row_masks rm = masks_of(mask, g, b);
-            softmax_rows(p, &rm, g);
+            if (plain(&rm)) softmax_rows_plain(p, g);
+            else softmax_rows(p, &rm, g);
             const float *src = p;
             if (g->rate > 0.0f) {
                 drop_tile(ws, p, g, b, h);
@@ -138,9 +183,14 @@ bf_status bf_cpu_attention_backward(bf_backend *be, float *dQ, float *dK, float 
                 if (g->rate > 0.0f)
                     for (int j = 0; j < TK; j++)
                         d[j] = bf_attn_keep(g->seed, base + (size_t)i * TK + j, g->rate) ? d[j] * sc : 0.0f;
-                float s = 0.0f;
-                for (int j = 0; j < TK; j++) s += pr[j] * d[j];
-                for (int j = 0; j < TK; j++) d[j] = allowed(&rm, g->causal, i, j) ? pr[j] * (d[j] - s) : 0.0f;
+                const float s = row_dot(pr, d, TK);
+                if (plain(&rm)) {
+                    const int n = g->causal && i + 1 < TK ? i + 1 : TK;
+                    for (int j = 0; j < n; j++) d[j] = pr[j] * (d[j] - s);
+                    for (int j = n; j < TK; j++) d[j] = 0.0f;
+                } else {
+                    for (int j = 0; j < TK; j++) d[j] = allowed(&rm, g->causal, i, j) ? pr[j] * (d[j] - s) : 0.0f;
+                }
             }
             // dQ (TQ,DK) = scale * dS @ K; dK (TK,DK) = scale * dS^T @ Q
             bf_sgemm(0, 0, TQ, DK, TK, g->scale, dp, TK, K + ko, H * DK, 0.0f, dQ + qo, H * DK);
