@@ -11,7 +11,10 @@
  * the input gradient is one GEMM over all steps at the end. The op runs on
  * one BLAS thread (restored after): with several, the per-step GEMMs (B
  * rows) spent more time handing work over than computing, and the op was 3x
- * to 12x slower on a busy 2-core machine (benchmarks/bench_lstm.py). */
+ * to 12x slower on a busy 2-core machine (benchmarks/bench_lstm.py).
+ * States in and out (bf_rnn_geom h0, c0, dh_last, dc_last, dh0, dc0): step 0
+ * reads h0 / c0 as its previous state; backward starts from dh_last / dc_last
+ * and leaves the initial states' gradients in dh / dc. */
 #include <math.h>
 #include <string.h>
 
@@ -46,23 +49,24 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
     for (int s = 0; s < T; s++) {
         const int p = pos(g, s), pp = s > 0 ? pos(g, s - 1) : 0;
         float *z = gates + (size_t)p * GU;
-        const float *hp = s > 0 ? hs + (size_t)pp * g->ldh : NULL;
+        const float *hp = s > 0 ? hs + (size_t)pp * g->ldh : g->h0;
+        const size_t lhp = s > 0 ? lh : (size_t)U; /* rows of h0 are U apart */
         if (g->cell == BF_CELL_GRU) {
             for (int r = 0; r < B; r++) {
                 if (b) memcpy(rec + (size_t)r * GU, b + GU, sizeof(float) * GU);
                 else memset(rec + (size_t)r * GU, 0, sizeof(float) * GU);
             }
-            if (hp) bf_sgemm(0, 0, B, GU, U, 1.0f, hp, (int)lh, u, GU, 1.0f, rec, GU);
+            if (hp) bf_sgemm(0, 0, B, GU, U, 1.0f, hp, (int)lhp, u, GU, 1.0f, rec, GU);
         } else if (hp) {
-            bf_sgemm(0, 0, B, GU, U, 1.0f, hp, (int)lh, u, GU, 1.0f, z, (int)lz);
+            bf_sgemm(0, 0, B, GU, U, 1.0f, hp, (int)lhp, u, GU, 1.0f, z, (int)lz);
         }
         for (int r = 0; r < B; r++) {
             float *zr = z + r * lz, *h = hs + r * lh + (size_t)p * g->ldh;
-            const float *hpr = hp ? hp + r * lh : NULL;
+            const float *hpr = hp ? hp + r * lhp : NULL;
             const int on = !mask || mask[(size_t)r * T + p] != 0.0f;
             if (g->cell == BF_CELL_LSTM) {
                 float *c = cs + r * lc + (size_t)p * U;
-                const float *cp = s > 0 ? cs + r * lc + (size_t)pp * U : NULL;
+                const float *cp = s > 0 ? cs + r * lc + (size_t)pp * U : g->c0 ? g->c0 + (size_t)r * U : NULL;
                 for (int j = 0; j < U; j++) {
                     float i = bf_sigmoidf(zr[j]), f = bf_sigmoidf(zr[U + j]), gg = tanhf(zr[2 * U + j]), o = bf_sigmoidf(zr[3 * U + j]);
                     zr[j] = i; zr[U + j] = f; zr[2 * U + j] = gg; zr[3 * U + j] = o;
@@ -114,11 +118,14 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
     float *drec = dcn + (size_t)B * U; /* GRU (B,GU) */
     memset(dh, 0, sizeof(float) * (size_t)B * U * 2);
     memset(dc, 0, sizeof(float) * (size_t)B * U);
+    if (g->dh_last) memcpy(dh, g->dh_last, sizeof(float) * (size_t)B * U);
+    if (g->dc_last) memcpy(dc, g->dc_last, sizeof(float) * (size_t)B * U);
     const int nt = bf_blas_one_thread(1);
     for (int s = T - 1; s >= 0; s--) {
         const int p = pos(g, s), pp = s > 0 ? pos(g, s - 1) : 0;
         float *z = gates + (size_t)p * GU;
-        const float *hp = s > 0 ? hs + (size_t)pp * g->ldh : NULL;
+        const float *hp = s > 0 ? hs + (size_t)pp * g->ldh : g->h0;
+        const size_t lhp = s > 0 ? lh : (size_t)U; /* rows of h0 are U apart */
         for (int r = 0; r < B; r++) {
             float *zr = z + r * lz, *d = dh + (size_t)r * U, *dn = dhn + (size_t)r * U;
             float *dcr = dc + (size_t)r * U, *dcnr = dcn + (size_t)r * U;
@@ -135,9 +142,10 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
                 memcpy(dcnr, dcr, sizeof(float) * U);
                 continue;
             }
-            const float *hpr = hp ? hp + r * lh : NULL;
+            const float *hpr = hp ? hp + r * lhp : NULL;
             if (g->cell == BF_CELL_LSTM) {
-                const float *c = cs + r * lc + (size_t)p * U, *cp = s > 0 ? cs + r * lc + (size_t)pp * U : NULL;
+                const float *c = cs + r * lc + (size_t)p * U;
+                const float *cp = s > 0 ? cs + r * lc + (size_t)pp * U : g->c0 ? g->c0 + (size_t)r * U : NULL;
                 for (int j = 0; j < U; j++) {
                     float i = zr[j], f = zr[U + j], gg = zr[2 * U + j], oo = zr[3 * U + j];
                     float tc = tanhf(c[j]), dcc = dcr[j] + d[j] * oo * (1.0f - tc * tc);
@@ -177,11 +185,13 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
                 for (int j = 0; j < GU; j++) db[GU + j] += drec[(size_t)r * GU + j];
         if (hp) {
             bf_sgemm(0, 1, B, U, GU, 1.0f, dz, ldz, u, GU, 1.0f, dhn, U);
-            if (du) bf_sgemm(1, 0, U, GU, B, 1.0f, hp, (int)lh, dz, ldz, 1.0f, du, GU);
+            if (du) bf_sgemm(1, 0, U, GU, B, 1.0f, hp, (int)lhp, dz, ldz, 1.0f, du, GU);
         }
         float *t = dh; dh = dhn; dhn = t;
         t = dc; dc = dcn; dcn = t;
     }
+    if (g->dh0) memcpy(g->dh0, dh, sizeof(float) * (size_t)B * U);
+    if (g->dc0) memcpy(g->dc0, dc, sizeof(float) * (size_t)B * U);
     /* the input projection of all steps: one GEMM each for dw and dx */
     if (dw) bf_sgemm(1, 0, D, GU, B * T, 1.0f, x, D, gates, GU, 1.0f, dw, GU);
     if (db)
