@@ -269,6 +269,9 @@ def test_keras_files_both_ways(tmp_path):
     mb2 = bf.models.load_model(tmp_path / "k.keras")
     for r, g in zip(mk2.predict([X, X2], verbose=0), mb2.predict([X, X2], verbose=0)):
         close(r, g)
+    mk3 = masked_with_state(keras, keras.layers)  # the mask given explicitly: a NotEqual op node in the file
+    mk3.save(tmp_path / "m.keras")
+    close(mk3.predict([IDS, ZS], verbose=0), bf.models.load_model(tmp_path / "m.keras").predict([IDS, ZS], verbose=0))
 
 
 def test_bad_states_raise_naming_the_argument():

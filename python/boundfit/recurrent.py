@@ -133,6 +133,12 @@ class _RNN(Layer):
     def __call__(self, inputs, initial_state=None, mask=None, training=None, **kwargs):
         return _call(self, inputs, initial_state, mask, kwargs)
 
+    def _keras_call(self, ts):
+        return _keras_call(ts, {})
+
+    def _call_from_keras(self, args, kwargs, tensor):
+        return _call_from_keras(self, args, kwargs, tensor)
+
     def compute_output_shape(self, shape):
         if len(shape) != 2:
             raise ValueError(f"{self.name}: expects input of rank 2 (timesteps, features) per sample, got shape "
@@ -256,6 +262,12 @@ class Bidirectional(Layer):
     def __call__(self, inputs, initial_state=None, mask=None, training=None, **kwargs):
         return _call(self, inputs, initial_state, mask, kwargs)
 
+    def _keras_call(self, ts):
+        return _keras_call(ts, {"mask": None})
+
+    def _call_from_keras(self, args, kwargs, tensor):
+        return _call_from_keras(self, args, kwargs, tensor)
+
     def compute_output_shape(self, shape):
         one = self.forward_layer.compute_output_shape(shape)
         return one[:-1] + (2 * one[-1],) if self.merge_mode in ("concat", None) else one
@@ -309,3 +321,38 @@ def _call(layer, inputs, initial_state, mask, kwargs):
 def _state_names(layer):
     one = "h, c" if (layer.forward_layer if isinstance(layer, Bidirectional) else layer).kind == LSTM_KIND else "h"
     return f"forward {one}, then backward {one}" if isinstance(layer, Bidirectional) else one
+
+
+def _keras_call(ts, kwargs):
+    """A node as Keras 3 writes it in a Functional config: the sequence, then initial_state by keyword."""
+    if len(ts) > 1:
+        kwargs = dict(kwargs, initial_state=ts[1:])
+    return {"args": ts[:1], "kwargs": kwargs}
+
+
+def _call_from_keras(layer, args, kwargs, tensor):
+    """Replay a Keras node: (sequences[, initial_state]) and keyword arguments, tensors read by `tensor`."""
+    from .keras_graph import MaskTensor
+    names = ("sequences", "initial_state", "mask", "training")
+    given = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k not in names or k in given:
+            raise ValueError(f"layer {layer.name!r}: the call argument {k}={v!r} is not supported by boundfit")
+        given[k] = v
+    if len(args) > len(names) or "sequences" not in given:
+        raise ValueError(f"layer {layer.name!r}: a call with {len(args)} positional arguments is not one boundfit "
+                         "can rebuild")
+    m = given.get("mask")
+    if m is not None and not (isinstance(m, dict) and isinstance(tensor(m), MaskTensor)):
+        raise ValueError(f"layer {layer.name!r}: the call argument mask={m!r} is not supported by boundfit (it "
+                         "carries the masks of Embedding(mask_zero=True) itself)")
+    if given.get("training") not in (None, False):
+        raise ValueError(f"layer {layer.name!r}: the call argument training={given['training']!r} is not supported")
+    x = tensor(given["sequences"])
+    if isinstance(x, MaskTensor):
+        raise ValueError(f"layer {layer.name!r}: its input is the Keras op {x.name!r}, which boundfit reads only as "
+                         "a mask (from Embedding(mask_zero=True)), not as data")
+    st = given.get("initial_state")
+    if st is not None:
+        st = [tensor(t) for t in (st if isinstance(st, list) else [st])]
+    return layer(x, initial_state=st)
