@@ -129,7 +129,7 @@ typedef struct {
     int input_dim, mask_zero;
     int cell, return_sequences, go_backwards, unit_forget_bias, merge_mode;
     /* recurrent layers: inputs 1.. are initial states (Keras order); RNN_PART:
-     * which output (bf_seq_part) */
+     * which output (seq_layers.h) */
     int part;
 } bf_layer;
 

@@ -311,7 +311,7 @@ def compile_graph(model):
                 elif id(t) in used:  # another output of a recurrent layer: an RNN_PART node reading its node
                     env[id(t)] = n_in + len(g.specs)
                     g.specs.append(dict(kind=_rnn_part_kind(), name=f"{L.name}_output_{k}", part=p, inputs=[main],
-                                        trainable=1))
+                                        trainable=1, output=k))
                     g.node_layers.append(L)
 
     emit(model._nodes, env, model._outputs)

@@ -244,7 +244,6 @@ class Bidirectional(Layer):
         self.merge_mode = merge_mode
         self.return_sequences = layer.return_sequences
         self.return_state = layer.return_state
-        self.units = layer.units
 
     _has_weights = True
 
