@@ -243,7 +243,6 @@ def test_out_of_range_id_is_a_data_error_naming_batch_and_value(bad):
 
 
 @pytest.mark.parametrize("make,match", [
-    (lambda: layers.LSTM(4, return_state=True), "return_state"),
     (lambda: layers.GRU(4, dropout=0.2), "dropout"),
     (lambda: layers.LSTM(4, recurrent_dropout=0.1), "recurrent_dropout"),
     (lambda: layers.GRU(4, reset_after=False), "reset_after"),
@@ -254,7 +253,7 @@ def test_out_of_range_id_is_a_data_error_naming_batch_and_value(bad):
     (lambda: layers.Embedding(0, 3), "input_dim"),
     (lambda: layers.Embedding(5, -1), "output_dim"),
     (lambda: layers.Bidirectional(layers.Dense(3)), "layer"),
-    (lambda: layers.Bidirectional(layers.LSTM(3), merge_mode=None), "merge_mode"),
+    (lambda: layers.Bidirectional(layers.LSTM(3), merge_mode="max"), "merge_mode"),
     (lambda: layers.Bidirectional(layers.LSTM(3), backward_layer=layers.GRU(3, go_backwards=True)), "backward_layer"),
 ])
 def test_bad_arguments_raise_naming_them(make, match):

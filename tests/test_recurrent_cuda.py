@@ -55,3 +55,36 @@ def test_sequence_plan_equals_the_device_arena_and_bad_ids_raise():
     x[20, 3] = V
     with pytest.raises(bf.DataError, match=rf"batch 1: id {V} at sample 4, position 3"):
         m.fit(x, YS, batch_size=16, epochs=1, verbose=0, shuffle=False, device="cuda")
+
+
+ZS = rng.standard_normal((48, 3)).astype(np.float32)
+
+
+def _state_model():
+    """Initial states from a second input, final states out (return_state), a masked
+    sequence, Bidirectional with merge_mode=None: every new argument of the kernels."""
+    i, z = bf.Input((T,)), bf.Input((3,))
+    h = layers.Embedding(V, 6, mask_zero=True)(i)
+    s0 = [layers.Dense(5, activation="tanh")(z) for _ in range(4)]
+    a, b, fh, fc, bh, bc = layers.Bidirectional(layers.LSTM(5, return_sequences=True, return_state=True),
+                                                merge_mode=None)(h, initial_state=s0)
+    g, gh = layers.GRU(5, go_backwards=True, return_state=True)(layers.Add()([a, b]), initial_state=[fh])
+    r = layers.SimpleRNN(5, return_sequences=True)(b, initial_state=[bh])
+    out = layers.Concatenate()([g, gh, fc, bc, layers.GlobalAveragePooling1D()(r)])
+    return bf.Model([i, z], layers.Dense(2)(out))
+
+
+def test_states_in_and_out_train_to_the_cpu_weights_on_cuda():
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=0.05, momentum=0.9), loss="mse")
+
+    cpu, gpu, hc, hg = _train_both(_state_model, compile_kw, [IDS, ZS], YS, batch_size=16, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "state model")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
+    np.testing.assert_allclose(gpu.predict([IDS, ZS], verbose=0, device="cuda"), cpu.predict([IDS, ZS], verbose=0),
+                               rtol=1e-4, atol=1e-5)
+    m = _state_model()
+    m.compile(optimizer="adam", loss="mse")
+    m.estimate_memory(batch_size=16, device="cuda")
+    m.fit([IDS, ZS], YS, batch_size=16, epochs=1, verbose=0, device="cuda")
+    assert all(s["run_high_water"] == s["run_reserved"] for s in m._last_run_stats)

@@ -202,6 +202,12 @@ typedef struct {
     int B, T, D, U;
     int go_backwards, return_sequences, reverse_out, zero_masked;
     int ldh, ldo;        /* floats between consecutive rows of hs, out */
+    /* states in and out (Keras initial_state / return_state), (B,U) each, NULL:
+     * none. h0, c0: the state before step 0 (else zeros); backward: dh_last,
+     * dc_last the gradients of the final states (added to those from out),
+     * dh0, dc0 written with the gradients of h0, c0 */
+    const float *h0, *c0, *dh_last, *dc_last;
+    float *dh0, *dc0;
 } bf_rnn_geom;
 static inline int bf_rnn_gates(bf_cell_kind c) { return c == BF_CELL_LSTM ? 4 : c == BF_CELL_GRU ? 3 : 1; }
 /* scratch floats of one direction (the same on every backend): forward the GRU's

@@ -231,6 +231,8 @@ static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
         break;
     case BF_L_MHA:
         break; /* shapes and weights from all its inputs: check_mha */
+    case BF_L_RNN_PART:
+        break; /* its shape from the recurrent node: bf_seq_check_node */
     case BF_L_EMBEDDING: case BF_L_SIMPLE_RNN: case BF_L_LSTM: case BF_L_GRU: case BF_L_BIDIR:
         BF_TRY(bf_seq_infer(L, rank, shape));
         return BF_OK;
@@ -281,6 +283,7 @@ const char *const bf_layer_kind_names[] = {
     [BF_L_LSTM] = "LSTM",
     [BF_L_GRU] = "GRU",
     [BF_L_BIDIR] = "BIDIR",
+    [BF_L_RNN_PART] = "RNN_PART",
 };
 const int bf_layer_kind_count = (int)(sizeof bf_layer_kind_names / sizeof bf_layer_kind_names[0]);
 
@@ -415,7 +418,7 @@ bf_status bf_model_infer(bf_model *m) {
         int self_t = m->n_inputs + i;
         if (L->nin <= 0) { L->nin = 1; L->in_ids[0] = i == 0 ? 0 : self_t - 1; } /* a chain */
         if (L->nin > BF_MAX_NODE_IN) return BF_FAIL(BF_ERR_ARG, "%s: at most %d inputs, got %d", L->name, BF_MAX_NODE_IN, L->nin);
-        if (L->nin > 1 && !is_merge(L->kind) && L->kind != BF_L_MHA) return BF_FAIL(BF_ERR_ARG, "%s takes one input, got %d", L->name, L->nin);
+        if (L->nin > 1 && !is_merge(L->kind) && L->kind != BF_L_MHA && !bf_is_rnn_kind(L->kind)) return BF_FAIL(BF_ERR_ARG, "%s takes one input, got %d", L->name, L->nin);
         for (int j = 0; j < L->nin; j++)
             if (L->in_ids[j] < 0 || L->in_ids[j] >= self_t)
                 return BF_FAIL(BF_ERR_ARG, "%s: input tensor %d is not defined before it (nodes must be in topological order)",
@@ -424,6 +427,7 @@ bf_status bf_model_infer(bf_model *m) {
         BF_TRY(infer_layer(L, m->t_rank[t0], m->t_shape[t0]));
         if (is_merge(L->kind)) BF_TRY(check_merge(m, L));
         if (L->kind == BF_L_MHA) BF_TRY(check_mha(m, L));
+        if (bf_is_rnn_kind(L->kind) || L->kind == BF_L_RNN_PART) BF_TRY(bf_seq_check_node(m, i));
         L->out_size = prod(L->out_shape, L->out_rank);
         if (L->out_size <= 0) return BF_FAIL(BF_ERR_SHAPE, "%s: empty output", L->name);
         if (L->share >= 0 || L->share < -1) BF_TRY(check_share(m, i));

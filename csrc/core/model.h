@@ -42,7 +42,10 @@ typedef enum {
      * attention mask (T_q, T_k) */
     BF_L_LAYERNORM, BF_L_MHA,
     /* sequences: Embedding (ids -> vectors, optional mask), recurrent layers, Bidirectional */
-    BF_L_EMBEDDING, BF_L_SIMPLE_RNN, BF_L_LSTM, BF_L_GRU, BF_L_BIDIR
+    BF_L_EMBEDDING, BF_L_SIMPLE_RNN, BF_L_LSTM, BF_L_GRU, BF_L_BIDIR,
+    /* one more output of a recurrent node (its input): a final state, or a
+     * direction's half of a Bidirectional(merge_mode=None) (seq_layers.h) */
+    BF_L_RNN_PART
 } bf_layer_kind;
 
 /* each kind's name without the BF_L_ prefix, indexed by kind (model.c); Python
@@ -125,6 +128,9 @@ typedef struct {
      * parameters forward then backward, merge_mode 0 concat 1 sum 2 mul 3 ave */
     int input_dim, mask_zero;
     int cell, return_sequences, go_backwards, unit_forget_bias, merge_mode;
+    /* recurrent layers: inputs 1.. are initial states (Keras order); RNN_PART:
+     * which output (seq_layers.h) */
+    int part;
 } bf_layer;
 
 typedef enum {

@@ -198,6 +198,7 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         case BF_L_EMBEDDING: ok = be->embedding_forward && be->embedding_backward; break;
         case BF_L_SIMPLE_RNN: case BF_L_LSTM: case BF_L_GRU: case BF_L_BIDIR:
             ok = be->rnn_forward && be->rnn_backward && be->rnn_workspace_bytes && be->ewise; break;
+        case BF_L_RNN_PART: ok = be->copy2d && be->fill_zero; break;
         default: break;
         }
         if (bf_act_is_x(ly->act) && !(be->actx_forward && be->actx_backward)) ok = 0;
@@ -294,7 +295,7 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
                 use(r, r->bws_id[i], BW(i));
             }
         }
-        if (bf_is_seq_kind(ly->kind)) BF_TRY(bf_seq_plan(r, i, t, BW(i), bw));
+        if (bf_is_seq_kind(ly->kind) || ly->kind == BF_L_RNN_PART) BF_TRY(bf_seq_plan(r, i, t, BW(i), bw));
         bf_seq_plan_mask_readers(r, i, t, BW(i), bw);
     }
     /* losses, metrics, or the copy-out of predictions at t = L + 1 */
@@ -336,6 +337,8 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
             if (!written[o]) return BF_FAIL(BF_ERR_INTERNAL, "%s: its output's gradient is never computed", ly->name);
             r->node_bw[i] = 1;
             use(r, r->t_grad[o], t);
+            if (ly->kind == BF_L_RNN_PART && ly->part >= 0) /* a final state's gradient: the recurrent node reads it */
+                use(r, r->t_grad[o], BW(bf_model_producer(m, ly->in_ids[0])));
             use(r, r->aux_id[i], t);
             if (needs_in(ly))
                 for (int j = 0; j < ly->nin; j++) use(r, r->t_buf[ly->in_ids[j]], t);
@@ -343,6 +346,7 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
             for (int j = 0; j < ly->nin; j++) {
                 int u = ly->in_ids[j];
                 if (!r->need_grad[u]) continue;
+                if (ly->kind == BF_L_RNN_PART && ly->part >= 0 && written[u]) continue; /* adds nothing to it */
                 if (!written[u]) {
                     if (r->node_view[i]) r->t_grad[u] = r->t_grad[o];
                     else BF_TRY(newbuf(r, &r->t_grad[u], B * (size_t)m->t_size[u] * fb, "%s%s output gradient",

@@ -366,6 +366,7 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
             BF_TRY(bf_run_attn_forward(r, i, rows));
             break;
         case BF_L_EMBEDDING: case BF_L_SIMPLE_RNN: case BF_L_LSTM: case BF_L_GRU: case BF_L_BIDIR:
+        case BF_L_RNN_PART:
             BF_TRY(bf_seq_forward(r, i, rows));
             break;
         default:
@@ -504,6 +505,7 @@ static bf_status backward(bf_run *r, int rows) {
             BF_TRY(bf_run_attn_backward(r, i, rows));
             break;
         case BF_L_EMBEDDING: case BF_L_SIMPLE_RNN: case BF_L_LSTM: case BF_L_GRU: case BF_L_BIDIR:
+        case BF_L_RNN_PART:
             BF_TRY(bf_seq_backward(r, i, rows, dout, din));
             break;
         default:

@@ -97,6 +97,7 @@ bf_status bf_seq_mask_of(const bf_model *m, int i, int *mask) {
     case BF_L_LAYERNORM: *mask = in; break;
     case BF_L_GAP: break; /* averages over the unmasked steps (run.c) and drops the mask, as Keras */
     case BF_L_MHA: *mask = in; break; /* masks the attention (run_attn.c); the output carries the query's mask */
+    case BF_L_RNN_PART: *mask = L->part < 0 ? in : -1; break; /* a half of a sequence keeps its mask */
     default: break; /* layers without mask support drop it, as in Keras */
     }
     return BF_OK;
@@ -126,4 +127,37 @@ void bf_seq_post_init(bf_model *m) {
             for (int j = 0; j < L->units; j++) m->w[b->offset + (size_t)L->units + j] = 1.0f;
         }
     }
+}
+
+bf_status bf_seq_check_node(bf_model *m, int i) {
+    bf_layer *L = &m->layers[i];
+    if (L->kind != BF_L_RNN_PART) { /* initial states: none, or every state of every direction */
+        const int ns = bf_seq_nstates(L) * (L->kind == BF_L_BIDIR ? 2 : 1), n = L->nin - 1;
+        if (n != 0 && n != ns)
+            return BF_FAIL(BF_ERR_ARG, "%s: initial_state must be a list of %d tensors, got %d", L->name, ns, n);
+        for (int j = 1; j < L->nin; j++) {
+            const int t = L->in_ids[j];
+            if (m->t_rank[t] != 1 || m->t_shape[t][0] != L->units)
+                return BF_FAIL(BF_ERR_SHAPE, "%s: initial_state[%d] must have shape (batch, %d), got rank %d per "
+                               "sample with last dimension %d", L->name, j - 1, L->units, m->t_rank[t],
+                               m->t_shape[t][m->t_rank[t] - 1]);
+        }
+        return BF_OK;
+    }
+    const int src = bf_model_producer(m, L->in_ids[0]);
+    const bf_layer *S = src >= 0 ? &m->layers[src] : NULL;
+    if (!S || !bf_is_rnn_kind(S->kind))
+        return BF_FAIL(BF_ERR_ARG, "%s: reads the output of a recurrent layer, got another tensor", L->name);
+    const int bidir = S->kind == BF_L_BIDIR, ns = bf_seq_nstates(S) * (bidir ? 2 : 1);
+    if (L->part >= ns || L->part < (bidir && S->merge_mode == 0 ? -2 : 0))
+        return BF_FAIL(BF_ERR_ARG, "%s: %s has no output part %d", L->name, S->name, L->part);
+    if (L->part >= 0) {
+        L->out_rank = 1;
+        L->out_shape[0] = S->units;
+    } else {
+        L->out_rank = S->out_rank;
+        L->out_shape[0] = S->out_shape[0];
+        L->out_shape[L->out_rank - 1] = S->units;
+    }
+    return BF_OK;
 }

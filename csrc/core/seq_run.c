@@ -5,7 +5,10 @@
  * input order (return_sequences, not go_backwards, or Bidirectional's
  * flipped backward direction in a concatenated output). Bidirectional with
  * sum / mul / ave computes both directions' outputs apart and merges them
- * (mul keeps them for backward). */
+ * (mul keeps them for backward). Initial states are the node's inputs 1..;
+ * an RNN_PART node copies a final state out of the kept states (or a half
+ * out of the output), and the recurrent node's backward reads that node's
+ * output gradient as the final state's (planned to live until then). */
 #include "seq_run.h"
 
 #include <string.h>
@@ -90,6 +93,10 @@ const float *bf_seq_mask(bf_run *r, int tensor_id) {
 bf_status bf_seq_plan(bf_run *r, int i, int t, int tb, int bw) {
     const bf_layer *L = &r->m->layers[i];
     const size_t fb = sizeof(float), B = (size_t)r->B;
+    if (L->kind == BF_L_RNN_PART) { /* reads the recurrent node's kept states */
+        bf_run_use(r, r->aux_id[bf_model_producer(r->m, L->in_ids[0])], t);
+        return BF_OK;
+    }
     if (L->kind == BF_L_EMBEDDING) {
         if (L->mask_zero) {
             BF_TRY(bf_run_newbuf(r, &r->aux_id[i], B * L->in_size * fb, L->name, " mask"));
@@ -122,9 +129,74 @@ static float *grad(bf_run *r, const bf_layer *L, int j) {
     return L->params[j].trainable && r->grads ? r->grads + L->params[j].grad_offset : NULL;
 }
 
+/* node i's gradient for its input j (run.c din_of), NULL: not needed */
+static float *din_of(bf_run *r, int i, int j) {
+    int g = r->gtmp[i][j];
+    return g == -3 ? NULL : BUF(r, g == -2 ? r->t_grad[r->m->layers[i].in_ids[j]] : g);
+}
+
+/* states in and out of direction d of node i: initial states from its inputs,
+ * their gradients (backward), the gradients of the final states that
+ * RNN_PART nodes read (backward) */
+static void bind_states(bf_run *r, int i, int d, int back, bf_rnn_geom *g) {
+    const bf_model *m = r->m;
+    const bf_layer *L = &m->layers[i];
+    const int ns = bf_seq_nstates(L);
+    if (L->nin > 1) {
+        g->h0 = tbuf(r, L->in_ids[1 + d * ns]);
+        g->c0 = ns > 1 ? tbuf(r, L->in_ids[2 + d * ns]) : NULL;
+        if (back) {
+            g->dh0 = din_of(r, i, 1 + d * ns);
+            g->dc0 = ns > 1 ? din_of(r, i, 2 + d * ns) : NULL;
+        }
+    }
+    for (int j = i + 1; back && j < m->nlayers; j++) {
+        const bf_layer *P = &m->layers[j];
+        if (P->kind != BF_L_RNN_PART || P->in_ids[0] != m->n_inputs + i || P->part < 0 || P->part / ns != d ||
+            !r->node_bw[j])
+            continue;
+        const float *dg = BUF(r, r->t_grad[m->n_inputs + j]);
+        if (P->part % ns) g->dc_last = dg;
+        else g->dh_last = dg;
+    }
+}
+
+/* RNN_PART: a final state (from the kept states, or the output where it holds
+ * them) or a half of the output; backward: a half's gradient into its columns */
+static bf_status part_forward(bf_run *r, int i, int rows) {
+    bf_backend *be = r->be;
+    const bf_layer *L = &r->m->layers[i], *S = &r->m->layers[bf_model_producer(r->m, L->in_ids[0])];
+    float *src = tbuf(r, L->in_ids[0]), *out = tbuf(r, r->m->n_inputs + i);
+    const int U = S->units, T = S->in_shape[0];
+    if (L->part < 0)
+        return be->copy2d(be, out, U, src + (size_t)(-L->part - 1) * U, 2 * U,
+                          (long)rows * (S->return_sequences ? T : 1), U);
+    seq_layout s;
+    layout(r, S, rows, &s);
+    const int ns = bf_seq_nstates(S), d = L->part / ns;
+    const bf_rnn_geom *g = &s.g[d];
+    const int p = g->go_backwards ? 0 : T - 1; /* the position the last step read */
+    float *sv = BUF(r, r->aux_id[bf_model_producer(r->m, L->in_ids[0])]);
+    if (L->part % ns) return be->copy2d(be, out, U, sv + s.cs[d] + (size_t)p * U, (long)T * U, rows, U);
+    const float *hs = s.alias[d] ? src + (size_t)d * U : sv + s.hs[d];
+    return be->copy2d(be, out, U, hs + (size_t)p * g->ldh, (long)T * g->ldh, rows, U);
+}
+
+static bf_status part_backward(bf_run *r, int i, int rows, const float *dout, float *din) {
+    bf_backend *be = r->be;
+    const bf_layer *L = &r->m->layers[i], *S = &r->m->layers[bf_model_producer(r->m, L->in_ids[0])];
+    if (!din) return BF_OK;
+    BF_TRY(be->fill_zero(be, din, sizeof(float) * (size_t)rows * S->out_size)); /* a state adds nothing here */
+    if (L->part >= 0) return BF_OK;
+    const int U = S->units;
+    return be->copy2d(be, din + (size_t)(-L->part - 1) * U, 2 * U, dout, U,
+                      (long)rows * (S->return_sequences ? S->in_shape[0] : 1), U);
+}
+
 bf_status bf_seq_forward(bf_run *r, int i, int rows) {
     bf_backend *be = r->be;
     bf_layer *L = &r->m->layers[i];
+    if (L->kind == BF_L_RNN_PART) return part_forward(r, i, rows);
     float *in = tbuf(r, L->in_ids[0]), *out = tbuf(r, r->m->n_inputs + i);
     if (L->kind == BF_L_EMBEDDING)
         return be->embedding_forward(be, out, L->mask_zero ? BUF(r, r->aux_id[i]) : NULL, &r->stats->bad_id[i],
@@ -138,6 +210,7 @@ bf_status bf_seq_forward(bf_run *r, int i, int rows) {
     for (int d = 0; d < s.ndir; d++) {
         float *o = concat ? out + (size_t)d * L->units : (s.o_saved ? sv : fw) + s.o[d];
         float *hs = s.alias[d] ? o : sv + s.hs[d];
+        bind_states(r, i, d, 0, &s.g[d]);
         BF_TRY(be->rnn_forward(be, &s.g[d], o, hs, sv + s.gates[d], s.g[d].cell != BF_CELL_SIMPLE ? sv + s.cs[d] : NULL,
                                fw, in, param(r, L, np * d), param(r, L, np * d + 1),
                                L->use_bias ? param(r, L, np * d + 2) : NULL, mask));
@@ -152,6 +225,7 @@ bf_status bf_seq_forward(bf_run *r, int i, int rows) {
 bf_status bf_seq_backward(bf_run *r, int i, int rows, const float *dout, float *din) {
     bf_backend *be = r->be;
     bf_layer *L = &r->m->layers[i];
+    if (L->kind == BF_L_RNN_PART) return part_backward(r, i, rows, dout, din);
     float *in = tbuf(r, L->in_ids[0]);
     if (L->kind == BF_L_EMBEDDING) {
         if (din) BF_TRY(be->fill_zero(be, din, sizeof(float) * (size_t)rows * L->in_size));
@@ -180,6 +254,7 @@ bf_status bf_seq_backward(bf_run *r, int i, int rows, const float *dout, float *
     for (int d = 0; d < s.ndir; d++) {
         const float *hs = s.alias[d] ? out + (size_t)d * L->units : sv + s.hs[d];
         const float *o = concat ? dd[d] + (size_t)d * L->units : dd[d];
+        bind_states(r, i, d, 1, &s.g[d]);
         BF_TRY(be->rnn_backward(be, &s.g[d], din, grad(r, L, np * d), grad(r, L, np * d + 1),
                                 L->use_bias ? grad(r, L, np * d + 2) : NULL, sv + s.gates[d], bw, o, hs,
                                 s.g[d].cell != BF_CELL_SIMPLE ? sv + s.cs[d] : NULL, in, param(r, L, np * d),

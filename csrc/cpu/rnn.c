@@ -14,7 +14,10 @@
  * GEMMs (B rows) spent more time handing work over than computing (3x to 12x
  * slower on a busy 2-core machine); the all-steps GEMMs keep the threads. The
  * gate math is vectorized (vec_exp.h): scalar expf / tanhf took half the
- * step (benchmarks/bench_lstm.py: 690 -> 1700-1900 samples/s here). */
+ * step (benchmarks/bench_lstm.py: 690 -> 1700-1900 samples/s here).
+ * States in and out (bf_rnn_geom h0, c0, dh_last, dc_last, dh0, dc0): step 0
+ * reads h0 / c0 as its previous state; backward starts from dh_last / dc_last
+ * and leaves the initial states' gradients in dh / dc. */
 #include <math.h>
 #include <string.h>
 
@@ -108,23 +111,24 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
     for (int s = 0; s < T; s++) {
         const int p = pos(g, s), pp = s > 0 ? pos(g, s - 1) : 0;
         float *z = gates + (size_t)p * GU;
-        const float *hp = s > 0 ? hs + (size_t)pp * g->ldh : NULL;
+        const float *hp = s > 0 ? hs + (size_t)pp * g->ldh : g->h0;
+        const size_t lhp = s > 0 ? lh : (size_t)U; /* rows of h0 are U apart */
         if (g->cell == BF_CELL_GRU) {
             for (int r = 0; r < B; r++) {
                 if (b) memcpy(rec + (size_t)r * GU, b + GU, sizeof(float) * GU);
                 else memset(rec + (size_t)r * GU, 0, sizeof(float) * GU);
             }
-            if (hp) bf_sgemm(0, 0, B, GU, U, 1.0f, hp, (int)lh, u, GU, 1.0f, rec, GU);
+            if (hp) bf_sgemm(0, 0, B, GU, U, 1.0f, hp, (int)lhp, u, GU, 1.0f, rec, GU);
         } else if (hp) {
-            bf_sgemm(0, 0, B, GU, U, 1.0f, hp, (int)lh, u, GU, 1.0f, z, (int)lz);
+            bf_sgemm(0, 0, B, GU, U, 1.0f, hp, (int)lhp, u, GU, 1.0f, z, (int)lz);
         }
         for (int r = 0; r < B; r++) {
             float *zr = z + r * lz, *h = hs + r * lh + (size_t)p * g->ldh;
-            const float *hpr = hp ? hp + r * lh : NULL;
+            const float *hpr = hp ? hp + r * lhp : NULL;
             const int on = !mask || mask[(size_t)r * T + p] != 0.0f;
             if (g->cell == BF_CELL_LSTM) {
                 float *c = cs + r * lc + (size_t)p * U;
-                const float *cp = s > 0 ? cs + r * lc + (size_t)pp * U : NULL;
+                const float *cp = s > 0 ? cs + r * lc + (size_t)pp * U : g->c0 ? g->c0 + (size_t)r * U : NULL;
                 lstm_row(zr, c, cp, h, U);
                 if (!on) { /* carried over */
                     if (cp) memcpy(c, cp, sizeof(float) * U);
@@ -164,11 +168,14 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
     float *drec = dcn + (size_t)B * U; /* GRU (B,GU) */
     memset(dh, 0, sizeof(float) * (size_t)B * U * 2);
     memset(dc, 0, sizeof(float) * (size_t)B * U);
+    if (g->dh_last) memcpy(dh, g->dh_last, sizeof(float) * (size_t)B * U);
+    if (g->dc_last) memcpy(dc, g->dc_last, sizeof(float) * (size_t)B * U);
     const int nt = bf_blas_one_thread(1);
     for (int s = T - 1; s >= 0; s--) {
         const int p = pos(g, s), pp = s > 0 ? pos(g, s - 1) : 0;
         float *z = gates + (size_t)p * GU;
-        const float *hp = s > 0 ? hs + (size_t)pp * g->ldh : NULL;
+        const float *hp = s > 0 ? hs + (size_t)pp * g->ldh : g->h0;
+        const size_t lhp = s > 0 ? lh : (size_t)U; /* rows of h0 are U apart */
         for (int r = 0; r < B; r++) {
             float *zr = z + r * lz, *d = dh + (size_t)r * U, *dn = dhn + (size_t)r * U;
             float *dcr = dc + (size_t)r * U, *dcnr = dcn + (size_t)r * U;
@@ -185,9 +192,10 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
                 memcpy(dcnr, dcr, sizeof(float) * U);
                 continue;
             }
-            const float *hpr = hp ? hp + r * lh : NULL;
+            const float *hpr = hp ? hp + r * lhp : NULL;
             if (g->cell == BF_CELL_LSTM) {
-                const float *c = cs + r * lc + (size_t)p * U, *cp = s > 0 ? cs + r * lc + (size_t)pp * U : NULL;
+                const float *c = cs + r * lc + (size_t)p * U;
+                const float *cp = s > 0 ? cs + r * lc + (size_t)pp * U : g->c0 ? g->c0 + (size_t)r * U : NULL;
                 lstm_row_back(zr, c, cp, d, dcr, dcnr, dn, U);
             } else if (g->cell == BF_CELL_GRU) {
                 const float *rh = cs + r * lc + (size_t)p * U;
@@ -218,19 +226,24 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
                 for (int j = 0; j < GU; j++) db[GU + j] += drec[(size_t)r * GU + j];
         if (hp) {
             bf_sgemm(0, 1, B, U, GU, 1.0f, dz, ldz, u, GU, 1.0f, dhn, U);
-            if (du && g->cell == BF_CELL_GRU) bf_sgemm(1, 0, U, GU, B, 1.0f, hp, (int)lh, dz, ldz, 1.0f, du, GU);
+            if (du && g->cell == BF_CELL_GRU) bf_sgemm(1, 0, U, GU, B, 1.0f, hp, (int)lhp, dz, ldz, 1.0f, du, GU);
         }
         float *t = dh; dh = dhn; dhn = t;
         t = dc; dc = dcn; dcn = t;
     }
     bf_blas_threads_back(nt);
+    if (g->dh0) memcpy(g->dh0, dh, sizeof(float) * (size_t)B * U);
+    if (g->dc0) memcpy(g->dc0, dc, sizeof(float) * (size_t)B * U);
     /* LSTM / SimpleRNN keep every step's gate gradient in gates, so du is one
-     * GEMM per row over its T-1 steps: du += sum_p h(prev of p)^T @ dz(p) */
-    if (du && g->cell != BF_CELL_GRU && T > 1)
-        for (int r = 0; r < B; r++) {
-            const float *h0 = hs + r * lh + (g->go_backwards ? g->ldh : 0), *z0 = gates + r * lz + (g->go_backwards ? 0 : GU);
-            bf_sgemm(1, 0, U, GU, T - 1, 1.0f, h0, g->ldh, z0, GU, 1.0f, du, GU);
+     * GEMM per row over its T-1 steps: du += sum_p h(prev of p)^T @ dz(p),
+     * plus h0^T @ dz of step 0 when there is an initial state */
+    if (du && g->cell != BF_CELL_GRU) {
+        for (int r = 0; r < B && T > 1; r++) {
+            const float *h1 = hs + r * lh + (g->go_backwards ? g->ldh : 0), *z1 = gates + r * lz + (g->go_backwards ? 0 : GU);
+            bf_sgemm(1, 0, U, GU, T - 1, 1.0f, h1, g->ldh, z1, GU, 1.0f, du, GU);
         }
+        if (g->h0) bf_sgemm(1, 0, U, GU, B, 1.0f, g->h0, U, gates + (size_t)pos(g, 0) * GU, (int)lz, 1.0f, du, GU);
+    }
     /* the input projection of all steps: one GEMM each for dw and dx */
     if (dw) bf_sgemm(1, 0, D, GU, B * T, 1.0f, x, D, gates, GU, 1.0f, dw, GU);
     if (db)

@@ -3,7 +3,8 @@
  * one cuBLAS GEMM (B*T rows), each step one GEMM with the recurrent kernel
  * (rows strided by T) and one elementwise kernel (a thread per (row, unit)).
  * Backward: per step one elementwise kernel and two GEMMs (dh_prev, du), then
- * one GEMM each for dw and dx over all steps. Exact FP32 (no TF32). */
+ * one GEMM each for dw and dx over all steps. Exact FP32 (no TF32).
+ * Initial states and state gradients (bf_rnn_geom h0 ... dc0) as on the CPU. */
 #include <math.h>
 
 #include "seq_cuda.h"
@@ -35,13 +36,13 @@ __global__ void rnn_step_forward_kernel(bf_rnn_geom g, int s, float *out, float 
         const long r = e / U;
         const int j = (int)(e % U);
         float *zr = gates + ((size_t)r * T + p) * GU, *h = hs + ((size_t)r * T + p) * g.ldh;
-        const float hprev = s > 0 ? hs[((size_t)r * T + pp) * g.ldh + j] : 0.0f;
+        const float hprev = s > 0 ? hs[((size_t)r * T + pp) * g.ldh + j] : g.h0 ? g.h0[e] : 0.0f;
         const int on = !mask || mask[(size_t)r * T + p] != 0.0f;
         float hv;
         if (g.cell == BF_CELL_LSTM) {
             float i = bf_sigmoidf(zr[j]), f = bf_sigmoidf(zr[U + j]), gg = tanhf(zr[2 * U + j]), o = bf_sigmoidf(zr[3 * U + j]);
             zr[j] = i; zr[U + j] = f; zr[2 * U + j] = gg; zr[3 * U + j] = o;
-            const float cprev = s > 0 ? cs[((size_t)r * T + pp) * U + j] : 0.0f;
+            const float cprev = s > 0 ? cs[((size_t)r * T + pp) * U + j] : g.c0 ? g.c0[e] : 0.0f;
             const float c = on ? f * cprev + i * gg : cprev;
             cs[((size_t)r * T + p) * U + j] = c;
             hv = on ? o * tanhf(c) : hprev;
@@ -89,10 +90,10 @@ __global__ void rnn_step_backward_kernel(bf_rnn_geom g, int s, float *gates, flo
             dcn[e] = dc[e];
             continue;
         }
-        const float hprev = s > 0 ? hs[((size_t)r * T + pp) * g.ldh + j] : 0.0f;
+        const float hprev = s > 0 ? hs[((size_t)r * T + pp) * g.ldh + j] : g.h0 ? g.h0[e] : 0.0f;
         if (g.cell == BF_CELL_LSTM) {
             float i = zr[j], f = zr[U + j], gg = zr[2 * U + j], oo = zr[3 * U + j];
-            float c = cs[((size_t)r * T + p) * U + j], cprev = s > 0 ? cs[((size_t)r * T + pp) * U + j] : 0.0f;
+            float c = cs[((size_t)r * T + p) * U + j], cprev = s > 0 ? cs[((size_t)r * T + pp) * U + j] : g.c0 ? g.c0[e] : 0.0f;
             float tc = tanhf(c), dcc = dc[e] + d * oo * (1.0f - tc * tc);
             zr[j] = dcc * gg * i * (1.0f - i);
             zr[U + j] = dcc * cprev * f * (1.0f - f);
@@ -135,14 +136,15 @@ bf_status bf_cuda_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, 
     BF_TRY(gemm(st, 0, 0, B * T, GU, D, 1.0f, x, D, w, GU, 1.0f, gates, GU));
     for (int s = 0; s < T; s++) {
         const int p = g->go_backwards ? T - 1 - s : s, pp = g->go_backwards ? T - s : s - 1;
-        const float *hp = s > 0 ? hs + (size_t)pp * g->ldh : NULL;
+        const float *hp = s > 0 ? hs + (size_t)pp * g->ldh : g->h0;
+        const int lhp = s > 0 ? lh : U; /* rows of h0 are U apart */
         if (g->cell == BF_CELL_GRU) {
             rnn_fill_rows_kernel<<<bf_cuda_grid((long)B * GU, 256), 256, 0, st->stream>>>(rec, b ? b + GU : NULL, B,
                                                                                           GU);
             BF_CUDA_LAUNCHED(st, rnn_fill_rows_kernel);
-            if (hp) BF_TRY(gemm(st, 0, 0, B, GU, U, 1.0f, hp, lh, u, GU, 1.0f, rec, GU));
+            if (hp) BF_TRY(gemm(st, 0, 0, B, GU, U, 1.0f, hp, lhp, u, GU, 1.0f, rec, GU));
         } else if (hp) {
-            BF_TRY(gemm(st, 0, 0, B, GU, U, 1.0f, hp, lh, u, GU, 1.0f, gates + (size_t)p * GU, lz));
+            BF_TRY(gemm(st, 0, 0, B, GU, U, 1.0f, hp, lhp, u, GU, 1.0f, gates + (size_t)p * GU, lz));
         }
         rnn_step_forward_kernel<<<bf_cuda_grid(BU, 256), 256, 0, st->stream>>>(*g, s, out, hs, gates, cs, rec, mask);
         BF_CUDA_LAUNCHED(st, rnn_step_forward_kernel);
@@ -161,9 +163,13 @@ bf_status bf_cuda_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, 
     float *dh = (float *)ws, *dhn = dh + BU, *dc = dhn + BU, *dcn = dc + BU;
     float *drec = g->cell == BF_CELL_GRU ? dcn + BU : NULL;
     BF_CUDA_CHECK(st, cudaMemsetAsync(dh, 0, sizeof(float) * (size_t)BU * 3, st->stream));
+    const size_t sb = sizeof(float) * (size_t)BU;
+    if (g->dh_last) BF_CUDA_CHECK(st, cudaMemcpyAsync(dh, g->dh_last, sb, cudaMemcpyDeviceToDevice, st->stream));
+    if (g->dc_last) BF_CUDA_CHECK(st, cudaMemcpyAsync(dc, g->dc_last, sb, cudaMemcpyDeviceToDevice, st->stream));
     for (int s = T - 1; s >= 0; s--) {
         const int p = g->go_backwards ? T - 1 - s : s, pp = g->go_backwards ? T - s : s - 1;
-        const float *hp = s > 0 ? hs + (size_t)pp * g->ldh : NULL;
+        const float *hp = s > 0 ? hs + (size_t)pp * g->ldh : g->h0;
+        const int lhp = s > 0 ? lh : U; /* rows of h0 are U apart */
         rnn_step_backward_kernel<<<bf_cuda_grid(BU, 256), 256, 0, st->stream>>>(*g, s, gates, drec, dh, dhn, dc, dcn,
                                                                                 dout, hs, cs, mask);
         BF_CUDA_LAUNCHED(st, rnn_step_backward_kernel);
@@ -172,11 +178,13 @@ bf_status bf_cuda_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, 
         if (drec && db) BF_TRY(bf_cuda_colsum_add(st, db + GU, drec, B, GU));
         if (hp) {
             BF_TRY(gemm(st, 0, 1, B, U, GU, 1.0f, dz, ldz, u, GU, 1.0f, dhn, U));
-            if (du) BF_TRY(gemm(st, 1, 0, U, GU, B, 1.0f, hp, lh, dz, ldz, 1.0f, du, GU));
+            if (du) BF_TRY(gemm(st, 1, 0, U, GU, B, 1.0f, hp, lhp, dz, ldz, 1.0f, du, GU));
         }
         float *t = dh; dh = dhn; dhn = t;
         t = dc; dc = dcn; dcn = t;
     }
+    if (g->dh0) BF_CUDA_CHECK(st, cudaMemcpyAsync(g->dh0, dh, sb, cudaMemcpyDeviceToDevice, st->stream));
+    if (g->dc0) BF_CUDA_CHECK(st, cudaMemcpyAsync(g->dc0, dc, sb, cudaMemcpyDeviceToDevice, st->stream));
     if (dw) BF_TRY(gemm(st, 1, 0, D, GU, B * T, 1.0f, x, D, gates, GU, 1.0f, dw, GU));
     if (db) BF_TRY(bf_cuda_colsum_add(st, db, gates, (long)B * T, GU));
     if (dx) BF_TRY(gemm(st, 0, 1, B * T, D, GU, 1.0f, gates, GU, w, GU, dx_add ? 1.0f : 0.0f, dx, D));

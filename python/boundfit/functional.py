@@ -283,12 +283,13 @@ def compile_graph(model):
     g.input_shapes = [t._ps for t in model._inputs]
     env = {id(t): k for k, t in enumerate(model._inputs)}
 
-    def emit(nodes, env):
+    def emit(nodes, env, outs):
+        used = {id(t) for n in nodes for t in n.inputs} | {id(t) for t in outs}
         for n in nodes:
             L = n.layer
             if isinstance(L, Model):
                 inner = {id(t): env[id(x)] for t, x in zip(L._inputs, n.inputs)}
-                emit(L._nodes, inner)
+                emit(L._nodes, inner, L._outputs)
                 for outer, t in zip(n.outputs, L._outputs):
                     env[id(outer)] = inner[id(t)]
                 continue
@@ -300,17 +301,30 @@ def compile_graph(model):
             else:
                 g.layer_node[id(L)] = len(g.specs)
                 g.owners.append(L)
-            env[id(n.outputs[0])] = n_in + len(g.specs)
+            parts = L._parts() if hasattr(L, "_parts") else [None]
+            main = n_in + len(g.specs)
             g.specs.append(d)
             g.node_layers.append(L)
+            for k, (t, p) in enumerate(zip(n.outputs, parts)):
+                if p is None:
+                    env[id(t)] = main
+                elif id(t) in used:  # another output of a recurrent layer: an RNN_PART node reading its node
+                    env[id(t)] = n_in + len(g.specs)
+                    g.specs.append(dict(kind=_rnn_part_kind(), name=f"{L.name}_output_{k}", part=p, inputs=[main],
+                                        trainable=1, output=k))
+                    g.node_layers.append(L)
 
-    emit(model._nodes, env)
+    emit(model._nodes, env, model._outputs)
     if not g.specs:
         raise ValueError(f"model {model.name!r} has no layers between its inputs and outputs")
     if len(g.specs) > 128:
         raise ValueError(f"model {model.name!r} has {len(g.specs)} layer calls; at most 128 are supported")
     g.output_ids = [env[id(t)] for t in model._outputs]
     return g
+
+
+def _rnn_part_kind():
+    return layers_mod.engine_kinds("RNN_PART")[0]
 
 
 def _unique(seq):

@@ -123,7 +123,7 @@ def _embedding(l):
 
 
 def _rnn(l, zero_output_for_mask=False):
-    cfg = dict(return_sequences=l.return_sequences, return_state=False, go_backwards=l.go_backwards, stateful=False,
+    cfg = dict(return_sequences=l.return_sequences, return_state=l.return_state, go_backwards=l.go_backwards, stateful=False,
                unroll=l.unroll, zero_output_for_mask=zero_output_for_mask, units=l.units, activation=l.activation)
     if not isinstance(l, L.SimpleRNN):
         cfg["recurrent_activation"] = l.recurrent_activation

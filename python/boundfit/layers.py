@@ -136,7 +136,8 @@ class Layer:
     def output(self):
         if not self._inbound:
             raise AttributeError(f"layer {self.name!r} has never been called on a symbolic tensor")
-        return self._inbound[0].output
+        outs = self._inbound[0].outputs
+        return outs[0] if len(outs) == 1 else list(outs)  # several (return_state): a list, as Keras
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}>"

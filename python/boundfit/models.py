@@ -515,6 +515,10 @@ class Sequential(Model):
             return
         if not isinstance(layer, (layers_mod.Layer, Model)):
             raise TypeError(f"Sequential.add: expected a boundfit layer or model, got {type(layer).__name__}")
+        if len(getattr(layer, "_parts", lambda: [None])()) > 1:
+            raise ValueError(f"Sequential.add: layer {layer.name!r} has several outputs (return_state=True or "
+                             "merge_mode=None); all layers in a Sequential model should have a single output "
+                             "tensor. For multi-output layers, use the functional API.")
         if not self._layers and self._in_shape is None:
             if getattr(layer, "input_shape_arg", None) is not None:
                 self._in_shape = layer.input_shape_arg

@@ -2,13 +2,19 @@
 Embedding (with mask_zero: a per-sample, per-step mask carried through the
 graph to the layers that use it), SimpleRNN, LSTM, GRU and Bidirectional.
 The engine computes them (csrc/core/seq_*.c, csrc/cpu/rnn.c); this module
-only describes them. Re-exported from `boundfit.layers`."""
+only describes them. Re-exported from `boundfit.layers`.
+
+Several outputs, as Keras: return_state=True gives [output, *states] (LSTM
+h, c; GRU / SimpleRNN h; Bidirectional the forward then the backward
+states), Bidirectional(merge_mode=None) [forward, backward outputs] (then
+the states); `initial_state=` takes graph tensors in the same order. In the
+engine the extra outputs are RNN_PART nodes (csrc/core/seq_layers.h)."""
 
 from . import activations, constraints, initializers, regularizers
 from .layers import Layer, engine_kinds
 
 EMBEDDING, SIMPLE_RNN, LSTM_KIND, GRU_KIND, BIDIR = engine_kinds("EMBEDDING SIMPLE_RNN LSTM GRU BIDIR")
-_MERGE_MODES = {"concat": 0, "sum": 1, "mul": 2, "ave": 3}
+_MERGE_MODES = {"concat": 0, "sum": 1, "mul": 2, "ave": 3, None: 0}  # None: concat, then split (parts -1, -2)
 _SIMPLE_ACTS = ("linear", "relu", "sigmoid", "tanh")
 
 
@@ -88,10 +94,6 @@ class _RNN(Layer):
             if float(v) != 0.0:
                 raise ValueError(f"{cls}: {arg}={v!r} is not supported by boundfit (only 0.0); add a Dropout layer "
                                  "before or after the recurrent layer instead")
-        if return_state:
-            raise ValueError(f"{cls}: return_state=True is not supported by boundfit (a layer with several outputs); "
-                             "use return_sequences=True and take the last step, or the layer's output (the last "
-                             "state h)")
         if stateful:
             raise ValueError(f"{cls}: stateful=True is not supported by boundfit")
         if not reset_after:
@@ -110,7 +112,7 @@ class _RNN(Layer):
         self.recurrent_constraint = constraints.get(recurrent_constraint, "recurrent_constraint")
         self.bias_constraint = constraints.get(bias_constraint, "bias_constraint")
         self.dropout, self.recurrent_dropout, self.seed = float(dropout), float(recurrent_dropout), seed
-        self.return_sequences, self.return_state = bool(return_sequences), False
+        self.return_sequences, self.return_state = bool(return_sequences), bool(return_state)
         self.go_backwards, self.stateful, self.unroll = bool(go_backwards), False, bool(unroll)
         self.reset_after = True
         self.use_cudnn = use_cudnn
@@ -119,6 +121,23 @@ class _RNN(Layer):
 
     def _keras_var_groups(self, n):
         return [("cell/vars", n)]  # Keras keeps them in the layer's cell
+
+    @property
+    def _n_states(self):
+        return 2 if self.kind == LSTM_KIND else 1
+
+    def _parts(self):
+        """per output: None for the node's own output, else its RNN_PART number"""
+        return [None] + (list(range(self._n_states)) if self.return_state else [])
+
+    def __call__(self, inputs, initial_state=None, mask=None, training=None, **kwargs):
+        return _call(self, inputs, initial_state, mask, kwargs)
+
+    def _keras_call(self, ts):
+        return _keras_call(ts, {})
+
+    def _call_from_keras(self, args, kwargs, tensor):
+        return _call_from_keras(self, args, kwargs, tensor)
 
     def compute_output_shape(self, shape):
         if len(shape) != 2:
@@ -205,14 +224,15 @@ class Bidirectional(Layer):
         super().__init__(**kwargs)
         if not isinstance(layer, _RNN):
             raise ValueError(f"Bidirectional: layer must be a SimpleRNN, LSTM or GRU, got {type(layer).__name__}")
-        if merge_mode is None or merge_mode not in _MERGE_MODES:
-            raise ValueError(f"Bidirectional: merge_mode must be one of {sorted(_MERGE_MODES)} (None, two outputs, is "
-                             f"not supported by boundfit), got {merge_mode!r}")
+        if merge_mode not in _MERGE_MODES:
+            raise ValueError(f"Bidirectional: merge_mode must be one of {sorted(k for k in _MERGE_MODES if k)} or "
+                             f"None, got {merge_mode!r}")
         if weights is not None:
             raise ValueError("Bidirectional: weights= is not supported; call set_weights() once the model is built")
         if backward_layer is not None:
             same = (type(backward_layer) is type(layer) and backward_layer.units == layer.units and
                     backward_layer.return_sequences == layer.return_sequences and
+                    backward_layer.return_state == layer.return_state and
                     backward_layer.go_backwards != layer.go_backwards and
                     backward_layer.activation == layer.activation and backward_layer.use_bias == layer.use_bias)
             if not same:
@@ -223,15 +243,33 @@ class Bidirectional(Layer):
         self.layer = layer
         self.merge_mode = merge_mode
         self.return_sequences = layer.return_sequences
+        self.return_state = layer.return_state
 
     _has_weights = True
 
     def _keras_var_groups(self, n):
         return [("forward_layer/cell/vars", n // 2), ("backward_layer/cell/vars", n // 2)]
 
+    @property
+    def _n_states(self):
+        return 2 * self.forward_layer._n_states
+
+    def _parts(self):
+        outs = [-1, -2] if self.merge_mode is None else [None]
+        return outs + (list(range(self._n_states)) if self.return_state else [])
+
+    def __call__(self, inputs, initial_state=None, mask=None, training=None, **kwargs):
+        return _call(self, inputs, initial_state, mask, kwargs)
+
+    def _keras_call(self, ts):
+        return _keras_call(ts, {"mask": None})
+
+    def _call_from_keras(self, args, kwargs, tensor):
+        return _call_from_keras(self, args, kwargs, tensor)
+
     def compute_output_shape(self, shape):
         one = self.forward_layer.compute_output_shape(shape)
-        return one[:-1] + (2 * one[-1],) if self.merge_mode == "concat" else one
+        return one[:-1] + (2 * one[-1],) if self.merge_mode in ("concat", None) else one
 
     def spec(self):
         f = self.forward_layer
@@ -242,3 +280,78 @@ class Bidirectional(Layer):
                     act=activations.get_id(f.activation), return_sequences=int(f.return_sequences),
                     go_backwards=int(f.go_backwards), unit_forget_bias=int(f.kind == LSTM_KIND and f.unit_forget_bias),
                     merge_mode=_MERGE_MODES[self.merge_mode], inits=fi + bi, regs=fr + br, cons=fc + bc)
+
+
+def _call(layer, inputs, initial_state, mask, kwargs):
+    """A recurrent layer called on a graph tensor, with initial states and several outputs (see the top)."""
+    from .functional import KerasTensor, Node, call_layer
+    if kwargs:
+        raise TypeError(f"{layer.name}: unknown call arguments {sorted(kwargs)}")
+    if mask is not None:
+        raise ValueError(f"{layer.name}: mask= is not supported; boundfit carries the mask of an "
+                         "Embedding(mask_zero=True) through the graph itself")
+    if initial_state is None and layer._parts() == [None]:
+        return call_layer(layer, inputs)
+    if not isinstance(inputs, KerasTensor):
+        raise TypeError(f"{layer.name}: layers are called on symbolic tensors (from boundfit.Input, or other "
+                        f"layers' outputs), got {type(inputs).__name__}")
+    states = [] if initial_state is None else \
+        [initial_state] if not isinstance(initial_state, (list, tuple)) else list(initial_state)
+    for k, t in enumerate(states):
+        if not isinstance(t, KerasTensor):
+            raise TypeError(f"{layer.name}: initial_state[{k}] must be a symbolic tensor (from boundfit.Input or a "
+                            f"layer's output), got {type(t).__name__}")
+    if states and len(states) != layer._n_states:
+        raise ValueError(f"{layer.name}: initial_state must be a list of {layer._n_states} tensors "
+                         f"({_state_names(layer)}), got {len(states)}")
+    units = layer.forward_layer.units if isinstance(layer, Bidirectional) else layer.units
+    for k, t in enumerate(states):
+        if t._ps != (units,):
+            raise ValueError(f"{layer.name}: initial_state[{k}] must have shape (None, {units}), got {t.shape}")
+    layer._check_call_shape(inputs._ps)
+    shape = layer.compute_output_shape(inputs._ps)
+    half = shape[:-1] + (units,)
+    shapes = [half if p is not None and p < 0 else (units,) if p is not None else shape for p in layer._parts()]
+    outs = [KerasTensor(s, name=f"{layer.name}_output_{k}") for k, s in enumerate(shapes)]
+    Node(layer, [inputs] + states, outs)
+    return outs[0] if len(outs) == 1 else outs
+
+
+def _state_names(layer):
+    one = "h, c" if (layer.forward_layer if isinstance(layer, Bidirectional) else layer).kind == LSTM_KIND else "h"
+    return f"forward {one}, then backward {one}" if isinstance(layer, Bidirectional) else one
+
+
+def _keras_call(ts, kwargs):
+    """A node as Keras 3 writes it in a Functional config: the sequence, then initial_state by keyword."""
+    if len(ts) > 1:
+        kwargs = dict(kwargs, initial_state=ts[1:])
+    return {"args": ts[:1], "kwargs": kwargs}
+
+
+def _call_from_keras(layer, args, kwargs, tensor):
+    """Replay a Keras node: (sequences[, initial_state]) and keyword arguments, tensors read by `tensor`."""
+    from .keras_graph import MaskTensor
+    names = ("sequences", "initial_state", "mask", "training")
+    given = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k not in names or k in given:
+            raise ValueError(f"layer {layer.name!r}: the call argument {k}={v!r} is not supported by boundfit")
+        given[k] = v
+    if len(args) > len(names) or "sequences" not in given:
+        raise ValueError(f"layer {layer.name!r}: a call with {len(args)} positional arguments is not one boundfit "
+                         "can rebuild")
+    m = given.get("mask")
+    if m is not None and not (isinstance(m, dict) and isinstance(tensor(m), MaskTensor)):
+        raise ValueError(f"layer {layer.name!r}: the call argument mask={m!r} is not supported by boundfit (it "
+                         "carries the masks of Embedding(mask_zero=True) itself)")
+    if given.get("training") not in (None, False):
+        raise ValueError(f"layer {layer.name!r}: the call argument training={given['training']!r} is not supported")
+    x = tensor(given["sequences"])
+    if isinstance(x, MaskTensor):
+        raise ValueError(f"layer {layer.name!r}: its input is the Keras op {x.name!r}, which boundfit reads only as "
+                         "a mask (from Embedding(mask_zero=True)), not as data")
+    st = given.get("initial_state")
+    if st is not None:
+        st = [tensor(t) for t in (st if isinstance(st, list) else [st])]
+    return layer(x, initial_state=st)

@@ -50,7 +50,8 @@ def _graph_meta(model):
             "inputs_dict": model._inputs_dict, "outputs_dict": model._outputs_dict,
             "output_names": model._output_names,
             "layers": [_layer_config(l) for l in g.owners],
-            "nodes": [{"layer": index[id(l)], "inputs": d["inputs"], "many": l._n_inputs == "many",
+            "nodes": [{"output_of": d["inputs"][0], "output": d["output"]} if "output" in d else
+                      {"layer": index[id(l)], "inputs": d["inputs"], "many": l._n_inputs == "many",
                        **({"call": l._saved_call()} if hasattr(l, "_saved_call") else {})}
                       for l, d in zip(g.node_layers, g.specs)],
             "outputs": g.output_ids, "n_inputs": n_in}
@@ -126,13 +127,21 @@ def _load_graph(meta):
     made = [keras_config.layer_from_config(e) if e.get("keras") else _make(getattr(L, e["class_name"]), dict(e["config"]))
             for e in meta["layers"]]
     ins = [L.Input(shape=tuple(i["shape"]), name=i["name"]) for i in meta["inputs"]]
-    tensors = list(ins)
+    tensors, several = list(ins), {}
     for n in meta["nodes"]:
+        if "output_of" in n:  # another output of a recurrent layer's call
+            tensors.append(several[n["output_of"]][n["output"]])
+            continue
         args = [tensors[t] for t in n["inputs"]]
         if "call" in n:  # several positional inputs and call arguments (MultiHeadAttention)
-            tensors.append(made[n["layer"]](*args, **n["call"]))
+            y = made[n["layer"]](*args, **n["call"])
+        elif len(args) > 1 and not n["many"]:  # a recurrent layer's initial states
+            y = made[n["layer"]](args[0], initial_state=args[1:])
         else:
-            tensors.append(made[n["layer"]](args if n["many"] else args[0]))
+            y = made[n["layer"]](args if n["many"] else args[0])
+        if isinstance(y, list):  # return_state / merge_mode=None
+            several[len(tensors)] = y
+        tensors.append(y[0] if isinstance(y, list) else y)
     outs = [tensors[t] for t in meta["outputs"]]
     names = meta["output_names"]
     inputs = dict(zip([i["name"] for i in meta["inputs"]], ins)) if meta["inputs_dict"] else ins
