@@ -12,12 +12,11 @@
 #include "blas_threads.h"
 #include "vec_exp.h"
 
-/* Per-head GEMMs are small: OpenBLAS's threads would synchronize on every
- * one of the 2-6 calls per (b, h); one thread does them without the spin
- * (blas_threads.h; the count is restored on return). */
-static int one_thread(const bf_attn_geom *g) {
-    long work = (long)g->TQ * g->TK * (g->DK > g->DV ? g->DK : g->DV);
-    return bf_blas_one_thread(work <= (1L << 22));
+/* Per-head GEMMs are small: OpenBLAS's threads synchronize on every one of
+ * the 2-6 calls per (b, h), which only pays on a quiet machine or for long
+ * sequences; each direction times one thread against all (blas_threads.h). */
+static double work_of(const bf_attn_geom *g) {
+    return (double)g->B * g->H * g->TQ * g->TK * (double)(g->DK + g->DV);
 }
 
 /* batch row b's masks: attention_mask rows (TQ,TK), the query's steps (TQ),
@@ -128,7 +127,8 @@ bf_status bf_cpu_attention_forward(bf_backend *be, float *O, float *P, void *ws,
     if (B <= 0 || H <= 0 || TQ <= 0 || TK <= 0 || DK <= 0 || DV <= 0)
         return BF_FAIL(BF_ERR_SHAPE, "attention: bad sizes B=%d H=%d TQ=%d TK=%d DK=%d DV=%d", B, H, TQ, TK, DK, DV);
     const size_t tile = (size_t)TQ * TK;
-    const int nt = one_thread(g);
+    static bf_blas_tune tune;
+    bf_tune_run tr = bf_tune_begin(&tune);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             float *p = P + (g->p_tile ? 0 : ((size_t)b * H + h) * tile);
@@ -147,7 +147,7 @@ bf_status bf_cpu_attention_forward(bf_backend *be, float *O, float *P, void *ws,
             }
             bf_sgemm(0, 0, TQ, DV, TK, 1.0f, src, TK, v, H * DV, 0.0f, o, H * DV);
         }
-    bf_blas_threads_back(nt);
+    bf_tune_end(&tr, work_of(g));
     return BF_OK;
 }
 
@@ -161,7 +161,8 @@ bf_status bf_cpu_attention_backward(bf_backend *be, float *dQ, float *dK, float 
     const size_t tile = (size_t)TQ * TK;
     float *dp = ws, *pd = (float *)ws + tile;
     const float sc = g->rate > 0.0f ? 1.0f / (1.0f - g->rate) : 1.0f;
-    const int nt = one_thread(g);
+    static bf_blas_tune tune;
+    bf_tune_run tr = bf_tune_begin(&tune);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             const float *p = P + ((size_t)b * H + h) * tile;
@@ -196,6 +197,6 @@ bf_status bf_cpu_attention_backward(bf_backend *be, float *dQ, float *dK, float 
             bf_sgemm(0, 0, TQ, DK, TK, g->scale, dp, TK, K + ko, H * DK, 0.0f, dQ + qo, H * DK);
             bf_sgemm(1, 0, TK, DK, TQ, g->scale, dp, TK, Q + qo, H * DK, 0.0f, dK + ko, H * DK);
         }
-    bf_blas_threads_back(nt);
+    bf_tune_end(&tr, work_of(g));
     return BF_OK;
 }

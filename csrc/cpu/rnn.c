@@ -10,10 +10,10 @@
  * the GEMMs of backward need no special case. Backward adds into dw, du, db;
  * the input gradient is one GEMM over all steps at the end, and so is du (per
  * row) for LSTM / SimpleRNN, whose gate gradients stay in `gates`. The step
- * loops run on one BLAS thread (restored after): with several, the per-step
- * GEMMs (B rows) spent more time handing work over than computing (3x to 12x
- * slower on a busy 2-core machine); the all-steps GEMMs keep the threads. The
- * gate math is vectorized (vec_exp.h): scalar expf / tanhf took half the
+ * loops run on one BLAS thread or all of them, whichever measures faster
+ * (blas_threads.h: per-step GEMMs have B rows, and threads handing them over
+ * cost more than they gain when the machine is busy); the all-steps GEMMs
+ * keep the threads. The gate math is vectorized (vec_exp.h): scalar expf / tanhf took half the
  * step (benchmarks/bench_lstm.py: 690 -> 1700-1900 samples/s here).
  * States in and out (bf_rnn_geom h0, c0, dh_last, dc_last, dh0, dc0): step 0
  * reads h0 / c0 as its previous state; backward starts from dh_last / dc_last
@@ -107,7 +107,8 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
         else memset(gates + r * GU, 0, sizeof(float) * GU);
     }
     bf_sgemm(0, 0, B * T, GU, D, 1.0f, x, D, w, GU, 1.0f, gates, GU);
-    const int nt = bf_blas_one_thread(1);
+    static bf_blas_tune tune;
+    bf_tune_run tr = bf_tune_begin(&tune);
     for (int s = 0; s < T; s++) {
         const int p = pos(g, s), pp = s > 0 ? pos(g, s - 1) : 0;
         float *z = gates + (size_t)p * GU;
@@ -152,7 +153,7 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
             else memcpy(o, h, sizeof(float) * U);
         }
     }
-    bf_blas_threads_back(nt);
+    bf_tune_end(&tr, (double)B * T * GU * U);
     return BF_OK;
 }
 
@@ -170,7 +171,8 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
     memset(dc, 0, sizeof(float) * (size_t)B * U);
     if (g->dh_last) memcpy(dh, g->dh_last, sizeof(float) * (size_t)B * U);
     if (g->dc_last) memcpy(dc, g->dc_last, sizeof(float) * (size_t)B * U);
-    const int nt = bf_blas_one_thread(1);
+    static bf_blas_tune tune;
+    bf_tune_run tr = bf_tune_begin(&tune);
     for (int s = T - 1; s >= 0; s--) {
         const int p = pos(g, s), pp = s > 0 ? pos(g, s - 1) : 0;
         float *z = gates + (size_t)p * GU;
@@ -231,7 +233,7 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
         float *t = dh; dh = dhn; dhn = t;
         t = dc; dc = dcn; dcn = t;
     }
-    bf_blas_threads_back(nt);
+    bf_tune_end(&tr, (double)B * T * GU * U);
     if (g->dh0) memcpy(g->dh0, dh, sizeof(float) * (size_t)B * U);
     if (g->dc0) memcpy(g->dc0, dc, sizeof(float) * (size_t)B * U);
     /* LSTM / SimpleRNN keep every step's gate gradient in gates, so du is one

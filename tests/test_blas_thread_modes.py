@@ -1,0 +1,44 @@
+"""Ops made of many small GEMMs (recurrent steps, attention tiles) pick one
+OpenBLAS thread or all of them by timing both (csrc/cpu/blas_threads.h). The
+choice must never change a result: OpenBLAS splits rows and columns over
+threads, not sums. Trained weights of a fresh process on one thread equal,
+bit for bit, those of a process on two threads, which ran the recurrent and
+attention ops in both modes (24 steps: past the tuner's alternating calls
+and a probe of the other mode)."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+SCRIPT = r"""
+import sys, numpy as np, boundfit as bf
+from boundfit import layers
+bf.utils.set_random_seed(0)
+rng = np.random.default_rng(0)
+x = rng.standard_normal((32 * 12, 24, 16)).astype(np.float32)
+y = rng.standard_normal((32 * 12, 1)).astype(np.float32)
+inp = layers.Input((24, 16))
+h = layers.LSTM(32, return_sequences=True)(inp)
+h = layers.MultiHeadAttention(2, 8)(h, h)
+out = layers.Dense(1)(layers.GRU(16)(h))
+m = bf.Model(inp, out)
+m.compile(optimizer="adam", loss="mse")
+m.fit(x, y, batch_size=32, epochs=2, verbose=0, shuffle=False)
+np.save(sys.argv[1], np.concatenate([w.ravel() for w in m.get_weights()]))
+"""
+
+
+def _train(path, threads):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
+    r = subprocess.run([sys.executable, "-c", SCRIPT, str(path)], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return np.load(path)
+
+
+def test_one_thread_and_two_give_the_same_bits(tmp_path):
+    one = _train(tmp_path / "one.npy", 1)
+    two = _train(tmp_path / "two.npy", 2)
+    assert one.size > 1000
+    np.testing.assert_array_equal(one, two)
