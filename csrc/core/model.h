@@ -129,8 +129,10 @@ typedef struct {
     int input_dim, mask_zero;
     int cell, return_sequences, go_backwards, unit_forget_bias, merge_mode;
     /* recurrent layers: inputs 1.. are initial states (Keras order); RNN_PART:
-     * which output (seq_layers.h) */
-    int part;
+     * which output (seq_layers.h); mask_off: the call ignores its input's
+     * mask (Keras 3 fills a call's mask only when it has one tensor argument,
+     * so a call with initial states runs unmasked unless given mask=) */
+    int part, mask_off;
 } bf_layer;
 
 typedef enum {

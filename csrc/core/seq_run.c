@@ -25,7 +25,12 @@ typedef struct {
     size_t saved, fws, bws; /* floats */
 } seq_layout;
 
-static int masked(const bf_run *r, const bf_layer *L) { return r->m->t_mask[L->in_ids[0]] >= 0; }
+/* the step mask a recurrent call reads (NULL: none, or mask_off) */
+static const float *rnn_mask(bf_run *r, const bf_layer *L) {
+    return L->mask_off ? NULL : bf_seq_mask(r, L->in_ids[0]);
+}
+
+static int masked(const bf_run *r, const bf_layer *L) { return !L->mask_off && r->m->t_mask[L->in_ids[0]] >= 0; }
 
 static void layout(const bf_run *r, const bf_layer *L, int B, seq_layout *s) {
     memset(s, 0, sizeof *s);
@@ -112,13 +117,13 @@ bf_status bf_seq_plan(bf_run *r, int i, int t, int tb, int bw) {
         BF_TRY(bf_run_newbuf(r, &r->fws_id[i], s.fws * fb, L->name, " forward workspace"));
         bf_run_use(r, r->fws_id[i], t);
     }
-    use_mask(r, L->in_ids[0], t);
+    if (!L->mask_off) use_mask(r, L->in_ids[0], t);
     if (bw) {
         if (s.bws) {
             BF_TRY(bf_run_newbuf(r, &r->bws_id[i], s.bws * fb, L->name, " backward workspace"));
             bf_run_use(r, r->bws_id[i], tb);
         }
-        use_mask(r, L->in_ids[0], tb);
+        if (!L->mask_off) use_mask(r, L->in_ids[0], tb);
     }
     return BF_OK;
 }
@@ -205,7 +210,7 @@ bf_status bf_seq_forward(bf_run *r, int i, int rows) {
     seq_layout s;
     layout(r, L, rows, &s);
     float *sv = BUF(r, r->aux_id[i]), *fw = r->fws_id[i] >= 0 ? BUF(r, r->fws_id[i]) : NULL;
-    const float *mask = bf_seq_mask(r, L->in_ids[0]);
+    const float *mask = rnn_mask(r, L);
     const int np = L->use_bias ? 3 : 2, concat = !(L->kind == BF_L_BIDIR && L->merge_mode);
     for (int d = 0; d < s.ndir; d++) {
         float *o = concat ? out + (size_t)d * L->units : (s.o_saved ? sv : fw) + s.o[d];
@@ -235,7 +240,7 @@ bf_status bf_seq_backward(bf_run *r, int i, int rows, const float *dout, float *
     seq_layout s;
     layout(r, L, rows, &s);
     float *sv = BUF(r, r->aux_id[i]), *bw = r->bws_id[i] >= 0 ? BUF(r, r->bws_id[i]) : NULL;
-    const float *mask = bf_seq_mask(r, L->in_ids[0]);
+    const float *mask = rnn_mask(r, L);
     const int np = L->use_bias ? 3 : 2, concat = !(L->kind == BF_L_BIDIR && L->merge_mode);
     const float *dd[2] = {dout, dout};
     if (!concat) {

@@ -296,6 +296,8 @@ def compile_graph(model):
             d = dict(L.spec())
             d["inputs"] = [env[id(t)] for t in n.inputs]
             d["trainable"] = int(bool(L.trainable))
+            if getattr(n, "mask_off", False):
+                d["mask_off"] = 1
             if id(L) in g.layer_node:
                 d["share"] = g.layer_node[id(L)]
             else:

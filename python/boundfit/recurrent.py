@@ -282,8 +282,12 @@ class Bidirectional(Layer):
                     merge_mode=_MERGE_MODES[self.merge_mode], inits=fi + bi, regs=fr + br, cons=fc + bc)
 
 
-def _call(layer, inputs, initial_state, mask, kwargs):
-    """A recurrent layer called on a graph tensor, with initial states and several outputs (see the top)."""
+def _call(layer, inputs, initial_state, mask, kwargs, keep_mask=False):
+    """A recurrent layer called on a graph tensor, with initial states and several outputs (see the top).
+
+    As in Keras 3, a call with initial states does not read its input's mask (Keras fills `mask` only for a
+    call with one tensor argument): the states run through masked steps unmasked. keep_mask: the Keras file
+    passed the mask explicitly (mask=), so it is read."""
     from .functional import KerasTensor, Node, call_layer
     if kwargs:
         raise TypeError(f"{layer.name}: unknown call arguments {sorted(kwargs)}")
@@ -313,7 +317,8 @@ def _call(layer, inputs, initial_state, mask, kwargs):
     half = shape[:-1] + (units,)
     shapes = [half if p is not None and p < 0 else (units,) if p is not None else shape for p in layer._parts()]
     outs = [KerasTensor(s, name=f"{layer.name}_output_{k}") for k, s in enumerate(shapes)]
-    Node(layer, [inputs] + states, outs)
+    node = Node(layer, [inputs] + states, outs)
+    node.mask_off = bool(states) and not keep_mask
     return outs[0] if len(outs) == 1 else outs
 
 
@@ -354,4 +359,4 @@ def _call_from_keras(layer, args, kwargs, tensor):
     st = given.get("initial_state")
     if st is not None:
         st = [tensor(t) for t in (st if isinstance(st, list) else [st])]
-    return layer(x, initial_state=st)
+    return _call(layer, x, st, None, {}, keep_mask=m is not None)

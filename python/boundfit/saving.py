@@ -52,7 +52,9 @@ def _graph_meta(model):
             "layers": [_layer_config(l) for l in g.owners],
             "nodes": [{"output_of": d["inputs"][0], "output": d["output"]} if "output" in d else
                       {"layer": index[id(l)], "inputs": d["inputs"], "many": l._n_inputs == "many",
-                       **({"call": l._saved_call()} if hasattr(l, "_saved_call") else {})}
+                       **({"call": l._saved_call()} if hasattr(l, "_saved_call") else {}),
+                       **({"keep_mask": True} if len(d["inputs"]) > 1 and not d.get("mask_off", 0) and
+                          hasattr(l, "_n_states") else {})}
                       for l, d in zip(g.node_layers, g.specs)],
             "outputs": g.output_ids, "n_inputs": n_in}
 
@@ -135,8 +137,9 @@ def _load_graph(meta):
         args = [tensors[t] for t in n["inputs"]]
         if "call" in n:  # several positional inputs and call arguments (MultiHeadAttention)
             y = made[n["layer"]](*args, **n["call"])
-        elif len(args) > 1 and not n["many"]:  # a recurrent layer's initial states
-            y = made[n["layer"]](args[0], initial_state=args[1:])
+        elif len(args) > 1 and not n["many"]:  # a recurrent layer's initial states (mask read if the file says so)
+            from .recurrent import _call
+            y = _call(made[n["layer"]], args[0], args[1:], None, {}, keep_mask=n.get("keep_mask", False))
         else:
             y = made[n["layer"]](args if n["many"] else args[0])
         if isinstance(y, list):  # return_state / merge_mode=None
