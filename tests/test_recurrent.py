@@ -246,8 +246,6 @@ def test_out_of_range_id_is_a_data_error_naming_batch_and_value(bad):
     (lambda: layers.GRU(4, dropout=0.2), "dropout"),
     (lambda: layers.LSTM(4, recurrent_dropout=0.1), "recurrent_dropout"),
     (lambda: layers.GRU(4, reset_after=False), "reset_after"),
-    (lambda: layers.LSTM(4, activation="relu"), "activation"),
-    (lambda: layers.LSTM(4, recurrent_activation="tanh"), "recurrent_activation"),
     (lambda: layers.SimpleRNN(0), "units"),
     (lambda: layers.LSTM(4, stateful=True), "stateful"),
     (lambda: layers.Embedding(0, 3), "input_dim"),

@@ -96,13 +96,15 @@ BF_HD float bf_act_grad(int act, float x, float y, float alpha, float max_value,
     }
 }
 
-/* the recurrent cells' activations (linear, relu, sigmoid, tanh), and their
- * derivative from the output y (csrc/cpu/rnn.c, csrc/cuda/rnn.cu) */
+/* the recurrent cells' activations (linear, relu, sigmoid, tanh,
+ * hard_sigmoid), and their derivative from the output y (csrc/cpu/rnn.c,
+ * csrc/cuda/rnn.cu): every one of them can be differentiated from y */
 BF_HD float bf_cell_act(int act, float x) {
     switch (act) {
     case BF_ACT_RELU: return x > 0.0f ? x : 0.0f;
     case BF_ACT_SIGMOID: return bf_sigmoidf(x);
     case BF_ACT_TANH: return tanhf(x);
+    case BF_ACT_HARD_SIGMOID: return bf_act_value(BF_ACT_HARD_SIGMOID, x, 0.0f, 0.0f, 0.0f);
     default: return x;
     }
 }
@@ -112,6 +114,7 @@ BF_HD float bf_cell_act_grad(int act, float y) {
     case BF_ACT_RELU: return y > 0.0f ? 1.0f : 0.0f;
     case BF_ACT_SIGMOID: return y * (1.0f - y);
     case BF_ACT_TANH: return 1.0f - y * y;
+    case BF_ACT_HARD_SIGMOID: return y > 0.0f && y < 1.0f ? 1.0f / 6.0f : 0.0f;
     default: return 1.0f;
     }
 }

@@ -198,7 +198,7 @@ typedef struct {
 typedef enum { BF_CELL_SIMPLE = 0, BF_CELL_LSTM, BF_CELL_GRU } bf_cell_kind;
 typedef struct {
     bf_cell_kind cell;
-    bf_act act;          /* SimpleRNN: tanh / relu / sigmoid / linear; LSTM, GRU: tanh */
+    bf_act act;          /* the cell's activation: tanh (default), relu, sigmoid, linear, hard_sigmoid */
     int B, T, D, U;
     int go_backwards, return_sequences, reverse_out, zero_masked;
     int ldh, ldo;        /* floats between consecutive rows of hs, out */
@@ -208,6 +208,7 @@ typedef struct {
      * dh0, dc0 written with the gradients of h0, c0 */
     const float *h0, *c0, *dh_last, *dc_last;
     float *dh0, *dc0;
+    bf_act ract;         /* LSTM / GRU: the gates' (recurrent) activation, sigmoid by default */
 } bf_rnn_geom;
 static inline int bf_rnn_gates(bf_cell_kind c) { return c == BF_CELL_LSTM ? 4 : c == BF_CELL_GRU ? 3 : 1; }
 /* scratch floats of one direction (the same on every backend): forward the GRU's

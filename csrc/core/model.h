@@ -133,6 +133,7 @@ typedef struct {
      * mask (Keras 3 fills a call's mask only when it has one tensor argument,
      * so a call with initial states runs unmasked unless given mask=) */
     int part, mask_off;
+    int ract; /* recurrent layers: the gates' activation (Keras recurrent_activation) */
 } bf_layer;
 
 typedef enum {

@@ -45,6 +45,7 @@ static void layout(const bf_run *r, const bf_layer *L, int B, seq_layout *s) {
         bf_rnn_geom *g = &s->g[d];
         g->cell = cell;
         g->act = L->act;
+        g->ract = (bf_act)L->ract;
         g->B = B; g->T = T; g->D = D; g->U = U;
         g->go_backwards = d ? !L->go_backwards : L->go_backwards;
         g->return_sequences = L->return_sequences;

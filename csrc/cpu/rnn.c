@@ -29,30 +29,50 @@
 
 static inline int pos(const bf_rnn_geom *g, int s) { return g->go_backwards ? g->T - 1 - s : s; }
 
-/* The cells' row loops, vectorized (vec_exp.h) and also built for AVX2. */
+/* The cells' row loops, vectorized (vec_exp.h) and also built for AVX2; the
+ * cell activation `act` and the gates' `ract` are Keras's activation and
+ * recurrent_activation (tanh and sigmoid by default, the fast path). */
 #define CELL_CLONES __attribute__((target_clones("avx2", "default")))
+
+// z (n) = a(z) in place
+static inline void act_rows(bf_act a, float *restrict z, int n) {
+    if (a == BF_ACT_SIGMOID)
+        for (int j = 0; j < n; j++) z[j] = bf_vsigmoid(z[j]);
+    else if (a == BF_ACT_TANH)
+        for (int j = 0; j < n; j++) z[j] = bf_vtanh(z[j]);
+    else
+        for (int j = 0; j < n; j++) z[j] = bf_cell_act(a, z[j]);
+}
 
 // one LSTM row: z (4U) pre-activations i,f,c,o -> activations in place; c, h (U) from cp (U or NULL)
 CELL_CLONES static void lstm_row(float *restrict z, float *restrict c, const float *restrict cp, float *restrict h,
-                                 int U) {
-    for (int j = 0; j < 2 * U; j++) z[j] = bf_vsigmoid(z[j]);
-    for (int j = 2 * U; j < 3 * U; j++) z[j] = bf_vtanh(z[j]);
-    for (int j = 3 * U; j < 4 * U; j++) z[j] = bf_vsigmoid(z[j]);
+                                 int U, bf_act act, bf_act ract) {
+    act_rows(ract, z, 2 * U);
+    act_rows(act, z + 2 * U, U);
+    act_rows(ract, z + 3 * U, U);
     if (cp)
         for (int j = 0; j < U; j++) c[j] = z[U + j] * cp[j] + z[j] * z[2 * U + j];
     else
         for (int j = 0; j < U; j++) c[j] = z[j] * z[2 * U + j];
-    for (int j = 0; j < U; j++) h[j] = z[3 * U + j] * bf_vtanh(c[j]);
+    if (act == BF_ACT_TANH) {
+        for (int j = 0; j < U; j++) h[j] = z[3 * U + j] * bf_vtanh(c[j]);
+    } else {
+        for (int j = 0; j < U; j++) h[j] = c[j];
+        act_rows(act, h, U);
+        for (int j = 0; j < U; j++) h[j] *= z[3 * U + j];
+    }
 }
 
 // one GRU row: z (3U) input parts z,r,hh + rr (3U) recurrent parts -> activations in place; c (U) = rr's hh part
 CELL_CLONES static void gru_row(float *restrict z, const float *restrict rr, float *restrict c,
-                                const float *restrict hp, float *restrict h, int U) {
-    for (int j = 0; j < 2 * U; j++) z[j] = bf_vsigmoid(z[j] + rr[j]);
+                                const float *restrict hp, float *restrict h, int U, bf_act act, bf_act ract) {
+    for (int j = 0; j < 2 * U; j++) z[j] += rr[j];
+    act_rows(ract, z, 2 * U);
     for (int j = 0; j < U; j++) {
-        z[2 * U + j] = bf_vtanh(z[2 * U + j] + z[U + j] * rr[2 * U + j]);
+        z[2 * U + j] += z[U + j] * rr[2 * U + j];
         c[j] = rr[2 * U + j];
     }
+    act_rows(act, z + 2 * U, U);
     if (hp)
         for (int j = 0; j < U; j++) h[j] = z[j] * hp[j] + (1.0f - z[j]) * z[2 * U + j];
     else
@@ -61,20 +81,30 @@ CELL_CLONES static void gru_row(float *restrict z, const float *restrict rr, flo
 
 // one SimpleRNN row: h (U) = act(z (U))
 CELL_CLONES static void simple_row(bf_act act, const float *restrict z, float *restrict h, int U) {
-    if (act == BF_ACT_TANH)
-        for (int j = 0; j < U; j++) h[j] = bf_vtanh(z[j]);
-    else if (act == BF_ACT_SIGMOID)
-        for (int j = 0; j < U; j++) h[j] = bf_vsigmoid(z[j]);
-    else
-        for (int j = 0; j < U; j++) h[j] = bf_cell_act(act, z[j]);
+    for (int j = 0; j < U; j++) h[j] = z[j];
+    act_rows(act, h, U);
 }
 
 // one LSTM row back: z (4U) activations -> pre-activation gradients in place; d (U) dh, dcr (U) dc in,
-// dcn (U) dc to the step before; dn (U) zeroed (used for tanh(c) on the way)
+// dcn (U) dc to the step before; dn (U) zeroed (used for act(c) on the way)
 CELL_CLONES static void lstm_row_back(float *restrict z, const float *restrict c, const float *restrict cp,
                                       const float *restrict d, const float *restrict dcr, float *restrict dcn,
-                                      float *restrict dn, int U) {
-    for (int j = 0; j < U; j++) dn[j] = bf_vtanh(c[j]);
+                                      float *restrict dn, int U, bf_act act, bf_act ract) {
+    for (int j = 0; j < U; j++) dn[j] = c[j];
+    act_rows(act, dn, U);
+    if (act != BF_ACT_TANH || ract != BF_ACT_SIGMOID) { /* any pair: the derivatives from the outputs */
+        for (int j = 0; j < U; j++) {
+            const float i = z[j], f = z[U + j], gg = z[2 * U + j], oo = z[3 * U + j], tc = dn[j];
+            const float dcc = dcr[j] + d[j] * oo * bf_cell_act_grad(act, tc), cprev = cp ? cp[j] : 0.0f;
+            z[j] = dcc * gg * bf_cell_act_grad(ract, i);
+            z[U + j] = dcc * cprev * bf_cell_act_grad(ract, f);
+            z[2 * U + j] = dcc * i * bf_cell_act_grad(act, gg);
+            z[3 * U + j] = d[j] * tc * bf_cell_act_grad(ract, oo);
+            dcn[j] = dcc * f;
+            dn[j] = 0.0f;
+        }
+        return;
+    }
     for (int j = 0; j < U; j++) {
         const float i = z[j], f = z[U + j], gg = z[2 * U + j], oo = z[3 * U + j], tc = dn[j];
         const float dcc = dcr[j] + d[j] * oo * (1.0f - tc * tc), cprev = cp ? cp[j] : 0.0f;
@@ -130,13 +160,13 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
             if (g->cell == BF_CELL_LSTM) {
                 float *c = cs + r * lc + (size_t)p * U;
                 const float *cp = s > 0 ? cs + r * lc + (size_t)pp * U : g->c0 ? g->c0 + (size_t)r * U : NULL;
-                lstm_row(zr, c, cp, h, U);
+                lstm_row(zr, c, cp, h, U, g->act, g->ract);
                 if (!on) { /* carried over */
                     if (cp) memcpy(c, cp, sizeof(float) * U);
                     else memset(c, 0, sizeof(float) * U);
                 }
             } else if (g->cell == BF_CELL_GRU) {
-                gru_row(zr, rec + (size_t)r * GU, cs + r * lc + (size_t)p * U, hpr, h, U);
+                gru_row(zr, rec + (size_t)r * GU, cs + r * lc + (size_t)p * U, hpr, h, U, g->act, g->ract);
             } else {
                 simple_row(g->act, zr, h, U);
             }
@@ -198,15 +228,15 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
             if (g->cell == BF_CELL_LSTM) {
                 const float *c = cs + r * lc + (size_t)p * U;
                 const float *cp = s > 0 ? cs + r * lc + (size_t)pp * U : g->c0 ? g->c0 + (size_t)r * U : NULL;
-                lstm_row_back(zr, c, cp, d, dcr, dcnr, dn, U);
+                lstm_row_back(zr, c, cp, d, dcr, dcnr, dn, U, g->act, g->ract);
             } else if (g->cell == BF_CELL_GRU) {
                 const float *rh = cs + r * lc + (size_t)p * U;
                 float *dr = drec + (size_t)r * GU;
                 for (int j = 0; j < U; j++) {
                     float zg = zr[j], re = zr[U + j], hh = zr[2 * U + j], hprev = hpr ? hpr[j] : 0.0f;
-                    float dz = d[j] * (hprev - hh) * zg * (1.0f - zg);
-                    float dhh = d[j] * (1.0f - zg) * (1.0f - hh * hh);
-                    float drr = dhh * rh[j] * re * (1.0f - re);
+                    float dz = d[j] * (hprev - hh) * bf_cell_act_grad(g->ract, zg);
+                    float dhh = d[j] * (1.0f - zg) * bf_cell_act_grad(g->act, hh);
+                    float drr = dhh * rh[j] * bf_cell_act_grad(g->ract, re);
                     zr[j] = dz; zr[U + j] = drr; zr[2 * U + j] = dhh;
                     dr[j] = dz; dr[U + j] = drr; dr[2 * U + j] = dhh * re;
                     dn[j] = d[j] * zg;

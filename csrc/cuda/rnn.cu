@@ -40,16 +40,17 @@ __global__ void rnn_step_forward_kernel(bf_rnn_geom g, int s, float *out, float 
         const int on = !mask || mask[(size_t)r * T + p] != 0.0f;
         float hv;
         if (g.cell == BF_CELL_LSTM) {
-            float i = bf_sigmoidf(zr[j]), f = bf_sigmoidf(zr[U + j]), gg = tanhf(zr[2 * U + j]), o = bf_sigmoidf(zr[3 * U + j]);
+            float i = bf_cell_act(g.ract, zr[j]), f = bf_cell_act(g.ract, zr[U + j]), gg = bf_cell_act(g.act, zr[2 * U + j]);
+            float o = bf_cell_act(g.ract, zr[3 * U + j]);
             zr[j] = i; zr[U + j] = f; zr[2 * U + j] = gg; zr[3 * U + j] = o;
             const float cprev = s > 0 ? cs[((size_t)r * T + pp) * U + j] : g.c0 ? g.c0[e] : 0.0f;
             const float c = on ? f * cprev + i * gg : cprev;
             cs[((size_t)r * T + p) * U + j] = c;
-            hv = on ? o * tanhf(c) : hprev;
+            hv = on ? o * bf_cell_act(g.act, c) : hprev;
         } else if (g.cell == BF_CELL_GRU) {
             const float *rr = rec + (size_t)r * GU;
-            float zg = bf_sigmoidf(zr[j] + rr[j]), re = bf_sigmoidf(zr[U + j] + rr[U + j]);
-            float hh = tanhf(zr[2 * U + j] + re * rr[2 * U + j]);
+            float zg = bf_cell_act(g.ract, zr[j] + rr[j]), re = bf_cell_act(g.ract, zr[U + j] + rr[U + j]);
+            float hh = bf_cell_act(g.act, zr[2 * U + j] + re * rr[2 * U + j]);
             zr[j] = zg; zr[U + j] = re; zr[2 * U + j] = hh;
             cs[((size_t)r * T + p) * U + j] = rr[2 * U + j];
             hv = on ? zg * hprev + (1.0f - zg) * hh : hprev;
@@ -94,18 +95,18 @@ __global__ void rnn_step_backward_kernel(bf_rnn_geom g, int s, float *gates, flo
         if (g.cell == BF_CELL_LSTM) {
             float i = zr[j], f = zr[U + j], gg = zr[2 * U + j], oo = zr[3 * U + j];
             float c = cs[((size_t)r * T + p) * U + j], cprev = s > 0 ? cs[((size_t)r * T + pp) * U + j] : g.c0 ? g.c0[e] : 0.0f;
-            float tc = tanhf(c), dcc = dc[e] + d * oo * (1.0f - tc * tc);
-            zr[j] = dcc * gg * i * (1.0f - i);
-            zr[U + j] = dcc * cprev * f * (1.0f - f);
-            zr[2 * U + j] = dcc * i * (1.0f - gg * gg);
-            zr[3 * U + j] = d * tc * oo * (1.0f - oo);
+            float tc = bf_cell_act(g.act, c), dcc = dc[e] + d * oo * bf_cell_act_grad(g.act, tc);
+            zr[j] = dcc * gg * bf_cell_act_grad(g.ract, i);
+            zr[U + j] = dcc * cprev * bf_cell_act_grad(g.ract, f);
+            zr[2 * U + j] = dcc * i * bf_cell_act_grad(g.act, gg);
+            zr[3 * U + j] = d * tc * bf_cell_act_grad(g.ract, oo);
             dcn[e] = dcc * f;
             dhn[e] = 0.0f;
         } else if (g.cell == BF_CELL_GRU) {
             float zg = zr[j], re = zr[U + j], hh = zr[2 * U + j], rh = cs[((size_t)r * T + p) * U + j];
-            float dz = d * (hprev - hh) * zg * (1.0f - zg);
-            float dhh = d * (1.0f - zg) * (1.0f - hh * hh);
-            float drr = dhh * rh * re * (1.0f - re);
+            float dz = d * (hprev - hh) * bf_cell_act_grad(g.ract, zg);
+            float dhh = d * (1.0f - zg) * bf_cell_act_grad(g.act, hh);
+            float drr = dhh * rh * bf_cell_act_grad(g.ract, re);
             zr[j] = dz; zr[U + j] = drr; zr[2 * U + j] = dhh;
             float *dr = drec + (size_t)r * GU;
             dr[j] = dz; dr[U + j] = drr; dr[2 * U + j] = dhh * re;

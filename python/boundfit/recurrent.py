@@ -15,7 +15,7 @@ from .layers import Layer, engine_kinds
 
 EMBEDDING, SIMPLE_RNN, LSTM_KIND, GRU_KIND, BIDIR = engine_kinds("EMBEDDING SIMPLE_RNN LSTM GRU BIDIR")
 _MERGE_MODES = {"concat": 0, "sum": 1, "mul": 2, "ave": 3, None: 0}  # None: concat, then split (parts -1, -2)
-_SIMPLE_ACTS = ("linear", "relu", "sigmoid", "tanh")
+_CELL_ACTS = ("linear", "relu", "sigmoid", "tanh", "hard_sigmoid")  # the cells' activations (core/act_math.h)
 
 
 def _act_name(activation, argument):
@@ -80,14 +80,12 @@ class _RNN(Layer):
             raise ValueError(f"{cls}: units must be a positive int, got {units!r}")
         self.units, self.use_bias = units, bool(use_bias)
         self.activation = _act_name(activation, "activation")
-        allowed = _SIMPLE_ACTS if self.kind == SIMPLE_RNN else ("tanh",)
-        if self.activation not in allowed:
-            raise ValueError(f"{cls}: activation {activation!r} is not supported by boundfit's {cls} "
-                             f"(it has {', '.join(allowed)})")
         self.recurrent_activation = _act_name(recurrent_activation, "recurrent_activation")
-        if self.kind != SIMPLE_RNN and self.recurrent_activation != "sigmoid":
-            raise ValueError(f"{cls}: recurrent_activation {recurrent_activation!r} is not supported by boundfit "
-                             "(it has 'sigmoid', the Keras default)")
+        for arg, name, given in (("activation", self.activation, activation),
+                                 ("recurrent_activation", self.recurrent_activation, recurrent_activation)):
+            if name not in _CELL_ACTS and (arg == "activation" or self.kind != SIMPLE_RNN):
+                raise ValueError(f"{cls}: {arg} {given!r} is not supported by boundfit's {cls} "
+                                 f"(it has {', '.join(_CELL_ACTS)})")
         for arg, v in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
             if not isinstance(v, (int, float)) or not 0.0 <= float(v) < 1.0:
                 raise ValueError(f"{cls}: {arg} must be in [0, 1), got {v!r}")
@@ -157,8 +155,8 @@ class _RNN(Layer):
     def spec(self):
         inits, regs, cons = self._roles()
         return dict(kind=self.kind, name=self.name, units=self.units, use_bias=int(self.use_bias),
-                    act=activations.get_id(self.activation), return_sequences=int(self.return_sequences),
-                    go_backwards=int(self.go_backwards),
+                    act=activations.get_id(self.activation), ract=activations.get_id(self.recurrent_activation),
+                    return_sequences=int(self.return_sequences), go_backwards=int(self.go_backwards),
                     unit_forget_bias=int(self.kind == LSTM_KIND and self.unit_forget_bias),
                     inits=inits, regs=regs, cons=cons)
 
@@ -277,7 +275,8 @@ class Bidirectional(Layer):
         fi, fr, fc = f._roles()
         bi, br, bc = b._roles()
         return dict(kind=BIDIR, name=self.name, cell=f.kind, units=f.units, use_bias=int(f.use_bias),
-                    act=activations.get_id(f.activation), return_sequences=int(f.return_sequences),
+                    act=activations.get_id(f.activation), ract=activations.get_id(f.recurrent_activation),
+                    return_sequences=int(f.return_sequences),
                     go_backwards=int(f.go_backwards), unit_forget_bias=int(f.kind == LSTM_KIND and f.unit_forget_bias),
                     merge_mode=_MERGE_MODES[self.merge_mode], inits=fi + bi, regs=fr + br, cons=fc + bc)
 
