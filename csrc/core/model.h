@@ -131,6 +131,8 @@ typedef struct {
     /* recurrent layers: inputs 1.. are initial states (Keras order); RNN_PART:
      * which output (seq_layers.h) */
     int part;
+    /* recurrent layers: dropout on the inputs is `rate`, on the state rec_rate (Keras recurrent_dropout) */
+    float rec_rate;
 } bf_layer;
 
 typedef enum {
