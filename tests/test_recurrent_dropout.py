@@ -104,11 +104,17 @@ def bidirectional(K, Ls):
                          Ls.Flatten(), Ls.Dense(2)])
 
 
-def against_keras(build, cells, monkeypatch):
+def masked_lstm(K, Ls):
+    """Embedding(mask_zero) -> LSTM with both dropouts: masked steps carry the (undropped) state."""
+    return K.Sequential([K.Input((T,)), Ls.Embedding(9, D, mask_zero=True),
+                         Ls.LSTM(U, dropout=0.3, recurrent_dropout=0.3), Ls.Dense(2)])
+
+
+def against_keras(build, cells, monkeypatch, x=X):
     """Keras's training-mode loss and gradients with the engine's masks, in one
     jitted JAX call, against boundfit's fit (SGD, learning rate 1); predict
     against Keras's inference outputs. cells(mk) -> [(keras cell, cell name,
-    rate, rec_rate, direction)]."""
+    rate, rec_rate, direction[, engine node index, default 0])]."""
     keras = load()
     import jax
     import jax.numpy as jnp
@@ -116,18 +122,18 @@ def against_keras(build, cells, monkeypatch):
     w0 = [(np.random.default_rng(1).standard_normal(w.shape) * 0.5).astype(np.float32) for w in mk.get_weights()]
     mk.set_weights(w0)
     mb.set_weights(w0)
-    for c, name, rate, rec_rate, d in cells(mk):
-        give_masks(c, engine_masks(0, d, name, rate, rec_rate, B, D, U))
+    for c, name, rate, rec_rate, d, *node in cells(mk):
+        give_masks(c, engine_masks(node[0] if node else 0, d, name, rate, rec_rate, B, D, U))
     ntv = [v.value for v in mk.non_trainable_variables]
 
     def loss(tv, x, y):
         out, _ = mk.stateless_call(tv, ntv, x, training=True)
         return jnp.mean((out - y) ** 2)
 
-    lk, grads = jax.jit(jax.value_and_grad(loss))([v.value for v in mk.trainable_variables], jnp.asarray(X), Y)
-    close(mk.predict(X, verbose=0), mb.predict(X, verbose=0))
+    lk, grads = jax.jit(jax.value_and_grad(loss))([v.value for v in mk.trainable_variables], jnp.asarray(x), Y)
+    close(mk.predict(x, verbose=0), mb.predict(x, verbose=0))
     mb.compile(optimizer=bf.optimizers.SGD(learning_rate=1.0), loss="mse")
-    lb = fit_seeded(mb, X, Y, monkeypatch).history["loss"][0]
+    lb = fit_seeded(mb, x, Y, monkeypatch).history["loss"][0]
     assert abs(float(lk) - lb) <= 1e-5 * abs(float(lk)), (float(lk), lb)
     top = max(float(np.abs(np.asarray(g)).max()) for g in grads)
     for w, g, b in zip(w0, grads, mb.get_weights()):
@@ -147,6 +153,12 @@ def test_bidirectional_directions_draw_their_own_masks_as_keras(monkeypatch):
                                              (mk.layers[0].backward_layer.cell, "GRU", 0.2, 0.3, 1)], monkeypatch)
     fw, bw = engine_masks(0, 0, "GRU", 0.2, 0.3, B, D, U), engine_masks(0, 1, "GRU", 0.2, 0.3, B, D, U)
     assert not np.array_equal(fw[0][0], bw[0][0]) and not np.array_equal(fw[1][0], bw[1][0])
+
+
+def test_masked_sequence_with_dropout_matches_keras(monkeypatch):
+    ids = np.random.default_rng(2).integers(1, 9, (B, T))
+    ids[0, 3:], ids[1, :2], ids[2, 2] = 0, 0, 0
+    against_keras(masked_lstm, lambda mk: [(mk.layers[1].cell, "LSTM", 0.3, 0.3, 0, 1)], monkeypatch, ids)
 
 
 def test_masks_keep_about_one_minus_the_rate_scaled_by_its_inverse():
