@@ -230,14 +230,17 @@ static inline size_t bf_rnn_base_floats(const bf_rnn_geom *g, int backward) {
 }
 /* then, with dropout: the masks mx (nmx,B,D), mh (nmh,B,U); a masked copy
  * of x, xm (B,T,D) (one gate's at a time); of h_prev, hm (B,U); backward
- * also a (B,U) gradient through the recurrent kernel before its mask */
+ * also dt (B,U), a gradient through the recurrent kernel before its mask,
+ * and for LSTM / SimpleRNN dut (U,G*U), one row's du before its mask (the
+ * CPU sums du per row over all steps, as without dropout) */
 static inline size_t bf_rnn_workspace_floats(const bf_rnn_geom *g, int backward) {
     size_t B = (size_t)g->B, U = (size_t)g->U, D = (size_t)g->D, T = (size_t)g->T;
     return bf_rnn_base_floats(g, backward) + (g->nmx ? g->nmx * B * D + B * T * D : 0) +
-           (g->nmh ? g->nmh * B * U + (backward ? 2 : 1) * B * U : 0);
+           (g->nmh ? g->nmh * B * U + (backward ? 2 : 1) * B * U : 0) +
+           (g->nmh && backward && g->cell != BF_CELL_GRU ? U * bf_rnn_gates(g->cell) * U : 0);
 }
 /* the dropout part of a direction's workspace (NULL where not used) */
-typedef struct { float *mx, *mh, *xm, *hm, *dt; } bf_rnn_drop_ws;
+typedef struct { float *mx, *mh, *xm, *hm, *dt, *dut; } bf_rnn_drop_ws;
 static inline void bf_rnn_drop_carve(const bf_rnn_geom *g, float *ws, int backward, bf_rnn_drop_ws *d) {
     size_t B = (size_t)g->B, U = (size_t)g->U, D = (size_t)g->D, T = (size_t)g->T;
     float *p = ws + bf_rnn_base_floats(g, backward);
@@ -249,6 +252,7 @@ static inline void bf_rnn_drop_carve(const bf_rnn_geom *g, float *ws, int backwa
     p += g->nmx ? B * T * D : 0;
     d->hm = g->nmh ? p : NULL;
     d->dt = g->nmh && backward ? p + B * U : NULL;
+    d->dut = g->nmh && backward && g->cell != BF_CELL_GRU ? p + 2 * B * U : NULL;
 }
 static inline bf_status bf_rnn_check(const bf_rnn_geom *g) {
     if (g->B <= 0 || g->T <= 0 || g->D <= 0 || g->U <= 0 || g->ldh < g->U || g->ldo < g->U)

@@ -22,7 +22,8 @@
  * a workspace copy before the input projection (one GEMM, or one per gate
  * with per-gate masks), h_prev into a (B,U) copy before each step's
  * recurrent GEMM; backward draws the masks again and masks the gradients the
- * same way (du then per step, as for the GRU). */
+ * same way (LSTM / SimpleRNN du: each row's sum over its steps, then that
+ * row's masks, so still one GEMM per row). */
 #include <math.h>
 #include <string.h>
 
@@ -270,7 +271,7 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
             const float *mk = dp.mh + (size_t)k * B * U;
             bf_sgemm(0, 1, B, U, W, 1.0f, dz + (size_t)k * W, ldz, u + (size_t)k * W, GU, 0.0f, dp.dt, U);
             bf_cpu_rnn_mask_rows(dhn, dp.dt, U, mk, B, 1, U, 1);
-            if (!du) continue;
+            if (!du || (g->cell != BF_CELL_GRU && s > 0)) continue; /* LSTM / SimpleRNN: per row below */
             bf_cpu_rnn_mask_rows(dp.hm, hp, (long)lhp, mk, B, 1, U, 0);
             bf_sgemm(1, 0, U, W, B, 1.0f, dp.hm, U, dz + (size_t)k * W, ldz, 1.0f, du + (size_t)k * W, GU);
         }
@@ -283,6 +284,20 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
     /* LSTM / SimpleRNN keep every step's gate gradient in gates, so du is one
      * GEMM per row over its T-1 steps: du += sum_p h(prev of p)^T @ dz(p),
      * plus h0^T @ dz of step 0 when there is an initial state */
+    /* with state masks: each row's sum, then its masks on its rows (mask k, row i scales du[i, gate k]) */
+    for (int r = 0; du && g->nmh && g->cell != BF_CELL_GRU && r < B && T > 1; r++) {
+        const float *h1 = hs + r * lh + (g->go_backwards ? g->ldh : 0), *z1 = gates + r * lz + (g->go_backwards ? 0 : GU);
+        bf_sgemm(1, 0, U, GU, T - 1, 1.0f, h1, g->ldh, z1, GU, 0.0f, dp.dut, GU);
+        for (int k = 0, W = GU / g->nmh; k < g->nmh; k++) {
+            const float *mr = dp.mh + ((size_t)k * B + r) * U;
+            for (int i = 0; i < U; i++) {
+                float *o = du + (size_t)i * GU + (size_t)k * W;
+                const float *t = dp.dut + (size_t)i * GU + (size_t)k * W;
+                const float mi = mr[i];
+                for (int j = 0; j < W; j++) o[j] += mi * t[j];
+            }
+        }
+    }
     if (du && g->cell != BF_CELL_GRU && !g->nmh) {
         for (int r = 0; r < B && T > 1; r++) {
             const float *h1 = hs + r * lh + (g->go_backwards ? g->ldh : 0), *z1 = gates + r * lz + (g->go_backwards ? 0 : GU);
