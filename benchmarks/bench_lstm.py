@@ -116,7 +116,7 @@ def main():
     for who, r in res.items():
         peak = f"{r['peak_growth'] / 2**20:8.1f} MiB" if r.get("peak_growth") is not None else "     n/a"
         extra = f"  (plan: {r['plan_host'] / 2**20:.1f} MiB host)" if "plan_host" in r else ""
-        print(f"  {who:17s} {r['samples_s']:9.1f} samples/s   peak RSS growth {peak}{extra}")
+        print(f"  {who:20s} {r['samples_s']:9.1f} samples/s   peak RSS growth {peak}{extra}")
 
     def ratio(a, b, what):
         if a in res and b in res:
