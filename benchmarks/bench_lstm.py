@@ -3,6 +3,11 @@ nn.LSTM on the CPU, in the same script: batch 64, 100 steps, 128 units
 (input 32 features, Dense(1) head, MSE, Adam). Each framework runs in its own
 subprocess; peak memory is the growth of the process's peak RSS (VmHWM, reset
 through /proc/self/clear_refs before training) over its RSS before it.
+Also with dropout: boundfit's LSTM(dropout=0.2) (one input mask per sample)
+and LSTM(dropout=0.2, recurrent_dropout=0.2) (Keras's per-gate masks),
+against its own run without dropout and PyTorch with nn.Dropout(0.2) on the
+input sequence (PyTorch's LSTM has no per-sample cell dropout; a comparable
+cost, not the same model).
 
     python benchmarks/bench_lstm.py [--quick]
 
@@ -44,12 +49,12 @@ def data(steps):
             rng.standard_normal((B * steps, 1)).astype(np.float32))
 
 
-def run_boundfit(steps):
+def run_boundfit(steps, rate=0.0, rec=0.0):
     import boundfit as bf
     from boundfit import layers
     x, y = data(steps)
     bf.utils.set_random_seed(0)
-    m = bf.Sequential([layers.Input((T, D)), layers.LSTM(U), layers.Dense(1)])
+    m = bf.Sequential([layers.Input((T, D)), layers.LSTM(U, dropout=rate, recurrent_dropout=rec), layers.Dense(1)])
     m.compile(optimizer="adam", loss="mse")
     plan = m.estimate_memory(batch_size=B)
     m.fit(x[:B * 2], y[:B * 2], batch_size=B, epochs=1, verbose=0)  # warm-up (and the optimizer state)
@@ -63,7 +68,7 @@ def run_boundfit(steps):
                 plan_host=plan.host_bytes)
 
 
-def run_torch(steps):
+def run_torch(steps, rate=0.0):
     import torch
     x, y = data(steps)
     torch.manual_seed(0)
@@ -73,9 +78,10 @@ def run_torch(steps):
             super().__init__()
             self.lstm = torch.nn.LSTM(D, U, batch_first=True)
             self.head = torch.nn.Linear(U, 1)
+            self.drop = torch.nn.Dropout(rate)
 
         def forward(self, v):
-            return self.head(self.lstm(v)[0][:, -1])
+            return self.head(self.lstm(self.drop(v))[0][:, -1])
 
     net = Net()
     opt = torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7)
@@ -98,10 +104,16 @@ def run_torch(steps):
                 threads=torch.get_num_threads())
 
 
+RUNS = {"boundfit": (run_boundfit, {}), "torch": (run_torch, {}),
+        "boundfit+dropout": (run_boundfit, dict(rate=0.2)),
+        "boundfit+rec_dropout": (run_boundfit, dict(rate=0.2, rec=0.2)),
+        "torch+dropout": (run_torch, dict(rate=0.2))}
+
+
 def main():
     steps = 4 if "--quick" in sys.argv else 20
     res = {}
-    for who in ("boundfit", "torch"):
+    for who in RUNS:
         p = subprocess.run([sys.executable, __file__, "--one", who, str(steps)], capture_output=True, text=True)
         if p.returncode != 0:
             print(f"{who}: failed\n{p.stderr[-2000:]}")
@@ -111,14 +123,20 @@ def main():
     for who, r in res.items():
         peak = f"{r['peak_growth'] / 2**20:8.1f} MiB" if r.get("peak_growth") is not None else "     n/a"
         extra = f"  (plan: {r['plan_host'] / 2**20:.1f} MiB host)" if "plan_host" in r else ""
-        print(f"  {who:9s} {r['samples_s']:9.1f} samples/s   peak RSS growth {peak}{extra}")
-    if len(res) == 2:
-        print(f"  ratio boundfit / PyTorch samples/s: {res['boundfit']['samples_s'] / res['torch']['samples_s']:.2f}")
+        print(f"  {who:20s} {r['samples_s']:9.1f} samples/s   peak RSS growth {peak}{extra}")
+
+    def ratio(a, b, what):
+        if a in res and b in res:
+            print(f"  ratio {what} samples/s: {res[a]['samples_s'] / res[b]['samples_s']:.2f}")
+    ratio("boundfit", "torch", "boundfit / PyTorch")
+    ratio("boundfit+dropout", "boundfit", "boundfit dropout=0.2 / no dropout")
+    ratio("boundfit+rec_dropout", "boundfit", "boundfit dropout=recurrent_dropout=0.2 / no dropout")
+    ratio("boundfit+dropout", "torch+dropout", "boundfit / PyTorch, both with input dropout 0.2")
 
 
 if __name__ == "__main__":
     if len(sys.argv) >= 4 and sys.argv[1] == "--one":
-        fn = run_boundfit if sys.argv[2] == "boundfit" else run_torch
-        print(json.dumps(fn(int(sys.argv[3]))))
+        fn, kw = RUNS[sys.argv[2]]
+        print(json.dumps(fn(int(sys.argv[3]), **kw)))
     else:
         main()

@@ -243,8 +243,12 @@ def test_out_of_range_id_is_a_data_error_naming_batch_and_value(bad):
 
 
 @pytest.mark.parametrize("make,match", [
-    (lambda: layers.GRU(4, dropout=0.2), "dropout"),
-    (lambda: layers.LSTM(4, recurrent_dropout=0.1), "recurrent_dropout"),
+    (lambda: layers.GRU(4, dropout=1.0), "dropout"),
+    (lambda: layers.LSTM(4, recurrent_dropout=-0.1), "recurrent_dropout"),
+    (lambda: layers.SimpleRNN(4, dropout="0.2"), "dropout"),
+    (lambda: layers.LSTM(4, dropout=0.1, seed=1.5), "seed"),
+    (lambda: layers.Bidirectional(layers.LSTM(3, dropout=0.1),
+                                  backward_layer=layers.LSTM(3, go_backwards=True)), "backward_layer"),
     (lambda: layers.GRU(4, reset_after=False), "reset_after"),
     (lambda: layers.SimpleRNN(0), "units"),
     (lambda: layers.LSTM(4, stateful=True), "stateful"),

@@ -1,7 +1,8 @@
 """The sequence layers on a GPU against the CPU (skipped without one, with
 the CUDA report's reason): Embedding with masks, every cell, Bidirectional in
 every merge mode, trained from the same weights on both devices; the device
-plan equals the device arena; a bad id is a DataError on the GPU too."""
+plan equals the device arena; a bad id is a DataError on the GPU too;
+dropout / recurrent_dropout draw the CPU's masks on the GPU."""
 
 import numpy as np
 import pytest
@@ -87,4 +88,33 @@ def test_states_in_and_out_train_to_the_cpu_weights_on_cuda():
     m.compile(optimizer="adam", loss="mse")
     m.estimate_memory(batch_size=16, device="cuda")
     m.fit([IDS, ZS], YS, batch_size=16, epochs=1, verbose=0, device="cuda")
+    assert all(s["run_high_water"] == s["run_reserved"] for s in m._last_run_stats)
+
+
+def _dropout_model():
+    """Every dropout form: shared masks, per-gate masks (recurrent_dropout), state
+    masks only, each direction of a Bidirectional, over a masked sequence."""
+    i = bf.Input((T,))
+    h = layers.Embedding(V, 6, mask_zero=True)(i)
+    h = layers.Bidirectional(layers.LSTM(5, dropout=0.3, recurrent_dropout=0.2, return_sequences=True))(h)
+    h = layers.SimpleRNN(5, dropout=0.2, recurrent_dropout=0.3, return_sequences=True, go_backwards=True)(h)
+    h = layers.GRU(5, recurrent_dropout=0.25, return_sequences=True)(h)
+    h = layers.LSTM(6, dropout=0.4)(h)
+    return bf.Model(i, layers.Dense(2)(layers.GRU(4, dropout=0.2, recurrent_dropout=0.2)(
+        layers.RepeatVector(3)(h))))
+
+
+def test_dropout_masks_and_training_match_the_cpu_on_cuda():
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=0.05, momentum=0.9), loss="mse")
+
+    cpu, gpu, hc, hg = _train_both(_dropout_model, compile_kw, IDS, YS, batch_size=16, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "recurrent dropout model")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
+    np.testing.assert_allclose(gpu.predict(IDS, verbose=0, device="cuda"), cpu.predict(IDS, verbose=0), rtol=1e-4,
+                               atol=1e-5)
+    m = _dropout_model()
+    m.compile(optimizer="adam", loss="mse")
+    m.estimate_memory(batch_size=16, device="cuda")
+    m.fit(IDS, YS, batch_size=16, epochs=1, verbose=0, device="cuda")
     assert all(s["run_high_water"] == s["run_reserved"] for s in m._last_run_stats)

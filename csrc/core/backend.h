@@ -209,14 +209,51 @@ typedef struct {
     const float *h0, *c0, *dh_last, *dc_last;
     float *dh0, *dc0;
     bf_act ract;         /* LSTM / GRU: the gates' (recurrent) activation, sigmoid by default */
+    /* dropout (training; Keras 3 DropoutRNNCell): the inputs x * mx before
+     * the kernel, the previous state h * mh before the recurrent kernel. nmx,
+     * nmh masks: 0 none, 1 shared by the gates, G one per gate (Keras's
+     * implementation 1, which recurrent_dropout > 0 selects), each (B,D) /
+     * (B,U), the same at every step. Mask k, row b, column j is 1/(1-rate)
+     * when bf_dropout_bits(seed, (k*B + b)*N + j) >= ceil(rate * 2^24), else
+     * 0 (N = D or U): drawn into the workspace by forward and again by
+     * backward, never kept between them. */
+    float rate_x, rate_h;
+    int nmx, nmh;
+    uint64_t seed_x, seed_h;
 } bf_rnn_geom;
 static inline int bf_rnn_gates(bf_cell_kind c) { return c == BF_CELL_LSTM ? 4 : c == BF_CELL_GRU ? 3 : 1; }
 /* scratch floats of one direction (the same on every backend): forward the GRU's
  * recurrent part (B,G*U); backward four (B,U) state gradients and that part again */
-static inline size_t bf_rnn_workspace_floats(const bf_rnn_geom *g, int backward) {
+static inline size_t bf_rnn_base_floats(const bf_rnn_geom *g, int backward) {
     size_t GU = (size_t)bf_rnn_gates(g->cell) * g->U, B = (size_t)g->B, U = (size_t)g->U;
     if (!backward) return g->cell == BF_CELL_GRU ? B * GU : 0;
     return B * 4 * U + (g->cell == BF_CELL_GRU ? B * GU : 0);
+}
+/* then, with dropout: the masks mx (nmx,B,D), mh (nmh,B,U); a masked copy
+ * of x, xm (B,T,D) (one gate's at a time); of h_prev, hm (B,U); backward
+ * also dt (B,U), a gradient through the recurrent kernel before its mask,
+ * and for LSTM / SimpleRNN dut (U,G*U), one row's du before its mask (the
+ * CPU sums du per row over all steps, as without dropout) */
+static inline size_t bf_rnn_workspace_floats(const bf_rnn_geom *g, int backward) {
+    size_t B = (size_t)g->B, U = (size_t)g->U, D = (size_t)g->D, T = (size_t)g->T;
+    return bf_rnn_base_floats(g, backward) + (g->nmx ? g->nmx * B * D + B * T * D : 0) +
+           (g->nmh ? g->nmh * B * U + (backward ? 2 : 1) * B * U : 0) +
+           (g->nmh && backward && g->cell != BF_CELL_GRU ? U * bf_rnn_gates(g->cell) * U : 0);
+}
+/* the dropout part of a direction's workspace (NULL where not used) */
+typedef struct { float *mx, *mh, *xm, *hm, *dt, *dut; } bf_rnn_drop_ws;
+static inline void bf_rnn_drop_carve(const bf_rnn_geom *g, float *ws, int backward, bf_rnn_drop_ws *d) {
+    size_t B = (size_t)g->B, U = (size_t)g->U, D = (size_t)g->D, T = (size_t)g->T;
+    float *p = ws + bf_rnn_base_floats(g, backward);
+    d->mx = g->nmx ? p : NULL;
+    p += g->nmx * B * D;
+    d->mh = g->nmh ? p : NULL;
+    p += g->nmh * B * U;
+    d->xm = g->nmx ? p : NULL;
+    p += g->nmx ? B * T * D : 0;
+    d->hm = g->nmh ? p : NULL;
+    d->dt = g->nmh && backward ? p + B * U : NULL;
+    d->dut = g->nmh && backward && g->cell != BF_CELL_GRU ? p + 2 * B * U : NULL;
 }
 static inline bf_status bf_rnn_check(const bf_rnn_geom *g) {
     if (g->B <= 0 || g->T <= 0 || g->D <= 0 || g->U <= 0 || g->ldh < g->U || g->ldo < g->U)

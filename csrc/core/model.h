@@ -134,6 +134,8 @@ typedef struct {
      * so a call with initial states runs unmasked unless given mask=) */
     int part, mask_off;
     int ract; /* recurrent layers: the gates' activation (Keras recurrent_activation) */
+    /* recurrent layers: dropout on the inputs is `rate`, on the state rec_rate (Keras recurrent_dropout) */
+    float rec_rate;
 } bf_layer;
 
 typedef enum {

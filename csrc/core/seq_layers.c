@@ -53,6 +53,9 @@ bf_status bf_seq_infer(bf_layer *L, int rank, const int *shape) {
     if (L->kind != BF_L_BIDIR) L->cell = L->kind;
     if (L->cell < BF_L_SIMPLE_RNN || L->cell > BF_L_GRU)
         return BF_FAIL(BF_ERR_ARG, "%s: unknown recurrent cell %d", L->name, L->cell);
+    if (!(L->rate >= 0.0f && L->rate < 1.0f) || !(L->rec_rate >= 0.0f && L->rec_rate < 1.0f))
+        return BF_FAIL(BF_ERR_ARG, "%s: dropout and recurrent_dropout must be in [0, 1), got %g and %g", L->name,
+                       (double)L->rate, (double)L->rec_rate);
     if (L->kind == BF_L_BIDIR && (L->merge_mode < 0 || L->merge_mode > 3))
         return BF_FAIL(BF_ERR_ARG, "%s: unknown merge_mode %d", L->name, L->merge_mode);
     int T = shape[0], D = shape[1], U = L->units;

@@ -8,7 +8,11 @@
  * (mul keeps them for backward). Initial states are the node's inputs 1..;
  * an RNN_PART node copies a final state out of the kept states (or a half
  * out of the output), and the recurrent node's backward reads that node's
- * output gradient as the final state's (planned to live until then). */
+ * output gradient as the final state's (planned to live until then).
+ * Dropout (training only): the node draws a seed per training forward from
+ * the run's stream (as Dropout / MultiHeadAttention do), each direction its
+ * own masks from it (bf_rnn_geom); backward draws them again from the same
+ * seed, so only the workspaces grow (by the masks and masked copies). */
 #include "seq_run.h"
 
 #include <string.h>
@@ -54,6 +58,15 @@ static void layout(const bf_run *r, const bf_layer *L, int B, seq_layout *s) {
         g->ldo = concat ? s->Uo : U;
         s->alias[d] = concat && g->return_sequences && !g->zero_masked && g->reverse_out == g->go_backwards;
         g->ldh = s->alias[d] ? g->ldo : U;
+        if (r->mode == BF_MODE_TRAIN) { /* Keras: one mask per gate once recurrent_dropout > 0 (implementation 1) */
+            const int per_gate = L->rec_rate > 0.0f && cell != BF_CELL_SIMPLE ? s->G : 1;
+            g->rate_x = L->rate;
+            g->rate_h = L->rec_rate;
+            g->nmx = L->rate > 0.0f ? per_gate : 0;
+            g->nmh = L->rec_rate > 0.0f ? per_gate : 0;
+            g->seed_x = bf_splitmix64(r->rnn_seed[L - r->m->layers] ^ (uint64_t)(2 * d + 1));
+            g->seed_h = bf_splitmix64(r->rnn_seed[L - r->m->layers] ^ (uint64_t)(2 * d + 2));
+        }
         s->gates[d] = sv; sv += (size_t)B * T * s->G * U;
         if (cell != BF_CELL_SIMPLE) { s->cs[d] = sv; sv += (size_t)B * T * U; }
         if (!s->alias[d]) { s->hs[d] = sv; sv += (size_t)B * T * U; }
@@ -208,6 +221,10 @@ bf_status bf_seq_forward(bf_run *r, int i, int rows) {
         return be->embedding_forward(be, out, L->mask_zero ? BUF(r, r->aux_id[i]) : NULL, &r->stats->bad_id[i],
                                      &r->stats->bad_id_val[i], in, param(r, L, 0), (long)rows * L->in_size,
                                      L->units, L->input_dim);
+    if (r->mode == BF_MODE_TRAIN && (L->rate > 0.0f || L->rec_rate > 0.0f)) { /* fresh masks, kept for backward */
+        r->rnn_seed[i] = bf_splitmix64(r->dropout_seed ^ ((uint64_t)(i + 1) << 44));
+        r->dropout_seed = bf_splitmix64(r->dropout_seed + 1);
+    }
     seq_layout s;
     layout(r, L, rows, &s);
     float *sv = BUF(r, r->aux_id[i]), *fw = r->fws_id[i] >= 0 ? BUF(r, r->fws_id[i]) : NULL;

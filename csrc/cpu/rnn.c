@@ -17,7 +17,13 @@
  * step (benchmarks/bench_lstm.py: 690 -> 1700-1900 samples/s here).
  * States in and out (bf_rnn_geom h0, c0, dh_last, dc_last, dh0, dc0): step 0
  * reads h0 / c0 as its previous state; backward starts from dh_last / dc_last
- * and leaves the initial states' gradients in dh / dc. */
+ * and leaves the initial states' gradients in dh / dc.
+ * Dropout (training, bf_rnn_geom nmx / nmh; rnn_dropout.c): x is masked into
+ * a workspace copy before the input projection (one GEMM, or one per gate
+ * with per-gate masks), h_prev into a (B,U) copy before each step's
+ * recurrent GEMM; backward draws the masks again and masks the gradients the
+ * same way (LSTM / SimpleRNN du: each row's sum over its steps, then that
+ * row's masks, so still one GEMM per row). */
 #include <math.h>
 #include <string.h>
 
@@ -117,6 +123,27 @@ CELL_CLONES static void lstm_row_back(float *restrict z, const float *restrict c
     }
 }
 
+/* dst (B rows, ldd apart) += h_prev (B rows, lhp apart) @ u (U,GU), through the state masks when there are */
+static void rec_gemm(const bf_rnn_geom *g, const bf_rnn_drop_ws *dp, const float *hp, int lhp, const float *u,
+                     float *dst, int ldd) {
+    const int B = g->B, U = g->U, GU = bf_rnn_gates(g->cell) * U;
+    if (!g->nmh) {
+        bf_sgemm(0, 0, B, GU, U, 1.0f, hp, lhp, u, GU, 1.0f, dst, ldd);
+        return;
+    }
+    const int W = GU / g->nmh;
+    for (int k = 0; k < g->nmh; k++) {
+        bf_cpu_rnn_mask_rows(dp->hm, hp, lhp, dp->mh + (size_t)k * B * U, B, 1, U, 0);
+        bf_sgemm(0, 0, B, W, U, 1.0f, dp->hm, U, u + (size_t)k * W, GU, 1.0f, dst + (size_t)k * W, ldd);
+    }
+}
+
+/* this direction's dropout masks into the workspace (forward and backward draw the same) */
+static void draw_masks(const bf_rnn_geom *g, const bf_rnn_drop_ws *dp) {
+    if (g->nmx) bf_cpu_rnn_masks(dp->mx, g->nmx, g->B, g->D, g->rate_x, g->seed_x);
+    if (g->nmh) bf_cpu_rnn_masks(dp->mh, g->nmh, g->B, g->U, g->rate_h, g->seed_h);
+}
+
 size_t bf_cpu_rnn_workspace_bytes(bf_backend *be, const bf_rnn_geom *g, int backward) {
     (void)be;
     return sizeof(float) * bf_rnn_workspace_floats(g, backward);
@@ -131,12 +158,19 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
     const int B = g->B, T = g->T, D = g->D, U = g->U, GU = bf_rnn_gates(g->cell) * U;
     const size_t lz = (size_t)T * GU, lh = (size_t)T * g->ldh, lc = (size_t)T * U;
     float *rec = ws; /* GRU (B,GU): h_prev @ U + b_rec */
-    /* input projection of all steps: one GEMM */
+    bf_rnn_drop_ws dp;
+    bf_rnn_drop_carve(g, ws, 0, &dp);
+    draw_masks(g, &dp);
+    /* input projection of all steps: one GEMM (per mask of x) */
     for (size_t r = 0; r < (size_t)B * T; r++) {
         if (b) memcpy(gates + r * GU, b, sizeof(float) * GU);
         else memset(gates + r * GU, 0, sizeof(float) * GU);
     }
-    bf_sgemm(0, 0, B * T, GU, D, 1.0f, x, D, w, GU, 1.0f, gates, GU);
+    if (!g->nmx) bf_sgemm(0, 0, B * T, GU, D, 1.0f, x, D, w, GU, 1.0f, gates, GU);
+    for (int k = 0, W = g->nmx ? GU / g->nmx : 0; k < g->nmx; k++) {
+        bf_cpu_rnn_mask_rows(dp.xm, x, D, dp.mx + (size_t)k * B * D, B, T, D, 0);
+        bf_sgemm(0, 0, B * T, W, D, 1.0f, dp.xm, D, w + (size_t)k * W, GU, 1.0f, gates + (size_t)k * W, GU);
+    }
     static bf_blas_tune tune;
     bf_tune_run tr = bf_tune_begin(&tune);
     for (int s = 0; s < T; s++) {
@@ -149,9 +183,9 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
                 if (b) memcpy(rec + (size_t)r * GU, b + GU, sizeof(float) * GU);
                 else memset(rec + (size_t)r * GU, 0, sizeof(float) * GU);
             }
-            if (hp) bf_sgemm(0, 0, B, GU, U, 1.0f, hp, (int)lhp, u, GU, 1.0f, rec, GU);
+            if (hp) rec_gemm(g, &dp, hp, (int)lhp, u, rec, GU);
         } else if (hp) {
-            bf_sgemm(0, 0, B, GU, U, 1.0f, hp, (int)lhp, u, GU, 1.0f, z, (int)lz);
+            rec_gemm(g, &dp, hp, (int)lhp, u, z, (int)lz);
         }
         for (int r = 0; r < B; r++) {
             float *zr = z + r * lz, *h = hs + r * lh + (size_t)p * g->ldh;
@@ -197,6 +231,9 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
     const size_t lz = (size_t)T * GU, lh = (size_t)T * g->ldh, lc = (size_t)T * U;
     float *dh = ws, *dhn = dh + (size_t)B * U, *dc = dhn + (size_t)B * U, *dcn = dc + (size_t)B * U;
     float *drec = dcn + (size_t)B * U; /* GRU (B,GU) */
+    bf_rnn_drop_ws dp;
+    bf_rnn_drop_carve(g, ws, 1, &dp);
+    draw_masks(g, &dp);
     memset(dh, 0, sizeof(float) * (size_t)B * U * 2);
     memset(dc, 0, sizeof(float) * (size_t)B * U);
     if (g->dh_last) memcpy(dh, g->dh_last, sizeof(float) * (size_t)B * U);
@@ -256,9 +293,17 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
         if (g->cell == BF_CELL_GRU && db)
             for (int r = 0; r < B; r++)
                 for (int j = 0; j < GU; j++) db[GU + j] += drec[(size_t)r * GU + j];
-        if (hp) {
+        if (hp && !g->nmh) {
             bf_sgemm(0, 1, B, U, GU, 1.0f, dz, ldz, u, GU, 1.0f, dhn, U);
             if (du && g->cell == BF_CELL_GRU) bf_sgemm(1, 0, U, GU, B, 1.0f, hp, (int)lhp, dz, ldz, 1.0f, du, GU);
+        }
+        for (int k = 0, W = GU / (g->nmh ? g->nmh : 1); hp && k < g->nmh; k++) { /* through the state masks */
+            const float *mk = dp.mh + (size_t)k * B * U;
+            bf_sgemm(0, 1, B, U, W, 1.0f, dz + (size_t)k * W, ldz, u + (size_t)k * W, GU, 0.0f, dp.dt, U);
+            bf_cpu_rnn_mask_rows(dhn, dp.dt, U, mk, B, 1, U, 1);
+            if (!du || (g->cell != BF_CELL_GRU && s > 0)) continue; /* LSTM / SimpleRNN: per row below */
+            bf_cpu_rnn_mask_rows(dp.hm, hp, (long)lhp, mk, B, 1, U, 0);
+            bf_sgemm(1, 0, U, W, B, 1.0f, dp.hm, U, dz + (size_t)k * W, ldz, 1.0f, du + (size_t)k * W, GU);
         }
         float *t = dh; dh = dhn; dhn = t;
         t = dc; dc = dcn; dcn = t;
@@ -269,7 +314,21 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
     /* LSTM / SimpleRNN keep every step's gate gradient in gates, so du is one
      * GEMM per row over its T-1 steps: du += sum_p h(prev of p)^T @ dz(p),
      * plus h0^T @ dz of step 0 when there is an initial state */
-    if (du && g->cell != BF_CELL_GRU) {
+    /* with state masks: each row's sum, then its masks on its rows (mask k, row i scales du[i, gate k]) */
+    for (int r = 0; du && g->nmh && g->cell != BF_CELL_GRU && r < B && T > 1; r++) {
+        const float *h1 = hs + r * lh + (g->go_backwards ? g->ldh : 0), *z1 = gates + r * lz + (g->go_backwards ? 0 : GU);
+        bf_sgemm(1, 0, U, GU, T - 1, 1.0f, h1, g->ldh, z1, GU, 0.0f, dp.dut, GU);
+        for (int k = 0, W = GU / g->nmh; k < g->nmh; k++) {
+            const float *mr = dp.mh + ((size_t)k * B + r) * U;
+            for (int i = 0; i < U; i++) {
+                float *o = du + (size_t)i * GU + (size_t)k * W;
+                const float *t = dp.dut + (size_t)i * GU + (size_t)k * W;
+                const float mi = mr[i];
+                for (int j = 0; j < W; j++) o[j] += mi * t[j];
+            }
+        }
+    }
+    if (du && g->cell != BF_CELL_GRU && !g->nmh) {
         for (int r = 0; r < B && T > 1; r++) {
             const float *h1 = hs + r * lh + (g->go_backwards ? g->ldh : 0), *z1 = gates + r * lz + (g->go_backwards ? 0 : GU);
             bf_sgemm(1, 0, U, GU, T - 1, 1.0f, h1, g->ldh, z1, GU, 1.0f, du, GU);
@@ -277,12 +336,23 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
         if (g->h0) bf_sgemm(1, 0, U, GU, B, 1.0f, g->h0, U, gates + (size_t)pos(g, 0) * GU, (int)lz, 1.0f, du, GU);
     }
     /* the input projection of all steps: one GEMM each for dw and dx */
-    if (dw) bf_sgemm(1, 0, D, GU, B * T, 1.0f, x, D, gates, GU, 1.0f, dw, GU);
+    if (dw && !g->nmx) bf_sgemm(1, 0, D, GU, B * T, 1.0f, x, D, gates, GU, 1.0f, dw, GU);
     if (db)
         for (size_t r = 0; r < (size_t)B * T; r++) {
             const float *zr = gates + r * GU;
             for (int j = 0; j < GU; j++) db[j] += zr[j];
         }
-    if (dx) bf_sgemm(0, 1, B * T, D, GU, 1.0f, gates, GU, w, GU, dx_add ? 1.0f : 0.0f, dx, D);
+    if (dx && !g->nmx) bf_sgemm(0, 1, B * T, D, GU, 1.0f, gates, GU, w, GU, dx_add ? 1.0f : 0.0f, dx, D);
+    /* through the input masks: per mask, dw from the masked x, then dx (+)= (dz @ w^T) * mask in its place */
+    for (int k = 0, W = g->nmx ? GU / g->nmx : 0; k < g->nmx; k++) {
+        const float *mk = dp.mx + (size_t)k * B * D;
+        if (dw) {
+            bf_cpu_rnn_mask_rows(dp.xm, x, D, mk, B, T, D, 0);
+            bf_sgemm(1, 0, D, W, B * T, 1.0f, dp.xm, D, gates + (size_t)k * W, GU, 1.0f, dw + (size_t)k * W, GU);
+        }
+        if (!dx) continue;
+        bf_sgemm(0, 1, B * T, D, W, 1.0f, gates + (size_t)k * W, GU, w + (size_t)k * W, GU, 0.0f, dp.xm, D);
+        bf_cpu_rnn_mask_rows(dx, dp.xm, D, mk, B, T, D, dx_add || k > 0);
+    }
     return BF_OK;
 }

@@ -16,6 +16,10 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
 bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, float *dw, float *du, float *db,
                               float *gates, void *ws, const float *dout, const float *hs, const float *cs,
                               const float *x, const float *w, const float *u, const float *mask, int dx_add);
+/* dropout inside a recurrent layer (rnn_dropout.c): m (nm,B,N) the masks of
+ * bf_rnn_geom; out (R,T,N) (+)= in (rows ldin apart) * m (R,N) over all T */
+void bf_cpu_rnn_masks(float *m, int nm, int B, int N, float rate, uint64_t seed);
+void bf_cpu_rnn_mask_rows(float *out, const float *in, long ldin, const float *m, int R, int T, int N, int add);
 /* GlobalAveragePooling1D over the steps a mask keeps (masked_mean.c) */
 bf_status bf_cpu_masked_mean_forward(bf_backend *be, float *out, const float *inp, const float *mask, int B, int T,
                                      int C);

@@ -4,7 +4,10 @@
  * (rows strided by T) and one elementwise kernel (a thread per (row, unit)).
  * Backward: per step one elementwise kernel and two GEMMs (dh_prev, du), then
  * one GEMM each for dw and dx over all steps. Exact FP32 (no TF32).
- * Initial states and state gradients (bf_rnn_geom h0 ... dc0) as on the CPU. */
+ * Initial states and state gradients (bf_rnn_geom h0 ... dc0) as on the CPU.
+ * Dropout as on the CPU (rnn_dropout.cu draws the same masks): a masked copy
+ * of x per input mask before the input projection, of h_prev per state mask
+ * before each recurrent GEMM; backward masks the gradients the same way. */
 #include <math.h>
 
 #include "seq_cuda.h"
@@ -18,6 +21,26 @@ static bf_status gemm(bf_cuda_state *st, int ta, int tb, int M, int N, int K, fl
     return BF_OK;
 }
 
+
+/* dst (B rows, ldd apart) += h_prev (B rows, lhp apart) @ u (U,GU), through the state masks when there are */
+static bf_status rec_gemm(bf_cuda_state *st, const bf_rnn_geom *g, const bf_rnn_drop_ws *dp, const float *hp, int lhp,
+                          const float *u, float *dst, int ldd) {
+    const int B = g->B, U = g->U, GU = bf_rnn_gates(g->cell) * U;
+    if (!g->nmh) return gemm(st, 0, 0, B, GU, U, 1.0f, hp, lhp, u, GU, 1.0f, dst, ldd);
+    const int W = GU / g->nmh;
+    for (int k = 0; k < g->nmh; k++) {
+        BF_TRY(bf_cuda_rnn_mask_rows(st, dp->hm, hp, lhp, dp->mh + (size_t)k * B * U, B, 1, U, 0));
+        BF_TRY(gemm(st, 0, 0, B, W, U, 1.0f, dp->hm, U, u + (size_t)k * W, GU, 1.0f, dst + (size_t)k * W, ldd));
+    }
+    return BF_OK;
+}
+
+/* this direction's dropout masks into the workspace (forward and backward draw the same) */
+static bf_status draw_masks(bf_cuda_state *st, const bf_rnn_geom *g, const bf_rnn_drop_ws *dp) {
+    if (g->nmx) BF_TRY(bf_cuda_rnn_masks(st, dp->mx, g->nmx, g->B, g->D, g->rate_x, g->seed_x));
+    if (g->nmh) BF_TRY(bf_cuda_rnn_masks(st, dp->mh, g->nmh, g->B, g->U, g->rate_h, g->seed_h));
+    return BF_OK;
+}
 
 __device__ __forceinline__ int pos(const bf_rnn_geom &g, int s) { return g.go_backwards ? g.T - 1 - s : s; }
 
@@ -132,9 +155,16 @@ bf_status bf_cuda_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, 
     const int lz = T * GU, lh = T * g->ldh;
     float *rec = (float *)ws;
     const long BU = (long)B * U;
+    bf_rnn_drop_ws dp;
+    bf_rnn_drop_carve(g, (float *)ws, 0, &dp);
+    BF_TRY(draw_masks(st, g, &dp));
     rnn_fill_rows_kernel<<<bf_cuda_grid((long)B * T * GU, 256), 256, 0, st->stream>>>(gates, b, (long)B * T, GU);
     BF_CUDA_LAUNCHED(st, rnn_fill_rows_kernel);
-    BF_TRY(gemm(st, 0, 0, B * T, GU, D, 1.0f, x, D, w, GU, 1.0f, gates, GU));
+    if (!g->nmx) BF_TRY(gemm(st, 0, 0, B * T, GU, D, 1.0f, x, D, w, GU, 1.0f, gates, GU));
+    for (int k = 0, W = g->nmx ? GU / g->nmx : 0; k < g->nmx; k++) {
+        BF_TRY(bf_cuda_rnn_mask_rows(st, dp.xm, x, D, dp.mx + (size_t)k * B * D, B, T, D, 0));
+        BF_TRY(gemm(st, 0, 0, B * T, W, D, 1.0f, dp.xm, D, w + (size_t)k * W, GU, 1.0f, gates + (size_t)k * W, GU));
+    }
     for (int s = 0; s < T; s++) {
         const int p = g->go_backwards ? T - 1 - s : s, pp = g->go_backwards ? T - s : s - 1;
         const float *hp = s > 0 ? hs + (size_t)pp * g->ldh : g->h0;
@@ -143,9 +173,9 @@ bf_status bf_cuda_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, 
             rnn_fill_rows_kernel<<<bf_cuda_grid((long)B * GU, 256), 256, 0, st->stream>>>(rec, b ? b + GU : NULL, B,
                                                                                           GU);
             BF_CUDA_LAUNCHED(st, rnn_fill_rows_kernel);
-            if (hp) BF_TRY(gemm(st, 0, 0, B, GU, U, 1.0f, hp, lhp, u, GU, 1.0f, rec, GU));
+            if (hp) BF_TRY(rec_gemm(st, g, &dp, hp, lhp, u, rec, GU));
         } else if (hp) {
-            BF_TRY(gemm(st, 0, 0, B, GU, U, 1.0f, hp, lhp, u, GU, 1.0f, gates + (size_t)p * GU, lz));
+            BF_TRY(rec_gemm(st, g, &dp, hp, lhp, u, gates + (size_t)p * GU, lz));
         }
         rnn_step_forward_kernel<<<bf_cuda_grid(BU, 256), 256, 0, st->stream>>>(*g, s, out, hs, gates, cs, rec, mask);
         BF_CUDA_LAUNCHED(st, rnn_step_forward_kernel);
@@ -163,6 +193,9 @@ bf_status bf_cuda_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, 
     const long BU = (long)B * U;
     float *dh = (float *)ws, *dhn = dh + BU, *dc = dhn + BU, *dcn = dc + BU;
     float *drec = g->cell == BF_CELL_GRU ? dcn + BU : NULL;
+    bf_rnn_drop_ws dp;
+    bf_rnn_drop_carve(g, (float *)ws, 1, &dp);
+    BF_TRY(draw_masks(st, g, &dp));
     BF_CUDA_CHECK(st, cudaMemsetAsync(dh, 0, sizeof(float) * (size_t)BU * 3, st->stream));
     const size_t sb = sizeof(float) * (size_t)BU;
     if (g->dh_last) BF_CUDA_CHECK(st, cudaMemcpyAsync(dh, g->dh_last, sb, cudaMemcpyDeviceToDevice, st->stream));
@@ -177,17 +210,37 @@ bf_status bf_cuda_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, 
         const float *dz = drec ? drec : gates + (size_t)p * GU;
         const int ldz = drec ? GU : lz;
         if (drec && db) BF_TRY(bf_cuda_colsum_add(st, db + GU, drec, B, GU));
-        if (hp) {
+        if (hp && !g->nmh) {
             BF_TRY(gemm(st, 0, 1, B, U, GU, 1.0f, dz, ldz, u, GU, 1.0f, dhn, U));
             if (du) BF_TRY(gemm(st, 1, 0, U, GU, B, 1.0f, hp, lhp, dz, ldz, 1.0f, du, GU));
+        }
+        for (int k = 0, W = GU / (g->nmh ? g->nmh : 1); hp && k < g->nmh; k++) { /* through the state masks */
+            const float *mk = dp.mh + (size_t)k * B * U;
+            BF_TRY(gemm(st, 0, 1, B, U, W, 1.0f, dz + (size_t)k * W, ldz, u + (size_t)k * W, GU, 0.0f, dp.dt, U));
+            BF_TRY(bf_cuda_rnn_mask_rows(st, dhn, dp.dt, U, mk, B, 1, U, 1));
+            if (!du) continue;
+            BF_TRY(bf_cuda_rnn_mask_rows(st, dp.hm, hp, lhp, mk, B, 1, U, 0));
+            BF_TRY(gemm(st, 1, 0, U, W, B, 1.0f, dp.hm, U, dz + (size_t)k * W, ldz, 1.0f, du + (size_t)k * W, GU));
         }
         float *t = dh; dh = dhn; dhn = t;
         t = dc; dc = dcn; dcn = t;
     }
     if (g->dh0) BF_CUDA_CHECK(st, cudaMemcpyAsync(g->dh0, dh, sb, cudaMemcpyDeviceToDevice, st->stream));
     if (g->dc0) BF_CUDA_CHECK(st, cudaMemcpyAsync(g->dc0, dc, sb, cudaMemcpyDeviceToDevice, st->stream));
-    if (dw) BF_TRY(gemm(st, 1, 0, D, GU, B * T, 1.0f, x, D, gates, GU, 1.0f, dw, GU));
+    if (dw && !g->nmx) BF_TRY(gemm(st, 1, 0, D, GU, B * T, 1.0f, x, D, gates, GU, 1.0f, dw, GU));
     if (db) BF_TRY(bf_cuda_colsum_add(st, db, gates, (long)B * T, GU));
-    if (dx) BF_TRY(gemm(st, 0, 1, B * T, D, GU, 1.0f, gates, GU, w, GU, dx_add ? 1.0f : 0.0f, dx, D));
+    if (dx && !g->nmx) BF_TRY(gemm(st, 0, 1, B * T, D, GU, 1.0f, gates, GU, w, GU, dx_add ? 1.0f : 0.0f, dx, D));
+    /* through the input masks: per mask, dw from the masked x, then dx (+)= (dz @ w^T) * mask in its place */
+    for (int k = 0, W = g->nmx ? GU / g->nmx : 0; k < g->nmx; k++) {
+        const float *mk = dp.mx + (size_t)k * B * D;
+        if (dw) {
+            BF_TRY(bf_cuda_rnn_mask_rows(st, dp.xm, x, D, mk, B, T, D, 0));
+            BF_TRY(gemm(st, 1, 0, D, W, B * T, 1.0f, dp.xm, D, gates + (size_t)k * W, GU, 1.0f, dw + (size_t)k * W,
+                        GU));
+        }
+        if (!dx) continue;
+        BF_TRY(gemm(st, 0, 1, B * T, D, W, 1.0f, gates + (size_t)k * W, GU, w + (size_t)k * W, GU, 0.0f, dp.xm, D));
+        BF_TRY(bf_cuda_rnn_mask_rows(st, dx, dp.xm, D, mk, B, T, D, dx_add || k > 0));
+    }
     return BF_OK;
 }

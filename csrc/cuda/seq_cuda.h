@@ -17,6 +17,11 @@ bf_status bf_cuda_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, 
 bf_status bf_cuda_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, float *dw, float *du, float *db,
                                float *gates, void *ws, const float *dout, const float *hs, const float *cs,
                                const float *x, const float *w, const float *u, const float *mask, int dx_add);
+/* dropout inside a recurrent layer (rnn_dropout.cu), as the CPU's (csrc/cpu/rnn_dropout.c):
+ * m (nm,B,N) the masks of bf_rnn_geom; out (R,T,N) (+)= in (rows ldin apart) * m (R,N) over all T */
+bf_status bf_cuda_rnn_masks(bf_cuda_state *st, float *m, int nm, int B, int N, float rate, uint64_t seed);
+bf_status bf_cuda_rnn_mask_rows(bf_cuda_state *st, float *out, const float *in, long ldin, const float *m, int R,
+                                int T, int N, int add);
 /* GlobalAveragePooling1D over the steps a mask keeps (masked_mean.cu) */
 bf_status bf_cuda_masked_mean_forward(bf_backend *be, float *out, const float *inp, const float *mask, int B, int T,
                                       int C);

@@ -149,7 +149,8 @@ static int parse_layer(PyObject *d, bf_layer *L) {
         get_int(d, "cell", 0, &L->cell) || get_int(d, "return_sequences", 0, &L->return_sequences) ||
         get_int(d, "go_backwards", 0, &L->go_backwards) || get_int(d, "unit_forget_bias", 1, &L->unit_forget_bias) ||
         get_int(d, "merge_mode", 0, &L->merge_mode) || get_int(d, "part", 0, &L->part) ||
-        get_int(d, "mask_off", 0, &L->mask_off) || get_int(d, "ract", BF_ACT_SIGMOID, &L->ract))
+        get_int(d, "mask_off", 0, &L->mask_off) || get_int(d, "ract", BF_ACT_SIGMOID, &L->ract) ||
+        get_float(d, "rec_rate", 0.0f, &L->rec_rate))
         return -1;
     int trainable;
     if (get_int(d, "trainable", 1, &trainable)) return -1;

@@ -137,7 +137,8 @@ def _rnn(l, zero_output_for_mask=False):
                bias_regularizer=regularizers.serialize(l.bias_regularizer), activity_regularizer=None,
                kernel_constraint=constraints.serialize(l.kernel_constraint),
                recurrent_constraint=constraints.serialize(l.recurrent_constraint),
-               bias_constraint=constraints.serialize(l.bias_constraint), dropout=0.0, recurrent_dropout=0.0)
+               bias_constraint=constraints.serialize(l.bias_constraint), dropout=l.dropout,
+               recurrent_dropout=l.recurrent_dropout)
     if isinstance(l, L.GRU):
         cfg["reset_after"] = True
     cfg["seed"] = l.seed

@@ -8,7 +8,13 @@ Several outputs, as Keras: return_state=True gives [output, *states] (LSTM
 h, c; GRU / SimpleRNN h; Bidirectional the forward then the backward
 states), Bidirectional(merge_mode=None) [forward, backward outputs] (then
 the states); `initial_state=` takes graph tensors in the same order. In the
-engine the extra outputs are RNN_PART nodes (csrc/core/seq_layers.h)."""
+engine the extra outputs are RNN_PART nodes (csrc/core/seq_layers.h).
+
+dropout / recurrent_dropout act in training only, as in Keras 3's cells: a
+mask per sample on the inputs and one on the previous state, the same at
+every step (one per gate once recurrent_dropout > 0, Keras's implementation
+1), drawn by the engine from the run's seed (csrc/cpu/rnn_dropout.c); `seed`
+is kept for Keras files. Bidirectional: each direction its own masks."""
 
 from . import activations, constraints, initializers, regularizers
 from .layers import Layer, engine_kinds
@@ -87,11 +93,10 @@ class _RNN(Layer):
                 raise ValueError(f"{cls}: {arg} {given!r} is not supported by boundfit's {cls} "
                                  f"(it has {', '.join(_CELL_ACTS)})")
         for arg, v in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
-            if not isinstance(v, (int, float)) or not 0.0 <= float(v) < 1.0:
-                raise ValueError(f"{cls}: {arg} must be in [0, 1), got {v!r}")
-            if float(v) != 0.0:
-                raise ValueError(f"{cls}: {arg}={v!r} is not supported by boundfit (only 0.0); add a Dropout layer "
-                                 "before or after the recurrent layer instead")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= float(v) < 1.0:
+                raise ValueError(f"{cls}: {arg} must be a number in [0, 1), got {v!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ValueError(f"{cls}: seed must be an int or None, got {seed!r}")
         if stateful:
             raise ValueError(f"{cls}: stateful=True is not supported by boundfit")
         if not reset_after:
@@ -158,7 +163,7 @@ class _RNN(Layer):
                     act=activations.get_id(self.activation), ract=activations.get_id(self.recurrent_activation),
                     return_sequences=int(self.return_sequences), go_backwards=int(self.go_backwards),
                     unit_forget_bias=int(self.kind == LSTM_KIND and self.unit_forget_bias),
-                    inits=inits, regs=regs, cons=cons)
+                    rate=self.dropout, rec_rate=self.recurrent_dropout, inits=inits, regs=regs, cons=cons)
 
 
 class SimpleRNN(_RNN):
@@ -232,10 +237,15 @@ class Bidirectional(Layer):
                     backward_layer.return_sequences == layer.return_sequences and
                     backward_layer.return_state == layer.return_state and
                     backward_layer.go_backwards != layer.go_backwards and
-                    backward_layer.activation == layer.activation and backward_layer.use_bias == layer.use_bias)
+                    backward_layer.activation == layer.activation and
+                    backward_layer.recurrent_activation == layer.recurrent_activation and
+                    backward_layer.use_bias == layer.use_bias and
+                    backward_layer.dropout == layer.dropout and
+                    backward_layer.recurrent_dropout == layer.recurrent_dropout)
             if not same:
                 raise ValueError("Bidirectional: backward_layer must be the same kind of layer with the same units, "
-                                 "activation, use_bias and return_sequences and the opposite go_backwards")
+                                 "activations, use_bias, dropout, recurrent_dropout and return_sequences and the "
+                                 "opposite go_backwards")
         self.forward_layer = layer
         self.backward_layer = backward_layer
         self.layer = layer
@@ -278,7 +288,8 @@ class Bidirectional(Layer):
                     act=activations.get_id(f.activation), ract=activations.get_id(f.recurrent_activation),
                     return_sequences=int(f.return_sequences),
                     go_backwards=int(f.go_backwards), unit_forget_bias=int(f.kind == LSTM_KIND and f.unit_forget_bias),
-                    merge_mode=_MERGE_MODES[self.merge_mode], inits=fi + bi, regs=fr + br, cons=fc + bc)
+                    merge_mode=_MERGE_MODES[self.merge_mode], rate=f.dropout, rec_rate=f.recurrent_dropout,
+                    inits=fi + bi, regs=fr + br, cons=fc + bc)
 
 
 def _call(layer, inputs, initial_state, mask, kwargs, keep_mask=False):
