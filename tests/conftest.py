@@ -44,3 +44,37 @@ def engine_gradient(model, x, y):
     model.set_weights(w0)
     model.compile(optimizer=opt, loss=loss, **metrics)
     return [a.astype(np.float64) - b for a, b in zip(w0, w1)]
+
+
+def assert_plan_equals_arenas(m, x, y, batch_size, device=None):
+    """Fit one epoch and hold the plan to the arenas: every run arena's high-water
+    mark is what it reserved, and the plan's bytes (less runtime / measured
+    entries) are the weights, the optimizer state, the run arenas and, on a
+    device, the pinned host batch slots. Returns the plan."""
+    plan = m.estimate_memory(batch_size=batch_size, device=device)
+    m.fit(x, y, batch_size=batch_size, epochs=1, verbose=0, device=device)
+    stats = m._last_run_stats
+    assert all(s["run_high_water"] == s["run_reserved"] for s in stats)
+    arenas = m._engine.weight_arena_bytes + m._engine.optimizer_arena_bytes + sum(
+        s["run_high_water"] + s.get("host_slots_high_water", 0) for s in stats)
+    assert sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured")) == arenas
+    return plan
+
+
+def directional_check_per_array(model, x, y, eps=3e-3, rtol=2e-2):
+    """Finite differences along a random direction in each weight array in turn
+    (one direction over all weights can nearly cancel, and then the central
+    difference's truncation error, not the gradient, decides)."""
+    g = engine_gradient(model, x, y)
+    w0 = model.get_weights()
+    r = np.random.default_rng(0)
+    for k, gk in enumerate(g):
+        dk = r.standard_normal(w0[k].shape)
+        shifted = lambda s: [w + s * eps * dk if j == k else w for j, w in enumerate(w0)]
+        model.set_weights(shifted(1.0))
+        lp = numeric_loss(model, x, y)
+        model.set_weights(shifted(-1.0))
+        lm = numeric_loss(model, x, y)
+        model.set_weights(w0)
+        fd, an = (lp - lm) / (2 * eps), float((gk * dk).sum())
+        assert abs(fd - an) <= rtol * max(abs(fd), abs(an), 1e-2), (k, fd, an)

@@ -8,7 +8,7 @@ import pytest
 
 import boundfit as bf
 from boundfit import layers
-from conftest import engine_gradient, numeric_loss
+from conftest import assert_plan_equals_arenas, directional_check_per_array as directional_check, engine_gradient
 from keras_ref import load
 
 T, D, U, B, V, E = 6, 3, 4, 5, 12, 3
@@ -90,21 +90,6 @@ def test_masked_embedding_and_bidirectional_match_keras():
     against_keras(masked, IDS)
 
 
-def directional_check(model, x, y, n_dirs=3, eps=1e-2, rtol=3e-2):
-    g = engine_gradient(model, x, y)
-    w0 = model.get_weights()
-    r = np.random.default_rng(0)
-    for _ in range(n_dirs):
-        d = [r.standard_normal(w.shape) for w in w0]
-        model.set_weights([w + eps * di for w, di in zip(w0, d)])
-        lp = numeric_loss(model, x, y)
-        model.set_weights([w - eps * di for w, di in zip(w0, d)])
-        lm = numeric_loss(model, x, y)
-        model.set_weights(w0)
-        fd, an = (lp - lm) / (2 * eps), sum(float((gi * di).sum()) for gi, di in zip(g, d))
-        assert abs(fd - an) <= rtol * max(abs(fd), abs(an), 1e-2), (fd, an)
-
-
 @pytest.mark.parametrize("cell", CELLS)
 def test_gradients_match_finite_differences(cell):
     c = getattr(layers, cell)
@@ -126,20 +111,10 @@ def test_embedding_gradient_scatters_into_the_rows_used():
     directional_check(m, ids, np.ones((2, 1), np.float32))
 
 
-def arenas_equal_plan(m, x, y, batch_size, device=None):
-    plan = m.estimate_memory(batch_size=batch_size, device=device)
-    m.fit(x, y, batch_size=batch_size, epochs=1, verbose=0, device=device)
-    stats = m._last_run_stats
-    assert all(s["run_high_water"] == s["run_reserved"] for s in stats)
-    arenas = m._engine.weight_arena_bytes + m._engine.optimizer_arena_bytes + sum(s["run_high_water"] for s in stats)
-    return plan, arenas
-
-
 def test_plan_equals_arena_high_water():
     m = masked(bf, layers)
     m.compile(optimizer="adam", loss="mse")
-    plan, arenas = arenas_equal_plan(m, IDS, Y, 3)
-    assert sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured")) == arenas
+    assert_plan_equals_arenas(m, IDS, Y, 3)
 
 
 def test_lstm_keeps_exactly_what_backpropagation_needs():
@@ -171,8 +146,7 @@ def test_emu_device_path_trains_as_the_cpu():
     np.testing.assert_array_equal(a.predict(IDS, verbose=0), b.predict(IDS, verbose=0, device="emu"))
     m = stack(bf, layers)
     m.compile(optimizer="adam", loss="mse")
-    plan, arenas = arenas_equal_plan(m, X, Y, 3, device="emu")
-    assert plan.device_bytes > 0
+    assert assert_plan_equals_arenas(m, X, Y, 3, device="emu").device_bytes > 0
 
 
 def test_text_classifier_learns_synthetic_tokens():
@@ -193,8 +167,7 @@ def test_text_classifier_learns_synthetic_tokens():
     m.fit(x[:640], y[:640], batch_size=32, epochs=12, verbose=0)
     acc = m.evaluate(x[640:], y[640:], verbose=0, return_dict=True)["accuracy"]
     assert acc >= 0.9, acc  # chance is 0.5
-    plan, arenas = arenas_equal_plan(m, x, y, 32)
-    assert sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured")) == arenas
+    assert_plan_equals_arenas(m, x, y, 32)
 
 
 def test_keras_files_both_ways(tmp_path):

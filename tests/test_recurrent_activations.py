@@ -12,7 +12,7 @@ import boundfit as bf
 from boundfit import layers
 from keras_ref import load
 from test_recurrent import IDS, X, Y, against_keras, E, T, D, U, V
-from test_recurrent_state import directional_check
+from conftest import directional_check_per_array as directional_check
 
 
 def activated(K, Ls):

@@ -9,7 +9,7 @@ import pytest
 
 import boundfit as bf
 from boundfit import layers
-from conftest import engine_gradient, numeric_loss
+from conftest import assert_plan_equals_arenas, directional_check_per_array as directional_check, engine_gradient
 from keras_ref import load
 
 T, D, U, B, V, E, T2, Z = 5, 3, 4, 4, 9, 3, 3, 2
@@ -189,25 +189,6 @@ def test_a_keras_file_with_mask_given_carries_the_initial_state_over_masked_step
     close(mk.predict([IDS, ZS], verbose=0), bf.models.load_model(tmp_path / "m.npz").predict([IDS, ZS], verbose=0))
 
 
-def directional_check(model, x, y, eps=3e-3, rtol=2e-2):
-    """Finite differences along a random direction in each weight array in turn
-    (one direction over all weights can nearly cancel, and then the central
-    difference's truncation error, not the gradient, decides)."""
-    g = engine_gradient(model, x, y)
-    w0 = model.get_weights()
-    r = np.random.default_rng(0)
-    for k, gk in enumerate(g):
-        dk = r.standard_normal(w0[k].shape)
-        shifted = lambda s: [w + s * eps * dk if j == k else w for j, w in enumerate(w0)]
-        model.set_weights(shifted(1.0))
-        lp = numeric_loss(model, x, y)
-        model.set_weights(shifted(-1.0))
-        lm = numeric_loss(model, x, y)
-        model.set_weights(w0)
-        fd, an = (lp - lm) / (2 * eps), float((gk * dk).sum())
-        assert abs(fd - an) <= rtol * max(abs(fd), abs(an), 1e-2), (k, fd, an)
-
-
 @pytest.mark.parametrize("cell", CELLS)
 def test_gradients_through_initial_states_match_finite_differences(cell):
     """The first Dense reaches the loss only through the recurrent layers' initial states."""
@@ -226,17 +207,6 @@ def test_gradients_through_initial_states_match_finite_differences(cell):
     directional_check(m, [IDS, ZS], y)
 
 
-def arenas_equal_plan(m, x, y, batch_size, device=None):
-    plan = m.estimate_memory(batch_size=batch_size, device=device)
-    m.fit(x, y, batch_size=batch_size, epochs=1, verbose=0, device=device)
-    stats = m._last_run_stats
-    assert all(s["run_high_water"] == s["run_reserved"] for s in stats)
-    arenas = m._engine.weight_arena_bytes + m._engine.optimizer_arena_bytes + sum(s["run_high_water"] for s in stats)
-    if device in (None, "cpu"):  # on a device the plan also lists the pinned host slots and device copies
-        assert sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured")) == arenas
-    return plan
-
-
 @pytest.mark.parametrize("device", ["cpu", "emu"])
 def test_plan_equals_arenas_and_emu_trains_as_the_cpu(device):
     a, b = masked_with_state(bf, layers), masked_with_state(bf, layers)
@@ -250,7 +220,7 @@ def test_plan_equals_arenas_and_emu_trains_as_the_cpu(device):
         np.testing.assert_array_equal(u, v)
     m = encoder_decoder("LSTM")(bf, layers)
     m.compile(optimizer="adam", loss="mse")
-    arenas_equal_plan(m, [X, X2], targets(m)[0], 3, device=device)
+    assert_plan_equals_arenas(m, [X, X2], targets(m)[0], 3, device=device)
     plan = m.estimate_memory(batch_size=3, device=device)
     assert plan.fits
 
