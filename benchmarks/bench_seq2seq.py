@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 B, TE, TD, D, U = 64, 50, 20, 32, 128
+ROUNDS = 3  # each side reports its best round (the others measure the machine's other load)
 
 
 def data(steps):
@@ -35,9 +36,12 @@ def run_boundfit(steps):
     m = bf.Model([e, d], layers.Dense(D)(layers.LSTM(U, return_sequences=True)(d, initial_state=[h, c])))
     m.compile(optimizer="adam", loss="mse")
     m.fit([xe[:B], xd[:B]], y[:B], batch_size=B, epochs=1, verbose=0)  # warm-up (and the optimizer state)
-    t0 = time.perf_counter()
-    m.fit([xe, xd], y, batch_size=B, epochs=1, verbose=0, shuffle=False)
-    return dict(samples_s=B * steps / (time.perf_counter() - t0),
+    dt = []
+    for _ in range(ROUNDS):
+        t0 = time.perf_counter()
+        m.fit([xe, xd], y, batch_size=B, epochs=1, verbose=0, shuffle=False)
+        dt.append(time.perf_counter() - t0)
+    return dict(samples_s=B * steps / min(dt),
                 plan_host=m.estimate_memory(batch_size=B).host_bytes)
 
 
@@ -68,9 +72,12 @@ def run_torch(steps):
             lf(net(xe[s], xd[s]), y[s]).backward()
             opt.step()
     run(1)
-    t0 = time.perf_counter()
-    run(steps)
-    return dict(samples_s=B * steps / (time.perf_counter() - t0), threads=torch.get_num_threads())
+    dt = []
+    for _ in range(ROUNDS):
+        t0 = time.perf_counter()
+        run(steps)
+        dt.append(time.perf_counter() - t0)
+    return dict(samples_s=B * steps / min(dt), threads=torch.get_num_threads())
 
 
 def main():
