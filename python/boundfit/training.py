@@ -131,6 +131,10 @@ def _check_weights_for_outputs(model, sample_weight, class_weight, what="sample_
     """Several outputs: one sample_weight array weighs every output's loss and
     weighted metrics; per-output weights and class_weight are refused."""
     if model._n_outputs <= 1:
+        out = tuple(model._engine.output_shape)
+        if class_weight is not None and len(out) >= 2:
+            raise ValueError(f"class_weight: the model's output {out} is a sequence (one target per position); "
+                             "class weights per sample are not defined for it. Pass sample_weight instead")
         return
     if class_weight is not None:
         raise ValueError(f"class_weight is only supported for models with a single output; this one has "
