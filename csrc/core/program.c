@@ -310,7 +310,7 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         BF_TRY(newbuf(r, &r->loss_id[k], B * S * fb, "per-sample loss%s%s", NO > 1 ? " of " : "", NO > 1 ? on : ""));
         use(r, r->loss_id[k], LOSS);
         r->posw_id[k] = -2;
-        if (bf_seq_output_per_position(m, k)) BF_TRY(bf_seq_loss_plan(r, k, LOSS));
+        if (bf_seq_output_per_position(m, k)) BF_TRY(bf_seq_loss_plan(r, k, LOSS, weighted));
         if (NO > 1) {
             BF_TRY(newbuf(r, &r->tgt_id[k], B * (size_t)m->outs[k].y_row * fb, "per-sample targets of %s%s", on, ""));
             use(r, r->tgt_id[k], LOSS);

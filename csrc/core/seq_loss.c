@@ -50,7 +50,7 @@ static int any_metric(const bf_run *r, int k) {
     return 0;
 }
 
-bf_status bf_seq_loss_plan(bf_run *r, int k, int t) {
+bf_status bf_seq_loss_plan(bf_run *r, int k, int t, int weighted) {
     const bf_model *m = r->m;
     const size_t B = (size_t)r->B, S = (size_t)bf_seq_out_positions(m, k), fb = sizeof(float);
     const int masked = m->t_mask[m->out_t[k]] >= 0;
@@ -63,8 +63,8 @@ bf_status bf_seq_loss_plan(bf_run *r, int k, int t) {
                            m->layers[m->t_mask[m->out_t[k]]].in_size);
         bf_seq_use_mask(r, m->out_t[k], t);
     }
-    const int loss_w = bf_seq_loss_per_position(m, k) && (masked || r->weighted);
-    const int metric_w = r->nmv && any_metric(r, k) && r->weighted;
+    const int loss_w = bf_seq_loss_per_position(m, k) && (masked || weighted);
+    const int metric_w = any_metric(r, k) && weighted;
     if (loss_w || metric_w) {
         BF_TRY(bf_run_newbuf(r, &r->posw_id[k], 3 * B * S * fb, m->layers[bf_model_producer(m, m->out_t[k])].name,
                              " loss / metric weights per position"));
@@ -82,6 +82,8 @@ bf_status bf_seq_loss_and_metrics(bf_run *r, int k, int rows, float scale, float
     const float *sw = r->weighted ? r->wslot[r->cur] : NULL, *mask = bf_seq_mask(r, t);
     float *lw = r->posw_id[k] >= 0 ? BUF(r, r->posw_id[k]) : NULL;
     if (!be->pos_weights) return BF_FAIL(BF_ERR_ARG, "sequence losses need pos_weights, missing on the %s backend", be->name);
+    if ((mask || sw) && !lw && bf_seq_loss_per_position(m, k))
+        return BF_FAIL(BF_ERR_INTERNAL, "output %d: per-position weights were not planned", k);
     if (bf_seq_loss_per_position(m, k)) {
         if (mask && lroundf(1.0f / scale) != rows)
             return BF_FAIL(BF_ERR_ARG, "a masked sequence loss is normalized over the whole batch's unmasked steps, "
@@ -117,6 +119,7 @@ bf_status bf_seq_loss_and_metrics(bf_run *r, int k, int rows, float scale, float
         if (ms->weighted && sw) {
             /* sw * mask, or sw broadcast; each computed once for the metrics it serves */
             const int j = msk != NULL;
+            if (!lw) return BF_FAIL(BF_ERR_INTERNAL, "output %d: per-position metric weights were not planned", k);
             float *mw = lw + (size_t)(2 - j) * r->B * S;
             if (!mw_done[j]) BF_TRY(be->pos_weights(be, mw, sw, msk, rows, S, 0));
             mw_done[j] = 1;

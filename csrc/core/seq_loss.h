@@ -19,8 +19,9 @@ int bf_seq_loss_per_position(const bf_model *m, int k);
 int bf_seq_output_per_position(const bf_model *m, int k);
 /* metric q runs per position (fused softmax, accuracy family, or masked) */
 int bf_seq_metric_per_position(const bf_model *m, const bf_metric_spec *q, int fused);
-/* program.c: output k's buffers (loss values per position, weights) used at time t */
-bf_status bf_seq_loss_plan(bf_run *r, int k, int t);
+/* program.c: output k's buffers (loss values per position, weights) used at
+ * time t (weighted: the run has sample-weight slots) */
+bf_status bf_seq_loss_plan(bf_run *r, int k, int t, int weighted);
 /* run.c: output k's loss, gradient and metrics for `rows` rows (scale: 1 / batch rows) */
 bf_status bf_seq_loss_and_metrics(bf_run *r, int k, int rows, float scale, float *pred, const float *tgt);
 
