@@ -338,3 +338,29 @@ def test_a_masked_loss_split_into_micro_batches_is_refused():
     b.fit(IDS[:4], TAGS[:4], batch_size=4, micro_batch=2, shuffle=False, verbose=0)
     for u, v in zip(a.get_weights(), b.get_weights()):
         np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.gpu
+def test_a_masked_tagger_trains_on_cuda_as_on_the_cpu():
+    """Skipped without a GPU (the CUDA report's reason): the masked tagger with
+    sample and weighted metrics, trained on both devices from the same weights;
+    the device plan equals the device arena; a bad id raises there too."""
+    from test_cuda_backend import _REASON, _assert_weights_close, _train_both
+    if _REASON is not None:
+        pytest.skip(_REASON)
+
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy",
+                    metrics=["accuracy", bf.metrics.SparseTopKCategoricalAccuracy(k=2)], weighted_metrics=["accuracy"])
+
+    cpu, gpu, hc, hg = _train_both(lambda: tagger(bf, layers, bidir=True), compile_kw, IDS, TAGS, batch_size=B,
+                                   epochs=2, sample_weight=SW)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "masked tagger")
+    for name in hc.history:
+        np.testing.assert_allclose(hg.history[name], hc.history[name], rtol=1e-4)
+    stats = gpu._last_run_stats
+    assert all(s["run_high_water"] == s["run_reserved"] for s in stats)
+    y = TAGS.copy()
+    y[3, 5] = C
+    with pytest.raises(bf.DataError, match="row 3, position 5"):
+        gpu.fit(IDS, y, batch_size=B, shuffle=False, verbose=0, device="cuda")
