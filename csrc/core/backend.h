@@ -507,6 +507,12 @@ typedef struct bf_backend {
                                      int T, int C);
     bf_status (*masked_mean_backward)(struct bf_backend *be, float *dinp, const float *dout, const float *mask, int B,
                                       int T, int C);
+    /* Per-position weights of a loss / metric on a sequence output, as Keras
+     * 3's apply_mask (csrc/cpu/pos_weights.c): w (B,S) = sw[b] * [mask > 0.5]
+     * * f, f = divide_no_nan(B*S, count of mask > 0.5) when normalize, else 1;
+     * sw (B) and mask (B,S) may be NULL. */
+    bf_status (*pos_weights)(struct bf_backend *be, float *w, const float *sw, const float *mask, int B, int S,
+                             int normalize);
 } bf_backend;
 
 /* The CPU backend (always present). */

@@ -4,6 +4,7 @@
  * shares another's parameters gets the owner's offsets. */
 #include "model.h"
 #include "seq_layers.h"
+#include "seq_loss.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -629,7 +630,7 @@ bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *
             return BF_FAIL(BF_ERR_ARG, "delta must be > 0 for the Huber loss, got %g (output %d)", (double)l->delta, k);
         if (!(o[k].weight >= 0.0f)) return BF_FAIL(BF_ERR_ARG, "loss_weights[%d] must be >= 0, got %g", k, (double)o[k].weight);
         o[k].y_off = y_row;
-        o[k].y_row = l->kind == BF_LOSS_SCCE ? 1 : m->t_size[m->out_t[k]];
+        o[k].y_row = l->kind == BF_LOSS_SCCE ? bf_seq_out_positions(m, k) : m->t_size[m->out_t[k]]; /* ids per position */
         y_row += o[k].y_row;
     }
     /* state is created (and budget-checked) by the first training run */
@@ -695,7 +696,7 @@ bf_status bf_model_set_metrics(bf_model *m, const bf_metric_spec *metrics, int n
         if ((int)q->kind < 0 || q->kind > BF_MET_LAST) return BF_FAIL(BF_ERR_ARG, "metrics[%d]: unknown metric kind %d", i, (int)q->kind);
         if (q->output < 0 || q->output >= m->n_outputs)
             return BF_FAIL(BF_ERR_ARG, "metrics[%d]: output %d, the model has %d", i, q->output, m->n_outputs);
-        const long C = m->t_size[m->out_t[q->output]];
+        const long C = m->t_size[m->out_t[q->output]] / bf_seq_out_positions(m, q->output); /* per position */
         const int sparse_y = m->outs[q->output].loss.kind == BF_LOSS_SCCE;
         if (sparse_metric(q->kind) && !sparse_y && C > 1)
             return BF_FAIL(BF_ERR_ARG, "metrics[%d]: a sparse metric needs class-id targets (loss sparse_categorical_crossentropy)", i);

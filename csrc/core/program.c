@@ -13,6 +13,7 @@
 #include "program.h"
 #include "run_attn.h"
 #include "seq_layers.h"
+#include "seq_loss.h"
 #include "seq_run.h"
 
 #include <limits.h>
@@ -305,8 +306,12 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         if (mode == BF_MODE_PREDICT) continue;
         const char *on = m->layers[bf_model_producer(m, m->out_t[k]) >= 0 ? bf_model_producer(m, m->out_t[k]) : 0].name;
         if (bf_model_producer(m, m->out_t[k]) < 0) on = "input";
-        BF_TRY(newbuf(r, &r->loss_id[k], B * fb, "per-sample loss%s%s", NO > 1 ? " of " : "", NO > 1 ? on : ""));
+        const size_t S = bf_seq_loss_per_position(m, k) ? (size_t)bf_seq_out_positions(m, k) : 1;
+        BF_TRY(newbuf(r, &r->loss_id[k], B * S * fb, S > 1 ? "per-position loss%s%s" : "per-sample loss%s%s",
+                      NO > 1 ? " of " : "", NO > 1 ? on : ""));
         use(r, r->loss_id[k], LOSS);
+        r->posw_id[k] = -2;
+        if (bf_seq_output_per_position(m, k)) BF_TRY(bf_seq_loss_plan(r, k, LOSS, weighted));
         if (NO > 1) {
             BF_TRY(newbuf(r, &r->tgt_id[k], B * (size_t)m->outs[k].y_row * fb, "per-sample targets of %s%s", on, ""));
             use(r, r->tgt_id[k], LOSS);

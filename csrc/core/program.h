@@ -120,6 +120,7 @@ typedef struct {
     long aug_it, aug_micro;  /* optimizer iteration + 1 last seen; training forwards within it */
     uint64_t attn_seed[BF_MAX_LAYERS]; /* MultiHeadAttention: its dropout seed this step (run_attn.c) */
     uint64_t rnn_seed[BF_MAX_LAYERS];  /* recurrent dropout: the node's seed this step (seq_run.c) */
+    int posw_id[BF_MAX_OUTPUTS]; /* per-position loss / metric weights of a sequence output (seq_loss.c) */
 } bf_run;
 
 /* run_more.c: forward / backward of the elementwise, layout and preprocessing

@@ -12,6 +12,7 @@
 #include "prefetch.h"
 #include "run_attn.h"
 #include "seq_layers.h"
+#include "seq_loss.h"
 #include "seq_run.h"
 
 #include <float.h>
@@ -537,6 +538,10 @@ static bf_status loss_and_metrics(bf_run *r, int rows, float scale) {
             tgt = BUF(r, r->tgt_id[k]);
             BF_TRY(be->copy2d(be, tgt, o->y_row, r->yslot[r->cur] + o->y_off, m->y_row, rows, o->y_row));
         }
+        if (bf_seq_output_per_position(m, k)) { /* a sequence output (seq_loss.c) */
+            BF_TRY(bf_seq_loss_and_metrics(r, k, rows, scale, pred, tgt));
+            continue;
+        }
         float *dpred = r->mode == BF_MODE_TRAIN && r->t_grad[t] >= 0 ? BUF(r, r->t_grad[t]) : NULL;
         BF_TRY(be->loss_forward_backward(be, BUF(r, r->loss_id[k]), dpred, &r->stats->bad_label[k], pred, tgt, sw,
                                          &o->loss, r->out_fused[k], rows, C, scale * o->weight));
@@ -795,14 +800,17 @@ static bf_status queue_micro_step(bf_run *r, int train, int rows, float scale, i
 /* DataError for the lowest row of the micro-batch whose label (of output k) is no class id */
 static bf_status bad_label(bf_run *r, int k, int rows, long step) {
     const bf_model *m = r->m;
-    const int row = rows - r->hstats.bad_label[k];
+    const int S = bf_seq_loss_per_position(m, k) ? bf_seq_out_positions(m, k) : 1;
+    const int pos = rows * S - r->hstats.bad_label[k], row = pos / S;
     float label = 0.0f;
-    BF_TRY(r->be->to_host(r->be, &label, r->yslot[r->cur] + (long)row * m->y_row + m->outs[k].y_off, sizeof label));
-    char which[BF_NAME_LEN + 16] = "";
+    BF_TRY(r->be->to_host(r->be, &label, r->yslot[r->cur] + (long)row * m->y_row + m->outs[k].y_off + pos % S,
+                          sizeof label));
+    char which[BF_NAME_LEN + 16] = "", at[32] = "";
     int p = bf_model_producer(m, m->out_t[k]);
     if (m->n_outputs > 1) snprintf(which, sizeof which, " of output '%s'", p >= 0 ? m->layers[p].name : "input");
-    return BF_FAIL(BF_ERR_DATA, "batch %ld: label %g in row %d%s is not a class id in [0, %ld)", step, (double)label,
-                   row, which, m->t_size[m->out_t[k]]);
+    if (S > 1) snprintf(at, sizeof at, ", position %d", pos % S);
+    return BF_FAIL(BF_ERR_DATA, "batch %ld: label %g in row %d%s%s is not a class id in [0, %ld)", step, (double)label,
+                   row, at, which, m->t_size[m->out_t[k]] / S);
 }
 
 /* DataError for the lowest row holding an id outside an Embedding's table (step < 0: predict) */
@@ -836,8 +844,12 @@ static bf_status finish_micro_step(bf_run *r, int train, int rows, long step, bf
         BF_TRY(r->be->to_host(r->be, &r->hstats, r->stats, stats_used(r)));
     }
     BF_TRY(bad_ids(r, rows, step));
-    for (int k = 0; k < r->m->n_outputs; k++)
-        if (r->hstats.bad_label[k] > 0 && r->hstats.bad_label[k] <= rows) return bad_label(r, k, rows, step);
+    for (int k = 0; k < r->m->n_outputs; k++) {
+        const long S = bf_seq_loss_per_position(r->m, k) ? bf_seq_out_positions(r->m, k) : 1;
+        if (r->hstats.bad_label[k] > 0 && r->hstats.bad_label[k] <= rows * S) return bad_label(r, k, rows, step);
+        /* a loss per position sums rows * S * (batch loss): back to rows * (batch loss) */
+        if (S > 1) r->hstats.loss[k] /= (double)S;
+    }
     if (r->nmv) {
         const double *v = (const double *)(const void *)(r->hmet + sizeof(bf_step_stats));
         for (long k = 0; k < r->nmv; k++) r->macc[k] += v[k];

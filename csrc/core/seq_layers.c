@@ -109,7 +109,7 @@ bf_status bf_seq_mask_of(const bf_model *m, int i, int *mask) {
 bf_status bf_seq_check_outputs(const bf_model *m) {
     for (int k = 0; k < m->n_outputs; k++) {
         int t = m->out_t[k], e = m->t_mask[t];
-        if (e < 0) continue;
+        if (e < 0 || m->t_rank[t] >= 2) continue; /* masked per position (seq_loss.c) */
         int p = bf_model_producer(m, t);
         return BF_FAIL(BF_ERR_ARG, "output '%s' carries the mask of layer '%s' (mask_zero=True); Keras would mask "
                        "the loss with it, which boundfit does not do: end the masked sequence with a layer that "

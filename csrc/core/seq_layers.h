@@ -17,7 +17,7 @@ static inline int bf_is_rnn_kind(bf_layer_kind k) { return k >= BF_L_SIMPLE_RNN 
 bf_status bf_seq_infer(bf_layer *L, int rank, const int *shape);
 /* *mask = the Embedding node whose mask node i's output carries (-1: none), as Keras propagates masks */
 bf_status bf_seq_mask_of(const bf_model *m, int i, int *mask);
-/* training / evaluating on an output carrying a mask is refused (Keras would mask the loss) */
+/* a masked output of rank >= 2 has its loss masked per position (seq_loss.c); one of rank 1 is refused */
 bf_status bf_seq_check_outputs(const bf_model *m);
 /* after initialization: LSTM unit_forget_bias sets the forget gate's bias to 1 */
 void bf_seq_post_init(bf_model *m);

@@ -97,6 +97,7 @@ static bf_backend bf_cpu = {
     .rnn_backward = bf_cpu_rnn_backward,
     .masked_mean_forward = bf_cpu_masked_mean_forward,
     .masked_mean_backward = bf_cpu_masked_mean_backward,
+    .pos_weights = bf_cpu_pos_weights,
 };
 
 bf_backend *bf_cpu_backend(void) { return &bf_cpu; }

@@ -25,5 +25,8 @@ bf_status bf_cpu_masked_mean_forward(bf_backend *be, float *out, const float *in
                                      int C);
 bf_status bf_cpu_masked_mean_backward(bf_backend *be, float *dinp, const float *dout, const float *mask, int B, int T,
                                       int C);
+/* per-position weights of a sequence loss / metric (pos_weights.c) */
+bf_status bf_cpu_pos_weights(bf_backend *be, float *w, const float *sw, const float *mask, int B, int S,
+                             int normalize);
 
 #endif

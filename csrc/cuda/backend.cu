@@ -194,6 +194,7 @@ static void fill_vtable(bf_cuda_state *st) {
     be->rnn_backward = bf_cuda_rnn_backward;
     be->masked_mean_forward = bf_cuda_masked_mean_forward;
     be->masked_mean_backward = bf_cuda_masked_mean_backward;
+    be->pos_weights = bf_cuda_pos_weights;
 }
 
 /* destroy what open created (any subset); the state slot becomes free */

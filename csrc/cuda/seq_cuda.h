@@ -28,4 +28,8 @@ bf_status bf_cuda_masked_mean_forward(bf_backend *be, float *out, const float *i
 bf_status bf_cuda_masked_mean_backward(bf_backend *be, float *dinp, const float *dout, const float *mask, int B, int T,
                                        int C);
 
+/* per-position weights of a sequence loss / metric (pos_weights.cu) */
+bf_status bf_cuda_pos_weights(bf_backend *be, float *w, const float *sw, const float *mask, int B, int S,
+                              int normalize);
+
 #endif

@@ -159,7 +159,11 @@ def check_y(model, ys, what=None):
         raise DataError(f"{ys.labels[0].split('[')[0]}: {len(ys.arrays)} arrays for the model's {len(outs)} outputs")
     for a, lab, loss, out in zip(ys.arrays, ys.labels, losses, outs):
         got = tuple(a.shape[1:])
-        if loss.kind == SCCE:
+        if loss.kind == SCCE and len(out) >= 2:  # a sequence: one class id per position, as Keras
+            if got not in (out[:-1], out[:-1] + (1,)):
+                raise DataError(f"{lab} must hold one class id per position for sparse_categorical_crossentropy on "
+                                f"the model's output {out}: per-sample shape {out[:-1]}, got {got}")
+        elif loss.kind == SCCE:
             if got not in ((), (1,)):
                 raise DataError(f"{lab} must hold one class id per sample for sparse_categorical_crossentropy, "
                                 f"got per-sample shape {got}")

@@ -342,7 +342,7 @@ class Model:
         objs, names, seen = [], [], set()
         for k, obj, name, weighted in given:
             loss = out_losses[k]
-            out_size = int(np.prod(shapes[k]))
+            out_size = int(shapes[k][-1]) if len(shapes[k]) else 1  # Keras decides on the last axis
             sparse = loss.kind == losses.SCCE
             where = f" (output {self._output_names[k]!r})" if len(shapes) > 1 else ""
             if isinstance(obj, metrics_mod._Accuracy):

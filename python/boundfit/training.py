@@ -140,6 +140,16 @@ def _check_weights_for_outputs(model, sample_weight, class_weight, what="sample_
                          "pass one array of per-sample weights, which weighs every output")
 
 
+def _check_class_weight_output(model, class_weight):
+    """class_weight weighs a sample by its label: undefined for targets per position."""
+    if class_weight is None or getattr(model, "_engine", None) is None:  # a subclassed model not traced yet
+        return
+    out = tuple(model._engine.output_shape)
+    if len(out) >= 2:
+        raise ValueError(f"class_weight: the model's output {out} is a sequence (one target per position); "
+                         "class weights per sample are not defined for it. Pass sample_weight instead")
+
+
 def _prepare(model, x, y, validation_data=None):
     """Subclassed models are traced on the data's shapes. Several inputs /
     outputs need nothing here: the engine gathers each array in place."""
@@ -171,6 +181,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     verbose = _verbose(verbose)
     device = _resolve_device(model, device)
     x, y, validation_data = _prepare(model, x, y, validation_data)
+    _check_class_weight_output(model, class_weight)
     train, val = data_mod.adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, steps_per_epoch,
                                         shuffle, validation_batch_size, sample_weight=sample_weight,
                                         validation_steps=validation_steps)
