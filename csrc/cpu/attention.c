@@ -33,11 +33,25 @@ static row_masks masks_of(const float *mask, const bf_attn_geom *g, int b) {
     return r;
 }
 
-// key j attends query i (of this batch row): every mask and the causal rule allow it
-static int allowed(const row_masks *rm, int causal, int i, int j) {
-    return (!rm->m || rm->m[i * rm->TK + j] > 0.5f) && (!rm->q || rm->q[i] > 0.5f) && (!rm->v || rm->v[j] > 0.5f) &&
-           (!rm->k || rm->k[j] > 0.5f) && (!causal || j <= i);
+/* Key j attends query i when the query's step, attention_mask (i, j), the
+ * value's and the key's steps and the causal rule all allow it. The key-side
+ * masks of row i are three (TK) rows read with a branch-free test the
+ * compiler vectorizes, a missing one replaced by one that is there. */
+typedef struct {
+    const float *a, *b, *c; /* NULL: no key-side mask */
+} key_rows;
+
+static key_rows keys_of(const row_masks *rm, int i) {
+    const float *m = rm->m ? rm->m + (size_t)i * rm->TK : NULL;
+    const float *any = m ? m : rm->v ? rm->v : rm->k;
+    key_rows k = {any, rm->v ? rm->v : any, rm->k ? rm->k : any};
+    return k;
 }
+
+static inline int key_ok(const key_rows *k, int j) { return (k->a[j] > 0.5f) & (k->b[j] > 0.5f) & (k->c[j] > 0.5f); }
+
+// query i has no key to attend by its own step mask
+static int query_off(const row_masks *rm, int i) { return rm->q && !(rm->q[i] > 0.5f); }
 
 size_t bf_cpu_attention_workspace_bytes(bf_backend *be, const bf_attn_geom *g, int backward) {
     (void)be;
@@ -46,40 +60,29 @@ size_t bf_cpu_attention_workspace_bytes(bf_backend *be, const bf_attn_geom *g, i
     return g->rate > 0.0f ? tile : 0;
 }
 
-// s (TQ,TK) scores -> masked softmax over each row, in place
-static void softmax_rows(float *s, const row_masks *rm, const bf_attn_geom *g) {
-    const int TQ = g->TQ, TK = g->TK;
-    for (int i = 0; i < TQ; i++) {
-        float *row = s + (size_t)i * TK;
-        float mx = -INFINITY;
-        for (int j = 0; j < TK; j++)
-            if (allowed(rm, g->causal, i, j) && row[j] > mx) mx = row[j];
-        if (mx == -INFINITY) { /* nothing to attend: uniform, or zero (see zero_empty) */
-            for (int j = 0; j < TK; j++) row[j] = g->zero_empty ? 0.0f : 1.0f / (float)TK;
-            continue;
-        }
-        float sum = 0.0f;
-        for (int j = 0; j < TK; j++) {
-            float e = allowed(rm, g->causal, i, j) ? expf(row[j] - mx) : 0.0f;
-            row[j] = e;
-            sum += e;
-        }
-        const float inv = 1.0f / sum;
-        for (int j = 0; j < TK; j++) row[j] *= inv;
-    }
-}
+/* The softmax rows take branch-free loops the compiler vectorizes (8 partial
+ * sums / maxima); keys past the causal limit n are 0. */
 
-/* Rows every key of which is allowed (no masks; causal: keys j <= i) take
- * branch-free loops the compiler vectorizes (8 partial sums / maxima). */
-static int plain(const row_masks *rm) { return !rm->m && !rm->q && !rm->v && !rm->k; }
-
-static float row_max(const float *x, int n) {
+// max of x (n) over the keys k allows (all when k->a is NULL); -Inf when none
+static float row_max(const float *x, const key_rows *k, int n) {
     float m[8];
-    for (int l = 0; l < 8; l++) m[l] = x[0];
+    for (int l = 0; l < 8; l++) m[l] = -INFINITY;
     int j = 0;
-    for (; j + 8 <= n; j += 8)
-        for (int l = 0; l < 8; l++) m[l] = x[j + l] > m[l] ? x[j + l] : m[l];
-    for (; j < n; j++) m[0] = x[j] > m[0] ? x[j] : m[0];
+    if (k->a) {
+        for (; j + 8 <= n; j += 8)
+            for (int l = 0; l < 8; l++) {
+                const float v = key_ok(k, j + l) ? x[j + l] : -INFINITY;
+                m[l] = v > m[l] ? v : m[l];
+            }
+        for (; j < n; j++) {
+            const float v = key_ok(k, j) ? x[j] : -INFINITY;
+            m[0] = v > m[0] ? v : m[0];
+        }
+    } else {
+        for (; j + 8 <= n; j += 8)
+            for (int l = 0; l < 8; l++) m[l] = x[j + l] > m[l] ? x[j + l] : m[l];
+        for (; j < n; j++) m[0] = x[j] > m[0] ? x[j] : m[0];
+    }
     for (int l = 1; l < 8; l++) m[0] = m[l] > m[0] ? m[l] : m[0];
     return m[0];
 }
@@ -98,14 +101,22 @@ static float row_dot(const float *x, const float *y, int n) {
     return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 
-// s (TQ,TK) -> softmax over keys 0..n-1 of each row (n = TK, or i+1 when causal), 0 beyond
-static void softmax_rows_plain(float *s, const bf_attn_geom *g) {
+// s (TQ,TK) scores -> softmax over the keys each row may attend (of 0..n-1: n = TK, or i+1 when causal), in place
+static void softmax_rows(float *s, const row_masks *rm, const bf_attn_geom *g) {
     const int TQ = g->TQ, TK = g->TK;
     for (int i = 0; i < TQ; i++) {
         float *row = s + (size_t)i * TK;
         const int n = g->causal && i + 1 < TK ? i + 1 : TK;
-        const float mx = row_max(row, n);
-        for (int j = 0; j < n; j++) row[j] = bf_exp_neg(row[j] - mx);
+        const key_rows k = keys_of(rm, i);
+        const float mx = query_off(rm, i) ? -INFINITY : row_max(row, &k, n);
+        if (mx == -INFINITY) { /* nothing to attend: uniform, or zero (see zero_empty) */
+            for (int j = 0; j < TK; j++) row[j] = g->zero_empty ? 0.0f : 1.0f / (float)TK;
+            continue;
+        }
+        if (k.a)
+            for (int j = 0; j < n; j++) row[j] = key_ok(&k, j) ? bf_exp_neg(row[j] - mx) : 0.0f;
+        else
+            for (int j = 0; j < n; j++) row[j] = bf_exp_neg(row[j] - mx);
         const float inv = 1.0f / row_dot(row, NULL, n);
         for (int j = 0; j < n; j++) row[j] *= inv;
         for (int j = n; j < TK; j++) row[j] = 0.0f;
@@ -138,8 +149,7 @@ bf_status bf_cpu_attention_forward(bf_backend *be, float *O, float *P, void *ws,
             float *o = O + (size_t)b * TQ * H * DV + (size_t)h * DV;
             bf_sgemm(0, 1, TQ, TK, DK, g->scale, q, H * DK, k, H * DK, 0.0f, p, TK);
             const row_masks rm = masks_of(mask, g, b);
-            if (plain(&rm)) softmax_rows_plain(p, g);
-            else softmax_rows(p, &rm, g);
+            softmax_rows(p, &rm, g);
             const float *src = p;
             if (g->rate > 0.0f) {
                 drop_tile(ws, p, g, b, h);
@@ -185,13 +195,13 @@ bf_status bf_cpu_attention_backward(bf_backend *be, float *dQ, float *dK, float 
                     for (int j = 0; j < TK; j++)
                         d[j] = bf_attn_keep(g->seed, base + (size_t)i * TK + j, g->rate) ? d[j] * sc : 0.0f;
                 const float s = row_dot(pr, d, TK);
-                if (plain(&rm)) {
-                    const int n = g->causal && i + 1 < TK ? i + 1 : TK;
+                const int n = query_off(&rm, i) ? 0 : g->causal && i + 1 < TK ? i + 1 : TK;
+                const key_rows k = keys_of(&rm, i);
+                if (k.a)
+                    for (int j = 0; j < n; j++) d[j] = key_ok(&k, j) ? pr[j] * (d[j] - s) : 0.0f;
+                else
                     for (int j = 0; j < n; j++) d[j] = pr[j] * (d[j] - s);
-                    for (int j = n; j < TK; j++) d[j] = 0.0f;
-                } else {
-                    for (int j = 0; j < TK; j++) d[j] = allowed(&rm, g->causal, i, j) ? pr[j] * (d[j] - s) : 0.0f;
-                }
+                for (int j = n; j < TK; j++) d[j] = 0.0f;
             }
             // dQ (TQ,DK) = scale * dS @ K; dK (TK,DK) = scale * dS^T @ Q
             bf_sgemm(0, 0, TQ, DK, TK, g->scale, dp, TK, K + ko, H * DK, 0.0f, dQ + qo, H * DK);
