@@ -2,7 +2,8 @@
 - the first fit / evaluate / predict grows peak RSS by at most the plan's new
   host bytes, and by at least 97% of them when that is above 100 MiB (Dense,
   the seed CNN, the seed MLP, data from a Sequence, a small ResNet, an
-  Embedding + LSTM text model, a Transformer block);
+  Embedding + LSTM text model, a Transformer block, an LSTM encoder-decoder
+  with states and dropout, a masked sequence tagger);
 - under real cgroup limits, batch_size='auto' and micro_batch='auto' train
   the seed CNN and an MLP to the end with the peak under the limit and no
   watchdog stop (the engine's own runtime never trips it), down to a limit
@@ -61,6 +62,22 @@ MODELS = {
         m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
         x = rng.standard_normal((NROWS, 64, 64), dtype=np.float32); y = np.arange(NROWS) % 3
         bs = 32""",
+    "seq2seq": """
+        e, d = bf.Input((40, 16)), bf.Input((20, 16))
+        _, h, c = layers.LSTM(64, return_state=True, dropout=0.2, recurrent_dropout=0.2)(e)
+        s = layers.LSTM(64, return_sequences=True, dropout=0.2)(d, initial_state=[h, c])
+        m = bf.Model([e, d], layers.Dense(16)(s))
+        m.compile(optimizer="adam", loss="mse")
+        x = [rng.standard_normal((NROWS, 40, 16), dtype=np.float32), rng.standard_normal((NROWS, 20, 16), dtype=np.float32)]
+        y = rng.standard_normal((NROWS, 20, 16), dtype=np.float32)
+        bs = 64""",
+    "tagger": """
+        tok = bf.Input((50,))
+        h = layers.Bidirectional(layers.LSTM(32, return_sequences=True))(layers.Embedding(500, 16, mask_zero=True)(tok))
+        m = bf.Model(tok, layers.Dense(5, activation="softmax")(h))
+        m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        x = rng.integers(0, 500, (NROWS, 50)).astype(np.float32); y = rng.integers(0, 5, (NROWS, 50))
+        bs = 64""",
 }
 
 HEAD = """
@@ -82,13 +99,14 @@ seq = Batches()
 
 FIRST_CALL = """
 mode, source = MODE, SOURCE
+rows = len(x[0]) if isinstance(x, list) else len(x)
 if mode == "fit":
-    plan = m.estimate_memory(bs, shuffle_rows=0 if source == "sequence" else len(x))
+    plan = m.estimate_memory(bs, shuffle_rows=0 if source == "sequence" else rows)
 else:
     plan = m.estimate_memory(bs, mode=mode)
 new = plan.host_bytes - plan.held_bytes
 if mode == "predict":
-    new += len(x) * int(np.prod(m.output_shape[1:])) * 4   # the returned array
+    new += rows * int(np.prod(m.output_shape[1:])) * 4     # the returned array
 data = seq if source == "sequence" else x
 open("/proc/self/clear_refs", "w").write("5")               # peak RSS := RSS now
 r0 = budget.process_usage_bytes()
@@ -119,10 +137,12 @@ def _first_call_code(model, mode, source, nrows):
                                                              ("cnn", "array", 128)]
     for mode in ("fit", "evaluate", "predict")] + [("mlp", "array", 512, "fit"), ("resnet", "array", 256, "fit"),
                                                    ("lstm", "array", 256, "fit"), ("transformer", "array", 128, "fit"),
-                                                   ("transformer", "array", 128, "predict")])
+                                                   ("transformer", "array", 128, "predict"),
+                                                   ("seq2seq", "array", 256, "fit"), ("tagger", "array", 256, "fit")])
 def test_first_call_of_a_fresh_process_grows_rss_by_at_most_its_plan(model, source, nrows, mode):
     out = _child(_first_call_code(model, mode, source, nrows))
     new, grown = map(int, out.split("GROWTH")[1].split())
+    print(f"{model} {mode}: grew {grown / 2**20:.2f} MiB, plan {new / 2**20:.2f} MiB new")
     assert grown <= new, f"grew {grown} bytes, plan says {new} new"
     if new > 100 << 20:
         assert grown >= 0.97 * new, f"grew {grown} bytes, plan says {new}: an over-estimate"
