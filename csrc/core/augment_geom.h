@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "counter_hash.h"
 
 #ifdef __CUDACC__
 #define BF_AHD __host__ __device__ __forceinline__
@@ -28,14 +29,7 @@ typedef struct {
     float dy, dx;
 } bf_aug_sample;
 
-BF_AHD float bf_aug_uniform(uint64_t seed, uint64_t i) {
-    uint64_t x = seed ^ (i * 0x9E3779B97F4A7C15ull);
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    return (float)(uint32_t)(x >> 40) * (1.0f / 16777216.0f);
-}
+BF_AHD float bf_aug_uniform(uint64_t seed, uint64_t i) { return bf_counter_uniform(seed, i); }
 
 BF_AHD void bf_aug_sample_of(const bf_augment *a, int b, bf_aug_sample *s) {
     s->flip_y = s->flip_x = s->h0 = s->w0 = 0;

@@ -497,14 +497,11 @@ bf_status bf_model_infer(bf_model *m) {
     return BF_OK;
 }
 
-static float uniform01(uint64_t seed, uint64_t i) {
-    return (float)(bf_splitmix64(seed ^ (i * 0x9E3779B97F4A7C15ull)) >> 40) * (1.0f / 16777216.0f);
-}
 
 /* a standard normal draw: Box-Muller on two 24-bit uniforms (0, 1) */
 static double normal01(uint64_t seed, uint64_t i) {
-    double u1 = ((double)uniform01(seed, 2 * i) + 0.5 / 16777216.0);
-    double u2 = (double)uniform01(seed, 2 * i + 1);
+    double u1 = ((double)bf_counter_uniform(seed, 2 * i) + 0.5 / 16777216.0);
+    double u2 = (double)bf_counter_uniform(seed, 2 * i + 1);
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
@@ -528,7 +525,7 @@ static void init_param(float *w, const bf_param *q, uint64_t seed) {
     switch (q->init) {
     case BF_INIT_CONSTANT: for (long k = 0; k < q->n; k++) w[k] = (float)a; break;
     case BF_INIT_RANDOM_UNIFORM:
-        for (long k = 0; k < q->n; k++) w[k] = (float)(a + (b - a) * uniform01(seed, (uint64_t)k));
+        for (long k = 0; k < q->n; k++) w[k] = (float)(a + (b - a) * bf_counter_uniform(seed, (uint64_t)k));
         break;
     case BF_INIT_RANDOM_NORMAL: for (long k = 0; k < q->n; k++) w[k] = (float)(a + b * normal01(seed, (uint64_t)k)); break;
     case BF_INIT_TRUNCATED_NORMAL:
@@ -536,7 +533,7 @@ static void init_param(float *w, const bf_param *q, uint64_t seed) {
         break;
     case BF_INIT_VS_UNIFORM: {
         double limit = sqrt(3.0 * a / fan);
-        for (long k = 0; k < q->n; k++) w[k] = (float)((2.0 * uniform01(seed, (uint64_t)k) - 1.0) * limit);
+        for (long k = 0; k < q->n; k++) w[k] = (float)((2.0 * bf_counter_uniform(seed, (uint64_t)k) - 1.0) * limit);
         break;
     }
     case BF_INIT_VS_NORMAL: {
@@ -593,7 +590,7 @@ bf_status bf_model_alloc_weights(bf_model *m) {
             case BF_INIT_ONES: for (long k = 0; k < q->n; k++) w[k] = 1.0f; break;
             case BF_INIT_GLOROT_UNIFORM: {
                 float limit = sqrtf(6.0f / (q->fan_in + q->fan_out));
-                for (long k = 0; k < q->n; k++) w[k] = (2.0f * uniform01(seed, (uint64_t)k) - 1.0f) * limit;
+                for (long k = 0; k < q->n; k++) w[k] = (2.0f * bf_counter_uniform(seed, (uint64_t)k) - 1.0f) * limit;
                 break;
             }
             default: init_param(w, q, seed); break;

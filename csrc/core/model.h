@@ -13,6 +13,7 @@
 
 #include "arena.h"
 #include "backend.h"
+#include "counter_hash.h"
 #include "schedule.h"
 
 #define BF_MAX_LAYERS 128
@@ -232,12 +233,5 @@ static inline int bf_model_producer(const bf_model *m, int t) { return t < m->n_
 /* the node whose parameters node i uses */
 static inline int bf_model_owner(const bf_model *m, int i) { return m->layers[i].share >= 0 ? m->layers[i].share : i; }
 
-/* counter-based random numbers (splitmix64), shared by init and dropout */
-static inline uint64_t bf_splitmix64(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
 
 #endif

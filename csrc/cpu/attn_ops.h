@@ -4,6 +4,7 @@
 #define BF_ATTN_OPS_H
 
 #include "backend.h"
+#include "counter_hash.h"
 
 bf_status bf_cpu_layernorm_forward(bf_backend *be, float *out, float *mean, float *invstd, const float *inp,
                                    const float *gamma, const float *beta, long N, int C, float eps);
@@ -21,12 +22,7 @@ bf_status bf_cpu_attention_backward(bf_backend *be, float *dQ, float *dK, float 
  * 24-bit uniform from (seed, idx) is >= rate; forward and backward (CPU and
  * CUDA) draw the same bits, so no mask is stored */
 static inline int bf_attn_keep(uint64_t seed, uint64_t idx, float rate) {
-    uint64_t x = seed ^ (idx * 0x9E3779B97F4A7C15ull);
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    return (float)(x >> 40) * (1.0f / 16777216.0f) >= rate;
+    return bf_counter_uniform(seed, idx) >= rate;
 }
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "counter_hash.h"
 
 /* Cap (bytes) on the im2col tile of one Conv2D call; the tile is never smaller
  * than one output row (OW rows of the im2col matrix). Default 4 MiB. Tests may
@@ -64,21 +65,11 @@ bf_status bf_cpu_batchnorm_backward(bf_backend *be, float *dinp, float *dgamma, 
 bf_status bf_cpu_batchnorm_backward_frozen(bf_backend *be, float *dinp, const float *dout, const float *invstd,
                                            const float *gamma, long N, int C);
 
-/* The dropout keep-test, shared bit for bit with the CUDA kernel:
- * k = splitmix64(seed ^ (i * 0x9E3779B97F4A7C15)) >> 40 (24 bits),
- * u = k * 2^-24 in [0, 1), keep element i iff u >= rate
- * (equivalently k >= ceil(rate * 2^24), the integer test dropout.c uses). */
-static inline uint32_t bf_dropout_bits(uint64_t seed, uint64_t i) {
-    uint64_t x = seed ^ (i * 0x9E3779B97F4A7C15ull);
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    return (uint32_t)(x >> 40);
-}
-static inline float bf_dropout_uniform(uint64_t seed, uint64_t i) {
-    return (float)bf_dropout_bits(seed, i) * (1.0f / 16777216.0f);
-}
+/* The dropout keep-test (core/counter_hash.h, the CUDA kernel's bit for
+ * bit): keep element i iff its 24 bits k >= ceil(rate * 2^24), i.e. the
+ * uniform k * 2^-24 >= rate. */
+static inline uint32_t bf_dropout_bits(uint64_t seed, uint64_t i) { return bf_counter_bits(seed, i); }
+static inline float bf_dropout_uniform(uint64_t seed, uint64_t i) { return bf_counter_uniform(seed, i); }
 // out (n) = inp * mask / (1-rate); mask (n) of 0/1 (may be NULL when rate == 0)
 bf_status bf_cpu_dropout_forward(bf_backend *be, float *out, float *mask, const float *inp,
                                  long n, float rate, uint64_t seed);

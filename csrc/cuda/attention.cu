@@ -9,18 +9,14 @@
  * read by column-major cuBLAS as their transposes. Exact FP32. */
 #include <math.h>
 
+#include "counter_hash.h"
 #include "cuda_attn.h"
 #include "cuda_ops.h"
 
 #define AT_THREADS 128
 
 __device__ __forceinline__ int at_keep(unsigned long long seed, unsigned long long idx, float rate) {
-    unsigned long long x = seed ^ (idx * 0x9E3779B97F4A7C15ull);
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    return (float)(x >> 40) * (1.0f / 16777216.0f) >= rate;
+    return bf_counter_uniform(seed, idx) >= rate;
 }
 
 /* query row i of batch row b: its attention_mask row, whether the query's

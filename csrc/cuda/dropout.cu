@@ -1,27 +1,20 @@
 /* dropout.cu - inverted dropout with the counter-based mask of the CPU
- * (csrc/cpu/dropout.c, bf_dropout_bits in cpu_conv.h), bit for bit: element i
+ * (csrc/cpu/dropout.c; the bits of core/counter_hash.h), bit for bit: element i
  * is kept iff k >= ceil(rate * 2^24), k = top 24 bits of
  * splitmix64(seed ^ i * 0x9E3779B97F4A7C15); kept elements are scaled by
  * 1/(1-rate), dropped ones are +0 (also for Inf), the 0/1 mask is stored for
  * backward. rate == 0 is a copy (mask, when given, all ones). In place allowed. */
 #include <math.h>
 
+#include "counter_hash.h"
 #include "cuda_ops.h"
 
-__device__ __forceinline__ unsigned dropout_bits(unsigned long long seed, unsigned long long i) {
-    unsigned long long x = seed ^ (i * 0x9E3779B97F4A7C15ull);
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    return (unsigned)(x >> 40);
-}
 
 // out (n) = inp * mask * scale; mask (n) = [bits(seed, i) >= thr] or NULL
 __global__ void dropout_forward_kernel(float *out, float *mask, const float *inp, long n, unsigned thr,
                                        float scale, unsigned long long seed) {
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
-        const unsigned keep = 0u - (unsigned)(dropout_bits(seed, (unsigned long long)i) >= thr);
+        const unsigned keep = 0u - (unsigned)(bf_counter_bits(seed, (unsigned long long)i) >= thr);
         const float v = __fmul_rn(inp[i], scale);
         out[i] = __uint_as_float(__float_as_uint(v) & keep);
         if (mask) mask[i] = __uint_as_float(0x3f800000u & keep);

@@ -5,21 +5,14 @@
  * the masked copies rnn.cu feeds its GEMMs (a thread per element). */
 #include <math.h>
 
+#include "counter_hash.h"
 #include "seq_cuda.h"
 
-__device__ __forceinline__ unsigned rnn_drop_bits(unsigned long long seed, unsigned long long i) {
-    unsigned long long x = seed ^ (i * 0x9E3779B97F4A7C15ull);
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    return (unsigned)(x >> 40);
-}
 
 // m (n) = bits(seed, i) >= thr ? scale : 0
 __global__ void rnn_masks_kernel(float *m, long n, unsigned thr, float scale, unsigned long long seed) {
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
-        m[i] = rnn_drop_bits(seed, (unsigned long long)i) >= thr ? scale : 0.0f;
+        m[i] = bf_counter_bits(seed, (unsigned long long)i) >= thr ? scale : 0.0f;
 }
 
 // out (R,T,N) = (add ? out : 0) + in (R*T rows, ldin apart) * m (R,N); thread per element
