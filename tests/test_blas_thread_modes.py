@@ -1,10 +1,13 @@
-"""Ops made of many small GEMMs (recurrent steps, attention tiles) pick one
-OpenBLAS thread or all of them by timing both (csrc/cpu/blas_threads.h). The
-choice must never change a result: OpenBLAS splits rows and columns over
-threads, not sums. Trained weights of a fresh process on one thread equal,
-bit for bit, those of a process on two threads, which ran the recurrent and
-attention ops in both modes (24 steps: past the tuner's alternating calls
-and a probe of the other mode)."""
+"""The engine's thread count must never change a result. Its pool splits big
+GEMMs by rows or columns, never sums, and only where OpenBLAS takes the same
+kernel for the whole and the parts (csrc/cpu/gemm.c); sums over rows
+(LayerNorm's and Dense's parameter gradients) are split by columns; ops made
+of many small GEMMs (recurrent steps, attention tiles) pick one thread or all
+by timing both (csrc/cpu/blas_threads.h). Trained weights of a fresh process
+on one thread equal, bit for bit, those of a process on two threads, which
+split the feed-forward GEMMs and column sums and ran the recurrent and
+attention ops in both modes (24 steps: past the tuner's alternating calls and
+a probe of the other mode)."""
 
 import os
 import subprocess
@@ -22,6 +25,8 @@ y = rng.standard_normal((32 * 12, 1)).astype(np.float32)
 inp = layers.Input((24, 16))
 h = layers.LSTM(32, return_sequences=True)(inp)
 h = layers.MultiHeadAttention(2, 8)(h, h)
+f = layers.Dense(32)(layers.Dense(1024, activation="relu")(h))   # 768 x 32 x 1024: split over the pool
+h = layers.LayerNormalization()(layers.Add()([h, f]))
 out = layers.Dense(1)(layers.GRU(16)(h))
 m = bf.Model(inp, out)
 m.compile(optimizer="adam", loss="mse")

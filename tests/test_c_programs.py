@@ -26,11 +26,16 @@ def _openblas():
     return s.get_include_dir(), s.get_lib_dir()
 
 
+# every GEMM of the engine goes through its pool (csrc/cpu/gemm.c, par.c)
+ENGINE_GEMM = ["csrc/cpu/gemm.c", "csrc/cpu/par.c"]
+
+
 def _build(out, sources, extra=()):
     inc, lib = _openblas()
+    sources = list(sources) + [f for f in ENGINE_GEMM if f not in sources]
     cmd = [CC, "-O2", "-Wall", "-Wextra", "-std=c11", "-Icsrc/core", "-Icsrc/cpu", f"-I{inc}",
            *sources, "csrc/core/status.c", f"-L{lib}", "-lscipy_openblas", f"-Wl,-rpath,{lib}", "-ldl", "-lm",
-           *extra, "-o", str(out)]
+           "-lpthread", *extra, "-o", str(out)]
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
 
@@ -53,6 +58,13 @@ def test_cpu_conv1d_and_conv2d_transpose_kernels_match_naive_loops(tmp_path):
                  "csrc/cpu/conv2d.c"])
     r = _run(exe)
     assert r.returncode == 0 and " 0 FAIL" in r.stdout, r.stdout[-4000:]
+
+
+def test_thread_pool_runs_every_task_once_and_split_gemms_give_the_same_bits(tmp_path):
+    exe = tmp_path / "test_par_pool"
+    _build(exe, ["tests/c/test_par_pool.c"])
+    r = _run(exe)
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "0 FAIL", r.stdout[-4000:]
 
 
 needs_cuda_module = pytest.mark.skipif(not os.path.exists(CUDA_SO), reason="this build has no CUDA backend")

@@ -1,8 +1,9 @@
 /* attention.c - the core of multi-head attention on the CPU: for each
- * (batch, head) the scores by one sgemm straight into the weights' tile, a
- * masked softmax over keys in place, dropout, and one sgemm into the head's
- * columns of O. Backward recomputes the dropout mask from its seed and needs
- * one (TQ,TK) tile of scratch (two with dropout). The projections around it
+ * (batch, head), a task on the engine's pool, the scores by one sgemm
+ * straight into the weights' tile, a masked softmax over keys in place,
+ * dropout, and one sgemm into the head's columns of O. Backward recomputes
+ * the dropout mask from its seed and needs one (TQ,TK) tile of scratch (two
+ * with dropout) per thread. The projections around it
  * are Dense GEMMs over all positions at once (core/run_attn.c). */
 #include <math.h>
 #include <string.h>
@@ -10,11 +11,12 @@
 #include "attn_ops.h"
 #include "blas.h"
 #include "blas_threads.h"
+#include "par.h"
 #include "vec_exp.h"
 
-/* Per-head GEMMs are small: OpenBLAS's threads synchronize on every one of
- * the 2-6 calls per (b, h), which only pays on a quiet machine or for long
- * sequences; each direction times one thread against all (blas_threads.h). */
+/* The (b, h) tiles are independent tasks on the pool; on a busy machine the
+ * threads wait on each other, so each direction times one thread against all
+ * (blas_threads.h). */
 static double work_of(const bf_attn_geom *g) {
     return (double)g->B * g->H * g->TQ * g->TK * (double)(g->DK + g->DV);
 }
@@ -53,11 +55,20 @@ static inline int key_ok(const key_rows *k, int j) { return (k->a[j] > 0.5f) & (
 // query i has no key to attend by its own step mask
 static int query_off(const row_masks *rm, int i) { return rm->q && !(rm->q[i] > 0.5f); }
 
-size_t bf_cpu_attention_workspace_bytes(bf_backend *be, const bf_attn_geom *g, int backward) {
-    (void)be;
-    size_t tile = sizeof(float) * (size_t)g->TQ * (size_t)g->TK;
+/* Tiles run in parallel on the pool (par.h), one per thread at a time, so
+ * the scratch is per slot: forward the dropped-out tile, backward dP and
+ * that tile. When P is one reused tile (p_tile: inference), slot 0 uses it
+ * and the other slots have their own after all the slots' scratch. */
+static size_t slot_floats(const bf_attn_geom *g, int backward) {
+    const size_t tile = (size_t)g->TQ * (size_t)g->TK;
     if (backward) return tile * (g->rate > 0.0f ? 2 : 1);
     return g->rate > 0.0f ? tile : 0;
+}
+
+size_t bf_cpu_attention_workspace_bytes(bf_backend *be, const bf_attn_geom *g, int backward) {
+    (void)be;
+    const size_t slots = (size_t)bf_par_slots(), tile = (size_t)g->TQ * (size_t)g->TK;
+    return sizeof(float) * (slot_floats(g, backward) * slots + (!backward && g->p_tile ? tile * (slots - 1) : 0));
 }
 
 /* The softmax rows take branch-free loops the compiler vectorizes (8 partial
@@ -130,6 +141,38 @@ static void drop_tile(float *d, const float *p, const bf_attn_geom *g, int b, in
     for (size_t e = 0; e < n; e++) d[e] = bf_attn_keep(g->seed, base + e, g->rate) ? p[e] * sc : 0.0f;
 }
 
+/* one attention call's arguments, shared by its tile tasks */
+typedef struct {
+    const bf_attn_geom *g;
+    float *O, *P, *ws, *dQ, *dK, *dV;
+    const float *Q, *K, *V, *dO, *Pk, *mask;
+} attn_job;
+
+// tile t = (b, h) of the forward: P's tile and the head's columns of O
+static void forward_tile(void *ctx, long t, int slot) {
+    const attn_job *j = ctx;
+    const bf_attn_geom *g = j->g;
+    const int H = g->H, TQ = g->TQ, TK = g->TK, DK = g->DK, DV = g->DV, b = (int)(t / H), h = (int)(t % H);
+    const size_t tile = (size_t)TQ * TK, per = slot_floats(g, 0);
+    float *ws = j->ws + (size_t)slot * per;
+    float *p = !g->p_tile ? j->P + (size_t)t * tile
+               : slot == 0 ? j->P
+                           : j->ws + (size_t)bf_par_slots() * per + (size_t)(slot - 1) * tile;
+    const float *q = j->Q + (size_t)b * TQ * H * DK + (size_t)h * DK;
+    const float *k = j->K + (size_t)b * TK * H * DK + (size_t)h * DK;
+    const float *v = j->V + (size_t)b * TK * H * DV + (size_t)h * DV;
+    float *o = j->O + (size_t)b * TQ * H * DV + (size_t)h * DV;
+    bf_sgemm(0, 1, TQ, TK, DK, g->scale, q, H * DK, k, H * DK, 0.0f, p, TK);
+    const row_masks rm = masks_of(j->mask, g, b);
+    softmax_rows(p, &rm, g);
+    const float *src = p;
+    if (g->rate > 0.0f) {
+        drop_tile(ws, p, g, b, h);
+        src = ws;
+    }
+    bf_sgemm(0, 0, TQ, DV, TK, 1.0f, src, TK, v, H * DV, 0.0f, o, H * DV);
+}
+
 // O (B,TQ,H,DV), P (B,H,TQ,TK) <- Q (B,TQ,H,DK), K (B,TK,H,DK), V (B,TK,H,DV), mask (B,TQ,TK), g's step masks
 bf_status bf_cpu_attention_forward(bf_backend *be, float *O, float *P, void *ws, const float *Q, const float *K,
                                    const float *V, const float *mask, const bf_attn_geom *g) {
@@ -137,28 +180,53 @@ bf_status bf_cpu_attention_forward(bf_backend *be, float *O, float *P, void *ws,
     const int B = g->B, H = g->H, TQ = g->TQ, TK = g->TK, DK = g->DK, DV = g->DV;
     if (B <= 0 || H <= 0 || TQ <= 0 || TK <= 0 || DK <= 0 || DV <= 0)
         return BF_FAIL(BF_ERR_SHAPE, "attention: bad sizes B=%d H=%d TQ=%d TK=%d DK=%d DV=%d", B, H, TQ, TK, DK, DV);
-    const size_t tile = (size_t)TQ * TK;
+    attn_job j = {.g = g, .O = O, .P = P, .ws = ws, .Q = Q, .K = K, .V = V, .mask = mask};
     static bf_blas_tune tune;
     bf_tune_run tr = bf_tune_begin(&tune);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            float *p = P + (g->p_tile ? 0 : ((size_t)b * H + h) * tile);
-            const float *q = Q + (size_t)b * TQ * H * DK + (size_t)h * DK;
-            const float *k = K + (size_t)b * TK * H * DK + (size_t)h * DK;
-            const float *v = V + (size_t)b * TK * H * DV + (size_t)h * DV;
-            float *o = O + (size_t)b * TQ * H * DV + (size_t)h * DV;
-            bf_sgemm(0, 1, TQ, TK, DK, g->scale, q, H * DK, k, H * DK, 0.0f, p, TK);
-            const row_masks rm = masks_of(mask, g, b);
-            softmax_rows(p, &rm, g);
-            const float *src = p;
-            if (g->rate > 0.0f) {
-                drop_tile(ws, p, g, b, h);
-                src = ws;
-            }
-            bf_sgemm(0, 0, TQ, DV, TK, 1.0f, src, TK, v, H * DV, 0.0f, o, H * DV);
-        }
+    bf_par_for((long)B * H, tr.mode ? bf_par_threads() : 1, forward_tile, &j);
     bf_tune_end(&tr, work_of(g));
     return BF_OK;
+}
+
+// tile t = (b, h) of the backward: the head's columns of dQ, dK, dV
+static void backward_tile(void *ctx, long t, int slot) {
+    const attn_job *j = ctx;
+    const bf_attn_geom *g = j->g;
+    const int H = g->H, TQ = g->TQ, TK = g->TK, DK = g->DK, DV = g->DV, b = (int)(t / H), h = (int)(t % H);
+    const size_t tile = (size_t)TQ * TK;
+    float *dp = j->ws + (size_t)slot * slot_floats(g, 1), *pd = dp + tile;
+    const float sc = g->rate > 0.0f ? 1.0f / (1.0f - g->rate) : 1.0f;
+    const float *p = j->Pk + (size_t)t * tile;
+    const row_masks rm = masks_of(j->mask, g, b);
+    const size_t qo = (size_t)b * TQ * H * DK + (size_t)h * DK, ko = (size_t)b * TK * H * DK + (size_t)h * DK;
+    const size_t vo = (size_t)b * TK * H * DV + (size_t)h * DV, oo = (size_t)b * TQ * H * DV + (size_t)h * DV;
+    const float *src = p;
+    if (g->rate > 0.0f) {
+        drop_tile(pd, p, g, b, h);
+        src = pd;
+    }
+    // dV (TK,DV) = dropout(P)^T @ dO; dP (TQ,TK) = dO @ V^T
+    bf_sgemm(1, 0, TK, DV, TQ, 1.0f, src, TK, j->dO + oo, H * DV, 0.0f, j->dV + vo, H * DV);
+    bf_sgemm(0, 1, TQ, TK, DV, 1.0f, j->dO + oo, H * DV, j->V + vo, H * DV, 0.0f, dp, TK);
+    const size_t base = (size_t)t * tile;
+    for (int i = 0; i < TQ; i++) {
+        float *d = dp + (size_t)i * TK;
+        const float *pr = p + (size_t)i * TK;
+        if (g->rate > 0.0f)
+            for (int c = 0; c < TK; c++)
+                d[c] = bf_attn_keep(g->seed, base + (size_t)i * TK + c, g->rate) ? d[c] * sc : 0.0f;
+        const float s = row_dot(pr, d, TK);
+        const int n = query_off(&rm, i) ? 0 : g->causal && i + 1 < TK ? i + 1 : TK;
+        const key_rows k = keys_of(&rm, i);
+        if (k.a)
+            for (int c = 0; c < n; c++) d[c] = key_ok(&k, c) ? pr[c] * (d[c] - s) : 0.0f;
+        else
+            for (int c = 0; c < n; c++) d[c] = pr[c] * (d[c] - s);
+        for (int c = n; c < TK; c++) d[c] = 0.0f;
+    }
+    // dQ (TQ,DK) = scale * dS @ K; dK (TK,DK) = scale * dS^T @ Q
+    bf_sgemm(0, 0, TQ, DK, TK, g->scale, dp, TK, j->K + ko, H * DK, 0.0f, j->dQ + qo, H * DK);
+    bf_sgemm(1, 0, TK, DK, TQ, g->scale, dp, TK, j->Q + qo, H * DK, 0.0f, j->dK + ko, H * DK);
 }
 
 // dQ, dK, dV (overwritten) <- dO (B,TQ,H,DV) through the kept weights P
@@ -166,47 +234,12 @@ bf_status bf_cpu_attention_backward(bf_backend *be, float *dQ, float *dK, float 
                                     const float *Q, const float *K, const float *V, const float *P,
                                     const float *mask, const bf_attn_geom *g) {
     (void)be;
-    const int B = g->B, H = g->H, TQ = g->TQ, TK = g->TK, DK = g->DK, DV = g->DV;
     if (g->p_tile) return BF_FAIL(BF_ERR_INTERNAL, "attention backward: the weights were not kept");
-    const size_t tile = (size_t)TQ * TK;
-    float *dp = ws, *pd = (float *)ws + tile;
-    const float sc = g->rate > 0.0f ? 1.0f / (1.0f - g->rate) : 1.0f;
+    attn_job j = {.g = g, .dQ = dQ, .dK = dK, .dV = dV, .ws = ws, .Q = Q, .K = K, .V = V, .dO = dO, .Pk = P,
+                  .mask = mask};
     static bf_blas_tune tune;
     bf_tune_run tr = bf_tune_begin(&tune);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            const float *p = P + ((size_t)b * H + h) * tile;
-            const row_masks rm = masks_of(mask, g, b);
-            const size_t qo = (size_t)b * TQ * H * DK + (size_t)h * DK, ko = (size_t)b * TK * H * DK + (size_t)h * DK;
-            const size_t vo = (size_t)b * TK * H * DV + (size_t)h * DV, oo = (size_t)b * TQ * H * DV + (size_t)h * DV;
-            const float *src = p;
-            if (g->rate > 0.0f) {
-                drop_tile(pd, p, g, b, h);
-                src = pd;
-            }
-            // dV (TK,DV) = dropout(P)^T @ dO; dP (TQ,TK) = dO @ V^T
-            bf_sgemm(1, 0, TK, DV, TQ, 1.0f, src, TK, dO + oo, H * DV, 0.0f, dV + vo, H * DV);
-            bf_sgemm(0, 1, TQ, TK, DV, 1.0f, dO + oo, H * DV, V + vo, H * DV, 0.0f, dp, TK);
-            const size_t base = ((size_t)b * H + h) * tile;
-            for (int i = 0; i < TQ; i++) {
-                float *d = dp + (size_t)i * TK;
-                const float *pr = p + (size_t)i * TK;
-                if (g->rate > 0.0f)
-                    for (int j = 0; j < TK; j++)
-                        d[j] = bf_attn_keep(g->seed, base + (size_t)i * TK + j, g->rate) ? d[j] * sc : 0.0f;
-                const float s = row_dot(pr, d, TK);
-                const int n = query_off(&rm, i) ? 0 : g->causal && i + 1 < TK ? i + 1 : TK;
-                const key_rows k = keys_of(&rm, i);
-                if (k.a)
-                    for (int j = 0; j < n; j++) d[j] = key_ok(&k, j) ? pr[j] * (d[j] - s) : 0.0f;
-                else
-                    for (int j = 0; j < n; j++) d[j] = pr[j] * (d[j] - s);
-                for (int j = n; j < TK; j++) d[j] = 0.0f;
-            }
-            // dQ (TQ,DK) = scale * dS @ K; dK (TK,DK) = scale * dS^T @ Q
-            bf_sgemm(0, 0, TQ, DK, TK, g->scale, dp, TK, K + ko, H * DK, 0.0f, dQ + qo, H * DK);
-            bf_sgemm(1, 0, TK, DK, TQ, g->scale, dp, TK, Q + qo, H * DK, 0.0f, dK + ko, H * DK);
-        }
+    bf_par_for((long)g->B * g->H, tr.mode ? bf_par_threads() : 1, backward_tile, &j);
     bf_tune_end(&tr, work_of(g));
     return BF_OK;
 }

@@ -1,5 +1,6 @@
 /* blas.h - the BLAS entry points boundfit uses, from OpenBLAS (scipy-openblas32
- * wheel, whose symbols carry the scipy_ prefix). Row-major GEMM only. */
+ * wheel, whose symbols carry the scipy_ prefix). Row-major GEMM only;
+ * OpenBLAS runs on one thread, the engine's pool threads the GEMMs (gemm.c). */
 #ifndef BF_BLAS_H
 #define BF_BLAS_H
 
@@ -17,13 +18,19 @@
 #define bf_openblas_get_config openblas_get_config
 #endif
 
-/* C (M,N) = alpha * op(A) @ op(B) + beta * C, row-major */
-static inline void bf_sgemm(int transA, int transB, int M, int N, int K, float alpha,
+/* C (M,N) = alpha * op(A) @ op(B) + beta * C, row-major, on the calling thread */
+static inline void bf_sgemm1(int transA, int transB, int M, int N, int K, float alpha,
                             const float *A, int lda, const float *B, int ldb, float beta,
                             float *C, int ldc) {
     bf_cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
                    transB ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C,
                    ldc);
 }
+
+/* the same over the engine's pool (gemm.c): what every op calls */
+void bf_sgemm(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+              int ldb, float beta, float *C, int ldc);
+/* C (M,N) = A (M,K) @ B (K,N) + bias (N) in every row, over the pool */
+void bf_sgemm_bias(int M, int N, int K, const float *A, const float *B, const float *bias, float *C);
 
 #endif

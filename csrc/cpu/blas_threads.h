@@ -1,32 +1,33 @@
-/* blas_threads.h - how many OpenBLAS threads an op's GEMMs run on. Ops made
+/* blas_threads.h - how many of the pool's threads (par.h) an op's GEMMs run
+ * on. Ops made
  * of many small GEMMs (per-step RNN products, per-(batch, head) attention
  * tiles) are faster on all threads on a quiet machine (LSTM benchmark 1800
  * -> 2200 samples/s on 2 cores) but 3x to 12x slower when other work shares
- * the cores, as OpenBLAS's threads then wait on each other at every GEMM. So
+ * the cores, as the threads then wait on each other at every GEMM. So
  * such ops measure both: bf_blas_tune times each call per unit of work in
  * the mode it ran, tries both at first and the other one every
- * BF_TUNE_PROBE calls, and otherwise runs the faster. OpenBLAS splits a
- * GEMM's rows and columns over threads, never the sums, so both modes give
- * the same bits. Shared by rnn.c and attention.c. */
+ * BF_TUNE_PROBE calls, and otherwise runs the faster. GEMMs are split by
+ * rows or columns, never the sums (gemm.c), so both modes give the same
+ * bits. Shared by rnn.c and attention.c. */
 #ifndef BF_BLAS_THREADS_H
 #define BF_BLAS_THREADS_H
 
 #include <stdatomic.h>
 #include <time.h>
 
-#include "blas.h"
+#include "par.h"
 
-/* Lowers OpenBLAS to one thread when `small` is true; returns the count to
+/* Lowers the engine to one thread when `small` is true; returns the count to
  * hand to bf_blas_threads_back (0 when nothing was changed). */
 static inline int bf_blas_one_thread(int small) {
-    int n = bf_openblas_get_num_threads();
+    const int n = bf_par_threads();
     if (!small || n <= 1) return 0;
-    bf_openblas_set_num_threads(1);
+    bf_par_set_threads(1);
     return n;
 }
 
 static inline void bf_blas_threads_back(int n) {
-    if (n > 1) bf_openblas_set_num_threads(n);
+    if (n > 1) bf_par_set_threads(n);
 }
 
 #define BF_TUNE_PROBE 16 /* calls between two tries of the mode not in use */

@@ -12,17 +12,19 @@
  *  - for small KK the bias rides in the GEMM (a column of ones in col, a row b
  *    under w), which also yields db in backward;
  *  - skinny GEMMs (K*KK small, e.g. 3x3x3 -> 32) are cut into row blocks that
- *    OpenBLAS's batched GEMM runs in parallel (where its small-matrix kernels
+ *    OpenBLAS's batched GEMM runs, split over the engine's pool (where its small-matrix kernels
  *    are fast); dw then goes through per-block partial sums in the workspace.
  *    If the batched entry point is missing or fails, plain sgemm is used;
  *  - backward ADDS into dw/db and OVERWRITES dinp (zeroed, then col2im adds);
  *    dinp, db and dw (a frozen kernel) may be NULL;
  *  - no allocation, no abort: errors are returned as bf_status. */
 #include <limits.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <string.h>
 
 #include "blas.h"
+#include "par.h"
 #include "cpu_conv.h"
 
 size_t bf_cpu_conv2d_ws_cap = (size_t)4 << 20;
@@ -65,7 +67,7 @@ static int batch_eligible(long n, long kd) { return n * kd <= BF_BATCH_MAX_ROWWO
 
 /* Row blocking of an M-row GEMM with N*Kd work per row for the batched call:
  * blocks of *rows rows (at most the small-matrix bound), their number a
- * multiple of the BLAS thread count so every thread gets the same share, run
+ * multiple of the engine's thread count so every thread gets the same share, run
  * *group blocks per call (<= BF_BATCH_MAXP). Returns 0 when not batching. */
 static int batch_plan(long M, long n, long kd, int *rows, int *group) {
     if (!bf_cpu_conv2d_batch || !batch_eligible(n, kd) || !BF_GEMM_BATCH_PRESENT) return 0;
@@ -75,7 +77,7 @@ static int batch_plan(long M, long n, long kd, int *rows, int *group) {
         return 0;
     const long rmax = BF_BATCH_MNK / (n * kd);
     if (M < 2 * rmax) return 0; /* one plain GEMM is as good */
-    int nt = bf_openblas_get_num_threads();
+    int nt = bf_par_threads();
     if (nt < 1) nt = 1;
     if (nt > BF_BATCH_MAXP) nt = BF_BATCH_MAXP;
     long P = (M + rmax - 1) / rmax;
@@ -85,16 +87,54 @@ static int batch_plan(long M, long n, long kd, int *rows, int *group) {
     return 1;
 }
 
+/* One batched call of `count` GEMMs C_i (M,N) = op(A_i) @ B_i (A_i = A + i*sa,
+ * transposed when ta, and likewise B, C), split over the pool in runs of
+ * items. Returns 0 when a part failed: OpenBLAS returns silently if its
+ * argument array can't be allocated, so each part's C[0] is set to NaN first. */
+typedef struct {
+    int ta, M, N, K, lda;
+    long sa;
+    int ldb;
+    long sb;
+    int ldc;
+    long sc;
+    const float *A, *B;
+    float *C;
+    long parts;
+    int count;
+    _Atomic int failed;
+} batch_job;
+
+static void batch_part(void *ctx, long t, int slot) {
+    (void)slot;
+    batch_job *j = ctx;
+    const long lo = j->count * t / j->parts, hi = j->count * (t + 1) / j->parts;
+    if (hi <= lo) return;
+    float *c = j->C + lo * j->sc;
+    c[0] = NAN;
+    bf_sgemm_batch_strided_sym(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, CblasNoTrans, j->M, j->N, j->K,
+                               1.0f, j->A + lo * j->sa, j->lda, (blasint)j->sa, j->B + lo * j->sb, j->ldb,
+                               (blasint)j->sb, 0.0f, c, j->ldc, (blasint)j->sc, (blasint)(hi - lo));
+    if (isnan(c[0])) atomic_store(&j->failed, 1);
+}
+
+static int batch_run(batch_job *j, int count) {
+    const int threads = bf_par_threads();
+    j->count = count;
+    j->parts = count < threads ? count : threads;
+    atomic_store(&j->failed, 0);
+    bf_par_for(j->parts, threads, batch_part, j);
+    return !atomic_load(&j->failed);
+}
+
 // C (M,N) = A (M,Kd; lda) @ B (Kd,N)
 static void gemm_nn(int M, int N, int Kd, const float *A, int lda, const float *B, float *C) {
     int rows, group;
     if (batch_plan(M, N, Kd, &rows, &group)) {
         while (M >= rows) {
             const int P = M / rows < group ? M / rows : group;
-            C[0] = NAN; /* OpenBLAS returns silently if its argument array can't be allocated */
-            bf_sgemm_batch_strided_sym(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, N, Kd, 1.0f,
-                                       A, lda, rows * lda, B, N, 0, 0.0f, C, N, rows * N, P);
-            if (isnan(C[0])) break; /* failed (or NaN data): plain GEMM below */
+            batch_job j = {0, rows, N, Kd, lda, rows * lda, N, 0, N, rows * N, A, B, C};
+            if (!batch_run(&j, P)) break; /* failed (or NaN data): plain GEMM below */
             A += (size_t)P * rows * lda;
             C += (size_t)P * rows * N;
             M -= P * rows;
@@ -111,11 +151,8 @@ static void gemm_tn_acc(int M, int N, int Kd, const float *A, int lda, const flo
     if (part && batch_plan(M, N, Kd, &rows, &group)) {
         while (M >= rows) {
             const int P = M / rows < group ? M / rows : group;
-            part[0] = NAN;
-            bf_sgemm_batch_strided_sym(CblasRowMajor, CblasTrans, CblasNoTrans, Kd, N, rows, 1.0f,
-                                       A, lda, rows * lda, D, N, rows * N, 0.0f, part, N,
-                                       (blasint)blk, P);
-            if (isnan(part[0])) break; /* failed (or NaN data): plain GEMM below */
+            batch_job j = {1, Kd, N, rows, lda, rows * lda, N, rows * N, N, (long)blk, A, D, part};
+            if (!batch_run(&j, P)) break; /* failed (or NaN data): plain GEMM below */
             for (int p = 0; p < P; p++) {
                 const float *q = part + (size_t)p * blk;
                 for (size_t i = 0; i < blk; i++) acc[i] += q[i];

@@ -47,4 +47,26 @@ bf_status bf_cpu_rescale_backward(bf_backend *be, float *dinp, const float *dout
 bf_status bf_cpu_augment_forward(bf_backend *be, float *out, const float *inp, const bf_augment *a);
 bf_status bf_cpu_augment_backward(bf_backend *be, float *dinp, const float *dout, const bf_augment *a);
 
+/* par_ops.c: the same ops split over the engine's pool (par.h), same bits on
+ * any number of threads; the CPU backend's vtable entries */
+bf_status bf_par_act_forward(bf_backend *be, float *out, const float *inp, bf_act act, long N, int C);
+bf_status bf_par_act_backward(bf_backend *be, float *dinp, const float *dout, const float *out, bf_act act, long N,
+                              int C);
+bf_status bf_par_actx_forward(bf_backend *be, float *out, const float *inp, bf_act act, const bf_act_param *p,
+                              long n);
+bf_status bf_par_actx_backward(bf_backend *be, float *dinp, const float *dout, const float *inp, const float *out,
+                               bf_act act, const bf_act_param *p, long n);
+bf_status bf_par_ewise(bf_backend *be, float *out, const float *a, const float *b, const float *c, bf_ewise_op op,
+                       float alpha, long n);
+bf_status bf_par_opt_update(bf_backend *be, float *w, float *s0, float *s1, float *s2, const float *g, long n,
+                            const bf_update_args *a);
+bf_status bf_par_layernorm_forward(bf_backend *be, float *out, float *mean, float *invstd, const float *inp,
+                                   const float *gamma, const float *beta, long N, int C, float eps);
+bf_status bf_par_layernorm_backward(bf_backend *be, float *dinp, float *dgamma, float *dbeta, const float *dout,
+                                    const float *inp, const float *mean, const float *invstd, const float *gamma,
+                                    long N, int C);
+bf_status bf_par_dense_backward(bf_backend *be, float *dinp, float *dw, float *db, const float *dout,
+                                const float *inp, const float *w, int B, int IN, int OUT);
+bf_status bf_par_maxabs(bf_backend *be, float *out, const float *x, long n);
+
 #endif

@@ -1,6 +1,5 @@
 /* dense.c - fully connected layer on the CPU via OpenBLAS sgemm.
  * Kernel layout (IN,OUT) as Keras. Backward adds into dw/db, overwrites dinp. */
-#include <string.h>
 
 #include "blas.h"
 #include "cpu_ops.h"
@@ -11,10 +10,8 @@ bf_status bf_cpu_dense_forward(bf_backend *be, float *out, const float *inp, con
     (void)be;
     if (B <= 0 || IN <= 0 || OUT <= 0)
         return BF_FAIL(BF_ERR_SHAPE, "dense: bad sizes B=%d IN=%d OUT=%d", B, IN, OUT);
-    if (b) {
-        for (int i = 0; i < B; i++) memcpy(out + (size_t)i * OUT, b, sizeof(float) * OUT);
-    }
-    bf_sgemm(0, 0, B, OUT, IN, 1.0f, inp, IN, w, OUT, b ? 1.0f : 0.0f, out, OUT);
+    if (b) bf_sgemm_bias(B, OUT, IN, inp, w, b, out);
+    else bf_sgemm(0, 0, B, OUT, IN, 1.0f, inp, IN, w, OUT, 0.0f, out, OUT);
     return BF_OK;
 }
 

@@ -10,6 +10,7 @@
 #include "backend_registry.h"
 #include "blas.h"
 #include "blas_probe.h"
+#include "par.h"
 #include "model.h"
 
 bf_module_state *bf_state_of_module(PyObject *m) { return (bf_module_state *)PyModule_GetState(m); }
@@ -45,7 +46,7 @@ static PyObject *set_num_threads(PyObject *self, PyObject *args) {
     int n;
     if (!PyArg_ParseTuple(args, "i", &n)) return NULL;
     if (n < 1) return PyErr_Format(PyExc_ValueError, "num_threads must be >= 1, got %d", n);
-    bf_openblas_set_num_threads(n);
+    bf_par_set_threads(n);
     Py_RETURN_NONE;
 }
 
@@ -64,7 +65,7 @@ static PyObject *build_info(PyObject *self, PyObject *noargs) {
     (void)self;
     (void)noargs;
     return Py_BuildValue("{s:s,s:i,s:i,s:s}", "blas", bf_openblas_get_config(), "blas_threads",
-                         bf_openblas_get_num_threads(), "cuda_built", BF_BUILT_WITH_CUDA,
+                         bf_par_threads(), "cuda_built", BF_BUILT_WITH_CUDA,
                          "compiler", __VERSION__);
 }
 

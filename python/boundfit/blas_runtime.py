@@ -1,27 +1,36 @@
 """The BLAS runtime, brought up before the first plan and measured.
 
-OpenBLAS gives each of its threads a packing buffer (32 MiB on x86-64) that
+OpenBLAS gives each call in flight a packing buffer (32 MiB on x86-64) that
 GEMMs touch lazily, so the first run of a process used to grow RSS by up to
-that much per thread beyond its plan. Before any plan reads the budget, probe
-GEMMs over zero pages (boundfit._core.blas_probe: only the small output is
-written, and it is released) touch every thread's buffer to its end; the
-growth of RSS they cause is measured and stated in every plan as held memory.
-From then on a run touches nothing of BLAS's that is not already resident.
+that much per thread beyond its plan. The engine runs OpenBLAS on one thread
+from each thread of its own pool (csrc/cpu/par.c, gemm.c), so as many calls
+are in flight as the pool has threads. Before any plan reads the budget,
+probe GEMMs over zero pages (boundfit._core.blas_probe, on every thread at
+once: only the output is written, and it is released) touch every thread's
+buffer to its end; the growth of RSS they cause is measured and stated in
+every plan as held memory. From then on a run touches nothing of BLAS's that
+is not already resident.
 
-The probes run once per process, and again only for threads added later
-(boundfit._core.set_num_threads). Where the memory left cannot hold a buffer
-per thread, the thread count is lowered to what fits (the plan says so)
-rather than risk the OOM killer; where it cannot hold one, MemoryBudgetError.
+The probes run once per process, and again only if the thread count is
+raised later (boundfit._core.set_num_threads, up to the pool's size). Where
+the memory left cannot hold a buffer per thread, the thread count is lowered
+to what fits (the plan says so) rather than risk the OOM killer; where it
+cannot hold one, MemoryBudgetError.
 """
 
 from . import _core, budget
 from .errors import MemoryBudgetError
 
-# Probe shapes (M, N, K): a tall, thin product fills the B-panel part of the
-# buffer, a wide one the A-panel part; doubled K covers deeper panels. Rounds
-# repeat until one adds less than _SETTLED bytes (measured, not assumed).
-_PROBES = ((1 << 17, 16, 1024), (16, 1 << 14, 1024), (1 << 17, 16, 2048))
-_PROBE_OUT = max(4 * m * n for m, n, _ in _PROBES)  # bytes the largest probe writes
+# Probe shapes (M, N, K). The engine calls OpenBLAS on one thread from each of
+# its pool's threads at once (csrc/cpu/gemm.c), and each call takes a buffer of
+# its own; the probe runs a shape on every thread at the same time. OpenBLAS
+# 0.3.34 packs into the buffer only for N >= 512 (narrower products take a
+# path without it), and fills it for M >= 24576, K >= 1024 (measured: 32 MiB a
+# thread); the wide product covers the A-panel part in builds that pack it
+# otherwise. Rounds repeat until one adds less than _SETTLED bytes (measured,
+# not assumed).
+_PROBES = ((24576, 512, 1024), (16, 1 << 14, 1024))
+_PROBE_OUT = max(4 * m * n for m, n, _ in _PROBES)  # bytes the largest probe writes, per thread
 _SETTLED = 64 << 10
 _ROUNDS = 4
 # One thread's buffer at most before two or more threads have been measured:
@@ -87,7 +96,9 @@ def ensure():
         per = _state["per_thread"] or _THREAD_BOUND
         room = _room()
         if room is not None:
-            fit = have + max(int((room - _PROBE_OUT) // per), 0)
+            # the probe writes _PROBE_OUT on each of the n threads (released) while
+            # the n - have new buffers come up: n * _PROBE_OUT + (n - have) * per
+            fit = max(int((room + have * per) // (per + _PROBE_OUT)), have)
             if fit < 1:
                 need = per + _PROBE_OUT
                 raise MemoryBudgetError(

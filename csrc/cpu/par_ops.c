@@ -1,0 +1,249 @@
+/* par_ops.c - the CPU backend's elementwise, row-wise and column-sum ops
+ * split over the engine's pool (par.h). Each task runs the serial kernel on
+ * a slice of rows or elements; sums over rows (LayerNorm's dgamma / dbeta,
+ * Dense's bias gradient) are split by columns, each column summed in row
+ * order. So every output has the same bits on any number of threads. Small
+ * inputs (below GRAIN floats a task) run serially. These are what the CPU
+ * backend's vtable points to (cpu_backend.c); the emu backend keeps the
+ * serial kernels. */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "attn_ops.h"
+#include "cpu_ops.h"
+#include "par.h"
+
+#define GRAIN (32L << 10) /* floats a task at least */
+
+/* one split call: the kernel's arguments, the slicing and the first failure */
+typedef struct {
+    bf_backend *be;
+    float *out, *s0, *s1, *s2;
+    const float *a, *b, *c, *d, *e;
+    long n, parts;
+    int C, act;
+    float alpha;
+    const bf_act_param *p;
+    const bf_update_args *u;
+    bf_ewise_op op;
+    uint32_t part_max[BF_PAR_MAX * 4];
+    _Atomic int st, bad;
+} job;
+
+static void fail(job *j, bf_status s) {
+    int ok = BF_OK;
+    if (s != BF_OK) atomic_compare_exchange_strong(&j->st, &ok, (int)s);
+}
+
+/* runs task over slices of `rows` rows of C floats (at least GRAIN floats a
+ * slice, at most 4 per thread) */
+static bf_status run(job *j, long rows, int C, bf_par_fn task) {
+    const int threads = bf_par_threads();
+    j->parts = bf_par_parts(rows * (long)C, GRAIN, 4L * threads);
+    if (j->parts > rows) j->parts = rows > 0 ? rows : 1;
+    j->n = rows;
+    j->C = C;
+    atomic_store(&j->st, BF_OK);
+    bf_par_for(j->parts, threads, task, j);
+    return (bf_status)atomic_load(&j->st);
+}
+
+/* slice t: rows [lo, hi), o_ = lo * C floats in */
+#define SLICE(j, t, lo, hi) \
+    long lo, hi;            \
+    bf_par_range((j)->n, (j)->parts, (t), &lo, &hi); \
+    const long o_ = lo * (j)->C
+
+static void act_fwd(void *c, long t, int slot) {
+    job *j = c;
+    (void)slot;
+    SLICE(j, t, lo, hi);
+    fail(j, bf_cpu_act_forward(j->be, j->out + o_, j->a + o_, (bf_act)j->act, hi - lo, j->C));
+}
+bf_status bf_par_act_forward(bf_backend *be, float *out, const float *inp, bf_act act, long N, int C) {
+    job j = {.be = be, .out = out, .a = inp, .act = (int)act};
+    return run(&j, N, C, act_fwd);
+}
+
+static void act_bwd(void *c, long t, int slot) {
+    job *j = c;
+    (void)slot;
+    SLICE(j, t, lo, hi);
+    fail(j, bf_cpu_act_backward(j->be, j->out + o_, j->a + o_, j->b + o_, (bf_act)j->act, hi - lo, j->C));
+}
+bf_status bf_par_act_backward(bf_backend *be, float *dinp, const float *dout, const float *out, bf_act act, long N,
+                              int C) {
+    job j = {.be = be, .out = dinp, .a = dout, .b = out, .act = (int)act};
+    return run(&j, N, C, act_bwd);
+}
+
+static void actx_fwd(void *c, long t, int slot) {
+    job *j = c;
+    (void)slot;
+    SLICE(j, t, lo, hi);
+    fail(j, bf_cpu_actx_forward(j->be, j->out + o_, j->a + o_, (bf_act)j->act, j->p, hi - lo));
+}
+bf_status bf_par_actx_forward(bf_backend *be, float *out, const float *inp, bf_act act, const bf_act_param *p,
+                              long n) {
+    job j = {.be = be, .out = out, .a = inp, .act = (int)act, .p = p};
+    return run(&j, n, 1, actx_fwd);
+}
+
+static void actx_bwd(void *c, long t, int slot) {
+    job *j = c;
+    (void)slot;
+    SLICE(j, t, lo, hi);
+    fail(j, bf_cpu_actx_backward(j->be, j->out + o_, j->a + o_, j->b ? j->b + o_ : NULL, j->c ? j->c + o_ : NULL,
+                                 (bf_act)j->act, j->p, hi - lo));
+}
+bf_status bf_par_actx_backward(bf_backend *be, float *dinp, const float *dout, const float *inp, const float *out,
+                               bf_act act, const bf_act_param *p, long n) {
+    if (!dinp) return bf_cpu_actx_backward(be, dinp, dout, inp, out, act, p, n);
+    job j = {.be = be, .out = dinp, .a = dout, .b = inp, .c = out, .act = (int)act, .p = p};
+    return run(&j, n, 1, actx_bwd);
+}
+
+static void ewise(void *c, long t, int slot) {
+    job *j = c;
+    (void)slot;
+    SLICE(j, t, lo, hi);
+    fail(j, bf_cpu_ewise(j->be, j->out + o_, j->a + o_, j->b ? j->b + o_ : NULL, j->c ? j->c + o_ : NULL, j->op,
+                         j->alpha, hi - lo));
+}
+bf_status bf_par_ewise(bf_backend *be, float *out, const float *a, const float *b, const float *c, bf_ewise_op op,
+                       float alpha, long n) {
+    job j = {.be = be, .out = out, .a = a, .b = b, .c = c, .op = op, .alpha = alpha};
+    return run(&j, n, 1, ewise);
+}
+
+static void update(void *c, long t, int slot) {
+    job *j = c;
+    (void)slot;
+    SLICE(j, t, lo, hi);
+    fail(j, bf_cpu_opt_update(j->be, j->out + o_, j->s0 ? j->s0 + o_ : NULL, j->s1 ? j->s1 + o_ : NULL,
+                              j->s2 ? j->s2 + o_ : NULL, j->a + o_, hi - lo, j->u));
+}
+bf_status bf_par_opt_update(bf_backend *be, float *w, float *s0, float *s1, float *s2, const float *g, long n,
+                            const bf_update_args *a) {
+    job j = {.be = be, .out = w, .s0 = s0, .s1 = s1, .s2 = s2, .a = g, .u = a};
+    return run(&j, n, 1, update);
+}
+
+static void ln_fwd(void *c, long t, int slot) {
+    job *j = c;
+    (void)slot;
+    SLICE(j, t, lo, hi);
+    fail(j, bf_cpu_layernorm_forward(j->be, j->out + o_, j->s0 + lo, j->s1 + lo, j->a + o_, j->b, j->c, hi - lo,
+                                     j->C, j->alpha));
+}
+bf_status bf_par_layernorm_forward(bf_backend *be, float *out, float *mean, float *invstd, const float *inp,
+                                   const float *gamma, const float *beta, long N, int C, float eps) {
+    if (N <= 0 || C <= 0) return bf_cpu_layernorm_forward(be, out, mean, invstd, inp, gamma, beta, N, C, eps);
+    job j = {.be = be, .out = out, .s0 = mean, .s1 = invstd, .a = inp, .b = gamma, .c = beta, .alpha = eps};
+    return run(&j, N, C, ln_fwd);
+}
+
+/* column slice t of C: [lo, hi) */
+static void columns(const job *j, long t, long *lo, long *hi) { bf_par_range(j->C, j->parts, t, lo, hi); }
+
+/* dgamma and dbeta columns [lo, hi) += over rows n in order (as the serial
+ * kernel: dy * xhat and dy) */
+static void ln_cols(void *c, long t, int slot) {
+    job *j = c;
+    (void)slot;
+    long lo, hi;
+    columns(j, t, &lo, &hi);
+    const long C = j->C, N = j->n, w = hi - lo;
+    const float *restrict mean = j->c, *restrict invstd = j->d;
+    float *restrict dg = j->s0 ? j->s0 + lo : NULL, *restrict dbt = j->s1 ? j->s1 + lo : NULL;
+    for (long n = 0; n < N; n++) {
+        const float *restrict x = j->b + n * C + lo, *restrict dy = j->a + n * C + lo;
+        const float m = mean[n], is = invstd[n];
+        if (dg)
+            for (long k = 0; k < w; k++) dg[k] += dy[k] * ((x[k] - m) * is);
+        if (dbt)
+            for (long k = 0; k < w; k++) dbt[k] += dy[k];
+    }
+}
+
+static void ln_rows(void *c, long t, int slot) {
+    job *j = c;
+    (void)slot;
+    SLICE(j, t, lo, hi);
+    fail(j, bf_cpu_layernorm_backward(j->be, j->out + o_, NULL, NULL, j->a + o_, j->b + o_, j->c + lo, j->d + lo,
+                                      j->e, hi - lo, j->C));
+}
+
+/* column jobs: one part per 16 columns at most, one per thread at most, none
+ * below GRAIN floats (N rows of them) */
+static long column_parts(long N, int C) {
+    const int threads = bf_par_threads();
+    long parts = bf_par_parts((long)C * N, GRAIN, threads);
+    if (parts > C / 16) parts = C / 16 > 0 ? C / 16 : 1;
+    return parts;
+}
+
+bf_status bf_par_layernorm_backward(bf_backend *be, float *dinp, float *dgamma, float *dbeta, const float *dout,
+                                    const float *inp, const float *mean, const float *invstd, const float *gamma,
+                                    long N, int C) {
+    if (N <= 0 || C <= 0)
+        return bf_cpu_layernorm_backward(be, dinp, dgamma, dbeta, dout, inp, mean, invstd, gamma, N, C);
+    job j = {.be = be, .out = dinp, .s0 = dgamma, .s1 = dbeta, .a = dout, .b = inp, .c = mean, .d = invstd,
+             .e = gamma, .n = N, .C = C};
+    if (dgamma || dbeta) {
+        j.parts = column_parts(N, C);
+        bf_par_for(j.parts, bf_par_threads(), ln_cols, &j);
+    }
+    if (!dinp) return BF_OK;
+    return run(&j, N, C, ln_rows);
+}
+
+/* db columns [lo, hi) += rows of dout in order */
+static void bias_cols(void *c, long t, int slot) {
+    job *j = c;
+    (void)slot;
+    long lo, hi;
+    columns(j, t, &lo, &hi);
+    const long C = j->C, N = j->n, w = hi - lo;
+    float *restrict db = j->s0 + lo;
+    for (long n = 0; n < N; n++) {
+        const float *restrict r = j->a + n * C + lo;
+        for (long k = 0; k < w; k++) db[k] += r[k];
+    }
+}
+
+bf_status bf_par_dense_backward(bf_backend *be, float *dinp, float *dw, float *db, const float *dout,
+                                const float *inp, const float *w, int B, int IN, int OUT) {
+    BF_TRY(bf_cpu_dense_backward(be, dinp, dw, NULL, dout, inp, w, B, IN, OUT));
+    if (!db || B <= 0 || OUT <= 0) return BF_OK;
+    job j = {.be = be, .s0 = db, .a = dout, .n = B, .C = OUT, .parts = column_parts(B, OUT)};
+    bf_par_for(j.parts, bf_par_threads(), bias_cols, &j);
+    return BF_OK;
+}
+
+/* max |x| of slice t into part_max[t] (as bits: bf_cpu_maxabs orders them so) */
+static void maxabs(void *c, long t, int slot) {
+    job *j = c;
+    (void)slot;
+    SLICE(j, t, lo, hi);
+    float m = 0.0f;
+    bf_cpu_maxabs(j->be, &m, j->a + o_, hi - lo);
+    memcpy(&j->part_max[t], &m, sizeof m);
+}
+bf_status bf_par_maxabs(bf_backend *be, float *out, const float *x, long n) {
+    job j = {.be = be, .a = x};
+    const int threads = bf_par_threads();
+    j.parts = bf_par_parts(n, GRAIN, 4L * threads);
+    if (j.parts <= 1 || j.parts > (long)(sizeof j.part_max / sizeof j.part_max[0]))
+        return bf_cpu_maxabs(be, out, x, n);
+    j.n = n;
+    j.C = 1;
+    bf_par_for(j.parts, threads, maxabs, &j);
+    for (long t = 0; t < j.parts; t++) {
+        float m;
+        memcpy(&m, &j.part_max[t], sizeof m);
+        if (m > *out) *out = m; /* NaN came as Inf */
+    }
+    return BF_OK;
+}
