@@ -6,13 +6,15 @@ at the same batch size (each framework in its own subprocess, same threads).
 
     python benchmarks/bench_transformer.py [steps] [rounds]
 
-Each side reports its best round of `steps` steps (timeit's rule: the other
-rounds measure the machine's other load, not the code).
+A round is `steps` training steps (one fit over steps * 32 samples; PyTorch:
+the same steps in a loop); the two sides run their rounds in turn
+(benchmarks/interleave.py) and each reports its best round and its median.
 """
 
-import subprocess
 import sys
 import textwrap
+
+from interleave import run_pair
 
 BF = textwrap.dedent("""
     import time, numpy as np, boundfit as bf
@@ -27,12 +29,13 @@ BF = textwrap.dedent("""
     m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
     x = np.random.default_rng(0).standard_normal((B * STEPS, T, D), dtype=np.float32)
     y = np.random.default_rng(1).integers(0, 10, B * STEPS)
-    plan = m.estimate_memory(batch_size=B)
-    m.fit(x[:B], y[:B], batch_size=B, verbose=0)
-    dt = []
-    for r in range({ROUNDS}):
-        t0 = time.perf_counter(); m.fit(x, y, batch_size=B, verbose=0, shuffle=False); dt.append(time.perf_counter() - t0)
-    print(B * STEPS / min(dt), plan.host_bytes)
+    def setup():
+        m.fit(x[:B], y[:B], batch_size=B, verbose=0)
+    def final():
+        return m.estimate_memory(batch_size=B).host_bytes
+    def one_round():
+        t0 = time.perf_counter(); m.fit(x, y, batch_size=B, verbose=0, shuffle=False)
+        return time.perf_counter() - t0
 """)
 
 TORCH = textwrap.dedent("""
@@ -58,43 +61,39 @@ TORCH = textwrap.dedent("""
     lf = torch.nn.CrossEntropyLoss()
     def step(i):
         opt.zero_grad(); lf(net(x[i * B:(i + 1) * B]), y[i * B:(i + 1) * B]).backward(); opt.step()
-    step(0)
-    dt = []
-    for r in range({ROUNDS}):
+    def setup():
+        step(0)
+    def one_round():
         t0 = time.perf_counter()
         for i in range(STEPS): step(i)
-        dt.append(time.perf_counter() - t0)
-    peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r_data) * 1024
-    print(B * STEPS / min(dt), peak)
+        return time.perf_counter() - t0
+    def final():
+        return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r_data) * 1024
 """)
-
-
-def run(code, **kw):
-    out = subprocess.run([sys.executable, "-c", code.format(**kw)], capture_output=True, text=True, timeout=1800)
-    if out.returncode:
-        return None, out.stderr.strip().splitlines()[-1]
-    a, b = out.stdout.split()
-    return float(a), float(b)
 
 
 def main():
     import boundfit as bf
     threads = bf.blas_runtime.threads()
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 8
-    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-    kw = dict(B=32, T=128, D=256, H=4, FF=1024, STEPS=steps, THREADS=threads, ROUNDS=rounds)
-    ours, plan = run(BF, **kw)
-    theirs, peak = run(TORCH, **kw)
-    print(f"Transformer block: batch 32, 128 tokens, 256 wide, 4 heads, ff 1024, Adam (best of {rounds} rounds of {steps} steps, {threads} threads)")
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    kw = dict(B=32, T=128, D=256, H=4, FF=1024, STEPS=steps, THREADS=threads)
+    (ours, *bf_rest), (theirs, *pt_rest) = run_pair(BF.format(**kw), TORCH.format(**kw), rounds)
+    n = 32 * steps
+    print(f"Transformer block: batch 32, 128 tokens, 256 wide, 4 heads, ff 1024, Adam ({rounds} rounds of {steps} "
+          f"steps each side, in turn; {threads} threads)")
     if ours is None:
-        print(f"  boundfit failed: {plan}")
+        print(f"  boundfit failed: {bf_rest[0]}")
         return
-    print(f"  boundfit {ours:10.1f} samples/s, planned host bytes {plan / 2**20:8.1f} MiB")
+    med, plan = bf_rest
+    print(f"  boundfit {n / ours:10.1f} samples/s best, {n / med:8.1f} median, planned host bytes {plan / 2**20:8.1f} MiB")
     if theirs is None:
-        print(f"  PyTorch unavailable: {peak}")
-    else:
-        print(f"  PyTorch  {theirs:10.1f} samples/s, peak RSS growth    {peak / 2**20:8.1f} MiB")
-        print(f"  ratios: samples/s {ours / theirs:5.2f}x, memory {plan / max(peak, 1):5.2f}x of PyTorch's")
+        print(f"  PyTorch unavailable: {pt_rest[0]}")
+        return
+    med_t, peak = pt_rest
+    print(f"  PyTorch  {n / theirs:10.1f} samples/s best, {n / med_t:8.1f} median, peak RSS growth    {peak / 2**20:8.1f} MiB")
+    print(f"  ratios: samples/s {theirs / ours:5.2f}x best, {med_t / med:5.2f}x median; memory {plan / max(peak, 1):5.2f}x "
+          f"of PyTorch's")
 
 
 if __name__ == "__main__":

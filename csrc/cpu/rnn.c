@@ -30,6 +30,7 @@
 #include "blas.h"
 #include "act_math.h"
 #include "blas_threads.h"
+#include "par.h"
 #include "seq_ops.h"
 #include "vec_exp.h"
 
@@ -221,6 +222,30 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
     return BF_OK;
 }
 
+/* du (U,GU) += sum over rows r of h1_r^T (U,T-1) @ dz1_r (T-1,GU), the rows in
+ * order, the columns in gate blocks of U: one pool task each. The blocks are
+ * fixed by the shape, not the threads, so the bits are the same on any
+ * number of threads (one-thread OpenBLAS takes another kernel for a narrower
+ * product, so gemm.c would not split these). */
+typedef struct {
+    const bf_rnn_geom *g;
+    const float *hs, *gates;
+    float *du;
+    size_t lh, lz;
+} du_job;
+
+static void du_block(void *ctx, long k, int slot) {
+    (void)slot;
+    const du_job *j = ctx;
+    const bf_rnn_geom *g = j->g;
+    const int U = g->U, GU = bf_rnn_gates(g->cell) * U;
+    for (int r = 0; r < g->B; r++) {
+        const float *h1 = j->hs + r * j->lh + (g->go_backwards ? g->ldh : 0);
+        const float *z1 = j->gates + r * j->lz + (g->go_backwards ? 0 : GU);
+        bf_sgemm(1, 0, U, U, g->T - 1, 1.0f, h1, g->ldh, z1 + (size_t)k * U, GU, 1.0f, j->du + (size_t)k * U, GU);
+    }
+}
+
 // from dout (as out of forward): dx (B,T,D); dw (D,GU), du (U,GU), db (GU or 2*GU) added into
 bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, float *dw, float *du, float *db,
                               float *gates, void *ws, const float *dout, const float *hs, const float *cs,
@@ -329,10 +354,8 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
         }
     }
     if (du && g->cell != BF_CELL_GRU && !g->nmh) {
-        for (int r = 0; r < B && T > 1; r++) {
-            const float *h1 = hs + r * lh + (g->go_backwards ? g->ldh : 0), *z1 = gates + r * lz + (g->go_backwards ? 0 : GU);
-            bf_sgemm(1, 0, U, GU, T - 1, 1.0f, h1, g->ldh, z1, GU, 1.0f, du, GU);
-        }
+        du_job j = {g, hs, gates, du, lh, lz};
+        if (T > 1) bf_par_for(GU / U, bf_par_threads(), du_block, &j);
         if (g->h0) bf_sgemm(1, 0, U, GU, B, 1.0f, g->h0, U, gates + (size_t)pos(g, 0) * GU, (int)lz, 1.0f, du, GU);
     }
     /* the input projection of all steps: one GEMM each for dw and dx */

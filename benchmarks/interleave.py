@@ -1,0 +1,80 @@
+"""Two frameworks timed round by round in turn: each runs in its own
+subprocess (its own memory, same threads), sets up, then times one round per
+request from this process, alternating A, B, A, B, ... A busy spell of the
+machine then slows both sides alike instead of whichever ran during it.
+
+A child's code defines `setup()` (warm-up), `one_round()` (returns seconds)
+and `final()` (a figure to report once the rounds are over, e.g. peak
+memory); SERVE below is appended to it. Each side reports its best round (timeit's rule: the other
+rounds measure the machine's other load, not the code) and its median.
+Between two rounds both sides rest for PAUSE seconds, so that threads one
+side left spinning (OpenMP's spin-wait lasts up to 200 ms) have gone to sleep
+before the other side's round starts."""
+
+import statistics
+import subprocess
+import sys
+import time
+
+PAUSE = 0.5
+
+SERVE = """
+import sys as _sys
+setup()
+print("READY", flush=True)
+for _line in _sys.stdin:
+    if _line.strip() == "end":
+        print("END", final(), flush=True)
+        break
+    print("ROUND", one_round(), flush=True)
+"""
+
+
+class _Child:
+    def __init__(self, code):
+        self.p = subprocess.Popen([sys.executable, "-c", code + SERVE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        self._read("READY")
+
+    def _read(self, tag):
+        for line in self.p.stdout:
+            if line.startswith(tag):
+                return line[len(tag):].strip()
+        raise RuntimeError(self.p.stderr.read().strip().splitlines()[-1] if self.p.poll() is not None else "no reply")
+
+    def _ask(self, what, tag):
+        self.p.stdin.write(what + "\n")
+        self.p.stdin.flush()
+        return float(self._read(tag))
+
+    def round(self):
+        return self._ask("go", "ROUND")
+
+    def close(self):
+        final = self._ask("end", "END")
+        self.p.stdin.close()
+        self.p.wait(timeout=60)
+        return final
+
+
+def run_pair(code_a, code_b, rounds):
+    """Returns, for a and for b: (best seconds, median seconds, final()) or
+    (None, the error's last line)."""
+    kids, out = [], []
+    for code in (code_a, code_b):
+        try:
+            kids.append(_Child(code))
+        except (RuntimeError, IndexError) as e:
+            kids.append(e)
+    times = [[], []]
+    for _ in range(rounds):
+        for k, kid in enumerate(kids):
+            if not isinstance(kid, Exception):
+                time.sleep(PAUSE)
+                times[k].append(kid.round())
+    for kid, t in zip(kids, times):
+        if isinstance(kid, Exception):
+            out.append((None, str(kid)))
+        else:
+            out.append((min(t), statistics.median(t), kid.close()))
+    return out
