@@ -5,8 +5,8 @@ kernel for the whole and the parts (csrc/cpu/gemm.c); sums over rows
 of many small GEMMs (recurrent steps, attention tiles) pick one thread or all
 by timing both (csrc/cpu/blas_threads.h). Trained weights of a fresh process
 on one thread equal, bit for bit, those of a process on two threads, which
-split the feed-forward GEMMs and column sums and ran the recurrent and
-attention ops in both modes (24 steps: past the tuner's alternating calls and
+split the feed-forward GEMMs, the column sums and the LSTM's steps (blocks of
+batch rows) and ran the recurrent and attention ops in both modes (24 steps: past the tuner's alternating calls and
 a probe of the other mode)."""
 
 import os
@@ -20,17 +20,17 @@ import sys, numpy as np, boundfit as bf
 from boundfit import layers
 bf.utils.set_random_seed(0)
 rng = np.random.default_rng(0)
-x = rng.standard_normal((32 * 12, 24, 16)).astype(np.float32)
-y = rng.standard_normal((32 * 12, 1)).astype(np.float32)
+x = rng.standard_normal((64 * 12, 24, 16)).astype(np.float32)
+y = rng.standard_normal((64 * 12, 1)).astype(np.float32)
 inp = layers.Input((24, 16))
-h = layers.LSTM(32, return_sequences=True)(inp)
+h = layers.LSTM(128, return_sequences=True)(inp)   # batch 64 x 128 units: steps in blocks of rows
 h = layers.MultiHeadAttention(2, 8)(h, h)
-f = layers.Dense(32)(layers.Dense(1024, activation="relu")(h))   # 768 x 32 x 1024: split over the pool
+f = layers.Dense(128)(layers.Dense(1024, activation="relu")(h))  # 1536 x 128 x 1024: split over the pool
 h = layers.LayerNormalization()(layers.Add()([h, f]))
 out = layers.Dense(1)(layers.GRU(16)(h))
 m = bf.Model(inp, out)
 m.compile(optimizer="adam", loss="mse")
-m.fit(x, y, batch_size=32, epochs=2, verbose=0, shuffle=False)
+m.fit(x, y, batch_size=64, epochs=2, verbose=0, shuffle=False)
 np.save(sys.argv[1], np.concatenate([w.ravel() for w in m.get_weights()]))
 """
 

@@ -139,6 +139,78 @@ static void rec_gemm(const bf_rnn_geom *g, const bf_rnn_drop_ws *dp, const float
     }
 }
 
+/* One time step of the forward over batch rows [r0, r1): with `gemm`, first
+ * z += h_prev @ u for those rows (LSTM / SimpleRNN without state masks,
+ * whose steps are independent row by row), then the cells' math. */
+typedef struct {
+    const bf_rnn_geom *g;
+    float *out, *hs, *z, *cs, *rec;
+    const float *mask, *u, *hp;
+    int s, p, pp;
+    size_t lz, lh, lc, lhp;
+    int nb;
+} fwd_step;
+
+static void fwd_rows(const fwd_step *f, int r0, int r1, int gemm) {
+    const bf_rnn_geom *g = f->g;
+    const int T = g->T, U = g->U, GU = bf_rnn_gates(g->cell) * U, s = f->s, p = f->p, pp = f->pp;
+    const size_t lz = f->lz, lh = f->lh, lc = f->lc, lhp = f->lhp;
+    if (gemm && f->hp)
+        bf_sgemm(0, 0, r1 - r0, GU, U, 1.0f, f->hp + r0 * lhp, (int)lhp, f->u, GU, 1.0f, f->z + r0 * lz, (int)lz);
+    for (int r = r0; r < r1; r++) {
+        float *zr = f->z + r * lz, *h = f->hs + r * lh + (size_t)p * g->ldh, *cs = f->cs;
+        const float *hpr = f->hp ? f->hp + r * lhp : NULL;
+        const int on = !f->mask || f->mask[(size_t)r * T + p] != 0.0f;
+        if (g->cell == BF_CELL_LSTM) {
+            float *c = cs + r * lc + (size_t)p * U;
+            const float *cp = s > 0 ? cs + r * lc + (size_t)pp * U : g->c0 ? g->c0 + (size_t)r * U : NULL;
+            lstm_row(zr, c, cp, h, U, g->act, g->ract);
+            if (!on) { /* carried over */
+                if (cp) memcpy(c, cp, sizeof(float) * U);
+                else memset(c, 0, sizeof(float) * U);
+            }
+        } else if (g->cell == BF_CELL_GRU) {
+            gru_row(zr, f->rec + (size_t)r * GU, cs + r * lc + (size_t)p * U, hpr, h, U, g->act, g->ract);
+        } else {
+            simple_row(g->act, zr, h, U);
+        }
+        if (!on) {
+            if (hpr) memcpy(h, hpr, sizeof(float) * U);
+            else memset(h, 0, sizeof(float) * U);
+        }
+        if (f->out == f->hs) continue;
+        float *o = NULL;
+        if (g->return_sequences) o = f->out + ((size_t)r * T + (g->reverse_out ? T - 1 - s : s)) * g->ldo;
+        else if (s == T - 1) o = f->out + (size_t)r * g->ldo;
+        if (!o) continue;
+        if (g->zero_masked && !on) memset(o, 0, sizeof(float) * U);
+        else memcpy(o, h, sizeof(float) * U);
+    }
+}
+
+/* row blocks of a step: fixed by the shape (never by the threads, so the
+ * bits are the same on any number of threads); 1 for the GRU and with state
+ * masks (their recurrent products are not row by row), and for small steps */
+#define ROW_BLOCK 32
+static int row_blocks(const bf_rnn_geom *g) {
+    const double work = (double)g->B * bf_rnn_gates(g->cell) * g->U * g->U;
+    if (g->cell == BF_CELL_GRU || g->nmh || g->B < 2 * ROW_BLOCK || work < (double)(1 << 21)) return 1;
+    return (g->B + ROW_BLOCK - 1) / ROW_BLOCK;
+}
+
+static void block_rows(int B, int nb, long t, int *r0, int *r1) {
+    *r0 = (int)((long)B * t / nb);
+    *r1 = (int)((long)B * (t + 1) / nb);
+}
+
+static void fwd_task(void *ctx, long t, int slot) {
+    (void)slot;
+    const fwd_step *f = ctx;
+    int r0, r1;
+    block_rows(f->g->B, f->nb, t, &r0, &r1);
+    fwd_rows(f, r0, r1, 1);
+}
+
 /* this direction's dropout masks into the workspace (forward and backward draw the same) */
 static void draw_masks(const bf_rnn_geom *g, const bf_rnn_drop_ws *dp) {
     if (g->nmx) bf_cpu_rnn_masks(dp->mx, g->nmx, g->B, g->D, g->rate_x, g->seed_x);
@@ -174,52 +246,99 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
     }
     static bf_blas_tune tune;
     bf_tune_run tr = bf_tune_begin(&tune);
+    const int nb = row_blocks(g), threads = tr.mode ? bf_par_threads() : 1;
     for (int s = 0; s < T; s++) {
         const int p = pos(g, s), pp = s > 0 ? pos(g, s - 1) : 0;
-        float *z = gates + (size_t)p * GU;
-        const float *hp = s > 0 ? hs + (size_t)pp * g->ldh : g->h0;
-        const size_t lhp = s > 0 ? lh : (size_t)U; /* rows of h0 are U apart */
+        fwd_step f = {g, out, hs, gates + (size_t)p * GU, cs, rec, mask, u, s > 0 ? hs + (size_t)pp * g->ldh : g->h0,
+                      s, p, pp, lz, lh, lc, s > 0 ? lh : (size_t)U /* rows of h0 are U apart */, nb};
+        if (nb > 1) {
+            bf_par_for(nb, threads, fwd_task, &f);
+            continue;
+        }
         if (g->cell == BF_CELL_GRU) {
             for (int r = 0; r < B; r++) {
                 if (b) memcpy(rec + (size_t)r * GU, b + GU, sizeof(float) * GU);
                 else memset(rec + (size_t)r * GU, 0, sizeof(float) * GU);
             }
-            if (hp) rec_gemm(g, &dp, hp, (int)lhp, u, rec, GU);
-        } else if (hp) {
-            rec_gemm(g, &dp, hp, (int)lhp, u, z, (int)lz);
+            if (f.hp) rec_gemm(g, &dp, f.hp, (int)f.lhp, u, rec, GU);
+        } else if (f.hp) {
+            rec_gemm(g, &dp, f.hp, (int)f.lhp, u, f.z, (int)lz);
         }
-        for (int r = 0; r < B; r++) {
-            float *zr = z + r * lz, *h = hs + r * lh + (size_t)p * g->ldh;
-            const float *hpr = hp ? hp + r * lhp : NULL;
-            const int on = !mask || mask[(size_t)r * T + p] != 0.0f;
-            if (g->cell == BF_CELL_LSTM) {
-                float *c = cs + r * lc + (size_t)p * U;
-                const float *cp = s > 0 ? cs + r * lc + (size_t)pp * U : g->c0 ? g->c0 + (size_t)r * U : NULL;
-                lstm_row(zr, c, cp, h, U, g->act, g->ract);
-                if (!on) { /* carried over */
-                    if (cp) memcpy(c, cp, sizeof(float) * U);
-                    else memset(c, 0, sizeof(float) * U);
-                }
-            } else if (g->cell == BF_CELL_GRU) {
-                gru_row(zr, rec + (size_t)r * GU, cs + r * lc + (size_t)p * U, hpr, h, U, g->act, g->ract);
-            } else {
-                simple_row(g->act, zr, h, U);
-            }
-            if (!on) {
-                if (hpr) memcpy(h, hpr, sizeof(float) * U);
-                else memset(h, 0, sizeof(float) * U);
-            }
-            if (out == hs) continue;
-            float *o = NULL;
-            if (g->return_sequences) o = out + ((size_t)r * T + (g->reverse_out ? T - 1 - s : s)) * g->ldo;
-            else if (s == T - 1) o = out + (size_t)r * g->ldo;
-            if (!o) continue;
-            if (g->zero_masked && !on) memset(o, 0, sizeof(float) * U);
-            else memcpy(o, h, sizeof(float) * U);
-        }
+        fwd_rows(&f, 0, B, 0);
     }
     bf_tune_end(&tr, (double)B * T * GU * U);
     return BF_OK;
+}
+
+/* One time step of the backward over batch rows [r0, r1): the cells' math
+ * into the gate gradients z and dh_prev / dc_prev, then with `gemm`
+ * dh_prev += dz @ u^T for those rows (LSTM / SimpleRNN without state masks). */
+typedef struct {
+    const bf_rnn_geom *g;
+    float *z, *dh, *dhn, *dc, *dcn, *drec;
+    const float *dout, *hs, *cs, *mask, *u, *hp;
+    int s, p, pp;
+    size_t lz, lh, lc, lhp;
+    int nb;
+} bwd_step;
+
+static void bwd_rows(const bwd_step *bs, int r0, int r1, int gemm) {
+    const bf_rnn_geom *g = bs->g;
+    const int T = g->T, U = g->U, GU = bf_rnn_gates(g->cell) * U, s = bs->s, p = bs->p, pp = bs->pp;
+    const size_t lz = bs->lz, lh = bs->lh, lc = bs->lc, lhp = bs->lhp;
+    float *z = bs->z, *dh = bs->dh, *dhn = bs->dhn, *dc = bs->dc, *dcn = bs->dcn, *drec = bs->drec;
+    const float *dout = bs->dout, *hs = bs->hs, *cs = bs->cs, *mask = bs->mask, *hp = bs->hp;
+    for (int r = r0; r < r1; r++) {
+        float *zr = z + r * lz, *d = dh + (size_t)r * U, *dn = dhn + (size_t)r * U;
+        float *dcr = dc + (size_t)r * U, *dcnr = dcn + (size_t)r * U;
+        const int on = !mask || mask[(size_t)r * T + p] != 0.0f;
+        const float *o = NULL;
+        if (g->return_sequences) o = dout + ((size_t)r * T + (g->reverse_out ? T - 1 - s : s)) * g->ldo;
+        else if (s == T - 1) o = dout + (size_t)r * g->ldo;
+        if (o && !(g->zero_masked && !on))
+            for (int j = 0; j < U; j++) d[j] += o[j];
+        if (!on) {
+            memset(zr, 0, sizeof(float) * GU);
+            if (g->cell == BF_CELL_GRU) memset(drec + (size_t)r * GU, 0, sizeof(float) * GU);
+            memcpy(dn, d, sizeof(float) * U);
+            memcpy(dcnr, dcr, sizeof(float) * U);
+            continue;
+        }
+        const float *hpr = hp ? hp + r * lhp : NULL;
+        if (g->cell == BF_CELL_LSTM) {
+            const float *c = cs + r * lc + (size_t)p * U;
+            const float *cp = s > 0 ? cs + r * lc + (size_t)pp * U : g->c0 ? g->c0 + (size_t)r * U : NULL;
+            lstm_row_back(zr, c, cp, d, dcr, dcnr, dn, U, g->act, g->ract);
+        } else if (g->cell == BF_CELL_GRU) {
+            const float *rh = cs + r * lc + (size_t)p * U;
+            float *dr = drec + (size_t)r * GU;
+            for (int j = 0; j < U; j++) {
+                float zg = zr[j], re = zr[U + j], hh = zr[2 * U + j], hprev = hpr ? hpr[j] : 0.0f;
+                float dz = d[j] * (hprev - hh) * bf_cell_act_grad(g->ract, zg);
+                float dhh = d[j] * (1.0f - zg) * bf_cell_act_grad(g->act, hh);
+                float drr = dhh * rh[j] * bf_cell_act_grad(g->ract, re);
+                zr[j] = dz; zr[U + j] = drr; zr[2 * U + j] = dhh;
+                dr[j] = dz; dr[U + j] = drr; dr[2 * U + j] = dhh * re;
+                dn[j] = d[j] * zg;
+            }
+        } else {
+            const float *h = hs + r * lh + (size_t)p * g->ldh;
+            for (int j = 0; j < U; j++) {
+                zr[j] = d[j] * bf_cell_act_grad(g->act, h[j]);
+                dn[j] = 0.0f;
+            }
+        }
+    }
+    if (gemm && hp)
+        bf_sgemm(0, 1, r1 - r0, U, GU, 1.0f, z + r0 * lz, (int)lz, bs->u, GU, 1.0f, dhn + (size_t)r0 * U, U);
+}
+
+static void bwd_task(void *ctx, long t, int slot) {
+    (void)slot;
+    const bwd_step *bs = ctx;
+    int r0, r1;
+    block_rows(bs->g->B, bs->nb, t, &r0, &r1);
+    bwd_rows(bs, r0, r1, 1);
 }
 
 /* du (U,GU) += sum over rows r of h1_r^T (U,T-1) @ dz1_r (T-1,GU), the rows in
@@ -265,52 +384,20 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
     if (g->dc_last) memcpy(dc, g->dc_last, sizeof(float) * (size_t)B * U);
     static bf_blas_tune tune;
     bf_tune_run tr = bf_tune_begin(&tune);
+    const int nb = row_blocks(g), threads = tr.mode ? bf_par_threads() : 1;
     for (int s = T - 1; s >= 0; s--) {
         const int p = pos(g, s), pp = s > 0 ? pos(g, s - 1) : 0;
         float *z = gates + (size_t)p * GU;
         const float *hp = s > 0 ? hs + (size_t)pp * g->ldh : g->h0;
         const size_t lhp = s > 0 ? lh : (size_t)U; /* rows of h0 are U apart */
-        for (int r = 0; r < B; r++) {
-            float *zr = z + r * lz, *d = dh + (size_t)r * U, *dn = dhn + (size_t)r * U;
-            float *dcr = dc + (size_t)r * U, *dcnr = dcn + (size_t)r * U;
-            const int on = !mask || mask[(size_t)r * T + p] != 0.0f;
-            const float *o = NULL;
-            if (g->return_sequences) o = dout + ((size_t)r * T + (g->reverse_out ? T - 1 - s : s)) * g->ldo;
-            else if (s == T - 1) o = dout + (size_t)r * g->ldo;
-            if (o && !(g->zero_masked && !on))
-                for (int j = 0; j < U; j++) d[j] += o[j];
-            if (!on) {
-                memset(zr, 0, sizeof(float) * GU);
-                if (g->cell == BF_CELL_GRU) memset(drec + (size_t)r * GU, 0, sizeof(float) * GU);
-                memcpy(dn, d, sizeof(float) * U);
-                memcpy(dcnr, dcr, sizeof(float) * U);
-                continue;
-            }
-            const float *hpr = hp ? hp + r * lhp : NULL;
-            if (g->cell == BF_CELL_LSTM) {
-                const float *c = cs + r * lc + (size_t)p * U;
-                const float *cp = s > 0 ? cs + r * lc + (size_t)pp * U : g->c0 ? g->c0 + (size_t)r * U : NULL;
-                lstm_row_back(zr, c, cp, d, dcr, dcnr, dn, U, g->act, g->ract);
-            } else if (g->cell == BF_CELL_GRU) {
-                const float *rh = cs + r * lc + (size_t)p * U;
-                float *dr = drec + (size_t)r * GU;
-                for (int j = 0; j < U; j++) {
-                    float zg = zr[j], re = zr[U + j], hh = zr[2 * U + j], hprev = hpr ? hpr[j] : 0.0f;
-                    float dz = d[j] * (hprev - hh) * bf_cell_act_grad(g->ract, zg);
-                    float dhh = d[j] * (1.0f - zg) * bf_cell_act_grad(g->act, hh);
-                    float drr = dhh * rh[j] * bf_cell_act_grad(g->ract, re);
-                    zr[j] = dz; zr[U + j] = drr; zr[2 * U + j] = dhh;
-                    dr[j] = dz; dr[U + j] = drr; dr[2 * U + j] = dhh * re;
-                    dn[j] = d[j] * zg;
-                }
-            } else {
-                const float *h = hs + r * lh + (size_t)p * g->ldh;
-                for (int j = 0; j < U; j++) {
-                    zr[j] = d[j] * bf_cell_act_grad(g->act, h[j]);
-                    dn[j] = 0.0f;
-                }
-            }
+        bwd_step bs = {g, z, dh, dhn, dc, dcn, drec, dout, hs, cs, mask, u, hp, s, p, pp, lz, lh, lc, lhp, nb};
+        if (nb > 1) {
+            bf_par_for(nb, threads, bwd_task, &bs);
+            float *t = dh; dh = dhn; dhn = t;
+            t = dc; dc = dcn; dcn = t;
+            continue;
         }
+        bwd_rows(&bs, 0, B, 0);
         /* through the recurrent kernel: dh_prev += drec @ U^T (and for the GRU, whose
          * recurrent gradient drec is not kept, du += h_prev^T @ drec) */
         const float *dz = g->cell == BF_CELL_GRU ? drec : z;
