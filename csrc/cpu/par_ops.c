@@ -7,8 +7,6 @@
  * backend's vtable points to (cpu_backend.c); the emu backend keeps the
  * serial kernels. */
 #include <stdatomic.h>
-#include <stdint.h>
-#include <string.h>
 
 #include "attn_ops.h"
 #include "cpu_ops.h"
@@ -27,7 +25,7 @@ typedef struct {
     const bf_act_param *p;
     const bf_update_args *u;
     bf_ewise_op op;
-    uint32_t part_max[BF_PAR_MAX * 4];
+    float *part_max; /* maxabs: one per slice */
     _Atomic int st, bad;
 } job;
 
@@ -222,28 +220,21 @@ bf_status bf_par_dense_backward(bf_backend *be, float *dinp, float *dw, float *d
     return BF_OK;
 }
 
-/* max |x| of slice t into part_max[t] (as bits: bf_cpu_maxabs orders them so) */
+/* max |x| of slice t into part_max[t] (NaN comes as Inf) */
 static void maxabs(void *c, long t, int slot) {
     job *j = c;
     (void)slot;
     SLICE(j, t, lo, hi);
-    float m = 0.0f;
-    bf_cpu_maxabs(j->be, &m, j->a + o_, hi - lo);
-    memcpy(&j->part_max[t], &m, sizeof m);
+    j->part_max[t] = 0.0f;
+    bf_cpu_maxabs(j->be, &j->part_max[t], j->a + o_, hi - lo);
 }
 bf_status bf_par_maxabs(bf_backend *be, float *out, const float *x, long n) {
-    job j = {.be = be, .a = x};
+    float part[BF_PAR_MAX * 4];
     const int threads = bf_par_threads();
-    j.parts = bf_par_parts(n, GRAIN, 4L * threads);
-    if (j.parts <= 1 || j.parts > (long)(sizeof j.part_max / sizeof j.part_max[0]))
-        return bf_cpu_maxabs(be, out, x, n);
-    j.n = n;
-    j.C = 1;
+    job j = {.be = be, .a = x, .n = n, .C = 1, .part_max = part, .parts = bf_par_parts(n, GRAIN, 4L * threads)};
+    if (j.parts <= 1) return bf_cpu_maxabs(be, out, x, n);
     bf_par_for(j.parts, threads, maxabs, &j);
-    for (long t = 0; t < j.parts; t++) {
-        float m;
-        memcpy(&m, &j.part_max[t], sizeof m);
-        if (m > *out) *out = m; /* NaN came as Inf */
-    }
+    for (long t = 0; t < j.parts; t++)
+        if (part[t] > *out) *out = part[t];
     return BF_OK;
 }
