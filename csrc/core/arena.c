@@ -1,8 +1,9 @@
-/* arena.c - reservation, bump allocation and fault injection (see arena.h).
- * The host reservation is the engine's only malloc; pages are touched by the
- * steps that use them, so RSS follows the plan. */
+/* arena.c - reservation, bump allocation, the kept run arena and fault
+ * injection (see arena.h). The host reservation is the engine's only malloc;
+ * pages are touched by the steps that use them, so RSS follows the plan. */
 #include "arena.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -58,6 +59,89 @@ void bf_host_release(void *p) {
     munmap(base, *(size_t *)base);
 }
 
+/* Kept run arenas: up to BF_KEPT host mappings (header included), oldest
+ * first. Their pages are MADV_FREE: the kernel takes them back under memory
+ * pressure (no OOM for what a finished run left behind; they count as
+ * inactive_file in the cgroup and in MemAvailable), and a run of the same size
+ * writes into them without page faults or a zeroing pass. Two slots: a fit's
+ * training and validation runs. */
+#define BF_KEPT 2
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *kept[BF_KEPT];
+static atomic_size_t kept_taken;
+static int kept_poison;
+
+static size_t map_bytes(const char *p) { return *(const size_t *)p; }
+
+size_t bf_host_kept_bytes(void) {
+    size_t n = 0;
+    pthread_mutex_lock(&kept_lock);
+    for (int k = 0; k < BF_KEPT; k++) n += kept[k] ? map_bytes(kept[k]) - BF_HOST_HEADER : 0;
+    pthread_mutex_unlock(&kept_lock);
+    return n;
+}
+
+size_t bf_host_kept_taken(void) { return atomic_load(&kept_taken); }
+
+/* the kept mappings, moved out of the slots into out[] */
+static void take_all(char *out[BF_KEPT]) {
+    pthread_mutex_lock(&kept_lock);
+    for (int k = 0; k < BF_KEPT; k++) out[k] = kept[k], kept[k] = NULL;
+    pthread_mutex_unlock(&kept_lock);
+}
+
+static void unmap_all(char *ps[BF_KEPT]) {
+    for (int k = 0; k < BF_KEPT; k++)
+        if (ps[k]) munmap(ps[k], map_bytes(ps[k]));
+}
+
+void bf_host_drop_kept(void) {
+    char *ps[BF_KEPT];
+    take_all(ps);
+    unmap_all(ps);
+}
+
+void bf_host_poison_kept(int on) { kept_poison = on; }
+
+/* a kept mapping of exactly `bytes`, or NULL after unmapping every kept one
+ * (so that what the caller maps next comes on top of no kept memory) */
+static void *take_kept(size_t bytes) {
+    char *hit = NULL;
+    pthread_mutex_lock(&kept_lock);
+    for (int k = 0; k < BF_KEPT && !hit; k++)
+        if (kept[k] && map_bytes(kept[k]) == bytes + BF_HOST_HEADER) hit = kept[k], kept[k] = NULL;
+    pthread_mutex_unlock(&kept_lock);
+    if (!hit) {
+        bf_host_drop_kept();
+        return NULL;
+    }
+    atomic_fetch_add(&kept_taken, bytes);
+    if (kept_poison) memset(hit + BF_HOST_HEADER, 0xff, bytes); /* NaN: tests that nothing reads before it writes */
+    return hit + BF_HOST_HEADER;
+}
+
+/* keep a released host run arena in a free slot, else in place of the oldest;
+ * where the kernel has no MADV_FREE it is unmapped as any other */
+static void keep(void *q) {
+    char *p = (char *)q - BF_HOST_HEADER, *old = NULL;
+#ifdef MADV_FREE
+    if (madvise(p, map_bytes(p), MADV_FREE) == 0) {
+        pthread_mutex_lock(&kept_lock);
+        int k = 0;
+        while (k < BF_KEPT && kept[k]) k++;
+        if (k == BF_KEPT) {
+            old = kept[0];
+            for (k = 0; k + 1 < BF_KEPT; k++) kept[k] = kept[k + 1];
+        }
+        kept[k] = p;
+        pthread_mutex_unlock(&kept_lock);
+        if (old) munmap(old, map_bytes(old));
+        return;
+    }
+#endif
+    munmap(p, map_bytes(p));
+}
+
 void bf_arena_init(bf_arena *a, bf_backend *be, const char *where, size_t budget) {
     memset(a, 0, sizeof *a);
     a->be = be;
@@ -75,8 +159,8 @@ bf_status bf_arena_reserve(bf_arena *a, size_t bytes) {
     if (bf_fault_hit())
         return BF_FAIL(BF_ERR_NOMEM, "injected failure reserving %zu bytes on %s", bytes,
                        a->where);
-    void *p = NULL;
-    BF_TRY(a->be->reserve(a->be, &p, bytes));
+    void *p = a->keep ? take_kept(bytes) : NULL;
+    if (!p) BF_TRY(a->be->reserve(a->be, &p, bytes));
     a->base = p;
     atomic_fetch_add(&bf_live_reservations, 1);
     a->capacity = bytes;
@@ -103,7 +187,8 @@ bf_status bf_arena_alloc(bf_arena *a, size_t bytes, void **out) {
 
 void bf_arena_release(bf_arena *a) {
     if (a->base) {
-        a->be->release(a->be, a->base);
+        if (a->keep) keep(a->base);
+        else a->be->release(a->be, a->base);
         atomic_fetch_sub(&bf_live_reservations, 1);
     }
     a->base = NULL;

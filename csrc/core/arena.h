@@ -20,6 +20,7 @@ typedef struct {
     size_t used;        /* bump pointer */
     size_t high_water;  /* max of used */
     size_t budget;      /* bytes this arena may reserve; 0 = unlimited */
+    int keep;           /* a host run arena: released into the kept slot, reserved from it */
 } bf_arena;
 
 static inline size_t bf_align_up(size_t n) { return (n + BF_ALIGN - 1) & ~(size_t)(BF_ALIGN - 1); }
@@ -47,5 +48,14 @@ bf_status bf_host_reserve(void **out, size_t bytes);
 void bf_host_release(void *p);
 /* bytes a live bf_host_reserve reservation holds (as asked) */
 size_t bf_host_reserved_bytes(const void *p);
+
+/* Kept run arenas: a host run arena (keep = 1) is not unmapped when its run
+ * ends but kept, its pages given to the kernel to take back under pressure
+ * (MADV_FREE); the next keep arena of the same size reuses it, one of no kept
+ * size unmaps them all before mapping its own. At most two per process. */
+size_t bf_host_kept_bytes(void);   /* bytes of the kept arenas (as reserved), 0 when none */
+size_t bf_host_kept_taken(void);   /* bytes reused from them so far (a counter) */
+void bf_host_drop_kept(void);      /* unmap them now */
+void bf_host_poison_kept(int on);  /* tests: fill a kept arena with NaN when it is reused */
 
 #endif

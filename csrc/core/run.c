@@ -144,6 +144,7 @@ bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
     bf_arena_init(&r->arena, r->be, r->on_device ? r->be->name : "host",
                   r->on_device ? device_budget : host_budget);
     bf_arena_init(&r->host_arena, bf_cpu_backend(), "host", host_budget);
+    r->arena.keep = !r->on_device;
     BF_TRY(bf_arena_reserve(&r->arena, run_bytes));
     if (r->on_device && (s = bf_arena_reserve(&r->host_arena, slots + r->hmet_bytes)) != BF_OK) goto fail;
     /* first: the reservation's start is aligned as libraries want workspaces (cuBLAS: 256) */

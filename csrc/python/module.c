@@ -35,6 +35,33 @@ static PyObject *live_reservations(PyObject *self, PyObject *noargs) {
     return PyLong_FromLong(bf_arena_live());
 }
 
+static PyObject *kept_bytes(PyObject *self, PyObject *noargs) {
+    (void)self;
+    (void)noargs;
+    return PyLong_FromSize_t(bf_host_kept_bytes());
+}
+
+static PyObject *kept_taken(PyObject *self, PyObject *noargs) {
+    (void)self;
+    (void)noargs;
+    return PyLong_FromSize_t(bf_host_kept_taken());
+}
+
+static PyObject *drop_kept(PyObject *self, PyObject *noargs) {
+    (void)self;
+    (void)noargs;
+    bf_host_drop_kept();
+    Py_RETURN_NONE;
+}
+
+static PyObject *poison_kept(PyObject *self, PyObject *args) {
+    (void)self;
+    int on;
+    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
+    bf_host_poison_kept(on);
+    Py_RETURN_NONE;
+}
+
 static PyObject *emu_waits(PyObject *self, PyObject *noargs) {
     (void)self;
     (void)noargs;
@@ -113,6 +140,10 @@ static PyMethodDef module_methods[] = {
      "fault_inject(n): make the n-th engine allocation from now fail (0 = off); resets the count"},
     {"fault_count", fault_count, METH_NOARGS, "allocation attempts since the last fault_inject()"},
     {"live_reservations", live_reservations, METH_NOARGS, "arena reservations currently held (leak checks)"},
+    {"kept_bytes", kept_bytes, METH_NOARGS, "bytes of the kept host run arenas (0 when none)"},
+    {"kept_taken", kept_taken, METH_NOARGS, "bytes reused from kept run arenas so far (a counter)"},
+    {"drop_kept", drop_kept, METH_NOARGS, "unmap the kept host run arenas"},
+    {"poison_kept", poison_kept, METH_VARARGS, "tests: fill a kept run arena with NaN when it is reused"},
     {"emu_waits", emu_waits, METH_NOARGS, "calls on device 'emu' so far that make the host wait for a GPU"},
     {"set_num_threads", set_num_threads, METH_VARARGS, "set the number of BLAS threads"},
     {"blas_probe", blas_probe, METH_VARARGS,

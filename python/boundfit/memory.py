@@ -240,12 +240,22 @@ class Watchdog:
     leaking generator or callback) has grown and what is left before the limit
     is under half the safety margin, i.e. before the OOM killer would act.
     Growth is read from anonymous resident memory: pages of a memory-mapped
-    dataset the run reads are page cache, not memory the run holds."""
+    dataset the run reads are page cache, not memory the run holds. A run that
+    reuses a kept arena (see bf.utils.clear_session) starts with those pages
+    resident, and the kernel still lists them as reclaimable (inactive_file,
+    MemAvailable): both readings leave them out."""
 
     def __init__(self, plan):
         self.plan = plan
-        self.base = budget.anon_rss_bytes()
         self.planned = plan.host_bytes - plan.held_bytes
+        self.base, self.reused = None, 0
+        self._taken = _core.kept_taken()
+
+    def start(self):
+        """Called once the run's arenas are reserved."""
+        self.reused = _core.kept_taken() - self._taken
+        rss = budget.anon_rss_bytes()
+        self.base = None if rss is None else rss - self.reused
 
     def check(self, epoch, step):
         used = budget.anon_rss_bytes()
@@ -255,6 +265,7 @@ class Watchdog:
         if outside <= 0:
             return
         room = budget.raw_headroom()
+        room = None if room is None else max(room - self.reused, 0)
         if room is not None and room < budget.watchdog_floor(room + used):
             raise MemoryBudgetError(
                 f"stopped at epoch {epoch}, step {step}: memory outside the plan grew by {outside / 2**20:.0f} MiB "

@@ -1,5 +1,5 @@
-"""Utilities: seeding (bf.utils.set_random_seed), to_categorical, and the
-Keras data-set protocols Sequence / PyDataset."""
+"""Utilities: seeding (bf.utils.set_random_seed), to_categorical,
+clear_session, and the Keras data-set protocols Sequence / PyDataset."""
 
 import os
 import random
@@ -15,6 +15,17 @@ def set_random_seed(seed):
     _seed["base"], _seed["count"] = seed, 0
     random.seed(seed)
     np.random.seed(seed % (2**32))
+
+
+def clear_session(free_memory=True):
+    """Give back the memory boundfit keeps between runs: the arenas of the last
+    finished fit / evaluate / predict, kept so that the next run of the same
+    size starts without page faults. The kernel already takes their pages back
+    under memory pressure (they count as available); this unmaps them now, so
+    that they also leave the process's RSS. Keras's name and argument."""
+    if free_memory:
+        from . import _core
+        _core.drop_kept()
 
 
 def next_seed():
