@@ -125,6 +125,24 @@ def test_self_attention_matches_keras_with_causal_mask_then_attention_mask():
     compare_training(bm, km, keras, x, y)
 
 
+def test_heads_big_enough_for_row_split_products_match_keras():
+    """Heads of 128 x 128 x 64 and an uneven cross-attention (97 queries, 161
+    keys, key_dim 80): every tile product is over OpenBLAS's
+    small-matrix size, so it runs in parts of C's rows (NT ones on a
+    transposed B), forward and backward."""
+    keras = load_keras()
+
+    def make(L, Input, Model):
+        x, q, c = Input((128, 8)), Input((97, 8)), Input((161, 8))
+        h1 = L.GlobalAveragePooling1D()(L.Add()([x, L.MultiHeadAttention(2, 64)(x, x, use_causal_mask=True)]))
+        h2 = L.GlobalAveragePooling1D()(L.MultiHeadAttention(2, 80)(q, c))
+        return Model([x, q, c], L.Dense(3)(L.Concatenate()([h1, h2])))
+    bm, km = build_pair(make, keras)
+    r = rng(9)
+    x = [r.standard_normal((4, n, 8)).astype(np.float32) for n in (128, 97, 161)]
+    compare_training(bm, km, keras, x, r.standard_normal((4, 3)).astype(np.float32))
+
+
 def test_cross_attention_with_key_value_dim_output_shape_and_no_bias_matches_keras():
     keras = load_keras()
 

@@ -289,7 +289,7 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
                           ly->name, ""));
             use(r, r->aux_id[i], t);
             size_t w = be->attention_workspace_bytes(be, &g, 0);
-            if (w) { BF_TRY(newbuf(r, &r->fws_id[i], w, "%s%s attention dropout tile", ly->name, "")); use(r, r->fws_id[i], t); }
+            if (w) { BF_TRY(newbuf(r, &r->fws_id[i], w, "%s%s attention scratch", ly->name, "")); use(r, r->fws_id[i], t); }
             if (bw) {
                 BF_TRY(newbuf(r, &r->bws_id[i], bf_mha_backward_bytes(be, &g), "%s%s backward projections and scratch",
                               ly->name, ""));

@@ -3,7 +3,7 @@
  * GEMMs over all positions (Qp, Kp, Vp), the attention core per (b, h)
  * (backend attention_*), and the output GEMM. Its planned buffers: aux_id
  * holds Qp, Kp, Vp, O and the weights P (kept for backward, or one tile when
- * no backward runs); fws_id the forward scratch (dropout tile); bws_id dO,
+ * no backward runs); fws_id the forward scratch (transposed keys, dropout tile); bws_id dO,
  * dQp, dKp, dVp and the backward scratch. Each input's gradient goes where
  * program.c planned it (a query used as value and key gets three
  * contributions, summed by the core); the mask gets none. The step masks of

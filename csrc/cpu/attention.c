@@ -3,7 +3,8 @@
  * straight into the weights' tile, a masked softmax over keys in place,
  * dropout, and one sgemm into the head's columns of O. Backward recomputes
  * the dropout mask from its seed and needs one (TQ,TK) tile of scratch (two
- * with dropout) per thread. The projections around it
+ * with dropout) per thread. The tile products run in row parts small enough
+ * for OpenBLAS's unpacked small-matrix kernels. The projections around it
  * are Dense GEMMs over all positions at once (core/run_attn.c). */
 #include <math.h>
 #include <string.h>
@@ -56,13 +57,55 @@ static inline int key_ok(const key_rows *k, int j) { return (k->a[j] > 0.5f) & (
 static int query_off(const row_masks *rm, int i) { return rm->q && !(rm->q[i] > 0.5f); }
 
 /* Tiles run in parallel on the pool (par.h), one per thread at a time, so
- * the scratch is per slot: forward the dropped-out tile, backward dP and
- * that tile. When P is one reused tile (p_tile: inference), slot 0 uses it
- * and the other slots have their own after all the slots' scratch. */
+ * the scratch is per slot: the transposed key (forward) or value (backward)
+ * head, then forward the dropped-out tile, backward dP and that tile. When P
+ * is one reused tile (p_tile: inference), slot 0 uses it and the other slots
+ * have their own after all the slots' scratch. */
 static size_t slot_floats(const bf_attn_geom *g, int backward) {
     const size_t tile = (size_t)g->TQ * (size_t)g->TK;
-    if (backward) return tile * (g->rate > 0.0f ? 2 : 1);
-    return g->rate > 0.0f ? tile : 0;
+    const size_t head_t = (size_t)g->TK * (size_t)(backward ? g->DV : g->DK);
+    if (backward) return head_t + tile * (g->rate > 0.0f ? 2 : 1);
+    return head_t + (g->rate > 0.0f ? tile : 0);
+}
+
+/* OpenBLAS 0.3.34 multiplies a product of M*N*K <= 100^3 with its small-matrix
+ * kernels, which do not pack: on a 128-token head (128 x 128 x 64) two parts
+ * of 64 rows of C take 25% less time than the whole (one thread, measured),
+ * for the forms it allows (row-major NN and TN; an NT product is made NN by
+ * transposing B first). The parts are fixed by the shape, not the threads. */
+#define SMALL_MNK 1000000.0
+
+static int row_parts(int M, int N, int K) {
+    int p = 1;
+    while ((double)((M + p - 1) / p) * N * K > SMALL_MNK && p < 8 && (M + 2 * p - 1) / (2 * p) >= 16) p *= 2;
+    return (double)((M + p - 1) / p) * N * K <= SMALL_MNK ? p : 1;
+}
+
+// C (M,N) = alpha * op(A) @ B (B: K,N), beta 0, in row_parts parts of C's rows
+static void gemm_rows(int transA, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                      float *C, int ldc) {
+    const int parts = row_parts(M, N, K), step = (M + parts - 1) / parts;
+    if (parts == 1) {
+        bf_sgemm(transA, 0, M, N, K, alpha, A, lda, B, ldb, 0.0f, C, ldc);
+        return;
+    }
+    for (int r = 0; r < M; r += step) {
+        const int m = M - r < step ? M - r : step;
+        bf_sgemm1(transA, 0, m, N, K, alpha, transA ? A + r : A + (size_t)r * lda, lda, B, ldb, 0.0f,
+                  C + (size_t)r * ldc, ldc);
+    }
+}
+
+// C (M,N) = alpha * A @ B^T (B: N,K with row stride ldb), beta 0; bt: scratch of K*N floats
+static void gemm_nt(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float *bt,
+                    float *C, int ldc) {
+    if (row_parts(M, N, K) == 1) {
+        bf_sgemm(0, 1, M, N, K, alpha, A, lda, B, ldb, 0.0f, C, ldc);
+        return;
+    }
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < K; k++) bt[(size_t)k * N + n] = B[(size_t)n * ldb + k];
+    gemm_rows(0, M, N, K, alpha, A, lda, bt, N, C, ldc);
 }
 
 size_t bf_cpu_attention_workspace_bytes(bf_backend *be, const bf_attn_geom *g, int backward) {
@@ -154,7 +197,7 @@ static void forward_tile(void *ctx, long t, int slot) {
     const bf_attn_geom *g = j->g;
     const int H = g->H, TQ = g->TQ, TK = g->TK, DK = g->DK, DV = g->DV, b = (int)(t / H), h = (int)(t % H);
     const size_t tile = (size_t)TQ * TK, per = slot_floats(g, 0);
-    float *ws = j->ws + (size_t)slot * per;
+    float *kt = j->ws + (size_t)slot * per, *ws = kt + (size_t)TK * DK;
     float *p = !g->p_tile ? j->P + (size_t)t * tile
                : slot == 0 ? j->P
                            : j->ws + (size_t)bf_par_slots() * per + (size_t)(slot - 1) * tile;
@@ -162,7 +205,7 @@ static void forward_tile(void *ctx, long t, int slot) {
     const float *k = j->K + (size_t)b * TK * H * DK + (size_t)h * DK;
     const float *v = j->V + (size_t)b * TK * H * DV + (size_t)h * DV;
     float *o = j->O + (size_t)b * TQ * H * DV + (size_t)h * DV;
-    bf_sgemm(0, 1, TQ, TK, DK, g->scale, q, H * DK, k, H * DK, 0.0f, p, TK);
+    gemm_nt(TQ, TK, DK, g->scale, q, H * DK, k, H * DK, kt, p, TK);
     const row_masks rm = masks_of(j->mask, g, b);
     softmax_rows(p, &rm, g);
     const float *src = p;
@@ -170,7 +213,7 @@ static void forward_tile(void *ctx, long t, int slot) {
         drop_tile(ws, p, g, b, h);
         src = ws;
     }
-    bf_sgemm(0, 0, TQ, DV, TK, 1.0f, src, TK, v, H * DV, 0.0f, o, H * DV);
+    gemm_rows(0, TQ, DV, TK, 1.0f, src, TK, v, H * DV, o, H * DV);
 }
 
 // O (B,TQ,H,DV), P (B,H,TQ,TK) <- Q (B,TQ,H,DK), K (B,TK,H,DK), V (B,TK,H,DV), mask (B,TQ,TK), g's step masks
@@ -194,7 +237,7 @@ static void backward_tile(void *ctx, long t, int slot) {
     const bf_attn_geom *g = j->g;
     const int H = g->H, TQ = g->TQ, TK = g->TK, DK = g->DK, DV = g->DV, b = (int)(t / H), h = (int)(t % H);
     const size_t tile = (size_t)TQ * TK;
-    float *dp = j->ws + (size_t)slot * slot_floats(g, 1), *pd = dp + tile;
+    float *vt = j->ws + (size_t)slot * slot_floats(g, 1), *dp = vt + (size_t)TK * DV, *pd = dp + tile;
     const float sc = g->rate > 0.0f ? 1.0f / (1.0f - g->rate) : 1.0f;
     const float *p = j->Pk + (size_t)t * tile;
     const row_masks rm = masks_of(j->mask, g, b);
@@ -206,8 +249,8 @@ static void backward_tile(void *ctx, long t, int slot) {
         src = pd;
     }
     // dV (TK,DV) = dropout(P)^T @ dO; dP (TQ,TK) = dO @ V^T
-    bf_sgemm(1, 0, TK, DV, TQ, 1.0f, src, TK, j->dO + oo, H * DV, 0.0f, j->dV + vo, H * DV);
-    bf_sgemm(0, 1, TQ, TK, DV, 1.0f, j->dO + oo, H * DV, j->V + vo, H * DV, 0.0f, dp, TK);
+    gemm_rows(1, TK, DV, TQ, 1.0f, src, TK, j->dO + oo, H * DV, j->dV + vo, H * DV);
+    gemm_nt(TQ, TK, DV, 1.0f, j->dO + oo, H * DV, j->V + vo, H * DV, vt, dp, TK);
     const size_t base = (size_t)t * tile;
     for (int i = 0; i < TQ; i++) {
         float *d = dp + (size_t)i * TK;
@@ -225,8 +268,8 @@ static void backward_tile(void *ctx, long t, int slot) {
         for (int c = n; c < TK; c++) d[c] = 0.0f;
     }
     // dQ (TQ,DK) = scale * dS @ K; dK (TK,DK) = scale * dS^T @ Q
-    bf_sgemm(0, 0, TQ, DK, TK, g->scale, dp, TK, j->K + ko, H * DK, 0.0f, j->dQ + qo, H * DK);
-    bf_sgemm(1, 0, TK, DK, TQ, g->scale, dp, TK, j->Q + qo, H * DK, 0.0f, j->dK + ko, H * DK);
+    gemm_rows(0, TQ, DK, TK, g->scale, dp, TK, j->K + ko, H * DK, j->dQ + qo, H * DK);
+    gemm_rows(1, TK, DK, TQ, g->scale, dp, TK, j->Q + qo, H * DK, j->dK + ko, H * DK);
 }
 
 // dQ, dK, dV (overwritten) <- dO (B,TQ,H,DV) through the kept weights P
