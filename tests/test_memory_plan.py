@@ -147,6 +147,30 @@ def test_nonfinite_gradient_from_huge_learning_rate_is_reported():
     assert ei.value.step is not None
 
 
+@pytest.mark.parametrize("inp,units,batch", [
+    ((512,), 256, 8),         # wide layer, small batch: gradients proven finite from max|x| * max|dz|
+    ((16,), 4, 64),           # narrow layer, large batch: its gradients are scanned
+    ((6, 6, 2), None, 32),    # Conv2D: its gradients are scanned
+])
+def test_overflowing_gradient_with_a_finite_loss_stops_before_the_update(inp, units, batch):
+    """Feature 0 is 1e37 and its weights are 0: outputs and loss stay finite,
+    its kernel gradient (a sum over rows of 1e37 * dz) overflows."""
+    first = bf.layers.Dense(units) if units else bf.layers.Conv2D(3, 3)
+    m = bf.Sequential([bf.Input(inp), first, bf.layers.Flatten(), bf.layers.Dense(1)])
+    m.compile(optimizer="sgd", loss="mse")
+    w = m.get_weights()
+    w[0][..., 0, :] = 0.0                     # kernel (IN, units) or (3, 3, IN, filters): input feature 0
+    m.set_weights(w)
+    x = np.random.default_rng(0).standard_normal((batch,) + inp).astype(np.float32)
+    x[..., 0] = 1e37
+    y = np.full((batch, 1), 1e3, np.float32)
+    with pytest.raises(bf.NonFiniteError, match="non-finite gradient") as ei:
+        m.fit(x, y, batch_size=batch, verbose=0)
+    assert ei.value.step == 0
+    for a, b in zip(m.get_weights(), w):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_every_allocation_site_can_fail_cleanly_and_training_continues():
     m = mlp()
     x, y = X[:64], Y[:64]
