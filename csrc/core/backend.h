@@ -304,6 +304,11 @@ typedef struct bf_backend {
     /* dinp (N,C) = act'(out) * dout, using the forward output; in place on dout allowed */
     bf_status (*act_backward)(struct bf_backend *be, float *dinp, const float *dout,
                               const float *out, bf_act act, long N, int C);
+    /* optional (NULL: act_backward, then the bias sum in dense_backward): for
+     * an elementwise act (not softmax), act_backward and db (C) += the sum
+     * over rows of dinp, in one pass */
+    bf_status (*act_backward_bias)(struct bf_backend *be, float *dinp, const float *dout,
+                                   const float *out, bf_act act, long N, int C, float *db);
     /* Loss and its gradient in one pass. pred (B,C) is the last layer's output
      * after activation `last_act`; `logits` (B,C) is its pre-activation input
      * (same buffer as pred when last_act is linear). When fused (sigmoid+BCE,

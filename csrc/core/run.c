@@ -446,10 +446,15 @@ static bf_status backward(bf_run *r, int rows) {
         case BF_L_DENSE: {
             int IN = L->in_shape[L->in_rank - 1];
             int N = (int)(rows_in / IN);
-            if (act != BF_ACT_LINEAR)
+            float *db = L->use_bias ? grad(r, L, 1) : NULL;
+            if (db && be->act_backward_bias && act != BF_ACT_LINEAR && act != BF_ACT_SOFTMAX && !bf_act_is_x(act)) {
+                BF_TRY(be->act_backward_bias(be, dout, dout, out, act, N, L->units, db));
+                db = NULL; /* summed */
+            } else if (act != BF_ACT_LINEAR) {
                 BF_TRY(bf_run_act_backward(r, L, dout, dout, pre_act(r, i, NULL), out, act, N, L->units));
+            }
             BF_TRY(take_bound(r, i, in, rows_in, dout, (long)N * L->units, N));
-            BF_TRY(be->dense_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL, dout, in, param(r, L, 0), N, IN, L->units));
+            BF_TRY(be->dense_backward(be, din, grad(r, L, 0), db, dout, in, param(r, L, 0), N, IN, L->units));
             break;
         }
         case BF_L_CONV2D:

@@ -47,6 +47,7 @@ static bf_backend bf_cpu = {
     .dense_backward = bf_par_dense_backward,
     .act_forward = bf_par_act_forward,
     .act_backward = bf_par_act_backward,
+    .act_backward_bias = bf_par_act_backward_bias,
     .loss_forward_backward = bf_cpu_loss_forward_backward,
     .metric_update = bf_cpu_metric_update,
     .sum = bf_cpu_sum,

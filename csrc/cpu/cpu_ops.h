@@ -65,6 +65,8 @@ bf_status bf_par_layernorm_forward(bf_backend *be, float *out, float *mean, floa
 bf_status bf_par_layernorm_backward(bf_backend *be, float *dinp, float *dgamma, float *dbeta, const float *dout,
                                     const float *inp, const float *mean, const float *invstd, const float *gamma,
                                     long N, int C);
+bf_status bf_par_act_backward_bias(bf_backend *be, float *dinp, const float *dout, const float *out, bf_act act,
+                                   long N, int C, float *db);
 bf_status bf_par_dense_backward(bf_backend *be, float *dinp, float *dw, float *db, const float *dout,
                                 const float *inp, const float *w, int B, int IN, int OUT);
 bf_status bf_par_maxabs(bf_backend *be, float *out, const float *x, long n);

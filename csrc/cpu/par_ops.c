@@ -220,6 +220,34 @@ bf_status bf_par_dense_backward(bf_backend *be, float *dinp, float *dw, float *d
     return BF_OK;
 }
 
+/* columns [lo, hi): dinp = act'(out) * dout row by row, and db += those rows
+ * in row order (as bias_cols), while they are in cache */
+static void act_bias_cols(void *c, long t, int slot) {
+    job *j = c;
+    (void)slot;
+    long lo, hi;
+    columns(j, t, &lo, &hi);
+    const long C = j->C, w = hi - lo;
+    float *restrict db = j->s0 + lo;
+    for (long n = 0; n < j->n; n++) {
+        const size_t o = (size_t)(n * C + lo);
+        const float *dz = j->out + o; /* written by the call, then read */
+        fail(j, bf_cpu_act_backward(j->be, j->out + o, j->a + o, j->b + o, (bf_act)j->act, 1, (int)w));
+        for (long k = 0; k < w; k++) db[k] += dz[k];
+    }
+}
+
+bf_status bf_par_act_backward_bias(bf_backend *be, float *dinp, const float *dout, const float *out, bf_act act,
+                                   long N, int C, float *db) {
+    if (act == BF_ACT_SOFTMAX || N <= 0 || C <= 0)
+        return BF_FAIL(BF_ERR_INTERNAL, "act_backward_bias: an elementwise activation over N=%ld C=%d", N, C);
+    job j = {.be = be, .out = dinp, .a = dout, .b = out, .act = (int)act, .s0 = db, .n = N, .C = C,
+             .parts = column_parts(N, C)};
+    atomic_store(&j.st, BF_OK);
+    bf_par_for(j.parts, bf_par_threads(), act_bias_cols, &j);
+    return (bf_status)atomic_load(&j.st);
+}
+
 /* max |x| of slice t into part_max[t] (NaN comes as Inf) */
 static void maxabs(void *c, long t, int slot) {
     job *j = c;
