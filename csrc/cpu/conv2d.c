@@ -133,7 +133,8 @@ static void gemm_nn(int M, int N, int Kd, const float *A, int lda, const float *
     if (batch_plan(M, N, Kd, &rows, &group)) {
         while (M >= rows) {
             const int P = M / rows < group ? M / rows : group;
-            batch_job j = {0, rows, N, Kd, lda, rows * lda, N, 0, N, rows * N, A, B, C};
+            batch_job j = {.ta = 0, .M = rows, .N = N, .K = Kd, .lda = lda, .sa = rows * lda, .ldb = N, .sb = 0, .ldc = N,
+                           .sc = rows * N, .A = A, .B = B, .C = C};
             if (!batch_run(&j, P)) break; /* failed (or NaN data): plain GEMM below */
             A += (size_t)P * rows * lda;
             C += (size_t)P * rows * N;
@@ -151,7 +152,8 @@ static void gemm_tn_acc(int M, int N, int Kd, const float *A, int lda, const flo
     if (part && batch_plan(M, N, Kd, &rows, &group)) {
         while (M >= rows) {
             const int P = M / rows < group ? M / rows : group;
-            batch_job j = {1, Kd, N, rows, lda, rows * lda, N, rows * N, N, (long)blk, A, D, part};
+            batch_job j = {.ta = 1, .M = Kd, .N = N, .K = rows, .lda = lda, .sa = rows * lda, .ldb = N, .sb = rows * N,
+                           .ldc = N, .sc = (long)blk, .A = A, .B = D, .C = part};
             if (!batch_run(&j, P)) break; /* failed (or NaN data): plain GEMM below */
             for (int p = 0; p < P; p++) {
                 const float *q = part + (size_t)p * blk;
