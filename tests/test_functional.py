@@ -66,6 +66,41 @@ def test_graph_matches_keras_outputs_loss_and_updated_weights():
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+def ordering_graph(lib):
+    """Layers built in another order than called, a branch called before the
+    one listed first, an Input used only near the output, a Dense shared at
+    two depths, a nested Sequential and two outputs."""
+    L = lib.layers
+    a, b, c = lib.Input((4,), name="a"), lib.Input((3,), name="b"), lib.Input((2,), name="late")
+    d3, d1, d2 = L.Dense(4, name="d3"), L.Dense(5, name="d1"), L.Dense(4, name="d2")
+    shared = L.Dense(4, activation="tanh", name="shared")
+    y = d2(b)
+    z = d3(a)
+    x = d1(a)
+    deep = shared(L.Add()([shared(z), y]))
+    inner = lib.Sequential([L.Dense(6, name="n1"), L.Dense(4, name="n2")], name="inner")
+    cat = L.Concatenate()([x, inner(deep), c])
+    h = L.Dense(6, name="ff")(cat)
+    out1 = L.Dense(2, name="out1")(L.Add()([L.Dense(6, name="skip")(cat), h]))
+    return lib.Model([a, b, c], [out1, L.Dense(1, name="out2")(deep)])
+
+
+def test_layers_and_get_weights_come_in_keras_order():
+    """model.layers and get_weights() in Keras 3's order (by depth, then a
+    walk from the outputs), not in call order: Keras's weights load as they are."""
+    keras = keras_ref.load()
+    bm, km = ordering_graph(bf), ordering_graph(keras)
+    assert [l.name for l in bm.layers] == [l.name for l in km.layers]
+    w = [np.asarray(v) + rng.standard_normal(v.shape).astype(np.float32) for v in km.get_weights()]
+    km.set_weights(w)
+    bm.set_weights(km.get_weights())
+    x = [rng.standard_normal((5, n)).astype(np.float32) for n in (4, 3, 2)]
+    for p, q in zip(bm.predict(x, verbose=0), km.predict(x, verbose=0)):
+        np.testing.assert_allclose(p, q, rtol=1e-5, atol=1e-6)
+    for p, q in zip(bm.get_weights(), w):
+        np.testing.assert_array_equal(p, q)
+
+
 def test_merge_layer_gradients_match_finite_differences():
     for cls in (layers.Add, layers.Subtract, layers.Multiply, layers.Average, layers.Maximum, layers.Minimum,
                 layers.Concatenate):

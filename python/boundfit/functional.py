@@ -242,7 +242,7 @@ def normalize_io(inputs, outputs):
 
 
 def collect_nodes(inputs, outputs):
-    """The nodes between inputs and outputs, in call order (a topological order);
+    """The nodes between inputs and outputs, in Keras's order (keras_order);
     a tensor that needs an Input not among `inputs` is a disconnected graph."""
     inset = {id(t): k for k, t in enumerate(inputs)}
     names = [t._input_layer.name for t in inputs]
@@ -267,7 +267,50 @@ def collect_nodes(inputs, outputs):
     if unused:
         raise ValueError(f"Model: input(s) {unused} are not connected to any output; every input must feed an "
                          "output (or leave it out of inputs=)")
-    return [nodes[k] for k in sorted(nodes)]
+    rank = keras_order(inputs, outputs)
+    return sorted(nodes.values(), key=lambda n: rank[id(n)])
+
+
+def keras_order(inputs, outputs):
+    """{id(node or input tensor): rank} in Keras 3's order of a functional
+    model's layers (keras/src/ops/function.py map_graph): by decreasing depth
+    (the longest path to an output; a shared layer at its deepest call), ties
+    by first visit of a depth-first walk from the outputs through each call's
+    inputs in order. A topological order, and the order of `model.layers` and
+    of `get_weights()` in Keras."""
+    inset = {id(t) for t in inputs}
+    visit, post, done = {}, [], set()    # visit: id(layer or input) -> first-visit index
+
+    def key(t):
+        return id(t) if id(t) in inset else id(t._node.layer)
+
+    for root in outputs:
+        stack = []
+
+        def enter(t):
+            visit.setdefault(key(t), len(visit))
+            if id(t) not in inset and id(t._node) not in done:
+                done.add(id(t._node))
+                stack.append([t._node, 0])
+        enter(root)
+        while stack:
+            top = stack[-1]
+            if top[1] < len(top[0].inputs):
+                top[1] += 1
+                enter(top[0].inputs[top[1] - 1])
+            else:
+                post.append(stack.pop()[0])
+    depth, op_depth = {}, {}
+    for n in reversed(post):            # consumers before their producers
+        d = max(depth.get(id(n), 0), op_depth.get(id(n.layer), 0))
+        depth[id(n)] = op_depth[id(n.layer)] = d
+        for t in n.inputs:
+            k = id(t) if id(t) in inset else id(t._node)
+            depth[k] = max(depth.get(k, 0), d + 1)
+    items = [(id(n), depth[id(n)], visit[id(n.layer)], n.id) for n in post]
+    items += [(id(t), depth.get(id(t), 0), visit.get(id(t), 0), -1) for t in inputs]
+    items.sort(key=lambda e: (-e[1], e[2], e[3]))
+    return {k: r for r, (k, *_rest) in enumerate(items)}
 
 
 class CompiledGraph:
@@ -339,8 +382,10 @@ def _unique(seq):
 
 
 def model_layers(model):
-    """Keras `model.layers` of a functional model: its InputLayers, then each layer (a nested model as one)."""
-    return _unique([t._input_layer for t in model._inputs] + [n.layer for n in model._nodes])
+    """Keras `model.layers` of a functional model, InputLayers included (a nested model as one), in Keras's order."""
+    rank = keras_order(model._inputs, model._outputs)
+    calls = [(rank[id(t)], t._input_layer) for t in model._inputs] + [(rank[id(n)], n.layer) for n in model._nodes]
+    return _unique([layer for _, layer in sorted(calls, key=lambda c: c[0])])
 
 
 def graph_layers(model):
