@@ -95,6 +95,17 @@ def test_batch_size_auto_takes_the_largest_that_fits():
     assert m._last_plan.batch_size == min(plan.batch_size, len(X))
 
 
+@pytest.mark.parametrize("weights", ["sample_weight", "class_weight", None])
+def test_estimate_memory_equals_the_plan_fit_runs_with_weights(weights):
+    m = mlp()
+    kw = {"sample_weight": np.linspace(0.5, 2, len(X)).astype(np.float32)} if weights == "sample_weight" else \
+        {"class_weight": {0: 1.0, 1: 3.0}} if weights == "class_weight" else {}
+    m.fit(X, Y, batch_size=64, epochs=1, verbose=0, **kw)
+    est = m.estimate_memory(64, shuffle_rows=len(X), sample_weight=weights is not None)
+    assert est.host_bytes == m._last_plan.host_bytes
+    assert est.host_bytes != m.estimate_memory(64, shuffle_rows=len(X), sample_weight=weights is None).host_bytes
+
+
 def test_micro_batches_give_the_same_updates_as_the_full_batch():
     m = mlp("sgd")
     w0 = m.get_weights()

@@ -422,13 +422,19 @@ class Model:
                        device=device, **kwargs)
 
     def estimate_memory(self, batch_size=32, optimizer=None, device=None, micro_batch=None, mode="train",
-                        memory_limit=None, validation_batch_size=None, shuffle_rows=0):
+                        memory_limit=None, validation_batch_size=None, shuffle_rows=0, sample_weight=False):
         """The exact memory plan of a run, without allocating or seeing data
-        (shuffle_rows: rows fit will shuffle, for the per-epoch order array)."""
+        (shuffle_rows: rows fit will shuffle, for the per-epoch order array;
+        sample_weight: whether the run gets sample or class weights, whose
+        per-batch slots it then holds)."""
         from .memory import estimate
-        return estimate(self, batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch, mode=mode,
-                        memory_limit=memory_limit, validation_batch_size=validation_batch_size,
-                        shuffle_rows=shuffle_rows)
+        self._plan_weighted = {"train": bool(sample_weight), "evaluate": bool(sample_weight) and mode == "evaluate"}
+        try:
+            return estimate(self, batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch, mode=mode,
+                            memory_limit=memory_limit, validation_batch_size=validation_batch_size,
+                            shuffle_rows=shuffle_rows)
+        finally:
+            self._plan_weighted = None
 
     # ---- reports ----
     def _summary_rows(self):
