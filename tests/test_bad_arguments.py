@@ -47,12 +47,21 @@ def test_bad_data_raises_data_error_naming_the_argument(x, y, match):
     np.testing.assert_array_equal(x, xc)
 
 
+def test_a_bad_label_in_shuffled_data_names_its_sample():
+    """the row is within the shuffled batch; the sample is the index into y"""
+    m = model()
+    y = Y.copy()
+    y[6] = 5
+    with pytest.raises(bf.DataError, match=r"label 5 in row \d+ \(sample 6 of the data\)"):
+        m.fit(X, y, batch_size=4, shuffle=True, verbose=0)
+
+
 def test_label_out_of_range_names_the_batch():
     m = model()
     y = Y.copy()
     y[7] = 5
     before = m.get_weights()
-    with pytest.raises(bf.DataError, match=r"batch 1: label 5 in row 3") as ei:
+    with pytest.raises(bf.DataError, match=r"batch 1: label 5 in row 3 \(sample 7 of the data\)") as ei:
         m.fit(X, y, batch_size=4, shuffle=False, verbose=0)
     assert ei.value.batch_index == 1
     # the first step completed; the failing one applied nothing

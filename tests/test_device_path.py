@@ -286,7 +286,7 @@ def test_a_bad_label_on_a_device_is_a_data_error_naming_batch_and_row():
             m.fit(X, y, batch_size=16, shuffle=False, verbose=0, device=dev)
         results[dev] = (str(ei.value), ei.value.batch_index, m.get_weights())
     assert results["emu"][:2] == results["cpu"][:2]
-    assert "batch 3: label 7 in row 5 is not a class id in [0, 4)" in results["emu"][0]
+    assert "batch 3: label 7 in row 5 (sample 53 of the data) is not a class id in [0, 4)" in results["emu"][0]
     assert_same_weights(results["emu"][2], results["cpu"][2])  # batches 0-2 applied, 3 not
 
 

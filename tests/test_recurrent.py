@@ -219,13 +219,13 @@ def test_out_of_range_id_is_a_data_error_naming_batch_and_value(bad):
     w = m.get_weights()
     x = np.ones((8, 4), np.float32)
     x[6, 2] = bad
-    with pytest.raises(bf.DataError, match=rf"batch 1: id {bad:g} at sample 2, position 2 .*input_dim=5"):
+    with pytest.raises(bf.DataError, match=rf"batch 1: id {bad:g} at row 2 \(sample 6 of the data\), position 2 .*input_dim=5"):
         m.fit(x, np.ones((8, 1)), batch_size=4, epochs=1, verbose=0, shuffle=False)
-    with pytest.raises(bf.DataError, match=rf"id {bad:g} at sample 2, position 2"):
+    with pytest.raises(bf.DataError, match=rf"id {bad:g} at row 2 \(sample 6 of the data\), position 2"):
         m.predict(x, batch_size=4, verbose=0)
     x[6, 2], x[1, 3] = 1, bad
     w = m.get_weights()
-    with pytest.raises(bf.DataError, match=rf"batch 0: id {bad:g} at sample 1, position 3"):
+    with pytest.raises(bf.DataError, match=rf"batch 0: id {bad:g} at row 1 \(sample 1 of the data\), position 3"):
         m.fit(x, np.ones((8, 1)), batch_size=4, epochs=1, verbose=0, shuffle=False)
     for a, b in zip(w, m.get_weights()):
         np.testing.assert_array_equal(a, b)  # the bad batch's update was not applied

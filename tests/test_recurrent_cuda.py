@@ -54,7 +54,7 @@ def test_sequence_plan_equals_the_device_arena_and_bad_ids_raise():
     assert plan.device_bytes > 0
     x = IDS.copy()
     x[20, 3] = V
-    with pytest.raises(bf.DataError, match=rf"batch 1: id {V} at sample 4, position 3"):
+    with pytest.raises(bf.DataError, match=rf"batch 1: id {V} at row 4 \(sample 20 of the data\), position 3"):
         m.fit(x, YS, batch_size=16, epochs=1, verbose=0, shuffle=False, device="cuda")
 
 

@@ -102,6 +102,12 @@ typedef struct {
     const float *cw;
     long ncw;
     int cur;               /* batch slot the step is computing on */
+    /* where the current micro-batch's rows come from, for DataErrors: row i is
+     * sample sample_order[sample_at + i] (or sample_at + i) of the caller's
+     * data when samples_known (arrays; a generator's batch is its own) */
+    const int64_t *sample_order;
+    long sample_at;
+    int samples_known;
     /* per layer: a bound on |parameter gradient| this step, from max|input| and
      * max|output gradient| (Dense, Conv2D); below FLT_MAX/4 the gradients are
      * provably finite and need no scan */

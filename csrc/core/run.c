@@ -820,6 +820,14 @@ static bf_status queue_micro_step(bf_run *r, int train, int rows, float scale, i
     return BF_OK;
 }
 
+/* " (sample N of the data)" for row `row` of the current micro-batch, where that is known */
+static void sample_note(const bf_run *r, long row, char *out, size_t n) {
+    out[0] = '\0';
+    if (!r->samples_known) return;
+    const long at = r->sample_at + row;
+    snprintf(out, n, " (sample %lld of the data)", (long long)(r->sample_order ? r->sample_order[at] : at));
+}
+
 /* DataError for the lowest row of the micro-batch whose label (of output k) is no class id */
 static bf_status bad_label(bf_run *r, int k, int rows, long step) {
     const bf_model *m = r->m;
@@ -832,8 +840,10 @@ static bf_status bad_label(bf_run *r, int k, int rows, long step) {
     int p = bf_model_producer(m, m->out_t[k]);
     if (m->n_outputs > 1) snprintf(which, sizeof which, " of output '%s'", p >= 0 ? m->layers[p].name : "input");
     if (S > 1) snprintf(at, sizeof at, ", position %d", pos % S);
-    return BF_FAIL(BF_ERR_DATA, "batch %ld: label %g in row %d%s%s is not a class id in [0, %ld)", step, (double)label,
-                   row, at, which, m->t_size[m->out_t[k]] / S);
+    char sample[48];
+    sample_note(r, row, sample, sizeof sample);
+    return BF_FAIL(BF_ERR_DATA, "batch %ld: label %g in row %d%s%s%s is not a class id in [0, %ld)", step,
+                   (double)label, row, sample, at, which, m->t_size[m->out_t[k]] / S);
 }
 
 /* DataError for the lowest row holding an id outside an Embedding's table (step < 0: predict) */
@@ -844,10 +854,12 @@ static bf_status bad_ids(bf_run *r, int rows, long step) {
         long n = (long)rows * L->in_size, k = r->hstats.bad_id[i];
         if (L->kind != BF_L_EMBEDDING || k <= 0 || k > n) continue;
         long row = n - k;
-        return BF_FAIL(BF_ERR_DATA, "%s %ld: id %g at sample %ld, position %ld is not an integer in [0, %d) "
+        char sample[48];
+        sample_note(r, row / L->in_size, sample, sizeof sample);
+        return BF_FAIL(BF_ERR_DATA, "%s %ld: id %g at row %ld%s, position %ld is not an integer in [0, %d) "
                        "(layer '%s', input_dim=%d)", step >= 0 ? "batch" : "predict batch", step < 0 ? -step - 1 : step,
-                       (double)r->hstats.bad_id_val[i], row / L->in_size, row % L->in_size, L->input_dim, L->name,
-                       L->input_dim);
+                       (double)r->hstats.bad_id_val[i], row / L->in_size, sample, row % L->in_size, L->input_dim,
+                       L->name, L->input_dim);
     }
     return BF_OK;
 }
@@ -961,6 +973,8 @@ static bf_status steps(bf_run *r, int train, const bf_srcs *xin, const bf_srcs *
         bind(r, 0);
         return s;
     }
+    r->sample_order = order;
+    r->samples_known = order != NULL || n > batch;
     bf_totals st = {0};
     long cur_step = -1, done = 0;
     int last_rows = 0;
@@ -985,6 +999,7 @@ static bf_status steps(bf_run *r, int train, const bf_srcs *xin, const bf_srcs *
             bf_prefetch_release(&pf, cur.j);
             if (s == BF_OK && have) s = load(r, &pf, &nxt, x, y);
         }
+        r->sample_at = cur.start;
         if (s == BF_OK) s = finish_micro_step(r, train, (int)cur.rows, cur.step, &st);
         if (s == BF_OK) s = consumed(r, cur.k);
         if (s == BF_OK && have && !ahead) s = load(r, &pf, &nxt, x, y);
@@ -1038,6 +1053,9 @@ bf_status bf_run_predict(bf_run *r, float *out_host, long out_rows, long out_sta
         if (s == BF_OK) s = forward(r, (int)cur.rows, 0, NULL);
         if (s == BF_OK && has_embedding(m)) { /* ids outside the table: a DataError, as in fit */
             s = r->be->to_host(r->be, &r->hstats, r->stats, offsetof(bf_step_stats, bound));
+            r->sample_order = NULL;
+            r->samples_known = start > 0 || n > r->B;
+            r->sample_at = start + cur.start;
             if (s == BF_OK) s = bad_ids(r, (int)cur.rows, -1 - cur.step);
         }
         have = next_job(&jobs, cur.j + 1, &nxt);
