@@ -14,7 +14,7 @@ the same steps in a loop); the two sides run their rounds in turn
 import sys
 import textwrap
 
-from interleave import run_pair
+from interleave import report, run_pair
 
 BF = textwrap.dedent("""
     import time, numpy as np, boundfit as bf
@@ -78,22 +78,9 @@ def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 8
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     kw = dict(B=32, T=128, D=256, H=4, FF=1024, STEPS=steps, THREADS=threads)
-    (ours, *bf_rest), (theirs, *pt_rest) = run_pair(BF.format(**kw), TORCH.format(**kw), rounds)
-    n = 32 * steps
-    print(f"Transformer block: batch 32, 128 tokens, 256 wide, 4 heads, ff 1024, Adam ({rounds} rounds of {steps} "
-          f"steps each side, in turn; {threads} threads)")
-    if ours is None:
-        print(f"  boundfit failed: {bf_rest[0]}")
-        return
-    med, plan = bf_rest
-    print(f"  boundfit {n / ours:10.1f} samples/s best, {n / med:8.1f} median, planned host bytes {plan / 2**20:8.1f} MiB")
-    if theirs is None:
-        print(f"  PyTorch unavailable: {pt_rest[0]}")
-        return
-    med_t, peak = pt_rest
-    print(f"  PyTorch  {n / theirs:10.1f} samples/s best, {n / med_t:8.1f} median, peak RSS growth    {peak / 2**20:8.1f} MiB")
-    print(f"  ratios: samples/s {theirs / ours:5.2f}x best, {med_t / med:5.2f}x median; memory {plan / max(peak, 1):5.2f}x "
-          f"of PyTorch's")
+    report(f"Transformer block: batch 32, 128 tokens, 256 wide, 4 heads, ff 1024, Adam ({rounds} rounds of {steps} "
+           f"steps each side, in turn; {threads} threads)", 32 * steps,
+           run_pair(BF.format(**kw), TORCH.format(**kw), rounds))
 
 
 if __name__ == "__main__":

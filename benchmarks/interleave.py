@@ -4,8 +4,9 @@ request from this process, alternating A, B, A, B, ... A busy spell of the
 machine then slows both sides alike instead of whichever ran during it.
 
 A child's code defines `setup()` (warm-up), `one_round()` (returns seconds)
-and `final()` (a figure to report once the rounds are over, e.g. peak
-memory); SERVE below is appended to it. Each side reports its best round (timeit's rule: the other
+and `final()` (a byte count to report once the rounds are over, e.g. peak
+memory, or 0); SERVE below is appended to it. `report()` prints a pair's
+figures and ratios the same way for every benchmark. Each side reports its best round (timeit's rule: the other
 rounds measure the machine's other load, not the code) and its median.
 Between two rounds both sides rest for PAUSE seconds, so that threads one
 side left spinning (OpenMP's spin-wait lasts up to 200 ms) have gone to sleep
@@ -78,3 +79,22 @@ def run_pair(code_a, code_b, rounds):
         else:
             out.append((min(t), statistics.median(t), kid.close()))
     return out
+
+
+def report(title, samples, pair, names=("boundfit", "PyTorch"), memory=("planned host bytes", "peak RSS growth")):
+    """Prints run_pair's results: samples/s best and median per side, each
+    side's final() as MiB under its memory label (None: not shown), and the
+    ratios of the first side to the second."""
+    print(title)
+    rows = []
+    for who, (best, *rest), label in zip(names, pair, memory):
+        if best is None:
+            print(f"  {who} unavailable: {rest[0]}")
+            return
+        med, final = rest
+        mem = f", {label} {final / 2**20:8.1f} MiB" if label else ""
+        print(f"  {who:9s}{samples / best:10.1f} samples/s best, {samples / med:8.1f} median{mem}")
+        rows.append((best, med, final))
+    (a, am, af), (b, bm, bf) = rows
+    mem = f"; memory {af / max(bf, 1):5.2f}x of {names[1]}'s" if all(memory) else ""
+    print(f"  ratios: samples/s {b / a:5.2f}x best, {bm / am:5.2f}x median{mem}")

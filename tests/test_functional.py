@@ -77,11 +77,11 @@ def ordering_graph(lib):
     y = d2(b)
     z = d3(a)
     x = d1(a)
-    deep = shared(L.Add()([shared(z), y]))
+    deep = shared(L.Add(name="join")([shared(z), y]))
     inner = lib.Sequential([L.Dense(6, name="n1"), L.Dense(4, name="n2")], name="inner")
-    cat = L.Concatenate()([x, inner(deep), c])
+    cat = L.Concatenate(name="cat")([x, inner(deep), c])
     h = L.Dense(6, name="ff")(cat)
-    out1 = L.Dense(2, name="out1")(L.Add()([L.Dense(6, name="skip")(cat), h]))
+    out1 = L.Dense(2, name="out1")(L.Add(name="res")([L.Dense(6, name="skip")(cat), h]))
     return lib.Model([a, b, c], [out1, L.Dense(1, name="out2")(deep)])
 
 
