@@ -20,7 +20,6 @@ DATA = textwrap.dedent("""
     rng = np.random.default_rng(0)
     n = B * STEPS
     xe, xd, y = (rng.standard_normal((n, t, D)).astype(np.float32) for t in (TE, TD, TD))
-    r_data = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 """)
 
 BF = DATA + textwrap.dedent("""
@@ -42,6 +41,7 @@ BF = DATA + textwrap.dedent("""
 
 TORCH = DATA + textwrap.dedent("""
     import torch
+    r_data = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # after the data and the import
     xe, xd, y = (torch.from_numpy(a) for a in (xe, xd, y))
     torch.manual_seed(0)
     class Net(torch.nn.Module):

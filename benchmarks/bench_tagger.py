@@ -26,7 +26,6 @@ DATA = textwrap.dedent("""
     lengths = rng.integers(T // 8, T // 2, n)
     ids[np.arange(T)[None, :] >= lengths[:, None]] = 0
     x, y = ids.astype(np.int64), (ids % C).astype(np.int64)
-    r_data = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 """)
 
 BF = DATA + textwrap.dedent("""
@@ -46,6 +45,7 @@ BF = DATA + textwrap.dedent("""
 
 TORCH = DATA + textwrap.dedent("""
     import torch
+    r_data = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # after the data and the import
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Embedding(V, E), torch.nn.Linear(E, C))
     opt = torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7)

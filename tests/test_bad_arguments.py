@@ -56,6 +56,17 @@ def test_a_bad_label_in_shuffled_data_names_its_sample():
         m.fit(X, y, batch_size=4, shuffle=True, verbose=0)
 
 
+def test_a_bad_label_deep_in_a_large_batch_names_its_row():
+    """a batch of 2048 x 64 classes: its loss runs in slices of rows on the pool"""
+    m = bf.Sequential([layers.Input((8,)), layers.Dense(64, activation="softmax")])
+    m.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    x = np.random.default_rng(1).standard_normal((4096, 8)).astype(np.float32)
+    y = np.arange(4096) % 64
+    y[[1500, 1900]] = 70
+    with pytest.raises(bf.DataError, match=r"batch 0: label 70 in row 1500 \(sample 1500 of the data\)"):
+        m.fit(x, y, batch_size=2048, shuffle=False, verbose=0)
+
+
 def test_label_out_of_range_names_the_batch():
     m = model()
     y = Y.copy()

@@ -7,7 +7,8 @@ by timing both (csrc/cpu/blas_threads.h). Trained weights of a fresh process
 on one thread equal, bit for bit, those of a process on two threads, which
 split the feed-forward GEMMs, the column sums and the LSTM's steps (blocks of
 batch rows) and ran the recurrent and attention ops in both modes (24 steps: past the tuner's alternating calls and
-a probe of the other mode)."""
+a probe of the other mode); a softmax classifier's losses and metrics (rows and fixed blocks of rows on the
+pool) are the same to the bit too."""
 
 import os
 import subprocess
@@ -31,7 +32,15 @@ out = layers.Dense(1)(layers.GRU(16)(h))
 m = bf.Model(inp, out)
 m.compile(optimizer="adam", loss="mse")
 m.fit(x, y, batch_size=64, epochs=2, verbose=0, shuffle=False)
-np.save(sys.argv[1], np.concatenate([w.ravel() for w in m.get_weights()]))
+# a softmax over 64 classes at batch 2048 with sample weights: loss rows and metric blocks on the pool
+xc = rng.standard_normal((4096, 32)).astype(np.float32)
+yc = rng.integers(0, 64, 4096)
+c = bf.Sequential([layers.Input((32,)), layers.Dense(64, activation="softmax")])
+c.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy", "sparse_top_k_categorical_accuracy"],
+          weighted_metrics=["accuracy"])
+h = c.fit(xc, yc, batch_size=2048, epochs=2, verbose=0, shuffle=False, sample_weight=rng.random(4096) + 0.5)
+hist = np.array([v for k in sorted(h.history) for v in h.history[k]])
+np.save(sys.argv[1], np.concatenate([w.ravel() for w in m.get_weights() + c.get_weights()] + [hist]))
 """
 
 

@@ -19,6 +19,16 @@ bf_status bf_cpu_loss_forward_backward(bf_backend *be, float *loss_out, float *d
                                        const bf_loss_spec *loss, int fused, int B, int C, float scale);
 bf_status bf_cpu_metric_update(bf_backend *be, double *acc, const float *pred, const float *target,
                                const float *sw, const bf_metric_spec *m, bf_act act, int B, int C, int T);
+/* metric_update's pieces: rows [lo, hi) added into acc; the rows of a block
+ * for B rows (at most BF_METRIC_BLOCKS blocks); metrics of at most
+ * BF_METRIC_SMALL values are summed per block */
+#define BF_METRIC_BLOCKS 64
+#define BF_METRIC_SMALL 4
+bf_status bf_cpu_metric_rows(double *acc, const float *pred, const float *target, const float *sw,
+                             const bf_metric_spec *m, bf_act act, int lo, int hi, int C, int T);
+int bf_metric_block_rows(int B);
+bf_status bf_par_metric_update(bf_backend *be, double *acc, const float *pred, const float *target,
+                               const float *sw, const bf_metric_spec *m, bf_act act, int B, int C, int T);
 bf_status bf_cpu_sum(bf_backend *be, double *sum_out, const float *x, long n);
 bf_status bf_cpu_nonfinite(bf_backend *be, int *bad, const float *x, long n);
 bf_status bf_cpu_maxabs(bf_backend *be, float *out, const float *x, long n);
@@ -67,6 +77,9 @@ bf_status bf_par_layernorm_backward(bf_backend *be, float *dinp, float *dgamma, 
                                     long N, int C);
 bf_status bf_par_act_backward_bias(bf_backend *be, float *dinp, const float *dout, const float *out, bf_act act,
                                    long N, int C, float *db);
+bf_status bf_par_loss_forward_backward(bf_backend *be, float *loss_out, float *dpred, int *bad_label,
+                                       const float *pred, const float *target, const float *sw,
+                                       const bf_loss_spec *loss, int fused, int B, int C, float scale);
 bf_status bf_par_dense_backward(bf_backend *be, float *dinp, float *dw, float *db, const float *dout,
                                 const float *inp, const float *w, int B, int IN, int OUT);
 bf_status bf_par_maxabs(bf_backend *be, float *out, const float *x, long n);

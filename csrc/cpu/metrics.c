@@ -1,12 +1,14 @@
 /* metrics.c - Keras 3 metrics accumulated per micro-batch (see backend.h
  * metric_update): accuracy family, mean errors, AUC buckets, precision /
- * recall counts. Values are added into the step statistics (doubles); the
+ * recall counts, in blocks of rows fixed by the batch (the same sums on the
+ * pool, par_ops.c). Values are added into the step statistics (doubles); the
  * host turns the epoch's sums into results (csrc/core/metric_results.c).
  * A fused activation is applied here first, so metrics see what Keras's
  * model outputs. */
 #include <math.h>
 
 #include "cpu_ops.h"
+#include "vec_exp.h"
 
 static inline float sigm(float x) {
     if (x >= 0) return 1.0f / (1.0f + expf(-x));
@@ -17,7 +19,7 @@ static inline float sigm(float x) {
 /* the row's output as Keras sees it: act applied to logits (softmax: row max mx, sum s) */
 static inline float q_of(const float *p, int j, bf_act act, float mx, float s) {
     if (act == BF_ACT_SIGMOID) return sigm(p[j]);
-    if (act == BF_ACT_SOFTMAX) return expf(p[j] - mx) / s;
+    if (act == BF_ACT_SOFTMAX) return bf_exp_neg(p[j] - mx) / s;
     return p[j];
 }
 
@@ -39,12 +41,11 @@ static int argmax_f(const float *x, int C) {
     return k;
 }
 
-// acc (bf_metric_nvalues) += statistics of pred (B,C) against target (B,T), sw (B) or NULL
-bf_status bf_cpu_metric_update(bf_backend *be, double *acc, const float *pred, const float *target,
-                               const float *sw, const bf_metric_spec *m, bf_act act, int B, int C, int T) {
-    (void)be;
+// acc (bf_metric_nvalues) += statistics of rows [lo, hi) of pred (B,C) against target (B,T), sw (B) or NULL
+bf_status bf_cpu_metric_rows(double *acc, const float *pred, const float *target, const float *sw,
+                             const bf_metric_spec *m, bf_act act, int lo, int hi, int C, int T) {
     const int T1 = m->num_thresholds - 1;
-    for (int i = 0; i < B; i++) {
+    for (int i = lo; i < hi; i++) {
         const float *p = pred + (size_t)i * C, *t = target + (size_t)i * T;
         const float w = m->weighted && sw ? sw[i] : 1.0f;
         float mx = 0.0f, s = 1.0f;
@@ -52,7 +53,7 @@ bf_status bf_cpu_metric_update(bf_backend *be, double *acc, const float *pred, c
             mx = p[0];
             for (int j = 1; j < C; j++) mx = p[j] > mx ? p[j] : mx;
             s = 0.0f;
-            for (int j = 0; j < C; j++) s += expf(p[j] - mx);
+            for (int j = 0; j < C; j++) s += bf_exp_neg(p[j] - mx);
         }
         double v = 0.0;
         switch (m->kind) {
@@ -110,6 +111,28 @@ bf_status bf_cpu_metric_update(bf_backend *be, double *acc, const float *pred, c
         }
         acc[0] += v * w;
         acc[1] += w;
+    }
+    return BF_OK;
+}
+
+int bf_metric_block_rows(int B) {
+    const int r = (B + BF_METRIC_BLOCKS - 1) / BF_METRIC_BLOCKS;
+    return r < 256 ? 256 : r;
+}
+
+/* Rows in blocks fixed by B (bf_metric_block_rows), each summed on its own and
+ * added in block order: the parallel update (par_ops.c) adds the same sums in
+ * the same order. AUC's buckets (hundreds of values) go straight in. */
+bf_status bf_cpu_metric_update(bf_backend *be, double *acc, const float *pred, const float *target,
+                               const float *sw, const bf_metric_spec *m, bf_act act, int B, int C, int T) {
+    (void)be;
+    const long nv = bf_metric_nvalues(m);
+    if (nv > BF_METRIC_SMALL) return bf_cpu_metric_rows(acc, pred, target, sw, m, act, 0, B, C, T);
+    const int R = bf_metric_block_rows(B);
+    for (int lo = 0; lo < B; lo += R) {
+        double part[BF_METRIC_SMALL] = {0};
+        BF_TRY(bf_cpu_metric_rows(part, pred, target, sw, m, act, lo, B - lo < R ? B : lo + R, C, T));
+        for (long k = 0; k < nv; k++) acc[k] += part[k];
     }
     return BF_OK;
 }

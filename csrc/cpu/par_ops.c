@@ -2,10 +2,11 @@
  * split over the engine's pool (par.h). Each task runs the serial kernel on
  * a slice of rows or elements; sums over rows (LayerNorm's dgamma / dbeta,
  * Dense's bias gradient) are split by columns, each column summed in row
- * order. So every output has the same bits on any number of threads. Small
- * inputs (below GRAIN floats a task) run serially. These are what the CPU
- * backend's vtable points to (cpu_backend.c); the emu backend keeps the
- * serial kernels. */
+ * order; a loss by rows (independent); a metric's sums by blocks of rows fixed
+ * by the batch, added in block order (metrics.c does the same). So every
+ * output has the same bits on any number of threads. Small inputs (below
+ * GRAIN floats a task) run serially. These are what the CPU backend's vtable
+ * points to (cpu_backend.c), and the emu backend's (a copy of it). */
 #include <stdatomic.h>
 
 #include "attn_ops.h"
@@ -20,10 +21,13 @@ typedef struct {
     float *out, *s0, *s1, *s2;
     const float *a, *b, *c, *d, *e;
     long n, parts;
-    int C, act;
+    int C, act, T; /* T: a metric's target width */
     float alpha;
     const bf_act_param *p;
     const bf_update_args *u;
+    const bf_loss_spec *loss;
+    const bf_metric_spec *metric;
+    double (*parts_acc)[BF_METRIC_SMALL]; /* metric: one block's sums each */
     bf_ewise_op op;
     float *part_max; /* maxabs: one per slice */
     _Atomic int st, bad;
@@ -246,6 +250,61 @@ bf_status bf_par_act_backward_bias(bf_backend *be, float *dinp, const float *dou
     atomic_store(&j.st, BF_OK);
     bf_par_for(j.parts, bf_par_threads(), act_bias_cols, &j);
     return (bf_status)atomic_load(&j.st);
+}
+
+/* rows [lo, hi) of a loss: rows are independent, so the same bits as one
+ * call; a bad SCCE label's row comes back as the whole call's B - row, the
+ * largest kept (the lowest row) */
+static void loss_rows(void *c, long t, int slot) {
+    job *j = c;
+    (void)slot;
+    SLICE(j, t, lo, hi);
+    const long tgt = j->loss->kind == BF_LOSS_SCCE ? lo : o_; /* SCCE: one class id a row */
+    int bad = 0;
+    fail(j, bf_cpu_loss_forward_backward(j->be, j->out + lo, j->s0 ? j->s0 + o_ : NULL, &bad, j->a + o_, j->b + tgt,
+                                         j->c ? j->c + lo : NULL, j->loss, j->act, (int)(hi - lo), j->C, j->alpha));
+    if (bad <= 0) return;
+    const int global = (int)(j->n - (hi - bad)); /* local row hi - lo - bad, global row hi - bad */
+    int seen = atomic_load(&j->bad);
+    while (global > seen && !atomic_compare_exchange_weak(&j->bad, &seen, global)) {
+    }
+}
+
+bf_status bf_par_loss_forward_backward(bf_backend *be, float *loss_out, float *dpred, int *bad_label,
+                                       const float *pred, const float *target, const float *sw,
+                                       const bf_loss_spec *loss, int fused, int B, int C, float scale) {
+    if (!bad_label || B <= 0 || C <= 0) /* a bad label fails the call, naming its row: one call */
+        return bf_cpu_loss_forward_backward(be, loss_out, dpred, bad_label, pred, target, sw, loss, fused, B, C, scale);
+    job j = {.be = be, .out = loss_out, .s0 = dpred, .a = pred, .b = target, .c = sw, .loss = loss, .act = fused,
+             .alpha = scale};
+    atomic_store(&j.bad, 0);
+    BF_TRY(run(&j, B, C, loss_rows));
+    if (atomic_load(&j.bad) > *bad_label) *bad_label = atomic_load(&j.bad);
+    return BF_OK;
+}
+
+/* block t of a metric's rows (bf_metric_block_rows) into its own sums */
+static void metric_block(void *c, long t, int slot) {
+    job *j = c;
+    (void)slot;
+    const int R = bf_metric_block_rows((int)j->n), lo = (int)t * R, hi = j->n - lo < R ? (int)j->n : lo + R;
+    fail(j, bf_cpu_metric_rows(j->parts_acc[t], j->a, j->b, j->c, j->metric, (bf_act)j->act, lo, hi, j->C, j->T));
+}
+
+bf_status bf_par_metric_update(bf_backend *be, double *acc, const float *pred, const float *target,
+                               const float *sw, const bf_metric_spec *m, bf_act act, int B, int C, int T) {
+    const long nv = bf_metric_nvalues(m), blocks = B > 0 ? (B + bf_metric_block_rows(B) - 1) / bf_metric_block_rows(B) : 0;
+    if (nv > BF_METRIC_SMALL || blocks < 2 || (long)B * C < GRAIN)
+        return bf_cpu_metric_update(be, acc, pred, target, sw, m, act, B, C, T);
+    double parts[BF_METRIC_BLOCKS][BF_METRIC_SMALL] = {{0}};
+    job j = {.be = be, .a = pred, .b = target, .c = sw, .metric = m, .act = (int)act, .n = B, .C = C,
+             .T = T, .parts_acc = parts};
+    atomic_store(&j.st, BF_OK);
+    bf_par_for(blocks, bf_par_threads(), metric_block, &j);
+    BF_TRY((bf_status)atomic_load(&j.st));
+    for (long b = 0; b < blocks; b++) /* in block order, as bf_cpu_metric_update */
+        for (long k = 0; k < nv; k++) acc[k] += parts[b][k];
+    return BF_OK;
 }
 
 /* max |x| of slice t into part_max[t] (NaN comes as Inf) */
