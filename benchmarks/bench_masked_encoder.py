@@ -4,14 +4,16 @@ masked GlobalAveragePooling1D -> Dense(2), Adam, padded token sequences of
 random lengths. PyTorch: nn.Embedding, nn.MultiheadAttention with
 key_padding_mask, LayerNorm, a masked mean, Linear. boundfit also runs the
 same model with mask_zero=False, so the masks' own cost shows. Each run in
-its own subprocess, same threads.
+its own subprocess, same threads; the two sides of a comparison run their
+rounds in turn (benchmarks/interleave.py).
 
-    python benchmarks/bench_masked_encoder.py [steps]
+    python benchmarks/bench_masked_encoder.py [steps] [rounds]
 """
 
-import subprocess
 import sys
 import textwrap
+
+from interleave import report, run_pair
 
 DATA = """
     import numpy as np
@@ -32,9 +34,13 @@ BF = textwrap.dedent("""
     x = L.LayerNormalization()(L.Add()([e, L.MultiHeadAttention(H, D // H)(e, e)]))
     m = bf.Model(inp, L.Dense(2, activation="softmax")(L.GlobalAveragePooling1D()(x)))
     m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
-    m.fit(ids[:B], y[:B], batch_size=B, verbose=0)
-    t0 = time.perf_counter(); m.fit(ids, y, batch_size=B, verbose=0, shuffle=False); dt = time.perf_counter() - t0
-    print(B * STEPS / dt)
+    def setup():
+        m.fit(ids[:B], y[:B], batch_size=B, verbose=0)
+    def one_round():
+        t0 = time.perf_counter(); m.fit(ids, y, batch_size=B, verbose=0, shuffle=False)
+        return time.perf_counter() - t0
+    def final():
+        return 0
 """)
 
 TORCH = textwrap.dedent("""
@@ -61,41 +67,29 @@ TORCH = textwrap.dedent("""
     lf = torch.nn.CrossEntropyLoss()
     def step(i):
         opt.zero_grad(); lf(net(ids[i * B:(i + 1) * B]), y[i * B:(i + 1) * B]).backward(); opt.step()
-    step(0)
-    t0 = time.perf_counter()
-    for i in range(STEPS): step(i)
-    print(B * STEPS / (time.perf_counter() - t0))
+    def setup():
+        step(0)
+    def one_round():
+        t0 = time.perf_counter()
+        for i in range(STEPS): step(i)
+        return time.perf_counter() - t0
+    def final():
+        return 0
 """)
-
-
-def run(code, **kw):
-    out = subprocess.run([sys.executable, "-c", code.format(**kw)], capture_output=True, text=True, timeout=1800)
-    if out.returncode:
-        return None, out.stderr.strip().splitlines()[-1]
-    return float(out.stdout.split()[0]), None
 
 
 def main():
     import boundfit as bf
     threads = bf.blas_runtime.threads()
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 8
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     kw = dict(B=32, T=128, D=128, H=4, VOC=1000, STEPS=steps, THREADS=threads)
-    masked, err = run(BF, MASK=True, **kw)
-    plain, _ = run(BF, MASK=False, **kw)
-    theirs, terr = run(TORCH, **kw)
-    print(f"Masked encoder: batch 32, 128 tokens (padded), 128 wide, 4 heads, Adam ({steps} steps, {threads} threads)")
-    if masked is None:
-        print(f"  boundfit failed: {err}")
-        return
-    print(f"  boundfit masked   {masked:10.1f} samples/s")
-    if plain is not None:
-        print(f"  boundfit unmasked {plain:10.1f} samples/s (masks cost {plain / masked:5.2f}x)")
-    if theirs is None:
-        print(f"  PyTorch unavailable: {terr}")
-    else:
-        print(f"  PyTorch masked    {theirs:10.1f} samples/s")
-        print(f"  ratio: samples/s {masked / theirs:5.2f}x of PyTorch's")
-
+    head = f"32 x 128 tokens (padded), 128 wide, 4 heads, Adam ({rounds} rounds of {steps} steps, in turn; {threads} threads)"
+    report(f"Masked encoder against PyTorch (key_padding_mask): {head}", 32 * steps,
+           run_pair(BF.format(MASK=True, **kw), TORCH.format(**kw), rounds), memory=(None, None))
+    report(f"The masks' cost: boundfit with mask_zero=True against False, {head}", 32 * steps,
+           run_pair(BF.format(MASK=True, **kw), BF.format(MASK=False, **kw), rounds),
+           names=("masked", "unmasked"), memory=(None, None))
 
 if __name__ == "__main__":
     main()
