@@ -124,15 +124,14 @@ bf_status bf_cpu_loss_forward_backward(bf_backend *be, float *loss_out, float *d
                 float mx = p[0];
                 for (int j = 1; j < C; j++) mx = p[j] > mx ? p[j] : mx;
                 float es = 0.0f, S = 0.0f, tu = 0.0f;
-                for (int j = 0; j < C; j++) {
-                    float e = bf_exp_neg(p[j] - mx);
-                    es += e;
-                    if (d) d[j] = e;
-                }
-                for (int j = 0; j < C; j++) {
-                    float q = (d ? d[j] : bf_exp_neg(p[j] - mx)) / es;
-                    if (d) d[j] = q;
-                    S += q;
+                if (d) { /* the exps and quotients in loops of their own (they vectorize), summed in order */
+                    for (int j = 0; j < C; j++) d[j] = bf_exp_neg(p[j] - mx);
+                    for (int j = 0; j < C; j++) es += d[j];
+                    for (int j = 0; j < C; j++) d[j] /= es;
+                    for (int j = 0; j < C; j++) S += d[j];
+                } else {
+                    for (int j = 0; j < C; j++) es += bf_exp_neg(p[j] - mx);
+                    for (int j = 0; j < C; j++) S += bf_exp_neg(p[j] - mx) / es;
                 }
                 for (int j = 0; j < C; j++) {
                     float qn = (d ? d[j] : bf_exp_neg(p[j] - mx) / es) / S;

@@ -34,6 +34,8 @@ static int argmax_q(const float *p, int C, bf_act act, float mx, float s) {
     return k;
 }
 
+#define QBUF 1024 /* classes whose softmax a row keeps on the stack */
+
 static int argmax_f(const float *x, int C) {
     int k = 0;
     for (int j = 1; j < C; j++)
@@ -49,13 +51,33 @@ bf_status bf_cpu_metric_rows(double *acc, const float *pred, const float *target
         const float *p = pred + (size_t)i * C, *t = target + (size_t)i * T;
         const float w = m->weighted && sw ? sw[i] : 1.0f;
         float mx = 0.0f, s = 1.0f;
+        const int keep_e = act == BF_ACT_SOFTMAX && C <= QBUF &&
+                           (m->kind == BF_MET_CAT_ACC || m->kind == BF_MET_SPARSE_CAT_ACC);
+        float e[QBUF];
         if (act == BF_ACT_SOFTMAX) {
             mx = p[0];
             for (int j = 1; j < C; j++) mx = p[j] > mx ? p[j] : mx;
             s = 0.0f;
-            for (int j = 0; j < C; j++) s += bf_exp_neg(p[j] - mx);
+            if (keep_e) {
+                for (int j = 0; j < C; j++) e[j] = bf_exp_neg(p[j] - mx); /* vectorizes */
+                for (int j = 0; j < C; j++) s += e[j];
+            } else {
+                for (int j = 0; j < C; j++) s += bf_exp_neg(p[j] - mx);
+            }
         }
         double v = 0.0;
+        if (keep_e) { /* each exp once (q_of's values and sum), then the first maximum of e / s */
+            int k = 0;
+            float best = e[0] / s;
+            for (int j = 1; j < C; j++) {
+                const float q = e[j] / s;
+                if (q > best) { best = q; k = j; }
+            }
+            v = m->kind == BF_MET_CAT_ACC ? k == argmax_f(t, T) : (float)k == t[0];
+            acc[0] += v * w;
+            acc[1] += w;
+            continue;
+        }
         switch (m->kind) {
         case BF_MET_BINARY_ACC:
             for (int j = 0; j < C; j++) v += (q_of(p, j, act, mx, s) > m->threshold ? 1.0f : 0.0f) == t[j % T];
