@@ -55,6 +55,27 @@ def test_new_loss_gradients_match_finite_differences(loss, act, ykind):
     directional_check(m, x, y)
 
 
+def test_sparse_and_one_hot_categorical_crossentropy_take_the_same_steps_bit_for_bit():
+    """SCCE's fused softmax path takes a shortcut (only the label's class has a
+    target); term for term it is CCE's on one-hot targets, with clipped
+    probabilities (huge logits) among them."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((256, 10)).astype(np.float32)
+    y = rng.integers(0, 6, 256)
+    a = mlp(out=6, opt="sgd", metrics=())
+    b = mlp(out=6, opt="sgd", loss="categorical_crossentropy", metrics=())
+    w = a.get_weights()
+    w[2] *= 40                                  # logits up to ~100: some probabilities clip at 1 - 1e-7
+    a.set_weights(w)
+    b.set_weights(w)
+    sw = rng.random(256).astype(np.float32)
+    ha = a.fit(x, y, batch_size=64, epochs=2, verbose=0, shuffle=False, sample_weight=sw)
+    hb = b.fit(x, np.eye(6, dtype=np.float32)[y], batch_size=64, epochs=2, verbose=0, shuffle=False, sample_weight=sw)
+    assert ha.history["loss"] == hb.history["loss"]
+    for u, v in zip(a.get_weights(), b.get_weights()):
+        np.testing.assert_array_equal(u, v)
+
+
 def test_weighted_loss_gradient_matches_finite_differences_of_the_weighted_loss():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((12, 5)).astype(np.float32)

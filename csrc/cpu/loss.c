@@ -133,6 +133,15 @@ bf_status bf_cpu_loss_forward_backward(bf_backend *be, float *loss_out, float *d
                     for (int j = 0; j < C; j++) es += bf_exp_neg(p[j] - mx);
                     for (int j = 0; j < C; j++) S += bf_exp_neg(p[j] - mx) / es;
                 }
+                if (!t && d) { /* SCCE: only the label's class has a target (1): the loops below, term for term */
+                    const float q = d[cls], qn = q / S;
+                    const int clipped = qn < BF_EPS || qn > 1.0f - BF_EPS;
+                    tu = clipped ? 0.0f : 1.0f;
+                    l -= logf(qn < BF_EPS ? BF_EPS : qn > 1.0f - BF_EPS ? 1.0f - BF_EPS : qn);
+                    for (int j = 0; j < C; j++) d[j] = d[j] * tu / S * ws;
+                    d[cls] = (q * tu / S - (clipped ? 0.0f : 1.0f)) * ws;
+                    break;
+                }
                 for (int j = 0; j < C; j++) {
                     float qn = (d ? d[j] : bf_exp_neg(p[j] - mx) / es) / S;
                     if (qn >= BF_EPS && qn <= 1.0f - BF_EPS) tu += TJ(j);
