@@ -127,13 +127,16 @@ static void keep(void *q) {
 #ifdef MADV_FREE
     if (madvise(p, map_bytes(p), MADV_FREE) == 0) {
         pthread_mutex_lock(&kept_lock);
-        int k = 0;
-        while (k < BF_KEPT && kept[k]) k++;
-        if (k == BF_KEPT) {
+        int n = 0; /* the kept ones moved to the front, oldest first, then p */
+        for (int k = 0; k < BF_KEPT; k++)
+            if (kept[k]) kept[n++] = kept[k];
+        if (n == BF_KEPT) {
             old = kept[0];
-            for (k = 0; k + 1 < BF_KEPT; k++) kept[k] = kept[k + 1];
+            for (int k = 0; k + 1 < BF_KEPT; k++) kept[k] = kept[k + 1];
+            n--;
         }
-        kept[k] = p;
+        kept[n] = p;
+        for (int k = n + 1; k < BF_KEPT; k++) kept[k] = NULL;
         pthread_mutex_unlock(&kept_lock);
         if (old) munmap(old, map_bytes(old));
         return;

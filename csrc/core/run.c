@@ -785,7 +785,6 @@ static bf_status layout_y(const bf_run *r, bf_srcs *y) {
     return BF_OK;
 }
 
-
 /* queue the non-finite scan of the gradients no bound covers (BatchNorm, ...) */
 static bf_status scan_unbounded(bf_run *r) {
     bf_model *m = r->m;
