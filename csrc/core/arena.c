@@ -83,22 +83,13 @@ size_t bf_host_kept_bytes(void) {
 
 size_t bf_host_kept_taken(void) { return atomic_load(&kept_taken); }
 
-/* the kept mappings, moved out of the slots into out[] */
-static void take_all(char *out[BF_KEPT]) {
-    pthread_mutex_lock(&kept_lock);
-    for (int k = 0; k < BF_KEPT; k++) out[k] = kept[k], kept[k] = NULL;
-    pthread_mutex_unlock(&kept_lock);
-}
-
-static void unmap_all(char *ps[BF_KEPT]) {
-    for (int k = 0; k < BF_KEPT; k++)
-        if (ps[k]) munmap(ps[k], map_bytes(ps[k]));
-}
-
 void bf_host_drop_kept(void) {
     char *ps[BF_KEPT];
-    take_all(ps);
-    unmap_all(ps);
+    pthread_mutex_lock(&kept_lock);
+    for (int k = 0; k < BF_KEPT; k++) ps[k] = kept[k], kept[k] = NULL;
+    pthread_mutex_unlock(&kept_lock);
+    for (int k = 0; k < BF_KEPT; k++)
+        if (ps[k]) munmap(ps[k], map_bytes(ps[k]));
 }
 
 void bf_host_poison_kept(int on) { kept_poison = on; }

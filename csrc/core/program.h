@@ -113,6 +113,7 @@ typedef struct {
      * provably finite and need no scan */
     double gbound[BF_MAX_LAYERS];
     double bcount[BF_MAX_LAYERS]; /* products per gradient element this micro-batch; 0: no bound taken */
+    unsigned char bounded[BF_MAX_LAYERS]; /* Dense / Conv2D proven finite by a bound, not scanned (run.c) */
     int other_bad;         /* a scan of the unbounded gradients hit, this step */
     int unguarded;         /* benchmarks only: skip the non-finite scan of gradients */
     long job_seq;          /* micro-batches loaded so far: slot = job_seq % depth */

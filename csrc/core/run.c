@@ -135,6 +135,25 @@ static bf_status carve(bf_arena *a, size_t bytes, float **out) {
     return BF_OK;
 }
 
+/* A Dense / Conv2D layer's gradients are proven finite from max|input| and
+ * max|output gradient| (take_bound) where reading those costs less than
+ * reading the gradients: small batches into wide layers (an MLP at batch 32).
+ * Where it costs more (large batches, convolutions, a Transformer's
+ * feed-forward at 4096 positions), the gradients are scanned as any other
+ * layer's. Decided per layer from the run's micro-batch rows when it opens
+ * (r->bounded); layers that share weights keep their bounds (the owner's
+ * bound sums all of theirs). */
+static int has_bound(const bf_run *r, const bf_layer *L) {
+    const bf_model *m = r->m;
+    if (L->kind != BF_L_DENSE && L->kind != BF_L_CONV2D) return 0;
+    if (L->share >= 0) return 1;
+    for (int k = 0; k < m->nlayers; k++)
+        if (m->layers[k].share == (int)(L - m->layers)) return 1;
+    double grads = 0.0;
+    for (int j = 0; j < L->nparam; j++) grads += (double)L->params[j].n;
+    return (double)r->B * ((double)L->in_size + (double)L->out_size) < grads;
+}
+
 bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
     bf_model *m = r->m;
     bf_status s;
@@ -145,6 +164,7 @@ bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
                   r->on_device ? device_budget : host_budget);
     bf_arena_init(&r->host_arena, bf_cpu_backend(), "host", host_budget);
     r->arena.keep = !r->on_device;
+    for (int i = 0; i < m->nlayers; i++) r->bounded[i] = (unsigned char)has_bound(r, &m->layers[i]);
     BF_TRY(bf_arena_reserve(&r->arena, run_bytes));
     if (r->on_device && (s = bf_arena_reserve(&r->host_arena, slots + r->hmet_bytes)) != BF_OK) goto fail;
     /* first: the reservation's start is aligned as libraries want workspaces (cuBLAS: 256) */
@@ -388,30 +408,13 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
     return BF_OK;
 }
 
-/* A Dense / Conv2D layer's gradients are proven finite from max|input| and
- * max|output gradient| (take_bound) where reading those costs less than
- * reading the gradients: small batches into wide layers (an MLP at batch 32).
- * Where it costs more (large batches, convolutions, a Transformer's
- * feed-forward at 4096 positions), the gradients are scanned as any other
- * layer's. Decided per layer from the run's micro-batch rows; layers that
- * share weights keep their bounds (the owner's bound sums all of theirs). */
-static int has_bound(const bf_run *r, const bf_layer *L) {
-    const bf_model *m = r->m;
-    if (L->kind != BF_L_DENSE && L->kind != BF_L_CONV2D) return 0;
-    if (L->share >= 0) return 1;
-    for (int k = 0; k < m->nlayers; k++)
-        if (m->layers[k].share == (int)(L - m->layers)) return 1;
-    double grads = 0.0;
-    for (int j = 0; j < L->nparam; j++) grads += (double)L->params[j].n;
-    return (double)r->B * ((double)L->in_size + (double)L->out_size) < grads;
-}
 
 /* queue max|inp| and max|dz| of layer i into the step statistics; once read,
  * gbound[i] += count * max(max|inp|, 1) * max|dz| (add_bounds): every dW
  * element is a sum of `count` products inp*dz and every db element a sum of
  * `count` dz */
 static bf_status take_bound(bf_run *r, int i, const float *inp, long n_in, const float *dz, long n_dz, double count) {
-    if (r->unguarded || !has_bound(r, &r->m->layers[i])) return BF_OK;
+    if (r->unguarded || !r->bounded[i]) return BF_OK;
     BF_TRY(r->be->maxabs(r->be, &r->stats->bound[i][0], inp, n_in));
     BF_TRY(r->be->maxabs(r->be, &r->stats->bound[i][1], dz, n_dz));
     r->bcount[i] = count;
@@ -790,7 +793,7 @@ static bf_status scan_unbounded(bf_run *r) {
     bf_model *m = r->m;
     for (int i = 0; i < m->nlayers; i++) {
         const bf_layer *L = &m->layers[i];
-        for (int j = 0; j < L->nparam && !has_bound(r, L) && L->share < 0; j++)
+        for (int j = 0; j < L->nparam && !r->bounded[i] && L->share < 0; j++)
             if (L->params[j].trainable)
                 BF_TRY(r->be->nonfinite(r->be, &r->stats->bad, r->grads + L->params[j].grad_offset, L->params[j].n));
     }
@@ -909,7 +912,7 @@ static bf_status grads_nonfinite(bf_run *r, int *bad) {
     *bad = r->other_bad;
     for (int i = 0; i < m->nlayers && !*bad; i++) {
         const bf_layer *L = &m->layers[i];
-        if (!has_bound(r, L) || L->share >= 0 || r->gbound[i] < 0.25 * (double)FLT_MAX) continue;
+        if (!r->bounded[i] || L->share >= 0 || r->gbound[i] < 0.25 * (double)FLT_MAX) continue;
         for (int j = 0; j < L->nparam && !*bad; j++)
             if (L->params[j].trainable) BF_TRY(scan(r, r->grads + L->params[j].grad_offset, L->params[j].n, bad));
     }

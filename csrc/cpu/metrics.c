@@ -23,12 +23,12 @@ static inline float q_of(const float *p, int j, bf_act act, float mx, float s) {
     return p[j];
 }
 
-/* first maximum, as argmax in Keras / NumPy */
-static int argmax_q(const float *p, int C, bf_act act, float mx, float s) {
+/* first maximum, as argmax in Keras / NumPy; e: the row's softmax exps when kept (q_j = e_j / s), else NULL */
+static int argmax_q(const float *p, const float *e, int C, bf_act act, float mx, float s) {
     int k = 0;
-    float best = q_of(p, 0, act, mx, s);
+    float best = e ? e[0] / s : q_of(p, 0, act, mx, s);
     for (int j = 1; j < C; j++) {
-        float v = q_of(p, j, act, mx, s);
+        float v = e ? e[j] / s : q_of(p, j, act, mx, s);
         if (v > best) { best = v; k = j; }
     }
     return k;
@@ -59,32 +59,21 @@ bf_status bf_cpu_metric_rows(double *acc, const float *pred, const float *target
             for (int j = 1; j < C; j++) mx = p[j] > mx ? p[j] : mx;
             s = 0.0f;
             if (keep_e) {
-                for (int j = 0; j < C; j++) e[j] = bf_exp_neg(p[j] - mx); /* vectorizes */
+                for (int j = 0; j < C; j++) e[j] = bf_exp_neg(p[j] - mx); /* each exp once; vectorizes */
                 for (int j = 0; j < C; j++) s += e[j];
             } else {
                 for (int j = 0; j < C; j++) s += bf_exp_neg(p[j] - mx);
             }
         }
+        const float *ev = keep_e ? e : NULL;
         double v = 0.0;
-        if (keep_e) { /* each exp once (q_of's values and sum), then the first maximum of e / s */
-            int k = 0;
-            float best = e[0] / s;
-            for (int j = 1; j < C; j++) {
-                const float q = e[j] / s;
-                if (q > best) { best = q; k = j; }
-            }
-            v = m->kind == BF_MET_CAT_ACC ? k == argmax_f(t, T) : (float)k == t[0];
-            acc[0] += v * w;
-            acc[1] += w;
-            continue;
-        }
         switch (m->kind) {
         case BF_MET_BINARY_ACC:
             for (int j = 0; j < C; j++) v += (q_of(p, j, act, mx, s) > m->threshold ? 1.0f : 0.0f) == t[j % T];
             v /= C;
             break;
-        case BF_MET_CAT_ACC: v = argmax_q(p, C, act, mx, s) == argmax_f(t, T); break;
-        case BF_MET_SPARSE_CAT_ACC: v = (float)argmax_q(p, C, act, mx, s) == t[0]; break;
+        case BF_MET_CAT_ACC: v = argmax_q(p, ev, C, act, mx, s) == argmax_f(t, T); break;
+        case BF_MET_SPARSE_CAT_ACC: v = (float)argmax_q(p, ev, C, act, mx, s) == t[0]; break;
         case BF_MET_TOPK:
         case BF_MET_SPARSE_TOPK: {
             /* Keras in_top_k: rank = 1 + #{j: q_j > q_label} <= k; NaN at the label ranks last */

@@ -38,6 +38,13 @@ static void fail(job *j, bf_status s) {
     if (s != BF_OK) atomic_compare_exchange_strong(&j->st, &ok, (int)s);
 }
 
+/* runs task over j->parts parts on the pool; the first failure */
+static bf_status run_parts(job *j, bf_par_fn task) {
+    atomic_store(&j->st, BF_OK);
+    bf_par_for(j->parts, bf_par_threads(), task, j);
+    return (bf_status)atomic_load(&j->st);
+}
+
 /* runs task over slices of `rows` rows of C floats (at least GRAIN floats a
  * slice, at most 4 per thread) */
 static bf_status run(job *j, long rows, int C, bf_par_fn task) {
@@ -46,9 +53,7 @@ static bf_status run(job *j, long rows, int C, bf_par_fn task) {
     if (j->parts > rows) j->parts = rows > 0 ? rows : 1;
     j->n = rows;
     j->C = C;
-    atomic_store(&j->st, BF_OK);
-    bf_par_for(j->parts, threads, task, j);
-    return (bf_status)atomic_load(&j->st);
+    return run_parts(j, task);
 }
 
 /* slice t: rows [lo, hi), o_ = lo * C floats in */
@@ -247,9 +252,7 @@ bf_status bf_par_act_backward_bias(bf_backend *be, float *dinp, const float *dou
         return BF_FAIL(BF_ERR_INTERNAL, "act_backward_bias: an elementwise activation over N=%ld C=%d", N, C);
     job j = {.be = be, .out = dinp, .a = dout, .b = out, .act = (int)act, .s0 = db, .n = N, .C = C,
              .parts = column_parts(N, C)};
-    atomic_store(&j.st, BF_OK);
-    bf_par_for(j.parts, bf_par_threads(), act_bias_cols, &j);
-    return (bf_status)atomic_load(&j.st);
+    return run_parts(&j, act_bias_cols);
 }
 
 /* rows [lo, hi) of a loss: rows are independent, so the same bits as one
@@ -298,10 +301,8 @@ bf_status bf_par_metric_update(bf_backend *be, double *acc, const float *pred, c
         return bf_cpu_metric_update(be, acc, pred, target, sw, m, act, B, C, T);
     double parts[BF_METRIC_BLOCKS][BF_METRIC_SMALL] = {{0}};
     job j = {.be = be, .a = pred, .b = target, .c = sw, .metric = m, .act = (int)act, .n = B, .C = C,
-             .T = T, .parts_acc = parts};
-    atomic_store(&j.st, BF_OK);
-    bf_par_for(blocks, bf_par_threads(), metric_block, &j);
-    BF_TRY((bf_status)atomic_load(&j.st));
+             .T = T, .parts_acc = parts, .parts = blocks};
+    BF_TRY(run_parts(&j, metric_block));
     for (long b = 0; b < blocks; b++) /* in block order, as bf_cpu_metric_update */
         for (long k = 0; k < nv; k++) acc[k] += parts[b][k];
     return BF_OK;
