@@ -203,12 +203,27 @@ static void block_rows(int B, int nb, long t, int *r0, int *r1) {
     *r1 = (int)((long)B * (t + 1) / nb);
 }
 
+/* step s of a run whose step-independent fields are in *f (its z: the gates of position 0) */
+static fwd_step fwd_at(const fwd_step *f, int s) {
+    const bf_rnn_geom *g = f->g;
+    fwd_step t = *f;
+    t.s = s, t.p = pos(g, s), t.pp = s > 0 ? pos(g, s - 1) : 0;
+    t.z = f->z + (size_t)t.p * bf_rnn_gates(g->cell) * g->U;
+    t.hp = s > 0 ? f->hs + (size_t)t.pp * g->ldh : g->h0;
+    t.lhp = s > 0 ? f->lh : (size_t)g->U; /* rows of h0 are U apart */
+    return t;
+}
+
+/* one block of rows through every step: the rows' recurrences are independent */
 static void fwd_task(void *ctx, long t, int slot) {
     (void)slot;
     const fwd_step *f = ctx;
     int r0, r1;
     block_rows(f->g->B, f->nb, t, &r0, &r1);
-    fwd_rows(f, r0, r1, 1);
+    for (int s = 0; s < f->g->T; s++) {
+        const fwd_step st = fwd_at(f, s);
+        fwd_rows(&st, r0, r1, 1);
+    }
 }
 
 /* this direction's dropout masks into the workspace (forward and backward draw the same) */
@@ -247,14 +262,10 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
     static bf_blas_tune tune;
     bf_tune_run tr = bf_tune_begin(&tune);
     const int nb = row_blocks(g), threads = tr.mode ? bf_par_threads() : 1;
-    for (int s = 0; s < T; s++) {
-        const int p = pos(g, s), pp = s > 0 ? pos(g, s - 1) : 0;
-        fwd_step f = {g, out, hs, gates + (size_t)p * GU, cs, rec, mask, u, s > 0 ? hs + (size_t)pp * g->ldh : g->h0,
-                      s, p, pp, lz, lh, lc, s > 0 ? lh : (size_t)U /* rows of h0 are U apart */, nb};
-        if (nb > 1) {
-            bf_par_for(nb, threads, fwd_task, &f);
-            continue;
-        }
+    const fwd_step run = {g, out, hs, gates, cs, rec, mask, u, NULL, 0, 0, 0, lz, lh, lc, 0, nb};
+    if (nb > 1) bf_par_for(nb, threads, fwd_task, &run);
+    for (int s = 0; s < T && nb == 1; s++) {
+        fwd_step f = fwd_at(&run, s);
         if (g->cell == BF_CELL_GRU) {
             for (int r = 0; r < B; r++) {
                 if (b) memcpy(rec + (size_t)r * GU, b + GU, sizeof(float) * GU);
@@ -333,12 +344,30 @@ static void bwd_rows(const bwd_step *bs, int r0, int r1, int gemm) {
         bf_sgemm(0, 1, r1 - r0, U, GU, 1.0f, z + r0 * lz, (int)lz, bs->u, GU, 1.0f, dhn + (size_t)r0 * U, U);
 }
 
+/* step s of a backward whose step-independent fields are in *bs (its z: the gates of position 0) */
+static bwd_step bwd_at(const bwd_step *bs, int s) {
+    const bf_rnn_geom *g = bs->g;
+    bwd_step t = *bs;
+    t.s = s, t.p = pos(g, s), t.pp = s > 0 ? pos(g, s - 1) : 0;
+    t.z = bs->z + (size_t)t.p * bf_rnn_gates(g->cell) * g->U;
+    t.hp = s > 0 ? bs->hs + (size_t)t.pp * g->ldh : g->h0;
+    t.lhp = s > 0 ? bs->lh : (size_t)g->U; /* rows of h0 are U apart */
+    return t;
+}
+
+/* one block of rows back through every step, swapping its own rows' dh / dc
+ * buffers as the serial loop does (the caller swaps once more when T is odd) */
 static void bwd_task(void *ctx, long t, int slot) {
     (void)slot;
-    const bwd_step *bs = ctx;
+    bwd_step b = *(const bwd_step *)ctx;
     int r0, r1;
-    block_rows(bs->g->B, bs->nb, t, &r0, &r1);
-    bwd_rows(bs, r0, r1, 1);
+    block_rows(b.g->B, b.nb, t, &r0, &r1);
+    for (int s = b.g->T - 1; s >= 0; s--) {
+        const bwd_step st = bwd_at(&b, s);
+        bwd_rows(&st, r0, r1, 1);
+        float *q = b.dh; b.dh = b.dhn; b.dhn = q;
+        q = b.dc; b.dc = b.dcn; b.dcn = q;
+    }
 }
 
 /* du (U,GU) += sum over rows r of h1_r^T (U,T-1) @ dz1_r (T-1,GU), the rows in
@@ -385,18 +414,20 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
     static bf_blas_tune tune;
     bf_tune_run tr = bf_tune_begin(&tune);
     const int nb = row_blocks(g), threads = tr.mode ? bf_par_threads() : 1;
-    for (int s = T - 1; s >= 0; s--) {
-        const int p = pos(g, s), pp = s > 0 ? pos(g, s - 1) : 0;
-        float *z = gates + (size_t)p * GU;
-        const float *hp = s > 0 ? hs + (size_t)pp * g->ldh : g->h0;
-        const size_t lhp = s > 0 ? lh : (size_t)U; /* rows of h0 are U apart */
-        bwd_step bs = {g, z, dh, dhn, dc, dcn, drec, dout, hs, cs, mask, u, hp, s, p, pp, lz, lh, lc, lhp, nb};
-        if (nb > 1) {
-            bf_par_for(nb, threads, bwd_task, &bs);
+    if (nb > 1) {
+        const bwd_step run = {g, gates, dh, dhn, dc, dcn, drec, dout, hs, cs, mask, u, NULL, 0, 0, 0, lz, lh, lc, 0, nb};
+        bf_par_for(nb, threads, bwd_task, &run);
+        if (T % 2) {
             float *t = dh; dh = dhn; dhn = t;
             t = dc; dc = dcn; dcn = t;
-            continue;
         }
+    }
+    for (int s = T - 1; s >= 0 && nb == 1; s--) {
+        const bwd_step run = {g, gates, dh, dhn, dc, dcn, drec, dout, hs, cs, mask, u, NULL, 0, 0, 0, lz, lh, lc, 0, nb};
+        const bwd_step bs = bwd_at(&run, s);
+        float *z = bs.z;
+        const float *hp = bs.hp;
+        const size_t lhp = bs.lhp;
         bwd_rows(&bs, 0, B, 0);
         /* through the recurrent kernel: dh_prev += drec @ U^T (and for the GRU, whose
          * recurrent gradient drec is not kept, du += h_prev^T @ drec) */
