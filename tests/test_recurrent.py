@@ -106,6 +106,23 @@ def test_wide_lstm_steps_split_by_batch_rows_match_keras():
     against_keras(wide, ids, r.standard_normal((64, 2)).astype(np.float32))
 
 
+def test_wide_encoder_decoder_in_row_blocks_passes_states_both_ways_as_keras():
+    """The same blocks with an odd number of steps (each block swaps its own
+    dh / dc buffers per step; the caller's final swap hands dh0 / dc0 on) and
+    states between the layers: the decoder starts from the encoder's h, c and
+    sends their gradients back into the encoder's last step."""
+    def enc_dec(K, Ls):
+        i = K.Input((5,))
+        h = Ls.Embedding(V, E, mask_zero=True)(i)
+        _, sh, sc = Ls.LSTM(128, return_state=True)(h)
+        seq = Ls.LSTM(128, return_sequences=True, go_backwards=True)(h, initial_state=[sh, sc])
+        return K.Model(i, Ls.Dense(2)(Ls.GlobalAveragePooling1D()(seq)))
+    r = np.random.default_rng(4)
+    ids = r.integers(1, V, (64, 5))
+    ids[::6, 3:] = 0
+    against_keras(enc_dec, ids, r.standard_normal((64, 2)).astype(np.float32))
+
+
 @pytest.mark.parametrize("cell", CELLS)
 def test_gradients_match_finite_differences(cell):
     c = getattr(layers, cell)

@@ -8,13 +8,11 @@
  * are Dense GEMMs over all positions at once (core/run_attn.c). */
 #include <math.h>
 #include <string.h>
-#ifdef __SSE__
-#include <xmmintrin.h>
-#endif
 
 #include "attn_ops.h"
 #include "blas.h"
 #include "blas_threads.h"
+#include "transpose.h"
 #include "par.h"
 #include "vec_exp.h"
 
@@ -99,31 +97,6 @@ static void gemm_rows(int transA, int M, int N, int K, float alpha, const float 
     }
 }
 
-// bt (K,N) = b^T for b (N,K) with row stride ldb; in 4 x 4 blocks (SSE)
-static void transpose(float *restrict bt, const float *restrict b, int N, int K, int ldb) {
-    int n = 0;
-#ifdef __SSE__
-    for (; n + 4 <= N; n += 4) {
-        const float *r = b + (size_t)n * ldb;
-        int k = 0;
-        for (; k + 4 <= K; k += 4) {
-            __m128 r0 = _mm_loadu_ps(r + k), r1 = _mm_loadu_ps(r + ldb + k);
-            __m128 r2 = _mm_loadu_ps(r + 2 * (size_t)ldb + k), r3 = _mm_loadu_ps(r + 3 * (size_t)ldb + k);
-            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-            float *o = bt + (size_t)k * N + n;
-            _mm_storeu_ps(o, r0);
-            _mm_storeu_ps(o + N, r1);
-            _mm_storeu_ps(o + 2 * (size_t)N, r2);
-            _mm_storeu_ps(o + 3 * (size_t)N, r3);
-        }
-        for (; k < K; k++)
-            for (int m = n; m < n + 4; m++) bt[(size_t)k * N + m] = b[(size_t)m * ldb + k];
-    }
-#endif
-    for (; n < N; n++)
-        for (int k = 0; k < K; k++) bt[(size_t)k * N + n] = b[(size_t)n * ldb + k];
-}
-
 // C (M,N) = alpha * A @ B^T (B: N,K with row stride ldb), beta 0; bt: scratch of K*N floats
 static void gemm_nt(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float *bt,
                     float *C, int ldc) {
@@ -131,7 +104,7 @@ static void gemm_nt(int M, int N, int K, float alpha, const float *A, int lda, c
         bf_sgemm(0, 1, M, N, K, alpha, A, lda, B, ldb, 0.0f, C, ldc);
         return;
     }
-    transpose(bt, B, N, K, ldb);
+    bf_transpose(bt, B, N, K, ldb);
     gemm_rows(0, M, N, K, alpha, A, lda, bt, N, C, ldc);
 }
 
