@@ -266,7 +266,7 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
     static bf_blas_tune tune;
     bf_tune_run tr = bf_tune_begin(&tune);
     const int nb = row_blocks(g), threads = tr.mode ? bf_par_threads() : 1;
-    const fwd_step run = {g, out, hs, gates, cs, rec, mask, u, NULL, 0, 0, 0, lz, lh, lc, 0, nb};
+    fwd_step run = {g, out, hs, gates, cs, rec, mask, u, NULL, 0, 0, 0, lz, lh, lc, 0, nb};
     if (nb > 1) bf_par_for(nb, threads, fwd_task, &run);
     for (int s = 0; s < T && nb == 1; s++) {
         fwd_step f = fwd_at(&run, s);
@@ -422,7 +422,7 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
     if (nb > 1) {
         float *ut = (float *)ws + bf_rnn_workspace_floats(g, 1);
         bf_transpose(ut, u, U, GU, GU);
-        const bwd_step run = {g, gates, dh, dhn, dc, dcn, drec, dout, hs, cs, mask, u, NULL, 0, 0, 0, lz, lh, lc, 0, nb, ut};
+        bwd_step run = {g, gates, dh, dhn, dc, dcn, drec, dout, hs, cs, mask, u, NULL, 0, 0, 0, lz, lh, lc, 0, nb, ut};
         bf_par_for(nb, threads, bwd_task, &run);
         if (T % 2) {
             float *t = dh; dh = dhn; dhn = t;
