@@ -5,7 +5,9 @@ arena byte before writing it: the kept arena is filled with NaN here before
 it is reused), a run of another size unmaps it, and clear_session() gives it
 back at once."""
 
-import re
+import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -112,38 +114,46 @@ def test_the_next_run_of_the_same_size_reuses_the_kept_arena_and_another_size_un
     assert _core.kept_bytes() == 0
 
 
+CLEAR_SESSION = """
+import json, re, numpy as np, boundfit as bf
+from boundfit import _core, budget, layers as L
+
 def kept_mapping(bytes_):
-    """(start address, Rss, LazyFree) in bytes of the anonymous mapping of
-    `bytes_` plus the arena's header page, from /proc/self/smaps, or None"""
-    size_kb = (bytes_ + 4096 + 4095) // 4096 * 4
-    found, cur = None, None
-    with open("/proc/self/smaps") as f:
-        for line in f:
-            head = re.match(r"([0-9a-f]+)-[0-9a-f]+ ", line)
-            if head:
-                cur = {"start": int(head.group(1), 16)}
-                continue
-            key, _, val = line.partition(":")
-            if key in ("Size", "Rss", "LazyFree") and cur is not None:
-                cur[key] = int(val.split()[0]) * 1024
-                if key == "LazyFree" and cur["Size"] == size_kb * 1024:
-                    found = (cur["start"], cur["Rss"], cur["LazyFree"])
+    # (start, Rss, LazyFree) of the anonymous mapping of bytes_ plus the arena's header page
+    size, found, cur = (bytes_ + 4096 + 4095) // 4096 * 4096, None, None
+    for line in open("/proc/self/smaps"):
+        head = re.match(r"([0-9a-f]+)-[0-9a-f]+ ", line)
+        if head:
+            cur = {"start": int(head.group(1), 16)}
+            continue
+        key, _, val = line.partition(":")
+        if key in ("Size", "Rss", "LazyFree") and cur is not None:
+            cur[key] = int(val.split()[0]) * 1024
+            if key == "LazyFree" and cur["Size"] == size:
+                found = (cur["start"], cur["Rss"], cur["LazyFree"])
     return found
+
+m = bf.Sequential([bf.Input((256,)), L.Dense(512, activation="relu"), L.Dense(10)])
+m.compile(optimizer="adam", loss="mse")
+x = np.random.default_rng(1).standard_normal((4096, 256)).astype(np.float32)
+m.fit(x, np.zeros((4096, 10), np.float32), batch_size=4096, verbose=0)  # one step over > 20 MiB of activations
+kept = _core.kept_bytes()
+before = budget.anon_rss_bytes()                  # first: the kernel may reclaim kept pages at any time
+mapping = kept_mapping(kept)
+bf.utils.clear_session()
+after = budget.anon_rss_bytes()
+print(json.dumps(dict(kept=kept, mapping=mapping, before=before, after=after, gone=kept_mapping(kept))))
+"""
 
 
 def test_clear_session_takes_the_kept_pages_out_of_rss():
-    m, x, y = small_model()
-    bf.utils.clear_session()
-    m.fit(x, y, batch_size=4096, verbose=0)          # one step over > 20 MiB of activations
-    kept = _core.kept_bytes()
-    assert kept > 20 * MiB
-    before = budget.anon_rss_bytes()                 # first: the kernel may reclaim kept pages at any time
-    mapping = kept_mapping(kept)
-    assert mapping is not None
-    start, rss, lazy = mapping
-    assert rss > 10 * MiB and lazy > 0.9 * rss        # still resident, given to the kernel with MADV_FREE
-    bf.utils.clear_session()
-    after = budget.anon_rss_bytes()
-    gone = kept_mapping(kept)
-    assert gone is None or gone[0] != start           # unmapped
-    assert before - after >= rss - 2 * MiB            # its resident pages left RSS with it
+    """In a fresh process, where the arena's mapping is the only one of its
+    size and no other transparent-huge-page mapping can merge with it."""
+    r = subprocess.run([sys.executable, "-c", CLEAR_SESSION], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["kept"] > 20 * MiB and got["mapping"] is not None
+    start, rss, lazy = got["mapping"]
+    assert rss > 10 * MiB and lazy > 0.9 * rss                  # still resident, given to the kernel with MADV_FREE
+    assert got["gone"] is None or got["gone"][0] != start       # unmapped
+    assert got["before"] - got["after"] >= rss - 2 * MiB        # its resident pages left RSS with it
