@@ -97,7 +97,7 @@ def small_model():
     return m, x, np.zeros((4096, 10), np.float32)
 
 
-def test_the_next_run_of_the_same_size_reuses_the_kept_arena_and_another_size_unmaps_it():
+def test_a_run_reuses_the_smallest_kept_arena_of_its_size_or_more_and_a_larger_one_unmaps_them():
     m, x, y = small_model()
     bf.utils.clear_session()
     assert _core.kept_bytes() == 0
@@ -106,10 +106,17 @@ def test_the_next_run_of_the_same_size_reuses_the_kept_arena_and_another_size_un
     plan = m.estimate_memory(batch_size=1024)
     assert 0 < kept <= plan.host_bytes                        # the run arena: the plan less the weights
     taken = _core.kept_taken()
-    m.fit(x, y, batch_size=1024, verbose=0)
+    m.fit(x, y, batch_size=1024, verbose=0)                  # the same size
     assert _core.kept_taken() - taken == kept and _core.kept_bytes() == kept
-    m.fit(x, y, batch_size=512, verbose=0)                   # another size: no reuse, its own arena kept
-    assert _core.kept_taken() - taken == kept and 0 < _core.kept_bytes() < kept
+    taken = _core.kept_taken()
+    m.fit(x, y, batch_size=512, verbose=0)                   # smaller: writes the start of the same mapping
+    small = _core.kept_taken() - taken
+    assert 0 < small < kept and _core.kept_bytes() == kept
+    m.predict(x, batch_size=256, verbose=0)                  # so does a predict after the fit
+    assert _core.kept_taken() - taken > small and _core.kept_bytes() == kept
+    taken = _core.kept_taken()
+    m.fit(x, y, batch_size=2048, verbose=0)                  # larger than any kept: unmaps them, maps its own
+    assert _core.kept_taken() == taken and _core.kept_bytes() > kept
     bf.utils.clear_session()
     assert _core.kept_bytes() == 0
 

@@ -62,7 +62,7 @@ void bf_host_release(void *p) {
 /* Kept run arenas: up to BF_KEPT host mappings (header included), oldest
  * first. Their pages are MADV_FREE: the kernel takes them back under memory
  * pressure (no OOM for what a finished run left behind; they count as
- * inactive_file in the cgroup and in MemAvailable), and a run of the same size
+ * inactive_file in the cgroup and in MemAvailable), and a run of their size or less
  * writes into them without page faults or a zeroing pass. Two slots: a fit's
  * training and validation runs. */
 #define BF_KEPT 2
@@ -94,13 +94,21 @@ void bf_host_drop_kept(void) {
 
 void bf_host_poison_kept(int on) { kept_poison = on; }
 
-/* a kept mapping of exactly `bytes`, or NULL after unmapping every kept one
- * (so that what the caller maps next comes on top of no kept memory) */
+/* the smallest kept mapping of at least `bytes` (a predict after a fit
+ * writes the start of the fit's arena; what it leaves stays MADV_FREE), or
+ * NULL after unmapping every kept one (so that what the caller maps next
+ * comes on top of no kept memory) */
 static void *take_kept(size_t bytes) {
     char *hit = NULL;
+    int at = -1;
     pthread_mutex_lock(&kept_lock);
-    for (int k = 0; k < BF_KEPT && !hit; k++)
-        if (kept[k] && map_bytes(kept[k]) == bytes + BF_HOST_HEADER) hit = kept[k], kept[k] = NULL;
+    for (int k = 0; k < BF_KEPT; k++)
+        if (kept[k] && map_bytes(kept[k]) >= bytes + BF_HOST_HEADER && (at < 0 || map_bytes(kept[k]) < map_bytes(hit)))
+            hit = kept[k], at = k;
+    if (hit) { /* the others move up, oldest first */
+        for (int k = at; k + 1 < BF_KEPT; k++) kept[k] = kept[k + 1];
+        kept[BF_KEPT - 1] = NULL;
+    }
     pthread_mutex_unlock(&kept_lock);
     if (!hit) {
         bf_host_drop_kept();

@@ -51,8 +51,9 @@ size_t bf_host_reserved_bytes(const void *p);
 
 /* Kept run arenas: a host run arena (keep = 1) is not unmapped when its run
  * ends but kept, its pages given to the kernel to take back under pressure
- * (MADV_FREE); the next keep arena of the same size reuses it, one of no kept
- * size unmaps them all before mapping its own. At most two per process. */
+ * (MADV_FREE); the next keep arena takes the smallest one at least its size,
+ * one larger than all of them unmaps them before mapping its own. At most two
+ * per process. */
 size_t bf_host_kept_bytes(void);   /* bytes of the kept arenas (as reserved), 0 when none */
 size_t bf_host_kept_taken(void);   /* bytes reused from them so far (a counter) */
 void bf_host_drop_kept(void);      /* unmap them now */

@@ -20,7 +20,7 @@ def set_random_seed(seed):
 def clear_session(free_memory=True):
     """Give back the memory boundfit keeps between runs: the arenas of the last
     finished fit / evaluate / predict, kept so that the next run of the same
-    size starts without page faults. The kernel already takes their pages back
+    or a smaller size starts without page faults. The kernel already takes their pages back
     under memory pressure (they count as available); this unmaps them now, so
     that they also leave the process's RSS. Keras's name and argument."""
     if free_memory:
