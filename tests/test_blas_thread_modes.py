@@ -5,8 +5,8 @@ kernel for the whole and the parts (csrc/cpu/gemm.c); sums over rows
 of many small GEMMs (recurrent steps, attention tiles) pick one thread or all
 by timing both (csrc/cpu/blas_threads.h). Trained weights of a fresh process
 on one thread equal, bit for bit, those of a process on two threads, which
-split the feed-forward GEMMs, the column sums and the LSTM's steps (blocks of
-batch rows) and ran the recurrent and attention ops in both modes (24 steps: past the tuner's alternating calls and
+split the feed-forward GEMMs, the column sums and the LSTMs' steps (blocks of
+batch rows, with and without state masks) and ran the recurrent and attention ops in both modes (24 steps: past the tuner's alternating calls and
 a probe of the other mode); a softmax classifier's losses and metrics (rows and fixed blocks of rows on the
 pool) are the same to the bit too."""
 
@@ -25,6 +25,7 @@ x = rng.standard_normal((64 * 12, 24, 16)).astype(np.float32)
 y = rng.standard_normal((64 * 12, 1)).astype(np.float32)
 inp = layers.Input((24, 16))
 h = layers.LSTM(128, return_sequences=True)(inp)   # batch 64 x 128 units: steps in blocks of rows
+h = layers.LSTM(128, return_sequences=True, recurrent_dropout=0.2)(h)  # the same, each block masking its rows
 h = layers.MultiHeadAttention(2, 8)(h, h)
 f = layers.Dense(128)(layers.Dense(1024, activation="relu")(h))  # 1536 x 128 x 1024: split over the pool
 h = layers.LayerNormalization()(layers.Add()([h, f]))

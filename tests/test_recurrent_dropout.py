@@ -110,7 +110,7 @@ def masked_lstm(K, Ls):
                          Ls.LSTM(U, dropout=0.3, recurrent_dropout=0.3), Ls.Dense(2)])
 
 
-def against_keras(build, cells, monkeypatch, x=X):
+def against_keras(build, cells, monkeypatch, x=X, y=Y, units=U):
     """Keras's training-mode loss and gradients with the engine's masks, in one
     jitted JAX call, against boundfit's fit (SGD, learning rate 1); predict
     against Keras's inference outputs. cells(mk) -> [(keras cell, cell name,
@@ -123,17 +123,17 @@ def against_keras(build, cells, monkeypatch, x=X):
     mk.set_weights(w0)
     mb.set_weights(w0)
     for c, name, rate, rec_rate, d, *node in cells(mk):
-        give_masks(c, engine_masks(node[0] if node else 0, d, name, rate, rec_rate, B, D, U))
+        give_masks(c, engine_masks(node[0] if node else 0, d, name, rate, rec_rate, len(x), D, units))
     ntv = [v.value for v in mk.non_trainable_variables]
 
     def loss(tv, x, y):
         out, _ = mk.stateless_call(tv, ntv, x, training=True)
         return jnp.mean((out - y) ** 2)
 
-    lk, grads = jax.jit(jax.value_and_grad(loss))([v.value for v in mk.trainable_variables], jnp.asarray(x), Y)
+    lk, grads = jax.jit(jax.value_and_grad(loss))([v.value for v in mk.trainable_variables], jnp.asarray(x), y)
     close(mk.predict(x, verbose=0), mb.predict(x, verbose=0))
     mb.compile(optimizer=bf.optimizers.SGD(learning_rate=1.0), loss="mse")
-    lb = fit_seeded(mb, x, Y, monkeypatch).history["loss"][0]
+    lb = fit_seeded(mb, x, y, monkeypatch).history["loss"][0]
     assert abs(float(lk) - lb) <= 1e-5 * abs(float(lk)), (float(lk), lb)
     top = max(float(np.abs(np.asarray(g)).max()) for g in grads)
     for w, g, b in zip(w0, grads, mb.get_weights()):
@@ -159,6 +159,22 @@ def test_masked_sequence_with_dropout_matches_keras(monkeypatch):
     ids = np.random.default_rng(2).integers(1, 9, (B, T))
     ids[0, 3:], ids[1, :2], ids[2, 2] = 0, 0, 0
     against_keras(masked_lstm, lambda mk: [(mk.layers[1].cell, "LSTM", 0.3, 0.3, 0, 1)], monkeypatch, ids)
+
+
+def test_wide_layers_in_row_blocks_with_state_masks_match_keras(monkeypatch):
+    """Batch 64, 128 units: the LSTM runs in blocks of rows through all its
+    steps (csrc/cpu/rnn.c row_blocks), each block masking its own rows of
+    h_prev and of dh_prev; the decoder starts from the encoder's states, so
+    step 0's du term goes through the masked initial state."""
+    def enc_dec(K, Ls):
+        i = K.Input((T, D))
+        _, h, c = Ls.LSTM(128, return_state=True)(i)
+        seq = Ls.LSTM(128, dropout=0.2, recurrent_dropout=0.3, go_backwards=True,
+                      return_sequences=True)(i, initial_state=[h, c])
+        return K.Model(i, Ls.Dense(2)(Ls.Flatten()(seq)))
+    r = np.random.default_rng(5)
+    x, y = r.standard_normal((64, T, D)).astype(np.float32), r.standard_normal((64, 2)).astype(np.float32)
+    against_keras(enc_dec, lambda mk: [(mk.layers[2].cell, "LSTM", 0.2, 0.3, 0, 3)], monkeypatch, x, y, 128)
 
 
 def test_masks_keep_about_one_minus_the_rate_scaled_by_its_inverse():

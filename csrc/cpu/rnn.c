@@ -125,24 +125,27 @@ CELL_CLONES static void lstm_row_back(float *restrict z, const float *restrict c
     }
 }
 
-/* dst (B rows, ldd apart) += h_prev (B rows, lhp apart) @ u (U,GU), through the state masks when there are */
-static void rec_gemm(const bf_rnn_geom *g, const bf_rnn_drop_ws *dp, const float *hp, int lhp, const float *u,
-                     float *dst, int ldd) {
-    const int B = g->B, U = g->U, GU = bf_rnn_gates(g->cell) * U;
+/* rows [r0, r1) of dst (B rows, ldd apart) += h_prev (B rows, lhp apart) @ u (U,GU), through the state
+ * masks when there are (each mask's h_prev rows into the same rows of hm) */
+static void rec_gemm(const bf_rnn_geom *g, const bf_rnn_drop_ws *dp, const float *hp, size_t lhp, const float *u,
+                     float *dst, size_t ldd, int r0, int r1) {
+    const int B = g->B, U = g->U, GU = bf_rnn_gates(g->cell) * U, R = r1 - r0;
+    hp += r0 * lhp, dst += r0 * ldd;
     if (!g->nmh) {
-        bf_sgemm(0, 0, B, GU, U, 1.0f, hp, lhp, u, GU, 1.0f, dst, ldd);
+        bf_sgemm(0, 0, R, GU, U, 1.0f, hp, (int)lhp, u, GU, 1.0f, dst, (int)ldd);
         return;
     }
     const int W = GU / g->nmh;
     for (int k = 0; k < g->nmh; k++) {
-        bf_cpu_rnn_mask_rows(dp->hm, hp, lhp, dp->mh + (size_t)k * B * U, B, 1, U, 0);
-        bf_sgemm(0, 0, B, W, U, 1.0f, dp->hm, U, u + (size_t)k * W, GU, 1.0f, dst + (size_t)k * W, ldd);
+        float *hm = dp->hm + (size_t)r0 * U;
+        bf_cpu_rnn_mask_rows(hm, hp, (long)lhp, dp->mh + ((size_t)k * B + r0) * U, R, 1, U, 0);
+        bf_sgemm(0, 0, R, W, U, 1.0f, hm, U, u + (size_t)k * W, GU, 1.0f, dst + (size_t)k * W, (int)ldd);
     }
 }
 
 /* One time step of the forward over batch rows [r0, r1): with `gemm`, first
- * z += h_prev @ u for those rows (LSTM / SimpleRNN without state masks,
- * whose steps are independent row by row), then the cells' math. */
+ * z += h_prev @ u for those rows (LSTM / SimpleRNN, whose steps are
+ * independent row by row), then the cells' math. */
 typedef struct {
     const bf_rnn_geom *g;
     float *out, *hs, *z, *cs, *rec;
@@ -150,14 +153,14 @@ typedef struct {
     int s, p, pp;
     size_t lz, lh, lc, lhp;
     int nb;
+    const bf_rnn_drop_ws *dp;
 } fwd_step;
 
 static void fwd_rows(const fwd_step *f, int r0, int r1, int gemm) {
     const bf_rnn_geom *g = f->g;
     const int T = g->T, U = g->U, GU = bf_rnn_gates(g->cell) * U, s = f->s, p = f->p, pp = f->pp;
     const size_t lz = f->lz, lh = f->lh, lc = f->lc, lhp = f->lhp;
-    if (gemm && f->hp)
-        bf_sgemm(0, 0, r1 - r0, GU, U, 1.0f, f->hp + r0 * lhp, (int)lhp, f->u, GU, 1.0f, f->z + r0 * lz, (int)lz);
+    if (gemm && f->hp) rec_gemm(g, f->dp, f->hp, lhp, f->u, f->z, lz, r0, r1);
     for (int r = r0; r < r1; r++) {
         float *zr = f->z + r * lz, *h = f->hs + r * lh + (size_t)p * g->ldh, *cs = f->cs;
         const float *hpr = f->hp ? f->hp + r * lhp : NULL;
@@ -190,13 +193,13 @@ static void fwd_rows(const fwd_step *f, int r0, int r1, int gemm) {
 }
 
 /* row blocks, each one pool task through all the steps (a row's recurrence
- * reads only its own row): fixed by the shape (never by the threads, so the
- * bits are the same on any number of threads); 1 for the GRU and with state
- * masks (their recurrent products are not row by row), and for small steps */
+ * reads only its own row, state masks included): fixed by the shape (never by
+ * the threads, so the bits are the same on any number of threads); 1 for the
+ * GRU (its du is a sum over rows at every step) and for small steps */
 #define ROW_BLOCK 32
 static int row_blocks(const bf_rnn_geom *g) {
     const double work = (double)g->B * bf_rnn_gates(g->cell) * g->U * g->U;
-    if (g->cell == BF_CELL_GRU || g->nmh || g->B < 2 * ROW_BLOCK || work < (double)(1 << 21)) return 1;
+    if (g->cell == BF_CELL_GRU || g->B < 2 * ROW_BLOCK || work < (double)(1 << 21)) return 1;
     return (g->B + ROW_BLOCK - 1) / ROW_BLOCK;
 }
 
@@ -266,7 +269,7 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
     static bf_blas_tune tune;
     bf_tune_run tr = bf_tune_begin(&tune);
     const int nb = row_blocks(g), threads = tr.mode ? bf_par_threads() : 1;
-    fwd_step run = {g, out, hs, gates, cs, rec, mask, u, NULL, 0, 0, 0, lz, lh, lc, 0, nb};
+    fwd_step run = {g, out, hs, gates, cs, rec, mask, u, NULL, 0, 0, 0, lz, lh, lc, 0, nb, &dp};
     if (nb > 1) bf_par_for(nb, threads, fwd_task, &run);
     for (int s = 0; s < T && nb == 1; s++) {
         fwd_step f = fwd_at(&run, s);
@@ -275,9 +278,9 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
                 if (b) memcpy(rec + (size_t)r * GU, b + GU, sizeof(float) * GU);
                 else memset(rec + (size_t)r * GU, 0, sizeof(float) * GU);
             }
-            if (f.hp) rec_gemm(g, &dp, f.hp, (int)f.lhp, u, rec, GU);
+            if (f.hp) rec_gemm(g, &dp, f.hp, f.lhp, u, rec, GU, 0, B);
         } else if (f.hp) {
-            rec_gemm(g, &dp, f.hp, (int)f.lhp, u, f.z, (int)lz);
+            rec_gemm(g, &dp, f.hp, f.lhp, u, f.z, lz, 0, B);
         }
         fwd_rows(&f, 0, B, 0);
     }
@@ -287,7 +290,7 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
 
 /* One time step of the backward over batch rows [r0, r1): the cells' math
  * into the gate gradients z and dh_prev / dc_prev, then with `gemm`
- * dh_prev += dz @ u^T for those rows (LSTM / SimpleRNN without state masks). */
+ * dh_prev += dz @ u^T for those rows, through the state masks (LSTM / SimpleRNN). */
 typedef struct {
     const bf_rnn_geom *g;
     float *z, *dh, *dhn, *dc, *dcn, *drec;
@@ -296,6 +299,7 @@ typedef struct {
     size_t lz, lh, lc, lhp;
     int nb;
     const float *ut; /* u^T (GU,U): in blocks, dh_prev's product runs as NN (a quarter faster than NT) */
+    const bf_rnn_drop_ws *dp;
 } bwd_step;
 
 static void bwd_rows(const bwd_step *bs, int r0, int r1, int gemm) {
@@ -345,8 +349,14 @@ static void bwd_rows(const bwd_step *bs, int r0, int r1, int gemm) {
             }
         }
     }
-    if (gemm && hp)
-        bf_sgemm(0, 0, r1 - r0, U, GU, 1.0f, z + r0 * lz, (int)lz, bs->ut, U, 1.0f, dhn + (size_t)r0 * U, U);
+    if (!gemm || !hp) return;
+    const int R = r1 - r0, nmh = g->nmh, W = GU / (nmh ? nmh : 1);
+    if (!nmh) bf_sgemm(0, 0, R, U, GU, 1.0f, z + r0 * lz, (int)lz, bs->ut, U, 1.0f, dhn + (size_t)r0 * U, U);
+    for (int k = 0; k < nmh; k++) { /* dh_prev += (dz_k @ u_k^T) * mask_k, in the same rows of dt */
+        float *dt = bs->dp->dt + (size_t)r0 * U;
+        bf_sgemm(0, 0, R, U, W, 1.0f, z + r0 * lz + (size_t)k * W, (int)lz, bs->ut + (size_t)k * W * U, U, 0.0f, dt, U);
+        bf_cpu_rnn_mask_rows(dhn + (size_t)r0 * U, dt, U, bs->dp->mh + ((size_t)k * g->B + r0) * U, R, 1, U, 1);
+    }
 }
 
 /* step s of a backward whose step-independent fields are in *bs (its z: the gates of position 0) */
@@ -422,15 +432,20 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
     if (nb > 1) {
         float *ut = (float *)ws + bf_rnn_workspace_floats(g, 1);
         bf_transpose(ut, u, U, GU, GU);
-        bwd_step run = {g, gates, dh, dhn, dc, dcn, drec, dout, hs, cs, mask, u, NULL, 0, 0, 0, lz, lh, lc, 0, nb, ut};
+        bwd_step run = {g, gates, dh, dhn, dc, dcn, drec, dout, hs, cs, mask, u, NULL, 0, 0, 0, lz, lh, lc, 0, nb, ut, &dp};
         bf_par_for(nb, threads, bwd_task, &run);
         if (T % 2) {
             float *t = dh; dh = dhn; dhn = t;
             t = dc; dc = dcn; dcn = t;
         }
+        for (int k = 0, W = GU / (g->nmh ? g->nmh : 1); du && g->h0 && k < g->nmh; k++) { /* step 0's du, as below */
+            const float *dz0 = gates + (size_t)pos(g, 0) * GU + (size_t)k * W;
+            bf_cpu_rnn_mask_rows(dp.hm, g->h0, U, dp.mh + (size_t)k * B * U, B, 1, U, 0);
+            bf_sgemm(1, 0, U, W, B, 1.0f, dp.hm, U, dz0, (int)lz, 1.0f, du + (size_t)k * W, GU);
+        }
     }
     for (int s = T - 1; s >= 0 && nb == 1; s--) {
-        const bwd_step run = {g, gates, dh, dhn, dc, dcn, drec, dout, hs, cs, mask, u, NULL, 0, 0, 0, lz, lh, lc, 0, nb, NULL};
+        const bwd_step run = {g, gates, dh, dhn, dc, dcn, drec, dout, hs, cs, mask, u, NULL, 0, 0, 0, lz, lh, lc, 0, nb, NULL, &dp};
         const bwd_step bs = bwd_at(&run, s);
         float *z = bs.z;
         const float *hp = bs.hp;
