@@ -294,7 +294,7 @@ bf_status bf_cpu_rnn_forward(bf_backend *be, const bf_rnn_geom *g, float *out, f
 typedef struct {
     const bf_rnn_geom *g;
     float *z, *dh, *dhn, *dc, *dcn, *drec;
-    const float *dout, *hs, *cs, *mask, *u, *hp;
+    const float *dout, *hs, *cs, *mask, *hp;
     int s, p, pp;
     size_t lz, lh, lc, lhp;
     int nb;
@@ -432,7 +432,7 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
     if (nb > 1) {
         float *ut = (float *)ws + bf_rnn_workspace_floats(g, 1);
         bf_transpose(ut, u, U, GU, GU);
-        bwd_step run = {g, gates, dh, dhn, dc, dcn, drec, dout, hs, cs, mask, u, NULL, 0, 0, 0, lz, lh, lc, 0, nb, ut, &dp};
+        bwd_step run = {g, gates, dh, dhn, dc, dcn, drec, dout, hs, cs, mask, NULL, 0, 0, 0, lz, lh, lc, 0, nb, ut, &dp};
         bf_par_for(nb, threads, bwd_task, &run);
         if (T % 2) {
             float *t = dh; dh = dhn; dhn = t;
@@ -445,7 +445,7 @@ bf_status bf_cpu_rnn_backward(bf_backend *be, const bf_rnn_geom *g, float *dx, f
         }
     }
     for (int s = T - 1; s >= 0 && nb == 1; s--) {
-        const bwd_step run = {g, gates, dh, dhn, dc, dcn, drec, dout, hs, cs, mask, u, NULL, 0, 0, 0, lz, lh, lc, 0, nb, NULL, &dp};
+        const bwd_step run = {g, gates, dh, dhn, dc, dcn, drec, dout, hs, cs, mask, NULL, 0, 0, 0, lz, lh, lc, 0, nb, NULL, &dp};
         const bwd_step bs = bwd_at(&run, s);
         float *z = bs.z;
         const float *hp = bs.hp;
