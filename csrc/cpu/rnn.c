@@ -208,14 +208,21 @@ static void block_rows(int B, int nb, long t, int *r0, int *r1) {
     *r1 = (int)((long)B * (t + 1) / nb);
 }
 
+/* step s's position p (and pp, the previous step's), gates z (from those of
+ * position 0) and previous state hp, rows lhp apart (h0's are U apart) */
+static void step_at(const bf_rnn_geom *g, int s, float *gates, const float *hs, size_t lh, int *p, int *pp, float **z,
+                    const float **hp, size_t *lhp) {
+    *p = pos(g, s), *pp = s > 0 ? pos(g, s - 1) : 0;
+    *z = gates + (size_t)*p * bf_rnn_gates(g->cell) * g->U;
+    *hp = s > 0 ? hs + (size_t)*pp * g->ldh : g->h0;
+    *lhp = s > 0 ? lh : (size_t)g->U;
+}
+
 /* step s of a run whose step-independent fields are in *f (its z: the gates of position 0) */
 static fwd_step fwd_at(const fwd_step *f, int s) {
-    const bf_rnn_geom *g = f->g;
     fwd_step t = *f;
-    t.s = s, t.p = pos(g, s), t.pp = s > 0 ? pos(g, s - 1) : 0;
-    t.z = f->z + (size_t)t.p * bf_rnn_gates(g->cell) * g->U;
-    t.hp = s > 0 ? f->hs + (size_t)t.pp * g->ldh : g->h0;
-    t.lhp = s > 0 ? f->lh : (size_t)g->U; /* rows of h0 are U apart */
+    t.s = s;
+    step_at(f->g, s, f->z, f->hs, f->lh, &t.p, &t.pp, &t.z, &t.hp, &t.lhp);
     return t;
 }
 
@@ -361,12 +368,9 @@ static void bwd_rows(const bwd_step *bs, int r0, int r1, int gemm) {
 
 /* step s of a backward whose step-independent fields are in *bs (its z: the gates of position 0) */
 static bwd_step bwd_at(const bwd_step *bs, int s) {
-    const bf_rnn_geom *g = bs->g;
     bwd_step t = *bs;
-    t.s = s, t.p = pos(g, s), t.pp = s > 0 ? pos(g, s - 1) : 0;
-    t.z = bs->z + (size_t)t.p * bf_rnn_gates(g->cell) * g->U;
-    t.hp = s > 0 ? bs->hs + (size_t)t.pp * g->ldh : g->h0;
-    t.lhp = s > 0 ? bs->lh : (size_t)g->U; /* rows of h0 are U apart */
+    t.s = s;
+    step_at(bs->g, s, bs->z, bs->hs, bs->lh, &t.p, &t.pp, &t.z, &t.hp, &t.lhp);
     return t;
 }
 
