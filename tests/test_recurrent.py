@@ -308,3 +308,14 @@ def test_a_mask_reaching_pooling_and_attention_is_used_as_keras_uses_it():
     assert np.all(np.isfinite(pa)) and pa.shape == (2, 6, 4)
     m = bf.Model(tok, bf.layers.Dense(1)(bf.layers.GlobalAveragePooling1D()(bf.layers.Embedding(10, 4)(tok))))
     assert m.predict(np.ones((2, 6)), verbose=0).shape == (2, 1)      # without mask_zero it runs
+
+
+@pytest.mark.parametrize("kw", [{}, dict(dropout=0.1, recurrent_dropout=0.2)], ids=["plain", "dropout"])
+def test_wide_layers_in_row_blocks_plan_their_transposed_kernel(kw):
+    """Row blocks add u^T (G*U, U) to the backward's workspace on the CPU: the plan still equals the arenas."""
+    m = bf.Sequential([layers.Input((7, 16)), layers.LSTM(128, return_sequences=True, **kw),
+                       layers.SimpleRNN(200, **kw), layers.Dense(1)])
+    m.compile(optimizer="adam", loss="mse")
+    r = np.random.default_rng(0)
+    assert_plan_equals_arenas(m, r.standard_normal((128, 7, 16)).astype(np.float32),
+                              r.standard_normal((128, 1)).astype(np.float32), 64)
