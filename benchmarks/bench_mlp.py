@@ -6,6 +6,7 @@ the same shapes and the share of step time in GEMM and in the optimizer.
     python benchmarks/bench_mlp.py [--quick]
 """
 
+import os
 import sys
 import time
 
@@ -60,6 +61,7 @@ def bench_torch(sizes, batch, steps, loss):
 
 
 def bench_keras(sizes, batch, steps, loss):
+    os.environ.setdefault("KERAS_BACKEND", "jax")  # Keras 3 on JAX's CPU backend (no TensorFlow needed)
     try:
         import keras
     except Exception as e:
