@@ -13,7 +13,7 @@ rounds in turn (benchmarks/interleave.py).
 import sys
 import textwrap
 
-from interleave import report, run_pair
+from interleave import report, run_sides
 
 DATA = """
     import numpy as np
@@ -86,9 +86,9 @@ def main():
     kw = dict(B=32, T=128, D=128, H=4, VOC=1000, STEPS=steps, THREADS=threads)
     head = f"32 x 128 tokens (padded), 128 wide, 4 heads, Adam ({rounds} rounds of {steps} steps, in turn; {threads} threads)"
     report(f"Masked encoder against PyTorch (key_padding_mask): {head}", 32 * steps,
-           run_pair(BF.format(MASK=True, **kw), TORCH.format(**kw), rounds), memory=(None, None))
+           run_sides([BF.format(MASK=True, **kw), TORCH.format(**kw)], rounds), memory=(None, None))
     report(f"The masks' cost: boundfit with mask_zero=True against False, {head}", 32 * steps,
-           run_pair(BF.format(MASK=True, **kw), BF.format(MASK=False, **kw), rounds),
+           run_sides([BF.format(MASK=True, **kw), BF.format(MASK=False, **kw)], rounds),
            names=("masked", "unmasked"), memory=(None, None))
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 """Encoder-decoder LSTM training (return_state / initial_state) on the CPU:
-boundfit against PyTorch's nn.LSTM with (h0, c0). Batch 64, encoder 50
+boundfit against PyTorch's nn.LSTM with (h0, c0) and Keras 3 (JAX backend, the
+same model code as boundfit's). Batch 64, encoder 50
 steps, decoder 20 steps, 128 units, 32 features in and out (a Dense per
 decoder step), MSE, Adam. Each framework runs in its own subprocess; their
 rounds (one fit of `steps` batches; PyTorch: the same steps in a loop) run in
 turn (benchmarks/interleave.py). Prints samples/s (best and median), the
-ratio, and boundfit's planned host bytes against PyTorch's peak RSS growth.
+ratios, and boundfit's planned host bytes against the others' peak RSS growth.
 
     python benchmarks/bench_seq2seq.py [--quick]
 """
@@ -12,7 +13,7 @@ ratio, and boundfit's planned host bytes against PyTorch's peak RSS growth.
 import sys
 import textwrap
 
-from interleave import report, run_pair
+from interleave import BOUNDFIT_HEAD, KERAS_HEAD, report, run_sides
 
 DATA = textwrap.dedent("""
     import time, resource, numpy as np
@@ -22,22 +23,22 @@ DATA = textwrap.dedent("""
     xe, xd, y = (rng.standard_normal((n, t, D)).astype(np.float32) for t in (TE, TD, TD))
 """)
 
-BF = DATA + textwrap.dedent("""
-    import boundfit as bf
-    from boundfit import layers
-    bf.utils.set_random_seed(0)
-    e, d = bf.Input((TE, D)), bf.Input((TD, D))
-    _, h, c = layers.LSTM(U, return_state=True)(e)
-    m = bf.Model([e, d], layers.Dense(D)(layers.LSTM(U, return_sequences=True)(d, initial_state=[h, c])))
+FIT = textwrap.dedent("""
+    r_data = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # after the data and the import
+    e, d = K.Input((TE, D)), K.Input((TD, D))
+    _, h, c = L.LSTM(U, return_state=True)(e)
+    m = K.Model([e, d], L.Dense(D)(L.LSTM(U, return_sequences=True)(d, initial_state=[h, c])))
     m.compile(optimizer="adam", loss="mse")
     def setup():
         m.fit([xe[:B], xd[:B]], y[:B], batch_size=B, epochs=1, verbose=0)  # warm-up (and the optimizer state)
     def one_round():
         t0 = time.perf_counter(); m.fit([xe, xd], y, batch_size=B, epochs=1, verbose=0, shuffle=False)
         return time.perf_counter() - t0
-    def final():
-        return m.estimate_memory(batch_size=B).host_bytes
+    def peak_growth():
+        return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r_data) * 1024
 """)
+BF = DATA + BOUNDFIT_HEAD + FIT + "final = lambda: m.estimate_memory(batch_size=B).host_bytes\n"
+KERAS = DATA + KERAS_HEAD + FIT + "final = peak_growth\n"
 
 TORCH = DATA + textwrap.dedent("""
     import torch
@@ -75,7 +76,7 @@ def main():
     rounds = 3 if "--quick" in sys.argv else 5
     report(f"LSTM encoder-decoder training, batch 64, 50 + 20 steps, 128 units, 32 features ({rounds} rounds of "
            f"{steps} steps each side, in turn)", 64 * steps,
-           run_pair(BF.format(STEPS=steps), TORCH.format(STEPS=steps), rounds))
+           run_sides([c.format(STEPS=steps) for c in (BF, TORCH, KERAS)], rounds))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Sequence tagger training throughput: boundfit against PyTorch on the CPU.
+"""Sequence tagger training throughput: boundfit against PyTorch and Keras 3
+(JAX backend, the same model code as boundfit's) on the CPU.
 Embedding(mask_zero=True) -> Dense(C, softmax) per step, masked sparse
 categorical cross-entropy and masked accuracy (Keras 3's normalization: the
 mean over the batch's unmasked positions), Adam; batch 64, T = 128 steps, 64
@@ -15,7 +16,7 @@ subprocess; their rounds run in turn (benchmarks/interleave.py).
 import sys
 import textwrap
 
-from interleave import report, run_pair
+from interleave import BOUNDFIT_HEAD, KERAS_HEAD, report, run_sides
 
 DATA = textwrap.dedent("""
     import time, resource, numpy as np
@@ -28,20 +29,20 @@ DATA = textwrap.dedent("""
     x, y = ids.astype(np.int64), (ids % C).astype(np.int64)
 """)
 
-BF = DATA + textwrap.dedent("""
-    import boundfit as bf
-    from boundfit import layers
-    bf.utils.set_random_seed(0)
-    m = bf.Sequential([layers.Input((T,)), layers.Embedding(V, E, mask_zero=True), layers.Dense(C, activation="softmax")])
+FIT = textwrap.dedent("""
+    r_data = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # after the data and the import
+    m = K.Sequential([L.Input((T,)), L.Embedding(V, E, mask_zero=True), L.Dense(C, activation="softmax")])
     m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     def setup():
         m.fit(x[:B * 2], y[:B * 2], batch_size=B, epochs=1, verbose=0)  # warm-up (and the optimizer state)
     def one_round():
         t0 = time.perf_counter(); m.fit(x, y, batch_size=B, epochs=1, verbose=0, shuffle=False)
         return time.perf_counter() - t0
-    def final():
-        return m.estimate_memory(batch_size=B).host_bytes
+    def peak_growth():
+        return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r_data) * 1024
 """)
+BF = DATA + BOUNDFIT_HEAD + FIT + "final = lambda: m.estimate_memory(batch_size=B).host_bytes\n"
+KERAS = DATA + KERAS_HEAD + FIT + "final = peak_growth\n"
 
 TORCH = DATA + textwrap.dedent("""
     import torch
@@ -80,7 +81,7 @@ def main():
     rounds = 3 if "--quick" in sys.argv else 5
     report(f"Masked tagger training, batch 64, 128 steps, 64 tags, vocabulary 5000, embedding 64 ({rounds} rounds "
            f"of {steps} steps each side, in turn)", 64 * steps,
-           run_pair(BF.format(STEPS=steps), TORCH.format(STEPS=steps), rounds))
+           run_sides([c.format(STEPS=steps) for c in (BF, TORCH, KERAS)], rounds))
 
 
 if __name__ == "__main__":

@@ -1,42 +1,45 @@
 """Transformer encoder block training throughput, boundfit against PyTorch CPU
-(nn.MultiheadAttention + LayerNorm + Linear, same shapes): batch 32, 128
+(nn.MultiheadAttention + LayerNorm + Linear, same shapes) and Keras 3 (JAX
+backend, the same model code as boundfit's): batch 32, 128
 tokens, 256 wide, 4 heads, feed-forward 1024, then Flatten -> Dense(10), Adam;
-plus boundfit's planned host bytes against PyTorch's measured peak RSS growth
+plus boundfit's planned host bytes against the others' measured peak RSS growth
 at the same batch size (each framework in its own subprocess, same threads).
 
     python benchmarks/bench_transformer.py [steps] [rounds]
 
 A round is `steps` training steps (one fit over steps * 32 samples; PyTorch:
-the same steps in a loop); the two sides run their rounds in turn
+the same steps in a loop); the sides run their rounds in turn
 (benchmarks/interleave.py) and each reports its best round and its median.
 """
 
 import sys
 import textwrap
 
-from interleave import report, run_pair
+from interleave import BOUNDFIT_HEAD, KERAS_HEAD, report, run_sides
 
-BF = textwrap.dedent("""
-    import time, numpy as np, boundfit as bf
-    from boundfit import layers as L
+FIT = textwrap.dedent("""
+    import time, resource, numpy as np
     B, T, D, H, FF, STEPS = {B}, {T}, {D}, {H}, {FF}, {STEPS}
-    inp = bf.Input((T, D))
-    a = L.MultiHeadAttention(H, D // H)(inp, inp)
-    x = L.LayerNormalization()(L.Add()([inp, a]))
-    f = L.Dense(D)(L.Dense(FF, activation="relu")(x))
-    x = L.LayerNormalization()(L.Add()([x, f]))
-    m = bf.Model(inp, L.Dense(10, activation="softmax")(L.Flatten()(x)))
-    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
     x = np.random.default_rng(0).standard_normal((B * STEPS, T, D), dtype=np.float32)
     y = np.random.default_rng(1).integers(0, 10, B * STEPS)
+    r_data = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    inp = K.Input((T, D))
+    a = L.MultiHeadAttention(H, D // H)(inp, inp)
+    h = L.LayerNormalization()(L.Add()([inp, a]))
+    f = L.Dense(D)(L.Dense(FF, activation="relu")(h))
+    h = L.LayerNormalization()(L.Add()([h, f]))
+    m = K.Model(inp, L.Dense(10, activation="softmax")(L.Flatten()(h)))
+    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
     def setup():
         m.fit(x[:B], y[:B], batch_size=B, verbose=0)
-    def final():
-        return m.estimate_memory(batch_size=B).host_bytes
     def one_round():
         t0 = time.perf_counter(); m.fit(x, y, batch_size=B, verbose=0, shuffle=False)
         return time.perf_counter() - t0
+    def peak_growth():
+        return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r_data) * 1024
 """)
+BF = BOUNDFIT_HEAD + FIT + "final = lambda: m.estimate_memory(batch_size=B).host_bytes\n"
+KERAS = KERAS_HEAD + FIT + "final = peak_growth\n"
 
 TORCH = textwrap.dedent("""
     import time, resource, numpy as np, torch
@@ -80,7 +83,7 @@ def main():
     kw = dict(B=32, T=128, D=256, H=4, FF=1024, STEPS=steps, THREADS=threads)
     report(f"Transformer block: batch 32, 128 tokens, 256 wide, 4 heads, ff 1024, Adam ({rounds} rounds of {steps} "
            f"steps each side, in turn; {threads} threads)", 32 * steps,
-           run_pair(BF.format(**kw), TORCH.format(**kw), rounds))
+           run_sides([c.format(**kw) for c in (BF, TORCH, KERAS)], rounds))
 
 
 if __name__ == "__main__":

@@ -1,16 +1,19 @@
-"""Two frameworks timed round by round in turn: each runs in its own
-subprocess (its own memory, same threads), sets up, then times one round per
-request from this process, alternating A, B, A, B, ... A busy spell of the
-machine then slows both sides alike instead of whichever ran during it.
+"""Frameworks timed round by round in turn: each runs in its own subprocess
+(its own memory, same threads), sets up, then times one round per request
+from this process, alternating A, B, C, A, B, C, ... A busy spell of the
+machine then slows every side alike instead of whichever ran during it.
 
 A child's code defines `setup()` (warm-up), `one_round()` (returns seconds)
 and `final()` (a byte count to report once the rounds are over, e.g. peak
-memory, or 0); SERVE below is appended to it. `report()` prints a pair's
-figures and ratios the same way for every benchmark. Each side reports its best round (timeit's rule: the other
-rounds measure the machine's other load, not the code) and its median.
-Between two rounds both sides rest for PAUSE seconds, so that threads one
-side left spinning (OpenMP's spin-wait lasts up to 200 ms) have gone to sleep
-before the other side's round starts."""
+memory, or 0); SERVE below is appended to it. `report()` prints the sides'
+figures and ratios the same way for every benchmark (boundfit first, then
+PyTorch and Keras 3, the latter on JAX's CPU backend as the tests use it).
+Each side reports its best round (timeit's rule: the other rounds measure
+the machine's other load, not the code) and its median. Between two rounds
+the sides rest for PAUSE seconds, so that threads one side left spinning
+(OpenMP's spin-wait lasts up to 200 ms) have gone to sleep before the next
+side's round starts. KERAS_HEAD starts a Keras child: the backend, then
+`K` and `L`, the names a model is built from in either framework."""
 
 import statistics
 import subprocess
@@ -18,6 +21,17 @@ import sys
 import time
 
 PAUSE = 0.5
+
+KERAS_HEAD = """
+import os
+os.environ.setdefault("KERAS_BACKEND", "jax")
+import keras as K
+from keras import layers as L
+"""
+BOUNDFIT_HEAD = """
+import boundfit as K
+from boundfit import layers as L
+"""
 
 SERVE = """
 import sys as _sys
@@ -58,16 +72,16 @@ class _Child:
         return final
 
 
-def run_pair(code_a, code_b, rounds):
-    """Returns, for a and for b: (best seconds, median seconds, final()) or
+def run_sides(codes, rounds):
+    """Returns, for each side: (best seconds, median seconds, final()) or
     (None, the error's last line)."""
     kids, out = [], []
-    for code in (code_a, code_b):
+    for code in codes:
         try:
             kids.append(_Child(code))
         except (RuntimeError, IndexError) as e:
             kids.append(e)
-    times = [[], []]
+    times = [[] for _ in kids]
     for _ in range(rounds):
         for k, kid in enumerate(kids):
             if not isinstance(kid, Exception):
@@ -81,20 +95,27 @@ def run_pair(code_a, code_b, rounds):
     return out
 
 
-def report(title, samples, pair, names=("boundfit", "PyTorch"), memory=("planned host bytes", "peak RSS growth")):
-    """Prints run_pair's results: samples/s best and median per side, each
+def report(title, samples, sides, names=("boundfit", "PyTorch", "Keras"),
+           memory=("planned host bytes", "peak RSS growth", "peak RSS growth")):
+    """Prints run_sides' results: samples/s best and median per side, each
     side's final() as MiB under its memory label (None: not shown), and the
-    ratios of the first side to the second."""
+    ratios of the first side to each other one."""
     print(title)
     rows = []
-    for who, (best, *rest), label in zip(names, pair, memory):
+    for who, (best, *rest), label in zip(names, sides, memory):
         if best is None:
             print(f"  {who} unavailable: {rest[0]}")
-            return
+            rows.append(None)
+            continue
         med, final = rest
         mem = f", {label} {final / 2**20:8.1f} MiB" if label else ""
         print(f"  {who:9s}{samples / best:10.1f} samples/s best, {samples / med:8.1f} median{mem}")
         rows.append((best, med, final))
-    (a, am, af), (b, bm, bf) = rows
-    mem = f"; memory {af / max(bf, 1):5.2f}x of {names[1]}'s" if all(memory) else ""
-    print(f"  ratios: samples/s {b / a:5.2f}x best, {bm / am:5.2f}x median{mem}")
+    if rows[0] is None:
+        return
+    a, am, af = rows[0]
+    for who, label, row in zip(names[1:], memory[1:], rows[1:]):
+        if row is not None:
+            b, bm, bf = row
+            mem = f"; memory {af / max(bf, 1):5.2f}x of {who}'s" if memory[0] and label else ""
+            print(f"  against {who}: samples/s {b / a:5.2f}x best, {bm / am:5.2f}x median{mem}")
