@@ -1,5 +1,6 @@
 """LSTM training throughput and peak memory: boundfit against PyTorch's
-nn.LSTM on the CPU, in the same script: batch 64, 100 steps, 128 units
+nn.LSTM and Keras 3 (JAX backend, the same model code as boundfit's, with
+and without recurrent dropout) on the CPU, in the same script: batch 64, 100 steps, 128 units
 (input 32 features, Dense(1) head, MSE, Adam). Each framework runs in its own
 subprocess; peak memory is the growth of the process's peak RSS (VmHWM, reset
 through /proc/self/clear_refs before training) over its RSS before it.
@@ -49,24 +50,30 @@ def data(steps):
             rng.standard_normal((B * steps, 1)).astype(np.float32))
 
 
-def run_boundfit(steps, rate=0.0, rec=0.0):
-    import boundfit as bf
-    from boundfit import layers
+def run_boundfit(steps, rate=0.0, rec=0.0, keras=False):
+    """boundfit's model, or with keras=True the same code on Keras 3 (JAX backend)."""
+    if keras:
+        os.environ.setdefault("KERAS_BACKEND", "jax")
+        import keras as K
+    else:
+        import boundfit as K
+        K.utils.set_random_seed(0)
     x, y = data(steps)
-    bf.utils.set_random_seed(0)
-    m = bf.Sequential([layers.Input((T, D)), layers.LSTM(U, dropout=rate, recurrent_dropout=rec), layers.Dense(1)])
+    L = K.layers
+    m = K.Sequential([L.Input((T, D)), L.LSTM(U, dropout=rate, recurrent_dropout=rec), L.Dense(1)])
     m.compile(optimizer="adam", loss="mse")
-    plan = m.estimate_memory(batch_size=B)
+    plan = None if keras else m.estimate_memory(batch_size=B)
     m.fit(x[:B * 2], y[:B * 2], batch_size=B, epochs=1, verbose=0)  # warm-up (and the optimizer state)
-    bf.utils.clear_session()  # the warm-up's kept run arena: the rounds map and touch their own
+    if not keras:
+        K.utils.clear_session()  # the warm-up's kept run arena: the rounds map and touch their own
     rss0, ok = _rss_kib("VmRSS"), _reset_peak()
     dt = []
     for _ in range(ROUNDS):
         t0 = time.perf_counter()
         m.fit(x, y, batch_size=B, epochs=1, verbose=0, shuffle=False)
         dt.append(time.perf_counter() - t0)
-    return dict(samples_s=B * steps / min(dt), peak_growth=(_rss_kib("VmHWM") - rss0) * 1024 if ok else None,
-                plan_host=plan.host_bytes)
+    out = dict(samples_s=B * steps / min(dt), peak_growth=(_rss_kib("VmHWM") - rss0) * 1024 if ok else None)
+    return out if keras else dict(out, plan_host=plan.host_bytes)
 
 
 def run_torch(steps, rate=0.0):
@@ -108,7 +115,9 @@ def run_torch(steps, rate=0.0):
 RUNS = {"boundfit": (run_boundfit, {}), "torch": (run_torch, {}),
         "boundfit+dropout": (run_boundfit, dict(rate=0.2)),
         "boundfit+rec_dropout": (run_boundfit, dict(rate=0.2, rec=0.2)),
-        "torch+dropout": (run_torch, dict(rate=0.2))}
+        "torch+dropout": (run_torch, dict(rate=0.2)),
+        "keras": (run_boundfit, dict(keras=True)),
+        "keras+rec_dropout": (run_boundfit, dict(rate=0.2, rec=0.2, keras=True))}
 
 
 def main():
@@ -133,6 +142,8 @@ def main():
     ratio("boundfit+dropout", "boundfit", "boundfit dropout=0.2 / no dropout")
     ratio("boundfit+rec_dropout", "boundfit", "boundfit dropout=recurrent_dropout=0.2 / no dropout")
     ratio("boundfit+dropout", "torch+dropout", "boundfit / PyTorch, both with input dropout 0.2")
+    ratio("boundfit", "keras", "boundfit / Keras")
+    ratio("boundfit+rec_dropout", "keras+rec_dropout", "boundfit / Keras, both dropout=recurrent_dropout=0.2")
 
 
 if __name__ == "__main__":
