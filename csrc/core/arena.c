@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BF_HOST_HEADER 4096
 #define BF_HUGE_MIN (4u << 20)
@@ -94,6 +95,21 @@ void bf_host_drop_kept(void) {
 
 void bf_host_poison_kept(int on) { kept_poison = on; }
 
+/* bytes of [p, p + n) resident now (p page-aligned), asked of mincore a chunk
+ * at a time through a vector on the stack; all of n where it cannot tell */
+static size_t resident_bytes(char *p, size_t n) {
+    unsigned char vec[1024];
+    const long ps = sysconf(_SC_PAGESIZE);
+    const size_t page = ps > 0 ? (size_t)ps : 4096, chunk = sizeof vec * page;
+    size_t total = 0;
+    for (size_t off = 0; off < n; off += chunk) {
+        const size_t len = n - off < chunk ? n - off : chunk;
+        if (mincore(p + off, len, vec) != 0) return n;
+        for (size_t i = 0; i < (len + page - 1) / page; i++) total += (vec[i] & 1) ? page : 0;
+    }
+    return total < n ? total : n;
+}
+
 /* the smallest kept mapping of at least `bytes` (a predict after a fit
  * writes the start of the fit's arena; what it leaves stays MADV_FREE), or
  * NULL after unmapping every kept one (so that what the caller maps next
@@ -114,7 +130,7 @@ static void *take_kept(size_t bytes) {
         bf_host_drop_kept();
         return NULL;
     }
-    atomic_fetch_add(&kept_taken, bytes);
+    atomic_fetch_add(&kept_taken, resident_bytes(hit + BF_HOST_HEADER, bytes)); /* before the poison touches it */
     if (kept_poison) memset(hit + BF_HOST_HEADER, 0xff, bytes); /* NaN: tests that nothing reads before it writes */
     return hit + BF_HOST_HEADER;
 }

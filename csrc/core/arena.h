@@ -55,7 +55,7 @@ size_t bf_host_reserved_bytes(const void *p);
  * one larger than all of them unmaps them before mapping its own. At most two
  * per process. */
 size_t bf_host_kept_bytes(void);   /* bytes of the kept arenas (as reserved), 0 when none */
-size_t bf_host_kept_taken(void);   /* bytes reused from them so far (a counter) */
+size_t bf_host_kept_taken(void);   /* bytes reused from them still resident when taken (a counter) */
 void bf_host_drop_kept(void);      /* unmap them now */
 void bf_host_poison_kept(int on);  /* tests: fill a kept arena with NaN when it is reused */
 

@@ -141,7 +141,7 @@ static PyMethodDef module_methods[] = {
     {"fault_count", fault_count, METH_NOARGS, "allocation attempts since the last fault_inject()"},
     {"live_reservations", live_reservations, METH_NOARGS, "arena reservations currently held (leak checks)"},
     {"kept_bytes", kept_bytes, METH_NOARGS, "bytes of the kept host run arenas (0 when none)"},
-    {"kept_taken", kept_taken, METH_NOARGS, "bytes reused from kept run arenas so far (a counter)"},
+    {"kept_taken", kept_taken, METH_NOARGS, "bytes reused from kept run arenas, resident when taken, so far (a counter)"},
     {"drop_kept", drop_kept, METH_NOARGS, "unmap the kept host run arenas"},
     {"poison_kept", poison_kept, METH_VARARGS, "tests: fill a kept run arena with NaN when it is reused"},
     {"emu_waits", emu_waits, METH_NOARGS, "calls on device 'emu' so far that make the host wait for a GPU"},

@@ -241,9 +241,10 @@ class Watchdog:
     is under half the safety margin, i.e. before the OOM killer would act.
     Growth is read from anonymous resident memory: pages of a memory-mapped
     dataset the run reads are page cache, not memory the run holds. A run that
-    reuses a kept arena (see bf.utils.clear_session) starts with those pages
-    resident, and the kernel still lists them as reclaimable (inactive_file,
-    MemAvailable): both readings leave them out."""
+    reuses a kept arena (see bf.utils.clear_session) starts with the pages of
+    it still resident (counted when it is taken), and the kernel still lists
+    them as reclaimable (inactive_file, MemAvailable): both readings leave
+    them out."""
 
     def __init__(self, plan):
         self.plan = plan
