@@ -13,7 +13,7 @@ rounds in turn (benchmarks/interleave.py).
 import sys
 import textwrap
 
-from interleave import report, run_sides
+from interleave import FIT_ROUNDS, STEP_ROUNDS, report, run_sides
 
 DATA = """
     import numpy as np
@@ -34,14 +34,8 @@ BF = textwrap.dedent("""
     x = L.LayerNormalization()(L.Add()([e, L.MultiHeadAttention(H, D // H)(e, e)]))
     m = bf.Model(inp, L.Dense(2, activation="softmax")(L.GlobalAveragePooling1D()(x)))
     m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
-    def setup():
-        m.fit(ids[:B], y[:B], batch_size=B, verbose=0)
-    def one_round():
-        t0 = time.perf_counter(); m.fit(ids, y, batch_size=B, verbose=0, shuffle=False)
-        return time.perf_counter() - t0
-    def final():
-        return 0
-""")
+    X, Y, r_data = ids, y, 0
+""") + FIT_ROUNDS + "final = lambda: 0\n"
 
 TORCH = textwrap.dedent("""
     import time, torch
@@ -67,15 +61,7 @@ TORCH = textwrap.dedent("""
     lf = torch.nn.CrossEntropyLoss()
     def step(i):
         opt.zero_grad(); lf(net(ids[i * B:(i + 1) * B]), y[i * B:(i + 1) * B]).backward(); opt.step()
-    def setup():
-        step(0)
-    def one_round():
-        t0 = time.perf_counter()
-        for i in range(STEPS): step(i)
-        return time.perf_counter() - t0
-    def final():
-        return 0
-""")
+""") + STEP_ROUNDS + "final = lambda: 0\n"
 
 
 def main():

@@ -13,7 +13,7 @@ ratios, and boundfit's planned host bytes against the others' peak RSS growth.
 import sys
 import textwrap
 
-from interleave import BOUNDFIT_HEAD, KERAS_HEAD, report, run_sides
+from interleave import BOUNDFIT_HEAD, FIT_ROUNDS, KERAS_HEAD, STEP_ROUNDS, report, run_sides
 
 DATA = textwrap.dedent("""
     import time, resource, numpy as np
@@ -29,14 +29,8 @@ FIT = textwrap.dedent("""
     _, h, c = L.LSTM(U, return_state=True)(e)
     m = K.Model([e, d], L.Dense(D)(L.LSTM(U, return_sequences=True)(d, initial_state=[h, c])))
     m.compile(optimizer="adam", loss="mse")
-    def setup():
-        m.fit([xe[:B], xd[:B]], y[:B], batch_size=B, epochs=1, verbose=0)  # warm-up (and the optimizer state)
-    def one_round():
-        t0 = time.perf_counter(); m.fit([xe, xd], y, batch_size=B, epochs=1, verbose=0, shuffle=False)
-        return time.perf_counter() - t0
-    def peak_growth():
-        return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r_data) * 1024
-""")
+    X, Y = [xe, xd], y
+""") + FIT_ROUNDS
 BF = DATA + BOUNDFIT_HEAD + FIT + "final = lambda: m.estimate_memory(batch_size=B).host_bytes\n"
 KERAS = DATA + KERAS_HEAD + FIT + "final = peak_growth\n"
 
@@ -57,18 +51,10 @@ TORCH = DATA + textwrap.dedent("""
     net = Net()
     opt = torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7)
     lf = torch.nn.MSELoss()
-    def run(k):
-        for i in range(k):
-            s = slice(i * B, (i + 1) * B)
-            opt.zero_grad(); lf(net(xe[s], xd[s]), y[s]).backward(); opt.step()
-    def setup():
-        run(1)
-    def one_round():
-        t0 = time.perf_counter(); run(STEPS)
-        return time.perf_counter() - t0
-    def final():
-        return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r_data) * 1024
-""")
+    def step(i):
+        s = slice(i * B, (i + 1) * B)
+        opt.zero_grad(); lf(net(xe[s], xd[s]), y[s]).backward(); opt.step()
+""") + STEP_ROUNDS + "final = peak_growth\n"
 
 
 def main():

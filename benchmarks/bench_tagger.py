@@ -16,7 +16,7 @@ subprocess; their rounds run in turn (benchmarks/interleave.py).
 import sys
 import textwrap
 
-from interleave import BOUNDFIT_HEAD, KERAS_HEAD, report, run_sides
+from interleave import BOUNDFIT_HEAD, FIT_ROUNDS, KERAS_HEAD, STEP_ROUNDS, report, run_sides
 
 DATA = textwrap.dedent("""
     import time, resource, numpy as np
@@ -33,14 +33,8 @@ FIT = textwrap.dedent("""
     r_data = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # after the data and the import
     m = K.Sequential([L.Input((T,)), L.Embedding(V, E, mask_zero=True), L.Dense(C, activation="softmax")])
     m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    def setup():
-        m.fit(x[:B * 2], y[:B * 2], batch_size=B, epochs=1, verbose=0)  # warm-up (and the optimizer state)
-    def one_round():
-        t0 = time.perf_counter(); m.fit(x, y, batch_size=B, epochs=1, verbose=0, shuffle=False)
-        return time.perf_counter() - t0
-    def peak_growth():
-        return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r_data) * 1024
-""")
+    X, Y = x, y
+""") + FIT_ROUNDS
 BF = DATA + BOUNDFIT_HEAD + FIT + "final = lambda: m.estimate_memory(batch_size=B).host_bytes\n"
 KERAS = DATA + KERAS_HEAD + FIT + "final = peak_growth\n"
 
@@ -52,28 +46,17 @@ TORCH = DATA + textwrap.dedent("""
     opt = torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7)
     lf = torch.nn.CrossEntropyLoss(reduction="none")
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
-    def run(k):
-        correct = count = 0.0
-        for i in range(k):
-            xb, yb = xt[i * B:(i + 1) * B], yt[i * B:(i + 1) * B]
-            mask = (xb != 0).float()
-            opt.zero_grad()
-            z = net(xb)
-            loss = (lf(z.reshape(-1, C), yb.reshape(-1)) * mask.reshape(-1)).sum() / mask.sum().clamp(min=1)
-            loss.backward()
-            opt.step()
-            with torch.no_grad():
-                correct += float(((z.argmax(-1) == yb).float() * mask).sum())
-                count += float(mask.sum())
-        return correct / count
-    def setup():
-        run(2)
-    def one_round():
-        t0 = time.perf_counter(); run(STEPS)
-        return time.perf_counter() - t0
-    def final():
-        return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r_data) * 1024
-""")
+    def step(i):  # and the batch's masked accuracy, as the others' metric
+        xb, yb = xt[i * B:(i + 1) * B], yt[i * B:(i + 1) * B]
+        mask = (xb != 0).float()
+        opt.zero_grad()
+        z = net(xb)
+        loss = (lf(z.reshape(-1, C), yb.reshape(-1)) * mask.reshape(-1)).sum() / mask.sum().clamp(min=1)
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            return float(((z.argmax(-1) == yb).float() * mask).sum()) / max(float(mask.sum()), 1.0)
+""") + STEP_ROUNDS + "final = peak_growth\n"
 
 
 def main():

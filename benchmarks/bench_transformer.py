@@ -15,7 +15,7 @@ the same steps in a loop); the sides run their rounds in turn
 import sys
 import textwrap
 
-from interleave import BOUNDFIT_HEAD, KERAS_HEAD, report, run_sides
+from interleave import BOUNDFIT_HEAD, FIT_ROUNDS, KERAS_HEAD, STEP_ROUNDS, report, run_sides
 
 FIT = textwrap.dedent("""
     import time, resource, numpy as np
@@ -30,14 +30,8 @@ FIT = textwrap.dedent("""
     h = L.LayerNormalization()(L.Add()([h, f]))
     m = K.Model(inp, L.Dense(10, activation="softmax")(L.Flatten()(h)))
     m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
-    def setup():
-        m.fit(x[:B], y[:B], batch_size=B, verbose=0)
-    def one_round():
-        t0 = time.perf_counter(); m.fit(x, y, batch_size=B, verbose=0, shuffle=False)
-        return time.perf_counter() - t0
-    def peak_growth():
-        return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r_data) * 1024
-""")
+    X, Y = x, y
+""") + FIT_ROUNDS
 BF = BOUNDFIT_HEAD + FIT + "final = lambda: m.estimate_memory(batch_size=B).host_bytes\n"
 KERAS = KERAS_HEAD + FIT + "final = peak_growth\n"
 
@@ -64,15 +58,7 @@ TORCH = textwrap.dedent("""
     lf = torch.nn.CrossEntropyLoss()
     def step(i):
         opt.zero_grad(); lf(net(x[i * B:(i + 1) * B]), y[i * B:(i + 1) * B]).backward(); opt.step()
-    def setup():
-        step(0)
-    def one_round():
-        t0 = time.perf_counter()
-        for i in range(STEPS): step(i)
-        return time.perf_counter() - t0
-    def final():
-        return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r_data) * 1024
-""")
+""") + STEP_ROUNDS + "final = peak_growth\n"
 
 
 def main():

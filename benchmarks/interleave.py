@@ -33,6 +33,31 @@ import boundfit as K
 from boundfit import layers as L
 """
 
+# the rounds of a child that trains model m on X, Y (arrays, or lists of them)
+# with fit(), B rows a batch, or with step(i) (batch i) STEPS times a round;
+# peak_growth(): peak RSS over r_data, the reading taken after the data
+FIT_ROUNDS = """
+def setup():
+    first = (lambda a: [v[:B] for v in a] if isinstance(a, list) else a[:B])
+    m.fit(first(X), first(Y), batch_size=B, epochs=1, verbose=0)  # warm-up (and the optimizer state)
+def one_round():
+    t0 = time.perf_counter(); m.fit(X, Y, batch_size=B, epochs=1, verbose=0, shuffle=False)
+    return time.perf_counter() - t0
+def peak_growth():
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r_data) * 1024
+"""
+STEP_ROUNDS = """
+def setup():
+    step(0)
+def one_round():
+    t0 = time.perf_counter()
+    for i in range(STEPS):
+        step(i)
+    return time.perf_counter() - t0
+def peak_growth():
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r_data) * 1024
+"""
+
 SERVE = """
 import sys as _sys
 setup()
