@@ -9,11 +9,12 @@
  * A masked (b, p) carries h (and c) over and gets a zero gate gradient, so
  * the GEMMs of backward need no special case. Backward adds into dw, du, db;
  * the input gradient is one GEMM over all steps at the end, and so is du (per
- * row) for LSTM / SimpleRNN, whose gate gradients stay in `gates`. The step
- * loops run on one BLAS thread or all of them, whichever measures faster
- * (blas_threads.h: per-step GEMMs have B rows, and threads handing them over
- * cost more than they gain when the machine is busy); the all-steps GEMMs
- * keep the threads. The gate math is vectorized (vec_exp.h): scalar expf / tanhf took half the
+ * row) for LSTM / SimpleRNN, whose gate gradients stay in `gates`. Wide
+ * LSTM / SimpleRNN layers run their steps in blocks of batch rows, each block
+ * one pool task through all the steps (row_blocks; a row's recurrence reads
+ * only its own row); the step loops run on one thread or all of them,
+ * whichever measures faster (blas_threads.h: threads cost more than they gain
+ * when the machine is busy); the all-steps GEMMs keep the threads. The gate math is vectorized (vec_exp.h): scalar expf / tanhf took half the
  * step (benchmarks/bench_lstm.py: 690 -> 1700-1900 samples/s here).
  * States in and out (bf_rnn_geom h0, c0, dh_last, dc_last, dh0, dc0): step 0
  * reads h0 / c0 as its previous state; backward starts from dh_last / dc_last
