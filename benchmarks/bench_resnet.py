@@ -1,37 +1,33 @@
 """Small ResNet training throughput, boundfit's functional API against
-PyTorch CPU (channels_last): three residual blocks of Conv2D-BatchNorm-ReLU
-with a 1x1 projection shortcut, global average pooling, Dense softmax; on
-digits-sized 8x8x1 images and on CIFAR-sized 32x32x3 ones. Memory: each
-framework's peak RSS growth over its data in its own subprocess, and
-boundfit's planned host bytes.
+PyTorch CPU (channels_last) and Keras 3 (JAX backend, the same model code as
+boundfit's): three residual blocks of Conv2D-BatchNorm-ReLU with a 1x1
+projection shortcut, global average pooling, Dense softmax; on digits-sized
+8x8x1 images and on CIFAR-sized 32x32x3 ones. Memory: each framework's peak
+RSS growth over its data, each in its own subprocess. Rounds run in turn
+(benchmarks/interleave.py).
 
-    python benchmarks/bench_resnet.py
+    python benchmarks/bench_resnet.py [rounds]
 """
 
-import subprocess
 import sys
 import textwrap
 
-BF = textwrap.dedent("""
-    import time, resource, numpy as np, boundfit as bf
-    from boundfit import layers as L
+from interleave import BOUNDFIT_HEAD, FIT_ROUNDS, KERAS_HEAD, STEP_ROUNDS, report, run_sides
+
+FIT = textwrap.dedent("""
+    import time, resource, numpy as np
     H, C, B, STEPS, WIDTHS = {H}, {C}, {B}, {STEPS}, {WIDTHS}
-    x = np.random.default_rng(0).random((B * STEPS, H, H, C), dtype=np.float32)
-    y = np.random.default_rng(1).integers(0, 10, B * STEPS)
+    X = np.random.default_rng(0).random((B * STEPS, H, H, C), dtype=np.float32)
+    Y = np.random.default_rng(1).integers(0, 10, B * STEPS)
     r_data = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    inp = bf.Input((H, H, C)); h = inp
+    inp = K.Input((H, H, C)); h = inp
     for f in WIDTHS:
         a = L.Activation("relu")(L.BatchNormalization()(L.Conv2D(f, 3, padding="same")(h)))
         a = L.BatchNormalization()(L.Conv2D(f, 3, padding="same")(a))
         h = L.Activation("relu")(L.Add()([a, L.Conv2D(f, 1)(h)]))
-    m = bf.Model(inp, L.Dense(10, activation="softmax")(L.GlobalAveragePooling2D()(h)))
+    m = K.Model(inp, L.Dense(10, activation="softmax")(L.GlobalAveragePooling2D()(h)))
     m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
-    plan = m.estimate_memory(batch_size=B)
-    m.fit(x[:B], y[:B], batch_size=B, verbose=0)
-    t0 = time.perf_counter(); m.fit(x, y, batch_size=B, shuffle=False, verbose=0); dt = time.perf_counter() - t0
-    peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r_data) * 1024
-    print(B * STEPS / dt, peak, plan.host_bytes)
-""")
+""") + FIT_ROUNDS + "final = peak_growth\n"
 
 TORCH = textwrap.dedent("""
     import time, resource, numpy as np, torch
@@ -59,39 +55,17 @@ TORCH = textwrap.dedent("""
     lf = nn.CrossEntropyLoss()
     def step(i):
         opt.zero_grad(); lf(net(x[i * B:(i + 1) * B]), y[i * B:(i + 1) * B]).backward(); opt.step()
-    step(0)
-    t0 = time.perf_counter()
-    for i in range(STEPS): step(i)
-    dt = time.perf_counter() - t0
-    peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r_data) * 1024
-    print(B * STEPS / dt, peak, 0)
-""")
-
-
-def run(code, **kw):
-    out = subprocess.run([sys.executable, "-c", code.format(**kw)], capture_output=True, text=True, timeout=900)
-    if out.returncode:
-        return None, out.stderr.strip().splitlines()[-1], 0
-    return tuple(float(v) for v in out.stdout.split())
+""") + STEP_ROUNDS + "final = peak_growth\n"
 
 
 def main():
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     for name, kw in (("digits ResNet, 8x8x1, widths 8-16-16, batch 64", dict(H=8, C=1, B=64, STEPS=200, WIDTHS=(8, 16, 16))),
                      ("CIFAR-sized ResNet, 32x32x3, widths 16-32-32, batch 64",
                       dict(H=32, C=3, B=64, STEPS=30, WIDTHS=(16, 32, 32)))):
-        ours, ours_peak, plan = run(BF, **kw)
-        theirs, peak, _ = run(TORCH, **kw)
-        print(name)
-        if ours is None:
-            print(f"  boundfit failed: {ours_peak}")
-            continue
-        print(f"  boundfit {ours:10.1f} samples/s, peak RSS growth {ours_peak / 2**20:7.1f} MiB "
-              f"(planned host bytes {plan / 2**20:.1f} MiB)")
-        if theirs is None:
-            print(f"  PyTorch unavailable: {peak}")
-        else:
-            print(f"  PyTorch  {theirs:10.1f} samples/s, peak RSS growth {peak / 2**20:7.1f} MiB")
-            print(f"  ratios: samples/s {ours / theirs:5.2f}x, peak memory {ours_peak / max(peak, 1):5.2f}x of PyTorch's")
+        report(f"{name} ({rounds} rounds of {kw['STEPS']} steps each side, in turn)", kw["B"] * kw["STEPS"],
+               run_sides([c.format(**kw) for c in (BOUNDFIT_HEAD + FIT, TORCH, KERAS_HEAD + FIT)], rounds),
+               memory=("peak RSS growth",) * 3)
 
 
 if __name__ == "__main__":
