@@ -408,7 +408,6 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
     return BF_OK;
 }
 
-
 /* queue max|inp| and max|dz| of layer i into the step statistics; once read,
  * gbound[i] += count * max(max|inp|, 1) * max|dz| (add_bounds): every dW
  * element is a sum of `count` products inp*dz and every db element a sum of

@@ -23,29 +23,18 @@ static PyObject *fault_inject(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static PyObject *fault_count(PyObject *self, PyObject *noargs) {
-    (void)self;
-    (void)noargs;
-    return PyLong_FromLong(bf_fault_count());
-}
+/* a counter of the core, no arguments: name() -> conv(fn()) */
+#define GETTER(name, conv, fn)                                 \
+    static PyObject *name(PyObject *self, PyObject *noargs) { \
+        (void)self;                                            \
+        (void)noargs;                                          \
+        return conv(fn());                                     \
+    }
 
-static PyObject *live_reservations(PyObject *self, PyObject *noargs) {
-    (void)self;
-    (void)noargs;
-    return PyLong_FromLong(bf_arena_live());
-}
-
-static PyObject *kept_bytes(PyObject *self, PyObject *noargs) {
-    (void)self;
-    (void)noargs;
-    return PyLong_FromSize_t(bf_host_kept_bytes());
-}
-
-static PyObject *kept_taken(PyObject *self, PyObject *noargs) {
-    (void)self;
-    (void)noargs;
-    return PyLong_FromSize_t(bf_host_kept_taken());
-}
+GETTER(fault_count, PyLong_FromLong, bf_fault_count)
+GETTER(live_reservations, PyLong_FromLong, bf_arena_live)
+GETTER(kept_bytes, PyLong_FromSize_t, bf_host_kept_bytes)
+GETTER(kept_taken, PyLong_FromSize_t, bf_host_kept_taken)
 
 static PyObject *drop_kept(PyObject *self, PyObject *noargs) {
     (void)self;
@@ -62,11 +51,7 @@ static PyObject *poison_kept(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static PyObject *emu_waits(PyObject *self, PyObject *noargs) {
-    (void)self;
-    (void)noargs;
-    return PyLong_FromLong(bf_emu_waits());
-}
+GETTER(emu_waits, PyLong_FromLong, bf_emu_waits)
 
 static PyObject *set_num_threads(PyObject *self, PyObject *args) {
     (void)self;
