@@ -13,5 +13,8 @@ bf_status bf_backend_mem_info(bf_backend *be, size_t *free_bytes, size_t *total_
 void bf_backend_cuda_report(char *buf, size_t n);
 /* Directory holding _cuda.so; set once from Python at import. */
 void bf_backend_set_module_dir(const char *dir);
+/* Libraries dlopen'ed (RTLD_GLOBAL, in order) before _cuda.so: the CUDA runtime,
+ * cuBLAS and cuDNN of NVIDIA's PyPI wheels, ':'-separated; set once at import. */
+void bf_backend_set_cuda_preload(const char *paths);
 
 #endif

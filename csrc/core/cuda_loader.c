@@ -9,6 +9,7 @@
 #include "../cuda/cuda_api.h"
 
 static char module_dir[4096];
+static char preload[16384];
 static bf_status (*cuda_mem_info)(bf_backend *, size_t *, size_t *);
 
 #if BF_BUILT_WITH_CUDA
@@ -20,10 +21,29 @@ static bf_status (*cuda_open)(const bf_cuda_host *, int, bf_backend **);
 static bf_backend *opened[64];
 static const bf_cuda_host host = {bf_vfail};
 
+/* The wheels' libraries first, each by its full path and global: _cuda.so's
+ * needed sonames (and cuDNN's own dlopen of its parts) then resolve to these
+ * copies instead of a system toolkit's. One that fails to load (cuDNN's
+ * runtime-compiled engines need the driver) is skipped: _cuda.so's own dlopen
+ * names what is really missing. */
+static void preload_wheel_libraries(void) {
+    char path[4096];
+    for (const char *p = preload; *p;) {
+        size_t n = strcspn(p, ":");
+        if (n > 0 && n < sizeof path) {
+            memcpy(path, p, n);
+            path[n] = 0;
+            (void)dlopen(path, RTLD_NOW | RTLD_GLOBAL); /* kept for the process's life */
+        }
+        p += n + (p[n] == ':');
+    }
+}
+
 /* dlopen _cuda.so from the package directory; its dependencies (libcudart,
  * cuBLAS, cuDNN) must resolve or this fails with the loader's message */
 static bf_status load(void) {
     if (cuda_lib) return BF_OK;
+    preload_wheel_libraries();
     char path[4200];
     snprintf(path, sizeof path, "%s/_cuda.so", module_dir);
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -48,6 +68,8 @@ static bf_status load(void) {
 #endif
 
 void bf_backend_set_module_dir(const char *dir) { snprintf(module_dir, sizeof module_dir, "%s", dir); }
+
+void bf_backend_set_cuda_preload(const char *paths) { snprintf(preload, sizeof preload, "%s", paths); }
 
 bf_status bf_cuda_load_backend(int device, bf_backend **out) {
     *out = NULL;

@@ -83,9 +83,10 @@ static PyObject *build_info(PyObject *self, PyObject *noargs) {
 
 static PyObject *set_module_dir(PyObject *self, PyObject *args) {
     (void)self;
-    const char *dir;
-    if (!PyArg_ParseTuple(args, "s", &dir)) return NULL;
+    const char *dir, *preload = "";
+    if (!PyArg_ParseTuple(args, "s|s", &dir, &preload)) return NULL;
     bf_backend_set_module_dir(dir);
+    bf_backend_set_cuda_preload(preload);
     Py_RETURN_NONE;
 }
 
@@ -118,7 +119,7 @@ static PyMethodDef module_methods[] = {
      "activation(act_id, x, alpha=0, max_value=inf, threshold=0) -> float32 array (the CPU kernel)"},
     {"bench_sgemm", bf_py_bench_sgemm, METH_VARARGS, "bench_sgemm(M, N, K, iters) -> seconds per sgemm"},
     {"bench_adam", bf_py_bench_adam, METH_VARARGS, "bench_adam(n, iters) -> seconds per Adam update"},
-    {"set_module_dir", set_module_dir, METH_VARARGS, "directory of the package (where _cuda.so is)"},
+    {"set_module_dir", set_module_dir, METH_VARARGS, "set_module_dir(dir, preload=''): the package directory (where _cuda.so is) and the ':'-separated CUDA wheel libraries to load before it"},
     {"device_mem_info", device_mem_info, METH_VARARGS, "device_mem_info(device) -> (free, total) bytes"},
     {"cuda_report", cuda_report, METH_NOARGS, "the CUDA driver / runtime / cuDNN / GPU report"},
     {"fault_inject", fault_inject, METH_VARARGS,

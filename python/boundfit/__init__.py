@@ -34,8 +34,9 @@ from .models import Model, Sequential, load_model  # noqa: E402
 from .layers import Input  # noqa: E402
 from .plan import MemoryPlan  # noqa: E402
 from . import data, models, memory, saving, training  # noqa: E402  (loaded now: a first fit imports nothing)
+from .cuda_libs import wheel_libraries as _wheel_libraries  # noqa: E402
 
-_core.set_module_dir(_os.path.dirname(_os.path.abspath(__file__)))
+_core.set_module_dir(_os.path.dirname(_os.path.abspath(__file__)), ":".join(_wheel_libraries()))
 
 __version__ = "0.1.0"
 __all__ = ["Input", "Sequential", "Model", "layers", "initializers", "regularizers", "constraints", "losses", "metrics",

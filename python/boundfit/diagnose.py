@@ -4,7 +4,7 @@ report (driver / runtime / cuDNN versions, GPUs), with a verdict per line."""
 import os
 import platform
 
-from . import _core, blas_runtime, budget
+from . import _core, blas_runtime, budget, cuda_libs
 from .sizes import format_bytes
 
 
@@ -26,6 +26,10 @@ def report():
     add("CPU cores", str(os.cpu_count()))
     host, src = budget.host_budget(None)
     add("host memory budget", f"{format_bytes(host)} ({src})", host > 0)
+    if info["cuda_built"]:
+        wheels = cuda_libs.wheel_libraries()
+        add("CUDA wheels", f"{len(wheels)} libraries found (boundfit[cuda])" if wheels else
+            "none found (the system's CUDA libraries are used; pip install \"boundfit[cuda]\" brings them)")
     out = ["boundfit diagnose", "=" * 60] + lines + ["", "CUDA", "-" * 60, _core.cuda_report().rstrip()]
     return "\n".join(out)
 

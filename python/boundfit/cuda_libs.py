@@ -1,0 +1,38 @@
+"""The CUDA runtime, cuBLAS and cuDNN from NVIDIA's PyPI wheels (`pip install
+"boundfit[cuda]"`), as JAX and PyTorch find them: a GPU machine needs no CUDA
+toolkit. `wheel_libraries()` lists the wheels' libraries in load order (each
+one's dependencies first); the loader dlopens them before _cuda.so, so its
+sonames resolve to these copies. The CUDA report (`bf.diagnose()`) names the
+copy of each library that was loaded."""
+
+import glob
+import os
+import sys
+
+# (wheel folder under site-packages, library name prefixes in load order)
+_WHEELS = (
+    ("nvidia/cu13/lib", ("libcudart.so", "libcublasLt.so", "libcublas.so")),
+    ("nvidia/cuda_runtime/lib", ("libcudart.so",)),           # the CUDA 12 wheels' layout
+    ("nvidia/cublas/lib", ("libcublasLt.so", "libcublas.so")),
+    ("nvidia/cudnn/lib", ("libcudnn_graph.so", "libcudnn_ops.so", "libcudnn_cnn.so", "libcudnn_adv.so",
+                          "libcudnn_heuristic.so", "libcudnn_engines_precompiled.so",
+                          "libcudnn_engines_tensor_ir.so", "libcudnn_engines_runtime_compiled.so",
+                          "libcudnn_ext.so", "libcudnn.so")),
+)
+
+
+def wheel_libraries(paths=None):
+    """Full paths of the wheels' libraries found on `paths` (sys.path), in load order."""
+    found = []
+    for entry in (sys.path if paths is None else paths):
+        for folder, prefixes in _WHEELS:
+            lib = os.path.join(entry or ".", folder)
+            if not os.path.isdir(lib):
+                continue
+            for prefix in prefixes:
+                found += sorted(glob.glob(os.path.join(lib, prefix + ".[0-9]*")))
+    first = {}
+    for p in found:                      # a library on two sys.path entries: the first one wins
+        first.setdefault(os.path.basename(p), p)
+    return list(first.values())
+
