@@ -182,6 +182,29 @@ def test_binary_metrics_match_keras(keras):
     assert_weights_close(km, bm, atol=5e-6)
 
 
+def test_confusion_count_metrics_match_keras(keras):
+    """TruePositives / FalsePositives / TrueNegatives / FalseNegatives: weighted
+    counts over the epoch, per column of a multi-label output, train and validation."""
+    x, y = data("binary", k=3, n=64)
+    vx, vy = data("binary", k=3, n=32, seed=7)
+    sw = np.random.default_rng(4).random(len(x)).astype(np.float32)
+    bm, km = pair(keras, 3, "sigmoid")
+
+    def metrics(M):
+        return [M.metrics.TruePositives(name="tp"), M.metrics.FalsePositives(thresholds=0.3, name="fp"),
+                M.metrics.TrueNegatives(name="tn"), M.metrics.FalseNegatives(name="fn")]
+
+    hk, hb = fit_both(km, bm, x, y, keras.optimizers.Adam(0.05), bf.optimizers.Adam(0.05), "binary_crossentropy",
+                      "binary_crossentropy", metrics(keras), metrics(bf), [keras.metrics.TrueNegatives(name="wtn")],
+                      [bf.metrics.TrueNegatives(name="wtn")], epochs=2, sample_weight=sw, validation_data=(vx, vy))
+    assert {"tp", "fp", "tn", "fn", "val_fn", "wtn"} <= set(hb.history)
+    assert_history_close(hk, hb)
+    # unweighted validation counts at one threshold: tp + fn + tn + (fp at 0.5) = samples * columns
+    b = hb.history
+    assert b["val_tp"][-1] + b["val_fn"][-1] + b["val_tn"][-1] <= 32 * 3
+    assert b["val_tp"][-1] + b["val_fn"][-1] == vy.sum()
+
+
 def test_categorical_metrics_match_keras(keras):
     x, y = data("onehot", k=5, n=64)
     bm, km = pair(keras, 5, "softmax")

@@ -50,9 +50,10 @@ typedef struct {
  * epoch's and turns those into the value as Keras's result() does. */
 typedef enum {
     BF_MET_BINARY_ACC = 0, BF_MET_CAT_ACC, BF_MET_SPARSE_CAT_ACC, BF_MET_TOPK, BF_MET_SPARSE_TOPK,
-    BF_MET_MAE, BF_MET_MSE, BF_MET_RMSE, BF_MET_AUC, BF_MET_PRECISION, BF_MET_RECALL
+    BF_MET_MAE, BF_MET_MSE, BF_MET_RMSE, BF_MET_AUC, BF_MET_PRECISION, BF_MET_RECALL,
+    BF_MET_TP, BF_MET_FP, BF_MET_TN, BF_MET_FN /* weighted counts over the epoch */
 } bf_metric_kind;
-#define BF_MET_LAST BF_MET_RECALL
+#define BF_MET_LAST BF_MET_FN
 #define BF_AUC_MAX_THRESHOLDS 10000
 
 typedef struct {
@@ -66,11 +67,13 @@ typedef struct {
 } bf_metric_spec;
 
 /* doubles a metric accumulates: means (sum w*v, sum w); precision / recall
- * (tp, fp, fn); AUC (per bucket: positives, negatives) */
+ * (tp, fp, fn); the counts (tp, fp, fn, tn); AUC (per bucket: positives,
+ * negatives) */
 static inline long bf_metric_nvalues(const bf_metric_spec *m) {
     switch (m->kind) {
     case BF_MET_AUC: return 2L * m->num_thresholds;
     case BF_MET_PRECISION: case BF_MET_RECALL: return 3;
+    case BF_MET_TP: case BF_MET_FP: case BF_MET_TN: case BF_MET_FN: return 4;
     default: return 2;
     }
 }

@@ -717,6 +717,10 @@ double bf_metric_result(const bf_metric_spec *m, const double *acc) {
     case BF_MET_RMSE: return sqrt(div0(acc[0], acc[1]));
     case BF_MET_PRECISION: return div0(acc[0], acc[0] + acc[1]);
     case BF_MET_RECALL: return div0(acc[0], acc[0] + acc[2]);
+    case BF_MET_TP: return acc[0];
+    case BF_MET_FP: return acc[1];
+    case BF_MET_FN: return acc[2];
+    case BF_MET_TN: return acc[3];
     case BF_MET_AUC: {
         /* Keras AUC (ROC, interpolation): tp/fp at threshold i = sums of buckets >= i */
         const int T = m->num_thresholds;

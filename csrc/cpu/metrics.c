@@ -110,13 +110,21 @@ bf_status bf_cpu_metric_rows(double *acc, const float *pred, const float *target
             continue;
         case BF_MET_PRECISION:
         case BF_MET_RECALL:
+        case BF_MET_TP:
+        case BF_MET_FP:
+        case BF_MET_TN:
+        case BF_MET_FN: {
+            /* confusion counts (tp, fp, fn[, tn]) at the threshold: prediction > threshold */
+            const int tn = m->kind >= BF_MET_TP;
             for (int j = 0; j < C; j++) {
                 int pp = q_of(p, j, act, mx, s) > m->threshold, lp = t[j % T] != 0.0f;
                 if (pp && lp) acc[0] += w;
                 else if (pp) acc[1] += w;
                 else if (lp) acc[2] += w;
+                else if (tn) acc[3] += w;
             }
             continue;
+        }
         default:
             return BF_FAIL(BF_ERR_ARG, "unknown metric %d", (int)m->kind);
         }

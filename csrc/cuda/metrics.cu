@@ -93,13 +93,20 @@ __global__ void metric_kernel(double *acc, const float *pred, const float *targe
             continue;
         case BF_MET_PRECISION:
         case BF_MET_RECALL:
+        case BF_MET_TP:
+        case BF_MET_FP:
+        case BF_MET_TN:
+        case BF_MET_FN: {
+            const int tn = m.kind >= BF_MET_TP;
             for (int j = 0; j < C; j++) {
                 const int pp = q_of(p, j, act, mx, s) > m.threshold, lp = t[j % T] != 0.0f;
                 if (pp && lp) atomicAdd(&acc[0], (double)w);
                 else if (pp) atomicAdd(&acc[1], (double)w);
                 else if (lp) atomicAdd(&acc[2], (double)w);
+                else if (tn) atomicAdd(&acc[3], (double)w);
             }
             continue;
+        }
         default:
             continue;
         }

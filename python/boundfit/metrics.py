@@ -4,7 +4,7 @@ epoch as Keras does; these objects describe them. Kinds match csrc
 bf_metric_kind."""
 
 (BINARY_ACC, CAT_ACC, SPARSE_CAT_ACC, TOPK, SPARSE_TOPK, MAE, MSE, RMSE, AUC_KIND, PRECISION,
- RECALL) = range(11)
+ RECALL, TRUE_POS, FALSE_POS, TRUE_NEG, FALSE_NEG) = range(15)
 
 
 _UIDS = {}
@@ -132,6 +132,35 @@ class Recall(Precision):
     kind, name = RECALL, "recall"
 
 
+class _ConfusionCount(Metric):
+    """Weighted count of one confusion-matrix cell over the epoch, a
+    prediction counting as positive when it is above the threshold (Keras's
+    _ConfusionMatrixConditionCount; one threshold only)."""
+
+    def __init__(self, thresholds=None, name=None, dtype=None):
+        super().__init__(name or _auto_name(type(self).name), dtype)
+        self.thresholds = _threshold(thresholds)
+
+    def _spec(self):
+        return {"kind": self.kind, "threshold": self.thresholds}
+
+
+class TruePositives(_ConfusionCount):
+    kind, name = TRUE_POS, "true_positives"
+
+
+class FalsePositives(_ConfusionCount):
+    kind, name = FALSE_POS, "false_positives"
+
+
+class TrueNegatives(_ConfusionCount):
+    kind, name = TRUE_NEG, "true_negatives"
+
+
+class FalseNegatives(_ConfusionCount):
+    kind, name = FALSE_NEG, "false_negatives"
+
+
 class AUC(Metric):
     kind, name = AUC_KIND, "auc"
 
@@ -153,7 +182,7 @@ class AUC(Metric):
 
 _CLASSES = (BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy, TopKCategoricalAccuracy,
             SparseTopKCategoricalAccuracy, MeanAbsoluteError, MeanSquaredError, RootMeanSquaredError, AUC,
-            Precision, Recall)
+            Precision, Recall, TruePositives, FalsePositives, TrueNegatives, FalseNegatives)
 _BY_NAME = {c.__name__: c for c in _CLASSES}
 _BY_NAME.update({c.name: c for c in _CLASSES})
 _BY_NAME.update({"mae": MeanAbsoluteError, "MAE": MeanAbsoluteError, "mse": MeanSquaredError,
