@@ -1,6 +1,8 @@
 """Utilities: seeding (bf.utils.set_random_seed), to_categorical,
-clear_session, and the Keras data-set protocols Sequence / PyDataset."""
+clear_session, the Keras data-set protocols Sequence / PyDataset, pad_sequences
+and the image loaders load_img / img_to_array."""
 
+import io
 import os
 import random
 
@@ -63,3 +65,100 @@ class PyDataset:
 
 
 Sequence = PyDataset
+
+
+def pad_sequences(sequences, maxlen=None, dtype="int32", padding="pre", truncating="pre", value=0.0):
+    """Keras's keras.utils.pad_sequences: a list of sequences (each a list or
+    array of steps, a step a scalar or an array) to one (n, maxlen, ...) array;
+    shorter ones are padded with `value`, longer ones truncated, at the start
+    ('pre', the default) or the end ('post'). maxlen None: the longest."""
+    if not hasattr(sequences, "__len__"):
+        raise ValueError(f"sequences must be a list of sequences, got {type(sequences).__name__}")
+    for name, v in (("padding", padding), ("truncating", truncating)):
+        if v not in ("pre", "post"):
+            raise ValueError(f"{name} must be 'pre' or 'post', got {v!r}")
+    lengths, step_shape = [], None
+    for i, s in enumerate(sequences):
+        if not hasattr(s, "__len__"):
+            raise ValueError(f"sequences[{i}] is not a sequence: {s!r}")
+        lengths.append(len(s))
+        if step_shape is None and len(s):
+            step_shape = np.asarray(s).shape[1:]
+    step_shape = step_shape or ()
+    if maxlen is None:
+        maxlen = max(lengths, default=0)
+    if not isinstance(maxlen, (int, np.integer)) or maxlen < 0:
+        raise ValueError(f"maxlen must be a non-negative int or None, got {maxlen!r}")
+    text = np.issubdtype(np.dtype(dtype), np.str_) if dtype is not object else True
+    if isinstance(value, str) and not text:
+        raise ValueError(f"value {value!r} is a string but dtype {dtype!r} is not: pass dtype=object or a str dtype")
+    out = np.full((len(lengths), int(maxlen)) + tuple(step_shape), value, dtype=dtype)
+    for i, s in enumerate(sequences):
+        if not len(s) or maxlen == 0:
+            continue
+        kept = np.asarray(s[-maxlen:] if truncating == "pre" else s[:maxlen], dtype=dtype)
+        if kept.shape[1:] != tuple(step_shape):
+            raise ValueError(f"sequences[{i}] has steps of shape {kept.shape[1:]}, the first non-empty one "
+                             f"{tuple(step_shape)}")
+        if padding == "post":
+            out[i, :len(kept)] = kept
+        else:
+            out[i, -len(kept):] = kept
+    return out
+
+
+_RESAMPLE = ("nearest", "bilinear", "bicubic", "lanczos", "box", "hamming")
+
+
+def load_img(path, color_mode="rgb", target_size=None, interpolation="nearest", keep_aspect_ratio=False):
+    """Keras's keras.utils.load_img: a PIL image from a path (str, bytes,
+    pathlib.Path) or a BytesIO, in `color_mode` 'rgb' / 'rgba' / 'grayscale',
+    resized to target_size (height, width) if given; keep_aspect_ratio crops
+    the centre to the target's aspect first. Needs Pillow."""
+    try:
+        from PIL import Image  # optional dependency, as in Keras
+    except ImportError as e:
+        raise ImportError("load_img needs Pillow: pip install pillow") from e
+    if color_mode not in ("rgb", "rgba", "grayscale"):
+        raise ValueError(f"color_mode must be 'rgb', 'rgba' or 'grayscale', got {color_mode!r}")
+    if interpolation not in _RESAMPLE:
+        raise ValueError(f"interpolation must be one of {', '.join(_RESAMPLE)}, got {interpolation!r}")
+    if isinstance(path, io.BytesIO):
+        img = Image.open(path)
+    elif isinstance(path, (str, bytes, os.PathLike)):
+        with open(path, "rb") as f:
+            img = Image.open(io.BytesIO(f.read()))
+    else:
+        raise TypeError(f"path must be a path or io.BytesIO, got {type(path).__name__}")
+    mode = {"rgb": "RGB", "rgba": "RGBA"}.get(color_mode)
+    if mode and img.mode != mode:
+        img = img.convert(mode)
+    elif color_mode == "grayscale" and img.mode not in ("L", "I;16", "I"):
+        img = img.convert("L")
+    if target_size is not None:
+        th, tw = (int(v) for v in target_size)
+        if img.size != (tw, th):
+            resample = getattr(Image.Resampling, interpolation.upper())
+            box = None
+            if keep_aspect_ratio:  # the centre crop with the target's aspect
+                w, h = img.size
+                ch, cw = min(h, w * th // tw), min(w, h * tw // th)
+                top, left = (h - ch) // 2, (w - cw) // 2
+                box = (left, top, left + cw, top + ch)
+            img = img.resize((tw, th), resample, box=box)
+    return img
+
+
+def img_to_array(img, data_format=None, dtype=None):
+    """Keras's keras.utils.img_to_array: a PIL image to a float32 array
+    (height, width, channels) ('channels_last', the default) or (channels,
+    height, width); a grayscale image gets one channel."""
+    data_format = data_format or "channels_last"
+    if data_format not in ("channels_last", "channels_first"):
+        raise ValueError(f"data_format must be 'channels_last' or 'channels_first', got {data_format!r}")
+    x = np.asarray(img, dtype=dtype or "float32")
+    if x.ndim == 2:
+        x = x[:, :, None]
+    elif x.ndim != 3:
+        raise ValueError(f"img_to_array: an image has 2 or 3 dimensions, got shape {x.shape}")
+    return x.transpose(2, 0, 1) if data_format == "channels_first" else x
