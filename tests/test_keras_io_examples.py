@@ -1,0 +1,135 @@
+"""Real programs: the model-building and training code of keras.io examples,
+written from their public code with the data replaced by small synthetic
+arrays, run unchanged with `keras` bound to Keras 3 and to boundfit. Each
+program is split at '# --- train': after the build part the Keras model's
+initial weights are copied into boundfit's and both must predict the same
+on the program's `probe` batch; after training (shuffled, with dropout, so
+not step for step) both must give the same history keys and lengths,
+output shapes and files."""
+
+import os
+
+import numpy as np
+import pytest
+
+import boundfit
+
+import keras_ref
+
+MNIST_CONVNET = '''
+num_classes, input_shape = 10, (28, 28, 1)
+rng = np.random.default_rng(0)
+x_train = rng.random((96, 28, 28, 1), dtype=np.float32)
+y_train = keras.utils.to_categorical(rng.integers(0, 10, 96), num_classes)
+model = keras.Sequential([
+    keras.Input(shape=input_shape),
+    keras.layers.Conv2D(32, kernel_size=(3, 3), activation="relu"),
+    keras.layers.MaxPooling2D(pool_size=(2, 2)),
+    keras.layers.Conv2D(64, kernel_size=(3, 3), activation="relu"),
+    keras.layers.MaxPooling2D(pool_size=(2, 2)),
+    keras.layers.Flatten(),
+    keras.layers.Dropout(0.5),
+    keras.layers.Dense(num_classes, activation="softmax"),
+])
+probe = x_train[:8]
+# --- train
+model.compile(loss="categorical_crossentropy", optimizer="adam", metrics=["accuracy"])
+history = model.fit(x_train, y_train, batch_size=32, epochs=2, validation_split=0.1, verbose=0)
+score = model.evaluate(x_train[:32], y_train[:32], verbose=0)
+pred = model.predict(x_train[:8], verbose=0)
+'''
+
+IMBALANCED_CLASSIFICATION = '''
+rng = np.random.default_rng(0)
+train_features = rng.standard_normal((256, 30)).astype("float32")
+train_targets = (rng.random((256, 1)) < 0.1).astype("uint8")
+counts = np.bincount(train_targets[:, 0])
+weight_for_0, weight_for_1 = 1.0 / counts[0], 1.0 / counts[1]
+model = keras.Sequential([
+    keras.Input(shape=train_features.shape[1:]),
+    keras.layers.Dense(32, activation="relu"),
+    keras.layers.Dense(32, activation="relu"),
+    keras.layers.Dropout(0.3),
+    keras.layers.Dense(1, activation="sigmoid"),
+])
+probe = train_features[:8]
+# --- train
+metrics = [keras.metrics.FalseNegatives(name="fn"), keras.metrics.FalsePositives(name="fp"),
+           keras.metrics.TrueNegatives(name="tn"), keras.metrics.TruePositives(name="tp"),
+           keras.metrics.Precision(name="precision"), keras.metrics.Recall(name="recall")]
+model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="binary_crossentropy", metrics=metrics)
+callbacks = [keras.callbacks.ModelCheckpoint(out + "/fraud_model_at_epoch_{epoch}.keras")]
+history = model.fit(train_features, train_targets, batch_size=64, epochs=2, verbose=0, callbacks=callbacks,
+                    validation_data=(train_features[:64], train_targets[:64]),
+                    class_weight={0: weight_for_0, 1: weight_for_1})
+pred = model.predict(train_features[:8], verbose=0)
+'''
+
+TIMESERIES_CLASSIFICATION = '''
+rng = np.random.default_rng(0)
+x_train = rng.standard_normal((64, 50, 1)).astype("float32")
+y_train = rng.integers(0, 2, 64)
+num_classes = len(np.unique(y_train))
+
+def make_model(input_shape):
+    input_layer = keras.layers.Input(input_shape)
+    conv1 = keras.layers.Conv1D(filters=8, kernel_size=3, padding="same")(input_layer)
+    conv1 = keras.layers.BatchNormalization()(conv1)
+    conv1 = keras.layers.ReLU()(conv1)
+    conv2 = keras.layers.Conv1D(filters=8, kernel_size=3, padding="same")(conv1)
+    conv2 = keras.layers.BatchNormalization()(conv2)
+    conv2 = keras.layers.ReLU()(conv2)
+    gap = keras.layers.GlobalAveragePooling1D()(conv2)
+    output_layer = keras.layers.Dense(num_classes, activation="softmax")(gap)
+    return keras.models.Model(inputs=input_layer, outputs=output_layer)
+
+model = make_model(input_shape=x_train.shape[1:])
+probe = x_train[:8]
+# --- train
+callbacks = [
+    keras.callbacks.ModelCheckpoint(out + "/best_model.keras", save_best_only=True, monitor="val_loss"),
+    keras.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5, patience=20, min_lr=0.0001),
+    keras.callbacks.EarlyStopping(monitor="val_loss", patience=50, verbose=0),
+]
+model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["sparse_categorical_accuracy"])
+history = model.fit(x_train, y_train, batch_size=32, epochs=3, callbacks=callbacks, validation_split=0.2, verbose=0)
+model = keras.models.load_model(out + "/best_model.keras")
+test_loss, test_acc = model.evaluate(x_train, y_train, verbose=0)
+pred = model.predict(x_train[:8], verbose=0)
+'''
+
+PROGRAMS = {
+    "mnist_convnet": MNIST_CONVNET,
+    "imbalanced_classification": IMBALANCED_CLASSIFICATION,
+    "timeseries_classification_from_scratch": TIMESERIES_CLASSIFICATION,
+}
+
+
+def _run_both(keras, program, tmp_path):
+    build, train = program.split("# --- train")
+    scopes = {}
+    for name, mod in (("keras", keras), ("boundfit", boundfit)):
+        out = tmp_path / name
+        out.mkdir()
+        scopes[name] = {"keras": mod, "np": np, "out": str(out)}
+        exec(build, scopes[name])
+    km, bm = scopes["keras"]["model"], scopes["boundfit"]["model"]
+    bm.set_weights(km.get_weights())
+    probe = scopes["keras"]["probe"]
+    np.testing.assert_allclose(bm.predict(probe, verbose=0), km.predict(probe, verbose=0), rtol=1e-5, atol=1e-6)
+    for name in scopes:
+        exec(train, scopes[name])
+    return scopes["keras"], scopes["boundfit"]
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_keras_io_example_runs_unchanged(name, tmp_path):
+    keras = keras_ref.load()
+    k, b = _run_both(keras, PROGRAMS[name], tmp_path)
+    hk = {key: v for key, v in k["history"].history.items() if key != "learning_rate"}
+    hb = {key: v for key, v in b["history"].history.items() if key != "learning_rate"}
+    assert sorted(hb) == sorted(hk)
+    assert all(len(hb[key]) == len(hk[key]) for key in hk)
+    assert b["pred"].shape == k["pred"].shape
+    assert sorted(os.listdir(tmp_path / "boundfit")) == sorted(os.listdir(tmp_path / "keras"))
+    assert all(np.isfinite(v).all() for v in hb.values()) and np.isfinite(b["pred"]).all()
