@@ -10,10 +10,12 @@ import time
 
 import numpy as np
 
-from . import data as data_mod, memory, schedules, utils
-from .callbacks import CallbackList, TerminateOnNaN
-from .errors import NonFiniteError
-from .progress import Progbar
+from .. import schedules, utils
+from ..callbacks import CallbackList, TerminateOnNaN
+from ..callbacks.progbar import Progbar
+from ..errors import NonFiniteError
+from ..runtime import devices
+from . import data as data_mod, memory
 
 _CHUNK_SECONDS = 0.1
 _GUARD = True  # benchmarks/bench_guard.py turns the guards off to measure their cost
@@ -160,7 +162,6 @@ def _prepare(model, x, y, validation_data=None):
 
 
 def _resolve_device(model, device):
-    from . import devices
     return devices.resolve(device)
 
 

@@ -11,13 +11,9 @@ import time
 
 import numpy as np
 
-from . import utils
-from .errors import DataError
-
-
-def engine_batch(offset):
-    from .data import engine_batch as eb
-    return eb(offset)
+from .. import utils
+from ..errors import DataError
+from .arrays import as_arrays, check_x, check_y, engine_batch, same_rows
 
 
 def _before(chunks, k):
@@ -74,7 +70,6 @@ class SequenceData:
             return None
 
     def _arrays(self, i, v, what, kind):
-        from .data import as_arrays
         try:
             return as_arrays(self.model, v, what, kind)
         except DataError as e:
@@ -100,7 +95,6 @@ class SequenceData:
                             f"and shape {swb.shape} for {n} samples", batch_index=i)
         if any(a.shape[0] == 0 for a in xb.arrays):
             raise DataError(f"batch {i}: x is empty", batch_index=i)
-        from .data import same_rows
         try:
             same_rows(xb, yb)
         except DataError as e:
@@ -168,7 +162,6 @@ class SequenceData:
         return self._ref[0].sample()
 
     def check(self, model, need_y=True):
-        from .data import check_x, check_y
         fx, fy, _ = self._ref
         check_x(model, fx.relabel(" (first batch)"))
         if need_y:

@@ -5,8 +5,9 @@ A plan is the engine's own list of what a run will reserve (its arenas are
 sized from the same numbers, so the plan equals their high-water marks), plus
 the weights and optimizer state the model holds."""
 
-from . import _core, blas_runtime, budget
-from .errors import MemoryBudgetError
+from .. import _core, optimizers
+from ..errors import MemoryBudgetError
+from ..runtime import blas_runtime, budget, devices
 from .plan import MemoryPlan, PlanEntry, budget_error
 
 
@@ -218,12 +219,10 @@ def plan_run(model, mode, batch_size, device, memory_limit, predict_rows=None):
 
 def estimate(model, batch_size, optimizer=None, device=None, micro_batch=None, mode="train", memory_limit=None,
              validation_batch_size=None, shuffle_rows=0):
-    from . import devices
     model._require_built()
     if mode in ("train", "evaluate") and model.optimizer is None and optimizer is None:
         raise RuntimeError("estimate_memory(mode='train') needs a compiled model or optimizer=")
     if optimizer is not None and model.optimizer is None:
-        from . import optimizers
         opt = optimizers.get(optimizer)
         model._engine.compile(**opt._engine_args(), loss=0, from_logits=False)
     return build_plan(model, mode, batch_size, devices.resolve(device), memory_limit, micro_batch,
