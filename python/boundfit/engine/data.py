@@ -36,15 +36,16 @@ class ArrayData:
     def num_rows(self):
         return self.hi - self.lo
 
-    @property
-    def steps_per_epoch(self):
-        """Batches an epoch runs: all of them, or the first `steps` (fit's
-        steps_per_epoch) of each epoch's order."""
-        n = -(-self.num_rows // self.batch_size)
+    def steps_for(self, batch_size):
+        """Batches an epoch of batch_size runs: all of them, or the first
+        `steps` (fit's steps_per_epoch) of each epoch's order."""
+        n = -(-self.num_rows // batch_size)
         return min(n, self.steps) if self.steps else n
 
-    def set_batch_size(self, b):
-        self.batch_size = int(b)
+    @property
+    def steps_per_epoch(self):
+        """steps_for the batch size it was made with (evaluate, predict, validation)."""
+        return self.steps_for(self.batch_size)
 
     def sample_x(self):
         return self.x.sample()
@@ -68,13 +69,14 @@ class ArrayData:
             return self.sw
         return self.sw[self.lo:self.hi]
 
-    def run_epoch(self, run, epoch, on_chunk, chunks):
+    def run_epoch(self, run, epoch, on_chunk, chunks, batch_size):
+        """One epoch in batches of batch_size (the plan's: fit's batch_size may be 'auto')."""
         x, y = self._views()
         sw, cw = self._sw_view(), self.class_weight
         order = self.rng.permutation(self.num_rows) if self.shuffle else None
         with engine_batch():
-            chunks(lambda first, n: run.train(x, y, order, self.num_rows, self.batch_size, first, n, sw, cw),
-                   self.steps_per_epoch, on_chunk)
+            chunks(lambda first, n: run.train(x, y, order, self.num_rows, batch_size, first, n, sw, cw),
+                   self.steps_for(batch_size), on_chunk)
 
     def run_eval(self, run, on_chunk, chunks):
         x, y = self._views()
@@ -102,6 +104,14 @@ class ArrayData:
 
     def on_epoch_end(self):
         pass
+
+
+def batch_request(source):
+    """The batch size fit asks the planner for: 'auto', or the one given (the
+    default when none was, a Python source's first batch's rows). The way is
+    one way: check_batch_size (arrays.py) -> batch_request -> memory.plan_fit
+    -> plan.batch_size, which the run reads (run_epoch, steps_for)."""
+    return "auto" if source.auto_batch else source.batch_size
 
 
 def from_npy(x_path, y_path=None):

@@ -151,12 +151,12 @@ class SequenceData:
     def steps_per_epoch(self):
         return self._steps
 
+    def steps_for(self, batch_size):
+        return self._steps   # the source's own batches, whatever the plan's batch size
+
     @property
     def num_rows(self):
         return None
-
-    def set_batch_size(self, b):
-        pass
 
     def sample_x(self):
         return self._ref[0].sample()
@@ -169,7 +169,7 @@ class SequenceData:
                 raise DataError("the data source yields no y")
             check_y(model, fy.relabel(" (first batch)"))
 
-    def run_epoch(self, run, epoch, on_chunk, chunks):
+    def run_epoch(self, run, epoch, on_chunk, chunks, batch_size=None):
         batches, t = self._batches(), time.perf_counter()
         for k, xb, yb, swb in batches:
             fetched = time.perf_counter() - t            # the source's time counts as waiting for data

@@ -427,13 +427,10 @@ class Model(graph.GraphModel):
         (shuffle_rows: rows fit will shuffle, for the per-epoch order array;
         sample_weight: whether the run gets sample or class weights, whose
         per-batch slots it then holds)."""
-        self._plan_weighted = {"train": bool(sample_weight), "evaluate": bool(sample_weight) and mode == "evaluate"}
-        try:
-            return memory.estimate(self, batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch, mode=mode,
-                            memory_limit=memory_limit, validation_batch_size=validation_batch_size,
-                            shuffle_rows=shuffle_rows)
-        finally:
-            self._plan_weighted = None
+        weighted = memory.Weighted(train=bool(sample_weight), evaluate=bool(sample_weight) and mode == "evaluate")
+        return memory.estimate(self, batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch, mode=mode,
+                               memory_limit=memory_limit, validation_batch_size=validation_batch_size,
+                               shuffle_rows=shuffle_rows, weighted=weighted)
 
     # ---- reports ----
     def _summary_rows(self):
