@@ -32,3 +32,14 @@ from .reshaping import Flatten, Permute, RepeatVector, Reshape, UpSampling2D, Ze
  ADD, SUBTRACT, MULTIPLY, AVERAGE, MAXIMUM, MINIMUM, CONCAT) = engine_kinds(
     "DENSE CONV2D MAXPOOL AVGPOOL GAP FLATTEN RESHAPE DROPOUT BATCHNORM ACTIVATION "
     "ADD SUBTRACT MULTIPLY AVERAGE MAXIMUM MINIMUM CONCAT")
+
+__all__ = ["Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",
+           "BatchNormalization", "Bidirectional", "Concatenate", "Conv1D", "Conv2D", "Conv2DTranspose",
+           "Convolution1D", "Convolution2DTranspose", "Dense", "Dropout", "ELU", "Embedding", "Flatten", "GRU",
+           "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D", "GlobalMaxPool1D",
+           "GlobalMaxPool2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "Input", "InputLayer", "LSTM", "Layer",
+           "LayerNormalization", "LeakyReLU", "MaxPool1D", "MaxPooling1D", "MaxPooling2D", "Maximum", "Minimum",
+           "MultiHeadAttention", "Multiply", "Normalization", "Permute", "RandomCrop", "RandomFlip",
+           "RandomTranslation", "ReLU", "RepeatVector", "Rescaling", "Reshape", "SimpleRNN", "Softmax", "Subtract",
+           "UpSampling2D", "ZeroPadding2D", "add", "average", "concatenate", "maximum", "minimum", "multiply",
+           "subtract"]

@@ -131,7 +131,7 @@ class MultiHeadAttention(Layer):
                     return_attention_scores=bool(given.get("return_attention_scores", False)))
 
     def _saved_call(self):
-        """Call arguments a saved graph replays (saving.py); inputs come positionally."""
+        """Call arguments a saved graph replays (saving/graph_file.py); inputs come positionally."""
         return {"use_causal_mask": bool(self._causal)}
 
     def spec(self):

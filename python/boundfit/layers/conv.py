@@ -155,8 +155,9 @@ Convolution1D, Convolution2DTranspose = Conv1D, Conv2DTranspose
 @keras_config(Conv2D)
 def _conv_config(l):
     return dict(filters=l.filters, kernel_size=list(l.kernel_size), strides=list(l.strides), padding=l.padding,
-                data_format="channels_last", dilation_rate=[1, 1], groups=1, activation=activations.name_of(l.activation),
-                use_bias=l.use_bias, kernel_initializer=initializers.serialize(l.kernel_initializer),
+                data_format="channels_last", dilation_rate=[1, 1], groups=1,
+                activation=activations.name_of(l.activation), use_bias=l.use_bias,
+                kernel_initializer=initializers.serialize(l.kernel_initializer),
                 bias_initializer=initializers.serialize(l.bias_initializer),
                 kernel_regularizer=regularizers.serialize(l.kernel_regularizer),
                 bias_regularizer=regularizers.serialize(l.bias_regularizer), activity_regularizer=None,

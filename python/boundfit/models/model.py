@@ -408,18 +408,18 @@ class Model(graph.GraphModel):
             validation_data=None, shuffle=True, initial_epoch=0, steps_per_epoch=None, micro_batch=None,
             memory_limit=None, device=None, **kwargs):
         return training.fit(self, x, y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
-                   validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
-                   initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch, micro_batch=micro_batch,
-                   memory_limit=memory_limit, device=device, **kwargs)
+                            validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
+                            initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch, micro_batch=micro_batch,
+                            memory_limit=memory_limit, device=device, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", steps=None, return_dict=False,
                  memory_limit=None, device=None, **kwargs):
-        return training.evaluate(self, x, y, batch_size=batch_size, verbose=verbose, steps=steps, return_dict=return_dict,
-                        memory_limit=memory_limit, device=device, **kwargs)
+        return training.evaluate(self, x, y, batch_size=batch_size, verbose=verbose, steps=steps,
+                                 return_dict=return_dict, memory_limit=memory_limit, device=device, **kwargs)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, memory_limit=None, device=None, **kwargs):
-        return training.predict(self, x, batch_size=batch_size, verbose=verbose, steps=steps, memory_limit=memory_limit,
-                       device=device, **kwargs)
+        return training.predict(self, x, batch_size=batch_size, verbose=verbose, steps=steps,
+                                memory_limit=memory_limit, device=device, **kwargs)
 
     def estimate_memory(self, batch_size=32, optimizer=None, device=None, micro_batch=None, mode="train",
                         memory_limit=None, validation_batch_size=None, shuffle_rows=0, sample_weight=False):
