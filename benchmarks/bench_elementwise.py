@@ -46,7 +46,7 @@ def main():
     except ImportError:
         print("PyTorch is not installed: nothing to compare with")
         return
-    torch.set_num_threads(max(1, bf.blas_runtime.threads()))
+    torch.set_num_threads(max(1, bf.runtime.blas_runtime.threads()))
     B, D = 256, 512
     rng = np.random.default_rng(0)
     x = rng.standard_normal((B, D)).astype(np.float32)

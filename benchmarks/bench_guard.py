@@ -10,7 +10,8 @@ import time
 import numpy as np
 
 import boundfit as bf
-from boundfit import layers, training
+from boundfit import layers
+from boundfit.engine import training
 
 
 def timed_fit(sizes, batch, steps, guard, reps):

@@ -66,7 +66,7 @@ TORCH = textwrap.dedent("""
 
 def main():
     import boundfit as bf
-    threads = bf.blas_runtime.threads()
+    threads = bf.runtime.blas_runtime.threads()
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 8
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     kw = dict(B=32, T=128, D=128, H=4, VOC=1000, STEPS=steps, THREADS=threads)

@@ -435,7 +435,7 @@ def test_graph_with_masked_attention_saves_in_both_files_and_keras_opens_it(tmp_
 
 def test_multi_head_attention_config_round_trips_with_keras():
     keras = load_keras()
-    from boundfit.keras_config import layer_from_config
+    from boundfit.saving.config import layer_from_config
     k = keras.layers.MultiHeadAttention(2, 3, value_dim=4, output_shape=5, dropout=0.1, use_bias=False, name="att")
     ki = keras.Input((4, 6))
     k(ki, ki)

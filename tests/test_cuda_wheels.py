@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from boundfit import _core
-from boundfit.cuda_libs import wheel_libraries
+from boundfit.runtime.cuda_libs import wheel_libraries
 
 CUDNN_PARTS = ["graph", "ops", "cnn", "adv", "heuristic", "engines_precompiled", "engines_tensor_ir",
                "engines_runtime_compiled", "ext"]

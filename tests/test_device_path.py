@@ -205,9 +205,9 @@ def test_every_allocation_of_a_device_fit_can_fail_without_loss():
 
 
 def test_emu_is_a_device_name_and_bad_names_say_what_is_accepted():
-    assert bf.devices.resolve("EMU") == "emu:0"
+    assert bf.runtime.devices.resolve("EMU") == "emu:0"
     with pytest.raises(ValueError, match="'cpu', 'cuda' or 'cuda:N'"):
-        bf.devices.resolve("emu:1")
+        bf.runtime.devices.resolve("emu:1")
 
 
 def test_nonfinite_loss_on_a_device_stops_where_the_cpu_does_with_the_same_weights():

@@ -82,7 +82,8 @@ MODELS = {
 
 HEAD = """
 import numpy as np, boundfit as bf
-from boundfit import layers, budget
+from boundfit import layers
+from boundfit.runtime import budget
 bf.utils.set_random_seed(0)
 rng = np.random.default_rng(0)
 """
@@ -168,7 +169,7 @@ def test_the_plan_states_the_blas_buffers_it_brought_up_and_a_big_gemm_then_adds
 
 def test_blas_threads_are_lowered_to_what_memory_allows_and_too_little_is_refused():
     out = _child(HEAD + textwrap.dedent("""
-        from boundfit import blas_runtime
+        from boundfit.runtime import blas_runtime
         print("START", blas_runtime.threads())              # the engine's pool: the cores (2 in CI)
         budget.raw_headroom = lambda root="/": 160 << 20     # room for one thread (buffer + probe output)
         m = bf.Sequential([layers.Dense(8, input_shape=(4,))]); m.compile("sgd", "mse")
@@ -264,7 +265,7 @@ def test_auto_batch_trains_at_a_limit_just_above_the_least_that_fits():
         rc, out, err = cg.run_python(probe, timeout=300)
     assert rc == 0, err[-3000:]
     used, new1 = map(int, out.split("NEED")[1].split())
-    from boundfit import budget
+    from boundfit.runtime import budget
     limit = used + new1 + budget.margin(0) + budget.watchdog_tolerance(0) + (24 << 20)
     rc, out, err, oom, peak = _auto_in_cgroup("cnn", 512, limit, "batch_size='auto'")
     _assert_trained(limit, rc, out, err, oom, peak)

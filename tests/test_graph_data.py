@@ -302,7 +302,8 @@ def test_a_dict_batch_for_a_subclassed_model_not_traced_yet_is_refused_with_the_
 
 FRESH_PROCESS = """
 import numpy as np, boundfit as bf
-from boundfit import layers, budget
+from boundfit import layers
+from boundfit.runtime import budget
 bf.utils.set_random_seed(0)
 img = np.load(IMG_PATH, mmap_mode="r"); tab = np.load(TAB_PATH, mmap_mode="r")
 y = np.arange(len(img)) % 10

@@ -123,7 +123,8 @@ def test_a_run_reuses_the_smallest_kept_arena_of_its_size_or_more_and_a_larger_o
 
 CLEAR_SESSION = """
 import json, re, numpy as np, boundfit as bf
-from boundfit import _core, budget, layers as L
+from boundfit import _core, layers as L
+from boundfit.runtime import budget
 
 def kept_mapping(bytes_):
     # (start, Rss, LazyFree) of the anonymous mapping of bytes_ plus the arena's header page

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import boundfit as bf
-from boundfit import keras_format, layers as L
+from boundfit import layers as L
+from boundfit.saving import keras_file as keras_format
 
 import keras_ref
 

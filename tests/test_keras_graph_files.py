@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import boundfit as bf
-from boundfit import keras_format
+from boundfit.saving import keras_file as keras_format
 
 import keras_ref
 

@@ -223,7 +223,7 @@ def test_keras_files_both_ways(tmp_path, build, x):
 def test_a_keras_mask_op_used_as_data_is_refused_by_name(tmp_path):
     import json
     import zipfile
-    from boundfit import keras_graph
+    from boundfit.saving import keras_graph
     keras = load()
     encoder(keras, keras.layers).save(tmp_path / "k.keras")
     cfg = json.loads(zipfile.ZipFile(tmp_path / "k.keras").read("config.json"))

@@ -22,7 +22,7 @@ def mlp(opt="adam", loss="sparse_categorical_crossentropy", hidden=(32, 16), k=5
 def lim(kib):
     """A host limit of kib KiB for the engine's buffers, plus the stated bound
     on the loop's Python objects that every plan carries."""
-    return (kib << 10) + bf.memory.LOOP_OBJECTS
+    return (kib << 10) + bf.engine.memory.LOOP_OBJECTS
 
 
 rng = np.random.default_rng(5)

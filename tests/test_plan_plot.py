@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 import boundfit as bf
-from boundfit import layers, plan_plot, progress
-from boundfit.plan import MemoryPlan
+from boundfit import layers
+from boundfit.callbacks import progbar as progress
+from boundfit.engine import plan_plot
+from boundfit.engine.plan import MemoryPlan
 
 pytest.importorskip("matplotlib")
 

@@ -42,7 +42,7 @@ def targets(model):
 def keras_order(model, weights=None):
     """boundfit's weights in Keras's order (keras_graph.trainable_order: Keras
     lists a graph's layers by depth, boundfit's get_weights by call order)."""
-    from boundfit.keras_graph import trainable_order
+    from boundfit.saving.keras_graph import trainable_order
     out, k = [], 0
     for l in trainable_order(model):
         n = len(l.get_weights())

@@ -109,7 +109,7 @@ def test_setting_the_rate_of_a_scheduled_optimizer_is_refused():
 @pytest.mark.parametrize("sched,python_steps", [(schedules.ExponentialDecay(0.1, 2, 0.5, staircase=True), 0),
                                                 (HalfEvery3(), 7)], ids=["closed-form", "subclass"])
 def test_closed_form_schedules_need_no_python_per_step(monkeypatch, sched, python_steps):
-    from boundfit import training
+    from boundfit.engine import training
     calls = []
     real = training._apply_schedule
     monkeypatch.setattr(training, "_apply_schedule", lambda m, s: (calls.append(1), real(m, s)))

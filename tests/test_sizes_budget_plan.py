@@ -6,9 +6,9 @@ precedence, the device reserve, and MemoryPlan's table, HTML and error."""
 import numpy as np
 import pytest
 
-from boundfit import budget
+from boundfit.runtime import budget
 from boundfit.errors import BoundfitError, MemoryBudgetError
-from boundfit.plan import MemoryPlan, PlanEntry, budget_error, budget_message, format_budget_message, \
+from boundfit.engine.plan import MemoryPlan, PlanEntry, budget_error, budget_message, format_budget_message, \
     raise_budget_error
 from boundfit.sizes import format_bytes, parse_size
 

@@ -164,7 +164,8 @@ def test_memory_stays_flat_over_30_epochs():
     import sys
     code = """
 import numpy as np, boundfit as bf
-from boundfit import layers, budget
+from boundfit import layers
+from boundfit.runtime import budget
 m = bf.Sequential([layers.Dense(512, activation='relu', input_shape=(256,)), layers.Dense(10, activation='softmax')])
 m.compile('adam', 'sparse_categorical_crossentropy', metrics=['accuracy'])
 x = np.random.default_rng(0).standard_normal((8192, 256), dtype=np.float32)

@@ -8,16 +8,23 @@ import ctypes as _ctypes
 import os as _os
 
 
+try:
+    import scipy_openblas32 as _ob
+except ImportError:
+    _ob = None
+
+
 def _preload_openblas():
     # the C core links libscipy_openblas from the scipy-openblas32 wheel; load
     # it by path so the extension resolves it without LD_LIBRARY_PATH
+    if _ob is None:
+        return
     try:
-        import scipy_openblas32 as _ob
         lib = _os.path.join(_ob.get_lib_dir(), _ob.get_library() + ".so")
         if not _os.path.exists(lib):
             lib = _os.path.join(_ob.get_lib_dir(), "lib" + _ob.get_library() + ".so")
         _ctypes.CDLL(lib, mode=_ctypes.RTLD_GLOBAL)
-    except (ImportError, OSError):
+    except OSError:
         pass
 
 
@@ -25,20 +32,20 @@ _preload_openblas()
 
 from . import _core  # noqa: E402
 from . import activations, callbacks, constraints, initializers, layers, losses, metrics  # noqa: E402
-from . import optimizers, regularizers, utils  # noqa: E402
-from .budget import set_memory_limit  # noqa: E402
-from .devices import set_default_device  # noqa: E402
+from . import optimizers, regularizers, sizes, utils  # noqa: E402
+from . import engine, models, runtime, saving  # noqa: E402  (all loaded now: a first fit imports nothing)
+from ._version import __version__  # noqa: E402
 from .diagnose import diagnose  # noqa: E402
+from .engine import data  # noqa: E402
+from .engine.plan import MemoryPlan  # noqa: E402
 from .errors import BoundfitError, DataError, DeviceError, MemoryBudgetError, NonFiniteError  # noqa: E402
-from .models import Model, Sequential, load_model  # noqa: E402
 from .layers import Input  # noqa: E402
-from .plan import MemoryPlan  # noqa: E402
-from . import data, models, memory, saving, training  # noqa: E402  (loaded now: a first fit imports nothing)
-from .cuda_libs import wheel_libraries as _wheel_libraries  # noqa: E402
+from .models import Model, Sequential, load_model  # noqa: E402
+from .runtime.budget import set_memory_limit  # noqa: E402
+from .runtime.cuda_libs import wheel_libraries as _wheel_libraries  # noqa: E402
+from .runtime.devices import set_default_device  # noqa: E402
 
 _core.set_module_dir(_os.path.dirname(_os.path.abspath(__file__)), ":".join(_wheel_libraries()))
-
-__version__ = "0.1.0"
 __all__ = ["Input", "Sequential", "Model", "layers", "initializers", "regularizers", "constraints", "losses", "metrics",
            "optimizers", "activations", "callbacks", "utils", "models", "data", "saving", "load_model", "set_memory_limit",
            "set_default_device", "diagnose", "MemoryPlan", "BoundfitError",

@@ -2,16 +2,17 @@
 
 import sys
 
+from .demo import main as demo
+from .diagnose import diagnose
+
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     cmd = argv[0] if argv else "diagnose"
     if cmd == "diagnose":
-        from .diagnose import diagnose
         diagnose()
         return 0
     if cmd == "demo":
-        from .demo import main as demo
         return demo(argv[1:])
     print(f"usage: python -m boundfit [diagnose|demo]  (unknown command {cmd!r})", file=sys.stderr)
     return 2

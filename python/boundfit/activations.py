@@ -8,6 +8,10 @@ arguments: `functools.partial(bf.activations.gelu, approximate=True)` or
 import functools
 import math
 
+import numpy as np
+
+from . import _core
+
 (LINEAR, RELU, SIGMOID, TANH, SOFTMAX, GELU, GELU_TANH, SILU, ELU, SELU, LEAKY_RELU, SOFTPLUS, SOFTSIGN,
  HARD_SIGMOID, EXPONENTIAL, RELU6, RELU_X) = range(17)
 
@@ -41,9 +45,6 @@ class Act(int):
 
 
 def _eval(act, x):
-    import numpy as np
-
-    from . import _core
     return _core.activation(int(act), np.asarray(x), *act.params())
 
 
@@ -64,7 +65,6 @@ def tanh(x):
 
 
 def softmax(x, axis=-1):
-    import numpy as np
     if axis not in (-1, np.ndim(x) - 1):
         raise ValueError(f"softmax: only axis=-1 is supported, got axis={axis!r}")
     return _eval(Act(SOFTMAX), x)

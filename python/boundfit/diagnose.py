@@ -4,7 +4,8 @@ report (driver / runtime / cuDNN versions, GPUs), with a verdict per line."""
 import os
 import platform
 
-from . import _core, blas_runtime, budget, cuda_libs
+from . import _core
+from .runtime import blas_runtime, budget, cuda_libs
 from .sizes import format_bytes
 
 

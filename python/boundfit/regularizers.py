@@ -6,6 +6,8 @@ to the batch loss) and its gradient to the weight's gradient
 
 import math
 
+import numpy as np
+
 
 def _factor(cls, arg, v):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
@@ -26,7 +28,6 @@ class Regularizer:
         return cls(**config)
 
     def __call__(self, x):
-        import numpy as np
         x = np.asarray(x, dtype=np.float64)
         l1, l2 = self._engine()
         return l1 * np.abs(x).sum() + l2 * np.square(x).sum()

@@ -8,6 +8,8 @@ import random
 
 import numpy as np
 
+from . import _core
+
 _seed = {"base": None, "count": 0}
 
 
@@ -26,7 +28,6 @@ def clear_session(free_memory=True):
     under memory pressure (they count as available); this unmaps them now, so
     that they also leave the process's RSS. Keras's name and argument."""
     if free_memory:
-        from . import _core
         _core.drop_kept()
 
 

@@ -6,7 +6,7 @@ loop runs one step at a time and calls it once per batch. When none does, the
 engine runs chunks of steps with the GIL released and only the built-in
 callbacks (History, ProgbarLogger: `_chunk_hooks = True`) see the chunk ends."""
 
-from ..progress import Progbar
+from .progbar import Progbar
 
 _BATCH_HOOKS = {
     "train": ("on_train_batch_begin", "on_train_batch_end", "on_batch_begin", "on_batch_end"),

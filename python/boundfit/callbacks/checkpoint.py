@@ -8,6 +8,7 @@ import os
 import shutil
 import warnings
 
+from ..saving.keras_file import atomic_write, read_extra_attrs, save_weights
 from .base import Callback
 from .early_stopping import resolve_mode
 
@@ -152,7 +153,6 @@ class BackupAndRestore(Callback):
             self._load()
 
     def _load(self):
-        from ..keras_format import read_extra_attrs
         epoch = None
         if os.path.exists(self._weights_path):
             self.model.load_weights(self._weights_path)
@@ -177,7 +177,6 @@ class BackupAndRestore(Callback):
             self._save()
 
     def _save(self):
-        from ..keras_format import atomic_write, save_weights
         os.makedirs(self.backup_dir, exist_ok=True)
         if self.double_checkpoint:
             for p in (self._weights_path, self._metadata_path):

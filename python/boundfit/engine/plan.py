@@ -9,8 +9,10 @@ a plan that does not fit raises:
 from dataclasses import dataclass
 import html
 
-from .errors import MemoryBudgetError
-from .sizes import format_bytes
+from ..errors import MemoryBudgetError
+from ..runtime.budget import anon_rss_bytes
+from ..sizes import format_bytes
+from . import plan_plot
 
 
 @dataclass
@@ -44,7 +46,6 @@ class MemoryPlan:
         self.headroom_bytes, self.headroom_reason = 0, ""
         self.engine_plan = None  # the engine's plan of the step (ops, buffers), set by memory.build_plan
         self.held_bytes = 0      # of host_bytes, already held before the run (the model's weights...)
-        from .budget import anon_rss_bytes
         self.anon_rss_at_plan = anon_rss_bytes()  # the progress display's baseline: the run adds to it
 
     @property
@@ -126,7 +127,6 @@ class MemoryPlan:
         activation buffers live at each op (the largest named), the peak and the budget line. Needs matplotlib
         (pip install "boundfit[plot]"); returns the Figure (a PNG in notebooks). where: "host" or the device
         (default: where the activations live); ax: draw into these matplotlib axes."""
-        from . import plan_plot
         return plan_plot.plot(self, ax=ax, where=where)
 
     def _headroom(self):

@@ -5,14 +5,28 @@ A plan is the engine's own list of what a run will reserve (its arenas are
 sized from the same numbers, so the plan equals their high-water marks), plus
 the weights and optimizer state the model holds."""
 
-from . import _core, blas_runtime, budget
-from .errors import MemoryBudgetError
+from collections import namedtuple
+
+from .. import _core, optimizers
+from ..errors import MemoryBudgetError
+from ..runtime import blas_runtime, budget, devices
 from .plan import MemoryPlan, PlanEntry, budget_error
 
 
-def _engine_plan(model, mode, rows, device):
-    weighted = bool((getattr(model, "_plan_weighted", None) or {}).get(mode, False))
-    return model._engine.plan(mode, int(rows), device, weighted=weighted)
+class Weighted(namedtuple("Weighted", "train evaluate")):
+    """Whether a run's training and its evaluation (fit's validation, or
+    evaluate) batches carry sample or class weights, whose per-batch slots
+    the engine then plans; predict never does."""
+
+    def of(self, mode):
+        return bool(self.train if mode == "train" else self.evaluate if mode == "evaluate" else False)
+
+
+UNWEIGHTED = Weighted(False, False)
+
+
+def _engine_plan(model, mode, rows, device, weighted):
+    return model._engine.plan(mode, int(rows), device, weighted=weighted.of(mode))
 
 
 def _align(n):
@@ -94,13 +108,13 @@ def _runtime_entries(mode, shuffle_rows):
     return out
 
 
-def _needed(model, mode, rows, device, val_rows=None, predict_rows=None, shuffle_rows=0):
+def _needed(model, mode, rows, device, weighted, val_rows=None, predict_rows=None, shuffle_rows=0):
     """(host bytes, device bytes) this run would newly reserve."""
-    p = _engine_plan(model, mode, rows, device)
+    p = _engine_plan(model, mode, rows, device, weighted)
     h, d = p["host_bytes"], p["device_bytes"]
     h += sum(e.bytes for e in _runtime_entries(mode, shuffle_rows))
     if val_rows:
-        v = _engine_plan(model, "evaluate", val_rows, device)
+        v = _engine_plan(model, "evaluate", val_rows, device, weighted)
         h, d = h + v["host_bytes"], d + v["device_bytes"]
     if predict_rows:
         h += predict_rows * _out_size(model) * 4
@@ -132,21 +146,21 @@ def _is_device(device):
     return device is not None and device != "cpu"
 
 
-def _fits(model, mode, rows, device, hb, db, val_rows=None, predict_rows=None, shuffle_rows=0):
-    h, d = _needed(model, mode, rows, device, val_rows, predict_rows, shuffle_rows)
+def _fits(model, mode, rows, device, hb, db, weighted, val_rows=None, predict_rows=None, shuffle_rows=0):
+    h, d = _needed(model, mode, rows, device, weighted, val_rows, predict_rows, shuffle_rows)
     return h <= hb and (db is None or d <= db)
 
 
-def _max_rows(model, mode, device, hb, db, upper, val_rows=None, shuffle_rows=0):
+def _max_rows(model, mode, device, hb, db, upper, weighted, val_rows=None, shuffle_rows=0):
     """Largest rows in [1, upper] whose plan fits (plans are monotone in rows)."""
-    if not _fits(model, mode, 1, device, hb, db, val_rows, shuffle_rows=shuffle_rows):
+    if not _fits(model, mode, 1, device, hb, db, weighted, val_rows, shuffle_rows=shuffle_rows):
         return 0
     lo, hi = 1, max(1, int(upper))
-    if _fits(model, mode, hi, device, hb, db, val_rows, shuffle_rows=shuffle_rows):
+    if _fits(model, mode, hi, device, hb, db, weighted, val_rows, shuffle_rows=shuffle_rows):
         return hi
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if _fits(model, mode, mid, device, hb, db, val_rows, shuffle_rows=shuffle_rows):
+        if _fits(model, mode, mid, device, hb, db, weighted, val_rows, shuffle_rows=shuffle_rows):
             lo = mid
         else:
             hi = mid
@@ -157,38 +171,41 @@ _AUTO_CAP = 1 << 16
 
 
 def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, val_batch=None, predict_rows=None,
-               max_rows=None, shuffle_rows=0):
+               max_rows=None, shuffle_rows=0, weighted=UNWEIGHTED):
+    """The plan of a run of batch_size rows (or 'auto': the largest that fits),
+    in micro-batches when micro_batch is given; plan.batch_size is the one the
+    run takes."""
     hb, hsrc, db, dsrc = _budgets(device, memory_limit)
     held = _held(model, mode)
     # automatic choices keep the watchdog's tolerance free on top of the margin
     auto = batch_size == "auto" or micro_batch == "auto"
     keep = budget.watchdog_tolerance(hb) if auto else 0
     ab = max(hb - keep, 0)
-    if auto and not _fits(model, mode, 1, device, ab, db, shuffle_rows=shuffle_rows):
+    if auto and not _fits(model, mode, 1, device, ab, db, weighted, shuffle_rows=shuffle_rows):
         ab = hb  # too tight to keep it: only the margin stays free (the table says so)
     # batch_size="auto": the largest batch that fits (no larger than the data)
     cap = min(max_rows or _AUTO_CAP, _AUTO_CAP)
     if batch_size == "auto":
-        batch_size = max(1, _max_rows(model, mode, device, ab, db, cap, shuffle_rows=shuffle_rows))
+        batch_size = max(1, _max_rows(model, mode, device, ab, db, cap, weighted, shuffle_rows=shuffle_rows))
     batch_size = int(batch_size)
     rows = batch_size
     if micro_batch == "auto":
-        rows = max(1, _max_rows(model, mode, device, ab, db, batch_size,
+        rows = max(1, _max_rows(model, mode, device, ab, db, batch_size, weighted,
                                 min(val_batch, batch_size) if val_batch else None, shuffle_rows))
     elif micro_batch is not None:
         if isinstance(micro_batch, bool) or not isinstance(micro_batch, int) or micro_batch <= 0:
             raise ValueError(f"micro_batch must be a positive int, 'auto' or None, got {micro_batch!r}")
         rows = min(int(micro_batch), batch_size)
     val_rows = min(val_batch, rows) if val_batch else None
-    p = _engine_plan(model, mode, rows, device)
+    p = _engine_plan(model, mode, rows, device, weighted)
     entries = _model_entries(model, mode) + _entries(p)
     if val_rows:
-        entries += _entries(_engine_plan(model, "evaluate", val_rows, device), "validation: ")
+        entries += _entries(_engine_plan(model, "evaluate", val_rows, device, weighted), "validation: ")
     if predict_rows:
         entries.append(PlanEntry("predictions (returned array)", predict_rows * _out_size(model) * 4, "host",
                                  "outputs"))
     entries += _runtime_entries(mode, shuffle_rows)
-    max_bs = _max_rows(model, mode, device, hb, db, _AUTO_CAP, val_batch, shuffle_rows)
+    max_bs = _max_rows(model, mode, device, hb, db, _AUTO_CAP, weighted, val_batch, shuffle_rows)
     plan = MemoryPlan(entries, budget_host_bytes=hb + held, budget_device_bytes=(db if db is not None else None),
                       max_batch_size=max_bs, batch_size=batch_size, micro_batch=rows if rows != batch_size else None,
                       device=device, budget_host_source=hsrc, budget_device_source=dsrc)
@@ -207,27 +224,27 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
     return plan
 
 
-def plan_fit(model, batch_size, micro_batch, device, memory_limit, val_batch, max_rows=None, shuffle_rows=0):
+def plan_fit(model, batch_size, micro_batch, device, memory_limit, val_batch, max_rows=None, shuffle_rows=0,
+             weighted=UNWEIGHTED):
     return build_plan(model, "train", batch_size, device, memory_limit, micro_batch, val_batch, max_rows=max_rows,
-                      shuffle_rows=shuffle_rows)
+                      shuffle_rows=shuffle_rows, weighted=weighted)
 
 
-def plan_run(model, mode, batch_size, device, memory_limit, predict_rows=None):
-    return build_plan(model, mode, batch_size or 32, device, memory_limit, predict_rows=predict_rows)
+def plan_run(model, mode, batch_size, device, memory_limit, predict_rows=None, weighted=UNWEIGHTED):
+    return build_plan(model, mode, batch_size or 32, device, memory_limit, predict_rows=predict_rows,
+                      weighted=weighted)
 
 
 def estimate(model, batch_size, optimizer=None, device=None, micro_batch=None, mode="train", memory_limit=None,
-             validation_batch_size=None, shuffle_rows=0):
-    from . import devices
+             validation_batch_size=None, shuffle_rows=0, weighted=UNWEIGHTED):
     model._require_built()
     if mode in ("train", "evaluate") and model.optimizer is None and optimizer is None:
         raise RuntimeError("estimate_memory(mode='train') needs a compiled model or optimizer=")
     if optimizer is not None and model.optimizer is None:
-        from . import optimizers
         opt = optimizers.get(optimizer)
         model._engine.compile(**opt._engine_args(), loss=0, from_logits=False)
     return build_plan(model, mode, batch_size, devices.resolve(device), memory_limit, micro_batch,
-                      validation_batch_size, shuffle_rows=shuffle_rows)
+                      validation_batch_size, shuffle_rows=shuffle_rows, weighted=weighted)
 
 
 def require_fits(plan):

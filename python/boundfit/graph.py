@@ -1,161 +1,23 @@
-"""Graphs of layer calls: symbolic tensors (KerasTensor), one Node per call of
-a layer (or a model) on them, the checks that make a bad graph fail where it
-is written, tracing a subclassed model's call() once, and the compilation of
+"""Graphs of layer calls (the symbolic tensors and nodes are layers/node.py):
+a model's inputs and outputs, the nodes between them in Keras's order,
+tracing a subclassed model's call() once, and the compilation of
 a graph into the engine's node list: nested models are inlined, a layer
 called twice gives nodes that share its weights (csrc/core/model.h), frozen
 layers are marked. (Data for several inputs / outputs is gathered by the
-engine from each array in place: data.py, csrc/core/gather.c.)"""
+engine from each array in place: engine/arrays.py, csrc/core/gather.c.)"""
 
 import inspect
-import itertools
 
 import numpy as np
 
-from . import layers as layers_mod
-
-_ids = itertools.count()
-
-_CONTROL_FLOW = (
-    "a symbolic tensor has no value: boundfit traces call() once, on symbolic inputs and without data, to build "
-    "a static graph, so Python control flow on a tensor's values ({what}) cannot be decided. Express it with "
-    "layers instead (for example layers.Maximum / layers.Minimum or an Activation for a max or a clip, a "
-    "Multiply by a mask for a select), and branch only on Python values: arguments of __init__, the shape "
-    "(x.shape), or `training`.")
+from .metrics import Metric
+from .layers.args import engine_kinds
+from .layers.node import KerasTensor, Node, SymbolicTensorError, _as_tensors
 
 
-class SymbolicTensorError(TypeError):
-    """A Python operation that needs a symbolic tensor's value (if / while / bool / float...)."""
-
-
-class KerasTensor:
-    """A symbolic tensor: the shape (batch axis None) and where it comes from."""
-
-    def __init__(self, shape, dtype="float32", name=None, node=None, input_layer=None):
-        self._ps = tuple(int(d) for d in shape)
-        self.dtype = dtype
-        self.name = name
-        self._node = node
-        self._input_layer = input_layer
-
-    @property
-    def shape(self):
-        return (None,) + self._ps
-
-    @property
-    def ndim(self):
-        return len(self._ps) + 1
-
-    def __repr__(self):
-        return f"<KerasTensor shape={self.shape}, dtype={self.dtype}, name={self.name}>"
-
-    def _no_value(self, what):
-        raise SymbolicTensorError(_CONTROL_FLOW.format(what=what))
-
-    def __bool__(self):
-        self._no_value("`if tensor:`, `while tensor:`, `and` / `or` / `not` on a tensor")
-
-    def __len__(self):
-        self._no_value("len(tensor); use tensor.shape")
-
-    def __iter__(self):
-        self._no_value("iterating over a tensor")
-
-    def __float__(self):
-        self._no_value("float(tensor)")
-
-    def __int__(self):
-        self._no_value("int(tensor)")
-
-    def __index__(self):
-        self._no_value("using a tensor as an index")
-
-    def __array__(self, *args, **kwargs):
-        self._no_value("converting a tensor to a NumPy array")
-
-    def numpy(self):
-        self._no_value("tensor.numpy()")
-
-    def _compare(self, other, op):
-        self._no_value(f"comparing a tensor with {op}, as in `if x {op} 0:`")
-
-    def __lt__(self, other):
-        return self._compare(other, "<")
-
-    def __le__(self, other):
-        return self._compare(other, "<=")
-
-    def __gt__(self, other):
-        return self._compare(other, ">")
-
-    def __ge__(self, other):
-        return self._compare(other, ">=")
-
-    __hash__ = object.__hash__
-
-    # arithmetic between tensors of one shape is a merge layer
-    def _merge(self, other, cls, swap=False):
-        if not isinstance(other, KerasTensor):
-            raise TypeError(f"{cls.__name__.lower()} of a symbolic tensor and {type(other).__name__}: only tensors "
-                            "of the same shape can be combined (layers.Add / Subtract / Multiply)")
-        return cls()([other, self] if swap else [self, other])
-
-    def __add__(self, other):
-        return self._merge(other, layers_mod.Add)
-
-    def __radd__(self, other):
-        return self._merge(other, layers_mod.Add, True)
-
-    def __sub__(self, other):
-        return self._merge(other, layers_mod.Subtract)
-
-    def __rsub__(self, other):
-        return self._merge(other, layers_mod.Subtract, True)
-
-    def __mul__(self, other):
-        return self._merge(other, layers_mod.Multiply)
-
-    def __rmul__(self, other):
-        return self._merge(other, layers_mod.Multiply, True)
-
-
-class Node:
-    """One call of a layer (or a model) on symbolic tensors."""
-
-    def __init__(self, layer, inputs, outputs):
-        self.id = next(_ids)
-        self.layer, self.inputs, self.outputs = layer, list(inputs), list(outputs)
-        self.index = len(layer._inbound)
-        layer._inbound.append(self)
-        for t in self.outputs:
-            t._node = self
-
-
-def _as_tensors(layer_name, inputs):
-    if isinstance(inputs, KerasTensor):
-        return [inputs], False
-    if isinstance(inputs, (list, tuple)) and inputs and all(isinstance(t, KerasTensor) for t in inputs):
-        return list(inputs), True
-    raise TypeError(f"{layer_name}: layers are called on symbolic tensors (from boundfit.Input, or other layers' "
-                    f"outputs) to build a model, got {type(inputs).__name__}; to compute on arrays, build a Model "
-                    "and call predict()")
-
-
-def call_layer(layer, inputs, training=None, **kwargs):
-    if kwargs:
-        raise TypeError(f"{layer.name}: unknown call arguments {sorted(kwargs)}")
-    ins, many = _as_tensors(layer.name, inputs)
-    if layer._n_inputs == "many":
-        if not many:
-            raise ValueError(f"{layer.name}: a merge layer is called on a list of tensors, got one tensor")
-        shape = layer.compute_output_shape([t._ps for t in ins])
-    else:
-        if len(ins) != 1:
-            raise ValueError(f"{layer.name} ({type(layer).__name__}) takes one input tensor, got a list of {len(ins)}")
-        layer._check_call_shape(ins[0]._ps)
-        shape = layer.compute_output_shape(ins[0]._ps)
-    out = KerasTensor(shape, name=f"{layer.name}_output")
-    Node(layer, ins, [out])
-    return out
+class GraphModel:
+    """The base of models.Model: what lets graph code here (and saving/) tell a
+    nested model from a layer without importing the models package above it."""
 
 
 def trace_call(model, inputs):
@@ -320,7 +182,6 @@ class CompiledGraph:
 
 
 def compile_graph(model):
-    from .models import Model
     g = CompiledGraph()
     n_in = len(model._inputs)
     g.input_shapes = [t._ps for t in model._inputs]
@@ -330,7 +191,7 @@ def compile_graph(model):
         used = {id(t) for n in nodes for t in n.inputs} | {id(t) for t in outs}
         for n in nodes:
             L = n.layer
-            if isinstance(L, Model):
+            if isinstance(L, GraphModel):
                 inner = {id(t): env[id(x)] for t, x in zip(L._inputs, n.inputs)}
                 emit(L._nodes, inner, L._outputs)
                 for outer, t in zip(n.outputs, L._outputs):
@@ -369,7 +230,7 @@ def compile_graph(model):
 
 
 def _rnn_part_kind():
-    return layers_mod.engine_kinds("RNN_PART")[0]
+    return engine_kinds("RNN_PART")[0]
 
 
 def _unique(seq):
@@ -390,16 +251,14 @@ def model_layers(model):
 
 def graph_layers(model):
     """Every (non-model) layer a model runs, nested models' included."""
-    from .models import Model
     out = []
     for n in model._nodes:
-        out += n.layer._own_layers() if isinstance(n.layer, Model) else [n.layer]
+        out += n.layer._own_layers() if isinstance(n.layer, GraphModel) else [n.layer]
     return _unique(out)
 
 
 def layer_params(model, layer):
-    from .models import Model
-    if isinstance(layer, Model):
+    if isinstance(layer, GraphModel):
         return sum(layer_params(model, l) for l in layer._own_layers())
     if id(layer) not in model._layer_node:
         return 0
@@ -456,7 +315,6 @@ def per_output(value, names, what, conv):
 def per_output_metrics(metrics, names, what="metrics"):
     """compile()'s metrics as a list per output: a dict by output name, a list
     of lists (one per output), or one list (or metric) for every output."""
-    from .metrics import Metric
     if metrics is None:
         return [[] for _ in names]
     if isinstance(metrics, (str, Metric)) or callable(metrics) and not isinstance(metrics, type):

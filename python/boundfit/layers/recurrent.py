@@ -1,6 +1,5 @@
 """Sequence layers (Keras 3 names, arguments, defaults and weight layouts):
-Embedding (with mask_zero: a per-sample, per-step mask carried through the
-graph to the layers that use it), SimpleRNN, LSTM, GRU and Bidirectional.
+SimpleRNN, LSTM, GRU and Bidirectional.
 The engine computes them (csrc/core/seq_*.c, csrc/cpu/rnn.c); this module
 only describes them. Re-exported from `boundfit.layers`.
 
@@ -16,57 +15,22 @@ every step (one per gate once recurrent_dropout > 0, Keras's implementation
 1), drawn by the engine from the run's seed (csrc/cpu/rnn_dropout.c); `seed`
 is kept for Keras files. Bidirectional: each direction its own masks."""
 
-from . import activations, constraints, initializers, regularizers
-from .layers import Layer, engine_kinds
+from .. import activations, constraints, initializers, regularizers
+from .args import engine_kinds
+from .layer import _DTYPE, Layer, keras_config, keras_object
+from .node import KerasTensor, MaskTensor, Node, call_layer
 
-EMBEDDING, SIMPLE_RNN, LSTM_KIND, GRU_KIND, BIDIR = engine_kinds("EMBEDDING SIMPLE_RNN LSTM GRU BIDIR")
+SIMPLE_RNN, LSTM_KIND, GRU_KIND, BIDIR = engine_kinds("SIMPLE_RNN LSTM GRU BIDIR")
+
+
 _MERGE_MODES = {"concat": 0, "sum": 1, "mul": 2, "ave": 3, None: 0}  # None: concat, then split (parts -1, -2)
+
+
 _CELL_ACTS = ("linear", "relu", "sigmoid", "tanh", "hard_sigmoid")  # the cells' activations (core/act_math.h)
 
 
 def _act_name(activation, argument):
     return activations.name_of(activations.get_id(activation, argument))
-
-
-class Embedding(Layer):
-    """Turns integer ids (T,) into vectors (T, output_dim); ids may come in any
-    integer or float dtype, and one outside [0, input_dim) is a DataError."""
-    _base = "embedding"
-
-    def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", embeddings_regularizer=None,
-                 embeddings_constraint=None, mask_zero=False, weights=None, lora_rank=None, **kwargs):
-        kwargs.pop("input_length", None)  # Keras 2 argument, ignored by Keras 3 too
-        super().__init__(**kwargs)
-        for arg, v in (("input_dim", input_dim), ("output_dim", output_dim)):
-            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise ValueError(f"Embedding: {arg} must be a positive int, got {v!r}")
-        if weights is not None:
-            raise ValueError("Embedding: weights= is not supported; call set_weights() once the model is built")
-        if lora_rank is not None:
-            raise ValueError("Embedding: lora_rank is not supported by boundfit")
-        self.input_dim, self.output_dim, self.mask_zero = input_dim, output_dim, bool(mask_zero)
-        self.embeddings_initializer = initializers.get(embeddings_initializer, "embeddings_initializer")
-        self.embeddings_regularizer = regularizers.get(embeddings_regularizer, "embeddings_regularizer")
-        self.embeddings_constraint = constraints.get(embeddings_constraint, "embeddings_constraint")
-
-    _has_weights = True
-
-    def _check_call_shape(self, shape):
-        pass  # the table does not depend on the input's shape
-
-    def compute_output_shape(self, shape):
-        if len(shape) > 2:
-            raise ValueError(f"{self.name}: expects ids of shape (T,) or (T, K) per sample, got "
-                             f"{(None,) + tuple(shape)}")
-        if self.mask_zero and len(shape) != 1:
-            raise ValueError(f"{self.name}: mask_zero needs ids of shape (T,) per sample, got {(None,) + tuple(shape)}")
-        return tuple(shape) + (self.output_dim,)
-
-    def spec(self):
-        return dict(kind=EMBEDDING, name=self.name, units=self.output_dim, input_dim=self.input_dim,
-                    mask_zero=int(self.mask_zero), inits=initializers._engine_specs(self.embeddings_initializer),
-                    regs=regularizers._engine_specs(self.embeddings_regularizer),
-                    cons=constraints._engine_specs([(self.embeddings_constraint, 2, "embeddings_constraint")]))
 
 
 class _RNN(Layer):
@@ -298,7 +262,6 @@ def _call(layer, inputs, initial_state, mask, kwargs, keep_mask=False):
     As in Keras 3, a call with initial states does not read its input's mask (Keras fills `mask` only for a
     call with one tensor argument): the states run through masked steps unmasked. keep_mask: the Keras file
     passed the mask explicitly (mask=), so it is read."""
-    from .functional import KerasTensor, Node, call_layer
     if kwargs:
         raise TypeError(f"{layer.name}: unknown call arguments {sorted(kwargs)}")
     if mask is not None:
@@ -346,7 +309,6 @@ def _keras_call(ts, kwargs):
 
 def _call_from_keras(layer, args, kwargs, tensor):
     """Replay a Keras node: (sequences[, initial_state]) and keyword arguments, tensors read by `tensor`."""
-    from .keras_graph import MaskTensor
     names = ("sequences", "initial_state", "mask", "training")
     given = dict(zip(names, args))
     for k, v in kwargs.items():
@@ -370,3 +332,45 @@ def _call_from_keras(layer, args, kwargs, tensor):
     if st is not None:
         st = [tensor(t) for t in (st if isinstance(st, list) else [st])]
     return _call(layer, x, st, None, {}, keep_mask=m is not None)
+
+
+# ---- Keras 3 configs (layer.keras_config) ----
+
+@keras_config(SimpleRNN, LSTM, GRU)
+def _rnn_config(l, zero_output_for_mask=False):
+    cfg = dict(return_sequences=l.return_sequences, return_state=l.return_state, go_backwards=l.go_backwards, stateful=False,
+               unroll=l.unroll, zero_output_for_mask=zero_output_for_mask, units=l.units, activation=l.activation)
+    if not isinstance(l, SimpleRNN):
+        cfg["recurrent_activation"] = l.recurrent_activation
+    cfg.update(use_bias=l.use_bias, kernel_initializer=initializers.serialize(l.kernel_initializer),
+               recurrent_initializer=initializers.serialize(l.recurrent_initializer),
+               bias_initializer=initializers.serialize(l.bias_initializer))
+    if isinstance(l, LSTM):
+        cfg["unit_forget_bias"] = l.unit_forget_bias
+    cfg.update(kernel_regularizer=regularizers.serialize(l.kernel_regularizer),
+               recurrent_regularizer=regularizers.serialize(l.recurrent_regularizer),
+               bias_regularizer=regularizers.serialize(l.bias_regularizer), activity_regularizer=None,
+               kernel_constraint=constraints.serialize(l.kernel_constraint),
+               recurrent_constraint=constraints.serialize(l.recurrent_constraint),
+               bias_constraint=constraints.serialize(l.bias_constraint), dropout=l.dropout,
+               recurrent_dropout=l.recurrent_dropout)
+    if isinstance(l, GRU):
+        cfg["reset_after"] = True
+    cfg["seed"] = l.seed
+    return cfg
+
+
+def _sublayer_config(l, name, go_backwards, zero_output_for_mask):
+    cfg = dict(name=name, trainable=bool(l.trainable), dtype=dict(_DTYPE), **_rnn_config(l, zero_output_for_mask))
+    cfg["go_backwards"] = go_backwards
+    return keras_object("keras.layers", type(l).__name__, cfg)
+
+
+@keras_config(Bidirectional)
+def _bidirectional_config(l):
+    f, b = l.forward_layer, l.backward_layer or l.forward_layer
+    z = l.return_sequences
+    fname = "forward_" + f.name.removeprefix("forward_")
+    bname = "backward_" + (b.name.removeprefix("backward_") if l.backward_layer else f.name.removeprefix("forward_"))
+    return dict(merge_mode=l.merge_mode, layer=_sublayer_config(f, fname, f.go_backwards, z),
+                backward_layer=_sublayer_config(b, bname, not f.go_backwards, z))

@@ -1,68 +1,14 @@
-"""LayerNormalization and MultiHeadAttention (Keras 3 names, arguments,
-defaults and weight layouts), described to the engine as spec dicts (kinds
-match csrc/core/model.h). The engine computes them: csrc/core/run_attn.c with
-the backends' layernorm_* and attention_* ops."""
+"""MultiHeadAttention (Keras 3 names, arguments, defaults and weight
+layouts), described to the engine as a spec dict (kinds match
+csrc/core/model.h). The engine computes it: csrc/core/run_attn.c with the
+backends' attention_* ops."""
 
-from . import constraints, initializers, regularizers
-from .layers import Layer, engine_kinds
+from .. import initializers
+from .args import _positive_int, engine_kinds
+from .layer import Layer, keras_config
+from .node import KerasTensor, MaskTensor, Node
 
-LAYERNORM, MHA = engine_kinds("LAYERNORM MHA")
-
-
-class LayerNormalization(Layer):
-    """Normalizes each sample over its last axis: (x - mean) / sqrt(var + epsilon) * gamma + beta."""
-    _base = "layer_normalization"
-    _has_weights = True
-
-    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
-                 gamma_initializer="ones", beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
-                 gamma_constraint=None, rms_scaling=False, **kwargs):
-        super().__init__(**kwargs)
-        if isinstance(axis, (list, tuple)):
-            if len(axis) != 1:
-                raise ValueError(f"LayerNormalization: only the last axis is supported, got axis={list(axis)!r}")
-            axis = axis[0]
-        if not isinstance(axis, int) or isinstance(axis, bool):
-            raise TypeError(f"LayerNormalization: axis must be an int or a list of ints, got {axis!r}")
-        if rms_scaling:
-            raise ValueError("LayerNormalization: rms_scaling=True is not supported by boundfit")
-        if not float(epsilon) > 0.0:
-            raise ValueError(f"LayerNormalization: epsilon must be > 0, got {epsilon!r}")
-        self.axis, self.epsilon, self.center, self.scale = axis, float(epsilon), bool(center), bool(scale)
-        self.rms_scaling = False
-        self.beta_initializer = initializers.get(beta_initializer, "beta_initializer")
-        self.gamma_initializer = initializers.get(gamma_initializer, "gamma_initializer")
-        self.beta_regularizer = regularizers.get(beta_regularizer, "beta_regularizer")
-        self.gamma_regularizer = regularizers.get(gamma_regularizer, "gamma_regularizer")
-        self.beta_constraint = constraints.get(beta_constraint, "beta_constraint")
-        self.gamma_constraint = constraints.get(gamma_constraint, "gamma_constraint")
-
-    def compute_output_shape(self, shape):
-        r = len(shape) + 1  # with the batch axis
-        if not (self.axis == -1 or self.axis == r - 1):
-            raise ValueError(f"{self.name}: only the last axis is supported (axis=-1 or {r - 1} for inputs of shape "
-                             f"{(None,) + tuple(shape)}), got axis={self.axis}")
-        return tuple(shape)
-
-    def _check_call_shape(self, shape):
-        self.compute_output_shape(shape)
-        super()._check_call_shape(shape)
-
-    def spec(self):
-        return dict(kind=LAYERNORM, name=self.name, eps=self.epsilon, center=int(self.center), scale=int(self.scale),
-                    inits=initializers._engine_specs(self.gamma_initializer, self.beta_initializer),
-                    regs=regularizers._engine_specs(self.gamma_regularizer, self.beta_regularizer),
-                    cons=constraints._engine_specs([(self.gamma_constraint, 1, "gamma_constraint"),
-                                                    (self.beta_constraint, 1, "beta_constraint")]))
-
-
-def _positive_int(v, argument, allow_none=False):
-    if v is None and allow_none:
-        return None
-    if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-        raise ValueError(f"MultiHeadAttention: {argument} must be a positive int{' or None' if allow_none else ''}, "
-                         f"got {argument}={v!r}")
-    return v
+MHA, = engine_kinds("MHA")
 
 
 class MultiHeadAttention(Layer):
@@ -119,7 +65,6 @@ class MultiHeadAttention(Layer):
 
     def __call__(self, query, value, key=None, attention_mask=None, use_causal_mask=False, training=None,
                  return_attention_scores=False, query_mask=None, value_mask=None, key_mask=None, **kwargs):
-        from .functional import KerasTensor, Node
         if kwargs:
             raise TypeError(f"{self.name}: unknown call arguments {sorted(kwargs)}")
         if return_attention_scores:
@@ -173,7 +118,6 @@ class MultiHeadAttention(Layer):
             if k not in names or k in given:
                 raise ValueError(f"layer {self.name!r}: the call argument {k}={v!r} is not supported by boundfit")
             given[k] = v
-        from .keras_graph import MaskTensor
         for k in ("query_mask", "value_mask", "key_mask", "training"):
             v = given.pop(k, None)
             if k != "training" and isinstance(v, dict) and isinstance(tensor(v), MaskTensor):
@@ -187,7 +131,7 @@ class MultiHeadAttention(Layer):
                     return_attention_scores=bool(given.get("return_attention_scores", False)))
 
     def _saved_call(self):
-        """Call arguments a saved graph replays (saving.py); inputs come positionally."""
+        """Call arguments a saved graph replays (saving/graph_file.py); inputs come positionally."""
         return {"use_causal_mask": bool(self._causal)}
 
     def spec(self):
@@ -195,3 +139,17 @@ class MultiHeadAttention(Layer):
                     out_dim=self.output_shape_arg or 0, causal=int(bool(self._causal)), rate=self.dropout,
                     use_bias=int(self.use_bias),
                     inits=initializers._engine_specs(self.kernel_initializer, self.bias_initializer))
+
+
+# ---- Keras 3 configs (layer.keras_config) ----
+
+@keras_config(MultiHeadAttention)
+def _mha_config(l):
+    return dict(num_heads=l.num_heads, key_dim=l.key_dim, value_dim=l.value_dim, dropout=l.dropout,
+                use_bias=l.use_bias, use_gate=False,
+                output_shape=None if l.output_shape_arg is None else [l.output_shape_arg],
+                attention_axes=[1] if l._dims is not None else None, sliding_window=None,
+                kernel_initializer=initializers.serialize(l.kernel_initializer),
+                bias_initializer=initializers.serialize(l.bias_initializer), kernel_regularizer=None,
+                bias_regularizer=None, activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+                seed=l.seed)

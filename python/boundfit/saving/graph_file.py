@@ -1,7 +1,7 @@
 """keras.saving: load_model / save_model / load_weights / save_weights.
 
 Every model is saved in Keras 3's `.keras` format, its weights as
-`.weights.h5` (keras_format.py and keras_graph.py do the work): a Sequential
+`.weights.h5` (keras_file.py and keras_graph.py do the work): a Sequential
 as Keras's Sequential, a functional model (nested models, shared and frozen
 layers included) as Keras's Functional, a subclassed model as the Functional
 graph its call() was traced into (Keras 3 opens it without the user's class).
@@ -17,9 +17,14 @@ import zipfile
 
 import numpy as np
 
-from . import keras_config, keras_format, layers as L
-from .activations import name_of
-from .keras_format import load_weights, save_weights
+from .. import layers as L
+from ..activations import name_of
+from ..graph import compile_graph
+from ..layers.layer import keras_layer_classes
+from ..layers.recurrent import _call
+from . import config as keras_config, keras_file as keras_format
+from .keras_file import load_weights, save_weights
+from .registry import model_classes
 
 __all__ = ["load_model", "save_model", "load_weights", "save_weights"]
 
@@ -27,7 +32,7 @@ __all__ = ["load_model", "save_model", "load_weights", "save_weights"]
 def _layer_config(layer):
     """A layer Keras's configs cover is stored as its Keras config (initializers,
     regularizers, constraints included); merge layers by their few attributes."""
-    if type(layer) in keras_config._TO_KERAS:
+    if type(layer) in keras_layer_classes():
         return {"class_name": type(layer).__name__, "config": keras_config.layer_config(layer), "keras": True}
     d = {k: v for k, v in vars(layer).items() if not k.startswith("_") and k != "input_shape_arg"}
     if "activation" in d:
@@ -41,7 +46,6 @@ def _layer_config(layer):
 
 
 def _graph_meta(model):
-    from .functional import compile_graph
     g = compile_graph(model)
     n_in = len(model._inputs)
     index = {id(l): k for k, l in enumerate(g.owners)}
@@ -60,7 +64,7 @@ def _graph_meta(model):
 
 
 def save_model(model, filepath, overwrite=True):
-    from .models import Sequential
+    Sequential = model_classes()[1]
     filepath = os.fspath(filepath)
     if filepath.endswith(".keras") or isinstance(model, Sequential) and model._plain():
         return keras_format.save_model(model, filepath, overwrite=overwrite)  # (Keras's error for another suffix)
@@ -125,7 +129,7 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
 
 
 def _load_graph(meta):
-    from .models import Model
+    Model = model_classes()[0]
     made = [keras_config.layer_from_config(e) if e.get("keras") else _make(getattr(L, e["class_name"]), dict(e["config"]))
             for e in meta["layers"]]
     ins = [L.Input(shape=tuple(i["shape"]), name=i["name"]) for i in meta["inputs"]]
@@ -138,7 +142,6 @@ def _load_graph(meta):
         if "call" in n:  # several positional inputs and call arguments (MultiHeadAttention)
             y = made[n["layer"]](*args, **n["call"])
         elif len(args) > 1 and not n["many"]:  # a recurrent layer's initial states (mask read if the file says so)
-            from .recurrent import _call
             y = _call(made[n["layer"]], args[0], args[1:], None, {}, keep_mask=n.get("keep_mask", False))
         else:
             y = made[n["layer"]](args if n["many"] else args[0])

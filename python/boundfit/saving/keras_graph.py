@@ -22,12 +22,17 @@ subclassed layout, so Keras's instance of the same class reads it."""
 
 import re
 
-from . import layers as L
+from .. import layers as L
+from ..layers.layer import _DTYPE, keras_object as _obj, layer_config
+from ..layers.merge import _Merge
+from ..layers.node import MaskTensor
+from . import config as keras_config
+from .registry import model_classes
 
 FUNCTIONAL, SEQUENTIAL, SUBCLASSED = "Functional", "Sequential", "Subclassed"
 
 # build_config is written for layers whose Keras class has a build() of its own
-_BUILT = (L.Dense, L.Conv2D, L.BatchNormalization, L.Flatten, L._Merge)
+_BUILT = (L.Dense, L.Conv2D, L.BatchNormalization, L.Flatten, _Merge)
 
 
 def snake(name):
@@ -38,8 +43,7 @@ def snake(name):
 
 
 def _models():
-    from .models import Model, Sequential
-    return Model, Sequential
+    return model_classes()
 
 
 def is_model(x):
@@ -123,9 +127,8 @@ def _entry(module, class_name, config, registered=None):
 def model_entry(model, nested=False):
     """serialize_keras_object(model): a Sequential's or a Functional's entry
     (a nested model's compile_config is {} unless it was compiled itself)."""
-    from . import keras_config
     if kind(model) == SEQUENTIAL:
-        e = keras_config.model_config(model)
+        e = model_config(model)
     else:
         e = _entry("keras.src.models.functional", "Functional", functional_config(model), "Functional")
         e["build_config"] = {"input_shape": None}
@@ -136,7 +139,6 @@ def model_entry(model, nested=False):
 
 
 def _layer_entry(op):
-    from . import keras_config
     Model, _ = _models()
     if isinstance(op, L.InputLayer):
         return _entry("keras.layers", "InputLayer", {"batch_shape": [None, *op.shape], "dtype": "float32",
@@ -205,10 +207,9 @@ def functional_config(model):
 
 def model_from_config(cfg, custom_objects=None):
     """A boundfit model from Keras 3's serialization of a Sequential or a Functional."""
-    from . import keras_config
     cls = cfg.get("class_name")
     if cls == "Sequential":
-        return keras_config.sequential_from_config(cfg, custom_objects)
+        return sequential_from_config(cfg, custom_objects)
     if cls in ("Functional", "Model") and "layers" in (cfg.get("config") or {}):
         return functional_from_config(cfg, custom_objects)
     raise ValueError(f"boundfit reads Sequential and Functional models from .keras files; this one is a {cls!r}, "
@@ -220,7 +221,6 @@ def layer_or_model(entry, custom_objects=None):
     if entry.get("class_name") in ("Sequential", "Functional", "Model") and (custom_objects or {}).get(
             entry.get("class_name")) is None:
         return model_from_config(entry, custom_objects)
-    from . import keras_config
     return keras_config.layer_from_config(entry, custom_objects)
 
 
@@ -234,13 +234,6 @@ def _is_ref(v):
 # as mask tensors, accepted only where a mask goes (the call argument `mask`,
 # MultiHeadAttention's query_mask / value_mask / key_mask).
 _MASK_OPS = {"NotEqual", "LogicalOr", "LogicalAnd"}
-
-
-class MaskTensor:
-    """The output of a Keras mask op in a file: boundfit recomputes the mask itself."""
-
-    def __init__(self, name):
-        self.name = name
 
 
 def _is_mask_op(e):
@@ -482,3 +475,68 @@ def trainable_order(model, as_functional=False):
                 out.append(l)
     rec(model)
     return out
+
+
+# ---- Sequential models (a Functional's entry is model_entry / functional_config) ----
+
+def model_config(model):
+    """Keras 3 serialization of a model (with compile_config when compiled): a
+    Sequential here (an unbuilt one has no InputLayer or build_config, as in
+    Keras; nested models as their own entries), a functional, nested or
+    subclassed model as Keras's Functional (py)."""
+    if kind(model) != SEQUENTIAL:
+        return model_entry(model)
+    built = model.built
+    in_shape = [None] + [int(d) for d in model._input_shape] if model._input_shape is not None else None
+    entries = []
+    if in_shape is not None:
+        entries.append(_obj("keras.layers", "InputLayer", dict(batch_shape=in_shape, dtype="float32", sparse=False,
+                                                               ragged=False, name="input_layer")))
+    shape = in_shape
+    for layer in model._layers:
+        if is_model(layer):
+            e = model_entry(layer, nested=True)
+        else:
+            e = _obj("keras.layers", type(layer).__name__, layer_config(layer))
+            if built:
+                e["build_config"] = {"input_shape": shape}
+        if built:
+            own = set(model._nodes)
+            shape = [None] + [int(d) for d in next(n for n in layer._inbound if n in own).outputs[0]._ps]
+        entries.append(e)
+    cfg = _obj("keras", "Sequential", dict(name=model.name, trainable=bool(model.trainable), dtype=dict(_DTYPE),
+                                           layers=entries))
+    if built:
+        cfg["config"]["build_input_shape"] = in_shape
+        cfg["build_config"] = {"input_shape": in_shape}
+    if model.optimizer is not None:
+        cfg["compile_config"] = keras_config.compile_config(model)
+    return cfg
+
+
+def sequential_from_config(cfg, custom_objects=None):
+    """A boundfit Sequential from Keras 3's model config (config.json); nested
+    Sequential / Functional models in it are built as such."""
+    Sequential = model_classes()[1]
+    if cfg.get("class_name") != "Sequential":
+        raise ValueError(f"boundfit reads Sequential models from .keras files; this one is a {cfg.get('class_name')}")
+    entries = cfg["config"]["layers"]
+    input_shape = None
+    built = []
+    for e in entries:
+        if e.get("class_name") == "InputLayer":
+            c = e["config"]
+            shape = c.get("batch_shape") or c.get("batch_input_shape")
+            input_shape = tuple(shape[1:])
+            continue
+        built.append(layer_or_model(e, custom_objects))
+    if input_shape is None:
+        shape = (cfg.get("build_config") or {}).get("input_shape") or cfg["config"].get("build_input_shape")
+        if shape is None and entries:
+            shape = (entries[0].get("build_config") or {}).get("input_shape")
+        input_shape = tuple(shape[1:]) if shape is not None else None
+    first = [L.InputLayer(shape=input_shape)] if input_shape is not None else []
+    model = Sequential(first + built, name=cfg["config"].get("name"))
+    if cfg["config"].get("trainable") is False:
+        model.trainable = False
+    return model

@@ -19,18 +19,12 @@ import tempfile
 import warnings
 import zipfile
 
+import h5py
 import numpy as np
 
-from . import keras_config, keras_graph, layers as L
-
-
-def _h5py():
-    """h5py, imported on first use so `import boundfit` stays light."""
-    try:
-        import h5py
-    except ImportError as e:
-        raise ImportError("reading and writing Keras files needs h5py: pip install h5py") from e
-    return h5py
+from .. import layers as L
+from .._version import __version__
+from . import config as keras_config, keras_graph
 
 
 # ---- atomic files ----
@@ -286,7 +280,6 @@ def _read_optimizer(h5, model, as_functional):
 
 def save_weights(model, filepath, overwrite=True, extra_attrs=None):
     """extra_attrs: attributes stored on the file's boundfit/ group (Keras ignores it)."""
-    h5py = _h5py()
     filepath = os.fspath(filepath)
     if not filepath.endswith(".weights.h5"):
         raise ValueError("The filename must end in `.weights.h5`. Received: filepath=" + filepath)
@@ -305,14 +298,12 @@ def save_weights(model, filepath, overwrite=True, extra_attrs=None):
 
 def read_extra_attrs(filepath):
     """The boundfit/ attributes of a weights file (empty for Keras's own files)."""
-    h5py = _h5py()
     with h5py.File(os.fspath(filepath), "r") as h5:
         return {k: v.item() if hasattr(v, "item") else v for k, v in h5["boundfit"].attrs.items()} \
             if "boundfit" in h5 else {}
 
 
 def load_weights(model, filepath, skip_mismatch=False):
-    h5py = _h5py()
     filepath = os.fspath(filepath)
     if filepath.endswith(".keras"):   # a subclassed model's .keras file holds its traced graph's layout
         with zipfile.ZipFile(filepath) as z, z.open("model.weights.h5") as raw:
@@ -327,7 +318,6 @@ def load_weights(model, filepath, skip_mismatch=False):
 
 
 def save_model(model, filepath, overwrite=True):
-    h5py = _h5py()
     filepath = os.fspath(filepath)
     if not filepath.endswith(".keras"):
         raise ValueError("Invalid filepath extension for saving. Please add the `.keras` extension (the Keras 3 "
@@ -335,8 +325,7 @@ def save_model(model, filepath, overwrite=True):
     if os.path.exists(filepath) and not overwrite:
         raise FileExistsError(f"{filepath} exists and overwrite=False")
     model._require_built()
-    from . import __version__
-    config = json.dumps(keras_config.model_config(model))
+    config = json.dumps(keras_graph.model_config(model))
     meta = json.dumps({"keras_version": "3", "boundfit_version": __version__,
                        "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")})
     buf = io.BytesIO()
@@ -354,7 +343,6 @@ def save_model(model, filepath, overwrite=True):
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     """Keras's signature; custom_objects may map a class name in the file to a
     boundfit layer class (safe_mode has nothing to guard: no code is loaded)."""
-    h5py = _h5py()
     filepath = os.fspath(filepath)
     if not os.path.isfile(filepath):
         raise ValueError(f"File not found: filepath={filepath}. Please ensure the file is an accessible `.keras` "

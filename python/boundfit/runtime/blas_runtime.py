@@ -18,8 +18,9 @@ to what fits (the plan says so) rather than risk the OOM killer; where it
 cannot hold one, MemoryBudgetError.
 """
 
-from . import _core, budget
-from .errors import MemoryBudgetError
+from .. import _core
+from . import budget
+from ..errors import MemoryBudgetError
 
 # Probe shapes (M, N, K). The engine calls OpenBLAS on one thread from each of
 # its pool's threads at once (csrc/cpu/gemm.c), and each call takes a buffer of

@@ -13,7 +13,7 @@ shows itself as a PNG in a notebook."""
 import functools
 import io
 
-from .sizes import format_bytes
+from ..sizes import format_bytes
 
 _NAMED = 6  # activation buffers named in the legend (the largest)
 _MAX_TICKS = 40  # op labels on the x axis

@@ -8,7 +8,9 @@ import html
 import sys
 import time
 
-from .sizes import format_bytes
+from .. import _core
+from ..runtime.budget import anon_rss_bytes, process_usage_bytes
+from ..sizes import format_bytes
 
 _MIN_INTERVAL = 0.2  # seconds between notebook display updates (the last one always shows)
 
@@ -25,8 +27,7 @@ def memory_report(plan):
     of the process's anonymous resident memory since the plan was made, plus what the run held already (the
     model's weights), against the plan's host total; the note gives the process's RSS. A device run adds the
     device's bytes in use."""
-    from . import _core, budget
-    anon, base, rss = budget.anon_rss_bytes(), getattr(plan, "anon_rss_at_plan", None), budget.process_usage_bytes()
+    anon, base, rss = anon_rss_bytes(), getattr(plan, "anon_rss_at_plan", None), process_usage_bytes()
     used = None if anon is None or base is None else max(anon - base, 0) + plan.held_bytes
     note = "" if rss is None else f"process RSS {format_bytes(rss)}"
     out = [("host", used, plan.host_bytes, plan.budget_host_bytes, note)]

@@ -24,7 +24,7 @@ unreadable file; it returns None instead."""
 from collections import namedtuple
 import os
 
-from .sizes import format_bytes, parse_size
+from ..sizes import format_bytes, parse_size
 
 _UNLIMITED = 1 << 62            # v1 writes 2^63 - 4096 for "no limit"; v2 writes "max"
 _limits = {"host": None, "device": None}

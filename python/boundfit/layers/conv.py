@@ -1,40 +1,59 @@
-"""Sequence convolution and pooling, transposed convolution and global max
-pooling, with Keras 3's names, arguments, defaults and weight layouts:
-Conv1D (kernel (k, C, filters); padding 'valid' / 'same' / 'causal';
-dilation_rate), MaxPooling1D, AveragePooling1D, GlobalAveragePooling1D,
-GlobalMaxPooling1D, GlobalMaxPooling2D (keepdims) and Conv2DTranspose
-(kernel (kh, kw, filters, C); output_padding=None). Each describes itself as
-an engine spec (kinds of csrc/core/model.h); 1D pooling is the engine's 2D
-pooling of a 1 x T image. Re-exported from `boundfit.layers`."""
+"""Convolutions with Keras 3's names, arguments, defaults and weight layouts:
+Conv2D, Conv1D (kernel (k, C, filters); padding 'valid' / 'same' / 'causal';
+dilation_rate) and Conv2DTranspose (kernel (kh, kw, filters, C);
+output_padding=None). Each describes itself as an engine spec (kinds of
+csrc/core/model.h)."""
 
-from . import activations, initializers
-from .layers import GAP, MAXPOOL, AVGPOOL, Layer, _out_len, _pair, _padding, _weight_options, _weight_specs, engine_kinds
+from .. import activations, constraints, initializers, regularizers
+from .args import (_channels_last, _filters, _out_len, _pair, _padding, _rank, _single, _weight_options,
+                   _weight_specs, engine_kinds)
+from .layer import Layer, keras_config
 
-CONV1D, CONV2DT, GMP = engine_kinds("CONV1D CONV2DT GMP")
-
-
-def _single(v, argument):
-    t = (v,) if isinstance(v, int) else tuple(v) if isinstance(v, (list, tuple)) else None
-    if t is None or len(t) != 1 or not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in t):
-        raise ValueError(f"{argument} must be a positive int or a tuple of one, got {v!r}")
-    return t
+CONV2D, CONV1D, CONV2DT = engine_kinds("CONV2D CONV1D CONV2DT")
 
 
-def _channels_last(cls, data_format):
-    if data_format not in (None, "channels_last"):
-        raise ValueError(f"{cls}: only data_format='channels_last' is supported, got {data_format!r}")
+class Conv2D(Layer):
+    _base = "conv2d"
 
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", activation=None, use_bias=True,
+                 data_format=None, kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                 bias_constraint=None, **kwargs):
+        super().__init__(**kwargs)
+        _weight_options(self, kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
+                        bias_constraint)
+        self.kernel_initializer = initializers.get(kernel_initializer, "kernel_initializer")
+        self.bias_initializer = initializers.get(bias_initializer, "bias_initializer")
+        if data_format not in (None, "channels_last"):
+            raise ValueError("Conv2D: only data_format='channels_last' is supported")
+        if not isinstance(filters, int) or filters <= 0:
+            raise ValueError(f"Conv2D: filters must be a positive int, got {filters!r}")
+        self.filters = filters
+        self.kernel_size = _pair(kernel_size, "kernel_size")
+        self.strides = _pair(strides, "strides")
+        self.padding = _padding(padding)
+        self.activation = activations.get_id(activation)
+        self.use_bias = bool(use_bias)
 
-def _filters(cls, filters):
-    if not isinstance(filters, int) or isinstance(filters, bool) or filters <= 0:
-        raise ValueError(f"{cls}: filters must be a positive int, got {filters!r}")
-    return filters
+    _has_weights = True
 
+    def compute_output_shape(self, shape):
+        if len(shape) != 3:
+            raise ValueError(f"{self.name}: expects input of rank 3 (H, W, C) per sample, got shape {(None,) + tuple(shape)}")
+        same = self.padding == "same"
+        oh = _out_len(shape[0], self.kernel_size[0], self.strides[0], same)
+        ow = _out_len(shape[1], self.kernel_size[1], self.strides[1], same)
+        if oh <= 0 or ow <= 0:
+            raise ValueError(f"{self.name}: kernel {self.kernel_size} does not fit input {shape[:2]} with padding='valid'")
+        return (oh, ow, self.filters)
 
-def _rank(layer, shape, rank, what):
-    if len(shape) != rank:
-        raise ValueError(f"{layer.name}: expects input of rank {rank} {what} per sample, got shape "
-                         f"{(None,) + tuple(shape)}")
+    def spec(self):
+        return dict(kind=CONV2D, name=self.name, filters=self.filters, kh=self.kernel_size[0], kw=self.kernel_size[1],
+                    sh=self.strides[0], sw=self.strides[1], same=int(self.padding == "same"), act=int(self.activation),
+                    act_p=activations.params_of(self.activation),
+                    use_bias=int(self.use_bias),
+                    inits=initializers._engine_specs(self.kernel_initializer, self.bias_initializer),
+                    **_weight_specs(self, 4))
 
 
 class Conv1D(Layer):
@@ -127,71 +146,33 @@ class Conv2DTranspose(Layer):
                     **_weight_specs(self, 4))
 
 
-class _Pool1D(Layer):
-    kind = None
-
-    def __init__(self, pool_size, strides=None, padding="valid", data_format=None, name=None, **kwargs):
-        super().__init__(name=name, **kwargs)
-        _channels_last(type(self).__name__, data_format)
-        self.pool_size = _single(pool_size, "pool_size")
-        self.strides = _single(strides, "strides") if strides is not None else self.pool_size
-        self.padding = _padding(padding)
-
-    def compute_output_shape(self, shape):
-        _rank(self, shape, 2, "(steps, channels)")
-        ot = _out_len(shape[0], self.pool_size[0], self.strides[0], self.padding == "same")
-        if ot <= 0:
-            raise ValueError(f"{self.name}: pool_size {self.pool_size[0]} does not fit {shape[0]} steps with "
-                             "padding='valid'")
-        return (ot, shape[1])
-
-    def spec(self):
-        return dict(kind=self.kind, name=self.name, kh=1, sh=1, kw=self.pool_size[0], sw=self.strides[0],
-                    same=int(self.padding == "same"))
-
-
-class MaxPooling1D(_Pool1D):
-    _base, kind = "max_pooling1d", MAXPOOL
-
-    def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None, name=None, **kwargs):
-        super().__init__(pool_size, strides=strides, padding=padding, data_format=data_format, name=name, **kwargs)
-
-
-class AveragePooling1D(_Pool1D):
-    _base, kind = "average_pooling1d", AVGPOOL
-
-
-class _GlobalPool(Layer):
-    kind, rank = None, None
-
-    def __init__(self, data_format=None, keepdims=False, **kwargs):
-        super().__init__(**kwargs)
-        _channels_last(type(self).__name__, data_format)
-        if not isinstance(keepdims, bool):
-            raise ValueError(f"{type(self).__name__}: keepdims must be a bool, got {keepdims!r}")
-        self.keepdims = keepdims
-
-    def compute_output_shape(self, shape):
-        _rank(self, shape, self.rank, "(steps, channels)" if self.rank == 2 else "(H, W, C)")
-        return (1,) * (self.rank - 1) + (shape[-1],) if self.keepdims else (shape[-1],)
-
-    def spec(self):
-        return dict(kind=self.kind, name=self.name, keepdims=int(self.keepdims))
-
-
-class GlobalAveragePooling1D(_GlobalPool):
-    _base, kind, rank = "global_average_pooling1d", GAP, 2
-
-
-class GlobalMaxPooling1D(_GlobalPool):
-    _base, kind, rank = "global_max_pooling1d", GMP, 2
-
-
-class GlobalMaxPooling2D(_GlobalPool):
-    _base, kind, rank = "global_max_pooling2d", GMP, 3
-
-
 # Keras's aliases
 Convolution1D, Convolution2DTranspose = Conv1D, Conv2DTranspose
-MaxPool1D, AvgPool1D = MaxPooling1D, AveragePooling1D
-GlobalAvgPool1D, GlobalMaxPool1D, GlobalMaxPool2D = GlobalAveragePooling1D, GlobalMaxPooling1D, GlobalMaxPooling2D
+
+
+# ---- Keras 3 configs (layer.keras_config) ----
+
+@keras_config(Conv2D)
+def _conv_config(l):
+    return dict(filters=l.filters, kernel_size=list(l.kernel_size), strides=list(l.strides), padding=l.padding,
+                data_format="channels_last", dilation_rate=[1, 1], groups=1,
+                activation=activations.name_of(l.activation), use_bias=l.use_bias,
+                kernel_initializer=initializers.serialize(l.kernel_initializer),
+                bias_initializer=initializers.serialize(l.bias_initializer),
+                kernel_regularizer=regularizers.serialize(l.kernel_regularizer),
+                bias_regularizer=regularizers.serialize(l.bias_regularizer), activity_regularizer=None,
+                kernel_constraint=constraints.serialize(l.kernel_constraint),
+                bias_constraint=constraints.serialize(l.bias_constraint))
+
+
+@keras_config(Conv1D)
+def _conv1d_config(l):
+    return dict(_conv_config(l), kernel_size=list(l.kernel_size), strides=list(l.strides),
+                dilation_rate=list(l.dilation_rate))
+
+
+@keras_config(Conv2DTranspose)
+def _conv2d_transpose_config(l):
+    d = _conv_config(l)
+    del d["groups"]
+    return dict(d, output_padding=None)

@@ -10,10 +10,12 @@ import time
 
 import numpy as np
 
-from . import data as data_mod, memory, schedules, utils
-from .callbacks import CallbackList, TerminateOnNaN
-from .errors import NonFiniteError
-from .progress import Progbar
+from .. import schedules, utils
+from ..callbacks import CallbackList, TerminateOnNaN
+from ..callbacks.progbar import Progbar
+from ..errors import NonFiniteError
+from ..runtime import devices
+from . import data as data_mod, memory
 
 _CHUNK_SECONDS = 0.1
 _GUARD = True  # benchmarks/bench_guard.py turns the guards off to measure their cost
@@ -160,7 +162,6 @@ def _prepare(model, x, y, validation_data=None):
 
 
 def _resolve_device(model, device):
-    from . import devices
     return devices.resolve(device)
 
 
@@ -191,20 +192,16 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     if val is not None:
         val.check(model)
     # plan before anything is allocated; refuse if it does not fit
-    model._plan_weighted = {"train": train.weighted or cw_table is not None,
-                            "evaluate": val is not None and val.weighted}
-    try:
-        plan = memory.plan_fit(model, "auto" if train.auto_batch else train.batch_size, micro_batch, device,
-                               memory_limit, val.batch_size if val is not None else None, max_rows=train.num_rows,
-                               shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0)
-    finally:
-        weighted, model._plan_weighted = model._plan_weighted, None
+    weighted = memory.Weighted(train=train.weighted or cw_table is not None,
+                               evaluate=val is not None and val.weighted)
+    plan = memory.plan_fit(model, data_mod.batch_request(train), micro_batch, device, memory_limit,
+                           val.batch_size if val is not None else None, max_rows=train.num_rows,
+                           shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0, weighted=weighted)
     memory.require_fits(plan)
-    if train.auto_batch:
-        train.set_batch_size(plan.batch_size)
-    model._last_batch_size = train.batch_size
+    batch_size = plan.batch_size   # from here on the plan's: the data sources are not told
+    model._last_batch_size = batch_size
     model._last_plan = plan   # already while it runs: the progress bar shows memory against it
-    cbs = CallbackList(callbacks, model, {"epochs": epochs, "steps": train.steps_per_epoch, "verbose": verbose},
+    cbs = CallbackList(callbacks, model, {"epochs": epochs, "steps": train.steps_for(batch_size), "verbose": verbose},
                        add_history=True, add_progbar=verbose != 0)
     history = cbs.history
     nan_stop = next((c for c in cbs.callbacks if isinstance(c, TerminateOnNaN)), None)
@@ -216,12 +213,12 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     model._initial_epoch = None
     watchdog = memory.Watchdog(plan)
     run = model._engine.open_run("train", plan.rows, device=plan.device, host_budget=0, device_budget=0,
-                                 seed=utils.next_seed(), guard=_GUARD, weighted=weighted["train"])
+                                 seed=utils.next_seed(), guard=_GUARD, weighted=weighted.train)
     vrun = None
     try:
         if val is not None:
             vrun = model._engine.open_run("evaluate", plan.val_rows, device=plan.device,
-                                          weighted=weighted["evaluate"])
+                                          weighted=weighted.evaluate)
         watchdog.start()
         cbs.on_train_begin()
         initial_epoch = model._initial_epoch or initial_epoch  # BackupAndRestore resumes here
@@ -247,7 +244,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                 cbs.on_train_batch_end(step_done - 1, logs=_logs(tot, run, model))
 
             try:
-                train.run_epoch(run, epoch, on_chunk, _Stepper(model, per_step, before_step))
+                train.run_epoch(run, epoch, on_chunk, _Stepper(model, per_step, before_step), batch_size)
             except NonFiniteError as e:
                 if nan_stop is None:
                     raise _with_epoch(e, epoch) from None
@@ -327,11 +324,8 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
     src = data_mod.adapt_for_eval(model, x, y, batch_size, steps, sample_weight=sample_weight)
     model._require_built(src.sample_x())
     src.check(model)
-    model._plan_weighted = {"evaluate": src.weighted}
-    try:
-        plan = memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit)
-    finally:
-        model._plan_weighted = None
+    plan = memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit,
+                           weighted=memory.Weighted(train=False, evaluate=src.weighted))
     memory.require_fits(plan)
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
     run = model._engine.open_run("evaluate", plan.rows, device=plan.device, weighted=src.weighted)

@@ -10,10 +10,14 @@ This class describes and reports; the engine computes."""
 
 import numpy as np
 
-from . import _core, functional, layers as layers_mod, losses, metrics as metrics_mod, optimizers, utils
+from .. import _core, graph, losses, metrics as metrics_mod, optimizers, utils
+from ..engine import memory, training
+from ..layers.input_layer import Input
+from ..layers.layer import _counters
+from ..saving import graph_file, keras_file, keras_graph
 
 
-class Model:
+class Model(graph.GraphModel):
     """Keras `Model`: `Model(inputs, outputs, name=None)`, or subclass it and define `call(self, x, training=None)`."""
 
     def __init__(self, *args, **kwargs):
@@ -35,8 +39,8 @@ class Model:
 
     def _default_name(self):
         base = "functional" if type(self) is Model else utils_snake(type(self).__name__)
-        n = layers_mod._counters.get(base, 0)
-        layers_mod._counters[base] = n + 1
+        n = _counters.get(base, 0)
+        _counters[base] = n + 1
         return base if n == 0 else f"{base}_{n}"
 
     def _init_state(self, name):
@@ -61,8 +65,8 @@ class Model:
     # ---- structure ----
     def _set_graph(self, inputs, outputs):
         (self._inputs, self._input_names, self._inputs_dict, self._outputs, self._output_names,
-         self._outputs_dict) = functional.normalize_io(inputs, outputs)
-        self._nodes = functional.collect_nodes(self._inputs, self._outputs)
+         self._outputs_dict) = graph.normalize_io(inputs, outputs)
+        self._nodes = graph.collect_nodes(self._inputs, self._outputs)
         self._engine = None
         self.build()
 
@@ -74,12 +78,12 @@ class Model:
         raise NotImplementedError(f"{type(self).__name__}: a subclassed Model must define call(self, x, training=None)")
 
     def __call__(self, inputs, training=None, **kwargs):
-        return functional.call_model(self, inputs, training=training)
+        return graph.call_model(self, inputs, training=training)
 
     def _trace(self, shapes):
         """Subclassed models: run call() once on symbolic inputs of these per-sample shapes."""
-        ins = [layers_mod.Input(shape=s) for s in shapes]
-        out = functional.trace_call(self, ins[0] if len(ins) == 1 else ins)
+        ins = [Input(shape=s) for s in shapes]
+        out = graph.trace_call(self, ins[0] if len(ins) == 1 else ins)
         self._traced = True
         self._set_graph(ins[0] if len(ins) == 1 else ins, out)
 
@@ -107,7 +111,7 @@ class Model:
     def layers(self):
         if not self._functional:
             return []
-        return functional.model_layers(self)
+        return graph.model_layers(self)
 
     def get_layer(self, name=None, index=None):
         if index is not None:
@@ -133,7 +137,7 @@ class Model:
         """Every layer this model runs (nested models' layers included), in order."""
         if not self._functional:
             return []
-        return functional.graph_layers(self)
+        return graph.graph_layers(self)
 
     @property
     def built(self):
@@ -150,7 +154,7 @@ class Model:
         self._build_engine()
 
     def _build_engine(self):
-        g = functional.compile_graph(self)
+        g = graph.compile_graph(self)
         carried = {}
         for l in g.owners:  # the newest weights of layers used before (another model, or this one's old engine)
             src = l._model
@@ -223,7 +227,7 @@ class Model:
                 if x is None:
                     raise ValueError(f"{self.name}: the model is not built; call build(input_shape) or fit / predict "
                                      "with data first")
-                self._trace(functional.data_shapes(x))
+                self._trace(graph.data_shapes(x))
             else:
                 self._build_engine()
         self._sync_layers()
@@ -300,12 +304,12 @@ class Model:
         opt = optimizers.get(optimizer)
         names = self._output_names or ["output"]
         n_out = len(names)
-        out_losses = functional.per_output(loss, names, "loss", losses.get)
-        weights = functional.per_output(1.0 if loss_weights is None else loss_weights, names, "loss_weights", float)
+        out_losses = graph.per_output(loss, names, "loss", losses.get)
+        weights = graph.per_output(1.0 if loss_weights is None else loss_weights, names, "loss_weights", float)
         given = []   # (output, metric object, name, weighted, as given)
         for arg, weighted in ((metrics, False), (weighted_metrics, True)):
             what = "weighted_metrics" if weighted else "metrics"
-            for k, ms in enumerate(functional.per_output_metrics(arg, names, what)):
+            for k, ms in enumerate(graph.per_output_metrics(arg, names, what)):
                 for m in ms:
                     obj, name = metrics_mod.get(m)
                     given.append((k, obj, name, weighted, m if isinstance(m, str) else metrics_mod.serialize(obj)))
@@ -397,29 +401,25 @@ class Model:
 
     @property
     def metrics_names(self):
-        from .training import log_keys
-        return log_keys(self)
+        return training.log_keys(self)
 
-    # ---- training (implemented in training.py) ----
+    # ---- training (implemented in engine/training.py) ----
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
             validation_data=None, shuffle=True, initial_epoch=0, steps_per_epoch=None, micro_batch=None,
             memory_limit=None, device=None, **kwargs):
-        from .training import fit
-        return fit(self, x, y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
-                   validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
-                   initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch, micro_batch=micro_batch,
-                   memory_limit=memory_limit, device=device, **kwargs)
+        return training.fit(self, x, y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
+                            validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
+                            initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch, micro_batch=micro_batch,
+                            memory_limit=memory_limit, device=device, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", steps=None, return_dict=False,
                  memory_limit=None, device=None, **kwargs):
-        from .training import evaluate
-        return evaluate(self, x, y, batch_size=batch_size, verbose=verbose, steps=steps, return_dict=return_dict,
-                        memory_limit=memory_limit, device=device, **kwargs)
+        return training.evaluate(self, x, y, batch_size=batch_size, verbose=verbose, steps=steps,
+                                 return_dict=return_dict, memory_limit=memory_limit, device=device, **kwargs)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, memory_limit=None, device=None, **kwargs):
-        from .training import predict
-        return predict(self, x, batch_size=batch_size, verbose=verbose, steps=steps, memory_limit=memory_limit,
-                       device=device, **kwargs)
+        return training.predict(self, x, batch_size=batch_size, verbose=verbose, steps=steps,
+                                memory_limit=memory_limit, device=device, **kwargs)
 
     def estimate_memory(self, batch_size=32, optimizer=None, device=None, micro_batch=None, mode="train",
                         memory_limit=None, validation_batch_size=None, shuffle_rows=0, sample_weight=False):
@@ -427,18 +427,14 @@ class Model:
         (shuffle_rows: rows fit will shuffle, for the per-epoch order array;
         sample_weight: whether the run gets sample or class weights, whose
         per-batch slots it then holds)."""
-        from .memory import estimate
-        self._plan_weighted = {"train": bool(sample_weight), "evaluate": bool(sample_weight) and mode == "evaluate"}
-        try:
-            return estimate(self, batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch, mode=mode,
-                            memory_limit=memory_limit, validation_batch_size=validation_batch_size,
-                            shuffle_rows=shuffle_rows)
-        finally:
-            self._plan_weighted = None
+        weighted = memory.Weighted(train=bool(sample_weight), evaluate=bool(sample_weight) and mode == "evaluate")
+        return memory.estimate(self, batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch, mode=mode,
+                               memory_limit=memory_limit, validation_batch_size=validation_batch_size,
+                               shuffle_rows=shuffle_rows, weighted=weighted)
 
     # ---- reports ----
     def _summary_rows(self):
-        return functional.summary_rows(self)
+        return graph.summary_rows(self)
 
     def summary(self, batch_size=None, print_fn=None):
         self._require_built()
@@ -466,31 +462,26 @@ class Model:
         compile config, optimizer state), or any model to a boundfit graph file
         (.npz). A subclassed model is written to `.keras` as the Functional
         graph its call() was traced into: Keras 3 opens it without the class."""
-        from .saving import save_model
-        save_model(self, filepath, overwrite=overwrite)
+        graph_file.save_model(self, filepath, overwrite=overwrite)
 
     def get_config(self):
         """Keras 3's Functional config of this graph (keras_graph.py); a
         subclassed model gives the Functional graph it was traced into."""
-        from .keras_graph import functional_config
         self._require_built()
-        return functional_config(self)
+        return keras_graph.functional_config(self)
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
         """A functional model from Keras 3's Functional config (get_config())."""
-        from .keras_graph import functional_from_config
-        return functional_from_config({"class_name": "Functional", "config": config}, custom_objects)
+        return keras_graph.functional_from_config({"class_name": "Functional", "config": config}, custom_objects)
 
     def save_weights(self, filepath, overwrite=True):
         """Save weights (and optimizer state) to a Keras 3 `.weights.h5` file, atomically."""
-        from .keras_format import save_weights
-        save_weights(self, filepath, overwrite=overwrite)
+        keras_file.save_weights(self, filepath, overwrite=overwrite)
 
     def load_weights(self, filepath, skip_mismatch=False):
         """Load a `.weights.h5` (or `.keras`) file written by Keras 3 or boundfit; all or nothing."""
-        from .keras_format import load_weights
-        load_weights(self, filepath, skip_mismatch=skip_mismatch)
+        keras_file.load_weights(self, filepath, skip_mismatch=skip_mismatch)
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}>"
@@ -499,112 +490,3 @@ class Model:
 def utils_snake(name):
     out = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
     return out or "model"
-
-
-class Sequential(Model):
-    def __init__(self, layers=None, name=None, trainable=True):
-        self._init_state(name or "sequential")
-        self._trainable = bool(trainable)
-        self._layers, self._in_shape = [], None
-        self._input_layer = None
-        for layer in layers or []:
-            self.add(layer)
-
-    # ---- structure ----
-    def add(self, layer):
-        if isinstance(layer, functional.KerasTensor) and layer._input_layer is not None:
-            layer = layer._input_layer
-        if isinstance(layer, layers_mod.InputLayer):
-            if self._layers:
-                raise ValueError("Input must come first in a Sequential model")
-            self._in_shape, self._input_layer = layer.shape, layer
-            return
-        if not isinstance(layer, (layers_mod.Layer, Model)):
-            raise TypeError(f"Sequential.add: expected a boundfit layer or model, got {type(layer).__name__}")
-        if len(getattr(layer, "_parts", lambda: [None])()) > 1:
-            raise ValueError(f"Sequential.add: layer {layer.name!r} has several outputs (return_state=True or "
-                             "merge_mode=None); all layers in a Sequential model should have a single output "
-                             "tensor. For multi-output layers, use the functional API.")
-        if not self._layers and self._in_shape is None:
-            if getattr(layer, "input_shape_arg", None) is not None:
-                self._in_shape = layer.input_shape_arg
-            elif isinstance(layer, Model) and layer._functional and len(layer._inputs) == 1:
-                self._in_shape = layer._inputs[0]._ps
-        self._layers.append(layer)
-        self._engine = None
-        self._inputs = None
-        if self._in_shape is not None:
-            self.build()
-
-    @property
-    def layers(self):
-        return list(self._layers)
-
-    def build(self, input_shape=None):
-        if input_shape is not None:
-            s = tuple(input_shape)
-            self._in_shape = s[1:] if len(s) > 1 and s[0] is None else s
-        if self._in_shape is None:
-            raise ValueError("the model has no input shape: pass input_shape= to the first layer or use layers.Input")
-        if not self._layers:
-            raise ValueError("the model has no layers")
-        inp = layers_mod.InputLayer(shape=self._in_shape, name=self._input_layer.name if self._input_layer else None)
-        x = inp.output
-        for l in self._layers:
-            x = l(x)
-        (self._inputs, self._input_names, self._inputs_dict, self._outputs, self._output_names,
-         self._outputs_dict) = functional.normalize_io(inp.output, x)
-        self._nodes = functional.collect_nodes(self._inputs, self._outputs)
-        self._build_engine()
-
-    def _require_built(self, x=None):
-        if self._engine is None:
-            if x is None:
-                raise ValueError("the model is not built: give the first layer input_shape= or call build()")
-            self._in_shape = tuple(np.shape(x)[1:])
-            self.build()
-        self._sync_layers()
-
-    def _own_layers(self):
-        out = []
-        for l in self._layers:
-            out += l._own_layers() if isinstance(l, Model) else [l]
-        return out
-
-    def _summary_rows(self):
-        rows = [("Layer (type)", "Output Shape", "Param #")]
-        for layer in self._layers:
-            shape = functional.last_output_shape(layer)
-            rows.append((f"{layer.name} ({type(layer).__name__})", str(shape), f"{functional.layer_params(self, layer):,}"))
-        return rows
-
-    def _plain(self):
-        """A chain of plain layers (no nested models): what Keras's Sequential files describe here."""
-        return not any(isinstance(l, Model) for l in self._layers)
-
-    def get_config(self):
-        """Keras 3's config of this model (keras_config.py): name, layers, ..."""
-        from .keras_config import model_config
-        return model_config(self)["config"]
-
-    @classmethod
-    def from_config(cls, config):
-        from .keras_config import sequential_from_config
-        return sequential_from_config({"class_name": "Sequential", "config": config})
-
-    def to_json(self, **kwargs):
-        import json
-        from .keras_config import model_config
-        cfg = model_config(self)
-        cfg.pop("compile_config", None)
-        return json.dumps(cfg, **kwargs)
-
-    def __repr__(self):
-        return f"<Sequential name={self.name} layers={len(self._layers)}>"
-
-
-def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
-    """Load a Keras 3 `.keras` file (written by Keras or boundfit), or a boundfit
-    graph file (.npz) of a functional, nested or subclassed model."""
-    from .saving import load_model as _load
-    return _load(filepath, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)

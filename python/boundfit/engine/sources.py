@@ -11,13 +11,9 @@ import time
 
 import numpy as np
 
-from . import utils
-from .errors import DataError
-
-
-def engine_batch(offset):
-    from .data import engine_batch as eb
-    return eb(offset)
+from .. import utils
+from ..errors import DataError
+from .arrays import as_arrays, check_x, check_y, engine_batch, same_rows
 
 
 def _before(chunks, k):
@@ -74,7 +70,6 @@ class SequenceData:
             return None
 
     def _arrays(self, i, v, what, kind):
-        from .data import as_arrays
         try:
             return as_arrays(self.model, v, what, kind)
         except DataError as e:
@@ -100,7 +95,6 @@ class SequenceData:
                             f"and shape {swb.shape} for {n} samples", batch_index=i)
         if any(a.shape[0] == 0 for a in xb.arrays):
             raise DataError(f"batch {i}: x is empty", batch_index=i)
-        from .data import same_rows
         try:
             same_rows(xb, yb)
         except DataError as e:
@@ -157,18 +151,17 @@ class SequenceData:
     def steps_per_epoch(self):
         return self._steps
 
+    def steps_for(self, batch_size):
+        return self._steps   # the source's own batches, whatever the plan's batch size
+
     @property
     def num_rows(self):
         return None
-
-    def set_batch_size(self, b):
-        pass
 
     def sample_x(self):
         return self._ref[0].sample()
 
     def check(self, model, need_y=True):
-        from .data import check_x, check_y
         fx, fy, _ = self._ref
         check_x(model, fx.relabel(" (first batch)"))
         if need_y:
@@ -176,7 +169,7 @@ class SequenceData:
                 raise DataError("the data source yields no y")
             check_y(model, fy.relabel(" (first batch)"))
 
-    def run_epoch(self, run, epoch, on_chunk, chunks):
+    def run_epoch(self, run, epoch, on_chunk, chunks, batch_size=None):
         batches, t = self._batches(), time.perf_counter()
         for k, xb, yb, swb in batches:
             fetched = time.perf_counter() - t            # the source's time counts as waiting for data

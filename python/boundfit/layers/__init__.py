@@ -1,0 +1,45 @@
+"""Keras-style layers, one module per family. Each layer describes itself as a
+spec dict for the engine (kind ids from _core.LAYER_KINDS); the engine owns
+weights and compute. Calling a layer on symbolic tensors (boundfit.Input)
+records a node of a graph and returns a symbolic tensor (node.py).
+
+A new layer: its class goes in the family's module (or a new one, imported
+here), and its Keras 3 config is registered there with @keras_config
+(layer.py); see CONTRIBUTING_python.md."""
+
+from .activation import ELU, LeakyReLU, ReLU, Softmax
+from .args import engine_kinds
+from .attention import MultiHeadAttention
+from .augmentation import RandomCrop, RandomFlip, RandomTranslation
+from .conv import Conv1D, Conv2D, Conv2DTranspose, Convolution1D, Convolution2DTranspose
+from .core import Activation, Dense
+from .embedding import Embedding
+from .input_layer import Input, InputLayer
+from .layer import Layer
+from .merge import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract, add, average, concatenate,
+                    maximum, minimum, multiply, subtract)
+from .normalization import BatchNormalization, LayerNormalization
+from .pooling import (AveragePooling1D, AveragePooling2D, AvgPool1D, GlobalAveragePooling1D, GlobalAveragePooling2D,
+                      GlobalAvgPool1D, GlobalMaxPool1D, GlobalMaxPool2D, GlobalMaxPooling1D, GlobalMaxPooling2D,
+                      MaxPool1D, MaxPooling1D, MaxPooling2D)
+from .preprocessing import Normalization, Rescaling
+from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
+from .regularization import Dropout
+from .reshaping import Flatten, Permute, RepeatVector, Reshape, UpSampling2D, ZeroPadding2D
+
+# the engine's layer kind numbers (csrc/core/model.c bf_layer_kind_names)
+(DENSE, CONV2D, MAXPOOL, AVGPOOL, GAP, FLATTEN, RESHAPE, DROPOUT, BATCHNORM, ACTIVATION,
+ ADD, SUBTRACT, MULTIPLY, AVERAGE, MAXIMUM, MINIMUM, CONCAT) = engine_kinds(
+    "DENSE CONV2D MAXPOOL AVGPOOL GAP FLATTEN RESHAPE DROPOUT BATCHNORM ACTIVATION "
+    "ADD SUBTRACT MULTIPLY AVERAGE MAXIMUM MINIMUM CONCAT")
+
+__all__ = ["Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",
+           "BatchNormalization", "Bidirectional", "Concatenate", "Conv1D", "Conv2D", "Conv2DTranspose",
+           "Convolution1D", "Convolution2DTranspose", "Dense", "Dropout", "ELU", "Embedding", "Flatten", "GRU",
+           "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D", "GlobalMaxPool1D",
+           "GlobalMaxPool2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "Input", "InputLayer", "LSTM", "Layer",
+           "LayerNormalization", "LeakyReLU", "MaxPool1D", "MaxPooling1D", "MaxPooling2D", "Maximum", "Minimum",
+           "MultiHeadAttention", "Multiply", "Normalization", "Permute", "RandomCrop", "RandomFlip",
+           "RandomTranslation", "ReLU", "RepeatVector", "Rescaling", "Reshape", "SimpleRNN", "Softmax", "Subtract",
+           "UpSampling2D", "ZeroPadding2D", "add", "average", "concatenate", "maximum", "minimum", "multiply",
+           "subtract"]

@@ -1,0 +1,117 @@
+"""What the layer families share: the engine's layer kind numbers and the
+checks and conversions of common arguments (sizes, padding, seeds, weight
+options)."""
+
+import math
+import numbers
+
+import numpy as np
+
+from .. import constraints, regularizers
+from .._core import LAYER_KINDS
+
+
+def engine_kinds(names):
+    """The engine's layer kind numbers for space-separated names (csrc/core/model.c bf_layer_kind_names)."""
+    return [LAYER_KINDS[n] for n in names.split()]
+
+
+def _out_len(n, k, s, same):
+    return -(-n // s) if same else (n - k) // s + 1
+
+
+def _pair(v, argument):
+    t = (v, v) if isinstance(v, int) else tuple(v)
+    if len(t) != 2 or not all(isinstance(i, int) and i > 0 for i in t):
+        raise ValueError(f"{argument} must be a positive int or a pair of them, got {v!r}")
+    return t
+
+
+def _padding(p):
+    p = str(p).lower()
+    if p not in ("valid", "same"):
+        raise ValueError(f"padding must be 'valid' or 'same', got {p!r}")
+    return p
+
+
+def _weight_options(layer, kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
+                    bias_constraint):
+    """Dense / Conv2D: Keras regularizers and constraints (regularizers.py, constraints.py)."""
+    if activity_regularizer is not None:
+        raise ValueError(f"{type(layer).__name__}: activity_regularizer is not supported by boundfit")
+    layer.kernel_regularizer = regularizers.get(kernel_regularizer, "kernel_regularizer")
+    layer.bias_regularizer = regularizers.get(bias_regularizer, "bias_regularizer")
+    layer.activity_regularizer = None
+    layer.kernel_constraint = constraints.get(kernel_constraint, "kernel_constraint")
+    layer.bias_constraint = constraints.get(bias_constraint, "bias_constraint")
+
+
+def _weight_specs(layer, kernel_rank):
+    return dict(regs=regularizers._engine_specs(layer.kernel_regularizer, layer.bias_regularizer),
+                cons=constraints._engine_specs([(layer.kernel_constraint, kernel_rank, "kernel_constraint"),
+                                                (layer.bias_constraint, 1, "bias_constraint")]))
+
+
+def _number(v, argument, cls="layer"):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+        raise ValueError(f"{cls}: {argument} must be a finite number, got {v!r}")
+    return float(v)
+
+
+def _image_shape(layer, shape):
+    if len(shape) != 3:
+        raise ValueError(f"{layer.name}: expects input of rank 3 (H, W, C) per sample, got shape {(None,) + tuple(shape)}")
+
+
+def _data_format(cls, data_format):
+    if data_format not in (None, "channels_last"):
+        raise ValueError(f"{cls}: only data_format='channels_last' is supported, got {data_format!r}")
+
+
+def _seed(cls, seed):
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"{cls}: seed must be None or an int >= 0, got {seed!r}")
+    return int(seed)
+
+
+def _single(v, argument):
+    t = (v,) if isinstance(v, int) else tuple(v) if isinstance(v, (list, tuple)) else None
+    if t is None or len(t) != 1 or not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in t):
+        raise ValueError(f"{argument} must be a positive int or a tuple of one, got {v!r}")
+    return t
+
+
+def _channels_last(cls, data_format):
+    if data_format not in (None, "channels_last"):
+        raise ValueError(f"{cls}: only data_format='channels_last' is supported, got {data_format!r}")
+
+
+def _filters(cls, filters):
+    if not isinstance(filters, int) or isinstance(filters, bool) or filters <= 0:
+        raise ValueError(f"{cls}: filters must be a positive int, got {filters!r}")
+    return filters
+
+
+def _rank(layer, shape, rank, what):
+    if len(shape) != rank:
+        raise ValueError(f"{layer.name}: expects input of rank {rank} {what} per sample, got shape "
+                         f"{(None,) + tuple(shape)}")
+
+
+def _positive_int(v, argument, allow_none=False):
+    if v is None and allow_none:
+        return None
+    if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+        raise ValueError(f"MultiHeadAttention: {argument} must be a positive int{' or None' if allow_none else ''}, "
+                         f"got {argument}={v!r}")
+    return v
+
+
+def _listed(v):
+    """a number, tuple or array as JSON has it (Keras configs)"""
+    if v is None or isinstance(v, (int, float)):
+        return v
+    a = np.asarray(v)
+    return a.item() if a.ndim == 0 else a.tolist()

@@ -1,0 +1,117 @@
+"""Random augmentation layers: RandomFlip, RandomCrop, RandomTranslation.
+They act in fit only (identity in evaluate / predict, RandomCrop a centred
+crop) and draw from the engine's counter-based generator: a layer seed gives
+the same augmentations on every run of a fresh model."""
+
+import numbers
+
+from .args import _data_format, _listed, _image_shape, _number, _seed, engine_kinds
+from .layer import Layer, keras_config
+
+AUGMENT, = engine_kinds("AUGMENT")
+
+
+_FILL = {"reflect": 0, "constant": 1, "nearest": 2, "wrap": 3}
+
+
+class _Random(Layer):
+    def __init__(self, seed=None, data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        _data_format(type(self).__name__, data_format)
+        self.seed = _seed(type(self).__name__, seed)
+
+    def compute_output_shape(self, shape):
+        _image_shape(self, shape)
+        return tuple(shape)
+
+    def _spec(self, **kw):
+        return dict(kind=AUGMENT, name=self.name, aug_seed=self.seed, **kw)
+
+
+class RandomFlip(_Random):
+    _base = "random_flip"
+    _MODES = {"horizontal": 1, "vertical": 2, "horizontal_and_vertical": 3}
+
+    def __init__(self, mode="horizontal_and_vertical", seed=None, data_format=None, **kwargs):
+        super().__init__(seed=seed, data_format=data_format, **kwargs)
+        if mode not in self._MODES:
+            raise ValueError(f"RandomFlip: mode must be one of {sorted(self._MODES)}, got {mode!r}")
+        self.mode = mode
+
+    def spec(self):
+        return self._spec(aug_flip=self._MODES[self.mode])
+
+
+class RandomCrop(_Random):
+    _base = "random_crop"
+
+    def __init__(self, height, width, seed=None, data_format=None, **kwargs):
+        super().__init__(seed=seed, data_format=data_format, **kwargs)
+        for k, v in (("height", height), ("width", width)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v <= 0:
+                raise ValueError(f"RandomCrop: {k} must be a positive int, got {v!r}")
+        self.height, self.width = int(height), int(width)
+
+    def compute_output_shape(self, shape):
+        _image_shape(self, shape)
+        if self.height > shape[0] or self.width > shape[1]:
+            raise ValueError(f"{self.name}: a {self.height}x{self.width} crop does not fit input {tuple(shape[:2])}; "
+                             "boundfit does not resize a smaller image up as Keras would")
+        return (self.height, self.width, shape[2])
+
+    def spec(self):
+        return self._spec(aug_crop=1, kh=self.height, kw=self.width)
+
+
+class RandomTranslation(_Random):
+    _base = "random_translation"
+
+    def __init__(self, height_factor, width_factor, fill_mode="reflect", interpolation="bilinear", seed=None,
+                 fill_value=0.0, data_format=None, **kwargs):
+        super().__init__(seed=seed, data_format=data_format, **kwargs)
+        self.height_factor, self.width_factor = height_factor, width_factor
+        self._h = self._factor(height_factor, "height_factor")
+        self._w = self._factor(width_factor, "width_factor")
+        if fill_mode not in _FILL:
+            raise ValueError(f"RandomTranslation: fill_mode must be one of {sorted(_FILL)}, got {fill_mode!r}")
+        if interpolation not in ("nearest", "bilinear"):
+            raise ValueError(f"RandomTranslation: interpolation must be 'nearest' or 'bilinear', got {interpolation!r}")
+        self.fill_mode, self.interpolation = fill_mode, interpolation
+        self.fill_value = _number(fill_value, "fill_value", "RandomTranslation")
+
+    @staticmethod
+    def _factor(f, argument):
+        if isinstance(f, (tuple, list)):
+            if len(f) != 2:
+                raise ValueError(f"RandomTranslation: {argument} must be a number or a pair, got {f!r}")
+            lo, hi = sorted(_number(v, argument, "RandomTranslation") for v in f)
+        else:
+            v = abs(_number(f, argument, "RandomTranslation"))
+            lo, hi = -v, v
+        if lo < -1.0 or hi > 1.0:
+            raise ValueError(f"RandomTranslation: {argument} must be within [-1, 1], got {f!r}")
+        return lo, hi
+
+    def spec(self):
+        return self._spec(aug_translate=1, aug_h_lo=self._h[0], aug_h_hi=self._h[1], aug_w_lo=self._w[0],
+                          aug_w_hi=self._w[1], aug_fill=_FILL[self.fill_mode],
+                          aug_bilinear=int(self.interpolation == "bilinear"), aug_fill_value=self.fill_value)
+
+
+# ---- Keras 3 configs (layer.keras_config) ----
+
+@keras_config(RandomFlip)
+def _random_flip_config(l):
+    return dict(mode=l.mode, seed=l.seed, data_format="channels_last")
+
+
+@keras_config(RandomCrop)
+def _random_crop_config(l):
+    return dict(height=l.height, width=l.width, seed=l.seed, data_format="channels_last")
+
+
+@keras_config(RandomTranslation)
+def _random_translation_config(l):
+    return dict(height_factor=_listed(l.height_factor), width_factor=_listed(l.width_factor),
+                fill_mode=l.fill_mode, interpolation=l.interpolation, seed=l.seed,
+                fill_value=l.fill_value, data_format="channels_last")

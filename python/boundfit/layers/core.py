@@ -1,0 +1,65 @@
+"""Dense and Activation."""
+
+from .. import activations, constraints, initializers, regularizers
+from .args import _weight_options, _weight_specs, engine_kinds
+from .layer import Layer, keras_config
+
+DENSE, ACTIVATION = engine_kinds("DENSE ACTIVATION")
+
+
+class Dense(Layer):
+    _base = "dense"
+
+    def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(**kwargs)
+        _weight_options(self, kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
+                        bias_constraint)
+        self.kernel_initializer = initializers.get(kernel_initializer, "kernel_initializer")
+        self.bias_initializer = initializers.get(bias_initializer, "bias_initializer")
+        if not isinstance(units, int) or units <= 0:
+            raise ValueError(f"Dense: units must be a positive int, got {units!r}")
+        self.units, self.use_bias = units, bool(use_bias)
+        self.activation = activations.get_id(activation)
+
+    _has_weights = True
+
+    def compute_output_shape(self, shape):
+        return tuple(shape[:-1]) + (self.units,)
+
+    def spec(self):
+        return dict(kind=DENSE, name=self.name, units=self.units, use_bias=int(self.use_bias), act=int(self.activation),
+                    act_p=activations.params_of(self.activation),
+                    inits=initializers._engine_specs(self.kernel_initializer, self.bias_initializer),
+                    **_weight_specs(self, 2))
+
+
+class Activation(Layer):
+    _base = "activation"
+
+    def __init__(self, activation, **kwargs):
+        super().__init__(**kwargs)
+        self.activation = activations.get_id(activation)
+
+    def spec(self):
+        return dict(kind=ACTIVATION, name=self.name, act=int(self.activation),
+                    act_p=activations.params_of(self.activation))
+
+
+# ---- Keras 3 configs (layer.keras_config) ----
+
+@keras_config(Dense)
+def _dense_config(l):
+    return dict(units=l.units, activation=activations.name_of(l.activation), use_bias=l.use_bias,
+                kernel_initializer=initializers.serialize(l.kernel_initializer),
+                bias_initializer=initializers.serialize(l.bias_initializer),
+                kernel_regularizer=regularizers.serialize(l.kernel_regularizer),
+                bias_regularizer=regularizers.serialize(l.bias_regularizer),
+                kernel_constraint=constraints.serialize(l.kernel_constraint),
+                bias_constraint=constraints.serialize(l.bias_constraint))
+
+
+@keras_config(Activation)
+def _activation_config(l):
+    return dict(activation=activations.name_of(l.activation))

@@ -1,0 +1,45 @@
+"""InputLayer and Input: the symbolic input tensors of a graph."""
+
+from .layer import _counters
+from .node import KerasTensor
+
+
+class InputLayer:
+    """Marks the input shape (Keras `InputLayer`); `Input(...)` returns its symbolic tensor."""
+
+    def __init__(self, shape=None, batch_size=None, name=None, input_shape=None, dtype=None, **kwargs):
+        shape = shape if shape is not None else input_shape
+        if shape is None:
+            raise ValueError("Input: shape is required")
+        if isinstance(shape, int):
+            shape = (shape,)
+        shape = tuple(shape)
+        if not shape or not all(isinstance(d, int) and d > 0 for d in shape):
+            raise ValueError(f"Input: shape must be a tuple of positive ints (without the batch axis), got {shape!r}")
+        self.shape = shape
+        if name is None:
+            n = _counters.get("input_layer", 0)
+            _counters["input_layer"] = n + 1
+            name = "input_layer" if n == 0 else f"input_layer_{n}"
+        self.name = name
+        self.dtype = dtype or "float32"
+        self.trainable = False
+        self._inbound = []
+
+    def get_weights(self):
+        return []
+
+    def count_params(self):
+        return 0
+
+    @property
+    def output(self):
+        if not hasattr(self, "_tensor"):
+            self._tensor = KerasTensor(self.shape, self.dtype, self.name, input_layer=self)
+        return self._tensor
+
+
+def Input(shape=None, batch_size=None, dtype=None, name=None, **kwargs):
+    """A symbolic input tensor (Keras `keras.Input`): call layers on it and pass
+    it to `Model(inputs, outputs)`, or put it first in a Sequential."""
+    return InputLayer(shape=shape, batch_size=batch_size, name=name, dtype=dtype).output

@@ -1,0 +1,125 @@
+"""Keras-style layers. Each describes itself as a spec dict for the engine
+(kind ids from the engine, _core.LAYER_KINDS); the engine owns weights and compute. Calling a
+layer on symbolic tensors (boundfit.Input) records a node of a graph and
+returns a symbolic tensor (node.py); shapes are inferred here so a bad
+graph fails at the call, as in Keras."""
+
+from .node import call_layer
+
+_counters = {}
+_DTYPE = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": None}
+_KERAS_CONFIGS = {}   # layer class -> fn(layer): its Keras 3 config keys beyond name / trainable / dtype
+
+
+def keras_object(module, class_name, config):
+    """A Keras 3 serialized object (module / class_name / config / registered_name)."""
+    return {"module": module, "class_name": class_name, "config": config, "registered_name": None}
+
+
+def keras_config(*classes):
+    """Decorator: fn(layer) -> dict gives the Keras 3 config of exactly these
+    classes (not their subclasses). Registering is what makes a layer class
+    saveable to and loadable from Keras files (saving/registry.py)."""
+    def register(fn):
+        for cls in classes:
+            _KERAS_CONFIGS[cls] = fn
+        return fn
+    return register
+
+
+def keras_layer_classes():
+    """The layer classes with a Keras 3 config, in registration order."""
+    return list(_KERAS_CONFIGS)
+
+
+def layer_config(layer):
+    """The Keras 3 `config` dict of a boundfit layer (layer.get_config())."""
+    fn = _KERAS_CONFIGS.get(type(layer))
+    if fn is None:
+        raise ValueError(f"layer {layer.name!r}: {type(layer).__name__} has no Keras serialization in boundfit")
+    return dict(name=layer.name, trainable=bool(layer.trainable), dtype=dict(_DTYPE), **fn(layer))
+
+
+class Layer:
+    _base = "layer"
+
+    def __init__(self, name=None, input_shape=None, trainable=True, **kwargs):
+        kwargs.pop("dtype", None)
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}: unknown arguments {sorted(kwargs)}")
+        if name is None:
+            n = _counters.get(self._base, 0)
+            _counters[self._base] = n + 1
+            name = self._base if n == 0 else f"{self._base}_{n}"
+        self.name = name
+        self.input_shape_arg = tuple(input_shape) if input_shape is not None else None
+        self._trainable = bool(trainable)
+        self._model = None      # the model whose engine holds this layer's newest weights
+        self._inbound = []      # nodes: one per call on symbolic tensors
+        self._weight_dim = None  # last input dimension the weights were made for
+
+    def spec(self):
+        raise NotImplementedError
+
+    def get_config(self):
+        """Keras 3's config of this layer (registered with keras_config in its family's module)."""
+        return layer_config(self)
+
+    @property
+    def trainable(self):
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value):
+        self._trainable = bool(value)
+
+    # ---- graphs ----
+    _n_inputs = 1  # merge layers: "many"
+    _has_weights = False
+
+    def compute_output_shape(self, shape):
+        """Per-sample output shape (no batch axis) for a per-sample input shape."""
+        return tuple(shape)
+
+    def __call__(self, inputs, training=None, **kwargs):
+        return call_layer(self, inputs, training=training, **kwargs)
+
+    def _check_call_shape(self, shape):
+        if self._has_weights:
+            if self._weight_dim is not None and shape[-1] != self._weight_dim:
+                raise ValueError(f"layer {self.name!r} was built for inputs with last dimension {self._weight_dim} "
+                                 f"and is called on shape {(None,) + tuple(shape)}; a layer called twice shares its "
+                                 "weights, so its inputs must agree")
+            self._weight_dim = shape[-1]
+
+    # ---- weights (held by the engine of the model that last used the layer) ----
+    def get_weights(self):
+        if self._model is None:
+            return []
+        return self._model._layer_weights(self)
+
+    def set_weights(self, weights):
+        if self._model is None:
+            raise ValueError(f"layer {self.name!r} is not built; add it to a model with an input shape first")
+        self._model._set_layer_weights(self, weights)
+
+    @property
+    def weights(self):
+        return self.get_weights()
+
+    def count_params(self):
+        return sum(int(w.size) for w in self.get_weights())
+
+    @property
+    def output_shape(self):
+        return self._model._layer_output_shape(self) if self._model is not None else None
+
+    @property
+    def output(self):
+        if not self._inbound:
+            raise AttributeError(f"layer {self.name!r} has never been called on a symbolic tensor")
+        outs = self._inbound[0].outputs
+        return outs[0] if len(outs) == 1 else list(outs)  # several (return_state): a list, as Keras
+
+    def __repr__(self):
+        return f"<{type(self).__name__} name={self.name}>"

@@ -1,0 +1,138 @@
+"""Merge layers: Add, Subtract, Multiply, Average, Maximum, Minimum,
+Concatenate, and their functional forms (add(...), ...). They give symbolic
+tensors their +, - and * (node.KerasTensor)."""
+
+from .args import engine_kinds
+from .layer import Layer, keras_config
+from .node import KerasTensor
+
+ADD, SUBTRACT, MULTIPLY, AVERAGE, MAXIMUM, MINIMUM, CONCAT = engine_kinds(
+    "ADD SUBTRACT MULTIPLY AVERAGE MAXIMUM MINIMUM CONCAT")
+
+
+class _Merge(Layer):
+    """Merge layers: called on a list of tensors of one shape."""
+    kind = None
+    _n_inputs = "many"
+
+    def _merge_shape(self, shapes):
+        first = tuple(shapes[0])
+        for i, sh in enumerate(shapes[1:], 1):
+            if tuple(sh) != first:
+                raise ValueError(f"{self.name}: inputs must have the same shape; input 0 has shape {(None,) + first}, "
+                                 f"input {i} has shape {(None,) + tuple(sh)}")
+        return first
+
+    def compute_output_shape(self, shapes):
+        if len(shapes) < 2:
+            raise ValueError(f"{self.name}: a merge layer needs at least 2 inputs, got {len(shapes)}")
+        return self._merge_shape(shapes)
+
+    def spec(self):
+        return dict(kind=self.kind, name=self.name)
+
+
+class Add(_Merge):
+    _base, kind = "add", ADD
+
+
+class Subtract(_Merge):
+    _base, kind = "subtract", SUBTRACT
+
+    def compute_output_shape(self, shapes):
+        if len(shapes) != 2:
+            raise ValueError(f"{self.name}: Subtract needs exactly 2 inputs, got {len(shapes)}")
+        return self._merge_shape(shapes)
+
+
+class Multiply(_Merge):
+    _base, kind = "multiply", MULTIPLY
+
+
+class Average(_Merge):
+    _base, kind = "average", AVERAGE
+
+
+class Maximum(_Merge):
+    _base, kind = "maximum", MAXIMUM
+
+
+class Minimum(_Merge):
+    _base, kind = "minimum", MINIMUM
+
+
+class Concatenate(_Merge):
+    _base, kind = "concatenate", CONCAT
+
+    def __init__(self, axis=-1, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(axis, int) or axis == 0:
+            raise ValueError(f"Concatenate: axis must be a non-zero int (axis 0 is the batch axis), got {axis!r}")
+        self.axis = axis
+        self._axis = None
+
+    def compute_output_shape(self, shapes):
+        if len(shapes) < 2:
+            raise ValueError(f"{self.name}: Concatenate needs at least 2 inputs, got {len(shapes)}")
+        r = len(shapes[0])
+        a = self.axis - 1 if self.axis > 0 else r + self.axis
+        if not 0 <= a < r or any(len(s) != r for s in shapes):
+            raise ValueError(f"{self.name}: axis {self.axis} does not fit inputs of shapes "
+                             f"{[(None,) + tuple(s) for s in shapes]}")
+        for i, sh in enumerate(shapes[1:], 1):
+            if any(sh[d] != shapes[0][d] for d in range(r) if d != a):
+                raise ValueError(f"{self.name}: inputs must have the same shape except on the concatenation axis "
+                                 f"{self.axis}; input 0 has shape {(None,) + tuple(shapes[0])}, input {i} has "
+                                 f"shape {(None,) + tuple(sh)}")
+        if self._axis is not None and self._axis != a:
+            raise ValueError(f"{self.name}: called again on inputs of another rank")
+        self._axis = a
+        out = list(shapes[0])
+        out[a] = sum(s[a] for s in shapes)
+        return tuple(out)
+
+    def spec(self):
+        return dict(kind=CONCAT, name=self.name, axis=self._axis if self._axis is not None else 0)
+
+
+def add(inputs, **kwargs):
+    return Add(**kwargs)(inputs)
+
+
+def subtract(inputs, **kwargs):
+    return Subtract(**kwargs)(inputs)
+
+
+def multiply(inputs, **kwargs):
+    return Multiply(**kwargs)(inputs)
+
+
+def average(inputs, **kwargs):
+    return Average(**kwargs)(inputs)
+
+
+def maximum(inputs, **kwargs):
+    return Maximum(**kwargs)(inputs)
+
+
+def minimum(inputs, **kwargs):
+    return Minimum(**kwargs)(inputs)
+
+
+def concatenate(inputs, axis=-1, **kwargs):
+    return Concatenate(axis=axis, **kwargs)(inputs)
+
+
+KerasTensor._merge_layers.update(add=Add, subtract=Subtract, multiply=Multiply)
+
+
+# ---- Keras 3 configs (layer.keras_config) ----
+
+@keras_config(Concatenate)
+def _concatenate_config(l):
+    return dict(axis=l.axis)
+
+
+@keras_config(Add, Subtract, Multiply, Average, Maximum, Minimum)
+def _merge_config(l):
+    return {}

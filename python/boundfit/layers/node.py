@@ -1,0 +1,161 @@
+"""Symbolic tensors (KerasTensor) and the Node recorded by each call of a
+layer (or a model) on them: calling a layer on symbolic tensors records a node
+of a graph and returns a symbolic tensor, shapes inferred so that a bad graph
+fails where it is written, as in Keras. MaskTensor stands for a Keras mask op
+read from a file (boundfit recomputes masks itself)."""
+
+import itertools
+
+_ids = itertools.count()
+
+_CONTROL_FLOW = (
+    "a symbolic tensor has no value: boundfit traces call() once, on symbolic inputs and without data, to build "
+    "a static graph, so Python control flow on a tensor's values ({what}) cannot be decided. Express it with "
+    "layers instead (for example layers.Maximum / layers.Minimum or an Activation for a max or a clip, a "
+    "Multiply by a mask for a select), and branch only on Python values: arguments of __init__, the shape "
+    "(x.shape), or `training`.")
+
+
+class SymbolicTensorError(TypeError):
+    """A Python operation that needs a symbolic tensor's value (if / while / bool / float...)."""
+
+
+class KerasTensor:
+    """A symbolic tensor: the shape (batch axis None) and where it comes from."""
+
+    def __init__(self, shape, dtype="float32", name=None, node=None, input_layer=None):
+        self._ps = tuple(int(d) for d in shape)
+        self.dtype = dtype
+        self.name = name
+        self._node = node
+        self._input_layer = input_layer
+
+    @property
+    def shape(self):
+        return (None,) + self._ps
+
+    @property
+    def ndim(self):
+        return len(self._ps) + 1
+
+    def __repr__(self):
+        return f"<KerasTensor shape={self.shape}, dtype={self.dtype}, name={self.name}>"
+
+    def _no_value(self, what):
+        raise SymbolicTensorError(_CONTROL_FLOW.format(what=what))
+
+    def __bool__(self):
+        self._no_value("`if tensor:`, `while tensor:`, `and` / `or` / `not` on a tensor")
+
+    def __len__(self):
+        self._no_value("len(tensor); use tensor.shape")
+
+    def __iter__(self):
+        self._no_value("iterating over a tensor")
+
+    def __float__(self):
+        self._no_value("float(tensor)")
+
+    def __int__(self):
+        self._no_value("int(tensor)")
+
+    def __index__(self):
+        self._no_value("using a tensor as an index")
+
+    def __array__(self, *args, **kwargs):
+        self._no_value("converting a tensor to a NumPy array")
+
+    def numpy(self):
+        self._no_value("tensor.numpy()")
+
+    def _compare(self, other, op):
+        self._no_value(f"comparing a tensor with {op}, as in `if x {op} 0:`")
+
+    def __lt__(self, other):
+        return self._compare(other, "<")
+
+    def __le__(self, other):
+        return self._compare(other, "<=")
+
+    def __gt__(self, other):
+        return self._compare(other, ">")
+
+    def __ge__(self, other):
+        return self._compare(other, ">=")
+
+    __hash__ = object.__hash__
+
+    # arithmetic between tensors of one shape is a merge layer
+    def _merge(self, other, cls, swap=False):
+        if not isinstance(other, KerasTensor):
+            raise TypeError(f"{cls.__name__.lower()} of a symbolic tensor and {type(other).__name__}: only tensors "
+                            "of the same shape can be combined (layers.Add / Subtract / Multiply)")
+        return cls()([other, self] if swap else [self, other])
+
+    # "add", "subtract", "multiply": the merge layer classes, filled in by merge.py (which imports this module)
+    _merge_layers = {}
+
+    def __add__(self, other):
+        return self._merge(other, self._merge_layers["add"])
+
+    def __radd__(self, other):
+        return self._merge(other, self._merge_layers["add"], True)
+
+    def __sub__(self, other):
+        return self._merge(other, self._merge_layers["subtract"])
+
+    def __rsub__(self, other):
+        return self._merge(other, self._merge_layers["subtract"], True)
+
+    def __mul__(self, other):
+        return self._merge(other, self._merge_layers["multiply"])
+
+    def __rmul__(self, other):
+        return self._merge(other, self._merge_layers["multiply"], True)
+
+
+class Node:
+    """One call of a layer (or a model) on symbolic tensors."""
+
+    def __init__(self, layer, inputs, outputs):
+        self.id = next(_ids)
+        self.layer, self.inputs, self.outputs = layer, list(inputs), list(outputs)
+        self.index = len(layer._inbound)
+        layer._inbound.append(self)
+        for t in self.outputs:
+            t._node = self
+
+
+def _as_tensors(layer_name, inputs):
+    if isinstance(inputs, KerasTensor):
+        return [inputs], False
+    if isinstance(inputs, (list, tuple)) and inputs and all(isinstance(t, KerasTensor) for t in inputs):
+        return list(inputs), True
+    raise TypeError(f"{layer_name}: layers are called on symbolic tensors (from boundfit.Input, or other layers' "
+                    f"outputs) to build a model, got {type(inputs).__name__}; to compute on arrays, build a Model "
+                    "and call predict()")
+
+
+def call_layer(layer, inputs, training=None, **kwargs):
+    if kwargs:
+        raise TypeError(f"{layer.name}: unknown call arguments {sorted(kwargs)}")
+    ins, many = _as_tensors(layer.name, inputs)
+    if layer._n_inputs == "many":
+        if not many:
+            raise ValueError(f"{layer.name}: a merge layer is called on a list of tensors, got one tensor")
+        shape = layer.compute_output_shape([t._ps for t in ins])
+    else:
+        if len(ins) != 1:
+            raise ValueError(f"{layer.name} ({type(layer).__name__}) takes one input tensor, got a list of {len(ins)}")
+        layer._check_call_shape(ins[0]._ps)
+        shape = layer.compute_output_shape(ins[0]._ps)
+    out = KerasTensor(shape, name=f"{layer.name}_output")
+    Node(layer, ins, [out])
+    return out
+
+
+class MaskTensor:
+    """The output of a Keras mask op in a file: boundfit recomputes the mask itself."""
+
+    def __init__(self, name):
+        self.name = name

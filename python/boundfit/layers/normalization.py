@@ -1,0 +1,113 @@
+"""BatchNormalization and LayerNormalization (Keras 3 names, arguments,
+defaults and weight layouts). The engine computes them (LayerNormalization:
+csrc/core/run_attn.c with the backends' layernorm_* ops)."""
+
+from .. import constraints, initializers, regularizers
+from .args import engine_kinds
+from .layer import Layer, keras_config
+
+BATCHNORM, LAYERNORM = engine_kinds("BATCHNORM LAYERNORM")
+
+
+class BatchNormalization(Layer):
+    _base = "batch_normalization"
+
+    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
+                 gamma_initializer="ones", moving_mean_initializer="zeros", moving_variance_initializer="ones",
+                 beta_regularizer=None, gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
+        super().__init__(**kwargs)
+        self.beta_regularizer = regularizers.get(beta_regularizer, "beta_regularizer")
+        self.gamma_regularizer = regularizers.get(gamma_regularizer, "gamma_regularizer")
+        self.beta_constraint = constraints.get(beta_constraint, "beta_constraint")
+        self.gamma_constraint = constraints.get(gamma_constraint, "gamma_constraint")
+        self.beta_initializer = initializers.get(beta_initializer, "beta_initializer")
+        self.gamma_initializer = initializers.get(gamma_initializer, "gamma_initializer")
+        self.moving_mean_initializer = initializers.get(moving_mean_initializer, "moving_mean_initializer")
+        self.moving_variance_initializer = initializers.get(moving_variance_initializer, "moving_variance_initializer")
+        if axis not in (-1,):
+            raise ValueError("BatchNormalization: only axis=-1 (channels last) is supported")
+        self.momentum, self.epsilon, self.center, self.scale = float(momentum), float(epsilon), bool(center), bool(scale)
+
+    _has_weights = True
+
+    def spec(self):
+        return dict(kind=BATCHNORM, name=self.name, momentum=self.momentum, eps=self.epsilon, center=int(self.center),
+                    scale=int(self.scale),
+                    inits=initializers._engine_specs(self.gamma_initializer, self.beta_initializer,
+                                                     self.moving_mean_initializer, self.moving_variance_initializer),
+                    regs=regularizers._engine_specs(self.gamma_regularizer, self.beta_regularizer),
+                    cons=constraints._engine_specs([(self.gamma_constraint, 1, "gamma_constraint"),
+                                                    (self.beta_constraint, 1, "beta_constraint")]))
+
+
+class LayerNormalization(Layer):
+    """Normalizes each sample over its last axis: (x - mean) / sqrt(var + epsilon) * gamma + beta."""
+    _base = "layer_normalization"
+    _has_weights = True
+
+    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
+                 gamma_initializer="ones", beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
+                 gamma_constraint=None, rms_scaling=False, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(axis, (list, tuple)):
+            if len(axis) != 1:
+                raise ValueError(f"LayerNormalization: only the last axis is supported, got axis={list(axis)!r}")
+            axis = axis[0]
+        if not isinstance(axis, int) or isinstance(axis, bool):
+            raise TypeError(f"LayerNormalization: axis must be an int or a list of ints, got {axis!r}")
+        if rms_scaling:
+            raise ValueError("LayerNormalization: rms_scaling=True is not supported by boundfit")
+        if not float(epsilon) > 0.0:
+            raise ValueError(f"LayerNormalization: epsilon must be > 0, got {epsilon!r}")
+        self.axis, self.epsilon, self.center, self.scale = axis, float(epsilon), bool(center), bool(scale)
+        self.rms_scaling = False
+        self.beta_initializer = initializers.get(beta_initializer, "beta_initializer")
+        self.gamma_initializer = initializers.get(gamma_initializer, "gamma_initializer")
+        self.beta_regularizer = regularizers.get(beta_regularizer, "beta_regularizer")
+        self.gamma_regularizer = regularizers.get(gamma_regularizer, "gamma_regularizer")
+        self.beta_constraint = constraints.get(beta_constraint, "beta_constraint")
+        self.gamma_constraint = constraints.get(gamma_constraint, "gamma_constraint")
+
+    def compute_output_shape(self, shape):
+        r = len(shape) + 1  # with the batch axis
+        if not (self.axis == -1 or self.axis == r - 1):
+            raise ValueError(f"{self.name}: only the last axis is supported (axis=-1 or {r - 1} for inputs of shape "
+                             f"{(None,) + tuple(shape)}), got axis={self.axis}")
+        return tuple(shape)
+
+    def _check_call_shape(self, shape):
+        self.compute_output_shape(shape)
+        super()._check_call_shape(shape)
+
+    def spec(self):
+        return dict(kind=LAYERNORM, name=self.name, eps=self.epsilon, center=int(self.center), scale=int(self.scale),
+                    inits=initializers._engine_specs(self.gamma_initializer, self.beta_initializer),
+                    regs=regularizers._engine_specs(self.gamma_regularizer, self.beta_regularizer),
+                    cons=constraints._engine_specs([(self.gamma_constraint, 1, "gamma_constraint"),
+                                                    (self.beta_constraint, 1, "beta_constraint")]))
+
+
+# ---- Keras 3 configs (layer.keras_config) ----
+
+@keras_config(BatchNormalization)
+def _batchnorm_config(l):
+    return dict(axis=-1, momentum=l.momentum, epsilon=l.epsilon, center=l.center, scale=l.scale,
+                beta_initializer=initializers.serialize(l.beta_initializer),
+                gamma_initializer=initializers.serialize(l.gamma_initializer),
+                moving_mean_initializer=initializers.serialize(l.moving_mean_initializer),
+                moving_variance_initializer=initializers.serialize(l.moving_variance_initializer),
+                beta_regularizer=regularizers.serialize(l.beta_regularizer),
+                gamma_regularizer=regularizers.serialize(l.gamma_regularizer),
+                beta_constraint=constraints.serialize(l.beta_constraint),
+                gamma_constraint=constraints.serialize(l.gamma_constraint))
+
+
+@keras_config(LayerNormalization)
+def _layernorm_config(l):
+    return dict(axis=-1, epsilon=l.epsilon, center=l.center, scale=l.scale, rms_scaling=False,
+                beta_initializer=initializers.serialize(l.beta_initializer),
+                gamma_initializer=initializers.serialize(l.gamma_initializer),
+                beta_regularizer=regularizers.serialize(l.beta_regularizer),
+                gamma_regularizer=regularizers.serialize(l.gamma_regularizer),
+                beta_constraint=constraints.serialize(l.beta_constraint),
+                gamma_constraint=constraints.serialize(l.gamma_constraint))

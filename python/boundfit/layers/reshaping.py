@@ -1,0 +1,176 @@
+"""Layers that move values without computing: Flatten, Reshape, Permute,
+RepeatVector, ZeroPadding2D, UpSampling2D."""
+
+import numbers
+
+from .args import _data_format, _image_shape, engine_kinds
+from .layer import Layer, keras_config
+
+FLATTEN, RESHAPE, PERMUTE, REPEAT, ZEROPAD2D, UPSAMPLE2D = engine_kinds(
+    "FLATTEN RESHAPE PERMUTE REPEAT ZEROPAD2D UPSAMPLE2D")
+
+
+class Flatten(Layer):
+    _base = "flatten"
+
+    def compute_output_shape(self, shape):
+        n = 1
+        for d in shape:
+            n *= d
+        return (n,)
+
+    def spec(self):
+        return dict(kind=FLATTEN, name=self.name)
+
+
+class Reshape(Layer):
+    _base = "reshape"
+
+    def __init__(self, target_shape, **kwargs):
+        super().__init__(**kwargs)
+        self.target_shape = tuple(target_shape)
+        if sum(1 for d in self.target_shape if d == -1) > 1 or any(d == 0 or d < -1 for d in self.target_shape):
+            raise ValueError(f"Reshape: bad target_shape {target_shape!r}")
+
+    def compute_output_shape(self, shape):
+        n = 1
+        for d in shape:
+            n *= d
+        known = 1
+        for d in self.target_shape:
+            known *= d if d != -1 else 1
+        out = tuple(n // known if d == -1 else d for d in self.target_shape)
+        m = 1
+        for d in out:
+            m *= d
+        if m != n:
+            raise ValueError(f"{self.name}: cannot reshape {shape} ({n} values) into {self.target_shape}")
+        return out
+
+    def spec(self):
+        return dict(kind=RESHAPE, name=self.name, target_shape=self.target_shape)
+
+
+# ---- layout ----
+
+class Permute(Layer):
+    _base = "permute"
+
+    def __init__(self, dims, **kwargs):
+        super().__init__(**kwargs)
+        dims = tuple(dims) if isinstance(dims, (tuple, list)) else None
+        if not dims or sorted(dims) != list(range(1, len(dims) + 1)) or not all(isinstance(d, int) for d in dims):
+            raise ValueError(f"Permute: dims must be a permutation of 1..n (the batch axis is not permuted), got {dims!r}")
+        self.dims = dims
+
+    def compute_output_shape(self, shape):
+        if len(shape) != len(self.dims):
+            raise ValueError(f"{self.name}: dims {self.dims} do not fit input of shape {(None,) + tuple(shape)}")
+        return tuple(shape[d - 1] for d in self.dims)
+
+    def spec(self):
+        return dict(kind=PERMUTE, name=self.name, perm=tuple(d - 1 for d in self.dims))
+
+
+class RepeatVector(Layer):
+    _base = "repeat_vector"
+
+    def __init__(self, n, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n <= 0:
+            raise ValueError(f"RepeatVector: n must be a positive int, got {n!r}")
+        self.n = int(n)
+
+    def compute_output_shape(self, shape):
+        if len(shape) != 1:
+            raise ValueError(f"{self.name}: expects input of shape (batch, features), got {(None,) + tuple(shape)}")
+        return (self.n, shape[0])
+
+    def spec(self):
+        return dict(kind=REPEAT, name=self.name, reps=self.n)
+
+
+def _pad_pairs(padding):
+    def nonneg(v):
+        return isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 0
+    if nonneg(padding):
+        return ((int(padding),) * 2,) * 2
+    if isinstance(padding, (tuple, list)) and len(padding) == 2:
+        if all(nonneg(v) for v in padding):
+            return ((int(padding[0]),) * 2, (int(padding[1]),) * 2)
+        if all(isinstance(p, (tuple, list)) and len(p) == 2 and all(nonneg(v) for v in p) for p in padding):
+            return tuple(tuple(int(v) for v in p) for p in padding)
+    raise ValueError("ZeroPadding2D: padding must be an int >= 0, a pair of them or a pair of pairs "
+                     f"((top, bottom), (left, right)), got {padding!r}")
+
+
+class ZeroPadding2D(Layer):
+    _base = "zero_padding2d"
+
+    def __init__(self, padding=(1, 1), data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        _data_format("ZeroPadding2D", data_format)
+        self.padding = _pad_pairs(padding)
+
+    def compute_output_shape(self, shape):
+        _image_shape(self, shape)
+        (t, b), (l, r) = self.padding
+        return (shape[0] + t + b, shape[1] + l + r, shape[2])
+
+    def spec(self):
+        (t, b), (l, r) = self.padding
+        return dict(kind=ZEROPAD2D, name=self.name, pad=(t, b, l, r))
+
+
+class UpSampling2D(Layer):
+    _base = "up_sampling2d"
+
+    def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", **kwargs):
+        super().__init__(**kwargs)
+        _data_format("UpSampling2D", data_format)
+        size = (size, size) if isinstance(size, int) else tuple(size)
+        if len(size) != 2 or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in size):
+            raise ValueError(f"UpSampling2D: size must be a positive int or a pair of them, got {size!r}")
+        if interpolation != "nearest":
+            raise ValueError(f"UpSampling2D: interpolation={interpolation!r} is not supported by boundfit; "
+                             "only 'nearest' is")
+        self.size, self.interpolation = size, interpolation
+
+    def compute_output_shape(self, shape):
+        _image_shape(self, shape)
+        return (shape[0] * self.size[0], shape[1] * self.size[1], shape[2])
+
+    def spec(self):
+        return dict(kind=UPSAMPLE2D, name=self.name, sh=self.size[0], sw=self.size[1])
+
+
+# ---- Keras 3 configs (layer.keras_config) ----
+
+@keras_config(Flatten)
+def _flatten_config(l):
+    return dict(data_format="channels_last")
+
+
+@keras_config(Reshape)
+def _reshape_config(l):
+    return dict(target_shape=list(l.target_shape))
+
+
+@keras_config(Permute)
+def _permute_config(l):
+    return dict(dims=list(l.dims))
+
+
+@keras_config(RepeatVector)
+def _repeat_vector_config(l):
+    return dict(n=l.n)
+
+
+@keras_config(ZeroPadding2D)
+def _zero_padding_config(l):
+    return dict(padding=[list(p) for p in l.padding], data_format="channels_last")
+
+
+@keras_config(UpSampling2D)
+def _upsampling_config(l):
+    return dict(size=list(l.size), data_format="channels_last", interpolation=l.interpolation)

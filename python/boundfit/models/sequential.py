@@ -1,0 +1,111 @@
+"""Sequential: a chain of layers (and models), built as a graph the same way
+as a functional Model."""
+
+import json
+
+import numpy as np
+
+from .. import graph
+from ..layers.input_layer import InputLayer
+from ..layers.layer import Layer
+from ..layers.node import KerasTensor
+from ..saving import keras_graph
+from .model import Model
+
+
+class Sequential(Model):
+    def __init__(self, layers=None, name=None, trainable=True):
+        self._init_state(name or "sequential")
+        self._trainable = bool(trainable)
+        self._layers, self._in_shape = [], None
+        self._input_layer = None
+        for layer in layers or []:
+            self.add(layer)
+
+    # ---- structure ----
+    def add(self, layer):
+        if isinstance(layer, KerasTensor) and layer._input_layer is not None:
+            layer = layer._input_layer
+        if isinstance(layer, InputLayer):
+            if self._layers:
+                raise ValueError("Input must come first in a Sequential model")
+            self._in_shape, self._input_layer = layer.shape, layer
+            return
+        if not isinstance(layer, (Layer, Model)):
+            raise TypeError(f"Sequential.add: expected a boundfit layer or model, got {type(layer).__name__}")
+        if len(getattr(layer, "_parts", lambda: [None])()) > 1:
+            raise ValueError(f"Sequential.add: layer {layer.name!r} has several outputs (return_state=True or "
+                             "merge_mode=None); all layers in a Sequential model should have a single output "
+                             "tensor. For multi-output layers, use the functional API.")
+        if not self._layers and self._in_shape is None:
+            if getattr(layer, "input_shape_arg", None) is not None:
+                self._in_shape = layer.input_shape_arg
+            elif isinstance(layer, Model) and layer._functional and len(layer._inputs) == 1:
+                self._in_shape = layer._inputs[0]._ps
+        self._layers.append(layer)
+        self._engine = None
+        self._inputs = None
+        if self._in_shape is not None:
+            self.build()
+
+    @property
+    def layers(self):
+        return list(self._layers)
+
+    def build(self, input_shape=None):
+        if input_shape is not None:
+            s = tuple(input_shape)
+            self._in_shape = s[1:] if len(s) > 1 and s[0] is None else s
+        if self._in_shape is None:
+            raise ValueError("the model has no input shape: pass input_shape= to the first layer or use layers.Input")
+        if not self._layers:
+            raise ValueError("the model has no layers")
+        inp = InputLayer(shape=self._in_shape, name=self._input_layer.name if self._input_layer else None)
+        x = inp.output
+        for l in self._layers:
+            x = l(x)
+        (self._inputs, self._input_names, self._inputs_dict, self._outputs, self._output_names,
+         self._outputs_dict) = graph.normalize_io(inp.output, x)
+        self._nodes = graph.collect_nodes(self._inputs, self._outputs)
+        self._build_engine()
+
+    def _require_built(self, x=None):
+        if self._engine is None:
+            if x is None:
+                raise ValueError("the model is not built: give the first layer input_shape= or call build()")
+            self._in_shape = tuple(np.shape(x)[1:])
+            self.build()
+        self._sync_layers()
+
+    def _own_layers(self):
+        out = []
+        for l in self._layers:
+            out += l._own_layers() if isinstance(l, Model) else [l]
+        return out
+
+    def _summary_rows(self):
+        rows = [("Layer (type)", "Output Shape", "Param #")]
+        for layer in self._layers:
+            shape = graph.last_output_shape(layer)
+            rows.append((f"{layer.name} ({type(layer).__name__})", str(shape), f"{graph.layer_params(self, layer):,}"))
+        return rows
+
+    def _plain(self):
+        """A chain of plain layers (no nested models): what Keras's Sequential files describe here."""
+        return not any(isinstance(l, Model) for l in self._layers)
+
+    def get_config(self):
+        """Keras 3's config of this model (saving/keras_graph.py): name, layers, ..."""
+        return keras_graph.model_config(self)["config"]
+
+    @classmethod
+    def from_config(cls, config):
+        return keras_graph.sequential_from_config({"class_name": "Sequential", "config": config})
+
+    def to_json(self, **kwargs):
+        cfg = keras_graph.model_config(self)
+        cfg.pop("compile_config", None)
+        return json.dumps(cfg, **kwargs)
+
+    def __repr__(self):
+        return f"<Sequential name={self.name} layers={len(self._layers)}>"

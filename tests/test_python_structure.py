@@ -1,0 +1,149 @@
+"""The Python package's shape: its modules import one another in one direction
+(no import cycles), and imports sit at the top of modules, except where a
+function imports a truly optional dependency (matplotlib, IPython,
+scikit-learn) so that `import boundfit` works without it.
+
+The graph is read from the source with `ast`: an edge for every import that
+runs when a module is imported (module level, inside `if` / `try` too), and,
+as Python runs a package's __init__ before any module in it, an edge to every
+package above the imported module that is not above the importer."""
+
+import ast
+import os
+
+import pytest
+
+PKG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python", "boundfit")
+PKG = "boundfit"
+EXTENSIONS = ("boundfit._core",)   # built from csrc/python; import nothing of the package's Python
+
+# (module, the import statement) of every import inside a function: only optional dependencies
+ALLOWED_FUNCTION_IMPORTS = sorted([
+    ("boundfit.callbacks.progbar", "from IPython.display import display"),
+    ("boundfit.demo", "from sklearn.datasets import load_digits"),
+    ("boundfit.engine.plan_plot", "from matplotlib.backends.backend_agg import FigureCanvasAgg"),
+    ("boundfit.engine.plan_plot", "from matplotlib.figure import Figure"),
+])
+
+
+def _modules():
+    mods = {}
+    for d, _, files in os.walk(PKG_DIR):
+        for f in files:
+            if f.endswith(".py"):
+                path = os.path.join(d, f)
+                name = os.path.relpath(path, os.path.dirname(PKG_DIR))[:-3].replace(os.sep, ".")
+                mods[name.removesuffix(".__init__")] = path
+    return mods
+
+
+def _targets(mods, module, is_pkg, node):
+    """The package's modules an import statement names."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name == PKG or a.name.startswith(PKG + ".")]
+    if node.level:
+        base = module if is_pkg else module.rsplit(".", 1)[0]
+        base = ".".join(base.split(".")[:len(base.split(".")) - (node.level - 1)])
+        target = base + ("." + node.module if node.module else "")
+    elif node.module == PKG or (node.module or "").startswith(PKG + "."):
+        target = node.module
+    else:
+        return []
+    known = set(mods) | set(EXTENSIONS)
+    return [target + "." + a.name if target + "." + a.name in known else target for a in node.names]
+
+
+def _function_nodes(tree):
+    inside = set()
+    for f in ast.walk(tree):
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            inside.update(id(x) for x in ast.walk(f) if x is not f)
+    return inside
+
+
+def import_graph():
+    """({module: set of modules its import runs}, [(module, function-level import)])."""
+    mods = _modules()
+    edges = {m: set() for m in mods}
+    in_functions = []
+    for m, path in mods.items():
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), path)
+        is_pkg = path.endswith("__init__.py")
+        inside = _function_nodes(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            if id(node) in inside:
+                in_functions.append((m, ast.unparse(node)))
+                continue
+            for t in _targets(mods, m, is_pkg, node):
+                parts = t.split(".")
+                for k in range(2, len(parts) + 1):   # the packages above t run first (boundfit itself excepted)
+                    p = ".".join(parts[:k])
+                    if p != m and not m.startswith(p + ".") and p in mods:
+                        edges[m].add(p)
+    return edges, sorted(in_functions)
+
+
+def cycles(edges):
+    """Strongly connected components of more than one module (Tarjan), and self-imports."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in edges.get(v, ()):
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_package_is_found():
+    mods = _modules()
+    assert "boundfit" in mods and "boundfit.layers.core" in mods and "boundfit.engine.training" in mods
+
+
+def test_module_imports_have_no_cycles():
+    edges, _ = import_graph()
+    assert cycles(edges) == []
+
+
+def test_the_cycle_finder_sees_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_functions_import_only_optional_dependencies():
+    _, in_functions = import_graph()
+    assert in_functions == ALLOWED_FUNCTION_IMPORTS
+
+
+@pytest.mark.parametrize("package", ["layers", "saving", "engine", "runtime", "models", "callbacks"])
+def test_packages_import_nothing_above_them(package):
+    """The layers go one way: leaves < runtime < layers < graph < saving < callbacks < engine < models."""
+    order = ["runtime", "layers", "graph", "saving", "callbacks", "engine", "models"]
+    above = set(order[order.index(package) + 1:]) | {"diagnose", "demo", "__main__"}
+    edges, _ = import_graph()
+    bad = sorted((m, t) for m, ts in edges.items() if m.startswith(f"{PKG}.{package}") for t in ts
+                 if t.split(".")[1] in above)
+    assert bad == []
