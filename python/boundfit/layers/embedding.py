@@ -1,6 +1,8 @@
 """Embedding (with mask_zero: a per-sample, per-step mask carried through the
 graph to the layers that use it)."""
 
+import numpy as np
+
 from .. import constraints, initializers, regularizers
 from .args import engine_kinds
 from .layer import Layer, keras_config
@@ -20,14 +22,45 @@ class Embedding(Layer):
         for arg, v in (("input_dim", input_dim), ("output_dim", output_dim)):
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise ValueError(f"Embedding: {arg} must be a positive int, got {v!r}")
-        if weights is not None:
-            raise ValueError("Embedding: weights= is not supported; call set_weights() once the model is built")
         if lora_rank is not None:
             raise ValueError("Embedding: lora_rank is not supported by boundfit")
         self.input_dim, self.output_dim, self.mask_zero = input_dim, output_dim, bool(mask_zero)
         self.embeddings_initializer = initializers.get(embeddings_initializer, "embeddings_initializer")
         self.embeddings_regularizer = regularizers.get(embeddings_regularizer, "embeddings_regularizer")
         self.embeddings_constraint = constraints.get(embeddings_constraint, "embeddings_constraint")
+        self._table = None  # a table given before any model holds the layer (weights=, set_weights)
+        if weights is not None:  # Keras: the initial table, (input_dim, output_dim)
+            self.set_weights(list(weights) if isinstance(weights, (list, tuple)) else [weights])
+
+    def build(self, input_shape=None):
+        """Keras's build(): the table does not depend on the input shape, so
+        set_weights() works from here on, before the layer is in a model."""
+        self.built = True
+
+    def get_weights(self):
+        if self._model is None and self._table is not None:
+            return [self._table.copy()]
+        return super().get_weights()
+
+    def set_weights(self, weights):
+        if self._model is not None:
+            return super().set_weights(weights)
+        weights = list(weights)
+        want = (self.input_dim, self.output_dim)
+        if len(weights) != 1:
+            raise ValueError(f"layer {self.name!r} has 1 weight (the embeddings table), got {len(weights)}")
+        table = np.asarray(weights[0])
+        if table.shape != want or table.dtype.kind not in "biuf":
+            raise ValueError(f"layer {self.name!r}: the embeddings table must be a numeric array of shape {want}, "
+                             f"got {table.dtype} {table.shape}")
+        self._table = np.array(table, dtype=np.float32)  # a copy: the caller's array stays theirs
+
+    def _engine_weights(self, shapes):
+        """The table given before the model was built (model.py puts it into the fresh engine), or None."""
+        if self._table is None:
+            return None
+        table, self._table = self._table, None
+        return [table]
 
     _has_weights = True
 

@@ -57,6 +57,7 @@ class Layer:
         self._model = None      # the model whose engine holds this layer's newest weights
         self._inbound = []      # nodes: one per call on symbolic tensors
         self._weight_dim = None  # last input dimension the weights were made for
+        self.built = False       # Keras's flag: True once a model (or build()) made its weights
 
     def spec(self):
         raise NotImplementedError

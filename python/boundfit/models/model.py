@@ -190,7 +190,7 @@ class Model(graph.GraphModel):
                             w[j] = a
             eng.set_weights(w)
         for l in g.owners:
-            l._model = self
+            l._model, l.built = self, True
         self._built_sig = self._trainable_sig()
         if self.optimizer is not None:
             self._compile_engine()
