@@ -134,13 +134,20 @@ def check_x(model, xs, what=None):
     """Each input's per-sample shape (xs: Arrays, or one array named `what`)."""
     if not isinstance(xs, Arrays):
         xs = Arrays([xs], [what or "x"])
-    shapes = [t._ps for t in model._inputs]
+    bound = getattr(model, "_bound", None)  # variable-length inputs: the shapes this run was built for
+    shapes = bound if bound is not None else [t._ps for t in model._inputs]
     if len(xs.arrays) != len(shapes):
         raise DataError(f"{xs.labels[0].split('[')[0]}: {len(xs.arrays)} arrays for the model's {len(shapes)} inputs")
-    for a, lab, want in zip(xs.arrays, xs.labels, shapes):
+    for a, lab, want, t in zip(xs.arrays, xs.labels, shapes, model._inputs):
         got = tuple(a.shape[1:])
         if got != tuple(want):
-            raise DataError(f"{lab} has per-sample shape {got}, the model expects {tuple(want)} (array shape {a.shape})")
+            hint = ""
+            if None in t._ps and len(got) == len(want):
+                hint = (f"; the input {t.shape} takes any length, but one run (a fit with its validation, an evaluate, "
+                        "a predict) has one shape: pad to one length (keras.utils.pad_sequences) or make one call "
+                        "per length")
+            raise DataError(f"{lab} has per-sample shape {got}, the model expects {tuple(want)} (array shape "
+                            f"{a.shape}){hint}")
 
 
 def check_y(model, ys, what=None):

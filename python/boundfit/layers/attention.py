@@ -6,7 +6,7 @@ backends' attention_* ops."""
 from .. import initializers
 from .args import _positive_int, engine_kinds
 from .layer import Layer, keras_config
-from .node import KerasTensor, MaskTensor, Node
+from .node import KerasTensor, MaskTensor, Node, infer_shape
 
 MHA, = engine_kinds("MHA")
 
@@ -97,7 +97,7 @@ class MultiHeadAttention(Layer):
                              "value per layer")
         self._dims, self._causal = dims, use_causal_mask
         ins = [query, value, key] + ([attention_mask] if attention_mask is not None else [])
-        out = KerasTensor(self.compute_output_shape(query._ps), name=f"{self.name}_output")
+        out = KerasTensor(infer_shape(self.compute_output_shape, query._ps), name=f"{self.name}_output")
         Node(self, ins, [out])
         return out
 

@@ -87,6 +87,10 @@ class Layer:
 
     def _check_call_shape(self, shape):
         if self._has_weights:
+            if shape[-1] is None:
+                raise ValueError(f"layer {self.name!r} ({type(self).__name__}) needs a known last dimension for its "
+                                 f"weights, got input shape {(None,) + tuple(shape)}; only the other axes may be "
+                                 "variable (None)")
             if self._weight_dim is not None and shape[-1] != self._weight_dim:
                 raise ValueError(f"layer {self.name!r} was built for inputs with last dimension {self._weight_dim} "
                                  f"and is called on shape {(None,) + tuple(shape)}; a layer called twice shares its "

@@ -24,7 +24,7 @@ class KerasTensor:
     """A symbolic tensor: the shape (batch axis None) and where it comes from."""
 
     def __init__(self, shape, dtype="float32", name=None, node=None, input_layer=None):
-        self._ps = tuple(int(d) for d in shape)
+        self._ps = tuple(None if d is None else int(d) for d in shape)  # None: a variable length
         self.dtype = dtype
         self.name = name
         self._node = node
@@ -136,6 +136,32 @@ def _as_tensors(layer_name, inputs):
                     "and call predict()")
 
 
+# Stand-ins for a variable (None) dimension while inferring a layer's output
+# shape: a dimension that comes out the same for both does not depend on it.
+_FREE = (1031, 1063)
+
+
+def infer_shape(fn, shapes):
+    """fn(shapes) -> the output shape, where `shapes` (one shape, or a list of
+    shapes for a merge layer) may hold None for a variable length: fn runs
+    with each stand-in length and the dimensions that differ become None."""
+    def put(v, s):
+        return [put(v, x) for x in s] if isinstance(s, list) else tuple(v if d is None else d for d in s)
+
+    def has_free(s):
+        return any(has_free(x) for x in s) if isinstance(s, list) else None in s
+
+    if not has_free(shapes):
+        return fn(shapes)
+    a, b = (fn(put(v, shapes)) for v in _FREE)
+
+    def merge(x, y):
+        if isinstance(x, list):
+            return [merge(u, v) for u, v in zip(x, y)]
+        return tuple(u if u == v else None for u, v in zip(x, y))
+    return merge(a, b)
+
+
 def call_layer(layer, inputs, training=None, **kwargs):
     if kwargs:
         raise TypeError(f"{layer.name}: unknown call arguments {sorted(kwargs)}")
@@ -143,12 +169,12 @@ def call_layer(layer, inputs, training=None, **kwargs):
     if layer._n_inputs == "many":
         if not many:
             raise ValueError(f"{layer.name}: a merge layer is called on a list of tensors, got one tensor")
-        shape = layer.compute_output_shape([t._ps for t in ins])
+        shape = infer_shape(layer.compute_output_shape, [t._ps for t in ins])
     else:
         if len(ins) != 1:
             raise ValueError(f"{layer.name} ({type(layer).__name__}) takes one input tensor, got a list of {len(ins)}")
         layer._check_call_shape(ins[0]._ps)
-        shape = layer.compute_output_shape(ins[0]._ps)
+        shape = infer_shape(layer.compute_output_shape, ins[0]._ps)
     out = KerasTensor(shape, name=f"{layer.name}_output")
     Node(layer, ins, [out])
     return out

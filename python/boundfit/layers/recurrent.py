@@ -18,7 +18,7 @@ is kept for Keras files. Bidirectional: each direction its own masks."""
 from .. import activations, constraints, initializers, regularizers
 from .args import engine_kinds
 from .layer import _DTYPE, Layer, keras_config, keras_object
-from .node import KerasTensor, MaskTensor, Node, call_layer
+from .node import KerasTensor, MaskTensor, Node, call_layer, infer_shape
 
 SIMPLE_RNN, LSTM_KIND, GRU_KIND, BIDIR = engine_kinds("SIMPLE_RNN LSTM GRU BIDIR")
 
@@ -286,7 +286,7 @@ def _call(layer, inputs, initial_state, mask, kwargs, keep_mask=False):
         if t._ps != (units,):
             raise ValueError(f"{layer.name}: initial_state[{k}] must have shape (None, {units}), got {t.shape}")
     layer._check_call_shape(inputs._ps)
-    shape = layer.compute_output_shape(inputs._ps)
+    shape = infer_shape(layer.compute_output_shape, inputs._ps)
     half = shape[:-1] + (units,)
     shapes = [half if p is not None and p < 0 else (units,) if p is not None else shape for p in layer._parts()]
     outs = [KerasTensor(s, name=f"{layer.name}_output_{k}") for k, s in enumerate(shapes)]

@@ -61,6 +61,7 @@ class Model(graph.GraphModel):
         self._inbound = []
         self._model = None
         self._traced = False
+        self._bound = None
 
     # ---- structure ----
     def _set_graph(self, inputs, outputs):
@@ -68,7 +69,67 @@ class Model(graph.GraphModel):
          self._outputs_dict) = graph.normalize_io(inputs, outputs)
         self._nodes = graph.collect_nodes(self._inputs, self._outputs)
         self._engine = None
-        self.build()
+        self._bound = None  # per-sample input shapes the engine was built for (variable-length inputs)
+        if not self._dynamic:
+            self.build()
+
+    @property
+    def _dynamic(self):
+        """An input has a variable (None) dimension: the engine is built for
+        the shapes of the data each fit / evaluate / predict brings."""
+        return self._inputs is not None and any(None in t._ps for t in self._inputs)
+
+    def _bind_shapes(self, x):
+        """Variable-length inputs: (re)build the engine for the per-sample
+        shapes of x (the first shapes that build, if x is None and nothing is
+        bound yet). Weights and optimizer state carry over to the new engine;
+        the memory plan of the next run is made for its shapes."""
+        if x is None:
+            if self._bound is not None:
+                return
+            shapes = self._placeholder_shapes()
+        elif isinstance(x, dict):
+            missing = [n for n in self._input_names if n not in x]
+            if missing:
+                raise ValueError(f"{self.name}: inputs {missing} are missing from the dict of inputs")
+            shapes = [tuple(np.shape(x[n])[1:]) for n in self._input_names]
+        else:
+            shapes = [tuple(int(d) for d in s) for s in graph.data_shapes(x)]
+        if len(shapes) != len(self._inputs):
+            raise ValueError(f"{self.name}: the model takes {len(self._inputs)} inputs, got {len(shapes)}")
+        for k, (s, t) in enumerate(zip(shapes, self._inputs)):
+            if len(s) != len(t._ps) or any(d is not None and d != e for d, e in zip(t._ps, s)):
+                raise ValueError(f"{self.name}: input {k} must have shape {t.shape}, got {(None,) + tuple(s)}")
+        if shapes == self._bound and self._engine is not None:
+            return
+        state = self._engine.optimizer_state() if self._engine is not None and self.optimizer is not None else None
+        old = self._bound
+        self._bound = shapes
+        try:
+            self._build_engine()
+        except ValueError as e:
+            self._bound = old
+            raise ValueError(f"{self.name}: cannot run on inputs of shape "
+                             f"{[(None,) + tuple(s) for s in shapes]}: {e}") from None
+        if state is not None and (state[0] or state[1]):  # an optimizer that has stepped (slots are made lazily)
+            self._engine.restore_optimizer_state(*state)
+
+    def _placeholder_shapes(self):
+        """Shapes to make the weights with before any data (get_weights, save,
+        summary): each variable dimension the smallest of a few lengths that
+        every layer accepts; the weights do not depend on it."""
+        last = None
+        for n in (8, 64, 512):
+            shapes = [tuple(n if d is None else d for d in t._ps) for t in self._inputs]
+            g = graph.compile_graph(self)
+            try:
+                _core.Model(g.specs, shapes[0], 0, input_shapes=shapes if len(shapes) > 1 else None,
+                            outputs=g.output_ids)
+                return shapes
+            except ValueError as e:
+                last = e
+        raise ValueError(f"{self.name}: no variable-length input of 8, 64 or 512 steps fits the layers ({last}); "
+                         "call fit / predict with data first")
 
     @property
     def _functional(self):
@@ -155,6 +216,8 @@ class Model(graph.GraphModel):
 
     def _build_engine(self):
         g = graph.compile_graph(self)
+        if self._dynamic:
+            g.input_shapes = list(self._bound)
         carried = {}
         for l in g.owners:  # the newest weights of layers used before (another model, or this one's old engine)
             src = l._model
@@ -222,7 +285,9 @@ class Model(graph.GraphModel):
         return out
 
     def _require_built(self, x=None):
-        if self._engine is None:
+        if self._functional and self._dynamic:
+            self._bind_shapes(x)
+        elif self._engine is None:
             if not self._functional:
                 if x is None:
                     raise ValueError(f"{self.name}: the model is not built; call build(input_shape) or fit / predict "
@@ -237,9 +302,10 @@ class Model(graph.GraphModel):
         """Per-sample shape of the (packed) x the engine takes."""
         if self._inputs is None:
             return None
-        if len(self._inputs) == 1:
-            return self._inputs[0]._ps
-        return (sum(int(np.prod(t._ps)) for t in self._inputs),)
+        shapes = self._bound if self._bound is not None else [t._ps for t in self._inputs]
+        if len(shapes) == 1:
+            return tuple(shapes[0])
+        return (sum(int(np.prod(s)) for s in shapes),)
 
     @property
     def input_shape(self):

@@ -67,10 +67,14 @@ class Sequential(Model):
         (self._inputs, self._input_names, self._inputs_dict, self._outputs, self._output_names,
          self._outputs_dict) = graph.normalize_io(inp.output, x)
         self._nodes = graph.collect_nodes(self._inputs, self._outputs)
-        self._build_engine()
+        self._bound = None
+        if not self._dynamic:  # variable-length: built for each run's data (Model._bind_shapes)
+            self._build_engine()
 
     def _require_built(self, x=None):
-        if self._engine is None:
+        if self._inputs is not None and self._dynamic:
+            self._bind_shapes(x)
+        elif self._engine is None:
             if x is None:
                 raise ValueError("the model is not built: give the first layer input_shape= or call build()")
             self._in_shape = tuple(np.shape(x)[1:])

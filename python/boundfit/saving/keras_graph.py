@@ -487,7 +487,8 @@ def model_config(model):
     if kind(model) != SEQUENTIAL:
         return model_entry(model)
     built = model.built
-    in_shape = [None] + [int(d) for d in model._input_shape] if model._input_shape is not None else None
+    sym = model._inputs[0]._ps if model._inputs else model._input_shape  # None: a variable length
+    in_shape = [None] + [None if d is None else int(d) for d in sym] if sym is not None else None
     entries = []
     if in_shape is not None:
         entries.append(_obj("keras.layers", "InputLayer", dict(batch_shape=in_shape, dtype="float32", sparse=False,
@@ -502,7 +503,8 @@ def model_config(model):
                 e["build_config"] = {"input_shape": shape}
         if built:
             own = set(model._nodes)
-            shape = [None] + [int(d) for d in next(n for n in layer._inbound if n in own).outputs[0]._ps]
+            shape = [None] + [None if d is None else int(d)
+                              for d in next(n for n in layer._inbound if n in own).outputs[0]._ps]
         entries.append(e)
     cfg = _obj("keras", "Sequential", dict(name=model.name, trainable=bool(model.trainable), dtype=dict(_DTYPE),
                                            layers=entries))
