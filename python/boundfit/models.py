@@ -467,6 +467,9 @@ class Model:
         (.npz). A subclassed model is written to `.keras` as the Functional
         graph its call() was traced into: Keras 3 opens it without the class."""
         from .saving import save_model
+        from . import distribute
+        if not distribute.is_chief():   # [dist hook] rank 0 saves
+            return
         save_model(self, filepath, overwrite=overwrite)
 
     def get_config(self):
@@ -485,6 +488,9 @@ class Model:
     def save_weights(self, filepath, overwrite=True):
         """Save weights (and optimizer state) to a Keras 3 `.weights.h5` file, atomically."""
         from .keras_format import save_weights
+        from . import distribute
+        if not distribute.is_chief():   # [dist hook] rank 0 saves
+            return
         save_weights(self, filepath, overwrite=overwrite)
 
     def load_weights(self, filepath, skip_mismatch=False):

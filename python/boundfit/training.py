@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from . import data as data_mod, memory, schedules, utils
+from . import data as data_mod, distribute, memory, schedules, utils
 from .callbacks import CallbackList, TerminateOnNaN
 from .errors import NonFiniteError
 from .progress import Progbar
@@ -178,8 +178,9 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
         raise ValueError(f"epochs must be a non-negative int, got {epochs!r}")
     if not 0.0 <= float(validation_split) < 1.0:
         raise ValueError(f"validation_split must be in [0, 1), got {validation_split!r}")
-    verbose = _verbose(verbose)
+    verbose = distribute.verbose(_verbose(verbose))   # [dist hook] progress from rank 0 only
     device = _resolve_device(model, device)
+    x, validation_data = distribute.prepare_fit(model, x, validation_data, device)   # [dist hook] Sequences by rank
     x, y, validation_data = _prepare(model, x, y, validation_data)
     _check_class_weight_output(model, class_weight)
     train, val = data_mod.adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, steps_per_epoch,
@@ -193,16 +194,21 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     # plan before anything is allocated; refuse if it does not fit
     model._plan_weighted = {"train": train.weighted or cw_table is not None,
                             "evaluate": val is not None and val.weighted}
-    try:
-        plan = memory.plan_fit(model, "auto" if train.auto_batch else train.batch_size, micro_batch, device,
+    def plan_at(batch_size):
+        return memory.plan_fit(model, batch_size, micro_batch, device,
                                memory_limit, val.batch_size if val is not None else None, max_rows=train.num_rows,
                                shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0)
+    try:
+        plan = plan_at("auto" if train.auto_batch else train.batch_size)
+        # [dist hook] one plan agreed by every rank (all raise if one is short)
+        plan = distribute.agree_plan(model, plan, plan_at, train.auto_batch, train.num_rows)
     finally:
         weighted, model._plan_weighted = model._plan_weighted, None
     memory.require_fits(plan)
     if train.auto_batch:
         train.set_batch_size(plan.batch_size)
     model._last_batch_size = train.batch_size
+    train, val = distribute.shard_fit_data(model, train, val)   # [dist hook] rank 0's weights, data by rank
     model._last_plan = plan   # already while it runs: the progress bar shows memory against it
     cbs = CallbackList(callbacks, model, {"epochs": epochs, "steps": train.steps_per_epoch, "verbose": verbose},
                        add_history=True, add_progbar=verbose != 0)
@@ -263,6 +269,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                 vt = _totals()
                 _validate(model, cbs, val, vrun, vt)
                 logs.update(_logs(vt, vrun, model, "val_"))
+            logs = distribute.global_logs(logs, tot[1], val)   # [dist hook] logs averaged over ranks
             cbs.on_epoch_end(epoch, logs=logs)
             last_logs = logs
             train.on_epoch_end()
