@@ -6,17 +6,24 @@
  * this rank gets BF_ERR_DIST naming the operation, never a hang. Gradients
  * are reduced in place (no buffer of ours) in buckets of at most BUCKET
  * floats, all in flight at once. No memory is allocated here. */
+#define _GNU_SOURCE /* kill, clock_gettime, gethostname under -std=c11 */
 #include "dist_mpi.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mpi_abi_min.h"
 
 #define MAX_BUCKETS 64
+#define MAX_RANKS 1024 /* ranks whose liveness is watched (the rest: the deadline only) */
+#define HOST_LEN 64
 #define BUCKET (1L << 22) /* floats: 16 MiB per bucket at most */
 
 static struct {
@@ -36,8 +43,37 @@ static struct {
     MPI_Comm comm;
     int rank, size, broken, we_initialized;
     double timeout, comm_seconds;
-    char broken_msg[256];
+    char broken_msg[384];
+    struct peer {
+        char host[HOST_LEN];
+        int pid;
+    } peers[MAX_RANKS];
+    int npeers;
 } g = {.size = 1, .timeout = 60.0};
+
+/* the heartbeat: a peer process on this host that is gone or a zombie */
+static int peer_dead(int pid) {
+    if (kill(pid, 0) != 0 && errno == ESRCH) return 1;
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* "pid (comm) S ..." */
+    return p && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* rank of a dead peer on this host, or -1 */
+static int dead_peer(void) {
+    for (int i = 0; i < g.npeers; i++)
+        if (i != g.rank && g.peers[i].pid > 0 && strcmp(g.peers[i].host, g.peers[g.rank].host) == 0 &&
+            peer_dead(g.peers[i].pid))
+            return i;
+    return -1;
+}
 
 static double now(void) {
     struct timespec ts;
@@ -74,9 +110,11 @@ static bf_status check_usable(const char *what) {
     return BF_OK;
 }
 
-/* poll the n requests until all are done, an MPI error, or the deadline */
-static bf_status wait_all(MPI_Request *rq, int n, const char *what) {
-    const double t0 = now(), deadline = t0 + g.timeout;
+/* poll the n requests until all are done, an MPI error, a peer on this host
+ * found dead (checked every 50 ms), or the deadline */
+static bf_status wait_all(MPI_Request *rq, int n, const char *what, double timeout) {
+    const double t0 = now(), deadline = t0 + timeout;
+    double next_check = t0 + 0.05;
     long polls = 0;
     for (int i = 0; i < n;) {
         int flag = 0;
@@ -89,6 +127,17 @@ static bf_status wait_all(MPI_Request *rq, int n, const char *what) {
         if (++polls > 2000) { /* past a short spin, yield the core between polls */
             const double t = now();
             if (t > deadline) return broken(what, MPI_SUCCESS, t - t0);
+            if (t > next_check) {
+                next_check = t + 0.05;
+                int d = dead_peer();
+                if (d >= 0) {
+                    snprintf(g.broken_msg, sizeof g.broken_msg,
+                             "rank %d of %d: rank %d (pid %d on host %s) died during %s, found after %.1f s", g.rank,
+                             g.size, d, g.peers[d].pid, g.peers[d].host, what, t - t0);
+                    g.broken = 1;
+                    return BF_FAIL(BF_ERR_DIST, "distributed: %s; this process group cannot continue", g.broken_msg);
+                }
+            }
             struct timespec ts = {0, polls > 200000 ? 1000000 : 20000};
             nanosleep(&ts, NULL);
         }
@@ -143,9 +192,47 @@ bf_status bf_dist_init(const char *lib, double timeout_s, int *rank, int *size) 
         g.size = 1;
         return BF_FAIL(BF_ERR_DIST, "distributed: setting up the communicator failed (%d)", rc);
     }
+    /* who runs where: the heartbeat watches the peers on this host */
+    struct peer me;
+    memset(&me, 0, sizeof me);
+    gethostname(me.host, HOST_LEN - 1);
+    me.pid = (int)getpid();
+    g.npeers = 0;
+    if (g.size <= MAX_RANKS) {
+        MPI_Request rq;
+        rc = g.Iallgather(&me, (int)sizeof me, MPI_BYTE, g.peers, (int)sizeof me, MPI_BYTE, g.comm, &rq);
+        if (rc != MPI_SUCCESS) return broken("MPI_Iallgather (hosts)", rc, 0.0);
+        BF_TRY(wait_all(&rq, 1, "the exchange of hosts", g.timeout));
+        g.npeers = g.size;
+    }
     *rank = g.rank;
     *size = g.size;
     return BF_OK;
+}
+
+const char *bf_dist_host_of(int rank) {
+    return rank >= 0 && rank < g.npeers ? g.peers[rank].host : "?";
+}
+
+/* the failure flag every step agrees on first: 0 fine, 1 non-finite
+ * gradients somewhere, 2 + r: rank r stopped with an error */
+static bf_status agree_flag(int *flag, const char *what, double timeout) {
+    MPI_Request rq;
+    int rc = g.Iallreduce(MPI_IN_PLACE, flag, 1, MPI_INT, MPI_MAX, g.comm, &rq);
+    if (rc != MPI_SUCCESS) return broken(what, rc, 0.0);
+    return wait_all(&rq, 1, what, timeout);
+}
+
+bf_status bf_dist_abandon(void) {
+    if (g.size <= 1 || !g.lib || g.broken) return BF_OK;
+    int flag = 2 + g.rank;
+    double t = g.timeout < 5.0 ? g.timeout : 5.0;
+    bf_status s = agree_flag(&flag, "telling the other ranks this one stopped", t);
+    if (s == BF_OK) {
+        snprintf(g.broken_msg, sizeof g.broken_msg, "rank %d stopped with an error", g.rank);
+        g.broken = 1;
+    }
+    return s;
 }
 
 bf_status bf_dist_step(float *grads, long n, int *bad) {
@@ -154,7 +241,17 @@ bf_status bf_dist_step(float *grads, long n, int *bad) {
     if (!grads)
         return BF_FAIL(BF_ERR_DIST, "distributed: gradients on a GPU need the NCCL path, which is not implemented; "
                                     "train on device='cpu'");
-    MPI_Request rq[MAX_BUCKETS + 1];
+    int flag = *bad ? 1 : 0;
+    BF_TRY(agree_flag(&flag, "the step's agreement", g.timeout));
+    if (flag >= 2) {
+        const int r = flag - 2;
+        snprintf(g.broken_msg, sizeof g.broken_msg, "rank %d of %d: rank %d (host %s) stopped with an error; see its "
+                 "traceback", g.rank, g.size, r, bf_dist_host_of(r));
+        g.broken = 1;
+        return BF_FAIL(BF_ERR_DIST, "distributed: %s; this process group cannot continue", g.broken_msg);
+    }
+    *bad = flag;
+    MPI_Request rq[MAX_BUCKETS];
     long per = (n + MAX_BUCKETS - 1) / MAX_BUCKETS;
     if (per < BUCKET) per = n < BUCKET ? (n > 0 ? n : 1) : BUCKET;
     int nb = 0, rc;
@@ -164,9 +261,7 @@ bf_status bf_dist_step(float *grads, long n, int *bad) {
         if (rc != MPI_SUCCESS) return broken("MPI_Iallreduce (gradients)", rc, 0.0);
         nb++;
     }
-    rc = g.Iallreduce(MPI_IN_PLACE, bad, 1, MPI_INT, MPI_MAX, g.comm, &rq[nb]);
-    if (rc != MPI_SUCCESS) return broken("MPI_Iallreduce (non-finite flag)", rc, 0.0);
-    BF_TRY(wait_all(rq, nb + 1, "the gradient all-reduce"));
+    BF_TRY(wait_all(rq, nb, "the gradient all-reduce", g.timeout));
     const float inv = 1.0f / (float)g.size;
     for (long i = 0; i < n; i++) grads[i] *= inv;
     return BF_OK;
@@ -179,7 +274,7 @@ bf_status bf_dist_allreduce_f64(double *buf, long n, int op) {
     int rc = g.Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_DOUBLE, op == 1 ? MPI_MAX : op == 2 ? MPI_MIN : MPI_SUM,
                           g.comm, &rq);
     if (rc != MPI_SUCCESS) return broken("MPI_Iallreduce", rc, 0.0);
-    return wait_all(&rq, 1, "an all-reduce");
+    return wait_all(&rq, 1, "an all-reduce", g.timeout);
 }
 
 bf_status bf_dist_bcast(void *buf, long bytes, int root) {
@@ -196,7 +291,7 @@ bf_status bf_dist_bcast(void *buf, long bytes, int root) {
         nb++;
         if (bytes == 0) break;
     }
-    return wait_all(rq, nb, "a broadcast");
+    return wait_all(rq, nb, "a broadcast", g.timeout);
 }
 
 bf_status bf_dist_allgather(const void *send, void *recv, long bytes) {
@@ -208,7 +303,7 @@ bf_status bf_dist_allgather(const void *send, void *recv, long bytes) {
     MPI_Request rq;
     int rc = g.Iallgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, g.comm, &rq);
     if (rc != MPI_SUCCESS) return broken("MPI_Iallgather", rc, 0.0);
-    return wait_all(&rq, 1, "an all-gather");
+    return wait_all(&rq, 1, "an all-gather", g.timeout);
 }
 
 bf_status bf_dist_finalize(void) {

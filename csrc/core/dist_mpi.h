@@ -25,9 +25,15 @@ void bf_dist_set_timeout(double timeout_s);
 double bf_dist_comm_seconds(void);
 
 /* One training step's agreement, called between backward and the update:
- * grads (n floats) summed over ranks in buckets, then divided by the size;
- * *bad (a non-finite flag) becomes the maximum over ranks. */
+ * first a flag agreed (max over ranks: 1 non-finite gradients somewhere,
+ * 2 + r rank r stopped with an error, which fails here), then grads (n
+ * floats) summed over ranks in buckets and divided by the size. */
 bf_status bf_dist_step(float *grads, long n, int *bad);
+
+/* This rank stopped with an error mid-run: post the failure flag the others'
+ * next step agrees on, so that they raise at once instead of at the deadline */
+bf_status bf_dist_abandon(void);
+const char *bf_dist_host_of(int rank);
 
 /* in-place reductions and exchanges (planning, logs, weights, seeds) */
 bf_status bf_dist_allreduce_f64(double *buf, long n, int op); /* op 0 sum, 1 max, 2 min */

@@ -88,6 +88,16 @@ static PyObject *dist_allgather(PyObject *self, PyObject *args) {
     return out;
 }
 
+static PyObject *dist_abandon(PyObject *self, PyObject *noargs) {
+    (void)noargs;
+    bf_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = bf_dist_abandon();
+    Py_END_ALLOW_THREADS
+    if (s != BF_OK) return bf_raise(bf_state_of_module(self), s);
+    Py_RETURN_NONE;
+}
+
 static PyObject *dist_finalize(PyObject *self, PyObject *noargs) {
     (void)noargs;
     bf_status s = bf_dist_finalize();
@@ -102,6 +112,7 @@ static PyMethodDef dist_methods[] = {
     {"dist_allreduce_f64", dist_allreduce_f64, METH_VARARGS, "dist_allreduce_f64(buf, op): in place, op 0 sum 1 max 2 min"},
     {"dist_bcast", dist_bcast, METH_VARARGS, "dist_bcast(buf, root): in place"},
     {"dist_allgather", dist_allgather, METH_VARARGS, "dist_allgather(bytes) -> bytes of every rank"},
+    {"dist_abandon", dist_abandon, METH_NOARGS, "this rank stopped with an error: tell the others (bounded wait)"},
     {"dist_finalize", dist_finalize, METH_NOARGS, "MPI_Finalize when the group is healthy"},
     {NULL, NULL, 0, NULL},
 };

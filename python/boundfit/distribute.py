@@ -22,9 +22,15 @@ Under a DataParallel distribution, fit():
 - saves from rank 0 only (Model.save / save_weights are no-ops elsewhere).
 Every wait is bounded: a rank that dies or raises makes the others raise
 DistributedError within `timeout` seconds (initialize(timeout=...),
-BF_DIST_TIMEOUT, default 60). hydra's mpiexec kills the whole job when one
-rank exits abnormally; run it with `-disable-auto-cleanup` to let the
-survivors raise instead (see tests/test_distributed.py).
+BF_DIST_TIMEOUT, default 60), and at once when they can tell: a rank that
+raises tells the others through the flag every step agrees on first, and a
+rank that dies on the same host is found by the engine's heartbeat (its pid
+checked every 50 ms while waiting). hydra's mpiexec kills the whole job as
+soon as one rank exits abnormally (MPICH 5.0.2, even with
+-disable-auto-cleanup); to let the survivors raise instead, launch through
+the wrapper: `mpiexec -disable-auto-cleanup -n N python -m
+boundfit.distribute train.py` (see _launch_main). Ranks on other hosts that
+die are found by the deadline.
 """
 
 import contextlib
@@ -396,6 +402,19 @@ def global_logs(logs, train_rows, val):
     return out
 
 
+def abandon(exc):
+    """fit failed on this rank (a callback raised, Ctrl-C, ...): tell the others."""
+    from .errors import NonFiniteError
+    if active() is None or isinstance(exc, (DistributedError, NonFiniteError)):
+        return   # the others know already (a broken group, or the agreed non-finite step)
+    if isinstance(exc, BoundfitError) and str(exc).startswith(_BF_ERR_DIST_PREFIX):
+        return
+    try:
+        _core.dist_abandon()
+    except BoundfitError:
+        pass
+
+
 def comm_seconds():
     """Seconds this rank spent in collectives so far (benchmarks)."""
     return _core.dist_info()[2]
@@ -522,3 +541,39 @@ def _shard_source(src):
         return _ShardSequence(src)
     raise ValueError("fit: under DataParallel x must be arrays or a keras.utils.Sequence / PyDataset (indexed); "
                      "a generator cannot be sharded by rank")
+
+
+# ---- `python -m boundfit.distribute script.py args...`: the rank wrapper ----
+
+def _launch_main(argv):
+    """Run `python script args` as a child and exit with its status, after a
+    grace period when it died. hydra's mpiexec (MPICH 5.0.2) kills every rank
+    as soon as one exits abnormally, even with -disable-auto-cleanup, and its
+    proxy fails when the dead rank's PMI socket closes; this wrapper keeps the
+    PMI socket open and holds the dead rank's status back for BF_DIST_GRACE
+    seconds (default 5), so that the survivors find the death (the engine's
+    heartbeat, every 50 ms) and raise DistributedError themselves."""
+    import subprocess
+    import time
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: mpiexec -disable-auto-cleanup -n N python -m boundfit.distribute script.py [args...]")
+        return 0 if argv else 2
+    fds = tuple(int(os.environ[k]) for k in ("PMI_FD",) if os.environ.get(k, "").isdigit())
+    child = subprocess.Popen([sys.executable] + argv, pass_fds=fds)
+    while True:
+        try:
+            status = child.wait()
+            break
+        except KeyboardInterrupt:
+            continue   # the child got the signal too; its exit is what counts
+    if status != 0:
+        sig = -status if status < 0 else None
+        what = f"signal {sig}" if sig else f"status {status}"
+        sys.stderr.write(f"boundfit.distribute: rank {os.environ.get('PMI_RANK', '?')} ended with {what}\n")
+        time.sleep(float(os.environ.get("BF_DIST_GRACE", "5")))
+        return 128 + sig if sig else status
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_launch_main(sys.argv[1:]))

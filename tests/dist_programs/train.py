@@ -1,0 +1,79 @@
+"""A data-parallel training program for tests/test_distributed.py, launched
+by mpiexec: python train.py MODE OUTDIR [BATCH]. Each rank writes what it saw
+to OUTDIR/rank<r>.json; rank 0 also saves the initial and final weights.
+MODE: equal (fit and save), budget (rank 1 gets a tiny memory limit),
+kill (rank 1 SIGKILLs itself mid-epoch), raise (rank 1 raises mid-epoch),
+auto (batch_size="auto", rank 1 with a smaller budget)."""
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+import numpy as np
+
+import boundfit as bf
+from boundfit import layers
+
+mode, out = sys.argv[1], sys.argv[2]
+batch = int(sys.argv[3]) if len(sys.argv) > 3 else 8
+bf.distribution.initialize(timeout=float(os.environ.get("TEST_TIMEOUT", "20")))
+bf.distribution.set_distribution(bf.distribution.DataParallel())
+r, n = bf.distribution.rank(), bf.distribution.num_processes()
+
+rng = np.random.default_rng(0)
+x = rng.normal(size=(240, 10)).astype(np.float32)
+y = (x[:, :3].sum(axis=1) > 0).astype(np.int64) + (x[:, 3] > 0.5)
+xv, yv = x[:50] * 0.5, y[:50]
+bf.utils.set_random_seed(1 + r)   # different on each rank: rank 0's weights are broadcast
+model = bf.Sequential([layers.Dense(16, activation="relu", input_shape=(10,)), layers.Dense(3, activation="softmax")])
+model.compile(optimizer=bf.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+rec = {"rank": r, "size": n, "host": socket.gethostname()}
+
+
+class Die(bf.callbacks.Callback):
+    def on_train_batch_end(self, b, logs=None):
+        if r == 1 and b == 4:
+            if mode == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            raise RuntimeError("rank 1 fails on purpose")
+
+
+class Seen(bf.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        rec.setdefault("epoch_logs", []).append(logs)
+
+
+try:
+    if mode == "equal":
+        model.build((None, 10))
+        init = [w.copy() for w in model.get_weights()]
+        h = model.fit(x, y, batch_size=batch, epochs=2, shuffle=False, verbose=0, validation_data=(xv, yv),
+                      callbacks=[Seen()])
+        rec["history"] = h.history
+        if r == 0:
+            np.savez(os.path.join(out, "init.npz"), *init)   # rank 0's: the broadcast ones
+        model.save_weights(os.path.join(out, f"final_from_rank{r}.weights.h5"))   # rank 0 only writes
+        np.savez(os.path.join(out, f"final{r}.npz"), *model.get_weights())
+    elif mode in ("budget", "auto"):
+        limit = "2MiB" if r == 1 else None
+        if mode == "auto":
+            limit = "160MiB" if r == 1 else "400MiB"
+        h = model.fit(x, y, batch_size="auto" if mode == "auto" else 16, epochs=1, verbose=0, memory_limit=limit)
+        rec["batch_size"] = model._last_batch_size
+        rec["ok"] = True
+    else:
+        t0 = time.time()
+        rec["t0"] = t0
+        model.fit(x, y, batch_size=4, epochs=3, verbose=0, callbacks=[Die()])
+        rec["ok"] = True
+except Exception as e:  # noqa: BLE001 - recorded for the test
+    rec["error"] = type(e).__name__
+    rec["message"] = str(e)
+    rec["t_error"] = time.time()
+    for a in ("rank", "host", "where", "max_batch_size"):
+        if hasattr(e, a):
+            rec["e_" + a] = getattr(e, a)
+with open(os.path.join(out, f"rank{r}.json"), "w") as f:
+    json.dump(rec, f)
