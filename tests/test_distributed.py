@@ -99,6 +99,27 @@ def test_n_ranks_with_batch_b_match_one_process_with_batch_n_times_b(tmp_path, n
 
 
 @needs_mpi
+def test_memmaps_and_sequences_are_sharded_by_rank(tmp_path):
+    """from_npy memmaps: global batch split by rank; a Sequence of batch B: rank r
+    takes batches r, r + N, ... Both equal one process with batch N * B."""
+    recs, _, out, log = _launch(tmp_path, 2, "sources", batch=8)
+    assert sorted(recs) == [0, 1] and all(r.get("ok") for r in recs.values()), (recs, log)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(240, 10)).astype(np.float32)
+    y = (x[:, :3].sum(axis=1) > 0).astype(np.int64) + (x[:, 3] > 0.5)
+    model = bf.Sequential([layers.Dense(16, activation="relu", input_shape=(10,)),
+                           layers.Dense(3, activation="softmax")])
+    model.compile(optimizer=bf.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.build((None, 10))
+    model.set_weights(_weights(out / "init.npz"))
+    for what in ("memmap", "seq"):
+        model.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+        for r in range(2):
+            for a, b in zip(_weights(out / f"{what}{r}.npz"), model.get_weights()):
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=what)
+
+
+@needs_mpi
 def test_one_rank_short_of_memory_makes_every_rank_raise_before_step_one(tmp_path):
     recs, _, _, log = _launch(tmp_path, 2, "budget")
     assert sorted(recs) == [0, 1], log

@@ -323,7 +323,7 @@ def agree_plan(model, plan, replan, auto_batch, train_rows):
         if smallest > 0 and smallest != b:
             plan = _with_comm(replan(smallest))
     short = plan.shortfall()
-    mine = {"rank": rank(), "host": socket.gethostname(), "fits": bool(plan.fits), "rows": int(train_rows),
+    mine = {"rank": rank(), "host": socket.gethostname(), "fits": bool(plan.fits), "rows": -1 if train_rows is None else int(train_rows),
             "batch": int(plan.batch_size), "max_batch": plan.max_batch_size,
             "where": short[0] if short else None, "need": int(short[1]) if short else 0,
             "have": int(short[2]) if short else 0}
@@ -402,17 +402,21 @@ def global_logs(logs, train_rows, val):
     return out
 
 
-def abandon(exc):
-    """fit failed on this rank (a callback raised, Ctrl-C, ...): tell the others."""
+def on_fit_error(exc):
+    """fit failed on this rank. An engine error of a collective comes back as
+    DistributedError; any other (a callback raised, Ctrl-C, a watchdog stop)
+    is told to the other ranks, whose next step then fails at once. Returns
+    the exception to raise."""
     from .errors import NonFiniteError
     if active() is None or isinstance(exc, (DistributedError, NonFiniteError)):
-        return   # the others know already (a broken group, or the agreed non-finite step)
+        return exc   # the others know already (a broken group, or the agreed non-finite step)
     if isinstance(exc, BoundfitError) and str(exc).startswith(_BF_ERR_DIST_PREFIX):
-        return
+        return DistributedError(str(exc), rank=rank())
     try:
         _core.dist_abandon()
     except BoundfitError:
         pass
+    return exc
 
 
 def comm_seconds():
@@ -470,11 +474,8 @@ class _ShardedArrays(_Delegate):
         sw, cw = inner._sw_view(), inner.class_weight
         order, n = self._local_order(), self.num_rows
         with engine_batch():
-            try:
-                chunks(lambda first, k: run.train(x, y, order, n, inner.batch_size, first, k, sw, cw),
-                       self.steps_per_epoch, on_chunk)
-            except BoundfitError as e:
-                _raise_dist(e)
+            chunks(lambda first, k: run.train(x, y, order, n, inner.batch_size, first, k, sw, cw),
+                   self.steps_per_epoch, on_chunk)
 
 
 class _ShardedEval(_Delegate):

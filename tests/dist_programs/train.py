@@ -1,7 +1,7 @@
 """A data-parallel training program for tests/test_distributed.py, launched
 by mpiexec: python train.py MODE OUTDIR [BATCH]. Each rank writes what it saw
 to OUTDIR/rank<r>.json; rank 0 also saves the initial and final weights.
-MODE: equal (fit and save), budget (rank 1 gets a tiny memory limit),
+MODE: equal (fit and save), sources (a memmap, then a Sequence), budget (rank 1 gets a tiny memory limit),
 kill (rank 1 SIGKILLs itself mid-epoch), raise (rank 1 raises mid-epoch),
 auto (batch_size="auto", rank 1 with a smaller budget)."""
 import json
@@ -56,6 +56,27 @@ try:
             np.savez(os.path.join(out, "init.npz"), *init)   # rank 0's: the broadcast ones
         model.save_weights(os.path.join(out, f"final_from_rank{r}.weights.h5"))   # rank 0 only writes
         np.savez(os.path.join(out, f"final{r}.npz"), *model.get_weights())
+    elif mode == "sources":
+        # a memmap (from_npy) and a Sequence of batch B, sharded by rank
+        model.build((None, 10))
+        if r == 0:
+            np.savez(os.path.join(out, "init.npz"), *model.get_weights())
+        xp, yp = os.path.join(out, f"x{r}.npy"), os.path.join(out, f"y{r}.npy")
+        np.save(xp, x)
+        np.save(yp, y)
+        xm, ym = bf.data.from_npy(xp, yp)
+        model.fit(xm, ym, batch_size=batch, epochs=1, shuffle=False, verbose=0)
+        np.savez(os.path.join(out, f"memmap{r}.npz"), *model.get_weights())
+
+        class Batches(bf.utils.Sequence):
+            def __len__(self):
+                return len(x) // batch
+
+            def __getitem__(self, i):
+                return x[i * batch:(i + 1) * batch], y[i * batch:(i + 1) * batch]
+        model.fit(Batches(), epochs=1, shuffle=False, verbose=0)
+        np.savez(os.path.join(out, f"seq{r}.npz"), *model.get_weights())
+        rec["ok"] = True
     elif mode == "budget":
         model.fit(x, y, batch_size=16, epochs=1, verbose=0, memory_limit="1KiB" if r == 1 else None)
         rec["ok"] = True
