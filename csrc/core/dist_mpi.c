@@ -45,7 +45,8 @@ static struct {
     double timeout, comm_seconds;
     char broken_msg[384];
     struct peer {
-        char host[HOST_LEN];
+        char host[HOST_LEN]; /* hostname and PID namespace: pids are comparable only within one */
+        char pidns[32];
         int pid;
     } peers[MAX_RANKS];
     int npeers;
@@ -70,7 +71,7 @@ static int peer_dead(int pid) {
 static int dead_peer(void) {
     for (int i = 0; i < g.npeers; i++)
         if (i != g.rank && g.peers[i].pid > 0 && strcmp(g.peers[i].host, g.peers[g.rank].host) == 0 &&
-            peer_dead(g.peers[i].pid))
+            g.peers[i].pidns[0] && strcmp(g.peers[i].pidns, g.peers[g.rank].pidns) == 0 && peer_dead(g.peers[i].pid))
             return i;
     return -1;
 }
@@ -197,6 +198,7 @@ bf_status bf_dist_init(const char *lib, double timeout_s, int *rank, int *size) 
     memset(&me, 0, sizeof me);
     gethostname(me.host, HOST_LEN - 1);
     me.pid = (int)getpid();
+    if (readlink("/proc/self/ns/pid", me.pidns, sizeof me.pidns - 1) < 0) me.pidns[0] = '\0';
     g.npeers = 0;
     if (g.size <= MAX_RANKS) {
         MPI_Request rq;
