@@ -22,6 +22,7 @@ def rank_main(batch, steps):
     import numpy as np
     import boundfit as bf
     from boundfit import layers
+    bf._core.set_num_threads(1)   # one core per rank, one rank or two
     bf.distribution.set_distribution(bf.distribution.DataParallel())
     n = bf.distribution.num_processes()
     bf.utils.set_random_seed(0)
@@ -47,7 +48,7 @@ def rank_main(batch, steps):
 def launch(n, batch, steps):
     exe = os.path.join(os.path.dirname(sys.executable), "mpiexec")
     exe = exe if os.path.exists(exe) else shutil.which("mpiexec")
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", BF_DIST_THREADS="1")
     p = subprocess.run([exe, "-n", str(n), sys.executable, __file__, "--rank", str(batch), str(steps)], env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
     for line in p.stdout.splitlines():

@@ -146,6 +146,7 @@ def initialize(job_addresses=None, num_processes=None, process_id=None, timeout=
                                    "(boundfit[distributed]) or set BF_MPI_LIB to its path")
         rank, size = _call(_core.dist_init, lib, float(timeout))
         _state["lib"] = lib
+        _share_cores()
         import atexit
         atexit.register(_finalize)
     else:
@@ -162,6 +163,18 @@ def initialize(job_addresses=None, num_processes=None, process_id=None, timeout=
     if job_addresses is not None and not isinstance(job_addresses, (str, list, tuple)):
         raise ValueError(f"initialize: job_addresses must be a string or a list of addresses, got {job_addresses!r}")
     _state.update(rank=rank, size=size, initialized=True)
+
+
+def _share_cores():
+    """Ranks on one host share its cores: each runs the engine's pool on its
+    share (MPI_LOCALNRANKS from hydra), unless BF_DIST_THREADS says otherwise."""
+    local = _env_int("MPI_LOCALNRANKS") or 1
+    want = _env_int("BF_DIST_THREADS")
+    if want is None and local > 1:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        want = max(1, cores // local)
+    if want is not None and want >= 1:
+        _core.set_num_threads(int(want))
 
 
 def _finalize():
