@@ -166,6 +166,16 @@ def test_rank_raising_mid_epoch_makes_the_others_raise_at_once(tmp_path):
     assert took < 60
 
 
+@needs_mpi
+def test_rank_raising_before_step_one_makes_the_others_raise_at_once(tmp_path):
+    recs, took, _, log = _launch(tmp_path, 2, "early", timeout=30)
+    assert sorted(recs) == [0, 1], log
+    assert recs[1]["error"] == "DataError"
+    assert recs[0]["error"] == "DistributedError", recs[0]
+    assert "rank 1" in recs[0]["message"] and "before the memory plan" in recs[0]["message"]
+    assert recs[0]["t_error"] - recs[0]["t0"] < 5   # not the 30 s deadline
+
+
 # ---- one process: no launcher needed ----
 
 def test_keras_names_and_a_group_of_one():

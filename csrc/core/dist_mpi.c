@@ -225,6 +225,23 @@ static bf_status agree_flag(int *flag, const char *what, double timeout) {
     return wait_all(&rq, 1, what, timeout);
 }
 
+/* flag >= 2 from agree_flag: rank flag - 2 stopped; this rank fails too */
+static bf_status peer_stopped(int flag, const char *what) {
+    const int r = flag - 2;
+    snprintf(g.broken_msg, sizeof g.broken_msg, "rank %d of %d: rank %d (host %s) stopped with an error before %s; "
+             "see its traceback", g.rank, g.size, r, bf_dist_host_of(r), what);
+    g.broken = 1;
+    return BF_FAIL(BF_ERR_DIST, "distributed: %s; this process group cannot continue", g.broken_msg);
+}
+
+bf_status bf_dist_agree(const char *what) {
+    if (g.size <= 1) return BF_OK;
+    BF_TRY(check_usable(what));
+    int flag = 0;
+    BF_TRY(agree_flag(&flag, what, g.timeout));
+    return flag >= 2 ? peer_stopped(flag, what) : BF_OK;
+}
+
 bf_status bf_dist_abandon(void) {
     if (g.size <= 1 || !g.lib || g.broken) return BF_OK;
     int flag = 2 + g.rank;
@@ -245,13 +262,7 @@ bf_status bf_dist_step(float *grads, long n, int *bad) {
                                     "train on device='cpu'");
     int flag = *bad ? 1 : 0;
     BF_TRY(agree_flag(&flag, "the step's agreement", g.timeout));
-    if (flag >= 2) {
-        const int r = flag - 2;
-        snprintf(g.broken_msg, sizeof g.broken_msg, "rank %d of %d: rank %d (host %s) stopped with an error; see its "
-                 "traceback", g.rank, g.size, r, bf_dist_host_of(r));
-        g.broken = 1;
-        return BF_FAIL(BF_ERR_DIST, "distributed: %s; this process group cannot continue", g.broken_msg);
-    }
+    if (flag >= 2) return peer_stopped(flag, "the step's gradient all-reduce");
     *bad = flag;
     MPI_Request rq[MAX_BUCKETS];
     long per = (n + MAX_BUCKETS - 1) / MAX_BUCKETS;

@@ -33,6 +33,9 @@ bf_status bf_dist_step(float *grads, long n, int *bad);
 /* This rank stopped with an error mid-run: post the failure flag the others'
  * next step agrees on, so that they raise at once instead of at the deadline */
 bf_status bf_dist_abandon(void);
+/* the same flag, agreed at the start of each collective phase of fit outside
+ * the engine (plan, weights, logs): fails when a rank posted its abandon */
+bf_status bf_dist_agree(const char *what);
 const char *bf_dist_host_of(int rank);
 
 /* in-place reductions and exchanges (planning, logs, weights, seeds) */

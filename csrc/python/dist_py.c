@@ -98,6 +98,17 @@ static PyObject *dist_abandon(PyObject *self, PyObject *noargs) {
     Py_RETURN_NONE;
 }
 
+static PyObject *dist_agree(PyObject *self, PyObject *args) {
+    const char *what;
+    if (!PyArg_ParseTuple(args, "s", &what)) return NULL;
+    bf_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = bf_dist_agree(what);
+    Py_END_ALLOW_THREADS
+    if (s != BF_OK) return bf_raise(bf_state_of_module(self), s);
+    Py_RETURN_NONE;
+}
+
 static PyObject *dist_finalize(PyObject *self, PyObject *noargs) {
     (void)noargs;
     bf_status s = bf_dist_finalize();
@@ -113,6 +124,7 @@ static PyMethodDef dist_methods[] = {
     {"dist_bcast", dist_bcast, METH_VARARGS, "dist_bcast(buf, root): in place"},
     {"dist_allgather", dist_allgather, METH_VARARGS, "dist_allgather(bytes) -> bytes of every rank"},
     {"dist_abandon", dist_abandon, METH_NOARGS, "this rank stopped with an error: tell the others (bounded wait)"},
+    {"dist_agree", dist_agree, METH_VARARGS, "dist_agree(what): fails when another rank stopped with an error"},
     {"dist_finalize", dist_finalize, METH_NOARGS, "MPI_Finalize when the group is healthy"},
     {NULL, NULL, 0, NULL},
 };

@@ -325,6 +325,7 @@ def agree_plan(model, plan, replan, auto_batch, train_rows):
         return plan
     if str(plan.device) not in ("cpu", "host"):
         raise ValueError(f"fit: device {plan.device} under DataParallel: the GPU (NCCL) path is not implemented")
+    _agree_ok("the memory plan")
     plan = _with_comm(plan)
     if auto_batch:
         b = int(plan.batch_size)
@@ -385,6 +386,7 @@ def shard_fit_data(model, train, val):
     d = active()
     if d is None:
         return train, val
+    _agree_ok("the weights' broadcast")
     broadcast_weights(model)
     if not d.auto_shard_dataset:
         return train, val
@@ -402,6 +404,7 @@ def global_logs(logs, train_rows, val):
     losses and mean metrics such as accuracy)."""
     if active() is None:
         return logs
+    _agree_ok("the epoch's logs")
     vrows = getattr(val, "local_rows", 0) if val is not None else 0
     keys = sorted(logs)
     vals = np.array([float(logs[k]) * (vrows if k.startswith("val_") else train_rows) for k in keys]
@@ -413,6 +416,26 @@ def global_logs(logs, train_rows, val):
         w = vr if k.startswith("val_") else tr
         out[k] = float(tot[i] / w) if w else logs[k]
     return out
+
+
+@contextlib.contextmanager
+def fit_guard():
+    """Around fit: an error on this rank is told to the others (on_fit_error),
+    an engine error of a collective comes out as DistributedError."""
+    try:
+        yield
+    except BaseException as e:
+        err = on_fit_error(e)
+        if err is not e:
+            raise err from None
+        raise
+
+
+def _agree_ok(what):
+    """The flag every collective phase of fit starts with (the same one each
+    step starts with in the engine): a rank that stopped with an error posts
+    it instead (bf_dist_abandon), and every other rank raises here at once."""
+    _call(_core.dist_agree, what)
 
 
 def on_fit_error(exc):

@@ -405,10 +405,12 @@ class Model:
             validation_data=None, shuffle=True, initial_epoch=0, steps_per_epoch=None, micro_batch=None,
             memory_limit=None, device=None, **kwargs):
         from .training import fit
-        return fit(self, x, y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
-                   validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
-                   initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch, micro_batch=micro_batch,
-                   memory_limit=memory_limit, device=device, **kwargs)
+        from . import distribute
+        with distribute.fit_guard():   # [dist hook] a rank's error reaches the others at once
+            return fit(self, x, y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
+                       validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
+                       initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch, micro_batch=micro_batch,
+                       memory_limit=memory_limit, device=device, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", steps=None, return_dict=False,
                  memory_limit=None, device=None, **kwargs):

@@ -278,11 +278,6 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
         cbs.on_train_end(logs=last_logs)   # as Keras: the last epoch's logs
         # share of the training loop's time spent waiting for batches
         model.data_wait_fraction = waited[0] / max(time.perf_counter() - t_start, 1e-9)
-    except BaseException as e:
-        err = distribute.on_fit_error(e)   # [dist hook] the other ranks raise at their next step, not the deadline
-        if err is not e:
-            raise err from None
-        raise
     finally:
         model._last_run_stats = [r.stats() for r in (run, vrun) if r is not None]
         if vrun is not None:

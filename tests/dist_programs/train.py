@@ -2,7 +2,7 @@
 by mpiexec: python train.py MODE OUTDIR [BATCH]. Each rank writes what it saw
 to OUTDIR/rank<r>.json; rank 0 also saves the initial and final weights.
 MODE: equal (fit and save), sources (a memmap, then a Sequence), budget (rank 1 gets a tiny memory limit),
-kill (rank 1 SIGKILLs itself mid-epoch), raise (rank 1 raises mid-epoch),
+kill (rank 1 SIGKILLs itself mid-epoch), raise (rank 1 raises mid-epoch), early (rank 1's data is bad),
 auto (batch_size="auto", rank 1 with a smaller budget)."""
 import json
 import os
@@ -76,6 +76,10 @@ try:
                 return x[i * batch:(i + 1) * batch], y[i * batch:(i + 1) * batch]
         model.fit(Batches(), epochs=1, shuffle=False, verbose=0)
         np.savez(os.path.join(out, f"seq{r}.npz"), *model.get_weights())
+        rec["ok"] = True
+    elif mode == "early":
+        rec["t0"] = time.time()
+        model.fit(x, y if r != 1 else y[:-1], batch_size=8, epochs=1, verbose=0)   # rank 1: a DataError
         rec["ok"] = True
     elif mode == "budget":
         model.fit(x, y, batch_size=16, epochs=1, verbose=0, memory_limit="1KiB" if r == 1 else None)
