@@ -31,6 +31,16 @@ soon as one rank exits abnormally (MPICH 5.0.2, even with
 the wrapper: `mpiexec -disable-auto-cleanup -n N python -m
 boundfit.distribute train.py` (see _launch_main). Ranks on other hosts that
 die are found by the deadline.
+
+Hooks in other files, each marked `[dist hook]`:
+- csrc/core/run.c, end_step(): bf_dist_step() between backward and the
+  non-finite check / optimizer update (gradients averaged, flag agreed);
+- csrc/python/module.c, module_exec(): bf_dist_py_init() adds dist_py.c's functions;
+- python/boundfit/training.py, fit(): verbose(), prepare_fit() (Sequences by
+  rank), agree_plan() (after the plan, before require_fits), shard_fit_data()
+  (after the batch size is known), global_logs() (before on_epoch_end);
+- python/boundfit/models.py, Model.fit(): fit_guard(); Model.save() and
+  Model.save_weights(): rank 0 only.
 """
 
 from .group import (DataParallel, DistributedError, distribution, find_mpi_library, initialize, is_chief,
