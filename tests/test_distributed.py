@@ -96,6 +96,8 @@ def test_n_ranks_with_batch_b_match_one_process_with_batch_n_times_b(tmp_path, n
     # rank 0 saves, the others do not
     assert (out / "final_from_rank0.weights.h5").exists()
     assert not any((out / f"final_from_rank{r}.weights.h5").exists() for r in range(1, n))
+    assert (out / "ckpt_rank0.weights.h5").exists()   # ModelCheckpoint: rank 0 too
+    assert not any((out / f"ckpt_rank{r}.weights.h5").exists() for r in range(1, n))
 
 
 @needs_mpi

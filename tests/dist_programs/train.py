@@ -50,7 +50,8 @@ try:
         model.build((None, 10))
         init = [w.copy() for w in model.get_weights()]
         h = model.fit(x, y, batch_size=batch, epochs=2, shuffle=False, verbose=0, validation_data=(xv, yv),
-                      callbacks=[Seen()])
+                      callbacks=[Seen(), bf.callbacks.ModelCheckpoint(os.path.join(out, f"ckpt_rank{r}.weights.h5"),
+                                                                      save_weights_only=True, monitor="loss")])
         rec["history"] = h.history
         if r == 0:
             np.savez(os.path.join(out, "init.npz"), *init)   # rank 0's: the broadcast ones

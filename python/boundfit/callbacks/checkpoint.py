@@ -178,6 +178,9 @@ class BackupAndRestore(Callback):
 
     def _save(self):
         from ..keras_format import atomic_write, save_weights
+        from .. import distribute
+        if not distribute.is_chief():   # [dist hook] rank 0 writes the backup
+            return
         os.makedirs(self.backup_dir, exist_ok=True)
         if self.double_checkpoint:
             for p in (self._weights_path, self._metadata_path):
@@ -189,5 +192,6 @@ class BackupAndRestore(Callback):
         atomic_write(self._metadata_path, lambda f: f.write(meta))
 
     def on_train_end(self, logs=None):
-        if self.delete_checkpoint and os.path.exists(self.backup_dir):
+        from .. import distribute
+        if self.delete_checkpoint and os.path.exists(self.backup_dir) and distribute.is_chief():   # [dist hook]
             shutil.rmtree(self.backup_dir)

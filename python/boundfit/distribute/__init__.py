@@ -40,7 +40,9 @@ Hooks in other files, each marked `[dist hook]`:
   rank), agree_plan() (after the plan, before require_fits), shard_fit_data()
   (after the batch size is known), global_logs() (before on_epoch_end);
 - python/boundfit/models.py, Model.fit(): fit_guard(); Model.save() and
-  Model.save_weights(): rank 0 only.
+  Model.save_weights(): rank 0 only (so ModelCheckpoint too);
+- python/boundfit/callbacks/checkpoint.py, BackupAndRestore._save() and
+  on_train_end(): rank 0 writes and deletes the backup.
 """
 
 from .group import (DataParallel, DistributedError, distribution, find_mpi_library, initialize, is_chief,
