@@ -33,10 +33,10 @@ from .errors import BoundfitError, DataError, DeviceError, MemoryBudgetError, No
 from .models import Model, Sequential, load_model  # noqa: E402
 from .layers import Input  # noqa: E402
 from .plan import MemoryPlan  # noqa: E402
-from . import data, models, memory, saving, training  # noqa: E402
+from . import data, models, memory, saving, training  # noqa: E402  (loaded now: a first fit imports nothing)
 from . import distribute  # noqa: E402
 from . import distribute as distribution  # noqa: E402  (Keras 3's keras.distribution)
-from .distribute import DistributedError  # noqa: E402  (loaded now: a first fit imports nothing)
+from .distribute import DistributedError  # noqa: E402
 from .cuda_libs import wheel_libraries as _wheel_libraries  # noqa: E402
 
 _core.set_module_dir(_os.path.dirname(_os.path.abspath(__file__)), ":".join(_wheel_libraries()))

@@ -194,10 +194,12 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     # plan before anything is allocated; refuse if it does not fit
     model._plan_weighted = {"train": train.weighted or cw_table is not None,
                             "evaluate": val is not None and val.weighted}
+
     def plan_at(batch_size):
-        return memory.plan_fit(model, batch_size, micro_batch, device,
-                               memory_limit, val.batch_size if val is not None else None, max_rows=train.num_rows,
+        return memory.plan_fit(model, batch_size, micro_batch, device, memory_limit,
+                               val.batch_size if val is not None else None, max_rows=train.num_rows,
                                shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0)
+
     try:
         plan = plan_at("auto" if train.auto_batch else train.batch_size)
         # [dist hook] one plan agreed by every rank (all raise if one is short)
