@@ -2,8 +2,11 @@
 3 ranks launched with `mpiexec` on loopback match one process with N times
 the batch; a rank short of memory makes every rank raise the same
 MemoryBudgetError before step one; batch_size="auto" agrees on the smallest
-rank's batch; a rank that dies or raises mid-epoch makes the others raise
-DistributedError within seconds. The rank programs are
+rank's batch; a rank that dies or raises (mid-epoch or before step one)
+makes the others raise DistributedError within seconds, and a stuck one at
+the deadline. Runs that lose a rank go through the `python -m
+boundfit.distribute` wrapper with -disable-auto-cleanup: hydra kills every
+rank as soon as one ends abnormally otherwise. The rank programs are
 tests/dist_programs/train.py. Skipped without mpiexec / libmpi_abi.so
 (pip install boundfit[distributed])."""
 import json
@@ -165,6 +168,18 @@ def test_rank_raising_mid_epoch_makes_the_others_raise_at_once(tmp_path):
     assert recs[0]["error"] == "DistributedError"
     assert "rank 1" in recs[0]["message"] and "stopped with an error" in recs[0]["message"]
     assert recs[0]["t_error"] - recs[1]["t_error"] < 5   # not the 30 s deadline
+    assert took < 60
+
+
+@needs_mpi
+def test_stuck_rank_makes_the_others_raise_at_the_deadline(tmp_path):
+    recs, took, _, log = _launch(tmp_path, 2, "stuck", wrapper=True, timeout=2)   # rank 1 sleeps 6 s
+    assert sorted(recs) == [0, 1], log
+    r0 = recs[0]
+    assert r0["error"] == "DistributedError", r0
+    assert "did not complete within 2.0 s" in r0["message"]
+    assert 2 <= r0["t_error"] - r0["t0"] < 6
+    assert recs[1]["error"] == "DistributedError"   # it wakes to a group without rank 0
     assert took < 60
 
 

@@ -2,7 +2,7 @@
 by mpiexec: python train.py MODE OUTDIR [BATCH]. Each rank writes what it saw
 to OUTDIR/rank<r>.json; rank 0 also saves the initial and final weights.
 MODE: equal (fit and save), sources (a memmap, then a Sequence), budget (rank 1 gets a tiny memory limit),
-kill (rank 1 SIGKILLs itself mid-epoch), raise (rank 1 raises mid-epoch), early (rank 1's data is bad),
+kill (rank 1 SIGKILLs itself mid-epoch), raise (rank 1 raises mid-epoch), early (rank 1's data is bad), stuck (rank 1 sleeps past the timeout),
 auto (batch_size="auto", rank 1 with a smaller budget)."""
 import json
 import os
@@ -35,6 +35,9 @@ rec = {"rank": r, "size": n, "host": socket.gethostname()}
 class Die(bf.callbacks.Callback):
     def on_train_batch_end(self, b, logs=None):
         if r == 1 and b == 4:
+            if mode == "stuck":
+                time.sleep(float(os.environ.get("TEST_STUCK", "6")))
+                return
             if mode == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
             raise RuntimeError("rank 1 fails on purpose")
