@@ -9,6 +9,7 @@
  * activation is left to the loss. */
 #include "run.h"
 
+#include "dist_mpi.h" /* [dist hook] */
 #include "prefetch.h"
 #include "run_attn.h"
 #include "seq_layers.h"
@@ -922,6 +923,9 @@ static bf_status end_step(bf_run *r, int train, long step, int rows, bf_totals *
     if (train) {
         int bad = 0;
         if (!r->unguarded) BF_TRY(grads_nonfinite(r, &bad));
+        /* [dist hook] data parallel (dist_mpi.c): gradients averaged over the
+         * ranks and the non-finite verdict agreed, before the update */
+        if (bf_dist_size() > 1) BF_TRY(bf_dist_step(r->on_device ? NULL : r->grads, r->m->n_trainable, &bad));
         if (bad) return diagnose_nonfinite(r, rows, step, 0);
         BF_TRY(apply_update(r));
     }

@@ -138,6 +138,8 @@ static PyMethodDef module_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+int bf_dist_py_init(PyObject *m); /* dist_py.c */
+
 static int module_exec(PyObject *m) {
     if (PyArray_ImportNumPyAPI() < 0) return -1;
     bf_module_state *st = bf_state_of_module(m);
@@ -168,6 +170,7 @@ static int module_exec(PyObject *m) {
     }
     if (bf_model_type_init(m, st) < 0) return -1;
     if (bf_run_type_init(m, st) < 0) return -1;
+    if (bf_dist_py_init(m) < 0) return -1; /* [dist hook] dist_py.c: distributed collectives */
     return 0;
 }
 

@@ -44,6 +44,9 @@ from .models import Model, Sequential, load_model  # noqa: E402
 from .runtime.budget import set_memory_limit  # noqa: E402
 from .runtime.cuda_libs import wheel_libraries as _wheel_libraries  # noqa: E402
 from .runtime.devices import set_default_device  # noqa: E402
+from . import distribute  # noqa: E402
+from . import distribute as distribution  # noqa: E402  (Keras 3's keras.distribution)
+from .distribute import DistributedError  # noqa: E402
 
 _core.set_module_dir(_os.path.dirname(_os.path.abspath(__file__)), ":".join(_wheel_libraries()))
 __all__ = ["Input", "Sequential", "Model", "layers", "initializers", "regularizers", "constraints", "losses", "metrics",

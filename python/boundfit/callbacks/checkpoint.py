@@ -8,6 +8,7 @@ import os
 import shutil
 import warnings
 
+from ..runtime import dist_group
 from ..saving.keras_file import atomic_write, read_extra_attrs, save_weights
 from .base import Callback
 from .early_stopping import resolve_mode
@@ -177,6 +178,8 @@ class BackupAndRestore(Callback):
             self._save()
 
     def _save(self):
+        if not dist_group.is_chief():   # [dist hook] rank 0 writes the backup
+            return
         os.makedirs(self.backup_dir, exist_ok=True)
         if self.double_checkpoint:
             for p in (self._weights_path, self._metadata_path):
@@ -188,5 +191,5 @@ class BackupAndRestore(Callback):
         atomic_write(self._metadata_path, lambda f: f.write(meta))
 
     def on_train_end(self, logs=None):
-        if self.delete_checkpoint and os.path.exists(self.backup_dir):
+        if self.delete_checkpoint and os.path.exists(self.backup_dir) and dist_group.is_chief():   # [dist hook]
             shutil.rmtree(self.backup_dir)

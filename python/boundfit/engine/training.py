@@ -15,7 +15,7 @@ from ..callbacks import CallbackList, TerminateOnNaN
 from ..callbacks.progbar import Progbar
 from ..errors import NonFiniteError
 from ..runtime import devices
-from . import data as data_mod, memory
+from . import data as data_mod, dist_fit, memory
 
 _CHUNK_SECONDS = 0.1
 _GUARD = True  # benchmarks/bench_guard.py turns the guards off to measure their cost
@@ -179,8 +179,9 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
         raise ValueError(f"epochs must be a non-negative int, got {epochs!r}")
     if not 0.0 <= float(validation_split) < 1.0:
         raise ValueError(f"validation_split must be in [0, 1), got {validation_split!r}")
-    verbose = _verbose(verbose)
+    verbose = dist_fit.verbose(_verbose(verbose))   # [dist hook] progress from rank 0 only
     device = _resolve_device(model, device)
+    x, validation_data = dist_fit.prepare_fit(model, x, validation_data, device)   # [dist hook] Sequences by rank
     x, y, validation_data = _prepare(model, x, y, validation_data)
     _check_class_weight_output(model, class_weight)
     train, val = data_mod.adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, steps_per_epoch,
@@ -194,12 +195,20 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     # plan before anything is allocated; refuse if it does not fit
     weighted = memory.Weighted(train=train.weighted or cw_table is not None,
                                evaluate=val is not None and val.weighted)
-    plan = memory.plan_fit(model, data_mod.batch_request(train), micro_batch, device, memory_limit,
-                           val.batch_size if val is not None else None, max_rows=train.num_rows,
-                           shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0, weighted=weighted)
+
+    def plan_at(batch_request):
+        return memory.plan_fit(model, batch_request, micro_batch, device, memory_limit,
+                               val.batch_size if val is not None else None, max_rows=train.num_rows,
+                               shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0, weighted=weighted)
+
+    request = data_mod.batch_request(train)
+    plan = plan_at(request)
+    # [dist hook] one plan agreed by every rank (all raise if one is short)
+    plan = dist_fit.agree_plan(model, plan, plan_at, request == "auto", train.num_rows)
     memory.require_fits(plan)
     batch_size = plan.batch_size   # from here on the plan's: the data sources are not told
     model._last_batch_size = batch_size
+    train, val = dist_fit.shard_fit_data(model, train, val)   # [dist hook] rank 0's weights, data by rank
     model._last_plan = plan   # already while it runs: the progress bar shows memory against it
     cbs = CallbackList(callbacks, model, {"epochs": epochs, "steps": train.steps_for(batch_size), "verbose": verbose},
                        add_history=True, add_progbar=verbose != 0)
@@ -260,6 +269,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                 vt = _totals()
                 _validate(model, cbs, val, vrun, vt)
                 logs.update(_logs(vt, vrun, model, "val_"))
+            logs = dist_fit.global_logs(logs, tot[1], val)   # [dist hook] logs averaged over ranks
             cbs.on_epoch_end(epoch, logs=logs)
             last_logs = logs
             train.on_epoch_end()

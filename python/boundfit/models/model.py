@@ -11,8 +11,9 @@ This class describes and reports; the engine computes."""
 import numpy as np
 
 from .. import _core, graph, losses, metrics as metrics_mod, optimizers, utils
-from ..engine import memory, training
+from ..engine import dist_fit, memory, training
 from ..layers.input_layer import Input
+from ..runtime import dist_group
 from ..layers.layer import _counters
 from ..saving import graph_file, keras_file, keras_graph
 
@@ -473,10 +474,11 @@ class Model(graph.GraphModel):
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
             validation_data=None, shuffle=True, initial_epoch=0, steps_per_epoch=None, micro_batch=None,
             memory_limit=None, device=None, **kwargs):
-        return training.fit(self, x, y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
-                            validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
-                            initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch, micro_batch=micro_batch,
-                            memory_limit=memory_limit, device=device, **kwargs)
+        with dist_fit.fit_guard():   # [dist hook] a rank's error reaches the others at once
+            return training.fit(self, x, y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
+                                validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
+                                initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch, micro_batch=micro_batch,
+                                memory_limit=memory_limit, device=device, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", steps=None, return_dict=False,
                  memory_limit=None, device=None, **kwargs):
@@ -528,6 +530,8 @@ class Model(graph.GraphModel):
         compile config, optimizer state), or any model to a boundfit graph file
         (.npz). A subclassed model is written to `.keras` as the Functional
         graph its call() was traced into: Keras 3 opens it without the class."""
+        if not dist_group.is_chief():   # [dist hook] rank 0 saves
+            return
         graph_file.save_model(self, filepath, overwrite=overwrite)
 
     def get_config(self):
@@ -543,6 +547,8 @@ class Model(graph.GraphModel):
 
     def save_weights(self, filepath, overwrite=True):
         """Save weights (and optimizer state) to a Keras 3 `.weights.h5` file, atomically."""
+        if not dist_group.is_chief():   # [dist hook] rank 0 saves
+            return
         keras_file.save_weights(self, filepath, overwrite=overwrite)
 
     def load_weights(self, filepath, skip_mismatch=False):

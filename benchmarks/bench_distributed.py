@@ -1,0 +1,79 @@
+"""Data-parallel scaling on the CPU over MPI (bf.distribute): one rank against
+two on this machine (loopback), each rank with one BLAS thread, an MLP
+784 -> 1024 -> 1024 -> 10 (1.9 M parameters, 7.6 MB of gradients a step).
+
+- weak scaling: every rank batch B (global batch N*B): samples/s and speed-up;
+- strong scaling: the global batch fixed (one rank 2B, two ranks B each);
+- communication share: seconds inside collectives (the gradient all-reduce,
+  including any wait for the slower rank) over the fit's time, on rank 0.
+
+    python benchmarks/bench_distributed.py [--quick]    (launches mpiexec itself)
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+
+def rank_main(batch, steps):
+    import numpy as np
+    import boundfit as bf
+    from boundfit import layers
+    bf._core.set_num_threads(1)   # one core per rank, one rank or two
+    bf.distribution.set_distribution(bf.distribution.DataParallel())
+    n = bf.distribution.num_processes()
+    bf.utils.set_random_seed(0)
+    m = bf.Sequential([layers.Dense(1024, activation="relu", input_shape=(784,)), layers.Dense(1024, activation="relu"),
+                       layers.Dense(10)])
+    m.compile(optimizer="adam", loss=bf.losses.SparseCategoricalCrossentropy(from_logits=True))
+    rng = np.random.default_rng(0)
+    rows = batch * n * steps
+    x = rng.standard_normal((rows, 784)).astype(np.float32)
+    y = rng.integers(0, 10, rows)
+    m.fit(x[:batch * n * 2], y[:batch * n * 2], batch_size=batch, epochs=1, verbose=0)   # warm-up
+    c0 = bf.distribution.comm_seconds() if n > 1 else 0.0
+    t0 = time.perf_counter()
+    m.fit(x, y, batch_size=batch, epochs=1, verbose=0, shuffle=False)
+    dt = time.perf_counter() - t0
+    comm = (bf.distribution.comm_seconds() - c0) if n > 1 else 0.0
+    if bf.distribution.rank() == 0:
+        print("RESULT " + json.dumps({"ranks": n, "batch": batch, "steps": steps, "seconds": dt,
+                                      "samples_per_s": rows / dt, "step_ms": 1000 * dt / steps,
+                                      "comm_share": comm / dt}), flush=True)
+
+
+def launch(n, batch, steps):
+    exe = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    exe = exe if os.path.exists(exe) else shutil.which("mpiexec")
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", BF_DIST_THREADS="1")
+    p = subprocess.run([exe, "-n", str(n), sys.executable, __file__, "--rank", str(batch), str(steps)], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise RuntimeError(p.stdout[-2000:])
+
+
+def main():
+    quick = "--quick" in sys.argv
+    steps = 10 if quick else 40
+    b = 64
+    one, two = launch(1, b, steps), launch(2, b, steps)
+    one_2b = launch(1, 2 * b, steps)
+    print(f"CPU cores: {os.cpu_count()}, one BLAS thread per rank, MLP 784-1024-1024-10, {steps} steps")
+    print(f"{'run':34s} {'samples/s':>10s} {'step ms':>8s} {'comm share':>10s}")
+    for name, r in ((f"1 rank, batch {b}", one), (f"1 rank, batch {2 * b}", one_2b),
+                    (f"2 ranks, batch {b} each", two)):
+        print(f"{name:34s} {r['samples_per_s']:10.0f} {r['step_ms']:8.1f} {100 * r['comm_share']:9.1f}%")
+    print(f"weak scaling 1 -> 2 ranks (batch {b} per rank): {two['samples_per_s'] / one['samples_per_s']:.2f}x")
+    print(f"strong scaling (global batch {2 * b}): {two['samples_per_s'] / one_2b['samples_per_s']:.2f}x")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 3 and sys.argv[1] == "--rank":
+        rank_main(int(sys.argv[2]), int(sys.argv[3]))
+    else:
+        main()

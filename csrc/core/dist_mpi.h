@@ -1,0 +1,49 @@
+/* dist_mpi.h - data-parallel collectives over MPI (CPU path). libmpi_abi.so
+ * (the MPI-5 standard ABI, e.g. from the `mpich` wheel) is dlopen'ed at run
+ * time; nothing here needs MPI to build. Every wait is a non-blocking
+ * collective polled with MPI_Test against a deadline, so a dead or stuck peer
+ * becomes a status within `timeout` seconds, never a hang; after one failure
+ * the group is marked broken and every later call fails at once. With one
+ * process (or before bf_dist_init) bf_dist_size() is 1 and nothing is done. */
+#ifndef BF_DIST_MPI_H
+#define BF_DIST_MPI_H
+
+#include "status.h"
+
+/* a distributed failure (peer died, timed out, MPI error); not in status.h's
+ * enum so that file stays as it is: csrc/python maps it to BoundfitError and
+ * boundfit.distribute re-raises it as DistributedError */
+#define BF_ERR_DIST ((bf_status)40)
+
+/* open `lib` (a path to libmpi_abi.so), MPI_Init_thread, duplicate
+ * MPI_COMM_WORLD with MPI_ERRORS_RETURN; rank and size out */
+bf_status bf_dist_init(const char *lib, double timeout_s, int *rank, int *size);
+int bf_dist_size(void);
+int bf_dist_rank(void);
+void bf_dist_set_timeout(double timeout_s);
+/* seconds spent in collectives since init (benchmarks: communication share) */
+double bf_dist_comm_seconds(void);
+
+/* One training step's agreement, called between backward and the update:
+ * first a flag agreed (max over ranks: 1 non-finite gradients somewhere,
+ * 2 + r rank r stopped with an error, which fails here), then grads (n
+ * floats) summed over ranks in buckets and divided by the size. */
+bf_status bf_dist_step(float *grads, long n, int *bad);
+
+/* This rank stopped with an error mid-run: post the failure flag the others'
+ * next step agrees on, so that they raise at once instead of at the deadline */
+bf_status bf_dist_abandon(void);
+/* the same flag, agreed at the start of each collective phase of fit outside
+ * the engine (plan, weights, logs): fails when a rank posted its abandon */
+bf_status bf_dist_agree(const char *what);
+const char *bf_dist_host_of(int rank);
+
+/* in-place reductions and exchanges (planning, logs, weights, seeds) */
+bf_status bf_dist_allreduce_f64(double *buf, long n, int op); /* op 0 sum, 1 max, 2 min */
+bf_status bf_dist_bcast(void *buf, long bytes, int root);
+/* each rank's `bytes` bytes of `send`, in rank order, into `recv` (size * bytes) */
+bf_status bf_dist_allgather(const void *send, void *recv, long bytes);
+/* MPI_Finalize when the group is healthy (a broken one is left to exit) */
+bf_status bf_dist_finalize(void);
+
+#endif

@@ -1,0 +1,132 @@
+/* dist_py.c - boundfit._core's distributed functions (dist_mpi.c): init, the
+ * in-place collectives boundfit.distribute uses for planning, logs, weights
+ * and seeds, and finalize. Buffers come through the buffer protocol (C
+ * contiguous, writable where filled); waits run with the GIL released. */
+#include "glue.h"
+
+#include "dist_mpi.h"
+
+static PyObject *dist_init(PyObject *self, PyObject *args) {
+    const char *lib;
+    double timeout;
+    if (!PyArg_ParseTuple(args, "sd", &lib, &timeout)) return NULL;
+    int rank = 0, size = 1;
+    bf_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = bf_dist_init(lib, timeout, &rank, &size);
+    Py_END_ALLOW_THREADS
+    if (s != BF_OK) return bf_raise(bf_state_of_module(self), s);
+    return Py_BuildValue("(ii)", rank, size);
+}
+
+static PyObject *dist_info(PyObject *self, PyObject *noargs) {
+    (void)self;
+    (void)noargs;
+    return Py_BuildValue("(iid)", bf_dist_rank(), bf_dist_size(), bf_dist_comm_seconds());
+}
+
+static PyObject *dist_set_timeout(PyObject *self, PyObject *args) {
+    (void)self;
+    double t;
+    if (!PyArg_ParseTuple(args, "d", &t)) return NULL;
+    if (!(t > 0)) return PyErr_Format(PyExc_ValueError, "timeout must be a positive number of seconds, got %g", t);
+    bf_dist_set_timeout(t);
+    Py_RETURN_NONE;
+}
+
+/* allreduce_f64(buf, op): a writable float64 buffer summed (0), max'ed (1) or min'ed (2) over ranks */
+static PyObject *dist_allreduce_f64(PyObject *self, PyObject *args) {
+    Py_buffer b;
+    int op;
+    if (!PyArg_ParseTuple(args, "w*i", &b, &op)) return NULL;
+    if (b.len % (Py_ssize_t)sizeof(double)) {
+        PyBuffer_Release(&b);
+        return PyErr_Format(PyExc_ValueError, "buf must hold float64 values, got %zd bytes", b.len);
+    }
+    bf_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = bf_dist_allreduce_f64((double *)b.buf, (long)(b.len / (Py_ssize_t)sizeof(double)), op);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&b);
+    if (s != BF_OK) return bf_raise(bf_state_of_module(self), s);
+    Py_RETURN_NONE;
+}
+
+/* bcast(buf, root): root's bytes into every rank's writable buffer of the same size */
+static PyObject *dist_bcast(PyObject *self, PyObject *args) {
+    Py_buffer b;
+    int root;
+    if (!PyArg_ParseTuple(args, "w*i", &b, &root)) return NULL;
+    bf_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = bf_dist_bcast(b.buf, (long)b.len, root);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&b);
+    if (s != BF_OK) return bf_raise(bf_state_of_module(self), s);
+    Py_RETURN_NONE;
+}
+
+/* allgather(data: bytes) -> bytes: every rank's data (all the same length), in rank order */
+static PyObject *dist_allgather(PyObject *self, PyObject *args) {
+    Py_buffer b;
+    if (!PyArg_ParseTuple(args, "y*", &b)) return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, b.len * bf_dist_size());
+    if (!out) {
+        PyBuffer_Release(&b);
+        return NULL;
+    }
+    bf_status s;
+    char *dst = PyBytes_AS_STRING(out);
+    Py_BEGIN_ALLOW_THREADS
+    s = bf_dist_allgather(b.buf, dst, (long)b.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&b);
+    if (s != BF_OK) {
+        Py_DECREF(out);
+        return bf_raise(bf_state_of_module(self), s);
+    }
+    return out;
+}
+
+static PyObject *dist_abandon(PyObject *self, PyObject *noargs) {
+    (void)noargs;
+    bf_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = bf_dist_abandon();
+    Py_END_ALLOW_THREADS
+    if (s != BF_OK) return bf_raise(bf_state_of_module(self), s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *dist_agree(PyObject *self, PyObject *args) {
+    const char *what;
+    if (!PyArg_ParseTuple(args, "s", &what)) return NULL;
+    bf_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = bf_dist_agree(what);
+    Py_END_ALLOW_THREADS
+    if (s != BF_OK) return bf_raise(bf_state_of_module(self), s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *dist_finalize(PyObject *self, PyObject *noargs) {
+    (void)noargs;
+    bf_status s = bf_dist_finalize();
+    if (s != BF_OK) return bf_raise(bf_state_of_module(self), s);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef dist_methods[] = {
+    {"dist_init", dist_init, METH_VARARGS, "dist_init(libmpi_abi_path, timeout_s) -> (rank, size)"},
+    {"dist_info", dist_info, METH_NOARGS, "(rank, size, seconds spent in collectives)"},
+    {"dist_set_timeout", dist_set_timeout, METH_VARARGS, "dist_set_timeout(seconds): the bound on every wait"},
+    {"dist_allreduce_f64", dist_allreduce_f64, METH_VARARGS, "dist_allreduce_f64(buf, op): in place, op 0 sum 1 max 2 min"},
+    {"dist_bcast", dist_bcast, METH_VARARGS, "dist_bcast(buf, root): in place"},
+    {"dist_allgather", dist_allgather, METH_VARARGS, "dist_allgather(bytes) -> bytes of every rank"},
+    {"dist_abandon", dist_abandon, METH_NOARGS, "this rank stopped with an error: tell the others (bounded wait)"},
+    {"dist_agree", dist_agree, METH_VARARGS, "dist_agree(what): fails when another rank stopped with an error"},
+    {"dist_finalize", dist_finalize, METH_NOARGS, "MPI_Finalize when the group is healthy"},
+    {NULL, NULL, 0, NULL},
+};
+
+int bf_dist_py_init(PyObject *m) { return PyModule_AddFunctions(m, dist_methods); }

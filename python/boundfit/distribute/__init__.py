@@ -1,0 +1,57 @@
+"""Data-parallel training past one process (CPU path, over MPI): Keras 3's
+names (`DataParallel`, `initialize`, `set_distribution`, `distribution`,
+`list_devices`), also reachable as `bf.distribution`.
+
+Launch with `mpiexec -n N python train.py` (MPICH from PyPI: `pip install
+boundfit[distributed]`). The MPI library is the standard-ABI libmpi_abi.so,
+dlopen'ed by the C engine (csrc/core/dist_mpi.c); it is found through
+BF_MPI_LIB, the `mpich` package's install prefix, or the `mpiexec` on PATH.
+
+Under a DataParallel distribution, fit():
+- agrees ONE plan before step one: every rank plans its run (with the
+  all-reduce's scratch), the verdicts are exchanged, and if any rank cannot
+  fit, every rank raises the same MemoryBudgetError naming that rank and
+  host; batch_size="auto" takes the largest per-rank batch that fits on the
+  smallest rank;
+- broadcasts rank 0's weights, shards the data by rank (arrays, memmaps,
+  from_npy: global batch s of N*B rows is split in N slices of B rows, so N
+  ranks with batch B follow one process with batch N*B; Sequences: batch
+  i*N + rank), averages the gradients in the engine between backward and
+  the update, and gives callbacks global epoch logs (losses and metrics
+  averaged over ranks by rows; per-batch logs stay per rank);
+- saves from rank 0 only (Model.save / save_weights are no-ops elsewhere).
+Every wait is bounded: a rank that dies or raises makes the others raise
+DistributedError within `timeout` seconds (initialize(timeout=...),
+BF_DIST_TIMEOUT, default 60), and at once when they can tell: a rank that
+raises tells the others through the flag every step agrees on first, and a
+rank that dies on the same host is found by the engine's heartbeat (its pid
+checked every 50 ms while waiting). hydra's mpiexec kills the whole job as
+soon as one rank exits abnormally (MPICH 5.0.2, even with
+-disable-auto-cleanup); to let the survivors raise instead, launch through
+the wrapper: `mpiexec -disable-auto-cleanup -n N python -m
+boundfit.distribute train.py` (see _launch_main). Ranks on other hosts that
+die are found by the deadline.
+
+Where it lives: the process group and its collectives in
+runtime/dist_group.py, fit's hooks in engine/dist_fit.py and the per-rank
+data in engine/dist_shard.py; this package is the public face (and
+`python -m boundfit.distribute`, launch.py). Hooks in other files, each
+marked `[dist hook]`:
+- csrc/core/run.c, end_step(): bf_dist_step() between backward and the
+  non-finite check / optimizer update (gradients averaged, flag agreed);
+- csrc/python/module.c, module_exec(): bf_dist_py_init() adds dist_py.c's functions;
+- engine/training.py, fit(): verbose(), prepare_fit() (Sequences by rank),
+  agree_plan() (after the plan, before require_fits), shard_fit_data() (after
+  the batch size is known), global_logs() (before on_epoch_end);
+- models/model.py, Model.fit(): fit_guard(); Model.save() and
+  Model.save_weights(): rank 0 only (so ModelCheckpoint too);
+- callbacks/checkpoint.py, BackupAndRestore._save() and on_train_end():
+  rank 0 writes and deletes the backup.
+"""
+
+from ..engine.dist_fit import comm_seconds
+from ..runtime.dist_group import (DataParallel, DistributedError, distribution, find_mpi_library, initialize, is_chief,
+                                  list_devices, num_processes, rank, set_distribution)
+
+__all__ = ["DataParallel", "DistributedError", "initialize", "set_distribution", "distribution", "list_devices",
+           "rank", "num_processes", "is_chief", "find_mpi_library", "comm_seconds"]

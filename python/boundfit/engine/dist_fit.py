@@ -1,0 +1,172 @@
+"""fit's hooks under a DataParallel distribution (called from
+engine/training.py and models/model.py at lines marked [dist hook]): the
+one plan agreed by every rank, rank 0's weights broadcast, the data sharded,
+epoch logs averaged over ranks, and a rank's error told to the others."""
+
+import contextlib
+import socket
+
+import numpy as np
+
+from .. import _core
+from ..errors import BoundfitError, MemoryBudgetError, NonFiniteError
+from ..runtime.dist_group import (_BF_ERR_DIST_PREFIX, DistributedError, _agree_ok, _allgather_json, _allreduce,
+                                  _bcast_seed, active, broadcast_weights, is_chief, num_processes, rank)
+from ..sizes import format_bytes
+from .data import ArrayData, _is_sequence
+from .dist_shard import ShardedArrays, ShardedEval, shard_source
+from .plan import PlanEntry
+
+def verbose(v):
+    """Progress output from rank 0 only."""
+    return v if active() is None or is_chief() else 0
+
+
+def prepare_fit(model, x, validation_data, device):
+    """Before the data is adapted: refuse what the CPU path cannot do, shard
+    Sequence sources by batch index."""
+    d = active()
+    if d is None:
+        return x, validation_data
+    if device is not None and str(getattr(device, "kind", device)).startswith("cuda"):
+        raise ValueError(f"fit: device={device!r} under DataParallel: the GPU (NCCL) path is not implemented; "
+                         "use device='cpu'")
+    if d.auto_shard_dataset and x is not None and _is_sequence(x):
+        x = shard_source(x)
+    if d.auto_shard_dataset and validation_data is not None and _is_sequence(validation_data):
+        validation_data = shard_source(validation_data)
+    return x, validation_data
+
+
+def agree_plan(model, plan, replan, auto_batch, train_rows):
+    """One plan for all ranks. replan(batch) plans this rank at another batch
+    size. Adds the all-reduce scratch to the plan, exchanges verdicts, and
+    raises the same MemoryBudgetError on every rank when any rank is short."""
+    if active() is None:
+        return plan
+    if str(plan.device) not in ("cpu", "host"):
+        raise ValueError(f"fit: device {plan.device} under DataParallel: the GPU (NCCL) path is not implemented")
+    _agree_ok("the memory plan")
+    plan = _with_comm(plan)
+    if auto_batch:
+        b = int(plan.batch_size)
+        while not plan.fits and b > 1:
+            b = max(1, int(b * 0.9))
+            plan = _with_comm(replan(b))
+        recs = _allgather_json({"b": b if plan.fits else 0})
+        smallest = min(r["b"] for r in recs)
+        if smallest > 0 and smallest != b:
+            plan = _with_comm(replan(smallest))
+    short = plan.shortfall()
+    mine = {"rank": rank(), "host": socket.gethostname(), "fits": bool(plan.fits), "rows": -1 if train_rows is None else int(train_rows),
+            "batch": int(plan.batch_size), "max_batch": plan.max_batch_size,
+            "where": short[0] if short else None, "need": int(short[1]) if short else 0,
+            "have": int(short[2]) if short else 0}
+    recs = _allgather_json(mine)
+    rows = {r["rows"] for r in recs}
+    batches = {r["batch"] for r in recs}
+    if len(rows) > 1:
+        raise DistributedError(f"fit: x has different numbers of rows on the ranks ({sorted(rows)}): every rank must "
+                               "be given the same data (fit shards it)", rank=rank())
+    if len(batches) > 1:
+        raise DistributedError(f"fit: batch_size differs between ranks ({sorted(batches)})", rank=rank())
+    bad = [r for r in recs if not r["fits"]]
+    if bad:
+        r = bad[0]
+        maxes = [x["max_batch"] for x in recs if x["max_batch"] is not None]
+        mb = min(maxes) if maxes else None
+        others = "".join(f"; also rank {o['rank']} on host {o['host']} ({format_bytes(o['need'])} needed, "
+                         f"{format_bytes(o['have'])} available on {o['where']})" for o in bad[1:])
+        msg = (f"rank {r['rank']} on host {r['host']} cannot fit the run: needs {format_bytes(r['need'])} on "
+               f"{r['where']}, {format_bytes(r['have'])} available{others}; no rank starts "
+               + (f"(per-rank batch_size <= {mb} fits on every rank)" if mb else "(even batch_size=1 does not fit)"))
+        err = MemoryBudgetError(msg, plan=plan, needed_bytes=r["need"], available_bytes=r["have"], where=r["where"],
+                                max_batch_size=mb)
+        err.rank, err.host = r["rank"], r["host"]
+        raise err
+    return plan
+
+
+def _with_comm(plan):
+    """The plan with the all-reduce's scratch: MPICH's temporary buffers for the
+    in-flight gradient buckets, at most the gradients' size (estimated)."""
+    if any(e.category == "communication" for e in plan.breakdown):
+        return plan
+    grads = sum(int(e.bytes) for e in plan.breakdown if e.category in ("gradients", "grads") and e.where == "host")
+    if grads == 0:  # no separate gradient entry: the trainable parameters' size
+        grads = sum(int(e.bytes) for e in plan.breakdown if e.category in ("params", "parameters")
+                    and e.where == "host")
+    plan.breakdown.append(PlanEntry("all-reduce scratch (MPI, estimated)", grads, "host", "communication",
+                                    f"{num_processes()} ranks, in-place bucketed all-reduce"))
+    return plan
+
+
+def shard_fit_data(model, train, val):
+    """After the batch size is known: the same weights and data order on every
+    rank, then each rank's shard."""
+    d = active()
+    if d is None:
+        return train, val
+    _agree_ok("the weights' broadcast")
+    broadcast_weights(model)
+    if not d.auto_shard_dataset:
+        return train, val
+    seed = _bcast_seed()
+    if isinstance(train, ArrayData):
+        train = ShardedArrays(train, seed)
+    if isinstance(val, ArrayData):
+        val = ShardedEval(val)
+    return train, val
+
+
+def global_logs(logs, train_rows, val):
+    """Epoch logs averaged over ranks, weighted by each rank's rows (exact for
+    losses and mean metrics such as accuracy)."""
+    if active() is None:
+        return logs
+    _agree_ok("the epoch's logs")
+    vrows = getattr(val, "local_rows", 0) if val is not None else 0
+    keys = sorted(logs)
+    vals = np.array([float(logs[k]) * (vrows if k.startswith("val_") else train_rows) for k in keys]
+                    + [float(train_rows), float(vrows)])
+    tot = _allreduce(vals)
+    tr, vr = tot[-2], tot[-1]
+    out = dict(logs)
+    for i, k in enumerate(keys):
+        w = vr if k.startswith("val_") else tr
+        out[k] = float(tot[i] / w) if w else logs[k]
+    return out
+
+
+@contextlib.contextmanager
+def fit_guard():
+    """Around fit: an error on this rank is told to the others (on_fit_error),
+    an engine error of a collective comes out as DistributedError."""
+    try:
+        yield
+    except BaseException as e:
+        err = on_fit_error(e)
+        if err is not e:
+            raise err from None
+        raise
+
+
+def on_fit_error(exc):
+    """fit failed on this rank. An engine error of a collective comes back as
+    DistributedError; any other (a callback raised, Ctrl-C, a watchdog stop)
+    is told to the other ranks, whose next step then fails at once. Returns
+    the exception to raise."""
+    if active() is None or isinstance(exc, (DistributedError, NonFiniteError)):
+        return exc   # the others know already (a broken group, or the agreed non-finite step)
+    if isinstance(exc, BoundfitError) and str(exc).startswith(_BF_ERR_DIST_PREFIX):
+        return DistributedError(str(exc), rank=rank())
+    try:
+        _core.dist_abandon()
+    except BoundfitError:
+        pass
+    return exc
+
+
+def comm_seconds():
+    """Seconds this rank spent in collectives so far (benchmarks)."""
+    return _core.dist_info()[2]

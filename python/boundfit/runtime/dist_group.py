@@ -1,0 +1,269 @@
+"""The process group (bf.distribute): joining it under mpiexec (the
+standard-ABI libmpi_abi.so found and handed to the engine, csrc/core/dist_mpi.c),
+Keras 3's DataParallel / initialize / set_distribution / distribution /
+list_devices, DistributedError, and the small collectives over Python values
+that fit's hooks use. Every collective is the engine's, bounded by its deadline."""
+
+import atexit
+import contextlib
+import json
+import os
+import shutil
+import sys
+from importlib import metadata
+
+import numpy as np
+
+from .. import _core
+from ..errors import BoundfitError
+
+_BF_ERR_DIST_PREFIX = "distributed:"
+_state = {"rank": 0, "size": 1, "initialized": False, "distribution": None, "timeout": None, "lib": None}
+
+
+class DistributedError(BoundfitError, RuntimeError):
+    """Another rank died, raised or disagrees; the process group cannot go on.
+    Attributes: rank (this process's rank)."""
+
+    def __init__(self, message, rank=None):
+        super().__init__(message)
+        self.rank = rank
+
+
+def _env_int(*names):
+    for n in names:
+        v = os.environ.get(n)
+        if v not in (None, ""):
+            try:
+                return int(v)
+            except ValueError:
+                raise DistributedError(f"environment variable {n}={v!r} is not an integer") from None
+    return None
+
+
+def _launched_by_mpi():
+    return any(k in os.environ for k in ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "HYDRA_CONTROL_FD", "PMI_FD"))
+
+
+def _is_elf(path):
+    """A shared object, not a linker script (the wheel's libmpi_abi.so is one)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def find_mpi_library():
+    """The standard-ABI MPI library: BF_MPI_LIB, the `mpich` wheel's prefix, next to
+    this Python, or next to the `mpiexec` on PATH. None when not found."""
+    env = os.environ.get("BF_MPI_LIB")
+    if env:
+        return env
+    prefixes = []
+    try:
+        dist = metadata.distribution("mpich")
+        for f in sorted(dist.files or (), key=lambda f: -len(str(f))):   # libmpi_abi.so.1 before .so
+            path = str(dist.locate_file(f))
+            if os.path.basename(path).startswith("libmpi_abi.so") and _is_elf(path):
+                return path
+    except Exception:  # noqa: BLE001 - the wheel is optional
+        pass
+    prefixes.append(sys.prefix)
+    exe = shutil.which("mpiexec")
+    if exe:
+        prefixes.append(os.path.dirname(os.path.dirname(os.path.realpath(exe))))
+        prefixes.append(os.path.dirname(os.path.dirname(exe)))
+    for p in prefixes:
+        for name in ("libmpi_abi.so.1", "libmpi_abi.so.0", "libmpi_abi.so"):
+            cand = os.path.join(p, "lib", name)
+            if _is_elf(cand):
+                return cand
+    return None
+
+
+def _raise_dist(e):
+    """An engine error of a collective (BF_ERR_DIST) as DistributedError."""
+    if isinstance(e, BoundfitError) and not isinstance(e, DistributedError) and str(e).startswith(_BF_ERR_DIST_PREFIX):
+        raise DistributedError(str(e), rank=_state["rank"]) from None
+    raise e
+
+
+def _call(fn, *args):
+    try:
+        return fn(*args)
+    except BoundfitError as e:
+        _raise_dist(e)
+
+
+def initialize(job_addresses=None, num_processes=None, process_id=None, timeout=None):
+    """Join the process group (Keras 3's keras.distribution.initialize). Under
+    mpiexec the group comes from MPI; num_processes / process_id, when given,
+    must agree with it. Without a launcher this is a group of one.
+    timeout: the bound in seconds on every wait for the other ranks."""
+    if timeout is None:
+        timeout = float(os.environ.get("BF_DIST_TIMEOUT", "60"))
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    _state["timeout"] = float(timeout)
+    if _state["initialized"]:
+        _core.dist_set_timeout(float(timeout))
+        return
+    if _launched_by_mpi():
+        lib = find_mpi_library()
+        if lib is None:
+            raise DistributedError("launched by mpiexec, but no libmpi_abi.so was found: pip install mpich "
+                                   "(boundfit[distributed]) or set BF_MPI_LIB to its path")
+        rank, size = _call(_core.dist_init, lib, float(timeout))
+        _state["lib"] = lib
+        _share_cores()
+        atexit.register(_finalize)
+    else:
+        world = _env_int("WORLD_SIZE")
+        if world is not None and world > 1:
+            raise DistributedError(
+                f"WORLD_SIZE={world} (a torchrun-style launch) but no MPI launcher: the CPU path needs "
+                f"`mpiexec -n {world} python ...` (MPICH); torchrun's TCP rendezvous (MASTER_ADDR) is not "
+                "implemented")
+        rank, size = 0, 1
+    for name, want, have in (("num_processes", num_processes, size), ("process_id", process_id, rank)):
+        if want is not None and int(want) != have:
+            raise ValueError(f"initialize: {name}={want!r} disagrees with the launcher's {have}")
+    if job_addresses is not None and not isinstance(job_addresses, (str, list, tuple)):
+        raise ValueError(f"initialize: job_addresses must be a string or a list of addresses, got {job_addresses!r}")
+    _state.update(rank=rank, size=size, initialized=True)
+
+
+def _share_cores():
+    """Ranks on one host share its cores: each runs the engine's pool on its
+    share (MPI_LOCALNRANKS from hydra), unless BF_DIST_THREADS says otherwise."""
+    local = _env_int("MPI_LOCALNRANKS") or 1
+    want = _env_int("BF_DIST_THREADS")
+    if want is None and local > 1:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        want = max(1, cores // local)
+    if want is not None and want >= 1:
+        _core.set_num_threads(int(want))
+
+
+def _finalize():
+    try:
+        _core.dist_finalize()
+    except BoundfitError:
+        pass
+
+
+def rank():
+    return _state["rank"]
+
+
+def num_processes():
+    return _state["size"]
+
+
+def is_chief():
+    """True on rank 0 (or in a single process): the one that saves and prints."""
+    return _state["rank"] == 0
+
+
+def list_devices(device_type=None):
+    """The devices of the group, one CPU per rank: ["cpu:0", "cpu:1", ...]."""
+    if device_type not in (None, "cpu", "CPU"):
+        raise ValueError(f"list_devices: device_type={device_type!r}: only 'cpu' is distributed (no NCCL path yet)")
+    if not _state["initialized"]:
+        initialize()
+    return [f"cpu:{i}" for i in range(_state["size"])]
+
+
+class DataParallel:
+    """Keras 3's keras.distribution.DataParallel: the model is replicated, the
+    data split by rank, gradients averaged. devices: None (all of the group) or
+    the list of list_devices(); auto_shard_dataset: shard fit's data by rank."""
+
+    def __init__(self, device_mesh=None, devices=None, auto_shard_dataset=True):
+        if not _state["initialized"]:
+            initialize()
+        if device_mesh is not None:
+            raise ValueError("DataParallel: device_mesh is not supported; pass devices (or nothing)")
+        all_devices = list_devices()
+        if devices is not None:
+            devices = [str(d) for d in devices]
+            if sorted(devices) != sorted(all_devices):
+                raise ValueError(f"DataParallel: devices={devices!r} must be every device of the group "
+                                 f"{all_devices!r} (one CPU per rank)")
+        self.devices = devices or all_devices
+        self.auto_shard_dataset = bool(auto_shard_dataset)
+
+    @property
+    def num_processes(self):
+        return _state["size"]
+
+    @property
+    def process_id(self):
+        return _state["rank"]
+
+    @contextlib.contextmanager
+    def scope(self):
+        prev = _state["distribution"]
+        _state["distribution"] = self
+        try:
+            yield self
+        finally:
+            _state["distribution"] = prev
+
+    def __repr__(self):
+        return f"<DataParallel devices={self.devices}>"
+
+
+def set_distribution(value):
+    if value is not None and not isinstance(value, DataParallel):
+        raise ValueError(f"set_distribution: expected a DataParallel or None, got {value!r}")
+    _state["distribution"] = value
+
+
+def distribution():
+    return _state["distribution"]
+
+
+def active():
+    """The DataParallel that fit() runs under, when the group has several ranks."""
+    d = _state["distribution"]
+    return d if isinstance(d, DataParallel) and _state["size"] > 1 else None
+
+
+# ---- collectives over small Python values ----
+
+def _allgather_json(obj, width=1024):
+    raw = json.dumps(obj).encode()
+    if len(raw) > width:
+        raise DistributedError(f"internal: exchange record of {len(raw)} bytes is over {width}")
+    raw = raw.ljust(width, b" ")
+    out = _call(_core.dist_allgather, raw)
+    return [json.loads(out[i * width:(i + 1) * width]) for i in range(_state["size"])]
+
+
+def _allreduce(values, op=0):
+    buf = np.ascontiguousarray(values, dtype=np.float64).copy()
+    _call(_core.dist_allreduce_f64, buf, op)
+    return buf
+
+
+def _bcast_seed():
+    seed = np.array([np.random.SeedSequence().entropy % (2 ** 62) if is_chief() else 0], dtype=np.int64)
+    _call(_core.dist_bcast, seed, 0)
+    return int(seed[0])
+
+
+def _agree_ok(what):
+    """The flag every collective phase of fit starts with (the same one each
+    step starts with in the engine): a rank that stopped with an error posts
+    it instead (bf_dist_abandon), and every other rank raises here at once."""
+    _call(_core.dist_agree, what)
+
+
+def broadcast_weights(model):
+    """Rank 0's weights on every rank (fit's first act under DataParallel)."""
+    ws = [np.ascontiguousarray(w, dtype=np.float32) for w in model.get_weights()]
+    for w in ws:
+        _call(_core.dist_bcast, w, 0)
+    model.set_weights(ws)

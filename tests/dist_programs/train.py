@@ -1,0 +1,117 @@
+"""A data-parallel training program for tests/test_distributed.py, launched
+by mpiexec: python train.py MODE OUTDIR [BATCH]. Each rank writes what it saw
+to OUTDIR/rank<r>.json; rank 0 also saves the initial and final weights.
+MODE: equal (fit and save), sources (a memmap, then a Sequence), budget (rank 1 gets a tiny memory limit),
+kill (rank 1 SIGKILLs itself mid-epoch), raise (rank 1 raises mid-epoch), early (rank 1's data is bad), stuck (rank 1 sleeps past the timeout),
+auto (batch_size="auto", rank 1 with a smaller budget)."""
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+import numpy as np
+
+import boundfit as bf
+from boundfit import layers
+
+mode, out = sys.argv[1], sys.argv[2]
+batch = int(sys.argv[3]) if len(sys.argv) > 3 else 8
+bf.distribution.initialize(timeout=float(os.environ.get("TEST_TIMEOUT", "20")))
+bf.distribution.set_distribution(bf.distribution.DataParallel())
+r, n = bf.distribution.rank(), bf.distribution.num_processes()
+
+rng = np.random.default_rng(0)
+x = rng.normal(size=(240, 10)).astype(np.float32)
+y = (x[:, :3].sum(axis=1) > 0).astype(np.int64) + (x[:, 3] > 0.5)
+xv, yv = x[:50] * 0.5, y[:50]
+bf.utils.set_random_seed(1 + r)   # different on each rank: rank 0's weights are broadcast
+model = bf.Sequential([layers.Dense(16, activation="relu", input_shape=(10,)), layers.Dense(3, activation="softmax")])
+model.compile(optimizer=bf.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+rec = {"rank": r, "size": n, "host": socket.gethostname()}
+
+
+class Die(bf.callbacks.Callback):
+    def on_train_batch_end(self, b, logs=None):
+        if r == 1 and b == 4:
+            if mode == "stuck":
+                time.sleep(float(os.environ.get("TEST_STUCK", "6")))
+                return
+            if mode == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            raise RuntimeError("rank 1 fails on purpose")
+
+
+class Seen(bf.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        rec.setdefault("epoch_logs", []).append(logs)
+
+
+try:
+    if mode == "equal":
+        model.build((None, 10))
+        init = [w.copy() for w in model.get_weights()]
+        h = model.fit(x, y, batch_size=batch, epochs=2, shuffle=False, verbose=0, validation_data=(xv, yv),
+                      callbacks=[Seen(), bf.callbacks.ModelCheckpoint(os.path.join(out, f"ckpt_rank{r}.weights.h5"),
+                                                                      save_weights_only=True, monitor="loss")])
+        rec["history"] = h.history
+        if r == 0:
+            np.savez(os.path.join(out, "init.npz"), *init)   # rank 0's: the broadcast ones
+        model.save_weights(os.path.join(out, f"final_from_rank{r}.weights.h5"))   # rank 0 only writes
+        np.savez(os.path.join(out, f"final{r}.npz"), *model.get_weights())
+    elif mode == "sources":
+        # a memmap (from_npy) and a Sequence of batch B, sharded by rank
+        model.build((None, 10))
+        if r == 0:
+            np.savez(os.path.join(out, "init.npz"), *model.get_weights())
+        xp, yp = os.path.join(out, f"x{r}.npy"), os.path.join(out, f"y{r}.npy")
+        np.save(xp, x)
+        np.save(yp, y)
+        xm, ym = bf.data.from_npy(xp, yp)
+        model.fit(xm, ym, batch_size=batch, epochs=1, shuffle=False, verbose=0)
+        np.savez(os.path.join(out, f"memmap{r}.npz"), *model.get_weights())
+
+        class Batches(bf.utils.Sequence):
+            def __len__(self):
+                return len(x) // batch
+
+            def __getitem__(self, i):
+                return x[i * batch:(i + 1) * batch], y[i * batch:(i + 1) * batch]
+        model.fit(Batches(), epochs=1, shuffle=False, verbose=0)
+        np.savez(os.path.join(out, f"seq{r}.npz"), *model.get_weights())
+        rec["ok"] = True
+    elif mode == "early":
+        rec["t0"] = time.time()
+        model.fit(x, y if r != 1 else y[:-1], batch_size=8, epochs=1, verbose=0)   # rank 1: a DataError
+        rec["ok"] = True
+    elif mode == "budget":
+        model.fit(x, y, batch_size=16, epochs=1, verbose=0, memory_limit="1KiB" if r == 1 else None)
+        rec["ok"] = True
+    elif mode == "auto":
+        # rank 1's budget fits about 300 rows a batch; rank 0's the whole data set
+        xa = rng.normal(size=(3000, 256)).astype(np.float32)
+        ya = rng.integers(0, 3, size=3000)
+        model = bf.Sequential([layers.Dense(512, activation="relu", input_shape=(256,)),
+                               layers.Dense(3, activation="softmax")])
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+        p = model.estimate_memory(300)
+        limit = (p.host_bytes - p.held_bytes + (32 << 20)) if r == 1 else "2GiB"
+        rec["alone"] = model.estimate_memory("auto", memory_limit=limit).batch_size
+        model.fit(xa, ya, batch_size="auto", epochs=1, verbose=0, memory_limit=limit)
+        rec["batch_size"] = model._last_batch_size
+        rec["ok"] = True
+    else:
+        t0 = time.time()
+        rec["t0"] = t0
+        model.fit(x, y, batch_size=4, epochs=3, verbose=0, callbacks=[Die()])
+        rec["ok"] = True
+except Exception as e:  # noqa: BLE001 - recorded for the test
+    rec["error"] = type(e).__name__
+    rec["message"] = str(e)
+    rec["t_error"] = time.time()
+    for a in ("rank", "host", "where", "max_batch_size"):
+        if hasattr(e, a):
+            rec["e_" + a] = getattr(e, a)
+with open(os.path.join(out, f"rank{r}.json"), "w") as f:
+    json.dump(rec, f)

@@ -1,0 +1,233 @@
+"""Data-parallel training over MPI (bf.distribute, issue 26, CPU path): 2 and
+3 ranks launched with `mpiexec` on loopback match one process with N times
+the batch; a rank short of memory makes every rank raise the same
+MemoryBudgetError before step one; batch_size="auto" agrees on the smallest
+rank's batch; a rank that dies or raises (mid-epoch or before step one)
+makes the others raise DistributedError within seconds, and a stuck one at
+the deadline. Runs that lose a rank go through the `python -m
+boundfit.distribute` wrapper with -disable-auto-cleanup: hydra kills every
+rank as soon as one ends abnormally otherwise. The rank programs are
+tests/dist_programs/train.py. Skipped without mpiexec / libmpi_abi.so
+(pip install boundfit[distributed])."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import boundfit as bf
+from boundfit import distribute, layers
+
+PROGRAM = os.path.join(os.path.dirname(__file__), "dist_programs", "train.py")
+
+
+def _mpiexec():
+    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    return here if os.path.exists(here) else shutil.which("mpiexec")
+
+
+MPIEXEC = _mpiexec()
+needs_mpi = pytest.mark.skipif(MPIEXEC is None or distribute.find_mpi_library() is None,
+                               reason="needs mpiexec and libmpi_abi.so (pip install mpich)")
+
+
+def _launch(tmp_path, n, mode, batch=8, wrapper=False, timeout=20):
+    """Run the program on n ranks; {rank: its record}, and the seconds it took."""
+    out = tmp_path / mode
+    out.mkdir()
+    env = dict(os.environ, TEST_TIMEOUT=str(timeout), OMP_NUM_THREADS="1", BF_DIST_GRACE="5")
+    env.pop("PMI_RANK", None)
+    cmd = [MPIEXEC]
+    if wrapper:
+        cmd += ["-disable-auto-cleanup"]
+    cmd += ["-n", str(n), sys.executable]
+    if wrapper:
+        cmd += ["-m", "boundfit.distribute"]
+    cmd += [PROGRAM, mode, str(out), str(batch)]
+    t0 = time.time()
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, cwd=str(out))
+    took = time.time() - t0
+    recs = {}
+    for r in range(n):
+        f = out / f"rank{r}.json"
+        if f.exists():
+            recs[r] = json.loads(f.read_text())
+    return recs, took, out, p.stdout.decode(errors="replace")[-3000:]
+
+
+def _single_process(out, n, batch):
+    """The program's model and data in this process, from rank 0's initial weights, batch n * batch."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(240, 10)).astype(np.float32)
+    y = (x[:, :3].sum(axis=1) > 0).astype(np.int64) + (x[:, 3] > 0.5)
+    xv, yv = x[:50] * 0.5, y[:50]
+    model = bf.Sequential([layers.Dense(16, activation="relu", input_shape=(10,)),
+                           layers.Dense(3, activation="softmax")])
+    model.compile(optimizer=bf.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.build((None, 10))
+    init = np.load(out / "init.npz")
+    model.set_weights([init[f"arr_{i}"] for i in range(len(init.files))])
+    h = model.fit(x, y, batch_size=n * batch, epochs=2, shuffle=False, verbose=0, validation_data=(xv, yv))
+    return model.get_weights(), h.history
+
+
+def _weights(path):
+    z = np.load(path)
+    return [z[f"arr_{i}"] for i in range(len(z.files))]
+
+
+@needs_mpi
+@pytest.mark.parametrize("n", [2, 3])
+def test_n_ranks_with_batch_b_match_one_process_with_batch_n_times_b(tmp_path, n):
+    recs, _, out, log = _launch(tmp_path, n, "equal", batch=8)
+    assert sorted(recs) == list(range(n)), log
+    assert all("error" not in r for r in recs.values()), recs
+    want_w, want_h = _single_process(out, n, 8)
+    for r in range(n):   # every rank ends with the same weights as the single process
+        for a, b in zip(_weights(out / f"final{r}.npz"), want_w):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        # callbacks and History see the global logs: the single process's
+        hist = recs[r]["history"]
+        assert sorted(hist) == sorted(want_h)
+        for k in want_h:
+            np.testing.assert_allclose(hist[k], want_h[k], rtol=1e-5, atol=1e-6, err_msg=k)
+        assert recs[r]["epoch_logs"][-1]["val_loss"] == pytest.approx(want_h["val_loss"][-1], rel=1e-5)
+    # rank 0 saves, the others do not
+    assert (out / "final_from_rank0.weights.h5").exists()
+    assert not any((out / f"final_from_rank{r}.weights.h5").exists() for r in range(1, n))
+    assert (out / "ckpt_rank0.weights.h5").exists()   # ModelCheckpoint: rank 0 too
+    assert not any((out / f"ckpt_rank{r}.weights.h5").exists() for r in range(1, n))
+
+
+@needs_mpi
+def test_memmaps_and_sequences_are_sharded_by_rank(tmp_path):
+    """from_npy memmaps: global batch split by rank; a Sequence of batch B: rank r
+    takes batches r, r + N, ... Both equal one process with batch N * B."""
+    recs, _, out, log = _launch(tmp_path, 2, "sources", batch=8)
+    assert sorted(recs) == [0, 1] and all(r.get("ok") for r in recs.values()), (recs, log)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(240, 10)).astype(np.float32)
+    y = (x[:, :3].sum(axis=1) > 0).astype(np.int64) + (x[:, 3] > 0.5)
+    model = bf.Sequential([layers.Dense(16, activation="relu", input_shape=(10,)),
+                           layers.Dense(3, activation="softmax")])
+    model.compile(optimizer=bf.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.build((None, 10))
+    model.set_weights(_weights(out / "init.npz"))
+    for what in ("memmap", "seq"):
+        model.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+        for r in range(2):
+            for a, b in zip(_weights(out / f"{what}{r}.npz"), model.get_weights()):
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=what)
+
+
+@needs_mpi
+def test_one_rank_short_of_memory_makes_every_rank_raise_before_step_one(tmp_path):
+    recs, _, _, log = _launch(tmp_path, 2, "budget")
+    assert sorted(recs) == [0, 1], log
+    msgs = {r["message"] for r in recs.values()}
+    assert len(msgs) == 1, msgs   # the same error on every rank
+    for r in recs.values():
+        assert r["error"] == "MemoryBudgetError"
+        assert r["e_rank"] == 1 and r["e_host"] == r["host"]
+        assert "ok" not in r
+    msg = msgs.pop()
+    assert "rank 1 on host" in msg and "needs" in msg and "available" in msg
+
+
+@needs_mpi
+def test_auto_batch_is_the_largest_that_fits_on_the_smallest_rank(tmp_path):
+    recs, _, _, log = _launch(tmp_path, 2, "auto")
+    assert sorted(recs) == [0, 1] and all(r.get("ok") for r in recs.values()), (recs, log)
+    b0, b1 = recs[0]["batch_size"], recs[1]["batch_size"]
+    assert b0 == b1
+    assert b1 <= recs[1]["alone"] < recs[0]["alone"]   # rank 1's budget decides
+    assert b1 >= 0.8 * recs[1]["alone"]                 # ... less only the all-reduce's scratch
+
+
+@needs_mpi
+def test_rank_killed_mid_epoch_makes_the_others_raise_within_seconds(tmp_path):
+    recs, took, _, log = _launch(tmp_path, 3, "kill", wrapper=True, timeout=20)
+    assert 1 not in recs, recs            # SIGKILLed: it wrote nothing
+    assert sorted(recs) == [0, 2], log
+    for r in recs.values():
+        assert r["error"] == "DistributedError", r
+        assert "rank 1" in r["message"] and "died" in r["message"]
+        assert r["t_error"] - r["t0"] < 15   # found by the heartbeat, well before the 20 s deadline
+    assert took < 60
+
+
+@needs_mpi
+def test_rank_raising_mid_epoch_makes_the_others_raise_at_once(tmp_path):
+    recs, took, _, log = _launch(tmp_path, 2, "raise", timeout=30)
+    assert sorted(recs) == [0, 1], log
+    assert recs[1]["error"] == "RuntimeError"
+    assert recs[0]["error"] == "DistributedError"
+    assert "rank 1" in recs[0]["message"] and "stopped with an error" in recs[0]["message"]
+    assert recs[0]["t_error"] - recs[1]["t_error"] < 5   # not the 30 s deadline
+    assert took < 60
+
+
+@needs_mpi
+def test_stuck_rank_makes_the_others_raise_at_the_deadline(tmp_path):
+    recs, took, _, log = _launch(tmp_path, 2, "stuck", wrapper=True, timeout=2)   # rank 1 sleeps 6 s
+    assert sorted(recs) == [0, 1], log
+    r0 = recs[0]
+    assert r0["error"] == "DistributedError", r0
+    assert "did not complete within 2.0 s" in r0["message"]
+    assert 2 <= r0["t_error"] - r0["t0"] < 6
+    assert recs[1]["error"] == "DistributedError"   # it wakes to a group without rank 0
+    assert took < 60
+
+
+@needs_mpi
+def test_rank_raising_before_step_one_makes_the_others_raise_at_once(tmp_path):
+    recs, took, _, log = _launch(tmp_path, 2, "early", timeout=30)
+    assert sorted(recs) == [0, 1], log
+    assert recs[1]["error"] == "DataError"
+    assert recs[0]["error"] == "DistributedError", recs[0]
+    assert "rank 1" in recs[0]["message"] and "before the memory plan" in recs[0]["message"]
+    assert recs[0]["t_error"] - recs[0]["t0"] < 5   # not the 30 s deadline
+
+
+# ---- one process: no launcher needed ----
+
+def test_keras_names_and_a_group_of_one():
+    assert bf.distribution is bf.distribute
+    for name in ("DataParallel", "initialize", "set_distribution", "distribution", "list_devices"):
+        assert callable(getattr(bf.distribution, name))
+    assert issubclass(bf.DistributedError, bf.BoundfitError)
+    if "PMI_RANK" in os.environ:
+        pytest.skip("running under mpiexec")
+    dp = bf.distribution.DataParallel()
+    assert dp.num_processes == 1 and bf.distribution.list_devices() == ["cpu:0"]
+    x = np.random.default_rng(0).normal(size=(32, 4)).astype(np.float32)
+    y = x.sum(axis=1, keepdims=True)
+    m = bf.Sequential([layers.Dense(1, input_shape=(4,))])
+    m.compile("sgd", "mse")
+    with dp.scope():
+        assert bf.distribution.distribution() is dp
+        h = m.fit(x, y, batch_size=8, epochs=1, verbose=0)   # a group of one trains as before
+    assert bf.distribution.distribution() is None
+    assert len(h.history["loss"]) == 1
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="timeout"):
+        bf.distribution.initialize(timeout=-1)
+    with pytest.raises(ValueError, match="set_distribution"):
+        bf.distribution.set_distribution("data")
+    with pytest.raises(ValueError, match="device_type"):
+        bf.distribution.list_devices("gpu")
+
+
+def test_torchrun_style_env_without_mpi_raises_a_clear_error(tmp_path):
+    code = ("import boundfit as bf\ntry:\n    bf.distribution.initialize()\nexcept bf.DistributedError as e:\n"
+            "    print('ERR', e)\n")
+    env = {k: v for k, v in os.environ.items() if "PMI" not in k}
+    env.update(RANK="0", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT="29500")
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert "ERR" in p.stdout and "mpiexec -n 2" in p.stdout, p.stdout + p.stderr
