@@ -12,7 +12,7 @@ from .args import engine_kinds
 from .attention import MultiHeadAttention
 from .augmentation import RandomCrop, RandomFlip, RandomTranslation
 from .conv import Conv1D, Conv2D, Conv2DTranspose, Convolution1D, Convolution2DTranspose
-from .core import Activation, Dense
+from .core import Activation, Dense, Lambda
 from .embedding import Embedding
 from .input_layer import Input, InputLayer
 from .layer import Layer
@@ -37,7 +37,7 @@ __all__ = ["Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D
            "BatchNormalization", "Bidirectional", "Concatenate", "Conv1D", "Conv2D", "Conv2DTranspose",
            "Convolution1D", "Convolution2DTranspose", "Dense", "Dropout", "ELU", "Embedding", "Flatten", "GRU",
            "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D", "GlobalMaxPool1D",
-           "GlobalMaxPool2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "Input", "InputLayer", "LSTM", "Layer",
+           "GlobalMaxPool2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "Input", "InputLayer", "LSTM", "Lambda", "Layer",
            "LayerNormalization", "LeakyReLU", "MaxPool1D", "MaxPooling1D", "MaxPooling2D", "Maximum", "Minimum",
            "MultiHeadAttention", "Multiply", "Normalization", "Permute", "RandomCrop", "RandomFlip",
            "RandomTranslation", "ReLU", "RepeatVector", "Rescaling", "Reshape", "SimpleRNN", "Softmax", "Subtract",

@@ -47,6 +47,24 @@ class Activation(Layer):
                     act_p=activations.params_of(self.activation))
 
 
+class Lambda(Layer):
+    """Keras's Lambda: function(inputs, **arguments) on the symbolic inputs,
+    traced into the graph like a custom layer's call() (its keras.ops and
+    layers become nodes; a file stores that graph, not the function)."""
+    _base = "lambda"
+
+    def __init__(self, function, output_shape=None, mask=None, arguments=None, **kwargs):
+        super().__init__(**kwargs)
+        if not callable(function):
+            raise TypeError(f"Lambda: function must be callable, got {type(function).__name__}")
+        if mask is not None:
+            raise ValueError("Lambda: mask= is not supported by boundfit")
+        self.function, self.output_shape_arg, self.arguments = function, output_shape, dict(arguments or {})
+
+    def call(self, inputs):
+        return self.function(inputs, **self.arguments)
+
+
 # ---- Keras 3 configs (layer.keras_config) ----
 
 @keras_config(Dense)

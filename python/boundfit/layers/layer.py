@@ -4,7 +4,7 @@ layer on symbolic tensors (boundfit.Input) records a node of a graph and
 returns a symbolic tensor (node.py); shapes are inferred here so a bad
 graph fails at the call, as in Keras."""
 
-from .node import call_layer
+from .node import call_layer, trace_layer
 
 _counters = {}
 _DTYPE = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": None}
@@ -35,6 +35,8 @@ def keras_layer_classes():
 def layer_config(layer):
     """The Keras 3 `config` dict of a boundfit layer (layer.get_config())."""
     fn = _KERAS_CONFIGS.get(type(layer))
+    if fn is None and layer._custom():   # a custom layer: Keras's base config, which its get_config extends
+        return dict(name=layer.name, trainable=bool(layer.trainable), dtype=dict(_DTYPE))
     if fn is None:
         raise ValueError(f"layer {layer.name!r}: {type(layer).__name__} has no Keras serialization in boundfit")
     return dict(name=layer.name, trainable=bool(layer.trainable), dtype=dict(_DTYPE), **fn(layer))
@@ -62,6 +64,35 @@ class Layer:
     def spec(self):
         raise NotImplementedError
 
+    # ---- custom layers: subclasses that define call() (and build(), get_config()) ----
+    def call(self, inputs, *args, **kwargs):
+        """A custom layer's computation on symbolic tensors, in layers and
+        keras.ops (boundfit.ops); built-in layers compute in the engine."""
+        raise NotImplementedError(f"{type(self).__name__} defines no call()")
+
+    def build(self, input_shape=None):
+        """Keras's build(input_shape): a custom layer makes its sublayers' or
+        own state here; called once, before the first call()."""
+        self.built = True
+
+    def _custom(self):
+        return type(self).call is not Layer.call
+
+    def _sublayers(self):
+        """The layers a custom layer holds as attributes (lists too), in assignment order."""
+        out = []
+        for k, v in vars(self).items():
+            if k == "_model":
+                continue
+            for x in (v if isinstance(v, (list, tuple)) else [v]):
+                if isinstance(x, Layer) or hasattr(x, "_own_layers"):
+                    out.append(x)
+        return out
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
     def get_config(self):
         """Keras 3's config of this layer (registered with keras_config in its family's module)."""
         return layer_config(self)
@@ -73,6 +104,9 @@ class Layer:
     @trainable.setter
     def trainable(self, value):
         self._trainable = bool(value)
+        if self._custom():
+            for l in self._sublayers():
+                l.trainable = value
 
     # ---- graphs ----
     _n_inputs = 1  # merge layers: "many"
@@ -82,8 +116,12 @@ class Layer:
         """Per-sample output shape (no batch axis) for a per-sample input shape."""
         return tuple(shape)
 
-    def __call__(self, inputs, training=None, **kwargs):
-        return call_layer(self, inputs, training=training, **kwargs)
+    def __call__(self, inputs, *args, **kwargs):
+        if self._custom():
+            return trace_layer(self, inputs, args, kwargs, self.build)
+        if args:
+            raise TypeError(f"{self.name}: unexpected positional arguments after the inputs")
+        return call_layer(self, inputs, **kwargs)
 
     def _check_call_shape(self, shape):
         if self._has_weights:
@@ -99,11 +137,24 @@ class Layer:
 
     # ---- weights (held by the engine of the model that last used the layer) ----
     def get_weights(self):
+        if self._custom():   # Keras's order: the sublayers' weights, in the order they were assigned
+            return [w for l in self._sublayers() for w in l.get_weights()]
         if self._model is None:
             return []
         return self._model._layer_weights(self)
 
     def set_weights(self, weights):
+        if self._custom():
+            weights = list(weights)
+            subs = [(l, len(l.get_weights())) for l in self._sublayers()]
+            if len(weights) != sum(n for _, n in subs):
+                raise ValueError(f"layer {self.name!r} has {sum(n for _, n in subs)} weights, got {len(weights)}")
+            k = 0
+            for l, n in subs:
+                if n:
+                    l.set_weights(weights[k:k + n])
+                k += n
+            return
         if self._model is None:
             raise ValueError(f"layer {self.name!r} is not built; add it to a model with an input shape first")
         self._model._set_layer_weights(self, weights)

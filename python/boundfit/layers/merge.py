@@ -1,10 +1,9 @@
 """Merge layers: Add, Subtract, Multiply, Average, Maximum, Minimum,
-Concatenate, and their functional forms (add(...), ...). They give symbolic
-tensors their +, - and * (node.KerasTensor)."""
+Concatenate, and their functional forms (add(...), ...). ops.py maps a
+symbolic tensor's +, - and * onto them."""
 
 from .args import engine_kinds
 from .layer import Layer, keras_config
-from .node import KerasTensor
 
 ADD, SUBTRACT, MULTIPLY, AVERAGE, MAXIMUM, MINIMUM, CONCAT = engine_kinds(
     "ADD SUBTRACT MULTIPLY AVERAGE MAXIMUM MINIMUM CONCAT")
@@ -121,9 +120,6 @@ def minimum(inputs, **kwargs):
 
 def concatenate(inputs, axis=-1, **kwargs):
     return Concatenate(axis=axis, **kwargs)(inputs)
-
-
-KerasTensor._merge_layers.update(add=Add, subtract=Subtract, multiply=Multiply)
 
 
 # ---- Keras 3 configs (layer.keras_config) ----

@@ -1,9 +1,11 @@
 """Symbolic tensors (KerasTensor) and the Node recorded by each call of a
 layer (or a model) on them: calling a layer on symbolic tensors records a node
 of a graph and returns a symbolic tensor, shapes inferred so that a bad graph
-fails where it is written, as in Keras. MaskTensor stands for a Keras mask op
-read from a file (boundfit recomputes masks itself)."""
+fails where it is written, as in Keras; a custom layer's call() traced on
+them (trace_layer). MaskTensor stands for a Keras mask op read from a file
+(boundfit recomputes masks itself)."""
 
+import inspect
 import itertools
 
 _ids = itertools.count()
@@ -85,33 +87,58 @@ class KerasTensor:
 
     __hash__ = object.__hash__
 
-    # arithmetic between tensors of one shape is a merge layer
-    def _merge(self, other, cls, swap=False):
-        if not isinstance(other, KerasTensor):
-            raise TypeError(f"{cls.__name__.lower()} of a symbolic tensor and {type(other).__name__}: only tensors "
-                            "of the same shape can be combined (layers.Add / Subtract / Multiply)")
-        return cls()([other, self] if swap else [self, other])
-
-    # "add", "subtract", "multiply": the merge layer classes, filled in by merge.py (which imports this module)
-    _merge_layers = {}
+    # Python operators are keras.ops calls: the functions, filled in by ops.py
+    # (which imports this module): add, subtract, multiply, divide, negative,
+    # matmul, power, getitem
+    _ops = {}
 
     def __add__(self, other):
-        return self._merge(other, self._merge_layers["add"])
+        return self._ops["add"](self, other)
 
     def __radd__(self, other):
-        return self._merge(other, self._merge_layers["add"], True)
+        return self._ops["add"](other, self)
 
     def __sub__(self, other):
-        return self._merge(other, self._merge_layers["subtract"])
+        return self._ops["subtract"](self, other)
 
     def __rsub__(self, other):
-        return self._merge(other, self._merge_layers["subtract"], True)
+        return self._ops["subtract"](other, self)
 
     def __mul__(self, other):
-        return self._merge(other, self._merge_layers["multiply"])
+        return self._ops["multiply"](self, other)
 
     def __rmul__(self, other):
-        return self._merge(other, self._merge_layers["multiply"], True)
+        return self._ops["multiply"](other, self)
+
+    def __truediv__(self, other):
+        return self._ops["divide"](self, other)
+
+    def __rtruediv__(self, other):
+        return self._ops["divide"](other, self)
+
+    def __neg__(self):
+        return self._ops["negative"](self)
+
+    def __matmul__(self, other):
+        return self._ops["matmul"](self, other)
+
+    def __rmatmul__(self, other):
+        return self._ops["matmul"](other, self)
+
+    def __pow__(self, other):
+        return self._ops["power"](self, other)
+
+    def __getitem__(self, key):
+        return self._ops["getitem"](self, key)
+
+
+# names of the custom layers whose call() is being traced (innermost last), for error messages
+TRACING = []
+
+
+def tracing_where():
+    """' (in layer 'x' call())' while a custom layer's call() is traced, else ''."""
+    return f" (in {TRACING[-1]}'s call())" if TRACING else ""
 
 
 class Node:
@@ -185,3 +212,57 @@ class MaskTensor:
 
     def __init__(self, name):
         self.name = name
+
+
+def _flat_tensors(v):
+    if isinstance(v, KerasTensor):
+        return [v]
+    if isinstance(v, dict):
+        v = list(v.values())
+    if isinstance(v, (list, tuple)):
+        return [t for x in v for t in _flat_tensors(x)]
+    return [None]
+
+
+def _keras_shapes(v):
+    """Keras's input_shape argument of build(): (None, ...) per tensor, in the inputs' structure."""
+    if isinstance(v, KerasTensor):
+        return v.shape
+    if isinstance(v, dict):
+        return {k: _keras_shapes(x) for k, x in v.items()}
+    return [_keras_shapes(x) for x in v]
+
+
+def trace_layer(layer, inputs, args, kwargs, build):
+    """A custom layer (a Layer subclass with its own call()) called on
+    symbolic tensors: build() once with the inputs' shapes, then call() runs
+    on the tensors themselves, so the layers and keras.ops it uses become
+    nodes of the graph being built (as a subclassed model's call() does)."""
+    flat = _flat_tensors(inputs)
+    if not flat or any(t is None for t in flat):
+        raise TypeError(f"{layer.name} ({type(layer).__name__}): a layer is called on symbolic tensors (from "
+                        f"boundfit.Input, or other layers' outputs) to build a model, got {type(inputs).__name__}; "
+                        "to compute on arrays, build a Model and call predict()")
+    if not layer.built:
+        build(_keras_shapes(inputs))
+        layer.built = True
+    try:
+        params = inspect.signature(layer.call).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if "training" in params and "training" not in kwargs:
+        kwargs = dict(kwargs, training=None)
+    TRACING.append(f"layer {layer.name!r} ({type(layer).__name__})")
+    try:
+        out = layer.call(inputs, *args, **kwargs)
+    except SymbolicTensorError as e:
+        raise SymbolicTensorError(f"while tracing {type(layer).__name__}.call() of layer {layer.name!r}: {e}") \
+            from None
+    finally:
+        TRACING.pop()
+    outs = _flat_tensors(out)
+    if not outs or any(t is None for t in outs):
+        raise TypeError(f"{type(layer).__name__}.call() of layer {layer.name!r} must return symbolic tensors (the "
+                        f"outputs of layers or keras.ops on its inputs), got {type(out).__name__}")
+    return out
+

@@ -1,0 +1,375 @@
+"""keras.ops for boundfit: on arrays they compute eagerly (NumPy, Keras's
+semantics); on symbolic tensors (inside a custom layer's call(), a Lambda,
+a subclassed model or a functional graph) each becomes a node of the graph
+built from the engine's layers, so it is planned and differentiated like
+any layer:
+
+- x + y, x - y, x * y (same shapes): Add / Subtract / Multiply;
+  x + c, x - c, c - x, x * c, x / c, -x (c a Python number): Rescaling;
+- maximum / minimum of two tensors: Maximum / Minimum; maximum(x, 0): relu;
+- concatenate, stack (axis >= 1): Concatenate (and Reshape);
+- reshape (batch axis first, -1 or None), expand_dims, squeeze: Reshape;
+  transpose with the batch axis first: Permute;
+- relu, sigmoid, tanh, softmax (last axis), gelu, silu / swish, elu, selu,
+  softplus, softsign, relu6, leaky_relu, hard_sigmoid, exp: Activation;
+- mean / max / sum over the steps of (T, F) or the pixels of (H, W, C):
+  global pooling (keepdims: and Reshape);
+- cast to a float type: the tensor itself (everything runs in float32);
+  shape: the static shape.
+
+Any other op on a symbolic tensor raises OpNotSupportedError naming the op
+and the layer whose call() used it, never silently computing something else.
+"""
+
+import functools
+import math
+import numbers
+import types
+
+import numpy as np
+
+from . import activations
+from .layers.core import Activation
+from .layers.merge import Add, Concatenate, Maximum, Minimum, Multiply, Subtract
+from .layers.node import KerasTensor, tracing_where
+from .layers.pooling import (GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalMaxPooling1D,
+                             GlobalMaxPooling2D)
+from .layers.preprocessing import Rescaling
+from .layers.reshaping import Permute, Reshape
+
+
+class OpNotSupportedError(TypeError):
+    """A keras.ops function boundfit cannot put into a graph on symbolic tensors."""
+
+
+def _sym(*xs):
+    return any(isinstance(x, KerasTensor) for x in xs)
+
+
+def _unsupported(op, hint=""):
+    raise OpNotSupportedError(f"keras.ops.{op} on a symbolic tensor{tracing_where()} is not supported by boundfit's "
+                              f"graphs yet{': ' + hint if hint else ''}. Write it with layers (boundfit.layers), "
+                              "or compute it on arrays outside the model")
+
+
+def _scalar(c):
+    if isinstance(c, numbers.Real) and not isinstance(c, bool):
+        return float(c)
+    if isinstance(c, np.ndarray) and c.ndim == 0 and c.dtype.kind in "biuf":
+        return float(c)
+    return None
+
+
+def _static(x, what):
+    if None in x._ps:
+        _unsupported(what, f"the tensor's shape {x.shape} has a variable length")
+    return x._ps
+
+
+# ---- arithmetic ----
+
+def add(x1, x2):
+    if not _sym(x1, x2):
+        return np.add(x1, x2)
+    if isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor):
+        return _same_shapes("add", Add, x1, x2)
+    x, c = (x1, _scalar(x2)) if isinstance(x1, KerasTensor) else (x2, _scalar(x1))
+    if c is None:
+        _unsupported("add", "only a tensor of the same shape or a Python number can be added (no broadcasting)")
+    return Rescaling(1.0, offset=c)(x)
+
+
+def subtract(x1, x2):
+    if not _sym(x1, x2):
+        return np.subtract(x1, x2)
+    if isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor):
+        return _same_shapes("subtract", Subtract, x1, x2)
+    if isinstance(x1, KerasTensor):
+        c = _scalar(x2)
+        if c is None:
+            _unsupported("subtract", "only a tensor of the same shape or a Python number (no broadcasting)")
+        return Rescaling(1.0, offset=-c)(x1)
+    c = _scalar(x1)
+    if c is None:
+        _unsupported("subtract", "only a tensor of the same shape or a Python number (no broadcasting)")
+    return Rescaling(-1.0, offset=c)(x2)
+
+
+def multiply(x1, x2):
+    if not _sym(x1, x2):
+        return np.multiply(x1, x2)
+    if isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor):
+        return _same_shapes("multiply", Multiply, x1, x2)
+    x, c = (x1, _scalar(x2)) if isinstance(x1, KerasTensor) else (x2, _scalar(x1))
+    if c is None:
+        _unsupported("multiply", "only a tensor of the same shape or a Python number (no broadcasting)")
+    return Rescaling(c)(x)
+
+
+def divide(x1, x2):
+    if not _sym(x1, x2):
+        return np.true_divide(x1, x2)
+    c = _scalar(x2) if isinstance(x1, KerasTensor) else None
+    if c is None or c == 0:
+        _unsupported("divide", "only a tensor divided by a non-zero Python number")
+    return Rescaling(1.0 / c)(x1)
+
+
+true_divide = divide
+
+
+def negative(x):
+    if not _sym(x):
+        return np.negative(x)
+    return Rescaling(-1.0)(x)
+
+
+def _same_shapes(op, cls, x1, x2):
+    if x1._ps != x2._ps:
+        _unsupported(op, f"shapes {x1.shape} and {x2.shape} differ (no broadcasting between tensors)")
+    return cls()([x1, x2])
+
+
+def maximum(x1, x2):
+    if not _sym(x1, x2):
+        return np.maximum(x1, x2)
+    if isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor):
+        return _same_shapes("maximum", Maximum, x1, x2)
+    x, c = (x1, _scalar(x2)) if isinstance(x1, KerasTensor) else (x2, _scalar(x1))
+    if c != 0.0:
+        _unsupported("maximum", "only of two tensors of one shape, or of a tensor and 0 (relu)")
+    return Activation("relu")(x)
+
+
+def minimum(x1, x2):
+    if not _sym(x1, x2):
+        return np.minimum(x1, x2)
+    if isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor):
+        return _same_shapes("minimum", Minimum, x1, x2)
+    _unsupported("minimum", "only of two tensors of one shape")
+
+
+def matmul(x1, x2):
+    if not _sym(x1, x2):
+        return np.matmul(x1, x2)
+    _unsupported("matmul", "use layers.Dense for a product with weights, layers.Dot for two tensors")
+
+
+def power(x1, x2):
+    if not _sym(x1, x2):
+        return np.power(x1, x2)
+    if isinstance(x1, KerasTensor) and _scalar(x2) == 1.0:
+        return x1
+    if isinstance(x1, KerasTensor) and _scalar(x2) == 2.0:
+        return _same_shapes("square", Multiply, x1, x1)
+    _unsupported("power", "only x ** 2 (as x * x)")
+
+
+def square(x):
+    if not _sym(x):
+        return np.square(x)
+    return _same_shapes("square", Multiply, x, x)
+
+
+def _unary(name, fn):
+    def op(x):
+        if not _sym(x):
+            return fn(x)
+        _unsupported(name)
+    op.__name__ = name
+    return op
+
+
+sqrt = _unary("sqrt", np.sqrt)
+abs = absolute = _unary("abs", np.abs)   # noqa: A001 - keras.ops' name
+log = _unary("log", np.log)
+sign = _unary("sign", np.sign)
+floor = _unary("floor", np.floor)
+round = _unary("round", np.round)   # noqa: A001 - keras.ops' name
+
+
+def getitem(x, key):
+    if not _sym(x):
+        return np.asarray(x)[key]
+    _unsupported("slicing (x[...])", "select with layers instead, e.g. Cropping-style Reshape / Permute, or slice "
+                 "the data before the model")
+
+
+# ---- activations (keras.ops and keras.ops.nn) ----
+
+def _activation(name, act_fn):
+    def op(x, *args, **kwargs):
+        if not _sym(x):
+            return act_fn(x, *args, **kwargs)
+        act = activations.get_id(_partial(act_fn, kwargs, args, name))
+        return Activation(act)(x)
+    op.__name__ = name
+    return op
+
+
+def _partial(fn, kwargs, args, name):
+    if args:
+        raise TypeError(f"keras.ops.{name}: pass options by keyword")
+    return functools.partial(fn, **kwargs) if kwargs else fn
+
+
+relu = _activation("relu", activations.relu)
+sigmoid = _activation("sigmoid", activations.sigmoid)
+tanh = _activation("tanh", activations.tanh)
+silu = swish = _activation("silu", activations.silu)
+elu = _activation("elu", activations.elu)
+selu = _activation("selu", activations.selu)
+softplus = _activation("softplus", activations.softplus)
+softsign = _activation("softsign", activations.softsign)
+relu6 = _activation("relu6", activations.relu6)
+leaky_relu = _activation("leaky_relu", activations.leaky_relu)
+hard_sigmoid = _activation("hard_sigmoid", activations.hard_sigmoid)
+exp = _activation("exp", activations.exponential)
+
+
+def gelu(x, approximate=True):
+    """keras.ops.gelu: approximate=True by default (the layers' 'gelu' activation is exact)."""
+    if not _sym(x):
+        return activations.gelu(x, approximate=approximate)
+    return Activation(activations.get_id(_partial(activations.gelu, {"approximate": bool(approximate)}, (),
+                                                  "gelu")))(x)
+
+
+def softmax(x, axis=-1):
+    if not _sym(x):
+        x = np.asarray(x, dtype=np.float32)
+        e = np.exp(x - x.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+    if axis not in (-1, x.ndim - 1):
+        _unsupported("softmax", f"only over the last axis, got axis={axis}")
+    return Activation("softmax")(x)
+
+
+# ---- shapes ----
+
+def shape(x):
+    return x.shape if isinstance(x, KerasTensor) else np.shape(x)
+
+
+def cast(x, dtype):
+    if not _sym(x):
+        return np.asarray(x).astype(dtype)
+    if np.dtype(dtype).kind != "f":
+        _unsupported("cast", f"to {dtype}: symbolic tensors are float32 in the engine")
+    return x
+
+
+def convert_to_tensor(x, dtype=None):
+    if isinstance(x, KerasTensor):
+        return cast(x, dtype) if dtype is not None else x
+    return np.asarray(x, dtype=dtype)
+
+
+def _axis(axis, ndim, op):
+    if not isinstance(axis, int) or not -ndim <= axis < ndim:
+        raise ValueError(f"keras.ops.{op}: axis {axis!r} is out of range for a tensor of rank {ndim}")
+    return axis % ndim
+
+
+def reshape(x, newshape):
+    if not _sym(x):
+        return np.reshape(x, newshape)
+    newshape = tuple(newshape)
+    if not newshape or newshape[0] not in (-1, None):
+        _unsupported("reshape", f"the new shape {newshape} must keep the batch axis first (-1 or None)")
+    return Reshape(tuple(newshape[1:]))(x)
+
+
+def expand_dims(x, axis):
+    if not _sym(x):
+        return np.expand_dims(x, axis)
+    a = _axis(axis, x.ndim + 1, "expand_dims")
+    if a == 0:
+        _unsupported("expand_dims", "at the batch axis")
+    ps = list(_static(x, "expand_dims"))
+    ps.insert(a - 1, 1)
+    return Reshape(tuple(ps))(x)
+
+
+def squeeze(x, axis=None):
+    if not _sym(x):
+        return np.squeeze(x, axis)
+    ps = _static(x, "squeeze")
+    if axis is None:
+        keep = [d for d in ps if d != 1]
+    else:
+        a = _axis(axis, x.ndim, "squeeze")
+        if a == 0 or ps[a - 1] != 1:
+            raise ValueError(f"keras.ops.squeeze: axis {axis} of shape {x.shape} does not have size 1")
+        keep = [d for k, d in enumerate(ps) if k != a - 1]
+    return Reshape(tuple(keep) or (1,))(x)
+
+
+def transpose(x, axes=None):
+    if not _sym(x):
+        return np.transpose(x, axes)
+    if axes is None or _axis(axes[0], x.ndim, "transpose") != 0:
+        _unsupported("transpose", "only with the batch axis kept first, e.g. axes=(0, 2, 1)")
+    perm = [_axis(a, x.ndim, "transpose") for a in axes]
+    return Permute(tuple(perm[1:]))(x)
+
+
+def concatenate(xs, axis=0):
+    if not _sym(*xs):
+        return np.concatenate(xs, axis=axis)
+    a = _axis(axis, xs[0].ndim, "concatenate")
+    if a == 0:
+        _unsupported("concatenate", "along the batch axis")
+    return Concatenate(axis=a)(list(xs))
+
+
+def stack(xs, axis=0):
+    if not _sym(*xs):
+        return np.stack(xs, axis=axis)
+    a = _axis(axis, xs[0].ndim + 1, "stack")
+    if a == 0:
+        _unsupported("stack", "along the batch axis")
+    return concatenate([expand_dims(t, a) for t in xs], axis=a)
+
+
+# ---- reductions over the steps or the pixels (global pooling) ----
+
+_POOLS = {("mean", 3): GlobalAveragePooling1D, ("max", 3): GlobalMaxPooling1D,
+          ("mean", 4): GlobalAveragePooling2D, ("max", 4): GlobalMaxPooling2D}
+
+
+def _reduce(op, npfn):
+    def red(x, axis=None, keepdims=False):
+        if not _sym(x):
+            return npfn(x, axis=axis, keepdims=keepdims)
+        axes = (axis,) if isinstance(axis, int) else tuple(axis) if axis is not None else None
+        want = {3: (1,), 4: (1, 2)}.get(x.ndim)
+        if axes is None or want is None or tuple(sorted(_axis(a, x.ndim, op) for a in axes)) != want:
+            _unsupported(op, "only over the steps of (T, F) (axis=1) or the pixels of (H, W, C) (axis=(1, 2))")
+        y = _POOLS[("max" if op == "max" else "mean", x.ndim)]()(x)
+        if op == "sum":
+            n = math.prod(_static(x, "sum")[:-1])
+            y = Rescaling(float(n))(y)
+        if keepdims:
+            y = Reshape((1,) * len(want) + (x._ps[-1],))(y)
+        return y
+    red.__name__ = op
+    return red
+
+
+mean = _reduce("mean", np.mean)
+max = _reduce("max", np.max)   # noqa: A001 - keras.ops' name
+sum = _reduce("sum", np.sum)   # noqa: A001 - keras.ops' name
+def min(x, axis=None, keepdims=False):   # noqa: A001 - keras.ops' name
+    if not _sym(x):
+        return np.min(x, axis=axis, keepdims=keepdims)
+    _unsupported("min")
+
+
+# keras.ops.nn: the activations under their nn names
+nn = types.SimpleNamespace(relu=relu, sigmoid=sigmoid, tanh=tanh, softmax=softmax, gelu=gelu, silu=silu, swish=swish,
+                           elu=elu, selu=selu, softplus=softplus, softsign=softsign, relu6=relu6,
+                           leaky_relu=leaky_relu, hard_sigmoid=hard_sigmoid)
+
+KerasTensor._ops.update(add=add, subtract=subtract, multiply=multiply, divide=divide, negative=negative,
+                        matmul=matmul, power=power, getitem=getitem)

@@ -1,0 +1,161 @@
+"""Custom layers (keras.layers.Layer subclasses with build / call /
+get_config), layers.Lambda and keras.ops, run unchanged on Keras 3 and on
+boundfit: the same weights give the same predictions and the same training;
+files written by boundfit open in Keras without the custom classes (the
+traced graph is stored); unsupported ops raise naming the op and the layer."""
+
+import numpy as np
+import pytest
+
+import boundfit as bf
+from boundfit.layers.node import SymbolicTensorError
+from boundfit.ops import OpNotSupportedError
+
+import keras_ref
+
+
+@pytest.fixture(scope="module")
+def keras():
+    return keras_ref.load()
+
+
+def transformer_block(M, rate):
+    """keras.io's text classification with Transformer: its TransformerBlock."""
+    L = M.layers
+
+    class TransformerBlock(L.Layer):
+        def __init__(self, embed_dim, num_heads, ff_dim, **kwargs):
+            super().__init__(**kwargs)
+            self.embed_dim, self.num_heads, self.ff_dim = embed_dim, num_heads, ff_dim
+            self.att = L.MultiHeadAttention(num_heads=num_heads, key_dim=embed_dim)
+            self.ffn = M.Sequential([L.Dense(ff_dim, activation="relu"), L.Dense(embed_dim)])
+            self.layernorm1 = L.LayerNormalization(epsilon=1e-6)
+            self.layernorm2 = L.LayerNormalization(epsilon=1e-6)
+            self.dropout1 = L.Dropout(rate)
+            self.dropout2 = L.Dropout(rate)
+
+        def call(self, inputs, training=False):
+            attn_output = self.att(inputs, inputs)
+            attn_output = self.dropout1(attn_output, training=training)
+            out1 = self.layernorm1(inputs + attn_output)
+            ffn_output = self.ffn(out1)
+            ffn_output = self.dropout2(ffn_output, training=training)
+            return self.layernorm2(out1 + ffn_output)
+
+        def get_config(self):
+            config = super().get_config()
+            config.update(embed_dim=self.embed_dim, num_heads=self.num_heads, ff_dim=self.ff_dim)
+            return config
+
+    return TransformerBlock
+
+
+def text_classifier(M, rate=0.0):
+    L = M.layers
+    emb, block, head = L.Embedding(40, 8), transformer_block(M, rate)(8, 2, 16), L.Dense(2, activation="softmax")
+    inputs = M.Input(shape=(12,))
+    x = block(emb(inputs))
+    x = L.GlobalAveragePooling1D()(x)
+    x = L.Lambda(lambda t: M.ops.relu(t * 2.0 - 0.5), name="lam")(x)
+    return M.Model(inputs, head(x)), (emb, block, head)
+
+
+def pair(keras, rate=0.0):
+    km, kl = text_classifier(keras, rate)
+    bm, bl = text_classifier(bf, rate)
+    for k, b in zip(kl, bl):
+        b.set_weights(k.get_weights())
+    return km, bm
+
+
+DATA = np.random.default_rng(0).integers(0, 40, (48, 12))
+LABELS = np.random.default_rng(1).integers(0, 2, 48)
+
+
+def test_a_custom_transformer_block_predicts_and_trains_as_keras(keras):
+    km, bm = pair(keras)
+    np.testing.assert_allclose(bm.predict(DATA, verbose=0), km.predict(DATA, verbose=0), rtol=1e-5, atol=1e-6)
+    km.compile(keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    bm.compile(bf.optimizers.Adam(0.01), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    hk = km.fit(DATA, LABELS, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    hb = bm.fit(DATA, LABELS, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    np.testing.assert_allclose(hb.history["loss"], hk.history["loss"], rtol=1e-4)
+    np.testing.assert_allclose(bm.predict(DATA, verbose=0), km.predict(DATA, verbose=0), rtol=1e-3, atol=1e-5)
+
+
+def test_a_custom_layer_has_keras_weights_config_and_dropout(keras):
+    km, bm = pair(keras, rate=0.3)
+    kb, bb = km.layers[2], [l for l in bm.layers if type(l).__name__ == "MultiHeadAttention"]
+    assert type(kb).__name__ == "TransformerBlock" and bb   # boundfit lists the block's layers in the graph
+    block = transformer_block(bf, 0.3)(8, 2, 16, name="blk")
+    cfg = block.get_config()
+    assert cfg["name"] == "blk" and cfg["embed_dim"] == 8 and cfg["trainable"] is True
+    again = type(block).from_config(cfg)
+    assert again.name == "blk" and again.ff_dim == 16
+    bm.compile("adam", "sparse_categorical_crossentropy")
+    bm.fit(DATA, LABELS, batch_size=16, epochs=1, verbose=0)   # dropout active in training
+    assert all(np.isfinite(w).all() for w in bm.get_weights())
+
+
+def test_a_model_with_custom_layers_is_saved_as_its_graph_and_opens_in_keras(keras, tmp_path):
+    km, bm = pair(keras)
+    want = km.predict(DATA, verbose=0)
+    bm.save(tmp_path / "custom.keras")
+    theirs = keras.models.load_model(tmp_path / "custom.keras")   # no custom class needed
+    np.testing.assert_allclose(theirs.predict(DATA, verbose=0), want, rtol=1e-5, atol=1e-6)
+    ours = bf.models.load_model(tmp_path / "custom.keras")
+    np.testing.assert_allclose(ours.predict(DATA, verbose=0), want, rtol=1e-5, atol=1e-6)
+
+
+def ops_graph(M):
+    ops = M.ops
+    inp = M.Input(shape=(6, 4))
+    a = M.layers.Dense(4)(inp)
+    b = ops.concatenate([a - 1.0, 0.5 - a, -a / 4.0, ops.maximum(a, 0.0)], axis=-1)        # (6, 16)
+    c = ops.transpose(ops.reshape(b, (-1, 6, 4, 4)), (0, 2, 1, 3))                         # (4, 6, 4)
+    d = ops.squeeze(ops.expand_dims(ops.mean(c, axis=(1, 2)), 1), axis=1)                  # (4,)
+    e = ops.stack([ops.max(a, axis=1), ops.sum(a, axis=1) * 0.1, ops.mean(a, axis=1, keepdims=True)[:, 0]
+                   if M is not bf else ops.squeeze(ops.mean(a, axis=1, keepdims=True), 1)], axis=1)  # (3, 4)
+    f = ops.nn.gelu(ops.reshape(e, (-1, 12))) + ops.sigmoid(ops.tanh(ops.reshape(e, (-1, 12))))
+    g = ops.softmax(ops.concatenate([f, d, ops.square(d), ops.silu(d)], axis=-1))
+    return M.Model(inp, g)
+
+
+def test_keras_ops_in_a_functional_graph_match_keras(keras):
+    km, bm = ops_graph(keras), ops_graph(bf)
+    bm.set_weights(km.get_weights())
+    x = np.random.default_rng(2).standard_normal((5, 6, 4)).astype(np.float32)
+    np.testing.assert_allclose(bm.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+
+
+def test_keras_ops_on_arrays_compute_eagerly_as_keras(keras):
+    x = np.random.default_rng(3).standard_normal((3, 5)).astype(np.float32)
+    for name, args in (("add", (x, 1.0)), ("multiply", (x, x)), ("relu", (x,)), ("sigmoid", (x,)),
+                       ("softmax", (x,)), ("gelu", (x,)), ("mean", (x,)), ("concatenate", ([x, x],)),
+                       ("reshape", (x, (5, 3))), ("transpose", (x,)), ("sqrt", (np.abs(x),))):
+        np.testing.assert_allclose(getattr(bf.ops, name)(*args), np.asarray(getattr(keras.ops, name)(*args)),
+                                   rtol=2e-5, atol=1e-6, err_msg=name)
+
+
+def test_what_cannot_be_traced_raises_naming_the_op_and_the_layer():
+    class Norm(bf.layers.Layer):
+        def call(self, x):
+            return x / bf.ops.sqrt(bf.ops.sum(x * x, axis=-1))
+
+    class Branchy(bf.layers.Layer):
+        def call(self, x):
+            return x if x > 0 else -x
+
+    inp = bf.Input(shape=(4,))
+    with pytest.raises(OpNotSupportedError, match=r"sum.*layer 'norm'|sqrt.*layer 'norm'"):
+        Norm(name="norm")(inp)
+    with pytest.raises(SymbolicTensorError, match="Branchy.call"):
+        Branchy()(inp)
+    with pytest.raises(OpNotSupportedError, match="slicing"):
+        bf.layers.Lambda(lambda t: t[:, 0])(inp)
+    with pytest.raises(OpNotSupportedError, match="broadcasting"):
+        bf.ops.add(inp, bf.Input(shape=(1,)))
+    with pytest.raises(OpNotSupportedError, match="matmul"):
+        inp @ inp
+    with pytest.raises(TypeError, match="symbolic tensors"):
+        Norm()(np.zeros((2, 4), np.float32))
