@@ -42,7 +42,7 @@ typedef struct {
 /* The metrics' statistics (doubles, bf_run.moff / nmv) follow the record in
  * the same planned buffer, so one copy reads both back. */
 
-typedef struct {
+typedef struct bf_run {
     bf_model *m;
     bf_backend *be;
     bf_mode mode;
@@ -122,27 +122,13 @@ typedef struct {
     long bad_step;
     int bad_layer;
     const char *bad_what;
-    /* random image layers (run_more.c): each node's stream, and the draw of the current micro-batch */
+    /* random image layers (layers/preprocess.c): each node's stream, and the draw of the current micro-batch */
     uint64_t aug_base[BF_MAX_LAYERS], aug_seed[BF_MAX_LAYERS];
     long aug_it, aug_micro;  /* optimizer iteration + 1 last seen; training forwards within it */
     uint64_t attn_seed[BF_MAX_LAYERS]; /* MultiHeadAttention: its dropout seed this step (run_attn.c) */
     uint64_t rnn_seed[BF_MAX_LAYERS];  /* recurrent dropout: the node's seed this step (seq_run.c) */
     int posw_id[BF_MAX_OUTPUTS]; /* per-position loss / metric weights of a sequence output (seq_loss.c) */
 } bf_run;
-
-/* run_more.c: forward / backward of the elementwise, layout and preprocessing
- * layers (kinds from BF_L_PERMUTE on) and activations through the backend */
-int bf_run_more_kind(bf_layer_kind k);
-/* a training forward starts: the random layers' micro-batch counter */
-void bf_run_more_begin(bf_run *r);
-bf_status bf_run_more_forward(bf_run *r, int i, int rows, const float *in, float *out);
-bf_status bf_run_more_backward(bf_run *r, int i, int rows, float *din, const float *dout);
-/* out = act(z) (N,C) with the node's parameters; dz = act'(z or out) * dout */
-bf_status bf_run_act_forward(bf_run *r, const bf_layer *L, float *out, const float *z, bf_act act, long N, int C);
-bf_status bf_run_act_backward(bf_run *r, const bf_layer *L, float *dz, const float *dout, const float *z,
-                              const float *out, bf_act act, long N, int C);
-/* the geometry of node i's augmentation for `rows` rows (seed: the current draw) */
-void bf_run_augment_geom(const bf_run *r, int i, int rows, bf_augment *a);
 
 /* Build the step program and its plan; allocates nothing. */
 bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int rows, int weighted);

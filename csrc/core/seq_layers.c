@@ -74,38 +74,6 @@ bf_status bf_seq_infer(bf_layer *L, int rank, const int *shape) {
     return BF_OK;
 }
 
-bf_status bf_seq_mask_of(const bf_model *m, int i, int *mask) {
-    const bf_layer *L = &m->layers[i];
-    int in = m->t_mask[L->in_ids[0]];
-    *mask = -1;
-    switch (L->kind) {
-    case BF_L_EMBEDDING: *mask = L->mask_zero ? i : -1; break;
-    case BF_L_DENSE: case BF_L_DROPOUT: case BF_L_ACTIVATION: case BF_L_BATCHNORM: *mask = in; break;
-    case BF_L_SIMPLE_RNN: case BF_L_LSTM: case BF_L_GRU: case BF_L_BIDIR:
-        *mask = L->return_sequences ? in : -1;
-        break;
-    case BF_L_ADD: case BF_L_SUBTRACT: case BF_L_MULTIPLY: case BF_L_AVERAGE: case BF_L_MAXIMUM: case BF_L_MINIMUM:
-    case BF_L_CONCAT:
-        for (int j = 0; j < L->nin; j++) {
-            int k = m->t_mask[L->in_ids[j]];
-            if (k < 0 || k == *mask) continue;
-            if (*mask >= 0)
-                return BF_FAIL(BF_ERR_ARG, "%s: its inputs carry the masks of two Embedding layers ('%s', '%s'); "
-                               "combining masks is not supported", L->name, m->layers[*mask].name, m->layers[k].name);
-            *mask = k;
-        }
-        if (*mask >= 0 && L->kind == BF_L_CONCAT && L->axis != L->in_rank - 1)
-            return BF_FAIL(BF_ERR_ARG, "%s: a masked sequence can only be concatenated on the last axis", L->name);
-        break;
-    case BF_L_LAYERNORM: *mask = in; break;
-    case BF_L_GAP: break; /* averages over the unmasked steps (run.c) and drops the mask, as Keras */
-    case BF_L_MHA: *mask = in; break; /* masks the attention (run_attn.c); the output carries the query's mask */
-    case BF_L_RNN_PART: *mask = L->part < 0 ? in : -1; break; /* a half of a sequence keeps its mask */
-    default: break; /* layers without mask support drop it, as in Keras */
-    }
-    return BF_OK;
-}
-
 bf_status bf_seq_check_outputs(const bf_model *m) {
     for (int k = 0; k < m->n_outputs; k++) {
         int t = m->out_t[k], e = m->t_mask[t];

@@ -6,17 +6,11 @@
 
 #include "model.h"
 
-/* model.c: a parameter of L by role (initializer / regularizer / constraint index) */
-void bf_add_param(bf_layer *L, int role, const char *name, int rank, const int *shape, int trainable, bf_init init,
-                  float fan_in, float fan_out);
-
 static inline int bf_is_seq_kind(bf_layer_kind k) { return k >= BF_L_EMBEDDING && k <= BF_L_BIDIR; }
 static inline int bf_is_rnn_kind(bf_layer_kind k) { return k >= BF_L_SIMPLE_RNN && k <= BF_L_BIDIR; }
 
 /* output shape and parameters of a sequence layer on a per-sample input shape */
 bf_status bf_seq_infer(bf_layer *L, int rank, const int *shape);
-/* *mask = the Embedding node whose mask node i's output carries (-1: none), as Keras propagates masks */
-bf_status bf_seq_mask_of(const bf_model *m, int i, int *mask);
 /* a masked output of rank >= 2 has its loss masked per position (seq_loss.c); one of rank 1 is refused */
 bf_status bf_seq_check_outputs(const bf_model *m);
 /* after initialization: LSTM unit_forget_bias sets the forget gate's bias to 1 */

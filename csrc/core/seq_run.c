@@ -14,6 +14,7 @@
  * own masks from it (bf_rnn_geom); backward draws them again from the same
  * seed, so only the workspaces grow (by the masks and masked copies). */
 #include "seq_run.h"
+#include "layers/registry.h"
 
 #include <string.h>
 
@@ -97,7 +98,8 @@ void bf_seq_use_mask(bf_run *r, int tensor_id, int t) { use_mask(r, tensor_id, t
 
 void bf_seq_plan_mask_readers(bf_run *r, int i, int t, int tb, int bw) {
     const bf_layer *L = &r->m->layers[i];
-    const int n = L->kind == BF_L_MHA ? 3 : L->kind == BF_L_GAP && L->in_rank == 2 ? 1 : 0;
+    const bf_layer_ops *ops = bf_layer_ops_of((int)L->kind);
+    const int n = ops && ops->mask_reads ? ops->mask_reads(L) : 0;
     for (int j = 0; j < n && j < L->nin; j++) {
         use_mask(r, L->in_ids[j], t);
         if (bw) use_mask(r, L->in_ids[j], tb);

@@ -12,6 +12,7 @@
 #include "blas_probe.h"
 #include "par.h"
 #include "model.h"
+#include "layers/registry.h"
 
 bf_module_state *bf_state_of_module(PyObject *m) { return (bf_module_state *)PyModule_GetState(m); }
 
