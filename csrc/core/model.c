@@ -3,9 +3,8 @@
  * that gradients and optimizer slots mirror them one to one; a node that
  * shares another's parameters gets the owner's offsets. */
 #include "model.h"
+#include "backend_registry.h"
 #include "layers/registry.h"
-#include "seq_layers.h"
-#include "seq_loss.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -276,7 +275,7 @@ static void init_param(float *w, const bf_param *q, uint64_t seed) {
 }
 
 bf_status bf_model_alloc_weights(bf_model *m) {
-    bf_arena_init(&m->weights, bf_cpu_backend(), "host", 0);
+    bf_arena_init(&m->weights, bf_backend_host(), "host", 0);
     BF_TRY(bf_arena_reserve(&m->weights, sizeof(float) * (size_t)(m->n_params ? m->n_params : 1)));
     void *p;
     bf_status s = bf_arena_alloc(&m->weights, sizeof(float) * (size_t)(m->n_params ? m->n_params : 1), &p);
@@ -301,7 +300,10 @@ bf_status bf_model_alloc_weights(bf_model *m) {
             default: init_param(w, q, seed); break;
             }
         }
-    bf_seq_post_init(m);
+    for (int i = 0; i < m->nlayers; i++) { /* kinds that set parts of their weights (LSTM unit_forget_bias) */
+        const bf_layer_ops *ops = bf_layer_ops_of((int)m->layers[i].kind);
+        if (ops->post_init && m->layers[i].share < 0) ops->post_init(m, i);
+    }
     return BF_OK;
 }
 
@@ -358,7 +360,7 @@ size_t bf_model_opt_state_bytes(const bf_model *m) {
 bf_status bf_model_alloc_opt_state(bf_model *m) {
     size_t bytes = bf_model_opt_state_bytes(m);
     if (m->slots || bytes == 0) return BF_OK;
-    bf_arena_init(&m->opt_state, bf_cpu_backend(), "host", 0);
+    bf_arena_init(&m->opt_state, bf_backend_host(), "host", 0);
     BF_TRY(bf_arena_reserve(&m->opt_state, bytes));
     void *p;
     bf_status s = bf_arena_alloc(&m->opt_state, bytes, &p);
@@ -442,4 +444,11 @@ double bf_metric_result(const bf_metric_spec *m, const double *acc) {
     }
     default: return div0(acc[0], acc[1]);
     }
+}
+
+int bf_seq_out_positions(const bf_model *m, int k) {
+    const int t = m->out_t[k], rank = m->t_rank[t];
+    if (rank < 2) return 1;
+    const int C = m->t_shape[t][rank - 1];
+    return C > 0 ? (int)(m->t_size[t] / C) : 1;
 }

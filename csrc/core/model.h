@@ -99,12 +99,12 @@ typedef struct bf_layer {
      * query's), causal mask; its dropout rate is `rate` */
     int heads, key_dim, value_dim, out_dim;    /* (use_causal_mask: `causal`) */
     /* sequences: Embedding (units = output_dim); recurrent (units; act = the
-     * cell's activation); Bidirectional: cell = BF_L_SIMPLE_RNN / LSTM / GRU,
+     * cell's activation); Bidirectional: cell = the kind SIMPLE_RNN / LSTM / GRU,
      * parameters forward then backward, merge_mode 0 concat 1 sum 2 mul 3 ave */
     int input_dim, mask_zero;
     int cell, return_sequences, go_backwards, unit_forget_bias, merge_mode;
     /* recurrent layers: inputs 1.. are initial states (Keras order); RNN_PART:
-     * which output (seq_layers.h); mask_off: the call ignores its input's
+     * which output (layers/recurrent.c); mask_off: the call ignores its input's
      * mask (Keras 3 fills a call's mask only when it has one tensor argument,
      * so a call with initial states runs unmasked unless given mask=) */
     int part, mask_off;
@@ -203,6 +203,9 @@ void bf_add_param(bf_layer *L, int role, const char *name, int rank, const int *
                   float fan_in, float fan_out);
 /* "(a, b)" for messages */
 void bf_shape_str(char *buf, size_t n, int rank, const int *shape);
+
+/* positions per sample of output k: S > 1 only for a rank >= 2 output */
+int bf_seq_out_positions(const bf_model *m, int k);
 
 /* 1 when output k's activation (sigmoid+BCE, softmax+CCE/SCCE) may be folded
  * into its loss: its node has that activation and nothing else reads it */

@@ -11,10 +11,12 @@
  * that no trainable parameter depends on get no gradient at all (a frozen
  * base model costs no backward). */
 #include "program.h"
+
+#include "bufs.h"
+#include "backend_registry.h"
 #include "layers/registry.h"
-#include "seq_layers.h"
+#include "masks.h"
 #include "seq_loss.h"
-#include "seq_run.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -40,30 +42,6 @@ static int needs_out(const bf_run *r, int i) {
     return (f & BF_LF_READS_OUT) != 0;
 }
 
-static bf_status newbuf(bf_run *r, int *id, size_t bytes, const char *fmt, const char *a,
-                        const char *b) {
-    if (r->nbuf >= BF_RUN_MAXBUF) return BF_FAIL(BF_ERR_ARG, "model too large for the planner");
-    *id = r->nbuf++;
-    bf_plan_buf *p = &r->bufs[*id];
-    p->bytes = bytes;
-    p->first = INT_MAX;
-    p->last = -1;
-    p->offset = 0;
-    snprintf(r->buf_names[*id], sizeof r->buf_names[0], fmt, a, b);
-    return BF_OK;
-}
-
-static void use(bf_run *r, int id, int t) {
-    if (id < 0) return;
-    if (t < r->bufs[id].first) r->bufs[id].first = t;
-    if (t > r->bufs[id].last) r->bufs[id].last = t;
-}
-
-bf_status bf_run_newbuf(bf_run *r, int *id, size_t bytes, const char *name, const char *what) {
-    return newbuf(r, id, bytes, "%s%s", name, what);
-}
-void bf_run_use(bf_run *r, int id, int t) { use(r, id, t); }
-
 static void entry(bf_run *r, const char *name, const char *cat, size_t bytes, int on_device) {
     if (r->nentry >= BF_PLAN_MAXENTRY || bytes == 0) return;
     bf_plan_entry *e = &r->entries[r->nentry++];
@@ -85,7 +63,7 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
     r->be = be;
     r->mode = mode;
     r->B = rows;
-    r->on_device = be != bf_cpu_backend();
+    r->on_device = be != bf_backend_host();
     if (rows <= 0) return BF_FAIL(BF_ERR_ARG, "batch_size must be positive, got %d", rows);
     if (mode != BF_MODE_PREDICT && !m->compiled)
         return BF_FAIL(BF_ERR_ARG, "the model must be compiled before fit or evaluate");
@@ -128,8 +106,8 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         for (int k = 0; k < NI; k++) {
             char nm[16];
             snprintf(nm, sizeof nm, "%d", k);
-            BF_TRY(newbuf(r, &r->t_buf[k], B * (size_t)m->in_sizes[k] * fb, "input %s%s (split from the batch)", nm, ""));
-            use(r, r->t_buf[k], 0);
+            BF_TRY(bf_run_newbuf_fmt(r, &r->t_buf[k], B * (size_t)m->in_sizes[k] * fb, "input %s%s (split from the batch)", nm, ""));
+            bf_run_use(r, r->t_buf[k], 0);
         }
     for (int i = 0; i < L; i++) {
         bf_layer *ly = &m->layers[i];
@@ -137,35 +115,35 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         r->fws_id[i] = r->bws_id[i] = r->aux_id[i] = -2;
         r->node_view[i] = (flags_of(r, i) & BF_LF_VIEW) != 0;
         if (r->node_view[i]) r->t_buf[o] = r->t_buf[ly->in_ids[0]];
-        else BF_TRY(newbuf(r, &r->t_buf[o], B * ly->out_size * fb, "%s%s output", ly->name, ""));
-        for (int j = 0; j < ly->nin; j++) use(r, r->t_buf[ly->in_ids[j]], t);
-        use(r, r->t_buf[o], t);
+        else BF_TRY(bf_run_newbuf_fmt(r, &r->t_buf[o], B * ly->out_size * fb, "%s%s output", ly->name, ""));
+        for (int j = 0; j < ly->nin; j++) bf_run_use(r, r->t_buf[ly->in_ids[j]], t);
+        bf_run_use(r, r->t_buf[o], t);
         int bw = train && r->need_grad[o];
         const bf_layer_ops *ops = bf_layer_ops_of((int)ly->kind);
         if (ops->plan) BF_TRY(ops->plan(r, i, t, BW(i), bw)); /* workspaces, kept statistics */
         if (bw && keeps_z(r, i)) {
-            BF_TRY(newbuf(r, &r->aux_id[i], B * ly->out_size * fb, "%s%s pre-activation", ly->name, ""));
-            use(r, r->aux_id[i], t);
+            BF_TRY(bf_run_newbuf_fmt(r, &r->aux_id[i], B * ly->out_size * fb, "%s%s pre-activation", ly->name, ""));
+            bf_run_use(r, r->aux_id[i], t);
         }
         /* the masks it reads (layers/registry.h: mask_reads) stay alive */
         bf_seq_plan_mask_readers(r, i, t, BW(i), bw);
     }
     /* losses, metrics, or the copy-out of predictions at t = L + 1 */
     for (int k = 0; k < NO; k++) {
-        use(r, r->t_buf[m->out_t[k]], LOSS);
+        bf_run_use(r, r->t_buf[m->out_t[k]], LOSS);
         r->loss_id[k] = r->tgt_id[k] = -2;
         if (mode == BF_MODE_PREDICT) continue;
         const char *on = m->layers[bf_model_producer(m, m->out_t[k]) >= 0 ? bf_model_producer(m, m->out_t[k]) : 0].name;
         if (bf_model_producer(m, m->out_t[k]) < 0) on = "input";
         const size_t S = bf_seq_loss_per_position(m, k) ? (size_t)bf_seq_out_positions(m, k) : 1;
-        BF_TRY(newbuf(r, &r->loss_id[k], B * S * fb, S > 1 ? "per-position loss%s%s" : "per-sample loss%s%s",
+        BF_TRY(bf_run_newbuf_fmt(r, &r->loss_id[k], B * S * fb, S > 1 ? "per-position loss%s%s" : "per-sample loss%s%s",
                       NO > 1 ? " of " : "", NO > 1 ? on : ""));
-        use(r, r->loss_id[k], LOSS);
+        bf_run_use(r, r->loss_id[k], LOSS);
         r->posw_id[k] = -2;
         if (bf_seq_output_per_position(m, k)) BF_TRY(bf_seq_loss_plan(r, k, LOSS, weighted));
         if (NO > 1) {
-            BF_TRY(newbuf(r, &r->tgt_id[k], B * (size_t)m->outs[k].y_row * fb, "per-sample targets of %s%s", on, ""));
-            use(r, r->tgt_id[k], LOSS);
+            BF_TRY(bf_run_newbuf_fmt(r, &r->tgt_id[k], B * (size_t)m->outs[k].y_row * fb, "per-sample targets of %s%s", on, ""));
+            bf_run_use(r, r->tgt_id[k], LOSS);
         }
     }
     r->y_row = mode != BF_MODE_PREDICT ? m->y_row : 0;
@@ -181,9 +159,9 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         for (int k = 0; k < NO; k++) {
             int o = m->out_t[k];
             if (!r->need_grad[o]) continue;
-            BF_TRY(newbuf(r, &r->t_grad[o], B * (size_t)m->t_size[o] * fb, "%s%s output gradient",
+            BF_TRY(bf_run_newbuf_fmt(r, &r->t_grad[o], B * (size_t)m->t_size[o] * fb, "%s%s output gradient",
                           m->layers[bf_model_producer(m, o)].name, ""));
-            use(r, r->t_grad[o], LOSS);
+            bf_run_use(r, r->t_grad[o], LOSS);
             written[o] = 1;
         }
         for (int i = L - 1; i >= 0; i--) {
@@ -192,32 +170,32 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
             if (!r->need_grad[o]) continue;
             if (!written[o]) return BF_FAIL(BF_ERR_INTERNAL, "%s: its output's gradient is never computed", ly->name);
             r->node_bw[i] = 1;
-            use(r, r->t_grad[o], t);
+            bf_run_use(r, r->t_grad[o], t);
             const int side = (flags_of(r, i) & BF_LF_SIDE_OUT) != 0;
             if (side) /* a final state's gradient: the recurrent node reads it */
-                use(r, r->t_grad[o], BW(bf_model_producer(m, ly->in_ids[0])));
-            use(r, r->aux_id[i], t);
+                bf_run_use(r, r->t_grad[o], BW(bf_model_producer(m, ly->in_ids[0])));
+            bf_run_use(r, r->aux_id[i], t);
             if (needs_in(r, i))
-                for (int j = 0; j < ly->nin; j++) use(r, r->t_buf[ly->in_ids[j]], t);
-            if (needs_out(r, i)) use(r, r->t_buf[o], t);
+                for (int j = 0; j < ly->nin; j++) bf_run_use(r, r->t_buf[ly->in_ids[j]], t);
+            if (needs_out(r, i)) bf_run_use(r, r->t_buf[o], t);
             for (int j = 0; j < ly->nin; j++) {
                 int u = ly->in_ids[j];
                 if (!r->need_grad[u]) continue;
                 if (side && written[u]) continue; /* adds nothing to it */
                 if (!written[u]) {
                     if (r->node_view[i]) r->t_grad[u] = r->t_grad[o];
-                    else BF_TRY(newbuf(r, &r->t_grad[u], B * (size_t)m->t_size[u] * fb, "%s%s output gradient",
+                    else BF_TRY(bf_run_newbuf_fmt(r, &r->t_grad[u], B * (size_t)m->t_size[u] * fb, "%s%s output gradient",
                                        m->layers[bf_model_producer(m, u)].name, ""));
                     r->gtmp[i][j] = -2;
                     written[u] = 1;
                 } else if (r->node_view[i]) {
                     r->gtmp[i][j] = r->t_grad[o]; /* the contribution is the output's gradient itself */
                 } else {
-                    BF_TRY(newbuf(r, &r->gtmp[i][j], B * (size_t)m->t_size[u] * fb, "%s%s input gradient (to add)",
+                    BF_TRY(bf_run_newbuf_fmt(r, &r->gtmp[i][j], B * (size_t)m->t_size[u] * fb, "%s%s input gradient (to add)",
                                   ly->name, ""));
-                    use(r, r->gtmp[i][j], t);
+                    bf_run_use(r, r->gtmp[i][j], t);
                 }
-                use(r, r->t_grad[u], t);
+                bf_run_use(r, r->t_grad[u], t);
             }
         }
     }

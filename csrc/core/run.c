@@ -9,11 +9,10 @@
  * activation is left to the loss. */
 #include "run.h"
 
+#include "backend_registry.h"
 #include "layers/layer.h"
 #include "prefetch.h"
-#include "seq_layers.h"
 #include "seq_loss.h"
-#include "seq_run.h"
 
 #include <float.h>
 #include <math.h>
@@ -84,7 +83,7 @@ bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
     size_t run_bytes = r->on_device ? r->device_bytes : r->host_bytes - r->opt_new_bytes;
     bf_arena_init(&r->arena, r->be, r->on_device ? r->be->name : "host",
                   r->on_device ? device_budget : host_budget);
-    bf_arena_init(&r->host_arena, bf_cpu_backend(), "host", host_budget);
+    bf_arena_init(&r->host_arena, bf_backend_host(), "host", host_budget);
     r->arena.keep = !r->on_device;
     for (int i = 0; i < m->nlayers; i++) r->bounded[i] = (unsigned char)has_bound(r, &m->layers[i]);
     BF_TRY(bf_arena_reserve(&r->arena, run_bytes));
@@ -576,7 +575,7 @@ static bf_status bad_ids(bf_run *r, int rows, long step) {
     for (int i = 0; i < m->nlayers; i++) {
         const bf_layer *L = &m->layers[i];
         long n = (long)rows * L->in_size, k = r->hstats.bad_id[i];
-        if (L->kind != BF_L_EMBEDDING || k <= 0 || k > n) continue;
+        if (!(bf_layer_ops_of((int)L->kind)->flags & BF_LF_IDS) || k <= 0 || k > n) continue;
         long row = n - k;
         char sample[48];
         sample_note(r, row / L->in_size, sample, sizeof sample);
@@ -590,7 +589,7 @@ static bf_status bad_ids(bf_run *r, int rows, long step) {
 
 static int has_embedding(const bf_model *m) {
     for (int i = 0; i < m->nlayers; i++)
-        if (m->layers[i].kind == BF_L_EMBEDDING) return 1;
+        if (bf_layer_ops_of((int)m->layers[i].kind)->flags & BF_LF_IDS) return 1;
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include "backend_registry.h"
 #include "blas.h"
 #include "blas_probe.h"
+#include "cpu_ops.h"
 #include "par.h"
 #include "model.h"
 #include "layers/registry.h"

@@ -5,7 +5,9 @@
 #ifndef BF_LAYERS_LAYER_H
 #define BF_LAYERS_LAYER_H
 
-#include "../program.h"
+#include "../bufs.h"
+#include "../masks.h"
+#include "../step.h"
 #include "registry.h"
 
 /* ---- shapes and parameters (model.c: bf_add_param, bf_shape_str) ---- */
@@ -28,11 +30,7 @@ void bf_layer_convt_geom(const bf_layer *L, int B, bf_conv_geom *g);
 void bf_run_augment_begin(bf_run *r);
 void bf_run_augment_geom(const bf_run *r, int i, int rows, bf_augment *a);
 
-/* ---- planning (program.c) ---- */
-
-/* a new planned buffer named name + what, and a use of one at time t */
-bf_status bf_run_newbuf(bf_run *r, int *id, size_t bytes, const char *name, const char *what);
-void bf_run_use(bf_run *r, int id, int t);
+/* ---- planning: bf_run_newbuf, bf_run_use (bufs.h); masks (masks.h) ---- */
 
 /* ---- a step (run.c) ---- */
 
@@ -72,8 +70,5 @@ bf_status bf_run_take_bound(bf_run *r, int i, const float *inp, long n_in, const
 bf_status bf_run_act_forward(bf_run *r, const bf_layer *L, float *out, const float *z, bf_act act, long N, int C);
 bf_status bf_run_act_backward(bf_run *r, const bf_layer *L, float *dz, const float *dout, const float *z,
                               const float *out, bf_act act, long N, int C);
-
-/* the (B,T) mask tensor t carries, NULL when none (seq_run.c) */
-const float *bf_seq_mask(bf_run *r, int tensor_id);
 
 #endif

@@ -31,6 +31,8 @@ enum {
     BF_LF_OUT_GIVEN = 1 << 7,  /* out_rank / out_shape are set by the caller before inference (Reshape) */
     BF_LF_SIDE_OUT = 1 << 8,   /* one more output of its input's node (a recurrent final state): that node's
                                   backward reads this gradient, and this node adds nothing to its input's */
+    BF_LF_IDS = 1 << 9,        /* its input is ids into a table of input_dim rows; a step reports the first bad
+                                  one (bf_step_stats.bad_id) and run.c raises a DataError for it */
 };
 
 typedef struct bf_layer_ops {
@@ -56,6 +58,9 @@ typedef struct bf_layer_ops {
     bf_status (*forward)(struct bf_run *r, int i, int rows);
     /* its backward: din = its first input's gradient (NULL: not needed, or a view) */
     bf_status (*backward)(struct bf_run *r, int i, int rows, float *din, float *dout);
+    /* optional: after the model's weights are initialized, for a node that owns its weights
+     * (LSTM unit_forget_bias sets the forget gate's bias to 1) */
+    void (*post_init)(struct bf_model *m, int i);
 } bf_layer_ops;
 
 #define BF_KIND_OPS_(n) extern const bf_layer_ops bf_ops_##n;
