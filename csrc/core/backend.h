@@ -518,6 +518,14 @@ typedef struct bf_backend {
      * sw (B) and mask (B,S) may be NULL. */
     bf_status (*pos_weights)(struct bf_backend *be, float *w, const float *sw, const float *mask, int B, int S,
                              int normalize);
+    /* DepthwiseConv2D (csrc/cpu/depthwise.c): g as a Conv2D's with K = C * M
+     * output channels; out channel c*M + m reads input channel c through
+     * w (KH,KW,C,M) [.., c, m] (Keras's depthwise_kernel), plus b (K) or
+     * NULL. Backward overwrites dinp and adds into dw, db (each may be NULL). */
+    bf_status (*depthwise_forward)(struct bf_backend *be, float *out, const float *inp, const float *w,
+                                   const float *b, const bf_conv_geom *g);
+    bf_status (*depthwise_backward)(struct bf_backend *be, float *dinp, float *dw, float *db, const float *dout,
+                                    const float *inp, const float *w, const bf_conv_geom *g);
 } bf_backend;
 
 #endif

@@ -84,6 +84,12 @@ bf_status bf_par_dense_backward(bf_backend *be, float *dinp, float *dw, float *d
                                 const float *inp, const float *w, int B, int IN, int OUT);
 bf_status bf_par_maxabs(bf_backend *be, float *out, const float *x, long n);
 
+/* DepthwiseConv2D (depthwise.c) */
+bf_status bf_cpu_depthwise_forward(bf_backend *be, float *out, const float *inp, const float *w, const float *b,
+                                   const bf_conv_geom *g);
+bf_status bf_cpu_depthwise_backward(bf_backend *be, float *dinp, float *dw, float *db, const float *dout,
+                                    const float *inp, const float *w, const bf_conv_geom *g);
+
 /* The CPU backend (always present). */
 bf_backend *bf_cpu_backend(void);
 /* "emu": the CPU's ops behind a device's interface (own memory, copies both
