@@ -8,7 +8,14 @@
 
 #include <limits.h>
 
+/* the core's headers are C; give them C linkage in the CUDA module's C++ */
+#ifdef __cplusplus
+extern "C" {
+#endif
 #include "backend.h"
+#ifdef __cplusplus
+}
+#endif
 
 /* out == ceil(in / s) with Keras's 'same' padding split (the smaller half on top / left) */
 static inline int bf_conv_same_dim(int in, int out, int k, int s, int pad) {
