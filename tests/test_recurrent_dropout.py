@@ -2,7 +2,7 @@
 
 Keras's random streams cannot be matched, so the engine's masks are
 recomputed here in NumPy from the run's seed (the counter hash of
-csrc/cpu/rnn_dropout.c, seeds as csrc/core/seq_run.c derives them) and
+csrc/cpu/rnn_dropout.c, seeds as csrc/core/layers/recurrent.c derives them) and
 handed to Keras 3's cells (their get_dropout_mask / get_recurrent_dropout_mask):
 same weights, batch and masks give the same loss and gradients. Then the
 properties: the keep fraction, no dropout in predict / evaluate, finite

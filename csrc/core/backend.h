@@ -521,19 +521,14 @@ typedef struct bf_backend {
      * sw (B) and mask (B,S) may be NULL. */
     bf_status (*pos_weights)(struct bf_backend *be, float *w, const float *sw, const float *mask, int B, int S,
                              int normalize);
+    /* DepthwiseConv2D (csrc/cpu/depthwise.c): g as a Conv2D's with K = C * M
+     * output channels; out channel c*M + m reads input channel c through
+     * w (KH,KW,C,M) [.., c, m] (Keras's depthwise_kernel), plus b (K) or
+     * NULL. Backward overwrites dinp and adds into dw, db (each may be NULL). */
+    bf_status (*depthwise_forward)(struct bf_backend *be, float *out, const float *inp, const float *w,
+                                   const float *b, const bf_conv_geom *g);
+    bf_status (*depthwise_backward)(struct bf_backend *be, float *dinp, float *dw, float *db, const float *dout,
+                                    const float *inp, const float *w, const bf_conv_geom *g);
 } bf_backend;
-
-/* The CPU backend (always present). */
-bf_backend *bf_cpu_backend(void);
-/* "emu": the CPU's ops behind a device's interface (own memory, copies both
- * ways, uploads, a run workspace), so the core's device path runs in tests on
- * machines without a GPU. Its memory is host memory; mem_info reports
- * BF_EMU_TOTAL_BYTES total, less what its reservations hold. */
-#define BF_EMU_TOTAL_BYTES ((size_t)4 << 30)
-bf_backend *bf_emu_backend(void);
-/* calls so far to the ops that make the host wait for a GPU (reads to the
- * host, sync, batch_wait): how often a step stalls the device's queue */
-long bf_emu_waits(void);
-void bf_emu_mem_info(size_t *free_bytes, size_t *total_bytes);
 
 #endif

@@ -6,7 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_loader.h"
+/* the backends of csrc/cpu this build links (their own header is cpu_ops.h;
+ * the core includes no backend header) */
+bf_backend *bf_cpu_backend(void);
+bf_backend *bf_emu_backend(void);
+void bf_emu_mem_info(size_t *free_bytes, size_t *total_bytes);
+
+bf_backend *bf_backend_host(void) { return bf_cpu_backend(); }
 
 bf_status bf_backend_get(const char *device, bf_backend **out) {
     *out = NULL;

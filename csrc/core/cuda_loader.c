@@ -5,8 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend_registry.h"
-#include "../cuda/cuda_api.h"
+#include "cuda_abi.h"
 
 static char module_dir[4096];
 static char preload[16384];

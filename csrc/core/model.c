@@ -3,16 +3,12 @@
  * that gradients and optimizer slots mirror them one to one; a node that
  * shares another's parameters gets the owner's offsets. */
 #include "model.h"
-#include "seq_layers.h"
-#include "seq_loss.h"
+#include "backend_registry.h"
+#include "layers/registry.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-static int out_len(int in, int k, int s, int same) {
-    return same ? (in + s - 1) / s : (in - k) / s + 1;
-}
 
 /* role: the index into L->inits (kernel/gamma 0, bias/beta 1, moving_mean 2,
  * moving_variance 3); a user initializer there replaces the default */
@@ -54,320 +50,27 @@ static long prod(const int *s, int r) {
     return n;
 }
 
-static bf_status infer_layer(bf_layer *L, int rank, const int *shape) {
-    L->in_rank = rank;
-    memcpy(L->in_shape, shape, sizeof(int) * (size_t)rank);
-    L->in_size = prod(shape, rank);
-    L->nparam = 0;
-    if (L->kind != BF_L_RESHAPE) { /* Reshape's out_rank / out_shape are its target, given by the caller */
-        L->out_rank = rank;
-        memcpy(L->out_shape, shape, sizeof(int) * (size_t)rank);
-    }
-    int C = shape[rank - 1];
-    switch (L->kind) {
-    case BF_L_DENSE: {
-        if (L->units <= 0) return BF_FAIL(BF_ERR_ARG, "%s: units must be positive, got %d", L->name, L->units);
-        L->out_shape[rank - 1] = L->units;
-        int ks[2] = {C, L->units};
-        add_param(L, 0, "kernel", 2, ks, 1, BF_INIT_GLOROT_UNIFORM, (float)C, (float)L->units);
-        if (L->use_bias) add_param(L, 1, "bias", 1, &L->units, 1, BF_INIT_ZEROS, 0, 0);
-        break;
-    }
-    case BF_L_CONV2D:
-    case BF_L_MAXPOOL:
-    case BF_L_AVGPOOL: {
-        /* pooling of a (T, C) input: a 1 x T image (MaxPooling1D, AveragePooling1D) */
-        const int one_d = rank == 2 && L->kind != BF_L_CONV2D && L->kh == 1 && L->sh == 1;
-        if (rank != 3 && !one_d)
-            return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 3 (H, W, C) per sample, got rank %d", L->name, rank);
-        if (L->kh <= 0 || L->kw <= 0 || L->sh <= 0 || L->sw <= 0)
-            return BF_FAIL(BF_ERR_ARG, "%s: window and strides must be positive", L->name);
-        const int H = one_d ? 1 : shape[0], W = one_d ? shape[0] : shape[1];
-        int oh = out_len(H, L->kh, L->sh, L->same), ow = out_len(W, L->kw, L->sw, L->same);
-        if (oh <= 0 || ow <= 0)
-            return BF_FAIL(BF_ERR_SHAPE, "%s: window %dx%d does not fit input %dx%d with padding='valid'",
-                           L->name, L->kh, L->kw, H, W);
-        if (one_d) {
-            L->out_shape[0] = ow;
-            break;
-        }
-        L->out_shape[0] = oh;
-        L->out_shape[1] = ow;
-        if (L->kind == BF_L_CONV2D) {
-            if (L->filters <= 0) return BF_FAIL(BF_ERR_ARG, "%s: filters must be positive", L->name);
-            L->out_shape[2] = L->filters;
-            int ks[4] = {L->kh, L->kw, C, L->filters};
-            float rf = (float)(L->kh * L->kw);
-            add_param(L, 0, "kernel", 4, ks, 1, BF_INIT_GLOROT_UNIFORM, rf * C, rf * L->filters);
-            if (L->use_bias) add_param(L, 1, "bias", 1, &L->filters, 1, BF_INIT_ZEROS, 0, 0);
-        }
-        break;
-    }
-    case BF_L_GAP:
-    case BF_L_GMP:
-        /* rank 2: GlobalAveragePooling1D / GlobalMaxPooling1D; keepdims keeps the rank */
-        if (rank != 3 && rank != 2)
-            return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 2 (T, C) or 3 (H, W, C), got rank %d", L->name, rank);
-        if (L->keepdims) {
-            for (int d = 0; d < rank - 1; d++) L->out_shape[d] = 1;
-            break;
-        }
-        L->out_rank = 1;
-        L->out_shape[0] = C;
-        break;
-    case BF_L_CONV1D: {
-        if (rank != 2)
-            return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 2 (steps, channels) per sample, got rank %d", L->name, rank);
-        if (L->kw <= 0 || L->sw <= 0 || L->dil <= 0 || L->filters <= 0)
-            return BF_FAIL(BF_ERR_ARG, "%s: kernel_size, strides, dilation_rate and filters must be positive", L->name);
-        const int span = (L->kw - 1) * L->dil + 1;
-        const int ot = L->same || L->causal ? (shape[0] + L->sw - 1) / L->sw : (shape[0] - span) / L->sw + 1;
-        if (ot <= 0 || (!L->same && !L->causal && shape[0] < span))
-            return BF_FAIL(BF_ERR_SHAPE, "%s: kernel %d with dilation %d does not fit %d steps with padding='valid'",
-                           L->name, L->kw, L->dil, shape[0]);
-        L->out_shape[0] = ot;
-        L->out_shape[1] = L->filters;
-        int ks[3] = {L->kw, C, L->filters};
-        add_param(L, 0, "kernel", 3, ks, 1, BF_INIT_GLOROT_UNIFORM, (float)L->kw * C, (float)L->kw * L->filters);
-        if (L->use_bias) add_param(L, 1, "bias", 1, &L->filters, 1, BF_INIT_ZEROS, 0, 0);
-        break;
-    }
-    case BF_L_CONV2DT: {
-        if (rank != 3)
-            return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 3 (H, W, C) per sample, got rank %d", L->name, rank);
-        if (L->kh <= 0 || L->kw <= 0 || L->sh <= 0 || L->sw <= 0 || L->filters <= 0)
-            return BF_FAIL(BF_ERR_ARG, "%s: kernel_size, strides and filters must be positive", L->name);
-        /* Keras (output_padding=None): 'same' in*s, 'valid' (in-1)*s + max(k, s) */
-        L->out_shape[0] = L->same ? shape[0] * L->sh : (shape[0] - 1) * L->sh + (L->kh > L->sh ? L->kh : L->sh);
-        L->out_shape[1] = L->same ? shape[1] * L->sw : (shape[1] - 1) * L->sw + (L->kw > L->sw ? L->kw : L->sw);
-        L->out_shape[2] = L->filters;
-        int ks[4] = {L->kh, L->kw, L->filters, C};
-        float rf = (float)(L->kh * L->kw);
-        add_param(L, 0, "kernel", 4, ks, 1, BF_INIT_GLOROT_UNIFORM, rf * L->filters, rf * C);
-        if (L->use_bias) add_param(L, 1, "bias", 1, &L->filters, 1, BF_INIT_ZEROS, 0, 0);
-        break;
-    }
-    case BF_L_FLATTEN:
-        L->out_rank = 1;
-        L->out_shape[0] = (int)L->in_size;
-        break;
-    case BF_L_RESHAPE: {
-        /* out_shape / out_rank were given by the caller; one -1 is inferred */
-        long known = 1;
-        int hole = -1;
-        for (int i = 0; i < L->out_rank; i++) {
-            if (L->out_shape[i] == -1 && hole < 0) hole = i;
-            else if (L->out_shape[i] <= 0) return BF_FAIL(BF_ERR_ARG, "%s: bad target_shape dimension %d", L->name, L->out_shape[i]);
-            else known *= L->out_shape[i];
-        }
-        if (hole >= 0) {
-            if (L->in_size % known)
-                return BF_FAIL(BF_ERR_SHAPE, "%s: cannot reshape %ld elements with target dimensions of product %ld", L->name, L->in_size, known);
-            L->out_shape[hole] = (int)(L->in_size / known);
-        }
-        L->out_size = prod(L->out_shape, L->out_rank);
-        if (prod(L->out_shape, L->out_rank) != L->in_size)
-            return BF_FAIL(BF_ERR_SHAPE, "%s: cannot reshape %ld elements into the target shape of %ld",
-                           L->name, L->in_size, prod(L->out_shape, L->out_rank));
-        return BF_OK;
-    }
-    case BF_L_DROPOUT:
-        if (!(L->rate >= 0.0f && L->rate < 1.0f))
-            return BF_FAIL(BF_ERR_ARG, "%s: rate must be in [0, 1), got %g", L->name, (double)L->rate);
-        break;
-    case BF_L_BATCHNORM:
-        if (L->scale) add_param(L, 0, "gamma", 1, &C, 1, BF_INIT_ONES, 0, 0);
-        if (L->center) add_param(L, 1, "beta", 1, &C, 1, BF_INIT_ZEROS, 0, 0);
-        add_param(L, 2, "moving_mean", 1, &C, 0, BF_INIT_ZEROS, 0, 0);
-        add_param(L, 3, "moving_variance", 1, &C, 0, BF_INIT_ONES, 0, 0);
-        break;
-    case BF_L_PERMUTE: {
-        int seen = 0;
-        for (int d = 0; d < rank; d++) {
-            if (L->perm[d] < 0 || L->perm[d] >= rank || (seen & (1 << L->perm[d])))
-                return BF_FAIL(BF_ERR_ARG, "%s: dims must be a permutation of 1..%d, got axis %d at position %d",
-                               L->name, rank, L->perm[d] + 1, d);
-            seen |= 1 << L->perm[d];
-            L->out_shape[d] = shape[L->perm[d]];
-        }
-        break;
-    }
-    case BF_L_REPEAT:
-        if (rank != 1) return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 1 (features) per sample, got rank %d", L->name, rank);
-        if (L->reps <= 0) return BF_FAIL(BF_ERR_ARG, "%s: n must be positive, got %d", L->name, L->reps);
-        L->out_rank = 2;
-        L->out_shape[0] = L->reps;
-        L->out_shape[1] = shape[0];
-        break;
-    case BF_L_ZEROPAD2D:
-    case BF_L_UPSAMPLE2D:
-    case BF_L_AUGMENT:
-        if (rank != 3)
-            return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 3 (H, W, C) per sample, got rank %d", L->name, rank);
-        if (L->kind == BF_L_ZEROPAD2D) {
-            for (int k = 0; k < 4; k++)
-                if (L->pad[k] < 0) return BF_FAIL(BF_ERR_ARG, "%s: padding must be >= 0, got %d", L->name, L->pad[k]);
-            L->out_shape[0] = shape[0] + L->pad[0] + L->pad[1];
-            L->out_shape[1] = shape[1] + L->pad[2] + L->pad[3];
-        } else if (L->kind == BF_L_UPSAMPLE2D) {
-            if (L->sh <= 0 || L->sw <= 0) return BF_FAIL(BF_ERR_ARG, "%s: size must be positive", L->name);
-            L->out_shape[0] = shape[0] * L->sh;
-            L->out_shape[1] = shape[1] * L->sw;
-        } else if (L->aug.crop) {
-            if (L->kh <= 0 || L->kw <= 0 || L->kh > shape[0] || L->kw > shape[1])
-                return BF_FAIL(BF_ERR_SHAPE, "%s: a %dx%d crop does not fit input %dx%d (a larger crop would be resized "
-                               "in Keras; not supported)", L->name, L->kh, L->kw, shape[0], shape[1]);
-            L->out_shape[0] = L->kh;
-            L->out_shape[1] = L->kw;
-        }
-        break;
-    case BF_L_NORMALIZATION:
-        add_param(L, 0, "mean", 1, &C, 0, BF_INIT_ZEROS, 0, 0);
-        add_param(L, 1, "variance", 1, &C, 0, BF_INIT_ONES, 0, 0);
-        add_param(L, 2, "count", 0, &C, 0, BF_INIT_ZEROS, 0, 0);
-        break;
-    case BF_L_LAYERNORM:
-        if (L->scale) add_param(L, 0, "gamma", 1, &C, 1, BF_INIT_ONES, 0, 0);
-        if (L->center) add_param(L, 1, "beta", 1, &C, 1, BF_INIT_ZEROS, 0, 0);
-        break;
-    case BF_L_MHA:
-        break; /* shapes and weights from all its inputs: check_mha */
-    case BF_L_RNN_PART:
-        break; /* its shape from the recurrent node: bf_seq_check_node */
-    case BF_L_EMBEDDING: case BF_L_SIMPLE_RNN: case BF_L_LSTM: case BF_L_GRU: case BF_L_BIDIR:
-        BF_TRY(bf_seq_infer(L, rank, shape));
-        return BF_OK;
-    case BF_L_RESCALING:
-    case BF_L_ACTIVATION:
-    case BF_L_ADD: case BF_L_SUBTRACT: case BF_L_MULTIPLY: case BF_L_AVERAGE:
-    case BF_L_MAXIMUM: case BF_L_MINIMUM: case BF_L_CONCAT:
-        break; /* Concatenate's output shape is set by the caller */
-    default:
-        return BF_FAIL(BF_ERR_ARG, "%s: unknown layer kind %d", L->name, (int)L->kind);
-    }
-    L->out_size = prod(L->out_shape, L->out_rank);
-    return BF_OK;
-}
-
-const char *const bf_layer_kind_names[] = {
-    [BF_L_DENSE] = "DENSE",
-    [BF_L_CONV2D] = "CONV2D",
-    [BF_L_MAXPOOL] = "MAXPOOL",
-    [BF_L_AVGPOOL] = "AVGPOOL",
-    [BF_L_GAP] = "GAP",
-    [BF_L_FLATTEN] = "FLATTEN",
-    [BF_L_RESHAPE] = "RESHAPE",
-    [BF_L_DROPOUT] = "DROPOUT",
-    [BF_L_BATCHNORM] = "BATCHNORM",
-    [BF_L_ACTIVATION] = "ACTIVATION",
-    [BF_L_ADD] = "ADD",
-    [BF_L_SUBTRACT] = "SUBTRACT",
-    [BF_L_MULTIPLY] = "MULTIPLY",
-    [BF_L_AVERAGE] = "AVERAGE",
-    [BF_L_MAXIMUM] = "MAXIMUM",
-    [BF_L_MINIMUM] = "MINIMUM",
-    [BF_L_CONCAT] = "CONCAT",
-    [BF_L_PERMUTE] = "PERMUTE",
-    [BF_L_REPEAT] = "REPEAT",
-    [BF_L_ZEROPAD2D] = "ZEROPAD2D",
-    [BF_L_UPSAMPLE2D] = "UPSAMPLE2D",
-    [BF_L_RESCALING] = "RESCALING",
-    [BF_L_NORMALIZATION] = "NORMALIZATION",
-    [BF_L_AUGMENT] = "AUGMENT",
-    [BF_L_CONV1D] = "CONV1D",
-    [BF_L_CONV2DT] = "CONV2DT",
-    [BF_L_GMP] = "GMP",
-    [BF_L_LAYERNORM] = "LAYERNORM",
-    [BF_L_MHA] = "MHA",
-    [BF_L_EMBEDDING] = "EMBEDDING",
-    [BF_L_SIMPLE_RNN] = "SIMPLE_RNN",
-    [BF_L_LSTM] = "LSTM",
-    [BF_L_GRU] = "GRU",
-    [BF_L_BIDIR] = "BIDIR",
-    [BF_L_RNN_PART] = "RNN_PART",
-};
-const int bf_layer_kind_count = (int)(sizeof bf_layer_kind_names / sizeof bf_layer_kind_names[0]);
-
-static int is_merge(bf_layer_kind k) { return k >= BF_L_ADD && k <= BF_L_CONCAT; }
-
-static void shape_str(char *buf, size_t n, int rank, const int *shape) {
+void bf_shape_str(char *buf, size_t n, int rank, const int *shape) {
     int o = snprintf(buf, n, "(");
     for (int i = 0; i < rank && o < (int)n; i++) o += snprintf(buf + o, n - (size_t)o, i ? ", %d" : "%d", shape[i]);
     if (o < (int)n) snprintf(buf + o, n - (size_t)o, rank == 1 ? ",)" : ")");
 }
 
-/* the inputs of a merge node agree (Concatenate: but on its axis); sets its output shape */
-static bf_status check_merge(bf_model *m, bf_layer *L) {
-    int t0 = L->in_ids[0], r = m->t_rank[t0];
-    if (L->nin < 2 || (L->kind == BF_L_SUBTRACT && L->nin != 2))
-        return BF_FAIL(BF_ERR_ARG, "%s: %s inputs, got %d", L->name,
-                       L->kind == BF_L_SUBTRACT ? "Subtract needs exactly 2" : "a merge layer needs at least 2", L->nin);
-    if (L->kind == BF_L_CONCAT && (L->axis < 0 || L->axis >= r))
-        return BF_FAIL(BF_ERR_ARG, "%s: axis %d is out of range for inputs of rank %d (excluding the batch axis)",
-                       L->name, L->axis + 1, r);
-    int sum = 0;
-    for (int j = 0; j < L->nin; j++) {
-        int t = L->in_ids[j], ok = m->t_rank[t] == r;
-        for (int d = 0; ok && d < r; d++)
-            ok = m->t_shape[t][d] == m->t_shape[t0][d] || (L->kind == BF_L_CONCAT && d == L->axis);
-        if (!ok) {
-            char a[48], b[48];
-            shape_str(a, sizeof a, r, m->t_shape[t0]);
-            shape_str(b, sizeof b, m->t_rank[t], m->t_shape[t]);
-            return BF_FAIL(BF_ERR_SHAPE, "%s: inputs must have the same shape%s; input 0 has %s, input %d has %s",
-                           L->name, L->kind == BF_L_CONCAT ? " except on the concatenation axis" : "", a, j, b);
-        }
-        if (L->kind == BF_L_CONCAT) sum += m->t_shape[t][L->axis];
-    }
-    if (L->kind == BF_L_CONCAT) L->out_shape[L->axis] = sum;
-    return BF_OK;
-}
-
-/* MultiHeadAttention: query (TQ, DQ), value (TK, DV), key (TK, DK), mask
- * (TQ, TK) optional; Keras's weights in its order, kernels (D, heads, dim) and
- * (heads, value_dim, out), fans as Keras's compute_fans */
-static bf_status check_mha(bf_model *m, bf_layer *L) {
-    if (L->nin != 3 && L->nin != 4)
-        return BF_FAIL(BF_ERR_ARG, "%s: MultiHeadAttention takes query, value, key and an optional mask, got %d inputs",
-                       L->name, L->nin);
-    if (L->heads <= 0 || L->key_dim <= 0 || L->value_dim <= 0 || L->out_dim < 0)
-        return BF_FAIL(BF_ERR_ARG, "%s: num_heads, key_dim and value_dim must be positive", L->name);
-    if (!(L->rate >= 0.0f && L->rate < 1.0f))
-        return BF_FAIL(BF_ERR_ARG, "%s: dropout must be in [0, 1), got %g", L->name, (double)L->rate);
-    const int *q = m->t_shape[L->in_ids[0]], *v = m->t_shape[L->in_ids[1]], *k = m->t_shape[L->in_ids[2]];
-    for (int j = 0; j < 3; j++)
-        if (m->t_rank[L->in_ids[j]] != 2)
-            return BF_FAIL(BF_ERR_SHAPE, "%s: %s must have shape (batch, T, dim), got rank %d per sample", L->name,
-                           j == 0 ? "query" : j == 1 ? "value" : "key", m->t_rank[L->in_ids[j]]);
-    if (k[0] != v[0])
-        return BF_FAIL(BF_ERR_SHAPE, "%s: key and value must have the same length, got %d and %d", L->name, k[0], v[0]);
-    if (L->nin == 4) {
-        const int *a = m->t_shape[L->in_ids[3]];
-        if (m->t_rank[L->in_ids[3]] != 2 || a[0] != q[0] || a[1] != v[0])
-            return BF_FAIL(BF_ERR_SHAPE, "%s: attention_mask must have shape (batch, %d, %d)", L->name, q[0], v[0]);
-    }
-    const int H = L->heads, out = L->out_dim ? L->out_dim : q[1];
-    const int dims[3] = {q[1], k[1], v[1]}, per[3] = {L->key_dim, L->key_dim, L->value_dim};
-    const char *names[3] = {"query", "key", "value"};
-    char nm[32];
+/* the first input's shape into L, then the kind's inference (layers/) */
+static bf_status infer_layer(bf_layer *L, const bf_layer_ops *ops, int rank, const int *shape) {
+    L->in_rank = rank;
+    memcpy(L->in_shape, shape, sizeof(int) * (size_t)rank);
+    L->in_size = prod(shape, rank);
     L->nparam = 0;
-    for (int j = 0; j < 3; j++) {
-        int ks[3] = {dims[j], H, per[j]}, bs[2] = {H, per[j]};
-        snprintf(nm, sizeof nm, "%s/kernel", names[j]);
-        add_param(L, 0, nm, 3, ks, 1, BF_INIT_GLOROT_UNIFORM, (float)H * dims[j], (float)per[j] * dims[j]);
-        snprintf(nm, sizeof nm, "%s/bias", names[j]);
-        if (L->use_bias) add_param(L, 1, nm, 2, bs, 1, BF_INIT_ZEROS, (float)H, (float)per[j]);
+    if (!(ops->flags & BF_LF_OUT_GIVEN)) { /* Reshape's out_rank / out_shape are its target, given by the caller */
+        L->out_rank = rank;
+        memcpy(L->out_shape, shape, sizeof(int) * (size_t)rank);
     }
-    int os[3] = {H, L->value_dim, out};
-    add_param(L, 0, "attention_output/kernel", 3, os, 1, BF_INIT_GLOROT_UNIFORM, (float)L->value_dim * H, (float)out * H);
-    if (L->use_bias) add_param(L, 1, "attention_output/bias", 1, &out, 1, BF_INIT_ZEROS, 0, 0);
-    L->out_rank = 2;
-    L->out_shape[0] = q[0];
-    L->out_shape[1] = out;
+    BF_TRY(ops->infer(L, rank, shape));
+    L->out_size = prod(L->out_shape, L->out_rank);
     return BF_OK;
 }
 
-/* node i uses node `share`'s parameters: same kind, same parameter shapes */
 static bf_status check_share(bf_model *m, int i) {
     bf_layer *L = &m->layers[i];
     if (L->share >= i || L->share < 0) return BF_FAIL(BF_ERR_ARG, "%s: shares parameters with node %d, not an earlier one", L->name, L->share);
@@ -379,8 +82,8 @@ static bf_status check_share(bf_model *m, int i) {
     }
     if (!ok) {
         char a[48], b[48];
-        shape_str(a, sizeof a, O->in_rank, O->in_shape);
-        shape_str(b, sizeof b, L->in_rank, L->in_shape);
+        bf_shape_str(a, sizeof a, O->in_rank, O->in_shape);
+        bf_shape_str(b, sizeof b, L->in_rank, L->in_shape);
         return BF_FAIL(BF_ERR_SHAPE, "layer '%s' was built for inputs of shape %s and is called again on shape %s; "
                        "its weights do not fit", O->name, a, b);
     }
@@ -419,16 +122,16 @@ bf_status bf_model_infer(bf_model *m) {
         int self_t = m->n_inputs + i;
         if (L->nin <= 0) { L->nin = 1; L->in_ids[0] = i == 0 ? 0 : self_t - 1; } /* a chain */
         if (L->nin > BF_MAX_NODE_IN) return BF_FAIL(BF_ERR_ARG, "%s: at most %d inputs, got %d", L->name, BF_MAX_NODE_IN, L->nin);
-        if (L->nin > 1 && !is_merge(L->kind) && L->kind != BF_L_MHA && !bf_is_rnn_kind(L->kind)) return BF_FAIL(BF_ERR_ARG, "%s takes one input, got %d", L->name, L->nin);
+        const bf_layer_ops *ops = bf_layer_ops_of((int)L->kind);
+        if (!ops) return BF_FAIL(BF_ERR_ARG, "%s: unknown layer kind %d", L->name, (int)L->kind);
+        if (L->nin > 1 && !(ops->flags & BF_LF_MULTI_IN)) return BF_FAIL(BF_ERR_ARG, "%s takes one input, got %d", L->name, L->nin);
         for (int j = 0; j < L->nin; j++)
             if (L->in_ids[j] < 0 || L->in_ids[j] >= self_t)
                 return BF_FAIL(BF_ERR_ARG, "%s: input tensor %d is not defined before it (nodes must be in topological order)",
                                L->name, L->in_ids[j]);
         int t0 = L->in_ids[0];
-        BF_TRY(infer_layer(L, m->t_rank[t0], m->t_shape[t0]));
-        if (is_merge(L->kind)) BF_TRY(check_merge(m, L));
-        if (L->kind == BF_L_MHA) BF_TRY(check_mha(m, L));
-        if (bf_is_rnn_kind(L->kind) || L->kind == BF_L_RNN_PART) BF_TRY(bf_seq_check_node(m, i));
+        BF_TRY(infer_layer(L, ops, m->t_rank[t0], m->t_shape[t0]));
+        if (ops->check) BF_TRY(ops->check(m, i));
         L->out_size = prod(L->out_shape, L->out_rank);
         if (L->out_size <= 0) return BF_FAIL(BF_ERR_SHAPE, "%s: empty output", L->name);
         if (L->share >= 0 || L->share < -1) BF_TRY(check_share(m, i));
@@ -437,7 +140,8 @@ bf_status bf_model_infer(bf_model *m) {
         memcpy(m->t_shape[self_t], L->out_shape, sizeof L->out_shape);
         m->t_size[self_t] = L->out_size;
         m->t_uses[self_t] = 0;
-        BF_TRY(bf_seq_mask_of(m, i, &m->t_mask[self_t]));
+        m->t_mask[self_t] = -1; /* layers without mask support drop it, as in Keras */
+        if (ops->mask) BF_TRY(ops->mask(m, i, &m->t_mask[self_t]));
     }
     if (m->n_outputs <= 0) { m->n_outputs = 1; m->out_t[0] = m->n_inputs + m->nlayers - 1; }
     if (m->n_outputs > BF_MAX_OUTPUTS) return BF_FAIL(BF_ERR_ARG, "at most %d outputs are supported, got %d", BF_MAX_OUTPUTS, m->n_outputs);
@@ -571,7 +275,7 @@ static void init_param(float *w, const bf_param *q, uint64_t seed) {
 }
 
 bf_status bf_model_alloc_weights(bf_model *m) {
-    bf_arena_init(&m->weights, bf_cpu_backend(), "host", 0);
+    bf_arena_init(&m->weights, bf_backend_host(), "host", 0);
     BF_TRY(bf_arena_reserve(&m->weights, sizeof(float) * (size_t)(m->n_params ? m->n_params : 1)));
     void *p;
     bf_status s = bf_arena_alloc(&m->weights, sizeof(float) * (size_t)(m->n_params ? m->n_params : 1), &p);
@@ -596,7 +300,10 @@ bf_status bf_model_alloc_weights(bf_model *m) {
             default: init_param(w, q, seed); break;
             }
         }
-    bf_seq_post_init(m);
+    for (int i = 0; i < m->nlayers; i++) { /* kinds that set parts of their weights (LSTM unit_forget_bias) */
+        const bf_layer_ops *ops = bf_layer_ops_of((int)m->layers[i].kind);
+        if (ops->post_init && m->layers[i].share < 0) ops->post_init(m, i);
+    }
     return BF_OK;
 }
 
@@ -653,7 +360,7 @@ size_t bf_model_opt_state_bytes(const bf_model *m) {
 bf_status bf_model_alloc_opt_state(bf_model *m) {
     size_t bytes = bf_model_opt_state_bytes(m);
     if (m->slots || bytes == 0) return BF_OK;
-    bf_arena_init(&m->opt_state, bf_cpu_backend(), "host", 0);
+    bf_arena_init(&m->opt_state, bf_backend_host(), "host", 0);
     BF_TRY(bf_arena_reserve(&m->opt_state, bytes));
     void *p;
     bf_status s = bf_arena_alloc(&m->opt_state, bytes, &p);
@@ -676,7 +383,7 @@ int bf_model_loss_fused(const bf_model *m, int k) {
     const bf_loss *loss = &m->outs[k].loss;
     if (i < 0 || m->t_uses[t] > 0 || loss->from_logits) return 0;
     const bf_layer *L = &m->layers[i];
-    if (L->kind != BF_L_DENSE && L->kind != BF_L_CONV2D && L->kind != BF_L_ACTIVATION) return 0;
+    if (!(bf_layer_ops_of((int)L->kind)->flags & BF_LF_FUSABLE)) return 0;
     if (L->act == BF_ACT_SIGMOID && loss->kind == BF_LOSS_BCE) return 1;
     if (L->act == BF_ACT_SOFTMAX && (loss->kind == BF_LOSS_CCE || loss->kind == BF_LOSS_SCCE)) return 1;
     return 0;
@@ -741,4 +448,11 @@ double bf_metric_result(const bf_metric_spec *m, const double *acc) {
     }
     default: return div0(acc[0], acc[1]);
     }
+}
+
+int bf_seq_out_positions(const bf_model *m, int k) {
+    const int t = m->out_t[k], rank = m->t_rank[t];
+    if (rank < 2) return 1;
+    const int C = m->t_shape[t][rank - 1];
+    return C > 0 ? (int)(m->t_size[t] / C) : 1;
 }

@@ -15,6 +15,7 @@
 #include "backend.h"
 #include "counter_hash.h"
 #include "schedule.h"
+#include "layers/kinds.h"
 
 #define BF_MAX_LAYERS 128
 #define BF_MAX_PARAMS 8
@@ -24,35 +25,8 @@
 #define BF_MAX_NODE_IN 16
 #define BF_MAX_TENSORS (BF_MAX_LAYERS + BF_MAX_INPUTS)
 
-typedef enum {
-    BF_L_DENSE = 0, BF_L_CONV2D, BF_L_MAXPOOL, BF_L_AVGPOOL, BF_L_GAP, BF_L_FLATTEN,
-    BF_L_RESHAPE, BF_L_DROPOUT, BF_L_BATCHNORM, BF_L_ACTIVATION,
-    /* merge layers: several inputs of one shape (Concatenate: equal but on `axis`) */
-    BF_L_ADD, BF_L_SUBTRACT, BF_L_MULTIPLY, BF_L_AVERAGE, BF_L_MAXIMUM, BF_L_MINIMUM, BF_L_CONCAT,
-    /* layout (strided.c): Permute, RepeatVector, ZeroPadding2D, UpSampling2D (nearest) */
-    BF_L_PERMUTE, BF_L_REPEAT, BF_L_ZEROPAD2D, BF_L_UPSAMPLE2D,
-    /* preprocessing (rescale.c, augment.c): Rescaling, Normalization, and the random
-     * image layers (RandomFlip, RandomCrop, RandomTranslation: one kind, bf_augment) */
-    BF_L_RESCALING, BF_L_NORMALIZATION, BF_L_AUGMENT,
-    /* Conv1D (kw, sw, dil; same: 'same', causal: 'causal'), Conv2DTranspose,
-     * GlobalMaxPooling1D/2D (MaxPooling1D, AveragePooling1D and
-     * GlobalAveragePooling1D are MAXPOOL / AVGPOOL / GAP on a (T, C) input) */
-    BF_L_CONV1D, BF_L_CONV2DT, BF_L_GMP,
-    /* LayerNormalization over the last axis; MultiHeadAttention: inputs query,
-     * value, key (the value's id when no key is given) and optionally an
-     * attention mask (T_q, T_k) */
-    BF_L_LAYERNORM, BF_L_MHA,
-    /* sequences: Embedding (ids -> vectors, optional mask), recurrent layers, Bidirectional */
-    BF_L_EMBEDDING, BF_L_SIMPLE_RNN, BF_L_LSTM, BF_L_GRU, BF_L_BIDIR,
-    /* one more output of a recurrent node (its input): a final state, or a
-     * direction's half of a Bidirectional(merge_mode=None) (seq_layers.h) */
-    BF_L_RNN_PART
-} bf_layer_kind;
 
-/* each kind's name without the BF_L_ prefix, indexed by kind (model.c); Python
- * reads the numbers from this table (_core.LAYER_KINDS), never its own copy */
-extern const char *const bf_layer_kind_names[];
-extern const int bf_layer_kind_count;
+/* the kinds (bf_layer_kind) and their names: layers/kinds.h, layers/registry.h */
 
 /* Keras initializers. a/b per kind: CONSTANT value; RANDOM_UNIFORM minval,
  * maxval; RANDOM_NORMAL and TRUNCATED_NORMAL (cut at 2 stddev) mean, stddev;
@@ -88,7 +62,7 @@ typedef struct {
     bf_constraint con;      /* applied after each update */
 } bf_param;
 
-typedef struct {
+typedef struct bf_layer {
     bf_layer_kind kind;
     char name[BF_NAME_LEN];
     bf_act act;
@@ -125,12 +99,12 @@ typedef struct {
      * query's), causal mask; its dropout rate is `rate` */
     int heads, key_dim, value_dim, out_dim;    /* (use_causal_mask: `causal`) */
     /* sequences: Embedding (units = output_dim); recurrent (units; act = the
-     * cell's activation); Bidirectional: cell = BF_L_SIMPLE_RNN / LSTM / GRU,
+     * cell's activation); Bidirectional: cell = the kind SIMPLE_RNN / LSTM / GRU,
      * parameters forward then backward, merge_mode 0 concat 1 sum 2 mul 3 ave */
     int input_dim, mask_zero;
     int cell, return_sequences, go_backwards, unit_forget_bias, merge_mode;
     /* recurrent layers: inputs 1.. are initial states (Keras order); RNN_PART:
-     * which output (seq_layers.h); mask_off: the call ignores its input's
+     * which output (layers/recurrent.c); mask_off: the call ignores its input's
      * mask (Keras 3 fills a call's mask only when it has one tensor argument,
      * so a call with initial states runs unmasked unless given mask=) */
     int part, mask_off;
@@ -176,7 +150,7 @@ typedef struct {
     long y_off, y_row; /* its targets' columns in the packed label row */
 } bf_output;
 
-typedef struct {
+typedef struct bf_model {
     int nlayers;
     bf_layer layers[BF_MAX_LAYERS];
     int in_rank, in_shape[3];   /* input 0 (Sequential) */
@@ -222,6 +196,16 @@ double bf_metric_result(const bf_metric_spec *m, const double *acc);
 size_t bf_model_opt_state_bytes(const bf_model *m);
 bf_status bf_model_alloc_opt_state(bf_model *m);
 void bf_model_free(bf_model *m);
+
+/* a parameter of L by role (the index into inits / reg / cons: kernel or gamma
+ * 0, bias or beta 1, moving_mean 2, moving_variance 3) */
+void bf_add_param(bf_layer *L, int role, const char *name, int rank, const int *shape, int trainable, bf_init init,
+                  float fan_in, float fan_out);
+/* "(a, b)" for messages */
+void bf_shape_str(char *buf, size_t n, int rank, const int *shape);
+
+/* positions per sample of output k: S > 1 only for a rank >= 2 output */
+int bf_seq_out_positions(const bf_model *m, int k);
 
 /* 1 when output k's activation (sigmoid+BCE, softmax+CCE/SCCE) may be folded
  * into its loss: its node has that activation and nothing else reads it */

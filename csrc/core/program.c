@@ -11,129 +11,35 @@
  * that no trainable parameter depends on get no gradient at all (a frozen
  * base model costs no backward). */
 #include "program.h"
-#include "run_attn.h"
-#include "seq_layers.h"
+
+#include "bufs.h"
+#include "backend_registry.h"
+#include "layers/registry.h"
+#include "masks.h"
 #include "seq_loss.h"
-#include "seq_run.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
-static int is_view(const bf_run *r, int i) {
-    const bf_layer *L = &r->m->layers[i];
-    if (L->kind == BF_L_FLATTEN || L->kind == BF_L_RESHAPE) return 1;
-    if (L->kind == BF_L_DROPOUT && (r->mode != BF_MODE_TRAIN || L->rate == 0.0f)) return 1;
-    if (L->kind == BF_L_ACTIVATION && (L->act == BF_ACT_LINEAR || r->node_fused[i])) return 1;
-    /* RandomFlip / RandomTranslation are the identity outside training (RandomCrop crops) */
-    if (L->kind == BF_L_AUGMENT && !L->aug.crop && r->mode != BF_MODE_TRAIN) return 1;
-    return 0;
-}
+/* node i's flags in this run (layers/registry.h) */
+static unsigned flags_of(const bf_run *r, int i) { return bf_layer_node_flags(r, i); }
 
-/* Dense / convolutions whose activation's backward needs its input: the pre-activation is kept */
+/* a linear map whose activation's backward needs its input: the pre-activation is kept */
 static int keeps_z(const bf_run *r, int i) {
     const bf_layer *L = &r->m->layers[i];
-    return (L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D || L->kind == BF_L_CONV1D || L->kind == BF_L_CONV2DT) &&
-           !r->node_fused[i] && bf_act_needs_x(L->act);
+    return (flags_of(r, i) & BF_LF_LINEAR_ACT) && !r->node_fused[i] && bf_act_needs_x(L->act);
 }
 
-/* backward reads the input (a frozen BatchNormalization's does not) */
-static int needs_in(const bf_layer *L) {
-    if (L->kind == BF_L_ACTIVATION && bf_act_needs_x(L->act)) return 1;
-    return L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D || L->kind == BF_L_MAXPOOL ||
-           (L->kind == BF_L_BATCHNORM && !L->frozen) || L->kind == BF_L_MULTIPLY || L->kind == BF_L_MAXIMUM ||
-           L->kind == BF_L_MINIMUM || L->kind == BF_L_CONV1D || L->kind == BF_L_CONV2DT || L->kind == BF_L_GMP ||
-           L->kind == BF_L_LAYERNORM || L->kind == BF_L_MHA || bf_is_seq_kind(L->kind);
-}
+/* backward reads the inputs */
+static int needs_in(const bf_run *r, int i) { return (flags_of(r, i) & (BF_LF_READS_IN | BF_LF_LINEAR_ACT)) != 0; }
 
+/* backward reads the output */
 static int needs_out(const bf_run *r, int i) {
     const bf_layer *L = &r->m->layers[i];
-    if (L->kind == BF_L_DENSE || L->kind == BF_L_CONV2D || L->kind == BF_L_CONV1D || L->kind == BF_L_CONV2DT)
-        return L->act != BF_ACT_LINEAR && !r->node_fused[i] && !bf_act_needs_x(L->act);
-    return L->kind == BF_L_MAXPOOL || L->kind == BF_L_GMP || L->kind == BF_L_MAXIMUM || L->kind == BF_L_MINIMUM ||
-           (L->kind == BF_L_ACTIVATION && !r->node_fused[i] && !bf_act_needs_x(L->act)) || bf_is_rnn_kind(L->kind);
-}
-
-static bf_status newbuf(bf_run *r, int *id, size_t bytes, const char *fmt, const char *a,
-                        const char *b) {
-    if (r->nbuf >= BF_RUN_MAXBUF) return BF_FAIL(BF_ERR_ARG, "model too large for the planner");
-    *id = r->nbuf++;
-    bf_plan_buf *p = &r->bufs[*id];
-    p->bytes = bytes;
-    p->first = INT_MAX;
-    p->last = -1;
-    p->offset = 0;
-    snprintf(r->buf_names[*id], sizeof r->buf_names[0], fmt, a, b);
-    return BF_OK;
-}
-
-static void use(bf_run *r, int id, int t) {
-    if (id < 0) return;
-    if (t < r->bufs[id].first) r->bufs[id].first = t;
-    if (t > r->bufs[id].last) r->bufs[id].last = t;
-}
-
-bf_status bf_run_newbuf(bf_run *r, int *id, size_t bytes, const char *name, const char *what) {
-    return newbuf(r, id, bytes, "%s%s", name, what);
-}
-void bf_run_use(bf_run *r, int id, int t) { use(r, id, t); }
-
-static void geom(const bf_layer *L, int B, bf_conv_geom *g) {
-    const int one_d = L->in_rank == 2; /* a (T, C) input is a 1 x T image */
-    g->B = B;
-    g->H = one_d ? 1 : L->in_shape[0];
-    g->W = L->in_shape[one_d ? 0 : 1];
-    g->C = L->in_shape[one_d ? 1 : 2];
-    if (L->kind == BF_L_GAP || L->kind == BF_L_GMP) {
-        g->OH = g->OW = 1;
-        g->KH = g->SH = g->H;
-        g->KW = g->SW = g->W;
-        g->K = g->C;
-        g->PT = g->PL = 0;
-        return;
-    }
-    g->OH = one_d ? 1 : L->out_shape[0];
-    g->OW = L->out_shape[one_d ? 0 : 1];
-    g->K = L->out_shape[one_d ? 1 : 2];
-    g->KH = L->kh;
-    g->KW = L->kw;
-    g->SH = L->sh;
-    g->SW = L->sw;
-    int ph = (g->OH - 1) * g->SH + g->KH - g->H, pw = (g->OW - 1) * g->SW + g->KW - g->W;
-    g->PT = L->same && ph > 0 ? ph / 2 : 0;
-    g->PL = L->same && pw > 0 ? pw / 2 : 0;
-}
-
-void bf_layer_geom(const bf_layer *L, int B, bf_conv_geom *g) { geom(L, B, g); }
-
-void bf_layer_conv1d_geom(const bf_layer *L, int B, bf_conv1d_geom *g) {
-    g->B = B;
-    g->T = L->in_shape[0];
-    g->C = L->in_shape[1];
-    g->OT = L->out_shape[0];
-    g->K = L->out_shape[1];
-    g->KW = L->kw;
-    g->S = L->sw;
-    g->D = L->dil;
-    const int span = (L->kw - 1) * L->dil + 1, total = (g->OT - 1) * g->S + span - g->T;
-    g->PL = L->causal ? span - 1 : L->same && total > 0 ? total / 2 : 0;
-}
-
-void bf_layer_convt_geom(const bf_layer *L, int B, bf_conv_geom *g) {
-    g->B = B;
-    g->H = L->out_shape[0];
-    g->W = L->out_shape[1];
-    g->C = L->out_shape[2];
-    g->OH = L->in_shape[0];
-    g->OW = L->in_shape[1];
-    g->K = L->in_shape[2];
-    g->KH = L->kh;
-    g->KW = L->kw;
-    g->SH = L->sh;
-    g->SW = L->sw;
-    /* Keras / JAX 'same': the conv with input in*s pads k - s in all, half on top */
-    g->PT = L->same && L->kh > L->sh ? (L->kh - L->sh) / 2 : 0;
-    g->PL = L->same && L->kw > L->sw ? (L->kw - L->sw) / 2 : 0;
+    unsigned f = flags_of(r, i);
+    if (f & BF_LF_LINEAR_ACT) return L->act != BF_ACT_LINEAR && !r->node_fused[i] && !bf_act_needs_x(L->act);
+    return (f & BF_LF_READS_OUT) != 0;
 }
 
 static void entry(bf_run *r, const char *name, const char *cat, size_t bytes, int on_device) {
@@ -157,7 +63,7 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
     r->be = be;
     r->mode = mode;
     r->B = rows;
-    r->on_device = be != bf_cpu_backend();
+    r->on_device = be != bf_backend_host();
     if (rows <= 0) return BF_FAIL(BF_ERR_ARG, "batch_size must be positive, got %d", rows);
     if (mode != BF_MODE_PREDICT && !m->compiled)
         return BF_FAIL(BF_ERR_ARG, "the model must be compiled before fit or evaluate");
@@ -174,34 +80,8 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
     /* every op the model needs must exist on this backend */
     for (int i = 0; i < L; i++) {
         const bf_layer *ly = &m->layers[i];
-        int ok = 1;
-        switch (ly->kind) {
-        case BF_L_CONV2D: ok = be->conv2d_forward && be->conv2d_backward && be->conv2d_workspace_bytes; break;
-        case BF_L_MAXPOOL: ok = be->maxpool_forward && be->maxpool_backward; break;
-        case BF_L_AVGPOOL: case BF_L_GAP: ok = be->avgpool_forward && be->avgpool_backward; break;
-        case BF_L_BATCHNORM:
-            ok = be->batchnorm_forward && be->batchnorm_backward && (!ly->frozen || be->batchnorm_backward_frozen);
-            break;
-        case BF_L_DROPOUT: ok = be->dropout_forward && be->dropout_backward; break;
-        case BF_L_ADD: case BF_L_SUBTRACT: case BF_L_MULTIPLY: case BF_L_AVERAGE:
-        case BF_L_MAXIMUM: case BF_L_MINIMUM: ok = be->ewise != NULL; break;
-        case BF_L_CONCAT: ok = be->copy2d != NULL; break;
-        case BF_L_PERMUTE: case BF_L_REPEAT: case BF_L_ZEROPAD2D: case BF_L_UPSAMPLE2D: ok = be->strided_copy != NULL; break;
-        case BF_L_RESCALING: case BF_L_NORMALIZATION: ok = be->rescale_forward && be->rescale_backward; break;
-        case BF_L_AUGMENT: ok = be->augment_forward && be->augment_backward; break;
-        case BF_L_CONV1D: ok = be->conv1d_forward && be->conv1d_backward && be->conv1d_workspace_bytes; break;
-        case BF_L_CONV2DT:
-            ok = be->conv2d_transpose_forward && be->conv2d_transpose_backward && be->conv2d_transpose_workspace_bytes;
-            break;
-        case BF_L_GMP: ok = be->maxpool_forward && be->maxpool_backward; break;
-        case BF_L_LAYERNORM: ok = be->layernorm_forward && be->layernorm_backward; break;
-        case BF_L_MHA: ok = be->attention_forward && be->attention_backward && be->attention_workspace_bytes; break;
-        case BF_L_EMBEDDING: ok = be->embedding_forward && be->embedding_backward; break;
-        case BF_L_SIMPLE_RNN: case BF_L_LSTM: case BF_L_GRU: case BF_L_BIDIR:
-            ok = be->rnn_forward && be->rnn_backward && be->rnn_workspace_bytes && be->ewise; break;
-        case BF_L_RNN_PART: ok = be->copy2d && be->fill_zero; break;
-        default: break;
-        }
+        const bf_layer_ops *ops = bf_layer_ops_of((int)ly->kind);
+        int ok = ops && (!ops->supported || ops->supported(be, ly));
         if (bf_act_is_x(ly->act) && !(be->actx_forward && be->actx_backward)) ok = 0;
         if (!ok)
             return BF_FAIL(BF_ERR_ARG, "layer '%s' is not implemented on the %s backend in this build", ly->name, be->name);
@@ -226,95 +106,44 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         for (int k = 0; k < NI; k++) {
             char nm[16];
             snprintf(nm, sizeof nm, "%d", k);
-            BF_TRY(newbuf(r, &r->t_buf[k], B * (size_t)m->in_sizes[k] * fb, "input %s%s (split from the batch)", nm, ""));
-            use(r, r->t_buf[k], 0);
+            BF_TRY(bf_run_newbuf_fmt(r, &r->t_buf[k], B * (size_t)m->in_sizes[k] * fb, "input %s%s (split from the batch)", nm, ""));
+            bf_run_use(r, r->t_buf[k], 0);
         }
     for (int i = 0; i < L; i++) {
         bf_layer *ly = &m->layers[i];
         int o = NI + i, t = i + 1;
         r->fws_id[i] = r->bws_id[i] = r->aux_id[i] = -2;
-        r->node_view[i] = is_view(r, i);
+        r->node_view[i] = (flags_of(r, i) & BF_LF_VIEW) != 0;
         if (r->node_view[i]) r->t_buf[o] = r->t_buf[ly->in_ids[0]];
-        else BF_TRY(newbuf(r, &r->t_buf[o], B * ly->out_size * fb, "%s%s output", ly->name, ""));
-        for (int j = 0; j < ly->nin; j++) use(r, r->t_buf[ly->in_ids[j]], t);
-        use(r, r->t_buf[o], t);
+        else BF_TRY(bf_run_newbuf_fmt(r, &r->t_buf[o], B * ly->out_size * fb, "%s%s output", ly->name, ""));
+        for (int j = 0; j < ly->nin; j++) bf_run_use(r, r->t_buf[ly->in_ids[j]], t);
+        bf_run_use(r, r->t_buf[o], t);
         int bw = train && r->need_grad[o];
-        if (ly->kind == BF_L_CONV2D) {
-            bf_conv_geom g;
-            geom(ly, rows, &g);
-            size_t w = be->conv2d_workspace_bytes(be, &g, 0);
-            if (w) { BF_TRY(newbuf(r, &r->fws_id[i], w, "%s%s forward workspace", ly->name, "")); use(r, r->fws_id[i], t); }
-            if (bw) {
-                w = be->conv2d_workspace_bytes(be, &g, 1);
-                if (w) { BF_TRY(newbuf(r, &r->bws_id[i], w, "%s%s backward workspace", ly->name, "")); use(r, r->bws_id[i], BW(i)); }
-            }
-        }
-        if (ly->kind == BF_L_CONV1D || ly->kind == BF_L_CONV2DT) {
-            bf_conv1d_geom g1;
-            bf_conv_geom gt;
-            if (ly->kind == BF_L_CONV1D) bf_layer_conv1d_geom(ly, rows, &g1);
-            else bf_layer_convt_geom(ly, rows, &gt);
-            for (int back = 0; back < 1 + bw; back++) {
-                size_t w = ly->kind == BF_L_CONV1D ? be->conv1d_workspace_bytes(be, &g1, back)
-                                                   : be->conv2d_transpose_workspace_bytes(be, &gt, back);
-                int *id = back ? &r->bws_id[i] : &r->fws_id[i];
-                if (w) {
-                    BF_TRY(newbuf(r, id, w, back ? "%s%s backward workspace" : "%s%s forward workspace", ly->name, ""));
-                    use(r, *id, back ? 2 * L + 1 - i : t);
-                }
-            }
-        }
-        if (ly->kind == BF_L_DROPOUT && train && ly->rate > 0.0f) {
-            BF_TRY(newbuf(r, &r->aux_id[i], B * ly->in_size * fb, "%s%s dropout mask", ly->name, ""));
-            use(r, r->aux_id[i], t);
-        }
+        const bf_layer_ops *ops = bf_layer_ops_of((int)ly->kind);
+        if (ops->plan) BF_TRY(ops->plan(r, i, t, BW(i), bw)); /* workspaces, kept statistics */
         if (bw && keeps_z(r, i)) {
-            BF_TRY(newbuf(r, &r->aux_id[i], B * ly->out_size * fb, "%s%s pre-activation", ly->name, ""));
-            use(r, r->aux_id[i], t);
+            BF_TRY(bf_run_newbuf_fmt(r, &r->aux_id[i], B * ly->out_size * fb, "%s%s pre-activation", ly->name, ""));
+            bf_run_use(r, r->aux_id[i], t);
         }
-        if (ly->kind == BF_L_BATCHNORM) {
-            int C = ly->in_shape[ly->in_rank - 1];
-            BF_TRY(newbuf(r, &r->aux_id[i], 2 * (size_t)C * fb, "%s%s batch mean / inverse std", ly->name, ""));
-            use(r, r->aux_id[i], t);
-        }
-        if (ly->kind == BF_L_LAYERNORM) {
-            size_t N = B * (size_t)ly->in_size / (size_t)ly->in_shape[ly->in_rank - 1];
-            BF_TRY(newbuf(r, &r->aux_id[i], 2 * N * fb, "%s%s row mean / inverse std", ly->name, ""));
-            use(r, r->aux_id[i], t);
-        }
-        if (ly->kind == BF_L_MHA) { /* projections and weights: kept for backward, else freed after forward */
-            bf_attn_geom g;
-            bf_mha_geom(m, ly, rows, train, bw, &g);
-            BF_TRY(newbuf(r, &r->aux_id[i], bf_mha_keep_bytes(&g), "%s%s projections and attention weights",
-                          ly->name, ""));
-            use(r, r->aux_id[i], t);
-            size_t w = be->attention_workspace_bytes(be, &g, 0);
-            if (w) { BF_TRY(newbuf(r, &r->fws_id[i], w, "%s%s attention scratch", ly->name, "")); use(r, r->fws_id[i], t); }
-            if (bw) {
-                BF_TRY(newbuf(r, &r->bws_id[i], bf_mha_backward_bytes(be, &g), "%s%s backward projections and scratch",
-                              ly->name, ""));
-                use(r, r->bws_id[i], BW(i));
-            }
-        }
-        if (bf_is_seq_kind(ly->kind) || ly->kind == BF_L_RNN_PART) BF_TRY(bf_seq_plan(r, i, t, BW(i), bw));
+        /* the masks it reads (layers/registry.h: mask_reads) stay alive */
         bf_seq_plan_mask_readers(r, i, t, BW(i), bw);
     }
     /* losses, metrics, or the copy-out of predictions at t = L + 1 */
     for (int k = 0; k < NO; k++) {
-        use(r, r->t_buf[m->out_t[k]], LOSS);
+        bf_run_use(r, r->t_buf[m->out_t[k]], LOSS);
         r->loss_id[k] = r->tgt_id[k] = -2;
         if (mode == BF_MODE_PREDICT) continue;
         const char *on = m->layers[bf_model_producer(m, m->out_t[k]) >= 0 ? bf_model_producer(m, m->out_t[k]) : 0].name;
         if (bf_model_producer(m, m->out_t[k]) < 0) on = "input";
         const size_t S = bf_seq_loss_per_position(m, k) ? (size_t)bf_seq_out_positions(m, k) : 1;
-        BF_TRY(newbuf(r, &r->loss_id[k], B * S * fb, S > 1 ? "per-position loss%s%s" : "per-sample loss%s%s",
+        BF_TRY(bf_run_newbuf_fmt(r, &r->loss_id[k], B * S * fb, S > 1 ? "per-position loss%s%s" : "per-sample loss%s%s",
                       NO > 1 ? " of " : "", NO > 1 ? on : ""));
-        use(r, r->loss_id[k], LOSS);
+        bf_run_use(r, r->loss_id[k], LOSS);
         r->posw_id[k] = -2;
         if (bf_seq_output_per_position(m, k)) BF_TRY(bf_seq_loss_plan(r, k, LOSS, weighted));
         if (NO > 1) {
-            BF_TRY(newbuf(r, &r->tgt_id[k], B * (size_t)m->outs[k].y_row * fb, "per-sample targets of %s%s", on, ""));
-            use(r, r->tgt_id[k], LOSS);
+            BF_TRY(bf_run_newbuf_fmt(r, &r->tgt_id[k], B * (size_t)m->outs[k].y_row * fb, "per-sample targets of %s%s", on, ""));
+            bf_run_use(r, r->tgt_id[k], LOSS);
         }
     }
     r->y_row = mode != BF_MODE_PREDICT ? m->y_row : 0;
@@ -330,9 +159,9 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         for (int k = 0; k < NO; k++) {
             int o = m->out_t[k];
             if (!r->need_grad[o]) continue;
-            BF_TRY(newbuf(r, &r->t_grad[o], B * (size_t)m->t_size[o] * fb, "%s%s output gradient",
+            BF_TRY(bf_run_newbuf_fmt(r, &r->t_grad[o], B * (size_t)m->t_size[o] * fb, "%s%s output gradient",
                           m->layers[bf_model_producer(m, o)].name, ""));
-            use(r, r->t_grad[o], LOSS);
+            bf_run_use(r, r->t_grad[o], LOSS);
             written[o] = 1;
         }
         for (int i = L - 1; i >= 0; i--) {
@@ -341,31 +170,32 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
             if (!r->need_grad[o]) continue;
             if (!written[o]) return BF_FAIL(BF_ERR_INTERNAL, "%s: its output's gradient is never computed", ly->name);
             r->node_bw[i] = 1;
-            use(r, r->t_grad[o], t);
-            if (ly->kind == BF_L_RNN_PART && ly->part >= 0) /* a final state's gradient: the recurrent node reads it */
-                use(r, r->t_grad[o], BW(bf_model_producer(m, ly->in_ids[0])));
-            use(r, r->aux_id[i], t);
-            if (needs_in(ly))
-                for (int j = 0; j < ly->nin; j++) use(r, r->t_buf[ly->in_ids[j]], t);
-            if (needs_out(r, i)) use(r, r->t_buf[o], t);
+            bf_run_use(r, r->t_grad[o], t);
+            const int side = (flags_of(r, i) & BF_LF_SIDE_OUT) != 0;
+            if (side) /* a final state's gradient: the recurrent node reads it */
+                bf_run_use(r, r->t_grad[o], BW(bf_model_producer(m, ly->in_ids[0])));
+            bf_run_use(r, r->aux_id[i], t);
+            if (needs_in(r, i))
+                for (int j = 0; j < ly->nin; j++) bf_run_use(r, r->t_buf[ly->in_ids[j]], t);
+            if (needs_out(r, i)) bf_run_use(r, r->t_buf[o], t);
             for (int j = 0; j < ly->nin; j++) {
                 int u = ly->in_ids[j];
                 if (!r->need_grad[u]) continue;
-                if (ly->kind == BF_L_RNN_PART && ly->part >= 0 && written[u]) continue; /* adds nothing to it */
+                if (side && written[u]) continue; /* adds nothing to it */
                 if (!written[u]) {
                     if (r->node_view[i]) r->t_grad[u] = r->t_grad[o];
-                    else BF_TRY(newbuf(r, &r->t_grad[u], B * (size_t)m->t_size[u] * fb, "%s%s output gradient",
+                    else BF_TRY(bf_run_newbuf_fmt(r, &r->t_grad[u], B * (size_t)m->t_size[u] * fb, "%s%s output gradient",
                                        m->layers[bf_model_producer(m, u)].name, ""));
                     r->gtmp[i][j] = -2;
                     written[u] = 1;
                 } else if (r->node_view[i]) {
                     r->gtmp[i][j] = r->t_grad[o]; /* the contribution is the output's gradient itself */
                 } else {
-                    BF_TRY(newbuf(r, &r->gtmp[i][j], B * (size_t)m->t_size[u] * fb, "%s%s input gradient (to add)",
+                    BF_TRY(bf_run_newbuf_fmt(r, &r->gtmp[i][j], B * (size_t)m->t_size[u] * fb, "%s%s input gradient (to add)",
                                   ly->name, ""));
-                    use(r, r->gtmp[i][j], t);
+                    bf_run_use(r, r->gtmp[i][j], t);
                 }
-                use(r, r->t_grad[u], t);
+                bf_run_use(r, r->t_grad[u], t);
             }
         }
     }

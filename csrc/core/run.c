@@ -9,12 +9,11 @@
  * activation is left to the loss. */
 #include "run.h"
 
+#include "backend_registry.h"
 #include "dist_mpi.h" /* [dist hook] */
+#include "layers/layer.h"
 #include "prefetch.h"
-#include "run_attn.h"
-#include "seq_layers.h"
 #include "seq_loss.h"
-#include "seq_run.h"
 
 #include <float.h>
 #include <math.h>
@@ -22,88 +21,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#define BUF(r, id) ((float *)((r)->scratch + (r)->bufs[id].offset))
+#define BUF(r, id) BF_BUF(r, id)
 
-static float *tbuf(bf_run *r, int t) { return r->t_buf[t] == BF_X_NONE ? r->xslot[r->cur] : BUF(r, r->t_buf[t]); }
-static float *in_of(bf_run *r, int i) { return tbuf(r, r->m->layers[i].in_ids[0]); }
-static float *out_of(bf_run *r, int i) { return tbuf(r, r->m->n_inputs + i); }
-/* node i's kept pre-activation (an activation whose backward reads its input), else `none` */
-static float *pre_act(bf_run *r, int i, float *none) { return r->aux_id[i] >= 0 ? BUF(r, r->aux_id[i]) : none; }
-/* where node i writes its gradient for input j; NULL: not needed */
-static float *din_of(bf_run *r, int i, int j) {
-    int g = r->gtmp[i][j];
-    if (g == -3) return NULL;
-    return BUF(r, g == -2 ? r->t_grad[r->m->layers[i].in_ids[j]] : g);
-}
-static float *param(bf_run *r, const bf_layer *L, int j) { return j < L->nparam ? r->w + L->params[j].offset : NULL; }
-static float *grad(bf_run *r, const bf_layer *L, int j) { return j < L->nparam && L->params[j].trainable ? r->grads + L->params[j].grad_offset : NULL; }
-
-static int last_fused(const bf_run *r, int i) { return r->node_fused[i]; }
-
-/* Concatenate as column blocks: rows (R) = batch x the axes before `axis` */
-static long concat_rows(const bf_layer *L, int rows) {
-    long R = rows;
-    for (int d = 0; d < L->axis; d++) R *= L->out_shape[d];
-    return R;
-}
-
-static bf_status merge_forward(bf_run *r, int i, int rows) {
-    bf_backend *be = r->be;
-    bf_layer *L = &r->m->layers[i];
-    float *out = out_of(r, i);
-    long n = (long)rows * L->out_size;
-    if (L->kind == BF_L_CONCAT) {
-        long R = concat_rows(L, rows), Ct = n / R, off = 0;
-        for (int j = 0; j < L->nin; j++) {
-            long Cj = (long)rows * r->m->t_size[L->in_ids[j]] / R;
-            BF_TRY(be->copy2d(be, out + off, Ct, tbuf(r, L->in_ids[j]), Cj, R, Cj));
-            off += Cj;
-        }
-        return BF_OK;
-    }
-    bf_ewise_op op = L->kind == BF_L_SUBTRACT ? BF_EW_SUB : L->kind == BF_L_MULTIPLY ? BF_EW_MUL :
-                     L->kind == BF_L_MAXIMUM ? BF_EW_MAX : L->kind == BF_L_MINIMUM ? BF_EW_MIN : BF_EW_ADD;
-    for (int j = 1; j < L->nin; j++) {
-        float alpha = L->kind == BF_L_AVERAGE && L->nin == 2 ? 0.5f : 1.0f;
-        BF_TRY(be->ewise(be, out, j == 1 ? tbuf(r, L->in_ids[0]) : out, tbuf(r, L->in_ids[j]), NULL, op, alpha, n));
-    }
-    if (L->kind == BF_L_AVERAGE && L->nin > 2) BF_TRY(be->ewise(be, out, out, NULL, NULL, BF_EW_SCALE, 1.0f / (float)L->nin, n));
-    return BF_OK;
-}
-
-/* d inputs (rows, in size) of a merge node from its output gradient dout */
-static bf_status merge_backward(bf_run *r, int i, int rows, const float *dout) {
-    bf_backend *be = r->be;
-    bf_layer *L = &r->m->layers[i];
-    long n = (long)rows * L->out_size;
-    long R = L->kind == BF_L_CONCAT ? concat_rows(L, rows) : 0, off = 0;
-    for (int j = 0; j < L->nin; j++) {
-        float *d = din_of(r, i, j);
-        long Cj = L->kind == BF_L_CONCAT ? (long)rows * r->m->t_size[L->in_ids[j]] / R : 0;
-        if (d) switch (L->kind) {
-        case BF_L_CONCAT: BF_TRY(be->copy2d(be, d, Cj, dout + off, n / R, R, Cj)); break;
-        case BF_L_ADD: BF_TRY(be->ewise(be, d, dout, NULL, NULL, BF_EW_SCALE, 1.0f, n)); break;
-        case BF_L_AVERAGE: BF_TRY(be->ewise(be, d, dout, NULL, NULL, BF_EW_SCALE, 1.0f / (float)L->nin, n)); break;
-        case BF_L_SUBTRACT: BF_TRY(be->ewise(be, d, dout, NULL, NULL, BF_EW_SCALE, j ? -1.0f : 1.0f, n)); break;
-        case BF_L_MULTIPLY: {
-            int first = 1;
-            for (int k = 0; k < L->nin; k++)
-                if (k != j) {
-                    BF_TRY(be->ewise(be, d, first ? dout : d, tbuf(r, L->in_ids[k]), NULL, BF_EW_MUL, 1.0f, n));
-                    first = 0;
-                }
-            break;
-        }
-        case BF_L_MAXIMUM:
-        case BF_L_MINIMUM:
-            BF_TRY(be->ewise(be, d, tbuf(r, L->in_ids[j]), out_of(r, i), dout, BF_EW_SELECT, 1.0f, n));
-            break;
-        default: return BF_FAIL(BF_ERR_INTERNAL, "%s: not a merge layer", L->name);
-        }
-        off += Cj;
-    }
-    return BF_OK;
-}
+static float *tbuf(bf_run *r, int t) { return bf_step_tensor(r, t); }
+static float *out_of(bf_run *r, int i) { return bf_step_out(r, i); }
 
 /* the gradients node i computed into scratch, added into its inputs' gradients */
 static bf_status accumulate(bf_run *r, int i, int rows) {
@@ -146,7 +67,7 @@ static bf_status carve(bf_arena *a, size_t bytes, float **out) {
  * bound sums all of theirs). */
 static int has_bound(const bf_run *r, const bf_layer *L) {
     const bf_model *m = r->m;
-    if (L->kind != BF_L_DENSE && L->kind != BF_L_CONV2D) return 0;
+    if (!(bf_layer_ops_of((int)L->kind)->flags & BF_LF_BOUND)) return 0;
     if (L->share >= 0) return 1;
     for (int k = 0; k < m->nlayers; k++)
         if (m->layers[k].share == (int)(L - m->layers)) return 1;
@@ -163,7 +84,7 @@ bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
     size_t run_bytes = r->on_device ? r->device_bytes : r->host_bytes - r->opt_new_bytes;
     bf_arena_init(&r->arena, r->be, r->on_device ? r->be->name : "host",
                   r->on_device ? device_budget : host_budget);
-    bf_arena_init(&r->host_arena, bf_cpu_backend(), "host", host_budget);
+    bf_arena_init(&r->host_arena, bf_backend_host(), "host", host_budget);
     r->arena.keep = !r->on_device;
     for (int i = 0; i < m->nlayers; i++) r->bounded[i] = (unsigned char)has_bound(r, &m->layers[i]);
     BF_TRY(bf_arena_reserve(&r->arena, run_bytes));
@@ -296,110 +217,14 @@ static bf_status scan(bf_run *r, const float *x, long n, int *bad) {
 
 /* forward over `rows`; with `check`, stop at the first non-finite output */
 static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
-    bf_backend *be = r->be;
     bf_model *m = r->m;
-    int train = r->mode == BF_MODE_TRAIN;
     BF_TRY(split_inputs(r, rows));
-    bf_run_more_begin(r);
+    bf_run_augment_begin(r);
     for (int i = 0; i < m->nlayers; i++) {
         bf_layer *L = &m->layers[i];
-        float *in = in_of(r, i), *out = out_of(r, i);
-        long rows_in = (long)rows * L->in_size;
-        bf_act act = last_fused(r, i) ? BF_ACT_LINEAR : L->act;
-        bf_conv_geom g;
-        switch (L->kind) {
-        case BF_L_DENSE: {
-            int IN = L->in_shape[L->in_rank - 1];
-            int N = (int)(rows_in / IN);
-            float *z = pre_act(r, i, out); /* pre-activation kept for backward */
-            BF_TRY(be->dense_forward(be, z, in, param(r, L, 0), L->use_bias ? param(r, L, 1) : NULL, N, IN, L->units));
-            if (act != BF_ACT_LINEAR) BF_TRY(bf_run_act_forward(r, L, out, z, act, N, L->units));
-            break;
-        }
-        case BF_L_CONV2D: {
-            float *z = pre_act(r, i, out);
-            bf_layer_geom(L, rows, &g);
-            BF_TRY(be->conv2d_forward(be, z, r->fws_id[i] >= 0 ? BUF(r, r->fws_id[i]) : NULL, in,
-                                      param(r, L, 0), L->use_bias ? param(r, L, 1) : NULL, &g));
-            if (act != BF_ACT_LINEAR) BF_TRY(bf_run_act_forward(r, L, out, z, act, (long)rows * L->out_size / L->filters, L->filters));
-            break;
-        }
-        case BF_L_MAXPOOL:
-            bf_layer_geom(L, rows, &g);
-            BF_TRY(be->maxpool_forward(be, out, in, &g));
-            break;
-        case BF_L_AVGPOOL:
-        case BF_L_GAP:
-            if (L->kind == BF_L_GAP && bf_seq_mask(r, L->in_ids[0])) { /* over the unmasked steps */
-                BF_TRY(be->masked_mean_forward(be, out, in, bf_seq_mask(r, L->in_ids[0]), rows, L->in_shape[0],
-                                               L->in_shape[1]));
-                break;
-            }
-            bf_layer_geom(L, rows, &g);
-            BF_TRY(be->avgpool_forward(be, out, in, &g));
-            break;
-        case BF_L_FLATTEN:
-        case BF_L_RESHAPE:
-            break;
-        case BF_L_DROPOUT:
-            if (r->aux_id[i] >= 0) {
-                uint64_t seed = bf_splitmix64(r->dropout_seed ^ ((uint64_t)i << 48));
-                r->dropout_seed = bf_splitmix64(r->dropout_seed + 1);
-                BF_TRY(be->dropout_forward(be, out, BUF(r, r->aux_id[i]), in, rows_in, L->rate, seed));
-            }
-            break;
-        case BF_L_BATCHNORM: {
-            int C = L->in_shape[L->in_rank - 1];
-            float *st = BUF(r, r->aux_id[i]);
-            int j = 0;
-            float *gamma = L->scale ? param(r, L, j++) : NULL;
-            float *beta = L->center ? param(r, L, j++) : NULL;
-            /* a frozen BatchNormalization runs in inference mode (Keras) */
-            BF_TRY(be->batchnorm_forward(be, out, st, st + C, param(r, L, j), param(r, L, j + 1), in, gamma, beta,
-                                         rows_in / C, C, L->momentum, L->eps, train && !L->frozen));
-            break;
-        }
-        case BF_L_ACTIVATION:
-            if (!r->node_view[i])
-                BF_TRY(bf_run_act_forward(r, L, out, in, act, rows_in / L->in_shape[L->in_rank - 1], L->in_shape[L->in_rank - 1]));
-            break;
-        case BF_L_CONV1D: {
-            bf_conv1d_geom g1;
-            bf_layer_conv1d_geom(L, rows, &g1);
-            float *z = pre_act(r, i, out);
-            BF_TRY(be->conv1d_forward(be, z, r->fws_id[i] >= 0 ? BUF(r, r->fws_id[i]) : NULL, in, param(r, L, 0),
-                                      L->use_bias ? param(r, L, 1) : NULL, &g1));
-            if (act != BF_ACT_LINEAR) BF_TRY(bf_run_act_forward(r, L, out, z, act, (long)rows * L->out_size / L->filters, L->filters));
-            break;
-        }
-        case BF_L_CONV2DT: {
-            float *z = pre_act(r, i, out);
-            bf_layer_convt_geom(L, rows, &g);
-            BF_TRY(be->conv2d_transpose_forward(be, z, r->fws_id[i] >= 0 ? BUF(r, r->fws_id[i]) : NULL, in,
-                                                param(r, L, 0), L->use_bias ? param(r, L, 1) : NULL, &g));
-            if (act != BF_ACT_LINEAR) BF_TRY(bf_run_act_forward(r, L, out, z, act, (long)rows * L->out_size / L->filters, L->filters));
-            break;
-        }
-        case BF_L_GMP:
-            bf_layer_geom(L, rows, &g);
-            BF_TRY(be->maxpool_forward(be, out, in, &g));
-            break;
-        case BF_L_LAYERNORM:
-        case BF_L_MHA:
-            BF_TRY(bf_run_attn_forward(r, i, rows));
-            break;
-        case BF_L_EMBEDDING: case BF_L_SIMPLE_RNN: case BF_L_LSTM: case BF_L_GRU: case BF_L_BIDIR:
-        case BF_L_RNN_PART:
-            BF_TRY(bf_seq_forward(r, i, rows));
-            break;
-        default:
-            if (bf_run_more_kind(L->kind)) {
-                if (!r->node_view[i]) BF_TRY(bf_run_more_forward(r, i, rows, in, out));
-                break;
-            }
-            BF_TRY(merge_forward(r, i, rows));
-            break;
-        }
+        const bf_layer_ops *ops = bf_layer_ops_of((int)L->kind);
+        float *out = out_of(r, i);
+        if (!r->node_view[i] && ops->forward) BF_TRY(ops->forward(r, i, rows));
         if (check) {
             int bad = 0;
             BF_TRY(scan(r, out, (long)rows * L->out_size, &bad));
@@ -413,7 +238,7 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
  * gbound[i] += count * max(max|inp|, 1) * max|dz| (add_bounds): every dW
  * element is a sum of `count` products inp*dz and every db element a sum of
  * `count` dz */
-static bf_status take_bound(bf_run *r, int i, const float *inp, long n_in, const float *dz, long n_dz, double count) {
+bf_status bf_run_take_bound(bf_run *r, int i, const float *inp, long n_in, const float *dz, long n_dz, double count) {
     if (r->unguarded || !r->bounded[i]) return BF_OK;
     BF_TRY(r->be->maxabs(r->be, &r->stats->bound[i][0], inp, n_in));
     BF_TRY(r->be->maxabs(r->be, &r->stats->bound[i][1], dz, n_dz));
@@ -434,116 +259,13 @@ static void add_bounds(bf_run *r) {
 }
 
 static bf_status backward(bf_run *r, int rows) {
-    bf_backend *be = r->be;
     bf_model *m = r->m;
     for (int i = m->nlayers - 1; i >= 0; i--) {
         bf_layer *L = &m->layers[i];
         if (!r->node_bw[i]) continue;
+        const bf_layer_ops *ops = bf_layer_ops_of((int)L->kind);
         float *dout = BUF(r, r->t_grad[m->n_inputs + i]);
-        float *din = r->node_view[i] ? NULL : din_of(r, i, 0);
-        float *in = in_of(r, i), *out = out_of(r, i);
-        long rows_in = (long)rows * L->in_size;
-        bf_act act = last_fused(r, i) ? BF_ACT_LINEAR : L->act;
-        bf_conv_geom g;
-        switch (L->kind) {
-        case BF_L_DENSE: {
-            int IN = L->in_shape[L->in_rank - 1];
-            int N = (int)(rows_in / IN);
-            float *db = L->use_bias ? grad(r, L, 1) : NULL;
-            if (db && be->act_backward_bias && act != BF_ACT_LINEAR && act != BF_ACT_SOFTMAX && !bf_act_is_x(act)) {
-                BF_TRY(be->act_backward_bias(be, dout, dout, out, act, N, L->units, db));
-                db = NULL; /* summed */
-            } else if (act != BF_ACT_LINEAR) {
-                BF_TRY(bf_run_act_backward(r, L, dout, dout, pre_act(r, i, NULL), out, act, N, L->units));
-            }
-            BF_TRY(take_bound(r, i, in, rows_in, dout, (long)N * L->units, N));
-            BF_TRY(be->dense_backward(be, din, grad(r, L, 0), db, dout, in, param(r, L, 0), N, IN, L->units));
-            break;
-        }
-        case BF_L_CONV2D:
-            bf_layer_geom(L, rows, &g);
-            if (act != BF_ACT_LINEAR)
-                BF_TRY(bf_run_act_backward(r, L, dout, dout, pre_act(r, i, NULL), out, act,
-                                           (long)rows * L->out_size / L->filters, L->filters));
-            BF_TRY(take_bound(r, i, in, rows_in, dout, (long)rows * L->out_size, (double)rows * g.OH * g.OW));
-            BF_TRY(be->conv2d_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL,
-                                       r->bws_id[i] >= 0 ? BUF(r, r->bws_id[i]) : NULL, dout, in, param(r, L, 0), &g));
-            break;
-        case BF_L_MAXPOOL:
-            bf_layer_geom(L, rows, &g);
-            if (din) BF_TRY(be->maxpool_backward(be, din, dout, out, in, &g));
-            break;
-        case BF_L_AVGPOOL:
-        case BF_L_GAP:
-            if (L->kind == BF_L_GAP && bf_seq_mask(r, L->in_ids[0])) {
-                if (din) BF_TRY(be->masked_mean_backward(be, din, dout, bf_seq_mask(r, L->in_ids[0]), rows,
-                                                         L->in_shape[0], L->in_shape[1]));
-                break;
-            }
-            bf_layer_geom(L, rows, &g);
-            if (din) BF_TRY(be->avgpool_backward(be, din, dout, &g));
-            break;
-        case BF_L_FLATTEN:
-        case BF_L_RESHAPE:
-            break;
-        case BF_L_DROPOUT:
-            if (r->aux_id[i] >= 0 && din) BF_TRY(be->dropout_backward(be, din, dout, BUF(r, r->aux_id[i]), rows_in, L->rate));
-            break;
-        case BF_L_BATCHNORM: {
-            int C = L->in_shape[L->in_rank - 1];
-            float *st = BUF(r, r->aux_id[i]);
-            int j = 0;
-            float *gamma = L->scale ? param(r, L, j) : NULL, *dgamma = L->scale ? grad(r, L, j++) : NULL;
-            float *dbeta = L->center ? grad(r, L, j) : NULL;
-            if (L->frozen) { /* inference mode (forward): the affine map's backward */
-                if (din) BF_TRY(be->batchnorm_backward_frozen(be, din, dout, st + C, gamma, rows_in / C, C));
-            } else {
-                BF_TRY(be->batchnorm_backward(be, din, dgamma, dbeta, dout, in, st, st + C, gamma, rows_in / C, C));
-            }
-            break;
-        }
-        case BF_L_ACTIVATION:
-            if (din) BF_TRY(bf_run_act_backward(r, L, din, dout, in, out, act, rows_in / L->in_shape[L->in_rank - 1], L->in_shape[L->in_rank - 1]));
-            break;
-        case BF_L_CONV1D: {
-            bf_conv1d_geom g1;
-            bf_layer_conv1d_geom(L, rows, &g1);
-            if (act != BF_ACT_LINEAR)
-                BF_TRY(bf_run_act_backward(r, L, dout, dout, pre_act(r, i, NULL), out, act,
-                                           (long)rows * L->out_size / L->filters, L->filters));
-            BF_TRY(be->conv1d_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL,
-                                       r->bws_id[i] >= 0 ? BUF(r, r->bws_id[i]) : NULL, dout, in, param(r, L, 0), &g1));
-            break;
-        }
-        case BF_L_CONV2DT:
-            bf_layer_convt_geom(L, rows, &g);
-            if (act != BF_ACT_LINEAR)
-                BF_TRY(bf_run_act_backward(r, L, dout, dout, pre_act(r, i, NULL), out, act,
-                                           (long)rows * L->out_size / L->filters, L->filters));
-            BF_TRY(be->conv2d_transpose_backward(be, din, grad(r, L, 0), L->use_bias ? grad(r, L, 1) : NULL,
-                                                 r->bws_id[i] >= 0 ? BUF(r, r->bws_id[i]) : NULL, dout, in,
-                                                 param(r, L, 0), &g));
-            break;
-        case BF_L_GMP:
-            bf_layer_geom(L, rows, &g);
-            if (din) BF_TRY(be->maxpool_backward(be, din, dout, out, in, &g));
-            break;
-        case BF_L_LAYERNORM:
-        case BF_L_MHA:
-            BF_TRY(bf_run_attn_backward(r, i, rows));
-            break;
-        case BF_L_EMBEDDING: case BF_L_SIMPLE_RNN: case BF_L_LSTM: case BF_L_GRU: case BF_L_BIDIR:
-        case BF_L_RNN_PART:
-            BF_TRY(bf_seq_backward(r, i, rows, dout, din));
-            break;
-        default:
-            if (bf_run_more_kind(L->kind)) {
-                BF_TRY(bf_run_more_backward(r, i, rows, din, dout));
-                break;
-            }
-            BF_TRY(merge_backward(r, i, rows, dout));
-            break;
-        }
+        if (!r->node_view[i] && ops->backward) BF_TRY(ops->backward(r, i, rows, bf_step_din(r, i, 0), dout));
         BF_TRY(accumulate(r, i, rows));
     }
     return BF_OK;
@@ -597,7 +319,7 @@ static bf_status diagnose_nonfinite(bf_run *r, int rows, long step, int loss_bad
         r->bad_layer = -1;
         for (int i = m->nlayers - 1; i >= 0 && r->bad_layer < 0 && !loss_bad; i--)
             for (int j = 0; j < m->layers[i].nparam; j++) {
-                float *g = grad(r, &m->layers[i], j);
+                float *g = bf_step_grad(r, &m->layers[i], j);
                 int bad = 0;
                 if (g) BF_TRY(scan(r, g, m->layers[i].params[j].n, &bad));
                 if (bad) { r->bad_layer = i; break; }
@@ -854,7 +576,7 @@ static bf_status bad_ids(bf_run *r, int rows, long step) {
     for (int i = 0; i < m->nlayers; i++) {
         const bf_layer *L = &m->layers[i];
         long n = (long)rows * L->in_size, k = r->hstats.bad_id[i];
-        if (L->kind != BF_L_EMBEDDING || k <= 0 || k > n) continue;
+        if (!(bf_layer_ops_of((int)L->kind)->flags & BF_LF_IDS) || k <= 0 || k > n) continue;
         long row = n - k;
         char sample[48];
         sample_note(r, row / L->in_size, sample, sizeof sample);
@@ -868,7 +590,7 @@ static bf_status bad_ids(bf_run *r, int rows, long step) {
 
 static int has_embedding(const bf_model *m) {
     for (int i = 0; i < m->nlayers; i++)
-        if (m->layers[i].kind == BF_L_EMBEDDING) return 1;
+        if (bf_layer_ops_of((int)m->layers[i].kind)->flags & BF_LF_IDS) return 1;
     return 0;
 }
 

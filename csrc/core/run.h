@@ -49,9 +49,5 @@ bf_status bf_run_evaluate(bf_run *r, const bf_srcs *x, const bf_srcs *y, const i
 bf_status bf_run_predict(bf_run *r, float *out_host, long out_rows, long out_start, const bf_srcs *x, long start,
                          long n);
 
-void bf_layer_geom(const bf_layer *L, int B, bf_conv_geom *g);
-/* Conv1D: its geometry; Conv2DTranspose: the Conv2D it is the adjoint of (backend.h) */
-void bf_layer_conv1d_geom(const bf_layer *L, int B, bf_conv1d_geom *g);
-void bf_layer_convt_geom(const bf_layer *L, int B, bf_conv_geom *g);
 
 #endif

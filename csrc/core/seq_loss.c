@@ -9,16 +9,11 @@
 #include <math.h>
 
 #include "seq_loss.h"
-#include "seq_run.h"
+
+#include "bufs.h"
+#include "masks.h"
 
 #define BUF(r, id) ((float *)((r)->scratch + (r)->bufs[id].offset))
-
-int bf_seq_out_positions(const bf_model *m, int k) {
-    const int t = m->out_t[k], rank = m->t_rank[t];
-    if (rank < 2) return 1;
-    const int C = m->t_shape[t][rank - 1];
-    return C > 0 ? (int)(m->t_size[t] / C) : 1;
-}
 
 int bf_seq_loss_per_position(const bf_model *m, int k) {
     const bf_loss_kind kind = m->outs[k].loss.kind;

@@ -9,10 +9,8 @@
 #ifndef BF_SEQ_LOSS_H
 #define BF_SEQ_LOSS_H
 
-#include "program.h"
+#include "step.h"
 
-/* positions per sample of output k: S > 1 only for a rank >= 2 output */
-int bf_seq_out_positions(const bf_model *m, int k);
 /* output k's loss runs per position (a mask, or CCE / SCCE with S > 1) */
 int bf_seq_loss_per_position(const bf_model *m, int k);
 /* output k goes through bf_seq_loss_and_metrics (rank >= 2 and S > 1 or a mask) */

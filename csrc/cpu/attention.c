@@ -5,7 +5,7 @@
  * the dropout mask from its seed and needs one (TQ,TK) tile of scratch (two
  * with dropout) per thread. The tile products run in row parts small enough
  * for OpenBLAS's unpacked small-matrix kernels. The projections around it
- * are Dense GEMMs over all positions at once (core/run_attn.c). */
+ * are Dense GEMMs over all positions at once (core/layers/attention.c). */
 #include <math.h>
 #include <string.h>
 

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "arena.h"
+#include "cpu_ops.h"
 #include "blas.h"
 #include "par.h"
 

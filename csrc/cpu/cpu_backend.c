@@ -99,6 +99,8 @@ static bf_backend bf_cpu = {
     .masked_mean_forward = bf_cpu_masked_mean_forward,
     .masked_mean_backward = bf_cpu_masked_mean_backward,
     .pos_weights = bf_cpu_pos_weights,
+    .depthwise_forward = bf_cpu_depthwise_forward,
+    .depthwise_backward = bf_cpu_depthwise_backward,
 };
 
 bf_backend *bf_cpu_backend(void) { return &bf_cpu; }

@@ -84,4 +84,23 @@ bf_status bf_par_dense_backward(bf_backend *be, float *dinp, float *dw, float *d
                                 const float *inp, const float *w, int B, int IN, int OUT);
 bf_status bf_par_maxabs(bf_backend *be, float *out, const float *x, long n);
 
+/* DepthwiseConv2D (depthwise.c) */
+bf_status bf_cpu_depthwise_forward(bf_backend *be, float *out, const float *inp, const float *w, const float *b,
+                                   const bf_conv_geom *g);
+bf_status bf_cpu_depthwise_backward(bf_backend *be, float *dinp, float *dw, float *db, const float *dout,
+                                    const float *inp, const float *w, const bf_conv_geom *g);
+
+/* The CPU backend (always present). */
+bf_backend *bf_cpu_backend(void);
+/* "emu": the CPU's ops behind a device's interface (own memory, copies both
+ * ways, uploads, a run workspace), so the core's device path runs in tests on
+ * machines without a GPU. Its memory is host memory; mem_info reports
+ * BF_EMU_TOTAL_BYTES total, less what its reservations hold. */
+#define BF_EMU_TOTAL_BYTES ((size_t)4 << 30)
+bf_backend *bf_emu_backend(void);
+/* calls so far to the ops that make the host wait for a GPU (reads to the
+ * host, sync, batch_wait): how often a step stalls the device's queue */
+long bf_emu_waits(void);
+void bf_emu_mem_info(size_t *free_bytes, size_t *total_bytes);
+
 #endif

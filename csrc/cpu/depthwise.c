@@ -5,11 +5,12 @@
  * K = C*M; padded cells are zeros ('same'), as in Keras.
  * Work is split by output rows (forward, backward-data) and by input channels
  * (backward-filter), each cell summed in one fixed order: the same bits on any
- * number of threads. Backward OVERWRITES dinp, ADDS into dw and db. No scratch,
- * no allocation. */
+ * number of threads. Backward OVERWRITES dinp, ADDS into dw and db; any of
+ * them may be NULL (a first or frozen layer). No scratch, no allocation. */
 #include <string.h>
 
-#include "cpu_conv.h"
+#include "conv_check.h"
+#include "cpu_ops.h"
 #include "par.h"
 
 /* valid part [*a, *z) of the window starting at s (length k) in [0, n) */
@@ -19,7 +20,7 @@ static inline void clip(int s, int k, int n, int *a, int *z) {
 }
 
 static bf_status check(const bf_conv_geom *g, const char *op, const void *a, const void *b) {
-    BF_TRY(bf_cpu_check_geom(g, op, 0));
+    BF_TRY(bf_conv_check_geom(g, op, 0));
     if (g->K % g->C != 0)
         return BF_FAIL(BF_ERR_SHAPE, "%s: output channels %d are not a multiple of input channels %d",
                        op, g->K, g->C);
@@ -134,7 +135,7 @@ static void backward_filter_block(void *ctx, long t, int slot) {
                 const float *restrict d = j->dout + (((size_t)b * g->OH + oh) * g->OW + ow) * K;
                 if (j->db)
                     for (int q = c0 * M; q < c1 * M; q++) j->db[q] += d[q];
-                for (int ih = h0; ih < h1; ih++) {
+                for (int ih = h0; ih < h1 && j->dw; ih++) {
                     const int kh = ih - (oh * g->SH - g->PT);
                     for (int iw = w0; iw < w1; iw++) {
                         const int kw = iw - (ow * g->SW - g->PL);
@@ -155,10 +156,10 @@ bf_status bf_cpu_depthwise_backward(bf_backend *be, float *dinp, float *dw, floa
                                     const bf_conv_geom *g) {
     (void)be;
     BF_TRY(check(g, "depthwise_conv2d backward", dout, inp));
-    if (!w || !dw) return BF_FAIL(BF_ERR_ARG, "depthwise_conv2d backward: NULL kernel or gradient");
+    if (!w) return BF_FAIL(BF_ERR_ARG, "depthwise_conv2d backward: NULL kernel");
     job j = {.g = g, .dinp = dinp, .dw = dw, .db = db, .inp = inp, .w = w, .dout = dout};
     const int threads = bf_par_threads();
     if (dinp) bf_par_for((long)g->B * g->H, threads, backward_data_row, &j);
-    bf_par_for((g->C + BF_DW_CBLK - 1) / BF_DW_CBLK, threads, backward_filter_block, &j);
+    if (dw || db) bf_par_for((g->C + BF_DW_CBLK - 1) / BF_DW_CBLK, threads, backward_filter_block, &j);
     return BF_OK;
 }

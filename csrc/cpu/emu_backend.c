@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "cpu_ops.h"
 
 #define BF_EMU_WS_BYTES 4096
 

@@ -161,6 +161,8 @@ static void fill_vtable(bf_cuda_state *st) {
     be->maxpool_backward = bf_cuda_maxpool_backward;
     be->avgpool_forward = bf_cuda_avgpool_forward;
     be->avgpool_backward = bf_cuda_avgpool_backward;
+    be->depthwise_forward = bf_cuda_depthwise_forward;
+    be->depthwise_backward = bf_cuda_depthwise_backward;
     be->batchnorm_forward = bf_cuda_batchnorm_forward;
     be->batchnorm_backward = bf_cuda_batchnorm_backward;
     be->dropout_forward = bf_cuda_dropout_forward;

@@ -106,6 +106,12 @@ bf_status bf_cuda_avgpool_forward(bf_backend *be, float *out, const float *inp,
 bf_status bf_cuda_avgpool_backward(bf_backend *be, float *dinp, const float *dout,
                                    const bf_conv_geom *g);
 
+/* ---- depthwise.cu: DepthwiseConv2D, g with K = C * M, w (KH,KW,C,M) ---- */
+bf_status bf_cuda_depthwise_forward(bf_backend *be, float *out, const float *inp, const float *w,
+                                    const float *b, const bf_conv_geom *g);
+bf_status bf_cuda_depthwise_backward(bf_backend *be, float *dinp, float *dw, float *db, const float *dout,
+                                     const float *inp, const float *w, const bf_conv_geom *g);
+
 /* ---- batchnorm.cu ---- */
 bf_status bf_cuda_batchnorm_forward(bf_backend *be, float *out, float *mean, float *invstd,
                                     float *moving_mean, float *moving_var, const float *inp,

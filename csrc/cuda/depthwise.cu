@@ -5,7 +5,8 @@
  * per output cell. Backward-data: a gather, one thread per input cell over the
  * windows that contain it, OVERWRITING dinp without atomics. Backward-filter:
  * one block per kernel cell, its threads striding over (b, oh, ow) and a
- * fixed-shape tree in shared memory, ADDED into dw; db through the column sum.
+ * fixed-shape tree in shared memory, ADDED into dw; db through the column sum;
+ * dinp, dw, db may each be NULL.
  * Every sum has a fixed order: the same bits run to run. */
 #include "cuda_ops.h"
 
@@ -130,15 +131,16 @@ bf_status bf_cuda_depthwise_backward(bf_backend *be, float *dinp, float *dw, flo
                                      const float *inp, const float *w, const bf_conv_geom *g) {
     BF_CUDA_ENTER(st, be);
     BF_TRY(dw_check(g, "depthwise_conv2d backward", dout, inp, w));
-    if (!dw) return BF_FAIL(BF_ERR_ARG, "depthwise_conv2d backward: NULL kernel gradient");
     if (dinp) {
         const long n = (long)g->B * g->H * g->W * g->C;
         depthwise_backward_data_kernel<<<bf_cuda_grid(n, 256), 256, 0, st->stream>>>(dinp, dout, w, *g);
         BF_CUDA_LAUNCHED(st, depthwise_backward_data_kernel);
     }
-    const long cells = (long)g->KH * g->KW * g->K;
-    depthwise_backward_filter_kernel<<<(unsigned)cells, BF_DW_THREADS, 0, st->stream>>>(dw, dout, inp, *g);
-    BF_CUDA_LAUNCHED(st, depthwise_backward_filter_kernel);
+    if (dw) {
+        const long cells = (long)g->KH * g->KW * g->K;
+        depthwise_backward_filter_kernel<<<(unsigned)cells, BF_DW_THREADS, 0, st->stream>>>(dw, dout, inp, *g);
+        BF_CUDA_LAUNCHED(st, depthwise_backward_filter_kernel);
+    }
     if (db) BF_TRY(bf_cuda_colsum_add(st, db, dout, (long)g->B * g->OH * g->OW, g->K));
     return BF_OK;
 }

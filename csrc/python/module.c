@@ -10,8 +10,10 @@
 #include "backend_registry.h"
 #include "blas.h"
 #include "blas_probe.h"
+#include "cpu_ops.h"
 #include "par.h"
 #include "model.h"
+#include "layers/registry.h"
 
 bf_module_state *bf_state_of_module(PyObject *m) { return (bf_module_state *)PyModule_GetState(m); }
 

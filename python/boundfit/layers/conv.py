@@ -9,7 +9,7 @@ from .args import (_channels_last, _filters, _out_len, _pair, _padding, _rank, _
                    _weight_specs, engine_kinds)
 from .layer import Layer, keras_config
 
-CONV2D, CONV1D, CONV2DT = engine_kinds("CONV2D CONV1D CONV2DT")
+CONV2D, CONV1D, CONV2DT, DEPTHWISE2D = engine_kinds("CONV2D CONV1D CONV2DT DEPTHWISE2D")
 
 
 class Conv2D(Layer):
@@ -53,6 +53,55 @@ class Conv2D(Layer):
                     act_p=activations.params_of(self.activation),
                     use_bias=int(self.use_bias),
                     inits=initializers._engine_specs(self.kernel_initializer, self.bias_initializer),
+                    **_weight_specs(self, 4))
+
+
+class DepthwiseConv2D(Layer):
+    """Keras's DepthwiseConv2D: each input channel c convolved with its own
+    depth_multiplier (M) kernels; output channel c*M + m; depthwise_kernel
+    (kh, kw, C, M) and bias (C*M) (csrc/core/layers/depthwise.c)."""
+    _base = "depthwise_conv2d"
+    _has_weights = True
+
+    def __init__(self, kernel_size, strides=(1, 1), padding="valid", depth_multiplier=1, data_format=None,
+                 dilation_rate=(1, 1), activation=None, use_bias=True, depthwise_initializer="glorot_uniform",
+                 bias_initializer="zeros", depthwise_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, depthwise_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(**kwargs)
+        _channels_last("DepthwiseConv2D", data_format)
+        if _pair(dilation_rate, "dilation_rate") != (1, 1):
+            raise ValueError(f"DepthwiseConv2D: only dilation_rate=1 is supported, got {dilation_rate!r}")
+        if isinstance(depth_multiplier, bool) or not isinstance(depth_multiplier, int) or depth_multiplier <= 0:
+            raise ValueError(f"DepthwiseConv2D: depth_multiplier must be a positive int, got {depth_multiplier!r}")
+        _weight_options(self, depthwise_regularizer, bias_regularizer, activity_regularizer, depthwise_constraint,
+                        bias_constraint)
+        self.depth_multiplier = depth_multiplier
+        self.kernel_size = _pair(kernel_size, "kernel_size")
+        self.strides = _pair(strides, "strides")
+        self.padding = _padding(padding)
+        self.activation = activations.get_id(activation)
+        self.use_bias = bool(use_bias)
+        self.depthwise_initializer = initializers.get(depthwise_initializer, "depthwise_initializer")
+        self.bias_initializer = initializers.get(bias_initializer, "bias_initializer")
+
+    def compute_output_shape(self, shape):
+        if len(shape) != 3:
+            raise ValueError(f"{self.name}: expects input of rank 3 (H, W, C) per sample, got shape "
+                             f"{(None,) + tuple(shape)}")
+        same = self.padding == "same"
+        oh = _out_len(shape[0], self.kernel_size[0], self.strides[0], same)
+        ow = _out_len(shape[1], self.kernel_size[1], self.strides[1], same)
+        if oh <= 0 or ow <= 0:
+            raise ValueError(f"{self.name}: kernel {self.kernel_size} does not fit input {shape[:2]} with "
+                             "padding='valid'")
+        return (oh, ow, shape[2] * self.depth_multiplier)
+
+    def spec(self):
+        return dict(kind=DEPTHWISE2D, name=self.name, filters=self.depth_multiplier, kh=self.kernel_size[0],
+                    kw=self.kernel_size[1], sh=self.strides[0], sw=self.strides[1],
+                    same=int(self.padding == "same"), act=int(self.activation),
+                    act_p=activations.params_of(self.activation), use_bias=int(self.use_bias),
+                    inits=initializers._engine_specs(self.depthwise_initializer, self.bias_initializer),
                     **_weight_specs(self, 4))
 
 
@@ -162,6 +211,19 @@ def _conv_config(l):
                 kernel_regularizer=regularizers.serialize(l.kernel_regularizer),
                 bias_regularizer=regularizers.serialize(l.bias_regularizer), activity_regularizer=None,
                 kernel_constraint=constraints.serialize(l.kernel_constraint),
+                bias_constraint=constraints.serialize(l.bias_constraint))
+
+
+@keras_config(DepthwiseConv2D)
+def _depthwise_config(l):
+    return dict(kernel_size=list(l.kernel_size), strides=list(l.strides), padding=l.padding,
+                data_format="channels_last", dilation_rate=[1, 1], depth_multiplier=l.depth_multiplier,
+                activation=activations.name_of(l.activation), use_bias=l.use_bias,
+                depthwise_initializer=initializers.serialize(l.depthwise_initializer),
+                bias_initializer=initializers.serialize(l.bias_initializer),
+                depthwise_regularizer=regularizers.serialize(l.kernel_regularizer),
+                bias_regularizer=regularizers.serialize(l.bias_regularizer), activity_regularizer=None,
+                depthwise_constraint=constraints.serialize(l.kernel_constraint),
                 bias_constraint=constraints.serialize(l.bias_constraint))
 
 

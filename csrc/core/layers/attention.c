@@ -1,4 +1,4 @@
-/* run_attn.c - LayerNormalization and MultiHeadAttention nodes in a run.
+/* attention.c - LayerNormalization and MultiHeadAttention: shapes, weights, plan and steps.
  * MultiHeadAttention (inputs query, value, key, optional mask) is three Dense
  * GEMMs over all positions (Qp, Kp, Vp), the attention core per (b, h)
  * (backend attention_*), and the output GEMM. Its planned buffers: aux_id
@@ -8,11 +8,10 @@
  * program.c planned it (a query used as value and key gets three
  * contributions, summed by the core); the mask gets none. The step masks of
  * query, value and key (Embedding mask_zero) join attention_mask in the core. */
-#include "run_attn.h"
+#include "layer.h"
 
 #include <math.h>
-
-#include "seq_run.h"
+#include <stdio.h>
 
 #define BUF(r, id) ((float *)((r)->scratch + (r)->bufs[id].offset))
 #define SEC(n) (((size_t)(n) + 63) / 64 * 64) /* floats, sections 256-byte aligned */
@@ -28,7 +27,7 @@ static float *din(bf_run *r, int i, int j) {
     return BUF(r, g == -2 ? r->t_grad[r->m->layers[i].in_ids[j]] : g);
 }
 
-void bf_mha_geom(const bf_model *m, const bf_layer *L, int rows, int train, int keep, bf_attn_geom *g) {
+static void mha_geom(const bf_model *m, const bf_layer *L, int rows, int train, int keep, bf_attn_geom *g) {
     g->B = rows;
     g->H = L->heads;
     g->TQ = m->t_shape[L->in_ids[0]][0];
@@ -54,13 +53,13 @@ static void keep_sections(const bf_attn_geom *g, size_t s[5]) {
     s[4] = SEC((g->p_tile ? 1 : B * H) * (size_t)g->TQ * g->TK);
 }
 
-size_t bf_mha_keep_bytes(const bf_attn_geom *g) {
+static size_t mha_keep_bytes(const bf_attn_geom *g) {
     size_t s[5];
     keep_sections(g, s);
     return sizeof(float) * (s[0] + s[1] + s[2] + s[3] + s[4]);
 }
 
-size_t bf_mha_backward_bytes(bf_backend *be, const bf_attn_geom *g) {
+static size_t mha_backward_bytes(bf_backend *be, const bf_attn_geom *g) {
     size_t s[5];
     keep_sections(g, s);
     /* dO as O, dQp as Qp, dKp as Kp, dVp as Vp */
@@ -93,7 +92,7 @@ typedef struct {
 static void mha_parts_of(bf_run *r, int i, int rows, mha_parts *p) {
     bf_model *m = r->m;
     bf_layer *L = &m->layers[i];
-    bf_mha_geom(m, L, rows, r->mode == BF_MODE_TRAIN, r->node_bw[i], &p->g);
+    mha_geom(m, L, rows, r->mode == BF_MODE_TRAIN, r->node_bw[i], &p->g);
     p->q = tb(r, L->in_ids[0]);
     p->v = tb(r, L->in_ids[1]);
     p->k = tb(r, L->in_ids[2]);
@@ -169,10 +168,151 @@ static bf_status mha_backward(bf_run *r, int i, int rows) {
     return BF_OK;
 }
 
-bf_status bf_run_attn_forward(bf_run *r, int i, int rows) {
-    return r->m->layers[i].kind == BF_L_LAYERNORM ? layernorm(r, i, rows, 0) : mha_forward(r, i, rows);
+/* ---- LayerNormalization over the last axis ---- */
+
+static bf_status layernorm_infer(bf_layer *L, int rank, const int *shape) {
+    int C = shape[rank - 1];
+    if (L->scale) bf_add_param(L, 0, "gamma", 1, &C, 1, BF_INIT_ONES, 0, 0);
+    if (L->center) bf_add_param(L, 1, "beta", 1, &C, 1, BF_INIT_ZEROS, 0, 0);
+    return BF_OK;
 }
 
-bf_status bf_run_attn_backward(bf_run *r, int i, int rows) {
-    return r->m->layers[i].kind == BF_L_LAYERNORM ? layernorm(r, i, rows, 1) : mha_backward(r, i, rows);
+static int layernorm_supported(const bf_backend *be, const bf_layer *L) {
+    (void)L;
+    return be->layernorm_forward && be->layernorm_backward;
 }
+
+static bf_status layernorm_plan(bf_run *r, int i, int t, int tb, int bw) {
+    const bf_layer *L = &r->m->layers[i];
+    (void)tb;
+    (void)bw;
+    size_t N = (size_t)r->B * (size_t)L->in_size / (size_t)L->in_shape[L->in_rank - 1];
+    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], 2 * N * sizeof(float), L->name, " row mean / inverse std"));
+    bf_run_use(r, r->aux_id[i], t);
+    return BF_OK;
+}
+
+static bf_status layernorm_forward(bf_run *r, int i, int rows) { return layernorm(r, i, rows, 0); }
+
+static bf_status layernorm_backward(bf_run *r, int i, int rows, float *din, float *dout) {
+    (void)din;
+    (void)dout;
+    return layernorm(r, i, rows, 1);
+}
+
+const bf_layer_ops bf_ops_LAYERNORM = {
+    .name = "LAYERNORM",
+    .flags = BF_LF_READS_IN,
+    .infer = layernorm_infer,
+    .mask = bf_mask_keep,
+    .supported = layernorm_supported,
+    .plan = layernorm_plan,
+    .forward = layernorm_forward,
+    .backward = layernorm_backward,
+};
+
+/* ---- MultiHeadAttention ---- */
+
+static bf_status mha_infer(bf_layer *L, int rank, const int *shape) {
+    (void)L;
+    (void)rank;
+    (void)shape;
+    return BF_OK; /* shapes and weights from all its inputs: mha_check */
+}
+
+/* query (TQ, DQ), value (TK, DV), key (TK, DK), mask (TQ, TK) optional;
+ * Keras's weights in its order, kernels (D, heads, dim) and (heads,
+ * value_dim, out), fans as Keras's compute_fans */
+static bf_status mha_check(bf_model *m, int i) {
+    bf_layer *L = &m->layers[i];
+    if (L->nin != 3 && L->nin != 4)
+        return BF_FAIL(BF_ERR_ARG, "%s: MultiHeadAttention takes query, value, key and an optional mask, got %d inputs",
+                       L->name, L->nin);
+    if (L->heads <= 0 || L->key_dim <= 0 || L->value_dim <= 0 || L->out_dim < 0)
+        return BF_FAIL(BF_ERR_ARG, "%s: num_heads, key_dim and value_dim must be positive", L->name);
+    if (!(L->rate >= 0.0f && L->rate < 1.0f))
+        return BF_FAIL(BF_ERR_ARG, "%s: dropout must be in [0, 1), got %g", L->name, (double)L->rate);
+    const int *q = m->t_shape[L->in_ids[0]], *v = m->t_shape[L->in_ids[1]], *k = m->t_shape[L->in_ids[2]];
+    for (int j = 0; j < 3; j++)
+        if (m->t_rank[L->in_ids[j]] != 2)
+            return BF_FAIL(BF_ERR_SHAPE, "%s: %s must have shape (batch, T, dim), got rank %d per sample", L->name,
+                           j == 0 ? "query" : j == 1 ? "value" : "key", m->t_rank[L->in_ids[j]]);
+    if (k[0] != v[0])
+        return BF_FAIL(BF_ERR_SHAPE, "%s: key and value must have the same length, got %d and %d", L->name, k[0], v[0]);
+    if (L->nin == 4) {
+        const int *a = m->t_shape[L->in_ids[3]];
+        if (m->t_rank[L->in_ids[3]] != 2 || a[0] != q[0] || a[1] != v[0])
+            return BF_FAIL(BF_ERR_SHAPE, "%s: attention_mask must have shape (batch, %d, %d)", L->name, q[0], v[0]);
+    }
+    const int H = L->heads, out = L->out_dim ? L->out_dim : q[1];
+    const int dims[3] = {q[1], k[1], v[1]}, per[3] = {L->key_dim, L->key_dim, L->value_dim};
+    const char *names[3] = {"query", "key", "value"};
+    char nm[32];
+    L->nparam = 0;
+    for (int j = 0; j < 3; j++) {
+        int ks[3] = {dims[j], H, per[j]}, bs[2] = {H, per[j]};
+        snprintf(nm, sizeof nm, "%s/kernel", names[j]);
+        bf_add_param(L, 0, nm, 3, ks, 1, BF_INIT_GLOROT_UNIFORM, (float)H * dims[j], (float)per[j] * dims[j]);
+        snprintf(nm, sizeof nm, "%s/bias", names[j]);
+        if (L->use_bias) bf_add_param(L, 1, nm, 2, bs, 1, BF_INIT_ZEROS, (float)H, (float)per[j]);
+    }
+    int os[3] = {H, L->value_dim, out};
+    bf_add_param(L, 0, "attention_output/kernel", 3, os, 1, BF_INIT_GLOROT_UNIFORM, (float)L->value_dim * H,
+                 (float)out * H);
+    if (L->use_bias) bf_add_param(L, 1, "attention_output/bias", 1, &out, 1, BF_INIT_ZEROS, 0, 0);
+    L->out_rank = 2;
+    L->out_shape[0] = q[0];
+    L->out_shape[1] = out;
+    return BF_OK;
+}
+
+/* the query, value and key masks join attention_mask in the core */
+static int mha_mask_reads(const bf_layer *L) {
+    (void)L;
+    return 3;
+}
+
+static int mha_supported(const bf_backend *be, const bf_layer *L) {
+    (void)L;
+    return be->attention_forward && be->attention_backward && be->attention_workspace_bytes;
+}
+
+/* projections and weights: kept for backward, else freed after forward */
+static bf_status mha_plan(bf_run *r, int i, int t, int tb, int bw) {
+    const bf_layer *L = &r->m->layers[i];
+    bf_backend *be = r->be;
+    bf_attn_geom g;
+    mha_geom(r->m, L, r->B, r->mode == BF_MODE_TRAIN, bw, &g);
+    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], mha_keep_bytes(&g), L->name, " projections and attention weights"));
+    bf_run_use(r, r->aux_id[i], t);
+    size_t w = be->attention_workspace_bytes(be, &g, 0);
+    if (w) {
+        BF_TRY(bf_run_newbuf(r, &r->fws_id[i], w, L->name, " attention scratch"));
+        bf_run_use(r, r->fws_id[i], t);
+    }
+    if (bw) {
+        BF_TRY(bf_run_newbuf(r, &r->bws_id[i], mha_backward_bytes(be, &g), L->name,
+                             " backward projections and scratch"));
+        bf_run_use(r, r->bws_id[i], tb);
+    }
+    return BF_OK;
+}
+
+static bf_status mha_backward_op(bf_run *r, int i, int rows, float *din, float *dout) {
+    (void)din;
+    (void)dout;
+    return mha_backward(r, i, rows);
+}
+
+const bf_layer_ops bf_ops_MHA = {
+    .name = "MHA",
+    .flags = BF_LF_MULTI_IN | BF_LF_READS_IN,
+    .infer = mha_infer,
+    .check = mha_check,
+    .mask = bf_mask_keep, /* masks the attention; the output carries the query's mask */
+    .mask_reads = mha_mask_reads,
+    .supported = mha_supported,
+    .plan = mha_plan,
+    .forward = mha_forward,
+    .backward = mha_backward_op,
+};

@@ -1,5 +1,14 @@
-/* seq_run.c - Embedding and recurrent nodes of a run. A recurrent node keeps
- * per direction, for backward (one planned "saved" buffer, carved below):
+/* recurrent.c - Embedding, SimpleRNN, LSTM, GRU, Bidirectional and RNN_PART:
+ * shapes, parameters, masks, plan and steps, and their vtables.
+ *
+ * Shapes, parameters (Keras 3 layouts) and masks of the
+ * sequence layers. Embedding (T,) -> (T,D), table (input_dim, D) uniform
+ * +-0.05. A recurrent layer (T,D) -> (T,U) or (U,): kernel (D,G*U) glorot,
+ * recurrent_kernel (U,G*U) orthogonal, bias (G*U,) or GRU (2,G*U) zeros
+ * (LSTM: forget gate 1). Bidirectional: the same twice, forward then
+ * backward (roles 0-2, 3-5), output 2U with merge_mode concat.
+ *
+ * In a run, a recurrent node keeps per direction, for backward (one planned "saved" buffer, carved below):
  * gates (B,T,G*U), LSTM cells / GRU recurrent part cs (B,T,U) and the states
  * hs (B,T,U), which are the output itself when the output holds them in
  * input order (return_sequences, not go_backwards, or Bidirectional's
@@ -13,11 +22,133 @@
  * the run's stream (as Dropout / MultiHeadAttention do), each direction its
  * own masks from it (bf_rnn_geom); backward draws them again from the same
  * seed, so only the workspaces grow (by the masks and masked copies). */
-#include "seq_run.h"
+#include "layer.h"
 
+#include <stdio.h>
 #include <string.h>
 
-#include "seq_layers.h"
+static inline int bf_is_seq_kind(bf_layer_kind k) { return k >= BF_L_EMBEDDING && k <= BF_L_BIDIR; }
+static inline int bf_is_rnn_kind(bf_layer_kind k) { return k >= BF_L_SIMPLE_RNN && k <= BF_L_BIDIR; }
+
+/* Several outputs (Keras return_state, Bidirectional merge_mode=None): the
+ * recurrent node's output is the first, an RNN_PART node reading it gives
+ * each other one. part >= 0: final state number `part` in Keras's order
+ * (per direction h then, for an LSTM, c; forward then backward), shape
+ * (U,); part -1 / -2: the forward / backward half of a Bidirectional whose
+ * node computes merge_mode "concat". Initial states are the recurrent
+ * node's inputs 1.. in the same order. */
+static inline int bf_seq_nstates(const bf_layer *L) { return L->cell == BF_L_LSTM ? 2 : 1; }
+
+static long prod(const int *s, int r) {
+    long n = 1;
+    for (int i = 0; i < r; i++) n *= s[i];
+    return n;
+}
+
+static void rnn_params(bf_layer *L, int role, const char *dir, int D, int U, int G) {
+    char nm[48];
+    int ks[2] = {D, G * U}, rs[2] = {U, G * U}, bs[2] = {2, G * U};
+    snprintf(nm, sizeof nm, "%skernel", dir);
+    bf_add_param(L, role, nm, 2, ks, 1, BF_INIT_GLOROT_UNIFORM, (float)D, (float)(G * U));
+    snprintf(nm, sizeof nm, "%srecurrent_kernel", dir);
+    bf_add_param(L, role + 1, nm, 2, rs, 1, BF_INIT_ORTHOGONAL, (float)U, (float)(G * U));
+    if (!L->inits[role + 1].set) L->params[L->nparam - 1].init_a = 1.0f; /* gain */
+    if (!L->use_bias) return;
+    snprintf(nm, sizeof nm, "%sbias", dir);
+    if (L->cell == BF_L_GRU) bf_add_param(L, role + 2, nm, 2, bs, 1, BF_INIT_ZEROS, 2.0f, (float)(G * U));
+    else bf_add_param(L, role + 2, nm, 1, bs + 1, 1, BF_INIT_ZEROS, 0, 0);
+}
+
+static bf_status bf_seq_infer(bf_layer *L, int rank, const int *shape) {
+    if (L->units <= 0) return BF_FAIL(BF_ERR_ARG, "%s: units must be positive, got %d", L->name, L->units);
+    if (L->kind == BF_L_EMBEDDING) {
+        if (L->input_dim <= 0) return BF_FAIL(BF_ERR_ARG, "%s: input_dim must be positive, got %d", L->name, L->input_dim);
+        if (rank > 2)
+            return BF_FAIL(BF_ERR_SHAPE, "%s expects ids of rank 1 or 2 per sample, got rank %d", L->name, rank);
+        if (L->mask_zero && rank != 1)
+            return BF_FAIL(BF_ERR_SHAPE, "%s: mask_zero needs ids of shape (T,) per sample, got rank %d", L->name, rank);
+        L->out_rank = rank + 1;
+        L->out_shape[rank] = L->units;
+        int ts[2] = {L->input_dim, L->units};
+        bf_add_param(L, 0, "embeddings", 2, ts, 1, BF_INIT_RANDOM_UNIFORM, (float)L->input_dim, (float)L->units);
+        if (!L->inits[0].set) {
+            L->params[0].init_a = -0.05f;
+            L->params[0].init_b = 0.05f;
+        }
+        L->out_size = prod(L->out_shape, L->out_rank);
+        return BF_OK;
+    }
+    if (rank != 2)
+        return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 2 (timesteps, features) per sample, got rank %d", L->name,
+                       rank);
+    if (L->kind != BF_L_BIDIR) L->cell = L->kind;
+    if (L->cell < BF_L_SIMPLE_RNN || L->cell > BF_L_GRU)
+        return BF_FAIL(BF_ERR_ARG, "%s: unknown recurrent cell %d", L->name, L->cell);
+    if (!(L->rate >= 0.0f && L->rate < 1.0f) || !(L->rec_rate >= 0.0f && L->rec_rate < 1.0f))
+        return BF_FAIL(BF_ERR_ARG, "%s: dropout and recurrent_dropout must be in [0, 1), got %g and %g", L->name,
+                       (double)L->rate, (double)L->rec_rate);
+    if (L->kind == BF_L_BIDIR && (L->merge_mode < 0 || L->merge_mode > 3))
+        return BF_FAIL(BF_ERR_ARG, "%s: unknown merge_mode %d", L->name, L->merge_mode);
+    int T = shape[0], D = shape[1], U = L->units;
+    int G = bf_rnn_gates((bf_cell_kind)(L->cell - BF_L_SIMPLE_RNN));
+    if (L->kind == BF_L_BIDIR) {
+        rnn_params(L, 0, "forward_", D, U, G);
+        rnn_params(L, 3, "backward_", D, U, G);
+    } else {
+        rnn_params(L, 0, "", D, U, G);
+    }
+    int Uo = L->kind == BF_L_BIDIR && L->merge_mode == 0 ? 2 * U : U;
+    L->out_rank = L->return_sequences ? 2 : 1;
+    L->out_shape[0] = L->return_sequences ? T : Uo;
+    L->out_shape[1] = Uo;
+    L->out_size = prod(L->out_shape, L->out_rank);
+    return BF_OK;
+}
+
+/* after initialization: LSTM unit_forget_bias sets the forget gate's bias to 1 */
+static void rnn_post_init(bf_model *m, int i) {
+    const bf_layer *L = &m->layers[i];
+    if (L->cell != BF_L_LSTM || !L->use_bias || !L->unit_forget_bias) return;
+    for (int d = 0; d < (L->kind == BF_L_BIDIR ? 2 : 1); d++) {
+        const bf_param *b = &L->params[3 * d + 2];
+        for (int j = 0; j < L->units; j++) m->w[b->offset + (size_t)L->units + j] = 1.0f;
+    }
+}
+
+static bf_status bf_seq_check_node(bf_model *m, int i) {
+    bf_layer *L = &m->layers[i];
+    if (L->kind != BF_L_RNN_PART) { /* initial states: none, or every state of every direction */
+        const int ns = bf_seq_nstates(L) * (L->kind == BF_L_BIDIR ? 2 : 1), n = L->nin - 1;
+        if (n != 0 && n != ns)
+            return BF_FAIL(BF_ERR_ARG, "%s: initial_state must be a list of %d tensors, got %d", L->name, ns, n);
+        for (int j = 1; j < L->nin; j++) {
+            const int t = L->in_ids[j];
+            if (m->t_rank[t] != 1 || m->t_shape[t][0] != L->units)
+                return BF_FAIL(BF_ERR_SHAPE, "%s: initial_state[%d] must have shape (batch, %d), got rank %d per "
+                               "sample with last dimension %d", L->name, j - 1, L->units, m->t_rank[t],
+                               m->t_shape[t][m->t_rank[t] - 1]);
+        }
+        return BF_OK;
+    }
+    const int src = bf_model_producer(m, L->in_ids[0]);
+    const bf_layer *S = src >= 0 ? &m->layers[src] : NULL;
+    if (!S || !bf_is_rnn_kind(S->kind))
+        return BF_FAIL(BF_ERR_ARG, "%s: reads the output of a recurrent layer, got another tensor", L->name);
+    const int bidir = S->kind == BF_L_BIDIR, ns = bf_seq_nstates(S) * (bidir ? 2 : 1);
+    if (L->part >= ns || L->part < (bidir && S->merge_mode == 0 ? -2 : 0))
+        return BF_FAIL(BF_ERR_ARG, "%s: %s has no output part %d", L->name, S->name, L->part);
+    if (L->part >= 0) {
+        L->out_rank = 1;
+        L->out_shape[0] = S->units;
+    } else {
+        L->out_rank = S->out_rank;
+        L->out_shape[0] = S->out_shape[0];
+        L->out_shape[L->out_rank - 1] = S->units;
+    }
+    return BF_OK;
+}
+
+/* ---- in a run ---- */
 
 #define BUF(r, id) ((float *)((r)->scratch + (r)->bufs[id].offset))
 
@@ -88,28 +219,7 @@ static void layout(const bf_run *r, const bf_layer *L, int B, seq_layout *s) {
     s->fws = fw;
 }
 
-static void use_mask(bf_run *r, int tensor_id, int t) {
-    int k = r->m->t_mask[tensor_id];
-    if (k >= 0) bf_run_use(r, r->aux_id[k], t);
-}
-
-void bf_seq_use_mask(bf_run *r, int tensor_id, int t) { use_mask(r, tensor_id, t); }
-
-void bf_seq_plan_mask_readers(bf_run *r, int i, int t, int tb, int bw) {
-    const bf_layer *L = &r->m->layers[i];
-    const int n = L->kind == BF_L_MHA ? 3 : L->kind == BF_L_GAP && L->in_rank == 2 ? 1 : 0;
-    for (int j = 0; j < n && j < L->nin; j++) {
-        use_mask(r, L->in_ids[j], t);
-        if (bw) use_mask(r, L->in_ids[j], tb);
-    }
-}
-
-const float *bf_seq_mask(bf_run *r, int tensor_id) {
-    int k = r->m->t_mask[tensor_id];
-    return k >= 0 && r->aux_id[k] >= 0 ? BUF(r, r->aux_id[k]) : NULL;
-}
-
-bf_status bf_seq_plan(bf_run *r, int i, int t, int tb, int bw) {
+static bf_status bf_seq_plan(bf_run *r, int i, int t, int tb, int bw) {
     const bf_layer *L = &r->m->layers[i];
     const size_t fb = sizeof(float), B = (size_t)r->B;
     if (L->kind == BF_L_RNN_PART) { /* reads the recurrent node's kept states */
@@ -131,13 +241,13 @@ bf_status bf_seq_plan(bf_run *r, int i, int t, int tb, int bw) {
         BF_TRY(bf_run_newbuf(r, &r->fws_id[i], s.fws * fb, L->name, " forward workspace"));
         bf_run_use(r, r->fws_id[i], t);
     }
-    if (!L->mask_off) use_mask(r, L->in_ids[0], t);
+    if (!L->mask_off) bf_seq_use_mask(r, L->in_ids[0], t);
     if (bw) {
         if (s.bws) {
             BF_TRY(bf_run_newbuf(r, &r->bws_id[i], s.bws * fb, L->name, " backward workspace"));
             bf_run_use(r, r->bws_id[i], tb);
         }
-        if (!L->mask_off) use_mask(r, L->in_ids[0], tb);
+        if (!L->mask_off) bf_seq_use_mask(r, L->in_ids[0], tb);
     }
     return BF_OK;
 }
@@ -212,7 +322,7 @@ static bf_status part_backward(bf_run *r, int i, int rows, const float *dout, fl
                       (long)rows * (S->return_sequences ? S->in_shape[0] : 1), U);
 }
 
-bf_status bf_seq_forward(bf_run *r, int i, int rows) {
+static bf_status bf_seq_forward(bf_run *r, int i, int rows) {
     bf_backend *be = r->be;
     bf_layer *L = &r->m->layers[i];
     if (L->kind == BF_L_RNN_PART) return part_forward(r, i, rows);
@@ -245,7 +355,7 @@ bf_status bf_seq_forward(bf_run *r, int i, int rows) {
     return be->ewise(be, out, base + s.o[0], base + s.o[1], NULL, op, L->merge_mode == 3 ? 0.5f : 1.0f, n);
 }
 
-bf_status bf_seq_backward(bf_run *r, int i, int rows, const float *dout, float *din) {
+static bf_status bf_seq_backward(bf_run *r, int i, int rows, const float *dout, float *din) {
     bf_backend *be = r->be;
     bf_layer *L = &r->m->layers[i];
     if (L->kind == BF_L_RNN_PART) return part_backward(r, i, rows, dout, din);
@@ -285,3 +395,88 @@ bf_status bf_seq_backward(bf_run *r, int i, int rows, const float *dout, float *
     }
     return BF_OK;
 }
+
+/* ---- vtables ---- */
+
+static bf_status seq_infer(bf_layer *L, int rank, const int *shape) { return bf_seq_infer(L, rank, shape); }
+
+static bf_status part_infer(bf_layer *L, int rank, const int *shape) {
+    (void)L;
+    (void)rank;
+    (void)shape;
+    return BF_OK; /* its shape from the recurrent node: bf_seq_check_node */
+}
+
+static bf_status embedding_mask(const bf_model *m, int i, int *mask) {
+    *mask = m->layers[i].mask_zero ? i : -1;
+    return BF_OK;
+}
+
+static bf_status rnn_mask_of(const bf_model *m, int i, int *mask) {
+    const bf_layer *L = &m->layers[i];
+    *mask = L->return_sequences ? m->t_mask[L->in_ids[0]] : -1;
+    return BF_OK;
+}
+
+/* a half of a sequence keeps its mask; a final state has none */
+static bf_status part_mask(const bf_model *m, int i, int *mask) {
+    const bf_layer *L = &m->layers[i];
+    *mask = L->part < 0 ? m->t_mask[L->in_ids[0]] : -1;
+    return BF_OK;
+}
+
+static int embedding_supported(const bf_backend *be, const bf_layer *L) {
+    (void)L;
+    return be->embedding_forward && be->embedding_backward;
+}
+
+static int rnn_supported(const bf_backend *be, const bf_layer *L) {
+    (void)L;
+    return be->rnn_forward && be->rnn_backward && be->rnn_workspace_bytes && be->ewise;
+}
+
+static int part_supported(const bf_backend *be, const bf_layer *L) {
+    (void)L;
+    return be->copy2d && be->fill_zero;
+}
+
+static unsigned part_flags(const bf_run *r, int i) { return r->m->layers[i].part >= 0 ? BF_LF_SIDE_OUT : 0; }
+
+static bf_status seq_backward(bf_run *r, int i, int rows, float *din, float *dout) {
+    return bf_seq_backward(r, i, rows, dout, din);
+}
+
+const bf_layer_ops bf_ops_EMBEDDING = {
+    .name = "EMBEDDING",
+    .flags = BF_LF_READS_IN | BF_LF_IDS,
+    .infer = seq_infer,
+    .mask = embedding_mask,
+    .supported = embedding_supported,
+    .plan = bf_seq_plan,
+    .forward = bf_seq_forward,
+    .backward = seq_backward,
+};
+
+#define RNN_OPS(KIND)                                                                                              \
+    const bf_layer_ops bf_ops_##KIND = {                                                                           \
+        .name = #KIND, .flags = BF_LF_MULTI_IN | BF_LF_READS_IN | BF_LF_READS_OUT, .infer = seq_infer,             \
+        .check = bf_seq_check_node, .mask = rnn_mask_of, .supported = rnn_supported, .plan = bf_seq_plan,             \
+        .forward = bf_seq_forward, .backward = seq_backward, .post_init = rnn_post_init,                           \
+    };
+RNN_OPS(SIMPLE_RNN)
+RNN_OPS(LSTM)
+RNN_OPS(GRU)
+RNN_OPS(BIDIR)
+#undef RNN_OPS
+
+const bf_layer_ops bf_ops_RNN_PART = {
+    .name = "RNN_PART",
+    .infer = part_infer,
+    .check = bf_seq_check_node,
+    .mask = part_mask,
+    .supported = part_supported,
+    .node_flags = part_flags,
+    .plan = bf_seq_plan,
+    .forward = bf_seq_forward,
+    .backward = seq_backward,
+};

@@ -1,0 +1,28 @@
+/* bufs.c - the planned buffers of a step as they are listed (bufs.h). */
+#include "bufs.h"
+
+#include <limits.h>
+#include <stdio.h>
+
+bf_status bf_run_newbuf_fmt(bf_run *r, int *id, size_t bytes, const char *fmt, const char *a,
+                        const char *b) {
+    if (r->nbuf >= BF_RUN_MAXBUF) return BF_FAIL(BF_ERR_ARG, "model too large for the planner");
+    *id = r->nbuf++;
+    bf_plan_buf *p = &r->bufs[*id];
+    p->bytes = bytes;
+    p->first = INT_MAX;
+    p->last = -1;
+    p->offset = 0;
+    snprintf(r->buf_names[*id], sizeof r->buf_names[0], fmt, a, b);
+    return BF_OK;
+}
+
+void bf_run_use(bf_run *r, int id, int t) {
+    if (id < 0) return;
+    if (t < r->bufs[id].first) r->bufs[id].first = t;
+    if (t > r->bufs[id].last) r->bufs[id].last = t;
+}
+
+bf_status bf_run_newbuf(bf_run *r, int *id, size_t bytes, const char *name, const char *what) {
+    return bf_run_newbuf_fmt(r, id, bytes, "%s%s", name, what);
+}

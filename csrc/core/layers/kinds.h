@@ -1,0 +1,31 @@
+/* kinds.h - the layer kinds, in the order of their numbers (Python reads the
+ * numbers from bf_layer_kind_names, never its own copy). A new kind goes at
+ * the end of the list; its vtable is bf_ops_<NAME> (registry.h). */
+#ifndef BF_LAYERS_KINDS_H
+#define BF_LAYERS_KINDS_H
+
+/* X(NAME): one per kind, NAME without the BF_L_ prefix */
+#define BF_LAYER_KINDS(X)                                                                                          \
+    X(DENSE) X(CONV2D) X(MAXPOOL) X(AVGPOOL) X(GAP) X(FLATTEN) X(RESHAPE) X(DROPOUT) X(BATCHNORM) X(ACTIVATION)   \
+    /* merge layers: several inputs of one shape (Concatenate: equal but on `axis`) */                             \
+    X(ADD) X(SUBTRACT) X(MULTIPLY) X(AVERAGE) X(MAXIMUM) X(MINIMUM) X(CONCAT)                                      \
+    /* layout: Permute, RepeatVector, ZeroPadding2D, UpSampling2D (nearest) */                                     \
+    X(PERMUTE) X(REPEAT) X(ZEROPAD2D) X(UPSAMPLE2D)                                                                \
+    /* preprocessing: Rescaling, Normalization, the random image layers (one kind, bf_augment) */                 \
+    X(RESCALING) X(NORMALIZATION) X(AUGMENT)                                                                       \
+    /* Conv1D, Conv2DTranspose, GlobalMaxPooling1D/2D (MaxPooling1D, AveragePooling1D and                         \
+     * GlobalAveragePooling1D are MAXPOOL / AVGPOOL / GAP on a (T, C) input) */                                    \
+    X(CONV1D) X(CONV2DT) X(GMP)                                                                                    \
+    /* LayerNormalization over the last axis; MultiHeadAttention (query, value, key, optional mask) */            \
+    X(LAYERNORM) X(MHA)                                                                                            \
+    /* sequences: Embedding, recurrent layers, Bidirectional, and RNN_PART: one more output of a                  \
+     * recurrent node (a final state, or a direction's half of Bidirectional(merge_mode=None)) */                 \
+    X(EMBEDDING) X(SIMPLE_RNN) X(LSTM) X(GRU) X(BIDIR) X(RNN_PART)                                             \
+    /* DepthwiseConv2D (depth_multiplier in `filters`) */                                                        \
+    X(DEPTHWISE2D)
+
+#define BF_KIND_ENUM_(n) BF_L_##n,
+typedef enum { BF_LAYER_KINDS(BF_KIND_ENUM_) BF_L_COUNT_ } bf_layer_kind;
+#undef BF_KIND_ENUM_
+
+#endif

@@ -1,0 +1,80 @@
+/* registry.h - one table of layer vtables, indexed by kind: everything the
+ * engine does per layer kind goes through it, so model.c (shapes and
+ * parameters), program.c (the plan) and run.c (the step) never switch on a
+ * kind. A kind lives in one file of csrc/core/layers/ (a family may share
+ * one) that defines `const bf_layer_ops bf_ops_<NAME>`; see CONTRIBUTING.md.
+ * This header names the engine's types by their tags only, so model.c can
+ * include it without a cycle back to model.h. */
+#ifndef BF_LAYERS_REGISTRY_H
+#define BF_LAYERS_REGISTRY_H
+
+#include "../status.h"
+#include "kinds.h"
+
+struct bf_layer;
+struct bf_model;
+struct bf_run;
+struct bf_backend;
+
+/* static properties of a kind (bf_layer_ops.flags); a node's flags in one
+ * run may differ (bf_layer_ops.node_flags) */
+enum {
+    BF_LF_MULTI_IN = 1 << 0,   /* takes several inputs (merge, attention, recurrent initial states) */
+    BF_LF_VIEW = 1 << 1,       /* its output is its input buffer (no step of its own) */
+    BF_LF_LINEAR_ACT = 1 << 2, /* a linear map then its activation (Dense, convolutions): the pre-activation
+                                  is kept when the activation's backward reads its input, the output when it
+                                  reads its output; backward reads the input */
+    BF_LF_READS_IN = 1 << 3,   /* backward reads the inputs */
+    BF_LF_READS_OUT = 1 << 4,  /* backward reads the output */
+    BF_LF_FUSABLE = 1 << 5,    /* an output's sigmoid / softmax may be folded into its loss */
+    BF_LF_BOUND = 1 << 6,      /* parameter gradients bounded from max|input| and max|output gradient| (run.c) */
+    BF_LF_OUT_GIVEN = 1 << 7,  /* out_rank / out_shape are set by the caller before inference (Reshape) */
+    BF_LF_SIDE_OUT = 1 << 8,   /* one more output of its input's node (a recurrent final state): that node's
+                                  backward reads this gradient, and this node adds nothing to its input's */
+    BF_LF_IDS = 1 << 9,        /* its input is ids into a table of input_dim rows; a step reports the first bad
+                                  one (bf_step_stats.bad_id) and run.c raises a DataError for it */
+};
+
+typedef struct bf_layer_ops {
+    const char *name; /* the kind's name (Python's LAYER_KINDS key) */
+    unsigned flags;
+    /* output shape (per sample) and parameters from the first input's shape;
+     * on entry in_* is set and out_* is a copy of it (unless OUT_GIVEN) */
+    bf_status (*infer)(struct bf_layer *L, int rank, const int *shape);
+    /* optional, after infer: checks against all the node's inputs in the graph (may set the output shape) */
+    bf_status (*check)(struct bf_model *m, int i);
+    /* optional: *mask = the Embedding node whose mask node i's output carries; NULL drops masks (Keras) */
+    bf_status (*mask)(const struct bf_model *m, int i, int *mask);
+    /* optional: how many of node i's first inputs' masks it reads in its steps */
+    int (*mask_reads)(const struct bf_layer *L);
+    /* optional: 0 when the backend lacks an op the node needs */
+    int (*supported)(const struct bf_backend *be, const struct bf_layer *L);
+    /* optional: node i's flags in run r (view outside training, ...); NULL: `flags` */
+    unsigned (*node_flags)(const struct bf_run *r, int i);
+    /* optional: node i's planned buffers (workspaces, kept statistics): forward at
+     * time t, backward at tb when bw (the node has a backward step) */
+    bf_status (*plan)(struct bf_run *r, int i, int t, int tb, int bw);
+    /* node i's forward over `rows` rows (NULL: a view) */
+    bf_status (*forward)(struct bf_run *r, int i, int rows);
+    /* its backward: din = its first input's gradient (NULL: not needed, or a view) */
+    bf_status (*backward)(struct bf_run *r, int i, int rows, float *din, float *dout);
+    /* optional: after the model's weights are initialized, for a node that owns its weights
+     * (LSTM unit_forget_bias sets the forget gate's bias to 1) */
+    void (*post_init)(struct bf_model *m, int i);
+} bf_layer_ops;
+
+#define BF_KIND_OPS_(n) extern const bf_layer_ops bf_ops_##n;
+BF_LAYER_KINDS(BF_KIND_OPS_)
+#undef BF_KIND_OPS_
+
+/* the vtable of kind k, NULL for no such kind */
+const bf_layer_ops *bf_layer_ops_of(int k);
+/* node i's flags in run r */
+unsigned bf_layer_node_flags(const struct bf_run *r, int i);
+
+/* each kind's name, indexed by kind; Python reads the numbers from this table
+ * (_core.LAYER_KINDS), never its own copy */
+extern const char *const bf_layer_kind_names[];
+extern const int bf_layer_kind_count;
+
+#endif

@@ -1,0 +1,51 @@
+/* reshape.c - Flatten and Reshape: views (the output is the input buffer,
+ * no step of their own). Reshape's target shape is given by the caller,
+ * one -1 inferred. */
+#include "layer.h"
+
+static long prod(const int *s, int r) {
+    long n = 1;
+    for (int i = 0; i < r; i++) n *= s[i];
+    return n;
+}
+
+static bf_status flatten_infer(bf_layer *L, int rank, const int *shape) {
+    (void)rank;
+    (void)shape;
+    L->out_rank = 1;
+    L->out_shape[0] = (int)L->in_size;
+    return BF_OK;
+}
+
+static bf_status reshape_infer(bf_layer *L, int rank, const int *shape) {
+    (void)rank;
+    (void)shape;
+    long known = 1;
+    int hole = -1;
+    for (int i = 0; i < L->out_rank; i++) {
+        if (L->out_shape[i] == -1 && hole < 0) hole = i;
+        else if (L->out_shape[i] <= 0) return BF_FAIL(BF_ERR_ARG, "%s: bad target_shape dimension %d", L->name, L->out_shape[i]);
+        else known *= L->out_shape[i];
+    }
+    if (hole >= 0) {
+        if (L->in_size % known)
+            return BF_FAIL(BF_ERR_SHAPE, "%s: cannot reshape %ld elements with target dimensions of product %ld", L->name, L->in_size, known);
+        L->out_shape[hole] = (int)(L->in_size / known);
+    }
+    if (prod(L->out_shape, L->out_rank) != L->in_size)
+        return BF_FAIL(BF_ERR_SHAPE, "%s: cannot reshape %ld elements into the target shape of %ld",
+                       L->name, L->in_size, prod(L->out_shape, L->out_rank));
+    return BF_OK;
+}
+
+const bf_layer_ops bf_ops_FLATTEN = {
+    .name = "FLATTEN",
+    .flags = BF_LF_VIEW,
+    .infer = flatten_infer,
+};
+
+const bf_layer_ops bf_ops_RESHAPE = {
+    .name = "RESHAPE",
+    .flags = BF_LF_VIEW | BF_LF_OUT_GIVEN,
+    .infer = reshape_infer,
+};

@@ -1,0 +1,133 @@
+/* step.h - the state of one run (bf_run): a model compiled for a fixed
+ * number of rows per (micro-)batch and a mode (train / evaluate / predict).
+ * Every buffer of the step is listed with its lifetime; the planner assigns
+ * offsets, so the run's bytes are known before anything is allocated:
+ *   run arena = gradients + prefetch batch slots + planned scratch
+ *   (+ on a device: copies of the weights and optimizer state, and the
+ *   backend's run workspace: reduction scratch, cuBLAS workspace). */
+#ifndef BF_STEP_H
+#define BF_STEP_H
+
+#include "gather.h"
+#include "model.h"
+#include "planner.h"
+
+typedef enum { BF_MODE_TRAIN = 0, BF_MODE_EVAL, BF_MODE_PREDICT } bf_mode;
+
+#define BF_RUN_MAXBUF 1024
+#define BF_PREFETCH_DEPTH 2
+#define BF_X_NONE (-1) /* buffer id of the input batch slot (not planned) */
+
+typedef struct {
+    char name[96];
+    const char *category;
+    size_t bytes;
+    int on_device; /* 1: lives on the run's backend; 0: host */
+} bf_plan_entry;
+
+#define BF_PLAN_MAXENTRY 16
+
+/* What a micro-batch hands back to the host, in backend memory: the ops
+ * write it without waiting and run.c reads it back in one copy, so a step
+ * makes the host wait for the device once. */
+typedef struct {
+    double loss[BF_MAX_OUTPUTS];   /* per output: sum over the micro-batch's rows of weight * loss */
+    double penalty;                /* the weights' regularization penalty (regularize.c) */
+    int bad;                       /* a non-finite scan hit (gradients of layers without a bound) */
+    int bad_label[BF_MAX_OUTPUTS]; /* SCCE: rows - (lowest row whose label is no class id); 0: none */
+    int bad_id[BF_MAX_LAYERS];     /* Embedding: n - (lowest row whose id is not in [0, input_dim)); 0: none */
+    float bad_id_val[BF_MAX_LAYERS]; /* Embedding: that id */
+    float bound[BF_MAX_LAYERS][2]; /* Dense / Conv2D: max|input|, max|output gradient| */
+} bf_step_stats;
+/* The metrics' statistics (doubles, bf_run.moff / nmv) follow the record in
+ * the same planned buffer, so one copy reads both back. */
+
+typedef struct bf_run {
+    bf_model *m;
+    bf_backend *be;
+    bf_mode mode;
+    int B;       /* rows per micro-batch the buffers are sized for */
+    int fused;   /* some output's activation folded into its loss */
+    int on_device;
+    /* buffer ids: BF_X_NONE = the input slot, -2 = none */
+    int t_buf[BF_MAX_TENSORS];   /* per tensor: its values */
+    int t_grad[BF_MAX_TENSORS];  /* per tensor: its gradient (accumulated over its consumers) */
+    int need_grad[BF_MAX_TENSORS];
+    int node_fused[BF_MAX_LAYERS];   /* node's activation left to the loss */
+    int node_view[BF_MAX_LAYERS];    /* output is its input buffer */
+    int node_bw[BF_MAX_LAYERS];      /* node has a backward step */
+    /* node i's gradient for its input j: -2 written straight into the input's
+     * gradient, -3 not needed, else a scratch buffer then added into it */
+    int gtmp[BF_MAX_LAYERS][BF_MAX_NODE_IN];
+    int fws_id[BF_MAX_LAYERS], bws_id[BF_MAX_LAYERS], aux_id[BF_MAX_LAYERS];
+    int loss_id[BF_MAX_OUTPUTS];
+    int tgt_id[BF_MAX_OUTPUTS];  /* several outputs: each one's targets, split from the y slot */
+    int out_fused[BF_MAX_OUTPUTS];
+    int nbuf;
+    bf_plan_buf bufs[BF_RUN_MAXBUF];
+    char buf_names[BF_RUN_MAXBUF][80];
+    size_t scratch_bytes, naive_scratch_bytes;
+    long y_row;   /* floats per (packed) label row */
+    /* persistent sizes (bytes, aligned) */
+    size_t grad_bytes, xslot_bytes, yslot_bytes, w_bytes, slot_bytes, ws_bytes, stats_bytes;
+    int weighted;          /* sample-weight batch slots (fit / evaluate with sample or class weights) */
+    size_t wslot_bytes;    /* per slot: one weight per row */
+    long nmv, moff[BF_MAX_METRICS]; /* metric statistics: doubles in all, offset of each */
+    size_t norm_bytes;     /* gradient sums of squares for clipping (backend memory) */
+    size_t hmet_bytes;     /* host: copy of the step statistics and the epoch's metric sums */
+    /* plan table */
+    int nentry;
+    bf_plan_entry entries[BF_PLAN_MAXENTRY];
+    size_t host_bytes, device_bytes;  /* new bytes this run reserves */
+    size_t model_bytes;               /* weights held by the model (already allocated) */
+    size_t opt_new_bytes;             /* optimizer state this run creates on the host */
+
+    /* ---- filled by bf_run_open ---- */
+    bf_arena arena;        /* on be */
+    bf_arena host_arena;   /* pinned host batch slots when be is a device */
+    char *scratch;
+    void *ws;              /* the backend's run workspace (devices) */
+    bf_step_stats *stats;  /* in the arena (backend memory) */
+    bf_step_stats hstats;  /* the host's copy of the last micro-batch's */
+    int pinned;            /* host_arena page-locked by the backend */
+    float *w, *grads, *slots;
+    float *xslot[BF_PREFETCH_DEPTH], *yslot[BF_PREFETCH_DEPTH], *wslot[BF_PREFETCH_DEPTH];
+    float *hx[BF_PREFETCH_DEPTH], *hy[BF_PREFETCH_DEPTH], *hw[BF_PREFETCH_DEPTH];
+    double *mstats;        /* backend: the metric statistics after the record */
+    double *norms;         /* backend: norm_bytes */
+    char *hmet;            /* host: read-back copy of record + metric statistics */
+    double *macc;          /* host: metric statistics summed since the last reset (epoch) */
+    /* sample weights of the current call (NULL: all 1) and class weights by class id */
+    const bf_src *sw_src;
+    const float *cw;
+    long ncw;
+    int cur;               /* batch slot the step is computing on */
+    /* where the current micro-batch's rows come from, for DataErrors: row i is
+     * sample sample_order[sample_at + i] (or sample_at + i) of the caller's
+     * data when samples_known (arrays; a generator's batch is its own) */
+    const int64_t *sample_order;
+    long sample_at;
+    int samples_known;
+    /* per layer: a bound on |parameter gradient| this step, from max|input| and
+     * max|output gradient| (Dense, Conv2D); below FLT_MAX/4 the gradients are
+     * provably finite and need no scan */
+    double gbound[BF_MAX_LAYERS];
+    double bcount[BF_MAX_LAYERS]; /* products per gradient element this micro-batch; 0: no bound taken */
+    unsigned char bounded[BF_MAX_LAYERS]; /* Dense / Conv2D proven finite by a bound, not scanned (run.c) */
+    int other_bad;         /* a scan of the unbounded gradients hit, this step */
+    int unguarded;         /* benchmarks only: skip the non-finite scan of gradients */
+    long job_seq;          /* micro-batches loaded so far: slot = job_seq % depth */
+    uint64_t dropout_seed;
+    /* where a non-finite value was first seen (set with BF_ERR_NONFINITE) */
+    long bad_step;
+    int bad_layer;
+    const char *bad_what;
+    /* random image layers (layers/preprocess.c): each node's stream, and the draw of the current micro-batch */
+    uint64_t aug_base[BF_MAX_LAYERS], aug_seed[BF_MAX_LAYERS];
+    long aug_it, aug_micro;  /* optimizer iteration + 1 last seen; training forwards within it */
+    uint64_t attn_seed[BF_MAX_LAYERS]; /* MultiHeadAttention: its dropout seed this step (layers/attention.c) */
+    uint64_t rnn_seed[BF_MAX_LAYERS];  /* recurrent dropout: the node's seed this step (layers/recurrent.c) */
+    int posw_id[BF_MAX_OUTPUTS]; /* per-position loss / metric weights of a sequence output (seq_loss.c) */
+} bf_run;
+
+#endif
