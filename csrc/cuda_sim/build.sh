@@ -6,6 +6,7 @@
 # folder into OUT_DIR/_cuda.so, which the package loads with
 # BF_CUDA_LIB=OUT_DIR/_cuda.so. Test-only: it runs kernels on the CPU.
 # Env: OUT_DIR (build/cuda_sim), COVERAGE=1 (gcov instrumentation),
+#      CUDA_SRC (csrc/cuda; a patched copy builds under the same file names),
 #      CUDA_INC (include dir with cuda_runtime.h, cublas_v2.h, cudnn.h),
 #      PYTHON (for the scipy-openblas32 wheel's OpenBLAS), JOBS (nproc).
 # Prints the path of the built library. Rebuilds only what changed.
@@ -26,7 +27,7 @@ DNN_INC=$CUDA_INC
 read -r OB_INC OB_LIB < <("$PYTHON" -c "import scipy_openblas32 as s; print(s.get_include_dir(), s.get_lib_dir())")
 mkdir -p "$OUT_DIR/src" "$OUT_DIR/obj"
 OUT=$(cd "$OUT_DIR" && pwd)
-"$PYTHON" csrc/cuda_sim/rewrite_launches.py csrc/cuda "$OUT/src"
+"$PYTHON" csrc/cuda_sim/rewrite_launches.py "${CUDA_SRC:-csrc/cuda}" "$OUT/src" csrc/cuda
 
 CXXFLAGS=(-std=c++17 -O1 -g -fPIC -fvisibility=hidden -ffp-contract=off -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=0
   -Wall -Wextra -Wno-unused-parameter -Wno-deprecated-declarations

@@ -3,8 +3,10 @@ build: copy csrc/cuda's sources into a build directory with every kernel
 launch `k<<<grid, block[, shmem[, stream]]>>>(args)` turned into
 `bf_sim_launcher(k, grid, block[, shmem[, stream]])(args)` (sim_device.h),
 which g++ can parse. Nothing else changes, line numbers included, and a
-`#line` directive names the original file, so compiler messages and gcov
-point at csrc/cuda. Usage: rewrite_launches.py SRC_DIR OUT_DIR"""
+`#line` directive names the original file (LINE_DIR/name, default
+csrc/cuda/name, relative to the repository root where the compiler runs), so
+compiler messages and gcov point at csrc/cuda, also for a patched copy of it.
+Usage: rewrite_launches.py SRC_DIR OUT_DIR [LINE_DIR]"""
 import os
 import re
 import sys
@@ -19,15 +21,14 @@ def rewrite(text):
     return LAUNCH.sub(sub, text)
 
 
-def main(src, out):
+def main(src, out, line_dir="csrc/cuda"):
     os.makedirs(out, exist_ok=True)
     for name in sorted(os.listdir(src)):
         if not name.endswith((".cu", ".cuh", ".h", ".c")):
             continue
-        path = os.path.abspath(os.path.join(src, name))
-        with open(path) as f:
+        with open(os.path.join(src, name)) as f:
             text = f.read()
-        new = '#line 1 "%s"\n%s' % (path, rewrite(text))
+        new = '#line 1 "%s/%s"\n%s' % (line_dir, name, rewrite(text))
         dst = os.path.join(out, name)
         old = None
         if os.path.exists(dst):
@@ -39,4 +40,4 @@ def main(src, out):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:4])
