@@ -444,9 +444,28 @@ static int take_stack(void) {
     return (int)stacks.size() - 1;
 }
 
+static int live, fast, seq_next;
+
+static int pos_to_thread(int k) { return sim_cfg().thread_reverse ? nthr - 1 - k : k; }
+
+/* A fiber runs its thread; in the fast path (no thread of the block has
+ * waited yet) it then runs the next unstarted thread on the same stack, so a
+ * block without barriers is one switch, not two per thread. */
 extern "C" __attribute__((noinline, noreturn)) void bf_sim_fiber_entry(void) {
-    g_body(g_ctx);
-    thr[cur].state = T_DONE;
+    for (;;) {
+        g_body(g_ctx);
+        thr[cur].state = T_DONE;
+        live--;
+        if (!fast || seq_next >= nthr) break;
+        const int i = pos_to_thread(seq_next++);
+        thr[i].stack = thr[cur].stack;
+        thr[cur].stack = -1;
+        thr[i].state = T_RUN;
+        cur = i;
+        bf_sim_threadIdx = thr[i].tid;
+    }
+    free_stacks.push_back(thr[cur].stack); /* nothing runs before the switch leaves it */
+    thr[cur].stack = -1;
     bf_sim_switch(&thr[cur].sp, sched_sp);
     __builtin_unreachable();
 }
@@ -465,6 +484,7 @@ static void wait_as(int state) {
         bf_sim_fault(cudaErrorIllegalInstruction, "host code", "barrier outside a kernel");
         return;
     }
+    fast = 0; /* the threads not started yet get fibers of their own */
     thr[cur].state = state;
     bf_sim_switch(&thr[cur].sp, sched_sp);
 }
@@ -572,31 +592,28 @@ static unsigned long rng(void) {
 
 /* run one block; 0 or a launch failure */
 static int run_block(void) {
-    const int rev = sim_cfg().thread_reverse;
     for (int i = 0; i < nthr; i++) {
         thr[i].state = T_FRESH;
         thr[i].stack = -1;
     }
-    int live = nthr;
+    live = nthr;
+    fast = 1;
+    seq_next = 0;
     for (;;) {
-        for (int k = 0; k < nthr; k++) {
-            const int i = rev ? nthr - 1 - k : k;
+        for (int k = fast ? seq_next : 0; k < nthr; k++) {
+            const int i = pos_to_thread(k);
             sim_thread *t = &thr[i];
             if (t->state == T_FRESH) {
                 t->stack = take_stack();
                 if (t->stack < 0) return -1;
                 fiber_init(t);
                 t->state = T_RUN;
+                if (fast) seq_next = k + 1;
             }
             if (t->state != T_RUN) continue;
             cur = i;
             bf_sim_threadIdx = t->tid;
             bf_sim_switch(&sched_sp, t->sp);
-            if (t->state == T_DONE) {
-                free_stacks.push_back(t->stack);
-                t->stack = -1;
-                live--;
-            }
         }
         if (!live) return 0;
         /* every live thread waits: open the warps whose live threads all shuffle, else the block barrier */

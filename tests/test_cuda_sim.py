@@ -1,0 +1,138 @@
+"""The CUDA backend without a GPU: csrc/cuda built for the host by the device
+emulation (csrc/cuda_sim/build.sh, cached under build/cuda_sim), then the
+Python CUDA tests run against it (BF_CUDA_LIB) in subprocesses, in both
+thread orders of a block and at compute capability 8.0 and 9.0; a kernel
+with its barrier removed makes them fail; and csrc/cuda compiles with nvcc
+and warnings as errors. What this proves and what only a GPU can: README,
+"Testing the CUDA backend without a GPU"."""
+
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, "csrc", "cuda_sim", "build.sh")
+
+
+def _cuda_include():
+    for d in (os.environ.get("CUDA_INC", ""), "/usr/local/cuda/include", "/usr/include"):
+        if d and os.path.exists(os.path.join(d, "cuda_runtime.h")):
+            return d
+    return None
+
+
+pytestmark = pytest.mark.skipif(
+    platform.machine() != "x86_64" or shutil.which("g++") is None or _cuda_include() is None,
+    reason="the device emulation needs x86-64, g++ and the CUDA headers (cuda_runtime.h, cublas_v2.h, cudnn.h)")
+
+# the CUDA tests of the suite, as a GPU runs them; the 100x100 model's full
+# batch (4096 images, 1.3e9-value activations) is minutes of emulated threads
+CUDA_TESTS = ["tests/test_cuda_backend.py", "tests/test_device_path.py", "tests/test_recurrent_cuda.py",
+              "tests/test_sequence_losses.py", "tests/test_sources_and_interrupts.py",
+              "tests/test_cuda_kernel_files.py"]
+TOO_BIG = "not 100x100"
+
+
+def _build(out_dir, **env):
+    e = dict(os.environ, OUT_DIR=str(out_dir), PYTHON=sys.executable, **env)
+    r = subprocess.run(["bash", BUILD], cwd=ROOT, capture_output=True, text=True, env=e)
+    assert r.returncode == 0, r.stderr[-4000:]
+    return r.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def sim_lib():
+    return _build(os.path.join(ROOT, "build", "cuda_sim"))
+
+
+def _pytest(lib, tests, k=TOO_BIG, **sim_env):
+    env = dict(os.environ, BF_CUDA_LIB=lib, KERAS_BACKEND=os.environ.get("KERAS_BACKEND", "jax"), **sim_env)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *tests]
+    if k:
+        cmd += ["-k", k]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
+    counts = {w: int(n) for n, w in re.findall(r"(\d+) (passed|failed|skipped|error)", r.stdout)}
+    return r, counts
+
+
+@pytest.mark.parametrize("order,cc", [("forward", "8.0"), ("reverse", "9.0")])
+def test_the_cuda_tests_pass_on_the_device_emulation(sim_lib, order, cc):
+    """Every kernel's threads in order and in reverse, at CC 8.0 and 9.0 (the
+    cuBLAS workspace differs): the same results as on the CPU."""
+    r, counts = _pytest(sim_lib, CUDA_TESTS, BF_SIM_THREAD_ORDER=order, BF_SIM_CC=cc,
+                        BF_SIM_BLOCK_ORDER="reverse" if order == "reverse" else "forward")
+    assert r.returncode == 0 and not counts.get("failed"), r.stdout[-6000:] + r.stderr[-2000:]
+    assert counts.get("passed", 0) >= 50, r.stdout[-3000:]
+
+
+def test_the_cuda_report_names_the_emulated_device(sim_lib):
+    code = "from boundfit import _core; print(_core.cuda_report())"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, BF_CUDA_LIB=sim_lib, BF_SIM_CC="9.0"))
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^ok\s+cuda:0\s+.*compute capability 9\.0", r.stdout, re.M), r.stdout
+
+
+def test_an_old_driver_is_a_clear_device_error_on_the_emulation(sim_lib):
+    code = ("import numpy as np, boundfit as bf\n"
+            "m = bf.Sequential([bf.layers.Dense(1, input_shape=(2,))])\n"
+            "m.compile(optimizer='sgd', loss='mse')\n"
+            "try:\n    m.fit(np.zeros((4, 2), 'f'), np.zeros((4, 1), 'f'), verbose=0, device='cuda')\n"
+            "except bf.DeviceError as e:\n    print('DeviceError', e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, BF_CUDA_LIB=sim_lib, BF_SIM_DRIVER_VERSION="12040"))
+    assert "DeviceError" in r.stdout and "update the NVIDIA driver" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_layernorm_kernel_without_its_barrier_fails_the_emulated_tests(sim_lib, tmp_path):
+    """The emulation catches a missing __syncthreads: ln_block_sum's first
+    barrier dropped, thread 0 reads partial sums its peers have not written
+    yet (forward thread order), and the LayerNormalization test fails."""
+    src = tmp_path / "cuda"
+    shutil.copytree(os.path.join(ROOT, "csrc", "cuda"), src)
+    ln = src / "layernorm.cu"
+    text = ln.read_text()
+    broken = text.replace("    sh[threadIdx.x] = v;\n    __syncthreads();\n", "    sh[threadIdx.x] = v;\n", 1)
+    assert broken != text
+    ln.write_text(broken)
+    out = tmp_path / "build"
+    shutil.copytree(os.path.join(ROOT, "build", "cuda_sim"), out, symlinks=True)  # only layernorm.cu recompiles
+    lib = _build(out, CUDA_SRC=str(src))
+    r, counts = _pytest(lib, ["tests/test_cuda_kernel_files.py"], k="layer_norm", BF_SIM_THREAD_ORDER="forward")
+    assert counts.get("failed", 0) >= 1, r.stdout[-3000:]
+    r, counts = _pytest(sim_lib, ["tests/test_cuda_kernel_files.py"], k="layer_norm", BF_SIM_THREAD_ORDER="forward")
+    assert r.returncode == 0 and counts.get("passed", 0) >= 1, r.stdout[-3000:]
+
+
+def _nvcc():
+    for p in (shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+        if p and os.path.exists(p):
+            return p
+    return None
+
+
+@pytest.mark.skipif(_nvcc() is None, reason="no nvcc")
+def test_csrc_cuda_compiles_with_nvcc_and_warnings_as_errors(tmp_path):
+    """Front end and device code generation (PTX for sm_80) of every .cu with
+    -Werror: what g++ cannot check (device-only rules, nvcc's warnings)."""
+    inc = _cuda_include()
+    srcs = sorted(f for f in os.listdir(os.path.join(ROOT, "csrc", "cuda")) if f.endswith(".cu"))
+    procs = []
+    for f in srcs:
+        cmd = [_nvcc(), "-std=c++17", "--ptx", "-arch=compute_80", "--Werror", "all-warnings",
+               "-Xcompiler=-Wall,-Wextra", "-Icsrc", "-Icsrc/core", f"-I{inc}",
+               os.path.join("csrc", "cuda", f), "-o", str(tmp_path / (f + ".ptx"))]
+        procs.append((f, subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                          text=True)))
+        if len(procs) >= 4:
+            name, p = procs.pop(0)
+            out = p.communicate()[0]
+            assert p.returncode == 0, f"{name}:\n{out[-3000:]}"
+    for name, p in procs:
+        out = p.communicate()[0]
+        assert p.returncode == 0, f"{name}:\n{out[-3000:]}"
