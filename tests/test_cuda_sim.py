@@ -30,11 +30,14 @@ pytestmark = pytest.mark.skipif(
     platform.machine() != "x86_64" or shutil.which("g++") is None or _cuda_include() is None,
     reason="the device emulation needs x86-64, g++ and the CUDA headers (cuda_runtime.h, cublas_v2.h, cudnn.h)")
 
-# the CUDA tests of the suite, as a GPU runs them; the 100x100 model's full
-# batch (4096 images, 1.3e9-value activations) is minutes of emulated threads
-CUDA_TESTS = ["tests/test_cuda_backend.py", "tests/test_device_path.py", "tests/test_recurrent_cuda.py",
-              "tests/test_sequence_losses.py", "tests/test_sources_and_interrupts.py",
-              "tests/test_cuda_kernel_files.py"]
+# the tests of the suite that train on device="cuda" (the rest of these files
+# run on the CPU or the "emu" device, and run in the main suite anyway); the
+# 100x100 model's full batch (4096 images, 1.3e9-value activations) is
+# minutes of emulated threads and is left to a real GPU
+CUDA_TESTS = ["tests/test_cuda_backend.py", "tests/test_recurrent_cuda.py", "tests/test_cuda_kernel_files.py",
+              "tests/test_sequence_losses.py::test_a_masked_tagger_trains_on_cuda_as_on_the_cpu",
+              "tests/test_sources_and_interrupts.py::test_cuda_without_a_usable_gpu_raises_device_error_and_cpu_still_trains",
+              "tests/test_device_path.py"]
 TOO_BIG = "not 100x100"
 
 

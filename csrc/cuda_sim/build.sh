@@ -40,7 +40,7 @@ if [[ ${COVERAGE:-0} == 1 ]]; then
   LDCOV=(--coverage)
 fi
 STAMP="$OUT/flags"
-echo "${CXXFLAGS[*]}" > "$STAMP.new"
+echo "${CXXFLAGS[*]}" | sed "s#$OUT#OUT_DIR#g" > "$STAMP.new" # a copied build dir keeps its objects
 if ! cmp -s "$STAMP.new" "$STAMP"; then rm -f "$OUT"/obj/*.o; mv "$STAMP.new" "$STAMP"; else rm -f "$STAMP.new"; fi
 
 HDRS=("$OUT"/src/*.h "$OUT"/src/*.cuh "$ROOT"/csrc/cuda_sim/*.h "$ROOT"/csrc/core/backend.h "$ROOT"/csrc/core/status.h)
