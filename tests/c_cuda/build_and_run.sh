@@ -7,7 +7,8 @@
 #                    prints SKIP and exits 0 without one)
 # Usage: tests/c_cuda/build_and_run.sh [probe|ops|all]   (default all)
 # SIM=1: instead of the nvcc build, the device-emulation build
-# (csrc/cuda_sim/build.sh), so the checks run without a GPU.
+# (csrc/cuda_sim/build.sh), so the checks run without a GPU; SO=path/_cuda.so
+# runs the checks against a module built elsewhere (no build here).
 # Env: OUT_DIR (build/cuda_ctest), CUDA_ARCHS (CMake list, default 80-real;90-real;90-virtual),
 #      PYTHON (python3, for the OpenBLAS of the scipy-openblas32 wheel), CC (gcc).
 set -euo pipefail
@@ -19,7 +20,9 @@ PYTHON=${PYTHON:-python3}
 CC=${CC:-gcc}
 WHAT=${1:-all}
 mkdir -p "$OUT_DIR/cmake"
-if [[ ${SIM:-0} == 1 ]]; then
+if [[ -n ${SO:-} ]]; then
+  :
+elif [[ ${SIM:-0} == 1 ]]; then
   SO=$(OUT_DIR="$OUT_DIR/sim" PYTHON="$PYTHON" csrc/cuda_sim/build.sh | tail -1)
 else
 cat > "$OUT_DIR/cmake/CMakeLists.txt" <<CMAKE
