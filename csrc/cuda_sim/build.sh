@@ -30,7 +30,7 @@ OUT=$(cd "$OUT_DIR" && pwd)
 "$PYTHON" csrc/cuda_sim/rewrite_launches.py "${CUDA_SRC:-csrc/cuda}" "$OUT/src" csrc/cuda
 
 CXXFLAGS=(-std=c++17 -O2 -g -fPIC -fvisibility=hidden -ffp-contract=off -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=0
-  -Wall -Wextra -Wno-unused-parameter -Wno-deprecated-declarations
+  -Wall -Wextra -Wno-unused-parameter -Wno-deprecated-declarations -Wno-sign-compare -Wno-unknown-pragmas
   "-DBF_CUDA_ARCHS=\"80-real,90-real,90-virtual\"" -DBF_CUDA_SIM=1
   -I"$OUT/src" -I"$ROOT/csrc" -I"$ROOT/csrc/core" -I"$ROOT/csrc/cpu" -I"$ROOT/csrc/cuda_sim"
   -I"$CUDA_INC" -I"$DNN_INC" -I"$OB_INC")

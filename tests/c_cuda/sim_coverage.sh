@@ -4,11 +4,12 @@
 # (test_cuda_ops) and the Python CUDA tests against it (both thread orders,
 # CC 8.0 and 9.0), then prints gcov's executable-line coverage per .cu file
 # and overall. Usage: tests/c_cuda/sim_coverage.sh   (PYTHON: the python with
-# boundfit installed, default python3)
+# boundfit installed, default python3; REPORT_ONLY=1: the table of the last run)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PYTHON=${PYTHON:-python3}
 OUT=build/cuda_sim_cov
+if [[ ${REPORT_ONLY:-0} != 1 ]]; then
 SO=$(COVERAGE=1 OUT_DIR=$OUT PYTHON="$PYTHON" csrc/cuda_sim/build.sh | tail -1)
 find "$OUT/obj" -name '*.gcda' -delete
 SO="$SO" PYTHON="$PYTHON" OUT_DIR=build/cuda_ctest tests/c_cuda/build_and_run.sh ops > "$OUT/ops.log" || {
@@ -20,6 +21,7 @@ for cfg in "forward 8.0" "reverse 9.0"; do
   BF_CUDA_LIB=$SO BF_SIM_THREAD_ORDER=$order BF_SIM_BLOCK_ORDER=$order BF_SIM_CC=$cc KERAS_BACKEND=${KERAS_BACKEND:-jax} \
     "$PYTHON" -m pytest -q -p no:cacheprovider "${TESTS[@]}" -k "not 100x100" | tail -1
 done
+fi
 # gcov names each source by its #line name, csrc/cuda/<file>
 cd "$OUT/obj"
 gcov -n ./*.cu.o 2>/dev/null | awk '
@@ -29,6 +31,7 @@ gcov -n ./*.cu.o 2>/dev/null | awk '
     if (!(f in seen)) { seen[f] = 1; files[++k] = f }
     if (pct * n > best[f] * tot[f]) { best[f] = pct; tot[f] = n }  # a header: the best of its includers
   }
+  /^Lines executed:/ { f = "" }  # the object summary that follows has no File line
   END {
     printf "%-32s %6s %6s %7s\n", "file", "lines", "run", "cover"
     for (i = 1; i <= k; i++) { f = files[i]; r = int(best[f] * tot[f] / 100 + 0.5)
