@@ -73,6 +73,37 @@ def test_the_cuda_tests_pass_on_the_device_emulation(sim_lib, order, cc):
     assert counts.get("passed", 0) >= 50, r.stdout[-3000:]
 
 
+@pytest.fixture(scope="module")
+def sim_runtime_test(sim_lib, tmp_path_factory):
+    """tests/c_cuda/test_sim_runtime.cu built as the emulation builds csrc/cuda"""
+    import scipy_openblas32 as s
+    tmp = tmp_path_factory.mktemp("simrt")
+    (tmp / "src").mkdir()
+    shutil.copy(os.path.join(ROOT, "tests", "c_cuda", "test_sim_runtime.cu"), tmp / "src")
+    subprocess.run([sys.executable, os.path.join(ROOT, "csrc", "cuda_sim", "rewrite_launches.py"), str(tmp / "src"),
+                    str(tmp / "out"), "tests/c_cuda"], check=True)
+    obj = os.path.join(os.path.dirname(sim_lib), "obj")
+    exe = tmp / "test_sim_runtime"
+    cmd = ["g++", "-std=c++17", "-O1", "-x", "c++", "-include", "sim_device.h", "-Wno-deprecated-declarations",
+           "-Icsrc/cuda_sim", "-Icsrc/cpu", f"-I{_cuda_include()}", f"-I{s.get_include_dir()}",
+           str(tmp / "out" / "test_sim_runtime.cu"), "-x", "none",
+           *[os.path.join(obj, f) for f in ("sim_runtime.cpp.o", "sim_blas.cpp.o", "sim_dnn.cpp.o", "switch.S.o")],
+           f"-L{s.get_lib_dir()}", "-lscipy_openblas", f"-Wl,-rpath,{s.get_lib_dir()}", "-lpthread", "-o", str(exe)]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-4000:]
+    return str(exe)
+
+
+@pytest.mark.parametrize("order,cc", [("forward", "8.0"), ("reverse", "9.0"), ("shuffled", "8.0")])
+def test_the_emulation_keeps_cuda_semantics_and_reports_misuse(sim_runtime_test, order, cc):
+    env = dict(os.environ, BF_SIM_THREAD_ORDER="reverse" if order == "reverse" else "forward",
+               BF_SIM_BLOCK_ORDER=order, BF_SIM_CC=cc)
+    r = subprocess.run([sim_runtime_test], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "0 of" in r.stdout, r.stdout + r.stderr
+    r = subprocess.run([sim_runtime_test, "divergent"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "0 of 1 checks failed" in r.stdout, r.stdout + r.stderr
+
+
 def test_the_cuda_report_names_the_emulated_device(sim_lib):
     code = "from boundfit import _core; print(_core.cuda_report())"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
