@@ -3,7 +3,8 @@ public API: attention.cu (MultiHeadAttention: scores, masks, softmax and its
 backward, attention dropout), layernorm.cu (LayerNormalization with and
 without gamma / beta, rows wider than a block) and regularize.cu (L1 / L2 /
 L1L2 penalties and gradients, the max-norm / non-neg / unit-norm / min-max
-constraints). Same weights, same seed, one model per device; skipped without a
+constraints) and merge.cu (Subtract / Maximum / Minimum / Multiply /
+Average). Same weights, same seed, one model per device; skipped without a
 usable GPU, and run on the device emulation by tests/test_cuda_sim.py."""
 
 import numpy as np
@@ -100,4 +101,23 @@ def test_regularizers_and_constraints_train_to_the_cpu_weights_on_cuda(reg, con)
 
     cpu, gpu, hc, hg = _train_both(build, compile_kw, x, y, batch_size=32, epochs=3)
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), f"regularizer {reg} constraint {con}")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
+
+
+@pytest.mark.parametrize("merge", ["Subtract", "Maximum", "Minimum", "Multiply", "Average"])
+def test_merge_layers_train_to_the_cpu_weights_on_cuda(merge):
+    """merge.cu's element-wise kernels, forward and backward (the selects of
+    Maximum / Minimum route the gradient to the larger / smaller input)."""
+    r = np.random.default_rng(13)
+    x = r.standard_normal((64, 8)).astype(np.float32)
+    y = r.standard_normal((64, 2)).astype(np.float32)
+
+    def build():
+        inp = bf.Input((8,))
+        a = layers.Dense(6, activation="tanh")(inp)
+        b = layers.Dense(6, activation="relu")(inp)
+        return bf.Model(inp, layers.Dense(2)(getattr(layers, merge)()([a, b])))
+
+    cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=16, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), merge)
     np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)

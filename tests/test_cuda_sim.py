@@ -112,15 +112,29 @@ def test_the_cuda_report_names_the_emulated_device(sim_lib):
     assert re.search(r"^ok\s+cuda:0\s+.*compute capability 9\.0", r.stdout, re.M), r.stdout
 
 
-def test_an_old_driver_is_a_clear_device_error_on_the_emulation(sim_lib):
+@pytest.mark.parametrize("env,says", [
+    (dict(BF_SIM_DRIVER_VERSION="12040"), "update the NVIDIA driver"),
+    (dict(BF_SIM_DRIVER_VERSION="0"), "no NVIDIA driver found"),
+    (dict(BF_SIM_DEVICES="0"), "no usable GPU"),
+    (dict(BF_SIM_CC="7.5"), "compute capability 7.5 is not covered"),
+    (dict(BF_SIM_CUDNN_VERSION="8907"), "cuDNN 8.9.7 is loaded"),
+])
+def test_a_driver_device_or_library_mismatch_is_a_clear_device_error(sim_lib, env, says):
+    """check.cu's refusals, each a DeviceError naming what was found and the fix,
+    with the CUDA report saying PROBLEM; the weights stay as they were."""
     code = ("import numpy as np, boundfit as bf\n"
+            "from boundfit import _core\n"
             "m = bf.Sequential([bf.layers.Dense(1, input_shape=(2,))])\n"
             "m.compile(optimizer='sgd', loss='mse')\n"
+            "w = m.get_weights()\n"
             "try:\n    m.fit(np.zeros((4, 2), 'f'), np.zeros((4, 1), 'f'), verbose=0, device='cuda')\n"
-            "except bf.DeviceError as e:\n    print('DeviceError', e)\n")
+            "except bf.DeviceError as e:\n    print('DeviceError', e)\n"
+            "assert all((a == b).all() for a, b in zip(w, m.get_weights()))\n"
+            "print(_core.cuda_report())\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env=dict(os.environ, BF_CUDA_LIB=sim_lib, BF_SIM_DRIVER_VERSION="12040"))
-    assert "DeviceError" in r.stdout and "update the NVIDIA driver" in r.stdout, r.stdout + r.stderr
+                       env=dict(os.environ, BF_CUDA_LIB=sim_lib, **env))
+    assert r.returncode == 0 and "DeviceError" in r.stdout and says in r.stdout, r.stdout + r.stderr
+    assert "PROBLEM" in r.stdout, r.stdout
 
 
 def test_a_layernorm_kernel_without_its_barrier_fails_the_emulated_tests(sim_lib, tmp_path):
