@@ -44,9 +44,11 @@ void bf_sim_check_address(const volatile void *p, size_t n);
 #define gridDim bf_sim_gridDim
 #define warpSize 32
 
-/* blocks run one at a time: a static is the running block's shared memory */
+/* blocks run one at a time: a static is the running block's shared memory;
+ * all of them live in one section, which BF_SIM_NAN_FILL=1 fills with NaN
+ * before every block (a read of shared memory the block did not write) */
 #undef __shared__
-#define __shared__ static
+#define __shared__ static __attribute__((section("bf_sim_shared")))
 
 static inline void __syncthreads(void) { bf_sim_syncthreads(); }
 static inline int __syncthreads_or(int pred) { return bf_sim_syncthreads_or(pred); }

@@ -20,7 +20,8 @@
  *   BF_SIM_DRIVER_VERSION / BF_SIM_RUNTIME_VERSION  e.g. 13000; driver 0: none
  *   BF_SIM_DEVICES      device count (default 1)
  *   BF_SIM_MEM          device memory bytes (default 16 GiB)
- *   BF_SIM_NAN_FILL     1: fresh device memory is NaN (0xff bytes) */
+ *   BF_SIM_NAN_FILL     1: fresh device memory is NaN (0xff bytes), and so is
+ *                       shared memory at the start of every block */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -590,8 +591,14 @@ static unsigned long rng(void) {
     return rng_state >> 33;
 }
 
+/* the __shared__ statics of sim_device.h (absent from a program without any) */
+extern "C" char __start_bf_sim_shared[] __attribute__((weak, visibility("hidden")));
+extern "C" char __stop_bf_sim_shared[] __attribute__((weak, visibility("hidden")));
+
 /* run one block; 0 or a launch failure */
 static int run_block(void) {
+    if (sim_cfg().nan_fill && __start_bf_sim_shared)
+        memset(__start_bf_sim_shared, 0xff, (size_t)(__stop_bf_sim_shared - __start_bf_sim_shared));
     for (int i = 0; i < nthr; i++) {
         thr[i].state = T_FRESH;
         thr[i].stack = -1;
