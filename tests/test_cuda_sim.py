@@ -106,6 +106,28 @@ def test_the_emulation_keeps_cuda_semantics_and_reports_misuse(sim_runtime_test,
     assert r.returncode == 0 and "0 of 1 checks failed" in r.stdout, r.stdout + r.stderr
 
 
+@pytest.fixture(scope="module")
+def cuda_ops_test(tmp_path_factory):
+    from test_c_programs import _build as build_c
+    exe = tmp_path_factory.mktemp("ops") / "test_cuda_ops"
+    build_c(exe, ["tests/c_cuda/test_cuda_ops.c"] +
+            [f"csrc/cpu/{f}.c" for f in ("activations", "batchnorm", "conv2d", "dense", "dropout", "loss", "metrics",
+                                         "optimizers", "pool", "reduce", "act_more", "strided", "rescale",
+                                         "augment", "conv1d", "conv2d_transpose")])
+    return exe
+
+
+@pytest.mark.parametrize("order", ["forward", "reverse"])
+def test_every_cuda_op_matches_the_cpu_kernel_on_the_emulation(sim_lib, cuda_ops_test, order):
+    """tests/c_cuda/test_cuda_ops.c (every vtable op against the CPU kernel, and
+    the sticky error of a faulting kernel) against the emulated module."""
+    exe = cuda_ops_test
+    env = dict(os.environ, BF_SIM_THREAD_ORDER=order, BF_SIM_BLOCK_ORDER="shuffled" if order == "reverse" else "forward")
+    r = subprocess.run([str(exe), sim_lib], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0 and not r.stdout.startswith("SKIP"), r.stdout[-6000:]
+    assert re.search(r"^0 of \d{3,} checks failed", r.stdout, re.M), r.stdout[-3000:]
+
+
 def test_the_cuda_report_names_the_emulated_device(sim_lib):
     code = "from boundfit import _core; print(_core.cuda_report())"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
