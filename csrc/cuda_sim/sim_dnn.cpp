@@ -266,27 +266,19 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t h, con
     return CUDNN_STATUS_SUCCESS;
 }
 
-#define WS_QUERY(fn, T, wsf)                                                                       \
-    cudnnStatus_t fn(cudnnHandle_t h, const cudnnTensorDescriptor_t x, const cudnnFilterDescriptor_t w, \
-                     const cudnnConvolutionDescriptor_t c, const cudnnTensorDescriptor_t y, T algo, size_t *bytes)
-
-WS_QUERY(sim_fwd_ws_query, cudnnConvolutionFwdAlgo_t, fwd_ws) {
-    geom g;
-    if (!ok(h)) return fail(CUDNN_STATUS_BAD_PARAM, "destroyed handle");
-    cudnnStatus_t s = get_geom(x, w, c, y, &g);
-    if (s != CUDNN_STATUS_SUCCESS) return s;
-    size_t b = fwd_ws(g, algo);
-    if (b == (size_t)-1) return fail(CUDNN_STATUS_NOT_SUPPORTED, "algorithm not supported for this geometry");
-    *bytes = b;
-    return CUDNN_STATUS_SUCCESS;
-}
-
 cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t h, const cudnnTensorDescriptor_t x,
                                                       const cudnnFilterDescriptor_t w,
                                                       const cudnnConvolutionDescriptor_t c,
                                                       const cudnnTensorDescriptor_t y, cudnnConvolutionFwdAlgo_t a,
                                                       size_t *bytes) {
-    return sim_fwd_ws_query(h, x, w, c, y, a, bytes);
+    geom g;
+    if (!ok(h)) return fail(CUDNN_STATUS_BAD_PARAM, "destroyed handle");
+    cudnnStatus_t s = get_geom(x, w, c, y, &g);
+    if (s != CUDNN_STATUS_SUCCESS) return s;
+    size_t b = fwd_ws(g, a);
+    if (b == (size_t)-1) return fail(CUDNN_STATUS_NOT_SUPPORTED, "algorithm not supported for this geometry");
+    *bytes = b;
+    return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t h, const cudnnFilterDescriptor_t w,

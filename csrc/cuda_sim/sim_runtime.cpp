@@ -673,8 +673,6 @@ extern "C" void bf_sim_run_grid(dim3 g, dim3 b, void (*body)(void *), void *ctx,
     g_ctx = ctx;
     bf_sim_blockDim = b;
     bf_sim_gridDim = g;
-    void *volatile saved_body = (void *)body;
-    (void)saved_body;
     sim_guard_begin(name);
     if (sigsetjmp(kernel_jmp, 1)) {
         /* aborted: every stack is free again */
@@ -737,17 +735,4 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorHostMemoryNotRegistered: return "pointer does not correspond to a registered memory region";
     default: return "unknown error";
     }
-}
-
-/* the stand-ins' guard around host work on device memory */
-int sim_run_guarded(const char *name, void (*fn)(void *), void *ctx) {
-    std::lock_guard<std::recursive_mutex> lock(big_lock);
-    sim_guard_begin(name);
-    if (sigsetjmp(kernel_jmp, 1)) {
-        sim_guard_end();
-        return 1;
-    }
-    fn(ctx);
-    sim_guard_end();
-    return 0;
 }
