@@ -4,7 +4,7 @@ backward, attention dropout), layernorm.cu (LayerNormalization with and
 without gamma / beta, rows wider than a block) and regularize.cu (L1 / L2 /
 L1L2 penalties and gradients, the max-norm / non-neg / unit-norm / min-max
 constraints) and merge.cu (Subtract / Maximum / Minimum / Multiply /
-Average). Same weights, same seed, one model per device; skipped without a
+Average), and colsum.cu's one-thread-per-column fallback. Same weights, same seed, one model per device; skipped without a
 usable GPU, and run on the device emulation by tests/test_cuda_sim.py."""
 
 import numpy as np
@@ -120,4 +120,22 @@ def test_merge_layers_train_to_the_cpu_weights_on_cuda(merge):
 
     cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=16, epochs=2)
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), merge)
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
+
+
+def test_a_bias_wider_than_the_reduction_scratch_trains_to_the_cpu_weights_on_cuda():
+    """colsum.cu's fallback: 270000 bias columns exceed the 2^18 doubles of the
+    run workspace's scratch, so the column sums take one thread per column."""
+    r = np.random.default_rng(17)
+    x = r.standard_normal((4, 1)).astype(np.float32)
+    y = r.standard_normal((4, 1)).astype(np.float32)
+
+    def build():
+        return bf.Sequential([layers.Dense(270000, input_shape=(1,)), layers.Dense(1)])
+
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=1e-4), loss="mse")
+
+    cpu, gpu, hc, hg = _train_both(build, compile_kw, x, y, batch_size=4, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "270000-wide bias")
     np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
