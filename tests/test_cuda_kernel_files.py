@@ -1,11 +1,12 @@
 """The CUDA kernel files no other test reached, against the CPU through the
 public API: attention.cu (MultiHeadAttention: scores, masks, softmax and its
 backward, attention dropout), layernorm.cu (LayerNormalization with and
-without gamma / beta, rows wider than a block) and regularize.cu (L1 / L2 /
+without gamma / beta, rows wider than a block), regularize.cu (L1 / L2 /
 L1L2 penalties and gradients, the max-norm / non-neg / unit-norm / min-max
-constraints) and merge.cu (Subtract / Maximum / Minimum / Multiply /
-Average), and colsum.cu's one-thread-per-column fallback. Same weights, same seed, one model per device; skipped without a
-usable GPU, and run on the device emulation by tests/test_cuda_sim.py."""
+constraints), merge.cu (Subtract / Maximum / Minimum / Multiply / Average)
+and colsum.cu's one-thread-per-column fallback. Same weights, same seed, one
+model per device; skipped without a usable GPU, and run on the device
+emulation by tests/test_cuda_sim.py."""
 
 import numpy as np
 import pytest
