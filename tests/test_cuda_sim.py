@@ -164,7 +164,11 @@ def test_a_driver_device_or_library_mismatch_is_a_clear_device_error(sim_lib, en
 def test_a_layernorm_kernel_without_its_barrier_fails_the_emulated_tests(sim_lib, tmp_path):
     """The emulation catches a missing __syncthreads: ln_block_sum's first
     barrier dropped, thread 0 reads partial sums its peers have not written
-    yet (forward thread order), and the LayerNormalization test fails."""
+    yet. In forward thread order with NaN-filled shared memory every
+    LayerNormalization and attention model test fails (8 of 8; without the
+    fill 1 of 8, the stale values of the previous block often being right);
+    in reverse order the peers run first and none fails, which is why the
+    suite runs both orders."""
     src = tmp_path / "cuda"
     shutil.copytree(os.path.join(ROOT, "csrc", "cuda"), src)
     ln = src / "layernorm.cu"
@@ -175,10 +179,12 @@ def test_a_layernorm_kernel_without_its_barrier_fails_the_emulated_tests(sim_lib
     out = tmp_path / "build"
     shutil.copytree(os.path.join(ROOT, "build", "cuda_sim"), out, symlinks=True)  # only layernorm.cu recompiles
     lib = _build(out, CUDA_SRC=str(src))
-    r, counts = _pytest(lib, ["tests/test_cuda_kernel_files.py"], k="layer_norm", BF_SIM_THREAD_ORDER="forward")
-    assert counts.get("failed", 0) >= 1, r.stdout[-3000:]
-    r, counts = _pytest(sim_lib, ["tests/test_cuda_kernel_files.py"], k="layer_norm", BF_SIM_THREAD_ORDER="forward")
-    assert r.returncode == 0 and counts.get("passed", 0) >= 1, r.stdout[-3000:]
+    tests = ["tests/test_cuda_kernel_files.py"]
+    r, counts = _pytest(lib, tests, k="layer_norm or attention", BF_SIM_THREAD_ORDER="forward", BF_SIM_NAN_FILL="1")
+    assert counts.get("failed", 0) >= 6, r.stdout[-3000:]
+    r, counts = _pytest(sim_lib, tests, k="layer_norm or attention", BF_SIM_THREAD_ORDER="forward",
+                        BF_SIM_NAN_FILL="1")
+    assert r.returncode == 0 and counts.get("passed", 0) >= 8, r.stdout[-3000:]
 
 
 def _nvcc():
