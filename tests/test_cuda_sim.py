@@ -36,7 +36,8 @@ pytestmark = pytest.mark.skipif(
 # minutes of emulated threads and is left to a real GPU
 CUDA_TESTS = ["tests/test_cuda_backend.py", "tests/test_recurrent_cuda.py", "tests/test_cuda_kernel_files.py",
               "tests/test_sequence_losses.py::test_a_masked_tagger_trains_on_cuda_as_on_the_cpu",
-              "tests/test_sources_and_interrupts.py::test_cuda_without_a_usable_gpu_raises_device_error_and_cpu_still_trains",
+              "tests/test_sources_and_interrupts.py::"
+              "test_cuda_without_a_usable_gpu_raises_device_error_and_cpu_still_trains",
               "tests/test_device_path.py"]
 TOO_BIG = "not 100x100"
 
@@ -122,7 +123,8 @@ def test_every_cuda_op_matches_the_cpu_kernel_on_the_emulation(sim_lib, cuda_ops
     """tests/c_cuda/test_cuda_ops.c (every vtable op against the CPU kernel, and
     the sticky error of a faulting kernel) against the emulated module."""
     exe = cuda_ops_test
-    env = dict(os.environ, BF_SIM_THREAD_ORDER=order, BF_SIM_BLOCK_ORDER="shuffled" if order == "reverse" else "forward")
+    env = dict(os.environ, BF_SIM_THREAD_ORDER=order,
+               BF_SIM_BLOCK_ORDER="shuffled" if order == "reverse" else "forward")
     r = subprocess.run([str(exe), sim_lib], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0 and not r.stdout.startswith("SKIP"), r.stdout[-6000:]
     assert re.search(r"^0 of \d{3,} checks failed", r.stdout, re.M), r.stdout[-3000:]

@@ -163,6 +163,11 @@ static cudnnStatus_t get_geom(const cudnnTensorDescriptor_t x, const cudnnFilter
     return CUDNN_STATUS_SUCCESS;
 }
 
+/* an FFT's workspace: padded input and output transforms, complex */
+static size_t fft_ws(const geom &g) {
+    return sizeof(float) * 2 * (size_t)g.N * (g.H + 2 * g.ph) * (g.W + 2 * g.pw) * (g.C + g.K);
+}
+
 /* workspace of each algorithm (bytes); (size_t)-1: not supported for g */
 static size_t fwd_ws(const geom &g, int algo) {
     const size_t P = (size_t)g.OH * g.OW, KK = (size_t)g.R * g.S * g.C;
@@ -171,7 +176,7 @@ static size_t fwd_ws(const geom &g, int algo) {
     case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return sizeof(int) * (size_t)g.R * g.S * g.C + 4096;
     case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return sizeof(float) * P * KK * g.N;
     case CUDNN_CONVOLUTION_FWD_ALGO_FFT:
-        return g.sh == 1 && g.sw == 1 && g.dh == 1 ? sizeof(float) * 2 * (size_t)g.N * (g.H + 2 * g.ph) * (g.W + 2 * g.pw) * (g.C + g.K) : (size_t)-1;
+        return g.sh == 1 && g.sw == 1 && g.dh == 1 ? fft_ws(g) : (size_t)-1;
     default: return (size_t)-1;
     }
 }
@@ -180,7 +185,7 @@ static size_t bwd_data_ws(const geom &g, int algo) {
     case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: return 0;
     case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1: return sizeof(float) * (size_t)g.K * g.R * g.S * g.C;
     case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT:
-        return g.sh == 1 && g.sw == 1 ? sizeof(float) * 2 * (size_t)g.N * (g.H + 2 * g.ph) * (g.W + 2 * g.pw) * (g.C + g.K) : (size_t)-1;
+        return g.sh == 1 && g.sw == 1 ? fft_ws(g) : (size_t)-1;
     default: return (size_t)-1;
     }
 }
@@ -190,7 +195,7 @@ static size_t bwd_filter_ws(const geom &g, int algo) {
     case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1: return sizeof(float) * (size_t)g.K * g.R * g.S * g.C + 4096;
     case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3: return sizeof(float) * (size_t)g.OH * g.OW * g.R * g.S * g.C;
     case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT:
-        return g.sh == 1 && g.sw == 1 ? sizeof(float) * 2 * (size_t)g.N * (g.H + 2 * g.ph) * (g.W + 2 * g.pw) * (g.C + g.K) : (size_t)-1;
+        return g.sh == 1 && g.sw == 1 ? fft_ws(g) : (size_t)-1;
     default: return (size_t)-1;
     }
 }
@@ -365,7 +370,8 @@ static cudnnStatus_t run_check(cudnnHandle_t h, const geom &g, const char *what,
     }
     if (!alpha || !beta || sim_is_device(alpha) || sim_is_device(beta))
         return fail(CUDNN_STATUS_BAD_PARAM, "alpha / beta must be host pointers");
-    const size_t xs = sizeof(float) * (size_t)g.N * g.H * g.W * g.C, ys = sizeof(float) * (size_t)g.N * g.OH * g.OW * g.K,
+    const size_t xs = sizeof(float) * (size_t)g.N * g.H * g.W * g.C,
+                 ys = sizeof(float) * (size_t)g.N * g.OH * g.OW * g.K,
                  wsz = sizeof(float) * (size_t)g.K * g.R * g.S * g.C;
     if (!sim_device_range(x, xs) || !sim_device_range(w, wsz) || !sim_device_range(y, ys) ||
         (need && !sim_device_range(ws, need))) {

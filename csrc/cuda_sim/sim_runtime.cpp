@@ -52,7 +52,8 @@ const sim_config &sim_cfg(void) {
     cfg_read = true;
     const char *s;
     cfg.block_order = 0;
-    if ((s = getenv("BF_SIM_BLOCK_ORDER"))) cfg.block_order = !strcmp(s, "reverse") ? 1 : !strcmp(s, "shuffled") ? 2 : 0;
+    if ((s = getenv("BF_SIM_BLOCK_ORDER")))
+        cfg.block_order = !strcmp(s, "reverse") ? 1 : !strcmp(s, "shuffled") ? 2 : 0;
     cfg.thread_reverse = (s = getenv("BF_SIM_THREAD_ORDER")) && !strcmp(s, "reverse");
     cfg.seed = (s = getenv("BF_SIM_SEED")) ? strtoul(s, NULL, 10) : 12345;
     cfg.cc_major = 8;
@@ -574,11 +575,22 @@ extern "C" int bf_sim_launch_check(dim3 g, dim3 b, size_t shmem, cudaStream_t st
     const char *why = NULL;
     cudaError_t e = cudaSuccess;
     const unsigned long long nt = (unsigned long long)b.x * b.y * b.z;
-    if (!b.x || !b.y || !b.z || !g.x || !g.y || !g.z) why = "a zero grid or block dimension", e = cudaErrorInvalidConfiguration;
-    else if (nt > 1024 || b.x > 1024 || b.y > 1024 || b.z > 64) why = "more than 1024 threads per block (or a block dimension over its limit)", e = cudaErrorInvalidConfiguration;
-    else if (g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535) why = "grid dimensions over 2^31-1 x 65535 x 65535", e = cudaErrorInvalidConfiguration;
-    else if (shmem > (48u << 10)) why = "more than 48 KiB of dynamic shared memory", e = cudaErrorInvalidValue;
-    else if (!stream_ok(st)) why = "a destroyed or unknown stream", e = cudaErrorInvalidResourceHandle;
+    if (!b.x || !b.y || !b.z || !g.x || !g.y || !g.z) {
+        why = "a zero grid or block dimension";
+        e = cudaErrorInvalidConfiguration;
+    } else if (nt > 1024 || b.x > 1024 || b.y > 1024 || b.z > 64) {
+        why = "more than 1024 threads per block (or a block dimension over its limit)";
+        e = cudaErrorInvalidConfiguration;
+    } else if (g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535) {
+        why = "grid dimensions over 2^31-1 x 65535 x 65535";
+        e = cudaErrorInvalidConfiguration;
+    } else if (shmem > (48u << 10)) {
+        why = "more than 48 KiB of dynamic shared memory";
+        e = cudaErrorInvalidValue;
+    } else if (!stream_ok(st)) {
+        why = "a destroyed or unknown stream";
+        e = cudaErrorInvalidResourceHandle;
+    }
     if (!why) return 0;
     last = e;
     if (sim_cfg().trace) fprintf(stderr, "boundfit sim: launch of %s refused: %s\n", name, why);
