@@ -69,9 +69,12 @@ def test_the_cuda_tests_pass_on_the_device_emulation(sim_lib, order, cc):
     """Every kernel's threads in order and in reverse, at CC 8.0 and 9.0 (the
     cuBLAS default workspace differs): the same results as on the CPU. The
     reverse run also shuffles the blocks and fills fresh device and shared
-    memory with NaN (a read of what nobody wrote)."""
+    memory with NaN (a read of what nobody wrote). Every GEMM must run in the
+    planned cuBLAS workspace (BF_SIM_PLANNED_WORKSPACE: the default pool is
+    device memory outside the plan)."""
     extra = dict(BF_SIM_BLOCK_ORDER="shuffled", BF_SIM_NAN_FILL="1") if order == "reverse" else {}
-    r, counts = _pytest(sim_lib, CUDA_TESTS, BF_SIM_THREAD_ORDER=order, BF_SIM_CC=cc, **extra)
+    r, counts = _pytest(sim_lib, CUDA_TESTS, BF_SIM_THREAD_ORDER=order, BF_SIM_CC=cc, BF_SIM_PLANNED_WORKSPACE="1",
+                        **extra)
     assert r.returncode == 0 and not counts.get("failed"), r.stdout[-6000:] + r.stderr[-2000:]
     assert counts.get("passed", 0) >= 50, r.stdout[-3000:]
 

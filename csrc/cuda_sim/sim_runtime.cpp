@@ -21,7 +21,10 @@
  *   BF_SIM_DEVICES      device count (default 1)
  *   BF_SIM_MEM          device memory bytes (default 16 GiB)
  *   BF_SIM_NAN_FILL     1: fresh device memory is NaN (0xff bytes), and so is
- *                       shared memory at the start of every block */
+ *                       shared memory at the start of every block
+ *   BF_SIM_PLANNED_WORKSPACE 1: a cuBLAS GEMM without cublasSetWorkspace fails
+ *                       (sim_blas.cpp)
+ *   BF_SIM_CUDNN_VERSION, BF_SIM_TRACE=1 (refused launches on stderr) */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
