@@ -166,6 +166,28 @@ def test_a_driver_device_or_library_mismatch_is_a_clear_device_error(sim_lib, en
     assert "PROBLEM" in r.stdout, r.stdout
 
 
+@pytest.mark.parametrize("lib,says", [("cublas", "cuBLAS error on cuda:0 at dense.cu"),
+                                      ("cudnn", "cuDNN error on cuda:0 at conv.cu")])
+def test_a_failing_cublas_or_cudnn_call_is_a_device_error_naming_the_call(sim_lib, lib, says):
+    """cuda_errors.cu's cuBLAS / cuDNN paths (BF_SIM_FAIL injects the failure):
+    a DeviceError with the library, file:line, call and status; the weights
+    stay those before the fit, and the CPU still trains the model."""
+    code = ("import numpy as np, boundfit as bf\n"
+            "L = bf.layers\n"
+            "m = bf.Sequential([L.Conv2D(2, (3, 3), input_shape=(6, 6, 1)), L.Flatten(), L.Dense(1)])\n"
+            "m.compile(optimizer='sgd', loss='mse')\n"
+            "x, y = np.ones((4, 6, 6, 1), 'f'), np.zeros((4, 1), 'f')\n"
+            "w = m.get_weights()\n"
+            "try:\n    m.fit(x, y, verbose=0, device='cuda')\n"
+            "except bf.DeviceError as e:\n    print('DeviceError', e)\n"
+            "assert all((a == b).all() for a, b in zip(w, m.get_weights()))\n"
+            "assert np.isfinite(m.fit(x, y, verbose=0, device='cpu').history['loss'][0])\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, BF_CUDA_LIB=sim_lib, BF_SIM_FAIL=lib))
+    assert r.returncode == 0 and "DeviceError" in r.stdout and says in r.stdout, r.stdout + r.stderr
+    assert "EXECUTION_FAILED" in r.stdout, r.stdout
+
+
 def test_a_layernorm_kernel_without_its_barrier_fails_the_emulated_tests(sim_lib, tmp_path):
     """The emulation catches a missing __syncthreads: ln_block_sum's first
     barrier dropped, thread 0 reads partial sums its peers have not written

@@ -9,10 +9,12 @@
  * pool on its first GEMM, 32 MiB on compute capability 9.x, 4 MiB otherwise,
  * allocated from device memory; cublasSetStream drops the user workspace.
  * BF_SIM_PLANNED_WORKSPACE=1 makes a GEMM without a workspace set a launch
- * failure: the check that every GEMM runs in the planned workspace. */
+ * failure: the check that every GEMM runs in the planned workspace;
+ * BF_SIM_FAIL=cublas fails every GEMM (CUBLAS_STATUS_EXECUTION_FAILED). */
 #include <cublas_v2.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <set>
 
 #include "blas.h"
@@ -113,6 +115,8 @@ static cublasStatus_t gemm_check(cublasHandle_t h, cublasOperation_t ta, cublasO
     if (m < 0 || n < 0 || k < 0 || batch < 0) return CUBLAS_STATUS_INVALID_VALUE;
     const int ra = ta == CUBLAS_OP_N ? m : k, rb = tb == CUBLAS_OP_N ? k : n;
     if (lda < (ra > 1 ? ra : 1) || ldb < (rb > 1 ? rb : 1) || ldc < (m > 1 ? m : 1)) return CUBLAS_STATUS_INVALID_VALUE;
+    const char *inject = getenv("BF_SIM_FAIL");
+    if (inject && !strcmp(inject, "cublas")) return CUBLAS_STATUS_EXECUTION_FAILED; /* fault injection */
     if (!h->ws && getenv("BF_SIM_PLANNED_WORKSPACE") && *getenv("BF_SIM_PLANNED_WORKSPACE") == '1') {
         /* checking mode: every GEMM must run in the workspace the plan holds */
         bf_sim_fault(cudaErrorLaunchFailure, "cublasSgemm", "a GEMM without cublasSetWorkspace (the default pool "

@@ -6,7 +6,8 @@
  * first so the caller's filter is exercised); every algorithm has a fixed
  * workspace formula, and a call given less workspace than its query reported
  * fails with CUDNN_STATUS_BAD_PARAM, as does a destroyed descriptor or handle,
- * a shape mismatch, or tensors outside device memory (which also fault). */
+ * a shape mismatch, or tensors outside device memory (which also fault).
+ * BF_SIM_FAIL=cudnn fails every convolution (CUDNN_STATUS_EXECUTION_FAILED). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -362,6 +363,9 @@ static cudnnStatus_t run_check(cudnnHandle_t h, const geom &g, const char *what,
                                const void *y) {
     if (!ok(h)) return fail(CUDNN_STATUS_BAD_PARAM, "destroyed handle");
     if (sim_sticky()) return fail(CUDNN_STATUS_EXECUTION_FAILED, "the CUDA context has a sticky error");
+    const char *inject = getenv("BF_SIM_FAIL");
+    if (inject && !strcmp(inject, "cudnn"))
+        return fail(CUDNN_STATUS_EXECUTION_FAILED, "injected failure (BF_SIM_FAIL=cudnn)");
     if (need == (size_t)-1) return fail(CUDNN_STATUS_NOT_SUPPORTED, "algorithm not supported for this geometry");
     if (ws_bytes < need) {
         char m[200];
