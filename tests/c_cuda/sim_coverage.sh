@@ -30,6 +30,15 @@ try: m.fit(np.zeros((4, 2), 'f'), np.zeros((4, 1), 'f'), verbose=0, device='cuda
 except bf.DeviceError: pass
 bf.diagnose(print_fn=None)"
 done
+# cuda_errors.cu's cuBLAS / cuDNN failure paths (injected)
+for e in BF_SIM_FAIL=cublas BF_SIM_FAIL=cudnn; do
+  env "$e" BF_CUDA_LIB=$SO "$PYTHON" -c "import boundfit as bf, numpy as np
+L = bf.layers
+m = bf.Sequential([L.Conv2D(2, (3, 3), input_shape=(6, 6, 1)), L.Flatten(), L.Dense(1)])
+m.compile(optimizer='sgd', loss='mse')
+try: m.fit(np.ones((4, 6, 6, 1), 'f'), np.zeros((4, 1), 'f'), verbose=0, device='cuda')
+except bf.DeviceError: pass"
+done
 fi
 # gcov names each source by its #line name, csrc/cuda/<file>
 cd "$OUT/obj"
