@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_abi.h"
@@ -11,7 +12,14 @@ static char module_dir[4096];
 static char preload[16384];
 static bf_status (*cuda_mem_info)(bf_backend *, size_t *, size_t *);
 
-#if BF_BUILT_WITH_CUDA
+/* BF_CUDA_LIB=/path/to/_cuda.so loads that CUDA module instead of the
+ * package's (the device-emulation build of csrc/cuda_sim, or a build under
+ * test), also into a CPU-only build */
+static const char *override_lib(void) {
+    const char *p = getenv("BF_CUDA_LIB");
+    return p && *p ? p : NULL;
+}
+
 static void *cuda_lib;
 static int (*cuda_check)(int, char *, size_t);
 static int (*cuda_report)(char *, size_t);
@@ -44,7 +52,8 @@ static bf_status load(void) {
     if (cuda_lib) return BF_OK;
     preload_wheel_libraries();
     char path[4200];
-    snprintf(path, sizeof path, "%s/_cuda.so", module_dir);
+    if (override_lib()) snprintf(path, sizeof path, "%s", override_lib());
+    else snprintf(path, sizeof path, "%s/_cuda.so", module_dir);
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *why = dlerror();
@@ -64,7 +73,6 @@ static bf_status load(void) {
     cuda_lib = h;
     return BF_OK;
 }
-#endif
 
 void bf_backend_set_module_dir(const char *dir) { snprintf(module_dir, sizeof module_dir, "%s", dir); }
 
@@ -73,12 +81,11 @@ void bf_backend_set_cuda_preload(const char *paths) { snprintf(preload, sizeof p
 bf_status bf_cuda_load_backend(int device, bf_backend **out) {
     *out = NULL;
     (void)device;
-#if !BF_BUILT_WITH_CUDA
-    return BF_FAIL(BF_ERR_DEVICE,
-                   "device 'cuda' requested, but this boundfit was built without the CUDA backend "
-                   "(no CUDA toolkit with cuBLAS and cuDNN was found at build time); "
-                   "reinstall with nvcc on PATH, or use device='cpu'");
-#else
+    if (!BF_BUILT_WITH_CUDA && !override_lib())
+        return BF_FAIL(BF_ERR_DEVICE,
+                       "device 'cuda' requested, but this boundfit was built without the CUDA backend "
+                       "(no CUDA toolkit with cuBLAS and cuDNN was found at build time); "
+                       "reinstall with nvcc on PATH, or use device='cpu'");
     if (device < 0 || device >= 64) return BF_FAIL(BF_ERR_ARG, "device index %d out of range", device);
     if (opened[device]) {
         *out = opened[device];
@@ -96,7 +103,6 @@ bf_status bf_cuda_load_backend(int device, bf_backend **out) {
     BF_TRY(cuda_open(&host, device, &opened[device]));
     *out = opened[device];
     return BF_OK;
-#endif
 }
 
 bf_status bf_cuda_loaded_mem_info(bf_backend *be, size_t *free_bytes, size_t *total_bytes) {
@@ -106,13 +112,13 @@ bf_status bf_cuda_loaded_mem_info(bf_backend *be, size_t *free_bytes, size_t *to
 }
 
 void bf_backend_cuda_report(char *buf, size_t n) {
-#if !BF_BUILT_WITH_CUDA
-    snprintf(buf, n, "PROBLEM  CUDA backend           not built (no CUDA toolkit with cuBLAS and cuDNN at build time)\n");
-#else
+    if (!BF_BUILT_WITH_CUDA && !override_lib()) {
+        snprintf(buf, n, "PROBLEM  CUDA backend           not built (no CUDA toolkit with cuBLAS and cuDNN at build time)\n");
+        return;
+    }
     if (load() != BF_OK) {
         snprintf(buf, n, "PROBLEM  CUDA backend           %s\n", bf_last_error()->msg);
         return;
     }
     cuda_report(buf, n);
-#endif
 }

@@ -12,9 +12,15 @@
 #define BF_SCRATCH_BYTES ((size_t)BF_CUDA_SCRATCH_DOUBLES * sizeof(double))
 #define BF_FLAGS_BYTES ((size_t)BF_WS_ALIGN) /* BF_CUDA_FLAG_INTS ints, padded */
 
-/* cuBLAS's recommended workspace: 32 MiB on Hopper and newer, 4 MiB before */
+/* cuBLAS's workspace, set explicitly (cublasSetWorkspace) so the plan holds
+ * it: 4 MiB on every architecture. cuBLAS recommends 32 MiB on Hopper (its
+ * default pool there), 4 MiB before; a smaller workspace only narrows the
+ * split-K choices of large GEMMs, while 32 MiB per run would be most of a
+ * small device budget (an 8 MiB limit could never fit, whatever the micro
+ * batch). The plan (run_workspace_bytes) and the binding use this one size. */
 static size_t blas_ws_bytes(const bf_cuda_state *st) {
-    return st->cc_major >= 9 ? (size_t)32 << 20 : (size_t)4 << 20;
+    (void)st;
+    return (size_t)4 << 20;
 }
 
 size_t bf_cuda_run_workspace_bytes(bf_backend *be) {

@@ -6,6 +6,9 @@
 #   test_cuda_ops  - every vtable op against the CPU kernels (needs a GPU;
 #                    prints SKIP and exits 0 without one)
 # Usage: tests/c_cuda/build_and_run.sh [probe|ops|all]   (default all)
+# SIM=1: instead of the nvcc build, the device-emulation build
+# (csrc/cuda_sim/build.sh), so the checks run without a GPU; SO=path/_cuda.so
+# runs the checks against a module built elsewhere (no build here).
 # Env: OUT_DIR (build/cuda_ctest), CUDA_ARCHS (CMake list, default 80-real;90-real;90-virtual),
 #      PYTHON (python3, for the OpenBLAS of the scipy-openblas32 wheel), CC (gcc).
 set -euo pipefail
@@ -17,6 +20,11 @@ PYTHON=${PYTHON:-python3}
 CC=${CC:-gcc}
 WHAT=${1:-all}
 mkdir -p "$OUT_DIR/cmake"
+if [[ -n ${SO:-} ]]; then
+  :
+elif [[ ${SIM:-0} == 1 ]]; then
+  SO=$(OUT_DIR="$OUT_DIR/sim" PYTHON="$PYTHON" csrc/cuda_sim/build.sh | tail -1)
+else
 cat > "$OUT_DIR/cmake/CMakeLists.txt" <<CMAKE
 cmake_minimum_required(VERSION 3.18)
 project(bf_cuda_only LANGUAGES C)
@@ -43,6 +51,7 @@ cmake -S "$OUT_DIR/cmake" -B "$OUT_DIR/cmake/build" -DCMAKE_BUILD_TYPE=Release \
   "-DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCHS" > "$OUT_DIR/cmake.log"
 cmake --build "$OUT_DIR/cmake/build" -j "$(nproc)"
 SO="$OUT_DIR/cmake/build/_cuda.so"
+fi
 echo "built $SO"
 status=0
 if [[ $WHAT == probe || $WHAT == all ]]; then
@@ -56,8 +65,9 @@ if [[ $WHAT == ops || $WHAT == all ]]; then
   "$CC" -O2 -Wall -Wextra -std=c11 -Icsrc/core -Icsrc/cpu -I"$OB_INC" \
     tests/c_cuda/test_cuda_ops.c csrc/cpu/activations.c csrc/cpu/batchnorm.c csrc/cpu/conv2d.c \
     csrc/cpu/dense.c csrc/cpu/dropout.c csrc/cpu/loss.c csrc/cpu/metrics.c csrc/cpu/optimizers.c csrc/cpu/pool.c \
-    csrc/cpu/reduce.c csrc/cpu/conv1d.c csrc/cpu/conv2d_transpose.c csrc/core/status.c \
-    -L"$OB_LIB" -lscipy_openblas -Wl,-rpath,"$OB_LIB" -ldl -lm -o "$OUT_DIR/test_cuda_ops"
+    csrc/cpu/reduce.c csrc/cpu/conv1d.c csrc/cpu/conv2d_transpose.c csrc/cpu/act_more.c csrc/cpu/strided.c \
+    csrc/cpu/rescale.c csrc/cpu/augment.c csrc/cpu/gemm.c csrc/cpu/par.c csrc/core/status.c \
+    -L"$OB_LIB" -lscipy_openblas -Wl,-rpath,"$OB_LIB" -ldl -lm -lpthread -o "$OUT_DIR/test_cuda_ops"
   "$OUT_DIR/test_cuda_ops" "$SO" || status=1
 fi
 exit $status

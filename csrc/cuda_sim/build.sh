@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# build.sh - the device-emulation build of the CUDA backend: every csrc/cuda
+# source compiled unmodified by g++ for the host (launches rewritten by
+# rewrite_launches.py, sim_device.h force-included, the real CUDA headers for
+# the types) and linked with the emulated runtime, cuBLAS and cuDNN of this
+# folder into OUT_DIR/_cuda.so, which the package loads with
+# BF_CUDA_LIB=OUT_DIR/_cuda.so. Test-only: it runs kernels on the CPU.
+# Env: OUT_DIR (build/cuda_sim), COVERAGE=1 (gcov instrumentation),
+#      CUDA_SRC (csrc/cuda; a patched copy builds under the same file names),
+#      CUDA_INC (include dir with cuda_runtime.h, cublas_v2.h, cudnn.h),
+#      PYTHON (for the scipy-openblas32 wheel's OpenBLAS), JOBS (nproc).
+# Prints the path of the built library. Rebuilds only what changed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+OUT_DIR=${OUT_DIR:-build/cuda_sim}
+PYTHON=${PYTHON:-python3}
+JOBS=${JOBS:-$(nproc)}
+if [[ -z ${CUDA_INC:-} ]]; then
+  for d in /usr/local/cuda/include /usr/include; do
+    [[ -f $d/cuda_runtime.h ]] && CUDA_INC=$d && break
+  done
+fi
+[[ -n ${CUDA_INC:-} && -f $CUDA_INC/cuda_runtime.h ]] || { echo "build.sh: no cuda_runtime.h (set CUDA_INC)" >&2; exit 2; }
+DNN_INC=$CUDA_INC
+[[ -f $DNN_INC/cudnn.h ]] || DNN_INC=/usr/include
+read -r OB_INC OB_LIB < <("$PYTHON" -c "import scipy_openblas32 as s; print(s.get_include_dir(), s.get_lib_dir())")
+mkdir -p "$OUT_DIR/src" "$OUT_DIR/obj"
+OUT=$(cd "$OUT_DIR" && pwd)
+"$PYTHON" csrc/cuda_sim/rewrite_launches.py "${CUDA_SRC:-csrc/cuda}" "$OUT/src" csrc/cuda
+
+CXXFLAGS=(-std=c++17 -O2 -g -fPIC -fvisibility=hidden -ffp-contract=off -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=0
+  -Wall -Wextra -Wno-unused-parameter -Wno-deprecated-declarations -Wno-sign-compare -Wno-unknown-pragmas
+  "-DBF_CUDA_ARCHS=\"80-real,90-real,90-virtual\"" -DBF_CUDA_SIM=1
+  -I"$OUT/src" -I"$ROOT/csrc" -I"$ROOT/csrc/core" -I"$ROOT/csrc/cpu" -I"$ROOT/csrc/cuda_sim"
+  -I"$CUDA_INC" -I"$DNN_INC" -I"$OB_INC")
+LDCOV=()
+if [[ ${COVERAGE:-0} == 1 ]]; then
+  CXXFLAGS+=(--coverage -fprofile-update=single)
+  LDCOV=(--coverage)
+fi
+STAMP="$OUT/flags"
+echo "${CXXFLAGS[*]}" | sed "s#$OUT#OUT_DIR#g" > "$STAMP.new" # a copied build dir keeps its objects
+if ! cmp -s "$STAMP.new" "$STAMP"; then rm -f "$OUT"/obj/*.o; mv "$STAMP.new" "$STAMP"; else rm -f "$STAMP.new"; fi
+
+HDRS=("$OUT"/src/*.h "$OUT"/src/*.cuh "$ROOT"/csrc/cuda_sim/*.h "$ROOT"/csrc/core/backend.h "$ROOT"/csrc/core/status.h)
+newest_hdr=$(ls -t "${HDRS[@]}" | head -1)
+jobs_list=()
+for src in "$OUT"/src/*.cu "$OUT"/src/*.c "$ROOT"/csrc/cuda_sim/*.cpp "$ROOT"/csrc/cuda_sim/*.S; do
+  base=$(basename "$src")
+  obj="$OUT/obj/${base}.o"
+  if [[ ! -f $obj || $src -nt $obj || $newest_hdr -nt $obj ]]; then jobs_list+=("$src"); fi
+done
+compile() {
+  local src=$1 obj="$OUT/obj/$(basename "$1").o"
+  case $src in
+    *.cu) g++ -x c++ -include sim_device.h "${CXXFLAGS[@]}" -c "$src" -o "$obj" ;;
+    *.cpp) g++ "${CXXFLAGS[@]}" -c "$src" -o "$obj" ;;
+    *.c) gcc -std=c11 -O1 -g -fPIC -fvisibility=hidden -Wall -Wextra ${LDCOV[@]+"${LDCOV[@]}"} \
+           -I"$ROOT/csrc" -I"$ROOT/csrc/core" -I"$ROOT/csrc/cuda" -I"$CUDA_INC" -c "$src" -o "$obj" ;;
+    *.S) gcc -c "$src" -o "$obj" ;;
+  esac
+}
+export -f compile
+export OUT ROOT CUDA_INC
+export CXXFLAGS_STR="${CXXFLAGS[*]}"
+if ((${#jobs_list[@]})); then
+  # arrays do not cross into xargs' shells: compile in a loop with background jobs
+  pids=()
+  fail=0
+  for src in "${jobs_list[@]}"; do
+    compile "$src" &
+    pids+=($!)
+    if ((${#pids[@]} >= JOBS)); then wait "${pids[0]}" || fail=1; pids=("${pids[@]:1}"); fi
+  done
+  for p in "${pids[@]}"; do wait "$p" || fail=1; done
+  ((fail == 0)) || { echo "build.sh: compile failed" >&2; exit 1; }
+fi
+if [[ ! -f $OUT/_cuda.so ]] || [[ -n $(find "$OUT/obj" -newer "$OUT/_cuda.so" -name '*.o') ]]; then
+  g++ -shared ${LDCOV[@]+"${LDCOV[@]}"} -o "$OUT/_cuda.so" "$OUT"/obj/*.o -L"$OB_LIB" -lscipy_openblas \
+    -Wl,-rpath,"$OB_LIB" -Wl,--no-undefined -ldl -lpthread
+fi
+echo "$OUT/_cuda.so"

@@ -1,0 +1,185 @@
+/* sim_blas.cpp - the cuBLAS stand-in of the device emulation: SGEMMs (plain
+ * and strided batched, column-major as cuBLAS) computed on the host by the CPU
+ * backend's OpenBLAS (blas.h, one thread). Checked as the real library checks:
+ * a destroyed handle (NOT_INITIALIZED), bad sizes or leading dimensions
+ * (INVALID_VALUE), a workspace not 256-byte aligned or outside device memory,
+ * an unknown stream; a matrix outside device memory faults like a kernel
+ * would (sticky cudaErrorIllegalAddress). Workspace, as documented for
+ * cublasSetWorkspace: a handle without a user workspace takes its default
+ * pool on its first GEMM, 32 MiB on compute capability 9.x, 4 MiB otherwise,
+ * allocated from device memory; cublasSetStream drops the user workspace.
+ * BF_SIM_PLANNED_WORKSPACE=1 makes a GEMM without a workspace set a launch
+ * failure: the check that every GEMM runs in the planned workspace;
+ * BF_SIM_FAIL=cublas fails every GEMM (CUBLAS_STATUS_EXECUTION_FAILED). */
+#include <cublas_v2.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <set>
+
+#include "blas.h"
+#include "sim_internal.h"
+
+struct cublasContext {
+    cudaStream_t stream;
+    void *ws;
+    size_t ws_bytes;
+    void *pool; /* the default workspace, taken on first use */
+    cublasMath_t math;
+};
+
+static std::set<const void *> live;
+
+size_t bf_sim_cublas_default_workspace(void) {
+    return sim_cfg().cc_major >= 9 ? (size_t)32 << 20 : (size_t)4 << 20;
+}
+
+cublasStatus_t cublasCreate_v2(cublasHandle_t *h) {
+    if (sim_sticky()) return CUBLAS_STATUS_NOT_INITIALIZED;
+    cublasContext *c = new cublasContext{};
+    c->math = CUBLAS_DEFAULT_MATH;
+    live.insert(c);
+    *h = c;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasDestroy_v2(cublasHandle_t h) {
+    if (!live.erase(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (h->pool) cudaFree(h->pool);
+    delete h;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s) {
+    if (!live.count(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (!sim_stream_ok(s)) return CUBLAS_STATUS_INVALID_VALUE;
+    h->stream = s;
+    h->ws = NULL; /* "resets the workspace to the default pool" */
+    h->ws_bytes = 0;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t h, void *ws, size_t bytes) {
+    if (!live.count(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (bytes && (!ws || (uintptr_t)ws % 256 || !sim_device_range(ws, bytes))) return CUBLAS_STATUS_INVALID_VALUE;
+    h->ws = ws;
+    h->ws_bytes = bytes;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t m) {
+    if (!live.count(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
+    h->math = m;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGetProperty(libraryPropertyType t, int *v) {
+    switch (t) {
+    case MAJOR_VERSION: *v = CUBLAS_VER_MAJOR; break;
+    case MINOR_VERSION: *v = CUBLAS_VER_MINOR; break;
+    case PATCH_LEVEL: *v = CUBLAS_VER_PATCH; break;
+    default: return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+const char *cublasGetStatusName(cublasStatus_t s) {
+    switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    default: return "CUBLAS_STATUS_UNKNOWN";
+    }
+}
+
+const char *cublasGetStatusString(cublasStatus_t s) {
+    switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "success";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "the library was not initialized";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "the resource allocation failed";
+    case CUBLAS_STATUS_INVALID_VALUE: return "an invalid numeric value was used as an argument";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "the GPU program failed to execute";
+    default: return "unknown error";
+    }
+}
+
+/* common checks of a GEMM; SUCCESS to run it */
+static cublasStatus_t gemm_check(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                 int lda, int ldb, int ldc, long long batch) {
+    if (!live.count(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (sim_sticky()) return CUBLAS_STATUS_EXECUTION_FAILED;
+    if ((ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (m < 0 || n < 0 || k < 0 || batch < 0) return CUBLAS_STATUS_INVALID_VALUE;
+    const int ra = ta == CUBLAS_OP_N ? m : k, rb = tb == CUBLAS_OP_N ? k : n;
+    if (lda < (ra > 1 ? ra : 1) || ldb < (rb > 1 ? rb : 1) || ldc < (m > 1 ? m : 1)) return CUBLAS_STATUS_INVALID_VALUE;
+    const char *inject = getenv("BF_SIM_FAIL");
+    if (inject && !strcmp(inject, "cublas")) return CUBLAS_STATUS_EXECUTION_FAILED; /* fault injection */
+    if (!h->ws && getenv("BF_SIM_PLANNED_WORKSPACE") && *getenv("BF_SIM_PLANNED_WORKSPACE") == '1') {
+        /* checking mode: every GEMM must run in the workspace the plan holds */
+        bf_sim_fault(cudaErrorLaunchFailure, "cublasSgemm", "a GEMM without cublasSetWorkspace (the default pool "
+                     "is device memory outside the plan; BF_SIM_PLANNED_WORKSPACE=1)");
+        return CUBLAS_STATUS_EXECUTION_FAILED;
+    }
+    if (!h->ws && !h->pool) { /* the default workspace, from device memory like the real pool */
+        if (cudaMalloc(&h->pool, bf_sim_cublas_default_workspace()) != cudaSuccess) {
+            cudaGetLastError();
+            h->pool = NULL;
+            return CUBLAS_STATUS_ALLOC_FAILED;
+        }
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* a column-major (rows x cols, ld) matrix at p lies in device memory */
+static int mat_ok(const float *p, int rows, int cols, int ld) {
+    if (!rows || !cols) return 1;
+    return sim_device_range(p, ((size_t)(cols - 1) * ld + rows) * sizeof(float));
+}
+
+static int host_scalar_ok(const float *a) { return a && !sim_is_device(a); }
+
+/* C (m,n) = alpha op(A) op(B) + beta C, column-major: row-major C^T = op(B)^T op(A)^T */
+static void gemm1(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha, const float *A,
+                  int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+    if (!m || !n) return;
+    bf_sgemm1(tb == CUBLAS_OP_T, ta == CUBLAS_OP_T, n, m, k, alpha, B, ldb, A, lda, beta, C, ldc);
+}
+
+cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                              const float *alpha, const float *A, int lda, const float *B, int ldb,
+                              const float *beta, float *C, int ldc) {
+    cublasStatus_t s = gemm_check(h, ta, tb, m, n, k, lda, ldb, ldc, 1);
+    if (s != CUBLAS_STATUS_SUCCESS) return s;
+    if (!host_scalar_ok(alpha) || !host_scalar_ok(beta)) return CUBLAS_STATUS_INVALID_VALUE;
+    const int ra = ta == CUBLAS_OP_N ? m : k, ca = ta == CUBLAS_OP_N ? k : m;
+    const int rb = tb == CUBLAS_OP_N ? k : n, cb = tb == CUBLAS_OP_N ? n : k;
+    if (!mat_ok(A, ra, ca, lda) || !mat_ok(B, rb, cb, ldb) || !mat_ok(C, m, n, ldc)) {
+        bf_sim_fault(cudaErrorIllegalAddress, "cublasSgemm", "a matrix outside every live device allocation");
+        return CUBLAS_STATUS_EXECUTION_FAILED;
+    }
+    gemm1(ta, tb, m, n, k, *alpha, A, lda, B, ldb, *beta, C, ldc);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                         int k, const float *alpha, const float *A, int lda, long long sA,
+                                         const float *B, int ldb, long long sB, const float *beta, float *C, int ldc,
+                                         long long sC, int batch) {
+    cublasStatus_t s = gemm_check(h, ta, tb, m, n, k, lda, ldb, ldc, batch);
+    if (s != CUBLAS_STATUS_SUCCESS) return s;
+    if (!host_scalar_ok(alpha) || !host_scalar_ok(beta)) return CUBLAS_STATUS_INVALID_VALUE;
+    const int ra = ta == CUBLAS_OP_N ? m : k, ca = ta == CUBLAS_OP_N ? k : m;
+    const int rb = tb == CUBLAS_OP_N ? k : n, cb = tb == CUBLAS_OP_N ? n : k;
+    for (int i = 0; i < batch; i++)
+        if (!mat_ok(A + i * sA, ra, ca, lda) || !mat_ok(B + i * sB, rb, cb, ldb) || !mat_ok(C + i * sC, m, n, ldc)) {
+            bf_sim_fault(cudaErrorIllegalAddress, "cublasSgemmStridedBatched",
+                         "a matrix of the batch outside every live device allocation");
+            return CUBLAS_STATUS_EXECUTION_FAILED;
+        }
+    for (int i = 0; i < batch; i++)
+        gemm1(ta, tb, m, n, k, *alpha, A + i * sA, lda, B + i * sB, ldb, *beta, C + i * sC, ldc);
+    return CUBLAS_STATUS_SUCCESS;
+}

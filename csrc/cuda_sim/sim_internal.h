@@ -1,0 +1,32 @@
+/* sim_internal.h - what the device emulation's runtime (sim_runtime.cpp)
+ * shares with its cuBLAS / cuDNN stand-ins (sim_blas.cpp, sim_dnn.cpp). */
+#ifndef BF_SIM_INTERNAL_H
+#define BF_SIM_INTERNAL_H
+
+#include <stddef.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+typedef struct {
+    int block_order;    /* 0 forward, 1 reverse, 2 shuffled */
+    int thread_reverse; /* 1: threads of a block in reverse order */
+    unsigned long seed;
+    int cc_major, cc_minor;
+    int driver, runtime, devices;
+    size_t mem;
+    int nan_fill;
+    size_t cudnn;
+    int trace;
+} sim_config;
+
+const sim_config &sim_cfg(void);
+/* record e as the last error (if not success) and return it */
+cudaError_t sim_err(cudaError_t e);
+int sim_sticky(void);
+int sim_is_device(const void *p);
+/* 1 if [p, p + n) lies inside one live device allocation */
+int sim_device_range(const void *p, size_t n);
+int sim_stream_ok(cudaStream_t s);
+extern "C" void bf_sim_fault(int err, const char *name, const char *why);
+
+#endif

@@ -1,0 +1,142 @@
+"""The CUDA kernel files no other test reached, against the CPU through the
+public API: attention.cu (MultiHeadAttention: scores, masks, softmax and its
+backward, attention dropout), layernorm.cu (LayerNormalization with and
+without gamma / beta, rows wider than a block), regularize.cu (L1 / L2 /
+L1L2 penalties and gradients, the max-norm / non-neg / unit-norm / min-max
+constraints), merge.cu (Subtract / Maximum / Minimum / Multiply / Average)
+and colsum.cu's one-thread-per-column fallback. Same weights, same seed, one
+model per device; skipped without a usable GPU, and run on the device
+emulation by tests/test_cuda_sim.py."""
+
+import numpy as np
+import pytest
+
+import boundfit as bf
+from boundfit import layers
+from test_cuda_backend import _REASON, _assert_weights_close, _train_both
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=_REASON or "")]
+
+T, D = 6, 8
+
+
+def _attention_model(causal=False, mask=False, dropout=0.0, heads=2, key_dim=4):
+    def build():
+        x = bf.Input((T, D))
+        m = bf.Input((T, T)) if mask else None
+        a = layers.MultiHeadAttention(heads, key_dim, dropout=dropout)(x, x, attention_mask=m,
+                                                                      use_causal_mask=causal)
+        h = layers.LayerNormalization()(layers.Add()([x, a]))
+        out = layers.Dense(3)(layers.Flatten()(h))
+        return bf.Model([x, m] if mask else x, out)
+    return build
+
+
+def _attention_data(n=16, mask=False, seed=3):
+    r = np.random.default_rng(seed)
+    x = r.standard_normal((n, T, D)).astype(np.float32)
+    y = r.standard_normal((n, 3)).astype(np.float32)
+    if not mask:
+        return x, y
+    m = (r.random((n, T, T)) > 0.4).astype(np.float32)
+    m[:, :, 0] = 1.0
+    return [x, m], y
+
+
+def _sgd():
+    return dict(optimizer=bf.optimizers.SGD(learning_rate=0.05, momentum=0.9), loss="mse")
+
+
+@pytest.mark.parametrize("causal,mask,dropout", [(False, False, 0.0), (True, False, 0.0), (False, True, 0.0),
+                                                 (True, False, 0.25)])
+def test_multi_head_attention_trains_to_the_cpu_weights_on_cuda(causal, mask, dropout):
+    x, y = _attention_data(mask=mask)
+    cpu, gpu, hc, hg = _train_both(_attention_model(causal, mask, dropout), _sgd, x, y, batch_size=8, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), f"attention causal={causal} mask={mask}")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
+    np.testing.assert_allclose(gpu.predict(x, verbose=0, device="cuda"), cpu.predict(x, verbose=0), rtol=1e-4,
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("center,scale,width", [(True, True, 40), (False, True, 40), (True, False, 7),
+                                                (True, True, 600)])
+def test_layer_normalization_trains_to_the_cpu_weights_on_cuda(center, scale, width):
+    """600 columns: more than the kernel's 256 threads per row."""
+    r = np.random.default_rng(5)
+    x = (r.standard_normal((64, 12)) * 3 + 1).astype(np.float32)
+    y = r.standard_normal((64, 1)).astype(np.float32)
+
+    def build():
+        return bf.Sequential([layers.Dense(width, input_shape=(12,)),
+                              layers.LayerNormalization(center=center, scale=scale, epsilon=1e-3),
+                              layers.Dense(1)])
+
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=0.01), loss="mse")
+
+    cpu, gpu, hc, hg = _train_both(build, compile_kw, x, y, batch_size=16, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), f"layer_norm center={center} scale={scale}")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
+
+
+@pytest.mark.parametrize("reg,con", [
+    (bf.regularizers.L1(0.01), None),
+    (bf.regularizers.L2(0.05), bf.constraints.MaxNorm(0.5)),
+    (bf.regularizers.L1L2(l1=0.01, l2=0.02), bf.constraints.NonNeg()),
+    (None, bf.constraints.UnitNorm()),
+    (bf.regularizers.L2(0.01), bf.constraints.MinMaxNorm(0.2, 0.6, rate=0.5)),
+])
+def test_regularizers_and_constraints_train_to_the_cpu_weights_on_cuda(reg, con):
+    r = np.random.default_rng(9)
+    x = r.standard_normal((96, 10)).astype(np.float32)
+    y = r.integers(0, 4, 96)
+
+    def build():
+        return bf.Sequential([layers.Dense(24, activation="relu", input_shape=(10,), kernel_regularizer=reg,
+                                           bias_regularizer=reg, kernel_constraint=con),
+                              layers.Dense(4, activation="softmax", kernel_regularizer=reg)])
+
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=0.1, momentum=0.9),
+                    loss="sparse_categorical_crossentropy")
+
+    cpu, gpu, hc, hg = _train_both(build, compile_kw, x, y, batch_size=32, epochs=3)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), f"regularizer {reg} constraint {con}")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
+
+
+@pytest.mark.parametrize("merge", ["Subtract", "Maximum", "Minimum", "Multiply", "Average"])
+def test_merge_layers_train_to_the_cpu_weights_on_cuda(merge):
+    """merge.cu's element-wise kernels, forward and backward (the selects of
+    Maximum / Minimum route the gradient to the larger / smaller input)."""
+    r = np.random.default_rng(13)
+    x = r.standard_normal((64, 8)).astype(np.float32)
+    y = r.standard_normal((64, 2)).astype(np.float32)
+
+    def build():
+        inp = bf.Input((8,))
+        a = layers.Dense(6, activation="tanh")(inp)
+        b = layers.Dense(6, activation="relu")(inp)
+        return bf.Model(inp, layers.Dense(2)(getattr(layers, merge)()([a, b])))
+
+    cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=16, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), merge)
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
+
+
+def test_a_bias_wider_than_the_reduction_scratch_trains_to_the_cpu_weights_on_cuda():
+    """colsum.cu's fallback: 270000 bias columns exceed the 2^18 doubles of the
+    run workspace's scratch, so the column sums take one thread per column."""
+    r = np.random.default_rng(17)
+    x = r.standard_normal((4, 1)).astype(np.float32)
+    y = r.standard_normal((4, 1)).astype(np.float32)
+
+    def build():
+        return bf.Sequential([layers.Dense(270000, input_shape=(1,)), layers.Dense(1)])
+
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=1e-4), loss="mse")
+
+    cpu, gpu, hc, hg = _train_both(build, compile_kw, x, y, batch_size=4, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "270000-wide bias")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)

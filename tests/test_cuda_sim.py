@@ -1,0 +1,243 @@
+"""The CUDA backend without a GPU: csrc/cuda built for the host by the device
+emulation (csrc/cuda_sim/build.sh, cached under build/cuda_sim), then the
+Python CUDA tests run against it (BF_CUDA_LIB) in subprocesses, in both
+thread orders of a block and at compute capability 8.0 and 9.0; a kernel
+with its barrier removed makes them fail; and csrc/cuda compiles with nvcc
+and warnings as errors. What this proves and what only a GPU can: README,
+"Testing the CUDA backend without a GPU"."""
+
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, "csrc", "cuda_sim", "build.sh")
+
+
+def _cuda_include():
+    for d in (os.environ.get("CUDA_INC", ""), "/usr/local/cuda/include", "/usr/include"):
+        if d and os.path.exists(os.path.join(d, "cuda_runtime.h")):
+            return d
+    return None
+
+
+pytestmark = pytest.mark.skipif(
+    platform.machine() != "x86_64" or shutil.which("g++") is None or _cuda_include() is None,
+    reason="the device emulation needs x86-64, g++ and the CUDA headers (cuda_runtime.h, cublas_v2.h, cudnn.h)")
+
+# the tests of the suite that train on device="cuda" (the rest of these files
+# run on the CPU or the "emu" device, and run in the main suite anyway); the
+# 100x100 model's full batch (4096 images, 1.3e9-value activations) is
+# minutes of emulated threads and is left to a real GPU
+CUDA_TESTS = ["tests/test_cuda_backend.py", "tests/test_recurrent_cuda.py", "tests/test_cuda_kernel_files.py",
+              "tests/test_sequence_losses.py::test_a_masked_tagger_trains_on_cuda_as_on_the_cpu",
+              "tests/test_sources_and_interrupts.py::"
+              "test_cuda_without_a_usable_gpu_raises_device_error_and_cpu_still_trains",
+              "tests/test_device_path.py"]
+TOO_BIG = "not 100x100"
+
+
+def _build(out_dir, **env):
+    e = dict(os.environ, OUT_DIR=str(out_dir), PYTHON=sys.executable, **env)
+    r = subprocess.run(["bash", BUILD], cwd=ROOT, capture_output=True, text=True, env=e)
+    assert r.returncode == 0, r.stderr[-4000:]
+    return r.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def sim_lib():
+    return _build(os.path.join(ROOT, "build", "cuda_sim"))
+
+
+def _pytest(lib, tests, k=TOO_BIG, **sim_env):
+    env = dict(os.environ, BF_CUDA_LIB=lib, KERAS_BACKEND=os.environ.get("KERAS_BACKEND", "jax"), **sim_env)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *tests]
+    if k:
+        cmd += ["-k", k]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
+    counts = {w: int(n) for n, w in re.findall(r"(\d+) (passed|failed|skipped|error)", r.stdout)}
+    return r, counts
+
+
+@pytest.mark.parametrize("order,cc", [("forward", "8.0"), ("reverse", "9.0")])
+def test_the_cuda_tests_pass_on_the_device_emulation(sim_lib, order, cc):
+    """Every kernel's threads in order and in reverse, at CC 8.0 and 9.0 (the
+    cuBLAS default workspace differs): the same results as on the CPU. The
+    reverse run also shuffles the blocks and fills fresh device and shared
+    memory with NaN (a read of what nobody wrote). Every GEMM must run in the
+    planned cuBLAS workspace (BF_SIM_PLANNED_WORKSPACE: the default pool is
+    device memory outside the plan)."""
+    extra = dict(BF_SIM_BLOCK_ORDER="shuffled", BF_SIM_NAN_FILL="1") if order == "reverse" else {}
+    r, counts = _pytest(sim_lib, CUDA_TESTS, BF_SIM_THREAD_ORDER=order, BF_SIM_CC=cc, BF_SIM_PLANNED_WORKSPACE="1",
+                        **extra)
+    assert r.returncode == 0 and not counts.get("failed"), r.stdout[-6000:] + r.stderr[-2000:]
+    assert counts.get("passed", 0) >= 50, r.stdout[-3000:]
+
+
+@pytest.fixture(scope="module")
+def sim_runtime_test(sim_lib, tmp_path_factory):
+    """tests/c_cuda/test_sim_runtime.cu built as the emulation builds csrc/cuda"""
+    import scipy_openblas32 as s
+    tmp = tmp_path_factory.mktemp("simrt")
+    (tmp / "src").mkdir()
+    shutil.copy(os.path.join(ROOT, "tests", "c_cuda", "test_sim_runtime.cu"), tmp / "src")
+    subprocess.run([sys.executable, os.path.join(ROOT, "csrc", "cuda_sim", "rewrite_launches.py"), str(tmp / "src"),
+                    str(tmp / "out"), "tests/c_cuda"], check=True)
+    obj = os.path.join(os.path.dirname(sim_lib), "obj")
+    exe = tmp / "test_sim_runtime"
+    cmd = ["g++", "-std=c++17", "-O1", "-x", "c++", "-include", "sim_device.h", "-Wno-deprecated-declarations",
+           "-Icsrc/cuda_sim", "-Icsrc/cpu", f"-I{_cuda_include()}", f"-I{s.get_include_dir()}",
+           str(tmp / "out" / "test_sim_runtime.cu"), "-x", "none",
+           *[os.path.join(obj, f) for f in ("sim_runtime.cpp.o", "sim_blas.cpp.o", "sim_dnn.cpp.o", "switch.S.o")],
+           f"-L{s.get_lib_dir()}", "-lscipy_openblas", f"-Wl,-rpath,{s.get_lib_dir()}", "-lpthread", "-o", str(exe)]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-4000:]
+    return str(exe)
+
+
+@pytest.mark.parametrize("order,cc", [("forward", "8.0"), ("reverse", "9.0"), ("shuffled", "8.0")])
+def test_the_emulation_keeps_cuda_semantics_and_reports_misuse(sim_runtime_test, order, cc):
+    env = dict(os.environ, BF_SIM_THREAD_ORDER="reverse" if order == "reverse" else "forward",
+               BF_SIM_BLOCK_ORDER=order, BF_SIM_CC=cc)
+    r = subprocess.run([sim_runtime_test], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "0 of" in r.stdout, r.stdout + r.stderr
+    r = subprocess.run([sim_runtime_test, "divergent"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "0 of 1 checks failed" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.fixture(scope="module")
+def cuda_ops_test(tmp_path_factory):
+    from test_c_programs import _build as build_c
+    exe = tmp_path_factory.mktemp("ops") / "test_cuda_ops"
+    build_c(exe, ["tests/c_cuda/test_cuda_ops.c"] +
+            [f"csrc/cpu/{f}.c" for f in ("activations", "batchnorm", "conv2d", "dense", "dropout", "loss", "metrics",
+                                         "optimizers", "pool", "reduce", "act_more", "strided", "rescale",
+                                         "augment", "conv1d", "conv2d_transpose")])
+    return exe
+
+
+@pytest.mark.parametrize("order", ["forward", "reverse"])
+def test_every_cuda_op_matches_the_cpu_kernel_on_the_emulation(sim_lib, cuda_ops_test, order):
+    """tests/c_cuda/test_cuda_ops.c (every vtable op against the CPU kernel, and
+    the sticky error of a faulting kernel) against the emulated module."""
+    exe = cuda_ops_test
+    env = dict(os.environ, BF_SIM_THREAD_ORDER=order,
+               BF_SIM_BLOCK_ORDER="shuffled" if order == "reverse" else "forward")
+    r = subprocess.run([str(exe), sim_lib], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0 and not r.stdout.startswith("SKIP"), r.stdout[-6000:]
+    assert re.search(r"^0 of \d{3,} checks failed", r.stdout, re.M), r.stdout[-3000:]
+
+
+def test_the_cuda_report_names_the_emulated_device(sim_lib):
+    code = "from boundfit import _core; print(_core.cuda_report())"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, BF_CUDA_LIB=sim_lib, BF_SIM_CC="9.0"))
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^ok\s+cuda:0\s+.*compute capability 9\.0", r.stdout, re.M), r.stdout
+
+
+@pytest.mark.parametrize("env,says", [
+    (dict(BF_SIM_DRIVER_VERSION="12040"), "update the NVIDIA driver"),
+    (dict(BF_SIM_DRIVER_VERSION="0"), "no NVIDIA driver found"),
+    (dict(BF_SIM_DEVICES="0"), "no usable GPU"),
+    (dict(BF_SIM_CC="7.5"), "compute capability 7.5 is not covered"),
+    (dict(BF_SIM_CUDNN_VERSION="8907"), "cuDNN 8.9.7 is loaded"),
+])
+def test_a_driver_device_or_library_mismatch_is_a_clear_device_error(sim_lib, env, says):
+    """check.cu's refusals, each a DeviceError naming what was found and the fix,
+    with the CUDA report saying PROBLEM; the weights stay as they were."""
+    code = ("import numpy as np, boundfit as bf\n"
+            "from boundfit import _core\n"
+            "m = bf.Sequential([bf.layers.Dense(1, input_shape=(2,))])\n"
+            "m.compile(optimizer='sgd', loss='mse')\n"
+            "w = m.get_weights()\n"
+            "try:\n    m.fit(np.zeros((4, 2), 'f'), np.zeros((4, 1), 'f'), verbose=0, device='cuda')\n"
+            "except bf.DeviceError as e:\n    print('DeviceError', e)\n"
+            "assert all((a == b).all() for a, b in zip(w, m.get_weights()))\n"
+            "print(_core.cuda_report())\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, BF_CUDA_LIB=sim_lib, **env))
+    assert r.returncode == 0 and "DeviceError" in r.stdout and says in r.stdout, r.stdout + r.stderr
+    assert "PROBLEM" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("lib,says", [("cublas", "cuBLAS error on cuda:0 at dense.cu"),
+                                      ("cudnn", "cuDNN error on cuda:0 at conv.cu")])
+def test_a_failing_cublas_or_cudnn_call_is_a_device_error_naming_the_call(sim_lib, lib, says):
+    """cuda_errors.cu's cuBLAS / cuDNN paths (BF_SIM_FAIL injects the failure):
+    a DeviceError with the library, file:line, call and status; the weights
+    stay those before the fit, and the CPU still trains the model."""
+    code = ("import numpy as np, boundfit as bf\n"
+            "L = bf.layers\n"
+            "m = bf.Sequential([L.Conv2D(2, (3, 3), input_shape=(6, 6, 1)), L.Flatten(), L.Dense(1)])\n"
+            "m.compile(optimizer='sgd', loss='mse')\n"
+            "x, y = np.ones((4, 6, 6, 1), 'f'), np.zeros((4, 1), 'f')\n"
+            "w = m.get_weights()\n"
+            "try:\n    m.fit(x, y, verbose=0, device='cuda')\n"
+            "except bf.DeviceError as e:\n    print('DeviceError', e)\n"
+            "assert all((a == b).all() for a, b in zip(w, m.get_weights()))\n"
+            "assert np.isfinite(m.fit(x, y, verbose=0, device='cpu').history['loss'][0])\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, BF_CUDA_LIB=sim_lib, BF_SIM_FAIL=lib))
+    assert r.returncode == 0 and "DeviceError" in r.stdout and says in r.stdout, r.stdout + r.stderr
+    assert "EXECUTION_FAILED" in r.stdout, r.stdout
+
+
+def test_a_layernorm_kernel_without_its_barrier_fails_the_emulated_tests(sim_lib, tmp_path):
+    """The emulation catches a missing __syncthreads: ln_block_sum's first
+    barrier dropped, thread 0 reads partial sums its peers have not written
+    yet. In forward thread order with NaN-filled shared memory every
+    LayerNormalization and attention model test fails (8 of 8; without the
+    fill 1 of 8, the stale values of the previous block often being right);
+    in reverse order the peers run first and none fails, which is why the
+    suite runs both orders."""
+    src = tmp_path / "cuda"
+    shutil.copytree(os.path.join(ROOT, "csrc", "cuda"), src)
+    ln = src / "layernorm.cu"
+    text = ln.read_text()
+    broken = text.replace("    sh[threadIdx.x] = v;\n    __syncthreads();\n", "    sh[threadIdx.x] = v;\n", 1)
+    assert broken != text
+    ln.write_text(broken)
+    out = tmp_path / "build"
+    shutil.copytree(os.path.join(ROOT, "build", "cuda_sim"), out, symlinks=True)  # only layernorm.cu recompiles
+    lib = _build(out, CUDA_SRC=str(src))
+    tests = ["tests/test_cuda_kernel_files.py"]
+    r, counts = _pytest(lib, tests, k="layer_norm or attention", BF_SIM_THREAD_ORDER="forward", BF_SIM_NAN_FILL="1")
+    assert counts.get("failed", 0) >= 6, r.stdout[-3000:]
+    r, counts = _pytest(sim_lib, tests, k="layer_norm or attention", BF_SIM_THREAD_ORDER="forward",
+                        BF_SIM_NAN_FILL="1")
+    assert r.returncode == 0 and counts.get("passed", 0) >= 8, r.stdout[-3000:]
+
+
+def _nvcc():
+    for p in (shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+        if p and os.path.exists(p):
+            return p
+    return None
+
+
+@pytest.mark.skipif(_nvcc() is None, reason="no nvcc")
+def test_csrc_cuda_compiles_with_nvcc_and_warnings_as_errors(tmp_path):
+    """Front end and device code generation (PTX for sm_80) of every .cu with
+    -Werror: what g++ cannot check (device-only rules, nvcc's warnings)."""
+    inc = _cuda_include()
+    srcs = sorted(f for f in os.listdir(os.path.join(ROOT, "csrc", "cuda")) if f.endswith(".cu"))
+    procs = []
+    for f in srcs:
+        cmd = [_nvcc(), "-std=c++17", "--ptx", "-arch=compute_80", "--Werror", "all-warnings",
+               "-Xcompiler=-Wall,-Wextra", "-Icsrc", "-Icsrc/core", f"-I{inc}",
+               os.path.join("csrc", "cuda", f), "-o", str(tmp_path / (f + ".ptx"))]
+        procs.append((f, subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                          text=True)))
+        if len(procs) >= 4:
+            name, p = procs.pop(0)
+            out = p.communicate()[0]
+            assert p.returncode == 0, f"{name}:\n{out[-3000:]}"
+    for name, p in procs:
+        out = p.communicate()[0]
+        assert p.returncode == 0, f"{name}:\n{out[-3000:]}"
