@@ -3,7 +3,8 @@ public API: attention.cu (MultiHeadAttention: scores, masks, softmax and its
 backward, attention dropout), layernorm.cu (LayerNormalization with and
 without gamma / beta, rows wider than a block), regularize.cu (L1 / L2 /
 L1L2 penalties and gradients, the max-norm / non-neg / unit-norm / min-max
-constraints), merge.cu (Subtract / Maximum / Minimum / Multiply / Average)
+constraints), merge.cu (Subtract / Maximum / Minimum / Multiply / Average),
+depthwise.cu (DepthwiseConv2D)
 and colsum.cu's one-thread-per-column fallback. Same weights, same seed, one
 model per device; skipped without a usable GPU, and run on the device
 emulation by tests/test_cuda_sim.py."""
@@ -139,4 +140,22 @@ def test_a_bias_wider_than_the_reduction_scratch_trains_to_the_cpu_weights_on_cu
 
     cpu, gpu, hc, hg = _train_both(build, compile_kw, x, y, batch_size=4, epochs=2)
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "270000-wide bias")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
+
+
+@pytest.mark.parametrize("strides,padding,dm,bias", [(1, "valid", 1, True), (2, "same", 2, True),
+                                                     ((1, 2), "same", 3, False)])
+def test_depthwise_conv2d_trains_to_the_cpu_weights_on_cuda(strides, padding, dm, bias):
+    """depthwise.cu: forward, the gathered input gradient, the block-tree filter gradient, the bias column sum."""
+    r = np.random.default_rng(9)
+    x = r.standard_normal((24, 9, 7, 5)).astype(np.float32)
+    y = r.standard_normal((24, 2)).astype(np.float32)
+
+    def build():
+        return bf.Sequential([bf.Input((9, 7, 5)), layers.Conv2D(4, 1),
+                              layers.DepthwiseConv2D(3, strides=strides, padding=padding, depth_multiplier=dm,
+                                                     use_bias=bias, activation="relu"),
+                              layers.Flatten(), layers.Dense(2)])
+    cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), f"depthwise {strides} {padding} {dm}")
     np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)

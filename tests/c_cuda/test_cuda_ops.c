@@ -299,7 +299,9 @@ static void test_losses(void) {
  * the statistics the CPU accumulates (exact for counts; weighted sums to rounding) */
 static void test_metrics(void) {
     const char *names[] = {"binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy", "top_k",
-                           "sparse_top_k", "mae", "mse", "rmse", "auc", "precision", "recall"};
+                           "sparse_top_k", "mae", "mse", "rmse", "auc", "precision", "recall",
+                           "true_positives", "false_positives", "true_negatives", "false_negatives"};
+    _Static_assert(sizeof names / sizeof *names == BF_MET_LAST + 1, "a name per metric kind");
     char what[160];
     const int B = 67, C = 11;
     const size_t n = (size_t)B * C;
