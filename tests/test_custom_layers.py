@@ -159,3 +159,13 @@ def test_what_cannot_be_traced_raises_naming_the_op_and_the_layer():
         inp @ inp
     with pytest.raises(TypeError, match="symbolic tensors"):
         Norm()(np.zeros((2, 4), np.float32))
+
+    class Antirectifier(bf.layers.Layer):   # keras.io's: its own kernel
+        def build(self, input_shape):
+            self.kernel = self.add_weight(shape=(input_shape[-1] * 2, input_shape[-1]), name="kernel")
+
+        def call(self, x):
+            return x
+
+    with pytest.raises(NotImplementedError, match="'anti'.*add_weight"):
+        Antirectifier(name="anti")(inp)

@@ -98,10 +98,59 @@ test_loss, test_acc = model.evaluate(x_train, y_train, verbose=0)
 pred = model.predict(x_train[:8], verbose=0)
 '''
 
+BIDIRECTIONAL_LSTM_IMDB = '''
+max_features, maxlen = 200, 20
+rng = np.random.default_rng(0)
+x_train = [list(rng.integers(1, max_features, rng.integers(3, 30))) for _ in range(64)]
+y_train = rng.integers(0, 2, 64)
+x_train = keras.utils.pad_sequences(x_train, maxlen=maxlen)
+inputs = keras.Input(shape=(None,), dtype="int32")
+x = keras.layers.Embedding(max_features, 16)(inputs)
+x = keras.layers.Bidirectional(keras.layers.LSTM(8, return_sequences=True))(x)
+x = keras.layers.Bidirectional(keras.layers.LSTM(8))(x)
+outputs = keras.layers.Dense(1, activation="sigmoid")(x)
+model = keras.Model(inputs, outputs)
+probe = x_train[:8]
+# --- train
+model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
+history = model.fit(x_train, y_train, batch_size=32, epochs=2, validation_data=(x_train[:16], y_train[:16]),
+                    verbose=0)
+pred = model.predict(x_train[:8, :11], verbose=0)
+'''
+
+PRETRAINED_WORD_EMBEDDINGS = '''
+num_tokens, embedding_dim = 50, 8
+rng = np.random.default_rng(0)
+embedding_matrix = rng.standard_normal((num_tokens, embedding_dim)).astype("float32")
+embedding_layer = keras.layers.Embedding(num_tokens, embedding_dim, trainable=False)
+embedding_layer.build((1,))
+embedding_layer.set_weights([embedding_matrix])
+int_sequences_input = keras.Input(shape=(None,), dtype="int64")
+embedded_sequences = embedding_layer(int_sequences_input)
+x = keras.layers.Conv1D(16, 5, activation="relu")(embedded_sequences)
+x = keras.layers.MaxPooling1D(5)(x)
+x = keras.layers.Conv1D(16, 5, activation="relu")(x)
+x = keras.layers.GlobalMaxPooling1D()(x)
+x = keras.layers.Dense(16, activation="relu")(x)
+x = keras.layers.Dropout(0.5)(x)
+preds = keras.layers.Dense(4, activation="softmax")(x)
+model = keras.Model(int_sequences_input, preds)
+x_train = rng.integers(0, num_tokens, (64, 40))
+y_train = rng.integers(0, 4, 64)
+probe = x_train[:8]
+# --- train
+model.compile(loss="sparse_categorical_crossentropy", optimizer="rmsprop", metrics=["acc"])
+history = model.fit(x_train, y_train, batch_size=16, epochs=2, validation_data=(x_train[:16], y_train[:16]),
+                    verbose=0)
+pred = model.predict(x_train[:8], verbose=0)
+'''
+
 PROGRAMS = {
     "mnist_convnet": MNIST_CONVNET,
     "imbalanced_classification": IMBALANCED_CLASSIFICATION,
     "timeseries_classification_from_scratch": TIMESERIES_CLASSIFICATION,
+    "bidirectional_lstm_imdb": BIDIRECTIONAL_LSTM_IMDB,
+    "pretrained_word_embeddings": PRETRAINED_WORD_EMBEDDINGS,
 }
 
 

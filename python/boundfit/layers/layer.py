@@ -75,6 +75,14 @@ class Layer:
         own state here; called once, before the first call()."""
         self.built = True
 
+    def add_weight(self, shape=None, initializer=None, dtype=None, trainable=True, regularizer=None,
+                   constraint=None, name=None, **kwargs):
+        """Not yet: a custom layer's own variables (they need keras.ops on
+        variables: matmul, broadcasting adds). Raises naming the layer."""
+        raise NotImplementedError(
+            f"layer {self.name!r} ({type(self).__name__}): add_weight({name or ''!s}) is not supported by boundfit "
+            "yet; build the layer from layers that hold the weights (Dense, Embedding, Conv..., called in call())")
+
     def _custom(self):
         return type(self).call is not Layer.call
 
