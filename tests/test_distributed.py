@@ -7,11 +7,16 @@ makes the others raise DistributedError within seconds, and a stuck one at
 the deadline. Runs that lose a rank go through the `python -m
 boundfit.distribute` wrapper with -disable-auto-cleanup: hydra kills every
 rank as soon as one ends abnormally otherwise. The rank programs are
-tests/dist_programs/train.py. Skipped without mpiexec / libmpi_abi.so
-(pip install boundfit[distributed])."""
+tests/dist_programs/train.py. The MPI tests are skipped without mpiexec /
+libmpi_abi.so (pip install boundfit[distributed]). The torchrun-style tests
+launch the same program as plain subprocesses with RANK / WORLD_SIZE /
+MASTER_ADDR / MASTER_PORT (the engine's TCP transport, no MPI needed): equal
+to one process on 2 and 3 ranks, a killed or raising rank, a rank short of
+memory, and bad variables named."""
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -59,6 +64,35 @@ def _launch(tmp_path, n, mode, batch=8, wrapper=False, timeout=20):
     return recs, took, out, p.stdout.decode(errors="replace")[-3000:]
 
 
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _launch_tcp(tmp_path, n, mode, batch=8, timeout=20):
+    """The program on n ranks as plain subprocesses with torchrun's variables
+    (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; no mpiexec)."""
+    out = tmp_path / mode
+    out.mkdir()
+    port = _free_port()
+    base = {k: v for k, v in os.environ.items() if "PMI" not in k and "HYDRA" not in k}
+    base.update(TEST_TIMEOUT=str(timeout), OMP_NUM_THREADS="1", WORLD_SIZE=str(n), LOCAL_WORLD_SIZE=str(n),
+                MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    t0 = time.time()
+    procs = [subprocess.Popen([sys.executable, PROGRAM, mode, str(out), str(batch)], cwd=str(out),
+                              env=dict(base, RANK=str(r), LOCAL_RANK=str(r)), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT) for r in range(n)]
+    logs = [p.communicate(timeout=120)[0].decode(errors="replace")[-1500:] for p in procs]
+    took = time.time() - t0
+    recs = {}
+    for r in range(n):
+        f = out / f"rank{r}.json"
+        if f.exists():
+            recs[r] = json.loads(f.read_text())
+    return recs, took, out, "\n".join(logs)
+
+
 def _single_process(out, n, batch):
     """The program's model and data in this process, from rank 0's initial weights, batch n * batch."""
     rng = np.random.default_rng(0)
@@ -80,10 +114,7 @@ def _weights(path):
     return [z[f"arr_{i}"] for i in range(len(z.files))]
 
 
-@needs_mpi
-@pytest.mark.parametrize("n", [2, 3])
-def test_n_ranks_with_batch_b_match_one_process_with_batch_n_times_b(tmp_path, n):
-    recs, _, out, log = _launch(tmp_path, n, "equal", batch=8)
+def _check_equal_to_one_process(recs, out, n, log):
     assert sorted(recs) == list(range(n)), log
     assert all("error" not in r for r in recs.values()), recs
     want_w, want_h = _single_process(out, n, 8)
@@ -101,6 +132,13 @@ def test_n_ranks_with_batch_b_match_one_process_with_batch_n_times_b(tmp_path, n
     assert not any((out / f"final_from_rank{r}.weights.h5").exists() for r in range(1, n))
     assert (out / "ckpt_rank0.weights.h5").exists()   # ModelCheckpoint: rank 0 too
     assert not any((out / f"ckpt_rank{r}.weights.h5").exists() for r in range(1, n))
+
+
+@needs_mpi
+@pytest.mark.parametrize("n", [2, 3])
+def test_n_ranks_with_batch_b_match_one_process_with_batch_n_times_b(tmp_path, n):
+    recs, _, out, log = _launch(tmp_path, n, "equal", batch=8)
+    _check_equal_to_one_process(recs, out, n, log)
 
 
 @needs_mpi
@@ -224,10 +262,63 @@ def test_bad_arguments_are_named():
         bf.distribution.list_devices("gpu")
 
 
-def test_torchrun_style_env_without_mpi_raises_a_clear_error(tmp_path):
-    code = ("import boundfit as bf\ntry:\n    bf.distribution.initialize()\nexcept bf.DistributedError as e:\n"
-            "    print('ERR', e)\n")
+# ---- torchrun-style launch: TCP transport (csrc/core/dist_tcp.c), no mpiexec ----
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_torchrun_style_n_ranks_over_tcp_match_one_process(tmp_path, n):
+    recs, _, out, log = _launch_tcp(tmp_path, n, "equal", batch=8)
+    _check_equal_to_one_process(recs, out, n, log)
+
+
+def test_torchrun_style_killed_rank_makes_the_others_raise_within_seconds(tmp_path):
+    recs, took, _, log = _launch_tcp(tmp_path, 3, "kill", timeout=30)
+    assert 1 not in recs, recs            # SIGKILLed: it wrote nothing
+    assert sorted(recs) == [0, 2], log
+    for r in recs.values():
+        assert r["error"] == "DistributedError", r
+        assert "rank 1" in r["message"] and "died" in r["message"]
+        assert r["t_error"] - r["t0"] < 10   # its closed connection, not the 30 s deadline
+    assert took < 60
+
+
+def test_torchrun_style_rank_raising_makes_the_others_raise_at_once(tmp_path):
+    recs, _, _, log = _launch_tcp(tmp_path, 2, "raise", timeout=30)
+    assert sorted(recs) == [0, 1], log
+    assert recs[1]["error"] == "RuntimeError"
+    assert recs[0]["error"] == "DistributedError"
+    assert "rank 1" in recs[0]["message"] and "stopped with an error" in recs[0]["message"]
+    assert recs[0]["t_error"] - recs[1]["t_error"] < 5
+
+
+def test_torchrun_style_rank_short_of_memory_makes_every_rank_raise_before_step_one(tmp_path):
+    recs, _, _, log = _launch_tcp(tmp_path, 2, "budget")
+    assert sorted(recs) == [0, 1], log
+    msgs = {r["message"] for r in recs.values()}
+    assert len(msgs) == 1, msgs
+    for r in recs.values():
+        assert r["error"] == "MemoryBudgetError" and r["e_rank"] == 1 and "ok" not in r
+    assert "rank 1 on host" in msgs.pop()
+
+
+def _init_in_subprocess(env_update, timeout=60):
+    code = ("import boundfit as bf\ntry:\n    bf.distribution.initialize(timeout=1)\n"
+            "except bf.DistributedError as e:\n    print('ERR', e)\n")
     env = {k: v for k, v in os.environ.items() if "PMI" not in k}
-    env.update(RANK="0", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT="29500")
-    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
-    assert "ERR" in p.stdout and "mpiexec -n 2" in p.stdout, p.stdout + p.stderr
+    env.update(env_update)
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
+    return p.stdout + p.stderr
+
+
+def test_torchrun_style_env_errors_name_the_variable():
+    out = _init_in_subprocess({"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"})
+    assert "ERR" in out and "RANK is not set" in out, out
+    out = _init_in_subprocess({"RANK": "2", "WORLD_SIZE": "2", "MASTER_PORT": "29500"})
+    assert "ERR" in out and "RANK=2" in out, out
+    out = _init_in_subprocess({"RANK": "1", "WORLD_SIZE": "2"})
+    assert "ERR" in out and "MASTER_PORT" in out, out
+    # rank 0 never comes: the wait is bounded by the timeout (1 s)
+    t0 = time.time()
+    out = _init_in_subprocess({"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                               "MASTER_PORT": str(_free_port())})
+    assert "ERR" in out and "could not be reached" in out, out
+    assert time.time() - t0 < 30

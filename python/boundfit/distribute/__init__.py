@@ -1,4 +1,4 @@
-"""Data-parallel training past one process (CPU path, over MPI): Keras 3's
+"""Data-parallel training past one process (CPU path, over MPI or TCP): Keras 3's
 names (`DataParallel`, `initialize`, `set_distribution`, `distribution`,
 `list_devices`), also reachable as `bf.distribution`.
 
@@ -6,6 +6,15 @@ Launch with `mpiexec -n N python train.py` (MPICH from PyPI: `pip install
 boundfit[distributed]`). The MPI library is the standard-ABI libmpi_abi.so,
 dlopen'ed by the C engine (csrc/core/dist_mpi.c); it is found through
 BF_MPI_LIB, the `mpich` package's install prefix, or the `mpiexec` on PATH.
+
+Or launch torchrun-style, without MPI: every process with RANK, WORLD_SIZE,
+MASTER_ADDR, MASTER_PORT (LOCAL_WORLD_SIZE shares the host's cores), as
+torchrun sets them. Then the engine's TCP transport (csrc/core/dist_tcp.c,
+behind the same bf_dist_* calls) carries the collectives: rank 0 listens at
+MASTER_ADDR:MASTER_PORT, the others connect to it, rank 0 reduces in rank
+order and sends the result back (every rank the same bits). A peer whose
+connection closes is found at once and rank 0 tells the others, so the
+survivors raise DistributedError naming it within about a second.
 
 Under a DataParallel distribution, fit():
 - agrees ONE plan before step one: every rank plans its run (with the
@@ -30,7 +39,7 @@ soon as one rank exits abnormally (MPICH 5.0.2, even with
 -disable-auto-cleanup); to let the survivors raise instead, launch through
 the wrapper: `mpiexec -disable-auto-cleanup -n N python -m
 boundfit.distribute train.py` (see _launch_main). Ranks on other hosts that
-die are found by the deadline.
+die are found by the deadline (under MPI; over TCP, by their closed connection).
 
 Where it lives: the process group and its collectives in
 runtime/dist_group.py, fit's hooks in engine/dist_fit.py and the per-rank

@@ -1,5 +1,7 @@
 """The process group (bf.distribute): joining it under mpiexec (the
-standard-ABI libmpi_abi.so found and handed to the engine, csrc/core/dist_mpi.c),
+standard-ABI libmpi_abi.so found and handed to the engine, csrc/core/dist_mpi.c)
+or after a torchrun-style launch (RANK / WORLD_SIZE / MASTER_ADDR /
+MASTER_PORT: the engine's TCP transport, csrc/core/dist_tcp.c),
 Keras 3's DataParallel / initialize / set_distribution / distribution /
 list_devices, DistributedError, and the small collectives over Python values
 that fit's hooks use. Every collective is the engine's, bounded by its deadline."""
@@ -98,8 +100,10 @@ def _call(fn, *args):
 
 def initialize(job_addresses=None, num_processes=None, process_id=None, timeout=None):
     """Join the process group (Keras 3's keras.distribution.initialize). Under
-    mpiexec the group comes from MPI; num_processes / process_id, when given,
-    must agree with it. Without a launcher this is a group of one.
+    mpiexec the group comes from MPI; with WORLD_SIZE > 1 in the environment
+    (torchrun-style: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) rank 0 listens
+    at MASTER_ADDR:MASTER_PORT and the others connect over TCP.
+    num_processes / process_id, when given, must agree with it. Without a launcher this is a group of one.
     timeout: the bound in seconds on every wait for the other ranks."""
     if timeout is None:
         timeout = float(os.environ.get("BF_DIST_TIMEOUT", "60"))
@@ -121,11 +125,11 @@ def initialize(job_addresses=None, num_processes=None, process_id=None, timeout=
     else:
         world = _env_int("WORLD_SIZE")
         if world is not None and world > 1:
-            raise DistributedError(
-                f"WORLD_SIZE={world} (a torchrun-style launch) but no MPI launcher: the CPU path needs "
-                f"`mpiexec -n {world} python ...` (MPICH); torchrun's TCP rendezvous (MASTER_ADDR) is not "
-                "implemented")
-        rank, size = 0, 1
+            rank, size = _init_tcp(world, float(timeout))
+            _share_cores()
+            atexit.register(_finalize)
+        else:
+            rank, size = 0, 1
     for name, want, have in (("num_processes", num_processes, size), ("process_id", process_id, rank)):
         if want is not None and int(want) != have:
             raise ValueError(f"initialize: {name}={want!r} disagrees with the launcher's {have}")
@@ -134,10 +138,28 @@ def initialize(job_addresses=None, num_processes=None, process_id=None, timeout=
     _state.update(rank=rank, size=size, initialized=True)
 
 
+def _init_tcp(world, timeout):
+    """A torchrun-style launch (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; no
+    mpiexec): the engine's TCP transport (csrc/core/dist_tcp.c), rank 0
+    listening at MASTER_ADDR:MASTER_PORT."""
+    rank_ = _env_int("RANK")
+    if rank_ is None:
+        raise DistributedError(f"WORLD_SIZE={world} but RANK is not set: a torchrun-style launch needs RANK, "
+                               "WORLD_SIZE, MASTER_ADDR and MASTER_PORT on every process")
+    if not 0 <= rank_ < world:
+        raise DistributedError(f"RANK={rank_} must be between 0 and WORLD_SIZE - 1 = {world - 1}")
+    port = _env_int("MASTER_PORT")
+    if port is None or not 0 < port < 65536:
+        raise DistributedError(f"MASTER_PORT={os.environ.get('MASTER_PORT')!r}: a torchrun-style launch needs "
+                               "the TCP port rank 0 listens on (1-65535)")
+    addr = os.environ.get("MASTER_ADDR") or "127.0.0.1"
+    return _call(_core.dist_init_tcp, addr, int(port), int(rank_), int(world), timeout)
+
+
 def _share_cores():
     """Ranks on one host share its cores: each runs the engine's pool on its
     share (MPI_LOCALNRANKS from hydra), unless BF_DIST_THREADS says otherwise."""
-    local = _env_int("MPI_LOCALNRANKS") or 1
+    local = _env_int("MPI_LOCALNRANKS", "LOCAL_WORLD_SIZE") or 1
     want = _env_int("BF_DIST_THREADS")
     if want is None and local > 1:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
