@@ -300,6 +300,31 @@ def test_torchrun_style_rank_short_of_memory_makes_every_rank_raise_before_step_
     assert "rank 1 on host" in msgs.pop()
 
 
+def test_evaluate_and_predict_split_rows_by_rank_and_return_the_full_result(tmp_path):
+    """3 ranks (TCP): predict of 53 rows (blocks of 18) and evaluate of 50
+    (slices of 16/17/17), before any fit: rank 0's weights, every rank gets
+    what one process gets."""
+    recs, _, out, log = _launch_tcp(tmp_path, 3, "evalpred")
+    assert sorted(recs) == [0, 1, 2] and all(r.get("ok") for r in recs.values()), (recs, log)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(240, 10)).astype(np.float32)
+    y = (x[:, :3].sum(axis=1) > 0).astype(np.int64) + (x[:, 3] > 0.5)
+    model = bf.Sequential([layers.Dense(16, activation="relu", input_shape=(10,)),
+                           layers.Dense(3, activation="softmax")])
+    model.compile(optimizer=bf.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.build((None, 10))
+    model.set_weights(_weights(out / "init.npz"))
+    want_p = model.predict(x[:53], batch_size=8, verbose=0)
+    want_e = model.evaluate(x[:50] * 0.5, y[:50], batch_size=8, verbose=0, return_dict=True)
+    for r in range(3):
+        p = np.load(out / f"pred{r}.npy")
+        assert p.shape == want_p.shape
+        np.testing.assert_allclose(p, want_p, rtol=1e-6, atol=1e-7)
+        assert sorted(recs[r]["evaluate"]) == sorted(want_e)
+        for k in want_e:
+            assert recs[r]["evaluate"][k] == pytest.approx(want_e[k], rel=1e-5), k
+
+
 def _init_in_subprocess(env_update, timeout=60):
     code = ("import boundfit as bf\ntry:\n    bf.distribution.initialize(timeout=1)\n"
             "except bf.DistributedError as e:\n    print('ERR', e)\n")

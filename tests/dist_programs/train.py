@@ -3,7 +3,8 @@ by mpiexec: python train.py MODE OUTDIR [BATCH]. Each rank writes what it saw
 to OUTDIR/rank<r>.json; rank 0 also saves the initial and final weights.
 MODE: equal (fit and save), sources (a memmap, then a Sequence), budget (rank 1 gets a tiny memory limit),
 kill (rank 1 SIGKILLs itself mid-epoch), raise (rank 1 raises mid-epoch), early (rank 1's data is bad), stuck (rank 1 sleeps past the timeout),
-auto (batch_size="auto", rank 1 with a smaller budget)."""
+auto (batch_size="auto", rank 1 with a smaller budget), evalpred (evaluate and predict before any fit: rank 0's
+weights, rows split by rank, results on every rank)."""
 import json
 import os
 import signal
@@ -80,6 +81,15 @@ try:
                 return x[i * batch:(i + 1) * batch], y[i * batch:(i + 1) * batch]
         model.fit(Batches(), epochs=1, shuffle=False, verbose=0)
         np.savez(os.path.join(out, f"seq{r}.npz"), *model.get_weights())
+        rec["ok"] = True
+    elif mode == "evalpred":
+        model.build((None, 10))
+        if r == 0:
+            np.savez(os.path.join(out, "init.npz"), *model.get_weights())
+        pred = model.predict(x[:53], batch_size=8, verbose=0)
+        ev = model.evaluate(xv, yv, batch_size=8, verbose=0, return_dict=True)
+        np.save(os.path.join(out, f"pred{r}.npy"), pred)
+        rec["evaluate"] = ev
         rec["ok"] = True
     elif mode == "early":
         rec["t0"] = time.time()

@@ -29,6 +29,16 @@ Under a DataParallel distribution, fit():
   the update, and gives callbacks global epoch logs (losses and metrics
   averaged over ranks by rows; per-batch logs stay per rank);
 - saves from rank 0 only (Model.save / save_weights are no-ops elsewhere).
+Under a DataParallel distribution, evaluate() and predict() broadcast rank
+0's weights, then split array rows by rank (evaluate: contiguous slices;
+predict: blocks of ceil(n / N) rows) and combine, so that every rank returns
+what one process returns: evaluate's loss over all rows (exact), its metrics
+averaged by rows (exact for per-row means such as accuracy and MAE; metrics
+that are not per-row means, e.g. Precision, Recall, AUC, and sample-weighted
+metrics, come out as the row-weighted mean of the ranks' values, not the
+global value); predict's blocks gathered in rank order on every rank. A
+Sequence x, steps=, or auto_shard_dataset=False: each rank runs all of it.
+Every rank must call them (they are collectives, like fit).
 Every wait is bounded: a rank that dies or raises makes the others raise
 DistributedError within `timeout` seconds (initialize(timeout=...),
 BF_DIST_TIMEOUT, default 60), and at once when they can tell: a rank that
@@ -42,7 +52,8 @@ boundfit.distribute train.py` (see _launch_main). Ranks on other hosts that
 die are found by the deadline (under MPI; over TCP, by their closed connection).
 
 Where it lives: the process group and its collectives in
-runtime/dist_group.py, fit's hooks in engine/dist_fit.py and the per-rank
+runtime/dist_group.py (the engine's transports: csrc/core/dist_mpi.c and
+dist_tcp.c), fit's hooks in engine/dist_fit.py and the per-rank
 data in engine/dist_shard.py; this package is the public face (and
 `python -m boundfit.distribute`, launch.py). Hooks in other files, each
 marked `[dist hook]`:
@@ -52,7 +63,10 @@ marked `[dist hook]`:
 - engine/training.py, fit(): verbose(), prepare_fit() (Sequences by rank),
   agree_plan() (after the plan, before require_fits), shard_fit_data() (after
   the batch size is known), global_logs() (before on_epoch_end);
-- models/model.py, Model.fit(): fit_guard(); Model.save() and
+  evaluate(): verbose(), shard_eval(), global_eval_logs(); predict():
+  verbose(), shard_predict() (before the plan, which counts the gathered
+  rows), gather_predictions();
+- models/model.py, Model.fit() / evaluate() / predict(): fit_guard(); Model.save() and
   Model.save_weights(): rank 0 only (so ModelCheckpoint too);
 - callbacks/checkpoint.py, BackupAndRestore._save() and on_train_end():
   rank 0 writes and deletes the backup.

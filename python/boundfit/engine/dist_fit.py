@@ -1,7 +1,9 @@
-"""fit's hooks under a DataParallel distribution (called from
-engine/training.py and models/model.py at lines marked [dist hook]): the
-one plan agreed by every rank, rank 0's weights broadcast, the data sharded,
-epoch logs averaged over ranks, and a rank's error told to the others."""
+"""fit's, evaluate's and predict's hooks under a DataParallel distribution
+(called from engine/training.py and models/model.py at lines marked
+[dist hook]): the one plan agreed by every rank, rank 0's weights broadcast,
+the data sharded, epoch logs averaged over ranks, evaluate's logs over all
+rows, predict's blocks gathered on every rank, and a rank's error told to
+the others."""
 
 import contextlib
 import socket
@@ -14,7 +16,7 @@ from ..runtime.dist_group import (_BF_ERR_DIST_PREFIX, DistributedError, _agree_
                                   _bcast_seed, active, broadcast_weights, is_chief, num_processes, rank)
 from ..sizes import format_bytes
 from .data import ArrayData, _is_sequence
-from .dist_shard import ShardedArrays, ShardedEval, shard_source
+from .dist_shard import ShardedArrays, ShardedEval, predict_block, shard_predict_rows, shard_source
 from .plan import PlanEntry
 
 def verbose(v):
@@ -136,6 +138,86 @@ def global_logs(logs, train_rows, val):
         w = vr if k.startswith("val_") else tr
         out[k] = float(tot[i] / w) if w else logs[k]
     return out
+
+
+def _shards_arrays(src):
+    d = active()
+    return d is not None and d.auto_shard_dataset and isinstance(src, ArrayData) and not src.steps
+
+
+def shard_eval(model, src):
+    """evaluate(): rank 0's weights everywhere, then this rank's contiguous
+    slice of the rows (arrays; a Sequence, or steps=, is evaluated whole on
+    every rank)."""
+    if active() is None:
+        return src
+    _agree_ok("evaluate's start")
+    broadcast_weights(model)
+    return ShardedEval(src) if _shards_arrays(src) else src
+
+
+def global_eval_logs(logs, rows, src):
+    """evaluate()'s logs over every rank's rows: losses exactly (sums over
+    rows), metrics weighted by rows (exact for per-row means such as
+    accuracy; see the distribute docstring)."""
+    if active() is None or not isinstance(src, ShardedEval):
+        return logs
+    _agree_ok("evaluate's logs")
+    keys = list(logs)   # the same model on every rank: the same keys in the same order
+    tot = _allreduce([float(logs[k]) * rows for k in keys] + [float(rows)])
+    return {k: (float(tot[i] / tot[-1]) if tot[-1] else logs[k]) for i, k in enumerate(keys)}
+
+
+def shard_predict(model, src):
+    """predict(): rank 0's weights everywhere, then this rank's block of
+    ceil(n / N) rows. Returns (src, gather): gather is (n, per) or None."""
+    if active() is None:
+        return src, None
+    _agree_ok("predict's start")
+    broadcast_weights(model)
+    if not _shards_arrays(src):
+        return src, None
+    n = src.num_rows
+    per = predict_block(n)
+    if per == 0:
+        return src, None
+    return shard_predict_rows(src, per), (n, per)
+
+
+def gathered_rows(gather):
+    """Rows of the gathered predictions (for the plan): N blocks of per rows."""
+    return 0 if gather is None else num_processes() * gather[1]
+
+
+def gather_predictions(preds, gather):
+    """Every rank's block of each output, in rank order, on every rank: the
+    full predictions, as one process returns them."""
+    if gather is None:
+        return preds
+    n, per = gather
+    _agree_ok("predict's gather")
+    N, me = num_processes(), rank()
+
+    def one(a):
+        full = np.zeros((N * per,) + a.shape[1:], dtype=a.dtype)
+        full[me * per:me * per + a.shape[0]] = a
+        for r in range(N):
+            _call_bcast(full[r * per:(r + 1) * per], r)
+        return full[:n]
+    if isinstance(preds, dict):
+        return {k: one(v) for k, v in preds.items()}
+    if isinstance(preds, list):
+        return [one(v) for v in preds]
+    return one(preds)
+
+
+def _call_bcast(buf, root):
+    try:
+        _core.dist_bcast(buf, root)
+    except BoundfitError as e:
+        if str(e).startswith(_BF_ERR_DIST_PREFIX):
+            raise DistributedError(str(e), rank=rank()) from None
+        raise
 
 
 @contextlib.contextmanager
