@@ -325,6 +325,32 @@ def test_evaluate_and_predict_split_rows_by_rank_and_return_the_full_result(tmp_
             assert recs[r]["evaluate"][k] == pytest.approx(want_e[k], rel=1e-5), k
 
 
+def test_batchnorm_moving_statistics_are_averaged_over_ranks(tmp_path):
+    """BatchNormalization under DataParallel: per-rank batch statistics (said
+    in a warning on rank 0), moving statistics averaged after each epoch: the
+    same on every rank, and with BN first (its batch means are the data's)
+    the moving mean is the single process's with the global batch."""
+    recs, _, out, log = _launch_tcp(tmp_path, 2, "bn", batch=8)
+    assert sorted(recs) == [0, 1] and all(r.get("ok") for r in recs.values()), (recs, log)
+    assert recs[0]["warned"] and not recs[1]["warned"]
+    w0, w1 = _weights(out / "final0.npz"), _weights(out / "final1.npz")
+    for a, b in zip(w0, w1):
+        np.testing.assert_array_equal(a, b)   # one model on every rank, moving statistics included
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(240, 10)).astype(np.float32)
+    y = (x[:, :3].sum(axis=1) > 0).astype(np.int64) + (x[:, 3] > 0.5)
+    x = x * 2 + 1
+    model = bf.Sequential([layers.BatchNormalization(momentum=0.9, input_shape=(10,)),
+                           layers.Dense(16, activation="relu"), layers.Dense(3, activation="softmax")])
+    model.compile(optimizer=bf.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy")
+    model.build((None, 10))
+    model.set_weights(_weights(out / "init.npz"))
+    model.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+    want = model.layers[0].get_weights()
+    np.testing.assert_allclose(w0[2], want[2], rtol=1e-5, atol=1e-6)   # moving mean: the global batch's
+    assert np.all(w0[3] <= want[3] * (1 + 1e-5))   # moving variance: the ranks' mean, less their means' spread
+
+
 def _init_in_subprocess(env_update, timeout=60):
     code = ("import boundfit as bf\ntry:\n    bf.distribution.initialize(timeout=1)\n"
             "except bf.DistributedError as e:\n    print('ERR', e)\n")

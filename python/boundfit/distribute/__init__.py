@@ -39,6 +39,19 @@ metrics, come out as the row-weighted mean of the ranks' values, not the
 global value); predict's blocks gathered in rank order on every rank. A
 Sequence x, steps=, or auto_shard_dataset=False: each rank runs all of it.
 Every rank must call them (they are collectives, like fit).
+
+BatchNormalization under DataParallel is per rank ("ghost" batch norm, as
+TF's MirroredStrategy without SyncBatchNormalization, not Keras-on-JAX's
+global-batch statistics): in training each rank normalizes with its own
+batch of B rows, so N ranks do not follow one process with batch N*B when
+the model has BatchNormalization; fit says so in a warning (rank 0). After
+every epoch (before validation and callbacks) the moving mean and variance
+are averaged over the ranks, so every rank holds the same model and rank 0
+saves it: the moving mean is then exactly the single process's with the
+global batch (the update is linear in the batch means), the moving variance
+the mean of the ranks' (less the spread between their batch means).
+Synchronized batch statistics would need an all-reduce inside the engine's
+forward and backward passes: not implemented.
 Every wait is bounded: a rank that dies or raises makes the others raise
 DistributedError within `timeout` seconds (initialize(timeout=...),
 BF_DIST_TIMEOUT, default 60), and at once when they can tell: a rank that
@@ -62,7 +75,8 @@ marked `[dist hook]`:
 - csrc/python/module.c, module_exec(): bf_dist_py_init() adds dist_py.c's functions;
 - engine/training.py, fit(): verbose(), prepare_fit() (Sequences by rank),
   agree_plan() (after the plan, before require_fits), shard_fit_data() (after
-  the batch size is known), global_logs() (before on_epoch_end);
+  the batch size is known), sync_moving_stats() (after each epoch's steps),
+  global_logs() (before on_epoch_end);
   evaluate(): verbose(), shard_eval(), global_eval_logs(); predict():
   verbose(), shard_predict() (before the plan, which counts the gathered
   rows), gather_predictions();

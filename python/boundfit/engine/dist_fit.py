@@ -7,6 +7,7 @@ the others."""
 
 import contextlib
 import socket
+import warnings
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from .. import _core
 from ..errors import BoundfitError, MemoryBudgetError, NonFiniteError
 from ..runtime.dist_group import (_BF_ERR_DIST_PREFIX, DistributedError, _agree_ok, _allgather_json, _allreduce,
                                   _bcast_seed, active, broadcast_weights, is_chief, num_processes, rank)
+from ..layers.normalization import BatchNormalization
 from ..sizes import format_bytes
 from .data import ArrayData, _is_sequence
 from .dist_shard import ShardedArrays, ShardedEval, predict_block, shard_predict_rows, shard_source
@@ -103,6 +105,46 @@ def _with_comm(plan):
     return plan
 
 
+def _batchnorms(model):
+    out = []
+    for layer in getattr(model, "layers", ()):
+        if isinstance(layer, BatchNormalization):
+            out.append(layer)
+        elif hasattr(layer, "layers"):
+            out.extend(_batchnorms(layer))
+    return out
+
+
+def warn_batchnorm(model):
+    """BatchNormalization under DataParallel is per-rank (ghost batch norm):
+    said once per fit, never silently."""
+    if active() is not None and is_chief() and _batchnorms(model):
+        warnings.warn("BatchNormalization under DataParallel: each rank normalizes with its own batch's statistics "
+                      "(B rows, not the N*B of the global batch); the moving mean and variance are averaged over "
+                      "the ranks after every epoch (see bf.distribute)", stacklevel=4)
+
+
+def sync_moving_stats(model):
+    """After each epoch, before validation: every BatchNormalization's moving
+    mean and variance averaged over the ranks. The update is linear in the
+    batch means, so the averaged moving mean is the one a single process
+    with the global batch keeps (equal shards); the moving variance is the
+    mean of the ranks' (without the spread between the ranks' batch means)."""
+    bns = _batchnorms(model) if active() is not None else []
+    if not bns:
+        return
+    _agree_ok("the moving statistics' average")
+    per = [layer.get_weights() for layer in bns]
+    flat = np.concatenate([np.ravel(a) for w in per for a in w[-2:]])
+    avg = (_allreduce(flat) / num_processes()).astype(np.float32)
+    at = 0
+    for layer, ws in zip(bns, per):
+        for i in (len(ws) - 2, len(ws) - 1):
+            ws[i] = avg[at:at + ws[i].size].reshape(ws[i].shape)
+            at += ws[i].size
+        layer.set_weights(ws)
+
+
 def shard_fit_data(model, train, val):
     """After the batch size is known: the same weights and data order on every
     rank, then each rank's shard."""
@@ -111,6 +153,7 @@ def shard_fit_data(model, train, val):
         return train, val
     _agree_ok("the weights' broadcast")
     broadcast_weights(model)
+    warn_batchnorm(model)
     if not d.auto_shard_dataset:
         return train, val
     seed = _bcast_seed()

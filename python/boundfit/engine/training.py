@@ -258,6 +258,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                 if nan_stop is None:
                     raise _with_epoch(e, epoch) from None
                 nan_stop.terminate(getattr(e, "step", None))
+            dist_fit.sync_moving_stats(model)   # [dist hook] BatchNormalization's moving statistics averaged
             if schedule is not None:
                 _apply_schedule(model, schedule)   # the rate of the next update, as Keras reports it
             elif form is not None and form[0]:
