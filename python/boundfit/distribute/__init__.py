@@ -88,7 +88,7 @@ marked `[dist hook]`:
 
 from ..engine.dist_fit import comm_seconds
 from ..runtime.dist_group import (DataParallel, DistributedError, distribution, find_mpi_library, initialize, is_chief,
-                                  list_devices, num_processes, rank, set_distribution)
+                                  list_devices, num_processes, rank, set_distribution, transport)
 
 __all__ = ["DataParallel", "DistributedError", "initialize", "set_distribution", "distribution", "list_devices",
-           "rank", "num_processes", "is_chief", "find_mpi_library", "comm_seconds"]
+           "rank", "num_processes", "is_chief", "find_mpi_library", "comm_seconds", "transport"]

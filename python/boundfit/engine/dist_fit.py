@@ -14,7 +14,8 @@ import numpy as np
 from .. import _core
 from ..errors import BoundfitError, MemoryBudgetError, NonFiniteError
 from ..runtime.dist_group import (_BF_ERR_DIST_PREFIX, DistributedError, _agree_ok, _allgather_json, _allreduce,
-                                  _bcast_seed, active, broadcast_weights, is_chief, num_processes, rank)
+                                  _bcast_seed, active, broadcast_weights, is_chief, num_processes, rank,
+                                  transport)
 from ..layers.normalization import BatchNormalization
 from ..sizes import format_bytes
 from .data import ArrayData, _is_sequence
@@ -91,10 +92,19 @@ def agree_plan(model, plan, replan, auto_batch, train_rows):
     return plan
 
 
+TCP_SCRATCH = 64 << 10   # dist_tcp.c's static receive block (SCRATCH_DOUBLES * 8)
+
+
 def _with_comm(plan):
-    """The plan with the all-reduce's scratch: MPICH's temporary buffers for the
-    in-flight gradient buckets, at most the gradients' size (estimated)."""
+    """The plan with the all-reduce's scratch: over MPI, MPICH's temporary
+    buffers for the in-flight gradient buckets, at most the gradients' size
+    (estimated); over TCP, the engine's fixed receive block (reductions are
+    in place; the sockets' buffers are the kernel's)."""
     if any(e.category == "communication" for e in plan.breakdown):
+        return plan
+    if transport() == "tcp":
+        plan.breakdown.append(PlanEntry("all-reduce scratch (TCP, static)", TCP_SCRATCH, "host", "communication",
+                                        f"{num_processes()} ranks, star around rank 0, in place"))
         return plan
     grads = sum(int(e.bytes) for e in plan.breakdown if e.category in ("gradients", "grads") and e.where == "host")
     if grads == 0:  # no separate gradient entry: the trainable parameters' size

@@ -20,7 +20,8 @@ from .. import _core
 from ..errors import BoundfitError
 
 _BF_ERR_DIST_PREFIX = "distributed:"
-_state = {"rank": 0, "size": 1, "initialized": False, "distribution": None, "timeout": None, "lib": None}
+_state = {"rank": 0, "size": 1, "initialized": False, "distribution": None, "timeout": None, "lib": None,
+          "transport": None}   # "mpi" or "tcp" once a group of several ranks is joined
 
 
 class DistributedError(BoundfitError, RuntimeError):
@@ -120,12 +121,14 @@ def initialize(job_addresses=None, num_processes=None, process_id=None, timeout=
                                    "(boundfit[distributed]) or set BF_MPI_LIB to its path")
         rank, size = _call(_core.dist_init, lib, float(timeout))
         _state["lib"] = lib
+        _state["transport"] = "mpi"
         _share_cores()
         atexit.register(_finalize)
     else:
         world = _env_int("WORLD_SIZE")
         if world is not None and world > 1:
             rank, size = _init_tcp(world, float(timeout))
+            _state["transport"] = "tcp"
             _share_cores()
             atexit.register(_finalize)
         else:
@@ -177,6 +180,11 @@ def _finalize():
 
 def rank():
     return _state["rank"]
+
+
+def transport():
+    """"mpi", "tcp" (torchrun-style launch), or None in a group of one."""
+    return _state["transport"] if _state["size"] > 1 else None
 
 
 def num_processes():
