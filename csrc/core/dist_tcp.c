@@ -1,6 +1,7 @@
 /* dist_tcp.c - data-parallel collectives over TCP sockets (torchrun-style
  * launch, no MPI): a star around rank 0, which reduces in rank order and
- * sends the result back, so every rank holds the same bits. Framing: each
+ * sends the result back block by block while the peers still send (the
+ * all-reduce is pipelined), so every rank holds the same bits. Framing: each
  * message is a 16-byte frame header (magic, kind, argument) then, for DATA,
  * exactly the bytes the receiver expects; a STOP frame (a rank stopped with
  * an error) or DEAD frame (rank 0 found a peer's connection closed) can
@@ -145,9 +146,12 @@ static int raw_io(int fd, void *buf, size_t len, int sending, int watch_in, doub
 
 static bf_status read_frame(int peer, frame *f, const char *what, double t0, double deadline);
 
-/* a transfer with a peer in a collective; its failures as statuses */
-static bf_status xfer(int peer, void *buf, size_t len, int sending, const char *what, double t0, double deadline) {
-    int rc = raw_io(fd_of(peer), buf, len, sending, 1, deadline);
+/* a transfer with a peer in a collective; its failures as statuses. watch:
+ * while sending, bytes from the peer mean it stopped (off where the peer is
+ * legitimately sending at the same time: the pipelined all-reduce) */
+static bf_status xfer_w(int peer, void *buf, size_t len, int sending, int watch, const char *what, double t0,
+                        double deadline) {
+    int rc = raw_io(fd_of(peer), buf, len, sending, watch, deadline);
     if (rc == IO_OK) return BF_OK;
     if (rc == IO_TIMEOUT) return timed_out(what, now() - t0);
     if (rc == IO_CLOSED) return peer_died(t.rank == 0 ? peer : 0, what, now() - t0);
@@ -160,6 +164,10 @@ static bf_status xfer(int peer, void *buf, size_t len, int sending, const char *
 }
 
 /* a frame header; STOP / DEAD fail here, DATA comes back */
+static bf_status xfer(int peer, void *buf, size_t len, int sending, const char *what, double t0, double deadline) {
+    return xfer_w(peer, buf, len, sending, 1, what, t0, deadline);
+}
+
 static bf_status read_frame(int peer, frame *f, const char *what, double t0, double deadline) {
     int rc = raw_io(fd_of(peer), f, sizeof *f, 0, 0, deadline);
     if (rc == IO_TIMEOUT) return timed_out(what, now() - t0);
@@ -171,6 +179,66 @@ static bf_status read_frame(int peer, frame *f, const char *what, double t0, dou
     }
     if (f->kind == K_STOP) return peer_stopped((int)f->arg, what);
     if (f->kind == K_DEAD) return peer_died((int)f->arg, what, now() - t0);
+    return BF_OK;
+}
+
+static bf_status check_frame(int peer, const frame *f, long bytes, const char *what, double t0) {
+    if (f->magic != MAGIC) {
+        snprintf(t.broken_msg, sizeof t.broken_msg, "rank %d of %d: a malformed frame from rank %d during %s", t.rank,
+                 t.size, t.rank == 0 ? peer : 0, what);
+        return broken_now(0, -1);
+    }
+    if (f->kind == K_STOP) return peer_stopped((int)f->arg, what);
+    if (f->kind == K_DEAD) return peer_died((int)f->arg, what, now() - t0);
+    if (f->arg != bytes) {
+        snprintf(t.broken_msg, sizeof t.broken_msg,
+                 "rank %d of %d: ranks out of step during %s: rank %d sent %lld bytes where %ld were expected "
+                 "(do all ranks run the same program on the same model?)",
+                 t.rank, t.size, what, t.rank == 0 ? peer : 0, (long long)f->arg, bytes);
+        return broken_now(0, -1);
+    }
+    return BF_OK;
+}
+
+/* a peer's half of the pipelined all-reduce: buf goes to rank 0 while the
+ * reduced result comes back into buf. In place is safe: rank 0 returns a
+ * byte only after it has received that byte from every rank, so the read
+ * position never passes the write position. */
+static bf_status exchange(void *buf, long bytes, const char *what, double t0, double dl) {
+    const int fd = t.fd[0];
+    frame out = {MAGIC, K_DATA, bytes}, in;
+    const size_t hs = sizeof(frame), total = hs + (size_t)bytes;
+    size_t so = 0, ro = 0;
+    while (so < total || ro < total) {
+        int moved = 0;
+        if (so < total) {
+            const char *src = so < hs ? (const char *)&out + so : (const char *)buf + (so - hs);
+            ssize_t k = send(fd, src, so < hs ? hs - so : total - so, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (k > 0) {
+                so += (size_t)k;
+                moved = 1;
+            } else if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                return peer_died(0, what, now() - t0);
+            }
+        }
+        if (ro < total) {
+            char *dst = ro < hs ? (char *)&in + ro : (char *)buf + (ro - hs);
+            ssize_t k = recv(fd, dst, ro < hs ? hs - ro : total - ro, MSG_DONTWAIT);
+            if (k > 0) {
+                ro += (size_t)k;
+                moved = 1;
+                if (ro == hs) BF_TRY(check_frame(0, &in, bytes, what, t0));
+            } else if (k == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+                return peer_died(0, what, now() - t0);
+            }
+        }
+        if (moved) continue;
+        const double tn = now();
+        if (tn > dl) return timed_out(what, tn - t0);
+        struct pollfd pf = {fd, (short)(POLLIN | (so < total ? POLLOUT : 0)), 0};
+        int ms = (int)((dl - tn) * 1000.0) + 1;
+        poll(&pf, 1, ms > 100 ? 100 : ms);
+    }
     return BF_OK;
 }
 
@@ -217,23 +285,27 @@ static void combine(void *acc, const void *in, long k, int type, int op) {
     }
 }
 
-/* in place over all ranks: rank 0 folds in rank 1, 2, ... in order and sends the result back */
+/* in place over all ranks, pipelined by blocks of `scratch`: for each block
+ * rank 0 folds in rank 1, 2, ... in order, then sends the block back while
+ * the peers are still sending the next ones (exchange) */
 static bf_status allreduce(void *buf, long n, int type, int op, const char *what, double timeout) {
     const double t0 = now(), dl = t0 + timeout;
     const long es = type == T_F64 ? 8 : 4, bytes = n * es, per = (long)sizeof scratch / es;
     if (t.rank == 0) {
-        for (int r = 1; r < t.size; r++) {
-            BF_TRY(recv_data(r, NULL, bytes, 0, what, t0, dl));
-            for (long at = 0; at < n; at += per) {
-                const long k = n - at < per ? n - at : per;
+        frame f = {MAGIC, K_DATA, bytes};
+        for (int r = 1; r < t.size; r++) BF_TRY(recv_data(r, NULL, bytes, 0, what, t0, dl));
+        for (int r = 1; r < t.size; r++) BF_TRY(xfer_w(r, &f, sizeof f, 1, 0, what, t0, dl));
+        for (long at = 0; at < n; at += per) {
+            const long k = n - at < per ? n - at : per;
+            char *block = (char *)buf + at * es;
+            for (int r = 1; r < t.size; r++) {
                 BF_TRY(xfer(r, scratch, (size_t)(k * es), 0, what, t0, dl));
-                combine((char *)buf + at * es, scratch, k, type, op);
+                combine(block, scratch, k, type, op);
             }
+            for (int r = 1; r < t.size; r++) BF_TRY(xfer_w(r, block, (size_t)(k * es), 1, 0, what, t0, dl));
         }
-        for (int r = 1; r < t.size; r++) BF_TRY(send_data(r, buf, bytes, what, t0, dl));
     } else {
-        BF_TRY(send_data(0, buf, bytes, what, t0, dl));
-        BF_TRY(recv_data(0, buf, bytes, 1, what, t0, dl));
+        BF_TRY(exchange(buf, bytes, what, t0, dl));
     }
     t.comm_seconds += now() - t0;
     return BF_OK;

@@ -4,7 +4,8 @@
  * transport is the one initialized (so run.c's hook does not change).
  * Topology: a star around rank 0 (rank 0 listens at MASTER_ADDR:MASTER_PORT,
  * every other rank holds one connection to it). Reductions are done by rank 0
- * in rank order (((r0 + r1) + r2) ...), so every rank gets bit-identical
+ * in rank order (((r0 + r1) + r2) ...), pipelined in 64 KiB blocks (a block
+ * goes back while the peers still send the next), so every rank gets bit-identical
  * results and the order never changes between runs. Every wait is a poll()
  * against a deadline; a closed connection is a dead peer, found at once, and
  * rank 0 tells the others (a DEAD / STOP frame) before closing. No memory is
