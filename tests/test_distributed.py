@@ -70,19 +70,26 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _launch_tcp(tmp_path, n, mode, batch=8, timeout=20):
+def _launch_tcp(tmp_path, n, mode, batch=8, timeout=20, launcher=False):
     """The program on n ranks as plain subprocesses with torchrun's variables
-    (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; no mpiexec)."""
+    (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; no mpiexec), or
+    through `python -m boundfit.distribute --nproc-per-node n` (launcher)."""
     out = tmp_path / mode
     out.mkdir()
     port = _free_port()
     base = {k: v for k, v in os.environ.items() if "PMI" not in k and "HYDRA" not in k}
-    base.update(TEST_TIMEOUT=str(timeout), OMP_NUM_THREADS="1", WORLD_SIZE=str(n), LOCAL_WORLD_SIZE=str(n),
-                MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    base.update(TEST_TIMEOUT=str(timeout), OMP_NUM_THREADS="1")
+    args = [PROGRAM, mode, str(out), str(batch)]
     t0 = time.time()
-    procs = [subprocess.Popen([sys.executable, PROGRAM, mode, str(out), str(batch)], cwd=str(out),
-                              env=dict(base, RANK=str(r), LOCAL_RANK=str(r)), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT) for r in range(n)]
+    if launcher:
+        procs = [subprocess.Popen([sys.executable, "-m", "boundfit.distribute", "--nproc-per-node", str(n),
+                                   "--master-port", str(port)] + args, cwd=str(out), env=base,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)]
+    else:
+        base.update(WORLD_SIZE=str(n), LOCAL_WORLD_SIZE=str(n), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        procs = [subprocess.Popen([sys.executable] + args, cwd=str(out),
+                                  env=dict(base, RANK=str(r), LOCAL_RANK=str(r)), stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT) for r in range(n)]
     logs = [p.communicate(timeout=120)[0].decode(errors="replace")[-1500:] for p in procs]
     took = time.time() - t0
     recs = {}
@@ -266,7 +273,8 @@ def test_bad_arguments_are_named():
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_torchrun_style_n_ranks_over_tcp_match_one_process(tmp_path, n):
-    recs, _, out, log = _launch_tcp(tmp_path, n, "equal", batch=8)
+    # 3 ranks through the launcher (python -m boundfit.distribute --nproc-per-node 3), 2 as bare processes
+    recs, _, out, log = _launch_tcp(tmp_path, n, "equal", batch=8, launcher=n == 3)
     _check_equal_to_one_process(recs, out, n, log)
 
 

@@ -9,7 +9,8 @@ BF_MPI_LIB, the `mpich` package's install prefix, or the `mpiexec` on PATH.
 
 Or launch torchrun-style, without MPI: every process with RANK, WORLD_SIZE,
 MASTER_ADDR, MASTER_PORT (LOCAL_WORLD_SIZE shares the host's cores), as
-torchrun sets them. Then the engine's TCP transport (csrc/core/dist_tcp.c,
+torchrun sets them; on one host `python -m boundfit.distribute
+--nproc-per-node N train.py` starts them (launch.py). Then the engine's TCP transport (csrc/core/dist_tcp.c,
 behind the same bf_dist_* calls) carries the collectives: rank 0 listens at
 MASTER_ADDR:MASTER_PORT, the others connect to it, rank 0 reduces in rank
 order and sends the result back (every rank the same bits). A peer whose
@@ -52,6 +53,11 @@ global batch (the update is linear in the batch means), the moving variance
 the mean of the ranks' (less the spread between their batch means).
 Synchronized batch statistics would need an all-reduce inside the engine's
 forward and backward passes: not implemented.
+
+The gradient all-reduce starts after the step's whole backward pass (all
+micro-batches), not overlapped with it: starting buckets as layers finish
+would need a hook inside csrc/core/run.c's backward loop (and care for
+shared layers, whose gradients are complete only after their last use).
 Every wait is bounded: a rank that dies or raises makes the others raise
 DistributedError within `timeout` seconds (initialize(timeout=...),
 BF_DIST_TIMEOUT, default 60), and at once when they can tell: a rank that
