@@ -10,9 +10,12 @@ rank as soon as one ends abnormally otherwise. The rank programs are
 tests/dist_programs/train.py. The MPI tests are skipped without mpiexec /
 libmpi_abi.so (pip install boundfit[distributed]). The torchrun-style tests
 launch the same program as plain subprocesses with RANK / WORLD_SIZE /
-MASTER_ADDR / MASTER_PORT (the engine's TCP transport, no MPI needed): equal
-to one process on 2 and 3 ranks, a killed or raising rank, a rank short of
-memory, and bad variables named."""
+MASTER_ADDR / MASTER_PORT (the engine's TCP transport, no MPI needed), or
+through `python -m boundfit.distribute --nproc-per-node N`: equal to one
+process on 2 and 3 ranks, a killed, raising or stuck rank, a rank short of
+memory, and bad variables named; and over TCP too: evaluate / predict split
+by rank and equal to one process, BatchNormalization's moving statistics
+averaged over ranks."""
 import json
 import os
 import shutil
@@ -70,7 +73,7 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _launch_tcp(tmp_path, n, mode, batch=8, timeout=20, launcher=False):
+def _launch_tcp(tmp_path, n, mode, batch=8, timeout=20, launcher=False, **env):
     """The program on n ranks as plain subprocesses with torchrun's variables
     (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; no mpiexec), or
     through `python -m boundfit.distribute --nproc-per-node n` (launcher)."""
@@ -78,7 +81,7 @@ def _launch_tcp(tmp_path, n, mode, batch=8, timeout=20, launcher=False):
     out.mkdir()
     port = _free_port()
     base = {k: v for k, v in os.environ.items() if "PMI" not in k and "HYDRA" not in k}
-    base.update(TEST_TIMEOUT=str(timeout), OMP_NUM_THREADS="1")
+    base.update(TEST_TIMEOUT=str(timeout), OMP_NUM_THREADS="1", **env)
     args = [PROGRAM, mode, str(out), str(batch)]
     t0 = time.time()
     if launcher:
@@ -296,6 +299,18 @@ def test_torchrun_style_rank_raising_makes_the_others_raise_at_once(tmp_path):
     assert recs[0]["error"] == "DistributedError"
     assert "rank 1" in recs[0]["message"] and "stopped with an error" in recs[0]["message"]
     assert recs[0]["t_error"] - recs[1]["t_error"] < 5
+
+
+def test_torchrun_style_stuck_rank_makes_the_others_raise_at_the_deadline(tmp_path):
+    recs, took, _, log = _launch_tcp(tmp_path, 2, "stuck", timeout=1.5, TEST_STUCK="3")
+    assert sorted(recs) == [0, 1], log
+    r0 = recs[0]
+    assert r0["error"] == "DistributedError", r0
+    assert "did not complete within 1.5 s" in r0["message"]
+    assert 1.5 <= r0["t_error"] - r0["t0"] < 3
+    assert recs[1]["error"] == "DistributedError"   # it wakes to rank 0's closed connection
+    assert "rank 0" in recs[1]["message"]
+    assert took < 30
 
 
 def test_torchrun_style_rank_short_of_memory_makes_every_rank_raise_before_step_one(tmp_path):

@@ -110,7 +110,7 @@ static bf_status peer_stopped(int who, const char *what) {
 
 static bf_status peer_died(int who, const char *what, double waited) {
     snprintf(t.broken_msg, sizeof t.broken_msg,
-             "rank %d of %d: rank %d (host %s) died or left during %s (its connection closed), found after %.1f s",
+             "rank %d of %d: rank %d (host %s) died or gave up during %s (its connection closed), found after %.1f s",
              t.rank, t.size, who, bf_tcp_host_of(who), what, waited);
     return broken_now(K_DEAD, who);
 }
