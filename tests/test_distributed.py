@@ -76,7 +76,8 @@ def _free_port():
 def _launch_tcp(tmp_path, n, mode, batch=8, timeout=20, launcher=False, **env):
     """The program on n ranks as plain subprocesses with torchrun's variables
     (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; no mpiexec), or
-    through `python -m boundfit.distribute --nproc-per-node n` (launcher)."""
+    through `python -m boundfit.distribute --nproc-per-node n` (launcher=True),
+    or with Keras's KERAS_DISTRIBUTION_* variables (launcher="keras")."""
     out = tmp_path / mode
     out.mkdir()
     port = _free_port()
@@ -84,10 +85,16 @@ def _launch_tcp(tmp_path, n, mode, batch=8, timeout=20, launcher=False, **env):
     base.update(TEST_TIMEOUT=str(timeout), OMP_NUM_THREADS="1", **env)
     args = [PROGRAM, mode, str(out), str(batch)]
     t0 = time.time()
-    if launcher:
+    if launcher is True:
         procs = [subprocess.Popen([sys.executable, "-m", "boundfit.distribute", "--nproc-per-node", str(n),
                                    "--master-port", str(port)] + args, cwd=str(out), env=base,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)]
+    elif launcher == "keras":   # Keras 3's initialize() variables, no torchrun ones
+        base.update(KERAS_DISTRIBUTION_JOB_ADDRESSES=",".join(f"127.0.0.1:{port + i}" for i in range(n)),
+                    KERAS_DISTRIBUTION_NUM_PROCESSES=str(n))
+        procs = [subprocess.Popen([sys.executable] + args, cwd=str(out),
+                                  env=dict(base, KERAS_DISTRIBUTION_PROCESS_ID=str(r)), stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT) for r in range(n)]
     else:
         base.update(WORLD_SIZE=str(n), LOCAL_WORLD_SIZE=str(n), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         procs = [subprocess.Popen([sys.executable] + args, cwd=str(out),
@@ -276,8 +283,9 @@ def test_bad_arguments_are_named():
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_torchrun_style_n_ranks_over_tcp_match_one_process(tmp_path, n):
-    # 3 ranks through the launcher (python -m boundfit.distribute --nproc-per-node 3), 2 as bare processes
-    recs, _, out, log = _launch_tcp(tmp_path, n, "equal", batch=8, launcher=n == 3)
+    # 3 ranks through the launcher (python -m boundfit.distribute --nproc-per-node 3: torchrun's variables),
+    # 2 as bare processes given Keras's KERAS_DISTRIBUTION_JOB_ADDRESSES / _NUM_PROCESSES / _PROCESS_ID
+    recs, _, out, log = _launch_tcp(tmp_path, n, "equal", batch=8, launcher=True if n == 3 else "keras")
     _check_equal_to_one_process(recs, out, n, log)
 
 

@@ -10,7 +10,10 @@ BF_MPI_LIB, the `mpich` package's install prefix, or the `mpiexec` on PATH.
 Or launch torchrun-style, without MPI: every process with RANK, WORLD_SIZE,
 MASTER_ADDR, MASTER_PORT (LOCAL_WORLD_SIZE shares the host's cores), as
 torchrun sets them; on one host `python -m boundfit.distribute
---nproc-per-node N train.py` starts them (launch.py). Then the engine's TCP transport (csrc/core/dist_tcp.c,
+--nproc-per-node N train.py` starts them (launch.py). Keras 3's own way works
+too: initialize(job_addresses="host:port,...", num_processes=N,
+process_id=r), or KERAS_DISTRIBUTION_JOB_ADDRESSES / _NUM_PROCESSES /
+_PROCESS_ID: the first address is the coordinator (rank 0 listens there). Then the engine's TCP transport (csrc/core/dist_tcp.c,
 behind the same bf_dist_* calls) carries the collectives: rank 0 listens at
 MASTER_ADDR:MASTER_PORT, the others connect to it, rank 0 reduces in rank
 order and sends the result back (every rank the same bits). A peer whose

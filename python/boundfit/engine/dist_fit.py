@@ -237,9 +237,10 @@ def shard_predict(model, src):
     return shard_predict_rows(src, per), (n, per)
 
 
-def gathered_rows(gather):
-    """Rows of the gathered predictions (for the plan): N blocks of per rows."""
-    return 0 if gather is None else num_processes() * gather[1]
+def predict_rows(src, gather):
+    """predict's rows for the plan: the source's (None for a Sequence), plus,
+    when sharded, the gathered result's N blocks of per rows."""
+    return src.num_rows if gather is None else src.num_rows + num_processes() * gather[1]
 
 
 def gather_predictions(preds, gather):

@@ -375,7 +375,7 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
     src.check(model, need_y=False)
     src, gather = dist_fit.shard_predict(model, src)   # [dist hook] rank 0's weights, a block of rows by rank
     plan = memory.plan_run(model, "predict", src.batch_size, device, memory_limit,
-                           predict_rows=src.num_rows + dist_fit.gathered_rows(gather))
+                           predict_rows=dist_fit.predict_rows(src, gather))   # [dist hook] with the gathered rows
     memory.require_fits(plan)
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
     run = model._engine.open_run("predict", plan.rows, device=plan.device)

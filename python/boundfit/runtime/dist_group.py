@@ -103,8 +103,10 @@ def initialize(job_addresses=None, num_processes=None, process_id=None, timeout=
     """Join the process group (Keras 3's keras.distribution.initialize). Under
     mpiexec the group comes from MPI; with WORLD_SIZE > 1 in the environment
     (torchrun-style: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) rank 0 listens
-    at MASTER_ADDR:MASTER_PORT and the others connect over TCP.
-    num_processes / process_id, when given, must agree with it. Without a launcher this is a group of one.
+    at MASTER_ADDR:MASTER_PORT and the others connect over TCP; as in Keras,
+    job_addresses="host:port,..." with num_processes and process_id (or the
+    KERAS_DISTRIBUTION_* variables) make the first address the coordinator,
+    over TCP too. num_processes / process_id, when given, must agree with it. Without a launcher this is a group of one.
     timeout: the bound in seconds on every wait for the other ranks."""
     if timeout is None:
         timeout = float(os.environ.get("BF_DIST_TIMEOUT", "60"))
@@ -125,20 +127,46 @@ def initialize(job_addresses=None, num_processes=None, process_id=None, timeout=
         _share_cores()
         atexit.register(_finalize)
     else:
+        if job_addresses is not None and not isinstance(job_addresses, (str, list, tuple)):
+            raise ValueError(f"initialize: job_addresses must be a string or a list of addresses, "
+                             f"got {job_addresses!r}")
         world = _env_int("WORLD_SIZE")
+        keras = _keras_group(job_addresses, num_processes, process_id)
         if world is not None and world > 1:
             rank, size = _init_tcp(world, float(timeout))
+        elif keras is not None:
+            rank, size = _call(_core.dist_init_tcp, *keras, float(timeout))
+        else:
+            rank, size = 0, 1
+        if size > 1:
             _state["transport"] = "tcp"
             _share_cores()
             atexit.register(_finalize)
-        else:
-            rank, size = 0, 1
     for name, want, have in (("num_processes", num_processes, size), ("process_id", process_id, rank)):
         if want is not None and int(want) != have:
             raise ValueError(f"initialize: {name}={want!r} disagrees with the launcher's {have}")
     if job_addresses is not None and not isinstance(job_addresses, (str, list, tuple)):
         raise ValueError(f"initialize: job_addresses must be a string or a list of addresses, got {job_addresses!r}")
     _state.update(rank=rank, size=size, initialized=True)
+
+
+def _keras_group(job_addresses, num_processes, process_id):
+    """Keras 3's way without a launcher: initialize(job_addresses="host:port,...",
+    num_processes=N, process_id=r), or KERAS_DISTRIBUTION_JOB_ADDRESSES /
+    _NUM_PROCESSES / _PROCESS_ID; the first address is the coordinator (rank 0
+    listens there). (host, port, rank, size), or None for a group of one."""
+    addrs = job_addresses if job_addresses is not None else os.environ.get("KERAS_DISTRIBUTION_JOB_ADDRESSES")
+    n = num_processes if num_processes is not None else _env_int("KERAS_DISTRIBUTION_NUM_PROCESSES")
+    if not addrs or n is None or int(n) <= 1:
+        return None
+    r = process_id if process_id is not None else _env_int("KERAS_DISTRIBUTION_PROCESS_ID")
+    if r is None or not 0 <= int(r) < int(n):
+        raise ValueError(f"initialize: process_id={r!r} must be given, between 0 and num_processes - 1 = {int(n) - 1}")
+    first = (addrs.split(",") if isinstance(addrs, str) else list(addrs))[0].strip()
+    host, _, port = first.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"initialize: job_addresses' first entry {first!r} must be host:port (the coordinator)")
+    return host, int(port), int(r), int(n)
 
 
 def _init_tcp(world, timeout):
