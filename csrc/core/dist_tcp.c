@@ -145,6 +145,7 @@ static int raw_io(int fd, void *buf, size_t len, int sending, int watch_in, doub
 }
 
 static bf_status read_frame(int peer, frame *f, const char *what, double t0, double deadline);
+static bf_status check_frame(int peer, const frame *f, long bytes, const char *what, double t0);
 
 /* a transfer with a peer in a collective; its failures as statuses. watch:
  * while sending, bytes from the peer mean it stopped (off where the peer is
@@ -172,25 +173,20 @@ static bf_status read_frame(int peer, frame *f, const char *what, double t0, dou
     int rc = raw_io(fd_of(peer), f, sizeof *f, 0, 0, deadline);
     if (rc == IO_TIMEOUT) return timed_out(what, now() - t0);
     if (rc != IO_OK) return peer_died(t.rank == 0 ? peer : 0, what, now() - t0);
-    if (f->magic != MAGIC) {
-        snprintf(t.broken_msg, sizeof t.broken_msg, "rank %d of %d: a malformed frame from rank %d during %s", t.rank,
-                 t.size, t.rank == 0 ? peer : 0, what);
-        return broken_now(0, -1);
-    }
-    if (f->kind == K_STOP) return peer_stopped((int)f->arg, what);
-    if (f->kind == K_DEAD) return peer_died((int)f->arg, what, now() - t0);
-    return BF_OK;
+    return check_frame(peer, f, -1, what, t0);
 }
 
+/* a frame header as expected: DATA of `bytes` bytes (any size when bytes < 0);
+ * STOP / DEAD / a malformed or mis-sized frame fail the collective */
 static bf_status check_frame(int peer, const frame *f, long bytes, const char *what, double t0) {
-    if (f->magic != MAGIC) {
+    if (f->magic != MAGIC || f->kind < K_DATA || f->kind > K_DEAD) {
         snprintf(t.broken_msg, sizeof t.broken_msg, "rank %d of %d: a malformed frame from rank %d during %s", t.rank,
                  t.size, t.rank == 0 ? peer : 0, what);
         return broken_now(0, -1);
     }
     if (f->kind == K_STOP) return peer_stopped((int)f->arg, what);
     if (f->kind == K_DEAD) return peer_died((int)f->arg, what, now() - t0);
-    if (f->arg != bytes) {
+    if (bytes >= 0 && f->arg != bytes) {
         snprintf(t.broken_msg, sizeof t.broken_msg,
                  "rank %d of %d: ranks out of step during %s: rank %d sent %lld bytes where %ld were expected "
                  "(do all ranks run the same program on the same model?)",
@@ -244,14 +240,10 @@ static bf_status exchange(void *buf, long bytes, const char *what, double t0, do
 
 static bf_status recv_data(int peer, void *buf, long bytes, int payload, const char *what, double t0, double dl) {
     frame f;
-    BF_TRY(read_frame(peer, &f, what, t0, dl));
-    if (f.arg != bytes) {
-        snprintf(t.broken_msg, sizeof t.broken_msg,
-                 "rank %d of %d: ranks out of step during %s: rank %d sent %lld bytes where %ld were expected "
-                 "(do all ranks run the same program on the same model?)",
-                 t.rank, t.size, what, t.rank == 0 ? peer : 0, (long long)f.arg, bytes);
-        return broken_now(0, -1);
-    }
+    int rc = raw_io(fd_of(peer), &f, sizeof f, 0, 0, dl);
+    if (rc == IO_TIMEOUT) return timed_out(what, now() - t0);
+    if (rc != IO_OK) return peer_died(t.rank == 0 ? peer : 0, what, now() - t0);
+    BF_TRY(check_frame(peer, &f, bytes, what, t0));
     return payload ? xfer(peer, buf, (size_t)bytes, 0, what, t0, dl) : BF_OK;
 }
 
