@@ -13,11 +13,12 @@ torchrun sets them; on one host `python -m boundfit.distribute
 --nproc-per-node N train.py` starts them (launch.py). Keras 3's own way works
 too: initialize(job_addresses="host:port,...", num_processes=N,
 process_id=r), or KERAS_DISTRIBUTION_JOB_ADDRESSES / _NUM_PROCESSES /
-_PROCESS_ID: the first address is the coordinator (rank 0 listens there). Then the engine's TCP transport (csrc/core/dist_tcp.c,
-behind the same bf_dist_* calls) carries the collectives: rank 0 listens at
-MASTER_ADDR:MASTER_PORT, the others connect to it, rank 0 reduces in rank
-order and sends the result back (every rank the same bits). A peer whose
-connection closes is found at once and rank 0 tells the others, so the
+_PROCESS_ID: the first address is the coordinator. Then the engine's TCP
+transport (csrc/core/dist_tcp.c, behind the same bf_dist_* calls) carries
+the collectives: rank 0 listens at MASTER_ADDR:MASTER_PORT, the others
+connect to it, rank 0 reduces in rank order, block by block, and sends each
+block back while the others still send (every rank the same bits). A peer
+whose connection closes is found at once and rank 0 tells the others, so the
 survivors raise DistributedError naming it within about a second.
 
 Under a DataParallel distribution, fit():
@@ -33,6 +34,7 @@ Under a DataParallel distribution, fit():
   the update, and gives callbacks global epoch logs (losses and metrics
   averaged over ranks by rows; per-batch logs stay per rank);
 - saves from rank 0 only (Model.save / save_weights are no-ops elsewhere).
+
 Under a DataParallel distribution, evaluate() and predict() broadcast rank
 0's weights, then split array rows by rank (evaluate: contiguous slices;
 predict: blocks of ceil(n / N) rows) and combine, so that every rank returns
@@ -61,6 +63,7 @@ The gradient all-reduce starts after the step's whole backward pass (all
 micro-batches), not overlapped with it: starting buckets as layers finish
 would need a hook inside csrc/core/run.c's backward loop (and care for
 shared layers, whose gradients are complete only after their last use).
+
 Every wait is bounded: a rank that dies or raises makes the others raise
 DistributedError within `timeout` seconds (initialize(timeout=...),
 BF_DIST_TIMEOUT, default 60), and at once when they can tell: a rank that
