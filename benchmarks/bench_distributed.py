@@ -1,18 +1,22 @@
-"""Data-parallel scaling on the CPU over MPI (bf.distribute): one rank against
-two on this machine (loopback), each rank with one BLAS thread, an MLP
-784 -> 1024 -> 1024 -> 10 (1.9 M parameters, 7.6 MB of gradients a step).
+"""Data-parallel scaling on the CPU over MPI and over the TCP transport of a
+torchrun-style launch (bf.distribute): one rank against two on this machine
+(loopback), each rank with one BLAS thread, an MLP 784 -> 1024 -> 1024 -> 10
+(1.9 M parameters, 7.6 MB of gradients a step).
 
 - weak scaling: every rank batch B (global batch N*B): samples/s and speed-up;
 - strong scaling: the global batch fixed (one rank 2B, two ranks B each);
 - communication share: seconds inside collectives (the gradient all-reduce,
   including any wait for the slower rank) over the fit's time, on rank 0.
 
-    python benchmarks/bench_distributed.py [--quick]    (launches mpiexec itself)
+    python benchmarks/bench_distributed.py [--quick] [--tcp-only]
+        (launches mpiexec itself, and the TCP ranks as plain processes with
+        RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT)
 """
 
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -45,31 +49,54 @@ def rank_main(batch, steps):
                                       "comm_share": comm / dt}), flush=True)
 
 
+def _result(out):
+    for line in out.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise RuntimeError(out[-2000:])
+
+
 def launch(n, batch, steps):
     exe = os.path.join(os.path.dirname(sys.executable), "mpiexec")
     exe = exe if os.path.exists(exe) else shutil.which("mpiexec")
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", BF_DIST_THREADS="1")
     p = subprocess.run([exe, "-n", str(n), sys.executable, __file__, "--rank", str(batch), str(steps)], env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
-    for line in p.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[7:])
-    raise RuntimeError(p.stdout[-2000:])
+    return _result(p.stdout)
+
+
+def launch_tcp(n, batch, steps):
+    """n plain processes with torchrun's variables: the engine's TCP transport."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if "PMI" not in k and "HYDRA" not in k}
+    env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", BF_DIST_THREADS="1", WORLD_SIZE=str(n),
+               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    procs = [subprocess.Popen([sys.executable, __file__, "--rank", str(batch), str(steps)],
+                              env=dict(env, RANK=str(r)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for r in range(n)]
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    return _result(outs[0])
 
 
 def main():
     quick = "--quick" in sys.argv
     steps = 10 if quick else 40
     b = 64
-    one, two = launch(1, b, steps), launch(2, b, steps)
-    one_2b = launch(1, 2 * b, steps)
     print(f"CPU cores: {os.cpu_count()}, one BLAS thread per rank, MLP 784-1024-1024-10, {steps} steps")
-    print(f"{'run':34s} {'samples/s':>10s} {'step ms':>8s} {'comm share':>10s}")
-    for name, r in ((f"1 rank, batch {b}", one), (f"1 rank, batch {2 * b}", one_2b),
-                    (f"2 ranks, batch {b} each", two)):
-        print(f"{name:34s} {r['samples_per_s']:10.0f} {r['step_ms']:8.1f} {100 * r['comm_share']:9.1f}%")
-    print(f"weak scaling 1 -> 2 ranks (batch {b} per rank): {two['samples_per_s'] / one['samples_per_s']:.2f}x")
-    print(f"strong scaling (global batch {2 * b}): {two['samples_per_s'] / one_2b['samples_per_s']:.2f}x")
+    print(f"{'run':40s} {'samples/s':>10s} {'step ms':>8s} {'comm share':>10s}")
+    one, one_2b = launch_tcp(1, b, steps), launch_tcp(1, 2 * b, steps)   # one process: no transport at all
+    for name, r in ((f"1 rank, batch {b}", one), (f"1 rank, batch {2 * b}", one_2b)):
+        print(f"{name:40s} {r['samples_per_s']:10.0f} {r['step_ms']:8.1f} {100 * r['comm_share']:9.1f}%")
+    transports = [("tcp", launch_tcp)] + ([] if "--tcp-only" in sys.argv else [("mpi", launch)])
+    for name, fn in transports:
+        two = fn(2, b, steps)
+        print(f"{'2 ranks, batch ' + str(b) + ' each (' + name + ')':40s} {two['samples_per_s']:10.0f} "
+              f"{two['step_ms']:8.1f} {100 * two['comm_share']:9.1f}%")
+        print(f"  {name}: weak scaling 1 -> 2 ranks (batch {b} per rank): "
+              f"{two['samples_per_s'] / one['samples_per_s']:.2f}x; strong scaling (global batch {2 * b}): "
+              f"{two['samples_per_s'] / one_2b['samples_per_s']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -7,11 +7,19 @@ makes the others raise DistributedError within seconds, and a stuck one at
 the deadline. Runs that lose a rank go through the `python -m
 boundfit.distribute` wrapper with -disable-auto-cleanup: hydra kills every
 rank as soon as one ends abnormally otherwise. The rank programs are
-tests/dist_programs/train.py. Skipped without mpiexec / libmpi_abi.so
-(pip install boundfit[distributed])."""
+tests/dist_programs/train.py. The MPI tests are skipped without mpiexec /
+libmpi_abi.so (pip install boundfit[distributed]). The torchrun-style tests
+launch the same program as plain subprocesses with RANK / WORLD_SIZE /
+MASTER_ADDR / MASTER_PORT (the engine's TCP transport, no MPI needed), or
+through `python -m boundfit.distribute --nproc-per-node N`: equal to one
+process on 2 and 3 ranks, a killed, raising or stuck rank, a rank short of
+memory, and bad variables named; and over TCP too: evaluate / predict split
+by rank and equal to one process, BatchNormalization's moving statistics
+averaged over ranks."""
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -59,6 +67,49 @@ def _launch(tmp_path, n, mode, batch=8, wrapper=False, timeout=20):
     return recs, took, out, p.stdout.decode(errors="replace")[-3000:]
 
 
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _launch_tcp(tmp_path, n, mode, batch=8, timeout=20, launcher=False, **env):
+    """The program on n ranks as plain subprocesses with torchrun's variables
+    (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; no mpiexec), or
+    through `python -m boundfit.distribute --nproc-per-node n` (launcher=True),
+    or with Keras's KERAS_DISTRIBUTION_* variables (launcher="keras")."""
+    out = tmp_path / mode
+    out.mkdir()
+    port = _free_port()
+    base = {k: v for k, v in os.environ.items() if "PMI" not in k and "HYDRA" not in k}
+    base.update(TEST_TIMEOUT=str(timeout), OMP_NUM_THREADS="1", **env)
+    args = [PROGRAM, mode, str(out), str(batch)]
+    t0 = time.time()
+    if launcher is True:
+        procs = [subprocess.Popen([sys.executable, "-m", "boundfit.distribute", "--nproc-per-node", str(n),
+                                   "--master-port", str(port)] + args, cwd=str(out), env=base,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)]
+    elif launcher == "keras":   # Keras 3's initialize() variables, no torchrun ones
+        base.update(KERAS_DISTRIBUTION_JOB_ADDRESSES=",".join(f"127.0.0.1:{port + i}" for i in range(n)),
+                    KERAS_DISTRIBUTION_NUM_PROCESSES=str(n))
+        procs = [subprocess.Popen([sys.executable] + args, cwd=str(out),
+                                  env=dict(base, KERAS_DISTRIBUTION_PROCESS_ID=str(r)), stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT) for r in range(n)]
+    else:
+        base.update(WORLD_SIZE=str(n), LOCAL_WORLD_SIZE=str(n), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        procs = [subprocess.Popen([sys.executable] + args, cwd=str(out),
+                                  env=dict(base, RANK=str(r), LOCAL_RANK=str(r)), stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT) for r in range(n)]
+    logs = [p.communicate(timeout=120)[0].decode(errors="replace")[-1500:] for p in procs]
+    took = time.time() - t0
+    recs = {}
+    for r in range(n):
+        f = out / f"rank{r}.json"
+        if f.exists():
+            recs[r] = json.loads(f.read_text())
+    return recs, took, out, "\n".join(logs)
+
+
 def _single_process(out, n, batch):
     """The program's model and data in this process, from rank 0's initial weights, batch n * batch."""
     rng = np.random.default_rng(0)
@@ -80,10 +131,7 @@ def _weights(path):
     return [z[f"arr_{i}"] for i in range(len(z.files))]
 
 
-@needs_mpi
-@pytest.mark.parametrize("n", [2, 3])
-def test_n_ranks_with_batch_b_match_one_process_with_batch_n_times_b(tmp_path, n):
-    recs, _, out, log = _launch(tmp_path, n, "equal", batch=8)
+def _check_equal_to_one_process(recs, out, n, log):
     assert sorted(recs) == list(range(n)), log
     assert all("error" not in r for r in recs.values()), recs
     want_w, want_h = _single_process(out, n, 8)
@@ -101,6 +149,13 @@ def test_n_ranks_with_batch_b_match_one_process_with_batch_n_times_b(tmp_path, n
     assert not any((out / f"final_from_rank{r}.weights.h5").exists() for r in range(1, n))
     assert (out / "ckpt_rank0.weights.h5").exists()   # ModelCheckpoint: rank 0 too
     assert not any((out / f"ckpt_rank{r}.weights.h5").exists() for r in range(1, n))
+
+
+@needs_mpi
+@pytest.mark.parametrize("n", [2, 3])
+def test_n_ranks_with_batch_b_match_one_process_with_batch_n_times_b(tmp_path, n):
+    recs, _, out, log = _launch(tmp_path, n, "equal", batch=8)
+    _check_equal_to_one_process(recs, out, n, log)
 
 
 @needs_mpi
@@ -224,10 +279,128 @@ def test_bad_arguments_are_named():
         bf.distribution.list_devices("gpu")
 
 
-def test_torchrun_style_env_without_mpi_raises_a_clear_error(tmp_path):
-    code = ("import boundfit as bf\ntry:\n    bf.distribution.initialize()\nexcept bf.DistributedError as e:\n"
-            "    print('ERR', e)\n")
+# ---- torchrun-style launch: TCP transport (csrc/core/dist_tcp.c), no mpiexec ----
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_torchrun_style_n_ranks_over_tcp_match_one_process(tmp_path, n):
+    # 3 ranks through the launcher (python -m boundfit.distribute --nproc-per-node 3: torchrun's variables),
+    # 2 as bare processes given Keras's KERAS_DISTRIBUTION_JOB_ADDRESSES / _NUM_PROCESSES / _PROCESS_ID
+    recs, _, out, log = _launch_tcp(tmp_path, n, "equal", batch=8, launcher=True if n == 3 else "keras")
+    _check_equal_to_one_process(recs, out, n, log)
+
+
+def test_torchrun_style_killed_rank_makes_the_others_raise_within_seconds(tmp_path):
+    recs, took, _, log = _launch_tcp(tmp_path, 3, "kill", timeout=30)
+    assert 1 not in recs, recs            # SIGKILLed: it wrote nothing
+    assert sorted(recs) == [0, 2], log
+    for r in recs.values():
+        assert r["error"] == "DistributedError", r
+        assert "rank 1" in r["message"] and "died" in r["message"]
+        assert r["t_error"] - r["t0"] < 10   # its closed connection, not the 30 s deadline
+    assert took < 60
+
+
+def test_torchrun_style_rank_raising_makes_the_others_raise_at_once(tmp_path):
+    recs, _, _, log = _launch_tcp(tmp_path, 2, "raise", timeout=30)
+    assert sorted(recs) == [0, 1], log
+    assert recs[1]["error"] == "RuntimeError"
+    assert recs[0]["error"] == "DistributedError"
+    assert "rank 1" in recs[0]["message"] and "stopped with an error" in recs[0]["message"]
+    assert recs[0]["t_error"] - recs[1]["t_error"] < 5
+
+
+def test_torchrun_style_stuck_rank_makes_the_others_raise_at_the_deadline(tmp_path):
+    recs, took, _, log = _launch_tcp(tmp_path, 2, "stuck", timeout=1.5, TEST_STUCK="3")
+    assert sorted(recs) == [0, 1], log
+    r0 = recs[0]
+    assert r0["error"] == "DistributedError", r0
+    assert "did not complete within 1.5 s" in r0["message"]   # the deadline, not rank 1 waking (3 s)
+    assert 1.5 <= r0["t_error"] - r0["t0"] < 6   # (loose: a loaded machine schedules late)
+    assert recs[1]["error"] == "DistributedError"   # it wakes to rank 0's closed connection
+    assert "rank 0" in recs[1]["message"]
+    assert took < 30
+
+
+def test_torchrun_style_rank_short_of_memory_makes_every_rank_raise_before_step_one(tmp_path):
+    recs, _, _, log = _launch_tcp(tmp_path, 2, "budget")
+    assert sorted(recs) == [0, 1], log
+    msgs = {r["message"] for r in recs.values()}
+    assert len(msgs) == 1, msgs
+    for r in recs.values():
+        assert r["error"] == "MemoryBudgetError" and r["e_rank"] == 1 and "ok" not in r
+    assert "rank 1 on host" in msgs.pop()
+
+
+def test_evaluate_and_predict_split_rows_by_rank_and_return_the_full_result(tmp_path):
+    """3 ranks (TCP): predict of 53 rows (blocks of 18) and evaluate of 50
+    (slices of 16/17/17), before any fit: rank 0's weights, every rank gets
+    what one process gets."""
+    recs, _, out, log = _launch_tcp(tmp_path, 3, "evalpred")
+    assert sorted(recs) == [0, 1, 2] and all(r.get("ok") for r in recs.values()), (recs, log)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(240, 10)).astype(np.float32)
+    y = (x[:, :3].sum(axis=1) > 0).astype(np.int64) + (x[:, 3] > 0.5)
+    model = bf.Sequential([layers.Dense(16, activation="relu", input_shape=(10,)),
+                           layers.Dense(3, activation="softmax")])
+    model.compile(optimizer=bf.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.build((None, 10))
+    model.set_weights(_weights(out / "init.npz"))
+    want_p = model.predict(x[:53], batch_size=8, verbose=0)
+    want_e = model.evaluate(x[:50] * 0.5, y[:50], batch_size=8, verbose=0, return_dict=True)
+    for r in range(3):
+        p = np.load(out / f"pred{r}.npy")
+        assert p.shape == want_p.shape
+        np.testing.assert_allclose(p, want_p, rtol=1e-6, atol=1e-7)
+        assert sorted(recs[r]["evaluate"]) == sorted(want_e)
+        for k in want_e:
+            assert recs[r]["evaluate"][k] == pytest.approx(want_e[k], rel=1e-5), k
+
+
+def test_batchnorm_moving_statistics_are_averaged_over_ranks(tmp_path):
+    """BatchNormalization under DataParallel: per-rank batch statistics (said
+    in a warning on rank 0), moving statistics averaged after each epoch: the
+    same on every rank, and with BN first (its batch means are the data's)
+    the moving mean is the single process's with the global batch."""
+    recs, _, out, log = _launch_tcp(tmp_path, 2, "bn", batch=8)
+    assert sorted(recs) == [0, 1] and all(r.get("ok") for r in recs.values()), (recs, log)
+    assert recs[0]["warned"] and not recs[1]["warned"]
+    w0, w1 = _weights(out / "final0.npz"), _weights(out / "final1.npz")
+    for a, b in zip(w0, w1):
+        np.testing.assert_array_equal(a, b)   # one model on every rank, moving statistics included
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(240, 10)).astype(np.float32)
+    y = (x[:, :3].sum(axis=1) > 0).astype(np.int64) + (x[:, 3] > 0.5)
+    x = x * 2 + 1
+    model = bf.Sequential([layers.BatchNormalization(momentum=0.9, input_shape=(10,)),
+                           layers.Dense(16, activation="relu"), layers.Dense(3, activation="softmax")])
+    model.compile(optimizer=bf.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy")
+    model.build((None, 10))
+    model.set_weights(_weights(out / "init.npz"))
+    model.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+    want = model.layers[0].get_weights()
+    np.testing.assert_allclose(w0[2], want[2], rtol=1e-5, atol=1e-6)   # moving mean: the global batch's
+    assert np.all(w0[3] <= want[3] * (1 + 1e-5))   # moving variance: the ranks' mean, less their means' spread
+
+
+def _init_in_subprocess(env_update, timeout=60):
+    code = ("import boundfit as bf\ntry:\n    bf.distribution.initialize(timeout=1)\n"
+            "except bf.DistributedError as e:\n    print('ERR', e)\n")
     env = {k: v for k, v in os.environ.items() if "PMI" not in k}
-    env.update(RANK="0", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT="29500")
-    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
-    assert "ERR" in p.stdout and "mpiexec -n 2" in p.stdout, p.stdout + p.stderr
+    env.update(env_update)
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
+    return p.stdout + p.stderr
+
+
+def test_torchrun_style_env_errors_name_the_variable():
+    out = _init_in_subprocess({"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"})
+    assert "ERR" in out and "RANK is not set" in out, out
+    out = _init_in_subprocess({"RANK": "2", "WORLD_SIZE": "2", "MASTER_PORT": "29500"})
+    assert "ERR" in out and "RANK=2" in out, out
+    out = _init_in_subprocess({"RANK": "1", "WORLD_SIZE": "2"})
+    assert "ERR" in out and "MASTER_PORT" in out, out
+    # rank 0 never comes: the wait is bounded by the timeout (1 s)
+    t0 = time.time()
+    out = _init_in_subprocess({"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                               "MASTER_PORT": str(_free_port())})
+    assert "ERR" in out and "could not be reached" in out, out
+    assert time.time() - t0 < 30

@@ -5,7 +5,10 @@
  * communicator has MPI_ERRORS_RETURN) or the deadline pass, and either way
  * this rank gets BF_ERR_DIST naming the operation, never a hang. Gradients
  * are reduced in place (no buffer of ours) in buckets of at most BUCKET
- * floats, all in flight at once. No memory is allocated here. */
+ * floats, all in flight at once. No memory is allocated here.
+ * After a torchrun-style launch (bf_tcp_init, no MPI) every bf_dist_* call
+ * below hands over to dist_tcp.c: one interface for run.c whichever
+ * transport carries it. */
 #define _GNU_SOURCE /* kill, clock_gettime, gethostname under -std=c11 */
 #include "dist_mpi.h"
 
@@ -19,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dist_tcp.h"
 #include "mpi_abi_min.h"
 
 #define MAX_BUCKETS 64
@@ -82,10 +86,11 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int bf_dist_size(void) { return g.size; }
-int bf_dist_rank(void) { return g.rank; }
-double bf_dist_comm_seconds(void) { return g.comm_seconds; }
+int bf_dist_size(void) { return bf_tcp_active() ? bf_tcp_size() : g.size; }
+int bf_dist_rank(void) { return bf_tcp_active() ? bf_tcp_rank() : g.rank; }
+double bf_dist_comm_seconds(void) { return bf_tcp_active() ? bf_tcp_comm_seconds() : g.comm_seconds; }
 void bf_dist_set_timeout(double t) {
+    bf_tcp_set_timeout(t);
     if (t > 0) g.timeout = t;
 }
 
@@ -213,6 +218,7 @@ bf_status bf_dist_init(const char *lib, double timeout_s, int *rank, int *size) 
 }
 
 const char *bf_dist_host_of(int rank) {
+    if (bf_tcp_active()) return bf_tcp_host_of(rank);
     return rank >= 0 && rank < g.npeers ? g.peers[rank].host : "?";
 }
 
@@ -235,6 +241,7 @@ static bf_status peer_stopped(int flag, const char *what) {
 }
 
 bf_status bf_dist_agree(const char *what) {
+    if (bf_tcp_active()) return bf_tcp_agree(what);
     if (g.size <= 1) return BF_OK;
     BF_TRY(check_usable(what));
     int flag = 0;
@@ -243,6 +250,7 @@ bf_status bf_dist_agree(const char *what) {
 }
 
 bf_status bf_dist_abandon(void) {
+    if (bf_tcp_active()) return bf_tcp_abandon();
     if (g.size <= 1 || !g.lib || g.broken) return BF_OK;
     int flag = 2 + g.rank;
     double t = g.timeout < 5.0 ? g.timeout : 5.0;
@@ -255,6 +263,7 @@ bf_status bf_dist_abandon(void) {
 }
 
 bf_status bf_dist_step(float *grads, long n, int *bad) {
+    if (bf_tcp_active()) return bf_tcp_step(grads, n, bad);
     if (g.size <= 1) return BF_OK;
     BF_TRY(check_usable("the gradient all-reduce"));
     if (!grads)
@@ -281,6 +290,7 @@ bf_status bf_dist_step(float *grads, long n, int *bad) {
 }
 
 bf_status bf_dist_allreduce_f64(double *buf, long n, int op) {
+    if (bf_tcp_active()) return bf_tcp_allreduce_f64(buf, n, op);
     if (g.size <= 1) return BF_OK;
     BF_TRY(check_usable("an all-reduce"));
     MPI_Request rq;
@@ -291,6 +301,7 @@ bf_status bf_dist_allreduce_f64(double *buf, long n, int op) {
 }
 
 bf_status bf_dist_bcast(void *buf, long bytes, int root) {
+    if (bf_tcp_active()) return bf_tcp_bcast(buf, bytes, root);
     if (g.size <= 1) return BF_OK;
     BF_TRY(check_usable("a broadcast"));
     MPI_Request rq[MAX_BUCKETS];
@@ -308,6 +319,7 @@ bf_status bf_dist_bcast(void *buf, long bytes, int root) {
 }
 
 bf_status bf_dist_allgather(const void *send, void *recv, long bytes) {
+    if (bf_tcp_active()) return bf_tcp_allgather(send, recv, bytes);
     if (g.size <= 1) {
         memcpy(recv, send, (size_t)bytes);
         return BF_OK;
@@ -320,6 +332,7 @@ bf_status bf_dist_allgather(const void *send, void *recv, long bytes) {
 }
 
 bf_status bf_dist_finalize(void) {
+    if (bf_tcp_active()) return bf_tcp_finalize();
     if (!g.lib || g.broken || !g.we_initialized) return BF_OK;
     int rc = g.Finalize();
     g.we_initialized = 0;

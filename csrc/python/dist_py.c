@@ -1,10 +1,12 @@
-/* dist_py.c - boundfit._core's distributed functions (dist_mpi.c): init, the
+/* dist_py.c - boundfit._core's distributed functions (dist_mpi.c; dist_tcp.c
+ * for a torchrun-style launch): init, the
  * in-place collectives boundfit.distribute uses for planning, logs, weights
  * and seeds, and finalize. Buffers come through the buffer protocol (C
  * contiguous, writable where filled); waits run with the GIL released. */
 #include "glue.h"
 
 #include "dist_mpi.h"
+#include "dist_tcp.h"
 
 static PyObject *dist_init(PyObject *self, PyObject *args) {
     const char *lib;
@@ -17,6 +19,21 @@ static PyObject *dist_init(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     if (s != BF_OK) return bf_raise(bf_state_of_module(self), s);
     return Py_BuildValue("(ii)", rank, size);
+}
+
+/* dist_init_tcp(master_addr, master_port, rank, world_size, timeout): the
+ * torchrun-style rendezvous (dist_tcp.c) -> (rank, size) */
+static PyObject *dist_init_tcp(PyObject *self, PyObject *args) {
+    const char *addr;
+    int port, rank, size;
+    double timeout;
+    if (!PyArg_ParseTuple(args, "siiid", &addr, &port, &rank, &size, &timeout)) return NULL;
+    bf_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = bf_tcp_init(addr, port, rank, size, timeout);
+    Py_END_ALLOW_THREADS
+    if (s != BF_OK) return bf_raise(bf_state_of_module(self), s);
+    return Py_BuildValue("(ii)", bf_tcp_rank(), bf_tcp_size());
 }
 
 static PyObject *dist_info(PyObject *self, PyObject *noargs) {
@@ -118,6 +135,8 @@ static PyObject *dist_finalize(PyObject *self, PyObject *noargs) {
 
 static PyMethodDef dist_methods[] = {
     {"dist_init", dist_init, METH_VARARGS, "dist_init(libmpi_abi_path, timeout_s) -> (rank, size)"},
+    {"dist_init_tcp", dist_init_tcp, METH_VARARGS,
+     "dist_init_tcp(master_addr, master_port, rank, world_size, timeout_s) -> (rank, size)"},
     {"dist_info", dist_info, METH_NOARGS, "(rank, size, seconds spent in collectives)"},
     {"dist_set_timeout", dist_set_timeout, METH_VARARGS, "dist_set_timeout(seconds): the bound on every wait"},
     {"dist_allreduce_f64", dist_allreduce_f64, METH_VARARGS, "dist_allreduce_f64(buf, op): in place, op 0 sum 1 max 2 min"},

@@ -3,13 +3,15 @@ by mpiexec: python train.py MODE OUTDIR [BATCH]. Each rank writes what it saw
 to OUTDIR/rank<r>.json; rank 0 also saves the initial and final weights.
 MODE: equal (fit and save), sources (a memmap, then a Sequence), budget (rank 1 gets a tiny memory limit),
 kill (rank 1 SIGKILLs itself mid-epoch), raise (rank 1 raises mid-epoch), early (rank 1's data is bad), stuck (rank 1 sleeps past the timeout),
-auto (batch_size="auto", rank 1 with a smaller budget)."""
+auto (batch_size="auto", rank 1 with a smaller budget), evalpred (evaluate and predict before any fit: rank 0's
+weights, rows split by rank, results on every rank), bn (BatchNormalization first: moving statistics averaged)."""
 import json
 import os
 import signal
 import socket
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -80,6 +82,28 @@ try:
                 return x[i * batch:(i + 1) * batch], y[i * batch:(i + 1) * batch]
         model.fit(Batches(), epochs=1, shuffle=False, verbose=0)
         np.savez(os.path.join(out, f"seq{r}.npz"), *model.get_weights())
+        rec["ok"] = True
+    elif mode == "evalpred":
+        model.build((None, 10))
+        if r == 0:
+            np.savez(os.path.join(out, "init.npz"), *model.get_weights())
+        pred = model.predict(x[:53], batch_size=8, verbose=0)
+        ev = model.evaluate(xv, yv, batch_size=8, verbose=0, return_dict=True)
+        np.save(os.path.join(out, f"pred{r}.npy"), pred)
+        rec["evaluate"] = ev
+        rec["ok"] = True
+    elif mode == "bn":
+        model = bf.Sequential([layers.BatchNormalization(momentum=0.9, input_shape=(10,)),
+                               layers.Dense(16, activation="relu"), layers.Dense(3, activation="softmax")])
+        model.compile(optimizer=bf.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy")
+        model.build((None, 10))
+        if r == 0:
+            np.savez(os.path.join(out, "init.npz"), *model.get_weights())
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            model.fit(x * 2 + 1, y, batch_size=batch, epochs=1, shuffle=False, verbose=0)
+        rec["warned"] = any("BatchNormalization under DataParallel" in str(w.message) for w in seen)
+        np.savez(os.path.join(out, f"final{r}.npz"), *model.get_weights())
         rec["ok"] = True
     elif mode == "early":
         rec["t0"] = time.time()

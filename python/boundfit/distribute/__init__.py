@@ -1,4 +1,4 @@
-"""Data-parallel training past one process (CPU path, over MPI): Keras 3's
+"""Data-parallel training past one process (CPU path, over MPI or TCP): Keras 3's
 names (`DataParallel`, `initialize`, `set_distribution`, `distribution`,
 `list_devices`), also reachable as `bf.distribution`.
 
@@ -6,6 +6,20 @@ Launch with `mpiexec -n N python train.py` (MPICH from PyPI: `pip install
 boundfit[distributed]`). The MPI library is the standard-ABI libmpi_abi.so,
 dlopen'ed by the C engine (csrc/core/dist_mpi.c); it is found through
 BF_MPI_LIB, the `mpich` package's install prefix, or the `mpiexec` on PATH.
+
+Or launch torchrun-style, without MPI: every process with RANK, WORLD_SIZE,
+MASTER_ADDR, MASTER_PORT (LOCAL_WORLD_SIZE shares the host's cores), as
+torchrun sets them; on one host `python -m boundfit.distribute
+--nproc-per-node N train.py` starts them (launch.py). Keras 3's own way works
+too: initialize(job_addresses="host:port,...", num_processes=N,
+process_id=r), or KERAS_DISTRIBUTION_JOB_ADDRESSES / _NUM_PROCESSES /
+_PROCESS_ID: the first address is the coordinator. Then the engine's TCP
+transport (csrc/core/dist_tcp.c, behind the same bf_dist_* calls) carries
+the collectives: rank 0 listens at MASTER_ADDR:MASTER_PORT, the others
+connect to it, rank 0 reduces in rank order, block by block, and sends each
+block back while the others still send (every rank the same bits). A peer
+whose connection closes is found at once and rank 0 tells the others, so the
+survivors raise DistributedError naming it within about a second.
 
 Under a DataParallel distribution, fit():
 - agrees ONE plan before step one: every rank plans its run (with the
@@ -20,6 +34,36 @@ Under a DataParallel distribution, fit():
   the update, and gives callbacks global epoch logs (losses and metrics
   averaged over ranks by rows; per-batch logs stay per rank);
 - saves from rank 0 only (Model.save / save_weights are no-ops elsewhere).
+
+Under a DataParallel distribution, evaluate() and predict() broadcast rank
+0's weights, then split array rows by rank (evaluate: contiguous slices;
+predict: blocks of ceil(n / N) rows) and combine, so that every rank returns
+what one process returns: evaluate's loss over all rows (exact), its metrics
+averaged by rows (exact for per-row means such as accuracy and MAE; metrics
+that are not per-row means, e.g. Precision, Recall, AUC, and sample-weighted
+metrics, come out as the row-weighted mean of the ranks' values, not the
+global value); predict's blocks gathered in rank order on every rank. A
+Sequence x, steps=, or auto_shard_dataset=False: each rank runs all of it.
+Every rank must call them (they are collectives, like fit).
+
+BatchNormalization under DataParallel is per rank ("ghost" batch norm, as
+TF's MirroredStrategy without SyncBatchNormalization, not Keras-on-JAX's
+global-batch statistics): in training each rank normalizes with its own
+batch of B rows, so N ranks do not follow one process with batch N*B when
+the model has BatchNormalization; fit says so in a warning (rank 0). After
+every epoch (before validation and callbacks) the moving mean and variance
+are averaged over the ranks, so every rank holds the same model and rank 0
+saves it: the moving mean is then exactly the single process's with the
+global batch (the update is linear in the batch means), the moving variance
+the mean of the ranks' (less the spread between their batch means).
+Synchronized batch statistics would need an all-reduce inside the engine's
+forward and backward passes: not implemented.
+
+The gradient all-reduce starts after the step's whole backward pass (all
+micro-batches), not overlapped with it: starting buckets as layers finish
+would need a hook inside csrc/core/run.c's backward loop (and care for
+shared layers, whose gradients are complete only after their last use).
+
 Every wait is bounded: a rank that dies or raises makes the others raise
 DistributedError within `timeout` seconds (initialize(timeout=...),
 BF_DIST_TIMEOUT, default 60), and at once when they can tell: a rank that
@@ -30,10 +74,11 @@ soon as one rank exits abnormally (MPICH 5.0.2, even with
 -disable-auto-cleanup); to let the survivors raise instead, launch through
 the wrapper: `mpiexec -disable-auto-cleanup -n N python -m
 boundfit.distribute train.py` (see _launch_main). Ranks on other hosts that
-die are found by the deadline.
+die are found by the deadline (under MPI; over TCP, by their closed connection).
 
 Where it lives: the process group and its collectives in
-runtime/dist_group.py, fit's hooks in engine/dist_fit.py and the per-rank
+runtime/dist_group.py (the engine's transports: csrc/core/dist_mpi.c and
+dist_tcp.c), fit's hooks in engine/dist_fit.py and the per-rank
 data in engine/dist_shard.py; this package is the public face (and
 `python -m boundfit.distribute`, launch.py). Hooks in other files, each
 marked `[dist hook]`:
@@ -42,8 +87,12 @@ marked `[dist hook]`:
 - csrc/python/module.c, module_exec(): bf_dist_py_init() adds dist_py.c's functions;
 - engine/training.py, fit(): verbose(), prepare_fit() (Sequences by rank),
   agree_plan() (after the plan, before require_fits), shard_fit_data() (after
-  the batch size is known), global_logs() (before on_epoch_end);
-- models/model.py, Model.fit(): fit_guard(); Model.save() and
+  the batch size is known), sync_moving_stats() (after each epoch's steps),
+  global_logs() (before on_epoch_end);
+  evaluate(): verbose(), shard_eval(), global_eval_logs(); predict():
+  verbose(), shard_predict() (before the plan, which counts the gathered
+  rows), gather_predictions();
+- models/model.py, Model.fit() / evaluate() / predict(): fit_guard(); Model.save() and
   Model.save_weights(): rank 0 only (so ModelCheckpoint too);
 - callbacks/checkpoint.py, BackupAndRestore._save() and on_train_end():
   rank 0 writes and deletes the backup.
@@ -51,7 +100,7 @@ marked `[dist hook]`:
 
 from ..engine.dist_fit import comm_seconds
 from ..runtime.dist_group import (DataParallel, DistributedError, distribution, find_mpi_library, initialize, is_chief,
-                                  list_devices, num_processes, rank, set_distribution)
+                                  list_devices, num_processes, rank, set_distribution, transport)
 
 __all__ = ["DataParallel", "DistributedError", "initialize", "set_distribution", "distribution", "list_devices",
-           "rank", "num_processes", "is_chief", "find_mpi_library", "comm_seconds"]
+           "rank", "num_processes", "is_chief", "find_mpi_library", "comm_seconds", "transport"]

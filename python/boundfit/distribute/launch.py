@@ -1,10 +1,70 @@
 """`python -m boundfit.distribute script.py args...`: the rank wrapper that
-lets the survivors of a dead rank raise under hydra's mpiexec."""
+lets the survivors of a dead rank raise under hydra's mpiexec; and
+`python -m boundfit.distribute --nproc-per-node N script.py args...`: a
+small torchrun for one host without MPI (N processes with RANK, WORLD_SIZE,
+LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT: the TCP transport)."""
 
 import os
+import socket
 import subprocess
 import sys
 import time
+
+_USAGE = ("usage: mpiexec -disable-auto-cleanup -n N python -m boundfit.distribute script.py [args...]\n"
+          "       python -m boundfit.distribute --nproc-per-node N [--master-port P] script.py [args...]")
+
+
+def _option(argv, names):
+    """(value, rest of argv) for a leading `--name V` / `--name=V`; (None, argv) when absent."""
+    for name in names:
+        if argv and argv[0] == name:
+            if len(argv) < 2:
+                raise SystemExit(f"boundfit.distribute: {name} needs a value\n{_USAGE}")
+            return argv[1], argv[2:]
+        if argv and argv[0].startswith(name + "="):
+            return argv[0].split("=", 1)[1], argv[1:]
+    return None, argv
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _local_main(nproc, port, argv):
+    """N ranks on this host over TCP; exits with the first failing rank's
+    status (the others raise DistributedError on their own: a closed
+    connection is found at once)."""
+    try:
+        n = int(nproc)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise SystemExit(f"boundfit.distribute: --nproc-per-node must be a positive integer, got {nproc!r}")
+    if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
+        raise SystemExit(f"boundfit.distribute: --master-port must be a TCP port, got {port!r}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "PMIX_", "HYDRA_"))}
+    env.update(WORLD_SIZE=str(n), LOCAL_WORLD_SIZE=str(n), MASTER_ADDR="127.0.0.1",
+               MASTER_PORT=str(port or _free_port()))
+    kids = [subprocess.Popen([sys.executable] + argv, env=dict(env, RANK=str(r), LOCAL_RANK=str(r)))
+            for r in range(n)]
+    statuses = []
+    for k in kids:
+        while True:
+            try:
+                statuses.append(k.wait())
+                break
+            except KeyboardInterrupt:
+                continue   # the children got the signal too
+    bad = [(r, s) for r, s in enumerate(statuses) if s != 0]
+    for r, s in bad:
+        sys.stderr.write(f"boundfit.distribute: rank {r} ended with " + (f"signal {-s}" if s < 0 else f"status {s}")
+                         + "\n")
+    if not bad:
+        return 0
+    s = bad[0][1]
+    return 128 - s if s < 0 else s
 
 def _launch_main(argv):
     """Run `python script args` as a child and exit with its status, after a
@@ -15,8 +75,14 @@ def _launch_main(argv):
     seconds (default 5), so that the survivors find the death (the engine's
     heartbeat, every 50 ms) and raise DistributedError themselves."""
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: mpiexec -disable-auto-cleanup -n N python -m boundfit.distribute script.py [args...]")
+        print(_USAGE)
         return 0 if argv else 2
+    nproc, rest = _option(argv, ("--nproc-per-node", "--nproc_per_node"))
+    if nproc is not None:
+        port, rest = _option(rest, ("--master-port", "--master_port"))
+        if not rest:
+            raise SystemExit(f"boundfit.distribute: no script to run\n{_USAGE}")
+        return _local_main(nproc, port, rest)
     fds = tuple(int(os.environ[k]) for k in ("PMI_FD",) if os.environ.get(k, "").isdigit())
     child = subprocess.Popen([sys.executable] + argv, pass_fds=fds)
     while True:

@@ -1,20 +1,25 @@
-"""fit's hooks under a DataParallel distribution (called from
-engine/training.py and models/model.py at lines marked [dist hook]): the
-one plan agreed by every rank, rank 0's weights broadcast, the data sharded,
-epoch logs averaged over ranks, and a rank's error told to the others."""
+"""fit's, evaluate's and predict's hooks under a DataParallel distribution
+(called from engine/training.py and models/model.py at lines marked
+[dist hook]): the one plan agreed by every rank, rank 0's weights broadcast,
+the data sharded, epoch logs averaged over ranks, evaluate's logs over all
+rows, predict's blocks gathered on every rank, and a rank's error told to
+the others."""
 
 import contextlib
 import socket
+import warnings
 
 import numpy as np
 
 from .. import _core
 from ..errors import BoundfitError, MemoryBudgetError, NonFiniteError
 from ..runtime.dist_group import (_BF_ERR_DIST_PREFIX, DistributedError, _agree_ok, _allgather_json, _allreduce,
-                                  _bcast_seed, active, broadcast_weights, is_chief, num_processes, rank)
+                                  _bcast_seed, active, broadcast_weights, is_chief, num_processes, rank,
+                                  transport)
+from ..layers.normalization import BatchNormalization
 from ..sizes import format_bytes
 from .data import ArrayData, _is_sequence
-from .dist_shard import ShardedArrays, ShardedEval, shard_source
+from .dist_shard import ShardedArrays, ShardedEval, predict_block, shard_predict_rows, shard_source
 from .plan import PlanEntry
 
 def verbose(v):
@@ -87,10 +92,19 @@ def agree_plan(model, plan, replan, auto_batch, train_rows):
     return plan
 
 
+TCP_SCRATCH = 64 << 10   # dist_tcp.c's static receive block (SCRATCH_DOUBLES * 8)
+
+
 def _with_comm(plan):
-    """The plan with the all-reduce's scratch: MPICH's temporary buffers for the
-    in-flight gradient buckets, at most the gradients' size (estimated)."""
+    """The plan with the all-reduce's scratch: over MPI, MPICH's temporary
+    buffers for the in-flight gradient buckets, at most the gradients' size
+    (estimated); over TCP, the engine's fixed receive block (reductions are
+    in place; the sockets' buffers are the kernel's)."""
     if any(e.category == "communication" for e in plan.breakdown):
+        return plan
+    if transport() == "tcp":
+        plan.breakdown.append(PlanEntry("all-reduce scratch (TCP, static)", TCP_SCRATCH, "host", "communication",
+                                        f"{num_processes()} ranks, star around rank 0, in place"))
         return plan
     grads = sum(int(e.bytes) for e in plan.breakdown if e.category in ("gradients", "grads") and e.where == "host")
     if grads == 0:  # no separate gradient entry: the trainable parameters' size
@@ -101,6 +115,46 @@ def _with_comm(plan):
     return plan
 
 
+def _batchnorms(model):
+    out = []
+    for layer in getattr(model, "layers", ()):
+        if isinstance(layer, BatchNormalization):
+            out.append(layer)
+        elif hasattr(layer, "layers"):
+            out.extend(_batchnorms(layer))
+    return out
+
+
+def warn_batchnorm(model):
+    """BatchNormalization under DataParallel is per-rank (ghost batch norm):
+    said once per fit, never silently."""
+    if active() is not None and is_chief() and _batchnorms(model):
+        warnings.warn("BatchNormalization under DataParallel: each rank normalizes with its own batch's statistics "
+                      "(B rows, not the N*B of the global batch); the moving mean and variance are averaged over "
+                      "the ranks after every epoch (see bf.distribute)", stacklevel=4)
+
+
+def sync_moving_stats(model):
+    """After each epoch, before validation: every BatchNormalization's moving
+    mean and variance averaged over the ranks. The update is linear in the
+    batch means, so the averaged moving mean is the one a single process
+    with the global batch keeps (equal shards); the moving variance is the
+    mean of the ranks' (without the spread between the ranks' batch means)."""
+    bns = _batchnorms(model) if active() is not None else []
+    if not bns:
+        return
+    _agree_ok("the moving statistics' average")
+    per = [layer.get_weights() for layer in bns]
+    flat = np.concatenate([np.ravel(a) for w in per for a in w[-2:]])
+    avg = (_allreduce(flat) / num_processes()).astype(np.float32)
+    at = 0
+    for layer, ws in zip(bns, per):
+        for i in (len(ws) - 2, len(ws) - 1):
+            ws[i] = avg[at:at + ws[i].size].reshape(ws[i].shape)
+            at += ws[i].size
+        layer.set_weights(ws)
+
+
 def shard_fit_data(model, train, val):
     """After the batch size is known: the same weights and data order on every
     rank, then each rank's shard."""
@@ -109,6 +163,7 @@ def shard_fit_data(model, train, val):
         return train, val
     _agree_ok("the weights' broadcast")
     broadcast_weights(model)
+    warn_batchnorm(model)
     if not d.auto_shard_dataset:
         return train, val
     seed = _bcast_seed()
@@ -136,6 +191,87 @@ def global_logs(logs, train_rows, val):
         w = vr if k.startswith("val_") else tr
         out[k] = float(tot[i] / w) if w else logs[k]
     return out
+
+
+def _shards_arrays(src):
+    d = active()
+    return d is not None and d.auto_shard_dataset and isinstance(src, ArrayData) and not src.steps
+
+
+def shard_eval(model, src):
+    """evaluate(): rank 0's weights everywhere, then this rank's contiguous
+    slice of the rows (arrays; a Sequence, or steps=, is evaluated whole on
+    every rank)."""
+    if active() is None:
+        return src
+    _agree_ok("evaluate's start")
+    broadcast_weights(model)
+    return ShardedEval(src) if _shards_arrays(src) else src
+
+
+def global_eval_logs(logs, rows, src):
+    """evaluate()'s logs over every rank's rows: losses exactly (sums over
+    rows), metrics weighted by rows (exact for per-row means such as
+    accuracy; see the distribute docstring)."""
+    if active() is None or not isinstance(src, ShardedEval):
+        return logs
+    _agree_ok("evaluate's logs")
+    keys = list(logs)   # the same model on every rank: the same keys in the same order
+    tot = _allreduce([float(logs[k]) * rows for k in keys] + [float(rows)])
+    return {k: (float(tot[i] / tot[-1]) if tot[-1] else logs[k]) for i, k in enumerate(keys)}
+
+
+def shard_predict(model, src):
+    """predict(): rank 0's weights everywhere, then this rank's block of
+    ceil(n / N) rows. Returns (src, gather): gather is (n, per) or None."""
+    if active() is None:
+        return src, None
+    _agree_ok("predict's start")
+    broadcast_weights(model)
+    if not _shards_arrays(src):
+        return src, None
+    n = src.num_rows
+    per = predict_block(n)
+    if per == 0:
+        return src, None
+    return shard_predict_rows(src, per), (n, per)
+
+
+def predict_rows(src, gather):
+    """predict's rows for the plan: the source's (None for a Sequence), plus,
+    when sharded, the gathered result's N blocks of per rows."""
+    return src.num_rows if gather is None else src.num_rows + num_processes() * gather[1]
+
+
+def gather_predictions(preds, gather):
+    """Every rank's block of each output, in rank order, on every rank: the
+    full predictions, as one process returns them."""
+    if gather is None:
+        return preds
+    n, per = gather
+    _agree_ok("predict's gather")
+    N, me = num_processes(), rank()
+
+    def one(a):
+        full = np.zeros((N * per,) + a.shape[1:], dtype=a.dtype)
+        full[me * per:me * per + a.shape[0]] = a
+        for r in range(N):
+            _call_bcast(full[r * per:(r + 1) * per], r)
+        return full[:n]
+    if isinstance(preds, dict):
+        return {k: one(v) for k, v in preds.items()}
+    if isinstance(preds, list):
+        return [one(v) for v in preds]
+    return one(preds)
+
+
+def _call_bcast(buf, root):
+    try:
+        _core.dist_bcast(buf, root)
+    except BoundfitError as e:
+        if str(e).startswith(_BF_ERR_DIST_PREFIX):
+            raise DistributedError(str(e), rank=rank()) from None
+        raise
 
 
 @contextlib.contextmanager

@@ -1,6 +1,8 @@
 """fit's data seen by one rank: arrays and memmaps by global batch (every
 rank the same order, rank r taking slice r of each global batch of N*B
-rows), validation rows in contiguous slices, Sequences by batch index."""
+rows), validation and evaluate() rows in contiguous slices, predict() rows
+in blocks of ceil(n / N) (so the gathered blocks are the rows in order),
+Sequences by batch index."""
 
 import numpy as np
 
@@ -92,6 +94,22 @@ class ShardedEval(_Delegate):
         with engine_batch():
             chunks(lambda first, k: run.evaluate(x, y, order, hi - lo, inner.batch_size, first, k, sw),
                    self.steps_per_epoch, on_chunk)
+
+
+def predict_block(n):
+    """Rows per rank for predict: ceil(n / N), or 0 (no sharding) when that
+    would leave a rank without rows."""
+    N = num_processes()
+    per = -(-n // N)
+    return 0 if (N - 1) * per >= n else per
+
+
+def shard_predict_rows(src, per):
+    """src (ArrayData of predict) narrowed to this rank's block of `per` rows."""
+    lo = src.lo + rank() * per
+    src.hi = min(src.hi, lo + per)
+    src.lo = lo
+    return src
 
 
 class _ShardSequence:

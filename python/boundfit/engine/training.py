@@ -258,6 +258,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                 if nan_stop is None:
                     raise _with_epoch(e, epoch) from None
                 nan_stop.terminate(getattr(e, "step", None))
+            dist_fit.sync_moving_stats(model)   # [dist hook] BatchNormalization's moving statistics averaged
             if schedule is not None:
                 _apply_schedule(model, schedule)   # the rate of the next update, as Keras reports it
             elif form is not None and form[0]:
@@ -327,13 +328,14 @@ def _with_epoch(e, epoch):
 def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, return_dict=False, memory_limit=None,
              device=None, callbacks=None, sample_weight=None, **kwargs):
     model._require_compiled("evaluate")
-    verbose = _verbose(verbose)
+    verbose = dist_fit.verbose(_verbose(verbose))   # [dist hook] progress from rank 0 only
     device = _resolve_device(model, device)
     _check_weights_for_outputs(model, sample_weight, None)
     x, y, _ = _prepare(model, x, y)
     src = data_mod.adapt_for_eval(model, x, y, batch_size, steps, sample_weight=sample_weight)
     model._require_built(src.sample_x())
     src.check(model)
+    src = dist_fit.shard_eval(model, src)   # [dist hook] rank 0's weights, rows by rank
     plan = memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit,
                            weighted=memory.Weighted(train=False, evaluate=src.weighted))
     memory.require_fits(plan)
@@ -352,6 +354,7 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
             cbs.on_test_batch_end(step - 1, logs=logs)
         src.run_eval(run, on_chunk, _Stepper(model, cbs.per_batch("test"), lambda s: cbs.on_test_batch_begin(s)))
         logs = _logs(tot, run, model)
+        logs = dist_fit.global_eval_logs(logs, tot[1], src)   # [dist hook] over every rank's rows
     finally:
         model.stop_training = stop
         run.close()
@@ -364,14 +367,15 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
 
 def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=None, device=None, callbacks=None,
             **kwargs):
-    verbose = _verbose(verbose)
+    verbose = dist_fit.verbose(_verbose(verbose))   # [dist hook] progress from rank 0 only
     device = _resolve_device(model, device)
     x, _, _ = _prepare(model, x, None)
     src = data_mod.adapt_for_predict(model, x, batch_size, steps)
     model._require_built(src.sample_x())
     src.check(model, need_y=False)
+    src, gather = dist_fit.shard_predict(model, src)   # [dist hook] rank 0's weights, a block of rows by rank
     plan = memory.plan_run(model, "predict", src.batch_size, device, memory_limit,
-                           predict_rows=src.num_rows)
+                           predict_rows=dist_fit.predict_rows(src, gather))   # [dist hook] with the gathered rows
     memory.require_fits(plan)
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
     run = model._engine.open_run("predict", plan.rows, device=plan.device)
@@ -404,5 +408,5 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
         run.close()
     cbs.on_predict_end()
     bar.update(src.steps_per_epoch, finalize=True)
-    return view(out, 0, out.shape[0])
+    return dist_fit.gather_predictions(view(out, 0, out.shape[0]), gather)   # [dist hook] every rank's rows
 

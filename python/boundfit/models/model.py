@@ -482,12 +482,14 @@ class Model(graph.GraphModel):
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", steps=None, return_dict=False,
                  memory_limit=None, device=None, **kwargs):
-        return training.evaluate(self, x, y, batch_size=batch_size, verbose=verbose, steps=steps,
-                                 return_dict=return_dict, memory_limit=memory_limit, device=device, **kwargs)
+        with dist_fit.fit_guard():   # [dist hook] a rank's error reaches the others at once
+            return training.evaluate(self, x, y, batch_size=batch_size, verbose=verbose, steps=steps,
+                                     return_dict=return_dict, memory_limit=memory_limit, device=device, **kwargs)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, memory_limit=None, device=None, **kwargs):
-        return training.predict(self, x, batch_size=batch_size, verbose=verbose, steps=steps,
-                                memory_limit=memory_limit, device=device, **kwargs)
+        with dist_fit.fit_guard():   # [dist hook] a rank's error reaches the others at once
+            return training.predict(self, x, batch_size=batch_size, verbose=verbose, steps=steps,
+                                    memory_limit=memory_limit, device=device, **kwargs)
 
     def estimate_memory(self, batch_size=32, optimizer=None, device=None, micro_batch=None, mode="train",
                         memory_limit=None, validation_batch_size=None, shuffle_rows=0, sample_weight=False):

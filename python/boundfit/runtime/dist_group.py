@@ -1,5 +1,7 @@
 """The process group (bf.distribute): joining it under mpiexec (the
-standard-ABI libmpi_abi.so found and handed to the engine, csrc/core/dist_mpi.c),
+standard-ABI libmpi_abi.so found and handed to the engine, csrc/core/dist_mpi.c)
+or after a torchrun-style launch (RANK / WORLD_SIZE / MASTER_ADDR /
+MASTER_PORT: the engine's TCP transport, csrc/core/dist_tcp.c),
 Keras 3's DataParallel / initialize / set_distribution / distribution /
 list_devices, DistributedError, and the small collectives over Python values
 that fit's hooks use. Every collective is the engine's, bounded by its deadline."""
@@ -18,7 +20,8 @@ from .. import _core
 from ..errors import BoundfitError
 
 _BF_ERR_DIST_PREFIX = "distributed:"
-_state = {"rank": 0, "size": 1, "initialized": False, "distribution": None, "timeout": None, "lib": None}
+_state = {"rank": 0, "size": 1, "initialized": False, "distribution": None, "timeout": None, "lib": None,
+          "transport": None}   # "mpi" or "tcp" once a group of several ranks is joined
 
 
 class DistributedError(BoundfitError, RuntimeError):
@@ -98,8 +101,12 @@ def _call(fn, *args):
 
 def initialize(job_addresses=None, num_processes=None, process_id=None, timeout=None):
     """Join the process group (Keras 3's keras.distribution.initialize). Under
-    mpiexec the group comes from MPI; num_processes / process_id, when given,
-    must agree with it. Without a launcher this is a group of one.
+    mpiexec the group comes from MPI; with WORLD_SIZE > 1 in the environment
+    (torchrun-style: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) rank 0 listens
+    at MASTER_ADDR:MASTER_PORT and the others connect over TCP; as in Keras,
+    job_addresses="host:port,..." with num_processes and process_id (or the
+    KERAS_DISTRIBUTION_* variables) make the first address the coordinator,
+    over TCP too. num_processes / process_id, when given, must agree with it. Without a launcher this is a group of one.
     timeout: the bound in seconds on every wait for the other ranks."""
     if timeout is None:
         timeout = float(os.environ.get("BF_DIST_TIMEOUT", "60"))
@@ -116,16 +123,25 @@ def initialize(job_addresses=None, num_processes=None, process_id=None, timeout=
                                    "(boundfit[distributed]) or set BF_MPI_LIB to its path")
         rank, size = _call(_core.dist_init, lib, float(timeout))
         _state["lib"] = lib
+        _state["transport"] = "mpi"
         _share_cores()
         atexit.register(_finalize)
     else:
+        if job_addresses is not None and not isinstance(job_addresses, (str, list, tuple)):
+            raise ValueError(f"initialize: job_addresses must be a string or a list of addresses, "
+                             f"got {job_addresses!r}")
         world = _env_int("WORLD_SIZE")
+        keras = _keras_group(job_addresses, num_processes, process_id)
         if world is not None and world > 1:
-            raise DistributedError(
-                f"WORLD_SIZE={world} (a torchrun-style launch) but no MPI launcher: the CPU path needs "
-                f"`mpiexec -n {world} python ...` (MPICH); torchrun's TCP rendezvous (MASTER_ADDR) is not "
-                "implemented")
-        rank, size = 0, 1
+            rank, size = _init_tcp(world, float(timeout))
+        elif keras is not None:
+            rank, size = _call(_core.dist_init_tcp, *keras, float(timeout))
+        else:
+            rank, size = 0, 1
+        if size > 1:
+            _state["transport"] = "tcp"
+            _share_cores()
+            atexit.register(_finalize)
     for name, want, have in (("num_processes", num_processes, size), ("process_id", process_id, rank)):
         if want is not None and int(want) != have:
             raise ValueError(f"initialize: {name}={want!r} disagrees with the launcher's {have}")
@@ -134,10 +150,47 @@ def initialize(job_addresses=None, num_processes=None, process_id=None, timeout=
     _state.update(rank=rank, size=size, initialized=True)
 
 
+def _keras_group(job_addresses, num_processes, process_id):
+    """Keras 3's way without a launcher: initialize(job_addresses="host:port,...",
+    num_processes=N, process_id=r), or KERAS_DISTRIBUTION_JOB_ADDRESSES /
+    _NUM_PROCESSES / _PROCESS_ID; the first address is the coordinator (rank 0
+    listens there). (host, port, rank, size), or None for a group of one."""
+    addrs = job_addresses if job_addresses is not None else os.environ.get("KERAS_DISTRIBUTION_JOB_ADDRESSES")
+    n = num_processes if num_processes is not None else _env_int("KERAS_DISTRIBUTION_NUM_PROCESSES")
+    if not addrs or n is None or int(n) <= 1:
+        return None
+    r = process_id if process_id is not None else _env_int("KERAS_DISTRIBUTION_PROCESS_ID")
+    if r is None or not 0 <= int(r) < int(n):
+        raise ValueError(f"initialize: process_id={r!r} must be given, between 0 and num_processes - 1 = {int(n) - 1}")
+    first = (addrs.split(",") if isinstance(addrs, str) else list(addrs))[0].strip()
+    host, _, port = first.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"initialize: job_addresses' first entry {first!r} must be host:port (the coordinator)")
+    return host, int(port), int(r), int(n)
+
+
+def _init_tcp(world, timeout):
+    """A torchrun-style launch (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; no
+    mpiexec): the engine's TCP transport (csrc/core/dist_tcp.c), rank 0
+    listening at MASTER_ADDR:MASTER_PORT."""
+    rank_ = _env_int("RANK")
+    if rank_ is None:
+        raise DistributedError(f"WORLD_SIZE={world} but RANK is not set: a torchrun-style launch needs RANK, "
+                               "WORLD_SIZE, MASTER_ADDR and MASTER_PORT on every process")
+    if not 0 <= rank_ < world:
+        raise DistributedError(f"RANK={rank_} must be between 0 and WORLD_SIZE - 1 = {world - 1}")
+    port = _env_int("MASTER_PORT")
+    if port is None or not 0 < port < 65536:
+        raise DistributedError(f"MASTER_PORT={os.environ.get('MASTER_PORT')!r}: a torchrun-style launch needs "
+                               "the TCP port rank 0 listens on (1-65535)")
+    addr = os.environ.get("MASTER_ADDR") or "127.0.0.1"
+    return _call(_core.dist_init_tcp, addr, int(port), int(rank_), int(world), timeout)
+
+
 def _share_cores():
     """Ranks on one host share its cores: each runs the engine's pool on its
     share (MPI_LOCALNRANKS from hydra), unless BF_DIST_THREADS says otherwise."""
-    local = _env_int("MPI_LOCALNRANKS") or 1
+    local = _env_int("MPI_LOCALNRANKS", "LOCAL_WORLD_SIZE") or 1
     want = _env_int("BF_DIST_THREADS")
     if want is None and local > 1:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -155,6 +208,11 @@ def _finalize():
 
 def rank():
     return _state["rank"]
+
+
+def transport():
+    """"mpi", "tcp" (torchrun-style launch), or None in a group of one."""
+    return _state["transport"] if _state["size"] > 1 else None
 
 
 def num_processes():
