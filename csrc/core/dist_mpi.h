@@ -10,11 +10,6 @@
 
 #include "status.h"
 
-/* a distributed failure (peer died, timed out, MPI error); not in status.h's
- * enum so that file stays as it is: csrc/python maps it to BoundfitError and
- * boundfit.distribute re-raises it as DistributedError */
-#define BF_ERR_DIST ((bf_status)40)
-
 /* open `lib` (a path to libmpi_abi.so), MPI_Init_thread, duplicate
  * MPI_COMM_WORLD with MPI_ERRORS_RETURN; rank and size out */
 bf_status bf_dist_init(const char *lib, double timeout_s, int *rank, int *size);

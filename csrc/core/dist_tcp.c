@@ -27,7 +27,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dist_mpi.h" /* BF_ERR_DIST */
 
 #define MAX_RANKS 256
 #define HOST_LEN 64

@@ -49,6 +49,7 @@ const char *bf_status_name(bf_status s) {
     case BF_ERR_NONFINITE: return "non-finite";
     case BF_ERR_INTERRUPTED: return "interrupted";
     case BF_ERR_INTERNAL: return "internal";
+    case BF_ERR_DIST: return "distributed";
     }
     return "unknown";
 }

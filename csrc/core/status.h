@@ -17,7 +17,8 @@ typedef enum {
     BF_ERR_DEVICE,      /* CUDA / driver / cuDNN problem */
     BF_ERR_NONFINITE,   /* NaN or Inf in loss or gradients */
     BF_ERR_INTERRUPTED, /* stopped at a step boundary on request */
-    BF_ERR_INTERNAL     /* a bug in boundfit */
+    BF_ERR_INTERNAL,    /* a bug in boundfit */
+    BF_ERR_DIST         /* the process group failed: a peer died, timed out or disagreed (dist_mpi.c, dist_tcp.c) */
 } bf_status;
 
 #define BF_MSG_LEN 1024
