@@ -66,13 +66,14 @@ void bf_layer_conv1d_geom(const bf_layer *L, int B, bf_conv1d_geom *g) {
 }
 
 void bf_layer_convt_geom(const bf_layer *L, int B, bf_conv_geom *g) {
+    const int one_d = L->in_rank == 2; /* Conv1DTranspose: a (T, C) sample is a 1 x T image */
     g->B = B;
-    g->H = L->out_shape[0];
-    g->W = L->out_shape[1];
-    g->C = L->out_shape[2];
-    g->OH = L->in_shape[0];
-    g->OW = L->in_shape[1];
-    g->K = L->in_shape[2];
+    g->H = one_d ? 1 : L->out_shape[0];
+    g->W = L->out_shape[one_d ? 0 : 1];
+    g->C = L->out_shape[one_d ? 1 : 2];
+    g->OH = one_d ? 1 : L->in_shape[0];
+    g->OW = L->in_shape[one_d ? 0 : 1];
+    g->K = L->in_shape[one_d ? 1 : 2];
     g->KH = L->kh;
     g->KW = L->kw;
     g->SH = L->sh;
@@ -234,21 +235,34 @@ const bf_layer_ops bf_ops_CONV1D = {
     .backward = conv1d_backward,
 };
 
-/* ---- Conv2DTranspose: kernel (kh, kw, filters, C); the adjoint of a Conv2D ---- */
+/* ---- Conv2DTranspose: kernel (kh, kw, filters, C); the adjoint of a Conv2D.
+ * Conv1DTranspose is the same kind on a (T, C) input with kh = sh = 1: a
+ * 1 x T image, kernel (k, filters, C) (Keras's layout, the same memory). ---- */
+
+/* Keras (output_padding=None): 'same' in*s, 'valid' (in-1)*s + max(k, s) */
+static int convt_len(int in, int k, int s, int same) { return same ? in * s : (in - 1) * s + (k > s ? k : s); }
 
 static bf_status convt_infer(bf_layer *L, int rank, const int *shape) {
     int C = shape[rank - 1];
-    if (rank != 3)
-        return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 3 (H, W, C) per sample, got rank %d", L->name, rank);
+    const int one_d = rank == 2 && L->kh == 1 && L->sh == 1;
+    if (rank != 3 && !one_d)
+        return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 3 (H, W, C) per sample (rank 2 (T, C) for "
+                       "Conv1DTranspose), got rank %d", L->name, rank);
     if (L->kh <= 0 || L->kw <= 0 || L->sh <= 0 || L->sw <= 0 || L->filters <= 0)
         return BF_FAIL(BF_ERR_ARG, "%s: kernel_size, strides and filters must be positive", L->name);
-    /* Keras (output_padding=None): 'same' in*s, 'valid' (in-1)*s + max(k, s) */
-    L->out_shape[0] = L->same ? shape[0] * L->sh : (shape[0] - 1) * L->sh + (L->kh > L->sh ? L->kh : L->sh);
-    L->out_shape[1] = L->same ? shape[1] * L->sw : (shape[1] - 1) * L->sw + (L->kw > L->sw ? L->kw : L->sw);
-    L->out_shape[2] = L->filters;
-    int ks[4] = {L->kh, L->kw, L->filters, C};
     float rf = (float)(L->kh * L->kw);
-    bf_add_param(L, 0, "kernel", 4, ks, 1, BF_INIT_GLOROT_UNIFORM, rf * L->filters, rf * C);
+    if (one_d) {
+        L->out_shape[0] = convt_len(shape[0], L->kw, L->sw, L->same);
+        L->out_shape[1] = L->filters;
+        int ks[3] = {L->kw, L->filters, C};
+        bf_add_param(L, 0, "kernel", 3, ks, 1, BF_INIT_GLOROT_UNIFORM, rf * L->filters, rf * C);
+    } else {
+        L->out_shape[0] = convt_len(shape[0], L->kh, L->sh, L->same);
+        L->out_shape[1] = convt_len(shape[1], L->kw, L->sw, L->same);
+        L->out_shape[2] = L->filters;
+        int ks[4] = {L->kh, L->kw, L->filters, C};
+        bf_add_param(L, 0, "kernel", 4, ks, 1, BF_INIT_GLOROT_UNIFORM, rf * L->filters, rf * C);
+    }
     if (L->use_bias) bf_add_param(L, 1, "bias", 1, &L->filters, 1, BF_INIT_ZEROS, 0, 0);
     return BF_OK;
 }

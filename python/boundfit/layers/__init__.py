@@ -11,7 +11,8 @@ from .activation import ELU, LeakyReLU, ReLU, Softmax
 from .args import engine_kinds
 from .attention import MultiHeadAttention
 from .augmentation import RandomCrop, RandomFlip, RandomTranslation
-from .conv import Conv1D, Conv2D, Conv2DTranspose, Convolution1D, Convolution2DTranspose, DepthwiseConv2D
+from .conv import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Convolution1D, Convolution1DTranspose,
+                   Convolution2DTranspose, DepthwiseConv2D)
 from .core import Activation, Dense, Lambda
 from .embedding import Embedding
 from .input_layer import Input, InputLayer
@@ -34,8 +35,8 @@ from .reshaping import Flatten, Permute, RepeatVector, Reshape, UpSampling2D, Ze
     "ADD SUBTRACT MULTIPLY AVERAGE MAXIMUM MINIMUM CONCAT")
 
 __all__ = ["Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",
-           "BatchNormalization", "Bidirectional", "Concatenate", "Conv1D", "Conv2D", "Conv2DTranspose",
-           "Convolution1D", "Convolution2DTranspose", "Dense", "DepthwiseConv2D", "Dropout", "ELU", "Embedding", "Flatten", "GRU",
+           "BatchNormalization", "Bidirectional", "Concatenate", "Conv1D", "Conv1DTranspose", "Conv2D",
+           "Conv2DTranspose", "Convolution1D", "Convolution1DTranspose", "Convolution2DTranspose", "Dense", "DepthwiseConv2D", "Dropout", "ELU", "Embedding", "Flatten", "GRU",
            "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D", "GlobalMaxPool1D",
            "GlobalMaxPool2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "Input", "InputLayer", "LSTM", "Lambda", "Layer",
            "LayerNormalization", "LeakyReLU", "MaxPool1D", "MaxPooling1D", "MaxPooling2D", "Maximum", "Minimum",

@@ -195,8 +195,35 @@ class Conv2DTranspose(Layer):
                     **_weight_specs(self, 4))
 
 
+class Conv1DTranspose(Conv2DTranspose):
+    """Keras's Conv1DTranspose: kernel (k, filters, C) on (T, C) samples; the
+    engine's Conv2DTranspose on a 1 x T image (csrc/core/layers/conv.c)."""
+    _base = "conv1d_transpose"
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", output_padding=None, data_format=None,
+                 dilation_rate=1, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, **kwargs):
+        k, s, d = (_single(v, name)[0] for v, name in ((kernel_size, "kernel_size"), (strides, "strides"),
+                                                       (dilation_rate, "dilation_rate")))
+        super().__init__(filters, (1, k), strides=(1, s), padding=padding, output_padding=output_padding,
+                         data_format=data_format, dilation_rate=(1, d), activation=activation, use_bias=use_bias,
+                         kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+                         kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                         activity_regularizer=activity_regularizer, kernel_constraint=kernel_constraint,
+                         bias_constraint=bias_constraint, **kwargs)
+
+    def compute_output_shape(self, shape):
+        _rank(self, shape, 2, "(T, C)")
+        n, k, s = shape[0], self.kernel_size[1], self.strides[1]
+        return (n * s if self.padding == "same" else (n - 1) * s + max(k, s), self.filters)
+
+    def spec(self):
+        return dict(super().spec(), **_weight_specs(self, 3))
+
+
 # Keras's aliases
-Convolution1D, Convolution2DTranspose = Conv1D, Conv2DTranspose
+Convolution1D, Convolution2DTranspose, Convolution1DTranspose = Conv1D, Conv2DTranspose, Conv1DTranspose
 
 
 # ---- Keras 3 configs (layer.keras_config) ----
@@ -238,3 +265,9 @@ def _conv2d_transpose_config(l):
     d = _conv_config(l)
     del d["groups"]
     return dict(d, output_padding=None)
+
+
+@keras_config(Conv1DTranspose)
+def _conv1d_transpose_config(l):
+    return dict(_conv2d_transpose_config(l), kernel_size=[l.kernel_size[1]], strides=[l.strides[1]],
+                dilation_rate=[1])
