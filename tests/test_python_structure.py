@@ -13,6 +13,8 @@ import os
 
 import pytest
 
+from graph_cycles import cycles
+
 PKG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python", "boundfit")
 PKG = "boundfit"
 EXTENSIONS = ("boundfit._core",)   # built from csrc/python; import nothing of the package's Python
@@ -85,38 +87,6 @@ def import_graph():
                     if p != m and not m.startswith(p + ".") and p in mods:
                         edges[m].add(p)
     return edges, sorted(in_functions)
-
-
-def cycles(edges):
-    """Strongly connected components of more than one module (Tarjan), and self-imports."""
-    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
-
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in sorted(edges.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1 or v in edges.get(v, ()):
-                out.append(sorted(comp))
-
-    for v in sorted(edges):
-        if v not in index:
-            visit(v)
-    return out
 
 
 def test_the_package_is_found():

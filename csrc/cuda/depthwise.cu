@@ -9,22 +9,9 @@
  * dinp, dw, db may each be NULL.
  * Every sum has a fixed order: the same bits run to run. */
 #include "cuda_ops.h"
+#include "window.cuh"
 
 #define BF_DW_THREADS 256
-
-/* valid part [*a, *z) of the window starting at s (length k) in [0, n) */
-__device__ __forceinline__ void dw_clip(int s, int k, int n, int *a, int *z) {
-    *a = s < 0 ? 0 : s;
-    *z = s + k > n ? n : s + k;
-}
-
-/* outputs [*a, *z) whose window (start o*S - P, length K) contains input index i, of O */
-__device__ __forceinline__ void dw_covering(int i, int K, int S, int P, int O, int *a, int *z) {
-    const int lo = i + P - K + 1;
-    *a = lo <= 0 ? 0 : (lo + S - 1) / S;
-    const int hi = (i + P) / S + 1;
-    *z = hi > O ? O : hi;
-}
 
 // out (B,OH,OW,K) = sum over the window of inp (B,H,W,C)[.., q/M] * w (KH,KW,K)[.., q] + b (K)
 __global__ void depthwise_forward_kernel(float *out, const float *inp, const float *w, const float *b,
@@ -39,8 +26,8 @@ __global__ void depthwise_forward_kernel(float *out, const float *inp, const flo
         const int oh = (int)(r % g.OH);
         const long bi = r / g.OH;
         int h0, h1, w0, w1;
-        dw_clip(oh * g.SH - g.PT, g.KH, g.H, &h0, &h1);
-        dw_clip(ow * g.SW - g.PL, g.KW, g.W, &w0, &w1);
+        bf_win_clip(oh * g.SH - g.PT, g.KH, g.H, &h0, &h1);
+        bf_win_clip(ow * g.SW - g.PL, g.KW, g.W, &w0, &w1);
         const float *im = inp + bi * g.H * g.W * g.C + c;
         float o = b ? b[q] : 0.0f;
         for (int ih = h0; ih < h1; ih++) {
@@ -66,8 +53,8 @@ __global__ void depthwise_backward_data_kernel(float *dinp, const float *dout, c
         const int ih = (int)(r % g.H);
         const long bi = r / g.H;
         int oh0, oh1, ow0, ow1;
-        dw_covering(ih, g.KH, g.SH, g.PT, g.OH, &oh0, &oh1);
-        dw_covering(iw, g.KW, g.SW, g.PL, g.OW, &ow0, &ow1);
+        bf_win_covering(ih, g.KH, g.SH, g.PT, g.OH, &oh0, &oh1);
+        bf_win_covering(iw, g.KW, g.SW, g.PL, g.OW, &ow0, &ow1);
         float dx = 0.0f;
         for (int oh = oh0; oh < oh1; oh++) {
             const int kh = ih - (oh * g.SH - g.PT);

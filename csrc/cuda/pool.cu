@@ -9,20 +9,7 @@
  * max routes each window's gradient to its first maximum in row-major window
  * order, recomputed from inp and out. Channels are the fastest index. */
 #include "cuda_ops.h"
-
-/* valid part [*a, *z) of the window starting at s (length k) in [0, n) */
-__device__ __forceinline__ void clip(int s, int k, int n, int *a, int *z) {
-    *a = s < 0 ? 0 : s;
-    *z = s + k > n ? n : s + k;
-}
-
-/* outputs [*a, *z) whose window (start o*S - P, length K) contains input index i, of O */
-__device__ __forceinline__ void covering(int i, int K, int S, int P, int O, int *a, int *z) {
-    const int lo = i + P - K + 1; /* o*S >= lo */
-    *a = lo <= 0 ? 0 : (lo + S - 1) / S;
-    int hi = (i + P) / S + 1;     /* o*S <= i + P */
-    *z = hi > O ? O : hi;
-}
+#include "window.cuh"
 
 // out (B,OH,OW,C) = max over the valid cells of each window of inp (B,H,W,C)
 __global__ void maxpool_forward_kernel(float *out, const float *inp, bf_conv_geom g) {
@@ -35,8 +22,8 @@ __global__ void maxpool_forward_kernel(float *out, const float *inp, bf_conv_geo
         const int oh = (int)(r % g.OH);
         const long b = r / g.OH;
         int h0, h1, w0, w1;
-        clip(oh * g.SH - g.PT, g.KH, g.H, &h0, &h1);
-        clip(ow * g.SW - g.PL, g.KW, g.W, &w0, &w1);
+        bf_win_clip(oh * g.SH - g.PT, g.KH, g.H, &h0, &h1);
+        bf_win_clip(ow * g.SW - g.PL, g.KW, g.W, &w0, &w1);
         const float *im = inp + b * g.H * g.W * g.C + c;
         float o = im[((long)h0 * g.W + w0) * g.C];
         for (int ih = h0; ih < h1; ih++)
@@ -63,8 +50,8 @@ __global__ void maxpool_backward_kernel(float *dinp, const float *dout, const fl
         const float x = inp[i];
         float dx = 0.0f;
         int oh0, oh1, ow0, ow1;
-        covering(ih, g.KH, g.SH, g.PT, g.OH, &oh0, &oh1);
-        covering(iw, g.KW, g.SW, g.PL, g.OW, &ow0, &ow1);
+        bf_win_covering(ih, g.KH, g.SH, g.PT, g.OH, &oh0, &oh1);
+        bf_win_covering(iw, g.KW, g.SW, g.PL, g.OW, &ow0, &ow1);
         for (int oh = oh0; oh < oh1; oh++)
             for (int ow = ow0; ow < ow1; ow++) {
                 const long oi = ((b * g.OH + oh) * g.OW + ow) * g.C + c;
@@ -72,8 +59,8 @@ __global__ void maxpool_backward_kernel(float *dinp, const float *dout, const fl
                 if (!(x == o)) continue;
                 /* first hit of this window: no earlier cell equals the max */
                 int h0, h1, w0, w1, first = 1;
-                clip(oh * g.SH - g.PT, g.KH, g.H, &h0, &h1);
-                clip(ow * g.SW - g.PL, g.KW, g.W, &w0, &w1);
+                bf_win_clip(oh * g.SH - g.PT, g.KH, g.H, &h0, &h1);
+                bf_win_clip(ow * g.SW - g.PL, g.KW, g.W, &w0, &w1);
                 for (int hh = h0; hh <= ih && first; hh++)
                     for (int ww = w0; ww < (hh == ih ? iw : w1); ww++)
                         if (im[((long)hh * g.W + ww) * g.C] == o) {
@@ -97,8 +84,8 @@ __global__ void avgpool_forward_kernel(float *out, const float *inp, bf_conv_geo
         const int oh = (int)(r % g.OH);
         const long b = r / g.OH;
         int h0, h1, w0, w1;
-        clip(oh * g.SH - g.PT, g.KH, g.H, &h0, &h1);
-        clip(ow * g.SW - g.PL, g.KW, g.W, &w0, &w1);
+        bf_win_clip(oh * g.SH - g.PT, g.KH, g.H, &h0, &h1);
+        bf_win_clip(ow * g.SW - g.PL, g.KW, g.W, &w0, &w1);
         const float *im = inp + b * g.H * g.W * g.C + c;
         float o = 0.0f;
         for (int ih = h0; ih < h1; ih++)
@@ -119,14 +106,14 @@ __global__ void avgpool_backward_kernel(float *dinp, const float *dout, bf_conv_
         const long b = r / g.H;
         float dx = 0.0f;
         int oh0, oh1, ow0, ow1;
-        covering(ih, g.KH, g.SH, g.PT, g.OH, &oh0, &oh1);
-        covering(iw, g.KW, g.SW, g.PL, g.OW, &ow0, &ow1);
+        bf_win_covering(ih, g.KH, g.SH, g.PT, g.OH, &oh0, &oh1);
+        bf_win_covering(iw, g.KW, g.SW, g.PL, g.OW, &ow0, &ow1);
         for (int oh = oh0; oh < oh1; oh++) {
             int h0, h1;
-            clip(oh * g.SH - g.PT, g.KH, g.H, &h0, &h1);
+            bf_win_clip(oh * g.SH - g.PT, g.KH, g.H, &h0, &h1);
             for (int ow = ow0; ow < ow1; ow++) {
                 int w0, w1;
-                clip(ow * g.SW - g.PL, g.KW, g.W, &w0, &w1);
+                bf_win_clip(ow * g.SW - g.PL, g.KW, g.W, &w0, &w1);
                 const float inv = 1.0f / (float)((h1 - h0) * (w1 - w0));
                 dx += __fmul_rn(dout[((b * g.OH + oh) * g.OW + ow) * g.C + c], inv);
             }

@@ -6,7 +6,7 @@
  * waits, the barrier opens (__syncthreads) or, for a warp all of whose live
  * threads wait in a shuffle, the warp's exchange completes. Any other stall is
  * barrier divergence: a launch failure.
- * Device memory: each cudaMalloc is its own mapping ending at a guard page; a
+ * Device memory: each cudaMalloc is its own mapping ending at 1 MiB of guard; a
  * kernel (or a cuBLAS / cuDNN stand-in) touching unmapped memory, a pointer
  * argument outside every live allocation, or an atomic on one becomes CUDA's
  * sticky cudaErrorIllegalAddress: every later call returns it.
@@ -137,6 +137,10 @@ static int in_registered(const void *q) {
 extern "C" int bf_sim_bad_pointer(const void *p) { return !find_alloc(p) && !in_registered(p); }
 
 static const size_t PAGE = 4096;
+/* no-access bytes after each allocation: a kernel whose threads run in reverse
+ * order writes its farthest overrun first, which one guard page would let land
+ * in the next mapping (a fiber stack, say) and corrupt it before any fault */
+static const size_t GUARD = 1 << 20;
 
 cudaError_t cudaMalloc(void **out, size_t n) {
     std::lock_guard<std::recursive_mutex> g(big_lock);
@@ -147,13 +151,13 @@ cudaError_t cudaMalloc(void **out, size_t n) {
     const sim_config &c = sim_cfg();
     if (n > c.mem || allocated + n > c.mem) return sim_err(cudaErrorMemoryAllocation);
     const size_t body = (n + 255) & ~(size_t)255, pages = (body + PAGE - 1) / PAGE * PAGE;
-    char *m = (char *)mmap(NULL, pages + PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+    char *m = (char *)mmap(NULL, pages + GUARD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                            -1, 0);
     if (m == MAP_FAILED) return sim_err(cudaErrorMemoryAllocation);
-    mprotect(m + pages, PAGE, PROT_NONE); /* guard: overruns fault */
+    mprotect(m + pages, GUARD, PROT_NONE); /* guard: overruns fault */
     char *p = m + pages - body;
     if (c.nan_fill) memset(p, 0xff, n);
-    allocs[(uintptr_t)p] = alloc_t{p, n, m, pages + PAGE};
+    allocs[(uintptr_t)p] = alloc_t{p, n, m, pages + GUARD};
     allocated += n;
     *out = p;
     return cudaSuccess;

@@ -68,15 +68,20 @@ def _static(x, what):
 
 # ---- arithmetic ----
 
-def add(x1, x2):
+def _commutative(op, npfn, cls, on_scalar, x1, x2):
+    """add / multiply: of two tensors, the merge layer `cls`; of a tensor and a Python number c, on_scalar(c)."""
     if not _sym(x1, x2):
-        return np.add(x1, x2)
+        return npfn(x1, x2)
     if isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor):
-        return _same_shapes("add", Add, x1, x2)
+        return _same_shapes(op, cls, x1, x2)
     x, c = (x1, _scalar(x2)) if isinstance(x1, KerasTensor) else (x2, _scalar(x1))
     if c is None:
-        _unsupported("add", "only a tensor of the same shape or a Python number can be added (no broadcasting)")
-    return Rescaling(1.0, offset=c)(x)
+        _unsupported(op, "only a tensor of the same shape or a Python number (no broadcasting)")
+    return on_scalar(c)(x)
+
+
+def add(x1, x2):
+    return _commutative("add", np.add, Add, lambda c: Rescaling(1.0, offset=c), x1, x2)
 
 
 def subtract(x1, x2):
@@ -96,14 +101,7 @@ def subtract(x1, x2):
 
 
 def multiply(x1, x2):
-    if not _sym(x1, x2):
-        return np.multiply(x1, x2)
-    if isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor):
-        return _same_shapes("multiply", Multiply, x1, x2)
-    x, c = (x1, _scalar(x2)) if isinstance(x1, KerasTensor) else (x2, _scalar(x1))
-    if c is None:
-        _unsupported("multiply", "only a tensor of the same shape or a Python number (no broadcasting)")
-    return Rescaling(c)(x)
+    return _commutative("multiply", np.multiply, Multiply, Rescaling, x1, x2)
 
 
 def divide(x1, x2):
