@@ -159,3 +159,19 @@ def test_depthwise_conv2d_trains_to_the_cpu_weights_on_cuda(strides, padding, dm
     cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), f"depthwise {strides} {padding} {dm}")
     np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
+
+
+def test_slicing_a_symbolic_tensor_trains_to_the_cpu_weights_on_cuda():
+    """strided.cu through the Slice kind: the gather forward, the zero-fill and scatter backward."""
+    r = np.random.default_rng(11)
+    x = r.standard_normal((16, 7, 6)).astype(np.float32)
+    y = r.standard_normal((16, 2)).astype(np.float32)
+
+    def build():
+        inp = bf.Input((7, 6))
+        h = layers.Dense(6, activation="tanh")(inp)
+        z = layers.Concatenate()([h[:, -1], layers.Flatten()(h[:, 1:6:2, ::2])])
+        return bf.Model(inp, layers.Dense(2)(z))
+    cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "slice")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)

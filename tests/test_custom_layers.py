@@ -151,8 +151,10 @@ def test_what_cannot_be_traced_raises_naming_the_op_and_the_layer():
         Norm(name="norm")(inp)
     with pytest.raises(SymbolicTensorError, match="Branchy.call"):
         Branchy()(inp)
-    with pytest.raises(OpNotSupportedError, match="slicing"):
+    with pytest.raises(OpNotSupportedError, match="one number per sample"):
         bf.layers.Lambda(lambda t: t[:, 0])(inp)
+    with pytest.raises(OpNotSupportedError, match="batch axis"):
+        inp[1:]
     with pytest.raises(OpNotSupportedError, match="broadcasting"):
         bf.ops.add(inp, bf.Input(shape=(1,)))
     with pytest.raises(OpNotSupportedError, match="matmul"):
@@ -169,3 +171,32 @@ def test_what_cannot_be_traced_raises_naming_the_op_and_the_layer():
 
     with pytest.raises(NotImplementedError, match="'anti'.*add_weight"):
         Antirectifier(name="anti")(inp)
+
+
+def slicing_graph(M):
+    inp = M.Input(shape=(7, 6))
+    h = M.layers.Dense(6, activation="tanh")(inp)
+    last = h[:, -1]                                  # (6,): the last step, as after an RNN
+    mid = M.layers.Flatten()(h[:, 1:6:2, ::2])       # (3, 3)
+    tail = M.layers.Flatten()(h[..., 4:])            # (7, 2)
+    return M.Model(inp, M.layers.Dense(2)(M.layers.Concatenate()([last, mid, tail])))
+
+
+def test_slicing_symbolic_tensors_predicts_and_trains_as_keras(keras, tmp_path):
+    km, bm = slicing_graph(keras), slicing_graph(bf)
+    bm.set_weights(km.get_weights())
+    r = np.random.default_rng(4)
+    x, y = r.standard_normal((32, 7, 6)).astype(np.float32), r.standard_normal((32, 2)).astype(np.float32)
+    np.testing.assert_allclose(bm.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    km.compile(keras.optimizers.SGD(0.1), "mse")
+    bm.compile(bf.optimizers.SGD(0.1), "mse")
+    hk = km.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    hb = bm.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)   # gradients scattered back
+    np.testing.assert_allclose(hb.history["loss"], hk.history["loss"], rtol=1e-4)
+    for a, b in zip(km.get_weights(), bm.get_weights()):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6)
+    with pytest.raises(ValueError, match="Slice"):
+        bm.save(tmp_path / "sliced.keras")
+    bm.save(tmp_path / "sliced.npz")   # boundfit's own graph file keeps it
+    np.testing.assert_allclose(bf.models.load_model(tmp_path / "sliced.npz").predict(x, verbose=0),
+                               bm.predict(x, verbose=0), rtol=1e-6)

@@ -90,6 +90,7 @@ typedef struct bf_layer {
     int perm[3];                               /* Permute: output axis d is input axis perm[d] (0-based) */
     int reps;                                  /* RepeatVector: n */
     int pad[4];                                /* ZeroPadding2D: top, bottom, left, right; UpSampling2D uses sh, sw */
+    int sl_begin[3], sl_step[3], sl_len[3];    /* Slice: per sample axis, elements begin + k*step, k < len */
     float rs_scale, rs_offset;                 /* Rescaling */
     bf_augment aug;                            /* RandomFlip / RandomCrop / RandomTranslation (kh, kw: crop size);
                                                   aug.seed: the layer's seed, 0 when none (the run's stream) */

@@ -14,6 +14,9 @@ any layer:
   softplus, softsign, relu6, leaky_relu, hard_sigmoid, exp: Activation;
 - mean / max / sum over the steps of (T, F) or the pixels of (H, W, C):
   global pooling (keepdims: and Reshape);
+- x[:, a:b:s], x[:, i], x[..., j] (the batch axis whole, positive steps):
+  Slice (then Reshape for an integer index); a model using it saves to
+  boundfit's graph file, not to a Keras file;
 - cast to a float type: the tensor itself (everything runs in float32);
   shape: the static shape.
 
@@ -35,7 +38,7 @@ from .layers.node import KerasTensor, tracing_where
 from .layers.pooling import (GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalMaxPooling1D,
                              GlobalMaxPooling2D)
 from .layers.preprocessing import Rescaling
-from .layers.reshaping import Permute, Reshape
+from .layers.reshaping import Permute, Reshape, Slice
 
 
 class OpNotSupportedError(TypeError):
@@ -187,10 +190,47 @@ round = _unary("round", np.round)   # noqa: A001 - keras.ops' name
 
 
 def getitem(x, key):
+    """x[...]: basic slicing with the batch axis whole (x[:, 2], x[:, 1:-1], x[..., ::2]): the engine's Slice,
+    then a Reshape dropping the axes given by an integer."""
     if not _sym(x):
         return np.asarray(x)[key]
-    _unsupported("slicing (x[...])", "select with layers instead, e.g. Cropping-style Reshape / Permute, or slice "
-                 "the data before the model")
+    key = key if isinstance(key, tuple) else (key,)
+    if len([k for k in key if k is Ellipsis]) > 1 or any(k is None for k in key):   # (ops.sum shadows sum)
+        _unsupported("slicing (x[...])", "one ... at most, and no new axes (None)")
+    if Ellipsis in key:
+        at = key.index(Ellipsis)
+        key = key[:at] + (slice(None),) * (x.ndim - len(key) + 1) + key[at + 1:]
+    key = key + (slice(None),) * (x.ndim - len(key))
+    if len(key) > x.ndim:
+        raise IndexError(f"too many indices for a tensor of shape {x.shape}")
+    if key[0] != slice(None):
+        _unsupported("slicing (x[...])", "the batch axis must stay whole (x[:, ...])")
+    begin, step, length, drop = [], [], [], []
+    for d, (k, n) in enumerate(zip(key[1:], x._ps)):
+        if k == slice(None):
+            begin, step, length = begin + [0], step + [1], length + [-1]
+            continue
+        if n is None:
+            _unsupported("slicing (x[...])", f"axis {d + 1} of {x.shape} has a variable length")
+        if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            if not -n <= k < n:
+                raise IndexError(f"index {k} is out of range for axis {d + 1} of {x.shape}")
+            begin, step, length, drop = begin + [int(k) % n], step + [1], length + [1], drop + [d]
+        elif isinstance(k, slice):
+            start, stop, s = k.indices(n)
+            m = len(range(start, stop, s))
+            if s <= 0 or m == 0:
+                _unsupported("slicing (x[...])", f"{k} of axis {d + 1} is empty or reversed")
+            begin, step, length = begin + [start], step + [s], length + [m]
+        else:
+            _unsupported("slicing (x[...])", f"index {k!r}: only integers and slices")
+    y = Slice(begin, step, length)(x)
+    if drop:
+        kept = tuple(n for d, n in enumerate(y._ps) if d not in drop)
+        if not kept:
+            _unsupported("slicing (x[...])", "the result would be one number per sample")
+        y = Reshape(tuple(-1 if n is None else n for n in kept))(y)
+    return y
 
 
 # ---- activations (keras.ops and keras.ops.nn) ----

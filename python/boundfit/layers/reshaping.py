@@ -6,8 +6,8 @@ import numbers
 from .args import _data_format, _image_shape, engine_kinds
 from .layer import Layer, keras_config
 
-FLATTEN, RESHAPE, PERMUTE, REPEAT, ZEROPAD2D, UPSAMPLE2D = engine_kinds(
-    "FLATTEN RESHAPE PERMUTE REPEAT ZEROPAD2D UPSAMPLE2D")
+FLATTEN, RESHAPE, PERMUTE, REPEAT, ZEROPAD2D, UPSAMPLE2D, SLICE = engine_kinds(
+    "FLATTEN RESHAPE PERMUTE REPEAT ZEROPAD2D UPSAMPLE2D SLICE")
 
 
 class Flatten(Layer):
@@ -174,3 +174,24 @@ def _zero_padding_config(l):
 @keras_config(UpSampling2D)
 def _upsampling_config(l):
     return dict(size=list(l.size), data_format="channels_last", interpolation=l.interpolation)
+
+
+class Slice(Layer):
+    """x[:, begin::step] per sample axis, the engine's SLICE (csrc/core/layers/slice.c): what
+    keras.ops slicing of a symbolic tensor becomes (ops.py). Not a Keras layer: a model using it
+    saves to boundfit's own graph file only."""
+    _base = "slice"
+
+    def __init__(self, begin, step, length, **kwargs):
+        super().__init__(**kwargs)
+        self.begin, self.step, self.length = tuple(begin), tuple(step), tuple(length)
+
+    def compute_output_shape(self, shape):
+        if len(shape) != len(self.begin):
+            raise ValueError(f"{self.name}: a slice of {len(self.begin)} axes for input shape {(None,) + tuple(shape)}")
+        return tuple(d if n == -1 else n for d, n in zip(shape, self.length))
+
+    def spec(self):
+        pad = (0,) * (3 - len(self.begin))
+        return dict(kind=SLICE, name=self.name, sl_begin=self.begin + pad, sl_step=self.step + (1,) * len(pad),
+                    sl_len=self.length + (1,) * len(pad))

@@ -181,4 +181,6 @@ def _make_layer(cls, cfg):
         return L.Activation(cfg["activation"], name=name)
     if cls is L.Concatenate:
         return L.Concatenate(axis=cfg["axis"], name=name)
+    if cls is L.Slice:
+        return L.Slice(cfg["begin"], cfg["step"], cfg["length"], name=name)
     return cls(name=name)
