@@ -155,22 +155,22 @@ def test_what_cannot_be_traced_raises_naming_the_op_and_the_layer():
         bf.layers.Lambda(lambda t: t[:, 0])(inp)
     with pytest.raises(OpNotSupportedError, match="batch axis"):
         inp[1:]
-    with pytest.raises(OpNotSupportedError, match="broadcasting"):
-        bf.ops.add(inp, bf.Input(shape=(1,)))
+    with pytest.raises(OpNotSupportedError, match="do not broadcast"):
+        bf.ops.add(inp, bf.Input(shape=(3,)))
     with pytest.raises(OpNotSupportedError, match="matmul"):
         inp @ inp
     with pytest.raises(TypeError, match="symbolic tensors"):
         Norm()(np.zeros((2, 4), np.float32))
 
-    class Antirectifier(bf.layers.Layer):   # keras.io's: its own kernel
+    class Biased(bf.layers.Layer):   # an own weight used other than by matmul
         def build(self, input_shape):
-            self.kernel = self.add_weight(shape=(input_shape[-1] * 2, input_shape[-1]), name="kernel")
+            self.b = self.add_weight(shape=(input_shape[-1],), initializer="zeros", name="b")
 
         def call(self, x):
-            return x
+            return x + self.b
 
-    with pytest.raises(NotImplementedError, match="'anti'.*add_weight"):
-        Antirectifier(name="anti")(inp)
+    with pytest.raises(OpNotSupportedError, match="add.*layer 'biased'"):
+        Biased(name="biased")(inp)
 
 
 def slicing_graph(M):
@@ -200,3 +200,52 @@ def test_slicing_symbolic_tensors_predicts_and_trains_as_keras(keras, tmp_path):
     bm.save(tmp_path / "sliced.npz")   # boundfit's own graph file keeps it
     np.testing.assert_allclose(bf.models.load_model(tmp_path / "sliced.npz").predict(x, verbose=0),
                                bm.predict(x, verbose=0), rtol=1e-6)
+
+
+def broadcast_graph(M):
+    ops = M.ops
+    inp = M.Input(shape=(5, 4))
+    h = M.layers.Dense(4, activation="tanh")(inp)                              # (5, 4)
+    row = ops.expand_dims(M.layers.Dense(4)(M.layers.GlobalAveragePooling1D()(h)), 1)   # (1, 4)
+    centred = h - ops.mean(h, axis=-1, keepdims=True)                          # (5, 4) - (5, 1)
+    scaled = centred * ops.max(h, axis=1, keepdims=True) + row                 # * (1, 4) + (1, 4)
+    flat = M.layers.Flatten()(scaled)                                          # (20,)
+    s = ops.sum(flat, axis=-1, keepdims=True)                                  # (1,)
+    return M.Model(inp, M.layers.Dense(3)(flat / 20.0 - s * 0.01))             # (20,) - (1,)
+
+
+def test_broadcasting_and_last_axis_reductions_match_keras(keras):
+    km, bm = broadcast_graph(keras), broadcast_graph(bf)
+    bm.set_weights(km.get_weights())
+    r = np.random.default_rng(6)
+    x, y = r.standard_normal((24, 5, 4)).astype(np.float32), r.standard_normal((24, 3)).astype(np.float32)
+    np.testing.assert_allclose(bm.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    km.compile(keras.optimizers.SGD(0.05), "mse")
+    bm.compile(bf.optimizers.SGD(0.05), "mse")
+    hk = km.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    hb = bm.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    np.testing.assert_allclose(hb.history["loss"], hk.history["loss"], rtol=1e-4)
+    for a, b in zip(km.get_weights(), bm.get_weights()):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6)
+
+
+def test_a_custom_layers_own_weight_is_named_ordered_and_settable():
+    class Scale(bf.layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight(shape=(input_shape[-1], 3), initializer="ones", name="w")
+
+        def call(self, x):
+            return bf.ops.matmul(x, self.w)
+
+    layer = Scale()
+    assert layer.name.startswith("scale")
+    inp = bf.Input(shape=(2,))
+    m = bf.Model(inp, layer(inp))
+    np.testing.assert_array_equal(layer.get_weights()[0], np.ones((2, 3), np.float32))
+    layer.set_weights([np.arange(6, dtype=np.float32).reshape(2, 3)])
+    np.testing.assert_array_equal(m.predict(np.array([[1.0, 1.0]], np.float32), verbose=0), [[3.0, 5.0, 7.0]])
+    with pytest.raises(OpNotSupportedError, match="matmul"):
+        bf.ops.matmul(bf.Input(shape=(5,)), layer.w)
+    with pytest.raises(OpNotSupportedError, match="do not broadcast"):
+        bf.Input(shape=(3, 4)) + bf.Input(shape=(2, 4))
+

@@ -145,12 +145,59 @@ history = model.fit(x_train, y_train, batch_size=16, epochs=2, validation_data=(
 pred = model.predict(x_train[:8], verbose=0)
 '''
 
+ANTIRECTIFIER = '''
+class Antirectifier(keras.layers.Layer):
+    def __init__(self, initializer="he_normal", **kwargs):
+        super().__init__(**kwargs)
+        self.initializer = keras.initializers.get(initializer)
+
+    def build(self, input_shape):
+        output_dim = input_shape[-1]
+        self.kernel = self.add_weight(shape=(output_dim * 2, output_dim), initializer=self.initializer,
+                                      name="kernel", trainable=True)
+
+    def call(self, inputs):
+        inputs -= keras.ops.mean(inputs, axis=-1, keepdims=True)
+        pos = keras.ops.relu(inputs)
+        neg = keras.ops.relu(-inputs)
+        concatenated = keras.ops.concatenate([pos, neg], axis=-1)
+        mixed = keras.ops.matmul(concatenated, self.kernel)
+        return mixed
+
+    def get_config(self):
+        base_config = super().get_config()
+        config = {"initializer": keras.initializers.serialize(self.initializer)}
+        return dict(list(base_config.items()) + list(config.items()))
+
+
+rng = np.random.default_rng(0)
+x_train = rng.random((96, 64), dtype=np.float32)
+y_train = rng.integers(0, 10, 96)
+model = keras.Sequential([
+    keras.Input(shape=(64,)),
+    keras.layers.Dense(32),
+    Antirectifier(),
+    keras.layers.Dense(32),
+    Antirectifier(),
+    keras.layers.Dropout(0.1),
+    keras.layers.Dense(10),
+])
+probe = x_train[:8]
+# --- train
+model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+              optimizer=keras.optimizers.RMSprop(), metrics=[keras.metrics.SparseCategoricalAccuracy()])
+history = model.fit(x_train, y_train, batch_size=32, epochs=2, validation_split=0.15, verbose=0)
+score = model.evaluate(x_train[:32], y_train[:32], verbose=0)
+pred = model.predict(x_train[:8], verbose=0)
+'''
+
 PROGRAMS = {
     "mnist_convnet": MNIST_CONVNET,
     "imbalanced_classification": IMBALANCED_CLASSIFICATION,
     "timeseries_classification_from_scratch": TIMESERIES_CLASSIFICATION,
     "bidirectional_lstm_imdb": BIDIRECTIONAL_LSTM_IMDB,
     "pretrained_word_embeddings": PRETRAINED_WORD_EMBEDDINGS,
+    "antirectifier": ANTIRECTIFIER,
 }
 
 

@@ -260,12 +260,17 @@ def graph_layers(model):
 def layer_params(model, layer):
     if isinstance(layer, GraphModel):
         return sum(layer_params(model, l) for l in layer._own_layers())
+    if getattr(layer, "_traced_outputs", None) is not None:   # a custom layer: its variables and sublayers
+        return sum(int(np.prod(w.shape)) for w in layer.get_weights())
     if id(layer) not in model._layer_node:
         return 0
     return sum(int(np.prod(s)) for _, s, _ in model._engine.layers_info()[model._layer_node[id(layer)]][2])
 
 
 def last_output_shape(layer):
+    traced = getattr(layer, "_traced_outputs", None)
+    if traced is not None:
+        return traced[0].shape if len(traced) == 1 else [t.shape for t in traced]
     if not layer._inbound:
         return None
     outs = layer._inbound[-1].outputs

@@ -4,7 +4,8 @@ a subclassed model or a functional graph) each becomes a node of the graph
 built from the engine's layers, so it is planned and differentiated like
 any layer:
 
-- x + y, x - y, x * y (same shapes): Add / Subtract / Multiply;
+- x + y, x - y, x * y: Add / Subtract / Multiply, after NumPy broadcasting
+  of size-1 axes (one rank, per-sample rank <= 2) by RepeatVector;
   x + c, x - c, c - x, x * c, x / c, -x (c a Python number): Rescaling;
 - maximum / minimum of two tensors: Maximum / Minimum; maximum(x, 0): relu;
 - concatenate, stack (axis >= 1): Concatenate (and Reshape);
@@ -12,8 +13,10 @@ any layer:
   transpose with the batch axis first: Permute;
 - relu, sigmoid, tanh, softmax (last axis), gelu, silu / swish, elu, selu,
   softplus, softsign, relu6, leaky_relu, hard_sigmoid, exp: Activation;
-- mean / max / sum over the steps of (T, F) or the pixels of (H, W, C):
-  global pooling (keepdims: and Reshape);
+- mean / max / sum over the steps of (T, F), the pixels of (H, W, C) or the
+  last axis of (D,) / (T, F): global pooling (and Permute / Reshape);
+- matmul(x, w) with w a custom layer's 2-D weight (add_weight): a bias-free
+  Dense whose kernel is w;
 - x[:, a:b:s], x[:, i], x[..., j] (the batch axis whole, positive steps):
   Slice (then Reshape for an integer index); a model using it saves to
   boundfit's graph file, not to a Keras file;
@@ -32,13 +35,14 @@ import types
 import numpy as np
 
 from . import activations
-from .layers.core import Activation
+from .layers.core import Activation, Dense
 from .layers.merge import Add, Concatenate, Maximum, Minimum, Multiply, Subtract
+from .layers.layer import Variable
 from .layers.node import KerasTensor, tracing_where
 from .layers.pooling import (GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalMaxPooling1D,
                              GlobalMaxPooling2D)
 from .layers.preprocessing import Rescaling
-from .layers.reshaping import Permute, Reshape, Slice
+from .layers.reshaping import Permute, RepeatVector, Reshape, Slice
 
 
 class OpNotSupportedError(TypeError):
@@ -127,8 +131,36 @@ def negative(x):
 
 def _same_shapes(op, cls, x1, x2):
     if x1._ps != x2._ps:
-        _unsupported(op, f"shapes {x1.shape} and {x2.shape} differ (no broadcasting between tensors)")
+        x1, x2 = _broadcast(op, x1, x2)
     return cls()([x1, x2])
+
+
+def _broadcast(op, x1, x2):
+    """Two tensors to one shape by NumPy's rules on their whole shapes (the
+    batch axes agree, so the ranks must too), for per-sample shapes of rank
+    <= 2 with static sizes: the size-1 axes are copied out with RepeatVector
+    (and Reshape / Permute), whose backward sums them back."""
+    pa, pb = x1._ps, x2._ps
+    if len(pa) != len(pb) or len(pa) > 2 or None in pa or None in pb or \
+            any(p != q and 1 not in (p, q) for p, q in zip(pa, pb)):
+        _unsupported(op, f"shapes {x1.shape} and {x2.shape} do not broadcast here (one rank, per-sample rank <= 2, "
+                     "static sizes, size-1 axes: NumPy's rules with the batch axes aligned)")
+    want = tuple(p if p != 1 else q for p, q in zip(pa, pb))
+    return _expand(x1, pa, want), _expand(x2, pb, want)
+
+
+def _expand(x, ps, want):
+    """x (per-sample shape ps, padded to want's rank) copied out to want."""
+    if ps == want:
+        return x
+    if len(want) == 1:                                   # (1,) -> (D,)
+        return Reshape(want)(RepeatVector(want[0])(Reshape((1,))(x)))
+    T, D = want
+    if ps == (1, D):                                     # a row for every step
+        return RepeatVector(T)(Reshape((D,))(x))
+    if ps == (T, 1):                                     # a column for every feature
+        return Permute((2, 1))(RepeatVector(D)(Reshape((T,))(x)))
+    return RepeatVector(T)(Reshape((D,))(RepeatVector(D)(Reshape((1,))(x))))   # (1, 1)
 
 
 def maximum(x1, x2):
@@ -151,9 +183,21 @@ def minimum(x1, x2):
 
 
 def matmul(x1, x2):
+    """x @ w for a custom layer's 2-D weight w (add_weight): a bias-free Dense
+    whose kernel is w, shared by every use of w."""
+    if isinstance(x2, Variable) and isinstance(x1, KerasTensor):
+        if len(x2.shape) != 2 or x1._ps[-1] != x2.shape[0]:
+            _unsupported("matmul", f"of {x1.shape} and the weight {x2.name!r} of shape {x2.shape}")
+        if x2.dense is None:
+            x2.dense = Dense(x2.shape[1], use_bias=False, kernel_initializer=x2.initializer,
+                             kernel_regularizer=x2.regularizer, kernel_constraint=x2.constraint,
+                             name=f"{x2.layer.name}_{x2.name}")
+            x2.dense.trainable = x2.trainable
+        return x2.dense(x1)
     if not _sym(x1, x2):
         return np.matmul(x1, x2)
-    _unsupported("matmul", "use layers.Dense for a product with weights, layers.Dot for two tensors")
+    _unsupported("matmul", "only a tensor times a custom layer's 2-D weight (add_weight); layers.Dense for a "
+                 "product with weights")
 
 
 def power(x1, x2):
@@ -376,14 +420,29 @@ _POOLS = {("mean", 3): GlobalAveragePooling1D, ("max", 3): GlobalMaxPooling1D,
           ("mean", 4): GlobalAveragePooling2D, ("max", 4): GlobalMaxPooling2D}
 
 
+def _reduce_last(op, x, keepdims):
+    """over the last axis of (D,) (keepdims) or (T, F): the features become the steps of a global pooling"""
+    ps = _static(x, op)
+    if len(ps) == 1 and not keepdims:
+        _unsupported(op, "over the only axis: one number per sample (keepdims=True gives (1,))")
+    pool = _POOLS[("max" if op == "max" else "mean", 3)]
+    y = pool()(Reshape((ps[0], 1))(x) if len(ps) == 1 else Permute((2, 1))(x))
+    if op == "sum":
+        y = Rescaling(float(ps[-1]))(y)
+    return Reshape((ps[0], 1))(y) if keepdims and len(ps) == 2 else y
+
+
 def _reduce(op, npfn):
     def red(x, axis=None, keepdims=False):
         if not _sym(x):
             return npfn(x, axis=axis, keepdims=keepdims)
         axes = (axis,) if isinstance(axis, int) else tuple(axis) if axis is not None else None
+        if axes is not None and len(axes) == 1 and _axis(axes[0], x.ndim, op) == x.ndim - 1 and x.ndim in (2, 3):
+            return _reduce_last(op, x, keepdims)
         want = {3: (1,), 4: (1, 2)}.get(x.ndim)
         if axes is None or want is None or tuple(sorted(_axis(a, x.ndim, op) for a in axes)) != want:
-            _unsupported(op, "only over the steps of (T, F) (axis=1) or the pixels of (H, W, C) (axis=(1, 2))")
+            _unsupported(op, "only over the last axis of (D,) or (T, F), the steps of (T, F) (axis=1) or the pixels "
+                         "of (H, W, C) (axis=(1, 2))")
         y = _POOLS[("max" if op == "max" else "mean", x.ndim)]()(x)
         if op == "sum":
             n = math.prod(_static(x, "sum")[:-1])

@@ -5,6 +5,7 @@ and the image loaders load_img / img_to_array."""
 import io
 import os
 import random
+import re
 
 import numpy as np
 
@@ -163,3 +164,12 @@ def img_to_array(img, data_format=None, dtype=None):
     elif x.ndim != 3:
         raise ValueError(f"img_to_array: an image has 2 or 3 dimensions, got shape {x.shape}")
     return x.transpose(2, 0, 1) if data_format == "channels_first" else x
+
+
+def snake_case(name):
+    """A class name as Keras names its objects (keras.src.utils.naming.to_snake_case): TransformerBlock ->
+    transformer_block."""
+    name = re.sub(r"\W+", "", name)
+    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
+

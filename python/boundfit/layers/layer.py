@@ -4,6 +4,7 @@ layer on symbolic tensors (boundfit.Input) records a node of a graph and
 returns a symbolic tensor (node.py); shapes are inferred here so a bad
 graph fails at the call, as in Keras."""
 
+from ..utils import snake_case
 from .node import call_layer, trace_layer
 
 _counters = {}
@@ -50,9 +51,11 @@ class Layer:
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unknown arguments {sorted(kwargs)}")
         if name is None:
-            n = _counters.get(self._base, 0)
-            _counters[self._base] = n + 1
-            name = self._base if n == 0 else f"{self._base}_{n}"
+            base = self._base if "_base" in type(self).__dict__ or type(self) is Layer else snake_case(
+                type(self).__name__)   # a custom layer: Keras's name from its class
+            n = _counters.get(base, 0)
+            _counters[base] = n + 1
+            name = base if n == 0 else f"{base}_{n}"
         self.name = name
         self.input_shape_arg = tuple(input_shape) if input_shape is not None else None
         self._trainable = bool(trainable)
@@ -77,11 +80,17 @@ class Layer:
 
     def add_weight(self, shape=None, initializer=None, dtype=None, trainable=True, regularizer=None,
                    constraint=None, name=None, **kwargs):
-        """Not yet: a custom layer's own variables (they need keras.ops on
-        variables: matmul, broadcasting adds). Raises naming the layer."""
-        raise NotImplementedError(
-            f"layer {self.name!r} ({type(self).__name__}): add_weight({name or ''!s}) is not supported by boundfit "
-            "yet; build the layer from layers that hold the weights (Dense, Embedding, Conv..., called in call())")
+        """A custom layer's own weight (Keras's add_weight): a Variable that
+        call() uses through keras.ops.matmul(x, variable) (ops.py), the one
+        use boundfit traces yet; initializer defaults to glorot_uniform as
+        in Keras."""
+        if shape is None or not all(isinstance(d, int) and d > 0 for d in tuple(shape)):
+            raise ValueError(f"layer {self.name!r}: add_weight shape must be a tuple of positive ints, got {shape!r}")
+        own = self.__dict__.setdefault("_own_variables", [])
+        v = Variable(self, tuple(shape), initializer or "glorot_uniform", regularizer, constraint, trainable,
+                     name or f"variable_{len(own)}")
+        own.append(v)
+        return v
 
     def _custom(self):
         return type(self).call is not Layer.call
@@ -145,8 +154,9 @@ class Layer:
 
     # ---- weights (held by the engine of the model that last used the layer) ----
     def get_weights(self):
-        if self._custom():   # Keras's order: the sublayers' weights, in the order they were assigned
-            return [w for l in self._sublayers() for w in l.get_weights()]
+        if self._custom():   # Keras's order: its own variables, then the sublayers' weights in assignment order
+            return [v.numpy() for v in self.__dict__.get("_own_variables", [])] + \
+                [w for l in self._sublayers() for w in l.get_weights()]
         if self._model is None:
             return []
         return self._model._layer_weights(self)
@@ -154,7 +164,8 @@ class Layer:
     def set_weights(self, weights):
         if self._custom():
             weights = list(weights)
-            subs = [(l, len(l.get_weights())) for l in self._sublayers()]
+            own = self.__dict__.get("_own_variables", [])
+            subs = [(v, 1) for v in own] + [(l, len(l.get_weights())) for l in self._sublayers()]
             if len(weights) != sum(n for _, n in subs):
                 raise ValueError(f"layer {self.name!r} has {sum(n for _, n in subs)} weights, got {len(weights)}")
             k = 0
@@ -187,3 +198,37 @@ class Layer:
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}>"
+
+
+class Variable:
+    """A custom layer's own weight (Layer.add_weight). The engine holds it as
+    the kernel of a bias-free Dense that ops.matmul(x, variable) puts into the
+    graph (made once, so every use shares it); its value is that kernel."""
+
+    def __init__(self, layer, shape, initializer, regularizer, constraint, trainable, name):
+        self.layer, self.shape, self.name, self.trainable = layer, shape, name, bool(trainable)
+        self.initializer, self.regularizer, self.constraint = initializer, regularizer, constraint
+        self.dense = None   # set by ops.matmul
+
+    def _where(self):
+        return f"variable {self.name!r} of layer {self.layer.name!r}"
+
+    def numpy(self):
+        if self.dense is None or self.dense._model is None:
+            raise ValueError(f"{self._where()} has no value yet: it is made when a model using it is built")
+        return self.dense.get_weights()[0]
+
+    def get_weights(self):
+        return [self.numpy()]
+
+    def set_weights(self, weights):
+        self.assign(weights[0])
+
+    def assign(self, value):
+        if self.dense is None or self.dense._model is None:
+            raise ValueError(f"{self._where()} cannot be set before a model using it is built")
+        self.dense.set_weights([value])
+
+    def __repr__(self):
+        return f"<Variable {self.name} shape={self.shape} of {self.layer.name}>"
+

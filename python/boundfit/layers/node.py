@@ -264,5 +264,6 @@ def trace_layer(layer, inputs, args, kwargs, build):
     if not outs or any(t is None for t in outs):
         raise TypeError(f"{type(layer).__name__}.call() of layer {layer.name!r} must return symbolic tensors (the "
                         f"outputs of layers or keras.ops on its inputs), got {type(out).__name__}")
+    layer._traced_outputs = outs   # for summary(): the layer itself is no node of the graph
     return out
 
