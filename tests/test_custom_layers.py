@@ -249,3 +249,51 @@ def test_a_custom_layers_own_weight_is_named_ordered_and_settable():
     with pytest.raises(OpNotSupportedError, match="do not broadcast"):
         bf.Input(shape=(3, 4)) + bf.Input(shape=(2, 4))
 
+
+def token_and_position_embedding(M):
+    """keras.io's text classification with Transformer: its TokenAndPositionEmbedding."""
+    L, ops = M.layers, M.ops
+
+    class TokenAndPositionEmbedding(L.Layer):
+        def __init__(self, maxlen, vocab_size, embed_dim):
+            super().__init__()
+            self.token_emb = L.Embedding(input_dim=vocab_size, output_dim=embed_dim)
+            self.pos_emb = L.Embedding(input_dim=maxlen, output_dim=embed_dim)
+
+        def call(self, x):
+            maxlen = ops.shape(x)[-1]
+            positions = ops.arange(start=0, stop=maxlen, step=1)
+            positions = self.pos_emb(positions)
+            x = self.token_emb(x)
+            return x + positions
+
+    return TokenAndPositionEmbedding
+
+
+def keras_io_text_transformer(M):
+    """the whole keras.io model, smaller: positions, a Transformer block, pooling, dropout, two Dense"""
+    L = M.layers
+    emb = token_and_position_embedding(M)(12, 40, 8)
+    block = transformer_block(M, 0.1)(8, 2, 16)
+    head1, head2 = L.Dense(8, activation="relu"), L.Dense(2, activation="softmax")
+    inputs = L.Input(shape=(12,))
+    x = L.GlobalAveragePooling1D()(block(emb(inputs)))
+    outputs = head2(L.Dropout(0.1)(head1(L.Dropout(0.1)(x))))
+    return M.Model(inputs=inputs, outputs=outputs), (emb, block, head1, head2)
+
+
+def test_keras_io_text_classification_with_transformer_matches_keras(keras, tmp_path):
+    km, kl = keras_io_text_transformer(keras)
+    bm, bl = keras_io_text_transformer(bf)
+    for k, b in zip(kl, bl):
+        b.set_weights(k.get_weights())
+    np.testing.assert_allclose(bm.predict(DATA, verbose=0), km.predict(DATA, verbose=0), rtol=1e-5, atol=1e-6)
+    assert [type(l).__name__ for l in bm.layers].count("Const") == 1   # the positions, a non-trainable constant
+    bm.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    h = bm.fit(DATA, LABELS, batch_size=16, epochs=2, validation_split=0.25, verbose=0)
+    assert np.isfinite(h.history["loss"]).all() and "val_accuracy" in h.history
+    np.testing.assert_array_equal(bl[0].pos_emb.get_weights()[0].shape, (12, 8))
+    bm.save(tmp_path / "text.npz")   # boundfit's graph file keeps the constant
+    np.testing.assert_allclose(bf.models.load_model(tmp_path / "text.npz").predict(DATA, verbose=0),
+                               bm.predict(DATA, verbose=0), rtol=1e-6)
+

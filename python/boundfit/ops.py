@@ -21,7 +21,8 @@ any layer:
   Slice (then Reshape for an integer index); a model using it saves to
   boundfit's graph file, not to a Keras file;
 - cast to a float type: the tensor itself (everything runs in float32);
-  shape: the static shape.
+  shape: the static shape; arange: an array, which a layer called on it
+  inside a custom layer's call() reads as a per-sample constant (Const).
 
 Any other op on a symbolic tensor raises OpNotSupportedError naming the op
 and the layer whose call() used it, never silently computing something else.
@@ -328,6 +329,12 @@ def softmax(x, axis=-1):
 
 
 # ---- shapes ----
+
+def arange(start, stop=None, step=1, dtype=None):
+    """An array (as keras.ops.arange on Python numbers); a layer called on it inside a custom layer's
+    call() reads it as a per-sample constant (layers.Const)."""
+    return np.arange(start, stop, step, dtype=dtype)
+
 
 def shape(x):
     return x.shape if isinstance(x, KerasTensor) else np.shape(x)

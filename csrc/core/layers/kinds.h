@@ -21,8 +21,9 @@
     /* sequences: Embedding, recurrent layers, Bidirectional, and RNN_PART: one more output of a                  \
      * recurrent node (a final state, or a direction's half of Bidirectional(merge_mode=None)) */                 \
     X(EMBEDDING) X(SIMPLE_RNN) X(LSTM) X(GRU) X(BIDIR) X(RNN_PART)                                             \
-    /* DepthwiseConv2D (depth_multiplier in `filters`); Slice (keras.ops slicing, x[:, a:b:s]) */              \
-    X(DEPTHWISE2D) X(SLICE)
+    /* DepthwiseConv2D (depth_multiplier in `filters`); Slice (keras.ops slicing, x[:, a:b:s]); Const (a    \
+     * per-sample constant a custom layer's call() reads, shape in target_shape) */                               \
+    X(DEPTHWISE2D) X(SLICE) X(CONST)
 
 #define BF_KIND_ENUM_(n) BF_L_##n,
 typedef enum { BF_LAYER_KINDS(BF_KIND_ENUM_) BF_L_COUNT_ } bf_layer_kind;

@@ -26,7 +26,8 @@ from .pooling import (AveragePooling1D, AveragePooling2D, AvgPool1D, GlobalAvera
 from .preprocessing import Normalization, Rescaling
 from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from .regularization import Dropout
-from .reshaping import Flatten, Permute, RepeatVector, Reshape, Slice, UpSampling2D, ZeroPadding2D  # Slice: ops.py's
+from .reshaping import (Const, Flatten, Permute, RepeatVector, Reshape, Slice, UpSampling2D,  # Const, Slice: graph
+                        ZeroPadding2D)  # pieces of traced calls and ops (not Keras layers)
 
 # the engine's layer kind numbers (csrc/core/model.c bf_layer_kind_names)
 (DENSE, CONV2D, MAXPOOL, AVGPOOL, GAP, FLATTEN, RESHAPE, DROPOUT, BATCHNORM, ACTIVATION,

@@ -4,12 +4,15 @@ layer on symbolic tensors (boundfit.Input) records a node of a graph and
 returns a symbolic tensor (node.py); shapes are inferred here so a bad
 graph fails at the call, as in Keras."""
 
+import numpy as np
+
 from ..utils import snake_case
-from .node import call_layer, trace_layer
+from .node import call_layer, trace_layer, tracing_anchor
 
 _counters = {}
 _DTYPE = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": None}
 _KERAS_CONFIGS = {}   # layer class -> fn(layer): its Keras 3 config keys beyond name / trainable / dtype
+_CONSTANT = {}        # "cls": the Const layer (reshaping.py), for arrays a layer is called on in a traced call()
 
 
 def keras_object(module, class_name, config):
@@ -138,6 +141,9 @@ class Layer:
             return trace_layer(self, inputs, args, kwargs, self.build)
         if args:
             raise TypeError(f"{self.name}: unexpected positional arguments after the inputs")
+        if tracing_anchor() is not None and isinstance(inputs, np.ndarray) and \
+                inputs.dtype.kind in "biuf":   # an array inside a custom layer's call(): a constant
+            inputs = _CONSTANT["cls"](np.asarray(inputs))(tracing_anchor())
         return call_layer(self, inputs, **kwargs)
 
     def _check_call_shape(self, shape):

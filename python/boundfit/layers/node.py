@@ -132,13 +132,20 @@ class KerasTensor:
         return self._ops["getitem"](self, key)
 
 
-# names of the custom layers whose call() is being traced (innermost last), for error messages
+# the custom layers whose call() is being traced, innermost last: (a label for
+# error messages, a tensor of the call's inputs that constants hang on)
 TRACING = []
 
 
 def tracing_where():
     """' (in layer 'x' call())' while a custom layer's call() is traced, else ''."""
-    return f" (in {TRACING[-1]}'s call())" if TRACING else ""
+    return f" (in {TRACING[-1][0]}'s call())" if TRACING else ""
+
+
+def tracing_anchor():
+    """A symbolic input of the call() being traced (None outside a trace): an
+    array a layer is called on there becomes a constant node hung on it."""
+    return TRACING[-1][1] if TRACING else None
 
 
 class Node:
@@ -252,7 +259,7 @@ def trace_layer(layer, inputs, args, kwargs, build):
         params = {}
     if "training" in params and "training" not in kwargs:
         kwargs = dict(kwargs, training=None)
-    TRACING.append(f"layer {layer.name!r} ({type(layer).__name__})")
+    TRACING.append((f"layer {layer.name!r} ({type(layer).__name__})", flat[0]))
     try:
         out = layer.call(inputs, *args, **kwargs)
     except SymbolicTensorError as e:

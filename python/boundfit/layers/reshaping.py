@@ -3,11 +3,13 @@ RepeatVector, ZeroPadding2D, UpSampling2D."""
 
 import numbers
 
-from .args import _data_format, _image_shape, engine_kinds
-from .layer import Layer, keras_config
+import numpy as np
 
-FLATTEN, RESHAPE, PERMUTE, REPEAT, ZEROPAD2D, UPSAMPLE2D, SLICE = engine_kinds(
-    "FLATTEN RESHAPE PERMUTE REPEAT ZEROPAD2D UPSAMPLE2D SLICE")
+from .args import _data_format, _image_shape, engine_kinds
+from .layer import _CONSTANT, Layer, keras_config
+
+FLATTEN, RESHAPE, PERMUTE, REPEAT, ZEROPAD2D, UPSAMPLE2D, SLICE, CONST = engine_kinds(
+    "FLATTEN RESHAPE PERMUTE REPEAT ZEROPAD2D UPSAMPLE2D SLICE CONST")
 
 
 class Flatten(Layer):
@@ -195,3 +197,38 @@ class Slice(Layer):
         pad = (0,) * (3 - len(self.begin))
         return dict(kind=SLICE, name=self.name, sl_begin=self.begin + pad, sl_step=self.step + (1,) * len(pad),
                     sl_len=self.length + (1,) * len(pad))
+
+
+class Const(Layer):
+    """A per-sample constant, the same for every sample (the engine's CONST,
+    csrc/core/layers/const.c): an array a layer is called on inside a custom
+    layer's call(), as keras.io's TokenAndPositionEmbedding calls its position
+    embedding on arange(maxlen). Its input (a tensor of that call) gives only
+    the batch size; its values are a non-trainable weight. Not a Keras layer:
+    a model using it saves to boundfit's graph file only."""
+    _base = "constant"
+    _has_weights = True
+
+    def __init__(self, values, **kwargs):
+        super().__init__(**kwargs)
+        self._values = np.array(values, dtype=np.float32)
+        if not 1 <= self._values.ndim <= 3:
+            raise ValueError(f"{self.name}: a constant of 1 to 3 axes per sample, got shape {self._values.shape}")
+        self.shape = tuple(int(d) for d in self._values.shape)
+        self.trainable = False
+
+    def _check_call_shape(self, shape):
+        pass   # any tensor of the call will do
+
+    def compute_output_shape(self, shape):
+        return self.shape
+
+    def spec(self):
+        return dict(kind=CONST, name=self.name, target_shape=self.shape)
+
+    def _engine_weights(self, shapes):
+        return [self._values]
+
+
+_CONSTANT["cls"] = Const
+

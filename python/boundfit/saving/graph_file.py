@@ -183,4 +183,6 @@ def _make_layer(cls, cfg):
         return L.Concatenate(axis=cfg["axis"], name=name)
     if cls is L.Slice:
         return L.Slice(cfg["begin"], cfg["step"], cfg["length"], name=name)
+    if cls is L.Const:   # its values are its weight, loaded next
+        return L.Const(np.zeros(cfg["shape"], np.float32), name=name)
     return cls(name=name)
