@@ -175,3 +175,25 @@ def test_slicing_a_symbolic_tensor_trains_to_the_cpu_weights_on_cuda():
     cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "slice")
     np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
+
+
+def test_a_constant_read_in_a_custom_layer_trains_to_the_cpu_weights_on_cuda():
+    """the Const kind (strided.cu's broadcast copy) under an Embedding: keras.io's position embedding"""
+    class Positions(layers.Layer):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.tok, self.pos = layers.Embedding(30, 6), layers.Embedding(10, 6)
+
+        def call(self, x):
+            return self.tok(x) + self.pos(bf.ops.arange(0, x.shape[-1]))
+
+    r = np.random.default_rng(12)
+    x = r.integers(0, 30, (16, 10))
+    y = r.standard_normal((16, 2)).astype(np.float32)
+
+    def build():
+        inp = bf.Input((10,))
+        return bf.Model(inp, layers.Dense(2)(layers.GlobalAveragePooling1D()(Positions()(inp))))
+    cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "const")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
