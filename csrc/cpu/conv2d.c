@@ -72,8 +72,10 @@ static int batch_eligible(long n, long kd) { return n * kd <= BF_BATCH_MAX_ROWWO
 
 /* Row blocking of an M-row GEMM with N*Kd work per row for the batched call:
  * blocks of *rows rows (at most the small-matrix bound), their number a
- * multiple of the engine's thread count so every thread gets the same share, run
- * *group blocks per call (<= BF_BATCH_MAXP). Returns 0 when not batching. */
+ * multiple of BF_BATCH_ALIGN, run *group = BF_BATCH_MAXP blocks per call.
+ * Neither depends on the thread count, so the blocks and dw's partial sums
+ * are the same bits on any number of threads. Returns 0 when not batching. */
+#define BF_BATCH_ALIGN 2
 static int batch_plan(long M, long n, long kd, int *rows, int *group) {
     if (!bf_cpu_conv2d_batch || !batch_eligible(n, kd) || !BF_GEMM_BATCH_PRESENT) return 0;
     const char *core = bf_blas_corename();
@@ -82,13 +84,10 @@ static int batch_plan(long M, long n, long kd, int *rows, int *group) {
         return 0;
     const long rmax = BF_BATCH_MNK / (n * kd);
     if (M < 2 * rmax) return 0; /* one plain GEMM is as good */
-    int nt = bf_par_threads();
-    if (nt < 1) nt = 1;
-    if (nt > BF_BATCH_MAXP) nt = BF_BATCH_MAXP;
     long P = (M + rmax - 1) / rmax;
-    P = (P + nt - 1) / nt * nt;
+    P = (P + BF_BATCH_ALIGN - 1) / BF_BATCH_ALIGN * BF_BATCH_ALIGN;
     *rows = (int)(M / P);
-    *group = BF_BATCH_MAXP / nt * nt;
+    *group = BF_BATCH_MAXP;
     return 1;
 }
 
