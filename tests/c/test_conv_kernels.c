@@ -684,6 +684,8 @@ int main(int argc, char **argv) {
     if (timing) {
         time_conv(64, 100, 100, 3, 32, 3, 3, 0, 5);
         time_conv(256, 8, 8, 1, 32, 3, 3, 1, 20);
+        time_conv(64, 32, 32, 32, 32, 3, 3, 1, 5);
+        time_conv(64, 32, 32, 16, 16, 3, 3, 1, 5);
     }
     return n_fail ? 1 : 0;
 }
