@@ -3,11 +3,16 @@
  * (16 output channels) per pass with 12 accumulators of the 16 registers.
  * Compiled for AVX2 whatever the build's -march; called only when
  * cpu_isa.h says the CPU has it. */
+#include "conv2d_direct.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+#endif
 #include <immintrin.h>
-
-#include "conv2d_direct.h"
 
 #define SFX avx2
 #define VW 8
@@ -29,4 +34,13 @@
 
 #include "conv2d_direct_kern.h"
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
+
+#else /* not x86: never called (cpu_isa.c reports scalar), present for the link */
+void bf_cdir_fwd_rows_avx2(const bf_cdir *j, long r0, long r1) { (void)j, (void)r0, (void)r1; }
+void bf_cdir_dw_rows_avx2(float *dw, const bf_cdir *j, long r0, long r1) { (void)dw, (void)j, (void)r0, (void)r1; }
+#endif

@@ -3,11 +3,16 @@
  * channels) per pass with 24 accumulators of the 32 registers. Compiled for
  * AVX-512 whatever the build's -march; called only when cpu_isa.h says the
  * CPU has it. */
+#include "conv2d_direct.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx2,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512vl,avx2,fma")
+#endif
 #include <immintrin.h>
-
-#include "conv2d_direct.h"
 
 #define SFX avx512
 #define VW 16
@@ -33,4 +38,13 @@
 
 #include "conv2d_direct_kern.h"
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
+
+#else /* not x86: never called (cpu_isa.c reports scalar), present for the link */
+void bf_cdir_fwd_rows_avx512(const bf_cdir *j, long r0, long r1) { (void)j, (void)r0, (void)r1; }
+void bf_cdir_dw_rows_avx512(float *dw, const bf_cdir *j, long r0, long r1) { (void)dw, (void)j, (void)r0, (void)r1; }
+#endif
