@@ -2,10 +2,13 @@
 against Keras 3 on TensorFlow (oneDNN) and PyTorch CPU, interleaved round by
 round (benchmarks/interleave.py), on the CIFAR-sized ResNet of
 bench_resnet.py, the 100x100x3 Conv2D(32) seed CNN of bench_cnn.py and the
-Transformer block of bench_transformer.py. A second boundfit side runs with
-BF_CPU_ISA=scalar, which keeps every Conv2D on im2col + OpenBLAS GEMM (the
-path before the direct AVX-512 / AVX2 kernels), so one run gives the before
-and after columns under the same machine load. Prints the CPU, the
+Transformer block of bench_transformer.py. A second boundfit side ("bf before")
+runs an older build installed with `pip install --target DIR` when
+BF_BENCH_BEFORE_SITE=DIR, else this build with BF_CPU_ISA=scalar, which
+keeps every Conv2D on im2col + OpenBLAS GEMM (the path before the direct
+AVX-512 / AVX2 kernels), so one run gives the before and after columns under
+the same machine load. BF_CPU_ISA=avx2 in the environment runs the main
+boundfit side on the AVX2 kernels. Prints the CPU, the
 instruction set each boundfit side ran, and the load average before and
 after each model (other users' work on a shared machine shows there).
 
@@ -27,7 +30,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras as K
 from keras import layers as L
 """
-BEFORE_HEAD = 'import os\nos.environ["BF_CPU_ISA"] = "scalar"\n' + BOUNDFIT_HEAD
+# the "before" side: an older boundfit installed into the folder BF_BENCH_BEFORE_SITE
+# (pip install --target DIR, e.g. of the commit before issue 25), else this build with
+# BF_CPU_ISA=scalar (im2col + GEMM for every conv)
+BEFORE_SITE = os.environ.get("BF_BENCH_BEFORE_SITE")
+BEFORE_HEAD = (f"import sys\nsys.path.insert(0, {BEFORE_SITE!r})\n" if BEFORE_SITE else
+               'import os\nos.environ["BF_CPU_ISA"] = "scalar"\n') + BOUNDFIT_HEAD
 
 
 def cpu():
@@ -56,7 +64,8 @@ def load():
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     name, ncpu, isa = cpu()
-    print(f"CPU: {name}, {ncpu} cores; boundfit kernels: {isa} (before: scalar = im2col + GEMM); "
+    before = f"the build in {BEFORE_SITE}" if BEFORE_SITE else "this build, BF_CPU_ISA=scalar = im2col + GEMM"
+    print(f"CPU: {name}, {ncpu} cores; boundfit kernels: {isa} (bf before: {before}); "
           f"Keras 3 on TensorFlow (oneDNN); PyTorch CPU")
     names = ("boundfit", "bf before", "Keras/TF", "PyTorch")
     cases = [
