@@ -28,6 +28,9 @@ def _openblas():
 
 # every GEMM of the engine goes through its pool (csrc/cpu/gemm.c, par.c)
 ENGINE_GEMM = ["csrc/cpu/gemm.c", "csrc/cpu/par.c"]
+# Conv2D: im2col + GEMM, and the direct kernels per instruction set
+CONV2D = ["csrc/cpu/conv2d.c", "csrc/cpu/conv2d_direct.c", "csrc/cpu/conv2d_direct_avx512.c",
+          "csrc/cpu/conv2d_direct_avx2.c", "csrc/cpu/cpu_isa.c"]
 
 
 def _build(out, sources, extra=()):
@@ -46,16 +49,23 @@ def _run(exe, *args):
 
 def test_cpu_conv_kernels_pass_their_standalone_checks(tmp_path):
     exe = tmp_path / "test_conv_kernels"
-    _build(exe, ["tests/c/test_conv_kernels.c", "csrc/cpu/conv2d.c", "csrc/cpu/pool.c", "csrc/cpu/batchnorm.c",
+    _build(exe, ["tests/c/test_conv_kernels.c", *CONV2D, "csrc/cpu/pool.c", "csrc/cpu/batchnorm.c",
                  "csrc/cpu/dropout.c"])
     r = _run(exe, "--no-timing")
     assert r.returncode == 0, r.stdout[-4000:]
 
 
+def test_direct_conv2d_matches_naive_on_each_isa_with_exact_workspace_and_thread_bits(tmp_path):
+    exe = tmp_path / "test_conv_direct"
+    _build(exe, ["tests/c/test_conv_direct.c", *CONV2D])
+    r = _run(exe)
+    assert r.returncode == 0 and " 0 FAIL" in r.stdout, r.stdout[-4000:]
+
+
 def test_cpu_conv1d_and_conv2d_transpose_kernels_match_naive_loops(tmp_path):
     exe = tmp_path / "test_convx_kernels"
     _build(exe, ["tests/c/test_convx_kernels.c", "csrc/cpu/conv1d.c", "csrc/cpu/conv2d_transpose.c",
-                 "csrc/cpu/conv2d.c"])
+                 *CONV2D])
     r = _run(exe)
     assert r.returncode == 0 and " 0 FAIL" in r.stdout, r.stdout[-4000:]
 

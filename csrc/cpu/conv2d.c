@@ -1,4 +1,8 @@
 /* conv2d.c - Conv2D on the CPU: im2col + OpenBLAS sgemm, tiled over output rows.
+ * Stride-1 convolutions with at most 64 input and output channels go to the
+ * direct AVX-512 / AVX2 kernels instead where the CPU has them
+ * (conv2d_direct.c, bf_cpu_conv2d_direct_ok): workspace, forward and
+ * backward all ask it first, so the plan always matches the path that runs.
  * Layouts: inp (B,H,W,C), w (KH,KW,C,K) as Keras, out (B,OH,OW,K), all NHWC.
  * The im2col matrix has one row per output position r = (b*OH + oh)*OW + ow and
  * KK = KH*KW*C columns ordered (kh, kw, c), which is exactly the row order of w
@@ -27,6 +31,7 @@
 #include "par.h"
 #include "conv_check.h"
 #include "cpu_conv.h"
+#include "conv2d_direct.h"
 
 size_t bf_cpu_conv2d_ws_cap = (size_t)4 << 20;
 int bf_cpu_conv2d_batch = 1;
@@ -68,8 +73,10 @@ static int batch_eligible(long n, long kd) { return n * kd <= BF_BATCH_MAX_ROWWO
 
 /* Row blocking of an M-row GEMM with N*Kd work per row for the batched call:
  * blocks of *rows rows (at most the small-matrix bound), their number a
- * multiple of the engine's thread count so every thread gets the same share, run
- * *group blocks per call (<= BF_BATCH_MAXP). Returns 0 when not batching. */
+ * multiple of BF_BATCH_ALIGN, run *group = BF_BATCH_MAXP blocks per call.
+ * Neither depends on the thread count, so the blocks and dw's partial sums
+ * are the same bits on any number of threads. Returns 0 when not batching. */
+#define BF_BATCH_ALIGN 2
 static int batch_plan(long M, long n, long kd, int *rows, int *group) {
     if (!bf_cpu_conv2d_batch || !batch_eligible(n, kd) || !BF_GEMM_BATCH_PRESENT) return 0;
     const char *core = bf_blas_corename();
@@ -78,13 +85,10 @@ static int batch_plan(long M, long n, long kd, int *rows, int *group) {
         return 0;
     const long rmax = BF_BATCH_MNK / (n * kd);
     if (M < 2 * rmax) return 0; /* one plain GEMM is as good */
-    int nt = bf_par_threads();
-    if (nt < 1) nt = 1;
-    if (nt > BF_BATCH_MAXP) nt = BF_BATCH_MAXP;
     long P = (M + rmax - 1) / rmax;
-    P = (P + nt - 1) / nt * nt;
+    P = (P + BF_BATCH_ALIGN - 1) / BF_BATCH_ALIGN * BF_BATCH_ALIGN;
     *rows = (int)(M / P);
-    *group = BF_BATCH_MAXP / nt * nt;
+    *group = BF_BATCH_MAXP;
     return 1;
 }
 
@@ -212,6 +216,7 @@ long bf_cpu_conv2d_tile_rows(const bf_conv_geom *g) {
  * ws <= max(cap, OW*kg*4) + (1 + 32) * kg * K * 4 bytes, independent of B. */
 size_t bf_cpu_conv2d_workspace_bytes(const bf_conv_geom *g, int backward) {
     if (bf_cpu_check_geom(g, "conv2d", 0) != BF_OK) return 0;
+    if (bf_cpu_conv2d_direct_ok(g)) return bf_cpu_conv2d_direct_ws_floats(g, backward) * sizeof(float);
     const size_t tile = (size_t)bf_cpu_conv2d_tile_rows(g);
     const size_t aug = (size_t)conv_aug(g), kg = (size_t)g->KH * g->KW * g->C + aug;
     const size_t K = (size_t)g->K;
@@ -371,6 +376,10 @@ bf_status bf_cpu_conv2d_forward(bf_backend *be, float *out, void *ws, const floa
     (void)be;
     BF_TRY(bf_cpu_check_geom(g, "conv2d", 0));
     if (!out || !inp || !w) return BF_FAIL(BF_ERR_ARG, "conv2d_forward: NULL tensor");
+    if (bf_cpu_conv2d_direct_ok(g)) { /* stride 1, few channels: conv2d_direct.c */
+        bf_cpu_conv2d_direct_forward(out, inp, w, b, g);
+        return BF_OK;
+    }
     const int K = g->K;
     const int kk = g->KH * g->KW * g->C;
     const long total = (long)g->B * g->OH * g->OW;
@@ -415,6 +424,11 @@ bf_status bf_cpu_conv2d_backward(bf_backend *be, float *dinp, float *dw, float *
     (void)be;
     BF_TRY(bf_cpu_check_geom(g, "conv2d", 0));
     if (!dout || !inp || !w) return BF_FAIL(BF_ERR_ARG, "conv2d_backward: NULL tensor");
+    if (bf_cpu_conv2d_direct_ok(g)) { /* stride 1, few channels: conv2d_direct.c */
+        if (!ws) return BF_FAIL(BF_ERR_ARG, "conv2d_backward: workspace required (direct path)");
+        bf_cpu_conv2d_direct_backward(dinp, dw, db, (float *)ws, dout, inp, w, g);
+        return BF_OK;
+    }
     const int K = g->K;
     const int kk = g->KH * g->KW * g->C;
     const long total = (long)g->B * g->OH * g->OW;

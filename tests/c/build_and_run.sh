@@ -15,8 +15,9 @@ read -r OB_INC OB_LIB < <("$PYTHON" -c \
 mkdir -p "$OUT_DIR"
 # shellcheck disable=SC2086
 "$CC" $CFLAGS -Wall -Wextra -std=c11 -Icsrc/core -Icsrc/cpu -I"$OB_INC" \
-  tests/c/test_conv_kernels.c csrc/cpu/conv2d.c csrc/cpu/pool.c csrc/cpu/batchnorm.c \
-  csrc/cpu/dropout.c csrc/core/status.c \
-  -L"$OB_LIB" -lscipy_openblas -Wl,-rpath,"$OB_LIB" -lm -o "$OUT_DIR/test_conv_kernels"
+  tests/c/test_conv_kernels.c csrc/cpu/conv2d.c csrc/cpu/conv2d_direct.c \
+  csrc/cpu/conv2d_direct_avx512.c csrc/cpu/conv2d_direct_avx2.c csrc/cpu/cpu_isa.c csrc/cpu/pool.c csrc/cpu/batchnorm.c \
+  csrc/cpu/dropout.c csrc/cpu/gemm.c csrc/cpu/par.c csrc/core/status.c \
+  -L"$OB_LIB" -lscipy_openblas -Wl,-rpath,"$OB_LIB" -ldl -lm -lpthread -o "$OUT_DIR/test_conv_kernels"
 echo "built $OUT_DIR/test_conv_kernels ($CC $CFLAGS)"
 exec "$OUT_DIR/test_conv_kernels" "$@"

@@ -11,7 +11,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "conv2d_direct.h"
 #include "cpu_conv.h"
+#include "cpu_isa.h"
 
 /* ---- harness ---- */
 
@@ -355,8 +357,12 @@ static void test_conv(void) {
     check(bf_cpu_conv2d_forward(NULL, dummy, dummy, dummy, dummy, NULL, &bad) == BF_ERR_SHAPE,
           "conv rejects wrong padding", "%g %g", 0, 0);
     bad = geom(2, 7, 5, 3, 4, 3, 3, 1, 1, 0);
+    check(bf_cpu_conv2d_backward(NULL, dummy, dummy, dummy, NULL, dummy, dummy, dummy, &bad) == BF_ERR_ARG,
+          "conv backward rejects missing workspace", "%g %g", 0, 0);
+    bf_cpu_conv2d_direct = 0; /* the direct forward needs none; im2col does */
     check(bf_cpu_conv2d_forward(NULL, dummy, NULL, dummy, dummy, NULL, &bad) == BF_ERR_ARG,
           "conv rejects missing workspace", "%g %g", 0, 0);
+    bf_cpu_conv2d_direct = 1;
 }
 
 /* ---- pooling ---- */
@@ -678,6 +684,8 @@ int main(int argc, char **argv) {
     if (timing) {
         time_conv(64, 100, 100, 3, 32, 3, 3, 0, 5);
         time_conv(256, 8, 8, 1, 32, 3, 3, 1, 20);
+        time_conv(64, 32, 32, 32, 32, 3, 3, 1, 5);
+        time_conv(64, 32, 32, 16, 16, 3, 3, 1, 5);
     }
     return n_fail ? 1 : 0;
 }
