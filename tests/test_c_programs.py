@@ -31,6 +31,10 @@ ENGINE_GEMM = ["csrc/cpu/gemm.c", "csrc/cpu/par.c"]
 # Conv2D: im2col + GEMM, and the direct kernels per instruction set
 CONV2D = ["csrc/cpu/conv2d.c", "csrc/cpu/conv2d_direct.c", "csrc/cpu/conv2d_direct_avx512.c",
           "csrc/cpu/conv2d_direct_avx2.c", "csrc/cpu/cpu_isa.c"]
+# the CPU kernels tests/c_cuda/test_cuda_ops.c compares every CUDA op with
+CUDA_OPS_CPU = [f"csrc/cpu/{f}.c" for f in ("activations", "batchnorm", "dense", "dropout", "loss", "metrics",
+                                            "optimizers", "pool", "reduce", "act_more", "strided", "rescale",
+                                            "augment", "conv1d", "conv2d_transpose")] + CONV2D
 
 
 def _build(out, sources, extra=()):
@@ -93,10 +97,7 @@ def test_cuda_module_loads_reports_and_refuses_cleanly(tmp_path):
 @pytest.mark.gpu
 def test_every_cuda_op_matches_the_cpu_kernel(tmp_path):
     exe = tmp_path / "test_cuda_ops"
-    _build(exe, ["tests/c_cuda/test_cuda_ops.c"] +
-           [f"csrc/cpu/{f}.c" for f in ("activations", "batchnorm", "conv2d", "dense", "dropout", "loss", "metrics",
-                                        "optimizers", "pool", "reduce", "act_more", "strided", "rescale",
-                                        "augment", "conv1d", "conv2d_transpose")])
+    _build(exe, ["tests/c_cuda/test_cuda_ops.c"] + CUDA_OPS_CPU)
     r = _run(exe, CUDA_SO)
     if r.returncode == 0 and r.stdout.startswith("SKIP"):
         pytest.skip(r.stdout.strip())

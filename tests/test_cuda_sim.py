@@ -112,12 +112,9 @@ def test_the_emulation_keeps_cuda_semantics_and_reports_misuse(sim_runtime_test,
 
 @pytest.fixture(scope="module")
 def cuda_ops_test(tmp_path_factory):
-    from test_c_programs import _build as build_c
+    from test_c_programs import CUDA_OPS_CPU, _build as build_c
     exe = tmp_path_factory.mktemp("ops") / "test_cuda_ops"
-    build_c(exe, ["tests/c_cuda/test_cuda_ops.c"] +
-            [f"csrc/cpu/{f}.c" for f in ("activations", "batchnorm", "conv2d", "dense", "dropout", "loss", "metrics",
-                                         "optimizers", "pool", "reduce", "act_more", "strided", "rescale",
-                                         "augment", "conv1d", "conv2d_transpose")])
+    build_c(exe, ["tests/c_cuda/test_cuda_ops.c"] + CUDA_OPS_CPU)
     return exe
 
 

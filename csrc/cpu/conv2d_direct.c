@@ -103,12 +103,13 @@ static void dw_part(void *ctx, long t, int slot) {
         memset(dwp, 0, d->n * sizeof(float));
         for (long r = lo; r < hi; r += d->sub) dw_rows(dwp, j, r, r + d->sub < hi ? r + d->sub : hi);
     }
-    if (d->want_db) {
+    if (d->want_db) { /* a partial covers up to B*OH*OW/16 pixels: summed in double, as colsum does */
         const int K = j->K;
-        memset(dbp, 0, (size_t)K * sizeof(float));
+        double acc[BF_CDIR_MAX_CH] = {0};
         const float *g = j->y + (size_t)lo * j->OW * K;
         for (long p = 0; p < (hi - lo) * j->OW; p++, g += K)
-            for (int k = 0; k < K; k++) dbp[k] += g[k];
+            for (int k = 0; k < K; k++) acc[k] += g[k];
+        for (int k = 0; k < K; k++) dbp[k] = (float)acc[k];
     }
 }
 

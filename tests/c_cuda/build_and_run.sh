@@ -63,7 +63,8 @@ if [[ $WHAT == ops || $WHAT == all ]]; then
   read -r OB_INC OB_LIB < <("$PYTHON" -c \
     "import scipy_openblas32 as s; print(s.get_include_dir(), s.get_lib_dir())")
   "$CC" -O2 -Wall -Wextra -std=c11 -Icsrc/core -Icsrc/cpu -I"$OB_INC" \
-    tests/c_cuda/test_cuda_ops.c csrc/cpu/activations.c csrc/cpu/batchnorm.c csrc/cpu/conv2d.c \
+    tests/c_cuda/test_cuda_ops.c csrc/cpu/activations.c csrc/cpu/batchnorm.c csrc/cpu/conv2d.c csrc/cpu/conv2d_direct.c \
+    csrc/cpu/conv2d_direct_avx512.c csrc/cpu/conv2d_direct_avx2.c csrc/cpu/cpu_isa.c \
     csrc/cpu/dense.c csrc/cpu/dropout.c csrc/cpu/loss.c csrc/cpu/metrics.c csrc/cpu/optimizers.c csrc/cpu/pool.c \
     csrc/cpu/reduce.c csrc/cpu/conv1d.c csrc/cpu/conv2d_transpose.c csrc/cpu/act_more.c csrc/cpu/strided.c \
     csrc/cpu/rescale.c csrc/cpu/augment.c csrc/cpu/gemm.c csrc/cpu/par.c csrc/core/status.c \
