@@ -224,10 +224,7 @@ class Variable:
             raise ValueError(f"{self._where()} has no value yet: it is made when a model using it is built")
         return self.dense.get_weights()[0]
 
-    def get_weights(self):
-        return [self.numpy()]
-
-    def set_weights(self, weights):
+    def set_weights(self, weights):   # as a part of its layer's set_weights
         self.assign(weights[0])
 
     def assign(self, value):
