@@ -297,3 +297,22 @@ def test_keras_io_text_classification_with_transformer_matches_keras(keras, tmp_
     np.testing.assert_allclose(bf.models.load_model(tmp_path / "text.npz").predict(DATA, verbose=0),
                                bm.predict(DATA, verbose=0), rtol=1e-6)
 
+
+
+def test_a_sequential_with_a_custom_layer_saves_as_its_graph(keras, tmp_path):
+    """a custom layer is no node of the graph, so such a Sequential is written as the Functional its calls
+    traced (.keras, opened by Keras without the class) and kept by boundfit's .npz graph file"""
+    class Doubler(bf.layers.Layer):
+        def call(self, x):
+            return bf.ops.relu(x) * 2.0
+
+    m = bf.Sequential([bf.Input((4,)), bf.layers.Dense(3), Doubler(), bf.layers.Dense(2)])
+    x = np.random.default_rng(8).standard_normal((5, 4)).astype(np.float32)
+    want = m.predict(x, verbose=0)
+    m.save(tmp_path / "seq.keras")
+    np.testing.assert_allclose(keras.models.load_model(tmp_path / "seq.keras").predict(x, verbose=0), want,
+                               rtol=1e-5, atol=1e-6)
+    for name in ("seq.keras", "seq.npz"):
+        if name.endswith("npz"):
+            m.save(tmp_path / name)
+        np.testing.assert_allclose(bf.models.load_model(tmp_path / name).predict(x, verbose=0), want, rtol=1e-6)

@@ -12,7 +12,7 @@ from .args import engine_kinds
 from .attention import MultiHeadAttention
 from .augmentation import RandomCrop, RandomFlip, RandomTranslation
 from .conv import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Convolution1D, Convolution1DTranspose,
-                   Convolution2DTranspose, DepthwiseConv2D)
+                   Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D)
 from .core import Activation, Dense, Lambda
 from .embedding import Embedding
 from .input_layer import Input, InputLayer
@@ -40,6 +40,7 @@ __all__ = ["Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D
            "Conv2DTranspose", "Convolution1D", "Convolution1DTranspose", "Convolution2DTranspose", "Dense", "DepthwiseConv2D", "Dropout", "ELU", "Embedding", "Flatten", "GRU",
            "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D", "GlobalMaxPool1D",
            "GlobalMaxPool2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "Input", "InputLayer", "LSTM", "Lambda", "Layer",
+           "SeparableConv2D",
            "LayerNormalization", "LeakyReLU", "MaxPool1D", "MaxPooling1D", "MaxPooling2D", "Maximum", "Minimum",
            "MultiHeadAttention", "Multiply", "Normalization", "Permute", "RandomCrop", "RandomFlip",
            "RandomTranslation", "ReLU", "RepeatVector", "Rescaling", "Reshape", "SimpleRNN", "Softmax", "Subtract",

@@ -105,6 +105,43 @@ class DepthwiseConv2D(Layer):
                     **_weight_specs(self, 4))
 
 
+class SeparableConv2D(Layer):
+    """Keras's SeparableConv2D: a DepthwiseConv2D (no bias) then a 1x1 Conv2D
+    with the bias and the activation, its weights (depthwise_kernel (kh, kw, C,
+    M), pointwise_kernel (1, 1, C*M, filters), bias (filters)) in Keras's
+    order. Its call() is traced into those two layers, so a model saves them
+    as two layers (a Keras file with a SeparableConv2D does not load yet)."""
+    _base = "separable_conv2d"
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None, dilation_rate=(1, 1),
+                 depth_multiplier=1, activation=None, use_bias=True, depthwise_initializer="glorot_uniform",
+                 pointwise_initializer="glorot_uniform", bias_initializer="zeros", depthwise_regularizer=None,
+                 pointwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(**kwargs)
+        self.filters = _filters("SeparableConv2D", filters)
+        self.depthwise = DepthwiseConv2D(kernel_size, strides=strides, padding=padding, data_format=data_format,
+                                         dilation_rate=dilation_rate, depth_multiplier=depth_multiplier,
+                                         use_bias=False, depthwise_initializer=depthwise_initializer,
+                                         depthwise_regularizer=depthwise_regularizer,
+                                         activity_regularizer=activity_regularizer,
+                                         depthwise_constraint=depthwise_constraint, name=f"{self.name}_depthwise")
+        self.pointwise = Conv2D(filters, 1, activation=activation, use_bias=use_bias,
+                                kernel_initializer=pointwise_initializer, bias_initializer=bias_initializer,
+                                kernel_regularizer=pointwise_regularizer, bias_regularizer=bias_regularizer,
+                                kernel_constraint=pointwise_constraint, bias_constraint=bias_constraint,
+                                name=f"{self.name}_pointwise")
+
+    def call(self, inputs):
+        return self.pointwise(self.depthwise(inputs))
+
+    def get_config(self):
+        d, p = self.depthwise, self.pointwise
+        return dict(super().get_config(), filters=self.filters, kernel_size=list(d.kernel_size),
+                    strides=list(d.strides), padding=d.padding, depth_multiplier=d.depth_multiplier,
+                    activation=activations.name_of(p.activation), use_bias=p.use_bias)
+
+
 class Conv1D(Layer):
     _base = "conv1d"
     _has_weights = True

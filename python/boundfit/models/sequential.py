@@ -95,8 +95,12 @@ class Sequential(Model):
         return rows
 
     def _plain(self):
-        """A chain of plain layers (no nested models): what Keras's Sequential files describe here."""
-        return not any(isinstance(l, Model) for l in self._layers)
+        """A chain of plain layers (no nested models, no custom layers): what Keras's Sequential files describe here."""
+        return not any(isinstance(l, Model) for l in self._layers) and not self._has_custom_layers()
+
+    def _has_custom_layers(self):
+        """custom layers (a call() of their own) are no nodes of the graph: only the layers they call are"""
+        return any(not isinstance(l, Model) and l._custom() for l in self._layers)
 
     def get_config(self):
         """Keras 3's config of this model (saving/keras_graph.py): name, layers, ..."""

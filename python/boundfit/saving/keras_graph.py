@@ -54,8 +54,8 @@ def kind(model, as_functional=True):
     """How Keras sees a boundfit model: a Sequential, a Functional, or (its
     weights layout when not written as a graph) a subclassed model."""
     Model, Sequential = _models()
-    if isinstance(model, Sequential):
-        return SEQUENTIAL
+    if isinstance(model, Sequential):   # one with custom layers is written as the graph their calls traced
+        return FUNCTIONAL if model._has_custom_layers() else SEQUENTIAL
     if type(model) is Model or as_functional:
         return FUNCTIONAL
     return SUBCLASSED
