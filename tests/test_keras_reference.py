@@ -205,6 +205,39 @@ def test_confusion_count_metrics_match_keras(keras):
     assert b["val_tp"][-1] + b["val_fn"][-1] == vy.sum()
 
 
+def test_at_constraint_metrics_match_keras(keras):
+    """PrecisionAtRecall / RecallAtPrecision / SensitivityAtSpecificity /
+    SpecificityAtSensitivity: Keras's best statistic over evenly spaced
+    thresholds under the constraint, weighted, train and validation."""
+    x, y = data("binary", k=2, n=64)
+    vx, vy = data("binary", k=2, n=32, seed=7)
+    sw = np.random.default_rng(4).random(len(x)).astype(np.float32)
+    bm, km = pair(keras, 2, "sigmoid")
+
+    def metrics(M):
+        return [M.metrics.PrecisionAtRecall(0.5, name="p_at_r"), M.metrics.RecallAtPrecision(precision=0.7, name="r_at_p"),
+                M.metrics.SensitivityAtSpecificity(0.6, num_thresholds=50, name="s_at_s"),
+                M.metrics.SpecificityAtSensitivity(sensitivity=0.9, num_thresholds=7, name="sp_at_se"),
+                M.metrics.RecallAtPrecision(1.0, name="unreachable")]
+
+    hk, hb = fit_both(km, bm, x, y, keras.optimizers.Adam(0.05), bf.optimizers.Adam(0.05), "binary_crossentropy",
+                      "binary_crossentropy", metrics(keras), metrics(bf), [keras.metrics.PrecisionAtRecall(0.3, name="w")],
+                      [bf.metrics.PrecisionAtRecall(0.3, name="w")], epochs=2, sample_weight=sw,
+                      validation_data=(vx, vy))
+    assert {"p_at_r", "val_s_at_s", "w", "val_unreachable"} <= set(hb.history)
+    assert 0.0 < hb.history["s_at_s"][-1] <= 1.0
+    assert_history_close(hk, hb)
+    cfg = bf.metrics.SpecificityAtSensitivity(0.25, num_thresholds=9, name="q").get_config()
+    assert cfg == {"name": "q", "num_thresholds": 9, "sensitivity": 0.25}
+    assert bf.metrics.get({"class_name": "SpecificityAtSensitivity", "config": cfg})[0].value == 0.25
+    for bad, msg in ((dict(recall=1.5), "recall must be a number in"), (dict(recall=0.5, num_thresholds=1), "num_thresholds"),
+                     (dict(recall=0.5, class_id=1), "class_id")):
+        with pytest.raises(ValueError, match=msg):
+            bf.metrics.PrecisionAtRecall(**bad)
+    with pytest.raises(ValueError, match="unknown metric"):
+        bf.metrics.get("precision_at_recall")
+
+
 def test_categorical_metrics_match_keras(keras):
     x, y = data("onehot", k=5, n=64)
     bm, km = pair(keras, 5, "softmax")

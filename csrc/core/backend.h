@@ -51,16 +51,21 @@ typedef struct {
 typedef enum {
     BF_MET_BINARY_ACC = 0, BF_MET_CAT_ACC, BF_MET_SPARSE_CAT_ACC, BF_MET_TOPK, BF_MET_SPARSE_TOPK,
     BF_MET_MAE, BF_MET_MSE, BF_MET_RMSE, BF_MET_AUC, BF_MET_PRECISION, BF_MET_RECALL,
-    BF_MET_TP, BF_MET_FP, BF_MET_TN, BF_MET_FN /* weighted counts over the epoch */
+    BF_MET_TP, BF_MET_FP, BF_MET_TN, BF_MET_FN, /* weighted counts over the epoch */
+    /* one statistic's best value where another is >= value, over AUC's buckets */
+    BF_MET_PREC_AT_REC, BF_MET_REC_AT_PREC, BF_MET_SENS_AT_SPEC, BF_MET_SPEC_AT_SENS
 } bf_metric_kind;
-#define BF_MET_LAST BF_MET_FN
+#define BF_MET_LAST BF_MET_SPEC_AT_SENS
+/* the metrics that accumulate AUC's per-bucket positives and negatives */
+static inline int bf_metric_bucketed(bf_metric_kind k) { return k == BF_MET_AUC || k >= BF_MET_PREC_AT_REC; }
 #define BF_AUC_MAX_THRESHOLDS 10000
 
 typedef struct {
     bf_metric_kind kind;
     int weighted;       /* from weighted_metrics: sample weights apply */
     int k;              /* top-k */
-    int num_thresholds; /* AUC (Keras default 200) */
+    int num_thresholds; /* AUC and the *At* metrics (Keras default 200) */
+    float value;        /* the *At* metrics: the constraint (recall for PrecisionAtRecall, ...) */
     float threshold;    /* binary accuracy, precision, recall */
     int from_logits;    /* AUC: sigmoid applied to predictions first */
     int output;         /* the model output it measures (0 for a single-output model) */
@@ -70,8 +75,8 @@ typedef struct {
  * (tp, fp, fn); the counts (tp, fp, fn, tn); AUC (per bucket: positives,
  * negatives) */
 static inline long bf_metric_nvalues(const bf_metric_spec *m) {
+    if (bf_metric_bucketed(m->kind)) return 2L * m->num_thresholds;
     switch (m->kind) {
-    case BF_MET_AUC: return 2L * m->num_thresholds;
     case BF_MET_PRECISION: case BF_MET_RECALL: return 3;
     case BF_MET_TP: case BF_MET_FP: case BF_MET_TN: case BF_MET_FN: return 4;
     default: return 2;

@@ -409,8 +409,10 @@ bf_status bf_model_set_metrics(bf_model *m, const bf_metric_spec *metrics, int n
                            "the loss sparse_categorical_crossentropy takes class ids; use a sparse_* metric", i, C);
         if ((q->kind == BF_MET_TOPK || q->kind == BF_MET_SPARSE_TOPK) && q->k < 1)
             return BF_FAIL(BF_ERR_ARG, "metrics[%d]: k must be >= 1, got %d", i, q->k);
-        if (q->kind == BF_MET_AUC && (q->num_thresholds < 2 || q->num_thresholds > BF_AUC_MAX_THRESHOLDS))
+        if (bf_metric_bucketed(q->kind) && (q->num_thresholds < 2 || q->num_thresholds > BF_AUC_MAX_THRESHOLDS))
             return BF_FAIL(BF_ERR_ARG, "metrics[%d]: num_thresholds must be in [2, %d], got %d", i, BF_AUC_MAX_THRESHOLDS, q->num_thresholds);
+        if (q->kind >= BF_MET_PREC_AT_REC && !(q->value >= 0.0f && q->value <= 1.0f))
+            return BF_FAIL(BF_ERR_ARG, "metrics[%d]: value must be in [0, 1], got %g", i, (double)q->value);
     }
     for (int i = 0; i < n; i++) m->metrics[i] = metrics[i];
     m->nmetrics = n;
@@ -418,6 +420,34 @@ bf_status bf_model_set_metrics(bf_model *m, const bf_metric_spec *metrics, int n
 }
 
 static double div0(double a, double b) { return b != 0.0 ? a / b : 0.0; }
+static float div0f(double a, double b) { return b != 0.0 ? (float)a / (float)b : 0.0f; }
+
+/* Keras's SensitivitySpecificityBase: at threshold i, tp / fp = the positives
+ * / negatives of buckets >= i, fn = P - tp, tn = N - fp; the largest dependent
+ * statistic among the thresholds whose constrained one is >= value, else 0.
+ * Ratios in float32 as Keras compares them. */
+static double at_constraint(const bf_metric_spec *m, const double *acc) {
+    const int T = m->num_thresholds;
+    const double *bp = acc, *bn = acc + T;
+    double P = 0.0, N = 0.0;
+    for (int i = 0; i < T; i++) { P += bp[i]; N += bn[i]; }
+    double tp = P, fp = N;
+    float best = 0.0f;
+    for (int i = 0; i < T; i++) {
+        if (i > 0) { tp -= bp[i - 1]; fp -= bn[i - 1]; }
+        const double fn = P - tp, tn = N - fp;
+        const float rec = div0f(tp, tp + fn), prec = div0f(tp, tp + fp), spec = div0f(tn, tn + fp);
+        float con, dep;
+        switch (m->kind) {
+        case BF_MET_PREC_AT_REC: con = rec; dep = prec; break;
+        case BF_MET_REC_AT_PREC: con = prec; dep = rec; break;
+        case BF_MET_SENS_AT_SPEC: con = spec; dep = rec; break;
+        default: con = rec; dep = spec; break; /* SPEC_AT_SENS */
+        }
+        if (con >= m->value && dep > best) best = dep;
+    }
+    return best;
+}
 
 double bf_metric_result(const bf_metric_spec *m, const double *acc) {
     switch (m->kind) {
@@ -428,6 +458,10 @@ double bf_metric_result(const bf_metric_spec *m, const double *acc) {
     case BF_MET_FP: return acc[1];
     case BF_MET_FN: return acc[2];
     case BF_MET_TN: return acc[3];
+    case BF_MET_PREC_AT_REC:
+    case BF_MET_REC_AT_PREC:
+    case BF_MET_SENS_AT_SPEC:
+    case BF_MET_SPEC_AT_SENS: return at_constraint(m, acc);
     case BF_MET_AUC: {
         /* Keras AUC (ROC, interpolation): tp/fp at threshold i = sums of buckets >= i */
         const int T = m->num_thresholds;

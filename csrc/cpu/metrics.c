@@ -96,6 +96,10 @@ bf_status bf_cpu_metric_rows(double *acc, const float *pred, const float *target
             v /= C;
             break;
         case BF_MET_AUC:
+        case BF_MET_PREC_AT_REC:
+        case BF_MET_REC_AT_PREC:
+        case BF_MET_SENS_AT_SPEC:
+        case BF_MET_SPEC_AT_SENS:
             /* Keras's evenly spaced thresholds: bucket ceil(q (T-1)) - 1, at least 0 */
             for (int j = 0; j < C; j++) {
                 float q = q_of(p, j, act, mx, s);

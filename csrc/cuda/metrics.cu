@@ -80,6 +80,10 @@ __global__ void metric_kernel(double *acc, const float *pred, const float *targe
             v /= C;
             break;
         case BF_MET_AUC:
+        case BF_MET_PREC_AT_REC:
+        case BF_MET_REC_AT_PREC:
+        case BF_MET_SENS_AT_SPEC:
+        case BF_MET_SPEC_AT_SENS:
             for (int j = 0; j < C; j++) {
                 float q = q_of(p, j, act, mx, s);
                 if (m.from_logits) q = msigm(q);

@@ -457,7 +457,7 @@ static PyObject *Model_compile(ModelObject *self, PyObject *args, PyObject *kw) 
     Py_RETURN_NONE;
 }
 
-/* set_metrics([{kind, weighted, k, num_thresholds, threshold, from_logits, output}]); all or nothing */
+/* set_metrics([{kind, weighted, k, num_thresholds, value, threshold, from_logits, output}]); all or nothing */
 static PyObject *Model_set_metrics(ModelObject *self, PyObject *arg) {
     bf_metric_spec ms[BF_MAX_METRICS];
     PyObject *seq = PySequence_Fast(arg, "metrics must be a list of dicts");
@@ -478,6 +478,7 @@ static PyObject *Model_set_metrics(ModelObject *self, PyObject *arg) {
         if (!PyDict_Check(d)) { Py_DECREF(seq); return PyErr_Format(PyExc_TypeError, "metrics[%zd] must be a dict", i); }
         if (get_int(d, "kind", -1, &kind) || get_int(d, "weighted", 0, &weighted) || get_int(d, "k", 5, &k) ||
             get_int(d, "num_thresholds", 200, &nt) || get_float(d, "threshold", 0.5f, &ms[i].threshold) ||
+            get_float(d, "value", 0.0f, &ms[i].value) ||
             get_int(d, "from_logits", 0, &fl) || get_int(d, "output", 0, &ms[i].output)) {
             Py_DECREF(seq);
             return NULL;

@@ -4,7 +4,7 @@ epoch as Keras does; these objects describe them. Kinds match csrc
 bf_metric_kind."""
 
 (BINARY_ACC, CAT_ACC, SPARSE_CAT_ACC, TOPK, SPARSE_TOPK, MAE, MSE, RMSE, AUC_KIND, PRECISION,
- RECALL, TRUE_POS, FALSE_POS, TRUE_NEG, FALSE_NEG) = range(15)
+ RECALL, TRUE_POS, FALSE_POS, TRUE_NEG, FALSE_NEG, PREC_AT_REC, REC_AT_PREC, SENS_AT_SPEC, SPEC_AT_SENS) = range(19)
 
 
 _UIDS = {}
@@ -180,11 +180,65 @@ class AUC(Metric):
         return {"kind": self.kind, "num_thresholds": self.num_thresholds, "from_logits": int(self.from_logits)}
 
 
+class _AtConstraint(Metric):
+    """Keras's SensitivitySpecificityBase: the best value of one statistic
+    over num_thresholds evenly spaced thresholds where another is >= the
+    given value (0 when none is), from AUC's per-bucket counts."""
+    constraint = None  # the constructor argument naming the value
+
+    def __init__(self, value, num_thresholds=200, class_id=None, name=None, dtype=None):
+        cls = type(self).__name__
+        super().__init__(name or _auto_name(type(self).name), dtype)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+            raise ValueError(f"{cls}: {self.constraint} must be a number in [0, 1], got {value!r}")
+        if isinstance(num_thresholds, bool) or not isinstance(num_thresholds, int) or not 1 < num_thresholds <= 10000:
+            raise ValueError(f"{cls}: num_thresholds must be an integer in (1, 10000], got {num_thresholds!r} "
+                             "(Keras's single 0.5 threshold for num_thresholds=1 is not supported)")
+        if class_id is not None:
+            raise ValueError(f"{cls}: class_id is not supported; give the model one sigmoid output per metric")
+        self.value, self.num_thresholds = float(value), num_thresholds
+
+    def get_config(self):
+        return {"name": self.name, "num_thresholds": self.num_thresholds, self.constraint: self.value}
+
+    def _spec(self):
+        return {"kind": self.kind, "num_thresholds": self.num_thresholds, "value": self.value}
+
+
+class PrecisionAtRecall(_AtConstraint):
+    kind, name, constraint = PREC_AT_REC, "precision_at_recall", "recall"
+
+    def __init__(self, recall, num_thresholds=200, class_id=None, name=None, dtype=None):
+        super().__init__(recall, num_thresholds, class_id, name, dtype)
+
+
+class RecallAtPrecision(_AtConstraint):
+    kind, name, constraint = REC_AT_PREC, "recall_at_precision", "precision"
+
+    def __init__(self, precision, num_thresholds=200, class_id=None, name=None, dtype=None):
+        super().__init__(precision, num_thresholds, class_id, name, dtype)
+
+
+class SensitivityAtSpecificity(_AtConstraint):
+    kind, name, constraint = SENS_AT_SPEC, "sensitivity_at_specificity", "specificity"
+
+    def __init__(self, specificity, num_thresholds=200, class_id=None, name=None, dtype=None):
+        super().__init__(specificity, num_thresholds, class_id, name, dtype)
+
+
+class SpecificityAtSensitivity(_AtConstraint):
+    kind, name, constraint = SPEC_AT_SENS, "specificity_at_sensitivity", "sensitivity"
+
+    def __init__(self, sensitivity, num_thresholds=200, class_id=None, name=None, dtype=None):
+        super().__init__(sensitivity, num_thresholds, class_id, name, dtype)
+
+
 _CLASSES = (BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy, TopKCategoricalAccuracy,
             SparseTopKCategoricalAccuracy, MeanAbsoluteError, MeanSquaredError, RootMeanSquaredError, AUC,
-            Precision, Recall, TruePositives, FalsePositives, TrueNegatives, FalseNegatives)
+            Precision, Recall, TruePositives, FalsePositives, TrueNegatives, FalseNegatives,
+            PrecisionAtRecall, RecallAtPrecision, SensitivityAtSpecificity, SpecificityAtSensitivity)
 _BY_NAME = {c.__name__: c for c in _CLASSES}
-_BY_NAME.update({c.name: c for c in _CLASSES})
+_BY_NAME.update({c.name: c for c in _CLASSES if not issubclass(c, _AtConstraint)})  # these need a value
 _BY_NAME.update({"mae": MeanAbsoluteError, "MAE": MeanAbsoluteError, "mse": MeanSquaredError,
                  "MSE": MeanSquaredError, "rmse": RootMeanSquaredError, "accuracy": _Accuracy, "acc": _Accuracy})
 
