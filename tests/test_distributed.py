@@ -15,7 +15,7 @@ through `python -m boundfit.distribute --nproc-per-node N`: equal to one
 process on 2 and 3 ranks, a killed, raising or stuck rank, a rank short of
 memory, and bad variables named; and over TCP too: evaluate / predict split
 by rank and equal to one process, BatchNormalization's moving statistics
-averaged over ranks."""
+averaged over ranks; a job that lost a rank resumes from BackupAndRestore."""
 import json
 import os
 import shutil
@@ -213,6 +213,31 @@ def test_rank_killed_mid_epoch_makes_the_others_raise_within_seconds(tmp_path):
         assert "rank 1" in r["message"] and "died" in r["message"]
         assert r["t_error"] - r["t0"] < 15   # found by the heartbeat, well before the 20 s deadline
     assert took < 60
+
+
+def test_job_that_lost_a_rank_resumes_from_backup_and_restore(tmp_path):
+    """Rank 1 dies in epoch 2 of 3; rank 0 raises; the whole job launched
+    again resumes from rank 0's backup of epoch 1 and ends with the weights of
+    one uninterrupted process with batch 2B (torchrun-style, over TCP)."""
+    recs, took, _, log = _launch_tcp(tmp_path, 2, "resume_kill", timeout=10)
+    assert sorted(recs) == [0], log
+    assert recs[0]["error"] == "DistributedError" and "rank 1" in recs[0]["message"], recs
+    assert (tmp_path / "backup").is_dir()
+    recs, took, out, log = _launch_tcp(tmp_path, 2, "resume", timeout=20)
+    assert sorted(recs) == [0, 1] and all(r.get("ok") for r in recs.values()), (recs, log)
+    assert [r["epochs_run"] for r in recs.values()] == [2, 2]   # epochs 2 and 3 only
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(240, 10)).astype(np.float32)
+    y = (x[:, :3].sum(axis=1) > 0).astype(np.int64) + (x[:, 3] > 0.5)
+    model = bf.Sequential([layers.Dense(16, activation="relu", input_shape=(10,)), layers.Dense(3, activation="softmax")])
+    model.compile(optimizer=bf.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.build((None, 10))
+    model.set_weights(_weights(tmp_path / "init.npz"))
+    model.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
+    for r in range(2):
+        for a, b in zip(_weights(out / f"final{r}.npz"), model.get_weights()):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert not (tmp_path / "backup").exists() or not any((tmp_path / "backup").iterdir())   # deleted at the end
 
 
 @needs_mpi

@@ -3,7 +3,9 @@ by mpiexec: python train.py MODE OUTDIR [BATCH]. Each rank writes what it saw
 to OUTDIR/rank<r>.json; rank 0 also saves the initial and final weights.
 MODE: equal (fit and save), sources (a memmap, then a Sequence), budget (rank 1 gets a tiny memory limit),
 kill (rank 1 SIGKILLs itself mid-epoch), raise (rank 1 raises mid-epoch), early (rank 1's data is bad), stuck (rank 1 sleeps past the timeout),
-auto (batch_size="auto", rank 1 with a smaller budget), evalpred (evaluate and predict before any fit: rank 0's
+auto (batch_size="auto", rank 1 with a smaller budget),
+resume_kill / resume (3 epochs with BackupAndRestore in OUTDIR/../backup: rank 1 SIGKILLs itself in epoch 2, then the
+whole job is launched again and resumes), evalpred (evaluate and predict before any fit: rank 0's
 weights, rows split by rank, results on every rank), bn (BatchNormalization first: moving statistics averaged)."""
 import json
 import os
@@ -43,6 +45,15 @@ class Die(bf.callbacks.Callback):
             if mode == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
             raise RuntimeError("rank 1 fails on purpose")
+
+
+class DieInEpoch2(bf.callbacks.Callback):
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_end(self, b, logs=None):
+        if mode == "resume_kill" and r == 1 and self.epoch == 1 and b == 3:
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 class Seen(bf.callbacks.Callback):
@@ -103,6 +114,15 @@ try:
             warnings.simplefilter("always")
             model.fit(x * 2 + 1, y, batch_size=batch, epochs=1, shuffle=False, verbose=0)
         rec["warned"] = any("BatchNormalization under DataParallel" in str(w.message) for w in seen)
+        np.savez(os.path.join(out, f"final{r}.npz"), *model.get_weights())
+        rec["ok"] = True
+    elif mode in ("resume_kill", "resume"):
+        model.build((None, 10))
+        if r == 0 and mode == "resume_kill":
+            np.savez(os.path.join(out, "..", "init.npz"), *model.get_weights())
+        backup = bf.callbacks.BackupAndRestore(os.path.join(out, "..", "backup"))
+        h = model.fit(x, y, batch_size=batch, epochs=3, shuffle=False, verbose=0, callbacks=[backup, DieInEpoch2()])
+        rec["epochs_run"] = len(h.history["loss"])
         np.savez(os.path.join(out, f"final{r}.npz"), *model.get_weights())
         rec["ok"] = True
     elif mode == "early":
