@@ -379,6 +379,25 @@ def test_evaluate_and_predict_split_rows_by_rank_and_return_the_full_result(tmp_
         assert sorted(recs[r]["evaluate"]) == sorted(want_e)
         for k in want_e:
             assert recs[r]["evaluate"][k] == pytest.approx(want_e[k], rel=1e-5), k
+    # AUC, Precision, counts, PrecisionAtRecall and a weighted mean: the metrics' sums added over ranks give
+    # one process's values, in evaluate and in fit (train: 3 ranks x batch 8 = one process with 24)
+    yb, sw = (x[:, 0] > 0).astype(np.float32), np.linspace(0.5, 2.0, len(x)).astype(np.float32)
+    binary = bf.Sequential([layers.Dense(4, activation="tanh", input_shape=(10,)), layers.Dense(1, activation="sigmoid")])
+    binary.compile(optimizer="sgd", loss="binary_crossentropy", metrics=[bf.metrics.AUC(), bf.metrics.Precision(),
+                   bf.metrics.TruePositives(), bf.metrics.PrecisionAtRecall(0.5)], weighted_metrics=["accuracy"])
+    binary.build((None, 10))
+    binary.set_weights(_weights(out / "init_binary.npz"))
+    want_e = binary.evaluate(x[:101], yb[:101], sample_weight=sw[:101], batch_size=8, verbose=0, return_dict=True)
+    want_h = binary.fit(x, yb, sample_weight=sw, batch_size=24, epochs=1, shuffle=False, verbose=0,
+                        validation_data=(x[:77], yb[:77], sw[:77])).history
+    assert {"auc", "val_precision", "true_positives", "val_precision_at_recall", "accuracy"} <= set(want_h)
+    for r in range(3):
+        got_e, got_h = recs[r]["evaluate_binary"], recs[r]["fit_binary"]
+        assert sorted(got_e) == sorted(want_e) and sorted(got_h) == sorted(want_h)
+        for k in want_e:
+            assert got_e[k] == pytest.approx(want_e[k], rel=1e-5), k
+        for k in want_h:
+            assert got_h[k][0] == pytest.approx(want_h[k][0], rel=1e-5), k
 
 
 def test_batchnorm_moving_statistics_are_averaged_over_ranks(tmp_path):

@@ -319,6 +319,29 @@ static PyObject *Run_metric_results(RunObject *self, PyObject *noargs) {
     return out;
 }
 
+/* the metrics' accumulated sums (bytes of nmv doubles): data parallel sums
+ * them over the ranks and puts them back, so every metric is the one of all
+ * the ranks' rows */
+static PyObject *Run_metric_sums(RunObject *self, PyObject *noargs) {
+    (void)noargs;
+    if (need_open(self) < 0) return NULL;
+    return PyBytes_FromStringAndSize((const char *)self->r.macc, (Py_ssize_t)sizeof(double) * self->r.nmv);
+}
+
+static PyObject *Run_set_metric_sums(RunObject *self, PyObject *arg) {
+    if (need_open(self) < 0) return NULL;
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
+    const Py_ssize_t want = (Py_ssize_t)sizeof(double) * self->r.nmv;
+    if (b.len != want) {
+        PyBuffer_Release(&b);
+        return PyErr_Format(PyExc_ValueError, "set_metric_sums: %zd bytes, the run's metrics have %zd", b.len, want);
+    }
+    if (want) memcpy(self->r.macc, b.buf, (size_t)want);
+    PyBuffer_Release(&b);
+    Py_RETURN_NONE;
+}
+
 static PyObject *Run_stats(RunObject *self, PyObject *noargs) {
     (void)noargs;
     bf_run *r = &self->r;
@@ -335,6 +358,8 @@ static PyMethodDef Run_methods[] = {
      "evaluate(x, y, order, n, batch, first_step, nsteps[, sample_weight, class_weight_table])"},
     {"reset_metrics", (PyCFunction)Run_reset_metrics, METH_NOARGS, "zero the metric statistics (epoch start)"},
     {"metric_results", (PyCFunction)Run_metric_results, METH_NOARGS, "metric values since the last reset"},
+    {"metric_sums", (PyCFunction)Run_metric_sums, METH_NOARGS, "the metrics' accumulated sums (bytes of doubles)"},
+    {"set_metric_sums", (PyCFunction)Run_set_metric_sums, METH_O, "replace the metrics' sums (bytes of doubles)"},
     {"predict", (PyCFunction)Run_predict, METH_VARARGS, "predict(x, out, start, n, out_start)"},
     {"close", (PyCFunction)Run_close, METH_NOARGS, "copy device weights back and release the arenas"},
     {"stats", (PyCFunction)Run_stats, METH_NOARGS, "arena statistics"},

@@ -102,6 +102,18 @@ try:
         ev = model.evaluate(xv, yv, batch_size=8, verbose=0, return_dict=True)
         np.save(os.path.join(out, f"pred{r}.npy"), pred)
         rec["evaluate"] = ev
+        # metrics that are not per-row means, weighted: evaluate, then fit's train and validation logs
+        yb, sw = (x[:, 0] > 0).astype(np.float32), np.linspace(0.5, 2.0, len(x)).astype(np.float32)
+        binary = bf.Sequential([layers.Dense(4, activation="tanh", input_shape=(10,)), layers.Dense(1, activation="sigmoid")])
+        binary.compile(optimizer="sgd", loss="binary_crossentropy", metrics=[bf.metrics.AUC(), bf.metrics.Precision(),
+                       bf.metrics.TruePositives(), bf.metrics.PrecisionAtRecall(0.5)], weighted_metrics=["accuracy"])
+        binary.build((None, 10))
+        if r == 0:
+            np.savez(os.path.join(out, "init_binary.npz"), *binary.get_weights())
+        rec["evaluate_binary"] = binary.evaluate(x[:101], yb[:101], sample_weight=sw[:101], batch_size=8, verbose=0,
+                                                 return_dict=True)
+        rec["fit_binary"] = binary.fit(x, yb, sample_weight=sw, batch_size=8, epochs=1, shuffle=False, verbose=0,
+                                       validation_data=(x[:77], yb[:77], sw[:77])).history
         rec["ok"] = True
     elif mode == "bn":
         model = bf.Sequential([layers.BatchNormalization(momentum=0.9, input_shape=(10,)),

@@ -31,18 +31,18 @@ Under a DataParallel distribution, fit():
   from_npy: global batch s of N*B rows is split in N slices of B rows, so N
   ranks with batch B follow one process with batch N*B; Sequences: batch
   i*N + rank), averages the gradients in the engine between backward and
-  the update, and gives callbacks global epoch logs (losses and metrics
-  averaged over ranks by rows; per-batch logs stay per rank);
+  the update, and gives callbacks global epoch logs (the loss totals and
+  the metrics' sums added over ranks, so every metric, AUC and Precision
+  included, is the one over all rows; per-batch logs stay per rank);
 - saves from rank 0 only (Model.save / save_weights are no-ops elsewhere).
 
 Under a DataParallel distribution, evaluate() and predict() broadcast rank
 0's weights, then split array rows by rank (evaluate: contiguous slices;
 predict: blocks of ceil(n / N) rows) and combine, so that every rank returns
-what one process returns: evaluate's loss over all rows (exact), its metrics
-averaged by rows (exact for per-row means such as accuracy and MAE; metrics
-that are not per-row means, e.g. Precision, Recall, AUC, and sample-weighted
-metrics, come out as the row-weighted mean of the ranks' values, not the
-global value); predict's blocks gathered in rank order on every rank. A
+what one process returns: evaluate's loss and metrics over all rows (the
+metrics' sums, AUC's buckets and the confusion counts added over ranks, so
+Precision, AUC and sample-weighted metrics too); predict's blocks gathered
+in rank order on every rank. A
 Sequence x, steps=, or auto_shard_dataset=False: each rank runs all of it.
 Every rank must call them (they are collectives, like fit).
 
@@ -88,8 +88,8 @@ marked `[dist hook]`:
 - engine/training.py, fit(): verbose(), prepare_fit() (Sequences by rank),
   agree_plan() (after the plan, before require_fits), shard_fit_data() (after
   the batch size is known), sync_moving_stats() (after each epoch's steps),
-  global_logs() (before on_epoch_end);
-  evaluate(): verbose(), shard_eval(), global_eval_logs(); predict():
+  sum_over_ranks() (before the epoch's logs);
+  evaluate(): verbose(), shard_eval(), sum_over_ranks(); predict():
   verbose(), shard_predict() (before the plan, which counts the gathered
   rows), gather_predictions();
 - models/model.py, Model.fit() / evaluate() / predict(): fit_guard(); Model.save() and

@@ -1,8 +1,8 @@
 """fit's, evaluate's and predict's hooks under a DataParallel distribution
 (called from engine/training.py and models/model.py at lines marked
 [dist hook]): the one plan agreed by every rank, rank 0's weights broadcast,
-the data sharded, epoch logs averaged over ranks, evaluate's logs over all
-rows, predict's blocks gathered on every rank, and a rank's error told to
+the data sharded, epoch and evaluate logs summed over ranks (totals and metric sums),
+predict's blocks gathered on every rank, and a rank's error told to
 the others."""
 
 import contextlib
@@ -174,23 +174,34 @@ def shard_fit_data(model, train, val):
     return train, val
 
 
-def global_logs(logs, train_rows, val):
-    """Epoch logs averaged over ranks, weighted by each rank's rows (exact for
-    losses and mean metrics such as accuracy)."""
+def sum_over_ranks(model, parts):
+    """The epoch's loss totals and metric sums, in place, summed over the
+    ranks, so that the logs made from them are one process's over every
+    rank's rows: the losses and every metric (AUC, Precision, weighted means)
+    exactly. parts: [(totals, run, sharded)], the same on every rank; an
+    unsharded part (validation data every rank reads whole) stays local."""
     if active() is None:
-        return logs
+        return
     _agree_ok("the epoch's logs")
-    vrows = getattr(val, "local_rows", 0) if val is not None else 0
-    keys = sorted(logs)
-    vals = np.array([float(logs[k]) * (vrows if k.startswith("val_") else train_rows) for k in keys]
-                    + [float(train_rows), float(vrows)])
-    tot = _allreduce(vals)
-    tr, vr = tot[-2], tot[-1]
-    out = dict(logs)
-    for i, k in enumerate(keys):
-        w = vr if k.startswith("val_") else tr
-        out[k] = float(tot[i] / w) if w else logs[k]
-    return out
+    n_out = model._n_outputs
+    flat, spans = [], []
+    for tot, run, sharded in parts:
+        if not sharded:
+            continue
+        sums = np.frombuffer(run.metric_sums(), np.float64) if run is not None else np.zeros(0)
+        flat.append(np.concatenate([[tot[0], tot[1]], np.zeros(n_out) if tot[2] is None else tot[2], sums]))
+        spans.append((tot, run, len(sums)))
+    if not flat:
+        return
+    tot_all = _allreduce(np.concatenate(flat)).astype(np.float64)
+    at = 0
+    for tot, run, m in spans:
+        tot[0], tot[1] = float(tot_all[at]), int(round(tot_all[at + 1]))
+        tot[2] = [float(v) for v in tot_all[at + 2:at + 2 + n_out]]
+        at += 2 + n_out
+        if run is not None:
+            run.set_metric_sums(tot_all[at:at + m].tobytes())
+        at += m
 
 
 def _shards_arrays(src):
@@ -209,16 +220,10 @@ def shard_eval(model, src):
     return ShardedEval(src) if _shards_arrays(src) else src
 
 
-def global_eval_logs(logs, rows, src):
-    """evaluate()'s logs over every rank's rows: losses exactly (sums over
-    rows), metrics weighted by rows (exact for per-row means such as
-    accuracy; see the distribute docstring)."""
-    if active() is None or not isinstance(src, ShardedEval):
-        return logs
-    _agree_ok("evaluate's logs")
-    keys = list(logs)   # the same model on every rank: the same keys in the same order
-    tot = _allreduce([float(logs[k]) * rows for k in keys] + [float(rows)])
-    return {k: (float(tot[i] / tot[-1]) if tot[-1] else logs[k]) for i, k in enumerate(keys)}
+def is_sharded(src):
+    """Whether this rank reads only its share of src's rows (validation and
+    evaluate() arrays); a Sequence every rank reads whole is not."""
+    return isinstance(src, ShardedEval)
 
 
 def shard_predict(model, src):

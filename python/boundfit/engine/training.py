@@ -263,14 +263,18 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                 _apply_schedule(model, schedule)   # the rate of the next update, as Keras reports it
             elif form is not None and form[0]:
                 model.optimizer._track_lr(model._engine.learning_rate())
-            logs = _logs(tot, run, model)
-            if nan_stop is not None and nan_stop.terminated_batch is not None:
-                logs["loss"] = float("nan")
-            elif vrun is not None and _should_validate(epoch, validation_freq):
-                vt = _totals()
+            terminated = nan_stop is not None and nan_stop.terminated_batch is not None
+            validated = not terminated and vrun is not None and _should_validate(epoch, validation_freq)
+            vt = _totals()
+            if validated:
                 _validate(model, cbs, val, vrun, vt)
+            # [dist hook] the totals and metric sums of every rank's rows
+            dist_fit.sum_over_ranks(model, [(tot, run, True)] + ([(vt, vrun, dist_fit.is_sharded(val))] if vrun else []))
+            logs = _logs(tot, run, model)
+            if terminated:
+                logs["loss"] = float("nan")
+            elif validated:
                 logs.update(_logs(vt, vrun, model, "val_"))
-            logs = dist_fit.global_logs(logs, tot[1], val)   # [dist hook] logs averaged over ranks
             cbs.on_epoch_end(epoch, logs=logs)
             last_logs = logs
             train.on_epoch_end()
@@ -353,8 +357,9 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
             bar.update(step, logs)
             cbs.on_test_batch_end(step - 1, logs=logs)
         src.run_eval(run, on_chunk, _Stepper(model, cbs.per_batch("test"), lambda s: cbs.on_test_batch_begin(s)))
+        # [dist hook] the totals and metric sums of every rank's rows
+        dist_fit.sum_over_ranks(model, [(tot, run, dist_fit.is_sharded(src))])
         logs = _logs(tot, run, model)
-        logs = dist_fit.global_eval_logs(logs, tot[1], src)   # [dist hook] over every rank's rows
     finally:
         model.stop_training = stop
         run.close()
