@@ -4,7 +4,10 @@ engine for the shapes its data brings (weights and optimizer state carry over)
 and plans that run exactly. Checked against Keras 3 with the same weights:
 predictions at several lengths, a step-by-step decoding loop, two fits at two
 lengths (the optimizer state continues); files with a variable-length input
-open in both; the errors name the layer or the data."""
+open in both; the errors name the layer or the data. One fit or evaluate over
+batches of several lengths (a Sequence of buckets) builds one engine per
+length, cached, plans each exactly and checks it before its first step;
+fit(lengths=...) plans them all before step one."""
 
 import numpy as np
 import pytest
@@ -137,3 +140,113 @@ def test_a_variable_length_sequential_runs_saves_and_matches_keras(keras, tmp_pa
     theirs = keras.models.load_model(tmp_path / "seq.keras")
     assert theirs.input_shape == (None, None, 7)
     np.testing.assert_allclose(theirs.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+
+
+# ---- batches of several lengths in one fit (bucketed, as keras.io's text pipelines batch them) ----
+
+def bucket_model(M, rnn="LSTM"):
+    ids = M.Input(shape=(None,), dtype="int32")
+    x = M.layers.Embedding(30, 6)(ids)
+    x = getattr(M.layers, rnn)(5, return_sequences=True)(x)
+    x = M.layers.GlobalAveragePooling1D()(x)
+    return M.Model(ids, M.layers.Dense(1, activation="sigmoid")(x))
+
+
+def bucket_batches(lengths, rows=6, seed=5):
+    rng = np.random.default_rng(seed)
+    return [(rng.integers(0, 30, (rows, T)).astype(np.int32), rng.integers(0, 2, (rows, 1)).astype(np.float32))
+            for T in lengths]
+
+
+def bucket_source(M, batches):
+    class Buckets(M.utils.PyDataset):
+        def __len__(self):
+            return len(batches)
+
+        def __getitem__(self, i):
+            return batches[i]
+    return Buckets()
+
+
+def test_one_fit_over_batches_of_several_lengths_matches_keras(keras):
+    km, bm = pair(keras, bucket_model)
+    batches = bucket_batches([5, 7, 5, 9])
+    km.compile(keras.optimizers.Adam(0.02), "binary_crossentropy", metrics=["accuracy"])
+    bm.compile(bf.optimizers.Adam(0.02), "binary_crossentropy", metrics=["accuracy"])
+    hk = km.fit(bucket_source(keras, batches), epochs=2, shuffle=False, verbose=0)
+    hb = bm.fit(bucket_source(bf, batches), epochs=2, shuffle=False, verbose=0)
+    np.testing.assert_allclose(hb.history["loss"], hk.history["loss"], rtol=1e-4)
+    np.testing.assert_allclose(hb.history["accuracy"], hk.history["accuracy"], rtol=1e-6)
+    assert int(bm.optimizer.iterations) == int(km.optimizer.iterations) == 8
+    for a, b in zip(km.get_weights(), bm.get_weights()):
+        np.testing.assert_allclose(b, a, rtol=1e-3, atol=2e-5)
+    # evaluate over the same batches: one engine per length, the loss and metric over all of them
+    ek, eb = km.evaluate(bucket_source(keras, batches), verbose=0), bm.evaluate(bucket_source(bf, batches), verbose=0)
+    np.testing.assert_allclose(eb, ek, rtol=1e-4)
+
+
+def test_each_length_is_built_once_cached_and_planned_exactly():
+    m = bucket_model(bf)
+    m.compile("adam", "binary_crossentropy")
+    batches = bucket_batches([5, 7, 5, 9, 7])
+    m.fit(bucket_source(bf, batches), epochs=1, shuffle=False, verbose=0)
+    assert set(m._engines) == {((5,),), ((7,),), ((9,),)}   # one engine per length, 5 and 7 not rebuilt
+    engines = {k: e["engine"] for k, e in m._engines.items()}
+    runs = m._bucket_runs
+    assert [r[0] for r in runs] == [[(5,)], [(7,)], [(5,)], [(9,)], [(7,)]]
+    for shapes, plan, stats, engine_bytes in runs:   # every run's arena high-water is its length's plan
+        planned = sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured"))
+        assert planned == engine_bytes + stats["run_high_water"], shapes
+    assert runs[0][1] is runs[2][1]   # the plan of a length is made once
+    m.fit(bucket_source(bf, batches), epochs=1, shuffle=False, verbose=0)
+    assert all(m._engines[k]["engine"] is engines[k] for k in engines)   # a second fit rebuilds nothing
+    by_len = {r[0][0][0]: r[1].host_bytes for r in runs}
+    assert by_len[5] < by_len[7] < by_len[9]
+    # estimate_memory at the declared lengths: the plan of the largest, equal to the fit's own plans
+    est = m.estimate_memory(batch_size=6, lengths=[5, 9, 7])
+    assert est.length == 9 and sorted(est.plans_by_length) == [5, 7, 9]
+    assert {n: p.host_bytes for n, p in est.plans_by_length.items()} == by_len
+
+
+def test_a_length_that_does_not_fit_stops_before_its_first_step():
+    m = bucket_model(bf)
+    m.compile("adam", "binary_crossentropy")
+    est = m.estimate_memory(batch_size=6, lengths=[5, 4000]).plans_by_length
+    new = {n: p.host_bytes - p.held_bytes for n, p in est.items()}
+    limit = (new[5] + new[4000]) // 2
+    batches = bucket_batches([5, 4000], seed=6)
+    w0 = m.get_weights()
+    with pytest.raises(bf.MemoryBudgetError, match=r"batch 1: input shape \(None, 4000\)") as err:
+        m.fit(bucket_source(bf, batches), epochs=1, shuffle=False, verbose=0, memory_limit=limit)
+    assert err.value.needed_bytes > err.value.available_bytes
+    assert int(m._engine.iterations()) == 1   # the step of batch 0 was taken, nothing after it
+    assert any((a != b).any() for a, b in zip(w0, m.get_weights()))
+    # declared upfront: the whole fit is planned before step one, so it refuses before any step
+    m2 = bucket_model(bf)
+    m2.compile("adam", "binary_crossentropy")
+    w0 = m2.get_weights()
+    with pytest.raises(bf.MemoryBudgetError, match=r"input shape \(None, 4000\)"):
+        m2.fit(bucket_source(bf, batches), lengths=[5, 4000], verbose=0, memory_limit=limit)
+    assert int(m2.optimizer.iterations) == 0
+    for a, b in zip(w0, m2.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_declared_lengths_plan_the_fit_upfront_and_refuse_others():
+    m = bucket_model(bf)
+    m.compile("adam", "binary_crossentropy")
+    batches = bucket_batches([5, 9, 5])
+    m.fit(bucket_source(bf, batches), lengths=[5, 9], shuffle=False, verbose=0)
+    assert m._last_plan is m._bucket_plans[((9,),)]   # the fit's plan: its largest length's
+    with pytest.raises(DataError, match=r"batch 1: input shape \(None, 7\) is not one of the lengths"):
+        m.fit(bucket_source(bf, bucket_batches([5, 7])), lengths=[5, 9], shuffle=False, verbose=0)
+    with pytest.raises(ValueError, match="lengths must be a list of positive ints"):
+        m.fit(bucket_source(bf, batches), lengths=[5, 0], verbose=0)
+    with pytest.raises(ValueError, match="lengths: declared lengths apply to a Sequence"):
+        m.fit(*batches[0], lengths=[5], verbose=0)
+    fixed = bf.Sequential([bf.Input((3,)), bf.layers.Dense(1)])
+    fixed.compile("sgd", "mse")
+    with pytest.raises(ValueError, match="no variable-length input"):
+        fixed.fit(np.zeros((4, 3)), np.zeros((4, 1)), lengths=[3], verbose=0)
+    with pytest.raises(DataError, match="predict runs one input shape per call"):
+        m.predict(bucket_source(bf, [(x,) for x, _ in batches]), verbose=0)
