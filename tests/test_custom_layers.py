@@ -223,9 +223,14 @@ def test_slicing_symbolic_tensors_predicts_and_trains_as_keras(keras, tmp_path):
     np.testing.assert_allclose(hb.history["loss"], hk.history["loss"], rtol=1e-4)
     for a, b in zip(km.get_weights(), bm.get_weights()):
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6)
-    with pytest.raises(ValueError, match="Slice"):
-        bm.save(tmp_path / "sliced.keras")
-    bm.save(tmp_path / "sliced.npz")   # boundfit's own graph file keeps it
+    bm.save(tmp_path / "sliced.keras")   # the slices as Keras's GetItem operations
+    np.testing.assert_allclose(keras.models.load_model(tmp_path / "sliced.keras").predict(x, verbose=0),
+                               km.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    km.save(tmp_path / "theirs.keras")
+    ours = bf.models.load_model(tmp_path / "theirs.keras")
+    np.testing.assert_allclose(ours.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    assert [type(n.layer).__name__ for n in ours._nodes].count("Slice") == 3
+    bm.save(tmp_path / "sliced.npz")   # boundfit's own graph file keeps it too
     np.testing.assert_allclose(bf.models.load_model(tmp_path / "sliced.npz").predict(x, verbose=0),
                                bm.predict(x, verbose=0), rtol=1e-6)
 

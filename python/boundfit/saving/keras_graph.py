@@ -22,7 +22,7 @@ subclassed layout, so Keras's instance of the same class reads it."""
 
 import re
 
-from .. import layers as L
+from .. import layers as L, ops as bf_ops
 from ..layers.layer import _DTYPE, keras_object as _obj, layer_config
 from ..layers.merge import _Merge
 from ..layers.node import MaskTensor
@@ -138,8 +138,70 @@ def model_entry(model, nested=False):
     return e
 
 
+# ---- traced keras.ops nodes as Keras's operations (keras/src/ops/numpy.py) ----
+
+_OPS_MODULE = "keras.src.ops.numpy"
+
+
+def is_keras_op(op):
+    """A node Keras writes as an operation, not a layer (not in `model.layers`, no weights path)."""
+    return isinstance(op, L.Slice)
+
+
+def _slice_key(op):
+    """The Slice's key as Keras serializes GetItem's: [__slice__ per axis] (the batch axis whole)."""
+    def sl(start, stop, step):
+        return {"class_name": "__slice__", "config": {"start": start, "stop": stop, "step": step}}
+    key = [sl(None, None, None)]
+    for b, st, n in zip(op.begin, op.step, op.length):
+        key.append(sl(None, None, None) if n == -1 else sl(int(b), int(b + (n - 1) * st + 1),
+                                                           None if st == 1 else int(st)))
+    return key
+
+
+def _op_entry(op):
+    return _entry(_OPS_MODULE, "GetItem", {"name": op.name}, "GetItem")
+
+
+def _op_call(op, ts):
+    return {"args": [ts[0], _slice_key(op)], "kwargs": {}}
+
+
+def _key_from_keras(v):
+    """GetItem's key back from Keras's serialization (slices, ellipsis, ints)."""
+    if isinstance(v, list):
+        return tuple(_key_from_keras(k) for k in v)
+    if isinstance(v, dict) and v.get("class_name") == "__slice__":
+        c = v.get("config") or {}
+        return slice(c.get("start"), c.get("stop"), c.get("step"))
+    if isinstance(v, dict) and v.get("class_name") == "__ellipsis__":
+        return Ellipsis
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    raise ValueError(f"GetItem: the key element {v!r} is not one boundfit can read (slices, ... and integers)")
+
+
+class KerasOp:
+    """A Keras operation node of a Functional config (GetItem: x[key]),
+    rebuilt by calling the keras.ops function boundfit traces it with."""
+
+    def __init__(self, entry):
+        self.name = entry.get("name") or (entry.get("config") or {}).get("name")
+        self.class_name = entry.get("class_name")
+
+    def _call_from_keras(self, args, kwargs, tensor):
+        if len(args) != 2 or kwargs:
+            raise ValueError(f"operation {self.name!r} ({self.class_name}): expected args (x, key), got {args!r}")
+        return bf_ops.getitem(tensor(args[0]), _key_from_keras(args[1]))
+
+
+_READ_OPS = {"GetItem"}
+
+
 def _layer_entry(op):
     Model, _ = _models()
+    if is_keras_op(op):
+        return _op_entry(op)
     if isinstance(op, L.InputLayer):
         return _entry("keras.layers", "InputLayer", {"batch_shape": [None, *op.shape], "dtype": "float32",
                                                      "sparse": False, "ragged": False, "name": op.name,
@@ -176,6 +238,8 @@ def functional_config(model):
 
     def node(n):
         ts = [tensor(t) for t in n.inputs]
+        if is_keras_op(n.layer):   # an operation's call: the tensor and its other arguments
+            return _op_call(n.layer, ts)
         if hasattr(n.layer, "_keras_call"):   # a layer with keyword tensor arguments (MultiHeadAttention)
             return n.layer._keras_call(ts)
         many = len(ts) > 1 if isinstance(n.layer, Model) else n.layer._n_inputs == "many"
@@ -255,7 +319,12 @@ def functional_from_config(cfg, custom_objects=None):
             made[name] = layer = L.InputLayer(shape=tuple(shape[1:]), name=ec.get("name", name))
             outs[name] = [[layer.output]]
             continue
-        made[name] = MaskTensor(name) if _is_mask_op(e) else layer_or_model(e, custom_objects)
+        if _is_mask_op(e):
+            made[name] = MaskTensor(name)
+        elif e.get("class_name") in _READ_OPS and str(e.get("module", "")).startswith("keras.src.ops"):
+            made[name] = KerasOp(e)
+        else:
+            made[name] = layer_or_model(e, custom_objects)
         outs[name] = []
         pending[name] = list(e.get("inbound_nodes") or [])
 
@@ -394,7 +463,7 @@ def keras_layers(model, as_functional):
     if k == SEQUENTIAL:
         return list(model._layers)
     if k == FUNCTIONAL:
-        return graph_order(model)[0]
+        return [op for op in graph_order(model)[0] if not is_keras_op(op)]
     return _tracked(model)
 
 
