@@ -68,9 +68,33 @@ def _flat(names, tensors, is_dict):
     return list(tensors)
 
 
+class _CallNode:
+    """Call k of a Keras composite layer (SeparableConv2D), which boundfit
+    traced into sublayer nodes: one node of Keras's graph."""
+
+    def __init__(self, layer, k, inputs, outputs):
+        self.layer, self.index, self.inputs, self.outputs = layer, k, list(inputs), list(outputs)
+
+
+def _composite_calls(layer):
+    calls = layer.__dict__.get("_keras_call_nodes")
+    if calls is None or len(calls) != len(layer.__dict__["_traced_calls"]):
+        calls = [_CallNode(layer, k, ins, outs) for k, (ins, outs) in enumerate(layer.__dict__["_traced_calls"])]
+        layer.__dict__["_keras_call_nodes"] = calls
+    return calls
+
+
 def _src(t):
-    """(operation, node key) producing tensor t: an Input's key is its InputLayer."""
-    return (t._input_layer, t._input_layer) if t._node is None else (t._node.layer, t._node)
+    """(operation, node key) producing tensor t: an Input's key is its InputLayer;
+    a Keras composite layer's output, that layer's call."""
+    if t._node is None:
+        return t._input_layer, t._input_layer
+    outer = t._node.traced_in
+    if outer is not None and outer._keras_composite():
+        for c in _composite_calls(outer):
+            if any(o is t for o in c.outputs):
+                return outer, c
+    return t._node.layer, t._node
 
 
 def graph_order(model):
@@ -83,8 +107,8 @@ def graph_order(model):
         if key in finished:
             return
         first.setdefault(id(op), (len(first), op))
-        if t._node is not None:
-            for u in t._node.inputs:
+        if key is not op:
+            for u in key.inputs:
                 visit(u)
         finished.add(key)
         order.append((key, op))
@@ -105,7 +129,11 @@ def graph_order(model):
 
 
 def _op_nodes(op):
-    return [op] if isinstance(op, L.InputLayer) else list(op._inbound)
+    if isinstance(op, L.InputLayer):
+        return [op]
+    if isinstance(op, L.Layer) and op._keras_composite():
+        return _composite_calls(op)
+    return list(op._inbound)
 
 
 def _out_index(node, t):
@@ -230,7 +258,7 @@ def functional_config(model):
         Functional's nodes count from 1 (its own graph is node 0), in calls from 0."""
         op, key = _src(t)
         shift = 1 if io and isinstance(op, Model) and kind(op) == FUNCTIONAL else 0
-        return [op.name, pos[key] + shift, 0 if t._node is None else _out_index(t._node, t)]
+        return [op.name, pos[key] + shift, 0 if t._node is None else _out_index(key, t)]
 
     def tensor(t):
         return {"class_name": "__keras_tensor__",
@@ -255,7 +283,7 @@ def functional_config(model):
     for op in ops:
         e = _layer_entry(op)
         e["name"] = op.name
-        e["inbound_nodes"] = [] if isinstance(op, L.InputLayer) else [node(n) for n in op._inbound if n in own]
+        e["inbound_nodes"] = [] if isinstance(op, L.InputLayer) else [node(n) for n in _op_nodes(op) if n in own]
         entries.append(e)
 
     def io(names, tensors, is_dict):
@@ -527,6 +555,14 @@ def _unique(name, used):
     return name
 
 
+def engine_layers(layer):
+    """The layers whose weights the engine holds for a layer: itself, or a
+    Keras composite's sublayers (in its weights' order)."""
+    if isinstance(layer, L.Layer) and layer._keras_composite():
+        return [x for sub in layer._sublayers() for x in engine_layers(sub)]
+    return [layer]
+
+
 def trainable_order(model, as_functional=False):
     """The layers in the order of Keras's `model.trainable_variables` (nested
     models' layers in place, a shared layer once)."""
@@ -541,7 +577,7 @@ def trainable_order(model, as_functional=False):
             if isinstance(l, Model):
                 rec(l)
             else:
-                out.append(l)
+                out.extend(engine_layers(l))
     rec(model)
     return out
 
@@ -573,7 +609,8 @@ def model_config(model):
         if built:
             own = set(model._nodes)
             shape = [None] + [None if d is None else int(d)
-                              for d in next(n for n in layer._inbound if n in own).outputs[0]._ps]
+                              for d in next(n for n in _op_nodes(layer) if n in own or (
+                                     isinstance(n, _CallNode) and n.outputs[0]._node in own)).outputs[0]._ps]
         entries.append(e)
     cfg = _obj("keras", "Sequential", dict(name=model.name, trainable=bool(model.trainable), dtype=dict(_DTYPE),
                                            layers=entries))
