@@ -235,6 +235,24 @@ def test_slicing_symbolic_tensors_predicts_and_trains_as_keras(keras, tmp_path):
                                bm.predict(x, verbose=0), rtol=1e-6)
 
 
+def test_keras_files_with_op_nodes_load(keras, tmp_path):
+    """A Keras-written Functional with operation nodes (x * 2.0, x + y, x - 1.0, x[:, 1:]) loads and predicts alike;
+    an operation boundfit does not read is named"""
+    inp = keras.Input((5,))
+    h, g = keras.layers.Dense(4)(inp), keras.layers.Dense(4)(inp)
+    km = keras.Model(inp, keras.layers.Dense(2)((h * 2.0 + g - 1.0)[:, 1:]))
+    km.save(tmp_path / "ops.keras")
+    ours = bf.models.load_model(tmp_path / "ops.keras")
+    x = np.random.default_rng(5).standard_normal((6, 5)).astype(np.float32)
+    np.testing.assert_allclose(ours.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    ours.save(tmp_path / "again.keras")   # and back to Keras
+    np.testing.assert_allclose(keras.models.load_model(tmp_path / "again.keras").predict(x, verbose=0),
+                               km.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    keras.Model(inp, keras.layers.Dense(2)(keras.ops.arctan(h))).save(tmp_path / "arctan.keras")
+    with pytest.raises(ValueError, match="Arctan"):
+        bf.models.load_model(tmp_path / "arctan.keras")
+
+
 def broadcast_graph(M):
     ops = M.ops
     inp = M.Input(shape=(5, 4))
@@ -330,6 +348,15 @@ def test_keras_io_text_classification_with_transformer_matches_keras(keras, tmp_
     bm.save(tmp_path / "text.npz")   # boundfit's graph file keeps the constant
     np.testing.assert_allclose(bf.models.load_model(tmp_path / "text.npz").predict(DATA, verbose=0),
                                bm.predict(DATA, verbose=0), rtol=1e-6)
+    # a .keras file: the traced graph, the positions as zeros_like(x[:, 0, None]) + arange (Keras operations)
+    bm.save(tmp_path / "text.keras")
+    theirs = keras.models.load_model(tmp_path / "text.keras")   # no custom class needed
+    np.testing.assert_allclose(theirs.predict(DATA, verbose=0), bm.predict(DATA, verbose=0), rtol=1e-5, atol=1e-6)
+    ours = bf.models.load_model(tmp_path / "text.keras")
+    assert [type(n.layer).__name__ for n in ours._nodes].count("Const") == 1
+    np.testing.assert_allclose(ours.predict(DATA, verbose=0), bm.predict(DATA, verbose=0), rtol=1e-5, atol=1e-6)
+    for a, b in zip(ours.get_weights(), bm.get_weights()):
+        np.testing.assert_array_equal(a, b)
 
 
 

@@ -22,10 +22,12 @@ subclassed layout, so Keras's instance of the same class reads it."""
 
 import re
 
+import numpy as np
+
 from .. import layers as L, ops as bf_ops
 from ..layers.layer import _DTYPE, keras_object as _obj, layer_config
 from ..layers.merge import _Merge
-from ..layers.node import MaskTensor
+from ..layers.node import KerasTensor, MaskTensor
 from . import config as keras_config
 from .registry import model_classes
 
@@ -172,14 +174,46 @@ _OPS_MODULE = "keras.src.ops.numpy"
 
 
 def is_keras_op(op):
-    """A node Keras writes as an operation, not a layer (not in `model.layers`, no weights path)."""
-    return isinstance(op, L.Slice)
+    """A node Keras writes as operations, not a layer (not in `model.layers`, no weights path)."""
+    return isinstance(op, (L.Slice, L.Const))
+
+
+def _history(name, k, shape):
+    return {"class_name": "__keras_tensor__",
+            "config": {"shape": [None, *shape], "dtype": "float32", "keras_history": [name, k, 0]}}
+
+
+def _const_entries(op, calls):
+    """A Const (values V, the same for every sample, hung on a tensor x of the
+    call) as Keras operations: z = zeros_like(x[:, 0, ..., 0, None, ...]) of
+    shape (batch, 1, ..., 1), then z + V. calls: [(node index, x as a
+    __keras_tensor__)]. The last entry carries the Const's name, so its
+    consumers' references stay."""
+    r = len(op.shape)
+    ones = [1] * r
+    values = {"class_name": "__numpy__", "config": {"value": op._values.tolist(), "dtype": "float32"}}
+    anchor, zeros = f"{op.name}_anchor", f"{op.name}_zeros"
+    out = []
+    for name, cls, extra, node in (
+            (anchor, "GetItem", {}, lambda k, x: {"args": [x, [_slice_entry(None, None, None)] +
+                                                          [0] * (len(x["config"]["shape"]) - 1) + [None] * r],
+                                                 "kwargs": {}}),
+            (zeros, "ZerosLike", {"dtype": None}, lambda k, x: {"args": [_history(anchor, k, ones)], "kwargs": {}}),
+            (op.name, "Add", {}, lambda k, x: {"args": [_history(zeros, k, ones), values], "kwargs": {}})):
+        e = _entry(_OPS_MODULE, cls, dict(name=name, **extra), cls)
+        e["name"] = name
+        e["inbound_nodes"] = [node(k, x) for k, x in calls]
+        out.append(e)
+    return out
+
+
+def _slice_entry(start, stop, step):
+    return {"class_name": "__slice__", "config": {"start": start, "stop": stop, "step": step}}
 
 
 def _slice_key(op):
     """The Slice's key as Keras serializes GetItem's: [__slice__ per axis] (the batch axis whole)."""
-    def sl(start, stop, step):
-        return {"class_name": "__slice__", "config": {"start": start, "stop": stop, "step": step}}
+    sl = _slice_entry
     key = [sl(None, None, None)]
     for b, st, n in zip(op.begin, op.step, op.length):
         key.append(sl(None, None, None) if n == -1 else sl(int(b), int(b + (n - 1) * st + 1),
@@ -204,26 +238,71 @@ def _key_from_keras(v):
         return slice(c.get("start"), c.get("stop"), c.get("step"))
     if isinstance(v, dict) and v.get("class_name") == "__ellipsis__":
         return Ellipsis
-    if isinstance(v, int) and not isinstance(v, bool):
+    if v is None or (isinstance(v, int) and not isinstance(v, bool)):
         return v
-    raise ValueError(f"GetItem: the key element {v!r} is not one boundfit can read (slices, ... and integers)")
+    raise ValueError(f"GetItem: the key element {v!r} is not one boundfit can read (slices, ..., integers, None)")
+
+
+class _ConstAnchor:
+    """x[:, 0, ..., 0, None, ...] (r new axes) of a Functional config, read back:
+    only zeros_like of it, plus an array of r axes, is readable (a Const)."""
+
+    def __init__(self, name, x, r, zeros=False):
+        self.name, self.x, self.r, self.zeros = name, x, r, zeros
+
+
+def _anchor_key(key, x):
+    """r when key is [:, 0, ..., 0 (every axis of x), None * r], else None."""
+    n = len(x._ps)
+    if (len(key) > n + 1 and key[0] == slice(None) and all(k == 0 and not isinstance(k, bool) for k in key[1:n + 1])
+            and all(k is None for k in key[n + 1:])):
+        return len(key) - n - 1
+    return None
+
+
+def _array_arg(v):
+    if isinstance(v, dict) and v.get("class_name") in ("__numpy__", "__tensor__"):
+        return np.array(v["config"]["value"], dtype=np.float32)
+    return None
 
 
 class KerasOp:
-    """A Keras operation node of a Functional config (GetItem: x[key]),
-    rebuilt by calling the keras.ops function boundfit traces it with."""
+    """A Keras operation node of a Functional config, rebuilt by calling the
+    keras.ops function boundfit traces it with: GetItem (x[key]); and the
+    constant boundfit writes a Const as (zeros_like(x[:, 0, None]) + V)."""
 
     def __init__(self, entry):
         self.name = entry.get("name") or (entry.get("config") or {}).get("name")
         self.class_name = entry.get("class_name")
 
+    def _fail(self, args):
+        raise ValueError(f"operation {self.name!r} ({self.class_name}): arguments {args!r} are not a form boundfit "
+                         "reads (x[key] with slices, ... and integers; zeros_like(x[:, 0, None]) + an array)")
+
     def _call_from_keras(self, args, kwargs, tensor):
-        if len(args) != 2 or kwargs:
-            raise ValueError(f"operation {self.name!r} ({self.class_name}): expected args (x, key), got {args!r}")
-        return bf_ops.getitem(tensor(args[0]), _key_from_keras(args[1]))
+        ts = [tensor(a) if isinstance(a, dict) and a.get("class_name") == "__keras_tensor__" else a for a in args]
+        if kwargs or not ts:
+            self._fail(args)
+        if self.class_name == "GetItem" and len(ts) == 2 and not isinstance(ts[0], _ConstAnchor):
+            key = _key_from_keras(args[1])
+            key = key if isinstance(key, tuple) else (key,)
+            r = _anchor_key(key, ts[0])
+            return _ConstAnchor(self.name, ts[0], r) if r is not None else bf_ops.getitem(ts[0], key)
+        if self.class_name == "ZerosLike" and len(ts) == 1 and isinstance(ts[0], _ConstAnchor):
+            return _ConstAnchor(self.name, ts[0].x, ts[0].r, zeros=True)
+        if self.class_name == "Add" and len(ts) == 2 and isinstance(ts[0], _ConstAnchor) and ts[0].zeros:
+            v = _array_arg(args[1])
+            if v is not None and v.ndim == ts[0].r:
+                return L.Const(v, name=self.name)(ts[0].x)
+        fn = _BINARY.get(self.class_name)
+        if fn is not None and len(ts) == 2 and all(isinstance(t, KerasTensor) or (
+                isinstance(t, (int, float)) and not isinstance(t, bool)) for t in ts):
+            return getattr(bf_ops, fn)(*ts)   # x + y, x * 2.0 ...: as keras.ops traces them here
+        self._fail(args)
 
 
-_READ_OPS = {"GetItem"}
+_BINARY = {"Add": "add", "Subtract": "subtract", "Multiply": "multiply"}
+_READ_OPS = {"GetItem", "ZerosLike"} | set(_BINARY)
 
 
 def _layer_entry(op):
@@ -281,6 +360,9 @@ def functional_config(model):
 
     entries = []
     for op in ops:
+        if isinstance(op, L.Const):
+            entries += _const_entries(op, [(pos[n], tensor(n.inputs[0])) for n in _op_nodes(op) if n in own])
+            continue
         e = _layer_entry(op)
         e["name"] = op.name
         e["inbound_nodes"] = [] if isinstance(op, L.InputLayer) else [node(n) for n in _op_nodes(op) if n in own]
@@ -372,6 +454,9 @@ def functional_from_config(cfg, custom_objects=None):
         return got[ni][ti]
 
     def call(layer, node):
+        if isinstance(layer, KerasOp) and isinstance(node, dict):
+            y = layer._call_from_keras(node.get("args") or [], node.get("kwargs") or {}, tensor)
+            return list(y) if isinstance(y, (list, tuple)) else [y]
         if isinstance(layer, MaskTensor):   # its tensor arguments must exist first (IndexError defers it)
             for a in node.get("args") or []:
                 for t in a if isinstance(a, list) else [a]:
@@ -401,6 +486,9 @@ def functional_from_config(cfg, custom_objects=None):
             if isinstance(t, MaskTensor):
                 raise ValueError(f"layer {layer.name!r}: its input is the Keras op {t.name!r}, which boundfit reads "
                                  "only as a mask (from Embedding(mask_zero=True)), not as data")
+            if isinstance(t, _ConstAnchor):
+                raise ValueError(f"layer {layer.name!r}: its input is the Keras op {t.name!r}, which boundfit reads "
+                                 "only as zeros_like(x[:, 0, None]) + an array (a constant)")
         y = layer(x)
         if isinstance(y, dict):
             return [y[k] for k in sorted(y)]
