@@ -77,7 +77,7 @@ class ShapeRuns:
         self.closed = []   # (shapes, plan, run stats, engine bytes) of each run closed
         self.watchdog = watchdog(first_plan) if watchdog is not None else None
         self.engine = model._engine
-        self.run = open_run(first_plan)
+        self.run, self._last_stats = open_run(first_plan), None
         self.plan = first_plan
 
     def started(self):
@@ -100,8 +100,8 @@ class ShapeRuns:
             self.engine = self.model._engine
             return self.run
         sums = self.run.metric_sums()
+        self._bind(k, shapes)   # a length the layers refuse raises here, with this run still open
         self._close()
-        self._bind(k, shapes)
         try:
             check_x(self.model, xb)
             if yb is not None:
@@ -143,8 +143,11 @@ class ShapeRuns:
         other.load_model()
 
     def _close(self):
+        if self.run is None:
+            return
         eng, stats = self.engine, self.run.stats()   # the arena's high-water mark, before it is released
         self.run.close()
+        self.run, self._last_stats = None, stats
         self.closed.append((list(self.shapes), self.plan, stats,
                             (eng.weight_arena_bytes or 0) + (eng.optimizer_arena_bytes or 0)))
 
@@ -165,7 +168,7 @@ class ShapeRuns:
         return self.run.metric_results()
 
     def stats(self):
-        return self.run.stats()
+        return self.run.stats() if self.run is not None else self._last_stats
 
     def close(self):
         self._close()
