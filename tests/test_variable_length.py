@@ -90,8 +90,11 @@ def test_each_length_is_planned_exactly():
         stats = m._last_run_stats
         arenas = m._engine.weight_arena_bytes + m._engine.optimizer_arena_bytes + \
             sum(s["run_high_water"] for s in stats)
-        planned = sum(e.bytes for e in m._last_plan.breakdown if e.category not in ("runtime", "measured"))
+        planned = sum(e.bytes for e in m._last_plan.breakdown if e.category not in ("runtime", "measured", "cached"))
         assert planned == arenas, T
+        cached = sum(e.bytes for e in m._last_plan.breakdown if e.category == "cached")
+        assert cached == sum(e["engine"].weight_arena_bytes + e["engine"].optimizer_arena_bytes
+                             for e in m._engines.values() if e["engine"] is not m._engine) == (T == 30) * cached
         engine_bytes.append(planned)
     assert engine_bytes[1] > engine_bytes[0]   # longer sequences, larger activations
 
@@ -197,17 +200,21 @@ def test_each_length_is_built_once_cached_and_planned_exactly():
     runs = m._bucket_runs
     assert [r[0] for r in runs] == [[(5,)], [(7,)], [(5,)], [(9,)], [(7,)]]
     for shapes, plan, stats, engine_bytes in runs:   # every run's arena high-water is its length's plan
-        planned = sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured"))
+        planned = sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured", "cached"))
         assert planned == engine_bytes + stats["run_high_water"], shapes
     assert runs[0][1] is runs[2][1]   # the plan of a length is made once
     m.fit(bucket_source(bf, batches), epochs=1, shuffle=False, verbose=0)
     assert all(m._engines[k]["engine"] is engines[k] for k in engines)   # a second fit rebuilds nothing
-    by_len = {r[0][0][0]: r[1].host_bytes for r in runs}
+    def own(p):   # the plan less the engines cached for the other lengths (more of them later on)
+        return p.host_bytes - sum(e.bytes for e in p.breakdown if e.category == "cached")
+    by_len = {r[0][0][0]: own(r[1]) for r in runs}
     assert by_len[5] < by_len[7] < by_len[9]
     # estimate_memory at the declared lengths: the plan of the largest, equal to the fit's own plans
     est = m.estimate_memory(batch_size=6, lengths=[5, 9, 7])
     assert est.length == 9 and sorted(est.plans_by_length) == [5, 7, 9]
-    assert {n: p.host_bytes for n, p in est.plans_by_length.items()} == by_len
+    assert {n: own(p) for n, p in est.plans_by_length.items()} == by_len
+    cached = [e for e in est.breakdown if e.category == "cached"]   # the two other lengths' engines, held
+    assert len(cached) == 1 and cached[0].bytes == m.cached_engine_bytes() > 0
 
 
 def test_a_length_that_does_not_fit_stops_before_its_first_step():

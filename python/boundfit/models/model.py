@@ -587,7 +587,9 @@ class Model(graph.GraphModel):
                     self, batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch, mode=mode,
                     memory_limit=memory_limit, validation_batch_size=validation_batch_size,
                     shuffle_rows=shuffle_rows, weighted=weighted)
-            worst = max(plans, key=lambda n: plans[n].host_bytes + plans[n].device_bytes)
+            def own(p):   # less the other lengths' cached engines, which are held whichever runs
+                return p.host_bytes + p.device_bytes - sum(e.bytes for e in p.breakdown if e.category == "cached")
+            worst = max(plans, key=lambda n: own(plans[n]))
             plan = plans[worst]
             plan.plans_by_length, plan.length = plans, worst
             return plan
