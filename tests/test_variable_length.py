@@ -259,3 +259,36 @@ def test_declared_lengths_plan_the_fit_upfront_and_refuse_others():
         fixed.fit(np.zeros((4, 3)), np.zeros((4, 1)), lengths=[3], verbose=0)
     with pytest.raises(DataError, match="predict runs one input shape per call"):
         m.predict(bucket_source(bf, [(x,) for x, _ in batches]), verbose=0)
+
+
+def test_a_length_the_layers_refuse_mid_fit_names_the_batch_and_keeps_the_model():
+    def build(M):
+        ids = M.Input(shape=(None,), dtype="int32")
+        x = M.layers.Conv1D(3, 5)(M.layers.Embedding(30, 4)(ids))   # needs 5 steps or more
+        return M.Model(ids, M.layers.Dense(1)(M.layers.GlobalMaxPooling1D()(x)))
+    m = build(bf)
+    m.compile("sgd", "mse")
+    with pytest.raises(DataError, match=r"batch 1: .*cannot run on inputs of shape \[\(None, 3\)\]"):
+        m.fit(bucket_source(bf, bucket_batches([6, 3])), shuffle=False, verbose=0)
+    assert m._bound == [(6,)] and int(m._engine.iterations()) == 1   # the engine of the last step, current
+
+
+def test_moving_metric_statistics_between_runs_checks_its_argument():
+    m = bucket_model(bf)
+    m.compile("adam", "binary_crossentropy", metrics=["accuracy"])
+    m.fit(bucket_source(bf, bucket_batches([5])), verbose=0)
+    run = m._engine.open_run("evaluate", 4)
+    try:
+        sums = run.metric_sums()
+        assert len(sums) > 0 and all(v == 0.0 for v in sums)
+        with pytest.raises(ValueError, match=f"set_metric_sums: 1 values, the run's metrics hold {len(sums)}"):
+            run.set_metric_sums([1.0])
+        with pytest.raises(TypeError):
+            run.set_metric_sums(["x"] * len(sums))
+        assert run.metric_sums() == sums   # all or nothing
+        run.set_metric_sums([2.0] * len(sums))
+        assert run.metric_sums() == [2.0] * len(sums)
+    finally:
+        run.close()
+    with pytest.raises(Exception, match="closed|not open"):
+        run.metric_sums()
