@@ -15,6 +15,12 @@
   layer used twice stored once; a subclassed model's attributes by name
   (sorted, private ones last), with `layers` among them.
 
+- Operations (not layers) of a graph: the Slice kind as Keras's GetItem,
+  the Const kind as zeros_like(x[:, 0, None]) + values; read back from
+  Keras's files with Add / Subtract / Multiply of tensors and numbers.
+- Keras composite layers (SeparableConv2D), which boundfit traces into
+  sublayers, as one layer of Keras's graph with its own weights path.
+
 A traced subclassed model is written to `.keras` as the Functional graph it
 was traced into: Keras needs the user's class to rebuild a subclassed model,
 and the graph is what boundfit runs. Its `.weights.h5` keeps Keras's
