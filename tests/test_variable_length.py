@@ -185,9 +185,12 @@ def test_one_fit_over_batches_of_several_lengths_matches_keras(keras):
     assert int(bm.optimizer.iterations) == int(km.optimizer.iterations) == 8
     for a, b in zip(km.get_weights(), bm.get_weights()):
         np.testing.assert_allclose(b, a, rtol=1e-3, atol=2e-5)
-    # evaluate over the same batches: one engine per length, the loss and metric over all of them
+    # evaluate and predict over the same batches: one engine per length, the loss and metric over all of them
     ek, eb = km.evaluate(bucket_source(keras, batches), verbose=0), bm.evaluate(bucket_source(bf, batches), verbose=0)
     np.testing.assert_allclose(eb, ek, rtol=1e-4)
+    xs = [(x,) for x, _ in batches]
+    np.testing.assert_allclose(bm.predict(bucket_source(bf, xs), verbose=0),
+                               km.predict(bucket_source(keras, xs), verbose=0), rtol=1e-5, atol=1e-6)
 
 
 def test_each_length_is_built_once_cached_and_planned_exactly():
@@ -257,8 +260,9 @@ def test_declared_lengths_plan_the_fit_upfront_and_refuse_others():
     fixed.compile("sgd", "mse")
     with pytest.raises(ValueError, match="no variable-length input"):
         fixed.fit(np.zeros((4, 3)), np.zeros((4, 1)), lengths=[3], verbose=0)
-    with pytest.raises(DataError, match="predict runs one input shape per call"):
-        m.predict(bucket_source(bf, [(x,) for x, _ in batches]), verbose=0)
+    seq_out = bf.Model(m.input, m.layers[2].output)   # (None, None, 5): one output shape per length
+    with pytest.raises(DataError, match=r"batch 1: the predictions of one call are joined, so they need one output"):
+        seq_out.predict(bucket_source(bf, [(x,) for x, _ in batches]), verbose=0)
 
 
 def test_a_length_the_layers_refuse_mid_fit_names_the_batch_and_keeps_the_model():

@@ -223,16 +223,21 @@ class SequenceData:
         outs = []
         first = None
         for k, xb, *_ in self._batches():
-            shapes = [a.shape[1:] for a in xb.arrays]
+            if hasattr(run, "for_batch"):   # several lengths: each batch on its length's engine
+                r = run.for_batch(k, xb)
+                shapes = [tuple(s) for s in self.model._engine.output_shapes]
+                what = "output"
+            else:
+                r, shapes, what = run, [a.shape[1:] for a in xb.arrays], "input"
             first = shapes if first is None else first
             if shapes != first:
-                raise DataError(f"batch {k}: predict runs one input shape per call; this batch has "
-                                f"{[(None,) + tuple(s) for s in shapes]}, the first had "
+                raise DataError(f"batch {k}: the predictions of one call are joined, so they need one {what} "
+                                f"shape; this batch has {[(None,) + tuple(s) for s in shapes]}, the first had "
                                 f"{[(None,) + tuple(s) for s in first]} (make one predict call per length)",
                                 batch_index=k)
             o = np.empty((xb.rows,) + tuple(out_shape), dtype=np.float32)
             _before(chunks, k)
-            run.predict(xb.view(0, xb.rows), o, 0, xb.rows, 0)
+            r.predict(xb.view(0, xb.rows), o, 0, xb.rows, 0)
             outs.append(o)
             on_step(k + 1, view(o, 0, o.shape[0]) if view is not None else o)
         if not outs:

@@ -428,7 +428,12 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
                            predict_rows=dist_fit.predict_rows(src, gather))   # [dist hook] with the gathered rows
     memory.require_fits(plan)
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
-    run = model._engine.open_run("predict", plan.rows, device=plan.device)
+    if isinstance(src, SequenceData) and getattr(model, "_dynamic", False):   # batches of several lengths
+        run = buckets.ShapeRuns(model, lambda p: model._engine.open_run("predict", p.rows, device=p.device),
+                                lambda: memory.plan_run(model, "predict", src.batch_size, device, memory_limit),
+                                plan)
+    else:
+        run = model._engine.open_run("predict", plan.rows, device=plan.device)
     bar = Progbar(src.steps_per_epoch, verbose, plan=plan)
     stop, model.stop_training = getattr(model, "stop_training", False), False
     shapes = [tuple(s) for s in model._engine.output_shapes]
