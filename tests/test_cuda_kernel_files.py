@@ -15,6 +15,7 @@ import pytest
 import boundfit as bf
 from boundfit import layers
 from test_cuda_backend import _REASON, _assert_weights_close, _train_both
+from test_variable_length import bucket_batches, bucket_model, bucket_source
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=_REASON or "")]
 
@@ -197,3 +198,19 @@ def test_a_constant_read_in_a_custom_layer_trains_to_the_cpu_weights_on_cuda():
     cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "const")
     np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
+
+
+def test_a_fit_over_batches_of_several_lengths_trains_to_the_cpu_weights_on_cuda():
+    """variable-length inputs bucketed in one fit: one device run per length, the weights and the optimizer's
+    slots moved between them (Run.sync_model / load_model), validation on the first length's engine"""
+    batches = bucket_batches([5, 7, 5, 9])
+    x0, y0 = bucket_batches([5], seed=9)[0]
+
+    def adam():
+        return dict(optimizer=bf.optimizers.Adam(0.02), loss="binary_crossentropy", metrics=["accuracy"])
+    cpu, gpu, hc, hg = _train_both(lambda: bucket_model(bf), adam, bucket_source(bf, batches), None, epochs=2,
+                                   validation_data=(x0, y0))
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "buckets")
+    for key in ("loss", "accuracy", "val_loss"):
+        np.testing.assert_allclose(hg.history[key], hc.history[key], rtol=1e-4)
+    assert int(gpu.optimizer.iterations) == 8

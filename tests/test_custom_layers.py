@@ -85,8 +85,8 @@ def test_a_custom_transformer_block_predicts_and_trains_as_keras(keras):
 
 def test_a_custom_layer_has_keras_weights_config_and_dropout(keras):
     km, bm = pair(keras, rate=0.3)
-    kb, bb = km.layers[2], [l for l in bm.layers if type(l).__name__ == "MultiHeadAttention"]
-    assert type(kb).__name__ == "TransformerBlock" and bb   # boundfit lists the block's layers in the graph
+    kb, bb = km.layers[2], bm.layers[2]
+    assert type(kb).__name__ == type(bb).__name__ == "TransformerBlock"   # one layer, as in Keras
     block = transformer_block(bf, 0.3)(8, 2, 16, name="blk")
     cfg = block.get_config()
     assert cfg["name"] == "blk" and cfg["embed_dim"] == 8 and cfg["trainable"] is True
@@ -95,6 +95,34 @@ def test_a_custom_layer_has_keras_weights_config_and_dropout(keras):
     bm.compile("adam", "sparse_categorical_crossentropy")
     bm.fit(DATA, LABELS, batch_size=16, epochs=1, verbose=0)   # dropout active in training
     assert all(np.isfinite(w).all() for w in bm.get_weights())
+
+
+def test_a_custom_layer_is_one_layer_of_the_model_with_keras_weights(keras):
+    km, bm = pair(keras)
+    assert [type(l).__name__ for l in bm.layers] == [type(l).__name__ for l in km.layers] == \
+        ["InputLayer", "Embedding", "TransformerBlock", "GlobalAveragePooling1D", "Lambda", "Dense"]
+    for k, b in zip(km.layers, bm.layers):   # per layer, Keras's weights in Keras's order
+        assert [w.shape for w in b.get_weights()] == [tuple(w.shape) for w in k.get_weights()], b.name
+        for wk, wb in zip(k.get_weights(), b.get_weights()):
+            np.testing.assert_array_equal(wb, wk)
+    block = bm.layers[2]
+    assert bm.get_layer(block.name) is block and bm.get_layer(index=2) is block
+    assert [w.shape for w in block.weights] == [tuple(v.shape) for v in km.layers[2].weights]
+    # set_weights on the block alone reaches the engine: predictions follow Keras's block with those weights
+    r = np.random.default_rng(7)
+    new = [r.standard_normal(w.shape).astype(np.float32) * 0.3 for w in km.layers[2].get_weights()]
+    km.layers[2].set_weights(new)
+    block.set_weights(new)
+    for wk, wb in zip(km.layers[2].get_weights(), block.get_weights()):
+        np.testing.assert_array_equal(wb, wk)
+    np.testing.assert_allclose(bm.predict(DATA, verbose=0), km.predict(DATA, verbose=0), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match=f"layer '{block.name}' has {len(new)} weights, got 2"):
+        block.set_weights(new[:2])
+    lines = []
+    bm.summary(print_fn=lines.append)
+    text = "\n".join(lines)
+    assert f"{block.name} (TransformerBlock)" in text and "MultiHeadAttention" not in text
+    assert f"{block.count_params():,}" in text and block.count_params() == km.layers[2].count_params()
 
 
 def test_a_model_with_custom_layers_is_saved_as_its_graph_and_opens_in_keras(keras, tmp_path):
@@ -195,11 +223,34 @@ def test_slicing_symbolic_tensors_predicts_and_trains_as_keras(keras, tmp_path):
     np.testing.assert_allclose(hb.history["loss"], hk.history["loss"], rtol=1e-4)
     for a, b in zip(km.get_weights(), bm.get_weights()):
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6)
-    with pytest.raises(ValueError, match="Slice"):
-        bm.save(tmp_path / "sliced.keras")
-    bm.save(tmp_path / "sliced.npz")   # boundfit's own graph file keeps it
+    bm.save(tmp_path / "sliced.keras")   # the slices as Keras's GetItem operations
+    np.testing.assert_allclose(keras.models.load_model(tmp_path / "sliced.keras").predict(x, verbose=0),
+                               km.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    km.save(tmp_path / "theirs.keras")
+    ours = bf.models.load_model(tmp_path / "theirs.keras")
+    np.testing.assert_allclose(ours.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    assert [type(n.layer).__name__ for n in ours._nodes].count("Slice") == 3
+    bm.save(tmp_path / "sliced.npz")   # boundfit's own graph file keeps it too
     np.testing.assert_allclose(bf.models.load_model(tmp_path / "sliced.npz").predict(x, verbose=0),
                                bm.predict(x, verbose=0), rtol=1e-6)
+
+
+def test_keras_files_with_op_nodes_load(keras, tmp_path):
+    """A Keras-written Functional with operation nodes (x * 2.0, x + y, x - 1.0, x[:, 1:]) loads and predicts alike;
+    an operation boundfit does not read is named"""
+    inp = keras.Input((5,))
+    h, g = keras.layers.Dense(4)(inp), keras.layers.Dense(4)(inp)
+    km = keras.Model(inp, keras.layers.Dense(2)((h * 2.0 + g - 1.0)[:, 1:]))
+    km.save(tmp_path / "ops.keras")
+    ours = bf.models.load_model(tmp_path / "ops.keras")
+    x = np.random.default_rng(5).standard_normal((6, 5)).astype(np.float32)
+    np.testing.assert_allclose(ours.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    ours.save(tmp_path / "again.keras")   # and back to Keras
+    np.testing.assert_allclose(keras.models.load_model(tmp_path / "again.keras").predict(x, verbose=0),
+                               km.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    keras.Model(inp, keras.layers.Dense(2)(keras.ops.arctan(h))).save(tmp_path / "arctan.keras")
+    with pytest.raises(ValueError, match="Arctan"):
+        bf.models.load_model(tmp_path / "arctan.keras")
 
 
 def broadcast_graph(M):
@@ -288,7 +339,8 @@ def test_keras_io_text_classification_with_transformer_matches_keras(keras, tmp_
     for k, b in zip(kl, bl):
         b.set_weights(k.get_weights())
     np.testing.assert_allclose(bm.predict(DATA, verbose=0), km.predict(DATA, verbose=0), rtol=1e-5, atol=1e-6)
-    assert [type(l).__name__ for l in bm.layers].count("Const") == 1   # the positions, a non-trainable constant
+    assert [type(l).__name__ for l in bm.layers] == [type(l).__name__ for l in km.layers]   # the custom layers as one
+    assert [type(n.layer).__name__ for n in bm._nodes].count("Const") == 1   # the positions, a non-trainable constant
     bm.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
     h = bm.fit(DATA, LABELS, batch_size=16, epochs=2, validation_split=0.25, verbose=0)
     assert np.isfinite(h.history["loss"]).all() and "val_accuracy" in h.history
@@ -296,6 +348,15 @@ def test_keras_io_text_classification_with_transformer_matches_keras(keras, tmp_
     bm.save(tmp_path / "text.npz")   # boundfit's graph file keeps the constant
     np.testing.assert_allclose(bf.models.load_model(tmp_path / "text.npz").predict(DATA, verbose=0),
                                bm.predict(DATA, verbose=0), rtol=1e-6)
+    # a .keras file: the traced graph, the positions as zeros_like(x[:, 0, None]) + arange (Keras operations)
+    bm.save(tmp_path / "text.keras")
+    theirs = keras.models.load_model(tmp_path / "text.keras")   # no custom class needed
+    np.testing.assert_allclose(theirs.predict(DATA, verbose=0), bm.predict(DATA, verbose=0), rtol=1e-5, atol=1e-6)
+    ours = bf.models.load_model(tmp_path / "text.keras")
+    assert [type(n.layer).__name__ for n in ours._nodes].count("Const") == 1
+    np.testing.assert_allclose(ours.predict(DATA, verbose=0), bm.predict(DATA, verbose=0), rtol=1e-5, atol=1e-6)
+    for a, b in zip(ours.get_weights(), bm.get_weights()):
+        np.testing.assert_array_equal(a, b)
 
 
 

@@ -4,7 +4,10 @@ engine for the shapes its data brings (weights and optimizer state carry over)
 and plans that run exactly. Checked against Keras 3 with the same weights:
 predictions at several lengths, a step-by-step decoding loop, two fits at two
 lengths (the optimizer state continues); files with a variable-length input
-open in both; the errors name the layer or the data."""
+open in both; the errors name the layer or the data. One fit or evaluate over
+batches of several lengths (a Sequence of buckets) builds one engine per
+length, cached, plans each exactly and checks it before its first step;
+fit(lengths=...) plans them all before step one."""
 
 import numpy as np
 import pytest
@@ -87,8 +90,11 @@ def test_each_length_is_planned_exactly():
         stats = m._last_run_stats
         arenas = m._engine.weight_arena_bytes + m._engine.optimizer_arena_bytes + \
             sum(s["run_high_water"] for s in stats)
-        planned = sum(e.bytes for e in m._last_plan.breakdown if e.category not in ("runtime", "measured"))
+        planned = sum(e.bytes for e in m._last_plan.breakdown if e.category not in ("runtime", "measured", "cached"))
         assert planned == arenas, T
+        cached = sum(e.bytes for e in m._last_plan.breakdown if e.category == "cached")
+        assert cached == sum(e["engine"].weight_arena_bytes + e["engine"].optimizer_arena_bytes
+                             for e in m._engines.values() if e["engine"] is not m._engine) == (T == 30) * cached
         engine_bytes.append(planned)
     assert engine_bytes[1] > engine_bytes[0]   # longer sequences, larger activations
 
@@ -137,3 +143,156 @@ def test_a_variable_length_sequential_runs_saves_and_matches_keras(keras, tmp_pa
     theirs = keras.models.load_model(tmp_path / "seq.keras")
     assert theirs.input_shape == (None, None, 7)
     np.testing.assert_allclose(theirs.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+
+
+# ---- batches of several lengths in one fit (bucketed, as keras.io's text pipelines batch them) ----
+
+def bucket_model(M, rnn="LSTM"):
+    ids = M.Input(shape=(None,), dtype="int32")
+    x = M.layers.Embedding(30, 6)(ids)
+    x = getattr(M.layers, rnn)(5, return_sequences=True)(x)
+    x = M.layers.GlobalAveragePooling1D()(x)
+    return M.Model(ids, M.layers.Dense(1, activation="sigmoid")(x))
+
+
+def bucket_batches(lengths, rows=6, seed=5):
+    rng = np.random.default_rng(seed)
+    return [(rng.integers(0, 30, (rows, T)).astype(np.int32), rng.integers(0, 2, (rows, 1)).astype(np.float32))
+            for T in lengths]
+
+
+def bucket_source(M, batches):
+    class Buckets(M.utils.PyDataset):
+        def __len__(self):
+            return len(batches)
+
+        def __getitem__(self, i):
+            return batches[i]
+    return Buckets()
+
+
+def test_one_fit_over_batches_of_several_lengths_matches_keras(keras):
+    km, bm = pair(keras, bucket_model)
+    batches = bucket_batches([5, 7, 5, 9])
+    km.compile(keras.optimizers.Adam(0.02), "binary_crossentropy", metrics=["accuracy"])
+    bm.compile(bf.optimizers.Adam(0.02), "binary_crossentropy", metrics=["accuracy"])
+    val = bucket_batches([5], seed=9)[0]   # validated on the first length's engine, after the epoch's last (9)
+    hk = km.fit(bucket_source(keras, batches), epochs=2, shuffle=False, verbose=0, validation_data=val)
+    hb = bm.fit(bucket_source(bf, batches), epochs=2, shuffle=False, verbose=0, validation_data=val)
+    for key in ("loss", "val_loss", "val_accuracy"):
+        np.testing.assert_allclose(hb.history[key], hk.history[key], rtol=1e-4)
+    np.testing.assert_allclose(hb.history["accuracy"], hk.history["accuracy"], rtol=1e-6)
+    assert int(bm.optimizer.iterations) == int(km.optimizer.iterations) == 8
+    for a, b in zip(km.get_weights(), bm.get_weights()):
+        np.testing.assert_allclose(b, a, rtol=1e-3, atol=2e-5)
+    # evaluate and predict over the same batches: one engine per length, the loss and metric over all of them
+    ek, eb = km.evaluate(bucket_source(keras, batches), verbose=0), bm.evaluate(bucket_source(bf, batches), verbose=0)
+    np.testing.assert_allclose(eb, ek, rtol=1e-4)
+    xs = [(x,) for x, _ in batches]
+    np.testing.assert_allclose(bm.predict(bucket_source(bf, xs), verbose=0),
+                               km.predict(bucket_source(keras, xs), verbose=0), rtol=1e-5, atol=1e-6)
+
+
+def test_each_length_is_built_once_cached_and_planned_exactly():
+    m = bucket_model(bf)
+    m.compile("adam", "binary_crossentropy")
+    batches = bucket_batches([5, 7, 5, 9, 7])
+    m.fit(bucket_source(bf, batches), epochs=1, shuffle=False, verbose=0)
+    assert set(m._engines) == {((5,),), ((7,),), ((9,),)}   # one engine per length, 5 and 7 not rebuilt
+    engines = {k: e["engine"] for k, e in m._engines.items()}
+    runs = m._bucket_runs
+    assert [r[0] for r in runs] == [[(5,)], [(7,)], [(5,)], [(9,)], [(7,)]]
+    for shapes, plan, stats, engine_bytes in runs:   # every run's arena high-water is its length's plan
+        planned = sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured", "cached"))
+        assert planned == engine_bytes + stats["run_high_water"], shapes
+    assert runs[0][1] is runs[2][1]   # the plan of a length is made once
+    m.fit(bucket_source(bf, batches), epochs=1, shuffle=False, verbose=0)
+    assert all(m._engines[k]["engine"] is engines[k] for k in engines)   # a second fit rebuilds nothing
+    def own(p):   # the plan less the engines cached for the other lengths (more of them later on)
+        return p.host_bytes - sum(e.bytes for e in p.breakdown if e.category == "cached")
+    by_len = {r[0][0][0]: own(r[1]) for r in runs}
+    assert by_len[5] < by_len[7] < by_len[9]
+    # estimate_memory at the declared lengths: the plan of the largest, equal to the fit's own plans
+    est = m.estimate_memory(batch_size=6, lengths=[5, 9, 7])
+    assert est.length == 9 and sorted(est.plans_by_length) == [5, 7, 9]
+    assert {n: own(p) for n, p in est.plans_by_length.items()} == by_len
+    cached = [e for e in est.breakdown if e.category == "cached"]   # the two other lengths' engines, held
+    assert len(cached) == 1 and cached[0].bytes == m.cached_engine_bytes() > 0
+
+
+def test_a_length_that_does_not_fit_stops_before_its_first_step():
+    m = bucket_model(bf)
+    m.compile("adam", "binary_crossentropy")
+    est = m.estimate_memory(batch_size=6, lengths=[5, 4000]).plans_by_length
+    new = {n: p.host_bytes - p.held_bytes for n, p in est.items()}
+    limit = (new[5] + new[4000]) // 2
+    batches = bucket_batches([5, 4000], seed=6)
+    w0 = m.get_weights()
+    with pytest.raises(bf.MemoryBudgetError, match=r"batch 1: input shape \(None, 4000\)") as err:
+        m.fit(bucket_source(bf, batches), epochs=1, shuffle=False, verbose=0, memory_limit=limit)
+    assert err.value.needed_bytes > err.value.available_bytes
+    assert int(m._engine.iterations()) == 1   # the step of batch 0 was taken, nothing after it
+    assert any((a != b).any() for a, b in zip(w0, m.get_weights()))
+    # declared upfront: the whole fit is planned before step one, so it refuses before any step
+    m2 = bucket_model(bf)
+    m2.compile("adam", "binary_crossentropy")
+    w0 = m2.get_weights()
+    with pytest.raises(bf.MemoryBudgetError, match=r"input shape \(None, 4000\)"):
+        m2.fit(bucket_source(bf, batches), lengths=[5, 4000], verbose=0, memory_limit=limit)
+    assert int(m2.optimizer.iterations) == 0
+    for a, b in zip(w0, m2.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_declared_lengths_plan_the_fit_upfront_and_refuse_others():
+    m = bucket_model(bf)
+    m.compile("adam", "binary_crossentropy")
+    batches = bucket_batches([5, 9, 5])
+    m.fit(bucket_source(bf, batches), lengths=[5, 9], shuffle=False, verbose=0)
+    assert m._last_plan is m._bucket_plans[((9,),)]   # the fit's plan: its largest length's
+    with pytest.raises(DataError, match=r"batch 1: input shape \(None, 7\) is not one of the lengths"):
+        m.fit(bucket_source(bf, bucket_batches([5, 7])), lengths=[5, 9], shuffle=False, verbose=0)
+    with pytest.raises(ValueError, match="lengths must be a list of positive ints"):
+        m.fit(bucket_source(bf, batches), lengths=[5, 0], verbose=0)
+    with pytest.raises(ValueError, match="lengths: declared lengths apply to a Sequence"):
+        m.fit(*batches[0], lengths=[5], verbose=0)
+    fixed = bf.Sequential([bf.Input((3,)), bf.layers.Dense(1)])
+    fixed.compile("sgd", "mse")
+    with pytest.raises(ValueError, match="no variable-length input"):
+        fixed.fit(np.zeros((4, 3)), np.zeros((4, 1)), lengths=[3], verbose=0)
+    seq_out = bf.Model(m.input, m.layers[2].output)   # (None, None, 5): one output shape per length
+    with pytest.raises(DataError, match=r"batch 1: the predictions of one call are joined, so they need one output"):
+        seq_out.predict(bucket_source(bf, [(x,) for x, _ in batches]), verbose=0)
+
+
+def test_a_length_the_layers_refuse_mid_fit_names_the_batch_and_keeps_the_model():
+    def build(M):
+        ids = M.Input(shape=(None,), dtype="int32")
+        x = M.layers.Conv1D(3, 5)(M.layers.Embedding(30, 4)(ids))   # needs 5 steps or more
+        return M.Model(ids, M.layers.Dense(1)(M.layers.GlobalMaxPooling1D()(x)))
+    m = build(bf)
+    m.compile("sgd", "mse")
+    with pytest.raises(DataError, match=r"batch 1: .*cannot run on inputs of shape \[\(None, 3\)\]"):
+        m.fit(bucket_source(bf, bucket_batches([6, 3])), shuffle=False, verbose=0)
+    assert m._bound == [(6,)] and int(m._engine.iterations()) == 1   # the engine of the last step, current
+
+
+def test_moving_metric_statistics_between_runs_checks_its_argument():
+    m = bucket_model(bf)
+    m.compile("adam", "binary_crossentropy", metrics=["accuracy"])
+    m.fit(bucket_source(bf, bucket_batches([5])), verbose=0)
+    run = m._engine.open_run("evaluate", 4)
+    try:
+        sums = run.metric_sums()
+        assert len(sums) > 0 and all(v == 0.0 for v in sums)
+        with pytest.raises(ValueError, match=f"set_metric_sums: 1 values, the run's metrics hold {len(sums)}"):
+            run.set_metric_sums([1.0])
+        with pytest.raises(TypeError):
+            run.set_metric_sums(["x"] * len(sums))
+        assert run.metric_sums() == sums   # all or nothing
+        run.set_metric_sums([2.0] * len(sums))
+        assert run.metric_sums() == [2.0] * len(sums)
+    finally:
+        run.close()
+    with pytest.raises(Exception, match="closed|not open"):
+        run.metric_sums()

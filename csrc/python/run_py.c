@@ -319,26 +319,56 @@ static PyObject *Run_metric_results(RunObject *self, PyObject *noargs) {
     return out;
 }
 
-/* the metrics' accumulated sums (bytes of nmv doubles): data parallel sums
- * them over the ranks and puts them back, so every metric is the one of all
- * the ranks' rows */
+/* the metric statistics summed since the last reset (their raw sums, one
+ * float per value): moved from one run to another when a fit changes the
+ * batch shape (engine/buckets.py), so that an epoch's metrics span every run */
 static PyObject *Run_metric_sums(RunObject *self, PyObject *noargs) {
     (void)noargs;
     if (need_open(self) < 0) return NULL;
-    return PyBytes_FromStringAndSize((const char *)self->r.macc, (Py_ssize_t)sizeof(double) * self->r.nmv);
+    PyObject *out = PyList_New(self->r.nmv);
+    for (long i = 0; out && i < self->r.nmv; i++) PyList_SET_ITEM(out, i, PyFloat_FromDouble(self->r.macc[i]));
+    return out;
 }
 
+/* set_metric_sums([sums]): replace the metric statistics (all or nothing) */
 static PyObject *Run_set_metric_sums(RunObject *self, PyObject *arg) {
     if (need_open(self) < 0) return NULL;
-    Py_buffer b;
-    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
-    const Py_ssize_t want = (Py_ssize_t)sizeof(double) * self->r.nmv;
-    if (b.len != want) {
-        PyBuffer_Release(&b);
-        return PyErr_Format(PyExc_ValueError, "set_metric_sums: %zd bytes, the run's metrics have %zd", b.len, want);
+    PyObject *seq = PySequence_Fast(arg, "set_metric_sums: a list of floats");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n != (Py_ssize_t)self->r.nmv) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "set_metric_sums: %zd values, the run's metrics hold %ld", n,
+                            (long)self->r.nmv);
     }
-    if (want) memcpy(self->r.macc, b.buf, (size_t)want);
-    PyBuffer_Release(&b);
+    for (Py_ssize_t i = 0; i < n; i++) { /* checked first: all or nothing */
+        double v = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, i));
+        if (v == -1.0 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) self->r.macc[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, i));
+    Py_DECREF(seq);
+    Py_RETURN_NONE;
+}
+
+/* sync_model(): a device run's weights and optimizer slots back into the
+ * model's host arrays (a no-op on the CPU, where they coincide) */
+static PyObject *Run_sync_model(RunObject *self, PyObject *noargs) {
+    (void)noargs;
+    if (need_open(self) < 0) return NULL;
+    bf_status s = bf_run_sync_model(&self->r);
+    if (s != BF_OK) return run_error(self, s);
+    Py_RETURN_NONE;
+}
+
+/* load_model(): the model's host weights and slots onto the run's device (after set_weights) */
+static PyObject *Run_load_model(RunObject *self, PyObject *noargs) {
+    (void)noargs;
+    if (need_open(self) < 0) return NULL;
+    bf_status s = bf_run_load_model(&self->r);
+    if (s != BF_OK) return run_error(self, s);
     Py_RETURN_NONE;
 }
 
@@ -358,11 +388,13 @@ static PyMethodDef Run_methods[] = {
      "evaluate(x, y, order, n, batch, first_step, nsteps[, sample_weight, class_weight_table])"},
     {"reset_metrics", (PyCFunction)Run_reset_metrics, METH_NOARGS, "zero the metric statistics (epoch start)"},
     {"metric_results", (PyCFunction)Run_metric_results, METH_NOARGS, "metric values since the last reset"},
-    {"metric_sums", (PyCFunction)Run_metric_sums, METH_NOARGS, "the metrics' accumulated sums (bytes of doubles)"},
-    {"set_metric_sums", (PyCFunction)Run_set_metric_sums, METH_O, "replace the metrics' sums (bytes of doubles)"},
     {"predict", (PyCFunction)Run_predict, METH_VARARGS, "predict(x, out, start, n, out_start)"},
     {"close", (PyCFunction)Run_close, METH_NOARGS, "copy device weights back and release the arenas"},
     {"stats", (PyCFunction)Run_stats, METH_NOARGS, "arena statistics"},
+    {"metric_sums", (PyCFunction)Run_metric_sums, METH_NOARGS, "the raw metric statistics since the last reset"},
+    {"set_metric_sums", (PyCFunction)Run_set_metric_sums, METH_O, "replace the raw metric statistics"},
+    {"sync_model", (PyCFunction)Run_sync_model, METH_NOARGS, "device weights and slots back to the model's arrays"},
+    {"load_model", (PyCFunction)Run_load_model, METH_NOARGS, "the model's weights and slots onto the device"},
     {NULL, NULL, 0, NULL},
 };
 

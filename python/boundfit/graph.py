@@ -12,6 +12,7 @@ import numpy as np
 
 from .metrics import Metric
 from .layers.args import engine_kinds
+from .layers.input_layer import InputLayer
 from .layers.node import KerasTensor, Node, SymbolicTensorError, _as_tensors
 
 
@@ -245,8 +246,13 @@ def _unique(seq):
 def model_layers(model):
     """Keras `model.layers` of a functional model, InputLayers included (a nested model as one), in Keras's order."""
     rank = keras_order(model._inputs, model._outputs)
-    calls = [(rank[id(t)], t._input_layer) for t in model._inputs] + [(rank[id(n)], n.layer) for n in model._nodes]
-    return _unique([layer for _, layer in sorted(calls, key=lambda c: c[0])])
+    calls = [(rank[id(t)], t._input_layer) for t in model._inputs] + [(rank[id(n)], n.layer) for n in model._nodes
+                                                                       if n.traced_in is None]
+    last = {}   # a custom layer (its call() traced into sublayer nodes) stands where its output is made
+    for n in model._nodes:
+        if n.traced_in is not None:
+            last[id(n.traced_in)] = (max(last.get(id(n.traced_in), (-1,))[0], rank[id(n)]), n.traced_in)
+    return _unique([layer for _, layer in sorted(calls + list(last.values()), key=lambda c: c[0])])
 
 
 def graph_layers(model):
@@ -280,6 +286,12 @@ def last_output_shape(layer):
 def _ref(t):
     if t._node is None:
         return f"{t._input_layer.name}[0][0]"
+    outer = t._node.traced_in
+    if outer is not None:   # made inside a custom layer's call(): that call's output
+        for k, (_, outs) in enumerate(outer.__dict__.get("_traced_calls", [])):
+            if any(o is t for o in outs):
+                return f"{outer.name}[{k}][{[id(o) for o in outs].index(id(t))}]"
+        return f"{outer.name}[0][0]"
     return f"{t._node.layer.name}[{t._node.index}][{t._node.outputs.index(t)}]"
 
 
@@ -290,12 +302,17 @@ def summary_rows(model):
         rows.append((f"{t._input_layer.name} (InputLayer)", str(t.shape), "0", "-"))
     by_layer = {}
     for n in model._nodes:
-        by_layer.setdefault(id(n.layer), []).append(n)
-    for layer in _unique([n.layer for n in model._nodes]):
-        ns = by_layer[id(layer)]
-        outs = ns[0].outputs
+        if n.traced_in is None:
+            by_layer.setdefault(id(n.layer), []).append(n)
+    for layer in [l for l in model_layers(model) if not isinstance(l, InputLayer)]:
+        calls = layer.__dict__.get("_traced_calls") if id(layer) not in by_layer else None
+        if calls:   # a custom layer: one row, its call()s' inputs and outputs
+            outs, ins = calls[0][1], [t for c_in, _ in calls for t in c_in]
+        else:
+            ns = by_layer.get(id(layer), [])
+            outs, ins = ns[0].outputs, [t for n in ns for t in n.inputs]
         shape = outs[0].shape if len(outs) == 1 else [t.shape for t in outs]
-        conn = ", ".join(_ref(t) for n in ns for t in n.inputs)
+        conn = ", ".join(_ref(t) for t in ins)
         rows.append((f"{layer.name} ({type(layer).__name__})", str(shape), f"{layer_params(model, layer):,}", conn))
     return rows
 

@@ -18,11 +18,12 @@ any layer:
 - matmul(x, w) with w a custom layer's 2-D weight (add_weight): a bias-free
   Dense whose kernel is w;
 - x[:, a:b:s], x[:, i], x[..., j] (the batch axis whole, positive steps):
-  Slice (then Reshape for an integer index); a model using it saves to
-  boundfit's graph file, not to a Keras file;
+  Slice (then Reshape for an integer index), which Keras files hold as
+  Keras's GetItem operation (saving/keras_graph.py);
 - cast to a float type: the tensor itself (everything runs in float32);
   shape: the static shape; arange: an array, which a layer called on it
-  inside a custom layer's call() reads as a per-sample constant (Const).
+  inside a custom layer's call() reads as a per-sample constant (Const;
+  in Keras files the operations zeros_like(x[:, 0, None]) + the values).
 
 Any other op on a symbolic tensor raises OpNotSupportedError naming the op
 and the layer whose call() used it, never silently computing something else.

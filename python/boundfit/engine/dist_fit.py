@@ -188,7 +188,7 @@ def sum_over_ranks(model, parts):
     for tot, run, sharded in parts:
         if not sharded:
             continue
-        sums = np.frombuffer(run.metric_sums(), np.float64) if run is not None else np.zeros(0)
+        sums = np.array(run.metric_sums(), np.float64) if run is not None else np.zeros(0)
         flat.append(np.concatenate([[tot[0], tot[1]], np.zeros(n_out) if tot[2] is None else tot[2], sums]))
         spans.append((tot, run, len(sums)))
     if not flat:
@@ -200,7 +200,7 @@ def sum_over_ranks(model, parts):
         tot[2] = [float(v) for v in tot_all[at + 2:at + 2 + n_out]]
         at += 2 + n_out
         if run is not None:
-            run.set_metric_sums(tot_all[at:at + m].tobytes())
+            run.set_metric_sums(tot_all[at:at + m])
         at += m
 
 

@@ -80,13 +80,23 @@ def _model_entries(model, mode):
     if mode == "train" and eng.optimizer_arena_bytes:
         out.append(PlanEntry("optimizer state (held by the model)", eng.optimizer_arena_bytes, "host",
                              "optimizer state", "allocated"))
+    cached = _cached(model)
+    if cached:
+        out.append(PlanEntry(f"engines of {len(model._engines) - 1} other input length(s) (cached: weights and "
+                             "optimizer state)", cached, "host", "cached", "allocated"))
     return out
+
+
+def _cached(model):
+    """Host bytes of the engines a variable-length model keeps for its other input shapes."""
+    fn = getattr(model, "cached_engine_bytes", None)
+    return fn() if fn is not None else 0
 
 
 def _held(model, mode):
     eng = model._engine
     return ((eng.weight_arena_bytes or 0) + (eng.optimizer_arena_bytes if mode == "train" else 0)
-            + blas_runtime.resident_bytes())
+            + blas_runtime.resident_bytes() + _cached(model))
 
 
 PREFETCH_STACK = 256 << 10  # csrc/core/prefetch.h BF_PREFETCH_STACK

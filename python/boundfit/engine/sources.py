@@ -34,6 +34,17 @@ def is_python_source(x):
     return (hasattr(x, "__getitem__") and hasattr(x, "__len__")) or isinstance(x, collections.abc.Iterable)
 
 
+def _same_but(a, b, free):
+    """Per-sample shapes a and b equal except on the axes in `free`."""
+    return len(a) == len(b) and all(x == y or i in free for i, (x, y) in enumerate(zip(a, b)))
+
+
+def _run_for(run, k, xb, yb):
+    """The run for batch k: the run itself, or, for batches of several shapes
+    (buckets.ShapeRuns), the run of this batch's shape."""
+    return run.for_batch(k, xb, yb) if hasattr(run, "for_batch") else run
+
+
 class SequenceData:
     """Batches (x, y) or (x, y, sample_weight), as Keras's PyDataset yields them."""
     auto_batch = False
@@ -107,18 +118,28 @@ class SequenceData:
             if len(xb.arrays) != len(fx.arrays):
                 raise DataError(f"batch {i}: x has {len(xb.arrays)} arrays, the first batch had {len(fx.arrays)}",
                                 batch_index=i)
-            for a, f, lab in zip(xb.arrays, fx.arrays, xb.labels):
-                if a.shape[1:] != f.shape[1:] or a.dtype.kind != f.dtype.kind:
+            var = self._variable_axes()
+            for j, (a, f, lab) in enumerate(zip(xb.arrays, fx.arrays, xb.labels)):
+                if not _same_but(a.shape[1:], f.shape[1:], var[j]) or a.dtype.kind != f.dtype.kind:
                     raise DataError(f"batch {i}: {lab} has per-sample shape {a.shape[1:]} and dtype {a.dtype}, "
                                     f"the first batch had {f.shape[1:]} and {f.dtype}", batch_index=i)
             if (yb is None) != (fy is None):
                 raise DataError(f"batch {i}: y {'missing' if yb is None else 'present'}, unlike the first batch",
                                 batch_index=i)
+            same_x = all(a.shape[1:] == f.shape[1:] for a, f in zip(xb.arrays, fx.arrays))
             for a, f, lab in zip(yb.arrays if yb else [], fy.arrays if fy else [], yb.labels if yb else []):
-                if a.shape[1:] != f.shape[1:]:
+                # another length: its targets may follow it (checked against the model when its shape is first run)
+                if a.shape[1:] != f.shape[1:] and (same_x or a.ndim != f.ndim):
                     raise DataError(f"batch {i}: {lab} has per-sample shape {a.shape[1:]}, the first batch had "
                                     f"{f.shape[1:]}", batch_index=i)
         return xb, yb, swb
+
+    def _variable_axes(self):
+        """Per input, the per-sample axes a variable-length model takes at any length."""
+        ins = getattr(self.model, "_inputs", None) if getattr(self.model, "_dynamic", False) else None
+        if not ins:
+            return collections.defaultdict(frozenset)
+        return [frozenset(i for i, d in enumerate(t._ps) if d is None) for t in ins]
 
     @property
     def weighted(self):
@@ -177,8 +198,9 @@ class SequenceData:
                 raise DataError(f"batch {k}: no y", batch_index=k)
             n = xb.rows
             _before(chunks, k)
+            r = _run_for(run, k, xb, yb)
             with engine_batch(k):
-                out = run.train(xb.view(0, n), yb.view(0, n), None, n, n, 0, 1, swb, self.class_weight)
+                out = r.train(xb.view(0, n), yb.view(0, n), None, n, n, 0, 1, swb, self.class_weight)
             on_chunk(k + 1, out[:3] + (out[3] + fetched,) + out[4:])
             if _stopped(chunks):
                 break
@@ -190,18 +212,32 @@ class SequenceData:
                 raise DataError(f"batch {k}: no y", batch_index=k)
             n = xb.rows
             _before(chunks, k)
+            r = _run_for(run, k, xb, yb)
             with engine_batch(k):
-                on_chunk(k + 1, run.evaluate(xb.view(0, n), yb.view(0, n), None, n, n, 0, 1, swb))
+                on_chunk(k + 1, r.evaluate(xb.view(0, n), yb.view(0, n), None, n, n, 0, 1, swb))
 
     def run_predict(self, run, out_shape, on_step, chunks, view=None, sizes=None):
         """The batches' predictions in the engine's layout: with several outputs
         (sizes: each one's values per sample) output k is one (n, its size)
         block after the blocks before it, so each batch's blocks are joined."""
         outs = []
+        first = None
         for k, xb, *_ in self._batches():
+            if hasattr(run, "for_batch"):   # several lengths: each batch on its length's engine
+                r = run.for_batch(k, xb)
+                shapes = [tuple(s) for s in self.model._engine.output_shapes]
+                what = "output"
+            else:
+                r, shapes, what = run, [a.shape[1:] for a in xb.arrays], "input"
+            first = shapes if first is None else first
+            if shapes != first:
+                raise DataError(f"batch {k}: the predictions of one call are joined, so they need one {what} "
+                                f"shape; this batch has {[(None,) + tuple(s) for s in shapes]}, the first had "
+                                f"{[(None,) + tuple(s) for s in first]} (make one predict call per length)",
+                                batch_index=k)
             o = np.empty((xb.rows,) + tuple(out_shape), dtype=np.float32)
             _before(chunks, k)
-            run.predict(xb.view(0, xb.rows), o, 0, xb.rows, 0)
+            r.predict(xb.view(0, xb.rows), o, 0, xb.rows, 0)
             outs.append(o)
             on_step(k + 1, view(o, 0, o.shape[0]) if view is not None else o)
         if not outs:

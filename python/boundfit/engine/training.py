@@ -13,9 +13,10 @@ import numpy as np
 from .. import schedules, utils
 from ..callbacks import CallbackList, TerminateOnNaN
 from ..callbacks.progbar import Progbar
-from ..errors import NonFiniteError
+from ..errors import DataError, NonFiniteError
 from ..runtime import devices
-from . import data as data_mod, dist_fit, memory
+from . import buckets, data as data_mod, dist_fit, memory
+from .sources import SequenceData
 
 _CHUNK_SECONDS = 0.1
 _GUARD = True  # benchmarks/bench_guard.py turns the guards off to measure their cost
@@ -168,7 +169,7 @@ def _resolve_device(model, device):
 def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
         validation_data=None, shuffle=True, initial_epoch=0, steps_per_epoch=None, micro_batch=None,
         memory_limit=None, device=None, class_weight=None, sample_weight=None, validation_batch_size=None,
-        validation_freq=1, validation_steps=None):
+        validation_freq=1, validation_steps=None, lengths=None):
     model._require_compiled("fit")
     _check_validation_freq(validation_freq)
     if class_weight is not None and sample_weight is not None:
@@ -189,6 +190,11 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                                         validation_steps=validation_steps)
     train.class_weight = cw_table
     model._require_built(train.sample_x())
+    declared = buckets.declared_shapes(model, lengths)
+    bucketed = isinstance(train, SequenceData) and getattr(model, "_dynamic", False)   # batches of several lengths
+    if declared is not None and not bucketed:
+        raise ValueError("lengths: declared lengths apply to a Sequence / PyDataset / generator x whose batches have "
+                         "several lengths; arrays have one")
     train.check(model)
     if val is not None:
         val.check(model)
@@ -202,7 +208,17 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                                shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0, weighted=weighted)
 
     request = data_mod.batch_request(train)
-    plan = plan_at(request)
+    first_shapes, plans = list(getattr(model, "_bound", None) or []), {}
+    if declared is not None:   # every declared length planned (and its engine built) before step one
+        plans = _plan_declared(model, declared, lambda: plan_at(request))
+        if buckets.key(first_shapes) not in plans:
+            raise DataError(f"batch 0: input shape {buckets.shape_text(first_shapes)} is not one of the lengths "
+                            f"fit(lengths=...) declared: {sorted(buckets.shape_text(s) for s in declared)}",
+                            batch_index=0)
+        model._bind_to(first_shapes)
+        plan = plans[buckets.key(first_shapes)]
+    else:
+        plan = plan_at(request)
     # [dist hook] one plan agreed by every rank (all raise if one is short)
     plan = dist_fit.agree_plan(model, plan, plan_at, request == "auto", train.num_rows)
     memory.require_fits(plan)
@@ -217,18 +233,28 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     schedule = getattr(model.optimizer, "_schedule", None)
     form = schedules.engine_form(schedule)
     model._engine.set_schedule(*(form or schedules.engine_form(None)))
+    model._schedule_form = form or schedules.engine_form(None)   # the engines of other lengths get it too
     schedule = schedules.step_fn(schedule) if form is None else None   # the engine computes closed forms itself
     model.stop_training = False
     model._initial_epoch = None
-    watchdog = memory.Watchdog(plan)
-    run = model._engine.open_run("train", plan.rows, device=plan.device, host_budget=0, device_budget=0,
-                                 seed=utils.next_seed(), guard=_GUARD, weighted=weighted.train)
-    vrun = None
+    seed = utils.next_seed()
+
+    def open_train(p):
+        return model._engine.open_run("train", p.rows, device=p.device, host_budget=0, device_budget=0,
+                                      seed=seed, guard=_GUARD, weighted=weighted.train)
+    if bucketed:
+        run = buckets.ShapeRuns(model, open_train, lambda: plan_at(request), plan, memory.Watchdog, declared)
+        run.plans.update(plans)
+        watchdog = run
+    else:
+        watchdog = memory.Watchdog(plan)
+        run = open_train(plan)
+    vrun, val_shapes = None, list(getattr(model, "_bound", None) or [])
     try:
         if val is not None:
             vrun = model._engine.open_run("evaluate", plan.val_rows, device=plan.device,
                                           weighted=weighted.evaluate)
-        watchdog.start()
+        watchdog.start() if not bucketed else run.started()
         cbs.on_train_begin()
         initial_epoch = model._initial_epoch or initial_epoch  # BackupAndRestore resumes here
         waited, t_start = [0.0], time.perf_counter()
@@ -249,7 +275,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                 _acc(tot, out)
                 waited[0] += out[3]
                 if _GUARD:
-                    watchdog.check(epoch, step_done)
+                    (run.watchdog if bucketed else watchdog).check(epoch, step_done)
                 cbs.on_train_batch_end(step_done - 1, logs=_logs(tot, run, model))
 
             try:
@@ -264,16 +290,16 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
             elif form is not None and form[0]:
                 model.optimizer._track_lr(model._engine.learning_rate())
             terminated = nan_stop is not None and nan_stop.terminated_batch is not None
-            validated = not terminated and vrun is not None and _should_validate(epoch, validation_freq)
-            vt = _totals()
-            if validated:
-                _validate(model, cbs, val, vrun, vt)
-            # [dist hook] the totals and metric sums of every rank's rows
-            dist_fit.sum_over_ranks(model, [(tot, run, True)] + ([(vt, vrun, dist_fit.is_sharded(val))] if vrun else []))
+            dist_fit.sum_over_ranks(model, [(tot, run, True)])   # [dist hook] totals and metric sums of all ranks
             logs = _logs(tot, run, model)
             if terminated:
                 logs["loss"] = float("nan")
-            elif validated:
+            elif vrun is not None and _should_validate(epoch, validation_freq):
+                vt = _totals()
+                if bucketed:
+                    run.bind_back(val_shapes, vrun)   # validation runs on the first length's engine
+                _validate(model, cbs, val, vrun, vt)
+                dist_fit.sum_over_ranks(model, [(vt, vrun, dist_fit.is_sharded(val))])   # [dist hook]
                 logs.update(_logs(vt, vrun, model, "val_"))
             cbs.on_epoch_end(epoch, logs=logs)
             last_logs = logs
@@ -288,9 +314,24 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
         if vrun is not None:
             vrun.close()
         run.close()
+        if bucketed:   # per length run: (input shapes, plan, arena statistics, engine bytes)
+            model._bucket_runs = run.closed
+            model._bucket_plans = dict(run.plans)
     model.history = history
-    model._last_plan = plan
+    model._last_plan = plan if not bucketed else max(run.plans.values(), key=lambda p: p.host_bytes)
     return history
+
+
+def _plan_declared(model, declared, plan_now):
+    """fit(lengths=...): each declared length's engine built (or taken from the
+    cache) and its run planned and checked against the budget, before step one."""
+    plans = {}
+    for shapes in declared:
+        model._bind_to(shapes)
+        p = plan_now()
+        plans[buckets.key(shapes)] = p
+        buckets.require_fits(p, shapes)
+    return plans
 
 
 def _check_validation_freq(freq):
@@ -344,7 +385,14 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
                            weighted=memory.Weighted(train=False, evaluate=src.weighted))
     memory.require_fits(plan)
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
-    run = model._engine.open_run("evaluate", plan.rows, device=plan.device, weighted=src.weighted)
+    if isinstance(src, SequenceData) and getattr(model, "_dynamic", False):   # batches of several lengths
+        run = buckets.ShapeRuns(model, lambda p: model._engine.open_run("evaluate", p.rows, device=p.device,
+                                                                        weighted=src.weighted),
+                                lambda: memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit,
+                                                        weighted=memory.Weighted(train=False,
+                                                                                 evaluate=src.weighted)), plan)
+    else:
+        run = model._engine.open_run("evaluate", plan.rows, device=plan.device, weighted=src.weighted)
     tot = _totals()
     bar = Progbar(src.steps_per_epoch, verbose, plan=plan)
     stop, model.stop_training = getattr(model, "stop_training", False), False
@@ -383,7 +431,12 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
                            predict_rows=dist_fit.predict_rows(src, gather))   # [dist hook] with the gathered rows
     memory.require_fits(plan)
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
-    run = model._engine.open_run("predict", plan.rows, device=plan.device)
+    if isinstance(src, SequenceData) and getattr(model, "_dynamic", False):   # batches of several lengths
+        run = buckets.ShapeRuns(model, lambda p: model._engine.open_run("predict", p.rows, device=p.device),
+                                lambda: memory.plan_run(model, "predict", src.batch_size, device, memory_limit),
+                                plan)
+    else:
+        run = model._engine.open_run("predict", plan.rows, device=plan.device)
     bar = Progbar(src.steps_per_epoch, verbose, plan=plan)
     stop, model.stop_training = getattr(model, "stop_training", False), False
     shapes = [tuple(s) for s in model._engine.output_shapes]

@@ -109,8 +109,8 @@ class SeparableConv2D(Layer):
     """Keras's SeparableConv2D: a DepthwiseConv2D (no bias) then a 1x1 Conv2D
     with the bias and the activation, its weights (depthwise_kernel (kh, kw, C,
     M), pointwise_kernel (1, 1, C*M, filters), bias (filters)) in Keras's
-    order. Its call() is traced into those two layers, so a model saves them
-    as two layers (a Keras file with a SeparableConv2D does not load yet)."""
+    order. Its call() is traced into those two layers; Keras files hold it as
+    one SeparableConv2D (saving/keras_graph.py: a composite layer), both ways."""
     _base = "separable_conv2d"
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None, dilation_rate=(1, 1),
@@ -135,11 +135,6 @@ class SeparableConv2D(Layer):
     def call(self, inputs):
         return self.pointwise(self.depthwise(inputs))
 
-    def get_config(self):
-        d, p = self.depthwise, self.pointwise
-        return dict(super().get_config(), filters=self.filters, kernel_size=list(d.kernel_size),
-                    strides=list(d.strides), padding=d.padding, depth_multiplier=d.depth_multiplier,
-                    activation=activations.name_of(p.activation), use_bias=p.use_bias)
 
 
 class Conv1D(Layer):
@@ -289,6 +284,23 @@ def _depthwise_config(l):
                 bias_regularizer=regularizers.serialize(l.bias_regularizer), activity_regularizer=None,
                 depthwise_constraint=constraints.serialize(l.kernel_constraint),
                 bias_constraint=constraints.serialize(l.bias_constraint))
+
+
+@keras_config(SeparableConv2D)
+def _separable_config(l):
+    d, p = l.depthwise, l.pointwise
+    return dict(filters=l.filters, kernel_size=list(d.kernel_size), strides=list(d.strides), padding=d.padding,
+                data_format="channels_last", dilation_rate=[1, 1], depth_multiplier=d.depth_multiplier,
+                activation=activations.name_of(p.activation), use_bias=p.use_bias,
+                depthwise_initializer=initializers.serialize(d.depthwise_initializer),
+                pointwise_initializer=initializers.serialize(p.kernel_initializer),
+                bias_initializer=initializers.serialize(p.bias_initializer),
+                depthwise_regularizer=regularizers.serialize(d.kernel_regularizer),
+                pointwise_regularizer=regularizers.serialize(p.kernel_regularizer),
+                bias_regularizer=regularizers.serialize(p.bias_regularizer), activity_regularizer=None,
+                depthwise_constraint=constraints.serialize(d.kernel_constraint),
+                pointwise_constraint=constraints.serialize(p.kernel_constraint),
+                bias_constraint=constraints.serialize(p.bias_constraint))
 
 
 @keras_config(Conv1D)

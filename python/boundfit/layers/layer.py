@@ -98,6 +98,11 @@ class Layer:
     def _custom(self):
         return type(self).call is not Layer.call
 
+    def _keras_composite(self):
+        """A Keras layer boundfit traces into its sublayers (SeparableConv2D): a
+        call() of its own and a Keras config; Keras files hold it as one layer."""
+        return self._custom() and type(self) in _KERAS_CONFIGS
+
     def _sublayers(self):
         """The layers a custom layer holds as attributes (lists too), in assignment order."""
         out = []

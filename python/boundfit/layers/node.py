@@ -133,8 +133,14 @@ class KerasTensor:
 
 
 # the custom layers whose call() is being traced, innermost last: (a label for
-# error messages, a tensor of the call's inputs that constants hang on)
+# error messages, a tensor of the call's inputs that constants hang on, the layer)
 TRACING = []
+
+
+def outer_layer(node):
+    """The layer a node stands for in Keras's view: the outermost custom layer
+    whose traced call() made it, else its own layer."""
+    return node.traced_in if node.traced_in is not None else node.layer
 
 
 def tracing_where():
@@ -154,6 +160,7 @@ class Node:
     def __init__(self, layer, inputs, outputs):
         self.id = next(_ids)
         self.layer, self.inputs, self.outputs = layer, list(inputs), list(outputs)
+        self.traced_in = TRACING[0][2] if TRACING else None   # the outermost custom layer tracing this call
         self.index = len(layer._inbound)
         layer._inbound.append(self)
         for t in self.outputs:
@@ -259,7 +266,7 @@ def trace_layer(layer, inputs, args, kwargs, build):
         params = {}
     if "training" in params and "training" not in kwargs:
         kwargs = dict(kwargs, training=None)
-    TRACING.append((f"layer {layer.name!r} ({type(layer).__name__})", flat[0]))
+    TRACING.append((f"layer {layer.name!r} ({type(layer).__name__})", flat[0], layer))
     try:
         out = layer.call(inputs, *args, **kwargs)
     except SymbolicTensorError as e:
@@ -272,5 +279,6 @@ def trace_layer(layer, inputs, args, kwargs, build):
         raise TypeError(f"{type(layer).__name__}.call() of layer {layer.name!r} must return symbolic tensors (the "
                         f"outputs of layers or keras.ops on its inputs), got {type(out).__name__}")
     layer._traced_outputs = outs   # for summary(): the layer itself is no node of the graph
+    layer.__dict__.setdefault("_traced_calls", []).append((flat, outs))   # (inputs, outputs) of each call
     return out
 

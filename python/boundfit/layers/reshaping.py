@@ -180,8 +180,8 @@ def _upsampling_config(l):
 
 class Slice(Layer):
     """x[:, begin::step] per sample axis, the engine's SLICE (csrc/core/layers/slice.c): what
-    keras.ops slicing of a symbolic tensor becomes (ops.py). Not a Keras layer: a model using it
-    saves to boundfit's own graph file only."""
+    keras.ops slicing of a symbolic tensor becomes (ops.py). Not a Keras layer: Keras files hold
+    it as Keras's GetItem operation (saving/keras_graph.py)."""
     _base = "slice"
 
     def __init__(self, begin, step, length, **kwargs):
@@ -205,7 +205,8 @@ class Const(Layer):
     layer's call(), as keras.io's TokenAndPositionEmbedding calls its position
     embedding on arange(maxlen). Its input (a tensor of that call) gives only
     the batch size; its values are a non-trainable weight. Not a Keras layer:
-    a model using it saves to boundfit's graph file only."""
+    Keras files hold it as the operations zeros_like(x[:, 0, ..., 0, None])
+    + values (saving/keras_graph.py), which both read back."""
     _base = "constant"
     _has_weights = True
 

@@ -8,14 +8,25 @@ model takes over the newest weights of its layers before it computes, so a
 layer or a model shared between models sees one set of weights, as in Keras.
 This class describes and reports; the engine computes."""
 
+import collections
+
 import numpy as np
 
 from .. import _core, graph, losses, metrics as metrics_mod, optimizers, utils
-from ..engine import dist_fit, memory, training
+from ..engine import buckets, dist_fit, memory, training
 from ..layers.input_layer import Input
 from ..runtime import dist_group
 from ..layers.layer import _counters
 from ..saving import graph_file, keras_file, keras_graph
+
+
+# variable-length inputs: engines kept by input shapes (least recently used dropped first)
+ENGINE_CACHE = 8
+ENGINE_CACHE_BYTES = 256 << 20
+
+
+def _engine_bytes(eng):
+    return (eng.weight_arena_bytes or 0) + (eng.optimizer_arena_bytes or 0)
 
 
 class Model(graph.GraphModel):
@@ -63,6 +74,8 @@ class Model(graph.GraphModel):
         self._model = None
         self._traced = False
         self._bound = None
+        self._engines = collections.OrderedDict()   # input shapes -> cached engine (variable-length inputs)
+        self._schedule_form = None   # the learning rate schedule fit set in the engine (carried to others)
 
     # ---- structure ----
     def _set_graph(self, inputs, outputs):
@@ -70,6 +83,7 @@ class Model(graph.GraphModel):
          self._outputs_dict) = graph.normalize_io(inputs, outputs)
         self._nodes = graph.collect_nodes(self._inputs, self._outputs)
         self._engine = None
+        self._engines.clear()
         self._bound = None  # per-sample input shapes the engine was built for (variable-length inputs)
         if not self._dynamic:
             self.build()
@@ -96,24 +110,83 @@ class Model(graph.GraphModel):
             shapes = [tuple(np.shape(x[n])[1:]) for n in self._input_names]
         else:
             shapes = [tuple(int(d) for d in s) for s in graph.data_shapes(x)]
+        self._bind_to(shapes)
+
+    def _bind_to(self, shapes):
+        """Make the engine for these per-sample input shapes current: the cached
+        one (weights and optimizer state copied in) or a new one."""
         if len(shapes) != len(self._inputs):
             raise ValueError(f"{self.name}: the model takes {len(self._inputs)} inputs, got {len(shapes)}")
         for k, (s, t) in enumerate(zip(shapes, self._inputs)):
             if len(s) != len(t._ps) or any(d is not None and d != e for d, e in zip(t._ps, s)):
                 raise ValueError(f"{self.name}: input {k} must have shape {t.shape}, got {(None,) + tuple(s)}")
+        shapes = [tuple(s) for s in shapes]
         if shapes == self._bound and self._engine is not None:
             return
-        state = self._engine.optimizer_state() if self._engine is not None and self.optimizer is not None else None
+        old_eng = self._engine
+        state = old_eng.optimizer_state() if old_eng is not None and self.optimizer is not None else None
         old = self._bound
+        key = tuple(shapes)
+        if key in self._engines and self._engines[key]["sig"] == self._trainable_sig():
+            self._swap_engine(key, old_eng, state)   # built before for these shapes: no rebuild
+            return
         self._bound = shapes
         try:
-            self._build_engine()
+            self._build_engine(keep_cache=True)
         except ValueError as e:
             self._bound = old
             raise ValueError(f"{self.name}: cannot run on inputs of shape "
                              f"{[(None,) + tuple(s) for s in shapes]}: {e}") from None
         if state is not None and (state[0] or state[1]):  # an optimizer that has stepped (slots are made lazily)
             self._engine.restore_optimizer_state(*state)
+        self._carry_rate(old_eng)
+
+    def _carry_rate(self, old_eng):
+        """The learning rate and schedule the last engine ran with, onto the current one."""
+        if old_eng is None or self.optimizer is None or old_eng is self._engine:
+            return
+        if self._schedule_form is not None:
+            self._engine.set_schedule(*self._schedule_form)
+        self._engine.set_learning_rate(old_eng.learning_rate())
+
+    def _swap_engine(self, key, old_eng, state):
+        """Make the cached engine of these input shapes current: the weights and
+        optimizer state of the last one copied into it (same layout: only the
+        lengths differ)."""
+        e = self._engines.pop(key)
+        self._engines[key] = e   # most recently used last
+        weights = old_eng.get_weights() if old_eng is not None else None
+        self._engine, self._node_layers, self._layer_node, self._param_ranges = \
+            e["engine"], e["node_layers"], e["layer_node"], e["param_ranges"]
+        self._bound = list(key)
+        if weights is not None:
+            self._engine.set_weights(weights)
+        if state is not None and (state[0] or state[1]):
+            self._engine.restore_optimizer_state(*state)
+        self._carry_rate(old_eng)
+
+    def _cache_engine(self):
+        """Keep the current engine by its input shapes (variable-length models),
+        dropping the least recently used others beyond ENGINE_CACHE entries or
+        ENGINE_CACHE_BYTES of weights and optimizer state they hold."""
+        if not self._dynamic or self._engine is None:
+            return
+        key = tuple(self._bound)
+        self._engines.pop(key, None)
+        self._engines[key] = dict(engine=self._engine, node_layers=self._node_layers, layer_node=self._layer_node,
+                                  param_ranges=self._param_ranges, sig=self._built_sig)
+        while len(self._engines) > 1 and (len(self._engines) > ENGINE_CACHE or
+                                          self.cached_engine_bytes() > ENGINE_CACHE_BYTES):
+            self._engines.pop(next(iter(self._engines)))
+
+    def cached_engine_bytes(self):
+        """Host bytes the engines cached for other input shapes than the current ones hold."""
+        return sum(_engine_bytes(e["engine"]) for e in self._engines.values() if e["engine"] is not self._engine)
+
+    def _drop_cached_engines(self):
+        """Only the current engine stays (compile, a trainable change, a new graph)."""
+        self._engines.clear()
+        self._cache_engine()
 
     def _placeholder_shapes(self):
         """Shapes to make the weights with before any data (get_weights, save,
@@ -215,7 +288,7 @@ class Model(graph.GraphModel):
             return
         self._build_engine()
 
-    def _build_engine(self):
+    def _build_engine(self, keep_cache=False):
         g = graph.compile_graph(self)
         if self._dynamic:
             g.input_shapes = list(self._bound)
@@ -258,6 +331,9 @@ class Model(graph.GraphModel):
         self._built_sig = self._trainable_sig()
         if self.optimizer is not None:
             self._compile_engine()
+        if not keep_cache:
+            self._engines.clear()   # built anew: the graph or trainable flags changed
+        self._cache_engine()
 
     def _trainable_sig(self):
         return tuple(bool(l.trainable) for l in self._own_layers())
@@ -398,6 +474,7 @@ class Model(graph.GraphModel):
                 self._build_engine()  # trainable changed: the plan and parameter layout change with it
             else:
                 self._compile_engine()
+            self._drop_cached_engines()   # the others were compiled for the optimizer and loss before
 
     def _metric_log_name(self, k, name):
         """Keras's history name of a metric of output k: `<output>_<name>` when the model has several outputs."""
@@ -492,12 +569,30 @@ class Model(graph.GraphModel):
                                     memory_limit=memory_limit, device=device, **kwargs)
 
     def estimate_memory(self, batch_size=32, optimizer=None, device=None, micro_batch=None, mode="train",
-                        memory_limit=None, validation_batch_size=None, shuffle_rows=0, sample_weight=False):
-        """The exact memory plan of a run, without allocating or seeing data
-        (shuffle_rows: rows fit will shuffle, for the per-epoch order array;
-        sample_weight: whether the run gets sample or class weights, whose
-        per-batch slots it then holds)."""
+                        memory_limit=None, validation_batch_size=None, shuffle_rows=0, sample_weight=False,
+                        lengths=None):
+        """The exact memory plan of a run, without seeing data (shuffle_rows:
+        rows fit will shuffle, for the per-epoch order array; sample_weight:
+        whether the run gets sample or class weights, whose per-batch slots it
+        then holds). A variable-length model is planned at `lengths` (a list:
+        the plan of the length that needs most, each length's plan in
+        `.plans_by_length`; its engines are built and kept for the fit), or
+        else at the length it last ran (8 before any data)."""
         weighted = memory.Weighted(train=bool(sample_weight), evaluate=bool(sample_weight) and mode == "evaluate")
+        if lengths is not None:
+            plans = {}
+            for n, shapes in zip(lengths, buckets.declared_shapes(self, lengths)):
+                self._bind_to(shapes)
+                plans[int(n)] = memory.estimate(
+                    self, batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch, mode=mode,
+                    memory_limit=memory_limit, validation_batch_size=validation_batch_size,
+                    shuffle_rows=shuffle_rows, weighted=weighted)
+            def own(p):   # less the other lengths' cached engines, which are held whichever runs
+                return p.host_bytes + p.device_bytes - sum(e.bytes for e in p.breakdown if e.category == "cached")
+            worst = max(plans, key=lambda n: own(plans[n]))
+            plan = plans[worst]
+            plan.plans_by_length, plan.length = plans, worst
+            return plan
         return memory.estimate(self, batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch, mode=mode,
                                memory_limit=memory_limit, validation_batch_size=validation_batch_size,
                                shuffle_rows=shuffle_rows, weighted=weighted)

@@ -100,7 +100,7 @@ class Sequential(Model):
 
     def _has_custom_layers(self):
         """custom layers (a call() of their own) are no nodes of the graph: only the layers they call are"""
-        return any(not isinstance(l, Model) and l._custom() for l in self._layers)
+        return any(not isinstance(l, Model) and l._custom() and not l._keras_composite() for l in self._layers)
 
     def get_config(self):
         """Keras 3's config of this model (saving/keras_graph.py): name, layers, ..."""

@@ -138,9 +138,26 @@ def _var_groups(layer, n):
     return fn(n) if fn is not None else [("vars", n)]
 
 
+def _slots(model, obj):
+    """Indices in the model's weights list of a layer's variables, in Keras's
+    order (a Keras composite layer: its sublayers'); [] for none."""
+    if not isinstance(obj, L.Layer):
+        return []
+    out = []
+    for l in keras_graph.engine_layers(obj):
+        if id(l) in model._layer_node:
+            out += list(model._param_ranges[model._layer_node[id(l)]])
+    return out
+
+
 def _weighted(model, obj):
     """A layer whose variables this model's engine holds."""
-    return isinstance(obj, L.Layer) and id(obj) in model._layer_node
+    return bool(_slots(model, obj))
+
+
+def _layer_weights(model, obj):
+    w = model._engine.get_weights()
+    return [w[j] for j in _slots(model, obj)]
 
 
 def write_weights(h5, model, optimizer=True, as_functional=False):
@@ -151,7 +168,7 @@ def write_weights(h5, model, optimizer=True, as_functional=False):
     for path, obj in keras_graph.weight_groups(model, as_functional):
         v = h5.require_group(_vars_path(path))
         v.attrs["name"] = obj.name
-        ws = model._layer_weights(obj) if _weighted(model, obj) else []
+        ws = _layer_weights(model, obj) if _weighted(model, obj) else []
         if not ws:
             continue
         if hasattr(obj, "_to_keras_vars"):  # variables Keras keeps otherwise (Normalization's int count)
@@ -194,7 +211,7 @@ def read_weights(h5, model, optimizer=True, where="weights file", skip_mismatch=
         key = _vars_path(path)
         expected.add(key)
         fkey = "_layer_checkpoint_dependencies" + key[len("layers"):] if legacy and key.startswith("layers/") else key
-        want = [w.shape for w in model._layer_weights(layer)]
+        want = [w.shape for w in _layer_weights(model, layer)]
         got = []
         for sub, _ in _var_groups(layer, len(want)):  # recurrent layers: their cell's (and sublayers') groups
             skey = fkey if sub == "vars" else fkey[:-len("vars")] + sub
@@ -211,7 +228,7 @@ def read_weights(h5, model, optimizer=True, where="weights file", skip_mismatch=
                 continue
             raise ValueError(f"{where}: layer {layer.name!r} ({type(layer).__name__}) expects weights "
                              f"{[tuple(s) for s in want]}, the file has {[a.shape for a in got]} at {path}")
-        for j, a in zip(model._param_ranges[model._layer_node[id(layer)]], got):
+        for j, a in zip(_slots(model, layer), got):
             new[j] = a
     if legacy:
         expected = {"_layer_checkpoint_dependencies" + k[len("layers"):] for k in expected}

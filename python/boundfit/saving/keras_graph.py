@@ -15,6 +15,12 @@
   layer used twice stored once; a subclassed model's attributes by name
   (sorted, private ones last), with `layers` among them.
 
+- Operations (not layers) of a graph: the Slice kind as Keras's GetItem,
+  the Const kind as zeros_like(x[:, 0, None]) + values; read back from
+  Keras's files with Add / Subtract / Multiply of tensors and numbers.
+- Keras composite layers (SeparableConv2D), which boundfit traces into
+  sublayers, as one layer of Keras's graph with its own weights path.
+
 A traced subclassed model is written to `.keras` as the Functional graph it
 was traced into: Keras needs the user's class to rebuild a subclassed model,
 and the graph is what boundfit runs. Its `.weights.h5` keeps Keras's
@@ -22,10 +28,12 @@ subclassed layout, so Keras's instance of the same class reads it."""
 
 import re
 
-from .. import layers as L
+import numpy as np
+
+from .. import layers as L, ops as bf_ops
 from ..layers.layer import _DTYPE, keras_object as _obj, layer_config
 from ..layers.merge import _Merge
-from ..layers.node import MaskTensor
+from ..layers.node import KerasTensor, MaskTensor
 from . import config as keras_config
 from .registry import model_classes
 
@@ -68,9 +76,33 @@ def _flat(names, tensors, is_dict):
     return list(tensors)
 
 
+class _CallNode:
+    """Call k of a Keras composite layer (SeparableConv2D), which boundfit
+    traced into sublayer nodes: one node of Keras's graph."""
+
+    def __init__(self, layer, k, inputs, outputs):
+        self.layer, self.index, self.inputs, self.outputs = layer, k, list(inputs), list(outputs)
+
+
+def _composite_calls(layer):
+    calls = layer.__dict__.get("_keras_call_nodes")
+    if calls is None or len(calls) != len(layer.__dict__["_traced_calls"]):
+        calls = [_CallNode(layer, k, ins, outs) for k, (ins, outs) in enumerate(layer.__dict__["_traced_calls"])]
+        layer.__dict__["_keras_call_nodes"] = calls
+    return calls
+
+
 def _src(t):
-    """(operation, node key) producing tensor t: an Input's key is its InputLayer."""
-    return (t._input_layer, t._input_layer) if t._node is None else (t._node.layer, t._node)
+    """(operation, node key) producing tensor t: an Input's key is its InputLayer;
+    a Keras composite layer's output, that layer's call."""
+    if t._node is None:
+        return t._input_layer, t._input_layer
+    outer = t._node.traced_in
+    if outer is not None and outer._keras_composite():
+        for c in _composite_calls(outer):
+            if any(o is t for o in c.outputs):
+                return outer, c
+    return t._node.layer, t._node
 
 
 def graph_order(model):
@@ -83,8 +115,8 @@ def graph_order(model):
         if key in finished:
             return
         first.setdefault(id(op), (len(first), op))
-        if t._node is not None:
-            for u in t._node.inputs:
+        if key is not op:
+            for u in key.inputs:
                 visit(u)
         finished.add(key)
         order.append((key, op))
@@ -105,7 +137,11 @@ def graph_order(model):
 
 
 def _op_nodes(op):
-    return [op] if isinstance(op, L.InputLayer) else list(op._inbound)
+    if isinstance(op, L.InputLayer):
+        return [op]
+    if isinstance(op, L.Layer) and op._keras_composite():
+        return _composite_calls(op)
+    return list(op._inbound)
 
 
 def _out_index(node, t):
@@ -138,8 +174,147 @@ def model_entry(model, nested=False):
     return e
 
 
+# ---- traced keras.ops nodes as Keras's operations (keras/src/ops/numpy.py) ----
+
+_OPS_MODULE = "keras.src.ops.numpy"
+
+
+def is_keras_op(op):
+    """A node Keras writes as operations, not a layer (not in `model.layers`, no weights path)."""
+    return isinstance(op, (L.Slice, L.Const))
+
+
+def _history(name, k, shape):
+    return {"class_name": "__keras_tensor__",
+            "config": {"shape": [None, *shape], "dtype": "float32", "keras_history": [name, k, 0]}}
+
+
+def _const_entries(op, calls):
+    """A Const (values V, the same for every sample, hung on a tensor x of the
+    call) as Keras operations: z = zeros_like(x[:, 0, ..., 0, None, ...]) of
+    shape (batch, 1, ..., 1), then z + V. calls: [(node index, x as a
+    __keras_tensor__)]. The last entry carries the Const's name, so its
+    consumers' references stay."""
+    r = len(op.shape)
+    ones = [1] * r
+    values = {"class_name": "__numpy__", "config": {"value": op._values.tolist(), "dtype": "float32"}}
+    anchor, zeros = f"{op.name}_anchor", f"{op.name}_zeros"
+    out = []
+    for name, cls, extra, node in (
+            (anchor, "GetItem", {}, lambda k, x: {"args": [x, [_slice_entry(None, None, None)] +
+                                                          [0] * (len(x["config"]["shape"]) - 1) + [None] * r],
+                                                 "kwargs": {}}),
+            (zeros, "ZerosLike", {"dtype": None}, lambda k, x: {"args": [_history(anchor, k, ones)], "kwargs": {}}),
+            (op.name, "Add", {}, lambda k, x: {"args": [_history(zeros, k, ones), values], "kwargs": {}})):
+        e = _entry(_OPS_MODULE, cls, dict(name=name, **extra), cls)
+        e["name"] = name
+        e["inbound_nodes"] = [node(k, x) for k, x in calls]
+        out.append(e)
+    return out
+
+
+def _slice_entry(start, stop, step):
+    return {"class_name": "__slice__", "config": {"start": start, "stop": stop, "step": step}}
+
+
+def _slice_key(op):
+    """The Slice's key as Keras serializes GetItem's: [__slice__ per axis] (the batch axis whole)."""
+    sl = _slice_entry
+    key = [sl(None, None, None)]
+    for b, st, n in zip(op.begin, op.step, op.length):
+        key.append(sl(None, None, None) if n == -1 else sl(int(b), int(b + (n - 1) * st + 1),
+                                                           None if st == 1 else int(st)))
+    return key
+
+
+def _op_entry(op):
+    return _entry(_OPS_MODULE, "GetItem", {"name": op.name}, "GetItem")
+
+
+def _op_call(op, ts):
+    return {"args": [ts[0], _slice_key(op)], "kwargs": {}}
+
+
+def _key_from_keras(v):
+    """GetItem's key back from Keras's serialization (slices, ellipsis, ints)."""
+    if isinstance(v, list):
+        return tuple(_key_from_keras(k) for k in v)
+    if isinstance(v, dict) and v.get("class_name") == "__slice__":
+        c = v.get("config") or {}
+        return slice(c.get("start"), c.get("stop"), c.get("step"))
+    if isinstance(v, dict) and v.get("class_name") == "__ellipsis__":
+        return Ellipsis
+    if v is None or (isinstance(v, int) and not isinstance(v, bool)):
+        return v
+    raise ValueError(f"GetItem: the key element {v!r} is not one boundfit can read (slices, ..., integers, None)")
+
+
+class _ConstAnchor:
+    """x[:, 0, ..., 0, None, ...] (r new axes) of a Functional config, read back:
+    only zeros_like of it, plus an array of r axes, is readable (a Const)."""
+
+    def __init__(self, name, x, r, zeros=False):
+        self.name, self.x, self.r, self.zeros = name, x, r, zeros
+
+
+def _anchor_key(key, x):
+    """r when key is [:, 0, ..., 0 (every axis of x), None * r], else None."""
+    n = len(x._ps)
+    if (len(key) > n + 1 and key[0] == slice(None) and all(k == 0 and not isinstance(k, bool) for k in key[1:n + 1])
+            and all(k is None for k in key[n + 1:])):
+        return len(key) - n - 1
+    return None
+
+
+def _array_arg(v):
+    if isinstance(v, dict) and v.get("class_name") in ("__numpy__", "__tensor__"):
+        return np.array(v["config"]["value"], dtype=np.float32)
+    return None
+
+
+class KerasOp:
+    """A Keras operation node of a Functional config, rebuilt by calling the
+    keras.ops function boundfit traces it with: GetItem (x[key]); and the
+    constant boundfit writes a Const as (zeros_like(x[:, 0, None]) + V)."""
+
+    def __init__(self, entry):
+        self.name = entry.get("name") or (entry.get("config") or {}).get("name")
+        self.class_name = entry.get("class_name")
+
+    def _fail(self, args):
+        raise ValueError(f"operation {self.name!r} ({self.class_name}): arguments {args!r} are not a form boundfit "
+                         "reads (x[key] with slices, ... and integers; zeros_like(x[:, 0, None]) + an array)")
+
+    def _call_from_keras(self, args, kwargs, tensor):
+        ts = [tensor(a) if isinstance(a, dict) and a.get("class_name") == "__keras_tensor__" else a for a in args]
+        if kwargs or not ts:
+            self._fail(args)
+        if self.class_name == "GetItem" and len(ts) == 2 and not isinstance(ts[0], _ConstAnchor):
+            key = _key_from_keras(args[1])
+            key = key if isinstance(key, tuple) else (key,)
+            r = _anchor_key(key, ts[0])
+            return _ConstAnchor(self.name, ts[0], r) if r is not None else bf_ops.getitem(ts[0], key)
+        if self.class_name == "ZerosLike" and len(ts) == 1 and isinstance(ts[0], _ConstAnchor):
+            return _ConstAnchor(self.name, ts[0].x, ts[0].r, zeros=True)
+        if self.class_name == "Add" and len(ts) == 2 and isinstance(ts[0], _ConstAnchor) and ts[0].zeros:
+            v = _array_arg(args[1])
+            if v is not None and v.ndim == ts[0].r:
+                return L.Const(v, name=self.name)(ts[0].x)
+        fn = _BINARY.get(self.class_name)
+        if fn is not None and len(ts) == 2 and all(isinstance(t, KerasTensor) or (
+                isinstance(t, (int, float)) and not isinstance(t, bool)) for t in ts):
+            return getattr(bf_ops, fn)(*ts)   # x + y, x * 2.0 ...: as keras.ops traces them here
+        self._fail(args)
+
+
+_BINARY = {"Add": "add", "Subtract": "subtract", "Multiply": "multiply"}
+_READ_OPS = {"GetItem", "ZerosLike"} | set(_BINARY)
+
+
 def _layer_entry(op):
     Model, _ = _models()
+    if is_keras_op(op):
+        return _op_entry(op)
     if isinstance(op, L.InputLayer):
         return _entry("keras.layers", "InputLayer", {"batch_shape": [None, *op.shape], "dtype": "float32",
                                                      "sparse": False, "ragged": False, "name": op.name,
@@ -168,7 +343,7 @@ def functional_config(model):
         Functional's nodes count from 1 (its own graph is node 0), in calls from 0."""
         op, key = _src(t)
         shift = 1 if io and isinstance(op, Model) and kind(op) == FUNCTIONAL else 0
-        return [op.name, pos[key] + shift, 0 if t._node is None else _out_index(t._node, t)]
+        return [op.name, pos[key] + shift, 0 if t._node is None else _out_index(key, t)]
 
     def tensor(t):
         return {"class_name": "__keras_tensor__",
@@ -176,6 +351,8 @@ def functional_config(model):
 
     def node(n):
         ts = [tensor(t) for t in n.inputs]
+        if is_keras_op(n.layer):   # an operation's call: the tensor and its other arguments
+            return _op_call(n.layer, ts)
         if hasattr(n.layer, "_keras_call"):   # a layer with keyword tensor arguments (MultiHeadAttention)
             return n.layer._keras_call(ts)
         many = len(ts) > 1 if isinstance(n.layer, Model) else n.layer._n_inputs == "many"
@@ -189,9 +366,12 @@ def functional_config(model):
 
     entries = []
     for op in ops:
+        if isinstance(op, L.Const):
+            entries += _const_entries(op, [(pos[n], tensor(n.inputs[0])) for n in _op_nodes(op) if n in own])
+            continue
         e = _layer_entry(op)
         e["name"] = op.name
-        e["inbound_nodes"] = [] if isinstance(op, L.InputLayer) else [node(n) for n in op._inbound if n in own]
+        e["inbound_nodes"] = [] if isinstance(op, L.InputLayer) else [node(n) for n in _op_nodes(op) if n in own]
         entries.append(e)
 
     def io(names, tensors, is_dict):
@@ -255,7 +435,12 @@ def functional_from_config(cfg, custom_objects=None):
             made[name] = layer = L.InputLayer(shape=tuple(shape[1:]), name=ec.get("name", name))
             outs[name] = [[layer.output]]
             continue
-        made[name] = MaskTensor(name) if _is_mask_op(e) else layer_or_model(e, custom_objects)
+        if _is_mask_op(e):
+            made[name] = MaskTensor(name)
+        elif e.get("class_name") in _READ_OPS and str(e.get("module", "")).startswith("keras.src.ops"):
+            made[name] = KerasOp(e)
+        else:
+            made[name] = layer_or_model(e, custom_objects)
         outs[name] = []
         pending[name] = list(e.get("inbound_nodes") or [])
 
@@ -275,6 +460,9 @@ def functional_from_config(cfg, custom_objects=None):
         return got[ni][ti]
 
     def call(layer, node):
+        if isinstance(layer, KerasOp) and isinstance(node, dict):
+            y = layer._call_from_keras(node.get("args") or [], node.get("kwargs") or {}, tensor)
+            return list(y) if isinstance(y, (list, tuple)) else [y]
         if isinstance(layer, MaskTensor):   # its tensor arguments must exist first (IndexError defers it)
             for a in node.get("args") or []:
                 for t in a if isinstance(a, list) else [a]:
@@ -304,6 +492,9 @@ def functional_from_config(cfg, custom_objects=None):
             if isinstance(t, MaskTensor):
                 raise ValueError(f"layer {layer.name!r}: its input is the Keras op {t.name!r}, which boundfit reads "
                                  "only as a mask (from Embedding(mask_zero=True)), not as data")
+            if isinstance(t, _ConstAnchor):
+                raise ValueError(f"layer {layer.name!r}: its input is the Keras op {t.name!r}, which boundfit reads "
+                                 "only as zeros_like(x[:, 0, None]) + an array (a constant)")
         y = layer(x)
         if isinstance(y, dict):
             return [y[k] for k in sorted(y)]
@@ -394,7 +585,7 @@ def keras_layers(model, as_functional):
     if k == SEQUENTIAL:
         return list(model._layers)
     if k == FUNCTIONAL:
-        return graph_order(model)[0]
+        return [op for op in graph_order(model)[0] if not is_keras_op(op)]
     return _tracked(model)
 
 
@@ -458,6 +649,14 @@ def _unique(name, used):
     return name
 
 
+def engine_layers(layer):
+    """The layers whose weights the engine holds for a layer: itself, or a
+    Keras composite's sublayers (in its weights' order)."""
+    if isinstance(layer, L.Layer) and layer._keras_composite():
+        return [x for sub in layer._sublayers() for x in engine_layers(sub)]
+    return [layer]
+
+
 def trainable_order(model, as_functional=False):
     """The layers in the order of Keras's `model.trainable_variables` (nested
     models' layers in place, a shared layer once)."""
@@ -472,7 +671,7 @@ def trainable_order(model, as_functional=False):
             if isinstance(l, Model):
                 rec(l)
             else:
-                out.append(l)
+                out.extend(engine_layers(l))
     rec(model)
     return out
 
@@ -504,7 +703,8 @@ def model_config(model):
         if built:
             own = set(model._nodes)
             shape = [None] + [None if d is None else int(d)
-                              for d in next(n for n in layer._inbound if n in own).outputs[0]._ps]
+                              for d in next(n for n in _op_nodes(layer) if n in own or (
+                                     isinstance(n, _CallNode) and n.outputs[0]._node in own)).outputs[0]._ps]
         entries.append(e)
     cfg = _obj("keras", "Sequential", dict(name=model.name, trainable=bool(model.trainable), dtype=dict(_DTYPE),
                                            layers=entries))

@@ -1,0 +1,180 @@
+"""Batches of several shapes in one fit / evaluate (variable-length inputs,
+bucketed by length as keras.io's text pipelines batch them).
+
+A ShapeRuns stands for the run of one fit or evaluate: it holds the open run
+of the current batch shape. A batch of another shape closes it (its metric
+statistics move on), makes the model's engine for that shape current (built
+once, then cached by shape in the model: weights and optimizer state are
+copied, never rebuilt), plans the run for that shape (once; the plan is kept)
+and checks it against the budget before its first step: a shape that does not
+fit raises MemoryBudgetError naming it, with the model as after the last step.
+`lengths` declared upfront (fit(lengths=[...])) are all planned before step
+one; a batch of another length is then refused."""
+
+import numpy as np
+
+from ..errors import DataError, MemoryBudgetError
+from .arrays import check_x, check_y
+from .plan import budget_error
+
+
+def batch_shapes(xb):
+    """Per-sample shapes of a batch's input arrays."""
+    return [tuple(int(d) for d in a.shape[1:]) for a in xb.arrays]
+
+
+def shape_text(shapes):
+    return ", ".join(str((None,) + tuple(s)) for s in shapes)
+
+
+def declared_shapes(model, lengths):
+    """fit(lengths=[...]): the per-sample input shapes of each declared length
+    (the variable dimension of every input takes it). None: none declared."""
+    if lengths is None:
+        return None
+    if not getattr(model, "_dynamic", False):
+        raise ValueError(f"lengths: the model {model.name!r} has no variable-length input (keras.Input(shape=(None, "
+                         "...))); lengths applies to those")
+    if isinstance(lengths, (int, np.integer)) or not hasattr(lengths, "__iter__"):
+        raise ValueError(f"lengths must be a list of positive ints, got {lengths!r}")
+    out = []
+    for n in lengths:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n <= 0:
+            raise ValueError(f"lengths must be a list of positive ints, got {lengths!r}")
+        out.append([tuple(int(n) if d is None else d for d in t._ps) for t in model._inputs])
+    if not out:
+        raise ValueError("lengths must name at least one length")
+    return out
+
+
+def key(shapes):
+    return tuple(tuple(s) for s in shapes)
+
+
+def require_fits(plan, shapes, k=None):
+    """The plan of one input shape against the budget: MemoryBudgetError naming the shape (and batch k)."""
+    if plan.fits:
+        return
+    e = budget_error(plan)
+    at = "" if k is None else f"batch {k}: "
+    raise MemoryBudgetError(f"{at}input shape {shape_text(shapes)}: {e}", plan=plan, needed_bytes=e.needed_bytes,
+                            available_bytes=e.available_bytes, where=e.where, max_batch_size=e.max_batch_size)
+
+
+class ShapeRuns:
+    """The run of a fit (mode 'train') or evaluate over batches of several
+    shapes; quacks as the engine's run for the data sources and the logs.
+    open_run(plan) opens the engine's run for the model's current engine,
+    plan_for() plans the current engine's run, watchdog(plan) (optional) makes
+    the between-steps watchdog of a plan."""
+
+    def __init__(self, model, open_run, plan_for, first_plan, watchdog=None, declared=None):
+        self.model = model
+        self._open, self._plan_for, self._make_watchdog = open_run, plan_for, watchdog
+        self.shapes = list(model._bound)
+        self.plans = {key(self.shapes): first_plan}
+        self.declared = None if declared is None else {key(s) for s in declared}
+        self.closed = []   # (shapes, plan, run stats, engine bytes) of each run closed
+        self.watchdog = watchdog(first_plan) if watchdog is not None else None
+        self.engine = model._engine
+        self.run, self._last_stats = open_run(first_plan), None
+        self.plan = first_plan
+
+    def started(self):
+        if self.watchdog is not None:
+            self.watchdog.start()
+
+    # ---- the batch's run ----
+    def for_batch(self, k, xb, yb=None):
+        """The run for batch k (switching shape first when it has another)."""
+        shapes = batch_shapes(xb)
+        if shapes == self.shapes and self.model._engine is self.engine:
+            return self.run
+        if self.declared is not None and key(shapes) not in self.declared:
+            raise DataError(f"batch {k}: input shape {shape_text(shapes)} is not one of the lengths fit(lengths=...) "
+                            f"declared and planned: {sorted(shape_text(s) for s in self.declared)}", batch_index=k)
+        self.run.sync_model()   # a device run's weights back into its engine's arrays
+        if shapes == self.shapes:   # the engine was switched away (validation) and back
+            self._bind(k, shapes)
+            self.run.load_model()
+            self.engine = self.model._engine
+            return self.run
+        sums = self.run.metric_sums()
+        self._bind(k, shapes)   # a length the layers refuse raises here, with this run still open
+        self._close()
+        try:
+            check_x(self.model, xb)
+            if yb is not None:
+                check_y(self.model, yb)
+        except DataError as e:
+            raise DataError(f"batch {k}: {e}", batch_index=k) from None
+        plan = self.plan_of(shapes, k)
+        self.watchdog = self._make_watchdog(plan) if self._make_watchdog is not None else None
+        self.engine = self.model._engine
+        self.run = self._open(plan)
+        self.run.set_metric_sums(sums)
+        self.shapes, self.plan = shapes, plan
+        self.started()
+        return self.run
+
+    def _bind(self, k, shapes):
+        try:
+            self.model._bind_to(shapes)
+        except ValueError as e:
+            raise DataError(f"batch {k}: {e}", batch_index=k) from None
+
+    def plan_of(self, shapes, k=None):
+        """The plan of the current engine (built for shapes): made once per
+        shape, checked against the budget before its first step."""
+        plan = self.plans.get(key(shapes))
+        if plan is None:
+            plan = self._plan_for()
+            self.plans[key(shapes)] = plan
+        require_fits(plan, shapes, k)
+        return plan
+
+    def bind_back(self, shapes, other):
+        """Make the engine of `shapes` current (another run, e.g. validation's,
+        runs on it): this run's newest weights go there first."""
+        if self.model._bound == list(shapes) and self.model._engine is self.engine and self.shapes == list(shapes):
+            return
+        self.run.sync_model()
+        self.model._bind_to(list(shapes))
+        other.load_model()
+
+    def _close(self):
+        if self.run is None:
+            return
+        eng, stats = self.engine, self.run.stats()   # the arena's high-water mark, before it is released
+        self.run.close()
+        self.run, self._last_stats = None, stats
+        self.closed.append((list(self.shapes), self.plan, stats,
+                            (eng.weight_arena_bytes or 0) + (eng.optimizer_arena_bytes or 0)))
+
+    # ---- as the engine's run ----
+    def train(self, *a):
+        return self.run.train(*a)
+
+    def evaluate(self, *a):
+        return self.run.evaluate(*a)
+
+    def predict(self, *a):
+        return self.run.predict(*a)
+
+    def reset_metrics(self):
+        self.run.reset_metrics()
+
+    def metric_results(self):
+        return self.run.metric_results()
+
+    def metric_sums(self):
+        return self.run.metric_sums()
+
+    def set_metric_sums(self, sums):
+        self.run.set_metric_sums(sums)
+
+    def stats(self):
+        return self.run.stats() if self.run is not None else self._last_stats
+
+    def close(self):
+        self._close()
