@@ -112,7 +112,14 @@ static int parse_more(PyObject *d, bf_layer *L, int act) {
         get_int(d, "aug_translate", 0, &translate) || get_int(d, "aug_fill", 0, &fill) ||
         get_int(d, "aug_bilinear", 1, &bilinear) || get_float(d, "aug_fill_value", 0.0f, &L->aug.fill_value) ||
         get_float(d, "aug_h_lo", 0.0f, &L->aug.h_lo) || get_float(d, "aug_h_hi", 0.0f, &L->aug.h_hi) ||
-        get_float(d, "aug_w_lo", 0.0f, &L->aug.w_lo) || get_float(d, "aug_w_hi", 0.0f, &L->aug.w_hi))
+        get_float(d, "aug_w_lo", 0.0f, &L->aug.w_lo) || get_float(d, "aug_w_hi", 0.0f, &L->aug.w_hi) ||
+        get_int(d, "aug_rotate", 0, &L->aug.rotate) || get_float(d, "aug_rot_lo", 0.0f, &L->aug.rot_lo) ||
+        get_float(d, "aug_rot_hi", 0.0f, &L->aug.rot_hi) || get_int(d, "aug_zoom", 0, &L->aug.zoom) ||
+        get_int(d, "aug_zoom_same", 0, &L->aug.zoom_same) || get_float(d, "aug_zh_lo", 1.0f, &L->aug.zh_lo) ||
+        get_float(d, "aug_zh_hi", 1.0f, &L->aug.zh_hi) || get_float(d, "aug_zw_lo", 1.0f, &L->aug.zw_lo) ||
+        get_float(d, "aug_zw_hi", 1.0f, &L->aug.zw_hi) || get_int(d, "aug_contrast", 0, &L->aug.contrast) ||
+        get_float(d, "aug_c_lo", 1.0f, &L->aug.c_lo) || get_float(d, "aug_c_hi", 1.0f, &L->aug.c_hi) ||
+        get_float(d, "aug_v_lo", -INFINITY, &L->aug.v_lo) || get_float(d, "aug_v_hi", INFINITY, &L->aug.v_hi))
         return -1;
     if (fill < BF_FILL_REFLECT || fill > BF_FILL_WRAP) {
         PyErr_Format(PyExc_ValueError, "%s: unknown fill mode %d", L->name, fill);

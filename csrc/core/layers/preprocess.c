@@ -1,11 +1,12 @@
 /* preprocess.c - Rescaling and Normalization (a per-channel affine map,
- * rescale_*), and the random image layers RandomFlip, RandomCrop and
- * RandomTranslation (one kind, bf_augment). Random layers draw per training
+ * rescale_*), and the random image layers RandomFlip, RandomCrop,
+ * RandomTranslation, RandomRotation, RandomZoom and RandomContrast (one kind,
+ * bf_augment). Random layers draw per training
  * forward: the node's stream (its seed, or the run's) mixed with the
  * optimizer iteration and the micro-batch within it, so a fresh model with
  * the same seed sees the same augmentations, and backward reuses the
- * forward's draw. Outside training RandomFlip / RandomTranslation are views
- * (RandomCrop crops the centre). */
+ * forward's draw. Outside training all but RandomCrop are views (RandomCrop
+ * crops the centre). */
 #include "layer.h"
 
 static bf_status rescaling_infer(bf_layer *L, int rank, const int *shape) {
@@ -101,8 +102,11 @@ static int augment_supported(const bf_backend *be, const bf_layer *L) {
     return be->augment_forward && be->augment_backward;
 }
 
+/* outside training all but RandomCrop are views; RandomContrast's backward reads its output (the clipped pixels) */
 static unsigned augment_flags(const bf_run *r, int i) {
-    return !r->m->layers[i].aug.crop && r->mode != BF_MODE_TRAIN ? BF_LF_VIEW : 0;
+    const bf_augment *a = &r->m->layers[i].aug;
+    if (r->mode != BF_MODE_TRAIN) return a->crop ? 0 : BF_LF_VIEW;
+    return a->contrast ? BF_LF_READS_OUT : 0;
 }
 
 static bf_status augment_forward(bf_run *r, int i, int rows) {
@@ -121,6 +125,7 @@ static bf_status augment_backward(bf_run *r, int i, int rows, float *din, float 
     bf_augment a;
     if (!din) return BF_OK;
     bf_run_augment_geom(r, i, rows, &a);
+    if (a.contrast) a.out = bf_step_out(r, i);
     return r->be->augment_backward(r->be, din, dout, &a);
 }
 

@@ -10,7 +10,7 @@ here), and its Keras 3 config is registered there with @keras_config
 from .activation import ELU, LeakyReLU, ReLU, Softmax
 from .args import engine_kinds
 from .attention import MultiHeadAttention
-from .augmentation import RandomCrop, RandomFlip, RandomTranslation
+from .augmentation import RandomContrast, RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom
 from .conv import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Convolution1D, Convolution1DTranspose,
                    Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D)
 from .core import Activation, Dense, Lambda
