@@ -149,7 +149,8 @@ static int parse_layer(PyObject *d, bf_layer *L) {
         get_int(d, "scale", 1, &L->scale) || get_float(d, "rate", 0.0f, &L->rate) ||
         get_float(d, "momentum", 0.99f, &L->momentum) || get_float(d, "eps", 1e-3f, &L->eps) ||
         get_int(d, "axis", 0, &L->axis) || get_int(d, "share", -1, &L->share) || get_int(d, "dil", 1, &L->dil) ||
-        get_int(d, "causal", 0, &L->causal) || get_int(d, "keepdims", 0, &L->keepdims))
+        get_int(d, "causal", 0, &L->causal) || get_int(d, "keepdims", 0, &L->keepdims) ||
+        get_int(d, "chan_first", 0, &L->chan_first))
         return -1;
     if (get_int(d, "heads", 0, &L->heads) || get_int(d, "key_dim", 0, &L->key_dim) ||
         get_int(d, "value_dim", 0, &L->value_dim) || get_int(d, "out_dim", 0, &L->out_dim))
