@@ -218,3 +218,20 @@ def test_rotation_zoom_and_contrast_train_to_the_cpu_weights_on_cuda(interp):
     cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), f"augment {interp}")
     np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
+
+
+def test_channels_first_pooling_trains_to_the_cpu_weights_on_cuda():
+    """pool.cu on the (B*C, H, W, 1) geometry of channels_first samples"""
+    r = np.random.default_rng(9)
+    x = r.standard_normal((16, 3, 7, 6)).astype(np.float32)
+    y = r.standard_normal((16, 2)).astype(np.float32)
+
+    def build():
+        cf = "channels_first"
+        return bf.Sequential([layers.Input((3, 7, 6)), layers.Conv2D(4, 1), layers.MaxPooling2D(2, data_format=cf),
+                              layers.AveragePooling2D(2, padding="same", data_format=cf),
+                              layers.GlobalMaxPooling2D(data_format=cf, keepdims=True), layers.Flatten(),
+                              layers.Dense(2)])
+
+    cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "channels_first pooling")
