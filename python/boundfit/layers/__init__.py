@@ -42,7 +42,8 @@ __all__ = ["Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D
            "GlobalMaxPool2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "Input", "InputLayer", "LSTM", "Lambda", "Layer",
            "SeparableConv2D",
            "LayerNormalization", "LeakyReLU", "MaxPool1D", "MaxPooling1D", "MaxPooling2D", "Maximum", "Minimum",
-           "MultiHeadAttention", "Multiply", "Normalization", "Permute", "RandomCrop", "RandomFlip",
+           "MultiHeadAttention", "Multiply", "Normalization", "Permute", "RandomContrast", "RandomCrop", "RandomFlip",
+           "RandomRotation", "RandomZoom",
            "RandomTranslation", "ReLU", "RepeatVector", "Rescaling", "Reshape", "SimpleRNN", "Softmax", "Subtract",
            "UpSampling2D", "ZeroPadding2D", "add", "average", "concatenate", "maximum", "minimum", "multiply",
            "subtract"]
