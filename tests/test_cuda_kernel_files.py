@@ -235,3 +235,19 @@ def test_channels_first_pooling_trains_to_the_cpu_weights_on_cuda():
 
     cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "channels_first pooling")
+
+
+def test_gaussian_noise_and_dropout_train_to_the_cpu_weights_on_cuda():
+    """augment.cu's noise kernel draws the CPU's z per element, forward and backward"""
+    r = np.random.default_rng(10)
+    x = r.standard_normal((16, 6)).astype(np.float32)
+    y = r.standard_normal((16, 2)).astype(np.float32)
+
+    def build():
+        return bf.Sequential([layers.Input((6,)), layers.Dense(40), layers.GaussianNoise(0.3, seed=1),
+                              layers.Reshape((5, 8)), layers.GaussianDropout(0.4, seed=2), layers.Flatten(),
+                              layers.Dense(2)])
+
+    cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "gaussian noise")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)

@@ -105,6 +105,17 @@ BF_AHD void bf_aug_sample_of(const bf_augment *a, int b, bf_aug_sample *s) {
     if (a->contrast) s->contrast = a->c_lo + (a->c_hi - a->c_lo) * bf_aug_uniform(a->seed, BF_AUG_MORE + k + 3);
 }
 
+/* GaussianNoise / GaussianDropout's z ~ N(0, 1) of element e: Box-Muller of draws 2e and 2e + 1 */
+BF_AHD float bf_aug_normal(uint64_t seed, uint64_t e) {
+    const float u1 = 1.0f - bf_aug_uniform(seed, 2u * e), u2 = bf_aug_uniform(seed, 2u * e + 1u);
+    return sqrtf(-2.0f * logf(u1)) * cosf(6.28318530717958647692f * u2);
+}
+
+/* d out / d x of element e of the noise layers */
+BF_AHD float bf_aug_noise_scale(const bf_augment *a, uint64_t e) {
+    return a->noise == 2 ? 1.0f + a->stddev * bf_aug_normal(a->seed, e) : 1.0f;
+}
+
 /* a tap's index through the fill mode; -1: outside (constant) */
 BF_AHD long bf_aug_fix(long i, long n, int fill) {
     switch (fill) {

@@ -184,6 +184,12 @@ typedef struct {
     int contrast;
     float c_lo, c_hi, v_lo, v_hi;
     const float *out;
+    /* GaussianNoise (noise 1: out = x + stddev z) and GaussianDropout (noise
+     * 2: out = x (1 + stddev z)), z ~ N(0, 1) per element (Box-Muller of two
+     * counter draws), any shape as (B, 1, W = elements, 1); backward draws z
+     * again */
+    int noise;
+    float stddev;
 } bf_augment;
 /* Multi-head attention geometry. Q (B,TQ,H,DK), K (B,TK,H,DK), V (B,TK,H,DV)
  * and O (B,TQ,H,DV) as the projections lay them out (row-major, heads side by

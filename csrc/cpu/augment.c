@@ -1,11 +1,12 @@
 /* augment.c - RandomFlip, RandomCrop, RandomTranslation, RandomRotation,
- * RandomZoom and RandomContrast on the CPU (geometry and draws in
+ * RandomZoom, RandomContrast, GaussianNoise and GaussianDropout on the CPU (geometry and draws in
  * core/augment_geom.h, shared with CUDA). Forward gathers each output pixel
  * from its (up to 2 x 2) source taps; backward zeroes dinp and scatters each
  * output gradient back onto the same taps with the same weights (the
  * transpose; taps in the fill region get nothing). RandomContrast has no
  * geometry: per (sample, channel) a mean over the image, then an affine map
- * and a clip; its backward is f g + (1 - f) mean(g) over the unclipped pixels. */
+ * and a clip; its backward is f g + (1 - f) mean(g) over the unclipped pixels.
+ * GaussianNoise / GaussianDropout add / multiply per-element normal noise. */
 #include <string.h>
 
 #include "augment_geom.h"
@@ -13,7 +14,7 @@
 
 static bf_status check(const char *op, const bf_augment *a) {
     if (!a || a->B < 0 || a->H <= 0 || a->W <= 0 || a->C <= 0 || a->OH <= 0 || a->OW <= 0 || a->OH > a->H ||
-        a->OW > a->W || (a->contrast && (a->OH != a->H || a->OW != a->W)))
+        a->OW > a->W || ((a->contrast || a->noise) && (a->OH != a->H || a->OW != a->W)))
         return BF_FAIL(BF_ERR_INTERNAL, "%s: bad geometry", op);
     return BF_OK;
 }
@@ -61,10 +62,22 @@ static void contrast_backward(float *dinp, const float *dout, const bf_augment *
     }
 }
 
+// out (N) = inp + stddev z (GaussianNoise) or inp (1 + stddev z) (GaussianDropout), N = B*H*W*C
+static void noise_forward(float *out, const float *inp, const bf_augment *a) {
+    const long n = (long)a->B * a->H * a->W * a->C;
+    for (long e = 0; e < n; e++)
+        out[e] = a->noise == 1 ? inp[e] + a->stddev * bf_aug_normal(a->seed, (uint64_t)e)
+                               : inp[e] * bf_aug_noise_scale(a, (uint64_t)e);
+}
+
 // out (B,OH,OW,C) = inp (B,H,W,C) sampled at each sample's source coordinates
 bf_status bf_cpu_augment_forward(bf_backend *be, float *out, const float *inp, const bf_augment *a) {
     (void)be;
     BF_TRY(check("augment_forward", a));
+    if (a->noise) {
+        noise_forward(out, inp, a);
+        return BF_OK;
+    }
     if (a->contrast) {
         contrast_forward(out, inp, a);
         return BF_OK;
@@ -101,6 +114,11 @@ bf_status bf_cpu_augment_backward(bf_backend *be, float *dinp, const float *dout
     (void)be;
     BF_TRY(check("augment_backward", a));
     if (!dinp) return BF_OK;
+    if (a->noise) { /* dinp = dout times the forward's factor (1 for GaussianNoise) */
+        const long n = (long)a->B * a->H * a->W * a->C;
+        for (long e = 0; e < n; e++) dinp[e] = dout[e] * bf_aug_noise_scale(a, (uint64_t)e);
+        return BF_OK;
+    }
     if (a->contrast) {
         if (!a->out) return BF_FAIL(BF_ERR_INTERNAL, "augment_backward: RandomContrast needs its forward's output");
         contrast_backward(dinp, dout, a);

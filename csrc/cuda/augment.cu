@@ -1,5 +1,5 @@
 /* augment.cu - RandomFlip, RandomCrop, RandomTranslation, RandomRotation,
- * RandomZoom and RandomContrast on CUDA, with the CPU's draws and sampling
+ * RandomZoom, RandomContrast, GaussianNoise and GaussianDropout on CUDA, with the CPU's draws and sampling
  * (core/augment_geom.h). Forward: one thread per output element gathers its
  * (up to 2 x 2) taps. Backward: dinp zeroed, then one thread per output
  * element scatters onto the same taps (atomicAdd: taps of neighbouring pixels
@@ -51,6 +51,13 @@ __global__ void augment_backward_kernel(float *dinp, const float *dout, bf_augme
 }
 
 #define AUG_THREADS 256
+
+// out (N) = inp + stddev z or inp (1 + stddev z); backward (fwd 0): dinp = dout times d out / d inp
+__global__ void noise_kernel(float *out, const float *inp, bf_augment a, long n, int fwd) {
+    for (long e = blockIdx.x * (long)blockDim.x + threadIdx.x; e < n; e += (long)gridDim.x * blockDim.x)
+        out[e] = fwd && a.noise == 1 ? __fadd_rn(inp[e], __fmul_rn(a.stddev, bf_aug_normal(a.seed, (uint64_t)e)))
+                                     : __fmul_rn(inp[e], bf_aug_noise_scale(&a, (uint64_t)e));
+}
 
 // the block's sum of each thread's v (all threads get it)
 __device__ double aug_block_sum(double v, double *sh) {
@@ -110,7 +117,7 @@ __global__ void contrast_backward_kernel(float *dinp, const float *dout, bf_augm
 
 static bf_status check(const char *op, const bf_augment *a) {
     if (!a || a->B < 0 || a->H <= 0 || a->W <= 0 || a->C <= 0 || a->OH <= 0 || a->OW <= 0 || a->OH > a->H ||
-        a->OW > a->W || (a->contrast && (a->OH != a->H || a->OW != a->W)))
+        a->OW > a->W || ((a->contrast || a->noise) && (a->OH != a->H || a->OW != a->W)))
         return BF_FAIL(BF_ERR_INTERNAL, "%s: bad geometry", op);
     return BF_OK;
 }
@@ -120,6 +127,11 @@ bf_status bf_cuda_augment_forward(bf_backend *be, float *out, const float *inp, 
     BF_TRY(check("augment_forward", a));
     const long total = (long)a->B * a->OH * a->OW * a->C;
     if (total == 0) return BF_OK;
+    if (a->noise) {
+        noise_kernel<<<bf_cuda_grid(total, 256), 256, 0, st->stream>>>(out, inp, *a, total, 1);
+        BF_CUDA_LAUNCHED(st, noise_kernel);
+        return BF_OK;
+    }
     if (a->contrast) {
         const long n = (long)a->B * a->C;
         contrast_forward_kernel<<<(unsigned)(n < 65535 ? n : 65535), AUG_THREADS, 0, st->stream>>>(out, inp, *a);
@@ -136,6 +148,12 @@ bf_status bf_cuda_augment_backward(bf_backend *be, float *dinp, const float *dou
     BF_TRY(check("augment_backward", a));
     if (!dinp) return BF_OK;
     const long total = (long)a->B * a->OH * a->OW * a->C;
+    if (a->noise) {
+        if (total == 0) return BF_OK;
+        noise_kernel<<<bf_cuda_grid(total, 256), 256, 0, st->stream>>>(dinp, dout, *a, total, 0);
+        BF_CUDA_LAUNCHED(st, noise_kernel);
+        return BF_OK;
+    }
     if (a->contrast) {
         const long n = (long)a->B * a->C;
         if (!a->out) return BF_FAIL(BF_ERR_INTERNAL, "augment_backward: RandomContrast needs its forward's output");

@@ -119,7 +119,8 @@ static int parse_more(PyObject *d, bf_layer *L, int act) {
         get_float(d, "aug_zh_hi", 1.0f, &L->aug.zh_hi) || get_float(d, "aug_zw_lo", 1.0f, &L->aug.zw_lo) ||
         get_float(d, "aug_zw_hi", 1.0f, &L->aug.zw_hi) || get_int(d, "aug_contrast", 0, &L->aug.contrast) ||
         get_float(d, "aug_c_lo", 1.0f, &L->aug.c_lo) || get_float(d, "aug_c_hi", 1.0f, &L->aug.c_hi) ||
-        get_float(d, "aug_v_lo", -INFINITY, &L->aug.v_lo) || get_float(d, "aug_v_hi", INFINITY, &L->aug.v_hi))
+        get_float(d, "aug_v_lo", -INFINITY, &L->aug.v_lo) || get_float(d, "aug_v_hi", INFINITY, &L->aug.v_hi) ||
+        get_int(d, "aug_noise", 0, &L->aug.noise) || get_float(d, "aug_stddev", 0.0f, &L->aug.stddev))
         return -1;
     if (fill < BF_FILL_REFLECT || fill > BF_FILL_WRAP) {
         PyErr_Format(PyExc_ValueError, "%s: unknown fill mode %d", L->name, fill);

@@ -5,8 +5,9 @@ SeedGenerator (a new draw per call, reproducible from its seed), or None
 (from NumPy's global state, which boundfit.utils.set_random_seed seeds). The
 draws are NumPy's, not JAX's: the distributions are Keras's, the numbers are
 not. On a symbolic tensor (inside a model or a custom layer's call()) these
-raise ops.OpNotSupportedError: boundfit's graphs have no random-noise node
-yet (layers.Dropout and the Random* image layers draw in the engine)."""
+raise ops.OpNotSupportedError: boundfit's graphs have no node for them yet;
+layers.GaussianNoise / GaussianDropout / Dropout and the Random* image layers
+draw in the engine."""
 
 import numbers
 
@@ -61,8 +62,9 @@ def _symbolic(op, *xs):
     if any(isinstance(x, KerasTensor) for x in xs):
         raise OpNotSupportedError(
             f"keras.random.{op} on a symbolic tensor{tracing_where()} is not supported by boundfit's graphs yet "
-            "(no engine node draws noise but Dropout and the Random* image layers): use layers.Dropout, or the "
-            "augmentation layers, in the model; keras.random works on arrays")
+            "(noise is drawn in the engine by layers): use layers.GaussianNoise (x + normal noise), "
+            "layers.GaussianDropout or layers.Dropout, or the Random* image layers, in the model; keras.random "
+            "works on arrays")
 
 
 def _shape(shape, op):
@@ -70,7 +72,8 @@ def _shape(shape, op):
     _symbolic(op, *shape)
     if any(d is None for d in shape):
         raise OpNotSupportedError(f"keras.random.{op}: shape {shape} has an unknown (batch) dimension: boundfit's "
-                                  "graphs have no random-noise node yet; keras.random works on arrays")
+                                  "graphs draw noise only in layers (layers.GaussianNoise for x + normal noise); "
+                                  "keras.random works on arrays")
     if not all(isinstance(d, numbers.Integral) and d >= 0 for d in shape):
         raise ValueError(f"keras.random.{op}: shape must be a tuple of ints >= 0, got {shape!r}")
     return tuple(int(d) for d in shape)
