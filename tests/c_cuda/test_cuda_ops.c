@@ -227,6 +227,20 @@ static void test_more_ops(void) {
         if (ok_status(G->augment_backward(G, y_g, x_g, &a), what)) dclose(what, y_g, y, m, 1e-5f, 1e-6f);
         free(x), free(y);
     }
+    /* GaussianNoise (noise 1) and GaussianDropout (noise 2), forward and backward */
+    for (int k = 1; k <= 2; k++) {
+        bf_augment a = {.B = 4, .H = 1, .W = 50, .C = 1, .OH = 1, .OW = 50, .noise = k, .stddev = 0.7f,
+                        .training = 1, .seed = 31};
+        const size_t m = 4 * 50;
+        float *x = hrand(m, -1, 1), *y = hzero(m), *x_g = up(x, m), *y_g = up(y, m);
+        snprintf(what, sizeof what, "augment noise %d forward", k);
+        bf_cpu_augment_forward(NULL, y, x, &a);
+        if (ok_status(G->augment_forward(G, y_g, x_g, &a), what)) dclose(what, y_g, y, m, 1e-5f, 1e-6f);
+        snprintf(what, sizeof what, "augment noise %d backward", k);
+        bf_cpu_augment_backward(NULL, y, x, &a);
+        if (ok_status(G->augment_backward(G, y_g, x_g, &a), what)) dclose(what, y_g, y, m, 1e-5f, 1e-6f);
+        free(x), free(y);
+    }
     /* RandomContrast on 17x19 images (more pixels than a block's threads), clipped to [-0.6, 0.6] */
     {
         bf_augment a = {.B = 3, .H = 17, .W = 19, .C = 2, .OH = 17, .OW = 19, .contrast = 1, .c_lo = 0.5f,
