@@ -4,7 +4,8 @@ backward, attention dropout), layernorm.cu (LayerNormalization with and
 without gamma / beta, rows wider than a block), regularize.cu (L1 / L2 /
 L1L2 penalties and gradients, the max-norm / non-neg / unit-norm / min-max
 constraints), merge.cu (Subtract / Maximum / Minimum / Multiply / Average),
-depthwise.cu (DepthwiseConv2D)
+depthwise.cu (DepthwiseConv2D), augment.cu (RandomRotation, RandomZoom,
+RandomContrast)
 and colsum.cu's one-thread-per-column fallback. Same weights, same seed, one
 model per device; skipped without a usable GPU, and run on the device
 emulation by tests/test_cuda_sim.py."""
@@ -214,3 +215,56 @@ def test_a_fit_over_batches_of_several_lengths_trains_to_the_cpu_weights_on_cuda
     for key in ("loss", "accuracy", "val_loss"):
         np.testing.assert_allclose(hg.history[key], hc.history[key], rtol=1e-4)
     assert int(gpu.optimizer.iterations) == 8
+
+
+@pytest.mark.parametrize("interp", ["bilinear", "nearest"])
+def test_rotation_zoom_and_contrast_train_to_the_cpu_weights_on_cuda(interp):
+    """augment.cu's affine path (the same draws and taps as the CPU) and its
+    RandomContrast blocks (a 20x20 image: more pixels than a block's threads)."""
+    r = np.random.default_rng(8)
+    x = r.standard_normal((16, 5)).astype(np.float32)
+    y = r.standard_normal((16, 2)).astype(np.float32)
+
+    def build():
+        return bf.Sequential([layers.Input((5,)), layers.Dense(800), layers.Reshape((20, 20, 2)),
+                              layers.RandomRotation(0.2, interpolation=interp, seed=1),
+                              layers.RandomZoom((-0.2, 0.3), 0.2, fill_mode="constant", interpolation=interp, seed=2),
+                              layers.RandomContrast(0.5, value_range=(-1.0, 1.0), seed=3),
+                              layers.Conv2D(2, 3, strides=3), layers.Flatten(), layers.Dense(2)])
+
+    cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), f"augment {interp}")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
+
+
+def test_channels_first_pooling_trains_to_the_cpu_weights_on_cuda():
+    """pool.cu on the (B*C, H, W, 1) geometry of channels_first samples"""
+    r = np.random.default_rng(9)
+    x = r.standard_normal((16, 3, 7, 6)).astype(np.float32)
+    y = r.standard_normal((16, 2)).astype(np.float32)
+
+    def build():
+        cf = "channels_first"
+        return bf.Sequential([layers.Input((3, 7, 6)), layers.Conv2D(4, 1), layers.MaxPooling2D(2, data_format=cf),
+                              layers.AveragePooling2D(2, padding="same", data_format=cf),
+                              layers.GlobalMaxPooling2D(data_format=cf, keepdims=True), layers.Flatten(),
+                              layers.Dense(2)])
+
+    cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "channels_first pooling")
+
+
+def test_gaussian_noise_and_dropout_train_to_the_cpu_weights_on_cuda():
+    """augment.cu's noise kernel draws the CPU's z per element, forward and backward"""
+    r = np.random.default_rng(10)
+    x = r.standard_normal((16, 6)).astype(np.float32)
+    y = r.standard_normal((16, 2)).astype(np.float32)
+
+    def build():
+        return bf.Sequential([layers.Input((6,)), layers.Dense(40), layers.GaussianNoise(0.3, seed=1),
+                              layers.Reshape((5, 8)), layers.GaussianDropout(0.4, seed=2), layers.Flatten(),
+                              layers.Dense(2)])
+
+    cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "gaussian noise")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)

@@ -191,6 +191,82 @@ score = model.evaluate(x_train[:32], y_train[:32], verbose=0)
 pred = model.predict(x_train[:8], verbose=0)
 '''
 
+IMAGE_CLASSIFICATION_FROM_SCRATCH = '''
+# (images 24x24 instead of 180x180; block widths [8, 16, 24] and 32 instead of [256, 512, 728] and 1024)
+image_size = (24, 24)
+rng = np.random.default_rng(0)
+x_train = rng.integers(0, 256, (48,) + image_size + (3,)).astype("float32")
+y_train = rng.integers(0, 2, (48, 1)).astype("float32")
+data_augmentation = keras.Sequential(
+    [
+        keras.layers.RandomFlip("horizontal"),
+        keras.layers.RandomRotation(0.1),
+    ]
+)
+
+
+def make_model(input_shape, num_classes):
+    inputs = keras.Input(shape=input_shape)
+    x = data_augmentation(inputs)
+
+    # Entry block
+    x = keras.layers.Rescaling(1.0 / 255)(x)
+    x = keras.layers.Conv2D(8, 3, strides=2, padding="same")(x)
+    x = keras.layers.BatchNormalization()(x)
+    x = keras.layers.Activation("relu")(x)
+
+    previous_block_activation = x  # Set aside residual
+
+    for size in [8, 16, 24]:
+        x = keras.layers.Activation("relu")(x)
+        x = keras.layers.SeparableConv2D(size, 3, padding="same")(x)
+        x = keras.layers.BatchNormalization()(x)
+
+        x = keras.layers.Activation("relu")(x)
+        x = keras.layers.SeparableConv2D(size, 3, padding="same")(x)
+        x = keras.layers.BatchNormalization()(x)
+
+        x = keras.layers.MaxPooling2D(3, strides=2, padding="same")(x)
+
+        # Project residual
+        residual = keras.layers.Conv2D(size, 1, strides=2, padding="same")(previous_block_activation)
+        x = keras.layers.add([x, residual])  # Add back residual
+        previous_block_activation = x  # Set aside next residual
+
+    x = keras.layers.SeparableConv2D(32, 3, padding="same")(x)
+    x = keras.layers.BatchNormalization()(x)
+    x = keras.layers.Activation("relu")(x)
+
+    x = keras.layers.GlobalAveragePooling2D()(x)
+    if num_classes == 2:
+        units = 1
+    else:
+        units = num_classes
+
+    x = keras.layers.Dropout(0.25)(x)
+    # We specify linear activation since it's the raw logits
+    outputs = keras.layers.Dense(units, activation=None)(x)
+    return keras.Model(inputs, outputs)
+
+
+model = make_model(input_shape=image_size + (3,), num_classes=2)
+probe = x_train[:8]
+# --- train
+epochs = 1
+callbacks = [keras.callbacks.ModelCheckpoint(out + "/save_at_{epoch}.keras")]
+model.compile(
+    optimizer=keras.optimizers.Adam(3e-4),
+    loss=keras.losses.BinaryCrossentropy(from_logits=True),
+    metrics=[keras.metrics.BinaryAccuracy(name="acc")],
+)
+history = model.fit(x_train, y_train, batch_size=16, epochs=epochs, callbacks=callbacks,
+                    validation_data=(x_train[:16], y_train[:16]), verbose=0)
+img = x_train[:1]
+predictions = model.predict(img, verbose=0)
+score = float(keras.ops.sigmoid(predictions[0][0]))
+pred = predictions
+'''
+
 PROGRAMS = {
     "mnist_convnet": MNIST_CONVNET,
     "imbalanced_classification": IMBALANCED_CLASSIFICATION,
@@ -229,3 +305,27 @@ def test_keras_io_example_runs_unchanged(name, tmp_path):
     assert b["pred"].shape == k["pred"].shape
     assert sorted(os.listdir(tmp_path / "boundfit")) == sorted(os.listdir(tmp_path / "keras"))
     assert all(np.isfinite(v).all() for v in hb.values()) and np.isfinite(b["pred"]).all()
+
+
+def test_image_classification_from_scratch_runs_unchanged(tmp_path):
+    """The Xception-like model with its data_augmentation Sequential (RandomFlip, RandomRotation) inside:
+    the same predictions as Keras from Keras's initial weights, then the training part in boundfit only
+    (Keras's JAX compile of this training step alone takes a minute on the test machine); what Keras's
+    history and checkpoint files would be is known."""
+    keras = keras_ref.load()
+    build, train = IMAGE_CLASSIFICATION_FROM_SCRATCH.split("# --- train")
+    scopes = {}
+    for name, mod in (("keras", keras), ("boundfit", boundfit)):
+        scopes[name] = {"keras": mod, "np": np, "out": str(tmp_path)}
+        exec(build, scopes[name])
+    km, bm = scopes["keras"]["model"], scopes["boundfit"]["model"]
+    bm.set_weights(km.get_weights())
+    probe = scopes["keras"]["probe"]
+    np.testing.assert_allclose(bm.predict(probe, verbose=0), np.asarray(km(probe, training=False)), rtol=1e-4,
+                               atol=1e-5)
+    b = scopes["boundfit"]
+    exec(train, b)
+    assert sorted(b["history"].history) == ["acc", "loss", "val_acc", "val_loss"]
+    assert os.listdir(tmp_path) == ["save_at_1.keras"]
+    assert all(np.isfinite(v).all() for v in b["history"].history.values()) and b["pred"].shape == (1, 1)
+    assert 0.0 < b["score"] < 1.0

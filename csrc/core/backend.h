@@ -154,7 +154,8 @@ typedef struct {
     long rn[2], rs[2];
 } bf_strided;
 
-/* Random image augmentation (RandomFlip, RandomCrop, RandomTranslation), NHWC.
+/* Random image augmentation (RandomFlip, RandomCrop, RandomTranslation,
+ * RandomRotation, RandomZoom, RandomContrast), NHWC.
  * Per sample b the source of output pixel (y, x) is (see augment_geom.h):
  * crop: (y + h0, x + w0), one window per batch, random in training (Keras:
  * when H > OH and W > OW) and centred otherwise; flip: mirrored when the
@@ -174,6 +175,26 @@ typedef struct {
     float fill_value;
     int training;                  /* crop: random window (1) or centred (0) */
     uint64_t seed;
+    /* RandomRotation: angle_b = uniform(rot_lo, rot_hi) degrees about the
+     * centre ((W-1)/2, (H-1)/2); RandomZoom: zoom_b = uniform(zh_lo, zh_hi)
+     * on y and uniform(zw_lo, zw_hi) on x (zoom_same: x takes y's);
+     * both as Keras's affine_transform matrices (augment_geom.h), sampled as
+     * translate is. */
+    int rotate, zoom, zoom_same;
+    float rot_lo, rot_hi, zh_lo, zh_hi, zw_lo, zw_hi;
+    /* RandomContrast (no geometry, OH = H, OW = W): per sample and channel,
+     * out = clip((x - m) * f_b + m, v_lo, v_hi), m the mean over (H, W),
+     * f_b = uniform(c_lo, c_hi); backward reads the forward's output `out`
+     * (its clipped pixels pass no gradient) */
+    int contrast;
+    float c_lo, c_hi, v_lo, v_hi;
+    const float *out;
+    /* GaussianNoise (noise 1: out = x + stddev z) and GaussianDropout (noise
+     * 2: out = x (1 + stddev z)), z ~ N(0, 1) per element (Box-Muller of two
+     * counter draws), any shape as (B, 1, W = elements, 1); backward draws z
+     * again */
+    int noise;
+    float stddev;
 } bf_augment;
 /* Multi-head attention geometry. Q (B,TQ,H,DK), K (B,TK,H,DK), V (B,TK,H,DV)
  * and O (B,TQ,H,DV) as the projections lay them out (row-major, heads side by

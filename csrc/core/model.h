@@ -96,6 +96,7 @@ typedef struct bf_layer {
                                                   aug.seed: the layer's seed, 0 when none (the run's stream) */
     int dil, causal;                           /* Conv1D dilation_rate, padding='causal' */
     int keepdims;                              /* global pooling */
+    int chan_first;                            /* pooling: data_format='channels_first', (C, H, W) / (C, T) */
     /* MultiHeadAttention: heads, key_dim, value_dim, output width (0: the
      * query's), causal mask; its dropout rate is `rate` */
     int heads, key_dim, value_dim, out_dim;    /* (use_causal_mask: `causal`) */

@@ -112,7 +112,15 @@ static int parse_more(PyObject *d, bf_layer *L, int act) {
         get_int(d, "aug_translate", 0, &translate) || get_int(d, "aug_fill", 0, &fill) ||
         get_int(d, "aug_bilinear", 1, &bilinear) || get_float(d, "aug_fill_value", 0.0f, &L->aug.fill_value) ||
         get_float(d, "aug_h_lo", 0.0f, &L->aug.h_lo) || get_float(d, "aug_h_hi", 0.0f, &L->aug.h_hi) ||
-        get_float(d, "aug_w_lo", 0.0f, &L->aug.w_lo) || get_float(d, "aug_w_hi", 0.0f, &L->aug.w_hi))
+        get_float(d, "aug_w_lo", 0.0f, &L->aug.w_lo) || get_float(d, "aug_w_hi", 0.0f, &L->aug.w_hi) ||
+        get_int(d, "aug_rotate", 0, &L->aug.rotate) || get_float(d, "aug_rot_lo", 0.0f, &L->aug.rot_lo) ||
+        get_float(d, "aug_rot_hi", 0.0f, &L->aug.rot_hi) || get_int(d, "aug_zoom", 0, &L->aug.zoom) ||
+        get_int(d, "aug_zoom_same", 0, &L->aug.zoom_same) || get_float(d, "aug_zh_lo", 1.0f, &L->aug.zh_lo) ||
+        get_float(d, "aug_zh_hi", 1.0f, &L->aug.zh_hi) || get_float(d, "aug_zw_lo", 1.0f, &L->aug.zw_lo) ||
+        get_float(d, "aug_zw_hi", 1.0f, &L->aug.zw_hi) || get_int(d, "aug_contrast", 0, &L->aug.contrast) ||
+        get_float(d, "aug_c_lo", 1.0f, &L->aug.c_lo) || get_float(d, "aug_c_hi", 1.0f, &L->aug.c_hi) ||
+        get_float(d, "aug_v_lo", -INFINITY, &L->aug.v_lo) || get_float(d, "aug_v_hi", INFINITY, &L->aug.v_hi) ||
+        get_int(d, "aug_noise", 0, &L->aug.noise) || get_float(d, "aug_stddev", 0.0f, &L->aug.stddev))
         return -1;
     if (fill < BF_FILL_REFLECT || fill > BF_FILL_WRAP) {
         PyErr_Format(PyExc_ValueError, "%s: unknown fill mode %d", L->name, fill);
@@ -142,7 +150,8 @@ static int parse_layer(PyObject *d, bf_layer *L) {
         get_int(d, "scale", 1, &L->scale) || get_float(d, "rate", 0.0f, &L->rate) ||
         get_float(d, "momentum", 0.99f, &L->momentum) || get_float(d, "eps", 1e-3f, &L->eps) ||
         get_int(d, "axis", 0, &L->axis) || get_int(d, "share", -1, &L->share) || get_int(d, "dil", 1, &L->dil) ||
-        get_int(d, "causal", 0, &L->causal) || get_int(d, "keepdims", 0, &L->keepdims))
+        get_int(d, "causal", 0, &L->causal) || get_int(d, "keepdims", 0, &L->keepdims) ||
+        get_int(d, "chan_first", 0, &L->chan_first))
         return -1;
     if (get_int(d, "heads", 0, &L->heads) || get_int(d, "key_dim", 0, &L->key_dim) ||
         get_int(d, "value_dim", 0, &L->value_dim) || get_int(d, "out_dim", 0, &L->out_dim))

@@ -35,6 +35,7 @@ from . import activations, callbacks, constraints, initializers, layers, losses,
 from . import optimizers, regularizers, sizes, utils  # noqa: E402
 from . import engine, models, runtime, saving  # noqa: E402
 from . import ops  # noqa: E402  (keras.ops; gives symbolic tensors their operators)  (all loaded now: a first fit imports nothing)
+from . import random  # noqa: E402  (keras.random on arrays)
 from ._version import __version__  # noqa: E402
 from .diagnose import diagnose  # noqa: E402
 from .engine import data  # noqa: E402
@@ -51,6 +52,6 @@ from .distribute import DistributedError  # noqa: E402
 
 _core.set_module_dir(_os.path.dirname(_os.path.abspath(__file__)), ":".join(_wheel_libraries()))
 __all__ = ["Input", "Sequential", "Model", "layers", "initializers", "regularizers", "constraints", "losses", "metrics",
-           "optimizers", "activations", "callbacks", "utils", "models", "data", "ops", "saving", "load_model", "set_memory_limit",
+           "optimizers", "activations", "callbacks", "utils", "models", "data", "ops", "random", "saving", "load_model", "set_memory_limit",
            "set_default_device", "diagnose", "MemoryPlan", "BoundfitError",
            "MemoryBudgetError", "DeviceError", "NonFiniteError", "DataError"]

@@ -211,6 +211,58 @@ static void test_more_ops(void) {
         if (ok_status(G->augment_backward(G, y_g, x_g, &a), what)) dclose(what, y_g, y, m, 1e-5f, 1e-6f);
         free(x), free(y);
     }
+    /* a rotation, then a zoom, with nearest and bilinear taps, and their transposes */
+    for (int k = 0; k < 4; k++) {
+        bf_augment a = {.B = 3, .H = 6, .W = 7, .C = 2, .OH = 6, .OW = 7, .fill = k % 4, .bilinear = k & 1,
+                        .fill_value = 0.5f, .training = 1, .seed = 17};
+        if (k < 2) a.rotate = 1, a.rot_lo = -40.0f, a.rot_hi = 70.0f;
+        else a.zoom = 1, a.zh_lo = 0.7f, a.zh_hi = 1.3f, a.zw_lo = 0.8f, a.zw_hi = 1.2f;
+        const size_t m = 3 * 6 * 7 * 2;
+        float *x = hrand(m, -1, 1), *y = hzero(m), *x_g = up(x, m), *y_g = up(y, m);
+        bf_cpu_augment_forward(NULL, y, x, &a);
+        snprintf(what, sizeof what, "augment_forward %s", k < 2 ? "rotate" : "zoom");
+        if (ok_status(G->augment_forward(G, y_g, x_g, &a), what)) dclose(what, y_g, y, m, 1e-5f, 1e-6f);
+        bf_cpu_augment_backward(NULL, y, x, &a);
+        snprintf(what, sizeof what, "augment_backward %s", k < 2 ? "rotate" : "zoom");
+        if (ok_status(G->augment_backward(G, y_g, x_g, &a), what)) dclose(what, y_g, y, m, 1e-5f, 1e-6f);
+        free(x), free(y);
+    }
+    /* GaussianNoise (noise 1) and GaussianDropout (noise 2), forward and backward */
+    for (int k = 1; k <= 2; k++) {
+        bf_augment a = {.B = 4, .H = 1, .W = 50, .C = 1, .OH = 1, .OW = 50, .noise = k, .stddev = 0.7f,
+                        .training = 1, .seed = 31};
+        const size_t m = 4 * 50;
+        float *x = hrand(m, -1, 1), *y = hzero(m), *x_g = up(x, m), *y_g = up(y, m);
+        snprintf(what, sizeof what, "augment noise %d forward", k);
+        bf_cpu_augment_forward(NULL, y, x, &a);
+        if (ok_status(G->augment_forward(G, y_g, x_g, &a), what)) dclose(what, y_g, y, m, 1e-5f, 1e-6f);
+        snprintf(what, sizeof what, "augment noise %d backward", k);
+        bf_cpu_augment_backward(NULL, y, x, &a);
+        if (ok_status(G->augment_backward(G, y_g, x_g, &a), what)) dclose(what, y_g, y, m, 1e-5f, 1e-6f);
+        free(x), free(y);
+    }
+    /* RandomContrast on 17x19 images (more pixels than a block's threads), clipped to [-0.6, 0.6] */
+    {
+        bf_augment a = {.B = 3, .H = 17, .W = 19, .C = 2, .OH = 17, .OW = 19, .contrast = 1, .c_lo = 0.5f,
+                        .c_hi = 1.6f, .v_lo = -0.6f, .v_hi = 0.6f, .training = 1, .seed = 23};
+        const size_t m = 3 * 17 * 19 * 2;
+        float *x = hrand(m, -1, 1), *y = hzero(m), *d = hzero(m), *g = hrand(m, -1, 1);
+        float *x_g = up(x, m), *y_g = up(y, m), *g_g = up(g, m), *d_g = up(d, m);
+        bf_cpu_augment_forward(NULL, y, x, &a);
+        if (ok_status(G->augment_forward(G, y_g, x_g, &a), "contrast forward"))
+            dclose("contrast forward", y_g, y, m, 1e-5f, 1e-6f);
+        a.out = y;
+        bf_cpu_augment_backward(NULL, d, g, &a);
+        a.out = y_g;
+        if (ok_status(G->augment_backward(G, d_g, g_g, &a), "contrast backward"))
+            dclose("contrast backward", d_g, d, m, 1e-5f, 1e-6f);
+        a.out = NULL;
+        if (G->augment_backward(G, d_g, g_g, &a) == BF_OK) {
+            printf("FAIL contrast backward without the forward's output succeeded\n");
+            failures++;
+        }
+        free(x), free(y), free(d), free(g);
+    }
     free(u), free(v);
 }
 

@@ -1,22 +1,68 @@
 /* pool.c - MaxPooling1D/2D, AveragePooling1D/2D and the global poolings
  * (GlobalAveragePooling1D/2D: GAP, GlobalMaxPooling1D/2D: GMP) over the
- * window geometry of conv.c; GlobalAveragePooling1D of a masked sequence
- * averages over the unmasked steps only (Keras). */
+ * window geometry of conv.c, channels_last or channels_first;
+ * GlobalAveragePooling1D of a masked sequence averages over the unmasked
+ * steps only (Keras). */
 #include "layer.h"
 
-static bf_status window_infer(bf_layer *L, int rank, const int *shape) { return bf_infer_window(L, rank, shape, 1); }
+/* channels_first (chan_first): a (C, H, W) or (C, T) sample is C one-channel
+ * images, so the NHWC ops run on B*C images of 1 channel, in place of any
+ * transpose */
+
+static bf_status window_infer(bf_layer *L, int rank, const int *shape) {
+    if (!L->chan_first) return bf_infer_window(L, rank, shape, 1);
+    if (rank != 2 && rank != 3)
+        return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 2 (C, T) or 3 (C, H, W) per sample (channels_first), "
+                       "got rank %d", L->name, rank);
+    /* the one-channel image of a channel: (H, W, 1), or (T, 1) */
+    const int img[3] = {shape[1], rank == 3 ? shape[2] : 1, 1};
+    BF_TRY(bf_infer_window(L, rank, img, 1));
+    if (rank == 3) {
+        L->out_shape[2] = L->out_shape[1];
+        L->out_shape[1] = L->out_shape[0];
+    } else {
+        L->out_shape[1] = L->out_shape[0];
+    }
+    L->out_shape[0] = shape[0];
+    return BF_OK;
+}
 
 static bf_status global_infer(bf_layer *L, int rank, const int *shape) {
     /* rank 2: GlobalAveragePooling1D / GlobalMaxPooling1D; keepdims keeps the rank */
     if (rank != 3 && rank != 2)
         return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 2 (T, C) or 3 (H, W, C), got rank %d", L->name, rank);
+    const int c_axis = L->chan_first ? 0 : rank - 1;
     if (L->keepdims) {
-        for (int d = 0; d < rank - 1; d++) L->out_shape[d] = 1;
+        for (int d = 0; d < rank; d++)
+            if (d != c_axis) L->out_shape[d] = 1;
         return BF_OK;
     }
     L->out_rank = 1;
-    L->out_shape[0] = shape[rank - 1];
+    L->out_shape[0] = shape[c_axis];
     return BF_OK;
+}
+
+/* the pooling's NHWC geometry for `rows` samples: channels_first as rows * C one-channel images */
+static void pool_geom(const bf_layer *L, int rows, bf_conv_geom *g) {
+    if (!L->chan_first) {
+        bf_layer_geom(L, rows, g);
+        return;
+    }
+    const int one_d = L->in_rank == 2, C = L->in_shape[0];
+    const int global = L->kind == BF_L_GAP || L->kind == BF_L_GMP;
+    g->B = rows * C;
+    g->H = one_d ? 1 : L->in_shape[1];
+    g->W = L->in_shape[one_d ? 1 : 2];
+    g->C = g->K = 1;
+    g->KH = global ? g->H : L->kh;
+    g->KW = global ? g->W : L->kw;
+    g->SH = global ? g->H : L->sh;
+    g->SW = global ? g->W : L->sw;
+    g->OH = global || one_d ? 1 : L->out_shape[1];
+    g->OW = global ? 1 : L->out_shape[one_d ? 1 : 2];
+    int ph = (g->OH - 1) * g->SH + g->KH - g->H, pw = (g->OW - 1) * g->SW + g->KW - g->W;
+    g->PT = !global && L->same && ph > 0 ? ph / 2 : 0;
+    g->PL = !global && L->same && pw > 0 ? pw / 2 : 0;
 }
 
 static int max_supported(const bf_backend *be, const bf_layer *L) {
@@ -31,14 +77,14 @@ static int avg_supported(const bf_backend *be, const bf_layer *L) {
 
 static bf_status max_forward(bf_run *r, int i, int rows) {
     bf_conv_geom g;
-    bf_layer_geom(&r->m->layers[i], rows, &g);
+    pool_geom(&r->m->layers[i], rows, &g);
     return r->be->maxpool_forward(r->be, bf_step_out(r, i), bf_step_in(r, i), &g);
 }
 
 static bf_status max_backward(bf_run *r, int i, int rows, float *din, float *dout) {
     bf_conv_geom g;
     if (!din) return BF_OK;
-    bf_layer_geom(&r->m->layers[i], rows, &g);
+    pool_geom(&r->m->layers[i], rows, &g);
     return r->be->maxpool_backward(r->be, din, dout, bf_step_out(r, i), bf_step_in(r, i), &g);
 }
 
@@ -46,11 +92,14 @@ static bf_status avg_forward(bf_run *r, int i, int rows) {
     const bf_layer *L = &r->m->layers[i];
     bf_backend *be = r->be;
     const float *mask = L->kind == BF_L_GAP ? bf_seq_mask(r, L->in_ids[0]) : NULL;
+    if (mask && L->chan_first)
+        return BF_FAIL(BF_ERR_ARG, "%s: a masked sequence with data_format='channels_first' is not supported",
+                       L->name);
     if (mask) /* over the unmasked steps */
         return be->masked_mean_forward(be, bf_step_out(r, i), bf_step_in(r, i), mask, rows, L->in_shape[0],
                                        L->in_shape[1]);
     bf_conv_geom g;
-    bf_layer_geom(L, rows, &g);
+    pool_geom(L, rows, &g);
     return be->avgpool_forward(be, bf_step_out(r, i), bf_step_in(r, i), &g);
 }
 
@@ -61,7 +110,7 @@ static bf_status avg_backward(bf_run *r, int i, int rows, float *din, float *dou
     if (!din) return BF_OK;
     if (mask) return be->masked_mean_backward(be, din, dout, mask, rows, L->in_shape[0], L->in_shape[1]);
     bf_conv_geom g;
-    bf_layer_geom(L, rows, &g);
+    pool_geom(L, rows, &g);
     return be->avgpool_backward(be, din, dout, &g);
 }
 

@@ -1,11 +1,12 @@
 /* preprocess.c - Rescaling and Normalization (a per-channel affine map,
- * rescale_*), and the random image layers RandomFlip, RandomCrop and
- * RandomTranslation (one kind, bf_augment). Random layers draw per training
+ * rescale_*), and the random layers RandomFlip, RandomCrop,
+ * RandomTranslation, RandomRotation, RandomZoom, RandomContrast, GaussianNoise
+ * and GaussianDropout (one kind, bf_augment). Random layers draw per training
  * forward: the node's stream (its seed, or the run's) mixed with the
  * optimizer iteration and the micro-batch within it, so a fresh model with
  * the same seed sees the same augmentations, and backward reuses the
- * forward's draw. Outside training RandomFlip / RandomTranslation are views
- * (RandomCrop crops the centre). */
+ * forward's draw. Outside training all but RandomCrop are views (RandomCrop
+ * crops the centre). */
 #include "layer.h"
 
 static bf_status rescaling_infer(bf_layer *L, int rank, const int *shape) {
@@ -74,16 +75,26 @@ void bf_run_augment_geom(const bf_run *r, int i, int rows, bf_augment *a) {
     const bf_layer *L = &r->m->layers[i];
     *a = L->aug;
     a->B = rows;
-    a->H = L->in_shape[0];
-    a->W = L->in_shape[1];
-    a->C = L->in_shape[2];
-    a->OH = L->out_shape[0];
-    a->OW = L->out_shape[1];
+    if (L->aug.noise) { /* any shape: (1, elements, 1) per sample */
+        a->H = a->OH = a->C = 1;
+        a->W = a->OW = (int)L->in_size;
+    } else {
+        a->H = L->in_shape[0];
+        a->W = L->in_shape[1];
+        a->C = L->in_shape[2];
+        a->OH = L->out_shape[0];
+        a->OW = L->out_shape[1];
+    }
     a->training = r->mode == BF_MODE_TRAIN;
     a->seed = r->aug_seed[i];
 }
 
 static bf_status augment_infer(bf_layer *L, int rank, const int *shape) {
+    if (L->aug.noise) {
+        if (!(L->aug.stddev >= 0.0f && L->aug.stddev <= 3.4e38f))
+            return BF_FAIL(BF_ERR_ARG, "%s: the noise's standard deviation must be finite and >= 0", L->name);
+        return BF_OK;
+    }
     if (rank != 3)
         return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 3 (H, W, C) per sample, got rank %d", L->name, rank);
     if (L->aug.crop) {
@@ -101,8 +112,11 @@ static int augment_supported(const bf_backend *be, const bf_layer *L) {
     return be->augment_forward && be->augment_backward;
 }
 
+/* outside training all but RandomCrop are views; RandomContrast's backward reads its output (the clipped pixels) */
 static unsigned augment_flags(const bf_run *r, int i) {
-    return !r->m->layers[i].aug.crop && r->mode != BF_MODE_TRAIN ? BF_LF_VIEW : 0;
+    const bf_augment *a = &r->m->layers[i].aug;
+    if (r->mode != BF_MODE_TRAIN) return a->crop ? 0 : BF_LF_VIEW;
+    return a->contrast ? BF_LF_READS_OUT : 0;
 }
 
 static bf_status augment_forward(bf_run *r, int i, int rows) {
@@ -121,6 +135,7 @@ static bf_status augment_backward(bf_run *r, int i, int rows, float *din, float 
     bf_augment a;
     if (!din) return BF_OK;
     bf_run_augment_geom(r, i, rows, &a);
+    if (a.contrast) a.out = bf_step_out(r, i);
     return r->be->augment_backward(r->be, din, dout, &a);
 }
 

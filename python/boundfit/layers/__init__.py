@@ -10,7 +10,7 @@ here), and its Keras 3 config is registered there with @keras_config
 from .activation import ELU, LeakyReLU, ReLU, Softmax
 from .args import engine_kinds
 from .attention import MultiHeadAttention
-from .augmentation import RandomCrop, RandomFlip, RandomTranslation
+from .augmentation import RandomContrast, RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom
 from .conv import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Convolution1D, Convolution1DTranspose,
                    Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D)
 from .core import Activation, Dense, Lambda
@@ -25,7 +25,7 @@ from .pooling import (AveragePooling1D, AveragePooling2D, AvgPool1D, GlobalAvera
                       MaxPool1D, MaxPooling1D, MaxPooling2D)
 from .preprocessing import Normalization, Rescaling
 from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
-from .regularization import Dropout
+from .regularization import Dropout, GaussianDropout, GaussianNoise
 from .reshaping import (Const, Flatten, Permute, RepeatVector, Reshape, Slice, UpSampling2D,  # Const, Slice: graph
                         ZeroPadding2D)  # pieces of traced calls and ops (not Keras layers)
 
@@ -38,11 +38,13 @@ from .reshaping import (Const, Flatten, Permute, RepeatVector, Reshape, Slice, U
 __all__ = ["Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",
            "BatchNormalization", "Bidirectional", "Concatenate", "Conv1D", "Conv1DTranspose", "Conv2D",
            "Conv2DTranspose", "Convolution1D", "Convolution1DTranspose", "Convolution2DTranspose", "Dense", "DepthwiseConv2D", "Dropout", "ELU", "Embedding", "Flatten", "GRU",
+           "GaussianDropout", "GaussianNoise",
            "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D", "GlobalMaxPool1D",
            "GlobalMaxPool2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "Input", "InputLayer", "LSTM", "Lambda", "Layer",
            "SeparableConv2D",
            "LayerNormalization", "LeakyReLU", "MaxPool1D", "MaxPooling1D", "MaxPooling2D", "Maximum", "Minimum",
-           "MultiHeadAttention", "Multiply", "Normalization", "Permute", "RandomCrop", "RandomFlip",
+           "MultiHeadAttention", "Multiply", "Normalization", "Permute", "RandomContrast", "RandomCrop", "RandomFlip",
+           "RandomRotation", "RandomZoom",
            "RandomTranslation", "ReLU", "RepeatVector", "Rescaling", "Reshape", "SimpleRNN", "Softmax", "Subtract",
            "UpSampling2D", "ZeroPadding2D", "add", "average", "concatenate", "maximum", "minimum", "multiply",
            "subtract"]

@@ -1,9 +1,16 @@
-"""Dropout."""
+"""Dropout, GaussianNoise, GaussianDropout. The Gaussian layers act in fit
+only (identity in evaluate / predict) and draw z ~ N(0, 1) per element from
+the engine's counter-based generator (the AUGMENT kind): GaussianNoise adds
+stddev z, GaussianDropout multiplies by 1 + sqrt(rate / (1 - rate)) z, as
+Keras 3; the numbers are boundfit's own draws."""
 
-from .args import engine_kinds
+import math
+import numbers
+
+from .args import _seed, engine_kinds
 from .layer import Layer, keras_config
 
-DROPOUT, = engine_kinds("DROPOUT")
+DROPOUT, AUGMENT = engine_kinds("DROPOUT AUGMENT")
 
 
 class Dropout(Layer):
@@ -21,8 +28,45 @@ class Dropout(Layer):
         return dict(kind=DROPOUT, name=self.name, rate=self.rate)
 
 
+class GaussianNoise(Layer):
+    _base = "gaussian_noise"
+
+    def __init__(self, stddev, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(stddev, bool) or not isinstance(stddev, numbers.Real) or not 0.0 <= stddev < math.inf:
+            raise ValueError(f"GaussianNoise: stddev must be a finite number >= 0, got {stddev!r}")
+        self.stddev, self.seed = float(stddev), _seed("GaussianNoise", seed)
+
+    def spec(self):
+        return dict(kind=AUGMENT, name=self.name, aug_seed=self.seed, aug_noise=1, aug_stddev=self.stddev)
+
+
+class GaussianDropout(Layer):
+    _base = "gaussian_dropout"
+
+    def __init__(self, rate, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0.0 <= rate < 1.0:
+            raise ValueError(f"GaussianDropout: rate must be in [0, 1), got {rate!r}")
+        self.rate, self.seed = float(rate), _seed("GaussianDropout", seed)
+
+    def spec(self):
+        return dict(kind=AUGMENT, name=self.name, aug_seed=self.seed, aug_noise=2,
+                    aug_stddev=math.sqrt(self.rate / (1.0 - self.rate)))
+
+
 # ---- Keras 3 configs (layer.keras_config) ----
 
 @keras_config(Dropout)
 def _dropout_config(l):
     return dict(rate=l.rate, seed=l.seed, noise_shape=None)
+
+
+@keras_config(GaussianNoise)
+def _gaussian_noise_config(l):
+    return dict(stddev=l.stddev, seed=l.seed)
+
+
+@keras_config(GaussianDropout)
+def _gaussian_dropout_config(l):
+    return dict(rate=l.rate, seed=l.seed)

@@ -1,0 +1,170 @@
+"""keras.random on arrays: normal, uniform, truncated_normal, randint,
+categorical, shuffle, dropout and SeedGenerator, as NumPy arrays (float32 by
+default). `seed`: an int (the same draw on every call, as Keras), a
+SeedGenerator (a new draw per call, reproducible from its seed), or None
+(from NumPy's global state, which boundfit.utils.set_random_seed seeds). The
+draws are NumPy's, not JAX's: the distributions are Keras's, the numbers are
+not. On a symbolic tensor (inside a model or a custom layer's call()) these
+raise ops.OpNotSupportedError: boundfit's graphs have no node for them yet;
+layers.GaussianNoise / GaussianDropout / Dropout and the Random* image layers
+draw in the engine."""
+
+import numbers
+
+import numpy as np
+
+from .layers.node import KerasTensor, tracing_where
+from .ops import OpNotSupportedError
+
+__all__ = ["SeedGenerator", "normal", "uniform", "truncated_normal", "randint", "categorical", "shuffle", "dropout"]
+
+
+class SeedGenerator:
+    """Keras's SeedGenerator: a seed whose state advances with each draw."""
+
+    def __init__(self, seed=None, name=None, **kwargs):
+        if seed is None:
+            seed = int(np.random.randint(0, 2**31 - 1))
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+            raise ValueError(f"SeedGenerator: seed must be None or an int >= 0, got {seed!r}")
+        self._initial_seed = int(seed)
+        self._count = 0
+        self.name = name or "seed_generator"
+
+    def next(self, ordered=True):
+        """the seed of the next draw (an int)"""
+        self._count += 1
+        return int(np.random.SeedSequence([self._initial_seed, self._count]).generate_state(1, np.uint64)[0])
+
+    @property
+    def state(self):
+        return np.array([self._initial_seed, self._count], dtype=np.uint32)
+
+    def get_config(self):
+        return {"seed": self._initial_seed}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def _rng(seed, op):
+    if isinstance(seed, SeedGenerator):
+        return np.random.default_rng(seed.next())
+    if seed is None:
+        return np.random.default_rng(int(np.random.randint(0, 2**63 - 1, dtype=np.int64)))
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"keras.random.{op}: seed must be None, an int >= 0 or a SeedGenerator, got {seed!r}")
+    return np.random.default_rng(int(seed))
+
+
+def _symbolic(op, *xs):
+    if any(isinstance(x, KerasTensor) for x in xs):
+        raise OpNotSupportedError(
+            f"keras.random.{op} on a symbolic tensor{tracing_where()} is not supported by boundfit's graphs yet "
+            "(noise is drawn in the engine by layers): use layers.GaussianNoise (x + normal noise), "
+            "layers.GaussianDropout or layers.Dropout, or the Random* image layers, in the model; keras.random "
+            "works on arrays")
+
+
+def _shape(shape, op):
+    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    _symbolic(op, *shape)
+    if any(d is None for d in shape):
+        raise OpNotSupportedError(f"keras.random.{op}: shape {shape} has an unknown (batch) dimension: boundfit's "
+                                  "graphs draw noise only in layers (layers.GaussianNoise for x + normal noise); "
+                                  "keras.random works on arrays")
+    if not all(isinstance(d, numbers.Integral) and d >= 0 for d in shape):
+        raise ValueError(f"keras.random.{op}: shape must be a tuple of ints >= 0, got {shape!r}")
+    return tuple(int(d) for d in shape)
+
+
+def _dtype(dtype, op, kind="f"):
+    dt = np.dtype(dtype or ("float32" if kind == "f" else "int32"))
+    if not (dt.kind in ("i", "u") if kind == "i" else dt.kind == "f"):
+        raise ValueError(f"keras.random.{op}: dtype must be a{'n integer' if kind == 'i' else ' float'} type, "
+                         f"got {dtype!r}")
+    return dt
+
+
+def normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+    """Samples of N(mean, stddev^2)."""
+    shape, dt = _shape(shape, "normal"), _dtype(dtype, "normal")
+    return (_rng(seed, "normal").standard_normal(shape) * stddev + mean).astype(dt)
+
+
+def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
+    """Samples of U[minval, maxval)."""
+    shape, dt = _shape(shape, "uniform"), _dtype(dtype, "uniform")
+    if not minval < maxval:
+        raise ValueError(f"keras.random.uniform: minval must be below maxval, got {minval!r} and {maxval!r}")
+    return _rng(seed, "uniform").uniform(minval, maxval, shape).astype(dt)
+
+
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+    """N(mean, stddev^2) drawn again where more than two standard deviations from the mean (Keras's)."""
+    shape, dt = _shape(shape, "truncated_normal"), _dtype(dtype, "truncated_normal")
+    rng = _rng(seed, "truncated_normal")
+    z = rng.standard_normal(shape)
+    bad = np.abs(z) > 2.0
+    while bad.any():
+        z[bad] = rng.standard_normal(int(bad.sum()))
+        bad = np.abs(z) > 2.0
+    return (z * stddev + mean).astype(dt)
+
+
+def randint(shape, minval, maxval, dtype="int32", seed=None):
+    """Integers in [minval, maxval)."""
+    shape, dt = _shape(shape, "randint"), _dtype(dtype, "randint", "i")
+    if not minval < maxval:
+        raise ValueError(f"keras.random.randint: minval must be below maxval, got {minval!r} and {maxval!r}")
+    return _rng(seed, "randint").integers(minval, maxval, shape).astype(dt)
+
+
+def categorical(logits, num_samples, dtype="int32", seed=None):
+    """num_samples class indices per row of logits (batch, classes), drawn from softmax(logits)."""
+    _symbolic("categorical", logits)
+    lg = np.asarray(logits, np.float64)
+    if lg.ndim != 2:
+        raise ValueError(f"keras.random.categorical: logits must be of rank 2 (batch, classes), got shape {lg.shape}")
+    p = np.exp(lg - lg.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    rng = _rng(seed, "categorical")
+    u = rng.random((lg.shape[0], int(num_samples)))
+    cdf = np.cumsum(p, 1)
+    out = np.stack([np.minimum(np.searchsorted(c, row, side="right"), lg.shape[1] - 1) for c, row in zip(cdf, u)])
+    return out.astype(_dtype(dtype, "categorical", "i"))
+
+
+def _tensor(x):
+    """x as Keras's convert_to_tensor makes it (JAX without x64): float32 / int32 for 64-bit values"""
+    a = np.asarray(x)
+    return a.astype({"f": np.float32, "i": np.int32}[a.dtype.kind]) if a.dtype.itemsize == 8 and a.dtype.kind in "fi" \
+        else a
+
+
+def shuffle(x, axis=0, seed=None):
+    """x with the entries of each 1-D slice along `axis` in a random order, each slice its own (as Keras on JAX:
+    jax.random.permutation(..., independent=True))."""
+    _symbolic("shuffle", x)
+    a = _tensor(x)
+    if not -a.ndim <= axis < a.ndim:
+        raise ValueError(f"keras.random.shuffle: axis {axis} is out of range for shape {a.shape}")
+    return _rng(seed, "shuffle").permuted(a, axis=axis)
+
+
+def dropout(inputs, rate, noise_shape=None, seed=None):
+    """inputs with each entry zeroed with probability rate and the rest scaled by 1 / (1 - rate) (always: the
+    raw op has no training flag; noise_shape broadcasts one draw along its 1 axes)."""
+    _symbolic("dropout", inputs)
+    if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0.0 <= rate < 1.0:
+        raise ValueError(f"keras.random.dropout: rate must be in [0, 1), got {rate!r}")
+    x = _tensor(inputs)
+    shape = x.shape if noise_shape is None else tuple(x.shape[i] if d is None else d for i, d in enumerate(noise_shape))
+    try:
+        np.broadcast_shapes(shape, x.shape)
+    except ValueError:
+        raise ValueError(f"keras.random.dropout: noise_shape {noise_shape} does not broadcast to {x.shape}") from None
+    keep = _rng(seed, "dropout").random(shape) >= rate
+    dt = x.dtype if x.dtype.kind == "f" else np.dtype("float32")
+    return np.where(keep, x / (1.0 - rate), 0.0).astype(dt)
