@@ -73,7 +73,7 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _launch_tcp(tmp_path, n, mode, batch=8, timeout=20, launcher=False, **env):
+def _launch_tcp(tmp_path, n, mode, batch=8, timeout=20, launcher=False, program=PROGRAM, **env):
     """The program on n ranks as plain subprocesses with torchrun's variables
     (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; no mpiexec), or
     through `python -m boundfit.distribute --nproc-per-node n` (launcher=True),
@@ -83,7 +83,7 @@ def _launch_tcp(tmp_path, n, mode, batch=8, timeout=20, launcher=False, **env):
     port = _free_port()
     base = {k: v for k, v in os.environ.items() if "PMI" not in k and "HYDRA" not in k}
     base.update(TEST_TIMEOUT=str(timeout), OMP_NUM_THREADS="1", **env)
-    args = [PROGRAM, mode, str(out), str(batch)]
+    args = [program, mode, str(out), str(batch)]
     t0 = time.time()
     if launcher is True:
         procs = [subprocess.Popen([sys.executable, "-m", "boundfit.distribute", "--nproc-per-node", str(n),

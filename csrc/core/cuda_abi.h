@@ -22,7 +22,7 @@ extern "C" {
 }
 #endif
 
-#define BF_CUDA_ABI 4 /* 4: the vtable grew DepthwiseConv2D ops */
+#define BF_CUDA_ABI 5 /* 5: the vtable grew the NCCL entries (nccl.cu) */
 
 /* What the core lends the module: its error recorder (the thread-local
  * buffer lives in the core, so the module must not link status.c). */

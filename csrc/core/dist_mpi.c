@@ -266,13 +266,11 @@ bf_status bf_dist_step(float *grads, long n, int *bad) {
     if (bf_tcp_active()) return bf_tcp_step(grads, n, bad);
     if (g.size <= 1) return BF_OK;
     BF_TRY(check_usable("the gradient all-reduce"));
-    if (!grads)
-        return BF_FAIL(BF_ERR_DIST, "distributed: gradients on a GPU need the NCCL path, which is not implemented; "
-                                    "train on device='cpu'");
     int flag = *bad ? 1 : 0;
     BF_TRY(agree_flag(&flag, "the step's agreement", g.timeout));
     if (flag >= 2) return peer_stopped(flag, "the step's gradient all-reduce");
     *bad = flag;
+    if (!grads) return BF_OK; /* on a device: NCCL reduces them (dist_nccl.c) */
     MPI_Request rq[MAX_BUCKETS];
     long per = (n + MAX_BUCKETS - 1) / MAX_BUCKETS;
     if (per < BUCKET) per = n < BUCKET ? (n > 0 ? n : 1) : BUCKET;
@@ -339,4 +337,18 @@ bf_status bf_dist_finalize(void) {
     g.size = 1;
     g.rank = 0;
     return rc == MPI_SUCCESS ? BF_OK : BF_FAIL(BF_ERR_DIST, "distributed: MPI_Finalize failed (%d)", rc);
+}
+
+double bf_dist_timeout(void) { return bf_tcp_active() ? bf_tcp_timeout() : g.timeout; }
+
+int bf_dist_dead_peer(void) {
+    if (bf_tcp_active()) return bf_tcp_peer_gone();
+    return g.lib && !g.broken ? dead_peer() : -1;
+}
+
+bf_status bf_dist_fail(const char *msg) {
+    if (bf_tcp_active()) return bf_tcp_fail(msg);
+    snprintf(g.broken_msg, sizeof g.broken_msg, "rank %d of %d: %s", g.rank, g.size, msg);
+    g.broken = 1;
+    return BF_FAIL(BF_ERR_DIST, "distributed: %s; this process group cannot continue", g.broken_msg);
 }

@@ -11,6 +11,7 @@
 
 #include "backend_registry.h"
 #include "dist_mpi.h" /* [dist hook] */
+#include "dist_nccl.h"
 #include "layers/layer.h"
 #include "prefetch.h"
 #include "seq_loss.h"
@@ -647,7 +648,11 @@ static bf_status end_step(bf_run *r, int train, long step, int rows, bf_totals *
         if (!r->unguarded) BF_TRY(grads_nonfinite(r, &bad));
         /* [dist hook] data parallel (dist_mpi.c): gradients averaged over the
          * ranks and the non-finite verdict agreed, before the update */
-        if (bf_dist_size() > 1) BF_TRY(bf_dist_step(r->on_device ? NULL : r->grads, r->m->n_trainable, &bad));
+        if (bf_dist_size() > 1) {
+            BF_TRY(bf_dist_step(r->on_device ? NULL : r->grads, r->m->n_trainable, &bad));
+            /* on a device the flag only: NCCL reduces the device gradients (dist_nccl.c) */
+            if (r->on_device && !bad) BF_TRY(bf_nccl_step(r->be, r->grads, r->m->n_trainable));
+        }
         if (bad) return diagnose_nonfinite(r, rows, step, 0);
         BF_TRY(apply_update(r));
     }

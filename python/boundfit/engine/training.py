@@ -180,8 +180,8 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     if not 0.0 <= float(validation_split) < 1.0:
         raise ValueError(f"validation_split must be in [0, 1), got {validation_split!r}")
     verbose = dist_fit.verbose(_verbose(verbose))   # [dist hook] progress from rank 0 only
-    device = _resolve_device(model, device)
-    x, validation_data = dist_fit.prepare_fit(model, x, validation_data, device)   # [dist hook] Sequences by rank
+    device = _resolve_device(model, dist_fit.device_for_rank(device))   # [dist hook] 'cuda': this rank's GPU
+    x, validation_data = dist_fit.prepare_fit(model, x, validation_data, device)   # [dist hook] Sequences by rank, NCCL
     x, y, validation_data = _prepare(model, x, y, validation_data)
     _check_class_weight_output(model, class_weight)
     train, val = data_mod.adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, steps_per_epoch,

@@ -201,6 +201,7 @@ def _share_cores():
 
 def _finalize():
     try:
+        _core.dist_nccl_teardown()
         _core.dist_finalize()
     except BoundfitError:
         pass

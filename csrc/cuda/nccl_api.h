@@ -1,0 +1,44 @@
+/* nccl_api.h - the few declarations of NCCL's C API that nccl.cu uses, under
+ * our own names (bf_nccl_*), so the backend builds without nccl.h and calls
+ * libnccl.so.2 only through dlsym'ed pointers (the `nvidia-nccl-cu13` wheel,
+ * found at run time like the other NVIDIA wheels). The values are NCCL 2.x's
+ * (stable since 2.0); tests/c_cuda/nccl_abi_check.cpp compiles these against
+ * the real nccl.h and checks every value and size. */
+#ifndef BF_NCCL_API_H
+#define BF_NCCL_API_H
+
+#include <stddef.h>
+
+#define BF_NCCL_ID_BYTES 128 /* NCCL_UNIQUE_ID_BYTES */
+
+typedef struct bf_nccl_comm *bf_nccl_comm_t; /* ncclComm_t */
+typedef struct {
+    char internal[BF_NCCL_ID_BYTES];
+} bf_nccl_id; /* ncclUniqueId */
+typedef int bf_nccl_result; /* ncclResult_t (an enum: int-sized) */
+
+enum {
+    BF_NCCL_SUCCESS = 0,       /* ncclSuccess */
+    BF_NCCL_SYSTEM_ERROR = 2,  /* ncclSystemError */
+    BF_NCCL_REMOTE_ERROR = 6,  /* ncclRemoteError */
+    BF_NCCL_IN_PROGRESS = 7,   /* ncclInProgress */
+    BF_NCCL_FLOAT32 = 7,       /* ncclFloat32 (ncclDataType_t) */
+    BF_NCCL_SUM = 0            /* ncclSum (ncclRedOp_t) */
+};
+
+/* the functions, as pointers: cudaStream_t is passed as void * (same size) */
+typedef struct {
+    bf_nccl_result (*GetVersion)(int *version);
+    bf_nccl_result (*GetUniqueId)(bf_nccl_id *id);
+    bf_nccl_result (*CommInitRank)(bf_nccl_comm_t *comm, int nranks, bf_nccl_id id, int rank);
+    bf_nccl_result (*CommGetAsyncError)(bf_nccl_comm_t comm, bf_nccl_result *err);
+    bf_nccl_result (*CommAbort)(bf_nccl_comm_t comm);
+    bf_nccl_result (*CommDestroy)(bf_nccl_comm_t comm);
+    bf_nccl_result (*AllReduce)(const void *send, void *recv, size_t count, int dtype, int op, bf_nccl_comm_t comm,
+                                void *stream);
+    bf_nccl_result (*GroupStart)(void);
+    bf_nccl_result (*GroupEnd)(void);
+    const char *(*GetErrorString)(bf_nccl_result r);
+} bf_nccl_fns;
+
+#endif
