@@ -43,11 +43,11 @@ needs_mpi = pytest.mark.skipif(MPIEXEC is None or distribute.find_mpi_library() 
                                reason="needs mpiexec and libmpi_abi.so (pip install mpich)")
 
 
-def _launch(tmp_path, n, mode, batch=8, wrapper=False, timeout=20):
+def _launch(tmp_path, n, mode, batch=8, wrapper=False, timeout=20, sub=None, **extra):
     """Run the program on n ranks; {rank: its record}, and the seconds it took."""
-    out = tmp_path / mode
+    out = tmp_path / (sub or mode)
     out.mkdir()
-    env = dict(os.environ, TEST_TIMEOUT=str(timeout), OMP_NUM_THREADS="1", BF_DIST_GRACE="5")
+    env = dict(os.environ, TEST_TIMEOUT=str(timeout), OMP_NUM_THREADS="1", BF_DIST_GRACE="5", **extra)
     env.pop("PMI_RANK", None)
     cmd = [MPIEXEC]
     if wrapper:
@@ -156,6 +156,29 @@ def _check_equal_to_one_process(recs, out, n, log):
 def test_n_ranks_with_batch_b_match_one_process_with_batch_n_times_b(tmp_path, n):
     recs, _, out, log = _launch(tmp_path, n, "equal", batch=8)
     _check_equal_to_one_process(recs, out, n, log)
+
+
+@needs_mpi
+def test_the_all_reduce_overlapped_with_backward_gives_the_same_bits_as_after_it(tmp_path):
+    # 3 ranks, buckets of about 50 floats (the model's 227 gradients in 5, one layer split): the
+    # communication thread sums them during backward, or the main thread after it
+    runs = {}
+    for overlap in ("1", "0"):
+        recs, _, out, log = _launch(tmp_path, 3, "equal", sub=f"overlap{overlap}", BF_DIST_OVERLAP=overlap,
+                                    BF_DIST_BUCKET="50")
+        assert sorted(recs) == [0, 1, 2] and all("error" not in r for r in recs.values()), log
+        runs[overlap] = [_weights(out / f"final{r}.npz") for r in range(3)]
+        steps, early, buckets = recs[0]["overlap"]
+        if overlap == "1":
+            _check_equal_to_one_process(recs, out, 3, log)
+            assert steps == 20 and buckets == 5 * steps and early >= 4 * steps   # 240 rows / 24 a step, 2 epochs
+        else:
+            assert steps == 0
+    for r in range(3):
+        for a, b in zip(runs["1"][r], runs["0"][r]):
+            assert np.array_equal(a, b)
+        for a, b in zip(runs["1"][r], runs["1"][0]):
+            assert np.array_equal(a, b)
 
 
 @needs_mpi

@@ -42,6 +42,12 @@ bf_status bf_dist_allgather(const void *send, void *recv, long bytes);
 /* MPI_Finalize when the group is healthy (a broken one is left to exit) */
 bf_status bf_dist_finalize(void);
 
+/* grads[lo[b], hi[b]) summed over the ranks in place, bucket by bucket
+ * (all in flight at once over MPI); the same buckets give the same bits */
+bf_status bf_dist_sum_buckets(float *grads, const long *lo, const long *hi, int nb);
+/* grads (n) *= 1 / size */
+void bf_dist_scale(float *grads, long n);
+
 /* for the NCCL path (dist_nccl.c): the collectives' deadline, a peer found
  * dead by the heartbeat (its rank, else -1), and a failure found there
  * recorded so that the group is broken and later calls fail at once */

@@ -563,3 +563,9 @@ bf_status bf_tcp_fail(const char *msg) {
     snprintf(t.broken_msg, sizeof t.broken_msg, "rank %d of %d: %s", t.rank, t.size, msg);
     return broken_now(0, -1);
 }
+
+bf_status bf_tcp_sum(float *grads, long n) {
+    BF_TRY(check_usable("the gradient all-reduce"));
+    return allreduce(grads, n, T_F32_SUM, 0, "the gradient all-reduce", t.timeout);
+}
+

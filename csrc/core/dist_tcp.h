@@ -35,5 +35,6 @@ bf_status bf_tcp_finalize(void);
 double bf_tcp_timeout(void);
 int bf_tcp_peer_gone(void); /* rank whose connection closed, else -1 */
 bf_status bf_tcp_fail(const char *msg);
+bf_status bf_tcp_sum(float *grads, long n); /* in place, rank order */
 
 #endif

@@ -8,6 +8,7 @@
 #include "backend_registry.h"
 #include "dist_mpi.h"
 #include "dist_nccl.h"
+#include "dist_overlap.h"
 #include "dist_tcp.h"
 
 static PyObject *dist_init(PyObject *self, PyObject *args) {
@@ -162,7 +163,17 @@ static PyObject *dist_nccl_teardown(PyObject *self, PyObject *noargs) {
     Py_RETURN_NONE;
 }
 
+static PyObject *dist_overlap_counters(PyObject *self, PyObject *noargs) {
+    (void)self;
+    (void)noargs;
+    long steps, early, buckets;
+    bf_overlap_counters(&steps, &early, &buckets);
+    return Py_BuildValue("(lll)", steps, early, buckets);
+}
+
 static PyMethodDef dist_methods[] = {
+    {"dist_overlap_counters", dist_overlap_counters, METH_NOARGS,
+     "(overlapped steps, gradient buckets handed over during backward, buckets in all)"},
     {"dist_nccl_setup", dist_nccl_setup, METH_VARARGS,
      "dist_nccl_setup(device, libnccl_path) -> device bytes NCCL took (ncclCommInitRank)"},
     {"dist_nccl_teardown", dist_nccl_teardown, METH_NOARGS, "ncclCommDestroy of the group's communicator"},

@@ -58,6 +58,7 @@ try:
                       callbacks=[Seen(), bf.callbacks.ModelCheckpoint(os.path.join(out, f"ckpt_rank{r}.weights.h5"),
                                                                       save_weights_only=True, monitor="loss")])
         rec["history"] = h.history
+        rec["overlap"] = bf._core.dist_overlap_counters()
         if r == 0:
             np.savez(os.path.join(out, "init.npz"), *init)   # rank 0's: the broadcast ones
         model.save_weights(os.path.join(out, f"final_from_rank{r}.weights.h5"))   # rank 0 only writes
