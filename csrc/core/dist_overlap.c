@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dist_mpi.h"
 
@@ -30,7 +31,14 @@ static struct {
     float *grads;
     bf_error err;
     long steps, early, buckets; /* counters: overlapped steps, buckets posted during backward, buckets */
+    double wait_s, thread_s;    /* seconds the main thread waited for the thread; the thread worked */
 } ov = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 int bf_overlap_enabled(void) {
     static int v = -1;
@@ -118,9 +126,12 @@ static void *thread_main(void *arg) {
         float *g = ov.grads;
         ov.busy = 1;
         pthread_mutex_unlock(&ov.mu);
+        const double t0 = now();
         bf_status s = go ? bf_dist_agree("the step's start (overlapped all-reduce)")
                          : bf_dist_sum_buckets(g, &ov.lo[b], &ov.hi[b], 1);
+        const double t1 = now();
         pthread_mutex_lock(&ov.mu);
+        ov.thread_s += t1 - t0;
         ov.busy = 0;
         if (go) {
             did_go = ov.go_done = 1;
@@ -184,17 +195,24 @@ static int settle(int post_all) {
     return failed;
 }
 
-void bf_overlap_counters(long *steps, long *early, long *buckets) {
+void bf_overlap_counters(long *steps, long *early, long *buckets, double *wait_s, double *thread_s) {
+    pthread_mutex_lock(&ov.mu);
     *steps = ov.steps;
     *early = ov.early;
     *buckets = ov.buckets;
+    *wait_s = ov.wait_s;
+    *thread_s = ov.thread_s;
+    pthread_mutex_unlock(&ov.mu);
 }
 
 bf_status bf_overlap_wait(void) {
     if (!ov.active) return BF_OK;
     ov.steps++;
     ov.buckets += ov.nb;
-    if (settle(1)) return bf_set_error(&ov.err);
+    const double t0 = now();
+    const int failed = settle(1);
+    ov.wait_s += now() - t0;
+    if (failed) return bf_set_error(&ov.err);
     return BF_OK;
 }
 

@@ -32,8 +32,10 @@ bf_status bf_overlap_wait(void);
 /* after a failure mid-step: let the thread finish what it holds (bounded by
  * the transport's deadline); errors are dropped */
 void bf_overlap_drain(void);
-/* overlapped steps, buckets handed over during backward, buckets in all */
-void bf_overlap_counters(long *steps, long *early, long *buckets);
+/* overlapped steps, buckets handed over during backward, buckets in all,
+ * seconds the main thread waited for the thread, seconds the thread worked
+ * (in collectives: also in bf_dist_comm_seconds) */
+void bf_overlap_counters(long *steps, long *early, long *buckets, double *wait_s, double *thread_s);
 /* 1 between begin and wait */
 int bf_overlap_active(void);
 

@@ -167,13 +167,15 @@ static PyObject *dist_overlap_counters(PyObject *self, PyObject *noargs) {
     (void)self;
     (void)noargs;
     long steps, early, buckets;
-    bf_overlap_counters(&steps, &early, &buckets);
-    return Py_BuildValue("(lll)", steps, early, buckets);
+    double wait_s, thread_s;
+    bf_overlap_counters(&steps, &early, &buckets, &wait_s, &thread_s);
+    return Py_BuildValue("(llldd)", steps, early, buckets, wait_s, thread_s);
 }
 
 static PyMethodDef dist_methods[] = {
     {"dist_overlap_counters", dist_overlap_counters, METH_NOARGS,
-     "(overlapped steps, gradient buckets handed over during backward, buckets in all)"},
+     "(overlapped steps, gradient buckets handed over during backward, buckets in all, "
+     "seconds waited for the communication thread, seconds it worked)"},
     {"dist_nccl_setup", dist_nccl_setup, METH_VARARGS,
      "dist_nccl_setup(device, libnccl_path) -> device bytes NCCL took (ncclCommInitRank)"},
     {"dist_nccl_teardown", dist_nccl_teardown, METH_NOARGS, "ncclCommDestroy of the group's communicator"},
