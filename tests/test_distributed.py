@@ -43,7 +43,7 @@ needs_mpi = pytest.mark.skipif(MPIEXEC is None or distribute.find_mpi_library() 
                                reason="needs mpiexec and libmpi_abi.so (pip install mpich)")
 
 
-def _launch(tmp_path, n, mode, batch=8, wrapper=False, timeout=20, sub=None, **extra):
+def _launch(tmp_path, n, mode, batch=8, wrapper=False, timeout=20, sub=None, program=PROGRAM, **extra):
     """Run the program on n ranks; {rank: its record}, and the seconds it took."""
     out = tmp_path / (sub or mode)
     out.mkdir()
@@ -55,7 +55,7 @@ def _launch(tmp_path, n, mode, batch=8, wrapper=False, timeout=20, sub=None, **e
     cmd += ["-n", str(n), sys.executable]
     if wrapper:
         cmd += ["-m", "boundfit.distribute"]
-    cmd += [PROGRAM, mode, str(out), str(batch)]
+    cmd += [program, mode, str(out), str(batch)]
     t0 = time.time()
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, cwd=str(out))
     took = time.time() - t0

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from test_cuda_sim import _build, _cuda_include, pytestmark  # noqa: F401 - the emulation's skip condition
-from test_distributed import _launch_tcp
+from test_distributed import _launch, _launch_tcp, needs_mpi
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAM = os.path.join(ROOT, "tests", "dist_programs", "train_cuda.py")
@@ -65,6 +65,17 @@ def test_a_rank_dying_inside_the_nccl_all_reduce_makes_the_other_raise_within_se
     assert r0["error"] == "DistributedError", (r0, log)
     assert "rank 1" in r0["message"] and "NCCL" in r0["message"], r0["message"]
     assert r0["t_error"] - r0["t0"] < 10   # far below the 30 s deadline
+
+
+@needs_mpi
+def test_under_mpiexec_a_rank_dying_inside_the_nccl_all_reduce_is_found_by_the_heartbeat(tmp_path, sim_env):
+    recs, took, _, log = _launch(tmp_path, 2, "fail", wrapper=True, timeout=30, program=PROGRAM,
+                                 BF_SIM_NCCL_DIE_RANK="1", **sim_env)
+    assert 1 not in recs, recs
+    r0 = recs[0]
+    assert r0["error"] == "DistributedError", (r0, log)
+    assert "rank 1" in r0["message"] and "NCCL" in r0["message"], r0["message"]
+    assert r0["t_error"] - r0["t0"] < 10
 
 
 def test_a_rank_stuck_in_the_nccl_all_reduce_makes_every_rank_raise_at_the_deadline(tmp_path, sim_env):

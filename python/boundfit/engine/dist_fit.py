@@ -1,6 +1,7 @@
 """fit's, evaluate's and predict's hooks under a DataParallel distribution
 (called from engine/training.py and models/model.py at lines marked
-[dist hook]): the one plan agreed by every rank, rank 0's weights broadcast,
+[dist hook]): device='cuda' as this rank's GPU and its NCCL communicator
+(NCCL's buffers in the plan), the one plan agreed by every rank, rank 0's weights broadcast,
 the data sharded, epoch logs averaged over ranks, evaluate's logs over all
 rows, predict's blocks gathered on every rank, and a rank's error told to
 the others."""
@@ -30,8 +31,9 @@ def verbose(v):
 
 
 def prepare_fit(model, x, validation_data, device):
-    """Before the data is adapted: refuse what the CPU path cannot do, shard
-    Sequence sources by batch index."""
+    """Before the data is adapted: on a CUDA device, the NCCL communicator
+    (before the plan reads the free device memory); Sequence sources sharded
+    by batch index."""
     d = active()
     if d is None:
         return x, validation_data
