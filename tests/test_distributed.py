@@ -182,6 +182,22 @@ def test_the_all_reduce_overlapped_with_backward_gives_the_same_bits_as_after_it
 
 
 @needs_mpi
+def test_a_shared_layers_bucket_is_summed_only_once_backward_has_passed_both_its_calls(tmp_path):
+    # the shared kernel's gradients add up from both calls; its bucket goes only once backward has
+    # passed the lower-indexed of them (dist_overlap.c's `last`), else the sum would miss a contribution
+    runs = {}
+    for overlap in ("1", "0"):
+        recs, _, out, log = _launch(tmp_path, 2, "equal", sub=f"shared{overlap}", BF_DIST_OVERLAP=overlap,
+                                    BF_DIST_BUCKET="40", TEST_SHARED="1")
+        assert sorted(recs) == [0, 1] and all("error" not in r for r in recs.values()), log
+        runs[overlap] = [_weights(out / f"final{r}.npz") for r in range(2)]
+        assert (recs[0]["overlap"][1] > 0) == (overlap == "1")
+    for r in range(2):
+        for a, b in zip(runs["1"][r], runs["0"][r]):
+            assert np.array_equal(a, b)
+
+
+@needs_mpi
 def test_memmaps_and_sequences_are_sharded_by_rank(tmp_path):
     """from_npy memmaps: global batch split by rank; a Sequence of batch B: rank r
     takes batches r, r + N, ... Both equal one process with batch N * B."""
