@@ -3,8 +3,9 @@ emulation (csrc/cuda_sim) with its NCCL stand-in (sim_nccl.cpp, the same C
 API over shared memory; BF_NCCL_LIB points nccl.cu at it): 2 emulated-CUDA
 ranks launched torchrun-style (tests/dist_programs/train_cuda.py) end with
 bit-identical weights, equal to one process with batch 2B; the plan holds
-NCCL's device buffers as measured at ncclCommInitRank; a rank dying inside
-the all-reduce, or stuck in it, makes the others raise DistributedError
+NCCL's device buffers as measured around ncclCommInitRank; a rank dying
+before it joins the communicator, or inside the all-reduce, or stuck in it,
+makes the others raise DistributedError
 within seconds (heartbeat) or at the deadline (ncclCommAbort). Our NCCL
 declarations (nccl_api.h) are checked against the real nccl.h when one is
 found. What only real GPUs can check: NCCL's own transports (NVLink, IB),
@@ -65,6 +66,17 @@ def test_a_rank_dying_inside_the_nccl_all_reduce_makes_the_other_raise_within_se
     assert r0["error"] == "DistributedError", (r0, log)
     assert "rank 1" in r0["message"] and "NCCL" in r0["message"], r0["message"]
     assert r0["t_error"] - r0["t0"] < 10   # far below the 30 s deadline
+
+
+def test_a_rank_dying_before_it_joins_the_nccl_communicator_makes_the_other_raise_within_seconds(tmp_path, sim_env):
+    # ncclCommInitRankConfig is non-blocking: the wait for the peers is polled with the heartbeat
+    recs, took, _, log = _launch_tcp(tmp_path, 2, "fail", timeout=30, program=PROGRAM, BF_SIM_NCCL_DIE_RANK="1",
+                                     BF_SIM_NCCL_DIE_AT="init", **sim_env)
+    assert 1 not in recs, recs
+    r0 = recs[0]
+    assert r0["error"] == "DistributedError", (r0, log)
+    assert "rank 1" in r0["message"] and "NCCL communicator's setup" in r0["message"], r0["message"]
+    assert took < 20
 
 
 @needs_mpi

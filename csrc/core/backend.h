@@ -533,13 +533,13 @@ typedef struct bf_backend {
     /* ---- data parallel on a device: NCCL (csrc/cuda/nccl.cu; NULL on the CPU) ---- */
     /* lib: path of libnccl.so.2, dlopen'ed on first use; id: 128 bytes (ncclUniqueId) */
     bf_status (*nccl_unique_id)(struct bf_backend *be, const char *lib, void *id);
-    /* ncclCommInitRank; *bytes = device memory NCCL took (cudaMemGetInfo around it) */
-    bf_status (*nccl_init)(struct bf_backend *be, const char *lib, const void *id, int rank, int size,
-                           size_t *bytes);
+    /* ncclCommInitRankConfig, non-blocking: nccl_poll says when the ranks are connected */
+    bf_status (*nccl_init)(struct bf_backend *be, const char *lib, const void *id, int rank, int size);
     /* buf (n, device) summed over the ranks in place, queued on the compute
      * stream in buckets of at most `bucket` floats (one NCCL group); returns at once */
     bf_status (*nccl_allreduce)(struct bf_backend *be, float *buf, long n, long bucket);
-    /* *done = 1 once the queued work finished; an asynchronous NCCL error fails (BF_ERR_DIST) */
+    /* *done = 1 once the communicator is ready and the queued work finished;
+     * an asynchronous NCCL error fails (BF_ERR_DIST) */
     bf_status (*nccl_poll)(struct bf_backend *be, int *done);
     void (*nccl_abort)(struct bf_backend *be);          /* ncclCommAbort: no waiting for peers */
     bf_status (*nccl_destroy)(struct bf_backend *be);   /* ncclCommDestroy */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend_registry.h"
 #include "dist_mpi.h"
 
 #define NCCL_ID_BYTES 128
@@ -28,6 +29,47 @@ static double now(void) {
 }
 
 double bf_nccl_seconds(void) { return seconds; }
+
+static bf_status fail(bf_backend *be, const char *msg) {
+    be->nccl_abort(be);
+    if (comm_be == be) comm_be = NULL;
+    return bf_dist_fail(msg);
+}
+
+/* poll until the backend's NCCL work is done: an asynchronous error, a peer
+ * found dead by the transport's heartbeat (every 50 ms) or the deadline
+ * aborts the communicator and breaks the group */
+static bf_status wait_done(bf_backend *be, const char *what, double t0) {
+    const double deadline = t0 + bf_dist_timeout();
+    char msg[384];
+    double next_check = t0 + 0.05;
+    for (long polls = 0;; polls++) {
+        int done = 0;
+        bf_status s = be->nccl_poll(be, &done);
+        if (s != BF_OK) {
+            snprintf(msg, sizeof msg, "%s (NCCL) failed after %.1f s: %.250s", what, now() - t0, bf_last_error()->msg);
+            return fail(be, msg);
+        }
+        if (done) return BF_OK;
+        const double t = now();
+        if (t > deadline) {
+            snprintf(msg, sizeof msg, "%s (NCCL) did not complete within %.1f s (timeout): another rank died, raised or "
+                     "is stuck; NCCL communicator aborted", what, t - t0);
+            return fail(be, msg);
+        }
+        if (t > next_check) {
+            next_check = t + 0.05;
+            const int d = bf_dist_dead_peer();
+            if (d >= 0) {
+                snprintf(msg, sizeof msg, "rank %d (host %s) died during %s (NCCL), found after %.1f s; NCCL "
+                         "communicator aborted", d, bf_dist_host_of(d), what, t - t0);
+                return fail(be, msg);
+            }
+        }
+        struct timespec ts = {0, polls < 2000 ? 10000 : 200000};
+        nanosleep(&ts, NULL);
+    }
+}
 
 bf_status bf_nccl_setup(bf_backend *be, const char *lib, size_t *bytes) {
     *bytes = 0;
@@ -46,15 +88,21 @@ bf_status bf_nccl_setup(bf_backend *be, const char *lib, size_t *bytes) {
     }
     BF_TRY(bf_dist_agree("the NCCL setup"));
     BF_TRY(bf_dist_bcast(id, NCCL_ID_BYTES, 0));
-    BF_TRY(be->nccl_init(be, lib, id, bf_dist_rank(), bf_dist_size(), bytes));
+    size_t free0 = 0, free1 = 0, total = 0;
+    BF_TRY(bf_backend_mem_info(be, &free0, &total));
+    const double t0 = now();
+    s = be->nccl_init(be, lib, id, bf_dist_rank(), bf_dist_size());
+    if (s != BF_OK) {
+        (void)bf_dist_abandon();
+        return s;
+    }
+    BF_TRY(wait_done(be, "the NCCL communicator's setup", t0));
+    /* NCCL's device memory: what the init took (its buffers are allocated
+     * there with NCCL_RUNTIME_CONNECT=0, which the package sets) */
+    BF_TRY(bf_backend_mem_info(be, &free1, &total));
+    *bytes = free0 > free1 ? free0 - free1 : 0;
     comm_be = be;
     return BF_OK;
-}
-
-static bf_status fail(bf_backend *be, const char *msg) {
-    be->nccl_abort(be);
-    comm_be = NULL;
-    return bf_dist_fail(msg);
 }
 
 bf_status bf_nccl_step(bf_backend *be, float *grads, long n) {
@@ -62,41 +110,14 @@ bf_status bf_nccl_step(bf_backend *be, float *grads, long n) {
     if (comm_be != be)
         return BF_FAIL(BF_ERR_DIST, "distributed: training on %s under DataParallel without its NCCL communicator "
                                     "(fit sets it up)", be->name);
-    const double t0 = now(), deadline = t0 + bf_dist_timeout();
-    char msg[384];
+    const double t0 = now();
     bf_status s = be->nccl_allreduce(be, grads, n, BUCKET);
     if (s != BF_OK) {
+        char msg[384];
         snprintf(msg, sizeof msg, "queueing the gradient all-reduce (NCCL) failed: %.300s", bf_last_error()->msg);
         return fail(be, msg);
     }
-    double next_check = t0 + 0.05;
-    for (long polls = 0;; polls++) {
-        int done = 0;
-        s = be->nccl_poll(be, &done);
-        if (s != BF_OK) {
-            snprintf(msg, sizeof msg, "the gradient all-reduce (NCCL) failed after %.1f s: %.250s", now() - t0,
-                     bf_last_error()->msg);
-            return fail(be, msg);
-        }
-        if (done) break;
-        const double t = now();
-        if (t > deadline) {
-            snprintf(msg, sizeof msg, "the gradient all-reduce (NCCL) did not complete within %.1f s (timeout): "
-                     "another rank died, raised or is stuck; NCCL communicator aborted", t - t0);
-            return fail(be, msg);
-        }
-        if (t > next_check) {
-            next_check = t + 0.05;
-            const int d = bf_dist_dead_peer();
-            if (d >= 0) {
-                snprintf(msg, sizeof msg, "rank %d (host %s) died during the gradient all-reduce (NCCL), found after "
-                         "%.1f s; NCCL communicator aborted", d, bf_dist_host_of(d), t - t0);
-                return fail(be, msg);
-            }
-        }
-        struct timespec ts = {0, polls < 2000 ? 10000 : 200000};
-        nanosleep(&ts, NULL);
-    }
+    BF_TRY(wait_done(be, "the gradient all-reduce", t0));
     BF_TRY(be->scale(be, grads, n, 1.0f / (float)bf_dist_size()));
     seconds += now() - t0;
     return BF_OK;

@@ -143,7 +143,7 @@ bf_status bf_cuda_actx_backward(bf_backend *be, float *dinp, const float *dout, 
 bf_status bf_cuda_strided_copy(bf_backend *be, float *out, const float *inp, const bf_strided *s);
 /* nccl.cu: data parallel over NCCL (backend.h documents each) */
 bf_status bf_cuda_nccl_unique_id(bf_backend *be, const char *lib, void *id);
-bf_status bf_cuda_nccl_init(bf_backend *be, const char *lib, const void *id, int rank, int size, size_t *bytes);
+bf_status bf_cuda_nccl_init(bf_backend *be, const char *lib, const void *id, int rank, int size);
 bf_status bf_cuda_nccl_allreduce(bf_backend *be, float *buf, long n, long bucket);
 bf_status bf_cuda_nccl_poll(bf_backend *be, int *done);
 void bf_cuda_nccl_abort(bf_backend *be);

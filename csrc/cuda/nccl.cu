@@ -49,6 +49,7 @@ static bf_status load(const char *lib) {
     NSYM(GroupStart);
     NSYM(GroupEnd);
     NSYM(GetErrorString);
+    *(void **)(&nccl.CommInitRankConfig) = dlsym(h, "ncclCommInitRankConfig"); /* optional */
     nccl_lib = h;
     return BF_OK;
 }
@@ -70,32 +71,37 @@ bf_status bf_cuda_nccl_unique_id(bf_backend *be, const char *lib, void *id) {
     return BF_OK;
 }
 
-/* ncclCommInitRank on this device (blocking until every rank joined: the core
- * calls it right after a bounded agreement that every rank is alive). bytes:
- * the device memory NCCL took, measured with cudaMemGetInfo around it (its
- * channel buffers, NCCL_BUFFSIZE each per peer and protocol, and work FIFOs;
- * with NCCL_RUNTIME_CONNECT=0 they are all allocated here, not later). */
-bf_status bf_cuda_nccl_init(bf_backend *be, const char *lib, const void *id, int rank, int size, size_t *bytes) {
+/* ncclCommInitRankConfig on this device, non-blocking (config.blocking = 0):
+ * returns while NCCL connects the ranks; nccl_poll reports when it is done,
+ * so that the core bounds the wait (a rank that died before joining would
+ * hang a blocking init). Without ncclCommInitRankConfig (NCCL < 2.14), the
+ * blocking ncclCommInitRank. */
+bf_status bf_cuda_nccl_init(bf_backend *be, const char *lib, const void *id, int rank, int size) {
     BF_CUDA_ENTER(st, be);
     BF_TRY(load(lib));
-    *bytes = 0;
     if (comms[st->device].comm) {
         if (comms[st->device].rank == rank && comms[st->device].size == size) return BF_OK;
         return BF_FAIL(BF_ERR_DIST, "distributed: %s already has an NCCL communicator (rank %d of %d)", st->name,
                        comms[st->device].rank, comms[st->device].size);
     }
-    size_t free0 = 0, free1 = 0, total = 0;
-    BF_CUDA_CHECK(st, cudaMemGetInfo(&free0, &total));
     bf_nccl_id u;
     memcpy(&u, id, sizeof u);
     bf_nccl_comm_t c = NULL;
-    bf_nccl_result r = nccl.CommInitRank(&c, size, u, rank);
-    if (r != BF_NCCL_SUCCESS) return nccl_fail(r, "ncclCommInitRank");
-    BF_CUDA_CHECK(st, cudaMemGetInfo(&free1, &total));
+    bf_nccl_result r;
+    if (nccl.CommInitRankConfig) {
+        bf_nccl_config cfg = {sizeof(bf_nccl_config), BF_NCCL_CONFIG_MAGIC, BF_NCCL_CONFIG_VERSION, 0,
+                              BF_NCCL_UNDEF_INT, BF_NCCL_UNDEF_INT, BF_NCCL_UNDEF_INT, NULL, BF_NCCL_UNDEF_INT};
+        r = nccl.CommInitRankConfig(&c, size, u, rank, &cfg);
+    } else {
+        r = nccl.CommInitRank(&c, size, u, rank);
+    }
+    if (r != BF_NCCL_SUCCESS && r != BF_NCCL_IN_PROGRESS) {
+        if (c) nccl.CommAbort(c);
+        return nccl_fail(r, "ncclCommInitRank");
+    }
     comms[st->device].comm = c;
     comms[st->device].rank = rank;
     comms[st->device].size = size;
-    *bytes = free0 > free1 ? free0 - free1 : 0;
     return BF_OK;
 }
 
@@ -127,8 +133,9 @@ bf_status bf_cuda_nccl_allreduce(bf_backend *be, float *buf, long n, long bucket
     return BF_OK;
 }
 
-/* *done = 1 once the compute stream's queued work (the all-reduce) finished;
- * an asynchronous NCCL error (a peer's connection lost, ...) fails */
+/* *done = 1 once the communicator is ready (ncclCommGetAsyncError no longer
+ * ncclInProgress) and the compute stream's queued work (the all-reduce)
+ * finished; an asynchronous NCCL error (a peer's connection lost, ...) fails */
 bf_status bf_cuda_nccl_poll(bf_backend *be, int *done) {
     BF_CUDA_ENTER(st, be);
     BF_TRY(have_comm(st, "polling the all-reduce"));
@@ -136,7 +143,8 @@ bf_status bf_cuda_nccl_poll(bf_backend *be, int *done) {
     bf_nccl_result ae = BF_NCCL_SUCCESS;
     bf_nccl_result r = nccl.CommGetAsyncError(comms[st->device].comm, &ae);
     if (r != BF_NCCL_SUCCESS) return nccl_fail(r, "ncclCommGetAsyncError");
-    if (ae != BF_NCCL_SUCCESS && ae != BF_NCCL_IN_PROGRESS) return nccl_fail(ae, "the NCCL all-reduce (asynchronous)");
+    if (ae == BF_NCCL_IN_PROGRESS) return BF_OK;
+    if (ae != BF_NCCL_SUCCESS) return nccl_fail(ae, "NCCL (asynchronous error)");
     cudaError_t e = cudaStreamQuery(st->stream);
     if (e == cudaErrorNotReady) return BF_OK;
     BF_CUDA_CHECK(st, e);

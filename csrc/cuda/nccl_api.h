@@ -7,6 +7,7 @@
 #ifndef BF_NCCL_API_H
 #define BF_NCCL_API_H
 
+#include <limits.h>
 #include <stddef.h>
 
 #define BF_NCCL_ID_BYTES 128 /* NCCL_UNIQUE_ID_BYTES */
@@ -26,11 +27,32 @@ enum {
     BF_NCCL_SUM = 0            /* ncclSum (ncclRedOp_t) */
 };
 
+/* ncclConfig_t's leading fields as NCCL 2.17 defined them (size and version
+ * tell a newer NCCL which fields follow); only `blocking` is set, the rest
+ * left undefined (NCCL_CONFIG_UNDEF_INT / NULL) as NCCL_CONFIG_INITIALIZER does */
+typedef struct {
+    size_t size;
+    unsigned int magic;   /* 0xcafebeef */
+    unsigned int version; /* NCCL_VERSION(2, 17, 0) */
+    int blocking;
+    int cgaClusterSize;
+    int minCTAs;
+    int maxCTAs;
+    const char *netName;
+    int splitShare;
+} bf_nccl_config;
+#define BF_NCCL_CONFIG_MAGIC 0xcafebeefu
+#define BF_NCCL_CONFIG_VERSION 21700
+#define BF_NCCL_UNDEF_INT INT_MIN
+
 /* the functions, as pointers: cudaStream_t is passed as void * (same size) */
 typedef struct {
     bf_nccl_result (*GetVersion)(int *version);
     bf_nccl_result (*GetUniqueId)(bf_nccl_id *id);
     bf_nccl_result (*CommInitRank)(bf_nccl_comm_t *comm, int nranks, bf_nccl_id id, int rank);
+    /* NCCL >= 2.14; NULL when missing (then the blocking ncclCommInitRank) */
+    bf_nccl_result (*CommInitRankConfig)(bf_nccl_comm_t *comm, int nranks, bf_nccl_id id, int rank,
+                                         bf_nccl_config *config);
     bf_nccl_result (*CommGetAsyncError)(bf_nccl_comm_t comm, bf_nccl_result *err);
     bf_nccl_result (*CommAbort)(bf_nccl_comm_t comm);
     bf_nccl_result (*CommDestroy)(bf_nccl_comm_t comm);

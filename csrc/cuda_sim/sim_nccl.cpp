@@ -1,6 +1,8 @@
 /* sim_nccl.cpp - the device emulation's NCCL stand-in: the part of NCCL's C
  * API that csrc/cuda/nccl.cu calls (ncclGetUniqueId, ncclCommInitRank,
  * ncclAllReduce float sum, ncclGroupStart/End, ncclCommGetAsyncError,
+ * ncclCommInitRankConfig (blocking or not: config.blocking = 0 joins on a
+ * thread, ncclCommGetAsyncError says ncclInProgress until done),
  * ncclCommAbort/Destroy, ncclGetErrorString, ncclGetVersion), exported from
  * the emulation's _cuda.so so that BF_NCCL_LIB=<that _cuda.so> makes nccl.cu
  * dlopen it as if it were libnccl.so.2. Ranks are processes on this host:
@@ -18,7 +20,8 @@
  * Test switches, at that rank's 3rd collective: BF_SIM_NCCL_STALL_RANK=r
  * its proxy never finishes it (a stuck GPU: the peers and itself meet the
  * deadline); BF_SIM_NCCL_DIE_RANK=r the process dies in it (_exit: the peers
- * wait in the collective when it goes). */
+ * wait in the collective when it goes), or, with BF_SIM_NCCL_DIE_AT=init, in
+ * ncclCommInitRank before joining (the peers wait in their init). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -69,9 +72,10 @@ struct ncclComm {
     std::mutex mu;
     std::condition_variable cv;
     std::deque<op_t> ops;
-    std::thread proxy;
-    int quit;
+    std::thread proxy, joiner;
+    int quit, proxy_on;
     void *bufs;
+    char name[128];
 };
 
 static std::atomic<unsigned> id_counter;
@@ -171,8 +175,34 @@ NX ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
     return ok;
 }
 
-NX ncclResult_t ncclCommInitRank(ncclComm **out, int nranks, ncclUniqueId id, int rank) {
+typedef struct {
+    size_t size;
+    unsigned int magic, version;
+    int blocking;
+} config_head; /* ncclConfig_t's leading fields */
+
+/* every rank mapped the segment: its name can go; the proxy starts. A peer
+ * that never comes makes this wait until ncclCommAbort (as NCCL's bootstrap) */
+static int join(ncclComm *c, const char *name) {
+    shm_t *s = c->shm;
+    s->pid[c->rank] = (int)getpid();
+    s->joined.fetch_add(1);
+    while (s->joined.load() < c->nranks)
+        if (c->aborted.load()) return sys_err;
+        else nap();
+    int e = barrier(c);
+    if (c->rank == 0) shm_unlink(name);
+    if (e != ok) return e;
+    c->proxy = std::thread(proxy_main, c);
+    c->proxy_on = 1;
+    return ok;
+}
+
+static ncclResult_t init(ncclComm **out, int nranks, ncclUniqueId id, int rank, int blocking) {
     if (!out || nranks < 1 || nranks > MAXR || rank < 0 || rank >= nranks || id.internal[0] != '/') return invalid_arg;
+    const char *dr = getenv("BF_SIM_NCCL_DIE_RANK");
+    const char *when = getenv("BF_SIM_NCCL_DIE_AT");
+    if (dr && atoi(dr) == rank && when && !strcmp(when, "init")) _exit(9); /* dies before joining */
     const size_t bytes = sizeof(shm_t) + (size_t)nranks * CHUNK * sizeof(float);
     int fd = shm_open(id.internal, O_RDWR | O_CREAT, 0600);
     if (fd < 0) return sys_err;
@@ -191,32 +221,40 @@ NX ncclResult_t ncclCommInitRank(ncclComm **out, int nranks, ncclUniqueId id, in
         munmap(m, bytes);
         return sys_err;
     }
-    shm_t *s = (shm_t *)m;
-    s->pid[rank] = (int)getpid();
-    s->joined.fetch_add(1);
-    while (s->joined.load() < nranks) nap(); /* as NCCL: blocks until every rank joined */
     ncclComm *c = new ncclComm();
-    c->shm = s;
+    c->shm = (shm_t *)m;
     c->shm_bytes = bytes;
     c->rank = rank;
     c->nranks = nranks;
     c->bufs = bufs;
+    c->shm->nranks = nranks;
     const char *st = getenv("BF_SIM_NCCL_STALL_RANK");
     c->stall = st && atoi(st) == rank;
-    const char *dr = getenv("BF_SIM_NCCL_DIE_RANK");
-    c->die = dr && atoi(dr) == rank;
-    c->shm->nranks = nranks;
-    int e = barrier(c); /* every rank mapped it: the name can go */
-    if (rank == 0) shm_unlink(id.internal);
-    if (e != ok) {
-        cudaFree(bufs);
-        munmap(m, bytes);
-        delete c;
+    c->die = dr && atoi(dr) == rank && !(when && !strcmp(when, "init"));
+    memcpy(c->name, id.internal, sizeof c->name);
+    *out = c;
+    if (blocking) {
+        int e = join(c, c->name);
+        if (e != ok) {
+            cudaFree(bufs);
+            munmap(m, bytes);
+            delete c;
+            *out = NULL;
+        }
         return e;
     }
-    c->proxy = std::thread(proxy_main, c);
-    *out = c;
-    return ok;
+    c->error.store(in_progress);   /* ncclCommGetAsyncError: in progress until joined */
+    c->joiner = std::thread([c] { c->error.store(join(c, c->name)); });
+    return in_progress;
+}
+
+NX ncclResult_t ncclCommInitRank(ncclComm **out, int nranks, ncclUniqueId id, int rank) {
+    return init(out, nranks, id, rank, 1);
+}
+
+NX ncclResult_t ncclCommInitRankConfig(ncclComm **out, int nranks, ncclUniqueId id, int rank, config_head *cfg) {
+    if (cfg && (cfg->magic != 0xcafebeefu || cfg->size < sizeof(config_head))) return invalid_arg;
+    return init(out, nranks, id, rank, !(cfg && cfg->blocking == 0));
 }
 
 NX ncclResult_t ncclGroupStart(void) { return ok; }
@@ -224,6 +262,7 @@ NX ncclResult_t ncclGroupEnd(void) { return ok; }
 
 NX ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, int dtype, int op, ncclComm *c, void *stream) {
     if (!c || dtype != 7 || op != 0) return invalid_arg; /* float32, sum: what boundfit uses */
+    if (!c->proxy_on) return invalid_arg;                /* not joined yet */
     if (!sim_device_range(send, count * 4) || !sim_device_range(recv, count * 4) || !sim_stream_ok((cudaStream_t)stream))
         return invalid_arg;
     if (c->error.load() != ok) return c->error.load();
@@ -241,12 +280,13 @@ NX ncclResult_t ncclCommGetAsyncError(ncclComm *c, ncclResult_t *err) {
 }
 
 static ncclResult_t finish(ncclComm *c) {
+    if (c->joiner.joinable()) c->joiner.join(); /* an abort ends a join still waiting */
     {
         std::lock_guard<std::mutex> lk(c->mu);
         c->quit = 1;
         c->cv.notify_one();
     }
-    c->proxy.join();
+    if (c->proxy_on) c->proxy.join();
     cudaFree(c->bufs);
     munmap(c->shm, c->shm_bytes);
     delete c;

@@ -30,3 +30,21 @@ static_assert(std::is_same<decltype(&ncclGetUniqueId), ncclResult_t (*)(ncclUniq
 static_assert(std::is_same<decltype(&ncclGroupStart), ncclResult_t (*)()>::value, "ncclGroupStart");
 static_assert(std::is_same<decltype(&ncclGetErrorString), const char *(*)(ncclResult_t)>::value, "ncclGetErrorString");
 static_assert(sizeof(cudaStream_t) == sizeof(void *), "stream passed as void *");
+// the non-blocking init's config: our leading fields where ncclConfig_t has them
+#include <cstddef>
+static_assert(offsetof(ncclConfig_t, size) == offsetof(bf_nccl_config, size) &&
+              offsetof(ncclConfig_t, magic) == offsetof(bf_nccl_config, magic) &&
+              offsetof(ncclConfig_t, version) == offsetof(bf_nccl_config, version) &&
+              offsetof(ncclConfig_t, blocking) == offsetof(bf_nccl_config, blocking) &&
+              offsetof(ncclConfig_t, cgaClusterSize) == offsetof(bf_nccl_config, cgaClusterSize) &&
+              offsetof(ncclConfig_t, minCTAs) == offsetof(bf_nccl_config, minCTAs) &&
+              offsetof(ncclConfig_t, maxCTAs) == offsetof(bf_nccl_config, maxCTAs) &&
+              offsetof(ncclConfig_t, netName) == offsetof(bf_nccl_config, netName) &&
+              offsetof(ncclConfig_t, splitShare) == offsetof(bf_nccl_config, splitShare),
+              "ncclConfig_t's leading fields");
+static_assert(sizeof(bf_nccl_config) <= sizeof(ncclConfig_t), "ncclConfig_t size");
+static_assert(NCCL_CONFIG_UNDEF_INT == BF_NCCL_UNDEF_INT, "NCCL_CONFIG_UNDEF_INT");
+static_assert(NCCL_VERSION(2, 17, 0) == BF_NCCL_CONFIG_VERSION, "NCCL_VERSION");
+static_assert(std::is_same<decltype(&ncclCommInitRankConfig),
+                           ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *)>::value,
+              "ncclCommInitRankConfig");
