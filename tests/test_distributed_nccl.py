@@ -3,7 +3,8 @@ emulation (csrc/cuda_sim) with its NCCL stand-in (sim_nccl.cpp, the same C
 API over shared memory; BF_NCCL_LIB points nccl.cu at it): 2 emulated-CUDA
 ranks launched torchrun-style (tests/dist_programs/train_cuda.py) end with
 bit-identical weights, equal to one process with batch 2B; the plan holds
-NCCL's device buffers as measured around ncclCommInitRank; a rank dying
+NCCL's device buffers as measured around ncclCommInitRank, and a device
+memory_limit covers them; a rank dying
 before it joins the communicator, or inside the all-reduce, or stuck in it,
 makes the others raise DistributedError
 within seconds (heartbeat) or at the deadline (ncclCommAbort). Our NCCL
@@ -66,6 +67,16 @@ def test_a_rank_dying_inside_the_nccl_all_reduce_makes_the_other_raise_within_se
     assert r0["error"] == "DistributedError", (r0, log)
     assert "rank 1" in r0["message"] and "NCCL" in r0["message"], r0["message"]
     assert r0["t_error"] - r0["t0"] < 10   # far below the 30 s deadline
+
+
+def test_nccl_buffers_count_against_a_device_memory_limit_on_every_rank(tmp_path, sim_env):
+    recs, _, _, log = _launch_tcp(tmp_path, 2, "budget", program=PROGRAM, **sim_env)
+    assert sorted(recs) == [0, 1], log
+    for r in (0, 1):   # the same MemoryBudgetError on both, naming rank 1, before step one
+        assert recs[r]["error"] == "MemoryBudgetError", (recs[r], log)
+        assert "rank 1" in recs[r]["message"], recs[r]["message"]
+        assert recs[r]["e_available_bytes"] == recs[1]["limit"]
+        assert recs[r]["e_needed_bytes"] == recs[1]["limit"] - (4 << 20) + (8 << 20)
 
 
 def test_a_rank_dying_before_it_joins_the_nccl_communicator_makes_the_other_raise_within_seconds(tmp_path, sim_env):

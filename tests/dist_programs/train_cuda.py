@@ -4,7 +4,8 @@ BF_NCCL_LIB): python train_cuda.py MODE OUTDIR [BATCH]. MODE: equal (2 epochs,
 rank 0's initial and every rank's final weights saved, the plan's NCCL entry
 recorded), single (no group: one process from init.npz with batch BATCH),
 fail (3 epochs; the stand-in's BF_SIM_NCCL_* switch makes a rank die or stall
-inside a collective). Writes OUTDIR/rank<r>.json."""
+inside a collective), budget (rank 1's device memory_limit leaves no room for
+NCCL's buffers). Writes OUTDIR/rank<r>.json."""
 import json
 import os
 import sys
@@ -47,6 +48,13 @@ try:
         rec["device"] = plan.device
         rec["nccl"] = [[e.name, e.bytes, e.where] for e in plan.breakdown if e.category == "communication"]
         rec["fits"] = plan.fits
+    elif mode == "budget":
+        # rank 1's device limit: its run's plan without NCCL plus 4 MiB, less than NCCL's 8 MiB
+        need = model.estimate_memory(batch, device="cuda").device_bytes
+        rec["limit"] = need + (4 << 20)
+        model.fit(x, y, batch_size=batch, epochs=1, verbose=0, device="cuda",
+                  memory_limit=rec["limit"] if r == 1 else None)
+        rec["ok"] = True
     else:
         rec["t0"] = time.time()
         model.fit(x, y, batch_size=4, epochs=3, verbose=0, device="cuda")
@@ -55,5 +63,8 @@ except Exception as e:  # noqa: BLE001 - recorded for the test
     rec["error"] = type(e).__name__
     rec["message"] = str(e)
     rec["t_error"] = time.time()
+    for a in ("rank", "where", "needed_bytes", "available_bytes"):
+        if hasattr(e, a):
+            rec["e_" + a] = getattr(e, a)
 with open(os.path.join(out, f"rank{r}.json"), "w") as f:
     json.dump(rec, f)

@@ -17,8 +17,9 @@ from .. import _core
 from ..errors import BoundfitError, MemoryBudgetError, NonFiniteError
 from ..runtime import cuda_libs
 from ..runtime.dist_group import (_BF_ERR_DIST_PREFIX, DistributedError, _agree_ok, _allgather_json, _allreduce,
-                                  _bcast_seed, active, broadcast_weights, is_chief, num_processes, rank,
+                                  _bcast_seed, active, broadcast_weights, is_chief, nccl_bytes, num_processes, rank,
                                   transport)
+from ..runtime.dist_group import _nccl as nccl_state
 from ..layers.normalization import BatchNormalization
 from ..sizes import format_bytes
 from .data import ArrayData, _is_sequence
@@ -123,7 +124,7 @@ def _nccl_setup(device):
     measured, instead of at the first collective; NCCL_NVLS_ENABLE=0 (unless
     set) keeps NVLink SHARP's large buffers out."""
     dev = str(getattr(device, "kind", device))
-    if _nccl["device"] == dev:
+    if nccl_state["device"] == dev:
         return
     lib = cuda_libs.nccl_library()
     if lib is None:
@@ -132,15 +133,12 @@ def _nccl_setup(device):
     os.environ.setdefault("NCCL_RUNTIME_CONNECT", "0")
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     try:
-        _nccl["bytes"] = int(_core.dist_nccl_setup(dev, lib))
+        nccl_state["bytes"] = int(_core.dist_nccl_setup(dev, lib))
     except BoundfitError as e:
         if str(e).startswith(_BF_ERR_DIST_PREFIX):
             raise DistributedError(str(e), rank=rank()) from None
         raise
-    _nccl["device"] = dev
-
-
-_nccl = {"device": None, "bytes": 0}
+    nccl_state["device"] = dev
 
 
 def _with_comm(plan):
@@ -151,15 +149,11 @@ def _with_comm(plan):
     if any(e.category == "communication" for e in plan.breakdown):
         return plan
     if _is_cuda(plan.device):
-        # NCCL's device memory, outside our arena: measured at ncclCommInitRank, already out of
-        # the free memory the device budget was read from, so the budget gets it back here
-        nb = int(_nccl["bytes"]) if _nccl["device"] == str(plan.device) else 0
-        plan.breakdown.append(PlanEntry("NCCL communicator buffers (measured at init)", nb, str(plan.device),
-                                        "communication", f"{num_processes()} ranks; NCCL_BUFFSIZE="
+        # NCCL's device memory, outside our arena: measured around ncclCommInitRank, before the plan
+        # read the free memory, which memory.py counted it back into; a memory_limit covers it too
+        plan.breakdown.append(PlanEntry("NCCL communicator buffers (measured at init)", nccl_bytes(plan.device),
+                                        str(plan.device), "communication", f"{num_processes()} ranks; NCCL_BUFFSIZE="
                                         f"{os.environ.get('NCCL_BUFFSIZE', 'default 4 MiB')} per channel and peer"))
-        if plan.budget_device_bytes is not None:
-            plan.budget_device_bytes += nb
-            plan.budget_device_source += f" (+ {format_bytes(nb)} NCCL took before it was read)"
         return plan
     if transport() == "tcp":
         plan.breakdown.append(PlanEntry("all-reduce scratch (TCP, static)", TCP_SCRATCH, "host", "communication",
