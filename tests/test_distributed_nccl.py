@@ -1,8 +1,10 @@
 """Data parallel on CUDA devices over NCCL (issue 26), on the device
 emulation (csrc/cuda_sim) with its NCCL stand-in (sim_nccl.cpp, the same C
 API over shared memory; BF_NCCL_LIB points nccl.cu at it): 2 emulated-CUDA
-ranks launched torchrun-style (tests/dist_programs/train_cuda.py) end with
-bit-identical weights, equal to one process with batch 2B; the plan holds
+ranks launched torchrun-style (tests/dist_programs/train_cuda.py), each
+initialized with its own seed, get rank 0's weights by ncclBroadcast (the
+host transport does not carry them on a GPU) and end with bit-identical
+weights, equal to one process with batch 2B; the plan holds
 NCCL's device buffers as measured around ncclCommInitRank, and a device
 memory_limit covers them; a rank dying
 before it joins the communicator, or inside the all-reduce, or stuck in it,

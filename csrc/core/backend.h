@@ -538,6 +538,8 @@ typedef struct bf_backend {
     /* buf (n, device) summed over the ranks in place, queued on the compute
      * stream in buckets of at most `bucket` floats (one NCCL group); returns at once */
     bf_status (*nccl_allreduce)(struct bf_backend *be, float *buf, long n, long bucket);
+    /* buf (bytes, device) = rank root's, queued (ncclBroadcast); returns at once */
+    bf_status (*nccl_bcast)(struct bf_backend *be, void *buf, size_t bytes, int root);
     /* *done = 1 once the communicator is ready and the queued work finished;
      * an asynchronous NCCL error fails (BF_ERR_DIST) */
     bf_status (*nccl_poll)(struct bf_backend *be, int *done);

@@ -123,6 +123,21 @@ bf_status bf_nccl_step(bf_backend *be, float *grads, long n) {
     return BF_OK;
 }
 
+bf_status bf_nccl_bcast(bf_backend *be, void *buf, size_t bytes) {
+    if (comm_be != be)
+        return BF_FAIL(BF_ERR_DIST, "distributed: a broadcast on %s without its NCCL communicator", be->name);
+    const double t0 = now();
+    bf_status s = be->nccl_bcast(be, buf, bytes, 0);
+    if (s != BF_OK) {
+        char msg[384];
+        snprintf(msg, sizeof msg, "queueing the weights' broadcast (NCCL) failed: %.300s", bf_last_error()->msg);
+        return fail(be, msg);
+    }
+    BF_TRY(wait_done(be, "the weights' broadcast", t0));
+    seconds += now() - t0;
+    return BF_OK;
+}
+
 bf_status bf_nccl_teardown(void) {
     if (!comm_be) return BF_OK;
     bf_backend *be = comm_be;

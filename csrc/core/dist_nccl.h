@@ -19,6 +19,9 @@ bf_status bf_nccl_setup(bf_backend *be, const char *lib, size_t *bytes);
 /* grads (n floats, device) summed over the ranks in buckets on the compute
  * stream, waited for with a bound, then scaled by 1 / size */
 bf_status bf_nccl_step(bf_backend *be, float *grads, long n);
+/* buf (bytes, device) = rank 0's (the weights before step one), waited
+ * for with the same bound */
+bf_status bf_nccl_bcast(bf_backend *be, void *buf, size_t bytes);
 /* seconds spent in bf_nccl_step (benchmarks: communication share) */
 double bf_nccl_seconds(void);
 /* the communicator destroyed (a broken group's is aborted) */

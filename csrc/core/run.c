@@ -162,6 +162,15 @@ bf_status bf_run_load_model(bf_run *r) {
     return BF_OK;
 }
 
+/* [dist hook] a device run under data parallel: rank 0's weights and
+ * optimizer state over NCCL, on the device, before step one */
+bf_status bf_run_dist_bcast(bf_run *r) {
+    if (!r->on_device || !r->arena.base || bf_dist_size() <= 1) return BF_OK;
+    BF_TRY(bf_nccl_bcast(r->be, r->w, sizeof(float) * (size_t)r->m->n_params));
+    if (r->slot_bytes) BF_TRY(bf_nccl_bcast(r->be, r->slots, r->slot_bytes));
+    return BF_OK;
+}
+
 void bf_run_close(bf_run *r) {
     if (r->pinned && r->host_arena.base) r->be->host_unpin(r->be, r->host_arena.base);
     r->pinned = 0;

@@ -166,6 +166,7 @@ static void fill_vtable(bf_cuda_state *st) {
     be->nccl_unique_id = bf_cuda_nccl_unique_id;
     be->nccl_init = bf_cuda_nccl_init;
     be->nccl_allreduce = bf_cuda_nccl_allreduce;
+    be->nccl_bcast = bf_cuda_nccl_bcast;
     be->nccl_poll = bf_cuda_nccl_poll;
     be->nccl_abort = bf_cuda_nccl_abort;
     be->nccl_destroy = bf_cuda_nccl_destroy;

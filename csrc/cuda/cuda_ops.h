@@ -145,6 +145,7 @@ bf_status bf_cuda_strided_copy(bf_backend *be, float *out, const float *inp, con
 bf_status bf_cuda_nccl_unique_id(bf_backend *be, const char *lib, void *id);
 bf_status bf_cuda_nccl_init(bf_backend *be, const char *lib, const void *id, int rank, int size);
 bf_status bf_cuda_nccl_allreduce(bf_backend *be, float *buf, long n, long bucket);
+bf_status bf_cuda_nccl_bcast(bf_backend *be, void *buf, size_t bytes, int root);
 bf_status bf_cuda_nccl_poll(bf_backend *be, int *done);
 void bf_cuda_nccl_abort(bf_backend *be);
 bf_status bf_cuda_nccl_destroy(bf_backend *be);

@@ -46,6 +46,7 @@ static bf_status load(const char *lib) {
     NSYM(CommAbort);
     NSYM(CommDestroy);
     NSYM(AllReduce);
+    NSYM(Broadcast);
     NSYM(GroupStart);
     NSYM(GroupEnd);
     NSYM(GetErrorString);
@@ -130,6 +131,16 @@ bf_status bf_cuda_nccl_allreduce(bf_backend *be, float *buf, long n, long bucket
     }
     r = nccl.GroupEnd();
     if (r != BF_NCCL_SUCCESS && r != BF_NCCL_IN_PROGRESS) return nccl_fail(r, "ncclGroupEnd (gradients)");
+    return BF_OK;
+}
+
+// buf (bytes, device) = root's, queued on the compute stream
+bf_status bf_cuda_nccl_bcast(bf_backend *be, void *buf, size_t bytes, int root) {
+    BF_CUDA_ENTER(st, be);
+    BF_TRY(have_comm(st, "the weights' broadcast"));
+    if (!bytes) return BF_OK;
+    bf_nccl_result r = nccl.Broadcast(buf, buf, bytes, BF_NCCL_INT8, root, comms[st->device].comm, (void *)st->stream);
+    if (r != BF_NCCL_SUCCESS && r != BF_NCCL_IN_PROGRESS) return nccl_fail(r, "ncclBroadcast (weights)");
     return BF_OK;
 }
 

@@ -23,6 +23,7 @@ enum {
     BF_NCCL_SYSTEM_ERROR = 2,  /* ncclSystemError */
     BF_NCCL_REMOTE_ERROR = 6,  /* ncclRemoteError */
     BF_NCCL_IN_PROGRESS = 7,   /* ncclInProgress */
+    BF_NCCL_INT8 = 0,          /* ncclInt8 (ncclDataType_t): bytes */
     BF_NCCL_FLOAT32 = 7,       /* ncclFloat32 (ncclDataType_t) */
     BF_NCCL_SUM = 0            /* ncclSum (ncclRedOp_t) */
 };
@@ -58,6 +59,8 @@ typedef struct {
     bf_nccl_result (*CommDestroy)(bf_nccl_comm_t comm);
     bf_nccl_result (*AllReduce)(const void *send, void *recv, size_t count, int dtype, int op, bf_nccl_comm_t comm,
                                 void *stream);
+    bf_nccl_result (*Broadcast)(const void *send, void *recv, size_t count, int dtype, int root,
+                                bf_nccl_comm_t comm, void *stream);
     bf_nccl_result (*GroupStart)(void);
     bf_nccl_result (*GroupEnd)(void);
     const char *(*GetErrorString)(bf_nccl_result r);

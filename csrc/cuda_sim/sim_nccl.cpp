@@ -1,6 +1,6 @@
 /* sim_nccl.cpp - the device emulation's NCCL stand-in: the part of NCCL's C
  * API that csrc/cuda/nccl.cu calls (ncclGetUniqueId, ncclCommInitRank,
- * ncclAllReduce float sum, ncclGroupStart/End, ncclCommGetAsyncError,
+ * ncclAllReduce float sum, ncclBroadcast of bytes, ncclGroupStart/End, ncclCommGetAsyncError,
  * ncclCommInitRankConfig (blocking or not: config.blocking = 0 joins on a
  * thread, ncclCommGetAsyncError says ncclInProgress until done),
  * ncclCommAbort/Destroy, ncclGetErrorString, ncclGetVersion), exported from
@@ -61,7 +61,8 @@ struct shm_t {
 struct op_t {
     const float *send;
     float *recv;
-    size_t count;
+    size_t count; /* floats; a broadcast: bytes */
+    int root;     /* -1: all-reduce (sum); else a broadcast from this rank */
 };
 
 struct ncclComm {
@@ -109,7 +110,23 @@ static int barrier(ncclComm *c) {
     return ok;
 }
 
+/* root's bytes through slot 0, chunk by chunk */
+static int run_bcast(ncclComm *c, const op_t &op) {
+    const size_t cb = CHUNK * sizeof(float);
+    char *slot = (char *)c->shm->slot;
+    for (size_t at = 0; at < op.count; at += cb) {
+        const size_t k = op.count - at < cb ? op.count - at : cb;
+        if (c->rank == op.root) memcpy(slot, (const char *)op.send + at, k);
+        int e = barrier(c);
+        if (e != ok) return e;
+        if (c->rank != op.root) memcpy((char *)op.recv + at, slot, k);
+        if ((e = barrier(c)) != ok) return e;
+    }
+    return ok;
+}
+
 static int run_op(ncclComm *c, const op_t &op) {
+    if (op.root >= 0) return run_bcast(c, op);
     const int R = c->nranks;
     for (size_t at = 0; at < op.count; at += CHUNK) {
         const size_t k = op.count - at < CHUNK ? op.count - at : CHUNK;
@@ -268,7 +285,22 @@ NX ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, int dt
     if (c->error.load() != ok) return c->error.load();
     sim_external_begin();
     std::lock_guard<std::mutex> lk(c->mu);
-    c->ops.push_back(op_t{(const float *)send, (float *)recv, count});
+    c->ops.push_back(op_t{(const float *)send, (float *)recv, count, -1});
+    c->cv.notify_one();
+    return ok;
+}
+
+NX ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, int dtype, int root, ncclComm *c,
+                              void *stream) {
+    if (!c || dtype != 0 || root < 0 || root >= c->nranks) return invalid_arg; /* int8 (bytes): what boundfit uses */
+    if (!c->proxy_on) return invalid_arg;
+    if (!sim_device_range(recv, count) || (c->rank == root && !sim_device_range(send, count)) ||
+        !sim_stream_ok((cudaStream_t)stream))
+        return invalid_arg;
+    if (c->error.load() != ok) return c->error.load();
+    sim_external_begin();
+    std::lock_guard<std::mutex> lk(c->mu);
+    c->ops.push_back(op_t{(const float *)send, (float *)recv, count, root});
     c->cv.notify_one();
     return ok;
 }

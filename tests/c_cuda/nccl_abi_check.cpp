@@ -48,3 +48,7 @@ static_assert(NCCL_VERSION(2, 17, 0) == BF_NCCL_CONFIG_VERSION, "NCCL_VERSION");
 static_assert(std::is_same<decltype(&ncclCommInitRankConfig),
                            ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *)>::value,
               "ncclCommInitRankConfig");
+static_assert((int)ncclInt8 == BF_NCCL_INT8, "ncclInt8");
+static_assert(std::is_same<decltype(&ncclBroadcast), ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, int,
+                                                                      ncclComm_t, cudaStream_t)>::value,
+              "ncclBroadcast");

@@ -99,6 +99,19 @@ def agree_plan(model, plan, replan, auto_batch, train_rows):
 TCP_SCRATCH = 64 << 10   # dist_tcp.c's static receive block (SCRATCH_DOUBLES * 8)
 
 
+def broadcast_on_device(run, device):
+    """A training run on a CUDA device: rank 0's weights and optimizer state
+    broadcast over NCCL into every rank's device copy, before step one."""
+    if active() is None or not _is_cuda(device):
+        return
+    try:
+        run.dist_broadcast()
+    except BoundfitError as e:
+        if str(e).startswith(_BF_ERR_DIST_PREFIX):
+            raise DistributedError(str(e), rank=rank()) from None
+        raise
+
+
 def _is_cuda(device):
     return device is not None and str(getattr(device, "kind", device)).startswith("cuda")
 
@@ -208,14 +221,16 @@ def sync_moving_stats(model):
         layer.set_weights(ws)
 
 
-def shard_fit_data(model, train, val):
+def shard_fit_data(model, train, val, device=None):
     """After the batch size is known: the same weights and data order on every
-    rank, then each rank's shard."""
+    rank, then each rank's shard. On a CUDA device the weights go over NCCL
+    once the run holds them (broadcast_on_device), not over the host transport."""
     d = active()
     if d is None:
         return train, val
     _agree_ok("the weights' broadcast")
-    broadcast_weights(model)
+    if not _is_cuda(device):
+        broadcast_weights(model)
     warn_batchnorm(model)
     if not d.auto_shard_dataset:
         return train, val

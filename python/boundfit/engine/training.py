@@ -208,7 +208,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     memory.require_fits(plan)
     batch_size = plan.batch_size   # from here on the plan's: the data sources are not told
     model._last_batch_size = batch_size
-    train, val = dist_fit.shard_fit_data(model, train, val)   # [dist hook] rank 0's weights, data by rank
+    train, val = dist_fit.shard_fit_data(model, train, val, plan.device)   # [dist hook] rank 0's weights, data by rank
     model._last_plan = plan   # already while it runs: the progress bar shows memory against it
     cbs = CallbackList(callbacks, model, {"epochs": epochs, "steps": train.steps_for(batch_size), "verbose": verbose},
                        add_history=True, add_progbar=verbose != 0)
@@ -225,6 +225,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                                  seed=utils.next_seed(), guard=_GUARD, weighted=weighted.train)
     vrun = None
     try:
+        dist_fit.broadcast_on_device(run, plan.device)   # [dist hook] on a GPU: rank 0's weights over NCCL
         if val is not None:
             vrun = model._engine.open_run("evaluate", plan.val_rows, device=plan.device,
                                           weighted=weighted.evaluate)
