@@ -43,11 +43,11 @@ needs_mpi = pytest.mark.skipif(MPIEXEC is None or distribute.find_mpi_library() 
                                reason="needs mpiexec and libmpi_abi.so (pip install mpich)")
 
 
-def _launch(tmp_path, n, mode, batch=8, wrapper=False, timeout=20):
+def _launch(tmp_path, n, mode, batch=8, wrapper=False, timeout=20, sub=None, program=PROGRAM, **extra):
     """Run the program on n ranks; {rank: its record}, and the seconds it took."""
-    out = tmp_path / mode
+    out = tmp_path / (sub or mode)
     out.mkdir()
-    env = dict(os.environ, TEST_TIMEOUT=str(timeout), OMP_NUM_THREADS="1", BF_DIST_GRACE="5")
+    env = dict(os.environ, TEST_TIMEOUT=str(timeout), OMP_NUM_THREADS="1", BF_DIST_GRACE="5", **extra)
     env.pop("PMI_RANK", None)
     cmd = [MPIEXEC]
     if wrapper:
@@ -55,7 +55,7 @@ def _launch(tmp_path, n, mode, batch=8, wrapper=False, timeout=20):
     cmd += ["-n", str(n), sys.executable]
     if wrapper:
         cmd += ["-m", "boundfit.distribute"]
-    cmd += [PROGRAM, mode, str(out), str(batch)]
+    cmd += [program, mode, str(out), str(batch)]
     t0 = time.time()
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, cwd=str(out))
     took = time.time() - t0
@@ -73,7 +73,7 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _launch_tcp(tmp_path, n, mode, batch=8, timeout=20, launcher=False, **env):
+def _launch_tcp(tmp_path, n, mode, batch=8, timeout=20, launcher=False, program=PROGRAM, **env):
     """The program on n ranks as plain subprocesses with torchrun's variables
     (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; no mpiexec), or
     through `python -m boundfit.distribute --nproc-per-node n` (launcher=True),
@@ -83,7 +83,7 @@ def _launch_tcp(tmp_path, n, mode, batch=8, timeout=20, launcher=False, **env):
     port = _free_port()
     base = {k: v for k, v in os.environ.items() if "PMI" not in k and "HYDRA" not in k}
     base.update(TEST_TIMEOUT=str(timeout), OMP_NUM_THREADS="1", **env)
-    args = [PROGRAM, mode, str(out), str(batch)]
+    args = [program, mode, str(out), str(batch)]
     t0 = time.time()
     if launcher is True:
         procs = [subprocess.Popen([sys.executable, "-m", "boundfit.distribute", "--nproc-per-node", str(n),
@@ -156,6 +156,45 @@ def _check_equal_to_one_process(recs, out, n, log):
 def test_n_ranks_with_batch_b_match_one_process_with_batch_n_times_b(tmp_path, n):
     recs, _, out, log = _launch(tmp_path, n, "equal", batch=8)
     _check_equal_to_one_process(recs, out, n, log)
+
+
+@needs_mpi
+def test_the_all_reduce_overlapped_with_backward_gives_the_same_bits_as_after_it(tmp_path):
+    # 3 ranks, buckets of about 50 floats (the model's 227 gradients in 5, one layer split): the
+    # communication thread sums them during backward, or the main thread after it
+    runs = {}
+    for overlap in ("1", "0"):
+        recs, _, out, log = _launch(tmp_path, 3, "equal", sub=f"overlap{overlap}", BF_DIST_OVERLAP=overlap,
+                                    BF_DIST_BUCKET="50")
+        assert sorted(recs) == [0, 1, 2] and all("error" not in r for r in recs.values()), log
+        runs[overlap] = [_weights(out / f"final{r}.npz") for r in range(3)]
+        steps, early, buckets = recs[0]["overlap"][:3]
+        if overlap == "1":
+            _check_equal_to_one_process(recs, out, 3, log)
+            assert steps == 20 and buckets == 5 * steps and early >= 4 * steps   # 240 rows / 24 a step, 2 epochs
+        else:
+            assert steps == 0
+    for r in range(3):
+        for a, b in zip(runs["1"][r], runs["0"][r]):
+            assert np.array_equal(a, b)
+        for a, b in zip(runs["1"][r], runs["1"][0]):
+            assert np.array_equal(a, b)
+
+
+@needs_mpi
+def test_a_shared_layers_bucket_is_summed_only_once_backward_has_passed_both_its_calls(tmp_path):
+    # the shared kernel's gradients add up from both calls; its bucket goes only once backward has
+    # passed the lower-indexed of them (dist_overlap.c's `last`), else the sum would miss a contribution
+    runs = {}
+    for overlap in ("1", "0"):
+        recs, _, out, log = _launch(tmp_path, 2, "equal", sub=f"shared{overlap}", BF_DIST_OVERLAP=overlap,
+                                    BF_DIST_BUCKET="40", TEST_SHARED="1")
+        assert sorted(recs) == [0, 1] and all("error" not in r for r in recs.values()), log
+        runs[overlap] = [_weights(out / f"final{r}.npz") for r in range(2)]
+        assert (recs[0]["overlap"][1] > 0) == (overlap == "1")
+    for r in range(2):
+        for a, b in zip(runs["1"][r], runs["0"][r]):
+            assert np.array_equal(a, b)
 
 
 @needs_mpi

@@ -555,6 +555,24 @@ typedef struct bf_backend {
                                    const float *b, const bf_conv_geom *g);
     bf_status (*depthwise_backward)(struct bf_backend *be, float *dinp, float *dw, float *db, const float *dout,
                                     const float *inp, const float *w, const bf_conv_geom *g);
+
+    /* ---- data parallel on a device: NCCL (csrc/cuda/nccl.cu; NULL on the CPU) ---- */
+    /* lib: path of libnccl.so.2, dlopen'ed on first use; id: 128 bytes (ncclUniqueId) */
+    bf_status (*nccl_unique_id)(struct bf_backend *be, const char *lib, void *id);
+    /* ncclCommInitRankConfig, non-blocking: nccl_poll says when the ranks are connected */
+    bf_status (*nccl_init)(struct bf_backend *be, const char *lib, const void *id, int rank, int size);
+    /* buf (n, device) summed over the ranks in place, queued on the compute
+     * stream in buckets of at most `bucket` floats (one NCCL group); returns at once */
+    bf_status (*nccl_allreduce)(struct bf_backend *be, float *buf, long n, long bucket);
+    /* buf (bytes, device) = rank root's, queued (ncclBroadcast); returns at once */
+    bf_status (*nccl_bcast)(struct bf_backend *be, void *buf, size_t bytes, int root);
+    /* *done = 1 once the communicator is ready and the queued work finished;
+     * an asynchronous NCCL error fails (BF_ERR_DIST) */
+    bf_status (*nccl_poll)(struct bf_backend *be, int *done);
+    void (*nccl_abort)(struct bf_backend *be);          /* ncclCommAbort: no waiting for peers */
+    bf_status (*nccl_destroy)(struct bf_backend *be);   /* ncclCommDestroy */
+    /* x (n) *= s, queued (the all-reduce's 1 / size) */
+    bf_status (*scale)(struct bf_backend *be, float *x, long n, float s);
 } bf_backend;
 
 #endif

@@ -22,7 +22,8 @@ extern "C" {
 }
 #endif
 
-#define BF_CUDA_ABI 5 /* 4: the vtable grew DepthwiseConv2D ops; 5: bf_augment grew rotation, zoom, contrast */
+#define BF_CUDA_ABI 6 /* 4: the vtable grew DepthwiseConv2D ops; 5: bf_augment grew rotation, zoom, contrast;
+                         6: the vtable grew the NCCL entries (nccl.cu), bf_metric_spec its value */
 
 /* What the core lends the module: its error recorder (the thread-local
  * buffer lives in the core, so the module must not link status.c). */

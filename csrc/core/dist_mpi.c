@@ -44,7 +44,7 @@ static struct {
     int (*Iallgather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm, MPI_Request *);
     int (*Test)(MPI_Request *, int *, MPI_Status *);
     int (*Error_string)(int, char *, int *);
-    MPI_Comm comm;
+    MPI_Comm comm, gcomm; /* gcomm: the gradient buckets (dist_overlap.c's thread), apart from the flags */
     int rank, size, broken, we_initialized;
     double timeout, comm_seconds;
     char broken_msg[384];
@@ -194,6 +194,8 @@ bf_status bf_dist_init(const char *lib, double timeout_s, int *rank, int *size) 
     if ((rc = g.Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN)) != MPI_SUCCESS ||
         (rc = g.Comm_dup(MPI_COMM_WORLD, &g.comm)) != MPI_SUCCESS ||
         (rc = g.Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN)) != MPI_SUCCESS ||
+        (rc = g.Comm_dup(g.comm, &g.gcomm)) != MPI_SUCCESS ||
+        (rc = g.Comm_set_errhandler(g.gcomm, MPI_ERRORS_RETURN)) != MPI_SUCCESS ||
         (rc = g.Comm_rank(g.comm, &g.rank)) != MPI_SUCCESS || (rc = g.Comm_size(g.comm, &g.size)) != MPI_SUCCESS) {
         g.size = 1;
         return BF_FAIL(BF_ERR_DIST, "distributed: setting up the communicator failed (%d)", rc);
@@ -266,13 +268,11 @@ bf_status bf_dist_step(float *grads, long n, int *bad) {
     if (bf_tcp_active()) return bf_tcp_step(grads, n, bad);
     if (g.size <= 1) return BF_OK;
     BF_TRY(check_usable("the gradient all-reduce"));
-    if (!grads)
-        return BF_FAIL(BF_ERR_DIST, "distributed: gradients on a GPU need the NCCL path, which is not implemented; "
-                                    "train on device='cpu'");
     int flag = *bad ? 1 : 0;
     BF_TRY(agree_flag(&flag, "the step's agreement", g.timeout));
     if (flag >= 2) return peer_stopped(flag, "the step's gradient all-reduce");
     *bad = flag;
+    if (!grads) return BF_OK; /* on a device: NCCL reduces them (dist_nccl.c) */
     MPI_Request rq[MAX_BUCKETS];
     long per = (n + MAX_BUCKETS - 1) / MAX_BUCKETS;
     if (per < BUCKET) per = n < BUCKET ? (n > 0 ? n : 1) : BUCKET;
@@ -340,3 +340,39 @@ bf_status bf_dist_finalize(void) {
     g.rank = 0;
     return rc == MPI_SUCCESS ? BF_OK : BF_FAIL(BF_ERR_DIST, "distributed: MPI_Finalize failed (%d)", rc);
 }
+
+double bf_dist_timeout(void) { return bf_tcp_active() ? bf_tcp_timeout() : g.timeout; }
+
+int bf_dist_dead_peer(void) {
+    if (bf_tcp_active()) return bf_tcp_peer_gone();
+    return g.lib && !g.broken ? dead_peer() : -1;
+}
+
+bf_status bf_dist_fail(const char *msg) {
+    if (bf_tcp_active()) return bf_tcp_fail(msg);
+    snprintf(g.broken_msg, sizeof g.broken_msg, "rank %d of %d: %s", g.rank, g.size, msg);
+    g.broken = 1;
+    return BF_FAIL(BF_ERR_DIST, "distributed: %s; this process group cannot continue", g.broken_msg);
+}
+
+bf_status bf_dist_sum_buckets(float *grads, const long *lo, const long *hi, int nb) {
+    if (bf_tcp_active()) {
+        for (int b = 0; b < nb; b++) BF_TRY(bf_tcp_sum(grads + lo[b], hi[b] - lo[b]));
+        return BF_OK;
+    }
+    if (g.size <= 1) return BF_OK;
+    BF_TRY(check_usable("the gradient all-reduce"));
+    MPI_Request rq[MAX_BUCKETS];
+    if (nb > MAX_BUCKETS) return BF_FAIL(BF_ERR_INTERNAL, "distributed: %d buckets", nb);
+    for (int b = 0; b < nb; b++) {
+        int rc = g.Iallreduce(MPI_IN_PLACE, grads + lo[b], (int)(hi[b] - lo[b]), MPI_FLOAT, MPI_SUM, g.gcomm, &rq[b]);
+        if (rc != MPI_SUCCESS) return broken("MPI_Iallreduce (gradients)", rc, 0.0);
+    }
+    return wait_all(rq, nb, "the gradient all-reduce", g.timeout);
+}
+
+void bf_dist_scale(float *grads, long n) {
+    const float inv = 1.0f / (float)bf_dist_size();
+    for (long i = 0; i < n; i++) grads[i] *= inv;
+}
+

@@ -22,7 +22,8 @@ double bf_dist_comm_seconds(void);
 /* One training step's agreement, called between backward and the update:
  * first a flag agreed (max over ranks: 1 non-finite gradients somewhere,
  * 2 + r rank r stopped with an error, which fails here), then grads (n
- * floats) summed over ranks in buckets and divided by the size. */
+ * floats) summed over ranks in buckets and divided by the size. grads NULL:
+ * the flag only (on a device, dist_nccl.c reduces the gradients). */
 bf_status bf_dist_step(float *grads, long n, int *bad);
 
 /* This rank stopped with an error mid-run: post the failure flag the others'
@@ -40,5 +41,18 @@ bf_status bf_dist_bcast(void *buf, long bytes, int root);
 bf_status bf_dist_allgather(const void *send, void *recv, long bytes);
 /* MPI_Finalize when the group is healthy (a broken one is left to exit) */
 bf_status bf_dist_finalize(void);
+
+/* grads[lo[b], hi[b]) summed over the ranks in place, bucket by bucket
+ * (all in flight at once over MPI); the same buckets give the same bits */
+bf_status bf_dist_sum_buckets(float *grads, const long *lo, const long *hi, int nb);
+/* grads (n) *= 1 / size */
+void bf_dist_scale(float *grads, long n);
+
+/* for the NCCL path (dist_nccl.c): the collectives' deadline, a peer found
+ * dead by the heartbeat (its rank, else -1), and a failure found there
+ * recorded so that the group is broken and later calls fail at once */
+double bf_dist_timeout(void);
+int bf_dist_dead_peer(void);
+bf_status bf_dist_fail(const char *msg);
 
 #endif

@@ -486,12 +486,10 @@ bf_status bf_tcp_abandon(void) {
 
 bf_status bf_tcp_step(float *grads, long n, int *bad) {
     BF_TRY(check_usable("the gradient all-reduce"));
-    if (!grads)
-        return BF_FAIL(BF_ERR_DIST, "distributed: gradients on a GPU need the NCCL path, which is not implemented; "
-                                    "train on device='cpu'");
     int32_t flag = *bad ? 1 : 0;
     BF_TRY(allreduce(&flag, 1, T_I32_MAX, 1, "the step's agreement", t.timeout));
     *bad = flag;
+    if (!grads) return BF_OK; /* on a device: NCCL reduces them (dist_nccl.c) */
     BF_TRY(allreduce(grads, n, T_F32_SUM, 0, "the gradient all-reduce", t.timeout));
     const float inv = 1.0f / (float)t.size;
     for (long i = 0; i < n; i++) grads[i] *= inv;
@@ -545,3 +543,29 @@ bf_status bf_tcp_finalize(void) {
     t.rank = 0;
     return BF_OK;
 }
+
+double bf_tcp_timeout(void) { return t.timeout; }
+
+/* a peer's connection closed (it died or gave up): its rank, else -1 */
+int bf_tcp_peer_gone(void) {
+    if (!bf_tcp_active() || t.broken) return -1;
+    for (int r = 0; r < t.size; r++) {
+        if (r == t.rank || t.fd[r] < 0) continue;
+        struct pollfd p = {t.fd[r], POLLRDHUP, 0};
+        if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) return r;
+    }
+    return -1;
+}
+
+/* a failure found outside this file (the NCCL all-reduce): the group is
+ * broken, the connections closed so that the peers see it at once */
+bf_status bf_tcp_fail(const char *msg) {
+    snprintf(t.broken_msg, sizeof t.broken_msg, "rank %d of %d: %s", t.rank, t.size, msg);
+    return broken_now(0, -1);
+}
+
+bf_status bf_tcp_sum(float *grads, long n) {
+    BF_TRY(check_usable("the gradient all-reduce"));
+    return allreduce(grads, n, T_F32_SUM, 0, "the gradient all-reduce", t.timeout);
+}
+

@@ -32,5 +32,9 @@ bf_status bf_tcp_allreduce_f64(double *buf, long n, int op);
 bf_status bf_tcp_bcast(void *buf, long bytes, int root);
 bf_status bf_tcp_allgather(const void *send, void *recv, long bytes);
 bf_status bf_tcp_finalize(void);
+double bf_tcp_timeout(void);
+int bf_tcp_peer_gone(void); /* rank whose connection closed, else -1 */
+bf_status bf_tcp_fail(const char *msg);
+bf_status bf_tcp_sum(float *grads, long n); /* in place, rank order */
 
 #endif

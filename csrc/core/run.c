@@ -11,6 +11,8 @@
 
 #include "backend_registry.h"
 #include "dist_mpi.h" /* [dist hook] */
+#include "dist_nccl.h"
+#include "dist_overlap.h"
 #include "layers/layer.h"
 #include "prefetch.h"
 #include "seq_loss.h"
@@ -160,6 +162,15 @@ bf_status bf_run_load_model(bf_run *r) {
     return BF_OK;
 }
 
+/* [dist hook] a device run under data parallel: rank 0's weights and
+ * optimizer state over NCCL, on the device, before step one */
+bf_status bf_run_dist_bcast(bf_run *r) {
+    if (!r->on_device || !r->arena.base || bf_dist_size() <= 1) return BF_OK;
+    BF_TRY(bf_nccl_bcast(r->be, r->w, sizeof(float) * (size_t)r->m->n_params));
+    if (r->slot_bytes) BF_TRY(bf_nccl_bcast(r->be, r->slots, r->slot_bytes));
+    return BF_OK;
+}
+
 void bf_run_close(bf_run *r) {
     if (r->pinned && r->host_arena.base) r->be->host_unpin(r->be, r->host_arena.base);
     r->pinned = 0;
@@ -262,11 +273,14 @@ static bf_status backward(bf_run *r, int rows) {
     bf_model *m = r->m;
     for (int i = m->nlayers - 1; i >= 0; i--) {
         bf_layer *L = &m->layers[i];
-        if (!r->node_bw[i]) continue;
-        const bf_layer_ops *ops = bf_layer_ops_of((int)L->kind);
-        float *dout = BUF(r, r->t_grad[m->n_inputs + i]);
-        if (!r->node_view[i] && ops->backward) BF_TRY(ops->backward(r, i, rows, bf_step_din(r, i, 0), dout));
-        BF_TRY(accumulate(r, i, rows));
+        if (r->node_bw[i]) {
+            const bf_layer_ops *ops = bf_layer_ops_of((int)L->kind);
+            float *dout = BUF(r, r->t_grad[m->n_inputs + i]);
+            if (!r->node_view[i] && ops->backward) BF_TRY(ops->backward(r, i, rows, bf_step_din(r, i, 0), dout));
+            BF_TRY(accumulate(r, i, rows));
+        }
+        /* [dist hook] the buckets now complete go to the communication thread (dist_overlap.c) */
+        if (bf_overlap_active()) BF_TRY(bf_overlap_layer_done(i));
     }
     return BF_OK;
 }
@@ -539,8 +553,12 @@ static bf_status queue_micro_step(bf_run *r, int train, int rows, float scale, i
     BF_TRY(forward(r, rows, 0, NULL));
     BF_TRY(loss_and_metrics(r, rows, scale));
     BF_TRY(regularizers(r, 0));
+    /* [dist hook] CPU data parallel: the last micro-batch's backward overlaps the all-reduce */
+    const int overlap = train && last && !r->on_device && bf_dist_size() > 1 && bf_overlap_enabled();
+    if (overlap) BF_TRY(bf_overlap_begin(r->grads));
     if (train) BF_TRY(backward(r, rows));
-    if (train && last && !r->unguarded) BF_TRY(scan_unbounded(r));
+    /* overlapped: the gradients are being summed; end_step scans them once summed */
+    if (train && last && !r->unguarded && !overlap) BF_TRY(scan_unbounded(r));
     return BF_OK;
 }
 
@@ -641,13 +659,44 @@ static bf_status grads_nonfinite(bf_run *r, int *bad) {
     return BF_OK;
 }
 
+/* the unbounded gradients' scan, after an overlapped all-reduce summed them
+ * (a non-finite value on any rank is non-finite in the sum) */
+static bf_status scan_unbounded_now(bf_run *r) {
+    bf_model *m = r->m;
+    for (int i = 0; i < m->nlayers && !r->other_bad; i++) {
+        const bf_layer *L = &m->layers[i];
+        for (int j = 0; j < L->nparam && !r->bounded[i] && L->share < 0 && !r->other_bad; j++)
+            if (L->params[j].trainable) BF_TRY(scan(r, r->grads + L->params[j].grad_offset, L->params[j].n, &r->other_bad));
+    }
+    return BF_OK;
+}
+
+/* [dist hook] data parallel: the gradients summed over the ranks and scaled
+ * by 1 / size, the non-finite verdict agreed (max over ranks), before the
+ * update. CPU: the layer-aligned buckets of dist_overlap.c, overlapped with
+ * backward (already summed here) or summed now, the same bits either way.
+ * Device: NCCL on the device gradients (dist_nccl.c). */
+static bf_status dist_step(bf_run *r, int *bad) {
+    const long n = r->m->n_trainable;
+    BF_TRY(bf_dist_step(NULL, n, bad));
+    if (r->on_device) return *bad ? BF_OK : bf_nccl_step(r->be, r->grads, n);
+    const long *lo, *hi;
+    const int nb = bf_overlap_buckets(&lo, &hi);
+    if (!r->overlapped) BF_TRY(bf_dist_sum_buckets(r->grads, lo, hi, nb));
+    bf_dist_scale(r->grads, n);
+    return BF_OK;
+}
+
 static bf_status end_step(bf_run *r, int train, long step, int rows, bf_totals *st, bf_totals *tot) {
     if (train) {
         int bad = 0;
+        r->overlapped = bf_overlap_active();
+        if (r->overlapped) {
+            BF_TRY(bf_overlap_wait());
+            if (!r->unguarded) BF_TRY(scan_unbounded_now(r));
+        }
         if (!r->unguarded) BF_TRY(grads_nonfinite(r, &bad));
-        /* [dist hook] data parallel (dist_mpi.c): gradients averaged over the
-         * ranks and the non-finite verdict agreed, before the update */
-        if (bf_dist_size() > 1) BF_TRY(bf_dist_step(r->on_device ? NULL : r->grads, r->m->n_trainable, &bad));
+        if (bf_dist_size() > 1) BF_TRY(dist_step(r, &bad));
         if (bad) return diagnose_nonfinite(r, rows, step, 0);
         BF_TRY(apply_update(r));
     }
@@ -690,6 +739,7 @@ static bf_status steps(bf_run *r, int train, const bf_srcs *xin, const bf_srcs *
     const bf_srcs *x = &xs, *y = &ys;
     BF_TRY(layout_x(r->m, &xs));
     BF_TRY(layout_y(r, &ys));
+    if (train && !r->on_device && bf_dist_size() > 1) BF_TRY(bf_overlap_plan(r->m)); /* the gradient buckets */
     const int ahead = r->on_device && r->be->upload;
     bf_jobs jobs;
     bf_jobs_init(&jobs, n, batch, r->B, first_step, nsteps);
@@ -735,6 +785,7 @@ static bf_status steps(bf_run *r, int train, const bf_srcs *xin, const bf_srcs *
         cur = nxt;
     }
     if (s == BF_OK && cur_step >= 0) s = end_step(r, train, cur_step, last_rows, &st, tot);
+    bf_overlap_drain(); /* after a failure mid-step: the communication thread idle first */
     bf_prefetch_stop(&pf);
     tot->wait_seconds += pf.wait_seconds;
     if (s == BF_OK) s = r->be->sync(r->be);

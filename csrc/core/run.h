@@ -20,6 +20,8 @@ bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget);
 bf_status bf_run_sync_model(bf_run *r);
 /* The reverse: the model's weights / optimizer state onto the run's device. */
 bf_status bf_run_load_model(bf_run *r);
+/* data parallel on a device: rank 0's weights / optimizer state broadcast over NCCL (dist_nccl.c) */
+bf_status bf_run_dist_bcast(bf_run *r);
 void bf_run_close(bf_run *r);
 
 /* Sample weights (sw: one per row of x, any real dtype, used in place) and

@@ -116,6 +116,7 @@ typedef struct bf_run {
     unsigned char bounded[BF_MAX_LAYERS]; /* Dense / Conv2D proven finite by a bound, not scanned (run.c) */
     int other_bad;         /* a scan of the unbounded gradients hit, this step */
     int unguarded;         /* benchmarks only: skip the non-finite scan of gradients */
+    int overlapped;        /* this step's all-reduce ran during backward (dist_overlap.c) */
     long job_seq;          /* micro-batches loaded so far: slot = job_seq % depth */
     uint64_t dropout_seed;
     /* where a non-finite value was first seen (set with BF_ERR_NONFINITE) */

@@ -163,6 +163,14 @@ static void fill_vtable(bf_cuda_state *st) {
     be->avgpool_backward = bf_cuda_avgpool_backward;
     be->depthwise_forward = bf_cuda_depthwise_forward;
     be->depthwise_backward = bf_cuda_depthwise_backward;
+    be->nccl_unique_id = bf_cuda_nccl_unique_id;
+    be->nccl_init = bf_cuda_nccl_init;
+    be->nccl_allreduce = bf_cuda_nccl_allreduce;
+    be->nccl_bcast = bf_cuda_nccl_bcast;
+    be->nccl_poll = bf_cuda_nccl_poll;
+    be->nccl_abort = bf_cuda_nccl_abort;
+    be->nccl_destroy = bf_cuda_nccl_destroy;
+    be->scale = bf_cuda_scale;
     be->batchnorm_forward = bf_cuda_batchnorm_forward;
     be->batchnorm_backward = bf_cuda_batchnorm_backward;
     be->dropout_forward = bf_cuda_dropout_forward;

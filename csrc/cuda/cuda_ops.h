@@ -141,6 +141,15 @@ bf_status bf_cuda_actx_forward(bf_backend *be, float *out, const float *inp, bf_
 bf_status bf_cuda_actx_backward(bf_backend *be, float *dinp, const float *dout, const float *inp, const float *out,
                                 bf_act act, const bf_act_param *p, long n);
 bf_status bf_cuda_strided_copy(bf_backend *be, float *out, const float *inp, const bf_strided *s);
+/* nccl.cu: data parallel over NCCL (backend.h documents each) */
+bf_status bf_cuda_nccl_unique_id(bf_backend *be, const char *lib, void *id);
+bf_status bf_cuda_nccl_init(bf_backend *be, const char *lib, const void *id, int rank, int size);
+bf_status bf_cuda_nccl_allreduce(bf_backend *be, float *buf, long n, long bucket);
+bf_status bf_cuda_nccl_bcast(bf_backend *be, void *buf, size_t bytes, int root);
+bf_status bf_cuda_nccl_poll(bf_backend *be, int *done);
+void bf_cuda_nccl_abort(bf_backend *be);
+bf_status bf_cuda_nccl_destroy(bf_backend *be);
+bf_status bf_cuda_scale(bf_backend *be, float *x, long n, float s);
 bf_status bf_cuda_rescale_forward(bf_backend *be, float *out, const float *inp, const float *mean, const float *var,
                                   float scale, float offset, float eps, long N, int C);
 bf_status bf_cuda_rescale_backward(bf_backend *be, float *dinp, const float *dout, const float *var, float scale,

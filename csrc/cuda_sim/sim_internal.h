@@ -28,5 +28,12 @@ int sim_is_device(const void *p);
 int sim_device_range(const void *p, size_t n);
 int sim_stream_ok(cudaStream_t s);
 extern "C" void bf_sim_fault(int err, const char *name, const char *why);
+/* work queued on a stream that runs outside the caller's thread (the NCCL
+ * stand-in's collectives, sim_nccl.cpp): while any is pending, cudaStreamQuery
+ * answers cudaErrorNotReady, and a stream synchronize or a kernel launch waits
+ * for it as a real stream would (without a bound: a hung collective hangs) */
+void sim_external_begin(void);
+void sim_external_end(void);
+int sim_external_pending(void);
 
 #endif

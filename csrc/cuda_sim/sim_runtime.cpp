@@ -10,7 +10,9 @@
  * kernel (or a cuBLAS / cuDNN stand-in) touching unmapped memory, a pointer
  * argument outside every live allocation, or an atomic on one becomes CUDA's
  * sticky cudaErrorIllegalAddress: every later call returns it.
- * Streams and events are synchronous (work runs at the call); misuse
+ * Streams and events are synchronous (work runs at the call), except the
+ * NCCL stand-in's collectives (sim_nccl.cpp), which run on their own thread:
+ * cudaStreamQuery reports them, synchronizes and launches wait for them; misuse
  * (destroyed handles, copies in the wrong direction, ranges outside an
  * allocation, bad launch configurations) returns CUDA's error codes.
  * Switches (environment, read once):
@@ -31,8 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <set>
@@ -222,10 +226,28 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
     return cudaSuccess;
 }
 
+static std::atomic<int> external_pending;
+void sim_external_begin(void) { external_pending++; }
+void sim_external_end(void) { external_pending--; }
+int sim_external_pending(void) { return external_pending.load(); }
+static void wait_external(void) {
+    while (external_pending.load() > 0) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
     STICKY_RETURN();
     if (!stream_ok(s)) return sim_err(cudaErrorInvalidResourceHandle);
+    wait_external();
     return cudaSuccess;
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t s) {
+    STICKY_RETURN();
+    if (!stream_ok(s)) return sim_err(cudaErrorInvalidResourceHandle);
+    return external_pending.load() > 0 ? cudaErrorNotReady : cudaSuccess; /* not an error: not recorded */
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) {
@@ -284,6 +306,7 @@ static cudaError_t copy_check(void *dst, const void *src, size_t span_d, size_t 
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind kind, cudaStream_t s) {
+    wait_external();
     std::lock_guard<std::recursive_mutex> g(big_lock);
     STICKY_RETURN();
     if (!stream_ok(s)) return sim_err(cudaErrorInvalidResourceHandle);
@@ -409,6 +432,7 @@ cudaError_t cudaPeekAtLastError(void) { return sticky != cudaSuccess ? sticky : 
 
 cudaError_t cudaDeviceSynchronize(void) {
     STICKY_RETURN();
+    wait_external();
     return cudaSuccess;
 }
 
@@ -575,6 +599,7 @@ void sim_guard_end(void) {
 }
 
 extern "C" int bf_sim_launch_check(dim3 g, dim3 b, size_t shmem, cudaStream_t st, const char *name) {
+    wait_external(); /* stream order after a collective still running */
     if (sticky != cudaSuccess) {
         last = sticky;
         return 1;

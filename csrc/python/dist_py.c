@@ -5,7 +5,10 @@
  * contiguous, writable where filled); waits run with the GIL released. */
 #include "glue.h"
 
+#include "backend_registry.h"
 #include "dist_mpi.h"
+#include "dist_nccl.h"
+#include "dist_overlap.h"
 #include "dist_tcp.h"
 
 static PyObject *dist_init(PyObject *self, PyObject *args) {
@@ -39,7 +42,7 @@ static PyObject *dist_init_tcp(PyObject *self, PyObject *args) {
 static PyObject *dist_info(PyObject *self, PyObject *noargs) {
     (void)self;
     (void)noargs;
-    return Py_BuildValue("(iid)", bf_dist_rank(), bf_dist_size(), bf_dist_comm_seconds());
+    return Py_BuildValue("(iid)", bf_dist_rank(), bf_dist_size(), bf_dist_comm_seconds() + bf_nccl_seconds());
 }
 
 static PyObject *dist_set_timeout(PyObject *self, PyObject *args) {
@@ -133,7 +136,49 @@ static PyObject *dist_finalize(PyObject *self, PyObject *noargs) {
     Py_RETURN_NONE;
 }
 
+/* dist_nccl_setup(device, libnccl_path) -> bytes of device memory NCCL took:
+ * the NCCL communicator of a CUDA device (dist_nccl.c) */
+static PyObject *dist_nccl_setup(PyObject *self, PyObject *args) {
+    const char *device, *lib;
+    if (!PyArg_ParseTuple(args, "ss", &device, &lib)) return NULL;
+    bf_backend *be;
+    size_t bytes = 0;
+    bf_status s = bf_backend_get(device, &be);
+    if (s == BF_OK) {
+        Py_BEGIN_ALLOW_THREADS
+        s = bf_nccl_setup(be, lib, &bytes);
+        Py_END_ALLOW_THREADS
+    }
+    if (s != BF_OK) return bf_raise(bf_state_of_module(self), s);
+    return PyLong_FromSize_t(bytes);
+}
+
+static PyObject *dist_nccl_teardown(PyObject *self, PyObject *noargs) {
+    (void)noargs;
+    bf_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = bf_nccl_teardown();
+    Py_END_ALLOW_THREADS
+    if (s != BF_OK) return bf_raise(bf_state_of_module(self), s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *dist_overlap_counters(PyObject *self, PyObject *noargs) {
+    (void)self;
+    (void)noargs;
+    long steps, early, buckets;
+    double wait_s, thread_s;
+    bf_overlap_counters(&steps, &early, &buckets, &wait_s, &thread_s);
+    return Py_BuildValue("(llldd)", steps, early, buckets, wait_s, thread_s);
+}
+
 static PyMethodDef dist_methods[] = {
+    {"dist_overlap_counters", dist_overlap_counters, METH_NOARGS,
+     "(overlapped steps, gradient buckets handed over during backward, buckets in all, "
+     "seconds waited for the communication thread, seconds it worked)"},
+    {"dist_nccl_setup", dist_nccl_setup, METH_VARARGS,
+     "dist_nccl_setup(device, libnccl_path) -> device bytes NCCL took (ncclCommInitRank)"},
+    {"dist_nccl_teardown", dist_nccl_teardown, METH_NOARGS, "ncclCommDestroy of the group's communicator"},
     {"dist_init", dist_init, METH_VARARGS, "dist_init(libmpi_abi_path, timeout_s) -> (rank, size)"},
     {"dist_init_tcp", dist_init_tcp, METH_VARARGS,
      "dist_init_tcp(master_addr, master_port, rank, world_size, timeout_s) -> (rank, size)"},

@@ -300,6 +300,19 @@ static PyObject *Run_close(RunObject *self, PyObject *noargs) {
     Py_RETURN_NONE;
 }
 
+/* the device run's weights and optimizer state = rank 0's, over NCCL */
+static PyObject *Run_dist_broadcast(RunObject *self, PyObject *noargs) {
+    (void)noargs;
+    if (need_open(self) < 0) return NULL;
+    bf_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = bf_run_dist_bcast(&self->r);
+    Py_END_ALLOW_THREADS
+    if (s != BF_OK) return bf_raise(bf_state_of_type(Py_TYPE(self)), s);
+    if (self->r.on_device) self->wver = ++self->model->wver; /* the device copy changed */
+    Py_RETURN_NONE;
+}
+
 static PyObject *Run_reset_metrics(RunObject *self, PyObject *noargs) {
     (void)noargs;
     if (need_open(self) < 0) return NULL;
@@ -387,6 +400,8 @@ static PyMethodDef Run_methods[] = {
     {"evaluate", (PyCFunction)Run_evaluate, METH_VARARGS,
      "evaluate(x, y, order, n, batch, first_step, nsteps[, sample_weight, class_weight_table])"},
     {"reset_metrics", (PyCFunction)Run_reset_metrics, METH_NOARGS, "zero the metric statistics (epoch start)"},
+    {"dist_broadcast", (PyCFunction)Run_dist_broadcast, METH_NOARGS,
+     "data parallel on a device: rank 0's weights and optimizer state over NCCL"},
     {"metric_results", (PyCFunction)Run_metric_results, METH_NOARGS, "metric values since the last reset"},
     {"predict", (PyCFunction)Run_predict, METH_VARARGS, "predict(x, out, start, n, out_start)"},
     {"close", (PyCFunction)Run_close, METH_NOARGS, "copy device weights back and release the arenas"},

@@ -1,7 +1,7 @@
 """A data-parallel training program for tests/test_distributed.py, launched
 by mpiexec: python train.py MODE OUTDIR [BATCH]. Each rank writes what it saw
 to OUTDIR/rank<r>.json; rank 0 also saves the initial and final weights.
-MODE: equal (fit and save), sources (a memmap, then a Sequence), budget (rank 1 gets a tiny memory limit),
+MODE: equal (fit and save; TEST_SHARED=1: a Functional model with a layer called twice), sources (a memmap, then a Sequence), budget (rank 1 gets a tiny memory limit),
 kill (rank 1 SIGKILLs itself mid-epoch), raise (rank 1 raises mid-epoch), early (rank 1's data is bad), stuck (rank 1 sleeps past the timeout),
 auto (batch_size="auto", rank 1 with a smaller budget),
 resume_kill / resume (3 epochs with BackupAndRestore in OUTDIR/../backup: rank 1 SIGKILLs itself in epoch 2, then the
@@ -61,6 +61,13 @@ class Seen(bf.callbacks.Callback):
         rec.setdefault("epoch_logs", []).append(logs)
 
 
+if os.environ.get("TEST_SHARED"):   # a layer called twice (its gradients come from two places in backward)
+    inp = bf.Input((10,))
+    shared = layers.Dense(10, activation="tanh", name="shared")
+    h = shared(layers.Dense(10, name="first")(inp))
+    h = layers.Dense(10, activation="relu", name="between")(shared(h))
+    model = bf.Model(inp, layers.Dense(3, activation="softmax", name="out")(h))
+    model.compile(optimizer=bf.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
 try:
     if mode == "equal":
         model.build((None, 10))
@@ -69,6 +76,7 @@ try:
                       callbacks=[Seen(), bf.callbacks.ModelCheckpoint(os.path.join(out, f"ckpt_rank{r}.weights.h5"),
                                                                       save_weights_only=True, monitor="loss")])
         rec["history"] = h.history
+        rec["overlap"] = bf._core.dist_overlap_counters()
         if r == 0:
             np.savez(os.path.join(out, "init.npz"), *init)   # rank 0's: the broadcast ones
         model.save_weights(os.path.join(out, f"final_from_rank{r}.weights.h5"))   # rank 0 only writes

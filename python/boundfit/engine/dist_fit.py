@@ -1,11 +1,13 @@
 """fit's, evaluate's and predict's hooks under a DataParallel distribution
 (called from engine/training.py and models/model.py at lines marked
-[dist hook]): the one plan agreed by every rank, rank 0's weights broadcast,
+[dist hook]): device='cuda' as this rank's GPU and its NCCL communicator
+(NCCL's buffers in the plan), the one plan agreed by every rank, rank 0's weights broadcast,
 the data sharded, epoch and evaluate logs summed over ranks (totals and metric sums),
 predict's blocks gathered on every rank, and a rank's error told to
 the others."""
 
 import contextlib
+import os
 import socket
 import warnings
 
@@ -13,9 +15,11 @@ import numpy as np
 
 from .. import _core
 from ..errors import BoundfitError, MemoryBudgetError, NonFiniteError
+from ..runtime import cuda_libs
 from ..runtime.dist_group import (_BF_ERR_DIST_PREFIX, DistributedError, _agree_ok, _allgather_json, _allreduce,
-                                  _bcast_seed, active, broadcast_weights, is_chief, num_processes, rank,
+                                  _bcast_seed, active, broadcast_weights, is_chief, nccl_bytes, num_processes, rank,
                                   transport)
+from ..runtime.dist_group import _nccl as nccl_state
 from ..layers.normalization import BatchNormalization
 from ..sizes import format_bytes
 from .data import ArrayData, _is_sequence
@@ -28,14 +32,14 @@ def verbose(v):
 
 
 def prepare_fit(model, x, validation_data, device):
-    """Before the data is adapted: refuse what the CPU path cannot do, shard
-    Sequence sources by batch index."""
+    """Before the data is adapted: on a CUDA device, the NCCL communicator
+    (before the plan reads the free device memory); Sequence sources sharded
+    by batch index."""
     d = active()
     if d is None:
         return x, validation_data
-    if device is not None and str(getattr(device, "kind", device)).startswith("cuda"):
-        raise ValueError(f"fit: device={device!r} under DataParallel: the GPU (NCCL) path is not implemented; "
-                         "use device='cpu'")
+    if _is_cuda(device):
+        _nccl_setup(device)
     if d.auto_shard_dataset and x is not None and _is_sequence(x):
         x = shard_source(x)
     if d.auto_shard_dataset and validation_data is not None and _is_sequence(validation_data):
@@ -49,8 +53,8 @@ def agree_plan(model, plan, replan, auto_batch, train_rows):
     raises the same MemoryBudgetError on every rank when any rank is short."""
     if active() is None:
         return plan
-    if str(plan.device) not in ("cpu", "host"):
-        raise ValueError(f"fit: device {plan.device} under DataParallel: the GPU (NCCL) path is not implemented")
+    if str(plan.device) not in ("cpu", "host") and not _is_cuda(plan.device):
+        raise ValueError(f"fit: device {plan.device} under DataParallel: only 'cpu' (MPI / TCP) and 'cuda' (NCCL)")
     _agree_ok("the memory plan")
     plan = _with_comm(plan)
     if auto_batch:
@@ -95,12 +99,74 @@ def agree_plan(model, plan, replan, auto_batch, train_rows):
 TCP_SCRATCH = 64 << 10   # dist_tcp.c's static receive block (SCRATCH_DOUBLES * 8)
 
 
+def broadcast_on_device(run, device):
+    """A training run on a CUDA device: rank 0's weights and optimizer state
+    broadcast over NCCL into every rank's device copy, before step one."""
+    if active() is None or not _is_cuda(device):
+        return
+    try:
+        run.dist_broadcast()
+    except BoundfitError as e:
+        if str(e).startswith(_BF_ERR_DIST_PREFIX):
+            raise DistributedError(str(e), rank=rank()) from None
+        raise
+
+
+def _is_cuda(device):
+    return device is not None and str(getattr(device, "kind", device)).startswith("cuda")
+
+
+def device_for_rank(device):
+    """device='cuda' under DataParallel: this rank's GPU, cuda:LOCAL_RANK (the
+    launcher's local rank: LOCAL_RANK, MPI_LOCALRANKID, OMPI_COMM_WORLD_LOCAL_RANK);
+    an explicit 'cuda:N' is kept."""
+    if active() is None or not isinstance(device, str) or device.strip().lower() not in ("cuda", "gpu"):
+        return device
+    for name in ("LOCAL_RANK", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK"):
+        v = os.environ.get(name)
+        if v not in (None, "") and v.isdigit():
+            return f"cuda:{int(v)}"
+    return device
+
+
+def _nccl_setup(device):
+    """The NCCL communicator of this rank's device, once (before the plan reads
+    the free device memory, so NCCL's buffers are already out of it); the
+    bytes it took are remembered for the plan (_with_comm). NCCL_RUNTIME_CONNECT=0
+    (unless set) makes NCCL allocate its channel buffers at init, where they are
+    measured, instead of at the first collective; NCCL_NVLS_ENABLE=0 (unless
+    set) keeps NVLink SHARP's large buffers out."""
+    dev = str(getattr(device, "kind", device))
+    if nccl_state["device"] == dev:
+        return
+    lib = cuda_libs.nccl_library()
+    if lib is None:
+        raise DistributedError("fit on a CUDA device under DataParallel needs NCCL: pip install \"boundfit[cuda]\" "
+                               "(nvidia-nccl-cu13) or set BF_NCCL_LIB to libnccl.so.2", rank=rank())
+    os.environ.setdefault("NCCL_RUNTIME_CONNECT", "0")
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    try:
+        nccl_state["bytes"] = int(_core.dist_nccl_setup(dev, lib))
+    except BoundfitError as e:
+        if str(e).startswith(_BF_ERR_DIST_PREFIX):
+            raise DistributedError(str(e), rank=rank()) from None
+        raise
+    nccl_state["device"] = dev
+
+
 def _with_comm(plan):
     """The plan with the all-reduce's scratch: over MPI, MPICH's temporary
     buffers for the in-flight gradient buckets, at most the gradients' size
     (estimated); over TCP, the engine's fixed receive block (reductions are
     in place; the sockets' buffers are the kernel's)."""
     if any(e.category == "communication" for e in plan.breakdown):
+        return plan
+    if _is_cuda(plan.device):
+        # NCCL's device memory, outside our arena: measured around ncclCommInitRank, before the plan
+        # read the free memory, which memory.py counted it back into; a memory_limit covers it too
+        plan.breakdown.append(PlanEntry("NCCL communicator buffers (measured at init)", nccl_bytes(plan.device),
+                                        str(plan.device), "communication", f"{num_processes()} ranks; NCCL_BUFFSIZE="
+                                        f"{os.environ.get('NCCL_BUFFSIZE', 'default 4 MiB')} per channel and peer"))
         return plan
     if transport() == "tcp":
         plan.breakdown.append(PlanEntry("all-reduce scratch (TCP, static)", TCP_SCRATCH, "host", "communication",
@@ -155,14 +221,16 @@ def sync_moving_stats(model):
         layer.set_weights(ws)
 
 
-def shard_fit_data(model, train, val):
+def shard_fit_data(model, train, val, device=None):
     """After the batch size is known: the same weights and data order on every
-    rank, then each rank's shard."""
+    rank, then each rank's shard. On a CUDA device the weights go over NCCL
+    once the run holds them (broadcast_on_device), not over the host transport."""
     d = active()
     if d is None:
         return train, val
     _agree_ok("the weights' broadcast")
-    broadcast_weights(model)
+    if not _is_cuda(device):
+        broadcast_weights(model)
     warn_batchnorm(model)
     if not d.auto_shard_dataset:
         return train, val

@@ -9,7 +9,7 @@ from collections import namedtuple
 
 from .. import _core, optimizers
 from ..errors import MemoryBudgetError
-from ..runtime import blas_runtime, budget, devices
+from ..runtime import blas_runtime, budget, devices, dist_group
 from .plan import MemoryPlan, PlanEntry, budget_error
 
 
@@ -148,7 +148,8 @@ def _budgets(device, memory_limit):
     dev, dev_src = (None, None)
     if _is_device(device):
         free, total = _core.device_mem_info(device)
-        dev, dev_src = budget.device_budget(free, memory_limit)
+        taken = dist_group.nccl_bytes(device)   # NCCL's buffers: out of `free` already, and a plan entry
+        dev, dev_src = budget.device_budget(free + taken, memory_limit)
     return host, host_src, dev, dev_src
 
 

@@ -181,8 +181,8 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     if not 0.0 <= float(validation_split) < 1.0:
         raise ValueError(f"validation_split must be in [0, 1), got {validation_split!r}")
     verbose = dist_fit.verbose(_verbose(verbose))   # [dist hook] progress from rank 0 only
-    device = _resolve_device(model, device)
-    x, validation_data = dist_fit.prepare_fit(model, x, validation_data, device)   # [dist hook] Sequences by rank
+    device = _resolve_device(model, dist_fit.device_for_rank(device))   # [dist hook] 'cuda': this rank's GPU
+    x, validation_data = dist_fit.prepare_fit(model, x, validation_data, device)   # [dist hook] Sequences by rank, NCCL
     x, y, validation_data = _prepare(model, x, y, validation_data)
     _check_class_weight_output(model, class_weight)
     train, val = data_mod.adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, steps_per_epoch,
@@ -224,7 +224,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     memory.require_fits(plan)
     batch_size = plan.batch_size   # from here on the plan's: the data sources are not told
     model._last_batch_size = batch_size
-    train, val = dist_fit.shard_fit_data(model, train, val)   # [dist hook] rank 0's weights, data by rank
+    train, val = dist_fit.shard_fit_data(model, train, val, plan.device)   # [dist hook] rank 0's weights, data by rank
     model._last_plan = plan   # already while it runs: the progress bar shows memory against it
     cbs = CallbackList(callbacks, model, {"epochs": epochs, "steps": train.steps_for(batch_size), "verbose": verbose},
                        add_history=True, add_progbar=verbose != 0)
@@ -251,6 +251,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
         run = open_train(plan)
     vrun, val_shapes = None, list(getattr(model, "_bound", None) or [])
     try:
+        dist_fit.broadcast_on_device(run, plan.device)   # [dist hook] on a GPU: rank 0's weights over NCCL
         if val is not None:
             vrun = model._engine.open_run("evaluate", plan.val_rows, device=plan.device,
                                           weighted=weighted.evaluate)

@@ -3,7 +3,9 @@
 toolkit. `wheel_libraries()` lists the wheels' libraries in load order (each
 one's dependencies first); the loader dlopens them before _cuda.so, so its
 sonames resolve to these copies. The CUDA report (`bf.diagnose()`) names the
-copy of each library that was loaded."""
+copy of each library that was loaded. `nccl_library()` finds NCCL (the
+`nvidia-nccl-cu13` wheel) for data-parallel training on GPUs; it is dlopen'ed
+only when a DataParallel fit runs on a CUDA device (csrc/cuda/nccl.cu)."""
 
 import glob
 import os
@@ -35,4 +37,22 @@ def wheel_libraries(paths=None):
     for p in found:                      # a library on two sys.path entries: the first one wins
         first.setdefault(os.path.basename(p), p)
     return list(first.values())
+
+
+# NCCL's wheel folders (nvidia-nccl-cu13 / -cu12 both install nvidia/nccl/lib; the cu13 layout kept in mind)
+_NCCL_DIRS = ("nvidia/nccl/lib", "nvidia/cu13/lib")
+
+
+def nccl_library(paths=None):
+    """Path of libnccl.so.2: BF_NCCL_LIB, else the wheel's copy on `paths`
+    (sys.path); None when not found."""
+    env = os.environ.get("BF_NCCL_LIB")
+    if env:
+        return env
+    for entry in (sys.path if paths is None else paths):
+        for folder in _NCCL_DIRS:
+            found = sorted(glob.glob(os.path.join(entry or ".", folder, "libnccl.so.[0-9]*")))
+            if found:
+                return found[0]
+    return None
 

@@ -199,8 +199,19 @@ def _share_cores():
         _core.set_num_threads(int(want))
 
 
+_nccl = {"device": None, "bytes": 0}   # this rank's NCCL communicator: its device, the device bytes it took
+
+
+def nccl_bytes(device):
+    """Device memory this rank's NCCL communicator holds on `device` (0 when none):
+    the planner counts it back into the free memory it reads, as a plan entry
+    takes it out again (engine/memory.py, engine/dist_fit.py)."""
+    return int(_nccl["bytes"]) if _nccl["device"] == str(device) else 0
+
+
 def _finalize():
     try:
+        _core.dist_nccl_teardown()
         _core.dist_finalize()
     except BoundfitError:
         pass
