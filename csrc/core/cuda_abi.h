@@ -22,7 +22,7 @@ extern "C" {
 }
 #endif
 
-#define BF_CUDA_ABI 4 /* 4: the vtable grew DepthwiseConv2D ops */
+#define BF_CUDA_ABI 5 /* 5: ewise grew the keras.ops math ops (BF_EW_DIV ..); 4: DepthwiseConv2D ops */
 
 /* What the core lends the module: its error recorder (the thread-local
  * buffer lives in the core, so the module must not link status.c). */
