@@ -33,12 +33,13 @@ def unary_math(o):
 
 
 def broadcast_math(o):
-    """(T, D) with (T, 1), (1, D) and (D,); divide and maximum across ranks"""
+    """(T, D) with (T, 1), (1, D) and (D,); divide and maximum across ranks; min; x @ a 2-D array"""
     def f(t):
         row = o.sum(t, axis=-1, keepdims=True)          # (T, 1)
         u = t / (o.abs(row) + 1.0) - o.maximum(t, row)
         v = o.minimum(u, o.mean(t, axis=1, keepdims=True))  # (1, D)
-        return v * np.array([1.0, -2.0, 0.5, 3.0], np.float32) + o.min(t, axis=-1, keepdims=True)
+        w = np.linspace(-1.0, 1.0, 16, dtype=np.float32).reshape(4, 4)
+        return v * np.array([1.0, -2.0, 0.5, 3.0], np.float32) + o.min(t, axis=-1, keepdims=True) + o.matmul(t, w)
     return f
 
 

@@ -293,10 +293,22 @@ def matmul(x1, x2):
         return np.matmul(x1, x2)
     if isinstance(x1, Variable) or isinstance(x2, Variable):
         _unsupported("matmul", "a custom layer's weight only on the right of a tensor (x @ w)")
-    like = x1 if isinstance(x1, KerasTensor) else x2
-    a = x1 if isinstance(x1, KerasTensor) else Const(np.asarray(x1, np.float32))(like)
-    b = x2 if isinstance(x2, KerasTensor) else Const(np.asarray(x2, np.float32))(like)
-    return _per_sample_matmul(a, b)
+    if isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor):
+        if len(x1._ps) != 2 or len(x2._ps) != 2:
+            _unsupported("matmul", f"of {x1.shape} and {x2.shape}: two symbolic tensors multiply per sample when "
+                         "both are batches of matrices (B, M, K) @ (B, K, N); of rank 2 the product would mix the "
+                         "samples of the batch")
+        return _per_sample_matmul(x1, x2)
+    if isinstance(x1, KerasTensor):                     # x @ A: A (K, N) for every sample
+        a = np.asarray(x2, np.float32)
+        if a.ndim != 2:
+            _unsupported("matmul", f"of {x1.shape} and an array of shape {a.shape}: only a 2-D array")
+        return _per_sample_matmul(x1, Const(a)(x1))
+    a = np.asarray(x1, np.float32)                      # A @ x: A (M, K), x (B, K, N)
+    if a.ndim != 2 or len(x2._ps) != 2:
+        _unsupported("matmul", f"of an array of shape {a.shape} and {x2.shape}: only a 2-D array and a batch of "
+                     "matrices")
+    return _per_sample_matmul(Const(a)(x2), x2)
 
 
 def _per_sample_matmul(a, b):
