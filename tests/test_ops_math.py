@@ -233,3 +233,16 @@ def test_what_stays_unsupported_raises_naming_the_op():
         bf.ops.matmul(inp, bf.Input(shape=(3, 2)))
     with pytest.raises(ValueError, match="axis sizes differ"):
         bf.layers.Dot(axes=1)([inp, bf.Input(shape=(3,))])
+
+
+def test_a_constant_array_initializer_fills_the_weight_as_keras(keras):
+    """keras.io's PointNet T-net: Dense(9, kernel_initializer='zeros', bias_initializer=Constant(eye(3).flatten()))"""
+    def build(M):
+        inp = M.Input(shape=(4,))
+        bias = M.initializers.Constant(np.eye(3).flatten())
+        return M.Model(inp, M.layers.Dense(9, kernel_initializer="zeros", bias_initializer=bias)(inp))
+    x = X[:3, 0]
+    np.testing.assert_array_equal(build(bf).predict(x, verbose=0), build(keras).predict(x, verbose=0))
+    with pytest.raises(ValueError, match="Constant of 9 values for a weight of shape \\(4,\\)"):
+        inp = bf.Input(shape=(4,))
+        bf.Model(inp, bf.layers.Dense(4, bias_initializer=bf.initializers.Constant(np.eye(3).flatten()))(inp))
