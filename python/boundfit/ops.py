@@ -5,9 +5,27 @@ built from the engine's layers, so it is planned and differentiated like
 any layer:
 
 - x + y, x - y, x * y: Add / Subtract / Multiply, after NumPy broadcasting
-  of size-1 axes (one rank, per-sample rank <= 2) by RepeatVector;
+  of size-1 axes (one rank, per-sample rank <= 2) by RepeatVector; other
+  broadcasts of one rank (per-sample rank <= 3), x / y, and a tensor with a
+  custom layer's weight (x + self.b, x * self.w: a Weight node) or an array
+  (a Const), right-aligned as NumPy does: Binary;
   x + c, x - c, c - x, x * c, x / c, -x (c a Python number): Rescaling;
-- maximum / minimum of two tensors: Maximum / Minimum; maximum(x, 0): relu;
+  c / x: Unary;
+- maximum / minimum of two tensors: Maximum / Minimum (broadcast: Binary);
+  maximum(x, 0): relu; maximum / minimum with another number, clip: Unary;
+- sqrt, square, abs, log, x ** 2 / 0.5 / -1, reciprocal, rsqrt: Unary;
+  x > y, x >= c, greater, less, ...: a 0 / 1 tensor (Unary / Binary, no
+  gradient); where(condition, x1, x2) = x2 + condition * (x1 - x2);
+- matmul of two batches of matrices (B, M, K) @ (B, K, N), of a tensor and
+  a 2-D array: MatMul (a product per sample); layers.Dot likewise;
+  tensordot / dot of two symbolic tensors mix the samples of the batch and
+  raise; of a tensor and a custom weight or array (axes=1): matmul;
+- one_hot(ids, n): an Embedding with a frozen identity table; take(weight,
+  ids): an Embedding whose table is the custom layer's weight; take(x,
+  constant indices, axis): MatMul with a constant 0 / 1 selection;
+- min: -max(-x); eye / ones / zeros: arrays (the Unary / Binary / Weight /
+  MatMul pieces, like Slice, save to boundfit's graph file, not to a Keras
+  file);
 - concatenate, stack (axis >= 1): Concatenate (and Reshape);
 - reshape (batch axis first, -1 or None), expand_dims, squeeze: Reshape;
   transpose with the batch axis first: Permute;

@@ -41,8 +41,7 @@ static const bf_ewise_op u_fwd[] = {BF_EW_SQRT, BF_EW_MUL, BF_EW_ABS, BF_EW_EXP,
 static bf_status u_forward(bf_run *r, int i, int rows) {
     const bf_layer *L = &r->m->layers[i];
     const float *x = bf_step_in(r, i);
-    float alpha = L->eop == U_RDIV ? L->eparam : L->eop == U_MAXC || L->eop == U_MINC ? L->eparam :
-                  L->eop >= U_GT && L->eop <= U_LE ? L->eparam : 1.0f;
+    const float alpha = L->eop >= U_MAXC ? L->eparam : 1.0f; /* the scalar of max / min, comparisons, c / x */
     return r->be->ewise(r->be, bf_step_out(r, i), x, L->eop == U_SQUARE ? x : NULL, NULL, u_fwd[L->eop], alpha,
                         (long)rows * L->out_size);
 }
