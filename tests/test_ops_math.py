@@ -249,3 +249,34 @@ def test_a_constant_array_initializer_fills_the_weight_as_keras(keras):
     with pytest.raises(ValueError, match="Constant of 9 values for a weight of shape \\(4,\\)"):
         inp = bf.Input(shape=(4,))
         bf.Model(inp, bf.layers.Dense(4, bias_initializer=bf.initializers.Constant(np.eye(3).flatten()))(inp))
+
+
+def test_rank_3_broadcasts_and_custom_weights_predict_and_train_as_keras(keras):
+    """per-sample (2, 3, 4) with weights (3, 1) and (4,), a (1, 1, 4) mean and a (1, 3, 1) array on the left"""
+    def build(M):
+        class Mix(M.layers.Layer):
+            def build(self, input_shape):
+                self.a = self.add_weight(shape=(3, 1), initializer="random_normal", name="a")
+                self.c = self.add_weight(shape=(4,), initializer="random_normal", name="c")
+
+            def call(self, x):
+                m = M.ops.reshape(M.ops.mean(M.ops.reshape(x, (-1, 2 * 3, 4)), axis=1), (-1, 1, 1, 4))  # (1, 1, 4)
+                k = np.array([1.0, -0.5, 2.0], np.float32).reshape(1, 3, 1)
+                return (x * self.a + self.c) / (M.ops.square(m) + 1.0) - k * x
+
+        inp, mix = M.Input(shape=(2, 3, 4)), Mix(name="mix")
+        y = mix(M.layers.Reshape((2, 3, 4))(M.layers.Dense(24)(M.layers.Flatten()(inp))))
+        return M.Model(inp, M.layers.Dense(1)(M.layers.Flatten()(y))), mix
+    r = np.random.default_rng(8)
+    x = r.standard_normal((6, 2, 3, 4)).astype(np.float32)
+    y = r.standard_normal((6, 1)).astype(np.float32)
+    (km, kmix), (bm, bmix) = build(keras), build(bf)
+    copy_dense(km, bm)
+    bmix.set_weights(kmix.get_weights())
+    np.testing.assert_allclose(bm.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-4, atol=1e-5)
+    km.compile(keras.optimizers.SGD(0.05), "mse")
+    bm.compile(bf.optimizers.SGD(0.05), "mse")
+    km.fit(x, y, batch_size=3, epochs=1, shuffle=False, verbose=0)
+    bm.fit(x, y, batch_size=3, epochs=1, shuffle=False, verbose=0)
+    for a, b in zip(bmix.get_weights() + dense_weights(bm), kmix.get_weights() + dense_weights(km)):
+        np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-4)

@@ -84,6 +84,7 @@ class KerasTensor:
         return self._ops["greater_equal"](self, other)
 
     __hash__ = object.__hash__
+    __array_ufunc__ = None   # array (op) tensor: NumPy defers to the tensor's reflected operator (ops.py)
 
     # Python operators are keras.ops calls: the functions, filled in by ops.py
     # (which imports this module): add, subtract, multiply, divide, negative,
