@@ -267,4 +267,31 @@ def test_gaussian_noise_and_dropout_train_to_the_cpu_weights_on_cuda():
 
     cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "gaussian noise")
+
+
+def test_keras_ops_math_and_dot_train_to_the_cpu_weights_on_cuda():
+    """merge.cu's ewise math ops (UNARY / BINARY kinds), strided.cu's broadcast copies and sums, a custom
+    weight used elementwise (WEIGHT) and layers.Dot with transposes (BMM through the Dense GEMMs)"""
+    class Scale(layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight(shape=(input_shape[-1],), initializer="ones", name="w")
+
+        def call(self, x):
+            row = bf.ops.sum(x, axis=-1, keepdims=True)
+            y = bf.ops.sqrt(bf.ops.square(x) + 0.5) * self.w + bf.ops.log(bf.ops.abs(x) + 1.0) / (bf.ops.abs(row) + 1.0)
+            return bf.ops.where(x > 0.2, bf.ops.exp(bf.ops.minimum(x, 1.0)), bf.ops.maximum(y, -0.5))
+
+    r = np.random.default_rng(13)
+    x = r.standard_normal((16, 5, 4)).astype(np.float32)
+    y = r.standard_normal((16, 2)).astype(np.float32)
+
+    def build():
+        inp = bf.Input((5, 4))
+        h = Scale()(layers.Dense(4, activation="tanh")(inp))
+        d = layers.Dot(axes=(1, 1), normalize=True)([h, inp])          # (4, 4): both transposed in the product
+        e = layers.Dot(axes=(2, 2))([h, inp])                          # (5, 5)
+        z = layers.Concatenate()([layers.Flatten()(d), layers.Flatten()(e)])
+        return bf.Model(inp, layers.Dense(2)(z))
+    cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "ops math")
     np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)

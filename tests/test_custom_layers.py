@@ -190,12 +190,12 @@ def test_what_cannot_be_traced_raises_naming_the_op_and_the_layer():
     with pytest.raises(TypeError, match="symbolic tensors"):
         Norm()(np.zeros((2, 4), np.float32))
 
-    class Biased(bf.layers.Layer):   # an own weight used other than by matmul
+    class Biased(bf.layers.Layer):   # an own weight used by matmul and elementwise (tests/test_ops_math.py: one)
         def build(self, input_shape):
-            self.b = self.add_weight(shape=(input_shape[-1],), initializer="zeros", name="b")
+            self.b = self.add_weight(shape=(input_shape[-1], input_shape[-1]), initializer="zeros", name="b")
 
         def call(self, x):
-            return x + self.b
+            return bf.ops.matmul(x, self.b) + self.b
 
     with pytest.raises(OpNotSupportedError, match="add.*layer 'biased'"):
         Biased(name="biased")(inp)

@@ -265,6 +265,54 @@ img = x_train[:1]
 predictions = model.predict(img, verbose=0)
 score = float(keras.ops.sigmoid(predictions[0][0]))
 pred = predictions
+
+
+POINTNET = '''
+# keras.io/examples/vision/pointnet, its model: the T-net's transform applied by Dot(axes=(2, 1)); without the
+# T-net's OrthogonalRegularizer (an activity regularizer, which boundfit does not run: see the test below)
+NUM_POINTS, NUM_CLASSES = 32, 4
+rng = np.random.default_rng(0)
+train_points = rng.standard_normal((48, NUM_POINTS, 3)).astype(np.float32)
+train_labels = rng.integers(0, NUM_CLASSES, 48)
+
+def conv_bn(x, filters):
+    x = layers.Conv1D(filters, kernel_size=1, padding="valid")(x)
+    x = layers.BatchNormalization(momentum=0.0)(x)
+    return layers.Activation("relu")(x)
+
+def dense_bn(x, filters):
+    x = layers.Dense(filters)(x)
+    x = layers.BatchNormalization(momentum=0.0)(x)
+    return layers.Activation("relu")(x)
+
+def tnet(inputs, num_features):
+    bias = keras.initializers.Constant(np.eye(num_features).flatten())
+    x = conv_bn(inputs, 8)
+    x = conv_bn(x, 16)
+    x = layers.GlobalMaxPooling1D()(x)
+    x = dense_bn(x, 16)
+    x = layers.Dense(num_features * num_features, kernel_initializer="zeros", bias_initializer=bias)(x)
+    feat_T = layers.Reshape((num_features, num_features))(x)
+    return layers.Dot(axes=(2, 1))([inputs, feat_T])
+
+inputs = keras.Input(shape=(NUM_POINTS, 3))
+x = tnet(inputs, 3)
+x = conv_bn(x, 8)
+x = conv_bn(x, 8)
+x = tnet(x, 8)
+x = conv_bn(x, 8)
+x = conv_bn(x, 16)
+x = layers.GlobalMaxPooling1D()(x)
+x = dense_bn(x, 16)
+x = layers.Dropout(0.3)(x)
+outputs = layers.Dense(NUM_CLASSES, activation="softmax")(x)
+model = keras.Model(inputs=inputs, outputs=outputs, name="pointnet")
+probe = train_points[:8]
+# --- train
+model.compile(loss="sparse_categorical_crossentropy", optimizer=keras.optimizers.Adam(learning_rate=0.001),
+              metrics=["sparse_categorical_accuracy"])
+history = model.fit(train_points, train_labels, batch_size=16, epochs=2, validation_split=0.25, verbose=0)
+pred = model.predict(train_points[:8], verbose=0)
 '''
 
 PROGRAMS = {
@@ -274,19 +322,24 @@ PROGRAMS = {
     "bidirectional_lstm_imdb": BIDIRECTIONAL_LSTM_IMDB,
     "pretrained_word_embeddings": PRETRAINED_WORD_EMBEDDINGS,
     "antirectifier": ANTIRECTIFIER,
+    "pointnet": POINTNET,
 }
 
 
-def _run_both(keras, program, tmp_path):
+def _run_both(keras, program, tmp_path, copy=None):
+    """copy(km, bm): copies Keras's initial weights into boundfit's model (default: set_weights of all)"""
     build, train = program.split("# --- train")
     scopes = {}
     for name, mod in (("keras", keras), ("boundfit", boundfit)):
         out = tmp_path / name
         out.mkdir()
-        scopes[name] = {"keras": mod, "np": np, "out": str(out)}
+        scopes[name] = {"keras": mod, "ops": mod.ops, "layers": mod.layers, "np": np, "out": str(out)}
         exec(build, scopes[name])
     km, bm = scopes["keras"]["model"], scopes["boundfit"]["model"]
-    bm.set_weights(km.get_weights())
+    if copy is None:
+        bm.set_weights(km.get_weights())
+    else:
+        copy(km, bm)
     probe = scopes["keras"]["probe"]
     np.testing.assert_allclose(bm.predict(probe, verbose=0), km.predict(probe, verbose=0), rtol=1e-5, atol=1e-6)
     for name in scopes:
@@ -329,3 +382,137 @@ def test_image_classification_from_scratch_runs_unchanged(tmp_path):
     assert os.listdir(tmp_path) == ["save_at_1.keras"]
     assert all(np.isfinite(v).all() for v in b["history"].history.values()) and b["pred"].shape == (1, 1)
     assert 0.0 < b["score"] < 1.0
+
+
+SIAMESE_CONTRASTIVE = '''
+# keras.io/examples/vision/siamese_contrastive: the model and its contrastive loss, written in keras.ops
+epochs, batch_size, margin = 2, 16, 1
+rng = np.random.default_rng(0)
+x_train_1 = rng.random((64, 28, 28, 1), dtype=np.float32)
+x_train_2 = rng.random((64, 28, 28, 1), dtype=np.float32)
+labels_train = rng.integers(0, 2, 64).astype(np.float32)
+
+def euclidean_distance(vects):
+    x, y = vects
+    sum_square = ops.sum(ops.square(x - y), axis=1, keepdims=True)
+    return ops.sqrt(ops.maximum(sum_square, keras.backend.epsilon()))
+
+input = keras.layers.Input((28, 28, 1))
+x = keras.layers.BatchNormalization()(input)
+x = keras.layers.Conv2D(4, (5, 5), activation="tanh")(x)
+x = keras.layers.AveragePooling2D(pool_size=(2, 2))(x)
+x = keras.layers.Conv2D(16, (5, 5), activation="tanh")(x)
+x = keras.layers.AveragePooling2D(pool_size=(2, 2))(x)
+x = keras.layers.Flatten()(x)
+x = keras.layers.BatchNormalization()(x)
+x = keras.layers.Dense(10, activation="tanh")(x)
+embedding_network = keras.Model(input, x)
+
+input_1 = keras.layers.Input((28, 28, 1))
+input_2 = keras.layers.Input((28, 28, 1))
+tower_1 = embedding_network(input_1)
+tower_2 = embedding_network(input_2)
+merge_layer = keras.layers.Lambda(euclidean_distance, output_shape=(1,))([tower_1, tower_2])
+normal_layer = keras.layers.BatchNormalization()(merge_layer)
+output_layer = keras.layers.Dense(1, activation="sigmoid")(normal_layer)
+siamese = keras.Model(inputs=[input_1, input_2], outputs=output_layer)
+model = siamese
+probe = [x_train_1[:8], x_train_2[:8]]
+
+def loss(margin=1):
+    def contrastive_loss(y_true, y_pred):
+        square_pred = ops.square(y_pred)
+        margin_square = ops.square(ops.maximum(margin - (y_pred), 0))
+        return ops.mean((1 - y_true) * square_pred + (y_true) * margin_square)
+    return contrastive_loss
+# --- train
+siamese.compile(loss=LOSS, optimizer="RMSprop", metrics=["accuracy"])
+history = siamese.fit([x_train_1, x_train_2], labels_train, batch_size=batch_size, epochs=epochs, verbose=0)
+pred = siamese.predict(probe, verbose=0)
+'''
+
+
+def test_siamese_contrastive_distance_runs_unchanged_and_its_loss_function_is_refused_by_name(tmp_path):
+    """The Lambda's euclidean distance (ops.sum / square / maximum with epsilon / sqrt) on the shared tower
+    predicts as Keras 3 and trains (with binary cross-entropy); the contrastive loss, a Python function of
+    (y_true, y_pred), is not run by boundfit's engine: compile raises naming it."""
+    keras = keras_ref.load()
+    k, b = _run_both(keras, SIAMESE_CONTRASTIVE.replace("LOSS", '"binary_crossentropy"'), tmp_path)
+    assert sorted(b["history"].history) == sorted(k["history"].history)
+    assert b["pred"].shape == k["pred"].shape and np.isfinite(b["pred"]).all()
+    build, train = SIAMESE_CONTRASTIVE.replace("LOSS", "loss(margin=margin)").split("# --- train")
+    scope = {"keras": boundfit, "ops": boundfit.ops, "np": np}
+    exec(build, scope)
+    with pytest.raises(ValueError, match="custom loss functions \\(contrastive_loss\\) are not supported"):
+        exec(train, scope)
+
+
+RECOMMENDER = '''
+# keras.io/examples/structured_data/collaborative_filtering_movielens, its RecommenderNet with the user-movie
+# product per sample through layers.Dot (see the test: the example's ops.tensordot(u, m, 2) mixes the batch)
+num_users, num_movies, EMBEDDING_SIZE = 20, 30, 8
+rng = np.random.default_rng(0)
+x_train = np.stack([rng.integers(0, num_users, 96), rng.integers(0, num_movies, 96)], axis=1)
+y_train = rng.random(96).astype(np.float32)
+
+class RecommenderNet(keras.Model):
+    def __init__(self, num_users, num_movies, embedding_size, **kwargs):
+        super().__init__(**kwargs)
+        self.num_users = num_users
+        self.num_movies = num_movies
+        self.embedding_size = embedding_size
+        self.user_embedding = layers.Embedding(num_users, embedding_size, embeddings_initializer="he_normal",
+                                               embeddings_regularizer=keras.regularizers.l2(1e-6))
+        self.user_bias = layers.Embedding(num_users, 1)
+        self.movie_embedding = layers.Embedding(num_movies, embedding_size, embeddings_initializer="he_normal",
+                                                embeddings_regularizer=keras.regularizers.l2(1e-6))
+        self.movie_bias = layers.Embedding(num_movies, 1)
+        self.dot = layers.Dot(axes=2)
+
+    def call(self, inputs):
+        user_vector = self.user_embedding(inputs[:, 0:1])
+        user_bias = self.user_bias(inputs[:, 0:1])
+        movie_vector = self.movie_embedding(inputs[:, 1:2])
+        movie_bias = self.movie_bias(inputs[:, 1:2])
+        dot_user_movie = self.dot([user_vector, movie_vector])
+        x = dot_user_movie + user_bias + movie_bias
+        return ops.nn.sigmoid(ops.reshape(x, (-1, 1)))
+
+model = RecommenderNet(num_users, num_movies, EMBEDDING_SIZE)
+model(keras.Input(shape=(2,), dtype="int32"))
+probe = x_train[:8]
+# --- train
+model.compile(loss=keras.losses.BinaryCrossentropy(), optimizer=keras.optimizers.Adam(learning_rate=0.001))
+history = model.fit(x=x_train, y=y_train, batch_size=32, epochs=2, verbose=0, validation_split=0.25)
+pred = model.predict(x_train[:8], verbose=0)
+'''
+
+
+def test_recommender_net_with_a_per_sample_dot_runs_as_keras(tmp_path):
+    keras = keras_ref.load()
+    def copy(km, bm):   # layer by layer: Keras orders a subclassed model's weights by attribute, boundfit by call
+        for name in ("user_embedding", "user_bias", "movie_embedding", "movie_bias"):
+            getattr(bm, name).set_weights(getattr(km, name).get_weights())
+    k, b = _run_both(keras, RECOMMENDER, tmp_path, copy)
+    assert sorted(b["history"].history) == sorted(k["history"].history)
+    np.testing.assert_allclose(b["history"].history["loss"], k["history"].history["loss"], rtol=1e-2)  # shuffled
+    assert b["pred"].shape == k["pred"].shape
+
+
+def test_the_recommender_tensordot_over_the_batch_is_refused_by_name():
+    """keras.io's RecommenderNet calls ops.tensordot(user_vector, movie_vector, 2) on (B, E) tensors: that
+    contracts the batch axis too (one number for the whole batch, added to every sample), which boundfit's
+    per-sample graphs do not compute: it raises naming the op and the model."""
+    class RecommenderNet(boundfit.Model):
+        def __init__(self):
+            super().__init__()
+            self.user_embedding = boundfit.layers.Embedding(20, 8)
+            self.movie_embedding = boundfit.layers.Embedding(30, 8)
+
+        def call(self, inputs):
+            u = boundfit.layers.Flatten()(self.user_embedding(inputs[:, 0:1]))
+            m = boundfit.layers.Flatten()(self.movie_embedding(inputs[:, 1:2]))
+            return boundfit.ops.nn.sigmoid(boundfit.ops.tensordot(u, m, 2))
+
+    with pytest.raises(boundfit.ops.OpNotSupportedError, match="tensordot.*mixes the samples"):
+        RecommenderNet()(boundfit.Input(shape=(2,)))

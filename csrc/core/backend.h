@@ -105,8 +105,27 @@ typedef enum {
     BF_EW_MAX,     /* out = max(a, b) */
     BF_EW_MIN,     /* out = min(a, b) */
     BF_EW_SCALE,   /* out = alpha * a */
-    BF_EW_SELECT   /* out = a == b ? c : 0 (Maximum / Minimum backward: a input, b output, c its gradient) */
+    BF_EW_SELECT,  /* out = a == b ? c : 0 (Maximum / Minimum backward: a input, b output, c its gradient) */
+    /* keras.ops math (layers/emath.c); b NULL where not used */
+    BF_EW_DIV,     /* out = alpha * a / b */
+    BF_EW_RDIV,    /* out = alpha / a */
+    BF_EW_SQRT,    /* out = sqrt(a) */
+    BF_EW_ABS,     /* out = |a| */
+    BF_EW_EXP,     /* out = exp(a) */
+    BF_EW_LOG,     /* out = log(a) */
+    BF_EW_MAXC,    /* out = max(a, alpha) */
+    BF_EW_MINC,    /* out = min(a, alpha) */
+    BF_EW_MULSIGN, /* out = a * sign(b) (sign(0) = 0) */
+    BF_EW_GT,      /* out = a > (b ? b : alpha) ? 1 : 0; likewise GE, LT, LE */
+    BF_EW_GE,
+    BF_EW_LT,
+    BF_EW_LE
 } bf_ewise_op;
+#define BF_EW_LAST BF_EW_LE
+/* 1 when the op reads b (the comparisons: b or alpha) */
+static inline int bf_ewise_binary(bf_ewise_op op) {
+    return op <= BF_EW_MIN || op == BF_EW_SELECT || op == BF_EW_DIV || op == BF_EW_MULSIGN;
+}
 
 /* Convolution / pooling geometry, NHWC. Output size follows Keras:
  * valid: OH = (H - KH) / SH + 1; same: OH = ceil(H / SH), pad_top = total/2. */

@@ -91,6 +91,9 @@ typedef struct bf_layer {
     int reps;                                  /* RepeatVector: n */
     int pad[4];                                /* ZeroPadding2D: top, bottom, left, right; UpSampling2D uses sh, sw */
     int sl_begin[3], sl_step[3], sl_len[3];    /* Slice: per sample axis, elements begin + k*step, k < len */
+    int eop;                                   /* UNARY / BINARY: the op (layers/emath.c) */
+    float eparam;                              /* UNARY: its scalar (max(x, c), x > c, c / x) */
+    int mm_ta, mm_tb;                          /* BMM: the first / second operand transposed per sample */
     float rs_scale, rs_offset;                 /* Rescaling */
     bf_augment aug;                            /* RandomFlip / RandomCrop / RandomTranslation (kh, kw: crop size);
                                                   aug.seed: the layer's seed, 0 when none (the run's stream) */

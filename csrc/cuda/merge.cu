@@ -17,7 +17,20 @@ __global__ void ewise_kernel(float *out, const float *a, const float *b, const f
         case BF_EW_MAX: v = a[i] > b[i] ? a[i] : b[i]; break;
         case BF_EW_MIN: v = a[i] < b[i] ? a[i] : b[i]; break;
         case BF_EW_SCALE: v = alpha * a[i]; break;
-        default: v = a[i] == b[i] ? c[i] : 0.0f; break; /* BF_EW_SELECT */
+        case BF_EW_SELECT: v = a[i] == b[i] ? c[i] : 0.0f; break;
+        case BF_EW_DIV: v = alpha * a[i] / b[i]; break;
+        case BF_EW_RDIV: v = alpha / a[i]; break;
+        case BF_EW_SQRT: v = sqrtf(a[i]); break;
+        case BF_EW_ABS: v = fabsf(a[i]); break;
+        case BF_EW_EXP: v = expf(a[i]); break;
+        case BF_EW_LOG: v = logf(a[i]); break;
+        case BF_EW_MAXC: v = a[i] > alpha ? a[i] : alpha; break;
+        case BF_EW_MINC: v = a[i] < alpha ? a[i] : alpha; break;
+        case BF_EW_MULSIGN: v = b[i] > 0.0f ? a[i] : b[i] < 0.0f ? -a[i] : 0.0f; break;
+        case BF_EW_GT: v = a[i] > (b ? b[i] : alpha) ? 1.0f : 0.0f; break;
+        case BF_EW_GE: v = a[i] >= (b ? b[i] : alpha) ? 1.0f : 0.0f; break;
+        case BF_EW_LT: v = a[i] < (b ? b[i] : alpha) ? 1.0f : 0.0f; break;
+        default: v = a[i] <= (b ? b[i] : alpha) ? 1.0f : 0.0f; break; /* BF_EW_LE */
         }
         out[i] = v;
     }
@@ -28,8 +41,8 @@ bf_status bf_cuda_ewise(bf_backend *be, float *out, const float *a, const float 
     BF_CUDA_ENTER(st, be);
     if (n < 0) return BF_FAIL(BF_ERR_SHAPE, "ewise: negative size %ld", n);
     if (n == 0) return BF_OK;
-    if ((int)op < BF_EW_ADD || op > BF_EW_SELECT) return BF_FAIL(BF_ERR_INTERNAL, "ewise: unknown op %d", (int)op);
-    if (!out || !a || (op != BF_EW_SCALE && !b) || (op == BF_EW_SELECT && !c))
+    if ((int)op < BF_EW_ADD || op > BF_EW_LAST) return BF_FAIL(BF_ERR_INTERNAL, "ewise: unknown op %d", (int)op);
+    if (!out || !a || (bf_ewise_binary(op) && !b) || (op == BF_EW_SELECT && !c))
         return BF_FAIL(BF_ERR_ARG, "ewise: NULL tensor");
     ewise_kernel<<<bf_cuda_grid(n, 256), 256, 0, st->stream>>>(out, a, b, c, (int)op, alpha, n);
     BF_CUDA_LAUNCHED(st, ewise_kernel);

@@ -106,7 +106,9 @@ static int parse_more(PyObject *d, bf_layer *L, int act) {
     }
     if (get_int(d, "reps", 0, &L->reps) || get_ints(d, "pad", 4, L->pad) ||
         get_ints(d, "sl_begin", 3, L->sl_begin) || get_ints(d, "sl_step", 3, L->sl_step) ||
-        get_ints(d, "sl_len", 3, L->sl_len) ||
+        get_ints(d, "sl_len", 3, L->sl_len) || get_int(d, "eop", 0, &L->eop) ||
+        get_float(d, "eparam", 0.0f, &L->eparam) || get_int(d, "mm_ta", 0, &L->mm_ta) ||
+        get_int(d, "mm_tb", 0, &L->mm_tb) ||
         get_float(d, "rs_scale", 1.0f, &L->rs_scale) || get_float(d, "rs_offset", 0.0f, &L->rs_offset) ||
         get_int(d, "aug_flip", 0, &flip) || get_int(d, "aug_crop", 0, &crop) ||
         get_int(d, "aug_translate", 0, &translate) || get_int(d, "aug_fill", 0, &fill) ||

@@ -31,7 +31,7 @@ def _preload_openblas():
 _preload_openblas()
 
 from . import _core  # noqa: E402
-from . import activations, callbacks, constraints, initializers, layers, losses, metrics  # noqa: E402
+from . import activations, backend, callbacks, constraints, initializers, layers, losses, metrics  # noqa: E402
 from . import optimizers, regularizers, sizes, utils  # noqa: E402
 from . import engine, models, runtime, saving  # noqa: E402
 from . import ops  # noqa: E402  (keras.ops; gives symbolic tensors their operators)  (all loaded now: a first fit imports nothing)

@@ -7,6 +7,8 @@ not Keras's, but the distributions and their parameters are.
 
 import math
 
+import numpy as np
+
 # bf_init (csrc/core/model.h)
 _ZEROS, _ONES, _GLOROT_UNIFORM, _CONSTANT, _RANDOM_UNIFORM, _RANDOM_NORMAL, _TRUNCATED_NORMAL = range(7)
 _VS_UNIFORM, _VS_NORMAL, _VS_TRUNCATED_NORMAL, _ORTHOGONAL = range(7, 11)
@@ -55,14 +57,22 @@ class Ones(Initializer):
 
 
 class Constant(Initializer):
+    """A number, or an array of the weight's size (keras.io's PointNet: an identity matrix as a bias), which
+    the model writes into the weight when it builds (models/model.py: _array_initializers)."""
+
     def __init__(self, value=0.0):
-        self.value = _number("Constant", "value", value)
+        if isinstance(value, (list, tuple, np.ndarray)):
+            self.value = np.array(value, dtype=np.float32)
+            if not np.isfinite(self.value).all():
+                raise ValueError("Constant: value must be finite")
+        else:
+            self.value = _number("Constant", "value", value)
 
     def get_config(self):
-        return {"value": self.value}
+        return {"value": self.value.tolist() if isinstance(self.value, np.ndarray) else self.value}
 
     def _engine(self):
-        return (_CONSTANT, self.value, 0.0, 0)
+        return (_CONSTANT, 0.0 if isinstance(self.value, np.ndarray) else self.value, 0.0, 0)
 
 
 class RandomUniform(Initializer):

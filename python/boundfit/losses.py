@@ -140,5 +140,9 @@ def get(loss):
         return loss._loss_class()
     if isinstance(loss, str) and (loss in _BY_NAME or loss.lower() in _BY_NAME):
         return _BY_NAME.get(loss, _BY_NAME.get(loss.lower()))()
+    if callable(loss):
+        raise ValueError(f"loss: custom loss functions ({getattr(loss, '__name__', type(loss).__name__)}) are not "
+                         "supported yet: boundfit computes its losses in the engine, planned with the step; choose "
+                         f"one of {sorted(k for k in _BY_NAME if k.islower())} or a boundfit.losses object")
     raise ValueError(f"loss: unknown loss {loss!r}; choose one of {sorted(k for k in _BY_NAME if k.islower())} "
                      "or a boundfit.losses object")

@@ -5,9 +5,27 @@ built from the engine's layers, so it is planned and differentiated like
 any layer:
 
 - x + y, x - y, x * y: Add / Subtract / Multiply, after NumPy broadcasting
-  of size-1 axes (one rank, per-sample rank <= 2) by RepeatVector;
+  of size-1 axes (one rank, per-sample rank <= 2) by RepeatVector; other
+  broadcasts of one rank (per-sample rank <= 3), x / y, and a tensor with a
+  custom layer's weight (x + self.b, x * self.w: a Weight node) or an array
+  (a Const), right-aligned as NumPy does: Binary;
   x + c, x - c, c - x, x * c, x / c, -x (c a Python number): Rescaling;
-- maximum / minimum of two tensors: Maximum / Minimum; maximum(x, 0): relu;
+  c / x: Unary;
+- maximum / minimum of two tensors: Maximum / Minimum (broadcast: Binary);
+  maximum(x, 0): relu; maximum / minimum with another number, clip: Unary;
+- sqrt, square, abs, log, x ** 2 / 0.5 / -1, reciprocal, rsqrt: Unary;
+  x > y, x >= c, greater, less, ...: a 0 / 1 tensor (Unary / Binary, no
+  gradient); where(condition, x1, x2) = x2 + condition * (x1 - x2);
+- matmul of two batches of matrices (B, M, K) @ (B, K, N), of a tensor and
+  a 2-D array: MatMul (a product per sample); layers.Dot likewise;
+  tensordot / dot of two symbolic tensors mix the samples of the batch and
+  raise; of a tensor and a custom weight or array (axes=1): matmul;
+- one_hot(ids, n): an Embedding with a frozen identity table; take(weight,
+  ids): an Embedding whose table is the custom layer's weight; take(x,
+  constant indices, axis): MatMul with a constant 0 / 1 selection;
+- min: -max(-x); eye / ones / zeros: arrays (the Unary / Binary / Weight /
+  MatMul pieces, like Slice, save to boundfit's graph file, not to a Keras
+  file);
 - concatenate, stack (axis >= 1): Concatenate (and Reshape);
 - reshape (batch axis first, -1 or None), expand_dims, squeeze: Reshape;
   transpose with the batch axis first: Permute;
@@ -38,13 +56,15 @@ import numpy as np
 
 from . import activations
 from .layers.core import Activation, Dense
+from .layers.embedding import Embedding
+from .layers.emath import Binary, MatMul, Unary, Weight
 from .layers.merge import Add, Concatenate, Maximum, Minimum, Multiply, Subtract
 from .layers.layer import Variable
 from .layers.node import KerasTensor, tracing_where
 from .layers.pooling import (GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalMaxPooling1D,
                              GlobalMaxPooling2D)
 from .layers.preprocessing import Rescaling
-from .layers.reshaping import Permute, RepeatVector, Reshape, Slice
+from .layers.reshaping import Const, Permute, RepeatVector, Reshape, Slice
 
 
 class OpNotSupportedError(TypeError):
@@ -78,14 +98,15 @@ def _static(x, what):
 # ---- arithmetic ----
 
 def _commutative(op, npfn, cls, on_scalar, x1, x2):
-    """add / multiply: of two tensors, the merge layer `cls`; of a tensor and a Python number c, on_scalar(c)."""
+    """add / multiply: of two tensors, the merge layer `cls` (broadcast: Binary); of a tensor and a Python
+    number c, on_scalar(c); of a tensor and a custom layer's weight or an array, Binary."""
     if not _sym(x1, x2):
         return npfn(x1, x2)
     if isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor):
         return _same_shapes(op, cls, x1, x2)
     x, c = (x1, _scalar(x2)) if isinstance(x1, KerasTensor) else (x2, _scalar(x1))
     if c is None:
-        _unsupported(op, "only a tensor of the same shape or a Python number (no broadcasting)")
+        return _binary(op, x1, x2)
     return on_scalar(c)(x)
 
 
@@ -98,15 +119,11 @@ def subtract(x1, x2):
         return np.subtract(x1, x2)
     if isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor):
         return _same_shapes("subtract", Subtract, x1, x2)
-    if isinstance(x1, KerasTensor):
-        c = _scalar(x2)
-        if c is None:
-            _unsupported("subtract", "only a tensor of the same shape or a Python number (no broadcasting)")
-        return Rescaling(1.0, offset=-c)(x1)
-    c = _scalar(x1)
-    if c is None:
-        _unsupported("subtract", "only a tensor of the same shape or a Python number (no broadcasting)")
-    return Rescaling(-1.0, offset=c)(x2)
+    if isinstance(x1, KerasTensor) and _scalar(x2) is not None:
+        return Rescaling(1.0, offset=-_scalar(x2))(x1)
+    if isinstance(x2, KerasTensor) and _scalar(x1) is not None:
+        return Rescaling(-1.0, offset=_scalar(x1))(x2)
+    return _binary("subtract", x1, x2)
 
 
 def multiply(x1, x2):
@@ -117,9 +134,14 @@ def divide(x1, x2):
     if not _sym(x1, x2):
         return np.true_divide(x1, x2)
     c = _scalar(x2) if isinstance(x1, KerasTensor) else None
-    if c is None or c == 0:
-        _unsupported("divide", "only a tensor divided by a non-zero Python number")
-    return Rescaling(1.0 / c)(x1)
+    if c is not None:
+        if c == 0:
+            _unsupported("divide", "by the number 0")
+        return Rescaling(1.0 / c)(x1)
+    c = _scalar(x1) if isinstance(x2, KerasTensor) else None
+    if c is not None:
+        return Unary("rdivide", c)(x2)
+    return _binary("divide", x1, x2)
 
 
 true_divide = divide
@@ -132,9 +154,20 @@ def negative(x):
 
 
 def _same_shapes(op, cls, x1, x2):
+    """two tensors: the merge layer of one shape; size-1 axes of rank <= 2 by RepeatVector (the layers Keras
+    files hold), any other broadcast of one rank by Binary"""
     if x1._ps != x2._ps:
-        x1, x2 = _broadcast(op, x1, x2)
+        if _repeatable(x1, x2):
+            x1, x2 = _broadcast(op, x1, x2)
+        else:
+            return _binary(op, x1, x2)
     return cls()([x1, x2])
+
+
+def _repeatable(x1, x2):
+    pa, pb = x1._ps, x2._ps
+    return len(pa) == len(pb) <= 2 and None not in pa and None not in pb and \
+        all(p == q or 1 in (p, q) for p, q in zip(pa, pb))
 
 
 def _broadcast(op, x1, x2):
@@ -143,10 +176,6 @@ def _broadcast(op, x1, x2):
     <= 2 with static sizes: the size-1 axes are copied out with RepeatVector
     (and Reshape / Permute), whose backward sums them back."""
     pa, pb = x1._ps, x2._ps
-    if len(pa) != len(pb) or len(pa) > 2 or None in pa or None in pb or \
-            any(p != q and 1 not in (p, q) for p, q in zip(pa, pb)):
-        _unsupported(op, f"shapes {x1.shape} and {x2.shape} do not broadcast here (one rank, per-sample rank <= 2, "
-                     "static sizes, size-1 axes: NumPy's rules with the batch axes aligned)")
     want = tuple(p if p != 1 else q for p, q in zip(pa, pb))
     return _expand(x1, pa, want), _expand(x2, pb, want)
 
@@ -165,29 +194,112 @@ def _expand(x, ps, want):
     return RepeatVector(T)(Reshape((D,))(RepeatVector(D)(Reshape((1,))(x))))   # (1, 1)
 
 
-def maximum(x1, x2):
+def _operand(op, v, like):
+    """v as a tensor of the graph beside the symbolic tensor `like`: itself; a custom layer's weight
+    (add_weight) as its Weight node; an array as a constant (Const) - both without a batch axis, their shape
+    right-aligned to like's per-sample shape (NumPy's broadcasting) by a Reshape with leading 1s."""
+    if isinstance(v, KerasTensor):
+        return v
+    if isinstance(v, Variable):
+        if v.dense is not None:
+            _unsupported(op, f"the weight {v.name!r} is used by matmul too; boundfit holds a weight in one place")
+        if v.holder is None:
+            v.holder = Weight(v.shape, initializer=v.initializer, regularizer=v.regularizer,
+                              constraint=v.constraint, name=f"{v.layer.name}_{v.name}")
+            v.holder.trainable = v.trainable
+        t, shape = v.holder(like), v.shape
+    else:
+        a = np.asarray(v, dtype=np.float32)
+        if a.dtype.kind not in "biuf" and a.dtype != np.float32:
+            _unsupported(op, f"an operand of type {type(v).__name__}")
+        while a.ndim > len(like._ps) and a.shape[0] == 1:
+            a = a[0]
+        if a.ndim == 0:
+            a = a.reshape(1)
+        t, shape = Const(a)(like), a.shape
+    if len(shape) > len(like._ps):
+        _unsupported(op, f"an operand of shape {tuple(shape)} against {like.shape}: a weight or an array has no "
+                     "batch axis, so it may not have more axes than a sample")
+    if len(shape) < len(like._ps):
+        t = Reshape((1,) * (len(like._ps) - len(shape)) + tuple(shape))(t)
+    return t
+
+
+def _binary(op, x1, x2):
+    """op of two operands (tensors, custom weights, arrays) with NumPy's broadcasting of size-1 axes: Binary."""
+    like = x1 if isinstance(x1, KerasTensor) else x2
+    if not isinstance(like, KerasTensor):
+        _unsupported(op, "no operand is a symbolic tensor")
+    a, b = _operand(op, x1, like), _operand(op, x2, like)
+    pa, pb = a._ps, b._ps
+    if len(pa) != len(pb) or len(pa) > 3 or any(p != q and 1 not in (p, q) for p, q in zip(pa, pb)) or \
+            any((p is None) != (q is None) for p, q in zip(pa, pb)):
+        _unsupported(op, f"shapes {a.shape} and {b.shape} do not broadcast here (one rank, per-sample rank <= 3, "
+                     "size-1 axes: NumPy's rules with the batch axes aligned)")
+    return Binary(op)([a, b])
+
+
+def _scalar_or_binary(op, npfn, x1, x2, on_scalar):
     if not _sym(x1, x2):
-        return np.maximum(x1, x2)
-    if isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor):
-        return _same_shapes("maximum", Maximum, x1, x2)
+        return npfn(x1, x2)
+    if isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor) and op in ("maximum", "minimum"):
+        cls = {"maximum": Maximum, "minimum": Minimum}[op]
+        return _same_shapes(op, cls, x1, x2)
     x, c = (x1, _scalar(x2)) if isinstance(x1, KerasTensor) else (x2, _scalar(x1))
-    if c != 0.0:
-        _unsupported("maximum", "only of two tensors of one shape, or of a tensor and 0 (relu)")
-    return Activation("relu")(x)
+    if c is not None:
+        return on_scalar(x, c, isinstance(x1, KerasTensor))
+    return _binary(op, x1, x2)
+
+
+def maximum(x1, x2):
+    return _scalar_or_binary("maximum", np.maximum, x1, x2,
+                             lambda x, c, _: Activation("relu")(x) if c == 0.0 else Unary("maximum", c)(x))
 
 
 def minimum(x1, x2):
-    if not _sym(x1, x2):
-        return np.minimum(x1, x2)
-    if isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor):
-        return _same_shapes("minimum", Minimum, x1, x2)
-    _unsupported("minimum", "only of two tensors of one shape")
+    return _scalar_or_binary("minimum", np.minimum, x1, x2, lambda x, c, _: Unary("minimum", c)(x))
 
+
+def _comparison(op, npfn, flipped):
+    def cmp(x1, x2):
+        return _scalar_or_binary(op, npfn, x1, x2,
+                                 lambda x, c, first: Unary(op if first else flipped, c)(x))
+    cmp.__name__ = op
+    return cmp
+
+
+greater = _comparison("greater", np.greater, "less")
+greater_equal = _comparison("greater_equal", np.greater_equal, "less_equal")
+less = _comparison("less", np.less, "greater")
+less_equal = _comparison("less_equal", np.less_equal, "greater_equal")
+
+
+def clip(x, x_min, x_max):
+    if not _sym(x):
+        return np.clip(x, x_min, x_max)
+    return minimum(maximum(x, x_min), x_max)
+
+
+def where(condition, x1=None, x2=None):
+    """where(c, x1, x2) = x2 + c * (x1 - x2) for a 0 / 1 condition of the graph (a comparison); the
+    condition gets no gradient (comparisons have none)."""
+    if not _sym(condition, x1, x2):
+        return np.where(condition, x1, x2)
+    if x1 is None or x2 is None:
+        _unsupported("where", "only where(condition, x1, x2): the indices of where(condition) have no static shape")
+    if not isinstance(condition, KerasTensor):
+        _unsupported("where", "a condition that is not a symbolic tensor")
+    if _scalar(x2) == 0.0:
+        return multiply(condition, x1)
+    return add(x2, multiply(condition, subtract(x1, x2)))
 
 def matmul(x1, x2):
     """x @ w for a custom layer's 2-D weight w (add_weight): a bias-free Dense
     whose kernel is w, shared by every use of w."""
     if isinstance(x2, Variable) and isinstance(x1, KerasTensor):
+        if x2.holder is not None:
+            _unsupported("matmul", f"the weight {x2.name!r} is used elementwise too; boundfit holds a weight in "
+                         "one place")
         if len(x2.shape) != 2 or x1._ps[-1] != x2.shape[0]:
             _unsupported("matmul", f"of {x1.shape} and the weight {x2.name!r} of shape {x2.shape}")
         if x2.dense is None:
@@ -198,8 +310,127 @@ def matmul(x1, x2):
         return x2.dense(x1)
     if not _sym(x1, x2):
         return np.matmul(x1, x2)
-    _unsupported("matmul", "only a tensor times a custom layer's 2-D weight (add_weight); layers.Dense for a "
-                 "product with weights")
+    if isinstance(x1, Variable) or isinstance(x2, Variable):
+        _unsupported("matmul", "a custom layer's weight only on the right of a tensor (x @ w)")
+    if isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor):
+        if len(x1._ps) != 2 or len(x2._ps) != 2:
+            _unsupported("matmul", f"of {x1.shape} and {x2.shape}: two symbolic tensors multiply per sample when "
+                         "both are batches of matrices (B, M, K) @ (B, K, N); of rank 2 the product would mix the "
+                         "samples of the batch")
+        return _per_sample_matmul(x1, x2)
+    if isinstance(x1, KerasTensor):                     # x @ A: A (K, N) for every sample
+        a = np.asarray(x2, np.float32)
+        if a.ndim != 2:
+            _unsupported("matmul", f"of {x1.shape} and an array of shape {a.shape}: only a 2-D array")
+        return _per_sample_matmul(x1, Const(a)(x1))
+    a = np.asarray(x1, np.float32)                      # A @ x: A (M, K), x (B, K, N)
+    if a.ndim != 2 or len(x2._ps) != 2:
+        _unsupported("matmul", f"of an array of shape {a.shape} and {x2.shape}: only a 2-D array and a batch of "
+                     "matrices")
+    return _per_sample_matmul(Const(a)(x2), x2)
+
+
+def _per_sample_matmul(a, b):
+    """a @ b per sample ((M, K) @ (K, N), a (K,) as (1, K), b (K,) as (K, 1), that axis dropped after): MatMul"""
+    pa, pb = a._ps, b._ps
+    if not 1 <= len(pa) <= 2 or not 1 <= len(pb) <= 2 or None in pa or None in pb or \
+            pa[-1] != pb[0 if len(pb) == 1 else -2]:
+        _unsupported("matmul", f"of per-sample shapes {pa} and {pb}: (M, K) @ (K, N), (K,) @ (K, N) or (M, K) @ (K,) "
+                     "of static sizes")
+    A = Reshape((1, pa[0]))(a) if len(pa) == 1 else a
+    B = Reshape((pb[0], 1))(b) if len(pb) == 1 else b
+    y = MatMul()([A, B])
+    if len(pa) == 1 or len(pb) == 1:
+        keep = tuple(d for d, drop in zip(y._ps, (len(pa) == 1, len(pb) == 1)) if not drop)
+        y = Reshape(keep or (1,))(y)
+    return y
+
+
+def tensordot(x1, x2, axes=2):
+    """On two symbolic tensors every tensordot contracts or multiplies across the batch (its result mixes
+    samples), which boundfit's per-sample graphs do not compute: use layers.Dot or ops.matmul for a product
+    per sample. A tensor and a custom weight or array with axes=1: matmul."""
+    if not _sym(x1, x2):
+        return np.tensordot(x1, x2, axes)
+    if isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor):
+        _unsupported("tensordot", f"of two symbolic tensors (axes={axes!r}): the result mixes the samples of the "
+                     "batch (a batch axis is contracted, or both batch axes are kept), which boundfit does not "
+                     "compute; for a product per sample use layers.Dot(axes=...) or ops.matmul (batched)")
+    if axes == 1 or axes in (([-1], [0]), ((-1,), (0,))):
+        return matmul(x1, x2)
+    _unsupported("tensordot", f"of a tensor and a weight or array only with axes=1, got axes={axes!r}")
+
+
+def dot(x1, x2):
+    """numpy.dot: of two symbolic tensors it mixes samples (tensordot); of a tensor and a weight: matmul."""
+    if not _sym(x1, x2):
+        return np.dot(x1, x2)
+    return tensordot(x1, x2, 1) if not (isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor)) else \
+        _unsupported("dot", "of two symbolic tensors: numpy.dot mixes the samples of the batch; use layers.Dot or "
+                     "ops.matmul for a product per sample")
+
+
+def eye(N, M=None, k=0, dtype=None):
+    return np.eye(N, M, k, dtype=dtype or np.float32)
+
+
+def ones(shape, dtype=None):
+    return np.ones(shape, dtype=dtype or np.float32)
+
+
+def zeros(shape, dtype=None):
+    return np.zeros(shape, dtype=dtype or np.float32)
+
+
+def one_hot(x, num_classes, axis=-1, dtype=None, sparse=False):
+    """one_hot of integer ids: an Embedding whose frozen table is the identity (ids out of range raise)."""
+    if not _sym(x):
+        ids = np.asarray(x).astype(np.int64)
+        out = (ids[..., None] == np.arange(num_classes)).astype(dtype or np.float32)
+        return np.moveaxis(out, -1, axis) if axis != -1 else out
+    if axis != -1 or sparse:
+        _unsupported("one_hot", "only axis=-1, dense")
+    if len(x._ps) > 2:
+        _unsupported("one_hot", f"ids of per-sample shape {x._ps}: (T,) or (T, K)")
+    e = Embedding(int(num_classes), int(num_classes), name=None)
+    e.set_weights([np.eye(num_classes, dtype=np.float32)])
+    e.trainable = False
+    return e(x)
+
+
+def take(x, indices, axis=None):
+    """take(weight, ids): an Embedding whose table is the custom layer's 2-D weight; take(x, constant indices,
+    axis): a per-sample product with a constant 0 / 1 selection matrix (MatMul), exact."""
+    if not _sym(x, indices):
+        return np.take(x, indices, axis=axis)
+    if isinstance(x, Variable) and isinstance(indices, KerasTensor):
+        if len(x.shape) != 2 or axis not in (None, 0):
+            _unsupported("take", f"of the weight {x.name!r} of shape {x.shape}: a 2-D table along axis 0")
+        if x.dense is not None or (x.holder is not None and not isinstance(x.holder, Embedding)):
+            _unsupported("take", f"the weight {x.name!r} is used by another op too; boundfit holds a weight in one place")
+        if x.holder is None:
+            x.holder = Embedding(x.shape[0], x.shape[1], embeddings_initializer=x.initializer,
+                                 embeddings_regularizer=x.regularizer, embeddings_constraint=x.constraint,
+                                 name=f"{x.layer.name}_{x.name}")
+            x.holder.trainable = x.trainable
+        return x.holder(indices)
+    if not isinstance(x, KerasTensor) or isinstance(indices, KerasTensor):
+        _unsupported("take", "only of a custom layer's weight with symbolic ids, or of a tensor with constant indices")
+    idx = np.asarray(indices)
+    if idx.dtype.kind not in "iu" or idx.ndim != 1 or axis is None:
+        _unsupported("take", "constant indices: a 1-D integer array along a given axis >= 1")
+    ps = _static(x, "take")
+    a = _axis(axis, x.ndim, "take")
+    if a == 0 or len(ps) > 2:
+        _unsupported("take", "along the batch axis, or of a sample of more than 2 axes")
+    n = ps[a - 1]
+    if idx.min() < -n or idx.max() >= n:
+        raise IndexError(f"keras.ops.take: indices out of range for axis {a} of {x.shape}")
+    sel = np.zeros((n, len(idx)), np.float32)
+    sel[idx % n, np.arange(len(idx))] = 1.0
+    if a == len(ps):                                       # the last axis: x @ S
+        return _per_sample_matmul(x, Const(sel)(x))
+    return MatMul()([Const(sel.T.copy())(x), x])            # axis 1 of (T, D): S^T @ x
 
 
 def power(x1, x2):
@@ -208,31 +439,45 @@ def power(x1, x2):
     if isinstance(x1, KerasTensor) and _scalar(x2) == 1.0:
         return x1
     if isinstance(x1, KerasTensor) and _scalar(x2) == 2.0:
-        return _same_shapes("square", Multiply, x1, x1)
-    _unsupported("power", "only x ** 2 (as x * x)")
+        return square(x1)
+    if isinstance(x1, KerasTensor) and _scalar(x2) == 0.5:
+        return sqrt(x1)
+    if isinstance(x1, KerasTensor) and _scalar(x2) == -1.0:
+        return reciprocal(x1)
+    _unsupported("power", "only x ** 2, x ** 0.5 and x ** -1")
 
 
 def square(x):
     if not _sym(x):
         return np.square(x)
-    return _same_shapes("square", Multiply, x, x)
+    return Unary("square")(x)
 
 
-def _unary(name, fn):
-    def op(x):
+def _unary(name, fn, op=None):
+    def un(x):
         if not _sym(x):
             return fn(x)
-        _unsupported(name)
-    op.__name__ = name
-    return op
+        if op is None:
+            _unsupported(name)
+        return Unary(op)(x)
+    un.__name__ = name
+    return un
 
 
-sqrt = _unary("sqrt", np.sqrt)
-abs = absolute = _unary("abs", np.abs)   # noqa: A001 - keras.ops' name
-log = _unary("log", np.log)
+sqrt = _unary("sqrt", np.sqrt, "sqrt")
+abs = absolute = _unary("abs", np.abs, "abs")   # noqa: A001 - keras.ops' name
+log = _unary("log", np.log, "log")
 sign = _unary("sign", np.sign)
 floor = _unary("floor", np.floor)
 round = _unary("round", np.round)   # noqa: A001 - keras.ops' name
+
+
+def reciprocal(x):
+    return divide(1.0, x)
+
+
+def rsqrt(x):
+    return divide(1.0, sqrt(x))
 
 
 def getitem(x, key):
@@ -466,9 +711,10 @@ mean = _reduce("mean", np.mean)
 max = _reduce("max", np.max)   # noqa: A001 - keras.ops' name
 sum = _reduce("sum", np.sum)   # noqa: A001 - keras.ops' name
 def min(x, axis=None, keepdims=False):   # noqa: A001 - keras.ops' name
+    """-max(-x)"""
     if not _sym(x):
         return np.min(x, axis=axis, keepdims=keepdims)
-    _unsupported("min")
+    return negative(max(negative(x), axis=axis, keepdims=keepdims))
 
 
 # keras.ops.nn: the activations under their nn names
@@ -477,4 +723,5 @@ nn = types.SimpleNamespace(relu=relu, sigmoid=sigmoid, tanh=tanh, softmax=softma
                            leaky_relu=leaky_relu, hard_sigmoid=hard_sigmoid)
 
 KerasTensor._ops.update(add=add, subtract=subtract, multiply=multiply, divide=divide, negative=negative,
-                        matmul=matmul, power=power, getitem=getitem)
+                        matmul=matmul, power=power, getitem=getitem, greater=greater, greater_equal=greater_equal,
+                        less=less, less_equal=less_equal)

@@ -23,7 +23,11 @@
     X(EMBEDDING) X(SIMPLE_RNN) X(LSTM) X(GRU) X(BIDIR) X(RNN_PART)                                             \
     /* DepthwiseConv2D (depth_multiplier in `filters`); Slice (keras.ops slicing, x[:, a:b:s]); Const (a    \
      * per-sample constant a custom layer's call() reads, shape in target_shape) */                               \
-    X(DEPTHWISE2D) X(SLICE) X(CONST)
+    X(DEPTHWISE2D) X(SLICE) X(CONST)                                                                               \
+    /* keras.ops math (layers/emath.c): UNARY (sqrt, log, max(x, c), ...: eop), BINARY (two tensors with        \
+     * size-1 axes broadcast: eop); WEIGHT (a custom layer's trainable weight, shape in target_shape, the same  \
+     * for every sample); BMM (a per-sample matrix product, layers.Dot / ops.matmul: layers/bmm.c) */          \
+    X(UNARY) X(BINARY) X(WEIGHT) X(BMM)
 
 #define BF_KIND_ENUM_(n) BF_L_##n,
 typedef enum { BF_LAYER_KINDS(BF_KIND_ENUM_) BF_L_COUNT_ } bf_layer_kind;

@@ -14,7 +14,9 @@ from .augmentation import RandomContrast, RandomCrop, RandomFlip, RandomRotation
 from .conv import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Convolution1D, Convolution1DTranspose,
                    Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D)
 from .core import Activation, Dense, Lambda
+from .dot import Dot
 from .embedding import Embedding
+from .emath import Binary, MatMul, Unary, Weight  # graph pieces of keras.ops math (not Keras layers)
 from .input_layer import Input, InputLayer
 from .layer import Layer
 from .merge import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract, add, average, concatenate,
@@ -37,7 +39,7 @@ from .reshaping import (Const, Flatten, Permute, RepeatVector, Reshape, Slice, U
 
 __all__ = ["Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",
            "BatchNormalization", "Bidirectional", "Concatenate", "Conv1D", "Conv1DTranspose", "Conv2D",
-           "Conv2DTranspose", "Convolution1D", "Convolution1DTranspose", "Convolution2DTranspose", "Dense", "DepthwiseConv2D", "Dropout", "ELU", "Embedding", "Flatten", "GRU",
+           "Conv2DTranspose", "Convolution1D", "Convolution1DTranspose", "Convolution2DTranspose", "Dense", "DepthwiseConv2D", "Dot", "Dropout", "ELU", "Embedding", "Flatten", "GRU",
            "GaussianDropout", "GaussianNoise",
            "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D", "GlobalMaxPool1D",
            "GlobalMaxPool2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "Input", "InputLayer", "LSTM", "Lambda", "Layer",

@@ -220,22 +220,26 @@ class Variable:
         self.layer, self.shape, self.name, self.trainable = layer, shape, name, bool(trainable)
         self.initializer, self.regularizer, self.constraint = initializer, regularizer, constraint
         self.dense = None   # set by ops.matmul
+        self.holder = None  # set by an elementwise op (ops.add, ...): a layers.emath.Weight
 
     def _where(self):
         return f"variable {self.name!r} of layer {self.layer.name!r}"
 
+    def _owner(self):
+        return self.dense if self.dense is not None else self.holder
+
     def numpy(self):
-        if self.dense is None or self.dense._model is None:
+        if self._owner() is None or self._owner()._model is None:
             raise ValueError(f"{self._where()} has no value yet: it is made when a model using it is built")
-        return self.dense.get_weights()[0]
+        return self._owner().get_weights()[0]
 
     def set_weights(self, weights):   # as a part of its layer's set_weights
         self.assign(weights[0])
 
     def assign(self, value):
-        if self.dense is None or self.dense._model is None:
+        if self._owner() is None or self._owner()._model is None:
             raise ValueError(f"{self._where()} cannot be set before a model using it is built")
-        self.dense.set_weights([value])
+        self._owner().set_weights([value])
 
     def __repr__(self):
         return f"<Variable {self.name} shape={self.shape} of {self.layer.name}>"

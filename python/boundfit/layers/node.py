@@ -70,26 +70,25 @@ class KerasTensor:
     def numpy(self):
         self._no_value("tensor.numpy()")
 
-    def _compare(self, other, op):
-        self._no_value(f"comparing a tensor with {op}, as in `if x {op} 0:`")
-
+    # comparisons are keras.ops calls too (a 0 / 1 tensor; `if x > 0:` then fails in __bool__)
     def __lt__(self, other):
-        return self._compare(other, "<")
+        return self._ops["less"](self, other)
 
     def __le__(self, other):
-        return self._compare(other, "<=")
+        return self._ops["less_equal"](self, other)
 
     def __gt__(self, other):
-        return self._compare(other, ">")
+        return self._ops["greater"](self, other)
 
     def __ge__(self, other):
-        return self._compare(other, ">=")
+        return self._ops["greater_equal"](self, other)
 
     __hash__ = object.__hash__
+    __array_ufunc__ = None   # array (op) tensor: NumPy defers to the tensor's reflected operator (ops.py)
 
     # Python operators are keras.ops calls: the functions, filled in by ops.py
     # (which imports this module): add, subtract, multiply, divide, negative,
-    # matmul, power, getitem
+    # matmul, power, getitem, greater, greater_equal, less, less_equal
     _ops = {}
 
     def __add__(self, other):

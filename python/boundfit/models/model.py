@@ -317,6 +317,7 @@ class Model(graph.GraphModel):
                 for a, j in zip(vals or [], r):
                     w[j] = a
             eng.set_weights(w)
+        _array_initializers(eng, g, carried, self._param_ranges)
         if carried:
             w = eng.get_weights()
             for l in g.owners:
@@ -659,3 +660,27 @@ class Model(graph.GraphModel):
 def utils_snake(name):
     out = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
     return out or "model"
+
+
+def _array_initializers(eng, g, carried, ranges):
+    """Weights of fresh layers whose initializer is Constant(array): the array, in the weight's shape
+    (`X_initializer` initializes the engine parameter named '<layer>/X')."""
+    todo = []
+    for l in g.owners:
+        if id(l) in carried or id(l) not in g.layer_node:
+            continue
+        for k, v in vars(l).items():
+            if k.endswith("_initializer") and isinstance(getattr(v, "value", None), np.ndarray):
+                todo.append((l, k[:-len("_initializer")], v.value))
+    if not todo:
+        return
+    w, info = eng.get_weights(), eng.layers_info()
+    for l, role, value in todo:
+        node = g.layer_node[id(l)]
+        for j, (pname, shape, _) in zip(ranges[node], info[node][2]):
+            if pname.rsplit("/", 1)[-1] == role:
+                if value.size != int(np.prod(shape)):
+                    raise ValueError(f"layer {l.name!r}: {role}_initializer Constant of {value.size} values for a "
+                                     f"weight of shape {tuple(shape)}")
+                w[j] = value.reshape(shape)
+    eng.set_weights(w)

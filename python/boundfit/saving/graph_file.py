@@ -161,6 +161,10 @@ def _make(cls, cfg):
     return layer
 
 
+_OPS_ARGS = {L.Unary: ("op", "param"), L.Binary: ("op",), L.MatMul: ("transpose_a", "transpose_b"),
+             L.Weight: ("shape", "initializer", "regularizer", "constraint")}
+
+
 def _make_layer(cls, cfg):
     name = cfg.pop("name")
     if cls is L.Dense:
@@ -183,6 +187,8 @@ def _make_layer(cls, cfg):
         return L.Concatenate(axis=cfg["axis"], name=name)
     if cls is L.Slice:
         return L.Slice(cfg["begin"], cfg["step"], cfg["length"], name=name)
+    if cls in _OPS_ARGS:   # keras.ops math: their few attributes
+        return cls(**{k: cfg[k] for k in _OPS_ARGS[cls]}, name=name)
     if cls is L.Const:   # its values are its weight, loaded next
         return L.Const(np.zeros(cfg["shape"], np.float32), name=name)
     return cls(name=name)

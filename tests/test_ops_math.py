@@ -1,0 +1,282 @@
+"""keras.ops math on symbolic tensors (the engine's UNARY / BINARY / WEIGHT /
+BMM kinds, csrc/core/layers/emath.c, bmm.c) and layers.Dot: the same weights
+and batch give Keras 3's predictions and training, gradients agree with
+finite differences, the plan is exact, and what stays unsupported raises
+OpNotSupportedError naming the op."""
+
+import numpy as np
+import pytest
+
+import boundfit as bf
+from boundfit.ops import OpNotSupportedError
+from conftest import engine_gradient, numeric_loss
+
+import keras_ref
+
+rng = np.random.default_rng(0)
+X = rng.standard_normal((12, 3, 4)).astype(np.float32)
+Y = rng.standard_normal((12, 1)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def keras():
+    return keras_ref.load()
+
+
+def unary_math(o):
+    """sqrt, log, abs, exp, square, max / min with a scalar, c / x, a comparison inside where"""
+    def f(t):
+        p = o.sqrt(o.maximum(o.square(t), 0.05)) + o.log(o.abs(t) + 1.5)
+        q = o.where(t > 0.1, o.exp(o.minimum(t, 1.0)), 2.0 / (o.abs(t) + 1.0))
+        return p - q
+    return f
+
+
+def broadcast_math(o):
+    """(T, D) with (T, 1), (1, D) and (D,); divide and maximum across ranks; min; x @ a 2-D array"""
+    def f(t):
+        row = o.sum(t, axis=-1, keepdims=True)          # (T, 1)
+        u = t / (o.abs(row) + 1.0) - o.maximum(t, row)
+        v = o.minimum(u, o.mean(t, axis=1, keepdims=True))  # (1, D)
+        w = np.linspace(-1.0, 1.0, 16, dtype=np.float32).reshape(4, 4)
+        return v * np.array([1.0, -2.0, 0.5, 3.0], np.float32) + o.min(t, axis=-1, keepdims=True) + o.matmul(t, w)
+    return f
+
+
+def batched_matmul(o):
+    """per-sample (T, D) @ (D, T) and (T, T) @ (T, D)"""
+    def f(t):
+        s = o.matmul(t, o.transpose(t, (0, 2, 1)))
+        return o.matmul(o.softmax(s), t)
+    return f
+
+
+def model(M, fn):
+    inp = M.Input(shape=(3, 4))
+    h = M.layers.Dense(4, name="d1")(inp)
+    y = M.layers.Lambda(fn)(h)
+    out = M.layers.Dense(1, name="d2")(M.layers.Flatten()(y))
+    return M.Model(inp, out)
+
+
+def keras_pair(keras, which):
+    km, bm = model(keras, which(keras.ops)), model(bf, which(bf.ops))
+    copy_dense(km, bm)
+    return km, bm
+
+
+def copy_dense(km, bm):
+    """Keras's Dense weights into boundfit's (constants and one_hot tables are weights of boundfit's graph
+    pieces, not of Keras's model)"""
+    kd = [l for l in km.layers if type(l).__name__ == "Dense"]
+    bd = [l for l in bm.layers if type(l).__name__ == "Dense"]
+    assert len(kd) == len(bd) > 0
+    for k, b in zip(kd, bd):
+        b.set_weights(k.get_weights())
+
+
+def dense_weights(m):
+    return [w for l in m.layers if type(l).__name__ == "Dense" for w in l.get_weights()]
+
+
+@pytest.mark.parametrize("which", [unary_math, broadcast_math, batched_matmul])
+def test_ops_predict_and_train_as_keras(keras, which):
+    km, bm = keras_pair(keras, which)
+    np.testing.assert_allclose(bm.predict(X, verbose=0), km.predict(X, verbose=0), rtol=1e-4, atol=1e-5)
+    km.compile(keras.optimizers.SGD(0.05), "mse")
+    bm.compile(bf.optimizers.SGD(0.05), "mse")
+    km.fit(X, Y, batch_size=6, epochs=1, shuffle=False, verbose=0)
+    bm.fit(X, Y, batch_size=6, epochs=1, shuffle=False, verbose=0)
+    for a, b in zip(dense_weights(bm), dense_weights(km)):
+        np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-4)
+
+
+def smooth_unary(o):
+    """the unary ops away from kinks (max / min / abs / where are checked against Keras's gradients above)"""
+    def f(t):
+        s = o.square(t) + 0.5
+        return o.sqrt(s) + o.log(s) * o.exp(t * 0.3) - 2.0 / s
+    return f
+
+
+def smooth_broadcast(o):
+    """(T, D) with (T, 1) and (1, D) in multiply, divide, subtract (an array operand is a Const, a weight of
+    boundfit's model that the directions here would move: checked against Keras above)"""
+    def f(t):
+        row = o.square(o.sum(t, axis=-1, keepdims=True)) + 1.0        # (T, 1)
+        col = o.mean(t, axis=1, keepdims=True)                         # (1, D)
+        return t / row - col * t - col / row
+    return f
+
+
+@pytest.mark.parametrize("which", [smooth_unary, smooth_broadcast, batched_matmul])
+def test_ops_gradients_match_finite_differences(which):
+    m = model(bf, which(bf.ops))
+    m.compile(optimizer="sgd", loss="mse")
+    x, y = X[:6].astype(np.float64).astype(np.float32), Y[:6]
+    g = engine_gradient(m, x, y)
+    w0 = m.get_weights()
+    r = np.random.default_rng(3)
+    eps = 1e-2
+    for _ in range(2):
+        d = [r.standard_normal(w.shape).astype(np.float32) for w in w0]
+        m.set_weights([w + eps * di for w, di in zip(w0, d)])
+        lp = numeric_loss(m, x, y)
+        m.set_weights([w - eps * di for w, di in zip(w0, d)])
+        lm = numeric_loss(m, x, y)
+        m.set_weights(w0)
+        fd, an = (lp - lm) / (2 * eps), sum(float((gi * di).sum()) for gi, di in zip(g, d))
+        assert abs(fd - an) <= 3e-2 * max(abs(fd), abs(an), 1e-2), (fd, an)
+
+
+def custom_weights(M):
+    class Affine(M.layers.Layer):
+        """x * w + b with its own weights (add_weight): (T, D) with (D,) and (T, D)"""
+        def build(self, input_shape):
+            self.w = self.add_weight(shape=(input_shape[-1],), initializer="random_normal", name="w")
+            self.b = self.add_weight(shape=(input_shape[1], input_shape[-1]), initializer="random_normal",
+                                     name="b")
+
+        def call(self, x):
+            return M.ops.maximum(x * self.w + self.b, 0.1 * x)
+
+    inp = M.Input(shape=(3, 4))
+    aff = Affine(name="affine")
+    out = M.layers.Dense(1)(M.layers.Flatten()(aff(M.layers.Dense(4)(inp))))
+    return M.Model(inp, out), aff
+
+
+def test_custom_layer_weights_used_elementwise_train_as_keras(keras, tmp_path):
+    km, ka = custom_weights(keras)
+    bm, ba = custom_weights(bf)
+    bm.set_weights(km.get_weights())
+    np.testing.assert_allclose(bm.predict(X, verbose=0), km.predict(X, verbose=0), rtol=1e-5, atol=1e-6)
+    km.compile(keras.optimizers.Adam(0.02), "mse")
+    bm.compile(bf.optimizers.Adam(0.02), "mse")
+    km.fit(X, Y, batch_size=4, epochs=2, shuffle=False, verbose=0)
+    bm.fit(X, Y, batch_size=4, epochs=2, shuffle=False, verbose=0)
+    for a, b in zip(ba.get_weights(), ka.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    for a, b in zip(bm.get_weights(), km.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    path = str(tmp_path / "m.npz")
+    bm.save(path)
+    np.testing.assert_allclose(bf.load_model(path).predict(X, verbose=0), bm.predict(X, verbose=0), rtol=1e-6)
+
+
+def dot_model(M, axes, normalize, shapes):
+    a, b = M.Input(shape=shapes[0]), M.Input(shape=shapes[1])
+    ha, hb = M.layers.Dense(shapes[0][-1])(a), M.layers.Dense(shapes[1][-1])(b)
+    d = M.layers.Dot(axes=axes, normalize=normalize)([ha, hb])
+    out = M.layers.Dense(1)(M.layers.Flatten()(d) if len(d.shape) > 2 else d)
+    return M.Model([a, b], out)
+
+
+@pytest.mark.parametrize("axes,normalize,shapes,train", [
+    (1, False, [(4,), (4,)], False), (1, True, [(4,), (4,)], True), ((2, 2), False, [(3, 4), (5, 4)], False),
+    ((2, 1), False, [(5, 3), (3, 3)], True), ((1, 1), True, [(3, 4), (3, 2)], True),
+    (-1, False, [(4,), (3, 4)], False)])
+def test_dot_layer_as_keras(keras, axes, normalize, shapes, train):
+    km, bm = dot_model(keras, axes, normalize, shapes), dot_model(bf, axes, normalize, shapes)
+    copy_dense(km, bm)
+    r = np.random.default_rng(5)
+    xs = [r.standard_normal((8,) + s).astype(np.float32) for s in shapes]
+    y = r.standard_normal((8, 1)).astype(np.float32)
+    np.testing.assert_allclose(bm.predict(xs, verbose=0), km.predict(xs, verbose=0), rtol=1e-4, atol=1e-5)
+    if not train:   # (the products without transposes are trained by batched_matmul above)
+        return
+    km.compile(keras.optimizers.SGD(0.05), "mse")
+    bm.compile(bf.optimizers.SGD(0.05), "mse")
+    km.fit(xs, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    bm.fit(xs, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    for a, b in zip(dense_weights(bm), dense_weights(km)):
+        np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-4)
+
+
+def test_one_hot_and_take_as_keras(keras):
+    def build(M):
+        ids = M.Input(shape=(5,), dtype="int32")
+        x = M.Input(shape=(3, 4))
+        oh = M.ops.one_hot(ids, 6)                                      # (5, 6)
+        t1 = M.ops.take(x, np.array([3, 0, 0]), axis=2)                 # (3, 3)
+        t2 = M.ops.take(x, np.array([2, 1]), axis=1)                    # (2, 4)
+        z = M.layers.Concatenate()([M.layers.Flatten()(oh), M.layers.Flatten()(t1), M.layers.Flatten()(t2)])
+        return M.Model([ids, x], M.layers.Dense(2)(z))
+    km, bm = build(keras), build(bf)
+    copy_dense(km, bm)
+    ids = np.random.default_rng(2).integers(0, 6, (7, 5)).astype(np.float32)
+    xs = [ids, X[:7]]
+    np.testing.assert_allclose(bm.predict(xs, verbose=0), km.predict(xs, verbose=0), rtol=1e-5, atol=1e-6)
+
+
+def test_plan_is_exact_for_the_new_kinds():
+    m = model(bf, broadcast_math(bf.ops))
+    m.compile(optimizer="sgd", loss="mse")
+    plan = m.estimate_memory(batch_size=6)
+    m.fit(X, Y, batch_size=6, epochs=1, verbose=0)
+    stats = m._last_run_stats
+    arenas = m._engine.weight_arena_bytes + m._engine.optimizer_arena_bytes + sum(s["run_high_water"] for s in stats)
+    assert all(s["run_high_water"] == s["run_reserved"] for s in stats)
+    assert sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured")) == arenas
+
+
+def test_what_stays_unsupported_raises_naming_the_op():
+    inp = bf.Input(shape=(4,))
+    with pytest.raises(OpNotSupportedError, match="tensordot.*mixes the samples"):
+        bf.layers.Lambda(lambda t: bf.ops.tensordot(t, t, 2), name="td")(inp)
+    with pytest.raises(OpNotSupportedError, match="layer 'td2'"):
+        bf.layers.Lambda(lambda t: bf.ops.tensordot(t, t, 2), name="td2")(inp)
+    with pytest.raises(OpNotSupportedError, match="do not broadcast"):
+        bf.ops.maximum(inp, bf.Input(shape=(3,)))
+    with pytest.raises(OpNotSupportedError, match="do not broadcast"):
+        bf.ops.divide(bf.Input(shape=(2, 4)), bf.Input(shape=(3, 4)))
+    with pytest.raises(OpNotSupportedError, match="floor"):
+        bf.ops.floor(inp)
+    with pytest.raises(OpNotSupportedError, match="matmul"):
+        bf.ops.matmul(inp, bf.Input(shape=(3, 2)))
+    with pytest.raises(ValueError, match="axis sizes differ"):
+        bf.layers.Dot(axes=1)([inp, bf.Input(shape=(3,))])
+
+
+def test_a_constant_array_initializer_fills_the_weight_as_keras(keras):
+    """keras.io's PointNet T-net: Dense(9, kernel_initializer='zeros', bias_initializer=Constant(eye(3).flatten()))"""
+    def build(M):
+        inp = M.Input(shape=(4,))
+        bias = M.initializers.Constant(np.eye(3).flatten())
+        return M.Model(inp, M.layers.Dense(9, kernel_initializer="zeros", bias_initializer=bias)(inp))
+    x = X[:3, 0]
+    np.testing.assert_array_equal(build(bf).predict(x, verbose=0), build(keras).predict(x, verbose=0))
+    with pytest.raises(ValueError, match="Constant of 9 values for a weight of shape \\(4,\\)"):
+        inp = bf.Input(shape=(4,))
+        bf.Model(inp, bf.layers.Dense(4, bias_initializer=bf.initializers.Constant(np.eye(3).flatten()))(inp))
+
+
+def test_rank_3_broadcasts_and_custom_weights_predict_and_train_as_keras(keras):
+    """per-sample (2, 3, 4) with weights (3, 1) and (4,), a (1, 1, 4) mean and a (1, 3, 1) array on the left"""
+    def build(M):
+        class Mix(M.layers.Layer):
+            def build(self, input_shape):
+                self.a = self.add_weight(shape=(3, 1), initializer="random_normal", name="a")
+                self.c = self.add_weight(shape=(4,), initializer="random_normal", name="c")
+
+            def call(self, x):
+                m = M.ops.reshape(M.ops.mean(M.ops.reshape(x, (-1, 2 * 3, 4)), axis=1), (-1, 1, 1, 4))  # (1, 1, 4)
+                k = np.array([1.0, -0.5, 2.0], np.float32).reshape(1, 3, 1)
+                return (x * self.a + self.c) / (M.ops.square(m) + 1.0) - k * x
+
+        inp, mix = M.Input(shape=(2, 3, 4)), Mix(name="mix")
+        y = mix(M.layers.Reshape((2, 3, 4))(M.layers.Dense(24)(M.layers.Flatten()(inp))))
+        return M.Model(inp, M.layers.Dense(1)(M.layers.Flatten()(y))), mix
+    r = np.random.default_rng(8)
+    x = r.standard_normal((6, 2, 3, 4)).astype(np.float32)
+    y = r.standard_normal((6, 1)).astype(np.float32)
+    (km, kmix), (bm, bmix) = build(keras), build(bf)
+    copy_dense(km, bm)
+    bmix.set_weights(kmix.get_weights())
+    np.testing.assert_allclose(bm.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-4, atol=1e-5)
+    km.compile(keras.optimizers.SGD(0.05), "mse")
+    bm.compile(bf.optimizers.SGD(0.05), "mse")
+    km.fit(x, y, batch_size=3, epochs=1, shuffle=False, verbose=0)
+    bm.fit(x, y, batch_size=3, epochs=1, shuffle=False, verbose=0)
+    for a, b in zip(bmix.get_weights() + dense_weights(bm), kmix.get_weights() + dense_weights(km)):
+        np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-4)
