@@ -265,6 +265,7 @@ img = x_train[:1]
 predictions = model.predict(img, verbose=0)
 score = float(keras.ops.sigmoid(predictions[0][0]))
 pred = predictions
+'''
 
 
 POINTNET = '''
@@ -314,6 +315,7 @@ model.compile(loss="sparse_categorical_crossentropy", optimizer=keras.optimizers
 history = model.fit(train_points, train_labels, batch_size=16, epochs=2, validation_split=0.25, verbose=0)
 pred = model.predict(train_points[:8], verbose=0)
 '''
+
 
 PROGRAMS = {
     "mnist_convnet": MNIST_CONVNET,
