@@ -352,7 +352,9 @@ static void test_losses(void) {
 static void test_metrics(void) {
     const char *names[] = {"binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy", "top_k",
                            "sparse_top_k", "mae", "mse", "rmse", "auc", "precision", "recall",
-                           "true_positives", "false_positives", "true_negatives", "false_negatives"};
+                           "true_positives", "false_positives", "true_negatives", "false_negatives",
+                           "precision_at_recall", "recall_at_precision", "sensitivity_at_specificity",
+                           "specificity_at_sensitivity"};
     _Static_assert(sizeof names / sizeof *names == BF_MET_LAST + 1, "a name per metric kind");
     char what[160];
     const int B = 67, C = 11;
@@ -367,7 +369,8 @@ static void test_metrics(void) {
     for (int kind = 0; kind <= BF_MET_LAST; kind++)
         for (int act = 0; act < 3; act++) /* linear (probabilities), sigmoid logits, softmax logits */
             for (int weighted = 0; weighted < 2; weighted++) {
-                bf_metric_spec m = {(bf_metric_kind)kind, weighted, 3, 200, 0.5f, 0, 0};
+                bf_metric_spec m = {.kind = (bf_metric_kind)kind, .weighted = weighted, .k = 3, .num_thresholds = 200,
+                                    .value = 0.5f, .threshold = 0.5f};
                 bf_act a = act == 0 ? BF_ACT_LINEAR : act == 1 ? BF_ACT_SIGMOID : BF_ACT_SOFTMAX;
                 float *p = act ? hrand(n, -4, 4) : hrand(n, 0, 1);
                 p[0] = p[1]; /* a tie */
