@@ -237,7 +237,7 @@ def test_keras_file_with_an_unsupported_conv1d_argument_is_refused(tmp_path):
     (lambda: layers.AveragePooling1D(2, strides=(1, 1)), ValueError, "strides"),
     (lambda: layers.MaxPooling1D(2, padding="causal"), ValueError, "padding"),
     (lambda: layers.GlobalMaxPooling1D(keepdims=1), ValueError, "keepdims"),
-    (lambda: layers.GlobalAveragePooling1D(data_format="channels_first"), ValueError, "data_format"),
+    (lambda: layers.GlobalAveragePooling1D(data_format="channels_middle"), ValueError, "data_format"),
 ])
 def test_bad_arguments_raise_naming_the_argument(make, exc, match):
     with pytest.raises(exc, match=match):
