@@ -8,7 +8,9 @@ BF_BENCH_BEFORE_SITE=DIR, else this build with BF_CPU_ISA=scalar, which
 keeps every Conv2D on im2col + OpenBLAS GEMM (the path before the direct
 AVX-512 / AVX2 kernels), so one run gives the before and after columns under
 the same machine load. BF_CPU_ISA=avx2 in the environment runs the main
-boundfit side on the AVX2 kernels. Prints the CPU, the
+boundfit side on the AVX2 kernels (OpenBLAS still picks its AVX-512
+kernels: add OPENBLAS_CORETYPE=Haswell, and ONEDNN_MAX_CPU_ISA=AVX2 for
+TensorFlow's oneDNN, to run every side on AVX2). Prints the CPU, the
 instruction set each boundfit side ran, and the load average before and
 after each model (other users' work on a shared machine shows there).
 
