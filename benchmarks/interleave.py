@@ -59,14 +59,16 @@ def peak_growth():
 """
 
 SERVE = """
-import sys as _sys
+import sys as _sys, time as _time
 setup()
 print("READY", flush=True)
 for _line in _sys.stdin:
     if _line.strip() == "end":
         print("END", final(), flush=True)
         break
-    print("ROUND", one_round(), flush=True)
+    _c0 = _time.process_time()
+    _w = one_round()
+    print("ROUND", _w, _time.process_time() - _c0, flush=True)
 """
 
 
@@ -74,6 +76,7 @@ class _Child:
     def __init__(self, code):
         self.p = subprocess.Popen([sys.executable, "-c", code + SERVE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
+        self.cpu = []
         self._read("READY")
 
     def _read(self, tag):
@@ -88,7 +91,12 @@ class _Child:
         return float(self._read(tag))
 
     def round(self):
-        return self._ask("go", "ROUND")
+        """the round's wall seconds; its CPU seconds (all the child's threads) go to self.cpu"""
+        self.p.stdin.write("go\n")
+        self.p.stdin.flush()
+        wall, cpu = self._read("ROUND").split()
+        self.cpu.append(float(cpu))
+        return float(wall)
 
     def close(self):
         final = self._ask("end", "END")
@@ -97,9 +105,12 @@ class _Child:
         return final
 
 
-def run_sides(codes, rounds):
+def run_sides(codes, rounds, cpu=None):
     """Returns, for each side: (best seconds, median seconds, final()) or
-    (None, the error's last line)."""
+    (None, the error's last line). A list `cpu` gets each side's median CPU
+    seconds a round (all its threads; None for a side that failed): on a
+    shared machine the wall time is the scheduler's share, the CPU time the
+    work done (spin-waiting included)."""
     kids, out = [], []
     for code in codes:
         try:
@@ -117,6 +128,8 @@ def run_sides(codes, rounds):
             out.append((None, str(kid)))
         else:
             out.append((min(t), statistics.median(t), kid.close()))
+        if cpu is not None:
+            cpu.append(None if isinstance(kid, Exception) else statistics.median(kid.cpu))
     return out
 
 

@@ -74,6 +74,18 @@ def test_cpu_conv1d_and_conv2d_transpose_kernels_match_naive_loops(tmp_path):
     assert r.returncode == 0 and " 0 FAIL" in r.stdout, r.stdout[-4000:]
 
 
+# LayerNorm's and attention's softmax row kernels per instruction set (rowops.h)
+ROWOPS = ["csrc/cpu/rowops.c", "csrc/cpu/rowops_scalar.c", "csrc/cpu/rowops_avx2.c", "csrc/cpu/rowops_avx512.c",
+          "csrc/cpu/cpu_isa.c"]
+
+
+def test_layernorm_and_softmax_row_kernels_match_double_loops_on_each_isa(tmp_path):
+    exe = tmp_path / "test_rowops"
+    _build(exe, ["tests/c/test_rowops.c", *ROWOPS])
+    r = _run(exe)
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "0 FAIL", r.stdout[-4000:]
+
+
 def test_thread_pool_runs_every_task_once_and_split_gemms_give_the_same_bits(tmp_path):
     exe = tmp_path / "test_par_pool"
     _build(exe, ["tests/c/test_par_pool.c"])

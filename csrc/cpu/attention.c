@@ -4,7 +4,8 @@
  * dropout, and one sgemm into the head's columns of O. Backward recomputes
  * the dropout mask from its seed and needs one (TQ,TK) tile of scratch (two
  * with dropout) per thread. The tile products run in row parts small enough
- * for OpenBLAS's unpacked small-matrix kernels. The projections around it
+ * for OpenBLAS's unpacked small-matrix kernels; the softmax rows are
+ * rowops_kern.h, per instruction set (rowops.h). The projections around it
  * are Dense GEMMs over all positions at once (core/layers/attention.c). */
 #include <math.h>
 #include <string.h>
@@ -14,7 +15,7 @@
 #include "blas_threads.h"
 #include "transpose.h"
 #include "par.h"
-#include "vec_exp.h"
+#include "rowops.h"
 
 /* The (b, h) tiles are independent tasks on the pool; on a busy machine the
  * threads wait on each other, so each direction times one thread against all
@@ -23,39 +24,21 @@ static double work_of(const bf_attn_geom *g) {
     return (double)g->B * g->H * g->TQ * g->TK * (double)(g->DK + g->DV);
 }
 
-/* batch row b's masks: attention_mask rows (TQ,TK), the query's steps (TQ),
- * the value's and key's steps (TK); NULL: none */
-typedef struct {
-    const float *m, *q, *v, *k;
-    size_t TK;
-} row_masks;
-
-static row_masks masks_of(const float *mask, const bf_attn_geom *g, int b) {
+// batch row b's masks (rowops.h)
+static bf_row_masks masks_of(const float *mask, const bf_attn_geom *g, int b) {
     const size_t TQ = (size_t)g->TQ, TK = (size_t)g->TK;
-    row_masks r = {mask ? mask + b * TQ * TK : NULL, g->qmask ? g->qmask + b * TQ : NULL,
-                   g->vmask ? g->vmask + b * TK : NULL, g->kmask ? g->kmask + b * TK : NULL, TK};
+    bf_row_masks r = {mask ? mask + b * TQ * TK : NULL, g->qmask ? g->qmask + b * TQ : NULL,
+                      g->vmask ? g->vmask + b * TK : NULL, g->kmask ? g->kmask + b * TK : NULL, TK};
     return r;
 }
 
-/* Key j attends query i when the query's step, attention_mask (i, j), the
- * value's and the key's steps and the causal rule all allow it. The key-side
- * masks of row i are three (TK) rows read with a branch-free test the
- * compiler vectorizes, a missing one replaced by one that is there. */
-typedef struct {
-    const float *a, *b, *c; /* NULL: no key-side mask */
-} key_rows;
-
-static key_rows keys_of(const row_masks *rm, int i) {
-    const float *m = rm->m ? rm->m + (size_t)i * rm->TK : NULL;
-    const float *any = m ? m : rm->v ? rm->v : rm->k;
-    key_rows k = {any, rm->v ? rm->v : any, rm->k ? rm->k : any};
-    return k;
+// the softmax kernels' view of tile t = (b, h)
+static bf_soft_tile soft_tile(const bf_attn_geom *g, long t) {
+    bf_soft_tile s = {g->TQ, g->TK, g->causal, g->zero_empty, g->rate,
+                      g->rate > 0.0f ? 1.0f / (1.0f - g->rate) : 1.0f, g->seed,
+                      (uint64_t)t * (uint64_t)g->TQ * (uint64_t)g->TK};
+    return s;
 }
-
-static inline int key_ok(const key_rows *k, int j) { return (k->a[j] > 0.5f) & (k->b[j] > 0.5f) & (k->c[j] > 0.5f); }
-
-// query i has no key to attend by its own step mask
-static int query_off(const row_masks *rm, int i) { return rm->q && !(rm->q[i] > 0.5f); }
 
 /* Tiles run in parallel on the pool (par.h), one per thread at a time, so
  * the scratch is per slot: the transposed key (forward) or value (backward)
@@ -114,69 +97,6 @@ size_t bf_cpu_attention_workspace_bytes(bf_backend *be, const bf_attn_geom *g, i
     return sizeof(float) * (slot_floats(g, backward) * slots + (!backward && g->p_tile ? tile * (slots - 1) : 0));
 }
 
-/* The softmax rows take branch-free loops the compiler vectorizes (8 partial
- * sums / maxima); keys past the causal limit n are 0. */
-
-// max of x (n) over the keys k allows (all when k->a is NULL); -Inf when none
-static float row_max(const float *x, const key_rows *k, int n) {
-    float m[8];
-    for (int l = 0; l < 8; l++) m[l] = -INFINITY;
-    int j = 0;
-    if (k->a) {
-        for (; j + 8 <= n; j += 8)
-            for (int l = 0; l < 8; l++) {
-                const float v = key_ok(k, j + l) ? x[j + l] : -INFINITY;
-                m[l] = v > m[l] ? v : m[l];
-            }
-        for (; j < n; j++) {
-            const float v = key_ok(k, j) ? x[j] : -INFINITY;
-            m[0] = v > m[0] ? v : m[0];
-        }
-    } else {
-        for (; j + 8 <= n; j += 8)
-            for (int l = 0; l < 8; l++) m[l] = x[j + l] > m[l] ? x[j + l] : m[l];
-        for (; j < n; j++) m[0] = x[j] > m[0] ? x[j] : m[0];
-    }
-    for (int l = 1; l < 8; l++) m[0] = m[l] > m[0] ? m[l] : m[0];
-    return m[0];
-}
-
-// sum of x (n) * y (n), or of x alone when y is NULL
-static float row_dot(const float *x, const float *y, int n) {
-    float a[8] = {0};
-    int j = 0;
-    if (y)
-        for (; j + 8 <= n; j += 8)
-            for (int l = 0; l < 8; l++) a[l] += x[j + l] * y[j + l];
-    else
-        for (; j + 8 <= n; j += 8)
-            for (int l = 0; l < 8; l++) a[l] += x[j + l];
-    for (; j < n; j++) a[0] += y ? x[j] * y[j] : x[j];
-    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-}
-
-// s (TQ,TK) scores -> softmax over the keys each row may attend (of 0..n-1: n = TK, or i+1 when causal), in place
-static void softmax_rows(float *s, const row_masks *rm, const bf_attn_geom *g) {
-    const int TQ = g->TQ, TK = g->TK;
-    for (int i = 0; i < TQ; i++) {
-        float *row = s + (size_t)i * TK;
-        const int n = g->causal && i + 1 < TK ? i + 1 : TK;
-        const key_rows k = keys_of(rm, i);
-        const float mx = query_off(rm, i) ? -INFINITY : row_max(row, &k, n);
-        if (mx == -INFINITY) { /* nothing to attend: uniform, or zero (see zero_empty) */
-            for (int j = 0; j < TK; j++) row[j] = g->zero_empty ? 0.0f : 1.0f / (float)TK;
-            continue;
-        }
-        if (k.a)
-            for (int j = 0; j < n; j++) row[j] = key_ok(&k, j) ? bf_exp_neg(row[j] - mx) : 0.0f;
-        else
-            for (int j = 0; j < n; j++) row[j] = bf_exp_neg(row[j] - mx);
-        const float inv = 1.0f / row_dot(row, NULL, n);
-        for (int j = 0; j < n; j++) row[j] *= inv;
-        for (int j = n; j < TK; j++) row[j] = 0.0f;
-    }
-}
-
 // d (TQ,TK) = p * keep / (1 - rate) for tile (b, h)
 static void drop_tile(float *d, const float *p, const bf_attn_geom *g, int b, int h) {
     const size_t n = (size_t)g->TQ * g->TK, base = ((size_t)b * g->H + h) * n;
@@ -206,8 +126,9 @@ static void forward_tile(void *ctx, long t, int slot) {
     const float *v = j->V + (size_t)b * TK * H * DV + (size_t)h * DV;
     float *o = j->O + (size_t)b * TQ * H * DV + (size_t)h * DV;
     gemm_nt(TQ, TK, DK, g->scale, q, H * DK, k, H * DK, kt, p, TK);
-    const row_masks rm = masks_of(j->mask, g, b);
-    softmax_rows(p, &rm, g);
+    const bf_row_masks rm = masks_of(j->mask, g, b);
+    const bf_soft_tile st = soft_tile(g, t);
+    bf_rowops()->softmax(p, &rm, &st);
     const float *src = p;
     if (g->rate > 0.0f) {
         drop_tile(ws, p, g, b, h);
@@ -238,9 +159,8 @@ static void backward_tile(void *ctx, long t, int slot) {
     const int H = g->H, TQ = g->TQ, TK = g->TK, DK = g->DK, DV = g->DV, b = (int)(t / H), h = (int)(t % H);
     const size_t tile = (size_t)TQ * TK;
     float *vt = j->ws + (size_t)slot * slot_floats(g, 1), *dp = vt + (size_t)TK * DV, *pd = dp + tile;
-    const float sc = g->rate > 0.0f ? 1.0f / (1.0f - g->rate) : 1.0f;
     const float *p = j->Pk + (size_t)t * tile;
-    const row_masks rm = masks_of(j->mask, g, b);
+    const bf_row_masks rm = masks_of(j->mask, g, b);
     const size_t qo = (size_t)b * TQ * H * DK + (size_t)h * DK, ko = (size_t)b * TK * H * DK + (size_t)h * DK;
     const size_t vo = (size_t)b * TK * H * DV + (size_t)h * DV, oo = (size_t)b * TQ * H * DV + (size_t)h * DV;
     const float *src = p;
@@ -251,22 +171,8 @@ static void backward_tile(void *ctx, long t, int slot) {
     // dV (TK,DV) = dropout(P)^T @ dO; dP (TQ,TK) = dO @ V^T
     gemm_rows(1, TK, DV, TQ, 1.0f, src, TK, j->dO + oo, H * DV, j->dV + vo, H * DV);
     gemm_nt(TQ, TK, DV, 1.0f, j->dO + oo, H * DV, j->V + vo, H * DV, vt, dp, TK);
-    const size_t base = (size_t)t * tile;
-    for (int i = 0; i < TQ; i++) {
-        float *d = dp + (size_t)i * TK;
-        const float *pr = p + (size_t)i * TK;
-        if (g->rate > 0.0f)
-            for (int c = 0; c < TK; c++)
-                d[c] = bf_attn_keep(g->seed, base + (size_t)i * TK + c, g->rate) ? d[c] * sc : 0.0f;
-        const float s = row_dot(pr, d, TK);
-        const int n = query_off(&rm, i) ? 0 : g->causal && i + 1 < TK ? i + 1 : TK;
-        const key_rows k = keys_of(&rm, i);
-        if (k.a)
-            for (int c = 0; c < n; c++) d[c] = key_ok(&k, c) ? pr[c] * (d[c] - s) : 0.0f;
-        else
-            for (int c = 0; c < n; c++) d[c] = pr[c] * (d[c] - s);
-        for (int c = n; c < TK; c++) d[c] = 0.0f;
-    }
+    const bf_soft_tile st = soft_tile(g, t);
+    bf_rowops()->softmax_bwd(dp, p, &rm, &st);
     // dQ (TQ,DK) = scale * dS @ K; dK (TK,DK) = scale * dS^T @ Q
     gemm_rows(0, TQ, DK, TK, g->scale, dp, TK, j->K + ko, H * DK, j->dQ + qo, H * DK);
     gemm_rows(1, TK, DK, TQ, g->scale, dp, TK, j->Q + qo, H * DK, j->dK + ko, H * DK);

@@ -1,5 +1,6 @@
 /* cpu_isa.h - the vector instruction set the hand-written CPU kernels run on
- * (conv2d_direct.c), chosen once per process at run time: the best the CPU
+ * (conv2d_direct.c; LayerNorm's and the softmax's rows, rowops.c), chosen
+ * once per process at run time: the best the CPU
  * and OS support (cpuid via __builtin_cpu_supports), capped by the
  * environment variable BF_CPU_ISA=scalar|avx2|avx512 (tests force each
  * path with it, or with bf_cpu_isa_set in the standalone C tests).

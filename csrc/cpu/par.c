@@ -6,8 +6,8 @@
  * no more buffers are in use than the threads blas_runtime brought up). The
  * caller claims tasks too: if no worker wakes
  * (none could be created, a forked child has none, the machine is busy) the
- * caller runs them all. Workers spin briefly on a 32-bit bell, then sleep in
- * futex_wait on it. Linux only; elsewhere everything runs on the caller. */
+ * caller runs them all. Workers spin briefly on a 32-bit bell (pause, then
+ * sched_yield), then sleep in futex_wait on it. Linux only; elsewhere everything runs on the caller. */
 #define _GNU_SOURCE /* syscall, pthread_attr_setstacksize under -std=c11 */
 #include "par.h"
 
@@ -34,9 +34,12 @@
 #define LIM_SHIFT (2 * TASK_BITS)
 #define GEN_SHIFT (LIM_SHIFT + 7)
 #define SPIN_ROUNDS 4000 /* pauses before a waiting caller yields its core */
-#define SPIN_NS 2000000L  /* a worker spins this long after its last task, then sleeps:
-                             the ops between two GEMMs are shorter, and a futex wake
-                             takes 10-50 us on a virtual machine */
+#define PAUSE_NS 50000L   /* a worker spins on pause this long after its last task, */
+#define SPIN_NS 2000000L  /* then on sched_yield up to this long, then sleeps: the ops
+                             between two GEMMs are shorter, and a futex wake takes 10-50 us
+                             on a virtual machine; the yields hand the core to a thread
+                             that has work (this process's caller on a busy machine)
+                             instead of spinning away the process's share of it */
 
 static struct {
     int slots, workers;
@@ -92,7 +95,11 @@ static void *worker(void *arg) {
             if (++spins % 64 != 0) continue;
             const long t = now_ns();
             if (t0 == 0) t0 = t;
-            if (t - t0 < SPIN_NS) continue;
+            if (t - t0 < PAUSE_NS) continue;
+            if (t - t0 < SPIN_NS) {
+                sched_yield();
+                continue;
+            }
             atomic_fetch_add(&P.sleepers, 1);
             syscall(SYS_futex, &P.bell, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
             atomic_fetch_sub(&P.sleepers, 1);
