@@ -254,15 +254,16 @@ def test_rank_killed_mid_epoch_makes_the_others_raise_within_seconds(tmp_path):
     assert took < 60
 
 
+@needs_mpi
 def test_job_that_lost_a_rank_resumes_from_backup_and_restore(tmp_path):
-    """Rank 1 dies in epoch 2 of 3; rank 0 raises; the whole job launched
-    again resumes from rank 0's backup of epoch 1 and ends with the weights of
-    one uninterrupted process with batch 2B (torchrun-style, over TCP)."""
-    recs, took, _, log = _launch_tcp(tmp_path, 2, "resume_kill", timeout=10)
+    """Under mpiexec, rank 1 dies in epoch 2 of 3; rank 0 raises; the whole
+    job launched again resumes from rank 0's backup of epoch 1 and ends with
+    the weights of one uninterrupted process with batch 2B."""
+    recs, took, _, log = _launch(tmp_path, 2, "resume_kill", wrapper=True, timeout=10)
     assert sorted(recs) == [0], log
     assert recs[0]["error"] == "DistributedError" and "rank 1" in recs[0]["message"], recs
     assert (tmp_path / "backup").is_dir()
-    recs, took, out, log = _launch_tcp(tmp_path, 2, "resume", timeout=20)
+    recs, took, out, log = _launch(tmp_path, 2, "resume", timeout=20)
     assert sorted(recs) == [0, 1] and all(r.get("ok") for r in recs.values()), (recs, log)
     assert [r["epochs_run"] for r in recs.values()] == [2, 2]   # epochs 2 and 3 only
     rng = np.random.default_rng(0)
