@@ -19,7 +19,7 @@
  * NCCL_BUFFSIZE (default 4 MiB) per channel, 2 channels.
  * Test switches, at that rank's 3rd collective: BF_SIM_NCCL_STALL_RANK=r
  * its proxy never finishes it (a stuck GPU: the peers and itself meet the
- * deadline); BF_SIM_NCCL_DIE_RANK=r the process dies in it (_exit: the peers
+ * deadline); BF_SIM_NCCL_DIE_RANK=r the process dies in it (SIGKILL: the peers
  * wait in the collective when it goes), or, with BF_SIM_NCCL_DIE_AT=init, in
  * ncclCommInitRank before joining (the peers wait in their init). */
 #include <errno.h>
@@ -155,7 +155,7 @@ static void proxy_main(ncclComm *c) {
         int e = c->error.load();
         if (e == ok) {
             ++c->ncalls;
-            if (c->die && c->ncalls == 3) _exit(9);
+            if (c->die && c->ncalls == 3) kill(getpid(), SIGKILL); /* test switch: the rank is killed mid-collective */
             if (c->stall && c->ncalls == 3)
                 while (!c->aborted.load()) nap(); /* stuck: only an abort ends it */
             e = c->aborted.load() ? sys_err : run_op(c, op);
@@ -219,7 +219,7 @@ static ncclResult_t init(ncclComm **out, int nranks, ncclUniqueId id, int rank, 
     if (!out || nranks < 1 || nranks > MAXR || rank < 0 || rank >= nranks || id.internal[0] != '/') return invalid_arg;
     const char *dr = getenv("BF_SIM_NCCL_DIE_RANK");
     const char *when = getenv("BF_SIM_NCCL_DIE_AT");
-    if (dr && atoi(dr) == rank && when && !strcmp(when, "init")) _exit(9); /* dies before joining */
+    if (dr && atoi(dr) == rank && when && !strcmp(when, "init")) kill(getpid(), SIGKILL); /* test switch: killed before joining */
     const size_t bytes = sizeof(shm_t) + (size_t)nranks * CHUNK * sizeof(float);
     int fd = shm_open(id.internal, O_RDWR | O_CREAT, 0600);
     if (fd < 0) return sys_err;
