@@ -13,7 +13,7 @@ import boundfit as bf
 import keras_ref
 from boundfit import layers
 from conftest import engine_gradient
-from test_elementwise_layers import fd_check, probe
+from test_elementwise_layers import fd_check, probe, train_mode_loss
 
 
 @pytest.fixture(scope="module")
@@ -148,11 +148,7 @@ def test_gradients_pass_through_as_finite_differences_say(aug):
     m.compile(optimizer="sgd", loss="mse")
     rng = np.random.default_rng(6)
     x, y = rng.standard_normal((6, 5)).astype(np.float32), rng.standard_normal((6, 2)).astype(np.float32)
-
-    def train_loss(model, x, y):  # the training-mode loss: one step at rate 0 (the same draw each time)
-        model.compile(optimizer=bf.optimizers.SGD(learning_rate=0.0), loss="mse")
-        return model.fit(x, y, batch_size=len(x), epochs=1, shuffle=False, verbose=0).history["loss"][0]
-    fd_check(m, x, y, eps=1e-3, loss=train_loss)
+    fd_check(m, x, y, eps=1e-3, loss=train_mode_loss)
 
 
 def test_a_model_with_the_layers_trains_with_an_exact_plan():

@@ -78,6 +78,12 @@ def assert_same(keras, build, in_shape, n=6, grads=True, seed=0, rtol=RTOL):
     return bm, km
 
 
+def train_mode_loss(model, x, y):
+    """The training-mode loss (random layers drawing): one step at rate 0, the same draw each time."""
+    model.compile(optimizer=bf.optimizers.SGD(learning_rate=0.0), loss="mse")
+    return model.fit(x, y, batch_size=len(x), epochs=1, shuffle=False, verbose=0).history["loss"][0]
+
+
 def fd_check(model, x, y, eps=1e-2, rtol=3e-2, loss=numeric_loss, skip=()):
     """directional_check (test_gradients) leaving the weights in `skip` (non-trainable) where they are"""
     g = engine_gradient(model, x, y)

@@ -5,7 +5,6 @@
  * of the graph only for the batch size, and gives that tensor no gradient. */
 #include "layer.h"
 
-#include <string.h>
 
 static bf_status infer(bf_layer *L, int rank, const int *shape) {
     (void)rank;
@@ -23,16 +22,7 @@ static int supported(const bf_backend *be, const bf_layer *L) {
 // out (B, shape...) = values (shape...) for every sample b
 static bf_status forward(bf_run *r, int i, int rows) {
     const bf_layer *L = &r->m->layers[i];
-    bf_strided g;
-    memset(&g, 0, sizeof g);
-    g.nd = 2;
-    g.n[0] = rows;
-    g.n[1] = L->out_size;
-    g.os[0] = L->out_size;
-    g.os[1] = 1;
-    g.is[0] = 0; /* every row reads the one copy */
-    g.is[1] = 1;
-    return r->be->strided_copy(r->be, bf_step_out(r, i), bf_step_param(r, L, 0), &g);
+    return bf_run_rows_of(r, bf_step_out(r, i), bf_step_param(r, L, 0), rows, L->out_size);
 }
 
 // dinp (B, anchor...) = 0: the constant does not depend on its anchor

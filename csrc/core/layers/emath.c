@@ -270,15 +270,7 @@ static bf_status w_plan(bf_run *r, int i, int t, int tb, int bw) {
 // out (B, shape) = w (shape) for every sample
 static bf_status w_forward(bf_run *r, int i, int rows) {
     const bf_layer *L = &r->m->layers[i];
-    bf_strided g;
-    memset(&g, 0, sizeof g);
-    g.nd = 2;
-    g.n[0] = rows;
-    g.n[1] = L->out_size;
-    g.os[0] = L->out_size;
-    g.os[1] = 1;
-    g.is[1] = 1; /* is[0] = 0: every row reads the one copy */
-    return r->be->strided_copy(r->be, bf_step_out(r, i), bf_step_param(r, L, 0), &g);
+    return bf_run_rows_of(r, bf_step_out(r, i), bf_step_param(r, L, 0), rows, L->out_size);
 }
 
 // dw (shape) += sum_b dout (B, shape); dinp (anchor) = 0

@@ -66,6 +66,9 @@ static inline bf_act bf_step_act(const bf_run *r, int i) {
 /* queue the bound of node i's parameter gradients (BF_LF_BOUND kinds) */
 bf_status bf_run_take_bound(bf_run *r, int i, const float *inp, long n_in, const float *dz, long n_dz, double count);
 
+/* out (rows, size) = one (size) in every row: a constant or a weight per sample (layers/common.c) */
+bf_status bf_run_rows_of(bf_run *r, float *out, const float *one, int rows, long size);
+
 /* out = act(z) (N,C) with the node's parameters; dz = act'(z or out) * dout (layers/activation.c) */
 bf_status bf_run_act_forward(bf_run *r, const bf_layer *L, float *out, const float *z, bf_act act, long N, int C);
 bf_status bf_run_act_backward(bf_run *r, const bf_layer *L, float *dz, const float *dout, const float *z,
