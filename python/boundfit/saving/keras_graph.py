@@ -16,8 +16,10 @@
   (sorted, private ones last), with `layers` among them.
 
 - Operations (not layers) of a graph: the Slice kind as Keras's GetItem,
-  the Const kind as zeros_like(x[:, 0, None]) + values; read back from
-  Keras's files with Add / Subtract / Multiply of tensors and numbers.
+  the Const kind as zeros_like(x[:, 0, None]) + values, the keras.ops math
+  kinds (Unary, Binary, MatMul) as Keras's Sqrt / Maximum / Divide / Greater
+  + Cast / Matmul ... (keras_ops.py); read back from Keras's files with the
+  same operations (and Where, Transpose, Cast, OneHot, Take).
 - Keras composite layers (SeparableConv2D), which boundfit traces into
   sublayers, as one layer of Keras's graph with its own weights path.
 
@@ -27,6 +29,7 @@ and the graph is what boundfit runs. Its `.weights.h5` keeps Keras's
 subclassed layout, so Keras's instance of the same class reads it."""
 
 import re
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -34,7 +37,7 @@ from .. import layers as L, ops as bf_ops
 from ..layers.layer import _DTYPE, keras_object as _obj, layer_config
 from ..layers.merge import _Merge
 from ..layers.node import KerasTensor, MaskTensor
-from . import config as keras_config
+from . import config as keras_config, keras_ops
 from .registry import model_classes
 
 FUNCTIONAL, SEQUENTIAL, SUBCLASSED = "Functional", "Sequential", "Subclassed"
@@ -181,7 +184,7 @@ _OPS_MODULE = "keras.src.ops.numpy"
 
 def is_keras_op(op):
     """A node Keras writes as operations, not a layer (not in `model.layers`, no weights path)."""
-    return isinstance(op, (L.Slice, L.Const))
+    return isinstance(op, (L.Slice, L.Const) + keras_ops.WRITTEN)
 
 
 def _history(name, k, shape):
@@ -211,6 +214,57 @@ def _const_entries(op, calls):
         e["inbound_nodes"] = [node(k, x) for k, x in calls]
         out.append(e)
     return out
+
+
+def _weight_entries(op, calls):
+    """A custom layer's weight used elementwise (Weight, shape S) as Keras's
+    Embedding(R, S[-1]) of constant ids: arange(R).reshape(S[:-1]) (R their
+    count; the Const's operations, named <weight>_ids), or for S of one axis
+    zeros_like(x[:, 0, ..., 0]); its table, the weight as (R, S[-1]), trains
+    in Keras as here, and Keras opens the file without the layer's class.
+    calls: [(node index, the call's tensor as a __keras_tensor__)]."""
+    lead, ids = op.shape[:-1], f"{op.name}_ids"
+    if lead:
+        out = _const_entries(SimpleNamespace(name=ids, shape=lead, _values=np.arange(
+            int(np.prod(lead)), dtype=np.float32).reshape(lead)), calls)
+    else:
+        anchor = f"{op.name}_anchor"
+        out = []
+        for name, cls, extra, node in (
+                (anchor, "GetItem", {}, lambda k, x: {"args": [x, [_slice_entry(None, None, None)] +
+                                                              [0] * (len(x["config"]["shape"]) - 1)], "kwargs": {}}),
+                (ids, "ZerosLike", {"dtype": None}, lambda k, x: {"args": [_history(anchor, k, [])], "kwargs": {}})):
+            e = _entry(_OPS_MODULE, cls, dict(name=name, **extra), cls)
+            e["name"] = name
+            e["inbound_nodes"] = [node(k, x) for k, x in calls]
+            out.append(e)
+    emb = L.Embedding(op._keras_var_shape[0], op.shape[-1], embeddings_initializer=op._init,
+                      embeddings_regularizer=op._reg, embeddings_constraint=op._con, name=op.name)
+    emb.trainable = op.trainable
+    e = _entry("keras.layers", "Embedding", keras_config.layer_config(emb))
+    e["name"] = op.name
+    e["inbound_nodes"] = [{"args": [_history(ids, k, list(lead))], "kwargs": {}} for k, _ in calls]
+    return out + [e]
+
+
+def _weight_from_embedding(emb, x):
+    """An Embedding of the constant ids _weight_entries writes (named
+    <embedding>_ids) read back as the Weight it was; else None."""
+    ids = f"{emb.name}_ids"
+    if isinstance(x, _ConstAnchor) and x.zeros and x.r == 0 and x.name == ids and emb.input_dim == 1:
+        lead, anchor = (), x.x
+    elif isinstance(x, KerasTensor) and x._node is not None and isinstance(x._node.layer, L.Const) and \
+            x._node.layer.name == ids:
+        v = x._node.layer._values
+        if emb.input_dim != v.size or not np.array_equal(v.ravel(), np.arange(v.size)):
+            return None
+        lead, anchor = v.shape, x._node.inputs[0]
+    else:
+        return None
+    w = L.Weight(tuple(lead) + (emb.output_dim,), initializer=emb.embeddings_initializer,
+                 regularizer=emb.embeddings_regularizer, constraint=emb.embeddings_constraint, name=emb.name)
+    w.trainable = emb.trainable
+    return w(anchor)
 
 
 def _slice_entry(start, stop, step):
@@ -274,16 +328,19 @@ def _array_arg(v):
 
 class KerasOp:
     """A Keras operation node of a Functional config, rebuilt by calling the
-    keras.ops function boundfit traces it with: GetItem (x[key]); and the
-    constant boundfit writes a Const as (zeros_like(x[:, 0, None]) + V)."""
+    keras.ops function boundfit traces it with: GetItem (x[key]), the math
+    of keras_ops.py (Sqrt, Maximum, Divide, Where, Matmul, OneHot, Take ...);
+    and the constant boundfit writes a Const as (zeros_like(x[:, 0, None]) + V)."""
 
     def __init__(self, entry):
         self.name = entry.get("name") or (entry.get("config") or {}).get("name")
         self.class_name = entry.get("class_name")
+        self.config = entry.get("config") or {}
 
     def _fail(self, args):
         raise ValueError(f"operation {self.name!r} ({self.class_name}): arguments {args!r} are not a form boundfit "
-                         "reads (x[key] with slices, ... and integers; zeros_like(x[:, 0, None]) + an array)")
+                         "reads (x[key] with slices, ... and integers; zeros_like(x[:, 0, None]) + an array; the "
+                         "keras.ops math of saving/keras_ops.py on tensors and numbers)")
 
     def _call_from_keras(self, args, kwargs, tensor):
         ts = [tensor(a) if isinstance(a, dict) and a.get("class_name") == "__keras_tensor__" else a for a in args]
@@ -300,15 +357,27 @@ class KerasOp:
             v = _array_arg(args[1])
             if v is not None and v.ndim == ts[0].r:
                 return L.Const(v, name=self.name)(ts[0].x)
+        vals = [keras_ops.arg(a, tensor) for a in args]
+        if any(isinstance(v, _ConstAnchor) for v in vals):
+            self._fail(args)
+        read = keras_ops.READ.get(self.class_name)
         fn = _BINARY.get(self.class_name)
-        if fn is not None and len(ts) == 2 and all(isinstance(t, KerasTensor) or (
-                isinstance(t, (int, float)) and not isinstance(t, bool)) for t in ts):
-            return getattr(bf_ops, fn)(*ts)   # x + y, x * 2.0 ...: as keras.ops traces them here
-        self._fail(args)
+        if fn is not None and len(vals) == 2 and all(isinstance(v, KerasTensor) for v in vals):
+            read = keras_ops.BROADCAST[self.class_name]   # two tensors: a merge layer, or Binary to broadcast
+        elif fn is not None and len(vals) == 2:
+            read = keras_ops.through_ops(fn)   # x + 2.0, x * array ...: as keras.ops traces them here
+        if read is None:
+            self._fail(args)
+        try:
+            return read(self.config, *vals)
+        except bf_ops.OpNotSupportedError as e:
+            raise ValueError(f"operation {self.name!r} ({self.class_name}): {e}") from None
+        except TypeError:   # a call of another form (arguments) than the one boundfit reads
+            self._fail(args)
 
 
 _BINARY = {"Add": "add", "Subtract": "subtract", "Multiply": "multiply"}
-_READ_OPS = {"GetItem", "ZerosLike"} | set(_BINARY)
+_READ_OPS = {"GetItem", "ZerosLike"} | set(_BINARY) | set(keras_ops.READ)
 
 
 def _layer_entry(op):
@@ -368,6 +437,13 @@ def functional_config(model):
     for op in ops:
         if isinstance(op, L.Const):
             entries += _const_entries(op, [(pos[n], tensor(n.inputs[0])) for n in _op_nodes(op) if n in own])
+            continue
+        if isinstance(op, L.Weight):
+            entries += _weight_entries(op, [(pos[n], tensor(n.inputs[0])) for n in _op_nodes(op) if n in own])
+            continue
+        if isinstance(op, keras_ops.WRITTEN):   # keras.ops math: Keras's operation nodes
+            entries += keras_ops.op_entries(op, [(pos[n], n, [tensor(t) for t in n.inputs])
+                                                 for n in _op_nodes(op) if n in own])
             continue
         e = _layer_entry(op)
         e["name"] = op.name
@@ -488,6 +564,10 @@ def functional_from_config(cfg, custom_objects=None):
             x = a[0]
             x = [tensor(t) for t in x] if isinstance(x, list) else \
                 {k: tensor(t) for k, t in x.items()} if isinstance(x, dict) and "class_name" not in x else tensor(x)
+        if isinstance(layer, L.Embedding) and not isinstance(x, (list, dict)):
+            w = _weight_from_embedding(layer, x)   # a custom layer's weight used elementwise, as written here
+            if w is not None:
+                return [w]
         for t in x if isinstance(x, list) else x.values() if isinstance(x, dict) else [x]:
             if isinstance(t, MaskTensor):
                 raise ValueError(f"layer {layer.name!r}: its input is the Keras op {t.name!r}, which boundfit reads "
@@ -594,6 +674,8 @@ def _class_path(obj, as_functional):
     if isinstance(obj, Model):
         k = kind(obj, as_functional)
         return snake(type(obj).__name__) if k == SUBCLASSED else k.lower()
+    if isinstance(obj, L.Weight):
+        return "embedding"   # Keras files hold it as an Embedding's table (_weight_entries)
     return snake(type(obj).__name__)
 
 
