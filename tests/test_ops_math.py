@@ -4,6 +4,9 @@ and batch give Keras 3's predictions and training, gradients agree with
 finite differences, the plan is exact, and what stays unsupported raises
 OpNotSupportedError naming the op."""
 
+import json
+import zipfile
+
 import numpy as np
 import pytest
 
@@ -378,6 +381,11 @@ def test_one_hot_and_take_keras_files_both_ways(keras, tmp_path):
     for name in ("theirs.keras", "ours.keras"):
         np.testing.assert_allclose(bf.models.load_model(tmp_path / name).predict(xs, verbose=0), want,
                                    rtol=1e-5, atol=1e-6)
+    bf.models.load_model(tmp_path / "theirs.keras").save(tmp_path / "again.keras")   # Keras's OneHot stays one
+    cfg = json.loads(zipfile.ZipFile(tmp_path / "again.keras").read("config.json"))
+    assert [e["class_name"] for e in cfg["config"]["layers"]].count("OneHot") == 1
+    np.testing.assert_allclose(keras.models.load_model(tmp_path / "again.keras").predict(xs, verbose=0), want,
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_custom_layer_weights_used_elementwise_keras_file_both_ways(keras, tmp_path):

@@ -131,12 +131,23 @@ def graph_order(model):
         d = max(node_depth.setdefault(key, 0), op_depth.get(id(op), 0))
         op_depth[id(op)] = node_depth[key] = d
         if key is not op:  # a layer call: its parents are one deeper
-            for u in key.inputs:
+            for i, u in enumerate(key.inputs):
                 pk = _src(u)[1]
                 if pk in finished:
-                    node_depth[pk] = max(d + 1, node_depth.get(pk, 0))
+                    node_depth[pk] = max(d + 1 + _chain(key.layer, i), node_depth.get(pk, 0))
     ops = sorted(first.values(), key=lambda p: (-op_depth[id(p[1])], p[0]))
     return [op for _, op in ops], finished
+
+
+def _chain(op, i):
+    """The operations Keras's graph has between input i of op's node and its
+    output beyond the one node of boundfit's (a Const's zeros_like(x[:, 0, None])
+    + values: 2), which deepen the layers before it as Keras counts depth."""
+    if isinstance(op, L.Const):
+        return 2
+    if isinstance(op, L.Weight):
+        return 3 if len(op.shape) > 1 else 2
+    return keras_ops.chain(op, i) if isinstance(op, keras_ops.WRITTEN) else 0
 
 
 def _op_nodes(op):
@@ -184,7 +195,7 @@ _OPS_MODULE = "keras.src.ops.numpy"
 
 def is_keras_op(op):
     """A node Keras writes as operations, not a layer (not in `model.layers`, no weights path)."""
-    return isinstance(op, (L.Slice, L.Const) + keras_ops.WRITTEN)
+    return isinstance(op, (L.Slice, L.Const) + keras_ops.WRITTEN) or keras_ops.is_one_hot(op)
 
 
 def _history(name, k, shape):
@@ -312,9 +323,10 @@ class _ConstAnchor:
 
 
 def _anchor_key(key, x):
-    """r when key is [:, 0, ..., 0 (every axis of x), None * r], else None."""
+    """r when key is [:, 0, ..., 0 (every axis of x), None * r], else None (r = 0: one number per sample,
+    which only zeros_like of it, the ids of a Weight's Embedding, reads)."""
     n = len(x._ps)
-    if (len(key) > n + 1 and key[0] == slice(None) and all(k == 0 and not isinstance(k, bool) for k in key[1:n + 1])
+    if (len(key) >= n + 1 and key[0] == slice(None) and all(k == 0 and not isinstance(k, bool) for k in key[1:n + 1])
             and all(k is None for k in key[n + 1:])):
         return len(key) - n - 1
     return None
@@ -424,7 +436,8 @@ def functional_config(model):
             return _op_call(n.layer, ts)
         if hasattr(n.layer, "_keras_call"):   # a layer with keyword tensor arguments (MultiHeadAttention)
             return n.layer._keras_call(ts)
-        many = len(ts) > 1 if isinstance(n.layer, Model) else n.layer._n_inputs == "many"
+        # a layer of several tensors (a merge, or layers.Dot, which boundfit traces) takes them as one list
+        many = len(ts) > 1 if isinstance(n.layer, Model) else n.layer._n_inputs == "many" or len(ts) > 1
         if isinstance(n.layer, (Model, L.BatchNormalization)):
             kwargs = {"mask": None}
         elif isinstance(n.layer, L.Dropout):
@@ -441,9 +454,10 @@ def functional_config(model):
         if isinstance(op, L.Weight):
             entries += _weight_entries(op, [(pos[n], tensor(n.inputs[0])) for n in _op_nodes(op) if n in own])
             continue
-        if isinstance(op, keras_ops.WRITTEN):   # keras.ops math: Keras's operation nodes
-            entries += keras_ops.op_entries(op, [(pos[n], n, [tensor(t) for t in n.inputs])
-                                                 for n in _op_nodes(op) if n in own])
+        if isinstance(op, keras_ops.WRITTEN) or keras_ops.is_one_hot(op):   # keras.ops: Keras's operation nodes
+            calls = [(pos[n], n, [tensor(t) for t in n.inputs]) for n in _op_nodes(op) if n in own]
+            entries += [keras_ops.one_hot_entry(op, calls)] if keras_ops.is_one_hot(op) else \
+                keras_ops.op_entries(op, calls)
             continue
         e = _layer_entry(op)
         e["name"] = op.name

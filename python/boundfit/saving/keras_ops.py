@@ -65,6 +65,13 @@ def _steps(op, node, k, ins):
     return steps + [(op.name, "Matmul", {}, [a, b])]
 
 
+def chain(op, i):
+    """Operations beyond one between input i of op's node and its output in Keras's graph (as _steps writes it)."""
+    if isinstance(op, L.MatMul):
+        return int(op.transpose_b if i else op.transpose_a)
+    return int(op.op in _COMPARE)
+
+
 def _compare(name, cls, args, k, ps):
     cmp = f"{name}_bool"
     return [(cmp, cls, {}, args), (name, "Cast", {"dtype": "float32"}, [_history(cmp, k, ps, "bool")])]
@@ -100,6 +107,26 @@ def through_ops(fn):
     return lambda cfg, a, b: getattr(bf_ops, fn)(a, b)
 
 
+def _one_hot(cfg, x):
+    """one_hot: boundfit's frozen identity Embedding, marked as Keras's OneHot (no weights in Keras's file,
+    written back as that operation)."""
+    y = bf_ops.one_hot(x, cfg["num_classes"], axis=cfg.get("axis", -1), sparse=cfg.get("sparse", False))
+    y._node.layer._keras_op = "OneHot"
+    return y
+
+
+def is_one_hot(op):
+    return getattr(op, "_keras_op", None) == "OneHot"
+
+
+def one_hot_entry(op, calls):
+    """A one_hot read from a Keras file, written back as Keras's OneHot operation."""
+    return {"module": "keras.src.ops.nn", "class_name": "OneHot",
+            "config": {"name": op.name, "num_classes": op.input_dim, "axis": -1, "dtype": None, "sparse": False},
+            "registered_name": "OneHot", "name": op.name,
+            "inbound_nodes": [{"args": ins, "kwargs": {}} for _, _, ins in calls]}
+
+
 def _one(fn):
     return lambda cfg, x: fn(x)
 
@@ -111,10 +138,10 @@ READ = {
     "Matmul": lambda cfg, a, b: bf_ops.matmul(a, b),
     "Transpose": lambda cfg, x: bf_ops.transpose(x, cfg.get("axes")),
     "Cast": lambda cfg, x: bf_ops.cast(x, cfg.get("dtype") or "float32"),
-    "OneHot": lambda cfg, x: bf_ops.one_hot(x, cfg["num_classes"], axis=cfg.get("axis", -1),
-                                            sparse=cfg.get("sparse", False)),
+    "OneHot": lambda cfg, x: _one_hot(cfg, x),
     "Take": lambda cfg, x, indices: bf_ops.take(x, indices, axis=cfg.get("axis")),
     **{cls: _broadcast_or(fn) for fn, cls in _BINARY.items() if fn not in ("add", "subtract", "multiply")},
+    "TrueDivide": _broadcast_or("divide"),   # x / y as Keras writes it
 }
 # Add / Subtract / Multiply with tensors or numbers: keras_graph.py's KerasOp reads them (and the constants'
 # zeros_like(x[:, 0, None]) + values); with broadcasting tensors here too
