@@ -415,3 +415,34 @@ def test_keras_file_operations_boundfit_does_not_read_are_named(keras, tmp_path)
     keras.Model(inp, keras.ops.take(inp, np.array([[0, 1]]), axis=2)).save(tmp_path / "t2.keras")
     with pytest.raises(ValueError, match="Take.*1-D"):   # 2-D indices: named, not guessed
         bf.models.load_model(tmp_path / "t2.keras")
+
+
+def test_math_ops_are_written_as_keras_writes_them(keras, tmp_path):
+    """where boundfit's graph and Keras's coincide, the file has Keras's operation nodes in Keras's order with
+    Keras's arguments (only the generated names differ)"""
+    def build(M):
+        o, L = M.ops, M.layers
+        inp = M.Input(shape=(3, 4))
+        h, g = L.Dense(4, name="d1")(inp), L.Dense(1, name="g")(inp)
+        u = o.log(o.abs(o.minimum(o.sqrt(o.maximum(o.square(h), 0.05)), 3.0)))
+        v = o.matmul(o.divide(u, g), L.Reshape((4, 3))(o.divide(2.0, o.abs(h))))          # (3, 4) @ (4, 3)
+        w = o.cast(o.greater(h, g), "float32")                                          # (3, 4) > (3, 1)
+        return M.Model(inp, L.Dense(1, name="d2")(L.Concatenate()([L.Flatten()(v), L.Flatten()(w)])))
+
+    def nodes(path):
+        cfg = json.loads(zipfile.ZipFile(path).read("config.json"))["config"]
+        names = {e["name"]: i for i, e in enumerate(cfg["layers"])}
+
+        def arg(a):
+            if isinstance(a, dict) and a.get("class_name") == "__keras_tensor__":
+                h = a["config"]["keras_history"]
+                return ("tensor", names[h[0]], h[1], h[2], tuple(a["config"]["shape"]))
+            return [arg(x) for x in a] if isinstance(a, list) else a
+        return [(e["class_name"], e["module"], [arg(n["args"]) for n in e["inbound_nodes"]]) for e in cfg["layers"]]
+    km, bm = build(keras), build(bf)
+    _same_dense(km, bm, ("d1", "g", "d2"))
+    km.save(tmp_path / "theirs.keras")
+    bm.save(tmp_path / "ours.keras")
+    assert nodes(tmp_path / "ours.keras") == nodes(tmp_path / "theirs.keras")
+    np.testing.assert_allclose(keras.models.load_model(tmp_path / "ours.keras").predict(X, verbose=0),
+                               km.predict(X, verbose=0), rtol=1e-5, atol=1e-6)

@@ -108,9 +108,10 @@ def _src(t):
     return t._node.layer, t._node
 
 
-def graph_order(model):
+def graph_order(model, keys=False):
     """(Keras's `model.layers` of a graph: InputLayers, layers and nested
-    models; the set of node keys that belong to this model)."""
+    models; the set of node keys that belong to this model); keys: and
+    {id(op): (its depth, its first visit)}, the order's sort keys."""
     finished, order, first = set(), [], {}
 
     def visit(t):
@@ -136,6 +137,8 @@ def graph_order(model):
                 if pk in finished:
                     node_depth[pk] = max(d + 1 + _chain(key.layer, i), node_depth.get(pk, 0))
     ops = sorted(first.values(), key=lambda p: (-op_depth[id(p[1])], p[0]))
+    if keys:
+        return [op for _, op in ops], finished, {i: (op_depth[i], r) for i, (r, _) in first.items()}
     return [op for _, op in ops], finished
 
 
@@ -148,6 +151,29 @@ def _chain(op, i):
     if isinstance(op, L.Weight):
         return 3 if len(op.shape) > 1 else 2
     return keras_ops.chain(op, i) if isinstance(op, keras_ops.WRITTEN) else 0
+
+
+def _chain_depths(chain):
+    """How far each entry of an op's chain (upstream first, the op's own entry
+    last) is above the last: Keras's depth of each is the op's plus that, and
+    a depth-first walk from the outputs meets them right after the op."""
+    names = {e["name"]: i for i, e in enumerate(chain)}
+    up = [0] * len(chain)
+
+    def refs(v):
+        if isinstance(v, dict) and v.get("class_name") == "__keras_tensor__":
+            yield v["config"]["keras_history"][0]
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                yield from refs(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                yield from refs(x)
+    for i in reversed(range(len(chain))):
+        for name in refs(chain[i].get("inbound_nodes")):
+            if name in names and names[name] < i:
+                up[names[name]] = max(up[names[name]], up[i] + 1)
+    return up
 
 
 def _op_nodes(op):
@@ -413,7 +439,7 @@ def _layer_entry(op):
 def functional_config(model):
     """Keras 3's Functional config (models/functional.py get_config) of a graph."""
     Model, _ = _models()
-    ops, own = graph_order(model)
+    ops, own, keys = graph_order(model, keys=True)
     pos = {}   # a node's index among its operation's nodes in this model
     for op in ops:
         for k, n in enumerate(n for n in _op_nodes(op) if n in own):
@@ -449,20 +475,21 @@ def functional_config(model):
     entries = []
     for op in ops:
         if isinstance(op, L.Const):
-            entries += _const_entries(op, [(pos[n], tensor(n.inputs[0])) for n in _op_nodes(op) if n in own])
-            continue
-        if isinstance(op, L.Weight):
-            entries += _weight_entries(op, [(pos[n], tensor(n.inputs[0])) for n in _op_nodes(op) if n in own])
-            continue
-        if isinstance(op, keras_ops.WRITTEN) or keras_ops.is_one_hot(op):   # keras.ops: Keras's operation nodes
+            chain = _const_entries(op, [(pos[n], tensor(n.inputs[0])) for n in _op_nodes(op) if n in own])
+        elif isinstance(op, L.Weight):
+            chain = _weight_entries(op, [(pos[n], tensor(n.inputs[0])) for n in _op_nodes(op) if n in own])
+        elif isinstance(op, keras_ops.WRITTEN) or keras_ops.is_one_hot(op):   # keras.ops: Keras's operation nodes
             calls = [(pos[n], n, [tensor(t) for t in n.inputs]) for n in _op_nodes(op) if n in own]
-            entries += [keras_ops.one_hot_entry(op, calls)] if keras_ops.is_one_hot(op) else \
+            chain = [keras_ops.one_hot_entry(op, calls)] if keras_ops.is_one_hot(op) else \
                 keras_ops.op_entries(op, calls)
-            continue
-        e = _layer_entry(op)
-        e["name"] = op.name
-        e["inbound_nodes"] = [] if isinstance(op, L.InputLayer) else [node(n) for n in _op_nodes(op) if n in own]
-        entries.append(e)
+        else:
+            e = _layer_entry(op)
+            e["name"] = op.name
+            e["inbound_nodes"] = [] if isinstance(op, L.InputLayer) else [node(n) for n in _op_nodes(op) if n in own]
+            chain = [e]
+        depth, first = keys[id(op)]
+        entries += [((-depth - up, first, up), e) for up, e in zip(_chain_depths(chain), chain)]
+    entries = [e for _, e in sorted(entries, key=lambda p: p[0])]
 
     def io(names, tensors, is_dict):
         if is_dict:
