@@ -415,6 +415,19 @@ def test_keras_file_operations_boundfit_does_not_read_are_named(keras, tmp_path)
     keras.Model(inp, keras.ops.take(inp, np.array([[0, 1]]), axis=2)).save(tmp_path / "t2.keras")
     with pytest.raises(ValueError, match="Take.*1-D"):   # 2-D indices: named, not guessed
         bf.models.load_model(tmp_path / "t2.keras")
+    x = bf.Input((3, 4))
+    bf.Model(x, bf.ops.sqrt(bf.layers.Dense(4)(x))).save(tmp_path / "sqrt.keras")
+    with zipfile.ZipFile(tmp_path / "sqrt.keras") as z:
+        parts = {n: z.read(n) for n in z.namelist()}
+    cfg = json.loads(parts["config.json"])
+    node = next(e for e in cfg["config"]["layers"] if e["class_name"] == "Sqrt")["inbound_nodes"][0]
+    node["args"] = node["args"] * 2                        # sqrt(x, x): not a call boundfit reads
+    parts["config.json"] = json.dumps(cfg)
+    with zipfile.ZipFile(tmp_path / "sqrt2.keras", "w") as z:
+        for n, data in parts.items():
+            z.writestr(n, data)
+    with pytest.raises(ValueError, match="operation 'unary.*' \\(Sqrt\\): arguments"):
+        bf.models.load_model(tmp_path / "sqrt2.keras")
 
 
 def test_math_ops_are_written_as_keras_writes_them(keras, tmp_path):
