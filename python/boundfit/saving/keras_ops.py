@@ -13,7 +13,12 @@ is Divide(c, x).
 Reading: each operation through boundfit.ops (which traces it into the same
 engine kinds: Unary, Binary, MatMul, Embedding for OneHot, ...); two
 tensors of one rank and different shapes into Binary (NumPy's size-1
-broadcast). An operation not in the table is refused naming it."""
+broadcast). A OneHot read stays Keras's OneHot when written back (its
+frozen identity table is no weight of Keras's file). An operation not in
+the table, or called in another form, is refused naming it.
+
+(Slice, Const and a custom layer's Weight, whose Keras form involves
+layers or constants, are written and read in keras_graph.py.)"""
 
 import numpy as np
 
