@@ -4,6 +4,9 @@ and batch give Keras 3's predictions and training, gradients agree with
 finite differences, the plan is exact, and what stays unsupported raises
 OpNotSupportedError naming the op."""
 
+import json
+import zipfile
+
 import numpy as np
 import pytest
 
@@ -280,3 +283,179 @@ def test_rank_3_broadcasts_and_custom_weights_predict_and_train_as_keras(keras):
     bm.fit(x, y, batch_size=3, epochs=1, shuffle=False, verbose=0)
     for a, b in zip(bmix.get_weights() + dense_weights(bm), kmix.get_weights() + dense_weights(km)):
         np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-4)
+
+
+# ---- .keras files: the math as Keras's operation nodes, both ways ----
+
+def math_graph(M):
+    """keras.ops on the tensors of a functional graph (Keras writes them as operation nodes): unary ops, numbers,
+    where / comparisons, broadcasting divide and comparison of (3, 4) with (3, 1), per-sample products"""
+    o, L = M.ops, M.layers
+    inp = M.Input(shape=(3, 4))
+    h = L.Dense(4, name="d1")(inp)
+    g = L.Dense(1, name="g")(inp)                                                       # (3, 1)
+    p = o.sqrt(o.maximum(o.square(h), 0.05)) + o.log(o.abs(h) + 1.5)
+    q = o.where(h > 0.1, o.exp(o.minimum(h, 1.0)), 2.0 / (o.abs(h) + 1.0))
+    r = h / (o.abs(g) + 1.0) - o.cast(h > g, "float32")
+    s = o.matmul(L.Activation("tanh")(o.matmul(h, o.transpose(h, (0, 2, 1)))), h)      # (3, 3) @ (3, 4)
+    return M.Model(inp, L.Dense(1, name="d2")(L.Flatten()((p - q) + r * s)))
+
+
+def _kinds(m):
+    names = [type(n.layer).__name__ for n in m._nodes]
+    return {k: names.count(k) for k in ("Unary", "Binary", "MatMul")}
+
+
+def _same_dense(km, bm, names):
+    for n in names:
+        bm.get_layer(n).set_weights(km.get_layer(n).get_weights())
+
+
+def test_math_ops_keras_files_both_ways(keras, tmp_path):
+    km, bm = math_graph(keras), math_graph(bf)
+    _same_dense(km, bm, ("d1", "g", "d2"))
+    want = km.predict(X, verbose=0)
+    np.testing.assert_allclose(bm.predict(X, verbose=0), want, rtol=1e-5, atol=1e-6)
+    kinds = _kinds(bm)
+    assert kinds == {"Unary": 10, "Binary": 2, "MatMul": 2}
+    bm.save(tmp_path / "ours.keras")                      # Keras opens it without boundfit and predicts alike
+    np.testing.assert_allclose(keras.models.load_model(tmp_path / "ours.keras").predict(X, verbose=0), want,
+                               rtol=1e-5, atol=1e-6)
+    km.save(tmp_path / "theirs.keras")
+    for name in ("ours.keras", "theirs.keras"):           # boundfit reads both into its engine kinds
+        m = bf.models.load_model(tmp_path / name)
+        np.testing.assert_allclose(m.predict(X, verbose=0), want, rtol=1e-5, atol=1e-6)
+        assert _kinds(m) == kinds, name
+        for a, b in zip(dense_weights(m), dense_weights(bm)):
+            np.testing.assert_array_equal(a, b)
+    m = bf.models.load_model(tmp_path / "ours.keras")     # and trains on as the model it was saved from
+    for x in (m, bm):
+        x.compile(bf.optimizers.SGD(0.05), "mse")
+        x.fit(X, Y, batch_size=6, epochs=1, shuffle=False, verbose=0)
+    for a, b in zip(dense_weights(m), dense_weights(bm)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_transposed_products_and_dot_layers_keras_files(keras, tmp_path):
+    """MatMul(transpose_a / transpose_b) as Transpose + Matmul; layers.Dot as Keras's Dot layer, both ways"""
+    a = bf.Input(shape=(3, 4))
+    h = bf.layers.Dense(4, name="d1")(a)
+    y = bf.layers.MatMul(transpose_a=True)([h, bf.layers.MatMul(transpose_b=True)([h, h])])   # (4, 3)
+    m = bf.Model(a, y)
+    m.save(tmp_path / "mm.keras")
+    np.testing.assert_allclose(keras.models.load_model(tmp_path / "mm.keras").predict(X, verbose=0),
+                               m.predict(X, verbose=0), rtol=1e-5, atol=1e-5)
+    back = bf.models.load_model(tmp_path / "mm.keras")
+    np.testing.assert_allclose(back.predict(X, verbose=0), m.predict(X, verbose=0), rtol=1e-6, atol=1e-6)
+
+    shapes = [(3, 4), (3, 2)]
+    km, bm = dot_model(keras, (1, 1), True, shapes), dot_model(bf, (1, 1), True, shapes)
+    copy_dense(km, bm)
+    r = np.random.default_rng(5)
+    xs = [r.standard_normal((5,) + s).astype(np.float32) for s in shapes]
+    want = km.predict(xs, verbose=0)
+    bm.save(tmp_path / "dot.keras")
+    km.save(tmp_path / "kdot.keras")
+    np.testing.assert_allclose(keras.models.load_model(tmp_path / "dot.keras").predict(xs, verbose=0), want,
+                               rtol=1e-5, atol=1e-6)
+    for name in ("dot.keras", "kdot.keras"):
+        back = bf.models.load_model(tmp_path / name)
+        assert "Dot" in [type(l).__name__ for l in back.layers]
+        np.testing.assert_allclose(back.predict(xs, verbose=0), want, rtol=1e-5, atol=1e-6)
+
+
+def test_one_hot_and_take_keras_files_both_ways(keras, tmp_path):
+    def build(M):
+        ids, x = M.Input(shape=(5,), dtype="int32"), M.Input(shape=(3, 4))
+        t = M.ops.take(x, np.array([3, 0, 0]), axis=2)                                  # (3, 3)
+        z = M.layers.Concatenate()([M.layers.Flatten()(M.ops.one_hot(ids, 6)), M.layers.Flatten()(t)])
+        return M.Model([ids, x], M.layers.Dense(2)(z))
+    km, bm = build(keras), build(bf)
+    copy_dense(km, bm)
+    xs = [np.random.default_rng(2).integers(0, 6, (7, 5)).astype(np.float32), X[:7]]
+    want = km.predict(xs, verbose=0)
+    km.save(tmp_path / "theirs.keras")
+    bm.save(tmp_path / "ours.keras")
+    np.testing.assert_allclose(keras.models.load_model(tmp_path / "ours.keras").predict(xs, verbose=0), want,
+                               rtol=1e-5, atol=1e-6)
+    for name in ("theirs.keras", "ours.keras"):
+        np.testing.assert_allclose(bf.models.load_model(tmp_path / name).predict(xs, verbose=0), want,
+                                   rtol=1e-5, atol=1e-6)
+    bf.models.load_model(tmp_path / "theirs.keras").save(tmp_path / "again.keras")   # Keras's OneHot stays one
+    cfg = json.loads(zipfile.ZipFile(tmp_path / "again.keras").read("config.json"))
+    assert [e["class_name"] for e in cfg["config"]["layers"]].count("OneHot") == 1
+    np.testing.assert_allclose(keras.models.load_model(tmp_path / "again.keras").predict(xs, verbose=0), want,
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_custom_layer_weights_used_elementwise_keras_file_both_ways(keras, tmp_path):
+    """a custom layer's own weights used elementwise (Weight nodes) as Keras Embeddings of constant ids: Keras
+    opens the file without the custom class, predicts and trains on alike; boundfit reads back the Weights"""
+    km, _ = custom_weights(keras)
+    bm, _ = custom_weights(bf)
+    bm.set_weights(km.get_weights())
+    bm.compile(bf.optimizers.Adam(0.02), "mse")
+    bm.fit(X, Y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    bm.save(tmp_path / "w.keras")
+    theirs = keras.models.load_model(tmp_path / "w.keras")
+    np.testing.assert_allclose(theirs.predict(X, verbose=0), bm.predict(X, verbose=0), rtol=1e-5, atol=1e-6)
+    ours = bf.models.load_model(tmp_path / "w.keras")
+    assert [type(n.layer).__name__ for n in ours._nodes].count("Weight") == 2
+    for a, b in zip(ours.get_weights(), bm.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(ours.predict(X, verbose=0), bm.predict(X, verbose=0), rtol=1e-6, atol=1e-7)
+    hk = theirs.fit(X, Y, batch_size=12, epochs=1, shuffle=False, verbose=0).history   # from the Adam state here
+    hb = bm.fit(X, Y, batch_size=12, epochs=1, shuffle=False, verbose=0).history
+    np.testing.assert_allclose(hk["loss"], hb["loss"], rtol=1e-5)
+    np.testing.assert_allclose(theirs.predict(X, verbose=0), bm.predict(X, verbose=0), rtol=1e-4, atol=1e-5)
+
+
+def test_keras_file_operations_boundfit_does_not_read_are_named(keras, tmp_path):
+    inp = keras.Input((3, 4))
+    keras.Model(inp, keras.ops.take(inp, np.array([[0, 1]]), axis=2)).save(tmp_path / "t2.keras")
+    with pytest.raises(ValueError, match="Take.*1-D"):   # 2-D indices: named, not guessed
+        bf.models.load_model(tmp_path / "t2.keras")
+    x = bf.Input((3, 4))
+    bf.Model(x, bf.ops.sqrt(bf.layers.Dense(4)(x))).save(tmp_path / "sqrt.keras")
+    with zipfile.ZipFile(tmp_path / "sqrt.keras") as z:
+        parts = {n: z.read(n) for n in z.namelist()}
+    cfg = json.loads(parts["config.json"])
+    node = next(e for e in cfg["config"]["layers"] if e["class_name"] == "Sqrt")["inbound_nodes"][0]
+    node["args"] = node["args"] * 2                        # sqrt(x, x): not a call boundfit reads
+    parts["config.json"] = json.dumps(cfg)
+    with zipfile.ZipFile(tmp_path / "sqrt2.keras", "w") as z:
+        for n, data in parts.items():
+            z.writestr(n, data)
+    with pytest.raises(ValueError, match="operation 'unary.*' \\(Sqrt\\): arguments"):
+        bf.models.load_model(tmp_path / "sqrt2.keras")
+
+
+def test_math_ops_are_written_as_keras_writes_them(keras, tmp_path):
+    """where boundfit's graph and Keras's coincide, the file has Keras's operation nodes in Keras's order with
+    Keras's arguments (only the generated names differ)"""
+    def build(M):
+        o, L = M.ops, M.layers
+        inp = M.Input(shape=(3, 4))
+        h, g = L.Dense(4, name="d1")(inp), L.Dense(1, name="g")(inp)
+        u = o.log(o.abs(o.minimum(o.sqrt(o.maximum(o.square(h), 0.05)), 3.0)))
+        v = o.matmul(o.divide(u, g), L.Reshape((4, 3))(o.divide(2.0, o.abs(h))))          # (3, 4) @ (4, 3)
+        w = o.cast(o.greater(h, g), "float32")                                          # (3, 4) > (3, 1)
+        return M.Model(inp, L.Dense(1, name="d2")(L.Concatenate()([L.Flatten()(v), L.Flatten()(w)])))
+
+    def nodes(path):
+        cfg = json.loads(zipfile.ZipFile(path).read("config.json"))["config"]
+        names = {e["name"]: i for i, e in enumerate(cfg["layers"])}
+
+        def arg(a):
+            if isinstance(a, dict) and a.get("class_name") == "__keras_tensor__":
+                h = a["config"]["keras_history"]
+                return ("tensor", names[h[0]], h[1], h[2], tuple(a["config"]["shape"]))
+            return [arg(x) for x in a] if isinstance(a, list) else a
+        return [(e["class_name"], e["module"], [arg(n["args"]) for n in e["inbound_nodes"]]) for e in cfg["layers"]]
+    km, bm = build(keras), build(bf)
+    _same_dense(km, bm, ("d1", "g", "d2"))
+    km.save(tmp_path / "theirs.keras")
+    bm.save(tmp_path / "ours.keras")
+    assert nodes(tmp_path / "ours.keras") == nodes(tmp_path / "theirs.keras")
+    np.testing.assert_allclose(keras.models.load_model(tmp_path / "ours.keras").predict(X, verbose=0),
+                               km.predict(X, verbose=0), rtol=1e-5, atol=1e-6)

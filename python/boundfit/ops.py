@@ -23,9 +23,9 @@ any layer:
 - one_hot(ids, n): an Embedding with a frozen identity table; take(weight,
   ids): an Embedding whose table is the custom layer's weight; take(x,
   constant indices, axis): MatMul with a constant 0 / 1 selection;
-- min: -max(-x); eye / ones / zeros: arrays (the Unary / Binary / Weight /
-  MatMul pieces, like Slice, save to boundfit's graph file, not to a Keras
-  file);
+- min: -max(-x); eye / ones / zeros: arrays (Keras files hold the Unary /
+  Binary / MatMul pieces as Keras's operation nodes, a Weight as an
+  Embedding of constant ids: saving/keras_ops.py, saving/keras_graph.py);
 - concatenate, stack (axis >= 1): Concatenate (and Reshape);
 - reshape (batch axis first, -1 or None), expand_dims, squeeze: Reshape;
   transpose with the batch axis first: Permute;

@@ -2,8 +2,11 @@
 an engine kind of csrc/core/layers/emath.c or bmm.c: Unary (sqrt, log,
 max(x, c), x > c, ...), Binary (two tensors of one rank, size-1 axes
 broadcast), Weight (a custom layer's add_weight used elementwise) and
-MatMul (a matrix product per sample). Not Keras layers: a model using them
-saves to boundfit's graph file (.npz), not to a .keras file."""
+MatMul (a matrix product per sample). Not Keras layers: Keras files hold
+Unary, Binary and MatMul as Keras's operation nodes (saving/keras_ops.py),
+a Weight as Keras's Embedding of constant ids (saving/keras_graph.py)."""
+
+import numpy as np
 
 from .. import constraints, initializers, regularizers
 from .args import engine_kinds
@@ -79,6 +82,17 @@ class Weight(Layer):
 
     def compute_output_shape(self, shape):
         return self.shape
+
+    # Keras files hold it as an Embedding's (rows, shape[-1]) table (saving/keras_graph.py)
+    @property
+    def _keras_var_shape(self):
+        return (max(1, int(np.prod(self.shape[:-1]))), self.shape[-1])
+
+    def _to_keras_vars(self, ws):
+        return [np.asarray(w).reshape(self._keras_var_shape) for w in ws]
+
+    def _from_keras_vars(self, got, want):
+        return [g.reshape(s) if g.size == int(np.prod(s)) else g for g, s in zip(got, want)]
 
     def spec(self):
         return dict(kind=WEIGHT, name=self.name, target_shape=self.shape,

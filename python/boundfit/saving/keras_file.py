@@ -70,7 +70,9 @@ def _trainable_slices(model, as_functional=False):
                 off += int(np.prod(shape)) if len(shape) else 1
     out = []
     for layer in keras_graph.trainable_order(model, as_functional):
-        out.extend(per.pop(model._layer_node.get(id(layer)), []))
+        got = per.pop(model._layer_node.get(id(layer)), [])
+        ks = getattr(layer, "_keras_var_shape", None)   # a weight Keras holds in another shape (Weight's table)
+        out.extend(got if ks is None else [(i, off, ks) for i, off, _ in got])
     for i in sorted(per):   # a layer Keras's walk does not reach: after the others, never lost
         out.extend(per[i])
     return out

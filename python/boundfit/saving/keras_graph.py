@@ -16,8 +16,10 @@
   (sorted, private ones last), with `layers` among them.
 
 - Operations (not layers) of a graph: the Slice kind as Keras's GetItem,
-  the Const kind as zeros_like(x[:, 0, None]) + values; read back from
-  Keras's files with Add / Subtract / Multiply of tensors and numbers.
+  the Const kind as zeros_like(x[:, 0, None]) + values, the keras.ops math
+  kinds (Unary, Binary, MatMul) as Keras's Sqrt / Maximum / Divide / Greater
+  + Cast / Matmul ... (keras_ops.py); read back from Keras's files with the
+  same operations (and Where, Transpose, Cast, OneHot, Take).
 - Keras composite layers (SeparableConv2D), which boundfit traces into
   sublayers, as one layer of Keras's graph with its own weights path.
 
@@ -27,6 +29,7 @@ and the graph is what boundfit runs. Its `.weights.h5` keeps Keras's
 subclassed layout, so Keras's instance of the same class reads it."""
 
 import re
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -34,7 +37,7 @@ from .. import layers as L, ops as bf_ops
 from ..layers.layer import _DTYPE, keras_object as _obj, layer_config
 from ..layers.merge import _Merge
 from ..layers.node import KerasTensor, MaskTensor
-from . import config as keras_config
+from . import config as keras_config, keras_ops
 from .registry import model_classes
 
 FUNCTIONAL, SEQUENTIAL, SUBCLASSED = "Functional", "Sequential", "Subclassed"
@@ -105,9 +108,10 @@ def _src(t):
     return t._node.layer, t._node
 
 
-def graph_order(model):
+def graph_order(model, keys=False):
     """(Keras's `model.layers` of a graph: InputLayers, layers and nested
-    models; the set of node keys that belong to this model)."""
+    models; the set of node keys that belong to this model); keys: and
+    {id(op): (its depth, its first visit)}, the order's sort keys."""
     finished, order, first = set(), [], {}
 
     def visit(t):
@@ -128,12 +132,48 @@ def graph_order(model):
         d = max(node_depth.setdefault(key, 0), op_depth.get(id(op), 0))
         op_depth[id(op)] = node_depth[key] = d
         if key is not op:  # a layer call: its parents are one deeper
-            for u in key.inputs:
+            for i, u in enumerate(key.inputs):
                 pk = _src(u)[1]
                 if pk in finished:
-                    node_depth[pk] = max(d + 1, node_depth.get(pk, 0))
+                    node_depth[pk] = max(d + 1 + _chain(key.layer, i), node_depth.get(pk, 0))
     ops = sorted(first.values(), key=lambda p: (-op_depth[id(p[1])], p[0]))
+    if keys:
+        return [op for _, op in ops], finished, {i: (op_depth[i], r) for i, (r, _) in first.items()}
     return [op for _, op in ops], finished
+
+
+def _chain(op, i):
+    """The operations Keras's graph has between input i of op's node and its
+    output beyond the one node of boundfit's (a Const's zeros_like(x[:, 0, None])
+    + values: 2), which deepen the layers before it as Keras counts depth."""
+    if isinstance(op, L.Const):
+        return 2
+    if isinstance(op, L.Weight):
+        return 3 if len(op.shape) > 1 else 2
+    return keras_ops.chain(op, i) if isinstance(op, keras_ops.WRITTEN) else 0
+
+
+def _chain_depths(chain):
+    """How far each entry of an op's chain (upstream first, the op's own entry
+    last) is above the last: Keras's depth of each is the op's plus that, and
+    a depth-first walk from the outputs meets them right after the op."""
+    names = {e["name"]: i for i, e in enumerate(chain)}
+    up = [0] * len(chain)
+
+    def refs(v):
+        if isinstance(v, dict) and v.get("class_name") == "__keras_tensor__":
+            yield v["config"]["keras_history"][0]
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                yield from refs(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                yield from refs(x)
+    for i in reversed(range(len(chain))):
+        for name in refs(chain[i].get("inbound_nodes")):
+            if name in names and names[name] < i:
+                up[names[name]] = max(up[names[name]], up[i] + 1)
+    return up
 
 
 def _op_nodes(op):
@@ -181,7 +221,7 @@ _OPS_MODULE = "keras.src.ops.numpy"
 
 def is_keras_op(op):
     """A node Keras writes as operations, not a layer (not in `model.layers`, no weights path)."""
-    return isinstance(op, (L.Slice, L.Const))
+    return isinstance(op, (L.Slice, L.Const) + keras_ops.WRITTEN) or keras_ops.is_one_hot(op)
 
 
 def _history(name, k, shape):
@@ -211,6 +251,57 @@ def _const_entries(op, calls):
         e["inbound_nodes"] = [node(k, x) for k, x in calls]
         out.append(e)
     return out
+
+
+def _weight_entries(op, calls):
+    """A custom layer's weight used elementwise (Weight, shape S) as Keras's
+    Embedding(R, S[-1]) of constant ids: arange(R).reshape(S[:-1]) (R their
+    count; the Const's operations, named <weight>_ids), or for S of one axis
+    zeros_like(x[:, 0, ..., 0]); its table, the weight as (R, S[-1]), trains
+    in Keras as here, and Keras opens the file without the layer's class.
+    calls: [(node index, the call's tensor as a __keras_tensor__)]."""
+    lead, ids = op.shape[:-1], f"{op.name}_ids"
+    if lead:
+        out = _const_entries(SimpleNamespace(name=ids, shape=lead, _values=np.arange(
+            int(np.prod(lead)), dtype=np.float32).reshape(lead)), calls)
+    else:
+        anchor = f"{op.name}_anchor"
+        out = []
+        for name, cls, extra, node in (
+                (anchor, "GetItem", {}, lambda k, x: {"args": [x, [_slice_entry(None, None, None)] +
+                                                              [0] * (len(x["config"]["shape"]) - 1)], "kwargs": {}}),
+                (ids, "ZerosLike", {"dtype": None}, lambda k, x: {"args": [_history(anchor, k, [])], "kwargs": {}})):
+            e = _entry(_OPS_MODULE, cls, dict(name=name, **extra), cls)
+            e["name"] = name
+            e["inbound_nodes"] = [node(k, x) for k, x in calls]
+            out.append(e)
+    emb = L.Embedding(op._keras_var_shape[0], op.shape[-1], embeddings_initializer=op._init,
+                      embeddings_regularizer=op._reg, embeddings_constraint=op._con, name=op.name)
+    emb.trainable = op.trainable
+    e = _entry("keras.layers", "Embedding", keras_config.layer_config(emb))
+    e["name"] = op.name
+    e["inbound_nodes"] = [{"args": [_history(ids, k, list(lead))], "kwargs": {}} for k, _ in calls]
+    return out + [e]
+
+
+def _weight_from_embedding(emb, x):
+    """An Embedding of the constant ids _weight_entries writes (named
+    <embedding>_ids) read back as the Weight it was; else None."""
+    ids = f"{emb.name}_ids"
+    if isinstance(x, _ConstAnchor) and x.zeros and x.r == 0 and x.name == ids and emb.input_dim == 1:
+        lead, anchor = (), x.x
+    elif isinstance(x, KerasTensor) and x._node is not None and isinstance(x._node.layer, L.Const) and \
+            x._node.layer.name == ids:
+        v = x._node.layer._values
+        if emb.input_dim != v.size or not np.array_equal(v.ravel(), np.arange(v.size)):
+            return None
+        lead, anchor = v.shape, x._node.inputs[0]
+    else:
+        return None
+    w = L.Weight(tuple(lead) + (emb.output_dim,), initializer=emb.embeddings_initializer,
+                 regularizer=emb.embeddings_regularizer, constraint=emb.embeddings_constraint, name=emb.name)
+    w.trainable = emb.trainable
+    return w(anchor)
 
 
 def _slice_entry(start, stop, step):
@@ -258,9 +349,10 @@ class _ConstAnchor:
 
 
 def _anchor_key(key, x):
-    """r when key is [:, 0, ..., 0 (every axis of x), None * r], else None."""
+    """r when key is [:, 0, ..., 0 (every axis of x), None * r], else None (r = 0: one number per sample,
+    which only zeros_like of it, the ids of a Weight's Embedding, reads)."""
     n = len(x._ps)
-    if (len(key) > n + 1 and key[0] == slice(None) and all(k == 0 and not isinstance(k, bool) for k in key[1:n + 1])
+    if (len(key) >= n + 1 and key[0] == slice(None) and all(k == 0 and not isinstance(k, bool) for k in key[1:n + 1])
             and all(k is None for k in key[n + 1:])):
         return len(key) - n - 1
     return None
@@ -274,16 +366,19 @@ def _array_arg(v):
 
 class KerasOp:
     """A Keras operation node of a Functional config, rebuilt by calling the
-    keras.ops function boundfit traces it with: GetItem (x[key]); and the
-    constant boundfit writes a Const as (zeros_like(x[:, 0, None]) + V)."""
+    keras.ops function boundfit traces it with: GetItem (x[key]), the math
+    of keras_ops.py (Sqrt, Maximum, Divide, Where, Matmul, OneHot, Take ...);
+    and the constant boundfit writes a Const as (zeros_like(x[:, 0, None]) + V)."""
 
     def __init__(self, entry):
         self.name = entry.get("name") or (entry.get("config") or {}).get("name")
         self.class_name = entry.get("class_name")
+        self.config = entry.get("config") or {}
 
     def _fail(self, args):
         raise ValueError(f"operation {self.name!r} ({self.class_name}): arguments {args!r} are not a form boundfit "
-                         "reads (x[key] with slices, ... and integers; zeros_like(x[:, 0, None]) + an array)")
+                         "reads (x[key] with slices, ... and integers; zeros_like(x[:, 0, None]) + an array; the "
+                         "keras.ops math of saving/keras_ops.py on tensors and numbers)")
 
     def _call_from_keras(self, args, kwargs, tensor):
         ts = [tensor(a) if isinstance(a, dict) and a.get("class_name") == "__keras_tensor__" else a for a in args]
@@ -300,15 +395,27 @@ class KerasOp:
             v = _array_arg(args[1])
             if v is not None and v.ndim == ts[0].r:
                 return L.Const(v, name=self.name)(ts[0].x)
+        vals = [keras_ops.arg(a, tensor) for a in args]
+        if any(isinstance(v, _ConstAnchor) for v in vals):
+            self._fail(args)
+        read = keras_ops.READ.get(self.class_name)
         fn = _BINARY.get(self.class_name)
-        if fn is not None and len(ts) == 2 and all(isinstance(t, KerasTensor) or (
-                isinstance(t, (int, float)) and not isinstance(t, bool)) for t in ts):
-            return getattr(bf_ops, fn)(*ts)   # x + y, x * 2.0 ...: as keras.ops traces them here
-        self._fail(args)
+        if fn is not None and len(vals) == 2 and all(isinstance(v, KerasTensor) for v in vals):
+            read = keras_ops.BROADCAST[self.class_name]   # two tensors: a merge layer, or Binary to broadcast
+        elif fn is not None and len(vals) == 2:
+            read = keras_ops.through_ops(fn)   # x + 2.0, x * array ...: as keras.ops traces them here
+        if read is None:
+            self._fail(args)
+        try:
+            return read(self.config, *vals)
+        except bf_ops.OpNotSupportedError as e:
+            raise ValueError(f"operation {self.name!r} ({self.class_name}): {e}") from None
+        except TypeError:   # a call of another form (arguments) than the one boundfit reads
+            self._fail(args)
 
 
 _BINARY = {"Add": "add", "Subtract": "subtract", "Multiply": "multiply"}
-_READ_OPS = {"GetItem", "ZerosLike"} | set(_BINARY)
+_READ_OPS = {"GetItem", "ZerosLike"} | set(_BINARY) | set(keras_ops.READ)
 
 
 def _layer_entry(op):
@@ -332,7 +439,7 @@ def _layer_entry(op):
 def functional_config(model):
     """Keras 3's Functional config (models/functional.py get_config) of a graph."""
     Model, _ = _models()
-    ops, own = graph_order(model)
+    ops, own, keys = graph_order(model, keys=True)
     pos = {}   # a node's index among its operation's nodes in this model
     for op in ops:
         for k, n in enumerate(n for n in _op_nodes(op) if n in own):
@@ -355,7 +462,8 @@ def functional_config(model):
             return _op_call(n.layer, ts)
         if hasattr(n.layer, "_keras_call"):   # a layer with keyword tensor arguments (MultiHeadAttention)
             return n.layer._keras_call(ts)
-        many = len(ts) > 1 if isinstance(n.layer, Model) else n.layer._n_inputs == "many"
+        # a layer of several tensors (a merge, or layers.Dot, which boundfit traces) takes them as one list
+        many = len(ts) > 1 if isinstance(n.layer, Model) else n.layer._n_inputs == "many" or len(ts) > 1
         if isinstance(n.layer, (Model, L.BatchNormalization)):
             kwargs = {"mask": None}
         elif isinstance(n.layer, L.Dropout):
@@ -367,12 +475,21 @@ def functional_config(model):
     entries = []
     for op in ops:
         if isinstance(op, L.Const):
-            entries += _const_entries(op, [(pos[n], tensor(n.inputs[0])) for n in _op_nodes(op) if n in own])
-            continue
-        e = _layer_entry(op)
-        e["name"] = op.name
-        e["inbound_nodes"] = [] if isinstance(op, L.InputLayer) else [node(n) for n in _op_nodes(op) if n in own]
-        entries.append(e)
+            chain = _const_entries(op, [(pos[n], tensor(n.inputs[0])) for n in _op_nodes(op) if n in own])
+        elif isinstance(op, L.Weight):
+            chain = _weight_entries(op, [(pos[n], tensor(n.inputs[0])) for n in _op_nodes(op) if n in own])
+        elif isinstance(op, keras_ops.WRITTEN) or keras_ops.is_one_hot(op):   # keras.ops: Keras's operation nodes
+            calls = [(pos[n], n, [tensor(t) for t in n.inputs]) for n in _op_nodes(op) if n in own]
+            chain = [keras_ops.one_hot_entry(op, calls)] if keras_ops.is_one_hot(op) else \
+                keras_ops.op_entries(op, calls)
+        else:
+            e = _layer_entry(op)
+            e["name"] = op.name
+            e["inbound_nodes"] = [] if isinstance(op, L.InputLayer) else [node(n) for n in _op_nodes(op) if n in own]
+            chain = [e]
+        depth, first = keys[id(op)]
+        entries += [((-depth - up, first, up), e) for up, e in zip(_chain_depths(chain), chain)]
+    entries = [e for _, e in sorted(entries, key=lambda p: p[0])]
 
     def io(names, tensors, is_dict):
         if is_dict:
@@ -488,6 +605,10 @@ def functional_from_config(cfg, custom_objects=None):
             x = a[0]
             x = [tensor(t) for t in x] if isinstance(x, list) else \
                 {k: tensor(t) for k, t in x.items()} if isinstance(x, dict) and "class_name" not in x else tensor(x)
+        if isinstance(layer, L.Embedding) and not isinstance(x, (list, dict)):
+            w = _weight_from_embedding(layer, x)   # a custom layer's weight used elementwise, as written here
+            if w is not None:
+                return [w]
         for t in x if isinstance(x, list) else x.values() if isinstance(x, dict) else [x]:
             if isinstance(t, MaskTensor):
                 raise ValueError(f"layer {layer.name!r}: its input is the Keras op {t.name!r}, which boundfit reads "
@@ -594,6 +715,8 @@ def _class_path(obj, as_functional):
     if isinstance(obj, Model):
         k = kind(obj, as_functional)
         return snake(type(obj).__name__) if k == SUBCLASSED else k.lower()
+    if isinstance(obj, L.Weight):
+        return "embedding"   # Keras files hold it as an Embedding's table (_weight_entries)
     return snake(type(obj).__name__)
 
 

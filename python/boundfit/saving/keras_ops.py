@@ -1,0 +1,163 @@
+"""keras.ops math of a graph (layers/emath.py: Unary, Binary, MatMul) as the
+operation nodes Keras 3 writes for the same keras.ops calls on KerasTensors
+(keras/src/ops/numpy.py: Sqrt, Square, Absolute, Log, Maximum, Minimum, Add,
+Subtract, Multiply, Divide, Greater ..., Matmul), and such nodes of a
+Functional config back into a boundfit graph.
+
+Writing: one node per call, or a short chain whose last entry carries the
+node's name (so its consumers' references stay): a comparison is Keras's
+Greater (a bool tensor) then Cast to float32 (boundfit's 0 / 1); a product
+with a transposed operand is Transpose(axes=(0, 2, 1)) then Matmul; c / x
+is Divide(c, x).
+
+Reading: each operation through boundfit.ops (which traces it into the same
+engine kinds: Unary, Binary, MatMul, Embedding for OneHot, ...); two
+tensors of one rank and different shapes into Binary (NumPy's size-1
+broadcast). A OneHot read stays Keras's OneHot when written back (its
+frozen identity table is no weight of Keras's file). An operation not in
+the table, or called in another form, is refused naming it.
+
+(Slice, Const and a custom layer's Weight, whose Keras form involves
+layers or constants, are written and read in keras_graph.py.)"""
+
+import numpy as np
+
+from .. import layers as L, ops as bf_ops
+from ..layers.node import KerasTensor
+
+MODULE = "keras.src.ops.numpy"
+
+_UNARY = {"sqrt": "Sqrt", "square": "Square", "abs": "Absolute", "log": "Log"}
+_COMPARE = {"greater": "Greater", "greater_equal": "GreaterEqual", "less": "Less", "less_equal": "LessEqual"}
+_BINARY = {"add": "Add", "subtract": "Subtract", "multiply": "Multiply", "divide": "Divide", "maximum": "Maximum",
+           "minimum": "Minimum", **_COMPARE}
+
+WRITTEN = (L.Unary, L.Binary, L.MatMul)
+
+
+def _history(name, k, ps, dtype="float32"):
+    return {"class_name": "__keras_tensor__",
+            "config": {"shape": [None, *ps], "dtype": dtype, "keras_history": [name, k, 0]}}
+
+
+def _steps(op, node, k, ins):
+    """[(entry name, class, extra config, args)] of call k (node, its inputs
+    `ins` as __keras_tensor__ dicts); the last step is named op.name."""
+    ps = list(node.outputs[0]._ps)
+    if isinstance(op, L.Unary):
+        x, c = ins[0], op.param
+        if op.op in _UNARY:
+            return [(op.name, _UNARY[op.op], {}, [x])]
+        if op.op == "rdivide":
+            return [(op.name, "Divide", {}, [c, x])]
+        if op.op in _COMPARE:
+            return _compare(op.name, _COMPARE[op.op], [x, c], k, ps)
+        return [(op.name, _BINARY[op.op], {}, [x, c])]    # maximum / minimum with a number
+    if isinstance(op, L.Binary):
+        if op.op in _COMPARE:
+            return _compare(op.name, _COMPARE[op.op], ins, k, ps)
+        return [(op.name, _BINARY[op.op], {}, list(ins))]
+    a, b = ins                                            # MatMul: (M, K) @ (K, N) per sample
+    steps = []
+    for flag, i, t, suffix in ((op.transpose_a, 0, a, "ta"), (op.transpose_b, 1, b, "tb")):
+        if flag:
+            tps = list(node.inputs[i]._ps)[::-1]
+            steps.append((f"{op.name}_{suffix}", "Transpose", {"axes": [0, 2, 1]}, [t]))
+            if i == 0:
+                a = _history(f"{op.name}_{suffix}", k, tps)
+            else:
+                b = _history(f"{op.name}_{suffix}", k, tps)
+    return steps + [(op.name, "Matmul", {}, [a, b])]
+
+
+def chain(op, i):
+    """Operations beyond one between input i of op's node and its output in Keras's graph (as _steps writes it)."""
+    if isinstance(op, L.MatMul):
+        return int(op.transpose_b if i else op.transpose_a)
+    return int(op.op in _COMPARE)
+
+
+def _compare(name, cls, args, k, ps):
+    cmp = f"{name}_bool"
+    return [(cmp, cls, {}, args), (name, "Cast", {"dtype": "float32"}, [_history(cmp, k, ps, "bool")])]
+
+
+def op_entries(op, calls):
+    """The Functional config entries of a Unary / Binary / MatMul op; calls:
+    [(node index in this model, node, its inputs as __keras_tensor__ dicts)]."""
+    entries = {}
+    for k, node, ins in calls:
+        for name, cls, extra, args in _steps(op, node, k, ins):
+            if name not in entries:
+                module = "keras.src.ops.core" if cls == "Cast" else MODULE
+                entries[name] = {"module": module, "class_name": cls, "config": dict(name=name, **extra),
+                                 "registered_name": cls, "name": name, "inbound_nodes": []}
+            entries[name]["inbound_nodes"].append({"args": args, "kwargs": {}})
+    return list(entries.values())
+
+
+# ---- reading: Keras's operation nodes -> boundfit.ops ----
+
+def _broadcast_or(fn):
+    def call(cfg, a, b):
+        if isinstance(a, KerasTensor) and isinstance(b, KerasTensor) and a._ps != b._ps and \
+                len(a._ps) == len(b._ps):
+            return L.Binary(fn)([a, b])   # NumPy's size-1 broadcast of one rank, as boundfit wrote it
+        return getattr(bf_ops, fn)(a, b)
+    return call
+
+
+def through_ops(fn):
+    """fn(a, b) of boundfit.ops by name (add, multiply ...), for a tensor and a number or an array."""
+    return lambda cfg, a, b: getattr(bf_ops, fn)(a, b)
+
+
+def _one_hot(cfg, x):
+    """one_hot: boundfit's frozen identity Embedding, marked as Keras's OneHot (no weights in Keras's file,
+    written back as that operation)."""
+    y = bf_ops.one_hot(x, cfg["num_classes"], axis=cfg.get("axis", -1), sparse=cfg.get("sparse", False))
+    y._node.layer._keras_op = "OneHot"
+    return y
+
+
+def is_one_hot(op):
+    return getattr(op, "_keras_op", None) == "OneHot"
+
+
+def one_hot_entry(op, calls):
+    """A one_hot read from a Keras file, written back as Keras's OneHot operation."""
+    return {"module": "keras.src.ops.nn", "class_name": "OneHot",
+            "config": {"name": op.name, "num_classes": op.input_dim, "axis": -1, "dtype": None, "sparse": False},
+            "registered_name": "OneHot", "name": op.name,
+            "inbound_nodes": [{"args": ins, "kwargs": {}} for _, _, ins in calls]}
+
+
+def _one(fn):
+    return lambda cfg, x: fn(x)
+
+
+READ = {
+    "Sqrt": _one(bf_ops.sqrt), "Square": _one(bf_ops.square), "Absolute": _one(bf_ops.abs),
+    "Log": _one(bf_ops.log), "Exp": _one(bf_ops.exp), "Negative": _one(bf_ops.negative),
+    "Where": lambda cfg, c, x1, x2: bf_ops.where(c, x1, x2),
+    "Matmul": lambda cfg, a, b: bf_ops.matmul(a, b),
+    "Transpose": lambda cfg, x: bf_ops.transpose(x, cfg.get("axes")),
+    "Cast": lambda cfg, x: bf_ops.cast(x, cfg.get("dtype") or "float32"),
+    "OneHot": lambda cfg, x: _one_hot(cfg, x),
+    "Take": lambda cfg, x, indices: bf_ops.take(x, indices, axis=cfg.get("axis")),
+    **{cls: _broadcast_or(fn) for fn, cls in _BINARY.items() if fn not in ("add", "subtract", "multiply")},
+    "TrueDivide": _broadcast_or("divide"),   # x / y as Keras writes it
+}
+# Add / Subtract / Multiply with tensors or numbers: keras_graph.py's KerasOp reads them (and the constants'
+# zeros_like(x[:, 0, None]) + values); with broadcasting tensors here too
+BROADCAST = {cls: _broadcast_or(fn) for fn, cls in _BINARY.items() if fn in ("add", "subtract", "multiply")}
+
+
+def arg(v, tensor):
+    """A node argument as a value: a tensor, a number, an array (Keras's __numpy__ / __tensor__)."""
+    if isinstance(v, dict) and v.get("class_name") == "__keras_tensor__":
+        return tensor(v)
+    if isinstance(v, dict) and v.get("class_name") in ("__numpy__", "__tensor__"):
+        c = v["config"]
+        return np.array(c["value"], dtype=c.get("dtype") or np.float32)
+    return v
