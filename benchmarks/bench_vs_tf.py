@@ -1,5 +1,5 @@
 """Convolution-heavy and attention training throughput (issue 25): boundfit
-against Keras 3 on TensorFlow (oneDNN) and PyTorch CPU, interleaved round by
+against Keras 3 on TensorFlow (oneDNN) and on JAX, and PyTorch CPU, interleaved round by
 round (benchmarks/interleave.py), on the CIFAR-sized ResNet of
 bench_resnet.py, the 100x100x3 Conv2D(32) seed CNN of bench_cnn.py and the
 Transformer block of bench_transformer.py. A second boundfit side ("bf before")
@@ -40,6 +40,12 @@ KERAS_TF_HEAD = """
 import os
 os.environ["KERAS_BACKEND"] = "tensorflow"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import keras as K
+from keras import layers as L
+"""
+KERAS_JAX_HEAD = """
+import os
+os.environ["KERAS_BACKEND"] = "jax"
 import keras as K
 from keras import layers as L
 """
@@ -120,8 +126,8 @@ def main():
           f"{peak / 1e9:.1f} GFLOP/s ({isa})")
     before = f"the build in {BEFORE_SITE}" if BEFORE_SITE else "this build, BF_CPU_ISA=scalar = im2col + GEMM"
     print(f"CPU: {name}, {ncpu} cores; boundfit kernels: {isa} (bf before: {before}); "
-          f"Keras 3 on TensorFlow (oneDNN); PyTorch CPU")
-    names = ("boundfit", "bf before", "Keras/TF", "PyTorch")
+          f"Keras 3 on TensorFlow (oneDNN) and on JAX (XLA); PyTorch CPU")
+    names = ("boundfit", "bf before", "Keras/TF", "Keras/JAX", "PyTorch")
     cases = [
         ("resnet", "CIFAR-sized ResNet, 32x32x3, widths 16-32-32, batch 64",
          dict(H=32, C=3, B=64, STEPS=30, WIDTHS=(16, 32, 32)), bench_resnet.FIT, bench_resnet.TORCH,
@@ -137,12 +143,12 @@ def main():
         if key not in only:
             continue
         before = load()
-        codes = [BOUNDFIT_HEAD + fit, BEFORE_HEAD + fit, KERAS_TF_HEAD + fit, torch]
+        codes = [BOUNDFIT_HEAD + fit, BEFORE_HEAD + fit, KERAS_TF_HEAD + fit, KERAS_JAX_HEAD + fit, torch]
         cpu_s = []
         sides = run_sides([c.format(**kw) for c in codes], rounds, cpu=cpu_s)
         samples = kw["B"] * kw["STEPS"]
         report(f"{title} ({rounds} rounds of {kw['STEPS']} steps each side, in turn; {before} -> {load()})",
-               samples, sides, names=names, memory=(None,) * 4)
+               samples, sides, names=names, memory=(None,) * len(names))
         print(f"  {flops / 1e6:.0f} MFLOP a sample")
         for who, side, c in zip(names, sides, cpu_s):
             if side[0] is not None:
