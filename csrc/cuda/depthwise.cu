@@ -19,16 +19,9 @@ __global__ void depthwise_forward_kernel(float *out, const float *inp, const flo
     const int M = g.K / g.C;
     const long n = (long)g.B * g.OH * g.OW * g.K;
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
-        const int q = (int)(i % g.K), c = q / M;
-        long r = i / g.K;
-        const int ow = (int)(r % g.OW);
-        r /= g.OW;
-        const int oh = (int)(r % g.OH);
-        const long bi = r / g.OH;
-        int h0, h1, w0, w1;
-        bf_win_clip(oh * g.SH - g.PT, g.KH, g.H, &h0, &h1);
-        bf_win_clip(ow * g.SW - g.PL, g.KW, g.W, &w0, &w1);
-        const float *im = inp + bi * g.H * g.W * g.C + c;
+        const bf_win_cell e = bf_win_at(i, g.K, g);
+        const int q = e.q, oh = e.oh, ow = e.ow, h0 = e.h0, h1 = e.h1, w0 = e.w0, w1 = e.w1;
+        const float *im = inp + e.b * g.H * g.W * g.C + q / M;
         float o = b ? b[q] : 0.0f;
         for (int ih = h0; ih < h1; ih++) {
             const int kh = ih - (oh * g.SH - g.PT);

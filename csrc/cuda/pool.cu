@@ -15,16 +15,9 @@
 __global__ void maxpool_forward_kernel(float *out, const float *inp, bf_conv_geom g) {
     const long n = (long)g.B * g.OH * g.OW * g.C;
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
-        const int c = (int)(i % g.C);
-        long r = i / g.C;
-        const int ow = (int)(r % g.OW);
-        r /= g.OW;
-        const int oh = (int)(r % g.OH);
-        const long b = r / g.OH;
-        int h0, h1, w0, w1;
-        bf_win_clip(oh * g.SH - g.PT, g.KH, g.H, &h0, &h1);
-        bf_win_clip(ow * g.SW - g.PL, g.KW, g.W, &w0, &w1);
-        const float *im = inp + b * g.H * g.W * g.C + c;
+        const bf_win_cell e = bf_win_at(i, g.C, g);
+        const int h0 = e.h0, h1 = e.h1, w0 = e.w0, w1 = e.w1;
+        const float *im = inp + e.b * g.H * g.W * g.C + e.q;
         float o = im[((long)h0 * g.W + w0) * g.C];
         for (int ih = h0; ih < h1; ih++)
             for (int iw = (ih == h0 ? w0 + 1 : w0); iw < w1; iw++) {
@@ -77,16 +70,9 @@ __global__ void maxpool_backward_kernel(float *dinp, const float *dout, const fl
 __global__ void avgpool_forward_kernel(float *out, const float *inp, bf_conv_geom g) {
     const long n = (long)g.B * g.OH * g.OW * g.C;
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
-        const int c = (int)(i % g.C);
-        long r = i / g.C;
-        const int ow = (int)(r % g.OW);
-        r /= g.OW;
-        const int oh = (int)(r % g.OH);
-        const long b = r / g.OH;
-        int h0, h1, w0, w1;
-        bf_win_clip(oh * g.SH - g.PT, g.KH, g.H, &h0, &h1);
-        bf_win_clip(ow * g.SW - g.PL, g.KW, g.W, &w0, &w1);
-        const float *im = inp + b * g.H * g.W * g.C + c;
+        const bf_win_cell e = bf_win_at(i, g.C, g);
+        const int h0 = e.h0, h1 = e.h1, w0 = e.w0, w1 = e.w1;
+        const float *im = inp + e.b * g.H * g.W * g.C + e.q;
         float o = 0.0f;
         for (int ih = h0; ih < h1; ih++)
             for (int iw = w0; iw < w1; iw++) o += im[((long)ih * g.W + iw) * g.C];
