@@ -7,6 +7,8 @@ the weights and optimizer state the model holds."""
 
 from collections import namedtuple
 
+import numpy as np
+
 from .. import _core, optimizers
 from ..errors import MemoryBudgetError
 from ..runtime import blas_runtime, budget, devices, dist_group
@@ -107,22 +109,54 @@ PREFETCH_STACK = 256 << 10  # csrc/core/prefetch.h BF_PREFETCH_STACK
 LOOP_OBJECTS = 1 << 20
 
 
-def _runtime_entries(mode, shuffle_rows):
+def _runtime_entries(model, mode, rows, val_rows, shuffle_rows):
     """What a run needs outside the engine's arenas, stated: the prefetch
-    thread's stack and, when shuffling, the epoch's int64 row order."""
+    thread's stack, when shuffling, the epoch's int64 row order, and the
+    buffers of host-side preprocessing (stage_entries)."""
     out = [PlanEntry("prefetch thread stack", PREFETCH_STACK, "host", "runtime", "outside the arena"),
            PlanEntry("Python objects of the loop (bound)", LOOP_OBJECTS, "host", "runtime", "outside the arena")]
     if mode == "train" and shuffle_rows:
         out.append(PlanEntry(f"shuffle order ({shuffle_rows} rows, int64)", 8 * shuffle_rows, "host", "runtime",
                              "outside the arena"))
+    return out + stage_entries(model, mode, rows, val_rows, shuffle_rows)
+
+
+_GATHER_ITEM = 8   # the widest dtype (int64 / float64) a gathered label or weight may have
+
+
+def stage_entries(model, mode, rows, val_rows, shuffle_rows):
+    """A model with host-side preprocessing (TextVectorization on a string
+    Input, engine/host_stage.py): each stage's output buffer of one batch,
+    the array the engine then reads as any input batch (and validation's);
+    when training shuffles, the batch's labels, weights and other inputs
+    are gathered into buffers of the batch's rows (a bound: 8 bytes a value)."""
+    stages = getattr(model, "_host_stages", None) or {}
+    out = []
+    for name, r in (("", rows), ("validation: ", val_rows if mode == "train" else None)):
+        for L in (stages.values() if r else ()):
+            w, dt = L.output_width(), np.dtype(L.batch_dtype())
+            out.append(PlanEntry(f"{name}{L.name}: one batch vectorized on the host ({r} x {w}, {dt.name})",
+                                 r * w * dt.itemsize, "host", "input batches", "outside the arena"))
+    if stages and mode == "train" and shuffle_rows:
+        per_row = sum(_size(s) for s in model._engine.output_shapes) + 1
+        per_row += sum(_size(t._ps) for k, t in enumerate(model._inputs) if k not in stages)
+        out.append(PlanEntry(f"one shuffled batch's labels, weights and other inputs, gathered ({rows} rows, bound)",
+                             rows * per_row * _GATHER_ITEM, "host", "input batches", "outside the arena"))
     return out
+
+
+def _size(shape):
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
 
 
 def _needed(model, mode, rows, device, weighted, val_rows=None, predict_rows=None, shuffle_rows=0):
     """(host bytes, device bytes) this run would newly reserve."""
     p = _engine_plan(model, mode, rows, device, weighted)
     h, d = p["host_bytes"], p["device_bytes"]
-    h += sum(e.bytes for e in _runtime_entries(mode, shuffle_rows))
+    h += sum(e.bytes for e in _runtime_entries(model, mode, rows, val_rows, shuffle_rows))
     if val_rows:
         v = _engine_plan(model, "evaluate", val_rows, device, weighted)
         h, d = h + v["host_bytes"], d + v["device_bytes"]
@@ -215,7 +249,7 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
     if predict_rows:
         entries.append(PlanEntry("predictions (returned array)", predict_rows * _out_size(model) * 4, "host",
                                  "outputs"))
-    entries += _runtime_entries(mode, shuffle_rows)
+    entries += _runtime_entries(model, mode, rows, val_rows, shuffle_rows)
     max_bs = _max_rows(model, mode, device, hb, db, _AUTO_CAP, weighted, val_batch, shuffle_rows)
     plan = MemoryPlan(entries, budget_host_bytes=hb + held, budget_device_bytes=(db if db is not None else None),
                       max_batch_size=max_bs, batch_size=batch_size, micro_batch=rows if rows != batch_size else None,
