@@ -55,8 +55,9 @@ class TextVectorization(Layer):
 
     def __init__(self, max_tokens=None, standardize="lower_and_strip_punctuation", split="whitespace", ngrams=None,
                  output_mode="int", output_sequence_length=None, pad_to_max_tokens=False, vocabulary=None,
-                 idf_weights=None, sparse=False, ragged=False, encoding="utf-8", name=None, **kwargs):
-        kwargs.pop("vocabulary_size", None)   # Keras's config: what the vocabulary gives
+                 idf_weights=None, sparse=False, ragged=False, encoding="utf-8", name=None, vocabulary_size=None,
+                 **kwargs):
+        frozen = vocabulary_size   # Keras's config: the output width until the file's vocabulary loads
         kwargs.pop("has_input_vocabulary", None)
         super().__init__(name=name, **kwargs)
         if sparse:
@@ -104,6 +105,7 @@ class TextVectorization(Layer):
         self._start = 2 if mode == "int" else 1   # the first token's index: after the mask and OOV, or OOV
         self._tokens, self._index, self._idf = None, None, None
         self._fixed = vocabulary is not None   # Keras's has_input_vocabulary: adapt() refuses
+        self._frozen = frozen if isinstance(frozen, int) and not isinstance(frozen, bool) else None
         self.input_vocabulary = None if isinstance(vocabulary, str) else vocabulary
         self.input_idf_weights = idf_weights
         if vocabulary is not None:
@@ -267,6 +269,8 @@ class TextVectorization(Layer):
             return self.output_sequence_length
         if self.pad_to_max_tokens:
             return self.max_tokens
+        if self._tokens is None and self._frozen is not None:
+            return self._frozen
         if self._tokens is None:
             raise ValueError(f"{self.name} (TextVectorization): with output_mode={self.output_mode!r} and "
                              "pad_to_max_tokens=False the vocabulary must be set before calling the layer: call "
@@ -339,35 +343,42 @@ class TextVectorization(Layer):
         raise ValueError(f"{self.name} (TextVectorization) runs on the host, before the engine: call it on a "
                          "model's string Input (its first stage), or on strings before fit")
 
-    # ---- saving: the vocabulary is Keras's asset file assets/<layer>/vocabulary.txt ----
+    # ---- saving: as Keras writes it (TextVectorization and its inner StringLookup, `_lookup_layer`) ----
+    _KERAS_DIRS = ("", "_lookup_layer/")
+
     def _keras_assets(self):
-        """{file name: bytes} Keras's save_assets writes for this layer (none
-        when the vocabulary is in the config)."""
+        """{path under the layer's asset folder: bytes}: the vocabulary file
+        Keras's save_assets writes (none when the vocabulary is in the config)."""
         if self.input_vocabulary is not None or self._tokens is None:
             return {}
-        return {"vocabulary.txt": "\n".join(self.get_vocabulary()).encode("utf-8")}
+        data = "\n".join(self.get_vocabulary()).encode("utf-8")
+        return {d + "vocabulary.txt": data for d in self._KERAS_DIRS}
 
     def _load_keras_assets(self, files):
-        if self.input_vocabulary is not None or "vocabulary.txt" not in files:
+        data = files.get("vocabulary.txt", files.get("_lookup_layer/vocabulary.txt"))
+        if self.input_vocabulary is not None or data is None:
             return
-        lines = files["vocabulary.txt"].decode("utf-8").splitlines()
+        lines = data.decode("utf-8").splitlines()
         while lines and lines[-1] == "":
             lines.pop()
+        special = self.get_vocabulary()[:self._start]
+        tokens = lines[self._start:] if lines[:self._start] == special else lines
         if self.output_mode == "tf_idf":
             if self._idf is None:
                 raise ValueError(f"{self.name}: the file has a tf_idf vocabulary without its idf_weights")
-            self._set(lines[self._start:] if lines[:self._start] == self.get_vocabulary()[:self._start] else lines,
-                      self._idf)
+            self._set(tokens, self._idf)
         else:
-            self.set_vocabulary(lines)
+            self.set_vocabulary(tokens)
 
-    def _keras_own_vars(self):
-        """Keras's save_own_variables: idf_weights in tf_idf mode."""
-        return [self._idf] if self.output_mode == "tf_idf" and self._idf is not None else []
+    def _keras_h5_vars(self):
+        """{group under the layer's path: {name: array}}: Keras's save_own_variables (idf_weights in tf_idf mode)."""
+        own = {"idf_weights": self._idf} if self.output_mode == "tf_idf" and self._idf is not None else {}
+        return {d + "vars": dict(own) for d in self._KERAS_DIRS}
 
-    def _load_keras_own_vars(self, values):
-        if self.output_mode == "tf_idf" and values:
-            self._idf = np.asarray(values[0], np.float32)
+    def _load_keras_h5_vars(self, groups):
+        own = groups.get("vars") or groups.get("_lookup_layer/vars") or {}
+        if self.output_mode == "tf_idf" and "idf_weights" in own:
+            self._idf = np.asarray(own["idf_weights"], np.float32)
 
 
 def _text(v, encoding, what):
