@@ -381,6 +381,16 @@ class TextVectorization(Layer):
             self._idf = np.asarray(own["idf_weights"], np.float32)
 
 
+    # ---- boundfit's graph file (saving/graph_file.py) ----
+    def _host_state(self):
+        return {"tokens": self._tokens, "idf_weights": None if self._idf is None else self._idf.tolist()}
+
+    def _set_host_state(self, state):
+        if state.get("tokens") is not None:
+            idf = state.get("idf_weights")
+            self._set(state["tokens"], None if idf is None else np.asarray(idf, np.float32))
+
+
 def _text(v, encoding, what):
     if isinstance(v, bytes):
         try:
