@@ -136,12 +136,12 @@ def stage_entries(model, mode, rows, val_rows, shuffle_rows):
         for L in (stages.values() if r else ()):
             w, dt = L.output_width(), np.dtype(L.batch_dtype())
             out.append(PlanEntry(f"{name}{L.name}: one batch vectorized on the host ({r} x {w}, {dt.name})",
-                                 r * w * dt.itemsize, "host", "input batches", "outside the arena"))
+                                 r * w * dt.itemsize, "host", "runtime", "outside the arena: an input batch"))
     if stages and mode == "train" and shuffle_rows:
         per_row = sum(_size(s) for s in model._engine.output_shapes) + 1
         per_row += sum(_size(t._ps) for k, t in enumerate(model._inputs) if k not in stages)
         out.append(PlanEntry(f"one shuffled batch's labels, weights and other inputs, gathered ({rows} rows, bound)",
-                             rows * per_row * _GATHER_ITEM, "host", "input batches", "outside the arena"))
+                             rows * per_row * _GATHER_ITEM, "host", "runtime", "outside the arena"))
     return out
 
 

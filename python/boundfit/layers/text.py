@@ -476,7 +476,7 @@ def _text_vectorization_config(l):
     listed = (lambda v: None if v is None else np.asarray(v).tolist())
     return dict(max_tokens=l.max_tokens, standardize=_fn_config(l, "standardize"),
                 split=_fn_config(l, "split"),
-                ngrams=list(l.ngrams) if isinstance(l.ngrams, tuple) else l.ngrams, output_mode=l.output_mode,
+                ngrams=tuple(l.ngrams) if isinstance(l.ngrams, (list, tuple)) else l.ngrams, output_mode=l.output_mode,
                 output_sequence_length=l.output_sequence_length, pad_to_max_tokens=l.pad_to_max_tokens,
                 sparse=False, ragged=False, vocabulary=listed(l.input_vocabulary),
                 idf_weights=listed(l.input_idf_weights), encoding=l.encoding, vocabulary_size=l.vocabulary_size())

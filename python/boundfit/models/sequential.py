@@ -45,8 +45,8 @@ class Sequential(Model):
         self._layers.append(layer)
         self._engine = None
         self._inputs = None
-        if self._in_shape is not None:
-            self.build()
+        if self._in_shape is not None and not all(getattr(l, "_host_side", False) for l in self._layers):
+            self.build()   # (host-side preprocessing alone, a TextVectorization, has nothing for the engine yet)
 
     @property
     def layers(self):
