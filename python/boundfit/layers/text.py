@@ -414,6 +414,14 @@ def _string_rows(inputs, encoding, name):
             a = a.reshape(-1, 1)
     elif isinstance(inputs, np.ndarray):
         a = inputs
+    elif hasattr(inputs, "__array__"):   # another library's tensor of strings (tf.data batches)
+        try:
+            a = np.asarray(inputs)
+        except NotImplementedError:   # a symbolic tensor: tf.data's map() traces a graph
+            raise TypeError(f"{name} (TextVectorization) runs in Python on the strings themselves, not inside a "
+                            f"traced graph ({type(inputs).__name__}, as in tf.data's map()); vectorize the texts "
+                            "first (ids = layer(texts)), or call the layer on a string keras.Input so that "
+                            "fit / evaluate / predict vectorize each batch") from None
     else:
         raise DataError(f"{name} (TextVectorization) takes strings (a list or a NumPy array of str / bytes), got "
                         f"{type(inputs).__name__}")
