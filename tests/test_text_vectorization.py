@@ -8,6 +8,10 @@ pre-vectorized ids, trains the same, plans the vectorized batch, and saves
 to files Keras opens with the vocabulary; each failure path raises naming
 the argument."""
 
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -317,3 +321,32 @@ def test_bad_data_and_calls_raise_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="standardize is a callable"):
         bf.Model(s2, L.Dense(1)(cv(s2))).save(tmp_path / "m.keras")
     assert not (tmp_path / "m.keras").exists()
+
+
+def test_first_fit_on_strings_grows_rss_by_at_most_its_plan():
+    """DESIGN.md's first-fit rule in a fresh process: the vectorized batch and
+    the Python objects vectorizing it (bounded by the longest text) are in
+    the plan."""
+    code = textwrap.dedent("""
+        import numpy as np, boundfit as bf
+        from boundfit import layers
+        from boundfit.runtime import budget
+        rng = np.random.default_rng(0)
+        texts = np.array([" ".join(rng.choice([f"w{i}" for i in range(2000)], 1500)) for _ in range(192)])
+        vl = layers.TextVectorization(max_tokens=1000, output_sequence_length=200)
+        vl.adapt(texts)
+        i = bf.Input(shape=(1,), dtype="string")
+        m = bf.Model(i, layers.Dense(1, activation="sigmoid")(layers.GlobalAveragePooling1D()(
+            layers.Embedding(1000, 16)(vl(i)))))
+        m.compile(optimizer="adam", loss="binary_crossentropy")
+        m.estimate_memory(64)
+        open("/proc/self/clear_refs", "w").write("5")
+        r0 = budget.process_usage_bytes()
+        m.fit(texts, (np.arange(192) % 2).astype(np.float32), batch_size=64, validation_split=0.25, verbose=0)
+        p = m._last_plan
+        print("GROWTH", p.host_bytes - p.held_bytes, budget.peak_rss_bytes() - r0)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    new, grown = map(int, r.stdout.split("GROWTH")[1].split())
+    assert 0 < grown <= new, (grown, new)

@@ -34,6 +34,29 @@ def staged(model, src):
     return src
 
 
+def longest_text(*sources):
+    """Characters of the longest string the staged sources will vectorize (0
+    for none): every row of arrays, a Python source's first batch (later
+    batches are not seen before the run; the watchdog covers them). The plan
+    bounds the Python objects vectorizing a batch makes with it."""
+    out = 0
+    for src in sources:
+        if not isinstance(src, (StagedArrays, StagedSequence)):
+            continue
+        if isinstance(src, StagedArrays):
+            arrays = [a[src.lo:src.hi] for k, a in enumerate(src.x.arrays) if k in src.stages]
+        else:
+            arrays = [a for k, a in enumerate(src._ref[0].arrays) if k in src.stages]
+        for a in arrays:
+            if a.size == 0:
+                continue
+            if a.dtype.kind in "US":
+                out = max(out, int(np.char.str_len(a).max()))
+            else:
+                out = max(out, max(len(v) if isinstance(v, (str, bytes)) else 0 for v in a.reshape(-1)))
+    return out
+
+
 def _adopt(cls, src, stages):
     obj = cls.__new__(cls)
     obj.__dict__.update(src.__dict__)

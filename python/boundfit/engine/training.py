@@ -203,10 +203,13 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     weighted = memory.Weighted(train=train.weighted or cw_table is not None,
                                evaluate=val is not None and val.weighted)
 
+    chars = host_stage.longest_text(train, val)   # strings: the Python objects vectorizing a batch are bounded by it
+
     def plan_at(batch_request):
         return memory.plan_fit(model, batch_request, micro_batch, device, memory_limit,
                                val.batch_size if val is not None else None, max_rows=train.num_rows,
-                               shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0, weighted=weighted)
+                               shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0, weighted=weighted,
+                               text_chars=chars)
 
     request = data_mod.batch_request(train)
     first_shapes, plans = list(getattr(model, "_bound", None) or []), {}
@@ -385,7 +388,8 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
     src.check(model)
     src = dist_fit.shard_eval(model, src)   # [dist hook] rank 0's weights, rows by rank
     plan = memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit,
-                           weighted=memory.Weighted(train=False, evaluate=src.weighted))
+                           weighted=memory.Weighted(train=False, evaluate=src.weighted),
+                           text_chars=host_stage.longest_text(src))
     memory.require_fits(plan)
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
     if isinstance(src, SequenceData) and getattr(model, "_dynamic", False):   # batches of several lengths
@@ -431,7 +435,8 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
     src.check(model, need_y=False)
     src, gather = dist_fit.shard_predict(model, src)   # [dist hook] rank 0's weights, a block of rows by rank
     plan = memory.plan_run(model, "predict", src.batch_size, device, memory_limit,
-                           predict_rows=dist_fit.predict_rows(src, gather))   # [dist hook] with the gathered rows
+                           predict_rows=dist_fit.predict_rows(src, gather),   # [dist hook] with the gathered rows
+                           text_chars=host_stage.longest_text(src))
     memory.require_fits(plan)
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
     if isinstance(src, SequenceData) and getattr(model, "_dynamic", False):   # batches of several lengths

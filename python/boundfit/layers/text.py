@@ -23,6 +23,7 @@ _STANDARDIZE = ("lower_and_strip_punctuation", "lower", "strip_punctuation")
 _SPLIT = ("whitespace", "character")
 _MODES = ("int", "multi_hot", "count", "tf_idf")
 MASK, OOV = "", "[UNK]"
+_BYTES_PER_CHAR = 160   # a text's standardized copy, its tokens (str objects and list slots) and ids, per character
 
 
 def _choice(value, allowed, arg):
@@ -229,25 +230,48 @@ class TextVectorization(Layer):
         return rows
 
     def _token_rows(self, rows, what):
-        """One list of tokens (n-grams included) per string."""
-        rows = self._standardized(rows)
+        """One list of tokens (n-grams included) per string, made one string at a
+        time (the Python objects of one text are alive at once), or the whole
+        batch at once when a callable standardizes or splits (Keras hands it the batch)."""
+        if callable(self.standardize) or callable(self.split):
+            yield from self._batch_tokens(rows)
+            return
+        for r in rows:
+            yield self._ngrammed(self._split_one(self._standardized([r])[0]))
+
+    def _split_one(self, r):
         sp = self.split
         if sp is None:
-            toks = [[r] for r in rows]
-        elif sp == "whitespace":
-            toks = [[t for t in _SPACE.split(r) if t] for r in rows]
-        elif sp == "character":
-            toks = [list(r) for r in rows]
-        else:
-            got = sp(np.array(rows, dtype=str) if rows else np.zeros(0, dtype=str))
-            got = list(got)
-            if len(got) != len(rows):
-                raise DataError(f"{self.name}: the split callable returned {len(got)} rows for {len(rows)} inputs")
-            toks = [[_text(t, self.encoding, "the split callable's output") for t in np.asarray(g, dtype=object)
-                     .reshape(-1)] for g in got]
-        if self._widths is not None:
-            toks = [[" ".join(t[i:i + w]) for w in self._widths for i in range(len(t) - w + 1)] for t in toks]
-        return toks
+            return [r]
+        if sp == "whitespace":
+            return [t for t in _SPACE.split(r) if t]
+        return list(r)
+
+    def _ngrammed(self, t):
+        if self._widths is None:
+            return t
+        return [" ".join(t[i:i + w]) for w in self._widths for i in range(len(t) - w + 1)]
+
+    def _batch_tokens(self, rows):
+        rows = self._standardized(rows)
+        sp = self.split
+        if not callable(sp):
+            return [self._ngrammed(self._split_one(r)) for r in rows]
+        got = list(sp(np.array(rows, dtype=str) if rows else np.zeros(0, dtype=str)))
+        if len(got) != len(rows):
+            raise DataError(f"{self.name}: the split callable returned {len(got)} rows for {len(rows)} inputs")
+        return [self._ngrammed([_text(t, self.encoding, "the split callable's output")
+                                for t in np.asarray(g, dtype=object).reshape(-1)]) for g in got]
+
+    def temporaries_bound(self, rows, longest):
+        """Bytes of the Python objects vectorizing one batch of `rows` strings,
+        none longer than `longest` characters, holds at once (a bound): the
+        batch's strings, and one text's standardized copy, tokens, n-grams and
+        ids (the whole batch's when a callable standardizes or splits)."""
+        per_text = (_BYTES_PER_CHAR * max(1, len(self._widths or ())) * longest) + 4096
+        texts = rows if callable(self.standardize) or callable(self.split) else 1
+        return rows * (8 * longest + 64) + texts * per_text
+
 
     # ---- calls ----
     def __call__(self, inputs, *args, **kwargs):
@@ -310,16 +334,16 @@ class TextVectorization(Layer):
         toks = self._token_rows(rows, "call")
         n = len(rows)
         if self.output_mode == "int":
-            ids = [[0 if t == MASK else self._index.get(t, 1) for t in r] for r in toks]
             L = self.output_sequence_length
-            if L is None:
+            if L is None:   # as long as the longest text (an eager call; a model plans a fixed length)
+                ids = [[0 if t == MASK else self._index.get(t, 1) for t in r] for r in toks]
                 if self.split is None and self._widths is None and len(shape) == 1:
                     return np.array([r[0] for r in ids], dtype=np.int32)   # (N,) in, (N,) out (Keras)
-                L = max((len(r) for r in ids), default=0)
+                toks, L = ids, max((len(r) for r in ids), default=0)
             res = out[:n] if out is not None else np.empty((n, L), np.int32)
             res[...] = 0
-            for k, r in enumerate(ids):
-                r = r[:L]
+            for k, r in enumerate(toks):
+                r = [t if isinstance(t, int) else 0 if t == MASK else self._index.get(t, 1) for t in r[:L]]
                 res[k, :len(r)] = r
             return res
         depth = self.output_width()
