@@ -315,6 +315,13 @@ def test_bad_data_and_calls_raise_clear_errors(tmp_path):
         m.fit(np.zeros((4, 1)), np.zeros(4), verbose=0)
     with pytest.raises(bf.DataError, match="batch 1: .*must hold strings"):
         m.predict(np.array(["a", "b", 7, "c"], dtype=object), batch_size=2, verbose=0)
+    mh = L.TextVectorization(output_mode="multi_hot")
+    mh.adapt(["a b"])
+    s3 = bf.Input(shape=(1,), dtype="string")
+    m3 = bf.Model(s3, L.Dense(1)(mh(s3)))
+    mh.adapt(["a b c d"])                                # 5 values per sample now, the model was built for 3
+    with pytest.raises(ValueError, match="now makes 5 values per sample.*built for 3"):
+        m3.predict(["a"], verbose=0)
     cv = L.TextVectorization(standardize=np.char.lower, output_sequence_length=2)
     cv.adapt(["a b"])
     s2 = bf.Input(shape=(1,), dtype="string")

@@ -27,6 +27,12 @@ def staged(model, src):
     stages = model._host_stages if src is not None and hasattr(model, "_host_stages") else {}
     if not stages:
         return src
+    for k, L in stages.items():   # the engine was built for the layer's width then (a vocabulary's size)
+        built = next(n for n in model._nodes if n.layer is L).outputs[0]._ps[0]
+        if L.output_width() != built:
+            raise ValueError(f"layer {L.name!r} now makes {L.output_width()} values per sample, the model "
+                             f"{model.name!r} was built for {built} (its vocabulary changed after the model was "
+                             "made); build the model again on the layer, e.g. keras.Model(inputs, outputs)")
     if isinstance(src, ArrayData):
         return StagedArrays.of(src, stages)
     if isinstance(src, SequenceData):
