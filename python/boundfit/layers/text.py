@@ -18,6 +18,7 @@ from .node import KerasTensor, Node, _as_tensors
 
 _PUNCT = str.maketrans("", "", "!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~'")   # TF's r'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']'
 _LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")   # tf.strings.lower: ASCII only
+_TABLES = {"lower": _LOWER, "strip_punctuation": _PUNCT, "lower_and_strip_punctuation": {**_LOWER, **_PUNCT}}
 _SPACE = re.compile("[ \t\n\v\f\r]+")   # tf.strings.split(): ASCII whitespace only
 _STANDARDIZE = ("lower_and_strip_punctuation", "lower", "strip_punctuation")
 _SPLIT = ("whitespace", "character")
@@ -223,11 +224,10 @@ class TextVectorization(Layer):
                 raise DataError(f"{self.name}: the standardize callable returned {out.shape[0]} strings for "
                                 f"{len(rows)} inputs")
             return [_text(v, self.encoding, "the standardize callable's output") for v in out]
-        if s in ("lower", "lower_and_strip_punctuation"):
-            rows = [r.translate(_LOWER) for r in rows]
-        if s in ("strip_punctuation", "lower_and_strip_punctuation"):
-            rows = [r.translate(_PUNCT) for r in rows]
-        return rows
+        if s is None:
+            return rows
+        table = _TABLES[s]
+        return [r.translate(table) for r in rows]
 
     def _token_rows(self, rows, what):
         """One list of tokens (n-grams included) per string, made one string at a
@@ -236,8 +236,9 @@ class TextVectorization(Layer):
         if callable(self.standardize) or callable(self.split):
             yield from self._batch_tokens(rows)
             return
+        table = _TABLES.get(self.standardize)
         for r in rows:
-            yield self._ngrammed(self._split_one(self._standardized([r])[0]))
+            yield self._ngrammed(self._split_one(r.translate(table) if table is not None else r))
 
     def _split_one(self, r):
         sp = self.split
@@ -342,8 +343,14 @@ class TextVectorization(Layer):
                 toks, L = ids, max((len(r) for r in ids), default=0)
             res = out[:n] if out is not None else np.empty((n, L), np.int32)
             res[...] = 0
+            get, masked = self._index.get, self.split is None or callable(self.split)   # only these make '' tokens
             for k, r in enumerate(toks):
-                r = [t if isinstance(t, int) else 0 if t == MASK else self._index.get(t, 1) for t in r[:L]]
+                if r and isinstance(r[0], int):
+                    r = r[:L]
+                elif masked:
+                    r = [0 if t == MASK else get(t, 1) for t in r[:L]]
+                else:
+                    r = [get(t, 1) for t in r[:L]]
                 res[k, :len(r)] = r
             return res
         depth = self.output_width()
