@@ -9,6 +9,7 @@ each batch (engine/host_stage.py) and the engine runs the rest."""
 
 import collections
 import re
+import sys
 
 import numpy as np
 
@@ -281,7 +282,8 @@ class TextVectorization(Layer):
         if isinstance(inputs, KerasTensor) or (isinstance(inputs, (list, tuple)) and inputs
                                                and isinstance(inputs[0], KerasTensor)):
             return self._symbolic(inputs)
-        return self.vectorize(inputs)
+        traced = _tf_graph_call(self, inputs)
+        return traced if traced is not None else self.vectorize(inputs)
 
     def output_width(self):
         """Values per sample of the output, known before any data: the sequence
@@ -420,6 +422,25 @@ class TextVectorization(Layer):
         if state.get("tokens") is not None:
             idf = state.get("idf_weights")
             self._set(state["tokens"], None if idf is None else np.asarray(idf, np.float32))
+
+
+def _tf_graph_call(layer, inputs):
+    """A TensorFlow tensor in a traced graph (tf.data's map(), as keras.io's
+    text examples call the layer): the layer runs in Python on the batch's
+    values when the graph runs (tf.numpy_function). TensorFlow is used only
+    when the caller already has it: boundfit never imports it. None: not such a tensor."""
+    tf = sys.modules.get("tensorflow")
+    if tf is None or not type(inputs).__module__.startswith("tensorflow") or not tf.is_tensor(inputs) \
+            or tf.executing_eagerly():
+        return None
+    out = tf.numpy_function(layer.vectorize, [inputs], tf.float32 if layer.output_mode == "tf_idf" else tf.int32,
+                            stateful=False)
+    if layer.output_mode == "int" and layer.output_sequence_length is None:
+        one = layer.split is None and layer._widths is None and inputs.shape.rank == 1   # (N,) in, (N,) out
+        out.set_shape([inputs.shape[0]] if one else [inputs.shape[0], None])
+    else:
+        out.set_shape([inputs.shape[0], layer.output_width()])
+    return out
 
 
 def _text(v, encoding, what):
