@@ -315,6 +315,14 @@ def test_bad_data_and_calls_raise_clear_errors(tmp_path):
         m.fit(np.zeros((4, 1)), np.zeros(4), verbose=0)
     with pytest.raises(bf.DataError, match="batch 1: .*must hold strings"):
         m.predict(np.array(["a", "b", 7, "c"], dtype=object), batch_size=2, verbose=0)
+    outer = bf.Input(shape=(1,), dtype="string")
+    with pytest.raises(ValueError, match="starts with host-side preprocessing"):
+        bf.Model(outer, m(outer))                        # the stage runs on the outer model's own Input
+    v2 = L.TextVectorization(output_sequence_length=4)
+    v2.adapt(["a b"])
+    s4 = bf.Input(shape=(1,), dtype="string")
+    with pytest.raises(ValueError, match="feeds two host-side layers"):
+        bf.Model(s4, L.Dense(1)(L.Concatenate()([vl(s4), v2(s4)])))
     mh = L.TextVectorization(output_mode="multi_hot")
     mh.adapt(["a b"])
     s3 = bf.Input(shape=(1,), dtype="string")

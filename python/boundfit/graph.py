@@ -54,8 +54,8 @@ def call_model(model, inputs, training=None):
         if len(t._ps) != len(want._ps) or any(w is not None and d != w for d, w in zip(t._ps, want._ps)):
             raise ValueError(f"model {model.name!r}: input {k} must have shape {want.shape}, got {t.shape}")
         if (t.dtype == "string") != (want.dtype == "string"):
-            raise ValueError(f"model {model.name!r}: input {k} takes {'strings' if want.dtype == 'string' else 'numbers'}"
-                             f", got a tensor of dtype {t.dtype!r}")
+            what = "strings" if want.dtype == "string" else "numbers"
+            raise ValueError(f"model {model.name!r}: input {k} takes {what}, got a tensor of dtype {t.dtype!r}")
     outs = [KerasTensor(t._ps, name=f"{model.name}_output_{k}") for k, t in enumerate(model._outputs)]
     Node(model, ins, outs)
     if model._outputs_dict:
@@ -190,10 +190,11 @@ def host_stages(model):
     for n in model._nodes:
         L = n.layer
         if isinstance(L, GraphModel):
-            if host_stages(L):
+            inner = host_stages(L)
+            if inner:
                 raise ValueError(f"model {model.name!r}: the nested model {L.name!r} starts with host-side "
-                                 f"preprocessing ({type(next(iter(host_stages(L).values()))).__name__}); call that layer on the outer "
-                                 "model's own string Input instead")
+                                 f"preprocessing ({type(next(iter(inner.values()))).__name__}); call that layer on "
+                                 "the outer model's own string Input instead")
             continue
         if not getattr(L, "_host_side", False):
             continue

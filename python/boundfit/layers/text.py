@@ -17,7 +17,8 @@ from ..errors import DataError
 from .layer import Layer, keras_config
 from .node import KerasTensor, Node, _as_tensors
 
-_PUNCT = str.maketrans("", "", "!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~'")   # TF's r'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']'
+# TF's punctuation class r'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']' (ASCII only)
+_PUNCT = str.maketrans("", "", "!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~'")
 _LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")   # tf.strings.lower: ASCII only
 _TABLES = {"lower": _LOWER, "strip_punctuation": _PUNCT, "lower_and_strip_punctuation": {**_LOWER, **_PUNCT}}
 _SPACE = re.compile("[ \t\n\v\f\r]+")   # tf.strings.split(): ASCII whitespace only
@@ -145,8 +146,9 @@ class TextVectorization(Layer):
                                  f"{e}") from None
             while vocabulary and vocabulary[-1] == "":
                 vocabulary.pop()
-        vocab = [_text(v, self.encoding, "vocabulary") for v in np.asarray(vocabulary, dtype=object).reshape(-1)] \
-            if not isinstance(vocabulary, (list, tuple)) else [_text(v, self.encoding, "vocabulary") for v in vocabulary]
+        if not isinstance(vocabulary, (list, tuple)):
+            vocabulary = np.asarray(vocabulary, dtype=object).reshape(-1)
+        vocab = [_text(v, self.encoding, "vocabulary") for v in vocabulary]
         if not vocab:
             raise ValueError("TextVectorization.set_vocabulary: cannot set an empty vocabulary")
         special = [MASK, OOV] if self.output_mode == "int" else [OOV]
@@ -192,7 +194,7 @@ class TextVectorization(Layer):
         counts, docs, ndocs = collections.Counter(), collections.Counter(), 0
         tfidf = self.output_mode == "tf_idf"
         for rows in _adapt_batches(data, batch_size, steps, self.encoding):
-            for toks in self._token_rows(rows, "adapt"):
+            for toks in self._token_rows(rows):
                 counts.update(toks)
                 if tfidf:
                     docs.update(set(toks))
@@ -230,7 +232,7 @@ class TextVectorization(Layer):
         table = _TABLES[s]
         return [r.translate(table) for r in rows]
 
-    def _token_rows(self, rows, what):
+    def _token_rows(self, rows):
         """One list of tokens (n-grams included) per string, made one string at a
         time (the Python objects of one text are alive at once), or the whole
         batch at once when a callable standardizes or splits (Keras hands it the batch)."""
@@ -273,7 +275,6 @@ class TextVectorization(Layer):
         per_text = (_BYTES_PER_CHAR * max(1, len(self._widths or ())) * longest) + 4096
         texts = rows if callable(self.standardize) or callable(self.split) else 1
         return rows * (8 * longest + 64) + texts * per_text
-
 
     # ---- calls ----
     def __call__(self, inputs, *args, **kwargs):
@@ -334,7 +335,7 @@ class TextVectorization(Layer):
         if self._tokens is None:
             raise ValueError(f"{self.name} (TextVectorization) has no vocabulary: call adapt(data) or "
                              "set_vocabulary(), or pass vocabulary=, before calling it on data")
-        toks = self._token_rows(rows, "call")
+        toks = self._token_rows(rows)
         n = len(rows)
         if self.output_mode == "int":
             L = self.output_sequence_length
