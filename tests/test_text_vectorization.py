@@ -203,6 +203,33 @@ def test_training_on_strings_equals_training_on_ids_shuffled_with_validation():
         np.testing.assert_array_equal(wa, wb)
 
 
+def test_a_string_input_beside_a_numeric_one_trains_as_on_pre_vectorized_numbers():
+    """Shuffled batches gather the numeric input and the labels into the batch's buffers."""
+    texts, y = _texts(40, seed=6)
+    feat = np.random.default_rng(6).standard_normal((40, 3)).astype(np.float32)
+    vl = L.TextVectorization(output_mode="multi_hot")
+    vl.adapt(texts)
+    t_in, f_in = bf.Input(shape=(1,), dtype="string", name="text"), bf.Input(shape=(3,), name="feat")
+    hidden, out = L.Dense(4, activation="relu"), L.Dense(1, activation="sigmoid")
+    m = bf.Model([t_in, f_in], out(hidden(L.Concatenate()([vl(t_in), f_in]))))
+    a_in, b_in = bf.Input(shape=(vl.vocabulary_size(),)), bf.Input(shape=(3,))
+    ref = bf.Model([a_in, b_in], out(hidden(L.Concatenate()([a_in, b_in]))))   # the same Dense layers
+    nums = [vl(texts).astype(np.float32), feat]
+    m.compile(optimizer="adam", loss="binary_crossentropy")
+    ref.compile(optimizer="adam", loss="binary_crossentropy")
+    w0, runs = m.get_weights(), []
+    for model, x in ((m, {"text": texts, "feat": feat}), (ref, nums)):
+        model.set_weights(w0)
+        p = model.predict(x, batch_size=16, verbose=0)
+        bf.utils.set_random_seed(1)
+        h = model.fit(x, y, batch_size=8, epochs=2, validation_split=0.2, verbose=0).history
+        runs.append((p, h, model.get_weights()))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    assert runs[0][1] == runs[1][1]
+    for a, b in zip(runs[0][2], runs[1][2]):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_the_plan_counts_the_vectorized_batch_and_the_arenas_equal_their_plan():
     texts, labels = _texts(40, seed=2)
     vl = L.TextVectorization(max_tokens=12, output_sequence_length=10)
