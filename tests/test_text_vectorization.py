@@ -58,7 +58,7 @@ def test_vocabulary_and_outputs_equal_keras_for_each_mode_and_option(cfg):
     assert b.vocabulary_size() == k.vocabulary_size()
     inputs = [np.array(TEST).reshape(-1, 1), np.array([t.encode() for t in TEST], dtype=object).reshape(-1, 1)]
     if cfg.get("split", "whitespace") is not None:
-        inputs += [TEST, np.array(TEST)]
+        inputs += [TEST, np.array(TEST), TEST[0], TEST[2].encode()]   # a single string: one row, no batch axis
     for x in inputs:
         _same(k(x), b(x))
 

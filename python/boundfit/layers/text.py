@@ -335,6 +335,10 @@ class TextVectorization(Layer):
         if self._tokens is None:
             raise ValueError(f"{self.name} (TextVectorization) has no vocabulary: call adapt(data) or "
                              "set_vocabulary(), or pass vocabulary=, before calling it on data")
+        res = self._vectorized(rows, shape, out)
+        return res[0] if shape == () else res   # one string in: one row out (Keras)
+
+    def _vectorized(self, rows, shape, out):
         toks = self._token_rows(rows)
         n = len(rows)
         if self.output_mode == "int":
@@ -457,9 +461,9 @@ def _text(v, encoding, what):
 
 def _string_rows(inputs, encoding, name):
     """(list of str, input shape) for strings given as a str, a list, or a
-    NumPy array of str / bytes / objects of shape (N,) or (N, 1)."""
+    NumPy array of str / bytes / objects of shape (), (N,) or (N, 1)."""
     if isinstance(inputs, (str, bytes)):
-        inputs = [inputs]
+        inputs = np.array(inputs, dtype=object)
     if isinstance(inputs, (list, tuple)):
         a = np.empty(len(inputs), dtype=object)
         a[:] = [x[0] if isinstance(x, (list, tuple)) and len(x) == 1 else x for x in inputs] if inputs else []
@@ -480,7 +484,7 @@ def _string_rows(inputs, encoding, name):
                         f"{type(inputs).__name__}")
     if a.dtype.kind not in "USO":
         raise DataError(f"{name} (TextVectorization) takes strings, got an array of dtype {a.dtype}")
-    if a.ndim == 0 or a.ndim > 2 or (a.ndim == 2 and a.shape[1] != 1):
+    if a.ndim > 2 or (a.ndim == 2 and a.shape[1] != 1):
         raise DataError(f"{name} (TextVectorization) takes one string per sample: shape (N,) or (N, 1), got "
                         f"{a.shape}")
     flat = a.reshape(-1)
