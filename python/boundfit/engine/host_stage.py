@@ -17,11 +17,6 @@ from .data import ArrayData
 from .sources import SequenceData, _before, _stopped
 
 
-def stage_row_bytes(stages):
-    """Bytes per row of the vectorized buffers of {input index: layer}."""
-    return sum(L.output_width() * np.dtype(L.batch_dtype()).itemsize for L in stages.values())
-
-
 def staged(model, src):
     """The data source as a model with host-side stages needs it (src itself otherwise)."""
     stages = model._host_stages if src is not None and hasattr(model, "_host_stages") else {}
