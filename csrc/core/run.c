@@ -735,6 +735,15 @@ static bf_status load(bf_run *r, bf_prefetch *pf, bf_job *job, const bf_srcs *x,
 static bf_status steps(bf_run *r, int train, const bf_srcs *xin, const bf_srcs *yin, const int64_t *order, long n,
                        long batch, long first_step, long nsteps, bf_totals *tot) {
     if (!yin || yin->n < 1) return BF_FAIL(BF_ERR_ARG, "y is required");
+    const int mix = bf_model_batch_node(r->m); /* a node that mixes the samples: whole batches only */
+    if (mix >= 0 && r->B < batch)
+        return BF_FAIL(BF_ERR_ARG, "layer '%s' mixes the samples of a batch (a sum over the batch), so a batch of %ld "
+                       "rows cannot run as micro-batches of %d: use micro_batch=None", r->m->layers[mix].name, batch,
+                       r->B);
+    if (mix >= 0 && train && bf_dist_size() > 1)
+        return BF_FAIL(BF_ERR_ARG, "layer '%s' mixes the samples of a batch (a sum over the batch): data-parallel "
+                       "training would split each batch across %d ranks; train it on one", r->m->layers[mix].name,
+                       bf_dist_size());
     bf_srcs xs = *xin, ys = *yin;
     const bf_srcs *x = &xs, *y = &ys;
     BF_TRY(layout_x(r->m, &xs));

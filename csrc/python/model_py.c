@@ -42,9 +42,9 @@ static int get_shape(PyObject *seq, const char *what, int *rank, int *shape, int
     PyObject *t = PySequence_Tuple(seq);
     if (!t) return -1;
     Py_ssize_t n = PyTuple_GET_SIZE(t);
-    if (n < 1 || n > 3) {
+    if (n > 3) { /* 0: one number per sample */
         Py_DECREF(t);
-        PyErr_Format(PyExc_ValueError, "%s must have 1 to 3 dimensions (excluding the batch axis), got %zd", what, n);
+        PyErr_Format(PyExc_ValueError, "%s must have 0 to 3 dimensions (excluding the batch axis), got %zd", what, n);
         return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {

@@ -137,6 +137,11 @@ class Layer:
     _n_inputs = 1  # merge layers: "many"
     _has_weights = False
 
+    # takes one number per sample (a per-sample shape ()): elementwise layers, Embedding, Reshape
+    _scalar_ok = False
+    # draws random values in training (Dropout, noise, augmentation): one draw per sample
+    _random = False
+
     def compute_output_shape(self, shape):
         """Per-sample output shape (no batch axis) for a per-sample input shape."""
         return tuple(shape)
