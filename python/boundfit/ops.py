@@ -395,9 +395,7 @@ def batch_reduce(op, x):
     """The sum / mean of a symbolic tensor over the batch and all its axes: one number without a batch axis
     (the engine's BATCH_REDUCE, the same in every sample)."""
     _batched(op, x)
-    y = BatchReduce(op)(x)
-    y._nobatch = True
-    return y
+    return BatchReduce(op)(x)
 
 
 def tensordot(x1, x2, axes=2):

@@ -137,6 +137,9 @@ class BatchReduce(Layer):
     refuse it."""
     _base = "batch_reduce"
     _scalar_ok = True
+    _nobatch_out = True
+    _no_keras_file = (" yet (a sum over the whole batch: keras.ops.tensordot of two tensors, keras.ops.sum with no "
+                      "axis); save the weights (save_weights, .weights.h5) or boundfit's graph file (.npz)")
     OPS = ("sum", "mean")
 
     def __init__(self, op="sum", **kwargs):

@@ -222,7 +222,7 @@ def call_layer(layer, inputs, training=None, **kwargs):
                              "(keras.ops.expand_dims(x, -1)), as Keras asks for at least 2 dimensions")
         layer._check_call_shape(ins[0]._ps)
         shape = infer_shape(layer.compute_output_shape, ins[0]._ps)
-    nobatch = all(t._nobatch for t in ins)
+    nobatch = layer._nobatch_out or all(t._nobatch for t in ins)
     if any(t._nobatch for t in ins) and layer._random:
         raise ValueError(f"layer {layer.name!r} ({type(layer).__name__}) is called on a tensor without a batch axis "
                          "(a sum over the batch, e.g. keras.ops.tensordot of two tensors): Keras draws one random "

@@ -494,6 +494,11 @@ class Model(graph.GraphModel):
             out_size = int(shapes[k][-1]) if len(shapes[k]) else 1  # Keras decides on the last axis
             sparse = loss.kind == losses.SCCE
             where = f" (output {self._output_names[k]!r})" if len(shapes) > 1 else ""
+            if isinstance(obj, metrics_mod._Accuracy) and not len(shapes[k]):
+                raise ValueError(f"metrics: {name!r}{where} on an output of one number per sample (shape (None,)): "
+                                 "Keras 3 reads the batch axis as its last axis and computes categorical accuracy "
+                                 "over the batch (one 0 / 1 per batch), mixing the samples; name 'binary_accuracy' "
+                                 "(or give the output shape (None, 1))")
             if isinstance(obj, metrics_mod._Accuracy):
                 obj = metrics_mod.resolve_accuracy(name, out_size, sparse)
             is_sparse = obj.kind in (metrics_mod.SPARSE_CAT_ACC, metrics_mod.SPARSE_TOPK)
