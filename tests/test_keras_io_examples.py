@@ -451,7 +451,7 @@ def test_siamese_contrastive_distance_runs_unchanged_and_its_loss_function_is_re
 
 RECOMMENDER = '''
 # keras.io/examples/structured_data/collaborative_filtering_movielens, its RecommenderNet with the user-movie
-# product per sample through layers.Dot (see the test: the example's ops.tensordot(u, m, 2) mixes the batch)
+# product per sample through layers.Dot (the example as written, ops.tensordot(u, m, 2) over the batch: below)
 num_users, num_movies, EMBEDDING_SIZE = 20, 30, 8
 rng = np.random.default_rng(0)
 x_train = np.stack([rng.integers(0, num_users, 96), rng.integers(0, num_movies, 96)], axis=1)
