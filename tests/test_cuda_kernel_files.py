@@ -314,9 +314,11 @@ def test_one_number_per_sample_and_a_sum_over_the_batch_train_to_the_cpu_weights
 
     def compile_kw():
         return dict(optimizer=bf.optimizers.SGD(learning_rate=0.05, momentum=0.9), loss="binary_crossentropy",
-                    metrics=[bf.metrics.Precision(class_id=1), bf.metrics.Recall(thresholds=0.3, class_id=0),
-                             bf.metrics.PrecisionAtRecall(0.5, num_thresholds=9, class_id=1)])
+                    metrics=[bf.metrics.Precision(class_id=1, name="p1"),
+                             bf.metrics.Recall(thresholds=0.3, class_id=0, name="r0"),
+                             bf.metrics.PrecisionAtRecall(0.5, num_thresholds=9, class_id=1, name="par1")])
     cpu, gpu, hc, hg = _train_both(build, compile_kw, x, y, batch_size=8, epochs=2)
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "batch reduce")
+    assert sorted(hc.history) == ["loss", "p1", "par1", "r0"]
     for k in hc.history:
         np.testing.assert_allclose(hg.history[k], hc.history[k], rtol=1e-4, atol=1e-6, err_msg=k)
