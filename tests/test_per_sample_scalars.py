@@ -6,12 +6,15 @@ weights and batch give Keras 3's predictions, losses and updates, gradients
 agree with finite differences, plans are exact, Keras files go both ways,
 and what would mix samples otherwise raises naming the op or layer."""
 
+import os
+
 import numpy as np
 import pytest
 
 import boundfit as bf
 from boundfit.ops import OpNotSupportedError
 from conftest import assert_plan_equals_arenas, engine_gradient, numeric_loss
+from test_distributed import _launch_tcp
 
 import keras_ref
 
@@ -180,6 +183,8 @@ def test_what_mixes_samples_refuses_to_split_a_batch(tmp_path):
     w = m.get_weights()
     with pytest.raises(ValueError, match="layer 'batch_reduce.*' mixes the samples of a batch.*micro_batch=None"):
         m.fit(X, Y, batch_size=4, micro_batch=2, verbose=0)
+    with pytest.raises(ValueError, match="mixes the samples of a batch.*micro-batches of 2"):
+        m.estimate_memory(batch_size=4, micro_batch=2)
     assert all(np.array_equal(a, b) for a, b in zip(m.get_weights(), w))
     x = bf.Input(shape=(2,))
     d = bf.ops.tensordot(bf.layers.Dense(2)(x), bf.layers.Dense(2)(x), 2)
@@ -189,3 +194,14 @@ def test_what_mixes_samples_refuses_to_split_a_batch(tmp_path):
         bf.layers.Dropout(0.5, name="drop_d")(d)
     with pytest.raises(ValueError, match="BatchReduce has no Keras serialization"):
         m.save(str(tmp_path / "m.keras"))
+
+
+def test_data_parallel_runs_refuse_a_sum_over_the_batch(tmp_path):
+    """two ranks over TCP (tests/dist_programs/batch_mix.py): fit, evaluate and predict would split or regroup
+    the batches, so each raises naming the layer, on every rank"""
+    program = os.path.join(os.path.dirname(__file__), "dist_programs", "batch_mix.py")
+    recs, _, _, log = _launch_tcp(tmp_path, 2, "mix", program=program)
+    assert sorted(recs) == [0, 1], log
+    for rec in recs.values():
+        assert "layer 'batch_reduce' mixes the samples of a batch" in rec["fit"] and "data-parallel" in rec["fit"]
+        assert "distributed evaluate" in rec["evaluate"] and "distributed predict" in rec["predict"]

@@ -8,6 +8,7 @@ the weights and optimizer state the model holds."""
 from collections import namedtuple
 
 from .. import _core, optimizers
+from ..layers.emath import require_whole_batches
 from ..errors import MemoryBudgetError
 from ..runtime import blas_runtime, budget, devices, dist_group
 from .plan import MemoryPlan, PlanEntry, budget_error
@@ -207,6 +208,9 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
         if isinstance(micro_batch, bool) or not isinstance(micro_batch, int) or micro_batch <= 0:
             raise ValueError(f"micro_batch must be a positive int, 'auto' or None, got {micro_batch!r}")
         rows = min(int(micro_batch), batch_size)
+    if rows < batch_size:
+        require_whole_batches(getattr(model, "_node_layers", ()), f"a batch of {batch_size} rows cannot run as micro-batches of "
+                              f"{rows}: use micro_batch=None")
     val_rows = min(val_batch, rows) if val_batch else None
     p = _engine_plan(model, mode, rows, device, weighted)
     entries = _model_entries(model, mode) + _entries(p)
