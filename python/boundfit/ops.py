@@ -18,8 +18,12 @@ any layer:
   gradient); where(condition, x1, x2) = x2 + condition * (x1 - x2);
 - matmul of two batches of matrices (B, M, K) @ (B, K, N), of a tensor and
   a 2-D array: MatMul (a product per sample); layers.Dot likewise;
-  tensordot / dot of two symbolic tensors mix the samples of the batch and
-  raise; of a tensor and a custom weight or array (axes=1): matmul;
+  tensordot of two symbolic tensors of one shape over all their axes,
+  batch included (tensordot(a, b, 2) of two (B, E)): Multiply, then
+  BatchReduce, one number without a batch axis (the same in every sample
+  of the engine's batch), which broadcasts back onto samples as NumPy
+  does; any other tensordot / dot of two symbolic tensors raises; of a
+  tensor and a custom weight or array (axes=1): matmul;
 - one_hot(ids, n): an Embedding with a frozen identity table; take(weight,
   ids): an Embedding whose table is the custom layer's weight; take(x,
   constant indices, axis): MatMul with a constant 0 / 1 selection;
@@ -32,7 +36,13 @@ any layer:
 - relu, sigmoid, tanh, softmax (last axis), gelu, silu / swish, elu, selu,
   softplus, softsign, relu6, leaky_relu, hard_sigmoid, exp: Activation;
 - mean / max / sum over the steps of (T, F), the pixels of (H, W, C) or the
-  last axis of (D,) / (T, F): global pooling (and Permute / Reshape);
+  last axis of (D,) / (T, F): global pooling (and Permute / Reshape); over
+  the only axis of (D,): one number per sample (per-sample shape ());
+  sum / mean with no axis: BatchReduce (over the batch too);
+- one number per sample (Keras's (B,) tensors: x[:, i] of (B, D), squeeze,
+  Input(shape=())) takes arithmetic, activations, Embedding (ids) and
+  Reshape; NumPy's broadcasting of it against (B, 1) or (B, E) would line the
+  batch axis up with a sample axis and raises naming the op;
 - matmul(x, w) with w a custom layer's 2-D weight (add_weight): a bias-free
   Dense whose kernel is w;
 - x[:, a:b:s], x[:, i], x[..., j] (the batch axis whole, positive steps):
