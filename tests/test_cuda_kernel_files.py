@@ -322,3 +322,21 @@ def test_one_number_per_sample_and_a_sum_over_the_batch_train_to_the_cpu_weights
     assert sorted(hc.history) == ["loss", "p1", "par1", "r0"]
     for k in hc.history:
         np.testing.assert_allclose(hg.history[k], hc.history[k], rtol=1e-4, atol=1e-6, err_msg=k)
+
+
+def test_mean_metrics_of_one_number_per_sample_on_cuda_as_on_the_cpu():
+    """metrics.cu's batch_mean: MAE / MSE of a (B,) output are means of each batch's mean (Keras)"""
+    r = np.random.default_rng(6)
+    x = r.standard_normal((13, 3)).astype(np.float32)
+    y = r.random(13).astype(np.float32)
+
+    def build():
+        inp = bf.Input((3,))
+        return bf.Model(inp, bf.ops.squeeze(layers.Dense(1, activation="sigmoid")(inp), -1))
+
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=0.1), loss="mse", metrics=["mae", "mse"])
+    cpu, gpu, hc, hg = _train_both(build, compile_kw, x, y, batch_size=5, epochs=2)
+    assert sorted(hc.history) == ["loss", "mae", "mse"]
+    for k in hc.history:
+        np.testing.assert_allclose(hg.history[k], hc.history[k], rtol=1e-5, err_msg=k)

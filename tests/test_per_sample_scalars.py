@@ -166,6 +166,48 @@ def test_accuracy_on_one_number_per_sample_is_refused_naming_it():
         m.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
 
 
+def squeezed(M):
+    x = M.Input(shape=(3,))
+    return M.Model(x, M.ops.nn.sigmoid(M.ops.squeeze(M.layers.Dense(1, name="d")(x), -1)))
+
+
+def test_mean_metrics_of_one_number_per_sample_are_means_of_batch_means_as_keras(keras):
+    """Keras's mae / mse reduce a (B,) output over its last axis, the batch: each batch's mean counts once
+    (12 samples in batches of 5: the last batch of 2 counts as much as the others); binary_accuracy, rmse,
+    precision and the loss stay per sample"""
+    km, bm = squeezed(keras), squeezed(bf)
+    copy_named(km, bm, "d")
+    ms = ["binary_accuracy", "mae", "mse", "root_mean_squared_error", "precision"]
+    km.compile(keras.optimizers.SGD(0.1), "binary_crossentropy", metrics=ms)
+    bm.compile(bf.optimizers.SGD(0.1), "binary_crossentropy", metrics=ms)
+    hk = km.fit(X, Y, batch_size=5, epochs=2, shuffle=False, verbose=0, validation_data=(X[:7], Y[:7])).history
+    hb = bm.fit(X, Y, batch_size=5, epochs=2, shuffle=False, verbose=0, validation_data=(X[:7], Y[:7])).history
+    assert sorted(hb) == sorted(hk)
+    for k in hk:
+        np.testing.assert_allclose(hb[k], hk[k], rtol=1e-5, atol=1e-7, err_msg=k)
+    p = bm.predict(X, verbose=0)
+    per_batch = np.mean([np.abs(p[i:i + 5] - Y[i:i + 5]).mean() for i in (0, 5, 10)])
+    np.testing.assert_allclose(bm.evaluate(X, Y, batch_size=5, verbose=0, return_dict=True)["mae"], per_batch,
+                               rtol=1e-5)
+
+
+def test_weights_and_argmax_metrics_on_one_number_per_sample_raise_naming_them():
+    m = squeezed(bf)
+    m.compile("sgd", "binary_crossentropy")
+    w = m.get_weights()
+    with pytest.raises(ValueError, match="sample_weight / class_weight: the output .* one number per sample"):
+        m.fit(X, Y, sample_weight=np.ones(12, np.float32), verbose=0)
+    with pytest.raises(ValueError, match="sample_weight / class_weight: the output"):
+        m.fit(X, Y, class_weight={0: 1.0, 1: 2.0}, verbose=0)
+    with pytest.raises(ValueError, match="sample_weight / class_weight: the output"):
+        m.evaluate(X, Y, sample_weight=np.ones(12, np.float32), verbose=0)
+    assert all(np.array_equal(a, b) for a, b in zip(m.get_weights(), w))
+    with pytest.raises(ValueError, match="the weighted metric 'mae' on an output of one number per sample"):
+        m.compile("sgd", "binary_crossentropy", weighted_metrics=["mae"])
+    with pytest.raises(ValueError, match="'categorical_accuracy' on an output of one number per sample"):
+        m.compile("sgd", "binary_crossentropy", metrics=["categorical_accuracy"])
+
+
 def test_layers_that_need_an_axis_refuse_one_number_per_sample():
     x = bf.Input(shape=(2,))
     s = x[:, 0]

@@ -71,6 +71,11 @@ typedef struct {
     int output;         /* the model output it measures (0 for a single-output model) */
     int has_class_id;   /* precision, recall, the *At* metrics: only column class_id of the output (Keras class_id) */
     int class_id;
+    /* a mean metric of an output of one number per sample (Keras (B,)): Keras reduces it over the batch axis
+     * first, so its result is the mean of each batch's mean: every row weighs row_w = 1 / its step's rows
+     * (set by the core for each micro-batch) */
+    int batch_mean;
+    float row_w;
 } bf_metric_spec;
 
 /* the columns [*j0, *j1) of an output of C a metric reads: class_id's alone, or all */

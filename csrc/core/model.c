@@ -414,6 +414,8 @@ bf_status bf_model_set_metrics(bf_model *m, const bf_metric_spec *metrics, int n
             return BF_FAIL(BF_ERR_ARG, "metrics[%d]: k must be >= 1, got %d", i, q->k);
         if (bf_metric_bucketed(q->kind) && (q->num_thresholds < 2 || q->num_thresholds > BF_AUC_MAX_THRESHOLDS))
             return BF_FAIL(BF_ERR_ARG, "metrics[%d]: num_thresholds must be in [2, %d], got %d", i, BF_AUC_MAX_THRESHOLDS, q->num_thresholds);
+        if (q->batch_mean && !(q->kind == BF_MET_MAE || q->kind == BF_MET_MSE))
+            return BF_FAIL(BF_ERR_ARG, "metrics[%d]: a mean of batch means applies to MAE and MSE", i);
         if (q->has_class_id && !(q->kind == BF_MET_PRECISION || q->kind == BF_MET_RECALL || q->kind >= BF_MET_PREC_AT_REC))
             return BF_FAIL(BF_ERR_ARG, "metrics[%d]: class_id applies to precision, recall and the *At* metrics", i);
         if (q->has_class_id && (q->class_id < 0 || q->class_id >= C))

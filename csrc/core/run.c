@@ -311,10 +311,12 @@ static bf_status loss_and_metrics(bf_run *r, int rows, float scale) {
         /* the metrics of output k, on its predictions (a fused activation applied by the metric) */
         int p = bf_model_producer(m, t);
         bf_act act = r->out_fused[k] && p >= 0 ? m->layers[p].act : BF_ACT_LINEAR;
-        for (int q = 0; q < m->nmetrics && r->nmv; q++)
-            if (m->metrics[q].output == k)
-                BF_TRY(be->metric_update(be, r->mstats + r->moff[q], pred, tgt, sw, &m->metrics[q], act, rows, C,
-                                         (int)o->y_row));
+        for (int q = 0; q < m->nmetrics && r->nmv; q++) {
+            if (m->metrics[q].output != k) continue;
+            bf_metric_spec ms = m->metrics[q]; /* (read before metric_update returns, on every backend) */
+            ms.row_w = scale;                  /* 1 / the step's rows: a batch_mean metric's row weight */
+            BF_TRY(be->metric_update(be, r->mstats + r->moff[q], pred, tgt, sw, &ms, act, rows, C, (int)o->y_row));
+        }
         BF_TRY(be->sum(be, &r->stats->loss[k], BUF(r, r->loss_id[k]), rows));
     }
     return BF_OK;

@@ -51,7 +51,7 @@ bf_status bf_cpu_metric_rows(double *acc, const float *pred, const float *target
     bf_metric_cols(m, C, &j0, &j1);
     for (int i = lo; i < hi; i++) {
         const float *p = pred + (size_t)i * C, *t = target + (size_t)i * T;
-        const float w = m->weighted && sw ? sw[i] : 1.0f;
+        const float w = m->weighted && sw ? sw[i] : m->batch_mean ? m->row_w : 1.0f;
         float mx = 0.0f, s = 1.0f;
         const int keep_e = act == BF_ACT_SOFTMAX && C <= QBUF &&
                            (m->kind == BF_MET_CAT_ACC || m->kind == BF_MET_SPARSE_CAT_ACC);

@@ -45,7 +45,7 @@ __global__ void metric_kernel(double *acc, const float *pred, const float *targe
     const int j0 = m.has_class_id ? m.class_id : 0, j1 = m.has_class_id ? m.class_id + 1 : C;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < B; i += gridDim.x * blockDim.x) {
         const float *p = pred + (size_t)i * C, *t = target + (size_t)i * T;
-        const float w = m.weighted && sw ? sw[i] : 1.0f;
+        const float w = m.weighted && sw ? sw[i] : m.batch_mean ? m.row_w : 1.0f;
         float mx = 0.0f, s = 1.0f;
         if (act == BF_ACT_SOFTMAX) {
             mx = p[0];

@@ -491,7 +491,8 @@ static PyObject *Model_set_metrics(ModelObject *self, PyObject *arg) {
             get_int(d, "num_thresholds", 200, &nt) || get_float(d, "threshold", 0.5f, &ms[i].threshold) ||
             get_float(d, "value", 0.0f, &ms[i].value) ||
             get_int(d, "from_logits", 0, &fl) || get_int(d, "output", 0, &ms[i].output) ||
-            get_int(d, "has_class_id", 0, &ms[i].has_class_id) || get_int(d, "class_id", 0, &ms[i].class_id)) {
+            get_int(d, "has_class_id", 0, &ms[i].has_class_id) || get_int(d, "class_id", 0, &ms[i].class_id) ||
+            get_int(d, "batch_mean", 0, &ms[i].batch_mean)) {
             Py_DECREF(seq);
             return NULL;
         }
