@@ -49,12 +49,20 @@ def batch_model(M):
     return M.Model(x, M.ops.nn.sigmoid(d * 0.1 + M.layers.Dense(1, name="c")(x)))
 
 
+def mean_model(M):
+    """ops.mean(h) and ops.sum(h) with no axis: one number each for the batch, scaled onto a (B, 1) tensor"""
+    x = M.Input(shape=(3,))
+    h = M.layers.Dense(3, activation="tanh", name="h")(x)
+    z = M.layers.Dense(1, name="z")(x) * (M.ops.mean(h) + 0.05 * M.ops.sum(h * h))
+    return M.Model(x, M.ops.nn.sigmoid(z))
+
+
 def copy_named(km, bm, names):
     for n in names:
         bm.get_layer(n).set_weights(km.get_layer(n).get_weights())
 
 
-@pytest.mark.parametrize("build,names", [(scalar_model, "de"), (batch_model, "abc")])
+@pytest.mark.parametrize("build,names", [(scalar_model, "de"), (batch_model, "abc"), (mean_model, "hz")])
 def test_predict_fit_and_evaluate_as_keras(keras, build, names):
     km, bm = build(keras), build(bf)
     assert bm.output_shape == km.output_shape
@@ -91,7 +99,7 @@ def test_input_of_one_number_per_sample_as_keras(keras):
                                km.fit(ids, yy, batch_size=3, shuffle=False, verbose=0).history["loss"], rtol=1e-5)
 
 
-@pytest.mark.parametrize("build", [scalar_model, batch_model])
+@pytest.mark.parametrize("build", [scalar_model, batch_model, mean_model])
 def test_gradients_match_finite_differences(build):
     m = build(bf)
     m.compile(optimizer="sgd", loss="binary_crossentropy")
