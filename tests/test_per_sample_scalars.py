@@ -236,6 +236,9 @@ def test_what_mixes_samples_refuses_to_split_a_batch(tmp_path):
     with pytest.raises(ValueError, match="mixes the samples of a batch.*micro-batches of 2"):
         m.estimate_memory(batch_size=4, micro_batch=2)
     assert all(np.array_equal(a, b) for a, b in zip(m.get_weights(), w))
+    # validation batches larger than the training ones run whole
+    h = m.fit(X, Y, batch_size=4, validation_data=(X, Y), validation_batch_size=12, epochs=1, verbose=0).history
+    np.testing.assert_allclose(h["val_loss"], m.evaluate(X, Y, batch_size=12, verbose=0), rtol=1e-6)
     x = bf.Input(shape=(2,))
     d = bf.ops.tensordot(bf.layers.Dense(2)(x), bf.layers.Dense(2)(x), 2)
     with pytest.raises(ValueError, match=r"outputs\[0\] has no batch axis"):

@@ -8,7 +8,7 @@ the weights and optimizer state the model holds."""
 from collections import namedtuple
 
 from .. import _core, optimizers
-from ..layers.emath import require_whole_batches
+from ..layers.emath import mixing_layer, require_whole_batches
 from ..errors import MemoryBudgetError
 from ..runtime import blas_runtime, budget, devices, dist_group
 from .plan import MemoryPlan, PlanEntry, budget_error
@@ -214,6 +214,8 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
         require_whole_batches(getattr(model, "_node_layers", ()), f"a batch of {batch_size} rows cannot run as micro-batches of "
                               f"{rows}: use micro_batch=None")
     val_rows = min(val_batch, rows) if val_batch else None
+    if val_batch and mixing_layer(getattr(model, "_node_layers", ())) is not None:
+        val_rows = val_batch   # whole validation batches, larger than the training ones too: it mixes samples
     p = _engine_plan(model, mode, rows, device, weighted)
     entries = _model_entries(model, mode) + _entries(p)
     if val_rows:

@@ -155,10 +155,15 @@ class BatchReduce(Layer):
         return dict(kind=BATCH_REDUCE, name=self.name, eop=self.OPS.index(self.op))
 
 
+def mixing_layer(layers):
+    """The first of `layers` that mixes the samples of a batch (a BatchReduce), or None."""
+    return next((layer for layer in layers if layer._nobatch_out), None)
+
+
 def require_whole_batches(layers, why):
     """ValueError naming the first layer of `layers` that mixes the samples of a batch (a BatchReduce), for a run
     that would split or regroup its batches (`why`)."""
-    for layer in layers:
-        if layer._nobatch_out:
-            raise ValueError(f"layer {layer.name!r} mixes the samples of a batch (a sum over the batch: "
-                             f"keras.ops.tensordot of two tensors, keras.ops.sum with no axis), so {why}")
+    layer = mixing_layer(layers)
+    if layer is not None:
+        raise ValueError(f"layer {layer.name!r} mixes the samples of a batch (a sum over the batch: "
+                         f"keras.ops.tensordot of two tensors, keras.ops.sum with no axis), so {why}")
