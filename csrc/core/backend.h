@@ -69,7 +69,20 @@ typedef struct {
     float threshold;    /* binary accuracy, precision, recall */
     int from_logits;    /* AUC: sigmoid applied to predictions first */
     int output;         /* the model output it measures (0 for a single-output model) */
+    int has_class_id;   /* precision, recall, the *At* metrics: only column class_id of the output (Keras class_id) */
+    int class_id;
+    /* a mean metric of an output of one number per sample (Keras (B,)): Keras reduces it over the batch axis
+     * first, so its result is the mean of each batch's mean: every row weighs row_w = 1 / its step's rows
+     * (set by the core for each micro-batch) */
+    int batch_mean;
+    float row_w;
 } bf_metric_spec;
+
+/* the columns [*j0, *j1) of an output of C a metric reads: class_id's alone, or all */
+static inline void bf_metric_cols(const bf_metric_spec *m, int C, int *j0, int *j1) {
+    *j0 = m->has_class_id ? m->class_id : 0;
+    *j1 = m->has_class_id ? m->class_id + 1 : C;
+}
 
 /* doubles a metric accumulates: means (sum w*v, sum w); precision / recall
  * (tp, fp, fn); the counts (tp, fp, fn, tn); AUC (per bucket: positives,

@@ -215,6 +215,8 @@ int bf_seq_out_positions(const bf_model *m, int k);
 /* 1 when output k's activation (sigmoid+BCE, softmax+CCE/SCCE) may be folded
  * into its loss: its node has that activation and nothing else reads it */
 int bf_model_loss_fused(const bf_model *m, int k);
+/* the first node whose output mixes the samples of a batch (BF_LF_BATCH: it runs on whole batches only), -1 if none */
+int bf_model_batch_node(const bf_model *m);
 /* floats per sample of all outputs together (the packed prediction row) */
 long bf_model_out_size(const bf_model *m);
 /* node producing tensor t, or -1 for a model input */

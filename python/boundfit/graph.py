@@ -93,6 +93,11 @@ def normalize_io(inputs, outputs):
     out_names, outs, out_dict = _tensor_list(outputs, "outputs")
     if len({id(t) for t in outs}) != len(outs):
         raise ValueError("Model: the same tensor is listed twice in outputs")
+    for i, t in enumerate(outs):
+        if t._nobatch:
+            raise ValueError(f"Model: outputs[{i}] has no batch axis (shape {t.shape}: a sum over the batch, such as "
+                             "keras.ops.tensordot of two tensors); a model's outputs need one row per sample: add it "
+                             "to a tensor with a batch axis")
     if out_names is None:
         out_names = []
         for t in outs:

@@ -48,6 +48,7 @@ static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
 
 const bf_layer_ops bf_ops_DROPOUT = {
     .name = "DROPOUT",
+    .flags = BF_LF_SCALAR,
     .infer = infer,
     .mask = bf_mask_keep,
     .supported = supported,

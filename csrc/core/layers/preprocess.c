@@ -31,14 +31,14 @@ static int rescale_supported(const bf_backend *be, const bf_layer *L) {
 
 static bf_status rescaling_forward(bf_run *r, int i, int rows) {
     const bf_layer *L = &r->m->layers[i];
-    const int Cl = L->in_shape[L->in_rank - 1];
+    const int Cl = bf_last_dim(L);
     return r->be->rescale_forward(r->be, bf_step_out(r, i), bf_step_in(r, i), NULL, NULL, L->rs_scale, L->rs_offset,
                                   0.0f, (long)rows * L->in_size / Cl, Cl);
 }
 
 static bf_status rescaling_backward(bf_run *r, int i, int rows, float *din, float *dout) {
     const bf_layer *L = &r->m->layers[i];
-    const int Cl = L->in_shape[L->in_rank - 1];
+    const int Cl = bf_last_dim(L);
     if (!din) return BF_OK;
     return r->be->rescale_backward(r->be, din, dout, NULL, L->rs_scale, 0.0f, (long)rows * L->in_size / Cl, Cl);
 }
@@ -140,7 +140,7 @@ static bf_status augment_backward(bf_run *r, int i, int rows, float *din, float 
 }
 
 const bf_layer_ops bf_ops_RESCALING = {
-    .name = "RESCALING", .infer = rescaling_infer, .supported = rescale_supported,
+    .name = "RESCALING", .flags = BF_LF_SCALAR, .infer = rescaling_infer, .supported = rescale_supported,
     .forward = rescaling_forward, .backward = rescaling_backward,
 };
 const bf_layer_ops bf_ops_NORMALIZATION = {

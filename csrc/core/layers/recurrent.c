@@ -65,7 +65,7 @@ static bf_status bf_seq_infer(bf_layer *L, int rank, const int *shape) {
         if (L->input_dim <= 0) return BF_FAIL(BF_ERR_ARG, "%s: input_dim must be positive, got %d", L->name, L->input_dim);
         if (rank > 2)
             return BF_FAIL(BF_ERR_SHAPE, "%s expects ids of rank 1 or 2 per sample, got rank %d", L->name, rank);
-        if (L->mask_zero && rank != 1)
+        if (L->mask_zero && rank != 1) /* (a mask of one id per sample would be Keras's (B,) mask) */
             return BF_FAIL(BF_ERR_SHAPE, "%s: mask_zero needs ids of shape (T,) per sample, got rank %d", L->name, rank);
         L->out_rank = rank + 1;
         L->out_shape[rank] = L->units;
@@ -448,7 +448,7 @@ static bf_status seq_backward(bf_run *r, int i, int rows, float *din, float *dou
 
 const bf_layer_ops bf_ops_EMBEDDING = {
     .name = "EMBEDDING",
-    .flags = BF_LF_READS_IN | BF_LF_IDS,
+    .flags = BF_LF_READS_IN | BF_LF_IDS | BF_LF_SCALAR,
     .infer = seq_infer,
     .mask = embedding_mask,
     .supported = embedding_supported,

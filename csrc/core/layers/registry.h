@@ -33,6 +33,10 @@ enum {
                                   backward reads this gradient, and this node adds nothing to its input's */
     BF_LF_IDS = 1 << 9,        /* its input is ids into a table of input_dim rows; a step reports the first bad
                                   one (bf_step_stats.bad_id) and run.c raises a DataError for it */
+    BF_LF_SCALAR = 1 << 10,    /* takes one number per sample (a per-sample shape (), rank 0): an elementwise
+                                  kind, Embedding, Reshape; other kinds refuse such an input by name (model.c) */
+    BF_LF_BATCH = 1 << 11,     /* its output mixes the samples of a batch (a sum over the batch, keras.ops.tensordot
+                                  of two tensors): steps may not split a batch (micro-batches, data parallel) */
 };
 
 typedef struct bf_layer_ops {

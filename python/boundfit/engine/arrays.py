@@ -205,7 +205,7 @@ def check_y(model, ys, what=None):
             if got not in ((), (1,)):
                 raise DataError(f"{lab} must hold one class id per sample for sparse_categorical_crossentropy, "
                                 f"got per-sample shape {got}")
-        elif got != out and not (got == () and out == (1,)):
+        elif got != out and not ({got, out} == {(), (1,)}):   # one number per sample, either way (Keras)
             raise DataError(f"{lab} has per-sample shape {got}, the model's output is {out}")
 
 

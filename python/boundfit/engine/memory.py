@@ -10,6 +10,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import _core, optimizers
+from ..layers.emath import mixing_layer, require_whole_batches
 from ..errors import MemoryBudgetError
 from ..runtime import blas_runtime, budget, devices, dist_group
 from .plan import MemoryPlan, PlanEntry, budget_error
@@ -255,7 +256,14 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
         if isinstance(micro_batch, bool) or not isinstance(micro_batch, int) or micro_batch <= 0:
             raise ValueError(f"micro_batch must be a positive int, 'auto' or None, got {micro_batch!r}")
         rows = min(int(micro_batch), batch_size)
+    if weighted.train or weighted.evaluate:
+        _check_weights_per_sample(model)
+    if rows < batch_size:
+        require_whole_batches(getattr(model, "_node_layers", ()), f"a batch of {batch_size} rows cannot run as micro-batches of "
+                              f"{rows}: use micro_batch=None")
     val_rows = min(val_batch, rows) if val_batch else None
+    if val_batch and mixing_layer(getattr(model, "_node_layers", ())) is not None:
+        val_rows = val_batch   # whole validation batches, larger than the training ones too: it mixes samples
     p = _engine_plan(model, mode, rows, device, weighted)
     entries = _model_entries(model, mode) + _entries(p)
     if val_rows:
@@ -281,6 +289,17 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
                                 f"watchdog's tolerance ({tol}) free; memory outside the plan beyond half the margin "
                                 f"stops the run")
     return plan
+
+
+def _check_weights_per_sample(model):
+    """sample_weight / class_weight on an output of one number per sample (Keras (B,)): Keras 3 reduces its
+    loss over the batch axis before weighing it (mean(loss) * mean(weights) per batch), mixing the samples."""
+    for name, t in zip(model._output_names or [], model._outputs or []):
+        if t._ps == ():
+            raise ValueError(f"sample_weight / class_weight: the output {name!r} has one number per sample (shape "
+                             "(None,)), whose loss Keras 3 reduces over the batch axis before weighing it (the "
+                             "batch's mean loss times its mean weight), mixing the samples; give the output shape "
+                             "(None, 1) (keras.ops.expand_dims(x, -1)) for per-sample weights")
 
 
 def plan_fit(model, batch_size, micro_batch, device, memory_limit, val_batch, max_rows=None, shuffle_rows=0,

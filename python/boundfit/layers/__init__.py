@@ -16,7 +16,7 @@ from .conv import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Convolution
 from .core import Activation, Dense, Lambda
 from .dot import Dot
 from .embedding import Embedding
-from .emath import Binary, MatMul, Unary, Weight  # graph pieces of keras.ops math (not Keras layers)
+from .emath import BatchReduce, Binary, MatMul, Unary, Weight  # graph pieces of keras.ops math (not Keras layers)
 from .input_layer import Input, InputLayer
 from .layer import Layer
 from .merge import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract, add, average, concatenate,

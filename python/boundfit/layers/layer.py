@@ -42,7 +42,8 @@ def layer_config(layer):
     if fn is None and layer._custom():   # a custom layer: Keras's base config, which its get_config extends
         return dict(name=layer.name, trainable=bool(layer.trainable), dtype=dict(_DTYPE))
     if fn is None:
-        raise ValueError(f"layer {layer.name!r}: {type(layer).__name__} has no Keras serialization in boundfit")
+        raise ValueError(f"layer {layer.name!r}: {type(layer).__name__} has no Keras serialization in boundfit"
+                         + getattr(layer, "_no_keras_file", ""))
     return dict(name=layer.name, trainable=bool(layer.trainable), dtype=dict(_DTYPE), **fn(layer))
 
 
@@ -136,6 +137,13 @@ class Layer:
     # ---- graphs ----
     _n_inputs = 1  # merge layers: "many"
     _has_weights = False
+
+    # takes one number per sample (a per-sample shape ()): elementwise layers, Embedding, Reshape
+    _scalar_ok = False
+    # draws random values in training (Dropout, noise, augmentation): one draw per sample
+    _random = False
+    # its output has no batch axis (a sum over the batch: emath.BatchReduce)
+    _nobatch_out = False
 
     def compute_output_shape(self, shape):
         """Per-sample output shape (no batch axis) for a per-sample input shape."""

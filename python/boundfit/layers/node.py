@@ -25,20 +25,23 @@ class SymbolicTensorError(TypeError):
 class KerasTensor:
     """A symbolic tensor: the shape (batch axis None) and where it comes from."""
 
-    def __init__(self, shape, dtype="float32", name=None, node=None, input_layer=None):
-        self._ps = tuple(None if d is None else int(d) for d in shape)  # None: a variable length
+    def __init__(self, shape, dtype="float32", name=None, node=None, input_layer=None, nobatch=False):
+        self._ps = tuple(None if d is None else int(d) for d in shape)  # None: a variable length; (): one number
         self.dtype = dtype
         self.name = name
         self._node = node
         self._input_layer = input_layer
+        # no batch axis (Keras's result of a sum over the batch, ops.tensordot of two tensors): the engine holds
+        # it as a per-sample tensor of shape _ps whose value is the same in every sample
+        self._nobatch = bool(nobatch)
 
     @property
     def shape(self):
-        return (None,) + self._ps
+        return self._ps if self._nobatch else (None,) + self._ps
 
     @property
     def ndim(self):
-        return len(self._ps) + 1
+        return len(self._ps) + (0 if self._nobatch else 1)
 
     def __repr__(self):
         return f"<KerasTensor shape={self.shape}, dtype={self.dtype}, name={self.name}>"
@@ -216,9 +219,18 @@ def call_layer(layer, inputs, training=None, **kwargs):
     else:
         if len(ins) != 1:
             raise ValueError(f"{layer.name} ({type(layer).__name__}) takes one input tensor, got a list of {len(ins)}")
+        if ins[0]._ps == () and not layer._scalar_ok:
+            raise ValueError(f"layer {layer.name!r} ({type(layer).__name__}) does not take one number per sample: "
+                             f"its input has shape {ins[0].shape}; give it shape (None, 1) "
+                             "(keras.ops.expand_dims(x, -1)), as Keras asks for at least 2 dimensions")
         layer._check_call_shape(ins[0]._ps)
         shape = infer_shape(layer.compute_output_shape, ins[0]._ps)
-    out = KerasTensor(shape, name=f"{layer.name}_output")
+    nobatch = layer._nobatch_out or all(t._nobatch for t in ins)
+    if any(t._nobatch for t in ins) and layer._random:
+        raise ValueError(f"layer {layer.name!r} ({type(layer).__name__}) is called on a tensor without a batch axis "
+                         "(a sum over the batch, e.g. keras.ops.tensordot of two tensors): Keras draws one random "
+                         "value for it, boundfit one per sample; apply it to a tensor with a batch axis")
+    out = KerasTensor(shape, name=f"{layer.name}_output", nobatch=nobatch)
     Node(layer, ins, [out])
     return out
 

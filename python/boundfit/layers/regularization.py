@@ -14,6 +14,8 @@ DROPOUT, AUGMENT = engine_kinds("DROPOUT AUGMENT")
 
 
 class Dropout(Layer):
+    _scalar_ok = True
+    _random = True
     _base = "dropout"
 
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
@@ -29,6 +31,7 @@ class Dropout(Layer):
 
 
 class GaussianNoise(Layer):
+    _random = True
     _base = "gaussian_noise"
 
     def __init__(self, stddev, seed=None, **kwargs):
@@ -42,6 +45,7 @@ class GaussianNoise(Layer):
 
 
 class GaussianDropout(Layer):
+    _random = True
     _base = "gaussian_dropout"
 
     def __init__(self, rate, seed=None, **kwargs):

@@ -388,7 +388,13 @@ class KerasOp:
             key = _key_from_keras(args[1])
             key = key if isinstance(key, tuple) else (key,)
             r = _anchor_key(key, ts[0])
+            if r == 0:   # x[:, 0, ..., 0]: one number per sample, which zeros_like may still read as an anchor
+                y = bf_ops.getitem(ts[0], key)
+                y._const_anchor = _ConstAnchor(self.name, ts[0], 0)
+                return y
             return _ConstAnchor(self.name, ts[0], r) if r is not None else bf_ops.getitem(ts[0], key)
+        if self.class_name == "ZerosLike" and len(ts) == 1 and getattr(ts[0], "_const_anchor", None) is not None:
+            ts = [ts[0]._const_anchor]
         if self.class_name == "ZerosLike" and len(ts) == 1 and isinstance(ts[0], _ConstAnchor):
             return _ConstAnchor(self.name, ts[0].x, ts[0].r, zeros=True)
         if self.class_name == "Add" and len(ts) == 2 and isinstance(ts[0], _ConstAnchor) and ts[0].zeros:
