@@ -234,6 +234,7 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
     for (int i = 0; i < m->nlayers; i++) {
         bf_layer *L = &m->layers[i];
         const bf_layer_ops *ops = bf_layer_ops_of((int)L->kind);
+        if (r->node_off[i]) continue; /* not part of this run's mode (bf_layer.modes) */
         float *out = out_of(r, i);
         if (!r->node_view[i] && ops->forward) BF_TRY(ops->forward(r, i, rows));
         if (check) {

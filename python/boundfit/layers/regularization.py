@@ -15,6 +15,7 @@ DROPOUT, AUGMENT = engine_kinds("DROPOUT AUGMENT")
 
 class Dropout(Layer):
     _base = "dropout"
+    _mode_dependent = True
 
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)
@@ -30,6 +31,7 @@ class Dropout(Layer):
 
 class GaussianNoise(Layer):
     _base = "gaussian_noise"
+    _mode_dependent = True
 
     def __init__(self, stddev, seed=None, **kwargs):
         super().__init__(**kwargs)
@@ -43,6 +45,7 @@ class GaussianNoise(Layer):
 
 class GaussianDropout(Layer):
     _base = "gaussian_dropout"
+    _mode_dependent = True
 
     def __init__(self, rate, seed=None, **kwargs):
         super().__init__(**kwargs)
