@@ -27,7 +27,10 @@ static unsigned node_flags(const bf_run *r, int i) {
 static bf_status plan(bf_run *r, int i, int t, int tb, int bw) {
     const bf_layer *L = &r->m->layers[i];
     (void)tb;
-    (void)bw;
+    if (bw && !L->frozen && !bf_node_training(r, i))
+        return BF_FAIL(BF_ERR_ARG, "%s: BatchNormalization called with training=False while trainable: its "
+                       "inference mode gives no gradient to gamma and beta yet; freeze it (layer.trainable = False, as "
+                       "Keras's fine-tuning guide does), or call it without training=", L->name);
     int C = L->in_shape[L->in_rank - 1];
     BF_TRY(bf_run_newbuf(r, &r->aux_id[i], 2 * (size_t)C * sizeof(float), L->name, " batch mean / inverse std"));
     bf_run_use(r, r->aux_id[i], t);

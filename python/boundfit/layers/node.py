@@ -5,8 +5,11 @@ fails where it is written, as in Keras; a custom layer's call() traced on
 them (trace_layer). MaskTensor stands for a Keras mask op read from a file
 (boundfit recomputes masks itself).
 
-`training`, as Keras: a call given training=True / False runs in that mode
-always (the node's train_mode); a custom layer's call() that takes
+`training`, as Keras 3: inside a call() being traced, a call given
+training=True / False runs in that mode always (the node's train_mode); at
+a functional graph's own level fit / evaluate / predict pass their mode to
+every call, overriding a training= given there (Keras's operation_fn), so
+it is ignored there. A custom layer's call() that takes
 `training` and is called without it is traced twice, with training=False
 then True (trace_modes): the nodes both traces make alike are kept once,
 and where the outputs differ a Switch node (layers/switch.py) gives the
@@ -164,7 +167,8 @@ def tracing_anchor():
 
 # the training mode of the call() being traced: (True / False, fixed), fixed when a call was given training=
 # (every node then runs in that mode), else one of trace_modes' two passes (its nodes run only in its runs,
-# unless the other pass made them alike); none: outside any such call
+# unless the other pass made them alike); (None, False): a call() without `training` (the run's mode);
+# none: a functional graph's own level
 CONTEXT = []
 # the nodes each pass of trace_modes makes, and the keras.random draws per SeedGenerator so far (random.py):
 # both passes start from the same counts, so a draw made alike in both is one node
@@ -175,7 +179,7 @@ DRAWS = {}
 def train_mode(training, mode_dependent=True):
     """The engine's train_mode of a layer call given `training` (None: not given): 0 the run's mode, 1 always
     training, 2 always inference. Within a pass of trace_modes, its own mode is the run's."""
-    if not mode_dependent:
+    if not mode_dependent or not CONTEXT:   # a functional graph's own calls: the run's mode (Keras 3)
         return 0
     value, fixed = CONTEXT[-1] if CONTEXT else (None, False)
     t = value if training is None else bool(training)
@@ -369,17 +373,17 @@ def _who(x):
 
 
 def trace_call(call, takes_training, training, who):
-    """call(training or None) traced in Keras's mode: `training` given (not None) fixes the mode of every layer
-    under it; else the mode of the call() being traced around it (CONTEXT); else, when call() takes
-    `training`, both modes (trace_modes)."""
+    """call(training or None) traced in Keras's mode: `training` given (not None) inside a call() being traced
+    fixes the mode of every layer under it; else the mode of the call() being traced around it (CONTEXT);
+    else, when call() takes `training`, both modes (trace_modes)."""
     value, fixed = CONTEXT[-1] if CONTEXT else (None, False)
-    if training is not None:
+    if training is not None and CONTEXT:   # (at a functional graph's own level the run's mode overrides it)
         training = bool(training)
         fixed = fixed or value is None or training != value
         value = training
-    if value is None:
-        return trace_modes(call, who) if takes_training else call(None)
-    CONTEXT.append((value, fixed))
+    if value is None and takes_training:
+        return trace_modes(call, who)
+    CONTEXT.append((value, fixed))   # (None: inside a call(), each layer in the run's mode)
     try:
         return call(value)
     finally:

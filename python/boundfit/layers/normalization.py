@@ -32,15 +32,12 @@ class BatchNormalization(Layer):
     _mode_dependent = True
 
     def _check_train_mode(self, train_mode, compiling=False):
+        """(training=False on a trainable layer fails fit in the engine, csrc/core/layers/batchnorm.c: a frozen
+        one, or evaluate / predict, run it)"""
         if train_mode == 1:
             raise ValueError(f"layer {self.name!r} (BatchNormalization) is called with training=True: boundfit "
                              "updates moving statistics in fit only, so it cannot run in training mode in evaluate / "
                              "predict; call it without training=")
-        if train_mode == 2 and compiling and self.trainable:
-            raise ValueError(f"layer {self.name!r} (BatchNormalization) is called with training=False while "
-                             "trainable: boundfit's inference-mode BatchNormalization gives no gradient to gamma and "
-                             "beta yet; freeze it (layer.trainable = False, as Keras's fine-tuning guide does), or "
-                             "call it without training=")
 
     def spec(self):
         return dict(kind=BATCHNORM, name=self.name, momentum=self.momentum, eps=self.epsilon, center=int(self.center),

@@ -344,6 +344,7 @@ def save_model(model, filepath, overwrite=True):
     if os.path.exists(filepath) and not overwrite:
         raise FileExistsError(f"{filepath} exists and overwrite=False")
     model._require_built()
+    _keras_writable(model)
     config = json.dumps(keras_graph.model_config(model))
     meta = json.dumps({"keras_version": "3", "boundfit_version": __version__,
                        "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")})
@@ -357,6 +358,27 @@ def save_model(model, filepath, overwrite=True):
             z.writestr("config.json", config)
             z.writestr("model.weights.h5", buf.getvalue(), compress_type=zipfile.ZIP_STORED)
     atomic_write(filepath, write)
+
+
+def _keras_writable(model):
+    """A .keras file holds a graph of Keras layers and operations: a call() that computes differently with
+    training=True and False (a Switch) or draws with keras.random (a RandomDraw) has none, so such a model is
+    refused here, naming the layer, rather than written as something else."""
+    for n in model._nodes:
+        if keras_graph.is_model(n.layer):
+            _keras_writable(n.layer)
+            continue
+        if not isinstance(n.layer, (L.Switch, L.RandomDraw)):
+            continue
+        who = n.traced_in
+        who = f"layer {who.name!r} ({type(who).__name__})" if who is not None else \
+            f"model {model.name!r} ({type(model).__name__})"
+        what = ("computes differently with training=True and training=False" if isinstance(n.layer, L.Switch) else
+                f"draws with keras.random.{n.layer.dist}")
+        raise ValueError(f"{who}: its call() {what}, which a .keras file cannot hold as Keras layers and "
+                         "operations (Keras rebuilds it only from the class itself). Save it to boundfit's graph "
+                         "file (a path ending in .npz), or its weights with save_weights() for the same class in "
+                         "Keras")
 
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
