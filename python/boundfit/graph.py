@@ -289,7 +289,8 @@ def model_layers(model):
     for n in model._nodes:
         if n.traced_in is not None:
             last[id(n.traced_in)] = (max(last.get(id(n.traced_in), (-1,))[0], rank[id(n)]), n.traced_in)
-    return _unique([layer for _, layer in sorted(calls + list(last.values()), key=lambda c: c[0])])
+    return _unique([layer for _, layer in sorted(calls + list(last.values()), key=lambda c: c[0])
+                    if not isinstance(layer, Switch)])   # (a subclassed model's two traces: no layer of Keras's)
 
 
 def graph_layers(model):
