@@ -5,9 +5,10 @@
  * draw for every sample (aug.rshared). It hangs on a tensor of that call only
  * for the batch size and sends it no gradient. Its stream: its seed (or,
  * seed=None, the run's) mixed with the optimizer iteration and the
- * micro-batch, or with the forward's count outside training (a
- * SeedGenerator: new draws every step, the same for a fresh model with the
- * same seeds); an int seed (rfixed) draws the same every step, as Keras. */
+ * micro-batch (a SeedGenerator: new draws every step, the same for a fresh
+ * model with the same seeds), or outside training with the run's seed and
+ * the forward's count (new draws per batch and per evaluate / predict call);
+ * an int seed (rfixed) draws the same every step, as Keras. */
 #include "layer.h"
 
 static bf_status infer(bf_layer *L, int rank, const int *shape) {
@@ -37,8 +38,11 @@ static int supported(const bf_backend *be, const bf_layer *L) {
 // out (B, shape...) = draws; the input (the anchor) is not read
 static bf_status forward(bf_run *r, int i, int rows) {
     const bf_layer *L = &r->m->layers[i];
-    if (!r->aug_base[i]) /* the node's stream: its seed, or (none) the run's */
-        r->aug_base[i] = bf_splitmix64(L->aug.seed ? L->aug.seed : r->dropout_seed ^ ((uint64_t)i << 40)) | 1u;
+    if (!r->aug_base[i]) { /* the node's stream: its seed, or (none) the run's */
+        uint64_t s = L->aug.seed ? L->aug.seed : r->dropout_seed ^ ((uint64_t)i << 40);
+        if (L->aug.seed && !L->rfixed && r->mode != BF_MODE_TRAIN) s ^= bf_splitmix64(r->dropout_seed); /* new per call */
+        r->aug_base[i] = bf_splitmix64(s) | 1u;
+    }
     bf_augment a;
     memset(&a, 0, sizeof a);
     a.noise = 3;
