@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import boundfit as bf
+from boundfit import _core
 from boundfit.graph import compile_graph
 from boundfit.layers.args import engine_kinds
 from conftest import assert_plan_equals_arenas, directional_check_per_array
@@ -327,3 +328,16 @@ def test_what_cannot_run_raises_naming_the_layer():
     m.layers[1].bn.trainable = False
     m.compile(optimizer="sgd", loss="mse")
     m.fit(X, X, epochs=1, verbose=0)   # frozen: inference mode, as Keras's fine-tuning guide runs it
+
+
+def test_the_engine_checks_its_mode_fields_and_the_new_kinds():
+    DENSE, RANDOM = engine_kinds("DENSE RANDOM")
+    dense = dict(kind=DENSE, name="d", units=3, inputs=[0])
+    with pytest.raises(ValueError, match="d: modes must be in 0..3 and train_mode in 0..2, got 5 and 0"):
+        _core.Model([dict(dense, modes=5)], (4,), 0)
+    with pytest.raises(ValueError, match="sw: call\\(\\) returns shape \\(4,\\) with training=True and \\(3,\\)"):
+        _core.Model([dense, dict(kind=SWITCH, name="sw", inputs=[0, 1])], (4,), 0)
+    with pytest.raises(ValueError, match="rd: unknown distribution 7"):
+        _core.Model([dict(kind=RANDOM, name="rd", target_shape=(2,), rnd_dist=7, inputs=[0])], (4,), 0)
+    with pytest.raises(ValueError, match="rd: the dropout rate must be in \\[0, 1\\), got 1"):
+        _core.Model([dict(kind=RANDOM, name="rd", target_shape=(2,), rnd_dist=3, rnd_a=1.0, inputs=[0])], (4,), 0)

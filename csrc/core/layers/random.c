@@ -40,7 +40,8 @@ static bf_status forward(bf_run *r, int i, int rows) {
     const bf_layer *L = &r->m->layers[i];
     if (!r->aug_base[i]) { /* the node's stream: its seed, or (none) the run's */
         uint64_t s = L->aug.seed ? L->aug.seed : r->dropout_seed ^ ((uint64_t)i << 40);
-        if (L->aug.seed && !L->rfixed && r->mode != BF_MODE_TRAIN) s ^= bf_splitmix64(r->dropout_seed); /* new per call */
+        if (L->aug.seed && !L->rfixed && r->mode != BF_MODE_TRAIN) /* evaluate / predict: new per call */
+            s ^= bf_splitmix64(r->dropout_seed);
         r->aug_base[i] = bf_splitmix64(s) | 1u;
     }
     bf_augment a;
@@ -53,8 +54,8 @@ static bf_status forward(bf_run *r, int i, int rows) {
     a.B = rows;
     a.H = a.OH = a.C = 1;
     a.W = a.OW = (int)L->out_size;
-    a.seed = L->rfixed ? r->aug_base[i]
-                       : bf_splitmix64(r->aug_base[i] ^ bf_splitmix64((uint64_t)r->aug_it * 4096u + (uint64_t)r->aug_micro));
+    const uint64_t step = (uint64_t)r->aug_it * 4096u + (uint64_t)r->aug_micro;
+    a.seed = L->rfixed ? r->aug_base[i] : bf_splitmix64(r->aug_base[i] ^ bf_splitmix64(step));
     return r->be->augment_forward(r->be, bf_step_out(r, i), bf_step_in(r, i), &a);
 }
 
