@@ -371,14 +371,15 @@ def _keras_writable(model):
         if not isinstance(n.layer, (L.Switch, L.RandomDraw)):
             continue
         who = n.traced_in
-        who = f"layer {who.name!r} ({type(who).__name__})" if who is not None else \
-            f"model {model.name!r} ({type(model).__name__})"
         what = ("computes differently with training=True and training=False" if isinstance(n.layer, L.Switch) else
                 f"draws with keras.random.{n.layer.dist}")
+        also = "" if who is not None else \
+            ", or its weights with save_weights() (Keras's layout, for an instance of the same class in Keras)"
+        who = f"layer {who.name!r} ({type(who).__name__})" if who is not None else \
+            f"model {model.name!r} ({type(model).__name__})"
         raise ValueError(f"{who}: its call() {what}, which a .keras file cannot hold as Keras layers and "
-                         "operations (Keras rebuilds it only from the class itself). Save it to boundfit's graph "
-                         "file (a path ending in .npz), or its weights with save_weights() for the same class in "
-                         "Keras")
+                         "operations (Keras rebuilds it only from the class itself). Save the model to boundfit's "
+                         f"graph file (a path ending in .npz){also}")
 
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
