@@ -117,6 +117,34 @@ def test_new_draws_every_step_with_a_seed_generator_and_the_same_with_an_int_see
     assert max(losses[3]) - min(losses[3]) < 1e-6
 
 
+def test_micro_batches_draw_what_the_whole_batch_draws():
+    """a step in micro-batches sees the same draws (a per-sample one at its row, a shared one once per step)"""
+    def shared(M):
+        class Shared(M.layers.Layer):
+            def __init__(self, **kwargs):
+                super().__init__(**kwargs)
+                self.sg = M.random.SeedGenerator(9)
+
+            def call(self, x, training=None):
+                if training:
+                    x = x + M.random.uniform((1, 4), -1.0, 1.0, seed=self.sg)
+                return x
+        inp = M.Input(shape=(4,))
+        return M.Model(inp, M.layers.Dense(1)(Shared()(noisy(M, None).layers[1](inp))))
+    out = []
+    for mb in (None, 3):
+        m = shared(bf)
+        if out:
+            m.set_weights(out[0][0])
+        m.compile(optimizer=bf.optimizers.SGD(0.05), loss="mse")
+        w0 = m.get_weights()
+        h = m.fit(X, Y, batch_size=12, epochs=3, shuffle=False, micro_batch=mb, verbose=0).history["loss"]
+        out.append((w0, h, m.get_weights()))
+    np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-5)
+    for a, b in zip(out[1][2], out[0][2]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
 def test_without_randomness_training_and_predictions_are_keras(keras):
     km, bm = noisy(keras, None, scale=0.0), noisy(bf, None, scale=0.0)
     bm.set_weights(km.get_weights())

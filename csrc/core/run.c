@@ -770,6 +770,7 @@ static bf_status steps(bf_run *r, int train, const bf_srcs *xin, const bf_srcs *
         if (!ahead && cur.j > 0) bf_prefetch_release(&pf, cur.j - 1);
         r->cur = cur.k;
         done = cur.first ? cur.rows : done + cur.rows;
+        r->micro_row = done - cur.rows;
         if (s == BF_OK) s = queue_micro_step(r, train, (int)cur.rows, 1.0f / (float)cur.srows, done >= cur.srows);
         have = next_job(&jobs, cur.j + 1, &nxt);
         if (ahead && s == BF_OK) {

@@ -130,6 +130,7 @@ typedef struct bf_run {
     uint64_t rnn_seed[BF_MAX_LAYERS];  /* recurrent dropout: the node's seed this step (layers/recurrent.c) */
     int posw_id[BF_MAX_OUTPUTS]; /* per-position loss / metric weights of a sequence output (seq_loss.c) */
     int node_off[BF_MAX_LAYERS]; /* not part of this run (bf_layer.modes): no buffers, no steps */
+    long micro_row;              /* training: rows of the step before the current micro-batch (layers/random.c) */
 } bf_run;
 
 /* node i is part of run r (bf_layer.modes) */

@@ -4,9 +4,10 @@
  * noise 3: the counter-based stream of counter_hash.h), per sample, or one
  * draw for every sample (aug.rshared). It hangs on a tensor of that call only
  * for the batch size and sends it no gradient. Its stream: its seed (or,
- * seed=None, the run's) mixed with the optimizer iteration and the
- * micro-batch (a SeedGenerator: new draws every step, the same for a fresh
- * model with the same seeds), or outside training with the run's seed and
+ * seed=None, the run's) mixed with the optimizer iteration, each
+ * micro-batch drawing its rows' part of the step's draw (a SeedGenerator:
+ * new draws every step, the same for a fresh model with the same seeds,
+ * with or without micro_batch=), or outside training with the run's seed and
  * the forward's count (new draws per batch and per evaluate / predict call);
  * an int seed (rfixed) draws the same every step, as Keras. */
 #include "layer.h"
@@ -54,7 +55,11 @@ static bf_status forward(bf_run *r, int i, int rows) {
     a.B = rows;
     a.H = a.OH = a.C = 1;
     a.W = a.OW = (int)L->out_size;
-    const uint64_t step = (uint64_t)r->aug_it * 4096u + (uint64_t)r->aug_micro;
+    /* training: one stream per step, each micro-batch at its rows' place in it (micro_batch= draws what the
+     * whole batch would); evaluate / predict: one per forward */
+    const int train = r->mode == BF_MODE_TRAIN;
+    const uint64_t step = (uint64_t)r->aug_it * 4096u + (train ? 0u : (uint64_t)r->aug_micro);
+    a.e0 = train ? r->micro_row * L->out_size : 0;
     a.seed = L->rfixed ? r->aug_base[i] : bf_splitmix64(r->aug_base[i] ^ bf_splitmix64(step));
     return r->be->augment_forward(r->be, bf_step_out(r, i), bf_step_in(r, i), &a);
 }
