@@ -294,7 +294,7 @@ def test_keras_random_draws_and_a_training_switch_train_to_the_cpu_weights_on_cu
         inp = layers.Input((6,))
         return bf.Model(inp, layers.Dense(2)(Noisy()(layers.Dense(40)(inp))))
 
-    cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
+    cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2, micro_batch=4)
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "keras.random")
     np.testing.assert_allclose(gpu.predict(x, verbose=0, device="cuda"), cpu.predict(x, verbose=0), rtol=1e-4,
                                atol=1e-5)
