@@ -58,8 +58,11 @@ def call_model(model, inputs, training=None):
     if len(ins) != len(model._inputs):
         raise ValueError(f"model {model.name!r} takes {len(model._inputs)} inputs, got {len(ins)}")
     for k, (t, want) in enumerate(zip(ins, model._inputs)):
-        if t._ps != want._ps:
+        if len(t._ps) != len(want._ps) or any(w is not None and d != w for d, w in zip(t._ps, want._ps)):
             raise ValueError(f"model {model.name!r}: input {k} must have shape {want.shape}, got {t.shape}")
+        if (t.dtype == "string") != (want.dtype == "string"):
+            what = "strings" if want.dtype == "string" else "numbers"
+            raise ValueError(f"model {model.name!r}: input {k} takes {what}, got a tensor of dtype {t.dtype!r}")
     outs = [KerasTensor(t._ps, name=f"{model.name}_output_{k}") for k, t in enumerate(model._outputs)]
     Node(model, ins, outs, train_mode(training))
     if model._outputs_dict:
@@ -183,6 +186,41 @@ def keras_order(inputs, outputs):
     return {k: r for r, (k, *_rest) in enumerate(items)}
 
 
+def host_stages(model):
+    """{input index: layer} of the host-side layers (TextVectorization) a
+    model runs on its inputs before the engine: each on a string Input of the
+    model itself, one per input; the engine's input k is that layer's output."""
+    if getattr(model, "_inputs", None) is None:
+        return {}
+    index = {id(t): k for k, t in enumerate(model._inputs)}
+    out = {}
+    for n in model._nodes:
+        L = n.layer
+        if isinstance(L, GraphModel):
+            inner = host_stages(L)
+            if inner:
+                raise ValueError(f"model {model.name!r}: the nested model {L.name!r} starts with host-side "
+                                 f"preprocessing ({type(next(iter(inner.values()))).__name__}); call that layer on "
+                                 "the outer model's own string Input instead")
+            continue
+        if not getattr(L, "_host_side", False):
+            continue
+        k = index.get(id(n.inputs[0]))
+        if k is None:
+            raise ValueError(f"model {model.name!r}: layer {L.name!r} ({type(L).__name__}) runs on the host before "
+                             "the engine, so it must be called on one of the model's Inputs")
+        if k in out:
+            raise ValueError(f"model {model.name!r}: input {model._input_names[k]!r} feeds two host-side layers "
+                             f"({out[k].name!r} and {L.name!r}); give each its own Input")
+        out[k] = L
+    for n in model._nodes:
+        if not getattr(n.layer, "_host_side", False) and any(id(t) in index and t.dtype == "string"
+                                                                for t in n.inputs):
+            raise ValueError(f"model {model.name!r}: layer {n.layer.name!r} is called on the string input "
+                             f"{n.inputs[0].name!r}; strings go through a TextVectorization first")
+    return out
+
+
 class CompiledGraph:
     def __init__(self):
         self.specs, self.node_layers, self.layer_node, self.owners = [], [], {}, []
@@ -190,16 +228,27 @@ class CompiledGraph:
 
 
 def compile_graph(model):
+    """The engine's node list. A host-side layer on input k (host_stages) is
+    no engine node: the engine's input k is its output (the ids or counts
+    the data sources make per batch, engine/host_stage.py)."""
     g = CompiledGraph()
     n_in = len(model._inputs)
     g.input_shapes = [t._ps for t in model._inputs]
     env = {id(t): ("in", k) for k, t in enumerate(model._inputs)}
     entries = []   # [layer, spec (inputs as env keys), node] in order
+    host = set()
+    for k, L in host_stages(model).items():
+        n = next(n for n in model._nodes if n.layer is L)
+        g.input_shapes[k] = n.outputs[0]._ps
+        env[id(n.outputs[0])] = ("in", k)
+        host.add(id(n))
 
     def emit(nodes, env, outs, force):
         used = {id(t) for n in nodes for t in n.inputs} | {id(t) for t in outs}
         for n in nodes:
             L = n.layer
+            if id(n) in host:
+                continue
             tm = n.train_mode or force
             if isinstance(L, GraphModel):
                 inner = {id(t): env[id(x)] for t, x in zip(L._inputs, n.inputs)}

@@ -29,6 +29,7 @@ from .pooling import (AveragePooling1D, AveragePooling2D, AvgPool1D, GlobalAvera
 from .preprocessing import Normalization, Rescaling
 from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from .regularization import Dropout, GaussianDropout, GaussianNoise
+from .text import TextVectorization
 from .reshaping import (Const, Flatten, Permute, RepeatVector, Reshape, Slice, UpSampling2D,  # Const, Slice: graph
                         ZeroPadding2D)  # pieces of traced calls and ops (not Keras layers)
 from .switch import Switch  # a custom layer's training / inference traces (a graph piece, not a Keras layer)
@@ -50,5 +51,6 @@ __all__ = ["Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D
            "MultiHeadAttention", "Multiply", "Normalization", "Permute", "RandomContrast", "RandomCrop", "RandomFlip",
            "RandomRotation", "RandomZoom",
            "RandomTranslation", "ReLU", "RepeatVector", "Rescaling", "Reshape", "SimpleRNN", "Softmax", "Subtract",
+           "TextVectorization",
            "UpSampling2D", "ZeroPadding2D", "add", "average", "concatenate", "maximum", "minimum", "multiply",
            "subtract"]

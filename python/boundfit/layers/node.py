@@ -247,6 +247,9 @@ def call_layer(layer, inputs, training=None, **kwargs):
     if kwargs:
         raise TypeError(f"{layer.name}: unknown call arguments {sorted(kwargs)}")
     ins, many = _as_tensors(layer.name, inputs)
+    if any(t.dtype == "string" for t in ins):
+        raise ValueError(f"{layer.name} ({type(layer).__name__}) takes numbers, got the string tensor "
+                         f"{ins[0].name!r}; strings go through a TextVectorization first")
     if layer._n_inputs == "many":
         if not many:
             raise ValueError(f"{layer.name}: a merge layer is called on a list of tensors, got one tensor")

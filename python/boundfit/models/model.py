@@ -89,6 +89,11 @@ class Model(graph.GraphModel):
             self.build()
 
     @property
+    def _host_stages(self):
+        """{input index: host-side layer (TextVectorization)} run on the inputs before the engine."""
+        return graph.host_stages(self)
+
+    @property
     def _dynamic(self):
         """An input has a variable (None) dimension: the engine is built for
         the shapes of the data each fit / evaluate / predict brings."""

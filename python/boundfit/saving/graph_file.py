@@ -50,7 +50,11 @@ def _graph_meta(model):
     n_in = len(model._inputs)
     index = {id(l): k for k, l in enumerate(g.owners)}
     return {"kind": "graph",
-            "inputs": [{"name": n, "shape": list(t._ps)} for n, t in zip(model._input_names, model._inputs)],
+            "inputs": [{"name": n, "shape": list(t._ps), **({"dtype": "string"} if t.dtype == "string" else {})}
+                       for n, t in zip(model._input_names, model._inputs)],
+            # host-side layers on inputs (TextVectorization): config and state (vocabulary, idf weights)
+            "stages": [{"input": k, "layer": _layer_config(l), "state": l._host_state()}
+                       for k, l in model._host_stages.items()],
             "inputs_dict": model._inputs_dict, "outputs_dict": model._outputs_dict,
             "output_names": model._output_names,
             "layers": [_layer_config(l) for l in g.owners],
@@ -133,8 +137,12 @@ def _load_graph(meta):
     Model = model_classes()[0]
     made = [keras_config.layer_from_config(e) if e.get("keras") else _make(getattr(L, e["class_name"]), dict(e["config"]))
             for e in meta["layers"]]
-    ins = [L.Input(shape=tuple(i["shape"]), name=i["name"]) for i in meta["inputs"]]
+    ins = [L.Input(shape=tuple(i["shape"]), name=i["name"], dtype=i.get("dtype")) for i in meta["inputs"]]
     tensors, several = list(ins), {}
+    for st in meta.get("stages", []):   # the engine's input k is the stage's output
+        layer = keras_config.layer_from_config(st["layer"])
+        layer._set_host_state(st["state"])
+        tensors[st["input"]] = layer(ins[st["input"]])
     for n in meta["nodes"]:
         if "output_of" in n:  # another output of a recurrent layer's call
             tensors.append(several[n["output_of"]][n["output"]])

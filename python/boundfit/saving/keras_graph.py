@@ -418,12 +418,17 @@ _BINARY = {"Add": "add", "Subtract": "subtract", "Multiply": "multiply"}
 _READ_OPS = {"GetItem", "ZerosLike"} | set(_BINARY) | set(keras_ops.READ)
 
 
+def _dtype(dtype):
+    """A tensor's dtype in a Keras file: strings (a TextVectorization's input) or float32."""
+    return "string" if dtype == "string" else "float32"
+
+
 def _layer_entry(op):
     Model, _ = _models()
     if is_keras_op(op):
         return _op_entry(op)
     if isinstance(op, L.InputLayer):
-        return _entry("keras.layers", "InputLayer", {"batch_shape": [None, *op.shape], "dtype": "float32",
+        return _entry("keras.layers", "InputLayer", {"batch_shape": [None, *op.shape], "dtype": _dtype(op.dtype),
                                                      "sparse": False, "ragged": False, "name": op.name,
                                                      "optional": False})
     if isinstance(op, Model):
@@ -454,7 +459,7 @@ def functional_config(model):
 
     def tensor(t):
         return {"class_name": "__keras_tensor__",
-                "config": {"shape": [None, *t._ps], "dtype": "float32", "keras_history": ref(t)}}
+                "config": {"shape": [None, *t._ps], "dtype": _dtype(t.dtype), "keras_history": ref(t)}}
 
     def node(n):
         ts = [tensor(t) for t in n.inputs]
@@ -549,7 +554,8 @@ def functional_from_config(cfg, custom_objects=None):
         if e.get("class_name") == "InputLayer":
             ec = e["config"]
             shape = ec.get("batch_shape") or ec.get("batch_input_shape")
-            made[name] = layer = L.InputLayer(shape=tuple(shape[1:]), name=ec.get("name", name))
+            made[name] = layer = L.InputLayer(shape=tuple(shape[1:]), name=ec.get("name", name),
+                                              dtype="string" if ec.get("dtype") == "string" else None)
             outs[name] = [[layer.output]]
             continue
         if _is_mask_op(e):
@@ -813,7 +819,8 @@ def model_config(model):
     in_shape = [None] + [None if d is None else int(d) for d in sym] if sym is not None else None
     entries = []
     if in_shape is not None:
-        entries.append(_obj("keras.layers", "InputLayer", dict(batch_shape=in_shape, dtype="float32", sparse=False,
+        entries.append(_obj("keras.layers", "InputLayer", dict(batch_shape=in_shape, dtype=_dtype(
+            model._inputs[0].dtype if model._inputs else None), sparse=False,
                                                                ragged=False, name="input_layer")))
     shape = in_shape
     for layer in model._layers:
@@ -846,13 +853,14 @@ def sequential_from_config(cfg, custom_objects=None):
     if cfg.get("class_name") != "Sequential":
         raise ValueError(f"boundfit reads Sequential models from .keras files; this one is a {cfg.get('class_name')}")
     entries = cfg["config"]["layers"]
-    input_shape = None
+    input_shape, in_dtype = None, None
     built = []
     for e in entries:
         if e.get("class_name") == "InputLayer":
             c = e["config"]
             shape = c.get("batch_shape") or c.get("batch_input_shape")
             input_shape = tuple(shape[1:])
+            in_dtype = "string" if c.get("dtype") == "string" else None
             continue
         built.append(layer_or_model(e, custom_objects))
     if input_shape is None:
@@ -860,7 +868,7 @@ def sequential_from_config(cfg, custom_objects=None):
         if shape is None and entries:
             shape = (entries[0].get("build_config") or {}).get("input_shape")
         input_shape = tuple(shape[1:]) if shape is not None else None
-    first = [L.InputLayer(shape=input_shape)] if input_shape is not None else []
+    first = [L.InputLayer(shape=input_shape, dtype=in_dtype)] if input_shape is not None else []
     model = Sequential(first + built, name=cfg["config"].get("name"))
     if cfg["config"].get("trainable") is False:
         model.trainable = False
