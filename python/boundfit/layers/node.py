@@ -24,9 +24,9 @@ _ids = itertools.count()
 
 _CONTROL_FLOW = (
     "a symbolic tensor has no value: boundfit traces call() on symbolic inputs, without data (once per training "
-    "mode), to build a static graph, so Python control flow on a tensor's values ({what}) cannot be decided. Express it with "
-    "layers instead (for example layers.Maximum / layers.Minimum or an Activation for a max or a clip, a "
-    "Multiply by a mask for a select), and branch only on Python values: arguments of __init__, the shape "
+    "mode), to build a static graph, so Python control flow on a tensor's values ({what}) cannot be decided. "
+    "Express it with layers instead (for example layers.Maximum / layers.Minimum or an Activation for a max or a "
+    "clip, a Multiply by a mask for a select), and branch only on Python values: arguments of __init__, the shape "
     "(x.shape), or `training`.")
 
 
