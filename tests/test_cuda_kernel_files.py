@@ -5,7 +5,7 @@ without gamma / beta, rows wider than a block), regularize.cu (L1 / L2 /
 L1L2 penalties and gradients, the max-norm / non-neg / unit-norm / min-max
 constraints), merge.cu (Subtract / Maximum / Minimum / Multiply / Average),
 depthwise.cu (DepthwiseConv2D), augment.cu (RandomRotation, RandomZoom,
-RandomContrast)
+RandomContrast, keras.random's draws)
 and colsum.cu's one-thread-per-column fallback. Same weights, same seed, one
 model per device; skipped without a usable GPU, and run on the device
 emulation by tests/test_cuda_sim.py."""
@@ -267,6 +267,37 @@ def test_gaussian_noise_and_dropout_train_to_the_cpu_weights_on_cuda():
 
     cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "gaussian noise")
+
+
+def test_keras_random_draws_and_a_training_switch_train_to_the_cpu_weights_on_cuda():
+    """augment.cu's noise kernel draws keras.random's normal / uniform / truncated normal / dropout mask as the
+    CPU does (the RANDOM kind), and a call() traced in two modes (SWITCH, node modes) runs its training form"""
+    r = np.random.default_rng(12)
+    x = r.standard_normal((16, 6)).astype(np.float32)
+    y = r.standard_normal((16, 2)).astype(np.float32)
+
+    class Noisy(layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.sg = bf.random.SeedGenerator(21)
+
+        def call(self, h, training=None):
+            if training:
+                b = bf.ops.shape(h)[0]
+                h = h * (1.0 + bf.random.uniform((b, 1), -0.3, 0.3, seed=self.sg)) + \
+                    bf.random.normal((1, 40), stddev=0.2, seed=self.sg) + \
+                    bf.random.truncated_normal((b, 40), stddev=0.1, seed=5)
+                h = bf.random.dropout(h, 0.25, seed=self.sg)
+            return h
+
+    def build():
+        inp = layers.Input((6,))
+        return bf.Model(inp, layers.Dense(2)(Noisy()(layers.Dense(40)(inp))))
+
+    cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2, micro_batch=4)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "keras.random")
+    np.testing.assert_allclose(gpu.predict(x, verbose=0, device="cuda"), cpu.predict(x, verbose=0), rtol=1e-4,
+                               atol=1e-5)
 
 
 def test_keras_ops_math_and_dot_train_to_the_cpu_weights_on_cuda():

@@ -224,9 +224,17 @@ typedef struct {
     /* GaussianNoise (noise 1: out = x + stddev z) and GaussianDropout (noise
      * 2: out = x (1 + stddev z)), z ~ N(0, 1) per element (Box-Muller of two
      * counter draws), any shape as (B, 1, W = elements, 1); backward draws z
-     * again */
+     * again. noise 3: keras.random's draw (layers/random.c), out = a draw of
+     * rdist (0 normal(ra, rb), 1 uniform[ra, rb), 2 truncated normal(ra, rb) cut
+     * at 2 stddev, 3 dropout's keep mask: u >= ra ? rb : 0) per element, the
+     * input unread; rshared: one draw for every sample (element e % W); e0:
+     * the index of element 0 in the stream (a micro-batch after the step's first
+     * rows draws what the whole batch would there) */
     int noise;
     float stddev;
+    int rdist, rshared;
+    float ra, rb;
+    long e0;
 } bf_augment;
 /* Multi-head attention geometry. Q (B,TQ,H,DK), K (B,TK,H,DK), V (B,TK,H,DV)
  * and O (B,TQ,H,DV) as the projections lay them out (row-major, heads side by

@@ -132,6 +132,9 @@ bf_status bf_model_infer(bf_model *m) {
             if (L->in_ids[j] < 0 || L->in_ids[j] >= self_t)
                 return BF_FAIL(BF_ERR_ARG, "%s: input tensor %d is not defined before it (nodes must be in topological order)",
                                L->name, L->in_ids[j]);
+        if (L->modes < 0 || L->modes > 3 || L->train_mode < 0 || L->train_mode > 2)
+            return BF_FAIL(BF_ERR_ARG, "%s: modes must be in 0..3 and train_mode in 0..2, got %d and %d", L->name,
+                           L->modes, L->train_mode);
         int t0 = L->in_ids[0];
         BF_TRY(infer_layer(L, ops, m->t_rank[t0], m->t_shape[t0]));
         if (ops->check) BF_TRY(ops->check(m, i));

@@ -116,6 +116,13 @@ typedef struct bf_layer {
     int ract; /* recurrent layers: the gates' activation (Keras recurrent_activation) */
     /* recurrent layers: dropout on the inputs is `rate`, on the state rec_rate (Keras recurrent_dropout) */
     float rec_rate;
+    /* modes: the runs a node is part of, bit 0 training runs, bit 1 evaluate / predict (0: all), for a custom
+     * layer whose call() traced differently with training=True and False (python/boundfit/layers/node.py);
+     * train_mode: 0 the run's mode, 1 always training, 2 always inference (a call given training=True / False) */
+    int modes, train_mode;
+    /* RANDOM (layers/random.c): a keras.random draw; its distribution and parameters are aug.rdist, ra, rb,
+     * aug.rshared (one draw for the batch), aug.seed; rfixed: an int seed, the same draw every step (Keras) */
+    int rfixed;
 } bf_layer;
 
 typedef enum {

@@ -234,6 +234,7 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
     for (int i = 0; i < m->nlayers; i++) {
         bf_layer *L = &m->layers[i];
         const bf_layer_ops *ops = bf_layer_ops_of((int)L->kind);
+        if (r->node_off[i]) continue; /* not part of this run's mode (bf_layer.modes) */
         float *out = out_of(r, i);
         if (!r->node_view[i] && ops->forward) BF_TRY(ops->forward(r, i, rows));
         if (check) {
@@ -780,6 +781,7 @@ static bf_status steps(bf_run *r, int train, const bf_srcs *xin, const bf_srcs *
         if (!ahead && cur.j > 0) bf_prefetch_release(&pf, cur.j - 1);
         r->cur = cur.k;
         done = cur.first ? cur.rows : done + cur.rows;
+        r->micro_row = done - cur.rows;
         if (s == BF_OK) s = queue_micro_step(r, train, (int)cur.rows, 1.0f / (float)cur.srows, done >= cur.srows);
         have = next_job(&jobs, cur.j + 1, &nxt);
         if (ahead && s == BF_OK) {

@@ -122,7 +122,11 @@ static int parse_more(PyObject *d, bf_layer *L, int act) {
         get_float(d, "aug_zw_hi", 1.0f, &L->aug.zw_hi) || get_int(d, "aug_contrast", 0, &L->aug.contrast) ||
         get_float(d, "aug_c_lo", 1.0f, &L->aug.c_lo) || get_float(d, "aug_c_hi", 1.0f, &L->aug.c_hi) ||
         get_float(d, "aug_v_lo", -INFINITY, &L->aug.v_lo) || get_float(d, "aug_v_hi", INFINITY, &L->aug.v_hi) ||
-        get_int(d, "aug_noise", 0, &L->aug.noise) || get_float(d, "aug_stddev", 0.0f, &L->aug.stddev))
+        get_int(d, "aug_noise", 0, &L->aug.noise) || get_float(d, "aug_stddev", 0.0f, &L->aug.stddev) ||
+        get_int(d, "rnd_dist", 0, &L->aug.rdist) || get_int(d, "rnd_shared", 0, &L->aug.rshared) ||
+        get_float(d, "rnd_a", 0.0f, &L->aug.ra) || get_float(d, "rnd_b", 0.0f, &L->aug.rb) ||
+        get_int(d, "rnd_fixed", 0, &L->rfixed) || get_int(d, "modes", 0, &L->modes) ||
+        get_int(d, "train_mode", 0, &L->train_mode))
         return -1;
     if (fill < BF_FILL_REFLECT || fill > BF_FILL_WRAP) {
         PyErr_Format(PyExc_ValueError, "%s: unknown fill mode %d", L->name, fill);

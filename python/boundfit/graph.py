@@ -1,19 +1,23 @@
 """Graphs of layer calls (the symbolic tensors and nodes are layers/node.py):
 a model's inputs and outputs, the nodes between them in Keras's order,
-tracing a subclassed model's call() once, and the compilation of
-a graph into the engine's node list: nested models are inlined, a layer
-called twice gives nodes that share its weights (csrc/core/model.h), frozen
-layers are marked. (Data for several inputs / outputs is gathered by the
+tracing a subclassed model's call() (in both modes when it takes
+`training`: node.trace_modes), and the compilation of a graph into the
+engine's node list: nested models are inlined (a call given training= fixes
+their nodes' mode), a layer called twice gives nodes that share its weights
+(csrc/core/model.h), frozen layers are marked, and each node gets the runs
+it is part of (`modes`: the training side of a Switch runs in fit only, the
+inference side in evaluate / predict; the engine skips the other). (Data for several inputs / outputs is gathered by the
 engine from each array in place: engine/arrays.py, csrc/core/gather.c.)"""
 
-import inspect
 
 import numpy as np
 
 from .metrics import Metric
 from .layers.args import engine_kinds
 from .layers.input_layer import InputLayer
-from .layers.node import KerasTensor, Node, SymbolicTensorError, _as_tensors
+from .layers import node as _node
+from .layers.node import KerasTensor, Node, SymbolicTensorError, _as_tensors, takes_training, train_mode
+from .layers.switch import Switch
 
 
 class GraphModel:
@@ -22,17 +26,20 @@ class GraphModel:
 
 
 def trace_call(model, inputs):
-    """model.call(inputs) on symbolic tensors: the graph it builds."""
-    kw = {}
+    """model.call(inputs) on symbolic tensors: the graph it builds, in both modes when call() takes `training`
+    (its own graph, whatever call of it is being traced around: those contexts are set aside meanwhile)."""
+    has = takes_training(model.call)
+    saved = [list(x) for x in (_node.CONTEXT, _node._RECORD, _node.TRACING)]
+    for x in (_node.CONTEXT, _node._RECORD, _node.TRACING):
+        x.clear()
     try:
-        if "training" in inspect.signature(model.call).parameters:
-            kw["training"] = None
-    except (TypeError, ValueError):
-        pass
-    try:
-        out = model.call(inputs, **kw)
+        out = _node.trace_call(lambda mode: model.call(inputs, training=mode) if has else model.call(inputs), has,
+                               None, model)
     except SymbolicTensorError as e:
         raise SymbolicTensorError(f"while tracing {type(model).__name__}.call(): {e}") from None
+    finally:
+        for x, v in zip((_node.CONTEXT, _node._RECORD, _node.TRACING), saved):
+            x[:] = v
     flat = list(out.values()) if isinstance(out, dict) else list(out) if isinstance(out, (list, tuple)) else [out]
     if not flat or not all(isinstance(t, KerasTensor) for t in flat):
         raise TypeError(f"{type(model).__name__}.call() must return the symbolic tensors of layer calls (one, a list "
@@ -57,7 +64,7 @@ def call_model(model, inputs, training=None):
             what = "strings" if want.dtype == "string" else "numbers"
             raise ValueError(f"model {model.name!r}: input {k} takes {what}, got a tensor of dtype {t.dtype!r}")
     outs = [KerasTensor(t._ps, name=f"{model.name}_output_{k}") for k, t in enumerate(model._outputs)]
-    Node(model, ins, outs)
+    Node(model, ins, outs, train_mode(training))
     if model._outputs_dict:
         return dict(zip(model._output_names, outs))
     return outs[0] if len(outs) == 1 else outs
@@ -232,55 +239,85 @@ def compile_graph(model):
     g = CompiledGraph()
     n_in = len(model._inputs)
     g.input_shapes = [t._ps for t in model._inputs]
-    env = {id(t): k for k, t in enumerate(model._inputs)}
+    env = {id(t): ("in", k) for k, t in enumerate(model._inputs)}
+    entries = []   # [layer, spec (inputs as env keys), node] in order
     host = set()
     for k, L in host_stages(model).items():
         n = next(n for n in model._nodes if n.layer is L)
         g.input_shapes[k] = n.outputs[0]._ps
-        env[id(n.outputs[0])] = k
+        env[id(n.outputs[0])] = ("in", k)
         host.add(id(n))
 
-    def emit(nodes, env, outs):
+    def emit(nodes, env, outs, force):
         used = {id(t) for n in nodes for t in n.inputs} | {id(t) for t in outs}
         for n in nodes:
             L = n.layer
             if id(n) in host:
                 continue
+            tm = n.train_mode or force
             if isinstance(L, GraphModel):
                 inner = {id(t): env[id(x)] for t, x in zip(L._inputs, n.inputs)}
-                emit(L._nodes, inner, L._outputs)
+                emit(L._nodes, inner, L._outputs, tm)
                 for outer, t in zip(n.outputs, L._outputs):
                     env[id(outer)] = inner[id(t)]
                 continue
+            if isinstance(L, Switch) and tm:   # in a call fixed to one mode: that mode's side
+                env[id(n.outputs[0])] = env[id(n.inputs[0 if tm == 1 else 1])]
+                continue
+            if tm and L._mode_dependent:
+                L._check_train_mode(tm, compiling=True)
             d = dict(L.spec())
             d["inputs"] = [env[id(t)] for t in n.inputs]
             d["trainable"] = int(bool(L.trainable))
+            if tm and L._mode_dependent:
+                d["train_mode"] = tm
             if getattr(n, "mask_off", False):
                 d["mask_off"] = 1
+            parts = L._parts() if hasattr(L, "_parts") else [None]
+            main = ("node", len(entries))
+            entries.append([L, d, n])
+            for k, (t, p) in enumerate(zip(n.outputs, parts)):
+                if p is None:
+                    env[id(t)] = main
+                elif id(t) in used:  # another output of a recurrent layer: an RNN_PART node reading its node
+                    env[id(t)] = ("node", len(entries))
+                    entries.append([L, dict(kind=_rnn_part_kind(), name=f"{L.name}_output_{k}", part=p,
+                                            inputs=[main], trainable=1, output=k), None])
+
+    emit(model._nodes, env, model._outputs, 0)
+    # the runs each node is part of (bit 0 fit, bit 1 evaluate / predict), from the outputs back: a Switch
+    # reads its training side in fit and its inference side otherwise; a node no run needs is left out
+    modes = [0] * len(entries)
+    outs = [env[id(t)] for t in model._outputs]
+    for key in outs:
+        if key[0] == "node":
+            modes[key[1]] = 3
+    for e in range(len(entries) - 1, -1, -1):
+        L, d, _ = entries[e]
+        for j, key in enumerate(d["inputs"]):
+            if key[0] == "node":
+                modes[key[1]] |= modes[e] & (1 << j if isinstance(L, Switch) else 3)
+    index = {}
+    for e, (L, d, n) in enumerate(entries):
+        if not modes[e]:
+            continue
+        index[e] = len(g.specs)
+        d["inputs"] = [k if kind == "in" else n_in + index[k] for kind, k in d["inputs"]]
+        if modes[e] != 3:
+            d["modes"] = modes[e]
+        if n is not None:   # (an RNN_PART node: its recurrent node's layer, no weights of its own)
             if id(L) in g.layer_node:
                 d["share"] = g.layer_node[id(L)]
             else:
                 g.layer_node[id(L)] = len(g.specs)
                 g.owners.append(L)
-            parts = L._parts() if hasattr(L, "_parts") else [None]
-            main = n_in + len(g.specs)
-            g.specs.append(d)
-            g.node_layers.append(L)
-            for k, (t, p) in enumerate(zip(n.outputs, parts)):
-                if p is None:
-                    env[id(t)] = main
-                elif id(t) in used:  # another output of a recurrent layer: an RNN_PART node reading its node
-                    env[id(t)] = n_in + len(g.specs)
-                    g.specs.append(dict(kind=_rnn_part_kind(), name=f"{L.name}_output_{k}", part=p, inputs=[main],
-                                        trainable=1, output=k))
-                    g.node_layers.append(L)
-
-    emit(model._nodes, env, model._outputs)
+        g.specs.append(d)
+        g.node_layers.append(L)
     if not g.specs:
         raise ValueError(f"model {model.name!r} has no layers between its inputs and outputs")
     if len(g.specs) > 128:
         raise ValueError(f"model {model.name!r} has {len(g.specs)} layer calls; at most 128 are supported")
-    g.output_ids = [env[id(t)] for t in model._outputs]
+    g.output_ids = [k if kind == "in" else n_in + index[k] for kind, k in outs]
     return g
 
 
@@ -306,7 +343,8 @@ def model_layers(model):
     for n in model._nodes:
         if n.traced_in is not None:
             last[id(n.traced_in)] = (max(last.get(id(n.traced_in), (-1,))[0], rank[id(n)]), n.traced_in)
-    return _unique([layer for _, layer in sorted(calls + list(last.values()), key=lambda c: c[0])])
+    return _unique([layer for _, layer in sorted(calls + list(last.values()), key=lambda c: c[0])
+                    if not isinstance(layer, Switch)])   # (a subclassed model's two traces: no layer of Keras's)
 
 
 def graph_layers(model):

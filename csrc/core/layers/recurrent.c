@@ -189,7 +189,7 @@ static void layout(const bf_run *r, const bf_layer *L, int B, seq_layout *s) {
         g->ldo = concat ? s->Uo : U;
         s->alias[d] = concat && g->return_sequences && !g->zero_masked && g->reverse_out == g->go_backwards;
         g->ldh = s->alias[d] ? g->ldo : U;
-        if (r->mode == BF_MODE_TRAIN) { /* Keras: one mask per gate once recurrent_dropout > 0 (implementation 1) */
+        if (bf_node_training(r, (int)(L - r->m->layers))) { /* Keras: one mask per gate once recurrent_dropout > 0 (implementation 1) */
             const int per_gate = L->rec_rate > 0.0f && cell != BF_CELL_SIMPLE ? s->G : 1;
             g->rate_x = L->rate;
             g->rate_h = L->rec_rate;
@@ -331,7 +331,7 @@ static bf_status bf_seq_forward(bf_run *r, int i, int rows) {
         return be->embedding_forward(be, out, L->mask_zero ? BUF(r, r->aux_id[i]) : NULL, &r->stats->bad_id[i],
                                      &r->stats->bad_id_val[i], in, param(r, L, 0), (long)rows * L->in_size,
                                      L->units, L->input_dim);
-    if (r->mode == BF_MODE_TRAIN && (L->rate > 0.0f || L->rec_rate > 0.0f)) { /* fresh masks, kept for backward */
+    if (bf_node_training(r, i) && (L->rate > 0.0f || L->rec_rate > 0.0f)) { /* fresh masks, kept for backward */
         r->rnn_seed[i] = bf_splitmix64(r->dropout_seed ^ ((uint64_t)(i + 1) << 44));
         r->dropout_seed = bf_splitmix64(r->dropout_seed + 1);
     }

@@ -393,13 +393,16 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
     memory.require_fits(plan)
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
     if isinstance(src, SequenceData) and getattr(model, "_dynamic", False):   # batches of several lengths
+        seed = utils.next_seed()   # (keras.random's draws in a graph: new per call, as Keras's SeedGenerator)
         run = buckets.ShapeRuns(model, lambda p: model._engine.open_run("evaluate", p.rows, device=p.device,
+                                                                        seed=seed,
                                                                         weighted=src.weighted),
                                 lambda: memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit,
                                                         weighted=memory.Weighted(train=False,
                                                                                  evaluate=src.weighted)), plan)
     else:
-        run = model._engine.open_run("evaluate", plan.rows, device=plan.device, weighted=src.weighted)
+        run = model._engine.open_run("evaluate", plan.rows, device=plan.device, weighted=src.weighted,
+                                     seed=utils.next_seed())
     tot = _totals()
     bar = Progbar(src.steps_per_epoch, verbose, plan=plan)
     stop, model.stop_training = getattr(model, "stop_training", False), False
@@ -440,11 +443,12 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
     memory.require_fits(plan)
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
     if isinstance(src, SequenceData) and getattr(model, "_dynamic", False):   # batches of several lengths
-        run = buckets.ShapeRuns(model, lambda p: model._engine.open_run("predict", p.rows, device=p.device),
+        seed = utils.next_seed()   # (keras.random's draws in a graph: new per call, as Keras's SeedGenerator)
+        run = buckets.ShapeRuns(model, lambda p: model._engine.open_run("predict", p.rows, device=p.device, seed=seed),
                                 lambda: memory.plan_run(model, "predict", src.batch_size, device, memory_limit),
                                 plan)
     else:
-        run = model._engine.open_run("predict", plan.rows, device=plan.device)
+        run = model._engine.open_run("predict", plan.rows, device=plan.device, seed=utils.next_seed())
     bar = Progbar(src.steps_per_epoch, verbose, plan=plan)
     stop, model.stop_training = getattr(model, "stop_training", False), False
     shapes = [tuple(s) for s in model._engine.output_shapes]

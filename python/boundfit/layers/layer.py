@@ -137,6 +137,12 @@ class Layer:
     # ---- graphs ----
     _n_inputs = 1  # merge layers: "many"
     _has_weights = False
+    _mode_dependent = False  # computes differently in training (Dropout, BatchNormalization...): `training` counts
+
+    def _check_train_mode(self, train_mode, compiling=False):
+        """A call given training= that fixes this layer's mode (node.train_mode: 1 training, 2 inference): raises
+        where boundfit cannot run it so; checked at the call and again when a model is compiled for the engine
+        (compiling), as trainable may change in between."""
 
     # takes one number per sample (a per-sample shape ()): elementwise layers, Embedding, Reshape
     _scalar_ok = False

@@ -17,6 +17,7 @@ class Dropout(Layer):
     _scalar_ok = True
     _random = True
     _base = "dropout"
+    _mode_dependent = True
 
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)
@@ -33,6 +34,7 @@ class Dropout(Layer):
 class GaussianNoise(Layer):
     _random = True
     _base = "gaussian_noise"
+    _mode_dependent = True
 
     def __init__(self, stddev, seed=None, **kwargs):
         super().__init__(**kwargs)
@@ -47,6 +49,7 @@ class GaussianNoise(Layer):
 class GaussianDropout(Layer):
     _random = True
     _base = "gaussian_dropout"
+    _mode_dependent = True
 
     def __init__(self, rate, seed=None, **kwargs):
         super().__init__(**kwargs)

@@ -1,8 +1,8 @@
 """Models: the Keras model API over the engine (boundfit._core.Model).
 
 `Model` is a graph of layer calls: functional (`Model(inputs, outputs)`),
-subclassed (layers made in `__init__`, `call()` traced once on symbolic
-inputs) or `Sequential` (a chain, built the same way). Weights live in the
+subclassed (layers made in `__init__`, `call()` traced on symbolic
+inputs, in both modes when it takes `training`) or `Sequential` (a chain, built the same way). Weights live in the
 engine's host arena of the model that last used a layer (`layer._model`): a
 model takes over the newest weights of its layers before it computes, so a
 layer or a model shared between models sees one set of weights, as in Keras.

@@ -60,6 +60,7 @@ def _graph_meta(model):
             "layers": [_layer_config(l) for l in g.owners],
             "nodes": [{"output_of": d["inputs"][0], "output": d["output"]} if "output" in d else
                       {"layer": index[id(l)], "inputs": d["inputs"], "many": l._n_inputs == "many",
+                       **({"training": d["train_mode"] == 1} if d.get("train_mode") else {}),
                        **({"call": l._saved_call()} if hasattr(l, "_saved_call") else {}),
                        **({"keep_mask": True} if len(d["inputs"]) > 1 and not d.get("mask_off", 0) and
                           hasattr(l, "_n_states") else {})}
@@ -153,6 +154,8 @@ def _load_graph(meta):
             y = _call(made[n["layer"]], args[0], args[1:], None, {}, keep_mask=n.get("keep_mask", False))
         else:
             y = made[n["layer"]](args if n["many"] else args[0])
+        if "training" in n:   # a call given training= inside a traced call(): that mode always
+            (y[0] if isinstance(y, list) else y)._node.train_mode = 1 if n["training"] else 2
         if isinstance(y, list):  # return_state / merge_mode=None
             several[len(tensors)] = y
         tensors.append(y[0] if isinstance(y, list) else y)
@@ -197,6 +200,9 @@ def _make_layer(cls, cfg):
         return L.Slice(cfg["begin"], cfg["step"], cfg["length"], name=name)
     if cls in _OPS_ARGS:   # keras.ops math: their few attributes
         return cls(**{k: cfg[k] for k in _OPS_ARGS[cls]}, name=name)
+    if cls is L.RandomDraw:
+        return L.RandomDraw(cfg["shape"], cfg["dist"], cfg["a"], cfg["b"], seed=cfg["seed"], fixed=cfg["fixed"],
+                            shared=cfg["shared"], name=name)
     if cls is L.Const:   # its values are its weight, loaded next
         return L.Const(np.zeros(cfg["shape"], np.float32), name=name)
     return cls(name=name)

@@ -359,6 +359,7 @@ def save_model(model, filepath, overwrite=True):
     if os.path.exists(filepath) and not overwrite:
         raise FileExistsError(f"{filepath} exists and overwrite=False")
     model._require_built()
+    _keras_writable(model)
     config = json.dumps(keras_graph.model_config(model))
     meta = json.dumps({"keras_version": "3", "boundfit_version": __version__,
                        "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")})
@@ -376,6 +377,28 @@ def save_model(model, filepath, overwrite=True):
             for name, data in assets.items():
                 z.writestr(name, data)
     atomic_write(filepath, write)
+
+
+def _keras_writable(model):
+    """A .keras file holds a graph of Keras layers and operations: a call() that computes differently with
+    training=True and False (a Switch) or draws with keras.random (a RandomDraw) has none, so such a model is
+    refused here, naming the layer, rather than written as something else."""
+    for n in model._nodes:
+        if keras_graph.is_model(n.layer):
+            _keras_writable(n.layer)
+            continue
+        if not isinstance(n.layer, (L.Switch, L.RandomDraw)):
+            continue
+        who = n.traced_in
+        what = ("computes differently with training=True and training=False" if isinstance(n.layer, L.Switch) else
+                f"draws with keras.random.{n.layer.dist}")
+        also = "" if who is not None else \
+            ", or its weights with save_weights() (Keras's layout, for an instance of the same class in Keras)"
+        who = f"layer {who.name!r} ({type(who).__name__})" if who is not None else \
+            f"model {model.name!r} ({type(model).__name__})"
+        raise ValueError(f"{who}: its call() {what}, which a .keras file cannot hold as Keras layers and "
+                         "operations (Keras rebuilds it only from the class itself). Save the model to boundfit's "
+                         f"graph file (a path ending in .npz){also}")
 
 
 def _assets(model):
