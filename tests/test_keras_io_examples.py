@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import boundfit
+from boundfit import loss_trace
 
 import keras_ref
 
@@ -436,8 +437,8 @@ pred = siamese.predict(probe, verbose=0)
 
 def test_siamese_contrastive_distance_runs_unchanged_and_its_loss_function_is_refused_by_name(tmp_path):
     """The Lambda's euclidean distance (ops.sum / square / maximum with epsilon / sqrt) on the shared tower
-    predicts as Keras 3 and trains (with binary cross-entropy); the contrastive loss, a Python function of
-    (y_true, y_pred), is not run by boundfit's engine: compile raises naming it."""
+    predicts as Keras 3 and trains (with binary cross-entropy); compile(loss=contrastive_loss) still raises
+    naming it (the traced loss trains as Keras: the next test)."""
     keras = keras_ref.load()
     k, b = _run_both(keras, SIAMESE_CONTRASTIVE.replace("LOSS", '"binary_crossentropy"'), tmp_path)
     assert sorted(b["history"].history) == sorted(k["history"].history)
@@ -447,6 +448,34 @@ def test_siamese_contrastive_distance_runs_unchanged_and_its_loss_function_is_re
     exec(build, scope)
     with pytest.raises(ValueError, match="custom loss functions \\(contrastive_loss\\) are not supported"):
         exec(train, scope)
+
+
+def test_siamese_contrastive_loss_traced_into_the_graph_trains_as_keras():
+    """The example's contrastive_loss (keras.ops: square, maximum, a mean over every axis), traced on the
+    siamese model's output into a loss subgraph (boundfit.loss_trace): the siamese layers with the labels as
+    one more input, averaged by the engine's MEAN loss, train from Keras's initial weights to Keras's losses
+    and weights (RMSprop, BatchNormalization in the towers, same batches)."""
+    keras = keras_ref.load()
+    build = SIAMESE_CONTRASTIVE.split("# --- train")[0]
+    k, b = ({"keras": mod, "ops": mod.ops, "np": np} for mod in (keras, boundfit))
+    exec(build, k)
+    exec(build, b)
+    b["model"].set_weights(k["model"].get_weights())
+    fit = dict(batch_size=16, epochs=2, shuffle=False, verbose=0)
+    k["model"].compile(loss=k["loss"](margin=1), optimizer="RMSprop", metrics=["accuracy"])
+    hk = k["model"].fit([k["x_train_1"], k["x_train_2"]], k["labels_train"], **fit)
+    y_true, values, over_batch = loss_trace.trace(b["loss"](margin=1), b["model"].output)
+    assert over_batch
+    trainer = boundfit.Model(b["model"].inputs + [y_true], values)
+    trainer.compile(optimizer="RMSprop", loss=boundfit.losses._TracedMean())
+    labels = b["labels_train"][:, None]
+    hb = trainer.fit([b["x_train_1"], b["x_train_2"], labels], np.zeros_like(labels), **fit)
+    np.testing.assert_allclose(hb.history["loss"], hk.history["loss"], rtol=1e-4)
+    for wb, wk in zip(b["model"].get_weights(), k["model"].get_weights()):
+        np.testing.assert_allclose(wb, wk, rtol=1e-3, atol=1e-5)
+    probe = k["probe"]
+    np.testing.assert_allclose(b["model"].predict(probe, verbose=0), k["model"].predict(probe, verbose=0),
+                               rtol=1e-4, atol=1e-5)
 
 
 RECOMMENDER = '''

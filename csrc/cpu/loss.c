@@ -1,6 +1,8 @@
 /* loss.c - losses with their gradient in one pass, Keras 3 definitions.
  * Per-sample loss is the mean over the last axis C (MSE, MAE, Huber, log-cosh,
- * BCE) or the sum over classes (CCE, SCCE), as Keras. Label smoothing: BCE
+ * BCE) or the sum over classes (CCE, SCCE), as Keras; BF_LOSS_MEAN is the
+ * mean of pred itself (a custom loss's traced values; Keras's
+ * sum_over_batch_size of them), its gradient 1/C. Label smoothing: BCE
  * t(1-s) + s/2, CCE t(1-s) + s/C. `logits` mode (fused sigmoid/softmax, or
  * from_logits=True) uses the stable log-sum-exp / softplus forms and writes the
  * gradient w.r.t. the logits. Probabilities follow Keras (on JAX): clip to
@@ -77,6 +79,13 @@ bf_status bf_cpu_loss_forward_backward(bf_backend *be, float *loss_out, float *d
             l /= C;
             break;
         }
+        case BF_LOSS_MEAN:
+            for (int j = 0; j < C; j++) {
+                l += p[j];
+                if (d) d[j] = ws / C;
+            }
+            l /= C;
+            break;
         case BF_LOSS_BCE: {
             const float *t = target + (size_t)i * C;
             for (int j = 0; j < C; j++) {

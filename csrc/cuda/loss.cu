@@ -1,6 +1,7 @@
 /* loss.cu - losses with their gradient in one pass, mirroring csrc/cpu/loss.c:
  * per-sample loss is the mean over C (MSE, MAE, Huber, log-cosh, BCE) or the
- * sum over classes (CCE, SCCE), times the sample weight; label smoothing as
+ * sum over classes (CCE, SCCE), times the sample weight (BF_LOSS_MEAN: the
+ * mean of pred itself, gradient 1/C); label smoothing as
  * Keras (BCE t(1-s) + s/2, CCE t(1-s) + s/C). from_logits uses softplus /
  * log-sum-exp; probabilities are clipped to [eps, 1-eps] (CCE renormalizes
  * rows first) with zero gradient where clipped, and a fused sigmoid / softmax
@@ -75,6 +76,12 @@ __global__ void loss_kernel(float *loss_out, float *dpred, const float *pred, co
                 float de;
                 l += regression(kind, p[j] - t[j], delta, &de);
                 if (d) d[j] = de / C * ws;
+            }
+            l = warp_sum_d(l) / C;
+        } else if (kind == BF_LOSS_MEAN) {
+            for (int j = lane; j < C; j += BF_WARP) {
+                l += p[j];
+                if (d) d[j] = ws / C;
             }
             l = warp_sum_d(l) / C;
         } else if (kind == BF_LOSS_BCE) {

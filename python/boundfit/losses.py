@@ -1,7 +1,7 @@
 """Losses with Keras 3 names, arguments and defaults; the engine computes them
 (csrc/cpu/loss.c, csrc/cuda/loss.cu). Kinds match csrc bf_loss_kind."""
 
-MSE, BCE, CCE, SCCE, MAE, HUBER, LOGCOSH = 0, 1, 2, 3, 4, 5, 6
+MSE, BCE, CCE, SCCE, MAE, HUBER, LOGCOSH, MEAN = 0, 1, 2, 3, 4, 5, 6, 7
 
 
 class Loss:
@@ -62,6 +62,13 @@ class Huber(Loss):
 
 class LogCosh(Loss):
     kind, name = LOGCOSH, "log_cosh"
+
+
+class _TracedMean(Loss):
+    """The mean of the output itself, its targets unused (csrc BF_LOSS_MEAN):
+    trains a model whose output is a custom loss function's traced per-sample
+    values (loss_trace.py) as Keras's sum_over_batch_size of them."""
+    kind, name = MEAN, "traced_mean"
 
 
 class BinaryCrossentropy(Loss):

@@ -43,6 +43,11 @@ any layer:
   inside a custom layer's call() reads as a per-sample constant (Const;
   in Keras files the operations zeros_like(x[:, 0, None]) + the values).
 
+While a custom loss function is traced (loss_trace.py), mean over every
+axis (the batch's too) or over a sample's only axis gives a LossMean, which
+only the loss's last op may give: the engine's mean of the traced values is
+that mean (Keras's sum_over_batch_size).
+
 Any other op on a symbolic tensor raises OpNotSupportedError naming the op
 and the layer whose call() used it, never silently computing something else.
 """
@@ -72,6 +77,9 @@ class OpNotSupportedError(TypeError):
 
 
 def _sym(*xs):
+    for x in xs:
+        if isinstance(x, LossMean):
+            x._refuse()
     return any(isinstance(x, KerasTensor) for x in xs)
 
 
@@ -79,6 +87,27 @@ def _unsupported(op, hint=""):
     raise OpNotSupportedError(f"keras.ops.{op} on a symbolic tensor{tracing_where()} is not supported by boundfit's "
                               f"graphs yet{': ' + hint if hint else ''}. Write it with layers (boundfit.layers), "
                               "or compute it on arrays outside the model")
+
+
+class LossMean:
+    """ops.mean of a loss function's traced values `x` over every axis
+    (over_batch) or over a sample's only axis: the mean the engine takes of
+    x (boundfit.losses.MEAN). Anything done with it raises."""
+
+    def __init__(self, x, over_batch):
+        self.x, self.over_batch = x, bool(over_batch)
+
+    def _refuse(self, *args, **kwargs):
+        raise OpNotSupportedError(f"keras.ops.mean{' over every axis' if self.over_batch else ''} in a loss function "
+                                  f"on a symbolic tensor{tracing_where()} is supported only as the loss's last op "
+                                  "(its value); boundfit cannot use the mean inside further math yet")
+
+    __array__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _refuse
+    __neg__ = __pow__ = __getitem__ = __lt__ = __le__ = __gt__ = __ge__ = __float__ = __bool__ = _refuse
+    __array_ufunc__ = None
+
+
+_LOSS_TRACING = []   # non-empty while loss_trace.trace() runs a loss function
 
 
 def _scalar(c):
@@ -690,6 +719,9 @@ def _reduce(op, npfn):
         if not _sym(x):
             return npfn(x, axis=axis, keepdims=keepdims)
         axes = (axis,) if isinstance(axis, int) else tuple(axis) if axis is not None else None
+        if op == "mean" and _LOSS_TRACING and not keepdims and (
+                axes is None or (x.ndim == 2 and len(axes) == 1 and _axis(axes[0], x.ndim, op) == 1)):
+            return LossMean(x, over_batch=axes is None)
         if axes is not None and len(axes) == 1 and _axis(axes[0], x.ndim, op) == x.ndim - 1 and x.ndim in (2, 3):
             return _reduce_last(op, x, keepdims)
         want = {3: (1,), 4: (1, 2)}.get(x.ndim)
