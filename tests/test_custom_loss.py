@@ -6,7 +6,11 @@ model, trains as Keras 3 trains the model compiled with loss=fn (same
 weights, same batches: same losses and weights after training), sample
 weights per sample as Keras; its gradient matches finite differences, its
 plan is exact, and a loss boundfit cannot trace raises naming the loss and
-the op."""
+the op. compile(loss=fn) itself (a function, a Loss subclass with call(), a
+list or dict per output) builds that training graph for fit / evaluate
+(models/loss_graph.py): history, evaluate, predict and metrics as Keras 3,
+micro-batches as the full batch, the plan exact, the model saved with its
+loss by name (load_model needs it in custom_objects, as Keras)."""
 
 import numpy as np
 import pytest
@@ -93,7 +97,7 @@ def test_a_loss_function_that_cannot_be_traced_raises_naming_the_loss_and_the_op
         return bf.ops.sum(bf.ops.square(y_true - y_pred))
 
     def math_after_the_mean(y_true, y_pred):
-        return bf.ops.mean(bf.ops.square(y_true - y_pred)) * 2.0
+        return bf.ops.sqrt(bf.ops.mean(bf.ops.square(y_true - y_pred)))
 
     def ops_after_the_per_sample_mean(y_true, y_pred):
         return bf.ops.sqrt(bf.ops.mean(bf.ops.square(y_true - y_pred), axis=-1))
@@ -101,13 +105,182 @@ def test_a_loss_function_that_cannot_be_traced_raises_naming_the_loss_and_the_op
     def returns_a_number(y_true, y_pred):
         return 0.0
 
-    with pytest.raises(OpNotSupportedError, match="loss function 'sum_of_squares': keras.ops.sum on a symbolic"):
+    with pytest.raises(OpNotSupportedError, match="loss function 'sum_of_squares' returns keras.ops.sum over every"):
         loss_trace.trace(sum_of_squares, m.output)
-    with pytest.raises(OpNotSupportedError, match="loss function 'math_after_the_mean'.*mean over every axis.*last op"):
+    with pytest.raises(OpNotSupportedError, match="'math_after_the_mean'.*mean over every axis.*only as a loss's value"):
         loss_trace.trace(math_after_the_mean, m.output)
-    with pytest.raises(OpNotSupportedError, match="ops_after_the_per_sample_mean.*keras.ops.mean in a loss.*last op"):
+    with pytest.raises(OpNotSupportedError, match="ops_after_the_per_sample_mean.*keras.ops.mean on a symbolic.*loss's va"):
         loss_trace.trace(ops_after_the_per_sample_mean, m.output)
     with pytest.raises(TypeError, match="loss function 'returns_a_number' returned float"):
         loss_trace.trace(returns_a_number, m.output)
     with pytest.raises(TypeError, match="_TracedMean is computed by the engine"):
         bf.losses._TracedMean()(Y, Y)
+
+
+# ---- compile(loss=...) ----
+
+def _compiled_pair(keras, loss_k, loss_b, opt="sgd", **kw):
+    km, bm = _mlp(keras), _mlp(bf)
+    bm.set_weights(km.get_weights())
+    opts = {"sgd": lambda M: M.optimizers.SGD(0.1, momentum=0.9), "adam": lambda M: M.optimizers.Adam(0.01)}
+    km.compile(optimizer=opts[opt](keras), loss=loss_k, **kw)
+    bm.compile(optimizer=opts[opt](bf), loss=loss_b, **kw)
+    return km, bm
+
+
+def _assert_same(hb, hk, bm, km, rtol=1e-5):
+    assert sorted(hb.history) == sorted(hk.history)
+    for key in hk.history:
+        np.testing.assert_allclose(hb.history[key], hk.history[key], rtol=rtol, atol=1e-6, err_msg=key)
+    for a, b in zip(bm.get_weights(), km.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_compile_with_a_loss_function_fits_evaluates_and_predicts_as_keras():
+    """compile(loss=fn, metrics=...): the history (loss, metric, val_loss, val metric), evaluate with sample
+    weights and predict as Keras 3; predict takes x alone."""
+    keras = keras_ref.load()
+    km, bm = _compiled_pair(keras, lambda t, p: my_mse(t, p, keras.ops), lambda t, p: my_mse(t, p, bf.ops),
+                            metrics=["mae"])
+    fit = dict(sample_weight=SW[:16], batch_size=8, epochs=3, shuffle=False, verbose=0,
+               validation_data=(X[16:], Y[16:]))
+    hk, hb = km.fit(X[:16], Y[:16], **fit), bm.fit(X[:16], Y[:16], **fit)
+    _assert_same(hb, hk, bm, km)
+    for kw in ({}, {"sample_weight": SW}):
+        np.testing.assert_allclose(bm.evaluate(X, Y, batch_size=10, verbose=0, **kw),
+                                   km.evaluate(X, Y, batch_size=10, verbose=0, **kw), rtol=1e-5)
+    np.testing.assert_allclose(bm.predict(X, verbose=0), km.predict(X, verbose=0), rtol=1e-5, atol=1e-6)
+
+
+class _Margin:
+    """a keras.losses.Loss subclass with its own argument, for either module"""
+
+    @staticmethod
+    def make(M):
+        class MarginLoss(M.losses.Loss):
+            def __init__(self, margin=1.0, **kwargs):
+                super().__init__(**kwargs)
+                self.margin = margin
+
+            def call(self, y_true, y_pred):
+                p = y_pred[:, :1]
+                return M.ops.mean((1 - y_true) * M.ops.square(p)
+                                  + y_true * M.ops.square(M.ops.maximum(self.margin - p, 0)), axis=-1)
+        return MarginLoss
+
+
+def _one_out(M):
+    x = M.Input(shape=(5,))
+    return M.Model(x, M.layers.Dense(1, activation="sigmoid")(M.layers.Dense(6, activation="tanh")(x)))
+
+
+def test_a_loss_subclass_with_call_trains_as_keras():
+    """keras.losses.Loss subclass with call(y_true, y_pred) and an __init__ argument, a metric on the output;
+    labels (N,) for an (N, 1) output, which Keras passes to call() as they are (the math then broadcasts
+    across the batch), are refused naming the class"""
+    keras = keras_ref.load()
+    km, bm = _one_out(keras), _one_out(bf)
+    bm.set_weights(km.get_weights())
+    km.compile(optimizer=keras.optimizers.Adam(0.01), loss=_Margin.make(keras)(margin=0.8), metrics=["mse"])
+    bm.compile(optimizer=bf.optimizers.Adam(0.01), loss=_Margin.make(bf)(margin=0.8), metrics=["mse"])
+    t = (Y[:, :1] > 0).astype(np.float32)
+    hk = km.fit(X, t, batch_size=8, epochs=3, shuffle=False, verbose=0)
+    hb = bm.fit(X, t, batch_size=8, epochs=3, shuffle=False, verbose=0)
+    _assert_same(hb, hk, bm, km)
+    with pytest.raises(bf.DataError, match="per-sample shape \\(\\), .*MarginLoss.*broadcasts across the batch"):
+        bm.fit(X, t[:, 0], verbose=0)
+
+
+def _two_out(M):
+    x = M.Input(shape=(5,))
+    h = M.layers.Dense(6, activation="tanh")(x)
+    return M.Model(x, [M.layers.Dense(2, name="reg")(h), M.layers.Dense(1, activation="sigmoid", name="cls")(h)])
+
+
+@pytest.mark.parametrize("form", ["list", "dict"])
+def test_losses_per_output_train_as_keras(form):
+    """a custom loss on one output, a built-in one on the other, loss weights and metrics per output"""
+    keras = keras_ref.load()
+    km, bm = _two_out(keras), _two_out(bf)
+    bm.set_weights(km.get_weights())
+    t = (Y[:, :1] > 0).astype(np.float32)
+    for M, m in ((keras, km), (bf, bm)):
+        fn = lambda yt, yp, M=M: my_mse(yt, yp, M.ops)   # noqa: E731
+        loss = [fn, "binary_crossentropy"] if form == "list" else {"reg": fn, "cls": "binary_crossentropy"}
+        lw = [0.5, 2.0] if form == "list" else {"reg": 0.5, "cls": 2.0}
+        m.compile(optimizer=M.optimizers.SGD(0.1), loss=loss, loss_weights=lw,
+                  metrics={"reg": ["mae"], "cls": ["accuracy"]})
+    hk = km.fit(X, [Y, t], batch_size=8, epochs=2, shuffle=False, verbose=0)
+    hb = bm.fit(X, [Y, t], batch_size=8, epochs=2, shuffle=False, verbose=0)
+    _assert_same(hb, hk, bm, km)
+    eb, ek = (m.evaluate(X, [Y, t], verbose=0, return_dict=True) for m in (bm, km))
+    assert sorted(eb) == sorted(ek)
+    np.testing.assert_allclose([eb[k] for k in ek], list(ek.values()), rtol=1e-5)
+
+
+def test_the_training_graphs_plan_is_exact_and_micro_batches_give_the_full_batchs_update():
+    m = _mlp(bf)
+    m.compile(optimizer="adam", loss=lambda t, p: my_mse(t, p, bf.ops))
+    plan = m.estimate_memory(batch_size=8)
+    m.fit(X, Y, batch_size=8, epochs=1, verbose=0)
+    trainer = m._loss_trainer[1]
+    stats = trainer._last_run_stats
+    assert all(s["run_high_water"] == s["run_reserved"] for s in stats)
+    arenas = trainer._engine.weight_arena_bytes + trainer._engine.optimizer_arena_bytes + sum(
+        s["run_high_water"] for s in stats)
+    assert sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured")) == arenas
+    w0 = m.get_weights()
+    runs = []
+    for mb in (None, 4):
+        m.compile(optimizer=bf.optimizers.SGD(0.1), loss=contrastive(bf.ops))
+        m.set_weights(w0)
+        m.fit(X, (Y > 0).astype(np.float32), batch_size=12, epochs=1, shuffle=False, verbose=0, micro_batch=mb)
+        runs.append(m.get_weights())
+    for a, b in zip(*runs):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_a_model_compiled_with_a_loss_function_saves_and_loads_by_its_name(tmp_path):
+    """The .keras file holds the loss by name as Keras writes it; load_model needs the function in
+    custom_objects (as Keras), compile=False loads the weights without it; Keras opens the file."""
+    keras = keras_ref.load()
+    m = _mlp(bf)
+
+    def scaled_mse(y_true, y_pred):
+        return my_mse(y_true, y_pred, bf.ops)
+    m.compile(optimizer="adam", loss=scaled_mse)
+    m.fit(X, Y, batch_size=8, epochs=1, verbose=0)
+    path = str(tmp_path / "m.keras")
+    m.save(path)
+    with pytest.raises(TypeError, match="Could not locate function 'scaled_mse'.*custom_objects"):
+        bf.models.load_model(path)
+    bare = bf.models.load_model(path, compile=False)
+    for a, b in zip(bare.get_weights(), m.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    back = bf.models.load_model(path, custom_objects={"scaled_mse": scaled_mse})
+    np.testing.assert_allclose(back.evaluate(X, Y, verbose=0), m.evaluate(X, Y, verbose=0), rtol=1e-6)
+    km = keras.models.load_model(path, custom_objects={"scaled_mse": lambda t, p: my_mse(t, p, keras.ops)})
+    np.testing.assert_allclose(km.evaluate(X, Y, verbose=0), m.evaluate(X, Y, verbose=0), rtol=1e-5)
+
+
+def test_what_a_custom_loss_cannot_do_raises_naming_it():
+    m = _mlp(bf)
+    m.compile(optimizer="sgd", loss=contrastive(bf.ops))
+    with pytest.raises(ValueError, match="loss 'contrastive_loss' returns keras.ops.mean over every axis.*sample_w"):
+        m.fit(X, Y, sample_weight=SW, verbose=0)
+    with pytest.raises(ValueError, match="contrastive_loss.*class_weight"):
+        m.fit(X, Y, class_weight={0: 2.0}, verbose=0)
+    with pytest.raises(bf.DataError, match="per-sample shape \\(3,\\); the loss 'contrastive_loss' takes targets"):
+        m.fit(X, np.zeros((24, 3), np.float32), verbose=0)
+    with pytest.raises(ValueError, match="Sequence, PyDataset or generator is not supported"):
+        m.fit(iter([(X, Y)]), verbose=0)
+
+    def total(y_true, y_pred):
+        return bf.ops.sum(bf.ops.square(y_true - y_pred))
+    m.compile(optimizer="sgd", loss=total)
+    with pytest.raises(OpNotSupportedError, match="loss function 'total' returns keras.ops.sum over every axis"):
+        m.fit(X, Y, verbose=0)
+    with pytest.raises(ValueError, match="MarginLoss subclasses Loss but defines no call"):
+        class MarginLoss(bf.losses.Loss):
+            pass
+        m.compile(optimizer="sgd", loss=MarginLoss())

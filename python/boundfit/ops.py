@@ -90,24 +90,45 @@ def _unsupported(op, hint=""):
 
 
 class LossMean:
-    """ops.mean of a loss function's traced values `x` over every axis
-    (over_batch) or over a sample's only axis: the mean the engine takes of
-    x (boundfit.losses.MEAN). Anything done with it raises."""
+    """ops.mean (or, total=True, ops.sum) of traced values `x` over every axis
+    (over_batch) or over a sample's only axis, in a loss function, an
+    add_loss() value or an activity regularizer: the reduction the engine
+    takes of x (boundfit.losses MEAN / ADDED). Only a number may multiply or
+    divide it (the factor goes into x); anything else done with it raises."""
 
-    def __init__(self, x, over_batch):
-        self.x, self.over_batch = x, bool(over_batch)
+    def __init__(self, x, over_batch, total=False):
+        self.x, self.over_batch, self.total = x, bool(over_batch), bool(total)
+
+    def _op(self):
+        return f"keras.ops.{'sum' if self.total else 'mean'}{' over every axis' if self.over_batch else ''}"
 
     def _refuse(self, *args, **kwargs):
-        raise OpNotSupportedError(f"keras.ops.mean{' over every axis' if self.over_batch else ''} in a loss function "
-                                  f"on a symbolic tensor{tracing_where()} is supported only as the loss's last op "
-                                  "(its value); boundfit cannot use the mean inside further math yet")
+        raise OpNotSupportedError(f"{self._op()} on a symbolic tensor{tracing_where()} is supported only as a loss's "
+                                  "value (a loss function's last op, what add_loss() is given, an activity "
+                                  "regularizer's result), at most times a number; boundfit cannot use it inside "
+                                  "further math yet")
 
-    __array__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _refuse
+    def _scaled(self, c):
+        if _scalar(c) is None:
+            self._refuse()
+        return LossMean(multiply(self.x, _scalar(c)), self.over_batch, self.total)
+
+    def __mul__(self, c):
+        return self._scaled(c)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, c):
+        if _scalar(c) is None or _scalar(c) == 0:
+            self._refuse()
+        return self._scaled(1.0 / _scalar(c))
+
+    __array__ = __add__ = __radd__ = __sub__ = __rsub__ = __rtruediv__ = _refuse
     __neg__ = __pow__ = __getitem__ = __lt__ = __le__ = __gt__ = __ge__ = __float__ = __bool__ = _refuse
     __array_ufunc__ = None
 
 
-_LOSS_TRACING = []   # non-empty while loss_trace.trace() runs a loss function
+_LOSS_TRACING = []   # non-empty while loss_trace traces a loss function or a regularizer
 
 
 def _scalar(c):
@@ -719,9 +740,11 @@ def _reduce(op, npfn):
         if not _sym(x):
             return npfn(x, axis=axis, keepdims=keepdims)
         axes = (axis,) if isinstance(axis, int) else tuple(axis) if axis is not None else None
-        if op == "mean" and _LOSS_TRACING and not keepdims and (
+        if op == "mean" and (_LOSS_TRACING or tracing_where()) and not keepdims and (
                 axes is None or (x.ndim == 2 and len(axes) == 1 and _axis(axes[0], x.ndim, op) == 1)):
             return LossMean(x, over_batch=axes is None)
+        if op == "sum" and (_LOSS_TRACING or tracing_where()) and not keepdims and axes is None:
+            return LossMean(x, over_batch=True, total=True)
         if axes is not None and len(axes) == 1 and _axis(axes[0], x.ndim, op) == x.ndim - 1 and x.ndim in (2, 3):
             return _reduce_last(op, x, keepdims)
         want = {3: (1,), 4: (1, 2)}.get(x.ndim)

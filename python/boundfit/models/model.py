@@ -13,11 +13,12 @@ import collections
 import numpy as np
 
 from .. import _core, graph, losses, metrics as metrics_mod, optimizers, utils
-from ..engine import buckets, dist_fit, memory, training
+from ..engine import buckets, data as data_mod, dist_fit, memory, training
 from ..layers.input_layer import Input
 from ..runtime import dist_group
 from ..layers.layer import _counters
 from ..saving import graph_file, keras_file, keras_graph
+from . import loss_graph
 
 
 # variable-length inputs: engines kept by input shapes (least recently used dropped first)
@@ -76,9 +77,12 @@ class Model(graph.GraphModel):
         self._bound = None
         self._engines = collections.OrderedDict()   # input shapes -> cached engine (variable-length inputs)
         self._schedule_form = None   # the learning rate schedule fit set in the engine (carried to others)
+        self._loss_trainer = None    # (sig, LossTrainer): the training graph of custom / added losses
+        self._metric_raw = []
 
     # ---- structure ----
     def _set_graph(self, inputs, outputs):
+        self._loss_trainer = None
         (self._inputs, self._input_names, self._inputs_dict, self._outputs, self._output_names,
          self._outputs_dict) = graph.normalize_io(inputs, outputs)
         self._nodes = graph.collect_nodes(self._inputs, self._outputs)
@@ -450,13 +454,14 @@ class Model(graph.GraphModel):
         n_out = len(names)
         out_losses = graph.per_output(loss, names, "loss", losses.get)
         weights = graph.per_output(1.0 if loss_weights is None else loss_weights, names, "loss_weights", float)
-        given = []   # (output, metric object, name, weighted, as given)
+        given, raw = [], []   # (output, metric object, name, weighted, as given); (output, as given, weighted)
         for arg, weighted in ((metrics, False), (weighted_metrics, True)):
             what = "weighted_metrics" if weighted else "metrics"
             for k, ms in enumerate(graph.per_output_metrics(arg, names, what)):
                 for m in ms:
                     obj, name = metrics_mod.get(m)
                     given.append((k, obj, name, weighted, m if isinstance(m, str) else metrics_mod.serialize(obj)))
+                    raw.append((k, m, weighted))
         if self._engine is not None:
             self._resolve_metrics([g[:4] for g in given], out_losses)  # checked before anything changes
         self.optimizer, self.loss = opt, out_losses[0]
@@ -467,6 +472,7 @@ class Model(graph.GraphModel):
         self._metrics_arg = metrics if n_out > 1 else [c for _, o, n, w, c in given if not w] or None
         self._weighted_metrics_arg = weighted_metrics if n_out > 1 else [c for _, o, n, w, c in given if w] or None
         self._metric_given = [g[:4] for g in given]
+        self._metric_raw, self._loss_trainer = raw, None
         self._metric_cfgs = [(k, w, c) for k, o, n, w, c in given]
         self.compiled_metrics = [self._metric_log_name(k, n) for k, o, n, w, c in given]
         opt._model = self
@@ -552,6 +558,16 @@ class Model(graph.GraphModel):
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
             validation_data=None, shuffle=True, initial_epoch=0, steps_per_epoch=None, micro_batch=None,
             memory_limit=None, device=None, **kwargs):
+        trainer = self._trainer_for(x, "fit")
+        if trainer is not None:   # a custom loss or losses added by layers: the training graph fits
+            x, y, kwargs, validation_data = trainer._data(x, y, kwargs, validation_data)
+            self.history = trainer.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=verbose,
+                                       callbacks=callbacks, validation_split=validation_split,
+                                       validation_data=validation_data, shuffle=shuffle, initial_epoch=initial_epoch,
+                                       steps_per_epoch=steps_per_epoch, micro_batch=micro_batch,
+                                       memory_limit=memory_limit, device=device, **kwargs)
+            self._last_plan, self._last_batch_size = trainer._last_plan, trainer._last_batch_size
+            return self.history
         with dist_fit.fit_guard():   # [dist hook] a rank's error reaches the others at once
             return training.fit(self, x, y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
                                 validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
@@ -560,6 +576,11 @@ class Model(graph.GraphModel):
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", steps=None, return_dict=False,
                  memory_limit=None, device=None, **kwargs):
+        trainer = self._trainer_for(x, "evaluate")
+        if trainer is not None:   # a custom loss or losses added by layers: the training graph evaluates
+            x, y, kwargs, _ = trainer._data(x, y, kwargs, None)
+            return trainer.evaluate(x, y, batch_size=batch_size, verbose=verbose, steps=steps,
+                                    return_dict=return_dict, memory_limit=memory_limit, device=device, **kwargs)
         with dist_fit.fit_guard():   # [dist hook] a rank's error reaches the others at once
             return training.evaluate(self, x, y, batch_size=batch_size, verbose=verbose, steps=steps,
                                      return_dict=return_dict, memory_limit=memory_limit, device=device, **kwargs)
@@ -580,6 +601,12 @@ class Model(graph.GraphModel):
         `.plans_by_length`; its engines are built and kept for the fit), or
         else at the length it last ran (8 before any data)."""
         weighted = memory.Weighted(train=bool(sample_weight), evaluate=bool(sample_weight) and mode == "evaluate")
+        trainer = self._trainer_for(None, "estimate_memory") if mode != "predict" else None
+        if trainer is not None:   # fit / evaluate run the training graph: its plan
+            return trainer.estimate_memory(batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch,
+                                           mode=mode, memory_limit=memory_limit,
+                                           validation_batch_size=validation_batch_size, shuffle_rows=shuffle_rows,
+                                           sample_weight=sample_weight, lengths=lengths)
         if lengths is not None:
             plans = {}
             for n, shapes in zip(lengths, buckets.declared_shapes(self, lengths)):
@@ -597,6 +624,32 @@ class Model(graph.GraphModel):
         return memory.estimate(self, batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch, mode=mode,
                                memory_limit=memory_limit, validation_batch_size=validation_batch_size,
                                shuffle_rows=shuffle_rows, weighted=weighted)
+
+    # ---- custom and added losses (models/loss_graph.py) ----
+    def _trainer_for(self, x, what):
+        """The training graph fit / evaluate run when the loss is a custom
+        function or layers add losses (built once per compile), else None."""
+        if self.optimizer is None or self._out_losses is None or isinstance(self, LossTrainer):
+            return None
+        if not self._functional:
+            if x is None or data_mod_is_sequence(x):
+                return None if x is not None else self._trainer_if_built(what)
+            self._require_built(x)
+        if not loss_graph.needed(self, self._out_losses):
+            return None
+        if self._dynamic:
+            raise ValueError(f"{self.name}: a custom loss or losses added by layers need fixed input shapes; the "
+                             f"inputs {[t.shape for t in self._inputs]} have a variable length")
+        self._require_built()
+        sig = self._trainable_sig()
+        if self._loss_trainer is None or self._loss_trainer[0] != sig:
+            lg = loss_graph.LossGraph(self, self._out_losses, self._loss_weights, self._metric_raw)
+            trainer = LossTrainer(self, lg)
+            self._loss_trainer = (sig, trainer)
+        return self._loss_trainer[1]
+
+    def _trainer_if_built(self, what):
+        return self._trainer_for(None, what) if self._functional else None
 
     # ---- reports ----
     def _summary_rows(self):
@@ -630,6 +683,7 @@ class Model(graph.GraphModel):
         graph its call() was traced into: Keras 3 opens it without the class."""
         if not dist_group.is_chief():   # [dist hook] rank 0 saves
             return
+        self._sync_layers()   # the newest weights (a custom loss trains them in the training graph)
         graph_file.save_model(self, filepath, overwrite=overwrite)
 
     def get_config(self):
@@ -647,6 +701,7 @@ class Model(graph.GraphModel):
         """Save weights (and optimizer state) to a Keras 3 `.weights.h5` file, atomically."""
         if not dist_group.is_chief():   # [dist hook] rank 0 saves
             return
+        self._sync_layers()
         keras_file.save_weights(self, filepath, overwrite=overwrite)
 
     def load_weights(self, filepath, skip_mismatch=False):
@@ -655,6 +710,64 @@ class Model(graph.GraphModel):
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}>"
+
+
+class LossTrainer(Model):
+    """The training graph of a model with a custom loss or losses its layers
+    add (models/loss_graph.py): the model's layers (so training them trains the
+    model) with the loss subgraphs; callbacks see the model itself, and its
+    history keeps the model's names."""
+
+    def __init__(self, owner, lg):
+        self._owner = owner
+        super().__init__(lg.inputs, lg.outputs, name=f"{owner.name}_training")
+        self._lg = lg
+        self.compile(optimizer=owner.optimizer, loss=lg.losses, loss_weights=lg.weights,
+                     metrics=lg.metrics.get(False), weighted_metrics=lg.metrics.get(True))
+        self._callback_model = owner   # the optimizer drives this graph's engine (its rate, iterations)
+        self._log_map = lg.log_map(self, owner)
+
+    @property
+    def stop_training(self):
+        return self._owner.stop_training
+
+    @stop_training.setter
+    def stop_training(self, v):
+        self._owner.stop_training = v
+
+    @property
+    def _initial_epoch(self):
+        return getattr(self._owner, "_initial_epoch", None)
+
+    @_initial_epoch.setter
+    def _initial_epoch(self, v):
+        self._owner._initial_epoch = v
+
+    def _data(self, x, y, kwargs, validation_data):
+        """The model's (x, y), sample / class weights and validation data as this graph's."""
+        kwargs = dict(kwargs)
+        lg = self._lg
+        lg.check_weights(kwargs.get("sample_weight"), kwargs.get("class_weight"))
+        cw = kwargs.pop("class_weight", None)
+        if cw is not None:
+            if kwargs.get("sample_weight") is not None:
+                raise ValueError("You cannot `class_weight` and `sample_weight` at the same time.")
+            kwargs["sample_weight"] = lg.class_weights(y, cw)
+        x2, y2 = lg.arrays(x, y)
+        if validation_data is not None and isinstance(validation_data, (tuple, list)) and \
+                len(validation_data) in (2, 3):
+            if len(validation_data) == 3:
+                lg.check_weights(validation_data[2], None)
+            vx, vy = lg.arrays(validation_data[0], validation_data[1], "validation_data[0]", "validation_data[1]")
+            validation_data = (vx, vy) + tuple(validation_data[2:])
+        elif validation_data is not None:
+            raise ValueError(f"{self._owner.name}: validation_data of a model with a custom loss or added losses "
+                             "must be a tuple (x_val, y_val) or (x_val, y_val, sample_weight) of arrays")
+        return x2, y2, kwargs, validation_data
+
+
+def data_mod_is_sequence(x):
+    return data_mod._is_sequence(x)
 
 
 def utils_snake(name):
