@@ -6,7 +6,8 @@ L1L2 penalties and gradients, the max-norm / non-neg / unit-norm / min-max
 constraints), merge.cu (Subtract / Maximum / Minimum / Multiply / Average),
 depthwise.cu (DepthwiseConv2D), augment.cu (RandomRotation, RandomZoom,
 RandomContrast), colsum.cu's one-thread-per-column fallback and loss.cu's
-MEAN loss (a traced custom loss function). Same weights, same seed, one
+MEAN loss (a traced custom loss function) and ADDED loss (activity
+regularizers, add_loss). Same weights, same seed, one
 model per device; skipped without a usable GPU, and run on the device
 emulation by tests/test_cuda_sim.py."""
 
@@ -320,4 +321,31 @@ def test_a_traced_custom_loss_trains_to_the_cpu_weights_on_cuda():
     cpu, gpu, hc, hg = _train_both(build, compile_kw, [x, t], np.zeros_like(t), batch_size=8, epochs=2,
                                    sample_weight=sw)
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "traced custom loss")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
+
+
+def test_a_custom_loss_and_added_losses_train_to_the_cpu_weights_on_cuda():
+    """compile(loss=fn) with a per-sample custom loss (loss.cu's MEAN), a Dense's l2 activity regularizer and a
+    custom Regularizer (loss.cu's ADDED, unweighted), with sample weights"""
+    r = np.random.default_rng(19)
+    x = r.standard_normal((16, 5)).astype(np.float32)
+    t = r.standard_normal((16, 2)).astype(np.float32)
+    sw = r.uniform(0.5, 2.0, 16).astype(np.float32)
+
+    class Squares(bf.regularizers.Regularizer):
+        def __call__(self, v):
+            return bf.ops.sum(0.05 * bf.ops.square(v))
+
+    def my_loss(y_true, y_pred):
+        return bf.ops.mean(bf.ops.abs(y_true - y_pred), axis=-1)
+
+    def build():
+        inp = bf.Input((5,))
+        h = layers.Dense(6, activation="tanh", activity_regularizer=bf.regularizers.l2(0.01))(inp)
+        return bf.Model(inp, layers.Dense(2, activity_regularizer=Squares())(h))
+
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=0.05, momentum=0.9), loss=my_loss)
+    cpu, gpu, hc, hg = _train_both(build, compile_kw, x, t, batch_size=8, epochs=2, sample_weight=sw)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "custom and added losses")
     np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)

@@ -43,10 +43,12 @@ any layer:
   inside a custom layer's call() reads as a per-sample constant (Const;
   in Keras files the operations zeros_like(x[:, 0, None]) + the values).
 
-While a custom loss function is traced (loss_trace.py), mean over every
-axis (the batch's too) or over a sample's only axis gives a LossMean, which
-only the loss's last op may give: the engine's mean of the traced values is
-that mean (Keras's sum_over_batch_size).
+While a custom loss function or a regularizer is traced (loss_trace.py),
+mean over every axis (the batch's too) or over a sample's only axis gives a
+LossMean, which only the loss's last op may give: the engine's mean of the
+traced values is that mean (Keras's sum_over_batch_size); sum over every
+axis gives one too (an activity regularizer's value). Inside a custom
+layer's call() a mean or sum over every axis gives one for add_loss().
 
 Any other op on a symbolic tensor raises OpNotSupportedError naming the op
 and the layer whose call() used it, never silently computing something else.
@@ -740,8 +742,8 @@ def _reduce(op, npfn):
         if not _sym(x):
             return npfn(x, axis=axis, keepdims=keepdims)
         axes = (axis,) if isinstance(axis, int) else tuple(axis) if axis is not None else None
-        if op == "mean" and (_LOSS_TRACING or tracing_where()) and not keepdims and (
-                axes is None or (x.ndim == 2 and len(axes) == 1 and _axis(axes[0], x.ndim, op) == 1)):
+        if op == "mean" and not keepdims and ((_LOSS_TRACING or tracing_where()) and axes is None or _LOSS_TRACING and (
+                axes is not None and x.ndim == 2 and len(axes) == 1 and _axis(axes[0], x.ndim, op) == 1)):
             return LossMean(x, over_batch=axes is None)
         if op == "sum" and (_LOSS_TRACING or tracing_where()) and not keepdims and axes is None:
             return LossMean(x, over_batch=True, total=True)
