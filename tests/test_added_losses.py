@@ -143,7 +143,7 @@ def test_micro_batches_give_the_full_batchs_update_and_the_plan_is_exact(variant
 def test_the_gradient_of_added_losses_matches_finite_differences(variant):
     m = _mlp(bf, variant)
     m.compile(optimizer="sgd", loss="mse")
-    trainer = m._trainer_for(None, "fit")
+    trainer = m._trainer_for()
     x, y = trainer._lg.arrays(X[:8], Y[:8])
     directional_check_per_array(trainer, x, [np.ascontiguousarray(a) for a in y])
 

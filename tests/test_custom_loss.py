@@ -272,8 +272,8 @@ def test_what_a_custom_loss_cannot_do_raises_naming_it():
         m.fit(X, Y, class_weight={0: 2.0}, verbose=0)
     with pytest.raises(bf.DataError, match="per-sample shape \\(3,\\); the loss 'contrastive_loss' takes targets"):
         m.fit(X, np.zeros((24, 3), np.float32), verbose=0)
-    with pytest.raises(ValueError, match="Sequence, PyDataset or generator is not supported"):
-        m.fit(iter([(X, Y)]), verbose=0)
+    with pytest.raises(bf.DataError, match="batch 0: .*expected \\(x, y\\) or \\(x, y, sample_weight\\) batches"):
+        m.fit(iter([(X,)]), verbose=0)
 
     def total(y_true, y_pred):
         return bf.ops.sum(bf.ops.square(y_true - y_pred))
@@ -284,3 +284,61 @@ def test_what_a_custom_loss_cannot_do_raises_naming_it():
         class MarginLoss(bf.losses.Loss):
             pass
         m.compile(optimizer="sgd", loss=MarginLoss())
+
+
+class _Batches(bf.utils.PyDataset):
+    def __init__(self, n=8):
+        super().__init__()
+        self.n = n
+
+    def __len__(self):
+        return len(X) // self.n
+
+    def __getitem__(self, i):
+        s = slice(i * self.n, (i + 1) * self.n)
+        return X[s], Y[s], SW[s]
+
+
+class _Sub(bf.Model):
+    def __init__(self):
+        super().__init__()
+        self.d1 = bf.layers.Dense(6, activation="tanh", activity_regularizer=bf.regularizers.l2(0.01))
+        self.d2 = bf.layers.Dense(2)
+
+    def call(self, x):
+        return self.d2(self.d1(x))
+
+
+def test_a_pydataset_and_a_generator_train_a_custom_loss_as_arrays_do():
+    """the batches of a PyDataset (and of a generator, into a subclassed model traced on its first batch) give
+    the same training as the arrays"""
+    def fn(t, p):
+        return my_mse(t, p, bf.ops)
+    runs = []
+    for kind in ("arrays", "pydataset", "generator"):
+        m = _Sub()
+        m.build((None, 5))
+        if runs:
+            m.set_weights(w0)
+        w0 = m.get_weights()
+        m.compile(optimizer=bf.optimizers.SGD(0.1), loss=fn)
+        if kind == "arrays":
+            h = m.fit(X, Y, sample_weight=SW, batch_size=8, epochs=1, shuffle=False, verbose=0)
+            ev = m.evaluate(X, Y, sample_weight=SW, batch_size=8, verbose=0)
+        elif kind == "pydataset":
+            h = m.fit(_Batches(), epochs=1, shuffle=False, verbose=0)
+            ev = m.evaluate(_Batches(), verbose=0)
+        else:
+            m2 = _Sub()
+            m2.compile(optimizer=bf.optimizers.SGD(0.1), loss=fn)
+            h = m2.fit((_Batches()[i] for i in range(3)), epochs=1, verbose=0)
+            m2.set_weights(w0)   # built on the first batch: the same graph
+            m2.compile(optimizer=bf.optimizers.SGD(0.1), loss=fn)
+            h = m2.fit((_Batches()[i] for i in range(3)), epochs=1, verbose=0)
+            ev, m = m2.evaluate(_Batches(), verbose=0), m2
+        runs.append((h.history["loss"], ev, m.get_weights()))
+    for loss, ev, w in runs[1:]:
+        np.testing.assert_allclose(loss, runs[0][0], rtol=1e-5)
+        np.testing.assert_allclose(ev, runs[0][1], rtol=1e-5)
+        for a, b in zip(w, runs[0][2]):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -23,7 +23,6 @@ the model's."""
 import numpy as np
 
 from .. import graph, loss_trace, losses
-from ..engine import data as data_mod
 from ..errors import DataError
 
 
@@ -209,13 +208,24 @@ class LossGraph:
                                 f"{self.model._outputs[k].shape}")
         return a
 
+    def source(self, src):
+        """A Sequence / PyDataset / generator of the model's batches as one of the training graph's."""
+        return IndexedBatches(self, src) if hasattr(src, "__getitem__") and hasattr(src, "__len__") else \
+            IteratedBatches(self, src)
+
+    def batch(self, item):
+        """One batch (x, y) or (x, y, sample_weight) of the model as the training graph's."""
+        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3) or item[1] is None:
+            raise DataError(f"expected (x, y) or (x, y, sample_weight) batches: the model's loss takes targets, "
+                            f"got {type(item).__name__}{' of ' + str(len(item)) if isinstance(item, (tuple, list)) else ''}")
+        if len(item) == 3 and item[2] is not None:
+            self.check_weights(item[2], None)
+        x2, y2 = self.arrays(item[0], item[1])
+        return (x2, y2) + tuple(item[2:])
+
     def arrays(self, x, y, what="x", ywhat="y"):
         """(x, y) of the training graph: the model's inputs then the custom losses' targets; per output its targets."""
         model = self.model
-        if data_mod._is_sequence(x):
-            raise ValueError(f"{model.name}: fit / evaluate of a model with "
-                             f"{'a custom loss' if self.custom else 'losses its layers add'} take arrays (x, y); a "
-                             "Sequence, PyDataset or generator is not supported with it yet")
         if isinstance(x, dict):
             missing = [n for n in model._input_names if n not in x]
             if missing:
@@ -256,3 +266,35 @@ class LossGraph:
         ids = ids.astype(np.int64)
         table = {int(k): float(v) for k, v in class_weight.items()}
         return np.array([table.get(int(i), 1.0) for i in ids], np.float32)
+
+
+class IndexedBatches:
+    """A Sequence / PyDataset of the model's batches, read as the training graph's (LossGraph.batch)."""
+
+    def __init__(self, lg, src):
+        self._lg, self._src = lg, src
+
+    def __len__(self):
+        return len(self._src)
+
+    def __getitem__(self, i):
+        return self._lg.batch(self._src[i])
+
+    def on_epoch_end(self):
+        if hasattr(self._src, "on_epoch_end"):
+            self._src.on_epoch_end()
+
+
+class IteratedBatches:
+    """A generator (or other iterable) of the model's batches, read as the training graph's."""
+
+    def __init__(self, lg, src):
+        self._lg, self._src, self._it = lg, src, None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._it is None:
+            self._it = iter(self._src)
+        return self._lg.batch(next(self._it))

@@ -9,6 +9,7 @@ layer or a model shared between models sees one set of weights, as in Keras.
 This class describes and reports; the engine computes."""
 
 import collections
+import itertools
 
 import numpy as np
 
@@ -558,7 +559,8 @@ class Model(graph.GraphModel):
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
             validation_data=None, shuffle=True, initial_epoch=0, steps_per_epoch=None, micro_batch=None,
             memory_limit=None, device=None, **kwargs):
-        trainer = self._trainer_for(x, "fit")
+        x = self._built_on(x)
+        trainer = self._trainer_for()
         if trainer is not None:   # a custom loss or losses added by layers: the training graph fits
             x, y, kwargs, validation_data = trainer._data(x, y, kwargs, validation_data)
             self.history = trainer.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=verbose,
@@ -576,7 +578,8 @@ class Model(graph.GraphModel):
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", steps=None, return_dict=False,
                  memory_limit=None, device=None, **kwargs):
-        trainer = self._trainer_for(x, "evaluate")
+        x = self._built_on(x)
+        trainer = self._trainer_for()
         if trainer is not None:   # a custom loss or losses added by layers: the training graph evaluates
             x, y, kwargs, _ = trainer._data(x, y, kwargs, None)
             return trainer.evaluate(x, y, batch_size=batch_size, verbose=verbose, steps=steps,
@@ -601,7 +604,7 @@ class Model(graph.GraphModel):
         `.plans_by_length`; its engines are built and kept for the fit), or
         else at the length it last ran (8 before any data)."""
         weighted = memory.Weighted(train=bool(sample_weight), evaluate=bool(sample_weight) and mode == "evaluate")
-        trainer = self._trainer_for(None, "estimate_memory") if mode != "predict" else None
+        trainer = self._trainer_for() if mode != "predict" else None
         if trainer is not None:   # fit / evaluate run the training graph: its plan
             return trainer.estimate_memory(batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch,
                                            mode=mode, memory_limit=memory_limit,
@@ -626,15 +629,31 @@ class Model(graph.GraphModel):
                                shuffle_rows=shuffle_rows, weighted=weighted)
 
     # ---- custom and added losses (models/loss_graph.py) ----
-    def _trainer_for(self, x, what):
+    def _built_on(self, x):
+        """A subclassed model not traced yet is traced on x's shapes first (the
+        first batch of a Sequence or generator; a generator's first batch is put
+        back in front), so that its losses are known. Returns x."""
+        if self._functional or x is None or self.optimizer is None:
+            return x
+        if not data_mod._is_sequence(x):
+            self._require_built(x)
+            return x
+        if hasattr(x, "__getitem__") and hasattr(x, "__len__"):
+            first = x[0] if len(x) else None
+        else:
+            it = iter(x)
+            first = next(it, None)
+            x = itertools.chain([] if first is None else [first], it)
+        if isinstance(first, (tuple, list)) and first:
+            self._require_built(first[0])
+        return x
+
+    def _trainer_for(self):
         """The training graph fit / evaluate run when the loss is a custom
         function or layers add losses (built once per compile), else None."""
-        if self.optimizer is None or self._out_losses is None or isinstance(self, LossTrainer):
+        if self.optimizer is None or self._out_losses is None or isinstance(self, LossTrainer) or \
+                not self._functional:
             return None
-        if not self._functional:
-            if x is None or data_mod_is_sequence(x):
-                return None if x is not None else self._trainer_if_built(what)
-            self._require_built(x)
         if not loss_graph.needed(self, self._out_losses):
             return None
         if self._dynamic:
@@ -644,12 +663,8 @@ class Model(graph.GraphModel):
         sig = self._trainable_sig()
         if self._loss_trainer is None or self._loss_trainer[0] != sig:
             lg = loss_graph.LossGraph(self, self._out_losses, self._loss_weights, self._metric_raw)
-            trainer = LossTrainer(self, lg)
-            self._loss_trainer = (sig, trainer)
+            self._loss_trainer = (sig, LossTrainer(self, lg))
         return self._loss_trainer[1]
-
-    def _trainer_if_built(self, what):
-        return self._trainer_for(None, what) if self._functional else None
 
     # ---- reports ----
     def _summary_rows(self):
@@ -753,21 +768,24 @@ class LossTrainer(Model):
             if kwargs.get("sample_weight") is not None:
                 raise ValueError("You cannot `class_weight` and `sample_weight` at the same time.")
             kwargs["sample_weight"] = lg.class_weights(y, cw)
-        x2, y2 = lg.arrays(x, y)
-        if validation_data is not None and isinstance(validation_data, (tuple, list)) and \
+        if data_mod._is_sequence(x):
+            if y is not None:
+                raise ValueError("y must be None when x is a Sequence, PyDataset or generator (it yields (x, y))")
+            x2, y2 = lg.source(x), None
+        else:
+            x2, y2 = lg.arrays(x, y)
+        if validation_data is not None and data_mod._is_sequence(validation_data):
+            validation_data = lg.source(validation_data)
+        elif validation_data is not None and isinstance(validation_data, (tuple, list)) and \
                 len(validation_data) in (2, 3):
             if len(validation_data) == 3:
                 lg.check_weights(validation_data[2], None)
             vx, vy = lg.arrays(validation_data[0], validation_data[1], "validation_data[0]", "validation_data[1]")
             validation_data = (vx, vy) + tuple(validation_data[2:])
         elif validation_data is not None:
-            raise ValueError(f"{self._owner.name}: validation_data of a model with a custom loss or added losses "
-                             "must be a tuple (x_val, y_val) or (x_val, y_val, sample_weight) of arrays")
+            raise ValueError(f"{self._owner.name}: validation_data must be a tuple (x_val, y_val) or (x_val, y_val, "
+                             "sample_weight), or a Sequence / PyDataset / generator")
         return x2, y2, kwargs, validation_data
-
-
-def data_mod_is_sequence(x):
-    return data_mod._is_sequence(x)
 
 
 def utils_snake(name):
