@@ -241,8 +241,9 @@ def test_the_training_graphs_plan_is_exact_and_micro_batches_give_the_full_batch
 
 
 def test_a_model_compiled_with_a_loss_function_saves_and_loads_by_its_name(tmp_path):
-    """The .keras file holds the loss by name as Keras writes it; load_model needs the function in
-    custom_objects (as Keras), compile=False loads the weights without it; Keras opens the file."""
+    """The .keras file holds the loss by name as Keras writes it and the optimizer state of the training
+    graph; load_model needs the function in custom_objects (as Keras) and then trains on as the saved model
+    does, compile=False loads the weights without it; Keras opens the file."""
     keras = keras_ref.load()
     m = _mlp(bf)
 
@@ -259,8 +260,14 @@ def test_a_model_compiled_with_a_loss_function_saves_and_loads_by_its_name(tmp_p
         np.testing.assert_array_equal(a, b)
     back = bf.models.load_model(path, custom_objects={"scaled_mse": scaled_mse})
     np.testing.assert_allclose(back.evaluate(X, Y, verbose=0), m.evaluate(X, Y, verbose=0), rtol=1e-6)
+    assert back.optimizer.iterations == m.optimizer.iterations == 3   # Adam's state saved from the training graph
     km = keras.models.load_model(path, custom_objects={"scaled_mse": lambda t, p: my_mse(t, p, keras.ops)})
     np.testing.assert_allclose(km.evaluate(X, Y, verbose=0), m.evaluate(X, Y, verbose=0), rtol=1e-5)
+    hm = m.fit(X, Y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    hl = back.fit(X, Y, batch_size=8, epochs=1, shuffle=False, verbose=0)   # goes on as the model itself does
+    np.testing.assert_allclose(hl.history["loss"], hm.history["loss"], rtol=1e-6)
+    for a, b in zip(back.get_weights(), m.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
 
 
 def test_what_a_custom_loss_cannot_do_raises_naming_it():

@@ -663,8 +663,16 @@ class Model(graph.GraphModel):
         sig = self._trainable_sig()
         if self._loss_trainer is None or self._loss_trainer[0] != sig:
             lg = loss_graph.LossGraph(self, self._out_losses, self._loss_weights, self._metric_raw)
-            self._loss_trainer = (sig, LossTrainer(self, lg))
+            trainer = LossTrainer(self, lg)
+            _copy_optimizer_state(self, trainer)   # a loaded model's optimizer state goes on training there
+            self._loss_trainer = (sig, trainer)
         return self._loss_trainer[1]
+
+    def _state_from_trainer(self):
+        """Before saving: the training graph's optimizer state (and weights) onto this model's engine."""
+        if self._loss_trainer is not None and self._engine is not None:
+            self._sync_layers()
+            _copy_optimizer_state(self._loss_trainer[1], self)
 
     # ---- reports ----
     def _summary_rows(self):
@@ -698,7 +706,7 @@ class Model(graph.GraphModel):
         graph its call() was traced into: Keras 3 opens it without the class."""
         if not dist_group.is_chief():   # [dist hook] rank 0 saves
             return
-        self._sync_layers()   # the newest weights (a custom loss trains them in the training graph)
+        self._state_from_trainer()   # a custom loss trains the weights in the training graph
         graph_file.save_model(self, filepath, overwrite=overwrite)
 
     def get_config(self):
@@ -716,7 +724,7 @@ class Model(graph.GraphModel):
         """Save weights (and optimizer state) to a Keras 3 `.weights.h5` file, atomically."""
         if not dist_group.is_chief():   # [dist hook] rank 0 saves
             return
-        self._sync_layers()
+        self._state_from_trainer()
         keras_file.save_weights(self, filepath, overwrite=overwrite)
 
     def load_weights(self, filepath, skip_mismatch=False):
@@ -786,6 +794,38 @@ class LossTrainer(Model):
             raise ValueError(f"{self._owner.name}: validation_data must be a tuple (x_val, y_val) or (x_val, y_val, "
                              "sample_weight), or a Sequence / PyDataset / generator")
         return x2, y2, kwargs, validation_data
+
+
+def _slot_layout(model):
+    """{(id(layer), k): (offset, size)} of each trainable parameter in the engine's optimizer slots, and their total."""
+    out, off = {}, 0
+    for i, (_, _, params) in enumerate(model._engine.layers_info()):
+        for k, (_, shape, trainable) in enumerate(params):
+            if trainable:
+                n = int(np.prod(shape)) if len(shape) else 1
+                out[(id(model._node_layers[i]), k)] = (off, n)
+                off += n
+    return out, off
+
+
+def _copy_optimizer_state(src, dst):
+    """The optimizer state (iterations, slots) of src's engine into dst's, parameter by parameter (two graphs
+    of the same layers: a model and its training graph lay their parameters out in their own orders)."""
+    if src._engine is None or dst._engine is None or src.optimizer is None:
+        return
+    it, slots = src._engine.optimizer_state()
+    if not it or not slots:
+        return
+    s_map, s_n = _slot_layout(src)
+    d_map, d_n = _slot_layout(dst)
+    if s_n != len(slots[0]) or set(d_map) - set(s_map):
+        return   # not the same trainable parameters: nothing carried
+    out = [np.zeros(d_n, np.float32) for _ in slots]
+    for key, (off, n) in d_map.items():
+        so, sn = s_map[key]
+        for a, b in zip(out, slots):
+            a[off:off + n] = b[so:so + sn]
+    dst._engine.restore_optimizer_state(it, out)
 
 
 def utils_snake(name):
