@@ -349,3 +349,20 @@ def test_a_pydataset_and_a_generator_train_a_custom_loss_as_arrays_do():
         np.testing.assert_allclose(ev, runs[0][1], rtol=1e-5)
         for a, b in zip(w, runs[0][2]):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_callbacks_see_the_model_early_stopping_restores_and_the_rate_is_reduced_as_in_keras():
+    """callbacks get the model itself while its training graph runs: EarlyStopping reads and restores its
+    newest weights, ReduceLROnPlateau sets the rate the training graph steps with, as Keras 3 does"""
+    keras = keras_ref.load()
+    km, bm = _compiled_pair(keras, lambda t, p: my_mse(t, p, keras.ops), lambda t, p: my_mse(t, p, bf.ops),
+                            opt="sgd")
+    for M, m in ((keras, km), (bf, bm)):
+        m.compile(optimizer=M.optimizers.Adam(0.3), loss=m.loss)
+    hs = []
+    for M, m in ((keras, km), (bf, bm)):
+        cbs = [M.callbacks.EarlyStopping(monitor="loss", patience=2, restore_best_weights=True),
+               M.callbacks.ReduceLROnPlateau(monitor="loss", patience=0, factor=0.5)]
+        hs.append(m.fit(X, Y, batch_size=12, epochs=10, shuffle=False, verbose=0, callbacks=cbs))
+    _assert_same(hs[1], hs[0], bm, km)
+    assert len(hs[1].history["loss"]) < 10   # it stopped early

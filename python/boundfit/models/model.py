@@ -352,11 +352,13 @@ class Model(graph.GraphModel):
         if not stale:
             return
         w = self._engine.get_weights()
+        trainer = self._loss_trainer[1] if self._loss_trainer is not None else None
         for l in stale:
             if l._model is not None and l._model._engine is not None and id(l) in l._model._layer_node:
                 for a, j in zip(l._model._layer_weights(l), self._param_ranges[self._layer_node[id(l)]]):
                     w[j] = a
-            l._model = self
+            if l._model is not trainer or trainer is None:   # the training graph keeps the layers it trains
+                l._model = self
         self._engine.set_weights(w)
 
     def _node_layers_unique(self):
@@ -441,6 +443,19 @@ class Model(graph.GraphModel):
     def set_weights(self, weights):
         self._require_built()
         self._engine.set_weights(list(weights))
+        self._push_to_trainer()
+
+    def _push_to_trainer(self, optimizer_state=False):
+        """Weights written into this model's engine go on into its training graph (a custom loss or added
+        losses), which holds its layers' newest weights while it exists."""
+        if self._loss_trainer is None:
+            return
+        trainer = self._loss_trainer[1]
+        for l in self._node_layers_unique():
+            l._model = self
+        trainer._sync_layers()
+        if optimizer_state:
+            _copy_optimizer_state(self, trainer)
 
     # ---- compile ----
     def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None, weighted_metrics=None,
@@ -729,7 +744,9 @@ class Model(graph.GraphModel):
 
     def load_weights(self, filepath, skip_mismatch=False):
         """Load a `.weights.h5` (or `.keras`) file written by Keras 3 or boundfit; all or nothing."""
+        self._state_from_trainer()
         keras_file.load_weights(self, filepath, skip_mismatch=skip_mismatch)
+        self._push_to_trainer(optimizer_state=True)
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}>"
