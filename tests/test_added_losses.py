@@ -59,9 +59,18 @@ def _mlp(M, variant):
     elif variant == "custom":
         h = M.layers.Dense(5, activation="tanh", activity_regularizer=squares(M))(x)
         h = M.layers.Dense(4)(h)
-    else:   # add_loss in a custom layer, and a custom layer's own activity regularizer
+    elif variant == "add_loss":   # add_loss in a custom layer, and a custom layer's own activity regularizer
         h = penalized(M)(5)(x)
         h = penalized(M)(4, activity_regularizer="l2")(h)
+    else:   # a custom layer that adds a loss, inside another custom layer
+        class Outer(M.layers.Layer):
+            def __init__(self, **kwargs):
+                super().__init__(**kwargs)
+                self.inner = penalized(M)(5)
+
+            def call(self, x):
+                return self.inner(x) * 2.0
+        h = Outer()(x)
     return M.Model(x, M.layers.Dense(2)(h))
 
 
@@ -81,7 +90,7 @@ def _assert_same(hb, hk, bm, km):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("variant", ["builtin", "custom", "add_loss"])
+@pytest.mark.parametrize("variant", ["builtin", "custom", "add_loss", "nested"])
 def test_added_losses_train_as_keras_unweighted_by_sample_weights(variant):
     keras = keras_ref.load()
     km, bm = _pair(keras, variant)
@@ -195,5 +204,5 @@ def test_what_boundfit_cannot_add_raises_naming_the_layer():
             return bf.ops.mean(bf.ops.square(x))
     m = bf.Model(x, bf.layers.Dense(1, name="meanreg", activity_regularizer=MeanReg())(x))
     m.compile(optimizer="sgd", loss="mse")
-    with pytest.raises(OpNotSupportedError, match="MeanReg of layer 'meanreg' \\(Dense\\) returns keras.ops.mean over every"):
+    with pytest.raises(OpNotSupportedError, match="MeanReg of layer 'meanreg' \\(Dense\\) returns keras.ops.mean over"):
         m.fit(X[:, :3], Y[:, :1], verbose=0)

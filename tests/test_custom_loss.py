@@ -107,9 +107,9 @@ def test_a_loss_function_that_cannot_be_traced_raises_naming_the_loss_and_the_op
 
     with pytest.raises(OpNotSupportedError, match="loss function 'sum_of_squares' returns keras.ops.sum over every"):
         loss_trace.trace(sum_of_squares, m.output)
-    with pytest.raises(OpNotSupportedError, match="'math_after_the_mean'.*mean over every axis.*only as a loss's value"):
+    with pytest.raises(OpNotSupportedError, match="'math_after_the_mean'.*mean over every axis.*only as a loss"):
         loss_trace.trace(math_after_the_mean, m.output)
-    with pytest.raises(OpNotSupportedError, match="ops_after_the_per_sample_mean.*keras.ops.mean on a symbolic.*loss's va"):
+    with pytest.raises(OpNotSupportedError, match="ops_after_the_per_sample_mean.*ops.mean on a symbolic.*loss's"):
         loss_trace.trace(ops_after_the_per_sample_mean, m.output)
     with pytest.raises(TypeError, match="loss function 'returns_a_number' returned float"):
         loss_trace.trace(returns_a_number, m.output)

@@ -27,7 +27,7 @@ from ..errors import DataError
 
 
 def _walk_layers(model):
-    """(layer, node outputs) of every call in the graph, nested models' too, and the custom layers traced in it."""
+    """(layer, outputs) of every call in the graph, and of each custom layer traced in it (nested ones too)."""
     out, seen = [], set()
     for n in model._nodes:
         if isinstance(n.layer, graph.GraphModel):
@@ -38,11 +38,15 @@ def _walk_layers(model):
                                  "model being fit only: call its layers in the outer model directly")
             continue
         out.append((n.layer, list(n.outputs)))
-        outer = n.traced_in
-        if outer is not None and id(outer) not in seen:
-            seen.add(id(outer))
-            for ins, outs in outer.__dict__.get("_traced_calls", []):
-                out.append((outer, list(outs)))
+        stack = [n.traced_in] if n.traced_in is not None else []
+        while stack:   # the custom layer whose call() made the node, and the custom layers it holds
+            c = stack.pop()
+            if id(c) in seen or not hasattr(c, "_sublayers"):
+                continue
+            seen.add(id(c))
+            for ins, outs in c.__dict__.get("_traced_calls", []):
+                out.append((c, list(outs)))
+            stack.extend(c._sublayers())
     return out
 
 
@@ -216,8 +220,9 @@ class LossGraph:
     def batch(self, item):
         """One batch (x, y) or (x, y, sample_weight) of the model as the training graph's."""
         if not isinstance(item, (tuple, list)) or len(item) not in (2, 3) or item[1] is None:
+            got = f"{type(item).__name__} of {len(item)}" if isinstance(item, (tuple, list)) else type(item).__name__
             raise DataError(f"expected (x, y) or (x, y, sample_weight) batches: the model's loss takes targets, "
-                            f"got {type(item).__name__}{' of ' + str(len(item)) if isinstance(item, (tuple, list)) else ''}")
+                            f"got a {got}")
         if len(item) == 3 and item[2] is not None:
             self.check_weights(item[2], None)
         x2, y2 = self.arrays(item[0], item[1])
