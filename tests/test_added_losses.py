@@ -206,3 +206,35 @@ def test_what_boundfit_cannot_add_raises_naming_the_layer():
     m.compile(optimizer="sgd", loss="mse")
     with pytest.raises(OpNotSupportedError, match="MeanReg of layer 'meanreg' \\(Dense\\) returns keras.ops.mean over"):
         m.fit(X[:, :3], Y[:, :1], verbose=0)
+
+
+def test_activity_regularizers_are_saved_as_keras_writes_them(tmp_path):
+    """a built-in one by its Keras config, a Regularizer subclass by its class name and get_config(): Keras
+    and boundfit load them (the subclass from custom_objects, as Keras) and evaluate the same loss"""
+    keras = keras_ref.load()
+
+    def scaled(M):
+        class Scaled(M.regularizers.Regularizer):
+            def __init__(self, factor=0.1):
+                self.factor = factor
+
+            def __call__(self, v):
+                return M.ops.sum(self.factor * M.ops.square(v))
+
+            def get_config(self):
+                return {"factor": self.factor}
+        return Scaled
+    x = bf.Input((6,))
+    h = bf.layers.Dense(4, activity_regularizer=bf.regularizers.l2(0.02))(x)
+    m = bf.Model(x, bf.layers.Dense(2, activity_regularizer=scaled(bf)(0.3))(h))
+    m.compile(optimizer="sgd", loss="mse")
+    path = str(tmp_path / "m.keras")
+    m.save(path)
+    want = m.evaluate(X, Y, verbose=0)
+    with pytest.raises(ValueError, match="activity_regularizer: unknown regularizer 'Scaled'.*custom_objects"):
+        bf.models.load_model(path)
+    back = bf.models.load_model(path, custom_objects={"Scaled": scaled(bf)})
+    km = keras.models.load_model(path, custom_objects={"Scaled": scaled(keras)})
+    assert back.layers[-1].activity_regularizer.factor == 0.3
+    np.testing.assert_allclose(back.evaluate(X, Y, verbose=0), want, rtol=1e-6)
+    np.testing.assert_allclose(km.evaluate(X, Y, verbose=0), want, rtol=1e-5)

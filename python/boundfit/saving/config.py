@@ -118,6 +118,11 @@ def _activation_name(v, where):
     raise ValueError(f"{where}: activation {v!r} is not one boundfit has")
 
 
+def _custom_regularizer(cls, entry):
+    cfg = dict(entry.get("config") or {})
+    return cls.from_config(cfg) if hasattr(cls, "from_config") else cls(**cfg)
+
+
 def layer_from_config(entry, custom_objects=None):
     """A boundfit layer from a Keras 3 layer entry; a clear error for anything boundfit lacks."""
     cls_name = entry.get("class_name")
@@ -136,6 +141,8 @@ def layer_from_config(entry, custom_objects=None):
         if k in accepted and not (k == "data_format" and v == "channels_last"):
             if k == "activation":
                 v = _activation_name(v, f"layer {name!r} ({cls_name})")
+            if k == "activity_regularizer" and isinstance(v, dict) and v.get("class_name") in (custom_objects or {}):
+                v = _custom_regularizer(custom_objects[v["class_name"]], v)   # a Regularizer subclass of the user's
             kwargs[k] = tuple(v) if isinstance(v, list) else v
             continue
         if k in _IGNORABLE:
