@@ -174,8 +174,9 @@ class OrthogonalRegularizer(keras.regularizers.Regularizer):
 
 def test_what_boundfit_cannot_add_raises_naming_the_layer():
     """keras.io PointNet's OrthogonalRegularizer (its tensordot of the (B, n, n) batch with itself mixes every
-    pair of samples), add_loss of a sum over the batch or of per-sample values, and a regularizer whose value
-    is a mean: each raises at fit naming the layer and what it was given"""
+    pair of samples), add_loss of a sum over the batch or of per-sample values, a loss added by a call that is
+    no node of the graph, variable-length inputs, a nested model's layers, and a regularizer whose value is a
+    mean: each raises at fit naming the layer and what it was given"""
     scope = {"keras": bf, "ops": bf.ops, "np": np}
     exec(POINTNET_REGULARIZER, scope)
     x = bf.Input(shape=(3,))
@@ -198,6 +199,28 @@ def test_what_boundfit_cannot_add_raises_naming_the_layer():
         adding(lambda x: bf.ops.sum(x)).fit(X, Y, verbose=0)
     with pytest.raises(OpNotSupportedError, match="add_loss\\(\\) in layer 'adds'.*a KerasTensor"):
         adding(lambda x: bf.ops.square(x)).fit(X, Y, verbose=0)
+
+    class Passes(bf.layers.Layer):   # its call() returns its input: no node of the graph
+        def call(self, x):
+            self.add_loss(bf.ops.mean(bf.ops.square(x)))
+            return x
+    x = bf.Input(shape=(6,))
+    m = bf.Model(x, bf.layers.Dense(2)(Passes(name="passes")(x)))
+    m.compile(optimizer="sgd", loss="mse")
+    with pytest.raises(ValueError, match="layer 'passes' \\(Passes\\) adds a loss .* no call of it is a node"):
+        m.fit(X, Y, verbose=0)
+    x = bf.Input(shape=(None, 6))
+    m = bf.Model(x, bf.layers.Dense(2, activity_regularizer="l1")(x))
+    m.compile(optimizer="sgd", loss="mse")
+    with pytest.raises(ValueError, match="losses added by layers need fixed input shapes"):
+        m.fit(X[:, None, :], Y[:, None, :], verbose=0)
+    inner_in = bf.Input(shape=(6,))
+    inner = bf.Model(inner_in, bf.layers.Dense(2, activity_regularizer="l1", name="inside")(inner_in))
+    x = bf.Input(shape=(6,))
+    m = bf.Model(x, inner(x))
+    m.compile(optimizer="sgd", loss="mse")
+    with pytest.raises(ValueError, match="nested in .* has layers that add losses"):
+        m.fit(X, Y, verbose=0)
 
     class MeanReg(bf.regularizers.Regularizer):
         def __call__(self, x):

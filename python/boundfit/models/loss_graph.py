@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import graph, loss_trace, losses
 from ..errors import DataError
+from ..layers.layer import ADDING
 
 
 def _walk_layers(model):
@@ -94,6 +95,14 @@ def added_losses(model):
             values, w = loss_trace.added_values(v, where)
             if _reaches(values, ins):
                 found.append((values, w, f"{layer.name}_added_loss_{len(found)}"))
+    for layer in list(ADDING):   # a loss from this model's inputs that no call of its graph made: refused
+        for v in layer.__dict__.get("_added_losses", []):
+            x = getattr(v, "x", v)
+            if id(v) not in done and hasattr(x, "_node") and _reaches(x, ins):
+                raise ValueError(f"layer {layer.name!r} ({type(layer).__name__}) adds a loss computed from the "
+                                 f"inputs of model {model.name!r}, but no call of it is a node of the model's "
+                                 "graph (its call() returns its input unchanged?), so boundfit cannot tell whether "
+                                 "the model uses it; return a computed tensor (e.g. x * 1.0) from its call()")
     return found
 
 
@@ -103,7 +112,11 @@ def needed(model, out_losses):
         return True
     if not model._functional:
         return False
-    return any(_has_added(layer) for layer, _ in _walk_layers(model))
+    if any(_has_added(layer) for layer, _ in _walk_layers(model)):
+        return True
+    ins = {id(t) for t in model._inputs}
+    return any(hasattr(getattr(v, "x", v), "_node") and _reaches(getattr(v, "x", v), ins)
+               for layer in list(ADDING) for v in layer.__dict__.get("_added_losses", []))
 
 
 class LossGraph:
