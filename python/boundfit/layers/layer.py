@@ -4,8 +4,6 @@ layer on symbolic tensors (boundfit.Input) records a node of a graph and
 returns a symbolic tensor (node.py); shapes are inferred here so a bad
 graph fails at the call, as in Keras."""
 
-import weakref
-
 import numpy as np
 
 from .. import regularizers
@@ -16,7 +14,6 @@ _counters = {}
 _DTYPE = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": None}
 _KERAS_CONFIGS = {}   # layer class -> fn(layer): its Keras 3 config keys beyond name / trainable / dtype
 _CONSTANT = {}        # "cls": the Const layer (reshaping.py), for arrays a layer is called on in a traced call()
-ADDING = weakref.WeakSet()   # layers whose call() gave add_loss() a value (models/loss_graph.py checks them)
 
 
 def keras_object(module, class_name, config):
@@ -109,7 +106,9 @@ class Layer:
         call's tensors with keras.ops (a mean over the batch, ops.mean), added
         to the training loss unweighted (models/loss_graph.py)."""
         self.__dict__.setdefault("_added_losses", []).append(loss)
-        ADDING.add(self)
+        anchor = tracing_anchor()   # the call's input knows the layer (a call that makes no node is found so)
+        if anchor is not None and self not in anchor.__dict__.setdefault("_loss_layers", []):
+            anchor.__dict__["_loss_layers"].append(self)
 
     @property
     def losses(self):

@@ -24,7 +24,6 @@ import numpy as np
 
 from .. import graph, loss_trace, losses
 from ..errors import DataError
-from ..layers.layer import ADDING
 
 
 def _walk_layers(model):
@@ -95,7 +94,7 @@ def added_losses(model):
             values, w = loss_trace.added_values(v, where)
             if _reaches(values, ins):
                 found.append((values, w, f"{layer.name}_added_loss_{len(found)}"))
-    for layer in list(ADDING):   # a loss from this model's inputs that no call of its graph made: refused
+    for layer in _adding_layers(model):   # a loss no call of the graph made (an identity call()): refused
         for v in layer.__dict__.get("_added_losses", []):
             x = getattr(v, "x", v)
             if id(v) not in done and hasattr(x, "_node") and _reaches(x, ins):
@@ -116,7 +115,18 @@ def needed(model, out_losses):
         return True
     ins = {id(t) for t in model._inputs}
     return any(hasattr(getattr(v, "x", v), "_node") and _reaches(getattr(v, "x", v), ins)
-               for layer in list(ADDING) for v in layer.__dict__.get("_added_losses", []))
+               for layer in _adding_layers(model) for v in layer.__dict__.get("_added_losses", []))
+
+
+def _adding_layers(model):
+    """The layers whose traced call() on a tensor of the model's graph gave add_loss() a value."""
+    tensors = list(model._inputs) + [t for n in model._nodes for t in n.outputs]
+    out = []
+    for t in tensors:
+        for layer in t.__dict__.get("_loss_layers", []):
+            if layer not in out:
+                out.append(layer)
+    return out
 
 
 class LossGraph:
