@@ -79,6 +79,7 @@ class Model(graph.GraphModel):
         self._engines = collections.OrderedDict()   # input shapes -> cached engine (variable-length inputs)
         self._schedule_form = None   # the learning rate schedule fit set in the engine (carried to others)
         self._loss_trainer = None    # (sig, LossTrainer): the training graph of custom / added losses
+        self._trainer_dirty = self._trainer_running = False   # its weights changed since read / it is training
         self._metric_raw = []
 
     # ---- structure ----
@@ -348,11 +349,13 @@ class Model(graph.GraphModel):
         """Take over the newest weights of layers another model has used since."""
         if self._engine is None:
             return
-        stale = [l for l in self._node_layers_unique() if l._model is not self]
+        trainer = self._loss_trainer[1] if self._loss_trainer is not None else None
+        fresh = trainer is not None and not (self._trainer_dirty or self._trainer_running)
+        stale = [l for l in self._node_layers_unique() if l._model is not self and not (fresh and l._model is trainer)]
+        self._trainer_dirty = False
         if not stale:
             return
         w = self._engine.get_weights()
-        trainer = self._loss_trainer[1] if self._loss_trainer is not None else None
         for l in stale:
             if l._model is not None and l._model._engine is not None and id(l) in l._model._layer_node:
                 for a, j in zip(l._model._layer_weights(l), self._param_ranges[self._layer_node[id(l)]]):
@@ -445,6 +448,10 @@ class Model(graph.GraphModel):
         self._engine.set_weights(list(weights))
         self._push_to_trainer()
 
+    def _loaded(self):
+        """load_model wrote weights and optimizer state into this model's engine: on into its training graph."""
+        self._push_to_trainer(optimizer_state=True)
+
     def _push_to_trainer(self, optimizer_state=False):
         """Weights written into this model's engine go on into its training graph (a custom loss or added
         losses), which holds its layers' newest weights while it exists."""
@@ -498,6 +505,11 @@ class Model(graph.GraphModel):
             else:
                 self._compile_engine()
             self._drop_cached_engines()   # the others were compiled for the optimizer and loss before
+            if self._functional and not self._dynamic and not isinstance(self, LossTrainer):
+                try:   # the training graph's engine now, not inside the first fit (whose plan it is)
+                    self._trainer_for()
+                except Exception:   # noqa: BLE001 - raised again, as Keras raises it, by fit / evaluate
+                    self._loss_trainer = None
 
     def _metric_log_name(self, k, name):
         """Keras's history name of a metric of output k: `<output>_<name>` when the model has several outputs."""
@@ -578,11 +590,16 @@ class Model(graph.GraphModel):
         trainer = self._trainer_for()
         if trainer is not None:   # a custom loss or losses added by layers: the training graph fits
             x, y, kwargs, validation_data = trainer._data(x, y, kwargs, validation_data)
-            self.history = trainer.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=verbose,
-                                       callbacks=callbacks, validation_split=validation_split,
-                                       validation_data=validation_data, shuffle=shuffle, initial_epoch=initial_epoch,
-                                       steps_per_epoch=steps_per_epoch, micro_batch=micro_batch,
-                                       memory_limit=memory_limit, device=device, **kwargs)
+            self._trainer_running = True   # callbacks read this model's weights: from the graph, fresh
+            try:
+                self.history = trainer.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=verbose,
+                                           callbacks=callbacks, validation_split=validation_split,
+                                           validation_data=validation_data, shuffle=shuffle,
+                                           initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch,
+                                           micro_batch=micro_batch, memory_limit=memory_limit, device=device,
+                                           **kwargs)
+            finally:
+                self._trainer_running, self._trainer_dirty = False, True
             self._last_plan, self._last_batch_size = trainer._last_plan, trainer._last_batch_size
             return self.history
         with dist_fit.fit_guard():   # [dist hook] a rank's error reaches the others at once
@@ -678,9 +695,7 @@ class Model(graph.GraphModel):
         sig = self._trainable_sig()
         if self._loss_trainer is None or self._loss_trainer[0] != sig:
             lg = loss_graph.LossGraph(self, self._out_losses, self._loss_weights, self._metric_raw)
-            trainer = LossTrainer(self, lg)
-            _copy_optimizer_state(self, trainer)   # a loaded model's optimizer state goes on training there
-            self._loss_trainer = (sig, trainer)
+            self._loss_trainer = (sig, LossTrainer(self, lg))
         return self._loss_trainer[1]
 
     def _state_from_trainer(self):
@@ -767,6 +782,14 @@ class LossTrainer(Model):
         self._callback_model = owner   # the optimizer drives this graph's engine (its rate, iterations)
         self._log_map = lg.log_map(self, owner)
 
+    def _set_layer_weights(self, layer, weights):   # layer.set_weights of a layer it trains
+        super()._set_layer_weights(layer, weights)
+        self._owner._trainer_dirty = True
+
+    def set_weights(self, weights):
+        super().set_weights(weights)
+        self._owner._trainer_dirty = True
+
     @property
     def stop_training(self):
         return self._owner.stop_training
@@ -831,7 +854,10 @@ def _copy_optimizer_state(src, dst):
     if src._engine is None or dst._engine is None or src.optimizer is None:
         return
     it, slots = src._engine.optimizer_state()
-    if not it or not slots:
+    if not it:
+        return
+    if not slots:   # an optimizer without slots (plain SGD): its step count
+        dst._engine.set_iterations(it)
         return
     s_map, s_n = _slot_layout(src)
     d_map, d_n = _slot_layout(dst)

@@ -125,6 +125,7 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
             model._engine.restore_optimizer_state(c["iterations"], slots)
         else:
             model._engine.set_iterations(c["iterations"])
+        model._loaded()   # a model with a training graph (a custom loss): the state goes on into it
     return model
 
 
