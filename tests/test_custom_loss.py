@@ -366,3 +366,13 @@ def test_callbacks_see_the_model_early_stopping_restores_and_the_rate_is_reduced
         hs.append(m.fit(X, Y, batch_size=12, epochs=10, shuffle=False, verbose=0, callbacks=cbs))
     _assert_same(hs[1], hs[0], bm, km)
     assert len(hs[1].history["loss"]) < 10   # it stopped early
+
+
+def test_class_weight_weighs_a_custom_loss_per_sample_as_in_keras():
+    """class_weight becomes per-sample weights by each sample's class (its one-hot target's argmax)"""
+    keras = keras_ref.load()
+    km, bm = _compiled_pair(keras, lambda t, p: my_mse(t, p, keras.ops), lambda t, p: my_mse(t, p, bf.ops))
+    onehot = np.eye(2, dtype=np.float32)[(Y[:, 0] > 0).astype(int)]
+    fit = dict(class_weight={0: 0.5, 1: 3.0}, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    hk, hb = km.fit(X, onehot, **fit), bm.fit(X, onehot, **fit)
+    _assert_same(hb, hk, bm, km)
