@@ -5,8 +5,9 @@ without gamma / beta, rows wider than a block), regularize.cu (L1 / L2 /
 L1L2 penalties and gradients, the max-norm / non-neg / unit-norm / min-max
 constraints), merge.cu (Subtract / Maximum / Minimum / Multiply / Average),
 depthwise.cu (DepthwiseConv2D), augment.cu (RandomRotation, RandomZoom,
-RandomContrast, keras.random's draws)
-and colsum.cu's one-thread-per-column fallback. Same weights, same seed, one
+RandomContrast, keras.random's draws), colsum.cu's one-thread-per-column fallback and loss.cu's
+MEAN loss (a traced custom loss function) and ADDED loss (activity
+regularizers, add_loss). Same weights, same seed, one
 model per device; skipped without a usable GPU, and run on the device
 emulation by tests/test_cuda_sim.py."""
 
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 import boundfit as bf
-from boundfit import layers
+from boundfit import layers, loss_trace
 from test_cuda_backend import _REASON, _assert_weights_close, _train_both
 from test_variable_length import bucket_batches, bucket_model, bucket_source
 
@@ -371,3 +372,56 @@ def test_mean_metrics_of_one_number_per_sample_on_cuda_as_on_the_cpu():
     assert sorted(hc.history) == ["loss", "mae", "mse"]
     for k in hc.history:
         np.testing.assert_allclose(hg.history[k], hc.history[k], rtol=1e-5, err_msg=k)
+
+
+def test_a_traced_custom_loss_trains_to_the_cpu_weights_on_cuda():
+    """loss.cu's MEAN loss (the mean of a custom loss function's traced values, boundfit.loss_trace), with
+    sample weights, under the contrastive loss's subgraph"""
+    r = np.random.default_rng(17)
+    x = r.standard_normal((16, 5)).astype(np.float32)
+    t = (r.random((16, 1)) > 0.5).astype(np.float32)
+    sw = r.uniform(0.5, 2.0, 16).astype(np.float32)
+
+    def contrastive_loss(y_true, y_pred):
+        margin_square = bf.ops.square(bf.ops.maximum(1 - y_pred, 0))
+        return bf.ops.mean((1 - y_true) * bf.ops.square(y_pred) + y_true * margin_square, axis=-1)
+
+    def build():
+        inp = bf.Input((5,))
+        out = layers.Dense(1)(layers.Dense(6, activation="tanh")(inp))
+        y_true, values, _ = loss_trace.trace(contrastive_loss, out)
+        return bf.Model([inp, y_true], values)
+
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=0.05, momentum=0.9), loss=bf.losses._TracedMean())
+    cpu, gpu, hc, hg = _train_both(build, compile_kw, [x, t], np.zeros_like(t), batch_size=8, epochs=2,
+                                   sample_weight=sw)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "traced custom loss")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
+
+
+def test_a_custom_loss_and_added_losses_train_to_the_cpu_weights_on_cuda():
+    """compile(loss=fn) with a per-sample custom loss (loss.cu's MEAN), a Dense's l2 activity regularizer and a
+    custom Regularizer (loss.cu's ADDED, unweighted), with sample weights"""
+    r = np.random.default_rng(19)
+    x = r.standard_normal((16, 5)).astype(np.float32)
+    t = r.standard_normal((16, 2)).astype(np.float32)
+    sw = r.uniform(0.5, 2.0, 16).astype(np.float32)
+
+    class Squares(bf.regularizers.Regularizer):
+        def __call__(self, v):
+            return bf.ops.sum(0.05 * bf.ops.square(v))
+
+    def my_loss(y_true, y_pred):
+        return bf.ops.mean(bf.ops.abs(y_true - y_pred), axis=-1)
+
+    def build():
+        inp = bf.Input((5,))
+        h = layers.Dense(6, activation="tanh", activity_regularizer=bf.regularizers.l2(0.01))(inp)
+        return bf.Model(inp, layers.Dense(2, activity_regularizer=Squares())(h))
+
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=0.05, momentum=0.9), loss=my_loss)
+    cpu, gpu, hc, hg = _train_both(build, compile_kw, x, t, batch_size=8, epochs=2, sample_weight=sw)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "custom and added losses")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)

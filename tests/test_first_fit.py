@@ -3,7 +3,8 @@
   host bytes, and by at least 97% of them when that is above 100 MiB (Dense,
   the seed CNN, the seed MLP, data from a Sequence, a small ResNet, an
   Embedding + LSTM text model, a Transformer block, an LSTM encoder-decoder
-  with states and dropout, a masked sequence tagger);
+  with states and dropout, a masked sequence tagger, a custom loss with an
+  activity regularizer: its training graph, made at compile);
 - under real cgroup limits, batch_size='auto' and micro_batch='auto' train
   the seed CNN and an MLP to the end with the peak under the limit and no
   watchdog stop (the engine's own runtime never trips it), down to a limit
@@ -78,6 +79,13 @@ MODELS = {
         m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
         x = rng.integers(0, 500, (NROWS, 50)).astype(np.float32); y = rng.integers(0, 5, (NROWS, 50))
         bs = 64""",
+    "custom_loss": """
+        inp = bf.Input((2000,))
+        h = layers.Dense(512, activation="relu", activity_regularizer=bf.regularizers.l2(1e-4))(inp)
+        m = bf.Model(inp, layers.Dense(8)(h))
+        m.compile(optimizer="adam", loss=lambda t, p: bf.ops.mean(bf.ops.abs(t - p), axis=-1))
+        x = rng.standard_normal((NROWS, 2000), dtype=np.float32); y = rng.standard_normal((NROWS, 8), dtype=np.float32)
+        bs = 64""",
 }
 
 HEAD = """
@@ -139,7 +147,9 @@ def _first_call_code(model, mode, source, nrows):
     for mode in ("fit", "evaluate", "predict")] + [("mlp", "array", 512, "fit"), ("resnet", "array", 256, "fit"),
                                                    ("lstm", "array", 256, "fit"), ("transformer", "array", 128, "fit"),
                                                    ("transformer", "array", 128, "predict"),
-                                                   ("seq2seq", "array", 256, "fit"), ("tagger", "array", 256, "fit")])
+                                                   ("seq2seq", "array", 256, "fit"), ("tagger", "array", 256, "fit"),
+                                                   ("custom_loss", "array", 512, "fit"),
+                                                   ("custom_loss", "array", 512, "evaluate")])
 def test_first_call_of_a_fresh_process_grows_rss_by_at_most_its_plan(model, source, nrows, mode):
     out = _child(_first_call_code(model, mode, source, nrows))
     new, grown = map(int, out.split("GROWTH")[1].split())

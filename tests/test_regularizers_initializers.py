@@ -285,8 +285,8 @@ def test_regularizer_and_constraint_errors_name_the_argument():
         L.Dense(3, bias_regularizer=0.1)
     with pytest.raises(ValueError, match="L2: l2 must be a finite number >= 0"):
         bf.regularizers.L2(-1.0)
-    with pytest.raises(ValueError, match="activity_regularizer is not supported"):
-        L.Dense(3, activity_regularizer="l2")
+    with pytest.raises(ValueError, match="activity_regularizer: unknown regularizer 'l3'"):
+        L.Dense(3, activity_regularizer="l3")   # supported (tests/test_added_losses.py), a bad one named
     with pytest.raises(ValueError, match="kernel_constraint: unknown constraint 'max_normal'"):
         L.Conv2D(3, 3, kernel_constraint="max_normal")
     with pytest.raises(ValueError, match="gamma_constraint: expected a constraint"):

@@ -33,9 +33,16 @@ typedef struct {
     float alpha, max_value, threshold;
 } bf_act_param;
 typedef enum {
-    BF_LOSS_MSE = 0, BF_LOSS_BCE, BF_LOSS_CCE, BF_LOSS_SCCE, BF_LOSS_MAE, BF_LOSS_HUBER, BF_LOSS_LOGCOSH
+    BF_LOSS_MSE = 0, BF_LOSS_BCE, BF_LOSS_CCE, BF_LOSS_SCCE, BF_LOSS_MAE, BF_LOSS_HUBER, BF_LOSS_LOGCOSH,
+    /* the mean of the prediction itself (target unused): a custom loss
+     * function's per-sample values, traced into the graph (losses.py) */
+    BF_LOSS_MEAN,
+    /* an added loss (add_loss, activity_regularizer): per sample the sum of
+     * pred, averaged over the batch, sample weights not applied (Keras adds a
+     * layer's losses to the batch loss unweighted) */
+    BF_LOSS_ADDED
 } bf_loss_kind;
-#define BF_LOSS_LAST BF_LOSS_LOGCOSH
+#define BF_LOSS_LAST BF_LOSS_ADDED
 
 /* a loss as Keras 3 defines it (keras.losses.*) */
 typedef struct {

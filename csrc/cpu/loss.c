@@ -1,6 +1,9 @@
 /* loss.c - losses with their gradient in one pass, Keras 3 definitions.
  * Per-sample loss is the mean over the last axis C (MSE, MAE, Huber, log-cosh,
- * BCE) or the sum over classes (CCE, SCCE), as Keras. Label smoothing: BCE
+ * BCE) or the sum over classes (CCE, SCCE), as Keras; BF_LOSS_MEAN is the
+ * mean of pred itself (a custom loss's traced values; Keras's
+ * sum_over_batch_size of them), its gradient 1/C; BF_LOSS_ADDED the sum of
+ * pred over C, sample weights not applied (an added loss), gradient 1. Label smoothing: BCE
  * t(1-s) + s/2, CCE t(1-s) + s/C. `logits` mode (fused sigmoid/softmax, or
  * from_logits=True) uses the stable log-sum-exp / softplus forms and writes the
  * gradient w.r.t. the logits. Probabilities follow Keras (on JAX): clip to
@@ -61,7 +64,7 @@ bf_status bf_cpu_loss_forward_backward(bf_backend *be, float *loss_out, float *d
     for (int i = 0; i < B; i++) {
         const float *p = pred + (size_t)i * C;
         float *d = dpred ? dpred + (size_t)i * C : NULL;
-        const float w = sw ? sw[i] : 1.0f, ws = w * scale;
+        const float w = sw && kind != BF_LOSS_ADDED ? sw[i] : 1.0f, ws = w * scale;
         double l = 0.0;
         switch (kind) {
         case BF_LOSS_MSE:
@@ -77,6 +80,19 @@ bf_status bf_cpu_loss_forward_backward(bf_backend *be, float *loss_out, float *d
             l /= C;
             break;
         }
+        case BF_LOSS_MEAN:
+            for (int j = 0; j < C; j++) {
+                l += p[j];
+                if (d) d[j] = ws / C;
+            }
+            l /= C;
+            break;
+        case BF_LOSS_ADDED:
+            for (int j = 0; j < C; j++) {
+                l += p[j];
+                if (d) d[j] = ws;
+            }
+            break;
         case BF_LOSS_BCE: {
             const float *t = target + (size_t)i * C;
             for (int j = 0; j < C; j++) {

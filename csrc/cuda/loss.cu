@@ -1,6 +1,8 @@
 /* loss.cu - losses with their gradient in one pass, mirroring csrc/cpu/loss.c:
  * per-sample loss is the mean over C (MSE, MAE, Huber, log-cosh, BCE) or the
- * sum over classes (CCE, SCCE), times the sample weight; label smoothing as
+ * sum over classes (CCE, SCCE), times the sample weight (BF_LOSS_MEAN: the
+ * mean of pred itself, gradient 1/C; BF_LOSS_ADDED: the sum of pred, not
+ * weighted, gradient 1); label smoothing as
  * Keras (BCE t(1-s) + s/2, CCE t(1-s) + s/C). from_logits uses softplus /
  * log-sum-exp; probabilities are clipped to [eps, 1-eps] (CCE renormalizes
  * rows first) with zero gradient where clipped, and a fused sigmoid / softmax
@@ -67,7 +69,7 @@ __global__ void loss_kernel(float *loss_out, float *dpred, const float *pred, co
     for (int i = blockIdx.x * (blockDim.x / BF_WARP) + threadIdx.x / BF_WARP; i < B; i += warps) {
         const float *p = pred + (size_t)i * C;
         float *d = dpred ? dpred + (size_t)i * C : NULL;
-        const float w = sw ? sw[i] : 1.0f, ws = w * scale;
+        const float w = sw && kind != BF_LOSS_ADDED ? sw[i] : 1.0f, ws = w * scale;
         double l = 0.0;
         if (kind == BF_LOSS_MSE || kind == BF_LOSS_MAE || kind == BF_LOSS_HUBER || kind == BF_LOSS_LOGCOSH) {
             const float *t = target + (size_t)i * C;
@@ -77,6 +79,18 @@ __global__ void loss_kernel(float *loss_out, float *dpred, const float *pred, co
                 if (d) d[j] = de / C * ws;
             }
             l = warp_sum_d(l) / C;
+        } else if (kind == BF_LOSS_MEAN) {
+            for (int j = lane; j < C; j += BF_WARP) {
+                l += p[j];
+                if (d) d[j] = ws / C;
+            }
+            l = warp_sum_d(l) / C;
+        } else if (kind == BF_LOSS_ADDED) {
+            for (int j = lane; j < C; j += BF_WARP) {
+                l += p[j];
+                if (d) d[j] = ws;
+            }
+            l = warp_sum_d(l);
         } else if (kind == BF_LOSS_BCE) {
             const float *t = target + (size_t)i * C;
             for (int j = lane; j < C; j += BF_WARP) {

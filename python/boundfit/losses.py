@@ -1,7 +1,9 @@
 """Losses with Keras 3 names, arguments and defaults; the engine computes them
 (csrc/cpu/loss.c, csrc/cuda/loss.cu). Kinds match csrc bf_loss_kind."""
 
-MSE, BCE, CCE, SCCE, MAE, HUBER, LOGCOSH = 0, 1, 2, 3, 4, 5, 6
+from .utils import snake_case
+
+MSE, BCE, CCE, SCCE, MAE, HUBER, LOGCOSH, MEAN, ADDED = 0, 1, 2, 3, 4, 5, 6, 7, 8
 
 
 class Loss:
@@ -62,6 +64,47 @@ class Huber(Loss):
 
 class LogCosh(Loss):
     kind, name = LOGCOSH, "log_cosh"
+
+
+class _TracedMean(Loss):
+    """The mean of the output itself, its targets unused (csrc BF_LOSS_MEAN):
+    trains a model whose output is a custom loss function's traced per-sample
+    values (loss_trace.py) as Keras's sum_over_batch_size of them."""
+    kind, name = MEAN, "traced_mean"
+
+
+class _AddedMean(Loss):
+    """An added loss (add_loss, activity_regularizer): per sample the sum of
+    the output's values, averaged over the batch, sample weights not applied
+    (csrc BF_LOSS_ADDED), as Keras adds a layer's losses to the batch loss."""
+    kind, name = ADDED, "added_loss"
+
+
+class CustomLoss(Loss):
+    """compile(loss=fn): a function fn(y_true, y_pred) written in keras.ops, or
+    a Loss subclass defining call(y_true, y_pred). The engine runs it as a loss
+    subgraph traced into the training graph (loss_trace.py, models/loss_graph.py)
+    whose values it averages (MEAN); `fn` is what was given."""
+    kind = MEAN
+
+    def __init__(self, fn, name, given=None):
+        super().__init__(name)
+        self.fn, self.given = fn, given if given is not None else fn
+
+    def get_config(self):
+        return {"name": self.name}
+
+    def keras_config(self):
+        """As Keras serializes it: a function by its name, a Loss subclass by its class and config (the
+        code itself is not saved: load_model needs it in custom_objects)."""
+        g = self.given
+        if isinstance(g, Loss):
+            cfg = g.get_config() if type(g).get_config is not Loss.get_config else {"name": self.name,
+                                                                                     "reduction": g.reduction}
+            return {"module": None, "class_name": type(g).__name__, "config": cfg,
+                    "registered_name": type(g).__name__}
+        return {"module": getattr(g, "__module__", None) or "builtins", "class_name": "function",
+                "config": self.name, "registered_name": "function"}
 
 
 class BinaryCrossentropy(Loss):
@@ -130,8 +173,25 @@ categorical_crossentropy = _named("categorical_crossentropy", CategoricalCrossen
 sparse_categorical_crossentropy = _named("sparse_categorical_crossentropy", SparseCategoricalCrossentropy)
 
 
+def _custom_call(loss):
+    """A Loss subclass's own call(y_true, y_pred), or None (boundfit's built-in losses have none)."""
+    call = getattr(type(loss), "call", None)
+    return None if call is None else loss.call
+
+
 def get(loss):
-    """A Loss object from a name, a Loss, or one of this module's functions."""
+    """A Loss object from a name, a Loss, or one of this module's functions; a
+    custom loss (a function of (y_true, y_pred), a Loss subclass with call())
+    as a CustomLoss."""
+    if isinstance(loss, CustomLoss):
+        return loss
+    if isinstance(loss, type) and issubclass(loss, Loss) and loss.kind is None:
+        loss = loss()
+    if isinstance(loss, Loss) and loss.kind is None:
+        call = _custom_call(loss)
+        if call is None:
+            raise ValueError(f"loss: {type(loss).__name__} subclasses Loss but defines no call(self, y_true, y_pred)")
+        return CustomLoss(call, loss.name or snake_case(type(loss).__name__), loss)
     if isinstance(loss, Loss):
         return loss
     if isinstance(loss, type) and issubclass(loss, Loss):
@@ -140,9 +200,7 @@ def get(loss):
         return loss._loss_class()
     if isinstance(loss, str) and (loss in _BY_NAME or loss.lower() in _BY_NAME):
         return _BY_NAME.get(loss, _BY_NAME.get(loss.lower()))()
-    if callable(loss):
-        raise ValueError(f"loss: custom loss functions ({getattr(loss, '__name__', type(loss).__name__)}) are not "
-                         "supported yet: boundfit computes its losses in the engine, planned with the step; choose "
-                         f"one of {sorted(k for k in _BY_NAME if k.islower())} or a boundfit.losses object")
+    if callable(loss) and not isinstance(loss, type):
+        return CustomLoss(loss, getattr(loss, "__name__", type(loss).__name__))
     raise ValueError(f"loss: unknown loss {loss!r}; choose one of {sorted(k for k in _BY_NAME if k.islower())} "
                      "or a boundfit.losses object")

@@ -53,6 +53,13 @@ any layer:
   inside a custom layer's call() reads as a per-sample constant (Const;
   in Keras files the operations zeros_like(x[:, 0, None]) + the values).
 
+While a custom loss function or a regularizer is traced (loss_trace.py),
+mean over every axis (the batch's too) or over a sample's only axis gives a
+LossMean, which only the loss's last op may give: the engine's mean of the
+traced values is that mean (Keras's sum_over_batch_size); sum over every
+axis gives one too (an activity regularizer's value). Inside a custom
+layer's call() a mean or sum over every axis gives one for add_loss().
+
 Any other op on a symbolic tensor raises OpNotSupportedError naming the op
 and the layer whose call() used it, never silently computing something else.
 """
@@ -82,6 +89,9 @@ class OpNotSupportedError(TypeError):
 
 
 def _sym(*xs):
+    for x in xs:
+        if isinstance(x, LossMean):
+            x._refuse()
     return any(isinstance(x, KerasTensor) for x in xs)
 
 
@@ -89,6 +99,48 @@ def _unsupported(op, hint=""):
     raise OpNotSupportedError(f"keras.ops.{op} on a symbolic tensor{tracing_where()} is not supported by boundfit's "
                               f"graphs yet{': ' + hint if hint else ''}. Write it with layers (boundfit.layers), "
                               "or compute it on arrays outside the model")
+
+
+class LossMean:
+    """ops.mean (or, total=True, ops.sum) of traced values `x` over every axis
+    (over_batch) or over a sample's only axis, in a loss function, an
+    add_loss() value or an activity regularizer: the reduction the engine
+    takes of x (boundfit.losses MEAN / ADDED). Only a number may multiply or
+    divide it (the factor goes into x); anything else done with it raises."""
+
+    def __init__(self, x, over_batch, total=False):
+        self.x, self.over_batch, self.total = x, bool(over_batch), bool(total)
+
+    def _op(self):
+        return f"keras.ops.{'sum' if self.total else 'mean'}{' over every axis' if self.over_batch else ''}"
+
+    def _refuse(self, *args, **kwargs):
+        raise OpNotSupportedError(f"{self._op()} on a symbolic tensor{tracing_where()} is supported only as a loss's "
+                                  "value (a loss function's last op, what add_loss() is given, an activity "
+                                  "regularizer's result), at most times a number; boundfit cannot use it inside "
+                                  "further math yet")
+
+    def _scaled(self, c):
+        if _scalar(c) is None:
+            self._refuse()
+        return LossMean(multiply(self.x, _scalar(c)), self.over_batch, self.total)
+
+    def __mul__(self, c):
+        return self._scaled(c)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, c):
+        if _scalar(c) is None or _scalar(c) == 0:
+            self._refuse()
+        return self._scaled(1.0 / _scalar(c))
+
+    __array__ = __add__ = __radd__ = __sub__ = __rsub__ = __rtruediv__ = _refuse
+    __neg__ = __pow__ = __getitem__ = __lt__ = __le__ = __gt__ = __ge__ = __float__ = __bool__ = _refuse
+    __array_ufunc__ = None
+
+
+_LOSS_TRACING = []   # non-empty while loss_trace traces a loss function or a regularizer
 
 
 def _scalar(c):
@@ -768,6 +820,11 @@ def _reduce(op, npfn):
         if axis is None and not keepdims and op in BatchReduce.OPS:   # over the batch too: one number
             return batch_reduce(op, x)
         axes = (axis,) if isinstance(axis, int) else tuple(axis) if axis is not None else None
+        if op == "mean" and not keepdims and ((_LOSS_TRACING or tracing_where()) and axes is None or _LOSS_TRACING and (
+                axes is not None and x.ndim == 2 and len(axes) == 1 and _axis(axes[0], x.ndim, op) == 1)):
+            return LossMean(x, over_batch=axes is None)
+        if op == "sum" and (_LOSS_TRACING or tracing_where()) and not keepdims and axes is None:
+            return LossMean(x, over_batch=True, total=True)
         if axes is not None and len(axes) == 1 and _axis(axes[0], x.ndim, op) == x.ndim - 1 and x.ndim in (2, 3):
             return _reduce_last(op, x, keepdims)
         want = {3: (1,), 4: (1, 2)}.get(x.ndim)

@@ -86,6 +86,9 @@ _CLASSES = {"L1": L1, "L2": L2, "L1L2": L1L2}
 def serialize(regularizer):
     if regularizer is None:
         return None
+    if type(regularizer).__name__ not in _CLASSES:   # a user's subclass: by its name, as Keras writes it
+        return {"module": None, "class_name": type(regularizer).__name__, "config": regularizer.get_config(),
+                "registered_name": type(regularizer).__name__}
     return {"module": "keras.regularizers", "class_name": type(regularizer).__name__,
             "config": regularizer.get_config(), "registered_name": None}
 
@@ -101,7 +104,8 @@ def get(identifier, arg="regularizer"):
     if isinstance(identifier, dict):
         cls = _CLASSES.get(identifier.get("class_name"))
         if cls is None:
-            raise ValueError(f"{arg}: unknown regularizer {identifier.get('class_name')!r}; known: {sorted(_CLASSES)}")
+            raise ValueError(f"{arg}: unknown regularizer {identifier.get('class_name')!r}; known: {sorted(_CLASSES)} "
+                             "(a Regularizer subclass of your own: pass it to load_model in custom_objects)")
         try:
             return cls(**(identifier.get("config") or {}))
         except TypeError as e:

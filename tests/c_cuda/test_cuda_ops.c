@@ -269,12 +269,12 @@ static void test_more_ops(void) {
 /* ---- losses, metrics, reductions ---- */
 
 static void test_losses(void) {
-    const char *kinds[] = {"mse", "bce", "cce", "scce", "mae", "huber", "log_cosh"};
+    const char *kinds[] = {"mse", "bce", "cce", "scce", "mae", "huber", "log_cosh", "mean", "added"};
     char what[160];
     const int B = 53, C = 37;
     for (int k = 0; k <= BF_LOSS_LAST; k++)
         for (int mode = 0; mode < 4; mode++) { /* 0 probabilities, 1 fused, 2 from_logits, 3 weighted + smoothed */
-            const int regression = k == BF_LOSS_MSE || k >= BF_LOSS_MAE;
+            const int regression = k == BF_LOSS_MSE || k >= BF_LOSS_MAE; /* MAE, Huber, log-cosh, mean, added */
             if (regression && (mode == 1 || mode == 2)) continue;
             const int fused = mode == 1, from_logits = mode == 2;
             bf_loss_spec spec = {(bf_loss_kind)k, from_logits, mode == 3 && k != BF_LOSS_SCCE ? 0.1f : 0.0f, 0.7f};

@@ -10,7 +10,9 @@ from .early_stopping import resolve_mode
 
 
 def get_lr(model):
-    """The rate of the next update, as the engine will use it."""
+    """The rate of the next update, as the engine will use it (the engine the
+    optimizer drives: a model's training graph, with a custom loss)."""
+    model = getattr(model.optimizer, "_model", None) or model
     if model._engine is not None:
         return model._engine.learning_rate()
     return float(model.optimizer.learning_rate)

@@ -108,7 +108,15 @@ def _logs(totals, run, model, prefix=""):
         values = run.metric_results() if run is not None else [nan] * len(names)
         for n, v in zip(names, values):
             logs[prefix + n] = v
+    rename = getattr(model, "_log_map", None)   # a model's training graph: the model's own names
+    if rename is not None:
+        logs = {prefix + rename[k[len(prefix):]]: v for k, v in logs.items() if k[len(prefix):] in rename}
     return logs
+
+
+def _cb_model(model):
+    """The model callbacks see: the model itself when its training graph runs (models/loss_graph.py)."""
+    return getattr(model, "_callback_model", model)
 
 
 def class_weight_table(class_weight):
@@ -230,7 +238,8 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     model._last_batch_size = batch_size
     train, val = dist_fit.shard_fit_data(model, train, val, plan.device)   # [dist hook] rank 0's weights, data by rank
     model._last_plan = plan   # already while it runs: the progress bar shows memory against it
-    cbs = CallbackList(callbacks, model, {"epochs": epochs, "steps": train.steps_for(batch_size), "verbose": verbose},
+    cbs = CallbackList(callbacks, _cb_model(model),
+                       {"epochs": epochs, "steps": train.steps_for(batch_size), "verbose": verbose},
                        add_history=True, add_progbar=verbose != 0)
     history = cbs.history
     nan_stop = next((c for c in cbs.callbacks if isinstance(c, TerminateOnNaN)), None)
@@ -391,7 +400,7 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
                            weighted=memory.Weighted(train=False, evaluate=src.weighted),
                            text_chars=host_stage.longest_text(src))
     memory.require_fits(plan)
-    cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
+    cbs = CallbackList(callbacks, _cb_model(model), {"steps": src.steps_per_epoch, "verbose": verbose})
     if isinstance(src, SequenceData) and getattr(model, "_dynamic", False):   # batches of several lengths
         seed = utils.next_seed()   # (keras.random's draws in a graph: new per call, as Keras's SeedGenerator)
         run = buckets.ShapeRuns(model, lambda p: model._engine.open_run("evaluate", p.rows, device=p.device,

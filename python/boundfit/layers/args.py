@@ -36,12 +36,11 @@ def _padding(p):
 
 def _weight_options(layer, kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
                     bias_constraint):
-    """Dense / Conv2D: Keras regularizers and constraints (regularizers.py, constraints.py)."""
-    if activity_regularizer is not None:
-        raise ValueError(f"{type(layer).__name__}: activity_regularizer is not supported by boundfit")
+    """Dense / Conv2D: Keras regularizers and constraints (regularizers.py, constraints.py);
+    the activity regularizer is added to the loss by models/loss_graph.py."""
+    layer.activity_regularizer = regularizers.get(activity_regularizer, "activity_regularizer")
     layer.kernel_regularizer = regularizers.get(kernel_regularizer, "kernel_regularizer")
     layer.bias_regularizer = regularizers.get(bias_regularizer, "bias_regularizer")
-    layer.activity_regularizer = None
     layer.kernel_constraint = constraints.get(kernel_constraint, "kernel_constraint")
     layer.bias_constraint = constraints.get(bias_constraint, "bias_constraint")
 

@@ -6,6 +6,7 @@ graph fails at the call, as in Keras."""
 
 import numpy as np
 
+from .. import regularizers
 from ..utils import snake_case
 from .node import call_layer, trace_layer, tracing_anchor
 
@@ -44,13 +45,16 @@ def layer_config(layer):
     if fn is None:
         raise ValueError(f"layer {layer.name!r}: {type(layer).__name__} has no Keras serialization in boundfit"
                          + getattr(layer, "_no_keras_file", ""))
-    return dict(name=layer.name, trainable=bool(layer.trainable), dtype=dict(_DTYPE), **fn(layer))
+    cfg = dict(name=layer.name, trainable=bool(layer.trainable), dtype=dict(_DTYPE), **fn(layer))
+    if getattr(layer, "activity_regularizer", None) is not None:   # Keras writes it when set
+        cfg["activity_regularizer"] = regularizers.serialize(layer.activity_regularizer)
+    return cfg
 
 
 class Layer:
     _base = "layer"
 
-    def __init__(self, name=None, input_shape=None, trainable=True, **kwargs):
+    def __init__(self, name=None, input_shape=None, trainable=True, activity_regularizer=None, **kwargs):
         kwargs.pop("dtype", None)
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unknown arguments {sorted(kwargs)}")
@@ -67,6 +71,8 @@ class Layer:
         self._inbound = []      # nodes: one per call on symbolic tensors
         self._weight_dim = None  # last input dimension the weights were made for
         self.built = False       # Keras's flag: True once a model (or build()) made its weights
+        # Keras adds activity_regularizer(output) / batch size to the loss (models/loss_graph.py)
+        self.activity_regularizer = regularizers.get(activity_regularizer, "activity_regularizer")
 
     def spec(self):
         raise NotImplementedError
@@ -95,6 +101,20 @@ class Layer:
                      name or f"variable_{len(own)}")
         own.append(v)
         return v
+
+    def add_loss(self, loss):
+        """Keras's add_loss(loss) inside call(): a loss term computed from the
+        call's tensors with keras.ops (a mean over the batch, ops.mean), added
+        to the training loss unweighted (models/loss_graph.py)."""
+        self.__dict__.setdefault("_added_losses", []).append(loss)
+        anchor = tracing_anchor()   # the call's input knows the layer (a call that makes no node is found so)
+        if anchor is not None and self not in anchor.__dict__.setdefault("_loss_layers", []):
+            anchor.__dict__["_loss_layers"].append(self)
+
+    @property
+    def losses(self):
+        """The values add_loss() was given in this layer's traced call()s."""
+        return list(self.__dict__.get("_added_losses", []))
 
     def _custom(self):
         return type(self).call is not Layer.call

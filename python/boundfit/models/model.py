@@ -9,15 +9,17 @@ layer or a model shared between models sees one set of weights, as in Keras.
 This class describes and reports; the engine computes."""
 
 import collections
+import itertools
 
 import numpy as np
 
 from .. import _core, graph, losses, metrics as metrics_mod, optimizers, utils
-from ..engine import buckets, dist_fit, memory, training
+from ..engine import buckets, data as data_mod, dist_fit, memory, training
 from ..layers.input_layer import Input
 from ..runtime import dist_group
 from ..layers.layer import _counters
 from ..saving import graph_file, keras_file, keras_graph
+from . import loss_graph
 
 
 # variable-length inputs: engines kept by input shapes (least recently used dropped first)
@@ -76,9 +78,13 @@ class Model(graph.GraphModel):
         self._bound = None
         self._engines = collections.OrderedDict()   # input shapes -> cached engine (variable-length inputs)
         self._schedule_form = None   # the learning rate schedule fit set in the engine (carried to others)
+        self._loss_trainer = None    # (sig, LossTrainer): the training graph of custom / added losses
+        self._trainer_dirty = self._trainer_running = False   # its weights changed since read / it is training
+        self._metric_raw = []
 
     # ---- structure ----
     def _set_graph(self, inputs, outputs):
+        self._loss_trainer = None
         (self._inputs, self._input_names, self._inputs_dict, self._outputs, self._output_names,
          self._outputs_dict) = graph.normalize_io(inputs, outputs)
         self._nodes = graph.collect_nodes(self._inputs, self._outputs)
@@ -348,7 +354,10 @@ class Model(graph.GraphModel):
         """Take over the newest weights of layers another model has used since."""
         if self._engine is None:
             return
-        stale = [l for l in self._node_layers_unique() if l._model is not self]
+        trainer = self._loss_trainer[1] if self._loss_trainer is not None else None
+        fresh = trainer is not None and not (self._trainer_dirty or self._trainer_running)
+        stale = [l for l in self._node_layers_unique() if l._model is not self and not (fresh and l._model is trainer)]
+        self._trainer_dirty = False
         if not stale:
             return
         w = self._engine.get_weights()
@@ -356,7 +365,8 @@ class Model(graph.GraphModel):
             if l._model is not None and l._model._engine is not None and id(l) in l._model._layer_node:
                 for a, j in zip(l._model._layer_weights(l), self._param_ranges[self._layer_node[id(l)]]):
                     w[j] = a
-            l._model = self
+            if l._model is not trainer or trainer is None:   # the training graph keeps the layers it trains
+                l._model = self
         self._engine.set_weights(w)
 
     def _node_layers_unique(self):
@@ -441,6 +451,23 @@ class Model(graph.GraphModel):
     def set_weights(self, weights):
         self._require_built()
         self._engine.set_weights(list(weights))
+        self._push_to_trainer()
+
+    def _loaded(self):
+        """load_model wrote weights and optimizer state into this model's engine: on into its training graph."""
+        self._push_to_trainer(optimizer_state=True)
+
+    def _push_to_trainer(self, optimizer_state=False):
+        """Weights written into this model's engine go on into its training graph (a custom loss or added
+        losses), which holds its layers' newest weights while it exists."""
+        if self._loss_trainer is None:
+            return
+        trainer = self._loss_trainer[1]
+        for l in self._node_layers_unique():
+            l._model = self
+        trainer._sync_layers()
+        if optimizer_state:
+            _copy_optimizer_state(self, trainer)
 
     # ---- compile ----
     def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None, weighted_metrics=None,
@@ -455,13 +482,14 @@ class Model(graph.GraphModel):
         n_out = len(names)
         out_losses = graph.per_output(loss, names, "loss", losses.get)
         weights = graph.per_output(1.0 if loss_weights is None else loss_weights, names, "loss_weights", float)
-        given = []   # (output, metric object, name, weighted, as given)
+        given, raw = [], []   # (output, metric object, name, weighted, as given); (output, as given, weighted)
         for arg, weighted in ((metrics, False), (weighted_metrics, True)):
             what = "weighted_metrics" if weighted else "metrics"
             for k, ms in enumerate(graph.per_output_metrics(arg, names, what)):
                 for m in ms:
                     obj, name = metrics_mod.get(m)
                     given.append((k, obj, name, weighted, m if isinstance(m, str) else metrics_mod.serialize(obj)))
+                    raw.append((k, m, weighted))
         if self._engine is not None:
             self._resolve_metrics([g[:4] for g in given], out_losses)  # checked before anything changes
         self.optimizer, self.loss = opt, out_losses[0]
@@ -472,6 +500,7 @@ class Model(graph.GraphModel):
         self._metrics_arg = metrics if n_out > 1 else [c for _, o, n, w, c in given if not w] or None
         self._weighted_metrics_arg = weighted_metrics if n_out > 1 else [c for _, o, n, w, c in given if w] or None
         self._metric_given = [g[:4] for g in given]
+        self._metric_raw, self._loss_trainer = raw, None
         self._metric_cfgs = [(k, w, c) for k, o, n, w, c in given]
         self.compiled_metrics = [self._metric_log_name(k, n) for k, o, n, w, c in given]
         opt._model = self
@@ -481,6 +510,11 @@ class Model(graph.GraphModel):
             else:
                 self._compile_engine()
             self._drop_cached_engines()   # the others were compiled for the optimizer and loss before
+            if self._functional and not self._dynamic and not isinstance(self, LossTrainer):
+                try:   # the training graph's engine now, not inside the first fit (whose plan it is)
+                    self._trainer_for()
+                except Exception:   # noqa: BLE001 - raised again, as Keras raises it, by fit / evaluate
+                    self._loss_trainer = None
 
     def _metric_log_name(self, k, name):
         """Keras's history name of a metric of output k: `<output>_<name>` when the model has several outputs."""
@@ -564,6 +598,22 @@ class Model(graph.GraphModel):
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
             validation_data=None, shuffle=True, initial_epoch=0, steps_per_epoch=None, micro_batch=None,
             memory_limit=None, device=None, **kwargs):
+        x = self._built_on(x)
+        trainer = self._trainer_for()
+        if trainer is not None:   # a custom loss or losses added by layers: the training graph fits
+            x, y, kwargs, validation_data = trainer._data(x, y, kwargs, validation_data)
+            self._trainer_running = True   # callbacks read this model's weights: from the graph, fresh
+            try:
+                self.history = trainer.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=verbose,
+                                           callbacks=callbacks, validation_split=validation_split,
+                                           validation_data=validation_data, shuffle=shuffle,
+                                           initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch,
+                                           micro_batch=micro_batch, memory_limit=memory_limit, device=device,
+                                           **kwargs)
+            finally:
+                self._trainer_running, self._trainer_dirty = False, True
+            self._last_plan, self._last_batch_size = trainer._last_plan, trainer._last_batch_size
+            return self.history
         with dist_fit.fit_guard():   # [dist hook] a rank's error reaches the others at once
             return training.fit(self, x, y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
                                 validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
@@ -572,6 +622,12 @@ class Model(graph.GraphModel):
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", steps=None, return_dict=False,
                  memory_limit=None, device=None, **kwargs):
+        x = self._built_on(x)
+        trainer = self._trainer_for()
+        if trainer is not None:   # a custom loss or losses added by layers: the training graph evaluates
+            x, y, kwargs, _ = trainer._data(x, y, kwargs, None)
+            return trainer.evaluate(x, y, batch_size=batch_size, verbose=verbose, steps=steps,
+                                    return_dict=return_dict, memory_limit=memory_limit, device=device, **kwargs)
         with dist_fit.fit_guard():   # [dist hook] a rank's error reaches the others at once
             return training.evaluate(self, x, y, batch_size=batch_size, verbose=verbose, steps=steps,
                                      return_dict=return_dict, memory_limit=memory_limit, device=device, **kwargs)
@@ -592,6 +648,12 @@ class Model(graph.GraphModel):
         `.plans_by_length`; its engines are built and kept for the fit), or
         else at the length it last ran (8 before any data)."""
         weighted = memory.Weighted(train=bool(sample_weight), evaluate=bool(sample_weight) and mode == "evaluate")
+        trainer = self._trainer_for() if mode != "predict" else None
+        if trainer is not None:   # fit / evaluate run the training graph: its plan
+            return trainer.estimate_memory(batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch,
+                                           mode=mode, memory_limit=memory_limit,
+                                           validation_batch_size=validation_batch_size, shuffle_rows=shuffle_rows,
+                                           sample_weight=sample_weight, lengths=lengths)
         if lengths is not None:
             plans = {}
             for n, shapes in zip(lengths, buckets.declared_shapes(self, lengths)):
@@ -609,6 +671,50 @@ class Model(graph.GraphModel):
         return memory.estimate(self, batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch, mode=mode,
                                memory_limit=memory_limit, validation_batch_size=validation_batch_size,
                                shuffle_rows=shuffle_rows, weighted=weighted)
+
+    # ---- custom and added losses (models/loss_graph.py) ----
+    def _built_on(self, x):
+        """A subclassed model not traced yet is traced on x's shapes first (the
+        first batch of a Sequence or generator; a generator's first batch is put
+        back in front), so that its losses are known. Returns x."""
+        if self._functional or x is None or self.optimizer is None:
+            return x
+        if not data_mod._is_sequence(x):
+            self._require_built(x)
+            return x
+        if hasattr(x, "__getitem__") and hasattr(x, "__len__"):
+            first = x[0] if len(x) else None
+        else:
+            it = iter(x)
+            first = next(it, None)
+            x = itertools.chain([] if first is None else [first], it)
+        if isinstance(first, (tuple, list)) and first:
+            self._require_built(first[0])
+        return x
+
+    def _trainer_for(self):
+        """The training graph fit / evaluate run when the loss is a custom
+        function or layers add losses (built once per compile), else None."""
+        if self.optimizer is None or self._out_losses is None or isinstance(self, LossTrainer) or \
+                not self._functional:
+            return None
+        if not loss_graph.needed(self, self._out_losses):
+            return None
+        if self._dynamic:
+            raise ValueError(f"{self.name}: a custom loss or losses added by layers need fixed input shapes; the "
+                             f"inputs {[t.shape for t in self._inputs]} have a variable length")
+        self._require_built()
+        sig = self._trainable_sig()
+        if self._loss_trainer is None or self._loss_trainer[0] != sig:
+            lg = loss_graph.LossGraph(self, self._out_losses, self._loss_weights, self._metric_raw)
+            self._loss_trainer = (sig, LossTrainer(self, lg))
+        return self._loss_trainer[1]
+
+    def _state_from_trainer(self):
+        """Before saving: the training graph's optimizer state (and weights) onto this model's engine."""
+        if self._loss_trainer is not None and self._engine is not None:
+            self._sync_layers()
+            _copy_optimizer_state(self._loss_trainer[1], self)
 
     # ---- reports ----
     def _summary_rows(self):
@@ -642,6 +748,7 @@ class Model(graph.GraphModel):
         graph its call() was traced into: Keras 3 opens it without the class."""
         if not dist_group.is_chief():   # [dist hook] rank 0 saves
             return
+        self._state_from_trainer()   # a custom loss trains the weights in the training graph
         graph_file.save_model(self, filepath, overwrite=overwrite)
 
     def get_config(self):
@@ -659,14 +766,121 @@ class Model(graph.GraphModel):
         """Save weights (and optimizer state) to a Keras 3 `.weights.h5` file, atomically."""
         if not dist_group.is_chief():   # [dist hook] rank 0 saves
             return
+        self._state_from_trainer()
         keras_file.save_weights(self, filepath, overwrite=overwrite)
 
     def load_weights(self, filepath, skip_mismatch=False):
         """Load a `.weights.h5` (or `.keras`) file written by Keras 3 or boundfit; all or nothing."""
+        self._state_from_trainer()
         keras_file.load_weights(self, filepath, skip_mismatch=skip_mismatch)
+        self._push_to_trainer(optimizer_state=True)
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}>"
+
+
+class LossTrainer(Model):
+    """The training graph of a model with a custom loss or losses its layers
+    add (models/loss_graph.py): the model's layers (so training them trains the
+    model) with the loss subgraphs; callbacks see the model itself, and its
+    history keeps the model's names."""
+
+    def __init__(self, owner, lg):
+        self._owner = owner
+        super().__init__(lg.inputs, lg.outputs, name=f"{owner.name}_training")
+        self._lg = lg
+        self.compile(optimizer=owner.optimizer, loss=lg.losses, loss_weights=lg.weights,
+                     metrics=lg.metrics.get(False), weighted_metrics=lg.metrics.get(True))
+        self._callback_model = owner   # the optimizer drives this graph's engine (its rate, iterations)
+        self._log_map = lg.log_map(self, owner)
+
+    def _set_layer_weights(self, layer, weights):   # layer.set_weights of a layer it trains
+        super()._set_layer_weights(layer, weights)
+        self._owner._trainer_dirty = True
+
+    def set_weights(self, weights):
+        super().set_weights(weights)
+        self._owner._trainer_dirty = True
+
+    @property
+    def stop_training(self):
+        return self._owner.stop_training
+
+    @stop_training.setter
+    def stop_training(self, v):
+        self._owner.stop_training = v
+
+    @property
+    def _initial_epoch(self):
+        return getattr(self._owner, "_initial_epoch", None)
+
+    @_initial_epoch.setter
+    def _initial_epoch(self, v):
+        self._owner._initial_epoch = v
+
+    def _data(self, x, y, kwargs, validation_data):
+        """The model's (x, y), sample / class weights and validation data as this graph's."""
+        kwargs = dict(kwargs)
+        lg = self._lg
+        lg.check_weights(kwargs.get("sample_weight"), kwargs.get("class_weight"))
+        cw = kwargs.pop("class_weight", None)
+        if cw is not None:
+            if kwargs.get("sample_weight") is not None:
+                raise ValueError("You cannot `class_weight` and `sample_weight` at the same time.")
+            kwargs["sample_weight"] = lg.class_weights(y, cw)
+        if data_mod._is_sequence(x):
+            if y is not None:
+                raise ValueError("y must be None when x is a Sequence, PyDataset or generator (it yields (x, y))")
+            x2, y2 = lg.source(x), None
+        else:
+            x2, y2 = lg.arrays(x, y)
+        if validation_data is not None and data_mod._is_sequence(validation_data):
+            validation_data = lg.source(validation_data)
+        elif validation_data is not None and isinstance(validation_data, (tuple, list)) and \
+                len(validation_data) in (2, 3):
+            if len(validation_data) == 3:
+                lg.check_weights(validation_data[2], None)
+            vx, vy = lg.arrays(validation_data[0], validation_data[1], "validation_data[0]", "validation_data[1]")
+            validation_data = (vx, vy) + tuple(validation_data[2:])
+        elif validation_data is not None:
+            raise ValueError(f"{self._owner.name}: validation_data must be a tuple (x_val, y_val) or (x_val, y_val, "
+                             "sample_weight), or a Sequence / PyDataset / generator")
+        return x2, y2, kwargs, validation_data
+
+
+def _slot_layout(model):
+    """{(id(layer), k): (offset, size)} of each trainable parameter in the engine's optimizer slots, and their total."""
+    out, off = {}, 0
+    for i, (_, _, params) in enumerate(model._engine.layers_info()):
+        for k, (_, shape, trainable) in enumerate(params):
+            if trainable:
+                n = int(np.prod(shape)) if len(shape) else 1
+                out[(id(model._node_layers[i]), k)] = (off, n)
+                off += n
+    return out, off
+
+
+def _copy_optimizer_state(src, dst):
+    """The optimizer state (iterations, slots) of src's engine into dst's, parameter by parameter (two graphs
+    of the same layers: a model and its training graph lay their parameters out in their own orders)."""
+    if src._engine is None or dst._engine is None or src.optimizer is None:
+        return
+    it, slots = src._engine.optimizer_state()
+    if not it:
+        return
+    if not slots:   # an optimizer without slots (plain SGD): its step count
+        dst._engine.set_iterations(it)
+        return
+    s_map, s_n = _slot_layout(src)
+    d_map, d_n = _slot_layout(dst)
+    if s_n != len(slots[0]) or set(d_map) - set(s_map):
+        return   # not the same trainable parameters: nothing carried
+    out = [np.zeros(d_n, np.float32) for _ in slots]
+    for key, (off, n) in d_map.items():
+        so, sn = s_map[key]
+        for a, b in zip(out, slots):
+            a[off:off + n] = b[so:so + sn]
+    dst._engine.restore_optimizer_state(it, out)
 
 
 def utils_snake(name):

@@ -27,6 +27,8 @@ def _optimizer_config(opt):
 
 
 def _loss_config(loss):
+    if isinstance(loss, losses.CustomLoss):
+        return loss.keras_config()
     cfg = dict(loss.get_config())
     if cfg == {"from_logits": False} or not cfg:
         return loss.name          # Keras's own name, e.g. "sparse_categorical_crossentropy"
@@ -116,6 +118,11 @@ def _activation_name(v, where):
     raise ValueError(f"{where}: activation {v!r} is not one boundfit has")
 
 
+def _custom_regularizer(cls, entry):
+    cfg = dict(entry.get("config") or {})
+    return cls.from_config(cfg) if hasattr(cls, "from_config") else cls(**cfg)
+
+
 def layer_from_config(entry, custom_objects=None):
     """A boundfit layer from a Keras 3 layer entry; a clear error for anything boundfit lacks."""
     cls_name = entry.get("class_name")
@@ -134,6 +141,8 @@ def layer_from_config(entry, custom_objects=None):
         if k in accepted and not (k == "data_format" and v == "channels_last"):
             if k == "activation":
                 v = _activation_name(v, f"layer {name!r} ({cls_name})")
+            if k == "activity_regularizer" and isinstance(v, dict) and v.get("class_name") in (custom_objects or {}):
+                v = _custom_regularizer(custom_objects[v["class_name"]], v)   # a Regularizer subclass of the user's
             kwargs[k] = tuple(v) if isinstance(v, list) else v
             continue
         if k in _IGNORABLE:
@@ -183,16 +192,34 @@ def optimizer_from_config(c):
     return _call_with_known(cls, cfg, "optimizer")
 
 
-def loss_from_config(c):
+def _custom_loss(c, custom_objects):
+    """A loss function or Loss subclass saved by name: from custom_objects, as Keras; TypeError naming it if
+    it is not there (the code of a custom loss is not in the file)."""
+    fn = c.get("class_name") == "function"
+    key = c.get("config") if fn else c.get("class_name")
+    obj = (custom_objects or {}).get(key)
+    if obj is None:
+        raise TypeError(f"Could not locate {'function' if fn else 'class'} {key!r}: the model was compiled with this "
+                        f"custom loss, whose code a saved model does not hold. Pass custom_objects={{{key!r}: "
+                        f"{key}}} to load_model, or load_model(..., compile=False) and compile again")
+    if not fn and isinstance(obj, type):
+        cfg = dict(c.get("config") or {})
+        obj = obj.from_config(cfg) if hasattr(obj, "from_config") else obj(**cfg)
+    return losses.get(obj)
+
+
+def loss_from_config(c, custom_objects=None):
     if isinstance(c, str) or c is None:
         return losses.get(c)
+    if c.get("class_name") == "function" or (c.get("registered_name") and not hasattr(losses, c.get("class_name", ""))):
+        return _custom_loss(c, custom_objects)
     cls = getattr(losses, c.get("class_name", ""), None)
     if not (isinstance(cls, type) and issubclass(cls, losses.Loss)):
         raise ValueError(f"loss {c.get('class_name')!r} is not one boundfit has")
     return _call_with_known(cls, dict(c.get("config") or {}), "loss")
 
 
-def compile_from_config(model, cc):
+def compile_from_config(model, cc, custom_objects=None):
     """model.compile from Keras's compile_config; warns and leaves the model
     uncompiled (as Keras does) when something in it is not one boundfit has."""
     def is_obj(v):
@@ -210,10 +237,20 @@ def compile_from_config(model, cc):
 
     def loss(v):
         if isinstance(v, dict) and not is_obj(v):
-            return {k: loss_from_config(x) for k, x in v.items()}
+            return {k: loss_from_config(x, custom_objects) for k, x in v.items()}
         if isinstance(v, list):
-            return [loss_from_config(x) for x in v]
-        return loss_from_config(v)
+            return [loss_from_config(x, custom_objects) for x in v]
+        return loss_from_config(v, custom_objects)
+
+    def custom(v):   # a custom loss missing from custom_objects raises (as Keras), not a warning
+        if isinstance(v, dict) and not is_obj(v):
+            return any(custom(x) for x in v.values())
+        if isinstance(v, list):
+            return any(custom(x) for x in v)
+        return is_obj(v) and (v.get("class_name") == "function" or (
+            bool(v.get("registered_name")) and not hasattr(losses, v.get("class_name", ""))))
+    if custom(cc.get("loss")):
+        loss(cc.get("loss"))
     try:
         lw = cc.get("loss_weights")
         if model._n_outputs == 1:

@@ -121,7 +121,7 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
         per, wper = [[] for _ in names], [[] for _ in names]
         for k, w, cfg in c["metrics"]:
             (wper if w else per)[k].append(cfg)
-        losses_ = [keras_config.loss_from_config(l) for l in c["losses"]]
+        losses_ = [keras_config.loss_from_config(l, custom_objects) for l in c["losses"]]
         model.compile(optimizer=keras_config.optimizer_from_config(c["optimizer"]),
                       loss=losses_ if len(losses_) > 1 else losses_[0],
                       loss_weights=c["loss_weights"] if c.get("multi_loss") else None,
@@ -130,6 +130,7 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
             model._engine.restore_optimizer_state(c["iterations"], slots)
         else:
             model._engine.set_iterations(c["iterations"])
+        model._loaded()   # a model with a training graph (a custom loss): the state goes on into it
     return model
 
 

@@ -436,8 +436,9 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
         weights = z.read("model.weights.h5")
         model = keras_graph.model_from_config(cfg, custom_objects)
         if compile and cfg.get("compile_config"):
-            keras_config.compile_from_config(model, cfg["compile_config"])
+            keras_config.compile_from_config(model, cfg["compile_config"], custom_objects)
         with h5py.File(io.BytesIO(weights), "r") as h5:
             read_weights(h5, model, where=filepath, as_functional=True)
         _load_assets(model, z, names)
+        model._loaded()   # a model with a training graph (a custom loss): the weights and state go on into it
     return model

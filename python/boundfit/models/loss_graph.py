@@ -1,0 +1,328 @@
+"""The training graph of a model whose loss the engine cannot take as one of
+its built-in losses: compile(loss=fn) with fn(y_true, y_pred) written in
+keras.ops (or a Loss subclass with call()), per output too, and the losses
+layers add (activity_regularizer=, add_loss() in a custom layer's call()).
+
+LossGraph describes one graph over the model's own layers (so it trains
+them): the model's inputs plus one input per custom-loss output that takes
+its targets (y_true), and as outputs
+  - an output with a built-in loss: the output itself, as compiled;
+  - an output with a custom loss: fn's traced values (loss_trace.trace),
+    averaged by the engine's MEAN loss as Keras's sum_over_batch_size, with
+    sample weights per sample; when metrics are compiled on it, the output
+    itself too, under its own name, with a zero-weight loss, for the metrics;
+  - each added loss: its per-sample values (loss_trace.regularizer_values /
+    added_values) under the engine's ADDED loss (sum per sample, mean over
+    the batch, unweighted), as Keras adds a layer's losses to the batch loss.
+Outputs whose loss takes no targets get a zero-stride array of zeros (no
+memory). models/model.py builds a Model of it for fit / evaluate only (the
+plan is that model's, exact as any); predict runs the model itself. The
+history keeps Keras's names: `log_map` maps the training graph's names to
+the model's."""
+
+import numpy as np
+
+from .. import graph, loss_trace, losses
+from ..errors import DataError
+
+
+def _walk_layers(model):
+    """(layer, outputs) of every call in the graph, and of each custom layer traced in it (nested ones too)."""
+    out, seen = [], set()
+    for n in model._nodes:
+        if isinstance(n.layer, graph.GraphModel):
+            if any(_has_added(l) for l in n.layer._own_layers()) or any(
+                    _has_added(m.traced_in) for m in n.layer._nodes if m.traced_in is not None):
+                raise ValueError(f"model {n.layer.name!r} nested in {model.name!r} has layers that add losses "
+                                 "(activity_regularizer / add_loss); boundfit adds them for the layers of the "
+                                 "model being fit only: call its layers in the outer model directly")
+            continue
+        out.append((n.layer, list(n.outputs)))
+        stack = [n.traced_in] if n.traced_in is not None else []
+        while stack:   # the custom layer whose call() made the node, and the custom layers it holds
+            c = stack.pop()
+            if id(c) in seen or not hasattr(c, "_sublayers"):
+                continue
+            seen.add(id(c))
+            for ins, outs in c.__dict__.get("_traced_calls", []):
+                out.append((c, list(outs)))
+            stack.extend(c._sublayers())
+    return out
+
+
+def _has_added(layer):
+    return layer is not None and (getattr(layer, "activity_regularizer", None) is not None
+                                  or bool(layer.__dict__.get("_added_losses")))
+
+
+def _reaches(t, inputs):
+    """Whether tensor t is computed from the graph's inputs only (a loss added in another model's call is not)."""
+    stack, seen = [t], set()
+    while stack:
+        u = stack.pop()
+        if id(u) in seen:
+            continue
+        seen.add(id(u))
+        if u._node is None:
+            if id(u) not in inputs:
+                return False
+            continue
+        stack.extend(u._node.inputs)
+    return True
+
+
+def added_losses(model):
+    """[(values, weight, name)]: the model's activity regularizers (on each
+    call's outputs) and add_loss() values, as per-sample values for ADDED."""
+    ins = {id(t) for t in model._inputs}
+    found, done = [], set()
+    for layer, outs in _walk_layers(model):
+        where = f"layer {layer.name!r} ({type(layer).__name__})"
+        reg = getattr(layer, "activity_regularizer", None)
+        if reg is not None:
+            for k, t in enumerate(outs):
+                if id(t) in done or not _reaches(t, ins):
+                    continue
+                done.add(id(t))
+                v = loss_trace.regularizer_values(reg, t, where)
+                if v is not None:
+                    found.append((v, 1.0, f"{layer.name}_activity_regularizer_{len(found)}"))
+        for k, v in enumerate(layer.__dict__.get("_added_losses", [])):
+            if id(v) in done:
+                continue
+            done.add(id(v))
+            values, w = loss_trace.added_values(v, where)
+            if _reaches(values, ins):
+                found.append((values, w, f"{layer.name}_added_loss_{len(found)}"))
+    for layer in _adding_layers(model):   # a loss no call of the graph made (an identity call()): refused
+        for v in layer.__dict__.get("_added_losses", []):
+            x = getattr(v, "x", v)
+            if id(v) not in done and hasattr(x, "_node") and _reaches(x, ins):
+                raise ValueError(f"layer {layer.name!r} ({type(layer).__name__}) adds a loss computed from the "
+                                 f"inputs of model {model.name!r}, but no call of it is a node of the model's "
+                                 "graph (its call() returns its input unchanged?), so boundfit cannot tell whether "
+                                 "the model uses it; return a computed tensor (e.g. x * 1.0) from its call()")
+    return found
+
+
+def needed(model, out_losses):
+    """Whether fit / evaluate need the training graph: a custom loss, or a layer that adds a loss."""
+    if any(isinstance(l, losses.CustomLoss) for l in out_losses):
+        return True
+    if not model._functional:
+        return False
+    if any(_has_added(layer) for layer, _ in _walk_layers(model)):
+        return True
+    ins = {id(t) for t in model._inputs}
+    return any(hasattr(getattr(v, "x", v), "_node") and _reaches(getattr(v, "x", v), ins)
+               for layer in _adding_layers(model) for v in layer.__dict__.get("_added_losses", []))
+
+
+def _adding_layers(model):
+    """The layers whose traced call() on a tensor of the model's graph gave add_loss() a value."""
+    tensors = list(model._inputs) + [t for n in model._nodes for t in n.outputs]
+    out = []
+    for t in tensors:
+        for layer in t.__dict__.get("_loss_layers", []):
+            if layer not in out:
+                out.append(layer)
+    return out
+
+
+class LossGraph:
+    def __init__(self, model, out_losses, loss_weights, metric_raw):
+        """metric_raw: [(output k, metric as given, weighted)] in compile's order."""
+        self.model = model
+        names = list(model._output_names)
+        has_metrics = {k for k, _, _ in metric_raw}
+        self.inputs = list(model._inputs)
+        self.outputs, self.losses, self.weights = {}, [], []
+        self.targets = []      # per output: ("y", k) the model's targets of output k, or ("none", shape)
+        self.x_targets = []    # per extra input: the model's output whose targets it takes
+        self.over_batch = {}   # output k -> loss name: its loss is a mean over the batch
+        self.metric_out = {}   # model output k -> training output name holding its metrics
+        self.loss_out = {}     # model output k -> training output name holding its loss
+        self.custom = {}       # model output k -> CustomLoss
+        taken = set(names)
+
+        def fresh(base):
+            n, j = base, 1
+            while n in taken:
+                n, j = f"{base}_{j}", j + 1
+            taken.add(n)
+            return n
+
+        def add(name, tensor, loss, weight, target):
+            self.outputs[name] = tensor
+            self.losses.append(loss)
+            self.weights.append(float(weight))
+            self.targets.append(target)
+
+        for k, (t, name, loss, w) in enumerate(zip(model._outputs, names, out_losses, loss_weights)):
+            if not isinstance(loss, losses.CustomLoss):
+                add(name, t, loss, w, ("y", k))
+                self.metric_out[k] = self.loss_out[k] = name
+                continue
+            self.custom[k] = loss
+            y_true, values, over_batch = loss_trace.trace(loss.fn, t, loss.name)
+            if over_batch:
+                self.over_batch[k] = loss.name
+            self.inputs.append(y_true)
+            self.x_targets.append(k)
+            lname = fresh(f"{name}_{loss.name}")
+            add(lname, values, losses._TracedMean(), w, ("none", values._ps))
+            self.loss_out[k] = lname
+            if k in has_metrics:   # the output itself, for its metrics: its loss weighs nothing
+                add(name, t, losses.MeanSquaredError(), 0.0, ("y", k))
+                self.metric_out[k] = name
+        for values, w, name in added_losses(model):
+            add(fresh(name), values, losses._AddedMean(), w, ("none", values._ps))
+        self.metrics = {}
+        for k, m, weighted in metric_raw:
+            self.metrics.setdefault(weighted, {}).setdefault(self.metric_out[k], []).append(m)
+
+    def log_map(self, trainer, model):
+        """{training graph's log name: the model's}: the loss, each output's loss (several outputs), the metrics."""
+        out = {"loss": "loss"}
+        if model._n_outputs > 1:
+            for k, name in enumerate(model._output_names):
+                tname = self.loss_out[k]
+                out[f"{tname}_loss" if trainer._n_outputs > 1 else "loss"] = f"{name}_loss"
+        for a, b in zip(trainer.compiled_metrics, model.compiled_metrics):
+            out[a] = b
+        return out
+
+    # ---- data: the model's (x, y, sample_weight) as the training graph's ----
+    def _targets_by_output(self, y, what):
+        model = self.model
+        names = model._output_names
+        if y is None:
+            raise DataError(f"{what} is required: the model's loss takes targets")
+        if isinstance(y, dict):
+            missing = [n for n in names if n not in y]
+            if missing:
+                raise DataError(f"{what}: no array for output {missing}; the model's outputs are {names}")
+            return [y[n] for n in names]
+        if len(names) > 1:
+            if not isinstance(y, (list, tuple)) or len(y) != len(names):
+                raise DataError(f"{what}: the model has {len(names)} outputs {names}; pass a list or a dict of "
+                                f"{len(names)} arrays")
+            return list(y)
+        if isinstance(y, (list, tuple)) and len(y) == 1:
+            return [y[0]]
+        return [y]
+
+    def _y_true(self, a, k, what):
+        """Targets of output k as fn's y_true: shaped as the output (for a function Keras squeezes or expands a
+        last axis of 1)."""
+        a = np.asarray(a)
+        ps = tuple(self.model._outputs[k]._ps)
+        if a.ndim == 0:
+            raise DataError(f"{what} must have a batch axis, got a scalar")
+        if tuple(a.shape[1:]) != ps and isinstance(self.custom[k].given, losses.Loss):
+            raise DataError(f"{what} has per-sample shape {tuple(a.shape[1:])}, the model's output is "
+                            f"{self.model._outputs[k].shape}: Keras passes targets to a Loss subclass's call() "
+                            f"({type(self.custom[k].given).__name__}) as they are, where math with the output "
+                            "broadcasts across the batch, which boundfit does not compute; pass targets shaped as "
+                            "the output")
+        if tuple(a.shape[1:]) != ps:
+            if int(np.prod(a.shape[1:], dtype=np.int64)) == int(np.prod(ps, dtype=np.int64)) and \
+                    abs(len(a.shape[1:]) - len(ps)) == 1 and (ps[-1:] == (1,) or a.shape[-1:] == (1,)):
+                a = a.reshape((a.shape[0],) + ps)
+            else:
+                raise DataError(f"{what} has per-sample shape {tuple(a.shape[1:])}; the loss "
+                                f"{self.custom[k].name!r} takes targets shaped as the model's output "
+                                f"{self.model._outputs[k].shape}")
+        return a
+
+    def source(self, src):
+        """A Sequence / PyDataset / generator of the model's batches as one of the training graph's."""
+        return IndexedBatches(self, src) if hasattr(src, "__getitem__") and hasattr(src, "__len__") else \
+            IteratedBatches(self, src)
+
+    def batch(self, item):
+        """One batch (x, y) or (x, y, sample_weight) of the model as the training graph's."""
+        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3) or item[1] is None:
+            got = f"{type(item).__name__} of {len(item)}" if isinstance(item, (tuple, list)) else type(item).__name__
+            raise DataError(f"expected (x, y) or (x, y, sample_weight) batches: the model's loss takes targets, "
+                            f"got a {got}")
+        if len(item) == 3 and item[2] is not None:
+            self.check_weights(item[2], None)
+        x2, y2 = self.arrays(item[0], item[1])
+        return (x2, y2) + tuple(item[2:])
+
+    def arrays(self, x, y, what="x", ywhat="y"):
+        """(x, y) of the training graph: the model's inputs then the custom losses' targets; per output its targets."""
+        model = self.model
+        if isinstance(x, dict):
+            missing = [n for n in model._input_names if n not in x]
+            if missing:
+                raise DataError(f"{what}: no array for input {missing}; the model's inputs are {model._input_names}")
+            xs = [x[n] for n in model._input_names]
+        elif isinstance(x, (list, tuple)) and len(model._inputs) > 1:
+            xs = list(x)
+        else:
+            xs = [x[0] if isinstance(x, (list, tuple)) and len(x) == 1 else x]
+        ys = self._targets_by_output(y, ywhat)
+        labels = [f"{ywhat}[{k}]" if len(ys) > 1 else ywhat for k in range(len(ys))]
+        n = np.shape(xs[0])[0]
+        xs += [self._y_true(ys[k], k, labels[k]) for k in self.x_targets]
+        out = []
+        for kind, v in self.targets:
+            if kind == "y":
+                out.append(ys[v])
+            else:   # a loss that takes no targets: zeros of no memory
+                out.append(np.broadcast_to(np.zeros((1,) * (len(v) + 1), np.float32), (n,) + tuple(v)))
+        return xs, out if len(out) > 1 else out[0]
+
+    def check_weights(self, sample_weight, class_weight):
+        if (sample_weight is not None or class_weight is not None) and self.over_batch:
+            name = next(iter(self.over_batch.values()))
+            raise ValueError(f"loss {name!r} returns keras.ops.mean over every axis (the batch's too): Keras weighs "
+                             "such a loss by the batch's mean sample weight, not per sample, which boundfit does not "
+                             "compute; pass no sample_weight / class_weight, or return per-sample values "
+                             "(ops.mean(..., axis=-1))")
+
+    def class_weights(self, y, class_weight):
+        """Keras's class_weight as per-sample weights (by the class of each sample's target)."""
+        if class_weight is None:
+            return None
+        if self.model._n_outputs > 1:
+            raise ValueError("class_weight is only supported for models with a single output")
+        a = np.asarray(self._targets_by_output(y, "y")[0])
+        ids = np.argmax(a, axis=-1) if a.ndim > 1 and a.shape[-1] > 1 else np.round(a.reshape(a.shape[0], -1)[:, 0])
+        ids = ids.astype(np.int64)
+        table = {int(k): float(v) for k, v in class_weight.items()}
+        return np.array([table.get(int(i), 1.0) for i in ids], np.float32)
+
+
+class IndexedBatches:
+    """A Sequence / PyDataset of the model's batches, read as the training graph's (LossGraph.batch)."""
+
+    def __init__(self, lg, src):
+        self._lg, self._src = lg, src
+
+    def __len__(self):
+        return len(self._src)
+
+    def __getitem__(self, i):
+        return self._lg.batch(self._src[i])
+
+    def on_epoch_end(self):
+        if hasattr(self._src, "on_epoch_end"):
+            self._src.on_epoch_end()
+
+
+class IteratedBatches:
+    """A generator (or other iterable) of the model's batches, read as the training graph's."""
+
+    def __init__(self, lg, src):
+        self._lg, self._src, self._it = lg, src, None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._it is None:
+            self._it = iter(self._src)
+        return self._lg.batch(next(self._it))
