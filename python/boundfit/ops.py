@@ -38,7 +38,8 @@ any layer:
 - mean / max / sum over the steps of (T, F), the pixels of (H, W, C) or the
   last axis of (D,) / (T, F): global pooling (and Permute / Reshape); over
   the only axis of (D,): one number per sample (per-sample shape ());
-  sum / mean with no axis: BatchReduce (over the batch too);
+  sum / mean with no axis in a graph: BatchReduce (over the batch too; in a
+  loss function or a custom layer's call() a LossMean, below);
 - one number per sample (Keras's (B,) tensors: x[:, i] of (B, D), squeeze,
   Input(shape=())) takes arithmetic, activations, Embedding (ids) and
   Reshape; NumPy's broadcasting of it against (B, 1) or (B, E) would line the
@@ -817,14 +818,14 @@ def _reduce(op, npfn):
         if not _sym(x):
             return npfn(x, axis=axis, keepdims=keepdims)
         _batched(op, x)
-        if axis is None and not keepdims and op in BatchReduce.OPS:   # over the batch too: one number
-            return batch_reduce(op, x)
         axes = (axis,) if isinstance(axis, int) else tuple(axis) if axis is not None else None
         if op == "mean" and not keepdims and ((_LOSS_TRACING or tracing_where()) and axes is None or _LOSS_TRACING and (
                 axes is not None and x.ndim == 2 and len(axes) == 1 and _axis(axes[0], x.ndim, op) == 1)):
-            return LossMean(x, over_batch=axes is None)
+            return LossMean(x, over_batch=axes is None)   # a loss's value (a loss function, add_loss in a call())
         if op == "sum" and (_LOSS_TRACING or tracing_where()) and not keepdims and axes is None:
             return LossMean(x, over_batch=True, total=True)
+        if axis is None and not keepdims and op in BatchReduce.OPS:   # in a graph, over the batch too: one number
+            return batch_reduce(op, x)
         if axes is not None and len(axes) == 1 and _axis(axes[0], x.ndim, op) == x.ndim - 1 and x.ndim in (2, 3):
             return _reduce_last(op, x, keepdims)
         want = {3: (1,), 4: (1, 2)}.get(x.ndim)
