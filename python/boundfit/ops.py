@@ -61,10 +61,15 @@ from .layers.emath import Binary, MatMul, Unary, Weight
 from .layers.merge import Add, Concatenate, Maximum, Minimum, Multiply, Subtract
 from .layers.layer import Variable
 from .layers.node import KerasTensor, tracing_where
+from .layers.opnode import record
 from .layers.pooling import (GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalMaxPooling1D,
                              GlobalMaxPooling2D)
 from .layers.preprocessing import Rescaling
 from .layers.reshaping import Const, Permute, RepeatVector, Reshape, Slice
+
+
+# the modules of Keras's operation classes, for the nodes a .keras file holds (layers/opnode.py)
+NUMPY, NN, MATH = "keras.src.ops.numpy", "keras.src.ops.nn", "keras.src.ops.math"
 
 
 class OpNotSupportedError(TypeError):
@@ -110,10 +115,23 @@ def _commutative(op, npfn, cls, on_scalar, x1, x2):
     return on_scalar(c)(x)
 
 
+def _keras_node(cls, module=NUMPY):
+    """fn(x1, x2, ...) on symbolic tensors recorded as Keras's node `cls` of those arguments (layers/opnode.py)"""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def op(*args):
+            y = fn(*args)
+            return record(y, cls, module, {}, list(args)) if _sym(*args) else y
+        return op
+    return wrap
+
+
+@_keras_node("Add")
 def add(x1, x2):
     return _commutative("add", np.add, Add, lambda c: Rescaling(1.0, offset=c), x1, x2)
 
 
+@_keras_node("Subtract")
 def subtract(x1, x2):
     if not _sym(x1, x2):
         return np.subtract(x1, x2)
@@ -126,10 +144,12 @@ def subtract(x1, x2):
     return _binary("subtract", x1, x2)
 
 
+@_keras_node("Multiply")
 def multiply(x1, x2):
     return _commutative("multiply", np.multiply, Multiply, Rescaling, x1, x2)
 
 
+@_keras_node("Divide")
 def divide(x1, x2):
     if not _sym(x1, x2):
         return np.true_divide(x1, x2)
@@ -144,9 +164,10 @@ def divide(x1, x2):
     return _binary("divide", x1, x2)
 
 
-true_divide = divide
+true_divide = _keras_node("TrueDivide")(divide.__wrapped__)   # x / y: the node Keras writes for it
 
 
+@_keras_node("Negative")
 def negative(x):
     if not _sym(x):
         return np.negative(x)
@@ -277,7 +298,8 @@ less_equal = _comparison("less_equal", np.less_equal, "greater_equal")
 def clip(x, x_min, x_max):
     if not _sym(x):
         return np.clip(x, x_min, x_max)
-    return minimum(maximum(x, x_min), x_max)
+    y = minimum(maximum(x, x_min), x_max)
+    return record(y, "Clip", NUMPY, {"x_min": x_min, "x_max": x_max}, [x])
 
 
 def where(condition, x1=None, x2=None):
@@ -289,9 +311,8 @@ def where(condition, x1=None, x2=None):
         _unsupported("where", "only where(condition, x1, x2): the indices of where(condition) have no static shape")
     if not isinstance(condition, KerasTensor):
         _unsupported("where", "a condition that is not a symbolic tensor")
-    if _scalar(x2) == 0.0:
-        return multiply(condition, x1)
-    return add(x2, multiply(condition, subtract(x1, x2)))
+    y = multiply(condition, x1) if _scalar(x2) == 0.0 else add(x2, multiply(condition, subtract(x1, x2)))
+    return record(y, "Where", NUMPY, {}, [condition, x1, x2])
 
 def matmul(x1, x2):
     """x @ w for a custom layer's 2-D weight w (add_weight): a bias-free Dense
@@ -395,7 +416,8 @@ def one_hot(x, num_classes, axis=-1, dtype=None, sparse=False):
     e = Embedding(int(num_classes), int(num_classes), name=None)
     e.set_weights([np.eye(num_classes, dtype=np.float32)])
     e.trainable = False
-    return e(x)
+    return record(e(x), "OneHot", NN, {"num_classes": int(num_classes), "axis": axis, "dtype": "float32",
+                                       "sparse": False}, [x])
 
 
 def take(x, indices, axis=None):
@@ -436,6 +458,10 @@ def take(x, indices, axis=None):
 def power(x1, x2):
     if not _sym(x1, x2):
         return np.power(x1, x2)
+    return record(_power(x1, x2), "Power", NUMPY, {}, [x1, x2])
+
+
+def _power(x1, x2):
     if isinstance(x1, KerasTensor) and _scalar(x2) == 1.0:
         return x1
     if isinstance(x1, KerasTensor) and _scalar(x2) == 2.0:
@@ -473,11 +499,11 @@ round = _unary("round", np.round)   # noqa: A001 - keras.ops' name
 
 
 def reciprocal(x):
-    return divide(1.0, x)
+    return record(divide(1.0, x), "Reciprocal", NUMPY, {}, [x]) if _sym(x) else divide(1.0, x)
 
 
 def rsqrt(x):
-    return divide(1.0, sqrt(x))
+    return record(divide(1.0, sqrt(x)), "Rsqrt", MATH, {}, [x]) if _sym(x) else divide(1.0, sqrt(x))
 
 
 def getitem(x, key):
@@ -485,6 +511,21 @@ def getitem(x, key):
     then a Reshape dropping the axes given by an integer."""
     if not _sym(x):
         return np.asarray(x)[key]
+    return record(_getitem(x, key), "GetItem", NUMPY, {}, [x, _keras_key(key)])
+
+
+def _keras_key(key):
+    """x[key]'s key as Keras serializes GetItem's (slices and ... as dicts)"""
+    if isinstance(key, tuple):
+        return [_keras_key(k) for k in key]
+    if isinstance(key, slice):
+        return {"class_name": "__slice__", "config": {"start": key.start, "stop": key.stop, "step": key.step}}
+    if key is Ellipsis:
+        return {"class_name": "__ellipsis__", "config": {}}
+    return int(key) if isinstance(key, (int, np.integer)) and not isinstance(key, bool) else key
+
+
+def _getitem(x, key):
     key = key if isinstance(key, tuple) else (key,)
     if len([k for k in key if k is Ellipsis]) > 1 or any(k is None for k in key):   # (ops.sum shadows sum)
         _unsupported("slicing (x[...])", "one ... at most, and no new axes (None)")
@@ -526,12 +567,14 @@ def getitem(x, key):
 
 # ---- activations (keras.ops and keras.ops.nn) ----
 
-def _activation(name, act_fn):
+def _activation(name, act_fn, keras_class, module=NN, defaults=None):
+    """keras.ops.<name>: on a symbolic tensor an Activation, Keras's node `keras_class` in files (its config:
+    the keyword options, Keras's defaults for those not given)"""
     def op(x, *args, **kwargs):
         if not _sym(x):
             return act_fn(x, *args, **kwargs)
         act = activations.get_id(_partial(act_fn, kwargs, args, name))
-        return Activation(act)(x)
+        return record(Activation(act)(x), keras_class, module, {**(defaults or {}), **kwargs}, [x])
     op.__name__ = name
     return op
 
@@ -542,26 +585,26 @@ def _partial(fn, kwargs, args, name):
     return functools.partial(fn, **kwargs) if kwargs else fn
 
 
-relu = _activation("relu", activations.relu)
-sigmoid = _activation("sigmoid", activations.sigmoid)
-tanh = _activation("tanh", activations.tanh)
-silu = swish = _activation("silu", activations.silu)
-elu = _activation("elu", activations.elu)
-selu = _activation("selu", activations.selu)
-softplus = _activation("softplus", activations.softplus)
-softsign = _activation("softsign", activations.softsign)
-relu6 = _activation("relu6", activations.relu6)
-leaky_relu = _activation("leaky_relu", activations.leaky_relu)
-hard_sigmoid = _activation("hard_sigmoid", activations.hard_sigmoid)
-exp = _activation("exp", activations.exponential)
+relu = _activation("relu", activations.relu, "Relu")
+sigmoid = _activation("sigmoid", activations.sigmoid, "Sigmoid")
+tanh = _activation("tanh", activations.tanh, "Tanh", NUMPY)
+silu = swish = _activation("silu", activations.silu, "Silu")
+elu = _activation("elu", activations.elu, "Elu", defaults={"alpha": 1.0})
+selu = _activation("selu", activations.selu, "Selu")
+softplus = _activation("softplus", activations.softplus, "Softplus")
+softsign = _activation("softsign", activations.softsign, "Softsign")
+relu6 = _activation("relu6", activations.relu6, "Relu6")
+leaky_relu = _activation("leaky_relu", activations.leaky_relu, "LeakyRelu", defaults={"negative_slope": 0.2})
+hard_sigmoid = _activation("hard_sigmoid", activations.hard_sigmoid, "HardSigmoid")
+exp = _activation("exp", activations.exponential, "Exp", NUMPY)
 
 
 def gelu(x, approximate=True):
     """keras.ops.gelu: approximate=True by default (the layers' 'gelu' activation is exact)."""
     if not _sym(x):
         return activations.gelu(x, approximate=approximate)
-    return Activation(activations.get_id(_partial(activations.gelu, {"approximate": bool(approximate)}, (),
-                                                  "gelu")))(x)
+    y = Activation(activations.get_id(_partial(activations.gelu, {"approximate": bool(approximate)}, (), "gelu")))(x)
+    return record(y, "Gelu", NN, {"approximate": bool(approximate)}, [x])
 
 
 def softmax(x, axis=-1):
@@ -571,7 +614,7 @@ def softmax(x, axis=-1):
         return e / e.sum(axis=axis, keepdims=True)
     if axis not in (-1, x.ndim - 1):
         _unsupported("softmax", f"only over the last axis, got axis={axis}")
-    return Activation("softmax")(x)
+    return record(Activation("softmax")(x), "Softmax", NN, {"axis": axis}, [x])
 
 
 # ---- shapes ----
@@ -612,7 +655,7 @@ def reshape(x, newshape):
     newshape = tuple(newshape)
     if not newshape or newshape[0] not in (-1, None):
         _unsupported("reshape", f"the new shape {newshape} must keep the batch axis first (-1 or None)")
-    return Reshape(tuple(newshape[1:]))(x)
+    return record(Reshape(tuple(newshape[1:]))(x), "Reshape", NUMPY, {"newshape": list(newshape)}, [x])
 
 
 def expand_dims(x, axis):
@@ -623,7 +666,7 @@ def expand_dims(x, axis):
         _unsupported("expand_dims", "at the batch axis")
     ps = list(_static(x, "expand_dims"))
     ps.insert(a - 1, 1)
-    return Reshape(tuple(ps))(x)
+    return record(Reshape(tuple(ps))(x), "ExpandDims", NUMPY, {"axis": axis}, [x])
 
 
 def squeeze(x, axis=None):
@@ -637,7 +680,7 @@ def squeeze(x, axis=None):
         if a == 0 or ps[a - 1] != 1:
             raise ValueError(f"keras.ops.squeeze: axis {axis} of shape {x.shape} does not have size 1")
         keep = [d for k, d in enumerate(ps) if k != a - 1]
-    return Reshape(tuple(keep) or (1,))(x)
+    return record(Reshape(tuple(keep) or (1,))(x), "Squeeze", NUMPY, {"axis": axis}, [x])
 
 
 def transpose(x, axes=None):
@@ -646,7 +689,7 @@ def transpose(x, axes=None):
     if axes is None or _axis(axes[0], x.ndim, "transpose") != 0:
         _unsupported("transpose", "only with the batch axis kept first, e.g. axes=(0, 2, 1)")
     perm = [_axis(a, x.ndim, "transpose") for a in axes]
-    return Permute(tuple(perm[1:]))(x)
+    return record(Permute(tuple(perm[1:]))(x), "Transpose", NUMPY, {"axes": list(axes)}, [x])
 
 
 def concatenate(xs, axis=0):
@@ -655,7 +698,7 @@ def concatenate(xs, axis=0):
     a = _axis(axis, xs[0].ndim, "concatenate")
     if a == 0:
         _unsupported("concatenate", "along the batch axis")
-    return Concatenate(axis=a)(list(xs))
+    return record(Concatenate(axis=a)(list(xs)), "Concatenate", NUMPY, {"axis": axis}, [list(xs)])
 
 
 def stack(xs, axis=0):
@@ -664,7 +707,7 @@ def stack(xs, axis=0):
     a = _axis(axis, xs[0].ndim + 1, "stack")
     if a == 0:
         _unsupported("stack", "along the batch axis")
-    return concatenate([expand_dims(t, a) for t in xs], axis=a)
+    return record(concatenate([expand_dims(t, a) for t in xs], axis=a), "Stack", NUMPY, {"axis": axis}, [list(xs)])
 
 
 # ---- reductions over the steps or the pixels (global pooling) ----
@@ -685,10 +728,18 @@ def _reduce_last(op, x, keepdims):
     return Reshape((ps[0], 1))(y) if keepdims and len(ps) == 2 else y
 
 
+def _reduction_node(cls, y, x, axis, keepdims):
+    cfg = {"axis": list(axis) if isinstance(axis, (list, tuple)) else axis, "keepdims": bool(keepdims)}
+    return record(y, cls, NUMPY, {**cfg, "initial": None} if cls in ("Max", "Min") else cfg, [x])
+
+
 def _reduce(op, npfn):
     def red(x, axis=None, keepdims=False):
         if not _sym(x):
             return npfn(x, axis=axis, keepdims=keepdims)
+        return _reduction_node(op.capitalize(), _reduced(x, axis, keepdims), x, axis, keepdims)
+
+    def _reduced(x, axis, keepdims):
         axes = (axis,) if isinstance(axis, int) else tuple(axis) if axis is not None else None
         if axes is not None and len(axes) == 1 and _axis(axes[0], x.ndim, op) == x.ndim - 1 and x.ndim in (2, 3):
             return _reduce_last(op, x, keepdims)
@@ -714,7 +765,7 @@ def min(x, axis=None, keepdims=False):   # noqa: A001 - keras.ops' name
     """-max(-x)"""
     if not _sym(x):
         return np.min(x, axis=axis, keepdims=keepdims)
-    return negative(max(negative(x), axis=axis, keepdims=keepdims))
+    return _reduction_node("Min", negative(max(negative(x), axis=axis, keepdims=keepdims)), x, axis, keepdims)
 
 
 # keras.ops.nn: the activations under their nn names
@@ -722,6 +773,6 @@ nn = types.SimpleNamespace(relu=relu, sigmoid=sigmoid, tanh=tanh, softmax=softma
                            elu=elu, selu=selu, softplus=softplus, softsign=softsign, relu6=relu6,
                            leaky_relu=leaky_relu, hard_sigmoid=hard_sigmoid)
 
-KerasTensor._ops.update(add=add, subtract=subtract, multiply=multiply, divide=divide, negative=negative,
+KerasTensor._ops.update(add=add, subtract=subtract, multiply=multiply, divide=true_divide, negative=negative,
                         matmul=matmul, power=power, getitem=getitem, greater=greater, greater_equal=greater_equal,
                         less=less, less_equal=less_equal)

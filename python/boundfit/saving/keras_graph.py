@@ -37,6 +37,7 @@ from .. import layers as L, ops as bf_ops
 from ..layers.layer import _DTYPE, keras_object as _obj, layer_config
 from ..layers.merge import _Merge
 from ..layers.node import KerasTensor, MaskTensor
+from ..layers import opnode
 from . import config as keras_config, keras_ops
 from .registry import model_classes
 
@@ -120,6 +121,10 @@ def graph_order(model, keys=False):
             return
         first.setdefault(id(op), (len(first), op))
         if key is not op:
+            g = opnode.of(op)
+            if g is not None and g.head is op:   # a keras.ops call: Keras's walk meets its arguments in order
+                for u in g.inputs:
+                    visit(u)
             for u in key.inputs:
                 visit(u)
         finished.add(key)
@@ -133,9 +138,10 @@ def graph_order(model, keys=False):
         op_depth[id(op)] = node_depth[key] = d
         if key is not op:  # a layer call: its parents are one deeper
             for i, u in enumerate(key.inputs):
-                pk = _src(u)[1]
-                if pk in finished:
-                    node_depth[pk] = max(d + 1 + _chain(key.layer, i), node_depth.get(pk, 0))
+                pop, pk = _src(u)
+                if pk in finished:   # the layers of one keras.ops call are one node of Keras's graph
+                    inner = opnode.of(key.layer) is not None and opnode.of(key.layer) is opnode.of(pop)
+                    node_depth[pk] = max(d + (0 if inner else 1 + _chain(key.layer, i)), node_depth.get(pk, 0))
     ops = sorted(first.values(), key=lambda p: (-op_depth[id(p[1])], p[0]))
     if keys:
         return [op for _, op in ops], finished, {i: (op_depth[i], r) for i, (r, _) in first.items()}
@@ -146,6 +152,8 @@ def _chain(op, i):
     """The operations Keras's graph has between input i of op's node and its
     output beyond the one node of boundfit's (a Const's zeros_like(x[:, 0, None])
     + values: 2), which deepen the layers before it as Keras counts depth."""
+    if opnode.of(op) is not None:
+        return 0
     if isinstance(op, L.Const):
         return 2
     if isinstance(op, L.Weight):
@@ -221,7 +229,8 @@ _OPS_MODULE = "keras.src.ops.numpy"
 
 def is_keras_op(op):
     """A node Keras writes as operations, not a layer (not in `model.layers`, no weights path)."""
-    return isinstance(op, (L.Slice, L.Const) + keras_ops.WRITTEN) or keras_ops.is_one_hot(op)
+    return isinstance(op, (L.Slice, L.Const) + keras_ops.WRITTEN) or keras_ops.is_one_hot(op) or \
+        opnode.of(op) is not None
 
 
 def _history(name, k, shape):
@@ -408,7 +417,7 @@ class KerasOp:
             self._fail(args)
         try:
             return read(self.config, *vals)
-        except bf_ops.OpNotSupportedError as e:
+        except (bf_ops.OpNotSupportedError, ValueError) as e:
             raise ValueError(f"operation {self.name!r} ({self.class_name}): {e}") from None
         except TypeError:   # a call of another form (arguments) than the one boundfit reads
             self._fail(args)
@@ -474,7 +483,10 @@ def functional_config(model):
 
     entries = []
     for op in ops:
-        if isinstance(op, L.Const):
+        g = opnode.of(op)
+        if g is not None:   # a keras.ops call's layers: Keras's one node, written by the layer of its output
+            chain = [keras_ops.group_entry(g, pos[op._inbound[0]], tensor)] if g.head is op else []
+        elif isinstance(op, L.Const):
             chain = _const_entries(op, [(pos[n], tensor(n.inputs[0])) for n in _op_nodes(op) if n in own])
         elif isinstance(op, L.Weight):
             chain = _weight_entries(op, [(pos[n], tensor(n.inputs[0])) for n in _op_nodes(op) if n in own])
@@ -556,6 +568,10 @@ def functional_from_config(cfg, custom_objects=None):
             made[name] = MaskTensor(name)
         elif e.get("class_name") in _READ_OPS and str(e.get("module", "")).startswith("keras.src.ops"):
             made[name] = KerasOp(e)
+        elif str(e.get("module", "")).startswith("keras.src.ops"):
+            raise ValueError(f"the file's layer {name!r} is the keras.ops operation {e.get('class_name')} "
+                             f"({e.get('module')}), which boundfit does not run; it reads "
+                             f"{', '.join(sorted(_READ_OPS | _MASK_OPS))}")
         else:
             made[name] = layer_or_model(e, custom_objects)
         outs[name] = []

@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import layers as L, ops as bf_ops
 from ..layers.node import KerasTensor
+from ..layers.opnode import record
 
 MODULE = "keras.src.ops.numpy"
 
@@ -98,12 +99,14 @@ def op_entries(op, calls):
 
 # ---- reading: Keras's operation nodes -> boundfit.ops ----
 
-def _broadcast_or(fn):
+def _broadcast_or(fn, cls, via=None):
+    """Keras's node cls of two arguments: boundfit.ops' function `via` (fn's), or for two tensors of one rank and
+    different shapes Binary(fn) (NumPy's size-1 broadcast of one rank, as boundfit wrote it), recorded as cls"""
     def call(cfg, a, b):
         if isinstance(a, KerasTensor) and isinstance(b, KerasTensor) and a._ps != b._ps and \
                 len(a._ps) == len(b._ps):
-            return L.Binary(fn)([a, b])   # NumPy's size-1 broadcast of one rank, as boundfit wrote it
-        return getattr(bf_ops, fn)(a, b)
+            return record(L.Binary(fn)([a, b]), cls, MODULE, {}, [a, b])
+        return getattr(bf_ops, via or fn)(a, b)
     return call
 
 
@@ -136,21 +139,126 @@ def _one(fn):
     return lambda cfg, x: fn(x)
 
 
+# ---- keras.ops calls boundfit builds from layers of other kinds (layers/opnode.py), both ways ----
+
+def _json(v, tensor):
+    if isinstance(v, KerasTensor):
+        return tensor(v)
+    if isinstance(v, (list, tuple)):
+        return [_json(x, tensor) for x in v]
+    if isinstance(v, np.ndarray):
+        return {"class_name": "__numpy__", "config": {"value": v.tolist(), "dtype": str(v.dtype)}}
+    if isinstance(v, (np.integer, np.floating, np.bool_)):
+        return v.item()
+    return v
+
+
+def group_entry(g, k, tensor):
+    """The Functional config entry of a keras.ops call's layers (an OpNode g, its head's node index k in the
+    model): Keras's node for the call, named as the head layer (its consumers' references)."""
+    name = g.head.name
+    cfg = {"name": name, **{key: _json(v, tensor) for key, v in g.config.items()}}
+    return {"module": g.module, "class_name": g.class_name, "config": cfg, "registered_name": g.class_name,
+            "name": name, "inbound_nodes": [{"args": _json(g.args, tensor), "kwargs": {}}]}
+
+
+def _options(cls, cfg, allowed):
+    """The call's options in a Keras node's config, each checked: allowed {key: default or a checker}; a key
+    boundfit does not read, or a value it does not take, is named."""
+    out = {}
+    for key, v in cfg.items():
+        if key == "name":
+            continue
+        if key not in allowed:
+            raise ValueError(f"the argument {key}={v!r} of {cls} is not one boundfit reads")
+        want = allowed[key]
+        if callable(want) and not want(v):
+            raise ValueError(f"{cls}({key}={v!r}) is not supported by boundfit")
+        out[key] = tuple(v) if isinstance(v, list) else v
+    return out
+
+
+def _none(v):
+    return v is None
+
+
+def _falsy(v):
+    return v in (None, False)
+
+
+def _reduction(fn, cls):
+    def read(cfg, x):
+        o = _options(cls, cfg, {"axis": None, "keepdims": None, "initial": _none})
+        return fn(x, axis=o.get("axis"), keepdims=bool(o.get("keepdims", False)))
+    return read
+
+
+def _act(fn, cls, **opts):
+    """an activation node: its options (alpha, negative_slope, approximate, axis) passed on by keyword"""
+    def read(cfg, x):
+        return fn(x, **_options(cls, cfg, {k: None for k in opts}))
+    return read
+
+
+def _shaped(fn, cls, key, default=None):
+    def read(cfg, x):
+        v = _options(cls, cfg, {key: None}).get(key, default)
+        return fn(x, v)
+    return read
+
+
+def _clip(cfg, x):
+    o = _options("Clip", cfg, {"x_min": None, "x_max": None})
+    return bf_ops.clip(x, o["x_min"], o["x_max"])
+
+
+def _convert(cfg, x):
+    o = _options("ConvertToTensor", cfg, {"dtype": None, "sparse": _falsy, "ragged": _falsy})
+    return bf_ops.convert_to_tensor(x, o.get("dtype"))
+
+
+def _tensordot(cfg, a, b):
+    o = _options("Tensordot", cfg, {"axes": None})
+    return bf_ops.tensordot(a, b, axes=o.get("axes", 2))
+
+
+GROUPED = {
+    "Mean": _reduction(bf_ops.mean, "Mean"), "Sum": _reduction(bf_ops.sum, "Sum"),
+    "Max": _reduction(bf_ops.max, "Max"), "Min": _reduction(bf_ops.min, "Min"),
+    "Softmax": _act(bf_ops.softmax, "Softmax", axis=-1),
+    "Relu": _act(bf_ops.relu, "Relu"), "Sigmoid": _act(bf_ops.sigmoid, "Sigmoid"), "Tanh": _act(bf_ops.tanh, "Tanh"),
+    "Silu": _act(bf_ops.silu, "Silu"), "Elu": _act(bf_ops.elu, "Elu", alpha=1.0), "Selu": _act(bf_ops.selu, "Selu"),
+    "Softplus": _act(bf_ops.softplus, "Softplus"), "Softsign": _act(bf_ops.softsign, "Softsign"),
+    "Relu6": _act(bf_ops.relu6, "Relu6"), "LeakyRelu": _act(bf_ops.leaky_relu, "LeakyRelu", negative_slope=0.2),
+    "HardSigmoid": _act(bf_ops.hard_sigmoid, "HardSigmoid"), "Gelu": _act(bf_ops.gelu, "Gelu", approximate=True),
+    "Exp": _act(bf_ops.exp, "Exp"),
+    "Reshape": _shaped(bf_ops.reshape, "Reshape", "newshape"),
+    "ExpandDims": _shaped(bf_ops.expand_dims, "ExpandDims", "axis"),
+    "Squeeze": _shaped(bf_ops.squeeze, "Squeeze", "axis"),
+    "Transpose": _shaped(bf_ops.transpose, "Transpose", "axes"),
+    "Concatenate": _shaped(bf_ops.concatenate, "Concatenate", "axis", 0),
+    "Stack": _shaped(bf_ops.stack, "Stack", "axis", 0),
+    "Clip": _clip, "Power": lambda cfg, a, b: bf_ops.power(a, b),
+    "Reciprocal": _one(bf_ops.reciprocal), "Rsqrt": _one(bf_ops.rsqrt),
+}
+
+
 READ = {
     "Sqrt": _one(bf_ops.sqrt), "Square": _one(bf_ops.square), "Absolute": _one(bf_ops.abs),
-    "Log": _one(bf_ops.log), "Exp": _one(bf_ops.exp), "Negative": _one(bf_ops.negative),
+    "Log": _one(bf_ops.log), "Negative": _one(bf_ops.negative),
     "Where": lambda cfg, c, x1, x2: bf_ops.where(c, x1, x2),
     "Matmul": lambda cfg, a, b: bf_ops.matmul(a, b),
-    "Transpose": lambda cfg, x: bf_ops.transpose(x, cfg.get("axes")),
     "Cast": lambda cfg, x: bf_ops.cast(x, cfg.get("dtype") or "float32"),
     "OneHot": lambda cfg, x: _one_hot(cfg, x),
     "Take": lambda cfg, x, indices: bf_ops.take(x, indices, axis=cfg.get("axis")),
-    **{cls: _broadcast_or(fn) for fn, cls in _BINARY.items() if fn not in ("add", "subtract", "multiply")},
-    "TrueDivide": _broadcast_or("divide"),   # x / y as Keras writes it
+    **{cls: _broadcast_or(fn, cls) for fn, cls in _BINARY.items() if fn not in ("add", "subtract", "multiply")},
+    "TrueDivide": _broadcast_or("divide", "TrueDivide", "true_divide"),   # x / y as Keras writes it
+    "ConvertToTensor": _convert, "Tensordot": _tensordot, "Dot": lambda cfg, a, b: bf_ops.dot(a, b),
+    **GROUPED,
 }
 # Add / Subtract / Multiply with tensors or numbers: keras_graph.py's KerasOp reads them (and the constants'
 # zeros_like(x[:, 0, None]) + values); with broadcasting tensors here too
-BROADCAST = {cls: _broadcast_or(fn) for fn, cls in _BINARY.items() if fn in ("add", "subtract", "multiply")}
+BROADCAST = {cls: _broadcast_or(fn, cls) for fn, cls in _BINARY.items() if fn in ("add", "subtract", "multiply")}
 
 
 def arg(v, tensor):
@@ -160,4 +268,6 @@ def arg(v, tensor):
     if isinstance(v, dict) and v.get("class_name") in ("__numpy__", "__tensor__"):
         c = v["config"]
         return np.array(c["value"], dtype=c.get("dtype") or np.float32)
+    if isinstance(v, list):   # Concatenate / Stack: a list of tensors
+        return [arg(x, tensor) for x in v]
     return v
