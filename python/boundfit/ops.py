@@ -43,6 +43,11 @@ any layer:
   inside a custom layer's call() reads as a per-sample constant (Const;
   in Keras files the operations zeros_like(x[:, 0, None]) + the values).
 
+Each call that becomes layers of other kinds (mean, clip, where, softmax,
+reshape, x + 1.0, x[:, 1], one_hot ...) is recorded as the one operation
+node Keras's graph has for it (layers/opnode.py: its class, module, the
+call's arguments), which .keras files hold (saving/keras_graph.py).
+
 Any other op on a symbolic tensor raises OpNotSupportedError naming the op
 and the layer whose call() used it, never silently computing something else.
 """

@@ -15,6 +15,10 @@
   layer used twice stored once; a subclassed model's attributes by name
   (sorted, private ones last), with `layers` among them.
 
+- A keras.ops call boundfit built from layers of other kinds (an OpNode,
+  layers/opnode.py: Mean, Clip, Softmax, Reshape, Where, x + 1.0, x[:, 1]
+  ...) as the one operation node Keras writes for it, one node deep in
+  Keras's depth, its arguments met in order by the walk.
 - Operations (not layers) of a graph: the Slice kind as Keras's GetItem,
   the Const kind as zeros_like(x[:, 0, None]) + values, the keras.ops math
   kinds (Unary, Binary, MatMul) as Keras's Sqrt / Maximum / Divide / Greater
@@ -229,8 +233,7 @@ _OPS_MODULE = "keras.src.ops.numpy"
 
 def is_keras_op(op):
     """A node Keras writes as operations, not a layer (not in `model.layers`, no weights path)."""
-    return isinstance(op, (L.Slice, L.Const) + keras_ops.WRITTEN) or keras_ops.is_one_hot(op) or \
-        opnode.of(op) is not None
+    return isinstance(op, (L.Slice, L.Const) + keras_ops.WRITTEN) or opnode.of(op) is not None
 
 
 def _history(name, k, shape):
@@ -490,10 +493,9 @@ def functional_config(model):
             chain = _const_entries(op, [(pos[n], tensor(n.inputs[0])) for n in _op_nodes(op) if n in own])
         elif isinstance(op, L.Weight):
             chain = _weight_entries(op, [(pos[n], tensor(n.inputs[0])) for n in _op_nodes(op) if n in own])
-        elif isinstance(op, keras_ops.WRITTEN) or keras_ops.is_one_hot(op):   # keras.ops: Keras's operation nodes
+        elif isinstance(op, keras_ops.WRITTEN):   # keras.ops math: Keras's operation nodes
             calls = [(pos[n], n, [tensor(t) for t in n.inputs]) for n in _op_nodes(op) if n in own]
-            chain = [keras_ops.one_hot_entry(op, calls)] if keras_ops.is_one_hot(op) else \
-                keras_ops.op_entries(op, calls)
+            chain = keras_ops.op_entries(op, calls)
         else:
             e = _layer_entry(op)
             e["name"] = op.name

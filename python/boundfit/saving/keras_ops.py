@@ -11,11 +11,18 @@ with a transposed operand is Transpose(axes=(0, 2, 1)) then Matmul; c / x
 is Divide(c, x).
 
 Reading: each operation through boundfit.ops (which traces it into the same
-engine kinds: Unary, Binary, MatMul, Embedding for OneHot, ...); two
-tensors of one rank and different shapes into Binary (NumPy's size-1
-broadcast). A OneHot read stays Keras's OneHot when written back (its
-frozen identity table is no weight of Keras's file). An operation not in
-the table, or called in another form, is refused naming it.
+engine kinds: Unary, Binary, MatMul, Embedding for OneHot, ...), with the
+options Keras's node holds in its config (Mean's axis and keepdims,
+Softmax's axis, LeakyRelu's negative_slope, Clip's x_min / x_max, Reshape's
+newshape ...), each checked: an option boundfit does not take (Max's
+initial, a sparse ConvertToTensor) or does not know is named; two tensors
+of one rank and different shapes into Binary (NumPy's size-1 broadcast).
+An operation not in the table, or called in another form, is refused
+naming it.
+
+Calls boundfit builds from layers of other kinds (Mean: Permute + global
+pooling; Clip: two Unary; OneHot: a frozen Embedding ...) are one OpNode
+(layers/opnode.py), written back by group_entry as the node Keras writes.
 
 (Slice, Const and a custom layer's Weight, whose Keras form involves
 layers or constants, are written and read in keras_graph.py.)"""
@@ -116,23 +123,10 @@ def through_ops(fn):
 
 
 def _one_hot(cfg, x):
-    """one_hot: boundfit's frozen identity Embedding, marked as Keras's OneHot (no weights in Keras's file,
-    written back as that operation)."""
-    y = bf_ops.one_hot(x, cfg["num_classes"], axis=cfg.get("axis", -1), sparse=cfg.get("sparse", False))
-    y._node.layer._keras_op = "OneHot"
-    return y
-
-
-def is_one_hot(op):
-    return getattr(op, "_keras_op", None) == "OneHot"
-
-
-def one_hot_entry(op, calls):
-    """A one_hot read from a Keras file, written back as Keras's OneHot operation."""
-    return {"module": "keras.src.ops.nn", "class_name": "OneHot",
-            "config": {"name": op.name, "num_classes": op.input_dim, "axis": -1, "dtype": None, "sparse": False},
-            "registered_name": "OneHot", "name": op.name,
-            "inbound_nodes": [{"args": ins, "kwargs": {}} for _, _, ins in calls]}
+    """one_hot: boundfit's frozen identity Embedding (no weights in Keras's file: written back as this node)"""
+    o = _options("OneHot", cfg, {"num_classes": None, "axis": None, "sparse": _falsy,
+                                 "dtype": lambda d: d is None or np.dtype(d).kind == "f"})
+    return bf_ops.one_hot(x, o["num_classes"], axis=o.get("axis", -1))
 
 
 def _one(fn):
@@ -249,7 +243,7 @@ READ = {
     "Where": lambda cfg, c, x1, x2: bf_ops.where(c, x1, x2),
     "Matmul": lambda cfg, a, b: bf_ops.matmul(a, b),
     "Cast": lambda cfg, x: bf_ops.cast(x, cfg.get("dtype") or "float32"),
-    "OneHot": lambda cfg, x: _one_hot(cfg, x),
+    "OneHot": _one_hot,
     "Take": lambda cfg, x, indices: bf_ops.take(x, indices, axis=cfg.get("axis")),
     **{cls: _broadcast_or(fn, cls) for fn, cls in _BINARY.items() if fn not in ("add", "subtract", "multiply")},
     "TrueDivide": _broadcast_or("divide", "TrueDivide", "true_divide"),   # x / y as Keras writes it
