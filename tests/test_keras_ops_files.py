@@ -31,7 +31,8 @@ def keras():
 def ops_graph(M, cast=True):
     """The keras.ops of issue 24 on a functional graph's tensors; branches a -> a2 and b -> mean have Dense
     layers of one shape whose order in Keras's weights file depends on counting mean as one node. cast: with
-    cast(h, "float32"), which boundfit's graph holds as h itself (no node)."""
+    the ops boundfit's graph holds otherwise than Keras's (cast(h, "float32") as h itself, tensordot with an
+    array as a constant and a product)."""
     o, L = M.ops, M.layers
     x, ids = M.Input(shape=(4, 3)), M.Input(shape=(4,), dtype="int32")
     h = L.Dense(3, name="d1")(x)                                                      # (4, 3)
@@ -49,9 +50,13 @@ def ops_graph(M, cast=True):
         o.concatenate([o.softmax(h), h], axis=-1), o.matmul(o.transpose(h, (0, 2, 1)), h),
         o.where(o.cast(h > 0.0, "float32"), h, 0.1 * h), o.one_hot(ids, 5), h[:, 1], (h + 1.0) * 2.0 - h / 3.0,
         L.Dense(3, name="a2")(L.Dense(3, name="a")(x)), o.mean(L.Dense(3, name="b")(x), axis=1),
-    ] + ([o.where(h > 0, h, o.cast(h, "float32"))] if cast else [])
+    ]
+    if cast:   # Keras writes them; boundfit's graph holds them as other nodes (a cast as nothing, a product with an
+        w = np.linspace(-1.0, 1.0, 6, dtype=np.float32).reshape(3, 2)   # array as a constant and Matmul)
+        parts += [o.where(h > 0, h, o.cast(h, "float32")), o.tensordot(h, w, axes=1), o.dot(h, w),
+                  o.squeeze(o.expand_dims(a, -1)), o.convert_to_tensor(h) * np.array([1.0, 2.0, 3.0], np.float32)]
     flat = [L.Flatten()(p) if len(p.shape) > 2 else p for p in parts]
-    z = L.Concatenate()([L.Concatenate()(flat[:13]), L.Concatenate()(flat[13:])])   # at most 16 inputs
+    z = L.Concatenate()([L.Concatenate()(flat[k:k + 13]) for k in range(0, len(flat), 13)])   # <= 16 inputs
     return M.Model([x, ids], L.Dense(1, name="out")(z))
 
 
@@ -93,7 +98,12 @@ def test_keras_written_ops_load_predict_and_train_as_keras(keras, tmp_path):
         for a, b in zip(m.get_layer(n).get_weights(), ws):
             np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(m.predict([X, IDS], verbose=0), want, rtol=1e-5, atol=1e-5)
+    m.compile(bf.optimizers.SGD(0.05), "mse")
+    plan = m.estimate_memory(batch_size=6)                 # the plan of the graph read is exact
     np.testing.assert_allclose(compile_fit(m, bf), compile_fit(km, keras), rtol=1e-5)
+    stats = m._last_run_stats
+    arenas = m._engine.weight_arena_bytes + m._engine.optimizer_arena_bytes + sum(s["run_high_water"] for s in stats)
+    assert sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured")) == arenas
     for n, ws in dense_by_name(km).items():
         for a, b in zip(m.get_layer(n).get_weights(), ws):
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
@@ -113,6 +123,8 @@ def test_boundfit_writes_the_ops_as_keras_nodes_keras_opens(keras, tmp_path):
     back = bf.models.load_model(tmp_path / "theirs.keras")   # Keras's file read and written again: the same nodes
     back.save(tmp_path / "again.keras")
     assert op_nodes(tmp_path / "again.keras") == op_nodes(tmp_path / "theirs.keras")
+    np.testing.assert_allclose(keras.models.load_model(tmp_path / "again.keras").predict([X, IDS], verbose=0),
+                               want, rtol=1e-5, atol=1e-5)
 
 
 def _edited(src, dst, edit):

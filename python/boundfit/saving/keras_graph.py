@@ -400,7 +400,11 @@ class KerasOp:
             key = _key_from_keras(args[1])
             key = key if isinstance(key, tuple) else (key,)
             r = _anchor_key(key, ts[0])
-            return _ConstAnchor(self.name, ts[0], r) if r is not None else bf_ops.getitem(ts[0], key)
+            if r is not None:
+                return _ConstAnchor(self.name, ts[0], r)
+            y = bf_ops.getitem(ts[0], key)
+            self._own_name(y, ts)
+            return y
         if self.class_name == "ZerosLike" and len(ts) == 1 and isinstance(ts[0], _ConstAnchor):
             return _ConstAnchor(self.name, ts[0].x, ts[0].r, zeros=True)
         if self.class_name == "Add" and len(ts) == 2 and isinstance(ts[0], _ConstAnchor) and ts[0].zeros:
@@ -419,11 +423,23 @@ class KerasOp:
         if read is None:
             self._fail(args)
         try:
-            return read(self.config, *vals)
+            y = read(self.config, *vals)
         except (bf_ops.OpNotSupportedError, ValueError) as e:
             raise ValueError(f"operation {self.name!r} ({self.class_name}): {e}") from None
         except TypeError:   # a call of another form (arguments) than the one boundfit reads
             self._fail(args)
+        self._own_name(y, vals)
+        return y
+
+    def _own_name(self, y, vals):
+        """The file's name on the operation node this call made (the layer of its output, when that is a node
+        Keras files hold as an operation), so that writing it back names it as read, no other layer's name."""
+        if not isinstance(y, KerasTensor) or y._node is None or any(y is v for v in vals):
+            return
+        layer = y._node.layer
+        if len(layer._inbound) == 1 and is_keras_op(layer) and (opnode.of(layer) is None or
+                                                                opnode.of(layer).head is layer):
+            layer.name = self.name
 
 
 _BINARY = {"Add": "add", "Subtract": "subtract", "Multiply": "multiply"}
