@@ -103,3 +103,26 @@ def test_bad_validation_batches_are_named():
     with pytest.raises(ValueError, match=r"input 0 must have shape \(None, None\)"):
         m.fit(train, validation_data=bucket_source(bf, first), verbose=0)
     assert int(m.optimizer.iterations) == 1
+
+
+def test_declared_lengths_plan_validation_too_and_refuse_others():
+    m = bucket_model(bf)
+    m.compile("adam", "binary_crossentropy")
+    train = bucket_source(bf, bucket_batches([5, 9]))
+    m.fit(train, lengths=[4, 5, 9], validation_data=bucket_source(bf, bucket_batches([9, 4], seed=2)), verbose=0)
+    assert sorted(m._validation_plans) == [((4,),), ((5,),), ((9,),)]   # every declared length, before step one
+    assert [r[0] for r in m._validation_runs] == [[(9,)], [(4,)]]
+    with pytest.raises(DataError, match=r"validation batch 1: input shape \(None, 7\) is not one of the lengths"):
+        m.fit(train, lengths=[4, 5, 9], validation_data=bucket_source(bf, bucket_batches([4, 7], seed=2)), verbose=0)
+    with pytest.raises(DataError, match=r"validation batch 0: input shape \(None, 7\) is not one of the lengths"):
+        m.fit(train, lengths=[5, 9], validation_data=bucket_source(bf, bucket_batches([7], seed=2)), verbose=0)
+    # validation batches of 600 rows at a declared length: its plan refuses before step one
+    train_need = m.estimate_memory(batch_size=6, lengths=[5, 9])
+    val_need = m.estimate_memory(batch_size=600, mode="evaluate", lengths=[9])
+    limit = (train_need.host_bytes - train_need.held_bytes + val_need.host_bytes - val_need.held_bytes) // 2
+    assert train_need.host_bytes - train_need.held_bytes < limit < val_need.host_bytes - val_need.held_bytes
+    n = int(m.optimizer.iterations)
+    big = [(np.zeros((600, 9), np.int32), np.zeros((600, 1), np.float32))]
+    with pytest.raises(bf.MemoryBudgetError, match=r"validation: input shape \(None, 9\)"):
+        m.fit(train, lengths=[9, 5], validation_data=bucket_source(bf, big), verbose=0, memory_limit=limit)
+    assert int(m.optimizer.iterations) == n   # refused before step one

@@ -47,17 +47,22 @@ def declared_shapes(model, lengths):
     return out
 
 
+def batch_text(k, label=""):
+    """'batch k', or 'validation batch k' (label: the data's name)"""
+    return f"{label} batch {k}" if label else f"batch {k}"
+
+
 def key(shapes):
     return tuple(tuple(s) for s in shapes)
 
 
 def require_fits(plan, shapes, k=None, label=""):
     """The plan of one input shape against the budget: MemoryBudgetError naming the shape (and batch k of the
-    data `label` names: 'validation ')."""
+    data `label` names: 'validation')."""
     if plan.fits:
         return
     e = budget_error(plan)
-    at = "" if k is None else f"{label}batch {k}: "
+    at = batch_text(k, label) + ": " if k is not None else f"{label}: " if label else ""
     raise MemoryBudgetError(f"{at}input shape {shape_text(shapes)}: {e}", plan=plan, needed_bytes=e.needed_bytes,
                             available_bytes=e.available_bytes, where=e.where, max_batch_size=e.max_batch_size)
 
@@ -92,7 +97,8 @@ class ShapeRuns:
         if self.run is not None and shapes == self.shapes and self.model._engine is self.engine:
             return self.run
         if self.declared is not None and key(shapes) not in self.declared:
-            raise DataError(f"batch {k}: input shape {shape_text(shapes)} is not one of the lengths fit(lengths=...) "
+            raise DataError(f"{batch_text(k, self.label)}: input shape {shape_text(shapes)} is not one of the lengths "
+                            "fit(lengths=...) "
                             f"declared and planned: {sorted(shape_text(s) for s in self.declared)}", batch_index=k)
         if self.run is None:   # suspended (validation of other lengths ran alone): reopened, planned as before
             return self._open_at(k, shapes, xb, yb, self._sums)
@@ -114,7 +120,7 @@ class ShapeRuns:
             if yb is not None:
                 check_y(self.model, yb)
         except DataError as e:
-            raise DataError(f"{self.label}batch {k}: {e}", batch_index=k) from None
+            raise DataError(f"{batch_text(k, self.label)}: {e}", batch_index=k) from None
         plan = self.plan_of(shapes, k)
         self.watchdog = self._make_watchdog(plan) if self._make_watchdog is not None else None
         self.engine = self.model._engine
@@ -145,7 +151,7 @@ class ShapeRuns:
         try:
             self.model._bind_to(shapes)
         except ValueError as e:
-            raise DataError(f"{self.label}batch {k}: {e}", batch_index=k) from None
+            raise DataError(f"{batch_text(k, self.label)}: {e}", batch_index=k) from None
 
     def plan_of(self, shapes, k=None):
         """The plan of the current engine (built for shapes): made once per

@@ -216,9 +216,15 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                                shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0, weighted=weighted)
 
     request = data_mod.batch_request(train)
-    first_shapes, plans = list(getattr(model, "_bound", None) or []), {}
+    first_shapes, plans, val_plans = list(getattr(model, "_bound", None) or []), {}, {}
+    vw = memory.Weighted(train=False, evaluate=weighted.evaluate)
+
+    def plan_val():
+        return memory.plan_run(model, "evaluate", val.batch_size, device, memory_limit, weighted=vw)
     if declared is not None:   # every declared length planned (and its engine built) before step one
         plans = _plan_declared(model, declared, lambda: plan_at(request))
+        if val_lengths:   # and validation's run at each of them
+            val_plans = _plan_declared(model, declared, plan_val, "validation")
         if buckets.key(first_shapes) not in plans:
             raise DataError(f"batch 0: input shape {buckets.shape_text(first_shapes)} is not one of the lengths "
                             f"fit(lengths=...) declared: {sorted(buckets.shape_text(s) for s in declared)}",
@@ -259,7 +265,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
         watchdog = memory.Watchdog(plan)
         run = open_train(plan)
     vrun, val_shapes = None, list(getattr(model, "_bound", None) or [])
-    val_plans, val_closed = {}, []
+    val_closed = []
     try:
         dist_fit.broadcast_on_device(run, plan.device)   # [dist hook] on a GPU: rank 0's weights over NCCL
         if val is not None and not val_lengths:
@@ -309,7 +315,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                 vt = _totals()
                 if val_lengths:
                     run.suspend()
-                    vrun = _length_runs(model, val, val_plans, device, memory_limit, weighted)
+                    vrun = _length_runs(model, val, val_plans, plan_val, vw, declared)
                 elif bucketed:
                     run.bind_back(val_shapes, vrun)   # validation runs on the first length's engine
                 _validate(model, cbs, val, vrun, vt)
@@ -342,27 +348,28 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     return history
 
 
-def _length_runs(model, val, plans, device, memory_limit, weighted):
+def _length_runs(model, val, plans, plan_now, vw, declared):
     """Validation's runs over batches of several lengths (the training run closed meanwhile): one per length on
-    its engine, as evaluate makes them; each length planned once (plans, kept over the epochs) and checked
-    against the budget before its first batch."""
-    vw = memory.Weighted(train=False, evaluate=weighted.evaluate)
-
-    def plan_now():
-        return memory.plan_run(model, "evaluate", val.batch_size, device, memory_limit, weighted=vw)
+    its engine, as evaluate makes them; each length planned once (plans, kept over the epochs; with
+    fit(lengths=...) all before step one, and no other length taken) and checked against the budget before its
+    first batch."""
     model._require_built(val.sample_x())   # the engine of its first batch's length
     shapes = list(model._bound)
+    if declared is not None and buckets.key(shapes) not in plans:
+        raise DataError(f"validation batch 0: input shape {buckets.shape_text(shapes)} is not one of the lengths "
+                        f"fit(lengths=...) declared: {sorted(buckets.shape_text(s) for s in declared)}",
+                        batch_index=0)
     first = plans.get(buckets.key(shapes)) or plan_now()
     plans[buckets.key(shapes)] = first
-    buckets.require_fits(first, shapes, 0, "validation ")
+    buckets.require_fits(first, shapes, 0, "validation")
     runs = buckets.ShapeRuns(model, lambda p: model._engine.open_run("evaluate", p.rows, device=p.device,
                                                                     weighted=vw.evaluate), plan_now, first,
-                             label="validation ")
+                             declared=declared, label="validation")
     runs.plans = plans
     return runs
 
 
-def _plan_declared(model, declared, plan_now):
+def _plan_declared(model, declared, plan_now, label=""):
     """fit(lengths=...): each declared length's engine built (or taken from the
     cache) and its run planned and checked against the budget, before step one."""
     plans = {}
@@ -370,7 +377,7 @@ def _plan_declared(model, declared, plan_now):
         model._bind_to(shapes)
         p = plan_now()
         plans[buckets.key(shapes)] = p
-        buckets.require_fits(p, shapes)
+        buckets.require_fits(p, shapes, None, label)
     return plans
 
 
