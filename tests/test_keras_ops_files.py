@@ -31,30 +31,30 @@ def keras():
 def ops_graph(M, cast=True):
     """The keras.ops of issue 24 on a functional graph's tensors; branches a -> a2 and b -> mean have Dense
     layers of one shape whose order in Keras's weights file depends on counting mean as one node. cast: with
-    the ops boundfit's graph holds otherwise than Keras's (cast(h, "float32") as h itself, tensordot with an
-    array as a constant and a product)."""
+    casts to float32, which boundfit's graph holds as the tensor itself (Keras as a node)."""
     o, L = M.ops, M.layers
     x, ids = M.Input(shape=(4, 3)), M.Input(shape=(4,), dtype="int32")
     h = L.Dense(3, name="d1")(x)                                                      # (4, 3)
-    a = o.mean(h, axis=1)                                                             # (3,)
+    a, sm = o.mean(h, axis=1), o.softmax(h)                                           # (3,), (4, 3)
     parts = [
         a, o.sum(h, axis=-1, keepdims=True), o.max(h, axis=2), o.min(h, axis=1, keepdims=True),
-        o.max(h, axis=1, keepdims=True), o.sum(h, axis=1), o.mean(h, axis=-1),
-        o.softmax(h), o.nn.softmax(h, axis=-1),
+        o.sum(h, axis=1), o.mean(h, axis=-1),
+        sm, o.nn.softmax(h, axis=-1),
         o.relu(h) + o.sigmoid(h) * o.exp(o.clip(h, -2.0, 1.0)),
         o.log(o.abs(h) + 1.0) + o.sqrt(o.square(h) + 0.1),
         o.tanh(h) - o.gelu(h) + o.leaky_relu(h, negative_slope=0.1) * o.elu(h) + o.silu(h) + o.softplus(h),
         o.power(h, 2) + o.reciprocal(o.abs(h) + 1.0) + o.rsqrt(o.square(h) + 1.0) - o.nn.relu6(h),
         o.reshape(h, (-1, 12)), o.transpose(h, (0, 2, 1)),
         o.squeeze(o.expand_dims(a, 1), axis=1), o.stack([a, o.max(h, axis=1)], axis=1),
-        o.concatenate([o.softmax(h), h], axis=-1), o.matmul(o.transpose(h, (0, 2, 1)), h),
+        o.concatenate([sm, h], axis=-1), o.matmul(o.transpose(h, (0, 2, 1)), h),
         o.where(o.cast(h > 0.0, "float32"), h, 0.1 * h), o.one_hot(ids, 5), h[:, 1], (h + 1.0) * 2.0 - h / 3.0,
         L.Dense(3, name="a2")(L.Dense(3, name="a")(x)), o.mean(L.Dense(3, name="b")(x), axis=1),
     ]
-    if cast:   # Keras writes them; boundfit's graph holds them as other nodes (a cast as nothing, a product with an
-        w = np.linspace(-1.0, 1.0, 6, dtype=np.float32).reshape(3, 2)   # array as a constant and Matmul)
-        parts += [o.where(h > 0, h, o.cast(h, "float32")), o.tensordot(h, w, axes=1), o.dot(h, w),
-                  o.squeeze(o.expand_dims(a, -1)), o.convert_to_tensor(h) * np.array([1.0, 2.0, 3.0], np.float32)]
+    w = np.linspace(-1.0, 1.0, 6, dtype=np.float32).reshape(3, 2)
+    parts += [o.tensordot(h, w, axes=1), o.dot(h, w), o.matmul(h, w), o.take(h, np.array([2, 0]), axis=2),
+              o.squeeze(o.expand_dims(a, -1)), h * np.array([1.0, 2.0, 3.0], np.float32)]
+    if cast:   # Keras writes these casts as nodes; boundfit's graph holds them as the tensor itself
+        parts += [o.where(h > 0, h, o.cast(h, "float32")), o.convert_to_tensor(h)]
     flat = [L.Flatten()(p) if len(p.shape) > 2 else p for p in parts]
     z = L.Concatenate()([L.Concatenate()(flat[k:k + 13]) for k in range(0, len(flat), 13)])   # <= 16 inputs
     return M.Model([x, ids], L.Dense(1, name="out")(z))

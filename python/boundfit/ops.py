@@ -319,6 +319,7 @@ def where(condition, x1=None, x2=None):
     y = multiply(condition, x1) if _scalar(x2) == 0.0 else add(x2, multiply(condition, subtract(x1, x2)))
     return record(y, "Where", NUMPY, {}, [condition, x1, x2])
 
+@_keras_node("Matmul")
 def matmul(x1, x2):
     """x @ w for a custom layer's 2-D weight w (add_weight): a bias-free Dense
     whose kernel is w, shared by every use of w."""
@@ -383,7 +384,7 @@ def tensordot(x1, x2, axes=2):
                      "batch (a batch axis is contracted, or both batch axes are kept), which boundfit does not "
                      "compute; for a product per sample use layers.Dot(axes=...) or ops.matmul (batched)")
     if axes == 1 or axes in (([-1], [0]), ((-1,), (0,))):
-        return matmul(x1, x2)
+        return record(matmul(x1, x2), "Tensordot", NUMPY, {"axes": axes}, [x1, x2])
     _unsupported("tensordot", f"of a tensor and a weight or array only with axes=1, got axes={axes!r}")
 
 
@@ -391,7 +392,8 @@ def dot(x1, x2):
     """numpy.dot: of two symbolic tensors it mixes samples (tensordot); of a tensor and a weight: matmul."""
     if not _sym(x1, x2):
         return np.dot(x1, x2)
-    return tensordot(x1, x2, 1) if not (isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor)) else \
+    return record(tensordot(x1, x2, 1), "Dot", NUMPY, {}, [x1, x2]) if not (
+        isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor)) else \
         _unsupported("dot", "of two symbolic tensors: numpy.dot mixes the samples of the batch; use layers.Dot or "
                      "ops.matmul for a product per sample")
 
@@ -426,6 +428,12 @@ def one_hot(x, num_classes, axis=-1, dtype=None, sparse=False):
 
 
 def take(x, indices, axis=None):
+    """keras.ops.take (see _take), Keras's Take node in files"""
+    y = _take(x, indices, axis)
+    return record(y, "Take", NUMPY, {"axis": axis}, [x, indices]) if _sym(x, indices) else y
+
+
+def _take(x, indices, axis=None):
     """take(weight, ids): an Embedding whose table is the custom layer's 2-D weight; take(x, constant indices,
     axis): a per-sample product with a constant 0 / 1 selection matrix (MatMul), exact."""
     if not _sym(x, indices):
