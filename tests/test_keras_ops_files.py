@@ -160,3 +160,33 @@ def test_ops_boundfit_does_not_run_are_named_with_the_files_layer(keras, tmp_pat
     _edited(tmp_path / "sum.keras", tmp_path / "sum2.keras", extra)
     with pytest.raises(ValueError, match="operation 'sum.*' \\(Sum\\): the argument where=\\[1, 2\\] of Sum"):
         bf.models.load_model(tmp_path / "sum2.keras")
+
+
+def test_reductions_of_a_masked_sequence_ignore_the_mask_as_keras(keras, tmp_path):
+    """keras.ops.mean / sum over the steps of an Embedding(mask_zero=True) average every step (Keras's ops take
+    no mask); the GlobalAveragePooling1D layer beside them averages the steps the mask keeps; in .keras and
+    .npz files alike"""
+    def build(M):
+        ids = M.Input((5,), dtype="int32")
+        e = M.layers.Embedding(10, 3, mask_zero=True, name="emb")(ids)
+        z = M.layers.Concatenate()([M.ops.mean(e, axis=1), M.ops.sum(e, axis=1), M.ops.max(e, axis=1),
+                                    M.layers.GlobalAveragePooling1D()(e)])
+        return M.Model(ids, M.layers.Dense(1, name="out")(z))
+    km, bm = build(keras), build(bf)
+    bm.set_weights(km.get_weights())
+    x = np.array([[1, 2, 0, 0, 0], [3, 4, 5, 6, 7], [8, 0, 0, 0, 0]], np.int32)
+    y = np.array([[0.5], [-1.0], [2.0]], np.float32)
+    want = km.predict(x, verbose=0)
+    np.testing.assert_allclose(bm.predict(x, verbose=0), want, rtol=1e-5, atol=1e-6)
+    bm.save(tmp_path / "m.keras")
+    bm.save(tmp_path / "m.npz")
+    np.testing.assert_allclose(keras.models.load_model(tmp_path / "m.keras").predict(x, verbose=0), want,
+                               rtol=1e-5, atol=1e-6)
+    for name in ("m.keras", "m.npz"):
+        np.testing.assert_allclose(bf.models.load_model(tmp_path / name).predict(x, verbose=0), want,
+                                   rtol=1e-5, atol=1e-6)
+    for m, M in ((km, keras), (bm, bf)):
+        m.compile(M.optimizers.SGD(0.1), "mse")
+        m.fit(x, y, batch_size=3, epochs=1, verbose=0)
+    for a, b in zip(bm.get_weights(), km.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -729,13 +729,20 @@ _POOLS = {("mean", 3): GlobalAveragePooling1D, ("max", 3): GlobalMaxPooling1D,
           ("mean", 4): GlobalAveragePooling2D, ("max", 4): GlobalMaxPooling2D}
 
 
+def _unmasked(y):
+    """a global pooling of keras.ops.mean / sum / max: over every step, as keras.ops (no mask; the
+    GlobalAveragePooling1D layer averages over the steps an Embedding(mask_zero=True) keeps)"""
+    y._node.mask_off = True
+    return y
+
+
 def _reduce_last(op, x, keepdims):
     """over the last axis of (D,) (keepdims) or (T, F): the features become the steps of a global pooling"""
     ps = _static(x, op)
     if len(ps) == 1 and not keepdims:
         _unsupported(op, "over the only axis: one number per sample (keepdims=True gives (1,))")
     pool = _POOLS[("max" if op == "max" else "mean", 3)]
-    y = pool()(Reshape((ps[0], 1))(x) if len(ps) == 1 else Permute((2, 1))(x))
+    y = _unmasked(pool()(Reshape((ps[0], 1))(x) if len(ps) == 1 else Permute((2, 1))(x)))
     if op == "sum":
         y = Rescaling(float(ps[-1]))(y)
     return Reshape((ps[0], 1))(y) if keepdims and len(ps) == 2 else y
@@ -760,7 +767,7 @@ def _reduce(op, npfn):
         if axes is None or want is None or tuple(sorted(_axis(a, x.ndim, op) for a in axes)) != want:
             _unsupported(op, "only over the last axis of (D,) or (T, F), the steps of (T, F) (axis=1) or the pixels "
                          "of (H, W, C) (axis=(1, 2))")
-        y = _POOLS[("max" if op == "max" else "mean", x.ndim)]()(x)
+        y = _unmasked(_POOLS[("max" if op == "max" else "mean", x.ndim)]()(x))
         if op == "sum":
             n = math.prod(_static(x, "sum")[:-1])
             y = Rescaling(float(n))(y)
