@@ -75,6 +75,21 @@ def test_arrays_of_one_length_validated_on_batches_of_others(keras):
         assert planned == engine_bytes + stats["run_high_water"]
 
 
+def test_validation_arrays_of_another_length_than_training_match_keras(keras):
+    """keras.io pads each split to its own length: training at 6 steps, validation arrays at 4"""
+    km, bm = pair(keras, bucket_model)
+    rng = np.random.default_rng(5)
+    x, y = rng.integers(0, 30, (8, 6)).astype(np.int32), rng.integers(0, 2, (8, 1)).astype(np.float32)
+    xv, yv = rng.integers(0, 30, (5, 4)).astype(np.int32), rng.integers(0, 2, (5, 1)).astype(np.float32)
+    km.compile(keras.optimizers.Adam(0.02), "binary_crossentropy", metrics=["accuracy"])
+    bm.compile(bf.optimizers.Adam(0.02), "binary_crossentropy", metrics=["accuracy"])
+    hk = km.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0, validation_data=(xv, yv)).history
+    hb = bm.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0, validation_data=(xv, yv)).history
+    for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
+        np.testing.assert_allclose(hb[key], hk[key], rtol=1e-4, err_msg=key)
+    assert [r[0] for r in bm._validation_runs] == [[(4,)], [(4,)]]
+
+
 def test_a_validation_length_that_does_not_fit_stops_before_its_first_batch():
     m = bucket_model(bf)
     m.compile("adam", "binary_crossentropy")

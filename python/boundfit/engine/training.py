@@ -197,7 +197,8 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                          "several lengths; arrays have one")
     # validation batches of several lengths (or of another length than training's): each on its length's engine,
     # alone (the training run is closed meanwhile), planned and checked before its first step
-    val_lengths = isinstance(val, SequenceData) and getattr(model, "_dynamic", False)
+    val_lengths = val is not None and getattr(model, "_dynamic", False) and (
+        isinstance(val, SequenceData) or _other_length(model, val, train))
     train.check(model)
     if val_lengths:   # its first batch checked on its own length's engine, then training's first length again
         model._require_built(val.sample_x())
@@ -346,6 +347,15 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     model.history = history
     model._last_plan = plan if not shaped else max(run.plans.values(), key=lambda p: p.host_bytes)
     return history
+
+
+def _other_length(model, val, train):
+    """Validation arrays whose length is not training's first (a variable-length model): the model bound to
+    training's first length again after looking."""
+    model._require_built(val.sample_x())
+    shapes = list(model._bound)
+    model._require_built(train.sample_x())
+    return shapes != list(model._bound)
 
 
 def _length_runs(model, val, plans, plan_now, vw, declared):
