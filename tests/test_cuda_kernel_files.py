@@ -5,7 +5,7 @@ without gamma / beta, rows wider than a block), regularize.cu (L1 / L2 /
 L1L2 penalties and gradients, the max-norm / non-neg / unit-norm / min-max
 constraints), merge.cu (Subtract / Maximum / Minimum / Multiply / Average),
 depthwise.cu (DepthwiseConv2D), augment.cu (RandomRotation, RandomZoom,
-RandomContrast)
+RandomContrast, keras.random's draws)
 and colsum.cu's one-thread-per-column fallback; the device runs of bucketed
 training and of validation batches of several lengths. Same weights, same seed, one
 model per device; skipped without a usable GPU, and run on the device
@@ -283,6 +283,37 @@ def test_gaussian_noise_and_dropout_train_to_the_cpu_weights_on_cuda():
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "gaussian noise")
 
 
+def test_keras_random_draws_and_a_training_switch_train_to_the_cpu_weights_on_cuda():
+    """augment.cu's noise kernel draws keras.random's normal / uniform / truncated normal / dropout mask as the
+    CPU does (the RANDOM kind), and a call() traced in two modes (SWITCH, node modes) runs its training form"""
+    r = np.random.default_rng(12)
+    x = r.standard_normal((16, 6)).astype(np.float32)
+    y = r.standard_normal((16, 2)).astype(np.float32)
+
+    class Noisy(layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.sg = bf.random.SeedGenerator(21)
+
+        def call(self, h, training=None):
+            if training:
+                b = bf.ops.shape(h)[0]
+                h = h * (1.0 + bf.random.uniform((b, 1), -0.3, 0.3, seed=self.sg)) + \
+                    bf.random.normal((1, 40), stddev=0.2, seed=self.sg) + \
+                    bf.random.truncated_normal((b, 40), stddev=0.1, seed=5)
+                h = bf.random.dropout(h, 0.25, seed=self.sg)
+            return h
+
+    def build():
+        inp = layers.Input((6,))
+        return bf.Model(inp, layers.Dense(2)(Noisy()(layers.Dense(40)(inp))))
+
+    cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2, micro_batch=4)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "keras.random")
+    np.testing.assert_allclose(gpu.predict(x, verbose=0, device="cuda"), cpu.predict(x, verbose=0), rtol=1e-4,
+                               atol=1e-5)
+
+
 def test_keras_ops_math_and_dot_train_to_the_cpu_weights_on_cuda():
     """merge.cu's ewise math ops (UNARY / BINARY kinds), strided.cu's broadcast copies and sums, a custom
     weight used elementwise (WEIGHT) and layers.Dot with transposes (BMM through the Dense GEMMs)"""
@@ -309,3 +340,48 @@ def test_keras_ops_math_and_dot_train_to_the_cpu_weights_on_cuda():
     cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "ops math")
     np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
+
+
+def test_one_number_per_sample_and_a_sum_over_the_batch_train_to_the_cpu_weights_on_cuda():
+    """batch.c's BATCH_REDUCE (strided.cu's sum into one number and its copy to every row, forward and
+    backward) with x[:, 0] and an Embedding of ids (B,), keras.io's collaborative filtering; metrics.cu's
+    class_id on precision / recall / an *At* metric."""
+    r = np.random.default_rng(5)
+    x = np.concatenate([r.standard_normal((16, 1)), r.integers(0, 6, (16, 1))], axis=1).astype(np.float32)
+    y = (r.random((16, 2)) < 0.5).astype(np.float32)
+
+    def build():
+        inp = bf.Input((2,))
+        e = layers.Embedding(6, 4)(inp[:, 1])
+        h = layers.Dense(4, activation="tanh")(inp)
+        d = bf.ops.tensordot(e, h, 2) * 0.1 + bf.ops.sum(h) * 0.01 + bf.ops.expand_dims(inp[:, 0], -1)
+        return bf.Model(inp, layers.Dense(2, activation="sigmoid")(layers.Concatenate()([d, e])))
+
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=0.05, momentum=0.9), loss="binary_crossentropy",
+                    metrics=[bf.metrics.Precision(class_id=1, name="p1"),
+                             bf.metrics.Recall(thresholds=0.3, class_id=0, name="r0"),
+                             bf.metrics.PrecisionAtRecall(0.5, num_thresholds=9, class_id=1, name="par1")])
+    cpu, gpu, hc, hg = _train_both(build, compile_kw, x, y, batch_size=8, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "batch reduce")
+    assert sorted(hc.history) == ["loss", "p1", "par1", "r0"]
+    for k in hc.history:
+        np.testing.assert_allclose(hg.history[k], hc.history[k], rtol=1e-4, atol=1e-6, err_msg=k)
+
+
+def test_mean_metrics_of_one_number_per_sample_on_cuda_as_on_the_cpu():
+    """metrics.cu's batch_mean: MAE / MSE of a (B,) output are means of each batch's mean (Keras)"""
+    r = np.random.default_rng(6)
+    x = r.standard_normal((13, 3)).astype(np.float32)
+    y = r.random(13).astype(np.float32)
+
+    def build():
+        inp = bf.Input((3,))
+        return bf.Model(inp, bf.ops.squeeze(layers.Dense(1, activation="sigmoid")(inp), -1))
+
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=0.1), loss="mse", metrics=["mae", "mse"])
+    cpu, gpu, hc, hg = _train_both(build, compile_kw, x, y, batch_size=5, epochs=2)
+    assert sorted(hc.history) == ["loss", "mae", "mse"]
+    for k in hc.history:
+        np.testing.assert_allclose(hg.history[k], hc.history[k], rtol=1e-5, err_msg=k)

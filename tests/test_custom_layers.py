@@ -175,12 +175,11 @@ def test_what_cannot_be_traced_raises_naming_the_op_and_the_layer():
             return x if x > 0 else -x
 
     inp = bf.Input(shape=(4,))
-    with pytest.raises(OpNotSupportedError, match=r"sum.*layer 'norm'|sqrt.*layer 'norm'"):
-        Norm(name="norm")(inp)
+    with pytest.raises(OpNotSupportedError, match=r"divide.*layer 'norm'.*\(None, 4\) and \(None,\).*mixing"):
+        Norm(name="norm")(inp)   # x / (B,): NumPy lines the batch axis up with the features
     with pytest.raises(SymbolicTensorError, match="Branchy.call"):
         Branchy()(inp)
-    with pytest.raises(OpNotSupportedError, match="one number per sample"):
-        bf.layers.Lambda(lambda t: t[:, 0])(inp)
+    assert bf.layers.Lambda(lambda t: t[:, 0])(inp).shape == (None,)   # one number per sample
     with pytest.raises(OpNotSupportedError, match="batch axis"):
         inp[1:]
     with pytest.raises(OpNotSupportedError, match="do not broadcast"):

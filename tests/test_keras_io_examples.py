@@ -451,7 +451,7 @@ def test_siamese_contrastive_distance_runs_unchanged_and_its_loss_function_is_re
 
 RECOMMENDER = '''
 # keras.io/examples/structured_data/collaborative_filtering_movielens, its RecommenderNet with the user-movie
-# product per sample through layers.Dot (see the test: the example's ops.tensordot(u, m, 2) mixes the batch)
+# product per sample through layers.Dot (the example as written, ops.tensordot(u, m, 2) over the batch: below)
 num_users, num_movies, EMBEDDING_SIZE = 20, 30, 8
 rng = np.random.default_rng(0)
 x_train = np.stack([rng.integers(0, num_users, 96), rng.integers(0, num_movies, 96)], axis=1)
@@ -501,20 +501,90 @@ def test_recommender_net_with_a_per_sample_dot_runs_as_keras(tmp_path):
     assert b["pred"].shape == k["pred"].shape
 
 
-def test_the_recommender_tensordot_over_the_batch_is_refused_by_name():
-    """keras.io's RecommenderNet calls ops.tensordot(user_vector, movie_vector, 2) on (B, E) tensors: that
-    contracts the batch axis too (one number for the whole batch, added to every sample), which boundfit's
-    per-sample graphs do not compute: it raises naming the op and the model."""
-    class RecommenderNet(boundfit.Model):
-        def __init__(self):
-            super().__init__()
-            self.user_embedding = boundfit.layers.Embedding(20, 8)
-            self.movie_embedding = boundfit.layers.Embedding(30, 8)
+RECOMMENDER_TENSORDOT = '''
+# keras.io/examples/structured_data/collaborative_filtering_movielens as written: inputs[:, 0] (one id per
+# sample), four Embeddings, ops.tensordot(user_vector, movie_vector, 2) (one number for the whole batch)
+num_users, num_movies, EMBEDDING_SIZE = 20, 30, 8
+rng = np.random.default_rng(0)
+x = np.stack([rng.integers(0, num_users, 160), rng.integers(0, num_movies, 160)], axis=1)
+y = rng.random(160).astype(np.float32)
+train_indices = int(0.8 * x.shape[0])
+x_train, x_val, y_train, y_val = (x[:train_indices], x[train_indices:], y[:train_indices], y[train_indices:])
 
-        def call(self, inputs):
-            u = boundfit.layers.Flatten()(self.user_embedding(inputs[:, 0:1]))
-            m = boundfit.layers.Flatten()(self.movie_embedding(inputs[:, 1:2]))
-            return boundfit.ops.nn.sigmoid(boundfit.ops.tensordot(u, m, 2))
+class RecommenderNet(keras.Model):
+    def __init__(self, num_users, num_movies, embedding_size, **kwargs):
+        super().__init__(**kwargs)
+        self.num_users = num_users
+        self.num_movies = num_movies
+        self.embedding_size = embedding_size
+        self.user_embedding = layers.Embedding(
+            num_users,
+            embedding_size,
+            embeddings_initializer="he_normal",
+            embeddings_regularizer=keras.regularizers.l2(1e-6),
+        )
+        self.user_bias = layers.Embedding(num_users, 1)
+        self.movie_embedding = layers.Embedding(
+            num_movies,
+            embedding_size,
+            embeddings_initializer="he_normal",
+            embeddings_regularizer=keras.regularizers.l2(1e-6),
+        )
+        self.movie_bias = layers.Embedding(num_movies, 1)
 
-    with pytest.raises(boundfit.ops.OpNotSupportedError, match="tensordot.*mixes the samples"):
-        RecommenderNet()(boundfit.Input(shape=(2,)))
+    def call(self, inputs):
+        user_vector = self.user_embedding(inputs[:, 0])
+        user_bias = self.user_bias(inputs[:, 0])
+        movie_vector = self.movie_embedding(inputs[:, 1])
+        movie_bias = self.movie_bias(inputs[:, 1])
+        dot_user_movie = ops.tensordot(user_vector, movie_vector, 2)
+        # Add all the components (including bias)
+        x = dot_user_movie + user_bias + movie_bias
+        # The sigmoid activation forces the rating to between 0 and 1
+        return ops.nn.sigmoid(x)
+
+
+model = RecommenderNet(num_users, num_movies, EMBEDDING_SIZE)
+model.compile(
+    loss=keras.losses.BinaryCrossentropy(),
+    optimizer=keras.optimizers.Adam(learning_rate=0.001),
+)
+model(keras.Input(shape=(2,), dtype="int32"))
+probe = x_train[:8]
+# --- train
+history = model.fit(
+    x=x_train,
+    y=y_train,
+    batch_size=32,
+    epochs=2,
+    verbose=0,
+    shuffle=SHUFFLE,
+    validation_data=(x_val, y_val),
+)
+pred = model.predict(x_val[:8], verbose=0)
+'''
+
+
+def test_recommender_net_as_written_with_tensordot_over_the_batch_matches_keras(tmp_path):
+    """keras.io's RecommenderNet unchanged: inputs[:, 0] (one id per sample) into four Embeddings (two with an
+    l2 regularizer), ops.tensordot(user_vector, movie_vector, 2), which contracts the batch axis too (one
+    number for the whole batch, added to every sample's biases), and ops.nn.sigmoid. From Keras's initial
+    weights, the same batches (shuffle=False) give Keras 3's losses, validation losses and predictions; with
+    the example's shuffling it runs and gives the same history keys."""
+    keras = keras_ref.load()
+
+    def copy(km, bm):   # layer by layer: Keras orders a subclassed model's weights by attribute, boundfit by call
+        for name in ("user_embedding", "user_bias", "movie_embedding", "movie_bias"):
+            getattr(bm, name).set_weights(getattr(km, name).get_weights())
+    (tmp_path / "a").mkdir()
+    k, b = _run_both(keras, RECOMMENDER_TENSORDOT.replace("SHUFFLE", "False"), tmp_path / "a", copy)
+    hk, hb = k["history"].history, b["history"].history
+    assert sorted(hb) == sorted(hk) == ["loss", "val_loss"]
+    np.testing.assert_allclose(hb["loss"], hk["loss"], rtol=1e-5)
+    np.testing.assert_allclose(hb["val_loss"], hk["val_loss"], rtol=1e-5)
+    np.testing.assert_allclose(b["pred"], k["pred"], rtol=1e-4, atol=1e-6)
+    scope = {"keras": boundfit, "ops": boundfit.ops, "layers": boundfit.layers, "np": np}
+    exec(RECOMMENDER_TENSORDOT.replace("SHUFFLE", "True"), scope)
+    assert sorted(scope["history"].history) == ["loss", "val_loss"] and scope["pred"].shape == (8, 1)
+    with pytest.raises(ValueError, match="mixes the samples of a batch.*micro_batch=None"):
+        scope["model"].fit(scope["x_train"], scope["y_train"], batch_size=32, micro_batch=8, verbose=0)

@@ -231,7 +231,7 @@ def test_at_constraint_metrics_match_keras(keras):
     assert cfg == {"name": "q", "num_thresholds": 9, "sensitivity": 0.25}
     assert bf.metrics.get({"class_name": "SpecificityAtSensitivity", "config": cfg})[0].value == 0.25
     for bad, msg in ((dict(recall=1.5), "recall must be a number in"), (dict(recall=0.5, num_thresholds=1), "num_thresholds"),
-                     (dict(recall=0.5, class_id=1), "class_id")):
+                     (dict(recall=0.5, class_id=-1), "class_id must be a non-negative int")):
         with pytest.raises(ValueError, match=msg):
             bf.metrics.PrecisionAtRecall(**bad)
     with pytest.raises(ValueError, match="unknown metric"):

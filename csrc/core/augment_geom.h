@@ -106,9 +106,33 @@ BF_AHD void bf_aug_sample_of(const bf_augment *a, int b, bf_aug_sample *s) {
 }
 
 /* GaussianNoise / GaussianDropout's z ~ N(0, 1) of element e: Box-Muller of draws 2e and 2e + 1 */
-BF_AHD float bf_aug_normal(uint64_t seed, uint64_t e) {
-    const float u1 = 1.0f - bf_aug_uniform(seed, 2u * e), u2 = bf_aug_uniform(seed, 2u * e + 1u);
-    return sqrtf(-2.0f * logf(u1)) * cosf(6.28318530717958647692f * u2);
+BF_AHD float bf_aug_normal(uint64_t seed, uint64_t e) { return bf_counter_normal(seed, e); }
+
+/* keras.random's draw (noise 3) for element e of the output, (B, W) elements: the stream's element e0 + e,
+ * or (e0 + e) % W when one draw is shared by the batch. The truncated normal takes the first of 16 normals (elements
+ * 16e + k) within 2 stddev (each falls outside with p 0.046; the last is clamped). */
+#ifdef __CUDA_ARCH__
+#define BF_AUG_AXPB(a, x, b) __fadd_rn(__fmul_rn((a), (x)), (b)) /* no fused multiply-add: the CPU's rounding */
+#else
+#define BF_AUG_AXPB(a, x, b) ((a) * (x) + (b))
+#endif
+BF_AHD float bf_aug_draw(const bf_augment *a, uint64_t e) {
+    e += (uint64_t)a->e0;
+    if (a->rshared) e %= (uint64_t)a->W;
+    switch (a->rdist) {
+    case 0: return BF_AUG_AXPB(a->rb, bf_counter_normal(a->seed, e), a->ra);
+    case 1: return BF_AUG_AXPB(a->rb - a->ra, bf_counter_uniform(a->seed, e), a->ra);
+    case 2: {
+        float z = 0.0f;
+        for (int k = 0; k < 16; k++) {
+            z = bf_counter_normal(a->seed, 16u * e + (uint64_t)k);
+            if (z >= -2.0f && z <= 2.0f) break;
+        }
+        z = z < -2.0f ? -2.0f : z > 2.0f ? 2.0f : z;
+        return BF_AUG_AXPB(a->rb, z, a->ra);
+    }
+    default: return bf_counter_uniform(a->seed, e) >= a->ra ? a->rb : 0.0f;
+    }
 }
 
 /* d out / d x of element e of the noise layers */

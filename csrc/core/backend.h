@@ -69,7 +69,20 @@ typedef struct {
     float threshold;    /* binary accuracy, precision, recall */
     int from_logits;    /* AUC: sigmoid applied to predictions first */
     int output;         /* the model output it measures (0 for a single-output model) */
+    int has_class_id;   /* precision, recall, the *At* metrics: only column class_id of the output (Keras class_id) */
+    int class_id;
+    /* a mean metric of an output of one number per sample (Keras (B,)): Keras reduces it over the batch axis
+     * first, so its result is the mean of each batch's mean: every row weighs row_w = 1 / its step's rows
+     * (set by the core for each micro-batch) */
+    int batch_mean;
+    float row_w;
 } bf_metric_spec;
+
+/* the columns [*j0, *j1) of an output of C a metric reads: class_id's alone, or all */
+static inline void bf_metric_cols(const bf_metric_spec *m, int C, int *j0, int *j1) {
+    *j0 = m->has_class_id ? m->class_id : 0;
+    *j1 = m->has_class_id ? m->class_id + 1 : C;
+}
 
 /* doubles a metric accumulates: means (sum w*v, sum w); precision / recall
  * (tp, fp, fn); the counts (tp, fp, fn, tn); AUC (per bucket: positives,
@@ -211,9 +224,17 @@ typedef struct {
     /* GaussianNoise (noise 1: out = x + stddev z) and GaussianDropout (noise
      * 2: out = x (1 + stddev z)), z ~ N(0, 1) per element (Box-Muller of two
      * counter draws), any shape as (B, 1, W = elements, 1); backward draws z
-     * again */
+     * again. noise 3: keras.random's draw (layers/random.c), out = a draw of
+     * rdist (0 normal(ra, rb), 1 uniform[ra, rb), 2 truncated normal(ra, rb) cut
+     * at 2 stddev, 3 dropout's keep mask: u >= ra ? rb : 0) per element, the
+     * input unread; rshared: one draw for every sample (element e % W); e0:
+     * the index of element 0 in the stream (a micro-batch after the step's first
+     * rows draws what the whole batch would there) */
     int noise;
     float stddev;
+    int rdist, rshared;
+    float ra, rb;
+    long e0;
 } bf_augment;
 /* Multi-head attention geometry. Q (B,TQ,H,DK), K (B,TK,H,DK), V (B,TK,H,DV)
  * and O (B,TQ,H,DV) as the projections lay them out (row-major, heads side by

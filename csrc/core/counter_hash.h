@@ -6,6 +6,7 @@
 #ifndef BF_COUNTER_HASH_H
 #define BF_COUNTER_HASH_H
 
+#include <math.h>
 #include <stdint.h>
 
 #ifdef __CUDACC__
@@ -29,6 +30,12 @@ BF_CHD uint32_t bf_counter_bits(uint64_t seed, uint64_t i) {
 /* the same as a uniform in [0, 1) */
 BF_CHD float bf_counter_uniform(uint64_t seed, uint64_t i) {
     return (float)bf_counter_bits(seed, i) * (1.0f / 16777216.0f);
+}
+
+/* z ~ N(0, 1) for element e of the stream `seed`: Box-Muller of its uniforms 2e and 2e + 1 */
+BF_CHD float bf_counter_normal(uint64_t seed, uint64_t e) {
+    const float u1 = 1.0f - bf_counter_uniform(seed, 2u * e), u2 = bf_counter_uniform(seed, 2u * e + 1u);
+    return sqrtf(-2.0f * logf(u1)) * cosf(6.28318530717958647692f * u2);
 }
 
 #endif

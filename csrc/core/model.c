@@ -62,6 +62,9 @@ static bf_status infer_layer(bf_layer *L, const bf_layer_ops *ops, int rank, con
     memcpy(L->in_shape, shape, sizeof(int) * (size_t)rank);
     L->in_size = prod(shape, rank);
     L->nparam = 0;
+    if (rank == 0 && !(ops->flags & BF_LF_SCALAR))
+        return BF_FAIL(BF_ERR_SHAPE, "%s (%s) does not take one number per sample (an input of shape (None,)); "
+                       "give it shape (None, 1) (keras.ops.expand_dims(x, -1))", L->name, ops->name);
     if (!(ops->flags & BF_LF_OUT_GIVEN)) { /* Reshape's out_rank / out_shape are its target, given by the caller */
         L->out_rank = rank;
         memcpy(L->out_shape, shape, sizeof(int) * (size_t)rank);
@@ -102,8 +105,8 @@ bf_status bf_model_infer(bf_model *m) {
     if (m->n_inputs > BF_MAX_INPUTS) return BF_FAIL(BF_ERR_ARG, "at most %d inputs are supported, got %d", BF_MAX_INPUTS, m->n_inputs);
     m->x_row = 0;
     for (int k = 0; k < m->n_inputs; k++) {
-        if (m->in_ranks[k] < 1 || m->in_ranks[k] > 3)
-            return BF_FAIL(BF_ERR_SHAPE, "input_shape must have 1 to 3 dimensions, got %d", m->in_ranks[k]);
+        if (m->in_ranks[k] < 0 || m->in_ranks[k] > 3) /* 0: one number per sample */
+            return BF_FAIL(BF_ERR_SHAPE, "input_shape must have 0 to 3 dimensions, got %d", m->in_ranks[k]);
         m->in_sizes[k] = prod(m->in_shapes[k], m->in_ranks[k]);
         if (m->in_sizes[k] <= 0) return BF_FAIL(BF_ERR_SHAPE, "input_shape has a non-positive dimension");
         m->in_offs[k] = m->x_row;
@@ -129,6 +132,9 @@ bf_status bf_model_infer(bf_model *m) {
             if (L->in_ids[j] < 0 || L->in_ids[j] >= self_t)
                 return BF_FAIL(BF_ERR_ARG, "%s: input tensor %d is not defined before it (nodes must be in topological order)",
                                L->name, L->in_ids[j]);
+        if (L->modes < 0 || L->modes > 3 || L->train_mode < 0 || L->train_mode > 2)
+            return BF_FAIL(BF_ERR_ARG, "%s: modes must be in 0..3 and train_mode in 0..2, got %d and %d", L->name,
+                           L->modes, L->train_mode);
         int t0 = L->in_ids[0];
         BF_TRY(infer_layer(L, ops, m->t_rank[t0], m->t_shape[t0]));
         if (ops->check) BF_TRY(ops->check(m, i));
@@ -411,6 +417,13 @@ bf_status bf_model_set_metrics(bf_model *m, const bf_metric_spec *metrics, int n
             return BF_FAIL(BF_ERR_ARG, "metrics[%d]: k must be >= 1, got %d", i, q->k);
         if (bf_metric_bucketed(q->kind) && (q->num_thresholds < 2 || q->num_thresholds > BF_AUC_MAX_THRESHOLDS))
             return BF_FAIL(BF_ERR_ARG, "metrics[%d]: num_thresholds must be in [2, %d], got %d", i, BF_AUC_MAX_THRESHOLDS, q->num_thresholds);
+        if (q->batch_mean && !(q->kind == BF_MET_MAE || q->kind == BF_MET_MSE))
+            return BF_FAIL(BF_ERR_ARG, "metrics[%d]: a mean of batch means applies to MAE and MSE", i);
+        if (q->has_class_id && !(q->kind == BF_MET_PRECISION || q->kind == BF_MET_RECALL || q->kind >= BF_MET_PREC_AT_REC))
+            return BF_FAIL(BF_ERR_ARG, "metrics[%d]: class_id applies to precision, recall and the *At* metrics", i);
+        if (q->has_class_id && (q->class_id < 0 || q->class_id >= C))
+            return BF_FAIL(BF_ERR_ARG, "metrics[%d]: class_id %d is out of range for an output of %ld values per "
+                           "sample", i, q->class_id, C);
         if (q->kind >= BF_MET_PREC_AT_REC && !(q->value >= 0.0f && q->value <= 1.0f))
             return BF_FAIL(BF_ERR_ARG, "metrics[%d]: value must be in [0, 1], got %g", i, (double)q->value);
     }
@@ -489,4 +502,12 @@ int bf_seq_out_positions(const bf_model *m, int k) {
     if (rank < 2) return 1;
     const int C = m->t_shape[t][rank - 1];
     return C > 0 ? (int)(m->t_size[t] / C) : 1;
+}
+
+int bf_model_batch_node(const bf_model *m) {
+    for (int i = 0; i < m->nlayers; i++) {
+        const bf_layer_ops *ops = bf_layer_ops_of((int)m->layers[i].kind);
+        if (ops && (ops->flags & BF_LF_BATCH)) return i;
+    }
+    return -1;
 }

@@ -116,6 +116,13 @@ typedef struct bf_layer {
     int ract; /* recurrent layers: the gates' activation (Keras recurrent_activation) */
     /* recurrent layers: dropout on the inputs is `rate`, on the state rec_rate (Keras recurrent_dropout) */
     float rec_rate;
+    /* modes: the runs a node is part of, bit 0 training runs, bit 1 evaluate / predict (0: all), for a custom
+     * layer whose call() traced differently with training=True and False (python/boundfit/layers/node.py);
+     * train_mode: 0 the run's mode, 1 always training, 2 always inference (a call given training=True / False) */
+    int modes, train_mode;
+    /* RANDOM (layers/random.c): a keras.random draw; its distribution and parameters are aug.rdist, ra, rb,
+     * aug.rshared (one draw for the batch), aug.seed; rfixed: an int seed, the same draw every step (Keras) */
+    int rfixed;
 } bf_layer;
 
 typedef enum {
@@ -215,6 +222,8 @@ int bf_seq_out_positions(const bf_model *m, int k);
 /* 1 when output k's activation (sigmoid+BCE, softmax+CCE/SCCE) may be folded
  * into its loss: its node has that activation and nothing else reads it */
 int bf_model_loss_fused(const bf_model *m, int k);
+/* the first node whose output mixes the samples of a batch (BF_LF_BATCH: it runs on whole batches only), -1 if none */
+int bf_model_batch_node(const bf_model *m);
 /* floats per sample of all outputs together (the packed prediction row) */
 long bf_model_out_size(const bf_model *m);
 /* node producing tensor t, or -1 for a model input */

@@ -25,6 +25,12 @@
 /* node i's flags in this run (layers/registry.h) */
 static unsigned flags_of(const bf_run *r, int i) { return bf_layer_node_flags(r, i); }
 
+/* node i reads its input j in this run: all of them, but a view that selects one (SWITCH) reads that one only */
+static int reads_input(const bf_run *r, int i, int j) {
+    const bf_layer_ops *ops = bf_layer_ops_of((int)r->m->layers[i].kind);
+    return !ops->view_in || ops->view_in(r, i) == j;
+}
+
 /* a linear map whose activation's backward needs its input: the pre-activation is kept */
 static int keeps_z(const bf_run *r, int i) {
     const bf_layer *L = &r->m->layers[i];
@@ -90,12 +96,16 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
     if ((NI > 1 || NO > 1) && !be->copy2d)
         return BF_FAIL(BF_ERR_ARG, "models with several inputs or outputs need copy2d, missing on the %s backend", be->name);
 
+    /* the nodes of this run (bf_layer.modes): the others get no buffers and no steps */
+    for (int i = 0; i < L; i++) r->node_off[i] = !bf_node_on(r, i);
+
     /* which tensors need a gradient: those a trainable parameter feeds */
     for (int t = 0; t < NI; t++) r->need_grad[t] = 0;
     for (int i = 0; i < L; i++) {
         const bf_layer *ly = &m->layers[i];
-        int ng = train && has_trainable(ly);
-        for (int j = 0; j < ly->nin; j++) ng |= r->need_grad[ly->in_ids[j]];
+        int ng = train && !r->node_off[i] && has_trainable(ly);
+        for (int j = 0; j < ly->nin && !r->node_off[i] && !(flags_of(r, i) & BF_LF_NO_GRAD_IN); j++)
+            if (reads_input(r, i, j)) ng |= r->need_grad[ly->in_ids[j]];
         r->need_grad[NI + i] = ng;
     }
 
@@ -113,10 +123,20 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         bf_layer *ly = &m->layers[i];
         int o = NI + i, t = i + 1;
         r->fws_id[i] = r->bws_id[i] = r->aux_id[i] = -2;
+        r->node_view[i] = 0;
+        if (r->node_off[i]) continue;
+        for (int j = 0; j < ly->nin; j++) /* python/boundfit/graph.py gives a node's inputs its modes */
+            if (reads_input(r, i, j) && r->t_buf[ly->in_ids[j]] == -2)
+                return BF_FAIL(BF_ERR_INTERNAL, "%s reads a tensor that is not computed in this run", ly->name);
         r->node_view[i] = (flags_of(r, i) & BF_LF_VIEW) != 0;
-        if (r->node_view[i]) r->t_buf[o] = r->t_buf[ly->in_ids[0]];
-        else BF_TRY(bf_run_newbuf_fmt(r, &r->t_buf[o], B * ly->out_size * fb, "%s%s output", ly->name, ""));
-        for (int j = 0; j < ly->nin; j++) bf_run_use(r, r->t_buf[ly->in_ids[j]], t);
+        if (r->node_view[i]) {
+            const bf_layer_ops *vo = bf_layer_ops_of((int)ly->kind);
+            r->t_buf[o] = r->t_buf[ly->in_ids[vo->view_in ? vo->view_in(r, i) : 0]];
+        } else {
+            BF_TRY(bf_run_newbuf_fmt(r, &r->t_buf[o], B * ly->out_size * fb, "%s%s output", ly->name, ""));
+        }
+        for (int j = 0; j < ly->nin; j++)
+            if (reads_input(r, i, j)) bf_run_use(r, r->t_buf[ly->in_ids[j]], t);
         bf_run_use(r, r->t_buf[o], t);
         int bw = train && r->need_grad[o];
         const bf_layer_ops *ops = bf_layer_ops_of((int)ly->kind);
@@ -176,11 +196,12 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
                 bf_run_use(r, r->t_grad[o], BW(bf_model_producer(m, ly->in_ids[0])));
             bf_run_use(r, r->aux_id[i], t);
             if (needs_in(r, i))
-                for (int j = 0; j < ly->nin; j++) bf_run_use(r, r->t_buf[ly->in_ids[j]], t);
+                for (int j = 0; j < ly->nin; j++)
+                    if (reads_input(r, i, j)) bf_run_use(r, r->t_buf[ly->in_ids[j]], t);
             if (needs_out(r, i)) bf_run_use(r, r->t_buf[o], t);
             for (int j = 0; j < ly->nin; j++) {
                 int u = ly->in_ids[j];
-                if (!r->need_grad[u]) continue;
+                if (!r->need_grad[u] || !reads_input(r, i, j) || (flags_of(r, i) & BF_LF_NO_GRAD_IN)) continue;
                 if (side && written[u]) continue; /* adds nothing to it */
                 if (!written[u]) {
                     if (r->node_view[i]) r->t_grad[u] = r->t_grad[o];

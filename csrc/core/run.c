@@ -234,6 +234,7 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
     for (int i = 0; i < m->nlayers; i++) {
         bf_layer *L = &m->layers[i];
         const bf_layer_ops *ops = bf_layer_ops_of((int)L->kind);
+        if (r->node_off[i]) continue; /* not part of this run's mode (bf_layer.modes) */
         float *out = out_of(r, i);
         if (!r->node_view[i] && ops->forward) BF_TRY(ops->forward(r, i, rows));
         if (check) {
@@ -311,10 +312,12 @@ static bf_status loss_and_metrics(bf_run *r, int rows, float scale) {
         /* the metrics of output k, on its predictions (a fused activation applied by the metric) */
         int p = bf_model_producer(m, t);
         bf_act act = r->out_fused[k] && p >= 0 ? m->layers[p].act : BF_ACT_LINEAR;
-        for (int q = 0; q < m->nmetrics && r->nmv; q++)
-            if (m->metrics[q].output == k)
-                BF_TRY(be->metric_update(be, r->mstats + r->moff[q], pred, tgt, sw, &m->metrics[q], act, rows, C,
-                                         (int)o->y_row));
+        for (int q = 0; q < m->nmetrics && r->nmv; q++) {
+            if (m->metrics[q].output != k) continue;
+            bf_metric_spec ms = m->metrics[q]; /* (read before metric_update returns, on every backend) */
+            ms.row_w = scale;                  /* 1 / the step's rows: a batch_mean metric's row weight */
+            BF_TRY(be->metric_update(be, r->mstats + r->moff[q], pred, tgt, sw, &ms, act, rows, C, (int)o->y_row));
+        }
         BF_TRY(be->sum(be, &r->stats->loss[k], BUF(r, r->loss_id[k]), rows));
     }
     return BF_OK;
@@ -735,6 +738,15 @@ static bf_status load(bf_run *r, bf_prefetch *pf, bf_job *job, const bf_srcs *x,
 static bf_status steps(bf_run *r, int train, const bf_srcs *xin, const bf_srcs *yin, const int64_t *order, long n,
                        long batch, long first_step, long nsteps, bf_totals *tot) {
     if (!yin || yin->n < 1) return BF_FAIL(BF_ERR_ARG, "y is required");
+    const int mix = bf_model_batch_node(r->m); /* a node that mixes the samples: whole batches only */
+    if (mix >= 0 && r->B < batch)
+        return BF_FAIL(BF_ERR_ARG, "layer '%s' mixes the samples of a batch (a sum over the batch), so a batch of %ld "
+                       "rows cannot run as micro-batches of %d: use micro_batch=None", r->m->layers[mix].name, batch,
+                       r->B);
+    if (mix >= 0 && train && bf_dist_size() > 1)
+        return BF_FAIL(BF_ERR_ARG, "layer '%s' mixes the samples of a batch (a sum over the batch): data-parallel "
+                       "training would split each batch across %d ranks; train it on one", r->m->layers[mix].name,
+                       bf_dist_size());
     bf_srcs xs = *xin, ys = *yin;
     const bf_srcs *x = &xs, *y = &ys;
     BF_TRY(layout_x(r->m, &xs));
@@ -769,6 +781,7 @@ static bf_status steps(bf_run *r, int train, const bf_srcs *xin, const bf_srcs *
         if (!ahead && cur.j > 0) bf_prefetch_release(&pf, cur.j - 1);
         r->cur = cur.k;
         done = cur.first ? cur.rows : done + cur.rows;
+        r->micro_row = done - cur.rows;
         if (s == BF_OK) s = queue_micro_step(r, train, (int)cur.rows, 1.0f / (float)cur.srows, done >= cur.srows);
         have = next_job(&jobs, cur.j + 1, &nxt);
         if (ahead && s == BF_OK) {

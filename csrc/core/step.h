@@ -129,6 +129,20 @@ typedef struct bf_run {
     uint64_t attn_seed[BF_MAX_LAYERS]; /* MultiHeadAttention: its dropout seed this step (layers/attention.c) */
     uint64_t rnn_seed[BF_MAX_LAYERS];  /* recurrent dropout: the node's seed this step (layers/recurrent.c) */
     int posw_id[BF_MAX_OUTPUTS]; /* per-position loss / metric weights of a sequence output (seq_loss.c) */
+    int node_off[BF_MAX_LAYERS]; /* not part of this run (bf_layer.modes): no buffers, no steps */
+    long micro_row;              /* training: rows of the step before the current micro-batch (layers/random.c) */
 } bf_run;
+
+/* node i is part of run r (bf_layer.modes) */
+static inline int bf_node_on(const bf_run *r, int i) {
+    const int k = r->m->layers[i].modes;
+    return !k || (k & (r->mode == BF_MODE_TRAIN ? 1 : 2)) != 0;
+}
+
+/* node i computes in training mode in run r: the run's mode unless the call fixed it (bf_layer.train_mode) */
+static inline int bf_node_training(const bf_run *r, int i) {
+    const int f = r->m->layers[i].train_mode;
+    return f == 1 ? 1 : f == 2 ? 0 : r->mode == BF_MODE_TRAIN;
+}
 
 #endif

@@ -62,9 +62,13 @@ static void contrast_backward(float *dinp, const float *dout, const bf_augment *
     }
 }
 
-// out (N) = inp + stddev z (GaussianNoise) or inp (1 + stddev z) (GaussianDropout), N = B*H*W*C
+// out (N) = inp + stddev z (GaussianNoise), inp (1 + stddev z) (GaussianDropout) or a draw (keras.random), N = B*H*W*C
 static void noise_forward(float *out, const float *inp, const bf_augment *a) {
     const long n = (long)a->B * a->H * a->W * a->C;
+    if (a->noise == 3) { /* keras.random: the draw itself */
+        for (long e = 0; e < n; e++) out[e] = bf_aug_draw(a, (uint64_t)e);
+        return;
+    }
     for (long e = 0; e < n; e++)
         out[e] = a->noise == 1 ? inp[e] + a->stddev * bf_aug_normal(a->seed, (uint64_t)e)
                                : inp[e] * bf_aug_noise_scale(a, (uint64_t)e);
@@ -114,8 +118,12 @@ bf_status bf_cpu_augment_backward(bf_backend *be, float *dinp, const float *dout
     (void)be;
     BF_TRY(check("augment_backward", a));
     if (!dinp) return BF_OK;
-    if (a->noise) { /* dinp = dout times the forward's factor (1 for GaussianNoise) */
+    if (a->noise) { /* dinp = dout times the forward's factor (1 for GaussianNoise, 0 for a draw) */
         const long n = (long)a->B * a->H * a->W * a->C;
+        if (a->noise == 3) {
+            memset(dinp, 0, sizeof(float) * (size_t)n);
+            return BF_OK;
+        }
         for (long e = 0; e < n; e++) dinp[e] = dout[e] * bf_aug_noise_scale(a, (uint64_t)e);
         return BF_OK;
     }

@@ -47,9 +47,11 @@ static int argmax_f(const float *x, int C) {
 bf_status bf_cpu_metric_rows(double *acc, const float *pred, const float *target, const float *sw,
                              const bf_metric_spec *m, bf_act act, int lo, int hi, int C, int T) {
     const int T1 = m->num_thresholds - 1;
+    int j0, j1; /* the columns read by the confusion and bucketed metrics (class_id) */
+    bf_metric_cols(m, C, &j0, &j1);
     for (int i = lo; i < hi; i++) {
         const float *p = pred + (size_t)i * C, *t = target + (size_t)i * T;
-        const float w = m->weighted && sw ? sw[i] : 1.0f;
+        const float w = m->weighted && sw ? sw[i] : m->batch_mean ? m->row_w : 1.0f;
         float mx = 0.0f, s = 1.0f;
         const int keep_e = act == BF_ACT_SOFTMAX && C <= QBUF &&
                            (m->kind == BF_MET_CAT_ACC || m->kind == BF_MET_SPARSE_CAT_ACC);
@@ -101,7 +103,7 @@ bf_status bf_cpu_metric_rows(double *acc, const float *pred, const float *target
         case BF_MET_SENS_AT_SPEC:
         case BF_MET_SPEC_AT_SENS:
             /* Keras's evenly spaced thresholds: bucket ceil(q (T-1)) - 1, at least 0 */
-            for (int j = 0; j < C; j++) {
+            for (int j = j0; j < j1; j++) {
                 float q = q_of(p, j, act, mx, s);
                 if (m->from_logits) q = sigm(q);
                 q = q < 0.0f ? 0.0f : q > 1.0f ? 1.0f : q;
@@ -120,7 +122,7 @@ bf_status bf_cpu_metric_rows(double *acc, const float *pred, const float *target
         case BF_MET_FN: {
             /* confusion counts (tp, fp, fn[, tn]) at the threshold: prediction > threshold */
             const int tn = m->kind >= BF_MET_TP;
-            for (int j = 0; j < C; j++) {
+            for (int j = j0; j < j1; j++) {
                 int pp = q_of(p, j, act, mx, s) > m->threshold, lp = t[j % T] != 0.0f;
                 if (pp && lp) acc[0] += w;
                 else if (pp) acc[1] += w;

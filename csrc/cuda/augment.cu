@@ -52,11 +52,12 @@ __global__ void augment_backward_kernel(float *dinp, const float *dout, bf_augme
 
 #define AUG_THREADS 256
 
-// out (N) = inp + stddev z or inp (1 + stddev z); backward (fwd 0): dinp = dout times d out / d inp
+// out (N) = inp + stddev z, inp (1 + stddev z) or a draw (noise 3); backward (fwd 0): dinp = dout times d out / d inp
 __global__ void noise_kernel(float *out, const float *inp, bf_augment a, long n, int fwd) {
     for (long e = blockIdx.x * (long)blockDim.x + threadIdx.x; e < n; e += (long)gridDim.x * blockDim.x)
-        out[e] = fwd && a.noise == 1 ? __fadd_rn(inp[e], __fmul_rn(a.stddev, bf_aug_normal(a.seed, (uint64_t)e)))
-                                     : __fmul_rn(inp[e], bf_aug_noise_scale(&a, (uint64_t)e));
+        out[e] = a.noise == 3 ? (fwd ? bf_aug_draw(&a, (uint64_t)e) : 0.0f)
+                 : fwd && a.noise == 1 ? __fadd_rn(inp[e], __fmul_rn(a.stddev, bf_aug_normal(a.seed, (uint64_t)e)))
+                                       : __fmul_rn(inp[e], bf_aug_noise_scale(&a, (uint64_t)e));
 }
 
 // the block's sum of each thread's v (all threads get it)

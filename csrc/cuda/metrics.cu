@@ -41,9 +41,11 @@ __device__ int argmax_f(const float *x, int C) {
 __global__ void metric_kernel(double *acc, const float *pred, const float *target, const float *sw, bf_metric_spec m,
                               int act, int B, int C, int T) {
     const int T1 = m.num_thresholds - 1;
+    /* the columns read by the confusion and bucketed metrics: class_id's alone, or all (bf_metric_cols) */
+    const int j0 = m.has_class_id ? m.class_id : 0, j1 = m.has_class_id ? m.class_id + 1 : C;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < B; i += gridDim.x * blockDim.x) {
         const float *p = pred + (size_t)i * C, *t = target + (size_t)i * T;
-        const float w = m.weighted && sw ? sw[i] : 1.0f;
+        const float w = m.weighted && sw ? sw[i] : m.batch_mean ? m.row_w : 1.0f;
         float mx = 0.0f, s = 1.0f;
         if (act == BF_ACT_SOFTMAX) {
             mx = p[0];
@@ -84,7 +86,7 @@ __global__ void metric_kernel(double *acc, const float *pred, const float *targe
         case BF_MET_REC_AT_PREC:
         case BF_MET_SENS_AT_SPEC:
         case BF_MET_SPEC_AT_SENS:
-            for (int j = 0; j < C; j++) {
+            for (int j = j0; j < j1; j++) {
                 float q = q_of(p, j, act, mx, s);
                 if (m.from_logits) q = msigm(q);
                 q = q < 0.0f ? 0.0f : q > 1.0f ? 1.0f : q;
@@ -102,7 +104,7 @@ __global__ void metric_kernel(double *acc, const float *pred, const float *targe
         case BF_MET_TN:
         case BF_MET_FN: {
             const int tn = m.kind >= BF_MET_TP;
-            for (int j = 0; j < C; j++) {
+            for (int j = j0; j < j1; j++) {
                 const int pp = q_of(p, j, act, mx, s) > m.threshold, lp = t[j % T] != 0.0f;
                 if (pp && lp) atomicAdd(&acc[0], (double)w);
                 else if (pp) atomicAdd(&acc[1], (double)w);

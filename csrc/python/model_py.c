@@ -42,9 +42,9 @@ static int get_shape(PyObject *seq, const char *what, int *rank, int *shape, int
     PyObject *t = PySequence_Tuple(seq);
     if (!t) return -1;
     Py_ssize_t n = PyTuple_GET_SIZE(t);
-    if (n < 1 || n > 3) {
+    if (n > 3) { /* 0: one number per sample */
         Py_DECREF(t);
-        PyErr_Format(PyExc_ValueError, "%s must have 1 to 3 dimensions (excluding the batch axis), got %zd", what, n);
+        PyErr_Format(PyExc_ValueError, "%s must have 0 to 3 dimensions (excluding the batch axis), got %zd", what, n);
         return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -122,7 +122,11 @@ static int parse_more(PyObject *d, bf_layer *L, int act) {
         get_float(d, "aug_zw_hi", 1.0f, &L->aug.zw_hi) || get_int(d, "aug_contrast", 0, &L->aug.contrast) ||
         get_float(d, "aug_c_lo", 1.0f, &L->aug.c_lo) || get_float(d, "aug_c_hi", 1.0f, &L->aug.c_hi) ||
         get_float(d, "aug_v_lo", -INFINITY, &L->aug.v_lo) || get_float(d, "aug_v_hi", INFINITY, &L->aug.v_hi) ||
-        get_int(d, "aug_noise", 0, &L->aug.noise) || get_float(d, "aug_stddev", 0.0f, &L->aug.stddev))
+        get_int(d, "aug_noise", 0, &L->aug.noise) || get_float(d, "aug_stddev", 0.0f, &L->aug.stddev) ||
+        get_int(d, "rnd_dist", 0, &L->aug.rdist) || get_int(d, "rnd_shared", 0, &L->aug.rshared) ||
+        get_float(d, "rnd_a", 0.0f, &L->aug.ra) || get_float(d, "rnd_b", 0.0f, &L->aug.rb) ||
+        get_int(d, "rnd_fixed", 0, &L->rfixed) || get_int(d, "modes", 0, &L->modes) ||
+        get_int(d, "train_mode", 0, &L->train_mode))
         return -1;
     if (fill < BF_FILL_REFLECT || fill > BF_FILL_WRAP) {
         PyErr_Format(PyExc_ValueError, "%s: unknown fill mode %d", L->name, fill);
@@ -490,7 +494,9 @@ static PyObject *Model_set_metrics(ModelObject *self, PyObject *arg) {
         if (get_int(d, "kind", -1, &kind) || get_int(d, "weighted", 0, &weighted) || get_int(d, "k", 5, &k) ||
             get_int(d, "num_thresholds", 200, &nt) || get_float(d, "threshold", 0.5f, &ms[i].threshold) ||
             get_float(d, "value", 0.0f, &ms[i].value) ||
-            get_int(d, "from_logits", 0, &fl) || get_int(d, "output", 0, &ms[i].output)) {
+            get_int(d, "from_logits", 0, &fl) || get_int(d, "output", 0, &ms[i].output) ||
+            get_int(d, "has_class_id", 0, &ms[i].has_class_id) || get_int(d, "class_id", 0, &ms[i].class_id) ||
+            get_int(d, "batch_mean", 0, &ms[i].batch_mean)) {
             Py_DECREF(seq);
             return NULL;
         }

@@ -1,19 +1,23 @@
 """Graphs of layer calls (the symbolic tensors and nodes are layers/node.py):
 a model's inputs and outputs, the nodes between them in Keras's order,
-tracing a subclassed model's call() once, and the compilation of
-a graph into the engine's node list: nested models are inlined, a layer
-called twice gives nodes that share its weights (csrc/core/model.h), frozen
-layers are marked. (Data for several inputs / outputs is gathered by the
+tracing a subclassed model's call() (in both modes when it takes
+`training`: node.trace_modes), and the compilation of a graph into the
+engine's node list: nested models are inlined (a call given training= fixes
+their nodes' mode), a layer called twice gives nodes that share its weights
+(csrc/core/model.h), frozen layers are marked, and each node gets the runs
+it is part of (`modes`: the training side of a Switch runs in fit only, the
+inference side in evaluate / predict; the engine skips the other). (Data for several inputs / outputs is gathered by the
 engine from each array in place: engine/arrays.py, csrc/core/gather.c.)"""
 
-import inspect
 
 import numpy as np
 
 from .metrics import Metric
 from .layers.args import engine_kinds
 from .layers.input_layer import InputLayer
-from .layers.node import KerasTensor, Node, SymbolicTensorError, _as_tensors
+from .layers import node as _node
+from .layers.node import KerasTensor, Node, SymbolicTensorError, _as_tensors, takes_training, train_mode
+from .layers.switch import Switch
 
 
 class GraphModel:
@@ -22,17 +26,20 @@ class GraphModel:
 
 
 def trace_call(model, inputs):
-    """model.call(inputs) on symbolic tensors: the graph it builds."""
-    kw = {}
+    """model.call(inputs) on symbolic tensors: the graph it builds, in both modes when call() takes `training`
+    (its own graph, whatever call of it is being traced around: those contexts are set aside meanwhile)."""
+    has = takes_training(model.call)
+    saved = [list(x) for x in (_node.CONTEXT, _node._RECORD, _node.TRACING)]
+    for x in (_node.CONTEXT, _node._RECORD, _node.TRACING):
+        x.clear()
     try:
-        if "training" in inspect.signature(model.call).parameters:
-            kw["training"] = None
-    except (TypeError, ValueError):
-        pass
-    try:
-        out = model.call(inputs, **kw)
+        out = _node.trace_call(lambda mode: model.call(inputs, training=mode) if has else model.call(inputs), has,
+                               None, model)
     except SymbolicTensorError as e:
         raise SymbolicTensorError(f"while tracing {type(model).__name__}.call(): {e}") from None
+    finally:
+        for x, v in zip((_node.CONTEXT, _node._RECORD, _node.TRACING), saved):
+            x[:] = v
     flat = list(out.values()) if isinstance(out, dict) else list(out) if isinstance(out, (list, tuple)) else [out]
     if not flat or not all(isinstance(t, KerasTensor) for t in flat):
         raise TypeError(f"{type(model).__name__}.call() must return the symbolic tensors of layer calls (one, a list "
@@ -51,10 +58,13 @@ def call_model(model, inputs, training=None):
     if len(ins) != len(model._inputs):
         raise ValueError(f"model {model.name!r} takes {len(model._inputs)} inputs, got {len(ins)}")
     for k, (t, want) in enumerate(zip(ins, model._inputs)):
-        if t._ps != want._ps:
+        if len(t._ps) != len(want._ps) or any(w is not None and d != w for d, w in zip(t._ps, want._ps)):
             raise ValueError(f"model {model.name!r}: input {k} must have shape {want.shape}, got {t.shape}")
+        if (t.dtype == "string") != (want.dtype == "string"):
+            what = "strings" if want.dtype == "string" else "numbers"
+            raise ValueError(f"model {model.name!r}: input {k} takes {what}, got a tensor of dtype {t.dtype!r}")
     outs = [KerasTensor(t._ps, name=f"{model.name}_output_{k}") for k, t in enumerate(model._outputs)]
-    Node(model, ins, outs)
+    Node(model, ins, outs, train_mode(training))
     if model._outputs_dict:
         return dict(zip(model._output_names, outs))
     return outs[0] if len(outs) == 1 else outs
@@ -90,6 +100,11 @@ def normalize_io(inputs, outputs):
     out_names, outs, out_dict = _tensor_list(outputs, "outputs")
     if len({id(t) for t in outs}) != len(outs):
         raise ValueError("Model: the same tensor is listed twice in outputs")
+    for i, t in enumerate(outs):
+        if t._nobatch:
+            raise ValueError(f"Model: outputs[{i}] has no batch axis (shape {t.shape}: a sum over the batch, such as "
+                             "keras.ops.tensordot of two tensors); a model's outputs need one row per sample: add it "
+                             "to a tensor with a batch axis")
     if out_names is None:
         out_names = []
         for t in outs:
@@ -176,6 +191,41 @@ def keras_order(inputs, outputs):
     return {k: r for r, (k, *_rest) in enumerate(items)}
 
 
+def host_stages(model):
+    """{input index: layer} of the host-side layers (TextVectorization) a
+    model runs on its inputs before the engine: each on a string Input of the
+    model itself, one per input; the engine's input k is that layer's output."""
+    if getattr(model, "_inputs", None) is None:
+        return {}
+    index = {id(t): k for k, t in enumerate(model._inputs)}
+    out = {}
+    for n in model._nodes:
+        L = n.layer
+        if isinstance(L, GraphModel):
+            inner = host_stages(L)
+            if inner:
+                raise ValueError(f"model {model.name!r}: the nested model {L.name!r} starts with host-side "
+                                 f"preprocessing ({type(next(iter(inner.values()))).__name__}); call that layer on "
+                                 "the outer model's own string Input instead")
+            continue
+        if not getattr(L, "_host_side", False):
+            continue
+        k = index.get(id(n.inputs[0]))
+        if k is None:
+            raise ValueError(f"model {model.name!r}: layer {L.name!r} ({type(L).__name__}) runs on the host before "
+                             "the engine, so it must be called on one of the model's Inputs")
+        if k in out:
+            raise ValueError(f"model {model.name!r}: input {model._input_names[k]!r} feeds two host-side layers "
+                             f"({out[k].name!r} and {L.name!r}); give each its own Input")
+        out[k] = L
+    for n in model._nodes:
+        if not getattr(n.layer, "_host_side", False) and any(id(t) in index and t.dtype == "string"
+                                                                for t in n.inputs):
+            raise ValueError(f"model {model.name!r}: layer {n.layer.name!r} is called on the string input "
+                             f"{n.inputs[0].name!r}; strings go through a TextVectorization first")
+    return out
+
+
 class CompiledGraph:
     def __init__(self):
         self.specs, self.node_layers, self.layer_node, self.owners = [], [], {}, []
@@ -183,50 +233,91 @@ class CompiledGraph:
 
 
 def compile_graph(model):
+    """The engine's node list. A host-side layer on input k (host_stages) is
+    no engine node: the engine's input k is its output (the ids or counts
+    the data sources make per batch, engine/host_stage.py)."""
     g = CompiledGraph()
     n_in = len(model._inputs)
     g.input_shapes = [t._ps for t in model._inputs]
-    env = {id(t): k for k, t in enumerate(model._inputs)}
+    env = {id(t): ("in", k) for k, t in enumerate(model._inputs)}
+    entries = []   # [layer, spec (inputs as env keys), node] in order
+    host = set()
+    for k, L in host_stages(model).items():
+        n = next(n for n in model._nodes if n.layer is L)
+        g.input_shapes[k] = n.outputs[0]._ps
+        env[id(n.outputs[0])] = ("in", k)
+        host.add(id(n))
 
-    def emit(nodes, env, outs):
+    def emit(nodes, env, outs, force):
         used = {id(t) for n in nodes for t in n.inputs} | {id(t) for t in outs}
         for n in nodes:
             L = n.layer
+            if id(n) in host:
+                continue
+            tm = n.train_mode or force
             if isinstance(L, GraphModel):
                 inner = {id(t): env[id(x)] for t, x in zip(L._inputs, n.inputs)}
-                emit(L._nodes, inner, L._outputs)
+                emit(L._nodes, inner, L._outputs, tm)
                 for outer, t in zip(n.outputs, L._outputs):
                     env[id(outer)] = inner[id(t)]
                 continue
+            if isinstance(L, Switch) and tm:   # in a call fixed to one mode: that mode's side
+                env[id(n.outputs[0])] = env[id(n.inputs[0 if tm == 1 else 1])]
+                continue
+            if tm and L._mode_dependent:
+                L._check_train_mode(tm, compiling=True)
             d = dict(L.spec())
             d["inputs"] = [env[id(t)] for t in n.inputs]
             d["trainable"] = int(bool(L.trainable))
+            if tm and L._mode_dependent:
+                d["train_mode"] = tm
             if getattr(n, "mask_off", False):
                 d["mask_off"] = 1
+            parts = L._parts() if hasattr(L, "_parts") else [None]
+            main = ("node", len(entries))
+            entries.append([L, d, n])
+            for k, (t, p) in enumerate(zip(n.outputs, parts)):
+                if p is None:
+                    env[id(t)] = main
+                elif id(t) in used:  # another output of a recurrent layer: an RNN_PART node reading its node
+                    env[id(t)] = ("node", len(entries))
+                    entries.append([L, dict(kind=_rnn_part_kind(), name=f"{L.name}_output_{k}", part=p,
+                                            inputs=[main], trainable=1, output=k), None])
+
+    emit(model._nodes, env, model._outputs, 0)
+    # the runs each node is part of (bit 0 fit, bit 1 evaluate / predict), from the outputs back: a Switch
+    # reads its training side in fit and its inference side otherwise; a node no run needs is left out
+    modes = [0] * len(entries)
+    outs = [env[id(t)] for t in model._outputs]
+    for key in outs:
+        if key[0] == "node":
+            modes[key[1]] = 3
+    for e in range(len(entries) - 1, -1, -1):
+        L, d, _ = entries[e]
+        for j, key in enumerate(d["inputs"]):
+            if key[0] == "node":
+                modes[key[1]] |= modes[e] & (1 << j if isinstance(L, Switch) else 3)
+    index = {}
+    for e, (L, d, n) in enumerate(entries):
+        if not modes[e]:
+            continue
+        index[e] = len(g.specs)
+        d["inputs"] = [k if kind == "in" else n_in + index[k] for kind, k in d["inputs"]]
+        if modes[e] != 3:
+            d["modes"] = modes[e]
+        if n is not None:   # (an RNN_PART node: its recurrent node's layer, no weights of its own)
             if id(L) in g.layer_node:
                 d["share"] = g.layer_node[id(L)]
             else:
                 g.layer_node[id(L)] = len(g.specs)
                 g.owners.append(L)
-            parts = L._parts() if hasattr(L, "_parts") else [None]
-            main = n_in + len(g.specs)
-            g.specs.append(d)
-            g.node_layers.append(L)
-            for k, (t, p) in enumerate(zip(n.outputs, parts)):
-                if p is None:
-                    env[id(t)] = main
-                elif id(t) in used:  # another output of a recurrent layer: an RNN_PART node reading its node
-                    env[id(t)] = n_in + len(g.specs)
-                    g.specs.append(dict(kind=_rnn_part_kind(), name=f"{L.name}_output_{k}", part=p, inputs=[main],
-                                        trainable=1, output=k))
-                    g.node_layers.append(L)
-
-    emit(model._nodes, env, model._outputs)
+        g.specs.append(d)
+        g.node_layers.append(L)
     if not g.specs:
         raise ValueError(f"model {model.name!r} has no layers between its inputs and outputs")
     if len(g.specs) > 128:
         raise ValueError(f"model {model.name!r} has {len(g.specs)} layer calls; at most 128 are supported")
-    g.output_ids = [env[id(t)] for t in model._outputs]
+    g.output_ids = [k if kind == "in" else n_in + index[k] for kind, k in outs]
     return g
 
 
@@ -252,7 +343,8 @@ def model_layers(model):
     for n in model._nodes:
         if n.traced_in is not None:
             last[id(n.traced_in)] = (max(last.get(id(n.traced_in), (-1,))[0], rank[id(n)]), n.traced_in)
-    return _unique([layer for _, layer in sorted(calls + list(last.values()), key=lambda c: c[0])])
+    return _unique([layer for _, layer in sorted(calls + list(last.values()), key=lambda c: c[0])
+                    if not isinstance(layer, Switch)])   # (a subclassed model's two traces: no layer of Keras's)
 
 
 def graph_layers(model):

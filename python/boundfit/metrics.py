@@ -3,6 +3,8 @@ them (csrc/cpu/metrics.c, csrc/cuda/metrics.cu) and aggregates them over an
 epoch as Keras does; these objects describe them. Kinds match csrc
 bf_metric_kind."""
 
+import numbers
+
 (BINARY_ACC, CAT_ACC, SPARSE_CAT_ACC, TOPK, SPARSE_TOPK, MAE, MSE, RMSE, AUC_KIND, PRECISION,
  RECALL, TRUE_POS, FALSE_POS, TRUE_NEG, FALSE_NEG, PREC_AT_REC, REC_AT_PREC, SENS_AT_SPEC, SPEC_AT_SENS) = range(19)
 
@@ -34,6 +36,8 @@ class Metric:
         for k in ("threshold", "k", "num_thresholds", "from_logits", "thresholds"):
             if k in vars(self):
                 cfg[k] = getattr(self, k)
+        if getattr(self, "class_id", None) is not None:
+            cfg["class_id"] = self.class_id
         return cfg
 
     def update_state(self, *args, **kwargs):
@@ -115,17 +119,31 @@ def _threshold(thresholds):
     return t
 
 
+def _class_id(cls, class_id):
+    """Keras's class_id: the metric reads only that column of the output (checked against its size at compile)."""
+    if class_id is None:
+        return None
+    if isinstance(class_id, bool) or not isinstance(class_id, numbers.Integral) or class_id < 0:
+        raise ValueError(f"{cls}: class_id must be a non-negative int (a column of the output), got {class_id!r}")
+    return int(class_id)
+
+
+def _class_spec(class_id):
+    return {} if class_id is None else {"has_class_id": 1, "class_id": class_id}
+
+
 class Precision(Metric):
     kind, name = PRECISION, "precision"
 
     def __init__(self, thresholds=None, top_k=None, class_id=None, name=None, dtype=None):
         super().__init__(name or _auto_name(type(self).name), dtype)
-        if top_k is not None or class_id is not None:
-            raise ValueError("top_k and class_id are not supported")
+        if top_k is not None:
+            raise ValueError(f"{type(self).__name__}: top_k is not supported (thresholds and class_id are)")
         self.thresholds = _threshold(thresholds)
+        self.class_id = _class_id(type(self).__name__, class_id)
 
     def _spec(self):
-        return {"kind": self.kind, "threshold": self.thresholds}
+        return {"kind": self.kind, "threshold": self.thresholds, **_class_spec(self.class_id)}
 
 
 class Recall(Precision):
@@ -194,15 +212,16 @@ class _AtConstraint(Metric):
         if isinstance(num_thresholds, bool) or not isinstance(num_thresholds, int) or not 1 < num_thresholds <= 10000:
             raise ValueError(f"{cls}: num_thresholds must be an integer in (1, 10000], got {num_thresholds!r} "
                              "(Keras's single 0.5 threshold for num_thresholds=1 is not supported)")
-        if class_id is not None:
-            raise ValueError(f"{cls}: class_id is not supported; give the model one sigmoid output per metric")
         self.value, self.num_thresholds = float(value), num_thresholds
+        self.class_id = _class_id(cls, class_id)
 
     def get_config(self):
-        return {"name": self.name, "num_thresholds": self.num_thresholds, self.constraint: self.value}
+        cfg = {"name": self.name, "num_thresholds": self.num_thresholds, self.constraint: self.value}
+        return cfg if self.class_id is None else dict(cfg, class_id=self.class_id)
 
     def _spec(self):
-        return {"kind": self.kind, "num_thresholds": self.num_thresholds, "value": self.value}
+        return {"kind": self.kind, "num_thresholds": self.num_thresholds, "value": self.value,
+                **_class_spec(self.class_id)}
 
 
 class PrecisionAtRecall(_AtConstraint):

@@ -18,8 +18,12 @@ any layer:
   gradient); where(condition, x1, x2) = x2 + condition * (x1 - x2);
 - matmul of two batches of matrices (B, M, K) @ (B, K, N), of a tensor and
   a 2-D array: MatMul (a product per sample); layers.Dot likewise;
-  tensordot / dot of two symbolic tensors mix the samples of the batch and
-  raise; of a tensor and a custom weight or array (axes=1): matmul;
+  tensordot of two symbolic tensors of one shape over all their axes,
+  batch included (tensordot(a, b, 2) of two (B, E)): Multiply, then
+  BatchReduce, one number without a batch axis (the same in every sample
+  of the engine's batch), which broadcasts back onto samples as NumPy
+  does; any other tensordot / dot of two symbolic tensors raises; of a
+  tensor and a custom weight or array (axes=1): matmul;
 - one_hot(ids, n): an Embedding with a frozen identity table; take(weight,
   ids): an Embedding whose table is the custom layer's weight; take(x,
   constant indices, axis): MatMul with a constant 0 / 1 selection;
@@ -32,7 +36,13 @@ any layer:
 - relu, sigmoid, tanh, softmax (last axis), gelu, silu / swish, elu, selu,
   softplus, softsign, relu6, leaky_relu, hard_sigmoid, exp: Activation;
 - mean / max / sum over the steps of (T, F), the pixels of (H, W, C) or the
-  last axis of (D,) / (T, F): global pooling (and Permute / Reshape);
+  last axis of (D,) / (T, F): global pooling (and Permute / Reshape); over
+  the only axis of (D,): one number per sample (per-sample shape ());
+  sum / mean with no axis: BatchReduce (over the batch too);
+- one number per sample (Keras's (B,) tensors: x[:, i] of (B, D), squeeze,
+  Input(shape=())) takes arithmetic, activations, Embedding (ids) and
+  Reshape; NumPy's broadcasting of it against (B, 1) or (B, E) would line the
+  batch axis up with a sample axis and raises naming the op;
 - matmul(x, w) with w a custom layer's 2-D weight (add_weight): a bias-free
   Dense whose kernel is w;
 - x[:, a:b:s], x[:, i], x[..., j] (the batch axis whole, positive steps):
@@ -62,7 +72,7 @@ import numpy as np
 from . import activations
 from .layers.core import Activation, Dense
 from .layers.embedding import Embedding
-from .layers.emath import Binary, MatMul, Unary, Weight
+from .layers.emath import BatchReduce, Binary, MatMul, Unary, Weight
 from .layers.merge import Add, Concatenate, Maximum, Minimum, Multiply, Subtract
 from .layers.layer import Variable
 from .layers.node import KerasTensor, tracing_where
@@ -103,6 +113,34 @@ def _static(x, what):
     if None in x._ps:
         _unsupported(what, f"the tensor's shape {x.shape} has a variable length")
     return x._ps
+
+
+def _batched(op, *xs):
+    """op reads axes counted from the batch axis: refuse a tensor without one (a sum over the batch)."""
+    for x in xs:
+        if isinstance(x, KerasTensor) and x._nobatch:
+            _unsupported(op, f"of a tensor without a batch axis (shape {x.shape}, a sum over the batch such as "
+                         "ops.tensordot of two tensors): only arithmetic and activations take it")
+
+
+def _align(op, x1, x2):
+    """Two symbolic tensors at one per-sample rank, as NumPy broadcasts their whole shapes: a tensor without a
+    batch axis (shape s) gets leading size-1 axes to the other's per-sample rank (it is the same in every sample);
+    two tensors with batch axes must have one rank, else NumPy would line a batch axis up with a sample axis
+    ((None,) + (None, 1) is (None, None)), mixing the samples."""
+    if len(x1._ps) == len(x2._ps):
+        return x1, x2
+    if not x1._nobatch and not x2._nobatch:
+        _unsupported(op, f"of shapes {x1.shape} and {x2.shape}: NumPy's broadcasting, which Keras follows, lines "
+                     "the batch axis of one up with a sample axis of the other ((None,) and (None, 1) give "
+                     "(None, None)), mixing the samples; give both the same rank first (keras.ops.expand_dims(x, -1) "
+                     "or keras.ops.squeeze(x, -1))")
+    short, other = (x1, x2) if len(x1._ps) < len(x2._ps) else (x2, x1)
+    if not short._nobatch:
+        _unsupported(op, f"of shapes {x1.shape} and {x2.shape}: the tensor without a batch axis has more axes than "
+                     "the other's samples")
+    pad = Reshape((1,) * (len(other._ps) - len(short._ps)) + _static(short, op))(short)
+    return (pad, other) if short is x1 else (other, pad)
 
 
 # ---- arithmetic ----
@@ -182,6 +220,7 @@ def negative(x):
 def _same_shapes(op, cls, x1, x2):
     """two tensors: the merge layer of one shape; size-1 axes of rank <= 2 by RepeatVector (the layers Keras
     files hold), any other broadcast of one rank by Binary"""
+    x1, x2 = _align(op, x1, x2)
     if x1._ps != x2._ps:
         if _repeatable(x1, x2):
             x1, x2 = _broadcast(op, x1, x2)
@@ -243,6 +282,8 @@ def _operand(op, v, like):
         if a.ndim == 0:
             a = a.reshape(1)
         t, shape = Const(a)(like), a.shape
+    if like._ps == () and tuple(shape) == (1,):   # (B,) with (1,): one number per sample
+        return Reshape(())(t)
     if len(shape) > len(like._ps):
         _unsupported(op, f"an operand of shape {tuple(shape)} against {like.shape}: a weight or an array has no "
                      "batch axis, so it may not have more axes than a sample")
@@ -257,6 +298,7 @@ def _binary(op, x1, x2):
     if not isinstance(like, KerasTensor):
         _unsupported(op, "no operand is a symbolic tensor")
     a, b = _operand(op, x1, like), _operand(op, x2, like)
+    a, b = _align(op, a, b)
     pa, pb = a._ps, b._ps
     if len(pa) != len(pb) or len(pa) > 3 or any(p != q and 1 not in (p, q) for p, q in zip(pa, pb)) or \
             any((p is None) != (q is None) for p, q in zip(pa, pb)):
@@ -373,16 +415,43 @@ def _per_sample_matmul(a, b):
     return y
 
 
+def _full_contraction(x1, x2, axes):
+    """axes of tensordot(x1, x2, axes) that contract every axis of both, batch axes included: ndim, or
+    ([0..ndim), [0..ndim))"""
+    n = x1.ndim
+    if isinstance(axes, numbers.Integral) and not isinstance(axes, bool):
+        return int(axes) == n == x2.ndim
+    try:
+        a, b = ([int(i) % n for i in ax] for ax in axes)
+    except (TypeError, ValueError):
+        return False
+    return n == x2.ndim and a == b == list(range(n))
+
+
+def batch_reduce(op, x):
+    """The sum / mean of a symbolic tensor over the batch and all its axes: one number without a batch axis
+    (the engine's BATCH_REDUCE, the same in every sample)."""
+    _batched(op, x)
+    return BatchReduce(op)(x)
+
+
 def tensordot(x1, x2, axes=2):
-    """On two symbolic tensors every tensordot contracts or multiplies across the batch (its result mixes
-    samples), which boundfit's per-sample graphs do not compute: use layers.Dot or ops.matmul for a product
-    per sample. A tensor and a custom weight or array with axes=1: matmul."""
+    """Of two symbolic tensors of one shape contracting every axis, batch included (tensordot(a, b, 2) of two
+    (B, E) tensors, as keras.io's collaborative filtering writes): sum(a * b) over the whole batch, one number
+    without a batch axis (Multiply, then BatchReduce), which mixes the samples of a batch. Every other tensordot
+    of two symbolic tensors keeps both batch axes or contracts one, and raises: use layers.Dot or ops.matmul
+    for a product per sample. A tensor and a custom weight or array with axes=1: matmul."""
     if not _sym(x1, x2):
         return np.tensordot(x1, x2, axes)
     if isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor):
-        _unsupported("tensordot", f"of two symbolic tensors (axes={axes!r}): the result mixes the samples of the "
-                     "batch (a batch axis is contracted, or both batch axes are kept), which boundfit does not "
-                     "compute; for a product per sample use layers.Dot(axes=...) or ops.matmul (batched)")
+        _batched("tensordot", x1, x2)
+        if _full_contraction(x1, x2, axes) and x1._ps == x2._ps:
+            _static(x1, "tensordot")
+            return batch_reduce("sum", multiply(x1, x2))
+        _unsupported("tensordot", f"of two symbolic tensors {x1.shape} and {x2.shape} (axes={axes!r}): the result "
+                     "keeps both batch axes or contracts one with a sample axis, which boundfit does not compute "
+                     "(it computes tensordot of two tensors of one shape over all their axes, batch included: one "
+                     "number); for a product per sample use layers.Dot(axes=...) or ops.matmul (batched)")
     if axes == 1 or axes in (([-1], [0]), ((-1,), (0,))):
         return record(matmul(x1, x2), "Tensordot", NUMPY, {"axes": axes}, [x1, x2])
     _unsupported("tensordot", f"of a tensor and a weight or array only with axes=1, got axes={axes!r}")
@@ -539,6 +608,7 @@ def _keras_key(key):
 
 
 def _getitem(x, key):
+    _batched("slicing (x[...])", x)
     key = key if isinstance(key, tuple) else (key,)
     if len([k for k in key if k is Ellipsis]) > 1 or any(k is None for k in key):   # (ops.sum shadows sum)
         _unsupported("slicing (x[...])", "one ... at most, and no new axes (None)")
@@ -571,9 +641,7 @@ def _getitem(x, key):
             _unsupported("slicing (x[...])", f"index {k!r}: only integers and slices")
     y = Slice(begin, step, length)(x)
     if drop:
-        kept = tuple(n for d, n in enumerate(y._ps) if d not in drop)
-        if not kept:
-            _unsupported("slicing (x[...])", "the result would be one number per sample")
+        kept = tuple(n for d, n in enumerate(y._ps) if d not in drop)   # (): one number per sample
         y = Reshape(tuple(-1 if n is None else n for n in kept))(y)
     return y
 
@@ -625,6 +693,7 @@ def softmax(x, axis=-1):
         x = np.asarray(x, dtype=np.float32)
         e = np.exp(x - x.max(axis=axis, keepdims=True))
         return e / e.sum(axis=axis, keepdims=True)
+    _batched("softmax", x)
     if axis not in (-1, x.ndim - 1):
         _unsupported("softmax", f"only over the last axis, got axis={axis}")
     return record(Activation("softmax")(x), "Softmax", NN, {"axis": axis}, [x])
@@ -665,6 +734,7 @@ def _axis(axis, ndim, op):
 def reshape(x, newshape):
     if not _sym(x):
         return np.reshape(x, newshape)
+    _batched("reshape", x)
     newshape = tuple(newshape)
     if not newshape or newshape[0] not in (-1, None):
         _unsupported("reshape", f"the new shape {newshape} must keep the batch axis first (-1 or None)")
@@ -674,6 +744,7 @@ def reshape(x, newshape):
 def expand_dims(x, axis):
     if not _sym(x):
         return np.expand_dims(x, axis)
+    _batched("expand_dims", x)
     a = _axis(axis, x.ndim + 1, "expand_dims")
     if a == 0:
         _unsupported("expand_dims", "at the batch axis")
@@ -685,6 +756,7 @@ def expand_dims(x, axis):
 def squeeze(x, axis=None):
     if not _sym(x):
         return np.squeeze(x, axis)
+    _batched("squeeze", x)
     ps = _static(x, "squeeze")
     if axis is None:
         keep = [d for d in ps if d != 1]
@@ -693,12 +765,13 @@ def squeeze(x, axis=None):
         if a == 0 or ps[a - 1] != 1:
             raise ValueError(f"keras.ops.squeeze: axis {axis} of shape {x.shape} does not have size 1")
         keep = [d for k, d in enumerate(ps) if k != a - 1]
-    return record(Reshape(tuple(keep) or (1,))(x), "Squeeze", NUMPY, {"axis": axis}, [x])
+    return record(Reshape(tuple(keep))(x), "Squeeze", NUMPY, {"axis": axis}, [x])   # (): one number per sample
 
 
 def transpose(x, axes=None):
     if not _sym(x):
         return np.transpose(x, axes)
+    _batched("transpose", x)
     if axes is None or _axis(axes[0], x.ndim, "transpose") != 0:
         _unsupported("transpose", "only with the batch axis kept first, e.g. axes=(0, 2, 1)")
     perm = [_axis(a, x.ndim, "transpose") for a in axes]
@@ -708,6 +781,7 @@ def transpose(x, axes=None):
 def concatenate(xs, axis=0):
     if not _sym(*xs):
         return np.concatenate(xs, axis=axis)
+    _batched("concatenate", *xs)
     a = _axis(axis, xs[0].ndim, "concatenate")
     if a == 0:
         _unsupported("concatenate", "along the batch axis")
@@ -717,6 +791,7 @@ def concatenate(xs, axis=0):
 def stack(xs, axis=0):
     if not _sym(*xs):
         return np.stack(xs, axis=axis)
+    _batched("stack", *xs)
     a = _axis(axis, xs[0].ndim + 1, "stack")
     if a == 0:
         _unsupported("stack", "along the batch axis")
@@ -739,12 +814,12 @@ def _unmasked(y):
 def _reduce_last(op, x, keepdims):
     """over the last axis of (D,) (keepdims) or (T, F): the features become the steps of a global pooling"""
     ps = _static(x, op)
-    if len(ps) == 1 and not keepdims:
-        _unsupported(op, "over the only axis: one number per sample (keepdims=True gives (1,))")
     pool = _POOLS[("max" if op == "max" else "mean", 3)]
     y = _unmasked(pool()(Reshape((ps[0], 1))(x) if len(ps) == 1 else Permute((2, 1))(x)))
     if op == "sum":
         y = Rescaling(float(ps[-1]))(y)
+    if len(ps) == 1 and not keepdims:
+        return Reshape(())(y)    # one number per sample
     return Reshape((ps[0], 1))(y) if keepdims and len(ps) == 2 else y
 
 
@@ -757,6 +832,9 @@ def _reduce(op, npfn):
     def red(x, axis=None, keepdims=False):
         if not _sym(x):
             return npfn(x, axis=axis, keepdims=keepdims)
+        _batched(op, x)
+        if axis is None and not keepdims and op in BatchReduce.OPS:   # over the batch too: one number
+            return batch_reduce(op, x)
         return _reduction_node(op.capitalize(), _reduced(x, axis, keepdims), x, axis, keepdims)
 
     def _reduced(x, axis, keepdims):

@@ -1,20 +1,31 @@
-"""keras.random on arrays: normal, uniform, truncated_normal, randint,
-categorical, shuffle, dropout and SeedGenerator, as NumPy arrays (float32 by
-default). `seed`: an int (the same draw on every call, as Keras), a
-SeedGenerator (a new draw per call, reproducible from its seed), or None
-(from NumPy's global state, which boundfit.utils.set_random_seed seeds). The
-draws are NumPy's, not JAX's: the distributions are Keras's, the numbers are
-not. On a symbolic tensor (inside a model or a custom layer's call()) these
-raise ops.OpNotSupportedError: boundfit's graphs have no node for them yet;
-layers.GaussianNoise / GaussianDropout / Dropout and the Random* image layers
-draw in the engine."""
+"""keras.random: normal, uniform, truncated_normal, randint, categorical,
+shuffle, dropout and SeedGenerator.
+
+On arrays they return NumPy arrays (float32 by default). `seed`: an int (the
+same draw on every call, as Keras), a SeedGenerator (a new draw per call,
+reproducible from its seed), or None (from NumPy's global state, which
+boundfit.utils.set_random_seed seeds).
+
+Inside a custom layer's call() (and on symbolic tensors), normal, uniform,
+truncated_normal and dropout become nodes of the graph (layers/draw.py,
+the engine's RANDOM): a shape's first axis is the batch, ops.shape(x)[0]
+(None) for a draw per sample or 1 for one draw for the whole batch; the
+engine draws anew every step (a SeedGenerator or None), or the same every
+step (an int seed, as Keras), and nothing is kept for backward but
+dropout's mask. dropout(x, rate, noise_shape) is x times that mask (keep
+1 / (1 - rate), else 0); its noise_shape broadcasts. randint, categorical
+and shuffle on symbolic tensors raise ops.OpNotSupportedError.
+
+The draws are NumPy's (arrays) or the engine's counter-based stream
+(graphs), not JAX's: the distributions are Keras's, the numbers are not."""
 
 import numbers
 
 import numpy as np
 
-from .layers.node import KerasTensor, tracing_where
-from .ops import OpNotSupportedError
+from .layers.draw import RandomDraw
+from .layers.node import DRAWS, KerasTensor, tracing_anchor, tracing_where
+from .ops import OpNotSupportedError, multiply
 
 __all__ = ["SeedGenerator", "normal", "uniform", "truncated_normal", "randint", "categorical", "shuffle", "dropout"]
 
@@ -70,10 +81,14 @@ def _symbolic(op, *xs):
 def _shape(shape, op):
     shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
     _symbolic(op, *shape)
+    if tracing_anchor() is not None:
+        raise OpNotSupportedError(f"keras.random.{op}{tracing_where()} is not supported by boundfit's graphs (only "
+                                  "normal, uniform, truncated_normal and dropout draw in a call()); keras.random "
+                                  "works on arrays")
     if any(d is None for d in shape):
-        raise OpNotSupportedError(f"keras.random.{op}: shape {shape} has an unknown (batch) dimension: boundfit's "
-                                  "graphs draw noise only in layers (layers.GaussianNoise for x + normal noise); "
-                                  "keras.random works on arrays")
+        raise OpNotSupportedError(f"keras.random.{op}: shape {shape} has an unknown (batch) dimension: a draw of "
+                                  "the batch's shape is made inside a custom layer's call() (normal, uniform, "
+                                  "truncated_normal, dropout); keras.random works on arrays")
     if not all(isinstance(d, numbers.Integral) and d >= 0 for d in shape):
         raise ValueError(f"keras.random.{op}: shape must be a tuple of ints >= 0, got {shape!r}")
     return tuple(int(d) for d in shape)
@@ -87,14 +102,81 @@ def _dtype(dtype, op, kind="f"):
     return dt
 
 
+# ---- draws in a graph (inside a custom layer's call()) ----
+
+def _in_graph(shape):
+    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    return tracing_anchor() is not None or any(d is None or isinstance(d, KerasTensor) for d in shape)
+
+
+def _graph_seed(seed, op):
+    """(the engine's seed, fixed) of a draw in a graph: a SeedGenerator's k-th draw (a stream of its own, new
+    every step); None: the run's stream (new every step); an int: the same draw every step, as Keras."""
+    if isinstance(seed, SeedGenerator):
+        k = DRAWS.get(id(seed), (seed, 0))[1]
+        DRAWS[id(seed)] = (seed, k + 1)
+        s = np.random.SeedSequence([seed._initial_seed, k]).generate_state(1, np.uint64)[0]
+        return int(s) % (2**62 - 1) + 1, False
+    if seed is None:
+        return 0, False
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"keras.random.{op}: seed must be None, an int >= 0 or a SeedGenerator, got {seed!r}")
+    s = np.random.SeedSequence([int(seed), 2**32]).generate_state(1, np.uint64)[0]
+    return int(s) % (2**62 - 1) + 1, True
+
+
+def _number(v, what, op):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(float(v)):
+        raise OpNotSupportedError(f"keras.random.{op}{tracing_where()}: {what} must be a finite Python number in a "
+                                  f"graph, got {v!r}")
+    return float(v)
+
+
+def _graph_shape(shape, op):
+    """(per-sample shape, shared) of a draw's shape whose first axis is the batch"""
+    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    if len(shape) < 2 or not (shape[0] is None or shape[0] == 1):
+        raise OpNotSupportedError(
+            f"keras.random.{op}{tracing_where()}: shape {shape}: in a graph the first axis is the batch, "
+            "ops.shape(x)[0] for a draw per sample or 1 for one draw shared by the batch, and at least one more "
+            "axis follows (as (batch_size, 1) for one number per sample)")
+    rest = shape[1:]
+    if len(rest) > 3 or not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 1
+                                for d in rest):
+        raise OpNotSupportedError(f"keras.random.{op}{tracing_where()}: shape {shape}: after the batch axis, 1 to 3 "
+                                  "axes of known sizes >= 1")
+    return tuple(int(d) for d in rest), shape[0] is not None
+
+
+def _draw(op, shape, a, b, seed, dtype, anchor=None):
+    _dtype(dtype, op)
+    rest, shared = _graph_shape(shape, op)
+    anchor = anchor if anchor is not None else tracing_anchor()
+    if anchor is None:
+        raise OpNotSupportedError(f"keras.random.{op}: a shape with a batch (None) axis is drawn inside a custom "
+                                  "layer's call(), whose inputs give the batch size")
+    s, fixed = _graph_seed(seed, op)
+    return RandomDraw(rest, op, a, b, seed=s, fixed=fixed, shared=shared)(anchor)
+
+
 def normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
     """Samples of N(mean, stddev^2)."""
+    if _in_graph(shape):
+        sd = _number(stddev, "stddev", "normal")
+        if sd < 0:
+            raise ValueError(f"keras.random.normal: stddev must be >= 0, got {stddev!r}")
+        return _draw("normal", shape, _number(mean, "mean", "normal"), sd, seed, dtype)
     shape, dt = _shape(shape, "normal"), _dtype(dtype, "normal")
     return (_rng(seed, "normal").standard_normal(shape) * stddev + mean).astype(dt)
 
 
 def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
     """Samples of U[minval, maxval)."""
+    if _in_graph(shape):
+        lo, hi = _number(minval, "minval", "uniform"), _number(maxval, "maxval", "uniform")
+        if not lo < hi:
+            raise ValueError(f"keras.random.uniform: minval must be below maxval, got {minval!r} and {maxval!r}")
+        return _draw("uniform", shape, lo, hi, seed, dtype)
     shape, dt = _shape(shape, "uniform"), _dtype(dtype, "uniform")
     if not minval < maxval:
         raise ValueError(f"keras.random.uniform: minval must be below maxval, got {minval!r} and {maxval!r}")
@@ -103,6 +185,11 @@ def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
 
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
     """N(mean, stddev^2) drawn again where more than two standard deviations from the mean (Keras's)."""
+    if _in_graph(shape):
+        sd = _number(stddev, "stddev", "truncated_normal")
+        if sd < 0:
+            raise ValueError(f"keras.random.truncated_normal: stddev must be >= 0, got {stddev!r}")
+        return _draw("truncated_normal", shape, _number(mean, "mean", "truncated_normal"), sd, seed, dtype)
     shape, dt = _shape(shape, "truncated_normal"), _dtype(dtype, "truncated_normal")
     rng = _rng(seed, "truncated_normal")
     z = rng.standard_normal(shape)
@@ -156,9 +243,11 @@ def shuffle(x, axis=0, seed=None):
 def dropout(inputs, rate, noise_shape=None, seed=None):
     """inputs with each entry zeroed with probability rate and the rest scaled by 1 / (1 - rate) (always: the
     raw op has no training flag; noise_shape broadcasts one draw along its 1 axes)."""
-    _symbolic("dropout", inputs)
     if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0.0 <= rate < 1.0:
         raise ValueError(f"keras.random.dropout: rate must be in [0, 1), got {rate!r}")
+    if isinstance(inputs, KerasTensor):
+        return _graph_dropout(inputs, float(rate), noise_shape, seed)
+    _symbolic("dropout", inputs)
     x = _tensor(inputs)
     shape = x.shape if noise_shape is None else tuple(x.shape[i] if d is None else d for i, d in enumerate(noise_shape))
     try:
@@ -168,3 +257,19 @@ def dropout(inputs, rate, noise_shape=None, seed=None):
     keep = _rng(seed, "dropout").random(shape) >= rate
     dt = x.dtype if x.dtype.kind == "f" else np.dtype("float32")
     return np.where(keep, x / (1.0 - rate), 0.0).astype(dt)
+
+
+def _graph_dropout(x, rate, noise_shape, seed):
+    """x times a keep mask (1 / (1 - rate) with probability 1 - rate, else 0) of noise_shape (None entries: x's),
+    the mask broadcast over its size-1 axes"""
+    if rate == 0.0:
+        return x
+    shape = x.shape if noise_shape is None else tuple(noise_shape)
+    if len(shape) != x.ndim:
+        raise ValueError(f"keras.random.dropout: noise_shape {noise_shape} must have x's rank {x.ndim} (x: {x.shape})")
+    shape = (shape[0],) + tuple(x.shape[i] if d is None else d for i, d in enumerate(shape) if i > 0)
+    rest = shape[1:]
+    if any(not isinstance(d, numbers.Integral) or d is None or not (d == p or d == 1) for d, p in zip(rest, x._ps)):
+        raise ValueError(f"keras.random.dropout: noise_shape {noise_shape} does not broadcast to {x.shape}")
+    mask = _draw("dropout", shape, rate, 1.0 / (1.0 - rate), seed, None, anchor=x)
+    return multiply(x, mask)

@@ -18,9 +18,10 @@ bf_status bf_run_act_backward(bf_run *r, const bf_layer *L, float *dz, const flo
 }
 
 static bf_status infer(bf_layer *L, int rank, const int *shape) {
-    (void)L;
-    (void)rank;
     (void)shape;
+    if (rank == 0 && L->act == BF_ACT_SOFTMAX) /* Keras: a softmax over the batch axis, mixing the samples */
+        return BF_FAIL(BF_ERR_SHAPE, "%s: softmax of one number per sample (shape (None,)) would normalize over the "
+                       "batch axis in Keras, mixing the samples; give it shape (None, 1) or more classes", L->name);
     return BF_OK;
 }
 
@@ -35,14 +36,14 @@ static unsigned node_flags(const bf_run *r, int i) {
 
 static bf_status forward(bf_run *r, int i, int rows) {
     const bf_layer *L = &r->m->layers[i];
-    const int C = L->in_shape[L->in_rank - 1];
+    const int C = bf_last_dim(L);
     return bf_run_act_forward(r, L, bf_step_out(r, i), bf_step_in(r, i), bf_step_act(r, i), (long)rows * L->in_size / C,
                               C);
 }
 
 static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
     const bf_layer *L = &r->m->layers[i];
-    const int C = L->in_shape[L->in_rank - 1];
+    const int C = bf_last_dim(L);
     if (!din) return BF_OK;
     return bf_run_act_backward(r, L, din, dout, bf_step_in(r, i), bf_step_out(r, i), bf_step_act(r, i),
                                (long)rows * L->in_size / C, C);
@@ -50,7 +51,7 @@ static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
 
 const bf_layer_ops bf_ops_ACTIVATION = {
     .name = "ACTIVATION",
-    .flags = BF_LF_FUSABLE,
+    .flags = BF_LF_FUSABLE | BF_LF_SCALAR,
     .infer = infer,
     .mask = bf_mask_keep,
     .node_flags = node_flags,

@@ -92,7 +92,7 @@ typedef struct {
 static void mha_parts_of(bf_run *r, int i, int rows, mha_parts *p) {
     bf_model *m = r->m;
     bf_layer *L = &m->layers[i];
-    mha_geom(m, L, rows, r->mode == BF_MODE_TRAIN, r->node_bw[i], &p->g);
+    mha_geom(m, L, rows, bf_node_training(r, i), r->node_bw[i], &p->g);
     p->q = tb(r, L->in_ids[0]);
     p->v = tb(r, L->in_ids[1]);
     p->k = tb(r, L->in_ids[2]);
@@ -282,7 +282,7 @@ static bf_status mha_plan(bf_run *r, int i, int t, int tb, int bw) {
     const bf_layer *L = &r->m->layers[i];
     bf_backend *be = r->be;
     bf_attn_geom g;
-    mha_geom(r->m, L, r->B, r->mode == BF_MODE_TRAIN, bw, &g);
+    mha_geom(r->m, L, r->B, bf_node_training(r, i), bw, &g);
     BF_TRY(bf_run_newbuf(r, &r->aux_id[i], mha_keep_bytes(&g), L->name, " projections and attention weights"));
     bf_run_use(r, r->aux_id[i], t);
     size_t w = be->attention_workspace_bytes(be, &g, 0);

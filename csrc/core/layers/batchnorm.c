@@ -2,7 +2,8 @@
  * scale / center), moving mean and variance (not trainable). The batch's
  * mean and inverse std are kept (aux, 2C floats) for backward. A frozen
  * layer runs in inference mode (Keras) and its backward is the affine
- * map's, which does not read the input. */
+ * map's, which does not read the input; so is a call given training=False
+ * (python/boundfit/layers/normalization.py allows it on a frozen layer only). */
 #include "layer.h"
 
 static bf_status infer(bf_layer *L, int rank, const int *shape) {
@@ -15,15 +16,21 @@ static bf_status infer(bf_layer *L, int rank, const int *shape) {
 }
 
 static int supported(const bf_backend *be, const bf_layer *L) {
-    return be->batchnorm_forward && be->batchnorm_backward && (!L->frozen || be->batchnorm_backward_frozen);
+    return be->batchnorm_forward && be->batchnorm_backward &&
+           (!(L->frozen || L->train_mode == 2) || be->batchnorm_backward_frozen);
 }
 
-static unsigned node_flags(const bf_run *r, int i) { return r->m->layers[i].frozen ? 0 : BF_LF_READS_IN; }
+static unsigned node_flags(const bf_run *r, int i) {
+    return r->m->layers[i].frozen || !bf_node_training(r, i) ? 0 : BF_LF_READS_IN;
+}
 
 static bf_status plan(bf_run *r, int i, int t, int tb, int bw) {
     const bf_layer *L = &r->m->layers[i];
     (void)tb;
-    (void)bw;
+    if (bw && !L->frozen && !bf_node_training(r, i))
+        return BF_FAIL(BF_ERR_ARG, "%s: BatchNormalization called with training=False while trainable: its "
+                       "inference mode gives no gradient to gamma and beta yet; freeze it (layer.trainable = False, as "
+                       "Keras's fine-tuning guide does), or call it without training=", L->name);
     int C = L->in_shape[L->in_rank - 1];
     BF_TRY(bf_run_newbuf(r, &r->aux_id[i], 2 * (size_t)C * sizeof(float), L->name, " batch mean / inverse std"));
     bf_run_use(r, r->aux_id[i], t);
@@ -41,7 +48,7 @@ static bf_status forward(bf_run *r, int i, int rows) {
     /* a frozen BatchNormalization runs in inference mode (Keras) */
     return r->be->batchnorm_forward(r->be, bf_step_out(r, i), st, st + C, bf_step_param(r, L, j),
                                     bf_step_param(r, L, j + 1), bf_step_in(r, i), gamma, beta, rows_in / C, C,
-                                    L->momentum, L->eps, r->mode == BF_MODE_TRAIN && !L->frozen);
+                                    L->momentum, L->eps, bf_node_training(r, i) && !L->frozen);
 }
 
 static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
@@ -52,7 +59,7 @@ static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
     int j = 0;
     float *gamma = L->scale ? bf_step_param(r, L, j) : NULL, *dgamma = L->scale ? bf_step_grad(r, L, j++) : NULL;
     float *dbeta = L->center ? bf_step_grad(r, L, j) : NULL;
-    if (L->frozen) { /* inference mode (forward): the affine map's backward */
+    if (L->frozen || !bf_node_training(r, i)) { /* inference mode (forward): the affine map's backward */
         if (din) BF_TRY(r->be->batchnorm_backward_frozen(r->be, din, dout, st + C, gamma, rows_in / C, C));
         return BF_OK;
     }

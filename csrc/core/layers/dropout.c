@@ -18,14 +18,14 @@ static int supported(const bf_backend *be, const bf_layer *L) {
 
 static unsigned node_flags(const bf_run *r, int i) {
     const bf_layer *L = &r->m->layers[i];
-    return r->mode != BF_MODE_TRAIN || L->rate == 0.0f ? BF_LF_VIEW : 0;
+    return !bf_node_training(r, i) || L->rate == 0.0f ? BF_LF_VIEW : 0;
 }
 
 static bf_status plan(bf_run *r, int i, int t, int tb, int bw) {
     const bf_layer *L = &r->m->layers[i];
     (void)tb;
     (void)bw;
-    if (r->mode != BF_MODE_TRAIN || !(L->rate > 0.0f)) return BF_OK;
+    if (!bf_node_training(r, i) || !(L->rate > 0.0f)) return BF_OK;
     BF_TRY(bf_run_newbuf(r, &r->aux_id[i], (size_t)r->B * L->in_size * sizeof(float), L->name, " dropout mask"));
     bf_run_use(r, r->aux_id[i], t);
     return BF_OK;
@@ -48,6 +48,7 @@ static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
 
 const bf_layer_ops bf_ops_DROPOUT = {
     .name = "DROPOUT",
+    .flags = BF_LF_SCALAR,
     .infer = infer,
     .mask = bf_mask_keep,
     .supported = supported,

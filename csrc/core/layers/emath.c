@@ -68,7 +68,7 @@ static bf_status u_backward(bf_run *r, int i, int rows, float *din, float *dout)
 }
 
 const bf_layer_ops bf_ops_UNARY = {
-    .name = "UNARY", .flags = BF_LF_READS_IN | BF_LF_READS_OUT, .infer = u_infer, .supported = ewise_ok,
+    .name = "UNARY", .flags = BF_LF_READS_IN | BF_LF_READS_OUT | BF_LF_SCALAR, .infer = u_infer, .supported = ewise_ok,
     .forward = u_forward, .backward = u_backward,
 };
 
@@ -240,7 +240,7 @@ static bf_status b_backward(bf_run *r, int i, int rows, float *din, float *dout)
 }
 
 const bf_layer_ops bf_ops_BINARY = {
-    .name = "BINARY", .flags = BF_LF_MULTI_IN | BF_LF_READS_IN | BF_LF_READS_OUT, .infer = b_infer,
+    .name = "BINARY", .flags = BF_LF_MULTI_IN | BF_LF_READS_IN | BF_LF_READS_OUT | BF_LF_SCALAR, .infer = b_infer,
     .check = b_check, .supported = ewise_ok, .plan = b_plan, .forward = b_forward, .backward = b_backward,
 };
 
@@ -293,6 +293,6 @@ static bf_status w_backward(bf_run *r, int i, int rows, float *din, float *dout)
 }
 
 const bf_layer_ops bf_ops_WEIGHT = {
-    .name = "WEIGHT", .flags = BF_LF_OUT_GIVEN, .infer = w_infer, .supported = ewise_ok, .plan = w_plan,
+    .name = "WEIGHT", .flags = BF_LF_OUT_GIVEN | BF_LF_SCALAR, .infer = w_infer, .supported = ewise_ok, .plan = w_plan,
     .forward = w_forward, .backward = w_backward,
 };

@@ -27,7 +27,12 @@
     /* keras.ops math (layers/emath.c): UNARY (sqrt, log, max(x, c), ...: eop), BINARY (two tensors with        \
      * size-1 axes broadcast: eop); WEIGHT (a custom layer's trainable weight, shape in target_shape, the same  \
      * for every sample); BMM (a per-sample matrix product, layers.Dot / ops.matmul: layers/bmm.c) */          \
-    X(UNARY) X(BINARY) X(WEIGHT) X(BMM)
+    X(UNARY) X(BINARY) X(WEIGHT) X(BMM)                                                                            \
+    /* BATCH_REDUCE: the sum or mean over the whole batch, the same in every row (layers/batch.c) */            \
+    X(BATCH_REDUCE)                                                                                            \
+    /* SWITCH: a custom layer's training / inference traces (layers/switch.c); RANDOM: keras.random's draws     \
+     * on a symbolic shape (layers/random.c) */                                                                   \
+    X(SWITCH) X(RANDOM)
 
 #define BF_KIND_ENUM_(n) BF_L_##n,
 typedef enum { BF_LAYER_KINDS(BF_KIND_ENUM_) BF_L_COUNT_ } bf_layer_kind;

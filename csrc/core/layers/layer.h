@@ -30,6 +30,9 @@ void bf_layer_convt_geom(const bf_layer *L, int B, bf_conv_geom *g);
 void bf_run_augment_begin(bf_run *r);
 void bf_run_augment_geom(const bf_run *r, int i, int rows, bf_augment *a);
 
+/* the size of a node's input's last axis, 1 for one number per sample (rank 0): the C of an (N, C) view */
+static inline int bf_last_dim(const bf_layer *L) { return L->in_rank > 0 ? L->in_shape[L->in_rank - 1] : 1; }
+
 /* ---- planning: bf_run_newbuf, bf_run_use (bufs.h); masks (masks.h) ---- */
 
 /* ---- a step (run.c) ---- */

@@ -151,12 +151,12 @@ static bf_status concat_backward(bf_run *r, int i, int rows, float *din, float *
         .name = #KIND, .flags = BF_LF_MULTI_IN | (FLAGS), .infer = infer, .check = check, .mask = mask,            \
         .supported = ewise_supported, .forward = ewise_forward, .backward = ewise_backward,                        \
     };
-EWISE_OPS(ADD, 0)
-EWISE_OPS(SUBTRACT, 0)
-EWISE_OPS(MULTIPLY, BF_LF_READS_IN)
-EWISE_OPS(AVERAGE, 0)
-EWISE_OPS(MAXIMUM, BF_LF_READS_IN | BF_LF_READS_OUT)
-EWISE_OPS(MINIMUM, BF_LF_READS_IN | BF_LF_READS_OUT)
+EWISE_OPS(ADD, BF_LF_SCALAR)
+EWISE_OPS(SUBTRACT, BF_LF_SCALAR)
+EWISE_OPS(MULTIPLY, BF_LF_READS_IN | BF_LF_SCALAR)
+EWISE_OPS(AVERAGE, BF_LF_SCALAR)
+EWISE_OPS(MAXIMUM, BF_LF_READS_IN | BF_LF_READS_OUT | BF_LF_SCALAR)
+EWISE_OPS(MINIMUM, BF_LF_READS_IN | BF_LF_READS_OUT | BF_LF_SCALAR)
 #undef EWISE_OPS
 
 const bf_layer_ops bf_ops_CONCAT = {

@@ -31,14 +31,14 @@ static int rescale_supported(const bf_backend *be, const bf_layer *L) {
 
 static bf_status rescaling_forward(bf_run *r, int i, int rows) {
     const bf_layer *L = &r->m->layers[i];
-    const int Cl = L->in_shape[L->in_rank - 1];
+    const int Cl = bf_last_dim(L);
     return r->be->rescale_forward(r->be, bf_step_out(r, i), bf_step_in(r, i), NULL, NULL, L->rs_scale, L->rs_offset,
                                   0.0f, (long)rows * L->in_size / Cl, Cl);
 }
 
 static bf_status rescaling_backward(bf_run *r, int i, int rows, float *din, float *dout) {
     const bf_layer *L = &r->m->layers[i];
-    const int Cl = L->in_shape[L->in_rank - 1];
+    const int Cl = bf_last_dim(L);
     if (!din) return BF_OK;
     return r->be->rescale_backward(r->be, din, dout, NULL, L->rs_scale, 0.0f, (long)rows * L->in_size / Cl, Cl);
 }
@@ -61,8 +61,7 @@ static bf_status normalization_backward(bf_run *r, int i, int rows, float *din, 
 /* ---- random image layers ---- */
 
 void bf_run_augment_begin(bf_run *r) {
-    if (r->mode != BF_MODE_TRAIN) return;
-    long it = r->m->opt.iterations + 1;
+    long it = r->mode == BF_MODE_TRAIN ? r->m->opt.iterations + 1 : 0; /* evaluate / predict: its forwards counted */
     if (r->aug_it != it) {
         r->aug_it = it;
         r->aug_micro = 0;
@@ -85,7 +84,7 @@ void bf_run_augment_geom(const bf_run *r, int i, int rows, bf_augment *a) {
         a->OH = L->out_shape[0];
         a->OW = L->out_shape[1];
     }
-    a->training = r->mode == BF_MODE_TRAIN;
+    a->training = bf_node_training(r, i);
     a->seed = r->aug_seed[i];
 }
 
@@ -115,13 +114,13 @@ static int augment_supported(const bf_backend *be, const bf_layer *L) {
 /* outside training all but RandomCrop are views; RandomContrast's backward reads its output (the clipped pixels) */
 static unsigned augment_flags(const bf_run *r, int i) {
     const bf_augment *a = &r->m->layers[i].aug;
-    if (r->mode != BF_MODE_TRAIN) return a->crop ? 0 : BF_LF_VIEW;
+    if (!bf_node_training(r, i)) return a->crop ? 0 : BF_LF_VIEW;
     return a->contrast ? BF_LF_READS_OUT : 0;
 }
 
 static bf_status augment_forward(bf_run *r, int i, int rows) {
     const bf_layer *L = &r->m->layers[i];
-    if (r->mode == BF_MODE_TRAIN) {
+    if (bf_node_training(r, i)) {
         if (!r->aug_base[i])
             r->aug_base[i] = bf_splitmix64(L->aug.seed ? L->aug.seed : r->dropout_seed ^ ((uint64_t)i << 40)) | 1u;
         r->aug_seed[i] = bf_splitmix64(r->aug_base[i] ^ bf_splitmix64((uint64_t)r->aug_it * 4096u + (uint64_t)r->aug_micro));
@@ -140,7 +139,7 @@ static bf_status augment_backward(bf_run *r, int i, int rows, float *din, float 
 }
 
 const bf_layer_ops bf_ops_RESCALING = {
-    .name = "RESCALING", .infer = rescaling_infer, .supported = rescale_supported,
+    .name = "RESCALING", .flags = BF_LF_SCALAR, .infer = rescaling_infer, .supported = rescale_supported,
     .forward = rescaling_forward, .backward = rescaling_backward,
 };
 const bf_layer_ops bf_ops_NORMALIZATION = {

@@ -65,7 +65,7 @@ static bf_status bf_seq_infer(bf_layer *L, int rank, const int *shape) {
         if (L->input_dim <= 0) return BF_FAIL(BF_ERR_ARG, "%s: input_dim must be positive, got %d", L->name, L->input_dim);
         if (rank > 2)
             return BF_FAIL(BF_ERR_SHAPE, "%s expects ids of rank 1 or 2 per sample, got rank %d", L->name, rank);
-        if (L->mask_zero && rank != 1)
+        if (L->mask_zero && rank != 1) /* (a mask of one id per sample would be Keras's (B,) mask) */
             return BF_FAIL(BF_ERR_SHAPE, "%s: mask_zero needs ids of shape (T,) per sample, got rank %d", L->name, rank);
         L->out_rank = rank + 1;
         L->out_shape[rank] = L->units;
@@ -189,7 +189,7 @@ static void layout(const bf_run *r, const bf_layer *L, int B, seq_layout *s) {
         g->ldo = concat ? s->Uo : U;
         s->alias[d] = concat && g->return_sequences && !g->zero_masked && g->reverse_out == g->go_backwards;
         g->ldh = s->alias[d] ? g->ldo : U;
-        if (r->mode == BF_MODE_TRAIN) { /* Keras: one mask per gate once recurrent_dropout > 0 (implementation 1) */
+        if (bf_node_training(r, (int)(L - r->m->layers))) { /* Keras: one mask per gate once recurrent_dropout > 0 (implementation 1) */
             const int per_gate = L->rec_rate > 0.0f && cell != BF_CELL_SIMPLE ? s->G : 1;
             g->rate_x = L->rate;
             g->rate_h = L->rec_rate;
@@ -331,7 +331,7 @@ static bf_status bf_seq_forward(bf_run *r, int i, int rows) {
         return be->embedding_forward(be, out, L->mask_zero ? BUF(r, r->aux_id[i]) : NULL, &r->stats->bad_id[i],
                                      &r->stats->bad_id_val[i], in, param(r, L, 0), (long)rows * L->in_size,
                                      L->units, L->input_dim);
-    if (r->mode == BF_MODE_TRAIN && (L->rate > 0.0f || L->rec_rate > 0.0f)) { /* fresh masks, kept for backward */
+    if (bf_node_training(r, i) && (L->rate > 0.0f || L->rec_rate > 0.0f)) { /* fresh masks, kept for backward */
         r->rnn_seed[i] = bf_splitmix64(r->dropout_seed ^ ((uint64_t)(i + 1) << 44));
         r->dropout_seed = bf_splitmix64(r->dropout_seed + 1);
     }
@@ -448,7 +448,7 @@ static bf_status seq_backward(bf_run *r, int i, int rows, float *din, float *dou
 
 const bf_layer_ops bf_ops_EMBEDDING = {
     .name = "EMBEDDING",
-    .flags = BF_LF_READS_IN | BF_LF_IDS,
+    .flags = BF_LF_READS_IN | BF_LF_IDS | BF_LF_SCALAR,
     .infer = seq_infer,
     .mask = embedding_mask,
     .supported = embedding_supported,

@@ -33,6 +33,12 @@ enum {
                                   backward reads this gradient, and this node adds nothing to its input's */
     BF_LF_IDS = 1 << 9,        /* its input is ids into a table of input_dim rows; a step reports the first bad
                                   one (bf_step_stats.bad_id) and run.c raises a DataError for it */
+    BF_LF_SCALAR = 1 << 10,    /* takes one number per sample (a per-sample shape (), rank 0): an elementwise
+                                  kind, Embedding, Reshape; other kinds refuse such an input by name (model.c) */
+    BF_LF_BATCH = 1 << 11,     /* its output mixes the samples of a batch (a sum over the batch, keras.ops.tensordot
+                                  of two tensors): steps may not split a batch (micro-batches, data parallel) */
+    BF_LF_NO_GRAD_IN = 1 << 12,/* its output does not depend on its inputs' values (a random draw that reads only
+                                  the batch size): no gradient flows back to them */
 };
 
 typedef struct bf_layer_ops {
@@ -58,6 +64,8 @@ typedef struct bf_layer_ops {
     bf_status (*forward)(struct bf_run *r, int i, int rows);
     /* its backward: din = its first input's gradient (NULL: not needed, or a view) */
     bf_status (*backward)(struct bf_run *r, int i, int rows, float *din, float *dout);
+    /* optional, for a VIEW: which input the output is in run r (the others are not read); NULL: input 0 */
+    int (*view_in)(const struct bf_run *r, int i);
     /* optional: after the model's weights are initialized, for a node that owns its weights
      * (LSTM unit_forget_bias sets the forget gate's bias to 1) */
     void (*post_init)(struct bf_model *m, int i);

@@ -40,12 +40,12 @@ static bf_status reshape_infer(bf_layer *L, int rank, const int *shape) {
 
 const bf_layer_ops bf_ops_FLATTEN = {
     .name = "FLATTEN",
-    .flags = BF_LF_VIEW,
+    .flags = BF_LF_VIEW | BF_LF_SCALAR,
     .infer = flatten_infer,
 };
 
 const bf_layer_ops bf_ops_RESHAPE = {
     .name = "RESHAPE",
-    .flags = BF_LF_VIEW | BF_LF_OUT_GIVEN,
+    .flags = BF_LF_VIEW | BF_LF_OUT_GIVEN | BF_LF_SCALAR,
     .infer = reshape_infer,
 };

@@ -15,7 +15,8 @@ from ..losses import SCCE
 DEFAULT_BATCH = 32
 
 
-def _as_array(a, what):
+def _as_array(a, what, text=False):
+    """An array of numbers (text: of strings, for an input a host-side layer vectorizes)."""
     if a is None:
         return None
     if isinstance(a, (list, tuple)) and a and isinstance(a[0], np.ndarray) and len(a) == 1:
@@ -25,6 +26,13 @@ def _as_array(a, what):
             a = np.asarray(a)
         except Exception as e:  # ragged lists and the like
             raise DataError(f"{what} could not be converted to an array: {e}") from e
+    if text:
+        if a.dtype.kind not in "USO":
+            raise DataError(f"{what} has dtype {a.dtype}; this input takes strings (dtype='string', vectorized by "
+                            "its TextVectorization)")
+        if a.ndim == 0:
+            raise DataError(f"{what} must have a batch axis, got a scalar")
+        return a
     if a.dtype.kind not in "biuf":
         raise DataError(f"{what} has dtype {a.dtype}, which cannot be converted to float32 "
                         "(expected bool, integer or floating point)")
@@ -94,6 +102,9 @@ def as_arrays(model, v, what, kind):
     input / output name (other keys are ignored, as Keras does), a list or tuple
     with one array per input / output, or one array when there is one."""
     names = _io_names(model, kind)
+    text = set(model._host_stages) if kind == "input" and hasattr(model, "_host_stages") else set()
+    if text:
+        return _text_arrays(model, v, what, names, text)
     if isinstance(v, dict):
         if not names:
             raise DataError(f"{what}: a dict of arrays needs a built model to match its keys with the {kind} names; "
@@ -118,6 +129,25 @@ def as_arrays(model, v, what, kind):
     return Arrays([_as_array(v, what)], [what])
 
 
+def _text_arrays(model, v, what, names, text):
+    """as_arrays for a model with string inputs: a list of strings is one
+    input's data, not one array per input."""
+    if isinstance(v, dict):
+        missing = [n for n in names if n not in v]
+        if missing:
+            raise DataError(f"{what}: no array for input {missing}; the model's inputs are {names}")
+        vs = [v[n] for n in names]
+        labels = [f"{what}[{n!r}]" for n in names] if len(names) > 1 else [what]
+    elif len(names) > 1:
+        if not isinstance(v, (list, tuple)) or len(v) != len(names):
+            raise DataError(f"{what}: the model has {len(names)} inputs {names}; pass a list or a dict of "
+                            f"{len(names)} arrays")
+        vs, labels = list(v), [f"{what}[{k}] (input {n!r})" for k, n in enumerate(names)]
+    else:
+        vs, labels = [v], [what]
+    return Arrays([_as_array(a, lab, text=k in text) for k, (a, lab) in enumerate(zip(vs, labels))], labels)
+
+
 def same_rows(*groups):
     """Every array of the Arrays groups (None: absent) holds the same number of samples."""
     arrs = [(a, lab) for g in groups if g is not None for a, lab in zip(g.arrays, g.labels)]
@@ -138,8 +168,13 @@ def check_x(model, xs, what=None):
     shapes = bound if bound is not None else [t._ps for t in model._inputs]
     if len(xs.arrays) != len(shapes):
         raise DataError(f"{xs.labels[0].split('[')[0]}: {len(xs.arrays)} arrays for the model's {len(shapes)} inputs")
-    for a, lab, want, t in zip(xs.arrays, xs.labels, shapes, model._inputs):
+    text = set(model._host_stages) if hasattr(model, "_host_stages") else set()
+    for k, (a, lab, want, t) in enumerate(zip(xs.arrays, xs.labels, shapes, model._inputs)):
         got = tuple(a.shape[1:])
+        if k in text and got in ((), (1,)):   # one string per sample: (N,) or (N, 1)
+            continue
+        if k in text:
+            raise DataError(f"{lab} must hold one string per sample (shape (N,) or (N, 1)), got shape {a.shape}")
         if got != tuple(want):
             hint = ""
             if None in t._ps and len(got) == len(want):
@@ -170,7 +205,7 @@ def check_y(model, ys, what=None):
             if got not in ((), (1,)):
                 raise DataError(f"{lab} must hold one class id per sample for sparse_categorical_crossentropy, "
                                 f"got per-sample shape {got}")
-        elif got != out and not (got == () and out == (1,)):
+        elif got != out and not ({got, out} == {(), (1,)}):   # one number per sample, either way (Keras)
             raise DataError(f"{lab} has per-sample shape {got}, the model's output is {out}")
 
 

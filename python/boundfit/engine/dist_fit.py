@@ -20,6 +20,7 @@ from ..runtime.dist_group import (_BF_ERR_DIST_PREFIX, DistributedError, _agree_
                                   _bcast_seed, active, broadcast_weights, is_chief, nccl_bytes, num_processes, rank,
                                   transport)
 from ..runtime.dist_group import _nccl as nccl_state
+from ..layers.emath import require_whole_batches
 from ..layers.normalization import BatchNormalization
 from ..sizes import format_bytes
 from .data import ArrayData, _is_sequence
@@ -38,6 +39,8 @@ def prepare_fit(model, x, validation_data, device):
     d = active()
     if d is None:
         return x, validation_data
+    require_whole_batches(getattr(model, "_node_layers", ()), "data-parallel training, which splits each batch across the ranks, "
+                          "would change what it computes: train it in one process")
     if _is_cuda(device):
         _nccl_setup(device)
     if d.auto_shard_dataset and x is not None and _is_sequence(x):
@@ -283,6 +286,8 @@ def shard_eval(model, src):
     every rank)."""
     if active() is None:
         return src
+    require_whole_batches(getattr(model, "_node_layers", ()), "a distributed evaluate, which gives each rank a share of the rows, "
+                          "would change what it computes: evaluate it in one process")
     _agree_ok("evaluate's start")
     broadcast_weights(model)
     return ShardedEval(src) if _shards_arrays(src) else src
@@ -299,6 +304,8 @@ def shard_predict(model, src):
     ceil(n / N) rows. Returns (src, gather): gather is (n, per) or None."""
     if active() is None:
         return src, None
+    require_whole_batches(getattr(model, "_node_layers", ()), "a distributed predict, which gives each rank a block "
+                          "of the rows, would change what it computes: predict in one process")
     _agree_ok("predict's start")
     broadcast_weights(model)
     if not _shards_arrays(src):

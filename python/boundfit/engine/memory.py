@@ -7,7 +7,10 @@ the weights and optimizer state the model holds."""
 
 from collections import namedtuple
 
+import numpy as np
+
 from .. import _core, optimizers
+from ..layers.emath import mixing_layer, require_whole_batches
 from ..errors import MemoryBudgetError
 from ..runtime import blas_runtime, budget, devices, dist_group
 from .plan import MemoryPlan, PlanEntry, budget_error
@@ -107,22 +110,62 @@ PREFETCH_STACK = 256 << 10  # csrc/core/prefetch.h BF_PREFETCH_STACK
 LOOP_OBJECTS = 1 << 20
 
 
-def _runtime_entries(mode, shuffle_rows):
+def _runtime_entries(model, mode, rows, val_rows, shuffle_rows, text_chars=0):
     """What a run needs outside the engine's arenas, stated: the prefetch
-    thread's stack and, when shuffling, the epoch's int64 row order."""
+    thread's stack, when shuffling, the epoch's int64 row order, and the
+    buffers of host-side preprocessing (stage_entries)."""
     out = [PlanEntry("prefetch thread stack", PREFETCH_STACK, "host", "runtime", "outside the arena"),
            PlanEntry("Python objects of the loop (bound)", LOOP_OBJECTS, "host", "runtime", "outside the arena")]
     if mode == "train" and shuffle_rows:
         out.append(PlanEntry(f"shuffle order ({shuffle_rows} rows, int64)", 8 * shuffle_rows, "host", "runtime",
                              "outside the arena"))
+    return out + stage_entries(model, mode, rows, val_rows, shuffle_rows, text_chars)
+
+
+_GATHER_ITEM = 8   # the widest dtype (int64 / float64) a gathered label or weight may have
+
+
+def stage_entries(model, mode, rows, val_rows, shuffle_rows, text_chars=0):
+    """A model with host-side preprocessing (TextVectorization on a string
+    Input, engine/host_stage.py): each stage's output buffer of one batch,
+    the array the engine then reads as any input batch (and validation's);
+    when training shuffles, the batch's labels, weights and other inputs
+    are gathered into buffers of the batch's rows (a bound: 8 bytes a value);
+    text_chars (the data's longest text, when known): the Python objects
+    vectorizing one batch hold (a bound, TextVectorization.temporaries_bound)."""
+    stages = getattr(model, "_host_stages", None) or {}
+    out = []
+    for name, r in (("", rows), ("validation: ", val_rows if mode == "train" else None)):
+        for L in (stages.values() if r else ()):
+            w, dt = L.output_width(), np.dtype(L.batch_dtype())
+            out.append(PlanEntry(f"{name}{L.name}: one batch vectorized on the host ({r} x {w}, {dt.name})",
+                                 r * w * dt.itemsize, "host", "runtime", "outside the arena: an input batch"))
+    if text_chars:
+        r = max(rows, val_rows or 0)
+        for L in stages.values():
+            out.append(PlanEntry(f"{L.name}: Python objects vectorizing one batch (texts up to {text_chars} "
+                                 "characters, bound)", L.temporaries_bound(r, text_chars), "host", "runtime",
+                                 "outside the arena"))
+    if stages and mode == "train" and shuffle_rows:
+        per_row = sum(_size(s) for s in model._engine.output_shapes) + 1
+        per_row += sum(_size(t._ps) for k, t in enumerate(model._inputs) if k not in stages)
+        out.append(PlanEntry(f"one shuffled batch's labels, weights and other inputs, gathered ({rows} rows, bound)",
+                             rows * per_row * _GATHER_ITEM, "host", "runtime", "outside the arena"))
     return out
 
 
-def _needed(model, mode, rows, device, weighted, val_rows=None, predict_rows=None, shuffle_rows=0):
+def _size(shape):
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+def _needed(model, mode, rows, device, weighted, val_rows=None, predict_rows=None, shuffle_rows=0, text_chars=0):
     """(host bytes, device bytes) this run would newly reserve."""
     p = _engine_plan(model, mode, rows, device, weighted)
     h, d = p["host_bytes"], p["device_bytes"]
-    h += sum(e.bytes for e in _runtime_entries(mode, shuffle_rows))
+    h += sum(e.bytes for e in _runtime_entries(model, mode, rows, val_rows, shuffle_rows, text_chars))
     if val_rows:
         v = _engine_plan(model, "evaluate", val_rows, device, weighted)
         h, d = h + v["host_bytes"], d + v["device_bytes"]
@@ -157,21 +200,25 @@ def _is_device(device):
     return device is not None and device != "cpu"
 
 
-def _fits(model, mode, rows, device, hb, db, weighted, val_rows=None, predict_rows=None, shuffle_rows=0):
-    h, d = _needed(model, mode, rows, device, weighted, val_rows, predict_rows, shuffle_rows)
+def _fits(model, mode, rows, device, hb, db, weighted, val_rows=None, predict_rows=None, shuffle_rows=0,
+          text_chars=0):
+    h, d = _needed(model, mode, rows, device, weighted, val_rows, predict_rows, shuffle_rows, text_chars)
     return h <= hb and (db is None or d <= db)
 
 
-def _max_rows(model, mode, device, hb, db, upper, weighted, val_rows=None, shuffle_rows=0):
+def _max_rows(model, mode, device, hb, db, upper, weighted, val_rows=None, shuffle_rows=0, text_chars=0):
     """Largest rows in [1, upper] whose plan fits (plans are monotone in rows)."""
-    if not _fits(model, mode, 1, device, hb, db, weighted, val_rows, shuffle_rows=shuffle_rows):
+    if not _fits(model, mode, 1, device, hb, db, weighted, val_rows, shuffle_rows=shuffle_rows,
+                 text_chars=text_chars):
         return 0
     lo, hi = 1, max(1, int(upper))
-    if _fits(model, mode, hi, device, hb, db, weighted, val_rows, shuffle_rows=shuffle_rows):
+    if _fits(model, mode, hi, device, hb, db, weighted, val_rows, shuffle_rows=shuffle_rows,
+             text_chars=text_chars):
         return hi
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if _fits(model, mode, mid, device, hb, db, weighted, val_rows, shuffle_rows=shuffle_rows):
+        if _fits(model, mode, mid, device, hb, db, weighted, val_rows, shuffle_rows=shuffle_rows,
+                 text_chars=text_chars):
             lo = mid
         else:
             hi = mid
@@ -182,7 +229,7 @@ _AUTO_CAP = 1 << 16
 
 
 def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, val_batch=None, predict_rows=None,
-               max_rows=None, shuffle_rows=0, weighted=UNWEIGHTED):
+               max_rows=None, shuffle_rows=0, weighted=UNWEIGHTED, text_chars=0):
     """The plan of a run of batch_size rows (or 'auto': the largest that fits),
     in micro-batches when micro_batch is given; plan.batch_size is the one the
     run takes."""
@@ -192,22 +239,31 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
     auto = batch_size == "auto" or micro_batch == "auto"
     keep = budget.watchdog_tolerance(hb) if auto else 0
     ab = max(hb - keep, 0)
-    if auto and not _fits(model, mode, 1, device, ab, db, weighted, shuffle_rows=shuffle_rows):
+    if auto and not _fits(model, mode, 1, device, ab, db, weighted, shuffle_rows=shuffle_rows,
+                          text_chars=text_chars):
         ab = hb  # too tight to keep it: only the margin stays free (the table says so)
     # batch_size="auto": the largest batch that fits (no larger than the data)
     cap = min(max_rows or _AUTO_CAP, _AUTO_CAP)
     if batch_size == "auto":
-        batch_size = max(1, _max_rows(model, mode, device, ab, db, cap, weighted, shuffle_rows=shuffle_rows))
+        batch_size = max(1, _max_rows(model, mode, device, ab, db, cap, weighted, shuffle_rows=shuffle_rows,
+                                      text_chars=text_chars))
     batch_size = int(batch_size)
     rows = batch_size
     if micro_batch == "auto":
         rows = max(1, _max_rows(model, mode, device, ab, db, batch_size, weighted,
-                                min(val_batch, batch_size) if val_batch else None, shuffle_rows))
+                                min(val_batch, batch_size) if val_batch else None, shuffle_rows, text_chars))
     elif micro_batch is not None:
         if isinstance(micro_batch, bool) or not isinstance(micro_batch, int) or micro_batch <= 0:
             raise ValueError(f"micro_batch must be a positive int, 'auto' or None, got {micro_batch!r}")
         rows = min(int(micro_batch), batch_size)
+    if weighted.train or weighted.evaluate:
+        _check_weights_per_sample(model)
+    if rows < batch_size:
+        require_whole_batches(getattr(model, "_node_layers", ()), f"a batch of {batch_size} rows cannot run as micro-batches of "
+                              f"{rows}: use micro_batch=None")
     val_rows = min(val_batch, rows) if val_batch else None
+    if val_batch and mixing_layer(getattr(model, "_node_layers", ())) is not None:
+        val_rows = val_batch   # whole validation batches, larger than the training ones too: it mixes samples
     p = _engine_plan(model, mode, rows, device, weighted)
     entries = _model_entries(model, mode) + _entries(p)
     if val_rows:
@@ -215,8 +271,8 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
     if predict_rows:
         entries.append(PlanEntry("predictions (returned array)", predict_rows * _out_size(model) * 4, "host",
                                  "outputs"))
-    entries += _runtime_entries(mode, shuffle_rows)
-    max_bs = _max_rows(model, mode, device, hb, db, _AUTO_CAP, weighted, val_batch, shuffle_rows)
+    entries += _runtime_entries(model, mode, rows, val_rows, shuffle_rows, text_chars)
+    max_bs = _max_rows(model, mode, device, hb, db, _AUTO_CAP, weighted, val_batch, shuffle_rows, text_chars)
     plan = MemoryPlan(entries, budget_host_bytes=hb + held, budget_device_bytes=(db if db is not None else None),
                       max_batch_size=max_bs, batch_size=batch_size, micro_batch=rows if rows != batch_size else None,
                       device=device, budget_host_source=hsrc, budget_device_source=dsrc)
@@ -235,15 +291,26 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
     return plan
 
 
+def _check_weights_per_sample(model):
+    """sample_weight / class_weight on an output of one number per sample (Keras (B,)): Keras 3 reduces its
+    loss over the batch axis before weighing it (mean(loss) * mean(weights) per batch), mixing the samples."""
+    for name, t in zip(model._output_names or [], model._outputs or []):
+        if t._ps == ():
+            raise ValueError(f"sample_weight / class_weight: the output {name!r} has one number per sample (shape "
+                             "(None,)), whose loss Keras 3 reduces over the batch axis before weighing it (the "
+                             "batch's mean loss times its mean weight), mixing the samples; give the output shape "
+                             "(None, 1) (keras.ops.expand_dims(x, -1)) for per-sample weights")
+
+
 def plan_fit(model, batch_size, micro_batch, device, memory_limit, val_batch, max_rows=None, shuffle_rows=0,
-             weighted=UNWEIGHTED):
+             weighted=UNWEIGHTED, text_chars=0):
     return build_plan(model, "train", batch_size, device, memory_limit, micro_batch, val_batch, max_rows=max_rows,
-                      shuffle_rows=shuffle_rows, weighted=weighted)
+                      shuffle_rows=shuffle_rows, weighted=weighted, text_chars=text_chars)
 
 
-def plan_run(model, mode, batch_size, device, memory_limit, predict_rows=None, weighted=UNWEIGHTED):
+def plan_run(model, mode, batch_size, device, memory_limit, predict_rows=None, weighted=UNWEIGHTED, text_chars=0):
     return build_plan(model, mode, batch_size or 32, device, memory_limit, predict_rows=predict_rows,
-                      weighted=weighted)
+                      weighted=weighted, text_chars=text_chars)
 
 
 def estimate(model, batch_size, optimizer=None, device=None, micro_batch=None, mode="train", memory_limit=None,

@@ -167,6 +167,10 @@ class SequenceData:
             yield k, *b
             k += 1
 
+    def _engine_x(self, xb, k):
+        """Batch k's x as the engine takes it (host_stage.StagedSequence vectorizes strings here)."""
+        return xb.view(0, xb.rows)
+
     # ---- the interface of data.ArrayData ----
     @property
     def steps_per_epoch(self):
@@ -200,7 +204,7 @@ class SequenceData:
             _before(chunks, k)
             r = _run_for(run, k, xb, yb)
             with engine_batch(k):
-                out = r.train(xb.view(0, n), yb.view(0, n), None, n, n, 0, 1, swb, self.class_weight)
+                out = r.train(self._engine_x(xb, k), yb.view(0, n), None, n, n, 0, 1, swb, self.class_weight)
             on_chunk(k + 1, out[:3] + (out[3] + fetched,) + out[4:])
             if _stopped(chunks):
                 break
@@ -214,7 +218,7 @@ class SequenceData:
             _before(chunks, k)
             r = _run_for(run, k, xb, yb)
             with engine_batch(k):
-                on_chunk(k + 1, r.evaluate(xb.view(0, n), yb.view(0, n), None, n, n, 0, 1, swb))
+                on_chunk(k + 1, r.evaluate(self._engine_x(xb, k), yb.view(0, n), None, n, n, 0, 1, swb))
 
     def run_predict(self, run, out_shape, on_step, chunks, view=None, sizes=None):
         """The batches' predictions in the engine's layout: with several outputs
@@ -237,7 +241,7 @@ class SequenceData:
                                 batch_index=k)
             o = np.empty((xb.rows,) + tuple(out_shape), dtype=np.float32)
             _before(chunks, k)
-            r.predict(xb.view(0, xb.rows), o, 0, xb.rows, 0)
+            r.predict(self._engine_x(xb, k), o, 0, xb.rows, 0)
             outs.append(o)
             on_step(k + 1, view(o, 0, o.shape[0]) if view is not None else o)
         if not outs:

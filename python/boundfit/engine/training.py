@@ -15,7 +15,7 @@ from ..callbacks import CallbackList, TerminateOnNaN
 from ..callbacks.progbar import Progbar
 from ..errors import DataError, NonFiniteError
 from ..runtime import devices
-from . import buckets, data as data_mod, dist_fit, memory
+from . import buckets, data as data_mod, dist_fit, host_stage, memory
 from .sources import SequenceData
 
 _CHUNK_SECONDS = 0.1
@@ -188,6 +188,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     train, val = data_mod.adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, steps_per_epoch,
                                         shuffle, validation_batch_size, sample_weight=sample_weight,
                                         validation_steps=validation_steps)
+    train, val = host_stage.staged(model, train), host_stage.staged(model, val)   # strings vectorized per batch
     train.class_weight = cw_table
     model._require_built(train.sample_x())
     declared = buckets.declared_shapes(model, lengths)
@@ -210,11 +211,14 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     weighted = memory.Weighted(train=train.weighted or cw_table is not None,
                                evaluate=val is not None and val.weighted)
 
+    chars = host_stage.longest_text(train, val)   # strings: the Python objects vectorizing a batch are bounded by it
+
     def plan_at(batch_request):
         return memory.plan_fit(model, batch_request, micro_batch, device, memory_limit,
                                val.batch_size if val is not None and not val_lengths else None,
                                max_rows=train.num_rows,
-                               shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0, weighted=weighted)
+                               shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0, weighted=weighted,
+                               text_chars=chars)
 
     request = data_mod.batch_request(train)
     first_shapes, plans, val_plans = list(getattr(model, "_bound", None) or []), {}, {}
@@ -434,22 +438,27 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
     device = _resolve_device(model, device)
     _check_weights_for_outputs(model, sample_weight, None)
     x, y, _ = _prepare(model, x, y)
-    src = data_mod.adapt_for_eval(model, x, y, batch_size, steps, sample_weight=sample_weight)
+    src = host_stage.staged(model, data_mod.adapt_for_eval(model, x, y, batch_size, steps,
+                                                           sample_weight=sample_weight))
     model._require_built(src.sample_x())
     src.check(model)
     src = dist_fit.shard_eval(model, src)   # [dist hook] rank 0's weights, rows by rank
     plan = memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit,
-                           weighted=memory.Weighted(train=False, evaluate=src.weighted))
+                           weighted=memory.Weighted(train=False, evaluate=src.weighted),
+                           text_chars=host_stage.longest_text(src))
     memory.require_fits(plan)
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
     if isinstance(src, SequenceData) and getattr(model, "_dynamic", False):   # batches of several lengths
+        seed = utils.next_seed()   # (keras.random's draws in a graph: new per call, as Keras's SeedGenerator)
         run = buckets.ShapeRuns(model, lambda p: model._engine.open_run("evaluate", p.rows, device=p.device,
+                                                                        seed=seed,
                                                                         weighted=src.weighted),
                                 lambda: memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit,
                                                         weighted=memory.Weighted(train=False,
                                                                                  evaluate=src.weighted)), plan)
     else:
-        run = model._engine.open_run("evaluate", plan.rows, device=plan.device, weighted=src.weighted)
+        run = model._engine.open_run("evaluate", plan.rows, device=plan.device, weighted=src.weighted,
+                                     seed=utils.next_seed())
     tot = _totals()
     bar = Progbar(src.steps_per_epoch, verbose, plan=plan)
     stop, model.stop_training = getattr(model, "stop_training", False), False
@@ -480,20 +489,22 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
     verbose = dist_fit.verbose(_verbose(verbose))   # [dist hook] progress from rank 0 only
     device = _resolve_device(model, device)
     x, _, _ = _prepare(model, x, None)
-    src = data_mod.adapt_for_predict(model, x, batch_size, steps)
+    src = host_stage.staged(model, data_mod.adapt_for_predict(model, x, batch_size, steps))
     model._require_built(src.sample_x())
     src.check(model, need_y=False)
     src, gather = dist_fit.shard_predict(model, src)   # [dist hook] rank 0's weights, a block of rows by rank
     plan = memory.plan_run(model, "predict", src.batch_size, device, memory_limit,
-                           predict_rows=dist_fit.predict_rows(src, gather))   # [dist hook] with the gathered rows
+                           predict_rows=dist_fit.predict_rows(src, gather),   # [dist hook] with the gathered rows
+                           text_chars=host_stage.longest_text(src))
     memory.require_fits(plan)
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
     if isinstance(src, SequenceData) and getattr(model, "_dynamic", False):   # batches of several lengths
-        run = buckets.ShapeRuns(model, lambda p: model._engine.open_run("predict", p.rows, device=p.device),
+        seed = utils.next_seed()   # (keras.random's draws in a graph: new per call, as Keras's SeedGenerator)
+        run = buckets.ShapeRuns(model, lambda p: model._engine.open_run("predict", p.rows, device=p.device, seed=seed),
                                 lambda: memory.plan_run(model, "predict", src.batch_size, device, memory_limit),
                                 plan)
     else:
-        run = model._engine.open_run("predict", plan.rows, device=plan.device)
+        run = model._engine.open_run("predict", plan.rows, device=plan.device, seed=utils.next_seed())
     bar = Progbar(src.steps_per_epoch, verbose, plan=plan)
     stop, model.stop_training = getattr(model, "stop_training", False), False
     shapes = [tuple(s) for s in model._engine.output_shapes]

@@ -15,8 +15,9 @@ from .conv import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Convolution
                    Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D)
 from .core import Activation, Dense, Lambda
 from .dot import Dot
+from .draw import RandomDraw  # keras.random on symbolic shapes (a graph piece, not a Keras layer)
 from .embedding import Embedding
-from .emath import Binary, MatMul, Unary, Weight  # graph pieces of keras.ops math (not Keras layers)
+from .emath import BatchReduce, Binary, MatMul, Unary, Weight  # graph pieces of keras.ops math (not Keras layers)
 from .input_layer import Input, InputLayer
 from .layer import Layer
 from .merge import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract, add, average, concatenate,
@@ -28,8 +29,10 @@ from .pooling import (AveragePooling1D, AveragePooling2D, AvgPool1D, GlobalAvera
 from .preprocessing import Normalization, Rescaling
 from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from .regularization import Dropout, GaussianDropout, GaussianNoise
+from .text import TextVectorization
 from .reshaping import (Const, Flatten, Permute, RepeatVector, Reshape, Slice, UpSampling2D,  # Const, Slice: graph
                         ZeroPadding2D)  # pieces of traced calls and ops (not Keras layers)
+from .switch import Switch  # a custom layer's training / inference traces (a graph piece, not a Keras layer)
 
 # the engine's layer kind numbers (csrc/core/model.c bf_layer_kind_names)
 (DENSE, CONV2D, MAXPOOL, AVGPOOL, GAP, FLATTEN, RESHAPE, DROPOUT, BATCHNORM, ACTIVATION,
@@ -48,5 +51,6 @@ __all__ = ["Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D
            "MultiHeadAttention", "Multiply", "Normalization", "Permute", "RandomContrast", "RandomCrop", "RandomFlip",
            "RandomRotation", "RandomZoom",
            "RandomTranslation", "ReLU", "RepeatVector", "Rescaling", "Reshape", "SimpleRNN", "Softmax", "Subtract",
+           "TextVectorization",
            "UpSampling2D", "ZeroPadding2D", "add", "average", "concatenate", "maximum", "minimum", "multiply",
            "subtract"]

@@ -11,6 +11,8 @@ ACTIVATION, = engine_kinds("ACTIVATION")
 # ---- activation layers ----
 
 class _ActLayer(Layer):
+    _scalar_ok = True
+
     def spec(self):
         return dict(kind=ACTIVATION, name=self.name, act=int(self.activation), act_p=self.activation.params())
 

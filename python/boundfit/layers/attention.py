@@ -6,12 +6,13 @@ backends' attention_* ops."""
 from .. import initializers
 from .args import _positive_int, engine_kinds
 from .layer import Layer, keras_config
-from .node import KerasTensor, MaskTensor, Node, infer_shape
+from .node import KerasTensor, MaskTensor, Node, infer_shape, train_mode
 
 MHA, = engine_kinds("MHA")
 
 
 class MultiHeadAttention(Layer):
+    _mode_dependent = True   # its dropout
     """Keras 3's MultiHeadAttention on (batch, T, dim) inputs, called as
     `mha(query, value, key=None, attention_mask=None, use_causal_mask=False)`
     in a functional model. Weights (Keras order): query, key, value kernels
@@ -98,7 +99,7 @@ class MultiHeadAttention(Layer):
         self._dims, self._causal = dims, use_causal_mask
         ins = [query, value, key] + ([attention_mask] if attention_mask is not None else [])
         out = KerasTensor(infer_shape(self.compute_output_shape, query._ps), name=f"{self.name}_output")
-        Node(self, ins, [out])
+        Node(self, ins, [out], train_mode(training, self._mode_dependent))
         return out
 
     def _keras_call(self, ts):

@@ -17,6 +17,9 @@ _FILL = {"reflect": 0, "constant": 1, "nearest": 2, "wrap": 3}
 
 
 class _Random(Layer):
+    _random = True
+    _mode_dependent = True
+
     def __init__(self, seed=None, data_format=None, **kwargs):
         super().__init__(**kwargs)
         _data_format(type(self).__name__, data_format)

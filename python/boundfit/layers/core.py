@@ -36,6 +36,7 @@ class Dense(Layer):
 
 
 class Activation(Layer):
+    _scalar_ok = True
     _base = "activation"
 
     def __init__(self, activation, **kwargs):

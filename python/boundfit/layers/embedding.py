@@ -11,6 +11,7 @@ EMBEDDING, = engine_kinds("EMBEDDING")
 
 
 class Embedding(Layer):
+    _scalar_ok = True
     """Turns integer ids (T,) into vectors (T, output_dim); ids may come in any
     integer or float dtype, and one outside [0, input_dim) is a DataError."""
     _base = "embedding"

@@ -14,9 +14,9 @@ class InputLayer:
         if isinstance(shape, int):
             shape = (shape,)
         shape = tuple(shape)
-        if not shape or not all(d is None or (isinstance(d, int) and d > 0) for d in shape):
-            raise ValueError(f"Input: shape must be a tuple of positive ints or None (a variable length), without "
-                             f"the batch axis, got {shape!r}")
+        if not all(d is None or (isinstance(d, int) and d > 0) for d in shape):
+            raise ValueError(f"Input: shape must be a tuple of positive ints or None (a variable length), "
+                             f"without the batch axis (() for one number per sample), got {shape!r}")
         self.shape = shape
         if name is None:
             n = _counters.get("input_layer", 0)

@@ -42,7 +42,8 @@ def layer_config(layer):
     if fn is None and layer._custom():   # a custom layer: Keras's base config, which its get_config extends
         return dict(name=layer.name, trainable=bool(layer.trainable), dtype=dict(_DTYPE))
     if fn is None:
-        raise ValueError(f"layer {layer.name!r}: {type(layer).__name__} has no Keras serialization in boundfit")
+        raise ValueError(f"layer {layer.name!r}: {type(layer).__name__} has no Keras serialization in boundfit"
+                         + getattr(layer, "_no_keras_file", ""))
     return dict(name=layer.name, trainable=bool(layer.trainable), dtype=dict(_DTYPE), **fn(layer))
 
 
@@ -136,6 +137,19 @@ class Layer:
     # ---- graphs ----
     _n_inputs = 1  # merge layers: "many"
     _has_weights = False
+    _mode_dependent = False  # computes differently in training (Dropout, BatchNormalization...): `training` counts
+
+    def _check_train_mode(self, train_mode, compiling=False):
+        """A call given training= that fixes this layer's mode (node.train_mode: 1 training, 2 inference): raises
+        where boundfit cannot run it so; checked at the call and again when a model is compiled for the engine
+        (compiling), as trainable may change in between."""
+
+    # takes one number per sample (a per-sample shape ()): elementwise layers, Embedding, Reshape
+    _scalar_ok = False
+    # draws random values in training (Dropout, noise, augmentation): one draw per sample
+    _random = False
+    # its output has no batch axis (a sum over the batch: emath.BatchReduce)
+    _nobatch_out = False
 
     def compute_output_shape(self, shape):
         """Per-sample output shape (no batch axis) for a per-sample input shape."""

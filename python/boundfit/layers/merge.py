@@ -11,6 +11,7 @@ ADD, SUBTRACT, MULTIPLY, AVERAGE, MAXIMUM, MINIMUM, CONCAT = engine_kinds(
 
 class _Merge(Layer):
     """Merge layers: called on a list of tensors of one shape."""
+    _scalar_ok = True   # elementwise, on one number per sample too (not Concatenate)
     kind = None
     _n_inputs = "many"
 
@@ -62,6 +63,7 @@ class Minimum(_Merge):
 
 class Concatenate(_Merge):
     _base, kind = "concatenate", CONCAT
+    _scalar_ok = False
 
     def __init__(self, axis=-1, **kwargs):
         super().__init__(**kwargs)

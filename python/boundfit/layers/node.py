@@ -3,7 +3,19 @@ layer (or a model) on them: calling a layer on symbolic tensors records a node
 of a graph and returns a symbolic tensor, shapes inferred so that a bad graph
 fails where it is written, as in Keras; a custom layer's call() traced on
 them (trace_layer). MaskTensor stands for a Keras mask op read from a file
-(boundfit recomputes masks itself)."""
+(boundfit recomputes masks itself).
+
+`training`, as Keras 3: inside a call() being traced, a call given
+training=True / False runs in that mode always (the node's train_mode); at
+a functional graph's own level fit / evaluate / predict pass their mode to
+every call, overriding a training= given there (Keras's operation_fn), so
+it is ignored there. A custom layer's call() that takes
+`training` and is called without it is traced twice, with training=False
+then True (trace_modes): the nodes both traces make alike are kept once,
+and where the outputs differ a Switch node (layers/switch.py) gives the
+training trace's output in fit and the inference trace's in evaluate /
+predict (graph.py marks which nodes run in which runs). Layers called
+inside such a trace inherit its mode, as Keras's call context does."""
 
 import inspect
 import itertools
@@ -11,10 +23,10 @@ import itertools
 _ids = itertools.count()
 
 _CONTROL_FLOW = (
-    "a symbolic tensor has no value: boundfit traces call() once, on symbolic inputs and without data, to build "
-    "a static graph, so Python control flow on a tensor's values ({what}) cannot be decided. Express it with "
-    "layers instead (for example layers.Maximum / layers.Minimum or an Activation for a max or a clip, a "
-    "Multiply by a mask for a select), and branch only on Python values: arguments of __init__, the shape "
+    "a symbolic tensor has no value: boundfit traces call() on symbolic inputs, without data (once per training "
+    "mode), to build a static graph, so Python control flow on a tensor's values ({what}) cannot be decided. "
+    "Express it with layers instead (for example layers.Maximum / layers.Minimum or an Activation for a max or a "
+    "clip, a Multiply by a mask for a select), and branch only on Python values: arguments of __init__, the shape "
     "(x.shape), or `training`.")
 
 
@@ -25,20 +37,23 @@ class SymbolicTensorError(TypeError):
 class KerasTensor:
     """A symbolic tensor: the shape (batch axis None) and where it comes from."""
 
-    def __init__(self, shape, dtype="float32", name=None, node=None, input_layer=None):
-        self._ps = tuple(None if d is None else int(d) for d in shape)  # None: a variable length
+    def __init__(self, shape, dtype="float32", name=None, node=None, input_layer=None, nobatch=False):
+        self._ps = tuple(None if d is None else int(d) for d in shape)  # None: a variable length; (): one number
         self.dtype = dtype
         self.name = name
         self._node = node
         self._input_layer = input_layer
+        # no batch axis (Keras's result of a sum over the batch, ops.tensordot of two tensors): the engine holds
+        # it as a per-sample tensor of shape _ps whose value is the same in every sample
+        self._nobatch = bool(nobatch)
 
     @property
     def shape(self):
-        return (None,) + self._ps
+        return self._ps if self._nobatch else (None,) + self._ps
 
     @property
     def ndim(self):
-        return len(self._ps) + 1
+        return len(self._ps) + (0 if self._nobatch else 1)
 
     def __repr__(self):
         return f"<KerasTensor shape={self.shape}, dtype={self.dtype}, name={self.name}>"
@@ -153,17 +168,43 @@ def tracing_anchor():
     return TRACING[-1][1] if TRACING else None
 
 
-class Node:
-    """One call of a layer (or a model) on symbolic tensors."""
+# the training mode of the call() being traced: (True / False, fixed), fixed when a call was given training=
+# (every node then runs in that mode), else one of trace_modes' two passes (its nodes run only in its runs,
+# unless the other pass made them alike); (None, False): a call() without `training` (the run's mode);
+# none: a functional graph's own level
+CONTEXT = []
+# the nodes each pass of trace_modes makes, and the keras.random draws per SeedGenerator so far (random.py):
+# both passes start from the same counts, so a draw made alike in both is one node
+_RECORD = []
+DRAWS = {}
 
-    def __init__(self, layer, inputs, outputs):
+
+def train_mode(training, mode_dependent=True):
+    """The engine's train_mode of a layer call given `training` (None: not given): 0 the run's mode, 1 always
+    training, 2 always inference. Within a pass of trace_modes, its own mode is the run's."""
+    if not mode_dependent or not CONTEXT:   # a functional graph's own calls: the run's mode (Keras 3)
+        return 0
+    value, fixed = CONTEXT[-1] if CONTEXT else (None, False)
+    t = value if training is None else bool(training)
+    if t is None or (t == value and not fixed):
+        return 0
+    return 1 if t else 2
+
+
+class Node:
+    """One call of a layer (or a model) on symbolic tensors; train_mode: train_mode() of its call."""
+
+    def __init__(self, layer, inputs, outputs, train_mode=0):
         self.id = next(_ids)
         self.layer, self.inputs, self.outputs = layer, list(inputs), list(outputs)
+        self.train_mode = train_mode
         self.traced_in = TRACING[0][2] if TRACING else None   # the outermost custom layer tracing this call
         self.index = len(layer._inbound)
         layer._inbound.append(self)
         for t in self.outputs:
             t._node = self
+        if _RECORD:
+            _RECORD[-1].append(self)
 
 
 def _as_tensors(layer_name, inputs):
@@ -203,9 +244,15 @@ def infer_shape(fn, shapes):
 
 
 def call_layer(layer, inputs, training=None, **kwargs):
+    tm = train_mode(training, layer._mode_dependent)
+    if tm:
+        layer._check_train_mode(tm)
     if kwargs:
         raise TypeError(f"{layer.name}: unknown call arguments {sorted(kwargs)}")
     ins, many = _as_tensors(layer.name, inputs)
+    if any(t.dtype == "string" for t in ins):
+        raise ValueError(f"{layer.name} ({type(layer).__name__}) takes numbers, got the string tensor "
+                         f"{ins[0].name!r}; strings go through a TextVectorization first")
     if layer._n_inputs == "many":
         if not many:
             raise ValueError(f"{layer.name}: a merge layer is called on a list of tensors, got one tensor")
@@ -213,10 +260,19 @@ def call_layer(layer, inputs, training=None, **kwargs):
     else:
         if len(ins) != 1:
             raise ValueError(f"{layer.name} ({type(layer).__name__}) takes one input tensor, got a list of {len(ins)}")
+        if ins[0]._ps == () and not layer._scalar_ok:
+            raise ValueError(f"layer {layer.name!r} ({type(layer).__name__}) does not take one number per sample: "
+                             f"its input has shape {ins[0].shape}; give it shape (None, 1) "
+                             "(keras.ops.expand_dims(x, -1)), as Keras asks for at least 2 dimensions")
         layer._check_call_shape(ins[0]._ps)
         shape = infer_shape(layer.compute_output_shape, ins[0]._ps)
-    out = KerasTensor(shape, name=f"{layer.name}_output")
-    Node(layer, ins, [out])
+    nobatch = layer._nobatch_out or all(t._nobatch for t in ins)
+    if any(t._nobatch for t in ins) and layer._random:
+        raise ValueError(f"layer {layer.name!r} ({type(layer).__name__}) is called on a tensor without a batch axis "
+                         "(a sum over the batch, e.g. keras.ops.tensordot of two tensors): Keras draws one random "
+                         "value for it, boundfit one per sample; apply it to a tensor with a batch axis")
+    out = KerasTensor(shape, name=f"{layer.name}_output", nobatch=nobatch)
+    Node(layer, ins, [out], tm)
     return out
 
 
@@ -246,11 +302,122 @@ def _keras_shapes(v):
     return [_keras_shapes(x) for x in v]
 
 
+SWITCH = {}   # "cls": the Switch layer (switch.py), for the outputs the two passes of trace_modes give apart
+
+
+def _same_op(a, b):
+    """Layers of two passes' nodes that compute alike: one layer, or two made afresh by the passes (called
+    once each: keras.ops pieces) of one class and spec, without trainable weights, equal constants."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or len(a._inbound) != 1 or len(b._inbound) != 1 or a.trainable and a._has_weights:
+        return False
+    sa, sb = dict(a.spec()), dict(b.spec())
+    sa.pop("name", None)
+    sb.pop("name", None)
+    try:
+        if sa != sb:
+            return False
+    except ValueError:   # arrays in a spec
+        return False
+    va, vb = getattr(a, "_values", None), getattr(b, "_values", None)
+    return (va is None) == (vb is None) and (va is None or va.shape == vb.shape and bool((va == vb).all()))
+
+
+def _replace(v, new):
+    if isinstance(v, KerasTensor):
+        return new.get(id(v), v)
+    if isinstance(v, dict):
+        return {k: _replace(x, new) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return type(v)(_replace(x, new) for x in v)
+    return v
+
+
+def trace_modes(run, who):
+    """run(training) -> call()'s outputs, traced with training=False then True (who: the layer or model, for
+    messages). The training pass's nodes that compute what an inference pass's node does (same layer, same
+    inputs) are dropped for it; where the outputs still differ, a Switch node picks the training pass's in
+    fit and the inference pass's in evaluate / predict. Returns the inference pass's outputs with those
+    replaced by the Switches' (the same structure)."""
+    snapshot = dict(DRAWS)
+    passes = []
+    for training in (False, True):
+        DRAWS.clear()
+        DRAWS.update(snapshot)
+        _RECORD.append([])
+        CONTEXT.append((training, False))
+        try:
+            out = run(training)
+        finally:
+            CONTEXT.pop()
+            nodes = _RECORD.pop()
+        passes.append((out, nodes))
+    (out_i, nodes_i), (out_t, nodes_t) = passes
+    alias, free = {}, {}
+    for n in nodes_i:
+        free.setdefault(tuple(id(t) for t in n.inputs), []).append(n)
+    for n in nodes_t:
+        n.inputs = [alias.get(id(t), t) for t in n.inputs]
+        cands = free.get(tuple(id(t) for t in n.inputs), [])
+        twin = next((m for m in cands if m.train_mode == n.train_mode and len(m.outputs) == len(n.outputs)
+                     and _same_op(m.layer, n.layer)), None)
+        if twin is None:
+            continue
+        cands.remove(twin)
+        alias.update({id(a): b for a, b in zip(n.outputs, twin.outputs)})
+        n.layer._inbound.remove(n)
+        for k, m in enumerate(n.layer._inbound):
+            m.index = k
+    flat_i, flat_t = _flat_tensors(out_i), [alias.get(id(t), t) for t in _flat_tensors(out_t)]
+    if len(flat_i) != len(flat_t) or any(t is None for t in flat_i + flat_t):
+        raise TypeError(f"{_who(who)}: call() returns {len(flat_t)} tensors with training=True and {len(flat_i)} "
+                        "with training=False; both must return the same structure of symbolic tensors")
+    new = {}
+    for a, b in zip(flat_t, flat_i):
+        if a is not b:
+            if a._ps != b._ps:
+                raise ValueError(f"{_who(who)}: call() returns shape {a.shape} with training=True and {b.shape} "
+                                 "with training=False; both must agree")
+            new[id(b)] = SWITCH["cls"]()([a, b])
+    return _replace(out_i, new)
+
+
+def _who(x):
+    return f"layer {x.name!r} ({type(x).__name__})"
+
+
+def trace_call(call, takes_training, training, who):
+    """call(training or None) traced in Keras's mode: `training` given (not None) inside a call() being traced
+    fixes the mode of every layer under it; else the mode of the call() being traced around it (CONTEXT);
+    else, when call() takes `training`, both modes (trace_modes)."""
+    value, fixed = CONTEXT[-1] if CONTEXT else (None, False)
+    if training is not None and CONTEXT:   # (at a functional graph's own level the run's mode overrides it)
+        training = bool(training)
+        fixed = fixed or value is None or training != value
+        value = training
+    if value is None and takes_training:
+        return trace_modes(call, who)
+    CONTEXT.append((value, fixed))   # (None: inside a call(), each layer in the run's mode)
+    try:
+        return call(value)
+    finally:
+        CONTEXT.pop()
+
+
+def takes_training(fn):
+    try:
+        return "training" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def trace_layer(layer, inputs, args, kwargs, build):
     """A custom layer (a Layer subclass with its own call()) called on
     symbolic tensors: build() once with the inputs' shapes, then call() runs
     on the tensors themselves, so the layers and keras.ops it uses become
-    nodes of the graph being built (as a subclassed model's call() does)."""
+    nodes of the graph being built (as a subclassed model's call() does), in
+    Keras's training mode (trace_call)."""
     flat = _flat_tensors(inputs)
     if not flat or any(t is None for t in flat):
         raise TypeError(f"{layer.name} ({type(layer).__name__}): a layer is called on symbolic tensors (from "
@@ -259,15 +426,16 @@ def trace_layer(layer, inputs, args, kwargs, build):
     if not layer.built:
         build(_keras_shapes(inputs))
         layer.built = True
-    try:
-        params = inspect.signature(layer.call).parameters
-    except (TypeError, ValueError):
-        params = {}
-    if "training" in params and "training" not in kwargs:
-        kwargs = dict(kwargs, training=None)
+    kwargs = dict(kwargs)
+    training = kwargs.pop("training", None)
+    has = takes_training(layer.call)
+
+    def call(mode):
+        return layer.call(inputs, *args, **(dict(kwargs, training=mode) if has else kwargs))
+
     TRACING.append((f"layer {layer.name!r} ({type(layer).__name__})", flat[0], layer))
     try:
-        out = layer.call(inputs, *args, **kwargs)
+        out = trace_call(call, has, training, layer)
     except SymbolicTensorError as e:
         raise SymbolicTensorError(f"while tracing {type(layer).__name__}.call() of layer {layer.name!r}: {e}") \
             from None
@@ -280,4 +448,3 @@ def trace_layer(layer, inputs, args, kwargs, build):
     layer._traced_outputs = outs   # for summary(): the layer itself is no node of the graph
     layer.__dict__.setdefault("_traced_calls", []).append((flat, outs))   # (inputs, outputs) of each call
     return out
-

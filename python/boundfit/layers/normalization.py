@@ -29,6 +29,15 @@ class BatchNormalization(Layer):
         self.momentum, self.epsilon, self.center, self.scale = float(momentum), float(epsilon), bool(center), bool(scale)
 
     _has_weights = True
+    _mode_dependent = True
+
+    def _check_train_mode(self, train_mode, compiling=False):
+        """(training=False on a trainable layer fails fit in the engine, csrc/core/layers/batchnorm.c: a frozen
+        one, or evaluate / predict, run it)"""
+        if train_mode == 1:
+            raise ValueError(f"layer {self.name!r} (BatchNormalization) is called with training=True: boundfit "
+                             "updates moving statistics in fit only, so it cannot run in training mode in evaluate / "
+                             "predict; call it without training=")
 
     def spec(self):
         return dict(kind=BATCHNORM, name=self.name, momentum=self.momentum, eps=self.epsilon, center=int(self.center),

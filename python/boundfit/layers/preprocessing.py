@@ -13,6 +13,7 @@ RESCALING, NORMALIZATION = engine_kinds("RESCALING NORMALIZATION")
 # ---- preprocessing ----
 
 class Rescaling(Layer):
+    _scalar_ok = True
     _base = "rescaling"
 
     def __init__(self, scale, offset=0.0, **kwargs):

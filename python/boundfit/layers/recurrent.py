@@ -18,7 +18,7 @@ is kept for Keras files. Bidirectional: each direction its own masks."""
 from .. import activations, constraints, initializers, regularizers
 from .args import engine_kinds
 from .layer import _DTYPE, Layer, keras_config, keras_object
-from .node import KerasTensor, MaskTensor, Node, call_layer, infer_shape
+from .node import KerasTensor, MaskTensor, Node, call_layer, infer_shape, train_mode
 
 SIMPLE_RNN, LSTM_KIND, GRU_KIND, BIDIR = engine_kinds("SIMPLE_RNN LSTM GRU BIDIR")
 
@@ -34,6 +34,7 @@ def _act_name(activation, argument):
 
 
 class _RNN(Layer):
+    _mode_dependent = True   # dropout / recurrent_dropout
     """SimpleRNN / LSTM / GRU: (T, D) -> (T, units) with return_sequences, else (units,)."""
     kind = None
     _gates = 1
@@ -98,7 +99,7 @@ class _RNN(Layer):
         return [None] + (list(range(self._n_states)) if self.return_state else [])
 
     def __call__(self, inputs, initial_state=None, mask=None, training=None, **kwargs):
-        return _call(self, inputs, initial_state, mask, kwargs)
+        return _call(self, inputs, initial_state, mask, kwargs, training=training)
 
     def _keras_call(self, ts):
         return _keras_call(ts, {})
@@ -182,6 +183,7 @@ class GRU(_RNN):
 
 
 class Bidirectional(Layer):
+    _mode_dependent = True
     """Runs `layer` forward and a copy of it backward over the sequence and
     merges the two (merge_mode "concat", "sum", "mul" or "ave"); the weights
     are the forward layer's, then the backward layer's, as in Keras."""
@@ -231,7 +233,7 @@ class Bidirectional(Layer):
         return outs + (list(range(self._n_states)) if self.return_state else [])
 
     def __call__(self, inputs, initial_state=None, mask=None, training=None, **kwargs):
-        return _call(self, inputs, initial_state, mask, kwargs)
+        return _call(self, inputs, initial_state, mask, kwargs, training=training)
 
     def _keras_call(self, ts):
         return _keras_call(ts, {"mask": None})
@@ -256,7 +258,7 @@ class Bidirectional(Layer):
                     inits=fi + bi, regs=fr + br, cons=fc + bc)
 
 
-def _call(layer, inputs, initial_state, mask, kwargs, keep_mask=False):
+def _call(layer, inputs, initial_state, mask, kwargs, keep_mask=False, training=None):
     """A recurrent layer called on a graph tensor, with initial states and several outputs (see the top).
 
     As in Keras 3, a call with initial states does not read its input's mask (Keras fills `mask` only for a
@@ -268,7 +270,7 @@ def _call(layer, inputs, initial_state, mask, kwargs, keep_mask=False):
         raise ValueError(f"{layer.name}: mask= is not supported; boundfit carries the mask of an "
                          "Embedding(mask_zero=True) through the graph itself")
     if initial_state is None and layer._parts() == [None]:
-        return call_layer(layer, inputs)
+        return call_layer(layer, inputs, training=training)
     if not isinstance(inputs, KerasTensor):
         raise TypeError(f"{layer.name}: layers are called on symbolic tensors (from boundfit.Input, or other "
                         f"layers' outputs), got {type(inputs).__name__}")
@@ -290,7 +292,7 @@ def _call(layer, inputs, initial_state, mask, kwargs, keep_mask=False):
     half = shape[:-1] + (units,)
     shapes = [half if p is not None and p < 0 else (units,) if p is not None else shape for p in layer._parts()]
     outs = [KerasTensor(s, name=f"{layer.name}_output_{k}") for k, s in enumerate(shapes)]
-    node = Node(layer, [inputs] + states, outs)
+    node = Node(layer, [inputs] + states, outs, train_mode(training, layer._mode_dependent))
     node.mask_off = bool(states) and not keep_mask
     return outs[0] if len(outs) == 1 else outs
 

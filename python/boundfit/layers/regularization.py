@@ -14,7 +14,10 @@ DROPOUT, AUGMENT = engine_kinds("DROPOUT AUGMENT")
 
 
 class Dropout(Layer):
+    _scalar_ok = True
+    _random = True
     _base = "dropout"
+    _mode_dependent = True
 
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)
@@ -29,7 +32,9 @@ class Dropout(Layer):
 
 
 class GaussianNoise(Layer):
+    _random = True
     _base = "gaussian_noise"
+    _mode_dependent = True
 
     def __init__(self, stddev, seed=None, **kwargs):
         super().__init__(**kwargs)
@@ -42,7 +47,9 @@ class GaussianNoise(Layer):
 
 
 class GaussianDropout(Layer):
+    _random = True
     _base = "gaussian_dropout"
+    _mode_dependent = True
 
     def __init__(self, rate, seed=None, **kwargs):
         super().__init__(**kwargs)

@@ -13,6 +13,7 @@ FLATTEN, RESHAPE, PERMUTE, REPEAT, ZEROPAD2D, UPSAMPLE2D, SLICE, CONST = engine_
 
 
 class Flatten(Layer):
+    _scalar_ok = True
     _base = "flatten"
 
     def compute_output_shape(self, shape):
@@ -26,6 +27,7 @@ class Flatten(Layer):
 
 
 class Reshape(Layer):
+    _scalar_ok = True
     _base = "reshape"
 
     def __init__(self, target_shape, **kwargs):
@@ -209,6 +211,7 @@ class Const(Layer):
     + values (saving/keras_graph.py), which both read back."""
     _base = "constant"
     _has_weights = True
+    _scalar_ok = True   # its input gives only the batch size
 
     def __init__(self, values, **kwargs):
         super().__init__(**kwargs)

@@ -1,8 +1,8 @@
 """Models: the Keras model API over the engine (boundfit._core.Model).
 
 `Model` is a graph of layer calls: functional (`Model(inputs, outputs)`),
-subclassed (layers made in `__init__`, `call()` traced once on symbolic
-inputs) or `Sequential` (a chain, built the same way). Weights live in the
+subclassed (layers made in `__init__`, `call()` traced on symbolic
+inputs, in both modes when it takes `training`) or `Sequential` (a chain, built the same way). Weights live in the
 engine's host arena of the model that last used a layer (`layer._model`): a
 model takes over the newest weights of its layers before it computes, so a
 layer or a model shared between models sees one set of weights, as in Keras.
@@ -87,6 +87,11 @@ class Model(graph.GraphModel):
         self._bound = None  # per-sample input shapes the engine was built for (variable-length inputs)
         if not self._dynamic:
             self.build()
+
+    @property
+    def _host_stages(self):
+        """{input index: host-side layer (TextVectorization)} run on the inputs before the engine."""
+        return graph.host_stages(self)
 
     @property
     def _dynamic(self):
@@ -494,6 +499,11 @@ class Model(graph.GraphModel):
             out_size = int(shapes[k][-1]) if len(shapes[k]) else 1  # Keras decides on the last axis
             sparse = loss.kind == losses.SCCE
             where = f" (output {self._output_names[k]!r})" if len(shapes) > 1 else ""
+            if isinstance(obj, metrics_mod._Accuracy) and not len(shapes[k]):
+                raise ValueError(f"metrics: {name!r}{where} on an output of one number per sample (shape (None,)): "
+                                 "Keras 3 reads the batch axis as its last axis and computes categorical accuracy "
+                                 "over the batch (one 0 / 1 per batch), mixing the samples; name 'binary_accuracy' "
+                                 "(or give the output shape (None, 1))")
             if isinstance(obj, metrics_mod._Accuracy):
                 obj = metrics_mod.resolve_accuracy(name, out_size, sparse)
             is_sparse = obj.kind in (metrics_mod.SPARSE_CAT_ACC, metrics_mod.SPARSE_TOPK)
@@ -518,6 +528,8 @@ class Model(graph.GraphModel):
                     j += 1
             seen.add(name)
             spec = dict(obj._spec(), weighted=int(weighted), output=k)
+            if not len(shapes[k]):
+                spec.update(_scalar_output_metric(obj, name, where, weighted))
             objs.append((obj, name, spec))
             names.append(name)
         return objs, names
@@ -684,3 +696,22 @@ def _array_initializers(eng, g, carried, ranges):
                                      f"weight of shape {tuple(shape)}")
                 w[j] = value.reshape(shape)
     eng.set_weights(w)
+
+
+def _scalar_output_metric(obj, name, where, weighted):
+    """A metric of an output of one number per sample (Keras (B,)): Keras's MAE and MSE reduce over its last
+    axis, the batch axis, so their result is the mean of each batch's mean (the engine's batch_mean); the
+    accuracies by argmax would compare samples with one another, and weights would weigh each batch's mean by
+    the batch's summed weights: both raise naming the metric."""
+    k = obj.kind
+    if k in (metrics_mod.CAT_ACC, metrics_mod.SPARSE_CAT_ACC, metrics_mod.TOPK, metrics_mod.SPARSE_TOPK):
+        raise ValueError(f"metrics: {name!r}{where} on an output of one number per sample (shape (None,)): Keras 3 "
+                         "takes the batch axis as the classes, mixing the samples; give the output shape (None, C)")
+    if k not in (metrics_mod.MAE, metrics_mod.MSE):   # (binary accuracy, RMSE, the counts: per element)
+        return {}
+    if weighted:
+        raise ValueError(f"metrics: the weighted metric {name!r}{where} on an output of one number per sample "
+                         "(shape (None,)): Keras 3 averages it over the batch axis before weighing it, mixing the "
+                         "samples; give the output shape (None, 1) (keras.ops.expand_dims(x, -1))")
+    return {"batch_mean": 1}
+

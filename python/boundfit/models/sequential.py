@@ -18,7 +18,7 @@ class Sequential(Model):
         self._init_state(name or "sequential")
         self._trainable = bool(trainable)
         self._layers, self._in_shape = [], None
-        self._input_layer = None
+        self._input_layer, self._in_dtype = None, None
         for layer in layers or []:
             self.add(layer)
 
@@ -29,7 +29,7 @@ class Sequential(Model):
         if isinstance(layer, InputLayer):
             if self._layers:
                 raise ValueError("Input must come first in a Sequential model")
-            self._in_shape, self._input_layer = layer.shape, layer
+            self._in_shape, self._input_layer, self._in_dtype = layer.shape, layer, layer.dtype
             return
         if not isinstance(layer, (Layer, Model)):
             raise TypeError(f"Sequential.add: expected a boundfit layer or model, got {type(layer).__name__}")
@@ -45,8 +45,8 @@ class Sequential(Model):
         self._layers.append(layer)
         self._engine = None
         self._inputs = None
-        if self._in_shape is not None:
-            self.build()
+        if self._in_shape is not None and not all(getattr(l, "_host_side", False) for l in self._layers):
+            self.build()   # (host-side preprocessing alone, a TextVectorization, has nothing for the engine yet)
 
     @property
     def layers(self):
@@ -60,7 +60,8 @@ class Sequential(Model):
             raise ValueError("the model has no input shape: pass input_shape= to the first layer or use layers.Input")
         if not self._layers:
             raise ValueError("the model has no layers")
-        inp = InputLayer(shape=self._in_shape, name=self._input_layer.name if self._input_layer else None)
+        inp = InputLayer(shape=self._in_shape, name=self._input_layer.name if self._input_layer else None,
+                         dtype=self._in_dtype)
         x = inp.output
         for l in self._layers:
             x = l(x)

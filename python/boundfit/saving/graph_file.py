@@ -50,12 +50,17 @@ def _graph_meta(model):
     n_in = len(model._inputs)
     index = {id(l): k for k, l in enumerate(g.owners)}
     return {"kind": "graph",
-            "inputs": [{"name": n, "shape": list(t._ps)} for n, t in zip(model._input_names, model._inputs)],
+            "inputs": [{"name": n, "shape": list(t._ps), **({"dtype": "string"} if t.dtype == "string" else {})}
+                       for n, t in zip(model._input_names, model._inputs)],
+            # host-side layers on inputs (TextVectorization): config and state (vocabulary, idf weights)
+            "stages": [{"input": k, "layer": _layer_config(l), "state": l._host_state()}
+                       for k, l in model._host_stages.items()],
             "inputs_dict": model._inputs_dict, "outputs_dict": model._outputs_dict,
             "output_names": model._output_names,
             "layers": [_layer_config(l) for l in g.owners],
             "nodes": [{"output_of": d["inputs"][0], "output": d["output"]} if "output" in d else
                       {"layer": index[id(l)], "inputs": d["inputs"], "many": l._n_inputs == "many",
+                       **({"training": d["train_mode"] == 1} if d.get("train_mode") else {}),
                        **({"call": l._saved_call()} if hasattr(l, "_saved_call") else {}),
                        **({"keep_mask": True} if len(d["inputs"]) > 1 and not d.get("mask_off", 0) and
                           hasattr(l, "_n_states") else {}),
@@ -133,8 +138,12 @@ def _load_graph(meta):
     Model = model_classes()[0]
     made = [keras_config.layer_from_config(e) if e.get("keras") else _make(getattr(L, e["class_name"]), dict(e["config"]))
             for e in meta["layers"]]
-    ins = [L.Input(shape=tuple(i["shape"]), name=i["name"]) for i in meta["inputs"]]
+    ins = [L.Input(shape=tuple(i["shape"]), name=i["name"], dtype=i.get("dtype")) for i in meta["inputs"]]
     tensors, several = list(ins), {}
+    for st in meta.get("stages", []):   # the engine's input k is the stage's output
+        layer = keras_config.layer_from_config(st["layer"])
+        layer._set_host_state(st["state"])
+        tensors[st["input"]] = layer(ins[st["input"]])
     for n in meta["nodes"]:
         if "output_of" in n:  # another output of a recurrent layer's call
             tensors.append(several[n["output_of"]][n["output"]])
@@ -148,6 +157,8 @@ def _load_graph(meta):
             y = made[n["layer"]](args if n["many"] else args[0])
             if n.get("mask_off"):   # a keras.ops.mean's pooling: over every step, not the mask's
                 y._node.mask_off = True
+        if "training" in n:   # a call given training= inside a traced call(): that mode always
+            (y[0] if isinstance(y, list) else y)._node.train_mode = 1 if n["training"] else 2
         if isinstance(y, list):  # return_state / merge_mode=None
             several[len(tensors)] = y
         tensors.append(y[0] if isinstance(y, list) else y)
@@ -192,6 +203,9 @@ def _make_layer(cls, cfg):
         return L.Slice(cfg["begin"], cfg["step"], cfg["length"], name=name)
     if cls in _OPS_ARGS:   # keras.ops math: their few attributes
         return cls(**{k: cfg[k] for k in _OPS_ARGS[cls]}, name=name)
+    if cls is L.RandomDraw:
+        return L.RandomDraw(cfg["shape"], cfg["dist"], cfg["a"], cfg["b"], seed=cfg["seed"], fixed=cfg["fixed"],
+                            shared=cfg["shared"], name=name)
     if cls is L.Const:   # its values are its weight, loaded next
         return L.Const(np.zeros(cfg["shape"], np.float32), name=name)
     return cls(name=name)

@@ -170,6 +170,10 @@ def write_weights(h5, model, optimizer=True, as_functional=False):
     for path, obj in keras_graph.weight_groups(model, as_functional):
         v = h5.require_group(_vars_path(path))
         v.attrs["name"] = obj.name
+        for sub, arrays in (obj._keras_h5_vars().items() if hasattr(obj, "_keras_h5_vars") else ()):
+            g = h5.require_group(f"{path}/{sub}" if path else sub)   # host-side layers' state (idf_weights)
+            for name, a in arrays.items():
+                g.create_dataset(name, data=a)
         ws = _layer_weights(model, obj) if _weighted(model, obj) else []
         if not ws:
             continue
@@ -207,7 +211,16 @@ def read_weights(h5, model, optimizer=True, where="weights file", skip_mismatch=
     legacy = "layers" not in h5 and "_layer_checkpoint_dependencies" in h5
     new = model._engine.get_weights()
     expected = set()
+    host = []   # host-side layers' state (TextVectorization's idf_weights), set once all else is checked
     for path, layer in keras_graph.weight_groups(model, as_functional):
+        if hasattr(layer, "_load_keras_h5_vars"):
+            groups = {}
+            for sub in layer._keras_h5_vars():
+                key = f"{path}/{sub}" if path else sub
+                expected.add(key)
+                if key in h5:
+                    groups[sub] = {n: np.asarray(h5[key][n]) for n in h5[key]}
+            host.append((layer, groups))
         if not _weighted(model, layer):
             continue
         key = _vars_path(path)
@@ -238,6 +251,8 @@ def read_weights(h5, model, optimizer=True, where="weights file", skip_mismatch=
     if extra and not skip_mismatch:
         raise ValueError(f"{where}: it has weights for layers this model lacks: {extra}")
     model.set_weights(new)
+    for layer, groups in host:
+        layer._load_keras_h5_vars(groups)
     if optimizer and model.optimizer is not None and model._engine is not None:
         _read_optimizer(h5, model, as_functional)
 
@@ -344,6 +359,7 @@ def save_model(model, filepath, overwrite=True):
     if os.path.exists(filepath) and not overwrite:
         raise FileExistsError(f"{filepath} exists and overwrite=False")
     model._require_built()
+    _keras_writable(model)
     config = json.dumps(keras_graph.model_config(model))
     meta = json.dumps({"keras_version": "3", "boundfit_version": __version__,
                        "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")})
@@ -351,12 +367,55 @@ def save_model(model, filepath, overwrite=True):
     with h5py.File(buf, "w") as h5:
         write_weights(h5, model, as_functional=True)
 
+    assets = _assets(model)
+
     def write(f):
         with zipfile.ZipFile(f, "w") as z:
             z.writestr("metadata.json", meta)
             z.writestr("config.json", config)
             z.writestr("model.weights.h5", buf.getvalue(), compress_type=zipfile.ZIP_STORED)
+            for name, data in assets.items():
+                z.writestr(name, data)
     atomic_write(filepath, write)
+
+
+def _keras_writable(model):
+    """A .keras file holds a graph of Keras layers and operations: a call() that computes differently with
+    training=True and False (a Switch) or draws with keras.random (a RandomDraw) has none, so such a model is
+    refused here, naming the layer, rather than written as something else."""
+    for n in model._nodes:
+        if keras_graph.is_model(n.layer):
+            _keras_writable(n.layer)
+            continue
+        if not isinstance(n.layer, (L.Switch, L.RandomDraw)):
+            continue
+        who = n.traced_in
+        what = ("computes differently with training=True and training=False" if isinstance(n.layer, L.Switch) else
+                f"draws with keras.random.{n.layer.dist}")
+        also = "" if who is not None else \
+            ", or its weights with save_weights() (Keras's layout, for an instance of the same class in Keras)"
+        who = f"layer {who.name!r} ({type(who).__name__})" if who is not None else \
+            f"model {model.name!r} ({type(model).__name__})"
+        raise ValueError(f"{who}: its call() {what}, which a .keras file cannot hold as Keras layers and "
+                         "operations (Keras rebuilds it only from the class itself). Save the model to boundfit's "
+                         f"graph file (a path ending in .npz){also}")
+
+
+def _assets(model):
+    """{name in the archive: bytes}: the files Keras's save_assets writes under
+    assets/<the layer's path> (TextVectorization's vocabulary)."""
+    out = {}
+    for path, obj in keras_graph.weight_groups(model, as_functional=True):
+        for name, data in (obj._keras_assets().items() if hasattr(obj, "_keras_assets") else ()):
+            out[f"assets/{path}/{name}" if path else f"assets/{name}"] = data
+    return out
+
+
+def _load_assets(model, z, names):
+    for path, obj in keras_graph.weight_groups(model, as_functional=True):
+        if hasattr(obj, "_load_keras_assets"):
+            prefix = f"assets/{path}/" if path else "assets/"
+            obj._load_keras_assets({n[len(prefix):]: z.read(n) for n in names if n.startswith(prefix)})
 
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
@@ -375,9 +434,10 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
                 raise ValueError(f"{filepath}: the archive has no {need}")
         cfg = json.loads(z.read("config.json"))
         weights = z.read("model.weights.h5")
-    model = keras_graph.model_from_config(cfg, custom_objects)
-    if compile and cfg.get("compile_config"):
-        keras_config.compile_from_config(model, cfg["compile_config"])
-    with h5py.File(io.BytesIO(weights), "r") as h5:
-        read_weights(h5, model, where=filepath, as_functional=True)
+        model = keras_graph.model_from_config(cfg, custom_objects)
+        if compile and cfg.get("compile_config"):
+            keras_config.compile_from_config(model, cfg["compile_config"])
+        with h5py.File(io.BytesIO(weights), "r") as h5:
+            read_weights(h5, model, where=filepath, as_functional=True)
+        _load_assets(model, z, names)
     return model

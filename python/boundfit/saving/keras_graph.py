@@ -400,11 +400,18 @@ class KerasOp:
             key = _key_from_keras(args[1])
             key = key if isinstance(key, tuple) else (key,)
             r = _anchor_key(key, ts[0])
+            if r == 0:   # x[:, 0, ..., 0]: one number per sample, which zeros_like may still read as an anchor
+                y = bf_ops.getitem(ts[0], key)
+                self._own_name(y, ts)
+                y._const_anchor = _ConstAnchor(self.name, ts[0], 0)
+                return y
             if r is not None:
                 return _ConstAnchor(self.name, ts[0], r)
             y = bf_ops.getitem(ts[0], key)
             self._own_name(y, ts)
             return y
+        if self.class_name == "ZerosLike" and len(ts) == 1 and getattr(ts[0], "_const_anchor", None) is not None:
+            ts = [ts[0]._const_anchor]
         if self.class_name == "ZerosLike" and len(ts) == 1 and isinstance(ts[0], _ConstAnchor):
             return _ConstAnchor(self.name, ts[0].x, ts[0].r, zeros=True)
         if self.class_name == "Add" and len(ts) == 2 and isinstance(ts[0], _ConstAnchor) and ts[0].zeros:
@@ -446,12 +453,17 @@ _BINARY = {"Add": "add", "Subtract": "subtract", "Multiply": "multiply"}
 _READ_OPS = {"GetItem", "ZerosLike"} | set(_BINARY) | set(keras_ops.READ)
 
 
+def _dtype(dtype):
+    """A tensor's dtype in a Keras file: strings (a TextVectorization's input) or float32."""
+    return "string" if dtype == "string" else "float32"
+
+
 def _layer_entry(op):
     Model, _ = _models()
     if is_keras_op(op):
         return _op_entry(op)
     if isinstance(op, L.InputLayer):
-        return _entry("keras.layers", "InputLayer", {"batch_shape": [None, *op.shape], "dtype": "float32",
+        return _entry("keras.layers", "InputLayer", {"batch_shape": [None, *op.shape], "dtype": _dtype(op.dtype),
                                                      "sparse": False, "ragged": False, "name": op.name,
                                                      "optional": False})
     if isinstance(op, Model):
@@ -482,7 +494,7 @@ def functional_config(model):
 
     def tensor(t):
         return {"class_name": "__keras_tensor__",
-                "config": {"shape": [None, *t._ps], "dtype": "float32", "keras_history": ref(t)}}
+                "config": {"shape": [None, *t._ps], "dtype": _dtype(t.dtype), "keras_history": ref(t)}}
 
     def node(n):
         ts = [tensor(t) for t in n.inputs]
@@ -579,7 +591,8 @@ def functional_from_config(cfg, custom_objects=None):
         if e.get("class_name") == "InputLayer":
             ec = e["config"]
             shape = ec.get("batch_shape") or ec.get("batch_input_shape")
-            made[name] = layer = L.InputLayer(shape=tuple(shape[1:]), name=ec.get("name", name))
+            made[name] = layer = L.InputLayer(shape=tuple(shape[1:]), name=ec.get("name", name),
+                                              dtype="string" if ec.get("dtype") == "string" else None)
             outs[name] = [[layer.output]]
             continue
         if _is_mask_op(e):
@@ -847,7 +860,8 @@ def model_config(model):
     in_shape = [None] + [None if d is None else int(d) for d in sym] if sym is not None else None
     entries = []
     if in_shape is not None:
-        entries.append(_obj("keras.layers", "InputLayer", dict(batch_shape=in_shape, dtype="float32", sparse=False,
+        entries.append(_obj("keras.layers", "InputLayer", dict(batch_shape=in_shape, dtype=_dtype(
+            model._inputs[0].dtype if model._inputs else None), sparse=False,
                                                                ragged=False, name="input_layer")))
     shape = in_shape
     for layer in model._layers:
@@ -880,13 +894,14 @@ def sequential_from_config(cfg, custom_objects=None):
     if cfg.get("class_name") != "Sequential":
         raise ValueError(f"boundfit reads Sequential models from .keras files; this one is a {cfg.get('class_name')}")
     entries = cfg["config"]["layers"]
-    input_shape = None
+    input_shape, in_dtype = None, None
     built = []
     for e in entries:
         if e.get("class_name") == "InputLayer":
             c = e["config"]
             shape = c.get("batch_shape") or c.get("batch_input_shape")
             input_shape = tuple(shape[1:])
+            in_dtype = "string" if c.get("dtype") == "string" else None
             continue
         built.append(layer_or_model(e, custom_objects))
     if input_shape is None:
@@ -894,7 +909,7 @@ def sequential_from_config(cfg, custom_objects=None):
         if shape is None and entries:
             shape = (entries[0].get("build_config") or {}).get("input_shape")
         input_shape = tuple(shape[1:]) if shape is not None else None
-    first = [L.InputLayer(shape=input_shape)] if input_shape is not None else []
+    first = [L.InputLayer(shape=input_shape, dtype=in_dtype)] if input_shape is not None else []
     model = Sequential(first + built, name=cfg["config"].get("name"))
     if cfg["config"].get("trainable") is False:
         model.trainable = False
