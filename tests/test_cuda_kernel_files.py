@@ -5,9 +5,10 @@ without gamma / beta, rows wider than a block), regularize.cu (L1 / L2 /
 L1L2 penalties and gradients, the max-norm / non-neg / unit-norm / min-max
 constraints), merge.cu (Subtract / Maximum / Minimum / Multiply / Average),
 depthwise.cu (DepthwiseConv2D), augment.cu (RandomRotation, RandomZoom,
-RandomContrast, keras.random's draws), colsum.cu's one-thread-per-column fallback and loss.cu's
+RandomContrast, keras.random's draws), colsum.cu's one-thread-per-column fallback, loss.cu's
 MEAN loss (a traced custom loss function) and ADDED loss (activity
-regularizers, add_loss). Same weights, same seed, one
+regularizers, add_loss), and the device runs of bucketed training and of
+validation batches of several lengths. Same weights, same seed, one
 model per device; skipped without a usable GPU, and run on the device
 emulation by tests/test_cuda_sim.py."""
 
@@ -216,6 +217,19 @@ def test_a_fit_over_batches_of_several_lengths_trains_to_the_cpu_weights_on_cuda
     for key in ("loss", "accuracy", "val_loss"):
         np.testing.assert_allclose(hg.history[key], hc.history[key], rtol=1e-4)
     assert int(gpu.optimizer.iterations) == 8
+
+
+def test_validation_batches_of_several_lengths_on_cuda_as_on_the_cpu():
+    """validation of several lengths: the device training run closed (its weights synced back) and reopened,
+    one device evaluate run per validation length"""
+    def adam():
+        return dict(optimizer=bf.optimizers.Adam(0.02), loss="binary_crossentropy", metrics=["accuracy"])
+    cpu, gpu, hc, hg = _train_both(lambda: bucket_model(bf), adam, bucket_source(bf, bucket_batches([5, 7])), None,
+                                   epochs=2, validation_data=bucket_source(bf, bucket_batches([4, 6, 4], seed=3)))
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "validation lengths")
+    for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
+        np.testing.assert_allclose(hg.history[key], hc.history[key], rtol=1e-4)
+    assert [r[0] for r in gpu._validation_runs] == [[(4,)], [(6,)], [(4,)]] * 2
 
 
 @pytest.mark.parametrize("interp", ["bilinear", "nearest"])

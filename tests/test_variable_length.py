@@ -125,8 +125,8 @@ def test_variable_length_errors_name_the_layer_or_the_data():
     m = text_model(bf)
     m.compile("adam", "binary_crossentropy")
     x, y = np.zeros((8, 6), np.int32), np.zeros((8, 1), np.float32)
-    with pytest.raises(DataError, match="pad_sequences"):
-        m.fit(x, y, validation_data=(np.zeros((4, 5), np.int32), y[:4]), verbose=0)
+    with pytest.raises(ValueError, match=r"input 0 must have shape \(None, None\)"):   # validation's, named
+        m.fit(x, y, validation_data=(np.zeros((4, 5, 2), np.int32), y[:4]), verbose=0)
     with pytest.raises(ValueError, match=r"input 0 must have shape \(None, None\)"):
         m.predict(np.zeros((2, 3, 4), np.int32), verbose=0)
 

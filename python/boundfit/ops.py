@@ -61,6 +61,11 @@ traced values is that mean (Keras's sum_over_batch_size); sum over every
 axis gives one too (an activity regularizer's value). Inside a custom
 layer's call() a mean or sum over every axis gives one for add_loss().
 
+Each call that becomes layers of other kinds (mean, clip, where, softmax,
+reshape, x + 1.0, x[:, 1], one_hot ...) is recorded as the one operation
+node Keras's graph has for it (layers/opnode.py: its class, module, the
+call's arguments), which .keras files hold (saving/keras_graph.py).
+
 Any other op on a symbolic tensor raises OpNotSupportedError naming the op
 and the layer whose call() used it, never silently computing something else.
 """
@@ -79,10 +84,15 @@ from .layers.emath import BatchReduce, Binary, MatMul, Unary, Weight
 from .layers.merge import Add, Concatenate, Maximum, Minimum, Multiply, Subtract
 from .layers.layer import Variable
 from .layers.node import KerasTensor, tracing_where
+from .layers.opnode import record
 from .layers.pooling import (GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalMaxPooling1D,
                              GlobalMaxPooling2D)
 from .layers.preprocessing import Rescaling
 from .layers.reshaping import Const, Permute, RepeatVector, Reshape, Slice
+
+
+# the modules of Keras's operation classes, for the nodes a .keras file holds (layers/opnode.py)
+NUMPY, NN, MATH = "keras.src.ops.numpy", "keras.src.ops.nn", "keras.src.ops.math"
 
 
 class OpNotSupportedError(TypeError):
@@ -201,10 +211,23 @@ def _commutative(op, npfn, cls, on_scalar, x1, x2):
     return on_scalar(c)(x)
 
 
+def _keras_node(cls, module=NUMPY):
+    """fn(x1, x2, ...) on symbolic tensors recorded as Keras's node `cls` of those arguments (layers/opnode.py)"""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def op(*args):
+            y = fn(*args)
+            return record(y, cls, module, {}, list(args)) if _sym(*args) else y
+        return op
+    return wrap
+
+
+@_keras_node("Add")
 def add(x1, x2):
     return _commutative("add", np.add, Add, lambda c: Rescaling(1.0, offset=c), x1, x2)
 
 
+@_keras_node("Subtract")
 def subtract(x1, x2):
     if not _sym(x1, x2):
         return np.subtract(x1, x2)
@@ -217,10 +240,12 @@ def subtract(x1, x2):
     return _binary("subtract", x1, x2)
 
 
+@_keras_node("Multiply")
 def multiply(x1, x2):
     return _commutative("multiply", np.multiply, Multiply, Rescaling, x1, x2)
 
 
+@_keras_node("Divide")
 def divide(x1, x2):
     if not _sym(x1, x2):
         return np.true_divide(x1, x2)
@@ -235,9 +260,10 @@ def divide(x1, x2):
     return _binary("divide", x1, x2)
 
 
-true_divide = divide
+true_divide = _keras_node("TrueDivide")(divide.__wrapped__)   # x / y: the node Keras writes for it
 
 
+@_keras_node("Negative")
 def negative(x):
     if not _sym(x):
         return np.negative(x)
@@ -372,7 +398,8 @@ less_equal = _comparison("less_equal", np.less_equal, "greater_equal")
 def clip(x, x_min, x_max):
     if not _sym(x):
         return np.clip(x, x_min, x_max)
-    return minimum(maximum(x, x_min), x_max)
+    y = minimum(maximum(x, x_min), x_max)
+    return record(y, "Clip", NUMPY, {"x_min": x_min, "x_max": x_max}, [x])
 
 
 def where(condition, x1=None, x2=None):
@@ -384,10 +411,10 @@ def where(condition, x1=None, x2=None):
         _unsupported("where", "only where(condition, x1, x2): the indices of where(condition) have no static shape")
     if not isinstance(condition, KerasTensor):
         _unsupported("where", "a condition that is not a symbolic tensor")
-    if _scalar(x2) == 0.0:
-        return multiply(condition, x1)
-    return add(x2, multiply(condition, subtract(x1, x2)))
+    y = multiply(condition, x1) if _scalar(x2) == 0.0 else add(x2, multiply(condition, subtract(x1, x2)))
+    return record(y, "Where", NUMPY, {}, [condition, x1, x2])
 
+@_keras_node("Matmul")
 def matmul(x1, x2):
     """x @ w for a custom layer's 2-D weight w (add_weight): a bias-free Dense
     whose kernel is w, shared by every use of w."""
@@ -479,7 +506,7 @@ def tensordot(x1, x2, axes=2):
                      "(it computes tensordot of two tensors of one shape over all their axes, batch included: one "
                      "number); for a product per sample use layers.Dot(axes=...) or ops.matmul (batched)")
     if axes == 1 or axes in (([-1], [0]), ((-1,), (0,))):
-        return matmul(x1, x2)
+        return record(matmul(x1, x2), "Tensordot", NUMPY, {"axes": axes}, [x1, x2])
     _unsupported("tensordot", f"of a tensor and a weight or array only with axes=1, got axes={axes!r}")
 
 
@@ -487,7 +514,8 @@ def dot(x1, x2):
     """numpy.dot: of two symbolic tensors it mixes samples (tensordot); of a tensor and a weight: matmul."""
     if not _sym(x1, x2):
         return np.dot(x1, x2)
-    return tensordot(x1, x2, 1) if not (isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor)) else \
+    return record(tensordot(x1, x2, 1), "Dot", NUMPY, {}, [x1, x2]) if not (
+        isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor)) else \
         _unsupported("dot", "of two symbolic tensors: numpy.dot mixes the samples of the batch; use layers.Dot or "
                      "ops.matmul for a product per sample")
 
@@ -517,10 +545,17 @@ def one_hot(x, num_classes, axis=-1, dtype=None, sparse=False):
     e = Embedding(int(num_classes), int(num_classes), name=None)
     e.set_weights([np.eye(num_classes, dtype=np.float32)])
     e.trainable = False
-    return e(x)
+    return record(e(x), "OneHot", NN, {"num_classes": int(num_classes), "axis": axis, "dtype": "float32",
+                                       "sparse": False}, [x])
 
 
 def take(x, indices, axis=None):
+    """keras.ops.take (see _take), Keras's Take node in files"""
+    y = _take(x, indices, axis)
+    return record(y, "Take", NUMPY, {"axis": axis}, [x, indices]) if _sym(x, indices) else y
+
+
+def _take(x, indices, axis=None):
     """take(weight, ids): an Embedding whose table is the custom layer's 2-D weight; take(x, constant indices,
     axis): a per-sample product with a constant 0 / 1 selection matrix (MatMul), exact."""
     if not _sym(x, indices):
@@ -558,6 +593,10 @@ def take(x, indices, axis=None):
 def power(x1, x2):
     if not _sym(x1, x2):
         return np.power(x1, x2)
+    return record(_power(x1, x2), "Power", NUMPY, {}, [x1, x2])
+
+
+def _power(x1, x2):
     if isinstance(x1, KerasTensor) and _scalar(x2) == 1.0:
         return x1
     if isinstance(x1, KerasTensor) and _scalar(x2) == 2.0:
@@ -595,11 +634,11 @@ round = _unary("round", np.round)   # noqa: A001 - keras.ops' name
 
 
 def reciprocal(x):
-    return divide(1.0, x)
+    return record(divide(1.0, x), "Reciprocal", NUMPY, {}, [x]) if _sym(x) else divide(1.0, x)
 
 
 def rsqrt(x):
-    return divide(1.0, sqrt(x))
+    return record(divide(1.0, sqrt(x)), "Rsqrt", MATH, {}, [x]) if _sym(x) else divide(1.0, sqrt(x))
 
 
 def getitem(x, key):
@@ -607,6 +646,21 @@ def getitem(x, key):
     then a Reshape dropping the axes given by an integer."""
     if not _sym(x):
         return np.asarray(x)[key]
+    return record(_getitem(x, key), "GetItem", NUMPY, {}, [x, _keras_key(key)])
+
+
+def _keras_key(key):
+    """x[key]'s key as Keras serializes GetItem's (slices and ... as dicts)"""
+    if isinstance(key, tuple):
+        return [_keras_key(k) for k in key]
+    if isinstance(key, slice):
+        return {"class_name": "__slice__", "config": {"start": key.start, "stop": key.stop, "step": key.step}}
+    if key is Ellipsis:
+        return {"class_name": "__ellipsis__", "config": {}}
+    return int(key) if isinstance(key, (int, np.integer)) and not isinstance(key, bool) else key
+
+
+def _getitem(x, key):
     _batched("slicing (x[...])", x)
     key = key if isinstance(key, tuple) else (key,)
     if len([k for k in key if k is Ellipsis]) > 1 or any(k is None for k in key):   # (ops.sum shadows sum)
@@ -647,12 +701,14 @@ def getitem(x, key):
 
 # ---- activations (keras.ops and keras.ops.nn) ----
 
-def _activation(name, act_fn):
+def _activation(name, act_fn, keras_class, module=NN, defaults=None):
+    """keras.ops.<name>: on a symbolic tensor an Activation, Keras's node `keras_class` in files (its config:
+    the keyword options, Keras's defaults for those not given)"""
     def op(x, *args, **kwargs):
         if not _sym(x):
             return act_fn(x, *args, **kwargs)
         act = activations.get_id(_partial(act_fn, kwargs, args, name))
-        return Activation(act)(x)
+        return record(Activation(act)(x), keras_class, module, {**(defaults or {}), **kwargs}, [x])
     op.__name__ = name
     return op
 
@@ -663,26 +719,26 @@ def _partial(fn, kwargs, args, name):
     return functools.partial(fn, **kwargs) if kwargs else fn
 
 
-relu = _activation("relu", activations.relu)
-sigmoid = _activation("sigmoid", activations.sigmoid)
-tanh = _activation("tanh", activations.tanh)
-silu = swish = _activation("silu", activations.silu)
-elu = _activation("elu", activations.elu)
-selu = _activation("selu", activations.selu)
-softplus = _activation("softplus", activations.softplus)
-softsign = _activation("softsign", activations.softsign)
-relu6 = _activation("relu6", activations.relu6)
-leaky_relu = _activation("leaky_relu", activations.leaky_relu)
-hard_sigmoid = _activation("hard_sigmoid", activations.hard_sigmoid)
-exp = _activation("exp", activations.exponential)
+relu = _activation("relu", activations.relu, "Relu")
+sigmoid = _activation("sigmoid", activations.sigmoid, "Sigmoid")
+tanh = _activation("tanh", activations.tanh, "Tanh", NUMPY)
+silu = swish = _activation("silu", activations.silu, "Silu")
+elu = _activation("elu", activations.elu, "Elu", defaults={"alpha": 1.0})
+selu = _activation("selu", activations.selu, "Selu")
+softplus = _activation("softplus", activations.softplus, "Softplus")
+softsign = _activation("softsign", activations.softsign, "Softsign")
+relu6 = _activation("relu6", activations.relu6, "Relu6")
+leaky_relu = _activation("leaky_relu", activations.leaky_relu, "LeakyRelu", defaults={"negative_slope": 0.2})
+hard_sigmoid = _activation("hard_sigmoid", activations.hard_sigmoid, "HardSigmoid")
+exp = _activation("exp", activations.exponential, "Exp", NUMPY)
 
 
 def gelu(x, approximate=True):
     """keras.ops.gelu: approximate=True by default (the layers' 'gelu' activation is exact)."""
     if not _sym(x):
         return activations.gelu(x, approximate=approximate)
-    return Activation(activations.get_id(_partial(activations.gelu, {"approximate": bool(approximate)}, (),
-                                                  "gelu")))(x)
+    y = Activation(activations.get_id(_partial(activations.gelu, {"approximate": bool(approximate)}, (), "gelu")))(x)
+    return record(y, "Gelu", NN, {"approximate": bool(approximate)}, [x])
 
 
 def softmax(x, axis=-1):
@@ -693,7 +749,7 @@ def softmax(x, axis=-1):
     _batched("softmax", x)
     if axis not in (-1, x.ndim - 1):
         _unsupported("softmax", f"only over the last axis, got axis={axis}")
-    return Activation("softmax")(x)
+    return record(Activation("softmax")(x), "Softmax", NN, {"axis": axis}, [x])
 
 
 # ---- shapes ----
@@ -735,7 +791,7 @@ def reshape(x, newshape):
     newshape = tuple(newshape)
     if not newshape or newshape[0] not in (-1, None):
         _unsupported("reshape", f"the new shape {newshape} must keep the batch axis first (-1 or None)")
-    return Reshape(tuple(newshape[1:]))(x)
+    return record(Reshape(tuple(newshape[1:]))(x), "Reshape", NUMPY, {"newshape": list(newshape)}, [x])
 
 
 def expand_dims(x, axis):
@@ -747,7 +803,7 @@ def expand_dims(x, axis):
         _unsupported("expand_dims", "at the batch axis")
     ps = list(_static(x, "expand_dims"))
     ps.insert(a - 1, 1)
-    return Reshape(tuple(ps))(x)
+    return record(Reshape(tuple(ps))(x), "ExpandDims", NUMPY, {"axis": axis}, [x])
 
 
 def squeeze(x, axis=None):
@@ -762,7 +818,7 @@ def squeeze(x, axis=None):
         if a == 0 or ps[a - 1] != 1:
             raise ValueError(f"keras.ops.squeeze: axis {axis} of shape {x.shape} does not have size 1")
         keep = [d for k, d in enumerate(ps) if k != a - 1]
-    return Reshape(tuple(keep))(x)   # (): one number per sample
+    return record(Reshape(tuple(keep))(x), "Squeeze", NUMPY, {"axis": axis}, [x])   # (): one number per sample
 
 
 def transpose(x, axes=None):
@@ -772,7 +828,7 @@ def transpose(x, axes=None):
     if axes is None or _axis(axes[0], x.ndim, "transpose") != 0:
         _unsupported("transpose", "only with the batch axis kept first, e.g. axes=(0, 2, 1)")
     perm = [_axis(a, x.ndim, "transpose") for a in axes]
-    return Permute(tuple(perm[1:]))(x)
+    return record(Permute(tuple(perm[1:]))(x), "Transpose", NUMPY, {"axes": list(axes)}, [x])
 
 
 def concatenate(xs, axis=0):
@@ -782,7 +838,7 @@ def concatenate(xs, axis=0):
     a = _axis(axis, xs[0].ndim, "concatenate")
     if a == 0:
         _unsupported("concatenate", "along the batch axis")
-    return Concatenate(axis=a)(list(xs))
+    return record(Concatenate(axis=a)(list(xs)), "Concatenate", NUMPY, {"axis": axis}, [list(xs)])
 
 
 def stack(xs, axis=0):
@@ -792,7 +848,7 @@ def stack(xs, axis=0):
     a = _axis(axis, xs[0].ndim + 1, "stack")
     if a == 0:
         _unsupported("stack", "along the batch axis")
-    return concatenate([expand_dims(t, a) for t in xs], axis=a)
+    return record(concatenate([expand_dims(t, a) for t in xs], axis=a), "Stack", NUMPY, {"axis": axis}, [list(xs)])
 
 
 # ---- reductions over the steps or the pixels (global pooling) ----
@@ -801,11 +857,18 @@ _POOLS = {("mean", 3): GlobalAveragePooling1D, ("max", 3): GlobalMaxPooling1D,
           ("mean", 4): GlobalAveragePooling2D, ("max", 4): GlobalMaxPooling2D}
 
 
+def _unmasked(y):
+    """a global pooling of keras.ops.mean / sum / max: over every step, as keras.ops (no mask; the
+    GlobalAveragePooling1D layer averages over the steps an Embedding(mask_zero=True) keeps)"""
+    y._node.mask_off = True
+    return y
+
+
 def _reduce_last(op, x, keepdims):
     """over the last axis of (D,) (keepdims) or (T, F): the features become the steps of a global pooling"""
     ps = _static(x, op)
     pool = _POOLS[("max" if op == "max" else "mean", 3)]
-    y = pool()(Reshape((ps[0], 1))(x) if len(ps) == 1 else Permute((2, 1))(x))
+    y = _unmasked(pool()(Reshape((ps[0], 1))(x) if len(ps) == 1 else Permute((2, 1))(x)))
     if op == "sum":
         y = Rescaling(float(ps[-1]))(y)
     if len(ps) == 1 and not keepdims:
@@ -813,11 +876,22 @@ def _reduce_last(op, x, keepdims):
     return Reshape((ps[0], 1))(y) if keepdims and len(ps) == 2 else y
 
 
+def _reduction_node(cls, y, x, axis, keepdims):
+    cfg = {"axis": list(axis) if isinstance(axis, (list, tuple)) else axis, "keepdims": bool(keepdims)}
+    return record(y, cls, NUMPY, {**cfg, "initial": None} if cls in ("Max", "Min") else cfg, [x])
+
+
 def _reduce(op, npfn):
     def red(x, axis=None, keepdims=False):
         if not _sym(x):
             return npfn(x, axis=axis, keepdims=keepdims)
         _batched(op, x)
+        y = _reduced(x, axis, keepdims)
+        if isinstance(y, LossMean) or y._nobatch:   # a loss's value, or BatchReduce: no Keras op node
+            return y
+        return _reduction_node(op.capitalize(), y, x, axis, keepdims)
+
+    def _reduced(x, axis, keepdims):
         axes = (axis,) if isinstance(axis, int) else tuple(axis) if axis is not None else None
         if op == "mean" and not keepdims and ((_LOSS_TRACING or tracing_where()) and axes is None or _LOSS_TRACING and (
                 axes is not None and x.ndim == 2 and len(axes) == 1 and _axis(axes[0], x.ndim, op) == 1)):
@@ -832,7 +906,7 @@ def _reduce(op, npfn):
         if axes is None or want is None or tuple(sorted(_axis(a, x.ndim, op) for a in axes)) != want:
             _unsupported(op, "only over the last axis of (D,) or (T, F), the steps of (T, F) (axis=1) or the pixels "
                          "of (H, W, C) (axis=(1, 2))")
-        y = _POOLS[("max" if op == "max" else "mean", x.ndim)]()(x)
+        y = _unmasked(_POOLS[("max" if op == "max" else "mean", x.ndim)]()(x))
         if op == "sum":
             n = math.prod(_static(x, "sum")[:-1])
             y = Rescaling(float(n))(y)
@@ -850,7 +924,7 @@ def min(x, axis=None, keepdims=False):   # noqa: A001 - keras.ops' name
     """-max(-x)"""
     if not _sym(x):
         return np.min(x, axis=axis, keepdims=keepdims)
-    return negative(max(negative(x), axis=axis, keepdims=keepdims))
+    return _reduction_node("Min", negative(max(negative(x), axis=axis, keepdims=keepdims)), x, axis, keepdims)
 
 
 # keras.ops.nn: the activations under their nn names
@@ -858,6 +932,6 @@ nn = types.SimpleNamespace(relu=relu, sigmoid=sigmoid, tanh=tanh, softmax=softma
                            elu=elu, selu=selu, softplus=softplus, softsign=softsign, relu6=relu6,
                            leaky_relu=leaky_relu, hard_sigmoid=hard_sigmoid)
 
-KerasTensor._ops.update(add=add, subtract=subtract, multiply=multiply, divide=divide, negative=negative,
+KerasTensor._ops.update(add=add, subtract=subtract, multiply=multiply, divide=true_divide, negative=negative,
                         matmul=matmul, power=power, getitem=getitem, greater=greater, greater_equal=greater_equal,
                         less=less, less_equal=less_equal)

@@ -88,10 +88,15 @@ static bf_status max_backward(bf_run *r, int i, int rows, float *din, float *dou
     return r->be->maxpool_backward(r->be, din, dout, bf_step_out(r, i), bf_step_in(r, i), &g);
 }
 
+/* the mask GlobalAveragePooling1D averages under (NULL: none, another kind, or mask_off: keras.ops.mean) */
+static const float *gap_mask(bf_run *r, const bf_layer *L) {
+    return L->kind == BF_L_GAP && !L->mask_off ? bf_seq_mask(r, L->in_ids[0]) : NULL;
+}
+
 static bf_status avg_forward(bf_run *r, int i, int rows) {
     const bf_layer *L = &r->m->layers[i];
     bf_backend *be = r->be;
-    const float *mask = L->kind == BF_L_GAP ? bf_seq_mask(r, L->in_ids[0]) : NULL;
+    const float *mask = gap_mask(r, L);
     if (mask && L->chan_first)
         return BF_FAIL(BF_ERR_ARG, "%s: a masked sequence with data_format='channels_first' is not supported",
                        L->name);
@@ -106,7 +111,7 @@ static bf_status avg_forward(bf_run *r, int i, int rows) {
 static bf_status avg_backward(bf_run *r, int i, int rows, float *din, float *dout) {
     const bf_layer *L = &r->m->layers[i];
     bf_backend *be = r->be;
-    const float *mask = L->kind == BF_L_GAP ? bf_seq_mask(r, L->in_ids[0]) : NULL;
+    const float *mask = gap_mask(r, L);
     if (!din) return BF_OK;
     if (mask) return be->masked_mean_backward(be, din, dout, mask, rows, L->in_shape[0], L->in_shape[1]);
     bf_conv_geom g;
@@ -114,8 +119,8 @@ static bf_status avg_backward(bf_run *r, int i, int rows, float *din, float *dou
     return be->avgpool_backward(be, din, dout, &g);
 }
 
-/* GlobalAveragePooling1D reads its input's mask (and drops it, as Keras) */
-static int gap_mask_reads(const bf_layer *L) { return L->in_rank == 2 ? 1 : 0; }
+/* GlobalAveragePooling1D reads its input's mask (and drops it, as Keras); keras.ops.mean / sum (mask_off) not */
+static int gap_mask_reads(const bf_layer *L) { return L->in_rank == 2 && !L->mask_off ? 1 : 0; }
 
 const bf_layer_ops bf_ops_MAXPOOL = {
     .name = "MAXPOOL",

@@ -178,9 +178,9 @@ def check_x(model, xs, what=None):
         if got != tuple(want):
             hint = ""
             if None in t._ps and len(got) == len(want):
-                hint = (f"; the input {t.shape} takes any length, but one run (a fit with its validation, an evaluate, "
-                        "a predict) has one shape: pad to one length (keras.utils.pad_sequences) or make one call "
-                        "per length")
+                hint = (f"; the input {t.shape} takes any length, but the arrays of one call run at one shape: pad "
+                        "to one length (keras.utils.pad_sequences), make one call per length, or pass batches of "
+                        "several lengths as a Sequence / PyDataset")
             raise DataError(f"{lab} has per-sample shape {got}, the model expects {tuple(want)} (array shape "
                             f"{a.shape}){hint}")
 

@@ -47,16 +47,22 @@ def declared_shapes(model, lengths):
     return out
 
 
+def batch_text(k, label=""):
+    """'batch k', or 'validation batch k' (label: the data's name)"""
+    return f"{label} batch {k}" if label else f"batch {k}"
+
+
 def key(shapes):
     return tuple(tuple(s) for s in shapes)
 
 
-def require_fits(plan, shapes, k=None):
-    """The plan of one input shape against the budget: MemoryBudgetError naming the shape (and batch k)."""
+def require_fits(plan, shapes, k=None, label=""):
+    """The plan of one input shape against the budget: MemoryBudgetError naming the shape (and batch k of the
+    data `label` names: 'validation')."""
     if plan.fits:
         return
     e = budget_error(plan)
-    at = "" if k is None else f"batch {k}: "
+    at = batch_text(k, label) + ": " if k is not None else f"{label}: " if label else ""
     raise MemoryBudgetError(f"{at}input shape {shape_text(shapes)}: {e}", plan=plan, needed_bytes=e.needed_bytes,
                             available_bytes=e.available_bytes, where=e.where, max_batch_size=e.max_batch_size)
 
@@ -68,8 +74,8 @@ class ShapeRuns:
     plan_for() plans the current engine's run, watchdog(plan) (optional) makes
     the between-steps watchdog of a plan."""
 
-    def __init__(self, model, open_run, plan_for, first_plan, watchdog=None, declared=None):
-        self.model = model
+    def __init__(self, model, open_run, plan_for, first_plan, watchdog=None, declared=None, label=""):
+        self.model, self.label = model, label
         self._open, self._plan_for, self._make_watchdog = open_run, plan_for, watchdog
         self.shapes = list(model._bound)
         self.plans = {key(self.shapes): first_plan}
@@ -78,7 +84,7 @@ class ShapeRuns:
         self.watchdog = watchdog(first_plan) if watchdog is not None else None
         self.engine = model._engine
         self.run, self._last_stats = open_run(first_plan), None
-        self.plan = first_plan
+        self.plan, self._sums = first_plan, None
 
     def started(self):
         if self.watchdog is not None:
@@ -88,40 +94,64 @@ class ShapeRuns:
     def for_batch(self, k, xb, yb=None):
         """The run for batch k (switching shape first when it has another)."""
         shapes = batch_shapes(xb)
-        if shapes == self.shapes and self.model._engine is self.engine:
+        if self.run is not None and shapes == self.shapes and self.model._engine is self.engine:
             return self.run
         if self.declared is not None and key(shapes) not in self.declared:
-            raise DataError(f"batch {k}: input shape {shape_text(shapes)} is not one of the lengths fit(lengths=...) "
+            raise DataError(f"{batch_text(k, self.label)}: input shape {shape_text(shapes)} is not one of the lengths "
+                            "fit(lengths=...) "
                             f"declared and planned: {sorted(shape_text(s) for s in self.declared)}", batch_index=k)
+        if self.run is None:   # suspended (validation of other lengths ran alone): reopened, planned as before
+            return self._open_at(k, shapes, xb, yb, self._sums)
         self.run.sync_model()   # a device run's weights back into its engine's arrays
         if shapes == self.shapes:   # the engine was switched away (validation) and back
             self._bind(k, shapes)
             self.run.load_model()
             self.engine = self.model._engine
             return self.run
-        sums = self.run.metric_sums()
+        return self._open_at(k, shapes, xb, yb, self.run.metric_sums())
+
+    def _open_at(self, k, shapes, xb, yb, sums):
+        """The run of another shape (or this one's again after suspend()), its plan checked before it opens."""
         self._bind(k, shapes)   # a length the layers refuse raises here, with this run still open
         self._close()
         try:
-            check_x(self.model, xb)
+            if xb is not None:
+                check_x(self.model, xb)
             if yb is not None:
                 check_y(self.model, yb)
         except DataError as e:
-            raise DataError(f"batch {k}: {e}", batch_index=k) from None
+            raise DataError(f"{batch_text(k, self.label)}: {e}", batch_index=k) from None
         plan = self.plan_of(shapes, k)
         self.watchdog = self._make_watchdog(plan) if self._make_watchdog is not None else None
         self.engine = self.model._engine
         self.run = self._open(plan)
-        self.run.set_metric_sums(sums)
+        if sums is not None:
+            self.run.set_metric_sums(sums)
         self.shapes, self.plan = shapes, plan
         self.started()
+        return self.run
+
+    def suspend(self):
+        """Close the open run, keeping its metric sums, so that validation on
+        engines of other lengths runs alone (its plans count no other run);
+        the next step reopens this shape's run on its plan, checked again."""
+        if self.run is None:
+            return
+        self.run.sync_model()
+        self._sums = self.run.metric_sums()
+        self._close()
+
+    def _live(self):
+        """The open run (reopened after suspend() for a source that does not ask per batch: arrays)."""
+        if self.run is None:
+            self._open_at(None, self.shapes, None, None, self._sums)
         return self.run
 
     def _bind(self, k, shapes):
         try:
             self.model._bind_to(shapes)
         except ValueError as e:
-            raise DataError(f"batch {k}: {e}", batch_index=k) from None
+            raise DataError(f"{batch_text(k, self.label)}: {e}", batch_index=k) from None
 
     def plan_of(self, shapes, k=None):
         """The plan of the current engine (built for shapes): made once per
@@ -130,7 +160,7 @@ class ShapeRuns:
         if plan is None:
             plan = self._plan_for()
             self.plans[key(shapes)] = plan
-        require_fits(plan, shapes, k)
+        require_fits(plan, shapes, k, self.label)
         return plan
 
     def bind_back(self, shapes, other):
@@ -153,25 +183,28 @@ class ShapeRuns:
 
     # ---- as the engine's run ----
     def train(self, *a):
-        return self.run.train(*a)
+        return self._live().train(*a)
 
     def evaluate(self, *a):
-        return self.run.evaluate(*a)
+        return self._live().evaluate(*a)
 
     def predict(self, *a):
-        return self.run.predict(*a)
+        return self._live().predict(*a)
 
     def reset_metrics(self):
-        self.run.reset_metrics()
+        if self.run is None:
+            self._sums = None   # the run reopens with fresh metrics
+        else:
+            self.run.reset_metrics()
 
     def metric_results(self):
-        return self.run.metric_results()
+        return self._live().metric_results()
 
     def metric_sums(self):
-        return self.run.metric_sums()
+        return self._sums if self.run is None else self.run.metric_sums()
 
     def set_metric_sums(self, sums):
-        self.run.set_metric_sums(sums)
+        self._live().set_metric_sums(sums)
 
     def stats(self):
         return self.run.stats() if self.run is not None else self._last_stats

@@ -204,8 +204,16 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     if declared is not None and not bucketed:
         raise ValueError("lengths: declared lengths apply to a Sequence / PyDataset / generator x whose batches have "
                          "several lengths; arrays have one")
+    # validation batches of several lengths (or of another length than training's): each on its length's engine,
+    # alone (the training run is closed meanwhile), planned and checked before its first step
+    val_lengths = val is not None and getattr(model, "_dynamic", False) and (
+        isinstance(val, SequenceData) or _other_length(model, val, train))
     train.check(model)
-    if val is not None:
+    if val_lengths:   # its first batch checked on its own length's engine, then training's first length again
+        model._require_built(val.sample_x())
+        val.check(model)
+        model._require_built(train.sample_x())
+    elif val is not None:
         val.check(model)
     # plan before anything is allocated; refuse if it does not fit
     weighted = memory.Weighted(train=train.weighted or cw_table is not None,
@@ -215,14 +223,21 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
 
     def plan_at(batch_request):
         return memory.plan_fit(model, batch_request, micro_batch, device, memory_limit,
-                               val.batch_size if val is not None else None, max_rows=train.num_rows,
+                               val.batch_size if val is not None and not val_lengths else None,
+                               max_rows=train.num_rows,
                                shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0, weighted=weighted,
                                text_chars=chars)
 
     request = data_mod.batch_request(train)
-    first_shapes, plans = list(getattr(model, "_bound", None) or []), {}
+    first_shapes, plans, val_plans = list(getattr(model, "_bound", None) or []), {}, {}
+    vw = memory.Weighted(train=False, evaluate=weighted.evaluate)
+
+    def plan_val():
+        return memory.plan_run(model, "evaluate", val.batch_size, device, memory_limit, weighted=vw)
     if declared is not None:   # every declared length planned (and its engine built) before step one
         plans = _plan_declared(model, declared, lambda: plan_at(request))
+        if val_lengths:   # and validation's run at each of them
+            val_plans = _plan_declared(model, declared, plan_val, "validation")
         if buckets.key(first_shapes) not in plans:
             raise DataError(f"batch 0: input shape {buckets.shape_text(first_shapes)} is not one of the lengths "
                             f"fit(lengths=...) declared: {sorted(buckets.shape_text(s) for s in declared)}",
@@ -255,7 +270,8 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
     def open_train(p):
         return model._engine.open_run("train", p.rows, device=p.device, host_budget=0, device_budget=0,
                                       seed=seed, guard=_GUARD, weighted=weighted.train)
-    if bucketed:
+    shaped = bucketed or val_lengths   # the training run can switch (or close and reopen) its engine
+    if shaped:
         run = buckets.ShapeRuns(model, open_train, lambda: plan_at(request), plan, memory.Watchdog, declared)
         run.plans.update(plans)
         watchdog = run
@@ -263,12 +279,13 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
         watchdog = memory.Watchdog(plan)
         run = open_train(plan)
     vrun, val_shapes = None, list(getattr(model, "_bound", None) or [])
+    val_closed = []
     try:
         dist_fit.broadcast_on_device(run, plan.device)   # [dist hook] on a GPU: rank 0's weights over NCCL
-        if val is not None:
+        if val is not None and not val_lengths:
             vrun = model._engine.open_run("evaluate", plan.val_rows, device=plan.device,
                                           weighted=weighted.evaluate)
-        watchdog.start() if not bucketed else run.started()
+        watchdog.start() if not shaped else run.started()
         cbs.on_train_begin()
         initial_epoch = model._initial_epoch or initial_epoch  # BackupAndRestore resumes here
         waited, t_start = [0.0], time.perf_counter()
@@ -289,7 +306,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                 _acc(tot, out)
                 waited[0] += out[3]
                 if _GUARD:
-                    (run.watchdog if bucketed else watchdog).check(epoch, step_done)
+                    (run.watchdog if shaped else watchdog).check(epoch, step_done)
                 cbs.on_train_batch_end(step_done - 1, logs=_logs(tot, run, model))
 
             try:
@@ -308,13 +325,20 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
             logs = _logs(tot, run, model)
             if terminated:
                 logs["loss"] = float("nan")
-            elif vrun is not None and _should_validate(epoch, validation_freq):
+            elif (vrun is not None or val_lengths) and _should_validate(epoch, validation_freq):
                 vt = _totals()
-                if bucketed:
+                if val_lengths:
+                    run.suspend()
+                    vrun = _length_runs(model, val, val_plans, plan_val, vw, declared)
+                elif bucketed:
                     run.bind_back(val_shapes, vrun)   # validation runs on the first length's engine
                 _validate(model, cbs, val, vrun, vt)
                 dist_fit.sum_over_ranks(model, [(vt, vrun, dist_fit.is_sharded(val))])   # [dist hook]
                 logs.update(_logs(vt, vrun, model, "val_"))
+                if val_lengths:
+                    vrun.close()
+                    val_closed += vrun.closed
+                    vrun = None
             cbs.on_epoch_end(epoch, logs=logs)
             last_logs = logs
             train.on_epoch_end()
@@ -328,15 +352,47 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
         if vrun is not None:
             vrun.close()
         run.close()
-        if bucketed:   # per length run: (input shapes, plan, arena statistics, engine bytes)
+        if shaped:   # per length run: (input shapes, plan, arena statistics, engine bytes)
             model._bucket_runs = run.closed
             model._bucket_plans = dict(run.plans)
+        if val_lengths:
+            model._validation_runs, model._validation_plans = val_closed, dict(val_plans)
     model.history = history
-    model._last_plan = plan if not bucketed else max(run.plans.values(), key=lambda p: p.host_bytes)
+    model._last_plan = plan if not shaped else max(run.plans.values(), key=lambda p: p.host_bytes)
     return history
 
 
-def _plan_declared(model, declared, plan_now):
+def _other_length(model, val, train):
+    """Validation arrays whose length is not training's first (a variable-length model): the model bound to
+    training's first length again after looking."""
+    model._require_built(val.sample_x())
+    shapes = list(model._bound)
+    model._require_built(train.sample_x())
+    return shapes != list(model._bound)
+
+
+def _length_runs(model, val, plans, plan_now, vw, declared):
+    """Validation's runs over batches of several lengths (the training run closed meanwhile): one per length on
+    its engine, as evaluate makes them; each length planned once (plans, kept over the epochs; with
+    fit(lengths=...) all before step one, and no other length taken) and checked against the budget before its
+    first batch."""
+    model._require_built(val.sample_x())   # the engine of its first batch's length
+    shapes = list(model._bound)
+    if declared is not None and buckets.key(shapes) not in plans:
+        raise DataError(f"validation batch 0: input shape {buckets.shape_text(shapes)} is not one of the lengths "
+                        f"fit(lengths=...) declared: {sorted(buckets.shape_text(s) for s in declared)}",
+                        batch_index=0)
+    first = plans.get(buckets.key(shapes)) or plan_now()
+    plans[buckets.key(shapes)] = first
+    buckets.require_fits(first, shapes, 0, "validation")
+    runs = buckets.ShapeRuns(model, lambda p: model._engine.open_run("evaluate", p.rows, device=p.device,
+                                                                    weighted=vw.evaluate), plan_now, first,
+                             declared=declared, label="validation")
+    runs.plans = plans
+    return runs
+
+
+def _plan_declared(model, declared, plan_now, label=""):
     """fit(lengths=...): each declared length's engine built (or taken from the
     cache) and its run planned and checked against the budget, before step one."""
     plans = {}
@@ -344,7 +400,7 @@ def _plan_declared(model, declared, plan_now):
         model._bind_to(shapes)
         p = plan_now()
         plans[buckets.key(shapes)] = p
-        buckets.require_fits(p, shapes)
+        buckets.require_fits(p, shapes, None, label)
     return plans
 
 

@@ -63,7 +63,8 @@ def _graph_meta(model):
                        **({"training": d["train_mode"] == 1} if d.get("train_mode") else {}),
                        **({"call": l._saved_call()} if hasattr(l, "_saved_call") else {}),
                        **({"keep_mask": True} if len(d["inputs"]) > 1 and not d.get("mask_off", 0) and
-                          hasattr(l, "_n_states") else {})}
+                          hasattr(l, "_n_states") else {}),
+                       **({"mask_off": True} if d.get("mask_off", 0) and not hasattr(l, "_n_states") else {})}
                       for l, d in zip(g.node_layers, g.specs)],
             "outputs": g.output_ids, "n_inputs": n_in}
 
@@ -155,6 +156,8 @@ def _load_graph(meta):
             y = _call(made[n["layer"]], args[0], args[1:], None, {}, keep_mask=n.get("keep_mask", False))
         else:
             y = made[n["layer"]](args if n["many"] else args[0])
+            if n.get("mask_off"):   # a keras.ops.mean's pooling: over every step, not the mask's
+                y._node.mask_off = True
         if "training" in n:   # a call given training= inside a traced call(): that mode always
             (y[0] if isinstance(y, list) else y)._node.train_mode = 1 if n["training"] else 2
         if isinstance(y, list):  # return_state / merge_mode=None

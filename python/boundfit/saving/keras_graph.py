@@ -15,6 +15,10 @@
   layer used twice stored once; a subclassed model's attributes by name
   (sorted, private ones last), with `layers` among them.
 
+- A keras.ops call boundfit built from layers of other kinds (an OpNode,
+  layers/opnode.py: Mean, Clip, Softmax, Reshape, Where, x + 1.0, x[:, 1]
+  ...) as the one operation node Keras writes for it, one node deep in
+  Keras's depth, its arguments met in order by the walk.
 - Operations (not layers) of a graph: the Slice kind as Keras's GetItem,
   the Const kind as zeros_like(x[:, 0, None]) + values, the keras.ops math
   kinds (Unary, Binary, MatMul) as Keras's Sqrt / Maximum / Divide / Greater
@@ -37,6 +41,7 @@ from .. import layers as L, ops as bf_ops
 from ..layers.layer import _DTYPE, keras_object as _obj, layer_config
 from ..layers.merge import _Merge
 from ..layers.node import KerasTensor, MaskTensor
+from ..layers import opnode
 from . import config as keras_config, keras_ops
 from .registry import model_classes
 
@@ -120,6 +125,10 @@ def graph_order(model, keys=False):
             return
         first.setdefault(id(op), (len(first), op))
         if key is not op:
+            g = opnode.of(op)
+            if g is not None and g.head is op:   # a keras.ops call: Keras's walk meets its arguments in order
+                for u in g.inputs:
+                    visit(u)
             for u in key.inputs:
                 visit(u)
         finished.add(key)
@@ -133,9 +142,10 @@ def graph_order(model, keys=False):
         op_depth[id(op)] = node_depth[key] = d
         if key is not op:  # a layer call: its parents are one deeper
             for i, u in enumerate(key.inputs):
-                pk = _src(u)[1]
-                if pk in finished:
-                    node_depth[pk] = max(d + 1 + _chain(key.layer, i), node_depth.get(pk, 0))
+                pop, pk = _src(u)
+                if pk in finished:   # the layers of one keras.ops call are one node of Keras's graph
+                    inner = opnode.of(key.layer) is not None and opnode.of(key.layer) is opnode.of(pop)
+                    node_depth[pk] = max(d + (0 if inner else 1 + _chain(key.layer, i)), node_depth.get(pk, 0))
     ops = sorted(first.values(), key=lambda p: (-op_depth[id(p[1])], p[0]))
     if keys:
         return [op for _, op in ops], finished, {i: (op_depth[i], r) for i, (r, _) in first.items()}
@@ -146,6 +156,8 @@ def _chain(op, i):
     """The operations Keras's graph has between input i of op's node and its
     output beyond the one node of boundfit's (a Const's zeros_like(x[:, 0, None])
     + values: 2), which deepen the layers before it as Keras counts depth."""
+    if opnode.of(op) is not None:
+        return 0
     if isinstance(op, L.Const):
         return 2
     if isinstance(op, L.Weight):
@@ -221,7 +233,7 @@ _OPS_MODULE = "keras.src.ops.numpy"
 
 def is_keras_op(op):
     """A node Keras writes as operations, not a layer (not in `model.layers`, no weights path)."""
-    return isinstance(op, (L.Slice, L.Const) + keras_ops.WRITTEN) or keras_ops.is_one_hot(op)
+    return isinstance(op, (L.Slice, L.Const) + keras_ops.WRITTEN) or opnode.of(op) is not None
 
 
 def _history(name, k, shape):
@@ -390,9 +402,14 @@ class KerasOp:
             r = _anchor_key(key, ts[0])
             if r == 0:   # x[:, 0, ..., 0]: one number per sample, which zeros_like may still read as an anchor
                 y = bf_ops.getitem(ts[0], key)
+                self._own_name(y, ts)
                 y._const_anchor = _ConstAnchor(self.name, ts[0], 0)
                 return y
-            return _ConstAnchor(self.name, ts[0], r) if r is not None else bf_ops.getitem(ts[0], key)
+            if r is not None:
+                return _ConstAnchor(self.name, ts[0], r)
+            y = bf_ops.getitem(ts[0], key)
+            self._own_name(y, ts)
+            return y
         if self.class_name == "ZerosLike" and len(ts) == 1 and getattr(ts[0], "_const_anchor", None) is not None:
             ts = [ts[0]._const_anchor]
         if self.class_name == "ZerosLike" and len(ts) == 1 and isinstance(ts[0], _ConstAnchor):
@@ -413,11 +430,23 @@ class KerasOp:
         if read is None:
             self._fail(args)
         try:
-            return read(self.config, *vals)
-        except bf_ops.OpNotSupportedError as e:
+            y = read(self.config, *vals)
+        except (bf_ops.OpNotSupportedError, ValueError) as e:
             raise ValueError(f"operation {self.name!r} ({self.class_name}): {e}") from None
         except TypeError:   # a call of another form (arguments) than the one boundfit reads
             self._fail(args)
+        self._own_name(y, vals)
+        return y
+
+    def _own_name(self, y, vals):
+        """The file's name on the operation node this call made (the layer of its output, when that is a node
+        Keras files hold as an operation), so that writing it back names it as read, no other layer's name."""
+        if not isinstance(y, KerasTensor) or y._node is None or any(y is v for v in vals):
+            return
+        layer = y._node.layer
+        if len(layer._inbound) == 1 and is_keras_op(layer) and (opnode.of(layer) is None or
+                                                                opnode.of(layer).head is layer):
+            layer.name = self.name
 
 
 _BINARY = {"Add": "add", "Subtract": "subtract", "Multiply": "multiply"}
@@ -485,14 +514,16 @@ def functional_config(model):
 
     entries = []
     for op in ops:
-        if isinstance(op, L.Const):
+        g = opnode.of(op)
+        if g is not None:   # a keras.ops call's layers: Keras's one node, written by the layer of its output
+            chain = [keras_ops.group_entry(g, pos[op._inbound[0]], tensor)] if g.head is op else []
+        elif isinstance(op, L.Const):
             chain = _const_entries(op, [(pos[n], tensor(n.inputs[0])) for n in _op_nodes(op) if n in own])
         elif isinstance(op, L.Weight):
             chain = _weight_entries(op, [(pos[n], tensor(n.inputs[0])) for n in _op_nodes(op) if n in own])
-        elif isinstance(op, keras_ops.WRITTEN) or keras_ops.is_one_hot(op):   # keras.ops: Keras's operation nodes
+        elif isinstance(op, keras_ops.WRITTEN):   # keras.ops math: Keras's operation nodes
             calls = [(pos[n], n, [tensor(t) for t in n.inputs]) for n in _op_nodes(op) if n in own]
-            chain = [keras_ops.one_hot_entry(op, calls)] if keras_ops.is_one_hot(op) else \
-                keras_ops.op_entries(op, calls)
+            chain = keras_ops.op_entries(op, calls)
         else:
             e = _layer_entry(op)
             e["name"] = op.name
@@ -568,6 +599,10 @@ def functional_from_config(cfg, custom_objects=None):
             made[name] = MaskTensor(name)
         elif e.get("class_name") in _READ_OPS and str(e.get("module", "")).startswith("keras.src.ops"):
             made[name] = KerasOp(e)
+        elif str(e.get("module", "")).startswith("keras.src.ops"):
+            raise ValueError(f"the file's layer {name!r} is the keras.ops operation {e.get('class_name')} "
+                             f"({e.get('module')}), which boundfit does not run; it reads "
+                             f"{', '.join(sorted(_READ_OPS | _MASK_OPS))}")
         else:
             made[name] = layer_or_model(e, custom_objects)
         outs[name] = []

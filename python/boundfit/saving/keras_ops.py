@@ -11,11 +11,18 @@ with a transposed operand is Transpose(axes=(0, 2, 1)) then Matmul; c / x
 is Divide(c, x).
 
 Reading: each operation through boundfit.ops (which traces it into the same
-engine kinds: Unary, Binary, MatMul, Embedding for OneHot, ...); two
-tensors of one rank and different shapes into Binary (NumPy's size-1
-broadcast). A OneHot read stays Keras's OneHot when written back (its
-frozen identity table is no weight of Keras's file). An operation not in
-the table, or called in another form, is refused naming it.
+engine kinds: Unary, Binary, MatMul, Embedding for OneHot, ...), with the
+options Keras's node holds in its config (Mean's axis and keepdims,
+Softmax's axis, LeakyRelu's negative_slope, Clip's x_min / x_max, Reshape's
+newshape ...), each checked: an option boundfit does not take (Max's
+initial, a sparse ConvertToTensor) or does not know is named; two tensors
+of one rank and different shapes into Binary (NumPy's size-1 broadcast).
+An operation not in the table, or called in another form, is refused
+naming it.
+
+Calls boundfit builds from layers of other kinds (Mean: Permute + global
+pooling; Clip: two Unary; OneHot: a frozen Embedding ...) are one OpNode
+(layers/opnode.py), written back by group_entry as the node Keras writes.
 
 (Slice, Const and a custom layer's Weight, whose Keras form involves
 layers or constants, are written and read in keras_graph.py.)"""
@@ -24,6 +31,7 @@ import numpy as np
 
 from .. import layers as L, ops as bf_ops
 from ..layers.node import KerasTensor
+from ..layers.opnode import record
 
 MODULE = "keras.src.ops.numpy"
 
@@ -98,12 +106,14 @@ def op_entries(op, calls):
 
 # ---- reading: Keras's operation nodes -> boundfit.ops ----
 
-def _broadcast_or(fn):
+def _broadcast_or(fn, cls, via=None):
+    """Keras's node cls of two arguments: boundfit.ops' function `via` (fn's), or for two tensors of one rank and
+    different shapes Binary(fn) (NumPy's size-1 broadcast of one rank, as boundfit wrote it), recorded as cls"""
     def call(cfg, a, b):
         if isinstance(a, KerasTensor) and isinstance(b, KerasTensor) and a._ps != b._ps and \
                 len(a._ps) == len(b._ps):
-            return L.Binary(fn)([a, b])   # NumPy's size-1 broadcast of one rank, as boundfit wrote it
-        return getattr(bf_ops, fn)(a, b)
+            return record(L.Binary(fn)([a, b]), cls, MODULE, {}, [a, b])
+        return getattr(bf_ops, via or fn)(a, b)
     return call
 
 
@@ -113,44 +123,136 @@ def through_ops(fn):
 
 
 def _one_hot(cfg, x):
-    """one_hot: boundfit's frozen identity Embedding, marked as Keras's OneHot (no weights in Keras's file,
-    written back as that operation)."""
-    y = bf_ops.one_hot(x, cfg["num_classes"], axis=cfg.get("axis", -1), sparse=cfg.get("sparse", False))
-    y._node.layer._keras_op = "OneHot"
-    return y
-
-
-def is_one_hot(op):
-    return getattr(op, "_keras_op", None) == "OneHot"
-
-
-def one_hot_entry(op, calls):
-    """A one_hot read from a Keras file, written back as Keras's OneHot operation."""
-    return {"module": "keras.src.ops.nn", "class_name": "OneHot",
-            "config": {"name": op.name, "num_classes": op.input_dim, "axis": -1, "dtype": None, "sparse": False},
-            "registered_name": "OneHot", "name": op.name,
-            "inbound_nodes": [{"args": ins, "kwargs": {}} for _, _, ins in calls]}
+    """one_hot: boundfit's frozen identity Embedding (no weights in Keras's file: written back as this node)"""
+    o = _options("OneHot", cfg, {"num_classes": None, "axis": None, "sparse": _falsy,
+                                 "dtype": lambda d: d is None or np.dtype(d).kind == "f"})
+    return bf_ops.one_hot(x, o["num_classes"], axis=o.get("axis", -1))
 
 
 def _one(fn):
     return lambda cfg, x: fn(x)
 
 
+# ---- keras.ops calls boundfit builds from layers of other kinds (layers/opnode.py), both ways ----
+
+def _json(v, tensor):
+    if isinstance(v, KerasTensor):
+        return tensor(v)
+    if isinstance(v, (list, tuple)):
+        return [_json(x, tensor) for x in v]
+    if isinstance(v, np.ndarray):
+        return {"class_name": "__numpy__", "config": {"value": v.tolist(), "dtype": str(v.dtype)}}
+    if isinstance(v, (np.integer, np.floating, np.bool_)):
+        return v.item()
+    return v
+
+
+def group_entry(g, k, tensor):
+    """The Functional config entry of a keras.ops call's layers (an OpNode g, its head's node index k in the
+    model): Keras's node for the call, named as the head layer (its consumers' references)."""
+    name = g.head.name
+    cfg = {"name": name, **{key: _json(v, tensor) for key, v in g.config.items()}}
+    return {"module": g.module, "class_name": g.class_name, "config": cfg, "registered_name": g.class_name,
+            "name": name, "inbound_nodes": [{"args": _json(g.args, tensor), "kwargs": {}}]}
+
+
+def _options(cls, cfg, allowed):
+    """The call's options in a Keras node's config, each checked: allowed {key: default or a checker}; a key
+    boundfit does not read, or a value it does not take, is named."""
+    out = {}
+    for key, v in cfg.items():
+        if key == "name":
+            continue
+        if key not in allowed:
+            raise ValueError(f"the argument {key}={v!r} of {cls} is not one boundfit reads")
+        want = allowed[key]
+        if callable(want) and not want(v):
+            raise ValueError(f"{cls}({key}={v!r}) is not supported by boundfit")
+        out[key] = tuple(v) if isinstance(v, list) else v
+    return out
+
+
+def _none(v):
+    return v is None
+
+
+def _falsy(v):
+    return v in (None, False)
+
+
+def _reduction(fn, cls):
+    def read(cfg, x):
+        o = _options(cls, cfg, {"axis": None, "keepdims": None, "initial": _none})
+        return fn(x, axis=o.get("axis"), keepdims=bool(o.get("keepdims", False)))
+    return read
+
+
+def _act(fn, cls, **opts):
+    """an activation node: its options (alpha, negative_slope, approximate, axis) passed on by keyword"""
+    def read(cfg, x):
+        return fn(x, **_options(cls, cfg, {k: None for k in opts}))
+    return read
+
+
+def _shaped(fn, cls, key, default=None):
+    def read(cfg, x):
+        v = _options(cls, cfg, {key: None}).get(key, default)
+        return fn(x, v)
+    return read
+
+
+def _clip(cfg, x):
+    o = _options("Clip", cfg, {"x_min": None, "x_max": None})
+    return bf_ops.clip(x, o["x_min"], o["x_max"])
+
+
+def _convert(cfg, x):
+    o = _options("ConvertToTensor", cfg, {"dtype": None, "sparse": _falsy, "ragged": _falsy})
+    return bf_ops.convert_to_tensor(x, o.get("dtype"))
+
+
+def _tensordot(cfg, a, b):
+    o = _options("Tensordot", cfg, {"axes": None})
+    return bf_ops.tensordot(a, b, axes=o.get("axes", 2))
+
+
+GROUPED = {
+    "Mean": _reduction(bf_ops.mean, "Mean"), "Sum": _reduction(bf_ops.sum, "Sum"),
+    "Max": _reduction(bf_ops.max, "Max"), "Min": _reduction(bf_ops.min, "Min"),
+    "Softmax": _act(bf_ops.softmax, "Softmax", axis=-1),
+    "Relu": _act(bf_ops.relu, "Relu"), "Sigmoid": _act(bf_ops.sigmoid, "Sigmoid"), "Tanh": _act(bf_ops.tanh, "Tanh"),
+    "Silu": _act(bf_ops.silu, "Silu"), "Elu": _act(bf_ops.elu, "Elu", alpha=1.0), "Selu": _act(bf_ops.selu, "Selu"),
+    "Softplus": _act(bf_ops.softplus, "Softplus"), "Softsign": _act(bf_ops.softsign, "Softsign"),
+    "Relu6": _act(bf_ops.relu6, "Relu6"), "LeakyRelu": _act(bf_ops.leaky_relu, "LeakyRelu", negative_slope=0.2),
+    "HardSigmoid": _act(bf_ops.hard_sigmoid, "HardSigmoid"), "Gelu": _act(bf_ops.gelu, "Gelu", approximate=True),
+    "Exp": _act(bf_ops.exp, "Exp"),
+    "Reshape": _shaped(bf_ops.reshape, "Reshape", "newshape"),
+    "ExpandDims": _shaped(bf_ops.expand_dims, "ExpandDims", "axis"),
+    "Squeeze": _shaped(bf_ops.squeeze, "Squeeze", "axis"),
+    "Transpose": _shaped(bf_ops.transpose, "Transpose", "axes"),
+    "Concatenate": _shaped(bf_ops.concatenate, "Concatenate", "axis", 0),
+    "Stack": _shaped(bf_ops.stack, "Stack", "axis", 0),
+    "Clip": _clip, "Power": lambda cfg, a, b: bf_ops.power(a, b),
+    "Reciprocal": _one(bf_ops.reciprocal), "Rsqrt": _one(bf_ops.rsqrt),
+}
+
+
 READ = {
     "Sqrt": _one(bf_ops.sqrt), "Square": _one(bf_ops.square), "Absolute": _one(bf_ops.abs),
-    "Log": _one(bf_ops.log), "Exp": _one(bf_ops.exp), "Negative": _one(bf_ops.negative),
+    "Log": _one(bf_ops.log), "Negative": _one(bf_ops.negative),
     "Where": lambda cfg, c, x1, x2: bf_ops.where(c, x1, x2),
     "Matmul": lambda cfg, a, b: bf_ops.matmul(a, b),
-    "Transpose": lambda cfg, x: bf_ops.transpose(x, cfg.get("axes")),
     "Cast": lambda cfg, x: bf_ops.cast(x, cfg.get("dtype") or "float32"),
-    "OneHot": lambda cfg, x: _one_hot(cfg, x),
+    "OneHot": _one_hot,
     "Take": lambda cfg, x, indices: bf_ops.take(x, indices, axis=cfg.get("axis")),
-    **{cls: _broadcast_or(fn) for fn, cls in _BINARY.items() if fn not in ("add", "subtract", "multiply")},
-    "TrueDivide": _broadcast_or("divide"),   # x / y as Keras writes it
+    **{cls: _broadcast_or(fn, cls) for fn, cls in _BINARY.items() if fn not in ("add", "subtract", "multiply")},
+    "TrueDivide": _broadcast_or("divide", "TrueDivide", "true_divide"),   # x / y as Keras writes it
+    "ConvertToTensor": _convert, "Tensordot": _tensordot, "Dot": lambda cfg, a, b: bf_ops.dot(a, b),
+    **GROUPED,
 }
 # Add / Subtract / Multiply with tensors or numbers: keras_graph.py's KerasOp reads them (and the constants'
 # zeros_like(x[:, 0, None]) + values); with broadcasting tensors here too
-BROADCAST = {cls: _broadcast_or(fn) for fn, cls in _BINARY.items() if fn in ("add", "subtract", "multiply")}
+BROADCAST = {cls: _broadcast_or(fn, cls) for fn, cls in _BINARY.items() if fn in ("add", "subtract", "multiply")}
 
 
 def arg(v, tensor):
@@ -160,4 +262,6 @@ def arg(v, tensor):
     if isinstance(v, dict) and v.get("class_name") in ("__numpy__", "__tensor__"):
         c = v["config"]
         return np.array(c["value"], dtype=c.get("dtype") or np.float32)
+    if isinstance(v, list):   # Concatenate / Stack: a list of tensors
+        return [arg(x, tensor) for x in v]
     return v
