@@ -688,8 +688,8 @@ class Model(graph.GraphModel):
             it = iter(x)
             first = next(it, None)
             x = itertools.chain([] if first is None else [first], it)
-        if isinstance(first, (tuple, list)) and first:
-            self._require_built(first[0])
+        if isinstance(first, (tuple, list)) and first and not isinstance(first[0], dict):   # a dict: the data
+            self._require_built(first[0])                                         # pipeline names the batch
         return x
 
     def _trainer_for(self):
