@@ -61,6 +61,24 @@ def assert_plan_equals_arenas(m, x, y, batch_size, device=None):
     return plan
 
 
+def directional_check(model, x, y, n_dirs=3, eps=1e-2, rtol=3e-2, fixed=(), seed=0):
+    """Central differences of the loss along random directions of all the
+    weights at once (those at indices `fixed` stay put: frozen) against the
+    engine's gradient."""
+    g = engine_gradient(model, x, y)
+    w0 = model.get_weights()
+    r = np.random.default_rng(seed)
+    for _ in range(n_dirs):
+        d = [np.zeros(w.shape) if k in fixed else r.standard_normal(w.shape) for k, w in enumerate(w0)]
+        model.set_weights([w + eps * di for w, di in zip(w0, d)])
+        lp = numeric_loss(model, x, y)
+        model.set_weights([w - eps * di for w, di in zip(w0, d)])
+        lm = numeric_loss(model, x, y)
+        model.set_weights(w0)
+        fd, an = (lp - lm) / (2 * eps), sum(float((gi * di).sum()) for gi, di in zip(g, d))
+        assert abs(fd - an) <= rtol * max(abs(fd), abs(an), 1e-2), (fd, an)
+
+
 def directional_check_per_array(model, x, y, eps=3e-3, rtol=2e-2):
     """Finite differences along a random direction in each weight array in turn
     (one direction over all weights can nearly cancel, and then the central

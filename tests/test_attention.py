@@ -10,7 +10,7 @@ import pytest
 
 import boundfit as bf
 from boundfit import _core, layers
-from conftest import numeric_loss
+from conftest import directional_check, numeric_loss
 from keras_ref import load as load_keras
 
 RTOL = 1e-5
@@ -192,36 +192,6 @@ def _compiled(m):
 
 
 # ---- gradients ----
-
-def engine_grad(model, x, y):
-    """conftest.engine_gradient for one or several inputs (one batch of all rows)."""
-    n = len(x[0]) if isinstance(x, list) else len(x)
-    w0, opt, loss = model.get_weights(), model.optimizer, model.loss
-    model.compile(optimizer=bf.optimizers.SGD(learning_rate=1.0), loss=loss)
-    model.fit(x, y, batch_size=n, epochs=1, shuffle=False, verbose=0)
-    g = [a.astype(np.float64) - b for a, b in zip(w0, model.get_weights())]
-    model.set_weights(w0)
-    model.compile(optimizer=opt, loss=loss)
-    return g
-
-
-def directional_check(model, x, y, n_dirs=3, eps=1e-2, rtol=3e-2, fixed=()):
-    """Central differences along random directions of the weights (those at
-    indices `fixed` stay put: frozen) against the engine's gradient."""
-    g = engine_grad(model, x, y)
-    w0 = model.get_weights()
-    r = rng(0)
-    n = len(x[0]) if isinstance(x, list) else len(x)
-    loss = lambda: model.evaluate(x, y, batch_size=n, verbose=0)
-    for _ in range(n_dirs):
-        d = [np.zeros(w.shape) if k in fixed else r.standard_normal(w.shape) for k, w in enumerate(w0)]
-        model.set_weights([w + eps * di for w, di in zip(w0, d)])
-        lp = loss()
-        model.set_weights([w - eps * di for w, di in zip(w0, d)])
-        lm = loss()
-        model.set_weights(w0)
-        fd, an = (lp - lm) / (2 * eps), sum(float((gi * di).sum()) for gi, di in zip(g, d))
-        assert abs(fd - an) <= rtol * max(abs(fd), abs(an), 1e-2), (fd, an)
 
 
 @pytest.mark.parametrize("causal,mask", [(False, False), (True, True)])

@@ -7,23 +7,8 @@ import pytest
 
 import boundfit as bf
 from boundfit import layers
-from conftest import engine_gradient, numeric_loss
+from conftest import directional_check
 
-
-def directional_check(model, x, y, n_dirs=3, eps=1e-2, rtol=3e-2):
-    g = engine_gradient(model, x, y)
-    w0 = model.get_weights()
-    rng = np.random.default_rng(0)
-    for _ in range(n_dirs):
-        d = [rng.standard_normal(w.shape) for w in w0]
-        model.set_weights([w + eps * di for w, di in zip(w0, d)])
-        lp = numeric_loss(model, x, y)
-        model.set_weights([w - eps * di for w, di in zip(w0, d)])
-        lm = numeric_loss(model, x, y)
-        model.set_weights(w0)
-        fd = (lp - lm) / (2 * eps)
-        an = sum(float((gi * di).sum()) for gi, di in zip(g, d))
-        assert abs(fd - an) <= rtol * max(abs(fd), abs(an), 1e-2), (fd, an)
 
 
 def make(act_hidden, act_out, out_units, loss, use_bias=True):

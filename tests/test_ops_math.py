@@ -12,7 +12,7 @@ import pytest
 
 import boundfit as bf
 from boundfit.ops import OpNotSupportedError
-from conftest import engine_gradient, numeric_loss
+from conftest import directional_check
 
 import keras_ref
 
@@ -117,19 +117,7 @@ def test_ops_gradients_match_finite_differences(which):
     m = model(bf, which(bf.ops))
     m.compile(optimizer="sgd", loss="mse")
     x, y = X[:6].astype(np.float64).astype(np.float32), Y[:6]
-    g = engine_gradient(m, x, y)
-    w0 = m.get_weights()
-    r = np.random.default_rng(3)
-    eps = 1e-2
-    for _ in range(2):
-        d = [r.standard_normal(w.shape).astype(np.float32) for w in w0]
-        m.set_weights([w + eps * di for w, di in zip(w0, d)])
-        lp = numeric_loss(m, x, y)
-        m.set_weights([w - eps * di for w, di in zip(w0, d)])
-        lm = numeric_loss(m, x, y)
-        m.set_weights(w0)
-        fd, an = (lp - lm) / (2 * eps), sum(float((gi * di).sum()) for gi, di in zip(g, d))
-        assert abs(fd - an) <= 3e-2 * max(abs(fd), abs(an), 1e-2), (fd, an)
+    directional_check(m, x, y, n_dirs=2, rtol=3e-2, seed=3)
 
 
 def custom_weights(M):

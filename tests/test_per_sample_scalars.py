@@ -13,7 +13,7 @@ import pytest
 
 import boundfit as bf
 from boundfit.ops import OpNotSupportedError
-from conftest import assert_plan_equals_arenas, engine_gradient, numeric_loss
+from conftest import assert_plan_equals_arenas, directional_check
 from test_distributed import _launch_tcp
 
 import keras_ref
@@ -104,19 +104,7 @@ def test_gradients_match_finite_differences(build):
     m = build(bf)
     m.compile(optimizer="sgd", loss="binary_crossentropy")
     x, y = X[:6], Y[:6]
-    g = engine_gradient(m, x, y)
-    w0 = m.get_weights()
-    r = np.random.default_rng(3)
-    eps = 1e-2
-    for _ in range(2):
-        d = [r.standard_normal(w.shape).astype(np.float32) for w in w0]
-        m.set_weights([w + eps * di for w, di in zip(w0, d)])
-        lp = numeric_loss(m, x, y)
-        m.set_weights([w - eps * di for w, di in zip(w0, d)])
-        lm = numeric_loss(m, x, y)
-        m.set_weights(w0)
-        fd, an = (lp - lm) / (2 * eps), sum(float((gi * di).sum()) for gi, di in zip(g, d))
-        assert abs(fd - an) <= 2e-2 * max(abs(fd), abs(an), 1e-2), (fd, an)
+    directional_check(m, x, y, n_dirs=2, rtol=2e-2, seed=3)
 
 
 def test_batch_sum_and_mean_over_everything_as_numpy():
