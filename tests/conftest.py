@@ -53,9 +53,10 @@ def assert_plan_equals_arenas(m, x, y, batch_size, device=None):
     device, the pinned host batch slots. Returns the plan."""
     plan = m.estimate_memory(batch_size=batch_size, device=device)
     m.fit(x, y, batch_size=batch_size, epochs=1, verbose=0, device=device)
-    stats = m._last_run_stats
+    ran = m._loss_trainer[1] if getattr(m, "_loss_trainer", None) else m   # a custom loss: its training graph
+    stats = ran._last_run_stats
     assert all(s["run_high_water"] == s["run_reserved"] for s in stats)
-    arenas = m._engine.weight_arena_bytes + m._engine.optimizer_arena_bytes + sum(
+    arenas = ran._engine.weight_arena_bytes + ran._engine.optimizer_arena_bytes + sum(
         s["run_high_water"] + s.get("host_slots_high_water", 0) for s in stats)
     assert sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured")) == arenas
     return plan

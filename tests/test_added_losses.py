@@ -14,7 +14,7 @@ import pytest
 
 import boundfit as bf
 from boundfit.ops import OpNotSupportedError
-from conftest import directional_check_per_array
+from conftest import assert_plan_equals_arenas, directional_check_per_array
 
 import keras_ref
 
@@ -138,14 +138,7 @@ def test_micro_batches_give_the_full_batchs_update_and_the_plan_is_exact(variant
     for a, b in zip(runs[0][1], runs[1][1]):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     m.compile(optimizer="adam", loss="mse")
-    plan = m.estimate_memory(batch_size=8)
-    m.fit(X, Y, batch_size=8, epochs=1, verbose=0)
-    trainer = m._loss_trainer[1]
-    stats = trainer._last_run_stats
-    assert all(s["run_high_water"] == s["run_reserved"] for s in stats)
-    arenas = trainer._engine.weight_arena_bytes + trainer._engine.optimizer_arena_bytes + sum(
-        s["run_high_water"] for s in stats)
-    assert sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured")) == arenas
+    assert_plan_equals_arenas(m, X, Y, batch_size=8)
 
 
 @pytest.mark.parametrize("variant", ["builtin", "custom", "add_loss"])

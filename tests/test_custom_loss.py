@@ -221,14 +221,7 @@ def test_losses_per_output_train_as_keras(form):
 def test_the_training_graphs_plan_is_exact_and_micro_batches_give_the_full_batchs_update():
     m = _mlp(bf)
     m.compile(optimizer="adam", loss=lambda t, p: my_mse(t, p, bf.ops))
-    plan = m.estimate_memory(batch_size=8)
-    m.fit(X, Y, batch_size=8, epochs=1, verbose=0)
-    trainer = m._loss_trainer[1]
-    stats = trainer._last_run_stats
-    assert all(s["run_high_water"] == s["run_reserved"] for s in stats)
-    arenas = trainer._engine.weight_arena_bytes + trainer._engine.optimizer_arena_bytes + sum(
-        s["run_high_water"] for s in stats)
-    assert sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured")) == arenas
+    assert_plan_equals_arenas(m, X, Y, batch_size=8)
     w0 = m.get_weights()
     runs = []
     for mb in (None, 4):
