@@ -317,7 +317,126 @@ pred = model.predict(train_points[:8], verbose=0)
 '''
 
 
+TIMESERIES_TRANSFORMER = '''
+# keras.io/examples/timeseries/timeseries_classification_transformer: Transformer encoder blocks of
+# MultiHeadAttention, LayerNormalization and 1x1 Conv1D, GlobalAveragePooling1D(data_format="channels_first")
+rng = np.random.default_rng(0)
+x_train = rng.standard_normal((48, 20, 1)).astype("float32")
+y_train = rng.integers(0, 2, 48)
+x_test, y_test = x_train[:16], y_train[:16]
+n_classes = len(np.unique(y_train))
+
+def transformer_encoder(inputs, head_size, num_heads, ff_dim, dropout=0):
+    x = layers.MultiHeadAttention(key_dim=head_size, num_heads=num_heads, dropout=dropout)(inputs, inputs)
+    x = layers.Dropout(dropout)(x)
+    x = layers.LayerNormalization(epsilon=1e-6)(x)
+    res = x + inputs
+    x = layers.Conv1D(filters=ff_dim, kernel_size=1, activation="relu")(res)
+    x = layers.Dropout(dropout)(x)
+    x = layers.Conv1D(filters=inputs.shape[-1], kernel_size=1)(x)
+    x = layers.LayerNormalization(epsilon=1e-6)(x)
+    return x + res
+
+def build_model(input_shape, head_size, num_heads, ff_dim, num_transformer_blocks, mlp_units, dropout=0,
+                mlp_dropout=0):
+    inputs = keras.Input(shape=input_shape)
+    x = inputs
+    for _ in range(num_transformer_blocks):
+        x = transformer_encoder(x, head_size, num_heads, ff_dim, dropout)
+    x = layers.GlobalAveragePooling1D(data_format="channels_first")(x)
+    for dim in mlp_units:
+        x = layers.Dense(dim, activation="relu")(x)
+        x = layers.Dropout(mlp_dropout)(x)
+    outputs = layers.Dense(n_classes, activation="softmax")(x)
+    return keras.Model(inputs, outputs)
+
+input_shape = x_train.shape[1:]
+model = build_model(input_shape, head_size=16, num_heads=2, ff_dim=4, num_transformer_blocks=1, mlp_units=[32],
+                    mlp_dropout=0.4, dropout=0.25)
+probe = x_train[:8]
+# --- train
+model.compile(loss="sparse_categorical_crossentropy", optimizer=keras.optimizers.Adam(learning_rate=1e-4),
+              metrics=["sparse_categorical_accuracy"])
+callbacks = [keras.callbacks.EarlyStopping(patience=10, restore_best_weights=True)]
+history = model.fit(x_train, y_train, validation_split=0.2, epochs=2, batch_size=16, callbacks=callbacks, verbose=0)
+model.evaluate(x_test, y_test, verbose=0)
+pred = model.predict(x_test, verbose=0)
+'''
+
+SEQ2SEQ = '''
+# keras.io/examples/nlp/lstm_seq2seq: character-level LSTM encoder-decoder, its inference models rebuilt from
+# the loaded file's layers, and the decoding loop (one step at a time, states fed back)
+rng = np.random.default_rng(0)
+num_encoder_tokens, num_decoder_tokens, latent_dim = 7, 6, 16
+max_encoder_seq_length, max_decoder_seq_length, num_samples = 9, 8, 40
+target_token_index = {"\\t": 0, "\\n": 1, "a": 2, "b": 3, "c": 4, "d": 5}
+reverse_target_char_index = dict((i, char) for char, i in target_token_index.items())
+encoder_input_data = np.eye(num_encoder_tokens, dtype="float32")[rng.integers(0, num_encoder_tokens, (num_samples, max_encoder_seq_length))]
+decoder_input_data = np.eye(num_decoder_tokens, dtype="float32")[rng.integers(0, num_decoder_tokens, (num_samples, max_decoder_seq_length))]
+decoder_target_data = np.zeros_like(decoder_input_data)
+decoder_target_data[:, :-1] = decoder_input_data[:, 1:]
+
+encoder_inputs = keras.Input(shape=(None, num_encoder_tokens))
+encoder = keras.layers.LSTM(latent_dim, return_state=True)
+encoder_outputs, state_h, state_c = encoder(encoder_inputs)
+encoder_states = [state_h, state_c]
+decoder_inputs = keras.Input(shape=(None, num_decoder_tokens))
+decoder_lstm = keras.layers.LSTM(latent_dim, return_sequences=True, return_state=True)
+decoder_outputs, _, _ = decoder_lstm(decoder_inputs, initial_state=encoder_states)
+decoder_dense = keras.layers.Dense(num_decoder_tokens, activation="softmax")
+decoder_outputs = decoder_dense(decoder_outputs)
+model = keras.Model([encoder_inputs, decoder_inputs], decoder_outputs)
+probe = [encoder_input_data[:4], decoder_input_data[:4]]
+# --- train
+model.compile(optimizer="rmsprop", loss="categorical_crossentropy", metrics=["accuracy"])
+history = model.fit([encoder_input_data, decoder_input_data], decoder_target_data, batch_size=8, epochs=2,
+                    validation_split=0.2, verbose=0)
+model.save(out + "/s2s_model.keras")
+
+model = keras.models.load_model(out + "/s2s_model.keras")
+encoder_inputs = model.input[0]  # input_1
+encoder_outputs, state_h_enc, state_c_enc = model.layers[2].output  # lstm_1
+encoder_states = [state_h_enc, state_c_enc]
+encoder_model = keras.Model(encoder_inputs, encoder_states)
+
+decoder_inputs = model.input[1]  # input_2
+decoder_state_input_h = keras.Input(shape=(latent_dim,))
+decoder_state_input_c = keras.Input(shape=(latent_dim,))
+decoder_states_inputs = [decoder_state_input_h, decoder_state_input_c]
+decoder_lstm = model.layers[3]
+decoder_outputs, state_h_dec, state_c_dec = decoder_lstm(decoder_inputs, initial_state=decoder_states_inputs)
+decoder_states = [state_h_dec, state_c_dec]
+decoder_dense = model.layers[4]
+decoder_outputs = decoder_dense(decoder_outputs)
+decoder_model = keras.Model([decoder_inputs] + decoder_states_inputs, [decoder_outputs] + decoder_states)
+
+def decode_sequence(input_seq):
+    states_value = encoder_model.predict(input_seq, verbose=0)
+    target_seq = np.zeros((1, 1, num_decoder_tokens))
+    target_seq[0, 0, target_token_index["\\t"]] = 1.0
+    stop_condition = False
+    decoded_sentence = ""
+    steps = []
+    while not stop_condition:
+        output_tokens, h, c = decoder_model.predict([target_seq] + states_value, verbose=0)
+        steps.append(output_tokens[0, -1, :])
+        sampled_token_index = np.argmax(output_tokens[0, -1, :])
+        sampled_char = reverse_target_char_index[sampled_token_index]
+        decoded_sentence += sampled_char
+        if sampled_char == "\\n" or len(decoded_sentence) > max_decoder_seq_length:
+            stop_condition = True
+        target_seq = np.zeros((1, 1, num_decoder_tokens))
+        target_seq[0, 0, sampled_token_index] = 1.0
+        states_value = [h, c]
+    return decoded_sentence, np.stack(steps)
+
+for seq_index in range(2):
+    input_seq = encoder_input_data[seq_index : seq_index + 1]
+    decoded_sentence, pred = decode_sequence(input_seq)
+'''
+
 PROGRAMS = {
+    "timeseries_classification_transformer": TIMESERIES_TRANSFORMER,
     "mnist_convnet": MNIST_CONVNET,
     "imbalanced_classification": IMBALANCED_CLASSIFICATION,
     "timeseries_classification_from_scratch": TIMESERIES_CLASSIFICATION,
@@ -360,6 +479,23 @@ def test_keras_io_example_runs_unchanged(name, tmp_path):
     assert b["pred"].shape == k["pred"].shape
     assert sorted(os.listdir(tmp_path / "boundfit")) == sorted(os.listdir(tmp_path / "keras"))
     assert all(np.isfinite(v).all() for v in hb.values()) and np.isfinite(b["pred"]).all()
+
+
+def test_lstm_seq2seq_decodes_as_keras_step_by_step(tmp_path):
+    """The inference models rebuilt from the loaded file's layers (model.layers[2].output, a layer called again
+    on new Inputs with initial_state) decode one step at a time, the states fed back, exactly as Keras's do
+    from the same weights: the same characters and next-character distributions."""
+    keras = keras_ref.load()
+    k, b = _run_both(keras, SEQ2SEQ, tmp_path)
+    hk, hb = k["history"].history, b["history"].history
+    assert sorted(hb) == sorted(hk) and all(len(hb[key]) == len(hk[key]) for key in hk)
+    assert sorted(os.listdir(tmp_path / "boundfit")) == sorted(os.listdir(tmp_path / "keras"))
+    b["model"].set_weights(k["model"].get_weights())
+    for i in range(3):
+        seq = k["encoder_input_data"][i:i + 1]
+        (sk, pk), (sb, pb) = k["decode_sequence"](seq), b["decode_sequence"](seq)
+        assert sb == sk
+        np.testing.assert_allclose(pb, pk, rtol=1e-5, atol=1e-6)
 
 
 def test_image_classification_from_scratch_runs_unchanged(tmp_path):
