@@ -435,7 +435,43 @@ for seq_index in range(2):
     decoded_sentence, pred = decode_sequence(input_seq)
 '''
 
+CONV_AUTOENCODER = '''
+# keras.io/examples/vision/autoencoder: a convolutional denoising autoencoder (Conv2D, MaxPooling2D,
+# Conv2DTranspose with strides 2), trained on noisy images to give the clean ones
+rng = np.random.default_rng(0)
+train_data = rng.random((32, 28, 28, 1)).astype("float32")
+test_data = rng.random((8, 28, 28, 1)).astype("float32")
+
+def noise(array):
+    noise_factor = 0.4
+    noisy_array = array + noise_factor * np.random.normal(loc=0.0, scale=1.0, size=array.shape)
+    return np.clip(noisy_array, 0.0, 1.0)
+
+noisy_train_data = noise(train_data)
+noisy_test_data = noise(test_data)
+
+input = layers.Input(shape=(28, 28, 1))
+x = layers.Conv2D(32, (3, 3), activation="relu", padding="same")(input)
+x = layers.MaxPooling2D((2, 2), padding="same")(x)
+x = layers.Conv2D(32, (3, 3), activation="relu", padding="same")(x)
+x = layers.MaxPooling2D((2, 2), padding="same")(x)
+x = layers.Conv2DTranspose(32, (3, 3), strides=2, activation="relu", padding="same")(x)
+x = layers.Conv2DTranspose(32, (3, 3), strides=2, activation="relu", padding="same")(x)
+x = layers.Conv2D(1, (3, 3), activation="sigmoid", padding="same")(x)
+autoencoder = keras.Model(input, x)
+model = autoencoder
+probe = test_data
+# --- train
+autoencoder.compile(optimizer="adam", loss="binary_crossentropy")
+history = autoencoder.fit(x=train_data, y=train_data, epochs=2, batch_size=16, shuffle=True,
+                          validation_data=(test_data, test_data), verbose=0)
+history = autoencoder.fit(x=noisy_train_data, y=train_data, epochs=2, batch_size=16, shuffle=True,
+                          validation_data=(noisy_test_data, test_data), verbose=0)
+pred = autoencoder.predict(noisy_test_data, verbose=0)
+'''
+
 PROGRAMS = {
+    "conv_denoising_autoencoder": CONV_AUTOENCODER,
     "timeseries_classification_transformer": TIMESERIES_TRANSFORMER,
     "mnist_convnet": MNIST_CONVNET,
     "imbalanced_classification": IMBALANCED_CLASSIFICATION,

@@ -1,6 +1,7 @@
 """Utilities: seeding (bf.utils.set_random_seed), to_categorical,
-clear_session, the Keras data-set protocols Sequence / PyDataset, pad_sequences
-and the image loaders load_img / img_to_array."""
+clear_session, the Keras data-set protocols Sequence / PyDataset (pydataset.py),
+timeseries_dataset_from_array (timeseries_data.py), pad_sequences and the
+image loaders load_img / img_to_array."""
 
 import io
 import os
@@ -10,6 +11,8 @@ import re
 import numpy as np
 
 from . import _core
+from .pydataset import PyDataset, Sequence  # noqa: F401 - keras.utils' names
+from .timeseries_data import timeseries_dataset_from_array  # noqa: F401 - keras.utils' name
 
 _seed = {"base": None, "count": 0}
 
@@ -50,23 +53,6 @@ def to_categorical(y, num_classes=None, dtype="float32"):
     return out
 
 
-class PyDataset:
-    """Keras data set protocol: __len__ (batches per epoch), __getitem__(i) -> (x, y), on_epoch_end()."""
-
-    def __init__(self, workers=1, use_multiprocessing=False, max_queue_size=10):
-        self.workers, self.use_multiprocessing, self.max_queue_size = workers, use_multiprocessing, max_queue_size
-
-    def __len__(self):
-        raise NotImplementedError
-
-    def __getitem__(self, index):
-        raise NotImplementedError
-
-    def on_epoch_end(self):
-        pass
-
-
-Sequence = PyDataset
 
 
 def pad_sequences(sequences, maxlen=None, dtype="int32", padding="pre", truncating="pre", value=0.0):

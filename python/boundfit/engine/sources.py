@@ -53,7 +53,9 @@ class SequenceData:
     def __init__(self, source, steps, batch_size, shuffle=False, model=None):
         self.src, self.model = source, model
         self.indexed = hasattr(source, "__getitem__") and hasattr(source, "__len__")
-        self.shuffle = bool(shuffle) and self.indexed
+        # fit(shuffle=True) reorders a Sequence's batches, as Keras does a PyDataset's, but not those of a data
+        # set that is tf.data in Keras (timeseries_dataset_from_array: _keeps_order)
+        self.shuffle = bool(shuffle) and self.indexed and not getattr(source, "_keeps_order", False)
         self.rng = np.random.default_rng(utils.next_seed())
         if steps is not None and (not isinstance(steps, int) or steps <= 0):
             raise ValueError(f"steps_per_epoch must be a positive int, got {steps!r}")
