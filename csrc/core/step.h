@@ -14,7 +14,10 @@
 
 typedef enum { BF_MODE_TRAIN = 0, BF_MODE_EVAL, BF_MODE_PREDICT } bf_mode;
 
-#define BF_RUN_MAXBUF 1024
+/* planned buffers of a run: a node makes its output, gradient, pre-activation,
+ * workspaces; 4 per node on average (the planner's bound, planner.h) */
+#define BF_RUN_MAXBUF BF_PLAN_MAX
+_Static_assert(BF_RUN_MAXBUF >= 4 * BF_MAX_LAYERS, "room for 4 planned buffers per node");
 #define BF_PREFETCH_DEPTH 2
 #define BF_X_NONE (-1) /* buffer id of the input batch slot (not planned) */
 
