@@ -12,6 +12,7 @@ import pytest
 import boundfit as bf
 from boundfit import _core, graph
 from conftest import assert_plan_equals_arenas
+from test_cuda_backend import _REASON, _assert_weights_close, _train_both
 
 import keras_ref
 
@@ -23,7 +24,7 @@ def keras():
     return keras_ref.load()
 
 
-def deep_mlp(M, blocks=BLOCKS, width=3):
+def deep_mlp(M=bf, blocks=BLOCKS, width=3):
     """h + tanh(Dense(h)), then h + 0.5 * h in keras.ops, `blocks` times (tiny widths)."""
     L = M.layers
     inp = L.Input((width,))
@@ -57,6 +58,21 @@ def test_a_model_of_300_layer_calls_trains_and_predicts_as_keras(keras):
         np.testing.assert_allclose(b, a, rtol=1e-3, atol=1e-5)
     np.testing.assert_allclose(bm.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-4, atol=1e-5)
     assert_plan_equals_arenas(bm, x, y, batch_size=8)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
+def test_a_deep_model_trains_on_cuda_as_on_the_cpu():
+    """the step statistics hold one entry per node (guard bounds of 61 Dense
+    layers), then the metric statistics: both read back right on a device"""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((32, 3)).astype(np.float32)
+    y = rng.standard_normal((32, 1)).astype(np.float32)
+    kw = lambda: dict(optimizer=bf.optimizers.Adam(0.01), loss="mse", metrics=["mae"])
+    cpu, gpu, hc, hg = _train_both(deep_mlp, kw, x, y, batch_size=16, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "deep mlp")
+    for k in ("loss", "mae"):
+        np.testing.assert_allclose(hg.history[k], hc.history[k], rtol=1e-4)
 
 
 def test_a_model_at_the_limit_runs_and_one_past_it_is_refused_with_what_to_do():
