@@ -2,9 +2,11 @@
 ResNet50-sized Keras model has ~177 layers; keras.ops calls expand into one or
 more engine nodes each): a 300-node residual MLP of Dense, Activation, Add and
 keras.ops calls builds, trains and predicts as Keras 3 does from the same
-weights, with an exact memory plan; a model past boundfit._core.MAX_LAYERS is
+weights, with an exact memory plan, and on CUDA (or its emulation) as on the
+CPU; a model of MAX_LAYERS nodes runs, one past boundfit._core.MAX_LAYERS is
 refused with an error that says what to do, by the graph compiler and by the
-engine itself."""
+engine itself; a step that needs more planned buffers than the planner holds
+is refused the same way, the model unchanged."""
 
 import numpy as np
 import pytest
@@ -96,3 +98,21 @@ def test_the_engine_refuses_too_many_nodes_itself():
         _core.Model([spec] * (_core.MAX_LAYERS + 1), (2,), 0)
     chain = [dict(spec, name=f"a{i}", inputs=[i]) for i in range(_core.MAX_LAYERS)]  # node i reads tensor i
     assert len(_core.Model(chain, (2,), 0).layers_info()) == _core.MAX_LAYERS
+
+
+def test_a_step_past_the_planner_s_buffers_is_refused_with_what_to_do_and_the_model_still_predicts():
+    """500 Bidirectional LSTMs (with dropout) are within MAX_LAYERS, but training them needs ~5 planned buffers a
+    node, more than the planner holds; prediction needs ~3 a node and runs"""
+    inp = bf.Input((2, 1))
+    h = inp
+    for _ in range(500):
+        h = bf.layers.Bidirectional(bf.layers.LSTM(1, return_sequences=True, dropout=0.1), merge_mode="sum")(h)
+    m = bf.Model(inp, bf.layers.Dense(1)(h))
+    m.compile("adam", "mse")
+    x = np.ones((4, 2, 1), np.float32)
+    w0 = m.get_weights()
+    with pytest.raises(ValueError, match="model too large for the planner: its step needs more than 2048 buffers "
+                                         r"\(BF_PLAN_MAX in csrc/core/planner.h\); use fewer layer calls"):
+        m.fit(x, np.ones((4, 2, 1), np.float32), verbose=0)
+    assert all(np.array_equal(a, b) for a, b in zip(m.get_weights(), w0))
+    assert m.predict(x, verbose=0).shape == (4, 2, 1)
