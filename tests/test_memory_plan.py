@@ -21,8 +21,8 @@ def mlp(opt="adam", loss="sparse_categorical_crossentropy", hidden=(32, 16), k=5
 
 def lim(kib):
     """A host limit of kib KiB for the engine's buffers, plus the stated bound
-    on the loop's Python objects that every plan carries."""
-    return (kib << 10) + bf.engine.memory.LOOP_OBJECTS
+    on the loop's Python objects and the run's Run object that every plan carries."""
+    return (kib << 10) + bf.engine.memory.LOOP_OBJECTS + bf._core.RUN_OBJECT_BYTES
 
 
 rng = np.random.default_rng(5)

@@ -6,7 +6,9 @@
 
 bf_status bf_run_newbuf_fmt(bf_run *r, int *id, size_t bytes, const char *fmt, const char *a,
                         const char *b) {
-    if (r->nbuf >= BF_RUN_MAXBUF) return BF_FAIL(BF_ERR_ARG, "model too large for the planner");
+    if (r->nbuf >= BF_RUN_MAXBUF)
+        return BF_FAIL(BF_ERR_ARG, "model too large for the planner: its step needs more than %d buffers (BF_PLAN_MAX "
+                       "in csrc/core/planner.h); use fewer layer calls or split the model", BF_RUN_MAXBUF);
     *id = r->nbuf++;
     bf_plan_buf *p = &r->bufs[*id];
     p->bytes = bytes;

@@ -17,7 +17,9 @@
 #include "schedule.h"
 #include "layers/kinds.h"
 
-#define BF_MAX_LAYERS 128
+/* layer calls (nodes) a model may have: bf_model holds them inline (bf_layer is ~2.4 KB,
+ * so 512 cost ~1.2 MB per model object); boundfit._core.MAX_LAYERS */
+#define BF_MAX_LAYERS 512
 #define BF_MAX_PARAMS 8
 #define BF_NAME_LEN 64
 #define BF_MAX_INPUTS 8

@@ -9,8 +9,6 @@
 
 #include "arena.h"
 
-#define BF_PLAN_MAX 1024
-
 typedef struct { size_t off, len; } span;
 
 static void free_insert(span *fl, int *nf, size_t off, size_t len) {
@@ -39,7 +37,7 @@ bf_status bf_plan_offsets(bf_plan_buf *bufs, int n, size_t *peak) {
     int nf = 0, last_op = 0;
     size_t top = 0;
     *peak = 0;
-    if (n > BF_PLAN_MAX) return BF_FAIL(BF_ERR_ARG, "model too large: %d buffers (max %d)", n, BF_PLAN_MAX);
+    if (n > BF_PLAN_MAX) return BF_FAIL(BF_ERR_ARG, "model too large: %d planned buffers (at most %d, BF_PLAN_MAX in planner.h)", n, BF_PLAN_MAX);
     for (int i = 0; i < n; i++) {
         if (bufs[i].first > bufs[i].last)
             return BF_FAIL(BF_ERR_INTERNAL, "buffer %d used before defined", i);

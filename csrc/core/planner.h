@@ -8,6 +8,9 @@
 
 #include "status.h"
 
+/* buffers one plan may hold (bf_run.bufs, and the planner's free list on the stack: 20 bytes each) */
+#define BF_PLAN_MAX 2048
+
 typedef struct {
     size_t bytes;   /* requested (rounded up to BF_ALIGN by the planner) */
     int first, last;/* op indices of first definition and last use (inclusive) */

@@ -240,7 +240,7 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         r->moff[k] = r->nmv;
         r->nmv += bf_metric_nvalues(&m->metrics[k]);
     }
-    r->stats_bytes = bf_align_up(sizeof(bf_step_stats) + sizeof(double) * (size_t)r->nmv);
+    r->stats_bytes = bf_align_up(bf_step_stats_bytes(m->nlayers) + sizeof(double) * (size_t)r->nmv);
     r->hmet_bytes = r->nmv ? r->stats_bytes + bf_align_up(sizeof(double) * (size_t)r->nmv) : 0;
     if (train && m->opt.clip == BF_CLIP_NORM) {
         int nt = 0;

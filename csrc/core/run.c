@@ -122,7 +122,7 @@ bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
     r->scratch = (char *)scratch;
     if ((s = carve(&r->arena, r->stats_bytes, &scratch)) != BF_OK) goto fail;
     r->stats = (bf_step_stats *)(void *)scratch;
-    r->mstats = (double *)(void *)((char *)scratch + sizeof(bf_step_stats));
+    r->mstats = (double *)(void *)((char *)scratch + bf_step_stats_bytes(r->m->nlayers));
     if ((s = carve(&r->arena, r->norm_bytes, &scratch)) != BF_OK) goto fail;
     r->norms = (double *)(void *)scratch;
     if ((s = carve(r->on_device ? &r->host_arena : &r->arena, r->hmet_bytes, &scratch)) != BF_OK) goto fail;
@@ -252,8 +252,8 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
  * `count` dz */
 bf_status bf_run_take_bound(bf_run *r, int i, const float *inp, long n_in, const float *dz, long n_dz, double count) {
     if (r->unguarded || !r->bounded[i]) return BF_OK;
-    BF_TRY(r->be->maxabs(r->be, &r->stats->bound[i][0], inp, n_in));
-    BF_TRY(r->be->maxabs(r->be, &r->stats->bound[i][1], dz, n_dz));
+    BF_TRY(r->be->maxabs(r->be, &r->stats->layer[i].bound[0], inp, n_in));
+    BF_TRY(r->be->maxabs(r->be, &r->stats->layer[i].bound[1], dz, n_dz));
     r->bcount[i] = count;
     return BF_OK;
 }
@@ -262,7 +262,7 @@ bf_status bf_run_take_bound(bf_run *r, int i, const float *inp, long n_in, const
 static void add_bounds(bf_run *r) {
     for (int i = 0; i < r->m->nlayers; i++) {
         if (r->bcount[i] == 0.0) continue;
-        float a = r->hstats.bound[i][0], b = r->hstats.bound[i][1];
+        float a = r->hstats.layer[i].bound[0], b = r->hstats.layer[i].bound[1];
         double A = isnan(a) ? INFINITY : a > 1.0f ? (double)a : 1.0;
         double Bm = isnan(b) ? INFINITY : (double)b;
         r->gbound[bf_model_owner(r->m, i)] += r->bcount[i] * A * Bm;
@@ -544,10 +544,9 @@ static bf_status scan_unbounded(bf_run *r) {
  * gradients). finish: one read of its statistics, the only wait for the
  * device. A non-finite loss is diagnosed from the batch still in its slot;
  * the update is never applied. */
-/* the part of the step statistics this model uses (bounds of its layers only) */
+/* the part of the step statistics this model uses: the record (its nodes only) and the metric statistics */
 static size_t stats_used(const bf_run *r) {
-    if (r->nmv) return sizeof(bf_step_stats) + sizeof(double) * (size_t)r->nmv;
-    return offsetof(bf_step_stats, bound) + sizeof r->stats->bound[0] * (size_t)r->m->nlayers;
+    return bf_step_stats_bytes(r->m->nlayers) + sizeof(double) * (size_t)r->nmv;
 }
 
 static bf_status queue_micro_step(bf_run *r, int train, int rows, float scale, int last) {
@@ -596,14 +595,14 @@ static bf_status bad_ids(bf_run *r, int rows, long step) {
     const bf_model *m = r->m;
     for (int i = 0; i < m->nlayers; i++) {
         const bf_layer *L = &m->layers[i];
-        long n = (long)rows * L->in_size, k = r->hstats.bad_id[i];
+        long n = (long)rows * L->in_size, k = r->hstats.layer[i].bad_id;
         if (!(bf_layer_ops_of((int)L->kind)->flags & BF_LF_IDS) || k <= 0 || k > n) continue;
         long row = n - k;
         char sample[48];
         sample_note(r, row / L->in_size, sample, sizeof sample);
         return BF_FAIL(BF_ERR_DATA, "%s %ld: id %g at row %ld%s, position %ld is not an integer in [0, %d) "
                        "(layer '%s', input_dim=%d)", step >= 0 ? "batch" : "predict batch", step < 0 ? -step - 1 : step,
-                       (double)r->hstats.bad_id_val[i], row / L->in_size, sample, row % L->in_size, L->input_dim,
+                       (double)r->hstats.layer[i].bad_id_val, row / L->in_size, sample, row % L->in_size, L->input_dim,
                        L->name, L->input_dim);
     }
     return BF_OK;
@@ -619,7 +618,7 @@ static bf_status finish_micro_step(bf_run *r, int train, int rows, long step, bf
     if (r->nmv) {
         /* record and metric statistics in one copy */
         BF_TRY(r->be->to_host(r->be, r->hmet, r->stats, stats_used(r)));
-        memcpy(&r->hstats, r->hmet, sizeof r->hstats);
+        memcpy(&r->hstats, r->hmet, bf_step_stats_bytes(r->m->nlayers));
     } else {
         BF_TRY(r->be->to_host(r->be, &r->hstats, r->stats, stats_used(r)));
     }
@@ -631,7 +630,7 @@ static bf_status finish_micro_step(bf_run *r, int train, int rows, long step, bf
         if (S > 1) r->hstats.loss[k] /= (double)S;
     }
     if (r->nmv) {
-        const double *v = (const double *)(const void *)(r->hmet + sizeof(bf_step_stats));
+        const double *v = (const double *)(const void *)(r->hmet + bf_step_stats_bytes(r->m->nlayers));
         for (long k = 0; k < r->nmv; k++) r->macc[k] += v[k];
     }
     for (int k = 0; k < r->m->n_outputs; k++) {
@@ -840,10 +839,10 @@ bf_status bf_run_predict(bf_run *r, float *out_host, long out_rows, long out_sta
     if (have) s = load(r, &pf, &cur, x, NULL);
     while (s == BF_OK && have) {
         r->cur = cur.k;
-        if (has_embedding(m) && s == BF_OK) s = r->be->fill_zero(r->be, r->stats, offsetof(bf_step_stats, bound));
+        if (has_embedding(m) && s == BF_OK) s = r->be->fill_zero(r->be, r->stats, bf_step_stats_bytes(m->nlayers));
         if (s == BF_OK) s = forward(r, (int)cur.rows, 0, NULL);
         if (s == BF_OK && has_embedding(m)) { /* ids outside the table: a DataError, as in fit */
-            s = r->be->to_host(r->be, &r->hstats, r->stats, offsetof(bf_step_stats, bound));
+            s = r->be->to_host(r->be, &r->hstats, r->stats, bf_step_stats_bytes(m->nlayers));
             r->sample_order = NULL;
             r->samples_known = start > 0 || n > r->B;
             r->sample_at = start + cur.start;

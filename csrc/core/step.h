@@ -8,13 +8,18 @@
 #ifndef BF_STEP_H
 #define BF_STEP_H
 
+#include <stddef.h>
+
 #include "gather.h"
 #include "model.h"
 #include "planner.h"
 
 typedef enum { BF_MODE_TRAIN = 0, BF_MODE_EVAL, BF_MODE_PREDICT } bf_mode;
 
-#define BF_RUN_MAXBUF 1024
+/* planned buffers of a run: a node makes its output, gradient, pre-activation,
+ * workspaces; 4 per node on average (the planner's bound, planner.h) */
+#define BF_RUN_MAXBUF BF_PLAN_MAX
+_Static_assert(BF_RUN_MAXBUF >= 4 * BF_MAX_LAYERS, "room for 4 planned buffers per node");
 #define BF_PREFETCH_DEPTH 2
 #define BF_X_NONE (-1) /* buffer id of the input batch slot (not planned) */
 
@@ -27,20 +32,31 @@ typedef struct {
 
 #define BF_PLAN_MAXENTRY 16
 
+/* a node's part of the step statistics */
+typedef struct {
+    int bad_id;       /* Embedding: n - (lowest row whose id is not in [0, input_dim)); 0: none */
+    float bad_id_val; /* Embedding: that id */
+    float bound[2];   /* Dense / Conv2D: max|input|, max|output gradient| */
+} bf_layer_stats;
+
 /* What a micro-batch hands back to the host, in backend memory: the ops
  * write it without waiting and run.c reads it back in one copy, so a step
- * makes the host wait for the device once. */
+ * makes the host wait for the device once. Only the model's nodes' entries of
+ * `layer` are planned and copied (bf_step_stats_bytes). */
 typedef struct {
     double loss[BF_MAX_OUTPUTS];   /* per output: sum over the micro-batch's rows of weight * loss */
     double penalty;                /* the weights' regularization penalty (regularize.c) */
     int bad;                       /* a non-finite scan hit (gradients of layers without a bound) */
     int bad_label[BF_MAX_OUTPUTS]; /* SCCE: rows - (lowest row whose label is no class id); 0: none */
-    int bad_id[BF_MAX_LAYERS];     /* Embedding: n - (lowest row whose id is not in [0, input_dim)); 0: none */
-    float bad_id_val[BF_MAX_LAYERS]; /* Embedding: that id */
-    float bound[BF_MAX_LAYERS][2]; /* Dense / Conv2D: max|input|, max|output gradient| */
+    bf_layer_stats layer[BF_MAX_LAYERS]; /* per node: entries 0 .. nlayers-1 exist */
 } bf_step_stats;
 /* The metrics' statistics (doubles, bf_run.moff / nmv) follow the record in
  * the same planned buffer, so one copy reads both back. */
+
+/* bytes of the record of a model of nl nodes (a multiple of 8: the metric statistics follow) */
+static inline size_t bf_step_stats_bytes(int nl) {
+    return (offsetof(bf_step_stats, layer) + sizeof(bf_layer_stats) * (size_t)nl + 7) & ~(size_t)7;
+}
 
 typedef struct bf_run {
     bf_model *m;

@@ -267,7 +267,10 @@ static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     if (n > BF_MAX_LAYERS) {
         Py_DECREF(seq);
-        return PyErr_Format(PyExc_ValueError, "at most %d layers are supported, got %zd", BF_MAX_LAYERS, n);
+        return PyErr_Format(PyExc_ValueError,
+                            "layers: %zd layer calls, at most %d are supported (boundfit._core.MAX_LAYERS); give layers "
+                            "their activation= instead of separate Activation layers, or split the model",
+                            n, BF_MAX_LAYERS);
     }
     ModelObject *self = (ModelObject *)tp->tp_alloc(tp, 0);
     if (!self) { Py_DECREF(seq); return NULL; }
@@ -384,14 +387,18 @@ static PyObject *Model_set_weights(ModelObject *self, PyObject *arg) {
         Py_DECREF(seq);
         return NULL;
     }
-    PyObject *conv[BF_MAX_LAYERS * BF_MAX_PARAMS] = {0};
+    PyObject *held = PyList_New(total); /* the converted arrays (off the stack: up to BF_MAX_LAYERS * BF_MAX_PARAMS) */
+    if (!held) {
+        Py_DECREF(seq);
+        return NULL;
+    }
     int k = 0, ok = 1;
     for (int i = 0; ok && i < m->nlayers; i++)
         for (int j = 0; ok && j < m->layers[i].nparam && m->layers[i].share < 0; j++, k++) {
             bf_param *p = &m->layers[i].params[j];
             PyObject *a = PyArray_FROMANY(PySequence_Fast_GET_ITEM(seq, k), NPY_FLOAT32, 0, 0, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST);
             if (!a) { ok = 0; break; }
-            conv[k] = a;
+            PyList_SET_ITEM(held, k, a);
             PyArrayObject *aa = (PyArrayObject *)a;
             int same = PyArray_NDIM(aa) == p->rank;
             for (int d = 0; same && d < p->rank; d++) same = PyArray_DIM(aa, d) == p->shape[d];
@@ -410,11 +417,11 @@ static PyObject *Model_set_weights(ModelObject *self, PyObject *arg) {
         for (int i = 0; i < m->nlayers; i++)
             for (int j = 0; j < m->layers[i].nparam && m->layers[i].share < 0; j++, k++) {
                 bf_param *p = &m->layers[i].params[j];
-                memcpy(m->w + p->offset, PyArray_DATA((PyArrayObject *)conv[k]), sizeof(float) * (size_t)p->n);
+                memcpy(m->w + p->offset, PyArray_DATA((PyArrayObject *)PyList_GET_ITEM(held, k)), sizeof(float) * (size_t)p->n);
             }
         if (bf_model_push(self) < 0) ok = 0;
     }
-    for (int i = 0; i < total; i++) Py_XDECREF(conv[i]);
+    Py_DECREF(held); /* releases the arrays */
     Py_DECREF(seq);
     if (!ok) return NULL;
     Py_RETURN_NONE;

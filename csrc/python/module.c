@@ -170,6 +170,7 @@ static int module_exec(PyObject *m) {
         Py_DECREF(kinds);
         return -1;
     }
+    if (PyModule_AddIntConstant(m, "MAX_LAYERS", BF_MAX_LAYERS) < 0) return -1; /* layer calls per model */
     if (bf_model_type_init(m, st) < 0) return -1;
     if (bf_run_type_init(m, st) < 0) return -1;
     if (bf_dist_py_init(m) < 0) return -1; /* [dist hook] dist_py.c: distributed collectives */

@@ -425,5 +425,7 @@ static PyType_Spec Run_spec = {"boundfit._core.Run", sizeof(RunObject), 0, Py_TP
 int bf_run_type_init(PyObject *m, bf_module_state *st) {
     st->RunType = (PyTypeObject *)PyType_FromModuleAndSpec(m, &Run_spec, NULL);
     if (!st->RunType) return -1;
+    /* host bytes of one Run object (a bf_run: its buffer table, per-node state), for the plan (engine/memory.py) */
+    if (PyModule_AddIntConstant(m, "RUN_OBJECT_BYTES", (long)sizeof(RunObject)) < 0) return -1;
     return PyModule_AddObjectRef(m, "Run", (PyObject *)st->RunType);
 }

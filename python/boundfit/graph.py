@@ -12,6 +12,7 @@ engine from each array in place: engine/arrays.py, csrc/core/gather.c.)"""
 
 import numpy as np
 
+from ._core import MAX_LAYERS
 from .metrics import Metric
 from .layers.args import engine_kinds
 from .layers.input_layer import InputLayer
@@ -315,8 +316,10 @@ def compile_graph(model):
         g.node_layers.append(L)
     if not g.specs:
         raise ValueError(f"model {model.name!r} has no layers between its inputs and outputs")
-    if len(g.specs) > 128:
-        raise ValueError(f"model {model.name!r} has {len(g.specs)} layer calls; at most 128 are supported")
+    if len(g.specs) > MAX_LAYERS:
+        raise ValueError(f"model {model.name!r} has {len(g.specs)} layer calls (a keras.ops call counts as one or "
+                         f"more); at most {MAX_LAYERS} are supported: give layers their activation= instead of "
+                         f"separate Activation layers, or split the model into parts trained one after another")
     g.output_ids = [k if kind == "in" else n_in + index[k] for kind, k in outs]
     return g
 

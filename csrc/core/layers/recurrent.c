@@ -328,8 +328,8 @@ static bf_status bf_seq_forward(bf_run *r, int i, int rows) {
     if (L->kind == BF_L_RNN_PART) return part_forward(r, i, rows);
     float *in = tbuf(r, L->in_ids[0]), *out = tbuf(r, r->m->n_inputs + i);
     if (L->kind == BF_L_EMBEDDING)
-        return be->embedding_forward(be, out, L->mask_zero ? BUF(r, r->aux_id[i]) : NULL, &r->stats->bad_id[i],
-                                     &r->stats->bad_id_val[i], in, param(r, L, 0), (long)rows * L->in_size,
+        return be->embedding_forward(be, out, L->mask_zero ? BUF(r, r->aux_id[i]) : NULL, &r->stats->layer[i].bad_id,
+                                     &r->stats->layer[i].bad_id_val, in, param(r, L, 0), (long)rows * L->in_size,
                                      L->units, L->input_dim);
     if (bf_node_training(r, i) && (L->rate > 0.0f || L->rec_rate > 0.0f)) { /* fresh masks, kept for backward */
         r->rnn_seed[i] = bf_splitmix64(r->dropout_seed ^ ((uint64_t)(i + 1) << 44));

@@ -32,7 +32,7 @@ enum {
     BF_LF_SIDE_OUT = 1 << 8,   /* one more output of its input's node (a recurrent final state): that node's
                                   backward reads this gradient, and this node adds nothing to its input's */
     BF_LF_IDS = 1 << 9,        /* its input is ids into a table of input_dim rows; a step reports the first bad
-                                  one (bf_step_stats.bad_id) and run.c raises a DataError for it */
+                                  one (bf_step_stats.layer[i].bad_id) and run.c raises a DataError for it */
     BF_LF_SCALAR = 1 << 10,    /* takes one number per sample (a per-sample shape (), rank 0): an elementwise
                                   kind, Embedding, Reshape; other kinds refuse such an input by name (model.c) */
     BF_LF_BATCH = 1 << 11,     /* its output mixes the samples of a batch (a sum over the batch, keras.ops.tensordot

@@ -104,9 +104,10 @@ def _held(model, mode):
 
 PREFETCH_STACK = 256 << 10  # csrc/core/prefetch.h BF_PREFETCH_STACK
 # What the Python side of a run allocates (callbacks' logs, progress, the
-# interpreter's caches on first use): a bound, not a count. Fresh-process
-# runs of every kind measure 0.1-0.4 MiB (tests/test_first_fit.py checks
-# the whole plan against the peak RSS growth).
+# interpreter's caches on first use; the engine's Run objects are their own
+# entry): a bound, not a count. Fresh-process runs of every kind measure
+# 0.1-0.4 MiB (tests/test_first_fit.py checks the whole plan against the
+# peak RSS growth).
 LOOP_OBJECTS = 1 << 20
 
 
@@ -114,7 +115,10 @@ def _runtime_entries(model, mode, rows, val_rows, shuffle_rows, text_chars=0):
     """What a run needs outside the engine's arenas, stated: the prefetch
     thread's stack, when shuffling, the epoch's int64 row order, and the
     buffers of host-side preprocessing (stage_entries)."""
+    runs = 2 if mode == "train" and val_rows else 1  # training and validation each open one
     out = [PlanEntry("prefetch thread stack", PREFETCH_STACK, "host", "runtime", "outside the arena"),
+           PlanEntry(f"engine run descriptions ({runs} Run object{'s' if runs > 1 else ''}: buffer table, "
+                     "per-node state)", runs * _core.RUN_OBJECT_BYTES, "host", "runtime", "outside the arena"),
            PlanEntry("Python objects of the loop (bound)", LOOP_OBJECTS, "host", "runtime", "outside the arena")]
     if mode == "train" and shuffle_rows:
         out.append(PlanEntry(f"shuffle order ({shuffle_rows} rows, int64)", 8 * shuffle_rows, "host", "runtime",
