@@ -268,55 +268,6 @@ pred = predictions
 '''
 
 
-POINTNET = '''
-# keras.io/examples/vision/pointnet, its model: the T-net's transform applied by Dot(axes=(2, 1)); without the
-# T-net's OrthogonalRegularizer (with it: POINTNET_REGULARIZED and its tests below)
-NUM_POINTS, NUM_CLASSES = 32, 4
-rng = np.random.default_rng(0)
-train_points = rng.standard_normal((48, NUM_POINTS, 3)).astype(np.float32)
-train_labels = rng.integers(0, NUM_CLASSES, 48)
-
-def conv_bn(x, filters):
-    x = layers.Conv1D(filters, kernel_size=1, padding="valid")(x)
-    x = layers.BatchNormalization(momentum=0.0)(x)
-    return layers.Activation("relu")(x)
-
-def dense_bn(x, filters):
-    x = layers.Dense(filters)(x)
-    x = layers.BatchNormalization(momentum=0.0)(x)
-    return layers.Activation("relu")(x)
-
-def tnet(inputs, num_features):
-    bias = keras.initializers.Constant(np.eye(num_features).flatten())
-    x = conv_bn(inputs, 8)
-    x = conv_bn(x, 16)
-    x = layers.GlobalMaxPooling1D()(x)
-    x = dense_bn(x, 16)
-    x = layers.Dense(num_features * num_features, kernel_initializer="zeros", bias_initializer=bias)(x)
-    feat_T = layers.Reshape((num_features, num_features))(x)
-    return layers.Dot(axes=(2, 1))([inputs, feat_T])
-
-inputs = keras.Input(shape=(NUM_POINTS, 3))
-x = tnet(inputs, 3)
-x = conv_bn(x, 8)
-x = conv_bn(x, 8)
-x = tnet(x, 8)
-x = conv_bn(x, 8)
-x = conv_bn(x, 16)
-x = layers.GlobalMaxPooling1D()(x)
-x = dense_bn(x, 16)
-x = layers.Dropout(0.3)(x)
-outputs = layers.Dense(NUM_CLASSES, activation="softmax")(x)
-model = keras.Model(inputs=inputs, outputs=outputs, name="pointnet")
-probe = train_points[:8]
-# --- train
-model.compile(loss="sparse_categorical_crossentropy", optimizer=keras.optimizers.Adam(learning_rate=0.001),
-              metrics=["sparse_categorical_accuracy"])
-history = model.fit(train_points, train_labels, batch_size=16, epochs=2, validation_split=0.25, verbose=0)
-pred = model.predict(train_points[:8], verbose=0)
-'''
-
-
 TIMESERIES_TRANSFORMER = '''
 # keras.io/examples/timeseries/timeseries_classification_transformer: Transformer encoder blocks of
 # MultiHeadAttention, LayerNormalization and 1x1 Conv1D, GlobalAveragePooling1D(data_format="channels_first")
@@ -479,7 +430,6 @@ PROGRAMS = {
     "bidirectional_lstm_imdb": BIDIRECTIONAL_LSTM_IMDB,
     "pretrained_word_embeddings": PRETRAINED_WORD_EMBEDDINGS,
     "antirectifier": ANTIRECTIFIER,
-    "pointnet": POINTNET,
 }
 
 
