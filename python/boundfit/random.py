@@ -159,13 +159,17 @@ def _draw(op, shape, a, b, seed, dtype, anchor=None):
     return RandomDraw(rest, op, a, b, seed=s, fixed=fixed, shared=shared)(anchor)
 
 
+def _stddev(stddev, op):
+    sd = _number(stddev, "stddev", op)
+    if sd < 0:
+        raise ValueError(f"keras.random.{op}: stddev must be >= 0, got {stddev!r}")
+    return sd
+
+
 def normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
     """Samples of N(mean, stddev^2)."""
     if _in_graph(shape):
-        sd = _number(stddev, "stddev", "normal")
-        if sd < 0:
-            raise ValueError(f"keras.random.normal: stddev must be >= 0, got {stddev!r}")
-        return _draw("normal", shape, _number(mean, "mean", "normal"), sd, seed, dtype)
+        return _draw("normal", shape, _number(mean, "mean", "normal"), _stddev(stddev, "normal"), seed, dtype)
     shape, dt = _shape(shape, "normal"), _dtype(dtype, "normal")
     return (_rng(seed, "normal").standard_normal(shape) * stddev + mean).astype(dt)
 
@@ -186,10 +190,8 @@ def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
     """N(mean, stddev^2) drawn again where more than two standard deviations from the mean (Keras's)."""
     if _in_graph(shape):
-        sd = _number(stddev, "stddev", "truncated_normal")
-        if sd < 0:
-            raise ValueError(f"keras.random.truncated_normal: stddev must be >= 0, got {stddev!r}")
-        return _draw("truncated_normal", shape, _number(mean, "mean", "truncated_normal"), sd, seed, dtype)
+        return _draw("truncated_normal", shape, _number(mean, "mean", "truncated_normal"),
+                     _stddev(stddev, "truncated_normal"), seed, dtype)
     shape, dt = _shape(shape, "truncated_normal"), _dtype(dtype, "truncated_normal")
     rng = _rng(seed, "truncated_normal")
     z = rng.standard_normal(shape)
