@@ -82,16 +82,21 @@ def dense_weights(m):
     return [w for l in m.layers if type(l).__name__ == "Dense" for w in l.get_weights()]
 
 
+def sgd_epoch_alike(keras, km, bm, x, y, batch_size):
+    """one unshuffled SGD epoch of MSE in both: the Dense weights stay equal"""
+    km.compile(keras.optimizers.SGD(0.05), "mse")
+    bm.compile(bf.optimizers.SGD(0.05), "mse")
+    km.fit(x, y, batch_size=batch_size, epochs=1, shuffle=False, verbose=0)
+    bm.fit(x, y, batch_size=batch_size, epochs=1, shuffle=False, verbose=0)
+    for a, b in zip(dense_weights(bm), dense_weights(km)):
+        np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-4)
+
+
 @pytest.mark.parametrize("which", [unary_math, broadcast_math, batched_matmul])
 def test_ops_predict_and_train_as_keras(keras, which):
     km, bm = keras_pair(keras, which)
     np.testing.assert_allclose(bm.predict(X, verbose=0), km.predict(X, verbose=0), rtol=1e-4, atol=1e-5)
-    km.compile(keras.optimizers.SGD(0.05), "mse")
-    bm.compile(bf.optimizers.SGD(0.05), "mse")
-    km.fit(X, Y, batch_size=6, epochs=1, shuffle=False, verbose=0)
-    bm.fit(X, Y, batch_size=6, epochs=1, shuffle=False, verbose=0)
-    for a, b in zip(dense_weights(bm), dense_weights(km)):
-        np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-4)
+    sgd_epoch_alike(keras, km, bm, X, Y, 6)
 
 
 def smooth_unary(o):
@@ -176,12 +181,7 @@ def test_dot_layer_as_keras(keras, axes, normalize, shapes, train):
     np.testing.assert_allclose(bm.predict(xs, verbose=0), km.predict(xs, verbose=0), rtol=1e-4, atol=1e-5)
     if not train:   # (the products without transposes are trained by batched_matmul above)
         return
-    km.compile(keras.optimizers.SGD(0.05), "mse")
-    bm.compile(bf.optimizers.SGD(0.05), "mse")
-    km.fit(xs, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
-    bm.fit(xs, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
-    for a, b in zip(dense_weights(bm), dense_weights(km)):
-        np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-4)
+    sgd_epoch_alike(keras, km, bm, xs, y, 4)
 
 
 def test_one_hot_and_take_as_keras(keras):
