@@ -14,12 +14,14 @@
 #define _GNU_SOURCE /* clock_gettime, gethostname, MSG_NOSIGNAL, getaddrinfo under -std=c11 */
 #include "dist_tcp.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,8 +34,13 @@
 #define HOST_LEN 64
 #define MAGIC 0x62664454u /* "bfDT" */
 #define SCRATCH_DOUBLES 8192 /* 64 KiB */
+#define PENDING 64        /* rank 0: connections accepted whose hello is not complete yet */
+#define HELLO_WAIT_S 5.0 /* a connection's time, once accepted, to send its whole hello */
 
-enum { K_DATA = 1, K_STOP = 2, K_DEAD = 3 };
+/* REFUSED: rank 0 turned this hello down (arg: its WORLD_SIZE, or -1: the rank
+ * already joined); ABSENT: rank 0 gave up at the deadline (arg: first missing
+ * rank | count << 16) */
+enum { K_DATA = 1, K_STOP = 2, K_DEAD = 3, K_REFUSED = 4, K_ABSENT = 5 };
 enum { T_F32_SUM = 0, T_F64 = 1, T_I32_MAX = 2 };
 enum { IO_OK = 0, IO_CLOSED = -1, IO_TIMEOUT = -2, IO_INCOMING = -3 };
 
@@ -178,13 +185,34 @@ static bf_status read_frame(int peer, frame *f, const char *what, double t0, dou
 /* a frame header as expected: DATA of `bytes` bytes (any size when bytes < 0);
  * STOP / DEAD / a malformed or mis-sized frame fail the collective */
 static bf_status check_frame(int peer, const frame *f, long bytes, const char *what, double t0) {
-    if (f->magic != MAGIC || f->kind < K_DATA || f->kind > K_DEAD) {
+    if (f->magic != MAGIC || f->kind < K_DATA || f->kind > K_ABSENT) {
         snprintf(t.broken_msg, sizeof t.broken_msg, "rank %d of %d: a malformed frame from rank %d during %s", t.rank,
                  t.size, t.rank == 0 ? peer : 0, what);
         return broken_now(0, -1);
     }
     if (f->kind == K_STOP) return peer_stopped((int)f->arg, what);
     if (f->kind == K_DEAD) return peer_died((int)f->arg, what, now() - t0);
+    if (f->kind == K_REFUSED) {
+        if (f->arg < 0)
+            snprintf(t.broken_msg, sizeof t.broken_msg,
+                     "rank 0 refused this process (RANK=%d): another process already joined as rank %d; give each "
+                     "process its own RANK",
+                     t.rank, t.rank);
+        else
+            snprintf(t.broken_msg, sizeof t.broken_msg,
+                     "rank 0 refused this process (RANK=%d WORLD_SIZE=%d): its group has WORLD_SIZE=%lld; set the "
+                     "same WORLD_SIZE on every process",
+                     t.rank, t.size, (long long)f->arg);
+        return broken_now(0, -1);
+    }
+    if (f->kind == K_ABSENT) {
+        const int first = (int)(f->arg & 0xffff), more = (int)(f->arg >> 16) - 1;
+        snprintf(t.broken_msg, sizeof t.broken_msg,
+                 "rank %d of %d: rank 0 gave up during %s: rank %d%s never joined within its timeout (rank 0's error "
+                 "names every missing rank)",
+                 t.rank, t.size, what, first, more > 0 ? " and others" : "");
+        return broken_now(0, -1);
+    }
     if (bytes >= 0 && f->arg != bytes) {
         snprintf(t.broken_msg, sizeof t.broken_msg,
                  "rank %d of %d: ranks out of step during %s: rank %d sent %lld bytes where %ld were expected "
@@ -304,15 +332,6 @@ static bf_status allreduce(void *buf, long n, int type, int op, const char *what
 
 /* ---- rendezvous ---- */
 
-static bf_status init_fail(int fd, const char *fmt, const char *a, int b, const char *c) {
-    if (fd >= 0) close(fd);
-    close_all();
-    t.on = 0;
-    t.size = 1;
-    t.rank = 0;
-    return BF_FAIL(BF_ERR_DIST, fmt, a, b, c);
-}
-
 static int resolve(const char *addr, int port, struct sockaddr_in *out) {
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
@@ -333,60 +352,214 @@ static void tune(int fd) {
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
+/* rank 0's rendezvous: every connection is accepted at once into `pend`
+ * and read as its bytes come (one poll over the listener, the pending
+ * connections and the ranks joined so far), so a silent or slow one delays
+ * nobody. A pending connection gets HELLO_WAIT_S to send its whole hello;
+ * one that sends nothing, garbage, a WORLD_SIZE other than ours or a rank
+ * already joined is closed (a wrong hello first hears why: a REFUSED frame)
+ * and noted for the error at the deadline, which names exactly the ranks
+ * that never said hello. A joined rank whose connection closes before the
+ * group is complete leaves (a restarted rank can join again). */
+static struct {
+    int fd;
+    size_t got; /* bytes of `h` received */
+    double since;
+    char from[32]; /* the peer's address:port */
+    hello h;
+} pend[PENDING];
+static char notes[512]; /* what was refused, for the error at the deadline */
+
+static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void note(const char *fmt, ...) {
+    size_t at = strlen(notes);
+    if (at + 8 >= sizeof notes) return;
+    if (at) at += (size_t)snprintf(notes + at, sizeof notes - at, "; ");
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(notes + at, sizeof notes - at, fmt, ap);
+    va_end(ap);
+    if (k < 0 || at + (size_t)k >= sizeof notes) memcpy(notes + sizeof notes - 5, "...", 4);
+}
+
+static void drop(int i) {
+    close(pend[i].fd);
+    pend[i].fd = -1;
+}
+
+static void drop_pending(void) {
+    for (int i = 0; i < PENDING; i++)
+        if (pend[i].fd >= 0) drop(i);
+}
+
+/* a complete hello: the rank joins, or the connection is told why not and closed */
+static void take_hello(int i) {
+    hello *h = &pend[i].h;
+    h->host[HOST_LEN - 1] = '\0';
+    const int fits = h->size == t.size && h->rank >= 1 && h->rank < t.size;
+    if (fits && t.fd[h->rank] < 0) {
+        t.fd[h->rank] = pend[i].fd;
+        memcpy(t.host[h->rank], h->host, HOST_LEN);
+        pend[i].fd = -1;
+        return;
+    }
+    frame f = {MAGIC, K_REFUSED, fits ? -1 : t.size}; /* -1: the rank already joined */
+    (void)!send(pend[i].fd, &f, sizeof f, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (fits)
+        note("%s (host %.40s, pid %d) said RANK=%d, but rank %d already joined", pend[i].from, h->host, (int)h->pid,
+             (int)h->rank, (int)h->rank);
+    else
+        note("%s (host %.40s, pid %d) said RANK=%d WORLD_SIZE=%d, but this group has WORLD_SIZE=%d", pend[i].from,
+             h->host, (int)h->pid, (int)h->rank, (int)h->size, t.size);
+    drop(i);
+}
+
+/* bytes from a pending connection, into its own hello buffer */
+static void read_hello(int i) {
+    char *p = (char *)&pend[i].h + pend[i].got;
+    ssize_t k = recv(pend[i].fd, p, sizeof(hello) - pend[i].got, MSG_DONTWAIT);
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (k <= 0) {
+        note("%s closed after %zu of %zu hello bytes", pend[i].from, pend[i].got, sizeof(hello));
+        drop(i);
+        return;
+    }
+    pend[i].got += (size_t)k;
+    if (pend[i].got >= sizeof(uint32_t) && pend[i].h.magic != MAGIC) {
+        note("%s is not a boundfit rank (what it sent is not a hello)", pend[i].from);
+        drop(i);
+    } else if (pend[i].got == sizeof(hello)) {
+        take_hello(i);
+    }
+}
+
+/* every connection waiting on the listener, into a free slot (the oldest
+ * pending one makes room when all are taken), its hello read if already there */
+static void accept_all(int ls) {
+    for (;;) {
+        struct sockaddr_in from;
+        socklen_t fl = sizeof from;
+        int fd = accept(ls, (struct sockaddr *)&from, &fl);
+        if (fd < 0) return;
+        int i = 0;
+        for (int j = 0; j < PENDING; j++) {
+            if (pend[j].fd < 0) {
+                i = j;
+                break;
+            }
+            if (pend[j].since < pend[i].since) i = j;
+        }
+        if (pend[i].fd >= 0) {
+            note("%s sent no hello before %d newer connections came", pend[i].from, PENDING);
+            drop(i);
+        }
+        tune(fd);
+        char ip[INET_ADDRSTRLEN] = "?";
+        inet_ntop(AF_INET, &from.sin_addr, ip, sizeof ip);
+        pend[i].fd = fd;
+        pend[i].got = 0;
+        pend[i].since = now();
+        snprintf(pend[i].from, sizeof pend[i].from, "%s:%d", ip, (int)ntohs(from.sin_port));
+        read_hello(i);
+    }
+}
+
+/* the deadline: the joined ranks hear who is missing (an ABSENT frame), and
+ * the error names every missing rank and every refused connection */
+static bf_status absent(const char *addr, int port) {
+    char who[200] = "";
+    int missing = 0, first = -1, at = 0;
+    for (int r = 1; r < t.size; r++) {
+        if (t.fd[r] >= 0) continue;
+        if (first < 0) first = r;
+        missing++;
+        if (at < (int)sizeof who - 16) at += snprintf(who + at, sizeof who - (size_t)at, " %d", r);
+        else if (at < (int)sizeof who - 4) at += snprintf(who + at, sizeof who - (size_t)at, " ...");
+    }
+    for (int i = 0; i < PENDING; i++)
+        if (pend[i].fd >= 0) note("%s sent %zu of %zu hello bytes", pend[i].from, pend[i].got, sizeof(hello));
+    tell_all(K_ABSENT, (int)(first | (missing << 16)), -1);
+    return BF_FAIL(BF_ERR_DIST,
+                   "distributed: rank 0 at %s:%d: %s%s (of WORLD_SIZE=%d) did not join within %.1f s (same "
+                   "MASTER_ADDR / MASTER_PORT / WORLD_SIZE everywhere?)%s%s",
+                   addr, port, missing == 1 ? "rank" : "ranks", who, t.size, t.timeout, notes[0] ? "; refused: " : "",
+                   notes);
+}
+
+static bf_status root_gather(int ls, const char *addr, int port, double deadline) {
+    struct pollfd pf[1 + PENDING + MAX_RANKS];
+    int of[1 + PENDING + MAX_RANKS]; /* pf[k] is: rank of[k] joined (> 0), pending slot -1 - of[k], or the listener */
+    for (;;) {
+        int n = 0, missing = 0;
+        const double tn = now();
+        for (int r = 1; r < t.size; r++) {
+            if (t.fd[r] < 0) {
+                missing++;
+                continue;
+            }
+            pf[n] = (struct pollfd){t.fd[r], POLLIN, 0};
+            of[n++] = r;
+        }
+        if (!missing) return BF_OK;
+        if (tn > deadline) return absent(addr, port);
+        for (int i = 0; i < PENDING; i++) {
+            if (pend[i].fd < 0) continue;
+            if (tn - pend[i].since > HELLO_WAIT_S) {
+                note("%s sent %zu of %zu hello bytes within %.0f s", pend[i].from, pend[i].got, sizeof(hello),
+                     HELLO_WAIT_S);
+                drop(i);
+                continue;
+            }
+            pf[n] = (struct pollfd){pend[i].fd, POLLIN, 0};
+            of[n++] = -1 - i;
+        }
+        pf[n] = (struct pollfd){ls, POLLIN, 0};
+        of[n++] = 0;
+        const int ms = (int)((deadline - tn) * 1000.0) + 1;
+        if (poll(pf, (nfds_t)n, ms > 100 ? 100 : ms) <= 0) continue;
+        for (int k = 0; k < n; k++) {
+            if (!pf[k].revents) continue;
+            if (of[k] > 0) { /* a joined rank only waits for the hosts: anything from it means it left */
+                note("rank %d (host %.40s) left before every rank joined", of[k], t.host[of[k]]);
+                close(t.fd[of[k]]);
+                t.fd[of[k]] = -1;
+            } else if (of[k] < 0) {
+                read_hello(-1 - of[k]);
+            } else {
+                accept_all(ls);
+            }
+        }
+    }
+}
+
+/* rank 0: listen, gather every rank's hello, send the hosts. The listener
+ * and every connection without a hello are closed here on every path; the
+ * ranks' connections by bf_tcp_init on failure. */
 static bf_status root_accept(const char *addr, int port, double deadline) {
     struct sockaddr_in sa;
     if (resolve(addr, port, &sa) != 0)
-        return init_fail(-1, "distributed: MASTER_ADDR=%s does not resolve (port %d)%s", addr, port, "");
+        return BF_FAIL(BF_ERR_DIST, "distributed: MASTER_ADDR=%s does not resolve (port %d)", addr, port);
     int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-    if (ls < 0) return init_fail(-1, "distributed: socket() failed for %s:%d: %s", addr, port, strerror(errno));
+    if (ls < 0) return BF_FAIL(BF_ERR_DIST, "distributed: socket() failed for %s:%d: %s", addr, port, strerror(errno));
     setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(ls, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        if (errno == EADDRNOTAVAIL) { /* MASTER_ADDR names this host from outside: listen on every interface */
-            sa.sin_addr.s_addr = htonl(INADDR_ANY);
-            if (bind(ls, (struct sockaddr *)&sa, sizeof sa) == 0) goto bound;
-        }
-        return init_fail(ls, "distributed: rank 0 cannot listen at MASTER_ADDR=%s MASTER_PORT=%d: %s", addr, port,
-                         strerror(errno));
+    int ok = bind(ls, (struct sockaddr *)&sa, sizeof sa) == 0;
+    if (!ok && errno == EADDRNOTAVAIL) { /* MASTER_ADDR names this host from outside: listen on every interface */
+        sa.sin_addr.s_addr = htonl(INADDR_ANY);
+        ok = bind(ls, (struct sockaddr *)&sa, sizeof sa) == 0;
     }
-bound:
-    if (listen(ls, t.size) != 0)
-        return init_fail(ls, "distributed: listen() at %s:%d failed: %s", addr, port, strerror(errno));
+    if (!ok || listen(ls, SOMAXCONN) != 0) {
+        const int e = errno;
+        close(ls);
+        return BF_FAIL(BF_ERR_DIST, "distributed: rank 0 cannot listen at MASTER_ADDR=%s MASTER_PORT=%d: %s", addr,
+                       port, strerror(e));
+    }
     fcntl(ls, F_SETFL, fcntl(ls, F_GETFL) | O_NONBLOCK);
-    for (int joined = 0; joined < t.size - 1;) {
-        const double tn = now();
-        if (tn > deadline) {
-            char who[160] = "";
-            int at = 0;
-            for (int r = 1; r < t.size && at < (int)sizeof who - 8; r++)
-                if (t.fd[r] < 0) at += snprintf(who + at, sizeof who - (size_t)at, " %d", r);
-            return init_fail(ls, "distributed: rank 0 at %s:%d: ranks%s did not join within the timeout "
-                                 "(same MASTER_ADDR / MASTER_PORT / WORLD_SIZE everywhere?)",
-                             addr, port, who);
-        }
-        struct pollfd pf = {ls, POLLIN, 0};
-        if (poll(&pf, 1, 100) <= 0) continue;
-        int fd = accept(ls, NULL, NULL);
-        if (fd < 0) continue;
-        tune(fd);
-        hello h;
-        if (raw_io(fd, &h, sizeof h, 0, 0, deadline) != IO_OK || h.magic != MAGIC) {
-            close(fd); /* not one of ours, or it gave up: keep listening */
-            continue;
-        }
-        h.host[HOST_LEN - 1] = '\0';
-        if (h.size != t.size || h.rank < 1 || h.rank >= t.size || t.fd[h.rank] >= 0) {
-            char m[160];
-            snprintf(m, sizeof m, "RANK=%d WORLD_SIZE=%d (host %.40s), but this group has WORLD_SIZE=%d%s", h.rank,
-                     h.size, h.host, t.size, h.rank >= 1 && h.rank < t.size && t.fd[h.rank] >= 0 ? " and that rank" : "");
-            return init_fail(fd, "distributed: a process joined %s:%d with %s; check RANK / WORLD_SIZE on every "
-                                 "process (each rank once, one WORLD_SIZE)",
-                             addr, port, m);
-        }
-        t.fd[h.rank] = fd;
-        memcpy(t.host[h.rank], h.host, HOST_LEN);
-        joined++;
-    }
+    for (int i = 0; i < PENDING; i++) pend[i].fd = -1;
+    notes[0] = '\0';
+    bf_status s = root_gather(ls, addr, port, deadline);
     close(ls);
+    drop_pending();
+    if (s != BF_OK) return s;
     const double t0 = now();
     for (int r = 1; r < t.size; r++)
         BF_TRY(send_data(r, t.host, (long)t.size * HOST_LEN, "the exchange of hosts", t0, deadline));
@@ -396,15 +569,15 @@ bound:
 static bf_status peer_connect(const char *addr, int port, double deadline) {
     struct sockaddr_in sa;
     if (resolve(addr, port, &sa) != 0)
-        return init_fail(-1, "distributed: MASTER_ADDR=%s does not resolve (port %d)%s", addr, port, "");
+        return BF_FAIL(BF_ERR_DIST, "distributed: MASTER_ADDR=%s does not resolve (port %d)", addr, port);
     const char *last = "no answer";
     for (;;) {
         if (now() > deadline)
-            return init_fail(-1, "distributed: rank 0 at MASTER_ADDR=%s MASTER_PORT=%d could not be reached within "
-                                 "the timeout: %s",
-                             addr, port, last);
+            return BF_FAIL(BF_ERR_DIST, "distributed: rank 0 at MASTER_ADDR=%s MASTER_PORT=%d could not be reached "
+                                        "within the timeout: %s",
+                           addr, port, last);
         int fd = socket(AF_INET, SOCK_STREAM, 0);
-        if (fd < 0) return init_fail(-1, "distributed: socket() failed for %s:%d: %s", addr, port, strerror(errno));
+        if (fd < 0) return BF_FAIL(BF_ERR_DIST, "distributed: socket() failed for %s:%d: %s", addr, port, strerror(errno));
         tune(fd);
         int ok = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
         if (!ok && errno == EINPROGRESS) {
@@ -457,7 +630,14 @@ bf_status bf_tcp_init(const char *addr, int port, int rank, int size, double tim
     t.on = 1;
     if (size == 1) return BF_OK;
     const double deadline = now() + t.timeout;
-    return rank == 0 ? root_accept(addr, port, deadline) : peer_connect(addr, port, deadline);
+    bf_status s = rank == 0 ? root_accept(addr, port, deadline) : peer_connect(addr, port, deadline);
+    if (s != BF_OK) { /* every failure leaves no socket open and no group: a corrected retry starts afresh */
+        close_all();
+        t.on = 0;
+        t.size = 1;
+        t.rank = 0;
+    }
+    return s;
 }
 
 /* ---- the collectives (dist_mpi.h's, when this transport is the one in use) ---- */
