@@ -107,20 +107,24 @@ def _closed_by_peer(sock):
             return True
 
 
+def _frame(sock):
+    return struct.unpack(FRAME, sock.recv(struct.calcsize(FRAME), socket.MSG_WAITALL))
+
+
 def _start_all(ranks, n, port):
     procs = [ranks(r, port) for r in range(n)]
     assert [p.hear() for p in procs] == ["ready"] * n
     return procs
 
 
-def _train(procs):
+def _together(procs, cmd):
+    """Every rank runs a collective command (fit: train an epoch; sum: an all-reduce)."""
     for p in procs:
-        p.say("fit")
+        p.say(cmd)
     n = len(procs)
     for p in procs:
         got = p.hear()
-        assert "error" not in got, got
-        assert got["sum"] == n * (n + 1) / 2 and got["loss"] > 0, got
+        assert got["sum"] == n * (n + 1) / 2 and got.get("loss", 1) > 0, got
 
 
 def test_world_size_mismatch_is_refused_and_a_corrected_retry_joins_on_the_same_port(ranks):
@@ -139,23 +143,23 @@ def test_world_size_mismatch_is_refused_and_a_corrected_retry_joins_on_the_same_
     r1.say("init 2 60")
     assert r0.hear() == {"ok": True, "rank": 0, "size": 2}
     assert r1.hear() == {"ok": True, "rank": 1, "size": 2}
-    _train([r0, r1])
+    _together([r0, r1], "sum")
 
 
-def test_silent_connections_delay_no_rank_and_are_dropped_after_their_own_timeout(ranks):
+def test_silent_connections_are_dropped_and_do_not_stop_the_job_from_training(ranks):
     port = _free_port()
-    r0, r1, r2 = _start_all(ranks, 3, port)
-    r0.say("init 3 60")
+    r0, r1 = _start_all(ranks, 2, port)
+    r0.say("init 2 60")
     first = _connect(port)           # before any rank: says nothing
-    r1.say("init 3 60")
-    assert _closed_by_peer(first)    # dropped after its 5 s while rank 0 still waits for rank 2
-    second = _connect(port)          # still silent when the group forms
-    r2.say("init 3 60")
-    assert [r.hear() for r in (r0, r1, r2)] == [{"ok": True, "rank": i, "size": 3} for i in range(3)]
-    assert _closed_by_peer(second)
-    _train([r0, r1, r2])
-    first.close()
-    second.close()
+    assert _closed_by_peer(first)    # dropped after its 5 s while rank 0 still waits
+    flood = [_connect(port) for _ in range(65)]   # one more than rank 0 holds pending: the oldest goes
+    assert _closed_by_peer(flood[0])
+    r1.say("init 2 60")
+    assert [r.hear() for r in (r0, r1)] == [{"ok": True, "rank": i, "size": 2} for i in range(2)]
+    assert all(_closed_by_peer(s) for s in flood[1:])   # still silent when the group formed
+    _together([r0, r1], "fit")
+    for s in [first] + flood:
+        s.close()
 
 
 def test_at_the_deadline_every_rank_names_exactly_the_rank_that_never_said_hello(ranks):
@@ -190,9 +194,9 @@ def test_garbage_and_wrong_hellos_are_refused_naming_the_peer(ranks):
     assert (f"127.0.0.1:{wrong.getsockname()[1]} (host elsewhere, pid 4242) said RANK=1 WORLD_SIZE=7, "
             "but this group has WORLD_SIZE=3") in e0, e0
     assert e0.count("(host twin, pid 4243) said RANK=2, but rank 2 already joined") == 1, e0
-    assert struct.unpack(FRAME, wrong.recv(16, socket.MSG_WAITALL)) == (MAGIC, K_REFUSED, 3)   # told why: the group's WORLD_SIZE
+    assert _frame(wrong) == (MAGIC, K_REFUSED, 3)   # told why: the group's WORLD_SIZE
     refused = [s for s in twice if f":{s.getsockname()[1]} (host twin" in e0]
-    assert len(refused) == 1 and struct.unpack(FRAME, refused[0].recv(16, socket.MSG_WAITALL)) == (MAGIC, K_REFUSED, -1)
+    assert len(refused) == 1 and _frame(refused[0]) == (MAGIC, K_REFUSED, -1)   # -1: the rank is taken
     for s in [garbage, wrong] + twice:
         assert _closed_by_peer(s)
         s.close()

@@ -577,7 +577,8 @@ static bf_status peer_connect(const char *addr, int port, double deadline) {
                                         "within the timeout: %s",
                            addr, port, last);
         int fd = socket(AF_INET, SOCK_STREAM, 0);
-        if (fd < 0) return BF_FAIL(BF_ERR_DIST, "distributed: socket() failed for %s:%d: %s", addr, port, strerror(errno));
+        if (fd < 0)
+            return BF_FAIL(BF_ERR_DIST, "distributed: socket() failed for %s:%d: %s", addr, port, strerror(errno));
         tune(fd);
         int ok = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
         if (!ok && errno == EINPROGRESS) {

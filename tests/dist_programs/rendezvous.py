@@ -5,8 +5,9 @@ answers each with one JSON line.
   init WORLD_SIZE TIMEOUT  - bf.distribution.initialize with this WORLD_SIZE
                              (RANK, MASTER_ADDR, MASTER_PORT from the env):
                              {"ok": true, "rank", "size"} or {"error": message}
-  fit                      - one epoch of a small model under DataParallel and
-                             an all-reduce of rank + 1: {"loss", "sum"}
+  sum                      - an all-reduce of rank + 1: {"sum"}
+  fit                      - one epoch of a small model under DataParallel,
+                             then the all-reduce: {"loss", "sum"}
 """
 import json
 import os
@@ -36,8 +37,11 @@ def _fit():
     model = bf.Sequential([layers.Dense(8, activation="relu", input_shape=(6,)), layers.Dense(2, activation="softmax")])
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
     h = model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
-    total = dist_group._allreduce([bf.distribution.rank() + 1.0])
-    return {"loss": h.history["loss"][-1], "sum": float(total[0])}
+    return {"loss": h.history["loss"][-1], **_sum()}
+
+
+def _sum():
+    return {"sum": float(dist_group._allreduce([bf.distribution.rank() + 1.0])[0])}
 
 
 print("ready", flush=True)
@@ -45,5 +49,5 @@ for line in sys.stdin:
     cmd = line.split()
     if not cmd:
         continue
-    reply = _init(*cmd[1:]) if cmd[0] == "init" else _fit()
+    reply = _init(*cmd[1:]) if cmd[0] == "init" else _fit() if cmd[0] == "fit" else _sum()
     print(json.dumps(reply), flush=True)
