@@ -1,10 +1,12 @@
 """The TCP transport's rendezvous (csrc/core/dist_tcp.c) against unlucky and
 hostile peers (issue 31): a WORLD_SIZE mismatch is refused on both sides and
 closes every socket, so a corrected retry in the same process joins on the
-same port; silent connections to MASTER_PORT delay no rank and are dropped
-after their own timeout; at the deadline rank 0 names exactly the ranks that
+same port (a second rank 0 is told the port is taken); silent connections
+to MASTER_PORT delay no rank and are dropped after their own timeout (or
+when 64 newer ones wait); at the deadline rank 0 names exactly the ranks that
 never said hello, and every connection it refused (garbage, a wrong
-WORLD_SIZE, a rank taken twice), and the joined ranks name the missing one.
+WORLD_SIZE, a rank taken twice, a hello cut short, a rank that left), and the
+joined ranks name the missing one.
 The ranks are tests/dist_programs/rendezvous.py, driven line by line: the
 order of events is the test's, not the scheduler's. Waits on a rank are hang
 guards only; a rendezvous deadline is short only where the test is about it."""
@@ -151,6 +153,9 @@ def test_silent_connections_are_dropped_and_do_not_stop_the_job_from_training(ra
     r0, r1 = _start_all(ranks, 2, port)
     r0.say("init 2 60")
     first = _connect(port)           # before any rank: says nothing
+    r1.say("init 2 60 0")            # a second rank 0 meanwhile: the port is taken
+    assert r1.hear() == {"error": f"distributed: rank 0 cannot listen at MASTER_ADDR=127.0.0.1 MASTER_PORT={port}: "
+                                  "Address already in use"}
     assert _closed_by_peer(first)    # dropped after its 5 s while rank 0 still waits
     flood = [_connect(port) for _ in range(65)]   # one more than rank 0 holds pending: the oldest goes
     assert _closed_by_peer(flood[0])
@@ -166,7 +171,7 @@ def test_at_the_deadline_every_rank_names_exactly_the_rank_that_never_said_hello
     port = _free_port()
     r0, r1 = _start_all(ranks, 2, port)   # of 3: rank 2 never starts
     r0.say(f"init 3 {DEADLINE}")
-    silent = _connect(port)   # the first connection, silent: it used to hold up everyone behind it
+    silent = _connect(port)   # first and silent: read in turn, it would hold rank 1 up 5 s, past the deadline
     r1.say("init 3 60")
     e0 = r0.hear()["error"]
     assert f"rank 0 at 127.0.0.1:{port}: rank 2 (of WORLD_SIZE=3) did not join within 2.0 s" in e0, e0
@@ -180,21 +185,30 @@ def test_at_the_deadline_every_rank_names_exactly_the_rank_that_never_said_hello
 def test_garbage_and_wrong_hellos_are_refused_naming_the_peer(ranks):
     port = _free_port()
     (r0,) = _start_all(ranks, 1, port)
-    r0.say(f"init 3 {DEADLINE}")
+    r0.say(f"init 4 {DEADLINE}")
     garbage = _connect(port)
     garbage.sendall(b"GET / HTTP/1.1\r\n\r\n")
     wrong = _connect(port)
     wrong.sendall(struct.pack(HELLO, MAGIC, 1, 7, 4242, b"elsewhere"))
     twice = [_connect(port) for _ in range(2)]   # both say rank 2: one joins, the other is refused
     for s in twice:
-        s.sendall(struct.pack(HELLO, MAGIC, 2, 3, 4243, b"twin"))
+        s.sendall(struct.pack(HELLO, MAGIC, 2, 4, 4243, b"twin"))
+    half = _connect(port)   # a hello cut short
+    half.sendall(struct.pack(HELLO, MAGIC, 1, 4, 4244, b"half")[:10])
+    half_port = half.getsockname()[1]
+    half.close()
+    leaver = _connect(port)   # rank 3 joins, then goes before the group is complete
+    leaver.sendall(struct.pack(HELLO, MAGIC, 3, 4, 4245, b"leaver"))
+    leaver.close()
     e0 = r0.hear()["error"]
-    assert "rank 1 (of WORLD_SIZE=3) did not join" in e0, e0
+    assert "ranks 1 3 (of WORLD_SIZE=4) did not join" in e0, e0
     assert f"127.0.0.1:{garbage.getsockname()[1]} is not a boundfit rank" in e0, e0
     assert (f"127.0.0.1:{wrong.getsockname()[1]} (host elsewhere, pid 4242) said RANK=1 WORLD_SIZE=7, "
-            "but this group has WORLD_SIZE=3") in e0, e0
+            "but this group has WORLD_SIZE=4") in e0, e0
     assert e0.count("(host twin, pid 4243) said RANK=2, but rank 2 already joined") == 1, e0
-    assert _frame(wrong) == (MAGIC, K_REFUSED, 3)   # told why: the group's WORLD_SIZE
+    assert f"127.0.0.1:{half_port} closed after 10 of 80 hello bytes" in e0, e0
+    assert "rank 3 (host leaver) left before every rank joined" in e0, e0
+    assert _frame(wrong) == (MAGIC, K_REFUSED, 4)   # told why: the group's WORLD_SIZE
     refused = [s for s in twice if f":{s.getsockname()[1]} (host twin" in e0]
     assert len(refused) == 1 and _frame(refused[0]) == (MAGIC, K_REFUSED, -1)   # -1: the rank is taken
     for s in [garbage, wrong] + twice:

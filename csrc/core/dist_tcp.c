@@ -10,7 +10,7 @@
  * are non-blocking and every wait is a poll() of at most 100 ms against the
  * collective's deadline. Once broken, this rank closes its connections so
  * the others find out at once. No allocation: rank 0 reduces through the
- * static `scratch` block. */
+ * static `scratch` block and reads hellos into the static `pend` table. */
 #define _GNU_SOURCE /* clock_gettime, gethostname, MSG_NOSIGNAL, getaddrinfo under -std=c11 */
 #include "dist_tcp.h"
 
@@ -450,7 +450,7 @@ static void accept_all(int ls) {
             if (pend[j].since < pend[i].since) i = j;
         }
         if (pend[i].fd >= 0) {
-            note("%s sent no hello before %d newer connections came", pend[i].from, PENDING);
+            note("%s dropped unheard: %d newer connections waited", pend[i].from, PENDING);
             drop(i);
         }
         tune(fd);

@@ -15,8 +15,11 @@
 
 #include "status.h"
 
-/* rendezvous: rank 0 listens at addr:port and accepts size - 1 ranks; the
- * others connect (retrying until the deadline); hosts are exchanged */
+/* rendezvous: rank 0 listens at addr:port and gathers the hellos of size - 1
+ * ranks, every connection at once (a silent, garbage or wrong one delays no
+ * rank: it is refused, named in the error at the deadline, and a wrong rank
+ * hears why); the others connect (retrying until the deadline); hosts are
+ * exchanged. On failure no socket stays open: a retry may use the same port. */
 bf_status bf_tcp_init(const char *addr, int port, int rank, int size, double timeout_s);
 int bf_tcp_active(void); /* initialized with more than one rank */
 int bf_tcp_size(void);

@@ -2,8 +2,10 @@
 driven line by line so the test decides the order of events (no sleeps): it
 prints "ready" once boundfit is imported, then reads commands from stdin and
 answers each with one JSON line.
-  init WORLD_SIZE TIMEOUT  - bf.distribution.initialize with this WORLD_SIZE
-                             (RANK, MASTER_ADDR, MASTER_PORT from the env):
+  init WORLD_SIZE TIMEOUT [RANK]
+                           - bf.distribution.initialize with this WORLD_SIZE
+                             and RANK (else the env's; MASTER_ADDR and
+                             MASTER_PORT from the env):
                              {"ok": true, "rank", "size"} or {"error": message}
   sum                      - an all-reduce of rank + 1: {"sum"}
   fit                      - one epoch of a small model under DataParallel,
@@ -19,9 +21,12 @@ import boundfit as bf
 from boundfit import layers
 from boundfit.runtime import dist_group
 
+RANK = os.environ["RANK"]
 
-def _init(world, timeout):
+
+def _init(world, timeout, rank=None):
     os.environ["WORLD_SIZE"] = world
+    os.environ["RANK"] = rank or RANK
     try:
         bf.distribution.initialize(timeout=float(timeout))
     except bf.DistributedError as e:
