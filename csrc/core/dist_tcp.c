@@ -183,7 +183,8 @@ static bf_status read_frame(int peer, frame *f, const char *what, double t0, dou
 }
 
 /* a frame header as expected: DATA of `bytes` bytes (any size when bytes < 0);
- * STOP / DEAD / a malformed or mis-sized frame fail the collective */
+ * STOP / DEAD / a malformed or mis-sized frame fail the collective, as do
+ * REFUSED / ABSENT (rank 0 turned this rank down or gave up at the rendezvous) */
 static bf_status check_frame(int peer, const frame *f, long bytes, const char *what, double t0) {
     if (f->magic != MAGIC || f->kind < K_DATA || f->kind > K_ABSENT) {
         snprintf(t.broken_msg, sizeof t.broken_msg, "rank %d of %d: a malformed frame from rank %d during %s", t.rank,
