@@ -92,6 +92,6 @@ def _launch_main(argv):
     child = subprocess.Popen([sys.executable] + argv, pass_fds=fds)
     status, _, stuck = reap.wait_ranks({rank: child}, lambda: notice[0] if notice else None)
     s = status[rank]
-    if s != 0 and not stuck:
+    if s != 0 and not stuck and not notice:   # (after hydra's notice the others know already)
         time.sleep(grace)   # the PMI socket held open: the others find the death themselves
     return reap.shell_status(s)
