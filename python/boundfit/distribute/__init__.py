@@ -29,8 +29,9 @@ Under a DataParallel distribution, fit():
   smallest rank;
 - broadcasts rank 0's weights, shards the data by rank (arrays, memmaps,
   from_npy: global batch s of N*B rows is split in N slices of B rows, so N
-  ranks with batch B follow one process with batch N*B; Sequences: batch
-  i*N + rank), averages the gradients in the engine between backward and
+  ranks with batch B follow one process with batch N*B, shuffled too: the
+  order is rank 0's draw from the generator one process draws it from,
+  seeded by set_random_seed; Sequences: batch i*N + rank), averages the gradients in the engine between backward and
   the update, and gives callbacks global epoch logs (the loss totals and
   the metrics' sums added over ranks, so every metric, AUC and Precision
   included, is the one over all rows; per-batch logs stay per rank);
@@ -59,10 +60,13 @@ the mean of the ranks' (less the spread between their batch means).
 Synchronized batch statistics would need an all-reduce inside the engine's
 forward and backward passes: not implemented.
 
-The gradient all-reduce starts after the step's whole backward pass (all
-micro-batches), not overlapped with it: starting buckets as layers finish
-would need a hook inside csrc/core/run.c's backward loop (and care for
-shared layers, whose gradients are complete only after their last use).
+On the CPU (MPI or TCP) the gradient all-reduce overlaps the step's
+backward pass (of its last micro-batch): the gradients are cut in
+layer-aligned buckets, and a communication thread sums each one as soon as
+backward has passed its last writer (a shared layer's bucket after its last
+use), in the same order on every rank (csrc/core/dist_overlap.c, posted from
+csrc/core/run.c's backward loop; BF_DIST_OVERLAP=0 sums the same buckets
+after backward, with the same bits). On GPUs (NCCL) it runs after backward.
 
 Every wait is bounded: a rank that dies or raises makes the others raise
 DistributedError within `timeout` seconds (initialize(timeout=...),
@@ -75,12 +79,16 @@ soon as one rank exits abnormally (MPICH 5.0.2, even with
 the wrapper: `mpiexec -disable-auto-cleanup -n N python -m
 boundfit.distribute train.py` (see _launch_main). Ranks on other hosts that
 die are found by the deadline (under MPI; over TCP, by their closed connection).
+Neither launcher waits forever for a stuck rank (asleep, SIGSTOPped): once
+the job has failed (a rank ended abnormally; under mpiexec, hydra's SIGUSR1
+to the other wrappers), a rank still running BF_DIST_GRACE seconds later is
+ended, and the launcher exits non-zero naming it (distribute/reap.py).
 
 Where it lives: the process group and its collectives in
 runtime/dist_group.py (the engine's transports: csrc/core/dist_mpi.c and
 dist_tcp.c), fit's hooks in engine/dist_fit.py and the per-rank
 data in engine/dist_shard.py; this package is the public face (and
-`python -m boundfit.distribute`, launch.py). Hooks in other files, each
+`python -m boundfit.distribute`: launch.py, reap.py). Hooks in other files, each
 marked `[dist hook]`:
 - csrc/core/run.c, end_step(): bf_dist_step() between backward and the
   non-finite check / optimizer update (gradients averaged, flag agreed);

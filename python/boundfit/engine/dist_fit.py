@@ -17,7 +17,7 @@ from .. import _core
 from ..errors import BoundfitError, MemoryBudgetError, NonFiniteError
 from ..runtime import cuda_libs
 from ..runtime.dist_group import (_BF_ERR_DIST_PREFIX, DistributedError, _agree_ok, _allgather_json, _allreduce,
-                                  _bcast_seed, active, broadcast_weights, is_chief, nccl_bytes, num_processes, rank,
+                                  active, bcast_rng, broadcast_weights, is_chief, nccl_bytes, num_processes, rank,
                                   transport)
 from ..runtime.dist_group import _nccl as nccl_state
 from ..layers.emath import require_whole_batches
@@ -226,8 +226,12 @@ def sync_moving_stats(model):
 
 def shard_fit_data(model, train, val, device=None):
     """After the batch size is known: the same weights and data order on every
-    rank, then each rank's shard. On a CUDA device the weights go over NCCL
-    once the run holds them (broadcast_on_device), not over the host transport."""
+    rank, then each rank's shard. The order is rank 0's shuffle, drawn from
+    the generator one process of the same script draws it from (seeded by
+    set_random_seed when the script seeds), so that N ranks of batch B read
+    the global batches of one process with batch N*B. On a CUDA device the
+    weights go over NCCL once the run holds them (broadcast_on_device), not
+    over the host transport."""
     d = active()
     if d is None:
         return train, val
@@ -237,9 +241,10 @@ def shard_fit_data(model, train, val, device=None):
     warn_batchnorm(model)
     if not d.auto_shard_dataset:
         return train, val
-    seed = _bcast_seed()
+    if getattr(train, "shuffle", False):
+        bcast_rng(train.rng)   # arrays: the rows' order; a Sequence: its batches' (every rank's i-th the same step)
     if isinstance(train, ArrayData):
-        train = ShardedArrays(train, seed)
+        train = ShardedArrays(train)
     if isinstance(val, ArrayData):
         val = ShardedEval(val)
     return train, val

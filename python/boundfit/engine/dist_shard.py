@@ -17,21 +17,19 @@ class _Delegate:
         return getattr(self._inner, name)
 
     def __setattr__(self, name, value):
-        if name in type(self).__dict__ or name.startswith("_s_"):
+        if name in type(self).__dict__:
             object.__setattr__(self, name, value)
         else:
             setattr(self._inner, name, value)
 
 
 class ShardedArrays(_Delegate):
-    """ArrayData of this rank: the global order (the same permutation on every
-    rank) in global batches of N*B rows, rank r taking slice r of each; the
-    last global batch is split evenly. Up to N-1 trailing rows are dropped so
-    that every rank runs the same steps on the same number of rows."""
-
-    def __init__(self, inner, seed):
-        super().__init__(inner)
-        object.__setattr__(self, "_s_rng", np.random.default_rng(seed))
+    """ArrayData of this rank: the global order (the inner data's shuffle,
+    whose generator every rank holds in rank 0's state: the same permutation
+    everywhere, one process's) in global batches of N*B rows, rank r taking
+    slice r of each; the last global batch is split evenly. Up to N-1
+    trailing rows are dropped so that every rank runs the same steps on the
+    same number of rows."""
 
     @property
     def num_rows(self):
@@ -44,7 +42,7 @@ class ShardedArrays(_Delegate):
     def _local_order(self, B):
         N, r = num_processes(), rank()
         n = self.num_rows * N
-        g = self._s_rng.permutation(self._inner.num_rows)[:n] if self._inner.shuffle else np.arange(n)
+        g = self._inner.rng.permutation(self._inner.num_rows)[:n] if self._inner.shuffle else np.arange(n)
         parts = []
         for lo in range(0, n, N * B):
             per = min(N * B, n - lo) // N

@@ -317,10 +317,23 @@ def _allreduce(values, op=0):
     return buf
 
 
-def _bcast_seed():
-    seed = np.array([np.random.SeedSequence().entropy % (2 ** 62) if is_chief() else 0], dtype=np.int64)
-    _call(_core.dist_bcast, seed, 0)
-    return int(seed[0])
+def _bcast_json(obj, width=1024):
+    """Rank 0's small JSON value on every rank (obj is read on rank 0 only)."""
+    buf = np.zeros(width, dtype=np.uint8)
+    if is_chief():
+        raw = json.dumps(obj).encode()
+        if len(raw) > width:
+            raise DistributedError(f"internal: broadcast record of {len(raw)} bytes is over {width}")
+        buf[:len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+    _call(_core.dist_bcast, buf, 0)
+    return json.loads(buf.tobytes().rstrip(b"\0"))
+
+
+def bcast_rng(rng):
+    """rng (a NumPy Generator) set to rank 0's state on every rank: the shuffle
+    fit draws is then rank 0's, which is one process's for the same script
+    and set_random_seed, and with fresh seeds every rank still draws the same."""
+    rng.bit_generator.state = _bcast_json(rng.bit_generator.state)
 
 
 def _agree_ok(what):
