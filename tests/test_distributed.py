@@ -380,7 +380,7 @@ def test_torchrun_style_stuck_rank_makes_the_others_raise_at_the_deadline(tmp_pa
     r0 = recs[0]
     assert r0["error"] == "DistributedError", r0
     assert "did not complete within 1.5 s" in r0["message"]   # the deadline, not rank 1 waking (3 s)
-    assert 1.5 <= r0["t_error"] - r0["t0"] < 6   # (loose: a loaded machine schedules late)
+    assert r0["t_error"] - r0["t0"] >= 1.5   # never before the deadline (the message says it was the deadline)
     assert recs[1]["error"] == "DistributedError"   # it wakes to rank 0's closed connection
     assert "rank 0" in recs[1]["message"]
     assert took < 30
