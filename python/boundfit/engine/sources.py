@@ -1,7 +1,9 @@
 """Python data sources: Keras Sequence / PyDataset objects, generators and
 iterables of (x, y) batches. Batches are read between steps; each is checked
 against the first batch (per-sample shapes and dtype kinds) and then trained
-on by the engine from the arrays the source returned (no further copy). For a
+on by the engine from the arrays the source returned (no further copy). An
+exception the source itself raises reaches the caller as it is (as in Keras),
+with the batch index added as a note; a malformed batch is a DataError. For a
 model with several inputs / outputs, x and y are tuples, lists or dicts (by
 input / output name) of arrays, as Keras takes them."""
 
@@ -93,7 +95,9 @@ class SequenceData:
         try:
             item = self.src[i] if self.indexed else self._next_from_iter(i)
         except Exception as e:
-            raise DataError(f"batch {i}: the data source raised {type(e).__name__}: {e}", batch_index=i) from e
+            # the user's own exception, as Keras lets it through (`except MyError` works), told the batch
+            e.add_note(f"boundfit: raised by the data source while fetching batch {i}")
+            raise
         if item is None:
             return None
         if not isinstance(item, (tuple, list)) or len(item) not in (1, 2, 3):
