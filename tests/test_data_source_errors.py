@@ -93,3 +93,115 @@ def test_a_malformed_batch_is_still_a_data_error():
     with pytest.raises(bf.DataError, match="batch 2: x and y have different lengths") as ei:
         model().fit(Short(), epochs=1, shuffle=False, verbose=0)
     assert ei.value.batch_index == 2
+
+
+# ---- memory-mapped files truncated under a run ------------------------------
+# In a child process: were both guards gone, SIGBUS would kill it, not pytest.
+TRUNCATE = r"""
+import json, os, sys
+import numpy as np
+import boundfit as bf
+from boundfit import layers
+from boundfit.engine import data as data_mod
+
+d = sys.argv[1]
+rng = np.random.default_rng(0)
+xs = rng.standard_normal((512, 64)).astype(np.float32)      # 256-byte rows after a 128-byte header
+ys = rng.integers(0, 3, 512)
+out = {}
+
+def make():
+    bf.utils.set_random_seed(1)
+    m = bf.Sequential([layers.Dense(8, activation="relu", input_shape=(64,)), layers.Dense(3, activation="softmax")])
+    m.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    return m
+
+def fresh(name, a):
+    path = os.path.join(d, name)
+    np.save(path, a)
+    return path, np.load(path, mmap_mode="r")
+
+def caught(fn):
+    try:
+        fn()
+    except bf.DataError as e:
+        return {"type": "DataError", "msg": str(e), "batch": e.batch_index}
+    except Exception as e:
+        return {"type": type(e).__name__, "msg": str(e)}
+    return {"type": None}
+
+def same(a, b):
+    return all(np.array_equal(u, v) for u, v in zip(a, b))
+
+# 1. truncated between epochs: the check before the next epoch's first batch refuses it
+path, x = fresh("x1.npy", xs)
+m, seen = make(), {}
+def cut(e, logs):
+    seen["w"] = m.get_weights()
+    os.truncate(path, 8192)
+cb = bf.callbacks.LambdaCallback(on_epoch_end=cut)
+out["between_epochs"] = caught(lambda: m.fit(x, ys, batch_size=16, epochs=3, verbose=0, callbacks=[cb]))
+out["between_epochs"]["kept"] = same(m.get_weights(), seen["w"])
+out["between_epochs"]["trains_on"] = bool(np.isfinite(m.fit(xs, ys, epochs=1, verbose=0).history["loss"][0]))
+
+# 2. truncated after the check (the check skipped): the engine's read refuses the first page past the end
+#    (row 63 ends beyond byte 16384), so batch 3 of the next epoch fails; steps 0-2 are kept
+data_mod.check_files = lambda files, batch: None
+path, x = fresh("x2.npy", xs)
+m = make()
+cb = bf.callbacks.LambdaCallback(on_epoch_end=lambda e, logs: os.truncate(path, 16384))
+out["engine_read"] = caught(lambda: m.fit(x, ys, batch_size=16, epochs=2, shuffle=False, verbose=0,
+                                          callbacks=[cb]))
+ref = make()
+ref.fit(xs, ys, batch_size=16, epochs=1, shuffle=False, verbose=0)
+ref.fit(xs, ys, batch_size=16, epochs=1, steps_per_epoch=3, shuffle=False, verbose=0)
+out["engine_read"]["kept"] = same(m.get_weights(), ref.get_weights())
+
+# 3. the engine's read of other layouts: int64 labels (staged), a strided float64 view (walked), in
+#    evaluate and predict
+m = make()
+ypath, y = fresh("y3.npy", ys)
+os.truncate(ypath, 4096)
+out["labels"] = caught(lambda: m.evaluate(xs, y, batch_size=64, verbose=0))
+xpath, x = fresh("x3.npy", np.repeat(xs.astype(np.float64), 2, axis=1))
+os.truncate(xpath, 4096)
+out["strided"] = caught(lambda: m.predict(x[:, ::2], batch_size=64, verbose=0))
+print(json.dumps(out))
+"""
+
+
+def test_a_memory_mapped_file_truncated_under_a_run_raises_data_error_not_sigbus(tmp_path):
+    import json
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", TRUNCATE, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, (r.returncode, r.stderr[-3000:])
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    e = out["between_epochs"]
+    assert e["type"] == "DataError" and e["batch"] == 0, e
+    assert e["msg"] == (f"batch 0: x: the file {tmp_path / 'x1.npy'} is 8192 bytes, {128 + 512 * 256} expected (its "
+                        "size when it was mapped): it was truncated while in use, by another process?")
+    assert e["kept"] and e["trains_on"]   # the weights of the last completed step, and the model trains on
+    e = out["engine_read"]
+    assert e["type"] == "DataError" and e["batch"] == 3 and e["kept"], e
+    assert e["msg"].startswith(f"batch 3: x: the file {tmp_path / 'x2.npy'} is 16384 bytes"), e
+    e = out["labels"]
+    assert e["type"] == "DataError" and f"y: the file {tmp_path / 'y3.npy'} is 4096 bytes" in e["msg"], e
+    e = out["strided"]
+    assert e["type"] == "DataError" and f"x: the file {tmp_path / 'x3.npy'} is 4096 bytes" in e["msg"], e
+
+
+def test_memory_mapped_arrays_of_any_layout_train_as_the_same_arrays_in_memory(tmp_path):
+    xs = rng.standard_normal((96, 12)).astype(np.float64)
+    np.save(tmp_path / "x.npy", xs)
+    np.save(tmp_path / "y.npy", Y)
+    np.save(tmp_path / "w.npy", np.linspace(0.5, 1.5, 96).astype(np.float16))
+    xm, ym = bf.data.from_npy(tmp_path / "x.npy", tmp_path / "y.npy")
+    wm = np.load(tmp_path / "w.npy", mmap_mode="r")
+    weights = []
+    for x, y, w in ((xs[:, ::2], Y, np.asarray(wm)), (xm[:, ::2], ym, wm)):   # strided float64, int64, float16
+        m = model()
+        m.fit(x, y, sample_weight=w, batch_size=16, epochs=2, verbose=0)
+        weights.append(m.get_weights() + [m.predict(x, verbose=0)])
+    for a, b in zip(*weights):
+        np.testing.assert_array_equal(a, b)
