@@ -1,10 +1,7 @@
 """Python data sources (Sequence / PyDataset, generators), memmaps, bad data
 from them, and Ctrl-C landing at a step boundary."""
 
-import os
 import signal
-import threading
-import time
 
 import numpy as np
 import pytest
@@ -86,8 +83,7 @@ class Bad(Batches):
         return x, y
 
 
-@pytest.mark.parametrize("mode,match", [("raise", "batch 3: the data source raised KeyError"),
-                                        ("shape", "batch 3: x has per-sample shape"),
+@pytest.mark.parametrize("mode,match", [("shape", "batch 3: x has per-sample shape"),
                                         ("dtype", "batch 3: x has dtype"),
                                         ("label", "batch 3: label"),
                                         ("length", "batch 3: x and y have different lengths")])
@@ -97,8 +93,6 @@ def test_bad_batches_raise_data_error_and_keep_completed_steps(mode, match):
     with pytest.raises(bf.DataError, match=match) as ei:
         m.fit(Bad(mode), epochs=1, shuffle=False, verbose=0)
     assert ei.value.batch_index == 3
-    if mode == "raise":
-        assert isinstance(ei.value.__cause__, KeyError)
     changed = any((a != b).any() for a, b in zip(m.get_weights(), w0))
     assert changed  # batches 0-2 were trained on
     assert all(np.isfinite(w).all() for w in m.get_weights())
@@ -111,23 +105,41 @@ def test_generator_running_dry_is_reported():
         m.fit(gen, steps_per_epoch=6, epochs=1, verbose=0)
 
 
-def test_ctrl_c_stops_at_a_step_boundary_with_consistent_weights():
+def _interrupt_model():
     bf.utils.set_random_seed(0)
-    m = bf.Sequential([layers.Dense(256, activation="relu", input_shape=(256,)), layers.Dense(1)])
+    m = bf.Sequential([layers.Dense(32, activation="relu", input_shape=(16,)), layers.Dense(1)])
     m.compile(optimizer="sgd", loss="mse")
-    x = np.random.default_rng(0).standard_normal((4096, 256)).astype(np.float32)
+    return m
+
+
+def _stop_at(epoch, batch, action):
+    """A callback that calls action() after step `batch` of epoch `epoch` (a
+    batch hook: the steps run one at a time, so it lands at that boundary)."""
+    at = {"epoch": -1}
+    return bf.callbacks.LambdaCallback(on_epoch_begin=lambda e, logs: at.update(epoch=e),
+                                       on_train_batch_end=lambda b, logs: action() if (at["epoch"], b) ==
+                                       (epoch, batch) else None)
+
+
+def test_ctrl_c_stops_at_a_step_boundary_with_consistent_weights():
+    # SIGINT raised in this process at a known step boundary (signal.raise_signal runs Python's
+    # handler before it returns: no timer, nothing depends on how loaded the machine is)
+    x = np.random.default_rng(0).standard_normal((256, 16)).astype(np.float32)
     y = x[:, :1].copy()
-    seen = []
-    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
-    timer.start()
-    t0 = time.monotonic()
+    m = _interrupt_model()
     with pytest.raises(KeyboardInterrupt):
-        m.fit(x, y, batch_size=64, epochs=1000, verbose=0,
-              callbacks=[bf.callbacks.LambdaCallback(on_epoch_end=lambda e, logs: seen.append(e))])
-    assert time.monotonic() - t0 < 5
-    assert all(np.isfinite(w).all() for w in m.get_weights())
+        m.fit(x, y, batch_size=32, epochs=1000, shuffle=False, verbose=0,
+              callbacks=[_stop_at(1, 2, lambda: signal.raise_signal(signal.SIGINT))])
+    assert m.optimizer.iterations == 8 + 3
+    ref = _interrupt_model()
+
+    def stop():
+        ref.stop_training = True
+    ref.fit(x, y, batch_size=32, epochs=1000, shuffle=False, verbose=0, callbacks=[_stop_at(1, 2, stop)])
+    for a, b in zip(m.get_weights(), ref.get_weights()):   # the weights of the last completed step
+        np.testing.assert_array_equal(a, b)
     # the model is usable afterwards
-    h = m.fit(x[:256], y[:256], batch_size=64, epochs=1, verbose=0)
+    h = m.fit(x, y, batch_size=64, epochs=1, verbose=0)
     assert np.isfinite(h.history["loss"][0])
 
 

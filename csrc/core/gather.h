@@ -2,7 +2,10 @@
  * picked by an index list, converted to float32 into an arena batch buffer.
  * The sources are the user's arrays (or memmaps) used in place: no full copy.
  * Several sources (one per model input, or per output's labels) are gathered
- * side by side into the packed rows of one batch buffer. */
+ * side by side into the packed rows of one batch buffer. A memory-mapped
+ * source (bf_src.mapped) is copied with process_vm_readv on this process
+ * instead of plain loads: a page past the end of a file truncated meanwhile
+ * makes the copy fail (EFAULT) instead of killing the process with SIGBUS. */
 #ifndef BF_GATHER_H
 #define BF_GATHER_H
 
@@ -24,6 +27,9 @@ typedef struct {
     int64_t shape[BF_SRC_MAXDIM];
     int64_t strides[BF_SRC_MAXDIM]; /* bytes */
     int64_t row_elems;              /* product of shape[1:] */
+    int mapped;                     /* the bytes are a memory-mapped file's: read through the kernel, so that
+                                       a file truncated under the run fails the read (BF_ERR_DATA) where a
+                                       plain load would raise SIGBUS */
 } bf_src;
 
 #define BF_SRCS_MAX 8

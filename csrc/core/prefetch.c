@@ -1,5 +1,6 @@
 /* prefetch.c - the double-buffered batch pipeline (see prefetch.h).
- * With one job there is no thread: the rows are gathered in the caller. */
+ * With one job there is no thread: the rows are gathered in the caller. A
+ * gather's data error names its batch (the job's step). */
 #include "prefetch.h"
 
 #include <math.h>
@@ -55,6 +56,16 @@ static bf_status gather_weights(bf_run *r, int k, long done, long c, const int64
     return BF_OK;
 }
 
+/* a data error of a step's rows (a memory-mapped file truncated under the run)
+ * named by its batch, as the engine's other data errors are ("batch N: ...") */
+static bf_status in_batch(bf_status s, long step) {
+    if (s != BF_ERR_DATA) return s;
+    char msg[BF_MSG_LEN];
+    memcpy(msg, bf_last_error()->msg, sizeof msg);
+    msg[BF_MSG_LEN - 1] = 0;
+    return BF_FAIL(BF_ERR_DATA, "batch %ld: %s", step, msg);
+}
+
 /* rows order[start .. start+n) (or base+start ..) of x's and y's sources into host slot k */
 static bf_status gather(bf_prefetch *p, int k, long start, long n) {
     int64_t idx[512];
@@ -81,7 +92,7 @@ static void *worker(void *arg) {
         int stop = p->stop;
         pthread_mutex_unlock(&p->mu);
         if (stop) break;
-        bf_status s = gather(p, (int)((p->slot_base + j) % BF_PREFETCH_DEPTH), start, rows);
+        bf_status s = in_batch(gather(p, (int)((p->slot_base + j) % BF_PREFETCH_DEPTH), start, rows), step);
         pthread_mutex_lock(&p->mu);
         if (s != BF_OK) {
             p->err = *bf_last_error();
@@ -148,7 +159,7 @@ bf_status bf_prefetch_acquire(bf_prefetch *p, long j, int *slot) {
         if (!bf_jobs_next(&p->jobs, &start, &rows, &step, &srows, &first))
             return BF_FAIL(BF_ERR_INTERNAL, "prefetch: no job %ld", j);
         double t0 = now();
-        bf_status s = gather(p, *slot, start, rows);
+        bf_status s = in_batch(gather(p, *slot, start, rows), step);
         p->wait_seconds += now() - t0;
         return s;
     }

@@ -727,6 +727,18 @@ static bf_status load(bf_run *r, bf_prefetch *pf, bf_job *job, const bf_srcs *x,
     return to_device(r, job->k, job->rows, x, y);
 }
 
+/* load of the first job of the next step, failing for its data (a memory-mapped
+ * file truncated under the run): the error is kept in *late and the job list
+ * ends here, so the current step still completes and is applied first */
+static bf_status load_next(bf_run *r, bf_prefetch *pf, bf_job *job, const bf_srcs *x, const bf_srcs *y, int *have,
+                           bf_error *late) {
+    bf_status s = load(r, pf, job, x, y);
+    if (s != BF_ERR_DATA || !job->first) return s;
+    *late = *bf_last_error();
+    *have = 0;
+    return BF_OK;
+}
+
 /* On a device (ahead), job j+1 is loaded while job j computes: its upload is
  * queued on the copy stream before job j's statistics are read, and a host
  * slot is released as soon as its upload has read it. On the CPU the host
@@ -767,6 +779,7 @@ static bf_status steps(bf_run *r, int train, const bf_srcs *xin, const bf_srcs *
     long cur_step = -1, done = 0;
     int last_rows = 0;
     bf_job cur, nxt;
+    bf_error late = {0};
     int have = next_job(&jobs, 0, &cur);
     if (have) s = load(r, &pf, &cur, x, y);
     while (s == BF_OK && have) {
@@ -786,12 +799,12 @@ static bf_status steps(bf_run *r, int train, const bf_srcs *xin, const bf_srcs *
         if (ahead && s == BF_OK) {
             s = uploaded(r, cur.k);
             bf_prefetch_release(&pf, cur.j);
-            if (s == BF_OK && have) s = load(r, &pf, &nxt, x, y);
+            if (s == BF_OK && have) s = load_next(r, &pf, &nxt, x, y, &have, &late);
         }
         r->sample_at = cur.start;
         if (s == BF_OK) s = finish_micro_step(r, train, (int)cur.rows, cur.step, &st);
         if (s == BF_OK) s = consumed(r, cur.k);
-        if (s == BF_OK && have && !ahead) s = load(r, &pf, &nxt, x, y);
+        if (s == BF_OK && have && !ahead) s = load_next(r, &pf, &nxt, x, y, &have, &late);
         cur_step = cur.step;
         last_rows = (int)cur.rows;
         cur = nxt;
@@ -802,6 +815,7 @@ static bf_status steps(bf_run *r, int train, const bf_srcs *xin, const bf_srcs *
     tot->wait_seconds += pf.wait_seconds;
     if (s == BF_OK) s = r->be->sync(r->be);
     bf_status u = bind(r, 0);
+    if (s == BF_OK && late.code != BF_OK) s = bf_set_error(&late); /* the steps before it applied */
     return s != BF_OK ? s : u;
 }
 

@@ -144,6 +144,23 @@ static int parse_order(PyObject *order_obj, long n, PyArrayObject **order) {
     return 0;
 }
 
+/* 1 when an array's bytes are a memory-mapped file's (np.memmap, np.load(mmap_mode=...), a view of one):
+ * its base chain ends in an mmap.mmap. The gather then reads it through the kernel (gather.h). */
+static int is_mapped(PyObject *obj) {
+    for (int depth = 0; obj && depth < 64; depth++) {
+        if (strcmp(Py_TYPE(obj)->tp_name, "mmap.mmap") == 0) return 1;
+        if (!PyArray_Check(obj)) return 0;
+        obj = PyArray_BASE((PyArrayObject *)obj);
+    }
+    return 0;
+}
+
+static int src_from_array(bf_module_state *st, PyObject *obj, const char *what, bf_src *out) {
+    if (bf_src_from_array(st, obj, what, out) < 0) return -1;
+    out->mapped = is_mapped(obj);
+    return 0;
+}
+
 /* x or y: one array, or a tuple / list of arrays (one per model input, or per
  * output's labels). *hold keeps a tuple of them alive while the GIL is
  * released (a list could change meanwhile). */
@@ -152,7 +169,7 @@ static int parse_srcs(bf_module_state *st, PyObject *obj, const char *what, bf_s
     memset(out, 0, sizeof *out);
     if (!PyTuple_Check(obj) && !PyList_Check(obj)) {
         out->n = 1;
-        return bf_src_from_array(st, obj, what, &out->src[0]);
+        return src_from_array(st, obj, what, &out->src[0]);
     }
     PyObject *t = PySequence_Tuple(obj);
     if (!t) return -1;
@@ -165,7 +182,7 @@ static int parse_srcs(bf_module_state *st, PyObject *obj, const char *what, bf_s
     for (Py_ssize_t k = 0; k < n; k++) {
         char name[32];
         snprintf(name, sizeof name, "%s[%zd]", what, k);
-        if (bf_src_from_array(st, PyTuple_GET_ITEM(t, k), name, &out->src[k]) < 0) {
+        if (src_from_array(st, PyTuple_GET_ITEM(t, k), name, &out->src[k]) < 0) {
             Py_DECREF(t);
             return -1;
         }
@@ -192,7 +209,7 @@ static PyObject *run_steps(RunObject *self, PyObject *args, int train) {
         goto done;
     }
     if (sw_obj != Py_None) {
-        if (bf_src_from_array(st, sw_obj, "sample_weight", &sw) < 0) goto done;
+        if (src_from_array(st, sw_obj, "sample_weight", &sw) < 0) goto done;
         if (sw.shape[0] < n) {
             PyErr_Format(st->DataError, "sample_weight must hold at least %ld rows", n);
             goto done;

@@ -2,9 +2,15 @@
 place, one per model input and one per output's labels (a list, a tuple or a
 dict by name), checked against the model; the checks of batch_size; the
 batch index the engine's data errors carry. The engine gathers the rows of
-each batch from each array itself (csrc/core/gather.c)."""
+each batch from each array itself (csrc/core/gather.c). The file of a
+memory-mapped array is checked before each chunk of batches is read: one
+truncated under the run (by another process) is a DataError naming it, not a
+SIGBUS (the engine reads mapped rows through the kernel, so a truncation
+between the check and the read fails that read instead)."""
 
+import collections
 import contextlib
+import mmap
 import re
 
 import numpy as np
@@ -49,10 +55,41 @@ def check_batch_size(batch_size):
     return int(batch_size)
 
 
+MappedFile = collections.namedtuple("MappedFile", "label path size mmap")
+
+
+def mapped_files(arrays, labels):
+    """[MappedFile] of the arrays whose bytes are a memory-mapped file's (np.memmap, np.load(mmap_mode=...), a
+    view of one): the file's path, the size it had when mapped (the mapping's end) and the mapping."""
+    out = []
+    for a, lab in zip(arrays, labels):
+        while isinstance(a, np.ndarray) and not (isinstance(a, np.memmap) and a._mmap is not None):
+            a = a.base
+        if isinstance(a, np.memmap) and not a._mmap.closed:
+            start = a.offset - a.offset % mmap.ALLOCATIONGRANULARITY   # where np.memmap's mapping begins
+            out.append(MappedFile(lab, a.filename, start + len(a._mmap), a._mmap))
+    return out
+
+
+def check_files(files, batch):
+    """Before batch `batch` is read: each mapped file still as long as when it was mapped (MappedFile)."""
+    for f in files:
+        try:
+            size = f.mmap.size()   # fstat of the mapped file itself, wherever its path now points
+        except (OSError, ValueError):
+            continue
+        if size < f.size:
+            raise DataError(f"batch {batch}: {f.label}: the file {f.path or '(unnamed)'} is {size} bytes, {f.size} "
+                            "expected (its size when it was mapped): it was truncated while in use, by another "
+                            "process?", batch_index=batch)
+
+
 @contextlib.contextmanager
-def engine_batch(offset=0):
+def engine_batch(offset=0, files=()):
     """Give engine DataErrors ("batch N: ...") their batch_index, shifted by
-    offset for sources that hand the engine one batch at a time."""
+    offset for sources that hand the engine one batch at a time; a read the
+    engine refused because a mapped file (files: MappedFile) was truncated
+    names the file and its sizes."""
     try:
         yield
     except DataError as e:
@@ -60,6 +97,7 @@ def engine_batch(offset=0):
         if not m or e.batch_index is not None:
             raise
         k = int(m.group(1)) + offset
+        check_files(files, k)
         raise DataError(f"batch {k}: {m.group(2)}", batch_index=k) from None
 
 
@@ -82,6 +120,10 @@ class Arrays:
         if lo == 0 and hi == self.rows:
             return tuple(self.arrays)
         return tuple(a[lo:hi] for a in self.arrays)
+
+    def files(self):
+        """[MappedFile] of the memory-mapped arrays among them."""
+        return mapped_files(self.arrays, self.labels)
 
     def relabel(self, suffix):
         return Arrays(self.arrays, [lab + suffix for lab in self.labels])

@@ -3,7 +3,8 @@
 ArrayData: NumPy arrays (and np.memmap) used in place, one per model input and
 one per output's labels (a list, a tuple or a dict by name); the engine gathers
 the rows of each (shuffled) batch from each array and converts the dtype into
-its packed batch buffers, so no copy of the data is made.
+its packed batch buffers, so no copy of the data is made. Memory-mapped files
+are checked before each chunk of batches (arrays.check_files).
 SequenceData: Keras Sequence / PyDataset objects and Python generators; each
 batch is checked against the first one, then handed to the engine."""
 
@@ -11,8 +12,8 @@ import numpy as np
 
 from .. import utils
 from ..errors import DataError
-from .arrays import (DEFAULT_BATCH, as_arrays, as_sample_weight, check_batch_size, check_x, check_y, engine_batch,
-                     same_rows)
+from .arrays import (DEFAULT_BATCH, as_arrays, as_sample_weight, check_batch_size, check_files, check_x, check_y,
+                     engine_batch, mapped_files, same_rows)
 from .sources import SequenceData, is_python_source
 
 
@@ -69,21 +70,34 @@ class ArrayData:
             return self.sw
         return self.sw[self.lo:self.hi]
 
+    def _files(self):
+        """The memory-mapped files among x, y and sample_weight (arrays.MappedFile)."""
+        sw = [] if self.sw is None else mapped_files([self.sw], ["sample_weight"])
+        return self.x.files() + (self.y.files() if self.y is not None else []) + sw
+
     def run_epoch(self, run, epoch, on_chunk, chunks, batch_size):
         """One epoch in batches of batch_size (the plan's: fit's batch_size may be 'auto')."""
         x, y = self._views()
         sw, cw = self._sw_view(), self.class_weight
         order = self.rng.permutation(self.num_rows) if self.shuffle else None
-        with engine_batch():
-            chunks(lambda first, n: run.train(x, y, order, self.num_rows, batch_size, first, n, sw, cw),
-                   self.steps_for(batch_size), on_chunk)
+        files = self._files()
+
+        def train(first, n):
+            check_files(files, first)
+            return run.train(x, y, order, self.num_rows, batch_size, first, n, sw, cw)
+        with engine_batch(files=files):
+            chunks(train, self.steps_for(batch_size), on_chunk)
 
     def run_eval(self, run, on_chunk, chunks):
         x, y = self._views()
         sw = self._sw_view()
-        with engine_batch():
-            chunks(lambda first, n: run.evaluate(x, y, None, self.num_rows, self.batch_size, first, n, sw),
-                   self.steps_per_epoch, on_chunk)
+        files = self._files()
+
+        def evaluate(first, n):
+            check_files(files, first)
+            return run.evaluate(x, y, None, self.num_rows, self.batch_size, first, n, sw)
+        with engine_batch(files=files):
+            chunks(evaluate, self.steps_per_epoch, on_chunk)
 
     def run_predict(self, run, out_shape, on_step, chunks, view=None, sizes=None):
         """view(out, start, rows): what on_step gets of a chunk's rows (several
@@ -92,11 +106,14 @@ class ArrayData:
         x, _ = self._views()
         out = np.empty((self.num_rows,) + tuple(out_shape), dtype=np.float32)
         b = self.batch_size
+        files = self.x.files()
 
         def one(first, n):
             start = first * b
             rows = min(n * b, self.num_rows - start)
-            run.predict(x, out, start, rows, start)
+            check_files(files, first)
+            with engine_batch(first, files):   # the engine counts this call's batches from 0
+                run.predict(x, out, start, rows, start)
             return view(out, start, rows) if view is not None else out[start:start + rows]
 
         chunks(one, self.steps_per_epoch, on_step)

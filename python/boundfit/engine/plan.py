@@ -4,6 +4,10 @@ an HTML table with a bar per location for notebooks, plot() (plan_plot.py: memor
 over the step program, from the engine plan attached as .engine_plan), and the MemoryBudgetError
 a plan that does not fit raises:
   "needs 9.31 GiB on cuda:0, 7.80 GiB available; batch_size <= 1536 fits, or micro_batch='auto'"
+On the host, what the process already holds before the run (the model's
+weights, BLAS buffers: held_bytes) is in the plan's total and in its budget
+alike; the error's needed / available figures are the run's new bytes against
+the limit itself, and the message names the held bytes apart.
 """
 
 from dataclasses import dataclass
@@ -79,9 +83,24 @@ class MemoryPlan:
         return out
 
     def shortfalls(self):
-        """[(where, needed, available)] of every budget exceeded, the device first."""
-        return [(w, need, have) for w, need, have, _ in reversed(self.locations())
+        """[(where, needed, available)] of every budget exceeded, the device first. On the host both
+        leave out held_bytes: the run's new bytes against the limit (memory_limit, or the memory left)."""
+        return [(w, need - self._held(w), have - self._held(w)) for w, need, have, _ in reversed(self.locations())
                 if have is not None and need > have]
+
+    def _held(self, where):
+        return self.held_bytes if where == "host" else 0
+
+    def _budget_text(self, where, have, src):
+        """The budget of a location as the table shows it: the host's split into what the process already
+        holds and the limit (or memory left) for the run."""
+        if have is None:
+            return "unknown"
+        held = self._held(where)
+        if not held:
+            return format_bytes(have) + (f" ({src})" if src else "")
+        return (f"{format_bytes(have)} = {format_bytes(held)} already held by this process + "
+                f"{format_bytes(have - held)} for the run" + (f" ({src})" if src else ""))
 
     def shortfall(self):
         """(where, needed, available) of the first budget exceeded, else None."""
@@ -110,10 +129,9 @@ class MemoryPlan:
         table = [fmt.format(*r).rstrip() for r in rows]
         totals = []
         for where, need, have, src in self.locations():
-            b = "unknown" if have is None else format_bytes(have)
             pct = "" if not have else f"  {100 * need / have:.0f}%"
-            totals.append(f"{where + ' total':<{w[0]}}  {format_bytes(need):>10}  budget {b}{pct}"
-                          + (f" ({src})" if src else ""))
+            totals.append(f"{where + ' total':<{w[0]}}  {format_bytes(need):>10}{pct} of budget "
+                          f"{self._budget_text(where, have, src)}")
         rule = "-" * max(len(x) for x in table + totals)
         lines = [self._head(), rule, table[0], rule] + table[1:] + [rule] + totals
         lines.append(self._verdict())
@@ -149,10 +167,9 @@ class MemoryPlan:
             frac = 0 if not have else min(need / have, 1)
             bar = (f"<div title='{esc(src)}' style='background:#e0e0e0;width:200px;height:10px;display:inline-block'>"
                    f"<div style='background:{color};height:10px;width:{frac * 200:.0f}px'></div></div>")
-            b = "unknown" if have is None else format_bytes(have)
             totals += (f"<tr style='border-top:1px solid #999'>{td}<b>{esc(where)} total</b></td>{td}</td>{td}</td>"
-                       f"{tdr}<b>{format_bytes(need)}</b></td>{td}{bar} budget {b}"
-                       f"{' (' + esc(src) + ')' if src else ''}</td></tr>")
+                       f"{tdr}<b>{format_bytes(need)}</b></td>{td}{bar} budget "
+                       f"{esc(self._budget_text(where, have, src))}</td></tr>")
         color = "#2e7d32" if self.fits else "#c62828"
         verdict = "fits" if self.fits else "does not fit" + esc(self._verdict()[len("fits: NO"):])
         return (f"<div class='boundfit-plan'><b>{esc(self._head())}</b>"
@@ -172,12 +189,22 @@ def format_budget_message(needed_bytes, available_bytes, where, max_batch_size=N
     return head + f"; batch_size <= {max_batch_size} fits, or micro_batch='auto'"
 
 
+def _held_note(plan, where):
+    """On the host: where the available figure comes from, and what the process already holds besides it."""
+    held = plan._held(where)
+    if not held:
+        return ""
+    src = f"{plan.budget_host_source}: " if plan.budget_host_source else ""
+    return (f" ({src}the limit on what the run adds; this process already holds another {format_bytes(held)}: "
+            "the model's weights, BLAS buffers)")
+
+
 def budget_message(plan):
     """The MemoryBudgetError message of a plan that does not fit (first shortfall; others appended)."""
     (where, need, have), *more = plan.shortfalls()
-    msg = format_budget_message(need, have, where, plan.max_batch_size)
+    msg = format_budget_message(need, have, where, plan.max_batch_size) + _held_note(plan, where)
     for w, n, h in more:
-        msg += f" (also needs {format_bytes(n)} on {w}, {format_bytes(h)} available)"
+        msg += f" (also needs {format_bytes(n)} on {w}, {format_bytes(h)} available{_held_note(plan, w)})"
     return msg
 
 

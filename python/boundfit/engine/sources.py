@@ -1,7 +1,9 @@
 """Python data sources: Keras Sequence / PyDataset objects, generators and
 iterables of (x, y) batches. Batches are read between steps; each is checked
 against the first batch (per-sample shapes and dtype kinds) and then trained
-on by the engine from the arrays the source returned (no further copy). For a
+on by the engine from the arrays the source returned (no further copy). An
+exception the source itself raises reaches the caller as it is (as in Keras),
+with the batch index added as a note; a malformed batch is a DataError. For a
 model with several inputs / outputs, x and y are tuples, lists or dicts (by
 input / output name) of arrays, as Keras takes them."""
 
@@ -13,7 +15,7 @@ import numpy as np
 
 from .. import utils
 from ..errors import DataError
-from .arrays import as_arrays, check_x, check_y, engine_batch, same_rows
+from .arrays import as_arrays, check_files, check_x, check_y, engine_batch, same_rows
 
 
 def _before(chunks, k):
@@ -37,6 +39,13 @@ def is_python_source(x):
 def _same_but(a, b, free):
     """Per-sample shapes a and b equal except on the axes in `free`."""
     return len(a) == len(b) and all(x == y or i in free for i, (x, y) in enumerate(zip(a, b)))
+
+
+def _files(k, xb, yb=None):
+    """The memory-mapped files batch k reads (its arrays may be views of np.memmaps), checked before it is read."""
+    files = xb.files() + (yb.files() if yb is not None else [])
+    check_files(files, k)
+    return files
 
 
 def _run_for(run, k, xb, yb):
@@ -93,7 +102,9 @@ class SequenceData:
         try:
             item = self.src[i] if self.indexed else self._next_from_iter(i)
         except Exception as e:
-            raise DataError(f"batch {i}: the data source raised {type(e).__name__}: {e}", batch_index=i) from e
+            # the user's own exception, as Keras lets it through (`except MyError` works), told the batch
+            e.add_note(f"boundfit: raised by the data source while fetching batch {i}")
+            raise
         if item is None:
             return None
         if not isinstance(item, (tuple, list)) or len(item) not in (1, 2, 3):
@@ -205,7 +216,7 @@ class SequenceData:
             n = xb.rows
             _before(chunks, k)
             r = _run_for(run, k, xb, yb)
-            with engine_batch(k):
+            with engine_batch(k, _files(k, xb, yb)):
                 out = r.train(self._engine_x(xb, k), yb.view(0, n), None, n, n, 0, 1, swb, self.class_weight)
             on_chunk(k + 1, out[:3] + (out[3] + fetched,) + out[4:])
             if _stopped(chunks):
@@ -219,7 +230,7 @@ class SequenceData:
             n = xb.rows
             _before(chunks, k)
             r = _run_for(run, k, xb, yb)
-            with engine_batch(k):
+            with engine_batch(k, _files(k, xb, yb)):
                 on_chunk(k + 1, r.evaluate(self._engine_x(xb, k), yb.view(0, n), None, n, n, 0, 1, swb))
 
     def run_predict(self, run, out_shape, on_step, chunks, view=None, sizes=None):
@@ -243,7 +254,8 @@ class SequenceData:
                                 batch_index=k)
             o = np.empty((xb.rows,) + tuple(out_shape), dtype=np.float32)
             _before(chunks, k)
-            r.predict(self._engine_x(xb, k), o, 0, xb.rows, 0)
+            with engine_batch(k, _files(k, xb)):
+                r.predict(self._engine_x(xb, k), o, 0, xb.rows, 0)
             outs.append(o)
             on_step(k + 1, view(o, 0, o.shape[0]) if view is not None else o)
         if not outs:
