@@ -8,6 +8,7 @@ model with several inputs / outputs, x and y are tuples, lists or dicts (by
 input / output name) of arrays, as Keras takes them."""
 
 import collections.abc
+import contextlib
 import inspect
 import time
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from .. import utils
 from ..errors import DataError
+from . import workers
 from .arrays import as_arrays, check_files, check_x, check_y, engine_batch, same_rows
 
 
@@ -34,6 +36,16 @@ def is_python_source(x):
     if isinstance(x, utils.PyDataset) or inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator):
         return True
     return (hasattr(x, "__getitem__") and hasattr(x, "__len__")) or isinstance(x, collections.abc.Iterable)
+
+
+@contextlib.contextmanager
+def _told(i):
+    """The data source's own exception, as Keras lets it through (`except MyError` works), told the batch."""
+    try:
+        yield
+    except Exception as e:
+        e.add_note(f"boundfit: raised by the data source while fetching batch {i}")
+        raise
 
 
 def _same_but(a, b, free):
@@ -68,6 +80,8 @@ class SequenceData:
         self.rng = np.random.default_rng(utils.next_seed())
         if steps is not None and (not isinstance(steps, int) or steps <= 0):
             raise ValueError(f"steps_per_epoch must be a positive int, got {steps!r}")
+        # a PyDataset's worker threads and queue (engine/workers.py), checked before the first batch is read
+        self.workers = workers.settings(source) if self.indexed else (1, 0)
         if self.indexed:
             n = len(source)
             if n <= 0:
@@ -99,12 +113,12 @@ class SequenceData:
 
     def _fetch(self, i, first=False):
         """Batch i as (x Arrays, y Arrays or None, sample weights or None), checked against the first."""
-        try:
+        with _told(i):
             item = self.src[i] if self.indexed else self._next_from_iter(i)
-        except Exception as e:
-            # the user's own exception, as Keras lets it through (`except MyError` works), told the batch
-            e.add_note(f"boundfit: raised by the data source while fetching batch {i}")
-            raise
+        return self._checked(i, item, first)
+
+    def _checked(self, i, item, first=False):
+        """Batch i, read, as _fetch returns it."""
         if item is None:
             return None
         if not isinstance(item, (tuple, list)) or len(item) not in (1, 2, 3):
@@ -161,9 +175,24 @@ class SequenceData:
     def _batches(self):
         """Yield (index, x, y, sample_weight) for one epoch."""
         if self.indexed:
-            order = self.rng.permutation(self._steps) if self.shuffle else range(self._steps)
+            order = [int(i) for i in (self.rng.permutation(self._steps) if self.shuffle else range(self._steps))]
+            first, self._first = self._first, None   # read again in later epochs (on_epoch_end may change it)
+            if self.workers[0] > 1:   # worker threads, a bounded queue ahead (engine/workers.py)
+                ahead = workers.Ahead(self.src.__getitem__, [i for i in order if i or first is None],
+                                      *self.workers)
+                try:
+                    for k, i in enumerate(order):
+                        if i == 0 and first is not None:
+                            yield k, *first
+                            continue
+                        with _told(i):
+                            _, item = next(ahead)
+                        yield k, *self._checked(i, item)
+                finally:
+                    ahead.close()
+                return
             for k, i in enumerate(order):
-                yield k, *(self._first if i == 0 else self._fetch(int(i)))
+                yield k, *(first if i == 0 and first is not None else self._fetch(i))
             return
         k = 0
         if self._first is not None:
@@ -208,7 +237,11 @@ class SequenceData:
             check_y(model, fy.relabel(" (first batch)"))
 
     def run_epoch(self, run, epoch, on_chunk, chunks, batch_size=None):
-        batches, t = self._batches(), time.perf_counter()
+        with contextlib.closing(self._batches()) as batches:   # workers stopped however the epoch ends
+            self._train(batches, run, on_chunk, chunks)
+
+    def _train(self, batches, run, on_chunk, chunks):
+        t = time.perf_counter()
         for k, xb, yb, swb in batches:
             fetched = time.perf_counter() - t            # the source's time counts as waiting for data
             if yb is None:
@@ -224,7 +257,11 @@ class SequenceData:
             t = time.perf_counter()
 
     def run_eval(self, run, on_chunk, chunks):
-        for k, xb, yb, swb in self._batches():
+        with contextlib.closing(self._batches()) as batches:
+            self._eval(batches, run, on_chunk, chunks)
+
+    def _eval(self, batches, run, on_chunk, chunks):
+        for k, xb, yb, swb in batches:
             if yb is None:
                 raise DataError(f"batch {k}: no y", batch_index=k)
             n = xb.rows
@@ -237,9 +274,13 @@ class SequenceData:
         """The batches' predictions in the engine's layout: with several outputs
         (sizes: each one's values per sample) output k is one (n, its size)
         block after the blocks before it, so each batch's blocks are joined."""
-        outs = []
-        first = None
-        for k, xb, *_ in self._batches():
+        with contextlib.closing(self._batches()) as batches:
+            outs = self._predict(batches, run, out_shape, on_step, chunks, view)
+        return self._joined(outs, out_shape, sizes)
+
+    def _predict(self, batches, run, out_shape, on_step, chunks, view):
+        outs, first = [], None
+        for k, xb, *_ in batches:
             if hasattr(run, "for_batch"):   # several lengths: each batch on its length's engine
                 r = run.for_batch(k, xb)
                 shapes = [tuple(s) for s in self.model._engine.output_shapes]
@@ -258,6 +299,9 @@ class SequenceData:
                 r.predict(self._engine_x(xb, k), o, 0, xb.rows, 0)
             outs.append(o)
             on_step(k + 1, view(o, 0, o.shape[0]) if view is not None else o)
+        return outs
+
+    def _joined(self, outs, out_shape, sizes):
         if not outs:
             return np.empty((0,) + tuple(out_shape), np.float32)
         if not sizes or len(sizes) == 1:

@@ -1,0 +1,101 @@
+"""A PyDataset's workers, as Keras 3 runs them (workers / max_queue_size):
+with workers > 1, N threads call the data set's __getitem__ for the batch
+indices to come, at most max_queue_size batches ahead of the one in
+training, and the batches come back in the epoch's order. A worker's
+exception is raised in the caller as the user's own exception. close()
+cancels the calls not started and waits for the running ones, so no worker
+outlives its epoch (end of fit, an exception, Ctrl-C at a step boundary).
+
+The queue is in the memory plan (queue_entries): its batches, sized from the
+first one, and the workers' stacks."""
+
+import collections
+from concurrent.futures import ThreadPoolExecutor
+
+from ..sizes import format_bytes
+from .plan import PlanEntry
+
+# a worker thread's stack as it touches it (Python frames live on the heap; a decoder's C frames are small): a bound
+WORKER_STACK = 256 << 10
+
+
+def settings(src):
+    """(workers, max_queue_size) of a Keras PyDataset, checked; workers 0 or 1: no threads (the caller's thread
+    reads the batches, as Keras's adapter does). use_multiprocessing=True is refused: batches made in other
+    processes would need shared-memory buffers this engine does not plan yet."""
+    workers = getattr(src, "workers", 1)
+    queue = getattr(src, "max_queue_size", 10)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        raise ValueError(f"PyDataset workers must be a non-negative int, got {workers!r}")
+    if getattr(src, "use_multiprocessing", False) and workers > 0:
+        raise ValueError(f"PyDataset use_multiprocessing=True is not supported (workers={workers}): boundfit runs "
+                         "workers as threads, whose batches are in the memory plan; pass use_multiprocessing=False "
+                         "(decoders such as Pillow's and NumPy's release the GIL, so threads run in parallel)")
+    if workers <= 1:
+        return 1, 0
+    if isinstance(queue, bool) or not isinstance(queue, int) or queue < 1:
+        raise ValueError(f"PyDataset max_queue_size must be a positive int with workers={workers} (the queue is "
+                         f"bounded so that its batches are in the memory plan), got {queue!r}")
+    return workers, queue
+
+
+class Ahead:
+    """Batches get(i) for i in `indices`, in that order, each fetched by one of
+    `workers` threads up to `queue_size` batches ahead of the one consumed."""
+
+    def __init__(self, get, indices, workers, queue_size):
+        self._get, self._todo = get, iter(indices)
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="boundfit-pydataset")
+        self._window = collections.deque()
+        for _ in range(queue_size):
+            self._submit()
+
+    def _submit(self):
+        i = next(self._todo, None)
+        if i is not None:
+            self._window.append((i, self._pool.submit(self._get, i)))
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        """(i, what get(i) returned); get(i)'s exception is raised here, as it was raised."""
+        if not self._window:
+            raise StopIteration
+        i, fut = self._window.popleft()
+        try:
+            item = fut.result()
+        except BaseException as e:
+            e.batch_index = getattr(e, "batch_index", i)
+            raise
+        self._submit()
+        return i, item
+
+    def close(self):
+        for _, fut in self._window:
+            fut.cancel()
+        self._window.clear()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def batch_bytes(batch):
+    """Bytes of one checked batch (x Arrays, y Arrays or None, sample weights or None)."""
+    xb, yb, swb = batch
+    arrays = list(xb.arrays) + (list(yb.arrays) if yb is not None else []) + ([swb] if swb is not None else [])
+    return sum(int(a.nbytes) for a in arrays)
+
+
+def queue_entries(*sources):
+    """Plan entries of the threaded sources among `sources` (data.SequenceData or others): the batches their
+    workers hold (the queue, the one in training, and the first, kept as the reference of later batches'
+    shapes), sized from the first batch, and the workers' stacks."""
+    out = []
+    for label, s in zip(("", "validation: "), sources):
+        workers, queue = getattr(s, "workers", (1, 0))
+        if workers <= 1:
+            continue
+        b = batch_bytes(s._ref)
+        out.append(PlanEntry(f"{label}PyDataset queue ({queue} batches of {format_bytes(b)} ahead, the one in "
+                             f"training and the first; {workers} workers)", (queue + 2) * b + workers * WORKER_STACK,
+                             "host", "runtime", "outside the arena: Python batches and worker threads"))
+    return out
