@@ -1,7 +1,8 @@
 """Utilities: seeding (bf.utils.set_random_seed), to_categorical,
 clear_session, the Keras data-set protocols Sequence / PyDataset (pydataset.py),
-timeseries_dataset_from_array (timeseries_data.py), pad_sequences and the
-image loaders load_img / img_to_array."""
+timeseries_dataset_from_array (timeseries_data.py), the directory data sets
+image_ / text_ / audio_dataset_from_directory (image_folder.py, text_folder.py,
+audio_folder.py), pad_sequences and the image loaders load_img / img_to_array."""
 
 import io
 import os
@@ -11,7 +12,10 @@ import re
 import numpy as np
 
 from . import _core
+from .audio_folder import audio_dataset_from_directory  # noqa: F401 - keras.utils' name
+from .image_folder import image_dataset_from_directory  # noqa: F401 - keras.utils' name
 from .pydataset import PyDataset, Sequence  # noqa: F401 - keras.utils' names
+from .text_folder import text_dataset_from_directory  # noqa: F401 - keras.utils' name
 from .timeseries_data import timeseries_dataset_from_array  # noqa: F401 - keras.utils' name
 
 _seed = {"base": None, "count": 0}

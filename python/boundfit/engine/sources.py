@@ -121,6 +121,8 @@ class SequenceData:
         """Batch i, read, as _fetch returns it."""
         if item is None:
             return None
+        if isinstance(item, np.ndarray):   # x alone, as Keras's PyDataset adapter takes it
+            item = (item,)
         if not isinstance(item, (tuple, list)) or len(item) not in (1, 2, 3):
             raise DataError(f"batch {i}: expected (x, y) or (x,), got {type(item).__name__}", batch_index=i)
         xb = self._arrays(i, item[0], "x", "input")

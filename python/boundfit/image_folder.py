@@ -1,0 +1,200 @@
+"""image_dataset_from_directory, as Keras 3 defines it: the same files,
+labels, subsets, order and class_names (folder_data.index_directory), and
+batches of float32 images (batch, height, width, channels) decoded by
+Pillow (which releases the GIL) in fit's worker threads and resized as
+Keras's tf.data path resizes them: 'bilinear' and 'nearest' are
+TensorFlow's half-pixel resize, computed here the same way in float32;
+the other interpolations use Pillow's filter of the same family on float
+pixels (area: box; lanczos3 / lanczos5: Lanczos-3; bicubic, mitchellcubic,
+gaussian: bicubic), close to TensorFlow's but not equal. A file Pillow
+cannot read (corrupt, truncated) is a DataError naming it."""
+
+import numpy as np
+
+from . import folder_data
+
+ALLOWLIST_FORMATS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
+INTERPOLATIONS = ("bilinear", "nearest", "bicubic", "area", "lanczos3", "lanczos5", "gaussian", "mitchellcubic")
+_PIL_FILTER = {"bicubic": "BICUBIC", "area": "BOX", "lanczos3": "LANCZOS", "lanczos5": "LANCZOS",
+               "gaussian": "BICUBIC", "mitchellcubic": "BICUBIC"}
+_CHANNELS = {"grayscale": 1, "rgb": 3, "rgba": 4}
+_MODES = {1: "L", 3: "RGB", 4: "RGBA"}
+
+
+def _pil():
+    try:
+        from PIL import Image  # optional dependency: pip install boundfit[image]
+    except ImportError as e:
+        raise ImportError("image_dataset_from_directory needs Pillow: pip install pillow "
+                          "(or boundfit[image])") from e
+    return Image
+
+
+def _axis(n_in, n_out):
+    """TensorFlow's half-pixel sampling along one axis (float32): lower / upper source index and the weight."""
+    scale = np.float32(n_in / n_out)
+    x = (np.arange(n_out, dtype=np.float32) + np.float32(0.5)) * scale - np.float32(0.5)
+    f = np.floor(x)
+    lo = np.maximum(f, 0).astype(np.intp)
+    hi = np.minimum(np.ceil(x), n_in - 1).astype(np.intp)
+    return lo, hi, (x - f).astype(np.float32)
+
+
+def _bilinear(img, h, w):
+    """img (H, W, C) to (h, w, C) float32, as tf.image.resize(method='bilinear', antialias=False)."""
+    ylo, yhi, wy = _axis(img.shape[0], h)
+    xlo, xhi, wx = _axis(img.shape[1], w)
+    wx = wx[None, :, None]
+    top_rows, bottom_rows = img[ylo].astype(np.float32), img[yhi].astype(np.float32)
+    top = top_rows[:, xlo] + (top_rows[:, xhi] - top_rows[:, xlo]) * wx
+    bottom = bottom_rows[:, xlo] + (bottom_rows[:, xhi] - bottom_rows[:, xlo]) * wx
+    return top + (bottom - top) * wy[:, None, None]
+
+
+def _nearest(img, h, w):
+    """As tf.image.resize(method='nearest'): source index floor((i + 0.5) * scale)."""
+    def idx(n_in, n_out):
+        scale = np.float32(n_in / n_out)
+        return np.minimum(np.floor((np.arange(n_out, dtype=np.float32) + np.float32(0.5)) * scale),
+                          n_in - 1).astype(np.intp)
+    return img[idx(img.shape[0], h)][:, idx(img.shape[1], w)].astype(np.float32)
+
+
+def _pil_resize(img, h, w, interpolation):
+    Image = _pil()
+    f = getattr(Image.Resampling, _PIL_FILTER[interpolation])
+    return np.stack([np.asarray(Image.fromarray(img[:, :, c].astype(np.float32), mode="F").resize((w, h), f))
+                     for c in range(img.shape[2])], axis=-1)
+
+
+def resize(img, h, w, interpolation):
+    """img (H, W, C) uint8 to (h, w, C) float32."""
+    if img.shape[:2] == (h, w):
+        return img.astype(np.float32)
+    if interpolation == "bilinear":
+        return _bilinear(img, h, w)
+    if interpolation == "nearest":
+        return _nearest(img, h, w)
+    return _pil_resize(img, h, w, interpolation)
+
+
+def crop_box(height, width, th, tw):
+    """Keras's smart_resize crop (float32 arithmetic, as its TensorFlow path): (top, left, rows, cols)."""
+    ch = max(min(height, int(np.float32(width * th) / np.float32(tw))), 1)
+    cw = max(min(width, int(np.float32(height * tw) / np.float32(th))), 1)
+    return int(np.float32(height - ch) / np.float32(2)), int(np.float32(width - cw) / np.float32(2)), ch, cw
+
+
+def pad_resize(img, th, tw, interpolation):
+    """tf.image.resize_with_pad: scaled to fit inside (th, tw), centred, zeros around."""
+    h, w = (np.float32(v) for v in img.shape[:2])
+    ratio = max(w / np.float32(tw), h / np.float32(th))
+    rh, rw = h / ratio, w / ratio
+    top = max(0, int(np.floor((np.float32(th) - rh) / np.float32(2))))
+    left = max(0, int(np.floor((np.float32(tw) - rw) / np.float32(2))))
+    inner = resize(img, int(np.floor(rh)), int(np.floor(rw)), interpolation)
+    out = np.zeros((th, tw, img.shape[2]), np.float32)
+    out[top:top + inner.shape[0], left:left + inner.shape[1]] = inner
+    return out
+
+
+class ImageFolderDataset(folder_data.FolderDataset):
+    """Batches (images, labels) of an image folder, decoded per batch."""
+
+    def __init__(self, paths, labels, *, image_size, num_channels, interpolation, crop_to_aspect_ratio,
+                 pad_to_aspect_ratio, data_format, **kw):
+        super().__init__(paths, labels, **kw)
+        self.image_size, self.num_channels, self.interpolation = image_size, num_channels, interpolation
+        self.crop, self.pad, self.data_format = crop_to_aspect_ratio, pad_to_aspect_ratio, data_format
+
+    def decode(self, path, index):
+        """One file as (height, width, channels) uint8, converted to the color mode as Keras converts it."""
+        Image = _pil()
+        try:
+            with Image.open(path) as im:
+                if im.mode != _MODES[self.num_channels]:
+                    im = im.convert(_MODES[self.num_channels])
+                else:
+                    im.load()
+                a = np.asarray(im)
+        except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
+            raise self.bad_file(path, index, e) from e
+        return a[:, :, None] if a.ndim == 2 else a
+
+    def load(self, path, index):
+        th, tw = self.image_size
+        img = self.decode(path, index)
+        if self.crop:
+            top, left, ch, cw = crop_box(img.shape[0], img.shape[1], th, tw)
+            img = resize(img[top:top + ch, left:left + cw], th, tw, self.interpolation)
+        elif self.pad:
+            img = pad_resize(img, th, tw, self.interpolation)
+        else:
+            img = resize(img, th, tw, self.interpolation)
+        return img.transpose(2, 0, 1) if self.data_format == "channels_first" else img
+
+    def read_batch(self, paths, index):
+        th, tw = self.image_size
+        c = self.num_channels
+        shape = (c, th, tw) if self.data_format == "channels_first" else (th, tw, c)
+        out = np.empty((len(paths),) + shape, np.float32)
+        for j, p in enumerate(paths):
+            out[j] = self.load(p, index)
+        return out
+
+
+def _check_image_args(color_mode, image_size, interpolation, crop_to_aspect_ratio, pad_to_aspect_ratio,
+                      data_format):
+    if color_mode not in _CHANNELS:
+        raise ValueError(f"color_mode must be 'rgb', 'rgba' or 'grayscale', got color_mode={color_mode!r}")
+    if isinstance(image_size, int) and not isinstance(image_size, bool):
+        image_size = (image_size, image_size)
+    if (not isinstance(image_size, (list, tuple)) or len(image_size) != 2
+            or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0 for v in image_size)):
+        raise ValueError(f"image_size must be (height, width), two positive ints, got image_size={image_size!r}")
+    interpolation = interpolation.lower() if isinstance(interpolation, str) else interpolation
+    if interpolation not in INTERPOLATIONS:
+        raise ValueError(f"interpolation must be one of {INTERPOLATIONS}, got interpolation={interpolation!r}")
+    if crop_to_aspect_ratio and pad_to_aspect_ratio:
+        raise ValueError("only one of crop_to_aspect_ratio and pad_to_aspect_ratio can be True")
+    data_format = data_format or "channels_last"
+    if data_format not in ("channels_last", "channels_first"):
+        raise ValueError(f"data_format must be 'channels_last' or 'channels_first', got data_format={data_format!r}")
+    return _CHANNELS[color_mode], tuple(int(v) for v in image_size), interpolation, data_format
+
+
+def image_dataset_from_directory(directory, labels="inferred", label_mode="int", class_names=None, color_mode="rgb",
+                                 batch_size=32, image_size=(256, 256), shuffle=True, seed=None, validation_split=None,
+                                 subset=None, interpolation="bilinear", follow_links=False,
+                                 crop_to_aspect_ratio=False, pad_to_aspect_ratio=False, data_format=None,
+                                 format="tf", verbose=True, workers=None, max_queue_size=None):
+    """Keras 3's keras.utils.image_dataset_from_directory: a data set of the
+    image files under `directory` (labels from its subfolders, a list, or
+    none), read and decoded per batch by `workers` threads (default: up to
+    4) at most `max_queue_size` batches ahead (default: 2 per worker), a
+    queue the memory plan of fit holds. Returns one data set, or (training,
+    validation) for subset='both'; each has class_names and file_paths.
+    format: Keras's 'tf' / 'grain' both give boundfit's data set."""
+    labels, label_mode = folder_data.check_args(labels, label_mode, class_names, validation_split, subset, shuffle,
+                                                seed, "image")
+    num_channels, image_size, interpolation, data_format = _check_image_args(
+        color_mode, image_size, interpolation, crop_to_aspect_ratio, pad_to_aspect_ratio, data_format)
+    if format not in ("tf", "grain"):
+        raise ValueError(f"format must be 'tf' or 'grain', got format={format!r}")
+    batch_size = folder_data.check_batch_size(batch_size)
+    _pil()   # refused now, not in a worker
+    if seed is None:
+        seed = np.random.randint(1e6)
+    paths, labs, class_names = folder_data.index_directory(directory, labels, ALLOWLIST_FORMATS, class_names,
+                                                           shuffle, seed, follow_links, verbose)
+    folder_data.check_binary(label_mode, class_names)
+    out = [ImageFolderDataset(p, lab, label_mode=label_mode, num_classes=len(class_names) if class_names else 0,
+                              class_names=class_names, batch_size=batch_size, shuffle=shuffle and training, seed=seed,
+                              workers=workers, max_queue_size=max_queue_size, image_size=image_size,
+                              num_channels=num_channels, interpolation=interpolation,
+                              crop_to_aspect_ratio=crop_to_aspect_ratio, pad_to_aspect_ratio=pad_to_aspect_ratio,
+                              data_format=data_format)
+           for p, lab, training in folder_data.subsets(paths, labs, validation_split, subset, directory, "images",
+                                                       ALLOWLIST_FORMATS)]
+    return tuple(out) if subset == "both" else out[0]
+
