@@ -2,12 +2,11 @@
 labels, subsets, order and class_names (folder_data.index_directory), and
 batches of float32 images (batch, height, width, channels) decoded by
 Pillow (which releases the GIL) in fit's worker threads and resized as
-Keras's tf.data path resizes them: 'bilinear' and 'nearest' are
-TensorFlow's half-pixel resize, computed here the same way in float32;
-the other interpolations use Pillow's filter of the same family on float
-pixels (area: box; lanczos3 / lanczos5: Lanczos-3; bicubic, mitchellcubic,
-gaussian: bicubic), close to TensorFlow's but not equal. A file Pillow
-cannot read (corrupt, truncated) is a DataError naming it."""
+Keras's tf.data path resizes them (tf.image.resize, antialias=False), in
+float32 as TensorFlow does: 'bilinear' and 'nearest' by TensorFlow's
+half-pixel rule, 'area' by box overlaps, the others as separable kernels
+(TensorFlow's scale_and_translate spans and kernels). A file Pillow cannot
+read (corrupt, truncated) is a DataError naming it."""
 
 import numpy as np
 
@@ -15,8 +14,28 @@ from . import folder_data
 
 ALLOWLIST_FORMATS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
 INTERPOLATIONS = ("bilinear", "nearest", "bicubic", "area", "lanczos3", "lanczos5", "gaussian", "mitchellcubic")
-_PIL_FILTER = {"bicubic": "BICUBIC", "area": "BOX", "lanczos3": "LANCZOS", "lanczos5": "LANCZOS",
-               "gaussian": "BICUBIC", "mitchellcubic": "BICUBIC"}
+
+def _keys(x):
+    return np.where(x >= 2, 0, np.where(x >= 1, ((-0.5 * x + 2.5) * x - 4) * x + 2, (1.5 * x - 2.5) * x * x + 1))
+
+
+def _mitchell(x):
+    return np.where(x >= 2, 0, np.where(x >= 1, (((-7 / 18) * x + 2) * x - 10 / 3) * x + 16 / 9,
+                                        ((7 / 6) * x - 2) * x * x + 8 / 9))
+
+
+def _lanczos(r):
+    def k(x):
+        px = np.pi * x
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = np.where(px < 1e-3, 1.0, r * np.sin(px) * np.sin(px / r) / (px * px))
+        return np.where(x > r, 0, v)
+    return k
+
+
+# (kernel, radius), as TensorFlow's sampling_kernels.h
+_KERNELS = {"bicubic": (_keys, 2.0), "mitchellcubic": (_mitchell, 2.0), "lanczos3": (_lanczos(3), 3.0),
+            "lanczos5": (_lanczos(5), 5.0), "gaussian": (lambda x: np.where(x >= 1.5, 0, np.exp(-2 * x * x)), 1.5)}
 _CHANNELS = {"grayscale": 1, "rgb": 3, "rgba": 4}
 _MODES = {1: "L", 3: "RGB", 4: "RGBA"}
 
@@ -60,11 +79,32 @@ def _nearest(img, h, w):
     return img[idx(img.shape[0], h)][:, idx(img.shape[1], w)].astype(np.float32)
 
 
-def _pil_resize(img, h, w, interpolation):
-    Image = _pil()
-    f = getattr(Image.Resampling, _PIL_FILTER[interpolation])
-    return np.stack([np.asarray(Image.fromarray(img[:, :, c].astype(np.float32), mode="F").resize((w, h), f))
-                     for c in range(img.shape[2])], axis=-1)
+def _kernel_weights(n_in, n_out, interpolation):
+    """(n_out, n_in) float32 weights of one axis: TensorFlow's spans without antialiasing (sample at
+    (i + 0.5) / scale, taps within the kernel's radius, weights normalized), or, for 'area', each output
+    pixel's box [i, i + 1) / scale's overlap with the input pixels."""
+    scale = np.float32(n_out / n_in)
+    src = np.arange(n_in, dtype=np.float32)
+    if interpolation == "area":
+        s = np.float32(n_in / n_out)
+        lo = np.arange(n_out, dtype=np.float32)[:, None] * s
+        w = np.clip(np.minimum(lo + s, src + 1) - np.maximum(lo, src), 0, None)
+        return (w / s).astype(np.float32)
+    kernel, radius = _KERNELS[interpolation]
+    f = (np.arange(n_out, dtype=np.float32) + np.float32(0.5)) / scale
+    start = np.clip(np.ceil(f - np.float32(radius) - np.float32(0.5)), 0, n_in - 1)
+    end = np.clip(np.floor(f + np.float32(radius) - np.float32(0.5)), 0, n_in - 1) + 1
+    inside = (src >= start[:, None]) & (src < end[:, None])
+    w = np.where(inside, kernel(np.abs(src + np.float32(0.5) - f[:, None])), 0).astype(np.float32)
+    total = w.sum(axis=1, keepdims=True)
+    return np.where(np.abs(total) >= 1000 * np.finfo(np.float32).tiny, w / total, w).astype(np.float32)
+
+
+def _separable(img, h, w, interpolation):
+    wy = _kernel_weights(img.shape[0], h, interpolation)
+    wx = _kernel_weights(img.shape[1], w, interpolation)
+    rows = np.tensordot(wy, img.astype(np.float32), axes=(1, 0))        # (h, W, C)
+    return np.einsum("ow,hwc->hoc", wx, rows).astype(np.float32)        # (h, w, C)
 
 
 def resize(img, h, w, interpolation):
@@ -75,7 +115,7 @@ def resize(img, h, w, interpolation):
         return _bilinear(img, h, w)
     if interpolation == "nearest":
         return _nearest(img, h, w)
-    return _pil_resize(img, h, w, interpolation)
+    return _separable(img, h, w, interpolation)
 
 
 def crop_box(height, width, th, tw):
