@@ -7,9 +7,15 @@ cancels the calls not started and waits for the running ones, so no worker
 outlives its epoch (end of fit, an exception, Ctrl-C at a step boundary).
 
 The queue is in the memory plan (queue_entries): its batches, sized from the
-first one, and the workers' stacks."""
+first one, and the workers' stacks. glibc's malloc would keep the batches a
+worker thread allocated and the trainer freed in that thread's arena (its
+mmap threshold grows with each large free), outside any plan: the threshold
+is fixed at its default when workers start, so a freed batch goes back to
+the system."""
 
 import collections
+import ctypes
+import ctypes.util
 from concurrent.futures import ThreadPoolExecutor
 
 from ..sizes import format_bytes
@@ -39,11 +45,29 @@ def settings(src):
     return workers, queue
 
 
+_M_MMAP_THRESHOLD = -3   # glibc malloc.h
+_MMAP_THRESHOLD = 128 << 10   # glibc's default: batches above it are mapped, and unmapped when freed
+_fixed = []
+
+
+def fix_mmap_threshold():
+    """Once per process, where the C library is glibc: large blocks always mapped (no dynamic threshold)."""
+    if _fixed:
+        return
+    _fixed.append(True)
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+    except (OSError, AttributeError):
+        pass   # not glibc: its allocator's own policy
+
+
 class Ahead:
     """Batches get(i) for i in `indices`, in that order, each fetched by one of
     `workers` threads up to `queue_size` batches ahead of the one consumed."""
 
     def __init__(self, get, indices, workers, queue_size):
+        fix_mmap_threshold()
         self._get, self._todo = get, iter(indices)
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="boundfit-pydataset")
         self._window = collections.deque()
@@ -87,8 +111,8 @@ def batch_bytes(batch):
 
 def queue_entries(*sources):
     """Plan entries of the threaded sources among `sources` (data.SequenceData or others): the batches their
-    workers hold (the queue, the one in training, and the first, kept as the reference of later batches'
-    shapes), sized from the first batch, and the workers' stacks."""
+    workers hold (the queue; the one in training and the one before it, alive until the next arrives; the first,
+    kept as the reference of later batches' shapes), sized from the first batch, and the workers' stacks."""
     out = []
     for label, s in zip(("", "validation: "), sources):
         workers, queue = getattr(s, "workers", (1, 0))
@@ -96,6 +120,7 @@ def queue_entries(*sources):
             continue
         b = batch_bytes(s._ref)
         out.append(PlanEntry(f"{label}PyDataset queue ({queue} batches of {format_bytes(b)} ahead, the one in "
-                             f"training and the first; {workers} workers)", (queue + 2) * b + workers * WORKER_STACK,
+                             f"training, the one before and the first; {workers} workers)",
+                             (queue + 3) * b + workers * WORKER_STACK,
                              "host", "runtime", "outside the arena: Python batches and worker threads"))
     return out
