@@ -129,13 +129,13 @@ import numpy as np, boundfit as bf
 from boundfit import layers
 from boundfit.runtime import budget
 rng = np.random.default_rng(0)
-x = rng.standard_normal((1024, 4096), dtype=np.float32); y = rng.standard_normal((1024, 1), dtype=np.float32)
+x = rng.standard_normal((512, 2048), dtype=np.float32); y = rng.standard_normal((512, 1), dtype=np.float32)
 class Batches(bf.utils.PyDataset):
     def __len__(self):
-        return 16
+        return 8
     def __getitem__(self, i):
         return x[i * 64:(i + 1) * 64] * 1.0, y[i * 64:(i + 1) * 64] * 1.0   # fresh arrays, as a decoder makes
-m = bf.Sequential([layers.Dense(64, activation="relu", input_shape=(4096,)), layers.Dense(1)])
+m = bf.Sequential([layers.Dense(64, activation="relu", input_shape=(2048,)), layers.Dense(1)])
 m.compile(optimizer="adam", loss="mse")
 m.estimate_memory(64)                                          # the engine built before the measure
 open("/proc/self/clear_refs", "w").write("5")

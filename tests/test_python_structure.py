@@ -25,6 +25,7 @@ ALLOWED_FUNCTION_IMPORTS = sorted([
     ("boundfit.demo", "from sklearn.datasets import load_digits"),
     ("boundfit.engine.plan_plot", "from matplotlib.backends.backend_agg import FigureCanvasAgg"),
     ("boundfit.engine.plan_plot", "from matplotlib.figure import Figure"),
+    ("boundfit.image_folder", "from PIL import Image"),
     ("boundfit.utils", "from PIL import Image"),
 ])
 

@@ -109,7 +109,7 @@ def _separable(img, h, w, interpolation):
 
 def resize(img, h, w, interpolation):
     """img (H, W, C) uint8 to (h, w, C) float32."""
-    if img.shape[:2] == (h, w):
+    if img.shape[:2] == (h, w) and interpolation not in ("gaussian", "mitchellcubic"):   # interpolating: identity
         return img.astype(np.float32)
     if interpolation == "bilinear":
         return _bilinear(img, h, w)

@@ -1,0 +1,220 @@
+"""image_ / text_ / audio_dataset_from_directory against Keras 3 (its
+tf.data path, TensorFlow installed) on the same generated folders: the same
+files in the same subsets and order for the same seed, the same labels and
+class_names, the same pixels (PNG: TensorFlow's resize; JPEG: within the two
+libjpeg builds' decoding difference), texts and audio; bad folders and
+files are named; a model trains from an image folder with workers, and from
+one several times its memory limit."""
+
+import os
+import wave
+
+import numpy as np
+import pytest
+
+import boundfit as bf
+from boundfit import layers
+
+from keras_ref import load
+
+Image = pytest.importorskip("PIL.Image")
+
+
+def _write_images(root, counts, size_range=(8, 30), seed=0):
+    rng = np.random.default_rng(seed)
+    for c, n in counts.items():
+        os.makedirs(os.path.join(root, c, "nested"), exist_ok=True)
+        for i in range(n):
+            h, w = (int(v) for v in rng.integers(*size_range, 2))   # mixed sizes, resized as asked
+            a = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+            ext = ("png", "jpg", "png", "bmp")[i % 4]
+            sub = "nested" if i == 2 else ""
+            Image.fromarray(a).save(os.path.join(root, c, sub, f"img{i}.{ext}"))
+        with open(os.path.join(root, c, "notes.txt"), "w") as f:   # not an image: ignored
+            f.write("not an image")
+    return root
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return _write_images(str(tmp_path_factory.mktemp("images")), {"cat": 7, "dog": 5, "eel": 4})
+
+
+@pytest.fixture(scope="module")
+def tfk():
+    load()
+    pytest.importorskip("tensorflow")
+    import keras
+    return keras
+
+
+def _batches(ds):
+    xs, ys = zip(*(ds[i] for i in range(len(ds))))
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+def _keras_batches(ds):
+    xs, ys = zip(*((x.numpy(), y.numpy()) for x, y in ds))
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+@pytest.mark.parametrize("kw", [dict(seed=1), dict(seed=2, validation_split=0.3, subset="both"),
+                                dict(seed=3, validation_split=0.25, subset="training", label_mode="categorical"),
+                                dict(shuffle=False, class_names=["eel", "cat"], label_mode="binary"),
+                                dict(seed=4, labels=[3, 1, 2, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0])])
+def test_image_files_subsets_order_labels_and_class_names_match_keras(folder, tfk, kw):
+    ours = bf.utils.image_dataset_from_directory(folder, image_size=(12, 15), batch_size=4, verbose=False, **kw)
+    ref = tfk.utils.image_dataset_from_directory(folder, image_size=(12, 15), batch_size=4, verbose=False, **kw)
+    ours, ref = (ours, ref) if kw.get("subset") == "both" else ((ours,), (ref,))
+    for o, r in zip(ours, ref):
+        assert o.file_paths == r.file_paths
+        assert o.class_names == r.class_names
+        assert len(o) == len(r)
+        ox, oy = _batches(o)
+        if not kw.get("shuffle", True) or o is ours[-1] and len(ours) == 2:   # no tf.data shuffle buffer: same batches
+            rx, ry = _keras_batches(r)
+            np.testing.assert_array_equal(oy, ry)
+            assert ox.shape == rx.shape and ox.dtype == rx.dtype == np.float32
+            np.testing.assert_allclose(ox, rx, atol=6)   # JPEG: the two libjpeg builds differ by a few levels
+        else:   # Keras draws batches from a shuffle buffer: the same (file, label) pairs
+            rx, ry = _keras_batches(r)
+            assert sorted(map(str, oy.tolist())) == sorted(map(str, ry.tolist()))
+
+
+@pytest.mark.parametrize("kw", [dict(interpolation="bilinear"), dict(interpolation="nearest"),
+                                dict(interpolation="bicubic"), dict(interpolation="area"),
+                                dict(interpolation="lanczos3"), dict(interpolation="mitchellcubic"),
+                                dict(crop_to_aspect_ratio=True), dict(pad_to_aspect_ratio=True, interpolation="area"),
+                                dict(color_mode="rgba"), dict(color_mode="grayscale")])
+def test_png_pixels_match_keras_resize(tmp_path, tfk, kw):
+    root = str(tmp_path)
+    rng = np.random.default_rng(5)
+    os.makedirs(os.path.join(root, "a"))
+    for i, (h, w) in enumerate([(9, 31), (40, 17), (12, 15), (5, 6)]):   # down, up, same size, up both
+        Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(os.path.join(root, "a", f"{i}.png"))
+    args = dict(image_size=(12, 15), batch_size=2, shuffle=False, verbose=False, **kw)
+    ox, _ = _batches(bf.utils.image_dataset_from_directory(root, **args))
+    rx, _ = _keras_batches(tfk.utils.image_dataset_from_directory(root, **args))
+    tol = 0 if kw.get("interpolation", "bilinear") in ("bilinear", "nearest") and "color_mode" not in kw else 0.5
+    if kw.get("color_mode") == "grayscale":
+        tol = 1.01   # libpng's and Pillow's RGB -> gray rounding
+    np.testing.assert_allclose(ox, rx, atol=tol)
+
+
+def test_text_dataset_matches_keras(tmp_path, tfk):
+    root = str(tmp_path)
+    for c, n in (("neg", 3), ("pos", 4)):
+        os.makedirs(os.path.join(root, c))
+        for i in range(n):
+            with open(os.path.join(root, c, f"t{i}.txt"), "w", encoding="utf-8") as f:
+                f.write(f"{c} text number {i} " * (i + 1))
+        with open(os.path.join(root, c, "skip.md"), "w") as f:
+            f.write("not a .txt")
+    for kw in (dict(shuffle=False, max_length=20), dict(seed=7, validation_split=0.3, subset="validation")):
+        ours = bf.utils.text_dataset_from_directory(root, batch_size=3, verbose=False, **kw)
+        ref = tfk.utils.text_dataset_from_directory(root, batch_size=3, verbose=False, **kw)
+        assert ours.class_names == ref.class_names == ["neg", "pos"]
+        ox, oy = _batches(ours)
+        rx, ry = _keras_batches(ref)
+        assert list(ox) == list(rx)
+        np.testing.assert_array_equal(oy, ry)
+
+
+def _wav(path, samples, channels=1):
+    with wave.open(path, "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(2)
+        w.setframerate(8000)
+        w.writeframes(samples.astype("<i2").tobytes())
+
+
+def test_audio_dataset_matches_keras(tmp_path, tfk):
+    root = str(tmp_path)
+    rng = np.random.default_rng(2)
+    for c, n in (("no", 3), ("yes", 3)):
+        os.makedirs(os.path.join(root, c))
+        for i in range(n):
+            _wav(os.path.join(root, c, f"a{i}.wav"), rng.integers(-32768, 32767, 50 + 13 * i))
+    for kw in (dict(), dict(output_sequence_length=60)):   # padded to the batch's longest, or cut / padded to 60
+        ours = bf.utils.audio_dataset_from_directory(root, batch_size=4, shuffle=False, verbose=False, **kw)
+        ref = tfk.utils.audio_dataset_from_directory(root, batch_size=4, shuffle=False, verbose=False, **kw)
+        assert ours.class_names == ref.class_names
+        for i, (rx, ry) in enumerate(ref):
+            ox, oy = ours[i]
+            np.testing.assert_array_equal(ox, rx.numpy())
+            np.testing.assert_array_equal(oy, ry.numpy())
+
+
+def test_a_truncated_image_names_the_file_and_the_batch(tmp_path):
+    root = _write_images(str(tmp_path), {"a": 4, "b": 4})
+    bad = os.path.join(root, "b", "img0.png")
+    with open(bad, "rb") as f:
+        head = f.read(60)
+    with open(bad, "wb") as f:
+        f.write(head)
+    ds = bf.utils.image_dataset_from_directory(root, image_size=(8, 8), batch_size=2, shuffle=False, verbose=False,
+                                               workers=2)
+    m = bf.Sequential([layers.Flatten(input_shape=(8, 8, 3)), layers.Dense(2, activation="softmax")])
+    m.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    with pytest.raises(bf.DataError, match=r"batch 2: cannot read '.*img0\.png'") as ei:
+        m.fit(ds, verbose=0)
+    assert ei.value.batch_index == 2 and isinstance(ei.value.__cause__, OSError)
+
+
+def test_an_empty_class_folder_is_named_and_keeps_its_index(tmp_path):
+    root = _write_images(str(tmp_path), {"a": 2, "c": 2})
+    os.makedirs(os.path.join(root, "b"))
+    with pytest.warns(UserWarning, match=r"class folder '.*b' \(class 1, 'b'\) has no files"):
+        ds = bf.utils.image_dataset_from_directory(root, image_size=(8, 8), shuffle=False, verbose=False)
+    assert ds.class_names == ["a", "b", "c"]
+    assert sorted(set(ds[0][1].tolist())) == [0, 2]
+
+
+def test_a_folder_without_images_is_named(tmp_path):
+    os.makedirs(tmp_path / "a")
+    (tmp_path / "a" / "readme.txt").write_text("no images here")
+    with pytest.raises(ValueError, match=f"No images found in directory {tmp_path}"), \
+            pytest.warns(UserWarning, match="has no files of the allowed formats"):
+        bf.utils.image_dataset_from_directory(str(tmp_path), verbose=False)
+    with pytest.raises(ValueError, match="directory must be an existing folder, got directory='/no/such/dir'"):
+        bf.utils.image_dataset_from_directory("/no/such/dir")
+    with pytest.raises(ValueError, match="interpolation must be one of"):
+        bf.utils.image_dataset_from_directory(str(tmp_path), interpolation="cubic")
+
+
+def _cnn(size):
+    bf.utils.set_random_seed(0)
+    m = bf.Sequential([layers.Rescaling(1 / 255, input_shape=(size, size, 3)), layers.Conv2D(4, 3, activation="relu"),
+                       layers.GlobalAveragePooling2D(), layers.Dense(2, activation="softmax")])
+    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    return m
+
+
+def test_a_model_trains_from_an_image_folder_with_two_workers(folder):
+    train, val = bf.utils.image_dataset_from_directory(folder, image_size=(16, 16), batch_size=4, seed=0,
+                                                       validation_split=0.25, subset="both", workers=2,
+                                                       labels=[i % 2 for i in range(16)], verbose=False)
+    m = _cnn(16)
+    h = m.fit(train, validation_data=val, epochs=2, verbose=0)
+    assert np.isfinite(h.history["loss"]).all() and len(h.history["val_loss"]) == 2
+    assert [e for e in m._last_plan.breakdown if "PyDataset queue" in e.name and "2 workers" in e.name]
+
+
+def test_a_folder_several_times_the_memory_limit_trains_within_it(tmp_path):
+    root, n = str(tmp_path), 1400
+    rng = np.random.default_rng(1)
+    for c in ("a", "b"):
+        os.makedirs(os.path.join(root, c))
+        for i in range(n // 2):
+            Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(os.path.join(root, c, f"{i}.png"))
+    limit = 5 << 20
+    ds = bf.utils.image_dataset_from_directory(root, image_size=(32, 32), batch_size=16, seed=0, verbose=False,
+                                               workers=2, max_queue_size=2)
+    decoded = n * 32 * 32 * 3 * 4                       # what loading the folder into memory would hold
+    assert decoded > 3 * limit
+    m = _cnn(32)
+    h = m.fit(ds, epochs=1, memory_limit=limit, verbose=0)
+    plan = m._last_plan
+    assert np.isfinite(h.history["loss"][0]) and plan.fits
+    assert plan.host_bytes - plan.held_bytes <= limit
+    assert [e for e in plan.breakdown if e.name.startswith("PyDataset queue (2 batches of 192.06 KiB")]
