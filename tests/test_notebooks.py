@@ -140,10 +140,19 @@ def test_nan_loss_names_the_step_keeps_the_weights_and_shows_the_fixes():
     assert "history: [nan] | weights finite: True" in text
 
 
+def test_image_folder_trains_from_a_folder_larger_than_its_memory_limit_with_the_queue_in_the_plan():
+    pytest.importorskip("PIL")
+    nb = _execute("image_folder.ipynb")
+    text = "".join(t for _, t, _ in _outputs(nb))
+    assert "['dark', 'light'] 110 training batches, 28 validation batches" in text
+    assert "validation: PyDataset queue (2 batches of 192.06 KiB ahead" in text
+    assert "fits: yes" in text and "val_accuracy" in text
+
+
 def test_notebooks_are_committed_without_outputs_and_each_is_tested_and_linked_from_the_readme():
     names = sorted(f for f in os.listdir(NOTEBOOKS) if f.endswith(".ipynb"))
     tested = {"quickstart.ipynb", "batch_too_large.ipynb", "data_larger_than_ram.ipynb", "device_check.ipynb",
-              "nan_loss.ipynb"}
+              "nan_loss.ipynb", "image_folder.ipynb"}
     assert set(names) == tested
     with open(os.path.join(ROOT, "README.md")) as f:
         readme = f.read()
