@@ -7,6 +7,14 @@ memmap in place (each gathered into its columns of the packed batch); and the
 share of fit time spent waiting for data.
 
     python benchmarks/bench_data.py [rows]
+
+`images [n] [workers]`: images per second decoding a folder of JPEGs and
+feeding a small CNN one epoch: boundfit's image_dataset_from_directory
+(worker threads) against Keras 3's on tf.data (TensorFlow, its own
+parallel map) and, where PyTorch is installed, a DataLoader with the same
+workers (Pillow decode, as torchvision's ImageFolder).
+
+    python benchmarks/bench_data.py images [2000] [4]
 """
 
 import os
@@ -125,7 +133,107 @@ def wait_fraction(x, y):
     return m.data_wait_fraction
 
 
+SIZE, IMG_BATCH = 64, 32
+
+
+def make_jpeg_folder(root, n):
+    from PIL import Image
+    rng = np.random.default_rng(0)
+    for c in range(2):
+        os.makedirs(os.path.join(root, str(c)))
+        for i in range(n // 2):
+            a = np.clip(rng.normal(80 + 80 * c, 50, (96, 96, 3)), 0, 255).astype(np.uint8)   # resized to 64 x 64
+            Image.fromarray(a).save(os.path.join(root, str(c), f"{i}.jpg"), quality=90)
+
+
+def small_cnn_boundfit():
+    m = bf.Sequential([layers.Rescaling(1 / 255, input_shape=(SIZE, SIZE, 3)), layers.Conv2D(8, 3, strides=2,
+                       activation="relu"), layers.GlobalAveragePooling2D(), layers.Dense(2, activation="softmax")])
+    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    return m
+
+
+def boundfit_images(root, n, workers):
+    ds = bf.utils.image_dataset_from_directory(root, image_size=(SIZE, SIZE), batch_size=IMG_BATCH, seed=0,
+                                               workers=workers, verbose=False)
+    m = small_cnn_boundfit()
+    m.fit(ds, epochs=1, steps_per_epoch=4, verbose=0)   # warm: the engine built, the files' pages cached
+    t0 = time.perf_counter()
+    m.fit(ds, epochs=1, verbose=0)
+    return n / (time.perf_counter() - t0)
+
+
+def keras_tf_images(root, n):
+    """Keras 3 on TensorFlow in a child process (the backend is chosen at import)."""
+    import subprocess
+    code = f"""
+import os, time
+os.environ["KERAS_BACKEND"] = "tensorflow"; os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import keras
+from keras import layers
+ds = keras.utils.image_dataset_from_directory({root!r}, image_size=({SIZE}, {SIZE}), batch_size={IMG_BATCH}, seed=0,
+                                              verbose=False)
+m = keras.Sequential([keras.Input(({SIZE}, {SIZE}, 3)), layers.Rescaling(1 / 255),
+                      layers.Conv2D(8, 3, strides=2, activation="relu"), layers.GlobalAveragePooling2D(),
+                      layers.Dense(2, activation="softmax")])
+m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+m.fit(ds.take(4), epochs=1, verbose=0)
+t0 = time.perf_counter()
+m.fit(ds, epochs=1, verbose=0)
+print("RATE", {n} / (time.perf_counter() - t0))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if r.returncode:
+        return None, f"Keras on tf.data unavailable ({r.stderr.strip().splitlines()[-1] if r.stderr else r.returncode})"
+    return float(r.stdout.split("RATE")[1]), "Keras 3 on TensorFlow, tf.data"
+
+
+def torch_images(root, n, workers):
+    try:
+        import torch
+        from PIL import Image
+        from torch.utils.data import DataLoader, Dataset
+    except Exception as e:
+        return None, f"PyTorch unavailable ({type(e).__name__})"
+    files = [(os.path.join(root, c, f), int(c)) for c in sorted(os.listdir(root)) for f in os.listdir(os.path.join(root, c))]
+
+    class Folder(Dataset):
+        def __len__(self):
+            return len(files)
+
+        def __getitem__(self, i):
+            p, label = files[i]
+            img = Image.open(p).convert("RGB").resize((SIZE, SIZE), Image.Resampling.BILINEAR)
+            return torch.from_numpy(np.asarray(img, dtype=np.float32)).permute(2, 0, 1) / 255, label
+
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, stride=2), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
+                              torch.nn.Flatten(), torch.nn.Linear(8, 2))
+    opt = torch.optim.Adam(net.parameters())
+    dl = DataLoader(Folder(), batch_size=IMG_BATCH, shuffle=True, num_workers=workers)
+    t0 = time.perf_counter()
+    for x, y in dl:
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(net(x), y).backward()
+        opt.step()
+    return n / (time.perf_counter() - t0), f"PyTorch DataLoader ({workers} workers, Pillow decode)"
+
+
+def images(argv):
+    n = int(argv[0]) if argv else 2000
+    workers = int(argv[1]) if len(argv) > 1 else 4
+    with tempfile.TemporaryDirectory() as d:
+        make_jpeg_folder(d, n)
+        print(f"{n} JPEGs of 96x96 resized to {SIZE}x{SIZE}, batches of {IMG_BATCH}, one epoch of a small CNN")
+        ours = boundfit_images(d, n, workers)
+        print(f"  boundfit image_dataset_from_directory ({workers} workers) {ours:10.1f} images/s")
+        for other, label in (keras_tf_images(d, n), torch_images(d, n, workers)):
+            print(f"  {label}" if other is None else
+                  f"  {label:<40} {other:10.1f} images/s   ratio boundfit/them = {ours / other:6.2f}x")
+
+
 def main(argv):
+    if argv and argv[0] == "images":
+        return images(argv[1:])
     rows = int(argv[0]) if argv else 65536
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "x.npy")

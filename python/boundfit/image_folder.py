@@ -8,6 +8,8 @@ half-pixel rule, 'area' by box overlaps, the others as separable kernels
 (TensorFlow's scale_and_translate spans and kernels). A file Pillow cannot
 read (corrupt, truncated) is a DataError naming it."""
 
+import functools
+
 import numpy as np
 
 from . import folder_data
@@ -49,6 +51,7 @@ def _pil():
     return Image
 
 
+@functools.lru_cache(maxsize=256)
 def _axis(n_in, n_out):
     """TensorFlow's half-pixel sampling along one axis (float32): lower / upper source index and the weight."""
     scale = np.float32(n_in / n_out)
