@@ -77,7 +77,7 @@ def test_an_input_dimension_outside_int_range_is_named_with_its_value(shape, mes
     with pytest.raises(ValueError) as e:
         _core.Model([dict(kind=DENSE, name="dense", units=3)], shape)
     assert str(e.value) == message
-    with pytest.raises(ValueError, match=r"Input: shape must be a tuple of positive ints below 2\*\*31"):
+    with pytest.raises(ValueError, match=r"Input: shape must be a tuple of positive ints or None \(a variable length\), each below 2\*\*31"):
         bf.Input(shape)
 
 

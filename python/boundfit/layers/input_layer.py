@@ -18,8 +18,8 @@ class InputLayer:
             shape = (shape,)
         shape = tuple(shape)
         if not all(d is None or _is_size(d) for d in shape):
-            raise ValueError(f"Input: shape must be a tuple of positive ints below 2**31 or None (a variable length), "
-                             f"without the batch axis (() for one number per sample), got {shape!r}")
+            raise ValueError(f"Input: shape must be a tuple of positive ints or None (a variable length), each below "
+                             f"2**31, without the batch axis (() for one number per sample), got {shape!r}")
         self.shape = tuple(d if d is None else int(d) for d in shape)
         if name is None:
             n = _counters.get("input_layer", 0)
