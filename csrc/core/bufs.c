@@ -9,13 +9,16 @@ bf_status bf_run_newbuf_fmt(bf_run *r, int *id, size_t bytes, const char *fmt, c
     if (r->nbuf >= BF_RUN_MAXBUF)
         return BF_FAIL(BF_ERR_ARG, "model too large for the planner: its step needs more than %d buffers (BF_PLAN_MAX "
                        "in csrc/core/planner.h); use fewer layer calls or split the model", BF_RUN_MAXBUF);
+    snprintf(r->buf_names[r->nbuf], sizeof r->buf_names[0], fmt, a, b);
+    if (bytes > BF_MAX_BUF_BYTES)
+        return BF_FAIL(BF_ERR_BUDGET, "%s needs %zu bytes for a batch of %d rows, more than any machine holds (2**52); "
+                       "use a smaller batch_size or smaller layers", r->buf_names[r->nbuf], bytes, r->B);
     *id = r->nbuf++;
     bf_plan_buf *p = &r->bufs[*id];
     p->bytes = bytes;
     p->first = INT_MAX;
     p->last = -1;
     p->offset = 0;
-    snprintf(r->buf_names[*id], sizeof r->buf_names[0], fmt, a, b);
     return BF_OK;
 }
 

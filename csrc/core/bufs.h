@@ -6,6 +6,10 @@
 
 #include "step.h"
 
+/* the most bytes of one planned buffer or batch slot (4 PiB, beyond any machine): a larger one is a
+ * BF_ERR_BUDGET naming it, and the sums of at most BF_RUN_MAXBUF of them never wrap a size_t */
+#define BF_MAX_BUF_BYTES ((size_t)1 << 52)
+
 /* a new buffer named by fmt with a and b (two %s) */
 bf_status bf_run_newbuf_fmt(bf_run *r, int *id, size_t bytes, const char *fmt, const char *a, const char *b);
 /* a new buffer named name + what */

@@ -6,9 +6,11 @@
 #include "backend_registry.h"
 #include "layers/registry.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* role: the index into L->inits (kernel/gamma 0, bias/beta 1, moving_mean 2,
  * moving_variance 3); a user initializer there replaces the default */
@@ -21,7 +23,11 @@ static void add_param(bf_layer *L, int role, const char *name, int rank, const i
     if (len < 0) p->name[0] = '\0';
     p->rank = rank;
     p->n = 1;
-    for (int i = 0; i < rank; i++) { p->shape[i] = shape[i]; p->n *= shape[i]; }
+    for (int i = 0; i < rank; i++) { /* -1: a dimension < 1 or too many elements (check_params refuses it) */
+        p->shape[i] = shape[i];
+        if (p->n < 0 || shape[i] < 1 || __builtin_mul_overflow(p->n, (long)shape[i], &p->n) || p->n > BF_MAX_FLOATS)
+            p->n = -1;
+    }
     p->trainable = trainable;
     p->init = init;
     p->fan_in = fan_in;
@@ -44,10 +50,37 @@ void bf_add_param(bf_layer *L, int role, const char *name, int rank, const int *
     add_param(L, role, name, rank, shape, trainable, init, fan_in, fan_out);
 }
 
+/* elements of a per-sample shape; -1 when a dimension is < 1 or there are more than INT_MAX (the kernels' sizes) */
 static long prod(const int *s, int r) {
     long n = 1;
-    for (int i = 0; i < r; i++) n *= s[i];
+    for (int i = 0; i < r; i++)
+        if (s[i] < 1 || __builtin_mul_overflow(n, (long)s[i], &n) || n > INT_MAX) return -1;
     return n;
+}
+
+bf_status bf_out_dim(const bf_layer *L, long long v, int *out) {
+    if (v < 1 || v > INT_MAX)
+        return BF_FAIL(BF_ERR_ARG, "%s: an output dimension of %lld is outside the engine's range 1 to %d", L->name, v,
+                       INT_MAX);
+    *out = (int)v;
+    return BF_OK;
+}
+
+/* a layer's output and weights are within the engine's sizes: INT_MAX elements per sample, BF_MAX_FLOATS per weight */
+static bf_status check_sizes(const bf_layer *L) {
+    char sh[64];
+    if (L->out_size < 0) {
+        bf_shape_str(sh, sizeof sh, L->out_rank, L->out_shape);
+        return BF_FAIL(BF_ERR_ARG, "%s: output shape %s is outside the engine's range (every dimension at least 1, at "
+                       "most %d elements per sample)", L->name, sh, INT_MAX);
+    }
+    for (int j = 0; j < L->nparam; j++)
+        if (L->params[j].n < 0) {
+            bf_shape_str(sh, sizeof sh, L->params[j].rank, L->params[j].shape);
+            return BF_FAIL(BF_ERR_ARG, "%s: weight %s of shape %s is outside the engine's range (every dimension at "
+                           "least 1, at most 2**%d elements)", L->name, L->params[j].name, sh, BF_MAX_FLOATS_LOG2);
+        }
+    return BF_OK;
 }
 
 void bf_shape_str(char *buf, size_t n, int rank, const int *shape) {
@@ -71,7 +104,7 @@ static bf_status infer_layer(bf_layer *L, const bf_layer_ops *ops, int rank, con
     }
     BF_TRY(ops->infer(L, rank, shape));
     L->out_size = prod(L->out_shape, L->out_rank);
-    return BF_OK;
+    return check_sizes(L);
 }
 
 static bf_status check_share(bf_model *m, int i) {
@@ -108,9 +141,14 @@ bf_status bf_model_infer(bf_model *m) {
         if (m->in_ranks[k] < 0 || m->in_ranks[k] > 3) /* 0: one number per sample */
             return BF_FAIL(BF_ERR_SHAPE, "input_shape must have 0 to 3 dimensions, got %d", m->in_ranks[k]);
         m->in_sizes[k] = prod(m->in_shapes[k], m->in_ranks[k]);
-        if (m->in_sizes[k] <= 0) return BF_FAIL(BF_ERR_SHAPE, "input_shape has a non-positive dimension");
         m->in_offs[k] = m->x_row;
         m->x_row += m->in_sizes[k];
+        if (m->in_sizes[k] < 0 || m->x_row > INT_MAX) {
+            char sh[64];
+            bf_shape_str(sh, sizeof sh, m->in_ranks[k], m->in_shapes[k]);
+            return BF_FAIL(BF_ERR_ARG, "input %d: shape %s is outside the engine's range (every dimension at least 1, "
+                           "at most %d elements per sample in all inputs)", k, sh, INT_MAX);
+        }
         m->t_rank[k] = m->in_ranks[k];
         memcpy(m->t_shape[k], m->in_shapes[k], sizeof m->t_shape[k]);
         m->t_size[k] = m->in_sizes[k];
@@ -139,7 +177,7 @@ bf_status bf_model_infer(bf_model *m) {
         BF_TRY(infer_layer(L, ops, m->t_rank[t0], m->t_shape[t0]));
         if (ops->check) BF_TRY(ops->check(m, i));
         L->out_size = prod(L->out_shape, L->out_rank);
-        if (L->out_size <= 0) return BF_FAIL(BF_ERR_SHAPE, "%s: empty output", L->name);
+        BF_TRY(check_sizes(L));
         if (L->share >= 0 || L->share < -1) BF_TRY(check_share(m, i));
         for (int j = 0; j < L->nin; j++) m->t_uses[L->in_ids[j]]++;
         m->t_rank[self_t] = L->out_rank;
@@ -159,6 +197,8 @@ bf_status bf_model_infer(bf_model *m) {
             if (m->out_t[j] == t) return BF_FAIL(BF_ERR_ARG, "outputs %d and %d are the same tensor", j, k);
         m->out_offs[k] = m->pred_row;
         m->pred_row += m->t_size[t];
+        if (m->pred_row > INT_MAX)
+            return BF_FAIL(BF_ERR_ARG, "the model's outputs have more than %d elements per sample in all", INT_MAX);
     }
     /* every node leads to an output (backward relies on it) */
     int live[BF_MAX_TENSORS] = {0};
@@ -186,6 +226,9 @@ bf_status bf_model_infer(bf_model *m) {
                 p->offset = off;
                 p->grad_offset = pass ? off : 0;
                 off += (size_t)p->n;
+                if (off > (size_t)BF_MAX_FLOATS) /* every weight is at most that: no wrap before this */
+                    return BF_FAIL(BF_ERR_ARG, "%s: the model's weights have more than 2**%d elements up to its %s",
+                                   m->layers[i].name, BF_MAX_FLOATS_LOG2, p->name);
                 if (pass) m->n_trainable = (long)off;
             }
     m->n_params = (long)off;
@@ -280,11 +323,32 @@ static void init_param(float *w, const bf_param *q, uint64_t seed) {
     }
 }
 
+/* a failed weight reservation names the largest weight (its layer's name comes first) */
+static bf_status weights_refused(const bf_model *m, bf_status s) {
+    const bf_param *big = NULL;
+    for (int i = 0; i < m->nlayers; i++)
+        for (int j = 0; j < m->layers[i].nparam && m->layers[i].share < 0; j++)
+            if (!big || m->layers[i].params[j].n > big->n) big = &m->layers[i].params[j];
+    if (!big) return s;
+    char sh[64], why[128]; /* why: a copy, the message buffer is rewritten */
+    bf_shape_str(sh, sizeof sh, big->rank, big->shape);
+    snprintf(why, sizeof why, "%s", bf_last_error()->msg);
+    return BF_FAIL(s, "the model's weights need %zu bytes, the largest %s of shape %s %zu bytes: %s", sizeof(float) *
+                   (size_t)m->n_params, big->name, sh, sizeof(float) * (size_t)big->n, why);
+}
+
 bf_status bf_model_alloc_weights(bf_model *m) {
     bf_arena_init(&m->weights, bf_backend_host(), "host", 0);
-    BF_TRY(bf_arena_reserve(&m->weights, sizeof(float) * (size_t)(m->n_params ? m->n_params : 1)));
+    const size_t bytes = sizeof(float) * (size_t)(m->n_params ? m->n_params : 1);
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && bytes / (size_t)page > (size_t)pages) /* never mapped: with overcommit, the first
+                                                                           touch would bring the OOM killer */
+        return weights_refused(m, BF_FAIL(BF_ERR_NOMEM, "more than this machine's %zu bytes of memory",
+                                          (size_t)pages * (size_t)page));
+    bf_status s0 = bf_arena_reserve(&m->weights, bytes);
+    if (s0 != BF_OK) return weights_refused(m, s0);
     void *p;
-    bf_status s = bf_arena_alloc(&m->weights, sizeof(float) * (size_t)(m->n_params ? m->n_params : 1), &p);
+    bf_status s = bf_arena_alloc(&m->weights, bytes, &p);
     if (s != BF_OK) { bf_arena_release(&m->weights); return s; }
     m->w = p;
     for (int i = 0; i < m->nlayers; i++)

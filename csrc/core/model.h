@@ -22,6 +22,10 @@
 #define BF_MAX_LAYERS 512
 #define BF_MAX_PARAMS 8
 #define BF_NAME_LEN 64
+/* the most elements of one weight, and of all weights together: 4 PiB of floats, far beyond any
+ * machine, so that byte counts of weights, gradients and optimizer slots never wrap a size_t */
+#define BF_MAX_FLOATS_LOG2 50
+#define BF_MAX_FLOATS (1L << BF_MAX_FLOATS_LOG2)
 #define BF_MAX_INPUTS 8
 #define BF_MAX_OUTPUTS 8
 #define BF_MAX_NODE_IN 16
@@ -215,6 +219,8 @@ void bf_model_free(bf_model *m);
  * 0, bias or beta 1, moving_mean 2, moving_variance 3) */
 void bf_add_param(bf_layer *L, int role, const char *name, int rank, const int *shape, int trainable, bf_init init,
                   float fan_in, float fan_out);
+/* v as an output dimension of L (1..INT_MAX), else BF_ERR_ARG naming L: for dimensions a layer adds or multiplies */
+bf_status bf_out_dim(const bf_layer *L, long long v, int *out);
 /* "(a, b)" for messages */
 void bf_shape_str(char *buf, size_t n, int rank, const int *shape);
 

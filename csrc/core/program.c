@@ -228,6 +228,10 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
     r->grad_bytes = train ? bf_align_up(fb * (size_t)m->n_trainable) : 0;
     r->xslot_bytes = bf_align_up(B * (size_t)m->x_row * fb);
     r->yslot_bytes = mode != BF_MODE_PREDICT ? bf_align_up(B * (size_t)r->y_row * fb) : 0;
+    if (r->xslot_bytes > BF_MAX_BUF_BYTES || r->yslot_bytes > BF_MAX_BUF_BYTES) /* rows, x_row, y_row < 2**31: exact */
+        return BF_FAIL(BF_ERR_BUDGET, "a batch of %d rows of inputs (%ld floats each) and targets (%ld floats each) "
+                       "needs more bytes than any machine holds (2**52); use a smaller batch_size", rows, m->x_row,
+                       (long)r->y_row);
     r->w_bytes = r->on_device ? bf_align_up(fb * (size_t)(m->n_params ? m->n_params : 1)) : 0;
     r->slot_bytes = r->on_device && train ? bf_align_up(fb * (size_t)m->opt.nslots * (size_t)m->n_trainable) : 0;
     r->model_bytes = bf_align_up(fb * (size_t)(m->n_params ? m->n_params : 1));

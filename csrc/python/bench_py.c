@@ -44,8 +44,10 @@ PyObject *bf_py_bench_sgemm(PyObject *self, PyObject *args) {
 PyObject *bf_py_bench_adam(PyObject *self, PyObject *args) {
     long n;
     int iters;
-    if (!PyArg_ParseTuple(args, "li", &n, &iters)) return NULL;
-    if (n <= 0 || iters <= 0) return PyErr_Format(PyExc_ValueError, "sizes must be positive");
+    PyObject *n_obj;
+    if (!PyArg_ParseTuple(args, "Oi", &n_obj, &iters)) return NULL;
+    if (bf_py_long(n_obj, "bench_adam", "n", 1, 1L << 40, &n) < 0) return NULL; /* 4 n floats: no size_t wrap */
+    if (iters <= 0) return PyErr_Format(PyExc_ValueError, "iters must be positive, got %d", iters);
     bf_arena a;
     bf_arena_init(&a, bf_cpu_backend(), "host", 0);
     bf_status s = bf_arena_reserve(&a, 4 * (size_t)n * sizeof(float));

@@ -3,6 +3,8 @@
  * in-place collectives boundfit.distribute uses for planning, logs, weights
  * and seeds, and finalize. Buffers come through the buffer protocol (C
  * contiguous, writable where filled); waits run with the GIL released. */
+#include <limits.h>
+
 #include "glue.h"
 
 #include "backend_registry.h"
@@ -30,7 +32,12 @@ static PyObject *dist_init_tcp(PyObject *self, PyObject *args) {
     const char *addr;
     int port, rank, size;
     double timeout;
-    if (!PyArg_ParseTuple(args, "siiid", &addr, &port, &rank, &size, &timeout)) return NULL;
+    PyObject *nums[3];
+    if (!PyArg_ParseTuple(args, "sOOOd", &addr, &nums[0], &nums[1], &nums[2], &timeout)) return NULL;
+    if (bf_py_int(nums[0], "distributed", "MASTER_PORT", 1, 65535, &port) < 0 ||
+        bf_py_int(nums[2], "distributed", "WORLD_SIZE", 1, INT_MAX, &size) < 0 ||
+        bf_py_int(nums[1], "distributed", "RANK", 0, size - 1, &rank) < 0)
+        return NULL;
     bf_status s;
     Py_BEGIN_ALLOW_THREADS
     s = bf_tcp_init(addr, port, rank, size, timeout);
@@ -58,7 +65,12 @@ static PyObject *dist_set_timeout(PyObject *self, PyObject *args) {
 static PyObject *dist_allreduce_f64(PyObject *self, PyObject *args) {
     Py_buffer b;
     int op;
-    if (!PyArg_ParseTuple(args, "w*i", &b, &op)) return NULL;
+    PyObject *op_obj;
+    if (!PyArg_ParseTuple(args, "w*O", &b, &op_obj)) return NULL;
+    if (bf_py_int(op_obj, "dist_allreduce_f64", "op", 0, 2, &op) < 0) {
+        PyBuffer_Release(&b);
+        return NULL;
+    }
     if (b.len % (Py_ssize_t)sizeof(double)) {
         PyBuffer_Release(&b);
         return PyErr_Format(PyExc_ValueError, "buf must hold float64 values, got %zd bytes", b.len);
@@ -76,7 +88,12 @@ static PyObject *dist_allreduce_f64(PyObject *self, PyObject *args) {
 static PyObject *dist_bcast(PyObject *self, PyObject *args) {
     Py_buffer b;
     int root;
-    if (!PyArg_ParseTuple(args, "w*i", &b, &root)) return NULL;
+    PyObject *root_obj;
+    if (!PyArg_ParseTuple(args, "w*O", &b, &root_obj)) return NULL;
+    if (bf_py_int(root_obj, "dist_bcast", "root", 0, bf_dist_size() - 1, &root) < 0) {
+        PyBuffer_Release(&b);
+        return NULL;
+    }
     bf_status s;
     Py_BEGIN_ALLOW_THREADS
     s = bf_dist_bcast(b.buf, (long)b.len, root);

@@ -25,6 +25,14 @@ PyObject *bf_raise(bf_module_state *st, bf_status s);
  * exception set. Keeps no reference: the caller holds the array. */
 int bf_src_from_array(bf_module_state *st, PyObject *arr, const char *what, bf_src *out);
 
+/* Integers from Python (ints_py.c): v into *out when it is an integer in
+ * [lo, hi] (seeds: [0, 2**64 - 1]); else -1 with a ValueError naming owner
+ * (a layer, a function; may be NULL), what (the argument) and the value. */
+int bf_py_int64(PyObject *v, const char *owner, const char *what, long long lo, long long hi, long long *out);
+int bf_py_long(PyObject *v, const char *owner, const char *what, long lo, long hi, long *out);
+int bf_py_int(PyObject *v, const char *owner, const char *what, int lo, int hi, int *out);
+int bf_py_seed(PyObject *v, const char *owner, const char *what, unsigned long long *out);
+
 int bf_model_type_init(PyObject *m, bf_module_state *st);
 int bf_run_type_init(PyObject *m, bf_module_state *st);
 

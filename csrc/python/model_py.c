@@ -4,7 +4,7 @@
  * "inputs" the nodes form a chain); weights live in the
  * model's host arena; plan() reports a run's memory without allocating;
  * open_run() reserves it. */
-#include <math.h>
+#include <limits.h>
 #include <string.h>
 
 #include "glue.h"
@@ -15,253 +15,20 @@
 
 #include "backend_registry.h"
 #include "model_py.h"
+#include "spec_py.h"
 #include "run.h"
 #include "timeline.h"
 
 bf_module_state *bf_state_of_type(PyTypeObject *tp) { return (bf_module_state *)PyType_GetModuleState(tp); }
 
-static int get_int(PyObject *d, const char *k, int dflt, int *out) {
-    PyObject *v = PyDict_GetItemString(d, k);
-    if (!v || v == Py_None) { *out = dflt; return 0; }
-    long x = PyLong_AsLong(v);
-    if (x == -1 && PyErr_Occurred()) return -1;
-    *out = (int)x;
-    return 0;
-}
-
-static int get_float(PyObject *d, const char *k, float dflt, float *out) {
-    PyObject *v = PyDict_GetItemString(d, k);
-    if (!v || v == Py_None) { *out = dflt; return 0; }
-    double x = PyFloat_AsDouble(v);
-    if (x == -1.0 && PyErr_Occurred()) return -1;
-    *out = (float)x;
-    return 0;
-}
-
-static int get_shape(PyObject *seq, const char *what, int *rank, int *shape, int allow_hole) {
-    PyObject *t = PySequence_Tuple(seq);
-    if (!t) return -1;
-    Py_ssize_t n = PyTuple_GET_SIZE(t);
-    if (n > 3) { /* 0: one number per sample */
-        Py_DECREF(t);
-        PyErr_Format(PyExc_ValueError, "%s must have 0 to 3 dimensions (excluding the batch axis), got %zd", what, n);
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        long v = PyLong_AsLong(PyTuple_GET_ITEM(t, i));
-        if (v == -1 && PyErr_Occurred()) { Py_DECREF(t); return -1; }
-        if (v <= 0 && !(allow_hole && v == -1)) {
-            Py_DECREF(t);
-            PyErr_Format(PyExc_ValueError, "%s has a non-positive dimension %ld", what, v);
-            return -1;
-        }
-        shape[i] = (int)v;
-    }
-    *rank = (int)n;
-    Py_DECREF(t);
-    return 0;
-}
-
-/* int tuple d[k] of exactly n entries into out (absent: left as it is) */
-static int get_ints(PyObject *d, const char *k, int n, int *out) {
-    PyObject *v = PyDict_GetItemString(d, k);
-    if (!v || v == Py_None) return 0;
-    PyObject *t = PySequence_Tuple(v);
-    if (!t) return -1;
-    if (PyTuple_GET_SIZE(t) != n) {
-        Py_DECREF(t);
-        PyErr_Format(PyExc_ValueError, "%s must have %d entries", k, n);
-        return -1;
-    }
-    for (int i = 0; i < n; i++) {
-        long x = PyLong_AsLong(PyTuple_GET_ITEM(t, i));
-        if (x == -1 && PyErr_Occurred()) { Py_DECREF(t); return -1; }
-        out[i] = (int)x;
-    }
-    Py_DECREF(t);
-    return 0;
-}
-
-/* the fields of the elementwise, layout and preprocessing layers (act_p,
- * perm, reps, pad, rs_scale / rs_offset, aug_*) */
-static int parse_more(PyObject *d, bf_layer *L, int act) {
-    float dflt = act == BF_ACT_LEAKY_RELU ? 0.2f : act == BF_ACT_ELU ? 1.0f : 0.0f;
-    PyObject *ap = PyDict_GetItemString(d, "act_p");
-    L->actp.alpha = dflt;
-    L->actp.max_value = INFINITY;
-    L->actp.threshold = 0.0f;
-    if (ap && ap != Py_None && !PyArg_ParseTuple(ap, "fff", &L->actp.alpha, &L->actp.max_value, &L->actp.threshold))
-        return -1;
-    int flip, crop, translate, fill, bilinear;
-    long long seed = 0;
-    PyObject *sd = PyDict_GetItemString(d, "aug_seed");
-    if (sd && sd != Py_None && (seed = PyLong_AsLongLong(sd)) == -1 && PyErr_Occurred()) return -1;
-    PyObject *pv = PyDict_GetItemString(d, "perm");
-    if (pv && pv != Py_None) {
-        Py_ssize_t n = PySequence_Size(pv);
-        if (n < 1 || n > 3 || get_ints(d, "perm", (int)n, L->perm) < 0) {
-            if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "%s: dims must have 1 to 3 entries", L->name);
-            return -1;
-        }
-    }
-    if (get_int(d, "reps", 0, &L->reps) || get_ints(d, "pad", 4, L->pad) ||
-        get_ints(d, "sl_begin", 3, L->sl_begin) || get_ints(d, "sl_step", 3, L->sl_step) ||
-        get_ints(d, "sl_len", 3, L->sl_len) || get_int(d, "eop", 0, &L->eop) ||
-        get_float(d, "eparam", 0.0f, &L->eparam) || get_int(d, "mm_ta", 0, &L->mm_ta) ||
-        get_int(d, "mm_tb", 0, &L->mm_tb) ||
-        get_float(d, "rs_scale", 1.0f, &L->rs_scale) || get_float(d, "rs_offset", 0.0f, &L->rs_offset) ||
-        get_int(d, "aug_flip", 0, &flip) || get_int(d, "aug_crop", 0, &crop) ||
-        get_int(d, "aug_translate", 0, &translate) || get_int(d, "aug_fill", 0, &fill) ||
-        get_int(d, "aug_bilinear", 1, &bilinear) || get_float(d, "aug_fill_value", 0.0f, &L->aug.fill_value) ||
-        get_float(d, "aug_h_lo", 0.0f, &L->aug.h_lo) || get_float(d, "aug_h_hi", 0.0f, &L->aug.h_hi) ||
-        get_float(d, "aug_w_lo", 0.0f, &L->aug.w_lo) || get_float(d, "aug_w_hi", 0.0f, &L->aug.w_hi) ||
-        get_int(d, "aug_rotate", 0, &L->aug.rotate) || get_float(d, "aug_rot_lo", 0.0f, &L->aug.rot_lo) ||
-        get_float(d, "aug_rot_hi", 0.0f, &L->aug.rot_hi) || get_int(d, "aug_zoom", 0, &L->aug.zoom) ||
-        get_int(d, "aug_zoom_same", 0, &L->aug.zoom_same) || get_float(d, "aug_zh_lo", 1.0f, &L->aug.zh_lo) ||
-        get_float(d, "aug_zh_hi", 1.0f, &L->aug.zh_hi) || get_float(d, "aug_zw_lo", 1.0f, &L->aug.zw_lo) ||
-        get_float(d, "aug_zw_hi", 1.0f, &L->aug.zw_hi) || get_int(d, "aug_contrast", 0, &L->aug.contrast) ||
-        get_float(d, "aug_c_lo", 1.0f, &L->aug.c_lo) || get_float(d, "aug_c_hi", 1.0f, &L->aug.c_hi) ||
-        get_float(d, "aug_v_lo", -INFINITY, &L->aug.v_lo) || get_float(d, "aug_v_hi", INFINITY, &L->aug.v_hi) ||
-        get_int(d, "aug_noise", 0, &L->aug.noise) || get_float(d, "aug_stddev", 0.0f, &L->aug.stddev) ||
-        get_int(d, "rnd_dist", 0, &L->aug.rdist) || get_int(d, "rnd_shared", 0, &L->aug.rshared) ||
-        get_float(d, "rnd_a", 0.0f, &L->aug.ra) || get_float(d, "rnd_b", 0.0f, &L->aug.rb) ||
-        get_int(d, "rnd_fixed", 0, &L->rfixed) || get_int(d, "modes", 0, &L->modes) ||
-        get_int(d, "train_mode", 0, &L->train_mode))
-        return -1;
-    if (fill < BF_FILL_REFLECT || fill > BF_FILL_WRAP) {
-        PyErr_Format(PyExc_ValueError, "%s: unknown fill mode %d", L->name, fill);
-        return -1;
-    }
-    L->aug.flip = flip;
-    L->aug.crop = crop;
-    L->aug.translate = translate;
-    L->aug.fill = fill;
-    L->aug.bilinear = bilinear;
-    L->aug.seed = (uint64_t)seed;
-    return 0;
-}
-
-static int parse_layer(PyObject *d, bf_layer *L) {
-    memset(L, 0, sizeof *L);
-    if (!PyDict_Check(d)) { PyErr_SetString(PyExc_TypeError, "layer spec must be a dict"); return -1; }
-    PyObject *name = PyDict_GetItemString(d, "name");
-    const char *s = name ? PyUnicode_AsUTF8(name) : "layer";
-    if (!s) return -1;
-    strncpy(L->name, s, sizeof L->name - 1);
-    int kind, act;
-    if (get_int(d, "kind", -1, &kind) || get_int(d, "act", 0, &act) || get_int(d, "units", 0, &L->units) ||
-        get_int(d, "use_bias", 1, &L->use_bias) || get_int(d, "filters", 0, &L->filters) ||
-        get_int(d, "kh", 1, &L->kh) || get_int(d, "kw", 1, &L->kw) || get_int(d, "sh", 1, &L->sh) ||
-        get_int(d, "sw", 1, &L->sw) || get_int(d, "same", 0, &L->same) || get_int(d, "center", 1, &L->center) ||
-        get_int(d, "scale", 1, &L->scale) || get_float(d, "rate", 0.0f, &L->rate) ||
-        get_float(d, "momentum", 0.99f, &L->momentum) || get_float(d, "eps", 1e-3f, &L->eps) ||
-        get_int(d, "axis", 0, &L->axis) || get_int(d, "share", -1, &L->share) || get_int(d, "dil", 1, &L->dil) ||
-        get_int(d, "causal", 0, &L->causal) || get_int(d, "keepdims", 0, &L->keepdims) ||
-        get_int(d, "chan_first", 0, &L->chan_first))
-        return -1;
-    if (get_int(d, "heads", 0, &L->heads) || get_int(d, "key_dim", 0, &L->key_dim) ||
-        get_int(d, "value_dim", 0, &L->value_dim) || get_int(d, "out_dim", 0, &L->out_dim))
-        return -1;
-    if (get_int(d, "input_dim", 0, &L->input_dim) || get_int(d, "mask_zero", 0, &L->mask_zero) ||
-        get_int(d, "cell", 0, &L->cell) || get_int(d, "return_sequences", 0, &L->return_sequences) ||
-        get_int(d, "go_backwards", 0, &L->go_backwards) || get_int(d, "unit_forget_bias", 1, &L->unit_forget_bias) ||
-        get_int(d, "merge_mode", 0, &L->merge_mode) || get_int(d, "part", 0, &L->part) ||
-        get_int(d, "mask_off", 0, &L->mask_off) || get_int(d, "ract", BF_ACT_SIGMOID, &L->ract) ||
-        get_float(d, "rec_rate", 0.0f, &L->rec_rate))
-        return -1;
-    int trainable;
-    if (get_int(d, "trainable", 1, &trainable)) return -1;
-    L->frozen = !trainable;
-    PyObject *ins = PyDict_GetItemString(d, "inputs");
-    if (ins && ins != Py_None) {
-        PyObject *t = PySequence_Tuple(ins);
-        if (!t) return -1;
-        Py_ssize_t n = PyTuple_GET_SIZE(t);
-        if (n < 1 || n > BF_MAX_NODE_IN) {
-            Py_DECREF(t);
-            PyErr_Format(PyExc_ValueError, "%s: 1 to %d inputs, got %zd", L->name, BF_MAX_NODE_IN, n);
-            return -1;
-        }
-        for (Py_ssize_t j = 0; j < n; j++) {
-            long v = PyLong_AsLong(PyTuple_GET_ITEM(t, j));
-            if (v == -1 && PyErr_Occurred()) { Py_DECREF(t); return -1; }
-            L->in_ids[j] = (int)v;
-        }
-        L->nin = (int)n;
-        Py_DECREF(t);
-    }
-    if (act < 0 || act > BF_ACT_LAST) { PyErr_Format(PyExc_ValueError, "%s: unknown activation id %d", L->name, act); return -1; }
-    if (parse_more(d, L, act) < 0) return -1;
-    L->kind = (bf_layer_kind)kind;
-    L->act = (bf_act)act;
-    PyObject *target = PyDict_GetItemString(d, "target_shape");
-    if (target && target != Py_None && get_shape(target, "target_shape", &L->out_rank, L->out_shape, 1) < 0) return -1;
-    /* inits: up to BF_MAX_PARAMS entries by role, each None or (kind, a, b, mode) */
-    PyObject *inits = PyDict_GetItemString(d, "inits");
-    if (inits && inits != Py_None) {
-        PyObject *seq = PySequence_Fast(inits, "inits must be a sequence");
-        if (!seq) return -1;
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-        for (Py_ssize_t i = 0; i < n && i < BF_MAX_PARAMS; i++) {
-            PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
-            if (e == Py_None) continue;
-            int k, mode;
-            bf_init_spec *u = &L->inits[i];
-            if (!PyArg_ParseTuple(e, "iffi", &k, &u->a, &u->b, &mode)) { Py_DECREF(seq); return -1; }
-            if (k < 0 || k > BF_INIT_LAST || mode < BF_FAN_IN || mode > BF_FAN_AVG) {
-                Py_DECREF(seq);
-                PyErr_Format(PyExc_ValueError, "%s: unknown initializer kind %d / mode %d", L->name, k, mode);
-                return -1;
-            }
-            u->set = 1;
-            u->kind = (bf_init)k;
-            u->mode = (bf_fan_mode)mode;
-        }
-        Py_DECREF(seq);
-    }
-    /* regs: by role, None or (l1, l2); cons: by role, None or (kind, min_value, max_value, rate, axis_lo, axis_hi) */
-    PyObject *regs = PyDict_GetItemString(d, "regs");
-    if (regs && regs != Py_None) {
-        PyObject *seq = PySequence_Fast(regs, "regs must be a sequence");
-        if (!seq) return -1;
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && i < BF_MAX_PARAMS; i++) {
-            PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
-            if (e != Py_None && !PyArg_ParseTuple(e, "ff", &L->reg[i][0], &L->reg[i][1])) { Py_DECREF(seq); return -1; }
-        }
-        Py_DECREF(seq);
-    }
-    PyObject *cons = PyDict_GetItemString(d, "cons");
-    if (cons && cons != Py_None) {
-        PyObject *seq = PySequence_Fast(cons, "cons must be a sequence");
-        if (!seq) return -1;
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && i < BF_MAX_PARAMS; i++) {
-            PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
-            if (e == Py_None) continue;
-            bf_constraint *c = &L->cons[i];
-            int k;
-            if (!PyArg_ParseTuple(e, "ifffii", &k, &c->min_value, &c->max_value, &c->rate, &c->axis_lo, &c->axis_hi)) {
-                Py_DECREF(seq);
-                return -1;
-            }
-            if (k < 0 || k > BF_CON_LAST) {
-                Py_DECREF(seq);
-                PyErr_Format(PyExc_ValueError, "%s: unknown constraint kind %d", L->name, k);
-                return -1;
-            }
-            c->kind = (bf_constraint_kind)k;
-        }
-        Py_DECREF(seq);
-    }
-    return 0;
-}
-
 static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"layers", "input_shape", "seed", "input_shapes", "outputs", NULL};
-    PyObject *layers, *in_shape, *in_shapes = Py_None, *outputs = Py_None;
+    PyObject *layers, *in_shape, *in_shapes = Py_None, *outputs = Py_None, *seed_obj = NULL;
     unsigned long long seed = 0;
     bf_module_state *st = bf_state_of_type(tp);
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|KOO", kwlist, &layers, &in_shape, &seed, &in_shapes, &outputs))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OOO", kwlist, &layers, &in_shape, &seed_obj, &in_shapes, &outputs))
         return NULL;
+    if (seed_obj && bf_py_seed(seed_obj, "Model", "seed", &seed) < 0) return NULL;
     PyObject *seq = PySequence_Fast(layers, "layers must be a list");
     if (!seq) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -278,7 +45,7 @@ static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
     m->nlayers = (int)n;
     m->seed = seed;
     for (Py_ssize_t i = 0; i < n; i++)
-        if (parse_layer(PySequence_Fast_GET_ITEM(seq, i), &m->layers[i]) < 0) goto fail;
+        if (bf_parse_layer(PySequence_Fast_GET_ITEM(seq, i), &m->layers[i]) < 0) goto fail;
     Py_DECREF(seq);
     seq = NULL;
     if (in_shapes != Py_None) { /* several inputs */
@@ -291,13 +58,13 @@ static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
             goto fail;
         }
         for (Py_ssize_t k = 0; k < ni; k++)
-            if (get_shape(PyTuple_GET_ITEM(t, k), "input shape", &m->in_ranks[k], m->in_shapes[k], 0) < 0) {
+            if (bf_parse_shape(PyTuple_GET_ITEM(t, k), "input_shape", &m->in_ranks[k], m->in_shapes[k], 0) < 0) {
                 Py_DECREF(t);
                 goto fail;
             }
         m->n_inputs = (int)ni;
         Py_DECREF(t);
-    } else if (get_shape(in_shape, "input_shape", &m->in_rank, m->in_shape, 0) < 0) goto fail;
+    } else if (bf_parse_shape(in_shape, "input_shape", &m->in_rank, m->in_shape, 0) < 0) goto fail;
     if (outputs != Py_None) {
         PyObject *t = PySequence_Tuple(outputs);
         if (!t) goto fail;
@@ -307,11 +74,11 @@ static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
             PyErr_Format(PyExc_ValueError, "a model has 1 to %d outputs, got %zd", BF_MAX_OUTPUTS, no);
             goto fail;
         }
-        for (Py_ssize_t k = 0; k < no; k++) {
-            long v = PyLong_AsLong(PyTuple_GET_ITEM(t, k));
-            if (v == -1 && PyErr_Occurred()) { Py_DECREF(t); goto fail; }
-            m->out_t[k] = (int)v;
-        }
+        for (Py_ssize_t k = 0; k < no; k++)
+            if (bf_py_int(PyTuple_GET_ITEM(t, k), "Model", "outputs", 0, INT_MAX, &m->out_t[k]) < 0) {
+                Py_DECREF(t);
+                goto fail;
+            }
         m->n_outputs = (int)no;
         Py_DECREF(t);
     }
@@ -494,24 +261,10 @@ static PyObject *Model_set_metrics(ModelObject *self, PyObject *arg) {
         return PyErr_Format(PyExc_RuntimeError, "compile() cannot run while fit / evaluate / predict has the model");
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *d = PySequence_Fast_GET_ITEM(seq, i);
-        int kind, weighted, k, nt, fl;
-        memset(&ms[i], 0, sizeof ms[i]);
-        if (!PyDict_Check(d)) { Py_DECREF(seq); return PyErr_Format(PyExc_TypeError, "metrics[%zd] must be a dict", i); }
-        if (get_int(d, "kind", -1, &kind) || get_int(d, "weighted", 0, &weighted) || get_int(d, "k", 5, &k) ||
-            get_int(d, "num_thresholds", 200, &nt) || get_float(d, "threshold", 0.5f, &ms[i].threshold) ||
-            get_float(d, "value", 0.0f, &ms[i].value) ||
-            get_int(d, "from_logits", 0, &fl) || get_int(d, "output", 0, &ms[i].output) ||
-            get_int(d, "has_class_id", 0, &ms[i].has_class_id) || get_int(d, "class_id", 0, &ms[i].class_id) ||
-            get_int(d, "batch_mean", 0, &ms[i].batch_mean)) {
+        if (bf_parse_metric(PySequence_Fast_GET_ITEM(seq, i), i, &ms[i]) < 0) {
             Py_DECREF(seq);
             return NULL;
         }
-        ms[i].kind = (bf_metric_kind)kind;
-        ms[i].weighted = weighted;
-        ms[i].k = k;
-        ms[i].num_thresholds = nt;
-        ms[i].from_logits = fl;
     }
     Py_DECREF(seq);
     bf_status s = bf_model_set_metrics(&self->m, ms, (int)n);
@@ -536,8 +289,8 @@ static PyObject *Model_optimizer_state(ModelObject *self, PyObject *noargs) {
 }
 
 static PyObject *Model_set_iterations(ModelObject *self, PyObject *arg) {
-    long it = PyLong_AsLong(arg);
-    if (it == -1 && PyErr_Occurred()) return NULL;
+    long it;
+    if (bf_py_long(arg, NULL, "iterations", 0, LONG_MAX, &it) < 0) return NULL;
     self->m.opt.iterations = it;
     Py_RETURN_NONE;
 }
@@ -606,9 +359,10 @@ static PyObject *Model_set_learning_rate(ModelObject *self, PyObject *arg) {
 /* restore_optimizer_state(iterations, [slot arrays]) for load_model; all or nothing */
 static PyObject *Model_restore_optimizer_state(ModelObject *self, PyObject *args) {
     long it;
-    PyObject *list;
+    PyObject *it_obj, *list;
     bf_model *m = &self->m;
-    if (!PyArg_ParseTuple(args, "lO", &it, &list)) return NULL;
+    if (!PyArg_ParseTuple(args, "OO", &it_obj, &list)) return NULL;
+    if (bf_py_long(it_obj, "optimizer state", "iterations", 0, LONG_MAX, &it) < 0) return NULL;
     PyObject *seq = PySequence_Fast(list, "slots must be a list");
     if (!seq) return NULL;
     if (!m->compiled || PySequence_Fast_GET_SIZE(seq) != m->opt.nslots) {
@@ -684,9 +438,11 @@ static PyObject *Model_plan(ModelObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"mode", "rows", "device", "weighted", NULL};
     const char *mode_s, *device = "cpu";
     int rows, weighted = 0;
+    PyObject *rows_obj;
     bf_mode mode;
     bf_module_state *st = bf_state_of_type(Py_TYPE(self));
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "si|sp", kwlist, &mode_s, &rows, &device, &weighted)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|sp", kwlist, &mode_s, &rows_obj, &device, &weighted)) return NULL;
+    if (bf_py_int(rows_obj, "plan", "rows", 1, INT_MAX, &rows) < 0) return NULL;
     if (parse_mode(mode_s, &mode) < 0) return NULL;
     bf_backend *be;
     bf_status s = bf_backend_get(device, &be);
@@ -700,11 +456,17 @@ static PyObject *Model_open_run(ModelObject *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"mode", "rows", "device", "host_budget", "device_budget", "seed", "guard", "weighted", NULL};
     const char *mode_s, *device = "cpu";
     int rows, guard = 1, weighted = 0;
-    Py_ssize_t hb = 0, db = 0;
+    PyObject *rows_obj, *hb_obj = NULL, *db_obj = NULL, *seed_obj = NULL;
+    long long hb = 0, db = 0;
     unsigned long long seed = 0;
     bf_mode mode;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "si|snnKpp", kwlist, &mode_s, &rows, &device, &hb, &db, &seed, &guard,
-                                     &weighted))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|sOOOpp", kwlist, &mode_s, &rows_obj, &device, &hb_obj, &db_obj,
+                                     &seed_obj, &guard, &weighted))
+        return NULL;
+    if (bf_py_int(rows_obj, "open_run", "rows", 1, INT_MAX, &rows) < 0 ||
+        (hb_obj && bf_py_int64(hb_obj, "open_run", "host_budget", 0, PY_SSIZE_T_MAX, &hb) < 0) ||
+        (db_obj && bf_py_int64(db_obj, "open_run", "device_budget", 0, PY_SSIZE_T_MAX, &db) < 0) ||
+        (seed_obj && bf_py_seed(seed_obj, "open_run", "seed", &seed) < 0))
         return NULL;
     if (parse_mode(mode_s, &mode) < 0) return NULL;
     PyObject *run = bf_run_new(self, mode, rows, device, (size_t)hb, (size_t)db, seed, weighted);

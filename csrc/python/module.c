@@ -1,6 +1,8 @@
 /* module.c - boundfit._core: multi-phase init, module state (exception
  * classes from boundfit.errors), and module-level functions (fault injection,
  * BLAS threads, build information). */
+#include <limits.h>
+
 #include "glue.h"
 
 #define PY_ARRAY_UNIQUE_SYMBOL BF_ARRAY_API
@@ -20,7 +22,8 @@ bf_module_state *bf_state_of_module(PyObject *m) { return (bf_module_state *)PyM
 static PyObject *fault_inject(PyObject *self, PyObject *args) {
     (void)self;
     long n;
-    if (!PyArg_ParseTuple(args, "l", &n)) return NULL;
+    PyObject *n_obj;
+    if (!PyArg_ParseTuple(args, "O", &n_obj) || bf_py_long(n_obj, "fault_inject", "n", 0, LONG_MAX, &n) < 0) return NULL;
     bf_fault_set(n);
     Py_RETURN_NONE;
 }
@@ -58,15 +61,19 @@ GETTER(emu_waits, PyLong_FromLong, bf_emu_waits)
 static PyObject *set_num_threads(PyObject *self, PyObject *args) {
     (void)self;
     int n;
-    if (!PyArg_ParseTuple(args, "i", &n)) return NULL;
-    if (n < 1) return PyErr_Format(PyExc_ValueError, "num_threads must be >= 1, got %d", n);
+    PyObject *n_obj;
+    if (!PyArg_ParseTuple(args, "O", &n_obj) || bf_py_int(n_obj, "set_num_threads", "num_threads", 1, INT_MAX, &n) < 0)
+        return NULL;
     bf_par_set_threads(n);
     Py_RETURN_NONE;
 }
 
 static PyObject *blas_probe(PyObject *self, PyObject *args) {
     int M, N, K;
-    if (!PyArg_ParseTuple(args, "iii", &M, &N, &K)) return NULL;
+    PyObject *o[3];
+    if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2]) || bf_py_int(o[0], "blas_probe", "M", 1, INT_MAX, &M) < 0 ||
+        bf_py_int(o[1], "blas_probe", "N", 1, INT_MAX, &N) < 0 || bf_py_int(o[2], "blas_probe", "K", 1, INT_MAX, &K) < 0)
+        return NULL;
     bf_status s;
     Py_BEGIN_ALLOW_THREADS
     s = bf_cpu_blas_probe(M, N, K);

@@ -193,10 +193,16 @@ static int parse_srcs(bf_module_state *st, PyObject *obj, const char *what, bf_s
 }
 
 static PyObject *run_steps(RunObject *self, PyObject *args, int train) {
-    PyObject *x_obj, *y_obj, *order_obj, *sw_obj = Py_None, *cw_obj = Py_None;
+    PyObject *x_obj, *y_obj, *order_obj, *sw_obj = Py_None, *cw_obj = Py_None, *nums[4];
     long n, batch, first, nsteps;
+    const char *what = train ? "train" : "evaluate";
     bf_module_state *st = bf_state_of_type(Py_TYPE(self));
-    if (!PyArg_ParseTuple(args, "OOOllll|OO", &x_obj, &y_obj, &order_obj, &n, &batch, &first, &nsteps, &sw_obj, &cw_obj))
+    if (!PyArg_ParseTuple(args, "OOOOOOO|OO", &x_obj, &y_obj, &order_obj, &nums[0], &nums[1], &nums[2], &nums[3], &sw_obj,
+                          &cw_obj))
+        return NULL;
+    if (bf_py_long(nums[0], what, "n", 0, LONG_MAX, &n) < 0 || bf_py_long(nums[1], what, "batch_size", 1, INT_MAX, &batch) < 0 ||
+        bf_py_long(nums[2], what, "first_step", 0, LONG_MAX, &first) < 0 ||
+        bf_py_long(nums[3], what, "steps", 0, LONG_MAX, &nsteps) < 0)
         return NULL;
     if (need_open(self) < 0) return NULL;
     bf_srcs x, y;
@@ -224,10 +230,6 @@ static PyObject *run_steps(RunObject *self, PyObject *args, int train) {
     }
     if ((sw_obj != Py_None || cw_obj != Py_None) && !self->r.weighted) {
         PyErr_Format(PyExc_ValueError, "this run was opened without sample weights (weighted=False)");
-        goto done;
-    }
-    if (batch <= 0) {
-        PyErr_Format(PyExc_ValueError, "batch_size must be positive, got %ld", batch);
         goto done;
     }
     if (parse_order(order_obj, n, &order) < 0) goto done;
@@ -273,10 +275,14 @@ static PyObject *Run_train(RunObject *self, PyObject *args) { return run_steps(s
 static PyObject *Run_evaluate(RunObject *self, PyObject *args) { return run_steps(self, args, 0); }
 
 static PyObject *Run_predict(RunObject *self, PyObject *args) {
-    PyObject *x_obj, *out_obj;
+    PyObject *x_obj, *out_obj, *nums[3];
     long start, n, out_start;
     bf_module_state *st = bf_state_of_type(Py_TYPE(self));
-    if (!PyArg_ParseTuple(args, "OOlll", &x_obj, &out_obj, &start, &n, &out_start)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOOOO", &x_obj, &out_obj, &nums[0], &nums[1], &nums[2])) return NULL;
+    if (bf_py_long(nums[0], "predict", "start", 0, LONG_MAX, &start) < 0 ||
+        bf_py_long(nums[1], "predict", "n", 0, LONG_MAX, &n) < 0 ||
+        bf_py_long(nums[2], "predict", "out_start", 0, LONG_MAX, &out_start) < 0)
+        return NULL;
     if (need_open(self) < 0) return NULL;
     bf_srcs x;
     PyObject *xh = NULL;
@@ -288,19 +294,19 @@ static PyObject *Run_predict(RunObject *self, PyObject *args) {
     }
     PyArrayObject *out = (PyArrayObject *)out_obj;
     long C = bf_model_out_size(&self->model->m);
-    if (start < 0 || start + n > bf_srcs_rows(&x) || out_start < 0 || (out_start + n) * C > PyArray_SIZE(out)) {
+    const long out_cap = C > 0 ? (long)(PyArray_SIZE(out) / C) : 0; /* rows out holds (no product that could wrap) */
+    if (n > bf_srcs_rows(&x) || start > bf_srcs_rows(&x) - n || n > out_cap || out_start > out_cap - n) {
         Py_XDECREF(xh);
         return PyErr_Format(PyExc_ValueError, "predict: rows [%ld, %ld) out of range", start, start + n);
     }
     float *dst = (float *)PyArray_DATA(out);
-    long out_rows = (long)(PyArray_SIZE(out) / (C ? C : 1));
     if (refresh(self) < 0) {
         Py_XDECREF(xh);
         return NULL;
     }
     bf_status s;
     Py_BEGIN_ALLOW_THREADS
-    s = bf_run_predict(&self->r, dst, out_rows, out_start, &x, start, n);
+    s = bf_run_predict(&self->r, dst, out_cap, out_start, &x, start, n);
     Py_END_ALLOW_THREADS
     Py_XDECREF(xh);
     if (s != BF_OK) return run_error(self, s);

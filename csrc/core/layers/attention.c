@@ -245,6 +245,9 @@ static bf_status mha_check(bf_model *m, int i) {
             return BF_FAIL(BF_ERR_SHAPE, "%s: attention_mask must have shape (batch, %d, %d)", L->name, q[0], v[0]);
     }
     const int H = L->heads, out = L->out_dim ? L->out_dim : q[1];
+    if ((long long)H * L->key_dim > INT_MAX || (long long)H * L->value_dim > INT_MAX) /* the heads side by side */
+        return BF_FAIL(BF_ERR_ARG, "%s: num_heads * key_dim and num_heads * value_dim must be at most %d, got %d * %d "
+                       "and %d * %d", L->name, INT_MAX, H, L->key_dim, H, L->value_dim);
     const int dims[3] = {q[1], k[1], v[1]}, per[3] = {L->key_dim, L->key_dim, L->value_dim};
     const char *names[3] = {"query", "key", "value"};
     char nm[32];

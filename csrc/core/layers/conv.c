@@ -178,8 +178,11 @@ static bf_status conv1d_infer(bf_layer *L, int rank, const int *shape) {
         return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 2 (steps, channels) per sample, got rank %d", L->name, rank);
     if (L->kw <= 0 || L->sw <= 0 || L->dil <= 0 || L->filters <= 0)
         return BF_FAIL(BF_ERR_ARG, "%s: kernel_size, strides, dilation_rate and filters must be positive", L->name);
+    if ((long long)(L->kw - 1) * L->dil + 1 > INT_MAX)
+        return BF_FAIL(BF_ERR_ARG, "%s: kernel_size %d with dilation_rate %d spans more than %d steps", L->name, L->kw,
+                       L->dil, INT_MAX);
     const int span = (L->kw - 1) * L->dil + 1;
-    const int ot = L->same || L->causal ? (shape[0] + L->sw - 1) / L->sw : (shape[0] - span) / L->sw + 1;
+    const int ot = L->same || L->causal ? (shape[0] - 1) / L->sw + 1 : (shape[0] - span) / L->sw + 1;
     if (ot <= 0 || (!L->same && !L->causal && shape[0] < span))
         return BF_FAIL(BF_ERR_SHAPE, "%s: kernel %d with dilation %d does not fit %d steps with padding='valid'",
                        L->name, L->kw, L->dil, shape[0]);
@@ -240,7 +243,9 @@ const bf_layer_ops bf_ops_CONV1D = {
  * 1 x T image, kernel (k, filters, C) (Keras's layout, the same memory). ---- */
 
 /* Keras (output_padding=None): 'same' in*s, 'valid' (in-1)*s + max(k, s) */
-static int convt_len(int in, int k, int s, int same) { return same ? in * s : (in - 1) * s + (k > s ? k : s); }
+static long long convt_len(int in, int k, int s, int same) {
+    return same ? (long long)in * s : (long long)(in - 1) * s + (k > s ? k : s);
+}
 
 static bf_status convt_infer(bf_layer *L, int rank, const int *shape) {
     int C = shape[rank - 1];
@@ -252,13 +257,13 @@ static bf_status convt_infer(bf_layer *L, int rank, const int *shape) {
         return BF_FAIL(BF_ERR_ARG, "%s: kernel_size, strides and filters must be positive", L->name);
     float rf = (float)(L->kh * L->kw);
     if (one_d) {
-        L->out_shape[0] = convt_len(shape[0], L->kw, L->sw, L->same);
+        BF_TRY(bf_out_dim(L, convt_len(shape[0], L->kw, L->sw, L->same), &L->out_shape[0]));
         L->out_shape[1] = L->filters;
         int ks[3] = {L->kw, L->filters, C};
         bf_add_param(L, 0, "kernel", 3, ks, 1, BF_INIT_GLOROT_UNIFORM, rf * L->filters, rf * C);
     } else {
-        L->out_shape[0] = convt_len(shape[0], L->kh, L->sh, L->same);
-        L->out_shape[1] = convt_len(shape[1], L->kw, L->sw, L->same);
+        BF_TRY(bf_out_dim(L, convt_len(shape[0], L->kh, L->sh, L->same), &L->out_shape[0]));
+        BF_TRY(bf_out_dim(L, convt_len(shape[1], L->kw, L->sw, L->same), &L->out_shape[1]));
         L->out_shape[2] = L->filters;
         int ks[4] = {L->kh, L->kw, L->filters, C};
         bf_add_param(L, 0, "kernel", 4, ks, 1, BF_INIT_GLOROT_UNIFORM, rf * L->filters, rf * C);

@@ -5,6 +5,8 @@
 #ifndef BF_LAYERS_LAYER_H
 #define BF_LAYERS_LAYER_H
 
+#include <limits.h>
+
 #include "../bufs.h"
 #include "../masks.h"
 #include "../step.h"
@@ -13,7 +15,7 @@
 /* ---- shapes and parameters (model.c: bf_add_param, bf_shape_str) ---- */
 
 /* Keras's output length of a window k, stride s ('same' or 'valid') */
-static inline int bf_out_len(int in, int k, int s, int same) { return same ? (in + s - 1) / s : (in - k) / s + 1; }
+static inline int bf_out_len(int in, int k, int s, int same) { return same ? (in - 1) / s + 1 : (in - k) / s + 1; }
 /* a mask hook: the output carries the first input's mask */
 bf_status bf_mask_keep(const bf_model *m, int i, int *mask);
 

@@ -36,17 +36,15 @@ static bf_status zeropad_infer(bf_layer *L, int rank, const int *shape) {
     BF_TRY(image_rank(L, rank));
     for (int k = 0; k < 4; k++)
         if (L->pad[k] < 0) return BF_FAIL(BF_ERR_ARG, "%s: padding must be >= 0, got %d", L->name, L->pad[k]);
-    L->out_shape[0] = shape[0] + L->pad[0] + L->pad[1];
-    L->out_shape[1] = shape[1] + L->pad[2] + L->pad[3];
-    return BF_OK;
+    BF_TRY(bf_out_dim(L, (long long)shape[0] + L->pad[0] + L->pad[1], &L->out_shape[0]));
+    return bf_out_dim(L, (long long)shape[1] + L->pad[2] + L->pad[3], &L->out_shape[1]);
 }
 
 static bf_status upsample_infer(bf_layer *L, int rank, const int *shape) {
     BF_TRY(image_rank(L, rank));
     if (L->sh <= 0 || L->sw <= 0) return BF_FAIL(BF_ERR_ARG, "%s: size must be positive", L->name);
-    L->out_shape[0] = shape[0] * L->sh;
-    L->out_shape[1] = shape[1] * L->sw;
-    return BF_OK;
+    BF_TRY(bf_out_dim(L, (long long)shape[0] * L->sh, &L->out_shape[0]));
+    return bf_out_dim(L, (long long)shape[1] * L->sw, &L->out_shape[1]);
 }
 
 static int supported(const bf_backend *be, const bf_layer *L) {

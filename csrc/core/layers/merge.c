@@ -21,7 +21,7 @@ static bf_status check(bf_model *m, int i) {
     if (concat && (L->axis < 0 || L->axis >= r))
         return BF_FAIL(BF_ERR_ARG, "%s: axis %d is out of range for inputs of rank %d (excluding the batch axis)",
                        L->name, L->axis + 1, r);
-    int sum = 0;
+    long long sum = 0;
     for (int j = 0; j < L->nin; j++) {
         int t = L->in_ids[j], ok = m->t_rank[t] == r;
         for (int d = 0; ok && d < r; d++) ok = m->t_shape[t][d] == m->t_shape[t0][d] || (concat && d == L->axis);
@@ -34,8 +34,7 @@ static bf_status check(bf_model *m, int i) {
         }
         if (concat) sum += m->t_shape[t][L->axis];
     }
-    if (concat) L->out_shape[L->axis] = sum;
-    return BF_OK;
+    return concat ? bf_out_dim(L, sum, &L->out_shape[L->axis]) : BF_OK;
 }
 
 /* the one Embedding mask the inputs carry (two different ones: refused) */

@@ -91,6 +91,9 @@ static bf_status bf_seq_infer(bf_layer *L, int rank, const int *shape) {
         return BF_FAIL(BF_ERR_ARG, "%s: unknown merge_mode %d", L->name, L->merge_mode);
     int T = shape[0], D = shape[1], U = L->units;
     int G = bf_rnn_gates((bf_cell_kind)(L->cell - BF_L_SIMPLE_RNN));
+    if ((long long)G * U > INT_MAX || (L->kind == BF_L_BIDIR && 2LL * U > INT_MAX))
+        return BF_FAIL(BF_ERR_ARG, "%s: units must be at most %d for this cell (its %d gates side by side), got %d",
+                       L->name, INT_MAX / (L->kind == BF_L_BIDIR && G < 2 ? 2 : G), G, U);
     if (L->kind == BF_L_BIDIR) {
         rnn_params(L, 0, "forward_", D, U, G);
         rnn_params(L, 3, "backward_", D, U, G);

@@ -50,8 +50,8 @@ def _as_array(a, what, text=False):
 def check_batch_size(batch_size):
     if batch_size is None or batch_size == "auto":
         return batch_size
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
-        raise ValueError(f"batch_size must be a positive int or 'auto', got {batch_size!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or not 0 < batch_size < 2**31:
+        raise ValueError(f"batch_size must be a positive int below 2**31 (the engine's rows) or 'auto', got {batch_size!r}")
     return int(batch_size)
 
 

@@ -1,6 +1,8 @@
 """What the layer families share: the engine's layer kind numbers and the
 checks and conversions of common arguments (sizes, padding, seeds, weight
-options)."""
+options). A size is a positive int (a numpy integer too; not a bool, not a
+float) below 2**31, the engine's range: checked here, when the layer is made,
+so the engine never sees a size it would refuse."""
 
 import math
 import numbers
@@ -20,11 +22,35 @@ def _out_len(n, k, s, same):
     return -(-n // s) if same else (n - k) // s + 1
 
 
-def _pair(v, argument):
-    t = (v, v) if isinstance(v, int) else tuple(v)
-    if len(t) != 2 or not all(isinstance(i, int) and i > 0 for i in t):
-        raise ValueError(f"{argument} must be a positive int or a pair of them, got {v!r}")
-    return t
+SIZE_LIMIT = 2**31  # the engine's sizes are C ints (csrc/python/spec_py.c)
+
+
+def _is_size(v, low=1):
+    return (isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+            and low <= v < SIZE_LIMIT)
+
+
+def _size(cls, argument, v, allow_none=False):
+    """v as a size: a positive int below 2**31, else a ValueError naming the class, the argument and the value."""
+    if v is None and allow_none:
+        return None
+    if not _is_size(v):
+        raise ValueError(f"{cls}: {argument} must be a positive integer below 2**31"
+                         f"{' or None' if allow_none else ''}, got {v!r}")
+    return int(v)
+
+
+def _sizes(cls, argument, v, n):
+    """a size or n of them (a tuple / list) as a tuple of n ints"""
+    t = (v,) * n if _is_size(v) else tuple(v) if isinstance(v, (list, tuple)) else None
+    if t is None or len(t) != n or not all(_is_size(i) for i in t):
+        what = "a pair of them" if n == 2 else f"a tuple of {n}"
+        raise ValueError(f"{cls}: {argument} must be a positive integer below 2**31 or {what}, got {v!r}")
+    return tuple(int(i) for i in t)
+
+
+def _pair(v, argument, cls="layer"):
+    return _sizes(cls, argument, v, 2)
 
 
 def _padding(p):
@@ -70,16 +96,13 @@ def _data_format(cls, data_format):
 def _seed(cls, seed):
     if seed is None:
         return None
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"{cls}: seed must be None or an int >= 0, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**64:
+        raise ValueError(f"{cls}: seed must be None or an int from 0 to 2**64 - 1, got {seed!r}")
     return int(seed)
 
 
-def _single(v, argument):
-    t = (v,) if isinstance(v, int) else tuple(v) if isinstance(v, (list, tuple)) else None
-    if t is None or len(t) != 1 or not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in t):
-        raise ValueError(f"{argument} must be a positive int or a tuple of one, got {v!r}")
-    return t
+def _single(v, argument, cls="layer"):
+    return _sizes(cls, argument, v, 1)
 
 
 def _channels_last(cls, data_format):
@@ -88,9 +111,7 @@ def _channels_last(cls, data_format):
 
 
 def _filters(cls, filters):
-    if not isinstance(filters, int) or isinstance(filters, bool) or filters <= 0:
-        raise ValueError(f"{cls}: filters must be a positive int, got {filters!r}")
-    return filters
+    return _size(cls, "filters", filters)
 
 
 def _rank(layer, shape, rank, what):
@@ -100,12 +121,7 @@ def _rank(layer, shape, rank, what):
 
 
 def _positive_int(v, argument, allow_none=False):
-    if v is None and allow_none:
-        return None
-    if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-        raise ValueError(f"MultiHeadAttention: {argument} must be a positive int{' or None' if allow_none else ''}, "
-                         f"got {argument}={v!r}")
-    return v
+    return _size("MultiHeadAttention", argument, v, allow_none)
 
 
 def _listed(v):

@@ -5,9 +5,7 @@ counter-based generator: a layer seed gives the same augmentations on every
 run of a fresh model. The transforms are Keras 3's (its affine matrices,
 sampling and fill modes; its contrast formula); the draws are boundfit's own."""
 
-import numbers
-
-from .args import _data_format, _listed, _image_shape, _number, _seed, engine_kinds
+from .args import _data_format, _listed, _image_shape, _number, _seed, _size, engine_kinds
 from .layer import Layer, keras_config
 
 AUGMENT, = engine_kinds("AUGMENT")
@@ -52,10 +50,7 @@ class RandomCrop(_Random):
 
     def __init__(self, height, width, seed=None, data_format=None, **kwargs):
         super().__init__(seed=seed, data_format=data_format, **kwargs)
-        for k, v in (("height", height), ("width", width)):
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v <= 0:
-                raise ValueError(f"RandomCrop: {k} must be a positive int, got {v!r}")
-        self.height, self.width = int(height), int(width)
+        self.height, self.width = _size("RandomCrop", "height", height), _size("RandomCrop", "width", width)
 
     def compute_output_shape(self, shape):
         _image_shape(self, shape)

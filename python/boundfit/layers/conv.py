@@ -5,7 +5,7 @@ output_padding=None). Each describes itself as an engine spec (kinds of
 csrc/core/model.h)."""
 
 from .. import activations, constraints, initializers, regularizers
-from .args import (_channels_last, _filters, _out_len, _pair, _padding, _rank, _single, _weight_options,
+from .args import (_channels_last, _filters, _out_len, _pair, _padding, _rank, _single, _size, _weight_options,
                    _weight_specs, engine_kinds)
 from .layer import Layer, keras_config
 
@@ -26,11 +26,9 @@ class Conv2D(Layer):
         self.bias_initializer = initializers.get(bias_initializer, "bias_initializer")
         if data_format not in (None, "channels_last"):
             raise ValueError("Conv2D: only data_format='channels_last' is supported")
-        if not isinstance(filters, int) or filters <= 0:
-            raise ValueError(f"Conv2D: filters must be a positive int, got {filters!r}")
-        self.filters = filters
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.strides = _pair(strides, "strides")
+        self.filters = _filters(type(self).__name__, filters)
+        self.kernel_size = _pair(kernel_size, "kernel_size", type(self).__name__)
+        self.strides = _pair(strides, "strides", type(self).__name__)
         self.padding = _padding(padding)
         self.activation = activations.get_id(activation)
         self.use_bias = bool(use_bias)
@@ -69,15 +67,13 @@ class DepthwiseConv2D(Layer):
                  activity_regularizer=None, depthwise_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
         _channels_last("DepthwiseConv2D", data_format)
-        if _pair(dilation_rate, "dilation_rate") != (1, 1):
+        if _pair(dilation_rate, "dilation_rate", type(self).__name__) != (1, 1):
             raise ValueError(f"DepthwiseConv2D: only dilation_rate=1 is supported, got {dilation_rate!r}")
-        if isinstance(depth_multiplier, bool) or not isinstance(depth_multiplier, int) or depth_multiplier <= 0:
-            raise ValueError(f"DepthwiseConv2D: depth_multiplier must be a positive int, got {depth_multiplier!r}")
         _weight_options(self, depthwise_regularizer, bias_regularizer, activity_regularizer, depthwise_constraint,
                         bias_constraint)
-        self.depth_multiplier = depth_multiplier
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.strides = _pair(strides, "strides")
+        self.depth_multiplier = _size("DepthwiseConv2D", "depth_multiplier", depth_multiplier)
+        self.kernel_size = _pair(kernel_size, "kernel_size", type(self).__name__)
+        self.strides = _pair(strides, "strides", type(self).__name__)
         self.padding = _padding(padding)
         self.activation = activations.get_id(activation)
         self.use_bias = bool(use_bias)
@@ -148,9 +144,9 @@ class Conv1D(Layer):
         super().__init__(**kwargs)
         _channels_last("Conv1D", data_format)
         self.filters = _filters("Conv1D", filters)
-        self.kernel_size = _single(kernel_size, "kernel_size")
-        self.strides = _single(strides, "strides")
-        self.dilation_rate = _single(dilation_rate, "dilation_rate")
+        self.kernel_size = _single(kernel_size, "kernel_size", type(self).__name__)
+        self.strides = _single(strides, "strides", type(self).__name__)
+        self.dilation_rate = _single(dilation_rate, "dilation_rate", type(self).__name__)
         if self.strides[0] > 1 and self.dilation_rate[0] > 1:
             raise ValueError(f"Conv1D: strides > 1 is not supported together with dilation_rate > 1 (as in Keras), "
                              f"got strides={strides!r} and dilation_rate={dilation_rate!r}")
@@ -197,13 +193,13 @@ class Conv2DTranspose(Layer):
         super().__init__(**kwargs)
         _channels_last("Conv2DTranspose", data_format)
         self.filters = _filters("Conv2DTranspose", filters)
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.strides = _pair(strides, "strides")
+        self.kernel_size = _pair(kernel_size, "kernel_size", type(self).__name__)
+        self.strides = _pair(strides, "strides", type(self).__name__)
         self.padding = _padding(padding)
         if output_padding is not None:
             raise ValueError(f"Conv2DTranspose: output_padding must be None (Keras's default), got {output_padding!r}")
         self.output_padding = None
-        if _pair(dilation_rate, "dilation_rate") != (1, 1):
+        if _pair(dilation_rate, "dilation_rate", type(self).__name__) != (1, 1):
             raise ValueError(f"Conv2DTranspose: dilation_rate must be 1, got {dilation_rate!r}")
         _weight_options(self, kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
                         bias_constraint)
@@ -236,7 +232,7 @@ class Conv1DTranspose(Conv2DTranspose):
                  dilation_rate=1, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, **kwargs):
-        k, s, d = (_single(v, name)[0] for v, name in ((kernel_size, "kernel_size"), (strides, "strides"),
+        k, s, d = (_single(v, name, type(self).__name__)[0] for v, name in ((kernel_size, "kernel_size"), (strides, "strides"),
                                                        (dilation_rate, "dilation_rate")))
         super().__init__(filters, (1, k), strides=(1, s), padding=padding, output_padding=output_padding,
                          data_format=data_format, dilation_rate=(1, d), activation=activation, use_bias=use_bias,

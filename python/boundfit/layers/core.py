@@ -1,7 +1,7 @@
 """Dense and Activation."""
 
 from .. import activations, constraints, initializers, regularizers
-from .args import _weight_options, _weight_specs, engine_kinds
+from .args import _size, _weight_options, _weight_specs, engine_kinds
 from .layer import Layer, keras_config
 
 DENSE, ACTIVATION = engine_kinds("DENSE ACTIVATION")
@@ -18,9 +18,7 @@ class Dense(Layer):
                         bias_constraint)
         self.kernel_initializer = initializers.get(kernel_initializer, "kernel_initializer")
         self.bias_initializer = initializers.get(bias_initializer, "bias_initializer")
-        if not isinstance(units, int) or units <= 0:
-            raise ValueError(f"Dense: units must be a positive int, got {units!r}")
-        self.units, self.use_bias = units, bool(use_bias)
+        self.units, self.use_bias = _size("Dense", "units", units), bool(use_bias)
         self.activation = activations.get_id(activation)
 
     _has_weights = True

@@ -4,7 +4,7 @@ graph to the layers that use it)."""
 import numpy as np
 
 from .. import constraints, initializers, regularizers
-from .args import engine_kinds
+from .args import _size, engine_kinds
 from .layer import Layer, keras_config
 
 EMBEDDING, = engine_kinds("EMBEDDING")
@@ -20,9 +20,7 @@ class Embedding(Layer):
                  embeddings_constraint=None, mask_zero=False, weights=None, lora_rank=None, **kwargs):
         kwargs.pop("input_length", None)  # Keras 2 argument, ignored by Keras 3 too
         super().__init__(**kwargs)
-        for arg, v in (("input_dim", input_dim), ("output_dim", output_dim)):
-            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise ValueError(f"Embedding: {arg} must be a positive int, got {v!r}")
+        input_dim, output_dim = _size("Embedding", "input_dim", input_dim), _size("Embedding", "output_dim", output_dim)
         if lora_rank is not None:
             raise ValueError("Embedding: lora_rank is not supported by boundfit")
         self.input_dim, self.output_dim, self.mask_zero = input_dim, output_dim, bool(mask_zero)

@@ -1,5 +1,8 @@
 """InputLayer and Input: the symbolic input tensors of a graph."""
 
+import numbers
+
+from .args import _is_size
 from .layer import _counters
 from .node import KerasTensor
 
@@ -11,13 +14,13 @@ class InputLayer:
         shape = shape if shape is not None else input_shape
         if shape is None:
             raise ValueError("Input: shape is required")
-        if isinstance(shape, int):
+        if isinstance(shape, numbers.Integral):
             shape = (shape,)
         shape = tuple(shape)
-        if not all(d is None or (isinstance(d, int) and d > 0) for d in shape):
-            raise ValueError(f"Input: shape must be a tuple of positive ints or None (a variable length), "
-                             f"without the batch axis (() for one number per sample), got {shape!r}")
-        self.shape = shape
+        if not all(d is None or _is_size(d) for d in shape):
+            raise ValueError(f"Input: shape must be a tuple of positive ints or None (a variable length), each below "
+                             f"2**31, without the batch axis (() for one number per sample), got {shape!r}")
+        self.shape = tuple(d if d is None else int(d) for d in shape)
         if name is None:
             n = _counters.get("input_layer", 0)
             _counters["input_layer"] = n + 1

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import regularizers
 from ..utils import snake_case
+from .args import _is_size
 from .node import call_layer, trace_layer, tracing_anchor
 
 _counters = {}
@@ -94,8 +95,10 @@ class Layer:
         call() uses through keras.ops.matmul(x, variable) (ops.py), the one
         use boundfit traces yet; initializer defaults to glorot_uniform as
         in Keras."""
-        if shape is None or not all(isinstance(d, int) and d > 0 for d in tuple(shape)):
-            raise ValueError(f"layer {self.name!r}: add_weight shape must be a tuple of positive ints, got {shape!r}")
+        if shape is None or not all(_is_size(d) for d in tuple(shape)):
+            raise ValueError(f"layer {self.name!r}: add_weight shape must be a tuple of positive ints below 2**31, "
+                             f"got {shape!r}")
+        shape = tuple(int(d) for d in shape)
         own = self.__dict__.setdefault("_own_variables", [])
         v = Variable(self, tuple(shape), initializer or "glorot_uniform", regularizer, constraint, trainable,
                      name or f"variable_{len(own)}")

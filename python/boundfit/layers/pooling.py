@@ -32,8 +32,8 @@ class _Pool(Layer):
     def __init__(self, pool_size=(2, 2), strides=None, padding="valid", data_format=None, **kwargs):
         super().__init__(**kwargs)
         self.data_format = _format(type(self).__name__, data_format)
-        self.pool_size = _pair(pool_size, "pool_size")
-        self.strides = _pair(strides, "strides") if strides is not None else self.pool_size
+        self.pool_size = _pair(pool_size, "pool_size", type(self).__name__)
+        self.strides = _pair(strides, "strides", type(self).__name__) if strides is not None else self.pool_size
         self.padding = _padding(padding)
 
     def compute_output_shape(self, shape):
@@ -68,8 +68,8 @@ class _Pool1D(Layer):
     def __init__(self, pool_size, strides=None, padding="valid", data_format=None, name=None, **kwargs):
         super().__init__(name=name, **kwargs)
         self.data_format = _format(type(self).__name__, data_format)
-        self.pool_size = _single(pool_size, "pool_size")
-        self.strides = _single(strides, "strides") if strides is not None else self.pool_size
+        self.pool_size = _single(pool_size, "pool_size", type(self).__name__)
+        self.strides = _single(strides, "strides", type(self).__name__) if strides is not None else self.pool_size
         self.padding = _padding(padding)
 
     def compute_output_shape(self, shape):

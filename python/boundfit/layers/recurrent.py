@@ -16,7 +16,7 @@ every step (one per gate once recurrent_dropout > 0, Keras's implementation
 is kept for Keras files. Bidirectional: each direction its own masks."""
 
 from .. import activations, constraints, initializers, regularizers
-from .args import engine_kinds
+from .args import _size, engine_kinds
 from .layer import _DTYPE, Layer, keras_config, keras_object
 from .node import KerasTensor, MaskTensor, Node, call_layer, infer_shape, train_mode
 
@@ -47,9 +47,7 @@ class _RNN(Layer):
                  go_backwards=False, stateful=False, unroll=False, reset_after=True, use_cudnn="auto", **kwargs):
         super().__init__(**kwargs)
         cls = type(self).__name__
-        if isinstance(units, bool) or not isinstance(units, int) or units <= 0:
-            raise ValueError(f"{cls}: units must be a positive int, got {units!r}")
-        self.units, self.use_bias = units, bool(use_bias)
+        self.units, self.use_bias = _size(cls, "units", units), bool(use_bias)
         self.activation = _act_name(activation, "activation")
         self.recurrent_activation = _act_name(recurrent_activation, "recurrent_activation")
         for arg, name, given in (("activation", self.activation, activation),

@@ -1,11 +1,9 @@
 """Layers that move values without computing: Flatten, Reshape, Permute,
 RepeatVector, ZeroPadding2D, UpSampling2D."""
 
-import numbers
-
 import numpy as np
 
-from .args import _data_format, _image_shape, engine_kinds
+from .args import _data_format, _image_shape, _is_size, _size, _sizes, engine_kinds
 from .layer import _CONSTANT, Layer, keras_config
 
 FLATTEN, RESHAPE, PERMUTE, REPEAT, ZEROPAD2D, UPSAMPLE2D, SLICE, CONST = engine_kinds(
@@ -33,8 +31,10 @@ class Reshape(Layer):
     def __init__(self, target_shape, **kwargs):
         super().__init__(**kwargs)
         self.target_shape = tuple(target_shape)
-        if sum(1 for d in self.target_shape if d == -1) > 1 or any(d == 0 or d < -1 for d in self.target_shape):
-            raise ValueError(f"Reshape: bad target_shape {target_shape!r}")
+        if sum(1 for d in self.target_shape if d == -1) > 1 or not all(d == -1 or _is_size(d) for d in self.target_shape):
+            raise ValueError(f"Reshape: target_shape must hold positive integers below 2**31 and at most one -1, got "
+                             f"{target_shape!r}")
+        self.target_shape = tuple(int(d) for d in self.target_shape)
 
     def compute_output_shape(self, shape):
         n = 1
@@ -81,9 +81,7 @@ class RepeatVector(Layer):
 
     def __init__(self, n, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n <= 0:
-            raise ValueError(f"RepeatVector: n must be a positive int, got {n!r}")
-        self.n = int(n)
+        self.n = _size("RepeatVector", "n", n)
 
     def compute_output_shape(self, shape):
         if len(shape) != 1:
@@ -96,7 +94,7 @@ class RepeatVector(Layer):
 
 def _pad_pairs(padding):
     def nonneg(v):
-        return isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 0
+        return _is_size(v, low=0)
     if nonneg(padding):
         return ((int(padding),) * 2,) * 2
     if isinstance(padding, (tuple, list)) and len(padding) == 2:
@@ -104,7 +102,7 @@ def _pad_pairs(padding):
             return ((int(padding[0]),) * 2, (int(padding[1]),) * 2)
         if all(isinstance(p, (tuple, list)) and len(p) == 2 and all(nonneg(v) for v in p) for p in padding):
             return tuple(tuple(int(v) for v in p) for p in padding)
-    raise ValueError("ZeroPadding2D: padding must be an int >= 0, a pair of them or a pair of pairs "
+    raise ValueError(f"ZeroPadding2D: padding must be an int from 0 to 2**31 - 1, a pair of them or a pair of pairs "
                      f"((top, bottom), (left, right)), got {padding!r}")
 
 
@@ -132,9 +130,7 @@ class UpSampling2D(Layer):
     def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", **kwargs):
         super().__init__(**kwargs)
         _data_format("UpSampling2D", data_format)
-        size = (size, size) if isinstance(size, int) else tuple(size)
-        if len(size) != 2 or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in size):
-            raise ValueError(f"UpSampling2D: size must be a positive int or a pair of them, got {size!r}")
+        size = _sizes("UpSampling2D", "size", size, 2)
         if interpolation != "nearest":
             raise ValueError(f"UpSampling2D: interpolation={interpolation!r} is not supported by boundfit; "
                              "only 'nearest' is")

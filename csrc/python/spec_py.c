@@ -1,0 +1,274 @@
+/* spec_py.c - the layer and metric spec dicts (python/boundfit/layers,
+ * metrics.py) into bf_layer / bf_metric_spec. Every integer is read through
+ * bf_py_int (ints_py.c) against its field's range, so a spec built by hand
+ * never truncates: a value out of range is a ValueError naming the layer, the
+ * spec key and the value. Ranges here are the cheap ones (sizes >= 0, flags
+ * 0 / 1, shape dimensions >= 1); each kind's infer checks the rest. */
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "spec_py.h"
+
+typedef struct {
+    const char *key;
+    size_t off; /* of an int in the struct */
+    int dflt, lo, hi;
+} int_field;
+
+#define SIZE_F(k, f, d) {#k, offsetof(bf_layer, f), d, 0, INT_MAX}   /* 0: not given */
+#define FLAG_F(k, f, d) {#k, offsetof(bf_layer, f), d, 0, 1}
+#define INT_F(k, f, d) {#k, offsetof(bf_layer, f), d, INT_MIN, INT_MAX}
+
+static const int_field layer_ints[] = {
+    SIZE_F(units, units, 0), SIZE_F(filters, filters, 0), SIZE_F(kh, kh, 1), SIZE_F(kw, kw, 1),
+    SIZE_F(sh, sh, 1), SIZE_F(sw, sw, 1), SIZE_F(dil, dil, 1), SIZE_F(heads, heads, 0),
+    SIZE_F(key_dim, key_dim, 0), SIZE_F(value_dim, value_dim, 0), SIZE_F(out_dim, out_dim, 0),
+    SIZE_F(input_dim, input_dim, 0), SIZE_F(reps, reps, 0),
+    FLAG_F(use_bias, use_bias, 1), FLAG_F(same, same, 0), FLAG_F(center, center, 1), FLAG_F(scale, scale, 1),
+    FLAG_F(causal, causal, 0), FLAG_F(keepdims, keepdims, 0), FLAG_F(chan_first, chan_first, 0),
+    FLAG_F(mask_zero, mask_zero, 0), FLAG_F(return_sequences, return_sequences, 0),
+    FLAG_F(go_backwards, go_backwards, 0), FLAG_F(unit_forget_bias, unit_forget_bias, 1),
+    FLAG_F(mask_off, mask_off, 0), FLAG_F(mm_ta, mm_ta, 0), FLAG_F(mm_tb, mm_tb, 0),
+    INT_F(axis, axis, 0), INT_F(share, share, -1), INT_F(cell, cell, 0), INT_F(merge_mode, merge_mode, 0),
+    INT_F(part, part, 0), INT_F(ract, ract, BF_ACT_SIGMOID), INT_F(eop, eop, 0), INT_F(rnd_fixed, rfixed, 0),
+    INT_F(modes, modes, 0), INT_F(train_mode, train_mode, 0), INT_F(aug_flip, aug.flip, 0),
+    INT_F(aug_crop, aug.crop, 0), INT_F(aug_translate, aug.translate, 0), INT_F(aug_fill, aug.fill, 0),
+    INT_F(aug_bilinear, aug.bilinear, 1), INT_F(aug_rotate, aug.rotate, 0), INT_F(aug_zoom, aug.zoom, 0),
+    INT_F(aug_zoom_same, aug.zoom_same, 0), INT_F(aug_contrast, aug.contrast, 0), INT_F(aug_noise, aug.noise, 0),
+    INT_F(rnd_dist, aug.rdist, 0), INT_F(rnd_shared, aug.rshared, 0),
+};
+
+_Static_assert(sizeof(bf_metric_kind) == sizeof(int), "metric kind read as an int");
+#define M_F(k, d, lo, hi) {#k, offsetof(bf_metric_spec, k), d, lo, hi}
+static const int_field metric_ints[] = {
+    {"kind", offsetof(bf_metric_spec, kind), -1, INT_MIN, INT_MAX}, M_F(weighted, 0, 0, 1), M_F(k, 5, INT_MIN, INT_MAX),
+    M_F(num_thresholds, 200, INT_MIN, INT_MAX), M_F(from_logits, 0, 0, 1), M_F(output, 0, 0, BF_MAX_OUTPUTS - 1),
+    M_F(has_class_id, 0, 0, 1), M_F(class_id, 0, INT_MIN, INT_MAX), M_F(batch_mean, 0, 0, 1),
+};
+
+/* d[k] (absent or None: dflt) as an int in [lo, hi] */
+static int get_int(PyObject *d, const char *owner, const char *k, int dflt, int lo, int hi, int *out) {
+    PyObject *v = PyDict_GetItemString(d, k);
+    if (!v || v == Py_None) { *out = dflt; return 0; }
+    return bf_py_int(v, owner, k, lo, hi, out);
+}
+
+static int get_fields(PyObject *d, const char *owner, const int_field *f, int n, void *base) {
+    for (int i = 0; i < n; i++)
+        if (get_int(d, owner, f[i].key, f[i].dflt, f[i].lo, f[i].hi, (int *)((char *)base + f[i].off)) < 0) return -1;
+    return 0;
+}
+
+static int get_float(PyObject *d, const char *k, float dflt, float *out) {
+    PyObject *v = PyDict_GetItemString(d, k);
+    if (!v || v == Py_None) { *out = dflt; return 0; }
+    double x = PyFloat_AsDouble(v);
+    if (x == -1.0 && PyErr_Occurred()) return -1;
+    *out = (float)x;
+    return 0;
+}
+
+int bf_parse_shape(PyObject *seq, const char *what, int *rank, int *shape, int allow_hole) {
+    PyObject *t = PySequence_Tuple(seq);
+    if (!t) return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(t);
+    if (n > 3) { /* 0: one number per sample */
+        Py_DECREF(t);
+        PyErr_Format(PyExc_ValueError, "%s must have 0 to 3 dimensions (excluding the batch axis), got %zd", what, n);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s[%zd]", what, i);
+        PyObject *v = PyTuple_GET_ITEM(t, i);
+        if (bf_py_int(v, NULL, name, allow_hole ? -1 : 1, INT_MAX, &shape[i]) < 0) { Py_DECREF(t); return -1; }
+        if (shape[i] == 0) { /* between the hole and the sizes */
+            PyErr_Format(PyExc_ValueError, "%s must be -1 (inferred) or an integer from 1 to %d, got %R", name, INT_MAX, v);
+            Py_DECREF(t);
+            return -1;
+        }
+    }
+    *rank = (int)n;
+    Py_DECREF(t);
+    return 0;
+}
+
+/* int tuple d[k] of exactly n entries in [lo, hi] into out (absent: left as it is) */
+static int get_ints(PyObject *d, const char *owner, const char *k, int n, int lo, int hi, int *out) {
+    PyObject *v = PyDict_GetItemString(d, k);
+    if (!v || v == Py_None) return 0;
+    PyObject *t = PySequence_Tuple(v);
+    if (!t) return -1;
+    if (PyTuple_GET_SIZE(t) != n) {
+        Py_DECREF(t);
+        PyErr_Format(PyExc_ValueError, "%s: %s must have %d entries, got %zd", owner, k, n, PyTuple_GET_SIZE(t));
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s[%d]", k, i);
+        if (bf_py_int(PyTuple_GET_ITEM(t, i), owner, name, lo, hi, &out[i]) < 0) { Py_DECREF(t); return -1; }
+    }
+    Py_DECREF(t);
+    return 0;
+}
+
+/* the float fields of the elementwise, layout and preprocessing layers, act_p, perm, pad, slices, aug_seed */
+static int parse_more(PyObject *d, bf_layer *L) {
+    float dflt = L->act == BF_ACT_LEAKY_RELU ? 0.2f : L->act == BF_ACT_ELU ? 1.0f : 0.0f;
+    PyObject *ap = PyDict_GetItemString(d, "act_p");
+    L->actp.alpha = dflt;
+    L->actp.max_value = INFINITY;
+    L->actp.threshold = 0.0f;
+    if (ap && ap != Py_None && !PyArg_ParseTuple(ap, "fff", &L->actp.alpha, &L->actp.max_value, &L->actp.threshold))
+        return -1;
+    unsigned long long seed = 0;
+    PyObject *sd = PyDict_GetItemString(d, "aug_seed");
+    if (sd && sd != Py_None && bf_py_seed(sd, L->name, "aug_seed", &seed) < 0) return -1;
+    L->aug.seed = (uint64_t)seed;
+    PyObject *pv = PyDict_GetItemString(d, "perm");
+    if (pv && pv != Py_None) {
+        Py_ssize_t n = PySequence_Size(pv);
+        if (n < 1 || n > 3 || get_ints(d, L->name, "perm", (int)n, 0, 2, L->perm) < 0) {
+            if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "%s: dims must have 1 to 3 entries", L->name);
+            return -1;
+        }
+    }
+    if (get_ints(d, L->name, "pad", 4, 0, INT_MAX, L->pad) || get_ints(d, L->name, "sl_begin", 3, INT_MIN, INT_MAX, L->sl_begin) ||
+        get_ints(d, L->name, "sl_step", 3, INT_MIN, INT_MAX, L->sl_step) ||
+        get_ints(d, L->name, "sl_len", 3, INT_MIN, INT_MAX, L->sl_len) ||
+        get_float(d, "eparam", 0.0f, &L->eparam) ||
+        get_float(d, "rs_scale", 1.0f, &L->rs_scale) || get_float(d, "rs_offset", 0.0f, &L->rs_offset) ||
+        get_float(d, "aug_fill_value", 0.0f, &L->aug.fill_value) ||
+        get_float(d, "aug_h_lo", 0.0f, &L->aug.h_lo) || get_float(d, "aug_h_hi", 0.0f, &L->aug.h_hi) ||
+        get_float(d, "aug_w_lo", 0.0f, &L->aug.w_lo) || get_float(d, "aug_w_hi", 0.0f, &L->aug.w_hi) ||
+        get_float(d, "aug_rot_lo", 0.0f, &L->aug.rot_lo) || get_float(d, "aug_rot_hi", 0.0f, &L->aug.rot_hi) ||
+        get_float(d, "aug_zh_lo", 1.0f, &L->aug.zh_lo) ||
+        get_float(d, "aug_zh_hi", 1.0f, &L->aug.zh_hi) || get_float(d, "aug_zw_lo", 1.0f, &L->aug.zw_lo) ||
+        get_float(d, "aug_zw_hi", 1.0f, &L->aug.zw_hi) ||
+        get_float(d, "aug_c_lo", 1.0f, &L->aug.c_lo) || get_float(d, "aug_c_hi", 1.0f, &L->aug.c_hi) ||
+        get_float(d, "aug_v_lo", -INFINITY, &L->aug.v_lo) || get_float(d, "aug_v_hi", INFINITY, &L->aug.v_hi) ||
+        get_float(d, "aug_stddev", 0.0f, &L->aug.stddev) ||
+        get_float(d, "rnd_a", 0.0f, &L->aug.ra) || get_float(d, "rnd_b", 0.0f, &L->aug.rb))
+        return -1;
+    if (L->aug.fill < BF_FILL_REFLECT || L->aug.fill > BF_FILL_WRAP) {
+        PyErr_Format(PyExc_ValueError, "%s: unknown fill mode %d", L->name, L->aug.fill);
+        return -1;
+    }
+    return 0;
+}
+
+/* inits: up to BF_MAX_PARAMS entries by role, each None or (kind, a, b, mode); regs: by role, None or
+ * (l1, l2); cons: by role, None or (kind, min_value, max_value, rate, axis_lo, axis_hi) */
+static int parse_weight_options(PyObject *d, bf_layer *L) {
+    PyObject *inits = PyDict_GetItemString(d, "inits");
+    if (inits && inits != Py_None) {
+        PyObject *seq = PySequence_Fast(inits, "inits must be a sequence");
+        if (!seq) return -1;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        for (Py_ssize_t i = 0; i < n && i < BF_MAX_PARAMS; i++) {
+            PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
+            if (e == Py_None) continue;
+            int k, mode;
+            bf_init_spec *u = &L->inits[i];
+            if (!PyArg_ParseTuple(e, "iffi", &k, &u->a, &u->b, &mode)) { Py_DECREF(seq); return -1; }
+            if (k < 0 || k > BF_INIT_LAST || mode < BF_FAN_IN || mode > BF_FAN_AVG) {
+                Py_DECREF(seq);
+                PyErr_Format(PyExc_ValueError, "%s: unknown initializer kind %d / mode %d", L->name, k, mode);
+                return -1;
+            }
+            u->set = 1;
+            u->kind = (bf_init)k;
+            u->mode = (bf_fan_mode)mode;
+        }
+        Py_DECREF(seq);
+    }
+    PyObject *regs = PyDict_GetItemString(d, "regs");
+    if (regs && regs != Py_None) {
+        PyObject *seq = PySequence_Fast(regs, "regs must be a sequence");
+        if (!seq) return -1;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && i < BF_MAX_PARAMS; i++) {
+            PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
+            if (e != Py_None && !PyArg_ParseTuple(e, "ff", &L->reg[i][0], &L->reg[i][1])) { Py_DECREF(seq); return -1; }
+        }
+        Py_DECREF(seq);
+    }
+    PyObject *cons = PyDict_GetItemString(d, "cons");
+    if (cons && cons != Py_None) {
+        PyObject *seq = PySequence_Fast(cons, "cons must be a sequence");
+        if (!seq) return -1;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && i < BF_MAX_PARAMS; i++) {
+            PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
+            if (e == Py_None) continue;
+            bf_constraint *c = &L->cons[i];
+            int k;
+            if (!PyArg_ParseTuple(e, "ifffii", &k, &c->min_value, &c->max_value, &c->rate, &c->axis_lo, &c->axis_hi)) {
+                Py_DECREF(seq);
+                return -1;
+            }
+            if (k < 0 || k > BF_CON_LAST) {
+                Py_DECREF(seq);
+                PyErr_Format(PyExc_ValueError, "%s: unknown constraint kind %d", L->name, k);
+                return -1;
+            }
+            c->kind = (bf_constraint_kind)k;
+        }
+        Py_DECREF(seq);
+    }
+    return 0;
+}
+
+int bf_parse_layer(PyObject *d, bf_layer *L) {
+    memset(L, 0, sizeof *L);
+    if (!PyDict_Check(d)) { PyErr_SetString(PyExc_TypeError, "layer spec must be a dict"); return -1; }
+    PyObject *name = PyDict_GetItemString(d, "name");
+    const char *s = name ? PyUnicode_AsUTF8(name) : "layer";
+    if (!s) return -1;
+    strncpy(L->name, s, sizeof L->name - 1);
+    int kind, act, trainable;
+    if (get_int(d, L->name, "kind", -1, INT_MIN, INT_MAX, &kind) || get_int(d, L->name, "act", 0, 0, BF_ACT_LAST, &act) ||
+        get_int(d, L->name, "trainable", 1, 0, 1, &trainable) ||
+        get_fields(d, L->name, layer_ints, (int)(sizeof layer_ints / sizeof layer_ints[0]), L) ||
+        get_float(d, "rate", 0.0f, &L->rate) || get_float(d, "momentum", 0.99f, &L->momentum) ||
+        get_float(d, "eps", 1e-3f, &L->eps) || get_float(d, "rec_rate", 0.0f, &L->rec_rate))
+        return -1;
+    L->kind = (bf_layer_kind)kind;
+    L->act = (bf_act)act;
+    L->frozen = !trainable;
+    PyObject *ins = PyDict_GetItemString(d, "inputs");
+    if (ins && ins != Py_None) {
+        PyObject *t = PySequence_Tuple(ins);
+        if (!t) return -1;
+        Py_ssize_t n = PyTuple_GET_SIZE(t);
+        if (n < 1 || n > BF_MAX_NODE_IN) {
+            Py_DECREF(t);
+            PyErr_Format(PyExc_ValueError, "%s: 1 to %d inputs, got %zd", L->name, BF_MAX_NODE_IN, n);
+            return -1;
+        }
+        for (Py_ssize_t j = 0; j < n; j++)
+            if (bf_py_int(PyTuple_GET_ITEM(t, j), L->name, "inputs", 0, INT_MAX, &L->in_ids[j]) < 0) {
+                Py_DECREF(t);
+                return -1;
+            }
+        L->nin = (int)n;
+        Py_DECREF(t);
+    }
+    if (parse_more(d, L) < 0) return -1;
+    PyObject *target = PyDict_GetItemString(d, "target_shape");
+    if (target && target != Py_None && bf_parse_shape(target, "target_shape", &L->out_rank, L->out_shape, 1) < 0)
+        return -1;
+    return parse_weight_options(d, L);
+}
+
+int bf_parse_metric(PyObject *d, Py_ssize_t i, bf_metric_spec *ms) {
+    char owner[32];
+    snprintf(owner, sizeof owner, "metrics[%zd]", i);
+    memset(ms, 0, sizeof *ms);
+    if (!PyDict_Check(d)) { PyErr_Format(PyExc_TypeError, "%s must be a dict", owner); return -1; }
+    if (get_fields(d, owner, metric_ints, (int)(sizeof metric_ints / sizeof metric_ints[0]), ms) ||
+        get_float(d, "threshold", 0.5f, &ms->threshold) || get_float(d, "value", 0.0f, &ms->value))
+        return -1;
+    return 0;
+}
