@@ -8,8 +8,9 @@ raises the same error; a run that would not fit even were the others all
 finished raises at once. The reservation is released when the fit / evaluate /
 predict call returns or raises (@releases): after its runs are closed.
 
-@releases also runs `observers` (context managers made per call) around each
-call: the pytest plugin's record of the fits a test ran."""
+@releases also runs `observers` around each call: callables (what, model,
+scope) -> a context manager, where scope.plans will hold the plans the call
+admitted (the pytest plugin's record of the runs a test made)."""
 
 from contextlib import ExitStack
 import functools
@@ -27,7 +28,14 @@ from .plan import budget_error
 _POLL = 0.2
 _WAIT_ENV = "BOUNDFIT_MEMORY_WAIT"
 _scopes = threading.local()
-observers = []   # callables (what, model) -> context manager, entered around each fit / evaluate / predict
+observers = []   # callables (what, model, scope) -> context manager, entered around each fit / evaluate / predict
+
+
+class Scope:
+    """One fit / evaluate / predict call: the plans it admitted, the reservations it holds."""
+
+    def __init__(self):
+        self.plans, self.holds = [], []
 
 
 def wait_seconds(memory_wait):
@@ -51,15 +59,16 @@ def releases(fn):
 
     @functools.wraps(fn)
     def wrapper(model, *args, **kwargs):
-        stack = _stack()
-        stack.append([])
+        stack, scope = _stack(), Scope()
+        stack.append(scope)
         try:
             with ExitStack() as observed:
                 for obs in list(observers):
-                    observed.enter_context(obs(what, model))
+                    observed.enter_context(obs(what, model, scope))
                 return fn(model, *args, **kwargs)
         finally:
-            for hold in stack.pop():
+            stack.remove(scope)
+            for hold in scope.holds:
                 hold.release()
     return wrapper
 
@@ -134,18 +143,21 @@ def admit(what, plan_fn, memory_wait=None, verbose=1):
     peak reserved on the ledger until the enclosing @releases call ends (plan.reservation; plan.memory_waited:
     seconds it waited)."""
     wait = wait_seconds(memory_wait)
-    t0, waiting, shown = time.monotonic(), None, None
+    t0, waiting, shown = None, None, None
+    _try(plan_fn)   # once outside the lock: first-time work (engines, BLAS) does not hold up other runs
     try:
         while True:
             with ledger.locked():
                 plan, err = _try(plan_fn)
                 if err is None:
                     hold = ledger.reserve(what, _hold_bytes(plan))
-                    if hold is not None and _stack():
-                        _stack()[-1].append(hold)
-                    plan.reservation, plan.memory_waited = hold, time.monotonic() - t0
+                    if _stack():
+                        _stack()[-1].plans.append(plan)
+                        _stack()[-1].holds += [hold] if hold is not None else []
+                    plan.reservation, plan.memory_waited = hold, 0.0 if t0 is None else time.monotonic() - t0
                     return plan
             view = getattr(err.plan, "shared", None)
+            t0 = time.monotonic() if t0 is None else t0
             waited, helps = time.monotonic() - t0, _helps(err, view)
             if not helps or waited >= wait:
                 raise _final(err, view, waited, helps) from None
