@@ -120,11 +120,11 @@ def _holders_text(err, view):
         f"{r.describe(key)} ({format_bytes(r.pending(key))} of it not yet taken)" for r in hs)
 
 
-def _final(err, view, waited, helps):
+def _final(err, view, wait, waited, helps):
     tail = _holders_text(err, view)
     if tail and not helps:
         tail += " (waiting would not help: it would not fit were they all finished)"
-    elif waited:
+    elif tail and wait:
         tail += f" (waited {waited:.0f} s, memory_wait)"
     elif tail:
         tail += " (fit(memory_wait=seconds) waits for them)"
@@ -160,7 +160,7 @@ def admit(what, plan_fn, memory_wait=None, verbose=1):
             t0 = time.monotonic() if t0 is None else t0
             waited, helps = time.monotonic() - t0, _helps(err, view)
             if not helps or waited >= wait:
-                raise _final(err, view, waited, helps) from None
+                raise _final(err, view, wait, waited, helps) from None
             if waiting is None:
                 waiting = ledger.reserve(what, _needs(err), state="waiting")
             line = (f"boundfit: {what} waiting for memory ({err}{_holders_text(err, view)}); "
