@@ -7,6 +7,8 @@ emulated device, whose 4 GiB are a fixed reading: the budgets are exact."""
 
 import os
 import stat
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -16,6 +18,7 @@ import boundfit as bf
 from boundfit import __main__ as cli
 from boundfit.runtime import budget, ledger
 
+from cgroup_util import memory_cgroup
 from ledger_util import holder, wait_until, waiting_pids
 
 GiB, MiB = 1 << 30, 1 << 20
@@ -241,3 +244,57 @@ def test_python_m_boundfit_memory_prints_the_reservations(capsys):
         out = capsys.readouterr().out
         assert bf.memory.ledger()[0].pid == pid
     assert "1 run(s)" in out and f"{pid}" in out and "3.00 MiB" in out and "5.00 MiB" in out
+
+
+# A fit of 258 MiB new host bytes (8192-row batches of a wide Dense layer), in a child process: the holder
+# stops at on_train_begin (reserved, its arenas not yet touched) until `go` appears; the waiter first fits
+# with memory_wait=0, then with memory_wait=300.
+CHILD = r"""
+import os, sys, time
+import numpy as np
+import boundfit as bf
+role, sync = sys.argv[1], sys.argv[2]
+m = bf.Sequential([bf.layers.Dense(4096, activation="relu", input_shape=(8,)), bf.layers.Dense(1)])
+m.compile("sgd", "mse")
+x, y = np.ones((8192, 8), np.float32), np.ones((8192, 1), np.float32)
+def hold(logs):
+    open(os.path.join(sync, "ready"), "w").close()
+    end = time.monotonic() + 300
+    while not os.path.exists(os.path.join(sync, "go")) and time.monotonic() < end:
+        time.sleep(0.02)
+if role == "holder":
+    m.fit(x, y, batch_size=8192, verbose=0, callbacks=[bf.callbacks.LambdaCallback(on_train_begin=hold)])
+else:
+    try:
+        m.fit(x, y, batch_size=8192, verbose=0, memory_wait=0)
+    except bf.MemoryBudgetError as e:
+        print("RAISED", e, flush=True)
+    h = m.fit(x, y, batch_size=8192, verbose=1, memory_wait=300)
+    print("TRAINED", h.history["loss"][0], m._last_plan.memory_waited > 0, flush=True)
+"""
+
+
+@pytest.mark.cgroup
+@pytest.mark.slow
+def test_fits_in_one_cgroup_that_do_not_fit_together_raise_or_wait_and_none_is_killed(tmp_path):
+    """600 MiB for two processes (90 MiB each with their BLAS buffers) whose fits need 258 MiB each: one fits,
+    not both (without the ledger the second would see the first's untouched arenas as free, and both be
+    OOM-killed). The second raises at once, then waits; the first is SIGKILLed; the second then trains."""
+    with memory_cgroup(600 * MiB) as cg:
+        def start(role):
+            return cg.popen([sys.executable, "-c", CHILD, role, str(tmp_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+        a = start("holder")
+        wait_until(lambda: os.path.exists(tmp_path / "ready") or a.poll() is not None, "the holder's reservation")
+        assert a.poll() is None, a.communicate()
+        b = start("waiter")
+        wait_until(lambda: b.pid in waiting_pids() or b.poll() is not None, "the waiter's waiting record")
+        a.kill()
+        out, err = b.communicate(timeout=HANG)
+        assert a.wait() == -9 and b.returncode == 0, err
+        assert cg.oom_kills() == 0
+    raised = next(line for line in out.splitlines() if line.startswith("RAISED"))
+    assert f"other runs on this machine hold it: pid {a.pid} (python -c" in raised and "on host" in raised
+    assert "(fit(memory_wait=seconds) waits for them)" in raised
+    assert out.splitlines()[-1].endswith(" True") and "TRAINED" in out
+    assert f"boundfit: fit waiting for memory (needs " in err and f"pid {a.pid} (python -c" in err

@@ -140,7 +140,7 @@ def shares_free_memory(where):
 
 
 def _script():
-    test = os.environ.get("PYTEST_CURRENT_TEST")
+    test = os.environ.get("PYTEST_CURRENT_TEST") if "_pytest" in sys.modules else None   # not a test's child
     if test:
         return "pytest " + test.rsplit(" (", 1)[0]
     argv = [a for a in sys.argv if a] or ["python"]
