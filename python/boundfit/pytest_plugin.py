@@ -167,6 +167,6 @@ def pytest_terminal_summary(terminalreporter):
                       "-" if r["samples_s"] is None else f"{r['samples_s']:.0f}",
                       "-" if r["loss"] is None else f"{r['loss']:.4g}") for r in rows]
     w = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    terminalreporter.write_sep("=", f"boundfit: {len(rows)} fit(s)")
+    terminalreporter.write_sep("=", f"boundfit: {len(state.rows)} fit(s)")
     for r in rows:
         terminalreporter.write_line("  ".join(c.ljust(w[0]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(r)))
