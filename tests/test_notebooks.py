@@ -140,10 +140,21 @@ def test_nan_loss_names_the_step_keeps_the_weights_and_shows_the_fixes():
     assert "history: [nan] | weights finite: True" in text
 
 
+def test_shared_machine_lists_the_other_kernel_refuses_sizes_to_what_is_left_and_waits_for_it():
+    text = _text(_execute("shared_machine.ipynb"))
+    pid = re.search(r"the other kernel: (\d+)", text).group(1)
+    assert re.search(rf"{pid} +python -c .* fit +running +emu:0 +3\.70 GiB", text)   # the ledger's table
+    assert re.search(rf"MemoryBudgetError - needs 64\.\d+ MiB on emu:0, [\d.]+ MiB available; .*other runs on "
+                     rf"this machine hold it: pid {pid} \(python -c .*, fit\) reserved 3\.70 GiB on emu:0", text)
+    auto = re.search(r"batch_size='auto' takes (\d+) rows: ([\d.]+) MiB on the device, budget ([\d.]+) MiB", text)
+    assert 0 < int(auto.group(1)) < 2048 and float(auto.group(2)) <= float(auto.group(3)) < 64
+    assert re.search(r"trained after waiting [\d.]+ s; loss \[[\d.]+\]", text)
+
+
 def test_notebooks_are_committed_without_outputs_and_each_is_tested_and_linked_from_the_readme():
     names = sorted(f for f in os.listdir(NOTEBOOKS) if f.endswith(".ipynb"))
     tested = {"quickstart.ipynb", "batch_too_large.ipynb", "data_larger_than_ram.ipynb", "device_check.ipynb",
-              "nan_loss.ipynb"}
+              "nan_loss.ipynb", "shared_machine.ipynb"}
     assert set(names) == tested
     with open(os.path.join(ROOT, "README.md")) as f:
         readme = f.read()

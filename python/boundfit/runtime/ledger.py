@@ -216,6 +216,8 @@ class Ledger(list):
         lines += ["  ".join(c.ljust(w[i]) if i < 5 else c.rjust(w[i]) for i, c in enumerate(r)).rstrip() for r in rows]
         return "\n".join(lines)
 
+    __repr__ = __str__
+
     def _repr_html_(self):
         cell = "<td style='padding:1px 8px'>{}</td>"
         head = "".join(f"<th>{h}</th>" for h in self._HEAD)
