@@ -5,8 +5,9 @@ memory. A run short of memory that other runs hold raises at once
 (memory_wait=None or 0), naming them, or waits up to memory_wait seconds
 (re-checking every _POLL s, a progress line naming who holds what), then
 raises the same error; a run that would not fit even were the others all
-finished raises at once. The reservation is released when the fit / evaluate /
-predict call returns or raises (@releases): after its runs are closed.
+finished raises at once (the others not named unless it was to wait). The
+reservation is released when the fit / evaluate / predict call returns or
+raises (@releases): after its runs are closed.
 
 @releases also runs `observers` around each call: callables (what, model,
 scope) -> a context manager, where scope.plans will hold the plans the call
@@ -121,7 +122,8 @@ def _holders_text(err, view):
 
 
 def _final(err, view, wait, waited, helps):
-    tail = _holders_text(err, view)
+    """The error a run short of memory raises: others named only where they hold what is missing."""
+    tail = _holders_text(err, view) if helps or wait else ""
     if tail and not helps:
         tail += " (waiting would not help: it would not fit were they all finished)"
     elif tail and wait:
@@ -138,10 +140,11 @@ def _needs(err):
     return {key: max(err.needed_bytes - held, 0)}
 
 
-def admit(what, plan_fn, memory_wait=None, verbose=1):
+def admit(what, plan_fn, memory_wait=None, verbose=1, short_ok=False):
     """plan_fn() -> the run's MemoryPlan (it may raise MemoryBudgetError); returns the plan once it fits, its
     peak reserved on the ledger until the enclosing @releases call ends (plan.reservation; plan.memory_waited:
-    seconds it waited)."""
+    seconds it waited). short_ok: a plan still short when waiting ends is returned unreserved instead (the
+    ranks of a data-parallel run then raise together)."""
     wait = wait_seconds(memory_wait)
     t0, waiting, shown = None, None, None
     _try(plan_fn)   # once outside the lock: first-time work (engines, BLAS) does not hold up other runs
@@ -160,6 +163,9 @@ def admit(what, plan_fn, memory_wait=None, verbose=1):
             t0 = time.monotonic() if t0 is None else t0
             waited, helps = time.monotonic() - t0, _helps(err, view)
             if not helps or waited >= wait:
+                if short_ok and err.plan is not None:
+                    err.plan.reservation, err.plan.memory_waited = None, waited
+                    return err.plan
                 raise _final(err, view, wait, waited, helps) from None
             if waiting is None:
                 waiting = ledger.reserve(what, _needs(err), state="waiting")

@@ -250,7 +250,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
         model._bind_to(first_shapes)
         return plans[buckets.key(first_shapes)]
     # checked and its peak reserved on the machine's ledger, waiting for other runs' memory if asked
-    plan = admission.admit("fit", first_plan, memory_wait, verbose)
+    plan = admission.admit("fit", first_plan, memory_wait, verbose, short_ok=dist_fit.active() is not None)
     hold = plan.reservation
     # [dist hook] one plan agreed by every rank (all raise if one is short)
     plan = dist_fit.agree_plan(model, plan, plan_at, request == "auto", train.num_rows)
