@@ -149,10 +149,23 @@ def test_image_folder_trains_from_a_folder_larger_than_its_memory_limit_with_the
     assert "fits: yes" in text and "val_accuracy" in text
 
 
+def test_shared_machine_lists_the_other_kernel_refuses_sizes_to_what_is_left_and_waits_for_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("BOUNDFIT_LEDGER_DIR", str(tmp_path))   # its 3.7 GiB hold of the device: not on the suite's
+    monkeypatch.delenv("BOUNDFIT_MEMORY_WAIT", raising=False)   # boundfit's pytest plugin makes fits wait; not this one
+    text = _text(_execute("shared_machine.ipynb"))
+    pid = re.search(r"the other kernel: (\d+)", text).group(1)
+    assert re.search(rf"{pid} +python -c .* fit +running +emu:0 +3\.70 GiB", text)   # the ledger's table
+    assert re.search(rf"MemoryBudgetError - needs 64\.\d+ MiB on emu:0, [\d.]+ MiB available; .*other runs on "
+                     rf"this machine hold it: pid {pid} \(python -c .*, fit\) reserved 3\.70 GiB on emu:0", text)
+    auto = re.search(r"batch_size='auto' takes (\d+) rows: ([\d.]+) MiB on the device, budget ([\d.]+) MiB", text)
+    assert 0 < int(auto.group(1)) < 2048 and float(auto.group(2)) <= float(auto.group(3)) < 64
+    assert re.search(r"trained after waiting [\d.]+ s; loss \[[\d.]+\]", text)
+
+
 def test_notebooks_are_committed_without_outputs_and_each_is_tested_and_linked_from_the_readme():
     names = sorted(f for f in os.listdir(NOTEBOOKS) if f.endswith(".ipynb"))
     tested = {"quickstart.ipynb", "batch_too_large.ipynb", "data_larger_than_ram.ipynb", "device_check.ipynb",
-              "nan_loss.ipynb", "image_folder.ipynb"}
+              "nan_loss.ipynb", "image_folder.ipynb", "shared_machine.ipynb"}
     assert set(names) == tested
     with open(os.path.join(ROOT, "README.md")) as f:
         readme = f.read()

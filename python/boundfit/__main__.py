@@ -1,9 +1,10 @@
-"""python -m boundfit diagnose | demo"""
+"""python -m boundfit diagnose | demo | memory"""
 
 import sys
 
 from .demo import main as demo
 from .diagnose import diagnose
+from .memory import ledger
 
 
 def main(argv=None):
@@ -14,7 +15,10 @@ def main(argv=None):
         return 0
     if cmd == "demo":
         return demo(argv[1:])
-    print(f"usage: python -m boundfit [diagnose|demo]  (unknown command {cmd!r})", file=sys.stderr)
+    if cmd == "memory":   # the runs on this machine's memory ledger
+        print(ledger())
+        return 0
+    print(f"usage: python -m boundfit [diagnose|demo|memory]  (unknown command {cmd!r})", file=sys.stderr)
     return 2
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from .. import _core, optimizers
 from ..layers.emath import mixing_layer, require_whole_batches
 from ..errors import MemoryBudgetError
-from ..runtime import blas_runtime, budget, devices, dist_group
+from ..runtime import blas_runtime, budget, devices, dist_group, shared_budget
 from .plan import MemoryPlan, PlanEntry, budget_error
 
 
@@ -189,15 +189,20 @@ def _out_size(model):
 
 
 def _budgets(device, memory_limit):
+    """Host and device budgets (bytes, source), less what other runs on the machine's ledger reserved and have
+    not taken yet; and the SharedView of those runs."""
     if not _is_device(device) or device.startswith("emu"):
         blas_runtime.ensure()  # before the budget is read: runs on the host's BLAS add nothing after it
-    host, host_src = budget.host_budget(memory_limit if not _is_device(device) else None)
+    shared = shared_budget.SharedView(shared_budget.others())
+    host_limit = memory_limit if not _is_device(device) else None
+    host, host_src = shared_budget.host_budget(*budget.host_budget(host_limit), host_limit, shared)
     dev, dev_src = (None, None)
     if _is_device(device):
         free, total = _core.device_mem_info(device)
         taken = dist_group.nccl_bytes(device)   # NCCL's buffers: out of `free` already, and a plan entry
-        dev, dev_src = budget.device_budget(free + taken, memory_limit)
-    return host, host_src, dev, dev_src
+        dev, dev_src = shared_budget.device_budget(*budget.device_budget(free + taken, memory_limit), device,
+                                                   free + taken, memory_limit, shared)
+    return host, host_src, dev, dev_src, shared
 
 
 def _is_device(device):
@@ -239,7 +244,7 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
     run takes. data_entries: what the data source holds whatever the batch
     size (a PyDataset's queue, engine/workers.py), in the plan and taken off
     the budget the batch-size searches fit into."""
-    hb, hsrc, db, dsrc = _budgets(device, memory_limit)
+    hb, hsrc, db, dsrc, shared = _budgets(device, memory_limit)
     data_bytes = sum(e.bytes for e in data_entries)
     hb_all, hb = hb, max(hb - data_bytes, 0)
     held = _held(model, mode)
@@ -287,6 +292,7 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
     plan.rows, plan.val_rows, plan.mode = rows, val_rows or rows, mode
     plan.engine_plan = p   # the step program's ops and buffers, for plan.plot()
     plan.held_bytes = held
+    plan.shared = shared   # the other runs on the machine's ledger it was planned beside
     if auto:
         plan.headroom_bytes = max(hb_all - (plan.host_bytes - held), 0)
         tol = budget.format_bytes(keep)

@@ -61,6 +61,19 @@ class MemoryPlan:
         return sum(int(e.bytes) for e in self.breakdown if e.where != "host")
 
     @property
+    def peak(self):
+        """The run's peak: its host and device bytes together (.host_bytes, .device_bytes: each)."""
+        return self.host_bytes + self.device_bytes
+
+    def by_category(self, where=None):
+        """{category: bytes} of the breakdown (on `where` only: "host" or the device, when given)."""
+        out = {}
+        for e in self.breakdown:
+            if where is None or e.where == where:
+                out[e.category] = out.get(e.category, 0) + int(e.bytes)
+        return out
+
+    @property
     def host_fits(self):
         return self.host_bytes <= self.budget_host_bytes
 

@@ -15,7 +15,7 @@ from ..callbacks import CallbackList, TerminateOnNaN
 from ..callbacks.progbar import Progbar
 from ..errors import DataError, NonFiniteError
 from ..runtime import devices
-from . import buckets, data as data_mod, dist_fit, host_stage, memory, workers
+from . import admission, buckets, data as data_mod, dist_fit, host_stage, memory, workers
 from .sources import SequenceData
 
 _CHUNK_SECONDS = 0.1
@@ -174,11 +174,13 @@ def _resolve_device(model, device):
     return devices.resolve(device)
 
 
+@admission.releases
 def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
         validation_data=None, shuffle=True, initial_epoch=0, steps_per_epoch=None, micro_batch=None,
         memory_limit=None, device=None, class_weight=None, sample_weight=None, validation_batch_size=None,
-        validation_freq=1, validation_steps=None, lengths=None):
+        validation_freq=1, validation_steps=None, lengths=None, memory_wait=None):
     model._require_compiled("fit")
+    admission.wait_seconds(memory_wait)   # checked before anything else
     _check_validation_freq(validation_freq)
     if class_weight is not None and sample_weight is not None:
         raise ValueError("You cannot `class_weight` and `sample_weight` at the same time.")
@@ -234,21 +236,26 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
 
     def plan_val():
         return memory.plan_run(model, "evaluate", val.batch_size, device, memory_limit, weighted=vw)
-    if declared is not None:   # every declared length planned (and its engine built) before step one
-        plans = _plan_declared(model, declared, lambda: plan_at(request))
+    def first_plan():
+        if declared is None:
+            return plan_at(request)
+        # every declared length planned (and its engine built) before step one
+        plans.update(_plan_declared(model, declared, lambda: plan_at(request)))
         if val_lengths:   # and validation's run at each of them
-            val_plans = _plan_declared(model, declared, plan_val, "validation")
+            val_plans.update(_plan_declared(model, declared, plan_val, "validation"))
         if buckets.key(first_shapes) not in plans:
             raise DataError(f"batch 0: input shape {buckets.shape_text(first_shapes)} is not one of the lengths "
                             f"fit(lengths=...) declared: {sorted(buckets.shape_text(s) for s in declared)}",
                             batch_index=0)
         model._bind_to(first_shapes)
-        plan = plans[buckets.key(first_shapes)]
-    else:
-        plan = plan_at(request)
+        return plans[buckets.key(first_shapes)]
+    # checked and its peak reserved on the machine's ledger, waiting for other runs' memory if asked
+    plan = admission.admit("fit", first_plan, memory_wait, verbose, short_ok=dist_fit.active() is not None)
+    hold = plan.reservation
     # [dist hook] one plan agreed by every rank (all raise if one is short)
     plan = dist_fit.agree_plan(model, plan, plan_at, request == "auto", train.num_rows)
     memory.require_fits(plan)
+    admission.update(plan, hold)
     batch_size = plan.batch_size   # from here on the plan's: the data sources are not told
     model._last_batch_size = batch_size
     train, val = dist_fit.shard_fit_data(model, train, val, plan.device)   # [dist hook] rank 0's weights, data by rank
@@ -286,6 +293,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
             vrun = model._engine.open_run("evaluate", plan.val_rows, device=plan.device,
                                           weighted=weighted.evaluate)
         watchdog.start() if not shaped else run.started()
+        admission.mark_allocated(plan, hold)
         cbs.on_train_begin()
         initial_epoch = model._initial_epoch or initial_epoch  # BackupAndRestore resumes here
         waited, t_start = [0.0], time.perf_counter()
@@ -440,9 +448,11 @@ def _with_epoch(e, epoch):
     return err
 
 
+@admission.releases
 def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, return_dict=False, memory_limit=None,
-             device=None, callbacks=None, sample_weight=None, **kwargs):
+             device=None, callbacks=None, sample_weight=None, memory_wait=None, **kwargs):
     model._require_compiled("evaluate")
+    admission.wait_seconds(memory_wait)
     verbose = dist_fit.verbose(_verbose(verbose))   # [dist hook] progress from rank 0 only
     device = _resolve_device(model, device)
     _check_weights_for_outputs(model, sample_weight, None)
@@ -452,10 +462,10 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
     model._require_built(src.sample_x())
     src.check(model)
     src = dist_fit.shard_eval(model, src)   # [dist hook] rank 0's weights, rows by rank
-    plan = memory.plan_run(model, "evaluate", src.batch_size, device, memory_limit,
-                           weighted=memory.Weighted(train=False, evaluate=src.weighted),
-                           text_chars=host_stage.longest_text(src), data_entries=workers.queue_entries(src))
-    memory.require_fits(plan)
+    plan = admission.admit("evaluate", lambda: memory.plan_run(
+        model, "evaluate", src.batch_size, device, memory_limit,
+        weighted=memory.Weighted(train=False, evaluate=src.weighted), text_chars=host_stage.longest_text(src),
+        data_entries=workers.queue_entries(src)), memory_wait, verbose)
     cbs = CallbackList(callbacks, _cb_model(model), {"steps": src.steps_per_epoch, "verbose": verbose})
     if isinstance(src, SequenceData) and getattr(model, "_dynamic", False):   # batches of several lengths
         seed = utils.next_seed()   # (keras.random's draws in a graph: new per call, as Keras's SeedGenerator)
@@ -469,6 +479,7 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
         run = model._engine.open_run("evaluate", plan.rows, device=plan.device, weighted=src.weighted,
                                      seed=utils.next_seed())
     tot = _totals()
+    admission.mark_allocated(plan)
     bar = Progbar(src.steps_per_epoch, verbose, plan=plan)
     stop, model.stop_training = getattr(model, "stop_training", False), False
     try:
@@ -493,8 +504,10 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
     return logs["loss"] if len(logs) == 1 else list(logs.values())
 
 
+@admission.releases
 def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=None, device=None, callbacks=None,
-            **kwargs):
+            memory_wait=None, **kwargs):
+    admission.wait_seconds(memory_wait)
     verbose = dist_fit.verbose(_verbose(verbose))   # [dist hook] progress from rank 0 only
     device = _resolve_device(model, device)
     x, _, _ = _prepare(model, x, None)
@@ -502,10 +515,10 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
     model._require_built(src.sample_x())
     src.check(model, need_y=False)
     src, gather = dist_fit.shard_predict(model, src)   # [dist hook] rank 0's weights, a block of rows by rank
-    plan = memory.plan_run(model, "predict", src.batch_size, device, memory_limit,
-                           predict_rows=dist_fit.predict_rows(src, gather),   # [dist hook] with the gathered rows
-                           text_chars=host_stage.longest_text(src), data_entries=workers.queue_entries(src))
-    memory.require_fits(plan)
+    plan = admission.admit("predict", lambda: memory.plan_run(
+        model, "predict", src.batch_size, device, memory_limit,
+        predict_rows=dist_fit.predict_rows(src, gather),   # [dist hook] with the gathered rows
+        text_chars=host_stage.longest_text(src), data_entries=workers.queue_entries(src)), memory_wait, verbose)
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
     if isinstance(src, SequenceData) and getattr(model, "_dynamic", False):   # batches of several lengths
         seed = utils.next_seed()   # (keras.random's draws in a graph: new per call, as Keras's SeedGenerator)
@@ -514,6 +527,7 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
                                 plan)
     else:
         run = model._engine.open_run("predict", plan.rows, device=plan.device, seed=utils.next_seed())
+    admission.mark_allocated(plan)
     bar = Progbar(src.steps_per_epoch, verbose, plan=plan)
     stop, model.stop_training = getattr(model, "stop_training", False), False
     shapes = [tuple(s) for s in model._engine.output_shapes]
