@@ -233,11 +233,14 @@ _AUTO_CAP = 1 << 16
 
 
 def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, val_batch=None, predict_rows=None,
-               max_rows=None, shuffle_rows=0, weighted=UNWEIGHTED, text_chars=0):
+               max_rows=None, shuffle_rows=0, weighted=UNWEIGHTED, text_chars=0, source_entries=()):
     """The plan of a run of batch_size rows (or 'auto': the largest that fits),
     in micro-batches when micro_batch is given; plan.batch_size is the one the
-    run takes."""
+    run takes. source_entries: what the data sources hold while read (host
+    bytes whatever the batch size: data.source_entries), out of the budget first."""
     hb, hsrc, db, dsrc = _budgets(device, memory_limit)
+    fixed = sum(e.bytes for e in source_entries)
+    hb -= fixed
     held = _held(model, mode)
     # automatic choices keep the watchdog's tolerance free on top of the margin
     auto = batch_size == "auto" or micro_batch == "auto"
@@ -275,16 +278,16 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
     if predict_rows:
         entries.append(PlanEntry("predictions (returned array)", predict_rows * _out_size(model) * 4, "host",
                                  "outputs"))
-    entries += _runtime_entries(model, mode, rows, val_rows, shuffle_rows, text_chars)
+    entries += _runtime_entries(model, mode, rows, val_rows, shuffle_rows, text_chars) + list(source_entries)
     max_bs = _max_rows(model, mode, device, hb, db, _AUTO_CAP, weighted, val_batch, shuffle_rows, text_chars)
-    plan = MemoryPlan(entries, budget_host_bytes=hb + held, budget_device_bytes=(db if db is not None else None),
+    plan = MemoryPlan(entries, budget_host_bytes=hb + fixed + held, budget_device_bytes=(db if db is not None else None),
                       max_batch_size=max_bs, batch_size=batch_size, micro_batch=rows if rows != batch_size else None,
                       device=device, budget_host_source=hsrc, budget_device_source=dsrc)
     plan.rows, plan.val_rows, plan.mode = rows, val_rows or rows, mode
     plan.engine_plan = p   # the step program's ops and buffers, for plan.plot()
     plan.held_bytes = held
     if auto:
-        plan.headroom_bytes = max(hb - (plan.host_bytes - held), 0)
+        plan.headroom_bytes = max(hb + fixed - (plan.host_bytes - held), 0)
         tol = budget.format_bytes(keep)
         plan.headroom_reason = (f"below the budget, on top of its margin: the automatic choice keeps {tol} free "
                                 f"(the between-steps watchdog's tolerance for memory outside the plan, from a "
@@ -307,14 +310,16 @@ def _check_weights_per_sample(model):
 
 
 def plan_fit(model, batch_size, micro_batch, device, memory_limit, val_batch, max_rows=None, shuffle_rows=0,
-             weighted=UNWEIGHTED, text_chars=0):
+             weighted=UNWEIGHTED, text_chars=0, source_entries=()):
     return build_plan(model, "train", batch_size, device, memory_limit, micro_batch, val_batch, max_rows=max_rows,
-                      shuffle_rows=shuffle_rows, weighted=weighted, text_chars=text_chars)
+                      shuffle_rows=shuffle_rows, weighted=weighted, text_chars=text_chars,
+                      source_entries=source_entries)
 
 
-def plan_run(model, mode, batch_size, device, memory_limit, predict_rows=None, weighted=UNWEIGHTED, text_chars=0):
+def plan_run(model, mode, batch_size, device, memory_limit, predict_rows=None, weighted=UNWEIGHTED, text_chars=0,
+             source_entries=()):
     return build_plan(model, mode, batch_size or 32, device, memory_limit, predict_rows=predict_rows,
-                      weighted=weighted, text_chars=text_chars)
+                      weighted=weighted, text_chars=text_chars, source_entries=source_entries)
 
 
 def estimate(model, batch_size, optimizer=None, device=None, micro_batch=None, mode="train", memory_limit=None,
