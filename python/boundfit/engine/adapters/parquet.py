@@ -20,6 +20,16 @@ def parquet():
     return pyarrow.parquet
 
 
+def _value_width(t):
+    """Bytes of one leaf value of Arrow type t (8: not a fixed-width number)."""
+    while hasattr(t, "value_type"):   # lists: their values
+        t = t.value_type
+    try:
+        return max(t.bit_width // 8, 1)
+    except ValueError:
+        return 8
+
+
 class ParquetBatches:
     """A re-iterable of (x, y[, sample_weight]) batches read from a Parquet file."""
     _keeps_order = True   # its own shuffle (row groups, rows within them), not fit's
@@ -49,14 +59,18 @@ class ParquetBatches:
 
     def _group_bytes(self, g):
         """A bound of what reading row group g holds: its chunks of the named columns as stored (read at
-        once) and decompressed, and decoded (8 bytes a value at most, numbers; offsets and validity)."""
+        once) and decompressed, and decoded (its values at their Arrow width; offsets and validity)."""
         rg = self.file.metadata.row_group(g)
         total = 0
         for leaf in range(rg.num_columns):
             c = rg.column(leaf)
-            if c.path_in_schema.split(".")[0] not in self.spec.columns:
+            name = c.path_in_schema.split(".")[0]
+            if name not in self.spec.columns:
                 continue
-            total += c.total_compressed_size + c.total_uncompressed_size + 8 * c.num_values + 8 * rg.num_rows + 256
+            t = self.file.schema_arrow.field(name).type
+            offsets = 4 * (rg.num_rows + 1) if hasattr(t, "value_type") else 0   # a list column's
+            total += (c.total_compressed_size + c.total_uncompressed_size + _value_width(t) * c.num_values
+                      + offsets + c.num_values // 8 + 256)
         return total
 
     def plan_entries(self):
