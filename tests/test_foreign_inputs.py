@@ -145,6 +145,16 @@ def test_tf_dataset_batch_of_another_shape_is_refused_naming_it():
     assert e.value.batch_index == 1
 
 
+def test_unbatched_tf_dataset_is_refused_before_a_step():
+    tf = _tf()
+    x, y = _data(20)
+    m = _model()
+    w = m.get_weights()
+    with pytest.raises(bf.DataError, match=r"tf.data.Dataset's elements hold scalars .*call .batch\(batch_size\)"):
+        m.fit(tf.data.Dataset.from_tensor_slices((x, y)), verbose=0)
+    assert all((a == b).all() for a, b in zip(m.get_weights(), w))
+
+
 def test_ragged_tensor_is_refused_naming_it():
     tf = _tf()
     ds = tf.data.Dataset.from_tensors((tf.ragged.constant([[1.0, 2.0], [3.0]]), tf.constant([0, 1])))

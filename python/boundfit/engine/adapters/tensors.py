@@ -35,6 +35,14 @@ def _tree(v, what):
     return to_numpy(v, what)
 
 
+def _leaves(v):
+    if isinstance(v, dict):
+        return [e for x in v.values() for e in _leaves(x)]
+    if isinstance(v, (tuple, list)):
+        return [e for x in v for e in _leaves(x)]
+    return [v]
+
+
 def element(el, what):
     """An element as the (x, y, sample_weight) tuple a Python source yields."""
     if isinstance(el, list):
@@ -55,6 +63,10 @@ class Batches:
 
     def __init__(self, source, kind):
         self.source, self.kind = source, kind
+        spec = getattr(source, "element_spec", None)   # tf.data: the elements' shapes, before one is read
+        if spec is not None and any(getattr(getattr(s, "shape", None), "rank", None) == 0 for s in _leaves(spec)):
+            raise DataError(f"the {kind}'s elements hold scalars (element_spec {spec}): it is not batched, and an "
+                            "element is taken as one batch (as Keras 3 takes it); call .batch(batch_size) on it")
 
     def __iter__(self):
         for k, el in enumerate(self.source):
