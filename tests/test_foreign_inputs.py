@@ -6,6 +6,7 @@ batches, shuffle=False); validation data is read again every epoch; a batch
 that does not match the first is refused naming it; the streamed files are
 planned and never held whole."""
 
+import contextlib
 import os
 
 import numpy as np
@@ -321,6 +322,22 @@ def test_parquet_shuffle_reads_every_row_once_in_a_new_order_each_epoch(tmp_path
         assert all(len(g) <= 2 for g in groups)
 
 
+_POOLS = []   # Arrow buffers allocated through a pool may outlive the test: the pool must too
+
+
+@contextlib.contextmanager
+def _arrow_pool():
+    """Arrow's allocations counted apart while the block runs (pool.max_memory(): their peak)."""
+    before = pa.default_memory_pool()
+    pool = pa.proxy_memory_pool(before)
+    _POOLS.append(pool)
+    pa.set_memory_pool(pool)
+    try:
+        yield pool
+    finally:
+        pa.set_memory_pool(before)
+
+
 def test_parquet_is_streamed_within_its_plan(tmp_path):
     """The plan holds the largest row group's read and the batches; the file's rows are never all held:
     Arrow's peak for the whole fit is one row group's, far below the file's decoded size."""
@@ -333,14 +350,9 @@ def test_parquet_is_streamed_within_its_plan(tmp_path):
     decoded = sum(a.nbytes for a in cols.values())
     m = bf.Sequential([bf.layers.Dense(C, activation="softmax", input_shape=(k,))])
     m.compile("sgd", "sparse_categorical_crossentropy")
-    before = pa.default_memory_pool()
-    pool = pa.proxy_memory_pool(before)
-    pa.set_memory_pool(pool)
-    try:
+    with _arrow_pool() as pool:
         src = bf.data.from_parquet(path, x=[f"f{i}" for i in range(k)], y="label", batch_size=256, shuffle=True)
         m.fit(src, epochs=2, verbose=0)
-    finally:
-        pa.set_memory_pool(before)
     entries = {e.name: e.bytes for e in m._last_plan.breakdown if e.category == "data"}
     group_entry = next(v for n_, v in entries.items() if "one row group read and decoded" in n_)
     assert any("batches of 256 rows" in n_ for n_ in entries)
@@ -377,6 +389,26 @@ def test_csv_streams_as_the_arrays_block_by_block(tmp_path):
     h = b.fit(src, epochs=2, verbose=0, validation_data=val, validation_steps=3)
     _same(ref, h)
     assert any("one block of 512 bytes" in e.name for e in b._last_plan.breakdown)
+
+
+def test_csv_is_streamed_within_its_plan(tmp_path):
+    """One block is parsed at a time: Arrow's peak is a few blocks' worth, within the plan's entry, far below
+    the file (pyarrow's own streaming reader would read some thirty blocks ahead)."""
+    rng = np.random.default_rng(0)
+    n, k = 40000, 8
+    df = pd.DataFrame(rng.normal(size=(n, k)).astype("float32"), columns=[f"f{i}" for i in range(k)])
+    df["label"] = rng.integers(0, C, n)
+    path = str(tmp_path / "big.csv")
+    df.to_csv(path, index=False)
+    size = os.path.getsize(path)
+    m = bf.Sequential([bf.layers.Dense(C, activation="softmax", input_shape=(k,))])
+    m.compile("sgd", "sparse_categorical_crossentropy")
+    with _arrow_pool() as pool:
+        src = bf.data.from_csv(path, x=[f"f{i}" for i in range(k)], y="label", batch_size=512, shuffle=True,
+                               block_size=8192)
+        m.fit(src, epochs=1, verbose=0)
+    block = next(e.bytes for e in m._last_plan.breakdown if "one block of 8192 bytes" in e.name)
+    assert 0 < pool.max_memory() <= block < size / 4
 
 
 def test_csv_block_that_does_not_parse_is_refused_naming_the_batch(tmp_path):
