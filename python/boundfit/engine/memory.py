@@ -280,7 +280,8 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
                                  "outputs"))
     entries += _runtime_entries(model, mode, rows, val_rows, shuffle_rows, text_chars) + list(source_entries)
     max_bs = _max_rows(model, mode, device, hb, db, _AUTO_CAP, weighted, val_batch, shuffle_rows, text_chars)
-    plan = MemoryPlan(entries, budget_host_bytes=hb + fixed + held, budget_device_bytes=(db if db is not None else None),
+    plan = MemoryPlan(entries, budget_host_bytes=hb + fixed + held,
+                      budget_device_bytes=(db if db is not None else None),
                       max_batch_size=max_bs, batch_size=batch_size, micro_batch=rows if rows != batch_size else None,
                       device=device, budget_host_source=hsrc, budget_device_source=dsrc)
     plan.rows, plan.val_rows, plan.mode = rows, val_rows or rows, mode

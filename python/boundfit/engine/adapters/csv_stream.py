@@ -89,7 +89,8 @@ class CsvBatches:
         are shorter than a block; with the parser's own buffers (PARSER_BYTES); and the batches."""
         return [PlanEntry(f"{self.path}: one block of {self.block_size} bytes read and parsed (rows up to a "
                           "block long; bound)",
-                          8 * (2 * self.block_size + self._header) + PARSER_BYTES, "host", "data", "outside the arena: the streamed source"),
+                          8 * (2 * self.block_size + self._header) + PARSER_BYTES, "host", "data",
+                          "outside the arena: the streamed source"),
                 PlanEntry(f"{self.path}: batches of {self.batch_size} rows (the one being joined and converted, "
                           "the one trained on, the first kept for checks; bound)", 4 * self._first_bytes, "host",
                           "data", "outside the arena: the streamed source")]
