@@ -366,6 +366,12 @@ def test_parquet_missing_column_and_list_column_of_another_length_are_refused(tm
     path = _parquet(tmp_path, x, y, 10)
     with pytest.raises(bf.DataError, match=r"t.parquet: no column 'nope'; its columns are \['f0', 'f1'"):
         bf.data.from_parquet(path, x=["f0", "nope"], y="label")
+    with pytest.raises(ValueError, match=r"x: a column name, a list of names or a dict .*got 3"):
+        bf.data.from_parquet(path, x=3, y="label")
+    with pytest.raises(ValueError, match=r"batch_size must be a positive int, got 0"):
+        bf.data.from_parquet(path, x=FEATURES, y="label", batch_size=0)
+    with pytest.raises(bf.DataError, match=r"nothing.parquet: not a readable Parquet file"):
+        bf.data.from_parquet(str(tmp_path / "nothing.parquet"), x=FEATURES)
     seqs = [[1.0, 2.0, 3.0, 4.0]] * 8 + [[1.0, 2.0, 3.0]] * 8
     lpath = str(tmp_path / "lists.parquet")
     pq.write_table(pa.table({"v": seqs, "label": [0] * 16}), lpath, row_group_size=8)
