@@ -6,7 +6,9 @@ the rows of each (shuffled) batch from each array and converts the dtype into
 its packed batch buffers, so no copy of the data is made. Memory-mapped files
 are checked before each chunk of batches (arrays.check_files).
 SequenceData: Keras Sequence / PyDataset objects and Python generators; each
-batch is checked against the first one, then handed to the engine."""
+batch is checked against the first one, then handed to the engine.
+Inputs of other ecosystems (tf.data, DataLoader, pandas, Parquet / CSV, Hugging
+Face datasets) are adapted to these first: adapters/ (adapt_all)."""
 
 import numpy as np
 
@@ -14,6 +16,11 @@ from .. import utils
 from ..errors import DataError
 from .arrays import (DEFAULT_BATCH, as_arrays, as_sample_weight, check_batch_size, check_files, check_x, check_y,
                      engine_batch, mapped_files, same_rows)
+from .adapters import adapt_all  # noqa: F401 - training adapts x, y, validation_data with it
+from .adapters.csv_stream import from_csv  # noqa: F401 - bf.data.from_csv
+from .adapters.hf import from_hf  # noqa: F401 - bf.data.from_hf
+from .adapters.parquet import from_parquet  # noqa: F401 - bf.data.from_parquet
+from . import workers
 from .sources import SequenceData, is_python_source
 
 
@@ -139,6 +146,19 @@ def from_npy(x_path, y_path=None):
     if y is not None and x.shape[0] != y.shape[0]:
         raise DataError(f"{x_path} and {y_path} have different lengths: {x.shape[0]} and {y.shape[0]}")
     return x, y
+
+
+def source_entries(*sources):
+    """Plan entries of what the sources themselves hold while they are read,
+    whatever the batch size: a PyDataset's worker queue (workers.py), a
+    streamed file's row group or block (the entries of a Python source that
+    states them: plan_entries())."""
+    out = workers.queue_entries(*sources)
+    for s in sources:
+        fn = getattr(getattr(s, "src", None), "plan_entries", None)
+        if fn is not None:
+            out += fn()
+    return out
 
 
 def _split(n, validation_split):

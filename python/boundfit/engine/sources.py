@@ -17,6 +17,7 @@ import numpy as np
 from .. import utils
 from ..errors import DataError
 from . import workers
+from .adapters import is_frame
 from .arrays import as_arrays, check_files, check_x, check_y, engine_batch, same_rows
 
 
@@ -31,7 +32,7 @@ def _stopped(chunks):
 
 
 def is_python_source(x):
-    if isinstance(x, (np.ndarray, list, tuple, dict)) or x is None:
+    if isinstance(x, (np.ndarray, list, tuple, dict)) or x is None or is_frame(x):
         return False
     if isinstance(x, utils.PyDataset) or inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator):
         return True
@@ -271,6 +272,13 @@ class SequenceData:
             r = _run_for(run, k, xb, yb)
             with engine_batch(k, _files(k, xb, yb)):
                 on_chunk(k + 1, r.evaluate(self._engine_x(xb, k), yb.view(0, n), None, n, n, 0, 1, swb))
+        self._rewind()   # validation reads a re-iterable (tf.data, DataLoader) from its start each epoch
+
+    def _rewind(self):
+        """A re-iterable (not an iterator) source starts over at its next read."""
+        if not self.indexed and self._first is None and isinstance(self.src, collections.abc.Iterable) \
+                and not isinstance(self.src, collections.abc.Iterator):
+            self._iter = None
 
     def run_predict(self, run, out_shape, on_step, chunks, view=None, sizes=None):
         """The batches' predictions in the engine's layout: with several outputs
@@ -320,6 +328,4 @@ class SequenceData:
     def on_epoch_end(self):
         if hasattr(self.src, "on_epoch_end"):
             self.src.on_epoch_end()
-        if not self.indexed and self._first is None and isinstance(self.src, collections.abc.Iterable) \
-                and not isinstance(self.src, collections.abc.Iterator):
-            self._iter = None  # re-iterable: start over next epoch
+        self._rewind()   # re-iterable: start over next epoch

@@ -15,7 +15,7 @@ from ..callbacks import CallbackList, TerminateOnNaN
 from ..callbacks.progbar import Progbar
 from ..errors import DataError, NonFiniteError
 from ..runtime import devices
-from . import admission, buckets, data as data_mod, dist_fit, host_stage, memory, workers
+from . import admission, buckets, data as data_mod, dist_fit, host_stage, memory
 from .sources import SequenceData
 
 _CHUNK_SECONDS = 0.1
@@ -164,6 +164,7 @@ def _check_class_weight_output(model, class_weight):
 def _prepare(model, x, y, validation_data=None):
     """Subclassed models are traced on the data's shapes. Several inputs /
     outputs need nothing here: the engine gathers each array in place."""
+    x, y, validation_data = data_mod.adapt_all(x, y, validation_data)   # tf.data, DataLoader, pandas
     seq = x is not None and data_mod._is_sequence(x)
     if not model._functional and x is not None and not seq:
         model._require_built(x)
@@ -228,7 +229,7 @@ def fit(model, x, y, batch_size=None, epochs=1, verbose="auto", callbacks=None, 
                                val.batch_size if val is not None and not val_lengths else None,
                                max_rows=train.num_rows,
                                shuffle_rows=train.num_rows if train.shuffle and train.num_rows else 0, weighted=weighted,
-                               text_chars=chars, data_entries=workers.queue_entries(train, val))
+                               text_chars=chars, data_entries=data_mod.source_entries(train, val))
 
     request = data_mod.batch_request(train)
     first_shapes, plans, val_plans = list(getattr(model, "_bound", None) or []), {}, {}
@@ -465,7 +466,7 @@ def evaluate(model, x, y=None, batch_size=None, verbose="auto", steps=None, retu
     plan = admission.admit("evaluate", lambda: memory.plan_run(
         model, "evaluate", src.batch_size, device, memory_limit,
         weighted=memory.Weighted(train=False, evaluate=src.weighted), text_chars=host_stage.longest_text(src),
-        data_entries=workers.queue_entries(src)), memory_wait, verbose)
+        data_entries=data_mod.source_entries(src)), memory_wait, verbose)
     cbs = CallbackList(callbacks, _cb_model(model), {"steps": src.steps_per_epoch, "verbose": verbose})
     if isinstance(src, SequenceData) and getattr(model, "_dynamic", False):   # batches of several lengths
         seed = utils.next_seed()   # (keras.random's draws in a graph: new per call, as Keras's SeedGenerator)
@@ -518,7 +519,7 @@ def predict(model, x, batch_size=None, verbose="auto", steps=None, memory_limit=
     plan = admission.admit("predict", lambda: memory.plan_run(
         model, "predict", src.batch_size, device, memory_limit,
         predict_rows=dist_fit.predict_rows(src, gather),   # [dist hook] with the gathered rows
-        text_chars=host_stage.longest_text(src), data_entries=workers.queue_entries(src)), memory_wait, verbose)
+        text_chars=host_stage.longest_text(src), data_entries=data_mod.source_entries(src)), memory_wait, verbose)
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
     if isinstance(src, SequenceData) and getattr(model, "_dynamic", False):   # batches of several lengths
         seed = utils.next_seed()   # (keras.random's draws in a graph: new per call, as Keras's SeedGenerator)
