@@ -119,7 +119,7 @@ def _dataset(g, name, draw, shape=None):
     size = int(np.prod(shape, dtype=np.int64))
     store = draw(st.sampled_from(["data", "gzip", "empty"])) if size <= 64 else "empty"
     if store == "empty":
-        chunks = tuple(min(s, 256) or 1 for s in shape) if shape else None
+        chunks = tuple(min(s, 256) for s in shape) if shape and all(shape) else None
         g.create_dataset(name, shape=shape, dtype=dtype, chunks=chunks, compression="gzip" if chunks else None)
         return
     data = np.arange(size).reshape(shape).astype(dtype) if kind != "vlen-str" else \

@@ -13,7 +13,6 @@ or external link on the way to a group or dataset the load reads."""
 
 import contextlib
 import io
-import struct
 import tempfile
 import zipfile
 import zlib
@@ -35,11 +34,12 @@ _LINK_KIND = {h5l.TYPE_SOFT: "SoftLink", h5l.TYPE_EXTERNAL: "ExternalLink"}
 
 @contextlib.contextmanager
 def refusing(where):
-    """Errors of a malformed file (zip, zlib, HDF5 lookups) as ValueError naming it; OSError passes."""
+    """Errors of a malformed file as ValueError naming it (zipfile's BadZipFile, EOFError and
+    NotImplementedError, zlib's error, h5py's KeyError, RuntimeError and TypeError for a damaged or
+    unmappable HDF5 structure); OSError passes."""
     try:
         yield
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, struct.error, KeyError, RuntimeError,
-            TypeError, IndexError) as e:
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, KeyError, RuntimeError, TypeError) as e:
         raise ValueError(f"{where}: malformed file ({type(e).__name__}: {e})") from e
 
 

@@ -13,7 +13,6 @@ the target, fsync, rename)."""
 
 import json
 import os
-import zipfile
 
 import numpy as np
 
@@ -97,15 +96,17 @@ def save_model(model, filepath, overwrite=True):
 
 def _is_graph_file(filepath):
     try:
-        with zipfile.ZipFile(filepath) as z:
+        with bounded_read.open_zip(filepath) as z:
             return "meta.npy" in z.namelist()
-    except (OSError, zipfile.BadZipFile):
+    except (OSError, ValueError):
         return False
 
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     """Keras's signature: a `.keras` file (Keras 3 or boundfit), or a boundfit graph file (.npz). A graph
-    file's arrays are read only once the model its description builds says what shape each must have."""
+    file's arrays are read only once the model its description builds says what shape each must have.
+    An untrusted file raises ValueError (refused or malformed content, naming the file and the member)
+    or OSError (unreadable), never more (bounded_read.py)."""
     filepath = os.fspath(filepath)
     if not (os.path.isfile(filepath) and _is_graph_file(filepath)):
         return keras_format.load_model(filepath, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)

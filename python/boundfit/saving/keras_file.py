@@ -421,8 +421,9 @@ def read_extra_attrs(filepath):
 
 
 def _json(z, name, where):
+    data = bounded_read.zip_bytes(z, name, bounded_read.JSON_CAP, where)
     try:
-        return json.loads(bounded_read.zip_bytes(z, name, bounded_read.JSON_CAP, where))
+        return json.loads(data)
     except ValueError as e:
         raise ValueError(f"{where}: {name} is not JSON ({e})") from None
 
@@ -436,6 +437,9 @@ def _weights_h5(z, model, where):
 
 
 def load_weights(model, filepath, skip_mismatch=False):
+    """A `.weights.h5` or `.keras` file's weights (and optimizer state) into model, all or nothing; an
+    untrusted file raises ValueError (refused or malformed content, naming the file and the dataset) or
+    OSError (unreadable), never more (bounded_read.py)."""
     filepath = os.fspath(filepath)
     if filepath.endswith(".keras"):   # a subclassed model's .keras file holds its traced graph's layout
         model._require_built()
