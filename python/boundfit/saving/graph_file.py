@@ -13,7 +13,6 @@ the target, fsync, rename)."""
 
 import json
 import os
-import zipfile
 
 import numpy as np
 
@@ -22,7 +21,7 @@ from ..activations import name_of
 from ..graph import compile_graph
 from ..layers.layer import keras_layer_classes
 from ..layers.recurrent import _call
-from . import config as keras_config, keras_file as keras_format
+from . import bounded_read, config as keras_config, keras_file as keras_format
 from .keras_file import load_weights, save_weights
 from .registry import model_classes
 
@@ -97,42 +96,67 @@ def save_model(model, filepath, overwrite=True):
 
 def _is_graph_file(filepath):
     try:
-        with zipfile.ZipFile(filepath) as z:
+        with bounded_read.open_zip(filepath) as z:
             return "meta.npy" in z.namelist()
-    except (OSError, zipfile.BadZipFile):
+    except (OSError, ValueError):
         return False
 
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
-    """Keras's signature: a `.keras` file (Keras 3 or boundfit), or a boundfit graph file (.npz)."""
+    """Keras's signature: a `.keras` file (Keras 3 or boundfit), or a boundfit graph file (.npz). A graph
+    file's arrays are read only once the model its description builds says what shape each must have.
+    An untrusted file raises ValueError (refused or malformed content, naming the file and the member)
+    or OSError (unreadable), never more (bounded_read.py)."""
     filepath = os.fspath(filepath)
     if not (os.path.isfile(filepath) and _is_graph_file(filepath)):
         return keras_format.load_model(filepath, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
-    with np.load(filepath) as f:
-        meta = json.loads(bytes(f["meta"]).decode())
-        weights = [f[f"w{i}"] for i in range(sum(1 for k in f.files if k.startswith("w")))]
-        slots = [f[f"s{i}"] for i in range(sum(1 for k in f.files if k.startswith("s")))]
-    if meta.get("format") != "boundfit-1" or meta.get("kind") != "graph":
-        raise ValueError(f"{filepath} is not a boundfit graph file")
-    model = _load_graph(meta)
+    with bounded_read.open_zip(filepath) as z:
+        meta = bounded_read.npy_member(z, "meta.npy", filepath, max_bytes=bounded_read.JSON_CAP, kinds="u")
+        try:
+            meta = json.loads(meta.tobytes().decode())
+        except ValueError as e:
+            raise ValueError(f"{filepath}: its description (meta) is not JSON ({e})") from None
+        if not isinstance(meta, dict) or meta.get("format") != "boundfit-1" or meta.get("kind") != "graph":
+            raise ValueError(f"{filepath} is not a boundfit graph file")
+        with bounded_read.refusing(f"{filepath}: its description (meta)"):
+            model = _load_graph(meta)
+            c = meta.get("compile") if compile else None
+            if c:
+                _compile(model, c, custom_objects)
+        shapes = [tuple(s) for _, _, params in model._info() for _, s, _ in params]
+        names = z.namelist()
+        if sum(1 for n in names if n[:1] == "w") != len(shapes):
+            raise ValueError(f"{filepath}: the file has {sum(1 for n in names if n[:1] == 'w')} weights, its "
+                             f"model {len(shapes)}")
+        weights = [bounded_read.npy_member(z, f"w{i}.npy", filepath, shape=s) for i, s in enumerate(shapes)]
+        nslots = sum(1 for k in names if k[:1] == "s") if c else 0
+        if nslots > 4:
+            raise ValueError(f"{filepath}: the file has {nslots} optimizer slots, an optimizer has at most 4")
+        slots = [bounded_read.npy_member(z, f"s{i}.npy", filepath, shape=(model._engine.n_trainable,), kinds="f")
+                 for i in range(nslots)]
     model.set_weights(weights)
-    c = meta.get("compile")
-    if compile and c:
-        names = model._output_names
-        per, wper = [[] for _ in names], [[] for _ in names]
-        for k, w, cfg in c["metrics"]:
-            (wper if w else per)[k].append(cfg)
-        losses_ = [keras_config.loss_from_config(l, custom_objects) for l in c["losses"]]
-        model.compile(optimizer=keras_config.optimizer_from_config(c["optimizer"]),
-                      loss=losses_ if len(losses_) > 1 else losses_[0],
-                      loss_weights=c["loss_weights"] if c.get("multi_loss") else None,
-                      metrics=per if any(per) else None, weighted_metrics=wper if any(wper) else None)
+    if c:
+        it = c.get("iterations")
+        if not isinstance(it, int) or it < 0:
+            raise ValueError(f"{filepath}: its compile description has iterations={it!r}")
         if slots:
-            model._engine.restore_optimizer_state(c["iterations"], slots)
+            model._engine.restore_optimizer_state(it, slots)
         else:
-            model._engine.set_iterations(c["iterations"])
+            model._engine.set_iterations(it)
         model._loaded()   # a model with a training graph (a custom loss): the state goes on into it
     return model
+
+
+def _compile(model, c, custom_objects):
+    names = model._output_names
+    per, wper = [[] for _ in names], [[] for _ in names]
+    for k, w, cfg in c["metrics"]:
+        (wper if w else per)[k].append(cfg)
+    losses_ = [keras_config.loss_from_config(l, custom_objects) for l in c["losses"]]
+    model.compile(optimizer=keras_config.optimizer_from_config(c["optimizer"]),
+                  loss=losses_ if len(losses_) > 1 else losses_[0],
+                  loss_weights=c["loss_weights"] if c.get("multi_loss") else None,
+                  metrics=per if any(per) else None, weighted_metrics=wper if any(wper) else None)
 
 
 def _load_graph(meta):

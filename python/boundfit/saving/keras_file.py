@@ -11,6 +11,7 @@ the slots in the order of Keras's trainable_variables. boundfit's own extras
 boundfit/, which Keras never reads. Every file is written atomically: a
 temporary file in the same folder, fsync, rename."""
 
+import contextlib
 import datetime
 import io
 import json
@@ -24,7 +25,7 @@ import numpy as np
 
 from .. import layers as L
 from .._version import __version__
-from . import config as keras_config, keras_graph
+from . import bounded_read, config as keras_config, keras_graph
 
 
 # ---- atomic files ----
@@ -193,121 +194,202 @@ def write_weights(h5, model, optimizer=True, as_functional=False):
 
 
 def _file_vars(h5):
-    """Paths of the groups holding layer variables in a weights file (not the optimizer's, not boundfit's)."""
+    """Paths of the groups holding layer variables in a weights file (not the optimizer's, not boundfit's);
+    HDF5's visit follows hard links only."""
     found = []
 
     def visit(name, obj):
-        if name.split("/")[-1] == "vars" and len(obj) and not name.startswith(("optimizer/", "boundfit/")):
+        if name.split("/")[-1] == "vars" and isinstance(obj, h5py.Group) and len(obj) \
+                and not name.startswith(("optimizer/", "boundfit/")):
             found.append(name)
     h5.visititems(visit)
     return found
 
 
+_HOST_ITEMS = 1 << 22   # elements a host-side layer's state may hold (TextVectorization's idf_weights: 4M tokens)
+_COPIES = 8             # the weights, and optimizer state: Keras's slots, EMA, accumulators, boundfit's own copy
+
+
+def _weights_cap(model):
+    """Bytes a .keras file's model.weights.h5 may hold for this model: every variable at 8 bytes an element
+    _COPIES times over, host-side layers' state, and HDF5's overhead per object (about 1.5 KiB)."""
+    info = model._info()
+    shapes = [s for _, _, params in info for _, s, _ in params]
+    items = sum(int(np.prod(s, dtype=np.int64)) for s in shapes)
+    host = sum(1 for _, l in keras_graph.weight_groups(model, True) if hasattr(l, "_load_keras_h5_vars"))
+    return 8 * (_COPIES * items + 2 * host * _HOST_ITEMS) + (1 << 20) + (64 << 10) * (_COPIES * len(shapes) + len(info))
+
+
 def read_weights(h5, model, optimizer=True, where="weights file", skip_mismatch=False, as_functional=False):
-    """Load an open h5py File's variables into model; all-or-nothing: every
-    layer is checked before anything is set (skip_mismatch: a layer whose
-    weights do not match keeps its own, with a warning, as Keras does)."""
+    """Load an open h5py File's variables into model; all-or-nothing: every dataset's shape, dtype and
+    storage are checked before a byte of it is read (bounded_read.py), and everything is read before
+    anything is set (skip_mismatch: a layer whose weights do not match keeps its own, with a warning, as
+    Keras does)."""
     model._require_built()
-    legacy = "layers" not in h5 and "_layer_checkpoint_dependencies" in h5
+    with bounded_read.refusing(where):
+        new, host = _read_layers(h5, model, where, skip_mismatch, as_functional)
+        restore = _read_optimizer(h5, model, where, as_functional) \
+            if optimizer and model.optimizer is not None and model._engine is not None else None
+    model.set_weights(new)
+    for layer, groups in host:
+        layer._load_keras_h5_vars(groups)
+    if restore is not None:
+        restore()
+
+
+def _read_host_groups(h5, path, layer, expected, where):
+    """{group: {name: array}} of a host-side layer's state (TextVectorization's idf_weights)."""
+    groups = {}
+    for sub in layer._keras_h5_vars():
+        key = f"{path}/{sub}" if path else sub
+        expected.add(key)
+        g = bounded_read.h5_group(h5, key, where)
+        if g is None:
+            continue
+        sets = {n: bounded_read.h5_dataset(g, n, where) for n in g}
+        if sum(d.size for d in sets.values()) > _HOST_ITEMS:
+            raise ValueError(f"{where}: {g.name} holds {sum(d.size for d in sets.values())} elements, at most "
+                             f"{_HOST_ITEMS} are read for layer {layer.name!r}")
+        groups[sub] = {n: bounded_read.h5_read(d, None, where, _HOST_ITEMS) for n, d in sets.items()}
+    return groups
+
+
+def _read_layers(h5, model, where, skip_mismatch, as_functional):
+    """(every weight of the model, the file's where it has them; [(host-side layer, its state)])."""
+    legacy = bounded_read.h5_group(h5, "layers", where) is None and \
+        bounded_read.h5_group(h5, "_layer_checkpoint_dependencies", where) is not None
     new = model._engine.get_weights()
     expected = set()
-    host = []   # host-side layers' state (TextVectorization's idf_weights), set once all else is checked
+    host = []
     for path, layer in keras_graph.weight_groups(model, as_functional):
         if hasattr(layer, "_load_keras_h5_vars"):
-            groups = {}
-            for sub in layer._keras_h5_vars():
-                key = f"{path}/{sub}" if path else sub
-                expected.add(key)
-                if key in h5:
-                    groups[sub] = {n: np.asarray(h5[key][n]) for n in h5[key]}
-            host.append((layer, groups))
-        if not _weighted(model, layer):
+            host.append((layer, _read_host_groups(h5, path, layer, expected, where)))
+        slots = _slots(model, layer)
+        if not slots:
             continue
         key = _vars_path(path)
         expected.add(key)
         fkey = "_layer_checkpoint_dependencies" + key[len("layers"):] if legacy and key.startswith("layers/") else key
-        want = [w.shape for w in _layer_weights(model, layer)]
-        got = []
+        want = [new[j].shape for j in slots]
+        fwant = [np.shape(a) for a in layer._to_keras_vars([new[j] for j in slots])] \
+            if hasattr(layer, "_to_keras_vars") else want   # the shapes Keras keeps them in
+        groups = []
         for sub, _ in _var_groups(layer, len(want)):  # recurrent layers: their cell's (and sublayers') groups
-            skey = fkey if sub == "vars" else fkey[:-len("vars")] + sub
             if sub != "vars":
                 expected.add(key[:-len("vars")] + sub)
-            v = h5[skey] if skey in h5 else None
-            got += [np.asarray(v[str(k)]) for k in range(len(v))] if v is not None else []
-        if hasattr(layer, "_from_keras_vars"):
+            groups.append(bounded_read.h5_group(h5, fkey if sub == "vars" else fkey[:-len("vars")] + sub, where))
+        count = sum(len(g) for g in groups if g is not None)
+        sets = [bounded_read.h5_dataset(g, str(k), where) for g in groups if g is not None for k in range(len(g))] \
+            if count <= 2 * len(fwant) + 8 else None
+        has = f"{count} datasets" if sets is None else [d.shape for d in sets]
+        got = [bounded_read.h5_read(d, s, where) for d, s in zip(sets, fwant)] \
+            if sets is not None and [d.shape for d in sets] == [tuple(s) for s in fwant] else None
+        if got is not None and hasattr(layer, "_from_keras_vars"):
             got = layer._from_keras_vars(got, want)
-        if len(got) != len(want) or any(a.shape != s for a, s in zip(got, want)):
+        if got is None or len(got) != len(want) or any(a.shape != s for a, s in zip(got, want)):
             if skip_mismatch:
                 warnings.warn(f"{where}: skipping layer {layer.name!r}: it expects weights "
-                              f"{[tuple(s) for s in want]}, the file has {[a.shape for a in got]}", stacklevel=3)
+                              f"{[tuple(s) for s in fwant]}, the file has {has}", stacklevel=4)
                 continue
             raise ValueError(f"{where}: layer {layer.name!r} ({type(layer).__name__}) expects weights "
-                             f"{[tuple(s) for s in want]}, the file has {[a.shape for a in got]} at {path}")
-        for j, a in zip(_slots(model, layer), got):
+                             f"{[tuple(s) for s in fwant]}, the file has {has} at {path}")
+        for j, a in zip(slots, got):
             new[j] = a
     if legacy:
         expected = {"_layer_checkpoint_dependencies" + k[len("layers"):] for k in expected}
     extra = sorted(p[:-len("/vars")] for p in set(_file_vars(h5)) - expected)
     if extra and not skip_mismatch:
         raise ValueError(f"{where}: it has weights for layers this model lacks: {extra}")
-    model.set_weights(new)
-    for layer, groups in host:
-        layer._load_keras_h5_vars(groups)
-    if optimizer and model.optimizer is not None and model._engine is not None:
-        _read_optimizer(h5, model, as_functional)
+    return new, host
 
 
-def _read_optimizer(h5, model, as_functional):
-    if "boundfit" in h5:
-        b = h5["boundfit"]
-        slots = [np.asarray(b[f"slot{k}"]) for k in range(sum(1 for n in b if n.startswith("slot")))]
-        name = type(model.optimizer).__name__
-        if b.attrs.get("optimizer") != name:
-            warnings.warn(f"Skipping variable loading for optimizer '{name}': the file holds the state of "
-                          f"{b.attrs.get('optimizer')!r}", stacklevel=4)
-            return
-        try:
-            if slots:
-                model._engine.restore_optimizer_state(int(b.attrs["iterations"]), slots)
-            else:
-                model._engine.set_iterations(int(b.attrs["iterations"]))
-        except ValueError as e:   # another configuration (say, momentum): weights load, the state does not
-            warnings.warn(f"Skipping variable loading for optimizer '{name}': {e}", stacklevel=4)
-            return
-        if getattr(model.optimizer, "_schedule", None) is None:
-            model.optimizer.learning_rate = float(b.attrs["learning_rate"])
-        return
-    if "optimizer/vars" not in h5:
-        return
-    v = h5["optimizer/vars"]
-    vals = [np.asarray(v[str(i)]) for i in range(len(v))]
+def _skip_optimizer(name, why):
+    warnings.warn(f"Skipping variable loading for optimizer '{name}': {why}", stacklevel=5)
+
+
+def _read_optimizer(h5, model, where, as_functional):
+    """The file's optimizer state, checked and read: a function that puts it into the model, or None (no
+    state, or another configuration's: skipped, as Keras skips it)."""
     opt = model.optimizer
+    name = type(opt).__name__
+    b = bounded_read.h5_group(h5, "boundfit", where)
+    if b is not None:
+        attrs = bounded_read.h5_scalar_attrs(b, where)
+        if attrs.get("optimizer") != name:
+            return _skip_optimizer(name, f"the file holds the state of {attrs.get('optimizer')!r}")
+        it, lr = _attr(attrs, "iterations", int, where), _attr(attrs, "learning_rate", float, where)
+        sets = [bounded_read.h5_dataset(b, f"slot{k}", where) for k in range(sum(1 for n in b if n.startswith("slot")))]
+        n = model._engine.n_trainable
+        if len(sets) > 4 or any(d.shape != (n,) for d in sets):
+            return _skip_optimizer(name, f"the file's slots {[d.shape for d in sets]} are not the compiled "
+                                         f"optimizer's (({n},) each)")
+        slots = [bounded_read.h5_read(d, (n,), where) for d in sets]
+
+        def restore():
+            try:
+                if slots:
+                    model._engine.restore_optimizer_state(it, slots)
+                else:
+                    model._engine.set_iterations(it)
+            except ValueError as e:   # another configuration (say, momentum): weights load, the state does not
+                return _skip_optimizer(name, e)
+            if getattr(opt, "_schedule", None) is None:
+                opt.learning_rate = lr
+        return restore
+    v = bounded_read.h5_group(h5, "optimizer/vars", where)
+    if v is None:
+        return None
     sl = _trainable_slices(model, as_functional)
     n = sum(int(np.prod(s)) if len(s) else 1 for _, _, s in sl)
     has_lr = getattr(opt, "_schedule", None) is None
     head = 2 if has_lr else 1
-    per = len(vals) - head
-    if not vals or per < 0 or (sl and per % len(sl)):
-        return
+    per = len(v) - head
+    if not len(v) or per < 0 or (sl and per % len(sl)):
+        return None
     nslots = per // len(sl) if sl else 0
     layout, order = _keras_slot_groups(opt, nslots)
-    if layout is None:
-        return
+    if layout is None or nslots != _keras_nslots(opt):
+        return None
+    sets = [bounded_read.h5_dataset(v, str(i), where) for i in range(len(v))]
+    shapes = [s for _, _, s in sl]
+    body = [shapes[i // nslots] if layout == "interleaved" else shapes[i % len(sl)] for i in range(per)]
+    if any(d.size != 1 or d.ndim > 1 for d in sets[:head]) or [d.shape for d in sets[head:]] != body:
+        return None   # another layout (as Keras: skipped)
+    vals = [bounded_read.h5_read(d, d.shape, where) for d in sets]
     flat = [np.empty(n, np.float32) for _ in range(nslots)]
-    body = vals[head:]
     for j, (_, off, shape) in enumerate(sl):
         size = int(np.prod(shape)) if len(shape) else 1
         for k in range(nslots):
-            a = body[j * nslots + k] if layout == "interleaved" else body[k * len(sl) + j]
-            if a.shape != shape:
-                return
+            a = vals[head + (j * nslots + k if layout == "interleaved" else k * len(sl) + j)]
             flat[order[k]][off:off + size] = a.reshape(-1)
+    it = _number(vals[0].reshape(()).item(), int, f"{where}: optimizer/vars/0 (iterations)")
+    lr = _number(vals[1].reshape(()).item(), float, f"{where}: optimizer/vars/1 (learning rate)") if has_lr else None
+
+    def restore():
+        try:
+            model._engine.restore_optimizer_state(it, flat)
+        except ValueError:
+            return  # the compiled optimizer keeps other state (as Keras: skipped)
+        if has_lr:
+            opt.learning_rate = lr
+    return restore
+
+
+def _attr(attrs, key, kind, where):
+    """attrs[key] of the file's boundfit/ group as an int (iterations) or a finite float >= 0."""
+    if key not in attrs:
+        raise ValueError(f"{where}: boundfit/ has no attribute {key!r}")
+    return _number(attrs[key], kind, f"{where}: boundfit/ attribute {key!r}")
+
+
+def _number(v, kind, what):
     try:
-        model._engine.restore_optimizer_state(int(vals[0]), flat)
-    except ValueError:
-        return  # the compiled optimizer keeps other state (as Keras: skipped)
-    if has_lr:
-        opt.learning_rate = float(vals[1])
+        x = kind(v)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{what} is {v!r}, not a number") from None
+    if not 0 <= x < 2 ** 62:   # also NaN
+        raise ValueError(f"{what} is {v!r}, out of range")
+    return x
 
 
 # ---- public: save / load ----
@@ -332,17 +414,39 @@ def save_weights(model, filepath, overwrite=True, extra_attrs=None):
 
 def read_extra_attrs(filepath):
     """The boundfit/ attributes of a weights file (empty for Keras's own files)."""
-    with h5py.File(os.fspath(filepath), "r") as h5:
-        return {k: v.item() if hasattr(v, "item") else v for k, v in h5["boundfit"].attrs.items()} \
-            if "boundfit" in h5 else {}
+    filepath = os.fspath(filepath)
+    with h5py.File(filepath, "r") as h5, bounded_read.refusing(filepath):
+        b = bounded_read.h5_group(h5, "boundfit", filepath)
+        return {} if b is None else bounded_read.h5_scalar_attrs(b, filepath)
+
+
+def _json(z, name, where):
+    data = bounded_read.zip_bytes(z, name, bounded_read.JSON_CAP, where)
+    try:
+        return json.loads(data)
+    except ValueError as e:
+        raise ValueError(f"{where}: {name} is not JSON ({e})") from None
+
+
+@contextlib.contextmanager
+def _weights_h5(z, model, where):
+    """model.weights.h5 of the open .keras archive z as an h5py File, copied out only while it stays
+    within what model's weights need (_weights_cap)."""
+    with bounded_read.zip_file(z, "model.weights.h5", _weights_cap(model), where) as f, h5py.File(f, "r") as h5:
+        yield h5
 
 
 def load_weights(model, filepath, skip_mismatch=False):
+    """A `.weights.h5` or `.keras` file's weights (and optimizer state) into model, all or nothing; an
+    untrusted file raises ValueError (refused or malformed content, naming the file and the dataset) or
+    OSError (unreadable), never more (bounded_read.py)."""
     filepath = os.fspath(filepath)
     if filepath.endswith(".keras"):   # a subclassed model's .keras file holds its traced graph's layout
-        with zipfile.ZipFile(filepath) as z, z.open("model.weights.h5") as raw:
-            graph = json.loads(z.read("config.json")).get("class_name") == "Functional"
-            with h5py.File(io.BytesIO(raw.read()), "r") as h5:
+        model._require_built()
+        with bounded_read.open_zip(filepath) as z:
+            cfg = _json(z, "config.json", filepath)
+            graph = isinstance(cfg, dict) and cfg.get("class_name") == "Functional"
+            with _weights_h5(z, model, filepath) as h5:
                 return read_weights(h5, model, where=filepath, skip_mismatch=skip_mismatch, as_functional=graph)
     if not filepath.endswith(".weights.h5"):
         raise ValueError("File format not supported: filepath=" + filepath + ". boundfit reads `.weights.h5` and "
@@ -411,11 +515,12 @@ def _assets(model):
     return out
 
 
-def _load_assets(model, z, names):
+def _load_assets(model, z, names, where):
     for path, obj in keras_graph.weight_groups(model, as_functional=True):
         if hasattr(obj, "_load_keras_assets"):
             prefix = f"assets/{path}/" if path else "assets/"
-            obj._load_keras_assets({n[len(prefix):]: z.read(n) for n in names if n.startswith(prefix)})
+            obj._load_keras_assets({n[len(prefix):]: bounded_read.zip_bytes(z, n, bounded_read.ASSET_CAP, where)
+                                    for n in names if n.startswith(prefix)})
 
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
@@ -427,18 +532,17 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
                          "zip file.")
     if not zipfile.is_zipfile(filepath):
         raise ValueError(f"{filepath} is not a .keras file (a zip archive written by Keras 3 or boundfit)")
-    with zipfile.ZipFile(filepath) as z:
+    with bounded_read.open_zip(filepath) as z:
         names = set(z.namelist())
         for need in ("config.json", "model.weights.h5"):
             if need not in names:
                 raise ValueError(f"{filepath}: the archive has no {need}")
-        cfg = json.loads(z.read("config.json"))
-        weights = z.read("model.weights.h5")
+        cfg = _json(z, "config.json", filepath)
         model = keras_graph.model_from_config(cfg, custom_objects)
         if compile and cfg.get("compile_config"):
             keras_config.compile_from_config(model, cfg["compile_config"], custom_objects)
-        with h5py.File(io.BytesIO(weights), "r") as h5:
+        with _weights_h5(z, model, filepath) as h5:   # its size bounded by what the config's weights need
             read_weights(h5, model, where=filepath, as_functional=True)
-        _load_assets(model, z, names)
+        _load_assets(model, z, names, filepath)
         model._loaded()   # a model with a training graph (a custom loss): the weights and state go on into it
     return model
