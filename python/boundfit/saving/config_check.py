@@ -42,7 +42,8 @@ class T:
 
     def __init__(self, *kinds, **then):
         self.kinds, self.then = set(kinds) | set(then), then
-        self.want = " or ".join(_A[k] for k in sorted(self.kinds))
+        wants = [_A[k] for k in _A if k in self.kinds]
+        self.want = " or ".join(filter(None, [", ".join(wants[:-1]), wants[-1]]))
 
     def check(self, v, path):
         k = _kind(v)
@@ -73,7 +74,7 @@ class Items:
 
     def check(self, v, path):
         n = len(self.schemas)
-        if not n - self.optional <= len(v) <= n:
+        if not (isinstance(v, list) and n - self.optional <= len(v) <= n):
             raise _Bad(path, f"a list of {n - self.optional}{f' to {n}' if self.optional else ''} items", v)
         for i, (s, x) in enumerate(zip(self.schemas, v)):
             s.check(x, _at(path, i))
@@ -113,6 +114,12 @@ class All:
     def check(self, v, path):
         for s in self.schemas:
             s.check(v, path)
+
+
+class NonEmpty:
+    def check(self, v, path):
+        if not v:
+            raise _Bad(path, "a non-empty " + ("list" if isinstance(v, list) else "object"), v)
 
 
 class Later:
@@ -279,8 +286,8 @@ COMPILE = T("null", object=Fields({"optimizer": OPTIMIZER, "loss": LOSS, "metric
                                    "loss_weights": T("null", "float", list=Each(NUMBER), object=Each(NUMBER))}))
 
 # models (keras_graph.py sequential_from_config / functional_from_config)
-IO = T("list", "object", list=Case(lambda v: bool(v) and isinstance(v[0], str), {True: REF},
-                                   default=Each(Later("IO"))), object=Each(Later("IO")))
+IO = T("list", "object", list=Case(lambda v: len(v) > 0 and isinstance(v[0], str), {True: REF},
+                                   default=All(NonEmpty(), Each(Later("IO")))), object=All(NonEmpty(), Each(Later("IO"))))
 SEQUENTIAL = Fields({"config": T("object", object=Fields({
     "layers": T("list", list=Each(T("object", object=Later("ENTRY")))),
     "name": T("null", "str"), "build_input_shape": T("null", "list")}, ["layers"]))}, ["config"])
