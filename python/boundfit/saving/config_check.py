@@ -216,7 +216,6 @@ def _cycle(deps):
 
 # ---- the schema of config.json ----
 
-ANY = None
 INT, STR, OBJ = T("int"), T("str"), T("object")
 NUMBER = T("float")
 REF = Items(STR, INT, INT)                                   # [layer name, node index, tensor index]
@@ -249,9 +248,9 @@ KERAS_OBJECT = All(Fields({"class_name": STR, "module": T("null", "str"), "regis
                    Case(lambda v: v.get("class_name"), SPECIAL))
 
 # a layer's call in a Functional config: {args, kwargs}, or the legacy [[name, node, tensor, kwargs], ...]
-NODE = T("object", list=Each(T("list", list=Items(STR, INT, INT, OBJ, optional=1))),
-         object=Fields({"args": T("null", "list"), "kwargs": T("null", "object")}))
-OP_NODE = T("object", object=NODE.then["object"])          # a keras.ops operation's: {args, kwargs} only
+CALL = Fields({"args": T("null", "list"), "kwargs": T("null", "object")})
+NODE = T("object", list=Each(T("list", list=Items(STR, INT, INT, OBJ, optional=1))), object=CALL)
+OP_NODE = T("object", object=CALL)                           # a keras.ops operation's: {args, kwargs} only
 
 
 def _module(e):
@@ -267,9 +266,8 @@ INBOUND = Case(_module, {"op": Fields({"inbound_nodes": T("null", list=Each(OP_N
 INPUT_LAYER = Fields({"config": T("object", object=Fields({"batch_shape": SHAPE, "batch_input_shape": SHAPE},
                                                           [("batch_shape", "batch_input_shape")]))},
                      ["config"])
-BIDIRECTIONAL = Fields({"config": T("object", object=Fields({
-    "layer": T("null", "bool", "int", "float", "str", "list", object=Later("ENTRY")),
-    "backward_layer": T("null", "bool", "int", "float", "str", "list", object=Later("ENTRY"))}))})
+SUBLAYER = Case(lambda v: isinstance(v, dict), {True: Later("ENTRY")})   # (another value: the layer refuses it)
+BIDIRECTIONAL = Fields({"config": T("object", object=Fields({"layer": SUBLAYER, "backward_layer": SUBLAYER}))})
 
 # compile_config (config.py compile_from_config)
 OBJECT_ENTRY = Fields({"class_name": STR, "config": T("null", "object")}, ["class_name"])

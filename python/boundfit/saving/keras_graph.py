@@ -437,7 +437,7 @@ class KerasOp:
             self._fail(args)
         try:
             y = read(self.config, *vals)
-        except ValueError as e:
+        except (bf_ops.OpNotSupportedError, ValueError) as e:
             raise ValueError(f"operation {self.name!r} ({self.class_name}): {e}") from None
         except TypeError:   # a call of another form (arguments) than the one boundfit reads
             self._fail(args)
