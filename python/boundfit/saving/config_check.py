@@ -220,7 +220,7 @@ INT, STR, OBJ = T("int"), T("str"), T("object")
 NUMBER = T("float")
 REF = Items(STR, INT, INT)                                   # [layer name, node index, tensor index]
 SHAPE = T("list", list=Each(T("null", "int")))             # [null, 28, 28, 1]
-BUILD = T("null", object=Fields({"input_shape": T("null", "list")}))
+BUILD = T("null", object=Fields({"input_shape": T("null", "list")}))   # as a Sequential reads it
 
 # the Keras objects every part may hold, by class_name (keras/src/saving/serialization_lib.py)
 NUMBERS = T("float", "bool", list=Each(Later("NUMBERS")))
@@ -257,7 +257,7 @@ def _module(e):
     return "op" if str(e.get("module") or "").startswith("keras.src.ops") else "layer"
 
 
-LAYER = Fields({"class_name": STR, "name": T("null", "str"), "build_config": BUILD,
+LAYER = Fields({"class_name": STR, "name": T("null", "str"), "build_config": T("null", "object"),
                 "config": T("null", object=Fields({"name": T("null", "str"),
                                                    "activation": T("null", "str", "object")}))},
                ["class_name"])
@@ -270,7 +270,9 @@ SUBLAYER = Case(lambda v: isinstance(v, dict), {True: Later("ENTRY")})   # (anot
 BIDIRECTIONAL = Fields({"config": T("object", object=Fields({"layer": SUBLAYER, "backward_layer": SUBLAYER}))})
 
 # compile_config (config.py compile_from_config)
-OBJECT_ENTRY = Fields({"class_name": STR, "config": T("null", "object")}, ["class_name"])
+OBJECT_ENTRY = All(Fields({"class_name": STR}, ["class_name"]),   # a function by name: {"class_name": "function",
+                   Case(lambda v: v["class_name"] == "function",     # "config": its name}
+                        {True: Fields({"config": STR})}, default=Fields({"config": T("null", "object")})))
 LOSS = T("null", "str", list=Each(Later("LOSS")),
          object=Case(lambda v: "class_name" in v, {True: OBJECT_ENTRY}, default=Each(Later("LOSS"))))
 METRIC = T("str", object=OBJECT_ENTRY)
@@ -286,15 +288,15 @@ COMPILE = T("null", object=Fields({"optimizer": OPTIMIZER, "loss": LOSS, "metric
 # models (keras_graph.py sequential_from_config / functional_from_config)
 IO = T("list", "object", list=Case(lambda v: len(v) > 0 and isinstance(v[0], str), {True: REF},
                                    default=All(NonEmpty(), Each(Later("IO")))), object=All(NonEmpty(), Each(Later("IO"))))
-SEQUENTIAL = Fields({"config": T("object", object=Fields({
-    "layers": T("list", list=Each(T("object", object=Later("ENTRY")))),
+SEQUENTIAL = Fields({"build_config": BUILD, "config": T("object", object=Fields({
+    "layers": T("list", list=Each(T("object", object=All(Later("ENTRY"), Fields({"build_config": BUILD}))))),
     "name": T("null", "str"), "build_input_shape": T("null", "list")}, ["layers"]))}, ["config"])
 FUNCTIONAL = Fields({"config": T("object", object=All(Fields({
     "layers": T("list", list=Each(T("object", object=All(Later("ENTRY"), INBOUND)))),
     "input_layers": IO, "output_layers": IO, "name": T("null", "str")},
     ["layers", "input_layers", "output_layers"]), Graph()))}, ["config"])
-MODEL_FIELDS = Fields({"class_name": STR, "config": OBJ, "compile_config": COMPILE, "build_config": BUILD},
-                      ["class_name", "config"])
+MODEL_FIELDS = Fields({"class_name": STR, "config": OBJ, "compile_config": COMPILE,
+                       "build_config": T("null", "object")}, ["class_name", "config"])
 
 
 def _model_kind(e):
