@@ -286,8 +286,9 @@ COMPILE = T("null", object=Fields({"optimizer": OPTIMIZER, "loss": LOSS, "metric
                                    "loss_weights": T("null", "float", list=Each(NUMBER), object=Each(NUMBER))}))
 
 # models (keras_graph.py sequential_from_config / functional_from_config)
-IO = T("list", "object", list=Case(lambda v: len(v) > 0 and isinstance(v[0], str), {True: REF},
-                                   default=All(NonEmpty(), Each(Later("IO")))), object=All(NonEmpty(), Each(Later("IO"))))
+IOS = All(NonEmpty(), Each(Later("IO")))
+IO = T("list", "object", list=Case(lambda v: len(v) > 0 and isinstance(v[0], str), {True: REF}, default=IOS),
+       object=IOS)   # a reference, or a list or an object of them
 SEQUENTIAL = Fields({"build_config": BUILD, "config": T("object", object=Fields({
     "layers": T("list", list=Each(T("object", object=All(Later("ENTRY"), Fields({"build_config": BUILD}))))),
     "name": T("null", "str"), "build_input_shape": T("null", "list")}, ["layers"]))}, ["config"])
