@@ -1,6 +1,6 @@
 """ModelCheckpoint and BackupAndRestore (Keras 3 arguments and file names),
 for every kind of model (Sequential, functional, nested, subclassed: Keras's
-layouts, keras_graph.py). Every file is written atomically (see keras_format.atomic_write): a failure
+layouts, keras_graph.py). Every file is written atomically (see saving/atomic_write.py): a failure
 mid-save leaves the previous checkpoint intact."""
 
 import json
@@ -9,7 +9,8 @@ import shutil
 import warnings
 
 from ..runtime import dist_group
-from ..saving.keras_file import atomic_write, read_extra_attrs, save_weights
+from ..saving.atomic_write import atomic_write
+from ..saving.keras_file import read_extra_attrs, save_weights
 from .base import Callback
 from .early_stopping import resolve_mode
 

@@ -106,14 +106,16 @@ _IGNORABLE.update({"embeddings_regularizer": {None}, "embeddings_constraint": {N
                    "time_major": {False}, "zero_output_for_mask": {False}})
 
 
-def _hashable(v):
-    return tuple(v) if isinstance(v, list) else v
+def _ignorable(key, v):
+    """A config key boundfit does not model, at a value under which ignoring it changes nothing."""
+    ok = _IGNORABLE[key]
+    return ok is None or any((tuple(v) if isinstance(v, list) else v) == o for o in ok)
 
 
 def _activation_name(v, where):
     if v is None or isinstance(v, str):
         return v
-    if isinstance(v, dict) and v.get("module", "").startswith("keras") and isinstance(v.get("config"), str):
+    if isinstance(v, dict) and str(v.get("module") or "").startswith("keras") and isinstance(v.get("config"), str):
         return v["config"]
     raise ValueError(f"{where}: activation {v!r} is not one boundfit has")
 
@@ -145,10 +147,8 @@ def layer_from_config(entry, custom_objects=None):
                 v = _custom_regularizer(custom_objects[v["class_name"]], v)   # a Regularizer subclass of the user's
             kwargs[k] = tuple(v) if isinstance(v, list) else v
             continue
-        if k in _IGNORABLE:
-            ok = _IGNORABLE[k]
-            if ok is None or _hashable(v) in ok:
-                continue
+        if k in _IGNORABLE and _ignorable(k, v):
+            continue
         if k == "axis" and cls is BatchNormalization and v in (-1, [-1]):
             continue
         if k == "trainable" and isinstance(v, bool):

@@ -22,6 +22,7 @@ from ..graph import compile_graph
 from ..layers.layer import keras_layer_classes
 from ..layers.recurrent import _call
 from . import bounded_read, config as keras_config, keras_file as keras_format
+from .atomic_write import atomic_write
 from .keras_file import load_weights, save_weights
 from .registry import model_classes
 
@@ -91,7 +92,7 @@ def save_model(model, filepath, overwrite=True):
         meta["compile"]["iterations"] = it
         arrays.update({f"s{i}": s for i, s in enumerate(slots)})
     data = json.dumps(meta).encode()
-    keras_format.atomic_write(filepath, lambda f: np.savez(f, meta=np.frombuffer(data, dtype=np.uint8), **arrays))
+    atomic_write(filepath, lambda f: np.savez(f, meta=np.frombuffer(data, dtype=np.uint8), **arrays))
 
 
 def _is_graph_file(filepath):

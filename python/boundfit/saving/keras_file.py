@@ -16,7 +16,6 @@ import datetime
 import io
 import json
 import os
-import tempfile
 import warnings
 import zipfile
 
@@ -25,37 +24,8 @@ import numpy as np
 
 from .. import layers as L
 from .._version import __version__
-from . import bounded_read, config as keras_config, keras_graph
-
-
-# ---- atomic files ----
-
-def atomic_write(path, write):
-    """write(f) into a temporary file beside path, fsync, then rename over path.
-    If write raises, path is left as it was and the temporary file removed."""
-    path = os.fspath(path)
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:  # the rename itself survives a crash once the folder is synced
-        dfd = os.open(d, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
+from . import bounded_read, config as keras_config, config_check, keras_graph
+from .atomic_write import atomic_write
 
 
 # ---- weights: boundfit model <-> h5 ----
@@ -537,7 +507,8 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
         for need in ("config.json", "model.weights.h5"):
             if need not in names:
                 raise ValueError(f"{filepath}: the archive has no {need}")
-        cfg = _json(z, "config.json", filepath)
+        cfg = config_check.load_config(bounded_read.zip_bytes(z, "config.json", bounded_read.JSON_CAP, filepath),
+                                       filepath)
         model = keras_graph.model_from_config(cfg, custom_objects)
         if compile and cfg.get("compile_config"):
             keras_config.compile_from_config(model, cfg["compile_config"], custom_objects)

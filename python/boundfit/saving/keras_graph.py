@@ -393,10 +393,16 @@ class KerasOp:
                          "keras.ops math of saving/keras_ops.py on tensors and numbers)")
 
     def _call_from_keras(self, args, kwargs, tensor):
+        try:
+            return self._replay(args, kwargs, tensor)
+        except bf_ops.OpNotSupportedError as e:   # a form of the operation boundfit's graphs do not take
+            raise ValueError(f"operation {self.name!r} ({self.class_name}): {e}") from None
+
+    def _replay(self, args, kwargs, tensor):
         ts = [tensor(a) if isinstance(a, dict) and a.get("class_name") == "__keras_tensor__" else a for a in args]
         if kwargs or not ts:
             self._fail(args)
-        if self.class_name == "GetItem" and len(ts) == 2 and not isinstance(ts[0], _ConstAnchor):
+        if self.class_name == "GetItem" and len(ts) == 2 and isinstance(ts[0], KerasTensor):
             key = _key_from_keras(args[1])
             key = key if isinstance(key, tuple) else (key,)
             r = _anchor_key(key, ts[0])
@@ -663,7 +669,10 @@ def functional_from_config(cfg, custom_objects=None):
             if isinstance(t, _ConstAnchor):
                 raise ValueError(f"layer {layer.name!r}: its input is the Keras op {t.name!r}, which boundfit reads "
                                  "only as zeros_like(x[:, 0, None]) + an array (a constant)")
-        y = layer(x)
+        try:
+            y = layer(x)
+        except TypeError as e:   # inputs of a form the layer does not take (as the file gives them)
+            raise ValueError(f"layer {layer.name!r}: {e}") from None
         if isinstance(y, dict):
             return [y[k] for k in sorted(y)]
         return list(y) if isinstance(y, (list, tuple)) else [y]
@@ -700,7 +709,10 @@ def functional_from_config(cfg, custom_objects=None):
         inputs = inputs[0]
     if isinstance(outputs, list) and len(outputs) == 1:
         outputs = outputs[0]
-    model = Model(inputs, outputs, name=c.get("name"))
+    try:
+        model = Model(inputs, outputs, name=c.get("name"))
+    except TypeError as e:   # inputs or outputs that are no layers' tensors (a mask, a constant's anchor)
+        raise ValueError(f"Invalid Functional model configuration: {e}") from None
     if c.get("trainable") is False:
         model.trainable = False
     return model
