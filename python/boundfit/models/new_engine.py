@@ -21,6 +21,6 @@ def new_engine(name, specs, input_shapes, seed, outputs):
         if not e.needed_bytes:   # the system refused the mapping: no numbers to add
             raise
         raise MemoryBudgetError(f"{name}: building the model needs {format_bytes(e.needed_bytes)} of weights on the "
-                                f"host, {format_bytes(e.available_bytes)} available ({src}); nothing was allocated. "
-                                f"{e}", needed_bytes=e.needed_bytes, available_bytes=e.available_bytes,
+                                f"host, {format_bytes(e.available_bytes)} available ({src}); nothing was allocated "
+                                f"({e})", needed_bytes=e.needed_bytes, available_bytes=e.available_bytes,
                                 where="host", max_batch_size=0) from None
