@@ -336,7 +336,7 @@ static bf_status weights_refused(const bf_model *m, bf_status s) {
     if (!big) return s;
     char sh[64], why[128]; /* why: a copy, the message buffer is rewritten */
     bf_shape_str(sh, sizeof sh, big->rank, big->shape);
-    snprintf(why, sizeof why, "%s", bf_last_error()->msg);
+    snprintf(why, sizeof why, "%.127s", bf_last_error()->msg);
     return BF_FAIL(s, "the model's weights need %zu bytes, the largest %s of shape %s %zu bytes: %s", sizeof(float) *
                    (size_t)m->n_params, big->name, sh, sizeof(float) * (size_t)big->n, why);
 }
