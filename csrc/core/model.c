@@ -323,6 +323,10 @@ static void init_param(float *w, const bf_param *q, uint64_t seed) {
     }
 }
 
+size_t bf_model_weight_bytes(const bf_model *m) {
+    return bf_align_up(sizeof(float) * (size_t)(m->n_params ? m->n_params : 1));
+}
+
 /* a failed weight reservation names the largest weight (its layer's name comes first) */
 static bf_status weights_refused(const bf_model *m, bf_status s) {
     const bf_param *big = NULL;
@@ -332,14 +336,14 @@ static bf_status weights_refused(const bf_model *m, bf_status s) {
     if (!big) return s;
     char sh[64], why[128]; /* why: a copy, the message buffer is rewritten */
     bf_shape_str(sh, sizeof sh, big->rank, big->shape);
-    snprintf(why, sizeof why, "%s", bf_last_error()->msg);
+    snprintf(why, sizeof why, "%.127s", bf_last_error()->msg);
     return BF_FAIL(s, "the model's weights need %zu bytes, the largest %s of shape %s %zu bytes: %s", sizeof(float) *
                    (size_t)m->n_params, big->name, sh, sizeof(float) * (size_t)big->n, why);
 }
 
-bf_status bf_model_alloc_weights(bf_model *m) {
-    bf_arena_init(&m->weights, bf_backend_host(), "host", 0);
-    const size_t bytes = sizeof(float) * (size_t)(m->n_params ? m->n_params : 1);
+bf_status bf_model_alloc_weights(bf_model *m, size_t budget) {
+    bf_arena_init(&m->weights, bf_backend_host(), "host", budget); /* the reservation checks the budget first */
+    const size_t bytes = bf_model_weight_bytes(m);
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages > 0 && page > 0 && bytes / (size_t)page > (size_t)pages) /* never mapped: with overcommit, the first
                                                                            touch would bring the OOM killer */

@@ -201,8 +201,12 @@ typedef struct bf_model {
 
 /* Validate layer configs, infer shapes, lay out parameters (no allocation). */
 bf_status bf_model_infer(bf_model *m);
-/* Reserve the weight arena and initialize from seed. */
-bf_status bf_model_alloc_weights(bf_model *m);
+/* bytes of the weight arena bf_model_alloc_weights reserves (after bf_model_infer) */
+size_t bf_model_weight_bytes(const bf_model *m);
+/* Reserve the weight arena and initialize from seed. budget: the host bytes it
+ * may take (0: no limit); above it BF_ERR_BUDGET naming the largest weight,
+ * before anything is mapped or touched. */
+bf_status bf_model_alloc_weights(bf_model *m, size_t budget);
 /* Set the optimizer/loss; drops any optimizer state (recreated zeroed by the
  * first training run, after its budget check). `outs` (n_outputs of them) gives
  * each output its loss and weight; NULL: `loss` for every output, weight 1. */

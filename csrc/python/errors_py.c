@@ -8,7 +8,20 @@
 #define PY_ARRAY_UNIQUE_SYMBOL BF_ARRAY_API
 #include <numpy/arrayobject.h>
 
-PyObject *bf_raise(bf_module_state *st, bf_status s) {
+PyObject *bf_raise(bf_module_state *st, bf_status s) { return bf_raise_sized(st, s, 0, 0); }
+
+/* a budget error given its numbers (needed > 0) carries them as .needed_bytes / .available_bytes */
+static void set_sizes(PyObject *exc, size_t needed, size_t available) {
+    const char *names[2] = {"needed_bytes", "available_bytes"};
+    const size_t vals[2] = {needed, available};
+    for (int k = 0; k < 2; k++) {
+        PyObject *v = PyLong_FromSize_t(vals[k]);
+        if (v && PyObject_SetAttrString(exc, names[k], v) < 0) PyErr_Clear();
+        Py_XDECREF(v);
+    }
+}
+
+PyObject *bf_raise_sized(bf_module_state *st, bf_status s, size_t needed, size_t available) {
     const bf_error *e = bf_last_error();
     const char *msg = e->code == s ? e->msg : bf_status_name(s);
     PyObject *cls;
@@ -25,6 +38,7 @@ PyObject *bf_raise(bf_module_state *st, bf_status s) {
                 PyObject_SetAttrString(exc, "where", where);
                 Py_DECREF(where);
             }
+            if (needed) set_sizes(exc, needed, available);
             PyErr_SetObject(st->MemoryBudgetError, exc);
             Py_DECREF(exc);
         }

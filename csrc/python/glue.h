@@ -19,6 +19,8 @@ bf_module_state *bf_state_of_module(PyObject *m);
 
 /* Raise the Python exception for this thread's recorded error; returns NULL. */
 PyObject *bf_raise(bf_module_state *st, bf_status s);
+/* bf_raise; a BF_ERR_BUDGET / BF_ERR_NOMEM exception also gets .needed_bytes / .available_bytes (when needed > 0) */
+PyObject *bf_raise_sized(bf_module_state *st, bf_status s, size_t needed, size_t available);
 
 /* A zero-copy view of a NumPy array (any real dtype, any strides) for gathers.
  * `what` names the argument in errors. Returns 0 on success, -1 with an

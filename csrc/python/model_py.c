@@ -2,7 +2,8 @@
  * Nodes come in as dicts built by python/boundfit/layers (with "inputs":
  * tensor ids, "share": the node whose weights it uses, "trainable"; without
  * "inputs" the nodes form a chain); weights live in the
- * model's host arena; plan() reports a run's memory without allocating;
+ * model's host arena, checked against host_budget before it is mapped;
+ * plan() reports a run's memory without allocating;
  * open_run() reserves it. */
 #include <limits.h>
 #include <string.h>
@@ -22,13 +23,16 @@
 bf_module_state *bf_state_of_type(PyTypeObject *tp) { return (bf_module_state *)PyType_GetModuleState(tp); }
 
 static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"layers", "input_shape", "seed", "input_shapes", "outputs", NULL};
-    PyObject *layers, *in_shape, *in_shapes = Py_None, *outputs = Py_None, *seed_obj = NULL;
+    static char *kwlist[] = {"layers", "input_shape", "seed", "input_shapes", "outputs", "host_budget", NULL};
+    PyObject *layers, *in_shape, *in_shapes = Py_None, *outputs = Py_None, *seed_obj = NULL, *hb_obj = NULL;
     unsigned long long seed = 0;
+    long long budget = 0; /* host bytes the weights may take; 0: no limit */
     bf_module_state *st = bf_state_of_type(tp);
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OOO", kwlist, &layers, &in_shape, &seed_obj, &in_shapes, &outputs))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OOOO", kwlist, &layers, &in_shape, &seed_obj, &in_shapes, &outputs,
+                                     &hb_obj))
         return NULL;
     if (seed_obj && bf_py_seed(seed_obj, "Model", "seed", &seed) < 0) return NULL;
+    if (hb_obj && bf_py_int64(hb_obj, "Model", "host_budget", 0, PY_SSIZE_T_MAX, &budget) < 0) return NULL;
     PyObject *seq = PySequence_Fast(layers, "layers must be a list");
     if (!seq) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -83,8 +87,13 @@ static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
         Py_DECREF(t);
     }
     bf_status s = bf_model_infer(m);
-    if (s == BF_OK) s = bf_model_alloc_weights(m);
     if (s != BF_OK) { bf_raise(st, s); goto fail; }
+    s = bf_model_alloc_weights(m, (size_t)budget);
+    if (s != BF_OK) { /* a budget refusal carries its numbers */
+        if (s == BF_ERR_BUDGET) bf_raise_sized(st, s, bf_model_weight_bytes(m), (size_t)budget);
+        else bf_raise(st, s);
+        goto fail;
+    }
     return (PyObject *)self;
 fail:
     Py_XDECREF(seq);

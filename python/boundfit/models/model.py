@@ -13,13 +13,14 @@ import itertools
 
 import numpy as np
 
-from .. import _core, graph, losses, metrics as metrics_mod, optimizers, utils
+from .. import graph, losses, metrics as metrics_mod, optimizers, utils
 from ..engine import buckets, data as data_mod, dist_fit, memory, training
 from ..layers.input_layer import Input
 from ..runtime import dist_group
 from ..layers.layer import _counters
 from ..saving import graph_file, keras_file, keras_graph
 from . import loss_graph
+from .new_engine import new_engine
 
 
 # variable-length inputs: engines kept by input shapes (least recently used dropped first)
@@ -77,6 +78,7 @@ class Model(graph.GraphModel):
         self._traced = False
         self._bound = None
         self._engines = collections.OrderedDict()   # input shapes -> cached engine (variable-length inputs)
+        self._prev_engine = None     # (engine, layer_node, param_ranges) of the graph before a change (_stash_engine)
         self._schedule_form = None   # the learning rate schedule fit set in the engine (carried to others)
         self._loss_trainer = None    # (sig, LossTrainer): the training graph of custom / added losses
         self._trainer_dirty = self._trainer_running = False   # its weights changed since read / it is training
@@ -88,11 +90,27 @@ class Model(graph.GraphModel):
         (self._inputs, self._input_names, self._inputs_dict, self._outputs, self._output_names,
          self._outputs_dict) = graph.normalize_io(inputs, outputs)
         self._nodes = graph.collect_nodes(self._inputs, self._outputs)
-        self._engine = None
-        self._engines.clear()
+        self._stash_engine()
         self._bound = None  # per-sample input shapes the engine was built for (variable-length inputs)
         if not self._dynamic:
             self.build()
+
+    def _stash_engine(self):
+        """The graph changes: the engine goes, but it keeps its layers' weights until the next engine takes them
+        over (_holder), so a rebuild (Sequential.add, a subclassed model built again) keeps them as Keras does."""
+        if self._engine is not None:
+            self._prev_engine = (self._engine, self._layer_node, self._param_ranges)
+        self._engine = None
+        self._engines.clear()
+
+    def _holder(self, layer):
+        """(engine, range of the layer's weights in it) of the engine holding the layer's newest weights here: the
+        current one, or after a change of graph the last one (_stash_engine); None where neither has the layer."""
+        cur = (self._engine, getattr(self, "_layer_node", {}), getattr(self, "_param_ranges", []))
+        for eng, nodes, ranges in (cur, getattr(self, "_prev_engine", None) or (None, {}, [])):
+            if eng is not None and id(layer) in nodes:
+                return eng, ranges[nodes[id(layer)]]
+        return None
 
     @property
     def _host_stages(self):
@@ -208,8 +226,7 @@ class Model(graph.GraphModel):
             shapes = [tuple(n if d is None else d for d in t._ps) for t in self._inputs]
             g = graph.compile_graph(self)
             try:
-                _core.Model(g.specs, shapes[0], 0, input_shapes=shapes if len(shapes) > 1 else None,
-                            outputs=g.output_ids)
+                new_engine(self.name, g.specs, shapes, 0, g.output_ids)
                 return shapes
             except ValueError as e:
                 last = e
@@ -303,14 +320,15 @@ class Model(graph.GraphModel):
         g = graph.compile_graph(self)
         if self._dynamic:
             g.input_shapes = list(self._bound)
-        carried = {}
+        carried, full = {}, {}
         for l in g.owners:  # the newest weights of layers used before (another model, or this one's old engine)
-            src = l._model
-            if src is not None and src._engine is not None and id(l) in getattr(src, "_layer_node", {}):
-                carried[id(l)] = src._layer_weights(l)
-        multi_in = len(g.input_shapes) > 1
-        eng = _core.Model(g.specs, g.input_shapes[0], utils.next_seed(),
-                          input_shapes=g.input_shapes if multi_in else None, outputs=g.output_ids)
+            held = l._model._holder(l) if l._model is not None else None
+            if held is not None:
+                if id(held[0]) not in full:   # one copy of each engine's weights
+                    full[id(held[0])] = held[0].get_weights()
+                carried[id(l)] = [full[id(held[0])][k] for k in held[1]]
+        del full
+        eng = new_engine(self.name, g.specs, g.input_shapes, utils.next_seed(), g.output_ids)
         self._engine = eng
         self._node_layers = g.node_layers
         self._layer_node = g.layer_node
@@ -340,6 +358,7 @@ class Model(graph.GraphModel):
             eng.set_weights(w)
         for l in g.owners:
             l._model, l.built = self, True
+        self._prev_engine = None   # its weights are carried over
         self._built_sig = self._trainable_sig()
         if self.optimizer is not None:
             self._compile_engine()
@@ -362,7 +381,7 @@ class Model(graph.GraphModel):
             return
         w = self._engine.get_weights()
         for l in stale:
-            if l._model is not None and l._model._engine is not None and id(l) in l._model._layer_node:
+            if l._model is not None and l._model._holder(l) is not None:
                 for a, j in zip(l._model._layer_weights(l), self._param_ranges[self._layer_node[id(l)]]):
                     w[j] = a
             if l._model is not trainer or trainer is None:   # the training graph keeps the layers it trains
@@ -423,8 +442,9 @@ class Model(graph.GraphModel):
         return (None,) + tuple(self._info()[self._layer_node[id(layer)]][1])
 
     def _layer_weights(self, layer):
-        w = self._engine.get_weights()
-        return [w[k] for k in self._param_ranges[self._layer_node[id(layer)]]]
+        eng, r = self._holder(layer)
+        w = eng.get_weights()
+        return [w[k] for k in r]
 
     def _set_layer_weights(self, layer, weights):
         self._sync_layers()

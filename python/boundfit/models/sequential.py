@@ -1,6 +1,9 @@
 """Sequential: a chain of layers (and models), built as a graph the same way
-as a functional Model."""
+as a functional Model. add() and build() are all or nothing: a rebuild keeps
+the weights of the layers built before (as Keras does), and a layer the graph
+or the engine refuses leaves the model as it was (layers, weights, engine)."""
 
+import contextlib
 import json
 
 import numpy as np
@@ -42,35 +45,58 @@ class Sequential(Model):
                 self._in_shape = layer.input_shape_arg
             elif isinstance(layer, Model) and layer._functional and len(layer._inputs) == 1:
                 self._in_shape = layer._inputs[0]._ps
-        self._layers.append(layer)
-        self._engine = None
-        self._inputs = None
-        if self._in_shape is not None and not all(getattr(l, "_host_side", False) for l in self._layers):
-            self.build()   # (host-side preprocessing alone, a TextVectorization, has nothing for the engine yet)
+        with self._all_or_nothing([layer]):
+            self._layers.append(layer)
+            self._stash_engine()
+            self._inputs = None
+            if self._in_shape is not None and not all(getattr(l, "_host_side", False) for l in self._layers):
+                self.build()   # (host-side preprocessing alone, a TextVectorization, has nothing for the engine yet)
+
+    @contextlib.contextmanager
+    def _all_or_nothing(self, new=()):
+        """On any exception inside, the model and the call records of its layers (and of `new` ones) are put back
+        as they were: the old engine, with its weights, stays the model's."""
+        state = dict(self.__dict__, _layers=list(self._layers), _engines=self._engines.copy())
+        layers = list(self._layers) + list(new)
+        records = [(l, list(l._inbound), dict(l.__dict__) if isinstance(l, Layer) else None) for l in layers]
+        try:
+            yield
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(state)
+            for l, inbound, attrs in records:
+                l._inbound[:] = inbound
+                if attrs is not None:   # a layer's own attributes (built, the input size its weights take)
+                    l.__dict__.clear()
+                    l.__dict__.update(attrs)
+            raise
 
     @property
     def layers(self):
         return list(self._layers)
 
     def build(self, input_shape=None):
-        if input_shape is not None:
-            s = tuple(input_shape)
-            self._in_shape = s[1:] if len(s) > 1 and s[0] is None else s
-        if self._in_shape is None:
-            raise ValueError("the model has no input shape: pass input_shape= to the first layer or use layers.Input")
-        if not self._layers:
-            raise ValueError("the model has no layers")
-        inp = InputLayer(shape=self._in_shape, name=self._input_layer.name if self._input_layer else None,
-                         dtype=self._in_dtype)
-        x = inp.output
-        for l in self._layers:
-            x = l(x)
-        (self._inputs, self._input_names, self._inputs_dict, self._outputs, self._output_names,
-         self._outputs_dict) = graph.normalize_io(inp.output, x)
-        self._nodes = graph.collect_nodes(self._inputs, self._outputs)
-        self._bound = None
-        if not self._dynamic:  # variable-length: built for each run's data (Model._bind_shapes)
-            self._build_engine()
+        with self._all_or_nothing():
+            if input_shape is not None:
+                s = tuple(input_shape)
+                self._in_shape = s[1:] if len(s) > 1 and s[0] is None else s
+            if self._in_shape is None:
+                raise ValueError("the model has no input shape: pass input_shape= to the first layer or use "
+                                 "layers.Input")
+            if not self._layers:
+                raise ValueError("the model has no layers")
+            inp = InputLayer(shape=self._in_shape, name=self._input_layer.name if self._input_layer else None,
+                             dtype=self._in_dtype)
+            x = inp.output
+            for l in self._layers:
+                x = l(x)
+            (self._inputs, self._input_names, self._inputs_dict, self._outputs, self._output_names,
+             self._outputs_dict) = graph.normalize_io(inp.output, x)
+            self._nodes = graph.collect_nodes(self._inputs, self._outputs)
+            self._stash_engine()
+            self._bound = None
+            if not self._dynamic:  # variable-length: built for each run's data (Model._bind_shapes)
+                self._build_engine()
 
     def _require_built(self, x=None):
         if self._inputs is not None and self._dynamic:
