@@ -205,7 +205,7 @@ def test_blas_threads_are_lowered_to_what_memory_allows_and_too_little_is_refuse
 
 def test_blas_probe_rejects_bad_sizes():
     from boundfit import _core
-    with pytest.raises(Exception, match="positive"):
+    with pytest.raises(ValueError, match="blas_probe: M must be an integer from 1 to 2147483647, got 0"):
         _core.blas_probe(0, 4, 4)
 
 
