@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import utils
 from ..errors import DataError
-from . import workers
+from . import shm_batch, workers
 from .adapters import is_frame
 from .arrays import as_arrays, check_files, check_x, check_y, engine_batch, same_rows
 
@@ -81,8 +81,10 @@ class SequenceData:
         self.rng = np.random.default_rng(utils.next_seed())
         if steps is not None and (not isinstance(steps, int) or steps <= 0):
             raise ValueError(f"steps_per_epoch must be a positive int, got {steps!r}")
-        # a PyDataset's worker threads and queue (engine/workers.py), checked before the first batch is read
-        self.workers = workers.settings(source) if self.indexed else (1, 0)
+        # a PyDataset's worker threads or processes and queue (engine/workers.py), checked before the first batch
+        # is read; worker processes' shared-memory blocks are sized from the first batch (block_bytes)
+        self.workers = workers.settings(source) if self.indexed else (1, 0, False)
+        self.block_bytes = 0
         if self.indexed:
             n = len(source)
             if n <= 0:
@@ -116,6 +118,8 @@ class SequenceData:
         """Batch i as (x Arrays, y Arrays or None, sample weights or None), checked against the first."""
         with _told(i):
             item = self.src[i] if self.indexed else self._next_from_iter(i)
+        if first and self.workers[2]:
+            self.block_bytes = shm_batch.size(item)
         return self._checked(i, item, first)
 
     def _checked(self, i, item, first=False):
@@ -180,9 +184,9 @@ class SequenceData:
         if self.indexed:
             order = [int(i) for i in (self.rng.permutation(self._steps) if self.shuffle else range(self._steps))]
             first, self._first = self._first, None   # read again in later epochs (on_epoch_end may change it)
-            if self.workers[0] > 1:   # worker threads, a bounded queue ahead (engine/workers.py)
-                ahead = workers.Ahead(self.src.__getitem__, [i for i in order if i or first is None],
-                                      *self.workers)
+            if self.workers[0] > 1:   # worker threads or processes, a bounded queue ahead (engine/workers.py)
+                ahead = workers.start(self.src, [i for i in order if i or first is None], self.workers,
+                                      self.block_bytes)
                 try:
                     for k, i in enumerate(order):
                         if i == 0 and first is not None:

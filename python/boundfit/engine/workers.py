@@ -1,5 +1,6 @@
 """A PyDataset's workers, as Keras 3 runs them (workers / max_queue_size):
-with workers > 1, N threads call the data set's __getitem__ for the batch
+with workers > 1 and use_multiprocessing=True, N processes
+(engine/worker_procs.py, batches in shared memory); otherwise N threads call the data set's __getitem__ for the batch
 indices to come, at most max_queue_size batches ahead of the one in
 training, and the batches come back in the epoch's order. A worker's
 exception is raised in the caller as the user's own exception. close()
@@ -19,6 +20,7 @@ import ctypes.util
 from concurrent.futures import ThreadPoolExecutor
 
 from ..sizes import format_bytes
+from . import worker_procs
 from .plan import PlanEntry
 
 # a worker thread's stack as it touches it (Python frames live on the heap; a decoder's C frames are small): a bound
@@ -26,23 +28,31 @@ WORKER_STACK = 256 << 10
 
 
 def settings(src):
-    """(workers, max_queue_size) of a Keras PyDataset, checked; workers 0 or 1: no threads (the caller's thread
-    reads the batches, as Keras's adapter does). use_multiprocessing=True is refused: batches made in other
-    processes would need shared-memory buffers this engine does not plan yet."""
+    """(workers, max_queue_size, processes) of a Keras PyDataset, checked; workers 0 or 1: no threads (the
+    caller's thread reads the batches, as Keras's adapter does). processes (use_multiprocessing=True): worker
+    processes (engine/worker_procs.py), for a data set that can be pickled."""
     workers = getattr(src, "workers", 1)
     queue = getattr(src, "max_queue_size", 10)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
         raise ValueError(f"PyDataset workers must be a non-negative int, got {workers!r}")
-    if getattr(src, "use_multiprocessing", False) and workers > 0:
-        raise ValueError(f"PyDataset use_multiprocessing=True is not supported (workers={workers}): boundfit runs "
-                         "workers as threads, whose batches are in the memory plan; pass use_multiprocessing=False "
-                         "(decoders such as Pillow's and NumPy's release the GIL, so threads run in parallel)")
     if workers <= 1:
-        return 1, 0
+        return 1, 0, False
     if isinstance(queue, bool) or not isinstance(queue, int) or queue < 1:
         raise ValueError(f"PyDataset max_queue_size must be a positive int with workers={workers} (the queue is "
                          f"bounded so that its batches are in the memory plan), got {queue!r}")
-    return workers, queue
+    processes = bool(getattr(src, "use_multiprocessing", False))
+    if processes:
+        worker_procs.pickled(src, workers)
+    return workers, queue, processes
+
+
+def start(src, indices, settings, block_bytes):
+    """The batches src[i] for i in `indices`, in order, from the workers of `settings` (threads: Ahead;
+    processes: worker_procs.Procs, in blocks of block_bytes)."""
+    workers, queue, processes = settings
+    if processes:
+        return worker_procs.Procs(src, indices, workers, queue, block_bytes)
+    return Ahead(src.__getitem__, indices, workers, queue)
 
 
 _M_MMAP_THRESHOLD = -3   # glibc malloc.h
@@ -115,8 +125,16 @@ def queue_entries(*sources):
     kept as the reference of later batches' shapes), sized from the first batch, and the workers' stacks."""
     out = []
     for label, s in zip(("", "validation: "), sources):
-        workers, queue = getattr(s, "workers", (1, 0))
+        workers, queue, processes = getattr(s, "workers", (1, 0, False))
         if workers <= 1:
+            continue
+        if processes:
+            out.append(PlanEntry(f"{label}PyDataset shared-memory blocks ({queue + 2} of {format_bytes(s.block_bytes)}: "
+                                 f"{queue} batches ahead, the one in training and the one before; {workers} worker "
+                                 f"processes)", (queue + 2) * s.block_bytes, "host", "runtime",
+                                 "/dev/shm pages mapped by this process and the workers, counted once; each worker "
+                                 "process's own memory (its interpreter, the data set's copy, the batch it builds) "
+                                 "is in that process, not in this process's plan"))
             continue
         b = batch_bytes(s._ref)
         out.append(PlanEntry(f"{label}PyDataset queue ({queue} batches of {format_bytes(b)} ahead, the one in "
