@@ -110,8 +110,7 @@ def test_the_queue_is_a_plan_entry_sized_from_the_first_batch():
     assert not [e for e in m._last_plan.breakdown if "PyDataset queue" in e.name]
 
 
-@pytest.mark.parametrize("bad,match", [(dict(workers=2, use_multiprocessing=True), "use_multiprocessing=True"),
-                                       (dict(workers=-1), "workers must be a non-negative int, got -1"),
+@pytest.mark.parametrize("bad,match", [(dict(workers=-1), "workers must be a non-negative int, got -1"),
                                        (dict(workers=2, max_queue_size=0), "max_queue_size must be a positive int")])
 def test_bad_worker_settings_are_refused_by_name_before_a_batch_is_read(bad, match):
     m = _model()
