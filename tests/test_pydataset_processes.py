@@ -11,6 +11,9 @@ process's exit."""
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 from multiprocessing import shared_memory
 
@@ -166,3 +169,41 @@ def test_a_data_set_that_cannot_be_pickled_is_refused_by_name_before_a_batch_is_
     assert data.read == []
     for a, b in zip(w0, m.get_weights()):
         np.testing.assert_array_equal(a, b)
+
+
+class Wide(bf.utils.PyDataset):
+    """8 batches of 64 rows of 2048 features, fresh arrays (as a decoder makes them)."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        r = np.random.default_rng(i)
+        return r.standard_normal((64, 2048), dtype=np.float32), r.standard_normal((64, 1), dtype=np.float32)
+
+
+FIRST_FIT = """
+import boundfit as bf
+from boundfit import layers
+from boundfit.runtime import budget
+from test_pydataset_processes import Wide
+m = bf.Sequential([layers.Dense(64, activation="relu", input_shape=(2048,)), layers.Dense(1)])
+m.compile(optimizer="adam", loss="mse")
+m.estimate_memory(64)                                          # the engine built before the measure
+open("/proc/self/clear_refs", "w").write("5")
+r0 = budget.process_usage_bytes()
+m.fit(Wide(workers=3, use_multiprocessing=True, max_queue_size=6), epochs=2, verbose=0)
+p = m._last_plan
+print("GROWTH", p.host_bytes - p.held_bytes, budget.peak_rss_bytes() - r0)
+"""
+
+
+def test_first_fit_from_worker_processes_grows_rss_by_at_most_its_plan():
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here] + sys.path))
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(FIRST_FIT)], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    new, grown = map(int, r.stdout.split("GROWTH")[1].split())
+    print(f"grew {grown / 2**20:.2f} MiB, plan {new / 2**20:.2f} MiB new")
+    assert 0 < grown <= new
