@@ -137,7 +137,10 @@ class Procs:
                 return
             b, w = self._free.pop(), self._turn
             self._turn = (self._turn + 1) % len(self._procs)
-            self._conns[w].send((i, b))
+            try:
+                self._conns[w].send((i, b))
+            except OSError:
+                pass   # that worker died: told when its oldest batch is awaited (_answer)
             self._pending.append((i, w, b))
 
     def __iter__(self):
