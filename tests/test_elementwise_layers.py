@@ -207,9 +207,10 @@ def test_activation_gradients_match_finite_differences(name):
     m = bf.Sequential([layers.Input((5,)), layers.Dense(7, activation=act), layers.Activation(act), layers.Dense(3)])
     m.compile(optimizer="sgd", loss="mse")
     rng = np.random.default_rng(1)
-    # a small step: a random direction moves all 66 weights at once, and exp(exp(z)) is strongly curved
+    # a small step: a random direction moves all 66 weights at once, and exp(exp(z)) is strongly curved; relu
+    # with a threshold jumps there (0 to 0.3): a step straddling the jump is no derivative, so a tiny one
     directional_check(m, 0.5 * rng.standard_normal((16, 5)).astype(np.float32),
-                      rng.standard_normal((16, 3)).astype(np.float32), eps=2e-3)
+                      rng.standard_normal((16, 3)).astype(np.float32), eps=1e-4 if name == "relu options" else 2e-3)
 
 
 def test_conv2d_with_gelu_keeps_its_pre_activation_in_the_plan():
