@@ -183,6 +183,7 @@ _COPIES = 8             # the weights, and optimizer state: Keras's slots, EMA, 
 def _weights_cap(model):
     """Bytes a .keras file's model.weights.h5 may hold for this model: every variable at 8 bytes an element
     _COPIES times over, host-side layers' state, and HDF5's overhead per object (about 1.5 KiB)."""
+    model._require_built()   # a variable-length model: bound to placeholder lengths (the weights' shapes)
     info = model._info()
     shapes = [s for _, _, params in info for _, s, _ in params]
     items = sum(int(np.prod(s, dtype=np.int64)) for s in shapes)
