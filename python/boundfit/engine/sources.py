@@ -41,9 +41,15 @@ def is_python_source(x):
 
 @contextlib.contextmanager
 def _told(i):
-    """The data source's own exception, as Keras lets it through (`except MyError` works), told the batch."""
+    """The data source's own exception, as Keras lets it through (`except MyError` works), told the batch;
+    boundfit's own check of a batch inside the source (a training graph's view of it) names the batch as
+    the other checks do."""
     try:
         yield
+    except DataError as e:
+        if e.batch_index is not None:
+            raise
+        raise DataError(f"batch {i}: {e}", batch_index=i) from None
     except Exception as e:
         e.add_note(f"boundfit: raised by the data source while fetching batch {i}")
         raise
