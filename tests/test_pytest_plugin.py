@@ -15,7 +15,10 @@ from boundfit.runtime import budget
 
 from ledger_util import holder
 
+import boundfit as bf
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+INSTALLED = os.path.dirname(os.path.dirname(os.path.abspath(bf.__file__)))   # the boundfit under test, built
 
 SWEEP = r'''
 import os, time
@@ -82,7 +85,7 @@ def test_xdist_fits_that_do_not_all_fit_at_once_queue_and_the_table_is_printed(t
     monkeypatch.setenv("BOUNDFIT_LEDGER_DIR", str(tmp_path / "ledger"))
     monkeypatch.delenv("BOUNDFIT_MEMORY_WAIT", raising=False)
     env = dict(os.environ, SWEEP_DIR=str(sweep),
-               PYTHONPATH=os.pathsep.join([str(_entry_point_dist(tmp_path)), os.path.join(ROOT, "python")]))
+               PYTHONPATH=os.pathsep.join([str(_entry_point_dist(tmp_path)), INSTALLED]))
     one_fit = 241024   # the emulated device bytes of one test_fit (checked below against the table)
     with holder({"emu:0": 4 * 2**30 - budget.device_reserve(0) - 5 * one_fit // 2}):
         r = subprocess.run([sys.executable, "-m", "pytest", "-n", "4", "-p", "no:cacheprovider", "test_sweep.py"],
