@@ -144,8 +144,9 @@ def admit(what, plan_fn, memory_wait=None, verbose=1, short_ok=False):
     """plan_fn() -> the run's MemoryPlan (it may raise MemoryBudgetError); returns the plan once it fits, its
     peak reserved on the ledger until the enclosing @releases call ends (plan.reservation; plan.memory_waited:
     seconds it waited). short_ok: a plan still short when waiting ends is returned unreserved instead (the
-    ranks of a data-parallel run then raise together)."""
-    wait = wait_seconds(memory_wait)
+    ranks of a data-parallel run then raise together). A data-parallel rank never waits: its peers would be at
+    the plan's collective meanwhile, whose deadline is not the memory wait's."""
+    wait = 0.0 if short_ok else wait_seconds(memory_wait)
     t0, waiting, shown = None, None, None
     _try(plan_fn)   # once outside the lock: first-time work (engines, BLAS) does not hold up other runs
     try:
