@@ -113,3 +113,22 @@ def batch_bytes(batch):
         for a in (p.values() if isinstance(p, dict) else [p]):
             total += a.nbytes
     return total
+
+
+def rebatch(tables, batch_size, rng=None):
+    """Lists of Arrow table pieces of batch_size rows (the last one shorter) from the tables in turn (row
+    groups, blocks), each table's rows in a new order of rng's when rng is given (never across tables)."""
+    pieces, have = [], 0
+    for table in tables:
+        rows = rng.permutation(table.num_rows) if rng is not None else None
+        at = 0
+        while at < table.num_rows:
+            take = min(batch_size - have, table.num_rows - at)
+            pieces.append(table.slice(at, take) if rows is None else table.take(rows[at:at + take]))
+            have, at = have + take, at + take
+            if have == batch_size:
+                yield pieces
+                pieces, have = [], 0
+        del table, rows   # before the next one is read: one table held at a time
+    if have:
+        yield pieces

@@ -97,21 +97,15 @@ class CsvBatches:
 
     def __iter__(self):
         types = {c: self.schema.field(c).type for c in self.spec.columns}
-        pieces, have, k = [], 0, 0
-        for header, text in self._blocks():
-            block = self._parse(header, text, types, k)
-            del text
-            rows = self.rng.permutation(block.num_rows) if self.shuffle else None
-            at = 0
-            while at < block.num_rows:
-                take = min(self.batch_size - have, block.num_rows - at)
-                pieces.append(block.slice(at, take) if rows is None else block.take(rows[at:at + take]))
-                have, at = have + take, at + take
-                if have == self.batch_size:
-                    yield self._batch(pieces, k)
-                    pieces, have, k = [], 0, k + 1
-        if have:
+        k = 0   # the batch the next block's rows go into (a block that does not parse names it)
+
+        def blocks():
+            for header, text in self._blocks():
+                yield self._parse(header, text, types, k)
+
+        for pieces in columns.rebatch(blocks(), self.batch_size, self.rng if self.shuffle else None):
             yield self._batch(pieces, k)
+            k += 1
 
     def _batch(self, pieces, k):
         pa = columns.arrow()

@@ -87,20 +87,8 @@ class ParquetBatches:
     def __iter__(self):
         groups = self.file.metadata.num_row_groups
         order = self.rng.permutation(groups) if self.shuffle else range(groups)
-        pieces, have, k = [], 0, 0
-        for g in order:
-            table = self.file.read_row_group(int(g), columns=self.spec.columns)
-            rows = self.rng.permutation(table.num_rows) if self.shuffle else None
-            at = 0
-            while at < table.num_rows:
-                take = min(self.batch_size - have, table.num_rows - at)
-                pieces.append(table.slice(at, take) if rows is None else table.take(rows[at:at + take]))
-                have, at = have + take, at + take
-                if have == self.batch_size:
-                    yield self._batch(pieces, k)
-                    pieces, have, k = [], 0, k + 1
-            del table
-        if have:
+        tables = (self.file.read_row_group(int(g), columns=self.spec.columns) for g in order)
+        for k, pieces in enumerate(columns.rebatch(tables, self.batch_size, self.rng if self.shuffle else None)):
             yield self._batch(pieces, k)
 
     def _batch(self, pieces, k):
