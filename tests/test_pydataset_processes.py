@@ -21,12 +21,10 @@ import numpy as np
 import pytest
 
 import boundfit as bf
-from boundfit import layers
 from boundfit.engine import worker_procs
 
-RNG = np.random.default_rng(0)
-X = RNG.standard_normal((320, 16)).astype(np.float32)
-Y = X[:, :1] * 2.0
+from pydataset_util import X, Y, small_model
+
 MP = dict(workers=2, use_multiprocessing=True, max_queue_size=3)
 
 
@@ -64,13 +62,6 @@ class Rows(bf.utils.PyDataset):
         return X[i * 32:(i + 1) * 32].copy(), Y[i * 32:(i + 1) * 32].copy()
 
 
-def _model():
-    bf.utils.set_random_seed(0)
-    m = bf.Sequential([layers.Dense(8, activation="relu", input_shape=(16,)), layers.Dense(1)])
-    m.compile(optimizer="sgd", loss="mse")
-    return m
-
-
 @pytest.fixture
 def blocks(monkeypatch):
     """The names of the shared-memory blocks this process creates."""
@@ -91,7 +82,7 @@ def _left(made):
 
 
 def test_worker_processes_train_on_the_batches_in_order_as_one_thread_does(blocks):
-    one, procs = _model(), _model()
+    one, procs = small_model(), small_model()
     h1 = one.fit(Rows(), epochs=2, shuffle=False, verbose=0)
     hp = procs.fit(Rows(in_workers=True, **MP), epochs=2, shuffle=False, verbose=0)
     assert h1.history["loss"] == hp.history["loss"]
@@ -103,7 +94,7 @@ def test_worker_processes_train_on_the_batches_in_order_as_one_thread_does(block
 
 
 def test_a_worker_process_exception_arrives_as_the_users_own_with_the_batch_index(blocks):
-    m = _model()
+    m = small_model()
     with pytest.raises(KeyError, match="my own error at 6") as ei:
         m.fit(Rows(fail_at=6, **MP), epochs=1, shuffle=False, verbose=0)
     notes = "\n".join(ei.value.__notes__)
@@ -121,7 +112,7 @@ def test_a_worker_process_exception_arrives_as_the_users_own_with_the_batch_inde
     ("larger", r"batch 4 does not fit the shared-memory block of worker processes: it needs 4352 bytes, the shared "
                r"block holds 2176 \(sized from the first batch\)")])
 def test_a_batch_no_worker_can_hand_over_is_a_data_error_naming_it(blocks, how, match):
-    m = _model()
+    m = small_model()
     with pytest.raises(bf.errors.DataError, match=match) as ei:
         m.fit(Rows(fail_at=4, how=how, **MP), epochs=1, shuffle=False, verbose=0)
     assert ei.value.batch_index == 4
@@ -130,7 +121,7 @@ def test_a_batch_no_worker_can_hand_over_is_a_data_error_naming_it(blocks, how, 
 
 
 def test_no_shared_memory_outlives_ctrl_c_at_a_step_boundary(blocks):
-    m = _model()
+    m = small_model()
     stop = bf.callbacks.LambdaCallback(
         on_train_batch_end=lambda b, logs: signal.raise_signal(signal.SIGINT) if b == 3 else None)
     with pytest.raises(KeyboardInterrupt):
@@ -140,7 +131,7 @@ def test_no_shared_memory_outlives_ctrl_c_at_a_step_boundary(blocks):
 
 
 def test_the_shared_blocks_are_a_plan_entry_sized_from_the_first_batch():
-    m = _model()
+    m = small_model()
     m.fit(Rows(workers=3, use_multiprocessing=True, max_queue_size=4), epochs=1, verbose=0)
     entry = [e for e in m._last_plan.breakdown if "PyDataset" in e.name]
     assert len(entry) == 1 and "shared-memory blocks (6 of" in entry[0].name and "3 worker processes" in entry[0].name
@@ -159,7 +150,7 @@ class Locked(Rows):
 
 
 def test_a_data_set_that_cannot_be_pickled_is_refused_by_name_before_a_batch_is_read():
-    m = _model()
+    m = small_model()
     w0 = m.get_weights()
     data = Locked(**MP)
     with pytest.raises(ValueError, match=r"use_multiprocessing=True \(workers=2\) needs a data set that can be "

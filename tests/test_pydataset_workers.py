@@ -15,11 +15,9 @@ import numpy as np
 import pytest
 
 import boundfit as bf
-from boundfit import layers
 
-RNG = np.random.default_rng(0)
-X = RNG.standard_normal((320, 16)).astype(np.float32)
-Y = X[:, :1] * 2.0
+from pydataset_util import X, Y, small_model
+
 
 
 class Rows(bf.utils.PyDataset):
@@ -39,19 +37,12 @@ class Rows(bf.utils.PyDataset):
         return X[i * 32:(i + 1) * 32].copy(), Y[i * 32:(i + 1) * 32].copy()
 
 
-def _model():
-    bf.utils.set_random_seed(0)
-    m = bf.Sequential([layers.Dense(8, activation="relu", input_shape=(16,)), layers.Dense(1)])
-    m.compile(optimizer="sgd", loss="mse")
-    return m
-
-
 def _pool_threads():
     return [t for t in threading.enumerate() if t.name.startswith("boundfit-pydataset")]
 
 
 def test_workers_train_on_the_batches_in_order_as_one_thread_does():
-    one, four = _model(), _model()
+    one, four = small_model(), small_model()
     h1 = one.fit(Rows(), epochs=2, shuffle=False, verbose=0)
     data = Rows(workers=4, max_queue_size=3)
     h4 = four.fit(data, epochs=2, shuffle=False, verbose=0)
@@ -64,7 +55,7 @@ def test_workers_train_on_the_batches_in_order_as_one_thread_does():
 
 
 def test_a_worker_exception_arrives_as_the_users_own_with_the_batch_index():
-    m = _model()
+    m = small_model()
     with pytest.raises(KeyError, match="my own error at 6") as ei:
         m.fit(Rows(fail_at=6, workers=3, max_queue_size=2), epochs=1, shuffle=False, verbose=0)
     assert "boundfit: raised by the data source while fetching batch 6" in ei.value.__notes__
@@ -74,7 +65,7 @@ def test_a_worker_exception_arrives_as_the_users_own_with_the_batch_index():
 
 
 def test_ctrl_c_at_a_step_boundary_stops_the_workers():
-    m = _model()
+    m = small_model()
     stop = bf.callbacks.LambdaCallback(
         on_train_batch_end=lambda b, logs: signal.raise_signal(signal.SIGINT) if b == 3 else None)
     with pytest.raises(KeyboardInterrupt):
@@ -95,12 +86,12 @@ def test_workers_stay_within_max_queue_size_batches_ahead():
                 ahead.append(ok)
             return super().__getitem__(i)
     cb = bf.callbacks.LambdaCallback(on_train_batch_begin=lambda b, logs: stepped.setdefault(b, threading.Event()).set())
-    _model().fit(Gated(workers=3, max_queue_size=q), epochs=1, shuffle=False, verbose=0, callbacks=[cb])
+    small_model().fit(Gated(workers=3, max_queue_size=q), epochs=1, shuffle=False, verbose=0, callbacks=[cb])
     assert ahead and all(ahead)
 
 
 def test_the_queue_is_a_plan_entry_sized_from_the_first_batch():
-    m = _model()
+    m = small_model()
     m.fit(Rows(workers=3, max_queue_size=4), epochs=1, verbose=0)
     entry = [e for e in m._last_plan.breakdown if "PyDataset queue" in e.name]
     assert len(entry) == 1 and "4 batches" in entry[0].name and "3 workers" in entry[0].name
@@ -113,7 +104,7 @@ def test_the_queue_is_a_plan_entry_sized_from_the_first_batch():
 @pytest.mark.parametrize("bad,match", [(dict(workers=-1), "workers must be a non-negative int, got -1"),
                                        (dict(workers=2, max_queue_size=0), "max_queue_size must be a positive int")])
 def test_bad_worker_settings_are_refused_by_name_before_a_batch_is_read(bad, match):
-    m = _model()
+    m = small_model()
     w0 = m.get_weights()
     data = Rows(**bad)
     with pytest.raises(ValueError, match=match):

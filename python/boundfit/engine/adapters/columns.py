@@ -116,8 +116,8 @@ def batch_bytes(batch):
 
 
 def rebatch(tables, batch_size, rng=None):
-    """Lists of Arrow table pieces of batch_size rows (the last one shorter) from the tables in turn (row
-    groups, blocks), each table's rows in a new order of rng's when rng is given (never across tables)."""
+    """Arrow tables of batch_size rows (the last one shorter) from the tables in turn (row groups, blocks),
+    each table's rows in a new order of rng's when rng is given (never across tables)."""
     pieces, have = [], 0
     for table in tables:
         rows = rng.permutation(table.num_rows) if rng is not None else None
@@ -127,8 +127,12 @@ def rebatch(tables, batch_size, rng=None):
             pieces.append(table.slice(at, take) if rows is None else table.take(rows[at:at + take]))
             have, at = have + take, at + take
             if have == batch_size:
-                yield pieces
+                yield _joined(pieces)
                 pieces, have = [], 0
         del table, rows   # before the next one is read: one table held at a time
     if have:
-        yield pieces
+        yield _joined(pieces)
+
+
+def _joined(pieces):
+    return pieces[0] if len(pieces) == 1 else arrow().concat_tables(pieces)

@@ -103,13 +103,11 @@ class CsvBatches:
             for header, text in self._blocks():
                 yield self._parse(header, text, types, k)
 
-        for pieces in columns.rebatch(blocks(), self.batch_size, self.rng if self.shuffle else None):
-            yield self._batch(pieces, k)
+        for table in columns.rebatch(blocks(), self.batch_size, self.rng if self.shuffle else None):
+            yield self._batch(table, k)
             k += 1
 
-    def _batch(self, pieces, k):
-        pa = columns.arrow()
-        table = pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
+    def _batch(self, table, k):
         b = self.spec.batch(table, k)
         if k == 0:
             self._first_bytes = max(self._first_bytes, columns.batch_bytes(b))

@@ -88,11 +88,10 @@ class ParquetBatches:
         groups = self.file.metadata.num_row_groups
         order = self.rng.permutation(groups) if self.shuffle else range(groups)
         tables = (self.file.read_row_group(int(g), columns=self.spec.columns) for g in order)
-        for k, pieces in enumerate(columns.rebatch(tables, self.batch_size, self.rng if self.shuffle else None)):
-            yield self._batch(pieces, k)
+        for k, table in enumerate(columns.rebatch(tables, self.batch_size, self.rng if self.shuffle else None)):
+            yield self._batch(table, k)
 
-    def _batch(self, pieces, k):
-        table = pieces[0] if len(pieces) == 1 else columns.arrow().concat_tables(pieces)
+    def _batch(self, table, k):
         b = self.spec.batch(table, k)
         if k == 0:
             self._first_bytes = max(self._first_bytes, columns.batch_bytes(b))
