@@ -32,5 +32,8 @@ void bf_sgemm(int transA, int transB, int M, int N, int K, float alpha, const fl
               int ldb, float beta, float *C, int ldc);
 /* C (M,N) = A (M,K) @ B (K,N) + bias (N) in every row, over the pool */
 void bf_sgemm_bias(int M, int N, int K, const float *A, const float *B, const float *bias, float *C);
+/* The grains bf_sgemm cuts rows and columns at (0: never cut that side),
+ * measured once on the loaded OpenBLAS (gemm.c) */
+void bf_gemm_split_grains(int *rows, int *cols);
 
 #endif

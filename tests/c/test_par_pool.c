@@ -169,6 +169,11 @@ int main(void) {
     }
     CHECK(covered == 1001 && bf_par_parts(50, 100, 7) == 1, "ranges do not cover [0, 1001)");
 
+    /* the grains measured on this OpenBLAS: at least one side can be cut */
+    int grain_rows, grain_cols;
+    bf_gemm_split_grains(&grain_rows, &grain_cols);
+    printf("split grains: rows %d, columns %d\n", grain_rows, grain_cols);
+    CHECK(grain_rows > 0 || grain_cols > 0, "no side of a GEMM can be cut: every GEMM runs on one thread");
     /* shapes split by rows and by columns, uneven parts, small ones not split */
     const int shapes[][3] = {{4096, 256, 256}, {300, 1000, 64}, {1000, 37, 512}, {17, 4096, 300}, {33, 33, 33},
                              {2048, 512, 1024}, {64, 512, 128}};

@@ -26,11 +26,11 @@ from ..errors import MemoryBudgetError
 # its pool's threads at once (csrc/cpu/gemm.c), and each call takes a buffer of
 # its own; the probe runs a shape on every thread at the same time. OpenBLAS
 # 0.3.34 packs into the buffer only for N >= 512 (narrower products take a
-# path without it), and fills it for M >= 24576, K >= 1024 (measured: 32 MiB a
-# thread); the wide product covers the A-panel part in builds that pack it
+# path without it), and fills it for M >= 24576 (Skylake-X kernels) or 28672
+# (Haswell / Zen), K >= 1024 (measured: 32 MiB a thread); the wide product covers the A-panel part in builds that pack it
 # otherwise. Rounds repeat until one adds less than _SETTLED bytes (measured,
 # not assumed).
-_PROBES = ((24576, 512, 1024), (16, 1 << 14, 1024))
+_PROBES = ((32768, 512, 1024), (16, 1 << 14, 1024))
 _PROBE_OUT = max(4 * m * n for m, n, _ in _PROBES)  # bytes the largest probe writes, per thread
 _SETTLED = 64 << 10
 _ROUNDS = 4
