@@ -43,9 +43,9 @@ static void probe_part(void *ctx, long t, int slot) {
 bf_status bf_cpu_blas_probe(int M, int N, int K) {
     if (M <= 0 || N <= 0 || K <= 0)
         return BF_FAIL(BF_ERR_ARG, "blas probe sizes must be positive, got %d x %d x %d", M, N, K);
+    const int threads = bf_par_threads(); /* starts the pool: OpenBLAS on one thread */
     int rows, cols; /* gemm.c's check of its split grains: its pages count with the probe's */
     bf_gemm_split_grains(&rows, &cols);
-    const int threads = bf_par_threads();
     const size_t a = bf_align_up((size_t)M * K * sizeof(float)), b = bf_align_up((size_t)K * N * sizeof(float));
     const size_t c = bf_align_up((size_t)M * N * sizeof(float) * (size_t)threads);
     bf_arena ar;

@@ -87,6 +87,7 @@ static void measure_grains(void) {
 }
 
 void bf_gemm_split_grains(int *rows, int *cols) {
+    (void)bf_par_slots(); /* the pool up first: OpenBLAS on one thread, as in a split */
     pthread_once(&grains_once, measure_grains);
     *rows = grain_rows;
     *cols = grain_cols;
