@@ -1,13 +1,17 @@
-"""The ```python blocks of a Markdown page, and a runner for them:
-`python tests/docs_blocks.py PAGE.md` executes the page's blocks in order in
-one namespace (as a reader runs them in one fresh kernel) in the current
-directory, and on a failure exits 1 naming the page and the block's line."""
+"""The ```python blocks of Markdown pages, and a runner for them:
+`python tests/docs_blocks.py WORKDIR PAGE.md...` executes each page's blocks
+in order in one namespace of its own (as a reader runs them in one kernel),
+in a folder of its own under WORKDIR, and resets boundfit's process-wide
+settings (default device, memory limits, distribution) between pages. It
+prints each failure naming the page and the block's line, and exits 1 if
+any page failed."""
 
+import os
 import re
 import sys
 import traceback
 
-FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```\s*$", re.M | re.S)
+FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 
 
 def python_blocks(text):
@@ -16,16 +20,37 @@ def python_blocks(text):
 
 
 def run_page(path):
+    """Run one page's blocks; True if all ran."""
     namespace = {"__name__": "__main__"}
-    for line, code in python_blocks(open(path, encoding="utf-8").read()):
+    with open(path, encoding="utf-8") as f:
+        blocks = python_blocks(f.read())
+    for line, code in blocks:
         try:
-            exec(compile(code, f"{path}:{line}", "exec"), namespace)
+            exec(compile(code, f"{path}, block at line {line}", "exec"), namespace)
         except BaseException:
             traceback.print_exc()
-            print(f"{path}: the python block at line {line} failed", file=sys.stderr)
-            return 1
-    return 0
+            print(f"FAILED: {path}: the python block at line {line}", file=sys.stderr)
+            return False
+    return True
+
+
+def reset():
+    import boundfit as bf
+    bf.set_default_device(None)
+    bf.set_memory_limit(host="auto", device="auto")
+    bf.distribution.set_distribution(None)
+
+
+def main(workdir, pages):
+    failed = 0
+    for page in pages:
+        folder = os.path.join(workdir, os.path.splitext(os.path.basename(page))[0])
+        os.makedirs(folder, exist_ok=True)
+        os.chdir(folder)
+        failed += not run_page(os.path.abspath(page) if not os.path.isabs(page) else page)
+        reset()
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    sys.exit(run_page(sys.argv[1]))
+    sys.exit(main(sys.argv[1], [os.path.abspath(p) for p in sys.argv[2:]]))
