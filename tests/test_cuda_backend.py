@@ -332,7 +332,7 @@ def test_conv_on_large_images_runs_in_cudnn_descriptor_limits():
 
 
 def test_the_100x100_conv_model_is_refused_under_8gib_and_trains_in_micro_batches(device_limit):
-    """DESIGN.md's Conv2D model. On device="emu" (the CPU's workspaces) its plan
+    """The Conv2D model of docs/design.md. On device="emu" (the CPU's workspaces) its plan
     is 6.5 GiB at batch 2048, which fits in 8 GiB, and 12.8 GiB at 4096, so
     4096 is the batch refused here; cuDNN's workspaces change this little."""
     def build():

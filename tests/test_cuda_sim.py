@@ -3,8 +3,8 @@ emulation (csrc/cuda_sim/build.sh, cached under build/cuda_sim), then the
 Python CUDA tests run against it (BF_CUDA_LIB) in subprocesses, in both
 thread orders of a block and at compute capability 8.0 and 9.0; a kernel
 with its barrier removed makes them fail; and csrc/cuda compiles with nvcc
-and warnings as errors. What this proves and what only a GPU can: README,
-"Testing the CUDA backend without a GPU"."""
+and warnings as errors. What this proves and what only a GPU can:
+docs/devices.md, "The CUDA backend without a GPU"."""
 
 import os
 import platform

@@ -1,4 +1,4 @@
-"""The first-fit rule (DESIGN.md), each case in a fresh child process:
+"""The first-fit rule (docs/memory-plans.md), each case in a fresh child process:
 - the first fit / evaluate / predict grows peak RSS by at most the plan's new
   host bytes, and by at least 97% of them when that is above 100 MiB (Dense,
   the seed CNN, the seed MLP, data from a Sequence, a small ResNet, an

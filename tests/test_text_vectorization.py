@@ -366,7 +366,7 @@ def test_bad_data_and_calls_raise_clear_errors(tmp_path):
 
 
 def test_first_fit_on_strings_grows_rss_by_at_most_its_plan():
-    """DESIGN.md's first-fit rule in a fresh process: the vectorized batch and
+    """The first-fit rule (docs/memory-plans.md) in a fresh process: the vectorized batch and
     the Python objects vectorizing it (bounded by the longest text) are in
     the plan."""
     code = textwrap.dedent("""

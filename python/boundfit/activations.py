@@ -49,32 +49,39 @@ def _eval(act, x):
 
 
 def linear(x):
+    """The identity, of an array (by name, in a layer)."""
     return _eval(Act(LINEAR), x)
 
 
 def relu(x, negative_slope=0.0, max_value=None, threshold=0.0):
+    """Keras's relu(x, negative_slope=0.0, max_value=None, threshold=0.0) of an array, by the engine's C kernel."""
     return _eval(relu_act(negative_slope, max_value, threshold, "relu"), x)
 
 
 def sigmoid(x):
+    """1 / (1 + exp(-x)) of an array, by the engine's C kernel."""
     return _eval(Act(SIGMOID), x)
 
 
 def tanh(x):
+    """The hyperbolic tangent of an array, by the engine's C kernel."""
     return _eval(Act(TANH), x)
 
 
 def softmax(x, axis=-1):
+    """Softmax over the last axis (the only `axis` supported) of an array, by the engine's C kernel."""
     if axis not in (-1, np.ndim(x) - 1):
         raise ValueError(f"softmax: only axis=-1 is supported, got axis={axis!r}")
     return _eval(Act(SOFTMAX), x)
 
 
 def gelu(x, approximate=False):
+    """Gaussian error linear unit, exact or (approximate=True) the tanh form of an array, by the engine's C kernel."""
     return _eval(Act(GELU_TANH if approximate else GELU), x)
 
 
 def silu(x):
+    """x * sigmoid(x) (also named swish) of an array, by the engine's C kernel."""
     return _eval(Act(SILU), x)
 
 
@@ -82,34 +89,42 @@ swish = silu
 
 
 def elu(x, alpha=1.0):
+    """Exponential linear unit with `alpha` of an array, by the engine's C kernel."""
     return _eval(_checked(ELU, alpha, "alpha"), x)
 
 
 def selu(x):
+    """Scaled exponential linear unit (Keras's constants) of an array, by the engine's C kernel."""
     return _eval(Act(SELU), x)
 
 
 def leaky_relu(x, negative_slope=0.2):
+    """max(x, negative_slope * x) of an array, by the engine's C kernel."""
     return _eval(_checked(LEAKY_RELU, negative_slope, "negative_slope"), x)
 
 
 def softplus(x):
+    """log(1 + exp(x)) of an array, by the engine's C kernel."""
     return _eval(Act(SOFTPLUS), x)
 
 
 def softsign(x):
+    """x / (1 + |x|) of an array, by the engine's C kernel."""
     return _eval(Act(SOFTSIGN), x)
 
 
 def hard_sigmoid(x):
+    """Keras 3's piecewise-linear sigmoid, clip(x / 6 + 0.5, 0, 1) of an array, by the engine's C kernel."""
     return _eval(Act(HARD_SIGMOID), x)
 
 
 def exponential(x):
+    """exp(x) of an array, by the engine's C kernel."""
     return _eval(Act(EXPONENTIAL), x)
 
 
 def relu6(x):
+    """min(max(x, 0), 6) of an array, by the engine's C kernel."""
     return _eval(Act(RELU6), x)
 
 
@@ -217,8 +232,10 @@ def get(identifier):
 
 
 def serialize(activation):
+    """Keras's serialized form of an activation (its name)."""
     return name_of(get_id(activation))
 
 
 def deserialize(name):
+    """The activation function of a serialized name."""
     return get(name)

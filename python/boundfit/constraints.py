@@ -24,6 +24,7 @@ def _axis(cls, axis):
 
 
 class Constraint:
+    """Base class of weight constraints: `__call__(w)` returns the constrained weights, applied after every update."""
     def get_config(self):
         return {}
 
@@ -53,6 +54,7 @@ class Constraint:
 
 
 class MaxNorm(Constraint):
+    """Keras 3's `MaxNorm(max_value=2, axis=0)`: rescales weights whose norm along `axis` exceeds max_value."""
     def __init__(self, max_value=2, axis=0):
         self.max_value = _number("MaxNorm", "max_value", max_value)
         self.axis = _axis("MaxNorm", axis)
@@ -65,11 +67,13 @@ class MaxNorm(Constraint):
 
 
 class NonNeg(Constraint):
+    """Keras 3's `NonNeg`: negative weights are set to zero."""
     def _engine(self, rank):
         return (_NON_NEG, 0.0, 0.0, 0.0, 0, 0)
 
 
 class UnitNorm(Constraint):
+    """Keras 3's `UnitNorm(axis=0)`: weights rescaled to unit norm along `axis`."""
     def __init__(self, axis=0):
         self.axis = _axis("UnitNorm", axis)
 
@@ -81,6 +85,8 @@ class UnitNorm(Constraint):
 
 
 class MinMaxNorm(Constraint):
+    """Keras 3's `MinMaxNorm(min_value=0.0, max_value=1.0, rate=1.0, axis=0)`: norms kept within [min_value,
+    max_value]."""
     def __init__(self, min_value=0.0, max_value=1.0, rate=1.0, axis=0):
         self.min_value = _number("MinMaxNorm", "min_value", min_value)
         self.max_value = _number("MinMaxNorm", "max_value", max_value)
@@ -104,6 +110,7 @@ _NAMES = {"max_norm": MaxNorm, "non_neg": NonNeg, "unit_norm": UnitNorm, "min_ma
 
 
 def serialize(constraint):
+    """Keras's serialized form of a constraint."""
     if constraint is None:
         return None
     return {"module": "keras.constraints", "class_name": type(constraint).__name__,
@@ -111,6 +118,7 @@ def serialize(constraint):
 
 
 def get(identifier, arg="constraint"):
+    """A constraint from a name, a config dict, a Constraint or None."""
     if identifier is None or isinstance(identifier, Constraint):
         return identifier
     if isinstance(identifier, type) and issubclass(identifier, Constraint):

@@ -10,6 +10,7 @@ from .sizes import format_bytes
 
 
 def report():
+    """The environment report `diagnose()` prints, as text."""
     info = _core.build_info()
     lines = []
 

@@ -47,11 +47,13 @@ class Initializer:
 
 
 class Zeros(Initializer):
+    """Keras 3's `Zeros`: all weights 0."""
     def _engine(self):
         return (_ZEROS, 0.0, 0.0, 0)
 
 
 class Ones(Initializer):
+    """Keras 3's `Ones`: all weights 1."""
     def _engine(self):
         return (_ONES, 0.0, 0.0, 0)
 
@@ -76,6 +78,7 @@ class Constant(Initializer):
 
 
 class RandomUniform(Initializer):
+    """Keras 3's `RandomUniform(minval=-0.05, maxval=0.05, seed=None)`, drawn in C from the model's seed."""
     def __init__(self, minval=-0.05, maxval=0.05, seed=None):
         self.minval = _number("RandomUniform", "minval", minval)
         self.maxval = _number("RandomUniform", "maxval", maxval)
@@ -91,6 +94,7 @@ class RandomUniform(Initializer):
 
 
 class RandomNormal(Initializer):
+    """Keras 3's `RandomNormal(mean=0.0, stddev=0.05, seed=None)`, drawn in C from the model's seed."""
     _kind = _RANDOM_NORMAL
 
     def __init__(self, mean=0.0, stddev=0.05, seed=None):
@@ -113,6 +117,7 @@ class TruncatedNormal(RandomNormal):
 
 
 class VarianceScaling(Initializer):
+    """Keras 3's `VarianceScaling(scale, mode, distribution, seed)`, the base of Glorot, He and LeCun initializers."""
     def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None, input_axes=None,
                  output_axes=None):
         _no_axes(type(self).__name__, input_axes, output_axes)
@@ -199,11 +204,13 @@ lecun_uniform, lecun_normal = LecunUniform, LecunNormal
 
 
 def serialize(initializer):
+    """Keras's serialized form of an initializer."""
     return {"module": "keras.initializers", "class_name": type(initializer).__name__,
             "config": initializer.get_config(), "registered_name": None}
 
 
 def deserialize(config, arg="initializer"):
+    """An initializer from its serialized form."""
     if isinstance(config, dict):
         name = config.get("class_name")
         cls = _CLASSES.get(name) or _NAMES.get(name)

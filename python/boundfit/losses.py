@@ -7,6 +7,7 @@ MSE, BCE, CCE, SCCE, MAE, HUBER, LOGCOSH, MEAN, ADDED = 0, 1, 2, 3, 4, 5, 6, 7, 
 
 
 class Loss:
+    """Base class of losses; a subclass with `call(y_true, y_pred)` in keras.ops trains as a custom loss."""
     kind = None
     name = None
 
@@ -42,14 +43,17 @@ def _smoothing(label_smoothing):
 
 
 class MeanSquaredError(Loss):
+    """Keras 3's `MeanSquaredError`: mean of (y_true - y_pred) ** 2 over the last axis, computed in the engine."""
     kind, name = MSE, "mean_squared_error"
 
 
 class MeanAbsoluteError(Loss):
+    """Keras 3's `MeanAbsoluteError`: mean of |y_true - y_pred| over the last axis, computed in the engine."""
     kind, name = MAE, "mean_absolute_error"
 
 
 class Huber(Loss):
+    """Keras 3's `Huber(delta=1.0)`, computed in the engine."""
     kind, name = HUBER, "huber_loss"
 
     def __init__(self, delta=1.0, reduction="sum_over_batch_size", name="huber_loss", dtype=None):
@@ -63,6 +67,7 @@ class Huber(Loss):
 
 
 class LogCosh(Loss):
+    """Keras 3's `LogCosh`, computed in the engine."""
     kind, name = LOGCOSH, "log_cosh"
 
 
@@ -108,6 +113,7 @@ class CustomLoss(Loss):
 
 
 class BinaryCrossentropy(Loss):
+    """Keras 3's `BinaryCrossentropy(from_logits=False, label_smoothing=0.0)`, computed in the engine."""
     kind, name = BCE, "binary_crossentropy"
 
     def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1, reduction="sum_over_batch_size",
@@ -122,6 +128,8 @@ class BinaryCrossentropy(Loss):
 
 
 class CategoricalCrossentropy(BinaryCrossentropy):
+    """Keras 3's `CategoricalCrossentropy(from_logits=False, label_smoothing=0.0)` on one-hot targets, computed in the
+    engine."""
     kind, name = CCE, "categorical_crossentropy"
 
     def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1, reduction="sum_over_batch_size",
@@ -130,6 +138,7 @@ class CategoricalCrossentropy(BinaryCrossentropy):
 
 
 class SparseCategoricalCrossentropy(Loss):
+    """Keras 3's `SparseCategoricalCrossentropy(from_logits=False)` on class ids, computed in the engine."""
     kind, name = SCCE, "sparse_categorical_crossentropy"
 
     def __init__(self, from_logits=False, ignore_class=None, reduction="sum_over_batch_size",

@@ -20,6 +20,8 @@ def _auto_name(base):
 
 
 class Metric:
+    """Base class of the metrics; boundfit's metrics are accumulated in the engine per step and aggregated over the
+    epoch as Keras does."""
     kind = None
     name = None
 
@@ -54,6 +56,7 @@ class _Accuracy(Metric):
 
 
 class BinaryAccuracy(Metric):
+    """Keras 3's `BinaryAccuracy(threshold=0.5)`: the share of predictions on the right side of the threshold."""
     kind, name = BINARY_ACC, "binary_accuracy"
 
     def __init__(self, name="binary_accuracy", dtype=None, threshold=0.5):
@@ -65,14 +68,17 @@ class BinaryAccuracy(Metric):
 
 
 class CategoricalAccuracy(Metric):
+    """Keras 3's `CategoricalAccuracy`: the share of argmax predictions equal to the one-hot target's."""
     kind, name = CAT_ACC, "categorical_accuracy"
 
 
 class SparseCategoricalAccuracy(Metric):
+    """Keras 3's `SparseCategoricalAccuracy`: the share of argmax predictions equal to the class id."""
     kind, name = SPARSE_CAT_ACC, "sparse_categorical_accuracy"
 
 
 class TopKCategoricalAccuracy(Metric):
+    """Keras 3's `TopKCategoricalAccuracy(k=5)`: the share of one-hot targets among the k highest predictions."""
     kind, name = TOPK, "top_k_categorical_accuracy"
 
     def __init__(self, k=5, name="top_k_categorical_accuracy", dtype=None):
@@ -86,6 +92,7 @@ class TopKCategoricalAccuracy(Metric):
 
 
 class SparseTopKCategoricalAccuracy(TopKCategoricalAccuracy):
+    """Keras 3's `SparseTopKCategoricalAccuracy(k=5)`: the share of class ids among the k highest predictions."""
     kind, name = SPARSE_TOPK, "sparse_top_k_categorical_accuracy"
 
     def __init__(self, k=5, name="sparse_top_k_categorical_accuracy", dtype=None, from_sorted_ids=False):
@@ -95,14 +102,17 @@ class SparseTopKCategoricalAccuracy(TopKCategoricalAccuracy):
 
 
 class MeanAbsoluteError(Metric):
+    """Keras 3's `MeanAbsoluteError`: the mean of |y_true - y_pred|."""
     kind, name = MAE, "mean_absolute_error"
 
 
 class MeanSquaredError(Metric):
+    """Keras 3's `MeanSquaredError`: the mean of (y_true - y_pred) ** 2."""
     kind, name = MSE, "mean_squared_error"
 
 
 class RootMeanSquaredError(Metric):
+    """Keras 3's `RootMeanSquaredError`: the square root of the epoch's mean squared error."""
     kind, name = RMSE, "root_mean_squared_error"
 
 
@@ -133,6 +143,8 @@ def _class_spec(class_id):
 
 
 class Precision(Metric):
+    """Keras 3's `Precision(thresholds=None, class_id=None)`: true positives / predicted positives (top_k is not
+    supported)."""
     kind, name = PRECISION, "precision"
 
     def __init__(self, thresholds=None, top_k=None, class_id=None, name=None, dtype=None):
@@ -147,6 +159,8 @@ class Precision(Metric):
 
 
 class Recall(Precision):
+    """Keras 3's `Recall(thresholds=None, class_id=None)`: true positives / actual positives (top_k is not
+    supported)."""
     kind, name = RECALL, "recall"
 
 
@@ -164,22 +178,27 @@ class _ConfusionCount(Metric):
 
 
 class TruePositives(_ConfusionCount):
+    """Keras 3's `TruePositives(thresholds=None)`: the count of true positives (one threshold)."""
     kind, name = TRUE_POS, "true_positives"
 
 
 class FalsePositives(_ConfusionCount):
+    """Keras 3's `FalsePositives(thresholds=None)`: the count of false positives (one threshold)."""
     kind, name = FALSE_POS, "false_positives"
 
 
 class TrueNegatives(_ConfusionCount):
+    """Keras 3's `TrueNegatives(thresholds=None)`: the count of true negatives (one threshold)."""
     kind, name = TRUE_NEG, "true_negatives"
 
 
 class FalseNegatives(_ConfusionCount):
+    """Keras 3's `FalseNegatives(thresholds=None)`: the count of false negatives (one threshold)."""
     kind, name = FALSE_NEG, "false_negatives"
 
 
 class AUC(Metric):
+    """Keras 3's `AUC(num_thresholds=200, ...)`: the area under the ROC or PR curve from per-threshold buckets."""
     kind, name = AUC_KIND, "auc"
 
     def __init__(self, num_thresholds=200, curve="ROC", summation_method="interpolation", name=None, dtype=None,
@@ -225,6 +244,8 @@ class _AtConstraint(Metric):
 
 
 class PrecisionAtRecall(_AtConstraint):
+    """Keras 3's `PrecisionAtRecall(recall, ...)`: the best precision at a recall of at least `recall`, from AUC's
+    buckets."""
     kind, name, constraint = PREC_AT_REC, "precision_at_recall", "recall"
 
     def __init__(self, recall, num_thresholds=200, class_id=None, name=None, dtype=None):
@@ -232,6 +253,8 @@ class PrecisionAtRecall(_AtConstraint):
 
 
 class RecallAtPrecision(_AtConstraint):
+    """Keras 3's `RecallAtPrecision(precision, ...)`: the best recall at a precision of at least `precision`, from
+    AUC's buckets."""
     kind, name, constraint = REC_AT_PREC, "recall_at_precision", "precision"
 
     def __init__(self, precision, num_thresholds=200, class_id=None, name=None, dtype=None):
@@ -239,6 +262,8 @@ class RecallAtPrecision(_AtConstraint):
 
 
 class SensitivityAtSpecificity(_AtConstraint):
+    """Keras 3's `SensitivityAtSpecificity(specificity, ...)`: the best sensitivity at a specificity of at least
+    `specificity`."""
     kind, name, constraint = SENS_AT_SPEC, "sensitivity_at_specificity", "specificity"
 
     def __init__(self, specificity, num_thresholds=200, class_id=None, name=None, dtype=None):
@@ -246,6 +271,8 @@ class SensitivityAtSpecificity(_AtConstraint):
 
 
 class SpecificityAtSensitivity(_AtConstraint):
+    """Keras 3's `SpecificityAtSensitivity(sensitivity, ...)`: the best specificity at a sensitivity of at least
+    `sensitivity`."""
     kind, name, constraint = SPEC_AT_SENS, "specificity_at_sensitivity", "sensitivity"
 
     def __init__(self, sensitivity, num_thresholds=200, class_id=None, name=None, dtype=None):
@@ -287,6 +314,7 @@ def serialize(metric):
 
 
 def deserialize(config):
+    """A metric from its serialized form."""
     cls = _BY_NAME.get(config.get("class_name")) if isinstance(config, dict) else None
     if cls is None or not isinstance(config.get("config", {}), dict):
         raise ValueError(f"metrics: cannot deserialize {config!r}")

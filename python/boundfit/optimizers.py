@@ -25,6 +25,7 @@ def _nonneg(v, what):
 
 
 class Optimizer:
+    """Base class of the optimizers: the update itself runs in the engine, every state buffer in the plan."""
     kind = None
 
     def __init__(self, learning_rate, weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None,
@@ -111,6 +112,7 @@ class Optimizer:
 
 
 class SGD(Optimizer):
+    """Keras 3's `SGD(learning_rate=0.01, momentum=0.0, nesterov=False, ...)`."""
     kind = SGD_ID
 
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=None, clipnorm=None,
@@ -122,6 +124,7 @@ class SGD(Optimizer):
 
 
 class Adam(Optimizer):
+    """Keras 3's `Adam(learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False, ...)`."""
     kind = ADAM_ID
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False,
@@ -133,6 +136,7 @@ class Adam(Optimizer):
 
 
 class AdamW(Adam):
+    """Keras 3's `AdamW`: Adam with decoupled weight decay (weight_decay=0.004)."""
     kind = ADAMW_ID
 
     def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
@@ -145,6 +149,7 @@ class AdamW(Adam):
 
 
 class RMSprop(Optimizer):
+    """Keras 3's `RMSprop(learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False, ...)`."""
     kind = RMSPROP_ID
 
     def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False,
@@ -156,6 +161,7 @@ class RMSprop(Optimizer):
 
 
 class Adagrad(Optimizer):
+    """Keras 3's `Adagrad(learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7, ...)`."""
     kind = ADAGRAD_ID
 
     def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7, weight_decay=None,
@@ -166,6 +172,7 @@ class Adagrad(Optimizer):
 
 
 class Nadam(Optimizer):
+    """Keras 3's `Nadam(learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, ...)`."""
     kind = NADAM_ID
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, weight_decay=None,
@@ -178,6 +185,7 @@ _BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagr
 
 
 def get(optimizer):
+    """An optimizer from a name ('adam', 'sgd', ...), a config dict or an Optimizer."""
     if isinstance(optimizer, Optimizer):
         return optimizer
     if isinstance(optimizer, str) and optimizer.lower() in _BY_NAME:

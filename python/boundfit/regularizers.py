@@ -16,6 +16,7 @@ def _factor(cls, arg, v):
 
 
 class Regularizer:
+    """Base class of weight and activity regularizers: `__call__(x)` returns the penalty added to the loss."""
     def _engine(self):
         """(l1, l2) for the engine."""
         raise NotImplementedError
@@ -44,6 +45,7 @@ class Regularizer:
 
 
 class L1(Regularizer):
+    """Keras 3's `L1(l1=0.01)`: l1 * sum(|w|) added to the loss."""
     def __init__(self, l1=0.01):
         self.l1 = _factor("L1", "l1", 0.01 if l1 is None else l1)
 
@@ -55,6 +57,7 @@ class L1(Regularizer):
 
 
 class L2(Regularizer):
+    """Keras 3's `L2(l2=0.01)`: l2 * sum(w ** 2) added to the loss."""
     def __init__(self, l2=0.01):
         self.l2 = _factor("L2", "l2", 0.01 if l2 is None else l2)
 
@@ -84,6 +87,7 @@ _CLASSES = {"L1": L1, "L2": L2, "L1L2": L1L2}
 
 
 def serialize(regularizer):
+    """Keras's serialized form of a regularizer."""
     if regularizer is None:
         return None
     if type(regularizer).__name__ not in _CLASSES:   # a user's subclass: by its name, as Keras writes it

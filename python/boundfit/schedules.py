@@ -33,6 +33,7 @@ def _positive(name, value, what):
 
 
 class ExponentialDecay(LearningRateSchedule):
+    """Keras 3's `ExponentialDecay`: lr * decay_rate ** (step / decay_steps), computed by the engine per update."""
     def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False, name="ExponentialDecay"):
         _positive(name, decay_steps, "decay_steps")
         self.initial_learning_rate, self.decay_steps, self.decay_rate = initial_learning_rate, decay_steps, decay_rate
@@ -50,6 +51,7 @@ class ExponentialDecay(LearningRateSchedule):
 
 
 class PiecewiseConstantDecay(LearningRateSchedule):
+    """Keras 3's `PiecewiseConstantDecay(boundaries, values)`, computed by the engine per update."""
     def __init__(self, boundaries, values, name="PiecewiseConstant"):
         if len(boundaries) != len(values) - 1:
             raise ValueError("PiecewiseConstantDecay: the length of `boundaries` should be 1 less than the length of "
@@ -68,6 +70,7 @@ class PiecewiseConstantDecay(LearningRateSchedule):
 
 
 class PolynomialDecay(LearningRateSchedule):
+    """Keras 3's `PolynomialDecay`, computed by the engine per update."""
     def __init__(self, initial_learning_rate, decay_steps, end_learning_rate=0.0001, power=1.0, cycle=False,
                  name="PolynomialDecay"):
         _positive(name, decay_steps, "decay_steps")
@@ -90,6 +93,7 @@ class PolynomialDecay(LearningRateSchedule):
 
 
 class InverseTimeDecay(LearningRateSchedule):
+    """Keras 3's `InverseTimeDecay`, computed by the engine per update."""
     def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False, name="InverseTimeDecay"):
         _positive(name, decay_steps, "decay_steps")
         self.initial_learning_rate, self.decay_steps, self.decay_rate = initial_learning_rate, decay_steps, decay_rate
@@ -107,6 +111,7 @@ class InverseTimeDecay(LearningRateSchedule):
 
 
 class CosineDecay(LearningRateSchedule):
+    """Keras 3's `CosineDecay` (with warmup), computed by the engine per update."""
     def __init__(self, initial_learning_rate, decay_steps, alpha=0.0, name="CosineDecay", warmup_target=None,
                  warmup_steps=0):
         _positive(name, decay_steps, "decay_steps")
@@ -176,11 +181,13 @@ def step_fn(learning_rate):
 
 
 def serialize(schedule):
+    """Keras's serialized form of a schedule."""
     return {"module": "keras.optimizers.schedules", "class_name": type(schedule).__name__,
             "config": schedule.get_config(), "registered_name": None}
 
 
 def deserialize(config):
+    """A schedule from its serialized form."""
     cls = globals().get(config.get("class_name"))
     if not (isinstance(cls, type) and issubclass(cls, LearningRateSchedule)) or cls is LearningRateSchedule:
         raise ValueError(f"unknown learning rate schedule {config.get('class_name')!r}")

@@ -50,6 +50,7 @@ def next_seed():
 
 
 def to_categorical(y, num_classes=None, dtype="float32"):
+    """Keras's to_categorical: class ids to one-hot rows (num_classes inferred when None)."""
     y = np.asarray(y, dtype="int64").reshape(-1)
     n = int(num_classes) if num_classes is not None else int(y.max()) + 1
     out = np.zeros((y.shape[0], n), dtype=dtype)

@@ -16,6 +16,8 @@ _BATCH_HOOKS = {
 
 
 class Callback:
+    """Keras 3's `Callback`: override on_epoch_end, on_train_batch_end, ...; batch hooks make the run return to Python
+    every batch."""
     _chunk_hooks = False  # True: its batch hooks may be called once per chunk of steps
 
     def __init__(self):

@@ -39,6 +39,8 @@ class _BatchCounter:
 
 
 class ModelCheckpoint(Callback):
+    """Keras 3's `ModelCheckpoint(filepath, monitor='val_loss', save_best_only=False, save_weights_only=False, ...)`:
+    saves the model (atomically) during fit."""
     def __init__(self, filepath, monitor="val_loss", verbose=0, save_best_only=False, save_weights_only=False,
                  mode="auto", save_freq="epoch", initial_value_threshold=None):
         super().__init__()

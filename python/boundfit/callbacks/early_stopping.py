@@ -6,6 +6,7 @@ from .base import Callback
 
 
 def resolve_mode(mode, monitor, who):
+    """'min' or 'max' for a monitored log key under mode 'auto', 'min' or 'max' (as Keras decides 'auto')."""
     if mode not in ("auto", "min", "max"):
         raise ValueError(f"{who}: mode must be 'auto', 'min' or 'max', got {mode!r}")
     if mode == "auto":
@@ -14,6 +15,8 @@ def resolve_mode(mode, monitor, who):
 
 
 class EarlyStopping(Callback):
+    """Keras 3's `EarlyStopping(monitor='val_loss', patience=0, restore_best_weights=False, ...)`: stops fit when the
+    monitored value stops improving."""
     def __init__(self, monitor="val_loss", min_delta=0, patience=0, verbose=0, mode="auto", baseline=None,
                  restore_best_weights=False, start_from_epoch=0):
         super().__init__()

@@ -9,6 +9,7 @@ from .base import Callback
 
 
 class CSVLogger(Callback):
+    """Keras 3's `CSVLogger(filename, separator=',', append=False)`: the epoch logs written to a CSV file."""
     def __init__(self, filename, separator=",", append=False):
         super().__init__()
         self.filename, self.sep, self.append = os.fspath(filename), separator, append

@@ -29,6 +29,8 @@ def set_lr(model, lr, who):
 
 
 class ReduceLROnPlateau(Callback):
+    """Keras 3's `ReduceLROnPlateau(monitor='val_loss', factor=0.1, patience=10, ...)`: lowers the learning rate when
+    the monitored value stops improving."""
     def __init__(self, monitor="val_loss", factor=0.1, patience=10, verbose=0, mode="auto", min_delta=1e-4,
                  cooldown=0, min_lr=0.0, **kwargs):
         super().__init__()

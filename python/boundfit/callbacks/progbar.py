@@ -44,6 +44,7 @@ def memory_report(plan):
 
 
 class Progbar:
+    """Keras's `Progbar(target, ...)`: a text progress bar, `update(current, values)`."""
     def __init__(self, target, verbose=1, width=30, stream=None, plan=None):
         self.target, self.verbose, self.width = target, verbose, width
         self.stream = stream or sys.stdout

@@ -180,6 +180,8 @@ def _check_validation_steps(v):
 
 def adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, steps_per_epoch, shuffle, val_bs,
                   sample_weight=None, validation_steps=None):
+    """The training and validation data sources of a fit, from Keras's arguments (arrays, Sequences, generators,
+    adapted inputs)."""
     batch_size = check_batch_size(batch_size)
     validation_steps = _check_validation_steps(validation_steps)
     if x is None:
@@ -227,6 +229,7 @@ def adapt_for_fit(model, x, y, batch_size, validation_split, validation_data, st
 
 
 def adapt_for_eval(model, x, y, batch_size, steps, sample_weight=None):
+    """The data source of an evaluate run."""
     batch_size = check_batch_size(batch_size)
     if _is_sequence(x):
         if sample_weight is not None:
@@ -241,6 +244,7 @@ def adapt_for_eval(model, x, y, batch_size, steps, sample_weight=None):
 
 
 def adapt_for_predict(model, x, batch_size, steps):
+    """The data source of a predict run."""
     batch_size = check_batch_size(batch_size)
     if _is_sequence(x):
         return SequenceData(x, steps, batch_size, shuffle=False, model=model)

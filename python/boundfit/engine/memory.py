@@ -318,18 +318,21 @@ def _check_weights_per_sample(model):
 
 def plan_fit(model, batch_size, micro_batch, device, memory_limit, val_batch, max_rows=None, shuffle_rows=0,
              weighted=UNWEIGHTED, text_chars=0, data_entries=()):
+    """The plan of a fit (training run, with its validation run when val_batch is given)."""
     return build_plan(model, "train", batch_size, device, memory_limit, micro_batch, val_batch, max_rows=max_rows,
                       shuffle_rows=shuffle_rows, weighted=weighted, text_chars=text_chars, data_entries=data_entries)
 
 
 def plan_run(model, mode, batch_size, device, memory_limit, predict_rows=None, weighted=UNWEIGHTED, text_chars=0,
              data_entries=()):
+    """The plan of an evaluate or predict run (predict_rows: the returned array's rows)."""
     return build_plan(model, mode, batch_size or 32, device, memory_limit, predict_rows=predict_rows,
                       weighted=weighted, text_chars=text_chars, data_entries=data_entries)
 
 
 def estimate(model, batch_size, optimizer=None, device=None, micro_batch=None, mode="train", memory_limit=None,
              validation_batch_size=None, shuffle_rows=0, weighted=UNWEIGHTED):
+    """Model.estimate_memory's plan: the model built and compiled (or given an optimizer), no data needed."""
     model._require_built()
     if mode in ("train", "evaluate") and model.optimizer is None and optimizer is None:
         raise RuntimeError("estimate_memory(mode='train') needs a compiled model or optimizer=")
@@ -341,6 +344,7 @@ def estimate(model, batch_size, optimizer=None, device=None, micro_batch=None, m
 
 
 def require_fits(plan):
+    """Raise the plan's MemoryBudgetError if it does not fit."""
     if not plan.fits:
         raise budget_error(plan)
 

@@ -18,6 +18,7 @@ class _ActLayer(Layer):
 
 
 class ReLU(_ActLayer):
+    """Keras 3's `ReLU(max_value=None, negative_slope=0.0, threshold=0.0)`: the relu activation as a layer."""
     _base = "re_lu"
 
     def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, **kwargs):
@@ -27,6 +28,7 @@ class ReLU(_ActLayer):
 
 
 class LeakyReLU(_ActLayer):
+    """Keras 3's `LeakyReLU(negative_slope=0.3)`: max(x, negative_slope * x) as a layer."""
     _base = "leaky_re_lu"
 
     def __init__(self, negative_slope=0.3, **kwargs):
@@ -40,6 +42,7 @@ class LeakyReLU(_ActLayer):
 
 
 class ELU(_ActLayer):
+    """Keras 3's `ELU(alpha=1.0)`: the exponential linear unit as a layer."""
     _base = "elu"
 
     def __init__(self, alpha=1.0, **kwargs):
@@ -51,6 +54,7 @@ class ELU(_ActLayer):
 
 
 class Softmax(_ActLayer):
+    """Keras 3's `Softmax`: softmax over the last axis as a layer."""
     _base = "softmax"
 
     def __init__(self, axis=-1, **kwargs):

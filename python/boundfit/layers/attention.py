@@ -12,6 +12,8 @@ MHA, = engine_kinds("MHA")
 
 
 class MultiHeadAttention(Layer):
+    """Keras 3's `MultiHeadAttention(num_heads, key_dim, value_dim=None, dropout=0.0, ...)`: called as mha(query,
+    value, key=None, attention_mask=None, use_causal_mask=False) on (batch, T, dim) tensors."""
     _mode_dependent = True   # its dropout
     """Keras 3's MultiHeadAttention on (batch, T, dim) inputs, called as
     `mha(query, value, key=None, attention_mask=None, use_causal_mask=False)`

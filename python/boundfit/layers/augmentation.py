@@ -32,6 +32,7 @@ class _Random(Layer):
 
 
 class RandomFlip(_Random):
+    """Keras 3's `RandomFlip(mode='horizontal_and_vertical')`: random flips of images in fit only (channels_last)."""
     _base = "random_flip"
     _MODES = {"horizontal": 1, "vertical": 2, "horizontal_and_vertical": 3}
 
@@ -46,6 +47,7 @@ class RandomFlip(_Random):
 
 
 class RandomCrop(_Random):
+    """Keras 3's `RandomCrop(height, width)`: a random window in fit, the centred window outside training."""
     _base = "random_crop"
 
     def __init__(self, height, width, seed=None, data_format=None, **kwargs):
@@ -64,6 +66,8 @@ class RandomCrop(_Random):
 
 
 class RandomTranslation(_Random):
+    """Keras 3's `RandomTranslation(height_factor, width_factor, ...)`: random shifts of images in fit only
+    (channels_last)."""
     _base = "random_translation"
 
     def __init__(self, height_factor, width_factor, fill_mode="reflect", interpolation="bilinear", seed=None,

@@ -13,6 +13,8 @@ CONV2D, CONV1D, CONV2DT, DEPTHWISE2D = engine_kinds("CONV2D CONV1D CONV2DT DEPTH
 
 
 class Conv2D(Layer):
+    """Keras 3's `Conv2D(filters, kernel_size, strides=(1, 1), padding='valid', ...)`: a 2-D convolution with Keras's
+    kernel layout (kh, kw, C, filters)."""
     _base = "conv2d"
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", activation=None, use_bias=True,
@@ -134,6 +136,8 @@ class SeparableConv2D(Layer):
 
 
 class Conv1D(Layer):
+    """Keras 3's `Conv1D(filters, kernel_size, strides=1, padding='valid', dilation_rate=1, ...)`: a convolution over
+    the steps of (T, C) inputs; padding 'valid', 'same' or 'causal'."""
     _base = "conv1d"
     _has_weights = True
 
@@ -183,6 +187,8 @@ class Conv1D(Layer):
 
 
 class Conv2DTranspose(Layer):
+    """Keras 3's `Conv2DTranspose(filters, kernel_size, strides=(1, 1), padding='valid', ...)`: the adjoint of a
+    Conv2D, kernel (kh, kw, filters, C)."""
     _base = "conv2d_transpose"
     _has_weights = True
 

@@ -8,6 +8,8 @@ DENSE, ACTIVATION = engine_kinds("DENSE ACTIVATION")
 
 
 class Dense(Layer):
+    """Keras 3's `Dense(units, activation=None, use_bias=True, ...)`: activation(x @ kernel + bias) over the last axis
+    of inputs of any rank."""
     _base = "dense"
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
@@ -34,6 +36,7 @@ class Dense(Layer):
 
 
 class Activation(Layer):
+    """Keras 3's `Activation(activation)`: an activation (name or function) as a layer."""
     _scalar_ok = True
     _base = "activation"
 

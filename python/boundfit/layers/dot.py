@@ -13,6 +13,7 @@ _EPSILON = 1e-7   # keras.backend.epsilon()
 
 
 class Dot(Layer):
+    """Keras 3's `Dot(axes, normalize=False)`: the dot product of two tensors along `axes`, per sample."""
     _base = "dot"
 
     def __init__(self, axes, normalize=False, **kwargs):

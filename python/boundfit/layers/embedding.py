@@ -11,6 +11,8 @@ EMBEDDING, = engine_kinds("EMBEDDING")
 
 
 class Embedding(Layer):
+    """Keras 3's `Embedding(input_dim, output_dim, mask_zero=False, ...)`: rows of a table by integer id; an id
+    outside [0, input_dim) is a DataError naming it."""
     _scalar_ok = True
     """Turns integer ids (T,) into vectors (T, output_dim); ids may come in any
     integer or float dtype, and one outside [0, input_dim) is a DataError."""

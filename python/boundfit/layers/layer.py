@@ -53,6 +53,8 @@ def layer_config(layer):
 
 
 class Layer:
+    """Keras 3's `Layer`: the base of every layer; subclass it with `build`, `add_weight` and `call` (traced on
+    symbolic inputs) for a custom layer."""
     _base = "layer"
 
     def __init__(self, name=None, input_shape=None, trainable=True, activity_regularizer=None, **kwargs):

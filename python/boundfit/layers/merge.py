@@ -33,10 +33,12 @@ class _Merge(Layer):
 
 
 class Add(_Merge):
+    """Keras 3's `Add`: the elementwise sum of its inputs."""
     _base, kind = "add", ADD
 
 
 class Subtract(_Merge):
+    """Keras 3's `Subtract`: the first input minus the second."""
     _base, kind = "subtract", SUBTRACT
 
     def compute_output_shape(self, shapes):
@@ -46,22 +48,27 @@ class Subtract(_Merge):
 
 
 class Multiply(_Merge):
+    """Keras 3's `Multiply`: the elementwise product of its inputs."""
     _base, kind = "multiply", MULTIPLY
 
 
 class Average(_Merge):
+    """Keras 3's `Average`: the elementwise mean of its inputs."""
     _base, kind = "average", AVERAGE
 
 
 class Maximum(_Merge):
+    """Keras 3's `Maximum`: the elementwise maximum of its inputs."""
     _base, kind = "maximum", MAXIMUM
 
 
 class Minimum(_Merge):
+    """Keras 3's `Minimum`: the elementwise minimum of its inputs."""
     _base, kind = "minimum", MINIMUM
 
 
 class Concatenate(_Merge):
+    """Keras 3's `Concatenate(axis=-1)`: its inputs joined along `axis`."""
     _base, kind = "concatenate", CONCAT
     _scalar_ok = False
 
@@ -97,30 +104,37 @@ class Concatenate(_Merge):
 
 
 def add(inputs, **kwargs):
+    """Keras's functional form: `Add()(inputs)`."""
     return Add(**kwargs)(inputs)
 
 
 def subtract(inputs, **kwargs):
+    """Keras's functional form: `Subtract()(inputs)`."""
     return Subtract(**kwargs)(inputs)
 
 
 def multiply(inputs, **kwargs):
+    """Keras's functional form: `Multiply()(inputs)`."""
     return Multiply(**kwargs)(inputs)
 
 
 def average(inputs, **kwargs):
+    """Keras's functional form: `Average()(inputs)`."""
     return Average(**kwargs)(inputs)
 
 
 def maximum(inputs, **kwargs):
+    """Keras's functional form: `Maximum()(inputs)`."""
     return Maximum(**kwargs)(inputs)
 
 
 def minimum(inputs, **kwargs):
+    """Keras's functional form: `Minimum()(inputs)`."""
     return Minimum(**kwargs)(inputs)
 
 
 def concatenate(inputs, axis=-1, **kwargs):
+    """Keras's functional form: `Concatenate(axis)(inputs)`."""
     return Concatenate(axis=axis, **kwargs)(inputs)
 
 

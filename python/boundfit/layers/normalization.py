@@ -10,6 +10,8 @@ BATCHNORM, LAYERNORM = engine_kinds("BATCHNORM LAYERNORM")
 
 
 class BatchNormalization(Layer):
+    """Keras 3's `BatchNormalization(axis=-1, momentum=0.99, epsilon=0.001, ...)`: batch statistics in fit, the moving
+    mean and variance otherwise; a frozen one runs in inference mode."""
     _base = "batch_normalization"
 
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",

@@ -55,10 +55,14 @@ class _Pool(Layer):
 
 
 class MaxPooling2D(_Pool):
+    """Keras 3's `MaxPooling2D(pool_size=(2, 2), strides=None, padding='valid', data_format=None)`: the maximum over
+    each window."""
     _base, kind = "max_pooling2d", MAXPOOL
 
 
 class AveragePooling2D(_Pool):
+    """Keras 3's `AveragePooling2D(pool_size=(2, 2), strides=None, padding='valid', data_format=None)`: the mean over
+    each window."""
     _base, kind = "average_pooling2d", AVGPOOL
 
 
@@ -87,6 +91,8 @@ class _Pool1D(Layer):
 
 
 class MaxPooling1D(_Pool1D):
+    """Keras 3's `MaxPooling1D(pool_size=2, strides=None, padding='valid', data_format=None)`: the maximum over
+    windows of steps."""
     _base, kind = "max_pooling1d", MAXPOOL
 
     def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None, name=None, **kwargs):
@@ -94,6 +100,8 @@ class MaxPooling1D(_Pool1D):
 
 
 class AveragePooling1D(_Pool1D):
+    """Keras 3's `AveragePooling1D(pool_size, strides=None, padding='valid', data_format=None)`: the mean over windows
+    of steps."""
     _base, kind = "average_pooling1d", AVGPOOL
 
 
@@ -121,18 +129,23 @@ class _GlobalPool(Layer):
 
 
 class GlobalAveragePooling1D(_GlobalPool):
+    """Keras 3's `GlobalAveragePooling1D`: the mean over the steps (over the unmasked steps when an Embedding mask
+    reaches it)."""
     _base, kind, rank = "global_average_pooling1d", GAP, 2
 
 
 class GlobalAveragePooling2D(_GlobalPool):
+    """Keras 3's `GlobalAveragePooling2D`: the mean over the pixels of each channel."""
     _base, kind, rank = "global_average_pooling2d", GAP, 3
 
 
 class GlobalMaxPooling1D(_GlobalPool):
+    """Keras 3's `GlobalMaxPooling1D`: the maximum over the steps."""
     _base, kind, rank = "global_max_pooling1d", GMP, 2
 
 
 class GlobalMaxPooling2D(_GlobalPool):
+    """Keras 3's `GlobalMaxPooling2D`: the maximum over the pixels of each channel."""
     _base, kind, rank = "global_max_pooling2d", GMP, 3
 
 

@@ -13,6 +13,7 @@ RESCALING, NORMALIZATION = engine_kinds("RESCALING NORMALIZATION")
 # ---- preprocessing ----
 
 class Rescaling(Layer):
+    """Keras 3's `Rescaling(scale, offset=0.0)`: x * scale + offset."""
     _scalar_ok = True
     _base = "rescaling"
 

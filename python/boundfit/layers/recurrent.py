@@ -130,6 +130,7 @@ class _RNN(Layer):
 
 
 class SimpleRNN(_RNN):
+    """Keras 3's `SimpleRNN(units, activation='tanh', ...)`: a fully connected recurrent layer over (T, F) inputs."""
     _base, kind = "simple_rnn", SIMPLE_RNN
 
     def __init__(self, units, activation="tanh", use_bias=True, kernel_initializer="glorot_uniform",
@@ -149,6 +150,8 @@ class SimpleRNN(_RNN):
 
 
 class LSTM(_RNN):
+    """Keras 3's `LSTM(units, activation='tanh', recurrent_activation='sigmoid', ...)`: gates i, f, c, o with Keras's
+    weight layout; return_sequences, return_state, initial_state, dropout."""
     _base, kind = "lstm", LSTM_KIND
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
@@ -165,6 +168,7 @@ class LSTM(_RNN):
 
 
 class GRU(_RNN):
+    """Keras 3's `GRU(units, ..., reset_after=True)`: gates z, r, h with Keras's (2, 3 * units) bias."""
     _base, kind = "gru", GRU_KIND
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
@@ -181,6 +185,8 @@ class GRU(_RNN):
 
 
 class Bidirectional(Layer):
+    """Keras 3's `Bidirectional(layer, merge_mode='concat')`: the layer run forward and backward over the steps, the
+    outputs merged."""
     _mode_dependent = True
     """Runs `layer` forward and a copy of it backward over the sequence and
     merges the two (merge_mode "concat", "sum", "mul" or "ave"); the weights

@@ -14,6 +14,8 @@ DROPOUT, AUGMENT = engine_kinds("DROPOUT AUGMENT")
 
 
 class Dropout(Layer):
+    """Keras 3's `Dropout(rate, seed=None)`: zeroes a fraction `rate` of the inputs in fit (scaling the rest), the
+    identity otherwise."""
     _scalar_ok = True
     _random = True
     _base = "dropout"
@@ -32,6 +34,7 @@ class Dropout(Layer):
 
 
 class GaussianNoise(Layer):
+    """Keras 3's `GaussianNoise(stddev, seed=None)`: adds zero-mean Gaussian noise in fit only."""
     _random = True
     _base = "gaussian_noise"
     _mode_dependent = True
@@ -47,6 +50,7 @@ class GaussianNoise(Layer):
 
 
 class GaussianDropout(Layer):
+    """Keras 3's `GaussianDropout(rate, seed=None)`: multiplies by Gaussian noise of mean 1 in fit only."""
     _random = True
     _base = "gaussian_dropout"
     _mode_dependent = True

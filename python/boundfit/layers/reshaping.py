@@ -11,6 +11,7 @@ FLATTEN, RESHAPE, PERMUTE, REPEAT, ZEROPAD2D, UPSAMPLE2D, SLICE, CONST = engine_
 
 
 class Flatten(Layer):
+    """Keras 3's `Flatten`: each sample as one vector."""
     _scalar_ok = True
     _base = "flatten"
 
@@ -25,6 +26,7 @@ class Flatten(Layer):
 
 
 class Reshape(Layer):
+    """Keras 3's `Reshape(target_shape)`: each sample reshaped."""
     _scalar_ok = True
     _base = "reshape"
 
@@ -58,6 +60,7 @@ class Reshape(Layer):
 # ---- layout ----
 
 class Permute(Layer):
+    """Keras 3's `Permute(dims)`: the sample's axes permuted (1-based, the batch axis kept)."""
     _base = "permute"
 
     def __init__(self, dims, **kwargs):
@@ -77,6 +80,7 @@ class Permute(Layer):
 
 
 class RepeatVector(Layer):
+    """Keras 3's `RepeatVector(n)`: a (F,) sample repeated into (n, F)."""
     _base = "repeat_vector"
 
     def __init__(self, n, **kwargs):
@@ -107,6 +111,7 @@ def _pad_pairs(padding):
 
 
 class ZeroPadding2D(Layer):
+    """Keras 3's `ZeroPadding2D(padding=(1, 1))`: zero rows and columns around images."""
     _base = "zero_padding2d"
 
     def __init__(self, padding=(1, 1), data_format=None, **kwargs):
@@ -125,6 +130,7 @@ class ZeroPadding2D(Layer):
 
 
 class UpSampling2D(Layer):
+    """Keras 3's `UpSampling2D(size=(2, 2))`: each pixel repeated (nearest)."""
     _base = "up_sampling2d"
 
     def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", **kwargs):

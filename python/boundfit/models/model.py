@@ -238,6 +238,7 @@ class Model(graph.GraphModel):
         return self._inputs is not None
 
     def call(self, inputs, training=None):
+        """The forward pass of a subclassed model on (symbolic) inputs; a subclass defines it, boundfit traces it."""
         raise NotImplementedError(f"{type(self).__name__}: a subclassed Model must define call(self, x, training=None)")
 
     def __call__(self, inputs, training=None, **kwargs):
@@ -252,31 +253,38 @@ class Model(graph.GraphModel):
 
     @property
     def inputs(self):
+        """The model's symbolic inputs (`KerasTensor`s), a list."""
         return list(self._inputs or [])
 
     @property
     def outputs(self):
+        """The model's symbolic outputs (`KerasTensor`s), a list."""
         return list(self._outputs or [])
 
     @property
     def input(self):
+        """The symbolic input, or the list of them when the model has several."""
         return self._inputs[0] if self._inputs and len(self._inputs) == 1 else self.inputs
 
     @property
     def output(self):
+        """The symbolic output, or the list of them when the model has several."""
         return self._outputs[0] if self._outputs and len(self._outputs) == 1 else self.outputs
 
     @property
     def output_names(self):
+        """The names of the model's outputs, in order (the keys of per-output losses, metrics and logs)."""
         return list(self._output_names)
 
     @property
     def layers(self):
+        """The model's layers in Keras 3's order (by depth to the outputs, then a walk from them)."""
         if not self._functional:
             return []
         return graph.model_layers(self)
 
     def get_layer(self, name=None, index=None):
+        """The layer named `name`, or at position `index` of `layers`; ValueError naming the layers if none."""
         if index is not None:
             if not isinstance(index, int) or not -len(self.layers) <= index < len(self.layers):
                 raise ValueError(f"get_layer: index {index!r} is out of range for {len(self.layers)} layers")
@@ -288,6 +296,7 @@ class Model(graph.GraphModel):
 
     @property
     def trainable(self):
+        """Whether the model's layers train; setting it sets every layer's `trainable`."""
         return self._trainable
 
     @trainable.setter
@@ -304,9 +313,12 @@ class Model(graph.GraphModel):
 
     @property
     def built(self):
+        """Whether the model has its engine (weights allocated): after `build`, a first call or a first run."""
         return self._engine is not None
 
     def build(self, input_shape=None):
+        """Build the engine: a functional model from its graph; a subclassed one needs `input_shape` with the batch
+        axis first, e.g. `(None, 64)`."""
         if not self._functional:
             if input_shape is None:
                 raise ValueError(f"{self.name}: a subclassed model is built by its first fit / predict, or "
@@ -421,6 +433,7 @@ class Model(graph.GraphModel):
 
     @property
     def input_shape(self):
+        """The input shape with the batch axis (None) first, or a list of them; None before the graph exists."""
         if self._inputs is None:
             return None
         shapes = [(None,) + t._ps for t in self._inputs]
@@ -428,6 +441,7 @@ class Model(graph.GraphModel):
 
     @property
     def output_shape(self):
+        """The output shape with the batch axis (None) first, or a list of them; None before the graph exists."""
         if self._outputs is None:
             return None
         shapes = [(None,) + t._ps for t in self._outputs]
@@ -457,18 +471,23 @@ class Model(graph.GraphModel):
         self._engine.set_weights(w)
 
     def count_params(self):
+        """The number of weights (trainable and not) of the built model."""
         self._require_built()
         return self._engine.n_params
 
     @property
     def weights(self):
+        """The weights as NumPy arrays, in Keras 3's `get_weights()` order."""
         return self.get_weights()
 
     def get_weights(self):
+        """The weights as a list of NumPy arrays, in Keras 3's order (a Keras model's `get_weights()` loads as it
+        is)."""
         self._require_built()
         return self._engine.get_weights()
 
     def set_weights(self, weights):
+        """Set the weights from a list of arrays in `get_weights()`'s order and shapes."""
         self._require_built()
         self._engine.set_weights(list(weights))
         self._push_to_trainer()
@@ -492,6 +511,8 @@ class Model(graph.GraphModel):
     # ---- compile ----
     def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None, weighted_metrics=None,
                 **kwargs):
+        """Keras's `compile`: optimizer (name or object), loss (name, `Loss`, function, or one per output), metrics,
+        loss_weights, weighted_metrics."""
         unknown = set(kwargs) - {"jit_compile", "run_eagerly", "steps_per_execution", "auto_scale_loss"}
         if unknown:
             raise TypeError(f"compile: unknown arguments {sorted(unknown)}")
@@ -612,12 +633,19 @@ class Model(graph.GraphModel):
 
     @property
     def metrics_names(self):
+        """The keys the model logs (`loss`, then the metrics, per output where there are several)."""
         return training.log_keys(self)
 
     # ---- training (implemented in engine/training.py) ----
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
             validation_data=None, shuffle=True, initial_epoch=0, steps_per_epoch=None, micro_batch=None,
             memory_limit=None, device=None, **kwargs):
+        """Keras's `fit`, planned first: the run's memory plan is checked against the budget before step one
+        (MemoryBudgetError if it does not fit).
+
+        Beyond Keras's arguments: `micro_batch` (None, an int or "auto"), `batch_size="auto"`, `memory_limit`
+        (bytes or "512MiB"), `device` ("cpu", "cuda", "cuda:N", "emu"), `memory_wait` (seconds to wait for other
+        runs' memory). Returns a `History`."""
         x = self._built_on(x)
         trainer = self._trainer_for()
         if trainer is not None:   # a custom loss or losses added by layers: the training graph fits
@@ -642,6 +670,8 @@ class Model(graph.GraphModel):
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", steps=None, return_dict=False,
                  memory_limit=None, device=None, **kwargs):
+        """Keras's `evaluate`: the loss and metrics over (x, y), planned and checked against the budget first;
+        `return_dict=True` gives a dict."""
         x = self._built_on(x)
         trainer = self._trainer_for()
         if trainer is not None:   # a custom loss or losses added by layers: the training graph evaluates
@@ -653,6 +683,7 @@ class Model(graph.GraphModel):
                                      return_dict=return_dict, memory_limit=memory_limit, device=device, **kwargs)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, memory_limit=None, device=None, **kwargs):
+        """Keras's `predict`: the outputs for x as NumPy arrays; the returned array is in the run's plan."""
         with dist_fit.fit_guard():   # [dist hook] a rank's error reaches the others at once
             return training.predict(self, x, batch_size=batch_size, verbose=verbose, steps=steps,
                                     memory_limit=memory_limit, device=device, **kwargs)
@@ -741,6 +772,8 @@ class Model(graph.GraphModel):
         return graph.summary_rows(self)
 
     def summary(self, batch_size=None, print_fn=None):
+        """Print the layers, their output shapes and parameter counts; a compiled model's memory plan (at
+        `batch_size`, by default the last run's or 32) follows."""
         self._require_built()
         print_fn = print_fn or print
         rows = self._summary_rows()
@@ -819,11 +852,13 @@ class LossTrainer(Model):
         self._owner._trainer_dirty = True
 
     def set_weights(self, weights):
+        """Set the weights (in `get_weights()`'s order) of the model this training graph trains."""
         super().set_weights(weights)
         self._owner._trainer_dirty = True
 
     @property
     def stop_training(self):
+        """Whether a callback asked the run to stop (read and set through the model it trains)."""
         return self._owner.stop_training
 
     @stop_training.setter

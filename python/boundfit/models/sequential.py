@@ -17,6 +17,7 @@ from .model import Model
 
 
 class Sequential(Model):
+    """Keras `Sequential`: a chain of layers (and models); `Sequential([layers...])` or `add()` one at a time."""
     def __init__(self, layers=None, name=None, trainable=True):
         self._init_state(name or "sequential")
         self._trainable = bool(trainable)
@@ -27,6 +28,8 @@ class Sequential(Model):
 
     # ---- structure ----
     def add(self, layer):
+        """Append a layer (or an `Input`, first); all or nothing: a layer the graph or the engine refuses leaves the
+        model as it was."""
         if isinstance(layer, KerasTensor) and layer._input_layer is not None:
             layer = layer._input_layer
         if isinstance(layer, InputLayer):
@@ -73,9 +76,12 @@ class Sequential(Model):
 
     @property
     def layers(self):
+        """The model's layers in order (its `Input` left out, as in Keras)."""
         return list(self._layers)
 
     def build(self, input_shape=None):
+        """Build the chain for `input_shape` (batch axis first, or the per-sample shape), keeping the weights of
+        layers built before."""
         with self._all_or_nothing():
             if input_shape is not None:
                 s = tuple(input_shape)
@@ -135,9 +141,11 @@ class Sequential(Model):
 
     @classmethod
     def from_config(cls, config):
+        """A Sequential from Keras 3's Sequential config (`get_config()`'s dict)."""
         return keras_graph.sequential_from_config({"class_name": "Sequential", "config": config})
 
     def to_json(self, **kwargs):
+        """Keras 3's model config as JSON (without the compile config)."""
         cfg = keras_graph.model_config(self)
         cfg.pop("compile_config", None)
         return json.dumps(cfg, **kwargs)
