@@ -66,6 +66,23 @@ def _link_dependencies(names, into):
     return seen
 
 
+def _venv_with_dependencies_of(wheel, tmp_path):
+    """A fresh venv (no pip, no system site-packages) that sees only the wheel's
+    dependencies, linked from this interpreter's; returns (its python, its site-packages)."""
+    deps = tmp_path / "deps"
+    deps.mkdir()
+    linked = _link_dependencies(_wheel_requirements(wheel), str(deps))
+    assert {"numpy", "h5py", "scipy-openblas32"} <= linked
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_path('platlib'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    with open(os.path.join(site, "deps.pth"), "w") as f:
+        f.write(str(deps) + "\n")
+    return py, site
+
+
 @pytest.mark.slow   # seconds after a --no-build-isolation install; a full compile after an isolated one
 def test_release_wheel_installs_without_a_compiler_and_its_demo_reaches_95_percent(tmp_path):
     build = subprocess.run([sys.executable, SCRIPT, "--out", str(tmp_path / "dist")], capture_output=True, text=True,
@@ -78,18 +95,8 @@ def test_release_wheel_installs_without_a_compiler_and_its_demo_reaches_95_perce
     assert any(re.fullmatch(r"boundfit/_core\..*\.so", n) for n in names)
     assert not [n for n in names if ".libs/" in n]          # OpenBLAS and CUDA come from their own wheels
 
-    deps = tmp_path / "deps"
-    deps.mkdir()
-    linked = _link_dependencies(_wheel_requirements(wheel), str(deps))
-    assert {"numpy", "h5py", "scipy-openblas32"} <= linked
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    py = str(venv / "bin" / "python")
-    site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    with open(os.path.join(site, "deps.pth"), "w") as f:
-        f.write(str(deps) + "\n")
-    env = {"PATH": str(venv / "bin"), "HOME": str(tmp_path), "CC": "/bin/false", "CXX": "/bin/false",
+    py, site = _venv_with_dependencies_of(wheel, tmp_path)
+    env = {"PATH": os.path.dirname(py), "HOME": str(tmp_path), "CC": "/bin/false", "CXX": "/bin/false",
            "CUDACXX": "/bin/false", "LANG": "C.UTF-8"}
     for tool in ("gcc", "cc", "c++", "nvcc", "cmake", "ninja"):
         assert shutil.which(tool, path=env["PATH"]) is None, tool

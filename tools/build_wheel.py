@@ -4,9 +4,14 @@
     python tools/build_wheel.py [--out dist] [--require-cuda]
 
 1. `pip wheel . --no-deps --no-build-isolation`: scikit-build-core's build
-   directory (build/{wheel_tag}) is reused, so after a `pip install .` of the
-   same tree only changed objects are recompiled. The build needs cmake, ninja
-   and a C compiler (nvcc too for the CUDA backend); the wheel does not.
+   directory (build/{wheel_tag}) is reused, so after a `pip install
+   --no-build-isolation .` of the same tree only changed objects recompile.
+   (An isolated build, plain `pip install .`, runs scikit-build-core from a new
+   temporary environment each time, and scikit-build-core then deletes the
+   build directory's CMake cache and objects: the next build, isolated or
+   not, compiles everything.)
+   The build needs cmake, ninja and a C compiler (nvcc too for the CUDA
+   backend); the wheel does not.
 2. `auditwheel repair` sets the manylinux tag that the symbols the wheel uses
    allow (on a glibc 2.36 host: manylinux_2_34). It must copy no library into
    the wheel: libscipy_openblas comes from the scipy-openblas32 wheel (a
