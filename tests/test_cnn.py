@@ -7,6 +7,7 @@ import pytest
 
 import boundfit as bf
 from boundfit import layers
+from boundfit.datasets import digits
 from test_gradients import directional_check
 
 rng = np.random.default_rng(0)
@@ -93,17 +94,14 @@ def test_batchnorm_moving_statistics_follow_keras():
 
 
 def test_small_cnn_reaches_97_percent_on_digits():
-    datasets = pytest.importorskip("sklearn.datasets")
-    d = datasets.load_digits()
-    x, y = (d.images / 16.0).astype(np.float32)[..., None], d.target
-    idx = np.random.default_rng(42).permutation(len(x))
-    cut = int(0.8 * len(x))
+    (xtr, ytr), (xte, yte) = digits.load_data()
+    xtr, xte = [(x / 16.0).astype(np.float32)[..., None] for x in (xtr, xte)]
     m = bf.Sequential([layers.Conv2D(32, (3, 3), padding="same", activation="relu", input_shape=(8, 8, 1)),
                        layers.MaxPooling2D((2, 2)), layers.Flatten(), layers.Dense(64, activation="relu"),
                        layers.Dense(10, activation="softmax")])
     m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    m.fit(x[idx[:cut]], y[idx[:cut]], batch_size=32, epochs=20, verbose=0)
-    assert m.evaluate(x[idx[cut:]], y[idx[cut:]], verbose=0)[1] >= 0.97
+    m.fit(xtr, ytr, batch_size=32, epochs=20, verbose=0)
+    assert m.evaluate(xte, yte, verbose=0)[1] >= 0.97
 
 
 def test_keras_100x100_model_plan_refusal_and_micro_batches():

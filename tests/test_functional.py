@@ -131,12 +131,9 @@ def test_merge_layer_gradients_match_finite_differences():
 
 
 def digits():
-    sk = pytest.importorskip("sklearn.datasets")
-    d = sk.load_digits()
-    x, y = (d.images / 16.0).astype(np.float32)[..., None], d.target
-    idx = np.random.default_rng(42).permutation(len(x))
-    cut = int(0.8 * len(x))
-    return x[idx[:cut]], y[idx[:cut]], x[idx[cut:]], y[idx[cut:]]
+    (xtr, ytr), (xte, yte) = bf.datasets.digits.load_data()
+    xtr, xte = [(x / 16.0).astype(np.float32)[..., None] for x in (xtr, xte)]
+    return xtr, ytr, xte, yte
 
 
 def resnet():

@@ -1,7 +1,7 @@
 """The Python package's shape: its modules import one another in one direction
 (no import cycles), and imports sit at the top of modules, except where a
 function imports a truly optional dependency (matplotlib, IPython,
-scikit-learn, pyarrow for the streamed files) so that `import boundfit` works without it.
+pyarrow for the streamed files) so that `import boundfit` works without it.
 
 The graph is read from the source with `ast`: an edge for every import that
 runs when a module is imported (module level, inside `if` / `try` too), and,
@@ -22,7 +22,6 @@ EXTENSIONS = ("boundfit._core",)   # built from csrc/python; import nothing of t
 # (module, the import statement) of every import inside a function: only optional dependencies
 ALLOWED_FUNCTION_IMPORTS = sorted([
     ("boundfit.callbacks.progbar", "from IPython.display import display"),
-    ("boundfit.demo", "from sklearn.datasets import load_digits"),
     ("boundfit.engine.adapters.columns", "import pyarrow"),
     ("boundfit.engine.adapters.csv_stream", "import pyarrow.csv"),
     ("boundfit.engine.adapters.parquet", "import pyarrow.parquet"),
