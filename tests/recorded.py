@@ -4,10 +4,11 @@ by tests/references/make_<name>.py (run by hand with TensorFlow installed),
 so that the tests compare boundfit against them without TensorFlow.
 
 A record is a flat dict of arrays; a list of batches (tuples of arrays) is
-kept under keys "<prefix>/<batch>/<part>", a JSON value under "<key>" as a
-0-d string array."""
+kept under keys "<prefix>/<batch>/<part>", a Python literal (a config, a
+vocabulary: str, numbers, None, lists, tuples, dicts) as its repr in a 0-d
+string array."""
 
-import json
+import ast
 import os
 
 import numpy as np
@@ -42,9 +43,12 @@ def batches(record, prefix):
     return out
 
 
-def put_json(record, key, value):
-    record[key] = np.array(json.dumps(value))
+def put_value(record, key, value):
+    text = repr(value)
+    if ast.literal_eval(text) != value:
+        raise ValueError(f"{key}: {text[:200]} is no Python literal")
+    record[key] = np.array(text)
 
 
-def get_json(record, key):
-    return json.loads(str(record[key]))
+def value(record, key):
+    return ast.literal_eval(str(record[key]))

@@ -151,8 +151,8 @@ def test_keras_io_weather_forecasting_runs_unchanged_and_trains_as_keras(tmp_pat
     exec(build, b)
     b["model"].set_weights(list(recorded.batches(k, "weather/w0")[0]))
     exec(train, b)
-    assert sorted(b["history"].history) == sorted(recorded.get_json(k, "weather/history_keys")) == ["loss", "val_loss"]
+    assert sorted(b["history"].history) == sorted(recorded.value(k, "weather/history_keys")) == ["loss", "val_loss"]
     np.testing.assert_allclose(b["history"].history["loss"], k["weather/loss"], rtol=2e-4)
     np.testing.assert_allclose(b["history"].history["val_loss"], k["weather/val_loss"], rtol=2e-4)
     np.testing.assert_allclose(np.array(b["preds"]), k["weather/preds"], rtol=1e-3, atol=1e-4)
-    assert os.listdir(tmp_path) == recorded.get_json(k, "weather/files") == ["model_checkpoint.weights.h5"]
+    assert os.listdir(tmp_path) == recorded.value(k, "weather/files") == ["model_checkpoint.weights.h5"]
