@@ -60,7 +60,7 @@ def _keras_tv():
     return keras_ref.load()
 
 
-def _keras_said():
+def _keras_recorded():
     return recorded.load("text_vectorization")
 
 
@@ -75,7 +75,7 @@ def _same(a, b):
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()) or "defaults")
 def test_vocabulary_and_outputs_equal_keras_for_each_mode_and_option(cfg):
-    k, i = _keras_said(), CONFIGS.index(cfg)
+    k, i = _keras_recorded(), CONFIGS.index(cfg)
     b = L.TextVectorization(**cfg)
     b.adapt(CORPUS)
     assert b.get_vocabulary() == recorded.value(k, f"modes/{i}/vocabulary")
@@ -86,7 +86,7 @@ def test_vocabulary_and_outputs_equal_keras_for_each_mode_and_option(cfg):
 
 def test_standardize_callable_and_split_callable_match_keras():
     """Keras split on "," with tf.strings.split."""
-    k = _keras_said()
+    k = _keras_recorded()
     b = L.TextVectorization(standardize=lambda a: np.char.upper(a), split=lambda a: [s.split(",") for s in a])
     b.adapt(CALLABLE_DATA)
     assert b.get_vocabulary() == recorded.value(k, "callable/vocabulary")
@@ -94,7 +94,7 @@ def test_standardize_callable_and_split_callable_match_keras():
 
 
 def test_adapt_from_a_generator_or_sequence_equals_keras_and_adapt_on_the_array():
-    k = _keras_said()
+    k = _keras_recorded()
     batches = _adapt_batches
 
     class Seq(bf.utils.Sequence):
@@ -116,7 +116,7 @@ def test_adapt_from_a_generator_or_sequence_equals_keras_and_adapt_on_the_array(
 
 
 def test_set_vocabulary_idf_weights_file_and_config_equal_keras(tmp_path):
-    k = _keras_said()
+    k = _keras_recorded()
     for i, (args, vocab) in enumerate(SET_VOCABULARY):
         b = L.TextVectorization(**args)
         b.set_vocabulary(vocab)
@@ -294,7 +294,7 @@ def _keras_predict(km, texts):
 def test_saved_files_and_keras_files_load_with_the_vocabulary_and_predict_the_same(mode, tmp_path):
     """Keras's file: the model of _saved_model as Keras saved it (recorded with its vocabulary and its
     predictions after opening boundfit's file)."""
-    k = _keras_said()
+    k = _keras_recorded()
     m, vl, texts = _saved_model(mode)
     want = m.predict(texts, verbose=0)
     (tmp_path / "k.keras").write_bytes(k[f"keras_file/{mode}/file"].tobytes())
