@@ -1,6 +1,13 @@
 """Shared fixtures: a fixed seed per test, a device memory limit, and small reference helpers."""
 
-import numpy as np
+import os
+
+# Keras 3 on JAX (CPU) is the reference (keras_ref.py), chosen before any test module runs: a test that
+# imports TensorFlow imports Keras with it, on the backend set at that moment.
+os.environ.setdefault("KERAS_BACKEND", "jax")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import numpy as np  # noqa: E402
 import pytest
 
 import boundfit as bf

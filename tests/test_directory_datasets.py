@@ -1,5 +1,6 @@
 """image_ / text_ / audio_dataset_from_directory against Keras 3 (its
-tf.data path, TensorFlow installed) on the same generated folders: the same
+tf.data path, recorded in tests/references/directory_datasets.npz by
+make_directory_datasets.py) on the same folders: the same
 files in the same subsets and order for the same seed, the same labels and
 class_names, the same pixels (PNG: TensorFlow's resize; JPEG: within the two
 libjpeg builds' decoding difference), texts and audio; bad folders and
@@ -15,7 +16,7 @@ import pytest
 import boundfit as bf
 from boundfit import layers
 
-from keras_ref import load
+import recorded
 
 Image = pytest.importorskip("PIL.Image")
 
@@ -37,15 +38,17 @@ def _write_images(root, counts, size_range=(8, 30), seed=0):
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
-    return _write_images(str(tmp_path_factory.mktemp("images")), {"cat": 7, "dog": 5, "eel": 4})
+    """The folder Keras read: {"cat": 7, "dog": 5, "eel": 4} images of _write_images, as recorded (JPEG
+    encoders differ between Pillow builds)."""
+    return _write_recorded_folder(str(tmp_path_factory.mktemp("images")), recorded.load("directory_datasets"))
 
 
-@pytest.fixture(scope="module")
-def tfk():
-    load()
-    pytest.importorskip("tensorflow")
-    import keras
-    return keras
+def _write_recorded_folder(root, rec):
+    for i, rel in enumerate(recorded.value(rec, "folder/files")):
+        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+        with open(os.path.join(root, rel), "wb") as f:
+            f.write(rec[f"folder/{i}"].tobytes())
+    return root
 
 
 def _batches(ds):
@@ -53,56 +56,64 @@ def _batches(ds):
     return np.concatenate(xs), np.concatenate(ys)
 
 
-def _keras_batches(ds):
-    xs, ys = zip(*((x.numpy(), y.numpy()) for x, y in ds))
-    return np.concatenate(xs), np.concatenate(ys)
+IMAGE_FOLDER_ARGS = [dict(seed=1), dict(seed=2, validation_split=0.3, subset="both"),
+                     dict(seed=3, validation_split=0.25, subset="training", label_mode="categorical"),
+                     dict(shuffle=False, class_names=["eel", "cat"], label_mode="binary"),
+                     dict(seed=4, labels=[3, 1, 2, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0])]
 
 
-@pytest.mark.parametrize("kw", [dict(seed=1), dict(seed=2, validation_split=0.3, subset="both"),
-                                dict(seed=3, validation_split=0.25, subset="training", label_mode="categorical"),
-                                dict(shuffle=False, class_names=["eel", "cat"], label_mode="binary"),
-                                dict(seed=4, labels=[3, 1, 2, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0])])
-def test_image_files_subsets_order_labels_and_class_names_match_keras(folder, tfk, kw):
+@pytest.mark.parametrize("kw", IMAGE_FOLDER_ARGS)
+def test_image_files_subsets_order_labels_and_class_names_match_keras(folder, kw):
+    k, j = recorded.load("directory_datasets"), IMAGE_FOLDER_ARGS.index(kw)
     ours = bf.utils.image_dataset_from_directory(folder, image_size=(12, 15), batch_size=4, verbose=False, **kw)
-    ref = tfk.utils.image_dataset_from_directory(folder, image_size=(12, 15), batch_size=4, verbose=False, **kw)
-    ours, ref = (ours, ref) if kw.get("subset") == "both" else ((ours,), (ref,))
-    for o, r in zip(ours, ref):
-        assert o.file_paths == r.file_paths
-        assert o.class_names == r.class_names
-        assert len(o) == len(r)
+    ours = ours if kw.get("subset") == "both" else (ours,)
+    assert len(ours) == recorded.value(k, f"image/{j}/subsets")
+    for s, o in enumerate(ours):
+        r = f"image/{j}/{s}"
+        assert o.file_paths == [os.path.join(folder, p) for p in recorded.value(k, f"{r}/file_paths")]
+        assert o.class_names == recorded.value(k, f"{r}/class_names")
+        assert len(o) == recorded.value(k, f"{r}/len")
         ox, oy = _batches(o)
+        ry = k[f"{r}/y"]
         if not kw.get("shuffle", True) or o is ours[-1] and len(ours) == 2:   # no tf.data shuffle buffer: same batches
-            rx, ry = _keras_batches(r)
+            rx = k[f"{r}/x"]
             np.testing.assert_array_equal(oy, ry)
             assert ox.shape == rx.shape and ox.dtype == rx.dtype == np.float32
             np.testing.assert_allclose(ox, rx, atol=6)   # JPEG: the two libjpeg builds differ by a few levels
         else:   # Keras draws batches from a shuffle buffer: the same (file, label) pairs
-            rx, ry = _keras_batches(r)
             assert sorted(map(str, oy.tolist())) == sorted(map(str, ry.tolist()))
 
 
-@pytest.mark.parametrize("kw", [dict(interpolation="bilinear"), dict(interpolation="nearest"),
-                                dict(interpolation="bicubic"), dict(interpolation="area"),
-                                dict(interpolation="lanczos3"), dict(interpolation="mitchellcubic"),
-                                dict(crop_to_aspect_ratio=True), dict(pad_to_aspect_ratio=True, interpolation="area"),
-                                dict(color_mode="rgba"), dict(color_mode="grayscale")])
-def test_png_pixels_match_keras_resize(tmp_path, tfk, kw):
-    root = str(tmp_path)
+PNG_ARGS = [dict(interpolation="bilinear"), dict(interpolation="nearest"), dict(interpolation="bicubic"),
+            dict(interpolation="area"), dict(interpolation="lanczos3"), dict(interpolation="mitchellcubic"),
+            dict(crop_to_aspect_ratio=True), dict(pad_to_aspect_ratio=True, interpolation="area"),
+            dict(color_mode="rgba"), dict(color_mode="grayscale")]
+
+
+def _write_pngs(root):
     rng = np.random.default_rng(5)
     os.makedirs(os.path.join(root, "a"))
     for i, (h, w) in enumerate([(9, 31), (40, 17), (12, 15), (5, 6)]):   # down, up, same size, up both
         Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(os.path.join(root, "a", f"{i}.png"))
+    return root
+
+
+@pytest.mark.parametrize("kw", PNG_ARGS)
+def test_png_pixels_match_keras_resize(tmp_path, kw):
+    root = _write_pngs(str(tmp_path))
     args = dict(image_size=(12, 15), batch_size=2, shuffle=False, verbose=False, **kw)
     ox, _ = _batches(bf.utils.image_dataset_from_directory(root, **args))
-    rx, _ = _keras_batches(tfk.utils.image_dataset_from_directory(root, **args))
+    rx = recorded.load("directory_datasets")[f"png/{PNG_ARGS.index(kw)}/x"]   # Keras: TensorFlow's resize
     tol = 0 if kw.get("interpolation", "bilinear") in ("bilinear", "nearest") and "color_mode" not in kw else 0.5
     if kw.get("color_mode") == "grayscale":
         tol = 1.01   # libpng's and Pillow's RGB -> gray rounding
     np.testing.assert_allclose(ox, rx, atol=tol)
 
 
-def test_text_dataset_matches_keras(tmp_path, tfk):
-    root = str(tmp_path)
+TEXT_ARGS = [dict(shuffle=False, max_length=20), dict(seed=7, validation_split=0.3, subset="validation")]
+
+
+def _write_texts(root):
     for c, n in (("neg", 3), ("pos", 4)):
         os.makedirs(os.path.join(root, c))
         for i in range(n):
@@ -110,14 +121,17 @@ def test_text_dataset_matches_keras(tmp_path, tfk):
                 f.write(f"{c} text number {i} " * (i + 1))
         with open(os.path.join(root, c, "skip.md"), "w") as f:
             f.write("not a .txt")
-    for kw in (dict(shuffle=False, max_length=20), dict(seed=7, validation_split=0.3, subset="validation")):
+    return root
+
+
+def test_text_dataset_matches_keras(tmp_path):
+    root, k = _write_texts(str(tmp_path)), recorded.load("directory_datasets")
+    for j, kw in enumerate(TEXT_ARGS):
         ours = bf.utils.text_dataset_from_directory(root, batch_size=3, verbose=False, **kw)
-        ref = tfk.utils.text_dataset_from_directory(root, batch_size=3, verbose=False, **kw)
-        assert ours.class_names == ref.class_names == ["neg", "pos"]
+        assert ours.class_names == recorded.value(k, f"text/{j}/class_names") == ["neg", "pos"]
         ox, oy = _batches(ours)
-        rx, ry = _keras_batches(ref)
-        assert list(ox) == list(rx)
-        np.testing.assert_array_equal(oy, ry)
+        assert list(ox) == recorded.value(k, f"text/{j}/x")
+        np.testing.assert_array_equal(oy, k[f"text/{j}/y"])
 
 
 def _wav(path, samples, channels=1):
@@ -128,21 +142,29 @@ def _wav(path, samples, channels=1):
         w.writeframes(samples.astype("<i2").tobytes())
 
 
-def test_audio_dataset_matches_keras(tmp_path, tfk):
-    root = str(tmp_path)
+AUDIO_ARGS = [dict(), dict(output_sequence_length=60)]   # padded to the batch's longest, or cut / padded to 60
+
+
+def _write_wavs(root):
     rng = np.random.default_rng(2)
     for c, n in (("no", 3), ("yes", 3)):
         os.makedirs(os.path.join(root, c))
         for i in range(n):
             _wav(os.path.join(root, c, f"a{i}.wav"), rng.integers(-32768, 32767, 50 + 13 * i))
-    for kw in (dict(), dict(output_sequence_length=60)):   # padded to the batch's longest, or cut / padded to 60
+    return root
+
+
+def test_audio_dataset_matches_keras(tmp_path):
+    root, k = _write_wavs(str(tmp_path)), recorded.load("directory_datasets")
+    for j, kw in enumerate(AUDIO_ARGS):
         ours = bf.utils.audio_dataset_from_directory(root, batch_size=4, shuffle=False, verbose=False, **kw)
-        ref = tfk.utils.audio_dataset_from_directory(root, batch_size=4, shuffle=False, verbose=False, **kw)
-        assert ours.class_names == ref.class_names
+        assert ours.class_names == recorded.value(k, f"audio/{j}/class_names")
+        ref = recorded.batches(k, f"audio/{j}")
+        assert len(ref) == len(ours)
         for i, (rx, ry) in enumerate(ref):
             ox, oy = ours[i]
-            np.testing.assert_array_equal(ox, rx.numpy())
-            np.testing.assert_array_equal(oy, ry.numpy())
+            np.testing.assert_array_equal(ox, rx)
+            np.testing.assert_array_equal(oy, ry)
 
 
 def test_a_truncated_image_names_the_file_and_the_batch(tmp_path):

@@ -1,6 +1,8 @@
-"""fit / evaluate / predict from the other ecosystems' data: tf.data.Dataset,
-torch DataLoader, pandas DataFrame / Series, Parquet and CSV files streamed
-(bf.data.from_parquet / from_csv) and Hugging Face datasets (bf.data.from_hf).
+"""fit / evaluate / predict from the other ecosystems' data: tf.data.Dataset
+and torch DataLoader (each through a stand-in of its types, and the real one
+too when TensorFlow / torch is installed), pandas DataFrame / Series, Parquet
+and CSV files streamed (bf.data.from_parquet / from_csv) and Hugging Face
+datasets (bf.data.from_hf).
 Each trains with the same losses as the same arrays (same weights, same
 batches, shuffle=False); validation data is read again every epoch; a batch
 that does not match the first is refused naming it; the streamed files are
@@ -56,27 +58,109 @@ def _frame(x, y):
 
 # ---- tf.data ----
 
-tf = None
+def _tree(v, f):
+    if isinstance(v, dict):
+        return {k: _tree(e, f) for k, e in v.items()}
+    if isinstance(v, (tuple, list)):
+        return type(v)(_tree(e, f) for e in v)
+    return f(v)
 
 
-def _tf():
-    global tf
-    if tf is None:
-        tf = pytest.importorskip("tensorflow")
-    return tf
+class _FakeEagerTensor:
+    """A stand-in of a CPU tf EagerTensor: what the adapter calls (np.asarray)."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __array__(self, dtype=None, copy=None):
+        return self.a if dtype is None else self.a.astype(dtype)
+
+
+_FakeEagerTensor.__module__ = "tensorflow.python.framework.ops"
+_FakeEagerTensor.__name__ = _FakeEagerTensor.__qualname__ = "EagerTensor"
+
+
+class _FakeRaggedTensor:
+    pass
+
+
+_FakeRaggedTensor.__module__ = "tensorflow.python.ops.ragged.ragged_tensor"
+_FakeRaggedTensor.__name__ = _FakeRaggedTensor.__qualname__ = "RaggedTensor"
+
+
+class _FakeTensorSpec:
+    def __init__(self, rank):
+        self.shape = type("TensorShape", (), {"rank": rank})()
+
+
+class _FakeDataset:
+    """A stand-in of a tf.data.Dataset (what the adapter reads: its type's names, element_spec, iteration)
+    over a list of elements, each a structure of arrays yielded as tensors; every iteration starts over."""
+
+    def __init__(self, elements, element_spec):
+        self.elements, self.element_spec = elements, element_spec
+
+    def __iter__(self):
+        for el in self.elements:
+            yield _tree(el, lambda a: a if isinstance(a, _FakeRaggedTensor) else _FakeEagerTensor(a))
+
+
+_FakeDataset.__module__ = "tensorflow.python.data.ops.dataset_ops"
+_FakeDataset.__name__ = _FakeDataset.__qualname__ = "DatasetV2"
+
+
+def _fake_slices(parts, batch_size=None):
+    """The stand-in of tf.data.Dataset.from_tensor_slices(parts)[.batch(batch_size)]."""
+    leaves = []
+    _tree(parts, leaves.append)
+    n, step = len(leaves[0]), batch_size or 1
+    cut = (lambda a, i: a[i:i + step]) if batch_size else (lambda a, i: a[i])
+    elements = [_tree(parts, lambda a, i=i: cut(a, i)) for i in range(0, n, step)]
+    return _FakeDataset(elements, _tree(parts, lambda a: _FakeTensorSpec(a.ndim - (not batch_size))))
+
+
+def _slices():
+    """Makers of from_tensor_slices(parts)[.batch(batch_size)]: the stand-in's, and tf.data's if TensorFlow is
+    installed."""
+    out = [_fake_slices]
+    try:
+        import tensorflow as tf
+    except ImportError:
+        return out
+
+    def real(parts, batch_size=None):
+        ds = tf.data.Dataset.from_tensor_slices(parts)
+        return ds.batch(batch_size) if batch_size else ds
+    out.append(real)
+    return out
+
+
+def _generators(gen):
+    """Datasets of the elements gen() yields (x, y): the stand-in, and tf.data's from_generator if TensorFlow
+    is installed."""
+    elements = list(gen())
+    out = [_FakeDataset(elements, (_FakeTensorSpec(2), _FakeTensorSpec(1)))]
+    try:
+        import tensorflow as tf
+    except ImportError:
+        return out
+    out.append(tf.data.Dataset.from_generator(gen, output_signature=(tf.TensorSpec((None, None), tf.float32),
+                                                                     tf.TensorSpec((None,), tf.int64))))
+    return out
 
 
 def test_tf_dataset_trains_and_validates_as_the_arrays():
-    tf = _tf()
     x, y = _data()
     vx, vy = _data(40, seed=1)
-    a, b = _pair()
-    ref = a.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0, validation_data=(vx, vy))
-    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
-    vds = tf.data.Dataset.from_tensor_slices((vx, vy)).batch(16)
-    _same(ref, b.fit(ds, epochs=3, verbose=0, validation_data=vds))
-    np.testing.assert_allclose(b.predict(ds, verbose=0), a.predict(x, batch_size=16, verbose=0), rtol=1e-6)
-    np.testing.assert_allclose(b.evaluate(vds, verbose=0), a.evaluate(vx, vy, batch_size=16, verbose=0), rtol=1e-6)
+    for make in _slices():
+        a, b = _pair()
+        ref = a.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0, validation_data=(vx, vy))
+        ds = make((x, y), 16)
+        vds = make((vx, vy), 16)
+        _same(ref, b.fit(ds, epochs=3, verbose=0, validation_data=vds))
+        np.testing.assert_allclose(b.predict(ds, verbose=0), a.predict(x, batch_size=16, verbose=0), rtol=1e-6)
+        np.testing.assert_allclose(b.evaluate(vds, verbose=0), a.evaluate(vx, vy, batch_size=16, verbose=0),
+                                   rtol=1e-6)
 
 
 class _ReIterable:
@@ -91,10 +175,9 @@ class _ReIterable:
 
 
 def test_validation_re_reads_a_tf_dataset_and_any_re_iterable_every_epoch():
-    tf = _tf()
     x, y = _data()
     vx, vy = _data(40, seed=1)
-    for val in (tf.data.Dataset.from_tensor_slices((vx, vy)).batch(16), _ReIterable(vx, vy, 16)):
+    for val in [make((vx, vy), 16) for make in _slices()] + [_ReIterable(vx, vy, 16)]:
         m = _model(lr=0.0)   # frozen: every epoch's validation is the same
         h = m.fit(x, y, batch_size=16, epochs=3, verbose=0, validation_data=val)
         assert np.isfinite(h.history["val_loss"]).all(), h.history   # before: epoch 2 read nothing: nan, 0.0
@@ -104,18 +187,16 @@ def test_validation_re_reads_a_tf_dataset_and_any_re_iterable_every_epoch():
 
 
 def test_validation_steps_start_a_tf_dataset_over_every_epoch():
-    tf = _tf()
     x, y = _data()
     vx, vy = _data(48, seed=1)
-    m = _model(lr=0.0)
-    h = m.fit(x, y, batch_size=16, epochs=2, verbose=0, validation_steps=1,
-              validation_data=tf.data.Dataset.from_tensor_slices((vx, vy)).batch(16))
-    first = m.evaluate(vx[:16], vy[:16], verbose=0)[0]
-    assert h.history["val_loss"] == pytest.approx([first, first], rel=1e-6)   # batch 0 both times, as Keras
+    for make in _slices():
+        m = _model(lr=0.0)
+        h = m.fit(x, y, batch_size=16, epochs=2, verbose=0, validation_steps=1, validation_data=make((vx, vy), 16))
+        first = m.evaluate(vx[:16], vy[:16], verbose=0)[0]
+        assert h.history["val_loss"] == pytest.approx([first, first], rel=1e-6)   # batch 0 both times, as Keras
 
 
 def test_tf_dataset_of_dict_inputs_and_sample_weights_trains_as_the_arrays():
-    tf = _tf()
     rng = np.random.default_rng(2)
     xa, xb = rng.normal(size=(64, 3)).astype("float32"), rng.normal(size=(64, 2)).astype("float32")
     y, sw = rng.normal(size=(64, 1)).astype("float32"), rng.uniform(0.5, 2, 64).astype("float32")
@@ -126,41 +207,45 @@ def test_tf_dataset_of_dict_inputs_and_sample_weights_trains_as_the_arrays():
         m = bf.Model([ia, ib], out)
         m.compile(bf.optimizers.SGD(0.05), "mse")
         return m
-    m1, m2 = model(), model()
-    m2.set_weights(m1.get_weights())
-    ref = m1.fit({"a": xa, "b": xb}, y, sample_weight=sw, batch_size=16, epochs=2, shuffle=False, verbose=0)
-    ds = tf.data.Dataset.from_tensor_slices(({"a": xa, "b": xb}, y, sw)).batch(16)
-    _same(ref, m2.fit(ds, epochs=2, verbose=0))
+    for make in _slices():
+        m1, m2 = model(), model()
+        m2.set_weights(m1.get_weights())
+        ref = m1.fit({"a": xa, "b": xb}, y, sample_weight=sw, batch_size=16, epochs=2, shuffle=False, verbose=0)
+        _same(ref, m2.fit(make(({"a": xa, "b": xb}, y, sw), 16), epochs=2, verbose=0))
 
 
 def test_tf_dataset_batch_of_another_shape_is_refused_naming_it():
-    tf = _tf()
-
     def gen():
         yield np.zeros((8, F), np.float32), np.zeros(8, np.int64)
         yield np.zeros((8, F + 1), np.float32), np.zeros(8, np.int64)
-    ds = tf.data.Dataset.from_generator(gen, output_signature=(tf.TensorSpec((None, None), tf.float32),
-                                                               tf.TensorSpec((None,), tf.int64)))
-    with pytest.raises(bf.DataError, match=r"batch 1: x has per-sample shape \(5,\).*first batch had \(4,\)") as e:
-        _model().fit(ds, epochs=1, verbose=0)
-    assert e.value.batch_index == 1
+    for ds in _generators(gen):
+        with pytest.raises(bf.DataError,
+                           match=r"batch 1: x has per-sample shape \(5,\).*first batch had \(4,\)") as e:
+            _model().fit(ds, epochs=1, verbose=0)
+        assert e.value.batch_index == 1
 
 
 def test_unbatched_tf_dataset_is_refused_before_a_step():
-    tf = _tf()
     x, y = _data(20)
-    m = _model()
-    w = m.get_weights()
-    with pytest.raises(bf.DataError, match=r"tf.data.Dataset's elements hold scalars .*call .batch\(batch_size\)"):
-        m.fit(tf.data.Dataset.from_tensor_slices((x, y)), verbose=0)
-    assert all((a == b).all() for a, b in zip(m.get_weights(), w))
+    for make in _slices():
+        m = _model()
+        w = m.get_weights()
+        with pytest.raises(bf.DataError,
+                           match=r"tf.data.Dataset's elements hold scalars .*call .batch\(batch_size\)"):
+            m.fit(make((x, y)), verbose=0)
+        assert all((a == b).all() for a, b in zip(m.get_weights(), w))
 
 
 def test_ragged_tensor_is_refused_naming_it():
-    tf = _tf()
-    ds = tf.data.Dataset.from_tensors((tf.ragged.constant([[1.0, 2.0], [3.0]]), tf.constant([0, 1])))
-    with pytest.raises(bf.DataError, match=r"tf.data.Dataset batch 0 x: a RaggedTensor is not supported"):
-        _model().fit(ds, verbose=0)
+    sets = [_FakeDataset([(_FakeRaggedTensor(), np.array([0, 1]))], (_FakeTensorSpec(2), _FakeTensorSpec(1)))]
+    try:
+        import tensorflow as tf
+        sets.append(tf.data.Dataset.from_tensors((tf.ragged.constant([[1.0, 2.0], [3.0]]), tf.constant([0, 1]))))
+    except ImportError:
+        pass
+    for ds in sets:
+        with pytest.raises(bf.DataError, match=r"tf.data.Dataset batch 0 x: a RaggedTensor is not supported"):
+            _model().fit(ds, verbose=0)
 
 
 # ---- torch DataLoader ----

@@ -1,12 +1,13 @@
 """layers.TextVectorization (layers/text.py, pure Python / NumPy) against
-Keras 3's own (on JAX; its TextVectorization runs its text ops on
-TensorFlow, which the reference needs and boundfit does not): vocabularies
-and outputs for each mode and option, adapt from a generator, set_vocabulary
-and configs; models on string inputs (engine/host_stage.py): keras.io's
-end-to-end inference model predicts and evaluates as the int model on
-pre-vectorized ids, trains the same, plans the vectorized batch, and saves
-to files Keras opens with the vocabulary; each failure path raises naming
-the argument."""
+Keras 3's own (its text ops run on TensorFlow, which the reference needs and
+boundfit does not: its outputs are recorded in
+tests/references/text_vectorization.npz by make_text_vectorization.py):
+vocabularies and outputs for each mode and option, adapt from a generator,
+set_vocabulary and configs; models on string inputs (engine/host_stage.py):
+keras.io's end-to-end inference model predicts and evaluates as the int
+model on pre-vectorized ids, trains the same, plans the vectorized batch,
+loads Keras's files and saves files Keras opens with the vocabulary (live,
+with TensorFlow); each failure path raises naming the argument."""
 
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import pytest
 
 import boundfit as bf
 import keras_ref
+import recorded
 from boundfit import layers as L
 
 CORPUS = ["The cat sat on the mat.", "The dog ate my homework!", "Héllo WORLD, ÉCOLE straße!",
@@ -31,12 +33,35 @@ CONFIGS = [dict(), dict(max_tokens=6), dict(output_sequence_length=4), dict(outp
            dict(output_mode="count", max_tokens=8, pad_to_max_tokens=True), dict(output_mode="tf_idf"),
            dict(output_mode="tf_idf", max_tokens=6, pad_to_max_tokens=True), dict(output_mode="multi_hot", ngrams=2),
            dict(split=None)]
+CALLABLE_DATA = np.array(["a,b,b", "c,a", "x y,z"]).reshape(-1, 1)
+CALLABLE_TEST = np.array(["b,q", "x y"]).reshape(-1, 1)
+SET_VOCABULARY = [(dict(), ["cat", "the", "dog"]), (dict(), ["", "[UNK]", "cat", "the"]),
+                  (dict(output_mode="multi_hot"), ["[UNK]", "cat", "the"])]
+IDF = [(["cat", "the"], [0.5, 2.0]), (["[UNK]", "cat", "the"], [0.1, 0.5, 2.0])]
+VOCAB_FILE = "the\ncat\nstraße\n"
+FROM_CONFIG = dict(max_tokens=9, ngrams=(1, 2), output_sequence_length=3)
+
+
+def _inputs(cfg):
+    """What each mode and option is called on: a column of str, of bytes, and (when it splits) more forms."""
+    inputs = [np.array(TEST).reshape(-1, 1), np.array([t.encode() for t in TEST], dtype=object).reshape(-1, 1)]
+    if cfg.get("split", "whitespace") is not None:
+        inputs += [TEST, np.array(TEST), TEST[0], TEST[2].encode()]   # a single string: one row, no batch axis
+    return inputs
+
+
+def _adapt_batches():
+    for s in range(0, len(CORPUS), 2):
+        yield np.array(CORPUS[s:s + 2])
 
 
 def _keras_tv():
-    keras = keras_ref.load()
     pytest.importorskip("tensorflow", reason="Keras 3's TextVectorization needs TensorFlow")
-    return keras
+    return keras_ref.load()
+
+
+def _keras_recorded():
+    return recorded.load("text_vectorization")
 
 
 def _same(a, b):
@@ -50,37 +75,27 @@ def _same(a, b):
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()) or "defaults")
 def test_vocabulary_and_outputs_equal_keras_for_each_mode_and_option(cfg):
-    keras = _keras_tv()
-    k, b = keras.layers.TextVectorization(**cfg), L.TextVectorization(**cfg)
-    k.adapt(CORPUS)
+    k, i = _keras_recorded(), CONFIGS.index(cfg)
+    b = L.TextVectorization(**cfg)
     b.adapt(CORPUS)
-    assert b.get_vocabulary() == [str(t) for t in k.get_vocabulary()]
-    assert b.vocabulary_size() == k.vocabulary_size()
-    inputs = [np.array(TEST).reshape(-1, 1), np.array([t.encode() for t in TEST], dtype=object).reshape(-1, 1)]
-    if cfg.get("split", "whitespace") is not None:
-        inputs += [TEST, np.array(TEST), TEST[0], TEST[2].encode()]   # a single string: one row, no batch axis
-    for x in inputs:
-        _same(k(x), b(x))
+    assert b.get_vocabulary() == recorded.value(k, f"modes/{i}/vocabulary")
+    assert b.vocabulary_size() == recorded.value(k, f"modes/{i}/vocabulary_size")
+    for x, want in zip(_inputs(cfg), recorded.batches(k, f"modes/{i}/outputs")[0], strict=True):
+        _same(want, b(x))
 
 
 def test_standardize_callable_and_split_callable_match_keras():
-    keras = _keras_tv()
-    import tensorflow as tf
-    k = keras.layers.TextVectorization(standardize=lambda a: np.char.upper(a), split=lambda t: tf.strings.split(t, ","))
+    """Keras split on "," with tf.strings.split."""
+    k = _keras_recorded()
     b = L.TextVectorization(standardize=lambda a: np.char.upper(a), split=lambda a: [s.split(",") for s in a])
-    data = np.array(["a,b,b", "c,a", "x y,z"]).reshape(-1, 1)
-    k.adapt(data)
-    b.adapt(data)
-    assert b.get_vocabulary() == [str(t) for t in k.get_vocabulary()]
-    _same(k(np.array(["b,q", "x y"]).reshape(-1, 1)), b(np.array(["b,q", "x y"]).reshape(-1, 1)))
+    b.adapt(CALLABLE_DATA)
+    assert b.get_vocabulary() == recorded.value(k, "callable/vocabulary")
+    _same(k["callable/output"], b(CALLABLE_TEST))
 
 
 def test_adapt_from_a_generator_or_sequence_equals_keras_and_adapt_on_the_array():
-    keras = _keras_tv()
-
-    def batches():
-        for s in range(0, len(CORPUS), 2):
-            yield np.array(CORPUS[s:s + 2])
+    k = _keras_recorded()
+    batches = _adapt_batches
 
     class Seq(bf.utils.Sequence):
         def __len__(self):
@@ -89,47 +104,39 @@ def test_adapt_from_a_generator_or_sequence_equals_keras_and_adapt_on_the_array(
         def __getitem__(self, i):
             return np.array(CORPUS[2 * i:2 * i + 2]).reshape(-1, 1)
 
-    for mode in ("int", "tf_idf"):
-        k = keras.layers.TextVectorization(output_mode=mode)
-        k.adapt(batches())
-        want = [str(t) for t in k.get_vocabulary()]
+    for mode in ("int", "tf_idf"):   # Keras adapted on batches()
         for data in (batches(), Seq(), CORPUS):
             b = L.TextVectorization(output_mode=mode)
             b.adapt(data)
-            assert b.get_vocabulary() == want
-            _same(k(TEST), b(TEST))
-    k, b = keras.layers.TextVectorization(), L.TextVectorization()   # steps: the first batches only
-    k.adapt(batches(), steps=2)
+            assert b.get_vocabulary() == recorded.value(k, f"adapt/{mode}/vocabulary")
+            _same(k[f"adapt/{mode}/output"], b(TEST))
+    b = L.TextVectorization()   # steps: the first batches only
     b.adapt(batches(), steps=2)
-    assert b.get_vocabulary() == [str(t) for t in k.get_vocabulary()]
+    assert b.get_vocabulary() == recorded.value(k, "adapt/steps=2/vocabulary")
 
 
 def test_set_vocabulary_idf_weights_file_and_config_equal_keras(tmp_path):
-    keras = _keras_tv()
-    for args, vocab in ((dict(), ["cat", "the", "dog"]), (dict(), ["", "[UNK]", "cat", "the"]),
-                        (dict(output_mode="multi_hot"), ["[UNK]", "cat", "the"])):
-        k, b = keras.layers.TextVectorization(**args), L.TextVectorization(**args)
-        k.set_vocabulary(vocab)
+    k = _keras_recorded()
+    for i, (args, vocab) in enumerate(SET_VOCABULARY):
+        b = L.TextVectorization(**args)
         b.set_vocabulary(vocab)
-        assert b.get_vocabulary() == [str(t) for t in k.get_vocabulary()]
-        _same(k(TEST), b(TEST))
-    for vocab, idf in ((["cat", "the"], [0.5, 2.0]), (["[UNK]", "cat", "the"], [0.1, 0.5, 2.0])):
-        args = dict(output_mode="tf_idf", max_tokens=6, pad_to_max_tokens=True, vocabulary=vocab, idf_weights=idf)
-        k, b = keras.layers.TextVectorization(**args), L.TextVectorization(**args)
-        _same(k(TEST), b(TEST))
-        assert b.get_config() == k.get_config() | {"name": b.name}
+        assert b.get_vocabulary() == recorded.value(k, f"set_vocabulary/{i}/vocabulary")
+        _same(k[f"set_vocabulary/{i}/output"], b(TEST))
+    for i, (vocab, idf) in enumerate(IDF):
+        b = L.TextVectorization(output_mode="tf_idf", max_tokens=6, pad_to_max_tokens=True, vocabulary=vocab,
+                                idf_weights=idf)
+        _same(k[f"idf/{i}/output"], b(TEST))
+        assert b.get_config() == recorded.value(k, f"idf/{i}/config") | {"name": b.name}
     path = tmp_path / "vocab.txt"
-    path.write_text("the\ncat\nstraße\n", encoding="utf-8")
-    k, b = keras.layers.TextVectorization(), L.TextVectorization()
-    k.set_vocabulary(str(path))
+    path.write_text(VOCAB_FILE, encoding="utf-8")
+    b = L.TextVectorization()
     b.set_vocabulary(str(path))
-    _same(k(TEST), b(TEST))
-    k = keras.layers.TextVectorization(max_tokens=9, ngrams=(1, 2), output_sequence_length=3)
-    k.adapt(CORPUS)
-    b = L.TextVectorization.from_config(k.get_config())
+    _same(k["file/output"], b(TEST))
+    config = recorded.value(k, "from_config/config")   # Keras's layer with FROM_CONFIG, adapted on CORPUS
+    b = L.TextVectorization.from_config(config)
     b.adapt(CORPUS)
-    assert b.get_config() == k.get_config() | {"name": b.name}
-    _same(k(TEST), b(TEST))
+    assert b.get_config() == config | {"name": b.name}
+    _same(k["from_config/output"], b(TEST))
 
 
 # ---- models on string inputs ----
@@ -261,10 +268,9 @@ def test_sequential_with_text_vectorization_and_multi_hot_trains_and_predicts():
                                                                              verbose=0))
 
 
-@pytest.mark.parametrize("mode", ["int", "tf_idf"])
-def test_saved_files_open_in_keras_with_the_vocabulary_and_round_trip(mode, tmp_path):
-    keras = _keras_tv()
-    texts, labels = _texts(24, seed=4)
+def _saved_model(mode):
+    """A model on strings to save: its TextVectorization (int or tf_idf) adapted on 24 texts, and the texts."""
+    texts, _ = _texts(24, seed=4)
     vl = L.TextVectorization(output_mode=mode, **({"output_sequence_length": 6} if mode == "int" else {}))
     vl.adapt(texts)
     i = bf.Input(shape=(1,), dtype="string")
@@ -273,22 +279,52 @@ def test_saved_files_open_in_keras_with_the_vocabulary_and_round_trip(mode, tmp_
         x = L.GlobalAveragePooling1D()(L.Embedding(vl.vocabulary_size(), 3)(x))
     m = bf.Model(i, L.Dense(1)(x))
     m.compile(optimizer="adam", loss="mse")
+    return m, vl, texts
+
+
+def _keras_predict(km, texts):
+    """Keras on JAX runs no string model: its layers in turn. (The vectorized batch, the predictions.)"""
+    ids = y = km.layers[1](texts.reshape(-1, 1))
+    for layer in km.layers[2:]:
+        y = layer(y)
+    return np.asarray(ids), np.asarray(y)
+
+
+@pytest.mark.parametrize("mode", ["int", "tf_idf"])
+def test_saved_files_and_keras_files_load_with_the_vocabulary_and_predict_the_same(mode, tmp_path):
+    """Keras's file: the model of _saved_model as Keras saved it (recorded with its vocabulary and its
+    predictions after opening boundfit's file)."""
+    k = _keras_recorded()
+    m, vl, texts = _saved_model(mode)
+    want = m.predict(texts, verbose=0)
+    (tmp_path / "k.keras").write_bytes(k[f"keras_file/{mode}/file"].tobytes())
+    for path in (tmp_path / "m.keras", tmp_path / "m.npz"):
+        m.save(path)
+        back = bf.models.load_model(path)
+        assert back.layers[1].get_vocabulary() == vl.get_vocabulary()
+        np.testing.assert_allclose(back.predict(texts, verbose=0), want, rtol=1e-6, atol=1e-7)
+    back = bf.models.load_model(tmp_path / "k.keras")
+    assert back.layers[1].get_vocabulary() == recorded.value(k, f"keras_file/{mode}/vocabulary")
+    np.testing.assert_allclose(back.predict(texts, verbose=0), k[f"keras_file/{mode}/predictions"], rtol=1e-6,
+                               atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", ["int", "tf_idf"])
+def test_saved_files_open_in_keras_with_the_vocabulary_and_round_trip(mode, tmp_path):
+    """Live: Keras 3's TextVectorization needs TensorFlow to open the file."""
+    keras = _keras_tv()
+    m, vl, texts = _saved_model(mode)
     want = m.predict(texts, verbose=0)
     m.save(tmp_path / "m.keras")
     km = keras.models.load_model(tmp_path / "m.keras")
     assert [str(t) for t in km.layers[1].get_vocabulary()] == vl.get_vocabulary()
-    y = km.layers[1](texts.reshape(-1, 1))     # Keras on JAX runs no string model: its layers in turn
-    _same(y, vl(texts.reshape(-1, 1)))
-    for layer in km.layers[2:]:
-        y = layer(y)
-    np.testing.assert_allclose(np.asarray(y), want, rtol=1e-5, atol=1e-6)
+    ids, y = _keras_predict(km, texts)
+    _same(ids, vl(texts.reshape(-1, 1)))
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
     km.save(tmp_path / "k.keras")
-    for path in (tmp_path / "m.keras", tmp_path / "k.keras", tmp_path / "m.npz"):
-        if path.suffix == ".npz":
-            m.save(path)
-        back = bf.models.load_model(path)
-        assert back.layers[1].get_vocabulary() == vl.get_vocabulary()
-        np.testing.assert_allclose(back.predict(texts, verbose=0), want, rtol=1e-6, atol=1e-7)
+    back = bf.models.load_model(tmp_path / "k.keras")
+    assert back.layers[1].get_vocabulary() == vl.get_vocabulary()
+    np.testing.assert_allclose(back.predict(texts, verbose=0), want, rtol=1e-6, atol=1e-7)
 
 
 # ---- failure paths ----
@@ -401,7 +437,7 @@ def test_keras_io_text_classification_from_scratch_runs_with_tf_data():
     tf.strings standardization, adapt on a tf.data map, training on
     `raw_train_ds.map(vectorize_text)` (the layer runs through
     tf.numpy_function there), then the end-to-end model on raw strings."""
-    _keras_tv()
+    pytest.importorskip("tensorflow", reason="a tf.data pipeline needs TensorFlow")
     import re
     import string
 

@@ -1,8 +1,9 @@
-"""keras.utils.timeseries_dataset_from_array against Keras 3's own: the same
-windows and targets batch for batch, the same set of windows when shuffled,
-windows gathered from a memmap per batch, errors naming the argument, and
-keras.io's weather forecasting program (an LSTM on sampled windows) run
-unchanged under both."""
+"""keras.utils.timeseries_dataset_from_array against Keras 3's own (its
+tf.data path, recorded in tests/references/timeseries.npz by
+make_timeseries.py): the same windows and targets batch for batch, the same
+set of windows when shuffled, windows gathered from a memmap per batch,
+errors naming the argument, and keras.io's weather forecasting program (an
+LSTM on sampled windows) run unchanged, training as it trained under Keras."""
 
 import os
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 import boundfit as bf
-import keras_ref
+import recorded
 
 DATA = np.arange(100 * 3, dtype=np.float32).reshape(100, 3)
 TARGETS = np.arange(100, dtype=np.float32) * 10
@@ -18,17 +19,18 @@ TARGETS = np.arange(100, dtype=np.float32) * 10
 GRID = [dict(sequence_length=5), dict(sequence_length=4, sequence_stride=3, sampling_rate=2, batch_size=7),
         dict(sequence_length=3, start_index=10, end_index=60, batch_size=8),
         dict(sequence_length=6, sampling_rate=3, batch_size=None)]
+GRID_IDS = ["default", "stride-rate-batch", "start-end", "unbatched"]
+SHUFFLED = dict(sequence_length=4, sampling_rate=2, batch_size=16, shuffle=True, seed=3)
 
 
 def _batches(ds, with_targets):
     return [tuple(np.asarray(a) for a in (b if with_targets else (b,))) for b in ds]
 
 
-@pytest.mark.parametrize("kw", GRID, ids=["default", "stride-rate-batch", "start-end", "unbatched"])
+@pytest.mark.parametrize("kw", GRID, ids=GRID_IDS)
 @pytest.mark.parametrize("targets", [TARGETS, None], ids=["targets", "no-targets"])
 def test_windows_and_targets_equal_keras_batch_for_batch(kw, targets):
-    keras = keras_ref.load()
-    want = _batches(keras.utils.timeseries_dataset_from_array(DATA, targets, **kw), targets is not None)
+    want = recorded.batches(recorded.load("timeseries"), f"grid/{GRID_IDS[GRID.index(kw)]}/{targets is not None}")
     ds = bf.utils.timeseries_dataset_from_array(DATA, targets, **kw)
     got = _batches(ds, targets is not None)
     assert len(ds) == len(got) == len(want)
@@ -38,10 +40,9 @@ def test_windows_and_targets_equal_keras_batch_for_batch(kw, targets):
 
 
 def test_shuffled_windows_are_keras_windows_in_a_seeded_order():
-    keras = keras_ref.load()
-    kw = dict(sequence_length=4, sampling_rate=2, batch_size=16, shuffle=True, seed=3)
+    kw = SHUFFLED
     flat = lambda bs: sorted(tuple(w.ravel()) + (float(y),) for x, ys in bs for w, y in zip(x, ys))
-    want = _batches(keras.utils.timeseries_dataset_from_array(DATA, TARGETS, **kw), True)
+    want = recorded.batches(recorded.load("timeseries"), "shuffled")
     got = _batches(bf.preprocessing.timeseries_dataset_from_array(DATA, TARGETS, **kw), True)
     assert flat(got) == flat(want)
     again = _batches(bf.utils.timeseries_dataset_from_array(DATA, TARGETS, **kw), True)
@@ -143,21 +144,15 @@ preds = [model.predict(x, verbose=0)[0] for x, y in dataset_val.take(5)]
 
 
 def test_keras_io_weather_forecasting_runs_unchanged_and_trains_as_keras(tmp_path):
-    """Unshuffled windows: from the same initial weights the same losses and predictions as Keras 3."""
-    keras = keras_ref.load()
-    scopes = {}
-    for name, mod in (("keras", keras), ("boundfit", bf)):
-        (tmp_path / name).mkdir()
-        scopes[name] = {"keras": mod, "np": np, "out": str(tmp_path / name)}
+    """Unshuffled windows: from Keras 3's initial weights the same losses and predictions as Keras 3."""
+    k = recorded.load("timeseries")
+    b = {"keras": bf, "np": np, "out": str(tmp_path)}
     build, train = WEATHER.split("w0 = model.get_weights()")
-    exec(build, scopes["keras"])
-    exec(build, scopes["boundfit"])
-    scopes["boundfit"]["model"].set_weights(scopes["keras"]["model"].get_weights())
-    for s in scopes.values():
-        exec(train, s)
-    k, b = scopes["keras"], scopes["boundfit"]
-    assert sorted(b["history"].history) == sorted(k["history"].history) == ["loss", "val_loss"]
-    np.testing.assert_allclose(b["history"].history["loss"], k["history"].history["loss"], rtol=2e-4)
-    np.testing.assert_allclose(b["history"].history["val_loss"], k["history"].history["val_loss"], rtol=2e-4)
-    np.testing.assert_allclose(np.array(b["preds"]), np.array(k["preds"]), rtol=1e-3, atol=1e-4)
-    assert os.listdir(tmp_path / "boundfit") == os.listdir(tmp_path / "keras") == ["model_checkpoint.weights.h5"]
+    exec(build, b)
+    b["model"].set_weights(list(recorded.batches(k, "weather/w0")[0]))
+    exec(train, b)
+    assert sorted(b["history"].history) == sorted(recorded.value(k, "weather/history_keys")) == ["loss", "val_loss"]
+    np.testing.assert_allclose(b["history"].history["loss"], k["weather/loss"], rtol=2e-4)
+    np.testing.assert_allclose(b["history"].history["val_loss"], k["weather/val_loss"], rtol=2e-4)
+    np.testing.assert_allclose(np.array(b["preds"]), k["weather/preds"], rtol=1e-3, atol=1e-4)
+    assert os.listdir(tmp_path) == recorded.value(k, "weather/files") == ["model_checkpoint.weights.h5"]
