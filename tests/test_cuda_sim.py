@@ -68,14 +68,17 @@ def _pytest(lib, tests, k=TOO_BIG, **sim_env):
 @pytest.mark.parametrize("order,cc", [("forward", "8.0"), ("reverse", "9.0")])
 def test_the_cuda_tests_pass_on_the_device_emulation(sim_lib, order, cc):
     """Every kernel's threads in order and in reverse, at CC 8.0 and 9.0 (the
-    cuBLAS default workspace differs): the same results as on the CPU. The
-    reverse run also shuffles the blocks and fills fresh device and shared
-    memory with NaN (a read of what nobody wrote). Every GEMM must run in the
-    planned cuBLAS workspace (BF_SIM_PLANNED_WORKSPACE: the default pool is
-    device memory outside the plan)."""
-    extra = dict(BF_SIM_BLOCK_ORDER="shuffled", BF_SIM_NAN_FILL="1") if order == "reverse" else {}
+    cuBLAS default workspace differs): the same results as on the CPU. Both
+    runs fill fresh device and shared memory with NaN (a read of what nobody
+    wrote): in forward order that is what catches a dropped barrier (thread 0
+    reads its peers' slots before they run), in reverse order the peers have
+    written them; the reverse run also shuffles the blocks. The cuBLAS and
+    cuDNN stand-ins scribble NaN over their workspace at every call, and every
+    GEMM must run in the planned cuBLAS workspace (BF_SIM_PLANNED_WORKSPACE:
+    the default pool is device memory outside the plan)."""
+    extra = dict(BF_SIM_BLOCK_ORDER="shuffled") if order == "reverse" else {}
     r, counts = _pytest(sim_lib, CUDA_TESTS, BF_SIM_THREAD_ORDER=order, BF_SIM_CC=cc, BF_SIM_PLANNED_WORKSPACE="1",
-                        **extra)
+                        BF_SIM_NAN_FILL="1", **extra)
     assert r.returncode == 0 and not counts.get("failed"), r.stdout[-6000:] + r.stderr[-2000:]
     assert counts.get("passed", 0) >= 50, r.stdout[-3000:]
 
@@ -103,8 +106,7 @@ def sim_runtime_test(sim_lib, tmp_path_factory):
 
 @pytest.mark.parametrize("order,cc", [("forward", "8.0"), ("reverse", "9.0"), ("shuffled", "8.0")])
 def test_the_emulation_keeps_cuda_semantics_and_reports_misuse(sim_runtime_test, order, cc):
-    env = dict(os.environ, BF_SIM_THREAD_ORDER="reverse" if order == "reverse" else "forward",
-               BF_SIM_BLOCK_ORDER=order, BF_SIM_CC=cc)
+    env = dict(os.environ, BF_SIM_THREAD_ORDER=order, BF_SIM_BLOCK_ORDER=order, BF_SIM_CC=cc)
     r = subprocess.run([sim_runtime_test], capture_output=True, text=True, env=env)
     assert r.returncode == 0 and "0 of" in r.stdout, r.stdout + r.stderr
     r = subprocess.run([sim_runtime_test, "divergent"], capture_output=True, text=True, env=env)
@@ -124,7 +126,7 @@ def test_every_cuda_op_matches_the_cpu_kernel_on_the_emulation(sim_lib, cuda_ops
     """tests/c_cuda/test_cuda_ops.c (every vtable op against the CPU kernel, and
     the sticky error of a faulting kernel) against the emulated module."""
     exe = cuda_ops_test
-    env = dict(os.environ, BF_SIM_THREAD_ORDER=order,
+    env = dict(os.environ, BF_SIM_THREAD_ORDER=order, BF_SIM_NAN_FILL="1",
                BF_SIM_BLOCK_ORDER="shuffled" if order == "reverse" else "forward")
     r = subprocess.run([str(exe), sim_lib], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0 and not r.stdout.startswith("SKIP"), r.stdout[-6000:]
@@ -162,6 +164,26 @@ def test_a_driver_device_or_library_mismatch_is_a_clear_device_error(sim_lib, en
                        env=dict(os.environ, BF_CUDA_LIB=sim_lib, **env))
     assert r.returncode == 0 and "DeviceError" in r.stdout and says in r.stdout, r.stdout + r.stderr
     assert "PROBLEM" in r.stdout, r.stdout
+
+
+def test_a_driver_of_an_older_minor_runs_the_runtime_by_minor_version_compatibility(sim_lib):
+    """NVIDIA's rule: a CUDA 13.5 runtime (what pip picks) runs on a CUDA 13.0
+    driver; only an older major is refused (the case above). The fit trains
+    and the report says why the runtime is accepted."""
+    code = ("import numpy as np, boundfit as bf\n"
+            "from boundfit import _core\n"
+            "m = bf.Sequential([bf.layers.Dense(1, input_shape=(2,))])\n"
+            "m.compile(optimizer='sgd', loss='mse')\n"
+            "h = m.fit(np.ones((4, 2), 'f'), np.ones((4, 1), 'f'), verbose=0, device='cuda')\n"
+            "assert np.isfinite(h.history['loss'][0])\n"
+            "print(_core.cuda_report())\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, BF_CUDA_LIB=sim_lib, BF_SIM_RUNTIME_VERSION="13050",
+                                BF_SIM_DRIVER_VERSION="13000"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"^ok\s+CUDA runtime\s+13\.5 .*CUDA 13\.0 by minor-version compatibility", r.stdout, re.M), \
+        r.stdout
+    assert "PROBLEM" not in r.stdout, r.stdout
 
 
 @pytest.mark.parametrize("lib,says", [("cublas", "cuBLAS error on cuda:0 at dense.cu"),
