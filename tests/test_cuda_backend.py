@@ -149,6 +149,31 @@ def test_gradient_clipping_and_amsgrad_train_to_the_cpu_weights_on_cuda(how, arg
     assert max(float(np.abs(a - b).max()) for a, b in zip(plain.get_weights(), cpu.get_weights())) > 1e-2, how
 
 
+def test_an_embedding_gradient_over_repeated_ids_trains_to_the_cpu_weights_on_cuda():
+    """Three ids repeated over every token of the batch: the scatter-add of the
+    table's gradient has hundreds of threads adding into the same rows, and
+    must keep every update (tests/test_cuda_sim.py runs this with the threads
+    switched at every store, where a non-atomic add loses most of them).
+    The AUC's and recall's per-row atomic counts are checked on the way."""
+    rng = np.random.default_rng(9)
+    ids = rng.integers(0, 3, (64, 12))
+    y = (ids.sum(1) > 12).astype(np.float32)[:, None]
+
+    def build():
+        i = bf.Input((12,))
+        h = layers.GlobalAveragePooling1D()(layers.Embedding(3, 8)(i))
+        return bf.Model(i, layers.Dense(1, activation="sigmoid")(h))
+
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=0.5), loss="binary_crossentropy",
+                    metrics=["AUC", bf.metrics.Recall(name="r")])
+
+    cpu, gpu, hc, hg = _train_both(build, compile_kw, ids, y, batch_size=64, epochs=3)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "embedding")
+    for k in hc.history:
+        np.testing.assert_allclose(hg.history[k], hc.history[k], rtol=RTOL, atol=1e-6, err_msg=k)
+
+
 @pytest.mark.parametrize("loss,last", [("mse", None), ("binary_crossentropy", "sigmoid"),
                                        ("categorical_crossentropy", "softmax")])
 def test_dense_losses_match_the_cpu_on_cuda(loss, last):

@@ -17,6 +17,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "csrc", "cuda_sim", "build.sh")
+# the emulation's build folder; tests/c_cuda/sim_coverage.sh points it at its COVERAGE=1 build
+SIM_DIR = os.path.abspath(os.environ.get("BF_SIM_BUILD", os.path.join(ROOT, "build", "cuda_sim")))
 
 
 def _cuda_include():
@@ -52,7 +54,7 @@ def _build(out_dir, **env):
 
 @pytest.fixture(scope="module")
 def sim_lib():
-    return _build(os.path.join(ROOT, "build", "cuda_sim"))
+    return _build(SIM_DIR)
 
 
 def _pytest(lib, tests, k=TOO_BIG, **sim_env):
@@ -224,7 +226,7 @@ def test_a_layernorm_kernel_without_its_barrier_fails_the_emulated_tests(sim_lib
     assert broken != text
     ln.write_text(broken)
     out = tmp_path / "build"
-    shutil.copytree(os.path.join(ROOT, "build", "cuda_sim"), out, symlinks=True)  # only layernorm.cu recompiles
+    shutil.copytree(SIM_DIR, out, symlinks=True)  # only layernorm.cu recompiles
     lib = _build(out, CUDA_SRC=str(src))
     tests = ["tests/test_cuda_kernel_files.py"]
     r, counts = _pytest(lib, tests, k="layer_norm or attention", BF_SIM_THREAD_ORDER="forward", BF_SIM_NAN_FILL="1")
@@ -232,6 +234,26 @@ def test_a_layernorm_kernel_without_its_barrier_fails_the_emulated_tests(sim_lib
     r, counts = _pytest(sim_lib, tests, k="layer_norm or attention", BF_SIM_THREAD_ORDER="forward",
                         BF_SIM_NAN_FILL="1")
     assert r.returncode == 0 and counts.get("passed", 0) >= 8, r.stdout[-3000:]
+
+
+@pytest.fixture(scope="module")
+def interleave_lib():
+    """csrc/cuda with its loads and stores instrumented (build.sh INTERLEAVE=1, a folder of its own, cached)"""
+    return _build(os.path.join(os.path.dirname(SIM_DIR), "cuda_sim_interleave"), INTERLEAVE="1", COVERAGE="0")
+
+
+def test_scatter_adds_keep_every_update_with_threads_switched_at_every_store(interleave_lib):
+    """BF_SIM_INTERLEAVE=1 on the instrumented build: a thread yields to the
+    rest of its block before every store to device or shared memory and at
+    every atomic, so a plain `+=` where an atomicAdd belongs loses the updates
+    of the threads that ran between its load and its store (the embedding
+    gradient's, made so on purpose, fails this). The embedding gradient over
+    repeated ids and the AUC / recall counts still give the CPU's numbers.
+    Blocks still run one at a time: one atomic per block (the sums of
+    squares) is not interleaved."""
+    test = "tests/test_cuda_backend.py::test_an_embedding_gradient_over_repeated_ids_trains_to_the_cpu_weights_on_cuda"
+    r, counts = _pytest(interleave_lib, [test], k=None, BF_SIM_INTERLEAVE="1", BF_SIM_NAN_FILL="1")
+    assert r.returncode == 0 and counts.get("passed") == 1, r.stdout[-3000:] + r.stderr[-2000:]
 
 
 def _nvcc():
@@ -243,15 +265,19 @@ def _nvcc():
 
 @pytest.mark.skipif(_nvcc() is None, reason="no nvcc")
 def test_csrc_cuda_compiles_with_nvcc_and_warnings_as_errors(tmp_path):
-    """Front end and device code generation (PTX for sm_80) of every .cu with
-    -Werror: what g++ cannot check (device-only rules, nvcc's warnings)."""
+    """Front end, PTX and ptxas's machine code for the default architectures'
+    GPUs (CMakeLists.txt: sm_80, sm_90) of every .cu with -Werror: what g++
+    cannot check (device-only rules, nvcc's warnings) and what PTX alone
+    passes but the real build fails (ptxas's limits: static shared memory
+    over 48 KiB, registers, a too-large parameter space)."""
     inc = _cuda_include()
     srcs = sorted(f for f in os.listdir(os.path.join(ROOT, "csrc", "cuda")) if f.endswith(".cu"))
     procs = []
     for f in srcs:
-        cmd = [_nvcc(), "-std=c++17", "--ptx", "-arch=compute_80", "--Werror", "all-warnings",
+        cmd = [_nvcc(), "-std=c++17", "--fatbin", "-gencode", "arch=compute_80,code=sm_80", "-gencode",
+               "arch=compute_90,code=sm_90", "--Werror", "all-warnings",
                "-Xcompiler=-Wall,-Wextra", "-Icsrc", "-Icsrc/core", f"-I{inc}",
-               os.path.join("csrc", "cuda", f), "-o", str(tmp_path / (f + ".ptx"))]
+               os.path.join("csrc", "cuda", f), "-o", str(tmp_path / (f + ".fatbin"))]
         procs.append((f, subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                           text=True)))
         if len(procs) >= 4:
