@@ -1,9 +1,11 @@
 """The CUDA backend without a GPU: csrc/cuda built for the host by the device
 emulation (csrc/cuda_sim/build.sh, cached under build/cuda_sim), then the
 Python CUDA tests run against it (BF_CUDA_LIB) in subprocesses, in both
-thread orders of a block and at compute capability 8.0 and 9.0; a kernel
-with its barrier removed makes them fail; and csrc/cuda compiles with nvcc
-and warnings as errors. What this proves and what only a GPU can: README,
+thread orders of a block with NaN-filled fresh memory and at compute
+capability 8.0 and 9.0; a kernel with its barrier removed makes them fail;
+the embedding gradient runs with threads switched at every store (an
+instrumented build, cached under build/cuda_sim_interleave); and csrc/cuda
+compiles with nvcc and warnings as errors, through ptxas. What this proves and what only a GPU can: README,
 "Testing the CUDA backend without a GPU"."""
 
 import os
@@ -217,7 +219,7 @@ def test_a_layernorm_kernel_without_its_barrier_fails_the_emulated_tests(sim_lib
     LayerNormalization and attention model test fails (8 of 8; without the
     fill 1 of 8, the stale values of the previous block often being right);
     in reverse order the peers run first and none fails, which is why the
-    suite runs both orders."""
+    suite's forward run fills with NaN."""
     src = tmp_path / "cuda"
     shutil.copytree(os.path.join(ROOT, "csrc", "cuda"), src)
     ln = src / "layernorm.cu"
