@@ -116,6 +116,64 @@ def test_new_losses_metrics_optimizers_and_sample_weights_match_the_cpu_on_cuda(
         np.testing.assert_allclose(hg.history[k], hc.history[k], rtol=RTOL, atol=1e-6, err_msg=k)
 
 
+def _clip_opt(how, **kw):
+    if how == "amsgrad":
+        return bf.optimizers.Adam(learning_rate=0.05, beta_2=0.5, epsilon=1e-3, **kw)  # v falls: max(v) acts
+    return bf.optimizers.SGD(learning_rate=0.05, momentum=0.9, **kw)
+
+
+@pytest.mark.parametrize("how,arg", [("clipnorm", 0.05), ("clipvalue", 0.01), ("global_clipnorm", 0.1),
+                                     ("amsgrad", True)])
+def test_gradient_clipping_and_amsgrad_train_to_the_cpu_weights_on_cuda(how, arg):
+    """The clipping kernels (sum of squares, scale) and AMSGrad's max on the
+    device give the CPU's weights; the same fit without the option ends
+    elsewhere, so the option did act (a clip that never engages would pass
+    with a broken norm)."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((96, 12)).astype(np.float32)
+    y = (10 * np.tanh(x[:, :3] * 2)).astype(np.float32)  # large errors: large gradients
+    w0 = bf.Sequential([layers.Dense(16, activation="tanh", input_shape=(12,)), layers.Dense(3)]).get_weights()
+
+    def build():
+        m = bf.Sequential([layers.Dense(16, activation="tanh", input_shape=(12,)), layers.Dense(3)])
+        m.set_weights(w0)
+        return m
+
+    cpu, gpu, hc, hg = _train_both(build, lambda: dict(optimizer=_clip_opt(how, **{how: arg}), loss="mse"), x, y,
+                                   batch_size=32, epochs=3)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), how)
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=RTOL)
+    plain = build()
+    plain.compile(optimizer=_clip_opt(how), loss="mse")
+    plain.fit(x, y, batch_size=32, epochs=3, shuffle=False, verbose=0, device="cpu")
+    assert max(float(np.abs(a - b).max()) for a, b in zip(plain.get_weights(), cpu.get_weights())) > 1e-2, how
+
+
+def test_an_embedding_gradient_over_repeated_ids_trains_to_the_cpu_weights_on_cuda():
+    """Three ids repeated over every token of the batch: the scatter-add of the
+    table's gradient has hundreds of threads adding into the same rows, and
+    must keep every update (tests/test_cuda_sim.py runs this with the threads
+    switched at every store, where a non-atomic add loses most of them).
+    The AUC's and recall's per-row atomic counts are checked on the way."""
+    rng = np.random.default_rng(9)
+    ids = rng.integers(0, 3, (64, 12))
+    y = (ids.sum(1) > 12).astype(np.float32)[:, None]
+
+    def build():
+        i = bf.Input((12,))
+        h = layers.GlobalAveragePooling1D()(layers.Embedding(3, 8)(i))
+        return bf.Model(i, layers.Dense(1, activation="sigmoid")(h))
+
+    def compile_kw():
+        return dict(optimizer=bf.optimizers.SGD(learning_rate=0.5), loss="binary_crossentropy",
+                    metrics=["AUC", bf.metrics.Recall(name="r")])
+
+    cpu, gpu, hc, hg = _train_both(build, compile_kw, ids, y, batch_size=64, epochs=3)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "embedding")
+    for k in hc.history:
+        np.testing.assert_allclose(hg.history[k], hc.history[k], rtol=RTOL, atol=1e-6, err_msg=k)
+
+
 @pytest.mark.parametrize("loss,last", [("mse", None), ("binary_crossentropy", "sigmoid"),
                                        ("categorical_crossentropy", "softmax")])
 def test_dense_losses_match_the_cpu_on_cuda(loss, last):

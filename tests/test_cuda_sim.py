@@ -1,14 +1,17 @@
 """The CUDA backend without a GPU: csrc/cuda built for the host by the device
 emulation (csrc/cuda_sim/build.sh, cached under build/cuda_sim), then the
 Python CUDA tests run against it (BF_CUDA_LIB) in subprocesses, in both
-thread orders of a block and at compute capability 8.0 and 9.0; a kernel
-with its barrier removed makes them fail; and csrc/cuda compiles with nvcc
-and warnings as errors. What this proves and what only a GPU can:
-docs/devices.md, "The CUDA backend without a GPU"."""
+thread orders of a block with NaN-filled fresh memory and at compute
+capability 8.0 and 9.0; a kernel with its barrier removed makes them fail;
+the embedding gradient runs with threads switched at every store (an
+instrumented build, cached under build/cuda_sim_interleave); and csrc/cuda
+compiles with nvcc and warnings as errors, through ptxas. What this proves
+and what only a GPU can: docs/devices.md, "The CUDA backend without a GPU"."""
 
 import os
 import platform
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -17,6 +20,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "csrc", "cuda_sim", "build.sh")
+# the emulation's build folder; tests/c_cuda/sim_coverage.sh points it at its COVERAGE=1 build
+SIM_DIR = os.path.abspath(os.environ.get("BF_SIM_BUILD", os.path.join(ROOT, "build", "cuda_sim")))
 
 
 def _cuda_include():
@@ -52,7 +57,7 @@ def _build(out_dir, **env):
 
 @pytest.fixture(scope="module")
 def sim_lib():
-    return _build(os.path.join(ROOT, "build", "cuda_sim"))
+    return _build(SIM_DIR)
 
 
 def _pytest(lib, tests, k=TOO_BIG, **sim_env):
@@ -68,14 +73,17 @@ def _pytest(lib, tests, k=TOO_BIG, **sim_env):
 @pytest.mark.parametrize("order,cc", [("forward", "8.0"), ("reverse", "9.0")])
 def test_the_cuda_tests_pass_on_the_device_emulation(sim_lib, order, cc):
     """Every kernel's threads in order and in reverse, at CC 8.0 and 9.0 (the
-    cuBLAS default workspace differs): the same results as on the CPU. The
-    reverse run also shuffles the blocks and fills fresh device and shared
-    memory with NaN (a read of what nobody wrote). Every GEMM must run in the
-    planned cuBLAS workspace (BF_SIM_PLANNED_WORKSPACE: the default pool is
-    device memory outside the plan)."""
-    extra = dict(BF_SIM_BLOCK_ORDER="shuffled", BF_SIM_NAN_FILL="1") if order == "reverse" else {}
+    cuBLAS default workspace differs): the same results as on the CPU. Both
+    runs fill fresh device and shared memory with NaN (a read of what nobody
+    wrote): in forward order that is what catches a dropped barrier (thread 0
+    reads its peers' slots before they run), in reverse order the peers have
+    written them; the reverse run also shuffles the blocks. The cuBLAS and
+    cuDNN stand-ins scribble NaN over their workspace at every call, and every
+    GEMM must run in the planned cuBLAS workspace (BF_SIM_PLANNED_WORKSPACE:
+    the default pool is device memory outside the plan)."""
+    extra = dict(BF_SIM_BLOCK_ORDER="shuffled") if order == "reverse" else {}
     r, counts = _pytest(sim_lib, CUDA_TESTS, BF_SIM_THREAD_ORDER=order, BF_SIM_CC=cc, BF_SIM_PLANNED_WORKSPACE="1",
-                        **extra)
+                        BF_SIM_NAN_FILL="1", **extra)
     assert r.returncode == 0 and not counts.get("failed"), r.stdout[-6000:] + r.stderr[-2000:]
     assert counts.get("passed", 0) >= 50, r.stdout[-3000:]
 
@@ -103,8 +111,7 @@ def sim_runtime_test(sim_lib, tmp_path_factory):
 
 @pytest.mark.parametrize("order,cc", [("forward", "8.0"), ("reverse", "9.0"), ("shuffled", "8.0")])
 def test_the_emulation_keeps_cuda_semantics_and_reports_misuse(sim_runtime_test, order, cc):
-    env = dict(os.environ, BF_SIM_THREAD_ORDER="reverse" if order == "reverse" else "forward",
-               BF_SIM_BLOCK_ORDER=order, BF_SIM_CC=cc)
+    env = dict(os.environ, BF_SIM_THREAD_ORDER=order, BF_SIM_BLOCK_ORDER=order, BF_SIM_CC=cc)
     r = subprocess.run([sim_runtime_test], capture_output=True, text=True, env=env)
     assert r.returncode == 0 and "0 of" in r.stdout, r.stdout + r.stderr
     r = subprocess.run([sim_runtime_test, "divergent"], capture_output=True, text=True, env=env)
@@ -124,7 +131,7 @@ def test_every_cuda_op_matches_the_cpu_kernel_on_the_emulation(sim_lib, cuda_ops
     """tests/c_cuda/test_cuda_ops.c (every vtable op against the CPU kernel, and
     the sticky error of a faulting kernel) against the emulated module."""
     exe = cuda_ops_test
-    env = dict(os.environ, BF_SIM_THREAD_ORDER=order,
+    env = dict(os.environ, BF_SIM_THREAD_ORDER=order, BF_SIM_NAN_FILL="1",
                BF_SIM_BLOCK_ORDER="shuffled" if order == "reverse" else "forward")
     r = subprocess.run([str(exe), sim_lib], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0 and not r.stdout.startswith("SKIP"), r.stdout[-6000:]
@@ -164,6 +171,26 @@ def test_a_driver_device_or_library_mismatch_is_a_clear_device_error(sim_lib, en
     assert "PROBLEM" in r.stdout, r.stdout
 
 
+def test_a_driver_of_an_older_minor_runs_the_runtime_by_minor_version_compatibility(sim_lib):
+    """NVIDIA's rule: a CUDA 13.5 runtime (what pip picks) runs on a CUDA 13.0
+    driver; only an older major is refused (the case above). The fit trains
+    and the report says why the runtime is accepted."""
+    code = ("import numpy as np, boundfit as bf\n"
+            "from boundfit import _core\n"
+            "m = bf.Sequential([bf.layers.Dense(1, input_shape=(2,))])\n"
+            "m.compile(optimizer='sgd', loss='mse')\n"
+            "h = m.fit(np.ones((4, 2), 'f'), np.ones((4, 1), 'f'), verbose=0, device='cuda')\n"
+            "assert np.isfinite(h.history['loss'][0])\n"
+            "print(_core.cuda_report())\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, BF_CUDA_LIB=sim_lib, BF_SIM_RUNTIME_VERSION="13050",
+                                BF_SIM_DRIVER_VERSION="13000"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"^ok\s+CUDA runtime\s+13\.5 .*CUDA 13\.0 by minor-version compatibility", r.stdout, re.M), \
+        r.stdout
+    assert "PROBLEM" not in r.stdout, r.stdout
+
+
 @pytest.mark.parametrize("lib,says", [("cublas", "cuBLAS error on cuda:0 at dense.cu"),
                                       ("cudnn", "cuDNN error on cuda:0 at conv.cu")])
 def test_a_failing_cublas_or_cudnn_call_is_a_device_error_naming_the_call(sim_lib, lib, says):
@@ -193,7 +220,7 @@ def test_a_layernorm_kernel_without_its_barrier_fails_the_emulated_tests(sim_lib
     LayerNormalization and attention model test fails (8 of 8; without the
     fill 1 of 8, the stale values of the previous block often being right);
     in reverse order the peers run first and none fails, which is why the
-    suite runs both orders."""
+    suite's forward run fills with NaN."""
     src = tmp_path / "cuda"
     shutil.copytree(os.path.join(ROOT, "csrc", "cuda"), src)
     ln = src / "layernorm.cu"
@@ -202,7 +229,7 @@ def test_a_layernorm_kernel_without_its_barrier_fails_the_emulated_tests(sim_lib
     assert broken != text
     ln.write_text(broken)
     out = tmp_path / "build"
-    shutil.copytree(os.path.join(ROOT, "build", "cuda_sim"), out, symlinks=True)  # only layernorm.cu recompiles
+    shutil.copytree(SIM_DIR, out, symlinks=True)  # only layernorm.cu recompiles
     lib = _build(out, CUDA_SRC=str(src))
     tests = ["tests/test_cuda_kernel_files.py"]
     r, counts = _pytest(lib, tests, k="layer_norm or attention", BF_SIM_THREAD_ORDER="forward", BF_SIM_NAN_FILL="1")
@@ -210,6 +237,26 @@ def test_a_layernorm_kernel_without_its_barrier_fails_the_emulated_tests(sim_lib
     r, counts = _pytest(sim_lib, tests, k="layer_norm or attention", BF_SIM_THREAD_ORDER="forward",
                         BF_SIM_NAN_FILL="1")
     assert r.returncode == 0 and counts.get("passed", 0) >= 8, r.stdout[-3000:]
+
+
+@pytest.fixture(scope="module")
+def interleave_lib():
+    """csrc/cuda with its loads and stores instrumented (build.sh INTERLEAVE=1, a folder of its own, cached)"""
+    return _build(os.path.join(os.path.dirname(SIM_DIR), "cuda_sim_interleave"), INTERLEAVE="1", COVERAGE="0")
+
+
+def test_scatter_adds_keep_every_update_with_threads_switched_at_every_store(interleave_lib):
+    """BF_SIM_INTERLEAVE=1 on the instrumented build: a thread yields to the
+    rest of its block before every store to device or shared memory and at
+    every atomic, so a plain `+=` where an atomicAdd belongs loses the updates
+    of the threads that ran between its load and its store (the embedding
+    gradient's, made so on purpose, fails this). The embedding gradient over
+    repeated ids and the AUC / recall counts still give the CPU's numbers.
+    Blocks still run one at a time: one atomic per block (the sums of
+    squares) is not interleaved."""
+    test = "tests/test_cuda_backend.py::test_an_embedding_gradient_over_repeated_ids_trains_to_the_cpu_weights_on_cuda"
+    r, counts = _pytest(interleave_lib, [test], k=None, BF_SIM_INTERLEAVE="1", BF_SIM_NAN_FILL="1")
+    assert r.returncode == 0 and counts.get("passed") == 1, r.stdout[-3000:] + r.stderr[-2000:]
 
 
 def _nvcc():
@@ -221,15 +268,23 @@ def _nvcc():
 
 @pytest.mark.skipif(_nvcc() is None, reason="no nvcc")
 def test_csrc_cuda_compiles_with_nvcc_and_warnings_as_errors(tmp_path):
-    """Front end and device code generation (PTX for sm_80) of every .cu with
-    -Werror: what g++ cannot check (device-only rules, nvcc's warnings)."""
+    """Front end and PTX of every .cu with -Werror, then ptxas's machine code
+    for the default architectures' GPUs (CMakeLists.txt: sm_80, sm_90): what
+    g++ cannot check (device-only rules, nvcc's warnings) and what PTX alone
+    passes but the real build fails (ptxas's limits: static shared memory over
+    48 KiB, the parameter space). ptxas runs at -O0: the limits do not depend
+    on the optimization level, and it takes half the time."""
     inc = _cuda_include()
+    ptxas = os.path.join(os.path.dirname(_nvcc()), "ptxas")
     srcs = sorted(f for f in os.listdir(os.path.join(ROOT, "csrc", "cuda")) if f.endswith(".cu"))
     procs = []
     for f in srcs:
+        ptx = str(tmp_path / (f + ".ptx"))
         cmd = [_nvcc(), "-std=c++17", "--ptx", "-arch=compute_80", "--Werror", "all-warnings",
                "-Xcompiler=-Wall,-Wextra", "-Icsrc", "-Icsrc/core", f"-I{inc}",
-               os.path.join("csrc", "cuda", f), "-o", str(tmp_path / (f + ".ptx"))]
+               os.path.join("csrc", "cuda", f), "-o", ptx]
+        cmd = ["sh", "-c", " && ".join([shlex.join(cmd)] + [shlex.join([ptxas, f"-arch={sm}", "-O0", ptx, "-o",
+                                                                     f"{ptx}.{sm}.cubin"]) for sm in ("sm_80", "sm_90")])]
         procs.append((f, subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                           text=True)))
         if len(procs) >= 4:

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from boundfit import _core
-from boundfit.runtime.cuda_libs import wheel_libraries
+from boundfit.runtime.cuda_libs import nccl_library, wheel_libraries
 
 CUDNN_PARTS = ["graph", "ops", "cnn", "adv", "heuristic", "engines_precompiled", "engines_tensor_ir",
                "engines_runtime_compiled", "ext"]
@@ -38,6 +38,29 @@ def test_wheel_libraries_come_in_load_order_first_path_first(tmp_path):
     assert all(p.startswith(a) for p in got)
     assert wheel_libraries([b]) == [os.path.join(b, "nvidia/cu13/lib/libcudart.so.13")]
     assert wheel_libraries([str(tmp_path)]) == []
+
+
+def test_nccl_comes_from_the_wheel_else_from_the_loader_path(tmp_path, monkeypatch):
+    """BF_NCCL_LIB first, then the nvidia-nccl wheel on sys.path, then a system
+    libnccl.so.2 where dlopen finds it (LD_LIBRARY_PATH here)."""
+    monkeypatch.delenv("BF_NCCL_LIB", raising=False)
+    wheel, system = str(tmp_path / "site"), str(tmp_path / "system")
+    _touch(wheel, "nvidia/nccl/lib/libnccl.so.2")
+    _touch(system, "libnccl.so.2")
+    monkeypatch.setenv("LD_LIBRARY_PATH", system)
+    assert nccl_library([wheel]) == os.path.join(wheel, "nvidia/nccl/lib/libnccl.so.2")
+    assert nccl_library([str(tmp_path / "none")]) == os.path.join(system, "libnccl.so.2")
+    monkeypatch.setenv("BF_NCCL_LIB", "/x/libnccl.so.2")
+    assert nccl_library([wheel]) == "/x/libnccl.so.2"
+
+
+@pytest.mark.skipif(not _core.build_info()["cuda_built"], reason="built without the CUDA backend")
+def test_diagnose_names_the_nccl_library(tmp_path, monkeypatch):
+    import boundfit as bf
+    _touch(str(tmp_path), "libnccl.so.2")
+    monkeypatch.setenv("BF_NCCL_LIB", str(tmp_path / "libnccl.so.2"))
+    line = next(ln for ln in bf.diagnose(print_fn=None).splitlines() if ln[9:].startswith("NCCL "))
+    assert line.startswith("ok") and line.endswith(str(tmp_path / "libnccl.so.2")), line
 
 
 def _toolkit_lib_dirs():

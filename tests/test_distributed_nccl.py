@@ -21,7 +21,7 @@ import sys
 import numpy as np
 import pytest
 
-from test_cuda_sim import _build, _cuda_include, pytestmark  # noqa: F401 - the emulation's skip condition
+from test_cuda_sim import SIM_DIR, _build, _cuda_include, pytestmark  # noqa: F401 - the emulation's skip condition
 from test_distributed import _launch, _launch_tcp, needs_mpi
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,7 +30,7 @@ PROGRAM = os.path.join(ROOT, "tests", "dist_programs", "train_cuda.py")
 
 @pytest.fixture(scope="module")
 def sim_env():
-    lib = _build(os.path.join(ROOT, "build", "cuda_sim"))
+    lib = _build(SIM_DIR)
     return {"BF_CUDA_LIB": lib, "BF_NCCL_LIB": lib, "BF_SIM_DEVICES": "2"}
 
 

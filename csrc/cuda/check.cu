@@ -1,5 +1,6 @@
 /* check.cu - may this device be used? bf_cuda_check runs, in order: an NVIDIA
- * driver present, the driver at least as new as the CUDA runtime, the device
+ * driver present, the driver compatible with the CUDA runtime (NVIDIA's
+ * rules: bf_cuda_driver_compat), the device
  * index valid, its compute capability covered by the compiled architectures
  * (BF_CUDA_ARCHS from CMake, e.g. "80-real,90-real,90-virtual"), the loaded
  * cuDNN and cuBLAS of the majors compiled against (cuDNN's sub-libraries
@@ -51,14 +52,29 @@ static const char *parse_arch(const char *s, arch_entry *e) {
     return end;
 }
 
-/* does the arch run on a GPU of compute capability cc (major*10+minor)? */
-static int arch_runs(const arch_entry *e, int cc) {
+/* does the arch run on a GPU of compute capability cc (major*10+minor)? With
+ * sass_only, without JIT-compiling PTX */
+static int arch_runs(const arch_entry *e, int cc, int sass_only) {
     if (e->any) return 1;
     if (e->cc <= 0) return 0;
     if (e->suffix == 'a') return cc == e->cc;
     if (e->real && cc / 10 == e->cc / 10 && cc >= e->cc) return 1; /* SASS: same major, minor >= */
-    if (e->virt) return e->suffix == 'f' ? cc / 10 == e->cc / 10 && cc >= e->cc : cc >= e->cc;
+    if (e->virt && !sass_only) return e->suffix == 'f' ? cc / 10 == e->cc / 10 && cc >= e->cc : cc >= e->cc;
     return 0;
+}
+
+static int arch_has_sass(int cc) {
+    arch_entry e;
+    for (const char *s = BF_CUDA_ARCHS; *s;) {
+        s = parse_arch(s, &e);
+        if (arch_runs(&e, cc, 1)) return 1;
+    }
+    return 0;
+}
+
+int bf_cuda_driver_compat(int drv, int rt) {
+    if (drv / 1000 < rt / 1000) return 0;
+    return drv >= rt ? 1 : 2;
 }
 
 int bf_cuda_arch_ok(int major, int minor, char *why, size_t n) {
@@ -69,7 +85,7 @@ int bf_cuda_arch_ok(int major, int minor, char *why, size_t n) {
     arch_entry e;
     while (*s) {
         s = parse_arch(s, &e);
-        if (arch_runs(&e, cc)) return 1;
+        if (arch_runs(&e, cc, 0)) return 1;
         if (e.cc > 0 && e.real && ls < sizeof sass)
             ls += (size_t)snprintf(sass + ls, sizeof sass - ls, "%s%d.%d%s", ls ? ", " : "",
                                    e.cc / 10, e.cc % 10, e.suffix == 'a' ? " only" : "");
@@ -118,11 +134,12 @@ BF_EXPORT int bf_cuda_check(int device, char *msg, size_t n) {
                  r, r);
         return 1;
     }
-    if (drv < rt) {
+    const int compat = bf_cuda_driver_compat(drv, rt);
+    if (!compat) {
         snprintf(msg, n,
-                 "the NVIDIA driver supports CUDA up to %s, but boundfit's CUDA runtime is %s: "
-                 "update the NVIDIA driver to one supporting CUDA %s or newer, install a boundfit "
-                 "built for CUDA %s, or use device='cpu'", d, r, r, d);
+                 "the NVIDIA driver supports CUDA up to %s, but boundfit's CUDA runtime is %s: a CUDA %d.x "
+                 "runtime needs a driver supporting CUDA %d.0 or newer; update the NVIDIA driver, install "
+                 "a boundfit built for CUDA %d, or use device='cpu'", d, r, rt / 1000, rt / 1000, drv / 1000);
         return 1;
     }
     e = cudaGetDeviceCount(&count);
@@ -157,6 +174,16 @@ BF_EXPORT int bf_cuda_check(int device, char *msg, size_t n) {
     char why[640];
     if (!bf_cuda_arch_ok(p.major, p.minor, why, sizeof why)) {
         snprintf(msg, n, "%s (cuda:%d): %s", p.name, device, why);
+        return 1;
+    }
+    if (drv < CUDART_VERSION && !arch_has_sass(p.major * 10 + p.minor)) {
+        char t[16];
+        ver(CUDART_VERSION, t, sizeof t);
+        snprintf(msg, n, "%s (cuda:%d): compute capability %d.%d runs only this build's PTX (compiled "
+                 "architectures %s), which the driver must JIT-compile, and PTX made by the CUDA %s toolkit "
+                 "needs a driver supporting CUDA %s or newer (this one: CUDA %s; minor-version "
+                 "compatibility does not cover PTX): update the NVIDIA driver, or use device='cpu'",
+                 p.name, device, p.major, p.minor, BF_CUDA_ARCHS, t, t, d);
         return 1;
     }
     size_t dnn = cudnnGetVersion();

@@ -18,6 +18,10 @@
 const char *bf_cuda_archs(void);
 /* 1 if the compiled archs run on compute capability major.minor; else 0 and why */
 int bf_cuda_arch_ok(int major, int minor, char *why, size_t n);
+/* NVIDIA's driver compatibility: a CUDA X.y runtime runs on a driver of CUDA
+ * X.0 or newer (minor-version compatibility, PTX JIT aside). 0: the driver's
+ * major is older, refused; 1: driver >= runtime; 2: an older minor, allowed */
+int bf_cuda_driver_compat(int drv, int rt);
 /* loaded cuDNN as "9.19.0", and the major of a cudnnGetVersion() value */
 void bf_cuda_cudnn_version_str(size_t v, char *buf, size_t n);
 int bf_cuda_cudnn_major(size_t v);

@@ -49,8 +49,15 @@ BF_EXPORT int bf_cuda_report(char *buf, size_t n) {
     ver(rt, v, sizeof v);
     if (drv) line(&r, 1, "NVIDIA driver", "supports CUDA up to %s", d);
     else line(&r, 0, "NVIDIA driver", "none found (libcuda.so.1 not loadable): install the NVIDIA driver");
-    if (!drv || drv >= rt) line(&r, 1, "CUDA runtime", "%s (%s)", v, bf_cuda_lib_path((const void *)cudaRuntimeGetVersion));
-    else line(&r, 0, "CUDA runtime", "%s is newer than the driver supports (%s): update the NVIDIA driver", v, d);
+    const int compat = drv ? bf_cuda_driver_compat(drv, rt) : 1;
+    if (compat == 1)
+        line(&r, 1, "CUDA runtime", "%s (%s)", v, bf_cuda_lib_path((const void *)cudaRuntimeGetVersion));
+    else if (compat == 2)
+        line(&r, 1, "CUDA runtime", "%s (%s), on the driver's CUDA %s by minor-version compatibility", v,
+             bf_cuda_lib_path((const void *)cudaRuntimeGetVersion), d);
+    else
+        line(&r, 0, "CUDA runtime", "%s needs a driver supporting CUDA %d.0 or newer (this one: %s): update the "
+             "NVIDIA driver", v, rt / 1000, d);
 
     size_t dnn = cudnnGetVersion(), dnn_rt = cudnnGetCudartVersion();
     bf_cuda_cudnn_version_str(dnn, dv, sizeof dv);

@@ -6,6 +6,9 @@
 # folder into OUT_DIR/_cuda.so, which the package loads with
 # BF_CUDA_LIB=OUT_DIR/_cuda.so. Test-only: it runs kernels on the CPU.
 # Env: OUT_DIR (build/cuda_sim), COVERAGE=1 (gcov instrumentation),
+#      INTERLEAVE=1 (csrc/cuda's loads and stores call sim_interleave.cpp's
+#      hooks, g++ -fsanitize=thread without its runtime: BF_SIM_INTERLEAVE=1
+#      then switches threads at every store; use its own OUT_DIR),
 #      CUDA_SRC (csrc/cuda; a patched copy builds under the same file names),
 #      CUDA_INC (include dir with cuda_runtime.h, cublas_v2.h, cudnn.h),
 #      PYTHON (for the scipy-openblas32 wheel's OpenBLAS), JOBS (nproc).
@@ -34,13 +37,15 @@ CXXFLAGS=(-std=c++17 -O2 -g -fPIC -fvisibility=hidden -ffp-contract=off -U_FORTI
   "-DBF_CUDA_ARCHS=\"80-real,90-real,90-virtual\"" -DBF_CUDA_SIM=1
   -I"$OUT/src" -I"$ROOT/csrc" -I"$ROOT/csrc/core" -I"$ROOT/csrc/cpu" -I"$ROOT/csrc/cuda_sim"
   -I"$CUDA_INC" -I"$DNN_INC" -I"$OB_INC")
+CUFLAGS=()
+[[ ${INTERLEAVE:-0} == 1 ]] && CUFLAGS=(-fsanitize=thread --param tsan-instrument-func-entry-exit=0)
 LDCOV=()
 if [[ ${COVERAGE:-0} == 1 ]]; then
   CXXFLAGS+=(--coverage -fprofile-update=single)
   LDCOV=(--coverage)
 fi
 STAMP="$OUT/flags"
-echo "${CXXFLAGS[*]}" | sed "s#$OUT#OUT_DIR#g" > "$STAMP.new" # a copied build dir keeps its objects
+echo "${CXXFLAGS[*]} ${CUFLAGS[*]-}" | sed "s#$OUT#OUT_DIR#g" > "$STAMP.new" # a copied build dir keeps its objects
 if ! cmp -s "$STAMP.new" "$STAMP"; then rm -f "$OUT"/obj/*.o; mv "$STAMP.new" "$STAMP"; else rm -f "$STAMP.new"; fi
 
 HDRS=("$OUT"/src/*.h "$OUT"/src/*.cuh "$ROOT"/csrc/cuda_sim/*.h "$ROOT"/csrc/core/backend.h "$ROOT"/csrc/core/status.h)
@@ -54,7 +59,7 @@ done
 compile() {
   local src=$1 obj="$OUT/obj/$(basename "$1").o"
   case $src in
-    *.cu) g++ -x c++ -include sim_device.h "${CXXFLAGS[@]}" -c "$src" -o "$obj" ;;
+    *.cu) g++ -x c++ -include sim_device.h "${CXXFLAGS[@]}" ${CUFLAGS[@]+"${CUFLAGS[@]}"} -c "$src" -o "$obj" ;;
     *.cpp) g++ "${CXXFLAGS[@]}" -c "$src" -o "$obj" ;;
     *.c) gcc -std=c11 -O1 -g -fPIC -fvisibility=hidden -Wall -Wextra ${LDCOV[@]+"${LDCOV[@]}"} \
            -I"$ROOT/csrc" -I"$ROOT/csrc/core" -I"$ROOT/csrc/cuda" -I"$CUDA_INC" -c "$src" -o "$obj" ;;

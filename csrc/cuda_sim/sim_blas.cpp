@@ -8,7 +8,9 @@
  * cublasSetWorkspace: a handle without a user workspace takes its default
  * pool on its first GEMM, 32 MiB on compute capability 9.x, 4 MiB otherwise,
  * allocated from device memory; cublasSetStream drops the user workspace.
- * BF_SIM_PLANNED_WORKSPACE=1 makes a GEMM without a workspace set a launch
+ * The workspace set is scribbled over (sim_scribble) before and after every
+ * GEMM, as the real kernels may use it: a workspace on a live buffer gives
+ * wrong numbers. BF_SIM_PLANNED_WORKSPACE=1 makes a GEMM without a workspace set a launch
  * failure: the check that every GEMM runs in the planned workspace;
  * BF_SIM_FAIL=cublas fails every GEMM (CUBLAS_STATUS_EXECUTION_FAILED). */
 #include <cublas_v2.h>
@@ -160,7 +162,9 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOper
         bf_sim_fault(cudaErrorIllegalAddress, "cublasSgemm", "a matrix outside every live device allocation");
         return CUBLAS_STATUS_EXECUTION_FAILED;
     }
+    sim_scribble(h->ws, h->ws_bytes);
     gemm1(ta, tb, m, n, k, *alpha, A, lda, B, ldb, *beta, C, ldc);
+    sim_scribble(h->ws, h->ws_bytes);
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -179,7 +183,9 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
                          "a matrix of the batch outside every live device allocation");
             return CUBLAS_STATUS_EXECUTION_FAILED;
         }
+    sim_scribble(h->ws, h->ws_bytes);
     for (int i = 0; i < batch; i++)
         gemm1(ta, tb, m, n, k, *alpha, A + i * sA, lda, B + i * sB, ldb, *beta, C + i * sC, ldc);
+    sim_scribble(h->ws, h->ws_bytes);
     return CUBLAS_STATUS_SUCCESS;
 }

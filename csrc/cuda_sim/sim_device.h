@@ -36,6 +36,8 @@ void bf_sim_fault(int err, const char *name, const char *why);
 /* run the grid: body(ctx) once per CUDA thread, block by block */
 void bf_sim_run_grid(dim3 g, dim3 b, void (*body)(void *), void *ctx, const char *name);
 void bf_sim_check_address(const volatile void *p, size_t n);
+/* BF_SIM_INTERLEAVE=1: let the block's other threads run (sim_runtime.cpp) */
+void bf_sim_yield(void);
 }
 
 #define threadIdx bf_sim_threadIdx
@@ -84,26 +86,33 @@ template <class T> static inline T __shfl_up_sync(unsigned, T v, unsigned d, int
     return bf_sim_shfl_t(v, l - (int)d >= 0 ? lane - (int)d : lane, width);
 }
 
-/* one host thread runs every CUDA thread: atomics are plain read-modify-writes */
-template <class T, class U> static inline T atomicAdd(T *p, U v) {
+/* one host thread runs every CUDA thread: an atomic is a plain read-modify-write
+ * no other thread runs inside (not instrumented in an INTERLEAVE=1 build);
+ * under BF_SIM_INTERLEAVE=1 the others run first */
+#define BF_SIM_ATOMIC static inline __attribute__((no_sanitize_thread))
+template <class T, class U> BF_SIM_ATOMIC T atomicAdd(T *p, U v) {
+    bf_sim_yield();
     bf_sim_check_address(p, sizeof *p);
     T old = *p;
     *p = (T)(old + (T)v);
     return old;
 }
-template <class T, class U> static inline T atomicMax(T *p, U v) {
+template <class T, class U> BF_SIM_ATOMIC T atomicMax(T *p, U v) {
+    bf_sim_yield();
     bf_sim_check_address(p, sizeof *p);
     T old = *p;
     if ((T)v > old) *p = (T)v;
     return old;
 }
-template <class T, class U> static inline T atomicMin(T *p, U v) {
+template <class T, class U> BF_SIM_ATOMIC T atomicMin(T *p, U v) {
+    bf_sim_yield();
     bf_sim_check_address(p, sizeof *p);
     T old = *p;
     if ((T)v < old) *p = (T)v;
     return old;
 }
-template <class T, class U> static inline T atomicExch(T *p, U v) {
+template <class T, class U> BF_SIM_ATOMIC T atomicExch(T *p, U v) {
+    bf_sim_yield();
     bf_sim_check_address(p, sizeof *p);
     T old = *p;
     *p = (T)v;

@@ -7,6 +7,8 @@
  * workspace formula, and a call given less workspace than its query reported
  * fails with CUDNN_STATUS_BAD_PARAM, as does a destroyed descriptor or handle,
  * a shape mismatch, or tensors outside device memory (which also fault).
+ * The workspace passed is scribbled over (sim_scribble) before and after
+ * every convolution, so one placed on a live tensor gives wrong numbers.
  * BF_SIM_FAIL=cudnn fails every convolution (CUDNN_STATUS_EXECUTION_FAILED). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -378,10 +380,11 @@ static cudnnStatus_t run_check(cudnnHandle_t h, const geom &g, const char *what,
                  ys = sizeof(float) * (size_t)g.N * g.OH * g.OW * g.K,
                  wsz = sizeof(float) * (size_t)g.K * g.R * g.S * g.C;
     if (!sim_device_range(x, xs) || !sim_device_range(w, wsz) || !sim_device_range(y, ys) ||
-        (need && !sim_device_range(ws, need))) {
+        (ws_bytes && !sim_device_range(ws, ws_bytes))) {
         bf_sim_fault(cudaErrorIllegalAddress, what, "a tensor or the workspace outside every live device allocation");
         return fail(CUDNN_STATUS_EXECUTION_FAILED, "illegal address");
     }
+    sim_scribble((void *)ws, ws_bytes); /* the caller's inputs must not live there */
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -402,6 +405,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha, const 
         bf_sgemm1(0, 1, P, g.K, KK, *(const float *)alpha, col.data(), KK, (const float *)w, KK,
                   *(const float *)beta, (float *)y + (size_t)n * P * g.K, g.K);
     }
+    sim_scribble(ws, ws_bytes);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -423,6 +427,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
         bf_sgemm1(1, 0, g.K, KK, P, *(const float *)alpha, (const float *)dy + (size_t)n * P * g.K, g.K, col.data(),
                   KK, n ? 1.0f : *(const float *)beta, (float *)dw, KK);
     }
+    sim_scribble(ws, ws_bytes);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -449,5 +454,6 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha, c
         float *d = (float *)dx + n * xs;
         for (size_t i = 0; i < xs; i++) d[i] = b == 0.0f ? a * tmp[i] : a * tmp[i] + b * d[i];
     }
+    sim_scribble(ws, ws_bytes);
     return CUDNN_STATUS_SUCCESS;
 }

@@ -9,12 +9,13 @@
 
 typedef struct {
     int block_order;    /* 0 forward, 1 reverse, 2 shuffled */
-    int thread_reverse; /* 1: threads of a block in reverse order */
+    int thread_order;   /* 0 forward, 1 reverse, 2 shuffled (each block its own permutation) */
     unsigned long seed;
     int cc_major, cc_minor;
     int driver, runtime, devices;
     size_t mem;
     int nan_fill;
+    int interleave;     /* 1: a thread yields at every atomic and every instrumented store */
     size_t cudnn;
     int trace;
 } sim_config;
@@ -27,6 +28,11 @@ int sim_is_device(const void *p);
 /* 1 if [p, p + n) lies inside one live device allocation */
 int sim_device_range(const void *p, size_t n);
 int sim_stream_ok(cudaStream_t s);
+/* what a library call may leave in its workspace [p, p + n): NaN bytes (0xff),
+ * all of the first 64 KiB and one float every 256 bytes after, so a live
+ * buffer (256-byte aligned) that overlaps the workspace reads NaN. The
+ * stand-ins call it before and after every GEMM / convolution. */
+void sim_scribble(void *p, size_t n);
 extern "C" void bf_sim_fault(int err, const char *name, const char *why);
 /* work queued on a stream that runs outside the caller's thread (the NCCL
  * stand-in's collectives, sim_nccl.cpp): while any is pending, cudaStreamQuery

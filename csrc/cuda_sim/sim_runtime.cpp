@@ -17,7 +17,7 @@
  * allocation, bad launch configurations) returns CUDA's error codes.
  * Switches (environment, read once):
  *   BF_SIM_BLOCK_ORDER  forward | reverse | shuffled (BF_SIM_SEED)
- *   BF_SIM_THREAD_ORDER forward | reverse
+ *   BF_SIM_THREAD_ORDER forward | reverse | shuffled (a permutation per block)
  *   BF_SIM_CC           compute capability, "8.0" (default) or "9.0", ...
  *   BF_SIM_DRIVER_VERSION / BF_SIM_RUNTIME_VERSION  e.g. 13000; driver 0: none
  *   BF_SIM_DEVICES      device count (default 1)
@@ -26,6 +26,10 @@
  *                       shared memory at the start of every block
  *   BF_SIM_PLANNED_WORKSPACE 1: a cuBLAS GEMM without cublasSetWorkspace fails
  *                       (sim_blas.cpp)
+ *   BF_SIM_INTERLEAVE   1: a thread yields to the rest of its block at every
+ *                       atomic and (INTERLEAVE=1 builds) every store to device
+ *                       or shared memory: a non-atomic read-modify-write loses
+ *                       updates (blocks still run one at a time)
  *   BF_SIM_CUDNN_VERSION, BF_SIM_TRACE=1 (refused launches on stderr) */
 #include <setjmp.h>
 #include <signal.h>
@@ -61,7 +65,9 @@ const sim_config &sim_cfg(void) {
     cfg.block_order = 0;
     if ((s = getenv("BF_SIM_BLOCK_ORDER")))
         cfg.block_order = !strcmp(s, "reverse") ? 1 : !strcmp(s, "shuffled") ? 2 : 0;
-    cfg.thread_reverse = (s = getenv("BF_SIM_THREAD_ORDER")) && !strcmp(s, "reverse");
+    cfg.thread_order = 0;
+    if ((s = getenv("BF_SIM_THREAD_ORDER")))
+        cfg.thread_order = !strcmp(s, "reverse") ? 1 : !strcmp(s, "shuffled") ? 2 : 0;
     cfg.seed = (s = getenv("BF_SIM_SEED")) ? strtoul(s, NULL, 10) : 12345;
     cfg.cc_major = 8;
     cfg.cc_minor = 0;
@@ -77,6 +83,7 @@ const sim_config &sim_cfg(void) {
     cfg.nan_fill = (s = getenv("BF_SIM_NAN_FILL")) && *s == '1';
     cfg.cudnn = (s = getenv("BF_SIM_CUDNN_VERSION")) ? (size_t)atol(s) : (size_t)CUDNN_VERSION;
     cfg.trace = (s = getenv("BF_SIM_TRACE")) && *s == '1';
+    cfg.interleave = (s = getenv("BF_SIM_INTERLEAVE")) && *s == '1';
     return cfg;
 }
 
@@ -177,6 +184,13 @@ cudaError_t cudaFree(void *p) {
     munmap(it->second.map, it->second.map_n);
     allocs.erase(it);
     return cudaSuccess;
+}
+
+void sim_scribble(void *p, size_t n) {
+    if (!p) return;
+    const size_t full = n < ((size_t)64 << 10) ? n : (size_t)64 << 10;
+    memset(p, 0xff, full);
+    for (size_t o = full; o + 4 <= n; o += 256) memset((char *)p + o, 0xff, 4);
 }
 
 cudaError_t cudaMemGetInfo(size_t *fr, size_t *tot) {
@@ -358,7 +372,8 @@ cudaError_t cudaRuntimeGetVersion(int *v) {
 cudaError_t cudaGetDeviceCount(int *n) {
     *n = 0;
     if (!sim_cfg().driver) return sim_err(cudaErrorInsufficientDriver);
-    if (sim_cfg().driver < sim_cfg().runtime) return sim_err(cudaErrorInsufficientDriver);
+    /* minor-version compatibility: only an older driver major is insufficient */
+    if (sim_cfg().driver / 1000 < sim_cfg().runtime / 1000) return sim_err(cudaErrorInsufficientDriver);
     *n = sim_cfg().devices;
     return *n ? cudaSuccess : sim_err(cudaErrorNoDevice);
 }
@@ -478,8 +493,12 @@ static int take_stack(void) {
 }
 
 static int live, fast, seq_next;
+static std::vector<int> perm; /* BF_SIM_THREAD_ORDER=shuffled: position -> thread, drawn per block */
 
-static int pos_to_thread(int k) { return sim_cfg().thread_reverse ? nthr - 1 - k : k; }
+static int pos_to_thread(int k) {
+    const int o = sim_cfg().thread_order;
+    return o == 1 ? nthr - 1 - k : o == 2 ? perm[k] : k;
+}
 
 /* A fiber runs its thread; in the fast path (no thread of the block has
  * waited yet) it then runs the next unstarted thread on the same stack, so a
@@ -519,6 +538,17 @@ static void wait_as(int state) {
     }
     fast = 0; /* the threads not started yet get fibers of their own */
     thr[cur].state = state;
+    bf_sim_switch(&thr[cur].sp, sched_sp);
+}
+
+/* BF_SIM_INTERLEAVE=1: the running thread stays runnable but lets the other
+ * threads of its block run first (called at every atomic and, in a build
+ * with INTERLEAVE=1, before every store to device or shared memory:
+ * sim_interleave.cpp), so a read-modify-write that is not atomic loses the
+ * updates of the threads that ran in between, as it can on a GPU */
+extern "C" void bf_sim_yield(void) {
+    if (!in_kernel || !sim_cfg().interleave) return;
+    fast = 0;
     bf_sim_switch(&thr[cur].sp, sched_sp);
 }
 
@@ -629,11 +659,12 @@ extern "C" int bf_sim_launch_check(dim3 g, dim3 b, size_t shmem, cudaStream_t st
     return 1;
 }
 
-static unsigned long rng_state;
-static unsigned long rng(void) {
-    rng_state = rng_state * 6364136223846793005UL + 1442695040888963407UL;
-    return rng_state >> 33;
+static unsigned long lcg(unsigned long *s) {
+    *s = *s * 6364136223846793005UL + 1442695040888963407UL;
+    return *s >> 33;
 }
+static unsigned long rng_state, thread_rng_state;
+static unsigned long rng(void) { return lcg(&rng_state); }
 
 /* the __shared__ statics of sim_device.h (absent from a program without any) */
 extern "C" char __start_bf_sim_shared[] __attribute__((weak, visibility("hidden")));
@@ -650,6 +681,11 @@ static int run_block(void) {
     live = nthr;
     fast = 1;
     seq_next = 0;
+    if (sim_cfg().thread_order == 2) { /* a fresh permutation for every block of every launch */
+        perm.resize(nthr);
+        for (int i = 0; i < nthr; i++) perm[i] = i;
+        for (int i = nthr; i > 1; i--) std::swap(perm[i - 1], perm[lcg(&thread_rng_state) % i]);
+    }
     for (;;) {
         for (int k = fast ? seq_next : 0; k < nthr; k++) {
             const int i = pos_to_thread(k);
@@ -667,6 +703,9 @@ static int run_block(void) {
             bf_sim_switch(&sched_sp, t->sp);
         }
         if (!live) return 0;
+        int runnable = 0;
+        for (int i = 0; i < nthr && !runnable; i++) runnable = thr[i].state == T_RUN;
+        if (runnable) continue; /* threads that yielded (BF_SIM_INTERLEAVE) run again */
         /* every live thread waits: open the warps whose live threads all shuffle, else the block barrier */
         int released = 0;
         for (int w0 = 0; w0 < nthr; w0 += 32) {
@@ -707,6 +746,7 @@ extern "C" void bf_sim_run_grid(dim3 g, dim3 b, void (*body)(void *), void *ctx,
     }
     const unsigned long nb = (unsigned long)g.x * g.y * g.z;
     std::vector<unsigned long> order;
+    if (!thread_rng_state) thread_rng_state = c.seed ^ 0x9e3779b97f4a7c15UL;
     if (c.block_order == 2) {
         order.resize(nb);
         for (unsigned long i = 0; i < nb; i++) order[i] = i;

@@ -32,6 +32,9 @@ def report():
         wheels = cuda_libs.wheel_libraries()
         add("CUDA wheels", f"{len(wheels)} libraries found (boundfit[cuda])" if wheels else
             "none found (the system's CUDA libraries are used; pip install \"boundfit[cuda]\" brings them)")
+        nccl = cuda_libs.nccl_library()
+        add("NCCL", nccl or "not found (needed only by DataParallel on GPUs: pip install \"boundfit[cuda]\" "
+            "brings nvidia-nccl-cu13, or set BF_NCCL_LIB)")
     out = ["boundfit diagnose", "=" * 60] + lines + ["", "CUDA", "-" * 60, _core.cuda_report().rstrip()]
     return "\n".join(out)
 

@@ -4,11 +4,14 @@ toolkit. `wheel_libraries()` lists the wheels' libraries in load order (each
 one's dependencies first); the loader dlopens them before _cuda.so, so its
 sonames resolve to these copies. The CUDA report (`bf.diagnose()`) names the
 copy of each library that was loaded. `nccl_library()` finds NCCL (the
-`nvidia-nccl-cu13` wheel) for data-parallel training on GPUs; it is dlopen'ed
-only when a DataParallel fit runs on a CUDA device (csrc/cuda/nccl.cu)."""
+`nvidia-nccl-cu13` wheel, else a system libnccl.so.2 the dynamic loader
+finds) for data-parallel training on GPUs; it is dlopen'ed only when a
+DataParallel fit runs on a CUDA device (csrc/cuda/nccl.cu)."""
 
 import glob
 import os
+import shutil
+import subprocess
 import sys
 
 # (wheel folder under site-packages, library name prefixes in load order)
@@ -45,7 +48,8 @@ _NCCL_DIRS = ("nvidia/nccl/lib", "nvidia/cu13/lib")
 
 def nccl_library(paths=None):
     """Path of libnccl.so.2: BF_NCCL_LIB, else the wheel's copy on `paths`
-    (sys.path); None when not found."""
+    (sys.path), else the system's copy on the loader's path; None when not
+    found."""
     env = os.environ.get("BF_NCCL_LIB")
     if env:
         return env
@@ -54,5 +58,21 @@ def nccl_library(paths=None):
             found = sorted(glob.glob(os.path.join(entry or ".", folder, "libnccl.so.[0-9]*")))
             if found:
                 return found[0]
+    return _system_nccl()
+
+
+def _system_nccl():
+    """libnccl.so.2 where dlopen would find it: LD_LIBRARY_PATH, then ldconfig's cache."""
+    for d in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
+        if d and os.path.isfile(os.path.join(d, "libnccl.so.2")):
+            return os.path.join(d, "libnccl.so.2")
+    ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
+    try:
+        out = subprocess.run([ldconfig, "-p"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in out.splitlines():
+        if line.strip().startswith("libnccl.so.2 ") and "=>" in line:
+            return line.split("=>", 1)[1].strip()
     return None
 
