@@ -77,14 +77,20 @@ def _int(text):
         return None
 
 
-def _kv(text):
-    """{key: int} from 'key value [kB]' lines (memory.stat, /proc/meminfo, status)."""
-    out = {}
-    for line in (text or "").splitlines():
-        parts = line.replace(":", " ").split()
-        if len(parts) >= 2 and parts[1].isdigit():
-            out[parts[0]] = int(parts[1]) * (1024 if parts[2:3] == ["kB"] else 1)
-    return out
+def _kv(text, key):
+    """The value of `key` in 'key value [kB]' lines (memory.stat, /proc/meminfo, status), in bytes, or None."""
+    start = 0
+    text = text or ""
+    while True:
+        i = text.find(key, start)
+        if i < 0:
+            return None
+        start = i + len(key)
+        if (i == 0 or text[i - 1] == "\n") and text[start:start + 1] in (":", " "):
+            parts = text[start:].split("\n", 1)[0].replace(":", " ").split()
+            if parts and parts[0].isdigit():
+                return int(parts[0]) * (1024 if parts[1:2] == ["kB"] else 1)
+            return None
 
 
 def _unescape(field):
@@ -109,11 +115,17 @@ def cgroup_mounts(root="/"):
     return out
 
 
+_DIRS_CACHE = {}  # this process's cgroup file's text -> cgroup_dirs("/") (mountinfo is read once per membership)
+
+
 def cgroup_dirs(root="/"):
     """[(version, [directory of this process's cgroup, its parent, ..., the mount point])]."""
+    membership = _read(_path(root, "/proc/self/cgroup")) or ""
+    if root == "/" and membership in _DIRS_CACHE:
+        return _DIRS_CACHE[membership]
     mounts = cgroup_mounts(root)
     out = []
-    for line in (_read(_path(root, "/proc/self/cgroup")) or "").splitlines():
+    for line in membership.splitlines():
         hid, ctrls, cpath = (line.split(":", 2) + ["", ""])[:3]
         version = 1 if "memory" in ctrls.split(",") else 2 if hid == "0" and ctrls == "" else None
         if version is None:
@@ -137,22 +149,25 @@ def cgroup_dirs(root="/"):
                 break
             rel = os.path.dirname(rel)
         out.append((version, dirs))
+    if root == "/":
+        _DIRS_CACHE[membership] = out
     return out
 
 
 def _reading(version, d):
     if version == 1:
         limit = _int(_read(os.path.join(d, "memory.limit_in_bytes")))
-        usage = _int(_read(os.path.join(d, "memory.usage_in_bytes")))
-        inactive = _kv(_read(os.path.join(d, "memory.stat"))).get("total_inactive_file", 0)
     else:
         limits = [_int(_read(os.path.join(d, f))) for f in ("memory.max", "memory.high")]
         limits = [x for x in limits if x is not None]
         limit = min(limits) if limits else None
-        usage = _int(_read(os.path.join(d, "memory.current")))
-        inactive = _kv(_read(os.path.join(d, "memory.stat"))).get("inactive_file", 0)
-    if limit is None or usage is None or limit >= _UNLIMITED // 2:
+    if limit is None or limit >= _UNLIMITED // 2:   # no limit here: usage and stat are not read
         return None
+    usage = _int(_read(os.path.join(d, "memory.usage_in_bytes" if version == 1 else "memory.current")))
+    if usage is None:
+        return None
+    stat = _read(os.path.join(d, "memory.stat"))
+    inactive = _kv(stat, "total_inactive_file" if version == 1 else "inactive_file") or 0
     return CgroupReading(d, version, limit, usage, max(usage - min(inactive, usage), 0))
 
 
@@ -181,12 +196,13 @@ def cgroup_usage(root="/"):
 
 def mem_available(root="/"):
     """MemAvailable from /proc/meminfo (MemFree on kernels before 3.14), or None."""
-    info = _kv(_read(_path(root, "/proc/meminfo")))
-    return info.get("MemAvailable", info.get("MemFree"))
+    info = _read(_path(root, "/proc/meminfo"))
+    avail = _kv(info, "MemAvailable")
+    return avail if avail is not None else _kv(info, "MemFree")
 
 
 def _status(key, root):
-    return _kv(_read(_path(root, "/proc/self/status"))).get(key)
+    return _kv(_read(_path(root, "/proc/self/status")), key)
 
 
 def process_usage_bytes(root="/"):
