@@ -287,7 +287,7 @@ def main(argv):
             return
     else:
         print("bench_gpu: dry run on the CPU (--device cpu): checks the script, the numbers mean nothing")
-    for case in CASES:
+    for case in [args.case] if args.case else CASES:   # --case: one case only (gpu_check.sh's dry run)
         batches, epochs = sizes_for(case, args.quick, args.device)
         ours, err_bf = run_worker("boundfit", case, batches, epochs, args.device)
         theirs, err_th = run_worker("torch", case, batches, epochs, args.device)

@@ -29,6 +29,7 @@ DNN_INC=$CUDA_INC
 [[ -f $DNN_INC/cudnn.h ]] || DNN_INC=/usr/include
 read -r OB_INC OB_LIB < <("$PYTHON" -c "import scipy_openblas32 as s; print(s.get_include_dir(), s.get_lib_dir())")
 mkdir -p "$OUT_DIR/src" "$OUT_DIR/obj"
+exec 9> "$OUT_DIR/.lock" && flock 9   # two test workers building one folder: one builds, the other reuses it
 OUT=$(cd "$OUT_DIR" && pwd)
 "$PYTHON" csrc/cuda_sim/rewrite_launches.py "${CUDA_SRC:-csrc/cuda}" "$OUT/src" csrc/cuda
 
