@@ -12,32 +12,57 @@
 /* One axis: the source coordinate of output index i, as float32. */
 static inline float src_coord(long i, float scale) { return ((float)i + 0.5f) * scale - 0.5f; }
 
+/* One axis' lower / upper source index and weight for output index i (TensorFlow's half-pixel rule). */
+static inline void axis_taps(long i, float scale, long n_in, long *lo, long *hi, float *w) {
+    float x = src_coord(i, scale), f = floorf(x);
+    *w = x - f;
+    *lo = f < 0.0f ? 0 : (f > (float)(n_in - 1) ? n_in - 1 : (long)f);
+    *hi = (long)fminf(ceilf(x), (float)(n_in - 1));
+    if (*hi < 0) *hi = 0;
+}
+
+/* One output row of nj pixels: the width lerps of the top and bottom source rows, then the height lerp
+ * (inlined twice by bilinear: for packed RGB, whose constant strides the compiler unrolls, and any strides). */
+static inline void lerp_row(float *o, const unsigned char *top, const unsigned char *bot, const ptrdiff_t *xlo,
+                            const ptrdiff_t *xhi, const float *wxs, float wy, long nj, long C, ptrdiff_t ic,
+                            ptrdiff_t oj, ptrdiff_t oc) {
+    for (long j = 0; j < nj; j++) {
+        const unsigned char *tl = top + xlo[j], *tr = top + xhi[j], *bl = bot + xlo[j], *br = bot + xhi[j];
+        float wx = wxs[j], *oo = o + j * oj;
+        for (long c = 0; c < C; c++) {
+            float a = (float)tl[c * ic], b = (float)tr[c * ic];
+            float t = a + (b - a) * wx;
+            a = (float)bl[c * ic];
+            b = (float)br[c * ic];
+            float u = a + (b - a) * wx;
+            oo[c * oc] = t + (u - t) * wy;
+        }
+    }
+}
+
+enum { COL_TILE = 256 };   /* columns whose taps are computed once per tile, on the stack (6 KiB) */
+
 static void bilinear(float *out, const unsigned char *inp, long H, long W, long C, const ptrdiff_t is[3], long th,
                      long tw, const ptrdiff_t os[3]) {
     float sy = (float)((double)H / (double)th), sx = (float)((double)W / (double)tw);
-    for (long i = 0; i < th; i++) {
-        float y = src_coord(i, sy), fy = floorf(y), wy = y - fy;
-        long ylo = fy < 0.0f ? 0 : (long)fy, yhi = (long)fminf(ceilf(y), (float)(H - 1));
-        if (ylo > H - 1) ylo = H - 1;
-        if (yhi < 0) yhi = 0;
-        const unsigned char *top = inp + ylo * is[0], *bot = inp + yhi * is[0];
-        float *orow = out + i * os[0];
-        for (long j = 0; j < tw; j++) {
-            float x = src_coord(j, sx), fx = floorf(x), wx = x - fx;
-            long xlo = fx < 0.0f ? 0 : (long)fx, xhi = (long)fminf(ceilf(x), (float)(W - 1));
-            if (xlo > W - 1) xlo = W - 1;
-            if (xhi < 0) xhi = 0;
-            const unsigned char *tl = top + xlo * is[1], *tr = top + xhi * is[1];
-            const unsigned char *bl = bot + xlo * is[1], *br = bot + xhi * is[1];
-            float *o = orow + j * os[1];
-            for (long c = 0; c < C; c++) {
-                float a = (float)tl[c * is[2]], b = (float)tr[c * is[2]];
-                float t = a + (b - a) * wx;
-                a = (float)bl[c * is[2]];
-                b = (float)br[c * is[2]];
-                float u = a + (b - a) * wx;
-                o[c * os[2]] = t + (u - t) * wy;
-            }
+    ptrdiff_t xlo[COL_TILE], xhi[COL_TILE];
+    float wxs[COL_TILE];
+    for (long j0 = 0; j0 < tw; j0 += COL_TILE) {
+        long nj = tw - j0 < COL_TILE ? tw - j0 : COL_TILE;
+        for (long j = 0; j < nj; j++) {
+            long lo, hi;
+            axis_taps(j0 + j, sx, W, &lo, &hi, &wxs[j]);
+            xlo[j] = lo * is[1];
+            xhi[j] = hi * is[1];
+        }
+        for (long i = 0; i < th; i++) {
+            long ylo, yhi;
+            float wy;
+            axis_taps(i, sy, H, &ylo, &yhi, &wy);
+            const unsigned char *top = inp + ylo * is[0], *bot = inp + yhi * is[0];
+            float *orow = out + i * os[0] + j0 * os[1];
+            if (C == 3 && is[2] == 1 && os[2] == 1) lerp_row(orow, top, bot, xlo, xhi, wxs, wy, nj, 3, 1, os[1], 1);
+            else lerp_row(orow, top, bot, xlo, xhi, wxs, wy, nj, C, is[2], os[1], os[2]);
         }
     }
 }
