@@ -85,3 +85,30 @@ def test_c_resize_refuses_a_read_only_destination():
     dst.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
         _core.image_resize(np.zeros((4, 4, 3), np.uint8), dst, "bilinear")
+
+
+def test_padded_channels_first_batches_hold_the_resized_images(tmp_path):
+    """pad_to_aspect_ratio writes the resize into a window of the batch row, channels_first into a transposed
+    view of it: the same pixels as the reference resize, zeros around."""
+    from PIL import Image
+
+    import boundfit as bf
+    rng = np.random.default_rng(3)
+    folder = tmp_path / "a"
+    folder.mkdir()
+    images = [rng.integers(0, 256, s, dtype=np.uint8) for s in ((9, 31, 3), (40, 17, 3))]
+    for i, a in enumerate(images):
+        Image.fromarray(a).save(folder / f"{i}.png")
+    args = dict(image_size=(12, 15), batch_size=2, shuffle=False, verbose=False, labels=None,
+                pad_to_aspect_ratio=True)
+    last = next(iter(bf.utils.image_dataset_from_directory(str(tmp_path), **args)))
+    first = next(iter(bf.utils.image_dataset_from_directory(str(tmp_path), data_format="channels_first", **args)))
+    np.testing.assert_array_equal(first, last.transpose(0, 3, 1, 2))
+    for a, row in zip(images, last):
+        h, w = np.float32(a.shape[0]), np.float32(a.shape[1])
+        ratio = max(w / np.float32(15), h / np.float32(12))
+        ih, iw = int(np.floor(h / ratio)), int(np.floor(w / ratio))
+        top, left = int(np.floor((np.float32(12) - h / ratio) / 2)), int(np.floor((np.float32(15) - w / ratio) / 2))
+        expected = np.zeros((12, 15, 3), np.float32)
+        expected[top:top + ih, left:left + iw] = bilinear_reference(a, ih, iw)
+        np.testing.assert_array_equal(row, expected)
