@@ -1,10 +1,10 @@
 /* image_resize.c - tf.image.resize's 'bilinear' and 'nearest' (half-pixel
  * centers, antialias=False) from uint8 to float32, for the image folder
  * data sets' worker threads (called without the GIL). The arithmetic is
- * TensorFlow's and image_folder.py's reference in float32, step for step
- * and without fused multiply-adds (the build targets x86-64-v2, which has
- * none): source x = (i + 0.5) * scale - 0.5, lerp a + (b - a) * w along the
- * width and then the height. */
+ * TensorFlow's (and tests/test_image_resize.py's NumPy reference's) in
+ * float32, step for step and without fused multiply-adds (the build targets
+ * x86-64-v2, which has none): source x = (i + 0.5) * scale - 0.5, lerp
+ * a + (b - a) * w along the width and then the height. */
 #include <math.h>
 
 #include "image_resize.h"
@@ -16,9 +16,11 @@ static inline float src_coord(long i, float scale) { return ((float)i + 0.5f) * 
 static inline void axis_taps(long i, float scale, long n_in, long *lo, long *hi, float *w) {
     float x = src_coord(i, scale), f = floorf(x);
     *w = x - f;
-    *lo = f < 0.0f ? 0 : (f > (float)(n_in - 1) ? n_in - 1 : (long)f);
+    *lo = f < 0.0f ? 0 : (long)f;
+    if (*lo > n_in - 1) *lo = n_in - 1;
     *hi = (long)fminf(ceilf(x), (float)(n_in - 1));
     if (*hi < 0) *hi = 0;
+    if (*hi > n_in - 1) *hi = n_in - 1;   /* n_in - 1 above 2^24 may round up as a float */
 }
 
 /* One output row of nj pixels: the width lerps of the top and bottom source rows, then the height lerp
