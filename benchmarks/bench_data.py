@@ -15,6 +15,14 @@ parallel map) and, where PyTorch is installed, a DataLoader with the same
 workers (Pillow decode, as torchvision's ImageFolder).
 
     python benchmarks/bench_data.py images [2000] [4]
+
+Measured (2026-11-27, the shared 2-core CPU box at load average 3.5-5.5, no
+PyTorch installed; tf.data's rate varied 760-1820 images/s between runs):
+`images 1000 4`, boundfit 660-720 images/s with the NumPy resize (0.39-0.93x
+tf.data), 1250-1580 with the C resize (_core.image_resize: 0.78-1.86x).
+The same at 256x256 -> 180x180 (400 JPEGs): 73 -> 303 images/s, 0.47x ->
+2.17x tf.data. Per 96x96 JPEG the Pillow decode (~0.6 ms) now dominates the
+resize (~0.05 ms).
 """
 
 import os

@@ -4,15 +4,14 @@ batches of float32 images (batch, height, width, channels) decoded by
 Pillow (which releases the GIL) in fit's worker threads and resized as
 Keras's tf.data path resizes them (tf.image.resize, antialias=False), in
 float32 as TensorFlow does: 'bilinear' and 'nearest' by TensorFlow's
-half-pixel rule, 'area' by box overlaps, the others as separable kernels
-(TensorFlow's scale_and_translate spans and kernels). A file Pillow cannot
-read (corrupt, truncated) is a DataError naming it."""
-
-import functools
+half-pixel rule in C (_core.image_resize, straight into the batch, without
+the GIL), 'area' by box overlaps and the others as separable kernels
+(TensorFlow's scale_and_translate spans and kernels) here in NumPy. A file
+Pillow cannot read (corrupt, truncated) is a DataError naming it."""
 
 import numpy as np
 
-from . import folder_data
+from . import _core, folder_data
 
 ALLOWLIST_FORMATS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
 INTERPOLATIONS = ("bilinear", "nearest", "bicubic", "area", "lanczos3", "lanczos5", "gaussian", "mitchellcubic")
@@ -40,6 +39,7 @@ _KERNELS = {"bicubic": (_keys, 2.0), "mitchellcubic": (_mitchell, 2.0), "lanczos
             "lanczos5": (_lanczos(5), 5.0), "gaussian": (lambda x: np.where(x >= 1.5, 0, np.exp(-2 * x * x)), 1.5)}
 _CHANNELS = {"grayscale": 1, "rgb": 3, "rgba": 4}
 _MODES = {1: "L", 3: "RGB", 4: "RGBA"}
+_C_RESIZE = ("bilinear", "nearest")   # resized by _core.image_resize; the others by _separable
 
 
 def _pil():
@@ -49,37 +49,6 @@ def _pil():
         raise ImportError("image_dataset_from_directory needs Pillow: pip install pillow "
                           "(or boundfit[image])") from e
     return Image
-
-
-@functools.lru_cache(maxsize=256)
-def _axis(n_in, n_out):
-    """TensorFlow's half-pixel sampling along one axis (float32): lower / upper source index and the weight."""
-    scale = np.float32(n_in / n_out)
-    x = (np.arange(n_out, dtype=np.float32) + np.float32(0.5)) * scale - np.float32(0.5)
-    f = np.floor(x)
-    lo = np.maximum(f, 0).astype(np.intp)
-    hi = np.minimum(np.ceil(x), n_in - 1).astype(np.intp)
-    return lo, hi, (x - f).astype(np.float32)
-
-
-def _bilinear(img, h, w):
-    """img (H, W, C) to (h, w, C) float32, as tf.image.resize(method='bilinear', antialias=False)."""
-    ylo, yhi, wy = _axis(img.shape[0], h)
-    xlo, xhi, wx = _axis(img.shape[1], w)
-    wx = wx[None, :, None]
-    top_rows, bottom_rows = img[ylo].astype(np.float32), img[yhi].astype(np.float32)
-    top = top_rows[:, xlo] + (top_rows[:, xhi] - top_rows[:, xlo]) * wx
-    bottom = bottom_rows[:, xlo] + (bottom_rows[:, xhi] - bottom_rows[:, xlo]) * wx
-    return top + (bottom - top) * wy[:, None, None]
-
-
-def _nearest(img, h, w):
-    """As tf.image.resize(method='nearest'): source index floor((i + 0.5) * scale)."""
-    def idx(n_in, n_out):
-        scale = np.float32(n_in / n_out)
-        return np.minimum(np.floor((np.arange(n_out, dtype=np.float32) + np.float32(0.5)) * scale),
-                          n_in - 1).astype(np.intp)
-    return img[idx(img.shape[0], h)][:, idx(img.shape[1], w)].astype(np.float32)
 
 
 def _kernel_weights(n_in, n_out, interpolation):
@@ -110,15 +79,17 @@ def _separable(img, h, w, interpolation):
     return np.einsum("ow,hwc->hoc", wx, rows).astype(np.float32)        # (h, w, C)
 
 
-def resize(img, h, w, interpolation):
-    """img (H, W, C) uint8 to (h, w, C) float32."""
-    if img.shape[:2] == (h, w) and interpolation not in ("gaussian", "mitchellcubic"):   # interpolating: identity
-        return img.astype(np.float32)
-    if interpolation == "bilinear":
-        return _bilinear(img, h, w)
-    if interpolation == "nearest":
-        return _nearest(img, h, w)
-    return _separable(img, h, w, interpolation)
+def resize(img, h, w, interpolation, out=None):
+    """img (H, W, C) uint8 to (h, w, C) float32, written into `out` (any float32 (h, w, C) view) when given."""
+    if out is None:
+        out = np.empty((h, w, img.shape[2]), np.float32)
+    if interpolation in _C_RESIZE:
+        _core.image_resize(img, out, interpolation)
+    elif img.shape[:2] == (h, w) and interpolation not in ("gaussian", "mitchellcubic"):   # interpolating: identity
+        out[...] = img
+    else:
+        out[...] = _separable(img, h, w, interpolation)
+    return out
 
 
 def crop_box(height, width, th, tw):
@@ -128,16 +99,18 @@ def crop_box(height, width, th, tw):
     return int(np.float32(height - ch) / np.float32(2)), int(np.float32(width - cw) / np.float32(2)), ch, cw
 
 
-def pad_resize(img, th, tw, interpolation):
-    """tf.image.resize_with_pad: scaled to fit inside (th, tw), centred, zeros around."""
+def pad_resize(img, th, tw, interpolation, out=None):
+    """tf.image.resize_with_pad: scaled to fit inside (th, tw), centred, zeros around (into `out` when given)."""
     h, w = (np.float32(v) for v in img.shape[:2])
     ratio = max(w / np.float32(tw), h / np.float32(th))
     rh, rw = h / ratio, w / ratio
     top = max(0, int(np.floor((np.float32(th) - rh) / np.float32(2))))
     left = max(0, int(np.floor((np.float32(tw) - rw) / np.float32(2))))
-    inner = resize(img, int(np.floor(rh)), int(np.floor(rw)), interpolation)
-    out = np.zeros((th, tw, img.shape[2]), np.float32)
-    out[top:top + inner.shape[0], left:left + inner.shape[1]] = inner
+    ih, iw = int(np.floor(rh)), int(np.floor(rw))
+    if out is None:
+        out = np.empty((th, tw, img.shape[2]), np.float32)
+    out[...] = 0
+    resize(img, ih, iw, interpolation, out[top:top + ih, left:left + iw])
     return out
 
 
@@ -164,17 +137,17 @@ class ImageFolderDataset(folder_data.FolderDataset):
             raise self.bad_file(path, index, e) from e
         return a[:, :, None] if a.ndim == 2 else a
 
-    def load(self, path, index):
+    def load(self, path, index, out):
+        """One file decoded and resized into out, a (th, tw, channels) float32 view of its batch row."""
         th, tw = self.image_size
         img = self.decode(path, index)
         if self.crop:
             top, left, ch, cw = crop_box(img.shape[0], img.shape[1], th, tw)
-            img = resize(img[top:top + ch, left:left + cw], th, tw, self.interpolation)
+            resize(img[top:top + ch, left:left + cw], th, tw, self.interpolation, out)
         elif self.pad:
-            img = pad_resize(img, th, tw, self.interpolation)
+            pad_resize(img, th, tw, self.interpolation, out)
         else:
-            img = resize(img, th, tw, self.interpolation)
-        return img.transpose(2, 0, 1) if self.data_format == "channels_first" else img
+            resize(img, th, tw, self.interpolation, out)
 
     def read_batch(self, paths, index):
         th, tw = self.image_size
@@ -182,7 +155,7 @@ class ImageFolderDataset(folder_data.FolderDataset):
         shape = (c, th, tw) if self.data_format == "channels_first" else (th, tw, c)
         out = np.empty((len(paths),) + shape, np.float32)
         for j, p in enumerate(paths):
-            out[j] = self.load(p, index)
+            self.load(p, index, out[j].transpose(1, 2, 0) if self.data_format == "channels_first" else out[j])
         return out
 
 
