@@ -1,5 +1,6 @@
 """Shared fixtures: a fixed seed per test, a device memory limit, and small reference helpers."""
 
+import gc
 import os
 
 # Keras 3 on JAX (CPU) is the reference (keras_ref.py), chosen before any test module runs: a test that
@@ -17,6 +18,17 @@ import boundfit as bf
 def _seed():
     bf.utils.set_random_seed(1234)
     yield
+
+
+@pytest.fixture
+def frozen_gc():
+    """One full collection, then what exists is frozen (gc.freeze): the test's own gc.collect() calls scan only
+    the objects it made. A worker that has imported Keras holds 10^5-10^6 objects, 0.5-1 s a full collection:
+    an allocation-failure sweep collecting twice per site spent a minute there."""
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()
 
 
 @pytest.fixture

@@ -174,7 +174,7 @@ def test_device_budget_error_names_the_device_and_micro_batches_fit_under_it(dev
     np.testing.assert_allclose(hd.history["loss"], hc.history["loss"], rtol=1e-5)
 
 
-def test_every_allocation_of_a_device_fit_can_fail_without_loss():
+def test_every_allocation_of_a_device_fit_can_fail_without_loss(frozen_gc):
     gc.collect()
     live = _core.live_reservations()
     first = mlp()

@@ -182,7 +182,7 @@ def test_overflowing_gradient_with_a_finite_loss_stops_before_the_update(inp, un
         np.testing.assert_array_equal(a, b)
 
 
-def test_every_allocation_site_can_fail_cleanly_and_training_continues():
+def test_every_allocation_site_can_fail_cleanly_and_training_continues(frozen_gc):
     m = mlp()
     x, y = X[:64], Y[:64]
     gc.collect()
