@@ -10,23 +10,15 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SIM = os.path.join(ROOT, "build", "cuda_sim", "_cuda.so")
+import test_cuda_sim as sim
+
+ROOT = sim.ROOT
+pytestmark = sim.pytestmark   # x86-64, g++ and the CUDA headers, as the emulation needs
 
 
 @pytest.fixture(scope="module")
 def sim_lib():
-    if not os.path.exists(os.path.join(ROOT, "csrc", "cuda_sim", "build.sh")) or not _has_nvcc_headers():
-        pytest.skip("no CUDA headers: the emulation cannot be built")
-    r = subprocess.run(["bash", "csrc/cuda_sim/build.sh"], cwd=ROOT, capture_output=True, text=True,
-                       env=dict(os.environ, OUT_DIR=os.path.dirname(SIM), PYTHON=sys.executable))
-    assert r.returncode == 0, r.stderr[-3000:]
-    return SIM
-
-
-def _has_nvcc_headers():
-    import shutil
-    return shutil.which("nvcc") is not None or os.path.exists("/usr/local/cuda/include/cuda_runtime.h")
+    return sim._build(sim.SIM_DIR)
 
 
 def test_the_gpu_check_runs_every_step_on_the_emulation_and_reports_them(sim_lib, tmp_path):
