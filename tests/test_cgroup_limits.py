@@ -18,12 +18,12 @@ PRELUDE = textwrap.dedent("""
     import numpy as np, boundfit as bf
     from boundfit import layers
     bf.utils.set_random_seed(0)
-    model = bf.Sequential([layers.Dense(2048, activation="relu", input_shape=(1024,)),
-                           layers.Dense(2048, activation="relu"), layers.Dense(10, activation="softmax")])
+    model = bf.Sequential([layers.Dense(512, activation="relu", input_shape=(256,)),
+                           layers.Dense(512, activation="relu"), layers.Dense(10, activation="softmax")])
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    x = np.random.default_rng(0).standard_normal((20000, 1024), dtype=np.float32)   # 78 MiB
-    y = np.random.default_rng(1).integers(0, 10, 20000)
-    plan = model.estimate_memory(batch_size=20000)
+    x = np.random.default_rng(0).standard_normal((90000, 256), dtype=np.float32)   # 88 MiB
+    y = np.random.default_rng(1).integers(0, 10, 90000)
+    plan = model.estimate_memory(batch_size=90000)
     assert plan.host_bytes > 2.5 * LIMIT, plan.host_bytes
 """).replace("LIMIT", str(LIMIT))
 
@@ -38,7 +38,7 @@ def test_oversized_fit_raises_budget_error_in_a_limited_cgroup_not_sigkill():
     with memory_cgroup(LIMIT) as cg:
         rc, out, err = cg.run_python(PRELUDE + textwrap.dedent("""
             try:
-                model.fit(x, y, batch_size=20000, epochs=1, verbose=0)
+                model.fit(x, y, batch_size=90000, epochs=1, verbose=0)
             except bf.MemoryBudgetError as e:
                 print("CAUGHT", e.needed_bytes, e.available_bytes, e.max_batch_size)
             print("ALIVE")
@@ -48,7 +48,7 @@ def test_oversized_fit_raises_budget_error_in_a_limited_cgroup_not_sigkill():
         assert not cg.oom_killed()
 
 
-@pytest.mark.parametrize("how", ["batch_size='auto'", "batch_size=20000, micro_batch='auto'"])
+@pytest.mark.parametrize("how", ["batch_size='auto'", "batch_size=90000, micro_batch='auto'"])
 def test_auto_batch_and_micro_batch_complete_inside_the_limit(how):
     with memory_cgroup(LIMIT) as cg:
         rc, out, err = cg.run_python(PRELUDE + textwrap.dedent(f"""
@@ -98,7 +98,7 @@ def test_jupyter_kernel_survives_the_oversized_fit():
     with memory_cgroup(LIMIT) as cg:
         nb = nbformat.v4.new_notebook()
         nb.cells = [nbformat.v4.new_code_cell(PRELUDE),
-                    nbformat.v4.new_code_cell("model.fit(x, y, batch_size=20000, epochs=1, verbose=0)"),
+                    nbformat.v4.new_code_cell("model.fit(x, y, batch_size=90000, epochs=1, verbose=0)"),
                     nbformat.v4.new_code_cell("print('still alive', model.count_params())"),
                     nbformat.v4.new_code_cell("print(open('/proc/self/cgroup').read())")]
         wrapper = ["/bin/sh", "-c", f'echo $$ > {cg.path}/cgroup.procs && exec "$0" "$@"', sys.executable,
