@@ -1,12 +1,12 @@
 /* par_ops.c - the CPU backend's elementwise, row-wise and column-sum ops
- * split over the engine's pool (par.h). Each task runs the serial kernel on
+ * split over the engine's pool (par.h): bf_cpu_<op>, the CPU's entry points
+ * (cpu_ops.h). Each task runs the serial kernel (bf_cpu_<op>_serial) on
  * a slice of rows or elements; sums over rows (LayerNorm's dgamma / dbeta,
  * Dense's bias gradient) are split by columns, each column summed in row
  * order; a loss by rows (independent); a metric's sums by blocks of rows fixed
  * by the batch, added in block order (metrics.c does the same). So every
  * output has the same bits on any number of threads. Small inputs (below
- * GRAIN floats a task) run serially. These are what the CPU backend's vtable
- * points to (cpu_backend.c), and the emu backend's (a copy of it). */
+ * GRAIN floats a task) run serially. */
 #include <stdatomic.h>
 
 #include "cpu_ops.h"
