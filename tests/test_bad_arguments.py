@@ -154,3 +154,24 @@ def test_layers_missing_from_the_backend_raise_instead_of_crashing():
         m.fit(np.zeros((4, 4, 4, 1)), np.zeros((4, 2)), verbose=0)
     except ValueError as e:
         assert "not implemented" in str(e)
+
+
+def bn_model(**bn):
+    m = bf.Sequential([layers.Dense(4, input_shape=(3,)), layers.BatchNormalization(name="bn", **bn),
+                       layers.Dense(2, activation="softmax")])
+    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    return m
+
+
+def test_batchnorm_momentum_outside_0_1_raises_before_training_naming_the_layer():
+    m = bn_model(momentum=1.5)
+    before = m.get_weights()
+    with pytest.raises(ValueError, match=r"bn: BatchNormalization momentum must be in \[0, 1\] to train, got 1.5"):
+        m.fit(X, Y, epochs=1, verbose=0)
+    unchanged(m, before)
+    assert m.predict(X, verbose=0).shape == (10, 2)  # inference reads the moving statistics only
+
+
+def test_batchnorm_negative_epsilon_raises_naming_the_layer():
+    with pytest.raises(ValueError, match="bn: BatchNormalization epsilon must be >= 0, got -1"):
+        bn_model(epsilon=-1.0).predict(X, verbose=0)

@@ -4,7 +4,9 @@ module A depends on B when a file of A has #include "B.h". A cycle means two
 files that cannot be understood (or built and tested) one without the other.
 Layer kinds are handled in csrc/core/layers/ (one file per kind or family,
 registered in layers/registry.c); the rest of the core reaches them through
-the registry's vtables, so BF_L_ names barely appear outside it."""
+the registry's vtables, so BF_L_ names barely appear outside it. Backend ops
+are listed once (csrc/core/backend_ops.h): the vtable's members, both
+backends' prototypes and tables are generated from that list."""
 
 import os
 import re
@@ -81,3 +83,70 @@ def test_every_layer_kind_has_a_vtable_in_the_registry():
         for macro_kind in re.findall(r"^(?:EWISE|RNN)_OPS\((\w+)", text, re.M):
             defined.add(macro_kind)
     assert kinds and set(kinds) <= defined, sorted(set(kinds) - defined)
+
+
+# ---- backend ops: one list (csrc/core/backend_ops.h) ----
+OP_LIST = os.path.join(CORE, "backend_ops.h")
+OP_ENTRY = re.compile(r"^BF_OP\(\s*(\w+)\s*,\s*(\w+)\s*,\s*\((.*?)\)\s*,\s*(\w+)\s*\)", re.M | re.S)
+# the hand-written members of bf_backend: its name, state, memory and device services
+NON_OP_MEMBERS = {"reserve", "release", "to_device", "to_host", "fill_zero", "sync", "run_workspace_bytes",
+                  "bind_workspace", "host_pin", "host_unpin", "upload", "batch_consumed", "batch_wait"}
+# the files that expand the list: the vtable, each backend's prototypes and table
+OP_LIST_USERS = {"csrc/core/backend.h", "csrc/cpu/cpu_ops.h", "csrc/cpu/cpu_backend.c", "csrc/cuda/cuda_ops.h",
+                 "csrc/cuda/backend.cu"}
+
+
+def _strip_comments(text):
+    return re.sub(r"//[^\n]*", "", re.sub(r"/\*.*?\*/", "", text, flags=re.S))
+
+
+def _ops():
+    with open(OP_LIST, encoding="utf-8") as f:
+        return OP_ENTRY.findall(_strip_comments(f.read()))
+
+
+def test_backend_ops_are_listed_once_with_who_implements_them():
+    ops = _ops()
+    names = [op for _, op, _, _ in ops]
+    assert len(names) > 60 and len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    assert {on for *_, on in ops} <= {"ALL", "CPU", "CUDA"}
+    for ret, op, params, _ in ops:
+        assert ret in ("bf_status", "size_t", "void") and params.startswith("bf_backend *be"), op
+
+
+def test_the_vtable_declares_only_its_services_by_hand():
+    with open(os.path.join(CORE, "backend.h"), encoding="utf-8") as f:
+        text = _strip_comments(f.read())
+    struct = text[text.index("struct bf_backend {"):]
+    members = re.findall(r"\(\*(\w+)\)", re.sub(r"^\s*#.*$", "", struct, flags=re.M))
+    assert set(members) == NON_OP_MEMBERS
+    assert '#include "backend_ops.h"' in struct
+
+
+def test_no_backend_header_declares_an_op_by_hand():
+    ops = "|".join(op for _, op, _, _ in _ops())
+    proto = re.compile(r"^\s*(?:bf_status|size_t|void)\s+bf_(?:cpu|cuda)_(?:%s)\s*\(" % ops, re.M)
+    for sub in ("cpu", "cuda"):
+        folder = os.path.join(ROOT, "csrc", sub)
+        for f in os.listdir(folder):
+            if f.endswith((".h", ".cuh")):
+                with open(os.path.join(folder, f), encoding="utf-8") as fh:
+                    found = proto.findall(_strip_comments(fh.read()))
+                assert not found, f"csrc/{sub}/{f} declares {found} (they come from csrc/core/backend_ops.h)"
+
+
+def test_backend_tables_are_generated_from_the_op_list():
+    users = set()
+    for folder in ("core", "cpu", "cuda"):
+        for f in os.listdir(os.path.join(ROOT, "csrc", folder)):
+            path = os.path.join(ROOT, "csrc", folder, f)
+            if os.path.isfile(path):
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    if '#include "backend_ops.h"' in fh.read():
+                        users.add(f"csrc/{folder}/{f}")
+    assert users == OP_LIST_USERS
+    ops = "|".join(op for _, op, _, _ in _ops())
+    by_hand = re.compile(r"(?:\.|->)(%s)\s*=\s*bf_" % ops)
+    for table in ("csrc/cpu/cpu_backend.c", "csrc/cpu/emu_backend.c", "csrc/cuda/backend.cu"):
+        with open(os.path.join(ROOT, table), encoding="utf-8") as f:
+            assert not by_hand.findall(_strip_comments(f.read())), table

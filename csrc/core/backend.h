@@ -1,5 +1,6 @@
-/* backend.h - the backend vtable: every op the step program runs, once per device.
- * Conventions (as in llm.c): outputs first, then inputs, then sizes; shapes in
+/* backend.h - the backend vtable: every op the step program runs, once per
+ * device; the ops themselves are listed once, in backend_ops.h, and the
+ * types they take are defined here. Conventions (as in llm.c): outputs first, then inputs, then sizes; shapes in
  * comments; row-major, channels-last (NHWC); Keras weight layouts:
  * Dense kernel (IN,OUT), Conv2D kernel (KH,KW,C,K).
  * Backward functions ADD into parameter gradients (dw, db, dgamma, dbeta) so
@@ -337,289 +338,50 @@ static inline bf_status bf_rnn_check(const bf_rnn_geom *g) {
     return BF_OK;
 }
 
-typedef struct bf_backend {
+/* which backends implement an op (backend_ops.h's `on`): BF_ON_<B>_<on>(...) is its arguments or nothing */
+#define BF_ON_CPU_ALL(...) __VA_ARGS__
+#define BF_ON_CPU_CPU(...) __VA_ARGS__
+#define BF_ON_CPU_CUDA(...)
+#define BF_ON_CUDA_ALL(...) __VA_ARGS__
+#define BF_ON_CUDA_CPU(...)
+#define BF_ON_CUDA_CUDA(...) __VA_ARGS__
+
+typedef struct bf_backend bf_backend;
+struct bf_backend {
     const char *name; /* "cpu" or "cuda:N" */
+    void *impl;       /* backend-private state (cuBLAS / cuDNN handles, streams) */
 
     /* memory: one reservation per arena; the arena code is the only caller */
-    bf_status (*reserve)(struct bf_backend *be, void **out, size_t bytes);
-    void (*release)(struct bf_backend *be, void *p);
-    bf_status (*to_device)(struct bf_backend *be, void *dst, const void *src, size_t bytes);
-    bf_status (*to_host)(struct bf_backend *be, void *dst, const void *src, size_t bytes);
-    bf_status (*fill_zero)(struct bf_backend *be, void *dst, size_t bytes);
-    bf_status (*sync)(struct bf_backend *be); /* surfaces asynchronous errors */
+    bf_status (*reserve)(bf_backend *be, void **out, size_t bytes);
+    void (*release)(bf_backend *be, void *p);
+    bf_status (*to_device)(bf_backend *be, void *dst, const void *src, size_t bytes);
+    bf_status (*to_host)(bf_backend *be, void *dst, const void *src, size_t bytes);
+    bf_status (*fill_zero)(bf_backend *be, void *dst, size_t bytes);
+    bf_status (*sync)(bf_backend *be); /* surfaces asynchronous errors */
 
     /* ---- device runs only (NULL on the CPU) ---- */
     /* bytes of scratch a run lends the backend (reduction partials, flags,
      * library workspaces); planned in the run's arena like any buffer */
-    size_t (*run_workspace_bytes)(struct bf_backend *be);
+    size_t (*run_workspace_bytes)(bf_backend *be);
     /* lend ws (run_workspace_bytes bytes) to the ops that follow; NULL takes it back */
-    bf_status (*bind_workspace)(struct bf_backend *be, void *ws, size_t bytes);
+    bf_status (*bind_workspace)(bf_backend *be, void *ws, size_t bytes);
     /* page-lock host memory that batches are uploaded from; best effort (a
      * refusal leaves it pageable, which is slower but correct) */
-    void (*host_pin)(struct bf_backend *be, void *p, size_t bytes);
-    void (*host_unpin)(struct bf_backend *be, void *p);
+    void (*host_pin)(bf_backend *be, void *p, size_t bytes);
+    void (*host_unpin)(bf_backend *be, void *p);
     /* Double-buffered batch uploads. upload queues dst (device) = src (host)
      * for batch slot k (0 or 1) on a copy stream and returns at once; the ops
      * queued after it see the data. It first waits for the ops queued before
      * the last batch_consumed(k), so a slot is not overwritten while read.
      * batch_wait(k) returns once upload k has read its host source. */
-    bf_status (*upload)(struct bf_backend *be, int k, void *dst, const void *src, size_t bytes);
-    bf_status (*batch_consumed)(struct bf_backend *be, int k);
-    bf_status (*batch_wait)(struct bf_backend *be, int k);
+    bf_status (*upload)(bf_backend *be, int k, void *dst, const void *src, size_t bytes);
+    bf_status (*batch_consumed)(bf_backend *be, int k);
+    bf_status (*batch_wait)(bf_backend *be, int k);
 
-    /* out (B,OUT) = act(inp (B,IN) @ w (IN,OUT) + b (OUT)); b may be NULL */
-    bf_status (*dense_forward)(struct bf_backend *be, float *out, const float *inp, const float *w,
-                               const float *b, int B, int IN, int OUT);
-    /* dinp (B,IN) = dout @ w^T; dw (IN,OUT) += inp^T @ dout; db (OUT) += sum_B dout */
-    bf_status (*dense_backward)(struct bf_backend *be, float *dinp, float *dw, float *db,
-                                const float *dout, const float *inp, const float *w, int B, int IN,
-                                int OUT);
-    /* out (N,C) = act(inp); in place allowed. softmax is over the last axis C */
-    bf_status (*act_forward)(struct bf_backend *be, float *out, const float *inp, bf_act act,
-                             long N, int C);
-    /* dinp (N,C) = act'(out) * dout, using the forward output; in place on dout allowed */
-    bf_status (*act_backward)(struct bf_backend *be, float *dinp, const float *dout,
-                              const float *out, bf_act act, long N, int C);
-    /* optional (NULL: act_backward, then the bias sum in dense_backward): for
-     * an elementwise act (not softmax), act_backward and db (C) += the sum
-     * over rows of dinp, in one pass */
-    bf_status (*act_backward_bias)(struct bf_backend *be, float *dinp, const float *dout,
-                                   const float *out, bf_act act, long N, int C, float *db);
-    /* Loss and its gradient in one pass. pred (B,C) is the last layer's output
-     * after activation `last_act`; `logits` (B,C) is its pre-activation input
-     * (same buffer as pred when last_act is linear). When fused (sigmoid+BCE,
-     * softmax+CCE/SCCE) pred holds logits and the gradient is written w.r.t.
-     * them (the caller skips the activation backward); otherwise w.r.t. pred.
-     * target: (B,C) floats, or (B) class ids as floats for SCCE.
-     * sw (B): sample weights, or NULL (all 1).
-     * loss_out (B): per-sample loss times its weight.
-     * dpred (B,C) = d(sum of weighted losses)/d pred * scale.
-     * loss->from_logits: pred holds logits (no activation) and the loss applies it.
-     * bad_label (1, backend memory; SCCE): raised to B - i for every row i
-     * whose label is not a class id (so the lowest such row is B - *bad_label),
-     * left as it is when all are valid; such rows get loss 0 and gradient 0.
-     * The check does not wait: the caller reads the flag with the step's
-     * statistics. bad_label NULL: a bad label fails the call (BF_ERR_DATA). */
-    bf_status (*loss_forward_backward)(struct bf_backend *be, float *loss_out, float *dpred,
-                                       int *bad_label, const float *pred, const float *target,
-                                       const float *sw, const bf_loss_spec *loss, int fused, int B,
-                                       int C, float scale);
-    /* acc (bf_metric_nvalues(m), backend memory) += metric m's statistics of
-     * the micro-batch. pred (B,C): the model's output, or its logits when
-     * `act` is sigmoid / softmax (a fused activation, applied here first).
-     * target (B,T): T == C, or T == 1 class ids for the sparse kinds.
-     * sw (B) or NULL; used only when m->weighted. Does not wait. */
-    bf_status (*metric_update)(struct bf_backend *be, double *acc, const float *pred,
-                               const float *target, const float *sw, const bf_metric_spec *m,
-                               bf_act act, int B, int C, int T);
-    /* Reductions write into backend memory and do not wait: the core reads a
-     * micro-batch's results back in one copy (bf_step_stats, program.h). */
-    /* sum_out (1) = sum(x[0..n)); loss / metric totals */
-    bf_status (*sum)(struct bf_backend *be, double *sum_out, const float *x, long n);
-    /* bad (1) = 1 if any of x[0..n) is NaN or Inf, else left as it is (scans OR together) */
-    bf_status (*nonfinite)(struct bf_backend *be, int *bad, const float *x, long n);
-    /* out (1) = max(out, max |x[0..n)|), or +Inf / a NaN when any of x is NaN
-     * or Inf (the caller zeroes out first) */
-    bf_status (*maxabs)(struct bf_backend *be, float *out, const float *x, long n);
-
-    /* out (1) += sum(x[0..n)^2) in double (gradient norms for clipping); does not wait */
-    bf_status (*sumsq)(struct bf_backend *be, double *out, const float *x, long n);
-    /* g (n) clipped in place as Keras: BF_CLIP_NORM g*c/max(sqrt(*sumsq), c);
-     * BF_CLIP_GLOBAL_NORM g*(c*min(1/sqrt(*sumsq), 1/c)); BF_CLIP_VALUE
-     * clip(g, -c, c) (sumsq unused). sumsq is backend memory: no wait. */
-    bf_status (*grad_clip)(struct bf_backend *be, float *g, const double *sumsq, long n,
-                           bf_clip_mode mode, float c);
-    /* optimizer update of w (n) from g (n), Keras 3 rules (see bf_update_args).
-     * State tensors (n each, NULL when unused): SGD s0 momentum; Adam s0 m,
-     * s1 v, s2 v_hat (amsgrad); RMSprop s0 velocity, s1 momentum, s2 average
-     * gradient (centered); Adagrad s0 accumulator; Nadam s0 m, s1 v. */
-    bf_status (*opt_update)(struct bf_backend *be, float *w, float *s0, float *s1, float *s2,
-                            const float *g, long n, const bf_update_args *a);
-
-    /* Keras weight regularizers (csrc/cpu/regularize.c): penalty (1, may be
-     * NULL) += l1*sum|w| + l2*sum w^2 in double; g (n, may be NULL) +=
-     * l1*sign(w) + 2*l2*w. Backend memory, no wait. */
-    bf_status (*regularize)(struct bf_backend *be, double *penalty, float *g, const float *w, long n, float l1,
-                            float l2);
-    /* w (A, R, B) constrained in place as Keras after an update: norms over R
-     * for each (a, b) (MaxNorm, UnitNorm, MinMaxNorm), or w*(w >= 0) (NonNeg) */
-    bf_status (*constrain)(struct bf_backend *be, float *w, long A, long R, long B, const bf_constraint *c);
-
-    /* ---- convolutional layers (NHWC) ---- */
-    size_t (*conv2d_workspace_bytes)(struct bf_backend *be, const bf_conv_geom *g, int backward);
-    /* out (B,OH,OW,K) = conv(inp (B,H,W,C), w (KH,KW,C,K)) + b (K); b may be NULL */
-    bf_status (*conv2d_forward)(struct bf_backend *be, float *out, void *ws, const float *inp,
-                                const float *w, const float *b, const bf_conv_geom *g);
-    bf_status (*conv2d_backward)(struct bf_backend *be, float *dinp, float *dw, float *db,
-                                 void *ws, const float *dout, const float *inp, const float *w,
-                                 const bf_conv_geom *g);
-    /* max / average pooling, out (B,OH,OW,C); Keras: average over valid cells only */
-    bf_status (*maxpool_forward)(struct bf_backend *be, float *out, const float *inp,
-                                 const bf_conv_geom *g);
-    bf_status (*maxpool_backward)(struct bf_backend *be, float *dinp, const float *dout,
-                                  const float *out, const float *inp, const bf_conv_geom *g);
-    bf_status (*avgpool_forward)(struct bf_backend *be, float *out, const float *inp,
-                                 const bf_conv_geom *g);
-    bf_status (*avgpool_backward)(struct bf_backend *be, float *dinp, const float *dout,
-                                  const bf_conv_geom *g);
-    /* batch normalization over all axes but the last (C). Training: uses batch
-     * statistics, writes mean/invstd (C) for backward and updates moving stats
-     * with Keras's momentum; inference: uses moving stats. */
-    bf_status (*batchnorm_forward)(struct bf_backend *be, float *out, float *mean, float *invstd,
-                                   float *moving_mean, float *moving_var, const float *inp,
-                                   const float *gamma, const float *beta, long N, int C,
-                                   float momentum, float eps, int training);
-    bf_status (*batchnorm_backward)(struct bf_backend *be, float *dinp, float *dgamma,
-                                    float *dbeta, const float *dout, const float *inp,
-                                    const float *mean, const float *invstd, const float *gamma,
-                                    long N, int C);
-    /* inverted dropout: out = inp * mask / (1-rate); mask (n) of 0/1 from (seed, step) */
-    bf_status (*dropout_forward)(struct bf_backend *be, float *out, float *mask, const float *inp,
-                                 long n, float rate, uint64_t seed);
-    bf_status (*dropout_backward)(struct bf_backend *be, float *dinp, const float *dout,
-                                  const float *mask, long n, float rate);
-
-    /* ---- graphs: merge layers, split / packed inputs and targets ---- */
-    /* out (n) = op(a (n), b (n), c (n)); any of them may alias out; b, c unused: NULL */
-    bf_status (*ewise)(struct bf_backend *be, float *out, const float *a, const float *b, const float *c,
-                       bf_ewise_op op, float alpha, long n);
-    /* out (rows, ld_out) columns [0, cols) = inp (rows, ld_in) columns [0, cols):
-     * a block of columns copied between row-major matrices (Concatenate and its
-     * backward, inputs / targets split out of a packed batch) */
-    bf_status (*copy2d)(struct bf_backend *be, float *out, long ld_out, const float *inp, long ld_in, long rows,
-                        long cols);
-
-    /* ---- Keras 3's other activations, layout and preprocessing layers ---- */
-    /* out (n) = act(inp) for bf_act_is_x(act); in place allowed */
-    bf_status (*actx_forward)(struct bf_backend *be, float *out, const float *inp, bf_act act, const bf_act_param *p,
-                              long n);
-    /* dinp (n) = act'(inp) * dout; reads inp (x) when bf_act_needs_x(act), else out
-     * (the other may be NULL); in place on dout allowed */
-    bf_status (*actx_backward)(struct bf_backend *be, float *dinp, const float *dout, const float *inp,
-                               const float *out, bf_act act, const bf_act_param *p, long n);
-    /* strided gather (Permute, RepeatVector, ZeroPadding2D, UpSampling2D and their backward) */
-    bf_status (*strided_copy)(struct bf_backend *be, float *out, const float *inp, const bf_strided *s);
-    /* out (N,C) = (inp - mean[c]) / max(sqrt(var[c]), eps) * scale + offset; mean, var NULL: 0, 1 */
-    bf_status (*rescale_forward)(struct bf_backend *be, float *out, const float *inp, const float *mean,
-                                 const float *var, float scale, float offset, float eps, long N, int C);
-    /* dinp (N,C) = dout / max(sqrt(var[c]), eps) * scale; var NULL: 1 */
-    bf_status (*rescale_backward)(struct bf_backend *be, float *dinp, const float *dout, const float *var,
-                                  float scale, float eps, long N, int C);
-    /* random image augmentation (bf_augment): out (B,OH,OW,C) from inp (B,H,W,C) */
-    bf_status (*augment_forward)(struct bf_backend *be, float *out, const float *inp, const bf_augment *a);
-    /* dinp (B,H,W,C) = the transpose of the forward map applied to dout (B,OH,OW,C) */
-    bf_status (*augment_backward)(struct bf_backend *be, float *dinp, const float *dout, const bf_augment *a);
-    /* ---- Conv1D and Conv2DTranspose ---- */
-    size_t (*conv1d_workspace_bytes)(struct bf_backend *be, const bf_conv1d_geom *g, int backward);
-    /* out (B,OT,K) = conv(inp (B,T,C), w (KW,C,K)) dilated by D + b (K); b may be NULL */
-    bf_status (*conv1d_forward)(struct bf_backend *be, float *out, void *ws, const float *inp,
-                                const float *w, const float *b, const bf_conv1d_geom *g);
-    bf_status (*conv1d_backward)(struct bf_backend *be, float *dinp, float *dw, float *db,
-                                 void *ws, const float *dout, const float *inp, const float *w,
-                                 const bf_conv1d_geom *g);
-    /* Conv2DTranspose as the adjoint of a Conv2D: g is the Conv2D geometry
-     * whose input is the transposed conv's output out (B,H,W,C = filters) and
-     * whose output is its input inp (B,OH,OW,K); w (KH,KW,C,K) is Keras's
-     * Conv2DTranspose kernel (kh, kw, filters, in_channels); b (C).
-     * out = conv2d^T(inp) + b; backward: dinp = conv2d(dout), dw += ..., db += sum dout */
-    size_t (*conv2d_transpose_workspace_bytes)(struct bf_backend *be, const bf_conv_geom *g, int backward);
-    bf_status (*conv2d_transpose_forward)(struct bf_backend *be, float *out, void *ws, const float *inp,
-                                          const float *w, const float *b, const bf_conv_geom *g);
-    bf_status (*conv2d_transpose_backward)(struct bf_backend *be, float *dinp, float *dw, float *db,
-                                           void *ws, const float *dout, const float *inp, const float *w,
-                                           const bf_conv_geom *g);
-    /* ---- LayerNormalization, MultiHeadAttention (csrc/cpu/layernorm.c, attention.c) ---- */
-    /* over the last axis C of inp (N,C): out = (x - mean) * invstd * gamma + beta;
-     * mean, invstd (N) kept for backward; gamma / beta may be NULL */
-    bf_status (*layernorm_forward)(struct bf_backend *be, float *out, float *mean, float *invstd, const float *inp,
-                                   const float *gamma, const float *beta, long N, int C, float eps);
-    bf_status (*layernorm_backward)(struct bf_backend *be, float *dinp, float *dgamma, float *dbeta,
-                                    const float *dout, const float *inp, const float *mean, const float *invstd,
-                                    const float *gamma, long N, int C);
-    size_t (*attention_workspace_bytes)(struct bf_backend *be, const bf_attn_geom *g, int backward);
-    /* for each (b, h): P = softmax(scale * Q K^T) over keys, masked (mask (B,TQ,TK)
-     * > 0.5, g's step masks and the causal rule; a row with no key left:
-     * uniform, as Keras on JAX, or zero, see zero_empty), O = dropout(P) V.
-     * mask may be NULL. */
-    bf_status (*attention_forward)(struct bf_backend *be, float *O, float *P, void *ws, const float *Q,
-                                   const float *K, const float *V, const float *mask, const bf_attn_geom *g);
-    /* dQ, dK, dV (overwritten) from dO (B,TQ,H,DV) and the kept P */
-    bf_status (*attention_backward)(struct bf_backend *be, float *dQ, float *dK, float *dV, void *ws,
-                                    const float *dO, const float *Q, const float *K, const float *V,
-                                    const float *P, const float *mask, const bf_attn_geom *g);
-
-    void *impl; /* backend-private state (cuBLAS / cuDNN handles, streams) */
-
-    /* dinp (N,C) = dout (N,C) * gamma * invstd (C; gamma NULL: 1): backward of
-     * a frozen BatchNormalization, which runs in inference mode (Keras);
-     * dinp may alias dout */
-    bf_status (*batchnorm_backward_frozen)(struct bf_backend *be, float *dinp, const float *dout,
-                                           const float *invstd, const float *gamma, long N, int C);
-    /* ---- sequences: Embedding and recurrent layers (NULL where missing) ---- */
-    /* out (n,D) = table (V,D) rows at ids (n); mask (n, may be NULL) = ids != 0.
-     * An id that is not an integer in [0,V) gives a zero row and raises *bad
-     * (backend memory) to n - r for its row r, so the lowest bad row is
-     * n - *bad; *bad_val is then that row's id. Does not wait. */
-    bf_status (*embedding_forward)(struct bf_backend *be, float *out, float *mask, int *bad, float *bad_val,
-                                   const float *ids, const float *table, long n, int D, int V);
-    /* dtable (V,D) += dout (n,D) scattered to rows ids (n) (bad ids skipped) */
-    bf_status (*embedding_backward)(struct bf_backend *be, float *dtable, const float *dout, const float *ids,
-                                    long n, int D, int V);
-    /* scratch floats one recurrent direction needs per call (see bf_rnn_geom) */
-    size_t (*rnn_workspace_bytes)(struct bf_backend *be, const bf_rnn_geom *g, int backward);
-    /* One recurrent layer direction over T steps (csrc/cpu/rnn.c documents the
-     * layouts). x (B,T,D); w (D,G*U); u (U,G*U); b (G*U) or GRU (2,G*U) or
-     * NULL; mask (B,T) or NULL. Saves for backward: hs (B,T,ldh) states at
-     * input positions, gates (B,T,G*U) activated gates, cs (B,T,U) LSTM cells
-     * / GRU recurrent candidate part. out: (B,T,ldo) or (B,ldo), may be hs. */
-    bf_status (*rnn_forward)(struct bf_backend *be, const bf_rnn_geom *g, float *out, float *hs, float *gates,
-                             float *cs, void *ws, const float *x, const float *w, const float *u, const float *b,
-                             const float *mask);
-    /* from dout (as out): dx (B,T,D) = (dx_add ? dx : 0) + d x (may be NULL);
-     * dw, du, db added into. gates is overwritten with their gradients. */
-    bf_status (*rnn_backward)(struct bf_backend *be, const bf_rnn_geom *g, float *dx, float *dw, float *du,
-                              float *db, float *gates, void *ws, const float *dout, const float *hs, const float *cs,
-                              const float *x, const float *w, const float *u, const float *mask, int dx_add);
-    /* GlobalAveragePooling1D with a step mask (csrc/cpu/masked_mean.c):
-     * out (B,C) = sum_t [mask > 0.5] inp (B,T,C) / sum_t [mask > 0.5], mask
-     * (B,T); a row with no step left is 0/0 = NaN, as Keras. Backward: dinp
-     * (B,T,C) = dout / count at kept steps, 0 elsewhere (overwritten). */
-    bf_status (*masked_mean_forward)(struct bf_backend *be, float *out, const float *inp, const float *mask, int B,
-                                     int T, int C);
-    bf_status (*masked_mean_backward)(struct bf_backend *be, float *dinp, const float *dout, const float *mask, int B,
-                                      int T, int C);
-    /* Per-position weights of a loss / metric on a sequence output, as Keras
-     * 3's apply_mask (csrc/cpu/pos_weights.c): w (B,S) = sw[b] * [mask > 0.5]
-     * * f, f = divide_no_nan(B*S, count of mask > 0.5) when normalize, else 1;
-     * sw (B) and mask (B,S) may be NULL. */
-    bf_status (*pos_weights)(struct bf_backend *be, float *w, const float *sw, const float *mask, int B, int S,
-                             int normalize);
-    /* DepthwiseConv2D (csrc/cpu/depthwise.c): g as a Conv2D's with K = C * M
-     * output channels; out channel c*M + m reads input channel c through
-     * w (KH,KW,C,M) [.., c, m] (Keras's depthwise_kernel), plus b (K) or
-     * NULL. Backward overwrites dinp and adds into dw, db (each may be NULL). */
-    bf_status (*depthwise_forward)(struct bf_backend *be, float *out, const float *inp, const float *w,
-                                   const float *b, const bf_conv_geom *g);
-    bf_status (*depthwise_backward)(struct bf_backend *be, float *dinp, float *dw, float *db, const float *dout,
-                                    const float *inp, const float *w, const bf_conv_geom *g);
-
-    /* ---- data parallel on a device: NCCL (csrc/cuda/nccl.cu; NULL on the CPU) ---- */
-    /* lib: path of libnccl.so.2, dlopen'ed on first use; id: 128 bytes (ncclUniqueId) */
-    bf_status (*nccl_unique_id)(struct bf_backend *be, const char *lib, void *id);
-    /* ncclCommInitRankConfig, non-blocking: nccl_poll says when the ranks are connected */
-    bf_status (*nccl_init)(struct bf_backend *be, const char *lib, const void *id, int rank, int size);
-    /* buf (n, device) summed over the ranks in place, queued on the compute
-     * stream in buckets of at most `bucket` floats (one NCCL group); returns at once */
-    bf_status (*nccl_allreduce)(struct bf_backend *be, float *buf, long n, long bucket);
-    /* buf (bytes, device) = rank root's, queued (ncclBroadcast); returns at once */
-    bf_status (*nccl_bcast)(struct bf_backend *be, void *buf, size_t bytes, int root);
-    /* *done = 1 once the communicator is ready and the queued work finished;
-     * an asynchronous NCCL error fails (BF_ERR_DIST) */
-    bf_status (*nccl_poll)(struct bf_backend *be, int *done);
-    void (*nccl_abort)(struct bf_backend *be);          /* ncclCommAbort: no waiting for peers */
-    bf_status (*nccl_destroy)(struct bf_backend *be);   /* ncclCommDestroy */
-    /* x (n) *= s, queued (the all-reduce's 1 / size) */
-    bf_status (*scale)(struct bf_backend *be, float *x, long n, float s);
-} bf_backend;
+    /* ---- the ops, one member each (backend_ops.h; NULL where a backend lacks one) ---- */
+#define BF_OP(ret, op, params, on) ret(*op) params;
+#include "backend_ops.h"
+#undef BF_OP
+};
 
 #endif

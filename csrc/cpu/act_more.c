@@ -65,7 +65,8 @@ static bf_status check(const char *op, bf_act act, const bf_act_param *p, long n
 }
 
 // out (n) = act(inp (n))
-bf_status bf_cpu_actx_forward(bf_backend *be, float *out, const float *inp, bf_act act, const bf_act_param *p, long n) {
+bf_status bf_cpu_actx_forward_serial(bf_backend *be, float *out, const float *inp, bf_act act, const bf_act_param *p,
+                                     long n) {
     (void)be;
     BF_TRY(check("actx_forward", act, p, n));
     if (act == BF_ACT_GELU) {
@@ -78,8 +79,8 @@ bf_status bf_cpu_actx_forward(bf_backend *be, float *out, const float *inp, bf_a
 }
 
 // dinp (n) = act'(inp or out) * dout
-bf_status bf_cpu_actx_backward(bf_backend *be, float *dinp, const float *dout, const float *inp, const float *out,
-                               bf_act act, const bf_act_param *p, long n) {
+bf_status bf_cpu_actx_backward_serial(bf_backend *be, float *dinp, const float *dout, const float *inp,
+                                      const float *out, bf_act act, const bf_act_param *p, long n) {
     (void)be;
     BF_TRY(check("actx_backward", act, p, n));
     if (!dinp || n == 0) return BF_OK;

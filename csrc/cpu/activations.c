@@ -6,8 +6,8 @@
 #include "cpu_ops.h"
 
 // out (N,C) = act(inp (N,C)); in place allowed
-bf_status bf_cpu_act_forward(bf_backend *be, float *out, const float *inp, bf_act act, long N,
-                             int C) {
+bf_status bf_cpu_act_forward_serial(bf_backend *be, float *out, const float *inp, bf_act act, long N,
+                                    int C) {
     (void)be;
     long n = N * (long)C;
     switch (act) {
@@ -51,8 +51,8 @@ bf_status bf_cpu_act_forward(bf_backend *be, float *out, const float *inp, bf_ac
 }
 
 // dinp (N,C) = act'(out) * dout; in place on dout allowed
-bf_status bf_cpu_act_backward(bf_backend *be, float *dinp, const float *dout, const float *out,
-                              bf_act act, long N, int C) {
+bf_status bf_cpu_act_backward_serial(bf_backend *be, float *dinp, const float *dout, const float *out,
+                                     bf_act act, long N, int C) {
     (void)be;
     long n = N * (long)C;
     switch (act) {

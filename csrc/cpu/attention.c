@@ -10,12 +10,20 @@
 #include <math.h>
 #include <string.h>
 
-#include "attn_ops.h"
 #include "blas.h"
 #include "blas_threads.h"
+#include "counter_hash.h"
+#include "cpu_ops.h"
 #include "transpose.h"
 #include "par.h"
 #include "rowops.h"
+
+/* attention dropout: element idx of the (B,H,TQ,TK) weights is kept when a
+ * 24-bit uniform from (seed, idx) is >= rate; forward and backward (CPU and
+ * CUDA) draw the same bits, so no mask is stored */
+static inline int bf_attn_keep(uint64_t seed, uint64_t idx, float rate) {
+    return bf_counter_uniform(seed, idx) >= rate;
+}
 
 /* The (b, h) tiles are independent tasks on the pool; on a busy machine the
  * threads wait on each other, so each direction times one thread against all

@@ -12,7 +12,8 @@
  * A frozen layer (trainable=False, Keras: inference mode even in fit) has the
  * affine map's backward, dinp = dout * gamma * invstd (invstd of the moving
  * variance, as its forward wrote it).
- * Forward may run in place (out == inp).
+ * Forward may run in place (out == inp). Sizes, epsilon, momentum and the
+ * tensors given are the caller's to check (backend_ops.h; layers/batchnorm.c).
  * Sums run in float over short row chunks (vectorized), shifted by the first
  * row for the variance, totalled in double per one of BF_BN_SEGS fixed row
  * segments, and the segments' sums added in order; channels are processed in
@@ -133,12 +134,6 @@ static void run_rows(rows_job *j) {
     bf_par_for(j->parts, threads, rows_part, j);
 }
 
-static bf_status bn_check(const char *op, long N, int C) {
-    if (N <= 0 || C <= 0)
-        return BF_FAIL(BF_ERR_SHAPE, "%s: sizes must be positive (N=%ld C=%d)", op, N, C);
-    return BF_OK;
-}
-
 /* out[i,c] = (x[i,c] - mu[c]) * a[c] + d[c] for the channel block [c0, c0+n) */
 static void bn_affine(float *out, const float *inp, const float *mu, const float *a,
                       const float *d, long N, int C, int c0, int n) {
@@ -152,14 +147,6 @@ bf_status bf_cpu_batchnorm_forward(bf_backend *be, float *out, float *mean, floa
                                    const float *gamma, const float *beta, long N, int C,
                                    float momentum, float eps, int training) {
     (void)be;
-    BF_TRY(bn_check("batchnorm_forward", N, C));
-    if (!out || !inp || !moving_mean || !moving_var)
-        return BF_FAIL(BF_ERR_ARG, "batchnorm_forward: NULL tensor");
-    if (!(eps >= 0.0f) || !isfinite(eps))
-        return BF_FAIL(BF_ERR_ARG, "batchnorm_forward: epsilon must be >= 0, got %g", (double)eps);
-    if (training && (!(momentum >= 0.0f && momentum <= 1.0f) || !mean || !invstd))
-        return BF_FAIL(BF_ERR_ARG, "batchnorm_forward: momentum %g must be in [0, 1] and "
-                                   "mean / invstd given in training", (double)momentum);
     float a[BF_BN_CBLK], d[BF_BN_CBLK];
     for (int c0 = 0; c0 < C; c0 += BF_BN_CBLK) {
         const int n = C - c0 < BF_BN_CBLK ? C - c0 : BF_BN_CBLK;
@@ -200,9 +187,6 @@ bf_status bf_cpu_batchnorm_backward(bf_backend *be, float *dinp, float *dgamma, 
                                     const float *dout, const float *inp, const float *mean,
                                     const float *invstd, const float *gamma, long N, int C) {
     (void)be;
-    BF_TRY(bn_check("batchnorm_backward", N, C));
-    if (!dout || !inp || !mean || !invstd)
-        return BF_FAIL(BF_ERR_ARG, "batchnorm_backward: NULL tensor");
     for (int c0 = 0; c0 < C; c0 += BF_BN_CBLK) {
         const int n = C - c0 < BF_BN_CBLK ? C - c0 : BF_BN_CBLK;
         const float *mu = mean + c0;
@@ -231,8 +215,6 @@ bf_status bf_cpu_batchnorm_backward(bf_backend *be, float *dinp, float *dgamma, 
 bf_status bf_cpu_batchnorm_backward_frozen(bf_backend *be, float *dinp, const float *dout, const float *invstd,
                                            const float *gamma, long N, int C) {
     (void)be;
-    BF_TRY(bn_check("batchnorm_backward_frozen", N, C));
-    if (!dinp || !dout || !invstd) return BF_FAIL(BF_ERR_ARG, "batchnorm_backward_frozen: NULL tensor");
     float a[BF_BN_CBLK];
     for (int c0 = 0; c0 < C; c0 += BF_BN_CBLK) {
         const int n = C - c0 < BF_BN_CBLK ? C - c0 : BF_BN_CBLK;

@@ -56,11 +56,10 @@ static long tile_rows(const bf_conv1d_geom *g) {
 static int direct(const bf_conv1d_geom *g) { return g->KW == 1 && g->S == 1 && g->PL == 0 && g->D == 1; }
 
 size_t bf_cpu_conv1d_workspace_bytes(bf_backend *be, const bf_conv1d_geom *g, int backward) {
-    (void)be;
     bf_conv_geom c;
     if (bf_cpu_conv1d_check(g) != BF_OK) return 0;
     if (backward && direct(g)) return 0;
-    if (!backward && as_conv2d(g, &c)) return bf_cpu_conv2d_workspace_bytes(&c, 0);
+    if (!backward && as_conv2d(g, &c)) return bf_cpu_conv2d_workspace_bytes(be, &c, 0);
     return (size_t)tile_rows(g) * (size_t)g->KW * (size_t)g->C * sizeof(float);
 }
 

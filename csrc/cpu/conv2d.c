@@ -214,7 +214,8 @@ long bf_cpu_conv2d_tile_rows(const bf_conv_geom *g) {
  *   part  32 * kg * K           backward only, when K*kg <= 4096: dw partials
  * tile = max(OW, cap / (4*kg)) capped at B*OH*OW, so for large batches
  * ws <= max(cap, OW*kg*4) + (1 + 32) * kg * K * 4 bytes, independent of B. */
-size_t bf_cpu_conv2d_workspace_bytes(const bf_conv_geom *g, int backward) {
+size_t bf_cpu_conv2d_workspace_bytes(bf_backend *be, const bf_conv_geom *g, int backward) {
+    (void)be;
     if (bf_cpu_check_geom(g, "conv2d", 0) != BF_OK) return 0;
     if (bf_cpu_conv2d_direct_ok(g)) return bf_cpu_conv2d_direct_ws_floats(g, backward) * sizeof(float);
     const size_t tile = (size_t)bf_cpu_conv2d_tile_rows(g);

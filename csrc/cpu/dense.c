@@ -16,9 +16,9 @@ bf_status bf_cpu_dense_forward(bf_backend *be, float *out, const float *inp, con
 }
 
 // dinp (B,IN) = dout (B,OUT) @ w^T; dw (IN,OUT) += inp^T @ dout; db (OUT) += sum_B dout
-bf_status bf_cpu_dense_backward(bf_backend *be, float *dinp, float *dw, float *db,
-                                const float *dout, const float *inp, const float *w, int B,
-                                int IN, int OUT) {
+bf_status bf_cpu_dense_backward_serial(bf_backend *be, float *dinp, float *dw, float *db,
+                                       const float *dout, const float *inp, const float *w, int B,
+                                       int IN, int OUT) {
     (void)be;
     if (dw) bf_sgemm(1, 0, IN, OUT, B, 1.0f, inp, IN, dout, OUT, 1.0f, dw, OUT); /* NULL: frozen */
     if (db) {

@@ -4,7 +4,7 @@
  * is reported through *bad / *bad_val (the lowest such row). */
 #include <string.h>
 
-#include "seq_ops.h"
+#include "cpu_ops.h"
 
 static int valid_id(float v, int V, int *k) {
     if (!(v >= 0.0f && v < (float)V)) return 0;

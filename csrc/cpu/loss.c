@@ -54,9 +54,9 @@ static inline double regression(bf_loss_kind kind, float e, float delta, float *
 }
 
 // loss_out (B), dpred (B,C), bad_label (1) from pred (B,C), target (B,C) or (B) for SCCE, sw (B) or NULL
-bf_status bf_cpu_loss_forward_backward(bf_backend *be, float *loss_out, float *dpred, int *bad_label,
-                                       const float *pred, const float *target, const float *sw,
-                                       const bf_loss_spec *loss, int fused, int B, int C, float scale) {
+bf_status bf_cpu_loss_forward_backward_serial(bf_backend *be, float *loss_out, float *dpred, int *bad_label,
+                                              const float *pred, const float *target, const float *sw,
+                                              const bf_loss_spec *loss, int fused, int B, int C, float scale) {
     (void)be;
     const bf_loss_kind kind = loss->kind;
     const int logits = fused || loss->from_logits;

@@ -2,7 +2,7 @@
  * Embedding(mask_zero=True) mask reaching it), as Keras 3: the sum of the
  * kept steps over their count; a row with no step kept is 0/0 = NaN, as in
  * Keras. Backward overwrites dinp. */
-#include "seq_ops.h"
+#include "cpu_ops.h"
 
 // out (B,C) <- inp (B,T,C), mask (B,T)
 bf_status bf_cpu_masked_mean_forward(bf_backend *be, float *out, const float *inp, const float *mask, int B, int T,

@@ -8,8 +8,8 @@
 #include "cpu_ops.h"
 
 // out (n) = op(a (n), b (n), c (n)); out may alias any input
-bf_status bf_cpu_ewise(bf_backend *be, float *out, const float *a, const float *b, const float *c, bf_ewise_op op,
-                       float alpha, long n) {
+bf_status bf_cpu_ewise_serial(bf_backend *be, float *out, const float *a, const float *b, const float *c,
+                              bf_ewise_op op, float alpha, long n) {
     (void)be;
     switch (op) {
     case BF_EW_ADD: for (long i = 0; i < n; i++) out[i] = alpha * (a[i] + b[i]); break;

@@ -44,8 +44,8 @@ static int argmax_f(const float *x, int C) {
 }
 
 // acc (bf_metric_nvalues) += statistics of rows [lo, hi) of pred (B,C) against target (B,T), sw (B) or NULL
-bf_status bf_cpu_metric_rows(double *acc, const float *pred, const float *target, const float *sw,
-                             const bf_metric_spec *m, bf_act act, int lo, int hi, int C, int T) {
+void bf_cpu_metric_rows(double *acc, const float *pred, const float *target, const float *sw, const bf_metric_spec *m,
+                        bf_act act, int lo, int hi, int C, int T) {
     const int T1 = m->num_thresholds - 1;
     int j0, j1; /* the columns read by the confusion and bucketed metrics (class_id) */
     bf_metric_cols(m, C, &j0, &j1);
@@ -131,13 +131,10 @@ bf_status bf_cpu_metric_rows(double *acc, const float *pred, const float *target
             }
             continue;
         }
-        default:
-            return BF_FAIL(BF_ERR_ARG, "unknown metric %d", (int)m->kind);
         }
         acc[0] += v * w;
         acc[1] += w;
     }
-    return BF_OK;
 }
 
 int bf_metric_block_rows(int B) {
@@ -148,15 +145,18 @@ int bf_metric_block_rows(int B) {
 /* Rows in blocks fixed by B (bf_metric_block_rows), each summed on its own and
  * added in block order: the parallel update (par_ops.c) adds the same sums in
  * the same order. AUC's buckets (hundreds of values) go straight in. */
-bf_status bf_cpu_metric_update(bf_backend *be, double *acc, const float *pred, const float *target,
-                               const float *sw, const bf_metric_spec *m, bf_act act, int B, int C, int T) {
+bf_status bf_cpu_metric_update_serial(bf_backend *be, double *acc, const float *pred, const float *target,
+                                      const float *sw, const bf_metric_spec *m, bf_act act, int B, int C, int T) {
     (void)be;
     const long nv = bf_metric_nvalues(m);
-    if (nv > BF_METRIC_SMALL) return bf_cpu_metric_rows(acc, pred, target, sw, m, act, 0, B, C, T);
+    if (nv > BF_METRIC_SMALL) {
+        bf_cpu_metric_rows(acc, pred, target, sw, m, act, 0, B, C, T);
+        return BF_OK;
+    }
     const int R = bf_metric_block_rows(B);
     for (int lo = 0; lo < B; lo += R) {
         double part[BF_METRIC_SMALL] = {0};
-        BF_TRY(bf_cpu_metric_rows(part, pred, target, sw, m, act, lo, B - lo < R ? B : lo + R, C, T));
+        bf_cpu_metric_rows(part, pred, target, sw, m, act, lo, B - lo < R ? B : lo + R, C, T);
         for (long k = 0; k < nv; k++) acc[k] += part[k];
     }
     return BF_OK;

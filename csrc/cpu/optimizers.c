@@ -61,8 +61,8 @@ static void adam(float *restrict w, float *restrict m, float *restrict v, float 
     }
 }
 
-bf_status bf_cpu_opt_update(bf_backend *be, float *restrict w, float *restrict s0, float *restrict s1,
-                            float *restrict s2, const float *restrict g, long n, const bf_update_args *a) {
+bf_status bf_cpu_opt_update_serial(bf_backend *be, float *restrict w, float *restrict s0, float *restrict s1,
+                                   float *restrict s2, const float *restrict g, long n, const bf_update_args *a) {
     (void)be;
     const float lr = a->lr, eps = a->eps, mom = a->momentum;
     if (a->weight_decay != 0.0f) {

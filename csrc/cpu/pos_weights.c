@@ -3,7 +3,7 @@
  * apply_mask): w (B,S) = sw[b] * m[b,s] * f, f = divide_no_nan(B*S, sum m)
  * when `normalize` (the loss's "sum_over_batch_size"), else 1 (metrics).
  * sw or mask may be NULL (1). Float32 as Keras computes it. */
-#include "seq_ops.h"
+#include "cpu_ops.h"
 
 // w (B,S) <- sw (B), mask (B,S)
 bf_status bf_cpu_pos_weights(bf_backend *be, float *w, const float *sw, const float *mask, int B, int S,

@@ -26,7 +26,7 @@ bf_status bf_cpu_nonfinite(bf_backend *be, int *bad, const float *x, long n) {
     return BF_OK;
 }
 
-bf_status bf_cpu_maxabs(bf_backend *be, float *out, const float *x, long n) {
+bf_status bf_cpu_maxabs_serial(bf_backend *be, float *out, const float *x, long n) {
     (void)be;
     /* |x| as bits orders like the values; NaN and Inf sort above every finite */
     const uint32_t *u = (const uint32_t *)(const void *)x;

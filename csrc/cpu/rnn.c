@@ -32,7 +32,8 @@
 #include "act_math.h"
 #include "blas_threads.h"
 #include "par.h"
-#include "seq_ops.h"
+#include "cpu_ops.h"
+#include "rnn_dropout.h"
 #include "transpose.h"
 #include "vec_exp.h"
 

@@ -9,7 +9,7 @@
 #include <math.h>
 
 #include "cpu_conv.h"
-#include "seq_ops.h"
+#include "rnn_dropout.h"
 
 // m (nm,B,N) = 1/(1-rate) where bits(seed, i) >= ceil(rate * 2^24), else 0
 void bf_cpu_rnn_masks(float *m, int nm, int B, int N, float rate, uint64_t seed) {

@@ -10,7 +10,6 @@
 #include <math.h>
 
 #include "counter_hash.h"
-#include "cuda_attn.h"
 #include "cuda_ops.h"
 
 #define AT_THREADS 128

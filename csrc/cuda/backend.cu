@@ -3,7 +3,8 @@
  * cuBLAS and cuDNN handles bound to it, a copy stream and the events of batch
  * uploads, and fills the vtable; bf_cuda_close undoes it. Also the copies
  * between host and device, pinning, zero fill and sync. State lives in a
- * static array, one slot per device (nothing from the heap).
+ * static array, one slot per device (nothing from the heap). The table of
+ * ops is generated from core/backend_ops.h.
  * Copies: to_device returns once the host buffer may be reused (pageable or
  * pinned), to_host once the data is on the host; upload only queues (on the
  * copy stream, ordered with the compute stream by events); other ops only
@@ -12,10 +13,7 @@
 #include <string.h>
 
 #include "cuda_api.h"
-#include "cuda_convx.h"
-#include "cuda_attn.h"
 #include "cuda_ops.h"
-#include "seq_cuda.h"
 #include "cuda_shim.h"
 
 #define BF_EXPORT extern "C" __attribute__((visibility("default")))
@@ -127,6 +125,7 @@ static void fill_vtable(bf_cuda_state *st) {
     bf_backend *be = &st->be;
     memset(be, 0, sizeof *be);
     be->name = st->name;
+    be->impl = st;
     be->reserve = bf_cuda_reserve;
     be->release = bf_cuda_release;
     be->to_device = bf_cuda_to_device;
@@ -140,71 +139,10 @@ static void fill_vtable(bf_cuda_state *st) {
     be->upload = bf_cuda_upload;
     be->batch_consumed = bf_cuda_batch_consumed;
     be->batch_wait = bf_cuda_batch_wait;
-    be->dense_forward = bf_cuda_dense_forward;
-    be->dense_backward = bf_cuda_dense_backward;
-    be->act_forward = bf_cuda_act_forward;
-    be->act_backward = bf_cuda_act_backward;
-    be->loss_forward_backward = bf_cuda_loss_forward_backward;
-    be->metric_update = bf_cuda_metric_update;
-    be->sum = bf_cuda_sum;
-    be->nonfinite = bf_cuda_nonfinite;
-    be->maxabs = bf_cuda_maxabs;
-    be->sumsq = bf_cuda_sumsq;
-    be->regularize = bf_cuda_regularize;
-    be->constrain = bf_cuda_constrain;
-    be->grad_clip = bf_cuda_grad_clip;
-    be->opt_update = bf_cuda_opt_update;
-    be->conv2d_workspace_bytes = bf_cuda_conv2d_workspace_bytes;
-    be->conv2d_forward = bf_cuda_conv2d_forward;
-    be->conv2d_backward = bf_cuda_conv2d_backward;
-    be->maxpool_forward = bf_cuda_maxpool_forward;
-    be->maxpool_backward = bf_cuda_maxpool_backward;
-    be->avgpool_forward = bf_cuda_avgpool_forward;
-    be->avgpool_backward = bf_cuda_avgpool_backward;
-    be->depthwise_forward = bf_cuda_depthwise_forward;
-    be->depthwise_backward = bf_cuda_depthwise_backward;
-    be->nccl_unique_id = bf_cuda_nccl_unique_id;
-    be->nccl_init = bf_cuda_nccl_init;
-    be->nccl_allreduce = bf_cuda_nccl_allreduce;
-    be->nccl_bcast = bf_cuda_nccl_bcast;
-    be->nccl_poll = bf_cuda_nccl_poll;
-    be->nccl_abort = bf_cuda_nccl_abort;
-    be->nccl_destroy = bf_cuda_nccl_destroy;
-    be->scale = bf_cuda_scale;
-    be->batchnorm_forward = bf_cuda_batchnorm_forward;
-    be->batchnorm_backward = bf_cuda_batchnorm_backward;
-    be->dropout_forward = bf_cuda_dropout_forward;
-    be->dropout_backward = bf_cuda_dropout_backward;
-    be->ewise = bf_cuda_ewise;
-    be->copy2d = bf_cuda_copy2d;
-    be->batchnorm_backward_frozen = bf_cuda_batchnorm_backward_frozen;
-    be->actx_forward = bf_cuda_actx_forward;
-    be->actx_backward = bf_cuda_actx_backward;
-    be->strided_copy = bf_cuda_strided_copy;
-    be->rescale_forward = bf_cuda_rescale_forward;
-    be->rescale_backward = bf_cuda_rescale_backward;
-    be->augment_forward = bf_cuda_augment_forward;
-    be->augment_backward = bf_cuda_augment_backward;
-    be->conv1d_workspace_bytes = bf_cuda_conv1d_workspace_bytes;
-    be->conv1d_forward = bf_cuda_conv1d_forward;
-    be->conv1d_backward = bf_cuda_conv1d_backward;
-    be->conv2d_transpose_workspace_bytes = bf_cuda_conv2d_transpose_workspace_bytes;
-    be->conv2d_transpose_forward = bf_cuda_conv2d_transpose_forward;
-    be->conv2d_transpose_backward = bf_cuda_conv2d_transpose_backward;
-    be->layernorm_forward = bf_cuda_layernorm_forward;
-    be->layernorm_backward = bf_cuda_layernorm_backward;
-    be->attention_workspace_bytes = bf_cuda_attention_workspace_bytes;
-    be->attention_forward = bf_cuda_attention_forward;
-    be->attention_backward = bf_cuda_attention_backward;
-    be->impl = st;
-    be->embedding_forward = bf_cuda_embedding_forward;
-    be->embedding_backward = bf_cuda_embedding_backward;
-    be->rnn_workspace_bytes = bf_cuda_rnn_workspace_bytes;
-    be->rnn_forward = bf_cuda_rnn_forward;
-    be->rnn_backward = bf_cuda_rnn_backward;
-    be->masked_mean_forward = bf_cuda_masked_mean_forward;
-    be->masked_mean_backward = bf_cuda_masked_mean_backward;
-    be->pos_weights = bf_cuda_pos_weights;
+    /* every op of backend_ops.h the CUDA backend implements: be->op = bf_cuda_op */
+#define BF_OP(ret, op, params, on) BF_ON_CUDA_##on(be->op = bf_cuda_##op;)
+#include "backend_ops.h"
+#undef BF_OP
 }
 
 /* destroy what open created (any subset); the state slot becomes free */

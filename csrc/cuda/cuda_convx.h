@@ -1,6 +1,6 @@
-/* cuda_convx.h - Conv1D (conv1d.cu) and Conv2DTranspose (conv2d_transpose.cu)
- * on the GPU, same names and argument order as the vtable (backend.h), and
- * the im2col / col2im kernels they share (im2col.cu). Both are im2col +
+/* cuda_convx.h - the im2col / col2im kernels (im2col.cu) that Conv1D
+ * (conv1d.cu) and Conv2DTranspose (conv2d_transpose.cu) share on the GPU;
+ * their ops are in cuda_ops.h. Both are im2col +
  * cuBLAS GEMMs in exact FP32, run in chunks of whole samples whose im2col
  * matrix fits BF_CUDA_CONVX_CAP bytes (at least one sample), so the
  * workspace (one chunk's im2col matrix) does not grow with B beyond it.
@@ -26,18 +26,5 @@ int bf_cuda_im2col_chunk(const bf_cuda_im2col_geom *q, int B);
 bf_status bf_cuda_im2col(bf_cuda_state *st, float *col, const float *img, int nb, const bf_cuda_im2col_geom *q);
 // img (nb,H,W,C) = col2im(col (nb*OH*OW, KH*KW*C)): every cell the sum of its taps
 bf_status bf_cuda_col2im(bf_cuda_state *st, float *img, const float *col, int nb, const bf_cuda_im2col_geom *q);
-
-size_t bf_cuda_conv1d_workspace_bytes(bf_backend *be, const bf_conv1d_geom *g, int backward);
-bf_status bf_cuda_conv1d_forward(bf_backend *be, float *out, void *ws, const float *inp, const float *w,
-                                 const float *b, const bf_conv1d_geom *g);
-bf_status bf_cuda_conv1d_backward(bf_backend *be, float *dinp, float *dw, float *db, void *ws, const float *dout,
-                                  const float *inp, const float *w, const bf_conv1d_geom *g);
-
-size_t bf_cuda_conv2d_transpose_workspace_bytes(bf_backend *be, const bf_conv_geom *g, int backward);
-bf_status bf_cuda_conv2d_transpose_forward(bf_backend *be, float *out, void *ws, const float *inp, const float *w,
-                                           const float *b, const bf_conv_geom *g);
-bf_status bf_cuda_conv2d_transpose_backward(bf_backend *be, float *dinp, float *dw, float *db, void *ws,
-                                            const float *dout, const float *inp, const float *w,
-                                            const bf_conv_geom *g);
 
 #endif

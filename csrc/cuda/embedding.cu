@@ -3,7 +3,7 @@
  * an integer in [0, V)) give zero rows; the lowest bad row is kept in *bad as
  * n - row (atomicMax) and its id copied to *bad_val by a one-thread kernel,
  * read with the step's statistics (no wait here). */
-#include "seq_cuda.h"
+#include "cuda_ops.h"
 
 __device__ __forceinline__ int valid_id(float v, int V, int *k) {
     if (!(v >= 0.0f && v < (float)V)) return 0;

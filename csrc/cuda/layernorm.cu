@@ -3,7 +3,7 @@
  * memory), mean / invstd per row kept for backward. Backward OVERWRITES dinp
  * (may be NULL) and ADDS into dgamma / dbeta: one thread per column summing
  * over the rows in order (deterministic, no atomics). */
-#include "cuda_attn.h"
+#include "cuda_ops.h"
 
 #define LN_THREADS 256
 

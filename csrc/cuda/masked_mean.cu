@@ -2,7 +2,7 @@
  * csrc/cpu/masked_mean.c: one thread per (b, c) walks the T steps in order
  * (the CPU's summation order); a row with no step kept is 0/0 = NaN, as
  * Keras. Backward overwrites dinp. */
-#include "seq_cuda.h"
+#include "cuda_ops.h"
 
 // out (B,C) <- inp (B,T,C), mask (B,T)
 __global__ void masked_mean_forward_kernel(float *out, const float *inp, const float *mask, int B, int T, int C) {

@@ -1,7 +1,7 @@
 /* pos_weights.cu - per-position weights of a sequence loss / metric, as
  * csrc/cpu/pos_weights.c (Keras 3's apply_mask): one block counts the kept
  * positions (integers, so the count is exact) and writes w (B,S). */
-#include "seq_cuda.h"
+#include "cuda_ops.h"
 
 #define PW_THREADS 256
 

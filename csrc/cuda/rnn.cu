@@ -10,7 +10,7 @@
  * before each recurrent GEMM; backward masks the gradients the same way. */
 #include <math.h>
 
-#include "seq_cuda.h"
+#include "cuda_rnn_dropout.h"
 #include "act_math.h"
 
 /* row-major C (M,N) = alpha op(A) op(B) + beta C, as column-major C^T = op(B)^T op(A)^T */

@@ -6,7 +6,7 @@
 #include <math.h>
 
 #include "counter_hash.h"
-#include "seq_cuda.h"
+#include "cuda_rnn_dropout.h"
 
 
 // m (n) = bits(seed, i) >= thr ? scale : 0

@@ -49,7 +49,7 @@ STAMP="$OUT/flags"
 echo "${CXXFLAGS[*]} ${CUFLAGS[*]-}" | sed "s#$OUT#OUT_DIR#g" > "$STAMP.new" # a copied build dir keeps its objects
 if ! cmp -s "$STAMP.new" "$STAMP"; then rm -f "$OUT"/obj/*.o; mv "$STAMP.new" "$STAMP"; else rm -f "$STAMP.new"; fi
 
-HDRS=("$OUT"/src/*.h "$OUT"/src/*.cuh "$ROOT"/csrc/cuda_sim/*.h "$ROOT"/csrc/core/backend.h "$ROOT"/csrc/core/status.h)
+HDRS=("$OUT"/src/*.h "$OUT"/src/*.cuh "$ROOT"/csrc/cuda_sim/*.h "$ROOT"/csrc/core/backend.h "$ROOT"/csrc/core/backend_ops.h "$ROOT"/csrc/core/status.h)
 newest_hdr=$(ls -t "${HDRS[@]}" | head -1)
 jobs_list=()
 for src in "$OUT"/src/*.cu "$OUT"/src/*.c "$ROOT"/csrc/cuda_sim/*.cpp "$ROOT"/csrc/cuda_sim/*.S; do

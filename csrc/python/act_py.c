@@ -28,8 +28,8 @@ PyObject *bf_py_activation(PyObject *self, PyObject *args) {
     bf_status s = BF_OK;
     if (n > 0) {
         Py_BEGIN_ALLOW_THREADS
-        if (bf_act_is_x((bf_act)act)) s = bf_cpu_actx_forward(bf_cpu_backend(), v, v, (bf_act)act, &p, n);
-        else s = bf_cpu_act_forward(bf_cpu_backend(), v, v, (bf_act)act, n / (C ? C : 1), C ? C : 1);
+        if (bf_act_is_x((bf_act)act)) s = bf_cpu_actx_forward_serial(bf_cpu_backend(), v, v, (bf_act)act, &p, n);
+        else s = bf_cpu_act_forward_serial(bf_cpu_backend(), v, v, (bf_act)act, n / (C ? C : 1), C ? C : 1);
         Py_END_ALLOW_THREADS
     }
     if (s != BF_OK) {

@@ -58,7 +58,7 @@ PyObject *bf_py_bench_adam(PyObject *self, PyObject *args) {
     double t0 = 0, t1 = 0;
     Py_BEGIN_ALLOW_THREADS
     t0 = now();
-    for (int i = 0; i < iters; i++) { bf_update_args ua = {.kind = BF_UPD_ADAM, .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-7f, .t = i + 1}; bf_cpu_opt_update(NULL, p, p + n, p + 2 * n, NULL, p + 3 * n, n, &ua); }
+    for (int i = 0; i < iters; i++) { bf_update_args ua = {.kind = BF_UPD_ADAM, .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-7f, .t = i + 1}; bf_cpu_opt_update_serial(NULL, p, p + n, p + 2 * n, NULL, p + 3 * n, n, &ua); }
     t1 = now();
     Py_END_ALLOW_THREADS
     bf_arena_release(&a);

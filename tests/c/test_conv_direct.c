@@ -135,7 +135,8 @@ static void test_case(const bf_conv_geom *g, const char *name) {
     ref(ry, rdx, rdw, rdb, x, w, b, dy, g);
     float *out[2][4];
     const int direct = bf_cpu_conv2d_direct_ok(g);
-    const size_t wsf = bf_cpu_conv2d_workspace_bytes(g, 0) / 4, wsb = bf_cpu_conv2d_workspace_bytes(g, 1) / 4;
+    const size_t wsf = bf_cpu_conv2d_workspace_bytes(NULL, g, 0) / 4;
+    const size_t wsb = bf_cpu_conv2d_workspace_bytes(NULL, g, 1) / 4;
     const size_t nws = (wsf > wsb ? wsf : wsb) + 64;
     float *ws = take(nws);
     for (int t = 0; t < 2; t++) {
@@ -163,8 +164,8 @@ static void test_case(const bf_conv_geom *g, const char *name) {
     check(same, "same bits on 1 and 2 threads", name, 0);
     if (direct) { /* against the im2col path: the difference is float rounding */
         bf_cpu_conv2d_direct = 0;
-        const size_t wsi = bf_cpu_conv2d_workspace_bytes(g, 0) > bf_cpu_conv2d_workspace_bytes(g, 1)
-                               ? bf_cpu_conv2d_workspace_bytes(g, 0) : bf_cpu_conv2d_workspace_bytes(g, 1);
+        const size_t wsi = bf_cpu_conv2d_workspace_bytes(NULL, g, 0) > bf_cpu_conv2d_workspace_bytes(NULL, g, 1)
+                               ? bf_cpu_conv2d_workspace_bytes(NULL, g, 0) : bf_cpu_conv2d_workspace_bytes(NULL, g, 1);
         float *wi = take(wsi / 4 + 1), *y = take(ny), *dx = take(nx), *dw = take(nw), *db = take(K);
         run(y, dx, dw, db, wi, x, w, b, dy, g);
         bf_cpu_conv2d_direct = 1;

@@ -131,7 +131,7 @@ static void test_dense(void) {
     bf_cpu_dense_forward(NULL, out, x, w, b, B, IN, OUT);
     if (ok_status(G->dense_forward(G, out_g, x_g, w_g, b_g, B, IN, OUT), "dense_forward"))
         dclose("dense_forward", out_g, out, (size_t)B * OUT, 1e-5f, 1e-5f);
-    bf_cpu_dense_backward(NULL, dx, dw, db, dout, x, w, B, IN, OUT);
+    bf_cpu_dense_backward_serial(NULL, dx, dw, db, dout, x, w, B, IN, OUT);
     if (ok_status(G->dense_backward(G, dx_g, dw_g, db_g, dout_g, x_g, w_g, B, IN, OUT), "dense_backward")) {
         dclose("dense_backward dinp", dx_g, dx, (size_t)B * IN, 1e-5f, 1e-5f);
         dclose("dense_backward dw (accumulated)", dw_g, dw, (size_t)IN * OUT, 1e-5f, 1e-5f);
@@ -151,12 +151,12 @@ static void test_activations(void) {
             const size_t n = (size_t)N * C;
             float *x = hrand(n, -30, 30), *dy = hrand(n, -1, 1), *y = hzero(n), *dx = hzero(n);
             float *x_g = up(x, n), *y_g = up(y, n), *dy_g = up(dy, n);
-            bf_cpu_act_forward(NULL, y, x, (bf_act)a, N, C);
+            bf_cpu_act_forward_serial(NULL, y, x, (bf_act)a, N, C);
             snprintf(what, sizeof what, "act_forward %s (%ld,%d)", names[a], N, C);
             if (ok_status(G->act_forward(G, y_g, x_g, (bf_act)a, N, C), what)) dclose(what, y_g, y, n, 2e-6f, 1e-7f);
             /* backward from the same forward output, in place on dout */
             float *y_up = up(y, n);
-            bf_cpu_act_backward(NULL, dx, dy, y, (bf_act)a, N, C);
+            bf_cpu_act_backward_serial(NULL, dx, dy, y, (bf_act)a, N, C);
             snprintf(what, sizeof what, "act_backward %s (%ld,%d), in place", names[a], N, C);
             if (ok_status(G->act_backward(G, dy_g, dy_g, y_up, (bf_act)a, N, C), what))
                 dclose(what, dy_g, dx, n, 2e-6f, 1e-7f);
@@ -172,10 +172,10 @@ static void test_more_ops(void) {
     for (int a = BF_ACT_GELU; a <= BF_ACT_LAST; a++) {
         float *x = hrand(n, -8, 8), *dy = hrand(n, -1, 1), *y = hzero(n), *dx = hzero(n);
         float *x_g = up(x, n), *y_g = up(y, n), *dy_g = up(dy, n);
-        bf_cpu_actx_forward(NULL, y, x, (bf_act)a, &p, n);
+        bf_cpu_actx_forward_serial(NULL, y, x, (bf_act)a, &p, n);
         snprintf(what, sizeof what, "actx_forward %d", a);
         if (ok_status(G->actx_forward(G, y_g, x_g, (bf_act)a, &p, n), what)) dclose(what, y_g, y, (size_t)n, 2e-6f, 1e-6f);
-        bf_cpu_actx_backward(NULL, dx, dy, x, y, (bf_act)a, &p, n);
+        bf_cpu_actx_backward_serial(NULL, dx, dy, x, y, (bf_act)a, &p, n);
         snprintf(what, sizeof what, "actx_backward %d, in place", a);
         if (ok_status(G->actx_backward(G, dy_g, dy_g, x_g, up(y, n), (bf_act)a, &p, n), what))
             dclose(what, dy_g, dx, (size_t)n, 2e-6f, 1e-6f);
@@ -309,7 +309,7 @@ static void test_losses(void) {
             float *l = hzero(B), *d = hzero(n);
             float *p_g = up(p, n), *t_g = up(t, tn), *l_g = up(l, B), *d_g = up(d, n), *sw_g = sw ? up(sw, B) : NULL;
             const float scale = 1.0f / 64;
-            bf_status cs = bf_cpu_loss_forward_backward(NULL, l, d, NULL, p, t, sw, &spec, fused, B, C, scale);
+            bf_status cs = bf_cpu_loss_forward_backward_serial(NULL, l, d, NULL, p, t, sw, &spec, fused, B, C, scale);
             snprintf(what, sizeof what, "loss %s %s", kinds[k],
                      mode == 0 ? "probabilities" : mode == 1 ? "fused" : mode == 2 ? "from_logits" : "weighted, smoothed");
             if (cs == BF_OK &&
@@ -326,7 +326,7 @@ static void test_losses(void) {
     float *p_g = up(p, (size_t)Bb * Cb), *t_g = up(t, Bb), *l_g = dalloc(Bb * 4), *d_g = dalloc(Bb * Cb * 4);
     float l[9], d[36];
     const bf_loss_spec scce = {BF_LOSS_SCCE, 0, 0.0f, 1.0f};
-    bf_cpu_loss_forward_backward(NULL, l, d, NULL, p, t, NULL, &scce, 1, Bb, Cb, 1.0f);
+    bf_cpu_loss_forward_backward_serial(NULL, l, d, NULL, p, t, NULL, &scce, 1, Bb, Cb, 1.0f);
     char cpu_msg[BF_MSG_LEN];
     snprintf(cpu_msg, sizeof cpu_msg, "%s", bf_last_error()->msg);
     bf_status s = G->loss_forward_backward(G, l_g, d_g, NULL, p_g, t_g, NULL, &scce, 1, Bb, Cb, 1.0f);
@@ -335,8 +335,8 @@ static void test_losses(void) {
     /* with a flag: no wait, the lowest bad row (5) as B - row, loss and gradient 0 there, as the CPU */
     int flag_c = 0, flag_g = -1, *flag_d = dalloc(sizeof(int));
     G->fill_zero(G, flag_d, sizeof(int));
-    expect(bf_cpu_loss_forward_backward(NULL, l, d, &flag_c, p, t, NULL, &scce, 1, Bb, Cb, 1.0f) == BF_OK &&
-           flag_c == Bb - 5, "CPU SCCE bad label flag");
+    expect(bf_cpu_loss_forward_backward_serial(NULL, l, d, &flag_c, p, t, NULL, &scce, 1, Bb, Cb, 1.0f) == BF_OK &&
+                                               flag_c == Bb - 5, "CPU SCCE bad label flag");
     if (ok_status(G->loss_forward_backward(G, l_g, d_g, flag_d, p_g, t_g, NULL, &scce, 1, Bb, Cb, 1.0f),
                   "SCCE with a bad-label flag")) {
         G->to_host(G, &flag_g, flag_d, sizeof flag_g);
@@ -383,7 +383,7 @@ static void test_metrics(void) {
                 double *acc_g = dalloc(sizeof(double) * (size_t)nv);
                 float *p_g = up(p, n);
                 G->fill_zero(G, acc_g, sizeof(double) * (size_t)nv);
-                bf_cpu_metric_update(NULL, acc, p, t, sw, &m, a, B, C, T);
+                bf_cpu_metric_update_serial(NULL, acc, p, t, sw, &m, a, B, C, T);
                 snprintf(what, sizeof what, "metric %s act %d%s", names[kind], act, weighted ? " weighted" : "");
                 if (ok_status(G->metric_update(G, acc_g, p_g, t_g, sw_g, &m, a, B, C, T), what) &&
                     ok_status(G->to_host(G, back, acc_g, sizeof(double) * (size_t)nv), what)) {
@@ -434,7 +434,7 @@ static void test_reductions(void) {
     expect(dev_sum(x_g, n) == s_gpu, "sum is deterministic");
     float mc = 0;
     expect(dev_nonfinite(x_g, n) == 0, "nonfinite: finite data");
-    bf_cpu_maxabs(NULL, &mc, x, n);
+    bf_cpu_maxabs_serial(NULL, &mc, x, n);
     expect(dev_maxabs(x_g, n) == mc, "maxabs equals the CPU's");
     const float inf = INFINITY, nan = NAN;
     G->to_device(G, x_g + 777777, &nan, 4);
@@ -486,7 +486,7 @@ static void test_optimizers(void) {
             float *c2 = cases[o].nslots > 2 ? s[2] : NULL;
             float *g0 = cases[o].nslots > 0 ? s_g[0] : NULL, *g1 = cases[o].nslots > 1 ? s_g[1] : NULL;
             float *g2 = cases[o].nslots > 2 ? s_g[2] : NULL;
-            bf_cpu_opt_update(NULL, w, c0, c1, c2, g, n, &a);
+            bf_cpu_opt_update_serial(NULL, w, c0, c1, c2, g, n, &a);
             snprintf(what, sizeof what, "%s", cases[o].name);
             ok_status(G->opt_update(G, w_g, g0, g1, g2, g_g, n, &a), what);
             free(g);
@@ -553,7 +553,7 @@ static void test_conv(void) {
         size_t fws = G->conv2d_workspace_bytes(G, g, 0), bws = G->conv2d_workspace_bytes(G, g, 1);
         printf("     %s: workspace forward %zu, backward %zu bytes\n", what, fws, bws);
         void *fws_g = dalloc(fws), *bws_g = dalloc(bws);
-        void *cws = malloc(bf_cpu_conv2d_workspace_bytes(g, 1) + bf_cpu_conv2d_workspace_bytes(g, 0) + 64);
+        void *cws = malloc(bf_cpu_conv2d_workspace_bytes(NULL, g, 1) + bf_cpu_conv2d_workspace_bytes(NULL, g, 0) + 64);
         ok_status(bf_cpu_conv2d_forward(NULL, y, cws, x, w, b, g), "cpu conv2d_forward");
         if (ok_status(G->conv2d_forward(G, y_g, fws_g, x_g, w_g, b_g, g), what)) dclose(what, y_g, y, ny, 1e-4f, 1e-5f);
         ok_status(bf_cpu_conv2d_backward(NULL, dx, dw, db, cws, dy, x, w, g), "cpu conv2d_backward");

@@ -3,11 +3,16 @@
  * mean and inverse std are kept (aux, 2C floats) for backward. A frozen
  * layer runs in inference mode (Keras) and its backward is the affine
  * map's, which does not read the input; so is a call given training=False
- * (python/boundfit/layers/normalization.py allows it on a frozen layer only). */
+ * (python/boundfit/layers/normalization.py allows it on a frozen layer only).
+ * The backends' batchnorm ops take epsilon and momentum as checked here. */
+#include <math.h>
+
 #include "layer.h"
 
 static bf_status infer(bf_layer *L, int rank, const int *shape) {
     int C = shape[rank - 1];
+    if (!(L->eps >= 0.0f) || !isfinite(L->eps))
+        return BF_FAIL(BF_ERR_ARG, "%s: BatchNormalization epsilon must be >= 0, got %g", L->name, (double)L->eps);
     if (L->scale) bf_add_param(L, 0, "gamma", 1, &C, 1, BF_INIT_ONES, 0, 0);
     if (L->center) bf_add_param(L, 1, "beta", 1, &C, 1, BF_INIT_ZEROS, 0, 0);
     bf_add_param(L, 2, "moving_mean", 1, &C, 0, BF_INIT_ZEROS, 0, 0);
@@ -31,6 +36,9 @@ static bf_status plan(bf_run *r, int i, int t, int tb, int bw) {
         return BF_FAIL(BF_ERR_ARG, "%s: BatchNormalization called with training=False while trainable: its "
                        "inference mode gives no gradient to gamma and beta yet; freeze it (layer.trainable = False, as "
                        "Keras's fine-tuning guide does), or call it without training=", L->name);
+    if (bf_node_training(r, i) && !L->frozen && !(L->momentum >= 0.0f && L->momentum <= 1.0f))
+        return BF_FAIL(BF_ERR_ARG, "%s: BatchNormalization momentum must be in [0, 1] to train, got %g", L->name,
+                       (double)L->momentum);
     int C = L->in_shape[L->in_rank - 1];
     BF_TRY(bf_run_newbuf(r, &r->aux_id[i], 2 * (size_t)C * sizeof(float), L->name, " batch mean / inverse std"));
     bf_run_use(r, r->aux_id[i], t);
