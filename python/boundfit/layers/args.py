@@ -105,6 +105,13 @@ def _filters(cls, filters):
     return _size(cls, "filters", filters)
 
 
+def _rank(layer, shape, rank, what):
+    """A class's input rank where its engine kind takes several (a 1D pooling is the 2D one on a 1 x T image)."""
+    if len(shape) != rank:
+        raise ValueError(f"{layer.name}: expects input of rank {rank} {what} per sample, got shape "
+                         f"{(None,) + tuple(shape)}")
+
+
 def _positive_int(v, argument, allow_none=False):
     return _size("MultiHeadAttention", argument, v, allow_none)
 

@@ -5,7 +5,7 @@ output_padding=None). Each describes itself as an engine spec (kinds of
 csrc/core/model.h)."""
 
 from .. import activations, constraints, initializers, regularizers
-from .args import (_channels_last, _filters, _pair, _padding, _single, _size, _weight_options,
+from .args import (_channels_last, _filters, _pair, _padding, _rank, _single, _size, _weight_options,
                    _weight_specs, engine_kinds)
 from .layer import Layer, keras_config
 
@@ -207,6 +207,9 @@ class Conv1DTranspose(Conv2DTranspose):
                          kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
                          activity_regularizer=activity_regularizer, kernel_constraint=kernel_constraint,
                          bias_constraint=bias_constraint, **kwargs)
+
+    def _before_infer(self, shapes):
+        _rank(self, shapes[0], 2, "(T, C)")   # the engine's kind takes (H, W, C) too: Conv2DTranspose
 
     def spec(self):
         return dict(super().spec(), **_weight_specs(self, 3))

@@ -184,14 +184,19 @@ class Layer:
         depends on it."""
         many = len(input_shape) > 0 and all(isinstance(s, (tuple, list)) for s in input_shape)
         shapes = [tuple(s)[1:] for s in input_shape] if many else [tuple(input_shape)[1:]]
-        self._resolve(shapes)
+        self._before_infer(shapes)
         spec = self.spec()
-        out = infer_shape(lambda ps: _core.output_shape(spec, ps), shapes)
+        try:
+            out = infer_shape(lambda ps: _core.output_shape(spec, ps), shapes)
+        except ValueError as e:   # the engine's message, with the shapes as the caller wrote them
+            e.args = (f"{e.args[0]} (called on {', '.join(str((None,) + s) for s in shapes)})",) + e.args[1:]
+            raise
         return (tuple(input_shape[0] if many else input_shape) or (None,))[:1] + tuple(out)
 
-    def _resolve(self, shapes):
-        """Before its shape is inferred, with its inputs' per-sample shapes: a layer whose spec depends on
-        them (Concatenate's negative axis) fixes it here."""
+    def _before_infer(self, shapes):
+        """Before the engine infers its shape, with its inputs' per-sample shapes: what its kind cannot check
+        (a 1D pooling's rank: the engine's kind pools 1 x T images too) or a spec that depends on them
+        (Concatenate's axis, from Keras's)."""
 
     def __call__(self, inputs, *args, **kwargs):
         if self._custom():

@@ -61,7 +61,7 @@ class Concatenate(_Merge):
         self.axis = axis
         self._axis = None
 
-    def _resolve(self, shapes):
+    def _before_infer(self, shapes):
         """The engine's axis (per sample, from 0) of Keras's `axis` for inputs of this rank; one rank per layer."""
         r = len(shapes[0])
         a = self.axis - 1 if self.axis > 0 else r + self.axis

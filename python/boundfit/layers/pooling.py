@@ -3,7 +3,7 @@ pooling of a 1 x T image), GlobalAveragePooling1D / 2D and
 GlobalMaxPooling1D / 2D (keepdims); channels_last or channels_first (the
 engine pools each channel of a (C, H, W) sample as a one-channel image)."""
 
-from .args import _pair, _padding, _single, engine_kinds
+from .args import _pair, _padding, _rank, _single, engine_kinds
 from .layer import Layer, keras_config
 
 MAXPOOL, AVGPOOL, GAP, GMP = engine_kinds("MAXPOOL AVGPOOL GAP GMP")
@@ -25,6 +25,9 @@ class _Pool(Layer):
         self.pool_size = _pair(pool_size, "pool_size", type(self).__name__)
         self.strides = _pair(strides, "strides", type(self).__name__) if strides is not None else self.pool_size
         self.padding = _padding(padding)
+
+    def _before_infer(self, shapes):
+        _rank(self, shapes[0], 3, "(C, H, W)" if self.data_format == "channels_first" else "(H, W, C)")
 
     def spec(self):
         return dict(kind=self.kind, name=self.name, kh=self.pool_size[0], kw=self.pool_size[1], sh=self.strides[0],
@@ -53,6 +56,9 @@ class _Pool1D(Layer):
         self.pool_size = _single(pool_size, "pool_size", type(self).__name__)
         self.strides = _single(strides, "strides", type(self).__name__) if strides is not None else self.pool_size
         self.padding = _padding(padding)
+
+    def _before_infer(self, shapes):
+        _rank(self, shapes[0], 2, "(channels, steps)" if self.data_format == "channels_first" else "(steps, channels)")
 
     def spec(self):
         return dict(kind=self.kind, name=self.name, kh=1, sh=1, kw=self.pool_size[0], sw=self.strides[0],
@@ -83,6 +89,11 @@ class _GlobalPool(Layer):
         if not isinstance(keepdims, bool):
             raise ValueError(f"{type(self).__name__}: keepdims must be a bool, got {keepdims!r}")
         self.keepdims = keepdims
+
+    def _before_infer(self, shapes):
+        dims = {(2, False): "(steps, channels)", (2, True): "(channels, steps)", (3, False): "(H, W, C)",
+                (3, True): "(C, H, W)"}[self.rank, self.data_format == "channels_first"]
+        _rank(self, shapes[0], self.rank, dims)
 
     def spec(self):
         return dict(kind=self.kind, name=self.name, keepdims=int(self.keepdims),
