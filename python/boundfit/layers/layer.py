@@ -182,6 +182,8 @@ class Layer:
         with its batch axis first, passed through. The engine infers it (csrc/core/layers/: the kind's infer),
         as when a model is built; a dimension given as None (a variable length) is None where the output's
         depends on it."""
+        if self._custom():   # traced into its layers, not a kind of the engine: the shape it is given, as before
+            return input_shape
         many = len(input_shape) > 0 and all(isinstance(s, (tuple, list)) for s in input_shape)
         shapes = [tuple(s)[1:] for s in input_shape] if many else [tuple(input_shape)[1:]]
         self._before_infer(shapes)
