@@ -286,7 +286,8 @@ static bf_status mha_plan(bf_run *r, int i, int t, int tb, int bw) {
     bf_backend *be = r->be;
     bf_attn_geom g;
     mha_geom(r->m, L, r->B, bf_node_training(r, i), bw, &g);
-    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], mha_keep_bytes(&g), BF_BUF_STATE, L->name, " projections and attention weights"));
+    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], mha_keep_bytes(&g), BF_BUF_STATE,
+                         L->name, " projections and attention weights"));
     bf_run_use(r, r->aux_id[i], t);
     size_t w = be->attention_workspace_bytes(be, &g, 0);
     if (w) {

@@ -32,7 +32,8 @@ static bf_status plan(bf_run *r, int i, int t, int tb, int bw) {
                        "inference mode gives no gradient to gamma and beta yet; freeze it (layer.trainable = False, as "
                        "Keras's fine-tuning guide does), or call it without training=", L->name);
     int C = L->in_shape[L->in_rank - 1];
-    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], 2 * (size_t)C * sizeof(float), BF_BUF_STATE, L->name, " batch mean / inverse std"));
+    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], 2 * (size_t)C * sizeof(float), BF_BUF_STATE,
+                         L->name, " batch mean / inverse std"));
     bf_run_use(r, r->aux_id[i], t);
     return BF_OK;
 }

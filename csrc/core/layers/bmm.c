@@ -65,7 +65,8 @@ static bf_status plan(bf_run *r, int i, int t, int tb, int bw) {
         bf_run_use(r, r->fws_id[i], t);
     }
     if (bw && b) {
-        BF_TRY(bf_run_newbuf(r, &r->bws_id[i], b * sizeof(float), BF_BUF_STATE, L->name, " transposed operands and gradients"));
+        BF_TRY(bf_run_newbuf(r, &r->bws_id[i], b * sizeof(float), BF_BUF_STATE,
+                             L->name, " transposed operands and gradients"));
         bf_run_use(r, r->bws_id[i], tb);
     }
     return BF_OK;

@@ -167,7 +167,8 @@ static bf_status b_plan(bf_run *r, int i, int t, int tb, int bw) {
         bf_run_use(r, r->fws_id[i], t);
     }
     if (bw && b) {
-        BF_TRY(bf_run_newbuf(r, &r->bws_id[i], b * sizeof(float), BF_BUF_STATE, L->name, " broadcast operands and gradient"));
+        BF_TRY(bf_run_newbuf(r, &r->bws_id[i], b * sizeof(float), BF_BUF_STATE,
+                             L->name, " broadcast operands and gradient"));
         bf_run_use(r, r->bws_id[i], tb);
     }
     return BF_OK;
@@ -262,7 +263,8 @@ static bf_status w_plan(bf_run *r, int i, int t, int tb, int bw) {
     const bf_layer *L = &r->m->layers[i];
     (void)t;
     if (!bw) return BF_OK;
-    BF_TRY(bf_run_newbuf(r, &r->bws_id[i], (size_t)L->out_size * sizeof(float), BF_BUF_STATE, L->name, " gradient sum"));
+    BF_TRY(bf_run_newbuf(r, &r->bws_id[i], (size_t)L->out_size * sizeof(float), BF_BUF_STATE,
+                         L->name, " gradient sum"));
     bf_run_use(r, r->bws_id[i], tb);
     return BF_OK;
 }

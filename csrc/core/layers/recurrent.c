@@ -238,7 +238,8 @@ static bf_status bf_seq_plan(bf_run *r, int i, int t, int tb, int bw) {
     }
     seq_layout s;
     layout(r, L, r->B, &s);
-    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], s.saved * fb, BF_BUF_SAVED, L->name, " gates and states (kept for backward)"));
+    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], s.saved * fb, BF_BUF_SAVED,
+                         L->name, " gates and states (kept for backward)"));
     bf_run_use(r, r->aux_id[i], t);
     if (s.fws) {
         BF_TRY(bf_run_newbuf(r, &r->fws_id[i], s.fws * fb, BF_BUF_WORKSPACE, L->name, " forward workspace"));
