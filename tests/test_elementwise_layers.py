@@ -303,7 +303,7 @@ def probe(aug, shape, n, seed_data=0):
     m.set_weights([np.zeros_like(w) for w in m.get_weights()])
     x = np.random.default_rng(seed_data).integers(1, 100, (n,) + shape).astype(np.float32)
     g = engine_gradient(m, x, -np.eye(n, dtype=np.float32))[0]
-    out = (g.T * (n * n / 2.0)).reshape((n,) + aug.compute_output_shape(shape))
+    out = (g.T * (n * n / 2.0)).reshape(aug.compute_output_shape((n,) + shape))
     return x, out.astype(np.float32)
 
 

@@ -293,7 +293,7 @@ def test_tensor_valued_control_flow_raises_a_clear_error():
 
 def test_bad_graphs_raise_where_they_are_written():
     a, b = bf.Input((4,)), bf.Input((5,))
-    with pytest.raises(ValueError, match="same shape.*input 1 has shape \\(None, 5\\)"):
+    with pytest.raises(ValueError, match="same shape.*input 1 has \\(5,\\) \\(called on \\(None, 4\\), \\(None, 5\\)\\)"):
         layers.Add()([a, b])
     with pytest.raises(ValueError, match="except on the concatenation axis"):
         layers.Concatenate(axis=1)([bf.Input((2, 3)), bf.Input((2, 4))])

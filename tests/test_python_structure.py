@@ -121,3 +121,22 @@ def test_packages_import_nothing_above_them(package):
     bad = sorted((m, t) for m, ts in edges.items() if m.startswith(f"{PKG}.{package}") for t in ts
                  if t.split(".")[1] in above)
     assert bad == []
+
+
+def test_no_layer_with_an_engine_kind_infers_its_shape_in_python():
+    """Shapes are inferred once, by the engine (_core.output_shape, the kind's infer in csrc/core/layers/): only
+    the Layer base defines compute_output_shape, and host-side layers (_host_side = True), which the engine
+    never sees."""
+    found = []
+    for name, path in sorted(_modules().items()):
+        if not name.startswith(PKG + ".layers."):
+            continue
+        for cls in ast.walk(ast.parse(open(path).read())):
+            if not isinstance(cls, ast.ClassDef) or (name, cls.name) == (PKG + ".layers.layer", "Layer"):
+                continue
+            defines = any(isinstance(b, ast.FunctionDef) and b.name == "compute_output_shape" for b in cls.body)
+            host = any(isinstance(b, ast.Assign) and any(getattr(t, "id", None) == "_host_side" for t in b.targets)
+                       and getattr(b.value, "value", None) is True for b in cls.body)
+            if defines and not host:
+                found.append(f"{name}.{cls.name}")
+    assert not found, f"compute_output_shape in Python on layers the engine infers: {found}"

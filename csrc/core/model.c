@@ -128,6 +128,37 @@ static bf_status check_share(bf_model *m, int i) {
     return BF_OK;
 }
 
+bf_status bf_model_infer_node(bf_model *m, int i) {
+    bf_layer *L = &m->layers[i];
+    int self_t = m->n_inputs + i;
+    if (L->nin <= 0) { L->nin = 1; L->in_ids[0] = i == 0 ? 0 : self_t - 1; } /* a chain */
+    if (L->nin > BF_MAX_NODE_IN) return BF_FAIL(BF_ERR_ARG, "%s: at most %d inputs, got %d", L->name, BF_MAX_NODE_IN, L->nin);
+    const bf_layer_ops *ops = bf_layer_ops_of((int)L->kind);
+    if (!ops) return BF_FAIL(BF_ERR_ARG, "%s: unknown layer kind %d", L->name, (int)L->kind);
+    if (L->nin > 1 && !(ops->flags & BF_LF_MULTI_IN)) return BF_FAIL(BF_ERR_ARG, "%s takes one input, got %d", L->name, L->nin);
+    for (int j = 0; j < L->nin; j++)
+        if (L->in_ids[j] < 0 || L->in_ids[j] >= self_t)
+            return BF_FAIL(BF_ERR_ARG, "%s: input tensor %d is not defined before it (nodes must be in topological order)",
+                           L->name, L->in_ids[j]);
+    if (L->modes < 0 || L->modes > 3 || L->train_mode < 0 || L->train_mode > 2)
+        return BF_FAIL(BF_ERR_ARG, "%s: modes must be in 0..3 and train_mode in 0..2, got %d and %d", L->name,
+                       L->modes, L->train_mode);
+    int t0 = L->in_ids[0];
+    BF_TRY(infer_layer(L, ops, m->t_rank[t0], m->t_shape[t0]));
+    if (ops->check) BF_TRY(ops->check(m, i));
+    L->out_size = prod(L->out_shape, L->out_rank);
+    BF_TRY(check_sizes(L));
+    if (L->share >= 0 || L->share < -1) BF_TRY(check_share(m, i));
+    for (int j = 0; j < L->nin; j++) m->t_uses[L->in_ids[j]]++;
+    m->t_rank[self_t] = L->out_rank;
+    memcpy(m->t_shape[self_t], L->out_shape, sizeof L->out_shape);
+    m->t_size[self_t] = L->out_size;
+    m->t_uses[self_t] = 0;
+    m->t_mask[self_t] = -1; /* layers without mask support drop it, as in Keras */
+    if (ops->mask) BF_TRY(ops->mask(m, i, &m->t_mask[self_t]));
+    return BF_OK;
+}
+
 bf_status bf_model_infer(bf_model *m) {
     if (m->nlayers <= 0) return BF_FAIL(BF_ERR_ARG, "the model has no layers");
     if (m->n_inputs <= 0) { /* Sequential: one input, given as in_rank / in_shape */
@@ -158,35 +189,7 @@ bf_status bf_model_infer(bf_model *m) {
     m->in_rank = m->in_ranks[0];
     memcpy(m->in_shape, m->in_shapes[0], sizeof m->in_shape);
     m->in_size = m->in_sizes[0];
-    for (int i = 0; i < m->nlayers; i++) {
-        bf_layer *L = &m->layers[i];
-        int self_t = m->n_inputs + i;
-        if (L->nin <= 0) { L->nin = 1; L->in_ids[0] = i == 0 ? 0 : self_t - 1; } /* a chain */
-        if (L->nin > BF_MAX_NODE_IN) return BF_FAIL(BF_ERR_ARG, "%s: at most %d inputs, got %d", L->name, BF_MAX_NODE_IN, L->nin);
-        const bf_layer_ops *ops = bf_layer_ops_of((int)L->kind);
-        if (!ops) return BF_FAIL(BF_ERR_ARG, "%s: unknown layer kind %d", L->name, (int)L->kind);
-        if (L->nin > 1 && !(ops->flags & BF_LF_MULTI_IN)) return BF_FAIL(BF_ERR_ARG, "%s takes one input, got %d", L->name, L->nin);
-        for (int j = 0; j < L->nin; j++)
-            if (L->in_ids[j] < 0 || L->in_ids[j] >= self_t)
-                return BF_FAIL(BF_ERR_ARG, "%s: input tensor %d is not defined before it (nodes must be in topological order)",
-                               L->name, L->in_ids[j]);
-        if (L->modes < 0 || L->modes > 3 || L->train_mode < 0 || L->train_mode > 2)
-            return BF_FAIL(BF_ERR_ARG, "%s: modes must be in 0..3 and train_mode in 0..2, got %d and %d", L->name,
-                           L->modes, L->train_mode);
-        int t0 = L->in_ids[0];
-        BF_TRY(infer_layer(L, ops, m->t_rank[t0], m->t_shape[t0]));
-        if (ops->check) BF_TRY(ops->check(m, i));
-        L->out_size = prod(L->out_shape, L->out_rank);
-        BF_TRY(check_sizes(L));
-        if (L->share >= 0 || L->share < -1) BF_TRY(check_share(m, i));
-        for (int j = 0; j < L->nin; j++) m->t_uses[L->in_ids[j]]++;
-        m->t_rank[self_t] = L->out_rank;
-        memcpy(m->t_shape[self_t], L->out_shape, sizeof L->out_shape);
-        m->t_size[self_t] = L->out_size;
-        m->t_uses[self_t] = 0;
-        m->t_mask[self_t] = -1; /* layers without mask support drop it, as in Keras */
-        if (ops->mask) BF_TRY(ops->mask(m, i, &m->t_mask[self_t]));
-    }
+    for (int i = 0; i < m->nlayers; i++) BF_TRY(bf_model_infer_node(m, i));
     if (m->n_outputs <= 0) { m->n_outputs = 1; m->out_t[0] = m->n_inputs + m->nlayers - 1; }
     if (m->n_outputs > BF_MAX_OUTPUTS) return BF_FAIL(BF_ERR_ARG, "at most %d outputs are supported, got %d", BF_MAX_OUTPUTS, m->n_outputs);
     m->pred_row = 0;

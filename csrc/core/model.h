@@ -201,6 +201,9 @@ typedef struct bf_model {
 
 /* Validate layer configs, infer shapes, lay out parameters (no allocation). */
 bf_status bf_model_infer(bf_model *m);
+/* bf_model_infer's step for node i: its config checked, its output's shape and mask, its parameters (the
+ * shapes of the tensors before it known); also Python's shape inference (csrc/python/infer_py.c) */
+bf_status bf_model_infer_node(bf_model *m, int i);
 /* bytes of the weight arena bf_model_alloc_weights reserves (after bf_model_infer) */
 size_t bf_model_weight_bytes(const bf_model *m);
 /* Reserve the weight arena and initialize from seed. budget: the host bytes it

@@ -116,7 +116,8 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         for (int k = 0; k < NI; k++) {
             char nm[16];
             snprintf(nm, sizeof nm, "%d", k);
-            BF_TRY(bf_run_newbuf_fmt(r, &r->t_buf[k], B * (size_t)m->in_sizes[k] * fb, "input %s%s (split from the batch)", nm, ""));
+            BF_TRY(bf_run_newbuf_fmt(r, &r->t_buf[k], B * (size_t)m->in_sizes[k] * fb, BF_BUF_SAVED,
+                                     "input %s%s (split from the batch)", nm, ""));
             bf_run_use(r, r->t_buf[k], 0);
         }
     for (int i = 0; i < L; i++) {
@@ -133,7 +134,8 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
             const bf_layer_ops *vo = bf_layer_ops_of((int)ly->kind);
             r->t_buf[o] = r->t_buf[ly->in_ids[vo->view_in ? vo->view_in(r, i) : 0]];
         } else {
-            BF_TRY(bf_run_newbuf_fmt(r, &r->t_buf[o], B * ly->out_size * fb, "%s%s output", ly->name, ""));
+            BF_TRY(bf_run_newbuf_fmt(r, &r->t_buf[o], B * ly->out_size * fb, BF_BUF_SAVED,
+                                     "%s%s output", ly->name, ""));
         }
         for (int j = 0; j < ly->nin; j++)
             if (reads_input(r, i, j)) bf_run_use(r, r->t_buf[ly->in_ids[j]], t);
@@ -142,7 +144,8 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         const bf_layer_ops *ops = bf_layer_ops_of((int)ly->kind);
         if (ops->plan) BF_TRY(ops->plan(r, i, t, BW(i), bw)); /* workspaces, kept statistics */
         if (bw && keeps_z(r, i)) {
-            BF_TRY(bf_run_newbuf_fmt(r, &r->aux_id[i], B * ly->out_size * fb, "%s%s pre-activation", ly->name, ""));
+            BF_TRY(bf_run_newbuf_fmt(r, &r->aux_id[i], B * ly->out_size * fb, BF_BUF_STATE,
+                                     "%s%s pre-activation", ly->name, ""));
             bf_run_use(r, r->aux_id[i], t);
         }
         /* the masks it reads (layers/registry.h: mask_reads) stay alive */
@@ -156,13 +159,15 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         const char *on = m->layers[bf_model_producer(m, m->out_t[k]) >= 0 ? bf_model_producer(m, m->out_t[k]) : 0].name;
         if (bf_model_producer(m, m->out_t[k]) < 0) on = "input";
         const size_t S = bf_seq_loss_per_position(m, k) ? (size_t)bf_seq_out_positions(m, k) : 1;
-        BF_TRY(bf_run_newbuf_fmt(r, &r->loss_id[k], B * S * fb, S > 1 ? "per-position loss%s%s" : "per-sample loss%s%s",
+        BF_TRY(bf_run_newbuf_fmt(r, &r->loss_id[k], B * S * fb, S > 1 ? BF_BUF_STATE : BF_BUF_LOSS,
+                                 S > 1 ? "per-position loss%s%s" : "per-sample loss%s%s",
                       NO > 1 ? " of " : "", NO > 1 ? on : ""));
         bf_run_use(r, r->loss_id[k], LOSS);
         r->posw_id[k] = -2;
         if (bf_seq_output_per_position(m, k)) BF_TRY(bf_seq_loss_plan(r, k, LOSS, weighted));
         if (NO > 1) {
-            BF_TRY(bf_run_newbuf_fmt(r, &r->tgt_id[k], B * (size_t)m->outs[k].y_row * fb, "per-sample targets of %s%s", on, ""));
+            BF_TRY(bf_run_newbuf_fmt(r, &r->tgt_id[k], B * (size_t)m->outs[k].y_row * fb, BF_BUF_LOSS,
+                                     "per-sample targets of %s%s", on, ""));
             bf_run_use(r, r->tgt_id[k], LOSS);
         }
     }
@@ -179,7 +184,8 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         for (int k = 0; k < NO; k++) {
             int o = m->out_t[k];
             if (!r->need_grad[o]) continue;
-            BF_TRY(bf_run_newbuf_fmt(r, &r->t_grad[o], B * (size_t)m->t_size[o] * fb, "%s%s output gradient",
+            BF_TRY(bf_run_newbuf_fmt(r, &r->t_grad[o], B * (size_t)m->t_size[o] * fb, BF_BUF_GRAD,
+                                     "%s%s output gradient",
                           m->layers[bf_model_producer(m, o)].name, ""));
             bf_run_use(r, r->t_grad[o], LOSS);
             written[o] = 1;
@@ -205,14 +211,16 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
                 if (side && written[u]) continue; /* adds nothing to it */
                 if (!written[u]) {
                     if (r->node_view[i]) r->t_grad[u] = r->t_grad[o];
-                    else BF_TRY(bf_run_newbuf_fmt(r, &r->t_grad[u], B * (size_t)m->t_size[u] * fb, "%s%s output gradient",
+                    else BF_TRY(bf_run_newbuf_fmt(r, &r->t_grad[u], B * (size_t)m->t_size[u] * fb, BF_BUF_GRAD,
+                                                  "%s%s output gradient",
                                        m->layers[bf_model_producer(m, u)].name, ""));
                     r->gtmp[i][j] = -2;
                     written[u] = 1;
                 } else if (r->node_view[i]) {
                     r->gtmp[i][j] = r->t_grad[o]; /* the contribution is the output's gradient itself */
                 } else {
-                    BF_TRY(bf_run_newbuf_fmt(r, &r->gtmp[i][j], B * (size_t)m->t_size[u] * fb, "%s%s input gradient (to add)",
+                    BF_TRY(bf_run_newbuf_fmt(r, &r->gtmp[i][j], B * (size_t)m->t_size[u] * fb, BF_BUF_GRAD,
+                                             "%s%s input gradient (to add)",
                                   ly->name, ""));
                     bf_run_use(r, r->gtmp[i][j], t);
                 }

@@ -61,7 +61,8 @@ bf_status bf_seq_loss_plan(bf_run *r, int k, int t, int weighted) {
     const int loss_w = bf_seq_loss_per_position(m, k) && (masked || weighted);
     const int metric_w = any_metric(r, k) && weighted;
     if (loss_w || metric_w) {
-        BF_TRY(bf_run_newbuf(r, &r->posw_id[k], 3 * B * S * fb, m->layers[bf_model_producer(m, m->out_t[k])].name,
+        BF_TRY(bf_run_newbuf(r, &r->posw_id[k], 3 * B * S * fb, BF_BUF_STATE,
+                             m->layers[bf_model_producer(m, m->out_t[k])].name,
                              " loss / metric weights per position"));
         bf_run_use(r, r->posw_id[k], t);
     }

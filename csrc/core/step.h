@@ -81,7 +81,8 @@ typedef struct bf_run {
     int out_fused[BF_MAX_OUTPUTS];
     int nbuf;
     bf_plan_buf bufs[BF_RUN_MAXBUF];
-    char buf_names[BF_RUN_MAXBUF][80];
+    char buf_names[BF_RUN_MAXBUF][79];
+    unsigned char buf_kind[BF_RUN_MAXBUF]; /* bf_buf_kind (bufs.h); beside 79-byte names, bf_run keeps its size */
     size_t scratch_bytes, naive_scratch_bytes;
     long y_row;   /* floats per (packed) label row */
     /* persistent sizes (bytes, aligned) */

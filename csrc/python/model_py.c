@@ -15,6 +15,7 @@
 #include <numpy/arrayobject.h>
 
 #include "backend_registry.h"
+#include "bufs.h"
 #include "model_py.h"
 #include "spec_py.h"
 #include "run.h"
@@ -426,9 +427,12 @@ static PyObject *plan_dict(bf_run *r) {
     for (int i = 0; bufs && i < r->nbuf; i++)
         PyList_SET_ITEM(bufs, i, Py_BuildValue("(sniin)", r->buf_names[i], (Py_ssize_t)r->bufs[i].bytes, r->bufs[i].first,
                                                r->bufs[i].last, (Py_ssize_t)r->bufs[i].offset));
+    PyObject *kinds = bufs ? PyList_New(r->nbuf) : NULL; /* each buffer's bf_buf_kind by name (bufs.h) */
+    for (int i = 0; kinds && i < r->nbuf; i++)
+        PyList_SET_ITEM(kinds, i, PyUnicode_FromString(bf_buf_kind_names[r->buf_kind[i]]));
     /* the step as ops: (label, bytes live, top of the planned region in use) per op */
     int nops = bf_run_nops(r);
-    PyObject *ops = bufs && entries ? PyList_New(nops) : NULL;
+    PyObject *ops = kinds && entries ? PyList_New(nops) : NULL;
     for (int t = 0; ops && t < nops; t++) {
         char label[BF_NAME_LEN + 16];
         size_t live, top;
@@ -436,7 +440,8 @@ static PyObject *plan_dict(bf_run *r) {
         bf_plan_live_at(r->bufs, r->nbuf, t, &live, &top);
         PyList_SET_ITEM(ops, t, Py_BuildValue("(snn)", label, (Py_ssize_t)live, (Py_ssize_t)top));
     }
-    return Py_BuildValue("{s:N,s:N,s:N,s:n,s:n,s:n,s:n,s:n,s:n,s:s}", "entries", entries, "buffers", bufs, "ops", ops,
+    return Py_BuildValue("{s:N,s:N,s:N,s:N,s:n,s:n,s:n,s:n,s:n,s:n,s:s}", "entries", entries, "buffers", bufs,
+                         "buffer_kinds", kinds, "ops", ops,
                          "host_bytes", (Py_ssize_t)r->host_bytes, "device_bytes", (Py_ssize_t)r->device_bytes,
                          "model_bytes", (Py_ssize_t)r->model_bytes, "opt_new_bytes", (Py_ssize_t)r->opt_new_bytes,
                          "scratch_bytes", (Py_ssize_t)r->scratch_bytes, "naive_scratch_bytes",

@@ -123,12 +123,15 @@ PyObject *bf_py_bench_adam(PyObject *self, PyObject *args);
 
 PyObject *bf_py_activation(PyObject *self, PyObject *args); /* act_py.c */
 PyObject *bf_py_image_resize(PyObject *self, PyObject *args); /* image_py.c */
+PyObject *bf_py_output_shape(PyObject *self, PyObject *args); /* infer_py.c */
 
 static PyMethodDef module_methods[] = {
     {"activation", bf_py_activation, METH_VARARGS,
      "activation(act_id, x, alpha=0, max_value=inf, threshold=0) -> float32 array (the CPU kernel)"},
     {"image_resize", bf_py_image_resize, METH_VARARGS,
      "image_resize(src, dst, method): uint8 (H, W, C) src resized into float32 (th, tw, C) dst, tf.image.resize's 'bilinear' or 'nearest'"},
+    {"output_shape", bf_py_output_shape, METH_VARARGS,
+     "output_shape(spec, shapes) -> a layer's per-sample output shape for its inputs' per-sample shapes"},
     {"bench_sgemm", bf_py_bench_sgemm, METH_VARARGS, "bench_sgemm(M, N, K, iters) -> seconds per sgemm"},
     {"bench_adam", bf_py_bench_adam, METH_VARARGS, "bench_adam(n, iters) -> seconds per Adam update"},
     {"set_module_dir", set_module_dir, METH_VARARGS, "set_module_dir(dir, preload=''): the package directory (where _cuda.so is) and the ':'-separated CUDA wheel libraries to load before it"},

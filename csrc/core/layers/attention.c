@@ -187,7 +187,7 @@ static bf_status layernorm_plan(bf_run *r, int i, int t, int tb, int bw) {
     (void)tb;
     (void)bw;
     size_t N = (size_t)r->B * (size_t)L->in_size / (size_t)L->in_shape[L->in_rank - 1];
-    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], 2 * N * sizeof(float), L->name, " row mean / inverse std"));
+    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], 2 * N * sizeof(float), BF_BUF_STATE, L->name, " row mean / inverse std"));
     bf_run_use(r, r->aux_id[i], t);
     return BF_OK;
 }
@@ -286,15 +286,16 @@ static bf_status mha_plan(bf_run *r, int i, int t, int tb, int bw) {
     bf_backend *be = r->be;
     bf_attn_geom g;
     mha_geom(r->m, L, r->B, bf_node_training(r, i), bw, &g);
-    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], mha_keep_bytes(&g), L->name, " projections and attention weights"));
+    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], mha_keep_bytes(&g), BF_BUF_STATE,
+                         L->name, " projections and attention weights"));
     bf_run_use(r, r->aux_id[i], t);
     size_t w = be->attention_workspace_bytes(be, &g, 0);
     if (w) {
-        BF_TRY(bf_run_newbuf(r, &r->fws_id[i], w, L->name, " attention scratch"));
+        BF_TRY(bf_run_newbuf(r, &r->fws_id[i], w, BF_BUF_STATE, L->name, " attention scratch"));
         bf_run_use(r, r->fws_id[i], t);
     }
     if (bw) {
-        BF_TRY(bf_run_newbuf(r, &r->bws_id[i], mha_backward_bytes(be, &g), L->name,
+        BF_TRY(bf_run_newbuf(r, &r->bws_id[i], mha_backward_bytes(be, &g), BF_BUF_STATE, L->name,
                              " backward projections and scratch"));
         bf_run_use(r, r->bws_id[i], tb);
     }

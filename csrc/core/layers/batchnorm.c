@@ -40,7 +40,8 @@ static bf_status plan(bf_run *r, int i, int t, int tb, int bw) {
         return BF_FAIL(BF_ERR_ARG, "%s: BatchNormalization momentum must be in [0, 1] to train, got %g", L->name,
                        (double)L->momentum);
     int C = L->in_shape[L->in_rank - 1];
-    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], 2 * (size_t)C * sizeof(float), L->name, " batch mean / inverse std"));
+    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], 2 * (size_t)C * sizeof(float), BF_BUF_STATE,
+                         L->name, " batch mean / inverse std"));
     bf_run_use(r, r->aux_id[i], t);
     return BF_OK;
 }

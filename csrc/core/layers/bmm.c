@@ -61,11 +61,12 @@ static bf_status plan(bf_run *r, int i, int t, int tb, int bw) {
     const bf_layer *L = &r->m->layers[i];
     size_t f = ws_floats(r->m, L, r->B, 0), b = ws_floats(r->m, L, r->B, 1);
     if (f) {
-        BF_TRY(bf_run_newbuf(r, &r->fws_id[i], f * sizeof(float), L->name, " transposed operands"));
+        BF_TRY(bf_run_newbuf(r, &r->fws_id[i], f * sizeof(float), BF_BUF_STATE, L->name, " transposed operands"));
         bf_run_use(r, r->fws_id[i], t);
     }
     if (bw && b) {
-        BF_TRY(bf_run_newbuf(r, &r->bws_id[i], b * sizeof(float), L->name, " transposed operands and gradients"));
+        BF_TRY(bf_run_newbuf(r, &r->bws_id[i], b * sizeof(float), BF_BUF_STATE,
+                             L->name, " transposed operands and gradients"));
         bf_run_use(r, r->bws_id[i], tb);
     }
     return BF_OK;

@@ -87,7 +87,8 @@ void bf_layer_convt_geom(const bf_layer *L, int B, bf_conv_geom *g) {
 static bf_status plan_ws(bf_run *r, int i, size_t w, int back, int t, int tb) {
     if (!w) return BF_OK;
     int *id = back ? &r->bws_id[i] : &r->fws_id[i];
-    BF_TRY(bf_run_newbuf(r, id, w, r->m->layers[i].name, back ? " backward workspace" : " forward workspace"));
+    BF_TRY(bf_run_newbuf(r, id, w, BF_BUF_WORKSPACE,
+                         r->m->layers[i].name, back ? " backward workspace" : " forward workspace"));
     bf_run_use(r, *id, back ? tb : t);
     return BF_OK;
 }

@@ -26,7 +26,8 @@ static bf_status plan(bf_run *r, int i, int t, int tb, int bw) {
     (void)tb;
     (void)bw;
     if (!bf_node_training(r, i) || !(L->rate > 0.0f)) return BF_OK;
-    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], (size_t)r->B * L->in_size * sizeof(float), L->name, " dropout mask"));
+    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], (size_t)r->B * L->in_size * sizeof(float), BF_BUF_STATE,
+                         L->name, " dropout mask"));
     bf_run_use(r, r->aux_id[i], t);
     return BF_OK;
 }

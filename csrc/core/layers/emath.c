@@ -163,11 +163,12 @@ static bf_status b_plan(bf_run *r, int i, int t, int tb, int bw) {
         if (b_groups(r->m, L, j) > 2) return BF_FAIL(BF_ERR_SHAPE, "%s: too many broadcast axes", L->name);
     size_t f = b_ws_floats(r->m, L, r->B, 0), b = b_ws_floats(r->m, L, r->B, 1);
     if (f) {
-        BF_TRY(bf_run_newbuf(r, &r->fws_id[i], f * sizeof(float), L->name, " broadcast operands"));
+        BF_TRY(bf_run_newbuf(r, &r->fws_id[i], f * sizeof(float), BF_BUF_STATE, L->name, " broadcast operands"));
         bf_run_use(r, r->fws_id[i], t);
     }
     if (bw && b) {
-        BF_TRY(bf_run_newbuf(r, &r->bws_id[i], b * sizeof(float), L->name, " broadcast operands and gradient"));
+        BF_TRY(bf_run_newbuf(r, &r->bws_id[i], b * sizeof(float), BF_BUF_STATE,
+                             L->name, " broadcast operands and gradient"));
         bf_run_use(r, r->bws_id[i], tb);
     }
     return BF_OK;
@@ -262,7 +263,8 @@ static bf_status w_plan(bf_run *r, int i, int t, int tb, int bw) {
     const bf_layer *L = &r->m->layers[i];
     (void)t;
     if (!bw) return BF_OK;
-    BF_TRY(bf_run_newbuf(r, &r->bws_id[i], (size_t)L->out_size * sizeof(float), L->name, " gradient sum"));
+    BF_TRY(bf_run_newbuf(r, &r->bws_id[i], (size_t)L->out_size * sizeof(float), BF_BUF_STATE,
+                         L->name, " gradient sum"));
     bf_run_use(r, r->bws_id[i], tb);
     return BF_OK;
 }

@@ -15,7 +15,11 @@
 /* ---- shapes and parameters (model.c: bf_add_param, bf_shape_str) ---- */
 
 /* Keras's output length of a window k, stride s ('same' or 'valid') */
-static inline int bf_out_len(int in, int k, int s, int same) { return same ? (in - 1) / s + 1 : (in - k) / s + 1; }
+/* a window's output length: 0 (refused by the caller) when a valid window is longer than its input (C's division
+ * truncates: (1 - 2) / 2 + 1 would be 1) */
+static inline int bf_out_len(int in, int k, int s, int same) {
+    return same ? (in - 1) / s + 1 : in < k ? 0 : (in - k) / s + 1;
+}
 /* a mask hook: the output carries the first input's mask */
 bf_status bf_mask_keep(const bf_model *m, int i, int *mask);
 

@@ -231,23 +231,24 @@ static bf_status bf_seq_plan(bf_run *r, int i, int t, int tb, int bw) {
     }
     if (L->kind == BF_L_EMBEDDING) {
         if (L->mask_zero) {
-            BF_TRY(bf_run_newbuf(r, &r->aux_id[i], B * L->in_size * fb, L->name, " mask"));
+            BF_TRY(bf_run_newbuf(r, &r->aux_id[i], B * L->in_size * fb, BF_BUF_STATE, L->name, " mask"));
             bf_run_use(r, r->aux_id[i], t);
         }
         return BF_OK;
     }
     seq_layout s;
     layout(r, L, r->B, &s);
-    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], s.saved * fb, L->name, " gates and states (kept for backward)"));
+    BF_TRY(bf_run_newbuf(r, &r->aux_id[i], s.saved * fb, BF_BUF_SAVED,
+                         L->name, " gates and states (kept for backward)"));
     bf_run_use(r, r->aux_id[i], t);
     if (s.fws) {
-        BF_TRY(bf_run_newbuf(r, &r->fws_id[i], s.fws * fb, L->name, " forward workspace"));
+        BF_TRY(bf_run_newbuf(r, &r->fws_id[i], s.fws * fb, BF_BUF_WORKSPACE, L->name, " forward workspace"));
         bf_run_use(r, r->fws_id[i], t);
     }
     if (!L->mask_off) bf_seq_use_mask(r, L->in_ids[0], t);
     if (bw) {
         if (s.bws) {
-            BF_TRY(bf_run_newbuf(r, &r->bws_id[i], s.bws * fb, L->name, " backward workspace"));
+            BF_TRY(bf_run_newbuf(r, &r->bws_id[i], s.bws * fb, BF_BUF_WORKSPACE, L->name, " backward workspace"));
             bf_run_use(r, r->bws_id[i], tb);
         }
         if (!L->mask_off) bf_seq_use_mask(r, L->in_ids[0], tb);

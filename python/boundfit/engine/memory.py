@@ -36,11 +36,10 @@ def _align(n):
     return (n + 63) // 64 * 64
 
 
-_KINDS = (("kept for backward", "saved activations"),  # recurrent layers' gates and states (seq_run.c)
-          ("output gradient", "activation gradients"), ("input gradient", "activation gradients"),
-          ("split from the batch", "saved activations"), ("output", "saved activations"),
-          ("workspace", "workspaces (im2col and the like)"), ("per-sample", "loss and metric buffers"),
-          ("", "layer state (dropout masks, batch statistics)"))
+# the planned region's categories, by each buffer's kind as the engine tags it (csrc/core/bufs.h bf_buf_kind)
+_KINDS = {"saved": "saved activations", "gradient": "activation gradients",
+          "workspace": "workspaces (im2col and the like)", "loss": "loss and metric buffers",
+          "state": "layer state (dropout masks, batch statistics)"}
 
 
 def _scratch_split(p, where, prefix):
@@ -53,9 +52,9 @@ def _scratch_split(p, where, prefix):
     top = max(bufs, key=lambda b: b[4] + _align(b[1]))
     t = top[2]
     parts = {}
-    for name, nbytes, first, last, offset in bufs:
+    for (name, nbytes, first, last, offset), tag in zip(bufs, p["buffer_kinds"]):
         if first <= t <= last and nbytes:
-            kind = next(k for key, k in _KINDS if key in name)
+            kind = _KINDS[tag]
             parts[kind] = parts.get(kind, 0) + _align(nbytes)
     out = [PlanEntry(f"{prefix}{kind} (live at the peak)", n, where, "activations") for kind, n in parts.items()]
     gap = total - sum(parts.values())

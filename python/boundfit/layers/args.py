@@ -18,10 +18,6 @@ def engine_kinds(names):
     return [LAYER_KINDS[n] for n in names.split()]
 
 
-def _out_len(n, k, s, same):
-    return -(-n // s) if same else (n - k) // s + 1
-
-
 SIZE_LIMIT = 2**31  # the engine's sizes are C ints (csrc/python/spec_py.c)
 
 
@@ -83,11 +79,6 @@ def _number(v, argument, cls="layer"):
     return float(v)
 
 
-def _image_shape(layer, shape):
-    if len(shape) != 3:
-        raise ValueError(f"{layer.name}: expects input of rank 3 (H, W, C) per sample, got shape {(None,) + tuple(shape)}")
-
-
 def _data_format(cls, data_format):
     if data_format not in (None, "channels_last"):
         raise ValueError(f"{cls}: only data_format='channels_last' is supported, got {data_format!r}")
@@ -115,6 +106,7 @@ def _filters(cls, filters):
 
 
 def _rank(layer, shape, rank, what):
+    """A class's input rank where its engine kind takes several (a 1D pooling is the 2D one on a 1 x T image)."""
     if len(shape) != rank:
         raise ValueError(f"{layer.name}: expects input of rank {rank} {what} per sample, got shape "
                          f"{(None,) + tuple(shape)}")

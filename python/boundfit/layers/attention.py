@@ -6,7 +6,7 @@ backends' attention_* ops."""
 from .. import initializers
 from .args import _positive_int, engine_kinds
 from .layer import Layer, keras_config
-from .node import KerasTensor, MaskTensor, Node, infer_shape, train_mode
+from .node import KerasTensor, MaskTensor, Node, output_shape, train_mode
 
 MHA, = engine_kinds("MHA")
 
@@ -63,9 +63,6 @@ class MultiHeadAttention(Layer):
         self._dims = None    # (query, value, key) dims the weights were made for
         self._causal = None  # use_causal_mask of its calls (one value per layer)
 
-    def compute_output_shape(self, query_shape, value_shape=None, key_shape=None):
-        return (query_shape[0], self.output_shape_arg or query_shape[-1])
-
     def __call__(self, query, value, key=None, attention_mask=None, use_causal_mask=False, training=None,
                  return_attention_scores=False, query_mask=None, value_mask=None, key_mask=None, **kwargs):
         if kwargs:
@@ -100,7 +97,7 @@ class MultiHeadAttention(Layer):
                              "value per layer")
         self._dims, self._causal = dims, use_causal_mask
         ins = [query, value, key] + ([attention_mask] if attention_mask is not None else [])
-        out = KerasTensor(infer_shape(self.compute_output_shape, query._ps), name=f"{self.name}_output")
+        out = KerasTensor(output_shape(self, [query._ps, value._ps, key._ps]), name=f"{self.name}_output")
         Node(self, ins, [out], train_mode(training, self._mode_dependent))
         return out
 

@@ -5,7 +5,7 @@ counter-based generator: a layer seed gives the same augmentations on every
 run of a fresh model. The transforms are Keras 3's (its affine matrices,
 sampling and fill modes; its contrast formula); the draws are boundfit's own."""
 
-from .args import _data_format, _listed, _image_shape, _number, _seed, _size, engine_kinds
+from .args import _data_format, _listed, _number, _seed, _size, engine_kinds
 from .layer import Layer, keras_config
 
 AUGMENT, = engine_kinds("AUGMENT")
@@ -22,10 +22,6 @@ class _Random(Layer):
         super().__init__(**kwargs)
         _data_format(type(self).__name__, data_format)
         self.seed = _seed(type(self).__name__, seed)
-
-    def compute_output_shape(self, shape):
-        _image_shape(self, shape)
-        return tuple(shape)
 
     def _spec(self, **kw):
         return dict(kind=AUGMENT, name=self.name, aug_seed=self.seed, **kw)
@@ -53,13 +49,6 @@ class RandomCrop(_Random):
     def __init__(self, height, width, seed=None, data_format=None, **kwargs):
         super().__init__(seed=seed, data_format=data_format, **kwargs)
         self.height, self.width = _size("RandomCrop", "height", height), _size("RandomCrop", "width", width)
-
-    def compute_output_shape(self, shape):
-        _image_shape(self, shape)
-        if self.height > shape[0] or self.width > shape[1]:
-            raise ValueError(f"{self.name}: a {self.height}x{self.width} crop does not fit input {tuple(shape[:2])}; "
-                             "boundfit does not resize a smaller image up as Keras would")
-        return (self.height, self.width, shape[2])
 
     def spec(self):
         return self._spec(aug_crop=1, kh=self.height, kw=self.width)

@@ -5,7 +5,7 @@ output_padding=None). Each describes itself as an engine spec (kinds of
 csrc/core/model.h)."""
 
 from .. import activations, constraints, initializers, regularizers
-from .args import (_channels_last, _filters, _out_len, _pair, _padding, _rank, _single, _size, _weight_options,
+from .args import (_channels_last, _filters, _pair, _padding, _rank, _single, _size, _weight_options,
                    _weight_specs, engine_kinds)
 from .layer import Layer, keras_config
 
@@ -36,16 +36,6 @@ class Conv2D(Layer):
         self.use_bias = bool(use_bias)
 
     _has_weights = True
-
-    def compute_output_shape(self, shape):
-        if len(shape) != 3:
-            raise ValueError(f"{self.name}: expects input of rank 3 (H, W, C) per sample, got shape {(None,) + tuple(shape)}")
-        same = self.padding == "same"
-        oh = _out_len(shape[0], self.kernel_size[0], self.strides[0], same)
-        ow = _out_len(shape[1], self.kernel_size[1], self.strides[1], same)
-        if oh <= 0 or ow <= 0:
-            raise ValueError(f"{self.name}: kernel {self.kernel_size} does not fit input {shape[:2]} with padding='valid'")
-        return (oh, ow, self.filters)
 
     def spec(self):
         return dict(kind=CONV2D, name=self.name, filters=self.filters, kh=self.kernel_size[0], kw=self.kernel_size[1],
@@ -81,18 +71,6 @@ class DepthwiseConv2D(Layer):
         self.use_bias = bool(use_bias)
         self.depthwise_initializer = initializers.get(depthwise_initializer, "depthwise_initializer")
         self.bias_initializer = initializers.get(bias_initializer, "bias_initializer")
-
-    def compute_output_shape(self, shape):
-        if len(shape) != 3:
-            raise ValueError(f"{self.name}: expects input of rank 3 (H, W, C) per sample, got shape "
-                             f"{(None,) + tuple(shape)}")
-        same = self.padding == "same"
-        oh = _out_len(shape[0], self.kernel_size[0], self.strides[0], same)
-        ow = _out_len(shape[1], self.kernel_size[1], self.strides[1], same)
-        if oh <= 0 or ow <= 0:
-            raise ValueError(f"{self.name}: kernel {self.kernel_size} does not fit input {shape[:2]} with "
-                             "padding='valid'")
-        return (oh, ow, shape[2] * self.depth_multiplier)
 
     def spec(self):
         return dict(kind=DEPTHWISE2D, name=self.name, filters=self.depth_multiplier, kh=self.kernel_size[0],
@@ -167,16 +145,6 @@ class Conv1D(Layer):
         self.activation = activations.get_id(activation)
         self.use_bias = bool(use_bias)
 
-    def compute_output_shape(self, shape):
-        _rank(self, shape, 2, "(steps, channels)")
-        k, s, d = self.kernel_size[0], self.strides[0], self.dilation_rate[0]
-        span = (k - 1) * d + 1
-        ot = -(-shape[0] // s) if self.padding != "valid" else (shape[0] - span) // s + 1
-        if ot <= 0:
-            raise ValueError(f"{self.name}: kernel_size {k} with dilation_rate {d} does not fit {shape[0]} steps "
-                             "with padding='valid'")
-        return (ot, self.filters)
-
     def spec(self):
         return dict(kind=CONV1D, name=self.name, filters=self.filters, kw=self.kernel_size[0], sw=self.strides[0],
                     dil=self.dilation_rate[0], same=int(self.padding == "same"),
@@ -214,13 +182,6 @@ class Conv2DTranspose(Layer):
         self.activation = activations.get_id(activation)
         self.use_bias = bool(use_bias)
 
-    def compute_output_shape(self, shape):
-        _rank(self, shape, 3, "(H, W, C)")
-        out = []
-        for n, k, s in zip(shape[:2], self.kernel_size, self.strides):
-            out.append(n * s if self.padding == "same" else (n - 1) * s + max(k, s))
-        return (out[0], out[1], self.filters)
-
     def spec(self):
         return dict(kind=CONV2DT, name=self.name, filters=self.filters, kh=self.kernel_size[0], kw=self.kernel_size[1],
                     sh=self.strides[0], sw=self.strides[1], same=int(self.padding == "same"), act=int(self.activation),
@@ -247,10 +208,8 @@ class Conv1DTranspose(Conv2DTranspose):
                          activity_regularizer=activity_regularizer, kernel_constraint=kernel_constraint,
                          bias_constraint=bias_constraint, **kwargs)
 
-    def compute_output_shape(self, shape):
-        _rank(self, shape, 2, "(T, C)")
-        n, k, s = shape[0], self.kernel_size[1], self.strides[1]
-        return (n * s if self.padding == "same" else (n - 1) * s + max(k, s), self.filters)
+    def _before_infer(self, shapes):
+        _rank(self, shapes[0], 2, "(T, C)")   # the engine's kind takes (H, W, C) too: Conv2DTranspose
 
     def spec(self):
         return dict(super().spec(), **_weight_specs(self, 3))

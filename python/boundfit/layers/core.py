@@ -25,9 +25,6 @@ class Dense(Layer):
 
     _has_weights = True
 
-    def compute_output_shape(self, shape):
-        return tuple(shape[:-1]) + (self.units,)
-
     def spec(self):
         return dict(kind=DENSE, name=self.name, units=self.units, use_bias=int(self.use_bias), act=int(self.activation),
                     act_p=activations.params_of(self.activation),

@@ -32,9 +32,6 @@ class RandomDraw(Layer):
     def _check_call_shape(self, shape):
         pass   # any tensor of the call will do
 
-    def compute_output_shape(self, shape):
-        return self.shape
-
     def spec(self):
         return dict(kind=RANDOM, name=self.name, target_shape=self.shape, rnd_dist=DISTS.index(self.dist),
                     rnd_a=self.a, rnd_b=self.b, rnd_shared=int(self.shared), rnd_fixed=int(self.fixed),

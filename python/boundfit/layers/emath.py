@@ -49,13 +49,6 @@ class Binary(Layer):
             raise ValueError(f"Binary: unknown op {op!r}; one of {BINARY_OPS}")
         self.op = op
 
-    def compute_output_shape(self, shapes):
-        a, b = (tuple(s) for s in shapes)
-        if len(shapes) != 2 or len(a) != len(b) or any(p != q and 1 not in (p, q) and None not in (p, q)
-                                                       for p, q in zip(a, b)):
-            raise ValueError(f"{self.name}: shapes {(None,) + a} and {(None,) + b} do not broadcast")
-        return tuple(None if None in (p, q) else max(p, q) for p, q in zip(a, b))
-
     def spec(self):
         return dict(kind=BINARY, name=self.name, eop=BINARY_OPS.index(self.op))
 
@@ -84,9 +77,6 @@ class Weight(Layer):
     def _check_call_shape(self, shape):
         pass   # any tensor of the call will do
 
-    def compute_output_shape(self, shape):
-        return self.shape
-
     # Keras files hold it as an Embedding's (rows, shape[-1]) table (saving/keras_graph.py)
     @property
     def _keras_var_shape(self):
@@ -113,17 +103,6 @@ class MatMul(Layer):
         super().__init__(**kwargs)
         self.transpose_a, self.transpose_b = bool(transpose_a), bool(transpose_b)
 
-    def compute_output_shape(self, shapes):
-        a, b = (tuple(s) for s in shapes)
-        if len(a) != 2 or len(b) != 2:
-            raise ValueError(f"{self.name}: a per-sample matrix product of (rows, cols) tensors, got "
-                             f"{(None,) + a} and {(None,) + b}")
-        m, k = a[::-1] if self.transpose_a else a
-        k2, n = b[::-1] if self.transpose_b else b
-        if k != k2 or k is None:
-            raise ValueError(f"{self.name}: per-sample shapes {a} and {b} do not multiply")
-        return (m, n)
-
     def spec(self):
         return dict(kind=BMM, name=self.name, mm_ta=int(self.transpose_a), mm_tb=int(self.transpose_b))
 
@@ -147,9 +126,6 @@ class BatchReduce(Layer):
         if op not in self.OPS:
             raise ValueError(f"BatchReduce: unknown op {op!r}; one of {self.OPS}")
         self.op = op
-
-    def compute_output_shape(self, shape):
-        return ()
 
     def spec(self):
         return dict(kind=BATCH_REDUCE, name=self.name, eop=self.OPS.index(self.op))

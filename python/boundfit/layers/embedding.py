@@ -68,14 +68,6 @@ class Embedding(Layer):
     def _check_call_shape(self, shape):
         pass  # the table does not depend on the input's shape
 
-    def compute_output_shape(self, shape):
-        if len(shape) > 2:
-            raise ValueError(f"{self.name}: expects ids of shape (T,) or (T, K) per sample, got "
-                             f"{(None,) + tuple(shape)}")
-        if self.mask_zero and len(shape) != 1:
-            raise ValueError(f"{self.name}: mask_zero needs ids of shape (T,) per sample, got {(None,) + tuple(shape)}")
-        return tuple(shape) + (self.output_dim,)
-
     def spec(self):
         return dict(kind=EMBEDDING, name=self.name, units=self.output_dim, input_dim=self.input_dim,
                     mask_zero=int(self.mask_zero), inits=initializers._engine_specs(self.embeddings_initializer),

@@ -1,15 +1,16 @@
 """Keras-style layers. Each describes itself as a spec dict for the engine
 (kind ids from the engine, _core.LAYER_KINDS); the engine owns weights and compute. Calling a
 layer on symbolic tensors (boundfit.Input) records a node of a graph and
-returns a symbolic tensor (node.py); shapes are inferred here so a bad
-graph fails at the call, as in Keras."""
+returns a symbolic tensor (node.py); its shape is inferred at the call, by
+the engine's own inference (_core.output_shape, as when a model is built),
+so a bad graph fails where it is written, as in Keras."""
 
 import numpy as np
 
-from .. import regularizers
+from .. import _core, regularizers
 from ..utils import snake_case
 from .args import _is_size
-from .node import call_layer, trace_layer, tracing_anchor
+from .node import call_layer, infer_shape, trace_layer, tracing_anchor
 
 _counters = {}
 _DTYPE = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": None}
@@ -176,9 +177,28 @@ class Layer:
     # its output has no batch axis (a sum over the batch: emath.BatchReduce)
     _nobatch_out = False
 
-    def compute_output_shape(self, shape):
-        """Per-sample output shape (no batch axis) for a per-sample input shape."""
-        return tuple(shape)
+    def compute_output_shape(self, input_shape):
+        """Keras's: the output shape for `input_shape` (a list of shapes for a layer of several inputs), each
+        with its batch axis first, passed through. The engine infers it (csrc/core/layers/: the kind's infer),
+        as when a model is built; a dimension given as None (a variable length) is None where the output's
+        depends on it."""
+        if self._custom():   # traced into its layers, not a kind of the engine: the shape it is given, as before
+            return input_shape
+        many = len(input_shape) > 0 and all(isinstance(s, (tuple, list)) for s in input_shape)
+        shapes = [tuple(s)[1:] for s in input_shape] if many else [tuple(input_shape)[1:]]
+        self._before_infer(shapes)
+        spec = self.spec()
+        try:
+            out = infer_shape(lambda ps: _core.output_shape(spec, ps), shapes)
+        except ValueError as e:   # the engine's message, with the shapes as the caller wrote them
+            e.args = (f"{e.args[0]} (called on {', '.join(str((None,) + s) for s in shapes)})",) + e.args[1:]
+            raise
+        return (tuple(input_shape[0] if many else input_shape) or (None,))[:1] + tuple(out)
+
+    def _before_infer(self, shapes):
+        """Before the engine infers its shape, with its inputs' per-sample shapes: what its kind cannot check
+        (a 1D pooling's rank: the engine's kind pools 1 x T images too) or a spec that depends on them
+        (Concatenate's axis, from Keras's)."""
 
     def __call__(self, inputs, *args, **kwargs):
         if self._custom():

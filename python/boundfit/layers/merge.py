@@ -15,19 +15,6 @@ class _Merge(Layer):
     kind = None
     _n_inputs = "many"
 
-    def _merge_shape(self, shapes):
-        first = tuple(shapes[0])
-        for i, sh in enumerate(shapes[1:], 1):
-            if tuple(sh) != first:
-                raise ValueError(f"{self.name}: inputs must have the same shape; input 0 has shape {(None,) + first}, "
-                                 f"input {i} has shape {(None,) + tuple(sh)}")
-        return first
-
-    def compute_output_shape(self, shapes):
-        if len(shapes) < 2:
-            raise ValueError(f"{self.name}: a merge layer needs at least 2 inputs, got {len(shapes)}")
-        return self._merge_shape(shapes)
-
     def spec(self):
         return dict(kind=self.kind, name=self.name)
 
@@ -40,11 +27,6 @@ class Add(_Merge):
 class Subtract(_Merge):
     """Keras 3's `Subtract`: the first input minus the second."""
     _base, kind = "subtract", SUBTRACT
-
-    def compute_output_shape(self, shapes):
-        if len(shapes) != 2:
-            raise ValueError(f"{self.name}: Subtract needs exactly 2 inputs, got {len(shapes)}")
-        return self._merge_shape(shapes)
 
 
 class Multiply(_Merge):
@@ -79,25 +61,16 @@ class Concatenate(_Merge):
         self.axis = axis
         self._axis = None
 
-    def compute_output_shape(self, shapes):
-        if len(shapes) < 2:
-            raise ValueError(f"{self.name}: Concatenate needs at least 2 inputs, got {len(shapes)}")
+    def _before_infer(self, shapes):
+        """The engine's axis (per sample, from 0) of Keras's `axis` for inputs of this rank; one rank per layer."""
         r = len(shapes[0])
         a = self.axis - 1 if self.axis > 0 else r + self.axis
         if not 0 <= a < r or any(len(s) != r for s in shapes):
             raise ValueError(f"{self.name}: axis {self.axis} does not fit inputs of shapes "
                              f"{[(None,) + tuple(s) for s in shapes]}")
-        for i, sh in enumerate(shapes[1:], 1):
-            if any(sh[d] != shapes[0][d] for d in range(r) if d != a):
-                raise ValueError(f"{self.name}: inputs must have the same shape except on the concatenation axis "
-                                 f"{self.axis}; input 0 has shape {(None,) + tuple(shapes[0])}, input {i} has "
-                                 f"shape {(None,) + tuple(sh)}")
         if self._axis is not None and self._axis != a:
             raise ValueError(f"{self.name}: called again on inputs of another rank")
         self._axis = a
-        out = list(shapes[0])
-        out[a] = sum(s[a] for s in shapes)
-        return tuple(out)
 
     def spec(self):
         return dict(kind=CONCAT, name=self.name, axis=self._axis if self._axis is not None else 0)

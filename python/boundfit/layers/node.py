@@ -243,6 +243,13 @@ def infer_shape(fn, shapes):
     return merge(a, b)
 
 
+def output_shape(layer, shapes):
+    """The per-sample output shape of `layer` for per-sample input `shapes` (one, or a list for several
+    inputs): its Keras compute_output_shape, a batch axis put in and taken off."""
+    batched = [(None,) + tuple(s) for s in shapes] if isinstance(shapes, list) else (None,) + tuple(shapes)
+    return tuple(layer.compute_output_shape(batched))[1:]
+
+
 def call_layer(layer, inputs, training=None, **kwargs):
     tm = train_mode(training, layer._mode_dependent)
     if tm:
@@ -256,7 +263,7 @@ def call_layer(layer, inputs, training=None, **kwargs):
     if layer._n_inputs == "many":
         if not many:
             raise ValueError(f"{layer.name}: a merge layer is called on a list of tensors, got one tensor")
-        shape = infer_shape(layer.compute_output_shape, [t._ps for t in ins])
+        shape = output_shape(layer, [t._ps for t in ins])
     else:
         if len(ins) != 1:
             raise ValueError(f"{layer.name} ({type(layer).__name__}) takes one input tensor, got a list of {len(ins)}")
@@ -265,7 +272,7 @@ def call_layer(layer, inputs, training=None, **kwargs):
                              f"its input has shape {ins[0].shape}; give it shape (None, 1) "
                              "(keras.ops.expand_dims(x, -1)), as Keras asks for at least 2 dimensions")
         layer._check_call_shape(ins[0]._ps)
-        shape = infer_shape(layer.compute_output_shape, ins[0]._ps)
+        shape = output_shape(layer, ins[0]._ps)
     nobatch = layer._nobatch_out or all(t._nobatch for t in ins)
     if any(t._nobatch for t in ins) and layer._random:
         raise ValueError(f"layer {layer.name!r} ({type(layer).__name__}) is called on a tensor without a batch axis "

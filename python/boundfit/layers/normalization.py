@@ -79,16 +79,12 @@ class LayerNormalization(Layer):
         self.beta_constraint = constraints.get(beta_constraint, "beta_constraint")
         self.gamma_constraint = constraints.get(gamma_constraint, "gamma_constraint")
 
-    def compute_output_shape(self, shape):
+    def _before_infer(self, shapes):
+        shape = shapes[0]
         r = len(shape) + 1  # with the batch axis
         if not (self.axis == -1 or self.axis == r - 1):
             raise ValueError(f"{self.name}: only the last axis is supported (axis=-1 or {r - 1} for inputs of shape "
                              f"{(None,) + tuple(shape)}), got axis={self.axis}")
-        return tuple(shape)
-
-    def _check_call_shape(self, shape):
-        self.compute_output_shape(shape)
-        super()._check_call_shape(shape)
 
     def spec(self):
         return dict(kind=LAYERNORM, name=self.name, eps=self.epsilon, center=int(self.center), scale=int(self.scale),

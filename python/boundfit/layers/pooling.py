@@ -3,7 +3,7 @@ pooling of a 1 x T image), GlobalAveragePooling1D / 2D and
 GlobalMaxPooling1D / 2D (keepdims); channels_last or channels_first (the
 engine pools each channel of a (C, H, W) sample as a one-channel image)."""
 
-from .args import _out_len, _pair, _padding, _rank, _single, engine_kinds
+from .args import _pair, _padding, _rank, _single, engine_kinds
 from .layer import Layer, keras_config
 
 MAXPOOL, AVGPOOL, GAP, GMP = engine_kinds("MAXPOOL AVGPOOL GAP GMP")
@@ -16,16 +16,6 @@ def _format(cls, data_format):
     return data_format or "channels_last"
 
 
-def _split(layer, shape):
-    """(spatial dims, channels) of a per-sample shape in the layer's data_format"""
-    first = layer.data_format == "channels_first"
-    return (tuple(shape[1:]), shape[0]) if first else (tuple(shape[:-1]), shape[-1])
-
-
-def _join(layer, spatial, c):
-    return (c,) + tuple(spatial) if layer.data_format == "channels_first" else tuple(spatial) + (c,)
-
-
 class _Pool(Layer):
     kind = None
 
@@ -36,17 +26,8 @@ class _Pool(Layer):
         self.strides = _pair(strides, "strides", type(self).__name__) if strides is not None else self.pool_size
         self.padding = _padding(padding)
 
-    def compute_output_shape(self, shape):
-        if len(shape) != 3:
-            dims = "(C, H, W)" if self.data_format == "channels_first" else "(H, W, C)"
-            raise ValueError(f"{self.name}: expects input of rank 3 {dims} per sample, got shape {(None,) + tuple(shape)}")
-        (h, w), c = _split(self, shape)
-        same = self.padding == "same"
-        oh = _out_len(h, self.pool_size[0], self.strides[0], same)
-        ow = _out_len(w, self.pool_size[1], self.strides[1], same)
-        if oh <= 0 or ow <= 0:
-            raise ValueError(f"{self.name}: pool {self.pool_size} does not fit input {(h, w)} with padding='valid'")
-        return _join(self, (oh, ow), c)
+    def _before_infer(self, shapes):
+        _rank(self, shapes[0], 3, "(C, H, W)" if self.data_format == "channels_first" else "(H, W, C)")
 
     def spec(self):
         return dict(kind=self.kind, name=self.name, kh=self.pool_size[0], kw=self.pool_size[1], sh=self.strides[0],
@@ -76,14 +57,8 @@ class _Pool1D(Layer):
         self.strides = _single(strides, "strides", type(self).__name__) if strides is not None else self.pool_size
         self.padding = _padding(padding)
 
-    def compute_output_shape(self, shape):
-        _rank(self, shape, 2, "(channels, steps)" if self.data_format == "channels_first" else "(steps, channels)")
-        (t,), c = _split(self, shape)
-        ot = _out_len(t, self.pool_size[0], self.strides[0], self.padding == "same")
-        if ot <= 0:
-            raise ValueError(f"{self.name}: pool_size {self.pool_size[0]} does not fit {t} steps with "
-                             "padding='valid'")
-        return _join(self, (ot,), c)
+    def _before_infer(self, shapes):
+        _rank(self, shapes[0], 2, "(channels, steps)" if self.data_format == "channels_first" else "(steps, channels)")
 
     def spec(self):
         return dict(kind=self.kind, name=self.name, kh=1, sh=1, kw=self.pool_size[0], sw=self.strides[0],
@@ -115,13 +90,10 @@ class _GlobalPool(Layer):
             raise ValueError(f"{type(self).__name__}: keepdims must be a bool, got {keepdims!r}")
         self.keepdims = keepdims
 
-    def compute_output_shape(self, shape):
-        first = self.data_format == "channels_first"
+    def _before_infer(self, shapes):
         dims = {(2, False): "(steps, channels)", (2, True): "(channels, steps)", (3, False): "(H, W, C)",
-                (3, True): "(C, H, W)"}[self.rank, first]
-        _rank(self, shape, self.rank, dims)
-        spatial, c = _split(self, shape)
-        return _join(self, (1,) * len(spatial), c) if self.keepdims else (c,)
+                (3, True): "(C, H, W)"}[self.rank, self.data_format == "channels_first"]
+        _rank(self, shapes[0], self.rank, dims)
 
     def spec(self):
         return dict(kind=self.kind, name=self.name, keepdims=int(self.keepdims),

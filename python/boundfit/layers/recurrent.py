@@ -18,7 +18,7 @@ is kept for Keras files. Bidirectional: each direction its own masks."""
 from .. import activations, constraints, initializers, regularizers
 from .args import _size, engine_kinds
 from .layer import _DTYPE, Layer, keras_config, keras_object
-from .node import KerasTensor, MaskTensor, Node, call_layer, infer_shape, train_mode
+from .node import KerasTensor, MaskTensor, Node, call_layer, output_shape, train_mode
 
 SIMPLE_RNN, LSTM_KIND, GRU_KIND, BIDIR = engine_kinds("SIMPLE_RNN LSTM GRU BIDIR")
 
@@ -104,12 +104,6 @@ class _RNN(Layer):
 
     def _call_from_keras(self, args, kwargs, tensor):
         return _call_from_keras(self, args, kwargs, tensor)
-
-    def compute_output_shape(self, shape):
-        if len(shape) != 2:
-            raise ValueError(f"{self.name}: expects input of rank 2 (timesteps, features) per sample, got shape "
-                             f"{(None,) + tuple(shape)}")
-        return (shape[0], self.units) if self.return_sequences else (self.units,)
 
     def _roles(self):
         """initializers, regularizers and constraints by role: kernel, recurrent_kernel, bias"""
@@ -245,10 +239,6 @@ class Bidirectional(Layer):
     def _call_from_keras(self, args, kwargs, tensor):
         return _call_from_keras(self, args, kwargs, tensor)
 
-    def compute_output_shape(self, shape):
-        one = self.forward_layer.compute_output_shape(shape)
-        return one[:-1] + (2 * one[-1],) if self.merge_mode in ("concat", None) else one
-
     def spec(self):
         f = self.forward_layer
         b = self.backward_layer or f
@@ -292,7 +282,7 @@ def _call(layer, inputs, initial_state, mask, kwargs, keep_mask=False, training=
         if t._ps != (units,):
             raise ValueError(f"{layer.name}: initial_state[{k}] must have shape (None, {units}), got {t.shape}")
     layer._check_call_shape(inputs._ps)
-    shape = infer_shape(layer.compute_output_shape, inputs._ps)
+    shape = output_shape(layer, inputs._ps)
     half = shape[:-1] + (units,)
     shapes = [half if p is not None and p < 0 else (units,) if p is not None else shape for p in layer._parts()]
     outs = [KerasTensor(s, name=f"{layer.name}_output_{k}") for k, s in enumerate(shapes)]

@@ -3,7 +3,7 @@ RepeatVector, ZeroPadding2D, UpSampling2D."""
 
 import numpy as np
 
-from .args import _data_format, _image_shape, _is_size, _size, _sizes, engine_kinds
+from .args import _data_format, _is_size, _size, _sizes, engine_kinds
 from .layer import _CONSTANT, Layer, keras_config
 
 FLATTEN, RESHAPE, PERMUTE, REPEAT, ZEROPAD2D, UPSAMPLE2D, SLICE, CONST = engine_kinds(
@@ -14,12 +14,6 @@ class Flatten(Layer):
     """Keras 3's `Flatten`: each sample as one vector."""
     _scalar_ok = True
     _base = "flatten"
-
-    def compute_output_shape(self, shape):
-        n = 1
-        for d in shape:
-            n *= d
-        return (n,)
 
     def spec(self):
         return dict(kind=FLATTEN, name=self.name)
@@ -38,21 +32,6 @@ class Reshape(Layer):
                              f"{target_shape!r}")
         self.target_shape = tuple(int(d) for d in self.target_shape)
 
-    def compute_output_shape(self, shape):
-        n = 1
-        for d in shape:
-            n *= d
-        known = 1
-        for d in self.target_shape:
-            known *= d if d != -1 else 1
-        out = tuple(n // known if d == -1 else d for d in self.target_shape)
-        m = 1
-        for d in out:
-            m *= d
-        if m != n:
-            raise ValueError(f"{self.name}: cannot reshape {shape} ({n} values) into {self.target_shape}")
-        return out
-
     def spec(self):
         return dict(kind=RESHAPE, name=self.name, target_shape=self.target_shape)
 
@@ -70,11 +49,6 @@ class Permute(Layer):
             raise ValueError(f"Permute: dims must be a permutation of 1..n (the batch axis is not permuted), got {dims!r}")
         self.dims = dims
 
-    def compute_output_shape(self, shape):
-        if len(shape) != len(self.dims):
-            raise ValueError(f"{self.name}: dims {self.dims} do not fit input of shape {(None,) + tuple(shape)}")
-        return tuple(shape[d - 1] for d in self.dims)
-
     def spec(self):
         return dict(kind=PERMUTE, name=self.name, perm=tuple(d - 1 for d in self.dims))
 
@@ -86,11 +60,6 @@ class RepeatVector(Layer):
     def __init__(self, n, **kwargs):
         super().__init__(**kwargs)
         self.n = _size("RepeatVector", "n", n)
-
-    def compute_output_shape(self, shape):
-        if len(shape) != 1:
-            raise ValueError(f"{self.name}: expects input of shape (batch, features), got {(None,) + tuple(shape)}")
-        return (self.n, shape[0])
 
     def spec(self):
         return dict(kind=REPEAT, name=self.name, reps=self.n)
@@ -119,11 +88,6 @@ class ZeroPadding2D(Layer):
         _data_format("ZeroPadding2D", data_format)
         self.padding = _pad_pairs(padding)
 
-    def compute_output_shape(self, shape):
-        _image_shape(self, shape)
-        (t, b), (l, r) = self.padding
-        return (shape[0] + t + b, shape[1] + l + r, shape[2])
-
     def spec(self):
         (t, b), (l, r) = self.padding
         return dict(kind=ZEROPAD2D, name=self.name, pad=(t, b, l, r))
@@ -141,10 +105,6 @@ class UpSampling2D(Layer):
             raise ValueError(f"UpSampling2D: interpolation={interpolation!r} is not supported by boundfit; "
                              "only 'nearest' is")
         self.size, self.interpolation = size, interpolation
-
-    def compute_output_shape(self, shape):
-        _image_shape(self, shape)
-        return (shape[0] * self.size[0], shape[1] * self.size[1], shape[2])
 
     def spec(self):
         return dict(kind=UPSAMPLE2D, name=self.name, sh=self.size[0], sw=self.size[1])
@@ -192,11 +152,6 @@ class Slice(Layer):
         super().__init__(**kwargs)
         self.begin, self.step, self.length = tuple(begin), tuple(step), tuple(length)
 
-    def compute_output_shape(self, shape):
-        if len(shape) != len(self.begin):
-            raise ValueError(f"{self.name}: a slice of {len(self.begin)} axes for input shape {(None,) + tuple(shape)}")
-        return tuple(d if n == -1 else n for d, n in zip(shape, self.length))
-
     def spec(self):
         pad = (0,) * (3 - len(self.begin))
         return dict(kind=SLICE, name=self.name, sl_begin=self.begin + pad, sl_step=self.step + (1,) * len(pad),
@@ -225,9 +180,6 @@ class Const(Layer):
 
     def _check_call_shape(self, shape):
         pass   # any tensor of the call will do
-
-    def compute_output_shape(self, shape):
-        return self.shape
 
     def spec(self):
         return dict(kind=CONST, name=self.name, target_shape=self.shape)

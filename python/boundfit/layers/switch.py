@@ -17,11 +17,6 @@ class Switch(Layer):
     _base = "switch"
     _n_inputs = "many"
 
-    def compute_output_shape(self, shapes):
-        if len(shapes) != 2 or shapes[0] != shapes[1]:
-            raise ValueError(f"{self.name}: a switch takes two tensors of one shape, got {shapes}")
-        return shapes[0]
-
     def spec(self):
         return dict(kind=SWITCH, name=self.name)
 

@@ -325,8 +325,10 @@ class TextVectorization(Layer):
         Node(self, ins, [out])
         return out
 
-    def compute_output_shape(self, shape):
-        return (self.output_width(),)
+    def compute_output_shape(self, input_shape):
+        """Keras's: (batch, the output's width) for a batch of strings; host-side, so shaped here, not by the
+        engine."""
+        return (tuple(input_shape)[:1] or (None,)) + (self.output_width(),)
 
     def vectorize(self, inputs, out=None):
         """Strings -> a NumPy array, as Keras's call; out: an array of the
