@@ -6,8 +6,9 @@
  * (csrc/core/layers/). Every integer is read through bf_py_int (ints_py.c)
  * against its field's range, so a spec built by hand never truncates: a value
  * out of range is a ValueError naming the layer, the spec key and the value.
- * Ranges here are the cheap ones (sizes >= 0, flags 0 / 1, shape dimensions
- * >= 1); each kind's infer checks the rest. */
+ * The ranges given here and in the families' reads are the cheap ones (sizes
+ * >= 0, flags 0 / 1, shape dimensions >= 1); each kind's infer checks the
+ * rest. */
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
