@@ -1,8 +1,9 @@
 /* conv.c - Conv2D, Conv1D and Conv2DTranspose (one linear map then the
  * activation, as Dense), their configuration (bf_parse_conv, shared with
  * DepthwiseConv2D), and the window's configuration and geometry shared with
- * pooling (bf_parse_window, bf_layer_geom). Their workspaces come from the backend's *_workspace_bytes
- * and are planned per node, forward and backward apart. */
+ * pooling (bf_parse_window, bf_layer_geom). Their workspaces come from the
+ * backend's *_workspace_bytes and are planned per node, forward and backward
+ * apart. */
 #include "layer.h"
 
 bf_status bf_parse_window(const bf_spec *s, bf_window_cfg *w) {

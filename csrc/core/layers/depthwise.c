@@ -7,7 +7,8 @@
 
 static bf_status infer(bf_layer *L, int rank, const int *shape) {
     const bf_conv_cfg *c = &L->cfg.conv;
-    if (c->filters <= 0) return BF_FAIL(BF_ERR_ARG, "%s: depth_multiplier must be positive, got %d", L->name, c->filters);
+    if (c->filters <= 0)
+        return BF_FAIL(BF_ERR_ARG, "%s: depth_multiplier must be positive, got %d", L->name, c->filters);
     BF_TRY(bf_infer_window(L, &c->win, rank, shape, 0));
     const int C = shape[rank - 1], M = c->filters, K = C * M;
     L->out_shape[2] = K;

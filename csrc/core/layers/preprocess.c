@@ -109,7 +109,8 @@ static bf_status augment_parse(bf_layer *L, const bf_spec *s) {
         {"aug_zoom", &a->zoom, 0}, {"aug_zoom_same", &a->zoom_same, 0}, {"aug_contrast", &a->contrast, 0},
         {"aug_noise", &a->noise, 0},
     };
-    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) BF_TRY(bf_spec_int(s, ints[k].key, ints[k].dflt, ints[k].v));
+    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
+        BF_TRY(bf_spec_int(s, ints[k].key, ints[k].dflt, ints[k].v));
     const struct { const char *key; float *v, dflt; } floats[] = {
         {"aug_fill_value", &a->fill_value, 0.0f}, {"aug_h_lo", &a->h_lo, 0.0f}, {"aug_h_hi", &a->h_hi, 0.0f},
         {"aug_w_lo", &a->w_lo, 0.0f}, {"aug_w_hi", &a->w_hi, 0.0f}, {"aug_rot_lo", &a->rot_lo, 0.0f},
