@@ -27,7 +27,7 @@ LAYERS = os.path.join(CORE, "layers")
 MAX_KIND_NAMES_OUTSIDE_LAYERS = 0
 
 # what the engine reads of every node (before the per-family configurations:
-# 62 fields, 43 of them one family's, several reused across families)
+# 68 fields, 46 of them one family's, several reused across families)
 GENERIC_LAYER_FIELDS = {
     "kind", "name", "act", "actp", "nin", "in_ids", "share", "frozen", "mask_off", "in_rank", "in_shape", "out_rank",
     "out_shape", "in_size", "out_size", "nparam", "params", "inits", "reg", "cons", "modes", "train_mode", "cfg",
