@@ -1,12 +1,17 @@
-"""The shape of the C core: no include cycles between its modules, and one
-home per layer kind. A module is a .c file and its .h (model.c + model.h);
-module A depends on B when a file of A has #include "B.h". A cycle means two
-files that cannot be understood (or built and tested) one without the other.
-Layer kinds are handled in csrc/core/layers/ (one file per kind or family,
-registered in layers/registry.c); the rest of the core reaches them through
-the registry's vtables, so BF_L_ names barely appear outside it. Backend ops
-are listed once (csrc/core/backend_ops.h): the vtable's members, both
-backends' prototypes and tables are generated from that list."""
+"""The shape of the C core: no include cycles between its modules, one home
+per layer kind, one home per layer configuration, short functions. A module
+is a .c file and its .h (model.c + model.h); module A depends on B when a
+file of A has #include "B.h". A cycle means two files that cannot be
+understood (or built and tested) one without the other. Layer kinds are
+handled in csrc/core/layers/ (one file per kind or family, registered in
+layers/registry.c); the rest of the core reaches them through the registry's
+vtables (layer_registry.h), so BF_L_ names barely appear outside it, and
+includes nothing under layers/. A family's configuration is its own struct
+in bf_layer.cfg (layer_config.h), read from the spec by the family's parse
+hook: bf_layer holds only what the engine reads of every node, and
+csrc/python/spec_py.c names no family's field. Backend ops are listed once
+(csrc/core/backend_ops.h): the vtable's members, both backends' prototypes
+and tables are generated from that list."""
 
 import os
 import re
@@ -17,10 +22,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORE = os.path.join(ROOT, "csrc", "core")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
+LAYERS = os.path.join(CORE, "layers")
 # BF_L_ outside csrc/core/layers/ (before the registry: 242 lines over 10
 # files, model.c 78, run.c 53, program.c 44, ...): what the engine needs of a
-# kind is a vtable hook or a flag (layers/registry.h), never the kind's name
+# kind is a vtable hook or a flag (layer_registry.h), never the kind's name
 MAX_KIND_NAMES_OUTSIDE_LAYERS = 0
+
+# what the engine reads of every node (before the per-family configurations:
+# 68 fields, 46 of them one family's, several reused across families)
+GENERIC_LAYER_FIELDS = {
+    "kind", "name", "act", "actp", "nin", "in_ids", "share", "frozen", "mask_off", "in_rank", "in_shape", "out_rank",
+    "out_shape", "in_size", "out_size", "nparam", "params", "inits", "reg", "cons", "modes", "train_mode", "cfg",
+}
+
+# the longest a function of csrc/core may be, and the ones over it today
+MAX_FUNCTION_LINES = 150
+# program.c's bf_run_plan (216 lines): to be split into phases (issue 32, the driver's part)
+LONG_FUNCTIONS_TODAY = {"program.c:bf_run_plan"}
 
 
 def _c_files(root):
@@ -63,7 +81,7 @@ def test_layer_kinds_are_named_only_in_their_home():
     counts = {}
     for path in _c_files(CORE):
         rel = os.path.relpath(path, CORE)
-        if rel.startswith("layers" + os.sep):
+        if rel.startswith("layers" + os.sep) or rel == "layer_kinds.h":  # used there; made there (BF_L_##NAME)
             continue
         with open(path, encoding="utf-8") as f:
             n = sum(1 for line in f if "BF_L_" in line)
@@ -73,7 +91,7 @@ def test_layer_kinds_are_named_only_in_their_home():
 
 
 def test_every_layer_kind_has_a_vtable_in_the_registry():
-    with open(os.path.join(CORE, "layers", "kinds.h"), encoding="utf-8") as f:
+    with open(os.path.join(CORE, "layer_kinds.h"), encoding="utf-8") as f:
         kinds = re.findall(r"\bX\((\w+)\)", re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S))
     defined = set()
     for path in _c_files(os.path.join(CORE, "layers")):
@@ -150,3 +168,104 @@ def test_backend_tables_are_generated_from_the_op_list():
     for table in ("csrc/cpu/cpu_backend.c", "csrc/cpu/emu_backend.c", "csrc/cuda/backend.cu"):
         with open(os.path.join(ROOT, table), encoding="utf-8") as f:
             assert not by_hand.findall(_strip_comments(f.read())), table
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _strip_c(src):
+    """src without comments, string and character literals and preprocessor
+    lines, each replaced by blanks of its length (lines keep their numbers)."""
+    blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))  # noqa: E731
+    src = re.sub(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", blank, src, flags=re.S)
+    return re.sub(r"^[ \t]*#(?:\\\n|[^\n])*", blank, src, flags=re.M)
+
+
+def _functions(src):
+    """(name, first line, lines) of each function defined in C source src."""
+    s = _strip_c(src)
+    out, depth, last, head = [], 0, 0, None
+    for i, c in enumerate(s):
+        if c == "{":
+            if depth == 0:
+                text = s[last:i]
+                m = re.search(r"(\w+)\s*\([^;{}]*\)\s*$", text)
+                first = last + len(text) - len(text.lstrip())
+                head = (m.group(1), s.count("\n", 0, first)) if m and "=" not in text else None
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                if head:
+                    out.append((head[0], head[1] + 1, s.count("\n", 0, i) - head[1] + 1))
+                last = i + 1
+        elif c == ";" and depth == 0:
+            last = i + 1
+    return out
+
+
+def test_function_finder_counts_a_multiline_signature_and_skips_initializers():
+    src = ('static const int t[] = {1, 2};\n'
+           'static bf_status f(int a,\n'
+           '                   int b) { /* { */\n'
+           '    if (a) { return b; }\n'
+           '    return "}" [0];\n'
+           '}\n'
+           '#define M(x) do { x; } while (0)\n'
+           'int g(void) { return 0; }\n')
+    assert _functions(src) == [("f", 2, 5), ("g", 8, 1)]
+
+
+def test_no_function_in_the_core_is_longer_than_the_limit():
+    over = set()
+    for path in _c_files(CORE):
+        for name, _, n in _functions(_read(path)):
+            if n > MAX_FUNCTION_LINES:
+                over.add(f"{os.path.relpath(path, CORE)}:{name}")
+    assert over <= LONG_FUNCTIONS_TODAY, sorted(over - LONG_FUNCTIONS_TODAY)
+
+
+def test_the_engine_includes_no_header_of_the_layer_files():
+    """layers/ includes the engine (layer.h: step_bufs.h, bufs.h, masks.h, layer_registry.h); the engine and the
+    CPython glue reach the layer files through layer_registry.h and layer_kinds.h only: no include climbs back."""
+    for root in (CORE, os.path.join(ROOT, "csrc", "python")):
+        for path in _c_files(root):
+            if os.path.commonpath([path, LAYERS]) == LAYERS:
+                continue
+            for inc in INCLUDE.findall(_read(path)):
+                assert not re.match(r"(\.\./)*layers/", inc), f"{os.path.relpath(path, ROOT)} includes {inc}"
+
+
+def _bf_layer_fields():
+    body = re.search(r"typedef struct bf_layer \{(.*?)\} bf_layer;", _strip_c(_read(os.path.join(CORE, "model.h"))),
+                     re.S).group(1)
+    fields = set()
+    for decl in body.split(";"):
+        decl = re.sub(r"\[[^\]]*\]", "", decl).strip()
+        if decl:
+            fields.update(re.findall(r"(\w+)\s*(?:,|$)", re.sub(r"^[\w\s]*?\b\w+\s+\**(?=\w+\s*(,|$))", "", decl)))
+    return fields
+
+
+def test_bf_layer_holds_no_family_configuration():
+    assert _bf_layer_fields() == GENERIC_LAYER_FIELDS
+
+
+def _family_spec_keys():
+    """the spec keys the layer families' parse hooks read (bf_spec_*(s, "key", ...), s->get_*(s, "key", ...))"""
+    keys = set()
+    for path in _c_files(LAYERS):
+        keys.update(re.findall(r'(?:bf_spec_\w+|s->get_\w+)\(\s*s\s*,\s*"(\w+)"', _read(path)))
+        keys.update(re.findall(r'\{"(\w+)", &a->\w+', _read(path)))  # preprocess.c's tables of aug_* keys
+    return keys
+
+
+def test_spec_py_reads_no_family_field():
+    family = _family_spec_keys()
+    assert {"units", "filters", "kh", "rate", "heads", "eop", "sl_begin", "aug_flip", "aug_zh_lo"} <= family
+    src = _read(os.path.join(ROOT, "csrc", "python", "spec_py.c"))
+    named = set(re.findall(r'"(\w+)"', src))
+    assert not (named & family), sorted(named & family)
+    assert not re.search(r"\bcfg\b", _strip_c(src)), "spec_py.c reaches into bf_layer.cfg"

@@ -2,7 +2,7 @@
 #include "masks.h"
 
 #include "bufs.h"
-#include "layers/registry.h"
+#include "layer_registry.h"
 
 #define BUF(r, id) ((float *)((r)->scratch + (r)->bufs[id].offset))
 

@@ -1,6 +1,6 @@
 /* masks.h - the step masks of sequences (Embedding mask_zero): node k's
  * mask is its aux buffer (B,T) of 0/1, and tensor t carries node
- * m->t_mask[t]'s (propagated by each kind's mask hook, layers/registry.h).
+ * m->t_mask[t]'s (propagated by each kind's mask hook, layer_registry.h).
  * Planning keeps a mask alive for every node that reads it. */
 #ifndef BF_MASKS_H
 #define BF_MASKS_H

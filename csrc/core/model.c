@@ -4,7 +4,7 @@
  * shares another's parameters gets the owner's offsets. */
 #include "model.h"
 #include "backend_registry.h"
-#include "layers/registry.h"
+#include "layer_registry.h"
 
 #include <limits.h>
 #include <math.h>

@@ -15,10 +15,11 @@
 #include "backend.h"
 #include "counter_hash.h"
 #include "schedule.h"
-#include "layers/kinds.h"
+#include "layer_config.h"
+#include "layer_kinds.h"
 
-/* layer calls (nodes) a model may have: bf_model holds them inline (bf_layer is ~2.4 KB,
- * so 512 cost ~1.2 MB per model object); boundfit._core.MAX_LAYERS */
+/* layer calls (nodes) a model may have: bf_model holds them inline (bf_layer is ~2.2 KB,
+ * so 512 cost ~1.1 MB per model object); boundfit._core.MAX_LAYERS */
 #define BF_MAX_LAYERS 512
 #define BF_MAX_PARAMS 8
 #define BF_NAME_LEN 64
@@ -32,7 +33,7 @@
 #define BF_MAX_TENSORS (BF_MAX_LAYERS + BF_MAX_INPUTS)
 
 
-/* the kinds (bf_layer_kind) and their names: layers/kinds.h, layers/registry.h */
+/* the kinds (bf_layer_kind) and their names: layer_kinds.h, layer_registry.h */
 
 /* Keras initializers. a/b per kind: CONSTANT value; RANDOM_UNIFORM minval,
  * maxval; RANDOM_NORMAL and TRUNCATED_NORMAL (cut at 2 stddev) mean, stddev;
@@ -68,19 +69,21 @@ typedef struct {
     bf_constraint con;      /* applied after each update */
 } bf_param;
 
+/* a node: what the engine reads of every kind (its kind, inputs, shapes, parameters and their options, the
+ * activation, the runs it is part of) and, in cfg, its family's configuration, which only the family's file
+ * (csrc/core/layers/) reads: layer_config.h */
 typedef struct bf_layer {
     bf_layer_kind kind;
     char name[BF_NAME_LEN];
-    bf_act act;
-    int units, use_bias;                       /* Dense */
-    int filters, kh, kw, sh, sw, same;         /* Conv2D and pooling */
-    float rate;                                /* Dropout */
-    float momentum, eps;                       /* BatchNormalization */
-    int center, scale;                         /* BatchNormalization */
-    int axis;                                  /* Concatenate: per-sample axis */
+    bf_act act;                                /* Dense, convolutions, Activation; recurrent: the cell's */
+    bf_act_param actp;                         /* parameters of act (leaky_relu slope, elu alpha, relu options) */
     int nin, in_ids[BF_MAX_NODE_IN];           /* input tensor ids */
     int share;                                 /* node whose parameters this one uses; -1: its own */
     int frozen;                                /* trainable=False: parameters get no gradient */
+    /* mask_off: the call ignores its input's mask (Keras 3 fills a call's mask only when it has one tensor
+     * argument, so a recurrent call with initial states runs unmasked unless given mask=; a keras.ops.mean's
+     * pooling averages every step) */
+    int mask_off;
     int in_rank, in_shape[3], out_rank, out_shape[3]; /* in_*: of the first input */
     long in_size, out_size;                    /* elements per sample */
     int nparam;
@@ -91,44 +94,11 @@ typedef struct bf_layer {
     /* user regularizers (l1, l2) and constraints by the same roles */
     float reg[BF_MAX_PARAMS][2];
     bf_constraint cons[BF_MAX_PARAMS];
-    /* ---- elementwise, layout and preprocessing layers ---- */
-    bf_act_param actp;                         /* parameters of act (leaky_relu slope, elu alpha, relu options) */
-    int perm[3];                               /* Permute: output axis d is input axis perm[d] (0-based) */
-    int reps;                                  /* RepeatVector: n */
-    int pad[4];                                /* ZeroPadding2D: top, bottom, left, right; UpSampling2D uses sh, sw */
-    int sl_begin[3], sl_step[3], sl_len[3];    /* Slice: per sample axis, elements begin + k*step, k < len */
-    int eop;                                   /* UNARY / BINARY: the op (layers/emath.c) */
-    float eparam;                              /* UNARY: its scalar (max(x, c), x > c, c / x) */
-    int mm_ta, mm_tb;                          /* BMM: the first / second operand transposed per sample */
-    float rs_scale, rs_offset;                 /* Rescaling */
-    bf_augment aug;                            /* RandomFlip / RandomCrop / RandomTranslation (kh, kw: crop size);
-                                                  aug.seed: the layer's seed, 0 when none (the run's stream) */
-    int dil, causal;                           /* Conv1D dilation_rate, padding='causal' */
-    int keepdims;                              /* global pooling */
-    int chan_first;                            /* pooling: data_format='channels_first', (C, H, W) / (C, T) */
-    /* MultiHeadAttention: heads, key_dim, value_dim, output width (0: the
-     * query's), causal mask; its dropout rate is `rate` */
-    int heads, key_dim, value_dim, out_dim;    /* (use_causal_mask: `causal`) */
-    /* sequences: Embedding (units = output_dim); recurrent (units; act = the
-     * cell's activation); Bidirectional: cell = the kind SIMPLE_RNN / LSTM / GRU,
-     * parameters forward then backward, merge_mode 0 concat 1 sum 2 mul 3 ave */
-    int input_dim, mask_zero;
-    int cell, return_sequences, go_backwards, unit_forget_bias, merge_mode;
-    /* recurrent layers: inputs 1.. are initial states (Keras order); RNN_PART:
-     * which output (layers/recurrent.c); mask_off: the call ignores its input's
-     * mask (Keras 3 fills a call's mask only when it has one tensor argument,
-     * so a call with initial states runs unmasked unless given mask=) */
-    int part, mask_off;
-    int ract; /* recurrent layers: the gates' activation (Keras recurrent_activation) */
-    /* recurrent layers: dropout on the inputs is `rate`, on the state rec_rate (Keras recurrent_dropout) */
-    float rec_rate;
     /* modes: the runs a node is part of, bit 0 training runs, bit 1 evaluate / predict (0: all), for a custom
      * layer whose call() traced differently with training=True and False (python/boundfit/layers/node.py);
      * train_mode: 0 the run's mode, 1 always training, 2 always inference (a call given training=True / False) */
     int modes, train_mode;
-    /* RANDOM (layers/random.c): a keras.random draw; its distribution and parameters are aug.rdist, ra, rb,
-     * aug.rshared (one draw for the batch), aug.seed; rfixed: an int seed, the same draw every step (Keras) */
-    int rfixed;
+    bf_layer_cfg cfg;                          /* its family's configuration (layer_config.h) */
 } bf_layer;
 
 typedef enum {

@@ -14,7 +14,7 @@
 
 #include "bufs.h"
 #include "backend_registry.h"
-#include "layers/registry.h"
+#include "layer_registry.h"
 #include "masks.h"
 #include "seq_loss.h"
 
@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* node i's flags in this run (layers/registry.h) */
+/* node i's flags in this run (layer_registry.h) */
 static unsigned flags_of(const bf_run *r, int i) { return bf_layer_node_flags(r, i); }
 
 /* node i reads its input j in this run: all of them, but a view that selects one (SWITCH) reads that one only */
@@ -148,7 +148,7 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
                                      "%s%s pre-activation", ly->name, ""));
             bf_run_use(r, r->aux_id[i], t);
         }
-        /* the masks it reads (layers/registry.h: mask_reads) stay alive */
+        /* the masks it reads (layer_registry.h: mask_reads) stay alive */
         bf_seq_plan_mask_readers(r, i, t, BW(i), bw);
     }
     /* losses, metrics, or the copy-out of predictions at t = L + 1 */

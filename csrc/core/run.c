@@ -13,9 +13,10 @@
 #include "dist_mpi.h" /* [dist hook] */
 #include "dist_nccl.h"
 #include "dist_overlap.h"
-#include "layers/layer.h"
+#include "layer_registry.h"
 #include "prefetch.h"
 #include "seq_loss.h"
+#include "step_bufs.h"
 
 #include <float.h>
 #include <math.h>
@@ -598,12 +599,13 @@ static bf_status bad_ids(bf_run *r, int rows, long step) {
         long n = (long)rows * L->in_size, k = r->hstats.layer[i].bad_id;
         if (!(bf_layer_ops_of((int)L->kind)->flags & BF_LF_IDS) || k <= 0 || k > n) continue;
         long row = n - k;
+        const int rows_of_table = L->params[0].shape[0]; /* input_dim (BF_LF_IDS: ids into parameter 0's rows) */
         char sample[48];
         sample_note(r, row / L->in_size, sample, sizeof sample);
         return BF_FAIL(BF_ERR_DATA, "%s %ld: id %g at row %ld%s, position %ld is not an integer in [0, %d) "
                        "(layer '%s', input_dim=%d)", step >= 0 ? "batch" : "predict batch", step < 0 ? -step - 1 : step,
-                       (double)r->hstats.layer[i].bad_id_val, row / L->in_size, sample, row % L->in_size, L->input_dim,
-                       L->name, L->input_dim);
+                       (double)r->hstats.layer[i].bad_id_val, row / L->in_size, sample, row % L->in_size, rows_of_table,
+                       L->name, rows_of_table);
     }
     return BF_OK;
 }

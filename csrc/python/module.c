@@ -15,7 +15,7 @@
 #include "cpu_ops.h"
 #include "par.h"
 #include "model.h"
-#include "layers/registry.h"
+#include "layer_registry.h"
 
 bf_module_state *bf_state_of_module(PyObject *m) { return (bf_module_state *)PyModule_GetState(m); }
 

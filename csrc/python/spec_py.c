@@ -1,14 +1,20 @@
 /* spec_py.c - the layer and metric spec dicts (python/boundfit/layers,
- * metrics.py) into bf_layer / bf_metric_spec. Every integer is read through
- * bf_py_int (ints_py.c) against its field's range, so a spec built by hand
- * never truncates: a value out of range is a ValueError naming the layer, the
- * spec key and the value. Ranges here are the cheap ones (sizes >= 0, flags
- * 0 / 1, shape dimensions >= 1); each kind's infer checks the rest. */
+ * metrics.py) into bf_layer / bf_metric_spec. bf_parse_layer reads the
+ * fields every kind has (kind, name, act, inputs, share, ...) and hands the
+ * rest to the kind's parse hook (layer_registry.h) through a bf_spec reader
+ * over the dict, so a family's configuration is read in its own file
+ * (csrc/core/layers/). Every integer is read through bf_py_int (ints_py.c)
+ * against its field's range, so a spec built by hand never truncates: a value
+ * out of range is a ValueError naming the layer, the spec key and the value.
+ * The ranges given here and in the families' reads are the cheap ones (sizes
+ * >= 0, flags 0 / 1, shape dimensions >= 1); each kind's infer checks the
+ * rest. */
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
 
+#include "layer_registry.h"
 #include "spec_py.h"
 
 typedef struct {
@@ -17,27 +23,11 @@ typedef struct {
     int dflt, lo, hi;
 } int_field;
 
-#define SIZE_F(k, f, d) {#k, offsetof(bf_layer, f), d, 0, INT_MAX}   /* 0: not given */
-#define FLAG_F(k, f, d) {#k, offsetof(bf_layer, f), d, 0, 1}
+/* the generic ints of every node (a kind's own: its parse hook) */
 #define INT_F(k, f, d) {#k, offsetof(bf_layer, f), d, INT_MIN, INT_MAX}
-
 static const int_field layer_ints[] = {
-    SIZE_F(units, units, 0), SIZE_F(filters, filters, 0), SIZE_F(kh, kh, 1), SIZE_F(kw, kw, 1),
-    SIZE_F(sh, sh, 1), SIZE_F(sw, sw, 1), SIZE_F(dil, dil, 1), SIZE_F(heads, heads, 0),
-    SIZE_F(key_dim, key_dim, 0), SIZE_F(value_dim, value_dim, 0), SIZE_F(out_dim, out_dim, 0),
-    SIZE_F(input_dim, input_dim, 0), SIZE_F(reps, reps, 0),
-    FLAG_F(use_bias, use_bias, 1), FLAG_F(same, same, 0), FLAG_F(center, center, 1), FLAG_F(scale, scale, 1),
-    FLAG_F(causal, causal, 0), FLAG_F(keepdims, keepdims, 0), FLAG_F(chan_first, chan_first, 0),
-    FLAG_F(mask_zero, mask_zero, 0), FLAG_F(return_sequences, return_sequences, 0),
-    FLAG_F(go_backwards, go_backwards, 0), FLAG_F(unit_forget_bias, unit_forget_bias, 1),
-    FLAG_F(mask_off, mask_off, 0), FLAG_F(mm_ta, mm_ta, 0), FLAG_F(mm_tb, mm_tb, 0),
-    INT_F(axis, axis, 0), INT_F(share, share, -1), INT_F(cell, cell, 0), INT_F(merge_mode, merge_mode, 0),
-    INT_F(part, part, 0), INT_F(ract, ract, BF_ACT_SIGMOID), INT_F(eop, eop, 0), INT_F(rnd_fixed, rfixed, 0),
-    INT_F(modes, modes, 0), INT_F(train_mode, train_mode, 0), INT_F(aug_flip, aug.flip, 0),
-    INT_F(aug_crop, aug.crop, 0), INT_F(aug_translate, aug.translate, 0), INT_F(aug_fill, aug.fill, 0),
-    INT_F(aug_bilinear, aug.bilinear, 1), INT_F(aug_rotate, aug.rotate, 0), INT_F(aug_zoom, aug.zoom, 0),
-    INT_F(aug_zoom_same, aug.zoom_same, 0), INT_F(aug_contrast, aug.contrast, 0), INT_F(aug_noise, aug.noise, 0),
-    INT_F(rnd_dist, aug.rdist, 0), INT_F(rnd_shared, aug.rshared, 0),
+    INT_F(share, share, -1), INT_F(modes, modes, 0), INT_F(train_mode, train_mode, 0),
+    {"mask_off", offsetof(bf_layer, mask_off), 0, 0, 1},
 };
 
 _Static_assert(sizeof(bf_metric_kind) == sizeof(int), "metric kind read as an int");
@@ -115,8 +105,8 @@ static int get_ints(PyObject *d, const char *owner, const char *k, int n, int lo
     return 0;
 }
 
-/* the float fields of the elementwise, layout and preprocessing layers, act_p, perm, pad, slices, aug_seed */
-static int parse_more(PyObject *d, bf_layer *L) {
+/* act_p: (alpha, max_value, threshold) of the activation; alpha's default is the activation's */
+static int parse_act_param(PyObject *d, bf_layer *L) {
     float dflt = L->act == BF_ACT_LEAKY_RELU ? 0.2f : L->act == BF_ACT_ELU ? 1.0f : 0.0f;
     PyObject *ap = PyDict_GetItemString(d, "act_p");
     L->actp.alpha = dflt;
@@ -124,40 +114,53 @@ static int parse_more(PyObject *d, bf_layer *L) {
     L->actp.threshold = 0.0f;
     if (ap && ap != Py_None && !PyArg_ParseTuple(ap, "fff", &L->actp.alpha, &L->actp.max_value, &L->actp.threshold))
         return -1;
-    unsigned long long seed = 0;
-    PyObject *sd = PyDict_GetItemString(d, "aug_seed");
-    if (sd && sd != Py_None && bf_py_seed(sd, L->name, "aug_seed", &seed) < 0) return -1;
-    L->aug.seed = (uint64_t)seed;
-    PyObject *pv = PyDict_GetItemString(d, "perm");
-    if (pv && pv != Py_None) {
-        Py_ssize_t n = PySequence_Size(pv);
-        if (n < 1 || n > 3 || get_ints(d, L->name, "perm", (int)n, 0, 2, L->perm) < 0) {
-            if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "%s: dims must have 1 to 3 entries", L->name);
-            return -1;
-        }
-    }
-    if (get_ints(d, L->name, "pad", 4, 0, INT_MAX, L->pad) || get_ints(d, L->name, "sl_begin", 3, INT_MIN, INT_MAX, L->sl_begin) ||
-        get_ints(d, L->name, "sl_step", 3, INT_MIN, INT_MAX, L->sl_step) ||
-        get_ints(d, L->name, "sl_len", 3, INT_MIN, INT_MAX, L->sl_len) ||
-        get_float(d, "eparam", 0.0f, &L->eparam) ||
-        get_float(d, "rs_scale", 1.0f, &L->rs_scale) || get_float(d, "rs_offset", 0.0f, &L->rs_offset) ||
-        get_float(d, "aug_fill_value", 0.0f, &L->aug.fill_value) ||
-        get_float(d, "aug_h_lo", 0.0f, &L->aug.h_lo) || get_float(d, "aug_h_hi", 0.0f, &L->aug.h_hi) ||
-        get_float(d, "aug_w_lo", 0.0f, &L->aug.w_lo) || get_float(d, "aug_w_hi", 0.0f, &L->aug.w_hi) ||
-        get_float(d, "aug_rot_lo", 0.0f, &L->aug.rot_lo) || get_float(d, "aug_rot_hi", 0.0f, &L->aug.rot_hi) ||
-        get_float(d, "aug_zh_lo", 1.0f, &L->aug.zh_lo) ||
-        get_float(d, "aug_zh_hi", 1.0f, &L->aug.zh_hi) || get_float(d, "aug_zw_lo", 1.0f, &L->aug.zw_lo) ||
-        get_float(d, "aug_zw_hi", 1.0f, &L->aug.zw_hi) ||
-        get_float(d, "aug_c_lo", 1.0f, &L->aug.c_lo) || get_float(d, "aug_c_hi", 1.0f, &L->aug.c_hi) ||
-        get_float(d, "aug_v_lo", -INFINITY, &L->aug.v_lo) || get_float(d, "aug_v_hi", INFINITY, &L->aug.v_hi) ||
-        get_float(d, "aug_stddev", 0.0f, &L->aug.stddev) ||
-        get_float(d, "rnd_a", 0.0f, &L->aug.ra) || get_float(d, "rnd_b", 0.0f, &L->aug.rb))
-        return -1;
-    if (L->aug.fill < BF_FILL_REFLECT || L->aug.fill > BF_FILL_WRAP) {
-        PyErr_Format(PyExc_ValueError, "%s: unknown fill mode %d", L->name, L->aug.fill);
-        return -1;
-    }
     return 0;
+}
+
+/* ---- the bf_spec reader over a spec dict: a failure sets the Python exception and returns BF_ERR_ARG ---- */
+
+static bf_status rd_int(const bf_spec *s, const char *k, int dflt, int lo, int hi, int *out) {
+    return get_int((PyObject *)s->src, s->owner, k, dflt, lo, hi, out) < 0 ? BF_ERR_ARG : BF_OK;
+}
+
+static bf_status rd_float(const bf_spec *s, const char *k, float dflt, float *out) {
+    return get_float((PyObject *)s->src, k, dflt, out) < 0 ? BF_ERR_ARG : BF_OK;
+}
+
+static bf_status rd_ints(const bf_spec *s, const char *k, int n, int lo, int hi, int *out) {
+    return get_ints((PyObject *)s->src, s->owner, k, n, lo, hi, out) < 0 ? BF_ERR_ARG : BF_OK;
+}
+
+static bf_status rd_len(const bf_spec *s, const char *k, int *n) {
+    PyObject *v = PyDict_GetItemString((PyObject *)s->src, k);
+    *n = -1;
+    if (!v || v == Py_None) return BF_OK;
+    Py_ssize_t len = PySequence_Size(v);
+    if (len < 0) return BF_ERR_ARG;
+    *n = len > INT_MAX ? INT_MAX : (int)len;
+    return BF_OK;
+}
+
+static bf_status rd_seed(const bf_spec *s, const char *k, uint64_t *out) {
+    PyObject *v = PyDict_GetItemString((PyObject *)s->src, k);
+    unsigned long long seed = 0;
+    if (v && v != Py_None && bf_py_seed(v, s->owner, k, &seed) < 0) return BF_ERR_ARG;
+    *out = (uint64_t)seed;
+    return BF_OK;
+}
+
+/* the kind's configuration through its parse hook; its own failures (BF_FAIL) become a ValueError */
+static int parse_config(PyObject *d, bf_layer *L) {
+    const bf_layer_ops *ops = bf_layer_ops_of((int)L->kind);
+    if (!ops || !ops->parse) return 0; /* an unknown kind: bf_model_infer names it */
+    const bf_spec spec = {d, L->name, rd_int, rd_float, rd_ints, rd_len, rd_seed};
+    bf_status st = ops->parse(L, &spec);
+    if (st == BF_OK) return 0;
+    if (!PyErr_Occurred()) {
+        const bf_error *e = bf_last_error();
+        PyErr_SetString(PyExc_ValueError, e->code == st ? e->msg : bf_status_name(st));
+    }
+    return -1;
 }
 
 /* inits: up to BF_MAX_PARAMS entries by role, each None or (kind, a, b, mode); regs: by role, None or
@@ -230,9 +233,7 @@ int bf_parse_layer(PyObject *d, bf_layer *L) {
     int kind, act, trainable;
     if (get_int(d, L->name, "kind", -1, INT_MIN, INT_MAX, &kind) || get_int(d, L->name, "act", 0, 0, BF_ACT_LAST, &act) ||
         get_int(d, L->name, "trainable", 1, 0, 1, &trainable) ||
-        get_fields(d, L->name, layer_ints, (int)(sizeof layer_ints / sizeof layer_ints[0]), L) ||
-        get_float(d, "rate", 0.0f, &L->rate) || get_float(d, "momentum", 0.99f, &L->momentum) ||
-        get_float(d, "eps", 1e-3f, &L->eps) || get_float(d, "rec_rate", 0.0f, &L->rec_rate))
+        get_fields(d, L->name, layer_ints, (int)(sizeof layer_ints / sizeof layer_ints[0]), L))
         return -1;
     L->kind = (bf_layer_kind)kind;
     L->act = (bf_act)act;
@@ -255,7 +256,7 @@ int bf_parse_layer(PyObject *d, bf_layer *L) {
         L->nin = (int)n;
         Py_DECREF(t);
     }
-    if (parse_more(d, L) < 0) return -1;
+    if (parse_act_param(d, L) < 0 || parse_config(d, L) < 0) return -1;
     PyObject *target = PyDict_GetItemString(d, "target_shape");
     if (target && target != Py_None && bf_parse_shape(target, "target_shape", &L->out_rank, L->out_shape, 1) < 0)
         return -1;

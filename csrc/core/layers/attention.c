@@ -13,34 +13,23 @@
 #include <math.h>
 #include <stdio.h>
 
-#define BUF(r, id) ((float *)((r)->scratch + (r)->bufs[id].offset))
 #define SEC(n) (((size_t)(n) + 63) / 64 * 64) /* floats, sections 256-byte aligned */
 
-static float *tb(bf_run *r, int t) { return r->t_buf[t] == BF_X_NONE ? r->xslot[r->cur] : BUF(r, r->t_buf[t]); }
-static float *prm(bf_run *r, const bf_layer *L, int j) { return r->w + L->params[j].offset; }
-static float *grd(bf_run *r, const bf_layer *L, int j) {
-    return L->params[j].trainable ? r->grads + L->params[j].grad_offset : NULL;
-}
-static float *din(bf_run *r, int i, int j) {
-    int g = r->gtmp[i][j];
-    if (g == -3) return NULL;
-    return BUF(r, g == -2 ? r->t_grad[r->m->layers[i].in_ids[j]] : g);
-}
-
 static void mha_geom(const bf_model *m, const bf_layer *L, int rows, int train, int keep, bf_attn_geom *g) {
+    const bf_attn_cfg *c = &L->cfg.attn;
     g->B = rows;
-    g->H = L->heads;
+    g->H = c->heads;
     g->TQ = m->t_shape[L->in_ids[0]][0];
     g->TK = m->t_shape[L->in_ids[1]][0];
-    g->DK = L->key_dim;
-    g->DV = L->value_dim;
-    g->scale = (float)(1.0 / sqrt((double)L->key_dim));
-    g->causal = L->causal;
-    g->rate = train ? L->rate : 0.0f;
+    g->DK = c->key_dim;
+    g->DV = c->value_dim;
+    g->scale = (float)(1.0 / sqrt((double)c->key_dim));
+    g->causal = c->causal;
+    g->rate = train ? c->rate : 0.0f;
     g->seed = 0;
     g->p_tile = !keep;
     g->qmask = g->vmask = g->kmask = NULL; /* set per run (mha_parts_of) */
-    g->zero_empty = L->rate > 0.0f;
+    g->zero_empty = c->rate > 0.0f;
 }
 
 /* section sizes in floats: Qp, Kp, Vp, O, P */
@@ -68,17 +57,17 @@ static size_t mha_backward_bytes(bf_backend *be, const bf_attn_geom *g) {
 
 static bf_status layernorm(bf_run *r, int i, int rows, int backward) {
     bf_backend *be = r->be;
-    bf_layer *L = &r->m->layers[i];
+    const bf_layer *L = &r->m->layers[i];
+    const bf_norm_cfg *c = &L->cfg.norm;
     const int C = L->in_shape[L->in_rank - 1];
     const long N = (long)rows * L->in_size / C;
-    float *st = BUF(r, r->aux_id[i]), *in = tb(r, L->in_ids[0]);
+    float *st = BF_BUF(r, r->aux_id[i]), *in = bf_step_in(r, i);
     int j = 0;
-    float *gamma = L->scale ? prm(r, L, j) : NULL, *dgamma = L->scale ? grd(r, L, j++) : NULL;
-    float *beta = L->center ? prm(r, L, j) : NULL, *dbeta = L->center ? grd(r, L, j) : NULL;
-    if (!backward)
-        return be->layernorm_forward(be, tb(r, r->m->n_inputs + i), st, st + N, in, gamma, beta, N, C, L->eps);
-    return be->layernorm_backward(be, din(r, i, 0), dgamma, dbeta, BUF(r, r->t_grad[r->m->n_inputs + i]), in, st,
-                                  st + N, gamma, N, C);
+    float *gamma = c->scale ? bf_step_param(r, L, j) : NULL, *dgamma = c->scale ? bf_step_grad(r, L, j++) : NULL;
+    float *beta = c->center ? bf_step_param(r, L, j) : NULL, *dbeta = c->center ? bf_step_grad(r, L, j) : NULL;
+    if (!backward) return be->layernorm_forward(be, bf_step_out(r, i), st, st + N, in, gamma, beta, N, C, c->eps);
+    return be->layernorm_backward(be, bf_step_din(r, i, 0), dgamma, dbeta, BF_BUF(r, r->t_grad[r->m->n_inputs + i]),
+                                  in, st, st + N, gamma, N, C);
 }
 
 /* MultiHeadAttention's pieces for node i */
@@ -91,18 +80,18 @@ typedef struct {
 
 static void mha_parts_of(bf_run *r, int i, int rows, mha_parts *p) {
     bf_model *m = r->m;
-    bf_layer *L = &m->layers[i];
+    const bf_layer *L = &m->layers[i];
     mha_geom(m, L, rows, bf_node_training(r, i), r->node_bw[i], &p->g);
-    p->q = tb(r, L->in_ids[0]);
-    p->v = tb(r, L->in_ids[1]);
-    p->k = tb(r, L->in_ids[2]);
-    p->mask = L->nin > 3 ? tb(r, L->in_ids[3]) : NULL;
+    p->q = bf_step_tensor(r, L->in_ids[0]);
+    p->v = bf_step_tensor(r, L->in_ids[1]);
+    p->k = bf_step_tensor(r, L->in_ids[2]);
+    p->mask = L->nin > 3 ? bf_step_tensor(r, L->in_ids[3]) : NULL;
     p->g.qmask = bf_seq_mask(r, L->in_ids[0]); /* Embedding(mask_zero=True) masks the inputs carry */
     p->g.vmask = bf_seq_mask(r, L->in_ids[1]);
     p->g.kmask = bf_seq_mask(r, L->in_ids[2]);
     size_t s[5];
     keep_sections(&p->g, s);
-    p->Qp = BUF(r, r->aux_id[i]);
+    p->Qp = BF_BUF(r, r->aux_id[i]);
     p->Kp = p->Qp + s[0];
     p->Vp = p->Kp + s[1];
     p->O = p->Vp + s[2];
@@ -111,27 +100,28 @@ static void mha_parts_of(bf_run *r, int i, int rows, mha_parts *p) {
     p->DVin = m->t_shape[L->in_ids[1]][1];
     p->DKin = m->t_shape[L->in_ids[2]][1];
     p->DOUT = L->out_shape[1];
-    p->nb = L->use_bias ? 2 : 1;
+    p->nb = L->cfg.attn.use_bias ? 2 : 1;
 }
 
 static bf_status mha_forward(bf_run *r, int i, int rows) {
     bf_backend *be = r->be;
-    bf_layer *L = &r->m->layers[i];
+    const bf_layer *L = &r->m->layers[i];
+    const bf_attn_cfg *c = &L->cfg.attn;
     mha_parts p;
     mha_parts_of(r, i, rows, &p);
-    const int nb = p.nb, H = L->heads, NQ = rows * p.g.TQ, NK = rows * p.g.TK;
+    const int nb = p.nb, H = c->heads, NQ = rows * p.g.TQ, NK = rows * p.g.TK;
     if (p.g.rate > 0.0f) { /* a fresh mask every step, the same for this step's backward */
         r->attn_seed[i] = bf_splitmix64(r->dropout_seed ^ ((uint64_t)(i + 1) << 40));
         r->dropout_seed = bf_splitmix64(r->dropout_seed + 1);
     }
     p.g.seed = r->attn_seed[i];
-#define BIAS(j) (L->use_bias ? prm(r, L, (j) * nb + 1) : NULL)
-    BF_TRY(be->dense_forward(be, p.Qp, p.q, prm(r, L, 0), BIAS(0), NQ, p.DQ, H * L->key_dim));
-    BF_TRY(be->dense_forward(be, p.Kp, p.k, prm(r, L, nb), BIAS(1), NK, p.DKin, H * L->key_dim));
-    BF_TRY(be->dense_forward(be, p.Vp, p.v, prm(r, L, 2 * nb), BIAS(2), NK, p.DVin, H * L->value_dim));
-    BF_TRY(be->attention_forward(be, p.O, p.P, r->fws_id[i] >= 0 ? BUF(r, r->fws_id[i]) : NULL, p.Qp, p.Kp, p.Vp,
+#define BIAS(j) (c->use_bias ? bf_step_param(r, L, (j) * nb + 1) : NULL)
+    BF_TRY(be->dense_forward(be, p.Qp, p.q, bf_step_param(r, L, 0), BIAS(0), NQ, p.DQ, H * c->key_dim));
+    BF_TRY(be->dense_forward(be, p.Kp, p.k, bf_step_param(r, L, nb), BIAS(1), NK, p.DKin, H * c->key_dim));
+    BF_TRY(be->dense_forward(be, p.Vp, p.v, bf_step_param(r, L, 2 * nb), BIAS(2), NK, p.DVin, H * c->value_dim));
+    BF_TRY(be->attention_forward(be, p.O, p.P, bf_step_buf(r, r->fws_id[i]), p.Qp, p.Kp, p.Vp,
                                  p.mask, &p.g));
-    BF_TRY(be->dense_forward(be, tb(r, r->m->n_inputs + i), p.O, prm(r, L, 3 * nb), BIAS(3), NQ, H * L->value_dim,
+    BF_TRY(be->dense_forward(be, bf_step_out(r, i), p.O, bf_step_param(r, L, 3 * nb), BIAS(3), NQ, H * c->value_dim,
                              p.DOUT));
 #undef BIAS
     return BF_OK;
@@ -146,24 +136,25 @@ static bf_status proj_backward(bf_run *r, float *dinp, float *dw, float *db, con
 
 static bf_status mha_backward(bf_run *r, int i, int rows) {
     bf_backend *be = r->be;
-    bf_layer *L = &r->m->layers[i];
+    const bf_layer *L = &r->m->layers[i];
+    const bf_attn_cfg *c = &L->cfg.attn;
     mha_parts p;
     mha_parts_of(r, i, rows, &p);
     p.g.seed = r->attn_seed[i];
-    const int nb = p.nb, H = L->heads, NQ = rows * p.g.TQ, NK = rows * p.g.TK;
+    const int nb = p.nb, H = c->heads, NQ = rows * p.g.TQ, NK = rows * p.g.TK;
     size_t s[5];
     keep_sections(&p.g, s);
-    float *dO = BUF(r, r->bws_id[i]), *dQ = dO + s[3], *dK = dQ + s[0], *dV = dK + s[1], *ws = dV + s[2];
-    const float *dout = BUF(r, r->t_grad[r->m->n_inputs + i]);
-#define DB(j) (L->use_bias ? grd(r, L, (j) * nb + 1) : NULL)
-    BF_TRY(proj_backward(r, dO, grd(r, L, 3 * nb), DB(3), dout, p.O, prm(r, L, 3 * nb), NQ, H * L->value_dim, p.DOUT));
+    float *dO = BF_BUF(r, r->bws_id[i]), *dQ = dO + s[3], *dK = dQ + s[0], *dV = dK + s[1], *ws = dV + s[2];
+    const float *dout = BF_BUF(r, r->t_grad[r->m->n_inputs + i]);
+#define DB(j) (c->use_bias ? bf_step_grad(r, L, (j) * nb + 1) : NULL)
+    BF_TRY(proj_backward(r, dO, bf_step_grad(r, L, 3 * nb), DB(3), dout, p.O, bf_step_param(r, L, 3 * nb), NQ, H * c->value_dim, p.DOUT));
     BF_TRY(be->attention_backward(be, dQ, dK, dV, ws, dO, p.Qp, p.Kp, p.Vp, p.P, p.mask, &p.g));
-    BF_TRY(proj_backward(r, din(r, i, 0), grd(r, L, 0), DB(0), dQ, p.q, prm(r, L, 0), NQ, p.DQ, H * L->key_dim));
-    BF_TRY(proj_backward(r, din(r, i, 1), grd(r, L, 2 * nb), DB(2), dV, p.v, prm(r, L, 2 * nb), NK, p.DVin,
-                         H * L->value_dim));
-    BF_TRY(proj_backward(r, din(r, i, 2), grd(r, L, nb), DB(1), dK, p.k, prm(r, L, nb), NK, p.DKin, H * L->key_dim));
+    BF_TRY(proj_backward(r, bf_step_din(r, i, 0), bf_step_grad(r, L, 0), DB(0), dQ, p.q, bf_step_param(r, L, 0), NQ, p.DQ, H * c->key_dim));
+    BF_TRY(proj_backward(r, bf_step_din(r, i, 1), bf_step_grad(r, L, 2 * nb), DB(2), dV, p.v, bf_step_param(r, L, 2 * nb), NK, p.DVin,
+                         H * c->value_dim));
+    BF_TRY(proj_backward(r, bf_step_din(r, i, 2), bf_step_grad(r, L, nb), DB(1), dK, p.k, bf_step_param(r, L, nb), NK, p.DKin, H * c->key_dim));
 #undef DB
-    float *dm = L->nin > 3 ? din(r, i, 3) : NULL; /* no gradient flows into a mask */
+    float *dm = L->nin > 3 ? bf_step_din(r, i, 3) : NULL; /* no gradient flows into a mask */
     if (dm) BF_TRY(be->fill_zero(be, dm, sizeof(float) * (size_t)rows * r->m->t_size[L->in_ids[3]]));
     return BF_OK;
 }
@@ -172,8 +163,8 @@ static bf_status mha_backward(bf_run *r, int i, int rows) {
 
 static bf_status layernorm_infer(bf_layer *L, int rank, const int *shape) {
     int C = shape[rank - 1];
-    if (L->scale) bf_add_param(L, 0, "gamma", 1, &C, 1, BF_INIT_ONES, 0, 0);
-    if (L->center) bf_add_param(L, 1, "beta", 1, &C, 1, BF_INIT_ZEROS, 0, 0);
+    if (L->cfg.norm.scale) bf_add_param(L, 0, "gamma", 1, &C, 1, BF_INIT_ONES, 0, 0);
+    if (L->cfg.norm.center) bf_add_param(L, 1, "beta", 1, &C, 1, BF_INIT_ZEROS, 0, 0);
     return BF_OK;
 }
 
@@ -203,6 +194,7 @@ static bf_status layernorm_backward(bf_run *r, int i, int rows, float *din, floa
 const bf_layer_ops bf_ops_LAYERNORM = {
     .name = "LAYERNORM",
     .flags = BF_LF_READS_IN,
+    .parse = bf_parse_norm,
     .infer = layernorm_infer,
     .mask = bf_mask_keep,
     .supported = layernorm_supported,
@@ -212,6 +204,17 @@ const bf_layer_ops bf_ops_LAYERNORM = {
 };
 
 /* ---- MultiHeadAttention ---- */
+
+static bf_status mha_parse(bf_layer *L, const bf_spec *s) {
+    bf_attn_cfg *c = &L->cfg.attn;
+    BF_TRY(bf_spec_size(s, "heads", 0, &c->heads));
+    BF_TRY(bf_spec_size(s, "key_dim", 0, &c->key_dim));
+    BF_TRY(bf_spec_size(s, "value_dim", 0, &c->value_dim));
+    BF_TRY(bf_spec_size(s, "out_dim", 0, &c->out_dim));
+    BF_TRY(bf_spec_flag(s, "causal", 0, &c->causal));
+    BF_TRY(bf_spec_flag(s, "use_bias", 1, &c->use_bias));
+    return bf_spec_float(s, "rate", 0.0f, &c->rate);
+}
 
 static bf_status mha_infer(bf_layer *L, int rank, const int *shape) {
     (void)L;
@@ -225,13 +228,14 @@ static bf_status mha_infer(bf_layer *L, int rank, const int *shape) {
  * value_dim, out), fans as Keras's compute_fans */
 static bf_status mha_check(bf_model *m, int i) {
     bf_layer *L = &m->layers[i];
+    const bf_attn_cfg *c = &L->cfg.attn;
     if (L->nin != 3 && L->nin != 4)
         return BF_FAIL(BF_ERR_ARG, "%s: MultiHeadAttention takes query, value, key and an optional mask, got %d inputs",
                        L->name, L->nin);
-    if (L->heads <= 0 || L->key_dim <= 0 || L->value_dim <= 0 || L->out_dim < 0)
+    if (c->heads <= 0 || c->key_dim <= 0 || c->value_dim <= 0 || c->out_dim < 0)
         return BF_FAIL(BF_ERR_ARG, "%s: num_heads, key_dim and value_dim must be positive", L->name);
-    if (!(L->rate >= 0.0f && L->rate < 1.0f))
-        return BF_FAIL(BF_ERR_ARG, "%s: dropout must be in [0, 1), got %g", L->name, (double)L->rate);
+    if (!(c->rate >= 0.0f && c->rate < 1.0f))
+        return BF_FAIL(BF_ERR_ARG, "%s: dropout must be in [0, 1), got %g", L->name, (double)c->rate);
     const int *q = m->t_shape[L->in_ids[0]], *v = m->t_shape[L->in_ids[1]], *k = m->t_shape[L->in_ids[2]];
     for (int j = 0; j < 3; j++)
         if (m->t_rank[L->in_ids[j]] != 2)
@@ -244,11 +248,11 @@ static bf_status mha_check(bf_model *m, int i) {
         if (m->t_rank[L->in_ids[3]] != 2 || a[0] != q[0] || a[1] != v[0])
             return BF_FAIL(BF_ERR_SHAPE, "%s: attention_mask must have shape (batch, %d, %d)", L->name, q[0], v[0]);
     }
-    const int H = L->heads, out = L->out_dim ? L->out_dim : q[1];
-    if ((long long)H * L->key_dim > INT_MAX || (long long)H * L->value_dim > INT_MAX) /* the heads side by side */
+    const int H = c->heads, out = c->out_dim ? c->out_dim : q[1];
+    if ((long long)H * c->key_dim > INT_MAX || (long long)H * c->value_dim > INT_MAX) /* the heads side by side */
         return BF_FAIL(BF_ERR_ARG, "%s: num_heads * key_dim and num_heads * value_dim must be at most %d, got %d * %d "
-                       "and %d * %d", L->name, INT_MAX, H, L->key_dim, H, L->value_dim);
-    const int dims[3] = {q[1], k[1], v[1]}, per[3] = {L->key_dim, L->key_dim, L->value_dim};
+                       "and %d * %d", L->name, INT_MAX, H, c->key_dim, H, c->value_dim);
+    const int dims[3] = {q[1], k[1], v[1]}, per[3] = {c->key_dim, c->key_dim, c->value_dim};
     const char *names[3] = {"query", "key", "value"};
     char nm[32];
     L->nparam = 0;
@@ -257,12 +261,12 @@ static bf_status mha_check(bf_model *m, int i) {
         snprintf(nm, sizeof nm, "%s/kernel", names[j]);
         bf_add_param(L, 0, nm, 3, ks, 1, BF_INIT_GLOROT_UNIFORM, (float)H * dims[j], (float)per[j] * dims[j]);
         snprintf(nm, sizeof nm, "%s/bias", names[j]);
-        if (L->use_bias) bf_add_param(L, 1, nm, 2, bs, 1, BF_INIT_ZEROS, (float)H, (float)per[j]);
+        if (c->use_bias) bf_add_param(L, 1, nm, 2, bs, 1, BF_INIT_ZEROS, (float)H, (float)per[j]);
     }
-    int os[3] = {H, L->value_dim, out};
-    bf_add_param(L, 0, "attention_output/kernel", 3, os, 1, BF_INIT_GLOROT_UNIFORM, (float)L->value_dim * H,
+    int os[3] = {H, c->value_dim, out};
+    bf_add_param(L, 0, "attention_output/kernel", 3, os, 1, BF_INIT_GLOROT_UNIFORM, (float)c->value_dim * H,
                  (float)out * H);
-    if (L->use_bias) bf_add_param(L, 1, "attention_output/bias", 1, &out, 1, BF_INIT_ZEROS, 0, 0);
+    if (c->use_bias) bf_add_param(L, 1, "attention_output/bias", 1, &out, 1, BF_INIT_ZEROS, 0, 0);
     L->out_rank = 2;
     L->out_shape[0] = q[0];
     L->out_shape[1] = out;
@@ -311,6 +315,7 @@ static bf_status mha_backward_op(bf_run *r, int i, int rows, float *din, float *
 const bf_layer_ops bf_ops_MHA = {
     .name = "MHA",
     .flags = BF_LF_MULTI_IN | BF_LF_READS_IN,
+    .parse = mha_parse,
     .infer = mha_infer,
     .check = mha_check,
     .mask = bf_mask_keep, /* masks the attention; the output carries the query's mask */

@@ -1,4 +1,4 @@
-/* batch.c - BATCH_REDUCE: the sum (eop 0) or mean (eop 1) of its input over
+/* batch.c - BATCH_REDUCE: the sum (op 0) or mean (op 1) of its input over
  * the whole batch and every axis of a sample, one number the same for every
  * sample (per-sample shape ()): keras.ops.tensordot(a, b, 2) of two (B, E)
  * tensors (the sum of their Multiply), keras.ops.sum / mean(x) with no axis,
@@ -15,7 +15,8 @@
 static bf_status infer(bf_layer *L, int rank, const int *shape) {
     (void)rank;
     (void)shape;
-    if (L->eop < 0 || L->eop > 1) return BF_FAIL(BF_ERR_ARG, "%s: unknown batch reduction %d", L->name, L->eop);
+    const int op = L->cfg.emath.op;
+    if (op < 0 || op > 1) return BF_FAIL(BF_ERR_ARG, "%s: unknown batch reduction %d", L->name, op);
     L->out_rank = 0; /* one number per sample */
     return BF_OK;
 }
@@ -53,7 +54,7 @@ static bf_status spread(bf_backend *be, float *x, long total) {
 }
 
 static float mean_scale(const bf_layer *L, int rows) {
-    return L->eop == 1 ? 1.0f / ((float)rows * (float)L->in_size) : 1.0f;
+    return L->cfg.emath.op == 1 ? 1.0f / ((float)rows * (float)L->in_size) : 1.0f;
 }
 
 // out (B) = sum (or mean) of inp (B, n) over all of it, in every row
@@ -73,6 +74,6 @@ static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
 }
 
 const bf_layer_ops bf_ops_BATCH_REDUCE = {
-    .name = "BATCH_REDUCE", .flags = BF_LF_SCALAR | BF_LF_BATCH, .infer = infer, .supported = supported,
+    .name = "BATCH_REDUCE", .flags = BF_LF_SCALAR | BF_LF_BATCH, .parse = bf_parse_emath, .infer = infer, .supported = supported,
     .forward = forward, .backward = backward,
 };

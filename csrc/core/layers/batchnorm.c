@@ -9,12 +9,22 @@
 
 #include "layer.h"
 
+/* BatchNormalization and LayerNormalization (attention.c; it reads no momentum) */
+bf_status bf_parse_norm(bf_layer *L, const bf_spec *s) {
+    bf_norm_cfg *c = &L->cfg.norm;
+    BF_TRY(bf_spec_float(s, "momentum", 0.99f, &c->momentum));
+    BF_TRY(bf_spec_float(s, "eps", 1e-3f, &c->eps));
+    BF_TRY(bf_spec_flag(s, "center", 1, &c->center));
+    return bf_spec_flag(s, "scale", 1, &c->scale);
+}
+
 static bf_status infer(bf_layer *L, int rank, const int *shape) {
     int C = shape[rank - 1];
-    if (!(L->eps >= 0.0f) || !isfinite(L->eps))
-        return BF_FAIL(BF_ERR_ARG, "%s: BatchNormalization epsilon must be >= 0, got %g", L->name, (double)L->eps);
-    if (L->scale) bf_add_param(L, 0, "gamma", 1, &C, 1, BF_INIT_ONES, 0, 0);
-    if (L->center) bf_add_param(L, 1, "beta", 1, &C, 1, BF_INIT_ZEROS, 0, 0);
+    if (!(L->cfg.norm.eps >= 0.0f) || !isfinite(L->cfg.norm.eps))
+        return BF_FAIL(BF_ERR_ARG, "%s: BatchNormalization epsilon must be >= 0, got %g", L->name,
+                       (double)L->cfg.norm.eps);
+    if (L->cfg.norm.scale) bf_add_param(L, 0, "gamma", 1, &C, 1, BF_INIT_ONES, 0, 0);
+    if (L->cfg.norm.center) bf_add_param(L, 1, "beta", 1, &C, 1, BF_INIT_ZEROS, 0, 0);
     bf_add_param(L, 2, "moving_mean", 1, &C, 0, BF_INIT_ZEROS, 0, 0);
     bf_add_param(L, 3, "moving_variance", 1, &C, 0, BF_INIT_ONES, 0, 0);
     return BF_OK;
@@ -36,9 +46,9 @@ static bf_status plan(bf_run *r, int i, int t, int tb, int bw) {
         return BF_FAIL(BF_ERR_ARG, "%s: BatchNormalization called with training=False while trainable: its "
                        "inference mode gives no gradient to gamma and beta yet; freeze it (layer.trainable = False, as "
                        "Keras's fine-tuning guide does), or call it without training=", L->name);
-    if (bf_node_training(r, i) && !L->frozen && !(L->momentum >= 0.0f && L->momentum <= 1.0f))
+    if (bf_node_training(r, i) && !L->frozen && !(L->cfg.norm.momentum >= 0.0f && L->cfg.norm.momentum <= 1.0f))
         return BF_FAIL(BF_ERR_ARG, "%s: BatchNormalization momentum must be in [0, 1] to train, got %g", L->name,
-                       (double)L->momentum);
+                       (double)L->cfg.norm.momentum);
     int C = L->in_shape[L->in_rank - 1];
     BF_TRY(bf_run_newbuf(r, &r->aux_id[i], 2 * (size_t)C * sizeof(float), BF_BUF_STATE,
                          L->name, " batch mean / inverse std"));
@@ -48,26 +58,28 @@ static bf_status plan(bf_run *r, int i, int t, int tb, int bw) {
 
 static bf_status forward(bf_run *r, int i, int rows) {
     const bf_layer *L = &r->m->layers[i];
+    const bf_norm_cfg *c = &L->cfg.norm;
     long rows_in = (long)rows * L->in_size;
     int C = L->in_shape[L->in_rank - 1];
     float *st = BF_BUF(r, r->aux_id[i]);
     int j = 0;
-    float *gamma = L->scale ? bf_step_param(r, L, j++) : NULL;
-    float *beta = L->center ? bf_step_param(r, L, j++) : NULL;
+    float *gamma = c->scale ? bf_step_param(r, L, j++) : NULL;
+    float *beta = c->center ? bf_step_param(r, L, j++) : NULL;
     /* a frozen BatchNormalization runs in inference mode (Keras) */
     return r->be->batchnorm_forward(r->be, bf_step_out(r, i), st, st + C, bf_step_param(r, L, j),
                                     bf_step_param(r, L, j + 1), bf_step_in(r, i), gamma, beta, rows_in / C, C,
-                                    L->momentum, L->eps, bf_node_training(r, i) && !L->frozen);
+                                    c->momentum, c->eps, bf_node_training(r, i) && !L->frozen);
 }
 
 static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
     const bf_layer *L = &r->m->layers[i];
+    const bf_norm_cfg *c = &L->cfg.norm;
     long rows_in = (long)rows * L->in_size;
     int C = L->in_shape[L->in_rank - 1];
     float *st = BF_BUF(r, r->aux_id[i]);
     int j = 0;
-    float *gamma = L->scale ? bf_step_param(r, L, j) : NULL, *dgamma = L->scale ? bf_step_grad(r, L, j++) : NULL;
-    float *dbeta = L->center ? bf_step_grad(r, L, j) : NULL;
+    float *gamma = c->scale ? bf_step_param(r, L, j) : NULL, *dgamma = c->scale ? bf_step_grad(r, L, j++) : NULL;
+    float *dbeta = c->center ? bf_step_grad(r, L, j) : NULL;
     if (L->frozen || !bf_node_training(r, i)) { /* inference mode (forward): the affine map's backward */
         if (din) BF_TRY(r->be->batchnorm_backward_frozen(r->be, din, dout, st + C, gamma, rows_in / C, C));
         return BF_OK;
@@ -79,6 +91,7 @@ static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
 const bf_layer_ops bf_ops_BATCHNORM = {
     .name = "BATCHNORM",
     .flags = BF_LF_READS_IN,
+    .parse = bf_parse_norm,
     .infer = infer,
     .mask = bf_mask_keep,
     .supported = supported,

@@ -1,5 +1,5 @@
 /* bmm.c - BMM: a matrix product per sample, out (B, M, N) = op(a) (B, M, K)
- * @ op(b) (B, K, N), op the transpose where mm_ta / mm_tb: layers.Dot and
+ * @ op(b) (B, K, N), op the transpose where bf_bmm_cfg.ta / tb: layers.Dot and
  * keras.ops matmul / tensordot / einsum-free batched products of symbolic
  * tensors (python/boundfit/ops.py; rank-1 operands come as (1, K) / (K, 1)
  * through a Reshape). A transposed operand is copied (strided_copy) into the
@@ -13,6 +13,11 @@ typedef struct {
     int M, K, N;
 } mm_dims;
 
+static bf_status parse(bf_layer *L, const bf_spec *s) {
+    BF_TRY(bf_spec_flag(s, "mm_ta", 0, &L->cfg.bmm.ta));
+    return bf_spec_flag(s, "mm_tb", 0, &L->cfg.bmm.tb);
+}
+
 static bf_status infer(bf_layer *L, int rank, const int *shape) {
     (void)shape;
     if (rank != 2) return BF_FAIL(BF_ERR_SHAPE, "%s: a per-sample matrix product needs (rows, cols) inputs", L->name);
@@ -20,23 +25,25 @@ static bf_status infer(bf_layer *L, int rank, const int *shape) {
 }
 
 static mm_dims dims(const bf_model *m, const bf_layer *L) {
+    const bf_bmm_cfg *c = &L->cfg.bmm;
     const int *a = m->t_shape[L->in_ids[0]], *b = m->t_shape[L->in_ids[L->nin > 1]];
-    mm_dims d = {L->mm_ta ? a[1] : a[0], L->mm_ta ? a[0] : a[1], L->mm_tb ? b[0] : b[1]};
+    mm_dims d = {c->ta ? a[1] : a[0], c->ta ? a[0] : a[1], c->tb ? b[0] : b[1]};
     return d;
 }
 
 static bf_status check(bf_model *m, int i) {
     bf_layer *L = &m->layers[i];
+    const bf_bmm_cfg *c = &L->cfg.bmm;
     if (L->nin != 2) return BF_FAIL(BF_ERR_ARG, "%s: a matrix product of 2 inputs, got %d", L->name, L->nin);
     const int *b = m->t_shape[L->in_ids[1]];
-    const int kb = L->mm_tb ? b[1] : b[0];
+    const int kb = c->tb ? b[1] : b[0];
     mm_dims d = dims(m, L);
     if (m->t_rank[L->in_ids[1]] != 2 || kb != d.K) {
         char x[48], y[48];
         bf_shape_str(x, sizeof x, m->t_rank[L->in_ids[0]], m->t_shape[L->in_ids[0]]);
         bf_shape_str(y, sizeof y, m->t_rank[L->in_ids[1]], b);
         return BF_FAIL(BF_ERR_SHAPE, "%s: per-sample shapes %s%s and %s%s do not multiply", L->name, x,
-                       L->mm_ta ? " (transposed)" : "", y, L->mm_tb ? " (transposed)" : "");
+                       c->ta ? " (transposed)" : "", y, c->tb ? " (transposed)" : "");
     }
     L->out_rank = 2;
     L->out_shape[0] = d.M;
@@ -52,9 +59,10 @@ static int supported(const bf_backend *be, const bf_layer *L) {
 /* floats of the workspace: forward op(a), op(b) where transposed; backward
  * those and the gradients of op(a), op(b) where transposed */
 static size_t ws_floats(const bf_model *m, const bf_layer *L, int B, int backward) {
+    const bf_bmm_cfg *c = &L->cfg.bmm;
     mm_dims d = dims(m, L);
     size_t a = (size_t)B * d.M * d.K, b = (size_t)B * d.K * d.N;
-    return (L->mm_ta ? a : 0) + (L->mm_tb ? b : 0) + (backward ? (L->mm_ta ? a : 0) + (L->mm_tb ? b : 0) : 0);
+    return (c->ta ? a : 0) + (c->tb ? b : 0) + (backward ? (c->ta ? a : 0) + (c->tb ? b : 0) : 0);
 }
 
 static bf_status plan(bf_run *r, int i, int t, int tb, int bw) {
@@ -86,15 +94,16 @@ static bf_status transpose(bf_backend *be, float *out, const float *inp, int row
 /* op(a), op(b) of rows samples: the inputs, or their transposes at ws (advanced past them) */
 static bf_status operands(bf_run *r, int i, int rows, float **ws, const float **A, const float **Bm) {
     const bf_layer *L = &r->m->layers[i];
+    const bf_bmm_cfg *c = &L->cfg.bmm;
     mm_dims d = dims(r->m, L);
     *A = bf_step_tensor(r, L->in_ids[0]);
     *Bm = bf_step_tensor(r, L->in_ids[1]);
-    if (L->mm_ta) {
+    if (c->ta) {
         BF_TRY(transpose(r->be, *ws, *A, rows, d.K, d.M));
         *A = *ws;
         *ws += (size_t)rows * d.M * d.K;
     }
-    if (L->mm_tb) {
+    if (c->tb) {
         BF_TRY(transpose(r->be, *ws, *Bm, rows, d.N, d.K));
         *Bm = *ws;
         *ws += (size_t)rows * d.K * d.N;
@@ -118,6 +127,7 @@ static bf_status forward(bf_run *r, int i, int rows) {
 // d op(a) = dout @ op(b)^T, d op(b) = op(a)^T @ dout per sample; transposed back where transposed
 static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
     const bf_layer *L = &r->m->layers[i];
+    const bf_bmm_cfg *c = &L->cfg.bmm;
     bf_backend *be = r->be;
     mm_dims d = dims(r->m, L);
     (void)din;
@@ -125,20 +135,20 @@ static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
     const float *A, *Bm;
     BF_TRY(operands(r, i, rows, &ws, &A, &Bm));
     float *da = bf_step_din(r, i, 0), *db = bf_step_din(r, i, 1);
-    float *ga = da && L->mm_ta ? ws : da;
-    if (L->mm_ta) ws += (size_t)rows * d.M * d.K;
-    float *gb = db && L->mm_tb ? ws : db;
+    float *ga = da && c->ta ? ws : da;
+    if (c->ta) ws += (size_t)rows * d.M * d.K;
+    float *gb = db && c->tb ? ws : db;
     if (gb) BF_TRY(be->fill_zero(be, gb, sizeof(float) * (size_t)rows * d.K * d.N)); /* dense_backward adds */
     for (int s = 0; s < rows; s++)
         BF_TRY(be->dense_backward(be, ga ? ga + (size_t)s * d.M * d.K : NULL, gb ? gb + (size_t)s * d.K * d.N : NULL,
                                   NULL, dout + (size_t)s * d.M * d.N, A + (size_t)s * d.M * d.K,
                                   Bm + (size_t)s * d.K * d.N, d.M, d.K, d.N));
-    if (da && L->mm_ta) BF_TRY(transpose(be, da, ga, rows, d.M, d.K));
-    if (db && L->mm_tb) BF_TRY(transpose(be, db, gb, rows, d.K, d.N));
+    if (da && c->ta) BF_TRY(transpose(be, da, ga, rows, d.M, d.K));
+    if (db && c->tb) BF_TRY(transpose(be, db, gb, rows, d.K, d.N));
     return BF_OK;
 }
 
 const bf_layer_ops bf_ops_BMM = {
-    .name = "BMM", .flags = BF_LF_MULTI_IN | BF_LF_READS_IN, .infer = infer, .check = check,
+    .name = "BMM", .flags = BF_LF_MULTI_IN | BF_LF_READS_IN, .parse = parse, .infer = infer, .check = check,
     .supported = supported, .forward = forward, .backward = backward, .plan = plan,
 };

@@ -1,8 +1,8 @@
 /* emath.c - keras.ops math on symbolic tensors (python/boundfit/ops.py), all
  * through the backend's ewise and strided_copy:
- * - UNARY: one elementwise op of its input, `eop` below, with the scalar
- *   eparam where one is used (max(x, c), x > c, c / x);
- * - BINARY: an elementwise op of two inputs of one rank whose axes agree or
+ * - UNARY: one elementwise op of its input (bf_emath_cfg.op, below), with
+ *   the scalar bf_emath_cfg.param where one is used (max(x, c), x > c, c / x);
+ * - BINARY: an elementwise op (bf_emath_cfg.op) of two inputs of one rank whose axes agree or
  *   are 1 (NumPy's broadcasting with the batch axes aligned): forward copies
  *   a broadcast operand out to the output's shape (workspace), backward
  *   takes the full-shape gradient and sums it over the broadcast axes;
@@ -25,12 +25,19 @@ static int ewise_ok(const bf_backend *be, const bf_layer *L) {
     return be->ewise && be->strided_copy && be->fill_zero;
 }
 
+/* the op (eop) and UNARY's scalar (eparam); BATCH_REDUCE's op too (batch.c) */
+bf_status bf_parse_emath(bf_layer *L, const bf_spec *s) {
+    BF_TRY(bf_spec_int(s, "eop", 0, &L->cfg.emath.op));
+    return bf_spec_float(s, "eparam", 0.0f, &L->cfg.emath.param);
+}
+
 /* ---- UNARY ---- */
 
 static bf_status u_infer(bf_layer *L, int rank, const int *shape) {
+    const int op = L->cfg.emath.op;
     (void)rank;
     (void)shape;
-    if (L->eop < 0 || L->eop > U_LAST) return BF_FAIL(BF_ERR_ARG, "%s: unknown elementwise op %d", L->name, L->eop);
+    if (op < 0 || op > U_LAST) return BF_FAIL(BF_ERR_ARG, "%s: unknown elementwise op %d", L->name, op);
     return BF_OK;
 }
 
@@ -41,8 +48,9 @@ static const bf_ewise_op u_fwd[] = {BF_EW_SQRT, BF_EW_MUL, BF_EW_ABS, BF_EW_EXP,
 static bf_status u_forward(bf_run *r, int i, int rows) {
     const bf_layer *L = &r->m->layers[i];
     const float *x = bf_step_in(r, i);
-    const float alpha = L->eop >= U_MAXC ? L->eparam : 1.0f; /* the scalar of max / min, comparisons, c / x */
-    return r->be->ewise(r->be, bf_step_out(r, i), x, L->eop == U_SQUARE ? x : NULL, NULL, u_fwd[L->eop], alpha,
+    const int op = L->cfg.emath.op;
+    const float alpha = op >= U_MAXC ? L->cfg.emath.param : 1.0f; /* the scalar of max / min, comparisons, c / x */
+    return r->be->ewise(r->be, bf_step_out(r, i), x, op == U_SQUARE ? x : NULL, NULL, u_fwd[op], alpha,
                         (long)rows * L->out_size);
 }
 
@@ -53,7 +61,7 @@ static bf_status u_backward(bf_run *r, int i, int rows, float *din, float *dout)
     if (!din) return BF_OK;
     const long n = (long)rows * L->out_size;
     const float *x = bf_step_in(r, i), *y = bf_step_out(r, i);
-    switch (L->eop) {
+    switch (L->cfg.emath.op) {
     case U_SQRT: return be->ewise(be, din, dout, y, NULL, BF_EW_DIV, 0.5f, n);      /* dout / (2 sqrt(x)) */
     case U_SQUARE: return be->ewise(be, din, dout, x, NULL, BF_EW_MUL, 2.0f, n);    /* 2 x dout */
     case U_ABS: return be->ewise(be, din, dout, x, NULL, BF_EW_MULSIGN, 1.0f, n);   /* sign(x) dout */
@@ -68,16 +76,18 @@ static bf_status u_backward(bf_run *r, int i, int rows, float *din, float *dout)
 }
 
 const bf_layer_ops bf_ops_UNARY = {
-    .name = "UNARY", .flags = BF_LF_READS_IN | BF_LF_READS_OUT | BF_LF_SCALAR, .infer = u_infer, .supported = ewise_ok,
+    .name = "UNARY", .flags = BF_LF_READS_IN | BF_LF_READS_OUT | BF_LF_SCALAR, .parse = bf_parse_emath, .infer = u_infer,
+    .supported = ewise_ok,
     .forward = u_forward, .backward = u_backward,
 };
 
 /* ---- BINARY ---- */
 
 static bf_status b_infer(bf_layer *L, int rank, const int *shape) {
+    const int op = L->cfg.emath.op;
     (void)rank;
     (void)shape;
-    if (L->eop < 0 || L->eop > B_LAST) return BF_FAIL(BF_ERR_ARG, "%s: unknown elementwise op %d", L->name, L->eop);
+    if (op < 0 || op > B_LAST) return BF_FAIL(BF_ERR_ARG, "%s: unknown elementwise op %d", L->name, op);
     return BF_OK;
 }
 
@@ -197,7 +207,7 @@ static bf_status b_forward(bf_run *r, int i, int rows) {
     const bf_layer *L = &r->m->layers[i];
     const float *op[2];
     BF_TRY(b_operands(r, i, rows, bf_step_buf(r, r->fws_id[i]), op));
-    return r->be->ewise(r->be, bf_step_out(r, i), op[0], op[1], NULL, b_fwd[L->eop], 1.0f,
+    return r->be->ewise(r->be, bf_step_out(r, i), op[0], op[1], NULL, b_fwd[L->cfg.emath.op], 1.0f,
                         (long)rows * L->out_size);
 }
 
@@ -216,7 +226,7 @@ static bf_status b_backward(bf_run *r, int i, int rows, float *din, float *dout)
         if (!d) continue;
         const int direct = b_full(r->m, L, j);
         float *g = direct ? d : full;
-        switch (L->eop) {
+        switch (L->cfg.emath.op) {
         case B_ADD: BF_TRY(be->ewise(be, g, dout, NULL, NULL, BF_EW_SCALE, 1.0f, n)); break;
         case B_SUB: BF_TRY(be->ewise(be, g, dout, NULL, NULL, BF_EW_SCALE, j ? -1.0f : 1.0f, n)); break;
         case B_MUL: BF_TRY(be->ewise(be, g, dout, op[1 - j], NULL, BF_EW_MUL, 1.0f, n)); break;
@@ -241,7 +251,8 @@ static bf_status b_backward(bf_run *r, int i, int rows, float *din, float *dout)
 }
 
 const bf_layer_ops bf_ops_BINARY = {
-    .name = "BINARY", .flags = BF_LF_MULTI_IN | BF_LF_READS_IN | BF_LF_READS_OUT | BF_LF_SCALAR, .infer = b_infer,
+    .name = "BINARY", .flags = BF_LF_MULTI_IN | BF_LF_READS_IN | BF_LF_READS_OUT | BF_LF_SCALAR,
+    .parse = bf_parse_emath, .infer = b_infer,
     .check = b_check, .supported = ewise_ok, .plan = b_plan, .forward = b_forward, .backward = b_backward,
 };
 

@@ -1,16 +1,39 @@
-/* layer.h - what a layer file (csrc/core/layers/<family>.c) uses: the model
- * and run types, its node's buffers in a step, parameters and gradients,
- * planning (new buffers and their uses), the activation dispatch and the
- * shared geometry helpers. A layer file includes this header only. */
+/* layer.h - what a layer file (csrc/core/layers/<family>.c) uses: reading
+ * its configuration from the spec, the model and run types, its node's
+ * buffers in a step, parameters and gradients, planning (new buffers and
+ * their uses), the activation dispatch and the shared geometry helpers. A
+ * layer file includes this header only. */
 #ifndef BF_LAYERS_LAYER_H
 #define BF_LAYERS_LAYER_H
 
 #include <limits.h>
 
 #include "../bufs.h"
+#include "../layer_registry.h"
 #include "../masks.h"
-#include "../step.h"
-#include "registry.h"
+#include "../step_bufs.h"
+
+/* ---- configuration: the parse hook's reads of the spec (layer_registry.h), the value or dflt ---- */
+
+/* a size >= 0 (0: not given) */
+static inline bf_status bf_spec_size(const bf_spec *s, const char *key, int dflt, int *out) {
+    return s->get_int(s, key, dflt, 0, INT_MAX, out);
+}
+/* a flag, 0 or 1 */
+static inline bf_status bf_spec_flag(const bf_spec *s, const char *key, int dflt, int *out) {
+    return s->get_int(s, key, dflt, 0, 1, out);
+}
+/* any int (the family's infer checks its range) */
+static inline bf_status bf_spec_int(const bf_spec *s, const char *key, int dflt, int *out) {
+    return s->get_int(s, key, dflt, INT_MIN, INT_MAX, out);
+}
+static inline bf_status bf_spec_float(const bf_spec *s, const char *key, float dflt, float *out) {
+    return s->get_float(s, key, dflt, out);
+}
+/* exactly n ints in [lo, hi] (absent: out left as it is) */
+static inline bf_status bf_spec_ints(const bf_spec *s, const char *key, int n, int lo, int hi, int *out) {
+    return s->get_ints(s, key, n, lo, hi, out);
+}
 
 /* ---- shapes and parameters (model.c: bf_add_param, bf_shape_str) ---- */
 
@@ -24,16 +47,24 @@ static inline int bf_out_len(int in, int k, int s, int same) {
 bf_status bf_mask_keep(const bf_model *m, int i, int *mask);
 
 /* a window's geometry (conv.c): Conv2D and pooling; the input's (H, W) or,
- * for pooling with allow_1d, a (T, C) input as a 1 x T image */
-bf_status bf_infer_window(bf_layer *L, int rank, const int *shape, int allow_1d);
-void bf_layer_geom(const bf_layer *L, int B, bf_conv_geom *g);
+ * for pooling with allow_1d, a (T, C) input as a 1 x T image; the window's
+ * configuration from the spec (kh, kw, sh, sw, same) */
+bf_status bf_parse_window(const bf_spec *s, bf_window_cfg *w);
+bf_status bf_infer_window(bf_layer *L, const bf_window_cfg *w, int rank, const int *shape, int allow_1d);
+/* the NHWC geometry of node L over window w (NULL: the whole input, a global pooling) for B samples */
+void bf_layer_geom(const bf_layer *L, const bf_window_cfg *w, int B, bf_conv_geom *g);
+/* the convolutions' parse hook: the window, filters (DepthwiseConv2D: depth_multiplier), use_bias, Conv1D's
+ * dilation_rate (dil) and padding='causal' */
+bf_status bf_parse_conv(bf_layer *L, const bf_spec *s);
+/* the normalizations' parse hook (batchnorm.c): momentum, eps, center, scale */
+bf_status bf_parse_norm(bf_layer *L, const bf_spec *s);
+/* keras.ops math's parse hook (emath.c): the op (eop), UNARY's scalar (eparam); BATCH_REDUCE's op */
+bf_status bf_parse_emath(bf_layer *L, const bf_spec *s);
 /* Conv1D: its geometry; Conv2DTranspose: the Conv2D it is the adjoint of (backend.h) */
 void bf_layer_conv1d_geom(const bf_layer *L, int B, bf_conv1d_geom *g);
 void bf_layer_convt_geom(const bf_layer *L, int B, bf_conv_geom *g);
 
-/* random image layers (preprocess.c): a training forward starts (the micro-batch
- * counter), and node i's augmentation geometry for `rows` rows (the current draw) */
-void bf_run_augment_begin(bf_run *r);
+/* random image layers (preprocess.c): node i's augmentation geometry for `rows` rows (the current draw) */
 void bf_run_augment_geom(const bf_run *r, int i, int rows, bf_augment *a);
 
 /* the size of a node's input's last axis, 1 for one number per sample (rank 0): the C of an (N, C) view */
@@ -41,39 +72,7 @@ static inline int bf_last_dim(const bf_layer *L) { return L->in_rank > 0 ? L->in
 
 /* ---- planning: bf_run_newbuf, bf_run_use (bufs.h); masks (masks.h) ---- */
 
-/* ---- a step (run.c) ---- */
-
-#define BF_BUF(r, id) ((float *)((r)->scratch + (r)->bufs[id].offset))
-/* tensor t's values (the input batch slot for a single input) */
-static inline float *bf_step_tensor(bf_run *r, int t) {
-    return r->t_buf[t] == BF_X_NONE ? r->xslot[r->cur] : BF_BUF(r, r->t_buf[t]);
-}
-static inline float *bf_step_in(bf_run *r, int i) { return bf_step_tensor(r, r->m->layers[i].in_ids[0]); }
-static inline float *bf_step_out(bf_run *r, int i) { return bf_step_tensor(r, r->m->n_inputs + i); }
-/* a planned buffer id's memory, NULL for none (< 0) */
-static inline float *bf_step_buf(bf_run *r, int id) { return id >= 0 ? BF_BUF(r, id) : NULL; }
-/* node i's kept pre-activation, else `none` */
-static inline float *bf_step_pre_act(bf_run *r, int i, float *none) {
-    return r->aux_id[i] >= 0 ? BF_BUF(r, r->aux_id[i]) : none;
-}
-/* where node i writes its gradient for input j; NULL: not needed */
-static inline float *bf_step_din(bf_run *r, int i, int j) {
-    int g = r->gtmp[i][j];
-    if (g == -3) return NULL;
-    return BF_BUF(r, g == -2 ? r->t_grad[r->m->layers[i].in_ids[j]] : g);
-}
-static inline float *bf_step_param(bf_run *r, const bf_layer *L, int j) {
-    return j < L->nparam ? r->w + L->params[j].offset : NULL;
-}
-static inline float *bf_step_grad(bf_run *r, const bf_layer *L, int j) {
-    return j < L->nparam && L->params[j].trainable ? r->grads + L->params[j].grad_offset : NULL;
-}
-/* node i's activation in this run (linear when folded into the loss) */
-static inline bf_act bf_step_act(const bf_run *r, int i) {
-    return r->node_fused[i] ? BF_ACT_LINEAR : r->m->layers[i].act;
-}
-/* queue the bound of node i's parameter gradients (BF_LF_BOUND kinds) */
-bf_status bf_run_take_bound(bf_run *r, int i, const float *inp, long n_in, const float *dz, long n_dz, double count);
+/* ---- a step: its buffers, parameters and gradients (step_bufs.h) ---- */
 
 /* out (rows, size) = one (size) in every row: a constant or a weight per sample (layers/common.c) */
 bf_status bf_run_rows_of(bf_run *r, float *out, const float *one, int rows, long size);

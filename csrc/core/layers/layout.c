@@ -5,23 +5,38 @@
 
 #include <string.h>
 
+/* Permute: dims (0-based) of 1 to 3 axes; RepeatVector: n; ZeroPadding2D: padding; UpSampling2D: size */
+static bf_status parse(bf_layer *L, const bf_spec *s) {
+    bf_layout_cfg *c = &L->cfg.layout;
+    int n;
+    BF_TRY(s->get_len(s, "perm", &n));
+    if (n >= 0 && (n < 1 || n > 3)) return BF_FAIL(BF_ERR_ARG, "%s: dims must have 1 to 3 entries", L->name);
+    if (n >= 0) BF_TRY(bf_spec_ints(s, "perm", n, 0, 2, c->perm));
+    BF_TRY(bf_spec_size(s, "reps", 0, &c->reps));
+    BF_TRY(bf_spec_ints(s, "pad", 4, 0, INT_MAX, c->pad));
+    BF_TRY(bf_spec_size(s, "sh", 1, &c->size[0]));
+    return bf_spec_size(s, "sw", 1, &c->size[1]);
+}
+
 static bf_status permute_infer(bf_layer *L, int rank, const int *shape) {
+    const bf_layout_cfg *c = &L->cfg.layout;
     int seen = 0;
     for (int d = 0; d < rank; d++) {
-        if (L->perm[d] < 0 || L->perm[d] >= rank || (seen & (1 << L->perm[d])))
+        if (c->perm[d] < 0 || c->perm[d] >= rank || (seen & (1 << c->perm[d])))
             return BF_FAIL(BF_ERR_ARG, "%s: dims must be a permutation of 1..%d, got axis %d at position %d",
-                           L->name, rank, L->perm[d] + 1, d);
-        seen |= 1 << L->perm[d];
-        L->out_shape[d] = shape[L->perm[d]];
+                           L->name, rank, c->perm[d] + 1, d);
+        seen |= 1 << c->perm[d];
+        L->out_shape[d] = shape[c->perm[d]];
     }
     return BF_OK;
 }
 
 static bf_status repeat_infer(bf_layer *L, int rank, const int *shape) {
+    const bf_layout_cfg *c = &L->cfg.layout;
     if (rank != 1) return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 1 (features) per sample, got rank %d", L->name, rank);
-    if (L->reps <= 0) return BF_FAIL(BF_ERR_ARG, "%s: n must be positive, got %d", L->name, L->reps);
+    if (c->reps <= 0) return BF_FAIL(BF_ERR_ARG, "%s: n must be positive, got %d", L->name, c->reps);
     L->out_rank = 2;
-    L->out_shape[0] = L->reps;
+    L->out_shape[0] = c->reps;
     L->out_shape[1] = shape[0];
     return BF_OK;
 }
@@ -33,18 +48,20 @@ static bf_status image_rank(const bf_layer *L, int rank) {
 }
 
 static bf_status zeropad_infer(bf_layer *L, int rank, const int *shape) {
+    const bf_layout_cfg *c = &L->cfg.layout;
     BF_TRY(image_rank(L, rank));
     for (int k = 0; k < 4; k++)
-        if (L->pad[k] < 0) return BF_FAIL(BF_ERR_ARG, "%s: padding must be >= 0, got %d", L->name, L->pad[k]);
-    BF_TRY(bf_out_dim(L, (long long)shape[0] + L->pad[0] + L->pad[1], &L->out_shape[0]));
-    return bf_out_dim(L, (long long)shape[1] + L->pad[2] + L->pad[3], &L->out_shape[1]);
+        if (c->pad[k] < 0) return BF_FAIL(BF_ERR_ARG, "%s: padding must be >= 0, got %d", L->name, c->pad[k]);
+    BF_TRY(bf_out_dim(L, (long long)shape[0] + c->pad[0] + c->pad[1], &L->out_shape[0]));
+    return bf_out_dim(L, (long long)shape[1] + c->pad[2] + c->pad[3], &L->out_shape[1]);
 }
 
 static bf_status upsample_infer(bf_layer *L, int rank, const int *shape) {
+    const bf_layout_cfg *c = &L->cfg.layout;
     BF_TRY(image_rank(L, rank));
-    if (L->sh <= 0 || L->sw <= 0) return BF_FAIL(BF_ERR_ARG, "%s: size must be positive", L->name);
-    BF_TRY(bf_out_dim(L, (long long)shape[0] * L->sh, &L->out_shape[0]));
-    return bf_out_dim(L, (long long)shape[1] * L->sw, &L->out_shape[1]);
+    if (c->size[0] <= 0 || c->size[1] <= 0) return BF_FAIL(BF_ERR_ARG, "%s: size must be positive", L->name);
+    BF_TRY(bf_out_dim(L, (long long)shape[0] * c->size[0], &L->out_shape[0]));
+    return bf_out_dim(L, (long long)shape[1] * c->size[1], &L->out_shape[1]);
 }
 
 static int supported(const bf_backend *be, const bf_layer *L) {
@@ -54,6 +71,7 @@ static int supported(const bf_backend *be, const bf_layer *L) {
 
 /* Permute: out (B, o...) from inp (B, s...); backward the inverse */
 static void permute_geom(const bf_layer *L, int rows, int backward, bf_strided *g) {
+    const bf_layout_cfg *c = &L->cfg.layout;
     const int R = L->in_rank;
     long ist[3], ost[3];
     ist[R - 1] = ost[R - 1] = 1;
@@ -70,10 +88,10 @@ static void permute_geom(const bf_layer *L, int rows, int backward, bf_strided *
         if (!backward) {
             g->n[d + 1] = L->out_shape[d];
             g->os[d + 1] = ost[d];
-            g->is[d + 1] = ist[L->perm[d]];
+            g->is[d + 1] = ist[c->perm[d]];
         } else { /* walk the input's axes; input axis k is output axis d with perm[d] == k */
             int k = d, od = 0;
-            while (L->perm[od] != k) od++;
+            while (c->perm[od] != k) od++;
             g->n[d + 1] = L->in_shape[k];
             g->os[d + 1] = ist[k];
             g->is[d + 1] = ost[od];
@@ -104,9 +122,10 @@ static bf_status permute_backward(bf_run *r, int i, int rows, float *din, float 
 
 static bf_status repeat_forward(bf_run *r, int i, int rows) { /* (B, D) -> (B, n, D) */
     const bf_layer *L = &r->m->layers[i];
+    const bf_layout_cfg *c = &L->cfg.layout;
     bf_strided g;
     memset(&g, 0, sizeof g);
-    const long D = L->in_shape[0], n = L->reps;
+    const long D = L->in_shape[0], n = c->reps;
     g.nd = 3;
     set3(g.n, rows, n, D);
     set3(g.os, n * D, D, 1);
@@ -116,10 +135,11 @@ static bf_status repeat_forward(bf_run *r, int i, int rows) { /* (B, D) -> (B, n
 
 static bf_status repeat_backward(bf_run *r, int i, int rows, float *din, float *dout) { /* sum over the n copies */
     const bf_layer *L = &r->m->layers[i];
+    const bf_layout_cfg *c = &L->cfg.layout;
     bf_strided g;
     if (!din) return BF_OK;
     memset(&g, 0, sizeof g);
-    const long D = L->in_shape[0], n = L->reps;
+    const long D = L->in_shape[0], n = c->reps;
     g.nd = 2;
     g.n[0] = rows; g.n[1] = D;
     g.os[0] = D; g.os[1] = 1;
@@ -130,6 +150,7 @@ static bf_status repeat_backward(bf_run *r, int i, int rows, float *din, float *
 
 static bf_status zeropad_forward(bf_run *r, int i, int rows) { /* (B,H,W,C) into the middle of (B,OH,OW,C) */
     const bf_layer *L = &r->m->layers[i];
+    const bf_layout_cfg *c = &L->cfg.layout;
     bf_backend *be = r->be;
     float *out = bf_step_out(r, i);
     bf_strided g;
@@ -140,11 +161,12 @@ static bf_status zeropad_forward(bf_run *r, int i, int rows) { /* (B,H,W,C) into
     set3(g.n, rows, H, W * C);
     set3(g.os, L->out_size, OW * C, 1);
     set3(g.is, L->in_size, W * C, 1);
-    return be->strided_copy(be, out + (L->pad[0] * OW + L->pad[2]) * C, bf_step_in(r, i), &g);
+    return be->strided_copy(be, out + (c->pad[0] * OW + c->pad[2]) * C, bf_step_in(r, i), &g);
 }
 
 static bf_status zeropad_backward(bf_run *r, int i, int rows, float *din, float *dout) { /* the middle of dout */
     const bf_layer *L = &r->m->layers[i];
+    const bf_layout_cfg *c = &L->cfg.layout;
     bf_strided g;
     if (!din) return BF_OK;
     memset(&g, 0, sizeof g);
@@ -153,15 +175,16 @@ static bf_status zeropad_backward(bf_run *r, int i, int rows, float *din, float 
     set3(g.n, rows, H, W * C);
     set3(g.os, L->in_size, W * C, 1);
     set3(g.is, L->out_size, OW * C, 1);
-    return r->be->strided_copy(r->be, din, dout + (L->pad[0] * OW + L->pad[2]) * C, &g);
+    return r->be->strided_copy(r->be, din, dout + (c->pad[0] * OW + c->pad[2]) * C, &g);
 }
 
 static bf_status upsample_forward(bf_run *r, int i, int rows) { /* (B,H,W,C) -> (B,H*sh,W*sw,C), nearest */
     const bf_layer *L = &r->m->layers[i];
+    const bf_layout_cfg *c = &L->cfg.layout;
     bf_strided g;
     memset(&g, 0, sizeof g);
     DIMS(L);
-    const long sh = L->sh, sw = L->sw;
+    const long sh = c->size[0], sw = c->size[1];
     const long n[6] = {rows, H, sh, W, sw, C}, is[6] = {L->in_size, W * C, 0, C, 0, 1};
     g.nd = 6;
     for (int k = 0; k < 6; k++) { g.n[k] = n[k]; g.is[k] = is[k]; }
@@ -172,6 +195,7 @@ static bf_status upsample_forward(bf_run *r, int i, int rows) { /* (B,H,W,C) -> 
 
 static bf_status upsample_backward(bf_run *r, int i, int rows, float *din, float *dout) { /* sum over each block */
     const bf_layer *L = &r->m->layers[i];
+    const bf_layout_cfg *c = &L->cfg.layout;
     bf_strided g;
     if (!din) return BF_OK;
     memset(&g, 0, sizeof g);
@@ -179,24 +203,24 @@ static bf_status upsample_backward(bf_run *r, int i, int rows, float *din, float
     g.nd = 4;
     g.n[0] = rows; g.n[1] = H; g.n[2] = W; g.n[3] = C;
     g.os[0] = L->in_size; g.os[1] = W * C; g.os[2] = C; g.os[3] = 1;
-    g.is[0] = L->out_size; g.is[1] = L->sh * OW * C; g.is[2] = L->sw * C; g.is[3] = 1;
-    g.nr = 2; g.rn[0] = L->sh; g.rn[1] = L->sw; g.rs[0] = OW * C; g.rs[1] = C;
+    g.is[0] = L->out_size; g.is[1] = c->size[0] * OW * C; g.is[2] = c->size[1] * C; g.is[3] = 1;
+    g.nr = 2; g.rn[0] = c->size[0]; g.rn[1] = c->size[1]; g.rs[0] = OW * C; g.rs[1] = C;
     return r->be->strided_copy(r->be, din, dout, &g);
 }
 
 const bf_layer_ops bf_ops_PERMUTE = {
-    .name = "PERMUTE", .infer = permute_infer, .supported = supported,
+    .name = "PERMUTE", .parse = parse, .infer = permute_infer, .supported = supported,
     .forward = permute_forward, .backward = permute_backward,
 };
 const bf_layer_ops bf_ops_REPEAT = {
-    .name = "REPEAT", .infer = repeat_infer, .supported = supported,
+    .name = "REPEAT", .parse = parse, .infer = repeat_infer, .supported = supported,
     .forward = repeat_forward, .backward = repeat_backward,
 };
 const bf_layer_ops bf_ops_ZEROPAD2D = {
-    .name = "ZEROPAD2D", .infer = zeropad_infer, .supported = supported,
+    .name = "ZEROPAD2D", .parse = parse, .infer = zeropad_infer, .supported = supported,
     .forward = zeropad_forward, .backward = zeropad_backward,
 };
 const bf_layer_ops bf_ops_UPSAMPLE2D = {
-    .name = "UPSAMPLE2D", .infer = upsample_infer, .supported = supported,
+    .name = "UPSAMPLE2D", .parse = parse, .infer = upsample_infer, .supported = supported,
     .forward = upsample_forward, .backward = upsample_backward,
 };

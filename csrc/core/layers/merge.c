@@ -1,7 +1,10 @@
 /* merge.c - Add, Subtract, Multiply, Average, Maximum, Minimum (several
  * inputs of one shape, elementwise through the backend's ewise) and
- * Concatenate (equal shapes but on `axis`; column blocks through copy2d). */
+ * Concatenate (equal shapes but on its axis, bf_concat_cfg; column blocks
+ * through copy2d). */
 #include "layer.h"
+
+static bf_status concat_parse(bf_layer *L, const bf_spec *s) { return bf_spec_int(s, "axis", 0, &L->cfg.concat.axis); }
 
 static bf_status infer(bf_layer *L, int rank, const int *shape) {
     (void)L;
@@ -14,17 +17,17 @@ static bf_status infer(bf_layer *L, int rank, const int *shape) {
 static bf_status check(bf_model *m, int i) {
     bf_layer *L = &m->layers[i];
     int t0 = L->in_ids[0], r = m->t_rank[t0];
-    const int concat = L->kind == BF_L_CONCAT;
+    const int concat = L->kind == BF_L_CONCAT, axis = concat ? L->cfg.concat.axis : -1;
     if (L->nin < 2 || (L->kind == BF_L_SUBTRACT && L->nin != 2))
         return BF_FAIL(BF_ERR_ARG, "%s: %s inputs, got %d", L->name,
                        L->kind == BF_L_SUBTRACT ? "Subtract needs exactly 2" : "a merge layer needs at least 2", L->nin);
-    if (concat && (L->axis < 0 || L->axis >= r))
+    if (concat && (axis < 0 || axis >= r))
         return BF_FAIL(BF_ERR_ARG, "%s: axis %d is out of range for inputs of rank %d (excluding the batch axis)",
-                       L->name, L->axis + 1, r);
+                       L->name, axis + 1, r);
     long long sum = 0;
     for (int j = 0; j < L->nin; j++) {
         int t = L->in_ids[j], ok = m->t_rank[t] == r;
-        for (int d = 0; ok && d < r; d++) ok = m->t_shape[t][d] == m->t_shape[t0][d] || (concat && d == L->axis);
+        for (int d = 0; ok && d < r; d++) ok = m->t_shape[t][d] == m->t_shape[t0][d] || (concat && d == axis);
         if (!ok) {
             char a[48], b[48];
             bf_shape_str(a, sizeof a, r, m->t_shape[t0]);
@@ -32,9 +35,9 @@ static bf_status check(bf_model *m, int i) {
             return BF_FAIL(BF_ERR_SHAPE, "%s: inputs must have the same shape%s; input 0 has %s, input %d has %s",
                            L->name, concat ? " except on the concatenation axis" : "", a, j, b);
         }
-        if (concat) sum += m->t_shape[t][L->axis];
+        if (concat) sum += m->t_shape[t][axis];
     }
-    return concat ? bf_out_dim(L, sum, &L->out_shape[L->axis]) : BF_OK;
+    return concat ? bf_out_dim(L, sum, &L->out_shape[axis]) : BF_OK;
 }
 
 /* the one Embedding mask the inputs carry (two different ones: refused) */
@@ -49,7 +52,7 @@ static bf_status mask(const bf_model *m, int i, int *mask) {
                            "combining masks is not supported", L->name, m->layers[*mask].name, m->layers[k].name);
         *mask = k;
     }
-    if (*mask >= 0 && L->kind == BF_L_CONCAT && L->axis != L->in_rank - 1)
+    if (*mask >= 0 && L->kind == BF_L_CONCAT && L->cfg.concat.axis != L->in_rank - 1)
         return BF_FAIL(BF_ERR_ARG, "%s: a masked sequence can only be concatenated on the last axis", L->name);
     return BF_OK;
 }
@@ -111,10 +114,10 @@ static bf_status ewise_backward(bf_run *r, int i, int rows, float *din, float *d
     return BF_OK;
 }
 
-/* Concatenate as column blocks: rows (R) = batch x the axes before `axis` */
+/* Concatenate as column blocks: rows (R) = batch x the axes before its axis */
 static long concat_rows(const bf_layer *L, int rows) {
     long R = rows;
-    for (int d = 0; d < L->axis; d++) R *= L->out_shape[d];
+    for (int d = 0; d < L->cfg.concat.axis; d++) R *= L->out_shape[d];
     return R;
 }
 
@@ -161,6 +164,7 @@ EWISE_OPS(MINIMUM, BF_LF_READS_IN | BF_LF_READS_OUT | BF_LF_SCALAR)
 const bf_layer_ops bf_ops_CONCAT = {
     .name = "CONCAT",
     .flags = BF_LF_MULTI_IN,
+    .parse = concat_parse,
     .infer = infer,
     .check = check,
     .mask = mask,

@@ -5,18 +5,27 @@
  * steps only (Keras). */
 #include "layer.h"
 
-/* channels_first (chan_first): a (C, H, W) or (C, T) sample is C one-channel
+/* channels_first (bf_pool_cfg.chan_first): a (C, H, W) or (C, T) sample is C one-channel
  * images, so the NHWC ops run on B*C images of 1 channel, in place of any
  * transpose */
 
+/* the window (not for the global poolings), keepdims (the global ones), data_format */
+static bf_status parse(bf_layer *L, const bf_spec *s) {
+    bf_pool_cfg *c = &L->cfg.pool;
+    BF_TRY(bf_parse_window(s, &c->win));
+    BF_TRY(bf_spec_flag(s, "keepdims", 0, &c->keepdims));
+    return bf_spec_flag(s, "chan_first", 0, &c->chan_first);
+}
+
 static bf_status window_infer(bf_layer *L, int rank, const int *shape) {
-    if (!L->chan_first) return bf_infer_window(L, rank, shape, 1);
+    const bf_pool_cfg *c = &L->cfg.pool;
+    if (!c->chan_first) return bf_infer_window(L, &c->win, rank, shape, 1);
     if (rank != 2 && rank != 3)
         return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 2 (C, T) or 3 (C, H, W) per sample (channels_first), "
                        "got rank %d", L->name, rank);
     /* the one-channel image of a channel: (H, W, 1), or (T, 1) */
     const int img[3] = {shape[1], rank == 3 ? shape[2] : 1, 1};
-    BF_TRY(bf_infer_window(L, rank, img, 1));
+    BF_TRY(bf_infer_window(L, &c->win, rank, img, 1));
     if (rank == 3) {
         L->out_shape[2] = L->out_shape[1];
         L->out_shape[1] = L->out_shape[0];
@@ -31,8 +40,9 @@ static bf_status global_infer(bf_layer *L, int rank, const int *shape) {
     /* rank 2: GlobalAveragePooling1D / GlobalMaxPooling1D; keepdims keeps the rank */
     if (rank != 3 && rank != 2)
         return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 2 (T, C) or 3 (H, W, C), got rank %d", L->name, rank);
-    const int c_axis = L->chan_first ? 0 : rank - 1;
-    if (L->keepdims) {
+    const bf_pool_cfg *c = &L->cfg.pool;
+    const int c_axis = c->chan_first ? 0 : rank - 1;
+    if (c->keepdims) {
         for (int d = 0; d < rank; d++)
             if (d != c_axis) L->out_shape[d] = 1;
         return BF_OK;
@@ -44,25 +54,26 @@ static bf_status global_infer(bf_layer *L, int rank, const int *shape) {
 
 /* the pooling's NHWC geometry for `rows` samples: channels_first as rows * C one-channel images */
 static void pool_geom(const bf_layer *L, int rows, bf_conv_geom *g) {
-    if (!L->chan_first) {
-        bf_layer_geom(L, rows, g);
+    const bf_pool_cfg *c = &L->cfg.pool;
+    const int global = L->kind == BF_L_GAP || L->kind == BF_L_GMP;
+    if (!c->chan_first) {
+        bf_layer_geom(L, global ? NULL : &c->win, rows, g);
         return;
     }
     const int one_d = L->in_rank == 2, C = L->in_shape[0];
-    const int global = L->kind == BF_L_GAP || L->kind == BF_L_GMP;
     g->B = rows * C;
     g->H = one_d ? 1 : L->in_shape[1];
     g->W = L->in_shape[one_d ? 1 : 2];
     g->C = g->K = 1;
-    g->KH = global ? g->H : L->kh;
-    g->KW = global ? g->W : L->kw;
-    g->SH = global ? g->H : L->sh;
-    g->SW = global ? g->W : L->sw;
+    g->KH = global ? g->H : c->win.kh;
+    g->KW = global ? g->W : c->win.kw;
+    g->SH = global ? g->H : c->win.sh;
+    g->SW = global ? g->W : c->win.sw;
     g->OH = global || one_d ? 1 : L->out_shape[1];
     g->OW = global ? 1 : L->out_shape[one_d ? 1 : 2];
     int ph = (g->OH - 1) * g->SH + g->KH - g->H, pw = (g->OW - 1) * g->SW + g->KW - g->W;
-    g->PT = !global && L->same && ph > 0 ? ph / 2 : 0;
-    g->PL = !global && L->same && pw > 0 ? pw / 2 : 0;
+    g->PT = !global && c->win.same && ph > 0 ? ph / 2 : 0;
+    g->PL = !global && c->win.same && pw > 0 ? pw / 2 : 0;
 }
 
 static int max_supported(const bf_backend *be, const bf_layer *L) {
@@ -97,7 +108,7 @@ static bf_status avg_forward(bf_run *r, int i, int rows) {
     const bf_layer *L = &r->m->layers[i];
     bf_backend *be = r->be;
     const float *mask = gap_mask(r, L);
-    if (mask && L->chan_first)
+    if (mask && L->cfg.pool.chan_first)
         return BF_FAIL(BF_ERR_ARG, "%s: a masked sequence with data_format='channels_first' is not supported",
                        L->name);
     if (mask) /* over the unmasked steps */
@@ -124,6 +135,7 @@ static int gap_mask_reads(const bf_layer *L) { return L->in_rank == 2 && !L->mas
 
 const bf_layer_ops bf_ops_MAXPOOL = {
     .name = "MAXPOOL",
+    .parse = parse,
     .flags = BF_LF_READS_IN | BF_LF_READS_OUT,
     .infer = window_infer,
     .supported = max_supported,
@@ -133,6 +145,7 @@ const bf_layer_ops bf_ops_MAXPOOL = {
 
 const bf_layer_ops bf_ops_AVGPOOL = {
     .name = "AVGPOOL",
+    .parse = parse,
     .infer = window_infer,
     .supported = avg_supported,
     .forward = avg_forward,
@@ -141,6 +154,7 @@ const bf_layer_ops bf_ops_AVGPOOL = {
 
 const bf_layer_ops bf_ops_GAP = {
     .name = "GAP",
+    .parse = parse,
     .infer = global_infer,
     .mask_reads = gap_mask_reads,
     .supported = avg_supported,
@@ -150,6 +164,7 @@ const bf_layer_ops bf_ops_GAP = {
 
 const bf_layer_ops bf_ops_GMP = {
     .name = "GMP",
+    .parse = parse,
     .flags = BF_LF_READS_IN | BF_LF_READS_OUT,
     .infer = global_infer,
     .supported = max_supported,

@@ -2,32 +2,43 @@
  * dropout's keep mask on a symbolic shape inside a custom layer's call()
  * (python/boundfit/random.py), drawn by AUGMENT's noise kernels (bf_augment
  * noise 3: the counter-based stream of counter_hash.h), per sample, or one
- * draw for every sample (aug.rshared). It hangs on a tensor of that call only
+ * draw for every sample (bf_random_cfg.shared). It hangs on a tensor of that call only
  * for the batch size and sends it no gradient. Its stream: its seed (or,
  * seed=None, the run's) mixed with the optimizer iteration, each
  * micro-batch drawing its rows' part of the step's draw (a SeedGenerator:
  * new draws every step, the same for a fresh model with the same seeds,
  * with or without micro_batch=), or outside training with the run's seed and
  * the forward's count (new draws per batch and per evaluate / predict call);
- * an int seed (rfixed) draws the same every step, as Keras. */
+ * an int seed (bf_random_cfg.fixed) draws the same every step, as Keras. */
 #include "layer.h"
+
+#include <string.h>
+
+static bf_status parse(bf_layer *L, const bf_spec *s) {
+    bf_random_cfg *c = &L->cfg.random;
+    BF_TRY(bf_spec_int(s, "rnd_dist", 0, &c->dist));
+    BF_TRY(bf_spec_int(s, "rnd_shared", 0, &c->shared));
+    BF_TRY(bf_spec_int(s, "rnd_fixed", 0, &c->fixed));
+    BF_TRY(bf_spec_float(s, "rnd_a", 0.0f, &c->a));
+    BF_TRY(bf_spec_float(s, "rnd_b", 0.0f, &c->b));
+    return s->get_seed(s, "aug_seed", &c->seed);
+}
 
 static bf_status infer(bf_layer *L, int rank, const int *shape) {
     (void)rank;
     (void)shape;
-    const bf_augment *a = &L->aug;
+    const bf_random_cfg *c = &L->cfg.random;
     if (L->out_rank < 1) return BF_FAIL(BF_ERR_SHAPE, "%s: a random draw needs a shape", L->name);
-    if (a->rdist < 0 || a->rdist > 3) return BF_FAIL(BF_ERR_ARG, "%s: unknown distribution %d", L->name, a->rdist);
-    if (!(a->ra == a->ra && a->rb == a->rb && a->ra > -3.4e38f && a->ra < 3.4e38f && a->rb > -3.4e38f &&
-          a->rb < 3.4e38f))
+    if (c->dist < 0 || c->dist > 3) return BF_FAIL(BF_ERR_ARG, "%s: unknown distribution %d", L->name, c->dist);
+    if (!(c->a == c->a && c->b == c->b && c->a > -3.4e38f && c->a < 3.4e38f && c->b > -3.4e38f && c->b < 3.4e38f))
         return BF_FAIL(BF_ERR_ARG, "%s: the distribution's parameters must be finite", L->name);
-    if ((a->rdist == 0 || a->rdist == 2) && !(a->rb >= 0.0f))
-        return BF_FAIL(BF_ERR_ARG, "%s: stddev must be >= 0, got %g", L->name, (double)a->rb);
-    if (a->rdist == 1 && !(a->ra < a->rb))
-        return BF_FAIL(BF_ERR_ARG, "%s: minval must be below maxval, got %g and %g", L->name, (double)a->ra,
-                       (double)a->rb);
-    if (a->rdist == 3 && !(a->ra >= 0.0f && a->ra < 1.0f))
-        return BF_FAIL(BF_ERR_ARG, "%s: the dropout rate must be in [0, 1), got %g", L->name, (double)a->ra);
+    if ((c->dist == 0 || c->dist == 2) && !(c->b >= 0.0f))
+        return BF_FAIL(BF_ERR_ARG, "%s: stddev must be >= 0, got %g", L->name, (double)c->b);
+    if (c->dist == 1 && !(c->a < c->b))
+        return BF_FAIL(BF_ERR_ARG, "%s: minval must be below maxval, got %g and %g", L->name, (double)c->a,
+                       (double)c->b);
+    if (c->dist == 3 && !(c->a >= 0.0f && c->a < 1.0f))
+        return BF_FAIL(BF_ERR_ARG, "%s: the dropout rate must be in [0, 1), got %g", L->name, (double)c->a);
     return BF_OK;
 }
 
@@ -39,19 +50,20 @@ static int supported(const bf_backend *be, const bf_layer *L) {
 // out (B, shape...) = draws; the input (the anchor) is not read
 static bf_status forward(bf_run *r, int i, int rows) {
     const bf_layer *L = &r->m->layers[i];
+    const bf_random_cfg *c = &L->cfg.random;
     if (!r->aug_base[i]) { /* the node's stream: its seed, or (none) the run's */
-        uint64_t s = L->aug.seed ? L->aug.seed : r->dropout_seed ^ ((uint64_t)i << 40);
-        if (L->aug.seed && !L->rfixed && r->mode != BF_MODE_TRAIN) /* evaluate / predict: new per call */
+        uint64_t s = c->seed ? c->seed : r->dropout_seed ^ ((uint64_t)i << 40);
+        if (c->seed && !c->fixed && r->mode != BF_MODE_TRAIN) /* evaluate / predict: new per call */
             s ^= bf_splitmix64(r->dropout_seed);
         r->aug_base[i] = bf_splitmix64(s) | 1u;
     }
     bf_augment a;
     memset(&a, 0, sizeof a);
     a.noise = 3;
-    a.rdist = L->aug.rdist;
-    a.rshared = L->aug.rshared;
-    a.ra = L->aug.ra;
-    a.rb = L->aug.rb;
+    a.rdist = c->dist;
+    a.rshared = c->shared;
+    a.ra = c->a;
+    a.rb = c->b;
     a.B = rows;
     a.H = a.OH = a.C = 1;
     a.W = a.OW = (int)L->out_size;
@@ -60,11 +72,11 @@ static bf_status forward(bf_run *r, int i, int rows) {
     const int train = r->mode == BF_MODE_TRAIN;
     const uint64_t step = (uint64_t)r->aug_it * 4096u + (train ? 0u : (uint64_t)r->aug_micro);
     a.e0 = train ? r->micro_row * L->out_size : 0;
-    a.seed = L->rfixed ? r->aug_base[i] : bf_splitmix64(r->aug_base[i] ^ bf_splitmix64(step));
+    a.seed = c->fixed ? r->aug_base[i] : bf_splitmix64(r->aug_base[i] ^ bf_splitmix64(step));
     return r->be->augment_forward(r->be, bf_step_out(r, i), bf_step_in(r, i), &a);
 }
 
 const bf_layer_ops bf_ops_RANDOM = {
-    .name = "RANDOM", .flags = BF_LF_OUT_GIVEN | BF_LF_NO_GRAD_IN, .infer = infer, .supported = supported,
+    .name = "RANDOM", .flags = BF_LF_OUT_GIVEN | BF_LF_NO_GRAD_IN, .parse = parse, .infer = infer, .supported = supported,
     .forward = forward,
 };

@@ -1,6 +1,6 @@
-/* registry.c - the table of layer vtables (registry.h), one entry per kind
- * in kinds.h. */
-#include "registry.h"
+/* registry.c - the table of layer vtables (layer_registry.h), one entry per kind
+ * in layer_kinds.h. */
+#include "../layer_registry.h"
 
 #include <stddef.h>
 

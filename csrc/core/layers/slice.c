@@ -8,13 +8,21 @@
 
 #include <string.h>
 
+static bf_status parse(bf_layer *L, const bf_spec *s) {
+    bf_slice_cfg *c = &L->cfg.slice;
+    BF_TRY(bf_spec_ints(s, "sl_begin", 3, INT_MIN, INT_MAX, c->begin));
+    BF_TRY(bf_spec_ints(s, "sl_step", 3, INT_MIN, INT_MAX, c->step));
+    return bf_spec_ints(s, "sl_len", 3, INT_MIN, INT_MAX, c->len);
+}
+
 static bf_status infer(bf_layer *L, int rank, const int *shape) {
+    const bf_slice_cfg *c = &L->cfg.slice;
     for (int d = 0; d < rank; d++) {
-        if (L->sl_len[d] == -1 && L->sl_begin[d] == 0 && L->sl_step[d] == 1) { /* the whole axis (any length) */
+        if (c->len[d] == -1 && c->begin[d] == 0 && c->step[d] == 1) { /* the whole axis (any length) */
             L->out_shape[d] = shape[d];
             continue;
         }
-        const int b = L->sl_begin[d], s = L->sl_step[d], n = L->sl_len[d];
+        const int b = c->begin[d], s = c->step[d], n = c->len[d];
         if (s <= 0 || n <= 0 || b < 0 || b + (long)(n - 1) * s >= shape[d])
             return BF_FAIL(BF_ERR_SHAPE, "%s: slice %d:%ld:%d of axis %d (size %d) is empty or out of range",
                            L->name, b, b + (long)n * s, s, d + 1, shape[d]);
@@ -31,6 +39,7 @@ static int supported(const bf_backend *be, const bf_layer *L) {
 /* the gather (forward) or scatter (backward) of the sliced elements; *first:
  * the offset of element (begin...) in a sample of the input */
 static void geom(const bf_layer *L, int rows, int backward, bf_strided *g, long *first) {
+    const bf_slice_cfg *c = &L->cfg.slice;
     const int R = L->in_rank;
     long ist[3], ost[3];
     ist[R - 1] = ost[R - 1] = 1;
@@ -47,9 +56,9 @@ static void geom(const bf_layer *L, int rows, int backward, bf_strided *g, long 
     out_side[0] = L->out_size;
     for (int d = 0; d < R; d++) {
         g->n[d + 1] = L->out_shape[d];
-        in_side[d + 1] = ist[d] * L->sl_step[d];
+        in_side[d + 1] = ist[d] * c->step[d];
         out_side[d + 1] = ost[d];
-        *first += ist[d] * L->sl_begin[d];
+        *first += ist[d] * c->begin[d];
     }
 }
 
@@ -73,5 +82,5 @@ static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
 }
 
 const bf_layer_ops bf_ops_SLICE = {
-    .name = "SLICE", .infer = infer, .supported = supported, .forward = forward, .backward = backward,
+    .name = "SLICE", .parse = parse, .infer = infer, .supported = supported, .forward = forward, .backward = backward,
 };

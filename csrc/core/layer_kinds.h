@@ -1,8 +1,8 @@
-/* kinds.h - the layer kinds, in the order of their numbers (Python reads the
+/* layer_kinds.h - the layer kinds, in the order of their numbers (Python reads the
  * numbers from bf_layer_kind_names, never its own copy). A new kind goes at
- * the end of the list; its vtable is bf_ops_<NAME> (registry.h). */
-#ifndef BF_LAYERS_KINDS_H
-#define BF_LAYERS_KINDS_H
+ * the end of the list; its vtable is bf_ops_<NAME> (layer_registry.h). */
+#ifndef BF_LAYER_KINDS_H
+#define BF_LAYER_KINDS_H
 
 /* X(NAME): one per kind, NAME without the BF_L_ prefix */
 #define BF_LAYER_KINDS(X)                                                                                          \

@@ -1,15 +1,20 @@
-/* registry.h - one table of layer vtables, indexed by kind: everything the
- * engine does per layer kind goes through it, so model.c (shapes and
- * parameters), program.c (the plan) and run.c (the step) never switch on a
- * kind. A kind lives in one file of csrc/core/layers/ (a family may share
- * one) that defines `const bf_layer_ops bf_ops_<NAME>`; see CONTRIBUTING.md.
- * This header names the engine's types by their tags only, so model.c can
- * include it without a cycle back to model.h. */
-#ifndef BF_LAYERS_REGISTRY_H
-#define BF_LAYERS_REGISTRY_H
+/* layer_registry.h - one table of layer vtables, indexed by kind: everything
+ * the engine does per layer kind goes through it, so spec_py.c (the
+ * configuration), model.c (shapes and parameters), program.c (the plan) and
+ * run.c (the step) never switch on a kind. A kind lives in one file of
+ * csrc/core/layers/ (a family may share one) that defines
+ * `const bf_layer_ops bf_ops_<NAME>` (the table: layers/registry.c); see
+ * CONTRIBUTING.md. This header names the engine's types by their tags only,
+ * so model.c can include it without a cycle back to model.h; the engine
+ * includes it and layer_kinds.h from here, and csrc/core/layers/ includes
+ * the engine, never the reverse. */
+#ifndef BF_LAYER_REGISTRY_H
+#define BF_LAYER_REGISTRY_H
 
-#include "../status.h"
-#include "kinds.h"
+#include <stdint.h>
+
+#include "layer_kinds.h"
+#include "status.h"
 
 struct bf_layer;
 struct bf_model;
@@ -31,8 +36,9 @@ enum {
     BF_LF_OUT_GIVEN = 1 << 7,  /* out_rank / out_shape are set by the caller before inference (Reshape) */
     BF_LF_SIDE_OUT = 1 << 8,   /* one more output of its input's node (a recurrent final state): that node's
                                   backward reads this gradient, and this node adds nothing to its input's */
-    BF_LF_IDS = 1 << 9,        /* its input is ids into a table of input_dim rows; a step reports the first bad
-                                  one (bf_step_stats.layer[i].bad_id) and run.c raises a DataError for it */
+    BF_LF_IDS = 1 << 9,        /* its input is ids into its first parameter's rows (a table of input_dim rows); a
+                                  step reports the first bad one (bf_step_stats.layer[i].bad_id) and run.c raises
+                                  a DataError for it */
     BF_LF_SCALAR = 1 << 10,    /* takes one number per sample (a per-sample shape (), rank 0): an elementwise
                                   kind, Embedding, Reshape; other kinds refuse such an input by name (model.c) */
     BF_LF_BATCH = 1 << 11,     /* its output mixes the samples of a batch (a sum over the batch, keras.ops.tensordot
@@ -41,9 +47,28 @@ enum {
                                   the batch size): no gradient flows back to them */
 };
 
+/* a layer spec as a parse hook reads it: csrc/python/spec_py.c implements it over a spec dict (the core never
+ * sees Python). Each getter stores the value of `key`, or dflt when the spec lacks it (or holds None); a value
+ * out of [lo, hi] or of the wrong type fails (BF_ERR_ARG, the reader's message naming the layer `owner`, the
+ * key and the value). The helpers a family calls: layers/layer.h (bf_spec_size, bf_spec_float, ...). */
+typedef struct bf_spec {
+    const void *src;   /* the reader's own: the spec dict */
+    const char *owner; /* the layer's name */
+    bf_status (*get_int)(const struct bf_spec *s, const char *key, int dflt, int lo, int hi, int *out);
+    bf_status (*get_float)(const struct bf_spec *s, const char *key, float dflt, float *out);
+    /* a tuple of exactly n ints in [lo, hi] into out (absent: out left as it is) */
+    bf_status (*get_ints)(const struct bf_spec *s, const char *key, int n, int lo, int hi, int *out);
+    /* *n = the number of entries of a sequence, -1 when absent */
+    bf_status (*get_len)(const struct bf_spec *s, const char *key, int *n);
+    bf_status (*get_seed)(const struct bf_spec *s, const char *key, uint64_t *out); /* 0 .. 2**64 - 1; absent: 0 */
+} bf_spec;
+
 typedef struct bf_layer_ops {
     const char *name; /* the kind's name (Python's LAYER_KINDS key) */
     unsigned flags;
+    /* optional: the family's configuration (L->cfg, layer_config.h) from the spec, after the generic fields
+     * (kind, name, act, inputs, ...); a bad value fails with BF_ERR_ARG naming the layer (NULL: no configuration) */
+    bf_status (*parse)(struct bf_layer *L, const bf_spec *s);
     /* output shape (per sample) and parameters from the first input's shape;
      * on entry in_* is set and out_* is a copy of it (unless OUT_GIVEN) */
     bf_status (*infer)(struct bf_layer *L, int rank, const int *shape);
