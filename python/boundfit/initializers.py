@@ -45,7 +45,7 @@ class Ones(Initializer):
 
 class Constant(Initializer):
     """A number, or an array of the weight's size (keras.io's PointNet: an identity matrix as a bias), which
-    the model writes into the weight when it builds (models/model.py: _array_initializers)."""
+    the model writes into the weight when it builds (models/building.py: _array_initializers)."""
 
     def __init__(self, value=0.0):
         if isinstance(value, (list, tuple, np.ndarray)):
