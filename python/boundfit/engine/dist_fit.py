@@ -186,8 +186,8 @@ class DataParallel(Strategy):
         (before the plan reads the free device memory); Sequence sources sharded
         by batch index."""
         d = active()
-        require_whole_batches(getattr(model, "_node_layers", ()), "data-parallel training, which splits each batch across the ranks, "
-                              "would change what it computes: train it in one process")
+        require_whole_batches(getattr(model, "_node_layers", ()), "data-parallel training, which splits each batch "
+                              "across the ranks, would change what it computes: train it in one process")
         if _is_cuda(device):
             _nccl_setup(device)
         if d.auto_shard_dataset and x is not None and _is_sequence(x):
@@ -214,7 +214,8 @@ class DataParallel(Strategy):
             if smallest > 0 and smallest != b:
                 plan = _with_comm(replan(smallest))
         short = plan.shortfall()
-        mine = {"rank": rank(), "host": socket.gethostname(), "fits": bool(plan.fits), "rows": -1 if train_rows is None else int(train_rows),
+        mine = {"rank": rank(), "host": socket.gethostname(), "fits": bool(plan.fits),
+                "rows": -1 if train_rows is None else int(train_rows),
                 "batch": int(plan.batch_size), "max_batch": plan.max_batch_size,
                 "where": short[0] if short else None, "need": int(short[1]) if short else 0,
                 "have": int(short[2]) if short else 0}
@@ -222,8 +223,8 @@ class DataParallel(Strategy):
         rows = {r["rows"] for r in recs}
         batches = {r["batch"] for r in recs}
         if len(rows) > 1:
-            raise DistributedError(f"fit: x has different numbers of rows on the ranks ({sorted(rows)}): every rank must "
-                                   "be given the same data (fit shards it)", rank=rank())
+            raise DistributedError(f"fit: x has different numbers of rows on the ranks ({sorted(rows)}): every rank "
+                                   "must be given the same data (fit shards it)", rank=rank())
         if len(batches) > 1:
             raise DistributedError(f"fit: batch_size differs between ranks ({sorted(batches)})", rank=rank())
         bad = [r for r in recs if not r["fits"]]
@@ -235,7 +236,8 @@ class DataParallel(Strategy):
                              f"{format_bytes(o['have'])} available on {o['where']})" for o in bad[1:])
             msg = (f"rank {r['rank']} on host {r['host']} cannot fit the run: needs {format_bytes(r['need'])} on "
                    f"{r['where']}, {format_bytes(r['have'])} available{others}; no rank starts "
-                   + (f"(per-rank batch_size <= {mb} fits on every rank)" if mb else "(even batch_size=1 does not fit)"))
+                   + (f"(per-rank batch_size <= {mb} fits on every rank)" if mb
+                      else "(even batch_size=1 does not fit)"))
             err = MemoryBudgetError(msg, plan=plan, needed_bytes=r["need"], available_bytes=r["have"], where=r["where"],
                                     max_batch_size=mb)
             err.rank, err.host = r["rank"], r["host"]
@@ -333,8 +335,8 @@ class DataParallel(Strategy):
         """evaluate(): rank 0's weights everywhere, then this rank's contiguous
         slice of the rows (arrays; a Sequence, or steps=, is evaluated whole on
         every rank)."""
-        require_whole_batches(getattr(model, "_node_layers", ()), "a distributed evaluate, which gives each rank a share of the rows, "
-                              "would change what it computes: evaluate it in one process")
+        require_whole_batches(getattr(model, "_node_layers", ()), "a distributed evaluate, which gives each rank a "
+                              "share of the rows, would change what it computes: evaluate it in one process")
         _agree_ok("evaluate's start")
         broadcast_weights(model)
         return ShardedEval(src) if _shards_arrays(src) else src
@@ -342,8 +344,8 @@ class DataParallel(Strategy):
     def shard_predict(self, model, src):
         """predict(): rank 0's weights everywhere, then this rank's block of
         ceil(n / N) rows. Returns (src, gather): gather is (n, per) or None."""
-        require_whole_batches(getattr(model, "_node_layers", ()), "a distributed predict, which gives each rank a block "
-                              "of the rows, would change what it computes: predict in one process")
+        require_whole_batches(getattr(model, "_node_layers", ()), "a distributed predict, which gives each rank a "
+                              "block of the rows, would change what it computes: predict in one process")
         _agree_ok("predict's start")
         broadcast_weights(model)
         if not _shards_arrays(src):

@@ -80,8 +80,8 @@ def evaluate(model, strategy, x, y=None, batch_size=None, verbose="auto", steps=
 
 
 @admission.releases
-def predict(model, strategy, x, batch_size=None, verbose="auto", steps=None, memory_limit=None, device=None, callbacks=None,
-            memory_wait=None, **kwargs):
+def predict(model, strategy, x, batch_size=None, verbose="auto", steps=None, memory_limit=None, device=None,
+            callbacks=None, memory_wait=None, **kwargs):
     admission.wait_seconds(memory_wait)
     verbose = strategy.verbose(verbose_level(verbose))
     device = devices.resolve(device)
