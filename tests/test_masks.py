@@ -11,6 +11,7 @@ import pytest
 import boundfit as bf
 from boundfit import layers
 from conftest import assert_plan_equals_arenas, directional_check, engine_gradient
+from helpers.keras_compare import against_keras as compare, close
 from keras_ref import load
 
 T, T2, V, E, B = 6, 4, 11, 4, 5
@@ -26,15 +27,6 @@ IDS2[2, :2] = 0
 Y = rng.standard_normal((B, 2)).astype(np.float32)
 
 
-def close(ref, got, rtol=1e-5, scale=None):
-    """Max-norm relative error against the tensor's largest entry (or a given
-    scale: gradients are compared relative to the model's largest gradient,
-    since small entries are sums of larger float32 terms whose order differs
-    between XLA and BLAS)."""
-    ref, got = np.asarray(ref, np.float64), np.asarray(got, np.float64)
-    assert ref.shape == got.shape
-    top = max(np.abs(ref).max(), scale or 0.0, 1e-6)
-    assert np.abs(ref - got).max() <= rtol * top, (np.abs(ref - got).max(), top)
 
 
 def gap(K, Ls):
@@ -71,33 +63,11 @@ AM = (rng.random((B, T, T2)) > 0.3).astype(np.float32)
 CROSS_X = [IDS, IDS2, AM]
 
 
+
+
 def against_keras(build, x):
-    """Keras's outputs, mean squared error and gradients (one jitted JAX call),
-    against boundfit's predict and one SGD step with learning rate 1."""
-    keras = load()
-    import jax
-    import jax.numpy as jnp
-    mk, mb = build(keras, keras.layers), build(bf, layers)
-    w0 = [(np.random.default_rng(1).standard_normal(w.shape) * 0.5).astype(np.float32) for w in mk.get_weights()]
-    mk.set_weights(w0)
-    mb.set_weights(w0)
-    ntv = [v.value for v in mk.non_trainable_variables]
-
-    def loss(tv, x, y):
-        out, _ = mk.stateless_call(tv, ntv, x)
-        return jnp.mean((out - y) ** 2), out
-
-    xs = [jnp.asarray(a, jnp.float32) for a in x] if isinstance(x, list) else jnp.asarray(x, jnp.float32)
-    (lk, out), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))([v.value for v in mk.trainable_variables], xs, Y)
-    assert np.all(np.isfinite(np.asarray(out)))
-    close(out, mb.predict(x, verbose=0))
-    mb.compile(optimizer=bf.optimizers.SGD(learning_rate=1.0), loss="mse")
-    lb = mb.fit(x, Y, batch_size=B, epochs=1, shuffle=False, verbose=0).history["loss"][0]
-    assert abs(float(lk) - lb) <= 1e-5 * abs(float(lk))
-    top = max(float(np.abs(np.asarray(g)).max()) for g in grads)
-    for w, g, b in zip(w0, grads, mb.get_weights()):
-        close(np.asarray(g), w - b, scale=top)
-    return mb
+    """Outputs (finite), loss and gradients against Keras 3 (helpers/keras_compare.py)."""
+    return compare(build, x, Y, finite=True)
 
 
 @pytest.mark.parametrize("build,x", [(gap, IDS), (encoder, IDS), (causal_encoder, IDS), (cross, CROSS_X)],

@@ -2,6 +2,9 @@
 (no import cycles), and imports sit at the top of modules, except where a
 function imports a truly optional dependency (matplotlib, IPython,
 pyarrow for the streamed files) so that `import boundfit` works without it.
+The driver (engine/, models/) has no file over 500 lines and no function
+over 150; fit runs a FitLoop of named phases under a Strategy, with no
+data-parallel branch of its own.
 
 The graph is read from the source with `ast`: an edge for every import that
 runs when a module is imported (module level, inside `if` / `try` too), and,
@@ -140,3 +143,92 @@ def test_no_layer_with_an_engine_kind_infers_its_shape_in_python():
             if defines and not host:
                 found.append(f"{name}.{cls.name}")
     assert not found, f"compute_output_shape in Python on layers the engine infers: {found}"
+
+
+# ---- the driver's shape (issue 32): small functions, fit as a loop of phases under a Strategy ----
+
+MAX_FUNCTION_LINES = 150
+MAX_FILE_LINES = 500
+DRIVER = ("engine", "models")
+
+
+def _driver_files():
+    for name, path in sorted(_modules().items()):
+        if name.split(".")[1:2] and name.split(".")[1] in DRIVER:
+            yield name, path
+
+
+def _tree(module):
+    with open(_modules()[module], encoding="utf-8") as fh:
+        return ast.parse(fh.read())
+
+
+def test_no_function_in_engine_or_models_is_over_150_lines():
+    long = []
+    for name, path in _driver_files():
+        with open(path, encoding="utf-8") as fh:
+            for f in ast.walk(ast.parse(fh.read())):
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                        f.end_lineno - f.lineno + 1 > MAX_FUNCTION_LINES:
+                    long.append((name, f.name, f.end_lineno - f.lineno + 1))
+    assert long == []
+
+
+def test_no_file_in_engine_or_models_is_over_500_lines():
+    big = []
+    for name, path in _driver_files():
+        with open(path, encoding="utf-8") as fh:
+            n = len(fh.read().splitlines())
+        if n > MAX_FILE_LINES:
+            big.append((name, n))
+    assert big == []
+
+
+def _function(module, name, cls=None):
+    tree = _tree(module)
+    scope = tree.body if cls is None else next(c for c in tree.body if isinstance(c, ast.ClassDef)
+                                               and c.name == cls).body
+    return next(f for f in scope if isinstance(f, ast.FunctionDef) and f.name == name)
+
+
+def _calls(node):
+    return {ast.unparse(c.func) for c in ast.walk(node) if isinstance(c, ast.Call)}
+
+
+def test_fit_runs_the_fit_loop_under_the_strategy_it_is_given():
+    """Model.fit picks the strategy and hands it to engine/training.py's fit, which runs a FitLoop."""
+    model_fit = _calls(_function("boundfit.models.fitting", "fit", "Fitting"))
+    assert {"dist_fit.strategy", "strategy.guard", "training.fit"} <= model_fit
+    assert _calls(_function("boundfit.engine.training", "fit")) == {"FitLoop", "FitLoop(model, strategy, x, y, "
+                                                                                "**kwargs).run"}
+
+
+def test_fit_evaluate_and_predict_have_no_inline_data_parallel_branches():
+    """What depends on the ranks is a Strategy's method (engine/strategy.py, engine/dist_fit.py): the loops and
+    the model name no process group."""
+    loops = ["boundfit.engine.fit_loop", "boundfit.engine.training", "boundfit.models.fitting"]
+    names = {"dist_group", "active", "is_chief", "rank", "num_processes", "DataParallel"}
+    found = []
+    for m in loops:
+        tree = _tree(m)
+        for n in ast.walk(tree):
+            ident = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
+            if ident in names:
+                found.append((m, ident))
+        with open(_modules()[m], encoding="utf-8") as fh:
+            if "[dist hook]" in fh.read():
+                found.append((m, "[dist hook]"))
+    assert found == []
+    edges, _ = import_graph()
+    assert [m for m in loops[:2] if "boundfit.engine.dist_fit" in edges[m]] == []   # the loops get a Strategy
+
+
+def test_the_fit_loop_has_its_named_phases():
+    tree = _tree("boundfit.engine.fit_loop")
+    loop = next(c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "FitLoop")
+    methods = {f.name for f in loop.body if isinstance(f, ast.FunctionDef)}
+    assert {"check_arguments", "prepare_data", "plan_and_admit", "set_up", "open_train_run", "begin", "train_epoch",
+            "validate", "end_epoch", "end", "close"} <= methods
+    run = _calls(_function("boundfit.engine.fit_loop", "run", "FitLoop"))
+    assert {"self.check_arguments", "self.prepare_data", "self.plan_and_admit", "self.train_epoch", "self.validate",
+            "self.end_epoch", "self.close"} <= run

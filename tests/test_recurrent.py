@@ -9,6 +9,7 @@ import pytest
 import boundfit as bf
 from boundfit import layers
 from conftest import assert_plan_equals_arenas, directional_check_per_array as directional_check, engine_gradient
+from helpers.keras_compare import against_keras as compare, close
 from keras_ref import load
 
 T, D, U, B, V, E = 6, 3, 4, 5, 12, 3
@@ -23,15 +24,6 @@ Y = rng.standard_normal((B, 2)).astype(np.float32)
 CELLS = ["SimpleRNN", "LSTM", "GRU"]
 
 
-def close(ref, got, rtol=1e-5, scale=None):
-    """Max-norm relative error of a tensor, against its own largest value or a
-    given scale: a gradient whose entries are small sums of larger float32
-    terms differs by ~1e-8 when the sums run in another order (BLAS, XLA), so
-    gradients are compared relative to the largest gradient of the model."""
-    ref, got = np.asarray(ref, np.float64), np.asarray(got, np.float64)
-    assert ref.shape == got.shape
-    top = max(np.abs(ref).max(), scale or 0.0, 1e-6)
-    assert np.abs(ref - got).max() <= rtol * top, (np.abs(ref - got).max(), top)
 
 
 def stack(K, Ls):
@@ -39,6 +31,11 @@ def stack(K, Ls):
     return K.Sequential([K.Input((T, D)), Ls.SimpleRNN(U, activation="relu", return_sequences=True),
                          Ls.LSTM(U, go_backwards=True, return_sequences=True), Ls.GRU(U, go_backwards=True),
                          Ls.Dense(2)])
+
+
+def against_keras(build, x, y=Y, rtol=1e-5):
+    """Outputs, loss and gradients against Keras 3 (helpers/keras_compare.py)."""
+    return compare(build, x, y, rtol)
 
 
 def masked(K, Ls):
@@ -54,32 +51,6 @@ def masked(K, Ls):
     return K.Model(i, Ls.Dense(2)(Ls.GRU(U, go_backwards=True)(h)))
 
 
-def against_keras(build, x, y=Y, rtol=1e-5):
-    """Keras's outputs, mean squared error and gradients in one jitted JAX call
-    (stateless_call), against boundfit's predict and one SGD step (learning rate 1)."""
-    keras = load()
-    import jax
-    import jax.numpy as jnp
-    mk, mb = build(keras, keras.layers), build(bf, layers)
-    w0 = [(np.random.default_rng(1).standard_normal(w.shape) * 0.5).astype(np.float32) for w in mk.get_weights()]
-    mk.set_weights(w0)
-    mb.set_weights(w0)
-    ntv = [v.value for v in mk.non_trainable_variables]  # dropout seed states only
-    assert len(mk.trainable_variables) == len(w0)
-
-    def loss(tv, x, y):
-        out, _ = mk.stateless_call(tv, ntv, x)
-        return jnp.mean((out - y) ** 2), out
-
-    (lk, out), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))([v.value for v in mk.trainable_variables],
-                                                                       jnp.asarray(x, jnp.float32), y)
-    close(out, mb.predict(x, batch_size=len(x), verbose=0), rtol)
-    mb.compile(optimizer=bf.optimizers.SGD(learning_rate=1.0), loss="mse")
-    lb = mb.fit(x, y, batch_size=len(x), epochs=1, shuffle=False, verbose=0).history["loss"][0]
-    assert abs(float(lk) - lb) <= rtol * abs(float(lk))
-    top = max(float(np.abs(np.asarray(g)).max()) for g in grads)
-    for w, g, b in zip(w0, grads, mb.get_weights()):
-        close(np.asarray(g), w - b, rtol, scale=top)
 
 
 def test_recurrent_layers_match_keras_outputs_loss_and_gradients():

@@ -14,6 +14,7 @@ import pytest
 
 import boundfit as bf
 from boundfit import layers
+from helpers.keras_compare import against_keras as compare, close
 from keras_ref import load
 
 T, D, U, B = 5, 3, 4, 6
@@ -77,11 +78,6 @@ def give_masks(cell, masks):
     cell.get_recurrent_dropout_mask = lambda step_input: kh
 
 
-def close(ref, got, rtol=1e-5, scale=None):
-    ref, got = np.asarray(ref, np.float64), np.asarray(got, np.float64)
-    assert ref.shape == got.shape
-    top = max(np.abs(ref).max(), scale or 0.0, 1e-6)
-    assert np.abs(ref - got).max() <= rtol * top, (np.abs(ref - got).max(), top)
 
 
 def fit_seeded(m, x, y, monkeypatch, device=None, seed=RUN_SEED):
@@ -110,34 +106,17 @@ def masked_lstm(K, Ls):
                          Ls.LSTM(U, dropout=0.3, recurrent_dropout=0.3), Ls.Dense(2)])
 
 
+
+
 def against_keras(build, cells, monkeypatch, x=X, y=Y, units=U):
-    """Keras's training-mode loss and gradients with the engine's masks, in one
-    jitted JAX call, against boundfit's fit (SGD, learning rate 1); predict
-    against Keras's inference outputs. cells(mk) -> [(keras cell, cell name,
-    rate, rec_rate, direction[, engine node index, default 0])]."""
-    keras = load()
-    import jax
-    import jax.numpy as jnp
-    mk, mb = build(keras, keras.layers), build(bf, layers)
-    w0 = [(np.random.default_rng(1).standard_normal(w.shape) * 0.5).astype(np.float32) for w in mk.get_weights()]
-    mk.set_weights(w0)
-    mb.set_weights(w0)
-    for c, name, rate, rec_rate, d, *node in cells(mk):
-        give_masks(c, engine_masks(node[0] if node else 0, d, name, rate, rec_rate, len(x), D, units))
-    ntv = [v.value for v in mk.non_trainable_variables]
-
-    def loss(tv, x, y):
-        out, _ = mk.stateless_call(tv, ntv, x, training=True)
-        return jnp.mean((out - y) ** 2)
-
-    lk, grads = jax.jit(jax.value_and_grad(loss))([v.value for v in mk.trainable_variables], jnp.asarray(x), y)
-    close(mk.predict(x, verbose=0), mb.predict(x, verbose=0))
-    mb.compile(optimizer=bf.optimizers.SGD(learning_rate=1.0), loss="mse")
-    lb = fit_seeded(mb, x, y, monkeypatch).history["loss"][0]
-    assert abs(float(lk) - lb) <= 1e-5 * abs(float(lk)), (float(lk), lb)
-    top = max(float(np.abs(np.asarray(g)).max()) for g in grads)
-    for w, g, b in zip(w0, grads, mb.get_weights()):
-        close(np.asarray(g), w - b, scale=top)
+    """Keras's training-mode loss and gradients with the engine's masks against
+    boundfit's fit (helpers/keras_compare.py); predict against Keras's
+    inference outputs. cells(mk) -> [(keras cell, cell name, rate, rec_rate,
+    direction[, engine node index, default 0])]."""
+    def masks(mk):
+        for c, name, rate, rec_rate, d, *node in cells(mk):
+            give_masks(c, engine_masks(node[0] if node else 0, d, name, rate, rec_rate, len(x), D, units))
+    compare(build, x, y, prepare=masks, training=True, fit=lambda m, x, y: fit_seeded(m, x, y, monkeypatch))
 
 
 @pytest.mark.parametrize("cell", ["SimpleRNN", "LSTM", "GRU"])

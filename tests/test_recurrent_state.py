@@ -10,6 +10,7 @@ import pytest
 import boundfit as bf
 from boundfit import layers
 from conftest import assert_plan_equals_arenas, directional_check_per_array as directional_check, engine_gradient
+from helpers.keras_compare import against_keras as compare, close
 from keras_ref import load
 
 T, D, U, B, V, E, T2, Z = 5, 3, 4, 4, 9, 3, 3, 2
@@ -24,13 +25,6 @@ IDS[2, :] = 0       # all masked: the final state is the initial state
 CELLS = ["SimpleRNN", "LSTM", "GRU"]
 
 
-def close(ref, got, rtol=1e-5, scale=None):
-    """Max-norm relative error (against the tensor's largest entry or `scale`:
-    gradients are sums of float32 terms run in another order by XLA)."""
-    ref, got = np.asarray(ref, np.float64), np.asarray(got, np.float64)
-    assert ref.shape == got.shape, (ref.shape, got.shape)
-    top = max(np.abs(ref).max(), scale or 0.0, 1e-6)
-    assert np.abs(ref - got).max() <= rtol * top, (np.abs(ref - got).max(), top)
 
 
 def targets(model):
@@ -53,36 +47,12 @@ def keras_order(model, weights=None):
     return out
 
 
+
+
 def against_keras(build, x):
-    """Keras's outputs, summed mean squared errors and gradients (one jitted JAX
-    call) against boundfit's predict and one SGD step with learning rate 1."""
-    keras = load()
-    import jax
-    import jax.numpy as jnp
-    mk, mb = build(keras, keras.layers), build(bf, layers)
-    w0 = [(np.random.default_rng(1).standard_normal(w.shape) * 0.5).astype(np.float32) for w in mk.get_weights()]
-    mk.set_weights(w0)
-    assert [w.shape for w in keras_order(mb, w0)] == [w.shape for w in w0]
-    ys = targets(mb)
-    ntv = [v.value for v in mk.non_trainable_variables]
-    xs = [jnp.asarray(a, jnp.float32) for a in (x if isinstance(x, list) else [x])]
-
-    def loss(tv):
-        out, _ = mk.stateless_call(tv, ntv, xs if len(xs) > 1 else xs[0])
-        out = out if isinstance(out, (list, tuple)) else [out]
-        return sum(jnp.mean((o - y) ** 2) for o, y in zip(out, ys)), out
-
-    (lk, out), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))([v.value for v in mk.trainable_variables])
-    got = mb.predict(x, verbose=0)
-    for o, g in zip(out, got if isinstance(got, list) else [got]):
-        close(o, g)
-    mb.compile(optimizer=bf.optimizers.SGD(learning_rate=1.0), loss="mse")
-    lb = mb.fit(x, ys if len(ys) > 1 else ys[0], batch_size=B, epochs=1, shuffle=False, verbose=0).history["loss"][0]
-    assert abs(float(lk) - lb) <= 1e-5 * abs(float(lk)), (float(lk), lb)
-    top = max(float(np.abs(np.asarray(g)).max()) for g in grads)
-    for w, g, b in zip(w0, grads, keras_order(mb)):
-        close(np.asarray(g), w - b, scale=top)
-    return mb
+    """Outputs, summed losses and gradients against Keras 3 (helpers/keras_compare.py), the weights in Keras's
+    order."""
+    return compare(build, x, targets, order=keras_order)
 
 
 def state_model(return_sequences, go_backwards):

@@ -109,10 +109,10 @@ def test_setting_the_rate_of_a_scheduled_optimizer_is_refused():
 @pytest.mark.parametrize("sched,python_steps", [(schedules.ExponentialDecay(0.1, 2, 0.5, staircase=True), 0),
                                                 (HalfEvery3(), 7)], ids=["closed-form", "subclass"])
 def test_closed_form_schedules_need_no_python_per_step(monkeypatch, sched, python_steps):
-    from boundfit.engine import training
+    from boundfit.engine import fit_loop
     calls = []
-    real = training._apply_schedule
-    monkeypatch.setattr(training, "_apply_schedule", lambda m, s: (calls.append(1), real(m, s)))
+    real = fit_loop._apply_schedule
+    monkeypatch.setattr(fit_loop, "_apply_schedule", lambda m, s: (calls.append(1), real(m, s)))
     x, y = _data()
     m = _model(bf.optimizers.SGD(sched))
     m.fit(x, y, batch_size=4, epochs=1, verbose=0)

@@ -63,28 +63,14 @@ static int has_trainable(const bf_layer *L) {
     return 0;
 }
 
-bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int rows, int weighted) {
-    memset(r, 0, sizeof *r);
-    r->m = m;
-    r->be = be;
-    r->mode = mode;
-    r->B = rows;
-    r->on_device = be != bf_backend_host();
-    if (rows <= 0) return BF_FAIL(BF_ERR_ARG, "batch_size must be positive, got %d", rows);
-    if (mode != BF_MODE_PREDICT && !m->compiled)
-        return BF_FAIL(BF_ERR_ARG, "the model must be compiled before fit or evaluate");
-    const int L = m->nlayers, NI = m->n_inputs, NO = m->n_outputs, train = mode == BF_MODE_TRAIN;
-    const int LOSS = L + 1;
-    const size_t fb = sizeof(float), B = (size_t)rows;
-#define BW(i) (2 * L + 1 - (i))
-    for (int k = 0; k < NO; k++) {
-        r->out_fused[k] = mode != BF_MODE_PREDICT && m->compiled && bf_model_loss_fused(m, k);
-        int i = bf_model_producer(m, m->out_t[k]);
-        if (r->out_fused[k]) { r->node_fused[i] = 1; r->fused = 1; }
-    }
+/* the backward of node i runs at t = 2L+1-i */
+static int bw_time(const bf_run *r, int i) { return 2 * r->m->nlayers + 1 - i; }
 
-    /* every op the model needs must exist on this backend */
-    for (int i = 0; i < L; i++) {
+/* every op the model needs exists on this backend; outputs and copies it can run */
+static bf_status check_backend(const bf_run *r) {
+    const bf_model *m = r->m;
+    const bf_backend *be = r->be;
+    for (int i = 0; i < m->nlayers; i++) {
         const bf_layer *ly = &m->layers[i];
         const bf_layer_ops *ops = bf_layer_ops_of((int)ly->kind);
         int ok = ops && (!ops->supported || ops->supported(be, ly));
@@ -92,14 +78,18 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         if (!ok)
             return BF_FAIL(BF_ERR_ARG, "layer '%s' is not implemented on the %s backend in this build", ly->name, be->name);
     }
-    if (mode != BF_MODE_PREDICT) BF_TRY(bf_seq_check_outputs(m)); /* a masked output: Keras masks its loss */
-    if ((NI > 1 || NO > 1) && !be->copy2d)
+    if (r->mode != BF_MODE_PREDICT) BF_TRY(bf_seq_check_outputs(m)); /* a masked output: Keras masks its loss */
+    if ((m->n_inputs > 1 || m->n_outputs > 1) && !be->copy2d)
         return BF_FAIL(BF_ERR_ARG, "models with several inputs or outputs need copy2d, missing on the %s backend", be->name);
+    return BF_OK;
+}
 
-    /* the nodes of this run (bf_layer.modes): the others get no buffers and no steps */
+/* the nodes of this run (bf_layer.modes: the others get no buffers and no
+ * steps), and which tensors need a gradient: those a trainable parameter feeds */
+static void plan_nodes(bf_run *r) {
+    const bf_model *m = r->m;
+    const int L = m->nlayers, NI = m->n_inputs, train = r->mode == BF_MODE_TRAIN;
     for (int i = 0; i < L; i++) r->node_off[i] = !bf_node_on(r, i);
-
-    /* which tensors need a gradient: those a trainable parameter feeds */
     for (int t = 0; t < NI; t++) r->need_grad[t] = 0;
     for (int i = 0; i < L; i++) {
         const bf_layer *ly = &m->layers[i];
@@ -108,8 +98,14 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
             if (reads_input(r, i, j)) ng |= r->need_grad[ly->in_ids[j]];
         r->need_grad[NI + i] = ng;
     }
+}
 
-    /* forward buffers */
+/* forward buffers: the split inputs, each node's output (a view's is its
+ * input's), its workspaces and kept statistics, a kept pre-activation */
+static bf_status plan_forward(bf_run *r) {
+    bf_model *m = r->m;
+    const int L = m->nlayers, NI = m->n_inputs, train = r->mode == BF_MODE_TRAIN;
+    const size_t fb = sizeof(float), B = (size_t)r->B;
     for (int t = 0; t < BF_MAX_TENSORS; t++) r->t_buf[t] = r->t_grad[t] = -2;
     if (NI == 1) r->t_buf[0] = BF_X_NONE;
     else
@@ -142,20 +138,27 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
         bf_run_use(r, r->t_buf[o], t);
         int bw = train && r->need_grad[o];
         const bf_layer_ops *ops = bf_layer_ops_of((int)ly->kind);
-        if (ops->plan) BF_TRY(ops->plan(r, i, t, BW(i), bw)); /* workspaces, kept statistics */
+        if (ops->plan) BF_TRY(ops->plan(r, i, t, bw_time(r, i), bw)); /* workspaces, kept statistics */
         if (bw && keeps_z(r, i)) {
             BF_TRY(bf_run_newbuf_fmt(r, &r->aux_id[i], B * ly->out_size * fb, BF_BUF_STATE,
                                      "%s%s pre-activation", ly->name, ""));
             bf_run_use(r, r->aux_id[i], t);
         }
         /* the masks it reads (layer_registry.h: mask_reads) stay alive */
-        bf_seq_plan_mask_readers(r, i, t, BW(i), bw);
+        bf_seq_plan_mask_readers(r, i, t, bw_time(r, i), bw);
     }
-    /* losses, metrics, or the copy-out of predictions at t = L + 1 */
+    return BF_OK;
+}
+
+/* losses, metrics, or the copy-out of predictions at t = L + 1 */
+static bf_status plan_outputs(bf_run *r, int weighted) {
+    const bf_model *m = r->m;
+    const int NO = m->n_outputs, LOSS = m->nlayers + 1;
+    const size_t fb = sizeof(float), B = (size_t)r->B;
     for (int k = 0; k < NO; k++) {
         bf_run_use(r, r->t_buf[m->out_t[k]], LOSS);
         r->loss_id[k] = r->tgt_id[k] = -2;
-        if (mode == BF_MODE_PREDICT) continue;
+        if (r->mode == BF_MODE_PREDICT) continue;
         const char *on = m->layers[bf_model_producer(m, m->out_t[k]) >= 0 ? bf_model_producer(m, m->out_t[k]) : 0].name;
         if (bf_model_producer(m, m->out_t[k]) < 0) on = "input";
         const size_t S = bf_seq_loss_per_position(m, k) ? (size_t)bf_seq_out_positions(m, k) : 1;
@@ -171,64 +174,93 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
             bf_run_use(r, r->tgt_id[k], LOSS);
         }
     }
-    r->y_row = mode != BF_MODE_PREDICT ? m->y_row : 0;
+    r->y_row = r->mode != BF_MODE_PREDICT ? m->y_row : 0;
+    return BF_OK;
+}
 
-    /* backward buffers: the gradient of each tensor, written first by the
-     * loss or by its last reader, then added to by the others */
+/* backward buffers: the gradient of each tensor, written first by the
+ * loss or by its last reader, then added to by the others */
+static bf_status plan_backward(bf_run *r) {
+    const bf_model *m = r->m;
+    const int L = m->nlayers, NI = m->n_inputs, NO = m->n_outputs, LOSS = L + 1;
+    const size_t fb = sizeof(float), B = (size_t)r->B;
     int written[BF_MAX_TENSORS] = {0};
     for (int i = 0; i < L; i++) {
         r->node_bw[i] = 0;
         for (int j = 0; j < BF_MAX_NODE_IN; j++) r->gtmp[i][j] = -3;
     }
-    if (train) {
-        for (int k = 0; k < NO; k++) {
-            int o = m->out_t[k];
-            if (!r->need_grad[o]) continue;
-            BF_TRY(bf_run_newbuf_fmt(r, &r->t_grad[o], B * (size_t)m->t_size[o] * fb, BF_BUF_GRAD,
-                                     "%s%s output gradient",
-                          m->layers[bf_model_producer(m, o)].name, ""));
-            bf_run_use(r, r->t_grad[o], LOSS);
-            written[o] = 1;
-        }
-        for (int i = L - 1; i >= 0; i--) {
-            const bf_layer *ly = &m->layers[i];
-            int o = NI + i, t = BW(i);
-            if (!r->need_grad[o]) continue;
-            if (!written[o]) return BF_FAIL(BF_ERR_INTERNAL, "%s: its output's gradient is never computed", ly->name);
-            r->node_bw[i] = 1;
-            bf_run_use(r, r->t_grad[o], t);
-            const int side = (flags_of(r, i) & BF_LF_SIDE_OUT) != 0;
-            if (side) /* a final state's gradient: the recurrent node reads it */
-                bf_run_use(r, r->t_grad[o], BW(bf_model_producer(m, ly->in_ids[0])));
-            bf_run_use(r, r->aux_id[i], t);
-            if (needs_in(r, i))
-                for (int j = 0; j < ly->nin; j++)
-                    if (reads_input(r, i, j)) bf_run_use(r, r->t_buf[ly->in_ids[j]], t);
-            if (needs_out(r, i)) bf_run_use(r, r->t_buf[o], t);
-            for (int j = 0; j < ly->nin; j++) {
-                int u = ly->in_ids[j];
-                if (!r->need_grad[u] || !reads_input(r, i, j) || (flags_of(r, i) & BF_LF_NO_GRAD_IN)) continue;
-                if (side && written[u]) continue; /* adds nothing to it */
-                if (!written[u]) {
-                    if (r->node_view[i]) r->t_grad[u] = r->t_grad[o];
-                    else BF_TRY(bf_run_newbuf_fmt(r, &r->t_grad[u], B * (size_t)m->t_size[u] * fb, BF_BUF_GRAD,
-                                                  "%s%s output gradient",
-                                       m->layers[bf_model_producer(m, u)].name, ""));
-                    r->gtmp[i][j] = -2;
-                    written[u] = 1;
-                } else if (r->node_view[i]) {
-                    r->gtmp[i][j] = r->t_grad[o]; /* the contribution is the output's gradient itself */
-                } else {
-                    BF_TRY(bf_run_newbuf_fmt(r, &r->gtmp[i][j], B * (size_t)m->t_size[u] * fb, BF_BUF_GRAD,
-                                             "%s%s input gradient (to add)",
-                                  ly->name, ""));
-                    bf_run_use(r, r->gtmp[i][j], t);
-                }
-                bf_run_use(r, r->t_grad[u], t);
+    if (r->mode != BF_MODE_TRAIN) return BF_OK;
+    for (int k = 0; k < NO; k++) {
+        int o = m->out_t[k];
+        if (!r->need_grad[o]) continue;
+        BF_TRY(bf_run_newbuf_fmt(r, &r->t_grad[o], B * (size_t)m->t_size[o] * fb, BF_BUF_GRAD,
+                                 "%s%s output gradient",
+                      m->layers[bf_model_producer(m, o)].name, ""));
+        bf_run_use(r, r->t_grad[o], LOSS);
+        written[o] = 1;
+    }
+    for (int i = L - 1; i >= 0; i--) {
+        const bf_layer *ly = &m->layers[i];
+        int o = NI + i, t = bw_time(r, i);
+        if (!r->need_grad[o]) continue;
+        if (!written[o]) return BF_FAIL(BF_ERR_INTERNAL, "%s: its output's gradient is never computed", ly->name);
+        r->node_bw[i] = 1;
+        bf_run_use(r, r->t_grad[o], t);
+        const int side = (flags_of(r, i) & BF_LF_SIDE_OUT) != 0;
+        if (side) /* a final state's gradient: the recurrent node reads it */
+            bf_run_use(r, r->t_grad[o], bw_time(r, bf_model_producer(m, ly->in_ids[0])));
+        bf_run_use(r, r->aux_id[i], t);
+        if (needs_in(r, i))
+            for (int j = 0; j < ly->nin; j++)
+                if (reads_input(r, i, j)) bf_run_use(r, r->t_buf[ly->in_ids[j]], t);
+        if (needs_out(r, i)) bf_run_use(r, r->t_buf[o], t);
+        for (int j = 0; j < ly->nin; j++) {
+            int u = ly->in_ids[j];
+            if (!r->need_grad[u] || !reads_input(r, i, j) || (flags_of(r, i) & BF_LF_NO_GRAD_IN)) continue;
+            if (side && written[u]) continue; /* adds nothing to it */
+            if (!written[u]) {
+                if (r->node_view[i]) r->t_grad[u] = r->t_grad[o];
+                else BF_TRY(bf_run_newbuf_fmt(r, &r->t_grad[u], B * (size_t)m->t_size[u] * fb, BF_BUF_GRAD,
+                                              "%s%s output gradient",
+                                   m->layers[bf_model_producer(m, u)].name, ""));
+                r->gtmp[i][j] = -2;
+                written[u] = 1;
+            } else if (r->node_view[i]) {
+                r->gtmp[i][j] = r->t_grad[o]; /* the contribution is the output's gradient itself */
+            } else {
+                BF_TRY(bf_run_newbuf_fmt(r, &r->gtmp[i][j], B * (size_t)m->t_size[u] * fb, BF_BUF_GRAD,
+                                         "%s%s input gradient (to add)",
+                              ly->name, ""));
+                bf_run_use(r, r->gtmp[i][j], t);
             }
+            bf_run_use(r, r->t_grad[u], t);
         }
     }
-#undef BW
+    return BF_OK;
+}
+
+bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int rows, int weighted) {
+    memset(r, 0, sizeof *r);
+    r->m = m;
+    r->be = be;
+    r->mode = mode;
+    r->B = rows;
+    r->on_device = be != bf_backend_host();
+    if (rows <= 0) return BF_FAIL(BF_ERR_ARG, "batch_size must be positive, got %d", rows);
+    if (mode != BF_MODE_PREDICT && !m->compiled)
+        return BF_FAIL(BF_ERR_ARG, "the model must be compiled before fit or evaluate");
+    const int L = m->nlayers, NO = m->n_outputs, train = mode == BF_MODE_TRAIN;
+    const size_t fb = sizeof(float), B = (size_t)rows;
+    for (int k = 0; k < NO; k++) {
+        r->out_fused[k] = mode != BF_MODE_PREDICT && m->compiled && bf_model_loss_fused(m, k);
+        int i = bf_model_producer(m, m->out_t[k]);
+        if (r->out_fused[k]) { r->node_fused[i] = 1; r->fused = 1; }
+    }
+    BF_TRY(check_backend(r));
+    plan_nodes(r);
+    BF_TRY(plan_forward(r));
+    BF_TRY(plan_outputs(r, weighted));
+    BF_TRY(plan_backward(r));
     BF_TRY(bf_plan_offsets(r->bufs, r->nbuf, &r->scratch_bytes));
     for (int i = 0; i < r->nbuf; i++) r->naive_scratch_bytes += bf_align_up(r->bufs[i].bytes);
 

@@ -6,6 +6,8 @@ adjacent axes of the weight, as Keras's default axis=0)."""
 
 import math
 
+from .config_object import ConfigObject
+
 _MAX_NORM, _NON_NEG, _UNIT_NORM, _MIN_MAX_NORM = 1, 2, 3, 4   # bf_constraint_kind
 
 
@@ -23,15 +25,8 @@ def _axis(cls, axis):
     return axis
 
 
-class Constraint:
+class Constraint(ConfigObject):
     """Base class of weight constraints: `__call__(w)` returns the constrained weights, applied after every update."""
-    def get_config(self):
-        return {}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
-
     def _engine(self, rank):
         raise NotImplementedError
 
@@ -41,16 +36,6 @@ class Constraint:
             raise ValueError(f"{type(self).__name__}: axis={self.axis!r} must name adjacent axes of a weight of "
                              f"rank {rank}")
         return axes[0], axes[-1]
-
-    def __eq__(self, other):
-        return type(self) is type(other) and self.get_config() == other.get_config()
-
-    def __hash__(self):
-        return hash(type(self).__name__)
-
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
-        return f"{type(self).__name__}({args})"
 
 
 class MaxNorm(Constraint):

@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 
+from .config_object import ConfigObject
+
 # bf_init (csrc/core/model.h)
 _ZEROS, _ONES, _GLOROT_UNIFORM, _CONSTANT, _RANDOM_UNIFORM, _RANDOM_NORMAL, _TRUNCATED_NORMAL = range(7)
 _VS_UNIFORM, _VS_NORMAL, _VS_TRUNCATED_NORMAL, _ORTHOGONAL = range(7, 11)
@@ -22,28 +24,11 @@ def _number(cls, arg, v):
     return float(v)
 
 
-class Initializer:
+class Initializer(ConfigObject):
     """Base class; subclasses give `_engine()` and `get_config()`."""
-
-    def get_config(self):
-        return {}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
 
     def _engine(self):
         raise NotImplementedError
-
-    def __eq__(self, other):
-        return type(self) is type(other) and self.get_config() == other.get_config()
-
-    def __hash__(self):
-        return hash((type(self).__name__, tuple(sorted(self.get_config().items()))))
-
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
-        return f"{type(self).__name__}({args})"
 
 
 class Zeros(Initializer):
@@ -60,7 +45,7 @@ class Ones(Initializer):
 
 class Constant(Initializer):
     """A number, or an array of the weight's size (keras.io's PointNet: an identity matrix as a bias), which
-    the model writes into the weight when it builds (models/model.py: _array_initializers)."""
+    the model writes into the weight when it builds (models/building.py: _array_initializers)."""
 
     def __init__(self, value=0.0):
         if isinstance(value, (list, tuple, np.ndarray)):

@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 
+from .config_object import ConfigObject
+
 
 def _factor(cls, arg, v):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
@@ -15,33 +17,16 @@ def _factor(cls, arg, v):
     return float(v)
 
 
-class Regularizer:
+class Regularizer(ConfigObject):
     """Base class of weight and activity regularizers: `__call__(x)` returns the penalty added to the loss."""
     def _engine(self):
         """(l1, l2) for the engine."""
         raise NotImplementedError
 
-    def get_config(self):
-        return {}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
-
     def __call__(self, x):
         x = np.asarray(x, dtype=np.float64)
         l1, l2 = self._engine()
         return l1 * np.abs(x).sum() + l2 * np.square(x).sum()
-
-    def __eq__(self, other):
-        return type(self) is type(other) and self.get_config() == other.get_config()
-
-    def __hash__(self):
-        return hash((type(self).__name__, tuple(sorted(self.get_config().items()))))
-
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
-        return f"{type(self).__name__}({args})"
 
 
 class L1(Regularizer):

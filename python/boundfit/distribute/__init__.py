@@ -86,22 +86,25 @@ ended, and the launcher exits non-zero naming it (distribute/reap.py).
 
 Where it lives: the process group and its collectives in
 runtime/dist_group.py (the engine's transports: csrc/core/dist_mpi.c and
-dist_tcp.c), fit's hooks in engine/dist_fit.py and the per-rank
-data in engine/dist_shard.py; this package is the public face (and
-`python -m boundfit.distribute`: launch.py, reap.py). Hooks in other files, each
-marked `[dist hook]`:
+dist_tcp.c), the data-parallel Strategy of fit / evaluate / predict in
+engine/dist_fit.py and the per-rank data in engine/dist_shard.py; this
+package is the public face (and `python -m boundfit.distribute`: launch.py,
+reap.py). Where the rest meets it (a hook outside a Strategy is marked
+`[dist hook]`):
 - csrc/core/run.c, end_step(): bf_dist_step() between backward and the
   non-finite check / optimizer update (gradients averaged, flag agreed);
 - csrc/python/module.c, module_exec(): bf_dist_py_init() adds dist_py.c's functions;
-- engine/training.py, fit(): verbose(), prepare_fit() (Sequences by rank),
-  agree_plan() (after the plan, before require_fits), shard_fit_data() (after
-  the batch size is known), sync_moving_stats() (after each epoch's steps),
-  sum_over_ranks() (before the epoch's logs);
-  evaluate(): verbose(), shard_eval(), sum_over_ranks(); predict():
-  verbose(), shard_predict() (before the plan, which counts the gathered
-  rows), gather_predictions();
-- models/model.py, Model.fit() / evaluate() / predict(): fit_guard(); Model.save() and
-  Model.save_weights(): rank 0 only (so ModelCheckpoint too);
+- engine/fit_loop.py / engine/training.py: fit, evaluate and predict take a
+  Strategy (engine/strategy.py); DataParallel in engine/dist_fit.py is the
+  data-parallel one: verbose(), device(), prepare_fit() (Sequences by rank),
+  agree_plan() (after the plan, before require_fits), shard_fit_data()
+  (after the batch size is known), start_run() (rank 0's weights over NCCL),
+  end_epoch() (moving statistics averaged), reduce_logs() (before the
+  epoch's logs); shard_eval(), shard_predict() (before the plan, which counts
+  the gathered rows), gather_predictions(); guard() around each
+  (models/fitting.py picks the strategy: dist_fit.strategy());
+- models/persistence.py, Model.save() and Model.save_weights(): rank 0 only
+  (so ModelCheckpoint too);
 - callbacks/checkpoint.py, BackupAndRestore._save() and on_train_end():
   rank 0 writes and deletes the backup.
 """

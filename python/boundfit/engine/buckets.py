@@ -211,3 +211,49 @@ class ShapeRuns:
 
     def close(self):
         self._close()
+
+
+def other_length(model, val, train):
+    """Validation arrays whose length is not training's first (a variable-length model): the model bound to
+    training's first length again after looking."""
+    model._require_built(val.sample_x())
+    shapes = list(model._bound)
+    model._require_built(train.sample_x())
+    return shapes != list(model._bound)
+
+
+def undeclared(shapes, declared, label=""):
+    """DataError: batch 0's input shapes are not among fit(lengths=...)'s."""
+    return DataError(f"{batch_text(0, label)}: input shape {shape_text(shapes)} is not one of the lengths "
+                     f"fit(lengths=...) declared: {sorted(shape_text(s) for s in declared)}", batch_index=0)
+
+
+def length_runs(model, val, plans, plan_now, vw, declared):
+    """Validation's runs over batches of several lengths (the training run closed meanwhile): one per length on
+    its engine, as evaluate makes them; each length planned once (plans, kept over the epochs; with
+    fit(lengths=...) all before step one, and no other length taken) and checked against the budget before its
+    first batch."""
+    model._require_built(val.sample_x())   # the engine of its first batch's length
+    shapes = list(model._bound)
+    if declared is not None and key(shapes) not in plans:
+        raise undeclared(shapes, declared, "validation")
+    first = plans.get(key(shapes)) or plan_now()
+    plans[key(shapes)] = first
+    require_fits(first, shapes, 0, "validation")
+    runs = ShapeRuns(model, lambda p: model._engine.open_run("evaluate", p.rows, device=p.device,
+                                                             weighted=vw.evaluate), plan_now, first,
+                     declared=declared, label="validation")
+    runs.plans = plans
+    return runs
+
+
+def plan_declared(model, declared, plan_now, label=""):
+    """fit(lengths=...): each declared length's engine built (or taken from the
+    cache) and its run planned and checked against the budget, before step one."""
+    plans = {}
+    for shapes in declared:
+        model._bind_to(shapes)
+        p = plan_now()
+        plans[key(shapes)] = p
+        require_fits(p, shapes, None, label)
+    return plans

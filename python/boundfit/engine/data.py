@@ -16,7 +16,7 @@ from .. import utils
 from ..errors import DataError
 from .arrays import (DEFAULT_BATCH, as_arrays, as_sample_weight, check_batch_size, check_files, check_x, check_y,
                      engine_batch, mapped_files, same_rows)
-from .adapters import adapt_all  # noqa: F401 - training adapts x, y, validation_data with it
+from .adapters import adapt_all
 from .adapters.csv_stream import from_csv  # noqa: F401 - bf.data.from_csv
 from .adapters.hf import from_hf  # noqa: F401 - bf.data.from_hf
 from .adapters.parquet import from_parquet  # noqa: F401 - bf.data.from_parquet
@@ -166,6 +166,16 @@ def _split(n, validation_split):
     if validation_split and n_val == 0:
         raise DataError(f"validation_split={validation_split} leaves no validation samples out of {n}")
     return n - n_val
+
+
+def prepare(model, x, y, validation_data=None):
+    """x, y and validation_data adapted (tf.data, DataLoader, pandas); a subclassed model traced on the data's
+    shapes. Several inputs / outputs need nothing here: the engine gathers each array in place."""
+    x, y, validation_data = adapt_all(x, y, validation_data)
+    seq = x is not None and _is_sequence(x)
+    if not model._functional and x is not None and not seq:
+        model._require_built(x)
+    return x, y, validation_data
 
 
 def _is_sequence(x):

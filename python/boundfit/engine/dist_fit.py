@@ -1,10 +1,10 @@
-"""fit's, evaluate's and predict's hooks under a DataParallel distribution
-(called from engine/training.py and models/model.py at lines marked
-[dist hook]): device='cuda' as this rank's GPU and its NCCL communicator
-(NCCL's buffers in the plan), the one plan agreed by every rank, rank 0's weights broadcast,
-the data sharded, epoch and evaluate logs summed over ranks (totals and metric sums),
-predict's blocks gathered on every rank, and a rank's error told to
-the others."""
+"""The data-parallel Strategy (engine/strategy.py) of fit, evaluate and
+predict under a DataParallel distribution: progress from rank 0,
+device='cuda' as this rank's GPU and its NCCL communicator (NCCL's buffers
+in the plan), the one plan agreed by every rank, rank 0's weights
+broadcast, the data sharded, epoch and evaluate logs summed over ranks
+(totals and metric sums), predict's blocks gathered on every rank, and a
+rank's error told to the others. strategy() picks it or OneProcess."""
 
 import contextlib
 import os
@@ -26,110 +26,14 @@ from ..sizes import format_bytes
 from .data import ArrayData, _is_sequence
 from .dist_shard import ShardedArrays, ShardedEval, predict_block, shard_predict_rows, shard_source
 from .plan import PlanEntry
-
-def verbose(v):
-    """Progress output from rank 0 only."""
-    return v if active() is None or is_chief() else 0
-
-
-def prepare_fit(model, x, validation_data, device):
-    """Before the data is adapted: on a CUDA device, the NCCL communicator
-    (before the plan reads the free device memory); Sequence sources sharded
-    by batch index."""
-    d = active()
-    if d is None:
-        return x, validation_data
-    require_whole_batches(getattr(model, "_node_layers", ()), "data-parallel training, which splits each batch across the ranks, "
-                          "would change what it computes: train it in one process")
-    if _is_cuda(device):
-        _nccl_setup(device)
-    if d.auto_shard_dataset and x is not None and _is_sequence(x):
-        x = shard_source(x)
-    if d.auto_shard_dataset and validation_data is not None and _is_sequence(validation_data):
-        validation_data = shard_source(validation_data)
-    return x, validation_data
-
-
-def agree_plan(model, plan, replan, auto_batch, train_rows):
-    """One plan for all ranks. replan(batch) plans this rank at another batch
-    size. Adds the all-reduce scratch to the plan, exchanges verdicts, and
-    raises the same MemoryBudgetError on every rank when any rank is short."""
-    if active() is None:
-        return plan
-    if str(plan.device) not in ("cpu", "host") and not _is_cuda(plan.device):
-        raise ValueError(f"fit: device {plan.device} under DataParallel: only 'cpu' (MPI / TCP) and 'cuda' (NCCL)")
-    _agree_ok("the memory plan")
-    plan = _with_comm(plan)
-    if auto_batch:
-        b = int(plan.batch_size)
-        while not plan.fits and b > 1:
-            b = max(1, int(b * 0.9))
-            plan = _with_comm(replan(b))
-        recs = _allgather_json({"b": b if plan.fits else 0})
-        smallest = min(r["b"] for r in recs)
-        if smallest > 0 and smallest != b:
-            plan = _with_comm(replan(smallest))
-    short = plan.shortfall()
-    mine = {"rank": rank(), "host": socket.gethostname(), "fits": bool(plan.fits), "rows": -1 if train_rows is None else int(train_rows),
-            "batch": int(plan.batch_size), "max_batch": plan.max_batch_size,
-            "where": short[0] if short else None, "need": int(short[1]) if short else 0,
-            "have": int(short[2]) if short else 0}
-    recs = _allgather_json(mine)
-    rows = {r["rows"] for r in recs}
-    batches = {r["batch"] for r in recs}
-    if len(rows) > 1:
-        raise DistributedError(f"fit: x has different numbers of rows on the ranks ({sorted(rows)}): every rank must "
-                               "be given the same data (fit shards it)", rank=rank())
-    if len(batches) > 1:
-        raise DistributedError(f"fit: batch_size differs between ranks ({sorted(batches)})", rank=rank())
-    bad = [r for r in recs if not r["fits"]]
-    if bad:
-        r = bad[0]
-        maxes = [x["max_batch"] for x in recs if x["max_batch"] is not None]
-        mb = min(maxes) if maxes else None
-        others = "".join(f"; also rank {o['rank']} on host {o['host']} ({format_bytes(o['need'])} needed, "
-                         f"{format_bytes(o['have'])} available on {o['where']})" for o in bad[1:])
-        msg = (f"rank {r['rank']} on host {r['host']} cannot fit the run: needs {format_bytes(r['need'])} on "
-               f"{r['where']}, {format_bytes(r['have'])} available{others}; no rank starts "
-               + (f"(per-rank batch_size <= {mb} fits on every rank)" if mb else "(even batch_size=1 does not fit)"))
-        err = MemoryBudgetError(msg, plan=plan, needed_bytes=r["need"], available_bytes=r["have"], where=r["where"],
-                                max_batch_size=mb)
-        err.rank, err.host = r["rank"], r["host"]
-        raise err
-    return plan
+from .strategy import ONE_PROCESS, Strategy
 
 
 TCP_SCRATCH = 64 << 10   # dist_tcp.c's static receive block (SCRATCH_DOUBLES * 8)
 
 
-def broadcast_on_device(run, device):
-    """A training run on a CUDA device: rank 0's weights and optimizer state
-    broadcast over NCCL into every rank's device copy, before step one."""
-    if active() is None or not _is_cuda(device):
-        return
-    try:
-        run.dist_broadcast()
-    except BoundfitError as e:
-        if str(e).startswith(_BF_ERR_DIST_PREFIX):
-            raise DistributedError(str(e), rank=rank()) from None
-        raise
-
-
 def _is_cuda(device):
     return device is not None and str(getattr(device, "kind", device)).startswith("cuda")
-
-
-def device_for_rank(device):
-    """device='cuda' under DataParallel: this rank's GPU, cuda:LOCAL_RANK (the
-    launcher's local rank: LOCAL_RANK, MPI_LOCALRANKID, OMPI_COMM_WORLD_LOCAL_RANK);
-    an explicit 'cuda:N' is kept."""
-    if active() is None or not isinstance(device, str) or device.strip().lower() not in ("cuda", "gpu"):
-        return device
-    for name in ("LOCAL_RANK", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK"):
-        v = os.environ.get(name)
-        if v not in (None, "") and v.isdigit():
-            return f"cuda:{int(v)}"
-    return device
 
 
 def _nccl_setup(device):
@@ -203,151 +107,9 @@ def warn_batchnorm(model):
                       "the ranks after every epoch (see bf.distribute)", stacklevel=4)
 
 
-def sync_moving_stats(model):
-    """After each epoch, before validation: every BatchNormalization's moving
-    mean and variance averaged over the ranks. The update is linear in the
-    batch means, so the averaged moving mean is the one a single process
-    with the global batch keeps (equal shards); the moving variance is the
-    mean of the ranks' (without the spread between the ranks' batch means)."""
-    bns = _batchnorms(model) if active() is not None else []
-    if not bns:
-        return
-    _agree_ok("the moving statistics' average")
-    per = [layer.get_weights() for layer in bns]
-    flat = np.concatenate([np.ravel(a) for w in per for a in w[-2:]])
-    avg = (_allreduce(flat) / num_processes()).astype(np.float32)
-    at = 0
-    for layer, ws in zip(bns, per):
-        for i in (len(ws) - 2, len(ws) - 1):
-            ws[i] = avg[at:at + ws[i].size].reshape(ws[i].shape)
-            at += ws[i].size
-        layer.set_weights(ws)
-
-
-def shard_fit_data(model, train, val, device=None):
-    """After the batch size is known: the same weights and data order on every
-    rank, then each rank's shard. The order is rank 0's shuffle, drawn from
-    the generator one process of the same script draws it from (seeded by
-    set_random_seed when the script seeds), so that N ranks of batch B read
-    the global batches of one process with batch N*B. On a CUDA device the
-    weights go over NCCL once the run holds them (broadcast_on_device), not
-    over the host transport."""
-    d = active()
-    if d is None:
-        return train, val
-    _agree_ok("the weights' broadcast")
-    if not _is_cuda(device):
-        broadcast_weights(model)
-    warn_batchnorm(model)
-    if not d.auto_shard_dataset:
-        return train, val
-    if getattr(train, "shuffle", False):
-        bcast_rng(train.rng)   # arrays: the rows' order; a Sequence: its batches' (every rank's i-th the same step)
-    if isinstance(train, ArrayData):
-        train = ShardedArrays(train)
-    if isinstance(val, ArrayData):
-        val = ShardedEval(val)
-    return train, val
-
-
-def sum_over_ranks(model, parts):
-    """The epoch's loss totals and metric sums, in place, summed over the
-    ranks, so that the logs made from them are one process's over every
-    rank's rows: the losses and every metric (AUC, Precision, weighted means)
-    exactly. parts: [(totals, run, sharded)], the same on every rank; an
-    unsharded part (validation data every rank reads whole) stays local."""
-    if active() is None:
-        return
-    _agree_ok("the epoch's logs")
-    n_out = model._n_outputs
-    flat, spans = [], []
-    for tot, run, sharded in parts:
-        if not sharded:
-            continue
-        sums = np.array(run.metric_sums(), np.float64) if run is not None else np.zeros(0)
-        flat.append(np.concatenate([[tot[0], tot[1]], np.zeros(n_out) if tot[2] is None else tot[2], sums]))
-        spans.append((tot, run, len(sums)))
-    if not flat:
-        return
-    tot_all = _allreduce(np.concatenate(flat)).astype(np.float64)
-    at = 0
-    for tot, run, m in spans:
-        tot[0], tot[1] = float(tot_all[at]), int(round(tot_all[at + 1]))
-        tot[2] = [float(v) for v in tot_all[at + 2:at + 2 + n_out]]
-        at += 2 + n_out
-        if run is not None:
-            run.set_metric_sums(tot_all[at:at + m])
-        at += m
-
-
 def _shards_arrays(src):
     d = active()
     return d is not None and d.auto_shard_dataset and isinstance(src, ArrayData) and not src.steps
-
-
-def shard_eval(model, src):
-    """evaluate(): rank 0's weights everywhere, then this rank's contiguous
-    slice of the rows (arrays; a Sequence, or steps=, is evaluated whole on
-    every rank)."""
-    if active() is None:
-        return src
-    require_whole_batches(getattr(model, "_node_layers", ()), "a distributed evaluate, which gives each rank a share of the rows, "
-                          "would change what it computes: evaluate it in one process")
-    _agree_ok("evaluate's start")
-    broadcast_weights(model)
-    return ShardedEval(src) if _shards_arrays(src) else src
-
-
-def is_sharded(src):
-    """Whether this rank reads only its share of src's rows (validation and
-    evaluate() arrays); a Sequence every rank reads whole is not."""
-    return isinstance(src, ShardedEval)
-
-
-def shard_predict(model, src):
-    """predict(): rank 0's weights everywhere, then this rank's block of
-    ceil(n / N) rows. Returns (src, gather): gather is (n, per) or None."""
-    if active() is None:
-        return src, None
-    require_whole_batches(getattr(model, "_node_layers", ()), "a distributed predict, which gives each rank a block "
-                          "of the rows, would change what it computes: predict in one process")
-    _agree_ok("predict's start")
-    broadcast_weights(model)
-    if not _shards_arrays(src):
-        return src, None
-    n = src.num_rows
-    per = predict_block(n)
-    if per == 0:
-        return src, None
-    return shard_predict_rows(src, per), (n, per)
-
-
-def predict_rows(src, gather):
-    """predict's rows for the plan: the source's (None for a Sequence), plus,
-    when sharded, the gathered result's N blocks of per rows."""
-    return src.num_rows if gather is None else src.num_rows + num_processes() * gather[1]
-
-
-def gather_predictions(preds, gather):
-    """Every rank's block of each output, in rank order, on every rank: the
-    full predictions, as one process returns them."""
-    if gather is None:
-        return preds
-    n, per = gather
-    _agree_ok("predict's gather")
-    N, me = num_processes(), rank()
-
-    def one(a):
-        full = np.zeros((N * per,) + a.shape[1:], dtype=a.dtype)
-        full[me * per:me * per + a.shape[0]] = a
-        for r in range(N):
-            _call_bcast(full[r * per:(r + 1) * per], r)
-        return full[:n]
-    if isinstance(preds, dict):
-        return {k: one(v) for k, v in preds.items()}
-    if isinstance(preds, list):
-        return [one(v) for v in preds]
-    return one(preds)
 
 
 def _call_bcast(buf, root):
@@ -356,19 +118,6 @@ def _call_bcast(buf, root):
     except BoundfitError as e:
         if str(e).startswith(_BF_ERR_DIST_PREFIX):
             raise DistributedError(str(e), rank=rank()) from None
-        raise
-
-
-@contextlib.contextmanager
-def fit_guard():
-    """Around fit: an error on this rank is told to the others (on_fit_error),
-    an engine error of a collective comes out as DistributedError."""
-    try:
-        yield
-    except BaseException as e:
-        err = on_fit_error(e)
-        if err is not e:
-            raise err from None
         raise
 
 
@@ -391,3 +140,244 @@ def on_fit_error(exc):
 def comm_seconds():
     """Seconds this rank spent in collectives so far (benchmarks)."""
     return _core.dist_info()[2]
+
+
+def strategy():
+    """The Strategy of a run started now: DataParallel when a data-parallel distribution of several ranks is
+    active, else one process."""
+    return DataParallel() if active() is not None else ONE_PROCESS
+
+
+class DataParallel(Strategy):
+    """fit / evaluate / predict in each rank of a DataParallel distribution (runtime/dist_group.py)."""
+
+    data_parallel = True
+
+    def verbose(self, v):
+        """Progress output from rank 0 only."""
+        return v if is_chief() else 0
+
+    def device(self, device):
+        """device='cuda' under DataParallel: this rank's GPU, cuda:LOCAL_RANK (the
+        launcher's local rank: LOCAL_RANK, MPI_LOCALRANKID, OMPI_COMM_WORLD_LOCAL_RANK);
+        an explicit 'cuda:N' is kept."""
+        if not isinstance(device, str) or device.strip().lower() not in ("cuda", "gpu"):
+            return device
+        for name in ("LOCAL_RANK", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK"):
+            v = os.environ.get(name)
+            if v not in (None, "") and v.isdigit():
+                return f"cuda:{int(v)}"
+        return device
+
+    @contextlib.contextmanager
+    def guard(self):
+        """Around fit / evaluate / predict: an error on this rank is told to the others (on_fit_error),
+        an engine error of a collective comes out as DistributedError."""
+        try:
+            yield
+        except BaseException as e:
+            err = on_fit_error(e)
+            if err is not e:
+                raise err from None
+            raise
+
+    def prepare_fit(self, model, x, validation_data, device):
+        """Before the data is adapted: on a CUDA device, the NCCL communicator
+        (before the plan reads the free device memory); Sequence sources sharded
+        by batch index."""
+        d = active()
+        require_whole_batches(getattr(model, "_node_layers", ()), "data-parallel training, which splits each batch "
+                              "across the ranks, would change what it computes: train it in one process")
+        if _is_cuda(device):
+            _nccl_setup(device)
+        if d.auto_shard_dataset and x is not None and _is_sequence(x):
+            x = shard_source(x)
+        if d.auto_shard_dataset and validation_data is not None and _is_sequence(validation_data):
+            validation_data = shard_source(validation_data)
+        return x, validation_data
+
+    def agree_plan(self, model, plan, replan, auto_batch, train_rows):
+        """One plan for all ranks. replan(batch) plans this rank at another batch
+        size. Adds the all-reduce scratch to the plan, exchanges verdicts, and
+        raises the same MemoryBudgetError on every rank when any rank is short."""
+        if str(plan.device) not in ("cpu", "host") and not _is_cuda(plan.device):
+            raise ValueError(f"fit: device {plan.device} under DataParallel: only 'cpu' (MPI / TCP) and 'cuda' (NCCL)")
+        _agree_ok("the memory plan")
+        plan = _with_comm(plan)
+        if auto_batch:
+            b = int(plan.batch_size)
+            while not plan.fits and b > 1:
+                b = max(1, int(b * 0.9))
+                plan = _with_comm(replan(b))
+            recs = _allgather_json({"b": b if plan.fits else 0})
+            smallest = min(r["b"] for r in recs)
+            if smallest > 0 and smallest != b:
+                plan = _with_comm(replan(smallest))
+        short = plan.shortfall()
+        mine = {"rank": rank(), "host": socket.gethostname(), "fits": bool(plan.fits),
+                "rows": -1 if train_rows is None else int(train_rows),
+                "batch": int(plan.batch_size), "max_batch": plan.max_batch_size,
+                "where": short[0] if short else None, "need": int(short[1]) if short else 0,
+                "have": int(short[2]) if short else 0}
+        recs = _allgather_json(mine)
+        rows = {r["rows"] for r in recs}
+        batches = {r["batch"] for r in recs}
+        if len(rows) > 1:
+            raise DistributedError(f"fit: x has different numbers of rows on the ranks ({sorted(rows)}): every rank "
+                                   "must be given the same data (fit shards it)", rank=rank())
+        if len(batches) > 1:
+            raise DistributedError(f"fit: batch_size differs between ranks ({sorted(batches)})", rank=rank())
+        bad = [r for r in recs if not r["fits"]]
+        if bad:
+            r = bad[0]
+            maxes = [x["max_batch"] for x in recs if x["max_batch"] is not None]
+            mb = min(maxes) if maxes else None
+            others = "".join(f"; also rank {o['rank']} on host {o['host']} ({format_bytes(o['need'])} needed, "
+                             f"{format_bytes(o['have'])} available on {o['where']})" for o in bad[1:])
+            msg = (f"rank {r['rank']} on host {r['host']} cannot fit the run: needs {format_bytes(r['need'])} on "
+                   f"{r['where']}, {format_bytes(r['have'])} available{others}; no rank starts "
+                   + (f"(per-rank batch_size <= {mb} fits on every rank)" if mb
+                      else "(even batch_size=1 does not fit)"))
+            err = MemoryBudgetError(msg, plan=plan, needed_bytes=r["need"], available_bytes=r["have"], where=r["where"],
+                                    max_batch_size=mb)
+            err.rank, err.host = r["rank"], r["host"]
+            raise err
+        return plan
+
+    def shard_fit_data(self, model, train, val, device):
+        """After the batch size is known: the same weights and data order on every
+        rank, then each rank's shard. The order is rank 0's shuffle, drawn from
+        the generator one process of the same script draws it from (seeded by
+        set_random_seed when the script seeds), so that N ranks of batch B read
+        the global batches of one process with batch N*B. On a CUDA device the
+        weights go over NCCL once the run holds them (broadcast_on_device), not
+        over the host transport."""
+        d = active()
+        _agree_ok("the weights' broadcast")
+        if not _is_cuda(device):
+            broadcast_weights(model)
+        warn_batchnorm(model)
+        if not d.auto_shard_dataset:
+            return train, val
+        if getattr(train, "shuffle", False):
+            bcast_rng(train.rng)   # arrays: the rows' order; a Sequence: its batches' (every rank's i-th the same step)
+        if isinstance(train, ArrayData):
+            train = ShardedArrays(train)
+        if isinstance(val, ArrayData):
+            val = ShardedEval(val)
+        return train, val
+
+    def start_run(self, run, device):
+        """A training run on a CUDA device: rank 0's weights and optimizer state
+        broadcast over NCCL into every rank's device copy, before step one."""
+        if not _is_cuda(device):
+            return
+        try:
+            run.dist_broadcast()
+        except BoundfitError as e:
+            if str(e).startswith(_BF_ERR_DIST_PREFIX):
+                raise DistributedError(str(e), rank=rank()) from None
+            raise
+
+    def end_epoch(self, model):
+        """After each epoch, before validation: every BatchNormalization's moving
+        mean and variance averaged over the ranks. The update is linear in the
+        batch means, so the averaged moving mean is the one a single process
+        with the global batch keeps (equal shards); the moving variance is the
+        mean of the ranks' (without the spread between the ranks' batch means)."""
+        bns = _batchnorms(model)
+        if not bns:
+            return
+        _agree_ok("the moving statistics' average")
+        per = [layer.get_weights() for layer in bns]
+        flat = np.concatenate([np.ravel(a) for w in per for a in w[-2:]])
+        avg = (_allreduce(flat) / num_processes()).astype(np.float32)
+        at = 0
+        for layer, ws in zip(bns, per):
+            for i in (len(ws) - 2, len(ws) - 1):
+                ws[i] = avg[at:at + ws[i].size].reshape(ws[i].shape)
+                at += ws[i].size
+            layer.set_weights(ws)
+
+    def reduce_logs(self, model, parts):
+        """The epoch's loss totals and metric sums, in place, summed over the
+        ranks, so that the logs made from them are one process's over every
+        rank's rows: the losses and every metric (AUC, Precision, weighted means)
+        exactly. parts: [(totals, run, sharded)], the same on every rank; an
+        unsharded part (validation data every rank reads whole) stays local."""
+        _agree_ok("the epoch's logs")
+        n_out = model._n_outputs
+        flat, spans = [], []
+        for tot, run, sharded in parts:
+            if not sharded:
+                continue
+            sums = np.array(run.metric_sums(), np.float64) if run is not None else np.zeros(0)
+            flat.append(np.concatenate([[tot[0], tot[1]], np.zeros(n_out) if tot[2] is None else tot[2], sums]))
+            spans.append((tot, run, len(sums)))
+        if not flat:
+            return
+        tot_all = _allreduce(np.concatenate(flat)).astype(np.float64)
+        at = 0
+        for tot, run, m in spans:
+            tot[0], tot[1] = float(tot_all[at]), int(round(tot_all[at + 1]))
+            tot[2] = [float(v) for v in tot_all[at + 2:at + 2 + n_out]]
+            at += 2 + n_out
+            if run is not None:
+                run.set_metric_sums(tot_all[at:at + m])
+            at += m
+
+    def is_sharded(self, src):
+        """Whether this rank reads only its share of src's rows (validation and
+        evaluate() arrays); a Sequence every rank reads whole is not."""
+        return isinstance(src, ShardedEval)
+
+    def shard_eval(self, model, src):
+        """evaluate(): rank 0's weights everywhere, then this rank's contiguous
+        slice of the rows (arrays; a Sequence, or steps=, is evaluated whole on
+        every rank)."""
+        require_whole_batches(getattr(model, "_node_layers", ()), "a distributed evaluate, which gives each rank a "
+                              "share of the rows, would change what it computes: evaluate it in one process")
+        _agree_ok("evaluate's start")
+        broadcast_weights(model)
+        return ShardedEval(src) if _shards_arrays(src) else src
+
+    def shard_predict(self, model, src):
+        """predict(): rank 0's weights everywhere, then this rank's block of
+        ceil(n / N) rows. Returns (src, gather): gather is (n, per) or None."""
+        require_whole_batches(getattr(model, "_node_layers", ()), "a distributed predict, which gives each rank a "
+                              "block of the rows, would change what it computes: predict in one process")
+        _agree_ok("predict's start")
+        broadcast_weights(model)
+        if not _shards_arrays(src):
+            return src, None
+        n = src.num_rows
+        per = predict_block(n)
+        if per == 0:
+            return src, None
+        return shard_predict_rows(src, per), (n, per)
+
+    def predict_rows(self, src, gather):
+        """predict's rows for the plan: the source's (None for a Sequence), plus,
+        when sharded, the gathered result's N blocks of per rows."""
+        return src.num_rows if gather is None else src.num_rows + num_processes() * gather[1]
+
+    def gather_predictions(self, preds, gather):
+        """Every rank's block of each output, in rank order, on every rank: the
+        full predictions, as one process returns them."""
+        if gather is None:
+            return preds
+        n, per = gather
+        _agree_ok("predict's gather")
+        N, me = num_processes(), rank()
+
+        def one(a):
+            full = np.zeros((N * per,) + a.shape[1:], dtype=a.dtype)
+            full[me * per:me * per + a.shape[0]] = a
+            for r in range(N):
+                _call_bcast(full[r * per:(r + 1) * per], r)
+            return full[:n]
+        if isinstance(preds, dict):
+            return {k: one(v) for k, v in preds.items()}
+        if isinstance(preds, list):
+            return [one(v) for v in preds]
+        return one(preds)

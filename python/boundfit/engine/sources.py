@@ -22,7 +22,7 @@ from .arrays import as_arrays, check_files, check_x, check_y, engine_batch, same
 
 
 def _before(chunks, k):
-    """Batch-begin hooks and the scheduled learning rate (training._Stepper) before batch k."""
+    """Batch-begin hooks and the scheduled learning rate (stepping.Stepper) before batch k."""
     if hasattr(chunks, "before_step"):
         chunks.before_step(k)
 

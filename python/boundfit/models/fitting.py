@@ -1,0 +1,140 @@
+"""fit / evaluate / predict / estimate_memory of a model: the training
+graph runs them for a custom loss or losses layers add (models/loss_graph.py),
+else the engine's loops (engine/training.py) under the Strategy of the
+processes running them (engine/strategy.py, engine/dist_fit.py)."""
+
+import itertools
+
+from ..engine import buckets, data as data_mod, dist_fit, memory, training
+from . import loss_graph
+
+
+class Fitting:
+    """Model's runs: fit, evaluate, predict, and the memory plan of one."""
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
+            validation_data=None, shuffle=True, initial_epoch=0, steps_per_epoch=None, micro_batch=None,
+            memory_limit=None, device=None, **kwargs):
+        """Keras's `fit`, planned first: the run's memory plan is checked against the budget before step one
+        (MemoryBudgetError if it does not fit).
+
+        Beyond Keras's arguments: `micro_batch` (None, an int or "auto"), `batch_size="auto"`, `memory_limit`
+        (bytes or "512MiB"), `device` ("cpu", "cuda", "cuda:N", "emu"), `memory_wait` (seconds to wait for other
+        runs' memory). Returns a `History`."""
+        x = self._built_on(x)
+        trainer = self._trainer_for()
+        if trainer is not None:   # a custom loss or losses added by layers: the training graph fits
+            x, y, kwargs, validation_data = trainer._data(x, y, kwargs, validation_data)
+            self._trainer_running = True   # callbacks read this model's weights: from the graph, fresh
+            try:
+                self.history = trainer.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=verbose,
+                                           callbacks=callbacks, validation_split=validation_split,
+                                           validation_data=validation_data, shuffle=shuffle,
+                                           initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch,
+                                           micro_batch=micro_batch, memory_limit=memory_limit, device=device,
+                                           **kwargs)
+            finally:
+                self._trainer_running, self._trainer_dirty = False, True
+            self._last_plan, self._last_batch_size = trainer._last_plan, trainer._last_batch_size
+            return self.history
+        strategy = dist_fit.strategy()
+        with strategy.guard():   # a rank's error reaches the others at once
+            return training.fit(self, strategy, x, y, batch_size=batch_size, epochs=epochs, verbose=verbose,
+                                callbacks=callbacks, validation_split=validation_split,
+                                validation_data=validation_data, shuffle=shuffle, initial_epoch=initial_epoch,
+                                steps_per_epoch=steps_per_epoch, micro_batch=micro_batch, memory_limit=memory_limit,
+                                device=device, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", steps=None, return_dict=False,
+                 memory_limit=None, device=None, **kwargs):
+        """Keras's `evaluate`: the loss and metrics over (x, y), planned and checked against the budget first;
+        `return_dict=True` gives a dict."""
+        x = self._built_on(x)
+        trainer = self._trainer_for()
+        if trainer is not None:   # a custom loss or losses added by layers: the training graph evaluates
+            x, y, kwargs, _ = trainer._data(x, y, kwargs, None)
+            return trainer.evaluate(x, y, batch_size=batch_size, verbose=verbose, steps=steps,
+                                    return_dict=return_dict, memory_limit=memory_limit, device=device, **kwargs)
+        strategy = dist_fit.strategy()
+        with strategy.guard():
+            return training.evaluate(self, strategy, x, y, batch_size=batch_size, verbose=verbose, steps=steps,
+                                     return_dict=return_dict, memory_limit=memory_limit, device=device, **kwargs)
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, memory_limit=None, device=None, **kwargs):
+        """Keras's `predict`: the outputs for x as NumPy arrays; the returned array is in the run's plan."""
+        strategy = dist_fit.strategy()
+        with strategy.guard():
+            return training.predict(self, strategy, x, batch_size=batch_size, verbose=verbose, steps=steps,
+                                    memory_limit=memory_limit, device=device, **kwargs)
+
+    def estimate_memory(self, batch_size=32, optimizer=None, device=None, micro_batch=None, mode="train",
+                        memory_limit=None, validation_batch_size=None, shuffle_rows=0, sample_weight=False,
+                        lengths=None):
+        """The exact memory plan of a run, without seeing data (shuffle_rows:
+        rows fit will shuffle, for the per-epoch order array; sample_weight:
+        whether the run gets sample or class weights, whose per-batch slots it
+        then holds). A variable-length model is planned at `lengths` (a list:
+        the plan of the length that needs most, each length's plan in
+        `.plans_by_length`; its engines are built and kept for the fit), or
+        else at the length it last ran (8 before any data)."""
+        weighted = memory.Weighted(train=bool(sample_weight), evaluate=bool(sample_weight) and mode == "evaluate")
+        trainer = self._trainer_for() if mode != "predict" else None
+        if trainer is not None:   # fit / evaluate run the training graph: its plan
+            return trainer.estimate_memory(batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch,
+                                           mode=mode, memory_limit=memory_limit,
+                                           validation_batch_size=validation_batch_size, shuffle_rows=shuffle_rows,
+                                           sample_weight=sample_weight, lengths=lengths)
+        if lengths is not None:
+            plans = {}
+            for n, shapes in zip(lengths, buckets.declared_shapes(self, lengths)):
+                self._bind_to(shapes)
+                plans[int(n)] = memory.estimate(
+                    self, batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch, mode=mode,
+                    memory_limit=memory_limit, validation_batch_size=validation_batch_size,
+                    shuffle_rows=shuffle_rows, weighted=weighted)
+            def own(p):   # less the other lengths' cached engines, which are held whichever runs
+                return p.host_bytes + p.device_bytes - sum(e.bytes for e in p.breakdown if e.category == "cached")
+            worst = max(plans, key=lambda n: own(plans[n]))
+            plan = plans[worst]
+            plan.plans_by_length, plan.length = plans, worst
+            return plan
+        return memory.estimate(self, batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch, mode=mode,
+                               memory_limit=memory_limit, validation_batch_size=validation_batch_size,
+                               shuffle_rows=shuffle_rows, weighted=weighted)
+
+    def _built_on(self, x):
+        """A subclassed model not traced yet is traced on x's shapes first (the
+        first batch of a Sequence or generator; a generator's first batch is put
+        back in front), so that its losses are known. Returns x."""
+        if self._functional or x is None or self.optimizer is None:
+            return x
+        if not data_mod._is_sequence(x):
+            self._require_built(x)
+            return x
+        if hasattr(x, "__getitem__") and hasattr(x, "__len__"):
+            first = x[0] if len(x) else None
+        else:
+            it = iter(x)
+            first = next(it, None)
+            x = itertools.chain([] if first is None else [first], it)
+        if isinstance(first, (tuple, list)) and first and not isinstance(first[0], dict):   # a dict: the data
+            self._require_built(first[0])                                         # pipeline names the batch
+        return x
+
+    def _trainer_for(self):
+        """The training graph fit / evaluate run when the loss is a custom
+        function or layers add losses (built once per compile), else None."""
+        if self.optimizer is None or self._out_losses is None or self._is_training_graph or \
+                not self._functional:
+            return None
+        if not loss_graph.needed(self, self._out_losses):
+            return None
+        if self._dynamic:
+            raise ValueError(f"{self.name}: a custom loss or losses added by layers need fixed input shapes; the "
+                             f"inputs {[t.shape for t in self._inputs]} have a variable length")
+        self._require_built()
+        sig = self._trainable_sig()
+        if self._loss_trainer is None or self._loss_trainer[0] != sig:
+            lg = loss_graph.LossGraph(self, self._out_losses, self._loss_weights, self._metric_raw)
+            self._loss_trainer = (sig, self._training_graph(lg))
+        return self._loss_trainer[1]

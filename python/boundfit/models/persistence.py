@@ -1,0 +1,70 @@
+"""A model saved, loaded and described: `.keras` and `.weights.h5` files
+(saving/keras_file.py), boundfit's graph files, Keras's Functional config,
+and summary()."""
+
+from .. import graph
+from ..runtime import dist_group
+from ..saving import graph_file, keras_file, keras_graph
+
+
+class Persistence:
+    """Model's save / load / config / summary."""
+
+    def _summary_rows(self):
+        return graph.summary_rows(self)
+
+    def summary(self, batch_size=None, print_fn=None):
+        """Print the layers, their output shapes and parameter counts; a compiled model's memory plan (at
+        `batch_size`, by default the last run's or 32) follows."""
+        self._require_built()
+        print_fn = print_fn or print
+        rows = self._summary_rows()
+        ncol = len(rows[0])
+        w = [max(len(r[i]) for r in rows) + 2 for i in range(ncol)]
+        line = "-" * sum(w)
+        out = [f'Model: "{self.name}"', line]
+        for i, r in enumerate(rows):
+            out.append("".join(c.ljust(w[j]) for j, c in enumerate(r)).rstrip())
+            if i == 0:
+                out.append("=" * sum(w))
+        total, trainable = self._engine.n_params, self._engine.n_trainable
+        out += ["=" * sum(w), f"Total params: {total:,} ({total * 4 / 1024:.2f} KB)",
+                f"Trainable params: {trainable:,}", f"Non-trainable params: {total - trainable:,}"]
+        if self.optimizer is not None:
+            bs = batch_size or getattr(self, "_last_batch_size", None) or 32
+            out += ["", str(self.estimate_memory(bs))]
+        print_fn("\n".join(out))
+
+    def save(self, filepath, overwrite=True):
+        """Save atomically to a Keras 3 `.keras` file (architecture, weights,
+        compile config, optimizer state), or any model to a boundfit graph file
+        (.npz). A subclassed model is written to `.keras` as the Functional
+        graph its call() was traced into: Keras 3 opens it without the class."""
+        if not dist_group.is_chief():   # [dist hook] rank 0 saves
+            return
+        self._state_from_trainer()   # a custom loss trains the weights in the training graph
+        graph_file.save_model(self, filepath, overwrite=overwrite)
+
+    def get_config(self):
+        """Keras 3's Functional config of this graph (keras_graph.py); a
+        subclassed model gives the Functional graph it was traced into."""
+        self._require_built()
+        return keras_graph.functional_config(self)
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """A functional model from Keras 3's Functional config (get_config())."""
+        return keras_graph.functional_from_config({"class_name": "Functional", "config": config}, custom_objects)
+
+    def save_weights(self, filepath, overwrite=True):
+        """Save weights (and optimizer state) to a Keras 3 `.weights.h5` file, atomically."""
+        if not dist_group.is_chief():   # [dist hook] rank 0 saves
+            return
+        self._state_from_trainer()
+        keras_file.save_weights(self, filepath, overwrite=overwrite)
+
+    def load_weights(self, filepath, skip_mismatch=False):
+        """Load a `.weights.h5` (or `.keras`) file written by Keras 3 or boundfit; all or nothing."""
+        self._state_from_trainer()
+        keras_file.load_weights(self, filepath, skip_mismatch=skip_mismatch)
+        self._push_to_trainer(optimizer_state=True)

@@ -1,0 +1,111 @@
+"""A model's weights and optimizer state: get / set (the model's, a
+layer's), and their way between a model and its training graph (a custom
+loss or losses layers add, models/loss_graph.py), parameter by parameter."""
+
+import numpy as np
+
+
+class Weights:
+    """Model's weights, in Keras 3's get_weights() order."""
+
+    def _info(self):
+        return self._engine.layers_info()
+
+    def _layer_output_shape(self, layer):
+        if layer._inbound:
+            return layer._inbound[0].outputs[0].shape
+        return (None,) + tuple(self._info()[self._layer_node[id(layer)]][1])
+
+    def _layer_weights(self, layer):
+        eng, r = self._holder(layer)
+        w = eng.get_weights()
+        return [w[k] for k in r]
+
+    def _set_layer_weights(self, layer, weights):
+        self._sync_layers()
+        w = self._engine.get_weights()
+        sl = self._param_ranges[self._layer_node[id(layer)]]
+        if len(weights) != len(sl):
+            raise ValueError(f"layer {layer.name!r} has {len(sl)} weights, got {len(weights)}")
+        for k, v in zip(sl, weights):
+            w[k] = v
+        self._engine.set_weights(w)
+
+    def count_params(self):
+        """The number of weights (trainable and not) of the built model."""
+        self._require_built()
+        return self._engine.n_params
+
+    @property
+    def weights(self):
+        """The weights as NumPy arrays, in Keras 3's `get_weights()` order."""
+        return self.get_weights()
+
+    def get_weights(self):
+        """The weights as a list of NumPy arrays, in Keras 3's order (a Keras model's `get_weights()` loads as it
+        is)."""
+        self._require_built()
+        return self._engine.get_weights()
+
+    def set_weights(self, weights):
+        """Set the weights from a list of arrays in `get_weights()`'s order and shapes."""
+        self._require_built()
+        self._engine.set_weights(list(weights))
+        self._push_to_trainer()
+
+    def _loaded(self):
+        """load_model wrote weights and optimizer state into this model's engine: on into its training graph."""
+        self._push_to_trainer(optimizer_state=True)
+
+    def _push_to_trainer(self, optimizer_state=False):
+        """Weights written into this model's engine go on into its training graph (a custom loss or added
+        losses), which holds its layers' newest weights while it exists."""
+        if self._loss_trainer is None:
+            return
+        trainer = self._loss_trainer[1]
+        for l in self._node_layers_unique():
+            l._model = self
+        trainer._sync_layers()
+        if optimizer_state:
+            _copy_optimizer_state(self, trainer)
+
+    def _state_from_trainer(self):
+        """Before saving: the training graph's optimizer state (and weights) onto this model's engine."""
+        if self._loss_trainer is not None and self._engine is not None:
+            self._sync_layers()
+            _copy_optimizer_state(self._loss_trainer[1], self)
+
+
+def _slot_layout(model):
+    """{(id(layer), k): (offset, size)} of each trainable parameter in the engine's optimizer slots, and their total."""
+    out, off = {}, 0
+    for i, (_, _, params) in enumerate(model._engine.layers_info()):
+        for k, (_, shape, trainable) in enumerate(params):
+            if trainable:
+                n = int(np.prod(shape)) if len(shape) else 1
+                out[(id(model._node_layers[i]), k)] = (off, n)
+                off += n
+    return out, off
+
+
+def _copy_optimizer_state(src, dst):
+    """The optimizer state (iterations, slots) of src's engine into dst's, parameter by parameter (two graphs
+    of the same layers: a model and its training graph lay their parameters out in their own orders)."""
+    if src._engine is None or dst._engine is None or src.optimizer is None:
+        return
+    it, slots = src._engine.optimizer_state()
+    if not it:
+        return
+    if not slots:   # an optimizer without slots (plain SGD): its step count
+        dst._engine.set_iterations(it)
+        return
+    s_map, s_n = _slot_layout(src)
+    d_map, d_n = _slot_layout(dst)
+    if s_n != len(slots[0]) or set(d_map) - set(s_map):
+        return   # not the same trainable parameters: nothing carried
+    out = [np.zeros(d_n, np.float32) for _ in slots]
+    for key, (off, n) in d_map.items():
+        so, sn = s_map[key]
+        for a, b in zip(out, slots):
+            a[off:off + n] = b[so:so + sn]
+    dst._engine.restore_optimizer_state(it, out)
