@@ -240,9 +240,11 @@ def test_a_layernorm_kernel_without_its_barrier_fails_the_emulated_tests(sim_lib
 
 
 @pytest.fixture(scope="module")
-def interleave_lib():
-    """csrc/cuda with its loads and stores instrumented (build.sh INTERLEAVE=1, a folder of its own, cached)"""
-    return _build(os.path.join(os.path.dirname(SIM_DIR), "cuda_sim_interleave"), INTERLEAVE="1", COVERAGE="0")
+def interleave_lib(sim_lib):
+    """csrc/cuda with the loads and stores of its sources with atomics instrumented (build.sh INTERLEAVE=1, a folder
+    of its own, cached; the other objects are the default build's)"""
+    return _build(os.path.join(os.path.dirname(SIM_DIR), "cuda_sim_interleave"), INTERLEAVE="1", COVERAGE="0",
+                  BASE_DIR=os.path.dirname(sim_lib))
 
 
 def test_scatter_adds_keep_every_update_with_threads_switched_at_every_store(interleave_lib):

@@ -6,9 +6,11 @@
 # folder into OUT_DIR/_cuda.so, which the package loads with
 # BF_CUDA_LIB=OUT_DIR/_cuda.so. Test-only: it runs kernels on the CPU.
 # Env: OUT_DIR (build/cuda_sim), COVERAGE=1 (gcov instrumentation),
-#      INTERLEAVE=1 (csrc/cuda's loads and stores call sim_interleave.cpp's
-#      hooks, g++ -fsanitize=thread without its runtime: BF_SIM_INTERLEAVE=1
-#      then switches threads at every store; use its own OUT_DIR),
+#      INTERLEAVE=1 (the loads and stores of csrc/cuda's sources with atomics
+#      or x[i] += v call sim_interleave.cpp's hooks, g++ -fsanitize=thread without
+#      its runtime: BF_SIM_INTERLEAVE=1 then switches threads at every store;
+#      use its own OUT_DIR), BASE_DIR (with INTERLEAVE=1: a default build of
+#      the same tree, whose objects of the other sources are taken as built),
 #      CUDA_SRC (csrc/cuda; a patched copy builds under the same file names),
 #      CUDA_INC (include dir with cuda_runtime.h, cublas_v2.h, cudnn.h),
 #      PYTHON (for the scipy-openblas32 wheel's OpenBLAS), JOBS (nproc).
@@ -39,6 +41,7 @@ CXXFLAGS=(-std=c++17 -O2 -g -fPIC -fvisibility=hidden -ffp-contract=off -U_FORTI
   -I"$OUT/src" -I"$ROOT/csrc" -I"$ROOT/csrc/core" -I"$ROOT/csrc/cpu" -I"$ROOT/csrc/cuda_sim"
   -I"$CUDA_INC" -I"$DNN_INC" -I"$OB_INC")
 CUFLAGS=()
+# (on the sources where an update can be lost: see instrumented below)
 [[ ${INTERLEAVE:-0} == 1 ]] && CUFLAGS=(-fsanitize=thread --param tsan-instrument-func-entry-exit=0)
 LDCOV=()
 if [[ ${COVERAGE:-0} == 1 ]]; then
@@ -46,21 +49,45 @@ if [[ ${COVERAGE:-0} == 1 ]]; then
   LDCOV=(--coverage)
 fi
 STAMP="$OUT/flags"
-echo "${CXXFLAGS[*]} ${CUFLAGS[*]-}" | sed "s#$OUT#OUT_DIR#g" > "$STAMP.new" # a copied build dir keeps its objects
+echo "${CXXFLAGS[*]} ${CUFLAGS[*]-}${CUFLAGS[*]:+ (sources with atomics or x[i] += v)}" | sed "s#$OUT#OUT_DIR#g" > "$STAMP.new" # a copied build dir keeps its objects
 if ! cmp -s "$STAMP.new" "$STAMP"; then rm -f "$OUT"/obj/*.o; mv "$STAMP.new" "$STAMP"; else rm -f "$STAMP.new"; fi
 
 HDRS=("$OUT"/src/*.h "$OUT"/src/*.cuh "$ROOT"/csrc/cuda_sim/*.h "$ROOT"/csrc/core/backend.h "$ROOT"/csrc/core/backend_ops.h "$ROOT"/csrc/core/status.h)
 newest_hdr=$(ls -t "${HDRS[@]}" | head -1)
 jobs_list=()
+# INTERLEAVE=1 instruments the sources where an update can be lost: those
+# with atomics or read-modify-writes of array elements (x[i] += v: so an
+# atomicAdd turned into one stays instrumented), or including a header with
+# them; the rest compile as in the default build
+RMW='atomic[A-Z]|\]\s*(\+|-)='
+atomic_hdrs=$({ grep -lE "$RMW" "$OUT"/src/*.cuh "$OUT"/src/*.h 2>/dev/null || true; } | xargs -r -n1 basename |
+              paste -sd'|')
+instrumented() {
+  [[ ${INTERLEAVE:-0} == 1 && $1 == *.cu ]] || return 1
+  grep -Eq "$RMW" "$1" || { [[ -n $atomic_hdrs ]] && grep -Eq "#include \"($atomic_hdrs)\"" "$1"; }
+}
+# an up-to-date object of the default build at BASE_DIR (built with these flags) for the same source
+[[ -n ${BASE_DIR:-} && -f $BASE_DIR/flags && $(cat "$BASE_DIR/flags") == "$(echo "${CXXFLAGS[*]} " |
+   sed "s#$OUT#OUT_DIR#g")" ]] || BASE_DIR=
+base_obj() {
+  local src=$1 b bsrc bobj
+  [[ -n $BASE_DIR ]] && ! instrumented "$src" || return 1
+  b=$(basename "$src") bobj="$BASE_DIR/obj/$b.o"
+  case $src in "$OUT"/src/*) bsrc="$BASE_DIR/src/$b" ;; *) bsrc=$src ;; esac
+  [[ -f $bobj && -f $bsrc && ! $bsrc -nt $bobj && ! $newest_hdr -nt $bobj ]] && cmp -s "$src" "$bsrc" && echo "$bobj"
+}
 for src in "$OUT"/src/*.cu "$OUT"/src/*.c "$ROOT"/csrc/cuda_sim/*.cpp "$ROOT"/csrc/cuda_sim/*.S; do
   base=$(basename "$src")
   obj="$OUT/obj/${base}.o"
-  if [[ ! -f $obj || $src -nt $obj || $newest_hdr -nt $obj ]]; then jobs_list+=("$src"); fi
+  if [[ ! -f $obj || $src -nt $obj || $newest_hdr -nt $obj ]]; then
+    if bobj=$(base_obj "$src"); then cp "$bobj" "$obj"; else jobs_list+=("$src"); fi
+  fi
 done
 compile() {
-  local src=$1 obj="$OUT/obj/$(basename "$1").o"
+  local src=$1 obj="$OUT/obj/$(basename "$1").o" cu=()
+  instrumented "$src" && cu=(${CUFLAGS[@]+"${CUFLAGS[@]}"})
   case $src in
-    *.cu) g++ -x c++ -include sim_device.h "${CXXFLAGS[@]}" ${CUFLAGS[@]+"${CUFLAGS[@]}"} -c "$src" -o "$obj" ;;
+    *.cu) g++ -x c++ -include sim_device.h "${CXXFLAGS[@]}" ${cu[@]+"${cu[@]}"} -c "$src" -o "$obj" ;;
     *.cpp) g++ "${CXXFLAGS[@]}" -c "$src" -o "$obj" ;;
     *.c) gcc -std=c11 -O1 -g -fPIC -fvisibility=hidden -Wall -Wextra ${LDCOV[@]+"${LDCOV[@]}"} \
            -I"$ROOT/csrc" -I"$ROOT/csrc/core" -I"$ROOT/csrc/cuda" -I"$CUDA_INC" -c "$src" -o "$obj" ;;
