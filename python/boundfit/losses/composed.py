@@ -39,6 +39,7 @@ def _floats(*xs):
 
 def _total(x, axis):
     """ops.sum(x, axis); axis=None: over the whole batch, one number (a BatchReduce when traced)."""
+    axis = tuple(axis) if isinstance(axis, list) else axis
     if axis is None:
         return ops.batch_reduce("sum", x) if _symbolic(x) else np.sum(x)
     return ops.sum(x, axis=axis)
@@ -221,7 +222,7 @@ def _axis(v, allow_none):
     if not ok:
         raise ValueError(f"axis must be an integer{', a tuple of integers or None' if allow_none else ''}, "
                          f"got {v!r}")
-    return tuple(v) if isinstance(v, list) else v
+    return v     # as given: Keras's get_config writes it so
 
 
 def _squeeze_or_expand(a, b):
