@@ -5,7 +5,10 @@ regularizer (regularizer_values) and a value given to add_loss()
 loss (Keras's sum_over_batch_size); a final ops.mean over every axis or over
 a sample's only axis is that same mean (ops.LossMean); over every axis it
 mixes the batch, so Keras weights it by the batch's mean sample weight, not
-per sample (over_batch). Regularizers and added losses become per-sample
+per sample (over_batch). A value of one number for the whole batch (a
+BatchReduce: Dice / Tversky with axis=None), which Keras returns as it is,
+is put on every target element, whose (weighted) mean is that number times
+the batch's mean sample weight, as Keras weighs it. Regularizers and added losses become per-sample
 values the engine's ADDED loss sums per sample and averages over the batch,
 unweighted, as Keras adds them: activity_regularizer(y) / batch size, and
 add_loss(ops.mean(v)); a sum over the batch (add_loss(ops.sum(v))) or a term
@@ -20,17 +23,19 @@ def loss_name(fn):
     return getattr(fn, "__name__", type(fn).__name__)
 
 
-def trace(fn, y_pred, name=None):
+def trace(fn, y_pred, name=None, y_true_shape=None):
     """(y_true, values, over_batch): y_true a symbolic input shaped as y_pred
-    (its targets), values the tensor fn computes from both, over_batch True
-    when fn's last op is a mean over every axis. An op boundfit cannot trace
-    raises OpNotSupportedError naming the loss and the op."""
+    (its targets; y_true_shape: its per-sample shape where the loss takes
+    others, as class ids), values the tensor fn computes from both,
+    over_batch True when fn's last op is a mean over every axis. An op
+    boundfit cannot trace raises OpNotSupportedError naming the loss and the
+    op."""
     name = name or loss_name(fn)
     if not isinstance(y_pred, KerasTensor):
         raise TypeError(f"loss function {name!r}: y_pred must be a symbolic tensor, got {type(y_pred).__name__}")
     if None in y_pred._ps:
         raise ValueError(f"loss function {name!r}: the output's shape {y_pred.shape} has a variable length")
-    y_true = Input(shape=y_pred._ps)
+    y_true = Input(shape=tuple(y_pred._ps if y_true_shape is None else y_true_shape))
     ops._LOSS_TRACING.append(name)
     try:
         v = fn(y_true, y_pred)
@@ -49,6 +54,8 @@ def trace(fn, y_pred, name=None):
     if not isinstance(v, KerasTensor):
         raise TypeError(f"loss function {name!r} returned {type(v).__name__}, not a tensor computed from y_true and "
                         "y_pred with keras.ops")
+    if v._nobatch:   # one number for the whole batch (a BatchReduce: Dice over axis=None), which Keras takes as it
+        v = ops.add(ops.multiply(y_true, 0.0), v)   # is: on every target, whose mean (and weighted mean) it is
     return y_true, v, over_batch
 
 

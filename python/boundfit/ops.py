@@ -14,6 +14,7 @@ any layer:
 - maximum / minimum of two tensors: Maximum / Minimum (broadcast: Binary);
   maximum(x, 0): relu; maximum / minimum with another number, clip: Unary;
 - sqrt, square, abs, log, x ** 2 / 0.5 / -1, reciprocal, rsqrt: Unary;
+  x ** n (another integer): squarings and products; x ** c: exp(c * log(x));
   x > y, x >= c, greater, less, ...: a 0 / 1 tensor (Unary / Binary, no
   gradient); where(condition, x1, x2) = x2 + condition * (x1 - x2);
 - matmul of two batches of matrices (B, M, K) @ (B, K, N), of a tensor and
@@ -37,6 +38,8 @@ any layer:
   softplus, softsign, relu6, leaky_relu, hard_sigmoid, exp: Activation;
 - mean / max / sum over the steps of (T, F), the pixels of (H, W, C) or the
   last axis of (D,) / (T, F): global pooling (and Permute / Reshape); over
+  the last axis of a sample of 3 or more axes, or over all of its axes, the
+  same after a Reshape to (T, F) or (D,); over
   the only axis of (D,): one number per sample (per-sample shape ());
   sum / mean with no axis in a graph: BatchReduce (over the batch too; in a
   loss function or a custom layer's call() a LossMean, below);
@@ -70,6 +73,7 @@ Any other op on a symbolic tensor raises OpNotSupportedError naming the op
 and the layer whose call() used it, never silently computing something else.
 """
 
+import builtins
 import functools
 import math
 import numbers
@@ -597,15 +601,32 @@ def power(x1, x2):
 
 
 def _power(x1, x2):
-    if isinstance(x1, KerasTensor) and _scalar(x2) == 1.0:
+    """x ** c for a number c: 1, 2, 0.5, -1 as themselves; another integer by squarings and products (exact,
+    as jnp.power of an integer takes it), its reciprocal for a negative one; any other c as exp(c * log(x))
+    (NaN for x < 0, as NumPy; at x = 0 the value is 0 for c > 0 but the gradient NaN)."""
+    c = _scalar(x2)
+    if not isinstance(x1, KerasTensor) or c is None or not math.isfinite(c):
+        _unsupported("power", "only a tensor to the power of a number")
+    if c == 1.0:
         return x1
-    if isinstance(x1, KerasTensor) and _scalar(x2) == 2.0:
+    if c == 2.0:
         return square(x1)
-    if isinstance(x1, KerasTensor) and _scalar(x2) == 0.5:
+    if c == 0.5:
         return sqrt(x1)
-    if isinstance(x1, KerasTensor) and _scalar(x2) == -1.0:
+    if c == -1.0:
         return reciprocal(x1)
-    _unsupported("power", "only x ** 2, x ** 0.5 and x ** -1")
+    if c == int(c) and c != 0 and builtins.abs(c) <= 64:
+        n, y, base = int(builtins.abs(c)), None, x1
+        while n:
+            if n & 1:
+                y = base if y is None else multiply(y, base)
+            n >>= 1
+            if n:
+                base = square(base)
+        return y if c > 0 else reciprocal(y)
+    if c == 0:
+        _unsupported("power", "x ** 0 (a constant: write the number)")
+    return exp(multiply(log(x1), c))
 
 
 def square(x):
@@ -902,10 +923,18 @@ def _reduce(op, npfn):
             return batch_reduce(op, x)
         if axes is not None and len(axes) == 1 and _axis(axes[0], x.ndim, op) == x.ndim - 1 and x.ndim in (2, 3):
             return _reduce_last(op, x, keepdims)
+        if axes is not None and x.ndim >= 3 and None not in x._ps:
+            got = tuple(sorted({_axis(a, x.ndim, op) for a in axes}))
+            if got == tuple(range(1, x.ndim)):    # every axis of a sample: over the sample flattened
+                y = _reduce_last(op, Reshape((math.prod(x._ps),))(x), keepdims)
+                return Reshape((1,) * len(x._ps))(y) if keepdims else y
+            if got == (x.ndim - 1,) and x.ndim > 3:   # the last axis of (..., F): as of (T, F), T the other axes
+                y = _reduce_last(op, Reshape((math.prod(x._ps[:-1]), x._ps[-1]))(x), keepdims)
+                return Reshape(x._ps[:-1] + ((1,) if keepdims else ()))(y)
         want = {3: (1,), 4: (1, 2)}.get(x.ndim)
         if axes is None or want is None or tuple(sorted(_axis(a, x.ndim, op) for a in axes)) != want:
-            _unsupported(op, "only over the last axis of (D,) or (T, F), the steps of (T, F) (axis=1) or the pixels "
-                         "of (H, W, C) (axis=(1, 2))")
+            _unsupported(op, "only over the last axis, every axis of a sample, the steps of (T, F) (axis=1) or the "
+                         "pixels of (H, W, C) (axis=(1, 2)), of static sizes")
         y = _unmasked(_POOLS[("max" if op == "max" else "mean", x.ndim)]()(x))
         if op == "sum":
             n = math.prod(_static(x, "sum")[:-1])

@@ -9,7 +9,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .. import _core, optimizers
+from .. import _core, losses, optimizers
 from ..layers.emath import mixing_layer, require_whole_batches
 from ..errors import MemoryBudgetError
 from ..runtime import blas_runtime, budget, devices, dist_group, shared_budget
@@ -306,9 +306,12 @@ def build_plan(model, mode, batch_size, device, memory_limit, micro_batch=None, 
 
 def _check_weights_per_sample(model):
     """sample_weight / class_weight on an output of one number per sample (Keras (B,)): Keras 3 reduces its
-    loss over the batch axis before weighing it (mean(loss) * mean(weights) per batch), mixing the samples."""
-    for name, t in zip(model._output_names or [], model._outputs or []):
-        if t._ps == ():
+    loss over the batch axis before weighing it (mean(loss) * mean(weights) per batch), mixing the samples.
+    A traced loss's per-sample values (a training graph's output under the engine's MEAN loss) are Keras's
+    per-sample losses, which it weighs per sample."""
+    out_losses = getattr(model, "_out_losses", None) or [None] * len(model._outputs or [])
+    for name, t, loss in zip(model._output_names or [], model._outputs or [], out_losses):
+        if t._ps == () and not (model._is_training_graph and getattr(loss, "kind", None) == losses.MEAN):
             raise ValueError(f"sample_weight / class_weight: the output {name!r} has one number per sample (shape "
                              "(None,)), whose loss Keras 3 reduces over the batch axis before weighing it (the "
                              "batch's mean loss times its mean weight), mixing the samples; give the output shape "

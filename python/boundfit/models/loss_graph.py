@@ -164,7 +164,7 @@ class LossGraph:
                 self.metric_out[k] = self.loss_out[k] = name
                 continue
             self.custom[k] = loss
-            y_true, values, over_batch = loss_trace.trace(loss.fn, t, loss.name)
+            y_true, values, over_batch = loss_trace.trace(loss.fn, t, loss.name, loss.y_true_shape(t._ps))
             if over_batch:
                 self.over_batch[k] = loss.name
             self.inputs.append(y_true)
@@ -216,10 +216,11 @@ class LossGraph:
         """Targets of output k as fn's y_true: shaped as the output (for a function Keras squeezes or expands a
         last axis of 1)."""
         a = np.asarray(a)
-        ps = tuple(self.model._outputs[k]._ps)
+        ps = tuple(self.custom[k].y_true_shape(self.model._outputs[k]._ps))
         if a.ndim == 0:
             raise DataError(f"{what} must have a batch axis, got a scalar")
-        if tuple(a.shape[1:]) != ps and isinstance(self.custom[k].given, losses.Loss):
+        if tuple(a.shape[1:]) != ps and isinstance(self.custom[k].given, losses.Loss) and \
+                not getattr(self.custom[k].given, "_keras_builtin", False):   # Keras's own squeeze or expand
             raise DataError(f"{what} has per-sample shape {tuple(a.shape[1:])}, the model's output is "
                             f"{self.model._outputs[k].shape}: Keras passes targets to a Loss subclass's call() "
                             f"({type(self.custom[k].given).__name__}) as they are, where math with the output "
@@ -231,8 +232,8 @@ class LossGraph:
                 a = a.reshape((a.shape[0],) + ps)
             else:
                 raise DataError(f"{what} has per-sample shape {tuple(a.shape[1:])}; the loss "
-                                f"{self.custom[k].name!r} takes targets shaped as the model's output "
-                                f"{self.model._outputs[k].shape}")
+                                f"{self.custom[k].name!r} takes targets of per-sample shape {ps} (the model's "
+                                f"output is {self.model._outputs[k].shape})")
         return a
 
     def source(self, src):

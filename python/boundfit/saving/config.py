@@ -198,6 +198,8 @@ def _custom_loss(c, custom_objects):
     fn = c.get("class_name") == "function"
     key = c.get("config") if fn else c.get("class_name")
     obj = (custom_objects or {}).get(key)
+    if obj is None and fn:
+        obj = losses.builtin_function(key)   # Keras's own loss functions (kl_divergence, ...), by name
     if obj is None:
         raise TypeError(f"Could not locate {'function' if fn else 'class'} {key!r}: the model was compiled with this "
                         f"custom loss, whose code a saved model does not hold. Pass custom_objects={{{key!r}: "
@@ -247,8 +249,8 @@ def compile_from_config(model, cc, custom_objects=None):
             return any(custom(x) for x in v.values())
         if isinstance(v, list):
             return any(custom(x) for x in v)
-        return is_obj(v) and (v.get("class_name") == "function" or (
-            bool(v.get("registered_name")) and not hasattr(losses, v.get("class_name", ""))))
+        return is_obj(v) and ((v.get("class_name") == "function" and losses.builtin_function(v.get("config")) is None)
+                              or (bool(v.get("registered_name")) and not hasattr(losses, v.get("class_name", ""))))
     if custom(cc.get("loss")):
         loss(cc.get("loss"))
     try:

@@ -1,7 +1,9 @@
-"""Losses with Keras 3 names, arguments and defaults; the engine computes them
-(csrc/cpu/loss.c, csrc/cuda/loss.cu). Kinds match csrc bf_loss_kind."""
+"""The Loss base class, the losses the engine computes (csrc/cpu/loss.c,
+csrc/cuda/loss.cu; kinds match csrc bf_loss_kind) with Keras 3 names,
+arguments and defaults, and CustomLoss, a loss traced into the training
+graph (loss_trace.py, models/loss_graph.py)."""
 
-from .utils import snake_case
+from ..utils import snake_case
 
 MSE, BCE, CCE, SCCE, MAE, HUBER, LOGCOSH, MEAN, ADDED = 0, 1, 2, 3, 4, 5, 6, 7, 8
 
@@ -99,17 +101,27 @@ class CustomLoss(Loss):
     def get_config(self):
         return {"name": self.name}
 
+    def y_true_shape(self, pred_shape):
+        """The per-sample shape of the targets fn takes for outputs of per-sample shape pred_shape: the same,
+        or what the given loss says (class ids: composed.py's _y_true_shape)."""
+        shape = getattr(self.given, "_y_true_shape", None)
+        return tuple(pred_shape) if shape is None else tuple(shape(tuple(pred_shape)))
+
     def keras_config(self):
         """As Keras serializes it: a function by its name, a Loss subclass by its class and config (the
-        code itself is not saved: load_model needs it in custom_objects)."""
+        code itself is not saved: load_model needs it in custom_objects). Keras's own losses that boundfit
+        traces (losses/composed.py) as Keras writes them, which both load by name."""
         g = self.given
         if isinstance(g, Loss):
             cfg = g.get_config() if type(g).get_config is not Loss.get_config else {"name": self.name,
                                                                                      "reduction": g.reduction}
+            if getattr(type(g), "_keras_builtin", False):
+                return {"module": "keras.losses", "class_name": type(g).__name__, "config": cfg,
+                        "registered_name": None}
             return {"module": None, "class_name": type(g).__name__, "config": cfg,
                     "registered_name": type(g).__name__}
-        return {"module": getattr(g, "__module__", None) or "builtins", "class_name": "function",
-                "config": self.name, "registered_name": "function"}
+        module = "builtins" if getattr(g, "_keras_builtin", False) else getattr(g, "__module__", None) or "builtins"
+        return {"module": module, "class_name": "function", "config": self.name, "registered_name": "function"}
 
 
 class BinaryCrossentropy(Loss):
@@ -152,19 +164,6 @@ class SparseCategoricalCrossentropy(Loss):
         return {**super().get_config(), "from_logits": self.from_logits}
 
 
-_BY_NAME = {
-    "mean_squared_error": MeanSquaredError, "mse": MeanSquaredError, "MSE": MeanSquaredError,
-    "mean_absolute_error": MeanAbsoluteError, "mae": MeanAbsoluteError, "MAE": MeanAbsoluteError,
-    "huber": Huber, "huber_loss": Huber, "log_cosh": LogCosh, "logcosh": LogCosh,
-    "binary_crossentropy": BinaryCrossentropy, "bce": BinaryCrossentropy, "BCE": BinaryCrossentropy,
-    "categorical_crossentropy": CategoricalCrossentropy,
-    "sparse_categorical_crossentropy": SparseCategoricalCrossentropy,
-}
-for _c in (MeanSquaredError, MeanAbsoluteError, Huber, LogCosh, BinaryCrossentropy, CategoricalCrossentropy,
-           SparseCategoricalCrossentropy):
-    _BY_NAME[_c.__name__] = _c
-
-
 def _named(name, cls):
     def f(y_true, y_pred, *args, **kwargs):
         raise TypeError(f"boundfit.losses.{name} is computed by the engine; pass it to compile()")
@@ -180,36 +179,3 @@ log_cosh = _named("log_cosh", LogCosh)
 binary_crossentropy = _named("binary_crossentropy", BinaryCrossentropy)
 categorical_crossentropy = _named("categorical_crossentropy", CategoricalCrossentropy)
 sparse_categorical_crossentropy = _named("sparse_categorical_crossentropy", SparseCategoricalCrossentropy)
-
-
-def _custom_call(loss):
-    """A Loss subclass's own call(y_true, y_pred), or None (boundfit's built-in losses have none)."""
-    call = getattr(type(loss), "call", None)
-    return None if call is None else loss.call
-
-
-def get(loss):
-    """A Loss object from a name, a Loss, or one of this module's functions; a
-    custom loss (a function of (y_true, y_pred), a Loss subclass with call())
-    as a CustomLoss."""
-    if isinstance(loss, CustomLoss):
-        return loss
-    if isinstance(loss, type) and issubclass(loss, Loss) and loss.kind is None:
-        loss = loss()
-    if isinstance(loss, Loss) and loss.kind is None:
-        call = _custom_call(loss)
-        if call is None:
-            raise ValueError(f"loss: {type(loss).__name__} subclasses Loss but defines no call(self, y_true, y_pred)")
-        return CustomLoss(call, loss.name or snake_case(type(loss).__name__), loss)
-    if isinstance(loss, Loss):
-        return loss
-    if isinstance(loss, type) and issubclass(loss, Loss):
-        return loss()
-    if callable(loss) and hasattr(loss, "_loss_class"):
-        return loss._loss_class()
-    if isinstance(loss, str) and (loss in _BY_NAME or loss.lower() in _BY_NAME):
-        return _BY_NAME.get(loss, _BY_NAME.get(loss.lower()))()
-    if callable(loss) and not isinstance(loss, type):
-        return CustomLoss(loss, getattr(loss, "__name__", type(loss).__name__))
-    raise ValueError(f"loss: unknown loss {loss!r}; choose one of {sorted(k for k in _BY_NAME if k.islower())} "
-                     "or a boundfit.losses object")
