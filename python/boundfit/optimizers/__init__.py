@@ -7,6 +7,9 @@ from .base import Optimizer
 from .classic import SGD, Adagrad, Adam, AdamW, Nadam, RMSprop
 from .more import Adadelta, Adafactor, Adamax, Ftrl, Lamb, Lion, Muon
 
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Nadam", "Adamax", "Adadelta", "Ftrl", "Lion",
+           "Lamb", "Adafactor", "Muon", "get", "schedules"]
+
 _BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagrad": Adagrad, "nadam": Nadam,
             "adamax": Adamax, "adadelta": Adadelta, "ftrl": Ftrl, "lion": Lion}   # Keras's names (not Lamb's)
 
