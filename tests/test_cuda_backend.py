@@ -86,6 +86,26 @@ def test_dense_model_trains_to_the_cpu_weights_on_cuda(opt):
     np.testing.assert_allclose(hg.history["accuracy"], hc.history["accuracy"], atol=1e-6)
 
 
+@pytest.mark.parametrize("opt", [
+    lambda: bf.optimizers.Adamax(learning_rate=0.01, weight_decay=0.01, clipnorm=0.5),
+    lambda: bf.optimizers.Adadelta(learning_rate=1.0, global_clipnorm=1.0),
+    lambda: bf.optimizers.Ftrl(learning_rate=0.1, learning_rate_power=-0.7, l1_regularization_strength=0.01,
+                               l2_shrinkage_regularization_strength=0.01, beta=0.1),
+    lambda: bf.optimizers.Lion(learning_rate=0.01, weight_decay=0.01, clipvalue=0.1),
+    lambda: bf.optimizers.Lamb(learning_rate=0.01, weight_decay=0.01, clipnorm=0.5),
+], ids=["adamax", "adadelta", "ftrl", "lion", "lamb"])
+def test_later_keras_optimizers_match_the_cpu_on_cuda(opt):
+    """Adamax, Adadelta, Ftrl, Lion and Lamb (its trust ratio per variable from device sums) on CUDA."""
+    def compile_kw():
+        return dict(optimizer=opt(), loss="sparse_categorical_crossentropy")
+
+    cpu, gpu, hc, hg = _train_both(_dense_model, compile_kw, XD, YD, batch_size=32, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "later optimizers")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=RTOL)
+    for a, b in zip(gpu._engine.optimizer_state()[1], cpu._engine.optimizer_state()[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
 @pytest.mark.parametrize("opt,loss,metrics", [
     (lambda: bf.optimizers.Nadam(learning_rate=1e-3, epsilon=1e-3, clipnorm=0.5, weight_decay=0.01),
      lambda: bf.losses.BinaryCrossentropy(label_smoothing=0.1),

@@ -101,6 +101,38 @@ def test_optimizer_state_written_here_continues_identically_in_keras(tmp_path):
         _close(a, b)
 
 
+MORE_OPTIMIZERS = [("Adamax", dict(learning_rate=0.01, weight_decay=0.01)), ("Adadelta", dict(learning_rate=1.0)),
+                   ("Ftrl", dict(learning_rate=0.1, l1_regularization_strength=0.01, beta=0.1)),
+                   ("Lion", dict(learning_rate=0.01)), ("Lamb", dict(learning_rate=0.01, clipnorm=1.0))]
+
+
+@pytest.mark.parametrize("cls,kw", MORE_OPTIMIZERS, ids=[c for c, _ in MORE_OPTIMIZERS])
+def test_later_optimizers_state_continues_identically_both_ways(tmp_path, cls, kw):
+    """Adamax, Adadelta, Ftrl, Lion, Lamb: their config and state (Keras's variable order) written here
+    continue in Keras, and Keras's file continues here, to the same weights."""
+    keras = keras_ref.load()
+    x, y = _data(n=16)
+    m = bf.Sequential([L.Flatten(input_shape=(8, 8, 1)), L.Dense(4, activation="tanh"),
+                       L.Dense(3, activation="softmax")])
+    m.compile(optimizer=getattr(bf.optimizers, cls)(**kw), loss="sparse_categorical_crossentropy")
+    m.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    m.save(tmp_path / "m.keras")
+    k = keras.saving.load_model(tmp_path / "m.keras")
+    assert type(k.optimizer).__name__ == cls and int(k.optimizer.iterations) == 2
+    assert all(k.optimizer.get_config()[a] == pytest.approx(v) for a, v in kw.items())
+    k.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    m.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    for a, b in zip(k.get_weights(), m.get_weights()):
+        _close(a, b)
+    k.save(tmp_path / "k.keras")                      # and back: Keras's state (no boundfit/ group) here
+    r = bf.models.load_model(tmp_path / "k.keras")
+    assert isinstance(r.optimizer, getattr(bf.optimizers, cls)) and r.optimizer.iterations == 4
+    k.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    r.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    for a, b in zip(k.get_weights(), r.get_weights()):
+        _close(a, b)
+
+
 def test_keras_file_written_by_keras_loads_here_and_trains_on(tmp_path):
     keras = keras_ref.load()
     x, y = _data()

@@ -106,14 +106,29 @@ static inline long bf_metric_nvalues(const bf_metric_spec *m) {
 
 /* One optimizer update as Keras 3's base optimizer applies it: decoupled
  * weight decay first (w -= w * weight_decay * lr), then the rule of `kind`.
- * Host-side scalars (t, Nadam's u products) are filled by the core. */
-typedef enum { BF_UPD_SGD = 0, BF_UPD_ADAM, BF_UPD_RMSPROP, BF_UPD_ADAGRAD, BF_UPD_NADAM } bf_update_kind;
+ * Host-side scalars (t, Nadam's u products) are filled by the core. Lamb is
+ * two calls per variable: LAMB_MOMENTS (weight decay, m and v), then, with
+ * the sums of squares of the variable and of its update in norms (backend
+ * memory, lamb_sumsq), LAMB_APPLY (w -= trust ratio * lr * update). */
+typedef enum {
+    BF_UPD_SGD = 0, BF_UPD_ADAM, BF_UPD_RMSPROP, BF_UPD_ADAGRAD, BF_UPD_NADAM, BF_UPD_ADAMAX, BF_UPD_ADADELTA,
+    BF_UPD_FTRL, BF_UPD_LION, BF_UPD_LAMB_MOMENTS, BF_UPD_LAMB_APPLY
+} bf_update_kind;
+#define BF_UPD_LAST BF_UPD_LAMB_APPLY
+/* Ftrl's arguments (Keras 3 names) */
+typedef struct {
+    float lr_power;       /* learning_rate_power (<= 0) */
+    float l1, l2, l2_shrinkage; /* l1_ / l2_ / l2_shrinkage_regularization_strength (>= 0) */
+    float beta;
+} bf_ftrl_args;
 typedef struct {
     bf_update_kind kind;
     float lr, beta1, beta2, eps, momentum, rho, weight_decay;
     int nesterov, amsgrad, centered;
     long t;                          /* 1-based iteration of this update */
     float u_t, u_t1, u_prod, u_prod1; /* Nadam: u_t, u_{t+1}, prod u_1..u_t, prod u_1..u_{t+1} */
+    bf_ftrl_args ftrl;
+    const double *norms;             /* LAMB_APPLY: (2) sum w^2, sum update^2 of this variable (backend memory) */
 } bf_update_args;
 
 /* gradient clipping modes (Keras: clipnorm per tensor, global_clipnorm, clipvalue) */

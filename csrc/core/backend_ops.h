@@ -83,9 +83,16 @@ BF_OP(bf_status, grad_clip,
 /* optimizer update of w (n) from g (n), Keras 3 rules (see bf_update_args).
  * State tensors (n each, NULL when unused): SGD s0 momentum; Adam s0 m,
  * s1 v, s2 v_hat (amsgrad); RMSprop s0 velocity, s1 momentum, s2 average
- * gradient (centered); Adagrad s0 accumulator; Nadam s0 m, s1 v. */
+ * gradient (centered); Adagrad s0 accumulator; Nadam s0 m, s1 v; Adamax s0 m,
+ * s1 u (infinity norm); Adadelta s0 accumulated gradient, s1 accumulated
+ * delta; Ftrl s0 accumulator, s1 linear; Lion s0 momentum; Lamb s0 m, s1 v
+ * (LAMB_APPLY reads g not at all). */
 BF_OP(bf_status, opt_update,
       (bf_backend *be, float *w, float *s0, float *s1, float *s2, const float *g, long n, const bf_update_args *a),
+      ALL)
+/* out (1) += sum of the squares of Lamb's update m_hat / (sqrt(v_hat) + eps)
+ * over m, v (n) at iteration a->t, in double (the trust ratio's norm); does not wait */
+BF_OP(bf_status, lamb_sumsq, (bf_backend *be, double *out, const float *m, const float *v, long n, const bf_update_args *a),
       ALL)
 /* Keras weight regularizers (csrc/cpu/regularize.c): penalty (1, may be
  * NULL) += l1*sum|w| + l2*sum w^2 in double; g (n, may be NULL) +=

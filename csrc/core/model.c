@@ -384,6 +384,21 @@ bf_status bf_model_alloc_weights(bf_model *m, size_t budget) {
     return BF_OK;
 }
 
+/* Ftrl's arguments in the ranges Keras allows */
+static bf_status check_ftrl(const bf_optimizer *opt) {
+    const bf_ftrl_args *f = &opt->ftrl;
+    if (!(f->lr_power <= 0.0f))
+        return BF_FAIL(BF_ERR_ARG, "learning_rate_power must be <= 0, got %g", (double)f->lr_power);
+    if (!(opt->initial_accumulator >= 0.0f))
+        return BF_FAIL(BF_ERR_ARG, "initial_accumulator_value must be >= 0, got %g", (double)opt->initial_accumulator);
+    const float v[4] = {f->l1, f->l2, f->l2_shrinkage, f->beta};
+    static const char *const names[4] = {"l1_regularization_strength", "l2_regularization_strength",
+                                         "l2_shrinkage_regularization_strength", "beta"};
+    for (int k = 0; k < 4; k++)
+        if (!(v[k] >= 0.0f && v[k] < INFINITY)) return BF_FAIL(BF_ERR_ARG, "%s must be >= 0, got %g", names[k], (double)v[k]);
+    return BF_OK;
+}
+
 bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *loss, const bf_output *outs) {
     int nslots = 0;
     switch (opt->kind) {
@@ -391,10 +406,12 @@ bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *
     case BF_OPT_ADAM: case BF_OPT_ADAMW: nslots = opt->amsgrad ? 3 : 2; break;
     case BF_OPT_RMSPROP: nslots = 1 + (opt->momentum > 0.0f) + (opt->centered != 0); break;
     case BF_OPT_ADAGRAD: nslots = 1; break;
-    case BF_OPT_NADAM: nslots = 2; break;
+    case BF_OPT_NADAM: case BF_OPT_ADAMAX: case BF_OPT_ADADELTA: case BF_OPT_FTRL: case BF_OPT_LAMB: nslots = 2; break;
+    case BF_OPT_LION: nslots = 1; break;
     default: return BF_FAIL(BF_ERR_ARG, "optimizer: unknown optimizer kind %d", (int)opt->kind);
     }
     if (!(opt->lr >= 0.0f)) return BF_FAIL(BF_ERR_ARG, "learning_rate must be >= 0, got %g", (double)opt->lr);
+    if (opt->kind == BF_OPT_FTRL) BF_TRY(check_ftrl(opt));
     if (!(opt->weight_decay >= 0.0f)) return BF_FAIL(BF_ERR_ARG, "weight_decay must be >= 0, got %g", (double)opt->weight_decay);
     if ((int)opt->clip < 0 || opt->clip > BF_CLIP_VALUE || (opt->clip != BF_CLIP_NONE && !(opt->clip_value > 0.0f)))
         return BF_FAIL(BF_ERR_ARG, "gradient clipping: mode %d with value %g (must be > 0)", (int)opt->clip, (double)opt->clip_value);
@@ -444,7 +461,7 @@ bf_status bf_model_alloc_opt_state(bf_model *m) {
     if (s != BF_OK) { bf_arena_release(&m->opt_state); return s; }
     memset(p, 0, bytes);
     m->slots = p;
-    if (m->opt.kind == BF_OPT_ADAGRAD)
+    if (m->opt.kind == BF_OPT_ADAGRAD || m->opt.kind == BF_OPT_FTRL) /* slot 0: the accumulator */
         for (long i = 0; i < m->n_trainable; i++) m->slots[i] = m->opt.initial_accumulator;
     return BF_OK;
 }

@@ -102,8 +102,10 @@ typedef struct bf_layer {
 } bf_layer;
 
 typedef enum {
-    BF_OPT_NONE = 0, BF_OPT_SGD, BF_OPT_ADAM, BF_OPT_RMSPROP, BF_OPT_ADAMW, BF_OPT_ADAGRAD, BF_OPT_NADAM
+    BF_OPT_NONE = 0, BF_OPT_SGD, BF_OPT_ADAM, BF_OPT_RMSPROP, BF_OPT_ADAMW, BF_OPT_ADAGRAD, BF_OPT_NADAM,
+    BF_OPT_ADAMAX, BF_OPT_ADADELTA, BF_OPT_FTRL, BF_OPT_LION, BF_OPT_LAMB
 } bf_opt_kind;
+#define BF_OPT_LAST BF_OPT_LAMB
 
 #define BF_MAX_METRICS 16
 
@@ -114,10 +116,12 @@ typedef struct {
     int amsgrad;               /* Adam / AdamW: third slot v_hat */
     int centered;              /* RMSprop: slot of the average gradient */
     float weight_decay;        /* decoupled, Keras 3 base optimizer (0: none) */
-    float initial_accumulator; /* Adagrad: initial slot value */
+    float initial_accumulator; /* Adagrad, Ftrl: initial value of the accumulator slot */
+    bf_ftrl_args ftrl;         /* Ftrl: learning_rate_power, its regularization strengths, beta */
     bf_clip_mode clip;         /* at most one of clipnorm / global_clipnorm / clipvalue */
     float clip_value;
-    int nslots;        /* state tensors per parameter: SGD momentum 0-1, Adam 2-3, RMSprop 1-3, Adagrad 1, Nadam 2 */
+    int nslots;        /* state tensors per parameter: SGD momentum 0-1, Adam 2-3, RMSprop 1-3, Adagrad 1, Nadam 2,
+                        * Adamax 2, Adadelta 2, Ftrl 2, Lion 1, Lamb 2 */
     long iterations;   /* completed updates (Keras optimizer.iterations) */
     bf_schedule sched; /* lr of each update: bf_optimizer_lr (constant lr when none) */
     float u_product;   /* Nadam: prod of u_1..u_k (Keras's _u_product), k = u_product_it */

@@ -286,13 +286,14 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
     }
     r->stats_bytes = bf_align_up(bf_step_stats_bytes(m->nlayers) + sizeof(double) * (size_t)r->nmv);
     r->hmet_bytes = r->nmv ? r->stats_bytes + bf_align_up(sizeof(double) * (size_t)r->nmv) : 0;
-    if (train && m->opt.clip == BF_CLIP_NORM) {
+    {   /* sums of squares: per trainable tensor (clipnorm), one (global_clipnorm); then Lamb's two per tensor */
         int nt = 0;
         for (int i = 0; i < L; i++) /* each parameter once: a shared layer's belong to its owner */
             for (int j = 0; m->layers[i].share < 0 && j < m->layers[i].nparam; j++) nt += m->layers[i].params[j].trainable;
-        r->norm_bytes = bf_align_up(sizeof(double) * (size_t)(nt ? nt : 1));
-    } else {
-        r->norm_bytes = train && m->opt.clip == BF_CLIP_GLOBAL_NORM ? bf_align_up(sizeof(double)) : 0;
+        const long cn = !train ? 0 : m->opt.clip == BF_CLIP_NORM ? (nt ? nt : 1) : m->opt.clip == BF_CLIP_GLOBAL_NORM;
+        const long ln = train && m->opt.kind == BF_OPT_LAMB ? 2L * nt : 0;
+        r->lamb_norm_off = cn;
+        r->norm_bytes = cn + ln ? bf_align_up(sizeof(double) * (size_t)(cn + ln)) : 0;
     }
 
     size_t slots = (r->xslot_bytes + r->yslot_bytes + r->wslot_bytes) * BF_PREFETCH_DEPTH;
@@ -310,7 +311,8 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
     entry(r, what, "activations", bf_align_up(r->scratch_bytes), d);
     entry(r, "backend scratch and library workspace", "workspaces", r->ws_bytes, 1);
     entry(r, "step statistics (loss, metrics, guard bounds)", "workspaces", r->stats_bytes, d);
-    entry(r, "gradient norms (clipping)", "workspaces", r->norm_bytes, d);
+    entry(r, m->opt.kind == BF_OPT_LAMB ? "norms (gradient clipping, Lamb's trust ratios)" : "gradient norms (clipping)",
+          "workspaces", r->norm_bytes, d);
     entry(r, "metric statistics (read-back copy, epoch sums)", "workspaces", r->hmet_bytes, 0);
     if (d) entry(r, "pinned host batch slots", "input batches", slots, 0);
     r->device_bytes = d ? r->w_bytes + r->slot_bytes + r->grad_bytes + slots + bf_align_up(r->scratch_bytes) +

@@ -425,6 +425,36 @@ static void nadam_products(bf_optimizer *o, long t, bf_update_args *a) {
     o->u_product_it = t;
 }
 
+/* Lamb, per trainable tensor as Keras (its trust ratio is the tensor's): the
+ * weight decay and the moments, the sums of squares of the tensor and of its
+ * update into norms (backend memory, no wait), then the step */
+static bf_status lamb_update(bf_run *r, bf_update_args *a) {
+    bf_model *m = r->m;
+    bf_backend *be = r->be;
+    const long n = m->n_trainable;
+    double *norms = r->norms + r->lamb_norm_off;
+    BF_TRY(be->fill_zero(be, norms, r->norm_bytes - sizeof(double) * (size_t)r->lamb_norm_off));
+    int t = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        for (int j = 0; m->layers[i].share < 0 && j < m->layers[i].nparam; j++) { /* a shared layer's: its owner's */
+            const bf_param *p = &m->layers[i].params[j];
+            if (!p->trainable) continue;
+            const long off = p->grad_offset; /* the slots follow the gradients' layout */
+            float *w = r->w + p->offset, *mo = r->slots + off, *v = r->slots + n + off;
+            double *nw = norms + 2 * t;
+            a->kind = BF_UPD_LAMB_MOMENTS;
+            a->norms = NULL;
+            BF_TRY(be->opt_update(be, w, mo, v, NULL, r->grads + off, p->n, a));
+            BF_TRY(be->sumsq(be, nw, w, p->n));
+            BF_TRY(be->lamb_sumsq(be, nw + 1, mo, v, p->n, a));
+            a->kind = BF_UPD_LAMB_APPLY;
+            a->norms = nw;
+            BF_TRY(be->opt_update(be, w, mo, v, NULL, r->grads + off, p->n, a));
+            t++;
+        }
+    return BF_OK;
+}
+
 static bf_status apply_update(bf_run *r) {
     bf_model *m = r->m;
     bf_backend *be = r->be;
@@ -457,12 +487,24 @@ static bf_status apply_update(bf_run *r) {
         break;
     case BF_OPT_ADAGRAD: a.kind = BF_UPD_ADAGRAD; break;
     case BF_OPT_NADAM: a.kind = BF_UPD_NADAM; nadam_products(o, a.t, &a); break;
+    case BF_OPT_ADAMAX: a.kind = BF_UPD_ADAMAX; break;
+    case BF_OPT_ADADELTA: a.kind = BF_UPD_ADADELTA; break;
+    case BF_OPT_FTRL:
+        a.kind = BF_UPD_FTRL;
+        a.ftrl = o->ftrl;
+        if (!(lr > 0.0f)) /* before anything changes: Ftrl divides by the rate */
+            return BF_FAIL(BF_ERR_ARG, "Ftrl needs a learning rate > 0 (it divides by it), got %g at iteration %ld",
+                           (double)lr, o->iterations);
+        break;
+    case BF_OPT_LION: a.kind = BF_UPD_LION; break;
+    case BF_OPT_LAMB: a.kind = BF_UPD_LAMB_MOMENTS; break;
     default:
         return BF_FAIL(BF_ERR_INTERNAL, "optimizer not set");
     }
     BF_TRY(regularizers(r, 1));
     BF_TRY(clip_gradients(r));
-    BF_TRY(be->opt_update(be, r->w, s0, s1, s2, r->grads, n, &a));
+    if (o->kind == BF_OPT_LAMB) BF_TRY(lamb_update(r, &a));
+    else BF_TRY(be->opt_update(be, r->w, s0, s1, s2, r->grads, n, &a));
     BF_TRY(constraints(r));
     o->iterations++;
     return BF_OK;

@@ -90,7 +90,8 @@ typedef struct bf_run {
     int weighted;          /* sample-weight batch slots (fit / evaluate with sample or class weights) */
     size_t wslot_bytes;    /* per slot: one weight per row */
     long nmv, moff[BF_MAX_METRICS]; /* metric statistics: doubles in all, offset of each */
-    size_t norm_bytes;     /* gradient sums of squares for clipping (backend memory) */
+    size_t norm_bytes;     /* sums of squares (backend memory): gradients for clipping, then Lamb's pairs */
+    long lamb_norm_off;    /* doubles before Lamb's (sum w^2, sum update^2) per trainable tensor */
     size_t hmet_bytes;     /* host: copy of the step statistics and the epoch's metric sums */
     /* plan table */
     int nentry;

@@ -26,6 +26,8 @@ bf_status bf_cpu_metric_update_serial(bf_backend *be, double *acc, const float *
 bf_status bf_cpu_maxabs_serial(bf_backend *be, float *out, const float *x, long n);
 bf_status bf_cpu_opt_update_serial(bf_backend *be, float *w, float *s0, float *s1, float *s2, const float *g, long n,
                                    const bf_update_args *a);
+/* Adamax, Adadelta, Ftrl, Lion, Lamb (optimizers_more.c), after the weight decay */
+bf_status bf_cpu_opt_update_more(float *w, float *s0, float *s1, const float *g, long n, const bf_update_args *a);
 bf_status bf_cpu_ewise_serial(bf_backend *be, float *out, const float *a, const float *b, const float *c,
                               bf_ewise_op op, float alpha, long n);
 bf_status bf_cpu_actx_forward_serial(bf_backend *be, float *out, const float *inp, bf_act act, const bf_act_param *p,

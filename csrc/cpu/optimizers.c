@@ -1,8 +1,9 @@
 /* optimizers.c - Keras 3 update rules applied in place to n parameters:
  * decoupled weight decay (w -= w*wd*lr, before the rule, as Keras's base
  * optimizer), then SGD (momentum, Nesterov), Adam (AMSGrad), RMSprop
- * (momentum, centered), Adagrad or Nadam; and gradient clipping (clipnorm
- * per tensor, global_clipnorm, clipvalue). Float arithmetic in Keras's
+ * (momentum, centered), Adagrad or Nadam (the later Keras rules are in
+ * optimizers_more.c); and gradient clipping (clipnorm per tensor,
+ * global_clipnorm, clipvalue). Float arithmetic in Keras's
  * order of operations, so results agree with Keras's float32 to rounding. */
 #include <math.h>
 
@@ -65,7 +66,7 @@ bf_status bf_cpu_opt_update_serial(bf_backend *be, float *restrict w, float *res
                                    float *restrict s2, const float *restrict g, long n, const bf_update_args *a) {
     (void)be;
     const float lr = a->lr, eps = a->eps, mom = a->momentum;
-    if (a->weight_decay != 0.0f) {
+    if (a->weight_decay != 0.0f && a->kind != BF_UPD_LAMB_APPLY) { /* Lamb: decayed by its first pass */
         const float wd = a->weight_decay;
         for (long i = 0; i < n; i++) w[i] = w[i] - w[i] * wd * lr;
     }
@@ -142,6 +143,8 @@ bf_status bf_cpu_opt_update_serial(bf_backend *be, float *restrict w, float *res
         }
         return BF_OK;
     }
+    default:
+        break;
     }
-    return BF_FAIL(BF_ERR_ARG, "unknown optimizer update %d", (int)a->kind);
+    return bf_cpu_opt_update_more(w, s0, s1, g, n, a);
 }

@@ -52,6 +52,9 @@ bf_status bf_cuda_batch_consumed(bf_backend *be, int k);
 bf_status bf_cuda_batch_wait(bf_backend *be, int k);
 
 /* ---- pieces the ops share ---- */
+/* opt_update of Adamax, Adadelta, Ftrl, Lion and Lamb's two passes (optimizers_more.cu) */
+bf_status bf_cuda_opt_update_more(bf_cuda_state *st, float *w, float *s0, float *s1, const float *g, long n,
+                                  const bf_update_args *a);
 /* out (N,C) += b (C) broadcast over rows (dense.cu) */
 bf_status bf_cuda_bias_add(bf_cuda_state *st, float *out, const float *b, long N, int C);
 /* db (C) += sum over the N rows of x (N,C): deterministic column reductions (colsum.cu) */

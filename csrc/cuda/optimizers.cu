@@ -1,7 +1,7 @@
 /* optimizers.cu - Keras 3 update rules applied in place to n parameters, as
  * csrc/cpu/optimizers.c: decoupled weight decay (w -= w*wd*lr) first, then
  * SGD (momentum, Nesterov), Adam (AMSGrad), RMSprop (momentum, centered),
- * Adagrad or Nadam; host-side scalars (Adam's alpha, Nadam's u products) come
+ * Adagrad or Nadam (the later Keras rules: optimizers_more.cu); host-side scalars (Adam's alpha, Nadam's u products) come
  * computed in float as the CPU does. Gradient clipping: sums of squares into
  * device memory (sumsq) and a scale read from there (grad_clip), so nothing
  * waits. Products are rounded separately (__fmul_rn) so results match the
@@ -149,8 +149,9 @@ bf_status bf_cuda_opt_update(bf_backend *be, float *w, float *s0, float *s1, flo
                              const bf_update_args *a) {
     BF_CUDA_ENTER(st, be);
     BF_TRY(check_n("opt_update", n));
-    if ((int)a->kind < BF_UPD_SGD || a->kind > BF_UPD_NADAM)
+    if ((int)a->kind < BF_UPD_SGD || a->kind > BF_UPD_LAST)
         return BF_FAIL(BF_ERR_ARG, "unknown optimizer update %d", (int)a->kind);
+    if (a->kind > BF_UPD_NADAM) return bf_cuda_opt_update_more(st, w, s0, s1, g, n, a);
     if (a->kind != BF_UPD_SGD && (!s0 || ((a->kind == BF_UPD_ADAM || a->kind == BF_UPD_NADAM) && !s1)))
         return BF_FAIL(BF_ERR_ARG, "opt_update: optimizer state missing");
     if (n == 0) return BF_OK;

@@ -208,16 +208,19 @@ static PyObject *Model_compile(ModelObject *self, PyObject *args, PyObject *kw) 
     static char *kwlist[] = {"optimizer", "learning_rate", "beta_1", "beta_2", "epsilon", "momentum", "nesterov",
                              "rho", "loss", "from_logits", "amsgrad", "centered", "weight_decay",
                              "initial_accumulator_value", "clip", "clip_value", "label_smoothing", "delta", "outputs",
-                             NULL};
+                             "learning_rate_power", "l1_regularization_strength", "l2_regularization_strength",
+                             "l2_shrinkage_regularization_strength", "beta", NULL};
     bf_optimizer o = {0};
     bf_loss l = {0};
+    o.ftrl.lr_power = -0.5f;
     int ok = 0, lk = 0, nesterov = 0, from_logits = 0, amsgrad = 0, centered = 0, clip = 0;
     PyObject *outputs = Py_None;
     l.delta = 1.0f;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ifffffpfip|ppffifffO", kwlist, &ok, &o.lr, &o.beta1, &o.beta2, &o.eps,
-                                     &o.momentum, &nesterov, &o.rho, &lk, &from_logits, &amsgrad, &centered,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ifffffpfip|ppffifffOfffff", kwlist, &ok, &o.lr, &o.beta1, &o.beta2,
+                                     &o.eps, &o.momentum, &nesterov, &o.rho, &lk, &from_logits, &amsgrad, &centered,
                                      &o.weight_decay, &o.initial_accumulator, &clip, &o.clip_value, &l.label_smoothing,
-                                     &l.delta, &outputs))
+                                     &l.delta, &outputs, &o.ftrl.lr_power, &o.ftrl.l1, &o.ftrl.l2,
+                                     &o.ftrl.l2_shrinkage, &o.ftrl.beta))
         return NULL;
     /* outputs: [(loss kind, from_logits, weight[, label_smoothing, delta])] per model output */
     bf_output outs[BF_MAX_OUTPUTS];

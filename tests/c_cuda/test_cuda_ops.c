@@ -462,11 +462,19 @@ static void test_optimizers(void) {
         {"rmsprop momentum centered", {.kind = BF_UPD_RMSPROP, .lr = 1e-3f, .rho = 0.9f, .momentum = 0.5f, .eps = 1e-7f, .centered = 1}, 3},
         {"adagrad", {.kind = BF_UPD_ADAGRAD, .lr = 1e-2f, .eps = 1e-7f}, 1},
         {"nadam", {.kind = BF_UPD_NADAM, .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-7f}, 2},
+        {"adamax, weight decay", {.kind = BF_UPD_ADAMAX, .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-7f, .weight_decay = 0.01f}, 2},
+        {"adadelta", {.kind = BF_UPD_ADADELTA, .lr = 1.0f, .rho = 0.95f, .eps = 1e-7f}, 2},
+        {"ftrl", {.kind = BF_UPD_FTRL, .lr = 0.1f, .ftrl = {.lr_power = -0.5f}}, 2},
+        {"ftrl power, regularized", {.kind = BF_UPD_FTRL, .lr = 0.1f, .ftrl = {-0.7f, 0.01f, 0.02f, 0.03f, 0.1f}}, 2},
+        {"lion, weight decay", {.kind = BF_UPD_LION, .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.99f, .weight_decay = 0.01f}, 1},
+        {"lamb, weight decay", {.kind = BF_UPD_LAMB_MOMENTS, .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-7f, .weight_decay = 0.01f}, 2},
     };
+    double *nrm_g = dalloc(2 * sizeof(double)); /* Lamb: sum w^2, sum update^2 (device) */
     for (size_t o = 0; o < sizeof cases / sizeof cases[0]; o++) {
         float *w = hrand(n, -1, 1), *s[3], *s_g[3];
         for (int k = 0; k < 3; k++) {
-            s[k] = cases[o].a.kind == BF_UPD_ADAGRAD && k == 0 ? hrand(n, 0.1f, 0.1f) : hzero(n);
+            const int acc = cases[o].a.kind == BF_UPD_ADAGRAD || cases[o].a.kind == BF_UPD_FTRL;
+            s[k] = acc && k == 0 ? hrand(n, 0.1f, 0.1f) : hzero(n);
             s_g[k] = up(s[k], n);
         }
         float *w_g = up(w, n);
@@ -489,6 +497,19 @@ static void test_optimizers(void) {
             bf_cpu_opt_update_serial(NULL, w, c0, c1, c2, g, n, &a);
             snprintf(what, sizeof what, "%s", cases[o].name);
             ok_status(G->opt_update(G, w_g, g0, g1, g2, g_g, n, &a), what);
+            if (a.kind == BF_UPD_LAMB_MOMENTS) { /* the norms, then the step */
+                double nrm[2] = {0.0, 0.0};
+                bf_cpu_sumsq(NULL, &nrm[0], w, n);
+                bf_cpu_lamb_sumsq(NULL, &nrm[1], c0, c1, n, &a);
+                G->fill_zero(G, nrm_g, 2 * sizeof(double));
+                ok_status(G->sumsq(G, nrm_g, w_g, n), "lamb: sumsq");
+                ok_status(G->lamb_sumsq(G, nrm_g + 1, g0, g1, n, &a), "lamb_sumsq");
+                a.kind = BF_UPD_LAMB_APPLY;
+                a.norms = nrm;
+                bf_cpu_opt_update_serial(NULL, w, c0, c1, NULL, NULL, n, &a);
+                a.norms = nrm_g;
+                ok_status(G->opt_update(G, w_g, g0, g1, NULL, NULL, n, &a), "lamb apply");
+            }
             free(g);
         }
         snprintf(what, sizeof what, "%s: weights after 5 steps", cases[o].name);

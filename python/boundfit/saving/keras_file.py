@@ -59,14 +59,32 @@ def _keras_slot_groups(opt, nslots):
         return "grouped", list(range(nslots))  # momentums (when momentum > 0)
     if kind == "RMSprop":
         return "grouped", list(range(nslots))  # velocities, then momentums
+    if kind in _TWO_SLOTS and nslots == 2:     # one add_optimizer_variables call with two names: per variable
+        return "interleaved", [0, 1]
+    if kind == "Lion" and nslots == 1:
+        return "grouped", [0]                  # momentums
     return None, None
+
+
+# Keras's two per-variable slots in the engine's order: Adamax momentum, norm; Adadelta accumulated_grad,
+# accumulated_delta_var; Ftrl accumulator, linear; Lamb momentum, velocity
+_TWO_SLOTS = ("Adamax", "Adadelta", "Ftrl", "Lamb")
 
 
 def _keras_nslots(opt):
     """Per-variable slots Keras builds for opt (the engine makes them on the first step)."""
     kind = type(opt).__name__
     momentum = getattr(opt, "momentum", 0.0)
-    return {"Adam": 2, "SGD": 1 if momentum else 0, "RMSprop": 2 if momentum > 0 else 1}.get(kind, 0)
+    return {"Adam": 2, "SGD": 1 if momentum else 0, "RMSprop": 2 if momentum > 0 else 1, "Lion": 1,
+            **{k: 2 for k in _TWO_SLOTS}}.get(kind, 0)
+
+
+def _keras_initial_slots(opt, n):
+    """The state Keras builds before the first step (zeros; Ftrl's accumulator at its initial value)."""
+    slots = [np.zeros(n, np.float32) for _ in range(_keras_nslots(opt))]
+    if type(opt).__name__ == "Ftrl":
+        slots[0][:] = opt.initial_accumulator_value
+    return slots
 
 
 def _write_optimizer(g, model, as_functional):
@@ -78,7 +96,7 @@ def _write_optimizer(g, model, as_functional):
     v = g.create_group("optimizer/vars")
     v.attrs["name"] = type(opt).__name__.lower()
     if layout is not None and not slots:   # not trained yet: Keras's built state is zeros
-        slots = [np.zeros(sum(int(np.prod(sh)) for _, _, sh in sl), np.float32) for _ in range(_keras_nslots(opt))]
+        slots = _keras_initial_slots(opt, sum(int(np.prod(sh)) for _, _, sh in sl))
     if layout is not None:
         vals = [np.array(it, dtype=np.int64)]
         if getattr(opt, "_schedule", None) is None:

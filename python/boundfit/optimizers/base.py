@@ -8,9 +8,10 @@ others set the engine's rate before every step (optimizer.iterations =
 completed updates, as Keras). Setting optimizer.learning_rate changes the rate
 of a compiled model's next update."""
 
-from . import schedules
+from .. import schedules
 
 SGD_ID, ADAM_ID, RMSPROP_ID, ADAMW_ID, ADAGRAD_ID, NADAM_ID = 1, 2, 3, 4, 5, 6
+ADAMAX_ID, ADADELTA_ID, FTRL_ID, LION_ID, LAMB_ID = 7, 8, 9, 10, 11
 CLIP_NONE, CLIP_NORM, CLIP_GLOBAL_NORM, CLIP_VALUE = 0, 1, 2, 3
 
 
@@ -102,93 +103,13 @@ class Optimizer:
                     rho=getattr(self, "rho", 0.9), amsgrad=getattr(self, "amsgrad", False),
                     centered=getattr(self, "centered", False), weight_decay=self.weight_decay or 0.0,
                     initial_accumulator_value=getattr(self, "initial_accumulator_value", 0.0),
-                    clip=clip, clip_value=clip_value)
+                    clip=clip, clip_value=clip_value, **self._extra_engine_args())
+
+    def _extra_engine_args(self):
+        return {}
 
     def get_config(self):
         return {k: v for k, v in vars(self).items() if not k.startswith("_")}
 
     def __repr__(self):
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.get_config().items())})"
-
-
-class SGD(Optimizer):
-    """Keras 3's `SGD(learning_rate=0.01, momentum=0.0, nesterov=False, ...)`."""
-    kind = SGD_ID
-
-    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=None, clipnorm=None,
-                 clipvalue=None, global_clipnorm=None, use_ema=False, name="SGD", **kwargs):
-        super().__init__(learning_rate, weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, name, **kwargs)
-        if not 0.0 <= float(momentum) <= 1.0:
-            raise ValueError(f"momentum must be in [0, 1], got {momentum!r}")
-        self.momentum, self.nesterov = float(momentum), bool(nesterov)
-
-
-class Adam(Optimizer):
-    """Keras 3's `Adam(learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False, ...)`."""
-    kind = ADAM_ID
-
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False,
-                 weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None, use_ema=False,
-                 name="adam", **kwargs):
-        super().__init__(learning_rate, weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, name, **kwargs)
-        self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
-        self.amsgrad = bool(amsgrad)
-
-
-class AdamW(Adam):
-    """Keras 3's `AdamW`: Adam with decoupled weight decay (weight_decay=0.004)."""
-    kind = ADAMW_ID
-
-    def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
-                 amsgrad=False, clipnorm=None, clipvalue=None, global_clipnorm=None, use_ema=False,
-                 name="adamw", **kwargs):
-        if weight_decay is None:
-            raise ValueError("Argument `weight_decay` must be a float. Received: weight_decay=None")
-        super().__init__(learning_rate, beta_1, beta_2, epsilon, amsgrad, weight_decay, clipnorm, clipvalue,
-                         global_clipnorm, use_ema, name, **kwargs)
-
-
-class RMSprop(Optimizer):
-    """Keras 3's `RMSprop(learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False, ...)`."""
-    kind = RMSPROP_ID
-
-    def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False,
-                 weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None, use_ema=False,
-                 name="rmsprop", **kwargs):
-        super().__init__(learning_rate, weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, name, **kwargs)
-        self.rho, self.momentum, self.epsilon = float(rho), float(momentum), float(epsilon)
-        self.centered = bool(centered)
-
-
-class Adagrad(Optimizer):
-    """Keras 3's `Adagrad(learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7, ...)`."""
-    kind = ADAGRAD_ID
-
-    def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7, weight_decay=None,
-                 clipnorm=None, clipvalue=None, global_clipnorm=None, use_ema=False, name="adagrad", **kwargs):
-        super().__init__(learning_rate, weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, name, **kwargs)
-        self.initial_accumulator_value = _nonneg(initial_accumulator_value, "initial_accumulator_value")
-        self.epsilon = float(epsilon)
-
-
-class Nadam(Optimizer):
-    """Keras 3's `Nadam(learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, ...)`."""
-    kind = NADAM_ID
-
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, weight_decay=None,
-                 clipnorm=None, clipvalue=None, global_clipnorm=None, use_ema=False, name="nadam", **kwargs):
-        super().__init__(learning_rate, weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, name, **kwargs)
-        self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
-
-
-_BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagrad": Adagrad, "nadam": Nadam}
-
-
-def get(optimizer):
-    """An optimizer from a name ('adam', 'sgd', ...), a config dict or an Optimizer."""
-    if isinstance(optimizer, Optimizer):
-        return optimizer
-    if isinstance(optimizer, str) and optimizer.lower() in _BY_NAME:
-        return _BY_NAME[optimizer.lower()]()
-    raise ValueError(f"optimizer: unknown optimizer {optimizer!r}; choose one of {sorted(_BY_NAME)} "
-                     "or a boundfit.optimizers object")
