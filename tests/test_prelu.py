@@ -90,7 +90,7 @@ def test_prelu_forward_and_gradients_match_keras(shape, shared):
         out, _ = km.stateless_call(tv, [], jnp.asarray(x))
         return jnp.mean((out - y) ** 2), out
 
-    (lk, out), grads = jax.value_and_grad(loss, has_aux=True)([v.value for v in km.trainable_variables])
+    (lk, out), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))([v.value for v in km.trainable_variables])
     close(np.asarray(out), bm.predict(x, verbose=0), 1e-6)   # the Dense's sums in another order than XLA's
     bm.compile(optimizer="sgd", loss="mse")
     got = engine_gradient(bm, x, y)
