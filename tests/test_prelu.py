@@ -68,10 +68,7 @@ def _weights(shape, shared, seed=2):
             r.uniform(-0.5, 1.5, alpha_shape(shape, shared)).astype(np.float32)]
 
 
-KERAS_CASES = [0, 3, 5, 8, 10]   # a new shape costs JAX's compilations: every rank, the patterns P, PQ, PQRS
-
-
-@pytest.mark.parametrize("shape,shared", [CASES[k] for k in KERAS_CASES], ids=[IDS[k] for k in KERAS_CASES])
+@pytest.mark.parametrize("shape,shared", CASES, ids=IDS)
 def test_prelu_forward_and_gradients_match_keras(shape, shared):
     """rows of x that are all zero make the Dense's output exactly 0 there (its bias is 0): Keras's relu has
     gradient 0 at 0, so the bias's gradient holds nothing from them"""
