@@ -4,7 +4,7 @@ backward, attention dropout), layernorm.cu (LayerNormalization with and
 without gamma / beta, rows wider than a block), regularize.cu (L1 / L2 /
 L1L2 penalties and gradients, the max-norm / non-neg / unit-norm / min-max
 constraints), merge.cu (Subtract / Maximum / Minimum / Multiply / Average),
-depthwise.cu (DepthwiseConv2D), augment.cu (RandomRotation, RandomZoom,
+depthwise.cu (DepthwiseConv2D), prelu.cu (PReLU), augment.cu (RandomRotation, RandomZoom,
 RandomContrast, keras.random's draws), colsum.cu's one-thread-per-column fallback, loss.cu's
 MEAN loss (a traced custom loss function) and ADDED loss (activity
 regularizers, add_loss), and the device runs of bucketed training and of
@@ -162,6 +162,23 @@ def test_depthwise_conv2d_trains_to_the_cpu_weights_on_cuda(strides, padding, dm
                               layers.Flatten(), layers.Dense(2)])
     cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), f"depthwise {strides} {padding} {dm}")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
+
+
+@pytest.mark.parametrize("shared", [None, [1, 2], [2]])
+def test_prelu_trains_to_the_cpu_weights_on_cuda(shared):
+    """prelu.cu: forward, the input gradient (0 at relu's kink: the ReLU in front makes exact zeros), alpha's
+    gradient as a column reduction over (P*R, Q*S) for 63, 3 and 21 alpha elements"""
+    r = np.random.default_rng(10)
+    x = r.standard_normal((24, 7, 3, 5)).astype(np.float32)
+    y = r.standard_normal((24, 2)).astype(np.float32)
+
+    def build():
+        return bf.Sequential([bf.Input((7, 3, 5)), layers.Conv2D(3, 1, activation="relu"),
+                              layers.PReLU(alpha_initializer="random_normal", shared_axes=shared), layers.Flatten(),
+                              layers.Dense(2)])
+    cpu, gpu, hc, hg = _train_both(build, _sgd, x, y, batch_size=8, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), f"prelu shared_axes={shared}")
     np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
 
 

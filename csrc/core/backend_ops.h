@@ -199,6 +199,17 @@ BF_OP(bf_status, actx_forward,
 BF_OP(bf_status, actx_backward,
       (bf_backend *be, float *dinp, const float *dout, const float *inp, const float *out, bf_act act,
        const bf_act_param *p, long n), ALL)
+/* PReLU (csrc/cpu/prelu.c, csrc/cuda/prelu.cu): inp, out (P,Q,R,S), alpha (Q,S) broadcast over P and R (the
+ * layer folds the batch and the per-sample axes into P, Q, R, S: alpha's shared axes are P and R);
+ * out = inp > 0 ? inp : alpha[q,s] * inp */
+BF_OP(bf_status, prelu_forward,
+      (bf_backend *be, float *out, const float *inp, const float *alpha, long P, int Q, int R, int S), ALL)
+/* dinp (P,Q,R,S) = dout * (inp > 0 ? 1 : inp < 0 ? alpha[q,s] : 0) (Keras: relu's gradient at 0 is 0),
+ * OVERWRITTEN; dalpha (Q,S) += the sum over P and R of dout * min(inp, 0), ADDED, each element in one fixed
+ * order (the same bits on any thread count); either may be NULL (a first layer, a frozen one) */
+BF_OP(bf_status, prelu_backward,
+      (bf_backend *be, float *dinp, float *dalpha, const float *dout, const float *inp, const float *alpha, long P,
+       int Q, int R, int S), ALL)
 /* strided gather (Permute, RepeatVector, ZeroPadding2D, UpSampling2D and their backward) */
 BF_OP(bf_status, strided_copy, (bf_backend *be, float *out, const float *inp, const bf_strided *s), ALL)
 /* out (N,C) = (inp - mean[c]) / max(sqrt(var[c]), eps) * scale + offset; mean, var NULL: 0, 1 */

@@ -121,6 +121,11 @@ typedef struct {
     uint64_t seed;
 } bf_random_cfg;
 
+/* PReLU: shared[d] = 1 when per-sample axis d (Keras's shared_axes, 1-based: axis d + 1) shares one alpha */
+typedef struct {
+    int shared[3];
+} bf_prelu_cfg;
+
 /* a node's configuration: the member of its family (none for kinds without one) */
 typedef union {
     bf_dense_cfg dense;
@@ -140,6 +145,7 @@ typedef union {
     bf_rescale_cfg rescale;
     bf_augment_cfg augment;
     bf_random_cfg random;
+    bf_prelu_cfg prelu;
 } bf_layer_cfg;
 
 #endif

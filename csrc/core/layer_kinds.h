@@ -32,7 +32,9 @@
     X(BATCH_REDUCE)                                                                                            \
     /* SWITCH: a custom layer's training / inference traces (layers/switch.c); RANDOM: keras.random's draws     \
      * on a symbolic shape (layers/random.c) */                                                                   \
-    X(SWITCH) X(RANDOM)
+    X(SWITCH) X(RANDOM)                                                                                          \
+    /* PReLU: max(x, 0) + alpha * min(x, 0), alpha per sample with shared_axes of size 1 (layers/prelu.c) */      \
+    X(PRELU)
 
 #define BF_KIND_ENUM_(n) BF_L_##n,
 typedef enum { BF_LAYER_KINDS(BF_KIND_ENUM_) BF_L_COUNT_ } bf_layer_kind;

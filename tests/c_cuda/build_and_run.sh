@@ -65,9 +65,9 @@ if [[ $WHAT == ops || $WHAT == all ]]; then
   "$CC" -O2 -Wall -Wextra -std=c11 -Icsrc/core -Icsrc/cpu -I"$OB_INC" \
     tests/c_cuda/test_cuda_ops.c csrc/cpu/activations.c csrc/cpu/batchnorm.c csrc/cpu/conv2d.c csrc/cpu/conv2d_direct.c \
     csrc/cpu/conv2d_direct_avx512.c csrc/cpu/conv2d_direct_avx2.c csrc/cpu/cpu_isa.c \
-    csrc/cpu/dense.c csrc/cpu/dropout.c csrc/cpu/loss.c csrc/cpu/metrics.c csrc/cpu/optimizers.c csrc/cpu/pool.c \
+    csrc/cpu/dense.c csrc/cpu/dropout.c csrc/cpu/loss.c csrc/cpu/metrics.c csrc/cpu/optimizers.c csrc/cpu/optimizers_more.c csrc/cpu/pool.c \
     csrc/cpu/reduce.c csrc/cpu/conv1d.c csrc/cpu/conv2d_transpose.c csrc/cpu/act_more.c csrc/cpu/strided.c \
-    csrc/cpu/rescale.c csrc/cpu/augment.c csrc/cpu/gemm.c csrc/cpu/par.c csrc/core/status.c \
+    csrc/cpu/rescale.c csrc/cpu/augment.c csrc/cpu/prelu.c csrc/cpu/gemm.c csrc/cpu/par.c csrc/core/status.c \
     -L"$OB_LIB" -lscipy_openblas -Wl,-rpath,"$OB_LIB" -ldl -lm -lpthread -o "$OUT_DIR/test_cuda_ops"
   "$OUT_DIR/test_cuda_ops" "$SO" || status=1
 fi

@@ -10,7 +10,7 @@
  * kernels) and Conv2DTranspose (valid / same, strides below and above the
  * kernel; backward with dinp / dw / db NULL in turn), batchnorm (train / inference, forward / backward, frozen backward),
  * dropout (mask bit for bit), Keras 3's other activations, the strided
- * gather, rescale and the random image ops, the BF_ERR_BUDGET of an impossible reservation,
+ * gather, rescale and the random image ops, PReLU, the BF_ERR_BUDGET of an impossible reservation,
  * and last, that a kernel fault poisons the backend.
  * Usage: test_cuda_ops path/to/_cuda.so   Exit status: number of failures. */
 #include <dlfcn.h>
@@ -264,6 +264,40 @@ static void test_more_ops(void) {
         free(x), free(y), free(d), free(g);
     }
     free(u), free(v);
+}
+
+/* PReLU: alpha's gradient by the column reduction (few and many alpha elements) and by one thread per element (more
+ * than the scratch holds); dalpha accumulates into what it held; dinp and dalpha NULL in turn */
+static void test_prelu(void) {
+    const long cases[][4] = {{7, 3, 5, 4}, {300, 2, 1, 1}, {3, 1, 1, 300}, {2, 5, 3, 1}, {2, 1, 1, 270000}};
+    char what[96];
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const long P = cases[k][0];
+        const int Q = (int)cases[k][1], R = (int)cases[k][2], S = (int)cases[k][3];
+        const size_t n = (size_t)P * Q * R * S, E = (size_t)Q * S;
+        float *x = hrand(n, -2, 2), *dy = hrand(n, -1, 1), *a = hrand(E, -0.5f, 1.5f), *y = hzero(n);
+        float *dx = hzero(n), *da = hrand(E, -1, 1);
+        for (size_t i = 0; i < n; i += 11) x[i] = 0.0f; /* relu's kink: gradient 0 */
+        float *x_g = up(x, n), *dy_g = up(dy, n), *a_g = up(a, E), *y_g = up(y, n), *da_g = up(da, E);
+        bf_cpu_prelu_forward(NULL, y, x, a, P, Q, R, S);
+        snprintf(what, sizeof what, "prelu_forward (%ld,%d,%d,%d)", P, Q, R, S);
+        if (ok_status(G->prelu_forward(G, y_g, x_g, a_g, P, Q, R, S), what)) dclose(what, y_g, y, n, 0, 0);
+        bf_cpu_prelu_backward(NULL, dx, da, dy, x, a, P, Q, R, S);
+        snprintf(what, sizeof what, "prelu_backward dinp (%ld,%d,%d,%d)", P, Q, R, S);
+        if (ok_status(G->prelu_backward(G, y_g, da_g, dy_g, x_g, a_g, P, Q, R, S), what)) {
+            dclose(what, y_g, dx, n, 0, 0);
+            snprintf(what, sizeof what, "prelu_backward dalpha (%ld,%d,%d,%d)", P, Q, R, S);
+            dclose(what, da_g, da, E, 1e-6f, 1e-6f);
+        }
+        bf_cpu_prelu_backward(NULL, NULL, da, dy, x, a, P, Q, R, S);
+        snprintf(what, sizeof what, "prelu_backward dinp NULL (%ld,%d,%d,%d)", P, Q, R, S);
+        if (ok_status(G->prelu_backward(G, NULL, da_g, dy_g, x_g, a_g, P, Q, R, S), what))
+            dclose(what, da_g, da, E, 1e-6f, 1e-6f);
+        snprintf(what, sizeof what, "prelu_backward dalpha NULL (%ld,%d,%d,%d)", P, Q, R, S);
+        if (ok_status(G->prelu_backward(G, y_g, NULL, dy_g, x_g, a_g, P, Q, R, S), what))
+            dclose(what, y_g, dx, n, 0, 0);
+        free(x), free(dy), free(a), free(y), free(dx), free(da);
+    }
 }
 
 /* ---- losses, metrics, reductions ---- */
@@ -898,6 +932,7 @@ int main(int argc, char **argv) {
     test_dense();
     test_activations();
     test_more_ops();
+    test_prelu();
     test_losses();
     test_metrics();
     test_reductions();

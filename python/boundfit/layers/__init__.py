@@ -7,7 +7,7 @@ A new layer: its class goes in the family's module (or a new one, imported
 here), and its Keras 3 config is registered there with @keras_config
 (layer.py); see CONTRIBUTING_python.md."""
 
-from .activation import ELU, LeakyReLU, ReLU, Softmax
+from .activation import ELU, LeakyReLU, PReLU, ReLU, Softmax
 from .args import engine_kinds
 from .attention import MultiHeadAttention
 from .augmentation import RandomContrast, RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom
@@ -48,8 +48,8 @@ __all__ = ["Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D
            "GlobalMaxPool2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "Input", "InputLayer", "LSTM", "Lambda", "Layer",
            "SeparableConv2D",
            "LayerNormalization", "LeakyReLU", "MaxPool1D", "MaxPooling1D", "MaxPooling2D", "Maximum", "Minimum",
-           "MultiHeadAttention", "Multiply", "Normalization", "Permute", "RandomContrast", "RandomCrop", "RandomFlip",
-           "RandomRotation", "RandomZoom",
+           "MultiHeadAttention", "Multiply", "Normalization", "Permute", "PReLU", "RandomContrast", "RandomCrop",
+           "RandomFlip", "RandomRotation", "RandomZoom",
            "RandomTranslation", "ReLU", "RepeatVector", "Rescaling", "Reshape", "SimpleRNN", "Softmax", "Subtract",
            "TextVectorization",
            "UpSampling2D", "ZeroPadding2D", "add", "average", "concatenate", "maximum", "minimum", "multiply",
