@@ -141,18 +141,24 @@ def _edited(src, dst, edit):
 def test_ops_boundfit_does_not_run_are_named_with_the_files_layer(keras, tmp_path):
     o = keras.ops
     x = keras.Input((4, 3))
+    x3 = keras.Input((4, 3, 2))
     cases = [
         (o.sign(x), "layer 'sign.*' is the keras.ops operation Sign"),
         (o.max(x, axis=1, initial=0.5), "operation 'max.*' \\(Max\\): Max\\(initial=0.5\\) is not supported"),
-        (o.mean(x, axis=(1, 2)), "operation 'mean.*' \\(Mean\\): keras.ops.mean .*only over"),
+        (o.mean(x3, axis=(1, 3)), "operation 'mean.*' \\(Mean\\): keras.ops.mean .*only over"),
         (o.softmax(x, axis=1), "operation 'softmax.*' \\(Softmax\\): keras.ops.softmax .*only over the last axis"),
         (o.cast(x, "int32"), "operation 'cast.*' \\(Cast\\): keras.ops.cast .*to int32"),
         (o.convert_to_tensor(x, sparse=True), "ConvertToTensor\\(sparse=True\\)"),
     ]
     for i, (y, match) in enumerate(cases):
-        keras.Model(x, y).save(tmp_path / f"c{i}.keras")
+        keras.Model(x3 if i == 2 else x, y).save(tmp_path / f"c{i}.keras")
         with pytest.raises(ValueError, match=match):
             bf.models.load_model(tmp_path / f"c{i}.keras")
+    # every axis of a sample (once refused here too) is a reduction of the sample flattened: it loads as Keras's
+    keras.Model(x, o.mean(x, axis=(1, 2))).save(tmp_path / "all.keras")
+    xs = np.random.default_rng(0).standard_normal((5, 4, 3)).astype(np.float32)
+    np.testing.assert_allclose(bf.models.load_model(tmp_path / "all.keras").predict(xs, verbose=0),
+                               xs.mean(axis=(1, 2)), rtol=1e-6, atol=1e-7)
     keras.Model(x, o.sum(x, axis=1)).save(tmp_path / "sum.keras")
 
     def extra(layers):
