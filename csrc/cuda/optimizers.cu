@@ -8,23 +8,17 @@
  * CPU's up to the last bits. */
 #include <math.h>
 
+#include "blocksum.cuh"
 #include "cuda_ops.h"
 
 #define FMUL __fmul_rn
 
 // out (1) += sum x^2 over x (n): per-block sums in double, atomically added
 __global__ void sumsq_kernel(double *out, const float *x, long n) {
-    __shared__ double part[256];
     double s = 0.0;
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
         s += (double)x[i] * x[i];
-    part[threadIdx.x] = s;
-    __syncthreads();
-    for (int o = blockDim.x / 2; o > 0; o >>= 1) {
-        if ((int)threadIdx.x < o) part[threadIdx.x] += part[threadIdx.x + o];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) atomicAdd(out, part[0]);
+    bf_block_sum_add(out, s);
 }
 
 // g (n) clipped in place (mode: bf_clip_mode), sumsq (1) on the device

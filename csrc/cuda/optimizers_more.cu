@@ -7,6 +7,7 @@
  * to the last bits. bf_cuda_opt_update (optimizers.cu) hands these kinds here. */
 #include <math.h>
 
+#include "blocksum.cuh"
 #include "cuda_ops.h"
 
 #define FMUL __fmul_rn
@@ -21,19 +22,12 @@ __device__ static inline float ftrl_pow(float x, float p) { return p == -0.5f ? 
 
 // out (1) += sum of lamb_upd(m[i], v[i])^2 over m, v (n)
 __global__ void lamb_sumsq_kernel(double *out, const float *m, const float *v, long n, float c1, float c2, float eps) {
-    __shared__ double part[256];
     double s = 0.0;
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
         const float u = lamb_upd(m[i], v[i], c1, c2, eps);
         s += (double)u * u;
     }
-    part[threadIdx.x] = s;
-    __syncthreads();
-    for (int o = blockDim.x / 2; o > 0; o >>= 1) {
-        if ((int)threadIdx.x < o) part[threadIdx.x] += part[threadIdx.x + o];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) atomicAdd(out, part[0]);
+    bf_block_sum_add(out, s);
 }
 
 // w (n) and its state s0, s1 (n each) updated from g (n); c1 = 1 - beta_1^t, c2 = 1 - beta_2^t

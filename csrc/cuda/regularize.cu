@@ -5,23 +5,17 @@
  * update, one thread per norm. */
 #include <math.h>
 
+#include "blocksum.cuh"
 #include "cuda_ops.h"
 
 // penalty (1) += l1*sum|w| + l2*sum w^2 over w (n): per-block sums in double, atomically added
 __global__ void reg_penalty_kernel(double *penalty, const float *w, long n, float l1, float l2) {
-    __shared__ double part[256];
     double a = 0.0, q = 0.0;
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
         a += fabs((double)w[i]);
         q += (double)w[i] * w[i];
     }
-    part[threadIdx.x] = (double)l1 * a + (double)l2 * q;
-    __syncthreads();
-    for (int o = blockDim.x / 2; o > 0; o >>= 1) {
-        if ((int)threadIdx.x < o) part[threadIdx.x] += part[threadIdx.x + o];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) atomicAdd(penalty, part[0]);
+    bf_block_sum_add(penalty, (double)l1 * a + (double)l2 * q);
 }
 
 // g (n) += l1*sign(w) + 2*l2*w
