@@ -27,6 +27,8 @@
  * machine, so that byte counts of weights, gradients and optimizer slots never wrap a size_t */
 #define BF_MAX_FLOATS_LOG2 50
 #define BF_MAX_FLOATS (1L << BF_MAX_FLOATS_LOG2)
+/* axes of a sample (the batch axis not counted) a tensor may have */
+#define BF_MAX_RANK 3
 #define BF_MAX_INPUTS 8
 #define BF_MAX_OUTPUTS 8
 #define BF_MAX_NODE_IN 16
@@ -84,7 +86,7 @@ typedef struct bf_layer {
      * argument, so a recurrent call with initial states runs unmasked unless given mask=; a keras.ops.mean's
      * pooling averages every step) */
     int mask_off;
-    int in_rank, in_shape[3], out_rank, out_shape[3]; /* in_*: of the first input */
+    int in_rank, in_shape[BF_MAX_RANK], out_rank, out_shape[BF_MAX_RANK]; /* in_*: of the first input */
     long in_size, out_size;                    /* elements per sample */
     int nparam;
     bf_param params[BF_MAX_PARAMS];
@@ -145,10 +147,10 @@ typedef struct {
 typedef struct bf_model {
     int nlayers;
     bf_layer layers[BF_MAX_LAYERS];
-    int in_rank, in_shape[3];   /* input 0 (Sequential) */
+    int in_rank, in_shape[BF_MAX_RANK];   /* input 0 (Sequential) */
     long in_size;               /* input 0 */
     int n_inputs;               /* inputs are packed side by side in an x row */
-    int in_ranks[BF_MAX_INPUTS], in_shapes[BF_MAX_INPUTS][3];
+    int in_ranks[BF_MAX_INPUTS], in_shapes[BF_MAX_INPUTS][BF_MAX_RANK];
     long in_sizes[BF_MAX_INPUTS], in_offs[BF_MAX_INPUTS], x_row;
     int n_outputs;              /* outputs are packed side by side in a prediction row */
     int out_t[BF_MAX_OUTPUTS];  /* tensor ids */
@@ -156,7 +158,7 @@ typedef struct bf_model {
     bf_output outs[BF_MAX_OUTPUTS];
     long y_row;                 /* floats per packed label row (set by compile) */
     /* per tensor: shape and consumers (filled by bf_model_infer) */
-    int t_rank[BF_MAX_TENSORS], t_shape[BF_MAX_TENSORS][3];
+    int t_rank[BF_MAX_TENSORS], t_shape[BF_MAX_TENSORS][BF_MAX_RANK];
     long t_size[BF_MAX_TENSORS];
     int t_uses[BF_MAX_TENSORS];
     int t_mask[BF_MAX_TENSORS]; /* Embedding(mask_zero) node whose (B,T) mask the tensor carries; -1: none */
