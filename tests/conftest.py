@@ -82,7 +82,8 @@ def assert_plan_equals_arenas(m, x, y, batch_size, device=None):
     ran = m._loss_trainer[1] if getattr(m, "_loss_trainer", None) else m   # a custom loss: its training graph
     stats = ran._last_run_stats
     assert all(s["run_high_water"] == s["run_reserved"] for s in stats)
-    arenas = ran._engine.weight_arena_bytes + ran._engine.optimizer_arena_bytes + sum(
+    weights = ran._engine.weights_base() or ran._engine   # a training graph computes on its model's weights
+    arenas = weights.weight_arena_bytes + ran._engine.optimizer_arena_bytes + sum(
         s["run_high_water"] + s.get("host_slots_high_water", 0) for s in stats)
     assert sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured")) == arenas
     return plan

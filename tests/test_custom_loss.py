@@ -233,6 +233,43 @@ def test_the_training_graphs_plan_is_exact_and_micro_batches_give_the_full_batch
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+def test_the_training_graph_computes_on_the_models_weights_not_a_copy_of_them():
+    """The training graph's engine takes the model's weights (one copy: a write through either is the other's),
+    and what its fit trains is what the model predicts with, computed here in NumPy from get_weights()."""
+    m = _mlp(bf)
+    m.compile(optimizer="adam", loss=lambda t, p: my_mse(t, p, bf.ops))
+    m.fit(X, Y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    trainer = m._trainer_for()
+    assert trainer._engine.weights_base() is m._engine and m._engine.weights_base() is None
+    w = [np.full_like(a, 0.01 * (k + 1)) for k, a in enumerate(m.get_weights())]
+    m.set_weights(w)
+    for a, b in zip(trainer._engine.get_weights(), w):
+        np.testing.assert_array_equal(a, b)
+    w[0][0, 0] = 3.0
+    trainer._engine.set_weights(w)
+    assert m.get_weights()[0][0, 0] == 3.0
+    h = m.fit(X, Y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    assert np.all(np.diff(h.history["loss"]) < 0)
+    k1, b1, k2, b2 = m.get_weights()
+    assert not np.array_equal(k1, w[0])
+    np.testing.assert_allclose(m.predict(X, verbose=0), np.tanh(X @ k1 + b1) @ k2 + b2, rtol=1e-5, atol=1e-6)
+
+
+def test_a_training_graph_refuses_weights_that_are_not_the_models_naming_the_node():
+    """The engine lends a model's weights only to a graph whose weights are exactly the model's, node by node."""
+    from boundfit import _core
+    m = _mlp(bf)
+    m.build()
+    other = bf.Model(m.input, bf.layers.Dense(3)(m.layers[1].output))   # one Dense of its own
+    g = bf.graph.compile_graph(other)
+    nodes = [m._layer_node.get(id(l), -1) for l in g.node_layers]
+    with pytest.raises(ValueError, match="not one node's of the model"):
+        _core.Model(g.specs, g.input_shapes[0], 0, outputs=g.output_ids, weights_of=(m._engine, nodes))
+    g = bf.graph.compile_graph(m)
+    with pytest.raises(ValueError, match="weights_of: 2 node indices expected, got 1"):
+        _core.Model(g.specs, g.input_shapes[0], 0, outputs=g.output_ids, weights_of=(m._engine, [0]))
+
+
 def test_a_model_compiled_with_a_loss_function_saves_and_loads_by_its_name(tmp_path):
     """The .keras file holds the loss by name as Keras writes it and the optimizer state of the training
     graph; load_model needs the function in custom_objects (as Keras) and then trains on as the saved model

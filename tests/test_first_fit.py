@@ -4,7 +4,9 @@
   the seed CNN, the seed MLP, data from a Sequence, a small ResNet, an
   Embedding + LSTM text model, a Transformer block, an LSTM encoder-decoder
   with states and dropout, a masked sequence tagger, a custom loss with an
-  activity regularizer: its training graph, made at compile);
+  activity regularizer: its training graph, made at compile; a subclassed
+  model with a custom loss, built by its first fit, whose training graph
+  computes on the model's weights: one copy, in the plan);
 - under real cgroup limits, batch_size='auto' and micro_batch='auto' train
   the seed CNN and an MLP to the end with the peak under the limit and no
   watchdog stop (the engine's own runtime never trips it), down to a limit
@@ -127,6 +129,35 @@ else:
     m.predict(data, batch_size=None if source == "sequence" else bs, verbose=0)
 print("GROWTH", new, budget.peak_rss_bytes() - r0)
 """
+
+
+def test_a_subclassed_models_custom_loss_fit_builds_one_copy_of_the_weights_within_its_plan():
+    """A subclassed model is built by its first fit: the model's weights and its training graph's run are new
+    there, and the graph computes on the model's weights, so the process grows by the plan (the BLAS buffers,
+    brought up by a fit before, aside) and not by a second copy (32 MiB here). The two engine objects the fit
+    builds (the model's and its training graph's descriptions, ~0.3 MiB each) are not in the plan."""
+    out = _child(HEAD + textwrap.dedent("""
+        w = bf.Sequential([layers.Dense(8, input_shape=(2000,))]); w.compile("adam", "mse")
+        w.fit(np.ones((256, 2000), np.float32), np.ones((256, 8), np.float32), batch_size=64, verbose=0)
+        class Net(bf.Model):
+            def __init__(self):
+                super().__init__()
+                self.d1, self.d2 = layers.Dense(4096, activation="relu"), layers.Dense(8)
+            def call(self, x):
+                return self.d2(self.d1(x))
+        m = Net()
+        m.compile(optimizer="adam", loss=lambda t, p: bf.ops.mean(bf.ops.abs(t - p), axis=-1))
+        x = rng.standard_normal((256, 2000), dtype=np.float32); y = rng.standard_normal((256, 8), dtype=np.float32)
+        open("/proc/self/clear_refs", "w").write("5")
+        r0 = budget.process_usage_bytes()
+        m.fit(x, y, batch_size=64, verbose=0)
+        plan = m._last_plan
+        blas = sum(e.bytes for e in plan.breakdown if e.name.startswith("BLAS"))
+        print("GROWTH", plan.host_bytes - blas, budget.peak_rss_bytes() - r0)
+        """))
+    new, grown = map(int, out.split("GROWTH")[1].split())
+    assert grown <= new + (1 << 20), f"grew {grown} bytes, plan says {new} new"
+    assert grown >= 0.97 * new, f"grew {grown} bytes, plan says {new}: an over-estimate"
 
 
 def _child(code, timeout=300):

@@ -344,6 +344,50 @@ static bf_status weights_refused(const bf_model *m, bf_status s) {
                    (size_t)m->n_params, big->name, sh, sizeof(float) * (size_t)big->n, why);
 }
 
+/* the node of src whose parameters node i's are, checked: the same count, sizes and trainability */
+static bf_status borrowed_node(const bf_model *m, const bf_model *src, const int *src_node, int i, int *k_out) {
+    const bf_layer *L = &m->layers[i];
+    const int k = src_node[i];
+    if (k < 0 || k >= src->nlayers || src->layers[k].share >= 0 || src->layers[k].nparam != L->nparam)
+        return BF_FAIL(BF_ERR_ARG, "%s: its weights are not one node's of the model it trains", L->name);
+    for (int j = 0; j < L->nparam; j++) {
+        const bf_param *p = &L->params[j], *q = &src->layers[k].params[j];
+        if (p->n != q->n || p->trainable != q->trainable)
+            return BF_FAIL(BF_ERR_ARG, "%s: %s does not match the model's %s (size or trainable)", L->name, p->name,
+                           q->name);
+    }
+    *k_out = k;
+    return BF_OK;
+}
+
+bf_status bf_model_borrow_weights(bf_model *m, const bf_model *src, const int *src_node) {
+    unsigned char used[BF_MAX_LAYERS] = {0};
+    int k;
+    for (int i = 0; i < m->nlayers; i++) { /* every check before any offset moves */
+        if (m->layers[i].share >= 0 || m->layers[i].nparam == 0) continue;
+        BF_TRY(borrowed_node(m, src, src_node, i, &k));
+        if (used[k]) return BF_FAIL(BF_ERR_ARG, "%s: node %d's weights are taken twice", m->layers[i].name, k);
+        used[k] = 1;
+    }
+    if (m->n_params != src->n_params || m->n_trainable != src->n_trainable) /* one-to-one: the same block */
+        return BF_FAIL(BF_ERR_ARG, "the training graph has %ld weights (%ld trainable), the model %ld (%ld)",
+                       m->n_params, m->n_trainable, src->n_params, src->n_trainable);
+    for (int i = 0; i < m->nlayers; i++) {
+        bf_layer *L = &m->layers[i];
+        if (L->share >= 0) continue;
+        for (int j = 0; j < L->nparam; j++) {
+            const bf_param *q = &src->layers[src_node[i]].params[j];
+            L->params[j].offset = q->offset;
+            L->params[j].grad_offset = q->grad_offset;
+        }
+    }
+    for (int i = 0; i < m->nlayers; i++) /* sharers follow their owner's offsets */
+        if (m->layers[i].share >= 0)
+            for (int j = 0; j < m->layers[i].nparam; j++) m->layers[i].params[j] = m->layers[m->layers[i].share].params[j];
+    m->w = src->w;
+    return BF_OK;
+}
+
 bf_status bf_model_alloc_weights(bf_model *m, size_t budget) {
     bf_arena_init(&m->weights, bf_backend_host(), "host", budget); /* the reservation checks the budget first */
     const size_t bytes = bf_model_weight_bytes(m);

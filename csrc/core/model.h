@@ -186,6 +186,12 @@ size_t bf_model_weight_bytes(const bf_model *m);
  * may take (0: no limit); above it BF_ERR_BUDGET naming the largest weight,
  * before anything is mapped or touched. */
 bf_status bf_model_alloc_weights(bf_model *m, size_t budget);
+/* Take src's weights instead of reserving our own (a model's training graph, python/boundfit/models/model.py):
+ * src_node[i] is the node of src whose parameters node i's are (-1: a node without its own). Every parameter of
+ * src must be one of ours, of the same size and trainability, so that both lay them out alike (the gradient and
+ * optimizer blocks follow); else BF_ERR_ARG and nothing changes. m->w then points into src's arena, which must
+ * outlive m (the caller keeps src). */
+bf_status bf_model_borrow_weights(bf_model *m, const bf_model *src, const int *src_node);
 /* Set the optimizer/loss; drops any optimizer state (recreated zeroed by the
  * first training run, after its budget check). `outs` (n_outputs of them) gives
  * each output its loss and weight; NULL: `loss` for every output, weight 1. */

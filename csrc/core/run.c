@@ -10,11 +10,9 @@
 #include "run.h"
 
 #include "backend_registry.h"
-#include "dist_mpi.h" /* [dist hook] */
-#include "dist_nccl.h"
-#include "dist_overlap.h"
 #include "layer_registry.h"
 #include "prefetch.h"
+#include "run_strategy.h"
 #include "seq_loss.h"
 #include "step_bufs.h"
 
@@ -163,14 +161,8 @@ bf_status bf_run_load_model(bf_run *r) {
     return BF_OK;
 }
 
-/* [dist hook] a device run under data parallel: rank 0's weights and
- * optimizer state over NCCL, on the device, before step one */
-bf_status bf_run_dist_bcast(bf_run *r) {
-    if (!r->on_device || !r->arena.base || bf_dist_size() <= 1) return BF_OK;
-    BF_TRY(bf_nccl_bcast(r->be, r->w, sizeof(float) * (size_t)r->m->n_params));
-    if (r->slot_bytes) BF_TRY(bf_nccl_bcast(r->be, r->slots, r->slot_bytes));
-    return BF_OK;
-}
+/* a device run under data parallel: rank 0's weights and optimizer state, before step one */
+bf_status bf_run_dist_bcast(bf_run *r) { return bf_run_strategy()->broadcast(r); }
 
 void bf_run_close(bf_run *r) {
     if (r->pinned && r->host_arena.base) r->be->host_unpin(r->be, r->host_arena.base);
@@ -281,8 +273,7 @@ static bf_status backward(bf_run *r, int rows) {
             if (!r->node_view[i] && ops->backward) BF_TRY(ops->backward(r, i, rows, bf_step_din(r, i, 0), dout));
             BF_TRY(accumulate(r, i, rows));
         }
-        /* [dist hook] the buckets now complete go to the communication thread (dist_overlap.c) */
-        if (bf_overlap_active()) BF_TRY(bf_overlap_layer_done(i));
+        BF_TRY(bf_run_strategy()->node_done(r, i)); /* data parallel: its gradients' buckets can be summed */
     }
     return BF_OK;
 }
@@ -598,9 +589,8 @@ static bf_status queue_micro_step(bf_run *r, int train, int rows, float scale, i
     BF_TRY(forward(r, rows, 0, NULL));
     BF_TRY(loss_and_metrics(r, rows, scale));
     BF_TRY(regularizers(r, 0));
-    /* [dist hook] CPU data parallel: the last micro-batch's backward overlaps the all-reduce */
-    const int overlap = train && last && !r->on_device && bf_dist_size() > 1 && bf_overlap_enabled();
-    if (overlap) BF_TRY(bf_overlap_begin(r->grads));
+    int overlap = 0; /* data parallel: the last micro-batch's backward beside the gradients' sum */
+    if (train && last) BF_TRY(bf_run_strategy()->begin_backward(r, &overlap));
     if (train) BF_TRY(backward(r, rows));
     /* overlapped: the gradients are being summed; end_step scans them once summed */
     if (train && last && !r->unguarded && !overlap) BF_TRY(scan_unbounded(r));
@@ -717,32 +707,14 @@ static bf_status scan_unbounded_now(bf_run *r) {
     return BF_OK;
 }
 
-/* [dist hook] data parallel: the gradients summed over the ranks and scaled
- * by 1 / size, the non-finite verdict agreed (max over ranks), before the
- * update. CPU: the layer-aligned buckets of dist_overlap.c, overlapped with
- * backward (already summed here) or summed now, the same bits either way.
- * Device: NCCL on the device gradients (dist_nccl.c). */
-static bf_status dist_step(bf_run *r, int *bad) {
-    const long n = r->m->n_trainable;
-    BF_TRY(bf_dist_step(NULL, n, bad));
-    if (r->on_device) return *bad ? BF_OK : bf_nccl_step(r->be, r->grads, n);
-    const long *lo, *hi;
-    const int nb = bf_overlap_buckets(&lo, &hi);
-    if (!r->overlapped) BF_TRY(bf_dist_sum_buckets(r->grads, lo, hi, nb));
-    bf_dist_scale(r->grads, n);
-    return BF_OK;
-}
-
 static bf_status end_step(bf_run *r, int train, long step, int rows, bf_totals *st, bf_totals *tot) {
     if (train) {
         int bad = 0;
-        r->overlapped = bf_overlap_active();
-        if (r->overlapped) {
-            BF_TRY(bf_overlap_wait());
-            if (!r->unguarded) BF_TRY(scan_unbounded_now(r));
-        }
+        const bf_strategy *strategy = bf_run_strategy();
+        BF_TRY(strategy->end_backward(r, &r->overlapped));
+        if (r->overlapped && !r->unguarded) BF_TRY(scan_unbounded_now(r));
         if (!r->unguarded) BF_TRY(grads_nonfinite(r, &bad));
-        if (bf_dist_size() > 1) BF_TRY(dist_step(r, &bad));
+        BF_TRY(strategy->reduce(r, &bad)); /* data parallel: summed over the ranks, the verdict agreed */
         if (bad) return diagnose_nonfinite(r, rows, step, 0);
         BF_TRY(apply_update(r));
     }
@@ -798,15 +770,16 @@ static bf_status steps(bf_run *r, int train, const bf_srcs *xin, const bf_srcs *
         return BF_FAIL(BF_ERR_ARG, "layer '%s' mixes the samples of a batch (a sum over the batch), so a batch of %ld "
                        "rows cannot run as micro-batches of %d: use micro_batch=None", r->m->layers[mix].name, batch,
                        r->B);
-    if (mix >= 0 && train && bf_dist_size() > 1)
+    const bf_strategy *strategy = bf_run_strategy();
+    if (mix >= 0 && train && strategy->ranks() > 1)
         return BF_FAIL(BF_ERR_ARG, "layer '%s' mixes the samples of a batch (a sum over the batch): data-parallel "
                        "training would split each batch across %d ranks; train it on one", r->m->layers[mix].name,
-                       bf_dist_size());
+                       strategy->ranks());
     bf_srcs xs = *xin, ys = *yin;
     const bf_srcs *x = &xs, *y = &ys;
     BF_TRY(layout_x(r->m, &xs));
     BF_TRY(layout_y(r, &ys));
-    if (train && !r->on_device && bf_dist_size() > 1) BF_TRY(bf_overlap_plan(r->m)); /* the gradient buckets */
+    if (train) BF_TRY(strategy->plan(r)); /* data parallel on the CPU: the gradient buckets */
     const int ahead = r->on_device && r->be->upload;
     bf_jobs jobs;
     bf_jobs_init(&jobs, n, batch, r->B, first_step, nsteps);
@@ -854,7 +827,7 @@ static bf_status steps(bf_run *r, int train, const bf_srcs *xin, const bf_srcs *
         cur = nxt;
     }
     if (s == BF_OK && cur_step >= 0) s = end_step(r, train, cur_step, last_rows, &st, tot);
-    bf_overlap_drain(); /* after a failure mid-step: the communication thread idle first */
+    bf_run_strategy()->drain(); /* after a failure mid-step: the communication thread idle first */
     bf_prefetch_stop(&pf);
     tot->wait_seconds += pf.wait_seconds;
     if (s == BF_OK) s = r->be->sync(r->be);

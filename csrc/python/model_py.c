@@ -23,14 +23,45 @@
 
 bf_module_state *bf_state_of_type(PyTypeObject *tp) { return (bf_module_state *)PyType_GetModuleState(tp); }
 
+/* weights_of = (Model, [node of that model per node, -1: none]): self's weights are that model's */
+static int borrow_weights(ModelObject *self, PyObject *weights_of) {
+    bf_module_state *st = bf_state_of_type(Py_TYPE(self));
+    PyObject *src, *nodes;
+    if (!PyArg_ParseTuple(weights_of, "O!O;weights_of must be (Model, [node indices])", st->ModelType, &src, &nodes))
+        return -1;
+    ModelObject *base = bf_weights_root((ModelObject *)src);
+    PyObject *seq = PySequence_Fast(nodes, "weights_of: the node indices must be a list");
+    if (!seq) return -1;
+    int map[BF_MAX_LAYERS];
+    if (PySequence_Fast_GET_SIZE(seq) != self->m.nlayers) {
+        PyErr_Format(PyExc_ValueError, "weights_of: %d node indices expected, got %zd", self->m.nlayers,
+                     PySequence_Fast_GET_SIZE(seq));
+        Py_DECREF(seq);
+        return -1;
+    }
+    for (int i = 0; i < self->m.nlayers; i++)
+        if (bf_py_int(PySequence_Fast_GET_ITEM(seq, i), "weights_of", "a node index", -1, BF_MAX_LAYERS, &map[i]) < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    Py_DECREF(seq);
+    bf_status s = bf_model_borrow_weights(&self->m, &base->m, map);
+    if (s != BF_OK) { bf_raise(st, s); return -1; }
+    Py_INCREF(base);
+    self->base = base;
+    return 0;
+}
+
 static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"layers", "input_shape", "seed", "input_shapes", "outputs", "host_budget", NULL};
+    static char *kwlist[] = {"layers", "input_shape", "seed", "input_shapes", "outputs", "host_budget", "weights_of",
+                             NULL};
     PyObject *layers, *in_shape, *in_shapes = Py_None, *outputs = Py_None, *seed_obj = NULL, *hb_obj = NULL;
+    PyObject *weights_of = Py_None; /* (Model, [its node per node, -1: none]): borrow that model's weights */
     unsigned long long seed = 0;
     long long budget = 0; /* host bytes the weights may take; 0: no limit */
     bf_module_state *st = bf_state_of_type(tp);
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OOOO", kwlist, &layers, &in_shape, &seed_obj, &in_shapes, &outputs,
-                                     &hb_obj))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OOOOO", kwlist, &layers, &in_shape, &seed_obj, &in_shapes, &outputs,
+                                     &hb_obj, &weights_of))
         return NULL;
     if (seed_obj && bf_py_seed(seed_obj, "Model", "seed", &seed) < 0) return NULL;
     if (hb_obj && bf_py_int64(hb_obj, "Model", "host_budget", 0, PY_SSIZE_T_MAX, &budget) < 0) return NULL;
@@ -89,6 +120,10 @@ static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
     }
     bf_status s = bf_model_infer(m);
     if (s != BF_OK) { bf_raise(st, s); goto fail; }
+    if (weights_of != Py_None) {
+        if (borrow_weights(self, weights_of) < 0) goto fail;
+        return (PyObject *)self;
+    }
     s = bf_model_alloc_weights(m, (size_t)budget);
     if (s != BF_OK) { /* a budget refusal carries its numbers */
         if (s == BF_ERR_BUDGET) bf_raise_sized(st, s, bf_model_weight_bytes(m), (size_t)budget);
@@ -105,6 +140,7 @@ fail:
 static void Model_dealloc(ModelObject *self) {
     PyTypeObject *tp = Py_TYPE(self);
     bf_model_free(&self->m);
+    Py_CLEAR(self->base);
     tp->tp_free(self);
     Py_DECREF(tp);
 }
@@ -113,6 +149,13 @@ static PyObject *shape_tuple(int rank, const int *shape) {
     PyObject *t = PyTuple_New(rank);
     for (int i = 0; t && i < rank; i++) PyTuple_SET_ITEM(t, i, PyLong_FromLong(shape[i]));
     return t;
+}
+
+static PyObject *Model_weights_base(ModelObject *self, PyObject *noargs) {
+    (void)noargs;
+    PyObject *b = self->base ? (PyObject *)self->base : Py_None;
+    Py_INCREF(b);
+    return b;
 }
 
 /* [(node name, output shape, [(param name, shape, trainable)])]; a node that
@@ -521,6 +564,7 @@ static PyGetSetDef Model_getset[] = {
 };
 
 static PyMethodDef Model_methods[] = {
+    {"weights_base", (PyCFunction)Model_weights_base, METH_NOARGS, "the Model whose weights these are, or None"},
     {"layers_info", (PyCFunction)Model_layers_info, METH_NOARGS, "[(name, output_shape, [(param, shape, trainable)])]"},
     {"get_weights", (PyCFunction)Model_get_weights, METH_NOARGS, "copies of all weights"},
     {"set_weights", (PyCFunction)Model_set_weights, METH_O, "replace all weights (checked first, all or nothing)"},

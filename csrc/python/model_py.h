@@ -9,17 +9,23 @@
  * weights and optimizer state (the model's `owner`); the host copy in m is
  * brought up to date (pulled) before anything reads it, and pushed to the
  * owner after anything writes it. Every device run remembers the version of
- * the weights its copy holds and refreshes it before computing. */
+ * the weights its copy holds and refreshes it before computing. A model that
+ * borrows another's weights (a training graph: `base`) has no weights, owner
+ * or version of its own: those of its base (bf_weights_root). */
 struct RunObject;
 
-typedef struct {
+typedef struct ModelObjectS {
     PyObject_HEAD
     bf_model m;
     bf_run scratch; /* for plan(): a run description that is never opened */
     int busy;       /* number of open runs on this model */
     struct RunObject *owner; /* open device training run, or NULL (borrowed) */
     unsigned long wver;      /* bumped whenever the weights change */
+    struct ModelObjectS *base; /* the model whose weights m->w are (held), or NULL: its own */
 } ModelObject;
+
+/* the model holding mo's weights: their owner run and version */
+static inline ModelObject *bf_weights_root(ModelObject *mo) { return mo->base ? (ModelObject *)mo->base : mo; }
 
 typedef struct RunObject {
     PyObject_HEAD

@@ -13,7 +13,7 @@
 #include "model_py.h"
 
 int bf_model_pull(ModelObject *mo) {
-    RunObject *o = mo->owner;
+    RunObject *o = bf_weights_root(mo)->owner;
     if (!o || !o->open) return 0;
     bf_status s = bf_run_sync_model(&o->r);
     if (s != BF_OK) {
@@ -24,6 +24,7 @@ int bf_model_pull(ModelObject *mo) {
 }
 
 int bf_model_push(ModelObject *mo) {
+    mo = bf_weights_root(mo);
     mo->wver++;
     RunObject *o = mo->owner;
     if (!o || !o->open) return 0;
@@ -38,7 +39,7 @@ int bf_model_push(ModelObject *mo) {
 
 /* a device run that is not the owner: its weights copy brought to the model's version */
 static int refresh(RunObject *self) {
-    ModelObject *mo = self->model;
+    ModelObject *mo = bf_weights_root(self->model);
     if (!self->r.on_device || mo->owner == self || self->wver == mo->wver) return 0;
     if (bf_model_pull(mo) < 0) return -1;
     bf_status s = bf_run_load_model(&self->r);
@@ -70,8 +71,8 @@ PyObject *bf_run_new(ModelObject *model, bf_mode mode, int rows, const char *dev
     Py_INCREF(model);
     model->busy++;
     self->open = 1;
-    self->wver = model->wver;
-    if (mode == BF_MODE_TRAIN && self->r.on_device) model->owner = self;
+    self->wver = bf_weights_root(model)->wver;
+    if (mode == BF_MODE_TRAIN && self->r.on_device) bf_weights_root(model)->owner = self;
     return (PyObject *)self;
 }
 
@@ -81,7 +82,7 @@ static void run_close(RunObject *self) {
         self->open = 0;
         if (self->model) {
             self->model->busy--;
-            if (self->model->owner == self) self->model->owner = NULL;
+            if (bf_weights_root(self->model)->owner == self) bf_weights_root(self->model)->owner = NULL;
         }
     }
 }
@@ -255,7 +256,7 @@ static PyObject *run_steps(RunObject *self, PyObject *args, int train) {
               : bf_run_evaluate(&self->r, &x, &y, o, n, batch, first, nsteps, &tot);
     Py_END_ALLOW_THREADS
     bf_run_set_weights(&self->r, NULL, NULL, 0); /* the arrays are the caller's: not kept past the call */
-    if (train) self->wver = ++self->model->wver; /* on the device (owner) or in place (cpu) */
+    if (train) self->wver = ++bf_weights_root(self->model)->wver; /* on the device (owner) or in place (cpu) */
     if (s != BF_OK) {
         run_error(self, s);
         goto done;
@@ -332,7 +333,7 @@ static PyObject *Run_dist_broadcast(RunObject *self, PyObject *noargs) {
     s = bf_run_dist_bcast(&self->r);
     Py_END_ALLOW_THREADS
     if (s != BF_OK) return bf_raise(bf_state_of_type(Py_TYPE(self)), s);
-    if (self->r.on_device) self->wver = ++self->model->wver; /* the device copy changed */
+    if (self->r.on_device) self->wver = ++bf_weights_root(self->model)->wver; /* the device copy changed */
     Py_RETURN_NONE;
 }
 

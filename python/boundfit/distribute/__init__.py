@@ -91,8 +91,11 @@ engine/dist_fit.py and the per-rank data in engine/dist_shard.py; this
 package is the public face (and `python -m boundfit.distribute`: launch.py,
 reap.py). Where the rest meets it (a hook outside a Strategy is marked
 `[dist hook]`):
-- csrc/core/run.c, end_step(): bf_dist_step() between backward and the
-  non-finite check / optimizer update (gradients averaged, flag agreed);
+- csrc/core/run_strategy.c: the engine's strategies (one process, data
+  parallel), which csrc/core/run.c's step calls: the gradient buckets
+  planned, backward overlapped with their sum, the gradients averaged and
+  the non-finite flag agreed before the update, rank 0's weights broadcast
+  on a device;
 - csrc/python/module.c, module_exec(): bf_dist_py_init() adds dist_py.c's functions;
 - engine/fit_loop.py / engine/training.py: fit, evaluate and predict take a
   Strategy (engine/strategy.py); DataParallel in engine/dist_fit.py is the

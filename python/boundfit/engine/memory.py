@@ -73,10 +73,15 @@ def _entries(p, prefix=""):
     return out
 
 
+def _weights_bytes(eng):
+    """The weight arena's bytes: the engine's own or, for a training graph, its model's (which it computes on)."""
+    eng = eng.weights_base() or eng
+    return eng.weight_arena_bytes or eng.n_params * 4
+
+
 def _model_entries(model, mode):
     eng = model._engine
-    out = [PlanEntry("parameters (held by the model)", eng.weight_arena_bytes or eng.n_params * 4, "host",
-                     "parameters", "allocated")]
+    out = [PlanEntry("parameters (held by the model)", _weights_bytes(eng), "host", "parameters", "allocated")]
     if blas_runtime.resident_bytes():
         out.append(PlanEntry(blas_runtime.note(), blas_runtime.resident_bytes(), "host", "runtime", "resident"))
     if mode == "train" and eng.optimizer_arena_bytes:
@@ -97,7 +102,7 @@ def _cached(model):
 
 def _held(model, mode):
     eng = model._engine
-    return ((eng.weight_arena_bytes or 0) + (eng.optimizer_arena_bytes if mode == "train" else 0)
+    return ((eng.weights_base() or eng).weight_arena_bytes + (eng.optimizer_arena_bytes if mode == "train" else 0)
             + blas_runtime.resident_bytes() + _cached(model))
 
 

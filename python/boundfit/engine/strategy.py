@@ -5,7 +5,7 @@ every method leaves things as they are. DataParallel (engine/dist_fit.py)
 prints from rank 0 only, gives each rank its GPU and its share of the data,
 agrees one plan over the ranks, broadcasts rank 0's weights, averages the
 moving statistics and sums the logs' totals over the ranks (the gradients
-are reduced in the engine, csrc/core/run.c's [dist hook]s), and tells the
+are reduced in the engine by its C counterpart, csrc/core/run_strategy.c), and tells the
 other ranks when one fails (guard)."""
 
 import contextlib

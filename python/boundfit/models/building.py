@@ -41,10 +41,25 @@ class Building:
             return
         self._build_engine()
 
+    def _weights_base(self, g):
+        """(engine, its node per node of g) whose weights this model's engine takes instead of its own (a
+        training graph's: its model's), or None."""
+        return None
+
     def _build_engine(self, keep_cache=False):
         g = graph.compile_graph(self)
         if self._dynamic:
             g.input_shapes = list(self._bound)
+        base = self._weights_base(g)
+        if base is not None:
+            try:
+                eng = new_engine(self.name, g.specs, g.input_shapes, utils.next_seed(), g.output_ids,
+                                 weights_of=base)
+            except ValueError:   # not the same weights: a copy of its own (below)
+                eng = None
+            if eng is not None:
+                self._engine_ready(eng, g, keep_cache)
+                return
         carried, full = {}, {}
         for l in g.owners:  # the newest weights of layers used before (another model, or this one's old engine)
             held = l._model._holder(l) if l._model is not None else None
@@ -54,14 +69,7 @@ class Building:
                 carried[id(l)] = [full[id(held[0])][k] for k in held[1]]
         del full
         eng = new_engine(self.name, g.specs, g.input_shapes, utils.next_seed(), g.output_ids)
-        self._engine = eng
-        self._node_layers = g.node_layers
-        self._layer_node = g.layer_node
-        self._param_ranges = []
-        k = 0
-        for name, shape, params in eng.layers_info():
-            self._param_ranges.append(range(k, k + len(params)))
-            k += len(params)
+        self._set_engine(eng, g)
         fresh = [l for l in g.owners if id(l) not in carried and hasattr(l, "_engine_weights")]
         if fresh:  # layers that bring their own weights (Normalization's mean / variance)
             w = eng.get_weights()
@@ -82,7 +90,26 @@ class Building:
                             w[j] = a
             eng.set_weights(w)
         for l in g.owners:
-            l._model, l.built = self, True
+            l._model = self
+        self._engine_ready(eng, g, keep_cache)
+
+    def _set_engine(self, eng, g):
+        self._engine = eng
+        self._node_layers = g.node_layers
+        self._layer_node = g.layer_node
+        self._param_ranges = []
+        k = 0
+        for name, shape, params in eng.layers_info():
+            self._param_ranges.append(range(k, k + len(params)))
+            k += len(params)
+
+    def _engine_ready(self, eng, g, keep_cache):
+        if self._engine is not eng:
+            self._set_engine(eng, g)
+        for l in g.owners:
+            l.built = True
+            if l._model is None:
+                l._model = self
         self._prev_engine = None   # its weights are carried over
         self._built_sig = self._trainable_sig()
         if self.optimizer is not None:

@@ -133,7 +133,7 @@ class Fitting:
             raise ValueError(f"{self.name}: a custom loss or losses added by layers need fixed input shapes; the "
                              f"inputs {[t.shape for t in self._inputs]} have a variable length")
         self._require_built()
-        sig = self._trainable_sig()
+        sig = (self._trainable_sig(), id(self._engine))   # (the graph holds the engine whose weights it takes)
         if self._loss_trainer is None or self._loss_trainer[0] != sig:
             lg = loss_graph.LossGraph(self, self._out_losses, self._loss_weights, self._metric_raw)
             self._loss_trainer = (sig, self._training_graph(lg))

@@ -229,7 +229,24 @@ class LossTrainer(Model):
         self._callback_model = owner   # the optimizer drives this graph's engine (its rate, iterations)
         self._log_map = lg.log_map(self, owner)
 
-    def _set_layer_weights(self, layer, weights):   # layer.set_weights of a layer it trains
+    def _weights_base(self, g):
+        """The model's engine and, per node here, the model's node of the same layer: this graph computes on the
+        model's weights (one copy; the gradients and optimizer state are its own). The engine refuses it (and
+        this graph keeps a copy of its own, kept in step by _sync_layers) only where the loss uses weights the
+        model does not have."""
+        owner = self._owner
+        if owner._engine is None:
+            return None
+        return owner._engine, [owner._layer_node.get(id(l), -1) for l in g.node_layers]
+
+    def _sync_layers(self):
+        """On the model's weights: the model takes over its layers' newest weights (the same memory)."""
+        if self._engine is not None and self._engine.weights_base() is self._owner._engine:
+            self._owner._sync_layers()
+            return
+        super()._sync_layers()
+
+    def _set_layer_weights(self, layer, weights):   # layer.set_weights of a layer it trains    def _set_layer_weights(self, layer, weights):   # layer.set_weights of a layer it trains
         super()._set_layer_weights(layer, weights)
         self._owner._trainer_dirty = True
 

@@ -11,12 +11,14 @@ from ..runtime import budget
 from ..sizes import format_bytes
 
 
-def new_engine(name, specs, input_shapes, seed, outputs):
-    """The engine of a compiled graph (input_shapes: one per-sample shape per input)."""
+def new_engine(name, specs, input_shapes, seed, outputs, weights_of=None):
+    """The engine of a compiled graph (input_shapes: one per-sample shape per input); weights_of=(engine, its node
+    per node): the weights are that engine's (nothing is allocated for them)."""
     host, src = budget.host_budget()
     try:
         return _core.Model(specs, input_shapes[0], seed, input_shapes=input_shapes if len(input_shapes) > 1 else None,
-                           outputs=outputs, host_budget=max(int(host), 1))   # (0 would mean no limit)
+                           outputs=outputs, host_budget=max(int(host), 1),   # (0 would mean no limit)
+                           weights_of=weights_of)
     except MemoryBudgetError as e:
         if not e.needed_bytes:   # the system refused the mapping: no numbers to add
             raise
