@@ -116,8 +116,7 @@ def _np_argsort(x, axis, descending=False):
     nan = np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool)
     key = np.where(nan, 0, -x if descending else x)
     rank = ~nan if descending else nan                    # NaN last ascending, first descending
-    return np.lexsort((np.moveaxis(key, axis, -1), np.moveaxis(rank, axis, -1)), axis=-1).swapaxes(-1, axis) \
-        if x.ndim else np.zeros((), np.int64)
+    return np.moveaxis(np.lexsort((np.moveaxis(key, axis, -1), np.moveaxis(rank, axis, -1)), axis=-1), -1, axis)
 
 
 # ---- take, take_along_axis: Gather ----
@@ -213,8 +212,7 @@ cumprod = _scan("cumprod", "Cumprod", np.cumprod)
 def argsort(x, axis=-1):
     """keras.ops.argsort (stable; the positions as float32 in a graph): ArgSort"""
     if not _sym(x):
-        return _np_argsort(x, -1 if axis is None else axis) if axis is not None else _np_argsort(
-            np.asarray(x).reshape(-1), 0)
+        return _np_argsort(np.asarray(x).reshape(-1), 0) if axis is None or np.ndim(x) == 0 else _np_argsort(x, axis)
     a = _sample_axis("argsort", x, axis)
     return record(ArgSort(a, _static_len("argsort", x, a))(x), "Argsort", NUMPY, {"axis": axis}, [x])
 
@@ -240,4 +238,4 @@ def top_k(x, k, sorted=True):   # noqa: A002 - keras.ops' argument name
     if not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
         raise ValueError(f"keras.ops.top_k: k={k!r} must be an integer in 1 .. {n} (the last axis of {x.shape})")
     pos = ArgSort(a, int(k), descending=True)(x)
-    return Gather(a, along=True)([x, pos]), pos
+    return record((Gather(a, along=True)([x, pos]), pos), "TopK", MATH, {"k": int(k), "sorted": bool(sorted)}, [x])
