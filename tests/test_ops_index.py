@@ -179,7 +179,7 @@ def test_index_ops_train_to_the_cpu_weights_on_cuda():
     def build():
         return _ops_model(bf, layers)
     y = _targets(build(), x)
-    cpu, gpu, hc, hg = _train_both(build, lambda: bf.optimizers.SGD(learning_rate=0.05), x, y, batch_size=8,
-                                   epochs=2)
+    cpu, gpu, hc, hg = _train_both(build, lambda: dict(optimizer=bf.optimizers.SGD(learning_rate=0.05), loss="mse"),
+                                   x, y, batch_size=8, epochs=2)
     _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "index ops")
     np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
