@@ -209,6 +209,29 @@ typedef struct {
     long rn[2], rs[2];
 } bf_strided;
 
+/* The index primitives (layers/gather.c, scan.c, argsort.c; their kernels: csrc/cpu/ and csrc/cuda/, same names).
+ * Gather along one axis (keras.ops take, take_along_axis, sort / top_k values): over the output index
+ * (i_0..i_{nd-1}) < n, row-major, the batch axis first,
+ *   out[flat i] = x[sum i_k*xs_k + j*ax],  j = idx[sum i_k*is_k] truncated to an integer,
+ * a negative j counted from the end (j + na), and NaN where j is outside [0, na) after that (jnp.take's
+ * default mode "fill"). Its adjoint (backward) overwrites dx (xn floats): zero, then for every output element
+ * in row-major order dx[sum i_k*xs_k + j*ax] += dout[flat i] (an index outside adds nothing); the elements
+ * that meet in one dx element are added in that order on every backend (the same bits, no atomics).
+ * nd <= BF_GATHER_MAXD (at least BF_MAX_RANK + 1: layers/gather.c checks). */
+#define BF_GATHER_MAXD 8
+typedef struct {
+    int nd, na;
+    long n[BF_GATHER_MAXD], xs[BF_GATHER_MAXD], is[BF_GATHER_MAXD];
+    long ax, xn;
+} bf_gather_geom;
+
+/* One axis of a row-major array seen as (outer, n, inner): a cumulative sum or product along it (SCAN: prod),
+ * the first k positions of a stable sort along it (ARGSORT: k, descending) */
+typedef struct {
+    long outer, inner;
+    int n, k, prod, descending;
+} bf_axis_geom;
+
 /* Random image augmentation (RandomFlip, RandomCrop, RandomTranslation,
  * RandomRotation, RandomZoom, RandomContrast), NHWC.
  * Per sample b the source of output pixel (y, x) is (see augment_geom.h):

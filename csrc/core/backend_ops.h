@@ -246,6 +246,28 @@ BF_OP(bf_status, attention_backward,
       (bf_backend *be, float *dQ, float *dK, float *dV, void *ws, const float *dO, const float *Q, const float *K,
        const float *V, const float *P, const float *mask, const bf_attn_geom *g), ALL)
 
+/* ---- the index primitives: gather / scatter-add, cumulative sum / product, argsort (bf_gather_geom and
+ * bf_axis_geom in backend.h) ---- */
+/* out (n_0..n_{nd-1}) = x at the positions idx gives along g's axis; NaN for an index out of range */
+BF_OP(bf_status, gather_forward, (bf_backend *be, float *out, const float *x, const float *idx,
+      const bf_gather_geom *g), ALL)
+/* dx (xn) = 0, then dout (n_0..n_{nd-1}) added at the gathered positions in row-major order (OVERWRITTEN) */
+BF_OP(bf_status, gather_backward, (bf_backend *be, float *dx, const float *dout, const float *idx,
+      const bf_gather_geom *g), ALL)
+/* out (outer, n, inner) = the cumulative sum (g->prod: product) of inp along n */
+BF_OP(bf_status, scan_forward, (bf_backend *be, float *out, const float *inp, const bf_axis_geom *g), ALL)
+/* dinp (outer, n, inner) from dout: the reversed cumulative sum of dout; for a product dinp_j = out_{j-1} *
+ * S_j, S_j = dout_j + inp_{j+1} * S_{j+1} (no division: exact where an element is 0, as JAX's gradient);
+ * OVERWRITTEN */
+BF_OP(bf_status, scan_backward, (bf_backend *be, float *dinp, const float *dout, const float *inp,
+      const float *out, const bf_axis_geom *g), ALL)
+/* bytes of scratch argsort needs for g */
+BF_OP(size_t, argsort_workspace_bytes, (bf_backend *be, const bf_axis_geom *g), ALL)
+/* out (outer, k, inner) = the positions along n (as floats) of the k smallest elements of inp (outer, n,
+ * inner) in ascending order (g->descending: the k largest, descending); ties by position (a stable sort),
+ * NaN above every number (jnp.argsort, lax.top_k) */
+BF_OP(bf_status, argsort, (bf_backend *be, float *out, void *ws, const float *inp, const bf_axis_geom *g), ALL)
+
 /* ---- sequences: Embedding and recurrent layers ---- */
 /* out (n,D) = table (V,D) rows at ids (n); mask (n, may be NULL) = ids != 0.
  * An id that is not an integer in [0,V) gives a zero row and raises *bad

@@ -126,6 +126,23 @@ typedef struct {
     int shared[3];
 } bf_prelu_cfg;
 
+/* GATHER (layers/gather.c): its first input at the positions its second holds along per-sample axis `axis`;
+ * along: take_along_axis (the positions have the first input's rank), else take (their axes replace `axis`) */
+typedef struct {
+    int axis, along;
+} bf_gather_cfg;
+
+/* SCAN (layers/scan.c): the cumulative sum (prod 0) or product along per-sample axis `axis` */
+typedef struct {
+    int axis, prod;
+} bf_scan_cfg;
+
+/* ARGSORT (layers/argsort.c): the positions of the first k of a stable sort along per-sample axis `axis`,
+ * ascending or descending */
+typedef struct {
+    int axis, k, descending;
+} bf_sort_cfg;
+
 /* a node's configuration: the member of its family (none for kinds without one) */
 typedef union {
     bf_dense_cfg dense;
@@ -146,6 +163,9 @@ typedef union {
     bf_augment_cfg augment;
     bf_random_cfg random;
     bf_prelu_cfg prelu;
+    bf_gather_cfg gather;
+    bf_scan_cfg scan;
+    bf_sort_cfg sort;
 } bf_layer_cfg;
 
 #endif

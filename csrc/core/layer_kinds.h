@@ -34,7 +34,10 @@
      * on a symbolic shape (layers/random.c) */                                                                   \
     X(SWITCH) X(RANDOM)                                                                                          \
     /* PReLU: max(x, 0) + alpha * min(x, 0), alpha per sample with shared_axes of size 1 (layers/prelu.c) */      \
-    X(PRELU)
+    X(PRELU)                                                                                                       \
+    /* the index primitives: GATHER (take, take_along_axis; backward a scatter-add: layers/gather.c), SCAN         \
+     * (cumsum, cumprod: layers/scan.c), ARGSORT (argsort, the positions of sort and top_k: layers/argsort.c) */   \
+    X(GATHER) X(SCAN) X(ARGSORT)
 
 #define BF_KIND_ENUM_(n) BF_L_##n,
 typedef enum { BF_LAYER_KINDS(BF_KIND_ENUM_) BF_L_COUNT_ } bf_layer_kind;

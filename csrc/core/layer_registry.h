@@ -44,7 +44,8 @@ enum {
     BF_LF_BATCH = 1 << 11,     /* its output mixes the samples of a batch (a sum over the batch, keras.ops.tensordot
                                   of two tensors): steps may not split a batch (micro-batches, data parallel) */
     BF_LF_NO_GRAD_IN = 1 << 12,/* its output does not depend on its inputs' values (a random draw that reads only
-                                  the batch size): no gradient flows back to them */
+                                  the batch size), or only piecewise constantly (ARGSORT's positions): no gradient
+                                  flows back to them */
 };
 
 /* a layer spec as a parse hook reads it: csrc/python/spec_py.c implements it over a spec dict (the core never

@@ -42,3 +42,7 @@ class DataError(BoundfitError, ValueError):
     def __init__(self, message, batch_index=None):
         super().__init__(message)
         self.batch_index = batch_index
+
+
+class OpNotSupportedError(TypeError):
+    """A keras.ops function boundfit cannot put into a graph on symbolic tensors."""

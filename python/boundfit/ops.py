@@ -25,9 +25,9 @@ any layer:
   of the engine's batch), which broadcasts back onto samples as NumPy
   does; any other tensordot / dot of two symbolic tensors raises; of a
   tensor and a custom weight or array (axes=1): matmul;
-- one_hot(ids, n): an Embedding with a frozen identity table; take(weight,
-  ids): an Embedding whose table is the custom layer's weight; take(x,
-  constant indices, axis): MatMul with a constant 0 / 1 selection;
+- one_hot(ids, n): an Embedding with a frozen identity table; take,
+  take_along_axis, cumsum, cumprod, sort, argsort, top_k: the engine's
+  index primitives Gather, Scan and ArgSort (ops_index.py);
 - min: -max(-x); eye / ones / zeros: arrays (Keras files hold the Unary /
   Binary / MatMul pieces as Keras's operation nodes, a Weight as an
   Embedding of constant ids: saving/keras_ops.py, saving/keras_graph.py);
@@ -93,14 +93,12 @@ from .layers.pooling import (GlobalAveragePooling1D, GlobalAveragePooling2D, Glo
                              GlobalMaxPooling2D)
 from .layers.preprocessing import Rescaling
 from .layers.reshaping import Const, Permute, RepeatVector, Reshape, Slice
+from .errors import OpNotSupportedError
+from .ops_index import argsort, cumprod, cumsum, sort, take, take_along_axis, top_k  # noqa: F401 - keras.ops names
 
 
 # the modules of Keras's operation classes, for the nodes a .keras file holds (layers/opnode.py)
 NUMPY, NN, MATH = "keras.src.ops.numpy", "keras.src.ops.nn", "keras.src.ops.math"
-
-
-class OpNotSupportedError(TypeError):
-    """A keras.ops function boundfit cannot put into a graph on symbolic tensors."""
 
 
 def _sym(*xs):
@@ -551,47 +549,6 @@ def one_hot(x, num_classes, axis=-1, dtype=None, sparse=False):
     e.trainable = False
     return record(e(x), "OneHot", NN, {"num_classes": int(num_classes), "axis": axis, "dtype": "float32",
                                        "sparse": False}, [x])
-
-
-def take(x, indices, axis=None):
-    """keras.ops.take (see _take), Keras's Take node in files"""
-    y = _take(x, indices, axis)
-    return record(y, "Take", NUMPY, {"axis": axis}, [x, indices]) if _sym(x, indices) else y
-
-
-def _take(x, indices, axis=None):
-    """take(weight, ids): an Embedding whose table is the custom layer's 2-D weight; take(x, constant indices,
-    axis): a per-sample product with a constant 0 / 1 selection matrix (MatMul), exact."""
-    if not _sym(x, indices):
-        return np.take(x, indices, axis=axis)
-    if isinstance(x, Variable) and isinstance(indices, KerasTensor):
-        if len(x.shape) != 2 or axis not in (None, 0):
-            _unsupported("take", f"of the weight {x.name!r} of shape {x.shape}: a 2-D table along axis 0")
-        if x.dense is not None or (x.holder is not None and not isinstance(x.holder, Embedding)):
-            _unsupported("take", f"the weight {x.name!r} is used by another op too; boundfit holds a weight in one place")
-        if x.holder is None:
-            x.holder = Embedding(x.shape[0], x.shape[1], embeddings_initializer=x.initializer,
-                                 embeddings_regularizer=x.regularizer, embeddings_constraint=x.constraint,
-                                 name=f"{x.layer.name}_{x.name}")
-            x.holder.trainable = x.trainable
-        return x.holder(indices)
-    if not isinstance(x, KerasTensor) or isinstance(indices, KerasTensor):
-        _unsupported("take", "only of a custom layer's weight with symbolic ids, or of a tensor with constant indices")
-    idx = np.asarray(indices)
-    if idx.dtype.kind not in "iu" or idx.ndim != 1 or axis is None:
-        _unsupported("take", "constant indices: a 1-D integer array along a given axis >= 1")
-    ps = _static(x, "take")
-    a = _axis(axis, x.ndim, "take")
-    if a == 0 or len(ps) > 2:
-        _unsupported("take", "along the batch axis, or of a sample of more than 2 axes")
-    n = ps[a - 1]
-    if idx.min() < -n or idx.max() >= n:
-        raise IndexError(f"keras.ops.take: indices out of range for axis {a} of {x.shape}")
-    sel = np.zeros((n, len(idx)), np.float32)
-    sel[idx % n, np.arange(len(idx))] = 1.0
-    if a == len(ps):                                       # the last axis: x @ S
-        return _per_sample_matmul(x, Const(sel)(x))
-    return MatMul()([Const(sel.T.copy())(x), x])            # axis 1 of (T, D): S^T @ x
 
 
 def power(x1, x2):

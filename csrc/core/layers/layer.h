@@ -67,6 +67,10 @@ void bf_layer_convt_geom(const bf_layer *L, int B, bf_conv_geom *g);
 /* random image layers (preprocess.c): node i's augmentation geometry for `rows` rows (the current draw) */
 void bf_run_augment_geom(const bf_run *r, int i, int rows, bf_augment *a);
 
+/* node L's input of rows samples as (outer, n, inner) around per-sample axis `axis` (layers/scan.c): SCAN,
+ * ARGSORT; k, prod and descending left 0 */
+void bf_axis_geom_of(const bf_layer *L, int axis, int rows, bf_axis_geom *g);
+
 /* the size of a node's input's last axis, 1 for one number per sample (rank 0): the C of an (N, C) view */
 static inline int bf_last_dim(const bf_layer *L) { return L->in_rank > 0 ? L->in_shape[L->in_rank - 1] : 1; }
 

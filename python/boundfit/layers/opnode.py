@@ -20,9 +20,10 @@ from .node import KerasTensor
 class OpNode:
     """Keras's operation node for the layers of one keras.ops call (head: the layer whose output is the op's)."""
 
-    def __init__(self, class_name, module, config, args, inputs, head):
+    def __init__(self, class_name, module, config, args, inputs, head, outputs=None):
         self.class_name, self.module, self.config = class_name, module, dict(config)
         self.args, self.inputs, self.head = args, inputs, head
+        self.outputs = outputs or []   # several outputs (TopK's values, indices): Keras's tensor index is the position
 
 
 def _plain(v):
@@ -42,14 +43,17 @@ def _tensors(v):
 
 
 def record(y, class_name, module, config, args):
-    """Mark the layers between the call's tensor arguments (in `args`) and its output y as one Keras operation
-    node; y is returned. Nothing is marked where the call made no layer (y is an argument) or where the layers
-    reach past the arguments (another graph's tensors: not a group of this call)."""
+    """Mark the layers between the call's tensor arguments (in `args`) and its output y (a tensor, or a tuple of
+    them: Keras's outputs of the node in order, the first one's layer the head) as one Keras operation node; y is
+    returned. Nothing is marked where the call made no layer (y is an argument) or where the layers reach past the
+    arguments (another graph's tensors: not a group of this call)."""
     inputs = _tensors(args)
-    if not _plain(args) or not isinstance(y, KerasTensor) or y._node is None or any(y is t for t in inputs):
+    outs = list(y) if isinstance(y, tuple) else [y]
+    if not _plain(args) or any(not isinstance(o, KerasTensor) or o._node is None or any(o is t for t in inputs)
+                               for o in outs):
         return y
     ins = {id(t) for t in inputs}
-    nodes, stack = [], [y]
+    nodes, stack = [], list(outs)
     while stack:
         t = stack.pop()
         if id(t) in ins:
@@ -60,7 +64,7 @@ def record(y, class_name, module, config, args):
         if all(n is not m for m in nodes):
             nodes.append(n)
             stack.extend(n.inputs)
-    g = OpNode(class_name, module, config, args, inputs, y._node.layer)
+    g = OpNode(class_name, module, config, args, inputs, outs[0]._node.layer, outs if len(outs) > 1 else None)
     for n in nodes:
         n.layer.__dict__["_keras_op_node"] = g        # not an attribute a layer tracks
     return y

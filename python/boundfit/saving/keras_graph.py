@@ -23,7 +23,7 @@
   the Const kind as zeros_like(x[:, 0, None]) + values, the keras.ops math
   kinds (Unary, Binary, MatMul) as Keras's Sqrt / Maximum / Divide / Greater
   + Cast / Matmul ... (keras_ops.py); read back from Keras's files with the
-  same operations (and Where, Transpose, Cast, OneHot, Take).
+  same operations (and Where, Transpose, Cast, OneHot, Take, the index ops: ops_index.py).
 - Keras composite layers (SeparableConv2D), which boundfit traces into
   sublayers, as one layer of Keras's graph with its own weights path.
 
@@ -133,6 +133,9 @@ def graph_order(model, keys=False):
                 visit(u)
         finished.add(key)
         order.append((key, op))
+        g = opnode.of(op) if key is not op else None
+        if g is not None and g.head is not op and g.outputs:   # another output of a keras.ops node: its head writes it
+            visit(g.outputs[0])
 
     for t in _flat(model._output_names, model._outputs, model._outputs_dict):
         visit(t)
@@ -445,8 +448,10 @@ class KerasOp:
         return y
 
     def _own_name(self, y, vals):
-        """The file's name on the operation node this call made (the layer of its output, when that is a node
-        Keras files hold as an operation), so that writing it back names it as read, no other layer's name."""
+        """The file's name on the operation node this call made (the layer of its output, of its first output
+        for several, when that is a node Keras files hold as an operation), so that writing it back names it as
+        read, no other layer's name."""
+        y = y[0] if isinstance(y, tuple) and y else y
         if not isinstance(y, KerasTensor) or y._node is None or any(y is v for v in vals):
             return
         layer = y._node.layer
@@ -495,6 +500,10 @@ def functional_config(model):
         """[operation, node, tensor]; in input_layers / output_layers a nested
         Functional's nodes count from 1 (its own graph is node 0), in calls from 0."""
         op, key = _src(t)
+        g = opnode.of(op)
+        if g is not None and g.outputs and any(t is o for o in g.outputs):   # output k of a keras.ops node
+            hop, hkey = _src(g.outputs[0])
+            return [hop.name, pos[hkey], next(k for k, o in enumerate(g.outputs) if o is t)]
         shift = 1 if io and isinstance(op, Model) and kind(op) == FUNCTIONAL else 0
         return [op.name, pos[key] + shift, 0 if t._node is None else _out_index(key, t)]
 

@@ -216,6 +216,18 @@ def _tensordot(cfg, a, b):
     return bf_ops.tensordot(a, b, axes=o.get("axes", 2))
 
 
+def _scan(fn, cls):
+    def read(cfg, x):
+        o = _options(cls, cfg, {"axis": None, "dtype": lambda d: d is None or np.dtype(d).kind == "f"})
+        return fn(x, axis=o.get("axis"))
+    return read
+
+
+def _top_k(cfg, x):
+    o = _options("TopK", cfg, {"k": None, "sorted": None})
+    return bf_ops.top_k(x, o["k"], sorted=o.get("sorted", True))
+
+
 GROUPED = {
     "Mean": _reduction(bf_ops.mean, "Mean"), "Sum": _reduction(bf_ops.sum, "Sum"),
     "Max": _reduction(bf_ops.max, "Max"), "Min": _reduction(bf_ops.min, "Min"),
@@ -244,7 +256,12 @@ READ = {
     "Matmul": lambda cfg, a, b: bf_ops.matmul(a, b),
     "Cast": lambda cfg, x: bf_ops.cast(x, cfg.get("dtype") or "float32"),
     "OneHot": _one_hot,
-    "Take": lambda cfg, x, indices: bf_ops.take(x, indices, axis=cfg.get("axis")),
+    "Take": lambda cfg, x, indices: bf_ops.take(x, indices, axis=_options("Take", cfg, {"axis": None}).get("axis")),
+    "TakeAlongAxis": lambda cfg, x, indices: bf_ops.take_along_axis(
+        x, indices, axis=_options("TakeAlongAxis", cfg, {"axis": None}).get("axis")),
+    "Cumsum": _scan(bf_ops.cumsum, "Cumsum"), "Cumprod": _scan(bf_ops.cumprod, "Cumprod"),
+    "Sort": _shaped(bf_ops.sort, "Sort", "axis", -1), "Argsort": _shaped(bf_ops.argsort, "Argsort", "axis", -1),
+    "TopK": _top_k,
     **{cls: _broadcast_or(fn, cls) for fn, cls in _BINARY.items() if fn not in ("add", "subtract", "multiply")},
     "TrueDivide": _broadcast_or("divide", "TrueDivide", "true_divide"),   # x / y as Keras writes it
     "ConvertToTensor": _convert, "Tensordot": _tensordot, "Dot": lambda cfg, a, b: bf_ops.dot(a, b),
