@@ -193,7 +193,7 @@ def keras_order(inputs, outputs):
 
 
 def host_stages(model):
-    """{input index: layer} of the host-side layers (TextVectorization) a
+    """{input index: layer} of the host-side layers (TextVectorization, StringLookup, ...: layers/host_layer.py) a
     model runs on its inputs before the engine: each on a string Input of the
     model itself, one per input; the engine's input k is that layer's output."""
     if getattr(model, "_inputs", None) is None:
@@ -223,7 +223,7 @@ def host_stages(model):
         if not getattr(n.layer, "_host_side", False) and any(id(t) in index and t.dtype == "string"
                                                                 for t in n.inputs):
             raise ValueError(f"model {model.name!r}: layer {n.layer.name!r} is called on the string input "
-                             f"{n.inputs[0].name!r}; strings go through a TextVectorization first")
+                             f"{n.inputs[0].name!r}; strings go through a TextVectorization or a StringLookup / Hashing first")
     return out
 
 
