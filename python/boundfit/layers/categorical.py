@@ -14,6 +14,7 @@ from .layer import keras_config
 class CategoryEncoding(HostLayer):
     """Keras 3's CategoryEncoding(num_tokens, output_mode="multi_hot"): integer ids in [0, num_tokens) encoded
     as float32 one-hot, multi-hot or count vectors (count_weights= weighs the counts), equal to Keras's."""
+    _host_side = True   # shaped here, not by the engine (host_layer.HostLayer)
     _base = "category_encoding"
     _input_kinds = "biuf"
 
@@ -63,6 +64,7 @@ class Discretization(HostLayer):
     """Keras 3's Discretization(bin_boundaries=None, num_bins=None, epsilon=0.01, output_mode="int"): numbers to
     the index of their bin (np.digitize: bins[i-1] <= x < bins[i]), as int32 ids or float32 encodings;
     adapt(data) finds num_bins - 1 boundaries at approximate quantiles, as Keras's adapt does."""
+    _host_side = True   # shaped here, not by the engine (host_layer.HostLayer)
     _base = "discretization"
     _input_kinds = "biuf"
     _keras_omit = ("trainable",)   # Keras's config has no such key (its __init__ takes none)

@@ -25,6 +25,7 @@ def _as_bytes(v):
 class Hashing(HostLayer):
     """Keras 3's Hashing(num_bins, mask_value=None, salt=None, output_mode="int"): strings or integers to
     num_bins bins, equal to Keras's (FarmHash64; SipHash64 with a salt)."""
+    _host_side = True   # shaped here, not by the engine (host_layer.HostLayer)
     _base = "hashing"
 
     def __init__(self, num_bins, mask_value=None, salt=None, output_mode="int", sparse=False, **kwargs):
@@ -89,6 +90,7 @@ class HashedCrossing(HostLayer):
     """Keras 3's HashedCrossing(num_bins, output_mode="int"): a tuple of integer or string features (each of
     shape (), (N,) or (N, 1)) crossed into num_bins bins, equal to Keras's (tf.sparse.cross_hashed). It takes
     several inputs, so it runs on arrays and in tf.data pipelines, not as a model's stage."""
+    _host_side = True   # shaped here, not by the engine (host_layer.HostLayer)
     _base = "hashed_crossing"
 
     def __init__(self, num_bins, output_mode="int", sparse=False, name=None, dtype=None, **kwargs):

@@ -22,6 +22,7 @@ _MODES = ("int", "one_hot", "multi_hot", "count", "tf_idf")
 
 class IndexLookup(HostLayer):
     """What StringLookup and IntegerLookup share (Keras's IndexLookup)."""
+    _host_side = True   # shaped here, not by the engine (host_layer.HostLayer)
     _strings = True
 
     def __init__(self, max_tokens=None, num_oov_indices=1, mask_token=None, oov_token=None, vocabulary=None,
