@@ -387,7 +387,7 @@ class StringLookup(IndexLookup):
 
     def __init__(self, max_tokens=None, num_oov_indices=1, mask_token=None, oov_token="[UNK]", vocabulary=None,
                  idf_weights=None, invert=False, output_mode="int", pad_to_max_tokens=False, sparse=False,
-                 encoding="utf-8", name=None, salt=None, **kwargs):
+                 encoding="utf-8", name=None, salt=None, vocabulary_size=None, oov_method="floormod", **kwargs):
         if not isinstance(encoding, str) or not encoding:
             raise ValueError(f"StringLookup: encoding must be a codec name, got encoding={encoding!r}")
         "".encode(encoding)   # LookupError for an unknown codec
@@ -397,7 +397,7 @@ class StringLookup(IndexLookup):
         super().__init__(max_tokens=max_tokens, num_oov_indices=num_oov_indices, mask_token=mask_token,
                          oov_token=oov_token, vocabulary=vocabulary, idf_weights=idf_weights, invert=invert,
                          output_mode=output_mode, pad_to_max_tokens=pad_to_max_tokens, sparse=sparse, name=name,
-                         salt=salt, **kwargs)
+                         salt=salt, vocabulary_size=vocabulary_size, oov_method=oov_method, **kwargs)
 
 
 class IntegerLookup(IndexLookup):
@@ -410,7 +410,8 @@ class IntegerLookup(IndexLookup):
 
     def __init__(self, max_tokens=None, num_oov_indices=1, mask_token=None, oov_token=-1, vocabulary=None,
                  vocabulary_dtype="int64", idf_weights=None, invert=False, output_mode="int", sparse=False,
-                 pad_to_max_tokens=False, oov_method="floormod", salt=None, name=None, **kwargs):
+                 pad_to_max_tokens=False, oov_method="floormod", salt=None, name=None, vocabulary_size=None,
+                 **kwargs):
         if vocabulary_dtype != "int64":
             raise ValueError(f"IntegerLookup: only vocabulary_dtype='int64' is supported, got "
                              f"vocabulary_dtype={vocabulary_dtype!r}")
@@ -418,7 +419,7 @@ class IntegerLookup(IndexLookup):
         super().__init__(max_tokens=max_tokens, num_oov_indices=num_oov_indices, mask_token=mask_token,
                          oov_token=oov_token, vocabulary=vocabulary, idf_weights=idf_weights, invert=invert,
                          output_mode=output_mode, pad_to_max_tokens=pad_to_max_tokens, sparse=sparse,
-                         oov_method=oov_method, salt=salt, name=name, **kwargs)
+                         oov_method=oov_method, salt=salt, name=name, vocabulary_size=vocabulary_size, **kwargs)
 
 
 def _listed(v):
