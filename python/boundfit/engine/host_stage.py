@@ -25,8 +25,11 @@ def staged(model, src):
         return src
     for k, L in stages.items():   # the engine was built for the layer's shape then (a vocabulary's size)
         built = next(n for n in model._nodes if n.layer is L).outputs[0]._ps
-        if tuple(L._stage_shape()) != tuple(built):
-            raise ValueError(f"layer {L.name!r} now makes values of shape {L._stage_shape()} per sample, the model "
+        now, built = tuple(L._stage_shape()), tuple(built)
+        if now != built:
+            what = f"{now[0]} values" if len(now) == 1 else f"values of shape {now}"
+            built = built[0] if len(built) == 1 else built
+            raise ValueError(f"layer {L.name!r} now makes {what} per sample, the model "
                              f"{model.name!r} was built for {built} (its vocabulary changed after the model was "
                              "made); build the model again on the layer, e.g. keras.Model(inputs, outputs)")
     if isinstance(src, ArrayData):
