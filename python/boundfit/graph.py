@@ -193,7 +193,7 @@ def keras_order(inputs, outputs):
 
 
 def host_stages(model):
-    """{input index: layer} of the host-side layers (TextVectorization) a
+    """{input index: layer} of the host-side layers (TextVectorization, StringLookup, ...: layers/host_layer.py) a
     model runs on its inputs before the engine: each on a string Input of the
     model itself, one per input; the engine's input k is that layer's output."""
     if getattr(model, "_inputs", None) is None:
@@ -220,10 +220,15 @@ def host_stages(model):
                              f"({out[k].name!r} and {L.name!r}); give each its own Input")
         out[k] = L
     for n in model._nodes:
+        staged = [t for t in n.inputs if id(t) in index and index[id(t)] in out and out[index[id(t)]] is not n.layer]
+        if staged:   # the engine's input k is the stage's output: nothing else can read the raw values
+            raise ValueError(f"model {model.name!r}: input {staged[0].name!r} feeds the host-side layer "
+                             f"{out[index[id(staged[0])]].name!r} and layer {n.layer.name!r}; give each its own "
+                             "Input (the same data may be passed to both)")
         if not getattr(n.layer, "_host_side", False) and any(id(t) in index and t.dtype == "string"
                                                                 for t in n.inputs):
             raise ValueError(f"model {model.name!r}: layer {n.layer.name!r} is called on the string input "
-                             f"{n.inputs[0].name!r}; strings go through a TextVectorization first")
+                             f"{n.inputs[0].name!r}; strings go through a TextVectorization or a StringLookup / Hashing first")
     return out
 
 

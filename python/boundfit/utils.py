@@ -164,3 +164,17 @@ def snake_case(name):
     name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
     return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
 
+
+
+class FeatureSpace:
+    """Refused: Keras's FeatureSpace (keras.utils.FeatureSpace) is not in boundfit. Build the same features
+    from its parts: a keras.Input per feature and StringLookup / IntegerLookup / Hashing / Discretization /
+    Normalization on it, HashedCrossing on the data, then Concatenate."""
+    _boundfit_refused = True   # tools/keras_coverage.py lists it as refused
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError(
+            "keras.utils.FeatureSpace is not supported by boundfit. Build its features from the layers it "
+            "combines: one keras.Input per feature with layers.StringLookup / IntegerLookup / Hashing "
+            "(output_mode='one_hot') or Discretization / Normalization on it, layers.HashedCrossing applied to "
+            "the data (or in a tf.data map), and layers.Concatenate of the encoded features")

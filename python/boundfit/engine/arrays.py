@@ -22,7 +22,8 @@ DEFAULT_BATCH = 32
 
 
 def _as_array(a, what, text=False):
-    """An array of numbers (text: of strings, for an input a host-side layer vectorizes)."""
+    """An array of numbers (text: the input's host-side layer, which takes the
+    dtype kinds of its _input_kinds; TextVectorization's strings)."""
     if a is None:
         return None
     if isinstance(a, (list, tuple)) and a and isinstance(a[0], np.ndarray) and len(a) == 1:
@@ -33,9 +34,11 @@ def _as_array(a, what, text=False):
         except Exception as e:  # ragged lists and the like
             raise DataError(f"{what} could not be converted to an array: {e}") from e
     if text:
-        if a.dtype.kind not in "USO":
-            raise DataError(f"{what} has dtype {a.dtype}; this input takes strings (dtype='string', vectorized by "
-                            "its TextVectorization)")
+        kinds = getattr(text, "_input_kinds", "USO")
+        if a.dtype.kind not in kinds:
+            raise DataError(f"{what} has dtype {a.dtype}; this input takes "
+                            f"{'strings' if kinds == 'USO' else 'numbers' if 'S' not in kinds else 'values'} "
+                            f"(encoded on the host by its {type(text).__name__})")
         if a.ndim == 0:
             raise DataError(f"{what} must have a batch axis, got a scalar")
         return a
@@ -187,7 +190,9 @@ def _text_arrays(model, v, what, names, text):
         vs, labels = list(v), [f"{what}[{k}] (input {n!r})" for k, n in enumerate(names)]
     else:
         vs, labels = [v], [what]
-    return Arrays([_as_array(a, lab, text=k in text) for k, (a, lab) in enumerate(zip(vs, labels))], labels)
+    stages = model._host_stages
+    return Arrays([_as_array(a, lab, text=stages.get(k, False)) for k, (a, lab) in enumerate(zip(vs, labels))],
+                  labels)
 
 
 def same_rows(*groups):
@@ -213,10 +218,12 @@ def check_x(model, xs, what=None):
     text = set(model._host_stages) if hasattr(model, "_host_stages") else set()
     for k, (a, lab, want, t) in enumerate(zip(xs.arrays, xs.labels, shapes, model._inputs)):
         got = tuple(a.shape[1:])
-        if k in text and got in ((), (1,)):   # one string per sample: (N,) or (N, 1)
+        if k in text and (got == tuple(want) or (tuple(want) == (1,) and got == ())):   # (N,) for an Input (1,)
             continue
         if k in text:
-            raise DataError(f"{lab} must hold one string per sample (shape (N,) or (N, 1)), got shape {a.shape}")
+            raise DataError(f"{lab} must hold {'one value' if tuple(want) == (1,) else tuple(want)} per sample "
+                            f"(shape (N,{' ' + str(want[0]) if want else ''}){' or (N,)' if tuple(want) == (1,) else ''}"
+                            f"), got shape {a.shape}")
         if got != tuple(want):
             hint = ""
             if None in t._ps and len(got) == len(want):

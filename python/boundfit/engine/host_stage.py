@@ -1,7 +1,8 @@
-"""Host-side preprocessing stages. A model whose string Input feeds a
-TextVectorization (graph.host_stages) runs that layer here, in Python, one
-batch at a time: the batch's strings are vectorized into a buffer of the
-plan's batch rows, which the engine takes as it takes any input batch (its
+"""Host-side preprocessing stages. A model whose Input feeds a host-side
+layer (graph.host_stages: TextVectorization on strings; StringLookup,
+IntegerLookup, Hashing, CategoryEncoding, Discretization) runs that layer
+here, in Python, one batch at a time: the batch's values are encoded into a
+buffer of the plan's batch rows, which the engine takes as it takes any input batch (its
 input k is the layer's output). The other arrays of a batch are views of
 the data (rows in order) or gathered into buffers of the batch's rows
 (shuffled training). Only these buffers are held: memory.stage_entries
@@ -22,10 +23,13 @@ def staged(model, src):
     stages = model._host_stages if src is not None and hasattr(model, "_host_stages") else {}
     if not stages:
         return src
-    for k, L in stages.items():   # the engine was built for the layer's width then (a vocabulary's size)
-        built = next(n for n in model._nodes if n.layer is L).outputs[0]._ps[0]
-        if L.output_width() != built:
-            raise ValueError(f"layer {L.name!r} now makes {L.output_width()} values per sample, the model "
+    for k, L in stages.items():   # the engine was built for the layer's shape then (a vocabulary's size)
+        built = next(n for n in model._nodes if n.layer is L).outputs[0]._ps
+        now, built = tuple(L._stage_shape()), tuple(built)
+        if now != built:
+            what = f"{now[0]} values" if len(now) == 1 else f"values of shape {now}"
+            built = built[0] if len(built) == 1 else built
+            raise ValueError(f"layer {L.name!r} now makes {what} per sample, the model "
                              f"{model.name!r} was built for {built} (its vocabulary changed after the model was "
                              "made); build the model again on the layer, e.g. keras.Model(inputs, outputs)")
     if isinstance(src, ArrayData):
@@ -49,7 +53,7 @@ def longest_text(*sources):
         else:
             arrays = [a for k, a in enumerate(src._ref[0].arrays) if k in src.stages]
         for a in arrays:
-            if a.size == 0:
+            if a.size == 0 or a.dtype.kind not in "USO":
                 continue
             if a.dtype.kind in "US":
                 out = max(out, int(np.char.str_len(a).max()))
@@ -70,7 +74,7 @@ def _vectorized(stages, bufs, k, strings, rows, batch):
     L = stages[k]
     buf = bufs.get(k)
     if buf is None or buf.shape[0] < rows:
-        buf = bufs[k] = np.empty((rows, L.output_width()), L.batch_dtype())
+        buf = bufs[k] = np.empty((rows,) + tuple(L._stage_shape()), L.batch_dtype())
     try:
         return L.vectorize(strings, out=buf)
     except DataError as e:

@@ -135,7 +135,7 @@ _GATHER_ITEM = 8   # the widest dtype (int64 / float64) a gathered label or weig
 
 def stage_entries(model, mode, rows, val_rows, shuffle_rows, text_chars=0):
     """A model with host-side preprocessing (TextVectorization on a string
-    Input, engine/host_stage.py): each stage's output buffer of one batch,
+    Input, the structured-data layers on their Inputs: engine/host_stage.py): each stage's output buffer of one batch,
     the array the engine then reads as any input batch (and validation's);
     when training shuffles, the batch's labels, weights and other inputs
     are gathered into buffers of the batch's rows (a bound: 8 bytes a value);
@@ -145,7 +145,7 @@ def stage_entries(model, mode, rows, val_rows, shuffle_rows, text_chars=0):
     out = []
     for name, r in (("", rows), ("validation: ", val_rows if mode == "train" else None)):
         for L in (stages.values() if r else ()):
-            w, dt = L.output_width(), np.dtype(L.batch_dtype())
+            w, dt = int(np.prod(L._stage_shape(), dtype=np.int64)), np.dtype(L.batch_dtype())
             out.append(PlanEntry(f"{name}{L.name}: one batch vectorized on the host ({r} x {w}, {dt.name})",
                                  r * w * dt.itemsize, "host", "runtime", "outside the arena: an input batch"))
     if text_chars:

@@ -10,6 +10,7 @@ here), and its Keras 3 config is registered there with @keras_config
 from .activation import ELU, LeakyReLU, PReLU, ReLU, Softmax
 from .args import engine_kinds
 from .attention import MultiHeadAttention
+from .categorical import CategoryEncoding, Discretization
 from .augmentation import RandomContrast, RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom
 from .conv import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Convolution1D, Convolution1DTranspose,
                    Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D)
@@ -17,9 +18,11 @@ from .core import Activation, Dense, Lambda
 from .dot import Dot
 from .draw import RandomDraw  # keras.random on symbolic shapes (a graph piece, not a Keras layer)
 from .embedding import Embedding
+from .hashing import HashedCrossing, Hashing
 from .emath import BatchReduce, Binary, MatMul, Unary, Weight  # graph pieces of keras.ops math (not Keras layers)
 from .input_layer import Input, InputLayer
 from .layer import Layer
+from .lookup import IntegerLookup, StringLookup
 from .merge import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract, add, average, concatenate,
                     maximum, minimum, multiply, subtract)
 from .normalization import BatchNormalization, LayerNormalization
@@ -41,16 +44,17 @@ from .switch import Switch  # a custom layer's training / inference traces (a gr
     "ADD SUBTRACT MULTIPLY AVERAGE MAXIMUM MINIMUM CONCAT")
 
 __all__ = ["Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",
-           "BatchNormalization", "Bidirectional", "Concatenate", "Conv1D", "Conv1DTranspose", "Conv2D",
-           "Conv2DTranspose", "Convolution1D", "Convolution1DTranspose", "Convolution2DTranspose", "Dense", "DepthwiseConv2D", "Dot", "Dropout", "ELU", "Embedding", "Flatten", "GRU",
-           "GaussianDropout", "GaussianNoise",
+           "BatchNormalization", "Bidirectional", "CategoryEncoding", "Concatenate", "Conv1D", "Conv1DTranspose", "Conv2D",
+           "Conv2DTranspose", "Convolution1D", "Convolution1DTranspose", "Convolution2DTranspose", "Dense", "DepthwiseConv2D", "Discretization", "Dot", "Dropout", "ELU", "Embedding", "Flatten", "GRU",
+           "GaussianDropout", "GaussianNoise", "HashedCrossing", "Hashing", "IntegerLookup",
            "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D", "GlobalMaxPool1D",
            "GlobalMaxPool2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "Input", "InputLayer", "LSTM", "Lambda", "Layer",
            "SeparableConv2D",
            "LayerNormalization", "LeakyReLU", "MaxPool1D", "MaxPooling1D", "MaxPooling2D", "Maximum", "Minimum",
            "MultiHeadAttention", "Multiply", "Normalization", "Permute", "PReLU", "RandomContrast", "RandomCrop",
            "RandomFlip", "RandomRotation", "RandomZoom",
-           "RandomTranslation", "ReLU", "RepeatVector", "Rescaling", "Reshape", "SimpleRNN", "Softmax", "Subtract",
+           "RandomTranslation", "ReLU", "RepeatVector", "Rescaling", "Reshape", "SimpleRNN", "Softmax", "StringLookup",
+           "Subtract",
            "TextVectorization",
            "UpSampling2D", "ZeroPadding2D", "add", "average", "concatenate", "maximum", "minimum", "multiply",
            "subtract"]

@@ -47,7 +47,10 @@ def layer_config(layer):
     if fn is None:
         raise ValueError(f"layer {layer.name!r}: {type(layer).__name__} has no Keras serialization in boundfit"
                          + getattr(layer, "_no_keras_file", ""))
-    cfg = dict(name=layer.name, trainable=bool(layer.trainable), dtype=dict(_DTYPE), **fn(layer))
+    cfg = dict(name=layer.name, trainable=bool(layer.trainable), dtype=dict(_DTYPE))
+    cfg.update(fn(layer))   # may set its own dtype (Hashing's int64 policy)
+    for k in getattr(layer, "_keras_omit", ()):   # base keys Keras's config of the class lacks
+        cfg.pop(k, None)
     if getattr(layer, "activity_regularizer", None) is not None:   # Keras writes it when set
         cfg["activity_regularizer"] = regularizers.serialize(layer.activity_regularizer)
     return cfg

@@ -305,6 +305,10 @@ class TextVectorization(Layer):
                              "adapt() or pass vocabulary=")
         return self.vocabulary_size()
 
+    def _stage_shape(self):
+        """The per-sample shape of its output as a model's stage (engine/host_stage.py)."""
+        return (self.output_width(),)
+
     def _symbolic(self, inputs):
         ins, _ = _as_tensors(self.name, inputs)
         if len(ins) != 1:

@@ -164,7 +164,7 @@ def layer_from_config(entry, custom_objects=None):
                 sub["config"] = c
                 kwargs[k] = layer_from_config(sub, custom_objects)
     try:
-        layer = cls(**kwargs)
+        layer = cls._from_keras_config(kwargs) if hasattr(cls, "_from_keras_config") else cls(**kwargs)
     except (ValueError, TypeError) as e:
         raise ValueError(f"layer {name!r} ({cls_name}): {e}") from None
     layer.trainable = bool(cfg.get("trainable", True))
