@@ -89,8 +89,7 @@ typedef struct {
     int begin[3], step[3], len[3];
 } bf_slice_cfg;
 
-/* UNARY / BINARY (layers/emath.c) and BATCH_REDUCE (layers/batch.c): the op; UNARY's scalar (max(x, c), x > c,
- * c / x) */
+/* UNARY / BINARY (layers/emath.c): the op; UNARY's scalar (max(x, c), x > c, c / x) */
 typedef struct {
     int op;
     float param;
@@ -126,6 +125,13 @@ typedef struct {
     int shared[3];
 } bf_prelu_cfg;
 
+/* REDUCE / BATCH_REDUCE (layers/reduce.c): op (bf_reduce_op), axes (bit d: per-sample axis d reduced; all: every
+ * one), keepdims */
+typedef struct {
+    int op, keepdims, all;
+    unsigned axes;
+} bf_reduce_cfg;
+
 /* a node's configuration: the member of its family (none for kinds without one) */
 typedef union {
     bf_dense_cfg dense;
@@ -146,6 +152,7 @@ typedef union {
     bf_augment_cfg augment;
     bf_random_cfg random;
     bf_prelu_cfg prelu;
+    bf_reduce_cfg reduce;
 } bf_layer_cfg;
 
 #endif

@@ -17,7 +17,8 @@ from .core import Activation, Dense, Lambda
 from .dot import Dot
 from .draw import RandomDraw  # keras.random on symbolic shapes (a graph piece, not a Keras layer)
 from .embedding import Embedding
-from .emath import BatchReduce, Binary, MatMul, Unary, Weight  # graph pieces of keras.ops math (not Keras layers)
+from .emath import Binary, MatMul, Unary, Weight  # graph pieces of keras.ops math (not Keras layers)
+from .reduce import BatchReduce, Reduce  # keras.ops' reductions (graph pieces, not Keras layers)
 from .input_layer import Input, InputLayer
 from .layer import Layer
 from .merge import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract, add, average, concatenate,
