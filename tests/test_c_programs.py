@@ -34,7 +34,7 @@ CONV2D = ["csrc/cpu/conv2d.c", "csrc/cpu/conv2d_direct.c", "csrc/cpu/conv2d_dire
 # the CPU kernels tests/c_cuda/test_cuda_ops.c compares every CUDA op with
 CUDA_OPS_CPU = [f"csrc/cpu/{f}.c" for f in ("activations", "batchnorm", "dense", "dropout", "loss", "metrics",
                                             "optimizers", "optimizers_more", "pool", "reduce", "act_more", "strided",
-                                            "rescale", "augment", "conv1d", "conv2d_transpose", "prelu")] + CONV2D
+                                            "rescale", "augment", "conv1d", "conv2d_transpose", "prelu", "reduce_axes")] + CONV2D
 
 
 def _build(out, sources, extra=()):

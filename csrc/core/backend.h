@@ -232,6 +232,32 @@ typedef struct {
     int n, k, prod, descending;
 } bf_axis_geom;
 
+/* A reduction over some axes of a row-major tensor (reduce_forward / reduce_backward): dims n[0..nd), the axes
+ * whose bit is set in `mask` (bit d: axis d) reduced, the others kept. The output holds the kept axes in order
+ * (row-major; the reduced axes are gone or of size 1, the same layout); each output element reduces its
+ * elements in one fixed order, row-major over the reduced axes (ARGMAX / ARGMIN's index is that position).
+ * The caller merges neighbouring axes of one kind and drops size-1 axes (layers/reduce.c). */
+typedef enum {
+    BF_RED_SUM = 0,  /* sum, in double */
+    BF_RED_MEAN,     /* sum / count */
+    BF_RED_MAX,      /* NaN if any is NaN; gradient split equally among the maximal elements (JAX's rule) */
+    BF_RED_MIN,
+    BF_RED_PROD,     /* product, in double; gradient the product of the others (exact where x = 0) */
+    BF_RED_ARGMAX,   /* the first maximal position (a NaN counts as maximal, as jnp.argmax); no gradient */
+    BF_RED_ARGMIN,
+    BF_RED_ANY,      /* 1 if any is nonzero (NaN counts), else 0; no gradient */
+    BF_RED_ALL,      /* 1 if all are nonzero, else 0; no gradient */
+    BF_RED_LOGSUMEXP /* m + log(sum exp(x - m)), m the max (0 where not finite, as jax.scipy); gradient softmax */
+} bf_reduce_op;
+#define BF_RED_LAST BF_RED_LOGSUMEXP
+#define BF_REDUCE_MAXD 8 /* axes at most (the batch and a sample's: layers/reduce.c checks BF_MAX_RANK + 1 fits) */
+typedef struct {
+    int nd;
+    long n[BF_REDUCE_MAXD];
+    unsigned mask;
+    bf_reduce_op op;
+} bf_reduce_geom;
+
 /* Random image augmentation (RandomFlip, RandomCrop, RandomTranslation,
  * RandomRotation, RandomZoom, RandomContrast), NHWC.
  * Per sample b the source of output pixel (y, x) is (see augment_geom.h):

@@ -212,6 +212,14 @@ BF_OP(bf_status, prelu_backward,
        int Q, int R, int S), ALL)
 /* strided gather (Permute, RepeatVector, ZeroPadding2D, UpSampling2D and their backward) */
 BF_OP(bf_status, strided_copy, (bf_backend *be, float *out, const float *inp, const bf_strided *s), ALL)
+/* reductions over any axes (csrc/cpu/reduce_axes.c, csrc/cuda/reduce_axes.cu; bf_reduce_geom in backend.h):
+ * out (the kept axes of g->n) = g->op over the axes of g->mask of inp (g->n) */
+BF_OP(bf_status, reduce_forward, (bf_backend *be, float *out, const float *inp, const bf_reduce_geom *g), ALL)
+/* dinp (g->n) = d out / d inp * dout (dout, out: the kept axes), OVERWRITTEN; reads inp for MAX, MIN, PROD,
+ * LOGSUMEXP and out for MAX, MIN, LOGSUMEXP (else they may be NULL); not for ARGMAX, ARGMIN, ANY, ALL */
+BF_OP(bf_status, reduce_backward,
+      (bf_backend *be, float *dinp, const float *dout, const float *inp, const float *out, const bf_reduce_geom *g),
+      ALL)
 /* out (N,C) = (inp - mean[c]) / max(sqrt(var[c]), eps) * scale + offset; mean, var NULL: 0, 1 */
 BF_OP(bf_status, rescale_forward,
       (bf_backend *be, float *out, const float *inp, const float *mean, const float *var, float scale, float offset,

@@ -89,8 +89,7 @@ typedef struct {
     int begin[3], step[3], len[3];
 } bf_slice_cfg;
 
-/* UNARY / BINARY (layers/emath.c) and BATCH_REDUCE (layers/batch.c): the op; UNARY's scalar (max(x, c), x > c,
- * c / x) */
+/* UNARY / BINARY (layers/emath.c): the op; UNARY's scalar (max(x, c), x > c, c / x) */
 typedef struct {
     int op;
     float param;
@@ -142,6 +141,12 @@ typedef struct {
 typedef struct {
     int axis, k, descending;
 } bf_sort_cfg;
+/* REDUCE / BATCH_REDUCE (layers/reduce.c): op (bf_reduce_op), axes (bit d: per-sample axis d reduced; all: every
+ * one), keepdims */
+typedef struct {
+    int op, keepdims, all;
+    unsigned axes;
+} bf_reduce_cfg;
 
 /* a node's configuration: the member of its family (none for kinds without one) */
 typedef union {
@@ -166,6 +171,7 @@ typedef union {
     bf_gather_cfg gather;
     bf_scan_cfg scan;
     bf_sort_cfg sort;
+    bf_reduce_cfg reduce;
 } bf_layer_cfg;
 
 #endif

@@ -28,7 +28,7 @@
      * size-1 axes broadcast: eop); WEIGHT (a custom layer's trainable weight, shape in target_shape, the same  \
      * for every sample); BMM (a per-sample matrix product, layers.Dot / ops.matmul: layers/bmm.c) */          \
     X(UNARY) X(BINARY) X(WEIGHT) X(BMM)                                                                            \
-    /* BATCH_REDUCE: the sum or mean over the whole batch, the same in every row (layers/batch.c) */            \
+    /* BATCH_REDUCE: a reduction over the batch and any axes of a sample, the same in every row (layers/reduce.c) */\
     X(BATCH_REDUCE)                                                                                            \
     /* SWITCH: a custom layer's training / inference traces (layers/switch.c); RANDOM: keras.random's draws     \
      * on a symbolic shape (layers/random.c) */                                                                   \
@@ -37,7 +37,9 @@
     X(PRELU)                                                                                                       \
     /* the index primitives: GATHER (take, take_along_axis; backward a scatter-add: layers/gather.c), SCAN         \
      * (cumsum, cumprod: layers/scan.c), ARGSORT (argsort, the positions of sort and top_k: layers/argsort.c) */   \
-    X(GATHER) X(SCAN) X(ARGSORT)
+    X(GATHER) X(SCAN) X(ARGSORT)                                                                          \
+    /* REDUCE: keras.ops' reductions over any axes of a sample, keepdims (layers/reduce.c) */                      \
+    X(REDUCE)
 
 #define BF_KIND_ENUM_(n) BF_L_##n,
 typedef enum { BF_LAYER_KINDS(BF_KIND_ENUM_) BF_L_COUNT_ } bf_layer_kind;

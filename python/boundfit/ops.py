@@ -36,13 +36,16 @@ any layer:
   transpose with the batch axis first: Permute;
 - relu, sigmoid, tanh, softmax (last axis), gelu, silu / swish, elu, selu,
   softplus, softsign, relu6, leaky_relu, hard_sigmoid, exp: Activation;
-- mean / max / sum over the steps of (T, F), the pixels of (H, W, C) or the
-  last axis of (D,) / (T, F): global pooling (and Permute / Reshape); over
-  the last axis of a sample of 3 or more axes, or over all of its axes, the
-  same after a Reshape to (T, F) or (D,); over
-  the only axis of (D,): one number per sample (per-sample shape ());
-  sum / mean with no axis in a graph: BatchReduce (over the batch too; in a
-  loss function or a custom layer's call() a LossMean, below);
+- sum, mean, max, min, amax, amin, prod, argmax, argmin, any, all,
+  logsumexp over any set of axes, keepdims: Reduce (the engine's REDUCE;
+  with the batch axis BATCH_REDUCE, whose result without keepdims has no
+  batch axis and is the same in every sample of the engine's batch; sum /
+  mean with no axis: BatchReduce; in a loss function or a custom layer's
+  call() a LossMean, below); argmax / argmin / any / all give float
+  positions / 0 / 1 (no gradient); var, std, count_nonzero,
+  linalg.norm (vector norms, Frobenius), nn.moments, nn.log_softmax
+  (x - logsumexp), softmax over other axes (exp(x - logsumexp)),
+  nn.normalize: compositions of them;
 - one number per sample (Keras's (B,) tensors: x[:, i] of (B, D), squeeze,
   Input(shape=())) takes arithmetic, activations, Embedding (ids) and
   Reshape; NumPy's broadcasting of it against (B, 1) or (B, E) would line the
@@ -84,14 +87,13 @@ import numpy as np
 from . import activations
 from .layers.core import Activation, Dense
 from .layers.embedding import Embedding
-from .layers.emath import BatchReduce, Binary, MatMul, Unary, Weight
+from .layers.emath import Binary, MatMul, Unary, Weight
 from .layers.merge import Add, Concatenate, Maximum, Minimum, Multiply, Subtract
 from .layers.layer import Variable
 from .layers.node import KerasTensor, tracing_where
 from .layers.opnode import record
-from .layers.pooling import (GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalMaxPooling1D,
-                             GlobalMaxPooling2D)
 from .layers.preprocessing import Rescaling
+from .layers.reduce import BatchReduce, Reduce
 from .layers.reshaping import Const, Permute, RepeatVector, Reshape, Slice
 from .errors import OpNotSupportedError
 from .ops_index import argsort, cumprod, cumsum, sort, take, take_along_axis, top_k  # noqa: F401 - keras.ops names
@@ -105,7 +107,7 @@ def _sym(*xs):
     for x in xs:
         if isinstance(x, LossMean):
             x._refuse()
-    return any(isinstance(x, KerasTensor) for x in xs)
+    return builtins.any(isinstance(x, KerasTensor) for x in xs)
 
 
 def _unsupported(op, hint=""):
@@ -287,7 +289,7 @@ def _same_shapes(op, cls, x1, x2):
 def _repeatable(x1, x2):
     pa, pb = x1._ps, x2._ps
     return len(pa) == len(pb) <= 2 and None not in pa and None not in pb and \
-        all(p == q or 1 in (p, q) for p, q in zip(pa, pb))
+        builtins.all(p == q or 1 in (p, q) for p, q in zip(pa, pb))
 
 
 def _broadcast(op, x1, x2):
@@ -355,8 +357,8 @@ def _binary(op, x1, x2):
     a, b = _operand(op, x1, like), _operand(op, x2, like)
     a, b = _align(op, a, b)
     pa, pb = a._ps, b._ps
-    if len(pa) != len(pb) or len(pa) > 3 or any(p != q and 1 not in (p, q) for p, q in zip(pa, pb)) or \
-            any((p is None) != (q is None) for p, q in zip(pa, pb)):
+    if len(pa) != len(pb) or len(pa) > 3 or builtins.any(p != q and 1 not in (p, q) for p, q in zip(pa, pb)) or \
+            builtins.any((p is None) != (q is None) for p, q in zip(pa, pb)):
         _unsupported(op, f"shapes {a.shape} and {b.shape} do not broadcast here (one rank, per-sample rank <= 3, "
                      "size-1 axes: NumPy's rules with the batch axes aligned)")
     return Binary(op)([a, b])
@@ -641,7 +643,7 @@ def _keras_key(key):
 def _getitem(x, key):
     _batched("slicing (x[...])", x)
     key = key if isinstance(key, tuple) else (key,)
-    if len([k for k in key if k is Ellipsis]) > 1 or any(k is None for k in key):   # (ops.sum shadows sum)
+    if len([k for k in key if k is Ellipsis]) > 1 or builtins.any(k is None for k in key):   # (ops.sum shadows sum)
         _unsupported("slicing (x[...])", "one ... at most, and no new axes (None)")
     if Ellipsis in key:
         at = key.index(Ellipsis)
@@ -725,9 +727,10 @@ def softmax(x, axis=-1):
         e = np.exp(x - x.max(axis=axis, keepdims=True))
         return e / e.sum(axis=axis, keepdims=True)
     _batched("softmax", x)
-    if axis not in (-1, x.ndim - 1):
-        _unsupported("softmax", f"only over the last axis, got axis={axis}")
-    return record(Activation("softmax")(x), "Softmax", NN, {"axis": axis}, [x])
+    if axis in (-1, x.ndim - 1):
+        return record(Activation("softmax")(x), "Softmax", NN, {"axis": axis}, [x])
+    y = exp(subtract(x, logsumexp(x, axis=axis, keepdims=True)))   # over other axes: exp(x - logsumexp(x))
+    return record(y, "Softmax", NN, {"axis": _axis_cfg(axis)}, [x])
 
 
 # ---- shapes ----
@@ -829,94 +832,205 @@ def stack(xs, axis=0):
     return record(concatenate([expand_dims(t, a) for t in xs], axis=a), "Stack", NUMPY, {"axis": axis}, [list(xs)])
 
 
-# ---- reductions over the steps or the pixels (global pooling) ----
+# ---- reductions: the engine's REDUCE over any axes (layers/reduce.py), and what composes them ----
 
-_POOLS = {("mean", 3): GlobalAveragePooling1D, ("max", 3): GlobalMaxPooling1D,
-          ("mean", 4): GlobalAveragePooling2D, ("max", 4): GlobalMaxPooling2D}
-
-
-def _unmasked(y):
-    """a global pooling of keras.ops.mean / sum / max: over every step, as keras.ops (no mask; the
-    GlobalAveragePooling1D layer averages over the steps an Embedding(mask_zero=True) keeps)"""
-    y._node.mask_off = True
-    return y
+def _axes(x, axis, op):
+    """axis of keras.ops (None, an int or several, negative from the end) as sorted axes counted from the batch
+    axis 0; None: every axis, the batch's too"""
+    if axis is None:
+        return tuple(range(x.ndim))
+    axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+    return tuple(sorted({_axis(int(a), x.ndim, op) for a in axes}))
 
 
-def _reduce_last(op, x, keepdims):
-    """over the last axis of (D,) (keepdims) or (T, F): the features become the steps of a global pooling"""
-    ps = _static(x, op)
-    pool = _POOLS[("max" if op == "max" else "mean", 3)]
-    y = _unmasked(pool()(Reshape((ps[0], 1))(x) if len(ps) == 1 else Permute((2, 1))(x)))
-    if op == "sum":
-        y = Rescaling(float(ps[-1]))(y)
-    if len(ps) == 1 and not keepdims:
-        return Reshape(())(y)    # one number per sample
-    return Reshape((ps[0], 1))(y) if keepdims and len(ps) == 2 else y
+def _reduced(op, x, axis, keepdims):
+    """op of symbolic x over axis: a Reduce (BATCH_REDUCE with the batch axis: without keepdims Keras's result
+    has no batch axis); while a loss or a custom layer's call() is traced, a mean or sum over every axis (or a
+    mean over a sample's only axis, in a loss) is the LossMean the engine takes of the loss"""
+    _batched(op, x)
+    raw = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis) if axis is not None else None
+    if op == "mean" and not keepdims and ((_LOSS_TRACING or tracing_where()) and raw is None or _LOSS_TRACING and (
+            raw is not None and x.ndim == 2 and len(raw) == 1 and _axis(raw[0], x.ndim, op) == 1)):
+        return LossMean(x, over_batch=raw is None)   # a loss's value (a loss function, add_loss in a call())
+    if op == "sum" and (_LOSS_TRACING or tracing_where()) and not keepdims and raw is None:
+        return LossMean(x, over_batch=True, total=True)
+    axes = _axes(x, axis, op)
+    if not axes:
+        return x                                  # nothing reduced (axis=()), as NumPy
+    if op in ("argmax", "argmin") and len(axes) > 1 and axis is not None:
+        raise ValueError(f"keras.ops.{op}: axis must be an int or None, got {axis!r}")
+    if axis is None and not keepdims and op in BatchReduce.OPS:
+        return BatchReduce(op)(x)                 # over the batch too: one number without a batch axis
+    return Reduce(op, axes, keepdims)(x)
 
 
-def _reduction_node(cls, y, x, axis, keepdims):
-    cfg = {"axis": list(axis) if isinstance(axis, (list, tuple)) else axis, "keepdims": bool(keepdims)}
-    return record(y, cls, NUMPY, {**cfg, "initial": None} if cls in ("Max", "Min") else cfg, [x])
+def _axis_cfg(axis):
+    return list(axis) if isinstance(axis, (list, tuple)) else axis
 
 
-def _reduce(op, npfn):
-    def red(x, axis=None, keepdims=False):
+def _reduction_node(cls, y, x, axis, keepdims, module=NUMPY, **extra):
+    """y recorded as Keras's node cls(axis, keepdims, extra) of x; a loss's value or a tensor without a batch axis
+    (a reduction over the batch: not written to .keras files) as it is"""
+    if isinstance(y, LossMean) or y._nobatch:
+        return y
+    return record(y, cls, module, {"axis": _axis_cfg(axis), "keepdims": bool(keepdims), **extra}, [x])
+
+
+def _np_logsumexp(x, axis=None, keepdims=False):
+    x = np.asarray(x, np.float32)
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    y = m + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
+    return y if keepdims else np.squeeze(y, axis=axis)
+
+
+def _reduce(op, npfn, cls, module=NUMPY, **extra):
+    """keras.ops.<op>(x, axis=None, keepdims=False): the engine's REDUCE of that op, Keras's node cls in files"""
+    def red(x, axis=None, keepdims=False, **kwargs):
+        for k, v in kwargs.items():
+            if k not in extra:
+                raise TypeError(f"keras.ops.{op}() got an unexpected keyword argument {k!r}")
+            if v is not None:
+                if not _sym(x):
+                    return npfn(x, axis=axis, keepdims=keepdims, **{k: v})
+                _unsupported(op, f"{k}={v!r} (only None)")
         if not _sym(x):
             return npfn(x, axis=axis, keepdims=keepdims)
-        _batched(op, x)
-        y = _reduced(x, axis, keepdims)
-        if isinstance(y, LossMean) or y._nobatch:   # a loss's value, or BatchReduce: no Keras op node
-            return y
-        return _reduction_node(op.capitalize(), y, x, axis, keepdims)
-
-    def _reduced(x, axis, keepdims):
-        axes = (axis,) if isinstance(axis, int) else tuple(axis) if axis is not None else None
-        if op == "mean" and not keepdims and ((_LOSS_TRACING or tracing_where()) and axes is None or _LOSS_TRACING and (
-                axes is not None and x.ndim == 2 and len(axes) == 1 and _axis(axes[0], x.ndim, op) == 1)):
-            return LossMean(x, over_batch=axes is None)   # a loss's value (a loss function, add_loss in a call())
-        if op == "sum" and (_LOSS_TRACING or tracing_where()) and not keepdims and axes is None:
-            return LossMean(x, over_batch=True, total=True)
-        if axis is None and not keepdims and op in BatchReduce.OPS:   # in a graph, over the batch too: one number
-            return batch_reduce(op, x)
-        if axes is not None and len(axes) == 1 and _axis(axes[0], x.ndim, op) == x.ndim - 1 and x.ndim in (2, 3):
-            return _reduce_last(op, x, keepdims)
-        if axes is not None and x.ndim >= 3 and None not in x._ps:
-            got = tuple(sorted({_axis(a, x.ndim, op) for a in axes}))
-            if got == tuple(range(1, x.ndim)):    # every axis of a sample: over the sample flattened
-                y = _reduce_last(op, Reshape((math.prod(x._ps),))(x), keepdims)
-                return Reshape((1,) * len(x._ps))(y) if keepdims else y
-            if got == (x.ndim - 1,) and x.ndim > 3:   # the last axis of (..., F): as of (T, F), T the other axes
-                y = _reduce_last(op, Reshape((math.prod(x._ps[:-1]), x._ps[-1]))(x), keepdims)
-                return Reshape(x._ps[:-1] + ((1,) if keepdims else ()))(y)
-        want = {3: (1,), 4: (1, 2)}.get(x.ndim)
-        if axes is None or want is None or tuple(sorted(_axis(a, x.ndim, op) for a in axes)) != want:
-            _unsupported(op, "only over the last axis, every axis of a sample, the steps of (T, F) (axis=1) or the "
-                         "pixels of (H, W, C) (axis=(1, 2)), of static sizes")
-        y = _unmasked(_POOLS[("max" if op == "max" else "mean", x.ndim)]()(x))
-        if op == "sum":
-            n = math.prod(_static(x, "sum")[:-1])
-            y = Rescaling(float(n))(y)
-        if keepdims:
-            y = Reshape((1,) * len(want) + (x._ps[-1],))(y)
-        return y
+        return _reduction_node(cls, _reduced(op if op not in ("amax", "amin") else op[1:], x, axis, keepdims), x,
+                               axis, keepdims, module, **extra)
     red.__name__ = op
     return red
 
 
-mean = _reduce("mean", np.mean)
-max = _reduce("max", np.max)   # noqa: A001 - keras.ops' name
-sum = _reduce("sum", np.sum)   # noqa: A001 - keras.ops' name
-def min(x, axis=None, keepdims=False):   # noqa: A001 - keras.ops' name
-    """-max(-x)"""
+mean = _reduce("mean", np.mean, "Mean")
+sum = _reduce("sum", np.sum, "Sum")   # noqa: A001 - keras.ops' name
+max = _reduce("max", np.max, "Max", initial=None)   # noqa: A001 - keras.ops' name
+min = _reduce("min", np.min, "Min", initial=None)   # noqa: A001 - keras.ops' name
+amax = _reduce("amax", np.amax, "Amax")
+amin = _reduce("amin", np.amin, "Amin")
+prod = _reduce("prod", np.prod, "Prod", dtype=None)
+any = _reduce("any", np.any, "Any")   # noqa: A001 - keras.ops' name: a 0 / 1 float tensor on symbolic ones
+all = _reduce("all", np.all, "All")   # noqa: A001 - keras.ops' name
+logsumexp = _reduce("logsumexp", _np_logsumexp, "Logsumexp", MATH)
+_argmax = _reduce("argmax", np.argmax, "Argmax")
+_argmin = _reduce("argmin", np.argmin, "Argmin")
+
+
+def argmax(x, axis=None, keepdims=False):
+    """the first maximal position along axis (of the flattened tensor for None, the batch's axis too): a float
+    tensor of the positions on symbolic tensors (no gradient; Keras's is int32)"""
+    return _argmax(x, axis=axis, keepdims=keepdims)
+
+
+def argmin(x, axis=None, keepdims=False):
+    """the first minimal position, as argmax"""
+    return _argmin(x, axis=axis, keepdims=keepdims)
+
+
+def var(x, axis=None, keepdims=False):
+    """mean(square(x - mean(x, axis, keepdims=True)), axis, keepdims), as jnp.var"""
     if not _sym(x):
-        return np.min(x, axis=axis, keepdims=keepdims)
-    return _reduction_node("Min", negative(max(negative(x), axis=axis, keepdims=keepdims)), x, axis, keepdims)
+        return np.var(x, axis=axis, keepdims=keepdims)
+    d = subtract(x, _reduced("mean", x, axis, True))
+    return _reduction_node("Var", _reduced("mean", square(d), axis, keepdims), x, axis, keepdims)
+
+
+def std(x, axis=None, keepdims=False):
+    """sqrt(var(x, axis, keepdims))"""
+    if not _sym(x):
+        return np.std(x, axis=axis, keepdims=keepdims)
+    return _reduction_node("Std", sqrt(var(x, axis, keepdims)), x, axis, keepdims)
+
+
+def count_nonzero(x, axis=None):
+    """sum(|x| > 0, axis): a float count on symbolic tensors (Keras's is int32)"""
+    if not _sym(x):
+        return np.count_nonzero(x, axis=axis)
+    y = sum(greater(abs(x), 0.0), axis=axis)
+    return y if isinstance(y, LossMean) or y._nobatch else record(y, "CountNonzero", NUMPY, {"axis": _axis_cfg(axis)},
+                                                                  [x])
+
+
+def _vector_norm(x, ord, axis, keepdims):
+    if ord is None or ord == 2:
+        return sqrt(sum(square(x), axis=axis, keepdims=keepdims))
+    if ord == 1:
+        return sum(abs(x), axis=axis, keepdims=keepdims)
+    if ord == float("inf"):
+        return max(abs(x), axis=axis, keepdims=keepdims)
+    if ord == float("-inf"):
+        return min(abs(x), axis=axis, keepdims=keepdims)
+    if ord == 0:
+        return sum(greater(abs(x), 0.0), axis=axis, keepdims=keepdims)
+    if isinstance(ord, numbers.Real) and not isinstance(ord, bool):
+        return power(sum(power(abs(x), float(ord)), axis=axis, keepdims=keepdims), 1.0 / float(ord))
+    _unsupported("linalg.norm", f"ord={ord!r} of a vector")
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """keras.ops.linalg.norm: vector norms (ord None / 2, 1, inf, -inf, 0, p) over one axis, the 2-norm of the
+    flattened tensor (axis=None, ord=None) and the Frobenius norm over two axes, by reductions; other matrix norms
+    raise naming the op"""
+    if not _sym(x):
+        return np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+    _batched("linalg.norm", x)
+    two = isinstance(axis, (list, tuple)) and len(axis) == 2
+    if axis is None and ord is not None:
+        _unsupported("linalg.norm", f"ord={ord!r} with axis=None (a matrix or vector norm of the whole tensor, batch "
+                     "included): give the axis")
+    if two and ord not in (None, "fro"):
+        _unsupported("linalg.norm", f"the matrix norm ord={ord!r} (only 'fro' over two axes)")
+    if isinstance(axis, (list, tuple)) and len(axis) > 2:
+        raise ValueError(f"keras.ops.linalg.norm: axis {axis!r} names more than 2 axes")
+    y = sqrt(sum(square(x), axis=axis, keepdims=keepdims)) if axis is None or two else \
+        _vector_norm(x, ord, axis, keepdims)
+    if isinstance(y, LossMean) or y._nobatch:
+        return y
+    return record(y, "Norm", "keras.src.ops.linalg", {"ord": ord, "axis": _axis_cfg(axis), "keepdims": keepdims}, [x])
+
+
+def moments(x, axes, keepdims=False, synchronized=False):
+    """keras.ops.nn.moments: (mean, variance) over axes (jnp.mean and jnp.var)"""
+    if synchronized:
+        _unsupported("nn.moments", "synchronized=True")
+    if not _sym(x):
+        return np.mean(x, axis=tuple(axes), keepdims=keepdims), np.var(x, axis=tuple(axes), keepdims=keepdims)
+    return mean(x, axis=axes, keepdims=keepdims), var(x, axis=axes, keepdims=keepdims)
+
+
+def log_softmax(x, axis=-1):
+    """x - logsumexp(x, axis, keepdims=True)"""
+    if not _sym(x):
+        x = np.asarray(x, np.float32)
+        return x - _np_logsumexp(x, axis=axis, keepdims=True)
+    y = subtract(x, logsumexp(x, axis=axis, keepdims=True))
+    return record(y, "LogSoftmax", NN, {"axis": _axis_cfg(axis)}, [x])
+
+
+def normalize(x, axis=-1, order=2, epsilon=None):
+    """keras.ops.nn.normalize: x * min(rsqrt(sum(x**2, axis, keepdims)), 1 / epsilon) for order 2, else
+    x / max(norm(x, order, axis, keepdims), epsilon), as Keras computes it"""
+    if not isinstance(order, int) or isinstance(order, bool) or order < 1:
+        raise ValueError(f"Argument `order` must be an int >= 1. Received: order={order}")
+    eps = 1e-7 if epsilon is None else float(epsilon)
+    if not _sym(x):
+        x = np.asarray(x, np.float32)
+        if order == 2:
+            return x * np.minimum(1.0 / np.sqrt(np.sum(np.square(x), axis=axis, keepdims=True)), 1.0 / eps)
+        return x / np.maximum(np.linalg.norm(x, ord=order, axis=axis, keepdims=True), eps)
+    if order == 2:
+        y = multiply(x, minimum(rsqrt(sum(square(x), axis=axis, keepdims=True)), 1.0 / eps))
+    else:
+        y = divide(x, maximum(norm(x, ord=order, axis=axis, keepdims=True), eps))
+    return record(y, "Normalize", NN, {"axis": _axis_cfg(axis), "order": order, "epsilon": epsilon}, [x])
 
 
 # keras.ops.nn: the activations under their nn names
 nn = types.SimpleNamespace(relu=relu, sigmoid=sigmoid, tanh=tanh, softmax=softmax, gelu=gelu, silu=silu, swish=swish,
                            elu=elu, selu=selu, softplus=softplus, softsign=softsign, relu6=relu6,
-                           leaky_relu=leaky_relu, hard_sigmoid=hard_sigmoid)
+                           leaky_relu=leaky_relu, hard_sigmoid=hard_sigmoid, log_softmax=log_softmax,
+                           moments=moments, normalize=normalize)
+linalg = types.SimpleNamespace(norm=norm)   # keras.ops.linalg: the vector norms
 
 KerasTensor._ops.update(add=add, subtract=subtract, multiply=multiply, divide=true_divide, negative=negative,
                         matmul=matmul, power=power, getitem=getitem, greater=greater, greater_equal=greater_equal,

@@ -481,6 +481,31 @@ static void test_reductions(void) {
     free(x);
 }
 
+/* reductions over axes: every op over a few axis sets (merged, kept inner, reduced inner), forward and backward */
+static void test_reduce_axes(void) {
+    const long n[4] = {3, 4, 5, 6}, N = 360;
+    const unsigned masks[] = {0x1, 0x8, 0x6, 0xA, 0xF, 0x5};
+    char what[96];
+    float *x = hrand(N, -2, 2), *dy = hrand(N, -1, 1), *y = hzero(N), *dx = hzero(N);
+    for (long i = 0; i < N; i += 7) x[i] = (float)(int)x[i]; /* ties and zeros */
+    float *x_g = up(x, N), *dy_g = up(dy, N), *y_g = up(y, N), *dx_g = up(dx, N);
+    for (int op = 0; op <= BF_RED_LAST; op++)
+        for (size_t k = 0; k < sizeof masks / sizeof masks[0]; k++) {
+            bf_reduce_geom g = {.nd = 4, .mask = masks[k], .op = (bf_reduce_op)op};
+            for (int d = 0; d < 4; d++) g.n[d] = n[d];
+            long O = 1;
+            for (int d = 0; d < 4; d++) O *= masks[k] >> d & 1u ? 1 : n[d];
+            bf_cpu_reduce_forward(NULL, y, x, &g);
+            snprintf(what, sizeof what, "reduce_forward op %d mask %x", op, masks[k]);
+            if (ok_status(G->reduce_forward(G, y_g, x_g, &g), what)) dclose(what, y_g, y, O, 1e-6f, 1e-6f);
+            G->to_device(G, y_g, y, (size_t)O * sizeof(float)); /* the same forward output on both */
+            bf_cpu_reduce_backward(NULL, dx, dy, x, y, &g);
+            snprintf(what, sizeof what, "reduce_backward op %d mask %x", op, masks[k]);
+            if (ok_status(G->reduce_backward(G, dx_g, dy_g, x_g, y_g, &g), what)) dclose(what, dx_g, dx, N, 1e-6f, 1e-6f);
+        }
+    free(x), free(dy), free(y), free(dx);
+}
+
 /* ---- optimizers ---- */
 
 static void test_optimizers(void) {
@@ -936,6 +961,7 @@ int main(int argc, char **argv) {
     test_losses();
     test_metrics();
     test_reductions();
+    test_reduce_axes();
     test_optimizers();
     test_conv();
     test_pool();

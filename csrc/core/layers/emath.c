@@ -25,7 +25,7 @@ static int ewise_ok(const bf_backend *be, const bf_layer *L) {
     return be->ewise && be->strided_copy && be->fill_zero;
 }
 
-/* the op (eop) and UNARY's scalar (eparam); BATCH_REDUCE's op too (batch.c) */
+/* the op (eop) and UNARY's scalar (eparam) */
 bf_status bf_parse_emath(bf_layer *L, const bf_spec *s) {
     BF_TRY(bf_spec_int(s, "eop", 0, &L->cfg.emath.op));
     return bf_spec_float(s, "eparam", 0.0f, &L->cfg.emath.param);

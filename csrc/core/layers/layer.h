@@ -58,7 +58,7 @@ void bf_layer_geom(const bf_layer *L, const bf_window_cfg *w, int B, bf_conv_geo
 bf_status bf_parse_conv(bf_layer *L, const bf_spec *s);
 /* the normalizations' parse hook (batchnorm.c): momentum, eps, center, scale */
 bf_status bf_parse_norm(bf_layer *L, const bf_spec *s);
-/* keras.ops math's parse hook (emath.c): the op (eop), UNARY's scalar (eparam); BATCH_REDUCE's op */
+/* keras.ops math's parse hook (emath.c): the op (eop), UNARY's scalar (eparam) */
 bf_status bf_parse_emath(bf_layer *L, const bf_spec *s);
 /* Conv1D: its geometry; Conv2DTranspose: the Conv2D it is the adjoint of (backend.h) */
 void bf_layer_conv1d_geom(const bf_layer *L, int B, bf_conv1d_geom *g);

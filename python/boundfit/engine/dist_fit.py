@@ -20,7 +20,7 @@ from ..runtime.dist_group import (_BF_ERR_DIST_PREFIX, DistributedError, _agree_
                                   active, bcast_rng, broadcast_weights, is_chief, nccl_bytes, num_processes, rank,
                                   transport)
 from ..runtime.dist_group import _nccl as nccl_state
-from ..layers.emath import require_whole_batches
+from ..layers.reduce import require_whole_batches
 from ..layers.normalization import BatchNormalization
 from ..sizes import format_bytes
 from .data import ArrayData, _is_sequence

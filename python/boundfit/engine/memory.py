@@ -10,7 +10,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import _core, losses, optimizers
-from ..layers.emath import mixing_layer, require_whole_batches
+from ..layers.reduce import mixing_layer, require_whole_batches
 from ..errors import MemoryBudgetError
 from ..runtime import blas_runtime, budget, devices, dist_group, shared_budget
 from .plan import MemoryPlan, PlanEntry, budget_error

@@ -19,7 +19,8 @@ from .dot import Dot
 from .draw import RandomDraw  # keras.random on symbolic shapes (a graph piece, not a Keras layer)
 from .embedding import Embedding
 from .hashing import HashedCrossing, Hashing
-from .emath import BatchReduce, Binary, MatMul, Unary, Weight  # graph pieces of keras.ops math (not Keras layers)
+from .emath import Binary, MatMul, Unary, Weight  # graph pieces of keras.ops math (not Keras layers)
+from .reduce import BatchReduce, Reduce  # keras.ops' reductions (graph pieces, not Keras layers)
 from .input_layer import Input, InputLayer
 from .layer import Layer
 from .lookup import IntegerLookup, StringLookup

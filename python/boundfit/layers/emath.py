@@ -2,8 +2,8 @@
 an engine kind of csrc/core/layers/emath.c or bmm.c: Unary (sqrt, log,
 max(x, c), x > c, ...), Binary (two tensors of one rank, size-1 axes
 broadcast), Weight (a custom layer's add_weight used elementwise) and
-MatMul (a matrix product per sample), BatchReduce (a sum or mean over the
-whole batch: csrc/core/layers/batch.c). Not Keras layers: Keras files hold
+MatMul (a matrix product per sample); the reductions are layers/reduce.py.
+Not Keras layers: Keras files hold
 Unary, Binary and MatMul as Keras's operation nodes (saving/keras_ops.py),
 a Weight as Keras's Embedding of constant ids (saving/keras_graph.py)."""
 
@@ -13,7 +13,7 @@ from .. import constraints, initializers, regularizers
 from .args import engine_kinds
 from .layer import Layer
 
-UNARY, BINARY, WEIGHT, BMM, BATCH_REDUCE = engine_kinds("UNARY BINARY WEIGHT BMM BATCH_REDUCE")
+UNARY, BINARY, WEIGHT, BMM = engine_kinds("UNARY BINARY WEIGHT BMM")
 
 # op codes, as csrc/core/layers/emath.c
 UNARY_OPS = ("sqrt", "square", "abs", "exp", "log", "maximum", "minimum", "greater", "greater_equal", "less",
@@ -105,41 +105,3 @@ class MatMul(Layer):
 
     def spec(self):
         return dict(kind=BMM, name=self.name, mm_ta=int(self.transpose_a), mm_tb=int(self.transpose_b))
-
-
-class BatchReduce(Layer):
-    """The sum (or mean) of a tensor over the whole batch and every axis of a
-    sample: one number without a batch axis (Keras's result of ops.sum(x),
-    ops.tensordot(a, b, 2) of two (B, E) tensors), the engine's BATCH_REDUCE,
-    which holds it as one number per sample, the same in every sample. It
-    mixes the samples of a batch: micro-batches and data-parallel training
-    refuse it."""
-    _base = "batch_reduce"
-    _scalar_ok = True
-    _nobatch_out = True
-    _no_keras_file = (" yet (a sum over the whole batch: keras.ops.tensordot of two tensors, keras.ops.sum with no "
-                      "axis); save the weights (save_weights, .weights.h5) or boundfit's graph file (.npz)")
-    OPS = ("sum", "mean")
-
-    def __init__(self, op="sum", **kwargs):
-        super().__init__(**kwargs)
-        if op not in self.OPS:
-            raise ValueError(f"BatchReduce: unknown op {op!r}; one of {self.OPS}")
-        self.op = op
-
-    def spec(self):
-        return dict(kind=BATCH_REDUCE, name=self.name, eop=self.OPS.index(self.op))
-
-
-def mixing_layer(layers):
-    """The first of `layers` that mixes the samples of a batch (a BatchReduce), or None."""
-    return next((layer for layer in layers if layer._nobatch_out), None)
-
-
-def require_whole_batches(layers, why):
-    """ValueError naming the first layer of `layers` that mixes the samples of a batch (a BatchReduce), for a run
-    that would split or regroup its batches (`why`)."""
-    layer = mixing_layer(layers)
-    if layer is not None:
-        raise ValueError(f"layer {layer.name!r} mixes the samples of a batch (a sum over the batch: "
-                         f"keras.ops.tensordot of two tensors, keras.ops.sum with no axis), so {why}")

@@ -177,7 +177,7 @@ class Layer:
     _scalar_ok = False
     # draws random values in training (Dropout, noise, augmentation): one draw per sample
     _random = False
-    # its output has no batch axis (a sum over the batch: emath.BatchReduce)
+    # its output has no batch axis (a reduction over the batch: reduce.Reduce)
     _nobatch_out = False
 
     def compute_output_shape(self, input_shape):

@@ -1,5 +1,5 @@
 """One keras.ops call on symbolic tensors that boundfit builds from engine
-layers of other kinds (ops.mean: Permute + GlobalAveragePooling1D; ops.clip:
+layers of other kinds (ops.var: Reduce, Binary and Unary; ops.clip:
 two Unary; ops.softmax: an Activation ...), remembered as the one operation
 node Keras's graph has for the same call: its class (`Mean`), module,
 config (the call's arguments: axis, keepdims ...) and arguments (tensors and

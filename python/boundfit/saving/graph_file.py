@@ -202,7 +202,8 @@ def _make(cls, cfg):
 
 
 _OPS_ARGS = {L.Unary: ("op", "param"), L.Binary: ("op",), L.MatMul: ("transpose_a", "transpose_b"),
-             L.Weight: ("shape", "initializer", "regularizer", "constraint")}
+             L.Weight: ("shape", "initializer", "regularizer", "constraint"), L.Reduce: ("op", "axis", "keepdims"),
+             L.BatchReduce: ("op",)}
 
 
 def _make_layer(cls, cfg):

@@ -20,8 +20,8 @@ of one rank and different shapes into Binary (NumPy's size-1 broadcast).
 An operation not in the table, or called in another form, is refused
 naming it.
 
-Calls boundfit builds from layers of other kinds (Mean: Permute + global
-pooling; Clip: two Unary; OneHot: a frozen Embedding ...) are one OpNode
+Calls boundfit builds from layers of other kinds (Var: Reduce, Binary and
+Unary; Clip: two Unary; OneHot: a frozen Embedding ...) are one OpNode
 (layers/opnode.py), written back by group_entry as the node Keras writes.
 
 (Slice, Const and a custom layer's Weight, whose Keras form involves
@@ -180,11 +180,23 @@ def _falsy(v):
     return v in (None, False)
 
 
-def _reduction(fn, cls):
+def _reduction(fn, cls, keepdims=True):
+    """a reduction node (Sum, Mean, Argmax, Var, Logsumexp, CountNonzero ...): axis, keepdims; Max / Min's initial
+    and Prod's dtype only None"""
     def read(cfg, x):
-        o = _options(cls, cfg, {"axis": None, "keepdims": None, "initial": _none})
-        return fn(x, axis=o.get("axis"), keepdims=bool(o.get("keepdims", False)))
+        o = _options(cls, cfg, {"axis": None, "keepdims": None, "initial": _none, "dtype": _none})
+        return fn(x, axis=o.get("axis"), **({"keepdims": bool(o.get("keepdims", False))} if keepdims else {}))
     return read
+
+
+def _norm(cfg, x):
+    o = _options("Norm", cfg, {"ord": None, "axis": None, "keepdims": None})
+    return bf_ops.norm(x, ord=o.get("ord"), axis=o.get("axis"), keepdims=bool(o.get("keepdims", False)))
+
+
+def _normalize(cfg, x):
+    o = _options("Normalize", cfg, {"axis": None, "order": None, "epsilon": None})
+    return bf_ops.normalize(x, axis=o.get("axis", -1), order=o.get("order", 2), epsilon=o.get("epsilon"))
 
 
 def _act(fn, cls, **opts):
@@ -231,6 +243,11 @@ def _top_k(cfg, x):
 GROUPED = {
     "Mean": _reduction(bf_ops.mean, "Mean"), "Sum": _reduction(bf_ops.sum, "Sum"),
     "Max": _reduction(bf_ops.max, "Max"), "Min": _reduction(bf_ops.min, "Min"),
+    **{cls: _reduction(getattr(bf_ops, fn), cls) for fn, cls in (
+        ("amax", "Amax"), ("amin", "Amin"), ("prod", "Prod"), ("argmax", "Argmax"), ("argmin", "Argmin"),
+        ("any", "Any"), ("all", "All"), ("var", "Var"), ("std", "Std"), ("logsumexp", "Logsumexp"))},
+    "CountNonzero": _reduction(bf_ops.count_nonzero, "CountNonzero", keepdims=False),
+    "Norm": _norm, "Normalize": _normalize, "LogSoftmax": _act(bf_ops.log_softmax, "LogSoftmax", axis=-1),
     "Softmax": _act(bf_ops.softmax, "Softmax", axis=-1),
     "Relu": _act(bf_ops.relu, "Relu"), "Sigmoid": _act(bf_ops.sigmoid, "Sigmoid"), "Tanh": _act(bf_ops.tanh, "Tanh"),
     "Silu": _act(bf_ops.silu, "Silu"), "Elu": _act(bf_ops.elu, "Elu", alpha=1.0), "Selu": _act(bf_ops.selu, "Selu"),
