@@ -7,7 +7,8 @@
  * each side (lax.max's balanced rule); round is half to even (rintf) at
  * 10^decimals; mod / floor_divide as jnp.remainder / jnp.floor_divide (the
  * divisor's sign); power's d/db is 0 where a = 0 and its d/da 0 where b = 0;
- * divide_no_nan and hypot give 0 where they divide by 0. */
+ * divide_no_nan and hypot give 0 where they divide by 0; fmax / fmin pass a tie's
+ * gradient to b, as jnp.fmax's select does. */
 #ifndef BF_EMAP_MATH_H
 #define BF_EMAP_MATH_H
 
@@ -71,11 +72,15 @@ BF_HD float bf_modf(float a, float b) {
     return m;
 }
 
-/* jnp.floor_divide of floats: (a - fmod(a, b)) / b, one less where fmod's sign is not b's, rounded */
+/* lax.sign: -1, 1, or x itself (0, -0, NaN) */
+BF_HD float bf_signf(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; }
+
+/* jnp.floor_divide of floats (_float_divmod): (a - fmod(a, b)) / b (a / b where b = 0), one less where fmod is
+ * not 0 and its sign is not b's, rounded */
 BF_HD float bf_floordivf(float a, float b) {
     const float m = fmodf(a, b);
-    float d = (a - m) / b;
-    if (m != 0.0f && ((b < 0.0f) != (m < 0.0f))) d -= 1.0f;
+    float d = (b == 0.0f ? a : a - m) / b;
+    if (m != 0.0f && bf_signf(b) != bf_signf(m)) d -= 1.0f;
     return roundf(d);
 }
 
@@ -121,7 +126,7 @@ BF_HD float bf_unary_value(int op, float x, float p, float q, float r) {
     case BF_UN_LOG2: return log2f(x);
     case BF_UN_LOG10: return log10f(x);
     case BF_UN_CBRT: return cbrtf(x);
-    case BF_UN_SIGN: return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; /* 0 and NaN stay */
+    case BF_UN_SIGN: return bf_signf(x);
     case BF_UN_FLOOR: return floorf(x);
     case BF_UN_CEIL: return ceilf(x);
     case BF_UN_TRUNC: return truncf(x);
@@ -248,6 +253,8 @@ BF_HD float bf_binary_value(int op, float a, float b) {
     case BF_BIN_LOGICAL_OR: return a != 0.0f || b != 0.0f ? 1.0f : 0.0f;
     case BF_BIN_LOGICAL_XOR: return (a != 0.0f) != (b != 0.0f) ? 1.0f : 0.0f;
     case BF_BIN_DIVIDE_NO_NAN: return b == 0.0f ? 0.0f : a / b;
+    case BF_BIN_FMAX: return a > b || b != b ? a : b; /* the other where one is NaN */
+    case BF_BIN_FMIN: return a < b || b != b ? a : b;
     default: return a < 0.0f ? 0.0f : a > 0.0f ? 1.0f : a == 0.0f ? b : a; /* BF_BIN_HEAVISIDE (NaN stays) */
     }
 }
@@ -279,6 +286,8 @@ BF_HD float bf_binary_grad(int op, int j, float a, float b, float y) {
     case BF_BIN_LOGADDEXP2: return exp2f((j ? b : a) - y);
     case BF_BIN_DIVIDE_NO_NAN: return b == 0.0f ? 0.0f : j ? -y / b : 1.0f / b;
     case BF_BIN_HEAVISIDE: return j && a == 0.0f ? 1.0f : 0.0f;
+    case BF_BIN_FMAX: return (a > b || b != b) == !j ? 1.0f : 0.0f; /* jnp.fmax's select: a tie's to b */
+    case BF_BIN_FMIN: return (a < b || b != b) == !j ? 1.0f : 0.0f;
     default: return 0.0f; /* comparisons, logical ops, floor_divide */
     }
 }

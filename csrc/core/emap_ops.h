@@ -36,7 +36,7 @@
     X(ARCTAN2, "arctan2") X(MOD, "mod") X(FMOD, "fmod") X(FLOOR_DIVIDE, "floor_divide") X(HYPOT, "hypot")     \
     X(LOGADDEXP, "logaddexp") X(LOGADDEXP2, "logaddexp2") X(LOGICAL_AND, "logical_and")                       \
     X(LOGICAL_OR, "logical_or") X(LOGICAL_XOR, "logical_xor") X(DIVIDE_NO_NAN, "divide_no_nan")               \
-    X(HEAVISIDE, "heaviside")
+    X(HEAVISIDE, "heaviside") X(FMAX, "fmax") X(FMIN, "fmin")
 
 #define BF_EMAP_X_ENUM_UN(NAME, name) BF_UN_##NAME,
 #define BF_EMAP_X_ENUM_BIN(NAME, name) BF_BIN_##NAME,

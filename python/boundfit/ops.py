@@ -384,8 +384,18 @@ def _elementwise(op):
 
 globals().update({op: _elementwise(op) for op in ("minimum", "greater", "greater_equal", "less", "less_equal",
                                                   *_ew.BINARY_NAMES)})
-globals().update(_ew.UNARY)
-absolute = fabs = _ew.UNARY["abs"]
+def _unary(fn):
+    """ops_elementwise's unary function, refusing a loss's mean (LossMean) first"""
+    @functools.wraps(fn)
+    def op(x, *args, **kwargs):
+        _sym(x)
+        return fn(x, *args, **kwargs)
+    return op
+
+
+globals().update({name: _unary(fn) for name, fn in _ew.UNARY.items()})
+absolute = fabs = abs   # noqa: F821
+hard_swish = hard_silu   # noqa: F821
 real = conj = conjugate = copy = _ew.identity_like("real")
 full_like = _ew.full_like
 
@@ -418,8 +428,11 @@ def isclose(x1, x2, rtol=1e-5, atol=1e-8, equal_nan=False):
         return np.isclose(x1, x2, rtol=rtol, atol=atol, equal_nan=equal_nan)
     if equal_nan:
         _unsupported("isclose", "equal_nan=True")
-    y = less_equal(abs(subtract(x1, x2)), add(multiply(abs(x2), float(rtol)), float(atol)))   # noqa: F821
-    return record(y, "Isclose", NUMPY, {"equal_nan": False}, [x1, x2])
+    close = less_equal(abs(subtract(x1, x2)), add(multiply(abs(x2), float(rtol)), float(atol)))   # noqa: F821
+    inf1, inf2 = isinf(x1), isinf(x2)   # noqa: F821 - as jnp.isclose: an infinity is close only to itself
+    y = add(multiply(close, logical_not(logical_or(inf1, inf2))),   # noqa: F821
+            multiply(logical_and(inf1, inf2), equal(x1, x2)))   # noqa: F821
+    return record(y, "Isclose", NUMPY, {"equal_nan": False}, [x1, x2, float(rtol), float(atol)])
 
 
 def clip(x, x_min, x_max):
@@ -931,7 +944,10 @@ def min(x, axis=None, keepdims=False):   # noqa: A001 - keras.ops' name
 # keras.ops.nn: the activations under their nn names
 nn = types.SimpleNamespace(relu=relu, sigmoid=sigmoid, tanh=tanh, softmax=softmax, gelu=gelu, silu=silu, swish=swish,
                            elu=elu, selu=selu, softplus=softplus, softsign=softsign, relu6=relu6,
-                           leaky_relu=leaky_relu, hard_sigmoid=hard_sigmoid)
+                           leaky_relu=leaky_relu, hard_sigmoid=hard_sigmoid, hard_swish=hard_swish,
+                           **{n: globals()[n] for n in ("celu", "hard_shrink", "hard_silu", "hard_tanh", "log_sigmoid",
+                                                        "soft_shrink", "sparse_plus", "sparse_sigmoid", "squareplus",
+                                                        "tanh_shrink", "threshold")})
 
 KerasTensor._ops.update(add=add, subtract=subtract, multiply=multiply, divide=true_divide, negative=negative,
                         matmul=matmul, power=power, getitem=getitem, greater=greater, greater_equal=greater_equal,

@@ -66,7 +66,7 @@ KERAS = {
     "logaddexp": ("Logaddexp", NUMPY, ()), "logaddexp2": ("Logaddexp2", NUMPY, ()),
     "logical_and": ("LogicalAnd", NUMPY, ()), "logical_or": ("LogicalOr", NUMPY, ()),
     "logical_xor": ("LogicalXor", NUMPY, ()), "divide_no_nan": ("DivideNoNan", NUMPY, ()),
-    "heaviside": ("Heaviside", NUMPY, ()),
+    "heaviside": ("Heaviside", NUMPY, ()), "fmax": ("Fmax", NUMPY, ()), "fmin": ("Fmin", NUMPY, ()),
 }
 BOOL = {"signbit", "isnan", "isinf", "isfinite", "isneginf", "isposinf", "logical_not", "greater", "greater_equal",
         "less", "less_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_xor"}
@@ -131,6 +131,7 @@ EAGER = {
     "power": np.power, "arctan2": np.arctan2, "mod": np.mod, "fmod": np.fmod, "floor_divide": np.floor_divide,
     "hypot": np.hypot, "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2, "logical_and": np.logical_and,
     "logical_or": np.logical_or, "logical_xor": np.logical_xor, "heaviside": np.heaviside,
+    "fmax": np.fmax, "fmin": np.fmin,
     "divide_no_nan": lambda a, b: np.where(np.asarray(b) == 0, 0.0, np.true_divide(a, np.where(
         np.asarray(b) == 0, 1, b))),
 }
@@ -170,7 +171,7 @@ UNARY_NAMES = ("sqrt square abs log reciprocal rsqrt sin cos tan arcsin arccos a
                "isposinf logical_not nan_to_num angle imag stop_gradient threshold celu hard_tanh hard_shrink "
                "soft_shrink tanh_shrink log_sigmoid squareplus sparse_plus sparse_sigmoid hard_silu").split()
 BINARY_NAMES = ("equal not_equal arctan2 mod fmod floor_divide hypot logaddexp logaddexp2 logical_and logical_or "
-                "logical_xor divide_no_nan heaviside").split()
+                "logical_xor divide_no_nan heaviside fmax fmin").split()
 _DEFAULTS = {"round": {"decimals": 0}, "nan_to_num": {"nan": 0.0}, "celu": {"alpha": 1.0},
              "hard_shrink": {"threshold": 0.5}, "soft_shrink": {"threshold": 0.5}, "squareplus": {"b": 4}}
 

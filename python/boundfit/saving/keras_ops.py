@@ -255,6 +255,8 @@ READ = {
     **{cls: _elementwise(name) for name, (cls, _, _) in KERAS.items() if name not in _BINARY},
     "Abs": _one(bf_ops.abs), "Fabs": _one(bf_ops.abs), "Negative": _one(bf_ops.negative),
     "Real": _one(bf_ops.real), "Conjugate": _one(bf_ops.conj), "Copy": _one(bf_ops.copy),
+    "Isclose": lambda cfg, a, b, rtol=1e-5, atol=1e-8: bf_ops.isclose(
+        a, b, rtol, atol, **_options("Isclose", cfg, {"equal_nan": lambda v: not v})),
     "ZerosLike": lambda cfg, x: bf_ops.zeros_like(x, **_options("ZerosLike", cfg, {"dtype": None})),
     "OnesLike": lambda cfg, x: bf_ops.ones_like(x, **_options("OnesLike", cfg, {"dtype": None})),
     "Where": lambda cfg, c, x1, x2: bf_ops.where(c, x1, x2),
