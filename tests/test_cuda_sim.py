@@ -40,6 +40,7 @@ pytestmark = pytest.mark.skipif(
 # 100x100 model's full batch (4096 images, 1.3e9-value activations) is
 # minutes of emulated threads and is left to a real GPU
 CUDA_TESTS = ["tests/test_cuda_backend.py", "tests/test_recurrent_cuda.py", "tests/test_cuda_kernel_files.py",
+              "tests/test_ops_elementwise.py::test_every_op_runs_on_cuda_as_on_the_cpu",
               "tests/test_sequence_losses.py::test_a_masked_tagger_trains_on_cuda_as_on_the_cpu",
               "tests/test_sources_and_interrupts.py::"
               "test_cuda_without_a_usable_gpu_raises_device_error_and_cpu_still_trains",

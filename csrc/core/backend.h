@@ -138,30 +138,14 @@ typedef enum {
     BF_EW_ADD = 0, /* out = alpha * (a + b) */
     BF_EW_SUB,     /* out = alpha * (a - b) */
     BF_EW_MUL,     /* out = alpha * (a * b) */
-    BF_EW_MAX,     /* out = max(a, b) */
-    BF_EW_MIN,     /* out = min(a, b) */
+    BF_EW_MAX,     /* out = max(a, b), NaN if a or b is (jnp.maximum) */
+    BF_EW_MIN,     /* out = min(a, b), likewise */
     BF_EW_SCALE,   /* out = alpha * a */
-    BF_EW_SELECT,  /* out = a == b ? c : 0 (Maximum / Minimum backward: a input, b output, c its gradient) */
-    /* keras.ops math (layers/emath.c); b NULL where not used */
-    BF_EW_DIV,     /* out = alpha * a / b */
-    BF_EW_RDIV,    /* out = alpha / a */
-    BF_EW_SQRT,    /* out = sqrt(a) */
-    BF_EW_ABS,     /* out = |a| */
-    BF_EW_EXP,     /* out = exp(a) */
-    BF_EW_LOG,     /* out = log(a) */
-    BF_EW_MAXC,    /* out = max(a, alpha) */
-    BF_EW_MINC,    /* out = min(a, alpha) */
-    BF_EW_MULSIGN, /* out = a * sign(b) (sign(0) = 0) */
-    BF_EW_GT,      /* out = a > (b ? b : alpha) ? 1 : 0; likewise GE, LT, LE */
-    BF_EW_GE,
-    BF_EW_LT,
-    BF_EW_LE
+    BF_EW_SELECT   /* out = a == b ? c : 0 (Maximum / Minimum backward: a input, b output, c its gradient) */
 } bf_ewise_op;
-#define BF_EW_LAST BF_EW_LE
-/* 1 when the op reads b (the comparisons: b or alpha) */
-static inline int bf_ewise_binary(bf_ewise_op op) {
-    return op <= BF_EW_MIN || op == BF_EW_SELECT || op == BF_EW_DIV || op == BF_EW_MULSIGN;
-}
+#define BF_EW_LAST BF_EW_SELECT
+/* 1 when the op reads b */
+static inline int bf_ewise_binary(bf_ewise_op op) { return op <= BF_EW_MIN || op == BF_EW_SELECT; }
 
 /* Convolution / pooling geometry, NHWC. Output size follows Keras:
  * valid: OH = (H - KH) / SH + 1; same: OH = ceil(H / SH), pad_top = total/2. */
@@ -257,6 +241,24 @@ typedef struct {
     unsigned mask;
     bf_reduce_op op;
 } bf_reduce_geom;
+
+/* The elementwise primitives (ops and parameters: emap_ops.h; formulas: emap_math.h). bf_map_op: a unary
+ * op, or a binary one with the number p as one operand (op = BF_UN_COUNT + its BF_BIN_* code). */
+typedef struct {
+    int op;        /* a BF_UN_* code, or BF_UN_COUNT + a BF_BIN_* code */
+    int left;      /* a binary op: 1 when p is its left operand (2 - x), 0 its right (x - 2) */
+    float p, q, r; /* the op's parameters */
+} bf_map_op;
+
+/* NumPy broadcasting of two operands a, b to an output of nd axes (the batch axis first; nd <=
+ * BF_BCAST_MAXD): out (n_0, ..., n_{nd-1}) contiguous; operand k's element at index (i_0, ...) is at
+ * sum_d i_d * s[k][d], with s[k][d] = 0 along an axis it broadcasts (its size 1, n_d > 1) and its own
+ * contiguous strides on the others. */
+#define BF_BCAST_MAXD 8
+typedef struct {
+    int nd;
+    long n[BF_BCAST_MAXD], s[2][BF_BCAST_MAXD];
+} bf_bcast;
 
 /* Random image augmentation (RandomFlip, RandomCrop, RandomTranslation,
  * RandomRotation, RandomZoom, RandomContrast), NHWC.

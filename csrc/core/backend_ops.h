@@ -210,6 +210,20 @@ BF_OP(bf_status, prelu_forward,
 BF_OP(bf_status, prelu_backward,
       (bf_backend *be, float *dinp, float *dalpha, const float *dout, const float *inp, const float *alpha, long P,
        int Q, int R, int S), ALL)
+/* the elementwise primitives (layers/emath.c; ops: emap_ops.h, formulas: emap_math.h, shared by the backends):
+ * out (n) = op(x (n)), a unary op or a binary one with the number m->p as an operand */
+BF_OP(bf_status, unary_map, (bf_backend *be, float *out, const float *x, const bf_map_op *m, long n), ALL)
+/* dx (n) = op'(x, y) * dout, y = op(x); OVERWRITTEN; in place on dout allowed */
+BF_OP(bf_status, unary_grad,
+      (bf_backend *be, float *dx, const float *x, const float *y, const float *dout, const bf_map_op *m, long n), ALL)
+/* out (g->n) = op(a, b), each read through its broadcast strides g->s[0], g->s[1] (a BF_BIN_* code) */
+BF_OP(bf_status, binary_map, (bf_backend *be, float *out, const float *a, const float *b, int op, const bf_bcast *g),
+      ALL)
+/* d (operand j's shape) = the sum over the axes operand j broadcasts along of d op / d operand_j * dout
+ * (g->n), y = op(a, b); OVERWRITTEN, each element summed in one fixed order */
+BF_OP(bf_status, binary_grad,
+      (bf_backend *be, float *d, int j, const float *a, const float *b, const float *y, const float *dout, int op,
+       const bf_bcast *g), ALL)
 /* strided gather (Permute, RepeatVector, ZeroPadding2D, UpSampling2D and their backward) */
 BF_OP(bf_status, strided_copy, (bf_backend *be, float *out, const float *inp, const bf_strided *s), ALL)
 /* reductions over any axes (csrc/cpu/reduce_axes.c, csrc/cuda/reduce_axes.cu; bf_reduce_geom in backend.h):

@@ -89,10 +89,11 @@ typedef struct {
     int begin[3], step[3], len[3];
 } bf_slice_cfg;
 
-/* UNARY / BINARY (layers/emath.c): the op; UNARY's scalar (max(x, c), x > c, c / x) */
+/* UNARY / BINARY (layers/emath.c): the op; UNARY's parameters (round's decimals, nan_to_num's nan / posinf /
+ * neginf ...) or the number of a binary op, left: that number is its left operand (2 - x) */
 typedef struct {
-    int op;
-    float param;
+    int op, left;
+    float param, param2, param3;
 } bf_emath_cfg;
 
 /* BMM: the first / second operand transposed per sample */

@@ -15,25 +15,10 @@ bf_status bf_cpu_ewise_serial(bf_backend *be, float *out, const float *a, const 
     case BF_EW_ADD: for (long i = 0; i < n; i++) out[i] = alpha * (a[i] + b[i]); break;
     case BF_EW_SUB: for (long i = 0; i < n; i++) out[i] = alpha * (a[i] - b[i]); break;
     case BF_EW_MUL: for (long i = 0; i < n; i++) out[i] = alpha * (a[i] * b[i]); break;
-    case BF_EW_MAX: for (long i = 0; i < n; i++) out[i] = a[i] > b[i] ? a[i] : b[i]; break;
-    case BF_EW_MIN: for (long i = 0; i < n; i++) out[i] = a[i] < b[i] ? a[i] : b[i]; break;
+    case BF_EW_MAX: for (long i = 0; i < n; i++) out[i] = a[i] > b[i] || a[i] != a[i] ? a[i] : b[i]; break;
+    case BF_EW_MIN: for (long i = 0; i < n; i++) out[i] = a[i] < b[i] || a[i] != a[i] ? a[i] : b[i]; break;
     case BF_EW_SCALE: for (long i = 0; i < n; i++) out[i] = alpha * a[i]; break;
     case BF_EW_SELECT: for (long i = 0; i < n; i++) out[i] = a[i] == b[i] ? c[i] : 0.0f; break;
-    case BF_EW_DIV: for (long i = 0; i < n; i++) out[i] = alpha * a[i] / b[i]; break;
-    case BF_EW_RDIV: for (long i = 0; i < n; i++) out[i] = alpha / a[i]; break;
-    case BF_EW_SQRT: for (long i = 0; i < n; i++) out[i] = sqrtf(a[i]); break;
-    case BF_EW_ABS: for (long i = 0; i < n; i++) out[i] = fabsf(a[i]); break;
-    case BF_EW_EXP: for (long i = 0; i < n; i++) out[i] = expf(a[i]); break;
-    case BF_EW_LOG: for (long i = 0; i < n; i++) out[i] = logf(a[i]); break;
-    case BF_EW_MAXC: for (long i = 0; i < n; i++) out[i] = a[i] > alpha ? a[i] : alpha; break;
-    case BF_EW_MINC: for (long i = 0; i < n; i++) out[i] = a[i] < alpha ? a[i] : alpha; break;
-    case BF_EW_MULSIGN:
-        for (long i = 0; i < n; i++) out[i] = b[i] > 0.0f ? a[i] : b[i] < 0.0f ? -a[i] : 0.0f;
-        break;
-    case BF_EW_GT: for (long i = 0; i < n; i++) out[i] = a[i] > (b ? b[i] : alpha) ? 1.0f : 0.0f; break;
-    case BF_EW_GE: for (long i = 0; i < n; i++) out[i] = a[i] >= (b ? b[i] : alpha) ? 1.0f : 0.0f; break;
-    case BF_EW_LT: for (long i = 0; i < n; i++) out[i] = a[i] < (b ? b[i] : alpha) ? 1.0f : 0.0f; break;
-    case BF_EW_LE: for (long i = 0; i < n; i++) out[i] = a[i] <= (b ? b[i] : alpha) ? 1.0f : 0.0f; break;
     default: return BF_FAIL(BF_ERR_INTERNAL, "ewise: unknown op %d", (int)op);
     }
     return BF_OK;

@@ -14,23 +14,10 @@ __global__ void ewise_kernel(float *out, const float *a, const float *b, const f
         case BF_EW_ADD: v = alpha * (a[i] + b[i]); break;
         case BF_EW_SUB: v = alpha * (a[i] - b[i]); break;
         case BF_EW_MUL: v = alpha * (a[i] * b[i]); break;
-        case BF_EW_MAX: v = a[i] > b[i] ? a[i] : b[i]; break;
-        case BF_EW_MIN: v = a[i] < b[i] ? a[i] : b[i]; break;
+        case BF_EW_MAX: v = a[i] > b[i] || a[i] != a[i] ? a[i] : b[i]; break;
+        case BF_EW_MIN: v = a[i] < b[i] || a[i] != a[i] ? a[i] : b[i]; break;
         case BF_EW_SCALE: v = alpha * a[i]; break;
-        case BF_EW_SELECT: v = a[i] == b[i] ? c[i] : 0.0f; break;
-        case BF_EW_DIV: v = alpha * a[i] / b[i]; break;
-        case BF_EW_RDIV: v = alpha / a[i]; break;
-        case BF_EW_SQRT: v = sqrtf(a[i]); break;
-        case BF_EW_ABS: v = fabsf(a[i]); break;
-        case BF_EW_EXP: v = expf(a[i]); break;
-        case BF_EW_LOG: v = logf(a[i]); break;
-        case BF_EW_MAXC: v = a[i] > alpha ? a[i] : alpha; break;
-        case BF_EW_MINC: v = a[i] < alpha ? a[i] : alpha; break;
-        case BF_EW_MULSIGN: v = b[i] > 0.0f ? a[i] : b[i] < 0.0f ? -a[i] : 0.0f; break;
-        case BF_EW_GT: v = a[i] > (b ? b[i] : alpha) ? 1.0f : 0.0f; break;
-        case BF_EW_GE: v = a[i] >= (b ? b[i] : alpha) ? 1.0f : 0.0f; break;
-        case BF_EW_LT: v = a[i] < (b ? b[i] : alpha) ? 1.0f : 0.0f; break;
-        default: v = a[i] <= (b ? b[i] : alpha) ? 1.0f : 0.0f; break; /* BF_EW_LE */
+        default: v = a[i] == b[i] ? c[i] : 0.0f; break; /* BF_EW_SELECT */
         }
         out[i] = v;
     }

@@ -52,7 +52,7 @@ STAMP="$OUT/flags"
 echo "${CXXFLAGS[*]} ${CUFLAGS[*]-}${CUFLAGS[*]:+ (sources with atomics or x[i] += v)}" | sed "s#$OUT#OUT_DIR#g" > "$STAMP.new" # a copied build dir keeps its objects
 if ! cmp -s "$STAMP.new" "$STAMP"; then rm -f "$OUT"/obj/*.o; mv "$STAMP.new" "$STAMP"; else rm -f "$STAMP.new"; fi
 
-HDRS=("$OUT"/src/*.h "$OUT"/src/*.cuh "$ROOT"/csrc/cuda_sim/*.h "$ROOT"/csrc/core/backend.h "$ROOT"/csrc/core/backend_ops.h "$ROOT"/csrc/core/status.h)
+HDRS=("$OUT"/src/*.h "$OUT"/src/*.cuh "$ROOT"/csrc/cuda_sim/*.h "$ROOT"/csrc/core/backend.h "$ROOT"/csrc/core/backend_ops.h "$ROOT"/csrc/core/status.h "$ROOT"/csrc/core/emap_ops.h "$ROOT"/csrc/core/emap_math.h)
 newest_hdr=$(ls -t "${HDRS[@]}" | head -1)
 jobs_list=()
 # INTERLEAVE=1 instruments the sources where an update can be lost: those

@@ -15,6 +15,7 @@
 #include "cpu_ops.h"
 #include "par.h"
 #include "model.h"
+#include "emap_ops.h"
 #include "layer_registry.h"
 
 bf_module_state *bf_state_of_module(PyObject *m) { return (bf_module_state *)PyModule_GetState(m); }
@@ -155,6 +156,35 @@ static PyMethodDef module_methods[] = {
 
 int bf_dist_py_init(PyObject *m); /* dist_py.c */
 
+
+/* UNARY_OPS / BINARY_OPS: the elementwise primitives' keras.ops names, a code's index (core/emap_ops.h) */
+#define BF_EMAP_X_NAME(NAME, name) name,
+static const char *const unary_names[] = {BF_UNARY_OPS(BF_EMAP_X_NAME)};
+static const char *const binary_names[] = {BF_BINARY_OPS(BF_EMAP_X_NAME)};
+
+static int add_names(PyObject *m, const char *key, const char *const *names, int n) {
+    PyObject *t = PyTuple_New(n);
+    for (int k = 0; t && k < n; k++) {
+        PyObject *v = PyUnicode_FromString(names[k]);
+        if (!v) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, k, v);
+    }
+    if (!t) return -1;
+    if (PyModule_AddObject(m, key, t) < 0) {
+        Py_DECREF(t);
+        return -1;
+    }
+    return 0;
+}
+
+static int add_emap_ops(PyObject *m) {
+    if (add_names(m, "UNARY_OPS", unary_names, BF_UN_COUNT) < 0) return -1;
+    return add_names(m, "BINARY_OPS", binary_names, BF_BIN_COUNT);
+}
+
 static int module_exec(PyObject *m) {
     if (PyArray_ImportNumPyAPI() < 0) return -1;
     bf_module_state *st = bf_state_of_module(m);
@@ -183,6 +213,7 @@ static int module_exec(PyObject *m) {
         Py_DECREF(kinds);
         return -1;
     }
+    if (add_emap_ops(m) < 0) return -1;
     if (PyModule_AddIntConstant(m, "MAX_LAYERS", BF_MAX_LAYERS) < 0) return -1; /* layer calls per model */
     if (bf_model_type_init(m, st) < 0) return -1;
     if (bf_run_type_init(m, st) < 0) return -1;

@@ -4,19 +4,19 @@ a subclassed model or a functional graph) each becomes a node of the graph
 built from the engine's layers, so it is planned and differentiated like
 any layer:
 
-- x + y, x - y, x * y: Add / Subtract / Multiply, after NumPy broadcasting
-  of size-1 axes (one rank, per-sample rank <= 2) by RepeatVector; other
-  broadcasts of one rank (per-sample rank <= 3), x / y, and a tensor with a
-  custom layer's weight (x + self.b, x * self.w: a Weight node) or an array
-  (a Const), right-aligned as NumPy does: Binary;
+- elementwise math (ops_elementwise.py): every unary math function (sqrt,
+  sin, erf, round, isnan, log_sigmoid, ...) is the engine's unary map
+  (Unary); every binary op (power, mod, arctan2, logaddexp, equal,
+  logical_and, maximum, x / y, ...) of a tensor and a number is Unary with
+  that number as an operand, of two tensors (or a tensor and a custom
+  layer's weight, a Weight node, or an array, a Const) the engine's
+  broadcasting binary op (Binary), NumPy's rules; comparisons and logical
+  ops give 0 / 1 tensors without gradient; x + y, x - y, x * y, maximum,
+  minimum of one shape stay Add / Subtract / Multiply / Maximum / Minimum
+  (of size-1 axes of rank <= 2, RepeatVector copies first);
   x + c, x - c, c - x, x * c, x / c, -x (c a Python number): Rescaling;
-  c / x: Unary;
-- maximum / minimum of two tensors: Maximum / Minimum (broadcast: Binary);
-  maximum(x, 0): relu; maximum / minimum with another number, clip: Unary;
-- sqrt, square, abs, log, x ** 2 / 0.5 / -1, reciprocal, rsqrt: Unary;
-  x ** n (another integer): squarings and products; x ** c: exp(c * log(x));
-  x > y, x >= c, greater, less, ...: a 0 / 1 tensor (Unary / Binary, no
-  gradient); where(condition, x1, x2) = x2 + condition * (x1 - x2);
+  maximum(x, 0): relu; clip: two Unary;
+  where(condition, x1, x2) = x2 + condition * (x1 - x2);
 - matmul of two batches of matrices (B, M, K) @ (B, K, N), of a tensor and
   a 2-D array: MatMul (a product per sample); layers.Dot likewise;
   tensordot of two symbolic tensors of one shape over all their axes,
@@ -76,7 +76,6 @@ Any other op on a symbolic tensor raises OpNotSupportedError naming the op
 and the layer whose call() used it, never silently computing something else.
 """
 
-import builtins
 import functools
 import math
 import numbers
@@ -84,7 +83,7 @@ import types
 
 import numpy as np
 
-from . import activations
+from . import activations, ops_elementwise as _ew
 from .layers.core import Activation, Dense
 from .layers.embedding import Embedding
 from .layers.emath import Binary, MatMul, Unary, Weight
@@ -260,7 +259,7 @@ def divide(x1, x2):
         return Rescaling(1.0 / c)(x1)
     c = _scalar(x1) if isinstance(x2, KerasTensor) else None
     if c is not None:
-        return Unary("rdivide", c)(x2)
+        return Unary("divide", c, left=True)(x2)
     return _binary("divide", x1, x2)
 
 
@@ -354,49 +353,86 @@ def _binary(op, x1, x2):
     like = x1 if isinstance(x1, KerasTensor) else x2
     if not isinstance(like, KerasTensor):
         _unsupported(op, "no operand is a symbolic tensor")
-    a, b = _operand(op, x1, like), _operand(op, x2, like)
-    a, b = _align(op, a, b)
+    a, b = _align(op, _operand(op, x1, like), _operand(op, x2, like))
     pa, pb = a._ps, b._ps
-    if len(pa) != len(pb) or len(pa) > 3 or builtins.any(p != q and 1 not in (p, q) for p, q in zip(pa, pb)) or \
-            builtins.any((p is None) != (q is None) for p, q in zip(pa, pb)):
-        _unsupported(op, f"shapes {a.shape} and {b.shape} do not broadcast here (one rank, per-sample rank <= 3, "
-                     "size-1 axes: NumPy's rules with the batch axes aligned)")
+    if any(p != q and 1 not in (p, q) or (p is None) != (q is None) for p, q in zip(pa, pb)):
+        _unsupported(op, f"shapes {a.shape} and {b.shape} do not broadcast (NumPy's rules with the batch axes "
+                     "aligned: each axis equal or 1)")
     return Binary(op)([a, b])
 
 
-def _scalar_or_binary(op, npfn, x1, x2, on_scalar):
-    if not _sym(x1, x2):
-        return npfn(x1, x2)
-    if isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor) and op in ("maximum", "minimum"):
-        cls = {"maximum": Maximum, "minimum": Minimum}[op]
-        return _same_shapes(op, cls, x1, x2)
-    x, c = (x1, _scalar(x2)) if isinstance(x1, KerasTensor) else (x2, _scalar(x1))
-    if c is not None:
-        return on_scalar(x, c, isinstance(x1, KerasTensor))
-    return _binary(op, x1, x2)
+def _elementwise(op):
+    """keras.ops.<op>(x1, x2) for a binary op of the engine (ops_elementwise.py): of a tensor and a number
+    Unary(op, number, left=<the number is the left operand>), else Binary(op) with NumPy's broadcasting
+    (maximum / minimum of two tensors of one shape: the merge layers Maximum / Minimum)"""
+    merge = {"maximum": Maximum, "minimum": Minimum}.get(op)
+
+    def fn(x1, x2):
+        if not _sym(x1, x2):
+            return _ew.EAGER[op](x1, x2)
+        if merge and isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor):
+            return _same_shapes(op, merge, x1, x2)
+        if isinstance(x1, KerasTensor) and _scalar(x2) is not None:
+            return Unary(op, _scalar(x2))(x1)
+        if isinstance(x2, KerasTensor) and _scalar(x1) is not None:
+            return Unary(op, _scalar(x1), left=True)(x2)
+        return _binary(op, x1, x2)
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = f"keras.ops.{op}: elementwise with NumPy's broadcasting (the engine's binary op {op!r})."
+    return fn
+
+
+globals().update({op: _elementwise(op) for op in ("minimum", "greater", "greater_equal", "less", "less_equal",
+                                                  *_ew.BINARY_NAMES)})
+def _unary(fn):
+    """ops_elementwise's unary function, refusing a loss's mean (LossMean) first"""
+    @functools.wraps(fn)
+    def op(x, *args, **kwargs):
+        _sym(x)
+        return fn(x, *args, **kwargs)
+    return op
+
+
+globals().update({name: _unary(fn) for name, fn in _ew.UNARY.items()})
+absolute = fabs = abs   # noqa: F821
+hard_swish = hard_silu   # noqa: F821
+real = conj = conjugate = copy = _ew.identity_like("real")
+full_like = _ew.full_like
+
+
+def zeros_like(x, dtype=None):
+    """keras.ops.zeros_like: full_like(x, 0)"""
+    return record(full_like(x, 0.0, dtype), "ZerosLike", NUMPY, {"dtype": None}, [x]) if _sym(x) else \
+        np.zeros_like(x, dtype=dtype)
+
+
+def ones_like(x, dtype=None):
+    """keras.ops.ones_like: full_like(x, 1)"""
+    return record(full_like(x, 1.0, dtype), "OnesLike", NUMPY, {"dtype": None}, [x]) if _sym(x) else \
+        np.ones_like(x, dtype=dtype)
 
 
 def maximum(x1, x2):
-    return _scalar_or_binary("maximum", np.maximum, x1, x2,
-                             lambda x, c, _: Activation("relu")(x) if c == 0.0 else Unary("maximum", c)(x))
+    """keras.ops.maximum: maximum(x, 0) is the relu Activation; otherwise the engine's binary op"""
+    if isinstance(x1, KerasTensor) and _scalar(x2) == 0.0 or isinstance(x2, KerasTensor) and _scalar(x1) == 0.0:
+        return Activation("relu")(x1 if isinstance(x1, KerasTensor) else x2)
+    return _maximum(x1, x2)
 
 
-def minimum(x1, x2):
-    return _scalar_or_binary("minimum", np.minimum, x1, x2, lambda x, c, _: Unary("minimum", c)(x))
+_maximum = _elementwise("maximum")
 
 
-def _comparison(op, npfn, flipped):
-    def cmp(x1, x2):
-        return _scalar_or_binary(op, npfn, x1, x2,
-                                 lambda x, c, first: Unary(op if first else flipped, c)(x))
-    cmp.__name__ = op
-    return cmp
-
-
-greater = _comparison("greater", np.greater, "less")
-greater_equal = _comparison("greater_equal", np.greater_equal, "less_equal")
-less = _comparison("less", np.less, "greater")
-less_equal = _comparison("less_equal", np.less_equal, "greater_equal")
+def isclose(x1, x2, rtol=1e-5, atol=1e-8, equal_nan=False):
+    """keras.ops.isclose: |x1 - x2| <= atol + rtol * |x2| (a 0 / 1 tensor on symbolic tensors)"""
+    if not _sym(x1, x2):
+        return np.isclose(x1, x2, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    if equal_nan:
+        _unsupported("isclose", "equal_nan=True")
+    close = less_equal(abs(subtract(x1, x2)), add(multiply(abs(x2), float(rtol)), float(atol)))   # noqa: F821
+    inf1, inf2 = isinf(x1), isinf(x2)   # noqa: F821 - as jnp.isclose: an infinity is close only to itself
+    y = add(multiply(close, logical_not(logical_or(inf1, inf2))),   # noqa: F821
+            multiply(logical_and(inf1, inf2), equal(x1, x2)))   # noqa: F821
+    return record(y, "Isclose", NUMPY, {"equal_nan": False}, [x1, x2, float(rtol), float(atol)])
 
 
 def clip(x, x_min, x_max):
@@ -560,65 +596,14 @@ def power(x1, x2):
 
 
 def _power(x1, x2):
-    """x ** c for a number c: 1, 2, 0.5, -1 as themselves; another integer by squarings and products (exact,
-    as jnp.power of an integer takes it), its reciprocal for a negative one; any other c as exp(c * log(x))
-    (NaN for x < 0, as NumPy; at x = 0 the value is 0 for c > 0 but the gradient NaN)."""
-    c = _scalar(x2)
-    if not isinstance(x1, KerasTensor) or c is None or not math.isfinite(c):
-        _unsupported("power", "only a tensor to the power of a number")
-    if c == 1.0:
+    """x ** c, c ** x (a number c) and x1 ** x2 of two tensors: the engine's power (powf: NaN for x < 0 and a
+    c that is not an integer, as NumPy; its gradients as jnp.power's)"""
+    if isinstance(x1, KerasTensor) and _scalar(x2) == 1.0:
         return x1
-    if c == 2.0:
-        return square(x1)
-    if c == 0.5:
-        return sqrt(x1)
-    if c == -1.0:
-        return reciprocal(x1)
-    if c == int(c) and c != 0 and builtins.abs(c) <= 64:
-        n, y, base = int(builtins.abs(c)), None, x1
-        while n:
-            if n & 1:
-                y = base if y is None else multiply(y, base)
-            n >>= 1
-            if n:
-                base = square(base)
-        return y if c > 0 else reciprocal(y)
-    if c == 0:
-        _unsupported("power", "x ** 0 (a constant: write the number)")
-    return exp(multiply(log(x1), c))
+    return _power_op(x1, x2)
 
 
-def square(x):
-    if not _sym(x):
-        return np.square(x)
-    return Unary("square")(x)
-
-
-def _unary(name, fn, op=None):
-    def un(x):
-        if not _sym(x):
-            return fn(x)
-        if op is None:
-            _unsupported(name)
-        return Unary(op)(x)
-    un.__name__ = name
-    return un
-
-
-sqrt = _unary("sqrt", np.sqrt, "sqrt")
-abs = absolute = _unary("abs", np.abs, "abs")   # noqa: A001 - keras.ops' name
-log = _unary("log", np.log, "log")
-sign = _unary("sign", np.sign)
-floor = _unary("floor", np.floor)
-round = _unary("round", np.round)   # noqa: A001 - keras.ops' name
-
-
-def reciprocal(x):
-    return record(divide(1.0, x), "Reciprocal", NUMPY, {}, [x]) if _sym(x) else divide(1.0, x)
-
-
-def rsqrt(x):
-    return record(divide(1.0, sqrt(x)), "Rsqrt", MATH, {}, [x]) if _sym(x) else divide(1.0, sqrt(x))
+_power_op = _elementwise("power")
 
 
 def getitem(x, key):
@@ -1028,10 +1013,15 @@ def normalize(x, axis=-1, order=2, epsilon=None):
 # keras.ops.nn: the activations under their nn names
 nn = types.SimpleNamespace(relu=relu, sigmoid=sigmoid, tanh=tanh, softmax=softmax, gelu=gelu, silu=silu, swish=swish,
                            elu=elu, selu=selu, softplus=softplus, softsign=softsign, relu6=relu6,
-                           leaky_relu=leaky_relu, hard_sigmoid=hard_sigmoid, log_softmax=log_softmax,
-                           moments=moments, normalize=normalize)
+                           leaky_relu=leaky_relu, hard_sigmoid=hard_sigmoid, hard_swish=hard_swish,
+                           log_softmax=log_softmax, moments=moments, normalize=normalize,
+                           **{n: globals()[n] for n in ("celu", "hard_shrink", "hard_silu", "hard_tanh", "log_sigmoid",
+                                                        "soft_shrink", "sparse_plus", "sparse_sigmoid", "squareplus",
+                                                        "tanh_shrink", "threshold")})
 linalg = types.SimpleNamespace(norm=norm)   # keras.ops.linalg: the vector norms
 
 KerasTensor._ops.update(add=add, subtract=subtract, multiply=multiply, divide=true_divide, negative=negative,
                         matmul=matmul, power=power, getitem=getitem, greater=greater, greater_equal=greater_equal,
-                        less=less, less_equal=less_equal)
+                        less=less, less_equal=less_equal, mod=mod, floor_divide=floor_divide,   # noqa: F821
+                        absolute=absolute, logical_and=logical_and, logical_or=logical_or,   # noqa: F821
+                        logical_xor=logical_xor, logical_not=logical_not)   # noqa: F821

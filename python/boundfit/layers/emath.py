@@ -1,7 +1,7 @@
 """The graph pieces keras.ops math becomes on symbolic tensors (ops.py), each
-an engine kind of csrc/core/layers/emath.c or bmm.c: Unary (sqrt, log,
-max(x, c), x > c, ...), Binary (two tensors of one rank, size-1 axes
-broadcast), Weight (a custom layer's add_weight used elementwise) and
+an engine kind of csrc/core/layers/emath.c or bmm.c: Unary (an elementwise
+op: sqrt, sin, erf, round ..., or a binary op with a number: x > c, 2 ** x),
+Binary (a binary op of two tensors, NumPy's broadcasting), Weight (a custom layer's add_weight used elementwise) and
 MatMul (a matrix product per sample); the reductions are layers/reduce.py.
 Not Keras layers: Keras files hold
 Unary, Binary and MatMul as Keras's operation nodes (saving/keras_ops.py),
@@ -9,37 +9,43 @@ a Weight as Keras's Embedding of constant ids (saving/keras_graph.py)."""
 
 import numpy as np
 
-from .. import constraints, initializers, regularizers
+from .. import _core, constraints, initializers, regularizers
 from .args import engine_kinds
 from .layer import Layer
 
 UNARY, BINARY, WEIGHT, BMM = engine_kinds("UNARY BINARY WEIGHT BMM")
 
-# op codes, as csrc/core/layers/emath.c
-UNARY_OPS = ("sqrt", "square", "abs", "exp", "log", "maximum", "minimum", "greater", "greater_equal", "less",
-             "less_equal", "rdivide")
-BINARY_OPS = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "greater", "greater_equal", "less",
-              "less_equal")
+# the elementwise primitives' ops by their keras.ops names; a name's index is its code
+# (csrc/core/emap_ops.h, the one list, with their formulas and derivatives in emap_math.h)
+UNARY_OPS, BINARY_OPS = _core.UNARY_OPS, _core.BINARY_OPS
 
 
 class Unary(Layer):
+    """op(x) elementwise: a unary op of UNARY_OPS with its parameters (`param`, `param2`, `param3`: round's
+    decimals, nan_to_num's nan / posinf / neginf, threshold's threshold / default_value ...), or a binary op of
+    BINARY_OPS with the number `param` as its right operand (x - 2), or its left one with left=True (2 - x)."""
     _scalar_ok = True
-    """op(x) elementwise; `param` the scalar of maximum / minimum / the comparisons / rdivide (param / x)."""
     _base = "unary"
 
-    def __init__(self, op, param=0.0, **kwargs):
+    def __init__(self, op, param=0.0, left=False, param2=0.0, param3=0.0, **kwargs):
         super().__init__(**kwargs)
-        if op not in UNARY_OPS:
-            raise ValueError(f"Unary: unknown op {op!r}; one of {UNARY_OPS}")
-        self.op, self.param = op, float(param)
+        if op == "rdivide":          # c / x, as files before the binary ops wrote it
+            op, left = "divide", True
+        if op not in UNARY_OPS and op not in BINARY_OPS:
+            raise ValueError(f"Unary: unknown op {op!r}; one of {UNARY_OPS + BINARY_OPS}")
+        self.op, self.param, self.left = op, float(param), bool(left)
+        self.param2, self.param3 = float(param2), float(param3)
 
     def spec(self):
-        return dict(kind=UNARY, name=self.name, eop=UNARY_OPS.index(self.op), eparam=self.param)
+        code = UNARY_OPS.index(self.op) if self.op in UNARY_OPS else len(UNARY_OPS) + BINARY_OPS.index(self.op)
+        return dict(kind=UNARY, name=self.name, eop=code, eleft=int(self.left), eparam=self.param,
+                    eparam2=self.param2, eparam3=self.param3)
 
 
 class Binary(Layer):
+    """op(a, b) elementwise on two tensors with NumPy's broadcasting of their per-sample shapes (right-aligned:
+    each axis equal, 1 or missing from the shorter)."""
     _scalar_ok = True
-    """op(a, b) elementwise on two tensors of one rank whose axes agree or are 1 (broadcast)."""
     _base = "binary"
     _n_inputs = "many"
 

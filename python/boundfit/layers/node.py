@@ -142,6 +142,36 @@ class KerasTensor:
     def __pow__(self, other):
         return self._ops["power"](self, other)
 
+    def __rpow__(self, other):
+        return self._ops["power"](other, self)
+
+    def __mod__(self, other):
+        return self._ops["mod"](self, other)
+
+    def __rmod__(self, other):
+        return self._ops["mod"](other, self)
+
+    def __floordiv__(self, other):
+        return self._ops["floor_divide"](self, other)
+
+    def __rfloordiv__(self, other):
+        return self._ops["floor_divide"](other, self)
+
+    def __abs__(self):
+        return self._ops["absolute"](self)
+
+    def __and__(self, other):
+        return self._ops["logical_and"](self, other)
+
+    def __or__(self, other):
+        return self._ops["logical_or"](self, other)
+
+    def __xor__(self, other):
+        return self._ops["logical_xor"](self, other)
+
+    def __invert__(self):
+        return self._ops["logical_not"](self)
+
     def __getitem__(self, key):
         return self._ops["getitem"](self, key)
 

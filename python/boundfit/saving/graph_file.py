@@ -201,9 +201,9 @@ def _make(cls, cfg):
     return layer
 
 
-_OPS_ARGS = {L.Unary: ("op", "param"), L.Binary: ("op",), L.MatMul: ("transpose_a", "transpose_b"),
-             L.Weight: ("shape", "initializer", "regularizer", "constraint"), L.Reduce: ("op", "axis", "keepdims"),
-             L.BatchReduce: ("op",)}
+_OPS_ARGS = {L.Unary: ("op", "param", "left", "param2", "param3"), L.Binary: ("op",),
+             L.MatMul: ("transpose_a", "transpose_b"), L.Weight: ("shape", "initializer", "regularizer", "constraint"),
+             L.Reduce: ("op", "axis", "keepdims"), L.BatchReduce: ("op",)}
 
 
 def _make_layer(cls, cfg):
@@ -229,7 +229,7 @@ def _make_layer(cls, cfg):
     if cls is L.Slice:
         return L.Slice(cfg["begin"], cfg["step"], cfg["length"], name=name)
     if cls in _OPS_ARGS:   # keras.ops math: their few attributes
-        return cls(**{k: cfg[k] for k in _OPS_ARGS[cls]}, name=name)
+        return cls(**{k: cfg[k] for k in _OPS_ARGS[cls] if k in cfg}, name=name)
     if cls is L.RandomDraw:
         return L.RandomDraw(cfg["shape"], cfg["dist"], cfg["a"], cfg["b"], seed=cfg["seed"], fixed=cfg["fixed"],
                             shared=cfg["shared"], name=name)

@@ -32,13 +32,15 @@ import numpy as np
 from .. import layers as L, ops as bf_ops
 from ..layers.node import KerasTensor
 from ..layers.opnode import record
+from ..layers.emath import BINARY_OPS
+from ..ops_elementwise import BOOL, KERAS
 
 MODULE = "keras.src.ops.numpy"
-
-_UNARY = {"sqrt": "Sqrt", "square": "Square", "abs": "Absolute", "log": "Log"}
-_COMPARE = {"greater": "Greater", "greater_equal": "GreaterEqual", "less": "Less", "less_equal": "LessEqual"}
+# each written class's module: the elementwise ops' (ops_elementwise.KERAS), Cast's, else MODULE
+_MODULES = {cls: module for cls, module, _ in KERAS.values()} | {"Cast": "keras.src.ops.core"}
 _BINARY = {"add": "Add", "subtract": "Subtract", "multiply": "Multiply", "divide": "Divide", "maximum": "Maximum",
-           "minimum": "Minimum", **_COMPARE}
+           "minimum": "Minimum", "greater": "Greater", "greater_equal": "GreaterEqual", "less": "Less",
+           "less_equal": "LessEqual"}
 
 WRITTEN = (L.Unary, L.Binary, L.MatMul)
 
@@ -52,19 +54,20 @@ def _steps(op, node, k, ins):
     """[(entry name, class, extra config, args)] of call k (node, its inputs
     `ins` as __keras_tensor__ dicts); the last step is named op.name."""
     ps = list(node.outputs[0]._ps)
-    if isinstance(op, L.Unary):
-        x, c = ins[0], op.param
-        if op.op in _UNARY:
-            return [(op.name, _UNARY[op.op], {}, [x])]
-        if op.op == "rdivide":
-            return [(op.name, "Divide", {}, [c, x])]
-        if op.op in _COMPARE:
-            return _compare(op.name, _COMPARE[op.op], [x, c], k, ps)
-        return [(op.name, _BINARY[op.op], {}, [x, c])]    # maximum / minimum with a number
-    if isinstance(op, L.Binary):
-        if op.op in _COMPARE:
-            return _compare(op.name, _COMPARE[op.op], ins, k, ps)
-        return [(op.name, _BINARY[op.op], {}, list(ins))]
+    if isinstance(op, (L.Unary, L.Binary)):
+        cls, _, keys = KERAS[op.op]
+        if isinstance(op, L.Binary):
+            args, cfg = list(ins), {}
+        elif op.op == "full_like":                        # FullLike(x, fill_value)
+            args, cfg = [ins[0], op.param], {"dtype": None}
+        elif op.op in BINARY_OPS:                       # a binary op with a number
+            args, cfg = [op.param, ins[0]] if op.left else [ins[0], op.param], {}
+        else:                                             # a unary op with its options (round's decimals, ...)
+            args, cfg = [ins[0]], dict(zip(keys, (op.param, op.param2, op.param3)))
+            cfg = {key: int(v) if key == "decimals" else v for key, v in cfg.items()}
+        if op.op in BOOL:                                 # Keras's bool result, then Cast to boundfit's 0 / 1
+            return _compare(op.name, cls, args, k, ps)
+        return [(op.name, cls, cfg, args)]
     a, b = ins                                            # MatMul: (M, K) @ (K, N) per sample
     steps = []
     for flag, i, t, suffix in ((op.transpose_a, 0, a, "ta"), (op.transpose_b, 1, b, "tb")):
@@ -82,7 +85,7 @@ def chain(op, i):
     """Operations beyond one between input i of op's node and its output in Keras's graph (as _steps writes it)."""
     if isinstance(op, L.MatMul):
         return int(op.transpose_b if i else op.transpose_a)
-    return int(op.op in _COMPARE)
+    return int(op.op in BOOL)
 
 
 def _compare(name, cls, args, k, ps):
@@ -97,7 +100,7 @@ def op_entries(op, calls):
     for k, node, ins in calls:
         for name, cls, extra, args in _steps(op, node, k, ins):
             if name not in entries:
-                module = "keras.src.ops.core" if cls == "Cast" else MODULE
+                module = _MODULES.get(cls, MODULE)
                 entries[name] = {"module": module, "class_name": cls, "config": dict(name=name, **extra),
                                  "registered_name": cls, "name": name, "inbound_nodes": []}
             entries[name]["inbound_nodes"].append({"args": args, "kwargs": {}})
@@ -131,6 +134,17 @@ def _one_hot(cfg, x):
 
 def _one(fn):
     return lambda cfg, x: fn(x)
+
+
+def _elementwise(name):
+    """Keras's node of an elementwise op (ops_elementwise.KERAS): boundfit.ops.<name> with its checked options"""
+    cls, _, keys = KERAS[name]
+    fn = getattr(bf_ops, name)
+    if name in BINARY_OPS:
+        return lambda cfg, a, b: fn(a, b, **_options(cls, cfg, {}))
+    if name == "full_like":
+        return lambda cfg, x, v: fn(x, v, **_options(cls, cfg, {"dtype": None}))
+    return lambda cfg, x: fn(x, **_options(cls, cfg, {key: None for key in keys}))
 
 
 # ---- keras.ops calls boundfit builds from layers of other kinds (layers/opnode.py), both ways ----
@@ -267,8 +281,13 @@ GROUPED = {
 
 
 READ = {
-    "Sqrt": _one(bf_ops.sqrt), "Square": _one(bf_ops.square), "Absolute": _one(bf_ops.abs),
-    "Log": _one(bf_ops.log), "Negative": _one(bf_ops.negative),
+    **{cls: _elementwise(name) for name, (cls, _, _) in KERAS.items() if name not in _BINARY},
+    "Abs": _one(bf_ops.abs), "Fabs": _one(bf_ops.abs), "Negative": _one(bf_ops.negative),
+    "Real": _one(bf_ops.real), "Conjugate": _one(bf_ops.conj), "Copy": _one(bf_ops.copy),
+    "Isclose": lambda cfg, a, b, rtol=1e-5, atol=1e-8: bf_ops.isclose(
+        a, b, rtol, atol, **_options("Isclose", cfg, {"equal_nan": lambda v: not v})),
+    "ZerosLike": lambda cfg, x: bf_ops.zeros_like(x, **_options("ZerosLike", cfg, {"dtype": None})),
+    "OnesLike": lambda cfg, x: bf_ops.ones_like(x, **_options("OnesLike", cfg, {"dtype": None})),
     "Where": lambda cfg, c, x1, x2: bf_ops.where(c, x1, x2),
     "Matmul": lambda cfg, a, b: bf_ops.matmul(a, b),
     "Cast": lambda cfg, x: bf_ops.cast(x, cfg.get("dtype") or "float32"),
