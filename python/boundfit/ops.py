@@ -76,6 +76,7 @@ Any other op on a symbolic tensor raises OpNotSupportedError naming the op
 and the layer whose call() used it, never silently computing something else.
 """
 
+import builtins
 import functools
 import math
 import numbers
@@ -355,7 +356,7 @@ def _binary(op, x1, x2):
         _unsupported(op, "no operand is a symbolic tensor")
     a, b = _align(op, _operand(op, x1, like), _operand(op, x2, like))
     pa, pb = a._ps, b._ps
-    if any(p != q and 1 not in (p, q) or (p is None) != (q is None) for p, q in zip(pa, pb)):
+    if builtins.any(p != q and 1 not in (p, q) or (p is None) != (q is None) for p, q in zip(pa, pb)):
         _unsupported(op, f"shapes {a.shape} and {b.shape} do not broadcast (NumPy's rules with the batch axes "
                      "aligned: each axis equal or 1)")
     return Binary(op)([a, b])
