@@ -131,8 +131,11 @@ static bf_status check_share(bf_model *m, int i) {
 bf_status bf_model_infer_node(bf_model *m, int i) {
     bf_layer *L = &m->layers[i];
     int self_t = m->n_inputs + i;
+    if (!L->in_ids) return BF_FAIL(BF_ERR_INTERNAL, "%s: no room for its input ids in the model's pool", L->name);
     if (L->nin <= 0) { L->nin = 1; L->in_ids[0] = i == 0 ? 0 : self_t - 1; } /* a chain */
-    if (L->nin > BF_MAX_NODE_IN) return BF_FAIL(BF_ERR_ARG, "%s: at most %d inputs, got %d", L->name, BF_MAX_NODE_IN, L->nin);
+    if (L->nin > BF_MAX_NODE_IN)
+        return BF_FAIL(BF_ERR_ARG, "%s: at most %d input tensors (boundfit._core.MAX_NODE_INPUTS), got %d", L->name,
+                       BF_MAX_NODE_IN, L->nin);
     const bf_layer_ops *ops = bf_layer_ops_of((int)L->kind);
     if (!ops) return BF_FAIL(BF_ERR_ARG, "%s: unknown layer kind %d", L->name, (int)L->kind);
     if (L->nin > 1 && !(ops->flags & BF_LF_MULTI_IN)) return BF_FAIL(BF_ERR_ARG, "%s takes one input, got %d", L->name, L->nin);
@@ -166,7 +169,9 @@ bf_status bf_model_infer(bf_model *m) {
         m->in_ranks[0] = m->in_rank;
         memcpy(m->in_shapes[0], m->in_shape, sizeof m->in_shape);
     }
-    if (m->n_inputs > BF_MAX_INPUTS) return BF_FAIL(BF_ERR_ARG, "at most %d inputs are supported, got %d", BF_MAX_INPUTS, m->n_inputs);
+    if (m->n_inputs > BF_MAX_INPUTS)
+        return BF_FAIL(BF_ERR_ARG, "at most %d inputs are supported (boundfit._core.MAX_INPUTS), got %d", BF_MAX_INPUTS,
+                       m->n_inputs);
     m->x_row = 0;
     for (int k = 0; k < m->n_inputs; k++) {
         if (m->in_ranks[k] < 0 || m->in_ranks[k] > 3) /* 0: one number per sample */
@@ -191,7 +196,9 @@ bf_status bf_model_infer(bf_model *m) {
     m->in_size = m->in_sizes[0];
     for (int i = 0; i < m->nlayers; i++) BF_TRY(bf_model_infer_node(m, i));
     if (m->n_outputs <= 0) { m->n_outputs = 1; m->out_t[0] = m->n_inputs + m->nlayers - 1; }
-    if (m->n_outputs > BF_MAX_OUTPUTS) return BF_FAIL(BF_ERR_ARG, "at most %d outputs are supported, got %d", BF_MAX_OUTPUTS, m->n_outputs);
+    if (m->n_outputs > BF_MAX_OUTPUTS)
+        return BF_FAIL(BF_ERR_ARG, "at most %d outputs are supported (boundfit._core.MAX_OUTPUTS), got %d",
+                       BF_MAX_OUTPUTS, m->n_outputs);
     m->pred_row = 0;
     for (int k = 0; k < m->n_outputs; k++) {
         int t = m->out_t[k];
