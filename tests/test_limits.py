@@ -52,7 +52,7 @@ def test_forty_inputs_train_with_an_exact_plan_and_round_trip_through_keras_file
 
 
 def test_the_limits_are_stated_as_core_constants():
-    assert (_core.MAX_INPUTS, _core.MAX_NODE_INPUTS, _core.MAX_OUTPUTS) == (256, 256, 8)
+    assert (_core.MAX_INPUTS, _core.MAX_NODE_INPUTS, _core.MAX_OUTPUTS, _core.MAX_RANK) == (256, 256, 8, 5)
     assert _core.MAX_NODE_INPUTS_TOTAL == 16 * _core.MAX_LAYERS
 
 
@@ -89,3 +89,65 @@ def _too_many_outputs():
 def test_a_model_past_a_limit_is_refused_naming_the_limit(build, message):
     with pytest.raises(ValueError, match=message):
         build()
+
+
+# ---- rank-4 samples (a video's (T, H, W, C)) through the rank-generic kinds ----
+
+SAMPLE = (2, 3, 4, 2)
+
+
+def _video(K, Ls):
+    """Dense on the last axis, Permute, Reshape, Add, Multiply, keras.ops elementwise and a mean over the last axis,
+    Flatten: every tensor but the last two of rank 4 per sample"""
+    o = K.ops
+    x = K.Input(SAMPLE)
+    h = Ls.Dense(3, activation="tanh")(x)                               # (2, 3, 4, 3)
+    p = Ls.Permute((3, 1, 4, 2))(h)                                     # (4, 2, 3, 3)
+    r = Ls.Reshape((2, 4, 3, 3))(p)                                     # (2, 4, 3, 3)
+    s = Ls.Add()([r, Ls.Dense(3)(Ls.Reshape((2, 4, 3, 3))(h))])
+    e = o.exp(0.5 * s) - o.square(s) * s + o.maximum(s, 0.1)
+    m = o.mean(e, axis=-1)                                              # (2, 4, 3)
+    return K.Model(x, Ls.Dense(2)(Ls.Concatenate()([Ls.Flatten()(e), Ls.Flatten()(m)])))
+
+
+def test_rank4_samples_through_reshape_permute_dense_add_flatten_and_ops_equal_keras():
+    r = np.random.default_rng(3)
+    x = r.standard_normal((6,) + SAMPLE).astype(np.float32)
+    y = r.standard_normal((6, 2)).astype(np.float32)
+    against_keras(_video, x, y, rtol=3e-5)
+
+
+def test_rank4_samples_train_with_an_exact_plan_and_round_trip_through_keras_files(tmp_path):
+    keras = load()
+    r = np.random.default_rng(4)
+    x = r.standard_normal((16,) + SAMPLE).astype(np.float32)
+    y = r.standard_normal((16, 2)).astype(np.float32)
+    m = _video(bf, layers)
+    m.compile(optimizer="adam", loss="mse")
+    assert_plan_equals_arenas(m, x, y, batch_size=8)
+    m.save(tmp_path / "video.keras")
+    k = keras.saving.load_model(tmp_path / "video.keras")
+    np.testing.assert_allclose(k.predict(x, verbose=0), m.predict(x, verbose=0), rtol=1e-4, atol=1e-5)
+    back = bf.models.load_model(tmp_path / "video.keras")
+    np.testing.assert_array_equal(back.predict(x, verbose=0), m.predict(x, verbose=0))
+
+
+ENGINE = r" \({}\) takes samples of at most 3 axes, got a rank-4 sample \(2, 3, 4, 2\)"
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: layers.Conv2D(2, 3), ENGINE.format("CONV2D")),
+    (lambda: layers.LayerNormalization(), ENGINE.format("LAYERNORM")),
+    (lambda: layers.BatchNormalization(), ENGINE.format("BATCHNORM")),
+    (lambda: layers.MaxPooling2D(), r": expects input of rank 3 \(H, W, C\) per sample, got shape \(None, 2, 3, 4, 2\)"),
+], ids=["Conv2D", "LayerNormalization", "BatchNormalization", "MaxPooling2D"])
+def test_a_kind_of_lower_rank_refuses_a_rank4_sample_by_name(make, message):
+    layer = make()
+    with pytest.raises(ValueError, match=rf"^{layer.name}{message}"):
+        layer(bf.Input(SAMPLE))
+
+
+def test_a_sample_of_more_than_max_rank_axes_is_refused_naming_the_limit():
+    with pytest.raises(ValueError, match=r"0 to 5 dimensions \(excluding the batch axis; boundfit._core.MAX_RANK\), "
+                                         "got 6"):
+        bf.Sequential([layers.Input((1,) * 6), layers.Flatten()]).predict(np.zeros((1,) + (1,) * 6), verbose=0)

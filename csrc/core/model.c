@@ -95,6 +95,12 @@ static bf_status infer_layer(bf_layer *L, const bf_layer_ops *ops, int rank, con
     memcpy(L->in_shape, shape, sizeof(int) * (size_t)rank);
     L->in_size = prod(shape, rank);
     L->nparam = 0;
+    if (rank > BF_BASE_RANK && !(ops->flags & BF_LF_ANY_RANK)) {
+        char sh[96];
+        bf_shape_str(sh, sizeof sh, rank, shape);
+        return BF_FAIL(BF_ERR_SHAPE, "%s (%s) takes samples of at most %d axes, got a rank-%d sample %s", L->name,
+                       ops->name, BF_BASE_RANK, rank, sh);
+    }
     if (rank == 0 && !(ops->flags & BF_LF_SCALAR))
         return BF_FAIL(BF_ERR_SHAPE, "%s (%s) does not take one number per sample (an input of shape (None,)); "
                        "give it shape (None, 1) (keras.ops.expand_dims(x, -1))", L->name, ops->name);
@@ -146,6 +152,10 @@ bf_status bf_model_infer_node(bf_model *m, int i) {
     if (L->modes < 0 || L->modes > 3 || L->train_mode < 0 || L->train_mode > 2)
         return BF_FAIL(BF_ERR_ARG, "%s: modes must be in 0..3 and train_mode in 0..2, got %d and %d", L->name,
                        L->modes, L->train_mode);
+    for (int j = 1; j < L->nin; j++) /* the first input's rank is infer_layer's check */
+        if (m->t_rank[L->in_ids[j]] > BF_BASE_RANK && !(ops->flags & BF_LF_ANY_RANK))
+            return BF_FAIL(BF_ERR_SHAPE, "%s (%s) takes samples of at most %d axes, got a rank-%d input %d", L->name,
+                           ops->name, BF_BASE_RANK, m->t_rank[L->in_ids[j]], j);
     int t0 = L->in_ids[0];
     BF_TRY(infer_layer(L, ops, m->t_rank[t0], m->t_shape[t0]));
     if (ops->check) BF_TRY(ops->check(m, i));
@@ -174,8 +184,9 @@ bf_status bf_model_infer(bf_model *m) {
                        m->n_inputs);
     m->x_row = 0;
     for (int k = 0; k < m->n_inputs; k++) {
-        if (m->in_ranks[k] < 0 || m->in_ranks[k] > 3) /* 0: one number per sample */
-            return BF_FAIL(BF_ERR_SHAPE, "input_shape must have 0 to 3 dimensions, got %d", m->in_ranks[k]);
+        if (m->in_ranks[k] < 0 || m->in_ranks[k] > BF_MAX_RANK) /* 0: one number per sample */
+            return BF_FAIL(BF_ERR_SHAPE, "input_shape must have 0 to %d dimensions (boundfit._core.MAX_RANK), got %d",
+                           BF_MAX_RANK, m->in_ranks[k]);
         m->in_sizes[k] = prod(m->in_shapes[k], m->in_ranks[k]);
         m->in_offs[k] = m->x_row;
         m->x_row += m->in_sizes[k];

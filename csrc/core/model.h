@@ -27,8 +27,7 @@
  * machine, so that byte counts of weights, gradients and optimizer slots never wrap a size_t */
 #define BF_MAX_FLOATS_LOG2 50
 #define BF_MAX_FLOATS (1L << BF_MAX_FLOATS_LOG2)
-/* axes of a sample (the batch axis not counted) a tensor may have */
-#define BF_MAX_RANK 3
+/* BF_MAX_RANK, the axes of a sample: sample_rank.h */
 /* a model's inputs (boundfit._core.MAX_INPUTS; one per feature column of a tabular model) */
 #define BF_MAX_INPUTS 256
 /* a model's outputs (boundfit._core.MAX_OUTPUTS): each one's loss and label checks are planned in the step

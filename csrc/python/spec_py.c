@@ -64,9 +64,10 @@ int bf_parse_shape(PyObject *seq, const char *what, int *rank, int *shape, int a
     PyObject *t = PySequence_Tuple(seq);
     if (!t) return -1;
     Py_ssize_t n = PyTuple_GET_SIZE(t);
-    if (n > 3) { /* 0: one number per sample */
+    if (n > BF_MAX_RANK) { /* 0: one number per sample */
         Py_DECREF(t);
-        PyErr_Format(PyExc_ValueError, "%s must have 0 to 3 dimensions (excluding the batch axis), got %zd", what, n);
+        PyErr_Format(PyExc_ValueError, "%s must have 0 to %d dimensions (excluding the batch axis; "
+                     "boundfit._core.MAX_RANK), got %zd", what, BF_MAX_RANK, n);
         return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {

@@ -10,7 +10,7 @@
 int bf_parse_layer(PyObject *d, bf_layer *L, int *ids, int cap);
 /* metrics[i], a dict, into *ms */
 int bf_parse_metric(PyObject *d, Py_ssize_t i, bf_metric_spec *ms);
-/* a per-sample shape of 0 to 3 dimensions, each 1..INT_MAX (allow_hole: or -1, Reshape's inferred one) */
+/* a per-sample shape of 0 to BF_MAX_RANK dimensions, each 1..INT_MAX (allow_hole: or -1, Reshape's inferred one) */
 int bf_parse_shape(PyObject *seq, const char *what, int *rank, int *shape, int allow_hole);
 
 #endif
