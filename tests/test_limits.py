@@ -97,8 +97,8 @@ SAMPLE = (2, 3, 4, 2)
 
 
 def _video(K, Ls):
-    """Dense on the last axis, Permute, Reshape, Add, Multiply, keras.ops elementwise and a mean over the last axis,
-    Flatten: every tensor but the last two of rank 4 per sample"""
+    """Dense on the last axis, Permute, Reshape, Add, keras.ops elementwise, slicing and a mean over the last axis,
+    Flatten: every tensor but the last ones of rank 4 per sample"""
     o = K.ops
     x = K.Input(SAMPLE)
     h = Ls.Dense(3, activation="tanh")(x)                               # (2, 3, 4, 3)
@@ -107,7 +107,8 @@ def _video(K, Ls):
     s = Ls.Add()([r, Ls.Dense(3)(Ls.Reshape((2, 4, 3, 3))(h))])
     e = o.exp(0.5 * s) - o.square(s) * s + o.maximum(s, 0.1)
     m = o.mean(e, axis=-1)                                              # (2, 4, 3)
-    return K.Model(x, Ls.Dense(2)(Ls.Concatenate()([Ls.Flatten()(e), Ls.Flatten()(m)])))
+    cut = e[:, 1, ::2, 1:3]                                             # (2, 2, 3)
+    return K.Model(x, Ls.Dense(2)(Ls.Concatenate()([Ls.Flatten()(e), Ls.Flatten()(m), Ls.Flatten()(cut)])))
 
 
 def test_rank4_samples_through_reshape_permute_dense_add_flatten_and_ops_equal_keras():

@@ -87,7 +87,7 @@ typedef struct {
 
 /* Slice: per sample axis, the elements begin + k*step, k < len */
 typedef struct {
-    int begin[3], step[3], len[3];
+    int begin[BF_MAX_RANK], step[BF_MAX_RANK], len[BF_MAX_RANK];
 } bf_slice_cfg;
 
 /* UNARY / BINARY (layers/emath.c) and BATCH_REDUCE (layers/batch.c): the op; UNARY's scalar (max(x, c), x > c,
