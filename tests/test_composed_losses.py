@@ -128,7 +128,7 @@ HEADS = [   # (loss, output activation, units, targets)
     (lambda M: M.losses.CosineSimilarity(), None, D, "signed"),
     (lambda M: M.losses.Dice(), "sigmoid", 3, "binary"),
     (lambda M: M.losses.CategoricalGeneralizedCrossEntropy(q=0.6), "softmax", D, "ids"),
-]   # 7 heads: the training graph takes x and each head's targets, and a model takes at most 8 inputs
+]   # 7 heads: a model has at most 8 outputs (boundfit._core.MAX_OUTPUTS)
 
 
 def _heads_model(M):

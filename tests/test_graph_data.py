@@ -276,8 +276,8 @@ def test_the_engine_takes_one_array_per_input_or_one_packed_array_and_refuses_ot
             run.train((xs[0], TAB[:4]), (YC[:8], YR[:8]), None, 8, 8, 0, 1)
         with pytest.raises(TypeError, match=r"x\[1\] must be a NumPy array, got list"):
             run.train((xs[0], TAB[:8].tolist()), (YC[:8], YR[:8]), None, 8, 8, 0, 1)
-        with pytest.raises(ValueError, match="x: between 1 and 8 arrays, got 9"):
-            run.train((xs[0],) * 9, (YC[:8], YR[:8]), None, 8, 8, 0, 1)
+        with pytest.raises(ValueError, match="x: between 1 and 256 arrays, got 257"):
+            run.train((xs[0],) * 257, (YC[:8], YR[:8]), None, 8, 8, 0, 1)
         run.train(xs, (YC[:8], YR[:8]), None, 8, 8, 0, 1)   # a flat image is the same row
     finally:
         run.close()

@@ -73,7 +73,7 @@ def test_a_hand_built_spec_never_truncates(key, value, message):
     (dict(kind="CONV2D", name="conv", filters=2, kh=-1), "conv: kh must be an integer from 0 to 2147483647, got -1"),
     (dict(kind="LSTM", name="lstm", units=2, return_sequences=2),
      "lstm: return_sequences must be an integer from 0 to 1"),
-    (dict(kind="PERMUTE", name="perm", perm=(0, 1, 2, 0)), "perm: dims must have 1 to 3 entries"),
+    (dict(kind="PERMUTE", name="perm", perm=(0, 1, 2, 0, 3, 4)), "perm: dims must have 1 to 5 entries"),
     (dict(kind="AUGMENT", name="aug", aug_fill=7), "aug: unknown fill mode 7"),
 ])
 def test_a_hand_built_spec_is_checked_by_its_layer_family(spec, message):

@@ -198,6 +198,9 @@ def compare(a, b):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 3 or sys.argv[1] not in ("capture", "compare") or len(sys.argv) < 3 + (sys.argv[1] == "compare"):
+        print(__doc__)
+        sys.exit(0 if any(a in ("-h", "--help") for a in sys.argv[1:]) else 2)
     if sys.argv[1] == "capture":
         capture(sys.argv[2])
     else:

@@ -32,7 +32,8 @@ typedef struct {
                                        plain load would raise SIGBUS */
 } bf_src;
 
-#define BF_SRCS_MAX 8
+/* sources of one batch: one per model input (model.h BF_MAX_INPUTS) or output's labels; run.c checks the bound */
+#define BF_SRCS_MAX 256
 
 /* sources side by side: source k fills columns [off[k], off[k] + its
  * row_elems) of packed rows of `row` floats */

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "sample_rank.h"
 
 /* a window and its strides over (H, W), padding 'same' (1) or 'valid' (0): Conv2D, pooling (a (T, C)
  * input is a 1 x T image: kh = sh = 1) */
@@ -78,15 +79,15 @@ typedef struct {
     int axis;
 } bf_concat_cfg;
 
-/* Permute (perm: output axis d is input axis perm[d], 0-based), RepeatVector (reps), ZeroPadding2D (pad: top,
+/* Permute (perm: output axis d is input axis perm[d], 0-based, nperm of them), RepeatVector (reps), ZeroPadding2D (pad: top,
  * bottom, left, right), UpSampling2D (size: rows, columns) */
 typedef struct {
-    int perm[3], reps, pad[4], size[2];
+    int perm[BF_MAX_RANK], nperm, reps, pad[4], size[2];
 } bf_layout_cfg;
 
 /* Slice: per sample axis, the elements begin + k*step, k < len */
 typedef struct {
-    int begin[3], step[3], len[3];
+    int begin[BF_MAX_RANK], step[BF_MAX_RANK], len[BF_MAX_RANK];
 } bf_slice_cfg;
 
 /* UNARY / BINARY (layers/emath.c): the op; UNARY's parameters (round's decimals, nan_to_num's nan / posinf /

@@ -46,6 +46,8 @@ enum {
     BF_LF_NO_GRAD_IN = 1 << 12,/* its output does not depend on its inputs' values (a random draw that reads only
                                   the batch size), or only piecewise constantly (ARGSORT's positions): no gradient
                                   flows back to them */
+    BF_LF_ANY_RANK = 1 << 13,  /* rank-generic: takes samples of up to BF_MAX_RANK axes; a kind without it takes
+                                  at most BF_BASE_RANK, and model.c refuses more naming the layer and the kind */
 };
 
 /* a layer spec as a parse hook reads it: csrc/python/spec_py.c implements it over a spec dict (the core never

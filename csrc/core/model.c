@@ -95,6 +95,12 @@ static bf_status infer_layer(bf_layer *L, const bf_layer_ops *ops, int rank, con
     memcpy(L->in_shape, shape, sizeof(int) * (size_t)rank);
     L->in_size = prod(shape, rank);
     L->nparam = 0;
+    if (rank > BF_BASE_RANK && !(ops->flags & BF_LF_ANY_RANK)) {
+        char sh[96];
+        bf_shape_str(sh, sizeof sh, rank, shape);
+        return BF_FAIL(BF_ERR_SHAPE, "%s (%s) takes samples of at most %d axes, got a rank-%d sample %s", L->name,
+                       ops->name, BF_BASE_RANK, rank, sh);
+    }
     if (rank == 0 && !(ops->flags & BF_LF_SCALAR))
         return BF_FAIL(BF_ERR_SHAPE, "%s (%s) does not take one number per sample (an input of shape (None,)); "
                        "give it shape (None, 1) (keras.ops.expand_dims(x, -1))", L->name, ops->name);
@@ -131,8 +137,11 @@ static bf_status check_share(bf_model *m, int i) {
 bf_status bf_model_infer_node(bf_model *m, int i) {
     bf_layer *L = &m->layers[i];
     int self_t = m->n_inputs + i;
+    if (!L->in_ids) return BF_FAIL(BF_ERR_INTERNAL, "%s: no room for its input ids in the model's pool", L->name);
     if (L->nin <= 0) { L->nin = 1; L->in_ids[0] = i == 0 ? 0 : self_t - 1; } /* a chain */
-    if (L->nin > BF_MAX_NODE_IN) return BF_FAIL(BF_ERR_ARG, "%s: at most %d inputs, got %d", L->name, BF_MAX_NODE_IN, L->nin);
+    if (L->nin > BF_MAX_NODE_IN)
+        return BF_FAIL(BF_ERR_ARG, "%s: at most %d input tensors (boundfit._core.MAX_NODE_INPUTS), got %d", L->name,
+                       BF_MAX_NODE_IN, L->nin);
     const bf_layer_ops *ops = bf_layer_ops_of((int)L->kind);
     if (!ops) return BF_FAIL(BF_ERR_ARG, "%s: unknown layer kind %d", L->name, (int)L->kind);
     if (L->nin > 1 && !(ops->flags & BF_LF_MULTI_IN)) return BF_FAIL(BF_ERR_ARG, "%s takes one input, got %d", L->name, L->nin);
@@ -143,6 +152,10 @@ bf_status bf_model_infer_node(bf_model *m, int i) {
     if (L->modes < 0 || L->modes > 3 || L->train_mode < 0 || L->train_mode > 2)
         return BF_FAIL(BF_ERR_ARG, "%s: modes must be in 0..3 and train_mode in 0..2, got %d and %d", L->name,
                        L->modes, L->train_mode);
+    for (int j = 1; j < L->nin; j++) /* the first input's rank is infer_layer's check */
+        if (m->t_rank[L->in_ids[j]] > BF_BASE_RANK && !(ops->flags & BF_LF_ANY_RANK))
+            return BF_FAIL(BF_ERR_SHAPE, "%s (%s) takes samples of at most %d axes, got a rank-%d input %d", L->name,
+                           ops->name, BF_BASE_RANK, m->t_rank[L->in_ids[j]], j);
     int t0 = L->in_ids[0];
     BF_TRY(infer_layer(L, ops, m->t_rank[t0], m->t_shape[t0]));
     if (ops->check) BF_TRY(ops->check(m, i));
@@ -166,11 +179,14 @@ bf_status bf_model_infer(bf_model *m) {
         m->in_ranks[0] = m->in_rank;
         memcpy(m->in_shapes[0], m->in_shape, sizeof m->in_shape);
     }
-    if (m->n_inputs > BF_MAX_INPUTS) return BF_FAIL(BF_ERR_ARG, "at most %d inputs are supported, got %d", BF_MAX_INPUTS, m->n_inputs);
+    if (m->n_inputs > BF_MAX_INPUTS)
+        return BF_FAIL(BF_ERR_ARG, "at most %d inputs are supported (boundfit._core.MAX_INPUTS), got %d", BF_MAX_INPUTS,
+                       m->n_inputs);
     m->x_row = 0;
     for (int k = 0; k < m->n_inputs; k++) {
-        if (m->in_ranks[k] < 0 || m->in_ranks[k] > 3) /* 0: one number per sample */
-            return BF_FAIL(BF_ERR_SHAPE, "input_shape must have 0 to 3 dimensions, got %d", m->in_ranks[k]);
+        if (m->in_ranks[k] < 0 || m->in_ranks[k] > BF_MAX_RANK) /* 0: one number per sample */
+            return BF_FAIL(BF_ERR_SHAPE, "input_shape must have 0 to %d dimensions (boundfit._core.MAX_RANK), got %d",
+                           BF_MAX_RANK, m->in_ranks[k]);
         m->in_sizes[k] = prod(m->in_shapes[k], m->in_ranks[k]);
         m->in_offs[k] = m->x_row;
         m->x_row += m->in_sizes[k];
@@ -191,7 +207,9 @@ bf_status bf_model_infer(bf_model *m) {
     m->in_size = m->in_sizes[0];
     for (int i = 0; i < m->nlayers; i++) BF_TRY(bf_model_infer_node(m, i));
     if (m->n_outputs <= 0) { m->n_outputs = 1; m->out_t[0] = m->n_inputs + m->nlayers - 1; }
-    if (m->n_outputs > BF_MAX_OUTPUTS) return BF_FAIL(BF_ERR_ARG, "at most %d outputs are supported, got %d", BF_MAX_OUTPUTS, m->n_outputs);
+    if (m->n_outputs > BF_MAX_OUTPUTS)
+        return BF_FAIL(BF_ERR_ARG, "at most %d outputs are supported (boundfit._core.MAX_OUTPUTS), got %d",
+                       BF_MAX_OUTPUTS, m->n_outputs);
     m->pred_row = 0;
     for (int k = 0; k < m->n_outputs; k++) {
         int t = m->out_t[k];
@@ -362,7 +380,7 @@ static bf_status borrowed_node(const bf_model *m, const bf_model *src, const int
 
 bf_status bf_model_borrow_weights(bf_model *m, const bf_model *src, const int *src_node) {
     unsigned char used[BF_MAX_LAYERS] = {0};
-    int k;
+    int k = -1;
     for (int i = 0; i < m->nlayers; i++) { /* every check before any offset moves */
         if (m->layers[i].share >= 0 || m->layers[i].nparam == 0) continue;
         BF_TRY(borrowed_node(m, src, src_node, i, &k));

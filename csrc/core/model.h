@@ -27,11 +27,17 @@
  * machine, so that byte counts of weights, gradients and optimizer slots never wrap a size_t */
 #define BF_MAX_FLOATS_LOG2 50
 #define BF_MAX_FLOATS (1L << BF_MAX_FLOATS_LOG2)
-/* axes of a sample (the batch axis not counted) a tensor may have */
-#define BF_MAX_RANK 3
-#define BF_MAX_INPUTS 8
+/* BF_MAX_RANK, the axes of a sample: sample_rank.h */
+/* a model's inputs (boundfit._core.MAX_INPUTS; one per feature column of a tabular model) */
+#define BF_MAX_INPUTS 256
+/* a model's outputs (boundfit._core.MAX_OUTPUTS): each one's loss and label checks are planned in the step
+ * statistics (step.h), whose bytes a run's plan counts */
 #define BF_MAX_OUTPUTS 8
-#define BF_MAX_NODE_IN 16
+/* tensors into one node (boundfit._core.MAX_NODE_INPUTS: a Concatenate / Add of that many) */
+#define BF_MAX_NODE_IN 256
+/* input ids of all a model's nodes together (boundfit._core.MAX_NODE_INPUTS_TOTAL): held in one pool in bf_model,
+ * not inline in each bf_layer; 16 per node on average, what a per-node array of 16 allowed */
+#define BF_MAX_EDGES (16 * BF_MAX_LAYERS)
 #define BF_MAX_TENSORS (BF_MAX_LAYERS + BF_MAX_INPUTS)
 
 
@@ -79,7 +85,9 @@ typedef struct bf_layer {
     char name[BF_NAME_LEN];
     bf_act act;                                /* Dense, convolutions, Activation; recurrent: the cell's */
     bf_act_param actp;                         /* parameters of act (leaky_relu slope, elu alpha, relu options) */
-    int nin, in_ids[BF_MAX_NODE_IN];           /* input tensor ids */
+    /* input tensor ids: in_ids[0 .. nin) lie in the pool of the model that holds the node (bf_model.in_pool; node j's
+     * input j is edge bf_model_edge(m, i, j)), so a model object is not copied nor a node moved between models */
+    int nin, *in_ids;
     int share;                                 /* node whose parameters this one uses; -1: its own */
     int frozen;                                /* trainable=False: parameters get no gradient */
     /* mask_off: the call ignores its input's mask (Keras 3 fills a call's mask only when it has one tensor
@@ -162,6 +170,7 @@ typedef struct bf_model {
     long t_size[BF_MAX_TENSORS];
     int t_uses[BF_MAX_TENSORS];
     int t_mask[BF_MAX_TENSORS]; /* Embedding(mask_zero) node whose (B,T) mask the tensor carries; -1: none */
+    int n_edges, in_pool[BF_MAX_EDGES]; /* the nodes' input ids (bf_layer.in_ids), n_edges of them in use */
     long n_params, n_trainable; /* floats */
     bf_arena weights;           /* host: all parameters, trainable then not */
     float *w;
@@ -225,6 +234,8 @@ int bf_model_batch_node(const bf_model *m);
 long bf_model_out_size(const bf_model *m);
 /* node producing tensor t, or -1 for a model input */
 static inline int bf_model_producer(const bf_model *m, int t) { return t < m->n_inputs ? -1 : t - m->n_inputs; }
+/* the index in m->in_pool of node i's input j (0 <= j < nin): per-edge arrays of a run (bf_run.gtmp) use it */
+static inline int bf_model_edge(const bf_model *m, int i, int j) { return (int)(m->layers[i].in_ids - m->in_pool) + j; }
 /* the node whose parameters node i uses */
 static inline int bf_model_owner(const bf_model *m, int i) { return m->layers[i].share >= 0 ? m->layers[i].share : i; }
 

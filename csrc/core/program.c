@@ -185,10 +185,8 @@ static bf_status plan_backward(bf_run *r) {
     const int L = m->nlayers, NI = m->n_inputs, NO = m->n_outputs, LOSS = L + 1;
     const size_t fb = sizeof(float), B = (size_t)r->B;
     int written[BF_MAX_TENSORS] = {0};
-    for (int i = 0; i < L; i++) {
-        r->node_bw[i] = 0;
-        for (int j = 0; j < BF_MAX_NODE_IN; j++) r->gtmp[i][j] = -3;
-    }
+    for (int i = 0; i < L; i++) r->node_bw[i] = 0;
+    for (int e = 0; e < BF_MAX_EDGES; e++) r->gtmp[e] = -3;
     if (r->mode != BF_MODE_TRAIN) return BF_OK;
     for (int k = 0; k < NO; k++) {
         int o = m->out_t[k];
@@ -215,7 +213,7 @@ static bf_status plan_backward(bf_run *r) {
                 if (reads_input(r, i, j)) bf_run_use(r, r->t_buf[ly->in_ids[j]], t);
         if (needs_out(r, i)) bf_run_use(r, r->t_buf[o], t);
         for (int j = 0; j < ly->nin; j++) {
-            int u = ly->in_ids[j];
+            int u = ly->in_ids[j], *gt = &r->gtmp[bf_model_edge(m, i, j)];
             if (!r->need_grad[u] || !reads_input(r, i, j) || (flags_of(r, i) & BF_LF_NO_GRAD_IN)) continue;
             if (side && written[u]) continue; /* adds nothing to it */
             if (!written[u]) {
@@ -223,15 +221,15 @@ static bf_status plan_backward(bf_run *r) {
                 else BF_TRY(bf_run_newbuf_fmt(r, &r->t_grad[u], B * (size_t)m->t_size[u] * fb, BF_BUF_GRAD,
                                               "%s%s output gradient",
                                    m->layers[bf_model_producer(m, u)].name, ""));
-                r->gtmp[i][j] = -2;
+                *gt = -2;
                 written[u] = 1;
             } else if (r->node_view[i]) {
-                r->gtmp[i][j] = r->t_grad[o]; /* the contribution is the output's gradient itself */
+                *gt = r->t_grad[o]; /* the contribution is the output's gradient itself */
             } else {
-                BF_TRY(bf_run_newbuf_fmt(r, &r->gtmp[i][j], B * (size_t)m->t_size[u] * fb, BF_BUF_GRAD,
+                BF_TRY(bf_run_newbuf_fmt(r, gt, B * (size_t)m->t_size[u] * fb, BF_BUF_GRAD,
                                          "%s%s input gradient (to add)",
                               ly->name, ""));
-                bf_run_use(r, r->gtmp[i][j], t);
+                bf_run_use(r, *gt, t);
             }
             bf_run_use(r, r->t_grad[u], t);
         }

@@ -31,7 +31,7 @@ static float *out_of(bf_run *r, int i) { return bf_step_out(r, i); }
 static bf_status accumulate(bf_run *r, int i, int rows) {
     bf_layer *L = &r->m->layers[i];
     for (int j = 0; j < L->nin; j++) {
-        int g = r->gtmp[i][j];
+        int g = r->gtmp[bf_model_edge(r->m, i, j)];
         if (g < 0) continue;
         int u = L->in_ids[j];
         float *dst = BUF(r, r->t_grad[u]);
@@ -516,6 +516,8 @@ bf_status bf_run_set_weights(bf_run *r, const bf_src *sw, const float *cw, long 
     return BF_OK;
 }
 
+_Static_assert(BF_SRCS_MAX >= BF_MAX_INPUTS && BF_SRCS_MAX >= BF_MAX_OUTPUTS, "an array per input or output");
+
 /* x's arrays placed in the packed input row: one per input (each its input's
  * size), or one array of the whole row (one input, or rows packed already) */
 static bf_status layout_x(const bf_model *m, bf_srcs *x) {
@@ -762,9 +764,9 @@ static bf_status load_next(bf_run *r, bf_prefetch *pf, bf_job *job, const bf_src
  * the prefetch thread gathers the next batch meanwhile. Device slot of job
  * j - 1 stays as it is through end_step, whose non-finite diagnosis re-reads
  * it. */
-static bf_status steps(bf_run *r, int train, const bf_srcs *xin, const bf_srcs *yin, const int64_t *order, long n,
+static bf_status steps(bf_run *r, int train, bf_srcs *x, bf_srcs *y, const int64_t *order, long n,
                        long batch, long first_step, long nsteps, bf_totals *tot) {
-    if (!yin || yin->n < 1) return BF_FAIL(BF_ERR_ARG, "y is required");
+    if (!y || y->n < 1) return BF_FAIL(BF_ERR_ARG, "y is required");
     const int mix = bf_model_batch_node(r->m); /* a node that mixes the samples: whole batches only */
     if (mix >= 0 && r->B < batch)
         return BF_FAIL(BF_ERR_ARG, "layer '%s' mixes the samples of a batch (a sum over the batch), so a batch of %ld "
@@ -775,10 +777,8 @@ static bf_status steps(bf_run *r, int train, const bf_srcs *xin, const bf_srcs *
         return BF_FAIL(BF_ERR_ARG, "layer '%s' mixes the samples of a batch (a sum over the batch): data-parallel "
                        "training would split each batch across %d ranks; train it on one", r->m->layers[mix].name,
                        strategy->ranks());
-    bf_srcs xs = *xin, ys = *yin;
-    const bf_srcs *x = &xs, *y = &ys;
-    BF_TRY(layout_x(r->m, &xs));
-    BF_TRY(layout_y(r, &ys));
+    BF_TRY(layout_x(r->m, x));
+    BF_TRY(layout_y(r, y));
     if (train) BF_TRY(strategy->plan(r)); /* data parallel on the CPU: the gradient buckets */
     const int ahead = r->on_device && r->be->upload;
     bf_jobs jobs;
@@ -836,24 +836,22 @@ static bf_status steps(bf_run *r, int train, const bf_srcs *xin, const bf_srcs *
     return s != BF_OK ? s : u;
 }
 
-bf_status bf_run_train(bf_run *r, const bf_srcs *x, const bf_srcs *y, const int64_t *order, long n,
+bf_status bf_run_train(bf_run *r, bf_srcs *x, bf_srcs *y, const int64_t *order, long n,
                        long batch, long first_step, long nsteps, bf_totals *tot) {
     if (r->mode != BF_MODE_TRAIN) return BF_FAIL(BF_ERR_INTERNAL, "run not opened for training");
     return steps(r, 1, x, y, order, n, batch, first_step, nsteps, tot);
 }
 
-bf_status bf_run_evaluate(bf_run *r, const bf_srcs *x, const bf_srcs *y, const int64_t *order,
+bf_status bf_run_evaluate(bf_run *r, bf_srcs *x, bf_srcs *y, const int64_t *order,
                           long n, long batch, long first_step, long nsteps, bf_totals *tot) {
     if (r->mode != BF_MODE_EVAL) return BF_FAIL(BF_ERR_INTERNAL, "evaluate needs an evaluation run");
     return steps(r, 0, x, y, order, n, batch, first_step, nsteps, tot);
 }
 
-bf_status bf_run_predict(bf_run *r, float *out_host, long out_rows, long out_start, const bf_srcs *xin, long start,
+bf_status bf_run_predict(bf_run *r, float *out_host, long out_rows, long out_start, bf_srcs *x, long start,
                          long n) {
     const bf_model *m = r->m;
-    bf_srcs xs = *xin;
-    const bf_srcs *x = &xs;
-    BF_TRY(layout_x(m, &xs));
+    BF_TRY(layout_x(m, x));
     bf_jobs jobs;
     bf_jobs_init(&jobs, n, r->B, r->B, 0, (n + r->B - 1) / r->B);
     BF_TRY(bind(r, 1));

@@ -41,14 +41,14 @@ void bf_run_metric_results(const bf_run *r, double *out /* (m->nmetrics) */);
  * full-batch one. The update is applied only when loss and gradients are finite.
  * x holds one array per model input and y one per output (labels), gathered
  * side by side into the packed batch rows (offsets are set here; one array
- * of the whole packed row is taken too); callers fill n and src[] only. */
-bf_status bf_run_train(bf_run *r, const bf_srcs *x, const bf_srcs *y, const int64_t *order, long n,
+ * of the whole packed row is taken too); callers fill n and src[] only, and the run fills off[] and row. */
+bf_status bf_run_train(bf_run *r, bf_srcs *x, bf_srcs *y, const int64_t *order, long n,
                        long batch, long first_step, long nsteps, bf_totals *tot);
-bf_status bf_run_evaluate(bf_run *r, const bf_srcs *x, const bf_srcs *y, const int64_t *order,
+bf_status bf_run_evaluate(bf_run *r, bf_srcs *x, bf_srcs *y, const int64_t *order,
                           long n, long batch, long first_step, long nsteps, bf_totals *tot);
 /* rows [out_start, out_start + n) of out_host = model(x[start .. start+n)); out_host holds
  * each output k in turn as an (out_rows, its size) block at out_rows * out_offs[k] */
-bf_status bf_run_predict(bf_run *r, float *out_host, long out_rows, long out_start, const bf_srcs *x, long start,
+bf_status bf_run_predict(bf_run *r, float *out_host, long out_rows, long out_start, bf_srcs *x, long start,
                          long n);
 
 

@@ -72,9 +72,9 @@ typedef struct bf_run {
     int node_fused[BF_MAX_LAYERS];   /* node's activation left to the loss */
     int node_view[BF_MAX_LAYERS];    /* output is its input buffer */
     int node_bw[BF_MAX_LAYERS];      /* node has a backward step */
-    /* node i's gradient for its input j: -2 written straight into the input's
+    /* node i's gradient for its input j, at edge bf_model_edge(m, i, j): -2 written straight into the input's
      * gradient, -3 not needed, else a scratch buffer then added into it */
-    int gtmp[BF_MAX_LAYERS][BF_MAX_NODE_IN];
+    int gtmp[BF_MAX_EDGES];
     int fws_id[BF_MAX_LAYERS], bws_id[BF_MAX_LAYERS], aux_id[BF_MAX_LAYERS];
     int loss_id[BF_MAX_OUTPUTS];
     int tgt_id[BF_MAX_OUTPUTS];  /* several outputs: each one's targets, split from the y slot */

@@ -22,7 +22,7 @@ static inline float *bf_step_pre_act(bf_run *r, int i, float *none) {
 }
 /* where node i writes its gradient for input j; NULL: not needed */
 static inline float *bf_step_din(bf_run *r, int i, int j) {
-    int g = r->gtmp[i][j];
+    int g = r->gtmp[bf_model_edge(r->m, i, j)];
     if (g == -3) return NULL;
     return BF_BUF(r, g == -2 ? r->t_grad[r->m->layers[i].in_ids[j]] : g);
 }

@@ -13,22 +13,24 @@
 
 /* the one-node model: used under the GIL, filled only after every Python call
  * of the parse is done (a conversion calling back into Python cannot reenter it);
- * of its ~1.3 MB, only what one node reaches is touched */
+ * of its ~1.2 MB, only what one node reaches is touched */
 static bf_model scratch;
 
 PyObject *bf_py_output_shape(PyObject *self, PyObject *args) {
     PyObject *spec, *shapes;
     if (!PyArg_ParseTuple(args, "OO", &spec, &shapes)) return NULL;
     bf_layer L;
-    if (bf_parse_layer(spec, &L) < 0) return NULL;
+    int ids[BF_MAX_NODE_IN]; /* what the spec names (a one-node model's are 0 .. n-1, set below) */
+    if (bf_parse_layer(spec, &L, ids, BF_MAX_NODE_IN) < 0) return NULL;
     PyObject *seq = PySequence_Fast(shapes, "output_shape: shapes must be a list of per-sample shapes");
     if (!seq) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     if (n < 1 || n > BF_MAX_NODE_IN) {
         Py_DECREF(seq);
-        return PyErr_Format(PyExc_ValueError, "%s: 1 to %d inputs, got %zd", L.name, BF_MAX_NODE_IN, n);
+        return PyErr_Format(PyExc_ValueError, "%s: 1 to %d input tensors, got %zd (boundfit._core.MAX_NODE_INPUTS)",
+                            L.name, BF_MAX_NODE_IN, n);
     }
-    int rank[BF_MAX_NODE_IN], shape[BF_MAX_NODE_IN][3];
+    int rank[BF_MAX_NODE_IN], shape[BF_MAX_NODE_IN][BF_MAX_RANK];
     for (Py_ssize_t k = 0; k < n; k++)
         if (bf_parse_shape(PySequence_Fast_GET_ITEM(seq, k), "input_shape", &rank[k], shape[k], 0) < 0) {
             Py_DECREF(seq);
@@ -48,8 +50,10 @@ PyObject *bf_py_output_shape(PyObject *self, PyObject *args) {
                 m->t_size[k] = -1;
         m->t_uses[k] = 0;
         m->t_mask[k] = -1;
-        L.in_ids[k] = k;
+        m->in_pool[k] = k;
     }
+    m->n_edges = (int)n;
+    L.in_ids = m->in_pool;
     L.nin = (int)n;
     L.share = -1;
     m->layers[0] = L;

@@ -80,8 +80,12 @@ static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
     bf_model *m = &self->m;
     m->nlayers = (int)n;
     m->seed = seed;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (bf_parse_layer(PySequence_Fast_GET_ITEM(seq, i), &m->layers[i]) < 0) goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) { /* each node's input ids in turn from the model's pool */
+        bf_layer *L = &m->layers[i];
+        if (bf_parse_layer(PySequence_Fast_GET_ITEM(seq, i), L, m->in_pool + m->n_edges, BF_MAX_EDGES - m->n_edges) < 0)
+            goto fail;
+        m->n_edges += L->nin > 1 ? L->nin : 1;
+    }
     Py_DECREF(seq);
     seq = NULL;
     if (in_shapes != Py_None) { /* several inputs */
@@ -90,7 +94,8 @@ static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
         Py_ssize_t ni = PyTuple_GET_SIZE(t);
         if (ni < 1 || ni > BF_MAX_INPUTS) {
             Py_DECREF(t);
-            PyErr_Format(PyExc_ValueError, "a model takes 1 to %d inputs, got %zd", BF_MAX_INPUTS, ni);
+            PyErr_Format(PyExc_ValueError, "a model takes 1 to %d inputs (boundfit._core.MAX_INPUTS), got %zd",
+                         BF_MAX_INPUTS, ni);
             goto fail;
         }
         for (Py_ssize_t k = 0; k < ni; k++)
@@ -107,7 +112,8 @@ static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
         Py_ssize_t no = PyTuple_GET_SIZE(t);
         if (no < 1 || no > BF_MAX_OUTPUTS) {
             Py_DECREF(t);
-            PyErr_Format(PyExc_ValueError, "a model has 1 to %d outputs, got %zd", BF_MAX_OUTPUTS, no);
+            PyErr_Format(PyExc_ValueError, "a model has 1 to %d outputs (boundfit._core.MAX_OUTPUTS), got %zd",
+                         BF_MAX_OUTPUTS, no);
             goto fail;
         }
         for (Py_ssize_t k = 0; k < no; k++)

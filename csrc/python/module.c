@@ -215,6 +215,13 @@ static int module_exec(PyObject *m) {
     }
     if (add_emap_ops(m) < 0) return -1;
     if (PyModule_AddIntConstant(m, "MAX_LAYERS", BF_MAX_LAYERS) < 0) return -1; /* layer calls per model */
+    /* the other fixed limits of a model (model.h) */
+    if (PyModule_AddIntConstant(m, "MAX_INPUTS", BF_MAX_INPUTS) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_OUTPUTS", BF_MAX_OUTPUTS) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_NODE_INPUTS", BF_MAX_NODE_IN) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_NODE_INPUTS_TOTAL", BF_MAX_EDGES) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_RANK", BF_MAX_RANK) < 0)
+        return -1;
     if (bf_model_type_init(m, st) < 0) return -1;
     if (bf_run_type_init(m, st) < 0) return -1;
     if (bf_dist_py_init(m) < 0) return -1; /* [dist hook] dist_py.c: distributed collectives */

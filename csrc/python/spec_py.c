@@ -64,9 +64,10 @@ int bf_parse_shape(PyObject *seq, const char *what, int *rank, int *shape, int a
     PyObject *t = PySequence_Tuple(seq);
     if (!t) return -1;
     Py_ssize_t n = PyTuple_GET_SIZE(t);
-    if (n > 3) { /* 0: one number per sample */
+    if (n > BF_MAX_RANK) { /* 0: one number per sample */
         Py_DECREF(t);
-        PyErr_Format(PyExc_ValueError, "%s must have 0 to 3 dimensions (excluding the batch axis), got %zd", what, n);
+        PyErr_Format(PyExc_ValueError, "%s must have 0 to %d dimensions (excluding the batch axis; "
+                     "boundfit._core.MAX_RANK), got %zd", what, BF_MAX_RANK, n);
         return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -223,8 +224,9 @@ static int parse_weight_options(PyObject *d, bf_layer *L) {
     return 0;
 }
 
-int bf_parse_layer(PyObject *d, bf_layer *L) {
+int bf_parse_layer(PyObject *d, bf_layer *L, int *ids, int cap) {
     memset(L, 0, sizeof *L);
+    L->in_ids = ids;
     if (!PyDict_Check(d)) { PyErr_SetString(PyExc_TypeError, "layer spec must be a dict"); return -1; }
     PyObject *name = PyDict_GetItemString(d, "name");
     const char *s = name ? PyUnicode_AsUTF8(name) : "layer";
@@ -239,15 +241,26 @@ int bf_parse_layer(PyObject *d, bf_layer *L) {
     L->act = (bf_act)act;
     L->frozen = !trainable;
     PyObject *ins = PyDict_GetItemString(d, "inputs");
+    Py_ssize_t n = 1; /* without inputs: one, the node before (model.c fills it) */
+    PyObject *t = NULL;
     if (ins && ins != Py_None) {
-        PyObject *t = PySequence_Tuple(ins);
+        t = PySequence_Tuple(ins);
         if (!t) return -1;
-        Py_ssize_t n = PyTuple_GET_SIZE(t);
+        n = PyTuple_GET_SIZE(t);
         if (n < 1 || n > BF_MAX_NODE_IN) {
             Py_DECREF(t);
-            PyErr_Format(PyExc_ValueError, "%s: 1 to %d inputs, got %zd", L->name, BF_MAX_NODE_IN, n);
+            PyErr_Format(PyExc_ValueError, "%s: 1 to %d input tensors, got %zd (boundfit._core.MAX_NODE_INPUTS)",
+                         L->name, BF_MAX_NODE_IN, n);
             return -1;
         }
+    }
+    if (n > cap) {
+        Py_XDECREF(t);
+        PyErr_Format(PyExc_ValueError, "%s: the model's nodes take more than %d input tensors in all "
+                     "(boundfit._core.MAX_NODE_INPUTS_TOTAL); split the model", L->name, BF_MAX_EDGES);
+        return -1;
+    }
+    if (t) {
         for (Py_ssize_t j = 0; j < n; j++)
             if (bf_py_int(PyTuple_GET_ITEM(t, j), L->name, "inputs", 0, INT_MAX, &L->in_ids[j]) < 0) {
                 Py_DECREF(t);

@@ -51,7 +51,7 @@ static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
 
 const bf_layer_ops bf_ops_ACTIVATION = {
     .name = "ACTIVATION",
-    .flags = BF_LF_FUSABLE | BF_LF_SCALAR,
+    .flags = BF_LF_FUSABLE | BF_LF_SCALAR | BF_LF_ANY_RANK,
     .infer = infer,
     .mask = bf_mask_keep,
     .node_flags = node_flags,

@@ -52,7 +52,7 @@ static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
 
 const bf_layer_ops bf_ops_DROPOUT = {
     .name = "DROPOUT",
-    .flags = BF_LF_SCALAR,
+    .flags = BF_LF_SCALAR | BF_LF_ANY_RANK,
     .parse = parse,
     .infer = infer,
     .mask = bf_mask_keep,

@@ -71,7 +71,8 @@ static bf_status u_backward(bf_run *r, int i, int rows, float *din, float *dout)
 }
 
 const bf_layer_ops bf_ops_UNARY = {
-    .name = "UNARY", .flags = BF_LF_READS_IN | BF_LF_READS_OUT | BF_LF_SCALAR, .parse = bf_parse_emath, .infer = u_infer,
+    .name = "UNARY", .flags = BF_LF_READS_IN | BF_LF_READS_OUT | BF_LF_SCALAR | BF_LF_ANY_RANK,
+    .parse = bf_parse_emath, .infer = u_infer,
     .supported = unary_ok,
     .forward = u_forward, .backward = u_backward,
 };

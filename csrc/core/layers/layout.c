@@ -5,13 +5,15 @@
 
 #include <string.h>
 
-/* Permute: dims (0-based) of 1 to 3 axes; RepeatVector: n; ZeroPadding2D: padding; UpSampling2D: size */
+/* Permute: dims (0-based) of 1 to BF_MAX_RANK axes; RepeatVector: n; ZeroPadding2D: padding; UpSampling2D: size */
 static bf_status parse(bf_layer *L, const bf_spec *s) {
     bf_layout_cfg *c = &L->cfg.layout;
     int n;
     BF_TRY(s->get_len(s, "perm", &n));
-    if (n >= 0 && (n < 1 || n > 3)) return BF_FAIL(BF_ERR_ARG, "%s: dims must have 1 to 3 entries", L->name);
-    if (n >= 0) BF_TRY(bf_spec_ints(s, "perm", n, 0, 2, c->perm));
+    if (n >= 0 && (n < 1 || n > BF_MAX_RANK))
+        return BF_FAIL(BF_ERR_ARG, "%s: dims must have 1 to %d entries", L->name, BF_MAX_RANK);
+    if (n >= 0) BF_TRY(bf_spec_ints(s, "perm", n, 0, BF_MAX_RANK - 1, c->perm));
+    c->nperm = n;
     BF_TRY(bf_spec_size(s, "reps", 0, &c->reps));
     BF_TRY(bf_spec_ints(s, "pad", 4, 0, INT_MAX, c->pad));
     BF_TRY(bf_spec_size(s, "sh", 1, &c->size[0]));
@@ -21,6 +23,9 @@ static bf_status parse(bf_layer *L, const bf_spec *s) {
 static bf_status permute_infer(bf_layer *L, int rank, const int *shape) {
     const bf_layout_cfg *c = &L->cfg.layout;
     int seen = 0;
+    if (c->nperm != rank)
+        return BF_FAIL(BF_ERR_ARG, "%s: dims must have one entry per axis of the input (%d), got %d", L->name, rank,
+                       c->nperm);
     for (int d = 0; d < rank; d++) {
         if (c->perm[d] < 0 || c->perm[d] >= rank || (seen & (1 << c->perm[d])))
             return BF_FAIL(BF_ERR_ARG, "%s: dims must be a permutation of 1..%d, got axis %d at position %d",
@@ -73,7 +78,7 @@ static int supported(const bf_backend *be, const bf_layer *L) {
 static void permute_geom(const bf_layer *L, int rows, int backward, bf_strided *g) {
     const bf_layout_cfg *c = &L->cfg.layout;
     const int R = L->in_rank;
-    long ist[3], ost[3];
+    long ist[BF_MAX_RANK], ost[BF_MAX_RANK];
     ist[R - 1] = ost[R - 1] = 1;
     for (int d = R - 2; d >= 0; d--) {
         ist[d] = ist[d + 1] * L->in_shape[d + 1];
@@ -98,6 +103,8 @@ static void permute_geom(const bf_layer *L, int rows, int backward, bf_strided *
         }
     }
 }
+
+_Static_assert(BF_STRIDED_MAXD >= BF_MAX_RANK + 1, "a strided copy holds the batch axis and every sample axis");
 
 static void set3(long *v, long a, long b, long c) { v[0] = a; v[1] = b; v[2] = c; }
 
@@ -209,7 +216,7 @@ static bf_status upsample_backward(bf_run *r, int i, int rows, float *din, float
 }
 
 const bf_layer_ops bf_ops_PERMUTE = {
-    .name = "PERMUTE", .parse = parse, .infer = permute_infer, .supported = supported,
+    .name = "PERMUTE", .flags = BF_LF_ANY_RANK, .parse = parse, .infer = permute_infer, .supported = supported,
     .forward = permute_forward, .backward = permute_backward,
 };
 const bf_layer_ops bf_ops_REPEAT = {

@@ -178,7 +178,7 @@ static bf_status augment_backward(bf_run *r, int i, int rows, float *din, float 
 }
 
 const bf_layer_ops bf_ops_RESCALING = {
-    .name = "RESCALING", .flags = BF_LF_SCALAR, .parse = rescaling_parse, .infer = rescaling_infer, .supported = rescale_supported,
+    .name = "RESCALING", .flags = BF_LF_SCALAR | BF_LF_ANY_RANK, .parse = rescaling_parse, .infer = rescaling_infer, .supported = rescale_supported,
     .forward = rescaling_forward, .backward = rescaling_backward,
 };
 const bf_layer_ops bf_ops_NORMALIZATION = {

@@ -3,9 +3,11 @@
  * one -1 inferred. */
 #include "layer.h"
 
+/* -1 past LONG_MAX (then no input size matches) */
 static long prod(const int *s, int r) {
     long n = 1;
-    for (int i = 0; i < r; i++) n *= s[i];
+    for (int i = 0; i < r; i++)
+        if (__builtin_mul_overflow(n, (long)s[i], &n)) return -1;
     return n;
 }
 
@@ -25,7 +27,8 @@ static bf_status reshape_infer(bf_layer *L, int rank, const int *shape) {
     for (int i = 0; i < L->out_rank; i++) {
         if (L->out_shape[i] == -1 && hole < 0) hole = i;
         else if (L->out_shape[i] <= 0) return BF_FAIL(BF_ERR_ARG, "%s: bad target_shape dimension %d", L->name, L->out_shape[i]);
-        else known *= L->out_shape[i];
+        else if (__builtin_mul_overflow(known, (long)L->out_shape[i], &known))
+            return BF_FAIL(BF_ERR_SHAPE, "%s: target_shape has more than %ld elements", L->name, L->in_size);
     }
     if (hole >= 0) {
         if (L->in_size % known)
@@ -40,12 +43,12 @@ static bf_status reshape_infer(bf_layer *L, int rank, const int *shape) {
 
 const bf_layer_ops bf_ops_FLATTEN = {
     .name = "FLATTEN",
-    .flags = BF_LF_VIEW | BF_LF_SCALAR,
+    .flags = BF_LF_VIEW | BF_LF_SCALAR | BF_LF_ANY_RANK,
     .infer = flatten_infer,
 };
 
 const bf_layer_ops bf_ops_RESHAPE = {
     .name = "RESHAPE",
-    .flags = BF_LF_VIEW | BF_LF_OUT_GIVEN | BF_LF_SCALAR,
+    .flags = BF_LF_VIEW | BF_LF_OUT_GIVEN | BF_LF_SCALAR | BF_LF_ANY_RANK,
     .infer = reshape_infer,
 };

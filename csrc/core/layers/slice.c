@@ -8,11 +8,13 @@
 
 #include <string.h>
 
+_Static_assert(BF_STRIDED_MAXD >= BF_MAX_RANK + 1, "a strided copy holds the batch axis and every sample axis");
+
 static bf_status parse(bf_layer *L, const bf_spec *s) {
     bf_slice_cfg *c = &L->cfg.slice;
-    BF_TRY(bf_spec_ints(s, "sl_begin", 3, INT_MIN, INT_MAX, c->begin));
-    BF_TRY(bf_spec_ints(s, "sl_step", 3, INT_MIN, INT_MAX, c->step));
-    return bf_spec_ints(s, "sl_len", 3, INT_MIN, INT_MAX, c->len);
+    BF_TRY(bf_spec_ints(s, "sl_begin", BF_MAX_RANK, INT_MIN, INT_MAX, c->begin));
+    BF_TRY(bf_spec_ints(s, "sl_step", BF_MAX_RANK, INT_MIN, INT_MAX, c->step));
+    return bf_spec_ints(s, "sl_len", BF_MAX_RANK, INT_MIN, INT_MAX, c->len);
 }
 
 static bf_status infer(bf_layer *L, int rank, const int *shape) {
@@ -41,7 +43,7 @@ static int supported(const bf_backend *be, const bf_layer *L) {
 static void geom(const bf_layer *L, int rows, int backward, bf_strided *g, long *first) {
     const bf_slice_cfg *c = &L->cfg.slice;
     const int R = L->in_rank;
-    long ist[3], ost[3];
+    long ist[BF_MAX_RANK], ost[BF_MAX_RANK];
     ist[R - 1] = ost[R - 1] = 1;
     for (int d = R - 2; d >= 0; d--) {
         ist[d] = ist[d + 1] * L->in_shape[d + 1];
@@ -82,5 +84,5 @@ static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
 }
 
 const bf_layer_ops bf_ops_SLICE = {
-    .name = "SLICE", .parse = parse, .infer = infer, .supported = supported, .forward = forward, .backward = backward,
+    .name = "SLICE", .flags = BF_LF_ANY_RANK, .parse = parse, .infer = infer, .supported = supported, .forward = forward, .backward = backward,
 };

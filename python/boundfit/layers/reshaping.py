@@ -3,6 +3,7 @@ RepeatVector, ZeroPadding2D, UpSampling2D."""
 
 import numpy as np
 
+from .._core import MAX_RANK
 from .args import _data_format, _is_size, _size, _sizes, engine_kinds
 from .layer import _CONSTANT, Layer, keras_config
 
@@ -153,7 +154,7 @@ class Slice(Layer):
         self.begin, self.step, self.length = tuple(begin), tuple(step), tuple(length)
 
     def spec(self):
-        pad = (0,) * (3 - len(self.begin))
+        pad = (0,) * (MAX_RANK - len(self.begin))   # one entry per axis the engine's samples may have
         return dict(kind=SLICE, name=self.name, sl_begin=self.begin + pad, sl_step=self.step + (1,) * len(pad),
                     sl_len=self.length + (1,) * len(pad))
 
