@@ -143,5 +143,5 @@ static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
     .flags = BF_LF_SCALAR | (kind_flags), .parse = parse, .infer = infer, .supported = supported,                 \
     .node_flags = node_flags, .plan = plan, .forward = forward, .backward = backward
 
-const bf_layer_ops bf_ops_REDUCE = {.name = "REDUCE", BF_REDUCE_OPS(0)};
-const bf_layer_ops bf_ops_BATCH_REDUCE = {.name = "BATCH_REDUCE", BF_REDUCE_OPS(BF_LF_BATCH)};
+const bf_layer_ops bf_ops_REDUCE = {.name = "REDUCE", BF_REDUCE_OPS(BF_LF_ANY_RANK)};
+const bf_layer_ops bf_ops_BATCH_REDUCE = {.name = "BATCH_REDUCE", BF_REDUCE_OPS(BF_LF_BATCH | BF_LF_ANY_RANK)};
