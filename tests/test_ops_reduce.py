@@ -25,6 +25,7 @@ import boundfit as bf
 import keras_ref
 from conftest import assert_plan_equals_arenas, directional_check, engine_gradient
 from helpers.keras_compare import close
+from helpers.keras_recorded import recorded
 
 SHAPE = (3, 4, 5)
 B = 3
@@ -105,21 +106,47 @@ def target(n, seed=5):
     return np.random.default_rng(seed).standard_normal((B, n)).astype(np.float32)
 
 
+def batch_model(K):
+    x = K.Input(SHAPE)
+    h = shifted(K)()(x)
+    return K.Model(x, K.ops.reshape(h - K.ops.max(h, axis=0) * K.ops.mean(h, axis=(0, 1)), (-1, 60)))
+
+
+def composition_data():
+    r = np.random.default_rng(3)
+    x = r.standard_normal((B,) + SHAPE).astype(np.float32)
+    return x, r
+
+
+def batch_data():
+    return np.random.default_rng(4).standard_normal((4,) + SHAPE).astype(np.float32), np.zeros((4, 60), np.float32)
+
+
 @pytest.fixture(scope="module")
-def keras_ops_refs():
-    keras = keras_ref.load()
-    cases = {}
-    for op in OPS:
-        mk = op_model(keras, op)
-        cases[op] = (mk, data(op), target(mk.output_shape[-1]))
-    return keras_values_and_grads(cases)
+def keras_refs():
+    """Keras's outputs and gradients of every model here, recorded (helpers/keras_recorded.py: ~35 s of eager JAX
+    to compute): {key: (output, [gradient])}, keys the ops, compositions and batch"""
+    def compute():
+        keras = keras_ref.load()
+        cases = {}
+        for op in OPS:
+            mk = op_model(keras, op)
+            cases[op] = (mk, data(op), target(mk.output_shape[-1]))
+        mk = compositions(keras)
+        x, r = composition_data()
+        cases["compositions"] = (mk, x, r.standard_normal((B,) + mk.output_shape[1:]).astype(np.float32))
+        cases["batch"] = (batch_model(keras),) + batch_data()
+        return {f"{k}/{part}": a for k, (out, (g,)) in keras_values_and_grads(cases).items()
+                for part, a in (("out", out), ("grad", g))}
+    refs = recorded("ops_reduce", __file__, compute)
+    return {k.split("/")[0]: (refs[k], [refs[k.replace("/out", "/grad")]]) for k in refs if k.endswith("/out")}
 
 
 @pytest.mark.parametrize("op", OPS)
-def test_reduction_over_any_axes_matches_keras_values_gradients_and_plan(op, keras_ops_refs):
+def test_reduction_over_any_axes_matches_keras_values_gradients_and_plan(op, keras_refs):
     x, mb = data(op), op_model(bf, op)
     y = target(mb.output_shape[-1])
-    want, (gk,) = keras_ops_refs[op]
+    want, (gk,) = keras_refs[op]
     got = mb.predict(x, batch_size=B, verbose=0)
     close(want, got, rtol=1e-5)
     mb.compile(optimizer="sgd", loss="mse")
@@ -151,13 +178,11 @@ def compositions(K, norms=True, counts=True):
     return K.Model(x, flat(K, parts))
 
 
-def test_compositions_match_keras_and_round_trip_keras_files(tmp_path):
-    keras = keras_ref.load()
-    r = np.random.default_rng(3)
-    x = r.standard_normal((B,) + SHAPE).astype(np.float32)
-    mk, mb = compositions(keras), compositions(bf)
+def test_compositions_match_keras_and_round_trip_keras_files(tmp_path, keras_refs):
+    x, r = composition_data()
+    mb = compositions(bf)
     y = r.standard_normal((B,) + mb.output_shape[1:]).astype(np.float32)
-    want, (gk,) = keras_values_and_grads({0: (mk, x, y)})[0]
+    want, (gk,) = keras_refs["compositions"]
     got = mb.predict(x, batch_size=B, verbose=0)
     close(want, got, rtol=2e-5)
     mb.compile(optimizer="sgd", loss="mse")
@@ -174,22 +199,16 @@ def test_compositions_match_keras_and_round_trip_keras_files(tmp_path):
         mb.save(path)
         back = bf.models.load_model(path)
         np.testing.assert_allclose(back.predict(x, batch_size=B, verbose=0), got, rtol=1e-6, atol=1e-6)
+    keras = keras_ref.load()
     close(np.asarray(keras.models.load_model(path).predict(x, verbose=0)), got, rtol=2e-5)
 
 
-def test_reduction_over_the_batch_axis_broadcasts_back_like_keras():
+def test_reduction_over_the_batch_axis_broadcasts_back_like_keras(keras_refs):
     """x - mean(x, axis=0) (a batch normalization's centring): the mean has no batch axis and is the same for
     every sample; its gradient sums over the batch"""
-    keras = keras_ref.load()
-
-    def build(K):
-        x = K.Input(SHAPE)
-        h = shifted(K)()(x)
-        return K.Model(x, K.ops.reshape(h - K.ops.max(h, axis=0) * K.ops.mean(h, axis=(0, 1)), (-1, 60)))
-    x = np.random.default_rng(4).standard_normal((4,) + SHAPE).astype(np.float32)
-    y = np.zeros((4, 60), np.float32)
-    mk, mb = build(keras), build(bf)
-    want, (gk,) = keras_values_and_grads({0: (mk, x, y)})[0]
+    x, y = batch_data()
+    mb = batch_model(bf)
+    want, (gk,) = keras_refs["batch"]
     close(want, mb.predict(x, batch_size=4, verbose=0))
     mb.compile(optimizer="sgd", loss="mse")
     close(gk, engine_gradient(mb, x, y)[0], rtol=2e-5)
