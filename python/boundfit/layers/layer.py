@@ -10,6 +10,7 @@ import numpy as np
 from .. import _core, regularizers
 from ..utils import snake_case
 from .args import _is_size
+from .eager import call_eagerly, is_array_call
 from .node import call_layer, infer_shape, trace_layer, tracing_anchor
 
 _counters = {}
@@ -204,6 +205,8 @@ class Layer:
         (Concatenate's axis, from Keras's)."""
 
     def __call__(self, inputs, *args, **kwargs):
+        if not args and is_array_call(inputs):   # on arrays, outside any graph: computed now (layers/eager.py)
+            return call_eagerly(self, inputs, **kwargs)
         if self._custom():
             return trace_layer(self, inputs, args, kwargs, self.build)
         if args:

@@ -17,6 +17,7 @@ is kept for Keras files. Bidirectional: each direction its own masks."""
 
 from .. import activations, constraints, initializers, regularizers
 from .args import _size, engine_kinds
+from .eager import call_eagerly, is_array_call
 from .layer import _DTYPE, Layer, keras_config, keras_object
 from .node import KerasTensor, MaskTensor, Node, call_layer, output_shape, train_mode
 
@@ -97,6 +98,8 @@ class _RNN(Layer):
         return [None] + (list(range(self._n_states)) if self.return_state else [])
 
     def __call__(self, inputs, initial_state=None, mask=None, training=None, **kwargs):
+        if is_array_call(inputs):   # on arrays: computed now (layers/eager.py)
+            return call_eagerly(self, inputs, training=training, initial_state=initial_state, mask=mask, **kwargs)
         return _call(self, inputs, initial_state, mask, kwargs, training=training)
 
     def _keras_call(self, ts):
@@ -231,6 +234,8 @@ class Bidirectional(Layer):
         return outs + (list(range(self._n_states)) if self.return_state else [])
 
     def __call__(self, inputs, initial_state=None, mask=None, training=None, **kwargs):
+        if is_array_call(inputs):   # on arrays: computed now (layers/eager.py)
+            return call_eagerly(self, inputs, training=training, initial_state=initial_state, mask=mask, **kwargs)
         return _call(self, inputs, initial_state, mask, kwargs, training=training)
 
     def _keras_call(self, ts):

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import graph
 from ..engine import data as data_mod
+from ..layers.eager import call_eagerly, is_array_call
 from ..layers.input_layer import Input
 from ..layers.layer import _counters
 from .building import Building
@@ -104,6 +105,8 @@ class Model(ShapeBinding, Building, Weights, Compiling, Fitting, Persistence, gr
         raise NotImplementedError(f"{type(self).__name__}: a subclassed Model must define call(self, x, training=None)")
 
     def __call__(self, inputs, training=None, **kwargs):
+        if is_array_call(inputs):   # a model called on a batch: computed now (layers/eager.py)
+            return call_eagerly(self, inputs, training=training, **kwargs)
         return graph.call_model(self, inputs, training=training)
 
     def _trace(self, shapes):

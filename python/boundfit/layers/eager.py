@@ -1,0 +1,57 @@
+"""A layer or a model called on arrays computes at once, as in Keras
+(`layer(np.ones((2, 4)))`, an augmentation layer applied to a batch outside
+any model, a model called on a batch): a one-layer model around the call,
+cached per layer by the inputs' per-sample shapes and the training flag, runs
+predict on the whole batch, so the call is planned and checked against the
+memory budget like any run. The layer's weights are made (or taken over) by
+that model as by any model using it; the result is a NumPy array (a list for
+several outputs). The call leaves no node on the layer: a model built from
+the layer later sees only its symbolic calls."""
+
+import numpy as np
+
+from .node import CONTEXT, TRACING, KerasTensor
+
+
+def is_array_call(inputs):
+    """Whether a call gets arrays (not symbolic tensors) outside any trace: an eager call"""
+    if TRACING:
+        return False
+    xs = list(inputs.values()) if isinstance(inputs, dict) else \
+        list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    return bool(xs) and all(isinstance(x, np.ndarray) or hasattr(x, "__array__") and not isinstance(x, KerasTensor)
+                            for x in xs)
+
+
+def call_eagerly(layer, inputs, training=None, **kwargs):
+    """layer(inputs) on arrays (batch axis first): the outputs as NumPy arrays"""
+    from ..models.model import Model   # (models import layers)
+    from .input_layer import Input
+    extra = {k: v for k, v in kwargs.items() if v is not None}
+    if extra:
+        raise TypeError(f"{layer.name}: called on arrays, it takes only training=; got {sorted(extra)} (build a "
+                        "Model with those inputs and call predict)")
+    many = isinstance(inputs, (list, tuple))
+    xs = [np.asarray(x) for x in (inputs if many else [inputs])]
+    for k, x in enumerate(xs):
+        if x.ndim < 1 or (k and len(x) != len(xs[0])):
+            raise ValueError(f"{layer.name}: called on arrays, each needs the batch axis first with one batch size, "
+                             f"got shapes {[a.shape for a in xs]}")
+    mode = None if training is None else bool(training)
+    key = (tuple(x.shape[1:] for x in xs), tuple(x.dtype.kind == "U" or x.dtype.kind == "O" for x in xs), mode)
+    cache = layer.__dict__.setdefault("_eager_models", {})
+    model = cache.get(key)
+    if model is None:
+        ins = [Input(shape=x.shape[1:], dtype="string" if s else "float32") for x, s in zip(xs, key[1])]
+        before = len(layer._inbound)
+        if mode is not None:   # a fixed mode, as a call inside a traced call() (node.train_mode)
+            CONTEXT.append((mode, True))
+        try:
+            out = layer(ins if many else ins[0])
+        finally:
+            if mode is not None:
+                CONTEXT.pop()
+        del layer._inbound[before:]   # the call is this model's alone (saving counts the layer's own calls)
+        model = Model(ins if many else ins[0], out, name=f"{layer.name}_eager")
+        cache[key] = model
+    return model.predict(xs if many else xs[0], batch_size=max(len(xs[0]), 1), verbose=0)
