@@ -25,8 +25,6 @@ def is_array_call(inputs):
 
 def call_eagerly(layer, inputs, training=None, **kwargs):
     """layer(inputs) on arrays (batch axis first): the outputs as NumPy arrays"""
-    from ..models.model import Model   # (models import layers)
-    from .input_layer import Input
     extra = {k: v for k, v in kwargs.items() if v is not None}
     if extra:
         raise TypeError(f"{layer.name}: called on arrays, it takes only training=; got {sorted(extra)} (build a "
@@ -38,11 +36,27 @@ def call_eagerly(layer, inputs, training=None, **kwargs):
             raise ValueError(f"{layer.name}: called on arrays, each needs the batch axis first with one batch size, "
                              f"got shapes {[a.shape for a in xs]}")
     mode = None if training is None else bool(training)
-    key = (tuple(x.shape[1:] for x in xs), tuple(x.dtype.kind == "U" or x.dtype.kind == "O" for x in xs), mode)
+    model = eager_model(layer, [x.shape[1:] for x in xs], [x.dtype.kind in "UO" for x in xs], mode, many)
+    return model.predict(xs if many else xs[0], batch_size=max(len(xs[0]), 1), verbose=0)
+
+
+def build_alone(layer, input_shape):
+    """Keras's layer.build(input_shape) outside any model (a custom layer's build() building its sublayers): the
+    weights are made by the model an eager call on those shapes would run (the batch axis first, ignored)"""
+    many = isinstance(input_shape, list) and input_shape and isinstance(input_shape[0], (list, tuple))
+    shapes = [tuple(s)[1:] for s in (input_shape if many else [input_shape])]
+    eager_model(layer, shapes, [False] * len(shapes), None, many).build()
+
+
+def eager_model(layer, shapes, strings, mode, many):
+    """The one-layer model of a call on inputs of these per-sample shapes in this mode, cached on the layer"""
+    from ..models.model import Model   # (models import layers)
+    from .input_layer import Input
+    key = (tuple(tuple(s) for s in shapes), tuple(strings), mode)
     cache = layer.__dict__.setdefault("_eager_models", {})
     model = cache.get(key)
     if model is None:
-        ins = [Input(shape=x.shape[1:], dtype="string" if s else "float32") for x, s in zip(xs, key[1])]
+        ins = [Input(shape=s, dtype="string" if t else "float32") for s, t in zip(shapes, strings)]
         before = len(layer._inbound)
         if mode is not None:   # a fixed mode, as a call inside a traced call() (node.train_mode)
             CONTEXT.append((mode, True))
@@ -54,4 +68,4 @@ def call_eagerly(layer, inputs, training=None, **kwargs):
         del layer._inbound[before:]   # the call is this model's alone (saving counts the layer's own calls)
         model = Model(ins if many else ins[0], out, name=f"{layer.name}_eager")
         cache[key] = model
-    return model.predict(xs if many else xs[0], batch_size=max(len(xs[0]), 1), verbose=0)
+    return model

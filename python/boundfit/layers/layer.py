@@ -10,7 +10,7 @@ import numpy as np
 from .. import _core, regularizers
 from ..utils import snake_case
 from .args import _is_size
-from .eager import call_eagerly, is_array_call
+from .eager import build_alone, call_eagerly, is_array_call
 from .node import call_layer, infer_shape, trace_layer, tracing_anchor
 
 _counters = {}
@@ -93,7 +93,10 @@ class Layer:
 
     def build(self, input_shape=None):
         """Keras's build(input_shape): a custom layer makes its sublayers' or
-        own state here; called once, before the first call()."""
+        own state here; called once, before the first call(). A built-in
+        layer given a shape makes its weights (layers/eager.py)."""
+        if input_shape is not None and not self._custom() and self._model is None:
+            build_alone(self, input_shape)
         self.built = True
 
     def add_weight(self, shape=None, initializer=None, dtype=None, trainable=True, regularizer=None,
@@ -264,6 +267,14 @@ class Layer:
     @property
     def output_shape(self):
         return self._model._layer_output_shape(self) if self._model is not None else None
+
+    @property
+    def input(self):
+        """The symbolic input of the layer's first call (a list for several), as Keras's layer.input"""
+        if not self._inbound:
+            raise AttributeError(f"layer {self.name!r} has never been called on a symbolic tensor")
+        ins = self._inbound[0].inputs
+        return ins[0] if len(ins) == 1 else list(ins)
 
     @property
     def output(self):

@@ -460,8 +460,8 @@ def trace_layer(layer, inputs, args, kwargs, build):
         raise TypeError(f"{layer.name} ({type(layer).__name__}): a layer is called on symbolic tensors (from "
                         f"boundfit.Input, or other layers' outputs) to build a model, got {type(inputs).__name__}; "
                         "to compute on arrays, build a Model and call predict()")
-    if not layer.built:
-        build(_keras_shapes(inputs))
+    if not layer.built:   # build(self) without a shape (Keras allows it) or build(self, input_shape)
+        build() if not inspect.signature(build).parameters else build(_keras_shapes(inputs))
         layer.built = True
     kwargs = dict(kwargs)
     training = kwargs.pop("training", None)
