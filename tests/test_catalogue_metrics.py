@@ -72,7 +72,7 @@ def test_fit_history_and_evaluate_match_keras_with_and_without_sample_weights(gr
     act, units, loss, y, ms, wms = GROUPS[group]
     km, bm = _model(keras, act, units), _model(bf, act, units)
     bm.set_weights(km.get_weights())
-    km.compile(keras.optimizers.SGD(0.05), loss, metrics=ms(keras), weighted_metrics=wms(keras))
+    km.compile(keras.optimizers.SGD(0.05), loss, metrics=ms(keras), weighted_metrics=wms(keras), run_eagerly=True)
     bm.compile(bf.optimizers.SGD(0.05), loss, metrics=ms(bf), weighted_metrics=wms(bf))
     kw = dict(batch_size=16, epochs=2, shuffle=False, verbose=0, sample_weight=SW,
               validation_data=(X[:16], y[:16], SW[:16]))
