@@ -195,3 +195,19 @@ def test_bad_arguments_raise_naming_them():
     m2 = bf.Model(m.inputs, bf.ops.squeeze(m.outputs[0], axis=-1))
     with pytest.raises(ValueError, match="one number per sample"):
         m2.compile("sgd", "mse", metrics=[bf.metrics.Poisson()])
+
+
+def test_keras_files_carry_the_metrics_both_ways(tmp_path):
+    keras = keras_ref.load()
+    m = _model(bf, "softmax", 3)
+    m.compile("sgd", "categorical_crossentropy", metrics=[bf.metrics.F1Score(average="macro"), "mape",
+                                                          bf.metrics.KLDivergence(), bf.metrics.OneHotMeanIoU(3)])
+    m.save(tmp_path / "b.keras")
+    k = keras.models.load_model(tmp_path / "b.keras")
+    ek = k.evaluate(X, Y_ONE, batch_size=16, verbose=0, return_dict=True)
+    k.save(tmp_path / "k.keras")
+    for model in (m, bf.models.load_model(tmp_path / "k.keras")):
+        eb = model.evaluate(X, Y_ONE, batch_size=16, verbose=0, return_dict=True)
+        assert sorted(eb) == sorted(ek)
+        for key in ek:
+            _close(eb[key], ek[key], key)

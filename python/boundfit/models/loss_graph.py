@@ -283,9 +283,9 @@ class LossGraph:
                     abs(len(a.shape[1:]) - len(ps)) == 1 and (ps[-1:] == (1,) or a.shape[-1:] == (1,)):
                 a = a.reshape((a.shape[0],) + ps)
             else:
-                raise DataError(f"{what} has per-sample shape {tuple(a.shape[1:])}; the loss or metric "
-                                "takes targets of per-sample shape {ps} (the model's "
-                                f"output is {self.model._outputs[k].shape})")
+                who = f"the loss {custom.name!r}" if custom is not None else "a compiled metric"
+                raise DataError(f"{what} has per-sample shape {tuple(a.shape[1:])}; {who} takes targets of "
+                                f"per-sample shape {ps} (the model's output is {self.model._outputs[k].shape})")
         return a
 
     def source(self, src):
