@@ -61,12 +61,19 @@ typedef enum {
     BF_MET_MAE, BF_MET_MSE, BF_MET_RMSE, BF_MET_AUC, BF_MET_PRECISION, BF_MET_RECALL,
     BF_MET_TP, BF_MET_FP, BF_MET_TN, BF_MET_FN, /* weighted counts over the epoch */
     /* one statistic's best value where another is >= value, over AUC's buckets */
-    BF_MET_PREC_AT_REC, BF_MET_REC_AT_PREC, BF_MET_SENS_AT_SPEC, BF_MET_SPEC_AT_SENS
+    BF_MET_PREC_AT_REC, BF_MET_REC_AT_PREC, BF_MET_SENS_AT_SPEC, BF_MET_SPEC_AT_SENS,
+    /* the weighted sum of each column of the output (a metric's traced per-sample statistics), the weights'
+     * sum and the rows: Keras's Mean / MeanMetricWrapper (the result: column 0's weighted mean), and the
+     * statistics F-scores, R2Score and the IoU family sum over an epoch (python/boundfit/metrics) */
+    BF_MET_SUMS
 } bf_metric_kind;
-#define BF_MET_LAST BF_MET_SPEC_AT_SENS
+#define BF_MET_LAST BF_MET_SUMS
 /* the metrics that accumulate AUC's per-bucket positives and negatives */
-static inline int bf_metric_bucketed(bf_metric_kind k) { return k == BF_MET_AUC || k >= BF_MET_PREC_AT_REC; }
+static inline int bf_metric_bucketed(bf_metric_kind k) {
+    return k == BF_MET_AUC || (k >= BF_MET_PREC_AT_REC && k <= BF_MET_SPEC_AT_SENS);
+}
 #define BF_AUC_MAX_THRESHOLDS 10000
+#define BF_MAX_SUM_COLS (1 << 20) /* SUMS: columns (values per sample) at most */
 
 typedef struct {
     bf_metric_kind kind;
@@ -84,6 +91,7 @@ typedef struct {
      * (set by the core for each micro-batch) */
     int batch_mean;
     float row_w;
+    int col0, ncols;    /* SUMS: the columns [col0, col0 + ncols) of the output it sums (ncols 0: to the end) */
 } bf_metric_spec;
 
 /* the columns [*j0, *j1) of an output of C a metric reads: class_id's alone, or all */
@@ -94,12 +102,13 @@ static inline void bf_metric_cols(const bf_metric_spec *m, int C, int *j0, int *
 
 /* doubles a metric accumulates: means (sum w*v, sum w); precision / recall
  * (tp, fp, fn); the counts (tp, fp, fn, tn); AUC (per bucket: positives,
- * negatives) */
+ * negatives); sums (per column sum w*v, then sum w, rows) */
 static inline long bf_metric_nvalues(const bf_metric_spec *m) {
     if (bf_metric_bucketed(m->kind)) return 2L * m->num_thresholds;
     switch (m->kind) {
     case BF_MET_PRECISION: case BF_MET_RECALL: return 3;
     case BF_MET_TP: case BF_MET_FP: case BF_MET_TN: case BF_MET_FN: return 4;
+    case BF_MET_SUMS: return (long)m->ncols + 2;
     default: return 2;
     }
 }

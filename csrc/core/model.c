@@ -569,15 +569,24 @@ bf_status bf_model_set_metrics(bf_model *m, const bf_metric_spec *metrics, int n
             return BF_FAIL(BF_ERR_ARG, "metrics[%d]: num_thresholds must be in [2, %d], got %d", i, BF_AUC_MAX_THRESHOLDS, q->num_thresholds);
         if (q->batch_mean && !(q->kind == BF_MET_MAE || q->kind == BF_MET_MSE))
             return BF_FAIL(BF_ERR_ARG, "metrics[%d]: a mean of batch means applies to MAE and MSE", i);
-        if (q->has_class_id && !(q->kind == BF_MET_PRECISION || q->kind == BF_MET_RECALL || q->kind >= BF_MET_PREC_AT_REC))
+        if (q->has_class_id && !(q->kind == BF_MET_PRECISION || q->kind == BF_MET_RECALL ||
+                                  (q->kind >= BF_MET_PREC_AT_REC && q->kind <= BF_MET_SPEC_AT_SENS)))
             return BF_FAIL(BF_ERR_ARG, "metrics[%d]: class_id applies to precision, recall and the *At* metrics", i);
         if (q->has_class_id && (q->class_id < 0 || q->class_id >= C))
             return BF_FAIL(BF_ERR_ARG, "metrics[%d]: class_id %d is out of range for an output of %ld values per "
                            "sample", i, q->class_id, C);
-        if (q->kind >= BF_MET_PREC_AT_REC && !(q->value >= 0.0f && q->value <= 1.0f))
+        if (q->kind == BF_MET_SUMS && (bf_seq_out_positions(m, q->output) != 1 || q->col0 < 0 || q->ncols < 0 ||
+                                       q->col0 + (long)q->ncols > C || C - q->col0 < 1 || C > BF_MAX_SUM_COLS))
+            return BF_FAIL(BF_ERR_ARG, "metrics[%d]: sums of columns [%d, %d + %d) of an output of one position and "
+                           "%ld values per sample (at most %d)", i, q->col0, q->col0, q->ncols, C, BF_MAX_SUM_COLS);
+        if (bf_metric_bucketed(q->kind) && !(q->value >= 0.0f && q->value <= 1.0f))
             return BF_FAIL(BF_ERR_ARG, "metrics[%d]: value must be in [0, 1], got %g", i, (double)q->value);
     }
-    for (int i = 0; i < n; i++) m->metrics[i] = metrics[i];
+    for (int i = 0; i < n; i++) {
+        m->metrics[i] = metrics[i];
+        if (metrics[i].kind == BF_MET_SUMS && metrics[i].ncols == 0) /* to the output's last column */
+            m->metrics[i].ncols = (int)(m->t_size[m->out_t[metrics[i].output]] - metrics[i].col0);
+    }
     m->nmetrics = n;
     return BF_OK;
 }
@@ -625,6 +634,7 @@ double bf_metric_result(const bf_metric_spec *m, const double *acc) {
     case BF_MET_REC_AT_PREC:
     case BF_MET_SENS_AT_SPEC:
     case BF_MET_SPEC_AT_SENS: return at_constraint(m, acc);
+    case BF_MET_SUMS: return div0(acc[0], acc[m->ncols]);
     case BF_MET_AUC: {
         /* Keras AUC (ROC, interpolation): tp/fp at threshold i = sums of buckets >= i */
         const int T = m->num_thresholds;

@@ -1,6 +1,6 @@
 /* metrics.c - Keras 3 metrics accumulated per micro-batch (see backend.h
  * metric_update): accuracy family, mean errors, AUC buckets, precision /
- * recall counts, in blocks of rows fixed by the batch (the same sums on the
+ * recall counts, per-column sums, in blocks of rows fixed by the batch (the same sums on the
  * pool, par_ops.c). Values are added into the step statistics (doubles); the
  * host turns the epoch's sums into results (csrc/core/metric_results.c).
  * A fused activation is applied here first, so metrics see what Keras's
@@ -131,6 +131,11 @@ void bf_cpu_metric_rows(double *acc, const float *pred, const float *target, con
             }
             continue;
         }
+        case BF_MET_SUMS:
+            for (int j = 0; j < m->ncols; j++) acc[j] += (double)(q_of(p, m->col0 + j, act, mx, s) * w);
+            acc[m->ncols] += w;
+            acc[m->ncols + 1] += 1.0;
+            continue;
         }
         acc[0] += v * w;
         acc[1] += w;

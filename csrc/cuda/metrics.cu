@@ -113,6 +113,11 @@ __global__ void metric_kernel(double *acc, const float *pred, const float *targe
             }
             continue;
         }
+        case BF_MET_SUMS:
+            for (int j = 0; j < m.ncols; j++) atomicAdd(&acc[j], (double)__fmul_rn(q_of(p, m.col0 + j, act, mx, s), w));
+            atomicAdd(&acc[m.ncols], (double)w);
+            atomicAdd(&acc[m.ncols + 1], 1.0);
+            continue;
         default:
             continue;
         }

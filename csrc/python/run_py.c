@@ -367,6 +367,20 @@ static PyObject *Run_metric_sums(RunObject *self, PyObject *noargs) {
     return out;
 }
 
+/* metric_stats(q): metric q's own statistics since the last reset (its slice of metric_sums), from which
+ * python/boundfit/metrics computes a SUMS metric's result as Keras's result() does (F-scores, R2Score, IoU) */
+static PyObject *Run_metric_stats(RunObject *self, PyObject *arg) {
+    if (need_open(self) < 0) return NULL;
+    long q = PyLong_AsLong(arg);
+    if (q == -1 && PyErr_Occurred()) return NULL;
+    if (!self->r.nmv || q < 0 || q >= self->r.m->nmetrics)
+        return PyErr_Format(PyExc_IndexError, "metric_stats: no metric %ld", q);
+    const long n = bf_metric_nvalues(&self->r.m->metrics[q]);
+    PyObject *out = PyList_New(n);
+    for (long i = 0; out && i < n; i++) PyList_SET_ITEM(out, i, PyFloat_FromDouble(self->r.macc[self->r.moff[q] + i]));
+    return out;
+}
+
 /* set_metric_sums([sums]): replace the metric statistics (all or nothing) */
 static PyObject *Run_set_metric_sums(RunObject *self, PyObject *arg) {
     if (need_open(self) < 0) return NULL;
@@ -432,6 +446,7 @@ static PyMethodDef Run_methods[] = {
     {"stats", (PyCFunction)Run_stats, METH_NOARGS, "arena statistics"},
     {"metric_sums", (PyCFunction)Run_metric_sums, METH_NOARGS, "the raw metric statistics since the last reset"},
     {"set_metric_sums", (PyCFunction)Run_set_metric_sums, METH_O, "replace the raw metric statistics"},
+    {"metric_stats", (PyCFunction)Run_metric_stats, METH_O, "one metric's raw statistics since the last reset"},
     {"sync_model", (PyCFunction)Run_sync_model, METH_NOARGS, "device weights and slots back to the model's arrays"},
     {"load_model", (PyCFunction)Run_load_model, METH_NOARGS, "the model's weights and slots onto the device"},
     {NULL, NULL, 0, NULL},

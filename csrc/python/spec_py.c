@@ -36,6 +36,7 @@ static const int_field metric_ints[] = {
     {"kind", offsetof(bf_metric_spec, kind), -1, INT_MIN, INT_MAX}, M_F(weighted, 0, 0, 1), M_F(k, 5, INT_MIN, INT_MAX),
     M_F(num_thresholds, 200, INT_MIN, INT_MAX), M_F(from_logits, 0, 0, 1), M_F(output, 0, 0, BF_MAX_OUTPUTS - 1),
     M_F(has_class_id, 0, 0, 1), M_F(class_id, 0, INT_MIN, INT_MAX), M_F(batch_mean, 0, 0, 1),
+    M_F(col0, 0, 0, INT_MAX), M_F(ncols, 0, 0, INT_MAX),
 };
 
 /* d[k] (absent or None: dflt) as an int in [lo, hi] */

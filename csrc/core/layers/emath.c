@@ -70,10 +70,17 @@ static bf_status u_backward(bf_run *r, int i, int rows, float *din, float *dout)
     return r->be->unary_grad(r->be, din, bf_step_in(r, i), bf_step_out(r, i), dout, &m, (long)rows * L->out_size);
 }
 
+/* stop_gradient passes no gradient back: the nodes after it need none (a metric's traced statistics) */
+static unsigned u_node_flags(const bf_run *r, int i) {
+    const bf_layer *L = &r->m->layers[i];
+    const unsigned f = bf_layer_ops_of(L->kind)->flags;
+    return L->cfg.emath.op == BF_UN_STOP_GRADIENT ? f | BF_LF_NO_GRAD_IN : f;
+}
+
 const bf_layer_ops bf_ops_UNARY = {
     .name = "UNARY", .flags = BF_LF_READS_IN | BF_LF_READS_OUT | BF_LF_SCALAR | BF_LF_ANY_RANK,
     .parse = bf_parse_emath, .infer = u_infer,
-    .supported = unary_ok,
+    .supported = unary_ok, .node_flags = u_node_flags,
     .forward = u_forward, .backward = u_backward,
 };
 

@@ -8,6 +8,8 @@ import html
 import sys
 import time
 
+import numpy as np
+
 from .. import _core
 from ..runtime.budget import anon_rss_bytes, process_usage_bytes
 from ..sizes import format_bytes
@@ -55,7 +57,8 @@ class Progbar:
         self.notebook = stream is None and verbose == 1 and in_notebook()
 
     def _fmt_logs(self, logs):
-        return "".join(f" - {k}: {v:.4f}" for k, v in logs.items())
+        # a vector value (F1Score(average=None)) shows its mean, as Keras's Progbar does
+        return "".join(f" - {k}: {float(np.mean(v)):.4f}" for k, v in logs.items())
 
     def update(self, current, logs=None, finalize=False):
         if self.verbose != 1 and not finalize:

@@ -37,12 +37,23 @@ def logs(tot, run, model, prefix=""):
     names = list(model.compiled_metrics)
     if names:
         values = run.metric_results() if run is not None else [nan] * len(names)
+        if run is not None and hasattr(run, "metric_stats"):   # a traced metric's result from its sums, as Keras's
+            values = [_result(run, q, o, v) for q, (v, (o, _, _)) in enumerate(zip(values, model._metric_objs))]
         for n, v in zip(names, values):
             out[prefix + n] = v
     rename = getattr(model, "_log_map", None)   # a model's training graph: the model's own names
     if rename is not None:
         out = {prefix + rename[k[len(prefix):]]: v for k, v in out.items() if k[len(prefix):] in rename}
     return out
+
+
+def _result(run, q, obj, value):
+    """Metric q's value: the engine's, or a traced metric's (metrics/traced.py SumsOf) from its summed statistics."""
+    source = getattr(obj, "source", None)
+    if source is None:
+        return value
+    r = source.result_from(run.metric_stats(q))
+    return float(r) if getattr(r, "ndim", 0) == 0 else r
 
 
 def callback_model(model):

@@ -78,14 +78,24 @@ class Compiling:
                                  "Keras 3 reads the batch axis as its last axis and computes categorical accuracy "
                                  "over the batch (one 0 / 1 per batch), mixing the samples; name 'binary_accuracy' "
                                  "(or give the output shape (None, 1))")
+            if isinstance(obj, metrics_mod.Mean):   # (and Sum): a metric of values, not of (y_true, y_pred)
+                raise ValueError(f"metrics: {name!r}{where} is a {type(obj).__name__}, which takes values "
+                                 "(update_state(values, sample_weight)), not (y_true, y_pred): Keras's compile() "
+                                 "cannot call it either; pass MeanMetricWrapper(fn) or the function fn")
+            if isinstance(obj, metrics_mod.TracedMetric):   # traced into the training graph (loss_graph.py)
+                if not len(shapes[k]):
+                    raise ValueError(f"metrics: {name!r}{where} on an output of one number per sample (shape "
+                                     "(None,)): Keras 3 computes it over the batch axis, mixing the samples; give "
+                                     "the output shape (None, 1)")
+            traced = isinstance(obj, metrics_mod.TracedMetric)
             if isinstance(obj, metrics_mod._Accuracy):
                 obj = metrics_mod.resolve_accuracy(name, out_size, sparse)
             is_sparse = obj.kind in (metrics_mod.SPARSE_CAT_ACC, metrics_mod.SPARSE_TOPK)
-            if is_sparse and not sparse and out_size > 1:
+            if is_sparse and not sparse and out_size > 1 and not traced:
                 raise ValueError(f"metrics: {name!r}{where} is a sparse metric and needs class-id targets "
                                  f"(loss sparse_categorical_crossentropy); the loss {loss.name!r} takes targets "
                                  f"shaped as the output ({out_size} values per sample)")
-            if not is_sparse and sparse:
+            if not is_sparse and sparse and not traced:
                 raise ValueError(f"metrics: {name!r}{where} needs targets shaped as the output ({out_size} values per "
                                  "sample), the loss sparse_categorical_crossentropy takes class ids; use a sparse_* "
                                  "metric")
@@ -101,8 +111,8 @@ class Compiling:
                     name = f"{base}_{j}"
                     j += 1
             seen.add(name)
-            spec = dict(obj._spec(), weighted=int(weighted), output=k)
-            if not len(shapes[k]):
+            spec = None if traced else dict(obj._spec(), weighted=int(weighted), output=k)
+            if not len(shapes[k]) and not traced:
                 spec.update(_scalar_output_metric(obj, name, where, weighted))
             objs.append((obj, name, spec))
             names.append(name)
@@ -116,8 +126,8 @@ class Compiling:
         self._engine.compile(**self.optimizer._engine_args(), **self.loss._engine_args(), **kw)
         objs, names = self._resolve_metrics(getattr(self, "_metric_given", []), self._out_losses)
         try:
-            self._engine.set_metrics([spec for _, _, spec in objs])
-        except Exception as e:
+            self._engine.set_metrics([spec for _, _, spec in objs if spec is not None])   # (traced: the
+        except Exception as e:                                                           # training graph's)
             raise ValueError(f"metrics: {e}") from None
         self._metric_objs = objs
         self.compiled_metrics = names

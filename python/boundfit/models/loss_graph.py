@@ -22,8 +22,9 @@ the model's."""
 
 import numpy as np
 
-from .. import graph, loss_trace, losses
+from .. import graph, loss_trace, losses, metrics, ops
 from ..errors import DataError
+from ..layers.input_layer import Input
 
 
 def _walk_layers(model):
@@ -105,9 +106,15 @@ def added_losses(model):
     return found
 
 
+def traced_metrics(model):
+    """Whether a compiled metric is a TracedMetric (its statistics traced into the training graph)."""
+    return any(isinstance(obj, metrics.TracedMetric) for _, obj, _, _ in getattr(model, "_metric_given", []))
+
+
 def needed(model, out_losses):
-    """Whether fit / evaluate need the training graph: a custom loss, or a layer that adds a loss."""
-    if any(isinstance(l, losses.CustomLoss) for l in out_losses):
+    """Whether fit / evaluate need the training graph: a custom loss, a layer that adds a loss, or a metric
+    traced from (y_true, y_pred) (metrics/traced.py)."""
+    if any(isinstance(l, losses.CustomLoss) for l in out_losses) or traced_metrics(model):
         return True
     if not model._functional:
         return False
@@ -134,11 +141,15 @@ class LossGraph:
         """metric_raw: [(output k, metric as given, weighted)] in compile's order."""
         self.model = model
         names = list(model._output_names)
-        has_metrics = {k for k, _, _ in metric_raw}
+        given = [(k, metrics.get(m)[0], w) for k, m, w in metric_raw]   # (the objects compile() named)
+        objs = [g[1] for g in getattr(model, "_metric_given", [])]
+        if len(objs) == len(given):
+            given = [(k, o, w) for (k, _, w), o in zip(given, objs)]
+        has_metrics = {k for k, o, _ in given if not isinstance(o, metrics.TracedMetric)}
         self.inputs = list(model._inputs)
         self.outputs, self.losses, self.weights = {}, [], []
         self.targets = []      # per output: ("y", k) the model's targets of output k, or ("none", shape)
-        self.x_targets = []    # per extra input: the model's output whose targets it takes
+        self.x_targets = []    # per extra input: (the model's output whose targets it takes, their per-sample shape)
         self.over_batch = {}   # output k -> loss name: its loss is a mean over the batch
         self.metric_out = {}   # model output k -> training output name holding its metrics
         self.loss_out = {}     # model output k -> training output name holding its loss
@@ -168,7 +179,7 @@ class LossGraph:
             if over_batch:
                 self.over_batch[k] = loss.name
             self.inputs.append(y_true)
-            self.x_targets.append(k)
+            self.x_targets.append((k, y_true._ps))
             lname = fresh(f"{name}_{loss.name}")
             add(lname, values, losses._TracedMean(), w, ("none", values._ps))
             self.loss_out[k] = lname
@@ -177,9 +188,47 @@ class LossGraph:
                 self.metric_out[k] = name
         for values, w, name in added_losses(model):
             add(fresh(name), values, losses._AddedMean(), w, ("none", values._ps))
-        self.metrics = {}
-        for k, m, weighted in metric_raw:
-            self.metrics.setdefault(weighted, {}).setdefault(self.metric_out[k], []).append(m)
+        traced = self._traced_metrics(given, names, fresh)
+        self.metrics, self.slots = {}, []   # slots: per metric of the model, (weighted, output here, index)
+        for q, ((k, m, weighted), (_, obj, _)) in enumerate(zip(metric_raw, given)):
+            out = self.metric_out.get(k)
+            if q in traced:   # its columns of its output's statistics
+                out, col0, ncols = traced[q]
+                m = metrics.SumsOf(obj, obj.name, col0, ncols)
+            ms = self.metrics.setdefault(weighted, {}).setdefault(out, [])
+            self.slots.append((weighted, out, len(ms)))
+            ms.append(m)
+
+    def _traced_metrics(self, given, names, fresh):
+        """The statistics of the traced metrics (metrics/traced.py) of each model output k, side by side in one
+        training output of their own under a loss of weight 0 (gradients stopped), with one input per shape of
+        targets they take. Returns {metric index: (output name, first column, columns)}."""
+        found, by_out = {}, {}
+        for q, (k, obj, _) in enumerate(given):
+            if isinstance(obj, metrics.TracedMetric):
+                by_out.setdefault(k, []).append((q, obj))
+        for k, objs in by_out.items():
+            t, y_trues, cols, at = self.model._outputs[k], {}, [], 0
+            name = fresh(f"{names[k]}_metrics")
+            for q, obj in objs:
+                shape = tuple(obj.y_true_shape(t._ps))
+                if shape not in y_trues:
+                    y_trues[shape] = Input(shape=shape)
+                    self.inputs.append(y_trues[shape])
+                    self.x_targets.append((k, shape))
+                try:
+                    v = obj.traced(y_trues[shape], t)
+                except ops.OpNotSupportedError as e:
+                    raise ops.OpNotSupportedError(f"metric {obj.name!r}: {e}") from None
+                cols.append(v)
+                found[q] = (name, at, int(v._ps[0]))
+                at += int(v._ps[0])
+            values = cols[0] if len(cols) == 1 else ops.concatenate(cols, axis=-1)
+            self.outputs[name] = values
+            self.losses.append(losses._TracedMean())
+            self.weights.append(0.0)
+            self.targets.append(("none", values._ps))
+        return found
 
     def log_map(self, trainer, model):
         """{training graph's log name: the model's}: the loss, each output's loss (several outputs), the metrics."""
@@ -188,8 +237,10 @@ class LossGraph:
             for k, name in enumerate(model._output_names):
                 tname = self.loss_out[k]
                 out[f"{tname}_loss" if trainer._n_outputs > 1 else "loss"] = f"{name}_loss"
-        for a, b in zip(trainer.compiled_metrics, model.compiled_metrics):
-            out[a] = b
+        order = [(w, o, j) for w in (False, True) for o in self.outputs for j in range(len(self.metrics.get(w, {})
+                                                                                             .get(o, [])))]
+        for slot, b in zip(self.slots, model.compiled_metrics):   # trainer's metrics by output, the model's as given
+            out[trainer.compiled_metrics[order.index(slot)]] = b
         return out
 
     # ---- data: the model's (x, y, sample_weight) as the training graph's ----
@@ -212,18 +263,19 @@ class LossGraph:
             return [y[0]]
         return [y]
 
-    def _y_true(self, a, k, what):
-        """Targets of output k as fn's y_true: shaped as the output (for a function Keras squeezes or expands a
-        last axis of 1)."""
+    def _y_true(self, a, k, ps, what):
+        """Targets of output k as fn's y_true (per-sample shape ps): shaped as the output (for a function Keras
+        squeezes or expands a last axis of 1)."""
         a = np.asarray(a)
-        ps = tuple(self.custom[k].y_true_shape(self.model._outputs[k]._ps))
+        ps = tuple(ps)
+        custom = self.custom.get(k)
         if a.ndim == 0:
             raise DataError(f"{what} must have a batch axis, got a scalar")
-        if tuple(a.shape[1:]) != ps and isinstance(self.custom[k].given, losses.Loss) and \
-                not getattr(self.custom[k].given, "_keras_builtin", False):   # Keras's own squeeze or expand
+        if custom is not None and tuple(a.shape[1:]) != ps and isinstance(custom.given, losses.Loss) and \
+                not getattr(custom.given, "_keras_builtin", False):   # Keras's own squeeze or expand
             raise DataError(f"{what} has per-sample shape {tuple(a.shape[1:])}, the model's output is "
                             f"{self.model._outputs[k].shape}: Keras passes targets to a Loss subclass's call() "
-                            f"({type(self.custom[k].given).__name__}) as they are, where math with the output "
+                            f"({type(custom.given).__name__}) as they are, where math with the output "
                             "broadcasts across the batch, which boundfit does not compute; pass targets shaped as "
                             "the output")
         if tuple(a.shape[1:]) != ps:
@@ -231,9 +283,9 @@ class LossGraph:
                     abs(len(a.shape[1:]) - len(ps)) == 1 and (ps[-1:] == (1,) or a.shape[-1:] == (1,)):
                 a = a.reshape((a.shape[0],) + ps)
             else:
-                raise DataError(f"{what} has per-sample shape {tuple(a.shape[1:])}; the loss "
-                                f"{self.custom[k].name!r} takes targets of per-sample shape {ps} (the model's "
-                                f"output is {self.model._outputs[k].shape})")
+                who = f"the loss {custom.name!r}" if custom is not None else "a compiled metric"
+                raise DataError(f"{what} has per-sample shape {tuple(a.shape[1:])}; {who} takes targets of "
+                                f"per-sample shape {ps} (the model's output is {self.model._outputs[k].shape})")
         return a
 
     def source(self, src):
@@ -267,7 +319,7 @@ class LossGraph:
         ys = self._targets_by_output(y, ywhat)
         labels = [f"{ywhat}[{k}]" if len(ys) > 1 else ywhat for k in range(len(ys))]
         n = np.shape(xs[0])[0]
-        xs += [self._y_true(ys[k], k, labels[k]) for k in self.x_targets]
+        xs += [self._y_true(ys[k], k, ps, labels[k]) for k, ps in self.x_targets]
         out = []
         for kind, v in self.targets:
             if kind == "y":

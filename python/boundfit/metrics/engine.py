@@ -1,12 +1,12 @@
-"""Metrics with Keras 3 names, arguments and defaults. The engine computes
-them (csrc/cpu/metrics.c, csrc/cuda/metrics.cu) and aggregates them over an
-epoch as Keras does; these objects describe them. Kinds match csrc
-bf_metric_kind."""
+"""The metrics the engine computes from an output and its targets (csrc/cpu/metrics.c, csrc/cuda/metrics.cu),
+with Keras 3 names, arguments and defaults, aggregated over an epoch as Keras does; these objects describe them.
+Kinds match csrc bf_metric_kind (SUMS: traced.py's metrics)."""
 
 import numbers
 
 (BINARY_ACC, CAT_ACC, SPARSE_CAT_ACC, TOPK, SPARSE_TOPK, MAE, MSE, RMSE, AUC_KIND, PRECISION,
- RECALL, TRUE_POS, FALSE_POS, TRUE_NEG, FALSE_NEG, PREC_AT_REC, REC_AT_PREC, SENS_AT_SPEC, SPEC_AT_SENS) = range(19)
+ RECALL, TRUE_POS, FALSE_POS, TRUE_NEG, FALSE_NEG, PREC_AT_REC, REC_AT_PREC, SENS_AT_SPEC, SPEC_AT_SENS,
+ SUMS) = range(20)
 
 
 _UIDS = {}
@@ -283,10 +283,6 @@ _CLASSES = (BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy, TopK
             SparseTopKCategoricalAccuracy, MeanAbsoluteError, MeanSquaredError, RootMeanSquaredError, AUC,
             Precision, Recall, TruePositives, FalsePositives, TrueNegatives, FalseNegatives,
             PrecisionAtRecall, RecallAtPrecision, SensitivityAtSpecificity, SpecificityAtSensitivity)
-_BY_NAME = {c.__name__: c for c in _CLASSES}
-_BY_NAME.update({c.name: c for c in _CLASSES if not issubclass(c, _AtConstraint)})  # these need a value
-_BY_NAME.update({"mae": MeanAbsoluteError, "MAE": MeanAbsoluteError, "mse": MeanSquaredError,
-                 "MSE": MeanSquaredError, "rmse": RootMeanSquaredError, "accuracy": _Accuracy, "acc": _Accuracy})
 
 
 def _named(name, cls):
@@ -304,45 +300,6 @@ top_k_categorical_accuracy = _named("top_k_categorical_accuracy", TopKCategorica
 sparse_top_k_categorical_accuracy = _named("sparse_top_k_categorical_accuracy", SparseTopKCategoricalAccuracy)
 mean_absolute_error = mae = _named("mean_absolute_error", MeanAbsoluteError)
 mean_squared_error = mse = _named("mean_squared_error", MeanSquaredError)
-
-
-def serialize(metric):
-    """{'class_name', 'config'} of a metric object (Keras's layout); strings stay strings."""
-    if isinstance(metric, str):
-        return metric
-    return {"class_name": type(metric).__name__, "config": metric.get_config()}
-
-
-def deserialize(config):
-    """A metric from its serialized form."""
-    cls = _BY_NAME.get(config.get("class_name")) if isinstance(config, dict) else None
-    if cls is None or not isinstance(config.get("config", {}), dict):
-        raise ValueError(f"metrics: cannot deserialize {config!r}")
-    return cls(**config.get("config", {}))
-
-
-def get(identifier):
-    """(metric object, history name) as Keras's compile names them: a string
-    keeps its own name ('mae' -> 'mae'), an object its .name, a function its
-    __name__, a {'class_name', 'config'} dict its config's name. 'accuracy' /
-    'acc' come back unresolved (_Accuracy)."""
-    if isinstance(identifier, dict):
-        m = deserialize(identifier)
-        return m, m.name
-    if isinstance(identifier, Metric):
-        return identifier, identifier.name
-    if isinstance(identifier, type) and issubclass(identifier, Metric):
-        m = identifier()
-        return m, m.name
-    if isinstance(identifier, str):
-        cls = _BY_NAME.get(identifier)
-        if cls is None:
-            raise ValueError(f"metrics: unknown metric {identifier!r}; choose one of "
-                             f"{sorted(k for k in _BY_NAME if k[0].islower())} or a boundfit.metrics object")
-        return cls(), identifier
-    if callable(identifier) and hasattr(identifier, "_metric_class"):
-        return identifier._metric_class(), identifier.__name__
-    raise ValueError(f"metrics: cannot interpret {identifier!r} as a metric; pass a name or a boundfit.metrics object")
 
 
 def resolve_accuracy(name, out_size, sparse_targets):
