@@ -98,6 +98,17 @@ static void plan_nodes(bf_run *r) {
             if (reads_input(r, i, j)) ng |= r->need_grad[ly->in_ids[j]];
         r->need_grad[NI + i] = ng;
     }
+    /* ... and that a gradient reaches: an output, or an input of a node that passes its gradient on (not past a
+     * stop_gradient or an argsort: BF_LF_NO_GRAD_IN). The consumers come later: backwards, one pass. */
+    unsigned char reached[BF_MAX_TENSORS] = {0};
+    for (int k = 0; k < m->n_outputs; k++) reached[m->out_t[k]] = 1;
+    for (int i = L - 1; i >= 0; i--) {
+        const bf_layer *ly = &m->layers[i];
+        if (!reached[NI + i]) r->need_grad[NI + i] = 0;
+        if (!r->need_grad[NI + i] || (flags_of(r, i) & BF_LF_NO_GRAD_IN)) continue;
+        for (int j = 0; j < ly->nin; j++)
+            if (reads_input(r, i, j)) reached[ly->in_ids[j]] = 1;
+    }
 }
 
 /* forward buffers: the split inputs, each node's output (a view's is its

@@ -12,6 +12,9 @@ import numpy as np
 
 from .node import CONTEXT, TRACING, KerasTensor
 
+# what a one-layer model is made of, registered by models/model.py (models import layers, not the reverse)
+MAKERS = {}
+
 
 def is_array_call(inputs):
     """Whether a call gets arrays (not symbolic tensors) outside any trace: an eager call"""
@@ -50,8 +53,7 @@ def build_alone(layer, input_shape):
 
 def eager_model(layer, shapes, strings, mode, many):
     """The one-layer model of a call on inputs of these per-sample shapes in this mode, cached on the layer"""
-    from ..models.model import Model   # (models import layers)
-    from .input_layer import Input
+    Model, Input = MAKERS["model"], MAKERS["input"]
     key = (tuple(tuple(s) for s in shapes), tuple(strings), mode)
     cache = layer.__dict__.setdefault("_eager_models", {})
     model = cache.get(key)

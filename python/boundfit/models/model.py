@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import graph
 from ..engine import data as data_mod
+from ..layers import eager
 from ..layers.eager import call_eagerly, is_array_call
 from ..layers.input_layer import Input
 from ..layers.layer import _counters
@@ -304,16 +305,9 @@ class LossTrainer(Model):
                              "sample_weight), or a Sequence / PyDataset / generator")
         return x2, y2, kwargs, validation_data
 
-
-
-
-
-
 def utils_snake(name):
     out = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
     return out or "model"
 
 
-
-
-
+eager.MAKERS.update(model=Model, input=Input)   # layers called on arrays run a one-layer Model
