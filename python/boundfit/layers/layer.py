@@ -49,10 +49,10 @@ def layer_config(layer):
                          + getattr(layer, "_no_keras_file", ""))
     cfg = dict(name=layer.name, trainable=bool(layer.trainable), dtype=dict(_DTYPE))
     cfg.update(fn(layer))   # may set its own dtype (Hashing's int64 policy)
-    for k in getattr(layer, "_keras_omit", ()):   # base keys Keras's config of the class lacks
-        cfg.pop(k, None)
     if getattr(layer, "activity_regularizer", None) is not None:   # Keras writes it when set
         cfg["activity_regularizer"] = regularizers.serialize(layer.activity_regularizer)
+    for k in getattr(layer, "_keras_omit", ()):   # base keys Keras's config of the class lacks
+        cfg.pop(k, None)
     return cfg
 
 
