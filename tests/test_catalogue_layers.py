@@ -37,11 +37,13 @@ CASES = [
     ("zero_padding1d", (5, 4), lambda M, **k: M.ZeroPadding1D((2, 1), **k)),
     ("up_sampling1d", (5, 4), lambda M, **k: M.UpSampling1D(3, **k)),
 ]
-# random in fit, the identity otherwise: their draws are checked below, their files here
+# random in fit, the identity otherwise: their draws are checked below, their files here (3 channels: RGB)
 DROPOUTS = [
     ("spatial_dropout1d", (5, 4), lambda M, **k: M.SpatialDropout1D(0.5, seed=4, **k)),
     ("spatial_dropout2d", (3, 3, 4), lambda M, **k: M.SpatialDropout2D(0.5, **k)),
     ("alpha_dropout", (5, 4), lambda M, **k: M.AlphaDropout(0.3, **k)),
+    ("random_brightness", (3, 3, 4), lambda M, **k: M.RandomBrightness((-0.1, 0.3), value_range=(-1, 1), **k)),
+    ("random_grayscale", (3, 3, 4), lambda M, **k: M.RandomGrayscale(0.4, seed=2, **k)),
 ]
 SHAPES = list(dict.fromkeys(c[1] for c in CASES))
 
@@ -51,13 +53,13 @@ def model(M, shape, make):
     return M.Sequential([M.Input(shape), M.layers.Dense(4), make(M.layers), M.layers.Dense(3)])
 
 
-def branches(M, cases):
+def branches(M, cases, width=4):
     """every case as one branch of one Functional model (one compiled Keras step for all): the input of its
     shape -> Dense -> the layer -> Flatten -> Dense, the branches concatenated (a model has at most 8 inputs and
     8 outputs: one per shape, one output whose columns 3k:3k+3 are case k's)"""
     ins = {shape: M.Input(shape) for shape in dict.fromkeys(c[1] for c in cases)}
     outs = [M.layers.Dense(3, name=f"out_{name}")(M.layers.Flatten()(make(M.layers, name=name)(
-        M.layers.Dense(4, name=f"dense_{name}")(ins[shape])))) for name, shape, make in cases]
+        M.layers.Dense(width, name=f"dense_{name}")(ins[shape])))) for name, shape, make in cases]
     return M.Model(list(ins.values()), M.layers.Concatenate()(outs))
 
 
@@ -125,8 +127,8 @@ def test_keras_files_hold_the_layer_both_ways(runs, k):
 
 
 def test_dropout_layers_keras_files_both_ways_and_the_identity_in_predict(keras, tmp_path):
-    km, bm = branches(keras, DROPOUTS), branches(bf, DROPOUTS)
-    plain = branches(bf, [(n, s, lambda M, **k: M.Identity(**k)) for n, s, _ in DROPOUTS])
+    km, bm = branches(keras, DROPOUTS, 3), branches(bf, DROPOUTS, 3)
+    plain = branches(bf, [(n, s, lambda M, **k: M.Identity(**k)) for n, s, _ in DROPOUTS], 3)
     w = [np.random.default_rng(2).standard_normal(v.shape).astype(np.float32) for v in km.get_weights()]
     for m in (km, bm, plain):
         m.set_weights(w)
@@ -183,6 +185,30 @@ def test_spatial_dropout_drops_whole_channels_scaled_in_fit():
         assert abs(1 - keep[:, 0].mean() - layer.rate) < 0.06   # 800 channels drawn
 
 
+def test_random_brightness_shifts_each_image_by_one_clipped_delta_in_fit():
+    layer = bf.layers.RandomBrightness((-0.1, 0.3), value_range=(-1.0, 1.0), seed=5)
+    x = np.random.default_rng(3).uniform(-1, 1, (300, 4, 5, 3)).astype(np.float32)
+    y = _in_fit(layer, (4, 5, 3)).predict(x, batch_size=300, verbose=0)
+    inside = (y > -1) & (y < 1)                          # not clipped
+    delta = np.where(inside, y - x, np.nan).reshape(300, -1)
+    d = np.nanmedian(delta, axis=1)
+    ok = ~np.isnan(delta)
+    np.testing.assert_allclose(delta[ok], np.broadcast_to(d[:, None], delta.shape)[ok], atol=1e-6)   # one per image
+    np.testing.assert_allclose(y, np.clip(x + d[:, None, None, None], -1, 1), atol=1e-6)
+    assert d.min() >= -0.2 - 1e-6 and d.max() <= 0.6 + 1e-6           # U[-0.1, 0.3) * (1 - (-1))
+    assert d.min() < -0.1 and d.max() > 0.5                           # 300 draws spread over the range
+
+
+def test_random_grayscale_turns_a_factor_of_the_images_gray_in_fit():
+    x = np.random.default_rng(4).uniform(0, 255, (400, 3, 4, 3)).astype(np.float32)
+    y = _in_fit(bf.layers.RandomGrayscale(0.4, seed=1), (3, 4, 3)).predict(x, batch_size=400, verbose=0)
+    gray = (x @ np.array([0.2989, 0.5870, 0.1140], np.float32))[..., None]
+    turned = np.abs(y - gray).reshape(400, -1).max(1) < 1e-3
+    np.testing.assert_array_equal(y[~turned], x[~turned])
+    np.testing.assert_allclose(y[turned], np.broadcast_to(gray, x.shape)[turned], atol=1e-3)
+    assert abs(turned.mean() - 0.4) < 0.08                           # 400 draws
+
+
 def test_alpha_dropout_keeps_selu_mean_and_variance_in_fit():
     rate, alpha_p = 0.3, -1.6732632423543772 * 1.0507009873554805
     a = ((1 - rate) * (1 + rate * alpha_p ** 2)) ** -0.5
@@ -217,11 +243,16 @@ def test_dropout_family_draws_in_fit_and_is_the_identity_in_predict(make):
     assert not np.array_equal(m.get_weights()[0], w[0])
 
 
-@pytest.mark.parametrize("name", ["SpatialDropout3D", "Cropping3D", "ZeroPadding3D", "UpSampling3D"])
-def test_3d_layers_are_refused_by_name_saying_what_to_use(name):
+@pytest.mark.parametrize("name, says", [("SpatialDropout3D", "at most 3.*SpatialDropout2D"),
+                                        ("Cropping3D", "at most 3.*Cropping2D"),
+                                        ("ZeroPadding3D", "at most 3.*ZeroPadding2D"),
+                                        ("UpSampling3D", "at most 3.*UpSampling2D"),
+                                        ("Resizing", "no image interpolation.*image_size"),
+                                        ("Masking", "Embedding.*mask_zero=True")])
+def test_layers_boundfit_cannot_run_are_refused_by_name_saying_what_to_use(name, says):
     cls = getattr(bf.layers, name)
     assert cls._boundfit_refused
-    with pytest.raises(NotImplementedError, match=rf"{name} is not supported by boundfit.*at most 3.*2D"):
+    with pytest.raises(NotImplementedError, match=rf"keras.layers.{name} is not supported by boundfit.*{says}"):
         cls(0.5)
 
 
@@ -237,6 +268,9 @@ def test_3d_layers_are_refused_by_name_saying_what_to_use(name):
     (lambda: bf.layers.UpSampling1D(0), "size"),
     (lambda: bf.layers.CenterCrop(0, 2), "height"),
     (lambda: bf.layers.ActivityRegularization(l1=-1.0), "l1"),
+    (lambda: bf.layers.RandomBrightness(1.5), "factor"),
+    (lambda: bf.layers.RandomBrightness(0.2, value_range=(1, 0)), "value_range"),
+    (lambda: bf.layers.RandomGrayscale(2.0), "factor"),
 ])
 def test_bad_arguments_raise_naming_the_argument(make, match):
     with pytest.raises((ValueError, TypeError), match=match):
@@ -251,6 +285,8 @@ def test_bad_arguments_raise_naming_the_argument(make, match):
     (lambda: bf.layers.CenterCrop(6, 2), (5, 6, 4), "smart_resize"),
     (lambda: bf.layers.SpatialDropout2D(0.5), (5, 4), "4 axes"),
     (lambda: bf.layers.UpSampling1D(2), (5, 4, 3), "3 axes"),
+    (lambda: bf.layers.RandomGrayscale(), (5, 4, 2), "1 or 3 channels"),
+    (lambda: bf.layers.RandomBrightness(0.1), (5, 4), "images"),
 ])
 def test_inputs_a_layer_cannot_take_raise_at_the_call(make, shape, match):
     with pytest.raises(ValueError, match=match):

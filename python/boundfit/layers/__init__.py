@@ -12,11 +12,12 @@ from .args import engine_kinds
 from .attention import MultiHeadAttention
 from .categorical import CategoryEncoding, Discretization
 from .augmentation import RandomContrast, RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom
-from .cropping import (CenterCrop, Cropping1D, Cropping2D, Cropping3D, UpSampling1D, UpSampling3D, ZeroPadding1D,
+from .cropping import (CenterCrop, Resizing, Cropping1D, Cropping2D, Cropping3D, UpSampling1D, UpSampling3D, ZeroPadding1D,
                        ZeroPadding3D)
+from .color import RandomBrightness, RandomGrayscale
 from .conv import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Convolution1D, Convolution1DTranspose,
                    Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D)
-from .core import Activation, ActivityRegularization, Dense, Identity, Lambda
+from .core import Activation, ActivityRegularization, Dense, Identity, Lambda, Masking
 from .dot import Dot
 from .draw import RandomDraw  # keras.random on symbolic shapes (a graph piece, not a Keras layer)
 from .embedding import Embedding
@@ -49,7 +50,7 @@ from .switch import Switch  # a custom layer's training / inference traces (a gr
     "ADD SUBTRACT MULTIPLY AVERAGE MAXIMUM MINIMUM CONCAT")
 
 __all__ = [
-           "ActivityRegularization", "AlphaDropout", "CenterCrop", "Cropping1D", "Cropping2D", "Cropping3D", "GroupNormalization", "Identity", "RMSNormalization", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "UnitNormalization", "UpSampling1D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding3D",
+           "ActivityRegularization", "AlphaDropout", "CenterCrop", "Masking", "RandomBrightness", "RandomGrayscale", "Resizing", "Cropping1D", "Cropping2D", "Cropping3D", "GroupNormalization", "Identity", "RMSNormalization", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "UnitNormalization", "UpSampling1D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding3D",
            "Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",
            "BatchNormalization", "Bidirectional", "CategoryEncoding", "Concatenate", "Conv1D", "Conv1DTranspose", "Conv2D",
            "Conv2DTranspose", "Convolution1D", "Convolution1DTranspose", "Convolution2DTranspose", "Dense", "DepthwiseConv2D", "Discretization", "Dot", "Dropout", "ELU", "Embedding", "Flatten", "GRU",

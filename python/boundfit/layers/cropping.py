@@ -2,7 +2,8 @@
 Keras 3 defines them, composed from the engine's slicing (Slice) and the 2D
 layout kinds on a (T, 1, C) view (ZeroPadding2D, UpSampling2D). The 3D forms
 (Cropping3D, ZeroPadding3D, UpSampling3D) are refused by name: a sample
-holds at most 3 axes in boundfit."""
+holds at most 3 axes in boundfit; Resizing too (no interpolation in the
+engine's graphs)."""
 
 from .args import _data_format, _is_size, _size
 from .layer import Layer, keras_config
@@ -79,6 +80,7 @@ class CenterCrop(Layer):
     (H - height) // 2, (W - width) // 2). An image smaller than the window, which Keras resizes instead
     (smart_resize), is refused: crop to a window that fits."""
     _base = "center_crop"
+    _keras_records_training = True
 
     def __init__(self, height, width, data_format=None, **kwargs):
         super().__init__(**kwargs)
@@ -130,6 +132,19 @@ def _refused_3d(name, use):
                                   f"(D, H, W, C) and a boundfit tensor holds at most 3 per sample. {use}")
     doc = f"Refused: Keras's {name} takes (D, H, W, C) samples; a boundfit sample holds at most 3 axes. {use}"
     return type(name, (), {"__init__": init, "__doc__": doc, "_boundfit_refused": True})
+
+
+class Resizing:
+    """Refused: Keras's Resizing interpolates images to any size (jax.image.resize), which boundfit's graphs do
+    not have. Resize in the data (image_dataset_from_directory(image_size=...), utils.load_img(target_size=...)),
+    or use CenterCrop / Cropping2D to cut and UpSampling2D / AveragePooling2D for integer factors."""
+    _boundfit_refused = True   # tools/keras_coverage.py lists it as refused
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError("keras.layers.Resizing is not supported by boundfit: its graphs have no image "
+                                  "interpolation. Resize in the data (utils.image_dataset_from_directory(image_size="
+                                  "...), utils.load_img(target_size=...)), or use CenterCrop / Cropping2D to cut and "
+                                  "UpSampling2D / AveragePooling2D for integer factors")
 
 
 Cropping3D = _refused_3d("Cropping3D", "Use Cropping2D on (H, W, C) images")

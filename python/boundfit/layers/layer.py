@@ -179,6 +179,9 @@ class Layer:
     _random = False
     # its output has no batch axis (a reduction over the batch: reduce.Reduce)
     _nobatch_out = False
+    # Keras's image layers: Keras records training=True on each call (their call()'s default), which says
+    # nothing about the model; reading a Keras file, boundfit runs them in the run's mode as Keras does
+    _keras_records_training = False
 
     def compute_output_shape(self, input_shape):
         """Keras's: the output shape for `input_shape` (a list of shapes for a layer of several inputs), each

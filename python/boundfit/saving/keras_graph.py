@@ -40,7 +40,7 @@ import numpy as np
 from .. import layers as L, ops as bf_ops
 from ..layers.layer import _DTYPE, keras_object as _obj, layer_config
 from ..layers.merge import _Merge
-from ..layers.node import KerasTensor, MaskTensor, takes_training
+from ..layers.node import KerasTensor, MaskTensor
 from ..layers import opnode
 from . import config as keras_config, keras_ops
 from .registry import model_classes
@@ -662,8 +662,8 @@ def functional_from_config(cfg, custom_objects=None):
             for k, v in (node.get("kwargs") or {}).items():
                 if k == "mask" and isinstance(v, dict) and isinstance(tensor(v), MaskTensor):
                     continue   # a mask Keras propagated; boundfit's graph carries the same one
-                if k == "training" and _mode_free(layer):
-                    continue   # (Keras records training=True on its image layers' calls: CenterCrop)
+                if k == "training" and isinstance(layer, L.Layer) and layer._keras_records_training:
+                    continue   # (Keras records training=True on its image layers' calls: the run's mode decides)
                 if not (k in ("mask", "training") and v in (None, False)):
                     raise ValueError(f"layer {layer.name!r}: the call argument {k}={v!r} is not supported by boundfit")
             x = a[0]
@@ -832,14 +832,6 @@ def weight_groups(model, as_functional=False):
 
     saveable(model, "")
     return out
-
-
-def _mode_free(layer):
-    """a layer whose output does not depend on its call's `training`: a built-in layer of one mode, or a Keras
-    composite whose call() takes no `training`"""
-    if isinstance(layer, L.Layer) and layer._keras_composite():
-        return not takes_training(layer.call)
-    return isinstance(layer, L.Layer) and not layer._custom() and not layer._mode_dependent
 
 
 def _unique(name, used):
