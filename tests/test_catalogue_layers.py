@@ -1,24 +1,30 @@
 """Keras 3 layers boundfit composes from the engine's primitives (issue 34):
 UnitNormalization, RMSNormalization, GroupNormalization (layers/norms.py),
 SpatialDropout1D / 2D, AlphaDropout (layers/spatial_dropout.py), Cropping1D /
-2D, CenterCrop, ZeroPadding1D, UpSampling1D (layers/cropping.py), Identity
-and ActivityRegularization (layers/core.py).
+2D, CenterCrop, ZeroPadding1D, UpSampling1D (layers/cropping.py),
+RandomBrightness, RandomGrayscale (layers/color.py), Identity and
+ActivityRegularization (layers/core.py).
 
-Pinned, each against Keras 3 on the same weights and batch: outputs, loss and
-gradients of one SGD step (the layer between two Dense layers, so the
-gradient flows through it); the weighted ones against central differences
-too; .keras files both ways (Keras opens boundfit's and predicts the same,
-boundfit opens Keras's); the dropout family's draws: identity outside fit,
-whole channels dropped (SpatialDropout) and SELU's mean and variance kept
-(AlphaDropout) in fit; the 3D forms refused by name; bad arguments raise
-naming the argument."""
+Pinned against Keras 3, all cases as branches of one Functional model (one
+compiled Keras step for all), each branch input -> Dense -> the layer ->
+Dense: the same weights give the same predictions, two epochs of SGD the
+same losses (ActivityRegularization's penalty included) and weights (so the
+gradients through each layer); the weighted normalizations against central
+differences too; .keras files both ways (Keras opens boundfit's: Keras's
+class, config and weights; boundfit opens Keras's and predicts as Keras).
+The random layers: the identity outside fit, and in fit whole channels
+dropped (SpatialDropout), SELU's mean and variance kept (AlphaDropout), one
+clipped delta per image (RandomBrightness), a factor of the images gray
+(RandomGrayscale); the plan holds a fit through them; the layers boundfit
+cannot run are refused by name; bad arguments and inputs raise naming the
+fault."""
 
 import numpy as np
 import pytest
 
 import boundfit as bf
 import keras_ref
-from conftest import directional_check
+from conftest import assert_plan_equals_arenas, directional_check
 from helpers.keras_compare import close
 
 # (id, per-sample input shape, layer factory (M: keras.layers or boundfit.layers))
@@ -241,6 +247,18 @@ def test_dropout_family_draws_in_fit_and_is_the_identity_in_predict(make):
     assert np.isfinite(lm) and lm != lp                  # fit ran the draws
     assert all(np.isfinite(v).all() for v in m.get_weights())
     assert not np.array_equal(m.get_weights()[0], w[0])
+
+
+def test_the_plan_holds_a_fit_through_the_composed_layers():
+    L = bf.layers
+    m = bf.Sequential([bf.Input((7, 6, 3)), L.RandomBrightness(0.2), L.RandomGrayscale(0.5), L.Conv2D(4, 3),
+                       L.GroupNormalization(2), L.SpatialDropout2D(0.3), L.Cropping2D(1), L.Reshape((6, 4)),
+                       L.RMSNormalization(), L.UpSampling1D(2), L.ZeroPadding1D(1), L.AlphaDropout(0.2),
+                       L.UnitNormalization(), L.Flatten(), L.Dense(2)])
+    m.compile(optimizer="adam", loss="mse")
+    r = np.random.default_rng(8)
+    assert_plan_equals_arenas(m, r.uniform(0, 255, (16, 7, 6, 3)).astype(np.float32),
+                              r.standard_normal((16, 2)).astype(np.float32), batch_size=8)
 
 
 @pytest.mark.parametrize("name, says", [("SpatialDropout3D", "at most 3.*SpatialDropout2D"),
