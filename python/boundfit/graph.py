@@ -150,18 +150,36 @@ def collect_nodes(inputs, outputs):
     return sorted(nodes.values(), key=lambda n: rank[id(n)])
 
 
+def _composite(n):
+    """the Keras composite layer (SeparableConv2D, GroupNormalization: one layer of Keras's graph, traced into
+    several nodes) whose call made node n, or None"""
+    c = n.traced_in
+    return c if c is not None and c._keras_composite() else None
+
+
+def _inside_one_call(n, t):
+    """node n reads t within one call of a Keras composite: Keras's depth does not grow between them"""
+    c = _composite(n)
+    return c is not None and t._node is not None and t._node.traced_in is c and \
+        not any(t is u for ins, _ in c.__dict__.get("_traced_calls", ()) for u in ins)
+
+
 def keras_order(inputs, outputs):
     """{id(node or input tensor): rank} in Keras 3's order of a functional
     model's layers (keras/src/ops/function.py map_graph): by decreasing depth
     (the longest path to an output; a shared layer at its deepest call), ties
     by first visit of a depth-first walk from the outputs through each call's
     inputs in order. A topological order, and the order of `model.layers` and
-    of `get_weights()` in Keras."""
+    of `get_weights()` in Keras. The nodes of a Keras composite layer's call
+    are one layer at one depth there; among themselves, by their own depth."""
     inset = {id(t) for t in inputs}
     visit, post, done = {}, [], set()    # visit: id(layer or input) -> first-visit index
 
+    def op(n):
+        return _composite(n) or n.layer
+
     def key(t):
-        return id(t) if id(t) in inset else id(t._node.layer)
+        return id(t) if id(t) in inset else id(op(t._node))
 
     for root in outputs:
         stack = []
@@ -179,16 +197,17 @@ def keras_order(inputs, outputs):
                 enter(top[0].inputs[top[1] - 1])
             else:
                 post.append(stack.pop()[0])
-    depth, op_depth = {}, {}
+    depth, op_depth, own = {}, {}, {}   # own: the nodes' depth counting every node (inside composites too)
     for n in reversed(post):            # consumers before their producers
         d = max(depth.get(id(n), 0), op_depth.get(id(n.layer), 0))
         depth[id(n)] = op_depth[id(n.layer)] = d
         for t in n.inputs:
             k = id(t) if id(t) in inset else id(t._node)
-            depth[k] = max(depth.get(k, 0), d + 1)
-    items = [(id(n), depth[id(n)], visit[id(n.layer)], n.id) for n in post]
-    items += [(id(t), depth.get(id(t), 0), visit.get(id(t), 0), -1) for t in inputs]
-    items.sort(key=lambda e: (-e[1], e[2], e[3]))
+            depth[k] = max(depth.get(k, 0), d + (0 if id(t) not in inset and _inside_one_call(n, t) else 1))
+            own[k] = max(own.get(k, 0), own.get(id(n), 0) + 1)
+    items = [(id(n), depth[id(n)], visit[id(op(n))], -own.get(id(n), 0), n.id) for n in post]
+    items += [(id(t), depth.get(id(t), 0), visit.get(id(t), 0), 0, -1) for t in inputs]
+    items.sort(key=lambda e: (-e[1], e[2], e[3], e[4]))
     return {k: r for r, (k, *_rest) in enumerate(items)}
 
 

@@ -12,9 +12,12 @@ from .args import engine_kinds
 from .attention import MultiHeadAttention
 from .categorical import CategoryEncoding, Discretization
 from .augmentation import RandomContrast, RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom
+from .cropping import (CenterCrop, Resizing, Cropping1D, Cropping2D, Cropping3D, UpSampling1D, UpSampling3D, ZeroPadding1D,
+                       ZeroPadding3D)
+from .color import RandomBrightness, RandomGrayscale
 from .conv import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Convolution1D, Convolution1DTranspose,
                    Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D)
-from .core import Activation, Dense, Lambda
+from .core import Activation, ActivityRegularization, Dense, Identity, Lambda, Masking
 from .dot import Dot
 from .draw import RandomDraw  # keras.random on symbolic shapes (a graph piece, not a Keras layer)
 from .embedding import Embedding
@@ -27,12 +30,14 @@ from .lookup import IntegerLookup, StringLookup
 from .merge import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract, add, average, concatenate,
                     maximum, minimum, multiply, subtract)
 from .normalization import BatchNormalization, LayerNormalization
+from .norms import GroupNormalization, RMSNormalization, UnitNormalization
 from .pooling import (AveragePooling1D, AveragePooling2D, AvgPool1D, GlobalAveragePooling1D, GlobalAveragePooling2D,
                       GlobalAvgPool1D, GlobalMaxPool1D, GlobalMaxPool2D, GlobalMaxPooling1D, GlobalMaxPooling2D,
                       MaxPool1D, MaxPooling1D, MaxPooling2D)
 from .preprocessing import Normalization, Rescaling
 from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from .regularization import Dropout, GaussianDropout, GaussianNoise
+from .spatial_dropout import AlphaDropout, SpatialDropout1D, SpatialDropout2D, SpatialDropout3D
 from .text import TextVectorization
 from .reshaping import (Const, Flatten, Permute, RepeatVector, Reshape, Slice, UpSampling2D,  # Const, Slice: graph
                         ZeroPadding2D)  # pieces of traced calls and ops (not Keras layers)
@@ -44,7 +49,9 @@ from .switch import Switch  # a custom layer's training / inference traces (a gr
     "DENSE CONV2D MAXPOOL AVGPOOL GAP FLATTEN RESHAPE DROPOUT BATCHNORM ACTIVATION "
     "ADD SUBTRACT MULTIPLY AVERAGE MAXIMUM MINIMUM CONCAT")
 
-__all__ = ["Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",
+__all__ = [
+           "ActivityRegularization", "AlphaDropout", "CenterCrop", "Masking", "RandomBrightness", "RandomGrayscale", "Resizing", "Cropping1D", "Cropping2D", "Cropping3D", "GroupNormalization", "Identity", "RMSNormalization", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "UnitNormalization", "UpSampling1D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding3D",
+           "Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",
            "BatchNormalization", "Bidirectional", "CategoryEncoding", "Concatenate", "Conv1D", "Conv1DTranspose", "Conv2D",
            "Conv2DTranspose", "Convolution1D", "Convolution1DTranspose", "Convolution2DTranspose", "Dense", "DepthwiseConv2D", "Discretization", "Dot", "Dropout", "ELU", "Embedding", "Flatten", "GRU",
            "GaussianDropout", "GaussianNoise", "HashedCrossing", "Hashing", "IntegerLookup",

@@ -17,6 +17,7 @@ _FILL = {"reflect": 0, "constant": 1, "nearest": 2, "wrap": 3}
 class _Random(Layer):
     _random = True
     _mode_dependent = True
+    _keras_records_training = True   # Keras's files record training=True on every call (saving/keras_graph.py)
 
     def __init__(self, seed=None, data_format=None, **kwargs):
         super().__init__(**kwargs)

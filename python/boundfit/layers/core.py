@@ -1,4 +1,4 @@
-"""Dense and Activation."""
+"""Dense, Activation, Identity, ActivityRegularization and Lambda; Masking refused by name."""
 
 from .. import activations, constraints, initializers, regularizers
 from .args import _size, _weight_options, _weight_specs, engine_kinds
@@ -46,6 +46,42 @@ class Activation(Layer):
                     act_p=activations.params_of(self.activation))
 
 
+class Identity(Layer):
+    """Keras 3's `Identity`: its input, unchanged (the engine's linear Activation, a view of its input)."""
+    _scalar_ok = True
+    _base = "identity"
+
+    def spec(self):
+        linear = activations.get_id("linear")
+        return dict(kind=ACTIVATION, name=self.name, act=int(linear), act_p=activations.params_of(linear))
+
+
+class ActivityRegularization(Identity):
+    """Keras 3's `ActivityRegularization(l1=0.0, l2=0.0)`: its input unchanged, and l1 * sum|x| + l2 * sum x^2
+    of it (per sample, averaged over the batch) added to the training loss, as any layer's activity_regularizer."""
+    _base = "activity_regularization"
+    _keras_omit = ("activity_regularizer",)   # Keras's config holds l1 and l2 instead
+
+    def __init__(self, l1=0.0, l2=0.0, **kwargs):
+        if "activity_regularizer" in kwargs:
+            raise TypeError("ActivityRegularization: activity_regularizer is set from l1 and l2, not given")
+        super().__init__(activity_regularizer=regularizers.L1L2(l1=l1, l2=l2), **kwargs)
+        self.l1, self.l2 = self.activity_regularizer.l1, self.activity_regularizer.l2
+
+
+class Masking:
+    """Refused: Keras's Masking(mask_value) makes a mask from its input's values; boundfit's masks come from
+    Embedding(mask_zero=True) only, ids the engine reads per step. Use an Embedding with mask_zero=True on padded
+    ids, or pad with a value the model learns to ignore."""
+    _boundfit_refused = True   # tools/keras_coverage.py lists it as refused
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError("keras.layers.Masking is not supported by boundfit: its masks come from "
+                                  "Embedding(mask_zero=True) only (the ids the engine reads per step), not from a "
+                                  "tensor's values. Use layers.Embedding(..., mask_zero=True) on padded integer ids "
+                                  "(0 the padding)")
+
+
 class Lambda(Layer):
     """Keras's Lambda: function(inputs, **arguments) on the symbolic inputs,
     traced into the graph like a custom layer's call() (its keras.ops and
@@ -80,3 +116,13 @@ def _dense_config(l):
 @keras_config(Activation)
 def _activation_config(l):
     return dict(activation=activations.name_of(l.activation))
+
+
+@keras_config(Identity)
+def _identity_config(l):
+    return {}
+
+
+@keras_config(ActivityRegularization)
+def _activity_regularization_config(l):
+    return dict(l1=l.l1, l2=l.l2)

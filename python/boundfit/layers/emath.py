@@ -83,9 +83,14 @@ class Weight(Layer):
     def _check_call_shape(self, shape):
         pass   # any tensor of the call will do
 
-    # Keras files hold it as an Embedding's (rows, shape[-1]) table (saving/keras_graph.py)
+    # Keras files hold it as an Embedding's (rows, shape[-1]) table (saving/keras_graph.py); a weight of a Keras
+    # layer boundfit composes (layers/compose.py, _of_layer) as that layer's variable, in its own shape
+    _of_layer = False
+
     @property
     def _keras_var_shape(self):
+        if self._of_layer:
+            return self.shape
         return (max(1, int(np.prod(self.shape[:-1]))), self.shape[-1])
 
     def _to_keras_vars(self, ws):

@@ -50,10 +50,10 @@ def layer_config(layer):
                          + getattr(layer, "_no_keras_file", ""))
     cfg = dict(name=layer.name, trainable=bool(layer.trainable), dtype=dict(_DTYPE))
     cfg.update(fn(layer))   # may set its own dtype (Hashing's int64 policy)
-    for k in getattr(layer, "_keras_omit", ()):   # base keys Keras's config of the class lacks
-        cfg.pop(k, None)
     if getattr(layer, "activity_regularizer", None) is not None:   # Keras writes it when set
         cfg["activity_regularizer"] = regularizers.serialize(layer.activity_regularizer)
+    for k in getattr(layer, "_keras_omit", ()):   # base keys Keras's config of the class lacks
+        cfg.pop(k, None)
     return cfg
 
 
@@ -183,6 +183,9 @@ class Layer:
     _random = False
     # its output has no batch axis (a reduction over the batch: reduce.Reduce)
     _nobatch_out = False
+    # Keras's image layers: Keras records training=True on each call (their call()'s default), which says
+    # nothing about the model; reading a Keras file, boundfit runs them in the run's mode as Keras does
+    _keras_records_training = False
 
     def compute_output_shape(self, input_shape):
         """Keras's: the output shape for `input_shape` (a list of shapes for a layer of several inputs), each

@@ -475,14 +475,15 @@ def save_model(model, filepath, overwrite=True):
 def _keras_writable(model):
     """A .keras file holds a graph of Keras layers and operations: a call() that computes differently with
     training=True and False (a Switch) or draws with keras.random (a RandomDraw) has none, so such a model is
-    refused here, naming the layer, rather than written as something else."""
+    refused here, naming the layer, rather than written as something else (unless a Keras layer that boundfit
+    traces made it: the file holds that layer)."""
     for n in model._nodes:
         if keras_graph.is_model(n.layer):
             _keras_writable(n.layer)
             continue
-        if not isinstance(n.layer, (L.Switch, L.RandomDraw)):
-            continue
         who = n.traced_in
+        if not isinstance(n.layer, (L.Switch, L.RandomDraw)) or who is not None and who._keras_composite():
+            continue   # (a Keras layer boundfit traces, SpatialDropout1D: the file holds that layer)
         what = ("computes differently with training=True and training=False" if isinstance(n.layer, L.Switch) else
                 f"draws with keras.random.{n.layer.dist}")
         also = "" if who is not None else \

@@ -662,6 +662,8 @@ def functional_from_config(cfg, custom_objects=None):
             for k, v in (node.get("kwargs") or {}).items():
                 if k == "mask" and isinstance(v, dict) and isinstance(tensor(v), MaskTensor):
                     continue   # a mask Keras propagated; boundfit's graph carries the same one
+                if k == "training" and isinstance(layer, L.Layer) and layer._keras_records_training:
+                    continue   # (Keras records training=True on its image layers' calls: the run's mode decides)
                 if not (k in ("mask", "training") and v in (None, False)):
                     raise ValueError(f"layer {layer.name!r}: the call argument {k}={v!r} is not supported by boundfit")
             x = a[0]

@@ -1,0 +1,78 @@
+"""What the Keras layers boundfit composes from the engine's primitives share
+(norms.py, spatial_dropout.py, cropping.py): Keras writes these layers'
+call() in keras.ops; boundfit's call() builds the same graph from the layer
+pieces keras.ops becomes (Reduce, Unary, Binary, Weight, RandomDraw, Slice,
+Reshape: layers/ sits below ops.py, so it uses them directly). Each such
+layer has a Keras config (layer.keras_config), which makes it a Keras
+composite: .keras files hold it as the one Keras layer (saving/keras_graph.py),
+its weights its Weight sublayers' in assignment order."""
+
+import numbers
+
+import numpy as np
+
+from .emath import Unary, Weight
+from .reshaping import Reshape
+
+
+def axes_of(layer, axis, rank):
+    """Keras's axis (an int or a list of them, counted with the batch axis, negative from the end) of an input of
+    `rank` axes per sample as sorted positive axes 1..rank; ValueError naming `axis` otherwise."""
+    many = isinstance(axis, (list, tuple))
+    items = list(axis) if many else [axis]
+    if not items or not all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in items):
+        raise ValueError(f"{type(layer).__name__}: axis must be an int or a list of ints, got {axis!r}")
+    out = sorted({int(a) + rank + 1 if a < 0 else int(a) for a in items})
+    if out[0] < 1 or out[-1] > rank:
+        raise ValueError(f"{type(layer).__name__} {layer.name!r}: axis {axis!r} is out of range for inputs of "
+                         f"{rank} axes per sample (the batch axis 0 is not normalized)")
+    return tuple(out)
+
+
+def checked_axis(cls, axis):
+    """axis as given (an int or a list of ints), checked when the layer is made"""
+    items = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+    if not items or not all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in items):
+        raise TypeError(f"{cls}: axis must be an int or a list/tuple of ints, got {axis!r}")
+    return [int(a) for a in items] if isinstance(axis, (list, tuple)) else int(axis)
+
+
+def positive_number(cls, argument, v):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0.0 < float(v) < float("inf"):
+        raise ValueError(f"{cls}: {argument} must be a finite number > 0, got {v!r}")
+    return float(v)
+
+
+def rate(cls, v):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0.0 <= float(v) < 1.0:
+        raise ValueError(f"{cls}: rate must be a number in [0, 1), got {v!r}")
+    return float(v)
+
+
+def weight(layer, name, shape, initializer, regularizer=None, constraint=None):
+    """A trainable weight of a composed layer (the engine's WEIGHT, the same for every sample)."""
+    w = Weight(shape, initializer=initializer, regularizer=regularizer, constraint=constraint,
+               name=f"{layer.name}_{name}")
+    w._of_layer = True
+    return w
+
+
+def against(t, x):
+    """t (a tensor without a batch axis: a Weight's) with leading size-1 axes to x's per-sample rank, NumPy's
+    broadcasting of a weight against a batch."""
+    pad = len(x._ps) - len(t._ps)
+    return Reshape((1,) * pad + tuple(t._ps))(t) if pad else t
+
+
+def rsqrt_plus(t, epsilon):
+    """1 / sqrt(t + epsilon)"""
+    return Unary("rsqrt")(Unary("add", epsilon)(t))
+
+
+def graph_seed(seed):
+    """The engine's seed of a layer's draws: None, the run's stream; an int, a stream of its own from it (a
+    Keras layer's SeedGenerator(seed): new draws every step, reproducible)."""
+    if seed is None:
+        return 0
+    s = np.random.SeedSequence([int(seed), 0]).generate_state(1, np.uint64)[0]
+    return int(s) % (2**62 - 1) + 1
