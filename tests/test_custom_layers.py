@@ -376,3 +376,39 @@ def test_a_sequential_with_a_custom_layer_saves_as_its_graph(keras, tmp_path):
         if name.endswith("npz"):
             m.save(tmp_path / name)
         np.testing.assert_allclose(bf.models.load_model(tmp_path / name).predict(x, verbose=0), want, rtol=1e-6)
+
+
+def test_build_without_a_shape_and_sublayers_built_in_build_make_their_weights_as_in_keras(keras):
+    """build(self) without input_shape (Keras allows it); a custom build() calling sublayer.build(shape): the
+    sublayer's weights exist right after it, as in Keras; and layer.input / layer.output for model surgery"""
+    def make(K):
+        class Scale(K.layers.Layer):
+            def build(self):
+                self.w = self.add_weight(shape=(4,), initializer="ones", name="w")
+
+            def call(self, x):
+                return x * self.w
+
+        class Block(K.layers.Layer):
+            def __init__(self, **kw):
+                super().__init__(**kw)
+                self.d = K.layers.Dense(4)
+
+            def build(self, shape):
+                self.d.build(shape)
+                self.n_built = len(self.d.weights)
+
+            def call(self, x):
+                return self.d(x)
+        inp = K.Input((3,))
+        blk = Block(name="blk")
+        h = blk(inp)
+        return K.Model(inp, Scale()(h)), blk
+    (km, kb), (bm, bb) = make(keras), make(bf)
+    assert bb.n_built == kb.n_built == 2
+    bm.set_weights(km.get_weights())
+    x = np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32)
+    np.testing.assert_allclose(bm.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    cut = bf.Model(bm.input, bm.get_layer("blk").output)   # surgery: up to the block
+    assert bm.get_layer("blk").input is bm.input
+    np.testing.assert_allclose(cut.predict(x, verbose=0), bm.get_layer("blk").d(x), rtol=1e-6)

@@ -387,3 +387,19 @@ def test_a_frozen_kernel_between_trainable_layers_passes_its_gradient_as_keras(f
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6, err_msg=f"weights[{i}]")
     assert not np.array_equal(w0[0], bm.get_weights()[0])                  # upstream kernel learned
     np.testing.assert_array_equal(w0[2], bm.get_weights()[2])              # frozen kernel kept
+
+
+def test_an_input_one_size_1_axis_short_or_long_takes_the_inputs_shape_as_in_keras():
+    """Keras 3 adjusts an input's rank by one trailing axis of size 1 (functional._adjust_input_rank): (N, T)
+    data for an Input (T, 1), (N, D, 1) for an Input (D,); the same predictions and a fit, a view (no copy)"""
+    keras = keras_ref.load()
+    a = np.random.default_rng(2).standard_normal((4, 5)).astype(np.float32)
+    for shape, data in (((5, 1), a), ((5,), a[..., None])):
+        km = keras.Sequential([keras.Input(shape), keras.layers.Flatten(), keras.layers.Dense(2)])
+        bm = bf.Sequential([bf.Input(shape), bf.layers.Flatten(), bf.layers.Dense(2)])
+        bm.set_weights(km.get_weights())
+        np.testing.assert_allclose(bm.predict(data, verbose=0), km.predict(data, verbose=0), rtol=1e-5, atol=1e-6)
+        bm.compile("sgd", "mse")
+        assert np.isfinite(bm.fit(data, np.zeros((4, 2), np.float32), verbose=0).history["loss"][0])
+    with pytest.raises(bf.DataError, match=r"per-sample shape \(5, 2\)"):
+        bm.predict(np.ones((4, 5, 2), np.float32), verbose=0)

@@ -208,7 +208,8 @@ def same_rows(*groups):
 
 
 def check_x(model, xs, what=None):
-    """Each input's per-sample shape (xs: Arrays, or one array named `what`)."""
+    """Each input's per-sample shape (xs: Arrays, or one array named `what`); an array with one axis of size 1
+    less or more at the end than its input takes the input's shape (a view), as Keras adjusts the rank."""
     if not isinstance(xs, Arrays):
         xs = Arrays([xs], [what or "x"])
     bound = getattr(model, "_bound", None)  # variable-length inputs: the shapes this run was built for
@@ -224,6 +225,12 @@ def check_x(model, xs, what=None):
             raise DataError(f"{lab} must hold {'one value' if tuple(want) == (1,) else tuple(want)} per sample "
                             f"(shape (N,{' ' + str(want[0]) if want else ''}){' or (N,)' if tuple(want) == (1,) else ''}"
                             f"), got shape {a.shape}")
+        if got != tuple(want) and want and want[-1] == 1 and got == tuple(want[:-1]):   # Keras adjusts the rank:
+            xs.arrays[k] = a.reshape(a.shape + (1,))                                      # (N, T) for (T, 1)
+            continue
+        if got != tuple(want) and got and got[-1] == 1 and got[:-1] == tuple(want):      # and (N, T, 1) for (T,)
+            xs.arrays[k] = a.reshape(a.shape[:-1])
+            continue
         if got != tuple(want):
             hint = ""
             if None in t._ps and len(got) == len(want):

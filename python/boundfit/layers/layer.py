@@ -271,19 +271,24 @@ class Layer:
     def output_shape(self):
         return self._model._layer_output_shape(self) if self._model is not None else None
 
+    def _first_call(self):
+        """(inputs, outputs) of the layer's first call on symbolic tensors (a custom layer's traced call too)"""
+        if self._inbound:
+            return self._inbound[0].inputs, self._inbound[0].outputs
+        traced = self.__dict__.get("_traced_calls")
+        if not traced:
+            raise AttributeError(f"layer {self.name!r} has never been called on a symbolic tensor")
+        return traced[0]
+
     @property
     def input(self):
         """The symbolic input of the layer's first call (a list for several), as Keras's layer.input"""
-        if not self._inbound:
-            raise AttributeError(f"layer {self.name!r} has never been called on a symbolic tensor")
-        ins = self._inbound[0].inputs
+        ins = self._first_call()[0]
         return ins[0] if len(ins) == 1 else list(ins)
 
     @property
     def output(self):
-        if not self._inbound:
-            raise AttributeError(f"layer {self.name!r} has never been called on a symbolic tensor")
-        outs = self._inbound[0].outputs
+        outs = self._first_call()[1]
         return outs[0] if len(outs) == 1 else list(outs)  # several (return_state): a list, as Keras
 
     def __repr__(self):
