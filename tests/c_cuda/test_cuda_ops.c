@@ -388,7 +388,7 @@ static void test_metrics(void) {
                            "sparse_top_k", "mae", "mse", "rmse", "auc", "precision", "recall",
                            "true_positives", "false_positives", "true_negatives", "false_negatives",
                            "precision_at_recall", "recall_at_precision", "sensitivity_at_specificity",
-                           "specificity_at_sensitivity"};
+                           "specificity_at_sensitivity", "sums"};
     _Static_assert(sizeof names / sizeof *names == BF_MET_LAST + 1, "a name per metric kind");
     char what[160];
     const int B = 67, C = 11;
@@ -404,7 +404,7 @@ static void test_metrics(void) {
         for (int act = 0; act < 3; act++) /* linear (probabilities), sigmoid logits, softmax logits */
             for (int weighted = 0; weighted < 2; weighted++) {
                 bf_metric_spec m = {.kind = (bf_metric_kind)kind, .weighted = weighted, .k = 3, .num_thresholds = 200,
-                                    .value = 0.5f, .threshold = 0.5f};
+                                    .value = 0.5f, .threshold = 0.5f, .col0 = 2, .ncols = 3}; /* SUMS: columns 2..4 */
                 bf_act a = act == 0 ? BF_ACT_LINEAR : act == 1 ? BF_ACT_SIGMOID : BF_ACT_SOFTMAX;
                 float *p = act ? hrand(n, -4, 4) : hrand(n, 0, 1);
                 p[0] = p[1]; /* a tie */
