@@ -13,7 +13,8 @@
 #      the same tree, whose objects of the other sources are taken as built),
 #      CUDA_SRC (csrc/cuda; a patched copy builds under the same file names),
 #      CUDA_INC (include dir with cuda_runtime.h, cublas_v2.h, cudnn.h),
-#      PYTHON (for the scipy-openblas32 wheel's OpenBLAS), JOBS (nproc).
+#      PYTHON (for the scipy-openblas32 wheel's OpenBLAS), JOBS (nproc),
+#      DEBUG=1 (-g: debug information, a fifth more compile time; off for the suite).
 # Prints the path of the built library. Rebuilds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,11 +36,12 @@ exec 9> "$OUT_DIR/.lock" && flock 9   # two test workers building one folder: on
 OUT=$(cd "$OUT_DIR" && pwd)
 "$PYTHON" csrc/cuda_sim/rewrite_launches.py "${CUDA_SRC:-csrc/cuda}" "$OUT/src" csrc/cuda
 
-CXXFLAGS=(-std=c++17 -O2 -g -fPIC -fvisibility=hidden -ffp-contract=off -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=0
+CXXFLAGS=(-std=c++17 -O2 -fPIC -fvisibility=hidden -ffp-contract=off -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=0
   -Wall -Wextra -Wno-unused-parameter -Wno-deprecated-declarations -Wno-sign-compare -Wno-unknown-pragmas
   "-DBF_CUDA_ARCHS=\"80-real,90-real,90-virtual\"" -DBF_CUDA_SIM=1
   -I"$OUT/src" -I"$ROOT/csrc" -I"$ROOT/csrc/core" -I"$ROOT/csrc/cpu" -I"$ROOT/csrc/cuda_sim"
   -I"$CUDA_INC" -I"$DNN_INC" -I"$OB_INC")
+[[ ${DEBUG:-0} == 1 ]] && CXXFLAGS+=(-g)
 CUFLAGS=()
 # (on the sources where an update can be lost: see instrumented below)
 [[ ${INTERLEAVE:-0} == 1 ]] && CUFLAGS=(-fsanitize=thread --param tsan-instrument-func-entry-exit=0)
