@@ -100,3 +100,23 @@ def test_what_an_eager_call_cannot_take_raises_naming_it():
         bf.layers.Add()([X2, X2[:2]])
     with pytest.raises(ValueError, match="BatchNormalization.*training=True"):
         bf.layers.BatchNormalization()(X2, training=True)
+
+
+def test_a_subclassed_model_whose_layer_was_called_on_arrays_saves_only_its_own_layers(tmp_path):
+    """the eager call's one-layer model is no sublayer: the .keras file holds what it would without the call"""
+    class Net(bf.Model):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.d = bf.layers.Dense(2)
+
+        def call(self, x):
+            return self.d(x)
+    m = Net()
+    m.d(X2)   # an eager call first: the layer gets weights and a cached one-layer model
+    m(X2)     # and the model called on arrays
+    m.compile("sgd", "mse")
+    m.fit(X2, np.zeros((3, 2), np.float32), verbose=0)
+    from boundfit.saving.keras_graph import keras_layers
+    assert keras_layers(m, False) == [m.d]
+    m.save_weights(tmp_path / "w.weights.h5")
+    m.load_weights(tmp_path / "w.weights.h5")

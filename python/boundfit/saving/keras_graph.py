@@ -732,7 +732,8 @@ def functional_from_config(cfg, custom_objects=None):
 # ---- weights file layout ----
 
 # boundfit's own attributes of a Model that hold layers or models (Keras's walk skips its internals too)
-_INTERNAL = {"_node_layers", "_model", "_layers", "_input_layer", "_inbound", "_nodes", "_inputs", "_outputs"}
+_INTERNAL = {"_node_layers", "_model", "_layers", "_input_layer", "_inbound", "_nodes", "_inputs", "_outputs",
+             "_eager_models"}   # (the one-layer models of eager calls: layers/eager.py)
 
 
 def _saveable(v):
