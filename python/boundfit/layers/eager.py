@@ -18,11 +18,10 @@ MAKERS = {}
 
 def is_array_call(inputs):
     """Whether a call gets arrays (not symbolic tensors) outside any trace: an eager call"""
-    if TRACING:
+    if TRACING or isinstance(inputs, dict):   # (a dict of arrays by input name: not taken yet)
         return False
-    xs = list(inputs.values()) if isinstance(inputs, dict) else \
-        list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-    return bool(xs) and all(isinstance(x, np.ndarray) or hasattr(x, "__array__") and not isinstance(x, KerasTensor)
+    xs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    return bool(xs) and all(not isinstance(x, KerasTensor) and (isinstance(x, np.ndarray) or hasattr(x, "__array__"))
                             for x in xs)
 
 
