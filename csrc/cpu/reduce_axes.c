@@ -9,56 +9,23 @@
 
 #include "cpu_ops.h"
 #include "par.h"
+#include "reduce_walk.h"
 
 #define GRAIN (16L << 10) /* input floats a task at least */
 
 typedef struct {
     float *out, *dinp;
     const float *inp, *dout, *fout;
-    bf_reduce_op op;
-    int nk, nr;
-    long kn[BF_REDUCE_MAXD], ks[BF_REDUCE_MAXD]; /* kept axes: sizes, input strides */
-    long rn[BF_REDUCE_MAXD], rs[BF_REDUCE_MAXD]; /* reduced axes, the last one the inner loop */
-    long O, R, outer, parts;                     /* outputs, elements per output, R / inner size, tasks */
+    bf_reduce_walk w; /* the axes an output element reduces (core/reduce_walk.h) */
+    long parts;       /* tasks */
 } job;
-
-static void setup(job *j, const bf_reduce_geom *g) {
-    long stride[BF_REDUCE_MAXD], s = 1;
-    for (int d = g->nd - 1; d >= 0; d--) stride[d] = s, s *= g->n[d];
-    j->op = g->op;
-    j->nk = j->nr = 0;
-    j->O = j->R = 1;
-    for (int d = 0; d < g->nd; d++) {
-        if (g->mask >> d & 1u) {
-            j->rn[j->nr] = g->n[d], j->rs[j->nr++] = stride[d], j->R *= g->n[d];
-        } else {
-            j->kn[j->nk] = g->n[d], j->ks[j->nk++] = stride[d], j->O *= g->n[d];
-        }
-    }
-    if (j->nr == 0) j->rn[0] = 1, j->rs[0] = 0, j->nr = 1; /* nothing reduced: a copy */
-    j->outer = j->R / j->rn[j->nr - 1];
-}
-
-/* the input offset of output element o */
-static long base_of(const job *j, long o) {
-    long off = 0;
-    for (int k = j->nk - 1; k >= 0; k--) off += (o % j->kn[k]) * j->ks[k], o /= j->kn[k];
-    return off;
-}
-
-/* the offset of the k-th run of the inner reduced axis (over the outer reduced axes, row-major) */
-static long run_of(const job *j, long k) {
-    long off = 0;
-    for (int a = j->nr - 2; a >= 0; a--) off += (k % j->rn[a]) * j->rs[a], k /= j->rn[a];
-    return off;
-}
 
 /* for every element v of output o's set, in order: p (const float *) its run, m its index in the run */
 #define EACH(j, o, ...)                                                                                            \
     do {                                                                                                           \
-        const long base_ = base_of(j, o), in_ = (j)->rn[(j)->nr - 1], is_ = (j)->rs[(j)->nr - 1];                  \
-        for (long k_ = 0; k_ < (j)->outer; k_++) {                                                                 \
-            const long at_ = base_ + run_of(j, k_);                                                                \
+        const long base_ = bf_reduce_base(&(j)->w, o), in_ = (j)->w.rn[(j)->w.nr - 1], is_ = (j)->w.rs[(j)->w.nr - 1];                  \
+        for (long k_ = 0; k_ < (j)->w.outer; k_++) {                                                                 \
+            const long at_ = base_ + bf_reduce_run(&(j)->w, k_);                                                                \
             for (long m_ = 0; m_ < in_; m_++) {                                                                    \
                 const long i_ = at_ + m_ * is_;                                                                    \
                 const long pos_ = k_ * in_ + m_;                                                                   \
@@ -83,17 +50,17 @@ static float forward_one(const job *j, long o) {
     double s = 0.0, p = 1.0;
     long w;
     int flag;
-    switch (j->op) {
+    switch (j->w.op) {
     case BF_RED_SUM:
     case BF_RED_MEAN:
         EACH(j, o, { s += j->inp[i_]; });
-        return (float)(j->op == BF_RED_MEAN ? s / (double)j->R : s);
+        return (float)(j->w.op == BF_RED_MEAN ? s / (double)j->w.R : s);
     case BF_RED_MAX:
     case BF_RED_MIN:
-        return max_of(j, o, j->op == BF_RED_MAX, NULL);
+        return max_of(j, o, j->w.op == BF_RED_MAX, NULL);
     case BF_RED_ARGMAX:
     case BF_RED_ARGMIN:
-        max_of(j, o, j->op == BF_RED_ARGMAX, &w);
+        max_of(j, o, j->w.op == BF_RED_ARGMAX, &w);
         return (float)w;
     case BF_RED_PROD:
         EACH(j, o, { p *= j->inp[i_]; });
@@ -119,10 +86,10 @@ static float forward_one(const job *j, long o) {
 static void backward_one(const job *j, long o) {
     const float g = j->dout[o];
     float *d = j->dinp;
-    switch (j->op) {
+    switch (j->w.op) {
     case BF_RED_SUM:
     case BF_RED_MEAN: {
-        const float v = j->op == BF_RED_MEAN ? g / (float)j->R : g;
+        const float v = j->w.op == BF_RED_MEAN ? g / (float)j->w.R : g;
         EACH(j, o, { d[i_] = v; });
         return;
     }
@@ -164,7 +131,7 @@ static void fwd_task(void *c, long t, int slot) {
     const job *j = c;
     (void)slot;
     long lo, hi;
-    bf_par_range(j->O, j->parts, t, &lo, &hi);
+    bf_par_range(j->w.O, j->parts, t, &lo, &hi);
     for (long o = lo; o < hi; o++) j->out[o] = forward_one(j, o);
 }
 
@@ -172,17 +139,17 @@ static void bwd_task(void *c, long t, int slot) {
     const job *j = c;
     (void)slot;
     long lo, hi;
-    bf_par_range(j->O, j->parts, t, &lo, &hi);
+    bf_par_range(j->w.O, j->parts, t, &lo, &hi);
     for (long o = lo; o < hi; o++) backward_one(j, o);
 }
 
 static bf_status run(job *j, const bf_reduce_geom *g, bf_par_fn fn) {
     if (!g || g->nd < 1 || g->nd > BF_REDUCE_MAXD || g->op < 0 || g->op > BF_RED_LAST)
         return BF_FAIL(BF_ERR_INTERNAL, "reduce: bad geometry");
-    setup(j, g);
-    if (j->O == 0 || j->R == 0) return BF_OK;
-    const long per = j->R > GRAIN ? 1 : GRAIN / j->R; /* outputs a task at least */
-    j->parts = bf_par_parts(j->O, per, 4L * bf_par_threads());
+    bf_reduce_walk_of(&j->w, g);
+    if (j->w.O == 0 || j->w.R == 0) return BF_OK;
+    const long per = j->w.R > GRAIN ? 1 : GRAIN / j->w.R; /* outputs a task at least */
+    j->parts = bf_par_parts(j->w.O, per, 4L * bf_par_threads());
     bf_par_for(j->parts, bf_par_threads(), fn, j);
     return BF_OK;
 }

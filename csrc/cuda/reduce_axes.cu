@@ -6,52 +6,18 @@
  * OVERWRITING dinp. No atomics, no scratch. (A block per output element with
  * a fixed tree would be faster for reductions of many elements per output.) */
 #include "cuda_ops.h"
-
-struct bf_red_geo {
-    int nk, nr, op;
-    long kn[BF_REDUCE_MAXD], ks[BF_REDUCE_MAXD], rn[BF_REDUCE_MAXD], rs[BF_REDUCE_MAXD];
-    long O, R, outer;
-};
-
-static void red_setup(bf_red_geo *j, const bf_reduce_geom *g) {
-    long stride[BF_REDUCE_MAXD], s = 1;
-    for (int d = g->nd - 1; d >= 0; d--) stride[d] = s, s *= g->n[d];
-    j->op = (int)g->op;
-    j->nk = j->nr = 0;
-    j->O = j->R = 1;
-    for (int d = 0; d < g->nd; d++) {
-        if (g->mask >> d & 1u) {
-            j->rn[j->nr] = g->n[d], j->rs[j->nr++] = stride[d], j->R *= g->n[d];
-        } else {
-            j->kn[j->nk] = g->n[d], j->ks[j->nk++] = stride[d], j->O *= g->n[d];
-        }
-    }
-    if (j->nr == 0) j->rn[0] = 1, j->rs[0] = 0, j->nr = 1;
-    j->outer = j->R / j->rn[j->nr - 1];
-}
-
-__device__ __forceinline__ long red_base(const bf_red_geo &j, long o) {
-    long off = 0;
-    for (int k = j.nk - 1; k >= 0; k--) off += (o % j.kn[k]) * j.ks[k], o /= j.kn[k];
-    return off;
-}
-
-__device__ __forceinline__ long red_run(const bf_red_geo &j, long k) {
-    long off = 0;
-    for (int a = j.nr - 2; a >= 0; a--) off += (k % j.rn[a]) * j.rs[a], k /= j.rn[a];
-    return off;
-}
+#include "reduce_walk.h"
 
 /* f(i, pos) for every element of output o's set, in order (i: input offset, pos: position in the set) */
-template <class F> __device__ void red_each(const bf_red_geo &j, long o, F f) {
-    const long base = red_base(j, o), in = j.rn[j.nr - 1], is = j.rs[j.nr - 1];
+template <class F> __device__ void red_each(const bf_reduce_walk &j, long o, F f) {
+    const long base = bf_reduce_base(&j, o), in = j.rn[j.nr - 1], is = j.rs[j.nr - 1];
     for (long k = 0; k < j.outer; k++) {
-        const long at = base + red_run(j, k);
+        const long at = base + bf_reduce_run(&j, k);
         for (long m = 0; m < in; m++) f(at + m * is, k * in + m);
     }
 }
 
-__device__ float red_max(const bf_red_geo &j, const float *inp, long o, bool want_max, long *where) {
+__device__ float red_max(const bf_reduce_walk &j, const float *inp, long o, bool want_max, long *where) {
     float m = NAN;
     long w = -1;
     red_each(j, o, [&](long i, long pos) {
@@ -63,7 +29,7 @@ __device__ float red_max(const bf_red_geo &j, const float *inp, long o, bool wan
 }
 
 // out (O) = op over each output element's R elements of inp
-__global__ void reduce_forward_kernel(float *out, const float *inp, bf_red_geo j) {
+__global__ void reduce_forward_kernel(float *out, const float *inp, bf_reduce_walk j) {
     for (long o = blockIdx.x * (long)blockDim.x + threadIdx.x; o < j.O; o += (long)gridDim.x * blockDim.x) {
         double s = 0.0, p = 1.0;
         long w = 0;
@@ -112,7 +78,7 @@ __global__ void reduce_forward_kernel(float *out, const float *inp, bf_red_geo j
 
 // dinp (the input) = the gradient of each output element times dout (O), overwritten
 __global__ void reduce_backward_kernel(float *d, const float *dout, const float *inp, const float *fout,
-                                       bf_red_geo j) {
+                                       bf_reduce_walk j) {
     for (long o = blockIdx.x * (long)blockDim.x + threadIdx.x; o < j.O; o += (long)gridDim.x * blockDim.x) {
         const float g = dout[o];
         switch (j.op) {
@@ -166,8 +132,8 @@ static bf_status red_check(const bf_reduce_geom *g) {
 bf_status bf_cuda_reduce_forward(bf_backend *be, float *out, const float *inp, const bf_reduce_geom *g) {
     BF_CUDA_ENTER(st, be);
     BF_TRY(red_check(g));
-    bf_red_geo j;
-    red_setup(&j, g);
+    bf_reduce_walk j;
+    bf_reduce_walk_of(&j, g);
     if (j.O == 0 || j.R == 0) return BF_OK;
     reduce_forward_kernel<<<bf_cuda_grid(j.O, 128), 128, 0, st->stream>>>(out, inp, j);
     BF_CUDA_LAUNCHED(st, reduce_forward_kernel);
@@ -178,8 +144,8 @@ bf_status bf_cuda_reduce_backward(bf_backend *be, float *dinp, const float *dout
                                   const bf_reduce_geom *g) {
     BF_CUDA_ENTER(st, be);
     BF_TRY(red_check(g));
-    bf_red_geo j;
-    red_setup(&j, g);
+    bf_reduce_walk j;
+    bf_reduce_walk_of(&j, g);
     if (j.O == 0 || j.R == 0) return BF_OK;
     reduce_backward_kernel<<<bf_cuda_grid(j.O, 128), 128, 0, st->stream>>>(dinp, dout, inp, out, j);
     BF_CUDA_LAUNCHED(st, reduce_backward_kernel);

@@ -102,8 +102,9 @@ def _cached(model):
 
 def _held(model, mode):
     eng = model._engine
-    return ((eng.weights_base() or eng).weight_arena_bytes + (eng.optimizer_arena_bytes if mode == "train" else 0)
-            + blas_runtime.resident_bytes() + _cached(model))
+    weights = (eng.weights_base() or eng).weight_arena_bytes or 0   # a training graph's: its model's
+    return (weights + (eng.optimizer_arena_bytes if mode == "train" else 0) + blas_runtime.resident_bytes()
+            + _cached(model))
 
 
 PREFETCH_STACK = 256 << 10  # csrc/core/prefetch.h BF_PREFETCH_STACK

@@ -9,6 +9,18 @@ from .layer import Layer, keras_config
 BATCHNORM, LAYERNORM = engine_kinds("BATCHNORM LAYERNORM")
 
 
+def gamma_beta_options(layer, beta_initializer, gamma_initializer, beta_regularizer, gamma_regularizer,
+                       beta_constraint, gamma_constraint):
+    """A normalization's gamma / beta initializers, regularizers and constraints, each checked by name (Keras's
+    arguments of BatchNormalization, LayerNormalization, GroupNormalization)"""
+    layer.beta_regularizer = regularizers.get(beta_regularizer, "beta_regularizer")
+    layer.gamma_regularizer = regularizers.get(gamma_regularizer, "gamma_regularizer")
+    layer.beta_constraint = constraints.get(beta_constraint, "beta_constraint")
+    layer.gamma_constraint = constraints.get(gamma_constraint, "gamma_constraint")
+    layer.beta_initializer = initializers.get(beta_initializer, "beta_initializer")
+    layer.gamma_initializer = initializers.get(gamma_initializer, "gamma_initializer")
+
+
 class BatchNormalization(Layer):
     """Keras 3's `BatchNormalization(axis=-1, momentum=0.99, epsilon=0.001, ...)`: batch statistics in fit, the moving
     mean and variance otherwise; a frozen one runs in inference mode."""
@@ -18,12 +30,8 @@ class BatchNormalization(Layer):
                  gamma_initializer="ones", moving_mean_initializer="zeros", moving_variance_initializer="ones",
                  beta_regularizer=None, gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
         super().__init__(**kwargs)
-        self.beta_regularizer = regularizers.get(beta_regularizer, "beta_regularizer")
-        self.gamma_regularizer = regularizers.get(gamma_regularizer, "gamma_regularizer")
-        self.beta_constraint = constraints.get(beta_constraint, "beta_constraint")
-        self.gamma_constraint = constraints.get(gamma_constraint, "gamma_constraint")
-        self.beta_initializer = initializers.get(beta_initializer, "beta_initializer")
-        self.gamma_initializer = initializers.get(gamma_initializer, "gamma_initializer")
+        gamma_beta_options(self, beta_initializer, gamma_initializer, beta_regularizer, gamma_regularizer,
+                           beta_constraint, gamma_constraint)
         self.moving_mean_initializer = initializers.get(moving_mean_initializer, "moving_mean_initializer")
         self.moving_variance_initializer = initializers.get(moving_variance_initializer, "moving_variance_initializer")
         if axis not in (-1,):
@@ -72,12 +80,8 @@ class LayerNormalization(Layer):
             raise ValueError(f"LayerNormalization: epsilon must be > 0, got {epsilon!r}")
         self.axis, self.epsilon, self.center, self.scale = axis, float(epsilon), bool(center), bool(scale)
         self.rms_scaling = False
-        self.beta_initializer = initializers.get(beta_initializer, "beta_initializer")
-        self.gamma_initializer = initializers.get(gamma_initializer, "gamma_initializer")
-        self.beta_regularizer = regularizers.get(beta_regularizer, "beta_regularizer")
-        self.gamma_regularizer = regularizers.get(gamma_regularizer, "gamma_regularizer")
-        self.beta_constraint = constraints.get(beta_constraint, "beta_constraint")
-        self.gamma_constraint = constraints.get(gamma_constraint, "gamma_constraint")
+        gamma_beta_options(self, beta_initializer, gamma_initializer, beta_regularizer, gamma_regularizer,
+                           beta_constraint, gamma_constraint)
 
     def _before_infer(self, shapes):
         shape = shapes[0]

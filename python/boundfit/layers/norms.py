@@ -8,6 +8,7 @@ from .args import _size
 from .compose import against, axes_of, checked_axis, positive_number, rsqrt_plus, weight
 from .emath import Binary, Unary
 from .layer import Layer, keras_config
+from .normalization import gamma_beta_options
 from .reduce import Reduce
 from .reshaping import Reshape
 
@@ -70,12 +71,8 @@ class GroupNormalization(Layer):
         self.axis = checked_axis("GroupNormalization", axis)
         self.epsilon = positive_number("GroupNormalization", "epsilon", epsilon)
         self.center, self.scale = bool(center), bool(scale)
-        self.beta_initializer = initializers.get(beta_initializer, "beta_initializer")
-        self.gamma_initializer = initializers.get(gamma_initializer, "gamma_initializer")
-        self.beta_regularizer = regularizers.get(beta_regularizer, "beta_regularizer")
-        self.gamma_regularizer = regularizers.get(gamma_regularizer, "gamma_regularizer")
-        self.beta_constraint = constraints.get(beta_constraint, "beta_constraint")
-        self.gamma_constraint = constraints.get(gamma_constraint, "gamma_constraint")
+        gamma_beta_options(self, beta_initializer, gamma_initializer, beta_regularizer, gamma_regularizer,
+                           beta_constraint, gamma_constraint)
 
     def build(self, input_shape):
         rank = len(input_shape) - 1
