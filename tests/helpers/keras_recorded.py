@@ -1,44 +1,106 @@
-"""Keras 3's results for the heaviest comparisons, recorded. Computing them
-takes tens of seconds (JAX compiles each of hundreds of small ops, eager or
-jitted, and some need TensorFlow), more than the suite can spend on every
-run. recorded(name, module_file, compute) returns compute()'s {name: array},
-kept in tests/keras_refs/<name>.npz under a key made of the test module's
-source (its cases and data) and the Keras, JAX and NumPy versions: a
-missing or stale file, or BOUNDFIT_KERAS_LIVE=1, computes them from Keras
-again and rewrites the file (commit it)."""
+"""Keras 3's results for the comparisons, recorded. Computing them takes
+most of the suite's time (JAX traces and compiles every model, op and
+training step; some need TensorFlow), more than it can spend on every run.
+
+recorded(name, module_file, compute) returns compute()'s result, kept in
+tests/keras_refs/<name>.npz; case(compute, label) does the same for the
+running test (tests/keras_refs/<module>/<test id, label>.npz). A result is any
+nest of dicts (str keys), lists and tuples of arrays, numbers, strings and
+None. Each is kept under a key made of the test module's source (its cases
+and data), the helpers' (tests/helpers) and the Keras, JAX and NumPy versions: a missing or stale file, or
+BOUNDFIT_KERAS_LIVE=1, computes it from Keras again and rewrites the file
+(commit it). compute() must return everything the test reads from Keras
+(initial weights included), so a recorded run never imports Keras."""
 
 import hashlib
+import json
 import os
+import re
 
 import numpy as np
 
-REFS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "keras_refs")
+HELPERS = os.path.dirname(os.path.abspath(__file__))
+REFS = os.path.join(os.path.dirname(HELPERS), "keras_refs")
 
 
-def _key(module_file):
+def _key(module_file, extra=""):
     import importlib.metadata as md
     h = hashlib.sha256(open(module_file, "rb").read())
+    for helper in sorted(os.listdir(HELPERS)):   # the shared Keras sides (keras_compare.py ...)
+        if helper.endswith(".py"):
+            h.update(open(os.path.join(HELPERS, helper), "rb").read())
     for dist in ("keras", "jax", "numpy"):
         try:
             h.update(f"{dist}={md.version(dist)};".encode())
         except md.PackageNotFoundError:
             h.update(f"{dist}=none;".encode())
+    h.update(extra.encode())
     return h.hexdigest()
 
 
-def recorded(name, module_file, compute):
-    """compute() -> {str: array} from Keras, or its recorded copy for this module source and these versions"""
-    path, key = os.path.join(REFS, name + ".npz"), _key(module_file)
+def _pack(obj, arrays):
+    """a JSON tree for obj, its arrays appended to arrays"""
+    if isinstance(obj, dict):
+        assert all(isinstance(k, str) for k in obj), "recorded dicts take str keys"
+        return {"d": {k: _pack(v, arrays) for k, v in obj.items()}}
+    if isinstance(obj, (list, tuple)):
+        return {"l" if isinstance(obj, list) else "t": [_pack(v, arrays) for v in obj]}
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return {"s": obj}
+    arrays.append(np.asarray(obj))
+    return {"a": len(arrays) - 1}
+
+
+def _unpack(tree, arrays):
+    (kind, v), = tree.items()
+    if kind == "d":
+        return {k: _unpack(t, arrays) for k, t in v.items()}
+    if kind in ("l", "t"):
+        items = [_unpack(t, arrays) for t in v]
+        return items if kind == "l" else tuple(items)
+    return v if kind == "s" else arrays[f"a{v}"]
+
+
+def _load_or_compute(path, key, compute):
     if os.environ.get("BOUNDFIT_KERAS_LIVE") != "1" and os.path.exists(path):
         with np.load(path) as f:
-            if str(f["__key__"]) == key:
-                return {k: f[k] for k in f.files if k != "__key__"}
-    out = {k: np.asarray(v) for k, v in compute().items()}
+            if str(f["__key__"]) == key and "__tree__" in f.files:
+                return _unpack(json.loads(str(f["__tree__"])), {k: f[k] for k in f.files})
+    result, arrays = compute(), []
+    tree = _pack(result, arrays)
     try:
-        os.makedirs(REFS, exist_ok=True)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = path + f".{os.getpid()}.tmp.npz"
-        np.savez_compressed(tmp, __key__=np.array(key), **out)
+        np.savez_compressed(tmp, __key__=np.array(key), __tree__=np.array(json.dumps(tree)),
+                            **{f"a{i}": a for i, a in enumerate(arrays)})
         os.replace(tmp, path)
     except OSError:   # a read-only checkout: computed each time
         pass
-    return out
+    return _unpack(tree, {f"a{i}": a for i, a in enumerate(arrays)})
+
+
+def recorded(name, module_file, compute):
+    """compute() from Keras, or its recorded copy for this module source and these versions"""
+    return _load_or_compute(os.path.join(REFS, name + ".npz"), _key(module_file), compute)
+
+
+_calls = {}
+
+
+def case(compute, label=None):
+    """compute() from Keras for the running test, or its recorded copy; label names which of the test's Keras
+    results (default: the first, second, ... call in the test)"""
+    current = os.environ["PYTEST_CURRENT_TEST"].rsplit(" (", 1)[0]   # "tests/test_x.py::test_y[case] (call)"
+    module_file, test_id = current.split("::", 1)
+    if label is None:
+        label = str(_calls.setdefault(current, [0])[0])
+        _calls[current][0] += 1
+    test_id += "/" + label
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", test_id)[:80] + "-" + hashlib.sha256(test_id.encode()).hexdigest()[:10]
+    folder = os.path.join(REFS, os.path.splitext(os.path.basename(module_file))[0])
+    return _load_or_compute(os.path.join(folder, name + ".npz"), _key(_module_path(module_file), test_id), compute)
+
+
+def _module_path(nodeid_file):
+    """the test module's file from the node id's (relative to pytest's rootdir, the repository)"""
+    return os.path.join(os.path.dirname(os.path.dirname(REFS)), nodeid_file)
