@@ -5,10 +5,16 @@ files in the same subsets and order for the same seed, the same labels and
 class_names, the same pixels (PNG: TensorFlow's resize, each of Keras's eight
 interpolations, cropped and padded too; JPEG: within the two
 libjpeg builds' decoding difference), texts and audio; bad folders and
-files are named; a model trains from an image folder with workers, and from
-one several times its memory limit."""
+files are named (or skipped, skip_bad_files=True); a model trains from an
+image folder with workers, and from one three times a memory cgroup's limit
+(RLIMIT_AS where no cgroup can be made), its first fit growing within its
+plan."""
 
+import contextlib
+import io
 import os
+import subprocess
+import sys
 import wave
 
 import numpy as np
@@ -18,6 +24,7 @@ import boundfit as bf
 from boundfit import layers
 
 import recorded
+from cgroup_util import memory_cgroup
 
 Image = pytest.importorskip("PIL.Image")
 
@@ -276,21 +283,71 @@ def test_a_model_trains_from_an_image_folder_with_two_workers(folder):
     assert [e for e in m._last_plan.breakdown if "PyDataset queue" in e.name and "2 workers" in e.name]
 
 
-def test_a_folder_several_times_the_memory_limit_trains_within_it(tmp_path):
-    root, n = str(tmp_path), 1400
-    rng = np.random.default_rng(1)
-    for c in ("a", "b"):
+LIMIT = 192 << 20   # the child's memory: Python, NumPy and boundfit, BLAS on one thread, the plan, the margin
+
+LIMITED_FIT = """
+import resource, sys
+import numpy as np, boundfit as bf
+from boundfit import layers
+from boundfit.runtime import budget
+root, size, limit, rlimit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+bf.utils.set_random_seed(0)
+m = bf.Sequential([layers.AveragePooling2D(8, input_shape=(size, size, 3)), layers.Rescaling(1 / 255),
+                   layers.Conv2D(4, 3, activation="relu"), layers.GlobalAveragePooling2D(),
+                   layers.Dense(2, activation="softmax")])
+m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+m.estimate_memory(4)   # the BLAS runtime brought up (held memory) before the growth is measured
+ds = bf.utils.image_dataset_from_directory(root, image_size=(size, size), batch_size=4, seed=0, verbose=False,
+                                           workers=2, max_queue_size=2)
+if rlimit:   # no cgroup: the address space may grow by the limit, which is also fit's budget
+    vm = [int(l.split()[1]) << 10 for l in open("/proc/self/status") if l.startswith("VmSize")][0]
+    resource.setrlimit(resource.RLIMIT_AS, (vm + limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+open("/proc/self/clear_refs", "w").write("5")   # peak RSS := RSS now
+r0 = budget.process_usage_bytes()
+h = m.fit(ds, epochs=1, verbose=0, memory_limit=limit if rlimit else None)
+p = m._last_plan
+print("FIT", h.history["loss"][0], p.fits, p.host_bytes - p.held_bytes, budget.peak_rss_bytes() - r0)
+"""
+
+
+def _run_limited(args, limit):
+    """LIMITED_FIT in a child Python inside a memory cgroup of `limit` bytes, or, where no cgroup can be made,
+    under RLIMIT_AS: (stdout, how)."""
+    with contextlib.ExitStack() as stack:
+        try:
+            cg = stack.enter_context(memory_cgroup(limit))
+        except pytest.skip.Exception:
+            cg = None
+        argv = ["-c", LIMITED_FIT] + [str(a) for a in args] + [str(limit), "0" if cg else "1"]
+        if cg is not None:
+            p = cg.popen([sys.executable] + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        else:   # glibc's per-thread arenas reserve 64 MiB of address space each
+            p = subprocess.Popen([sys.executable] + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=dict(os.environ, MALLOC_ARENA_MAX="2"))
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0 and (cg is None or not cg.oom_killed()), err[-3000:]
+        return out, "cgroup" if cg else "RLIMIT_AS"
+
+
+@pytest.mark.cgroup
+def test_a_folder_three_times_a_memory_limit_trains_inside_it_the_first_fit_growing_within_its_plan(tmp_path):
+    """768 PNG files of 256 x 256 (16 images, written again under other names): 576 MiB as float32, as loading
+    them would hold; the child, limited to 192 MiB, reads them per batch."""
+    root, size = str(tmp_path), 256
+    n = -(-3 * LIMIT // (size * size * 3 * 4))
+    rng = np.random.default_rng(3)
+    blobs = []
+    for _ in range(16):
+        buf = io.BytesIO()
+        Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8)).save(buf, "png", compress_level=1)
+        blobs.append(buf.getvalue())
+    for c in "ab":
         os.makedirs(os.path.join(root, c))
-        for i in range(n // 2):
-            Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(os.path.join(root, c, f"{i}.png"))
-    limit = 5 << 20
-    ds = bf.utils.image_dataset_from_directory(root, image_size=(32, 32), batch_size=16, seed=0, verbose=False,
-                                               workers=2, max_queue_size=2)
-    decoded = n * 32 * 32 * 3 * 4                       # what loading the folder into memory would hold
-    assert decoded > 3 * limit
-    m = _cnn(32)
-    h = m.fit(ds, epochs=1, memory_limit=limit, verbose=0)
-    plan = m._last_plan
-    assert np.isfinite(h.history["loss"][0]) and plan.fits
-    assert plan.host_bytes - plan.held_bytes <= limit
-    assert [e for e in plan.breakdown if e.name.startswith("PyDataset queue (2 batches of 192.06 KiB")]
+    for i in range(n):
+        with open(os.path.join(root, "ab"[i % 2], f"{i}.png"), "wb") as f:
+            f.write(blobs[i % 16])
+    assert n * size * size * 3 * 4 >= 3 * LIMIT
+    out, how = _run_limited((root, size), LIMIT)
+    loss, fits, new, grown = out.split("FIT")[1].split()
+    assert np.isfinite(float(loss)) and fits == "True", out
+    assert int(grown) <= int(new), f"{how}: the first fit grew {grown} bytes, its plan says {new} new"
