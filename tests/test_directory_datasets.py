@@ -92,6 +92,26 @@ def test_image_files_subsets_order_labels_and_class_names_match_keras(folder, kw
             assert sorted(map(str, oy.tolist())) == sorted(map(str, ry.tolist()))
 
 
+LINK_ARGS = [dict(follow_links=False), dict(follow_links=True)]
+
+
+def _link(root):
+    """A folder of the image folder's, linked into another class: eel/more -> dog/nested."""
+    os.symlink(os.path.join(root, "dog", "nested"), os.path.join(root, "eel", "more"))
+    return root
+
+
+@pytest.mark.parametrize("kw", LINK_ARGS)
+def test_follow_links_reads_linked_folders_as_keras(tmp_path, kw):
+    k = recorded.load("directory_datasets")
+    root = _link(_write_recorded_folder(str(tmp_path), k))
+    ours = bf.utils.image_dataset_from_directory(root, image_size=(12, 15), batch_size=4, shuffle=False,
+                                                 verbose=False, **kw)
+    r = f"link/{LINK_ARGS.index(kw)}"
+    assert ours.file_paths == [os.path.join(root, p) for p in recorded.value(k, f"{r}/file_paths")]
+    np.testing.assert_array_equal(_batches(ours)[1], k[f"{r}/y"])
+
+
 PNG_ARGS = [dict(interpolation="bilinear"), dict(interpolation="nearest"), dict(interpolation="bicubic"),
             dict(interpolation="area"), dict(interpolation="lanczos3"), dict(interpolation="mitchellcubic"),
             dict(crop_to_aspect_ratio=True), dict(pad_to_aspect_ratio=True, interpolation="area"),
