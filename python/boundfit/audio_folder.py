@@ -42,27 +42,31 @@ class AudioFolderDataset(folder_data.FolderDataset):
         return a
 
     def read_batch(self, paths, index):
-        waves = [self.decode(p, index) for p in paths]
+        waves = []
+        kept = self.each_file(paths, index, lambda p, j: waves.append(self.decode(p, index)))
+        paths = [paths[k] for k in kept]
         if self.ragged:
-            return waves
+            return waves, kept
         if len({w.shape[1] for w in waves}) > 1:
             raise DataError(f"batch {index}: files with different channel counts: "
                                         f"{ {p: w.shape[1] for p, w in zip(paths, waves)} }", batch_index=index)
         out = np.zeros((len(waves), max(len(w) for w in waves), waves[0].shape[1]), np.float32)
         for j, w in enumerate(waves):
             out[j, :len(w)] = w
-        return out
+        return out, kept
 
 
 def audio_dataset_from_directory(directory, labels="inferred", label_mode="int", class_names=None, batch_size=32,
                                  sampling_rate=None, output_sequence_length=None, ragged=False, shuffle=True,
                                  seed=None, validation_split=None, subset=None, follow_links=False, verbose=True,
-                                 workers=None, max_queue_size=None):
+                                 workers=None, max_queue_size=None, skip_bad_files=False):
     """Keras 3's keras.utils.audio_dataset_from_directory: the .wav files
     under `directory`, labels from its subfolders, a list or none; one data
     set, or (training, validation) for subset='both'; each has class_names
     and file_paths. sampling_rate (resampling, which Keras does with
-    tensorflow-io) is refused."""
+    tensorflow-io) is refused. skip_bad_files (boundfit's): a file that is
+    no 16-bit PCM .wav is left out of its batch with a warning, instead of a
+    DataError."""
     labels, label_mode = folder_data.check_args(labels, label_mode, class_names, validation_split, subset, shuffle,
                                                 seed, "audio")
     if ragged and output_sequence_length is not None:
@@ -76,6 +80,7 @@ def audio_dataset_from_directory(directory, labels="inferred", label_mode="int",
         raise ValueError(f"sampling_rate={sampling_rate!r}: resampling is not supported (Keras needs tensorflow-io "
                          "for it); resample the files, or leave sampling_rate=None to read them at their own rate")
     batch_size = folder_data.check_batch_size(batch_size)
+    skip_bad_files = folder_data.check_skip(skip_bad_files)
     if seed is None:
         seed = np.random.randint(1e6)
     paths, labs, class_names = folder_data.index_directory(directory, labels, ALLOWED_FORMATS, class_names, shuffle,
@@ -83,7 +88,7 @@ def audio_dataset_from_directory(directory, labels="inferred", label_mode="int",
     folder_data.check_binary(label_mode, class_names)
     out = [AudioFolderDataset(p, lab, label_mode=label_mode, num_classes=len(class_names) if class_names else 0,
                               class_names=class_names, batch_size=batch_size, shuffle=shuffle and training, seed=seed,
-                              workers=workers, max_queue_size=max_queue_size,
+                              workers=workers, max_queue_size=max_queue_size, skip_bad_files=skip_bad_files,
                               output_sequence_length=output_sequence_length, ragged=ragged)
            for p, lab, training in folder_data.subsets(paths, labs, validation_split, subset, directory, "audio files",
                                                        ALLOWED_FORMATS)]

@@ -3,7 +3,9 @@ as Keras 3 makes it (keras/src/utils/dataset_utils.py: os.walk sorted,
 class folders in alphanumeric order, the paths shuffled by NumPy's
 RandomState(seed), the validation split from the end), and FolderDataset,
 a PyDataset that holds only the file list and reads each batch's files when
-asked (by fit's worker threads, engine/workers.py)."""
+asked (by fit's worker threads, engine/workers.py). A file that cannot be
+read is a DataError naming it, or, with skip_bad_files=True (boundfit's
+own keyword), left out of its batch with a warning."""
 
 import os
 import warnings
@@ -135,6 +137,12 @@ def check_binary(label_mode, class_names):
         raise ValueError(f"label_mode='binary' needs exactly 2 classes, got class_names={class_names}")
 
 
+def check_skip(skip_bad_files):
+    if not isinstance(skip_bad_files, (bool, np.bool_)):
+        raise ValueError(f"skip_bad_files must be True or False, got skip_bad_files={skip_bad_files!r}")
+    return bool(skip_bad_files)
+
+
 def check_batch_size(batch_size):
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
                                    or batch_size <= 0):
@@ -153,7 +161,7 @@ class FolderDataset(PyDataset):
     _keeps_order = True
 
     def __init__(self, paths, labels, label_mode, num_classes, class_names, batch_size, shuffle, seed, workers=None,
-                 max_queue_size=None):
+                 max_queue_size=None, skip_bad_files=False):
         workers = workers if workers is not None else min(4, os.cpu_count() or 1)
         queue = max_queue_size if max_queue_size is not None else max(2, 2 * workers)
         super().__init__(workers=workers, use_multiprocessing=False, max_queue_size=queue)
@@ -162,6 +170,7 @@ class FolderDataset(PyDataset):
         self.label_mode, self.num_classes, self.class_names = label_mode, num_classes, class_names
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
         self._order, self._epoch = np.arange(len(self.file_paths)), 0
+        self.skip_bad_files, self._skipped = bool(skip_bad_files), set()
 
     def __len__(self):
         n = len(self.file_paths)
@@ -189,7 +198,8 @@ class FolderDataset(PyDataset):
 
     def __getitem__(self, i):
         rows = self._rows(i)
-        x = self.read_batch([self.file_paths[r] for r in rows], i)
+        x, kept = self.read_batch([self.file_paths[r] for r in rows], i)
+        rows = rows[kept]
         y = None if self.label_mode is None else self._encoded(rows)
         if self.batch_size is None:   # single samples, as Keras's unbatched data sets
             x = x[0]
@@ -201,7 +211,38 @@ class FolderDataset(PyDataset):
             yield self[i]
 
     def read_batch(self, paths, index):
+        """(x of the files read, their positions in `paths`): a subclass reads them with each_file."""
         raise NotImplementedError
+
+    def each_file(self, paths, index, read):
+        """read(path, row) for each of batch `index`'s paths, row counting the files read before it; returns the
+        positions in `paths` of the files read. A file whose read raises bad_file's DataError is, with
+        skip_bad_files, left out with a warning naming it (once: it is not read again)."""
+        kept, bad = [], []
+        for k, p in enumerate(paths):
+            if p in self._skipped:
+                bad.append(p)
+                continue
+            try:
+                read(p, len(kept))
+            except DataError as e:
+                if not self.skip_bad_files or getattr(e, "bad_path", None) != p:
+                    raise
+                self._skipped.add(p)
+                bad.append(p)
+                warnings.warn(f"skip_bad_files: {e}; left out of batch {index}", UserWarning, stacklevel=2)
+                continue
+            kept.append(k)
+        if not kept:
+            raise DataError(f"batch {index}: none of its {len(paths)} files can be read ({bad}); skip_bad_files "
+                            f"leaves bad files out, but a batch needs one sample: remove them from the folder",
+                            batch_index=index)
+        return kept
+
+    @property
+    def skipped_files(self):
+        """The files skip_bad_files has left out so far, sorted."""
+        return sorted(self._skipped)
 
     def on_epoch_end(self):
         if self.shuffle:
@@ -210,4 +251,6 @@ class FolderDataset(PyDataset):
 
     def bad_file(self, path, index, err):
         """A file that cannot be read: a DataError naming it (and the batch), chained from the reader's error."""
-        return DataError(f"batch {index}: cannot read {path!r}: {type(err).__name__}: {err}", batch_index=index)
+        e = DataError(f"batch {index}: cannot read {path!r}: {type(err).__name__}: {err}", batch_index=index)
+        e.bad_path = path
+        return e

@@ -5,9 +5,12 @@ Pillow (which releases the GIL) in fit's worker threads and resized as
 Keras's tf.data path resizes them (tf.image.resize, antialias=False), in
 float32 as TensorFlow does: 'bilinear' and 'nearest' by TensorFlow's
 half-pixel rule in C (_core.image_resize, straight into the batch, without
-the GIL), 'area' by box overlaps and the others as separable kernels
-(TensorFlow's scale_and_translate spans and kernels) here in NumPy. A file
-Pillow cannot read (corrupt, truncated) is a DataError naming it."""
+the GIL), 'area' by box overlaps, 'bicubic' by resize_bicubic's table of
+Keys's cubic and the others as separable kernels (TensorFlow's
+scale_and_translate spans and kernels) here in NumPy. A file Pillow cannot
+read (corrupt, truncated) is a DataError naming it, or, with
+skip_bad_files=True (a boundfit extension), left out of its batch with a
+warning naming it."""
 
 import numpy as np
 
@@ -16,8 +19,36 @@ from . import _core, folder_data
 ALLOWLIST_FORMATS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
 INTERPOLATIONS = ("bilinear", "nearest", "bicubic", "area", "lanczos3", "lanczos5", "gaussian", "mitchellcubic")
 
-def _keys(x):
-    return np.where(x >= 2, 0, np.where(x >= 1, ((-0.5 * x + 2.5) * x - 4) * x + 2, (1.5 * x - 2.5) * x * x + 1))
+def _keys_table(a=-0.5, size=1024):
+    """TensorFlow's resize_bicubic coefficients (resize_bicubic_op.cc InitCoeffsTable): (size + 1, 2) float32,
+    Keys's cubic at i / size and at i / size + 1."""
+    x = np.arange(size + 1, dtype=np.float64) / size
+    near = ((a + 2) * x - (a + 3)) * x * x + 1
+    x1 = x + 1
+    far = ((a * x1 - 5 * a) * x1 + 8 * a) * x1 - 4 * a
+    return np.stack([near, far], axis=1).astype(np.float32)
+
+
+_KEYS = _keys_table()
+
+
+def _bicubic_weights(n_in, n_out):
+    """(n_out, n_in) float32 weights of tf.image.resize 'bicubic' (resize_bicubic, half-pixel centers): four taps
+    from the 1024-step table, those outside the image dropped and the rest renormalized."""
+    scale = np.float32(n_in) / np.float32(n_out)
+    loc = (np.arange(n_out, dtype=np.float32) + np.float32(0.5)) * scale - np.float32(0.5)
+    base = np.floor(loc).astype(np.int64)
+    off = np.rint((loc - base.astype(np.float32)) * np.float32(1024)).astype(np.int64)
+    taps = np.stack([_KEYS[off, 1], _KEYS[off, 0], _KEYS[1024 - off, 0], _KEYS[1024 - off, 1]], axis=1)
+    idx = base[:, None] + np.arange(-1, 3)
+    taps = np.where((idx >= 0) & (idx < n_in), taps, np.float32(0))
+    total = taps.sum(axis=1, dtype=np.float32)
+    taps = np.where(np.abs(total)[:, None] >= 1000 * np.finfo(np.float32).tiny,
+                    taps * (np.float32(1) / total)[:, None], taps)
+    w = np.zeros((n_out, n_in), np.float32)
+    rows = np.repeat(np.arange(n_out), 4)
+    np.add.at(w, (rows, np.clip(idx, 0, n_in - 1).ravel()), taps.ravel())
+    return w
 
 
 def _mitchell(x):
@@ -35,7 +66,7 @@ def _lanczos(r):
 
 
 # (kernel, radius), as TensorFlow's sampling_kernels.h
-_KERNELS = {"bicubic": (_keys, 2.0), "mitchellcubic": (_mitchell, 2.0), "lanczos3": (_lanczos(3), 3.0),
+_KERNELS = {"mitchellcubic": (_mitchell, 2.0), "lanczos3": (_lanczos(3), 3.0),
             "lanczos5": (_lanczos(5), 5.0), "gaussian": (lambda x: np.where(x >= 1.5, 0, np.exp(-2 * x * x)), 1.5)}
 _CHANNELS = {"grayscale": 1, "rgb": 3, "rgba": 4}
 _MODES = {1: "L", 3: "RGB", 4: "RGBA"}
@@ -53,17 +84,20 @@ def _pil():
 
 def _kernel_weights(n_in, n_out, interpolation):
     """(n_out, n_in) float32 weights of one axis: TensorFlow's spans without antialiasing (sample at
-    (i + 0.5) / scale, taps within the kernel's radius, weights normalized), or, for 'area', each output
+    (i + 0.5) * (1 / scale), taps within the kernel's radius, weights normalized), or, for 'area', each output
     pixel's box [i, i + 1) / scale's overlap with the input pixels."""
-    scale = np.float32(n_out / n_in)
+    scale = np.float32(n_out) / np.float32(n_in)
     src = np.arange(n_in, dtype=np.float32)
     if interpolation == "area":
         s = np.float32(n_in / n_out)
         lo = np.arange(n_out, dtype=np.float32)[:, None] * s
         w = np.clip(np.minimum(lo + s, src + 1) - np.maximum(lo, src), 0, None)
         return (w / s).astype(np.float32)
+    if interpolation == "bicubic":
+        return _bicubic_weights(n_in, n_out)
     kernel, radius = _KERNELS[interpolation]
-    f = (np.arange(n_out, dtype=np.float32) + np.float32(0.5)) / scale
+    inv_scale = np.float32(1.0 / np.float64(scale))   # as TensorFlow rounds it: a tap at the radius is in or out
+    f = (np.arange(n_out, dtype=np.float32) + np.float32(0.5)) * inv_scale
     start = np.clip(np.ceil(f - np.float32(radius) - np.float32(0.5)), 0, n_in - 1)
     end = np.clip(np.floor(f + np.float32(radius) - np.float32(0.5)), 0, n_in - 1) + 1
     inside = (src >= start[:, None]) & (src < end[:, None])
@@ -154,9 +188,10 @@ class ImageFolderDataset(folder_data.FolderDataset):
         c = self.num_channels
         shape = (c, th, tw) if self.data_format == "channels_first" else (th, tw, c)
         out = np.empty((len(paths),) + shape, np.float32)
-        for j, p in enumerate(paths):
-            self.load(p, index, out[j].transpose(1, 2, 0) if self.data_format == "channels_first" else out[j])
-        return out
+        first = self.data_format == "channels_first"
+        kept = self.each_file(paths, index, lambda p, j: self.load(p, index, out[j].transpose(1, 2, 0) if first
+                                                                   else out[j]))
+        return out[:len(kept)], kept
 
 
 def _check_image_args(color_mode, image_size, interpolation, crop_to_aspect_ratio, pad_to_aspect_ratio,
@@ -183,14 +218,17 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
                                  batch_size=32, image_size=(256, 256), shuffle=True, seed=None, validation_split=None,
                                  subset=None, interpolation="bilinear", follow_links=False,
                                  crop_to_aspect_ratio=False, pad_to_aspect_ratio=False, data_format=None,
-                                 format="tf", verbose=True, workers=None, max_queue_size=None):
+                                 format="tf", verbose=True, workers=None, max_queue_size=None, skip_bad_files=False):
     """Keras 3's keras.utils.image_dataset_from_directory: a data set of the
     image files under `directory` (labels from its subfolders, a list, or
     none), read and decoded per batch by `workers` threads (default: up to
     4) at most `max_queue_size` batches ahead (default: 2 per worker), a
     queue the memory plan of fit holds. Returns one data set, or (training,
     validation) for subset='both'; each has class_names and file_paths.
-    format: Keras's 'tf' / 'grain' both give boundfit's data set."""
+    format: Keras's 'tf' / 'grain' both give boundfit's data set.
+    skip_bad_files (boundfit's, not Keras's): a file Pillow cannot decode
+    is left out of its batch with a warning naming it (the batch is one
+    sample shorter; skipped_files lists them), instead of a DataError."""
     labels, label_mode = folder_data.check_args(labels, label_mode, class_names, validation_split, subset, shuffle,
                                                 seed, "image")
     num_channels, image_size, interpolation, data_format = _check_image_args(
@@ -198,6 +236,7 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
     if format not in ("tf", "grain"):
         raise ValueError(f"format must be 'tf' or 'grain', got format={format!r}")
     batch_size = folder_data.check_batch_size(batch_size)
+    skip_bad_files = folder_data.check_skip(skip_bad_files)
     _pil()   # refused now, not in a worker
     if seed is None:
         seed = np.random.randint(1e6)
@@ -206,7 +245,7 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
     folder_data.check_binary(label_mode, class_names)
     out = [ImageFolderDataset(p, lab, label_mode=label_mode, num_classes=len(class_names) if class_names else 0,
                               class_names=class_names, batch_size=batch_size, shuffle=shuffle and training, seed=seed,
-                              workers=workers, max_queue_size=max_queue_size, image_size=image_size,
+                              workers=workers, max_queue_size=max_queue_size, skip_bad_files=skip_bad_files, image_size=image_size,
                               num_channels=num_channels, interpolation=interpolation,
                               crop_to_aspect_ratio=crop_to_aspect_ratio, pad_to_aspect_ratio=pad_to_aspect_ratio,
                               data_format=data_format)

@@ -51,6 +51,14 @@ with tempfile.TemporaryDirectory() as root:
             if not kw.get("shuffle", True) or s == 1:   # no shuffle buffer: the pixels the test compares
                 rec[f"image/{j}/{s}/x"] = x
 
+for j, kw in enumerate(t.LINK_ARGS):
+    with tempfile.TemporaryDirectory() as root:
+        t._link(t._write_images(root, {"cat": 7, "dog": 5, "eel": 4}))
+        ref = utils.image_dataset_from_directory(root, image_size=(12, 15), batch_size=4, shuffle=False,
+                                                 verbose=False, **kw)
+        recorded.put_value(rec, f"link/{j}/file_paths", [os.path.relpath(p, root) for p in ref.file_paths])
+        rec[f"link/{j}/y"] = batches(ref)[1]
+
 for j, kw in enumerate(t.PNG_ARGS):
     with tempfile.TemporaryDirectory() as root:
         args = dict(image_size=(12, 15), batch_size=2, shuffle=False, verbose=False, **kw)

@@ -8,7 +8,8 @@ cancels the calls not started and waits for the running ones, so no worker
 outlives its epoch (end of fit, an exception, Ctrl-C at a step boundary).
 
 The queue is in the memory plan (queue_entries): its batches, sized from the
-first one, and the workers' stacks. glibc's malloc would keep the batches a
+first one, and the workers' stacks; without workers, the three batches a
+source read in the training thread holds. glibc's malloc would keep the batches a
 worker thread allocated and the trainer freed in that thread's arena (its
 mmap threshold grows with each large free), outside any plan: the threshold
 is fixed at its default when workers start, so a freed batch goes back to
@@ -119,6 +120,18 @@ def batch_bytes(batch):
     return sum(int(a.nbytes) for a in arrays)
 
 
+def _read_here(label, s):
+    """The batches a Python source read in the training thread holds (a source that states its own
+    plan_entries aside): the first, kept as the reference of later batches' shapes, the one in training and
+    the next, read while it is still held."""
+    ref = getattr(s, "_ref", None)
+    if ref is None or hasattr(getattr(s, "src", None), "plan_entries"):
+        return []
+    b = batch_bytes(ref)
+    return [PlanEntry(f"{label}Python batches (3 of {format_bytes(b)}: the first, the one in training and the next "
+                      f"being read)", 3 * b, "host", "runtime", "outside the arena: the data source's batches")]
+
+
 def queue_entries(*sources):
     """Plan entries of the threaded sources among `sources` (data.SequenceData or others): the batches their
     workers hold (the queue; the one in training and the one before it, alive until the next arrives; the first,
@@ -127,6 +140,7 @@ def queue_entries(*sources):
     for label, s in zip(("", "validation: "), sources):
         workers, queue, processes = getattr(s, "workers", (1, 0, False))
         if workers <= 1:
+            out += _read_here(label, s)
             continue
         if processes:
             out.append(PlanEntry(f"{label}PyDataset shared-memory blocks ({queue + 2} of {format_bytes(s.block_bytes)}: "
