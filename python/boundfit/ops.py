@@ -880,6 +880,9 @@ def _reduce(op, npfn, cls, module=NUMPY, **extra):
                 if not _sym(x):
                     return npfn(x, axis=axis, keepdims=keepdims, **{k: v})
                 _unsupported(op, f"{k}={v!r} (only None)")
+        if op == "mean" and axis is None and not keepdims and isinstance(x, LossMean) and not x.over_batch and \
+                not x.total:   # the batch's mean of a loss's per-sample means (a Keras loss in compute_loss)
+            return LossMean(x.x, over_batch=True)
         if not _sym(x):
             return npfn(x, axis=axis, keepdims=keepdims)
         return _reduction_node(cls, _reduced(op if op not in ("amax", "amin") else op[1:], x, axis, keepdims), x,
