@@ -758,6 +758,13 @@ def reshape(x, newshape):
     newshape = tuple(newshape)
     if not newshape or newshape[0] not in (-1, None):
         _unsupported("reshape", f"the new shape {newshape} must keep the batch axis first (-1 or None)")
+    rest = newshape[1:]
+    if newshape[0] == -1 and -1 not in rest and None not in rest and (None in x._ps or math.prod(x._ps) !=
+                                                                        math.prod(rest)):
+        _unsupported("reshape", f"to {newshape} of shape {x.shape}: its leading -1 takes in more than the batch "
+                     f"axis (Keras's result merges samples: (None,) + {tuple(rest)}), which boundfit's graphs keep "
+                     "apart; keep the batch axis alone first and let a sample's axis take the -1, as "
+                     f"layers.Reshape((-1,) + {tuple(rest)}) does")
     return record(Reshape(tuple(newshape[1:]))(x), "Reshape", NUMPY, {"newshape": list(newshape)}, [x])
 
 
