@@ -15,7 +15,7 @@ import numpy as np
 from ._core import MAX_LAYERS
 from .metrics import Metric
 from .layers.args import engine_kinds
-from .layers.input_layer import InputLayer
+from .layers.input_layer import Input, InputLayer
 from .layers import node as _node
 from .layers.node import KerasTensor, Node, SymbolicTensorError, _as_tensors, takes_training, train_mode
 from .layers.switch import Switch
@@ -89,16 +89,41 @@ def _tensor_list(v, what):
     return names, ts, is_dict
 
 
+def cut_at(ins, outs):
+    """Keras's Model(inputs=intermediate tensors): each such input is a new
+    Input (`<name>CLONE`) and the calls between it and the outputs are called
+    anew on it, on the same layers (the same weights); the graph before it is
+    not the model's. Returns (inputs, outputs)."""
+    clones = {id(t): Input(shape=t._ps, dtype=t.dtype, name=f"{t.name}CLONE") for t in ins if t._input_layer is None}
+    if not clones:
+        return ins, outs
+    stop, nodes, stack = {id(t) for t in ins}, {}, list(outs)
+    while stack:
+        t = stack.pop()
+        if id(t) in stop or t._node is None or t._node.id in nodes:
+            continue
+        nodes[t._node.id] = t._node
+        stack.extend(t._node.inputs)
+    new = dict(clones)
+    for _, n in sorted(nodes.items()):   # (in the order they were made: producers first)
+        if not any(id(t) in new for t in n.inputs):
+            continue
+        outs_n = [KerasTensor(t._ps, t.dtype, name=t.name, nobatch=t._nobatch) for t in n.outputs]
+        m = Node(n.layer, [new.get(id(t), t) for t in n.inputs], outs_n, n.train_mode)
+        for k, v in vars(n).items():   # (the custom layer whose call made it, a mask turned off, ...)
+            if k not in ("id", "index", "inputs", "outputs"):
+                setattr(m, k, v)
+        new.update({id(a): b for a, b in zip(n.outputs, outs_n)})
+    return [new.get(id(t), t) for t in ins], [new.get(id(t), t) for t in outs]
+
+
 def normalize_io(inputs, outputs):
     in_names, ins, in_dict = _tensor_list(inputs, "inputs")
-    for i, t in enumerate(ins):
-        if t._input_layer is None:
-            raise ValueError(f"Model: inputs[{i}] is the output of layer {t._node.layer.name!r}; a model's inputs "
-                             "must be tensors made by boundfit.Input")
     if len({id(t) for t in ins}) != len(ins):
         raise ValueError("Model: the same Input is listed twice in inputs")
-    in_names = in_names or [t._input_layer.name for t in ins]
     out_names, outs, out_dict = _tensor_list(outputs, "outputs")
+    ins, outs = cut_at(ins, outs)
+    in_names = in_names or [t._input_layer.name for t in ins]
     if len({id(t) for t in outs}) != len(outs):
         raise ValueError("Model: the same tensor is listed twice in outputs")
     for i, t in enumerate(outs):

@@ -17,6 +17,8 @@ that mixes the samples of the batch raises naming the layer."""
 from . import ops, regularizers
 from .layers.input_layer import Input
 from .layers.node import KerasTensor
+from .layers.preprocessing import Rescaling
+from .layers.reduce import BatchReduce
 
 
 def loss_name(fn):
@@ -90,15 +92,36 @@ def regularizer_values(reg, x, where):
         "(Keras divides it by the batch size), as l1 / l2 are")
 
 
+def _batch_mean(v):
+    """(x, c) where v is c * ops.mean(x) over every axis as a subclassed model's call() computes it (a
+    BatchReduce mean, then numbers times it: Rescaling), else None"""
+    c = 1.0
+    while isinstance(v, KerasTensor) and v._node is not None and len(v._node.inputs) == 1:
+        layer = v._node.layer
+        if isinstance(layer, Rescaling) and layer.offset == 0.0:
+            c, v = c * layer.scale, v._node.inputs[0]
+        elif isinstance(layer, BatchReduce) and layer.op == "mean":
+            return v._node.inputs[0], c
+        else:
+            return None
+    return None
+
+
 def added_values(v, where):
     """(values, weight) whose ADDED loss times weight is Keras's add_loss(v):
     ops.mean over every axis of per-sample values (weight 1 / values per
-    sample). where: 'layer 'name'' for messages."""
+    sample), at most times numbers; in a custom layer's call() that mean is a
+    LossMean, in a subclassed model's call() a BatchReduce (_batch_mean).
+    where: 'layer 'name'' for messages."""
+    mean = _batch_mean(v)
+    if mean is not None:
+        v = ops.LossMean(mean[0], over_batch=True)
     if isinstance(v, ops.LossMean) and not v.total and v.over_batch:
         size = 1
         for d in v.x._ps:
             size *= d
-        return v.x, 1.0 / size
+        c = (1.0 if mean is None else mean[1]) / size
+        return (v.x, c) if c >= 0 else (ops.negative(v.x), -c)   # (loss weights are >= 0)
     got = v._op() if isinstance(v, ops.LossMean) else f"a {type(v).__name__}"
     raise ops.OpNotSupportedError(
         f"add_loss() in {where} was given {got}; boundfit adds a mean over the batch (keras.ops.mean over every "

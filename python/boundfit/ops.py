@@ -758,6 +758,13 @@ def reshape(x, newshape):
     newshape = tuple(newshape)
     if not newshape or newshape[0] not in (-1, None):
         _unsupported("reshape", f"the new shape {newshape} must keep the batch axis first (-1 or None)")
+    rest = newshape[1:]
+    if newshape[0] == -1 and -1 not in rest and None not in rest and (None in x._ps or math.prod(x._ps) !=
+                                                                        math.prod(rest)):
+        _unsupported("reshape", f"to {newshape} of shape {x.shape}: its leading -1 takes in more than the batch "
+                     f"axis (Keras's result merges samples: (None,) + {tuple(rest)}), which boundfit's graphs keep "
+                     "apart; keep the batch axis alone first and let a sample's axis take the -1, as "
+                     f"layers.Reshape((-1,) + {tuple(rest)}) does")
     return record(Reshape(tuple(newshape[1:]))(x), "Reshape", NUMPY, {"newshape": list(newshape)}, [x])
 
 
@@ -880,6 +887,9 @@ def _reduce(op, npfn, cls, module=NUMPY, **extra):
                 if not _sym(x):
                     return npfn(x, axis=axis, keepdims=keepdims, **{k: v})
                 _unsupported(op, f"{k}={v!r} (only None)")
+        if op == "mean" and axis is None and not keepdims and isinstance(x, LossMean) and not x.over_batch and \
+                not x.total:   # the batch's mean of a loss's per-sample means (a Keras loss in compute_loss)
+            return LossMean(x.x, over_batch=True)
         if not _sym(x):
             return npfn(x, axis=axis, keepdims=keepdims)
         return _reduction_node(cls, _reduced(op if op not in ("amax", "amin") else op[1:], x, axis, keepdims), x,

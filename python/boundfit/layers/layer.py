@@ -11,7 +11,7 @@ from .. import _core, regularizers
 from ..utils import snake_case
 from .args import _is_size
 from .eager import build_alone, call_eagerly, is_array_call
-from .node import call_layer, infer_shape, trace_layer, tracing_anchor
+from .node import call_layer, infer_shape, inference_pass, trace_layer, tracing_anchor
 
 _counters = {}
 _DTYPE = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": None}
@@ -55,6 +55,15 @@ def layer_config(layer):
     for k in getattr(layer, "_keras_omit", ()):   # base keys Keras's config of the class lacks
         cfg.pop(k, None)
     return cfg
+
+
+def record_added_loss(owner, loss):
+    """add_loss(loss) in the traced call() of a layer or a subclassed model: kept on the owner. A call() that
+    takes `training` is traced twice (node.trace_modes): the inference pass's value is marked, and the training
+    graph adds the training pass's (models/loss_graph.py), once."""
+    owner.__dict__.setdefault("_added_losses", []).append(loss)
+    if inference_pass():
+        owner.__dict__.setdefault("_inference_losses", set()).add(id(loss))
 
 
 class Layer:
@@ -119,7 +128,7 @@ class Layer:
         """Keras's add_loss(loss) inside call(): a loss term computed from the
         call's tensors with keras.ops (a mean over the batch, ops.mean), added
         to the training loss unweighted (models/loss_graph.py)."""
-        self.__dict__.setdefault("_added_losses", []).append(loss)
+        record_added_loss(self, loss)
         anchor = tracing_anchor()   # the call's input knows the layer (a call that makes no node is found so)
         if anchor is not None and self not in anchor.__dict__.setdefault("_loss_layers", []):
             anchor.__dict__["_loss_layers"].append(self)

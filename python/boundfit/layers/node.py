@@ -209,6 +209,11 @@ _RECORD = []
 DRAWS = {}
 
 
+def inference_pass():
+    """Whether the call() being traced is in trace_modes' inference pass (its training pass traces it again)."""
+    return bool(CONTEXT) and CONTEXT[-1] == (False, False)
+
+
 def train_mode(training, mode_dependent=True):
     """The engine's train_mode of a layer call given `training` (None: not given): 0 the run's mode, 1 always
     training, 2 always inference. Within a pass of trace_modes, its own mode is the run's."""

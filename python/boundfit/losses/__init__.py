@@ -12,12 +12,12 @@ from .composed import (KLD, MAPE, MSLE, BinaryFocalCrossentropy, CategoricalFoca
                        SquaredHinge, Tversky, binary_focal_crossentropy, categorical_focal_crossentropy,
                        categorical_generalized_cross_entropy, categorical_hinge, cosine_similarity, dice, hinge,
                        kl_divergence, kld, mape, mean_absolute_percentage_error, mean_squared_logarithmic_error,
-                       msle, poisson, squared_hinge, tversky)
+                       msle, poisson, squared_hinge, tversky, binary_crossentropy, categorical_crossentropy, mae,
+                       mean_absolute_error, mean_squared_error, mse)
 from .composed import CLASSES as _COMPOSED, FUNCTIONS as _FUNCTIONS, REFUSED as _REFUSED
 from .core import (ADDED, BCE, CCE, HUBER, LOGCOSH, MAE, MEAN, MSE, SCCE, BinaryCrossentropy,  # noqa: F401
                    CategoricalCrossentropy, CustomLoss, Huber, LogCosh, Loss, MeanAbsoluteError, MeanSquaredError,
-                   SparseCategoricalCrossentropy, _AddedMean, _smoothing, _TracedMean, binary_crossentropy,
-                   categorical_crossentropy, huber, log_cosh, mae, mean_absolute_error, mean_squared_error, mse,
+                   SparseCategoricalCrossentropy, _AddedMean, _NoLoss, _smoothing, _TracedMean, huber, log_cosh,
                    sparse_categorical_crossentropy)
 from ..utils import snake_case
 

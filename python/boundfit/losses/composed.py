@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import ops
 from ..layers.node import KerasTensor
-from .core import Loss
+from .core import BinaryCrossentropy, CategoricalCrossentropy, Loss, MeanAbsoluteError, MeanSquaredError
 
 EPSILON = 1e-7   # keras.backend.epsilon()
 
@@ -190,6 +190,51 @@ def categorical_generalized_cross_entropy(y_true, y_pred, q):
 
 
 categorical_generalized_cross_entropy._y_true_shape = lambda pred_shape: pred_shape[:-1]   # class ids
+
+# the losses the engine computes, as functions of keras.ops too (in a traced compute_loss() or loss function, or
+# on arrays); compile(loss=fn) still takes the engine's (their _loss_class)
+
+def mean_squared_error(y_true, y_pred):
+    """mean((y_true - y_pred) ** 2, axis=-1)."""
+    y_true, y_pred = _floats(y_true, y_pred)
+    return ops.mean(ops.square(y_true - y_pred), axis=-1)
+
+
+def mean_absolute_error(y_true, y_pred):
+    """mean(|y_true - y_pred|, axis=-1)."""
+    y_true, y_pred = _floats(y_true, y_pred)
+    return ops.mean(ops.abs(y_true - y_pred), axis=-1)
+
+
+def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
+    """mean(binary cross-entropy, axis): predictions clipped to [eps, 1 - eps], or log_sigmoid of logits."""
+    y_true, y_pred = _floats(y_true, y_pred)
+    if label_smoothing:
+        y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing
+    if from_logits:
+        bce = y_true * ops.softplus(-y_pred) + (1.0 - y_true) * ops.softplus(y_pred)   # -log_sigmoid
+    else:
+        bce = _bce(y_true, y_pred)
+    return ops.mean(bce, axis=axis)
+
+
+def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
+    """-sum(y_true * log(p), axis), p the predictions scaled to sum to 1 and clipped to [eps, 1 - eps], or
+    log_softmax of logits."""
+    y_true, y_pred = _floats(y_true, y_pred)
+    if label_smoothing:
+        y_true = y_true * (1.0 - label_smoothing) + label_smoothing / float(y_pred.shape[-1])
+    if from_logits:
+        return -ops.sum(y_true * ops.log_softmax(y_pred, axis=axis), axis=axis)
+    output = ops.clip(y_pred / ops.sum(y_pred, axis=axis, keepdims=True), EPSILON, 1.0 - EPSILON)
+    return -ops.sum(y_true * ops.log(output), axis=axis)
+
+
+for _f, _c in ((mean_squared_error, MeanSquaredError), (mean_absolute_error, MeanAbsoluteError),
+               (binary_crossentropy, BinaryCrossentropy), (categorical_crossentropy, CategoricalCrossentropy)):
+    _f._loss_class = _c
+mse = mean_squared_error
+mae = mean_absolute_error
 
 FUNCTIONS = (kl_divergence, poisson, hinge, squared_hinge, categorical_hinge, mean_squared_logarithmic_error,
              mean_absolute_percentage_error, cosine_similarity, binary_focal_crossentropy,

@@ -87,6 +87,16 @@ class _AddedMean(Loss):
     kind, name = ADDED, "added_loss"
 
 
+class _NoLoss(Loss):
+    """An output compile() gave no loss (loss=None, or None for that output): it trains only by the losses the
+    model adds (add_loss, activity regularizers) in its training graph (models/loss_graph.py), as Keras's
+    compile() without loss=. (Its engine arguments are a placeholder: the model's own engine never trains.)"""
+    kind, name = MSE, None
+
+    def get_config(self):
+        return {}
+
+
 class CustomLoss(Loss):
     """compile(loss=fn): a function fn(y_true, y_pred) written in keras.ops, or
     a Loss subclass defining call(y_true, y_pred). The engine runs it as a loss
@@ -172,10 +182,6 @@ def _named(name, cls):
     return f
 
 
-mean_squared_error = mse = _named("mean_squared_error", MeanSquaredError)
-mean_absolute_error = mae = _named("mean_absolute_error", MeanAbsoluteError)
-huber = _named("huber", Huber)
+huber = _named("huber", Huber)   # (mse, mae and the binary / categorical cross-entropies: composed.py)
 log_cosh = _named("log_cosh", LogCosh)
-binary_crossentropy = _named("binary_crossentropy", BinaryCrossentropy)
-categorical_crossentropy = _named("categorical_crossentropy", CategoricalCrossentropy)
 sparse_categorical_crossentropy = _named("sparse_categorical_crossentropy", SparseCategoricalCrossentropy)

@@ -10,17 +10,24 @@ class Compiling:
 
     def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None, weighted_metrics=None,
                 **kwargs):
-        """Keras's `compile`: optimizer (name or object), loss (name, `Loss`, function, or one per output), metrics,
-        loss_weights, weighted_metrics."""
+        """Keras's `compile`: optimizer (name or object), loss (name, `Loss`, function, or one per output; None:
+        the losses the model adds train it, or its overridden compute_loss()), metrics, loss_weights,
+        weighted_metrics."""
         unknown = set(kwargs) - {"jit_compile", "run_eagerly", "steps_per_execution", "auto_scale_loss"}
         if unknown:
             raise TypeError(f"compile: unknown arguments {sorted(unknown)}")
-        if loss is None:
-            raise ValueError("compile: loss is required")
         opt = optimizers.get(optimizer)
         names = self._output_names or ["output"]
         n_out = len(names)
-        out_losses = graph.per_output(loss, names, "loss", losses.get)
+        if self._computes_loss():   # compute_loss() overridden: it is the loss (traced, loss_graph.py)
+            if loss is not None:
+                raise ValueError(f"compile: {type(self).__name__} overrides compute_loss(), which boundfit traces "
+                                 "as the whole loss (it cannot call the compiled loss, Model.compute_loss); "
+                                 "compile without loss=, or drop the override")
+            out_losses = [losses.CustomLoss(self._traced_compute_loss, "compute_loss")] * n_out
+        else:   # None: no loss for that output (the losses the model adds train it)
+            out_losses = graph.per_output(loss, names, "loss",
+                                          lambda l: losses._NoLoss() if l is None else losses.get(l))
         weights = graph.per_output(1.0 if loss_weights is None else loss_weights, names, "loss_weights", float)
         given, raw = [], []   # (output, metric object, name, weighted, as given); (output, as given, weighted)
         for arg, weighted in ((metrics, False), (weighted_metrics, True)):
@@ -55,6 +62,28 @@ class Compiling:
                     self._trainer_for()
                 except Exception:   # noqa: BLE001 - raised again, as Keras raises it, by fit / evaluate
                     self._loss_trainer = None
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """Keras's hook for a subclass: override it to return the loss from x, y and y_pred, written in keras.ops
+        as a mean over the batch (`ops.mean`, at most times numbers); boundfit traces it into the training graph
+        (then compile() takes no loss=). This base one (the compiled loss plus the added losses) is computed
+        by the engine and cannot be called."""
+        raise NotImplementedError(
+            f"{type(self).__name__}.compute_loss: boundfit computes the compiled loss and the added losses in the "
+            "engine, so Model.compute_loss cannot be called (nor super().compute_loss() from an override); write "
+            "the whole loss in the override with keras.ops")
+
+    def _computes_loss(self):
+        """Whether the class overrides compute_loss()."""
+        return type(self).compute_loss is not Compiling.compute_loss
+
+    def _traced_compute_loss(self, y_true, y_pred):
+        """The overridden compute_loss() on the model's symbolic inputs, targets and output (one output), as a
+        loss function of (y_true, y_pred) for loss_trace; sample weights are not passed (refused at fit)."""
+        if self._n_outputs > 1:
+            raise ValueError(f"{type(self).__name__}.compute_loss: boundfit traces an overridden compute_loss for "
+                             f"a model of one output; this one has {self._n_outputs}: compile(loss=...) per output")
+        return self.compute_loss(x=self.input, y=y_true, y_pred=y_pred, sample_weight=None, training=True)
 
     def _metric_log_name(self, k, name):
         """Keras's history name of a metric of output k: `<output>_<name>` when the model has several outputs."""

@@ -21,6 +21,7 @@ class Fitting:
         Beyond Keras's arguments: `micro_batch` (None, an int or "auto"), `batch_size="auto"`, `memory_limit`
         (bytes or "512MiB"), `device` ("cpu", "cuda", "cuda:N", "emu"), `memory_wait` (seconds to wait for other
         runs' memory). Returns a `History`."""
+        self._refuse_step_overrides()
         x = self._built_on(x)
         trainer = self._trainer_for()
         if trainer is not None:   # a custom loss or losses added by layers: the training graph fits
@@ -49,6 +50,7 @@ class Fitting:
                  memory_limit=None, device=None, **kwargs):
         """Keras's `evaluate`: the loss and metrics over (x, y), planned and checked against the budget first;
         `return_dict=True` gives a dict."""
+        self._refuse_step_overrides()
         x = self._built_on(x)
         trainer = self._trainer_for()
         if trainer is not None:   # a custom loss or losses added by layers: the training graph evaluates
@@ -101,6 +103,16 @@ class Fitting:
         return memory.estimate(self, batch_size, optimizer=optimizer, device=device, micro_batch=micro_batch, mode=mode,
                                memory_limit=memory_limit, validation_batch_size=validation_batch_size,
                                shuffle_rows=shuffle_rows, weighted=weighted)
+
+    def _refuse_step_overrides(self):
+        """A subclass's train_step / test_step (Python run each step) is not called: refused, with what to use."""
+        for name in ("train_step", "test_step"):
+            if callable(getattr(type(self), name, None)):
+                raise NotImplementedError(
+                    f"{type(self).__name__}.{name}: boundfit runs fit / evaluate's steps in its engine, planned "
+                    "before step one, and never calls Python per step; put the loss in the model instead: "
+                    "self.add_loss(...) in call() (keras.io's VAE: the KL term), compute_loss() overridden, or "
+                    "compile(loss=fn)")
 
     def _built_on(self, x):
         """A subclassed model not traced yet is traced on x's shapes first (the

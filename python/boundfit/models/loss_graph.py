@@ -28,11 +28,12 @@ from ..layers.input_layer import Input
 
 
 def _walk_layers(model):
-    """(layer, outputs) of every call in the graph, and of each custom layer traced in it (nested ones too)."""
-    out, seen = [], set()
+    """(layer, outputs) of every call in the graph, and of each custom layer traced in it (nested ones too);
+    first the model itself, whose call() may add losses too (a subclassed model: add_loss in its call())."""
+    out, seen = [(model, [])], set()
     for n in model._nodes:
         if isinstance(n.layer, graph.GraphModel):
-            if any(_has_added(l) for l in n.layer._own_layers()) or any(
+            if _has_added(n.layer) or any(_has_added(l) for l in n.layer._own_layers()) or any(
                     _has_added(m.traced_in) for m in n.layer._nodes if m.traced_in is not None):
                 raise ValueError(f"model {n.layer.name!r} nested in {model.name!r} has layers that add losses "
                                  "(activity_regularizer / add_loss); boundfit adds them for the layers of the "
@@ -72,6 +73,19 @@ def _reaches(t, inputs):
     return True
 
 
+def _reaches_input(t, x):
+    """Whether tensor t is computed from the symbolic input x (among others)."""
+    stack, seen = [t], set()
+    while stack:
+        u = stack.pop()
+        if u is x:
+            return True
+        if id(u) not in seen and u._node is not None:
+            seen.add(id(u))
+            stack.extend(u._node.inputs)
+    return False
+
+
 def added_losses(model):
     """[(values, weight, name)]: the model's activity regularizers (on each
     call's outputs) and add_loss() values, as per-sample values for ADDED."""
@@ -88,10 +102,13 @@ def added_losses(model):
                 v = loss_trace.regularizer_values(reg, t, where)
                 if v is not None:
                     found.append((v, 1.0, f"{layer.name}_activity_regularizer_{len(found)}"))
+        inference = layer.__dict__.get("_inference_losses", ())
         for k, v in enumerate(layer.__dict__.get("_added_losses", [])):
             if id(v) in done:
                 continue
             done.add(id(v))
+            if id(v) in inference or hasattr(getattr(v, "x", v), "_node") and not _reaches(getattr(v, "x", v), ins):
+                continue   # a call() traced in both modes: the training pass's value counts; an earlier trace's
             values, w = loss_trace.added_values(v, where)
             if _reaches(values, ins):
                 found.append((values, w, f"{layer.name}_added_loss_{len(found)}"))
@@ -114,7 +131,7 @@ def traced_metrics(model):
 def needed(model, out_losses):
     """Whether fit / evaluate need the training graph: a custom loss, a layer that adds a loss, or a metric
     traced from (y_true, y_pred) (metrics/traced.py)."""
-    if any(isinstance(l, losses.CustomLoss) for l in out_losses) or traced_metrics(model):
+    if any(isinstance(l, (losses.CustomLoss, losses._NoLoss)) for l in out_losses) or traced_metrics(model):
         return True
     if not model._functional:
         return False
@@ -169,25 +186,30 @@ class LossGraph:
             self.weights.append(float(weight))
             self.targets.append(target)
 
+        self.computes = model._computes_loss()   # an overridden compute_loss(): the whole loss
         for k, (t, name, loss, w) in enumerate(zip(model._outputs, names, out_losses, loss_weights)):
-            if not isinstance(loss, losses.CustomLoss):
+            if not isinstance(loss, (losses.CustomLoss, losses._NoLoss)):
                 add(name, t, loss, w, ("y", k))
                 self.metric_out[k] = self.loss_out[k] = name
                 continue
-            self.custom[k] = loss
-            y_true, values, over_batch = loss_trace.trace(loss.fn, t, loss.name, loss.y_true_shape(t._ps))
-            if over_batch:
-                self.over_batch[k] = loss.name
-            self.inputs.append(y_true)
-            self.x_targets.append((k, y_true._ps))
-            lname = fresh(f"{name}_{loss.name}")
-            add(lname, values, losses._TracedMean(), w, ("none", values._ps))
-            self.loss_out[k] = lname
+            if isinstance(loss, losses.CustomLoss):
+                self.custom[k] = loss
+                y_true, values, over_batch = loss_trace.trace(loss.fn, t, loss.name, loss.y_true_shape(t._ps))
+                if over_batch:
+                    self.over_batch[k] = loss.name
+                if _reaches_input(values, y_true):   # (compute_loss(x, y, y_pred) may not read y)
+                    self.inputs.append(y_true)
+                    self.x_targets.append((k, y_true._ps))
+                lname = fresh(f"{name}_{loss.name}")
+                add(lname, values, losses._TracedMean(), w, ("none", values._ps))
+                self.loss_out[k] = lname
             if k in has_metrics:   # the output itself, for its metrics: its loss weighs nothing
                 add(name, t, losses.MeanSquaredError(), 0.0, ("y", k))
                 self.metric_out[k] = name
-        for values, w, name in added_losses(model):
+        for values, w, name in ([] if self.computes else added_losses(model)):   # (an override adds them itself)
             add(fresh(name), values, losses._AddedMean(), w, ("none", values._ps))
+        if all(isinstance(l, losses._NoLoss) for l in out_losses) and len(self.outputs) == len(has_metrics):
+            raise ValueError("No loss to compute. Provide a `loss` argument in `compile()`.")
         traced = self._traced_metrics(given, names, fresh)
         self.metrics, self.slots = {}, []   # slots: per metric of the model, (weighted, output here, index)
         for q, ((k, m, weighted), (_, obj, _)) in enumerate(zip(metric_raw, given)):
@@ -316,7 +338,8 @@ class LossGraph:
             xs = list(x)
         else:
             xs = [x[0] if isinstance(x, (list, tuple)) and len(x) == 1 else x]
-        ys = self._targets_by_output(y, ywhat)
+        takes_y = self.x_targets or any(kind == "y" for kind, _ in self.targets)
+        ys = self._targets_by_output(y, ywhat) if takes_y else []   # (no loss reads targets: y is not needed)
         labels = [f"{ywhat}[{k}]" if len(ys) > 1 else ywhat for k in range(len(ys))]
         n = np.shape(xs[0])[0]
         xs += [self._y_true(ys[k], k, ps, labels[k]) for k, ps in self.x_targets]
@@ -329,6 +352,10 @@ class LossGraph:
         return xs, out if len(out) > 1 else out[0]
 
     def check_weights(self, sample_weight, class_weight):
+        if (sample_weight is not None or class_weight is not None) and self.computes:
+            raise ValueError(f"{type(self.model).__name__} overrides compute_loss(), to which Keras passes the "
+                             "sample weights; boundfit traces it without them (sample_weight=None): pass no "
+                             "sample_weight / class_weight, or compile(loss=...) instead of the override")
         if (sample_weight is not None or class_weight is not None) and self.over_batch:
             name = next(iter(self.over_batch.values()))
             raise ValueError(f"loss {name!r} returns keras.ops.mean over every axis (the batch's too): Keras weighs "

@@ -21,14 +21,16 @@ from .building import Building
 from .compiling import Compiling
 from .engine_cache import EngineCache, ShapeBinding
 from .fitting import Fitting
+from .own_state import OwnState
 from .persistence import Persistence
 from .weights import Weights
 
 
-class Model(ShapeBinding, Building, Weights, Compiling, Fitting, Persistence, graph.GraphModel):
+class Model(ShapeBinding, Building, Weights, Compiling, Fitting, Persistence, OwnState, graph.GraphModel):
     """Keras `Model`: `Model(inputs, outputs, name=None)`, or subclass it and define `call(self, x, training=None)`.
     Its jobs are mixins, one module each: its engine by input shapes (engine_cache), building it (building),
-    weights, compile (compiling), fit / evaluate / predict (fitting), saving and summary (persistence)."""
+    weights, compile (compiling), fit / evaluate / predict (fitting), saving and summary (persistence), what a
+    subclassed model holds of its own (own_state: add_weight, add_loss)."""
 
     _is_training_graph = False   # LossTrainer: the training graph of a model's custom or added losses
 
