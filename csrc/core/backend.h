@@ -152,6 +152,17 @@ typedef enum {
     BF_EW_SCALE,   /* out = alpha * a */
     BF_EW_SELECT   /* out = a == b ? c : 0 (Maximum / Minimum backward: a input, b output, c its gradient) */
 } bf_ewise_op;
+
+/* bf16_convert's conversions (mixed precision: core/mixed.c); bfloat16 is the high half of a float32, rounded to
+ * nearest even (a NaN stays a NaN) */
+typedef enum {
+    BF_BF16_EXPAND = 0, /* out (float32) = in (bfloat16), exactly */
+    BF_BF16_ROUND,      /* out (bfloat16) = in (float32) rounded */
+    BF_BF16_ROUND_F32,  /* out (float32) = in (float32) rounded to bfloat16's values (in place allowed) */
+    BF_BF16_ADD,        /* out (bfloat16) = round(out + in (float32)) */
+    BF_BF16_ADD16,      /* out (bfloat16) = round(out + in (bfloat16)) */
+    BF_BF16_SCAN,       /* *(int *)out = 1 when some of in (bfloat16) is NaN or Inf (else left as it is) */
+} bf_bf16_how;
 #define BF_EW_LAST BF_EW_SELECT
 /* 1 when the op reads b */
 static inline int bf_ewise_binary(bf_ewise_op op) { return op <= BF_EW_MIN || op == BF_EW_SELECT; }

@@ -108,6 +108,9 @@ typedef struct bf_layer {
      * layer whose call() traced differently with training=True and False (python/boundfit/layers/node.py);
      * train_mode: 0 the run's mode, 1 always training, 2 always inference (a call given training=True / False) */
     int modes, train_mode;
+    /* bf16: the layer's policy is mixed_bfloat16 (python/boundfit/mixed_precision.py): it computes on its inputs
+     * rounded to bfloat16 and its output is rounded to bfloat16 (stored so where its kind allows: BF_LF_OUT16) */
+    int bf16;
     bf_layer_cfg cfg;                          /* its family's configuration (layer_config.h) */
 } bf_layer;
 

@@ -16,6 +16,7 @@
 #include "backend_registry.h"
 #include "layer_registry.h"
 #include "masks.h"
+#include "mixed.h"
 #include "seq_loss.h"
 
 #include <limits.h>
@@ -137,11 +138,13 @@ static bf_status plan_forward(bf_run *r) {
             if (reads_input(r, i, j) && r->t_buf[ly->in_ids[j]] == -2)
                 return BF_FAIL(BF_ERR_INTERNAL, "%s reads a tensor that is not computed in this run", ly->name);
         r->node_view[i] = (flags_of(r, i) & BF_LF_VIEW) != 0;
+        BF_TRY(bf_mixed_plan_forward(r, i, t)); /* bfloat16 storage, float32 conversions (mixed precision) */
+        if (r->cv[i]) r->cv[i] |= (needs_in(r, i) ? BF_CV_READS_IN : 0) | (needs_out(r, i) ? BF_CV_READS_OUT : 0);
         if (r->node_view[i]) {
             const bf_layer_ops *vo = bf_layer_ops_of((int)ly->kind);
             r->t_buf[o] = r->t_buf[ly->in_ids[vo->view_in ? vo->view_in(r, i) : 0]];
         } else {
-            BF_TRY(bf_run_newbuf_fmt(r, &r->t_buf[o], B * ly->out_size * fb, BF_BUF_SAVED,
+            BF_TRY(bf_run_newbuf_fmt(r, &r->t_buf[o], B * ly->out_size * bf_mixed_elem(r, o), BF_BUF_SAVED,
                                      "%s%s output", ly->name, ""));
         }
         for (int j = 0; j < ly->nin; j++)
@@ -186,6 +189,11 @@ static bf_status plan_outputs(bf_run *r, int weighted) {
         }
     }
     r->y_row = r->mode != BF_MODE_PREDICT ? m->y_row : 0;
+    for (int k = 0; k < NO; k++) /* a view of a bfloat16 tensor (mixed.c stores a node's own output in float32) */
+        if (r->t16[m->out_t[k]])
+            return BF_FAIL(BF_ERR_ARG, "mixed_bfloat16: the model's output '%s' is a view (Flatten, Reshape, ...) of "
+                           "a bfloat16 tensor; end the model with a computing layer or give the view dtype='float32'"
+                           " (not yet)", m->layers[bf_model_producer(m, m->out_t[k])].name);
     return BF_OK;
 }
 
@@ -194,7 +202,7 @@ static bf_status plan_outputs(bf_run *r, int weighted) {
 static bf_status plan_backward(bf_run *r) {
     const bf_model *m = r->m;
     const int L = m->nlayers, NI = m->n_inputs, NO = m->n_outputs, LOSS = L + 1;
-    const size_t fb = sizeof(float), B = (size_t)r->B;
+    const size_t B = (size_t)r->B;
     int written[BF_MAX_TENSORS] = {0};
     for (int i = 0; i < L; i++) r->node_bw[i] = 0;
     for (int e = 0; e < BF_MAX_EDGES; e++) r->gtmp[e] = -3;
@@ -202,7 +210,7 @@ static bf_status plan_backward(bf_run *r) {
     for (int k = 0; k < NO; k++) {
         int o = m->out_t[k];
         if (!r->need_grad[o]) continue;
-        BF_TRY(bf_run_newbuf_fmt(r, &r->t_grad[o], B * (size_t)m->t_size[o] * fb, BF_BUF_GRAD,
+        BF_TRY(bf_run_newbuf_fmt(r, &r->t_grad[o], B * (size_t)m->t_size[o] * bf_mixed_elem(r, o), BF_BUF_GRAD,
                                  "%s%s output gradient",
                       m->layers[bf_model_producer(m, o)].name, ""));
         bf_run_use(r, r->t_grad[o], LOSS);
@@ -229,7 +237,7 @@ static bf_status plan_backward(bf_run *r) {
             if (side && written[u]) continue; /* adds nothing to it */
             if (!written[u]) {
                 if (r->node_view[i]) r->t_grad[u] = r->t_grad[o];
-                else BF_TRY(bf_run_newbuf_fmt(r, &r->t_grad[u], B * (size_t)m->t_size[u] * fb, BF_BUF_GRAD,
+                else BF_TRY(bf_run_newbuf_fmt(r, &r->t_grad[u], B * (size_t)m->t_size[u] * bf_mixed_elem(r, u), BF_BUF_GRAD,
                                               "%s%s output gradient",
                                    m->layers[bf_model_producer(m, u)].name, ""));
                 *gt = -2;
@@ -237,13 +245,14 @@ static bf_status plan_backward(bf_run *r) {
             } else if (r->node_view[i]) {
                 *gt = r->t_grad[o]; /* the contribution is the output's gradient itself */
             } else {
-                BF_TRY(bf_run_newbuf_fmt(r, gt, B * (size_t)m->t_size[u] * fb, BF_BUF_GRAD,
+                BF_TRY(bf_run_newbuf_fmt(r, gt, B * (size_t)m->t_size[u] * bf_mixed_elem(r, u), BF_BUF_GRAD,
                                          "%s%s input gradient (to add)",
                               ly->name, ""));
                 bf_run_use(r, *gt, t);
             }
             bf_run_use(r, r->t_grad[u], t);
         }
+        if (r->cv[i]) BF_TRY(bf_mixed_plan_backward(r, i, t));
     }
     return BF_OK;
 }

@@ -11,6 +11,7 @@
 
 #include "backend_registry.h"
 #include "layer_registry.h"
+#include "mixed.h"
 #include "prefetch.h"
 #include "run_strategy.h"
 #include "seq_loss.h"
@@ -35,7 +36,7 @@ static bf_status accumulate(bf_run *r, int i, int rows) {
         if (g < 0) continue;
         int u = L->in_ids[j];
         float *dst = BUF(r, r->t_grad[u]);
-        BF_TRY(r->be->ewise(r->be, dst, dst, BUF(r, g), NULL, BF_EW_ADD, 1.0f, (long)rows * r->m->t_size[u]));
+        BF_TRY(bf_mixed_accumulate(r, u, dst, BUF(r, g), (long)rows * r->m->t_size[u]));
     }
     return BF_OK;
 }
@@ -87,7 +88,7 @@ bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
                   r->on_device ? device_budget : host_budget);
     bf_arena_init(&r->host_arena, bf_backend_host(), "host", host_budget);
     r->arena.keep = !r->on_device;
-    for (int i = 0; i < m->nlayers; i++) r->bounded[i] = (unsigned char)has_bound(r, &m->layers[i]);
+    for (int i = 0; i < m->nlayers; i++) r->bounded[i] = (unsigned char)(has_bound(r, &m->layers[i]) && !r->cv[i]);
     BF_TRY(bf_arena_reserve(&r->arena, run_bytes));
     if (r->on_device && (s = bf_arena_reserve(&r->host_arena, slots + r->hmet_bytes)) != BF_OK) goto fail;
     /* first: the reservation's start is aligned as libraries want workspaces (cuBLAS: 256) */
@@ -208,12 +209,13 @@ static bf_status bind(bf_run *r, int on) {
     return r->be->bind_workspace(r->be, on ? r->ws : NULL, on ? r->ws_bytes : 0);
 }
 
-/* *bad = 1 if any of x (n) is NaN or Inf; waits for the device */
+/* *bad = 1 if any of x (n; n < 0: -n bfloat16 values) is NaN or Inf; waits for the device */
 static bf_status scan(bf_run *r, const float *x, long n, int *bad) {
     bf_backend *be = r->be;
     int v = 0;
     BF_TRY(be->fill_zero(be, &r->stats->bad, sizeof(int)));
-    BF_TRY(be->nonfinite(be, &r->stats->bad, x, n));
+    if (n < 0) BF_TRY(be->bf16_convert(be, &r->stats->bad, x, BF_BF16_SCAN, -n));
+    else BF_TRY(be->nonfinite(be, &r->stats->bad, x, n));
     BF_TRY(be->to_host(be, &v, &r->stats->bad, sizeof v));
     *bad = v != 0;
     return BF_OK;
@@ -229,10 +231,11 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
         const bf_layer_ops *ops = bf_layer_ops_of((int)L->kind);
         if (r->node_off[i]) continue; /* not part of this run's mode (bf_layer.modes) */
         float *out = out_of(r, i);
-        if (!r->node_view[i] && ops->forward) BF_TRY(ops->forward(r, i, rows));
+        if (!r->node_view[i] && ops->forward)
+            BF_TRY(r->cv[i] ? bf_mixed_forward(r, i, rows) : ops->forward(r, i, rows));
         if (check) {
             int bad = 0;
-            BF_TRY(scan(r, out, (long)rows * L->out_size, &bad));
+            BF_TRY(scan(r, out, (long)rows * L->out_size * (r->t16[m->n_inputs + i] ? -1 : 1), &bad));
             if (bad) { *bad_layer = i; return BF_OK; }
         }
     }
@@ -270,7 +273,8 @@ static bf_status backward(bf_run *r, int rows) {
         if (r->node_bw[i]) {
             const bf_layer_ops *ops = bf_layer_ops_of((int)L->kind);
             float *dout = BUF(r, r->t_grad[m->n_inputs + i]);
-            if (!r->node_view[i] && ops->backward) BF_TRY(ops->backward(r, i, rows, bf_step_din(r, i, 0), dout));
+            if (!r->node_view[i] && ops->backward)
+                BF_TRY(r->cv[i] ? bf_mixed_backward(r, i, rows) : ops->backward(r, i, rows, bf_step_din(r, i, 0), dout));
             BF_TRY(accumulate(r, i, rows));
         }
         BF_TRY(bf_run_strategy()->node_done(r, i)); /* data parallel: its gradients' buckets can be summed */

@@ -10,6 +10,7 @@
 #define BF_BUF(r, id) ((float *)((r)->scratch + (r)->bufs[id].offset))
 /* tensor t's values (the input batch slot for a single input) */
 static inline float *bf_step_tensor(bf_run *r, int t) {
+    if (r->cv_on && r->cv_t[t]) return r->cv_t[t]; /* mixed precision: a chunk's float32 rows (mixed.c) */
     return r->t_buf[t] == BF_X_NONE ? r->xslot[r->cur] : BF_BUF(r, r->t_buf[t]);
 }
 static inline float *bf_step_in(bf_run *r, int i) { return bf_step_tensor(r, r->m->layers[i].in_ids[0]); }
@@ -18,10 +19,12 @@ static inline float *bf_step_out(bf_run *r, int i) { return bf_step_tensor(r, r-
 static inline float *bf_step_buf(bf_run *r, int id) { return id >= 0 ? BF_BUF(r, id) : NULL; }
 /* node i's kept pre-activation, else `none` */
 static inline float *bf_step_pre_act(bf_run *r, int i, float *none) {
+    if (r->cv_on == i + 1 && r->aux_id[i] >= 0) return BF_BUF(r, r->aux_id[i]) + r->cv_row0 * r->m->layers[i].out_size;
     return r->aux_id[i] >= 0 ? BF_BUF(r, r->aux_id[i]) : none;
 }
 /* where node i writes its gradient for input j; NULL: not needed */
 static inline float *bf_step_din(bf_run *r, int i, int j) {
+    if (r->cv_on == i + 1) return r->cv_din[j]; /* mixed precision: the chunk's (mixed.c) */
     int g = r->gtmp[bf_model_edge(r->m, i, j)];
     if (g == -3) return NULL;
     return BF_BUF(r, g == -2 ? r->t_grad[r->m->layers[i].in_ids[j]] : g);

@@ -27,7 +27,7 @@ static bf_status infer(bf_layer *L, int rank, const int *shape) {
 
 static unsigned node_flags(const bf_run *r, int i) {
     const bf_layer *L = &r->m->layers[i];
-    unsigned f = BF_LF_FUSABLE;
+    unsigned f = BF_LF_FUSABLE | BF_LF_ROWS;
     if (L->act == BF_ACT_LINEAR || r->node_fused[i]) f |= BF_LF_VIEW;
     if (bf_act_needs_x(L->act)) f |= BF_LF_READS_IN;
     else if (!r->node_fused[i]) f |= BF_LF_READS_OUT;

@@ -191,7 +191,7 @@ static bf_status conv2d_backward(bf_run *r, int i, int rows, float *din, float *
 
 const bf_layer_ops bf_ops_CONV2D = {
     .name = "CONV2D",
-    .flags = BF_LF_LINEAR_ACT | BF_LF_FUSABLE | BF_LF_BOUND,
+    .flags = BF_LF_LINEAR_ACT | BF_LF_FUSABLE | BF_LF_BOUND | BF_LF_ROWS,
     .parse = bf_parse_conv,
     .infer = conv2d_infer,
     .supported = conv2d_supported,

@@ -60,7 +60,7 @@ static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
 
 const bf_layer_ops bf_ops_DENSE = {
     .name = "DENSE",
-    .flags = BF_LF_LINEAR_ACT | BF_LF_FUSABLE | BF_LF_BOUND | BF_LF_ANY_RANK,
+    .flags = BF_LF_LINEAR_ACT | BF_LF_FUSABLE | BF_LF_BOUND | BF_LF_ANY_RANK | BF_LF_ROWS,
     .parse = parse,
     .infer = infer,
     .mask = bf_mask_keep,

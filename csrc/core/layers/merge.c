@@ -150,7 +150,7 @@ static bf_status concat_backward(bf_run *r, int i, int rows, float *din, float *
 
 #define EWISE_OPS(KIND, FLAGS)                                                                                     \
     const bf_layer_ops bf_ops_##KIND = {                                                                           \
-        .name = #KIND, .flags = BF_LF_MULTI_IN | BF_LF_ANY_RANK | (FLAGS), .infer = infer, .check = check, .mask = mask,            \
+        .name = #KIND, .flags = BF_LF_MULTI_IN | BF_LF_ANY_RANK | BF_LF_ROWS | (FLAGS), .infer = infer, .check = check, .mask = mask,            \
         .supported = ewise_supported, .forward = ewise_forward, .backward = ewise_backward,                        \
     };
 EWISE_OPS(ADD, BF_LF_SCALAR)

@@ -136,7 +136,7 @@ static int gap_mask_reads(const bf_layer *L) { return L->in_rank == 2 && !L->mas
 const bf_layer_ops bf_ops_MAXPOOL = {
     .name = "MAXPOOL",
     .parse = parse,
-    .flags = BF_LF_READS_IN | BF_LF_READS_OUT,
+    .flags = BF_LF_READS_IN | BF_LF_READS_OUT | BF_LF_ROWS,
     .infer = window_infer,
     .supported = max_supported,
     .forward = max_forward,
@@ -146,6 +146,7 @@ const bf_layer_ops bf_ops_MAXPOOL = {
 const bf_layer_ops bf_ops_AVGPOOL = {
     .name = "AVGPOOL",
     .parse = parse,
+    .flags = BF_LF_ROWS,
     .infer = window_infer,
     .supported = avg_supported,
     .forward = avg_forward,

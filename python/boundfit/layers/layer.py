@@ -7,7 +7,7 @@ so a bad graph fails where it is written, as in Keras."""
 
 import numpy as np
 
-from .. import _core, regularizers
+from .. import _core, mixed_precision, regularizers
 from ..utils import snake_case
 from .args import _is_size
 from .eager import build_alone, call_eagerly, is_array_call
@@ -40,15 +40,20 @@ def keras_layer_classes():
     return list(_KERAS_CONFIGS)
 
 
+def layer_dtype(layer):
+    """A layer's dtype policy as Keras 3 writes it in the layer's config."""
+    return mixed_precision.serialize(layer.__dict__.get("_dtype_policy") or mixed_precision.DTypePolicy("float32"))
+
+
 def layer_config(layer):
     """The Keras 3 `config` dict of a boundfit layer (layer.get_config())."""
     fn = _KERAS_CONFIGS.get(type(layer))
     if fn is None and layer._custom():   # a custom layer: Keras's base config, which its get_config extends
-        return dict(name=layer.name, trainable=bool(layer.trainable), dtype=dict(_DTYPE))
+        return dict(name=layer.name, trainable=bool(layer.trainable), dtype=layer_dtype(layer))
     if fn is None:
         raise ValueError(f"layer {layer.name!r}: {type(layer).__name__} has no Keras serialization in boundfit"
                          + getattr(layer, "_no_keras_file", ""))
-    cfg = dict(name=layer.name, trainable=bool(layer.trainable), dtype=dict(_DTYPE))
+    cfg = dict(name=layer.name, trainable=bool(layer.trainable), dtype=layer_dtype(layer))
     cfg.update(fn(layer))   # may set its own dtype (Hashing's int64 policy)
     if getattr(layer, "activity_regularizer", None) is not None:   # Keras writes it when set
         cfg["activity_regularizer"] = regularizers.serialize(layer.activity_regularizer)
@@ -72,7 +77,7 @@ class Layer:
     _base = "layer"
 
     def __init__(self, name=None, input_shape=None, trainable=True, activity_regularizer=None, **kwargs):
-        kwargs.pop("dtype", None)
+        dtype = kwargs.pop("dtype", None)
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unknown arguments {sorted(kwargs)}")
         if name is None:
@@ -82,6 +87,7 @@ class Layer:
             _counters[base] = n + 1
             name = base if n == 0 else f"{base}_{n}"
         self.name = name
+        self._dtype_policy = mixed_precision.layer_policy(dtype, name)
         self.input_shape_arg = tuple(input_shape) if input_shape is not None else None
         self._trainable = bool(trainable)
         self._model = None      # the model whose engine holds this layer's newest weights
@@ -93,6 +99,31 @@ class Layer:
 
     def spec(self):
         raise NotImplementedError
+
+    # ---- mixed precision (keras.mixed_precision): the policy; variables stay float32 ----
+    @property
+    def dtype_policy(self):
+        """The layer's DTypePolicy (its dtype argument, else the global policy when it was made)."""
+        return self.__dict__.get("_dtype_policy") or mixed_precision.DTypePolicy("float32")
+
+    @dtype_policy.setter
+    def dtype_policy(self, value):
+        self._dtype_policy = mixed_precision.layer_policy(value if value is not None else "float32", self.name)
+
+    @property
+    def dtype(self):
+        """The dtype of the layer's variables (Keras 3: the policy's variable_dtype, float32)."""
+        return self.dtype_policy.variable_dtype
+
+    @property
+    def compute_dtype(self):
+        """The dtype the layer computes in: 'bfloat16' under mixed_bfloat16, else 'float32'."""
+        return self.dtype_policy.compute_dtype
+
+    @property
+    def variable_dtype(self):
+        """The dtype of the layer's variables: float32."""
+        return self.dtype_policy.variable_dtype
 
     # ---- custom layers: subclasses that define call() (and build(), get_config()) ----
     def call(self, inputs, *args, **kwargs):

@@ -92,7 +92,7 @@ def compile_config(model):
 
 # config keys boundfit does not model, and the values under which ignoring them changes nothing
 _IGNORABLE = {
-    "trainable": {True}, "dtype": None, "sparse": {False}, "ragged": {False}, "optional": {False},
+    "trainable": {True}, "sparse": {False}, "ragged": {False}, "optional": {False},
     "data_format": {"channels_last", None}, "dilation_rate": {(1, 1), 1}, "groups": {1},
     "kernel_regularizer": {None}, "bias_regularizer": {None}, "activity_regularizer": {None},
     "beta_regularizer": {None}, "gamma_regularizer": {None}, "kernel_constraint": {None}, "bias_constraint": {None},
@@ -125,6 +125,14 @@ def _custom_regularizer(cls, entry):
     return cls.from_config(cfg) if hasattr(cls, "from_config") else cls(**cfg)
 
 
+def _float_policy(v):
+    """The float policy a layer config's dtype names (None: none, or a layer's own dtype such as Hashing's int64,
+    which the class reads itself)."""
+    name = v.get("config", {}).get("name") if isinstance(v, dict) else v
+    return name if isinstance(name, str) and (name in ("mixed_float16", "mixed_bfloat16") or
+                                              name.startswith(("float", "bfloat"))) else None
+
+
 def layer_from_config(entry, custom_objects=None):
     """A boundfit layer from a Keras 3 layer entry; a clear error for anything boundfit lacks."""
     cls_name = entry.get("class_name")
@@ -149,6 +157,8 @@ def layer_from_config(entry, custom_objects=None):
             continue
         if k in _IGNORABLE and _ignorable(k, v):
             continue
+        if k == "dtype":
+            continue  # the layer's policy, set on the layer below
         if k == "axis" and cls is BatchNormalization and v in (-1, [-1]):
             continue
         if k == "trainable" and isinstance(v, bool):
@@ -168,6 +178,9 @@ def layer_from_config(entry, custom_objects=None):
     except (ValueError, TypeError) as e:
         raise ValueError(f"layer {name!r} ({cls_name}): {e}") from None
     layer.trainable = bool(cfg.get("trainable", True))
+    policy = _float_policy(cfg.get("dtype"))
+    if policy is not None:
+        layer.dtype_policy = policy
     return layer
 
 
