@@ -11,6 +11,7 @@ import boundfit as bf
 from boundfit import layers
 from conftest import assert_plan_equals_arenas, directional_check_per_array as directional_check, engine_gradient
 from helpers.keras_compare import against_keras as compare, close
+from helpers.keras_recorded import case, keras_file
 from keras_ref import load
 
 T, D, U, B, V, E, T2, Z = 5, 3, 4, 4, 9, 3, 3, 2
@@ -145,18 +146,21 @@ def test_a_call_with_initial_states_reads_no_mask_as_keras():
 
 
 def test_a_keras_file_with_mask_given_carries_the_initial_state_over_masked_steps(tmp_path):
-    keras = load()
-    mk = masked_with_state(keras, keras.layers, explicit=True)  # mask=: a NotEqual op node in the file
-    mk.set_weights([(np.random.default_rng(1).standard_normal(w.shape) * 0.5).astype(np.float32)
-                    for w in mk.get_weights()])
-    mk.save(tmp_path / "m.keras")
+    def save(path):
+        keras = load()
+        mk = masked_with_state(keras, keras.layers, explicit=True)  # mask=: a NotEqual op node in the file
+        mk.set_weights([(np.random.default_rng(1).standard_normal(w.shape) * 0.5).astype(np.float32)
+                        for w in mk.get_weights()])
+        mk.save(path)
+        return {"predict": mk.predict([IDS, ZS], verbose=0)}
+    ref = keras_file(tmp_path / "m.keras", save)["predict"]
     mb = bf.models.load_model(tmp_path / "m.keras")
-    close(mk.predict([IDS, ZS], verbose=0), mb.predict([IDS, ZS], verbose=0))
+    close(ref, mb.predict([IDS, ZS], verbose=0))
     h = bf.Model(mb.inputs, mb.get_layer("enc")._inbound[0].outputs[1]).predict([IDS, ZS], verbose=0)
     h0 = bf.Model(mb.inputs[1], mb.get_layer("h0")._inbound[0].outputs[0]).predict(ZS, verbose=0)
     np.testing.assert_array_equal(h[2], h0[2])  # every step masked: the state is carried over
     mb.save(tmp_path / "m.npz")  # boundfit's own graph file keeps the mask given
-    close(mk.predict([IDS, ZS], verbose=0), bf.models.load_model(tmp_path / "m.npz").predict([IDS, ZS], verbose=0))
+    close(ref, bf.models.load_model(tmp_path / "m.npz").predict([IDS, ZS], verbose=0))
 
 
 @pytest.mark.parametrize("cell", CELLS)
@@ -210,8 +214,6 @@ def test_summary_get_layer_and_outputs_list_the_states():
 
 
 def test_keras_files_both_ways(tmp_path):
-    keras = load()
-
     def build(K, Ls):
         e, d = K.Input((T, D)), K.Input((T2, D))
         o, fh, bh = Ls.Bidirectional(Ls.GRU(U, return_state=True))(e)
@@ -223,18 +225,22 @@ def test_keras_files_both_ways(tmp_path):
     mb = build(bf, layers)
     mb.compile(optimizer="adam", loss="mse")
     mb.save(tmp_path / "bf.keras")
-    mk = keras.saving.load_model(tmp_path / "bf.keras")
-    for r, g in zip(mb.predict([X, X2], verbose=0), mk.predict([X, X2], verbose=0)):
+    theirs = case(lambda: {"predict": load().saving.load_model(tmp_path / "bf.keras").predict([X, X2], verbose=0)},
+                  files=[tmp_path / "bf.keras"])
+    for r, g in zip(mb.predict([X, X2], verbose=0), theirs["predict"]):
         close(g, r)
-    mk2 = build(keras, keras.layers)
-    mk2.compile(optimizer="adam", loss="mse")
-    mk2.save(tmp_path / "k.keras")
-    mb2 = bf.models.load_model(tmp_path / "k.keras")
-    for r, g in zip(mk2.predict([X, X2], verbose=0), mb2.predict([X, X2], verbose=0)):
+
+    def save(path, make, x):
+        keras = load()
+        mk = make(keras, keras.layers)
+        mk.compile(optimizer="adam", loss="mse")
+        mk.save(path)
+        return {"predict": mk.predict(x, verbose=0)}
+    ref = keras_file(tmp_path / "k.keras", lambda p: save(p, build, [X, X2]))["predict"]
+    for r, g in zip(ref, bf.models.load_model(tmp_path / "k.keras").predict([X, X2], verbose=0)):
         close(r, g)
-    mk3 = masked_with_state(keras, keras.layers)
-    mk3.save(tmp_path / "m.keras")
-    close(mk3.predict([IDS, ZS], verbose=0), bf.models.load_model(tmp_path / "m.keras").predict([IDS, ZS], verbose=0))
+    ref = keras_file(tmp_path / "m.keras", lambda p: save(p, masked_with_state, [IDS, ZS]))["predict"]
+    close(ref, bf.models.load_model(tmp_path / "m.keras").predict([IDS, ZS], verbose=0))
 
 
 def test_bad_states_raise_naming_the_argument():

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import zipfile
 
 import numpy as np
 
@@ -87,20 +88,53 @@ def recorded(name, module_file, compute):
 _calls = {}
 
 
-def case(compute, label=None):
+def case(compute, label=None, files=()):
     """compute() from Keras for the running test, or its recorded copy; label names which of the test's Keras
-    results (default: the first, second, ... call in the test)"""
+    results (default: the first, second, ... call in the test); files: the files compute() reads (a .keras file
+    boundfit wrote, for Keras to open), their contents part of the key"""
     current = os.environ["PYTEST_CURRENT_TEST"].rsplit(" (", 1)[0]   # "tests/test_x.py::test_y[case] (call)"
     module_file, test_id = current.split("::", 1)
     if label is None:
         label = str(_calls.setdefault(current, [0])[0])
         _calls[current][0] += 1
     test_id += "/" + label
+    extra = test_id + "".join(_file_digest(f) for f in files)
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", test_id)[:80] + "-" + hashlib.sha256(test_id.encode()).hexdigest()[:10]
     folder = os.path.join(REFS, os.path.splitext(os.path.basename(module_file))[0])
-    return _load_or_compute(os.path.join(folder, name + ".npz"), _key(_module_path(module_file), test_id), compute)
+    return _load_or_compute(os.path.join(folder, name + ".npz"), _key(_module_path(module_file), extra), compute)
+
+
+def _file_digest(path):
+    """a file's contents; of a zip (.keras), its members' but metadata.json's (which has the time of saving)"""
+    h = hashlib.sha256()
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as z:
+            for name in sorted(z.namelist()):
+                if name != "metadata.json":
+                    h.update(name.encode() + b"\0" + z.read(name))
+    else:
+        h.update(open(path, "rb").read())
+    return h.hexdigest()
 
 
 def _module_path(nodeid_file):
     """the test module's file from the node id's (relative to pytest's rootdir, the repository)"""
     return os.path.join(os.path.dirname(os.path.dirname(REFS)), nodeid_file)
+
+
+def keras_file(path, compute, label=None):
+    """A file Keras writes, recorded: compute(path) writes it (mk.save(path)) and returns {name: result} of the
+    Keras model beside it (its predictions); the file is written to path from the record, and the results
+    returned"""
+    import tempfile
+
+    def run():
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, os.path.basename(str(path)))
+            out = dict(compute(p))
+            out["__file__"] = np.frombuffer(open(p, "rb").read(), np.uint8)
+            return out
+    out = case(run, label)
+    with open(path, "wb") as f:
+        f.write(out.pop("__file__").tobytes())
+    return out
