@@ -12,6 +12,7 @@ as Python runs a package's __init__ before any module in it, an edge to every
 package above the imported module that is not above the importer."""
 
 import ast
+import functools
 import os
 
 import pytest
@@ -70,8 +71,10 @@ def _function_nodes(tree):
     return inside
 
 
+@functools.lru_cache(maxsize=None)
 def import_graph():
-    """({module: set of modules its import runs}, [(module, function-level import)])."""
+    """({module: set of modules its import runs}, [(module, function-level import)]); parsed once per process
+    (every test here reads it)."""
     mods = _modules()
     edges = {m: set() for m in mods}
     in_functions = []
