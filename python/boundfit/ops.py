@@ -97,6 +97,7 @@ from .layers.reduce import BatchReduce, Reduce
 from .layers.reshaping import Const, Permute, RepeatVector, Reshape, Slice
 from .errors import OpNotSupportedError
 from .ops_index import argsort, cumprod, cumsum, sort, take, take_along_axis, top_k  # noqa: F401 - keras.ops names
+from .ops_einsum import einsum  # noqa: F401 - keras.ops name
 
 
 # the modules of Keras's operation classes, for the nodes a .keras file holds (layers/opnode.py)
