@@ -152,13 +152,13 @@ class Attention(KerasShapedWeights, Layer):
 
 
 class AdditiveAttention(Attention):
-    """Keras 3's `AdditiveAttention(use_scale=True, dropout=0.0)` (Bahdanau): scores sum(scale * tanh(q + k))
+    """Keras 3's `AdditiveAttention(use_scale=True, dropout=0.0, seed=None)` (Bahdanau): scores sum(scale * tanh(q + k))
     over the features, scale (dim,); called as Attention."""
     _base = "additive_attention"
     _modes = ("dot",)
 
-    def __init__(self, use_scale=True, dropout=0.0, **kwargs):
-        super().__init__(use_scale=use_scale, dropout=dropout, **kwargs)
+    def __init__(self, use_scale=True, dropout=0.0, seed=None, **kwargs):
+        super().__init__(use_scale=use_scale, dropout=dropout, seed=seed, **kwargs)
 
     def build(self, input_shape):
         dim = input_shape[0][-1]
