@@ -1,5 +1,6 @@
 """What the Keras layers boundfit composes from the engine's primitives share
-(norms.py, spatial_dropout.py, cropping.py): Keras writes these layers'
+(norms.py, spatial_dropout.py, cropping.py, dot_attention.py, einsum_dense.py,
+time_distributed.py): Keras writes these layers'
 call() in keras.ops; boundfit's call() builds the same graph from the layer
 pieces keras.ops becomes (Reduce, Unary, Binary, Weight, RandomDraw, Slice,
 Reshape: layers/ sits below ops.py, so it uses them directly). Each such
