@@ -25,6 +25,8 @@ any layer:
   of the engine's batch), which broadcasts back onto samples as NumPy
   does; any other tensordot / dot of two symbolic tensors raises; of a
   tensor and a custom weight or array (axes=1): matmul;
+- einsum of a tensor and an array, or of two batches of matrices
+  (ops_einsum.py): the matrix products above;
 - one_hot(ids, n): an Embedding with a frozen identity table; take,
   take_along_axis, cumsum, cumprod, sort, argsort, top_k: the engine's
   index primitives Gather, Scan and ArgSort (ops_index.py);
@@ -97,6 +99,7 @@ from .layers.reduce import BatchReduce, Reduce
 from .layers.reshaping import Const, Permute, RepeatVector, Reshape, Slice
 from .errors import OpNotSupportedError
 from .ops_index import argsort, cumprod, cumsum, sort, take, take_along_axis, top_k  # noqa: F401 - keras.ops names
+from .ops_einsum import einsum  # noqa: F401 - keras.ops name
 
 
 # the modules of Keras's operation classes, for the nodes a .keras file holds (layers/opnode.py)

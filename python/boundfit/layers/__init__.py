@@ -19,6 +19,8 @@ from .conv import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Convolution
                    Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D)
 from .core import Activation, ActivityRegularization, Dense, Identity, Lambda, Masking
 from .dot import Dot
+from .dot_attention import AdditiveAttention, Attention
+from .einsum_dense import EinsumDense
 from .draw import RandomDraw  # keras.random on symbolic shapes (a graph piece, not a Keras layer)
 from .embedding import Embedding
 from .hashing import HashedCrossing, Hashing
@@ -39,6 +41,7 @@ from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from .regularization import Dropout, GaussianDropout, GaussianNoise
 from .spatial_dropout import AlphaDropout, SpatialDropout1D, SpatialDropout2D, SpatialDropout3D
 from .text import TextVectorization
+from .time_distributed import TimeDistributed
 from .reshaping import (Const, Flatten, Permute, RepeatVector, Reshape, Slice, UpSampling2D,  # Const, Slice: graph
                         ZeroPadding2D)  # pieces of traced calls and ops (not Keras layers)
 from .switch import Switch  # a custom layer's training / inference traces (a graph piece, not a Keras layer)
@@ -50,6 +53,7 @@ from .switch import Switch  # a custom layer's training / inference traces (a gr
     "ADD SUBTRACT MULTIPLY AVERAGE MAXIMUM MINIMUM CONCAT")
 
 __all__ = [
+           "AdditiveAttention", "Attention", "EinsumDense", "TimeDistributed",
            "ActivityRegularization", "AlphaDropout", "CenterCrop", "Masking", "RandomBrightness", "RandomGrayscale", "Resizing", "Cropping1D", "Cropping2D", "Cropping3D", "GroupNormalization", "Identity", "RMSNormalization", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "UnitNormalization", "UpSampling1D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding3D",
            "Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",
            "BatchNormalization", "Bidirectional", "CategoryEncoding", "Concatenate", "Conv1D", "Conv1DTranspose", "Conv2D",

@@ -1,5 +1,6 @@
 """What the Keras layers boundfit composes from the engine's primitives share
-(norms.py, spatial_dropout.py, cropping.py): Keras writes these layers'
+(norms.py, spatial_dropout.py, cropping.py, dot_attention.py, einsum_dense.py,
+time_distributed.py): Keras writes these layers'
 call() in keras.ops; boundfit's call() builds the same graph from the layer
 pieces keras.ops becomes (Reduce, Unary, Binary, Weight, RandomDraw, Slice,
 Reshape: layers/ sits below ops.py, so it uses them directly). Each such
@@ -49,12 +50,45 @@ def rate(cls, v):
     return float(v)
 
 
-def weight(layer, name, shape, initializer, regularizer=None, constraint=None):
-    """A trainable weight of a composed layer (the engine's WEIGHT, the same for every sample)."""
+def weight(layer, name, shape, initializer, regularizer=None, constraint=None, keras_shape=None):
+    """A trainable weight of a composed layer (the engine's WEIGHT, the same for every sample); keras_shape: the
+    shape Keras keeps it in where that differs (a scalar, (), is (1,) in the engine)."""
     w = Weight(shape, initializer=initializer, regularizer=regularizer, constraint=constraint,
                name=f"{layer.name}_{name}")
     w._of_layer = True
+    if keras_shape is not None:
+        w._keras_shape = tuple(keras_shape)
     return w
+
+
+class KerasShapedWeights:
+    """A composed layer whose weights Keras keeps in other shapes than the engine (a scalar, an einsum kernel as
+    a Dense's matrix): get_weights / set_weights and .keras files in Keras's shapes. Each engine layer among its
+    sublayers says its weights' Keras shapes (`_keras_var_shapes`, or a Weight's `_keras_var_shape`)."""
+
+    def _shapes(self):
+        """[(engine shape, Keras shape)] of its weights, in order"""
+        out = []
+        for sub in self._sublayers():
+            if isinstance(sub, Weight):
+                out.append((sub.shape, sub._keras_var_shape))
+            else:
+                out.extend(zip(sub._engine_shapes, sub._keras_var_shapes))
+        return out
+
+    def _to_keras_vars(self, ws):
+        return [np.reshape(w, k) for w, (_, k) in zip(ws, self._shapes())]
+
+    def _from_keras_vars(self, got, want):
+        return [np.reshape(g, s) if np.size(g) == int(np.prod(s)) else g for g, s in zip(got, want)]
+
+    def get_weights(self):
+        return self._to_keras_vars(super().get_weights())
+
+    def set_weights(self, weights):
+        ws = list(weights)
+        shapes = self._shapes()
+        super().set_weights(self._from_keras_vars(ws, [e for e, _ in shapes]) if len(ws) == len(shapes) else ws)
 
 
 def against(t, x):

@@ -90,7 +90,7 @@ class Weight(Layer):
     @property
     def _keras_var_shape(self):
         if self._of_layer:
-            return self.shape
+            return getattr(self, "_keras_shape", self.shape)
         return (max(1, int(np.prod(self.shape[:-1]))), self.shape[-1])
 
     def _to_keras_vars(self, ws):

@@ -45,13 +45,34 @@ class Weights:
         """The weights as a list of NumPy arrays, in Keras 3's order (a Keras model's `get_weights()` loads as it
         is)."""
         self._require_built()
-        return self._engine.get_weights()
+        w = self._engine.get_weights()
+        for k, shape in self._keras_shaped().items():
+            w[k] = w[k].reshape(shape)
+        return w
 
     def set_weights(self, weights):
         """Set the weights from a list of arrays in `get_weights()`'s order and shapes."""
         self._require_built()
-        self._engine.set_weights(list(weights))
+        weights = list(weights)
+        if len(weights) == len(self._engine.get_weights()):
+            want = self._engine.get_weights()
+            for k, shape in self._keras_shaped().items():
+                if np.shape(weights[k]) == tuple(shape) and np.size(weights[k]) == want[k].size:
+                    weights[k] = np.reshape(weights[k], want[k].shape)
+        self._engine.set_weights(weights)
         self._push_to_trainer()
+
+    def _keras_shaped(self):
+        """{index in get_weights(): Keras's shape} of the weights a composed layer keeps in another shape than
+        Keras (layers/compose.py KerasShapedWeights: a scalar as (1,), an EinsumDense kernel as a matrix)"""
+        out = {}
+        for layer in self._node_layers_unique():
+            shapes = getattr(layer, "_keras_var_shapes", None)
+            if shapes is None and getattr(layer, "_keras_shape", None) is not None:
+                shapes = [layer._keras_shape]
+            for k, shape in zip(self._param_ranges[self._layer_node[id(layer)]] if shapes else (), shapes or ()):
+                out[k] = shape
+        return out
 
     def _loaded(self):
         """load_model wrote weights and optimizer state into this model's engine: on into its training graph."""

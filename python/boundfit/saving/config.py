@@ -173,11 +173,14 @@ def layer_from_config(entry, custom_objects=None):
                     c.pop("zero_output_for_mask")  # Bidirectional sets it (as Keras does)
                 sub["config"] = c
                 kwargs[k] = layer_from_config(sub, custom_objects)
+    if getattr(cls, "_config_sublayer", False) and isinstance(kwargs.get("layer"), dict):   # TimeDistributed
+        kwargs["layer"] = layer_from_config(kwargs["layer"], custom_objects)
     try:
         layer = cls._from_keras_config(kwargs) if hasattr(cls, "_from_keras_config") else cls(**kwargs)
     except (ValueError, TypeError) as e:
         raise ValueError(f"layer {name!r} ({cls_name}): {e}") from None
-    layer.trainable = bool(cfg.get("trainable", True))
+    if layer.trainable != bool(cfg.get("trainable", True)):   # (a wrapper's setter would reach its inner layer)
+        layer.trainable = bool(cfg.get("trainable", True))
     policy = _float_policy(cfg.get("dtype"))
     if policy is not None:
         layer.dtype_policy = policy

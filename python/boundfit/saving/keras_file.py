@@ -43,7 +43,9 @@ def _trainable_slices(model, as_functional=False):
     for layer in keras_graph.trainable_order(model, as_functional):
         got = per.pop(model._layer_node.get(id(layer)), [])
         ks = getattr(layer, "_keras_var_shape", None)   # a weight Keras holds in another shape (Weight's table)
-        out.extend(got if ks is None else [(i, off, ks) for i, off, _ in got])
+        kss = getattr(layer, "_keras_var_shapes", None)  # each of a layer's (an EinsumDense's Dense: its kernel)
+        out.extend([(i, off, s) for (i, off, _), s in zip(got, kss)] if kss is not None else
+                   got if ks is None else [(i, off, ks) for i, off, _ in got])
     for i in sorted(per):   # a layer Keras's walk does not reach: after the others, never lost
         out.extend(per[i])
     return out
