@@ -178,8 +178,10 @@ def _call(make, shape=(4, 3)):
     (lambda L, x: bf.ops.einsum("abc,abc,cd->abd", x, x, np.ones((3, 2))), (4, 3), bf.errors.OpNotSupportedError,
      "3 operands"),
     (lambda L, x: L.Attention()([x, x], mask=[x]), (4, 3), ValueError, "mask must be a list"),
+    (lambda L, x: L.AdditiveAttention()([L.Dense(3)(L.Embedding(9, 3, mask_zero=True, name="padded")(x))] * 2),
+     (4,), NotImplementedError, "query comes from Embedding 'padded' with mask_zero=True.*mask="),
 ], ids=["einsum_kernel_order", "einsum_per_axis_kernel", "einsum_lora", "td_batchnorm_training", "td_too_many_steps",
-        "ops_einsum_three_operands", "attention_bad_mask"])
+        "ops_einsum_three_operands", "attention_bad_mask", "attention_carried_mask"])
 def test_what_boundfit_cannot_map_is_refused_by_name(make, shape, error, says):
     with pytest.raises(error, match=says):
         _call(make, shape)

@@ -9,7 +9,10 @@ Attention's scale and concat_score_weight (scalars: shape () in Keras, (1,)
 in the engine), AdditiveAttention's scale (dim,).
 
 Masks are tensors of 0 / 1 given as mask=[query_mask, value_mask]; the masks
-an Embedding(mask_zero=True) carries are not read (pass them as tensors)."""
+an Embedding(mask_zero=True) carries are not read: a query or value that may
+carry one (a sequence downstream of such an Embedding) in a call without mask= is
+refused by name, where Keras would apply it (a mask= given replaces the
+carried masks, in Keras too)."""
 
 import numbers
 
@@ -27,6 +30,21 @@ from .reshaping import Reshape
 from .spatial_dropout import _checked_seed
 
 _MASKED = 1.0e9   # Keras subtracts it from masked scores (float32)
+
+
+def _mask_zero_source(t):
+    """The name of an Embedding(mask_zero=True) upstream of sequence t (through tensors with a step axis), or None"""
+    seen, todo = set(), [t]
+    while todo:
+        t = todo.pop()
+        node = t._node
+        if node is None or id(node) in seen or len(t._ps) < 2:
+            continue
+        seen.add(id(node))
+        if getattr(node.layer, "mask_zero", False):
+            return node.layer.name
+        todo.extend(x for x in node.inputs if isinstance(x, KerasTensor))
+    return None
 
 
 def _checked_call(layer, inputs, mask):
@@ -87,6 +105,13 @@ class Attention(KerasShapedWeights, Layer):
             raise ValueError(f"{type(self).__name__} {self.name!r}: called again with other inputs, masks, "
                              "use_causal_mask or return_attention_scores; boundfit takes one call layout per layer")
         self._layout = layout
+        for t, m, what in ((inputs[0], masks[0], "query"), (inputs[1], masks[1], "value")):
+            source = _mask_zero_source(t) if mask is None else None   # a mask= given is Keras's, whole
+            if source is not None:
+                raise NotImplementedError(
+                    f"{type(self).__name__} {self.name!r}: its {what} comes from Embedding {source!r} with "
+                    "mask_zero=True, whose mask Keras would apply here and boundfit does not carry into this layer; "
+                    f"pass the mask as a tensor: mask=[query_mask, value_mask] (e.g. ops.not_equal(ids, 0))")
         flat = inputs + [m for m in masks if m is not None]
         return super().__call__(flat, **({} if training is None else {"training": training}))
 
