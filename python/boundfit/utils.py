@@ -14,6 +14,8 @@ import numpy as np
 from . import _core
 from .audio_folder import audio_dataset_from_directory  # noqa: F401 - keras.utils' name
 from .image_folder import image_dataset_from_directory  # noqa: F401 - keras.utils' name
+from .object_registration import (CustomObjectScope, custom_object_scope, get_custom_objects,  # noqa: F401
+                                  get_registered_name, get_registered_object, register_keras_serializable)
 from .pydataset import PyDataset, Sequence  # noqa: F401 - keras.utils' names
 from .text_folder import text_dataset_from_directory  # noqa: F401 - keras.utils' name
 from .timeseries_data import timeseries_dataset_from_array  # noqa: F401 - keras.utils' name
@@ -29,12 +31,17 @@ def set_random_seed(seed):
     np.random.seed(seed % (2**32))
 
 
+LAYER_NAMES = {}   # the count of automatic names per base ("dense", "dense_1", ...): layers, inputs, models
+
+
 def clear_session(free_memory=True):
-    """Give back the memory boundfit keeps between runs: the arenas of the last
-    finished fit / evaluate / predict, kept so that the next run of the same
-    or a smaller size starts without page faults. The kernel already takes their pages back
-    under memory pressure (they count as available); this unmaps them now, so
-    that they also leave the process's RSS. Keras's name and argument."""
+    """Keras's clear_session: automatic layer names start again ("dense"), and,
+    with free_memory, the memory boundfit keeps between runs is given back: the
+    arenas of the last finished fit / evaluate / predict, kept so that the next
+    run of the same or a smaller size starts without page faults. The kernel
+    already takes their pages back under memory pressure (they count as
+    available); this unmaps them now, so that they also leave the process's RSS."""
+    LAYER_NAMES.clear()
     if free_memory:
         _core.drop_kept()
 

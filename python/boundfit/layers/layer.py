@@ -8,12 +8,11 @@ so a bad graph fails where it is written, as in Keras."""
 import numpy as np
 
 from .. import _core, mixed_precision, regularizers
-from ..utils import snake_case
+from ..utils import LAYER_NAMES as _counters, snake_case
 from .args import _is_size
 from .eager import build_alone, call_eagerly, is_array_call
 from .node import call_layer, infer_shape, inference_pass, trace_layer, tracing_anchor
 
-_counters = {}
 _DTYPE = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": None}
 _KERAS_CONFIGS = {}   # layer class -> fn(layer): its Keras 3 config keys beyond name / trainable / dtype
 _CONSTANT = {}        # "cls": the Const layer (reshaping.py), for arrays a layer is called on in a traced call()

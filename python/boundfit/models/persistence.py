@@ -2,6 +2,8 @@
 (saving/keras_file.py), boundfit's graph files, Keras's Functional config,
 and summary()."""
 
+import json
+
 from .. import graph
 from ..runtime import dist_group
 from ..saving import graph_file, keras_file, keras_graph
@@ -50,6 +52,13 @@ class Persistence:
         subclassed model gives the Functional graph it was traced into."""
         self._require_built()
         return keras_graph.functional_config(self)
+
+    def to_json(self, **kwargs):
+        """Keras 3's model config as JSON (without the compile config); models.model_from_json reads it."""
+        self._require_built()
+        entry = keras_graph.model_entry(self)
+        entry.pop("compile_config", None)
+        return json.dumps(entry, **kwargs)
 
     @classmethod
     def from_config(cls, config, custom_objects=None):

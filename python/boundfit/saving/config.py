@@ -12,6 +12,7 @@ from .. import losses, metrics, optimizers, schedules
 from ..layers.layer import keras_object, layer_config  # noqa: F401  (layer_config: saving's name for it)
 from ..layers.normalization import BatchNormalization
 from ..layers.recurrent import Bidirectional
+from .. import object_registration
 from .registry import keras_layers
 
 _obj = keras_object
@@ -138,8 +139,8 @@ def layer_from_config(entry, custom_objects=None):
     cls_name = entry.get("class_name")
     cfg = dict(entry.get("config") or {})
     name = cfg.get("name", "?")
-    known = keras_layers()
-    cls = (custom_objects or {}).get(cls_name) or known.get(cls_name)
+    known, custom_objects = keras_layers(), object_registration.lookup(custom_objects)
+    cls = custom_objects.get(entry.get("registered_name") or "") or custom_objects.get(cls_name) or known.get(cls_name)
     if cls is None:
         raise ValueError(f"layer {name!r}: boundfit has no {cls_name} layer (it has "
                          f"{', '.join(sorted(known))} and InputLayer)")
@@ -227,6 +228,7 @@ def _custom_loss(c, custom_objects):
 
 
 def loss_from_config(c, custom_objects=None):
+    custom_objects = object_registration.lookup(custom_objects)
     if isinstance(c, str) or c is None:
         return losses.get(c)
     if c.get("class_name") == "function" or (c.get("registered_name") and not hasattr(losses, c.get("class_name", ""))):
@@ -238,6 +240,7 @@ def loss_from_config(c, custom_objects=None):
 
 
 def compile_from_config(model, cc, custom_objects=None):
+    custom_objects = object_registration.lookup(custom_objects)
     """model.compile from Keras's compile_config; warns and leaves the model
     uncompiled (as Keras does) when something in it is not one boundfit has."""
     def is_obj(v):

@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import layers as L
 from .._version import __version__
+from .. import object_registration
 from . import bounded_read, config as keras_config, config_check, keras_graph
 from .atomic_write import atomic_write
 
@@ -518,7 +519,7 @@ def _load_assets(model, z, names, where):
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     """Keras's signature; custom_objects may map a class name in the file to a
     boundfit layer class (safe_mode has nothing to guard: no code is loaded)."""
-    filepath = os.fspath(filepath)
+    filepath, custom_objects = os.fspath(filepath), object_registration.lookup(custom_objects)
     if not os.path.isfile(filepath):
         raise ValueError(f"File not found: filepath={filepath}. Please ensure the file is an accessible `.keras` "
                          "zip file.")

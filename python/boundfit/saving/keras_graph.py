@@ -42,6 +42,7 @@ from ..layers.layer import _DTYPE, keras_object as _obj, layer_config
 from ..layers.merge import _Merge
 from ..layers.node import KerasTensor, MaskTensor
 from ..layers import opnode
+from .. import object_registration
 from . import config as keras_config, keras_ops
 from .registry import model_classes
 
@@ -561,6 +562,7 @@ def functional_config(model):
 
 def model_from_config(cfg, custom_objects=None):
     """A boundfit model from Keras 3's serialization of a Sequential or a Functional."""
+    custom_objects = object_registration.lookup(custom_objects)
     cls = cfg.get("class_name")
     if cls == "Sequential":
         return sequential_from_config(cfg, custom_objects)
@@ -598,6 +600,7 @@ def functional_from_config(cfg, custom_objects=None):
     """models/functional.py functional_from_config: create every layer, then
     call each on its inbound nodes' tensors, deferring a call whose inputs do
     not exist yet, until all are made."""
+    custom_objects = object_registration.lookup(custom_objects)
     Model, _ = _models()
     c = cfg["config"]
     made, outs, pending = {}, {}, {}
@@ -914,6 +917,7 @@ def model_config(model):
 def sequential_from_config(cfg, custom_objects=None):
     """A boundfit Sequential from Keras 3's model config (config.json); nested
     Sequential / Functional models in it are built as such."""
+    custom_objects = object_registration.lookup(custom_objects)
     Sequential = model_classes()[1]
     if cfg.get("class_name") != "Sequential":
         raise ValueError(f"boundfit reads Sequential models from .keras files; this one is a {cfg.get('class_name')}")
