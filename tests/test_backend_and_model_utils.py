@@ -73,3 +73,29 @@ def test_model_from_json_and_save_model(tmp_path):
         bf.models.model_from_json("{not json")
     with pytest.raises(NotImplementedError, match="clone_function"):
         bf.models.clone_model(seq, clone_function=lambda layer: layer)
+
+
+def test_data_tuples_pack_and_unpack_as_keras():
+    x, y, w = np.ones(2), np.zeros(2), np.full(2, 0.5)
+    assert bf.utils.pack_x_y_sample_weight(x) is x
+    assert bf.utils.pack_x_y_sample_weight((x, x)) == ((x, x),)
+    assert bf.utils.pack_x_y_sample_weight(x, y) == (x, y) and bf.utils.pack_x_y_sample_weight(x, y, w) == (x, y, w)
+    assert bf.utils.unpack_x_y_sample_weight(x) == (x, None, None)
+    assert bf.utils.unpack_x_y_sample_weight([x, y]) == (x, y, None)
+    assert bf.utils.unpack_x_y_sample_weight((x, y, w)) == (x, y, w)
+    with pytest.raises(ValueError, match="sample_weight"):
+        bf.utils.unpack_x_y_sample_weight((x, y, w, w))
+
+
+def test_normalize_divides_by_the_norm_and_leaves_zero_rows():
+    x = np.array([[3.0, 4.0], [0.0, 0.0], [1.0, 0.0]])
+    np.testing.assert_allclose(bf.utils.normalize(x), [[0.6, 0.8], [0, 0], [1, 0]])
+    np.testing.assert_allclose(bf.utils.normalize(x, axis=0, order=1), x / [4.0, 4.0])
+    with pytest.raises(TypeError, match="ops.normalize"):
+        bf.utils.normalize(bf.Input((2,)))
+
+
+def test_top_level_names_are_the_base_classes():
+    assert bf.Layer is bf.layers.Layer and bf.Loss is bf.losses.Loss and bf.Metric is bf.metrics.Metric
+    assert bf.Optimizer is bf.optimizers.Optimizer and isinstance(bf.Input((2,)), bf.KerasTensor)
+    assert bf.version() == bf.__version__

@@ -50,6 +50,21 @@ from .runtime.cuda_libs import wheel_libraries as _wheel_libraries  # noqa: E402
 from .runtime.devices import set_default_device  # noqa: E402
 from . import distribute  # noqa: E402
 from . import distribute as distribution  # noqa: E402  (Keras 3's keras.distribution)
+# keras's top-level names for the base classes and the tensor type
+from .constraints import Constraint  # noqa: E402,F401
+from .dtype_policies import DTypePolicy, FloatDTypePolicy  # noqa: E402,F401
+from .initializers import Initializer  # noqa: E402,F401
+from .layers import Layer  # noqa: E402,F401
+from .layers.node import KerasTensor  # noqa: E402,F401
+from .losses import Loss  # noqa: E402,F401
+from .metrics import Metric  # noqa: E402,F401
+from .optimizers import Optimizer  # noqa: E402,F401
+from .regularizers import Regularizer  # noqa: E402,F401
+
+
+def version():
+    """boundfit's version (keras.version() gives Keras's)."""
+    return __version__
 from .distribute import DistributedError  # noqa: E402
 
 _core.set_module_dir(_os.path.dirname(_os.path.abspath(__file__)), ":".join(_wheel_libraries()))

@@ -185,3 +185,33 @@ class FeatureSpace:
             "combines: one keras.Input per feature with layers.StringLookup / IntegerLookup / Hashing "
             "(output_mode='one_hot') or Discretization / Normalization on it, layers.HashedCrossing applied to "
             "the data (or in a tf.data map), and layers.Concatenate of the encoded features")
+
+
+def pack_x_y_sample_weight(x, y=None, sample_weight=None):
+    """Keras's data tuple: x alone (a 1-tuple if x is itself a tuple or list), (x, y) or (x, y, sample_weight)."""
+    if y is None:
+        return (x,) if isinstance(x, (tuple, list)) else x
+    return (x, y) if sample_weight is None else (x, y, sample_weight)
+
+
+def unpack_x_y_sample_weight(data):
+    """(x, y, sample_weight) of Keras's data tuple, None where absent."""
+    if isinstance(data, list):
+        data = tuple(data)
+    if not isinstance(data, tuple):
+        return data, None, None
+    if 1 <= len(data) <= 3:
+        return tuple(data) + (None,) * (3 - len(data))
+    raise ValueError(f"Data is expected to be in format `x`, `(x,)`, `(x, y)`, or `(x, y, sample_weight)`, "
+                     f"found: {data}")
+
+
+def normalize(x, axis=-1, order=2):
+    """x divided by its `order`-norm along axis (a zero norm divides by 1), as Keras's on arrays; on a symbolic
+    tensor use keras.ops.normalize (a TypeError says so)."""
+    if hasattr(x, "_ps"):
+        raise TypeError("utils.normalize takes arrays; on a symbolic tensor use keras.ops.normalize(x, axis, order)")
+    x = np.asarray(x)
+    norm = np.atleast_1d(np.linalg.norm(x, order, axis))
+    norm[norm == 0] = 1
+    return x / np.expand_dims(norm, axis)
