@@ -80,6 +80,9 @@ typedef struct {
 /* a node: what the engine reads of every kind (its kind, inputs, shapes, parameters and their options, the
  * activation, the runs it is part of) and, in cfg, its family's configuration, which only the family's file
  * (csrc/core/layers/) reads: layer_config.h */
+/* bf_layer.half: the 16-bit type a layer under a mixed policy computes and stores in */
+enum { BF_HALF_BF16 = 1, BF_HALF_F16 = 2 };
+
 typedef struct bf_layer {
     bf_layer_kind kind;
     char name[BF_NAME_LEN];
@@ -108,9 +111,10 @@ typedef struct bf_layer {
      * layer whose call() traced differently with training=True and False (python/boundfit/layers/node.py);
      * train_mode: 0 the run's mode, 1 always training, 2 always inference (a call given training=True / False) */
     int modes, train_mode;
-    /* bf16: the layer's policy is mixed_bfloat16 (python/boundfit/mixed_precision.py): it computes on its inputs
-     * rounded to bfloat16 and its output is rounded to bfloat16 (stored so where its kind allows: BF_LF_OUT16) */
-    int bf16;
+    /* half: the layer's policy is mixed_bfloat16 (BF_HALF_BF16) or mixed_float16 (BF_HALF_F16), else 0
+     * (python/boundfit/mixed_precision.py): it computes on its inputs rounded to that type and its output is
+     * rounded to it (stored so where its kind allows: BF_LF_ROWS / BF_LF_OUT16; core/mixed.c) */
+    int half;
     bf_layer_cfg cfg;                          /* its family's configuration (layer_config.h) */
 } bf_layer;
 
