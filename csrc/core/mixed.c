@@ -102,7 +102,7 @@ bf_status bf_mixed_plan_forward(bf_run *r, int i, int t) {
         return BF_FAIL(BF_ERR_ARG, "mixed precision on %s: not yet (layer '%s' computes in 16 bits; it runs on "
                        "the CPU, or use the float32 policy on this device)", r->be->name, L->name);
     r->cv[i] = BF_CV_ON;
-    r->cv_rows[i] = r->cv_rows_bw[i] = r->B; /* ROWS kinds: bf_mixed_size chunks them */
+    r->cv_rows[i] = r->B; /* ROWS kinds: bf_mixed_size chunks them */
     size_t fl = cv_floats(r, i, 0);
     if (!fl) return BF_OK;
     BF_TRY(bf_run_newbuf(r, &r->cv_fw[i], fl * (size_t)r->B * sizeof(float), BF_BUF_WORKSPACE, L->name,
@@ -158,13 +158,19 @@ static size_t widest_of(const bf_run *r, int i) {
     return w;
 }
 
-static void resize(bf_run *r, int i) {
+/* rows per chunk of node i's backward: its conversion buffer holds that many rows (the micro-batch without one) */
+static int rows_bw(const bf_run *r, int i) {
+    return r->cv_bw[i] < 0 ? r->B : (int)(r->bufs[r->cv_bw[i]].bytes / (cv_floats(r, i, 1) * sizeof(float)));
+}
+
+/* node i's conversion buffers sized for chunks of cv_rows[i] rows forward and bw[i] backward */
+static void resize(bf_run *r, int i, const int *bw) {
     if (r->cv_fw[i] >= 0) r->bufs[r->cv_fw[i]].bytes = cv_floats(r, i, 0) * (size_t)r->cv_rows[i] * sizeof(float);
-    if (r->cv_bw[i] >= 0) r->bufs[r->cv_bw[i]].bytes = cv_floats(r, i, 1) * (size_t)r->cv_rows_bw[i] * sizeof(float);
+    if (r->cv_bw[i] >= 0) r->bufs[r->cv_bw[i]].bytes = cv_floats(r, i, 1) * (size_t)bw[i] * sizeof(float);
 }
 
 /* the planner's peak with the 16-bit buffers as float32 ones and no conversion buffers: the float32 plan's */
-static bf_status float32_peak(bf_run *r, const unsigned char *mark, size_t *peak) {
+static bf_status float32_peak(bf_run *r, const unsigned char *mark, const int *bw, size_t *peak) {
     for (int b = 0; b < r->nbuf; b++) r->bufs[b].bytes *= mark[b] ? 2 : 1;
     for (int i = 0; i < r->m->nlayers; i++) {
         if (r->cv_fw[i] >= 0) r->bufs[r->cv_fw[i]].bytes = 0;
@@ -172,29 +178,29 @@ static bf_status float32_peak(bf_run *r, const unsigned char *mark, size_t *peak
     }
     bf_status s = bf_plan_offsets(r->bufs, r->nbuf, peak);
     for (int b = 0; b < r->nbuf; b++) r->bufs[b].bytes /= mark[b] ? 2 : 1;
-    for (int i = 0; i < r->m->nlayers; i++) resize(r, i);
+    for (int i = 0; i < r->m->nlayers; i++) resize(r, i, bw);
     return s;
 }
 
 bf_status bf_mixed_size(bf_run *r) {
     const bf_model *m = r->m;
     unsigned char mark[BF_RUN_MAXBUF] = {0};
-    int rows_kinds = 0;
+    int rows_kinds = 0, bw[BF_MAX_LAYERS];
     mark16(r, mark);
     for (int i = 0; i < m->nlayers; i++) {
+        bw[i] = r->B;
         if (!r->cv[i] || !(flags_of(r, i) & BF_LF_ROWS)) continue;
         const size_t w = widest_of(r, i);
         if (r->cv_fw[i] >= 0) r->cv_rows[i] = chunk_rows(r, mark, r->bufs[r->cv_fw[i]].first, cv_floats(r, i, 0), w);
-        if (r->cv_bw[i] >= 0)
-            r->cv_rows_bw[i] = chunk_rows(r, mark, r->bufs[r->cv_bw[i]].first, cv_floats(r, i, 1), w);
-        resize(r, i);
+        if (r->cv_bw[i] >= 0) bw[i] = chunk_rows(r, mark, r->bufs[r->cv_bw[i]].first, cv_floats(r, i, 1), w);
+        resize(r, i, bw);
         rows_kinds = 1;
     }
     if (!rows_kinds) return BF_OK;
     /* halve the chunks whose buffers reach above the float32 plan's peak (all of them when the peak grew
      * otherwise) until the plan is within it, or they are single rows */
     size_t p32, p16;
-    BF_TRY(float32_peak(r, mark, &p32));
+    BF_TRY(float32_peak(r, mark, bw, &p32));
     for (;;) {
         BF_TRY(bf_plan_offsets(r->bufs, r->nbuf, &p16));
         if (p16 <= p32) return BF_OK;
@@ -205,8 +211,8 @@ bf_status bf_mixed_size(bf_run *r) {
                 const int hi_f = r->cv_fw[i] >= 0 && r->bufs[r->cv_fw[i]].offset + r->bufs[r->cv_fw[i]].bytes > p32;
                 const int hi_b = r->cv_bw[i] >= 0 && r->bufs[r->cv_bw[i]].offset + r->bufs[r->cv_bw[i]].bytes > p32;
                 if ((pass || hi_f) && r->cv_rows[i] > 1) { r->cv_rows[i] = (r->cv_rows[i] + 1) / 2; more = 1; }
-                if ((pass || hi_b) && r->cv_rows_bw[i] > 1) { r->cv_rows_bw[i] = (r->cv_rows_bw[i] + 1) / 2; more = 1; }
-                resize(r, i);
+                if ((pass || hi_b) && bw[i] > 1) { bw[i] = (bw[i] + 1) / 2; more = 1; }
+                resize(r, i, bw);
             }
         if (!more) return BF_OK;
     }
@@ -270,7 +276,7 @@ bf_status bf_mixed_backward(bf_run *r, int i, int rows) {
     const bf_model *m = r->m;
     const bf_layer *L = &m->layers[i];
     const bf_layer_ops *ops = bf_layer_ops_of((int)L->kind);
-    const int o = m->n_inputs + i, c = r->cv_rows_bw[i], h = r->t16[o];
+    const int o = m->n_inputs + i, c = rows_bw(r, i), h = r->t16[o];
     const long osz = L->out_size;
     void *dsts[BF_MAX_NODE_IN];
     for (long r0 = 0; r0 < rows; r0 += c) {
