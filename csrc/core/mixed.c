@@ -315,6 +315,13 @@ bf_status bf_mixed_backward(bf_run *r, int i, int rows) {
             BF_TRY(store(r, i, dsts[j] ? r->t16[L->in_ids[j]] : 0, r->cv_din[j], dsts[j], k));
         }
     }
+    /* Keras computes a layer's parameter gradients in its compute dtype and casts them back: rounded here (a
+     * float16 one past 65504 is Inf, which skips a loss-scaled step as in Keras) */
+    for (int j = 0; L->half && j < L->nparam; j++) {
+        float *gp = bf_step_grad(r, L, j);
+        if (gp && L->params[j].trainable)
+            BF_TRY(r->be->bf16_convert(r->be, gp, gp, how16(L->half, BF_BF16_ROUND_F32), L->params[j].n));
+    }
     return BF_OK;
 }
 

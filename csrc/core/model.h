@@ -143,7 +143,14 @@ typedef struct {
     bf_schedule sched; /* lr of each update: bf_optimizer_lr (constant lr when none) */
     float u_product;   /* Nadam: prod of u_1..u_k (Keras's _u_product), k = u_product_it */
     long u_product_it;
+    /* LossScaleOptimizer (core/loss_scale.c): growth_steps > 0 turns dynamic loss scaling on */
+    float loss_scale;   /* Keras's dynamic_scale: the losses' gradient is multiplied by it */
+    long growth_steps;  /* Keras's dynamic_growth_steps */
+    long scale_counter; /* Keras's step_counter: finite steps since the scale last changed */
 } bf_optimizer;
+
+/* what the losses' gradient is multiplied by: the dynamic loss scale, or 1 */
+static inline float bf_optimizer_grad_scale(const bf_optimizer *o) { return o->growth_steps ? o->loss_scale : 1.0f; }
 
 /* the learning rate of the next update: the schedule at `iterations`, or lr */
 static inline float bf_optimizer_lr(const bf_optimizer *o) {

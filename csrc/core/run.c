@@ -11,6 +11,7 @@
 
 #include "backend_registry.h"
 #include "layer_registry.h"
+#include "loss_scale.h"
 #include "mixed.h"
 #include "prefetch.h"
 #include "run_strategy.h"
@@ -305,7 +306,8 @@ static bf_status loss_and_metrics(bf_run *r, int rows, float scale) {
         }
         float *dpred = r->mode == BF_MODE_TRAIN && r->t_grad[t] >= 0 ? BUF(r, r->t_grad[t]) : NULL;
         BF_TRY(be->loss_forward_backward(be, BUF(r, r->loss_id[k]), dpred, &r->stats->bad_label[k], pred, tgt, sw,
-                                         &o->loss, r->out_fused[k], rows, C, scale * o->weight));
+                                         &o->loss, r->out_fused[k], rows, C,
+                                         scale * o->weight * bf_optimizer_grad_scale(&m->opt)));
         /* the metrics of output k, on its predictions (a fused activation applied by the metric) */
         int p = bf_model_producer(m, t);
         bf_act act = r->out_fused[k] && p >= 0 ? m->layers[p].act : BF_ACT_LINEAR;
@@ -722,8 +724,10 @@ static bf_status end_step(bf_run *r, int train, long step, int rows, bf_totals *
         if (r->overlapped && !r->unguarded) BF_TRY(scan_unbounded_now(r));
         if (!r->unguarded) BF_TRY(grads_nonfinite(r, &bad));
         BF_TRY(strategy->reduce(r, &bad)); /* data parallel: summed over the ranks, the verdict agreed */
-        if (bad) return diagnose_nonfinite(r, rows, step, 0);
-        BF_TRY(apply_update(r));
+        if (bad && !r->m->opt.growth_steps) return diagnose_nonfinite(r, rows, step, 0);
+        int apply = 1;
+        BF_TRY(bf_loss_scale_step(r, bad, &apply)); /* LossScaleOptimizer: skipped, or the gradients unscaled */
+        if (apply) BF_TRY(apply_update(r));
     }
     tot->loss_sum += st->loss_sum;
     for (int k = 0; k < BF_MAX_OUTPUTS; k++) tot->out_loss[k] += st->out_loss[k];

@@ -69,7 +69,7 @@ class Optimizer:
         if not 0 <= lr < float("inf"):
             raise ValueError(f"learning_rate must be a finite number >= 0, got {value!r}")
         m = getattr(self, "_model", None)
-        if m is not None and m.optimizer is self and m._engine is not None:
+        if m is not None and getattr(m.optimizer, "inner_optimizer", m.optimizer) is self and m._engine is not None:
             try:
                 m._engine.set_learning_rate(lr)
             except RuntimeError:   # the engine is not compiled yet: compile() passes the stored rate
