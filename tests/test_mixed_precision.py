@@ -10,6 +10,7 @@ relative. Keras rounds the kernels and each of matmul, bias add and activation; 
 kernel and rounds once per layer (docs/mixed-precision.md), so per layer the two differ by a few roundings:
 4 * 2^-(p-1) relative to the largest value, per layer of the model."""
 
+import functools
 import os
 import subprocess
 import sys
@@ -216,27 +217,32 @@ _F16_SWEEP = np.concatenate([np.float32([0.0, -0.0, np.inf, -np.inf, 65504.0, 65
                              np.float32(10.0) ** np.random.default_rng(2).integers(-9, 6, 997)])
 
 
-def test_float16_roundings_are_numpys_on_f16c_and_scalar_paths():
+def test_float16_roundings_are_numpys_on_f16c_and_scalar_paths(tmp_path):
     """A float16 layer's input cast and output (a leaky ReLU of slope 1, the model's output) are numpy's
-    astype(float16) values, on this CPU's F16C path and the scalar one (BF_CPU_ISA=scalar)."""
-    code = ("import numpy as np, sys, boundfit as bf; from boundfit import layers; x = np.load(sys.argv[1]); "
-            "m = bf.Sequential([layers.Input((x.shape[1],)), layers.ReLU(negative_slope=1.0, dtype='mixed_float16')]); "
-            "np.save(sys.argv[1], m.predict(x, verbose=0))")
+    astype(float16) values, on this CPU's path (F16C where it has it) and the scalar one (BF_CPU_ISA=scalar, in a
+    child: the instruction set is read once per process)."""
     x = np.resize(_F16_SWEEP, (8, 127)).astype(np.float32)
     with np.errstate(over="ignore"):
         want = x.astype(np.float16).astype(np.float32)   # (the ReLU makes -0 +0: values compared, not bits)
-    for isa in ("", "scalar"):
-        path = f"{os.environ.get('TMPDIR', '/tmp')}/bf_f16_{os.getpid()}_{isa or 'best'}.npy"
-        np.save(path, x)
-        env = dict(os.environ, BF_CPU_ISA=isa) if isa else dict(os.environ)
-        out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, env=env, timeout=120)
-        assert out.returncode == 0, out.stderr[-2000:]
-        got = np.load(path)
-        os.remove(path)
-        np.testing.assert_array_equal(got, want, err_msg=isa or "best")
+    np.testing.assert_array_equal(_f16_relu(x), want)
+    path = str(tmp_path / "x.npy")
+    np.save(path, x)
+    code = (f"import sys, numpy as np; sys.path.insert(0, {os.path.dirname(__file__)!r}); "
+            "from test_mixed_precision import _f16_relu; np.save(sys.argv[1], _f16_relu(np.load(sys.argv[1])))")
+    out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
+                         env=dict(os.environ, BF_CPU_ISA="scalar"), timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    np.testing.assert_array_equal(np.load(path), want, err_msg="scalar")
 
 
+def _f16_relu(x):
+    m = bf.Sequential([layers.Input((x.shape[1],)), layers.ReLU(negative_slope=1.0, dtype="mixed_float16")])
+    return m.predict(x, verbose=0)
+
+
+@functools.lru_cache(maxsize=None)
 def _seed(make, policy):
+    """The seed model under policy, compiled (shared: the tests only plan it, except in a child process)"""
     m = _under(bf, policy, lambda: bf.Sequential(make()))
     m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
     return m
