@@ -113,3 +113,17 @@ class Optimizer:
 
     def __repr__(self):
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.get_config().items())})"
+
+
+def serialize(opt):
+    """An optimizer as Keras writes it in a config (module / class_name / config / registered_name); a schedule
+    as its own config."""
+    if hasattr(opt, "inner_optimizer"):   # LossScaleOptimizer: its config holds the inner one serialized
+        return {"module": "keras.optimizers", "class_name": type(opt).__name__, "config": opt.get_config(),
+                "registered_name": None}
+    cfg = {"name": type(opt).__name__.lower()}
+    cfg.update(opt.get_config())
+    sched = getattr(opt, "_schedule", None)
+    if isinstance(sched, schedules.LearningRateSchedule):
+        cfg["learning_rate"] = schedules.serialize(sched)
+    return {"module": "keras.optimizers", "class_name": type(opt).__name__, "config": cfg, "registered_name": None}

@@ -4,9 +4,11 @@ finite (the weights and the inner optimizer's state unchanged) and halves the sc
 dynamic_growth_steps finite steps in a row, and divides the gradients by it before the inner optimizer's update
 (csrc/core/loss_scale.c). compile() wraps the optimizer in one when the model's policy is mixed_float16."""
 
+import inspect
 import math
 
-from .base import Optimizer
+from .. import schedules
+from .base import Optimizer, serialize
 
 # Keras's base-optimizer arguments a LossScaleOptimizer refuses unless at their defaults (they belong to the
 # inner optimizer)
@@ -91,13 +93,30 @@ class LossScaleOptimizer(Optimizer):
 
     def get_config(self):
         """Keras's config: name, the inner optimizer serialized, initial_scale, dynamic_growth_steps."""
-        from ..saving.config import _optimizer_config
-        return {"name": self.name, "inner_optimizer": _optimizer_config(self.inner_optimizer),
+        return {"name": self.name, "inner_optimizer": serialize(self.inner_optimizer),
                 "initial_scale": self.initial_scale, "dynamic_growth_steps": self.dynamic_growth_steps}
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        """The optimizer of a get_config() (its inner optimizer deserialized)."""
-        from ..saving.config import optimizer_from_config
+        """The optimizer of a get_config() (its inner optimizer deserialized: a boundfit optimizer class by its
+        Keras name, with the arguments it takes)."""
         config = dict(config)
-        return cls(optimizer_from_config(config.pop("inner_optimizer")), **config)
+        inner = config.pop("inner_optimizer", None)
+        if isinstance(inner, dict):
+            kinds = {k.__name__: k for k in _subclasses(Optimizer)}
+            kind = kinds.get(inner.get("class_name"))
+            if kind is None or kind is cls:
+                raise ValueError(f"LossScaleOptimizer: inner_optimizer {inner.get('class_name')!r} is not one "
+                                 "boundfit has")
+            args = dict(inner.get("config") or {})
+            if isinstance(args.get("learning_rate"), dict):
+                args["learning_rate"] = schedules.deserialize(args["learning_rate"])
+            known = inspect.signature(kind.__init__).parameters
+            inner = kind(**{k: v for k, v in args.items() if k in known})
+        return cls(inner, **config)
+
+
+def _subclasses(k):
+    for s in k.__subclasses__():
+        yield s
+        yield from _subclasses(s)

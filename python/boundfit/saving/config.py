@@ -18,14 +18,7 @@ _obj = keras_object
 
 
 def _optimizer_config(opt):
-    if isinstance(opt, optimizers.LossScaleOptimizer):
-        return _obj("keras.optimizers", "LossScaleOptimizer", opt.get_config())
-    cfg = {"name": type(opt).__name__.lower()}
-    cfg.update(opt.get_config())
-    sched = getattr(opt, "_schedule", None)
-    if isinstance(sched, schedules.LearningRateSchedule):
-        cfg["learning_rate"] = schedules.serialize(sched)
-    return _obj("keras.optimizers", type(opt).__name__, cfg)
+    return optimizers.base.serialize(opt)
 
 
 def _loss_config(loss):
@@ -203,7 +196,7 @@ def optimizer_from_config(c):
         raise ValueError(f"optimizer {c.get('class_name')!r} is not one boundfit has")
     cfg = dict(c.get("config") or {})
     if cls is optimizers.LossScaleOptimizer:
-        return cls.from_config(cfg)
+        return cls(optimizer_from_config(cfg.pop("inner_optimizer", None) or {}), **cfg)
     lr = cfg.get("learning_rate")
     if isinstance(lr, dict):
         cfg["learning_rate"] = schedules.deserialize(lr)
