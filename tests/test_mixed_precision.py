@@ -240,6 +240,14 @@ def _f16_relu(x):
     return m.predict(x, verbose=0)
 
 
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_embedding_ids_are_not_rounded_to_the_compute_dtype(policy):
+    m = bf.Sequential([layers.Input((3,)), layers.Embedding(5000, 1, dtype=policy)])
+    m.set_weights([(np.arange(5000) % 64).astype(np.float32).reshape(5000, 1)])
+    ids = np.float32([[257, 2049, 4097]])   # not bfloat16 / float16 values: their neighbours' rows are 0
+    np.testing.assert_array_equal(m.predict(ids, verbose=0).ravel(), [1, 1, 1])
+
+
 @functools.lru_cache(maxsize=None)
 def _seed(make, policy):
     """The seed model under policy, compiled (shared: the tests only plan it, except in a child process)"""

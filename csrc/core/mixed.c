@@ -39,8 +39,14 @@ static int is_model_output(const bf_model *m, int t) {
     return 0;
 }
 
-/* input u of node i needs a float32 copy of its chunk (else the kernel reads its rows where they are) */
-static int input_copied(const bf_run *r, int i, int u) { return r->t16[u] || r->m->layers[i].half; }
+/* input u of node i needs a float32 copy of its chunk (else the kernel reads its rows where they are); a float32
+ * input of a 16-bit node is rounded as Keras casts it, except ids (an Embedding's: BF_LF_IDS), which Keras never
+ * casts to the compute dtype */
+static int input_copied(const bf_run *r, int i, int u) {
+    const bf_layer *L = &r->m->layers[i];
+    if (r->t16[u]) return 1;
+    return L->half && !((bf_layer_ops_of((int)L->kind)->flags & BF_LF_IDS) && u == L->in_ids[0]);
+}
 
 /* the chunk's float32 view of tensor u (input of node i): copied into *p, or its own rows */
 static bf_status load(bf_run *r, int i, int u, long r0, int n, int c, float **p) {
