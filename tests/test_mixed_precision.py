@@ -266,13 +266,19 @@ def _seed_cnn():
             layers.Flatten(), layers.Dense(128, activation="relu"), layers.Dense(10, activation="softmax")]
 
 
+def _cnn_bn():   # a kind without chunks of rows (BatchNormalization) reading a 16-bit layer's output
+    return [layers.Conv2D(16, 3, activation="relu", input_shape=(32, 32, 3)), layers.BatchNormalization(),
+            layers.MaxPooling2D(), layers.Flatten(), layers.Dense(10)]
+
+
 def _activations(plan):
     return sum(e.bytes for e in plan.breakdown if e.category == "activations")
 
 
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
 @pytest.mark.parametrize("name, make, batches", [("seed MLP", _seed_mlp, (32, 256, 1024)),
-                                                 ("seed CNN", _seed_cnn, (32, 128, 2048))])
+                                                 ("seed CNN", _seed_cnn, (32, 128, 2048)),
+                                                 ("CNN + BatchNormalization", _cnn_bn, (8, 512))])
 def test_mixed_plan_is_never_larger_than_the_float32_plan_and_smaller_where_activations_dominate(
         name, make, batches, policy):
     m32, m16 = _seed(make, "float32"), _seed(make, policy)
@@ -280,7 +286,8 @@ def test_mixed_plan_is_never_larger_than_the_float32_plan_and_smaller_where_acti
         p32, p16 = m32.estimate_memory(batch_size=b), m16.estimate_memory(batch_size=b)
         a32, a16 = _activations(p32), _activations(p16)
         assert a16 <= a32 and p16.host_bytes <= p32.host_bytes, (name, b, a32, a16)
-        if a32 > p32.host_bytes / 2:   # activations dominate: 16-bit storage shows
+        if a32 > p32.host_bytes / 2 and make is not _cnn_bn:   # activations dominate: 16-bit storage shows
+            # (not behind BatchNormalization: what it reads stays float32, docs/mixed-precision.md)
             assert a16 <= 0.80 * a32, (name, b, a32, a16)
         if name == "seed CNN" and b == 2048:   # the check
             assert a16 <= 0.60 * a32, (a32, a16)

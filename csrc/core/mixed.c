@@ -1,7 +1,7 @@
 /* mixed.c - mixed precision in a step (mixed_bfloat16 / mixed_float16; docs/mixed-precision.md).
  * A node under a policy (bf_layer.half: BF_HALF_BF16 or BF_HALF_F16) stores
- * its output in that 16-bit type when its kind allows (BF_LF_ROWS /
- * BF_LF_OUT16) and the output is no model output (the losses, metrics and
+ * its output in that 16-bit type when its kind runs in chunks of rows
+ * (BF_LF_ROWS), no node reads it whole (read_whole) and it is no model output (the losses, metrics and
  * predictions read float32: its values are rounded to the 16-bit type's
  * there). A tensor's gradient has its values' storage. A node that reads or
  * writes 16 bits, or computes under a policy, runs here: each chunk of rows of
@@ -39,13 +39,39 @@ static int is_model_output(const bf_model *m, int t) {
     return 0;
 }
 
+/* tensor u holds values of the 16-bit type `half` already: a node under that policy made it (through views) */
+static int holds(const bf_run *r, int u, int half) {
+    const bf_model *m = r->m;
+    for (int p = bf_model_producer(m, u); p >= 0; p = bf_model_producer(m, u)) {
+        if (!(flags_of(r, p) & BF_LF_VIEW)) return m->layers[p].half == half;
+        const bf_layer_ops *vo = bf_layer_ops_of((int)m->layers[p].kind);
+        u = m->layers[p].in_ids[vo->view_in ? vo->view_in(r, p) : 0];
+    }
+    return 0;
+}
+
 /* input u of node i needs a float32 copy of its chunk (else the kernel reads its rows where they are); a float32
- * input of a 16-bit node is rounded as Keras casts it, except ids (an Embedding's: BF_LF_IDS), which Keras never
- * casts to the compute dtype */
+ * input of a 16-bit node is rounded as Keras casts it, unless it holds such values already or it is ids (an
+ * Embedding's: BF_LF_IDS), which Keras never casts to the compute dtype */
 static int input_copied(const bf_run *r, int i, int u) {
     const bf_layer *L = &r->m->layers[i];
     if (r->t16[u]) return 1;
-    return L->half && !((bf_layer_ops_of((int)L->kind)->flags & BF_LF_IDS) && u == L->in_ids[0]);
+    return L->half && !holds(r, u, L->half) && !((bf_layer_ops_of((int)L->kind)->flags & BF_LF_IDS) && u == L->in_ids[0]);
+}
+
+/* some node of this run reads tensor t (through views) whole: its kind lacks BF_LF_ROWS, so a 16-bit t would be
+ * expanded for the whole micro-batch there, a float32 copy as large as t (its values stay rounded instead) */
+static int read_whole(const bf_run *r, int t) {
+    const bf_model *m = r->m;
+    for (int c = bf_model_producer(m, t) + 1; c < m->nlayers; c++) {
+        if (r->node_off[c]) continue;
+        for (int j = 0; j < m->layers[c].nin; j++) {
+            if (m->layers[c].in_ids[j] != t || !reads_input(r, c, j)) continue;
+            const unsigned f = flags_of(r, c);
+            if (f & BF_LF_VIEW ? read_whole(r, m->n_inputs + c) : !(f & BF_LF_ROWS)) return 1;
+        }
+    }
+    return 0;
 }
 
 /* the chunk's float32 view of tensor u (input of node i): copied into *p, or its own rows */
@@ -99,7 +125,7 @@ bf_status bf_mixed_plan_forward(bf_run *r, int i, int t) {
         if (vo->view_in) r->t16[o] = r->t16[L->in_ids[vo->view_in(r, i)]];
         return BF_OK;
     }
-    r->t16[o] = (unsigned char)((f & (BF_LF_ROWS | BF_LF_OUT16)) && !is_model_output(m, o) ? L->half : 0);
+    r->t16[o] = (unsigned char)((f & BF_LF_ROWS) && !is_model_output(m, o) && !read_whole(r, o) ? L->half : 0);
     int on = L->half != 0;
     for (int j = 0; j < L->nin; j++)
         if (reads_input(r, i, j)) on |= r->t16[L->in_ids[j]] != 0;

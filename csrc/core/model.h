@@ -113,7 +113,7 @@ typedef struct bf_layer {
     int modes, train_mode;
     /* half: the layer's policy is mixed_bfloat16 (BF_HALF_BF16) or mixed_float16 (BF_HALF_F16), else 0
      * (python/boundfit/mixed_precision.py): it computes on its inputs rounded to that type and its output is
-     * rounded to it (stored so where its kind allows: BF_LF_ROWS / BF_LF_OUT16; core/mixed.c) */
+     * rounded to it (stored so where its kind allows: BF_LF_ROWS; core/mixed.c) */
     int half;
     bf_layer_cfg cfg;                          /* its family's configuration (layer_config.h) */
 } bf_layer;
