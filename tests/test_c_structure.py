@@ -32,7 +32,7 @@ MAX_KIND_NAMES_OUTSIDE_LAYERS = 0
 # 68 fields, 46 of them one family's, several reused across families)
 GENERIC_LAYER_FIELDS = {
     "kind", "name", "act", "actp", "nin", "in_ids", "share", "frozen", "mask_off", "in_rank", "in_shape", "out_rank",
-    "out_shape", "in_size", "out_size", "nparam", "params", "inits", "reg", "cons", "modes", "train_mode", "bf16", "cfg",
+    "out_shape", "in_size", "out_size", "nparam", "params", "inits", "reg", "cons", "modes", "train_mode", "half", "cfg",
 }
 
 # the longest a function of csrc/core may be

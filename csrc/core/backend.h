@@ -162,6 +162,8 @@ typedef enum {
     BF_BF16_ADD,        /* out (bfloat16) = round(out + in (float32)) */
     BF_BF16_ADD16,      /* out (bfloat16) = round(out + in (bfloat16)) */
     BF_BF16_SCAN,       /* *(int *)out = 1 when some of in (bfloat16) is NaN or Inf (else left as it is) */
+    BF_HALF_F16_BIT = 8 /* or'ed in: the 16-bit operands are IEEE float16 (mixed_float16), rounded to nearest even,
+                         * overflowing to Inf */
 } bf_bf16_how;
 #define BF_EW_LAST BF_EW_SELECT
 /* 1 when the op reads b */

@@ -49,10 +49,8 @@ enum {
     BF_LF_ROWS = 1 << 14,      /* its steps over rows [r0, r0+n) read and write only those rows of its inputs, output,
                                   their gradients and its kept pre-activation (through bf_step_in / _out / _tensor /
                                   _din / _pre_act and the dout argument; parameter gradients add up; its own planned
-                                  buffers are workspaces): under mixed precision it runs in chunks of rows (mixed.c);
-                                  implies BF_LF_OUT16 */
-    BF_LF_OUT16 = 1 << 15,     /* under mixed_bfloat16 its output may be stored in bfloat16: its steps read their
-                                  output and output gradient only through bf_step_out and the dout argument */
+                                  buffers are workspaces): under mixed precision it runs in chunks of rows and its
+                                  output may be stored in 16 bits (mixed.c) */
     BF_LF_ANY_RANK = 1 << 13,  /* rank-generic: takes samples of up to BF_MAX_RANK axes; a kind without it takes
                                   at most BF_BASE_RANK, and model.c refuses more naming the layer and the kind */
 };

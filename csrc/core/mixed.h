@@ -1,5 +1,5 @@
-/* mixed.h - mixed precision in a step (mixed_bfloat16, docs/mixed-precision.md):
- * which tensors are stored in bfloat16, and the steps of the nodes that read
+/* mixed.h - mixed precision in a step (mixed_bfloat16 / mixed_float16, docs/mixed-precision.md):
+ * which tensors are stored in 16 bits, and the steps of the nodes that read
  * or write them, run through float32 conversion buffers in chunks of rows. */
 #ifndef BF_MIXED_H
 #define BF_MIXED_H
@@ -14,6 +14,9 @@ enum { BF_CV_ON = 1, BF_CV_READS_IN = 2, BF_CV_READS_OUT = 4 };
 bf_status bf_mixed_plan_forward(bf_run *r, int i, int t);
 /* node i's backward conversion buffer, used at tb (its input gradients' buffers planned) */
 bf_status bf_mixed_plan_backward(bf_run *r, int i, int tb);
+/* the rows per chunk of the conversion buffers and their sizes, once every buffer's uses are known (before the
+ * offsets): the plan stays within the float32 plan's peak where chunks of rows allow */
+bf_status bf_mixed_size(bf_run *r);
 /* bytes per element of tensor t's values and gradient */
 static inline size_t bf_mixed_elem(const bf_run *r, int t) { return r->t16[t] ? 2 : sizeof(float); }
 
@@ -22,7 +25,5 @@ bf_status bf_mixed_forward(bf_run *r, int i, int rows);
 bf_status bf_mixed_backward(bf_run *r, int i, int rows);
 /* the gradient tmp (bfloat16 when t16[u]) added into tensor u's gradient */
 bf_status bf_mixed_accumulate(bf_run *r, int u, void *grad, const void *tmp, long n);
-/* *bad = 1 when some of tensor t's n values is NaN or Inf (bfloat16 storage) */
-bf_status bf_mixed_scan16(bf_run *r, int *bad, int t, long n);
 
 #endif

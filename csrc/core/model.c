@@ -475,6 +475,9 @@ bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *
     if (!(opt->lr >= 0.0f)) return BF_FAIL(BF_ERR_ARG, "learning_rate must be >= 0, got %g", (double)opt->lr);
     if (opt->kind == BF_OPT_FTRL) BF_TRY(check_ftrl(opt));
     if (!(opt->weight_decay >= 0.0f)) return BF_FAIL(BF_ERR_ARG, "weight_decay must be >= 0, got %g", (double)opt->weight_decay);
+    if (opt->growth_steps < 0 || (opt->growth_steps && !(opt->loss_scale > 0.0f && opt->loss_scale < INFINITY)))
+        return BF_FAIL(BF_ERR_ARG, "LossScaleOptimizer: initial_scale must be a finite number > 0 and "
+                       "dynamic_growth_steps >= 1, got %g and %ld", (double)opt->loss_scale, opt->growth_steps);
     if ((int)opt->clip < 0 || opt->clip > BF_CLIP_VALUE || (opt->clip != BF_CLIP_NONE && !(opt->clip_value > 0.0f)))
         return BF_FAIL(BF_ERR_ARG, "gradient clipping: mode %d with value %g (must be > 0)", (int)opt->clip, (double)opt->clip_value);
     bf_output o[BF_MAX_OUTPUTS];
@@ -501,6 +504,7 @@ bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *
     m->opt.iterations = 0;
     m->opt.u_product = 1.0f;
     m->opt.u_product_it = 0;
+    m->opt.scale_counter = 0;
     memcpy(m->outs, o, sizeof o[0] * (size_t)m->n_outputs);
     m->loss = o[0].loss;
     m->y_row = y_row;

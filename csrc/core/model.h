@@ -80,6 +80,9 @@ typedef struct {
 /* a node: what the engine reads of every kind (its kind, inputs, shapes, parameters and their options, the
  * activation, the runs it is part of) and, in cfg, its family's configuration, which only the family's file
  * (csrc/core/layers/) reads: layer_config.h */
+/* bf_layer.half: the 16-bit type a layer under a mixed policy computes and stores in */
+enum { BF_HALF_BF16 = 1, BF_HALF_F16 = 2 };
+
 typedef struct bf_layer {
     bf_layer_kind kind;
     char name[BF_NAME_LEN];
@@ -108,9 +111,10 @@ typedef struct bf_layer {
      * layer whose call() traced differently with training=True and False (python/boundfit/layers/node.py);
      * train_mode: 0 the run's mode, 1 always training, 2 always inference (a call given training=True / False) */
     int modes, train_mode;
-    /* bf16: the layer's policy is mixed_bfloat16 (python/boundfit/mixed_precision.py): it computes on its inputs
-     * rounded to bfloat16 and its output is rounded to bfloat16 (stored so where its kind allows: BF_LF_OUT16) */
-    int bf16;
+    /* half: the layer's policy is mixed_bfloat16 (BF_HALF_BF16) or mixed_float16 (BF_HALF_F16), else 0
+     * (python/boundfit/mixed_precision.py): it computes on its inputs rounded to that type and its output is
+     * rounded to it (stored so where its kind allows: BF_LF_ROWS; core/mixed.c) */
+    int half;
     bf_layer_cfg cfg;                          /* its family's configuration (layer_config.h) */
 } bf_layer;
 
@@ -139,7 +143,14 @@ typedef struct {
     bf_schedule sched; /* lr of each update: bf_optimizer_lr (constant lr when none) */
     float u_product;   /* Nadam: prod of u_1..u_k (Keras's _u_product), k = u_product_it */
     long u_product_it;
+    /* LossScaleOptimizer (core/loss_scale.c): growth_steps > 0 turns dynamic loss scaling on */
+    float loss_scale;   /* Keras's dynamic_scale: the losses' gradient is multiplied by it */
+    long growth_steps;  /* Keras's dynamic_growth_steps */
+    long scale_counter; /* Keras's step_counter: finite steps since the scale last changed */
 } bf_optimizer;
+
+/* what the losses' gradient is multiplied by: the dynamic loss scale, or 1 */
+static inline float bf_optimizer_grad_scale(const bf_optimizer *o) { return o->growth_steps ? o->loss_scale : 1.0f; }
 
 /* the learning rate of the next update: the schedule at `iterations`, or lr */
 static inline float bf_optimizer_lr(const bf_optimizer *o) {

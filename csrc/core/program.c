@@ -189,10 +189,10 @@ static bf_status plan_outputs(bf_run *r, int weighted) {
         }
     }
     r->y_row = r->mode != BF_MODE_PREDICT ? m->y_row : 0;
-    for (int k = 0; k < NO; k++) /* a view of a bfloat16 tensor (mixed.c stores a node's own output in float32) */
+    for (int k = 0; k < NO; k++) /* a view of a 16-bit tensor (mixed.c stores a node's own output in float32) */
         if (r->t16[m->out_t[k]])
-            return BF_FAIL(BF_ERR_ARG, "mixed_bfloat16: the model's output '%s' is a view (Flatten, Reshape, ...) of "
-                           "a bfloat16 tensor; end the model with a computing layer or give the view dtype='float32'"
+            return BF_FAIL(BF_ERR_ARG, "mixed precision: the model's output '%s' is a view (Flatten, Reshape, ...) of "
+                           "a 16-bit tensor; end the model with a computing layer or give the view dtype='float32'"
                            " (not yet)", m->layers[bf_model_producer(m, m->out_t[k])].name);
     return BF_OK;
 }
@@ -279,6 +279,7 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
     BF_TRY(plan_forward(r));
     BF_TRY(plan_outputs(r, weighted));
     BF_TRY(plan_backward(r));
+    BF_TRY(bf_mixed_size(r)); /* the conversion buffers' chunks of rows (mixed precision) */
     BF_TRY(bf_plan_offsets(r->bufs, r->nbuf, &r->scratch_bytes));
     for (int i = 0; i < r->nbuf; i++) r->naive_scratch_bytes += bf_align_up(r->bufs[i].bytes);
 

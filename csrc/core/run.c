@@ -11,6 +11,7 @@
 
 #include "backend_registry.h"
 #include "layer_registry.h"
+#include "loss_scale.h"
 #include "mixed.h"
 #include "prefetch.h"
 #include "run_strategy.h"
@@ -209,12 +210,13 @@ static bf_status bind(bf_run *r, int on) {
     return r->be->bind_workspace(r->be, on ? r->ws : NULL, on ? r->ws_bytes : 0);
 }
 
-/* *bad = 1 if any of x (n; n < 0: -n bfloat16 values) is NaN or Inf; waits for the device */
-static bf_status scan(bf_run *r, const float *x, long n, int *bad) {
+/* *bad = 1 if any of x (n values of storage half: 0 float32, else bf_layer.half's 16 bits) is NaN or Inf;
+ * waits for the device */
+static bf_status scan(bf_run *r, const float *x, long n, int half, int *bad) {
     bf_backend *be = r->be;
     int v = 0;
     BF_TRY(be->fill_zero(be, &r->stats->bad, sizeof(int)));
-    if (n < 0) BF_TRY(be->bf16_convert(be, &r->stats->bad, x, BF_BF16_SCAN, -n));
+    if (half) BF_TRY(be->bf16_convert(be, &r->stats->bad, x, BF_BF16_SCAN | (half == BF_HALF_F16 ? BF_HALF_F16_BIT : 0), n));
     else BF_TRY(be->nonfinite(be, &r->stats->bad, x, n));
     BF_TRY(be->to_host(be, &v, &r->stats->bad, sizeof v));
     *bad = v != 0;
@@ -235,7 +237,7 @@ static bf_status forward(bf_run *r, int rows, int check, int *bad_layer) {
             BF_TRY(r->cv[i] ? bf_mixed_forward(r, i, rows) : ops->forward(r, i, rows));
         if (check) {
             int bad = 0;
-            BF_TRY(scan(r, out, (long)rows * L->out_size * (r->t16[m->n_inputs + i] ? -1 : 1), &bad));
+            BF_TRY(scan(r, out, (long)rows * L->out_size, r->t16[m->n_inputs + i], &bad));
             if (bad) { *bad_layer = i; return BF_OK; }
         }
     }
@@ -304,7 +306,8 @@ static bf_status loss_and_metrics(bf_run *r, int rows, float scale) {
         }
         float *dpred = r->mode == BF_MODE_TRAIN && r->t_grad[t] >= 0 ? BUF(r, r->t_grad[t]) : NULL;
         BF_TRY(be->loss_forward_backward(be, BUF(r, r->loss_id[k]), dpred, &r->stats->bad_label[k], pred, tgt, sw,
-                                         &o->loss, r->out_fused[k], rows, C, scale * o->weight));
+                                         &o->loss, r->out_fused[k], rows, C,
+                                         scale * o->weight * bf_optimizer_grad_scale(&m->opt)));
         /* the metrics of output k, on its predictions (a fused activation applied by the metric) */
         int p = bf_model_producer(m, t);
         bf_act act = r->out_fused[k] && p >= 0 ? m->layers[p].act : BF_ACT_LINEAR;
@@ -334,7 +337,7 @@ static bf_status diagnose_nonfinite(bf_run *r, int rows, long step, int loss_bad
             for (int j = 0; j < m->layers[i].nparam; j++) {
                 float *g = bf_step_grad(r, &m->layers[i], j);
                 int bad = 0;
-                if (g) BF_TRY(scan(r, g, m->layers[i].params[j].n, &bad));
+                if (g) BF_TRY(scan(r, g, m->layers[i].params[j].n, 0, &bad));
                 if (bad) { r->bad_layer = i; break; }
             }
     }
@@ -696,7 +699,7 @@ static bf_status grads_nonfinite(bf_run *r, int *bad) {
         const bf_layer *L = &m->layers[i];
         if (!r->bounded[i] || L->share >= 0 || r->gbound[i] < 0.25 * (double)FLT_MAX) continue;
         for (int j = 0; j < L->nparam && !*bad; j++)
-            if (L->params[j].trainable) BF_TRY(scan(r, r->grads + L->params[j].grad_offset, L->params[j].n, bad));
+            if (L->params[j].trainable) BF_TRY(scan(r, r->grads + L->params[j].grad_offset, L->params[j].n, 0, bad));
     }
     return BF_OK;
 }
@@ -708,7 +711,7 @@ static bf_status scan_unbounded_now(bf_run *r) {
     for (int i = 0; i < m->nlayers && !r->other_bad; i++) {
         const bf_layer *L = &m->layers[i];
         for (int j = 0; j < L->nparam && !r->bounded[i] && L->share < 0 && !r->other_bad; j++)
-            if (L->params[j].trainable) BF_TRY(scan(r, r->grads + L->params[j].grad_offset, L->params[j].n, &r->other_bad));
+            if (L->params[j].trainable) BF_TRY(scan(r, r->grads + L->params[j].grad_offset, L->params[j].n, 0, &r->other_bad));
     }
     return BF_OK;
 }
@@ -721,8 +724,10 @@ static bf_status end_step(bf_run *r, int train, long step, int rows, bf_totals *
         if (r->overlapped && !r->unguarded) BF_TRY(scan_unbounded_now(r));
         if (!r->unguarded) BF_TRY(grads_nonfinite(r, &bad));
         BF_TRY(strategy->reduce(r, &bad)); /* data parallel: summed over the ranks, the verdict agreed */
-        if (bad) return diagnose_nonfinite(r, rows, step, 0);
-        BF_TRY(apply_update(r));
+        if (bad && !r->m->opt.growth_steps) return diagnose_nonfinite(r, rows, step, 0);
+        int apply = 1;
+        BF_TRY(bf_loss_scale_step(r, bad, &apply)); /* LossScaleOptimizer: skipped, or the gradients unscaled */
+        if (apply) BF_TRY(apply_update(r));
     }
     tot->loss_sum += st->loss_sum;
     for (int k = 0; k < BF_MAX_OUTPUTS; k++) tot->out_loss[k] += st->out_loss[k];

@@ -89,12 +89,13 @@ bf_status bf_seq_loss_and_metrics(bf_run *r, int k, int rows, float scale, float
         float *dpred = r->mode == BF_MODE_TRAIN && r->t_grad[t] >= 0 ? BUF(r, r->t_grad[t]) : NULL;
         BF_TRY(be->loss_forward_backward(be, BUF(r, r->loss_id[k]), dpred, &r->stats->bad_label[k], pred, tgt,
                                          mask || sw ? lw : NULL, &o->loss, r->out_fused[k], P, C,
-                                         scale * o->weight / (float)S));
+                                         scale * o->weight / (float)S * bf_optimizer_grad_scale(&m->opt)));
         BF_TRY(be->sum(be, &r->stats->loss[k], BUF(r, r->loss_id[k]), P));
     } else {
         float *dpred = r->mode == BF_MODE_TRAIN && r->t_grad[t] >= 0 ? BUF(r, r->t_grad[t]) : NULL;
         BF_TRY(be->loss_forward_backward(be, BUF(r, r->loss_id[k]), dpred, &r->stats->bad_label[k], pred, tgt, sw,
-                                         &o->loss, r->out_fused[k], rows, (int)m->t_size[t], scale * o->weight));
+                                         &o->loss, r->out_fused[k], rows, (int)m->t_size[t],
+                                         scale * o->weight * bf_optimizer_grad_scale(&m->opt)));
         BF_TRY(be->sum(be, &r->stats->loss[k], BUF(r, r->loss_id[k]), rows));
     }
     /* the metrics (a fused activation applied by the metric, over the last axis here) */

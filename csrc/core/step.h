@@ -150,9 +150,9 @@ typedef struct bf_run {
     int node_off[BF_MAX_LAYERS]; /* not part of this run (bf_layer.modes): no buffers, no steps */
     long micro_row;              /* training: rows of the step before the current micro-batch (layers/random.c) */
     /* mixed precision (mixed.c, docs/mixed-precision.md) */
-    unsigned char t16[BF_MAX_TENSORS]; /* the tensor's values and gradient are stored in bfloat16 (2 bytes) */
+    unsigned char t16[BF_MAX_TENSORS]; /* the tensor's values and gradient are stored in 16 bits (bf_layer.half's) */
     unsigned char cv[BF_MAX_LAYERS];   /* the node's steps run through mixed.c's conversions */
-    int cv_rows[BF_MAX_LAYERS];        /* rows per chunk of its steps there */
+    int cv_rows[BF_MAX_LAYERS];        /* rows per chunk of its forward there (backward: mixed.c rows_bw) */
     int cv_fw[BF_MAX_LAYERS], cv_bw[BF_MAX_LAYERS]; /* its float32 conversion buffers, forward and backward */
     int cv_on;                         /* while mixed.c runs node i: i + 1, and its steps see these pointers */
     long cv_row0;                      /* the chunk's first row */

@@ -12,6 +12,10 @@
 #include "backend_ops.h"
 #undef BF_OP
 
+/* float16 conversions with F16C (f16_f16c.c): out[lo, hi) from in[lo, hi), `how` a bf_bf16_how without its
+ * BF_HALF_F16_BIT and not SCAN; only where the CPU has AVX2 and F16C (bf16.c checks) */
+void bf_cpu_f16c_convert(void *out, const void *in, int how, long lo, long hi);
+
 /* the serial kernels behind par_ops.c's entry points (same arguments) */
 bf_status bf_cpu_dense_backward_serial(bf_backend *be, float *dinp, float *dw, float *db, const float *dout,
                                        const float *inp, const float *w, int B, int IN, int OUT);

@@ -258,18 +258,18 @@ static PyObject *Model_compile(ModelObject *self, PyObject *args, PyObject *kw) 
                              "rho", "loss", "from_logits", "amsgrad", "centered", "weight_decay",
                              "initial_accumulator_value", "clip", "clip_value", "label_smoothing", "delta", "outputs",
                              "learning_rate_power", "l1_regularization_strength", "l2_regularization_strength",
-                             "l2_shrinkage_regularization_strength", "beta", NULL};
+                             "l2_shrinkage_regularization_strength", "beta", "loss_scale", "growth_steps", NULL};
     bf_optimizer o = {0};
     bf_loss l = {0};
     o.ftrl.lr_power = -0.5f;
     int ok = 0, lk = 0, nesterov = 0, from_logits = 0, amsgrad = 0, centered = 0, clip = 0;
     PyObject *outputs = Py_None;
     l.delta = 1.0f;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ifffffpfip|ppffifffOfffff", kwlist, &ok, &o.lr, &o.beta1, &o.beta2,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ifffffpfip|ppffifffOffffffl", kwlist, &ok, &o.lr, &o.beta1, &o.beta2,
                                      &o.eps, &o.momentum, &nesterov, &o.rho, &lk, &from_logits, &amsgrad, &centered,
                                      &o.weight_decay, &o.initial_accumulator, &clip, &o.clip_value, &l.label_smoothing,
                                      &l.delta, &outputs, &o.ftrl.lr_power, &o.ftrl.l1, &o.ftrl.l2,
-                                     &o.ftrl.l2_shrinkage, &o.ftrl.beta))
+                                     &o.ftrl.l2_shrinkage, &o.ftrl.beta, &o.loss_scale, &o.growth_steps))
         return NULL;
     /* outputs: [(loss kind, from_logits, weight[, label_smoothing, delta])] per model output */
     bf_output outs[BF_MAX_OUTPUTS];
@@ -354,6 +354,26 @@ static PyObject *Model_set_iterations(ModelObject *self, PyObject *arg) {
     long it;
     if (bf_py_long(arg, NULL, "iterations", 0, LONG_MAX, &it) < 0) return NULL;
     self->m.opt.iterations = it;
+    Py_RETURN_NONE;
+}
+
+/* loss_scale() -> (scale, counter): LossScaleOptimizer's dynamic_scale and step_counter */
+static PyObject *Model_loss_scale(ModelObject *self, PyObject *noargs) {
+    (void)noargs;
+    return Py_BuildValue("(dl)", (double)self->m.opt.loss_scale, self->m.opt.scale_counter);
+}
+
+/* set_loss_scale(scale, counter): restored (load_model, another engine of the model) */
+static PyObject *Model_set_loss_scale(ModelObject *self, PyObject *args) {
+    double scale;
+    long counter;
+    if (!PyArg_ParseTuple(args, "dl", &scale, &counter)) return NULL;
+    if (!(scale > 0.0 && scale < 3.4e38) || counter < 0)
+        return PyErr_Format(PyExc_ValueError, "loss scale %g and step counter %ld: the scale must be a finite "
+                            "number > 0 and the counter >= 0", scale, counter);
+    if (self->busy) return PyErr_Format(PyExc_RuntimeError, "the loss scale cannot change while fit has the model");
+    self->m.opt.loss_scale = (float)scale;
+    self->m.opt.scale_counter = counter;
     Py_RETURN_NONE;
 }
 
@@ -579,6 +599,8 @@ static PyMethodDef Model_methods[] = {
     {"optimizer_state", (PyCFunction)Model_optimizer_state, METH_NOARGS, "(iterations, [slot arrays])"},
     {"restore_optimizer_state", (PyCFunction)Model_restore_optimizer_state, METH_VARARGS, "restore (iterations, slots)"},
     {"set_iterations", (PyCFunction)Model_set_iterations, METH_O, "set optimizer.iterations"},
+    {"loss_scale", (PyCFunction)Model_loss_scale, METH_NOARGS, "(dynamic scale, step counter) of loss scaling"},
+    {"set_loss_scale", (PyCFunction)Model_set_loss_scale, METH_VARARGS, "set (dynamic scale, step counter)"},
     {"set_learning_rate", (PyCFunction)Model_set_learning_rate, METH_O, "set the learning rate of the next update"},
     {"learning_rate", (PyCFunction)Model_learning_rate, METH_NOARGS, "the learning rate the next update uses"},
     {"set_schedule", (PyCFunction)Model_set_schedule, METH_VARARGS, "set a closed-form learning rate schedule"},

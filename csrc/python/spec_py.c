@@ -27,7 +27,7 @@ typedef struct {
 #define INT_F(k, f, d) {#k, offsetof(bf_layer, f), d, INT_MIN, INT_MAX}
 static const int_field layer_ints[] = {
     INT_F(share, share, -1), INT_F(modes, modes, 0), INT_F(train_mode, train_mode, 0),
-    {"mask_off", offsetof(bf_layer, mask_off), 0, 0, 1}, {"bf16", offsetof(bf_layer, bf16), 0, 0, 1},
+    {"mask_off", offsetof(bf_layer, mask_off), 0, 0, 1}, {"half", offsetof(bf_layer, half), 0, 0, 2},
 };
 
 _Static_assert(sizeof(bf_metric_kind) == sizeof(int), "metric kind read as an int");

@@ -319,8 +319,8 @@ def compile_graph(model):
             d = dict(L.spec())
             d["inputs"] = [env[id(t)] for t in n.inputs]
             d["trainable"] = int(bool(L.trainable))
-            if L.compute_dtype == "bfloat16":   # mixed_bfloat16: stored in bfloat16 (docs/mixed-precision.md)
-                d["bf16"] = 1
+            if L.compute_dtype in ("bfloat16", "float16"):   # mixed precision: 16-bit storage (docs/mixed-precision.md)
+                d["half"] = 1 if L.compute_dtype == "bfloat16" else 2
             if tm and L._mode_dependent:
                 d["train_mode"] = tm
             if getattr(n, "mask_off", False):

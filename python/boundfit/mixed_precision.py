@@ -1,13 +1,14 @@
 """keras.mixed_precision: dtype policies (DTypePolicy / Policy), the global
-policy, and LossScaleOptimizer (refused: not yet). A policy names a compute
-dtype and a variable dtype; boundfit runs float32 and mixed_bfloat16
-(variables float32, activations stored in bfloat16: docs/mixed-precision.md).
-A leaf module: layers read the policy, the engine gets a flag per node."""
+policy, and LossScaleOptimizer (optimizers/loss_scale.py). A policy names a
+compute dtype and a variable dtype; boundfit runs float32, mixed_bfloat16 and
+mixed_float16 (variables float32, activations stored in 16 bits:
+docs/mixed-precision.md). Layers read the policy, the engine gets a 16-bit
+type per node."""
+
+from .optimizers.loss_scale import LossScaleOptimizer
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
-_RUNS = ("float32", "mixed_bfloat16")   # the policies a boundfit layer computes under
-NOT_YET_F16 = ("mixed_float16 / LossScaleOptimizer: not yet in boundfit (dynamic loss scaling is to come); use "
-               "'mixed_bfloat16', which needs no loss scaling, or 'float32'")
+_RUNS = ("float32", "mixed_bfloat16", "mixed_float16")   # the policies a boundfit layer computes under
 
 
 class DTypePolicy:
@@ -85,17 +86,15 @@ def deserialize(config, custom_objects=None):
 
 def check_runs(policy, where):
     """The policy if boundfit layers can compute under it; else a clear error naming `where` (the argument)."""
-    if policy.name == "mixed_float16":
-        raise NotImplementedError(f"{where}: {NOT_YET_F16}")
     if policy.name not in _RUNS:
-        raise ValueError(f"{where}: boundfit computes under 'float32' or 'mixed_bfloat16', got {policy.name!r} "
-                         "(variables are float32)")
+        raise ValueError(f"{where}: boundfit computes under 'float32', 'mixed_bfloat16' or 'mixed_float16', got "
+                         f"{policy.name!r} (variables are float32)")
     return policy
 
 
 def set_global_policy(policy):
     """Set the policy of the layers made from now on without a dtype (Keras's keras.mixed_precision
-    .set_global_policy): 'float32' or 'mixed_bfloat16' ('mixed_float16' is refused: not yet)."""
+    .set_global_policy): 'float32', 'mixed_bfloat16' or 'mixed_float16'."""
     global _global
     if not isinstance(policy, (str, DTypePolicy)):
         raise ValueError("Invalid `policy` argument. Expected the string name of a policy (such as "
@@ -122,11 +121,3 @@ def layer_policy(dtype, layer):
     except TypeError:
         raise ValueError(f"layer {layer!r}: Cannot interpret `dtype` argument. Expected a string or an instance of "
                          f"DTypePolicy. Received: dtype={dtype!r}") from None
-
-
-class LossScaleOptimizer:
-    """Keras's LossScaleOptimizer (dynamic loss scaling for mixed_float16): not yet in boundfit; constructing one
-    raises NotImplementedError saying what to use instead ('mixed_bfloat16' needs no loss scaling)."""
-
-    def __init__(self, inner_optimizer=None, initial_scale=32768.0, dynamic_growth_steps=2000, name=None, **kwargs):
-        raise NotImplementedError(f"LossScaleOptimizer: {NOT_YET_F16}")

@@ -36,7 +36,7 @@ static int supported(const bf_backend *be, const bf_layer *L) {
 }
 
 static unsigned node_flags(const bf_run *r, int i) {
-    return BF_LF_OUT16 | (r->m->layers[i].frozen || !bf_node_training(r, i) ? 0 : BF_LF_READS_IN);
+    return (r->m->layers[i].frozen || !bf_node_training(r, i) ? 0 : BF_LF_READS_IN);
 }
 
 static bf_status plan(bf_run *r, int i, int t, int tb, int bw) {

@@ -21,7 +21,7 @@ static int supported(const bf_backend *be, const bf_layer *L) {
 
 static unsigned node_flags(const bf_run *r, int i) {
     const bf_layer *L = &r->m->layers[i];
-    return !bf_node_training(r, i) || L->cfg.dropout.rate == 0.0f ? BF_LF_VIEW : BF_LF_OUT16;
+    return !bf_node_training(r, i) || L->cfg.dropout.rate == 0.0f ? BF_LF_VIEW : 0;
 }
 
 static bf_status plan(bf_run *r, int i, int t, int tb, int bw) {

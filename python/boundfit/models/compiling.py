@@ -16,7 +16,10 @@ class Compiling:
         unknown = set(kwargs) - {"jit_compile", "run_eagerly", "steps_per_execution", "auto_scale_loss"}
         if unknown:
             raise TypeError(f"compile: unknown arguments {sorted(unknown)}")
-        opt = optimizers.get(optimizer)
+        opt = self._given_optimizer = optimizers.get(optimizer)
+        if kwargs.get("auto_scale_loss", True) and getattr(self, "_dtype_policy", None) is not None and \
+                self._dtype_policy.name == "mixed_float16" and not isinstance(opt, optimizers.LossScaleOptimizer):
+            opt = optimizers.LossScaleOptimizer(opt, name="loss_scale_optimizer")   # as Keras's compile
         names = self._output_names or ["output"]
         n_out = len(names)
         if self._computes_loss():   # compute_loss() overridden: it is the loss (traced, loss_graph.py)

@@ -10,7 +10,7 @@ import collections
 
 import numpy as np
 
-from .. import graph
+from .. import graph, optimizers
 from .new_engine import new_engine
 
 ENGINE_CACHE = 8
@@ -102,6 +102,8 @@ class ShapeBinding:
         if self._schedule_form is not None:
             self._engine.set_schedule(*self._schedule_form)
         self._engine.set_learning_rate(old_eng.learning_rate())
+        if isinstance(self.optimizer, optimizers.LossScaleOptimizer):   # its dynamic scale and step counter
+            self._engine.set_loss_scale(*old_eng.loss_scale())
 
     def _swap_engine(self, key, old_eng, state):
         """Make the cached engine of these input shapes current: the weights and

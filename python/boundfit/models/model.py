@@ -11,7 +11,7 @@ is the training graph of a model with a custom loss or losses its layers add."""
 
 import numpy as np
 
-from .. import graph
+from .. import graph, mixed_precision
 from ..engine import data as data_mod
 from ..layers import eager
 from ..layers.eager import call_eagerly, is_array_call
@@ -57,8 +57,15 @@ class Model(ShapeBinding, Building, Weights, Compiling, Fitting, Persistence, Ow
         _counters[base] = n + 1
         return base if n == 0 else f"{base}_{n}"
 
+    @property
+    def dtype_policy(self):
+        """The model's own policy: the global policy when it was made (Keras's); under 'mixed_float16'
+        compile() wraps the optimizer in a LossScaleOptimizer."""
+        return self._dtype_policy
+
     def _init_state(self, name):
         self.name = name
+        self._dtype_policy = mixed_precision.global_policy()   # Keras: a model's own policy (compile reads it)
         self._engine = None
         self.optimizer = self.loss = None
         self.compiled_metrics = []

@@ -4,6 +4,8 @@ loss or losses layers add, models/loss_graph.py), parameter by parameter."""
 
 import numpy as np
 
+from .. import optimizers
+
 
 class Weights:
     """Model's weights, in Keras 3's get_weights() order."""
@@ -115,6 +117,8 @@ def _copy_optimizer_state(src, dst):
     if src._engine is None or dst._engine is None or src.optimizer is None:
         return
     it, slots = src._engine.optimizer_state()
+    if isinstance(src.optimizer, optimizers.LossScaleOptimizer):   # its dynamic scale and step counter
+        dst._engine.set_loss_scale(*src._engine.loss_scale())
     if not it:
         return
     if not slots:   # an optimizer without slots (plain SGD): its step count

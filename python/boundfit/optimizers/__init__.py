@@ -5,10 +5,11 @@ The engine applies the updates; every state buffer is in the memory plan."""
 from .. import schedules
 from .base import Optimizer
 from .classic import SGD, Adagrad, Adam, AdamW, Nadam, RMSprop
+from .loss_scale import LossScaleOptimizer
 from .more import Adadelta, Adafactor, Adamax, Ftrl, Lamb, Lion, Muon
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Nadam", "Adamax", "Adadelta", "Ftrl", "Lion",
-           "Lamb", "Adafactor", "Muon", "get", "schedules"]
+           "Lamb", "Adafactor", "Muon", "LossScaleOptimizer", "get", "schedules"]
 
 _BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagrad": Adagrad, "nadam": Nadam,
             "adamax": Adamax, "adadelta": Adadelta, "ftrl": Ftrl, "lion": Lion}   # Keras's names (not Lamb's)

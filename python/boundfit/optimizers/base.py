@@ -69,7 +69,7 @@ class Optimizer:
         if not 0 <= lr < float("inf"):
             raise ValueError(f"learning_rate must be a finite number >= 0, got {value!r}")
         m = getattr(self, "_model", None)
-        if m is not None and m.optimizer is self and m._engine is not None:
+        if m is not None and getattr(m.optimizer, "inner_optimizer", m.optimizer) is self and m._engine is not None:
             try:
                 m._engine.set_learning_rate(lr)
             except RuntimeError:   # the engine is not compiled yet: compile() passes the stored rate
@@ -113,3 +113,17 @@ class Optimizer:
 
     def __repr__(self):
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.get_config().items())})"
+
+
+def serialize(opt):
+    """An optimizer as Keras writes it in a config (module / class_name / config / registered_name); a schedule
+    as its own config."""
+    if hasattr(opt, "inner_optimizer"):   # LossScaleOptimizer: its config holds the inner one serialized
+        return {"module": "keras.optimizers", "class_name": type(opt).__name__, "config": opt.get_config(),
+                "registered_name": None}
+    cfg = {"name": type(opt).__name__.lower()}
+    cfg.update(opt.get_config())
+    sched = getattr(opt, "_schedule", None)
+    if isinstance(sched, schedules.LearningRateSchedule):
+        cfg["learning_rate"] = schedules.serialize(sched)
+    return {"module": "keras.optimizers", "class_name": type(opt).__name__, "config": cfg, "registered_name": None}

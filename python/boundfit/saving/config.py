@@ -19,12 +19,7 @@ _obj = keras_object
 
 
 def _optimizer_config(opt):
-    cfg = {"name": type(opt).__name__.lower()}
-    cfg.update(opt.get_config())
-    sched = getattr(opt, "_schedule", None)
-    if isinstance(sched, schedules.LearningRateSchedule):
-        cfg["learning_rate"] = schedules.serialize(sched)
-    return _obj("keras.optimizers", type(opt).__name__, cfg)
+    return optimizers.base.serialize(opt)
 
 
 def _loss_config(loss):
@@ -83,7 +78,8 @@ def compile_config(model):
         loss = _structure(given[0], lambda l: l if isinstance(l, str) else _loss_config(losses.get(l)))
     if model._n_outputs > 1 and given is not None:
         lws = None if given[1] is None else _structure(given[1], float)
-    return dict(optimizer=_optimizer_config(model.optimizer), loss=loss, loss_weights=lws,
+    opt = getattr(model, "_given_optimizer", None) or model.optimizer   # as given to compile (Keras's)
+    return dict(optimizer=_optimizer_config(opt), loss=loss, loss_weights=lws,
                 metrics=_metrics_config(getattr(model, "_metrics_arg", None)),
                 weighted_metrics=_metrics_config(getattr(model, "_weighted_metrics_arg", None)),
                 run_eagerly=False, steps_per_execution=1, jit_compile=False)
@@ -203,6 +199,8 @@ def optimizer_from_config(c):
     if not (isinstance(cls, type) and issubclass(cls, optimizers.Optimizer)):
         raise ValueError(f"optimizer {c.get('class_name')!r} is not one boundfit has")
     cfg = dict(c.get("config") or {})
+    if cls is optimizers.LossScaleOptimizer:
+        return cls(optimizer_from_config(cfg.pop("inner_optimizer", None) or {}), **cfg)
     lr = cfg.get("learning_rate")
     if isinstance(lr, dict):
         cfg["learning_rate"] = schedules.deserialize(lr)

@@ -22,7 +22,7 @@ import zipfile
 import h5py
 import numpy as np
 
-from .. import layers as L
+from .. import layers as L, optimizers
 from .._version import __version__
 from .. import object_registration
 from . import bounded_read, config as keras_config, config_check, keras_graph
@@ -91,12 +91,15 @@ def _keras_initial_slots(opt, n):
 
 
 def _write_optimizer(g, model, as_functional):
-    opt = model.optimizer
+    lso = model.optimizer if isinstance(model.optimizer, optimizers.LossScaleOptimizer) else None
+    opt = lso.inner_optimizer if lso is not None else model.optimizer
     it, slots = model._engine.optimizer_state()
     sl = _trainable_slices(model, as_functional)
     layout, order = _keras_slot_groups(opt, len(slots) or _keras_nslots(opt))
     raw = list(slots)
-    v = g.create_group("optimizer/vars")
+    # a LossScaleOptimizer (Keras): its variables (iteration, learning_rate, step_counter, dynamic_scale) then the
+    # inner optimizer's in optimizer/vars, the inner's also in optimizer/inner_optimizer/vars
+    v = g.create_group("optimizer/inner_optimizer/vars" if lso is not None else "optimizer/vars")
     v.attrs["name"] = type(opt).__name__.lower()
     if layout is not None and not slots:   # not trained yet: Keras's built state is zeros
         slots = _keras_initial_slots(opt, sum(int(np.prod(sh)) for _, _, sh in sl))
@@ -113,8 +116,18 @@ def _write_optimizer(g, model, as_functional):
                 vals.extend(pieces[k])
         for i, a in enumerate(vals):
             v.create_dataset(str(i), data=a)
+    if lso is not None:
+        scale, counter = model._engine.loss_scale()
+        outer = g.create_group("optimizer/vars")
+        outer.attrs["name"] = lso.name
+        own = [np.array(0, np.int64), np.array(0.0, np.float32), np.array(counter, np.int64),
+               np.array(scale, np.float32)]
+        for i, a in enumerate(own + (vals if layout is not None else [])):
+            outer.create_dataset(str(i), data=a)
     b = g.create_group("boundfit")
-    b.attrs["optimizer"] = type(opt).__name__
+    b.attrs["optimizer"] = type(model.optimizer).__name__
+    if lso is not None:
+        b.attrs["loss_scale"], b.attrs["scale_counter"] = float(scale), int(counter)
     b.attrs["iterations"] = int(it)
     b.attrs["learning_rate"] = float(opt.learning_rate)
     for k, s in enumerate(raw):
@@ -302,8 +315,9 @@ def _skip_optimizer(name, why):
 def _read_optimizer(h5, model, where, as_functional):
     """The file's optimizer state, checked and read: a function that puts it into the model, or None (no
     state, or another configuration's: skipped, as Keras skips it)."""
-    opt = model.optimizer
-    name = type(opt).__name__
+    lso = model.optimizer if isinstance(model.optimizer, optimizers.LossScaleOptimizer) else None
+    opt = lso.inner_optimizer if lso is not None else model.optimizer
+    name = type(model.optimizer).__name__
     b = bounded_read.h5_group(h5, "boundfit", where)
     if b is not None:
         attrs = bounded_read.h5_scalar_attrs(b, where)
@@ -316,8 +330,12 @@ def _read_optimizer(h5, model, where, as_functional):
             return _skip_optimizer(name, f"the file's slots {[d.shape for d in sets]} are not the compiled "
                                          f"optimizer's (({n},) each)")
         slots = [bounded_read.h5_read(d, (n,), where) for d in sets]
+        scaled = (_attr(attrs, "loss_scale", float, where), _attr(attrs, "scale_counter", int, where)) \
+            if lso is not None else None
 
         def restore():
+            if scaled is not None:
+                model._engine.set_loss_scale(*scaled)
             try:
                 if slots:
                     model._engine.restore_optimizer_state(it, slots)
@@ -328,7 +346,18 @@ def _read_optimizer(h5, model, where, as_functional):
             if getattr(opt, "_schedule", None) is None:
                 opt.learning_rate = lr
         return restore
-    v = bounded_read.h5_group(h5, "optimizer/vars", where)
+    scaled = None
+    if lso is not None:   # Keras's LossScaleOptimizer: its own 4 variables, the inner's under inner_optimizer/
+        own = bounded_read.h5_group(h5, "optimizer/vars", where)
+        if own is None or len(own) < 4:
+            return None
+        ds = [bounded_read.h5_dataset(own, str(i), where) for i in (2, 3)]
+        if any(d.size != 1 or d.ndim > 1 for d in ds):
+            return None
+        counter, scale = (bounded_read.h5_read(d, d.shape, where).reshape(()).item() for d in ds)
+        scaled = (_number(scale, float, f"{where}: optimizer/vars/3 (dynamic_scale)"),
+                  _number(counter, int, f"{where}: optimizer/vars/2 (step_counter)"))
+    v = bounded_read.h5_group(h5, "optimizer/inner_optimizer/vars" if lso is not None else "optimizer/vars", where)
     if v is None:
         return None
     sl = _trainable_slices(model, as_functional)
@@ -358,6 +387,8 @@ def _read_optimizer(h5, model, where, as_functional):
     lr = _number(vals[1].reshape(()).item(), float, f"{where}: optimizer/vars/1 (learning rate)") if has_lr else None
 
     def restore():
+        if scaled is not None and scaled[0] > 0:
+            model._engine.set_loss_scale(*scaled)
         try:
             model._engine.restore_optimizer_state(it, flat)
         except ValueError:

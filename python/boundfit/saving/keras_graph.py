@@ -37,8 +37,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .. import layers as L, ops as bf_ops
-from ..layers.layer import _DTYPE, keras_object as _obj, layer_config
+from .. import layers as L, mixed_precision, ops as bf_ops
+from ..layers.layer import keras_object as _obj, layer_config
 from ..layers.merge import _Merge
 from ..layers.node import KerasTensor, MaskTensor
 from ..layers import opnode
@@ -904,7 +904,8 @@ def model_config(model):
                               for d in next(n for n in _op_nodes(layer) if n in own or (
                                      isinstance(n, _CallNode) and n.outputs[0]._node in own)).outputs[0]._ps]
         entries.append(e)
-    cfg = _obj("keras", "Sequential", dict(name=model.name, trainable=bool(model.trainable), dtype=dict(_DTYPE),
+    cfg = _obj("keras", "Sequential", dict(name=model.name, trainable=bool(model.trainable),
+                                           dtype=mixed_precision.serialize(model.dtype_policy),
                                            layers=entries))
     if built:
         cfg["config"]["build_input_shape"] = in_shape
@@ -939,6 +940,8 @@ def sequential_from_config(cfg, custom_objects=None):
         input_shape = tuple(shape[1:]) if shape is not None else None
     first = [L.InputLayer(shape=input_shape, dtype=in_dtype)] if input_shape is not None else []
     model = Sequential(first + built, name=cfg["config"].get("name"))
+    if isinstance(cfg["config"].get("dtype"), (str, dict)):   # the model's own policy (compile reads it)
+        model._dtype_policy = mixed_precision.layer_policy(cfg["config"]["dtype"], model.name)
     if cfg["config"].get("trainable") is False:
         model.trainable = False
     return model
