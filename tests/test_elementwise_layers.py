@@ -3,7 +3,8 @@ ZeroPadding2D, UpSampling2D) and the preprocessing layers (Rescaling,
 Normalization, RandomFlip, RandomCrop, RandomTranslation) against Keras 3
 itself (same weights and batch: outputs and gradients, relative 1e-5), against
 central finite differences of the engine's own loss, on the emu device, in
-Keras files both ways, with exact plans, and their failure paths."""
+Keras files both ways, with exact plans, and their failure paths. Keras's
+side is recorded (helpers/keras_recorded.py)."""
 
 import functools
 
@@ -15,16 +16,12 @@ import keras_ref
 from boundfit import layers
 from conftest import engine_gradient
 from conftest import numeric_loss
+from helpers.keras_recorded import case, keras_file
 from test_gradients import directional_check
 
 RTOL = 1e-5
 NAMES = ["gelu", "silu", "swish", "elu", "selu", "leaky_relu", "softplus", "softsign", "hard_sigmoid", "exponential",
          "relu6"]
-
-
-@pytest.fixture(scope="module")
-def keras():
-    return keras_ref.load()
 
 
 def keras_grads(km, x, y):
@@ -41,41 +38,55 @@ def keras_grads(km, x, y):
     return [np.asarray(g, np.float64) for g in jax.jit(jax.grad(loss))(tv)]
 
 
-def twin(keras, build, in_shape, seed=0):
-    """The same stack in boundfit and Keras, Keras given boundfit's (random) trainable weights."""
+def twin(build, in_shape, data, seed=0):
+    """The same stack in boundfit and Keras, and Keras's record (recorded): each layer's random trainable
+    weights (None: it has none), set in both; data(boundfit's model) gives the batch x and targets y (or
+    None), and Keras its outputs on x and its gradients for y."""
     bm = bf.Sequential([layers.Input(in_shape)] + build(layers))
     bm.compile(optimizer="sgd", loss="mse")
-    km = keras.Sequential([keras.Input(in_shape)] + build(keras.layers))
-    rng = np.random.default_rng(seed)
-    for bl, kl in zip(bm.layers, km.layers):
-        if kl.trainable_weights:
-            w = [rng.standard_normal(a.shape).astype(np.float32) * 0.5 for a in bl.get_weights()]
+    x, y = data(bm)
+
+    def keras_side():
+        keras = keras_ref.load()
+        km = keras.Sequential([keras.Input(in_shape)] + build(keras.layers))
+        rng, ws = np.random.default_rng(seed), []
+        for kl in km.layers:
+            ws.append([rng.standard_normal(a.shape).astype(np.float32) * 0.5 for a in kl.get_weights()]
+                      if kl.trainable_weights else None)
+            if ws[-1] is not None:
+                kl.set_weights(ws[-1])
+        return {"weights": ws, "out": np.asarray(km(x, training=False)),
+                "grads": keras_grads(km, x, y) if y is not None else None}
+    k = case(keras_side)
+    assert len(bm.layers) == len(k["weights"])
+    for bl, w in zip(bm.layers, k["weights"]):
+        if w is not None:
             bl.set_weights(w)
-            kl.set_weights(w)
-    return bm, km
+    return bm, k, x, y
 
 
-def assert_same(keras, build, in_shape, n=6, grads=True, seed=0, rtol=RTOL):
-    bm, km = twin(keras, build, in_shape, seed)
-    rng = np.random.default_rng(seed + 1)
-    x = (rng.standard_normal((n,) + tuple(in_shape)) * 1.5).astype(np.float32)
+def assert_same(build, in_shape, n=6, grads=True, seed=0, rtol=RTOL):
+    def data(bm):
+        rng = np.random.default_rng(seed + 1)
+        x = (rng.standard_normal((n,) + tuple(in_shape)) * 1.5).astype(np.float32)
+        return x, rng.standard_normal((n,) + bm.output_shape[1:]).astype(np.float32) if grads else None
+    bm, k, x, y = twin(build, in_shape, data, seed)
     out = bm.predict(x, verbose=0)
-    np.testing.assert_allclose(out, np.asarray(km(x, training=False)), rtol=rtol, atol=1e-6)
+    np.testing.assert_allclose(out, k["out"], rtol=rtol, atol=1e-6)
     if grads:
-        y = rng.standard_normal(out.shape).astype(np.float32)
         g = engine_gradient(bm, x, y)
-        k = 0  # the trainable weights in boundfit's order (Keras's): each layer's, layer by layer
+        i = 0  # the trainable weights in boundfit's order (Keras's): each layer's, layer by layer
         gb = []
-        for bl, kl in zip(bm.layers, km.layers):
+        for bl, w in zip(bm.layers, k["weights"]):
             n = len(bl.get_weights())
-            if kl.trainable_weights:
-                gb += g[k:k + n]
-            k += n
-        gk = keras_grads(km, x, y)
+            if w is not None:
+                gb += g[i:i + n]
+            i += n
+        gk = k["grads"]
         assert len(gb) == len(gk)
         for a, b in zip(gk, gb):
             np.testing.assert_allclose(b, a, rtol=rtol, atol=2e-6)
-    return bm, km
+    return bm
 
 
 def train_mode_loss(model, x, y):
@@ -103,86 +114,90 @@ def fd_check(model, x, y, eps=1e-2, rtol=3e-2, loss=numeric_loss, skip=()):
 
 # ---- activations ----
 
-def act_cases(keras):
-    K = keras.activations
-    return [(getattr(bf.activations, n), getattr(K, n)) for n in NAMES] + [
-        (functools.partial(bf.activations.gelu, approximate=True), functools.partial(K.gelu, approximate=True)),
-        (functools.partial(bf.activations.leaky_relu, negative_slope=0.1),
-         functools.partial(K.leaky_relu, negative_slope=0.1)),
-        (functools.partial(bf.activations.elu, alpha=0.5), functools.partial(K.elu, alpha=0.5)),
-        (functools.partial(bf.activations.relu, max_value=2.5, negative_slope=0.1, threshold=0.5),
-         functools.partial(K.relu, max_value=2.5, negative_slope=0.1, threshold=0.5)),
-        (bf.activations.relu, K.relu), (bf.activations.sigmoid, K.sigmoid), (bf.activations.softmax, K.softmax)]
+def act_cases(A):
+    """The activations of module A (boundfit's or Keras's activations)"""
+    return [getattr(A, n) for n in NAMES] + [
+        functools.partial(A.gelu, approximate=True), functools.partial(A.leaky_relu, negative_slope=0.1),
+        functools.partial(A.elu, alpha=0.5), functools.partial(A.relu, max_value=2.5, negative_slope=0.1, threshold=0.5),
+        A.relu, A.sigmoid, A.softmax]
 
 
-def test_activation_functions_evaluate_numpy_arrays_as_keras(keras):
+def test_activation_functions_evaluate_numpy_arrays_as_keras():
     x = np.concatenate([np.linspace(-9, 9, 181), [-3, 0, 3, 6]]).astype(np.float32).reshape(5, 37)
-    for fb, fk in act_cases(keras):
+    ks = case(lambda: [np.asarray(fk(x)) for fk in act_cases(keras_ref.load().activations)])
+    assert len(ks) == len(act_cases(bf.activations))
+    for fb, ref in zip(act_cases(bf.activations), ks):
         got = fb(x)
         assert got.dtype == np.float32 and got.shape == x.shape
         # tanh-form gelu: 1 + tanh(u) cancels for u << 0, leaving float32 noise of x * 2^-24 in both libraries
         atol = 1e-6 if "approximate" in str(fb) else 1e-7
-        np.testing.assert_allclose(got, np.asarray(fk(x)), rtol=RTOL, atol=atol, err_msg=str(fb))
+        np.testing.assert_allclose(got, ref, rtol=RTOL, atol=atol, err_msg=str(fb))
 
 
-def compare_graph(keras, fn, in_shape, n=6, seed=0, rtol=RTOL, wscale=0.5, xscale=1.5):
+def compare_graph(fn, in_shape, n=6, seed=0, rtol=RTOL, wscale=0.5, xscale=1.5):
     """fn(L, rec, x) builds a graph from layer module L (recording each layer
-    with rec) in boundfit and in Keras; same trainable weights, same batch:
-    outputs and each layer's gradients of the mean MSE loss must agree."""
-    made = {}
-
-    def build(L, inp, cls, key):
-        made[key] = []
-        x = inp(in_shape)
+    with rec) in boundfit and in Keras (recorded); same trainable weights, same
+    batch: outputs and each layer's gradients of the mean MSE loss must agree."""
+    def build(L, inp, cls):
+        made, x = [], inp(in_shape)
 
         def rec(layer):
-            made[key].append(layer)
+            made.append(layer)
             return layer
-        return cls(x, fn(L, rec, x))
-    bm = build(layers, layers.Input, bf.Model, "bf")
-    km = build(keras.layers, keras.Input, keras.Model, "k")
-    rng = np.random.default_rng(seed)
-    pairs = list(zip(made["bf"], made["k"]))
-    for bl, kl in pairs:
-        if kl.trainable_weights:
-            w = [(rng.standard_normal(a.shape) * wscale).astype(np.float32) for a in bl.get_weights()]
+        return cls(x, fn(L, rec, x)), made
+
+    def keras_side():   # each recorded layer's weights (None: no trainable ones), outputs, gradients
+        keras = keras_ref.load()
+        km, made = build(keras.layers, keras.Input, keras.Model)
+        rng, ws = np.random.default_rng(seed), []
+        for kl in made:
+            ws.append([(rng.standard_normal(a.shape) * wscale).astype(np.float32) for a in kl.get_weights()]
+                      if kl.trainable_weights else None)
+            if ws[-1] is not None:
+                kl.set_weights(ws[-1])
+        x = (rng.standard_normal((n,) + tuple(in_shape)) * xscale).astype(np.float32)
+        out = np.asarray(km(x, training=False))
+        y = rng.standard_normal(out.shape).astype(np.float32)
+        gk = keras_grads(km, x, y)
+        where = {id(v): i for i, v in enumerate(km.trainable_variables)}
+        return {"weights": ws, "x": x, "y": y, "out": out, "grads": [[gk[where[id(v)]] for v in kl.trainable_variables]
+                                                                   for kl in made],
+                "paths": [[v.path for v in kl.trainable_variables] for kl in made]}
+    k = case(keras_side)
+    bm, made = build(layers, layers.Input, bf.Model)
+    assert len(made) == len(k["weights"])
+    for bl, w in zip(made, k["weights"]):
+        if w is not None:
             bl.set_weights(w)
-            kl.set_weights(w)
-    x = (rng.standard_normal((n,) + tuple(in_shape)) * xscale).astype(np.float32)
+    x, y = k["x"], k["y"]
     out = bm.predict(x, verbose=0)
-    np.testing.assert_allclose(out, np.asarray(km(x, training=False)), rtol=rtol, atol=1e-6)
-    y = rng.standard_normal(out.shape).astype(np.float32)
+    np.testing.assert_allclose(out, k["out"], rtol=rtol, atol=1e-6)
     bm.compile(optimizer=bf.optimizers.SGD(learning_rate=1.0), loss="mse")
-    before = [bl.get_weights() for bl, _ in pairs]
+    before = [bl.get_weights() for bl in made]
     bm.fit(x, y, batch_size=n, epochs=1, shuffle=False, verbose=0)
-    gk = keras_grads(km, x, y)
-    where = {id(v): i for i, v in enumerate(km.trainable_variables)}
-    for (bl, kl), w0 in zip(pairs, before):
-        for v, a, b in zip(kl.trainable_variables, w0, bl.get_weights()):
-            np.testing.assert_allclose(a.astype(np.float64) - b, gk[where[id(v)]], rtol=rtol, atol=2e-6,
-                                       err_msg=f"{bl.name} {v.path}")
+    for bl, w0, gs, paths in zip(made, before, k["grads"], k["paths"]):
+        for g, path, a, b in zip(gs, paths, w0, bl.get_weights()):
+            np.testing.assert_allclose(a.astype(np.float64) - b, g, rtol=rtol, atol=2e-6, err_msg=f"{bl.name} {path}")
 
 
-def test_every_activation_matches_keras_in_dense_and_activation_layers(keras):
-    import keras as K
-
+def test_every_activation_matches_keras_in_dense_and_activation_layers():
     def acts(mod):
         return NAMES + [functools.partial(mod.activations.gelu, approximate=True),
                         functools.partial(mod.activations.leaky_relu, negative_slope=0.1),
                         functools.partial(mod.activations.relu, max_value=1.5, negative_slope=0.05, threshold=-0.2)]
 
     def fn(L, rec, x):
-        mod = bf if L is layers else K
+        mod = bf if L is layers else keras_ref.load()
         h = rec(L.Dense(6))(x)
         outs = [rec(L.Dense(2))(rec(L.Activation(a))(rec(L.Dense(4, activation=a))(h))) for a in acts(mod)]
         h = rec(L.LeakyReLU())(rec(L.ReLU(max_value=1.0, negative_slope=0.1, threshold=0.2))(h))
         h = rec(L.Softmax())(rec(L.Dense(3))(rec(L.ELU(alpha=0.7))(rec(L.Dense(4))(h))))
         outs.append(rec(L.Dense(2))(h))
         return rec(L.Add())(outs)
-    compare_graph(keras, fn, (5,), wscale=0.3, xscale=1.0)
+    compare_graph(fn, (5,), wscale=0.3, xscale=1.0)
 
 
-def test_dense_on_any_rank_and_layout_layers_match_keras(keras):
+def test_dense_on_any_rank_and_layout_layers_match_keras():
     def fn(L, rec, x):  # x (3, 2, 5)
         h = rec(L.Dense(4, activation="gelu"))(x)                      # (3, 2, 4)
         h = rec(L.Permute((3, 1, 2)))(h)                                # (4, 3, 2)
@@ -196,7 +211,7 @@ def test_dense_on_any_rank_and_layout_layers_match_keras(keras):
         h = rec(L.RepeatVector(3))(rec(L.Dense(4, activation="tanh"))(h))  # (3, 4)
         h = rec(L.Permute((2, 1)))(rec(L.Dense(2))(h))                  # (2, 3)
         return rec(L.Dense(3))(rec(L.Flatten())(h))
-    compare_graph(keras, fn, (3, 2, 5))
+    compare_graph(fn, (3, 2, 5))
 
 
 @pytest.mark.parametrize("name", NAMES + ["gelu approximate", "relu options"])
@@ -255,24 +270,28 @@ def test_layout_layer_gradients_match_finite_differences(name):
 
 # ---- Normalization ----
 
-def test_normalization_adapt_matches_keras_from_arrays_and_generators(keras):
+def test_normalization_adapt_matches_keras_from_arrays_and_generators():
     rng = np.random.default_rng(4)
     data = (rng.standard_normal((300, 4)) * [1, 3, 0.1, 10] + [0, 5, -2, 100]).astype(np.float32)
-    kn = keras.layers.Normalization()
-    kn.adapt(data)
+
+    def adapted():
+        kn = keras_ref.load().layers.Normalization()
+        kn.adapt(data)
+        return {"mean": np.asarray(kn.mean), "variance": np.asarray(kn.variance), "out": np.asarray(kn(data[:10]))}
+    kn = case(adapted)
     for source in (data, (data[i:i + 64] for i in range(0, 300, 64)), [(data[:150], None), (data[150:], None)]):
         bn = layers.Normalization()
         bn.adapt(source)
         m = bf.Sequential([layers.Input((4,)), bn])
         mean, var, count = m.get_weights()
-        np.testing.assert_allclose(mean, np.asarray(kn.mean).ravel(), rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(var, np.asarray(kn.variance).ravel(), rtol=1e-4)
-        np.testing.assert_allclose(m.predict(data[:10], verbose=0), np.asarray(kn(data[:10])), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(mean, kn["mean"].ravel(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(var, kn["variance"].ravel(), rtol=1e-4)
+        np.testing.assert_allclose(m.predict(data[:10], verbose=0), kn["out"], rtol=1e-4, atol=1e-5)
 
 
-def test_normalization_given_mean_and_variance_matches_keras_and_trains_through(keras):
+def test_normalization_given_mean_and_variance_matches_keras_and_trains_through():
     build = lambda L: [L.Dense(3), L.Normalization(mean=[0.5, -1.0, 2.0], variance=[4.0, 0.25, 1e-16]), L.Dense(2)]
-    assert_same(keras, build, (5,))
+    assert_same(build, (5,))
     bm = bf.Sequential([layers.Input((5,)), layers.Dense(3), layers.Normalization(mean=[0.5, -1, 2], variance=[4, 0.25, 1]),
                         layers.Dense(2)])
     bm.compile(optimizer="sgd", loss="mse")
@@ -281,7 +300,7 @@ def test_normalization_given_mean_and_variance_matches_keras_and_trains_through(
              skip=(2, 3, 4))
 
 
-def test_normalization_adapt_after_build_updates_the_model(keras):
+def test_normalization_adapt_after_build_updates_the_model():
     rng = np.random.default_rng(6)
     norm = layers.Normalization()
     m = bf.Sequential([layers.Input((3,)), norm, layers.Dense(1)])
@@ -321,12 +340,12 @@ def test_random_flip_flips_whole_samples_about_half_the_time_reproducibly(mode):
     assert not np.array_equal(other, out)
 
 
-def test_random_layers_are_the_identity_or_a_centred_crop_outside_training(keras):
+def test_random_layers_are_the_identity_or_a_centred_crop_outside_training():
     for build in (lambda L: [L.RandomFlip(seed=1), L.RandomTranslation(0.3, 0.2, seed=2), L.Flatten(), L.Dense(2)],
                   lambda L: [L.RandomCrop(5, 5, seed=1), L.Flatten(), L.Dense(2)]):
-        bm, km = twin(keras, build, (5, 5, 2))
-        x = np.random.default_rng(0).standard_normal((3, 5, 5, 2)).astype(np.float32)
-        np.testing.assert_allclose(bm.predict(x, verbose=0), np.asarray(km(x, training=False)), rtol=RTOL, atol=1e-6)
+        bm, k, x, _ = twin(build, (5, 5, 2), lambda bm: (
+            np.random.default_rng(0).standard_normal((3, 5, 5, 2)).astype(np.float32), None))
+        np.testing.assert_allclose(bm.predict(x, verbose=0), k["out"], rtol=RTOL, atol=1e-6)
     m = bf.Sequential([layers.Input((6, 7, 1)), layers.RandomCrop(3, 4)])
     x = np.arange(2 * 42, dtype=np.float32).reshape(2, 6, 7, 1)
     np.testing.assert_array_equal(m.predict(x, verbose=0), x[:, 1:4, 1:5])
@@ -340,13 +359,14 @@ def test_random_crop_in_training_takes_one_window_per_batch_inside_the_image():
 
 @pytest.mark.parametrize("fill", ["reflect", "constant", "nearest", "wrap"])
 @pytest.mark.parametrize("interp", ["bilinear", "nearest"])
-def test_random_translation_samples_as_keras_affine_transform(keras, fill, interp):
+def test_random_translation_samples_as_keras_affine_transform(fill, interp):
     # a degenerate factor range makes the draw exact: shift 0.3 * H down, 0.45 * W left, in Keras and here
     def build(L):
         return L.RandomTranslation((0.3, 0.3), (-0.45, -0.45), fill_mode=fill, interpolation=interp, seed=1,
                                    fill_value=2.5)
     x, out = probe(build(layers), (5, 6, 2), 4)
-    np.testing.assert_allclose(out, np.asarray(build(keras.layers)(x, training=True)), rtol=RTOL, atol=1e-4)
+    ref = case(lambda: np.asarray(build(keras_ref.load().layers)(x, training=True)))
+    np.testing.assert_allclose(out, ref, rtol=RTOL, atol=1e-4)
 
 
 def test_random_translation_stays_within_its_factor():
@@ -433,39 +453,57 @@ def file_stack(L, kmod):
             L.Dense(3, activation="hard_sigmoid"), L.Activation("swish"), L.Softmax()]
 
 
-def test_keras_file_with_these_layers_opens_in_keras_and_back(keras, tmp_path):
+def opened_and_saved(folder, results):
+    """Keras's side: folder/m.keras opened in Keras, results(km), and the bytes of the file Keras saves of it"""
+    km = keras_ref.load().saving.load_model(folder / "m.keras")
+    km.save(folder / "k.keras")
+    return dict(results(km), file=np.frombuffer(open(folder / "k.keras", "rb").read(), np.uint8))
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data.tobytes())
+
+
+def test_keras_file_with_these_layers_opens_in_keras_and_back(tmp_path):
     bm = bf.Sequential([layers.Input((7, 7, 2))] + file_stack(layers, bf))
     norm = bm.layers[13]
     norm.adapt(np.random.default_rng(1).standard_normal((20, 2, 4)).astype(np.float32) * 3 + 1)
     bm.compile(optimizer="adam", loss="mse")
     x = np.random.default_rng(2).integers(0, 255, (3, 7, 7, 2)).astype(np.float32)
     bm.save(tmp_path / "m.keras")
-    km = keras.saving.load_model(tmp_path / "m.keras")
-    np.testing.assert_allclose(np.asarray(km(x, training=False)), bm.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
-    km.save(tmp_path / "k.keras")
+    k = case(lambda: opened_and_saved(tmp_path, lambda km: {"out": np.asarray(km(x, training=False))}),
+             files=[tmp_path / "m.keras"])
+    np.testing.assert_allclose(k["out"], bm.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    write(tmp_path / "k.keras", k["file"])
     back = bf.models.load_model(tmp_path / "k.keras")
     np.testing.assert_allclose(back.predict(x, verbose=0), bm.predict(x, verbose=0), rtol=1e-6, atol=1e-7)
     assert [type(l).__name__ for l in back.layers] == [type(l).__name__ for l in bm.layers]
 
 
-def test_keras_built_file_with_these_layers_loads_here(keras, tmp_path):
-    km = keras.Sequential([keras.Input((7, 7, 2))] + file_stack(keras.layers, keras))
-    km.layers[13].adapt(np.random.default_rng(3).standard_normal((20, 2, 4)).astype(np.float32))
-    km.save(tmp_path / "k.keras")
-    bm = bf.models.load_model(tmp_path / "k.keras")
+def test_keras_built_file_with_these_layers_loads_here(tmp_path):
     x = np.random.default_rng(4).integers(0, 255, (3, 7, 7, 2)).astype(np.float32)
-    np.testing.assert_allclose(bm.predict(x, verbose=0), np.asarray(km(x, training=False)), rtol=1e-5, atol=1e-6)
+
+    def save(p):
+        keras = keras_ref.load()
+        km = keras.Sequential([keras.Input((7, 7, 2))] + file_stack(keras.layers, keras))
+        km.layers[13].adapt(np.random.default_rng(3).standard_normal((20, 2, 4)).astype(np.float32))
+        km.save(p)
+        return {"out": np.asarray(km(x, training=False))}
+    k = keras_file(tmp_path / "k.keras", save)
+    bm = bf.models.load_model(tmp_path / "k.keras")
+    np.testing.assert_allclose(bm.predict(x, verbose=0), k["out"], rtol=1e-5, atol=1e-6)
 
 
-def test_random_crop_config_goes_both_ways_through_keras_files(keras, tmp_path):
+def test_random_crop_config_goes_both_ways_through_keras_files(tmp_path):
     # (Keras 3's RandomCrop returns its input unchanged outside training, a shape its next layer does not
     # expect, so only the configuration and weights are compared; boundfit centre-crops there)
     bm = bf.Sequential([layers.Input((8, 8, 1)), layers.RandomCrop(6, 5, seed=3), layers.Flatten(), layers.Dense(2)])
     bm.save(tmp_path / "m.keras")
-    km = keras.saving.load_model(tmp_path / "m.keras")
-    cfg = km.layers[0].get_config()
-    assert (cfg["height"], cfg["width"], cfg["seed"]) == (6, 5, 3)
-    km.save(tmp_path / "k.keras")
+    config = lambda km: {k: km.layers[0].get_config()[k] for k in ("height", "width", "seed")}
+    k = case(lambda: opened_and_saved(tmp_path, config), files=[tmp_path / "m.keras"])
+    assert (k["height"], k["width"], k["seed"]) == (6, 5, 3)
+    write(tmp_path / "k.keras", k["file"])
     back = bf.models.load_model(tmp_path / "k.keras")
     assert (back.layers[0].height, back.layers[0].width, back.layers[0].seed) == (6, 5, 3)
     for a, b in zip(back.get_weights(), bm.get_weights()):

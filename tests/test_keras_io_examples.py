@@ -5,7 +5,9 @@ program is split at '# --- train': after the build part the Keras model's
 initial weights are copied into boundfit's and both must predict the same
 on the program's `probe` batch; after training (shuffled, with dropout, so
 not step for step) both must give the same history keys and lengths,
-output shapes and files."""
+output shapes and files. Keras's run is recorded (helpers/keras_recorded.py:
+each program's results under this file's source, so a changed program is
+run by Keras again)."""
 
 import os
 
@@ -15,6 +17,7 @@ import pytest
 import boundfit
 
 import keras_ref
+from helpers import keras_recorded
 
 MNIST_CONVNET = '''
 num_classes, input_shape = 10, (28, 28, 1)
@@ -433,37 +436,72 @@ PROGRAMS = {
 }
 
 
-def _run_both(keras, program, tmp_path, copy=None):
-    """copy(km, bm): copies Keras's initial weights into boundfit's model (default: set_weights of all)"""
+def _keras_run(program, weights=None, extra=None):
+    """Keras's side of a program, recorded: the build part run, its initial weights (weights(km): default
+    get_weights), the probe and its predictions, then the training part: the history, pred, the files it wrote,
+    and extra(scope)'s results"""
+    def compute():
+        import tempfile
+        keras = keras_ref.load()
+        build, train = program.split("# --- train")
+        with tempfile.TemporaryDirectory() as out:
+            scope = {"keras": keras, "ops": keras.ops, "layers": keras.layers, "np": np, "out": out}
+            exec(build, scope)
+            km, probe = scope["model"], scope["probe"]
+            rec = {"w0": weights(km) if weights else km.get_weights(), "probe": probe,
+                   "probe_pred": km.predict(probe, verbose=0)}
+            exec(train, scope)
+            rec.update(history=scope["history"].history, pred=np.asarray(scope["pred"]), files=os.listdir(out),
+                       extra=extra(scope) if extra else None)
+        return rec
+    return keras_recorded.case(compute)
+
+
+def _run_both(program, tmp_path, copy=None, weights=None, extra=None):
+    """Keras's results (_keras_run) and the scope of the program run by boundfit from Keras's initial weights
+    (copy(w0, bm), default set_weights), its probe predicting as Keras's"""
+    k = _keras_run(program, weights, extra)
     build, train = program.split("# --- train")
-    scopes = {}
-    for name, mod in (("keras", keras), ("boundfit", boundfit)):
-        out = tmp_path / name
-        out.mkdir()
-        scopes[name] = {"keras": mod, "ops": mod.ops, "layers": mod.layers, "np": np, "out": str(out)}
-        exec(build, scopes[name])
-    km, bm = scopes["keras"]["model"], scopes["boundfit"]["model"]
+    out = tmp_path / "boundfit"
+    out.mkdir()
+    b = {"keras": boundfit, "ops": boundfit.ops, "layers": boundfit.layers, "np": np, "out": str(out)}
+    exec(build, b)
+    bm = b["model"]
     if copy is None:
-        bm.set_weights(km.get_weights())
+        bm.set_weights(k["w0"])
     else:
-        copy(km, bm)
-    probe = scopes["keras"]["probe"]
-    np.testing.assert_allclose(bm.predict(probe, verbose=0), km.predict(probe, verbose=0), rtol=1e-5, atol=1e-6)
-    for name in scopes:
-        exec(train, scopes[name])
-    return scopes["keras"], scopes["boundfit"]
+        copy(k["w0"], bm)
+    np.testing.assert_allclose(bm.predict(k["probe"], verbose=0), k["probe_pred"], rtol=1e-5, atol=1e-6)
+    exec(train, b)
+    return k, b
+
+
+def trained(scope):
+    """Keras's weights after the training part, and its evaluate's results where the program keeps them"""
+    return {"weights": scope["model"].get_weights(), "results": scope.get("results")}
+
+
+RECOMMENDER_LAYERS = ("user_embedding", "user_bias", "movie_embedding", "movie_bias")
+
+
+def by_layer(km):   # layer by layer: Keras orders a subclassed model's weights by attribute, boundfit by call
+    return {name: getattr(km, name).get_weights() for name in RECOMMENDER_LAYERS}
+
+
+def copy_by_layer(w0, bm):
+    for name in RECOMMENDER_LAYERS:
+        getattr(bm, name).set_weights(w0[name])
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_keras_io_example_runs_unchanged(name, tmp_path):
-    keras = keras_ref.load()
-    k, b = _run_both(keras, PROGRAMS[name], tmp_path)
-    hk = {key: v for key, v in k["history"].history.items() if key != "learning_rate"}
+    k, b = _run_both(PROGRAMS[name], tmp_path)
+    hk = {key: v for key, v in k["history"].items() if key != "learning_rate"}
     hb = {key: v for key, v in b["history"].history.items() if key != "learning_rate"}
     assert sorted(hb) == sorted(hk)
     assert all(len(hb[key]) == len(hk[key]) for key in hk)
     assert b["pred"].shape == k["pred"].shape
-    assert sorted(os.listdir(tmp_path / "boundfit")) == sorted(os.listdir(tmp_path / "keras"))
+    assert sorted(os.listdir(tmp_path / "boundfit")) == sorted(k["files"])
     assert all(np.isfinite(v).all() for v in hb.values()) and np.isfinite(b["pred"]).all()
 
 
@@ -471,15 +509,16 @@ def test_lstm_seq2seq_decodes_as_keras_step_by_step(tmp_path):
     """The inference models rebuilt from the loaded file's layers (model.layers[2].output, a layer called again
     on new Inputs with initial_state) decode one step at a time, the states fed back, exactly as Keras's do
     from the same weights: the same characters and next-character distributions."""
-    keras = keras_ref.load()
-    k, b = _run_both(keras, SEQ2SEQ, tmp_path)
-    hk, hb = k["history"].history, b["history"].history
+    def decoded(k):   # Keras's trained weights, and its decoding of the first three sequences
+        return {"weights": k["model"].get_weights(),
+                "decoded": [k["decode_sequence"](k["encoder_input_data"][i:i + 1]) for i in range(3)]}
+    k, b = _run_both(SEQ2SEQ, tmp_path, extra=decoded)
+    hk, hb = k["history"], b["history"].history
     assert sorted(hb) == sorted(hk) and all(len(hb[key]) == len(hk[key]) for key in hk)
-    assert sorted(os.listdir(tmp_path / "boundfit")) == sorted(os.listdir(tmp_path / "keras"))
-    b["model"].set_weights(k["model"].get_weights())
-    for i in range(3):
-        seq = k["encoder_input_data"][i:i + 1]
-        (sk, pk), (sb, pb) = k["decode_sequence"](seq), b["decode_sequence"](seq)
+    assert sorted(os.listdir(tmp_path / "boundfit")) == sorted(k["files"])
+    b["model"].set_weights(k["extra"]["weights"])
+    for i, (sk, pk) in enumerate(k["extra"]["decoded"]):
+        sb, pb = b["decode_sequence"](b["encoder_input_data"][i:i + 1])
         assert sb == sk
         np.testing.assert_allclose(pb, pk, rtol=1e-5, atol=1e-6)
 
@@ -489,18 +528,18 @@ def test_image_classification_from_scratch_runs_unchanged(tmp_path):
     the same predictions as Keras from Keras's initial weights, then the training part in boundfit only
     (Keras's JAX compile of this training step alone takes a minute on the test machine); what Keras's
     history and checkpoint files would be is known."""
-    keras = keras_ref.load()
     build, train = IMAGE_CLASSIFICATION_FROM_SCRATCH.split("# --- train")
-    scopes = {}
-    for name, mod in (("keras", keras), ("boundfit", boundfit)):
-        scopes[name] = {"keras": mod, "np": np, "out": str(tmp_path)}
-        exec(build, scopes[name])
-    km, bm = scopes["keras"]["model"], scopes["boundfit"]["model"]
-    bm.set_weights(km.get_weights())
-    probe = scopes["keras"]["probe"]
-    np.testing.assert_allclose(bm.predict(probe, verbose=0), np.asarray(km(probe, training=False)), rtol=1e-4,
-                               atol=1e-5)
-    b = scopes["boundfit"]
+
+    def keras_built():
+        scope = {"keras": keras_ref.load(), "np": np, "out": str(tmp_path)}
+        exec(build, scope)
+        km, probe = scope["model"], scope["probe"]
+        return {"w0": km.get_weights(), "probe": probe, "out": np.asarray(km(probe, training=False))}
+    k = keras_recorded.case(keras_built)
+    b = {"keras": boundfit, "np": np, "out": str(tmp_path)}
+    exec(build, b)
+    b["model"].set_weights(k["w0"])
+    np.testing.assert_allclose(b["model"].predict(k["probe"], verbose=0), k["out"], rtol=1e-4, atol=1e-5)
     exec(train, b)
     assert sorted(b["history"].history) == ["acc", "loss", "val_acc", "val_loss"]
     assert os.listdir(tmp_path) == ["save_at_1.keras"]
@@ -566,16 +605,15 @@ def test_siamese_contrastive_runs_unchanged_and_trains_as_keras(tmp_path):
     the shared tower, compile(loss=loss(margin=1)) with the example's contrastive_loss (keras.ops: square,
     maximum, a mean over every axis), fit with validation data, evaluate, predict: from Keras's initial
     weights, the same losses, accuracies and weights as Keras 3 (RMSprop, BatchNormalization in the towers)."""
-    keras = keras_ref.load()
-    k, b = _run_both(keras, SIAMESE_CONTRASTIVE, tmp_path)
-    hk, hb = k["history"].history, b["history"].history
+    k, b = _run_both(SIAMESE_CONTRASTIVE, tmp_path, extra=trained)
+    hk, hb = k["history"], b["history"].history
     assert sorted(hb) == sorted(hk) == ["accuracy", "loss", "val_accuracy", "val_loss"]
     for key in ("loss", "val_loss"):
         np.testing.assert_allclose(hb[key], hk[key], rtol=1e-4, err_msg=key)
     for key in ("accuracy", "val_accuracy"):   # a prediction at the 0.5 threshold may round either way
         np.testing.assert_allclose(hb[key], hk[key], atol=1.5 / 64, err_msg=key)
-    np.testing.assert_allclose(b["results"], k["results"], rtol=1e-4, atol=1.5 / 24)
-    for wb, wk in zip(b["model"].get_weights(), k["model"].get_weights()):
+    np.testing.assert_allclose(b["results"], k["extra"]["results"], rtol=1e-4, atol=1.5 / 24)
+    for wb, wk in zip(b["model"].get_weights(), k["extra"]["weights"], strict=True):
         np.testing.assert_allclose(wb, wk, rtol=1e-3, atol=1e-5)
     np.testing.assert_allclose(b["pred"], k["pred"], rtol=1e-4, atol=1e-5)
 
@@ -651,15 +689,14 @@ def test_pointnet_with_its_orthogonal_regularizer_per_sample_trains_as_keras(tmp
     """PointNet with the OrthogonalRegularizer's x x^T taken per sample (ops.matmul with the transpose): the
     activity regularizers (keras.ops reshape / matmul / transpose / eye / square / sum, divided by the batch
     size as Keras 3 does) train from Keras's weights to Keras's losses, accuracies and weights."""
-    keras = keras_ref.load()
-    k, b = _run_both(keras, POINTNET_REGULARIZED.replace("XXT", POINTNET_PER_SAMPLE), tmp_path)
-    hk, hb = k["history"].history, b["history"].history
+    k, b = _run_both(POINTNET_REGULARIZED.replace("XXT", POINTNET_PER_SAMPLE), tmp_path, extra=trained)
+    hk, hb = k["history"], b["history"].history
     assert sorted(hb) == sorted(hk)
     for key in hk:
         np.testing.assert_allclose(hb[key], hk[key], rtol=1e-4, atol=1e-6, err_msg=key)
     # weights to 1e-3: the T-nets' transform Dense starts at a zero kernel, so the layers before it (and each
     # bias before a BatchNormalization) get gradients of rounding only at first, which Adam scales to its steps
-    for wb, wk in zip(b["model"].get_weights(), k["model"].get_weights()):
+    for wb, wk in zip(b["model"].get_weights(), k["extra"]["weights"], strict=True):
         np.testing.assert_allclose(wb, wk, rtol=1e-3, atol=1e-3)
     np.testing.assert_allclose(b["pred"], k["pred"], rtol=1e-3, atol=1e-3)
 
@@ -719,13 +756,9 @@ pred = model.predict(x_train[:8], verbose=0)
 
 
 def test_recommender_net_with_a_per_sample_dot_runs_as_keras(tmp_path):
-    keras = keras_ref.load()
-    def copy(km, bm):   # layer by layer: Keras orders a subclassed model's weights by attribute, boundfit by call
-        for name in ("user_embedding", "user_bias", "movie_embedding", "movie_bias"):
-            getattr(bm, name).set_weights(getattr(km, name).get_weights())
-    k, b = _run_both(keras, RECOMMENDER, tmp_path, copy)
-    assert sorted(b["history"].history) == sorted(k["history"].history)
-    np.testing.assert_allclose(b["history"].history["loss"], k["history"].history["loss"], rtol=1e-2)  # shuffled
+    k, b = _run_both(RECOMMENDER, tmp_path, copy_by_layer, by_layer)
+    assert sorted(b["history"].history) == sorted(k["history"])
+    np.testing.assert_allclose(b["history"].history["loss"], k["history"]["loss"], rtol=1e-2)  # shuffled
     assert b["pred"].shape == k["pred"].shape
 
 
@@ -799,14 +832,8 @@ def test_recommender_net_as_written_with_tensordot_over_the_batch_matches_keras(
     number for the whole batch, added to every sample's biases), and ops.nn.sigmoid. From Keras's initial
     weights, the same batches (shuffle=False) give Keras 3's losses, validation losses and predictions; with
     the example's shuffling it runs and gives the same history keys."""
-    keras = keras_ref.load()
-
-    def copy(km, bm):   # layer by layer: Keras orders a subclassed model's weights by attribute, boundfit by call
-        for name in ("user_embedding", "user_bias", "movie_embedding", "movie_bias"):
-            getattr(bm, name).set_weights(getattr(km, name).get_weights())
-    (tmp_path / "a").mkdir()
-    k, b = _run_both(keras, RECOMMENDER_TENSORDOT.replace("SHUFFLE", "False"), tmp_path / "a", copy)
-    hk, hb = k["history"].history, b["history"].history
+    k, b = _run_both(RECOMMENDER_TENSORDOT.replace("SHUFFLE", "False"), tmp_path, copy_by_layer, by_layer)
+    hk, hb = k["history"], b["history"].history
     assert sorted(hb) == sorted(hk) == ["loss", "val_loss"]
     np.testing.assert_allclose(hb["loss"], hk["loss"], rtol=1e-5)
     np.testing.assert_allclose(hb["val_loss"], hk["val_loss"], rtol=1e-5)

@@ -5,7 +5,7 @@ weights after a few steps. Skipped where Keras 3 on JAX is not installed.
 Agreement: losses and metrics to relative 1e-5 (float32 vs the engine's
 double sums); weights after a few updates to relative 1e-5 with an absolute
 floor of 1e-6 for weights near zero (float32 rounding of the same formulas
-in a different order)."""
+in a different order). Keras's side is recorded (helpers/keras_recorded.py)."""
 
 import numpy as np
 import pytest
@@ -13,26 +13,24 @@ import pytest
 import boundfit as bf
 from boundfit import layers
 import keras_ref
+from helpers.keras_recorded import case
 
 RTOL = 1e-5
 
 
-@pytest.fixture(scope="module")
-def keras():
-    return keras_ref.load()
+def two_layers(M, out_units, out_act, in_dim=5, hidden=6):
+    return M.Sequential([M.Input((in_dim,)), M.layers.Dense(hidden, activation="tanh"),
+                         M.layers.Dense(out_units, activation=out_act)])
 
 
-def pair(keras, out_units, out_act, in_dim=5, hidden=6, seed=0):
-    """The same two-layer model in boundfit and in Keras, with the same weights."""
+def pair(out_units, out_act, seed=0, scale=1.0):
+    """The two-layer model in boundfit with random weights (times scale), and what makes Keras's the same
+    (fit_both): its output units, activation and the weights."""
     rng = np.random.default_rng(seed)
-    bm = bf.Sequential([layers.Dense(hidden, activation="tanh", input_shape=(in_dim,)),
-                        layers.Dense(out_units, activation=out_act)])
-    km = keras.Sequential([keras.Input((in_dim,)), keras.layers.Dense(hidden, activation="tanh"),
-                           keras.layers.Dense(out_units, activation=out_act)])
-    w = [rng.normal(0, 0.7, size=a.shape).astype(np.float32) for a in bm.get_weights()]
+    bm = two_layers(bf, out_units, out_act)
+    w = [rng.normal(0, 0.7, size=a.shape).astype(np.float32) * scale for a in bm.get_weights()]
     bm.set_weights(w)
-    km.set_weights(w)
-    return bm, km
+    return bm, {"units": out_units, "act": out_act, "weights": w}
 
 
 def data(kind, n=48, k=4, seed=1):
@@ -49,36 +47,52 @@ def data(kind, n=48, k=4, seed=1):
     return x, y
 
 
-def test_metric_objects_without_a_name_are_numbered_as_keras(keras):
-    names_k = [keras.metrics.AUC().name for _ in range(2)]
+def test_metric_objects_without_a_name_are_numbered_as_keras():
+    def names():
+        keras = keras_ref.load()
+        return {"auc": [keras.metrics.AUC().name for _ in range(2)], "mae": keras.metrics.MeanAbsoluteError().name}
+    k = case(names)
+    names_k = k["auc"]
     names_b = [bf.metrics.AUC().name for _ in range(2)]
     def number(name):  # 'auc' is the first, then 'auc_1', 'auc_2', ... in the process
         return 0 if name == "auc" else int(name.rsplit("_", 1)[1])
 
     assert number(names_b[1]) == number(names_b[0]) + 1 and number(names_k[1]) == number(names_k[0]) + 1
     assert all(n == "auc" or n.startswith("auc_") for n in names_b + names_k)
-    assert bf.metrics.MeanAbsoluteError().name == keras.metrics.MeanAbsoluteError().name == "mean_absolute_error"
+    assert bf.metrics.MeanAbsoluteError().name == k["mae"] == "mean_absolute_error"
 
 
 def assert_history_close(hk, hb, rtol=RTOL):
-    hk = {k: v for k, v in hk.history.items() if k != "learning_rate"}
+    hk = {k: v for k, v in hk.items() if k != "learning_rate"}
     assert set(hk) == set(hb.history), (sorted(hk), sorted(hb.history))
     for key in hk:
         np.testing.assert_allclose(hb.history[key], hk[key], rtol=rtol, atol=1e-7, err_msg=key)
 
 
-def assert_weights_close(km, bm, rtol=RTOL, atol=1e-6):
-    for i, (a, b) in enumerate(zip(km.get_weights(), bm.get_weights())):
+def assert_weights_close(kw, bm, rtol=RTOL, atol=1e-6):
+    for i, (a, b) in enumerate(zip(kw, bm.get_weights(), strict=True)):
         np.testing.assert_allclose(b, a, rtol=rtol, atol=atol, err_msg=f"weights[{i}]")
 
 
-def fit_both(km, bm, x, y, kopt, bopt, kloss, bloss, kmetrics=None, bmetrics=None, kweighted=None,
-             bweighted=None, epochs=1, **fit_kw):
-    km.compile(optimizer=kopt, loss=kloss, metrics=kmetrics, weighted_metrics=kweighted)
-    bm.compile(optimizer=bopt, loss=bloss, metrics=bmetrics, weighted_metrics=bweighted)
-    hk = km.fit(x, y, batch_size=16, epochs=epochs, shuffle=False, verbose=0, **fit_kw)
+def fit_both(bm, w, x, y, opt, loss, metrics=None, weighted=None, epochs=1, evaluate=None, **fit_kw):
+    """boundfit's model and Keras's (recorded, made from pair's w) compiled with opt, loss, metrics and weighted
+    metrics (each the same value for both, or a function of the module: M.optimizers.SGD(0.1) ...) and fit;
+    Keras's history, weights after and evaluate(**evaluate)'s results; boundfit's History"""
+    def of(M, v):
+        return v(M) if callable(v) else v
+
+    def keras_side():
+        K = keras_ref.load()
+        km = two_layers(K, w["units"], w["act"])
+        km.set_weights(w["weights"])
+        km.compile(optimizer=of(K, opt), loss=of(K, loss), metrics=of(K, metrics), weighted_metrics=of(K, weighted))
+        h = km.fit(x, y, batch_size=16, epochs=epochs, shuffle=False, verbose=0, **fit_kw)
+        return {"history": h.history, "weights": km.get_weights(),
+                "evaluate": km.evaluate(x, y, verbose=0, return_dict=True, **evaluate) if evaluate else None}
+    k = case(keras_side)
+    bm.compile(optimizer=of(bf, opt), loss=of(bf, loss), metrics=of(bf, metrics), weighted_metrics=of(bf, weighted))
     hb = bm.fit(x, y, batch_size=16, epochs=epochs, shuffle=False, verbose=0, **fit_kw)
-    return hk, hb
+    return k, hb
 
 
 # ---- losses: loss values per epoch and the weights after 3 SGD steps ----
@@ -111,18 +125,18 @@ LOSSES = [
 
 
 @pytest.mark.parametrize("name,act,ykind,kl,bl", LOSSES, ids=[c[0] for c in LOSSES])
-def test_loss_and_updated_weights_match_keras(keras, name, act, ykind, kl, bl):
+def test_loss_and_updated_weights_match_keras(name, act, ykind, kl, bl):
     x, y = data(ykind)
-    bm, km = pair(keras, 4, act)
-    hk, hb = fit_both(km, bm, x, y, keras.optimizers.SGD(0.1), bf.optimizers.SGD(0.1), kl(keras), bl(bf), epochs=2)
-    assert_history_close(hk, hb)
-    assert_weights_close(km, bm)
+    bm, w = pair(4, act)
+    k, hb = fit_both(bm, w, x, y, lambda M: M.optimizers.SGD(0.1), lambda M: (bl if M is bf else kl)(M), epochs=2)
+    assert_history_close(k["history"], hb)
+    assert_weights_close(k["weights"], bm)
 
 
 @pytest.mark.parametrize("act,loss,ykind", [("sigmoid", "binary_crossentropy", "binary"),
                                              ("softmax", "categorical_crossentropy", "onehot"),
                                              ("softmax", "sparse_categorical_crossentropy", "sparse")])
-def test_saturated_outputs_are_clipped_as_keras_clips_them(keras, act, loss, ykind):
+def test_saturated_outputs_are_clipped_as_keras_clips_them(act, loss, ykind):
     """Large weights saturate sigmoid / softmax: Keras clips the outputs to
     [1e-7, 1 - 1e-7] (loss capped, no gradient there); so does the engine.
     BCE near saturation computes log(1 - q) of a float32 q within ~1e-4 of 1,
@@ -132,26 +146,23 @@ def test_saturated_outputs_are_clipped_as_keras_clips_them(keras, act, loss, yki
     and not the other, so that element's gradient is 0 in one and ~1 in the
     other: weights compared to 1e-3 there."""
     x, y = data(ykind, k=3)
-    bm, km = pair(keras, 3, act)
-    w = [a * 8 for a in bm.get_weights()]
-    bm.set_weights(w)
-    km.set_weights(w)
+    bm, w = pair(3, act, scale=8)
     p = bm.predict(x, verbose=0)
     assert (p > 1 - 1e-7).any() or (p < 1e-7).any()  # some outputs are clipped
-    hk, hb = fit_both(km, bm, x, y, keras.optimizers.SGD(0.01), bf.optimizers.SGD(0.01), loss, loss, epochs=2)
-    assert_history_close(hk, hb, rtol=1e-4 if act == "sigmoid" else RTOL)
-    assert_weights_close(km, bm, atol=1e-3 if act == "sigmoid" else 1e-5)
+    k, hb = fit_both(bm, w, x, y, lambda M: M.optimizers.SGD(0.01), loss, epochs=2)
+    assert_history_close(k["history"], hb, rtol=1e-4 if act == "sigmoid" else RTOL)
+    assert_weights_close(k["weights"], bm, atol=1e-3 if act == "sigmoid" else 1e-5)
 
 
-def test_weighted_loss_matches_keras_sample_weight_and_evaluate(keras):
+def test_weighted_loss_matches_keras_sample_weight_and_evaluate():
     x, y = data("real")
     sw = np.random.default_rng(3).random(len(x)).astype(np.float32) * 2
-    bm, km = pair(keras, 4, "linear")
-    hk, hb = fit_both(km, bm, x, y, keras.optimizers.SGD(0.1), bf.optimizers.SGD(0.1), "huber", "huber",
-                      ["mae"], ["mae"], ["mse"], ["mse"], sample_weight=sw)
-    assert_history_close(hk, hb)
-    assert_weights_close(km, bm)
-    ek = km.evaluate(x, y, sample_weight=sw, batch_size=16, verbose=0, return_dict=True)
+    bm, w = pair(4, "linear")
+    k, hb = fit_both(bm, w, x, y, lambda M: M.optimizers.SGD(0.1), "huber", ["mae"], ["mse"],
+                     evaluate=dict(sample_weight=sw, batch_size=16), sample_weight=sw)
+    assert_history_close(k["history"], hb)
+    assert_weights_close(k["weights"], bm)
+    ek = k["evaluate"]
     eb = bm.evaluate(x, y, sample_weight=sw, batch_size=16, verbose=0, return_dict=True)
     assert set(ek) == set(eb)
     for k in ek:
@@ -160,59 +171,58 @@ def test_weighted_loss_matches_keras_sample_weight_and_evaluate(keras):
 
 # ---- metrics: values per epoch (train and validation) with Keras's names ----
 
-def test_binary_metrics_match_keras(keras):
+def test_binary_metrics_match_keras():
     x, y = data("binary", k=1, n=64)
     vx, vy = data("binary", k=1, n=32, seed=7)
     sw = np.random.default_rng(4).random(len(x)).astype(np.float32)
     vsw = np.random.default_rng(5).random(len(vx)).astype(np.float32)
-    bm, km = pair(keras, 1, "sigmoid")
+    bm, w = pair(1, "sigmoid")
 
     def metrics(M):
         return ["accuracy", M.metrics.BinaryAccuracy(threshold=0.3), "AUC", M.metrics.AUC(num_thresholds=50, name="auc"),
                 M.metrics.Precision(name="precision"), M.metrics.Recall(name="recall"), "mae", "mse",
                 M.metrics.RootMeanSquaredError()]
 
-    hk, hb = fit_both(km, bm, x, y, keras.optimizers.Adam(0.05), bf.optimizers.Adam(0.05), "binary_crossentropy",
-                      "binary_crossentropy", metrics(keras), metrics(bf), ["accuracy", "auc", "precision"],
-                      ["accuracy", "auc", "precision"], epochs=2, sample_weight=sw, validation_data=(vx, vy, vsw))
+    k, hb = fit_both(bm, w, x, y, lambda M: M.optimizers.Adam(0.05), "binary_crossentropy", metrics,
+                     ["accuracy", "auc", "precision"], epochs=2, sample_weight=sw, validation_data=(vx, vy, vsw))
     assert "weighted_accuracy" in hb.history and "val_root_mean_squared_error" in hb.history
     assert "weighted_auc" in hb.history and "val_AUC" in hb.history
-    assert_history_close(hk, hb)
+    assert_history_close(k["history"], hb)
     # 8 Adam steps at lr 0.05: m / (sqrt(v) + eps) amplifies float32 rounding of tiny gradients
-    assert_weights_close(km, bm, atol=5e-6)
+    assert_weights_close(k["weights"], bm, atol=5e-6)
 
 
-def test_confusion_count_metrics_match_keras(keras):
+def test_confusion_count_metrics_match_keras():
     """TruePositives / FalsePositives / TrueNegatives / FalseNegatives: weighted
     counts over the epoch, per column of a multi-label output, train and validation."""
     x, y = data("binary", k=3, n=64)
     vx, vy = data("binary", k=3, n=32, seed=7)
     sw = np.random.default_rng(4).random(len(x)).astype(np.float32)
-    bm, km = pair(keras, 3, "sigmoid")
+    bm, w = pair(3, "sigmoid")
 
     def metrics(M):
         return [M.metrics.TruePositives(name="tp"), M.metrics.FalsePositives(thresholds=0.3, name="fp"),
                 M.metrics.TrueNegatives(name="tn"), M.metrics.FalseNegatives(name="fn")]
 
-    hk, hb = fit_both(km, bm, x, y, keras.optimizers.Adam(0.05), bf.optimizers.Adam(0.05), "binary_crossentropy",
-                      "binary_crossentropy", metrics(keras), metrics(bf), [keras.metrics.TrueNegatives(name="wtn")],
-                      [bf.metrics.TrueNegatives(name="wtn")], epochs=2, sample_weight=sw, validation_data=(vx, vy))
+    k, hb = fit_both(bm, w, x, y, lambda M: M.optimizers.Adam(0.05), "binary_crossentropy", metrics,
+                     lambda M: [M.metrics.TrueNegatives(name="wtn")], epochs=2, sample_weight=sw,
+                     validation_data=(vx, vy))
     assert {"tp", "fp", "tn", "fn", "val_fn", "wtn"} <= set(hb.history)
-    assert_history_close(hk, hb)
+    assert_history_close(k["history"], hb)
     # unweighted validation counts at one threshold: tp + fn + tn + (fp at 0.5) = samples * columns
     b = hb.history
     assert b["val_tp"][-1] + b["val_fn"][-1] + b["val_tn"][-1] <= 32 * 3
     assert b["val_tp"][-1] + b["val_fn"][-1] == vy.sum()
 
 
-def test_at_constraint_metrics_match_keras(keras):
+def test_at_constraint_metrics_match_keras():
     """PrecisionAtRecall / RecallAtPrecision / SensitivityAtSpecificity /
     SpecificityAtSensitivity: Keras's best statistic over evenly spaced
     thresholds under the constraint, weighted, train and validation."""
     x, y = data("binary", k=2, n=64)
     vx, vy = data("binary", k=2, n=32, seed=7)
     sw = np.random.default_rng(4).random(len(x)).astype(np.float32)
-    bm, km = pair(keras, 2, "sigmoid")
+    bm, w = pair(2, "sigmoid")
 
     def metrics(M):
         return [M.metrics.PrecisionAtRecall(0.5, name="p_at_r"), M.metrics.RecallAtPrecision(precision=0.7, name="r_at_p"),
@@ -220,13 +230,12 @@ def test_at_constraint_metrics_match_keras(keras):
                 M.metrics.SpecificityAtSensitivity(sensitivity=0.9, num_thresholds=7, name="sp_at_se"),
                 M.metrics.RecallAtPrecision(1.0, name="unreachable")]
 
-    hk, hb = fit_both(km, bm, x, y, keras.optimizers.Adam(0.05), bf.optimizers.Adam(0.05), "binary_crossentropy",
-                      "binary_crossentropy", metrics(keras), metrics(bf), [keras.metrics.PrecisionAtRecall(0.3, name="w")],
-                      [bf.metrics.PrecisionAtRecall(0.3, name="w")], epochs=2, sample_weight=sw,
-                      validation_data=(vx, vy))
+    k, hb = fit_both(bm, w, x, y, lambda M: M.optimizers.Adam(0.05), "binary_crossentropy", metrics,
+                     lambda M: [M.metrics.PrecisionAtRecall(0.3, name="w")], epochs=2, sample_weight=sw,
+                     validation_data=(vx, vy))
     assert {"p_at_r", "val_s_at_s", "w", "val_unreachable"} <= set(hb.history)
     assert 0.0 < hb.history["s_at_s"][-1] <= 1.0
-    assert_history_close(hk, hb)
+    assert_history_close(k["history"], hb)
     cfg = bf.metrics.SpecificityAtSensitivity(0.25, num_thresholds=9, name="q").get_config()
     assert cfg == {"name": "q", "num_thresholds": 9, "sensitivity": 0.25}
     assert bf.metrics.get({"class_name": "SpecificityAtSensitivity", "config": cfg})[0].value == 0.25
@@ -238,9 +247,9 @@ def test_at_constraint_metrics_match_keras(keras):
         bf.metrics.get("precision_at_recall")
 
 
-def test_categorical_metrics_match_keras(keras):
+def test_categorical_metrics_match_keras():
     x, y = data("onehot", k=5, n=64)
-    bm, km = pair(keras, 5, "softmax")
+    bm, w = pair(5, "softmax")
 
     def metrics(M):
         return ["accuracy", "categorical_accuracy", M.metrics.TopKCategoricalAccuracy(k=2),
@@ -248,36 +257,33 @@ def test_categorical_metrics_match_keras(keras):
                 M.metrics.RootMeanSquaredError(name="rmse"), M.metrics.AUC(name="auc"),
                 M.metrics.Precision(thresholds=0.3, name="precision")]
 
-    hk, hb = fit_both(km, bm, x, y, keras.optimizers.RMSprop(0.01), bf.optimizers.RMSprop(0.01),
-                      "categorical_crossentropy", "categorical_crossentropy", metrics(keras), metrics(bf), epochs=2,
-                      validation_split=0.25)
+    k, hb = fit_both(bm, w, x, y, lambda M: M.optimizers.RMSprop(0.01), "categorical_crossentropy", metrics,
+                     epochs=2, validation_split=0.25)
     assert "mean_absolute_error" in hb.history and "val_top_k_categorical_accuracy" in hb.history
-    assert_history_close(hk, hb)
-    assert_weights_close(km, bm)
+    assert_history_close(k["history"], hb)
+    assert_weights_close(k["weights"], bm)
 
 
-def test_sparse_metrics_and_class_weight_match_keras(keras):
+def test_sparse_metrics_and_class_weight_match_keras():
     x, y = data("sparse", k=5, n=64)
-    bm, km = pair(keras, 5, "softmax")
+    bm, w = pair(5, "softmax")
 
     def metrics(M):
         return ["accuracy", "sparse_categorical_accuracy", M.metrics.SparseTopKCategoricalAccuracy(k=2),
                 "sparse_top_k_categorical_accuracy"]
 
     cw = {0: 0.5, 2: 3.0, 4: 1.5}
-    hk, hb = fit_both(km, bm, x, y, keras.optimizers.SGD(0.1), bf.optimizers.SGD(0.1),
-                      "sparse_categorical_crossentropy", "sparse_categorical_crossentropy", metrics(keras),
-                      metrics(bf), ["accuracy"], ["accuracy"], epochs=2, class_weight=cw)
-    assert_history_close(hk, hb)
-    assert_weights_close(km, bm)
+    k, hb = fit_both(bm, w, x, y, lambda M: M.optimizers.SGD(0.1), "sparse_categorical_crossentropy", metrics,
+                     ["accuracy"], epochs=2, class_weight=cw)
+    assert_history_close(k["history"], hb)
+    assert_weights_close(k["weights"], bm)
 
 
-def test_regression_accuracy_resolves_by_output_shape_as_keras(keras):
+def test_regression_accuracy_resolves_by_output_shape_as_keras():
     x, y = data("binary", k=3)
-    bm, km = pair(keras, 3, "sigmoid")
-    hk, hb = fit_both(km, bm, x, y, keras.optimizers.SGD(0.1), bf.optimizers.SGD(0.1), "mse", "mse",
-                      ["accuracy", "binary_accuracy"], ["accuracy", "binary_accuracy"])
-    assert_history_close(hk, hb)  # 'accuracy' on 3 outputs with full targets: categorical
+    bm, w = pair(3, "sigmoid")
+    k, hb = fit_both(bm, w, x, y, lambda M: M.optimizers.SGD(0.1), "mse", ["accuracy", "binary_accuracy"])
+    assert_history_close(k["history"], hb)  # 'accuracy' on 3 outputs with full targets: categorical
 
 
 # ---- optimizers: weights after 6 updates ----
@@ -299,11 +305,10 @@ OPTS = [
 
 
 @pytest.mark.parametrize("name,make", OPTS, ids=[o[0] for o in OPTS])
-def test_optimizer_updates_match_keras(keras, name, make):
+def test_optimizer_updates_match_keras(name, make):
     x, y = data("sparse")
-    bm, km = pair(keras, 4, "softmax")
-    hk, hb = fit_both(km, bm, x, y, make(keras), make(bf), "sparse_categorical_crossentropy",
-                      "sparse_categorical_crossentropy", epochs=2)
-    assert_history_close(hk, hb)
-    assert_weights_close(km, bm)
+    bm, w = pair(4, "softmax")
+    k, hb = fit_both(bm, w, x, y, make, "sparse_categorical_crossentropy", epochs=2)
+    assert_history_close(k["history"], hb)
+    assert_weights_close(k["weights"], bm)
     assert bm.optimizer.iterations == 6 if not isinstance(bm.optimizer, str) else True

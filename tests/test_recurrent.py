@@ -10,6 +10,7 @@ import boundfit as bf
 from boundfit import layers
 from conftest import assert_plan_equals_arenas, directional_check_per_array as directional_check, engine_gradient
 from helpers.keras_compare import against_keras as compare, close
+from helpers.keras_recorded import case, keras_file
 from keras_ref import load
 
 T, D, U, B, V, E = 6, 3, 4, 5, 12, 3
@@ -176,8 +177,6 @@ def test_text_classifier_learns_synthetic_tokens():
 
 
 def test_keras_files_both_ways(tmp_path):
-    keras = load()
-
     def build(K, Ls):  # unrolled: Keras computes eagerly, without compiling
         return K.Sequential([K.Input((T,)), Ls.Embedding(V, E, mask_zero=True),
                              Ls.Bidirectional(Ls.LSTM(U, return_sequences=True, unroll=True), merge_mode="ave"),
@@ -186,13 +185,19 @@ def test_keras_files_both_ways(tmp_path):
     mb = build(bf, layers)
     mb.compile(optimizer="adam", loss="mse")
     mb.save(tmp_path / "bf.keras")
-    mk = keras.saving.load_model(tmp_path / "bf.keras")
-    close(mb.predict(IDS, verbose=0), np.asarray(mk(IDS)))
-    mk2 = build(keras, keras.layers)
-    mk2.compile(optimizer="adam", loss="mse")
-    mk2.save(tmp_path / "k.keras")
+    theirs = case(lambda: {"out": np.asarray(load().saving.load_model(tmp_path / "bf.keras")(IDS))},
+                  files=[tmp_path / "bf.keras"])
+    close(mb.predict(IDS, verbose=0), theirs["out"])
+
+    def save(p):
+        keras = load()
+        mk2 = build(keras, keras.layers)
+        mk2.compile(optimizer="adam", loss="mse")
+        mk2.save(p)
+        return {"out": np.asarray(mk2(IDS))}
+    ref = keras_file(tmp_path / "k.keras", save)
     mb2 = bf.models.load_model(tmp_path / "k.keras")
-    close(np.asarray(mk2(IDS)), mb2.predict(IDS, verbose=0))
+    close(ref["out"], mb2.predict(IDS, verbose=0))
     assert [type(l).__name__ for l in mb2.layers] == ["Embedding", "Bidirectional", "GRU", "Dense"]
 
 

@@ -7,13 +7,14 @@ elsewhere, and the accuracy / mean-error metrics count unmasked positions only
 (RootMeanSquaredError, like Keras's, ignores the mask). Against Keras 3 (JAX,
 CPU): loss, metrics and one SGD step; finite differences; plans equal to the
 arenas on cpu and emu; a learnable tagger; Keras files both ways; every new
-refusal."""
+refusal. Keras's side is recorded (helpers/keras_recorded.py)."""
 
 import numpy as np
 import pytest
 
 import boundfit as bf
 from boundfit import layers
+from helpers.keras_recorded import case, keras_file
 from keras_ref import load
 
 T, V, E, U, C, B = 6, 9, 4, 5, 3, 5
@@ -80,25 +81,34 @@ CASES = [("sparse_categorical_crossentropy", True, True), ("sparse_categorical_c
 @pytest.mark.parametrize("loss,mask,weighted", CASES,
                          ids=[f"{a[:4]}-{'mask' if m else 'nomask'}-{'sw' if w else 'nosw'}" for a, m, w in CASES])
 def test_loss_metrics_and_sgd_step_match_keras(loss, mask, weighted):
-    keras = load()
-    mk, mb = tagger(keras, keras.layers, loss, mask), tagger(bf, layers, loss, mask)
-    w0 = same_weights(mk, mb)
     y = TARGETS[loss]
     sw = SW if weighted else None
     swk = np.broadcast_to(SW[:, None], (B, T)).copy() if weighted else None  # Keras: (B,) and a (B, T) mask clash
-    mets, wmets = metrics_of(keras, loss)
-    mk.compile(optimizer=keras.optimizers.SGD(0.5), loss=loss, metrics=mets, weighted_metrics=wmets)
+
+    def keras_side():   # weights set, evaluate, one SGD step
+        keras = load()
+        mk = tagger(keras, keras.layers, loss, mask)
+        w0 = same_weights(mk, mk)
+        mets, wmets = metrics_of(keras, loss)
+        mk.compile(optimizer=keras.optimizers.SGD(0.5), loss=loss, metrics=mets, weighted_metrics=wmets)
+        rk = mk.evaluate(IDS, y, sample_weight=swk, batch_size=B, verbose=0, return_dict=True)
+        hk = mk.fit(IDS, y, sample_weight=swk, batch_size=B, epochs=1, shuffle=False, verbose=0).history["loss"][0]
+        return {"w0": w0, "evaluate": rk, "loss": hk, "weights": mk.get_weights()}
+    k = case(keras_side)
+    mb = tagger(bf, layers, loss, mask)
+    w0 = k["w0"]
+    mb.set_weights(w0)
     mets, wmets = metrics_of(bf, loss)
     mb.compile(optimizer=bf.optimizers.SGD(0.5), loss=loss, metrics=mets, weighted_metrics=wmets)
-    rk = mk.evaluate(IDS, y, sample_weight=swk, batch_size=B, verbose=0, return_dict=True)
+    rk = k["evaluate"]
     rb = mb.evaluate(IDS, y, sample_weight=sw, batch_size=B, verbose=0, return_dict=True)
     assert set(rk) == set(rb)
     for name in rk:
         assert abs(rk[name] - rb[name]) <= 1e-5 * max(abs(rk[name]), 1e-3), (name, rk[name], rb[name])
-    hk = mk.fit(IDS, y, sample_weight=swk, batch_size=B, epochs=1, shuffle=False, verbose=0).history["loss"][0]
+    hk = k["loss"]
     hb = mb.fit(IDS, y, sample_weight=sw, batch_size=B, epochs=1, shuffle=False, verbose=0).history["loss"][0]
     assert abs(hk - hb) <= 1e-5 * abs(hk)
-    dk = [w - v for w, v in zip(w0, mk.get_weights())]
+    dk = [w - v for w, v in zip(w0, k["weights"], strict=True)]
     db = [w - v for w, v in zip(w0, mb.get_weights())]
     top = max(float(np.abs(d).max()) for d in dk)
     for a, b in zip(dk, db):
@@ -110,8 +120,6 @@ def test_a_tagger_with_a_sentence_output_matches_keras():
     (GlobalAveragePooling1D over the unmasked steps, per-sample SCCE), with
     loss_weights and sample_weight: total and per-output losses, metrics and
     one SGD step."""
-    keras = load()
-
     def two(K, Ls):
         i = K.Input((T,))
         h = Ls.LSTM(U, return_sequences=True)(Ls.Embedding(V, E, mask_zero=True)(i))
@@ -119,21 +127,32 @@ def test_a_tagger_with_a_sentence_output_matches_keras():
         cls = Ls.Dense(2, activation="softmax", name="cls")(Ls.GlobalAveragePooling1D()(h))
         return K.Model(i, [tags, cls])
 
-    mk, mb = two(keras, keras.layers), two(bf, layers)
-    w0 = same_weights(mk, mb)
-    y = [TAGS, np.arange(B) % 2]
-    for M, m in ((keras, mk), (bf, mb)):
+    def compile(M, m):
         m.compile(optimizer=M.optimizers.SGD(0.5), loss=["sparse_categorical_crossentropy"] * 2,
                   loss_weights=[1.0, 0.5], metrics=[["accuracy"], ["accuracy"]])
+    y = [TAGS, np.arange(B) % 2]
     swk = [np.broadcast_to(SW[:, None], (B, T)).copy(), SW]
-    rk = mk.evaluate(IDS, y, sample_weight=swk, batch_size=B, verbose=0, return_dict=True)
+
+    def keras_side():   # weights set, evaluate, one SGD step
+        keras = load()
+        mk = two(keras, keras.layers)
+        w0 = same_weights(mk, mk)
+        compile(keras, mk)
+        rk = mk.evaluate(IDS, y, sample_weight=swk, batch_size=B, verbose=0, return_dict=True)
+        mk.fit(IDS, y, sample_weight=swk, batch_size=B, epochs=1, shuffle=False, verbose=0)
+        return {"w0": w0, "evaluate": rk, "weights": mk.get_weights()}
+    k = case(keras_side)
+    mb = two(bf, layers)
+    w0 = k["w0"]
+    mb.set_weights(w0)
+    compile(bf, mb)
+    rk = k["evaluate"]
     rb = mb.evaluate(IDS, y, sample_weight=SW, batch_size=B, verbose=0, return_dict=True)
     assert set(rk) == set(rb)
     for name in rk:
         assert abs(rk[name] - rb[name]) <= 1e-5 * max(abs(rk[name]), 1e-3), (name, rk[name], rb[name])
-    mk.fit(IDS, y, sample_weight=swk, batch_size=B, epochs=1, shuffle=False, verbose=0)
     mb.fit(IDS, y, sample_weight=SW, batch_size=B, epochs=1, shuffle=False, verbose=0)
-    dk = [w - v for w, v in zip(w0, mk.get_weights())]
+    dk = [w - v for w, v in zip(w0, k["weights"], strict=True)]
     top = max(float(np.abs(d).max()) for d in dk)
     for a, w, b in zip(dk, w0, mb.get_weights()):
         close(a, w - b, scale=top)
@@ -161,16 +180,22 @@ def test_masked_positions_play_no_part():
 def test_a_bidirectional_tagger_matches_keras_and_an_all_padded_batch_weighs_nothing():
     """The user's tagger (Bidirectional LSTM); a batch with no unmasked step has
     loss 0 (Keras's divide_no_nan) and leaves the weights as they were."""
-    keras = load()
-    mk, mb = tagger(keras, keras.layers, bidir=True), tagger(bf, layers, bidir=True)
-    same_weights(mk, mb)
-    mk.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    def keras_side():
+        keras = load()
+        mk = tagger(keras, keras.layers, bidir=True)
+        w0 = same_weights(mk, mk)
+        mk.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        return {"w0": w0, "evaluate": mk.evaluate(IDS, TAGS, batch_size=B, verbose=0, return_dict=True),
+                "predict": mk.predict(IDS, verbose=0)}
+    k = case(keras_side)
+    mb = tagger(bf, layers, bidir=True)
+    mb.set_weights(k["w0"])
     mb.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    rk = mk.evaluate(IDS, TAGS, batch_size=B, verbose=0, return_dict=True)
+    rk = k["evaluate"]
     rb = mb.evaluate(IDS, TAGS, batch_size=B, verbose=0, return_dict=True)
     for name in rk:
         assert abs(rk[name] - rb[name]) <= 1e-5 * abs(rk[name]), name
-    close(mk.predict(IDS, verbose=0), mb.predict(IDS, verbose=0))
+    close(k["predict"], mb.predict(IDS, verbose=0))
     w0 = mb.get_weights()
     h = mb.fit(np.zeros_like(IDS), TAGS, batch_size=B, epochs=1, verbose=0).history
     assert h["loss"] == [0.0] and h["accuracy"] == [0.0]
@@ -260,22 +285,32 @@ def test_a_tagger_learns_tag_of_token():
     assert abs(res["loss"] - want) <= 1e-5 * want
 
 
+def results(mk):
+    """Keras's predictions and evaluate's results on the tags"""
+    return {"predict": mk.predict(IDS, verbose=0),
+            "evaluate": mk.evaluate(IDS, TAGS, batch_size=B, verbose=0, return_dict=True)}
+
+
 def test_keras_files_both_ways(tmp_path):
-    keras = load()
     mb = tagger(bf, layers, bidir=True)
     mb.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     mb.save(tmp_path / "bf.keras")
-    mk = keras.saving.load_model(tmp_path / "bf.keras")
-    close(mk.predict(IDS, verbose=0), mb.predict(IDS, verbose=0))
-    rk = mk.evaluate(IDS, TAGS, batch_size=B, verbose=0, return_dict=True)
+    k = case(lambda: results(load().saving.load_model(tmp_path / "bf.keras")), files=[tmp_path / "bf.keras"])
+    close(k["predict"], mb.predict(IDS, verbose=0))
+    rk = k["evaluate"]
     rb = mb.evaluate(IDS, TAGS, batch_size=B, verbose=0, return_dict=True)
     assert abs(rk["loss"] - rb["loss"]) <= 1e-5 * rk["loss"] and abs(rk["accuracy"] - rb["accuracy"]) < 1e-6
-    mk2 = tagger(keras, keras.layers, bidir=True)
-    mk2.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    mk2.save(tmp_path / "k.keras")
+
+    def save(p):
+        keras = load()
+        mk2 = tagger(keras, keras.layers, bidir=True)
+        mk2.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        mk2.save(p)
+        return results(mk2)
+    k = keras_file(tmp_path / "k.keras", save)
     mb2 = bf.models.load_model(tmp_path / "k.keras")
-    close(mk2.predict(IDS, verbose=0), mb2.predict(IDS, verbose=0))
-    rk = mk2.evaluate(IDS, TAGS, batch_size=B, verbose=0, return_dict=True)
+    close(k["predict"], mb2.predict(IDS, verbose=0))
+    rk = k["evaluate"]
     rb = mb2.evaluate(IDS, TAGS, batch_size=B, verbose=0, return_dict=True)
     assert abs(rk["loss"] - rb["loss"]) <= 1e-5 * rk["loss"] and abs(rk["accuracy"] - rb["accuracy"]) < 1e-6
 

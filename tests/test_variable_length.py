@@ -7,7 +7,8 @@ lengths (the optimizer state continues); files with a variable-length input
 open in both; the errors name the layer or the data. One fit or evaluate over
 batches of several lengths (a Sequence of buckets) builds one engine per
 length, cached, plans each exactly and checks it before its first step;
-fit(lengths=...) plans them all before step one."""
+fit(lengths=...) plans them all before step one. Keras's side is recorded
+(helpers/keras_recorded.py)."""
 
 import numpy as np
 import pytest
@@ -16,11 +17,7 @@ import boundfit as bf
 from boundfit.errors import DataError
 
 import keras_ref
-
-
-@pytest.fixture(scope="module")
-def keras():
-    return keras_ref.load()
+from helpers.keras_recorded import case, keras_file
 
 
 def text_model(M, vocab=40):
@@ -38,44 +35,63 @@ def char_model(M, feats=7):
     return M.Model(inp, M.layers.Dense(feats, activation="softmax")(x))
 
 
-def pair(keras, build):
-    km, bm = build(keras), build(bf)
-    bm.set_weights(km.get_weights())   # before any data: the weights do not depend on the length
-    return km, bm
+def pair(build, results, save=None):
+    """boundfit's model given Keras's initial weights (before any data: the weights do not depend on the
+    length), and results(keras, km) of Keras's model (recorded); save: a path Keras's model is saved to first
+    (helpers/keras_recorded.keras_file)"""
+    def compute(path=None):
+        keras = keras_ref.load()
+        km = build(keras)
+        if path is not None:
+            km.save(path)
+        return {"w0": km.get_weights(), "results": results(keras, km)}
+    rec = case(compute) if save is None else keras_file(save, compute)
+    bm = build(bf)
+    bm.set_weights(rec["w0"])
+    return rec["results"], bm
 
 
-def test_predictions_at_several_lengths_match_keras(keras):
-    km, bm = pair(keras, text_model)
-    assert bm.input_shape == (None, None) and bm.output_shape == (None, 1)
+def test_predictions_at_several_lengths_match_keras():
     rng = np.random.default_rng(0)
-    for T in (20, 7, 1, 33):
-        x = rng.integers(0, 40, (9, T)).astype(np.int32)
-        np.testing.assert_allclose(bm.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    xs = [rng.integers(0, 40, (9, T)).astype(np.int32) for T in (20, 7, 1, 33)]
+    pk, bm = pair(text_model, lambda keras, km: [km.predict(x, verbose=0) for x in xs])
+    assert bm.input_shape == (None, None) and bm.output_shape == (None, 1)
+    for x, want in zip(xs, pk, strict=True):
+        np.testing.assert_allclose(bm.predict(x, verbose=0), want, rtol=1e-5, atol=1e-6)
 
 
-def test_a_step_by_step_decoding_loop_matches_keras(keras):
-    km, bm = pair(keras, char_model)
-    seq_k = seq_b = np.eye(7, dtype=np.float32)[[3]][None]          # (1, 1, 7): the seed character
-    for _ in range(5):
-        pk, pb = km.predict(seq_k, verbose=0), bm.predict(seq_b, verbose=0)
+def test_a_step_by_step_decoding_loop_matches_keras():
+    def decode(keras, km):   # Keras's loop: each step's prediction, its argmax the next character
+        seq, out = np.eye(7, dtype=np.float32)[[3]][None], []    # (1, 1, 7): the seed character
+        for _ in range(5):
+            out.append(km.predict(seq, verbose=0))
+            seq = np.concatenate([seq, np.eye(7, dtype=np.float32)[[int(np.argmax(out[-1][0]))]][None]], axis=1)
+        return out
+    steps, bm = pair(char_model, decode)
+    seq_b = np.eye(7, dtype=np.float32)[[3]][None]
+    for pk in steps:
+        pb = bm.predict(seq_b, verbose=0)
         np.testing.assert_allclose(pb, pk, rtol=1e-5, atol=1e-6)
         nxt = np.eye(7, dtype=np.float32)[[int(np.argmax(pk[0]))]][None]
-        seq_k = seq_b = np.concatenate([seq_k, nxt], axis=1)
+        seq_b = np.concatenate([seq_b, nxt], axis=1)
 
 
-def test_two_fits_at_two_lengths_continue_the_optimizer_as_keras(keras):
-    km, bm = pair(keras, text_model)
+def test_two_fits_at_two_lengths_continue_the_optimizer_as_keras():
     rng = np.random.default_rng(1)
     runs = [(rng.integers(0, 40, (32, T)).astype(np.int32), rng.integers(0, 2, (32, 1)).astype(np.float32))
             for T in (12, 5)]
-    km.compile(keras.optimizers.Adam(0.01), "binary_crossentropy")
+
+    def fits(keras, km):
+        km.compile(keras.optimizers.Adam(0.01), "binary_crossentropy")
+        losses = [km.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0).history["loss"] for x, y in runs]
+        return {"losses": losses, "iterations": int(km.optimizer.iterations), "weights": km.get_weights()}
+    k, bm = pair(text_model, fits)
     bm.compile(bf.optimizers.Adam(0.01), "binary_crossentropy")
-    for x, y in runs:
-        hk = km.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+    for (x, y), lk in zip(runs, k["losses"], strict=True):
         hb = bm.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
-        np.testing.assert_allclose(hb.history["loss"], hk.history["loss"], rtol=1e-4)
-    assert int(bm.optimizer.iterations) == int(km.optimizer.iterations) == 4
-    for a, b in zip(km.get_weights(), bm.get_weights()):
+        np.testing.assert_allclose(hb.history["loss"], lk, rtol=1e-4)
+    assert int(bm.optimizer.iterations) == k["iterations"] == 4
+    for a, b in zip(k["weights"], bm.get_weights(), strict=True):
         np.testing.assert_allclose(b, a, rtol=1e-3, atol=2e-5)
 
 
@@ -99,20 +115,25 @@ def test_each_length_is_planned_exactly():
     assert engine_bytes[1] > engine_bytes[0]   # longer sequences, larger activations
 
 
-def test_a_variable_length_model_file_opens_in_both(keras, tmp_path):
-    km, bm = pair(keras, text_model)
+def opened(path, x):
+    """Keras's side: the file at path opened in Keras, its input shape and predictions on x"""
+    theirs = keras_ref.load().models.load_model(path)
+    return {"input_shape": theirs.input_shape, "predict": theirs.predict(x, verbose=0)}
+
+
+def test_a_variable_length_model_file_opens_in_both(tmp_path):
     x = np.random.default_rng(3).integers(0, 40, (4, 9)).astype(np.int32)
-    want = km.predict(x, verbose=0)
+    pk, bm = pair(text_model, lambda keras, km: [km.predict(x[:, :T], verbose=0) for T in (9, 3)],
+                  save=tmp_path / "theirs.keras")
+    want = pk[0]
     bm.save(tmp_path / "ours.keras")
-    km.save(tmp_path / "theirs.keras")
-    theirs = keras.models.load_model(tmp_path / "ours.keras")
-    assert theirs.input_shape == (None, None)
-    np.testing.assert_allclose(theirs.predict(x, verbose=0), want, rtol=1e-5, atol=1e-6)
+    theirs = case(lambda: opened(tmp_path / "ours.keras", x), files=[tmp_path / "ours.keras"])
+    assert theirs["input_shape"] == (None, None)
+    np.testing.assert_allclose(theirs["predict"], want, rtol=1e-5, atol=1e-6)
     ours = bf.models.load_model(tmp_path / "theirs.keras")
     assert ours.input_shape == (None, None)
-    for T in (9, 3):
-        np.testing.assert_allclose(ours.predict(x[:, :T], verbose=0), km.predict(x[:, :T], verbose=0),
-                                   rtol=1e-5, atol=1e-6)
+    for T, want in zip((9, 3), pk, strict=True):
+        np.testing.assert_allclose(ours.predict(x[:, :T], verbose=0), want, rtol=1e-5, atol=1e-6)
 
 
 def test_variable_length_errors_name_the_layer_or_the_data():
@@ -131,18 +152,17 @@ def test_variable_length_errors_name_the_layer_or_the_data():
         m.predict(np.zeros((2, 3, 4), np.int32), verbose=0)
 
 
-def test_a_variable_length_sequential_runs_saves_and_matches_keras(keras, tmp_path):
+def test_a_variable_length_sequential_runs_saves_and_matches_keras(tmp_path):
     def build(M):
         return M.Sequential([M.Input((None, 7)), M.layers.LSTM(5), M.layers.Dense(2)])
-    km, bm = pair(keras, build)
     x = np.random.default_rng(4).standard_normal((3, 9, 7)).astype(np.float32)
-    for T in (9, 2):
-        np.testing.assert_allclose(bm.predict(x[:, :T], verbose=0), km.predict(x[:, :T], verbose=0),
-                                   rtol=1e-5, atol=1e-6)
+    pk, bm = pair(build, lambda keras, km: [km.predict(x[:, :T], verbose=0) for T in (9, 2)])
+    for T, want in zip((9, 2), pk, strict=True):
+        np.testing.assert_allclose(bm.predict(x[:, :T], verbose=0), want, rtol=1e-5, atol=1e-6)
     bm.save(tmp_path / "seq.keras")
-    theirs = keras.models.load_model(tmp_path / "seq.keras")
-    assert theirs.input_shape == (None, None, 7)
-    np.testing.assert_allclose(theirs.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    theirs = case(lambda: opened(tmp_path / "seq.keras", x), files=[tmp_path / "seq.keras"])
+    assert theirs["input_shape"] == (None, None, 7)
+    np.testing.assert_allclose(theirs["predict"], pk[0], rtol=1e-5, atol=1e-6)
 
 
 # ---- batches of several lengths in one fit (bucketed, as keras.io's text pipelines batch them) ----
@@ -171,26 +191,30 @@ def bucket_source(M, batches):
     return Buckets()
 
 
-def test_one_fit_over_batches_of_several_lengths_matches_keras(keras):
-    km, bm = pair(keras, bucket_model)
+def test_one_fit_over_batches_of_several_lengths_matches_keras():
     batches = bucket_batches([5, 7, 5, 9])
-    km.compile(keras.optimizers.Adam(0.02), "binary_crossentropy", metrics=["accuracy"])
-    bm.compile(bf.optimizers.Adam(0.02), "binary_crossentropy", metrics=["accuracy"])
     val = bucket_batches([5], seed=9)[0]   # validated on the first length's engine, after the epoch's last (9)
-    hk = km.fit(bucket_source(keras, batches), epochs=2, shuffle=False, verbose=0, validation_data=val)
+    xs = [(x,) for x, _ in batches]
+
+    def fit(keras, km):   # the fit, then evaluate and predict over the same batches
+        km.compile(keras.optimizers.Adam(0.02), "binary_crossentropy", metrics=["accuracy"])
+        hk = km.fit(bucket_source(keras, batches), epochs=2, shuffle=False, verbose=0, validation_data=val)
+        return {"history": hk.history, "iterations": int(km.optimizer.iterations), "weights": km.get_weights(),
+                "evaluate": km.evaluate(bucket_source(keras, batches), verbose=0),
+                "predict": km.predict(bucket_source(keras, xs), verbose=0)}
+    k, bm = pair(bucket_model, fit)
+    bm.compile(bf.optimizers.Adam(0.02), "binary_crossentropy", metrics=["accuracy"])
+    hk = k["history"]
     hb = bm.fit(bucket_source(bf, batches), epochs=2, shuffle=False, verbose=0, validation_data=val)
     for key in ("loss", "val_loss", "val_accuracy"):
-        np.testing.assert_allclose(hb.history[key], hk.history[key], rtol=1e-4)
-    np.testing.assert_allclose(hb.history["accuracy"], hk.history["accuracy"], rtol=1e-6)
-    assert int(bm.optimizer.iterations) == int(km.optimizer.iterations) == 8
-    for a, b in zip(km.get_weights(), bm.get_weights()):
+        np.testing.assert_allclose(hb.history[key], hk[key], rtol=1e-4)
+    np.testing.assert_allclose(hb.history["accuracy"], hk["accuracy"], rtol=1e-6)
+    assert int(bm.optimizer.iterations) == k["iterations"] == 8
+    for a, b in zip(k["weights"], bm.get_weights(), strict=True):
         np.testing.assert_allclose(b, a, rtol=1e-3, atol=2e-5)
     # evaluate and predict over the same batches: one engine per length, the loss and metric over all of them
-    ek, eb = km.evaluate(bucket_source(keras, batches), verbose=0), bm.evaluate(bucket_source(bf, batches), verbose=0)
-    np.testing.assert_allclose(eb, ek, rtol=1e-4)
-    xs = [(x,) for x, _ in batches]
-    np.testing.assert_allclose(bm.predict(bucket_source(bf, xs), verbose=0),
-                               km.predict(bucket_source(keras, xs), verbose=0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(bm.evaluate(bucket_source(bf, batches), verbose=0), k["evaluate"], rtol=1e-4)
+    np.testing.assert_allclose(bm.predict(bucket_source(bf, xs), verbose=0), k["predict"], rtol=1e-5, atol=1e-6)
 
 
 def test_each_length_is_built_once_cached_and_planned_exactly():
