@@ -5,12 +5,17 @@ cross-attention, finite-difference gradients, attention dropout, plans equal
 to the arenas (cpu and emu), a small Transformer encoder that learns a
 synthetic task, Keras files and configs, and every argument error."""
 
+import json
+import os
+import tempfile
+
 import numpy as np
 import pytest
 
 import boundfit as bf
 from boundfit import _core, layers
 from conftest import directional_check, numeric_loss
+from helpers.keras_recorded import case, keras_file
 from keras_ref import load as load_keras
 
 RTOL = 1e-5
@@ -25,33 +30,60 @@ def close(a, b, rtol=RTOL, atol=1e-6):
     np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=rtol, atol=atol)
 
 
-def build_pair(make, keras):
-    """make(L, Input, Model) builds one graph on either library; the same
-    (non-trivial) weights go into both."""
-    bm = make(layers, bf.Input, bf.Model)
-    km = make(keras.layers, keras.Input, keras.Model)
-    assert [w.shape for w in bm.get_weights()] == [tuple(w.shape) for w in km.get_weights()]
-    r = rng(7)
-    w = [(v + 0.3 * r.standard_normal(v.shape)).astype(np.float32) for v in bm.get_weights()]
-    bm.set_weights(w)
-    km.set_weights(w)
-    return bm, km
+def graph_on(make):
+    """make(L, Input, Model), one graph on either library, as a build(M) of the module M"""
+    return lambda M: make(M.layers, M.Input, M.Model)
 
 
-def compare_training(bm, km, keras, x, y, steps=2, loss="mse", device=None):
-    close(bm.predict(x, verbose=0, device=device), km.predict(x, verbose=0))
+def build_pair(build, x, y=None, steps=2, loss="mse", noise=(0.3, 7)):
+    """build(M) makes one model of either library (M: boundfit or keras); the
+    same (non-trivial) weights, Keras's moved by noise = (scale, seed), go
+    into both. Keras's side, recorded: the weights (w), its predictions of x
+    (p) and, y given, its evaluate (e), then the losses (loss) and weights
+    (w1) of `steps` steps of SGD with momentum. Returns (boundfit model,
+    Keras's record)."""
+    def compute():
+        keras = load_keras()
+        km = build(keras)
+        scale, seed = noise
+        r = rng(seed)
+        w = [(v + scale * r.standard_normal(v.shape)).astype(np.float32) for v in km.get_weights()]
+        km.set_weights(w)
+        out = dict(w=w, p=km.predict(x, verbose=0))
+        if y is not None:
+            km.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9), loss=loss)
+            out["e"] = km.evaluate(x, y, verbose=0)
+            hk = km.fit(x, y, batch_size=_rows(x) // steps, epochs=1, shuffle=False, verbose=0)
+            out.update(loss=hk.history["loss"], w1=km.get_weights())
+        return out
+    k = case(compute)
+    bm = build(bf)
+    assert [w.shape for w in bm.get_weights()] == [w.shape for w in k["w"]]
+    bm.set_weights(k["w"])
+    return bm, k
+
+
+def _rows(x):
+    return len(x[0]) if isinstance(x, list) else len(x)
+
+
+def compare_training(bm, k, x, y, steps=2, loss="mse", device=None):
+    close(bm.predict(x, verbose=0, device=device), k["p"])
     # SGD with momentum: the key bias's true gradient is 0 (softmax ignores a
     # constant per row), and Adam would scale both libraries' rounding noise
     # in it up to full steps
     bm.compile(optimizer=bf.optimizers.SGD(0.05, momentum=0.9), loss=loss)
-    km.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9), loss=loss)
-    close(bm.evaluate(x, y, verbose=0, device=device), km.evaluate(x, y, verbose=0))
-    n = len(x[0]) if isinstance(x, list) else len(x)
-    hb = bm.fit(x, y, batch_size=n // steps, epochs=1, shuffle=False, verbose=0, device=device)
-    hk = km.fit(x, y, batch_size=n // steps, epochs=1, shuffle=False, verbose=0)
-    close(hb.history["loss"], hk.history["loss"])
-    for a, b in zip(bm.get_weights(), km.get_weights()):
+    close(bm.evaluate(x, y, verbose=0, device=device), k["e"])
+    hb = bm.fit(x, y, batch_size=_rows(x) // steps, epochs=1, shuffle=False, verbose=0, device=device)
+    close(hb.history["loss"], k["loss"])
+    for a, b in zip(bm.get_weights(), k["w1"]):
         close(a, b, atol=1e-5)
+
+
+def trains_as_keras(build, x, y, steps=2, loss="mse", device=None, noise=(0.3, 7)):
+    """build_pair, then compare_training"""
+    bm, k = build_pair(build, x, y, steps, loss, noise)
+    compare_training(bm, k, x, y, steps, loss, device)
 
 
 def self_attention(causal=False, mask=False, heads=2, key_dim=4, **kw):
@@ -81,30 +113,22 @@ def data(n=8, mask=False, seed=1):
 def test_layernorm_variants_match_keras_outputs_loss_and_updates():
     """Three LayerNormalizations (defaults; no beta, eps 1e-5; no gamma, eps 0.1)
     on a rank-3 input, in one model (one Keras compilation)."""
-    keras = load_keras()
-
     def make(L, Input, Model):
         x = Input((4, 5))
         h = L.LayerNormalization()(L.Dense(6)(x))
         h = L.LayerNormalization(epsilon=1e-5, center=False)(L.Dense(6)(h))
         h = L.LayerNormalization(epsilon=0.1, scale=False)(L.Dense(6)(h))
         return Model(x, L.Dense(2)(L.Flatten()(h)))
-    bm, km = build_pair(make, keras)
     r = rng(2)
     x, y = r.standard_normal((12, 4, 5)).astype(np.float32) * 3 + 1, r.standard_normal((12, 2)).astype(np.float32)
-    compare_training(bm, km, keras, x, y, steps=3)
+    trains_as_keras(graph_on(make), x, y, steps=3)
 
 
 def test_layernorm_in_a_sequential_on_emu_equals_cpu_and_keras():
-    keras = load_keras()
-    bm = bf.Sequential([layers.Dense(7, input_shape=(5,)), layers.LayerNormalization(), layers.Dense(1)])
-    km = keras.Sequential([keras.Input((5,)), keras.layers.Dense(7), keras.layers.LayerNormalization(),
-                           keras.layers.Dense(1)])
-    w = [(v + 0.2 * rng(3).standard_normal(v.shape)).astype(np.float32) for v in bm.get_weights()]
-    bm.set_weights(w)
-    km.set_weights(w)
+    def build(M):
+        return M.Sequential([M.Input((5,)), M.layers.Dense(7), M.layers.LayerNormalization(), M.layers.Dense(1)])
     x, y = rng(4).standard_normal((16, 5)).astype(np.float32), rng(5).standard_normal((16, 1)).astype(np.float32)
-    compare_training(bm, km, keras, x, y, steps=2, device="emu")
+    trains_as_keras(build, x, y, steps=2, device="emu", noise=(0.2, 3))
 
 
 # ---- MultiHeadAttention against Keras ----
@@ -113,16 +137,13 @@ def test_self_attention_matches_keras_with_causal_mask_then_attention_mask():
     """Two stacked self-attentions: one with use_causal_mask, one with an
     explicit attention mask (a second model input); no mask at all is the
     cross-attention test below, both together the one after it."""
-    keras = load_keras()
-
     def make(L, Input, Model):
         x, m = Input((T, D)), Input((T, T))
         h = L.LayerNormalization()(L.Add()([x, L.MultiHeadAttention(2, 4)(x, x, use_causal_mask=True)]))
         h = L.Add()([h, L.MultiHeadAttention(3, 2)(h, h, attention_mask=m)])
         return Model([x, m], L.Dense(3)(L.Flatten()(h)))
-    bm, km = build_pair(make, keras)
     x, y = data(mask=True)
-    compare_training(bm, km, keras, x, y)
+    trains_as_keras(graph_on(make), x, y)
 
 
 def test_heads_big_enough_for_row_split_products_match_keras():
@@ -130,22 +151,17 @@ def test_heads_big_enough_for_row_split_products_match_keras():
     keys, key_dim 80): every tile product is over OpenBLAS's
     small-matrix size, so it runs in parts of C's rows (NT ones on a
     transposed B), forward and backward."""
-    keras = load_keras()
-
     def make(L, Input, Model):
         x, q, c = Input((128, 8)), Input((97, 8)), Input((161, 8))
         h1 = L.GlobalAveragePooling1D()(L.Add()([x, L.MultiHeadAttention(2, 64)(x, x, use_causal_mask=True)]))
         h2 = L.GlobalAveragePooling1D()(L.MultiHeadAttention(2, 80)(q, c))
         return Model([x, q, c], L.Dense(3)(L.Concatenate()([h1, h2])))
-    bm, km = build_pair(make, keras)
     r = rng(9)
     x = [r.standard_normal((4, n, 8)).astype(np.float32) for n in (128, 97, 161)]
-    compare_training(bm, km, keras, x, r.standard_normal((4, 3)).astype(np.float32))
+    trains_as_keras(graph_on(make), x, r.standard_normal((4, 3)).astype(np.float32))
 
 
 def test_cross_attention_with_key_value_dim_output_shape_and_no_bias_matches_keras():
-    keras = load_keras()
-
     def make(L, Input, Model):
         q, v, k = Input((5, 6)), Input((7, 4)), Input((7, 3))
         # Keras 3.15 on JAX fails value_dim != key_dim in its fused attention
@@ -154,35 +170,32 @@ def test_cross_attention_with_key_value_dim_output_shape_and_no_bias_matches_ker
         kw = dict(dropout=1e-9) if L is not layers else {}
         a = L.MultiHeadAttention(3, 2, value_dim=5, output_shape=4, use_bias=False, **kw)(q, v, key=k)
         return Model([q, v, k], L.Dense(2)(L.Flatten()(a)))
-    bm, km = build_pair(make, keras)
-    assert [w.shape for w in bm.get_weights()[:4]] == [(6, 3, 2), (3, 3, 2), (4, 3, 5), (3, 5, 4)]
     r = rng(6)
     x = [r.standard_normal((8, 5, 6)).astype(np.float32), r.standard_normal((8, 7, 4)).astype(np.float32),
          r.standard_normal((8, 7, 3)).astype(np.float32)]
-    compare_training(bm, km, keras, x, r.standard_normal((8, 2)).astype(np.float32))
+    y = r.standard_normal((8, 2)).astype(np.float32)
+    bm, k = build_pair(graph_on(make), x, y)
+    assert [w.shape for w in bm.get_weights()[:4]] == [(6, 3, 2), (3, 3, 2), (4, 3, 5), (3, 5, 4)]
+    compare_training(bm, k, x, y)
 
 
 def test_cross_attention_value_as_key_with_mask_on_emu_matches_keras():
-    keras = load_keras()
-
     def make(L, Input, Model):
         q, v, m = Input((3, 6)), Input((5, 6)), Input((3, 5))
         a = L.MultiHeadAttention(2, 3)(q, v, attention_mask=m, use_causal_mask=True)
         return Model([q, v, m], L.Dense(2, activation="softmax")(L.Flatten()(a)))
-    bm, km = build_pair(make, keras)
     r = rng(8)
     m = (r.random((10, 3, 5)) > 0.5).astype(np.float32)
     m[:, :, 0] = 1.0
     x = [r.standard_normal((10, 3, 6)).astype(np.float32), r.standard_normal((10, 5, 6)).astype(np.float32), m]
-    compare_training(bm, km, keras, x, r.integers(0, 2, 10), loss="sparse_categorical_crossentropy", device="emu")
+    trains_as_keras(graph_on(make), x, r.integers(0, 2, 10), loss="sparse_categorical_crossentropy", device="emu")
 
 
 def test_fully_masked_row_attends_uniformly_as_keras_on_jax():
-    keras = load_keras()
-    bm, km = build_pair(self_attention(mask=True), keras)
     (x, m), y = data(mask=True)
     m[:, 2, :] = 0.0  # query 2 may attend to nothing
-    close(bm.predict([x, m], verbose=0), km.predict([x, m], verbose=0))
+    bm, k = build_pair(graph_on(self_attention(mask=True)), [x, m])
+    close(bm.predict([x, m], verbose=0), k["p"])
     directional_check(_compiled(bm), [x, m], y)
 
 
@@ -367,24 +380,44 @@ def test_frozen_attention_passes_gradients_to_the_layers_before_it():
 
 # ---- Keras files and configs ----
 
+def keras_opens(path, run, out=None):
+    """run(keras, the model Keras loads from boundfit's file at path[, a path to save to]), recorded by the
+    file's contents; out: where the file run(...) saves goes (recorded too)"""
+    def compute():
+        keras = load_keras()
+        k = keras.models.load_model(path)
+        if out is None:
+            return run(keras, k)
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, os.path.basename(str(out)))
+            got = run(keras, k, p)
+            return dict(got, __out__=np.frombuffer(open(p, "rb").read(), np.uint8))
+    got = case(compute, label=os.path.basename(path), files=[path])
+    if out is not None:
+        with open(out, "wb") as f:
+            f.write(got.pop("__out__").tobytes())
+    return got
+
+
 def test_keras_file_with_layernorm_opens_in_keras_and_back(tmp_path):
-    keras = load_keras()
     m = bf.Sequential([layers.Dense(6, input_shape=(3, 4)), layers.LayerNormalization(epsilon=1e-4, center=False),
                        layers.Flatten(), layers.Dense(2)])
     m.compile(optimizer="adam", loss="mse")
     x = rng(1).standard_normal((5, 3, 4)).astype(np.float32)
     m.fit(x, rng(2).standard_normal((5, 2)).astype(np.float32), verbose=0)
     m.save(tmp_path / "m.keras")
-    km = keras.saving.load_model(tmp_path / "m.keras")
-    close(km.predict(x, verbose=0), m.predict(x, verbose=0))
-    km.save(tmp_path / "k.keras")
+
+    def run(keras, km, out):
+        km.save(out)
+        return dict(p=km.predict(x, verbose=0))
+    theirs = keras_opens(tmp_path / "m.keras", run, out=tmp_path / "k.keras")["p"]
+    close(theirs, m.predict(x, verbose=0))
     back = bf.models.load_model(tmp_path / "k.keras")
-    close(back.predict(x, verbose=0), km.predict(x, verbose=0))
+    close(back.predict(x, verbose=0), theirs)
     assert isinstance(back.layers[1], layers.LayerNormalization) and back.layers[1].epsilon == 1e-4
 
 
 def test_graph_with_masked_attention_saves_in_both_files_and_keras_opens_it(tmp_path):
-    keras = load_keras()
     m = _compiled(self_attention(True, True, dropout=0.1)(layers, bf.Input, bf.Model))
     x, y = data(mask=True)
     m.fit(x, y, verbose=0)
@@ -395,29 +428,45 @@ def test_graph_with_masked_attention_saves_in_both_files_and_keras_opens_it(tmp_
         np.testing.assert_array_equal(back.predict(x, verbose=0), want)
         mha = [l for l in back.layers if isinstance(l, layers.MultiHeadAttention)][0]
         assert mha._causal is True and mha.dropout == 0.1
-    k = keras.models.load_model(tmp_path / "m.keras")       # the weights in Keras's EinsumDense sublayers
-    np.testing.assert_allclose(np.asarray(k.predict(x, verbose=0)), want, rtol=1e-5, atol=1e-6)
-    km = self_attention(True, True)(keras.layers, keras.Input, keras.Model)   # and a file Keras writes
-    km.save(tmp_path / "k.keras")
+    k = keras_opens(tmp_path / "m.keras", lambda keras, k: dict(p=k.predict(x, verbose=0)))
+    np.testing.assert_allclose(np.asarray(k["p"]), want, rtol=1e-5, atol=1e-6)   # weights in EinsumDense sublayers
+
+    def save(p):   # and a file Keras writes
+        keras = load_keras()
+        km = self_attention(True, True)(keras.layers, keras.Input, keras.Model)
+        km.save(p)
+        return dict(p=km.predict(x, verbose=0))
+    theirs = keras_file(tmp_path / "k.keras", save)["p"]
     here = bf.models.load_model(tmp_path / "k.keras")
-    np.testing.assert_allclose(here.predict(x, verbose=0), np.asarray(km.predict(x, verbose=0)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(here.predict(x, verbose=0), np.asarray(theirs), rtol=1e-5, atol=1e-6)
 
 
-def test_multi_head_attention_config_round_trips_with_keras():
-    keras = load_keras()
+def test_multi_head_attention_config_round_trips_with_keras(tmp_path):
     from boundfit.saving.config import layer_from_config
-    k = keras.layers.MultiHeadAttention(2, 3, value_dim=4, output_shape=5, dropout=0.1, use_bias=False, name="att")
-    ki = keras.Input((4, 6))
-    k(ki, ki)
-    b = layer_from_config({"class_name": "MultiHeadAttention", "config": k.get_config()})
+
+    def theirs():
+        keras = load_keras()
+        k = keras.layers.MultiHeadAttention(2, 3, value_dim=4, output_shape=5, dropout=0.1, use_bias=False,
+                                            name="att")
+        ki = keras.Input((4, 6))
+        k(ki, ki)
+        return dict(config=k.get_config(), shapes=[tuple(w.shape) for w in k.get_weights()])
+    k = case(theirs)
+    b = layer_from_config({"class_name": "MultiHeadAttention", "config": k["config"]})
     assert (b.num_heads, b.key_dim, b.value_dim, b.output_shape_arg, b.dropout, b.use_bias) == (2, 3, 4, 5, 0.1, False)
     bi = bf.Input((4, 6))
     b(bi, bi)
-    k2 = keras.layers.MultiHeadAttention.from_config(b.get_config())
-    k2(ki, ki)
-    assert [tuple(w.shape) for w in k2.get_weights()] == [tuple(w.shape) for w in k.get_weights()]
+    (tmp_path / "config.json").write_text(json.dumps(b.get_config()))   # Keras's side recorded by the config
+
+    def from_ours():
+        keras = load_keras()
+        k2 = keras.layers.MultiHeadAttention.from_config(b.get_config())
+        ki = keras.Input((4, 6))
+        k2(ki, ki)
+        return [tuple(w.shape) for w in k2.get_weights()]
+    assert case(from_ours, files=[tmp_path / "config.json"]) == k["shapes"]
     with pytest.raises(ValueError, match="use_gate"):
-        layer_from_config({"class_name": "MultiHeadAttention", "config": dict(k.get_config(), use_gate=True)})
+        layer_from_config({"class_name": "MultiHeadAttention", "config": dict(k["config"], use_gate=True)})
 
 
 # ---- argument errors ----

@@ -5,12 +5,15 @@ same weights and batches give Keras's fit history (train and validation, with an
 evaluate; standalone, update_state / result / reset_state on arrays give Keras's values; configs round-trip;
 bad arguments and Mean / Sum in compile() raise naming them."""
 
+import os
+import tempfile
+
 import numpy as np
 import pytest
 
 import boundfit as bf
-
-import keras_ref
+from helpers import keras_recorded
+from keras_ref import load
 
 rng = np.random.default_rng(3)
 X = rng.standard_normal((48, 5)).astype(np.float32)
@@ -68,19 +71,27 @@ def _close(got, want, what):
 
 @pytest.mark.parametrize("group", list(GROUPS))
 def test_fit_history_and_evaluate_match_keras_with_and_without_sample_weights(group):
-    keras = keras_ref.load()
     act, units, loss, y, ms, wms = GROUPS[group]
-    km, bm = _model(keras, act, units), _model(bf, act, units)
-    bm.set_weights(km.get_weights())
-    km.compile(keras.optimizers.SGD(0.05), loss, metrics=ms(keras), weighted_metrics=wms(keras), run_eagerly=True)
-    bm.compile(bf.optimizers.SGD(0.05), loss, metrics=ms(bf), weighted_metrics=wms(bf))
     kw = dict(batch_size=16, epochs=2, shuffle=False, verbose=0, sample_weight=SW,
               validation_data=(X[:16], y[:16], SW[:16]))
-    hk, hb = km.fit(X, y, **kw).history, bm.fit(X, y, **kw).history
+
+    def compute():
+        keras = load()
+        km = _model(keras, act, units)
+        w = km.get_weights()
+        km.compile(keras.optimizers.SGD(0.05), loss, metrics=ms(keras), weighted_metrics=wms(keras),
+                   run_eagerly=True)
+        return dict(w=w, history=km.fit(X, y, **kw).history,
+                    evaluate=km.evaluate(X, y, batch_size=16, verbose=0, return_dict=True))
+    k = keras_recorded.case(compute)
+    bm = _model(bf, act, units)
+    bm.set_weights(k["w"])
+    bm.compile(bf.optimizers.SGD(0.05), loss, metrics=ms(bf), weighted_metrics=wms(bf))
+    hk, hb = k["history"], bm.fit(X, y, **kw).history
     assert sorted(hb) == sorted(hk)
-    for k in hk:
-        _close(hb[k], hk[k], f"{group}: history {k}")
-    ek = km.evaluate(X, y, batch_size=16, verbose=0, return_dict=True)
+    for k_ in hk:
+        _close(hb[k_], hk[k_], f"{group}: history {k_}")
+    ek = k["evaluate"]
     eb = bm.evaluate(X, y, batch_size=16, verbose=0, return_dict=True)
     assert sorted(eb) == sorted(ek)
     for k in ek:
@@ -127,19 +138,25 @@ STANDALONE = [   # (metric from the module M, y_true, y_pred)
 
 @pytest.mark.parametrize("case", range(len(STANDALONE)))
 def test_standalone_update_state_result_and_reset_match_keras(case):
-    keras = keras_ref.load()
     make, yt, yp = STANDALONE[case]
-    km, bm = make(keras), make(bf)
+    bm = make(bf)
     w = np.round(W10 * 2) if isinstance(bm, bf.metrics.IoU) else W10   # Keras's IoU casts weights to int
-    for m in (km, bm):
-        m.update_state(yt[:6], yp[:6])
-        m.update_state(yt[6:], yp[6:], sample_weight=w[6:])
-    _close(bm.result(), km.result(), type(bm).__name__)
+
+    def compute():
+        km = make(load())
+        km.update_state(yt[:6], yp[:6])
+        km.update_state(yt[6:], yp[6:], sample_weight=w[6:])
+        first = np.asarray(km.result())
+        km.reset_state()
+        km.update_state(yt, yp, sample_weight=w)
+        return first, np.asarray(km.result())
+    first, again = keras_recorded.case(compute)
+    bm.update_state(yt[:6], yp[:6])
+    bm.update_state(yt[6:], yp[6:], sample_weight=w[6:])
+    _close(bm.result(), first, type(bm).__name__)
     bm.reset_state()
-    km.reset_state()
     bm.update_state(yt, yp, sample_weight=w)
-    km.update_state(yt, yp, sample_weight=w)
-    _close(bm.result(), km.result(), f"{type(bm).__name__} after reset_state")
+    _close(bm.result(), again, f"{type(bm).__name__} after reset_state")
     if type(bm) is bf.metrics.MeanMetricWrapper:   # a function of the user's: not in Keras's names either
         with pytest.raises(ValueError, match="MeanMetricWrapper of an unknown function 'twice_abs_error'"):
             bf.metrics.deserialize(bf.metrics.serialize(bm))
@@ -149,25 +166,28 @@ def test_standalone_update_state_result_and_reset_match_keras(case):
 
 @pytest.mark.parametrize("cls", ["Mean", "Sum"])
 def test_mean_and_sum_match_keras_and_are_refused_by_compile(cls):
-    keras = keras_ref.load()
-    km, bm = getattr(keras.metrics, cls)(), getattr(bf.metrics, cls)()
-    for m in (km, bm):
+    def update(m):
         m.update_state([1.0, 3.0, 4.0])
         m.update_state(np.array([[1.0, 2.0], [5.0, 7.0]]), sample_weight=[0.5, 2.0])
-    _close(bm.result(), km.result(), cls)
+        return np.asarray(m.result())
+    bm = getattr(bf.metrics, cls)()
+    _close(update(bm), keras_recorded.case(lambda: update(getattr(load().metrics, cls)())), cls)
     model = _model(bf, "linear", 1)
     with pytest.raises(ValueError, match=f"is a {cls}, which takes values"):
         model.compile("sgd", "mse", metrics=[bm])
 
 
 def test_function_names_and_strings_resolve_as_keras():
-    keras = keras_ref.load()
-    for name in ("binary_crossentropy", "categorical_crossentropy", "sparse_categorical_crossentropy", "hinge",
-                 "squared_hinge", "categorical_hinge", "kl_divergence", "poisson", "log_cosh", "huber",
-                 "mean_absolute_percentage_error", "mean_squared_logarithmic_error", "pearson_correlation",
-                 "concordance_correlation", "binary_focal_crossentropy", "categorical_focal_crossentropy"):
-        y, p = ID3 if "sparse" in name else ONE3, P3 / P3.sum(-1, keepdims=True)
-        _close(getattr(bf.metrics, name)(y, p), getattr(keras.metrics, name)(y, p), name)
+    names = ("binary_crossentropy", "categorical_crossentropy", "sparse_categorical_crossentropy", "hinge",
+             "squared_hinge", "categorical_hinge", "kl_divergence", "poisson", "log_cosh", "huber",
+             "mean_absolute_percentage_error", "mean_squared_logarithmic_error", "pearson_correlation",
+             "concordance_correlation", "binary_focal_crossentropy", "categorical_focal_crossentropy")
+    p = P3 / P3.sum(-1, keepdims=True)
+    theirs = keras_recorded.case(lambda: {name: np.asarray(getattr(load().metrics, name)(
+        ID3 if "sparse" in name else ONE3, p)) for name in names})
+    for name in names:
+        y = ID3 if "sparse" in name else ONE3
+        _close(getattr(bf.metrics, name)(y, p), theirs[name], name)
     for s, cls in (("mape", "MeanAbsolutePercentageError"), ("kl_divergence", "KLDivergence"),
                    ("f1_score", "F1Score"), ("r2_score", "R2Score"), ("logcosh", "LogCoshError")):
         obj, name = bf.metrics.get(s)
@@ -198,14 +218,20 @@ def test_bad_arguments_raise_naming_them():
 
 
 def test_keras_files_carry_the_metrics_both_ways(tmp_path):
-    keras = keras_ref.load()
     m = _model(bf, "softmax", 3)
     m.compile("sgd", "categorical_crossentropy", metrics=[bf.metrics.F1Score(average="macro"), "mape",
                                                           bf.metrics.KLDivergence(), bf.metrics.OneHotMeanIoU(3)])
     m.save(tmp_path / "b.keras")
-    k = keras.models.load_model(tmp_path / "b.keras")
-    ek = k.evaluate(X, Y_ONE, batch_size=16, verbose=0, return_dict=True)
-    k.save(tmp_path / "k.keras")
+
+    def opened():   # Keras's side, recorded by the file's contents: its evaluate, and the file it saves
+        k = load().models.load_model(tmp_path / "b.keras")
+        ek = k.evaluate(X, Y_ONE, batch_size=16, verbose=0, return_dict=True)
+        with tempfile.TemporaryDirectory() as d:
+            k.save(os.path.join(d, "k.keras"))
+            return dict(ek=ek, file=np.frombuffer(open(os.path.join(d, "k.keras"), "rb").read(), np.uint8))
+    k = keras_recorded.case(opened, files=[tmp_path / "b.keras"])
+    ek = k["ek"]
+    (tmp_path / "k.keras").write_bytes(k["file"].tobytes())
     for model in (m, bf.models.load_model(tmp_path / "k.keras")):
         eb = model.evaluate(X, Y_ONE, batch_size=16, verbose=0, return_dict=True)
         assert sorted(eb) == sorted(ek)

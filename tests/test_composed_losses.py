@@ -10,16 +10,26 @@ weights; every Keras name resolving by string as in Keras; Keras's configs
 and serialized forms; .keras files both ways; bad arguments and the refused
 CTC / Circle raising by name."""
 
+import json
+import zlib
+
 import numpy as np
 import pytest
 
 import boundfit as bf
-
-import keras_ref
+from helpers.keras_recorded import case, keras_file
+from keras_ref import load
 
 rng = np.random.default_rng(7)
 B, D = 12, 4
 SW = rng.uniform(0.2, 2.0, B).astype(np.float32)
+
+
+@pytest.fixture(autouse=True)
+def _own_data(request):
+    """each test draws its data from its own seed: Keras's results are recorded per test, whichever ran before"""
+    global rng
+    rng = np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
 
 
 def _prob(shape):
@@ -93,11 +103,14 @@ def _engine_value(loss, t, p, sw=None):
 @pytest.mark.parametrize("name, kwargs, tk, pk, shape", CASES,
                          ids=[f"{c[0]}-{c[2]}-{c[3]}-{len(c[4])}d{'-args' if c[1] else ''}" for c in CASES])
 def test_each_loss_equals_keras_on_arrays_and_in_the_engine_with_sample_weights(name, kwargs, tk, pk, shape):
-    keras = keras_ref.load()
     t, p = DATA[tk]((B,) + shape), DATA[pk]((B,) + shape)
-    ref, loss = getattr(keras.losses, name)(**kwargs), getattr(bf.losses, name)(**kwargs)
-    sw = SW.reshape((B,) + (1,) * (np.ndim(ref.call(t, p)) - 1))   # Keras's weights of per-step values: (B, 1)
-    want, want_w = float(ref(t, p)), float(ref(t, p, sample_weight=sw))
+
+    def compute():
+        ref = getattr(load().losses, name)(**kwargs)
+        sw = SW.reshape((B,) + (1,) * (np.ndim(ref.call(t, p)) - 1))   # Keras's weights of per-step values: (B, 1)
+        return sw.shape, float(ref(t, p)), float(ref(t, p, sample_weight=sw))
+    sw_shape, want, want_w = case(compute)
+    loss, sw = getattr(bf.losses, name)(**kwargs), SW.reshape(sw_shape)
     tol = dict(rtol=2e-5, atol=1e-6)
     np.testing.assert_allclose(loss(t, p), want, **tol)
     np.testing.assert_allclose(loss(t, p, sample_weight=sw), want_w, **tol)
@@ -106,12 +119,10 @@ def test_each_loss_equals_keras_on_arrays_and_in_the_engine_with_sample_weights(
 
 
 def test_generalized_cross_entropy_takes_class_ids_as_keras():
-    keras = keras_ref.load()
     ids, p = rng.integers(0, D, B), DATA["softmax"]((B, D))
     p[0, ids[0]] = 0.0                                     # a zero probability of the target class
-    ref = keras.losses.CategoricalGeneralizedCrossEntropy(q=0.7)
     loss = bf.losses.CategoricalGeneralizedCrossEntropy(q=0.7)
-    want = float(ref(ids, p, sample_weight=SW))
+    want = case(lambda: float(load().losses.CategoricalGeneralizedCrossEntropy(q=0.7)(ids, p, sample_weight=SW)))
     np.testing.assert_allclose(loss(ids, p, sample_weight=SW), want, rtol=2e-5)
     np.testing.assert_allclose(_engine_value(loss, ids, p, SW), want, rtol=2e-5)
     np.testing.assert_allclose(_engine_value(loss, ids[:, None], p, SW), want, rtol=2e-5)   # (B, 1) ids too
@@ -139,56 +150,66 @@ def _heads_model(M):
 
 
 def test_a_model_with_a_composed_loss_per_head_trains_two_epochs_as_keras_with_sample_weights():
-    keras = keras_ref.load()
     n = 24
     x = rng.standard_normal((n, 5)).astype(np.float32)
     ys = [rng.integers(0, u, n) if tk == "ids" else np.abs(DATA[tk]((n, u))) if tk == "prob" else DATA[tk]((n, u))
           for _, _, u, tk in HEADS]
     sw = rng.uniform(0.2, 2.0, n).astype(np.float32)
-    km, bm = _heads_model(keras), _heads_model(bf)
-    bm.set_weights(km.get_weights())
-    km.compile(optimizer=keras.optimizers.SGD(0.1), loss=[h[0](keras) for h in HEADS])
+    keys = ["loss"] + [f"out{k}_loss" for k in range(len(HEADS))]
+
+    def compute():
+        keras = load()
+        km = _heads_model(keras)
+        w = km.get_weights()
+        km.compile(optimizer=keras.optimizers.SGD(0.1), loss=[h[0](keras) for h in HEADS])
+        hk = km.fit(x, ys, sample_weight=sw, batch_size=8, epochs=2, shuffle=False, verbose=0)
+        return dict(w=w, history={key: hk.history[key] for key in keys}, w1=km.get_weights())
+    k = case(compute)
+    bm = _heads_model(bf)
+    bm.set_weights(k["w"])
     bm.compile(optimizer=bf.optimizers.SGD(0.1), loss=[h[0](bf) for h in HEADS])
-    hk = km.fit(x, ys, sample_weight=sw, batch_size=8, epochs=2, shuffle=False, verbose=0)
     hb = bm.fit(x, ys, sample_weight=sw, batch_size=8, epochs=2, shuffle=False, verbose=0)
-    for key in ["loss"] + [f"out{k}_loss" for k in range(len(HEADS))]:
-        np.testing.assert_allclose(hb.history[key], hk.history[key], rtol=1e-4, atol=1e-6, err_msg=key)
-    for a, b in zip(bm.get_weights(), km.get_weights()):
+    for key in keys:
+        np.testing.assert_allclose(hb.history[key], k["history"][key], rtol=1e-4, atol=1e-6, err_msg=key)
+    for a, b in zip(bm.get_weights(), k["w1"]):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
 # ---- names, configs, files ----
 
-def _resolved(obj):
-    """The Keras loss function a loss object computes, by name."""
+def _resolved(obj, base=bf.losses.Loss):
+    """The Keras loss function a loss object computes, by name (base: the library's Loss class)."""
     if isinstance(obj, bf.losses.CustomLoss):
         g = obj.given
         return g.fn.__name__ if isinstance(g, bf.losses.ComposedLoss) else g.__name__
-    if not isinstance(obj, (bf.losses.Loss, keras_ref.load().losses.Loss)):
+    if not isinstance(obj, base):
         return obj.__name__
     return getattr(obj, "fn", None).__name__ if hasattr(obj, "fn") else {"huber_loss": "huber"}.get(obj.name,
                                                                                                    obj.name)
 
 
 def test_every_keras_loss_name_but_ctc_and_circle_resolves_as_in_keras():
-    keras = keras_ref.load()
-    from keras.src.losses import ALL_OBJECTS_DICT
-    names = sorted(k for k in ALL_OBJECTS_DICT if k not in ("Loss", "LossFunctionWrapper"))
     refused = {"CTC", "ctc", "Circle", "circle"}
-    for name in names:
-        if name in refused:
-            continue
-        assert _resolved(bf.losses.get(name)) == _resolved(keras.losses.get(name)), name
-    m = _identity((D,))
     t, p = DATA["prob"]((B, D)), DATA["prob"]((B, D))
-    m.compile(optimizer="sgd", loss="kld")
-    want = float(np.mean(keras.losses.get("kld")(t, p)))
-    np.testing.assert_allclose(m.evaluate(p, t, batch_size=B, verbose=0), want, rtol=2e-5)
-    m.compile(optimizer="sgd", loss=bf.losses.categorical_focal_crossentropy)   # a function, traced
     oh, sm = _onehot((B, D)), DATA["softmax"]((B, D))
-    want = float(np.mean(keras.losses.categorical_focal_crossentropy(oh, sm)))
-    np.testing.assert_allclose(m.evaluate(sm, oh, batch_size=B, verbose=0), want, rtol=2e-5)
-    public = [n for n in dir(keras.losses) if not n.startswith("_")]
+
+    def compute():
+        keras = load()
+        from keras.src.losses import ALL_OBJECTS_DICT
+        names = sorted(k for k in ALL_OBJECTS_DICT if k not in ("Loss", "LossFunctionWrapper") and k not in refused)
+        return dict(resolved={name: _resolved(keras.losses.get(name), keras.losses.Loss) for name in names},
+                    kld=float(np.mean(keras.losses.get("kld")(t, p))),
+                    focal=float(np.mean(keras.losses.categorical_focal_crossentropy(oh, sm))),
+                    public=[n for n in dir(keras.losses) if not n.startswith("_")])
+    k = case(compute)
+    for name, theirs in k["resolved"].items():
+        assert _resolved(bf.losses.get(name)) == theirs, name
+    m = _identity((D,))
+    m.compile(optimizer="sgd", loss="kld")
+    np.testing.assert_allclose(m.evaluate(p, t, batch_size=B, verbose=0), k["kld"], rtol=2e-5)
+    m.compile(optimizer="sgd", loss=bf.losses.categorical_focal_crossentropy)   # a function, traced
+    np.testing.assert_allclose(m.evaluate(sm, oh, batch_size=B, verbose=0), k["focal"], rtol=2e-5)
+    public = k["public"]
     works = [n for n in public if n not in refused and hasattr(bf.losses, n)]
     assert sorted(set(public) - set(works)) == sorted(refused)   # 44 of Keras's 48 names (16 before)
 
@@ -201,21 +222,36 @@ def test_ctc_and_circle_are_refused_by_name_with_what_to_use_instead(name):
         _identity((D,)).compile(optimizer="sgd", loss=name)
 
 
-def test_configs_and_serialized_forms_are_keras_and_load_in_keras():
-    keras = keras_ref.load()
-    from keras.src.losses import ALL_OBJECTS_DICT
+def test_configs_and_serialized_forms_are_keras_and_load_in_keras(tmp_path):
+    kws = {cls.__name__: {"axis": [1, 2]} if cls.__name__ in ("Dice", "Tversky") else {}
+           for cls in bf.losses.composed.CLASSES}
+    ours = {name: bf.losses.serialize(getattr(bf.losses, name)(**kw)) for name, kw in kws.items()}
+    (tmp_path / "ours.json").write_text(json.dumps(ours, sort_keys=True))   # Keras's side recorded by them
+
+    def compute():
+        keras = load()
+        from keras.src.losses import ALL_OBJECTS_DICT
+        out = {}
+        for name, kw in kws.items():
+            theirs = getattr(keras.losses, name)(**kw)
+            out[name] = dict(config=theirs.get_config(), serialized=keras.losses.serialize(theirs), back=None)
+            if name in ALL_OBJECTS_DICT:   # not CategoricalGeneralizedCrossEntropy, which Keras 3.15 leaves out
+                back = keras.losses.deserialize(ours[name])
+                out[name]["back"] = [type(back).__name__, back.get_config()]
+        return dict(out, kl_divergence=keras.losses.serialize(keras.losses.kl_divergence),
+                    poisson=keras.losses.serialize(keras.losses.poisson))
+    k = case(compute, files=[tmp_path / "ours.json"])
     for cls in bf.losses.composed.CLASSES:
-        kw = {"axis": [1, 2]} if cls.__name__ in ("Dice", "Tversky") else {}
-        ours, theirs = cls(**kw), getattr(keras.losses, cls.__name__)(**kw)
-        assert ours.get_config() == theirs.get_config(), cls.__name__
-        assert bf.losses.serialize(ours) == keras.losses.serialize(theirs), cls.__name__
-        if cls.__name__ in ALL_OBJECTS_DICT:   # not CategoricalGeneralizedCrossEntropy, which Keras 3.15 leaves out
-            back = keras.losses.deserialize(bf.losses.serialize(ours))
-            assert type(back).__name__ == cls.__name__ and back.get_config() == theirs.get_config()
-        again = bf.losses.deserialize(keras.losses.serialize(theirs))
-        assert type(again) is cls and again.get_config() == ours.get_config()
-    assert bf.losses.serialize(bf.losses.kl_divergence) == keras.losses.serialize(keras.losses.kl_divergence)
-    assert bf.losses.deserialize(keras.losses.serialize(keras.losses.poisson)) is bf.losses.poisson
+        name, theirs = cls.__name__, k[cls.__name__]
+        mine = cls(**kws[name])
+        assert mine.get_config() == theirs["config"], name
+        assert ours[name] == theirs["serialized"], name
+        if theirs["back"] is not None:
+            assert theirs["back"] == [name, theirs["config"]]
+        again = bf.losses.deserialize(theirs["serialized"])
+        assert type(again) is cls and again.get_config() == mine.get_config()
+    assert bf.losses.serialize(bf.losses.kl_divergence) == k["kl_divergence"]
+    assert bf.losses.deserialize(k["poisson"]) is bf.losses.poisson
 
 
 def _file_model(M):
@@ -224,24 +260,32 @@ def _file_model(M):
 
 
 def test_a_model_compiled_with_composed_losses_saves_and_loads_both_ways(tmp_path):
-    keras = keras_ref.load()
     x, t = rng.standard_normal((16, 5)).astype(np.float32), _onehot((16, 3))
     m = _file_model(bf)
     m.compile(optimizer="adam", loss=bf.losses.CategoricalFocalCrossentropy(gamma=3.0, label_smoothing=0.1))
     m.fit(x, t, batch_size=8, epochs=1, verbose=0)
     m.save(tmp_path / "b.keras")
-    k = keras.saving.load_model(tmp_path / "b.keras")
-    assert k.loss.get_config() == keras.losses.CategoricalFocalCrossentropy(gamma=3.0,
-                                                                            label_smoothing=0.1).get_config()
-    np.testing.assert_allclose(k.evaluate(x, t, batch_size=16, verbose=0), m.evaluate(x, t, batch_size=16, verbose=0),
-                               rtol=1e-5)
-    for loss in (keras.losses.Tversky(alpha=0.2, beta=0.8), keras.losses.kl_divergence, "msle"):
+
+    def opened():
+        keras = load()
+        k = keras.saving.load_model(tmp_path / "b.keras")
+        return dict(same=k.loss.get_config() == keras.losses.CategoricalFocalCrossentropy(
+            gamma=3.0, label_smoothing=0.1).get_config(), value=k.evaluate(x, t, batch_size=16, verbose=0))
+    k = case(opened, files=[tmp_path / "b.keras"])
+    assert k["same"]
+    np.testing.assert_allclose(k["value"], m.evaluate(x, t, batch_size=16, verbose=0), rtol=1e-5)
+
+    def save(p, i):
+        keras = load()
         k = _file_model(keras)
-        k.compile(optimizer="adam", loss=loss)
-        k.save(tmp_path / "k.keras")
+        k.compile(optimizer="adam", loss=(keras.losses.Tversky(alpha=0.2, beta=0.8), keras.losses.kl_divergence,
+                                          "msle")[i])
+        k.save(p)
+        return dict(value=k.evaluate(x, t, batch_size=16, verbose=0))
+    for i in range(3):
+        want = keras_file(tmp_path / "k.keras", lambda p: save(p, i), label=f"loss{i}")["value"]
         b = bf.models.load_model(tmp_path / "k.keras")
-        np.testing.assert_allclose(b.evaluate(x, t, batch_size=16, verbose=0),
-                                   k.evaluate(x, t, batch_size=16, verbose=0), rtol=1e-5)
+        np.testing.assert_allclose(b.evaluate(x, t, batch_size=16, verbose=0), want, rtol=1e-5)
         h = b.fit(x, t, batch_size=8, epochs=1, verbose=0)
         assert np.isfinite(h.history["loss"][0])
 

@@ -16,14 +16,10 @@ from boundfit import _core, graph
 from conftest import assert_plan_equals_arenas
 from test_cuda_backend import _REASON, _assert_weights_close, _train_both
 
-import keras_ref
+from helpers.keras_recorded import case
+from keras_ref import load
 
 BLOCKS = 60  # 5 nodes a block: Dense, Activation, Add, then ops.multiply and ops.add
-
-
-@pytest.fixture(scope="module")
-def keras():
-    return keras_ref.load()
 
 
 def deep_mlp(M=bf, blocks=BLOCKS, width=3):
@@ -41,24 +37,31 @@ def test_engine_limit_is_exposed_and_at_least_512():
     assert _core.MAX_LAYERS >= 512
 
 
-def test_a_model_of_300_layer_calls_trains_and_predicts_as_keras(keras):
-    km, bm = deep_mlp(keras), deep_mlp(bf)
-    nodes = len(graph.compile_graph(bm).specs)
-    assert 300 <= nodes <= _core.MAX_LAYERS
-    assert [w.shape for w in bm.get_weights()] == [w.shape for w in km.get_weights()]
-    bm.set_weights(km.get_weights())
+def test_a_model_of_300_layer_calls_trains_and_predicts_as_keras():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((16, 3)).astype(np.float32)
     y = rng.standard_normal((16, 1)).astype(np.float32)
-    np.testing.assert_allclose(bm.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
-    km.compile(keras.optimizers.Adam(0.01), "mse")
+
+    def compute():
+        keras = load()
+        km = deep_mlp(keras)
+        w, p0 = km.get_weights(), km.predict(x, verbose=0)
+        km.compile(keras.optimizers.Adam(0.01), "mse")
+        hk = km.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)  # two steps
+        return dict(w=w, p0=p0, loss=hk.history["loss"], w1=km.get_weights(), p1=km.predict(x, verbose=0))
+    k = case(compute)
+    bm = deep_mlp(bf)
+    nodes = len(graph.compile_graph(bm).specs)
+    assert 300 <= nodes <= _core.MAX_LAYERS
+    assert [w.shape for w in bm.get_weights()] == [w.shape for w in k["w"]]
+    bm.set_weights(k["w"])
+    np.testing.assert_allclose(bm.predict(x, verbose=0), k["p0"], rtol=1e-5, atol=1e-6)
     bm.compile(bf.optimizers.Adam(0.01), "mse")
-    hk = km.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)  # two steps
     hb = bm.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
-    np.testing.assert_allclose(hb.history["loss"], hk.history["loss"], rtol=1e-4)
-    for a, b in zip(km.get_weights(), bm.get_weights()):
+    np.testing.assert_allclose(hb.history["loss"], k["loss"], rtol=1e-4)
+    for a, b in zip(k["w1"], bm.get_weights()):
         np.testing.assert_allclose(b, a, rtol=1e-3, atol=1e-5)
-    np.testing.assert_allclose(bm.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(bm.predict(x, verbose=0), k["p1"], rtol=1e-4, atol=1e-5)
     assert_plan_equals_arenas(bm, x, y, batch_size=8)
 
 

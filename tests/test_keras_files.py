@@ -4,7 +4,10 @@ Keras 3 load here (same predictions, and training goes on from Keras's
 optimizer state); unsupported layers and options are named; every save is
 atomic (a failure mid-save leaves the previous file loadable)."""
 
+import json
 import os
+import tempfile
+import warnings
 import zipfile
 
 import numpy as np
@@ -14,7 +17,8 @@ import boundfit as bf
 from boundfit import layers as L
 from boundfit.saving import keras_file as keras_format
 
-import keras_ref
+from helpers.keras_recorded import case, keras_file
+from keras_ref import load
 
 
 def _data(shape=(8, 8, 1), n=32, classes=3, seed=0):
@@ -63,9 +67,30 @@ def _close(a, b, tol=1e-5):
     np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
 
 
+def _keras_opens(path, run, out=None):
+    """run(keras, the model Keras loads from boundfit's file at path), recorded by the file's contents; out: a
+    file run(...) writes (its "__out__" path), recorded too and written there"""
+    def compute():
+        keras = load()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            k = keras.saving.load_model(path)
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, os.path.basename(str(out)))
+            got = dict(run(keras, k, p) if out is not None else run(keras, k),
+                       user_warnings=[str(w.message) for w in caught if issubclass(w.category, UserWarning)])
+            if out is not None:
+                got["__out__"] = np.frombuffer(open(p, "rb").read(), np.uint8)
+        return got
+    got = case(compute, label=os.path.basename(path), files=[path])
+    if out is not None:
+        with open(out, "wb") as f:
+            f.write(got.pop("__out__").tobytes())
+    return got
+
+
 @pytest.mark.parametrize("make", [_model_a, _model_b], ids=["conv-bn-pool-dropout", "gap-reshape-activation"])
 def test_keras_file_saved_here_loads_in_keras_with_same_predictions(tmp_path, make):
-    keras = keras_ref.load()
     x, y = _data()
     m = make()
     loss = "sparse_categorical_crossentropy" if make is _model_a else \
@@ -76,28 +101,31 @@ def test_keras_file_saved_here_loads_in_keras_with_same_predictions(tmp_path, ma
     m.save(path)
     with zipfile.ZipFile(path) as z:
         assert {"config.json", "metadata.json", "model.weights.h5"} <= set(z.namelist())
-    k = keras.saving.load_model(path)
-    _close(k.predict(x, verbose=0), m.predict(x, verbose=0))
-    assert [l.name for l in k.layers] == [l.name for l in m.layers]
-    assert int(k.optimizer.iterations) == m.optimizer.iterations == 4
-    assert type(k.optimizer).__name__ == "Adam"
+    k = _keras_opens(path, lambda keras, k: dict(p=k.predict(x, verbose=0), names=[l.name for l in k.layers],
+                                                 iterations=int(k.optimizer.iterations),
+                                                 optimizer=type(k.optimizer).__name__))
+    _close(k["p"], m.predict(x, verbose=0))
+    assert k["names"] == [l.name for l in m.layers]
+    assert k["iterations"] == m.optimizer.iterations == 4
+    assert k["optimizer"] == "Adam"
 
 
 def test_optimizer_state_written_here_continues_identically_in_keras(tmp_path):
     """Adam's moments go into optimizer/vars in Keras's order: one more step in
     Keras and here from the saved file gives the same weights."""
-    keras = keras_ref.load()
     x, y = _data(n=16)
     m = bf.Sequential([L.Conv2D(3, 3, activation="relu", input_shape=(8, 8, 1)), L.Flatten(),
                        L.Dense(3, activation="softmax")])
     m.compile(optimizer=bf.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy")
     m.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
     m.save(tmp_path / "m.keras")
-    k = keras.saving.load_model(tmp_path / "m.keras")
-    k.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+    def run(keras, k):
+        k.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+        return dict(iterations=int(k.optimizer.iterations), w=k.get_weights())
+    k = _keras_opens(tmp_path / "m.keras", run)
     m.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
-    assert int(k.optimizer.iterations) == 4
-    for a, b in zip(k.get_weights(), m.get_weights()):
+    assert k["iterations"] == 4
+    for a, b in zip(k["w"], m.get_weights()):
         _close(a, b)
 
 
@@ -110,62 +138,78 @@ MORE_OPTIMIZERS = [("Adamax", dict(learning_rate=0.01, weight_decay=0.01)), ("Ad
 def test_later_optimizers_state_continues_identically_both_ways(tmp_path, cls, kw):
     """Adamax, Adadelta, Ftrl, Lion, Lamb: their config and state (Keras's variable order) written here
     continue in Keras, and Keras's file continues here, to the same weights."""
-    keras = keras_ref.load()
     x, y = _data(n=16)
     m = bf.Sequential([L.Flatten(input_shape=(8, 8, 1)), L.Dense(4, activation="tanh"),
                        L.Dense(3, activation="softmax")])
     m.compile(optimizer=getattr(bf.optimizers, cls)(**kw), loss="sparse_categorical_crossentropy")
     m.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
     m.save(tmp_path / "m.keras")
-    k = keras.saving.load_model(tmp_path / "m.keras")
-    assert type(k.optimizer).__name__ == cls and int(k.optimizer.iterations) == 2
-    assert all(k.optimizer.get_config()[a] == pytest.approx(v) for a, v in kw.items())
-    k.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    def run(keras, k, out):
+        got = dict(optimizer=type(k.optimizer).__name__, iterations=int(k.optimizer.iterations),
+                   config={a: k.optimizer.get_config()[a] for a in kw})
+        k.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+        got["w1"] = k.get_weights()
+        k.save(out)                                   # and back: Keras's state (no boundfit/ group) here
+        k.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+        return dict(got, w2=k.get_weights())
+    k = _keras_opens(tmp_path / "m.keras", run, out=tmp_path / "k.keras")
+    assert k["optimizer"] == cls and k["iterations"] == 2
+    assert all(k["config"][a] == pytest.approx(v) for a, v in kw.items())
     m.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
-    for a, b in zip(k.get_weights(), m.get_weights()):
+    for a, b in zip(k["w1"], m.get_weights()):
         _close(a, b)
-    k.save(tmp_path / "k.keras")                      # and back: Keras's state (no boundfit/ group) here
     r = bf.models.load_model(tmp_path / "k.keras")
     assert isinstance(r.optimizer, getattr(bf.optimizers, cls)) and r.optimizer.iterations == 4
-    k.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
     r.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
-    for a, b in zip(k.get_weights(), r.get_weights()):
+    for a, b in zip(k["w2"], r.get_weights()):
         _close(a, b)
 
 
 def test_keras_file_written_by_keras_loads_here_and_trains_on(tmp_path):
-    keras = keras_ref.load()
     x, y = _data()
-    k = _keras_model(keras)
-    k.compile(optimizer=keras.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    k.fit(x, y, batch_size=32, epochs=2, shuffle=False, verbose=0)
-    k.save(tmp_path / "k.keras")
+
+    def save(p):
+        keras = load()
+        k = _keras_model(keras)
+        k.compile(optimizer=keras.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        k.fit(x, y, batch_size=32, epochs=2, shuffle=False, verbose=0)
+        k.save(p)
+        got = dict(p=k.predict(x, verbose=0))
+        k.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)
+        return dict(got, w=k.get_weights())
+    k = keras_file(tmp_path / "k.keras", save)
     m = bf.models.load_model(tmp_path / "k.keras")
-    _close(m.predict(x, verbose=0), k.predict(x, verbose=0))
+    _close(m.predict(x, verbose=0), k["p"])
     assert isinstance(m.optimizer, bf.optimizers.Adam) and m.optimizer.iterations == 2
     assert m.optimizer.learning_rate == pytest.approx(0.01)
     # training goes on from Keras's optimizer state: one more step agrees with Keras
-    k.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)
     h = m.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)
     assert np.isfinite(h.history["loss"][0]) and m.optimizer.iterations == 3
-    for a, b in zip(k.get_weights(), m.get_weights()):
+    for a, b in zip(k["w"], m.get_weights()):
         _close(a, b, 1e-4)
 
 
 def test_weights_h5_both_ways(tmp_path):
-    keras = keras_ref.load()
     x, _ = _data()
-    k = _keras_model(keras)
+
+    def save(p):
+        k = _keras_model(load())
+        k.save_weights(p)
+        return dict(p=k.predict(x, verbose=0))
     m = bf.Sequential([L.Conv2D(4, 3, activation="relu", padding="same", input_shape=(8, 8, 1)),
                        L.BatchNormalization(), L.MaxPooling2D(), L.AveragePooling2D(pool_size=2, strides=1),
                        L.Flatten(), L.Dense(5, activation="relu"), L.Dense(3, activation="softmax")])
-    k.save_weights(tmp_path / "k.weights.h5")
+    want = keras_file(tmp_path / "k.weights.h5", save)["p"]
     m.load_weights(tmp_path / "k.weights.h5")
-    _close(m.predict(x, verbose=0), k.predict(x, verbose=0))
+    _close(m.predict(x, verbose=0), want)
     m.set_weights([w * 0.5 + 0.1 for w in m.get_weights()])
     m.save_weights(tmp_path / "m.weights.h5")
-    k.load_weights(tmp_path / "m.weights.h5")
-    _close(k.predict(x, verbose=0), m.predict(x, verbose=0))
+
+    def load_weights():
+        k = _keras_model(load())
+        k.load_weights(tmp_path / "m.weights.h5")
+        return k.predict(x, verbose=0)
+    _close(case(load_weights, files=[tmp_path / "m.weights.h5"]), m.predict(x, verbose=0))
 
 
 def test_round_trip_here_keeps_optimizer_state_and_continues_exactly(tmp_path):
@@ -189,13 +233,16 @@ def test_round_trip_here_keeps_optimizer_state_and_continues_exactly(tmp_path):
 
 
 def test_load_model_names_a_layer_boundfit_lacks(tmp_path):
-    keras = keras_ref.load()
-    k = keras.Sequential([keras.Input((4, 4, 4, 1)), keras.layers.Conv3D(2, 3), keras.layers.Flatten()])
-    k.save(tmp_path / "c.keras")
+    def save(p, conv3d):
+        keras = load()
+        layers = [keras.Input((4, 4, 4, 1)), keras.layers.Conv3D(2, 3), keras.layers.Flatten()] if conv3d else \
+            [keras.Input((8, 8, 1)), keras.layers.Conv2D(2, 3, dilation_rate=2)]
+        keras.Sequential(layers).save(p)
+        return {}
+    keras_file(tmp_path / "c.keras", lambda p: save(p, True))
     with pytest.raises(ValueError, match=r"'conv3d'.*no Conv3D layer"):
         bf.models.load_model(tmp_path / "c.keras")
-    k = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Conv2D(2, 3, dilation_rate=2)])
-    k.save(tmp_path / "d.keras")
+    keras_file(tmp_path / "d.keras", lambda p: save(p, False))
     with pytest.raises(ValueError, match=r"'conv2d.*dilation_rate=\[2, 2\] is not supported"):
         bf.models.load_model(tmp_path / "d.keras")
 
@@ -280,27 +327,31 @@ def test_failure_mid_save_keeps_the_previous_file(tmp_path, monkeypatch, what):
 
 
 def test_untrained_compiled_model_opens_in_keras_without_optimizer_warnings(tmp_path, recwarn):
-    keras = keras_ref.load()
     x, y = _data(shape=(5,), n=8)
     m = bf.Sequential([L.Dense(4, activation="relu", input_shape=(5,)), L.Dense(3, activation="softmax")])
     m.compile(optimizer=bf.optimizers.RMSprop(momentum=0.5), loss="sparse_categorical_crossentropy")
     m.save(tmp_path / "u.keras")
-    k = keras.saving.load_model(tmp_path / "u.keras")
-    assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
-    assert int(k.optimizer.iterations) == 0
-    _close(k.predict(x, verbose=0), m.predict(x, verbose=0))
+    k = _keras_opens(tmp_path / "u.keras", lambda keras, k: dict(iterations=int(k.optimizer.iterations),
+                                                                 p=k.predict(x, verbose=0)))
+    assert not k["user_warnings"] and not [w for w in recwarn if issubclass(w.category, UserWarning)]
+    assert k["iterations"] == 0
+    _close(k["p"], m.predict(x, verbose=0))
 
 
-def test_get_config_is_keras_and_from_config_rebuilds():
-    keras = keras_ref.load()
+def test_get_config_is_keras_and_from_config_rebuilds(tmp_path):
     m = _model_b()
     cfg = m.get_config()
     assert [e["class_name"] for e in cfg["layers"]] == ["InputLayer", "Conv2D", "GlobalAveragePooling2D", "Reshape",
                                                       "Flatten", "Activation", "Dense"]
-    k = keras.Sequential.from_config(cfg)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))   # Keras's side recorded by the config
+
+    def from_config():
+        k = load().Sequential.from_config(cfg)
+        return dict(names=[l.name for l in k.layers], shapes=[w.shape for w in k.get_weights()])
+    k = case(from_config, files=[tmp_path / "config.json"])
     r = bf.Sequential.from_config(cfg)
-    assert [l.name for l in k.layers] == [l.name for l in r.layers] == [l.name for l in m.layers]
-    assert [w.shape for w in k.get_weights()] == [w.shape for w in r.get_weights()]
+    assert k["names"] == [l.name for l in r.layers] == [l.name for l in m.layers]
+    assert [tuple(s) for s in k["shapes"]] == [w.shape for w in r.get_weights()]
     assert m.layers[0].get_config()["strides"] == [2, 2]
     unbuilt = bf.Sequential([L.Dense(3)])
     assert [e["class_name"] for e in unbuilt.get_config()["layers"]] == ["Dense"]

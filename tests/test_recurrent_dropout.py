@@ -15,6 +15,7 @@ import pytest
 import boundfit as bf
 from boundfit import layers
 from helpers.keras_compare import against_keras as compare, close
+from helpers.keras_recorded import case, keras_file
 from keras_ref import load
 
 T, D, U, B = 5, 3, 4, 6
@@ -241,21 +242,31 @@ def test_emu_trains_as_the_cpu_bit_for_bit_and_plans_equal_arenas(monkeypatch):
 
 
 def test_keras_files_keep_dropout_recurrent_dropout_and_seed(tmp_path):
-    keras = load()
     m = bf.Sequential([layers.Input((T, D)), layers.Bidirectional(layers.LSTM(U, dropout=0.2, recurrent_dropout=0.1,
                                                                               seed=7, return_sequences=True)),
                        layers.GRU(U, dropout=0.3, seed=3), layers.Dense(2)])
     m.save(tmp_path / "m.keras")
-    k = keras.models.load_model(tmp_path / "m.keras")
-    fl, g = k.layers[0].forward_layer, k.layers[1]
-    assert (fl.dropout, fl.recurrent_dropout, fl.cell.seed) == (0.2, 0.1, 7)
-    assert (k.layers[0].backward_layer.dropout, g.dropout, g.recurrent_dropout, g.cell.seed) == (0.2, 0.3, 0.0, 3)
-    close(k.predict(X, verbose=0), m.predict(X, verbose=0))
-    # (Keras 3's SimpleRNN leaves seed out of its own config, so an LSTM here)
-    k2 = keras.Sequential([keras.Input((T, D)), keras.layers.LSTM(U, dropout=0.4, recurrent_dropout=0.25, seed=11),
-                           keras.layers.Dense(2)])
-    k2.save(tmp_path / "k.keras")
+
+    def opened():   # Keras's side, recorded by the file's contents
+        k = load().models.load_model(tmp_path / "m.keras")
+        fl, g = k.layers[0].forward_layer, k.layers[1]
+        return dict(fw=(fl.dropout, fl.recurrent_dropout, fl.cell.seed),
+                    rest=(k.layers[0].backward_layer.dropout, g.dropout, g.recurrent_dropout, g.cell.seed),
+                    p=k.predict(X, verbose=0))
+    k = case(opened, files=[tmp_path / "m.keras"])
+    assert k["fw"] == (0.2, 0.1, 7)
+    assert k["rest"] == (0.2, 0.3, 0.0, 3)
+    close(k["p"], m.predict(X, verbose=0))
+
+    def save(p):   # (Keras 3's SimpleRNN leaves seed out of its own config, so an LSTM here)
+        keras = load()
+        k2 = keras.Sequential([keras.Input((T, D)),
+                               keras.layers.LSTM(U, dropout=0.4, recurrent_dropout=0.25, seed=11),
+                               keras.layers.Dense(2)])
+        k2.save(p)
+        return dict(p=k2.predict(X, verbose=0))
+    want = keras_file(tmp_path / "k.keras", save)["p"]
     b = bf.models.load_model(tmp_path / "k.keras")
     s = b.layers[0]
     assert (s.dropout, s.recurrent_dropout, s.seed) == (0.4, 0.25, 11)
-    close(k2.predict(X, verbose=0), b.predict(X, verbose=0))
+    close(want, b.predict(X, verbose=0))

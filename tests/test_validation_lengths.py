@@ -5,43 +5,57 @@ while the training run is closed, each length's validation run is planned
 once, exactly, and checked against the budget before its first batch; the
 logs equal Keras 3 evaluating the same batches (JAX backend)."""
 
+import inspect
+
 import numpy as np
 import pytest
 
 import boundfit as bf
 from boundfit.errors import DataError
 
-import keras_ref
-from test_variable_length import bucket_batches, bucket_model, bucket_source, pair
+from helpers.keras_recorded import case
+from keras_ref import load
+from test_variable_length import bucket_batches, bucket_model, bucket_source
+
+KEYS = ("loss", "accuracy", "val_loss", "val_accuracy")
 
 
-@pytest.fixture(scope="module")
-def keras():
-    return keras_ref.load()
-
-
-def _fit_both(keras, km, bm, train, val, **kw):
-    km.compile(keras.optimizers.Adam(0.02), "binary_crossentropy", metrics=["accuracy"])
+def keras_fits(tmp_path, fit, evaluate=None):
+    """Keras's side, recorded: bucket_model's initial weights (w), fit(keras, km)'s history, the weights after
+    (w1) and evaluate(keras, km)'s result; keyed by the source of test_variable_length's helpers too"""
+    def compute():
+        keras = load()
+        km = bucket_model(keras)
+        w = km.get_weights()   # before any data: the weights do not depend on the length
+        km.compile(keras.optimizers.Adam(0.02), "binary_crossentropy", metrics=["accuracy"])
+        h = fit(keras, km).history
+        return dict(w=w, history={k: h[k] for k in KEYS}, w1=km.get_weights(),
+                    evaluate=evaluate(keras, km) if evaluate is not None else None)
+    helpers = tmp_path / "helpers.py"
+    helpers.write_text("".join(inspect.getsource(f) for f in (bucket_model, bucket_batches, bucket_source)))
+    k = case(compute, files=[helpers])
+    bm = bucket_model(bf)
+    bm.set_weights(k["w"])
     bm.compile(bf.optimizers.Adam(0.02), "binary_crossentropy", metrics=["accuracy"])
-    src = (lambda M: bucket_source(M, train)) if isinstance(train, list) else (lambda M: train)
-    hk = km.fit(src(keras), validation_data=bucket_source(keras, val), shuffle=False, verbose=0, **kw)
-    hb = bm.fit(src(bf), validation_data=bucket_source(bf, val), shuffle=False, verbose=0, **kw)
-    return hk.history, hb.history
+    return k, bm
 
 
-def test_validation_batches_of_several_lengths_match_keras(keras):
-    km, bm = pair(keras, bucket_model)
-    val = bucket_batches([4, 6, 4, 8], seed=3)
-    hk, hb = _fit_both(keras, km, bm, bucket_batches([5, 7, 5, 9]), val, epochs=2)
+def test_validation_batches_of_several_lengths_match_keras(tmp_path):
+    train, val = bucket_batches([5, 7, 5, 9]), bucket_batches([4, 6, 4, 8], seed=3)
+
+    def fit(M, m):
+        return m.fit(bucket_source(M, train), validation_data=bucket_source(M, val), shuffle=False, verbose=0,
+                     epochs=2)
+    k, bm = keras_fits(tmp_path, fit, lambda keras, km: km.evaluate(bucket_source(keras, val), verbose=0))
+    hk, hb = k["history"], fit(bf, bm).history
     for key in ("loss", "val_loss", "val_accuracy", "accuracy"):
         np.testing.assert_allclose(hb[key], hk[key], rtol=1e-4, err_msg=key)
-    for a, b in zip(km.get_weights(), bm.get_weights()):
+    for a, b in zip(k["w1"], bm.get_weights()):
         np.testing.assert_allclose(b, a, rtol=1e-3, atol=2e-5)
     # the same numbers as evaluate over the same batches after fit (Keras's and boundfit's)
     np.testing.assert_allclose(bm.evaluate(bucket_source(bf, val), verbose=0), hb["val_loss"][-1:] +
                                hb["val_accuracy"][-1:], rtol=1e-6)
-    np.testing.assert_allclose(km.evaluate(bucket_source(keras, val), verbose=0), hb["val_loss"][-1:] +
-                               hb["val_accuracy"][-1:], rtol=1e-4)
+    np.testing.assert_allclose(k["evaluate"], hb["val_loss"][-1:] + hb["val_accuracy"][-1:], rtol=1e-4)
     # every validation run's arena high-water is its length's plan; each length planned once
     runs = bm._validation_runs
     assert [r[0] for r in runs] == [[(4,)], [(6,)], [(4,)], [(8,)]] * 2
@@ -53,19 +67,18 @@ def test_validation_batches_of_several_lengths_match_keras(keras):
     assert all(p.mode == "evaluate" for p in bm._validation_plans.values())
 
 
-def test_arrays_of_one_length_validated_on_batches_of_others(keras):
+def test_arrays_of_one_length_validated_on_batches_of_others(tmp_path):
     """training on arrays of one length, validation from a Sequence of other lengths (validation_freq=2)"""
-    km, bm = pair(keras, bucket_model)
     rng = np.random.default_rng(8)
     x, y = rng.integers(0, 30, (12, 5)).astype(np.int32), rng.integers(0, 2, (12, 1)).astype(np.float32)
-    km.compile(keras.optimizers.Adam(0.02), "binary_crossentropy", metrics=["accuracy"])
-    bm.compile(bf.optimizers.Adam(0.02), "binary_crossentropy", metrics=["accuracy"])
     val = bucket_batches([3, 8], seed=4)
-    hk = km.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0, validation_data=bucket_source(keras, val),
-                validation_freq=2).history
-    hb = bm.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0, validation_data=bucket_source(bf, val),
-                validation_freq=2).history
-    for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
+
+    def fit(M, m):
+        return m.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0, validation_data=bucket_source(M, val),
+                     validation_freq=2)
+    k, bm = keras_fits(tmp_path, fit)
+    hk, hb = k["history"], fit(bf, bm).history
+    for key in KEYS:
         np.testing.assert_allclose(hb[key], hk[key], rtol=1e-4, err_msg=key)
     assert len(hb["val_loss"]) == 1
     # the training run was closed for validation (after epoch 2) and reopened on its plan: exact each time
@@ -75,17 +88,17 @@ def test_arrays_of_one_length_validated_on_batches_of_others(keras):
         assert planned == engine_bytes + stats["run_high_water"]
 
 
-def test_validation_arrays_of_another_length_than_training_match_keras(keras):
+def test_validation_arrays_of_another_length_than_training_match_keras(tmp_path):
     """keras.io pads each split to its own length: training at 6 steps, validation arrays at 4"""
-    km, bm = pair(keras, bucket_model)
     rng = np.random.default_rng(5)
     x, y = rng.integers(0, 30, (8, 6)).astype(np.int32), rng.integers(0, 2, (8, 1)).astype(np.float32)
     xv, yv = rng.integers(0, 30, (5, 4)).astype(np.int32), rng.integers(0, 2, (5, 1)).astype(np.float32)
-    km.compile(keras.optimizers.Adam(0.02), "binary_crossentropy", metrics=["accuracy"])
-    bm.compile(bf.optimizers.Adam(0.02), "binary_crossentropy", metrics=["accuracy"])
-    hk = km.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0, validation_data=(xv, yv)).history
-    hb = bm.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0, validation_data=(xv, yv)).history
-    for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
+
+    def fit(M, m):
+        return m.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0, validation_data=(xv, yv))
+    k, bm = keras_fits(tmp_path, fit)
+    hk, hb = k["history"], fit(bf, bm).history
+    for key in KEYS:
         np.testing.assert_allclose(hb[key], hk[key], rtol=1e-4, err_msg=key)
     assert [r[0] for r in bm._validation_runs] == [[(4,)], [(4,)]]
 
