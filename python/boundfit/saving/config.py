@@ -125,7 +125,8 @@ def _custom_regularizer(cls, entry):
 def _float_policy(v):
     """The float policy a layer config's dtype names (None: none, or a layer's own dtype such as Hashing's int64,
     which the class reads itself)."""
-    name = v.get("config", {}).get("name") if isinstance(v, dict) else v
+    inner = v.get("config") if isinstance(v, dict) else None
+    name = inner.get("name") if isinstance(inner, dict) else (None if isinstance(v, dict) else v)
     return name if isinstance(name, str) and (name in ("mixed_float16", "mixed_bfloat16") or
                                               name.startswith(("float", "bfloat"))) else None
 
