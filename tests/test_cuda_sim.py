@@ -104,7 +104,8 @@ def sim_runtime_test(sim_lib, tmp_path_factory):
     cmd = ["g++", "-std=c++17", "-O1", "-x", "c++", "-include", "sim_device.h", "-Wno-deprecated-declarations",
            "-Icsrc/cuda_sim", "-Icsrc/cpu", f"-I{_cuda_include()}", f"-I{s.get_include_dir()}",
            str(tmp / "out" / "test_sim_runtime.cu"), "-x", "none",
-           *[os.path.join(obj, f) for f in ("sim_runtime.cpp.o", "sim_blas.cpp.o", "sim_dnn.cpp.o", "switch.S.o")],
+           *[os.path.join(obj, f) for f in ("sim_runtime.cpp.o", "sim_streams.cpp.o", "sim_blas.cpp.o", "sim_dnn.cpp.o",
+                                          "switch.S.o")],
            f"-L{s.get_lib_dir()}", "-lscipy_openblas", f"-Wl,-rpath,{s.get_lib_dir()}", "-lpthread", "-o", str(exe)]
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-4000:]

@@ -10,11 +10,10 @@
  * kernel (or a cuBLAS / cuDNN stand-in) touching unmapped memory, a pointer
  * argument outside every live allocation, or an atomic on one becomes CUDA's
  * sticky cudaErrorIllegalAddress: every later call returns it.
- * Streams and events are synchronous (work runs at the call), except the
- * NCCL stand-in's collectives (sim_nccl.cpp), which run on their own thread:
- * cudaStreamQuery reports them, synchronizes and launches wait for them; misuse
- * (destroyed handles, copies in the wrong direction, ranges outside an
- * allocation, bad launch configurations) returns CUDA's error codes.
+ * Streams, events and copies: sim_streams.cpp (at the call, or queued per
+ * stream: BF_SIM_STREAMS). Misuse (destroyed handles, copies in the wrong
+ * direction, ranges outside an allocation, bad launch configurations) returns
+ * CUDA's error codes.
  * Switches (environment, read once):
  *   BF_SIM_BLOCK_ORDER  forward | reverse | shuffled (BF_SIM_SEED)
  *   BF_SIM_THREAD_ORDER forward | reverse | shuffled (a permutation per block)
@@ -26,10 +25,12 @@
  *                       shared memory at the start of every block
  *   BF_SIM_PLANNED_WORKSPACE 1: a cuBLAS GEMM without cublasSetWorkspace fails
  *                       (sim_blas.cpp)
- *   BF_SIM_INTERLEAVE   1: a thread yields to the rest of its block at every
- *                       atomic and (INTERLEAVE=1 builds) every store to device
- *                       or shared memory: a non-atomic read-modify-write loses
- *                       updates (blocks still run one at a time)
+ *   BF_SIM_INTERLEAVE   1: a thread yields at every atomic and (INTERLEAVE=1
+ *                       builds) every store to device or shared memory, and
+ *                       blocks run BF_SIM_WAVE (4) at a time, their threads in
+ *                       turns: a non-atomic read-modify-write loses updates,
+ *                       within a block and between blocks
+ *   BF_SIM_STREAMS      sync (default) | lazy | shuffled: sim_streams.cpp
  *   BF_SIM_CUDNN_VERSION, BF_SIM_TRACE=1 (refused launches on stderr) */
 #include <setjmp.h>
 #include <signal.h>
@@ -42,6 +43,7 @@
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -84,6 +86,10 @@ const sim_config &sim_cfg(void) {
     cfg.cudnn = (s = getenv("BF_SIM_CUDNN_VERSION")) ? (size_t)atol(s) : (size_t)CUDNN_VERSION;
     cfg.trace = (s = getenv("BF_SIM_TRACE")) && *s == '1';
     cfg.interleave = (s = getenv("BF_SIM_INTERLEAVE")) && *s == '1';
+    cfg.wave = cfg.interleave ? ((s = getenv("BF_SIM_WAVE")) && atoi(s) > 0 ? atoi(s) : 4) : 1;
+    cfg.streams = 0;
+    if ((s = getenv("BF_SIM_STREAMS")))
+        cfg.streams = !strcmp(s, "lazy") ? 1 : !strcmp(s, "shuffled") ? 2 : 0;
     return cfg;
 }
 
@@ -96,6 +102,7 @@ cudaError_t sim_err(cudaError_t e) {
     return e;
 }
 int sim_sticky(void) { return sticky != cudaSuccess; }
+cudaError_t sim_sticky_error(void) { return sticky; }
 
 #define STICKY_RETURN()                         \
     do {                                        \
@@ -120,6 +127,7 @@ static std::map<uintptr_t, alloc_t> allocs;    /* by start */
 static std::map<uintptr_t, size_t> registered; /* pinned host ranges */
 static size_t allocated;
 static std::recursive_mutex big_lock;
+std::recursive_mutex &sim_lock(void) { return big_lock; }
 
 static const alloc_t *find_alloc(const void *q) {
     uintptr_t a = (uintptr_t)q;
@@ -144,6 +152,8 @@ static int in_registered(const void *q) {
     --it;
     return a >= it->first && a <= it->first + it->second;
 }
+
+int sim_is_pinned(const void *p) { return in_registered(p); }
 
 extern "C" int bf_sim_bad_pointer(const void *p) { return !find_alloc(p) && !in_registered(p); }
 
@@ -176,6 +186,7 @@ cudaError_t cudaMalloc(void **out, size_t n) {
 
 cudaError_t cudaFree(void *p) {
     std::lock_guard<std::recursive_mutex> g(big_lock);
+    sim_drain_all(); /* cudaFree synchronizes the device */
     STICKY_RETURN();
     if (!p) return cudaSuccess;
     auto it = allocs.find((uintptr_t)p);
@@ -211,147 +222,9 @@ cudaError_t cudaHostRegister(void *p, size_t n, unsigned) {
 
 cudaError_t cudaHostUnregister(void *p) {
     std::lock_guard<std::recursive_mutex> g(big_lock);
+    sim_drain_all(); /* no queued copy reads an unmapped page after */
     STICKY_RETURN();
     if (!registered.erase((uintptr_t)p)) return sim_err(cudaErrorHostMemoryNotRegistered);
-    return cudaSuccess;
-}
-
-/* ---- streams and events: synchronous, checked handles ---- */
-
-struct sim_handle_t {
-    unsigned magic;
-};
-static std::set<const void *> live_streams, live_events;
-
-static int stream_ok(cudaStream_t s) { return !s || live_streams.count((const void *)s); }
-
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
-    STICKY_RETURN();
-    sim_handle_t *h = new sim_handle_t{0x5157};
-    live_streams.insert(h);
-    *s = (cudaStream_t)h;
-    return cudaSuccess;
-}
-
-cudaError_t cudaStreamDestroy(cudaStream_t s) {
-    STICKY_RETURN();
-    if (!s || !live_streams.erase((const void *)s)) return sim_err(cudaErrorInvalidResourceHandle);
-    delete (sim_handle_t *)s;
-    return cudaSuccess;
-}
-
-static std::atomic<int> external_pending;
-void sim_external_begin(void) { external_pending++; }
-void sim_external_end(void) { external_pending--; }
-int sim_external_pending(void) { return external_pending.load(); }
-static void wait_external(void) {
-    while (external_pending.load() > 0) {
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
-    }
-}
-
-cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-    STICKY_RETURN();
-    if (!stream_ok(s)) return sim_err(cudaErrorInvalidResourceHandle);
-    wait_external();
-    return cudaSuccess;
-}
-
-cudaError_t cudaStreamQuery(cudaStream_t s) {
-    STICKY_RETURN();
-    if (!stream_ok(s)) return sim_err(cudaErrorInvalidResourceHandle);
-    return external_pending.load() > 0 ? cudaErrorNotReady : cudaSuccess; /* not an error: not recorded */
-}
-
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) {
-    STICKY_RETURN();
-    sim_handle_t *h = new sim_handle_t{0xe7e7};
-    live_events.insert(h);
-    *e = (cudaEvent_t)h;
-    return cudaSuccess;
-}
-
-cudaError_t cudaEventDestroy(cudaEvent_t e) {
-    STICKY_RETURN();
-    if (!e || !live_events.erase((const void *)e)) return sim_err(cudaErrorInvalidResourceHandle);
-    delete (sim_handle_t *)e;
-    return cudaSuccess;
-}
-
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
-    STICKY_RETURN();
-    if (!live_events.count((const void *)e) || !stream_ok(s)) return sim_err(cudaErrorInvalidResourceHandle);
-    return cudaSuccess;
-}
-
-cudaError_t cudaEventSynchronize(cudaEvent_t e) {
-    STICKY_RETURN();
-    if (!live_events.count((const void *)e)) return sim_err(cudaErrorInvalidResourceHandle);
-    return cudaSuccess;
-}
-
-cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
-    STICKY_RETURN();
-    if (!live_events.count((const void *)e) || !stream_ok(s)) return sim_err(cudaErrorInvalidResourceHandle);
-    return cudaSuccess;
-}
-
-int sim_stream_ok(cudaStream_t s) { return stream_ok(s); }
-
-/* ---- copies ---- */
-
-/* the direction a copy of (dst, src) must have, checked against kind */
-static cudaError_t copy_check(void *dst, const void *src, size_t span_d, size_t span_s, cudaMemcpyKind kind) {
-    const int dd = sim_is_device(dst), sd = sim_is_device(src);
-    int want_dd, want_sd;
-    switch (kind) {
-    case cudaMemcpyHostToDevice: want_dd = 1; want_sd = 0; break;
-    case cudaMemcpyDeviceToHost: want_dd = 0; want_sd = 1; break;
-    case cudaMemcpyDeviceToDevice: want_dd = 1; want_sd = 1; break;
-    case cudaMemcpyHostToHost: want_dd = 0; want_sd = 0; break;
-    case cudaMemcpyDefault: want_dd = dd; want_sd = sd; break;
-    default: return cudaErrorInvalidMemcpyDirection;
-    }
-    if (dd != want_dd || sd != want_sd) return cudaErrorInvalidValue;
-    if (dd && !sim_device_range(dst, span_d)) return cudaErrorInvalidValue;
-    if (sd && !sim_device_range(src, span_s)) return cudaErrorInvalidValue;
-    return cudaSuccess;
-}
-
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind kind, cudaStream_t s) {
-    wait_external();
-    std::lock_guard<std::recursive_mutex> g(big_lock);
-    STICKY_RETURN();
-    if (!stream_ok(s)) return sim_err(cudaErrorInvalidResourceHandle);
-    if (!n) return cudaSuccess;
-    if (!dst || !src) return sim_err(cudaErrorInvalidValue);
-    cudaError_t e = copy_check(dst, src, n, n, kind);
-    if (e != cudaSuccess) return sim_err(e);
-    memmove(dst, src, n);
-    return cudaSuccess;
-}
-
-cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
-                              cudaMemcpyKind kind, cudaStream_t s) {
-    std::lock_guard<std::recursive_mutex> g(big_lock);
-    STICKY_RETURN();
-    if (!stream_ok(s)) return sim_err(cudaErrorInvalidResourceHandle);
-    if (!width || !height) return cudaSuccess;
-    if (width > dpitch || width > spitch) return sim_err(cudaErrorInvalidPitchValue);
-    cudaError_t e = copy_check(dst, src, (height - 1) * dpitch + width, (height - 1) * spitch + width, kind);
-    if (e != cudaSuccess) return sim_err(e);
-    for (size_t r = 0; r < height; r++) memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
-    return cudaSuccess;
-}
-
-cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) {
-    std::lock_guard<std::recursive_mutex> g(big_lock);
-    STICKY_RETURN();
-    if (!stream_ok(s)) return sim_err(cudaErrorInvalidResourceHandle);
-    if (!n) return cudaSuccess;
-    if (!sim_device_range(p, n)) return sim_err(cudaErrorInvalidValue);
-    memset(p, v, n);
     return cudaSuccess;
 }
 
@@ -446,8 +319,9 @@ cudaError_t cudaGetLastError(void) {
 cudaError_t cudaPeekAtLastError(void) { return sticky != cudaSuccess ? sticky : last; }
 
 cudaError_t cudaDeviceSynchronize(void) {
+    sim_drain_all();
     STICKY_RETURN();
-    wait_external();
+    sim_wait_external();
     return cudaSuccess;
 }
 
@@ -629,7 +503,7 @@ void sim_guard_end(void) {
 }
 
 extern "C" int bf_sim_launch_check(dim3 g, dim3 b, size_t shmem, cudaStream_t st, const char *name) {
-    wait_external(); /* stream order after a collective still running */
+    sim_wait_external(); /* stream order after a collective still running */
     if (sticky != cudaSuccess) {
         last = sticky;
         return 1;
@@ -649,7 +523,7 @@ extern "C" int bf_sim_launch_check(dim3 g, dim3 b, size_t shmem, cudaStream_t st
     } else if (shmem > (48u << 10)) {
         why = "more than 48 KiB of dynamic shared memory";
         e = cudaErrorInvalidValue;
-    } else if (!stream_ok(st)) {
+    } else if (!sim_stream_ok(st)) {
         why = "a destroyed or unknown stream";
         e = cudaErrorInvalidResourceHandle;
     }
@@ -734,7 +608,7 @@ static int run_block(void) {
     }
 }
 
-extern "C" void bf_sim_run_grid(dim3 g, dim3 b, void (*body)(void *), void *ctx, const char *name) {
+static void run_grid(dim3 g, dim3 b, void (*body)(void *), void *ctx, const char *name) {
     std::lock_guard<std::recursive_mutex> lock(big_lock);
     const sim_config &c = sim_cfg();
     nthr = (int)(b.x * b.y * b.z);
@@ -782,6 +656,12 @@ extern "C" void bf_sim_run_grid(dim3 g, dim3 b, void (*body)(void *), void *ctx,
         }
     }
     sim_guard_end();
+}
+
+extern "C" void bf_sim_submit_grid(cudaStream_t st, dim3 g, dim3 b, void (*body)(void *), void *ctx,
+                                   void (*drop)(void *), const char *name) {
+    std::shared_ptr<void> args(ctx, drop); /* the arguments live until the grid has run */
+    sim_submit(st, [=] { run_grid(g, b, body, args.get(), name); });
 }
 
 /* ---- error strings ---- */
