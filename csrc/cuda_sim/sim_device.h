@@ -121,14 +121,16 @@ template <class T, class U> BF_SIM_ATOMIC T atomicExch(T *p, U v) {
     return old;
 }
 
-/* round-to-nearest intrinsics: never contracted into an FMA (the build uses
- * -ffp-contract=off) */
-static inline float __fmul_rn(float a, float b) { return a * b; }
-static inline float __fadd_rn(float a, float b) { return a + b; }
-static inline float __fsub_rn(float a, float b) { return a - b; }
+/* round-to-nearest intrinsics: never contracted into an FMA, as nvcc
+ * guarantees (the empty asm holds the rounded result, so a build with
+ * FP_CONTRACT=fast cannot fuse it with what follows) */
+#define BF_SIM_ROUNDED(r) __asm__("" : "+x"(r))
+static inline float __fmul_rn(float a, float b) { float r = a * b; BF_SIM_ROUNDED(r); return r; }
+static inline float __fadd_rn(float a, float b) { float r = a + b; BF_SIM_ROUNDED(r); return r; }
+static inline float __fsub_rn(float a, float b) { float r = a - b; BF_SIM_ROUNDED(r); return r; }
 static inline float __fdiv_rn(float a, float b) { return a / b; }
-static inline double __dmul_rn(double a, double b) { return a * b; }
-static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dmul_rn(double a, double b) { double r = a * b; BF_SIM_ROUNDED(r); return r; }
+static inline double __dadd_rn(double a, double b) { double r = a + b; BF_SIM_ROUNDED(r); return r; }
 static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
 static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }

@@ -338,15 +338,25 @@ struct sim_thread {
     uint3 tid;
 };
 
+/* a block running: one of the wave's slots (BF_SIM_WAVE blocks under
+ * BF_SIM_INTERLEAVE, else 1); its threads are thr[slot * nthr ...] */
+struct sim_block {
+    uint3 idx;
+    int live, fast, seq_next, bar_or;
+    std::vector<int> perm;     /* BF_SIM_THREAD_ORDER=shuffled: position -> thread, drawn per block */
+    std::vector<char> shared;  /* its __shared__ while another block of the wave runs */
+};
+
 static const size_t STACK = 256 << 10;
 static std::vector<char *> stacks;
 static std::vector<int> free_stacks;
 static std::vector<sim_thread> thr;
-static int nthr, cur;
+static std::vector<sim_block> blk;
+static int nthr, cur;          /* threads per block; the running thread (an index into thr) */
+static sim_block *cb;          /* the running thread's block */
 static void *sched_sp;
 static void (*g_body)(void *);
 static void *g_ctx;
-static int bar_or;
 static sigjmp_buf kernel_jmp;
 static volatile sig_atomic_t in_kernel;
 static const char *kernel_name;
@@ -366,12 +376,10 @@ static int take_stack(void) {
     return (int)stacks.size() - 1;
 }
 
-static int live, fast, seq_next;
-static std::vector<int> perm; /* BF_SIM_THREAD_ORDER=shuffled: position -> thread, drawn per block */
-
-static int pos_to_thread(int k) {
+/* position k of block slot s's order -> index into thr */
+static int pos_to_thread(int s, int k) {
     const int o = sim_cfg().thread_order;
-    return o == 1 ? nthr - 1 - k : o == 2 ? perm[k] : k;
+    return s * nthr + (o == 1 ? nthr - 1 - k : o == 2 ? blk[s].perm[k] : k);
 }
 
 /* A fiber runs its thread; in the fast path (no thread of the block has
@@ -381,9 +389,9 @@ extern "C" __attribute__((noinline, noreturn)) void bf_sim_fiber_entry(void) {
     for (;;) {
         g_body(g_ctx);
         thr[cur].state = T_DONE;
-        live--;
-        if (!fast || seq_next >= nthr) break;
-        const int i = pos_to_thread(seq_next++);
+        cb->live--;
+        if (!cb->fast || cb->seq_next >= nthr) break;
+        const int i = pos_to_thread((int)(cb - blk.data()), cb->seq_next++);
         thr[i].stack = thr[cur].stack;
         thr[cur].stack = -1;
         thr[i].state = T_RUN;
@@ -410,19 +418,20 @@ static void wait_as(int state) {
         bf_sim_fault(cudaErrorIllegalInstruction, "host code", "barrier outside a kernel");
         return;
     }
-    fast = 0; /* the threads not started yet get fibers of their own */
+    cb->fast = 0; /* the threads not started yet get fibers of their own */
     thr[cur].state = state;
     bf_sim_switch(&thr[cur].sp, sched_sp);
 }
 
 /* BF_SIM_INTERLEAVE=1: the running thread stays runnable but lets the other
- * threads of its block run first (called at every atomic and, in a build
- * with INTERLEAVE=1, before every store to device or shared memory:
- * sim_interleave.cpp), so a read-modify-write that is not atomic loses the
- * updates of the threads that ran in between, as it can on a GPU */
+ * threads of its block and of the wave's other blocks run first (called at
+ * every atomic and, in a build with INTERLEAVE=1, before every store to
+ * device or shared memory: sim_interleave.cpp), so a read-modify-write that
+ * is not atomic loses the updates of the threads that ran in between, as it
+ * can on a GPU */
 extern "C" void bf_sim_yield(void) {
     if (!in_kernel || !sim_cfg().interleave) return;
-    fast = 0;
+    cb->fast = 0;
     bf_sim_switch(&thr[cur].sp, sched_sp);
 }
 
@@ -434,14 +443,15 @@ extern "C" void bf_sim_syncthreads(void) {
 extern "C" int bf_sim_syncthreads_or(int pred) {
     thr[cur].pred = pred != 0;
     wait_as(T_BAR);
-    return bar_or;
+    return cb->bar_or;
 }
 
 extern "C" uint64_t bf_sim_shfl(uint64_t bits, int src_lane, int) {
-    const int me = cur, warp0 = me & ~31, src = warp0 + (src_lane & 31);
+    const int me = cur, base = (int)(cb - blk.data()) * nthr, warp0 = base + ((me - base) & ~31),
+              src = warp0 + (src_lane & 31);
     thr[me].shfl = bits;
     wait_as(T_WARP);
-    uint64_t r = (src < nthr && thr[src].state != T_DONE) ? thr[src].shfl : bits;
+    uint64_t r = (src < base + nthr && thr[src].state != T_DONE) ? thr[src].shfl : bits;
     wait_as(T_WARP); /* nobody overwrites its value before the warp has read */
     return r;
 }
@@ -543,82 +553,128 @@ static unsigned long rng(void) { return lcg(&rng_state); }
 /* the __shared__ statics of sim_device.h (absent from a program without any) */
 extern "C" char __start_bf_sim_shared[] __attribute__((weak, visibility("hidden")));
 extern "C" char __stop_bf_sim_shared[] __attribute__((weak, visibility("hidden")));
+static size_t shared_bytes(void) { return __start_bf_sim_shared ? (size_t)(__stop_bf_sim_shared - __start_bf_sim_shared) : 0; }
 
-/* run one block; 0 or a launch failure */
-static int run_block(void) {
-    if (sim_cfg().nan_fill && __start_bf_sim_shared)
-        memset(__start_bf_sim_shared, 0xff, (size_t)(__stop_bf_sim_shared - __start_bf_sim_shared));
-    for (int i = 0; i < nthr; i++) {
+/* block slot s starts (blockIdx idx): fresh threads and, with NaN fill, NaN shared memory */
+static void block_init(int s, uint3 idx, int wave) {
+    sim_block &b = blk[s];
+    b.idx = idx;
+    b.live = nthr;
+    b.fast = 1;
+    b.seq_next = 0;
+    for (int i = s * nthr; i < (s + 1) * nthr; i++) {
         thr[i].state = T_FRESH;
         thr[i].stack = -1;
     }
-    live = nthr;
-    fast = 1;
-    seq_next = 0;
     if (sim_cfg().thread_order == 2) { /* a fresh permutation for every block of every launch */
-        perm.resize(nthr);
-        for (int i = 0; i < nthr; i++) perm[i] = i;
-        for (int i = nthr; i > 1; i--) std::swap(perm[i - 1], perm[lcg(&thread_rng_state) % i]);
+        b.perm.resize(nthr);
+        for (int i = 0; i < nthr; i++) b.perm[i] = i;
+        for (int i = nthr; i > 1; i--) std::swap(b.perm[i - 1], b.perm[lcg(&thread_rng_state) % i]);
     }
+    const size_t n = shared_bytes();
+    if (wave == 1) {
+        if (sim_cfg().nan_fill && n) memset(__start_bf_sim_shared, 0xff, n);
+    } else { /* kept aside while the other blocks run: NaN, or what the section holds (stale, as on a GPU) */
+        b.shared.assign(__start_bf_sim_shared, __start_bf_sim_shared + n);
+        if (sim_cfg().nan_fill) std::fill(b.shared.begin(), b.shared.end(), (char)0xff);
+    }
+}
+
+/* the section holds slot s's shared memory (wave > 1: the resident block's is put aside) */
+static int resident = -1;
+static void enter_block(int s, int wave) {
+    cb = &blk[s];
+    bf_sim_blockIdx = cb->idx;
+    if (wave == 1 || resident == s) return;
+    const size_t n = shared_bytes();
+    if (resident >= 0) memcpy(blk[resident].shared.data(), __start_bf_sim_shared, n);
+    memcpy(__start_bf_sim_shared, cb->shared.data(), n);
+    resident = s;
+}
+
+/* one turn of slot s: each runnable thread runs until it waits, yields or
+ * ends; then, if none can run, its warps' exchanges or its barrier open.
+ * 0: still running or done, 1: barrier divergence, -1: no stack */
+static int block_turn(int s, int wave) {
+    sim_block &b = blk[s];
+    enter_block(s, wave);
+    for (int k = b.fast ? b.seq_next : 0; k < nthr; k++) {
+        const int i = pos_to_thread(s, k);
+        sim_thread *t = &thr[i];
+        if (t->state == T_FRESH) {
+            t->stack = take_stack();
+            if (t->stack < 0) return -1;
+            fiber_init(t);
+            t->state = T_RUN;
+            if (b.fast) b.seq_next = k + 1;
+        }
+        if (t->state != T_RUN) continue;
+        cur = i;
+        bf_sim_threadIdx = t->tid;
+        bf_sim_switch(&sched_sp, t->sp);
+    }
+    if (!b.live) return 0;
+    const int lo = s * nthr, hi = lo + nthr;
+    for (int i = lo; i < hi; i++)
+        if (thr[i].state == T_RUN) return 0; /* threads that yielded (BF_SIM_INTERLEAVE) run next turn */
+    /* every live thread waits: open the warps whose live threads all shuffle, else the block barrier */
+    int released = 0;
+    for (int w0 = lo; w0 < hi; w0 += 32) {
+        int alive = 0, waiting = 0;
+        for (int i = w0; i < hi && i < w0 + 32; i++) {
+            alive += thr[i].state != T_DONE;
+            waiting += thr[i].state == T_WARP;
+        }
+        if (waiting && waiting == alive) {
+            for (int i = w0; i < hi && i < w0 + 32; i++)
+                if (thr[i].state == T_WARP) thr[i].state = T_RUN;
+            released = 1;
+        }
+    }
+    if (released) return 0;
+    int at_bar = 0, any = 0;
+    for (int i = lo; i < hi; i++)
+        if (thr[i].state == T_BAR) at_bar++, any |= thr[i].pred;
+    if (at_bar != b.live) return 1; /* some wait at __syncthreads, others in a warp exchange */
+    b.bar_or = any;
+    for (int i = lo; i < hi; i++)
+        if (thr[i].state == T_BAR) thr[i].state = T_RUN;
+    return 0;
+}
+
+/* run the blocks ids[0..n) together, their turns in rounds (n > 1 only under
+ * BF_SIM_INTERLEAVE: a block's threads then interleave with the others');
+ * 0 or a launch failure */
+static int run_wave(const uint3 *ids, int n) {
+    for (int s = 0; s < n; s++) block_init(s, ids[s], n);
+    resident = -1;
     for (;;) {
-        for (int k = fast ? seq_next : 0; k < nthr; k++) {
-            const int i = pos_to_thread(k);
-            sim_thread *t = &thr[i];
-            if (t->state == T_FRESH) {
-                t->stack = take_stack();
-                if (t->stack < 0) return -1;
-                fiber_init(t);
-                t->state = T_RUN;
-                if (fast) seq_next = k + 1;
-            }
-            if (t->state != T_RUN) continue;
-            cur = i;
-            bf_sim_threadIdx = t->tid;
-            bf_sim_switch(&sched_sp, t->sp);
+        int running = 0;
+        for (int s = 0; s < n; s++) {
+            if (!blk[s].live) continue;
+            const int r = block_turn(s, n);
+            if (r) return r;
+            running |= blk[s].live != 0;
         }
-        if (!live) return 0;
-        int runnable = 0;
-        for (int i = 0; i < nthr && !runnable; i++) runnable = thr[i].state == T_RUN;
-        if (runnable) continue; /* threads that yielded (BF_SIM_INTERLEAVE) run again */
-        /* every live thread waits: open the warps whose live threads all shuffle, else the block barrier */
-        int released = 0;
-        for (int w0 = 0; w0 < nthr; w0 += 32) {
-            int alive = 0, waiting = 0;
-            for (int i = w0; i < nthr && i < w0 + 32; i++) {
-                alive += thr[i].state != T_DONE;
-                waiting += thr[i].state == T_WARP;
-            }
-            if (waiting && waiting == alive) {
-                for (int i = w0; i < nthr && i < w0 + 32; i++)
-                    if (thr[i].state == T_WARP) thr[i].state = T_RUN;
-                released = 1;
-            }
-        }
-        if (released) continue;
-        int at_bar = 0, any = 0;
-        for (int i = 0; i < nthr; i++)
-            if (thr[i].state == T_BAR) at_bar++, any |= thr[i].pred;
-        if (at_bar == live) {
-            bar_or = any;
-            for (int i = 0; i < nthr; i++)
-                if (thr[i].state == T_BAR) thr[i].state = T_RUN;
-            continue;
-        }
-        return 1; /* some wait at __syncthreads, others in a warp exchange */
+        if (!running) break;
     }
+    return 0;
 }
 
 static void run_grid(dim3 g, dim3 b, void (*body)(void *), void *ctx, const char *name) {
     std::lock_guard<std::recursive_mutex> lock(big_lock);
     const sim_config &c = sim_cfg();
-    nthr = (int)(b.x * b.y * b.z);
-    thr.resize(nthr);
-    for (int i = 0; i < nthr; i++) {
-        thr[i].tid.x = i % b.x;
-        thr[i].tid.y = i / b.x % b.y;
-        thr[i].tid.z = i / (b.x * b.y);
-    }
     const unsigned long nb = (unsigned long)g.x * g.y * g.z;
+    const int wave = (unsigned long)c.wave < nb ? c.wave : (int)nb;
+    nthr = (int)(b.x * b.y * b.z);
+    thr.resize((size_t)nthr * wave);
+    blk.resize(wave);
+    for (int i = 0; i < nthr * wave; i++) {
+        const int l = i % nthr;
+        thr[i].tid.x = l % b.x;
+        thr[i].tid.y = l / b.x % b.y;
+        thr[i].tid.z = l / (b.x * b.y);
+    }
     std::vector<unsigned long> order;
     if (!thread_rng_state) thread_rng_state = c.seed ^ 0x9e3779b97f4a7c15UL;
     if (c.block_order == 2) {
@@ -639,12 +695,16 @@ static void run_grid(dim3 g, dim3 b, void (*body)(void *), void *ctx, const char
         for (int i = 0; i < (int)stacks.size(); i++) free_stacks.push_back(i);
         return;
     }
-    for (unsigned long k = 0; k < nb; k++) {
-        const unsigned long id = c.block_order == 2 ? order[k] : c.block_order == 1 ? nb - 1 - k : k;
-        bf_sim_blockIdx.x = (unsigned)(id % g.x);
-        bf_sim_blockIdx.y = (unsigned)(id / g.x % g.y);
-        bf_sim_blockIdx.z = (unsigned)(id / ((unsigned long)g.x * g.y));
-        const int r = run_block();
+    std::vector<uint3> ids(wave);
+    for (unsigned long k = 0; k < nb; k += wave) {
+        const int n = nb - k < (unsigned long)wave ? (int)(nb - k) : wave;
+        for (int s = 0; s < n; s++) {
+            const unsigned long q = k + s, id = c.block_order == 2 ? order[q] : c.block_order == 1 ? nb - 1 - q : q;
+            ids[s].x = (unsigned)(id % g.x);
+            ids[s].y = (unsigned)(id / g.x % g.y);
+            ids[s].z = (unsigned)(id / ((unsigned long)g.x * g.y));
+        }
+        const int r = run_wave(ids.data(), n);
         if (r) {
             sim_guard_end();
             free_stacks.clear();

@@ -7,11 +7,12 @@
 # pointed at that build by BF_SIM_BUILD; then prints gcov's executable-line
 # coverage per .cu file, files never run included (0%), and overall.
 # Usage: tests/c_cuda/sim_coverage.sh   (PYTHON: the python with boundfit
-# installed, default python3; REPORT_ONLY=1: the table of the last run)
+# installed, default python3; REPORT_ONLY=1: the table of the last run;
+# OUT_DIR: the coverage build, default build/cuda_sim_cov)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PYTHON=${PYTHON:-python3}
-OUT=build/cuda_sim_cov
+OUT=${OUT_DIR:-build/cuda_sim_cov}
 if [[ ${REPORT_ONLY:-0} != 1 ]]; then
 COVERAGE=1 OUT_DIR=$OUT PYTHON="$PYTHON" csrc/cuda_sim/build.sh > /dev/null
 find "$OUT/obj" -name '*.gcda' -delete
