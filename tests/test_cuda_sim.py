@@ -114,6 +114,8 @@ def sim_runtime_test(sim_lib, tmp_path_factory):
            *[os.path.join(obj, f) for f in ("sim_runtime.cpp.o", "sim_streams.cpp.o", "sim_blas.cpp.o", "sim_dnn.cpp.o",
                                           "switch.S.o")],
            f"-L{s.get_lib_dir()}", "-lscipy_openblas", f"-Wl,-rpath,{s.get_lib_dir()}", "-lpthread", "-o", str(exe)]
+    if os.environ.get("COVERAGE") == "1":   # the objects of sim_coverage.sh's build call gcov's runtime
+        cmd.insert(-2, "--coverage")
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-4000:]
     return str(exe)
