@@ -138,6 +138,15 @@ if ((${#jobs_list[@]})); then
   for p in "${pids[@]}"; do wait "$p" || fail=1; done
   ((fail == 0)) || { echo "build.sh: compile failed" >&2; exit 1; }
 fi
+# a __shared__ array declared in a template: g++ drops the section attribute of a template's statics, so it would
+# be neither NaN-filled nor the block's own (put it at file scope, as colreduce.cuh does)
+for o in "$OUT"/obj/*.cu.o; do
+  if readelf -S -W "$o" | grep -qE '\.(bss|data)\._ZZ'; then
+    echo "build.sh: $(basename "$o" .o) has a static in a template (a __shared__ array?): g++ leaves it out of the" \
+         "emulation's shared memory; declare it at file scope" >&2
+    exit 1
+  fi
+done
 if [[ ! -f $OUT/_cuda.so ]] || [[ -n $(find "$OUT/obj" -newer "$OUT/_cuda.so" -name '*.o') ]]; then
   g++ -shared ${LDCOV[@]+"${LDCOV[@]}"} -o "$OUT/_cuda.so" "$OUT"/obj/*.o -L"$OB_LIB" -lscipy_openblas \
     -Wl,-rpath,"$OB_LIB" -Wl,--no-undefined -ldl -lpthread
