@@ -31,7 +31,8 @@ PROGRAM = os.path.join(ROOT, "tests", "dist_programs", "train_cuda.py")
 @pytest.fixture(scope="module")
 def sim_env():
     lib = _build(SIM_DIR)
-    return {"BF_CUDA_LIB": lib, "BF_NCCL_LIB": lib, "BF_SIM_DEVICES": "2"}
+    # streams run late: the all-reduce after the gradients queued on its stream, the scale after the all-reduce
+    return {"BF_CUDA_LIB": lib, "BF_NCCL_LIB": lib, "BF_SIM_DEVICES": "2", "BF_SIM_STREAMS": "lazy"}
 
 
 def _weights(path):

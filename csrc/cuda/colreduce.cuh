@@ -28,11 +28,17 @@ static inline int bf_col_splits(long N, int C, int nstat, long extra) {
     return (int)S;
 }
 
+/* the block's partials (NSTAT <= 2): at file scope, not a static of the
+ * template below, which g++ would place outside the device emulation's shared
+ * memory (it drops the section attribute of a template's statics) */
+__shared__ double bf_col_sh[2][BF_COL_TY][33];
+
 /* Body of a column-reduce kernel: F(r, c, acc) adds row r, column c into
  * acc[0..NSTAT). Launch with blockDim (32, BF_COL_TY), grid (ceil(C/32), S). */
 template <int NSTAT, class F>
 __device__ __forceinline__ void bf_colreduce(double *part, long N, int C, F f) {
-    __shared__ double sh[NSTAT][BF_COL_TY][33];
+    static_assert(NSTAT >= 1 && NSTAT <= 2, "bf_col_sh holds two statistics");
+    double(*sh)[BF_COL_TY][33] = bf_col_sh;
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int c = blockIdx.x * 32 + tx;
     const int S = gridDim.y, s = blockIdx.y;

@@ -14,7 +14,10 @@
 #      CUDA_SRC (csrc/cuda; a patched copy builds under the same file names),
 #      CUDA_INC (include dir with cuda_runtime.h, cublas_v2.h, cudnn.h),
 #      PYTHON (for the scipy-openblas32 wheel's OpenBLAS), JOBS (nproc),
-#      DEBUG=1 (-g: debug information, a fifth more compile time; off for the suite).
+#      DEBUG=1 (-g: debug information, a fifth more compile time; off for the suite),
+#      FP_CONTRACT (fast, the default where the CPU has FMA: multiply-adds
+#      fused into FMAs, -mfma, as the device build's nvcc does by default; off:
+#      products and sums rounded apart, as nvcc --fmad=false).
 # Prints the path of the built library. Rebuilds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -36,7 +39,9 @@ exec 9> "$OUT_DIR/.lock" && flock 9   # two test workers building one folder: on
 OUT=$(cd "$OUT_DIR" && pwd)
 "$PYTHON" csrc/cuda_sim/rewrite_launches.py "${CUDA_SRC:-csrc/cuda}" "$OUT/src" csrc/cuda
 
-CXXFLAGS=(-std=c++17 -O2 -fPIC -fvisibility=hidden -ffp-contract=off -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=0
+CONTRACT=(-ffp-contract=off)
+grep -qw fma /proc/cpuinfo 2>/dev/null && [[ ${FP_CONTRACT:-fast} == fast ]] && CONTRACT=(-ffp-contract=fast -mfma)
+CXXFLAGS=(-std=c++17 -O2 -fPIC -fvisibility=hidden "${CONTRACT[@]}" -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=0
   -Wall -Wextra -Wno-unused-parameter -Wno-deprecated-declarations -Wno-sign-compare -Wno-unknown-pragmas
   "-DBF_CUDA_ARCHS=\"80-real,90-real,90-virtual\"" -DBF_CUDA_SIM=1
   -I"$OUT/src" -I"$ROOT/csrc" -I"$ROOT/csrc/core" -I"$ROOT/csrc/cpu" -I"$ROOT/csrc/cuda_sim"
@@ -54,8 +59,28 @@ STAMP="$OUT/flags"
 echo "${CXXFLAGS[*]} ${CUFLAGS[*]-}${CUFLAGS[*]:+ (sources with atomics or x[i] += v)}" | sed "s#$OUT#OUT_DIR#g" > "$STAMP.new" # a copied build dir keeps its objects
 if ! cmp -s "$STAMP.new" "$STAMP"; then rm -f "$OUT"/obj/*.o; mv "$STAMP.new" "$STAMP"; else rm -f "$STAMP.new"; fi
 
-HDRS=("$OUT"/src/*.h "$OUT"/src/*.cuh "$ROOT"/csrc/cuda_sim/*.h "$ROOT"/csrc/core/backend.h "$ROOT"/csrc/core/backend_ops.h "$ROOT"/csrc/core/status.h "$ROOT"/csrc/core/emap_ops.h "$ROOT"/csrc/core/emap_math.h)
+# headers every object depends on; csrc/cuda's own count only for the sources that include them (a mutated
+# header recompiles its includers, not the tree)
+HDRS=("$ROOT"/csrc/cuda_sim/*.h "$ROOT"/csrc/core/backend.h "$ROOT"/csrc/core/backend_ops.h "$ROOT"/csrc/core/status.h "$ROOT"/csrc/core/emap_ops.h "$ROOT"/csrc/core/emap_math.h)
 newest_hdr=$(ls -t "${HDRS[@]}" | head -1)
+# the csrc/cuda headers (in folder $2, default $OUT/src) that source $1 includes, directly or through one another
+local_hdrs() {
+  local todo=("$1") seen=" " f h d=${2:-$OUT/src}
+  while ((${#todo[@]})); do
+    f=${todo[-1]}; unset 'todo[-1]'
+    for h in $(grep -oE '#include "[^"]+"' "$f" | sed -E 's/.*"(.*)"/\1/'); do
+      [[ -f $d/$h && $seen != *" $h "* ]] && seen+="$h " && todo+=("$d/$h")
+    done
+  done
+  for h in $seen; do echo "$d/$h"; done
+}
+# object $2 of source $1 (its headers in folder $3, default $OUT/src) is out of date
+stale() {
+  local h
+  [[ ! -f $2 || $1 -nt $2 || $newest_hdr -nt $2 ]] && return 0
+  for h in $(local_hdrs "$1" "${3:-}"); do [[ $h -nt $2 ]] && return 0; done
+  return 1
+}
 jobs_list=()
 # INTERLEAVE=1 instruments the sources where an update can be lost: those
 # with atomics or read-modify-writes of array elements (x[i] += v: so an
@@ -72,16 +97,18 @@ instrumented() {
 [[ -n ${BASE_DIR:-} && -f $BASE_DIR/flags && $(cat "$BASE_DIR/flags") == "$(echo "${CXXFLAGS[*]} " |
    sed "s#$OUT#OUT_DIR#g")" ]] || BASE_DIR=
 base_obj() {
-  local src=$1 b bsrc bobj
+  local src=$1 b bsrc bobj h
   [[ -n $BASE_DIR ]] && ! instrumented "$src" || return 1
   b=$(basename "$src") bobj="$BASE_DIR/obj/$b.o"
   case $src in "$OUT"/src/*) bsrc="$BASE_DIR/src/$b" ;; *) bsrc=$src ;; esac
-  [[ -f $bobj && -f $bsrc && ! $bsrc -nt $bobj && ! $newest_hdr -nt $bobj ]] && cmp -s "$src" "$bsrc" && echo "$bobj"
+  [[ -f $bsrc ]] && ! stale "$bsrc" "$bobj" "$BASE_DIR/src" && cmp -s "$src" "$bsrc" || return 1
+  for h in $(local_hdrs "$src"); do cmp -s "$h" "$BASE_DIR/src/$(basename "$h")" || return 1; done
+  echo "$bobj"
 }
 for src in "$OUT"/src/*.cu "$OUT"/src/*.c "$ROOT"/csrc/cuda_sim/*.cpp "$ROOT"/csrc/cuda_sim/*.S; do
   base=$(basename "$src")
   obj="$OUT/obj/${base}.o"
-  if [[ ! -f $obj || $src -nt $obj || $newest_hdr -nt $obj ]]; then
+  if stale "$src" "$obj"; then
     if bobj=$(base_obj "$src"); then cp "$bobj" "$obj"; else jobs_list+=("$src"); fi
   fi
 done
@@ -111,6 +138,15 @@ if ((${#jobs_list[@]})); then
   for p in "${pids[@]}"; do wait "$p" || fail=1; done
   ((fail == 0)) || { echo "build.sh: compile failed" >&2; exit 1; }
 fi
+# a __shared__ array declared in a template: g++ drops the section attribute of a template's statics, so it would
+# be neither NaN-filled nor the block's own (put it at file scope, as colreduce.cuh does)
+for o in "$OUT"/obj/*.cu.o; do
+  if readelf -S -W "$o" | grep -qE '\.(bss|data)\._ZZ'; then
+    echo "build.sh: $(basename "$o" .o) has a static in a template (a __shared__ array?): g++ leaves it out of the" \
+         "emulation's shared memory; declare it at file scope" >&2
+    exit 1
+  fi
+done
 if [[ ! -f $OUT/_cuda.so ]] || [[ -n $(find "$OUT/obj" -newer "$OUT/_cuda.so" -name '*.o') ]]; then
   g++ -shared ${LDCOV[@]+"${LDCOV[@]}"} -o "$OUT/_cuda.so" "$OUT"/obj/*.o -L"$OB_LIB" -lscipy_openblas \
     -Wl,-rpath,"$OB_LIB" -Wl,--no-undefined -ldl -lpthread

@@ -10,7 +10,8 @@
  * allocated from device memory; cublasSetStream drops the user workspace.
  * The workspace set is scribbled over (sim_scribble) before and after every
  * GEMM, as the real kernels may use it: a workspace on a live buffer gives
- * wrong numbers. BF_SIM_PLANNED_WORKSPACE=1 makes a GEMM without a workspace set a launch
+ * wrong numbers. A GEMM is checked at the call and computed as work on the
+ * handle's stream (sim_submit: at once, or when the stream runs). BF_SIM_PLANNED_WORKSPACE=1 makes a GEMM without a workspace set a launch
  * failure: the check that every GEMM runs in the planned workspace;
  * BF_SIM_FAIL=cublas fails every GEMM (CUBLAS_STATUS_EXECUTION_FAILED). */
 #include <cublas_v2.h>
@@ -162,9 +163,14 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOper
         bf_sim_fault(cudaErrorIllegalAddress, "cublasSgemm", "a matrix outside every live device allocation");
         return CUBLAS_STATUS_EXECUTION_FAILED;
     }
-    sim_scribble(h->ws, h->ws_bytes);
-    gemm1(ta, tb, m, n, k, *alpha, A, lda, B, ldb, *beta, C, ldc);
-    sim_scribble(h->ws, h->ws_bytes);
+    void *ws = h->ws;
+    const size_t wsb = h->ws_bytes;
+    const float a = *alpha, b = *beta;
+    sim_submit(h->stream, [=] {
+        sim_scribble(ws, wsb);
+        gemm1(ta, tb, m, n, k, a, A, lda, B, ldb, b, C, ldc);
+        sim_scribble(ws, wsb);
+    });
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -183,9 +189,14 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
                          "a matrix of the batch outside every live device allocation");
             return CUBLAS_STATUS_EXECUTION_FAILED;
         }
-    sim_scribble(h->ws, h->ws_bytes);
-    for (int i = 0; i < batch; i++)
-        gemm1(ta, tb, m, n, k, *alpha, A + i * sA, lda, B + i * sB, ldb, *beta, C + i * sC, ldc);
-    sim_scribble(h->ws, h->ws_bytes);
+    void *ws = h->ws;
+    const size_t wsb = h->ws_bytes;
+    const float a = *alpha, b = *beta;
+    sim_submit(h->stream, [=] {
+        sim_scribble(ws, wsb);
+        for (int i = 0; i < batch; i++)
+            gemm1(ta, tb, m, n, k, a, A + i * sA, lda, B + i * sB, ldb, b, C + i * sC, ldc);
+        sim_scribble(ws, wsb);
+    });
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -33,8 +33,10 @@ int bf_sim_launch_check(dim3 g, dim3 b, size_t shmem, cudaStream_t st, const cha
 /* 1 if p (non-NULL) is not inside a live device allocation or registered host range */
 int bf_sim_bad_pointer(const void *p);
 void bf_sim_fault(int err, const char *name, const char *why);
-/* run the grid: body(ctx) once per CUDA thread, block by block */
-void bf_sim_run_grid(dim3 g, dim3 b, void (*body)(void *), void *ctx, const char *name);
+/* run the grid on stream st (now or when the stream runs it: sim_streams.cpp):
+ * body(ctx) once per CUDA thread, block by block; drop(ctx) after */
+void bf_sim_submit_grid(cudaStream_t st, dim3 g, dim3 b, void (*body)(void *), void *ctx, void (*drop)(void *),
+                        const char *name);
 void bf_sim_check_address(const volatile void *p, size_t n);
 /* BF_SIM_INTERLEAVE=1: let the block's other threads run (sim_runtime.cpp) */
 void bf_sim_yield(void);
@@ -119,14 +121,16 @@ template <class T, class U> BF_SIM_ATOMIC T atomicExch(T *p, U v) {
     return old;
 }
 
-/* round-to-nearest intrinsics: never contracted into an FMA (the build uses
- * -ffp-contract=off) */
-static inline float __fmul_rn(float a, float b) { return a * b; }
-static inline float __fadd_rn(float a, float b) { return a + b; }
-static inline float __fsub_rn(float a, float b) { return a - b; }
+/* round-to-nearest intrinsics: never contracted into an FMA, as nvcc
+ * guarantees (the empty asm holds the rounded result, so a build with
+ * FP_CONTRACT=fast cannot fuse it with what follows) */
+#define BF_SIM_ROUNDED(r) __asm__("" : "+x"(r))
+static inline float __fmul_rn(float a, float b) { float r = a * b; BF_SIM_ROUNDED(r); return r; }
+static inline float __fadd_rn(float a, float b) { float r = a + b; BF_SIM_ROUNDED(r); return r; }
+static inline float __fsub_rn(float a, float b) { float r = a - b; BF_SIM_ROUNDED(r); return r; }
 static inline float __fdiv_rn(float a, float b) { return a / b; }
-static inline double __dmul_rn(double a, double b) { return a * b; }
-static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dmul_rn(double a, double b) { double r = a * b; BF_SIM_ROUNDED(r); return r; }
+static inline double __dadd_rn(double a, double b) { double r = a + b; BF_SIM_ROUNDED(r); return r; }
 static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
 static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
@@ -155,6 +159,7 @@ template <class... A> struct bf_sim_call {
         bf_sim_call *self = (bf_sim_call *)c;
         std::apply(self->k, self->args);
     }
+    static void drop(void *c) { delete (bf_sim_call *)c; }
 };
 
 template <class T> static inline int bf_sim_arg_bad(const T &v) {
@@ -177,7 +182,8 @@ template <class... P> struct bf_sim_launch_t {
             bf_sim_fault(cudaErrorIllegalAddress, name, "a pointer argument outside every live device allocation");
             return;
         }
-        bf_sim_run_grid(g, b, &bf_sim_call<P...>::run, &c, name);
+        bf_sim_submit_grid(st, g, b, &bf_sim_call<P...>::run, new bf_sim_call<P...>(c), &bf_sim_call<P...>::drop,
+                           name);
     }
 };
 

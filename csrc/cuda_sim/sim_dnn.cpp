@@ -8,7 +8,9 @@
  * fails with CUDNN_STATUS_BAD_PARAM, as does a destroyed descriptor or handle,
  * a shape mismatch, or tensors outside device memory (which also fault).
  * The workspace passed is scribbled over (sim_scribble) before and after
- * every convolution, so one placed on a live tensor gives wrong numbers.
+ * every convolution, so one placed on a live tensor gives wrong numbers. A
+ * call is checked at once and computed as work on the handle's stream
+ * (sim_submit: at once, or when the stream runs).
  * BF_SIM_FAIL=cudnn fails every convolution (CUDNN_STATUS_EXECUTION_FAILED). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -384,7 +386,6 @@ static cudnnStatus_t run_check(cudnnHandle_t h, const geom &g, const char *what,
         bf_sim_fault(cudaErrorIllegalAddress, what, "a tensor or the workspace outside every live device allocation");
         return fail(CUDNN_STATUS_EXECUTION_FAILED, "illegal address");
     }
-    sim_scribble((void *)ws, ws_bytes); /* the caller's inputs must not live there */
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -398,14 +399,18 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha, const 
     s = run_check(h, g, "cudnnConvolutionForward", fwd_ws(g, algo), ws, ws_bytes, (const float *)alpha,
                   (const float *)beta, x, w, y);
     if (s != CUDNN_STATUS_SUCCESS) return s;
-    const int P = g.OH * g.OW, KK = g.R * g.S * g.C;
-    std::vector<float> col((size_t)P * KK);
-    for (int n = 0; n < g.N; n++) {
-        im2col(col.data(), (const float *)x + (size_t)n * g.H * g.W * g.C, g);
-        bf_sgemm1(0, 1, P, g.K, KK, *(const float *)alpha, col.data(), KK, (const float *)w, KK,
-                  *(const float *)beta, (float *)y + (size_t)n * P * g.K, g.K);
-    }
-    sim_scribble(ws, ws_bytes);
+    const float a = *(const float *)alpha, b = *(const float *)beta;
+    sim_submit(h->stream, [=] {
+        sim_scribble(ws, ws_bytes); /* the caller's inputs must not live there */
+        const int P = g.OH * g.OW, KK = g.R * g.S * g.C;
+        std::vector<float> col((size_t)P * KK);
+        for (int n = 0; n < g.N; n++) {
+            im2col(col.data(), (const float *)x + (size_t)n * g.H * g.W * g.C, g);
+            bf_sgemm1(0, 1, P, g.K, KK, a, col.data(), KK, (const float *)w, KK, b, (float *)y + (size_t)n * P * g.K,
+                      g.K);
+        }
+        sim_scribble(ws, ws_bytes);
+    });
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -420,14 +425,18 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
     s = run_check(h, g, "cudnnConvolutionBackwardFilter", bwd_filter_ws(g, algo), ws, ws_bytes, (const float *)alpha,
                   (const float *)beta, x, dw, dy);
     if (s != CUDNN_STATUS_SUCCESS) return s;
-    const int P = g.OH * g.OW, KK = g.R * g.S * g.C;
-    std::vector<float> col((size_t)P * KK);
-    for (int n = 0; n < g.N; n++) {
-        im2col(col.data(), (const float *)x + (size_t)n * g.H * g.W * g.C, g);
-        bf_sgemm1(1, 0, g.K, KK, P, *(const float *)alpha, (const float *)dy + (size_t)n * P * g.K, g.K, col.data(),
-                  KK, n ? 1.0f : *(const float *)beta, (float *)dw, KK);
-    }
-    sim_scribble(ws, ws_bytes);
+    const float a = *(const float *)alpha, b = *(const float *)beta;
+    sim_submit(h->stream, [=] {
+        sim_scribble(ws, ws_bytes);
+        const int P = g.OH * g.OW, KK = g.R * g.S * g.C;
+        std::vector<float> col((size_t)P * KK);
+        for (int n = 0; n < g.N; n++) {
+            im2col(col.data(), (const float *)x + (size_t)n * g.H * g.W * g.C, g);
+            bf_sgemm1(1, 0, g.K, KK, P, a, (const float *)dy + (size_t)n * P * g.K, g.K, col.data(), KK, n ? 1.0f : b,
+                      (float *)dw, KK);
+        }
+        sim_scribble(ws, ws_bytes);
+    });
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -442,18 +451,21 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha, c
     s = run_check(h, g, "cudnnConvolutionBackwardData", bwd_data_ws(g, algo), ws, ws_bytes, (const float *)alpha,
                   (const float *)beta, dx, w, dy);
     if (s != CUDNN_STATUS_SUCCESS) return s;
-    const int P = g.OH * g.OW, KK = g.R * g.S * g.C;
-    const size_t xs = (size_t)g.H * g.W * g.C;
     const float a = *(const float *)alpha, b = *(const float *)beta;
-    std::vector<float> col((size_t)P * KK), tmp(xs);
-    for (int n = 0; n < g.N; n++) {
-        bf_sgemm1(0, 0, P, KK, g.K, 1.0f, (const float *)dy + (size_t)n * P * g.K, g.K, (const float *)w, KK, 0.0f,
-                  col.data(), KK);
-        std::fill(tmp.begin(), tmp.end(), 0.0f);
-        col2im_add(tmp.data(), col.data(), g);
-        float *d = (float *)dx + n * xs;
-        for (size_t i = 0; i < xs; i++) d[i] = b == 0.0f ? a * tmp[i] : a * tmp[i] + b * d[i];
-    }
-    sim_scribble(ws, ws_bytes);
+    sim_submit(h->stream, [=] {
+        sim_scribble(ws, ws_bytes);
+        const int P = g.OH * g.OW, KK = g.R * g.S * g.C;
+        const size_t xs = (size_t)g.H * g.W * g.C;
+        std::vector<float> col((size_t)P * KK), tmp(xs);
+        for (int n = 0; n < g.N; n++) {
+            bf_sgemm1(0, 0, P, KK, g.K, 1.0f, (const float *)dy + (size_t)n * P * g.K, g.K, (const float *)w, KK, 0.0f,
+                      col.data(), KK);
+            std::fill(tmp.begin(), tmp.end(), 0.0f);
+            col2im_add(tmp.data(), col.data(), g);
+            float *d = (float *)dx + n * xs;
+            for (size_t i = 0; i < xs; i++) d[i] = b == 0.0f ? a * tmp[i] : a * tmp[i] + b * d[i];
+        }
+        sim_scribble(ws, ws_bytes);
+    });
     return CUDNN_STATUS_SUCCESS;
 }

@@ -7,6 +7,9 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <functional>
+#include <mutex>
+
 typedef struct {
     int block_order;    /* 0 forward, 1 reverse, 2 shuffled */
     int thread_order;   /* 0 forward, 1 reverse, 2 shuffled (each block its own permutation) */
@@ -16,6 +19,8 @@ typedef struct {
     size_t mem;
     int nan_fill;
     int interleave;     /* 1: a thread yields at every atomic and every instrumented store */
+    int wave;           /* blocks run at a time (their threads in turns): BF_SIM_WAVE under interleave, else 1 */
+    int streams;        /* 0 work runs at the call, 1 lazy, 2 shuffled (sim_streams.cpp) */
     size_t cudnn;
     int trace;
 } sim_config;
@@ -24,6 +29,11 @@ const sim_config &sim_cfg(void);
 /* record e as the last error (if not success) and return it */
 cudaError_t sim_err(cudaError_t e);
 int sim_sticky(void);
+cudaError_t sim_sticky_error(void);
+/* the runtime's lock (recursive): allocations, launches, queues */
+std::recursive_mutex &sim_lock(void);
+/* 1 if p lies in a range given to cudaHostRegister */
+int sim_is_pinned(const void *p);
 int sim_is_device(const void *p);
 /* 1 if [p, p + n) lies inside one live device allocation */
 int sim_device_range(const void *p, size_t n);
@@ -41,5 +51,13 @@ extern "C" void bf_sim_fault(int err, const char *name, const char *why);
 void sim_external_begin(void);
 void sim_external_end(void);
 int sim_external_pending(void);
+void sim_wait_external(void);
+/* stream work (sim_streams.cpp): run now (BF_SIM_STREAMS=sync, the legacy
+ * stream 0, an unknown stream) or queued on s until something needs it */
+void sim_submit(cudaStream_t s, std::function<void()> work);
+/* the host waits for s (0: for everything): run everything queued, in the
+ * order BF_SIM_STREAMS picks among those the events allow */
+void sim_drain(cudaStream_t s);
+void sim_drain_all(void);
 
 #endif

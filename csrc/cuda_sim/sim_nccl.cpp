@@ -8,9 +8,9 @@
  * dlopen it as if it were libnccl.so.2. Ranks are processes on this host:
  * the unique id names a POSIX shared-memory segment that every rank maps at
  * ncclCommInitRank (which blocks until all joined, as NCCL's does). A
- * collective is queued to the communicator's proxy thread and returns at
- * once, as NCCL's enqueue does; the stream is busy until the thread is done
- * (sim_external_*). Each chunk: every rank copies its part into its slot,
+ * collective runs its stream's queued work (sim_drain), is queued to the
+ * communicator's proxy thread and returns at once, as NCCL's enqueue does;
+ * the stream is busy until the thread is done (sim_external_*). Each chunk: every rank copies its part into its slot,
  * barrier, every rank sums the slots in rank order (so all ranks get the same
  * bits), barrier. A peer process that is gone becomes ncclRemoteError (NCCL's
  * socket transport reports a lost connection so); a live but stuck peer hangs
@@ -283,6 +283,7 @@ NX ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, int dt
     if (!sim_device_range(send, count * 4) || !sim_device_range(recv, count * 4) || !sim_stream_ok((cudaStream_t)stream))
         return invalid_arg;
     if (c->error.load() != ok) return c->error.load();
+    sim_drain((cudaStream_t)stream); /* the stream's queued work (the gradients) first */
     sim_external_begin();
     std::lock_guard<std::mutex> lk(c->mu);
     c->ops.push_back(op_t{(const float *)send, (float *)recv, count, -1});
@@ -298,6 +299,7 @@ NX ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, int dt
         !sim_stream_ok((cudaStream_t)stream))
         return invalid_arg;
     if (c->error.load() != ok) return c->error.load();
+    sim_drain((cudaStream_t)stream); /* the stream's queued work (the gradients) first */
     sim_external_begin();
     std::lock_guard<std::mutex> lk(c->mu);
     c->ops.push_back(op_t{(const float *)send, (float *)recv, count, root});

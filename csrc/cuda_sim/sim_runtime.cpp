@@ -10,11 +10,10 @@
  * kernel (or a cuBLAS / cuDNN stand-in) touching unmapped memory, a pointer
  * argument outside every live allocation, or an atomic on one becomes CUDA's
  * sticky cudaErrorIllegalAddress: every later call returns it.
- * Streams and events are synchronous (work runs at the call), except the
- * NCCL stand-in's collectives (sim_nccl.cpp), which run on their own thread:
- * cudaStreamQuery reports them, synchronizes and launches wait for them; misuse
- * (destroyed handles, copies in the wrong direction, ranges outside an
- * allocation, bad launch configurations) returns CUDA's error codes.
+ * Streams, events and copies: sim_streams.cpp (at the call, or queued per
+ * stream: BF_SIM_STREAMS). Misuse (destroyed handles, copies in the wrong
+ * direction, ranges outside an allocation, bad launch configurations) returns
+ * CUDA's error codes.
  * Switches (environment, read once):
  *   BF_SIM_BLOCK_ORDER  forward | reverse | shuffled (BF_SIM_SEED)
  *   BF_SIM_THREAD_ORDER forward | reverse | shuffled (a permutation per block)
@@ -26,10 +25,12 @@
  *                       shared memory at the start of every block
  *   BF_SIM_PLANNED_WORKSPACE 1: a cuBLAS GEMM without cublasSetWorkspace fails
  *                       (sim_blas.cpp)
- *   BF_SIM_INTERLEAVE   1: a thread yields to the rest of its block at every
- *                       atomic and (INTERLEAVE=1 builds) every store to device
- *                       or shared memory: a non-atomic read-modify-write loses
- *                       updates (blocks still run one at a time)
+ *   BF_SIM_INTERLEAVE   1: a thread yields at every atomic and (INTERLEAVE=1
+ *                       builds) every store to device or shared memory, and
+ *                       blocks run BF_SIM_WAVE (4) at a time, their threads in
+ *                       turns: a non-atomic read-modify-write loses updates,
+ *                       within a block and between blocks
+ *   BF_SIM_STREAMS      sync (default) | lazy | shuffled: sim_streams.cpp
  *   BF_SIM_CUDNN_VERSION, BF_SIM_TRACE=1 (refused launches on stderr) */
 #include <setjmp.h>
 #include <signal.h>
@@ -42,6 +43,7 @@
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -84,6 +86,10 @@ const sim_config &sim_cfg(void) {
     cfg.cudnn = (s = getenv("BF_SIM_CUDNN_VERSION")) ? (size_t)atol(s) : (size_t)CUDNN_VERSION;
     cfg.trace = (s = getenv("BF_SIM_TRACE")) && *s == '1';
     cfg.interleave = (s = getenv("BF_SIM_INTERLEAVE")) && *s == '1';
+    cfg.wave = cfg.interleave ? ((s = getenv("BF_SIM_WAVE")) && atoi(s) > 0 ? atoi(s) : 4) : 1;
+    cfg.streams = 0;
+    if ((s = getenv("BF_SIM_STREAMS")))
+        cfg.streams = !strcmp(s, "lazy") ? 1 : !strcmp(s, "shuffled") ? 2 : 0;
     return cfg;
 }
 
@@ -96,6 +102,7 @@ cudaError_t sim_err(cudaError_t e) {
     return e;
 }
 int sim_sticky(void) { return sticky != cudaSuccess; }
+cudaError_t sim_sticky_error(void) { return sticky; }
 
 #define STICKY_RETURN()                         \
     do {                                        \
@@ -120,6 +127,7 @@ static std::map<uintptr_t, alloc_t> allocs;    /* by start */
 static std::map<uintptr_t, size_t> registered; /* pinned host ranges */
 static size_t allocated;
 static std::recursive_mutex big_lock;
+std::recursive_mutex &sim_lock(void) { return big_lock; }
 
 static const alloc_t *find_alloc(const void *q) {
     uintptr_t a = (uintptr_t)q;
@@ -144,6 +152,8 @@ static int in_registered(const void *q) {
     --it;
     return a >= it->first && a <= it->first + it->second;
 }
+
+int sim_is_pinned(const void *p) { return in_registered(p); }
 
 extern "C" int bf_sim_bad_pointer(const void *p) { return !find_alloc(p) && !in_registered(p); }
 
@@ -176,6 +186,7 @@ cudaError_t cudaMalloc(void **out, size_t n) {
 
 cudaError_t cudaFree(void *p) {
     std::lock_guard<std::recursive_mutex> g(big_lock);
+    sim_drain_all(); /* cudaFree synchronizes the device */
     STICKY_RETURN();
     if (!p) return cudaSuccess;
     auto it = allocs.find((uintptr_t)p);
@@ -211,147 +222,9 @@ cudaError_t cudaHostRegister(void *p, size_t n, unsigned) {
 
 cudaError_t cudaHostUnregister(void *p) {
     std::lock_guard<std::recursive_mutex> g(big_lock);
+    sim_drain_all(); /* no queued copy reads an unmapped page after */
     STICKY_RETURN();
     if (!registered.erase((uintptr_t)p)) return sim_err(cudaErrorHostMemoryNotRegistered);
-    return cudaSuccess;
-}
-
-/* ---- streams and events: synchronous, checked handles ---- */
-
-struct sim_handle_t {
-    unsigned magic;
-};
-static std::set<const void *> live_streams, live_events;
-
-static int stream_ok(cudaStream_t s) { return !s || live_streams.count((const void *)s); }
-
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
-    STICKY_RETURN();
-    sim_handle_t *h = new sim_handle_t{0x5157};
-    live_streams.insert(h);
-    *s = (cudaStream_t)h;
-    return cudaSuccess;
-}
-
-cudaError_t cudaStreamDestroy(cudaStream_t s) {
-    STICKY_RETURN();
-    if (!s || !live_streams.erase((const void *)s)) return sim_err(cudaErrorInvalidResourceHandle);
-    delete (sim_handle_t *)s;
-    return cudaSuccess;
-}
-
-static std::atomic<int> external_pending;
-void sim_external_begin(void) { external_pending++; }
-void sim_external_end(void) { external_pending--; }
-int sim_external_pending(void) { return external_pending.load(); }
-static void wait_external(void) {
-    while (external_pending.load() > 0) {
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
-    }
-}
-
-cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-    STICKY_RETURN();
-    if (!stream_ok(s)) return sim_err(cudaErrorInvalidResourceHandle);
-    wait_external();
-    return cudaSuccess;
-}
-
-cudaError_t cudaStreamQuery(cudaStream_t s) {
-    STICKY_RETURN();
-    if (!stream_ok(s)) return sim_err(cudaErrorInvalidResourceHandle);
-    return external_pending.load() > 0 ? cudaErrorNotReady : cudaSuccess; /* not an error: not recorded */
-}
-
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) {
-    STICKY_RETURN();
-    sim_handle_t *h = new sim_handle_t{0xe7e7};
-    live_events.insert(h);
-    *e = (cudaEvent_t)h;
-    return cudaSuccess;
-}
-
-cudaError_t cudaEventDestroy(cudaEvent_t e) {
-    STICKY_RETURN();
-    if (!e || !live_events.erase((const void *)e)) return sim_err(cudaErrorInvalidResourceHandle);
-    delete (sim_handle_t *)e;
-    return cudaSuccess;
-}
-
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
-    STICKY_RETURN();
-    if (!live_events.count((const void *)e) || !stream_ok(s)) return sim_err(cudaErrorInvalidResourceHandle);
-    return cudaSuccess;
-}
-
-cudaError_t cudaEventSynchronize(cudaEvent_t e) {
-    STICKY_RETURN();
-    if (!live_events.count((const void *)e)) return sim_err(cudaErrorInvalidResourceHandle);
-    return cudaSuccess;
-}
-
-cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
-    STICKY_RETURN();
-    if (!live_events.count((const void *)e) || !stream_ok(s)) return sim_err(cudaErrorInvalidResourceHandle);
-    return cudaSuccess;
-}
-
-int sim_stream_ok(cudaStream_t s) { return stream_ok(s); }
-
-/* ---- copies ---- */
-
-/* the direction a copy of (dst, src) must have, checked against kind */
-static cudaError_t copy_check(void *dst, const void *src, size_t span_d, size_t span_s, cudaMemcpyKind kind) {
-    const int dd = sim_is_device(dst), sd = sim_is_device(src);
-    int want_dd, want_sd;
-    switch (kind) {
-    case cudaMemcpyHostToDevice: want_dd = 1; want_sd = 0; break;
-    case cudaMemcpyDeviceToHost: want_dd = 0; want_sd = 1; break;
-    case cudaMemcpyDeviceToDevice: want_dd = 1; want_sd = 1; break;
-    case cudaMemcpyHostToHost: want_dd = 0; want_sd = 0; break;
-    case cudaMemcpyDefault: want_dd = dd; want_sd = sd; break;
-    default: return cudaErrorInvalidMemcpyDirection;
-    }
-    if (dd != want_dd || sd != want_sd) return cudaErrorInvalidValue;
-    if (dd && !sim_device_range(dst, span_d)) return cudaErrorInvalidValue;
-    if (sd && !sim_device_range(src, span_s)) return cudaErrorInvalidValue;
-    return cudaSuccess;
-}
-
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind kind, cudaStream_t s) {
-    wait_external();
-    std::lock_guard<std::recursive_mutex> g(big_lock);
-    STICKY_RETURN();
-    if (!stream_ok(s)) return sim_err(cudaErrorInvalidResourceHandle);
-    if (!n) return cudaSuccess;
-    if (!dst || !src) return sim_err(cudaErrorInvalidValue);
-    cudaError_t e = copy_check(dst, src, n, n, kind);
-    if (e != cudaSuccess) return sim_err(e);
-    memmove(dst, src, n);
-    return cudaSuccess;
-}
-
-cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
-                              cudaMemcpyKind kind, cudaStream_t s) {
-    std::lock_guard<std::recursive_mutex> g(big_lock);
-    STICKY_RETURN();
-    if (!stream_ok(s)) return sim_err(cudaErrorInvalidResourceHandle);
-    if (!width || !height) return cudaSuccess;
-    if (width > dpitch || width > spitch) return sim_err(cudaErrorInvalidPitchValue);
-    cudaError_t e = copy_check(dst, src, (height - 1) * dpitch + width, (height - 1) * spitch + width, kind);
-    if (e != cudaSuccess) return sim_err(e);
-    for (size_t r = 0; r < height; r++) memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
-    return cudaSuccess;
-}
-
-cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) {
-    std::lock_guard<std::recursive_mutex> g(big_lock);
-    STICKY_RETURN();
-    if (!stream_ok(s)) return sim_err(cudaErrorInvalidResourceHandle);
-    if (!n) return cudaSuccess;
-    if (!sim_device_range(p, n)) return sim_err(cudaErrorInvalidValue);
-    memset(p, v, n);
     return cudaSuccess;
 }
 
@@ -446,8 +319,9 @@ cudaError_t cudaGetLastError(void) {
 cudaError_t cudaPeekAtLastError(void) { return sticky != cudaSuccess ? sticky : last; }
 
 cudaError_t cudaDeviceSynchronize(void) {
+    sim_drain_all();
     STICKY_RETURN();
-    wait_external();
+    sim_wait_external();
     return cudaSuccess;
 }
 
@@ -464,15 +338,25 @@ struct sim_thread {
     uint3 tid;
 };
 
+/* a block running: one of the wave's slots (BF_SIM_WAVE blocks under
+ * BF_SIM_INTERLEAVE, else 1); its threads are thr[slot * nthr ...] */
+struct sim_block {
+    uint3 idx;
+    int live, fast, seq_next, bar_or;
+    std::vector<int> perm;     /* BF_SIM_THREAD_ORDER=shuffled: position -> thread, drawn per block */
+    std::vector<char> shared;  /* its __shared__ while another block of the wave runs */
+};
+
 static const size_t STACK = 256 << 10;
 static std::vector<char *> stacks;
 static std::vector<int> free_stacks;
 static std::vector<sim_thread> thr;
-static int nthr, cur;
+static std::vector<sim_block> blk;
+static int nthr, cur;          /* threads per block; the running thread (an index into thr) */
+static sim_block *cb;          /* the running thread's block */
 static void *sched_sp;
 static void (*g_body)(void *);
 static void *g_ctx;
-static int bar_or;
 static sigjmp_buf kernel_jmp;
 static volatile sig_atomic_t in_kernel;
 static const char *kernel_name;
@@ -492,12 +376,10 @@ static int take_stack(void) {
     return (int)stacks.size() - 1;
 }
 
-static int live, fast, seq_next;
-static std::vector<int> perm; /* BF_SIM_THREAD_ORDER=shuffled: position -> thread, drawn per block */
-
-static int pos_to_thread(int k) {
+/* position k of block slot s's order -> index into thr */
+static int pos_to_thread(int s, int k) {
     const int o = sim_cfg().thread_order;
-    return o == 1 ? nthr - 1 - k : o == 2 ? perm[k] : k;
+    return s * nthr + (o == 1 ? nthr - 1 - k : o == 2 ? blk[s].perm[k] : k);
 }
 
 /* A fiber runs its thread; in the fast path (no thread of the block has
@@ -507,9 +389,9 @@ extern "C" __attribute__((noinline, noreturn)) void bf_sim_fiber_entry(void) {
     for (;;) {
         g_body(g_ctx);
         thr[cur].state = T_DONE;
-        live--;
-        if (!fast || seq_next >= nthr) break;
-        const int i = pos_to_thread(seq_next++);
+        cb->live--;
+        if (!cb->fast || cb->seq_next >= nthr) break;
+        const int i = pos_to_thread((int)(cb - blk.data()), cb->seq_next++);
         thr[i].stack = thr[cur].stack;
         thr[cur].stack = -1;
         thr[i].state = T_RUN;
@@ -536,19 +418,20 @@ static void wait_as(int state) {
         bf_sim_fault(cudaErrorIllegalInstruction, "host code", "barrier outside a kernel");
         return;
     }
-    fast = 0; /* the threads not started yet get fibers of their own */
+    cb->fast = 0; /* the threads not started yet get fibers of their own */
     thr[cur].state = state;
     bf_sim_switch(&thr[cur].sp, sched_sp);
 }
 
 /* BF_SIM_INTERLEAVE=1: the running thread stays runnable but lets the other
- * threads of its block run first (called at every atomic and, in a build
- * with INTERLEAVE=1, before every store to device or shared memory:
- * sim_interleave.cpp), so a read-modify-write that is not atomic loses the
- * updates of the threads that ran in between, as it can on a GPU */
+ * threads of its block and of the wave's other blocks run first (called at
+ * every atomic and, in a build with INTERLEAVE=1, before every store to
+ * device or shared memory: sim_interleave.cpp), so a read-modify-write that
+ * is not atomic loses the updates of the threads that ran in between, as it
+ * can on a GPU */
 extern "C" void bf_sim_yield(void) {
     if (!in_kernel || !sim_cfg().interleave) return;
-    fast = 0;
+    cb->fast = 0;
     bf_sim_switch(&thr[cur].sp, sched_sp);
 }
 
@@ -560,14 +443,15 @@ extern "C" void bf_sim_syncthreads(void) {
 extern "C" int bf_sim_syncthreads_or(int pred) {
     thr[cur].pred = pred != 0;
     wait_as(T_BAR);
-    return bar_or;
+    return cb->bar_or;
 }
 
 extern "C" uint64_t bf_sim_shfl(uint64_t bits, int src_lane, int) {
-    const int me = cur, warp0 = me & ~31, src = warp0 + (src_lane & 31);
+    const int me = cur, base = (int)(cb - blk.data()) * nthr, warp0 = base + ((me - base) & ~31),
+              src = warp0 + (src_lane & 31);
     thr[me].shfl = bits;
     wait_as(T_WARP);
-    uint64_t r = (src < nthr && thr[src].state != T_DONE) ? thr[src].shfl : bits;
+    uint64_t r = (src < base + nthr && thr[src].state != T_DONE) ? thr[src].shfl : bits;
     wait_as(T_WARP); /* nobody overwrites its value before the warp has read */
     return r;
 }
@@ -629,7 +513,7 @@ void sim_guard_end(void) {
 }
 
 extern "C" int bf_sim_launch_check(dim3 g, dim3 b, size_t shmem, cudaStream_t st, const char *name) {
-    wait_external(); /* stream order after a collective still running */
+    sim_wait_external(); /* stream order after a collective still running */
     if (sticky != cudaSuccess) {
         last = sticky;
         return 1;
@@ -649,7 +533,7 @@ extern "C" int bf_sim_launch_check(dim3 g, dim3 b, size_t shmem, cudaStream_t st
     } else if (shmem > (48u << 10)) {
         why = "more than 48 KiB of dynamic shared memory";
         e = cudaErrorInvalidValue;
-    } else if (!stream_ok(st)) {
+    } else if (!sim_stream_ok(st)) {
         why = "a destroyed or unknown stream";
         e = cudaErrorInvalidResourceHandle;
     }
@@ -669,82 +553,128 @@ static unsigned long rng(void) { return lcg(&rng_state); }
 /* the __shared__ statics of sim_device.h (absent from a program without any) */
 extern "C" char __start_bf_sim_shared[] __attribute__((weak, visibility("hidden")));
 extern "C" char __stop_bf_sim_shared[] __attribute__((weak, visibility("hidden")));
+static size_t shared_bytes(void) { return __start_bf_sim_shared ? (size_t)(__stop_bf_sim_shared - __start_bf_sim_shared) : 0; }
 
-/* run one block; 0 or a launch failure */
-static int run_block(void) {
-    if (sim_cfg().nan_fill && __start_bf_sim_shared)
-        memset(__start_bf_sim_shared, 0xff, (size_t)(__stop_bf_sim_shared - __start_bf_sim_shared));
-    for (int i = 0; i < nthr; i++) {
+/* block slot s starts (blockIdx idx): fresh threads and, with NaN fill, NaN shared memory */
+static void block_init(int s, uint3 idx, int wave) {
+    sim_block &b = blk[s];
+    b.idx = idx;
+    b.live = nthr;
+    b.fast = 1;
+    b.seq_next = 0;
+    for (int i = s * nthr; i < (s + 1) * nthr; i++) {
         thr[i].state = T_FRESH;
         thr[i].stack = -1;
     }
-    live = nthr;
-    fast = 1;
-    seq_next = 0;
     if (sim_cfg().thread_order == 2) { /* a fresh permutation for every block of every launch */
-        perm.resize(nthr);
-        for (int i = 0; i < nthr; i++) perm[i] = i;
-        for (int i = nthr; i > 1; i--) std::swap(perm[i - 1], perm[lcg(&thread_rng_state) % i]);
+        b.perm.resize(nthr);
+        for (int i = 0; i < nthr; i++) b.perm[i] = i;
+        for (int i = nthr; i > 1; i--) std::swap(b.perm[i - 1], b.perm[lcg(&thread_rng_state) % i]);
     }
-    for (;;) {
-        for (int k = fast ? seq_next : 0; k < nthr; k++) {
-            const int i = pos_to_thread(k);
-            sim_thread *t = &thr[i];
-            if (t->state == T_FRESH) {
-                t->stack = take_stack();
-                if (t->stack < 0) return -1;
-                fiber_init(t);
-                t->state = T_RUN;
-                if (fast) seq_next = k + 1;
-            }
-            if (t->state != T_RUN) continue;
-            cur = i;
-            bf_sim_threadIdx = t->tid;
-            bf_sim_switch(&sched_sp, t->sp);
-        }
-        if (!live) return 0;
-        int runnable = 0;
-        for (int i = 0; i < nthr && !runnable; i++) runnable = thr[i].state == T_RUN;
-        if (runnable) continue; /* threads that yielded (BF_SIM_INTERLEAVE) run again */
-        /* every live thread waits: open the warps whose live threads all shuffle, else the block barrier */
-        int released = 0;
-        for (int w0 = 0; w0 < nthr; w0 += 32) {
-            int alive = 0, waiting = 0;
-            for (int i = w0; i < nthr && i < w0 + 32; i++) {
-                alive += thr[i].state != T_DONE;
-                waiting += thr[i].state == T_WARP;
-            }
-            if (waiting && waiting == alive) {
-                for (int i = w0; i < nthr && i < w0 + 32; i++)
-                    if (thr[i].state == T_WARP) thr[i].state = T_RUN;
-                released = 1;
-            }
-        }
-        if (released) continue;
-        int at_bar = 0, any = 0;
-        for (int i = 0; i < nthr; i++)
-            if (thr[i].state == T_BAR) at_bar++, any |= thr[i].pred;
-        if (at_bar == live) {
-            bar_or = any;
-            for (int i = 0; i < nthr; i++)
-                if (thr[i].state == T_BAR) thr[i].state = T_RUN;
-            continue;
-        }
-        return 1; /* some wait at __syncthreads, others in a warp exchange */
+    const size_t n = shared_bytes();
+    if (wave == 1) {
+        if (sim_cfg().nan_fill && n) memset(__start_bf_sim_shared, 0xff, n);
+    } else { /* kept aside while the other blocks run: NaN, or what the section holds (stale, as on a GPU) */
+        b.shared.assign(__start_bf_sim_shared, __start_bf_sim_shared + n);
+        if (sim_cfg().nan_fill) std::fill(b.shared.begin(), b.shared.end(), (char)0xff);
     }
 }
 
-extern "C" void bf_sim_run_grid(dim3 g, dim3 b, void (*body)(void *), void *ctx, const char *name) {
+/* the section holds slot s's shared memory (wave > 1: the resident block's is put aside) */
+static int resident = -1;
+static void enter_block(int s, int wave) {
+    cb = &blk[s];
+    bf_sim_blockIdx = cb->idx;
+    if (wave == 1 || resident == s) return;
+    const size_t n = shared_bytes();
+    if (resident >= 0) memcpy(blk[resident].shared.data(), __start_bf_sim_shared, n);
+    memcpy(__start_bf_sim_shared, cb->shared.data(), n);
+    resident = s;
+}
+
+/* one turn of slot s: each runnable thread runs until it waits, yields or
+ * ends; then, if none can run, its warps' exchanges or its barrier open.
+ * 0: still running or done, 1: barrier divergence, -1: no stack */
+static int block_turn(int s, int wave) {
+    sim_block &b = blk[s];
+    enter_block(s, wave);
+    for (int k = b.fast ? b.seq_next : 0; k < nthr; k++) {
+        const int i = pos_to_thread(s, k);
+        sim_thread *t = &thr[i];
+        if (t->state == T_FRESH) {
+            t->stack = take_stack();
+            if (t->stack < 0) return -1;
+            fiber_init(t);
+            t->state = T_RUN;
+            if (b.fast) b.seq_next = k + 1;
+        }
+        if (t->state != T_RUN) continue;
+        cur = i;
+        bf_sim_threadIdx = t->tid;
+        bf_sim_switch(&sched_sp, t->sp);
+    }
+    if (!b.live) return 0;
+    const int lo = s * nthr, hi = lo + nthr;
+    for (int i = lo; i < hi; i++)
+        if (thr[i].state == T_RUN) return 0; /* threads that yielded (BF_SIM_INTERLEAVE) run next turn */
+    /* every live thread waits: open the warps whose live threads all shuffle, else the block barrier */
+    int released = 0;
+    for (int w0 = lo; w0 < hi; w0 += 32) {
+        int alive = 0, waiting = 0;
+        for (int i = w0; i < hi && i < w0 + 32; i++) {
+            alive += thr[i].state != T_DONE;
+            waiting += thr[i].state == T_WARP;
+        }
+        if (waiting && waiting == alive) {
+            for (int i = w0; i < hi && i < w0 + 32; i++)
+                if (thr[i].state == T_WARP) thr[i].state = T_RUN;
+            released = 1;
+        }
+    }
+    if (released) return 0;
+    int at_bar = 0, any = 0;
+    for (int i = lo; i < hi; i++)
+        if (thr[i].state == T_BAR) at_bar++, any |= thr[i].pred;
+    if (at_bar != b.live) return 1; /* some wait at __syncthreads, others in a warp exchange */
+    b.bar_or = any;
+    for (int i = lo; i < hi; i++)
+        if (thr[i].state == T_BAR) thr[i].state = T_RUN;
+    return 0;
+}
+
+/* run the blocks ids[0..n) together, their turns in rounds (n > 1 only under
+ * BF_SIM_INTERLEAVE: a block's threads then interleave with the others');
+ * 0 or a launch failure */
+static int run_wave(const uint3 *ids, int n) {
+    for (int s = 0; s < n; s++) block_init(s, ids[s], n);
+    resident = -1;
+    for (;;) {
+        int running = 0;
+        for (int s = 0; s < n; s++) {
+            if (!blk[s].live) continue;
+            const int r = block_turn(s, n);
+            if (r) return r;
+            running |= blk[s].live != 0;
+        }
+        if (!running) break;
+    }
+    return 0;
+}
+
+static void run_grid(dim3 g, dim3 b, void (*body)(void *), void *ctx, const char *name) {
     std::lock_guard<std::recursive_mutex> lock(big_lock);
     const sim_config &c = sim_cfg();
-    nthr = (int)(b.x * b.y * b.z);
-    thr.resize(nthr);
-    for (int i = 0; i < nthr; i++) {
-        thr[i].tid.x = i % b.x;
-        thr[i].tid.y = i / b.x % b.y;
-        thr[i].tid.z = i / (b.x * b.y);
-    }
     const unsigned long nb = (unsigned long)g.x * g.y * g.z;
+    const int wave = (unsigned long)c.wave < nb ? c.wave : (int)nb;
+    nthr = (int)(b.x * b.y * b.z);
+    thr.resize((size_t)nthr * wave);
+    blk.resize(wave);
+    for (int i = 0; i < nthr * wave; i++) {
+        const int l = i % nthr;
+        thr[i].tid.x = l % b.x;
+        thr[i].tid.y = l / b.x % b.y;
+        thr[i].tid.z = l / (b.x * b.y);
+    }
     std::vector<unsigned long> order;
     if (!thread_rng_state) thread_rng_state = c.seed ^ 0x9e3779b97f4a7c15UL;
     if (c.block_order == 2) {
@@ -765,12 +695,16 @@ extern "C" void bf_sim_run_grid(dim3 g, dim3 b, void (*body)(void *), void *ctx,
         for (int i = 0; i < (int)stacks.size(); i++) free_stacks.push_back(i);
         return;
     }
-    for (unsigned long k = 0; k < nb; k++) {
-        const unsigned long id = c.block_order == 2 ? order[k] : c.block_order == 1 ? nb - 1 - k : k;
-        bf_sim_blockIdx.x = (unsigned)(id % g.x);
-        bf_sim_blockIdx.y = (unsigned)(id / g.x % g.y);
-        bf_sim_blockIdx.z = (unsigned)(id / ((unsigned long)g.x * g.y));
-        const int r = run_block();
+    std::vector<uint3> ids(wave);
+    for (unsigned long k = 0; k < nb; k += wave) {
+        const int n = nb - k < (unsigned long)wave ? (int)(nb - k) : wave;
+        for (int s = 0; s < n; s++) {
+            const unsigned long q = k + s, id = c.block_order == 2 ? order[q] : c.block_order == 1 ? nb - 1 - q : q;
+            ids[s].x = (unsigned)(id % g.x);
+            ids[s].y = (unsigned)(id / g.x % g.y);
+            ids[s].z = (unsigned)(id / ((unsigned long)g.x * g.y));
+        }
+        const int r = run_wave(ids.data(), n);
         if (r) {
             sim_guard_end();
             free_stacks.clear();
@@ -782,6 +716,12 @@ extern "C" void bf_sim_run_grid(dim3 g, dim3 b, void (*body)(void *), void *ctx,
         }
     }
     sim_guard_end();
+}
+
+extern "C" void bf_sim_submit_grid(cudaStream_t st, dim3 g, dim3 b, void (*body)(void *), void *ctx,
+                                   void (*drop)(void *), const char *name) {
+    std::shared_ptr<void> args(ctx, drop); /* the arguments live until the grid has run */
+    sim_submit(st, [=] { run_grid(g, b, body, args.get(), name); });
 }
 
 /* ---- error strings ---- */

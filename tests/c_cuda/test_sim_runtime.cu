@@ -5,10 +5,12 @@
  * order of the environment; launch limits, copies in the wrong direction, bad
  * leading dimensions, a cuDNN workspace too small and use after destroy are
  * errors; an access past an allocation and a foreign pointer are CUDA's
- * sticky illegal address. Prints "ok ..." / "FAIL ..." lines and
+ * sticky illegal address; streams queue their work as BF_SIM_STREAMS says
+ * and events order them. Prints "ok ..." / "FAIL ..." lines and
  * "N of M checks failed"; exits 1 on any failure. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cublas_v2.h>
@@ -78,6 +80,59 @@ __global__ void divergent_kernel(float *x) {
 }
 
 __global__ void noop_kernel(float *x) { (void)x; }
+
+// y (n) = x (n) + 1
+__global__ void plus_one_kernel(float *y, const float *x, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] + 1.0f;
+}
+
+/* BF_SIM_STREAMS: queued work runs when the host waits; a stream that does
+ * not wait for another's event reads before it wrote (lazy: the stream the
+ * host waits for runs last); one that waits reads after, in every mode */
+static void stream_checks(void) {
+    const char *m = getenv("BF_SIM_STREAMS");
+    const int lazy = m && !strcmp(m, "lazy"), queued = lazy || (m && !strcmp(m, "shuffled"));
+    static float pinned[64];
+    float *dx = NULL, *dy = NULL, got[64];
+    cudaMalloc((void **)&dx, sizeof pinned);
+    cudaMalloc((void **)&dy, sizeof pinned);
+    cudaHostRegister(pinned, sizeof pinned, cudaHostRegisterPortable);
+    cudaStream_t a, b;
+    cudaEvent_t e;
+    cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking);
+    cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    for (int wait = 0; wait < 2; wait++) {
+        cudaMemsetAsync(dx, 0, sizeof pinned, 0);
+        cudaMemsetAsync(dy, 0, sizeof pinned, 0);
+        for (int i = 0; i < 64; i++) pinned[i] = 5.0f;
+        cudaMemcpyAsync(dx, pinned, sizeof pinned, cudaMemcpyHostToDevice, a);
+        cudaEventRecord(e, a);
+        if (wait) cudaStreamWaitEvent(b, e, 0);
+        plus_one_kernel<<<1, 64, 0, b>>>(dy, dx, 64);
+        if (queued) check(dy[0] == 0.0f, "a kernel queued on a stream has not run before the host waits");
+        cudaEventSynchronize(e); /* the host waits for the copy, as batch_wait does */
+        cudaStreamSynchronize(b);
+        cudaMemcpyAsync(got, dy, sizeof got, cudaMemcpyDeviceToHost, 0);
+        if (wait) check(got[0] == 6.0f && got[63] == 6.0f, "a stream waiting for the copy's event reads the copy");
+        else if (lazy) check(got[0] == 1.0f, "a stream not waiting for the copy's event reads before the copy (lazy)");
+        else if (!queued) check(got[0] == 6.0f, "streams at the call: every copy done before the next call");
+    }
+    float staged[64];
+    for (int i = 0; i < 64; i++) staged[i] = 3.0f;
+    cudaMemcpyAsync(dx, staged, sizeof staged, cudaMemcpyHostToDevice, a);
+    staged[0] = -1.0f; /* pageable: staged at the call */
+    cudaStreamSynchronize(a);
+    cudaMemcpyAsync(got, dx, sizeof got, cudaMemcpyDeviceToHost, 0);
+    check(got[0] == 3.0f, "a pageable host-to-device copy reads its source at the call");
+    cudaHostUnregister(pinned);
+    cudaEventDestroy(e);
+    cudaStreamDestroy(a);
+    cudaStreamDestroy(b);
+    cudaFree(dx);
+    cudaFree(dy);
+}
 
 /* argv[1] == "divergent": only the barrier-divergence check (its failure is sticky) */
 static int divergent_only(void) {
@@ -214,6 +269,8 @@ int main(int argc, char **argv) {
     cudnnDestroyTensorDescriptor(xd);
     check(cudnnConvolutionForward(d, &one, xd, cx, wd, cw, cd, CUDNN_CONVOLUTION_FWD_ALGO_GEMM, ws, need, &zf, yd,
                                   cy) == CUDNN_STATUS_BAD_PARAM, "a destroyed descriptor: bad param");
+
+    stream_checks();
 
     /* out of bounds: sticky, so last */
     write_kernel<<<1, 32>>>(x, 8, 0);
