@@ -12,7 +12,9 @@ share of fit time spent waiting for data.
 feeding a small CNN one epoch: boundfit's image_dataset_from_directory
 (worker threads) against Keras 3's on tf.data (TensorFlow, its own
 parallel map) and, where PyTorch is installed, a DataLoader with the same
-workers (Pillow decode, as torchvision's ImageFolder).
+workers (Pillow decode, as torchvision's ImageFolder), run in a child process
+of this interpreter or, without torch here, BENCH_TORCH_PYTHON or the system
+python3 (Debian's python3-torch).
 
     python benchmarks/bench_data.py images [2000] [4]
 
@@ -25,6 +27,9 @@ The same at 256x256 -> 180x180 (400 JPEGs): 73 -> 303 images/s, 0.47x ->
 resize (~0.05 ms).
 2026-11-28, load average 9.5-10.5 (other engineers' builds), still no
 PyTorch: `images 1000 4`, boundfit 360 images/s, tf.data 318 (1.13x).
+2026-11-28, load average ~8 (tests running), Debian's PyTorch 1.13 in the
+system python3: `images 600 2`, boundfit 359 images/s, tf.data 611 (0.59x),
+PyTorch DataLoader 60.5 (5.9x; its 2 worker processes start per epoch).
 """
 
 import os
@@ -198,34 +203,55 @@ print("RATE", {n} / (time.perf_counter() - t0))
     return float(r.stdout.split("RATE")[1]), "Keras 3 on TensorFlow, tf.data"
 
 
+def _python_with_torch():
+    """This interpreter if it imports torch, else BENCH_TORCH_PYTHON or the system's python3 if they do (Debian's
+    python3-torch), else None"""
+    import shutil
+    import subprocess
+    for exe in (sys.executable, os.environ.get("BENCH_TORCH_PYTHON"), shutil.which("python3", path="/usr/bin")):
+        if exe and subprocess.run([exe, "-c", "import torch, PIL, numpy"], capture_output=True).returncode == 0:
+            return exe
+    return None
+
+
 def torch_images(root, n, workers):
-    try:
-        import torch
-        from PIL import Image
-        from torch.utils.data import DataLoader, Dataset
-    except Exception as e:
-        return None, f"PyTorch unavailable ({type(e).__name__})"
-    files = [(os.path.join(root, c, f), int(c)) for c in sorted(os.listdir(root)) for f in os.listdir(os.path.join(root, c))]
-
-    class Folder(Dataset):
-        def __len__(self):
-            return len(files)
-
-        def __getitem__(self, i):
-            p, label = files[i]
-            img = Image.open(p).convert("RGB").resize((SIZE, SIZE), Image.Resampling.BILINEAR)
-            return torch.from_numpy(np.asarray(img, dtype=np.float32)).permute(2, 0, 1) / 255, label
-
-    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, stride=2), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
-                              torch.nn.Flatten(), torch.nn.Linear(8, 2))
-    opt = torch.optim.Adam(net.parameters())
-    dl = DataLoader(Folder(), batch_size=IMG_BATCH, shuffle=True, num_workers=workers)
-    t0 = time.perf_counter()
-    for x, y in dl:
-        opt.zero_grad()
-        torch.nn.functional.cross_entropy(net(x), y).backward()
-        opt.step()
-    return n / (time.perf_counter() - t0), f"PyTorch DataLoader ({workers} workers, Pillow decode)"
+    """A PyTorch DataLoader over the folder (Pillow decode and bilinear resize, as torchvision's ImageFolder) feeding
+    the same CNN, in a child process of an interpreter that has torch."""
+    import subprocess
+    exe = _python_with_torch()
+    if exe is None:
+        return None, "PyTorch unavailable (no interpreter here imports torch, PIL and numpy)"
+    code = f"""
+import os, time
+import numpy as np, torch
+from PIL import Image
+from torch.utils.data import DataLoader, Dataset
+torch.set_num_threads(max(1, os.cpu_count() or 1))
+root = {root!r}
+files = [(os.path.join(root, c, f), int(c)) for c in sorted(os.listdir(root)) for f in os.listdir(os.path.join(root, c))]
+class Folder(Dataset):
+    def __len__(self):
+        return len(files)
+    def __getitem__(self, i):
+        p, label = files[i]
+        img = Image.open(p).convert("RGB").resize(({SIZE}, {SIZE}), Image.BILINEAR)
+        return torch.from_numpy(np.asarray(img, dtype=np.float32)).permute(2, 0, 1) / 255, label
+net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, stride=2), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
+                          torch.nn.Flatten(), torch.nn.Linear(8, 2))
+opt = torch.optim.Adam(net.parameters())
+dl = DataLoader(Folder(), batch_size={IMG_BATCH}, shuffle=True, num_workers={workers})
+t0 = time.perf_counter()
+for x, y in dl:
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(net(x), y).backward()
+    opt.step()
+print("RATE", {n} / (time.perf_counter() - t0), torch.__version__)
+"""
+    r = subprocess.run([exe, "-c", code], capture_output=True, text=True)
+    if r.returncode:
+        return None, f"PyTorch unavailable ({r.stderr.strip().splitlines()[-1] if r.stderr else r.returncode})"
+    rate, version = r.stdout.split("RATE")[1].split()
+    return float(rate), f"PyTorch {version} DataLoader ({workers} workers, Pillow decode)"
 
 
 def images(argv):
