@@ -38,7 +38,7 @@ def _batchless(o, h, y):
 SHAPE = [
     ("flip", lambda o, h, K: o.flip(h, 1), 1, 1), ("flip2", lambda o, h, K: o.flip(h, (1, 2)), 1, 1),
     ("fliplr", lambda o, h, K: o.fliplr(h), 1, 1),
-    *[(f"rot90_{k}", lambda o, h, K, k=k: o.rot90(h, k, (1, 2)), 1, 1) for k in (1, 2, 3)],
+    *[(f"rot90_{k}", lambda o, h, K, k=k: o.rot90(h, k, (1, 2)), 1, 0) for k in (1, 2, 3)],
     ("tril", lambda o, h, K: o.tril(h), 1, 1), ("triu", lambda o, h, K: o.triu(h, 1), 1, 1),
     ("diagonal", lambda o, h, K: o.diagonal(h, 1, 1, 2), 1, 1), ("trace", lambda o, h, K: o.trace(h, -1, 1, 2), 1, 1),
     ("hstack", lambda o, h, K: o.hstack([h, h * 2.0]), 1, 1), ("dstack", lambda o, h, K: o.dstack([h, h]), 1, 1),
@@ -49,7 +49,7 @@ SHAPE = [
     ("moveaxis", lambda o, h, K: o.moveaxis(h, 2, 1), 1, 1), ("swapaxes", lambda o, h, K: o.swapaxes(h, 1, 2), 1, 1),
     ("tile", lambda o, h, K: o.tile(h, (1, 1, 2)), 1, 1), ("tile_int", lambda o, h, K: o.tile(h, 2), 1, 1),
     ("repeat", lambda o, h, K: o.repeat(h, 2, axis=1), 1, 1),
-    ("repeat_each", lambda o, h, K: o.repeat(h, np.array([1, 2, 0, 1, 1, 3]), axis=2), 1, 1),
+    ("repeat_each", lambda o, h, K: o.repeat(h, np.array([1, 2, 0, 1, 1, 3]), axis=2), 1, 0),
     ("roll", lambda o, h, K: o.roll(h, 2, axis=2), 1, 1),
     ("roll2", lambda o, h, K: o.roll(h, (1, -1), axis=(1, 2)), 1, 1),
     ("pad", lambda o, h, K: o.pad(h, ((0, 0), (1, 2), (0, 1)), constant_values=1.5), 1, 1),
@@ -65,8 +65,8 @@ SHAPE = [
 ]
 STATS = [
     ("median", lambda o, h, K: o.median(h, axis=1), 1, 1),
-    ("quantile", lambda o, h, K: o.quantile(h, 0.3, axis=(2,)), 1, 1),
-    ("quantile2", lambda o, h, K: o.quantile(h, 0.7, axis=(1, 2), keepdims=True), 1, 1),
+    ("quantile", lambda o, h, K: o.quantile(h, 0.3, axis=(2,)), 1, 0),
+    ("quantile2", lambda o, h, K: o.quantile(h, 0.7, axis=(1, 2), keepdims=True), 1, 0),
     ("percentile", lambda o, h, K: o.percentile(h, 40.0, axis=1), 1, 1),
     ("ptp", lambda o, h, K: o.ptp(h, axis=2), 1, 1), ("average", lambda o, h, K: o.average(h, axis=1), 1, 1),
     ("average_w", lambda o, h, K: o.average(h, axis=2, weights=A2), 1, 1),
@@ -78,10 +78,10 @@ STATS = [
     ("searchsorted", lambda o, h, K: o.searchsorted(np.array([-1.0, 0.0, 0.5], np.float32), h, side="right"), 0, 1),
     ("isin", lambda o, h, K: o.isin(o.round(h), np.array([0.0, 1.0], np.float32)), 0, 1),
     ("cdist", lambda o, h, K: o.cdist(h, h * 0.5 + 1.0), 1, 1),
-    ("in_top_k", lambda o, h, K: o.cast(o.in_top_k(_ids(o, K, h[:, 0, 0], 6), h[:, 1], 2), "float32"), 0, 1),
+    ("in_top_k", lambda o, h, K: o.cast(o.in_top_k(_ids(o, K, h[:, 0, 0], 6), h[:, 1], 2), "float32"), 0, 0),
 ]
 NAN = [(name, (lambda o, h, K, name=name, ax=ax, kd=kd: getattr(o, name)(h, axis=ax, keepdims=kd)), 1, 1)
-       for name, ax, kd in (("nansum", 1, False), ("nanmean", (1, 2), False), ("nanmax", 2, False),
+       for name, ax, kd in (("nansum", 1, False), ("nanmean", 2, False), ("nanmax", 2, False),
                             ("nanmin", 1, True), ("nanprod", 2, False), ("nanvar", 1, False), ("nanstd", 2, True))] + [
     ("nanargmax", lambda o, h, K: o.nanargmax(h, axis=2), 0, 1),
     ("nanargmin", lambda o, h, K: o.nanargmin(h, axis=1, keepdims=True), 0, 1),
@@ -95,7 +95,7 @@ COMPOSE = [
     ("vander", lambda o, h, K: o.vander(h[:, 0, 0], 3), 1, 1),
     ("vander_inc", lambda o, h, K: o.vander(h[:, 1, 1], 4, increasing=True), 1, 1),
     ("ldexp", lambda o, h, K: o.ldexp(h, np.array([1, -2, 0, 3, 1, 2], np.int32)), 1, 1),
-    ("select", lambda o, h, K: o.select([o.greater(h, 0.0), o.less(h, -1.0)], [h, h * 2.0], 0.5), 1, 1),
+    ("select", lambda o, h, K: o.select([o.greater(h, 0.0), o.less(h, -1.0)], [h, h * 2.0], 0.5), 0, 1),
     ("unravel_index", lambda o, h, K: o.stack(o.unravel_index(_ids(o, K, h[:, 0], 6), (2, 3)), axis=1), 0, 1),
     ("allclose", lambda o, h, K: _batchless(o, h, o.allclose(h, h * 1.0000001)), 0, 0),
     ("empty_like", lambda o, h, K: o.empty_like(h) if K is bf else o.zeros_like(h), 1, 0),
@@ -103,7 +103,7 @@ COMPOSE = [
 ]
 NN = [
     ("glu", lambda o, h, K: o.nn.glu(h), 1, 1), ("glu1", lambda o, h, K: o.glu(h, axis=1), 1, 1),
-    ("sparsemax", lambda o, h, K: o.nn.sparsemax(h * 2.0), 1, 1),
+    ("sparsemax", lambda o, h, K: o.nn.sparsemax(h * 2.0), 0, 1),
     ("batch_normalization", lambda o, h, K: o.nn.batch_normalization(h, A1, A2, axis=-1, offset=A2, scale=A1), 1, 1),
     ("layer_normalization", lambda o, h, K: o.nn.layer_normalization(h, A2, A1), 1, 1),
     ("layer_normalization2", lambda o, h, K: o.layer_normalization(h, axis=(1, 2), epsilon=1e-3), 1, 1),
@@ -115,9 +115,9 @@ NN = [
     ("categorical_crossentropy_logits",
      lambda o, h, K: o.categorical_crossentropy(o.softmax(h * 0.5), h, from_logits=True), 1, 1),
     ("sparse_categorical_crossentropy",
-     lambda o, h, K: o.nn.sparse_categorical_crossentropy(_ids(o, K, h[:, :, 0], 6), o.softmax(h)), 1, 1),
+     lambda o, h, K: o.nn.sparse_categorical_crossentropy(_ids(o, K, h[:, :, 0], 6), o.softmax(h)), 0, 1),
     ("sparse_categorical_crossentropy_logits",
-     lambda o, h, K: o.sparse_categorical_crossentropy(_ids(o, K, h[:, :, 1], 6), h, from_logits=True), 1, 1),
+     lambda o, h, K: o.sparse_categorical_crossentropy(_ids(o, K, h[:, :, 1], 6), h, from_logits=True), 0, 1),
     ("multi_hot", lambda o, h, K: o.nn.multi_hot(_ids(o, K, h[:, 0], 7), 7), 0, 1),
     ("psnr", lambda o, h, K: _batchless(o, h, o.nn.psnr(h, h * 0.5, 2.0)), 1, 0),
     ("dot_product_attention", lambda o, h, K: o.nn.dot_product_attention(
@@ -211,13 +211,16 @@ def test_composed_op_gradients_match_central_differences(family):
 
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_a_keras_file_of_composed_ops_round_trips_through_boundfit_and_keras(family, tmp_path):
-    mb = family_model(bf, family, only=lambda smooth, in_file: in_file)
+    """every case read back by boundfit; Keras reads the cases it can run (not float ids, lists where JAX wants
+    arrays or tuples, a shape with None)"""
     x = data(family)
-    got = mb.predict(x, batch_size=B, verbose=0)
-    path = str(tmp_path / f"{family}.keras")
-    mb.save(path)
-    np.testing.assert_allclose(bf.models.load_model(path).predict(x, batch_size=B, verbose=0), got, rtol=1e-6,
-                               atol=1e-6)
+    for only in (None, lambda smooth, in_file: in_file):
+        mb = family_model(bf, family, only=only)
+        got = mb.predict(x, batch_size=B, verbose=0)
+        path = str(tmp_path / f"{family}{only is None}.keras")
+        mb.save(path)
+        np.testing.assert_allclose(bf.models.load_model(path).predict(x, batch_size=B, verbose=0), got, rtol=1e-6,
+                                   atol=1e-6)
     ref = case(lambda: np.asarray(keras_ref.load().models.load_model(path).predict(x, verbose=0)), files=[path])
     close(ref, got, rtol=2e-5)
 

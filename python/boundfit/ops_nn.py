@@ -396,11 +396,21 @@ def _pool(name, layers1d, layers2d, npname):
             kw["data_format"] = data_format
         y = cls(**kw)(inputs)
         return record(y, "AveragePool" if npname == "mean" else "MaxPool", NN,
-                      {"pool_size": pool_size, "strides": strides, "padding": padding, "data_format": data_format},
+                      {"pool_size": _compact(pool_size), "strides": _compact(strides), "padding": padding,
+                       "data_format": data_format},
                       [inputs])
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"keras.ops.nn.{name} of (B, T, C) or (B, H, W, C): the pooling layer"
     return fn
+
+
+def _compact(v):
+    """a pool's size or strides as one int where every axis has it (Keras reads a list back from a file as a
+    list, which its pools do not take)"""
+    if v is None or np.ndim(v) == 0:
+        return v
+    v = [int(a) for a in v]
+    return v[0] if len(set(v)) == 1 else v
 
 
 def _eager_pool(npname, x, pool_size, strides, padding, data_format):
