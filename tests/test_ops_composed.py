@@ -34,7 +34,8 @@ def _batchless(o, h, y):
     return h[:, :1, :1] * 0.0 + o.cast(y, "float32")
 
 
-# (name, fn(o, h, K), smooth: in the central differences, in_file: Keras runs it from a .keras file)
+# (name, fn(o, h, K), smooth: in the central differences (no step or kink near the data), in_file: Keras 3.15
+# runs it from a .keras file (not: float ids, list arguments JAX wants as arrays or tuples, a shape with None))
 SHAPE = [
     ("flip", lambda o, h, K: o.flip(h, 1), 1, 1), ("flip2", lambda o, h, K: o.flip(h, (1, 2)), 1, 1),
     ("fliplr", lambda o, h, K: o.fliplr(h), 1, 1),
@@ -194,6 +195,7 @@ def test_composed_ops_match_keras_values_gradients_eager_and_plan(family, keras_
     got = mb.predict(x, batch_size=B, verbose=0)
     close(want, got, rtol=2e-5)
     close(want, family_parts(family, x), rtol=2e-5)           # on arrays: NumPy, Keras's values
+    np.testing.assert_array_equal(mb.predict(x, batch_size=B, verbose=0, device="emu"), got)
     mb.compile(optimizer="sgd", loss="mse")
     gb = engine_gradient(mb, x, y)[0]                          # b's (the constants' stay put)
     close(gk, np.nan_to_num(gb), rtol=5e-5)
