@@ -254,7 +254,8 @@ def test_quantile_methods_match_keras_on_arrays():
     ("image.resize", lambda o, h: o.image.resize(o.reshape(h, (-1, 4, 6, 1)), (2, 2), interpolation="bicubic")),
     ("dot_product_attention", lambda o, h: o.nn.dot_product_attention(*[o.reshape(h, (-1, 4, 2, 3))] * 3,
                                                                        flash_attention=True)),
-    ("slice", lambda o, h: o.slice(h, (1, 0, 0), (None, 2, 2))), ("broadcast_to", lambda o, h: o.broadcast_to(h, (3, 4, 6))),
+    ("slice", lambda o, h: o.slice(h, (1, 0, 0), (None, 2, 2))),
+    ("broadcast_to", lambda o, h: o.broadcast_to(h, (3, 4, 6))),
     ("linspace", lambda o, h: o.linspace(h, 1.0, 3)),
 ])
 def test_composed_ops_that_mix_the_samples_are_refused_by_name(op, call):
