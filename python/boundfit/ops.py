@@ -100,6 +100,22 @@ from .layers.reshaping import Const, Permute, RepeatVector, Reshape, Slice
 from .errors import OpNotSupportedError
 from .ops_index import argsort, cumprod, cumsum, sort, take, take_along_axis, top_k  # noqa: F401 - keras.ops names
 from .ops_einsum import einsum  # noqa: F401 - keras.ops name
+from .ops_shape import (  # noqa: F401 - keras.ops names, composed of the engine's primitives
+    append, array_split, broadcast_to, depth_to_space, diag, diagflat, diagonal, dsplit, dstack, extract_sequences,
+    flip, fliplr, flipud, hsplit, hstack, moveaxis, pad, ravel, repeat, roll, rot90, slice, slice_update,
+    space_to_depth, split, swapaxes, tile, trace, tril, triu, unstack, vsplit, vstack)
+from .ops_stats import (  # noqa: F401
+    average, cdist, diff, digitize, in_top_k, isin, median, nanargmax, nanargmin, nancumprod, nancumsum, nanmax,
+    nanmean, nanmin, nanprod, nanstd, nansum, nanvar, percentile, ptp, quantile, searchsorted, trapezoid)
+from .ops_create import (  # noqa: F401
+    array, bartlett, blackman, convert_to_numpy, dtype, empty, empty_like, full, geomspace, hamming, hanning,
+    identity, is_tensor, isreal, kaiser, linspace, logspace, ndim, saturate_cast, size, tri)
+from .ops_compose import (  # noqa: F401
+    allclose, cross, inner, kron, ldexp, outer, select, unravel_index, vander, vdot)
+from .ops_nn import (  # noqa: F401
+    average_pool, batch_normalization, binary_crossentropy, categorical_crossentropy, dot_product_attention, glu,
+    layer_normalization, max_pool, multi_hot, psnr, rms_normalization, sparse_categorical_crossentropy, sparsemax)
+from .ops_image import image  # noqa: F401 - keras.ops.image
 
 
 # the modules of Keras's operation classes, for the nodes a .keras file holds (layers/opnode.py)
@@ -610,6 +626,11 @@ def _power(x1, x2):
 _power_op = _elementwise("power")
 
 
+def get_item(x, key):
+    """keras.ops.get_item: x[key] (getitem)"""
+    return getitem(x, key)
+
+
 def getitem(x, key):
     """x[...]: basic slicing with the batch axis whole (x[:, 2], x[:, 1:-1], x[..., ::2]): the engine's Slice,
     then a Reshape dropping the axes given by an integer."""
@@ -622,7 +643,7 @@ def _keras_key(key):
     """x[key]'s key as Keras serializes GetItem's (slices and ... as dicts)"""
     if isinstance(key, tuple):
         return [_keras_key(k) for k in key]
-    if isinstance(key, slice):
+    if isinstance(key, builtins.slice):
         return {"class_name": "__slice__", "config": {"start": key.start, "stop": key.stop, "step": key.step}}
     if key is Ellipsis:
         return {"class_name": "__ellipsis__", "config": {}}
@@ -636,15 +657,15 @@ def _getitem(x, key):
         _unsupported("slicing (x[...])", "one ... at most, and no new axes (None)")
     if Ellipsis in key:
         at = key.index(Ellipsis)
-        key = key[:at] + (slice(None),) * (x.ndim - len(key) + 1) + key[at + 1:]
-    key = key + (slice(None),) * (x.ndim - len(key))
+        key = key[:at] + (builtins.slice(None),) * (x.ndim - len(key) + 1) + key[at + 1:]
+    key = key + (builtins.slice(None),) * (x.ndim - len(key))
     if len(key) > x.ndim:
         raise IndexError(f"too many indices for a tensor of shape {x.shape}")
-    if key[0] != slice(None):
+    if key[0] != builtins.slice(None):
         _unsupported("slicing (x[...])", "the batch axis must stay whole (x[:, ...])")
     begin, step, length, drop = [], [], [], []
     for d, (k, n) in enumerate(zip(key[1:], x._ps)):
-        if k == slice(None):
+        if k == builtins.slice(None):
             begin, step, length = begin + [0], step + [1], length + [-1]
             continue
         if n is None:
@@ -653,7 +674,7 @@ def _getitem(x, key):
             if not -n <= k < n:
                 raise IndexError(f"index {k} is out of range for axis {d + 1} of {x.shape}")
             begin, step, length, drop = begin + [int(k) % n], step + [1], length + [1], drop + [d]
-        elif isinstance(k, slice):
+        elif isinstance(k, builtins.slice):
             start, stop, s = k.indices(n)
             m = len(range(start, stop, s))
             if s <= 0 or m == 0:
@@ -1028,7 +1049,13 @@ def normalize(x, axis=-1, order=2, epsilon=None):
 nn = types.SimpleNamespace(relu=relu, sigmoid=sigmoid, tanh=tanh, softmax=softmax, gelu=gelu, silu=silu, swish=swish,
                            elu=elu, selu=selu, softplus=softplus, softsign=softsign, relu6=relu6,
                            leaky_relu=leaky_relu, hard_sigmoid=hard_sigmoid, hard_swish=hard_swish,
-                           log_softmax=log_softmax, moments=moments, normalize=normalize,
+                           log_softmax=log_softmax, moments=moments, normalize=normalize, one_hot=one_hot,
+                           glu=glu, sparsemax=sparsemax, batch_normalization=batch_normalization,
+                           layer_normalization=layer_normalization, rms_normalization=rms_normalization,
+                           binary_crossentropy=binary_crossentropy, categorical_crossentropy=categorical_crossentropy,
+                           sparse_categorical_crossentropy=sparse_categorical_crossentropy, multi_hot=multi_hot,
+                           psnr=psnr, dot_product_attention=dot_product_attention, average_pool=average_pool,
+                           max_pool=max_pool, depth_to_space=depth_to_space, space_to_depth=space_to_depth,
                            **{n: globals()[n] for n in ("celu", "hard_shrink", "hard_silu", "hard_tanh", "log_sigmoid",
                                                         "soft_shrink", "sparse_plus", "sparse_sigmoid", "squareplus",
                                                         "tanh_shrink", "threshold")})

@@ -34,6 +34,6 @@ static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
 }
 
 const bf_layer_ops bf_ops_CONST = {
-    .name = "CONST", .flags = BF_LF_OUT_GIVEN | BF_LF_SCALAR, .infer = infer, .supported = supported,
+    .name = "CONST", .flags = BF_LF_OUT_GIVEN | BF_LF_SCALAR | BF_LF_ANY_RANK, .infer = infer, .supported = supported,
     .forward = forward, .backward = backward,
 };

@@ -170,7 +170,7 @@ static bf_status b_backward(bf_run *r, int i, int rows, float *din, float *dout)
 }
 
 const bf_layer_ops bf_ops_BINARY = {
-    .name = "BINARY", .flags = BF_LF_MULTI_IN | BF_LF_READS_IN | BF_LF_READS_OUT | BF_LF_SCALAR,
+    .name = "BINARY", .flags = BF_LF_MULTI_IN | BF_LF_READS_IN | BF_LF_READS_OUT | BF_LF_SCALAR | BF_LF_ANY_RANK,
     .parse = bf_parse_emath, .infer = b_infer,
     .check = b_check, .supported = binary_ok, .forward = b_forward, .backward = b_backward,
 };

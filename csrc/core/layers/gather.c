@@ -126,6 +126,6 @@ static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
 }
 
 const bf_layer_ops bf_ops_GATHER = {
-    .name = "GATHER", .flags = BF_LF_MULTI_IN | BF_LF_READS_IN | BF_LF_SCALAR, .parse = parse, .infer = infer,
+    .name = "GATHER", .flags = BF_LF_MULTI_IN | BF_LF_READS_IN | BF_LF_SCALAR | BF_LF_ANY_RANK, .parse = parse, .infer = infer,
     .check = check, .supported = supported, .forward = forward, .backward = backward,
 };

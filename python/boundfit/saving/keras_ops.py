@@ -280,7 +280,44 @@ GROUPED = {
 }
 
 
+def _composed(fn, names=None):
+    """a composed op's node (ops_shape, ops_stats, ops_compose, ops_create, ops_nn, ops_image): fn called with the
+    node's arguments (positional, or by the Keras call's names) and its config's options by keyword"""
+    def read(cfg, *args):
+        opts = {k: tuple(v) if k in ("axis", "axes", "size", "strides") and isinstance(v, list) else v
+                for k, v in cfg.items() if k != "name"}
+        return fn(**dict(zip(names, args)), **opts) if names else fn(*args, **opts)
+    return read
+
+
+_NAMED = {"Pad": ("x", "constant_values"), "Average": ("x", "weights"), "Slice": ("inputs", "start_indices"),
+          "Select": ("condlist", "choicelist", "default"), "BatchNorm": ("x", "mean", "variance", "offset", "scale"),
+          "LayerNorm": ("x", "gamma", "beta"), "RMSNorm": ("x", "scale"),
+          "DotProductAttention": ("query", "key", "value", "bias", "mask", "scale")}
+_COMPOSED = {
+    "Flip": "flip", "Fliplr": "fliplr", "Rot90": "rot90", "BroadcastTo": "broadcast_to", "Tril": "tril",
+    "Triu": "triu", "Diagonal": "diagonal", "Trace": "trace", "Hstack": "hstack", "Dstack": "dstack",
+    "Split": "split", "ArraySplit": "array_split", "Hsplit": "hsplit", "Dsplit": "dsplit", "Unstack": "unstack",
+    "Append": "append", "Moveaxis": "moveaxis", "Swapaxes": "swapaxes", "Tile": "tile", "Repeat": "repeat",
+    "Roll": "roll", "Pad": "pad", "Slice": "slice", "SliceUpdate": "slice_update",
+    "ExtractSequences": "extract_sequences", "DepthToSpace": "depth_to_space", "SpaceToDepth": "space_to_depth",
+    **{n.capitalize(): n for n in ("nansum", "nanmean", "nanmax", "nanmin", "nanprod", "nanvar", "nanstd",
+                                   "nanargmax", "nanargmin", "nancumsum", "nancumprod")},
+    "Median": "median", "Quantile": "quantile", "Percentile": "percentile", "Ptp": "ptp", "Average": "average",
+    "Diff": "diff", "Trapezoid": "trapezoid", "Digitize": "digitize", "SearchSorted": "searchsorted",
+    "IsIn": "isin", "CDist": "cdist", "InTopK": "in_top_k", "EmptyLike": "empty_like", "Isreal": "isreal",
+    "Inner": "inner", "Cross": "cross", "Vander": "vander", "Ldexp": "ldexp", "Select": "select",
+    "AllClose": "allclose", "UnravelIndex": "unravel_index", "Glu": "glu", "Sparsemax": "sparsemax",
+    "BatchNorm": "batch_normalization", "LayerNorm": "layer_normalization", "RMSNorm": "rms_normalization",
+    "BinaryCrossentropy": "binary_crossentropy", "CategoricalCrossentropy": "categorical_crossentropy",
+    "SparseCategoricalCrossentropy": "sparse_categorical_crossentropy", "MultiHot": "multi_hot", "PSNR": "psnr",
+    "DotProductAttention": "dot_product_attention", "AveragePool": "average_pool", "MaxPool": "max_pool",
+}
+
+
 READ = {
+    **{cls: _composed(getattr(bf_ops, fn), _NAMED.get(cls)) for cls, fn in _COMPOSED.items()},
+    "Resize": _composed(bf_ops.image.resize), "ExtractPatches": _composed(bf_ops.image.extract_patches),
     **{cls: _elementwise(name) for name, (cls, _, _) in KERAS.items() if name not in _BINARY},
     "Abs": _one(bf_ops.abs), "Fabs": _one(bf_ops.abs), "Negative": _one(bf_ops.negative),
     "Real": _one(bf_ops.real), "Conjugate": _one(bf_ops.conj), "Copy": _one(bf_ops.copy),
