@@ -16,6 +16,7 @@ import keras_ref
 from boundfit import layers
 from conftest import engine_gradient
 from conftest import numeric_loss
+from fresh_names import fresh_layer_names  # noqa: F401 - autouse: files keyed by their names
 from helpers.keras_recorded import case, keras_file
 from test_gradients import directional_check
 

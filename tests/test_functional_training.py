@@ -4,7 +4,8 @@ metrics per output with Keras's history names, sample weights, the Keras 3
 optimizers with clipping and weight decay, schedules computed in the engine,
 exact plans, Keras files and checkpoints of graphs, and what is refused with a
 clear error (class_weight and per-output sample weights on several outputs).
-Keras 3 (JAX, CPU) is the reference."""
+Keras 3 (JAX, CPU) is the reference, its side recorded
+(helpers/keras_recorded.py)."""
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ import boundfit as bf
 from boundfit import layers
 
 import keras_ref
+from helpers.keras_recorded import case
 
 rng = np.random.default_rng(11)
 N = 32
@@ -36,11 +38,23 @@ def three_heads(lib):
                            L.Dense(2, name="reg")(t)])
 
 
-def pair(keras):
-    m, k = three_heads(bf), three_heads(keras)
-    for name in ("h", "shared", "cls", "bin", "reg"):
-        k.get_layer(name).set_weights(m.get_layer(name).get_weights())
-    return m, k
+LAYERS = ("h", "shared", "cls", "bin", "reg")
+
+
+def pair(run, build=three_heads, names=LAYERS):
+    """boundfit's model given the initial weights of Keras's, and Keras's side (recorded): the results of
+    run(keras, k) and its weights after, layer by layer"""
+    def keras_side():
+        keras = keras_ref.load()
+        k = build(keras)
+        w0 = {name: k.get_layer(name).get_weights() for name in names}
+        results = run(keras, k)
+        return {"w0": w0, "results": results, "weights": {name: k.get_layer(name).get_weights() for name in names}}
+    rec = case(keras_side)
+    m = build(bf)
+    for name in names:
+        m.get_layer(name).set_weights(rec["w0"][name])
+    return m, rec
 
 
 def losses(lib):
@@ -54,80 +68,81 @@ def onehot(y, c=3):
 
 
 def assert_weights_match(m, k, rtol=1e-5, atol=1e-6):
-    for name in ("h", "shared", "cls", "bin", "reg"):
-        for a, b in zip(m.get_layer(name).get_weights(), k.get_layer(name).get_weights()):
+    """boundfit's weights against Keras's recorded ones (pair's k["weights"])"""
+    for name in LAYERS:
+        for a, b in zip(m.get_layer(name).get_weights(), k[name], strict=True):
             np.testing.assert_allclose(a, np.asarray(b), rtol=rtol, atol=atol)
 
 
 def test_three_outputs_losses_metrics_sample_weights_and_adamw_clipping_match_keras():
-    keras = keras_ref.load()
-    m, k = pair(keras)
     metrics = lambda lib: {"cls": ["accuracy", lib.metrics.TopKCategoricalAccuracy(k=2, name="top2")],
                            "bin": [lib.metrics.AUC(num_thresholds=50, name="auc"), "accuracy"],
                            "reg": ["mae"]}
     weights = {"cls": 1.0, "bin": 0.5, "reg": 2.0}
-    m.compile(optimizer=bf.optimizers.AdamW(0.01, weight_decay=0.05, clipnorm=0.5), loss=losses(bf),
-              loss_weights=weights, metrics=metrics(bf))
-    k.compile(optimizer=keras.optimizers.AdamW(0.01, weight_decay=0.05, clipnorm=0.5), loss=losses(keras),
-              loss_weights=weights, metrics=metrics(keras))
     y = [onehot(YC), YB, YR]
-    hb = m.fit(X, y, sample_weight=SW, batch_size=8, epochs=2, shuffle=False, verbose=0).history
-    hk = k.fit(X, y, sample_weight=SW, batch_size=8, epochs=2, shuffle=False, verbose=0).history
+
+    def run(lib, model):   # fit, then evaluate
+        model.compile(optimizer=lib.optimizers.AdamW(0.01, weight_decay=0.05, clipnorm=0.5), loss=losses(lib),
+                      loss_weights=weights, metrics=metrics(lib))
+        h = model.fit(X, y, sample_weight=SW, batch_size=8, epochs=2, shuffle=False, verbose=0).history
+        return h, model.evaluate(X, y, sample_weight=SW, batch_size=8, verbose=0, return_dict=True)
+    m, k = pair(run)
+    (hk, ek), (hb, eb) = k["results"], run(bf, m)
     assert set(hb) == set(hk) == {"loss", "cls_loss", "bin_loss", "reg_loss", "cls_accuracy", "cls_top2",
                                   "bin_auc", "bin_accuracy", "reg_mae"}
     for key in hk:
         np.testing.assert_allclose(hb[key], hk[key], rtol=2e-4, atol=2e-5, err_msg=key)
-    assert_weights_match(m, k, rtol=2e-4, atol=2e-5)
-    eb = m.evaluate(X, y, sample_weight=SW, batch_size=8, verbose=0, return_dict=True)
-    ek = k.evaluate(X, y, sample_weight=SW, batch_size=8, verbose=0, return_dict=True)
+    assert_weights_match(m, k["weights"], rtol=2e-4, atol=2e-5)
     assert set(eb) == set(ek)
     for key in ek:
         np.testing.assert_allclose(eb[key], ek[key], rtol=2e-4, atol=2e-5, err_msg=key)
 
 
 def test_weighted_metrics_per_output_and_validation_sample_weights_match_keras():
-    keras = keras_ref.load()
-    m, k = pair(keras)
     kw = lambda lib: dict(loss=["categorical_crossentropy", "binary_crossentropy", "mse"],
                           weighted_metrics=[["categorical_accuracy"], ["binary_accuracy"], ["mse"]])
-    m.compile(optimizer=bf.optimizers.SGD(0.05, momentum=0.9), **kw(bf))
-    k.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9), **kw(keras))
     y = [onehot(YC), YB, YR]
     val = (X[:16], [a[:16] for a in y], SW[:16])
-    hb = m.fit(X, y, sample_weight=SW, validation_data=val, batch_size=16, epochs=2, shuffle=False, verbose=0)
-    hk = k.fit(X, y, sample_weight=SW, validation_data=val, batch_size=16, epochs=2, shuffle=False, verbose=0)
-    assert set(hb.history) == set(hk.history)
-    assert "val_bin_binary_accuracy" in hb.history and "reg_loss" in hb.history
-    for key in hk.history:
-        np.testing.assert_allclose(hb.history[key], hk.history[key], rtol=2e-4, atol=2e-5, err_msg=key)
-    assert_weights_match(m, k, rtol=2e-4, atol=2e-5)
+
+    def run(lib, model):
+        model.compile(optimizer=lib.optimizers.SGD(0.05, momentum=0.9), **kw(lib))
+        return model.fit(X, y, sample_weight=SW, validation_data=val, batch_size=16, epochs=2, shuffle=False,
+                         verbose=0).history
+    m, k = pair(run)
+    hk = k["results"]
+    hb = run(bf, m)
+    assert set(hb) == set(hk)
+    assert "val_bin_binary_accuracy" in hb and "reg_loss" in hb
+    for key in hk:
+        np.testing.assert_allclose(hb[key], hk[key], rtol=2e-4, atol=2e-5, err_msg=key)
+    assert_weights_match(m, k["weights"], rtol=2e-4, atol=2e-5)
 
 
 def test_schedule_and_global_clipnorm_on_a_graph_with_a_shared_layer_match_keras():
-    keras = keras_ref.load()
-    m, k = pair(keras)
     sched = lambda lib: lib.optimizers.schedules.ExponentialDecay(0.05, decay_steps=2, decay_rate=0.5)
-    m.compile(optimizer=bf.optimizers.Nadam(sched(bf), global_clipnorm=0.3),
-              loss=["categorical_crossentropy", "binary_crossentropy", "mae"])
-    k.compile(optimizer=keras.optimizers.Nadam(sched(keras), global_clipnorm=0.3),
-              loss=["categorical_crossentropy", "binary_crossentropy", "mae"])
     y = [onehot(YC), YB, YR]
-    hb = m.fit(X, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history
-    hk = k.fit(X, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history
+
+    def run(lib, model):
+        model.compile(optimizer=lib.optimizers.Nadam(sched(lib), global_clipnorm=0.3),
+                      loss=["categorical_crossentropy", "binary_crossentropy", "mae"])
+        return model.fit(X, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history
+    m, k = pair(run)
+    hk = k["results"]
+    hb = run(bf, m)
     for key in hk:
         np.testing.assert_allclose(hb[key], hk[key], rtol=2e-4, atol=2e-5, err_msg=key)
-    assert_weights_match(m, k, rtol=2e-4, atol=2e-5)
+    assert_weights_match(m, k["weights"], rtol=2e-4, atol=2e-5)
     assert m.optimizer.iterations == 8
 
 
 def test_clipnorm_clips_a_layer_called_twice_once_as_keras():
-    keras = keras_ref.load()
-    m, k = pair(keras)
-    for model, lib in ((m, bf), (k, keras)):
+    def run(lib, model):
         model.compile(optimizer=lib.optimizers.SGD(0.5, clipnorm=0.01),
                       loss=["categorical_crossentropy", "binary_crossentropy", "mse"])
         model.fit(X, [onehot(YC), YB, YR], batch_size=N, epochs=1, shuffle=False, verbose=0)
-    assert_weights_match(m, k)
+    m, k = pair(run)
+    run(bf, m)
+    assert_weights_match(m, k["weights"])
 
 
 def test_single_output_functional_model_keeps_the_plain_metric_names():
@@ -275,22 +290,18 @@ def test_sequential_loss_weight_is_kept_by_its_keras_file(tmp_path):
 
 
 def test_regularizer_and_constraint_of_a_layer_called_twice_count_once_as_keras():
-    keras = keras_ref.load()
-
     def build(lib):
         inp = lib.Input((5,))
         shared = lib.layers.Dense(5, activation="tanh", name="shared", kernel_regularizer=lib.regularizers.L2(0.1),
                                   kernel_constraint=lib.constraints.MaxNorm(0.8))
         out = lib.layers.Dense(2, name="out", kernel_regularizer=lib.regularizers.L1(0.05))(shared(shared(inp)))
         return lib.Model(inp, out)
-    m, k = build(bf), build(keras)
-    for name in ("shared", "out"):
-        k.get_layer(name).set_weights(m.get_layer(name).get_weights())
-    for model, lib in ((m, bf), (k, keras)):
+    def run(lib, model):
         model.compile(optimizer=lib.optimizers.SGD(0.1), loss="mse")
-    hb = m.fit(X, YR, batch_size=16, epochs=2, shuffle=False, verbose=0).history["loss"]
-    hk = k.fit(X, YR, batch_size=16, epochs=2, shuffle=False, verbose=0).history["loss"]
-    np.testing.assert_allclose(hb, hk, rtol=1e-5)
+        return model.fit(X, YR, batch_size=16, epochs=2, shuffle=False, verbose=0).history["loss"]
+    m, k = pair(run, build, ("shared", "out"))
+    hb = run(bf, m)
+    np.testing.assert_allclose(hb, k["results"], rtol=1e-5)
     for name in ("shared", "out"):
-        for a, b in zip(m.get_layer(name).get_weights(), k.get_layer(name).get_weights()):
+        for a, b in zip(m.get_layer(name).get_weights(), k["weights"][name], strict=True):
             np.testing.assert_allclose(a, np.asarray(b), rtol=1e-5, atol=1e-6)

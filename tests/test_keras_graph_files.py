@@ -21,6 +21,7 @@ import boundfit as bf
 from boundfit.saving import keras_file as keras_format
 
 import keras_ref
+from fresh_names import fresh_layer_names  # noqa: F401 - autouse: files keyed by their names
 from helpers.keras_recorded import case, keras_file
 
 rng = np.random.default_rng(5)

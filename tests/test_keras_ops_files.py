@@ -4,7 +4,8 @@ Sum, Max, Min, Softmax, Relu, Reshape, Stack, Clip, ... with their axis /
 keepdims / options in the file) loads into boundfit, predicts and trains
 one step as Keras; boundfit writes the same calls as the same Keras nodes,
 which Keras opens; what boundfit does not run is refused naming the op,
-its argument and the file's layer."""
+its argument and the file's layer. Keras's side is recorded
+(helpers/keras_recorded.py)."""
 
 import json
 import zipfile
@@ -15,17 +16,14 @@ import pytest
 import boundfit as bf
 
 import keras_ref
+from fresh_names import fresh_layer_names  # noqa: F401 - autouse: files keyed by their names
+from helpers.keras_recorded import case, keras_file
 
 R = np.random.default_rng(11)
 X = R.standard_normal((6, 4, 3)).astype(np.float32)
 IDS = R.integers(0, 5, (6, 4)).astype(np.float32)
 Y = R.standard_normal((6, 1)).astype(np.float32)
 DENSE = ("d1", "a", "a2", "b", "out")
-
-
-@pytest.fixture(scope="module")
-def keras():
-    return keras_ref.load()
 
 
 def ops_graph(M, cast=True):
@@ -60,9 +58,13 @@ def ops_graph(M, cast=True):
     return M.Model([x, ids], L.Dense(1, name="out")(z))
 
 
-def same_dense(src, dst):
+def set_dense(m, weights):
     for n in DENSE:
-        dst.get_layer(n).set_weights(src.get_layer(n).get_weights())
+        m.get_layer(n).set_weights(weights[n])
+
+
+def file_bytes(path):
+    return np.frombuffer(open(path, "rb").read(), np.uint8)
 
 
 def dense_by_name(m):
@@ -89,42 +91,56 @@ def compile_fit(m, M):
     return m.fit([X, IDS], Y, batch_size=6, epochs=1, shuffle=False, verbose=0).history["loss"]
 
 
-def test_keras_written_ops_load_predict_and_train_as_keras(keras, tmp_path):
-    km = ops_graph(keras)
-    want = km.predict([X, IDS], verbose=0)
-    km.save(tmp_path / "theirs.keras")
+def test_keras_written_ops_load_predict_and_train_as_keras(tmp_path):
+    def save(p):   # Keras's file, its predictions, Dense weights, one step's loss and the weights after it
+        keras = keras_ref.load()
+        km = ops_graph(keras)
+        km.save(p)
+        out = {"predict": km.predict([X, IDS], verbose=0), "dense": dense_by_name(km)}
+        return dict(out, loss=compile_fit(km, keras), trained=dense_by_name(km))
+    k = keras_file(tmp_path / "theirs.keras", save)
+    want = k["predict"]
     m = bf.models.load_model(tmp_path / "theirs.keras")
-    for n, ws in dense_by_name(km).items():         # every Dense's weights where Keras's file has them
+    for n, ws in k["dense"].items():         # every Dense's weights where Keras's file has them
         for a, b in zip(m.get_layer(n).get_weights(), ws):
             np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(m.predict([X, IDS], verbose=0), want, rtol=1e-5, atol=1e-5)
     m.compile(bf.optimizers.SGD(0.05), "mse")
     plan = m.estimate_memory(batch_size=6)                 # the plan of the graph read is exact
-    np.testing.assert_allclose(compile_fit(m, bf), compile_fit(km, keras), rtol=1e-5)
+    np.testing.assert_allclose(compile_fit(m, bf), k["loss"], rtol=1e-5)
     stats = m._last_run_stats
     arenas = m._engine.weight_arena_bytes + m._engine.optimizer_arena_bytes + sum(s["run_high_water"] for s in stats)
     assert sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured")) == arenas
-    for n, ws in dense_by_name(km).items():
+    for n, ws in k["trained"].items():
         for a, b in zip(m.get_layer(n).get_weights(), ws):
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
-def test_boundfit_writes_the_ops_as_keras_nodes_keras_opens(keras, tmp_path):
-    km, bm = ops_graph(keras, cast=False), ops_graph(bf, cast=False)
-    same_dense(km, bm)
-    want = km.predict([X, IDS], verbose=0)
+def test_boundfit_writes_the_ops_as_keras_nodes_keras_opens(tmp_path):
+    def save(p):
+        km = ops_graph(keras_ref.load(), cast=False)
+        km.save(p)
+        return {"dense": dense_by_name(km), "predict": km.predict([X, IDS], verbose=0)}
+    k = keras_file(tmp_path / "theirs.keras", save)
+    bm = ops_graph(bf, cast=False)
+    set_dense(bm, k["dense"])
+    want = k["predict"]
     np.testing.assert_allclose(bm.predict([X, IDS], verbose=0), want, rtol=1e-5, atol=1e-5)
     bm.save(tmp_path / "ours.keras")
-    km.save(tmp_path / "theirs.keras")
     assert op_nodes(tmp_path / "ours.keras") == op_nodes(tmp_path / "theirs.keras")
-    theirs = keras.models.load_model(tmp_path / "ours.keras")
-    np.testing.assert_allclose(theirs.predict([X, IDS], verbose=0), want, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(compile_fit(theirs, keras), compile_fit(bm, bf), rtol=1e-5)
+
+    def opened():   # Keras opens ours, predicts and trains a step
+        keras = keras_ref.load()
+        theirs = keras.models.load_model(tmp_path / "ours.keras")
+        return {"predict": theirs.predict([X, IDS], verbose=0), "loss": compile_fit(theirs, keras)}
+    theirs = case(opened, files=[tmp_path / "ours.keras"])
+    np.testing.assert_allclose(theirs["predict"], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(theirs["loss"], compile_fit(bm, bf), rtol=1e-5)
     back = bf.models.load_model(tmp_path / "theirs.keras")   # Keras's file read and written again: the same nodes
     back.save(tmp_path / "again.keras")
     assert op_nodes(tmp_path / "again.keras") == op_nodes(tmp_path / "theirs.keras")
-    np.testing.assert_allclose(keras.models.load_model(tmp_path / "again.keras").predict([X, IDS], verbose=0),
-                               want, rtol=1e-5, atol=1e-5)
+    again = lambda: keras_ref.load().models.load_model(tmp_path / "again.keras").predict([X, IDS], verbose=0)
+    np.testing.assert_allclose(case(again, files=[tmp_path / "again.keras"]), want, rtol=1e-5, atol=1e-5)
 
 
 def _edited(src, dst, edit):
@@ -138,31 +154,51 @@ def _edited(src, dst, edit):
             z.writestr(n, data)
 
 
-def test_ops_boundfit_does_not_run_are_named_with_the_files_layer(keras, tmp_path):
+REFUSED = ["layer 'nextafter.*' is the keras.ops operation Nextafter",
+           "operation 'max.*' \\(Max\\): Max\\(initial=0.5\\) is not supported",
+           "operation 'norm.*' \\(Norm\\): keras.ops.linalg.norm .*ord='nuc'",
+           "operation 'cast.*' \\(Cast\\): keras.ops.cast .*to int32",
+           "ConvertToTensor\\(sparse=True\\)"]
+XS = np.random.default_rng(0).standard_normal((5, 4, 3)).astype(np.float32)
+X3S = np.random.default_rng(1).standard_normal((5, 4, 3, 2)).astype(np.float32)
+
+
+def keras_op_files():
+    """Keras's files (recorded, their bytes by name) of ops boundfit refuses (c0..c4, as REFUSED), of
+    reductions over any axes and softmax over any axis (ok0..ok2, with Keras's predictions) and of a sum"""
+    import tempfile
+    keras = keras_ref.load()
     o = keras.ops
     x = keras.Input((4, 3))
     x3 = keras.Input((4, 3, 2))
-    cases = [
-        (o.nextafter(x, x), "layer 'nextafter.*' is the keras.ops operation Nextafter"),
-        (o.max(x, axis=1, initial=0.5), "operation 'max.*' \\(Max\\): Max\\(initial=0.5\\) is not supported"),
-        (o.linalg.norm(x, ord="nuc", axis=(1, 2)), "operation 'norm.*' \\(Norm\\): keras.ops.linalg.norm .*ord='nuc'"),
-        (o.cast(x, "int32"), "operation 'cast.*' \\(Cast\\): keras.ops.cast .*to int32"),
-        (o.convert_to_tensor(x, sparse=True), "ConvertToTensor\\(sparse=True\\)"),
-    ]
-    for i, (y, match) in enumerate(cases):
-        keras.Model(x, y).save(tmp_path / f"c{i}.keras")
+    models = {f"c{i}": keras.Model(x, y) for i, y in enumerate([
+        o.nextafter(x, x), o.max(x, axis=1, initial=0.5), o.linalg.norm(x, ord="nuc", axis=(1, 2)),
+        o.cast(x, "int32"), o.convert_to_tensor(x, sparse=True)])}
+    predict = {}
+    for i, (inp, y, data) in enumerate(((x, o.mean(x, axis=(1, 2)), XS), (x3, o.mean(x3, axis=(1, 3)), X3S),
+                                        (x, o.softmax(x, axis=1), XS))):
+        models[f"ok{i}"] = keras.Model(inp, y)
+        predict[f"ok{i}"] = models[f"ok{i}"].predict(data, verbose=0)
+    models["sum"] = keras.Model(x, o.sum(x, axis=1))
+    with tempfile.TemporaryDirectory() as d:
+        files = {}
+        for name, km in models.items():
+            km.save(f"{d}/{name}.keras")
+            files[name] = file_bytes(f"{d}/{name}.keras")
+    return {"files": files, "predict": predict}
+
+
+def test_ops_boundfit_does_not_run_are_named_with_the_files_layer(tmp_path):
+    k = case(keras_op_files)
+    for name, data in k["files"].items():
+        (tmp_path / f"{name}.keras").write_bytes(data.tobytes())
+    for i, match in enumerate(REFUSED):
         with pytest.raises(ValueError, match=match):
             bf.models.load_model(tmp_path / f"c{i}.keras")
     # reductions over any axes and softmax over any axis (once refused here) load as Keras's (the REDUCE kind)
-    xs = np.random.default_rng(0).standard_normal((5, 4, 3)).astype(np.float32)
-    x3s = np.random.default_rng(1).standard_normal((5, 4, 3, 2)).astype(np.float32)
-    for i, (inp, y, data) in enumerate(((x, o.mean(x, axis=(1, 2)), xs), (x3, o.mean(x3, axis=(1, 3)), x3s),
-                                        (x, o.softmax(x, axis=1), xs))):
-        km = keras.Model(inp, y)
-        km.save(tmp_path / f"ok{i}.keras")
+    for i, data in enumerate((XS, X3S, XS)):
         np.testing.assert_allclose(bf.models.load_model(tmp_path / f"ok{i}.keras").predict(data, verbose=0),
-                                   km.predict(data, verbose=0), rtol=1e-5, atol=1e-6)
-    keras.Model(x, o.sum(x, axis=1)).save(tmp_path / "sum.keras")
+                                   k["predict"][f"ok{i}"], rtol=1e-5, atol=1e-6)
 
     def extra(layers):
         next(e for e in layers if e["class_name"] == "Sum")["config"]["where"] = [1, 2]
@@ -171,7 +207,7 @@ def test_ops_boundfit_does_not_run_are_named_with_the_files_layer(keras, tmp_pat
         bf.models.load_model(tmp_path / "sum2.keras")
 
 
-def test_reductions_of_a_masked_sequence_ignore_the_mask_as_keras(keras, tmp_path):
+def test_reductions_of_a_masked_sequence_ignore_the_mask_as_keras(tmp_path):
     """keras.ops.mean / sum over the steps of an Embedding(mask_zero=True) average every step (Keras's ops take
     no mask); the GlobalAveragePooling1D layer beside them averages the steps the mask keeps; in .keras and
     .npz files alike"""
@@ -181,21 +217,31 @@ def test_reductions_of_a_masked_sequence_ignore_the_mask_as_keras(keras, tmp_pat
         z = M.layers.Concatenate()([M.ops.mean(e, axis=1), M.ops.sum(e, axis=1), M.ops.max(e, axis=1),
                                     M.layers.GlobalAveragePooling1D()(e)])
         return M.Model(ids, M.layers.Dense(1, name="out")(z))
-    km, bm = build(keras), build(bf)
-    bm.set_weights(km.get_weights())
     x = np.array([[1, 2, 0, 0, 0], [3, 4, 5, 6, 7], [8, 0, 0, 0, 0]], np.int32)
     y = np.array([[0.5], [-1.0], [2.0]], np.float32)
-    want = km.predict(x, verbose=0)
+
+    def fit(m, M):
+        m.compile(M.optimizers.SGD(0.1), "mse")
+        m.fit(x, y, batch_size=3, epochs=1, verbose=0)
+
+    def keras_side():   # Keras's initial weights, predictions, and weights after a step
+        keras = keras_ref.load()
+        km = build(keras)
+        out = {"w0": km.get_weights(), "predict": km.predict(x, verbose=0)}
+        fit(km, keras)
+        return dict(out, trained=km.get_weights())
+    k = case(keras_side)
+    bm = build(bf)
+    bm.set_weights(k["w0"])
+    want = k["predict"]
     np.testing.assert_allclose(bm.predict(x, verbose=0), want, rtol=1e-5, atol=1e-6)
     bm.save(tmp_path / "m.keras")
     bm.save(tmp_path / "m.npz")
-    np.testing.assert_allclose(keras.models.load_model(tmp_path / "m.keras").predict(x, verbose=0), want,
-                               rtol=1e-5, atol=1e-6)
+    opened = lambda: keras_ref.load().models.load_model(tmp_path / "m.keras").predict(x, verbose=0)
+    np.testing.assert_allclose(case(opened, files=[tmp_path / "m.keras"]), want, rtol=1e-5, atol=1e-6)
     for name in ("m.keras", "m.npz"):
         np.testing.assert_allclose(bf.models.load_model(tmp_path / name).predict(x, verbose=0), want,
                                    rtol=1e-5, atol=1e-6)
-    for m, M in ((km, keras), (bm, bf)):
-        m.compile(M.optimizers.SGD(0.1), "mse")
-        m.fit(x, y, batch_size=3, epochs=1, verbose=0)
-    for a, b in zip(bm.get_weights(), km.get_weights()):
+    fit(bm, bf)
+    for a, b in zip(bm.get_weights(), k["trained"], strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -1,16 +1,18 @@
 """An everyday Keras program (the guides' patterns: a Sequential model,
 training with built-in methods, callbacks, schedules, saving and loading) run
 unchanged with `keras` bound to Keras 3 and to boundfit; the files each writes
-open in the other."""
+open in the other. Keras's run is recorded (helpers/keras_recorded.py), its
+final file too."""
 
 import os
 
 import numpy as np
-import pytest
 
 import boundfit
 
 import keras_ref
+from fresh_names import fresh_layer_names  # noqa: F401 - autouse: files keyed by their names
+from helpers.keras_recorded import case
 
 PROGRAM = '''
 import numpy as np
@@ -59,31 +61,53 @@ result = dict(history=history.history, loss=loss, acc=acc, probs=probs, seen=see
 
 
 def _run(keras, out):
+    """The program run with keras bound to the module given, writing into out: what the test checks of it"""
     scope = {"keras": keras, "out": str(out)}
     exec(PROGRAM, scope)
-    return scope["result"]
+    r = scope["result"]
+    with open(out / "log.csv") as f:
+        header = f.readline().strip()
+    return {"files": sorted(os.listdir(out)), "history": sorted(r["history"]), "seen": r["seen"],
+            "iterations": r["iterations"], "restored": r["restored"], "probs": r["probs"], "log_header": header}
+
+
+X = np.random.default_rng(1).random((8, 8, 8, 1), dtype=np.float32)
+
+
+def _keras_run():
+    """Keras's side (recorded): the program's results, the final.keras it wrote and its predictions on X"""
+    import pathlib
+    import tempfile
+    keras = keras_ref.load()
+    with tempfile.TemporaryDirectory() as d:
+        r = _run(keras, pathlib.Path(d))
+        final = pathlib.Path(d) / "final.keras"
+        r["final"] = np.frombuffer(final.read_bytes(), np.uint8)
+        r["predict"] = keras.models.load_model(final).predict(X, verbose=0)
+    return r
 
 
 def test_the_same_program_runs_with_keras_and_with_boundfit(tmp_path):
-    keras = keras_ref.load()
-    results = {}
-    for name, mod in (("keras", keras), ("boundfit", boundfit)):
-        out = tmp_path / name
-        out.mkdir()
-        r = results[name] = _run(mod, out)
-        assert sorted(os.listdir(out)) == ["best.weights.h5", "ckpt-01.keras", "ckpt-02.keras", "ckpt-03.keras",
-                                           "final.keras", "final.weights.h5", "log.csv"], name
-        assert sorted(r["history"]) == ["accuracy", "loss", "val_accuracy", "val_loss"], name
+    results = {"keras": case(_keras_run)}
+    out = tmp_path / "boundfit"
+    out.mkdir()
+    results["boundfit"] = _run(boundfit, out)
+    for name, r in results.items():
+        assert r["files"] == ["best.weights.h5", "ckpt-01.keras", "ckpt-02.keras", "ckpt-03.keras",
+                              "final.keras", "final.weights.h5", "log.csv"], name
+        assert r["history"] == ["accuracy", "loss", "val_accuracy", "val_loss"], name
         assert r["seen"] == list(range(5)) * 3 and r["iterations"] == 15, name
         np.testing.assert_allclose(r["restored"], r["probs"], rtol=1e-5, atol=1e-6)
-        with open(out / "log.csv") as f:
-            assert f.readline().strip() == "epoch,accuracy,loss,val_accuracy,val_loss"
+        assert r["log_header"] == "epoch,accuracy,loss,val_accuracy,val_loss"
     # each side's final file opens in the other with the same predictions
-    x = np.random.default_rng(1).random((8, 8, 8, 1), dtype=np.float32)
-    ours = boundfit.models.load_model(tmp_path / "keras" / "final.keras")
-    theirs = keras.models.load_model(tmp_path / "keras" / "final.keras")
-    np.testing.assert_allclose(ours.predict(x, verbose=0), theirs.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
-    ours = boundfit.models.load_model(tmp_path / "boundfit" / "final.keras")
-    theirs = keras.models.load_model(tmp_path / "boundfit" / "final.keras")
-    np.testing.assert_allclose(ours.predict(x, verbose=0), theirs.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
-    assert int(theirs.optimizer.iterations) == 15
+    (tmp_path / "keras.keras").write_bytes(results["keras"]["final"].tobytes())
+    ours = boundfit.models.load_model(tmp_path / "keras.keras")
+    np.testing.assert_allclose(ours.predict(X, verbose=0), results["keras"]["predict"], rtol=1e-5, atol=1e-6)
+    ours = boundfit.models.load_model(out / "final.keras")
+
+    def opened():
+        theirs = keras_ref.load().models.load_model(out / "final.keras")
+        return {"predict": theirs.predict(X, verbose=0), "iterations": int(theirs.optimizer.iterations)}
+    theirs = case(opened, files=[out / "final.keras"])
+    np.testing.assert_allclose(ours.predict(X, verbose=0), theirs["predict"], rtol=1e-5, atol=1e-6)
+    assert theirs["iterations"] == 15

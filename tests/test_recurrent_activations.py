@@ -3,13 +3,16 @@
 classic `LSTM(50, activation="relu")` of time-series tutorials) against Keras
 3 (outputs, loss, one SGD step's weights), finite differences per weight
 array, Keras files both ways, the CUDA kernels against the CPU (skipped
-without a GPU), and the activations still refused."""
+without a GPU), and the activations still refused. Keras's side is recorded
+(helpers/keras_recorded.py)."""
 
 import numpy as np
 import pytest
 
 import boundfit as bf
 from boundfit import layers
+from fresh_names import fresh_layer_names  # noqa: F401 - autouse: files keyed by their names
+from helpers.keras_recorded import case, keras_file
 from keras_ref import load
 from test_recurrent import IDS, X, Y, against_keras, E, T, D, U, V
 from conftest import directional_check_per_array as directional_check
@@ -54,18 +57,26 @@ def test_other_activations_match_finite_differences(cell, act, ract):
 
 
 def test_keras_files_keep_the_activations_both_ways(tmp_path):
-    keras = load()
     mb = activated(bf, layers)
     mb.compile(optimizer="adam", loss="mse")
     mb.save(tmp_path / "bf.keras")
-    mk = keras.saving.load_model(tmp_path / "bf.keras")
-    assert mk.layers[2].forward_layer.recurrent_activation.__name__ == "hard_sigmoid"
-    np.testing.assert_allclose(mk.predict(IDS, verbose=0), mb.predict(IDS, verbose=0), rtol=1e-5, atol=1e-6)
-    mk2 = relu_lstm(keras, keras.layers)
-    mk2.save(tmp_path / "k.keras")
+
+    def opened():
+        mk = load().saving.load_model(tmp_path / "bf.keras")
+        return {"ract": mk.layers[2].forward_layer.recurrent_activation.__name__, "predict": mk.predict(IDS, verbose=0)}
+    mk = case(opened, files=[tmp_path / "bf.keras"])
+    assert mk["ract"] == "hard_sigmoid"
+    np.testing.assert_allclose(mk["predict"], mb.predict(IDS, verbose=0), rtol=1e-5, atol=1e-6)
+
+    def save(p):
+        keras = load()
+        mk2 = relu_lstm(keras, keras.layers)
+        mk2.save(p)
+        return {"predict": mk2.predict(X, verbose=0)}
+    mk2 = keras_file(tmp_path / "k.keras", save)
     mb2 = bf.models.load_model(tmp_path / "k.keras")
     assert mb2.layers[0].activation == "relu"
-    np.testing.assert_allclose(mb2.predict(X, verbose=0), mk2.predict(X, verbose=0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(mb2.predict(X, verbose=0), mk2["predict"], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("make,match", [

@@ -14,6 +14,7 @@ import pytest
 
 import boundfit as bf
 from boundfit import layers
+from fresh_names import fresh_layer_names  # noqa: F401 - autouse: files keyed by their names
 from helpers.keras_recorded import case, keras_file
 from keras_ref import load
 

@@ -17,6 +17,7 @@ import boundfit as bf
 from boundfit.errors import DataError
 
 import keras_ref
+from fresh_names import fresh_layer_names  # noqa: F401 - autouse: files keyed by their names
 from helpers.keras_recorded import case, keras_file
 
 
