@@ -13,7 +13,7 @@ from boundfit import layers
 from conftest import engine_gradient
 from helpers.keras_recorded import case
 from keras_ref import load
-from test_elementwise_layers import keras_grads, twin
+from test_elementwise_layers import keras_grads
 
 
 CF = "channels_first"
@@ -39,25 +39,32 @@ CASES_1D = {
 
 
 def assert_same(build, in_shape, tmp_path, n=6, seed=0, rtol=1e-5):
-    """test_elementwise_layers.assert_same with Keras's side recorded (keyed by twin's and keras_grads' source
-    too): the same weights (twin's) and batch give Keras's predictions and gradients"""
+    """test_elementwise_layers.assert_same with Keras's side recorded (keyed by keras_grads' source too): the
+    same weights (random, as twin gives them) and batch give Keras's predictions and gradients"""
     bm = bf.Sequential([layers.Input(in_shape)] + build(layers))
     bm.compile(optimizer="sgd", loss="mse")
     rng = np.random.default_rng(seed + 1)
     x = (rng.standard_normal((n,) + tuple(in_shape)) * 1.5).astype(np.float32)
     y = rng.standard_normal((n,) + tuple(bm.output_shape[1:])).astype(np.float32)
 
+    def weights(trainable):
+        wr = np.random.default_rng(seed)
+        return [[wr.standard_normal(a.shape).astype(np.float32) * 0.5 for a in bl.get_weights()] if t else None
+                for bl, t in zip(bm.layers, trainable)]
+
     def compute():
-        _, km = twin(load(), build, in_shape, seed)
+        keras = load()
+        km = keras.Sequential([keras.Input(in_shape)] + build(keras.layers))
+        for kl, w in zip(km.layers, weights([bool(kl.trainable_weights) for kl in km.layers])):
+            if w is not None:
+                kl.set_weights(w)
         return dict(trainable=[bool(kl.trainable_weights) for kl in km.layers],
                     out=np.asarray(km(x, training=False)), grads=keras_grads(km, x, y))
-    helpers = tmp_path / "helpers.py"
-    helpers.write_text(inspect.getsource(twin) + inspect.getsource(keras_grads))
-    k = case(compute, files=[helpers])
-    wr = np.random.default_rng(seed)   # twin's weights
-    for bl, trainable in zip(bm.layers, k["trainable"]):
-        if trainable:
-            bl.set_weights([wr.standard_normal(a.shape).astype(np.float32) * 0.5 for a in bl.get_weights()])
+    (tmp_path / "helpers.py").write_text(inspect.getsource(keras_grads))
+    k = case(compute, files=[tmp_path / "helpers.py"])
+    for bl, w in zip(bm.layers, weights(k["trainable"])):
+        if w is not None:
+            bl.set_weights(w)
     np.testing.assert_allclose(bm.predict(x, verbose=0), k["out"], rtol=rtol, atol=1e-6)
     g = engine_gradient(bm, x, y)
     gb, i = [], 0  # the trainable weights in boundfit's order (Keras's): each layer's, layer by layer
