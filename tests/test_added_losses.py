@@ -16,7 +16,8 @@ import boundfit as bf
 from boundfit.ops import OpNotSupportedError
 from conftest import assert_plan_equals_arenas, directional_check_per_array
 
-import keras_ref
+from helpers.keras_recorded import case
+from keras_ref import load
 
 rng = np.random.default_rng(7)
 X = rng.standard_normal((20, 6)).astype(np.float32)
@@ -74,35 +75,49 @@ def _mlp(M, variant):
     return M.Model(x, M.layers.Dense(2)(h))
 
 
-def _pair(keras, variant, build=_mlp):
-    km, bm = build(keras, variant), build(bf, variant)
-    bm.set_weights(km.get_weights())
-    for M, m in ((keras, km), (bf, bm)):
-        m.compile(optimizer=M.optimizers.SGD(0.05, momentum=0.9), loss="mse", metrics=["mae"])
-    return km, bm
+def _keras_fits(build, compile, x, y, fit, after=None):
+    """Keras's side, recorded: build(keras)'s weights (w), compile(keras, km), then its fit history, the weights
+    after (w1) and after(km)'s results"""
+    def compute():
+        keras = load()
+        km = build(keras)
+        w = km.get_weights()
+        compile(keras, km)
+        h = km.fit(x, y, **fit).history
+        return dict(w=w, history=h, w1=km.get_weights(), after=after(km) if after is not None else None)
+    return case(compute)
 
 
-def _assert_same(hb, hk, bm, km):
-    assert sorted(hb.history) == sorted(hk.history)
-    for key in hk.history:
-        np.testing.assert_allclose(hb.history[key], hk.history[key], rtol=1e-5, atol=1e-6, err_msg=key)
-    for a, b in zip(bm.get_weights(), km.get_weights()):
+def _assert_same(hb, k, bm):
+    assert sorted(hb.history) == sorted(k["history"])
+    for key in k["history"]:
+        np.testing.assert_allclose(hb.history[key], k["history"][key], rtol=1e-5, atol=1e-6, err_msg=key)
+    for a, b in zip(bm.get_weights(), k["w1"]):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("variant", ["builtin", "custom", "add_loss", "nested"])
 def test_added_losses_train_as_keras_unweighted_by_sample_weights(variant):
-    keras = keras_ref.load()
-    km, bm = _pair(keras, variant)
     fit = dict(sample_weight=SW[:14], batch_size=6, epochs=2, shuffle=False, verbose=0)
     if variant == "builtin":   # the validation loss too (Keras's layers add their losses in inference too)
         fit["validation_data"] = (X[14:], Y[14:])
-    hk, hb = km.fit(X[:14], Y[:14], **fit), bm.fit(X[:14], Y[:14], **fit)
-    _assert_same(hb, hk, bm, km)
+
+    def compile(M, m):
+        m.compile(optimizer=M.optimizers.SGD(0.05, momentum=0.9), loss="mse", metrics=["mae"])
+
+    def after(km):
+        return (km.evaluate(X, Y, sample_weight=SW, batch_size=8, verbose=0), km.predict(X, verbose=0))
+    k = _keras_fits(lambda M: _mlp(M, variant), compile, X[:14], Y[:14], fit, after if variant == "builtin" else None)
+    bm = _mlp(bf, variant)
+    bm.set_weights(k["w"])
+    compile(bf, bm)
+    hb = bm.fit(X[:14], Y[:14], **fit)
+    _assert_same(hb, k, bm)
     if variant == "builtin":
-        np.testing.assert_allclose(bm.evaluate(X, Y, sample_weight=SW, batch_size=8, verbose=0),
-                                   km.evaluate(X, Y, sample_weight=SW, batch_size=8, verbose=0), rtol=1e-5)
-        np.testing.assert_allclose(bm.predict(X, verbose=0), km.predict(X, verbose=0), rtol=1e-5, atol=1e-6)
+        evaluate, predict = k["after"]
+        np.testing.assert_allclose(bm.evaluate(X, Y, sample_weight=SW, batch_size=8, verbose=0), evaluate,
+                                   rtol=1e-5)
+        np.testing.assert_allclose(bm.predict(X, verbose=0), predict, rtol=1e-5, atol=1e-6)
 
 
 def _convnet(M, variant=None):
@@ -112,16 +127,16 @@ def _convnet(M, variant=None):
 
 
 def test_a_conv_layers_activity_regularizer_with_a_custom_loss_trains_as_keras():
-    keras = keras_ref.load()
-    km, bm = _convnet(keras), _convnet(bf)
-    bm.set_weights(km.get_weights())
-    t = rng.standard_normal((12, 1)).astype(np.float32)
-    for M, m in ((keras, km), (bf, bm)):
-        m.compile(optimizer=M.optimizers.Adam(0.01),
-                  loss=lambda yt, yp, M=M: M.ops.mean(M.ops.abs(yt - yp), axis=-1))
-    hk = km.fit(IMG, t, batch_size=5, epochs=1, shuffle=False, verbose=0)
-    hb = bm.fit(IMG, t, batch_size=5, epochs=1, shuffle=False, verbose=0)
-    _assert_same(hb, hk, bm, km)
+    t = np.random.default_rng(8).standard_normal((12, 1)).astype(np.float32)
+    fit = dict(batch_size=5, epochs=1, shuffle=False, verbose=0)
+
+    def compile(M, m):
+        m.compile(optimizer=M.optimizers.Adam(0.01), loss=lambda yt, yp: M.ops.mean(M.ops.abs(yt - yp), axis=-1))
+    k = _keras_fits(_convnet, compile, IMG, t, fit)
+    bm = _convnet(bf)
+    bm.set_weights(k["w"])
+    compile(bf, bm)
+    _assert_same(bm.fit(IMG, t, **fit), k, bm)
 
 
 @pytest.mark.parametrize("variant", ["builtin", "add_loss"])
@@ -227,7 +242,6 @@ def test_what_boundfit_cannot_add_raises_naming_the_layer():
 def test_activity_regularizers_are_saved_as_keras_writes_them(tmp_path):
     """a built-in one by its Keras config, a Regularizer subclass by its class name and get_config(): Keras
     and boundfit load them (the subclass from custom_objects, as Keras) and evaluate the same loss"""
-    keras = keras_ref.load()
 
     def scaled(M):
         class Scaled(M.regularizers.Regularizer):
@@ -250,7 +264,10 @@ def test_activity_regularizers_are_saved_as_keras_writes_them(tmp_path):
     with pytest.raises(ValueError, match="activity_regularizer: unknown regularizer 'Scaled'.*custom_objects"):
         bf.models.load_model(path)
     back = bf.models.load_model(path, custom_objects={"Scaled": scaled(bf)})
-    km = keras.models.load_model(path, custom_objects={"Scaled": scaled(keras)})
+
+    def opened():   # Keras's side, recorded by the file's contents
+        keras = load()
+        return keras.models.load_model(path, custom_objects={"Scaled": scaled(keras)}).evaluate(X, Y, verbose=0)
     assert back.layers[-1].activity_regularizer.factor == 0.3
     np.testing.assert_allclose(back.evaluate(X, Y, verbose=0), want, rtol=1e-6)
-    np.testing.assert_allclose(km.evaluate(X, Y, verbose=0), want, rtol=1e-5)
+    np.testing.assert_allclose(case(opened, files=[path]), want, rtol=1e-5)

@@ -19,13 +19,17 @@ clipped delta per image (RandomBrightness), a factor of the images gray
 cannot run are refused by name; bad arguments and inputs raise naming the
 fault."""
 
+import os
+import tempfile
+
 import numpy as np
 import pytest
 
 import boundfit as bf
-import keras_ref
 from conftest import assert_plan_equals_arenas, directional_check
 from helpers.keras_compare import close
+from helpers.keras_recorded import case, keras_file, recorded
+from keras_ref import load
 
 # (id, per-sample input shape, layer factory (M: keras.layers or boundfit.layers))
 CASES = [
@@ -74,32 +78,49 @@ def batch(shape, n=6, seed=0):
     return r.standard_normal((n,) + shape).astype(np.float32)
 
 
-@pytest.fixture(scope="module")
-def keras():
-    return keras_ref.load()
+def _layers(km, cases, parts=("dense_{}", "out_{}", "{}")):
+    """Keras's side of each case's layers: {name: (class, config, {layer: weights})}"""
+    return {name: (type(km.get_layer(name)).__name__, km.get_layer(name).get_config(),
+                   {p.format(name): km.get_layer(p.format(name)).get_weights() for p in parts})
+            for name, _, _ in cases}
+
+
+def _saved(m):
+    """the bytes of m's .keras file"""
+    with tempfile.TemporaryDirectory() as d:
+        m.save(os.path.join(d, "m.keras"))
+        return np.frombuffer(open(os.path.join(d, "m.keras"), "rb").read(), np.uint8)
 
 
 @pytest.fixture(scope="module")
-def runs(keras, tmp_path_factory):
-    """The same weights and batches in Keras and boundfit: predictions, then two epochs of SGD with momentum
-    (two batches each: losses, weights), then each one's .keras file opened by the other"""
-    km, bm = branches(keras, CASES), branches(bf, CASES)
-    w0 = [(np.random.default_rng(1).standard_normal(w.shape) * 0.5).astype(np.float32) for w in km.get_weights()]
-    km.set_weights(w0)
-    bm.set_weights(w0)
+def runs(tmp_path_factory):
+    """The same weights and batches in Keras (recorded for the module) and boundfit: predictions, then two
+    epochs of SGD with momentum (two batches each: losses, weights), then each one's .keras file opened by the
+    other (Keras opening boundfit's: in the test, recorded by the file's contents)"""
     xs = [batch(shape, n=8, seed=k) for k, shape in enumerate(SHAPES)]
     y = np.random.default_rng(50).standard_normal((8, 3 * len(CASES))).astype(np.float32)
-    out = dict(keras_out=km.predict(xs, verbose=0), out=bm.predict(xs, verbose=0))
-    km.compile(optimizer=keras.optimizers.SGD(0.1, momentum=0.9), loss="mse")
+
+    def compute():
+        keras = load()
+        km = branches(keras, CASES)
+        w0 = [(np.random.default_rng(1).standard_normal(w.shape) * 0.5).astype(np.float32)
+              for w in km.get_weights()]
+        km.set_weights(w0)
+        out = dict(w0=w0, keras_out=km.predict(xs, verbose=0))
+        km.compile(optimizer=keras.optimizers.SGD(0.1, momentum=0.9), loss="mse")
+        out["keras_loss"] = km.fit(xs, y, batch_size=4, epochs=2, shuffle=False, verbose=0).history["loss"]
+        return dict(out, layers=_layers(km, CASES), file=_saved(km), keras_trained=km.predict(xs, verbose=0))
+    k = recorded("catalogue_layers", __file__, compute)
+    bm = branches(bf, CASES)
+    bm.set_weights(k["w0"])
+    out = dict(k, out=bm.predict(xs, verbose=0))
     bm.compile(optimizer=bf.optimizers.SGD(0.1, momentum=0.9), loss="mse")
-    out["keras_loss"] = km.fit(xs, y, batch_size=4, epochs=2, shuffle=False, verbose=0).history["loss"]
     out["loss"] = bm.fit(xs, y, batch_size=4, epochs=2, shuffle=False, verbose=0).history["loss"]
     d = tmp_path_factory.mktemp("files")
     bm.save(d / "ours.keras")
-    km.save(d / "theirs.keras")
+    (d / "theirs.keras").write_bytes(k["file"].tobytes())
     ours = bf.models.load_model(d / "theirs.keras")
-    return dict(out, km=km, bm=bm, theirs=keras.models.load_model(d / "ours.keras"), ours=ours,
-                keras_trained=km.predict(xs, verbose=0), ours_trained=ours.predict(xs, verbose=0))
+    return dict(out, bm=bm, ours_file=d / "ours.keras", ours=ours, ours_trained=ours.predict(xs, verbose=0))
 
 
 @pytest.mark.parametrize("k", range(len(CASES)), ids=[c[0] for c in CASES])
@@ -108,12 +129,11 @@ def test_layer_outputs_and_training_match_keras(runs, k):
     name = CASES[k][0]
     close(runs["keras_out"][:, 3 * k:3 * k + 3], runs["out"][:, 3 * k:3 * k + 3], 2e-5)
     np.testing.assert_allclose(runs["loss"], runs["keras_loss"], rtol=1e-5)
-    km, bm = runs["km"], runs["bm"]
-    for lk, lb in ((km.get_layer(f"dense_{name}"), bm.get_layer(f"dense_{name}")),
-                   (km.get_layer(f"out_{name}"), bm.get_layer(f"out_{name}")),
-                   (km.get_layer(name), bm.get_layer(name))):
-        assert len(lk.get_weights()) == len(lb.get_weights())
-        for a, b in zip(lk.get_weights(), lb.get_weights()):
+    bm = runs["bm"]
+    for layer, weights in runs["layers"][name][2].items():
+        lb = bm.get_layer(layer)
+        assert len(weights) == len(lb.get_weights())
+        for a, b in zip(weights, lb.get_weights()):
             np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
 
 
@@ -122,34 +142,47 @@ def test_keras_files_hold_the_layer_both_ways(runs, k):
     """Keras opens boundfit's file: the layer as Keras's class with Keras's config and boundfit's trained
     weights; boundfit opens Keras's and predicts as Keras"""
     name = CASES[k][0]
-    want, ours = runs["km"].get_layer(name), runs["bm"].get_layer(name)
-    got = runs["theirs"].get_layer(name)
-    assert type(got).__name__ == type(want).__name__
-    assert got.get_config() == want.get_config()
-    for a, b in zip(got.get_weights(), ours.get_weights()):
+    want_class, want_config, _ = runs["layers"][name]
+    ours = runs["bm"].get_layer(name)
+
+    def opened():   # Keras opening boundfit's file, recorded by its contents
+        got = load().models.load_model(runs["ours_file"]).get_layer(name)
+        return type(got).__name__, got.get_config(), got.get_weights()
+    got_class, got_config, got_weights = case(opened, files=[runs["ours_file"]])
+    assert got_class == want_class
+    assert got_config == want_config
+    for a, b in zip(got_weights, ours.get_weights()):
         np.testing.assert_array_equal(a, b)
-    assert type(runs["ours"].get_layer(name)).__name__ == type(want).__name__
+    assert type(runs["ours"].get_layer(name)).__name__ == want_class
     close(runs["keras_trained"][:, 3 * k:3 * k + 3], runs["ours_trained"][:, 3 * k:3 * k + 3], 2e-5)
 
 
-def test_dropout_layers_keras_files_both_ways_and_the_identity_in_predict(keras, tmp_path):
-    km, bm = branches(keras, DROPOUTS, 3), branches(bf, DROPOUTS, 3)
+def test_dropout_layers_keras_files_both_ways_and_the_identity_in_predict(tmp_path):
+    def save(p):   # Keras's model with the weights, recorded with its file
+        km = branches(load(), DROPOUTS, 3)
+        w = [np.random.default_rng(2).standard_normal(v.shape).astype(np.float32) for v in km.get_weights()]
+        km.set_weights(w)
+        km.save(p)
+        return dict(w=w, layers=_layers(km, DROPOUTS, ()))
+    k = keras_file(tmp_path / "theirs.keras", save)
+    bm = branches(bf, DROPOUTS, 3)
     plain = branches(bf, [(n, s, lambda M, **k: M.Identity(**k)) for n, s, _ in DROPOUTS], 3)
-    w = [np.random.default_rng(2).standard_normal(v.shape).astype(np.float32) for v in km.get_weights()]
-    for m in (km, bm, plain):
-        m.set_weights(w)
+    for m in (bm, plain):
+        m.set_weights(k["w"])
     xs = [batch(shape, seed=5) for shape in dict.fromkeys(c[1] for c in DROPOUTS)]
     want = plain.predict(xs, verbose=0)
     np.testing.assert_array_equal(bm.predict(xs, verbose=0), want)
     bm.save(tmp_path / "ours.keras")
-    km.save(tmp_path / "theirs.keras")
-    theirs, ours = keras.models.load_model(tmp_path / "ours.keras"), bf.models.load_model(tmp_path / "theirs.keras")
+
+    def opened():   # Keras opening boundfit's file, recorded by its contents
+        return _layers(load().models.load_model(tmp_path / "ours.keras"), DROPOUTS, ())
+    theirs, ours = case(opened, files=[tmp_path / "ours.keras"]), bf.models.load_model(tmp_path / "theirs.keras")
     for name, _, _ in DROPOUTS:
-        want_layer = km.get_layer(name)
-        got = theirs.get_layer(name)
-        assert type(got).__name__ == type(want_layer).__name__
-        assert got.get_config() == want_layer.get_config()
-        assert type(ours.get_layer(name)).__name__ == type(want_layer).__name__
+        want_class, want_config, _ = k["layers"][name]
+        got_class, got_config, _ = theirs[name]
+        assert got_class == want_class
+        assert got_config == want_config
+        assert type(ours.get_layer(name)).__name__ == want_class
     np.testing.assert_array_equal(ours.predict(xs, verbose=0), want)
 
 

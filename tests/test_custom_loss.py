@@ -20,7 +20,8 @@ from boundfit import loss_trace
 from boundfit.ops import OpNotSupportedError
 from conftest import assert_plan_equals_arenas, directional_check_per_array
 
-import keras_ref
+from helpers.keras_recorded import case
+from keras_ref import load
 
 rng = np.random.default_rng(4)
 X = rng.standard_normal((24, 5)).astype(np.float32)
@@ -44,21 +45,36 @@ def _trainer(model, fn):
     return bf.Model([model.input, y_true], values), over_batch
 
 
+def _keras_fits(build, compile, x, y, fit, after=None):
+    """Keras's side, recorded: build(keras)'s weights (w), compile(keras, km), then its fit history (fit: fit's
+    arguments, or fit(keras) gives them), the weights after (w1) and after(km)'s results"""
+    def compute():
+        keras = load()
+        km = build(keras)
+        w = km.get_weights()
+        compile(keras, km)
+        h = km.fit(x, y, **(fit(keras) if callable(fit) else fit)).history
+        return dict(w=w, history=h, w1=km.get_weights(), after=after(km) if after is not None else None)
+    return case(compute)
+
+
 def test_a_per_sample_loss_function_with_sample_weights_trains_as_keras():
-    keras = keras_ref.load()
-    km, bm = _mlp(keras), _mlp(bf)
-    bm.set_weights(km.get_weights())
-    km.compile(optimizer=keras.optimizers.SGD(0.1), loss=lambda t, p: my_mse(t, p, keras.ops))
-    hk = km.fit(X, Y, sample_weight=SW, batch_size=8, epochs=3, shuffle=False, verbose=0)
+    fit = dict(sample_weight=SW, batch_size=8, epochs=3, shuffle=False, verbose=0)
+    k = _keras_fits(_mlp, lambda M, m: m.compile(optimizer=M.optimizers.SGD(0.1),
+                                                 loss=lambda t, p: my_mse(t, p, M.ops)), X, Y, fit,
+                    lambda km: (km.predict(X, verbose=0), km.evaluate(X, Y, sample_weight=SW, batch_size=24,
+                                                                       verbose=0)))
+    bm = _mlp(bf)
+    bm.set_weights(k["w"])
     trainer, over_batch = _trainer(bm, lambda t, p: my_mse(t, p, bf.ops))
     assert not over_batch and trainer.output_shape == (None, 2)   # the mean over the last axis is the engine's
     trainer.compile(optimizer=bf.optimizers.SGD(0.1), loss=bf.losses._TracedMean())
-    hb = trainer.fit([X, Y], np.zeros_like(Y), sample_weight=SW, batch_size=8, epochs=3, shuffle=False, verbose=0)
-    np.testing.assert_allclose(hb.history["loss"], hk.history["loss"], rtol=1e-5)
-    for a, b in zip(bm.get_weights(), km.get_weights()):   # the model's own layers were trained
+    hb = trainer.fit([X, Y], np.zeros_like(Y), **fit)
+    np.testing.assert_allclose(hb.history["loss"], k["history"]["loss"], rtol=1e-5)
+    for a, b in zip(bm.get_weights(), k["w1"]):   # the model's own layers were trained
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(bm.predict(X, verbose=0), km.predict(X, verbose=0), rtol=1e-5, atol=1e-6)
-    kv = km.evaluate(X, Y, sample_weight=SW, batch_size=24, verbose=0)
+    predict, kv = k["after"]
+    np.testing.assert_allclose(bm.predict(X, verbose=0), predict, rtol=1e-5, atol=1e-6)
     bv = trainer.evaluate([X, Y], np.zeros_like(Y), sample_weight=SW, batch_size=24, verbose=0)
     np.testing.assert_allclose(bv, kv, rtol=1e-5)
 
@@ -119,37 +135,48 @@ def test_a_loss_function_that_cannot_be_traced_raises_naming_the_loss_and_the_op
 
 # ---- compile(loss=...) ----
 
-def _compiled_pair(keras, loss_k, loss_b, opt="sgd", **kw):
-    km, bm = _mlp(keras), _mlp(bf)
-    bm.set_weights(km.get_weights())
-    opts = {"sgd": lambda M: M.optimizers.SGD(0.1, momentum=0.9), "adam": lambda M: M.optimizers.Adam(0.01)}
-    km.compile(optimizer=opts[opt](keras), loss=loss_k, **kw)
-    bm.compile(optimizer=opts[opt](bf), loss=loss_b, **kw)
-    return km, bm
+def _with_my_mse(**kw):
+    """compile(M, m): SGD with momentum and my_mse in module M's ops"""
+    def compile(M, m):
+        m.compile(optimizer=M.optimizers.SGD(0.1, momentum=0.9), loss=lambda t, p: my_mse(t, p, M.ops), **kw)
+    return compile
 
 
-def _assert_same(hb, hk, bm, km, rtol=1e-5):
-    assert sorted(hb.history) == sorted(hk.history)
-    for key in hk.history:
-        np.testing.assert_allclose(hb.history[key], hk.history[key], rtol=rtol, atol=1e-6, err_msg=key)
-    for a, b in zip(bm.get_weights(), km.get_weights()):
+def _assert_same(hb, k, bm, rtol=1e-5):
+    hk = k["history"]
+    assert sorted(hb.history) == sorted(hk)
+    for key in hk:
+        np.testing.assert_allclose(hb.history[key], hk[key], rtol=rtol, atol=1e-6, err_msg=key)
+    for a, b in zip(bm.get_weights(), k["w1"]):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def _fits_as_keras(build, compile, x, y, fit, after=None):
+    """the boundfit model of build(bf) from Keras's weights, compiled and fit as Keras's (recorded): (model,
+    Keras's record, boundfit's History)"""
+    k = _keras_fits(build, compile, x, y, fit, after)
+    bm = build(bf)
+    bm.set_weights(k["w"])
+    compile(bf, bm)
+    hb = bm.fit(x, y, **(fit(bf) if callable(fit) else fit))
+    _assert_same(hb, k, bm)
+    return bm, k, hb
 
 
 def test_compile_with_a_loss_function_fits_evaluates_and_predicts_as_keras():
     """compile(loss=fn, metrics=...): the history (loss, metric, val_loss, val metric), evaluate with sample
     weights and predict as Keras 3; predict takes x alone."""
-    keras = keras_ref.load()
-    km, bm = _compiled_pair(keras, lambda t, p: my_mse(t, p, keras.ops), lambda t, p: my_mse(t, p, bf.ops),
-                            metrics=["mae"])
     fit = dict(sample_weight=SW[:16], batch_size=8, epochs=3, shuffle=False, verbose=0,
                validation_data=(X[16:], Y[16:]))
-    hk, hb = km.fit(X[:16], Y[:16], **fit), bm.fit(X[:16], Y[:16], **fit)
-    _assert_same(hb, hk, bm, km)
-    for kw in ({}, {"sample_weight": SW}):
-        np.testing.assert_allclose(bm.evaluate(X, Y, batch_size=10, verbose=0, **kw),
-                                   km.evaluate(X, Y, batch_size=10, verbose=0, **kw), rtol=1e-5)
-    np.testing.assert_allclose(bm.predict(X, verbose=0), km.predict(X, verbose=0), rtol=1e-5, atol=1e-6)
+
+    def after(km):
+        return ([km.evaluate(X, Y, batch_size=10, verbose=0, **kw) for kw in ({}, {"sample_weight": SW})],
+                km.predict(X, verbose=0))
+    bm, k, _ = _fits_as_keras(_mlp, _with_my_mse(metrics=["mae"]), X[:16], Y[:16], fit, after)
+    evaluated, predict = k["after"]
+    for kw, want in zip(({}, {"sample_weight": SW}), evaluated):
+        np.testing.assert_allclose(bm.evaluate(X, Y, batch_size=10, verbose=0, **kw), want, rtol=1e-5)
+    np.testing.assert_allclose(bm.predict(X, verbose=0), predict, rtol=1e-5, atol=1e-6)
 
 
 class _Margin:
@@ -178,15 +205,11 @@ def test_a_loss_subclass_with_call_trains_as_keras():
     """keras.losses.Loss subclass with call(y_true, y_pred) and an __init__ argument, a metric on the output;
     labels (N,) for an (N, 1) output, which Keras passes to call() as they are (the math then broadcasts
     across the batch), are refused naming the class"""
-    keras = keras_ref.load()
-    km, bm = _one_out(keras), _one_out(bf)
-    bm.set_weights(km.get_weights())
-    km.compile(optimizer=keras.optimizers.Adam(0.01), loss=_Margin.make(keras)(margin=0.8), metrics=["mse"])
-    bm.compile(optimizer=bf.optimizers.Adam(0.01), loss=_Margin.make(bf)(margin=0.8), metrics=["mse"])
     t = (Y[:, :1] > 0).astype(np.float32)
-    hk = km.fit(X, t, batch_size=8, epochs=3, shuffle=False, verbose=0)
-    hb = bm.fit(X, t, batch_size=8, epochs=3, shuffle=False, verbose=0)
-    _assert_same(hb, hk, bm, km)
+
+    def compile(M, m):
+        m.compile(optimizer=M.optimizers.Adam(0.01), loss=_Margin.make(M)(margin=0.8), metrics=["mse"])
+    bm, _, _ = _fits_as_keras(_one_out, compile, X, t, dict(batch_size=8, epochs=3, shuffle=False, verbose=0))
     with pytest.raises(bf.DataError, match="per-sample shape \\(\\), .*MarginLoss.*broadcasts across the batch"):
         bm.fit(X, t[:, 0], verbose=0)
 
@@ -200,20 +223,17 @@ def _two_out(M):
 @pytest.mark.parametrize("form", ["list", "dict"])
 def test_losses_per_output_train_as_keras(form):
     """a custom loss on one output, a built-in one on the other, loss weights and metrics per output"""
-    keras = keras_ref.load()
-    km, bm = _two_out(keras), _two_out(bf)
-    bm.set_weights(km.get_weights())
     t = (Y[:, :1] > 0).astype(np.float32)
-    for M, m in ((keras, km), (bf, bm)):
-        fn = lambda yt, yp, M=M: my_mse(yt, yp, M.ops)   # noqa: E731
+
+    def compile(M, m):
+        fn = lambda yt, yp: my_mse(yt, yp, M.ops)   # noqa: E731
         loss = [fn, "binary_crossentropy"] if form == "list" else {"reg": fn, "cls": "binary_crossentropy"}
         lw = [0.5, 2.0] if form == "list" else {"reg": 0.5, "cls": 2.0}
         m.compile(optimizer=M.optimizers.SGD(0.1), loss=loss, loss_weights=lw,
                   metrics={"reg": ["mae"], "cls": ["accuracy"]})
-    hk = km.fit(X, [Y, t], batch_size=8, epochs=2, shuffle=False, verbose=0)
-    hb = bm.fit(X, [Y, t], batch_size=8, epochs=2, shuffle=False, verbose=0)
-    _assert_same(hb, hk, bm, km)
-    eb, ek = (m.evaluate(X, [Y, t], verbose=0, return_dict=True) for m in (bm, km))
+    bm, k, _ = _fits_as_keras(_two_out, compile, X, [Y, t], dict(batch_size=8, epochs=2, shuffle=False, verbose=0),
+                              lambda km: km.evaluate(X, [Y, t], verbose=0, return_dict=True))
+    eb, ek = bm.evaluate(X, [Y, t], verbose=0, return_dict=True), k["after"]
     assert sorted(eb) == sorted(ek)
     np.testing.assert_allclose([eb[k] for k in ek], list(ek.values()), rtol=1e-5)
 
@@ -274,7 +294,6 @@ def test_a_model_compiled_with_a_loss_function_saves_and_loads_by_its_name(tmp_p
     """The .keras file holds the loss by name as Keras writes it and the optimizer state of the training
     graph; load_model needs the function in custom_objects (as Keras) and then trains on as the saved model
     does, compile=False loads the weights without it; Keras opens the file."""
-    keras = keras_ref.load()
     m = _mlp(bf)
 
     def scaled_mse(y_true, y_pred):
@@ -291,8 +310,12 @@ def test_a_model_compiled_with_a_loss_function_saves_and_loads_by_its_name(tmp_p
     back = bf.models.load_model(path, custom_objects={"scaled_mse": scaled_mse})
     np.testing.assert_allclose(back.evaluate(X, Y, verbose=0), m.evaluate(X, Y, verbose=0), rtol=1e-6)
     assert back.optimizer.iterations == m.optimizer.iterations == 3   # Adam's state saved from the training graph
-    km = keras.models.load_model(path, custom_objects={"scaled_mse": lambda t, p: my_mse(t, p, keras.ops)})
-    np.testing.assert_allclose(km.evaluate(X, Y, verbose=0), m.evaluate(X, Y, verbose=0), rtol=1e-5)
+
+    def opened():   # Keras's side, recorded by the file's contents
+        keras = load()
+        km = keras.models.load_model(path, custom_objects={"scaled_mse": lambda t, p: my_mse(t, p, keras.ops)})
+        return km.evaluate(X, Y, verbose=0)
+    np.testing.assert_allclose(case(opened, files=[path]), m.evaluate(X, Y, verbose=0), rtol=1e-5)
     hm = m.fit(X, Y, batch_size=8, epochs=1, shuffle=False, verbose=0)
     hl = back.fit(X, Y, batch_size=8, epochs=1, shuffle=False, verbose=0)   # goes on as the model itself does
     np.testing.assert_allclose(hl.history["loss"], hm.history["loss"], rtol=1e-6)
@@ -384,25 +407,19 @@ def test_a_pydataset_and_a_generator_train_a_custom_loss_as_arrays_do():
 def test_callbacks_see_the_model_early_stopping_restores_and_the_rate_is_reduced_as_in_keras():
     """callbacks get the model itself while its training graph runs: EarlyStopping reads and restores its
     newest weights, ReduceLROnPlateau sets the rate the training graph steps with, as Keras 3 does"""
-    keras = keras_ref.load()
-    km, bm = _compiled_pair(keras, lambda t, p: my_mse(t, p, keras.ops), lambda t, p: my_mse(t, p, bf.ops),
-                            opt="sgd")
-    for M, m in ((keras, km), (bf, bm)):
-        m.compile(optimizer=M.optimizers.Adam(0.3), loss=m.loss)
-    hs = []
-    for M, m in ((keras, km), (bf, bm)):
-        cbs = [M.callbacks.EarlyStopping(monitor="loss", patience=2, restore_best_weights=True),
-               M.callbacks.ReduceLROnPlateau(monitor="loss", patience=0, factor=0.5)]
-        hs.append(m.fit(X, Y, batch_size=12, epochs=10, shuffle=False, verbose=0, callbacks=cbs))
-    _assert_same(hs[1], hs[0], bm, km)
-    assert len(hs[1].history["loss"]) < 10   # it stopped early
+    def compile(M, m):
+        m.compile(optimizer=M.optimizers.Adam(0.3), loss=lambda t, p: my_mse(t, p, M.ops))
+
+    def fit(M):   # each library's own callbacks
+        return dict(batch_size=12, epochs=10, shuffle=False, verbose=0, callbacks=[
+            M.callbacks.EarlyStopping(monitor="loss", patience=2, restore_best_weights=True),
+            M.callbacks.ReduceLROnPlateau(monitor="loss", patience=0, factor=0.5)])
+    _, _, hb = _fits_as_keras(_mlp, compile, X, Y, fit)
+    assert len(hb.history["loss"]) < 10   # it stopped early
 
 
 def test_class_weight_weighs_a_custom_loss_per_sample_as_in_keras():
     """class_weight becomes per-sample weights by each sample's class (its one-hot target's argmax)"""
-    keras = keras_ref.load()
-    km, bm = _compiled_pair(keras, lambda t, p: my_mse(t, p, keras.ops), lambda t, p: my_mse(t, p, bf.ops))
     onehot = np.eye(2, dtype=np.float32)[(Y[:, 0] > 0).astype(int)]
     fit = dict(class_weight={0: 0.5, 1: 3.0}, batch_size=8, epochs=2, shuffle=False, verbose=0)
-    hk, hb = km.fit(X, onehot, **fit), bm.fit(X, onehot, **fit)
-    _assert_same(hb, hk, bm, km)
+    _fits_as_keras(_mlp, _with_my_mse(), X, onehot, fit)

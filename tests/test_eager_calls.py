@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import boundfit as bf
-import keras_ref
+from helpers.keras_recorded import case
+from keras_ref import load
 
 R = np.random.default_rng(0)
 X2 = R.standard_normal((3, 6)).astype(np.float32)
@@ -41,13 +42,16 @@ CASES = {   # name: (layer maker given the module, input)
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_layer_or_model_called_on_arrays_gives_keras_values_on_the_same_weights(name):
-    keras = keras_ref.load()
     make, x = CASES[name]
-    kl, bl = make(keras), make(bf)
-    want = np.asarray(kl(x))
+
+    def compute():   # Keras's layer called on the arrays: its values and the weights it made
+        kl = make(load())
+        return np.asarray(kl(x)), kl.get_weights()
+    want, weights = case(compute)
+    bl = make(bf)
     first = bl(x)
     assert isinstance(first, np.ndarray) and first.shape == want.shape
-    bl.set_weights(kl.get_weights())
+    bl.set_weights(weights)
     np.testing.assert_allclose(bl(x), want, rtol=1e-5, atol=1e-5)
     assert not getattr(bl, "_inbound", [])   # the call left no node
 

@@ -17,7 +17,8 @@ from boundfit.ops import OpNotSupportedError
 from conftest import assert_plan_equals_arenas, engine_gradient
 from test_cuda_backend import _REASON
 
-import keras_ref
+from helpers.keras_recorded import case, recorded
+from keras_ref import load
 
 B, D = 6, 4
 # (id, f(ops, a) or f(ops, a, b), domain of a, domain of b)
@@ -124,11 +125,6 @@ def engine():
     return m, y, t, engine_gradient(m, X, t)
 
 
-@pytest.fixture(scope="module")
-def keras():
-    return keras_ref.load()
-
-
 SPECIAL_A = np.array([[np.nan, np.inf, -np.inf, 0.0], [-0.0, 1.0, -1.0, 2.5], [0.5, -0.5, 1.5, -2.5],
                       [3.0, -3.0, 1e-3, 7.0], [0.5, 1.5, 2.5, -0.5], [1.0, 2.0, -3.0, 4.0]], np.float32)
 SPECIAL_B = np.array([[1.0, 2.0, -2.0, 0.0], [0.0, 1.0, -1.0, 2.5], [-0.5, 0.5, -1.5, 2.0],
@@ -136,12 +132,17 @@ SPECIAL_B = np.array([[1.0, 2.0, -2.0, 0.0], [0.0, 1.0, -1.0, 2.5], [-0.5, 0.5, 
 
 
 @pytest.fixture(scope="module")
-def reference(keras, engine):
+def reference(engine):
     """Keras's values of every case and the gradients of the same loss with respect to its operands (jax.vjp),
-    all in one jitted call: ref(operands, targets) -> (values, gradients); and its values on SPECIAL_A / _B"""
+    all in one jitted call: ref(operands, targets) -> (values, gradients); and its values on SPECIAL_A / _B
+    (recorded for the module)"""
+    return recorded("ops_elementwise", __file__, lambda: _keras_reference(engine[2]))
+
+
+def _keras_reference(t):
+    keras = load()
     import jax
     import jax.numpy as jnp
-    _, _, t, _ = engine
 
     def all_cases(operands, targets):
         vals, grads = [], []
@@ -242,7 +243,7 @@ def _broadcast_model(M, sa, sb, const):
 
 
 @pytest.mark.parametrize("sa,sb,const", BROADCASTS, ids=[f"{a}-{'array ' if c else ''}{b}" for a, b, c in BROADCASTS])
-def test_broadcasting_across_ranks_gives_keras_values_and_gradients(keras, sa, sb, const):
+def test_broadcasting_across_ranks_gives_keras_values_and_gradients(sa, sb, const):
     """two tensors with batch axes broadcast size-1 axes of one rank; a constant array of any rank up to the
     tensor's broadcasts right-aligned; gradients (both operands' Dense weights) summed over the broadcast axes,
     against Keras's through one jitted JAX call"""
@@ -274,7 +275,7 @@ def test_tensors_of_different_ranks_with_batch_axes_are_refused_naming_the_op():
         bf.layers.Binary("mod")([bf.Input((3, 4)), bf.Input((2, 4))])   # the engine's own check
 
 
-def test_a_model_of_several_ops_round_trips_through_a_keras_file(keras, tmp_path):
+def test_a_model_of_several_ops_round_trips_through_a_keras_file(tmp_path):
     """written as Keras's operation nodes (a bool result then Cast), opened by Keras with the same predictions,
     and read back into the same engine ops"""
     def build(M):
@@ -290,8 +291,8 @@ def test_a_model_of_several_ops_round_trips_through_a_keras_file(keras, tmp_path
     want = m.predict(x, verbose=0)
     path = str(tmp_path / "m.keras")
     m.save(path)
-    k = keras.models.load_model(path)
-    np.testing.assert_allclose(np.asarray(k.predict(x, verbose=0)), want, rtol=1e-5, atol=1e-5)
+    theirs = case(lambda: load().models.load_model(path).predict(x, verbose=0), files=[path])   # by contents
+    np.testing.assert_allclose(np.asarray(theirs), want, rtol=1e-5, atol=1e-5)
     back = bf.models.load_model(path)
     np.testing.assert_allclose(back.predict(x, verbose=0), want, rtol=1e-6, atol=1e-6)
     kinds = sorted({type(layer).__name__ for layer in back.layers})

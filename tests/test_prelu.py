@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 
 import boundfit as bf
-import keras_ref
 from boundfit import _core, layers
 from conftest import assert_plan_equals_arenas, engine_gradient
 from helpers.keras_compare import close
+from helpers.keras_recorded import case, keras_file
+from keras_ref import load
 
 # per-sample input shape, shared_axes (inputs of rank 2, 3 and 4 with the batch axis)
 CASES = [((6,), None), ((6,), [1]), ((5, 4), None), ((5, 4), [1]), ((5, 4), [1, 2]), ((5, 4), [2]),
@@ -72,22 +73,26 @@ def _weights(shape, shared, seed=2):
 def test_prelu_forward_and_gradients_match_keras(shape, shared):
     """rows of x that are all zero make the Dense's output exactly 0 there (its bias is 0): Keras's relu has
     gradient 0 at 0, so the bias's gradient holds nothing from them"""
-    keras = keras_ref.load()
-    import jax
-    import jax.numpy as jnp
     w0 = _weights(shape, shared)
     x = data(shape, zeros=False)
     x.reshape(-1, shape[-1])[::3] = 0.0
     y = data(shape, seed=3, zeros=False)
-    km, bm = _dense_prelu(keras, shape, shared), _dense_prelu(bf, shape, shared)
-    km.set_weights(w0)
+    bm = _dense_prelu(bf, shape, shared)
     bm.set_weights(w0)
 
-    def loss(tv):
-        out, _ = km.stateless_call(tv, [], jnp.asarray(x))
-        return jnp.mean((out - y) ** 2), out
+    def compute():   # Keras's loss, outputs and gradients in one jitted JAX call
+        keras = load()
+        import jax
+        import jax.numpy as jnp
+        km = _dense_prelu(keras, shape, shared)
+        km.set_weights(w0)
 
-    (lk, out), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))([v.value for v in km.trainable_variables])
+        def loss(tv):
+            out, _ = km.stateless_call(tv, [], jnp.asarray(x))
+            return jnp.mean((out - y) ** 2), out
+        (lk, out), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))([v.value for v in km.trainable_variables])
+        return float(lk), np.asarray(out), [np.asarray(g) for g in grads]
+    lk, out, grads = case(compute)
     close(np.asarray(out), bm.predict(x, verbose=0), 1e-6)   # the Dense's sums in another order than XLA's
     bm.compile(optimizer="sgd", loss="mse")
     got = engine_gradient(bm, x, y)
@@ -137,35 +142,46 @@ def _trained_model(M):
 def test_prelu_trains_as_keras_and_its_files_open_in_both(tmp_path):
     """two epochs of SGD with momentum: the same losses and weights (the L2 penalty in the loss, MaxNorm after each update);
     a .keras file of each opens in the other with the same predictions and config"""
-    keras = keras_ref.load()
-    km, bm = _trained_model(keras), _trained_model(bf)
-    assert [w.shape for w in bm.get_weights()] == [w.shape for w in km.get_weights()]
-    np.testing.assert_array_equal(bm.get_weights()[2], km.get_weights()[2])   # Constant(0.02), shape (1, 5)
+    bm = _trained_model(bf)
     r = np.random.default_rng(5)
     w0 = [w if w.ndim == 2 and w.shape[0] == 1 else (r.standard_normal(w.shape) * 0.5).astype(np.float32)
-          for w in km.get_weights()]
-    km.set_weights(w0)
-    bm.set_weights(w0)
+          for w in bm.get_weights()]   # alpha's Constant(0.02) kept: Keras's too (below)
     x, y = r.standard_normal((32, 6, 4)).astype(np.float32), r.standard_normal((32, 3)).astype(np.float32)
-    km.compile(keras.optimizers.SGD(0.1, momentum=0.9), "mse")
+
+    def save(p):   # Keras's side, recorded with the file it saves after training
+        keras = load()
+        km = _trained_model(keras)
+        first = km.get_weights()
+        km.set_weights(w0)
+        km.compile(keras.optimizers.SGD(0.1, momentum=0.9), "mse")
+        hk = km.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+        km.save(p)
+        return dict(first=first, loss=hk.history["loss"], w1=km.get_weights(), p=km.predict(x, verbose=0),
+                    name=km.layers[1].name, config={k: v for k, v in km.layers[1].get_config().items()
+                                                    if k != "dtype"})
+    k = keras_file(tmp_path / "theirs.keras", save)
+    assert [w.shape for w in bm.get_weights()] == [w.shape for w in k["first"]]
+    np.testing.assert_array_equal(bm.get_weights()[2], k["first"][2])   # Constant(0.02), shape (1, 5)
+    bm.set_weights(w0)
     bm.compile(bf.optimizers.SGD(0.1, momentum=0.9), "mse")
-    hk = km.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
     hb = bm.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
-    np.testing.assert_allclose(hb.history["loss"], hk.history["loss"], rtol=1e-5)
-    for a, b in zip(km.get_weights(), bm.get_weights()):
+    np.testing.assert_allclose(hb.history["loss"], k["loss"], rtol=1e-5)
+    for a, b in zip(k["w1"], bm.get_weights()):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
     assert 0.099 < np.abs(bm.get_weights()[2]).max() <= 0.1   # MaxNorm over axis 0 of (1, 5) held alpha
     bm.save(tmp_path / "ours.keras")
-    theirs = keras.models.load_model(tmp_path / "ours.keras")
-    np.testing.assert_allclose(theirs.predict(x, verbose=0), bm.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
-    assert theirs.layers[1].get_config()["shared_axes"] == [1]
-    km.save(tmp_path / "theirs.keras")
+
+    def opened():   # Keras's side, recorded by the file's contents
+        theirs = load().models.load_model(tmp_path / "ours.keras")
+        return theirs.predict(x, verbose=0), theirs.layers[1].get_config()["shared_axes"]
+    theirs, shared_axes = case(opened, files=[tmp_path / "ours.keras"])
+    np.testing.assert_allclose(theirs, bm.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    assert shared_axes == [1]
     ours = bf.models.load_model(tmp_path / "theirs.keras")
-    np.testing.assert_allclose(ours.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours.predict(x, verbose=0), k["p"], rtol=1e-5, atol=1e-6)
     p = ours.layers[1]
-    assert isinstance(p, layers.PReLU) and p.shared_axes == [1] and p.name == km.layers[1].name
-    assert {k: v for k, v in p.get_config().items() if k != "dtype"} == \
-        {k: v for k, v in km.layers[1].get_config().items() if k != "dtype"}
+    assert isinstance(p, layers.PReLU) and p.shared_axes == [1] and p.name == k["name"]
+    assert {k: v for k, v in p.get_config().items() if k != "dtype"} == k["config"]
     again = layers.PReLU.from_config(p.get_config())
     assert again.shared_axes == [1] and isinstance(again.alpha_constraint, bf.constraints.MaxNorm)
 

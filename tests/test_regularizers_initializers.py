@@ -4,14 +4,16 @@ ones); penalties and constraints against Keras 3 itself; .keras files carry
 them both ways."""
 
 import math
+import os
+import tempfile
 
 import numpy as np
 import pytest
 
 import boundfit as bf
 from boundfit import initializers as I, layers as L
-
-import keras_ref
+from helpers.keras_recorded import case, keras_file
+from keras_ref import load
 
 
 def _kernel(init, shape=(400, 300), **kw):
@@ -140,34 +142,49 @@ def test_initializer_errors_name_the_argument():
 
 
 def test_initializer_objects_match_keras_configs():
-    keras = keras_ref.load()
-    for name in ("glorot_uniform", "glorot_normal", "he_uniform", "he_normal", "lecun_uniform", "lecun_normal",
-                 "random_uniform", "random_normal", "truncated_normal", "zeros", "ones", "orthogonal",
-                 "variance_scaling", "constant"):
-        # (Keras's get("constant") fails on its own missing value; its object with the default is used)
+    names = ("glorot_uniform", "glorot_normal", "he_uniform", "he_normal", "lecun_uniform", "lecun_normal",
+             "random_uniform", "random_normal", "truncated_normal", "zeros", "ones", "orthogonal",
+             "variance_scaling", "constant")
+
+    def compute():
+        keras, out = load(), {}
+        for name in names:
+            # (Keras's get("constant") fails on its own missing value; its object with the default is used)
+            theirs = keras.initializers.Constant() if name == "constant" else keras.initializers.get(name)
+            out[name] = (type(theirs).__name__, theirs.get_config(), keras.initializers.serialize(theirs))
+        return out
+    for name, (cls, config, serialized) in case(compute).items():
         ours = I.get(name)
-        theirs = keras.initializers.Constant() if name == "constant" else keras.initializers.get(name)
-        assert type(ours).__name__ == type(theirs).__name__, name
-        theirs_cfg = {k: v for k, v in theirs.get_config().items() if not (k.endswith("_axes") and v is None)}
+        assert type(ours).__name__ == cls, name
+        theirs_cfg = {k: v for k, v in config.items() if not (k.endswith("_axes") and v is None)}
         assert ours.get_config() == theirs_cfg, name
-        assert I.deserialize(keras.initializers.serialize(theirs)) == ours
+        assert I.deserialize(serialized) == ours
 
 
 def test_keras_files_carry_initializers_both_ways(tmp_path):
-    keras = keras_ref.load()
     m = bf.Sequential([L.Dense(4, input_shape=(3,), kernel_initializer="he_normal",
                                bias_initializer=I.Constant(0.5)),
                        L.BatchNormalization(gamma_initializer=I.RandomUniform(0.5, 1.5))])
     m.save(tmp_path / "m.keras")
-    k = keras.saving.load_model(tmp_path / "m.keras")
-    assert type(k.layers[0].kernel_initializer).__name__ == "HeNormal"
-    assert k.layers[0].bias_initializer.get_config() == {"value": 0.5}
-    assert k.layers[1].gamma_initializer.get_config()["maxval"] == 1.5
-    for a, b in zip(k.get_weights(), m.get_weights()):
+
+    def opened():   # Keras's side, recorded by the file's contents
+        k = load().saving.load_model(tmp_path / "m.keras")
+        return (type(k.layers[0].kernel_initializer).__name__, k.layers[0].bias_initializer.get_config(),
+                k.layers[1].gamma_initializer.get_config()["maxval"], k.get_weights())
+    kernel, bias, maxval, weights = case(opened, files=[tmp_path / "m.keras"])
+    assert kernel == "HeNormal"
+    assert bias == {"value": 0.5}
+    assert maxval == 1.5
+    for a, b in zip(weights, m.get_weights()):
         np.testing.assert_array_equal(a, b)
-    k2 = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, kernel_initializer="lecun_uniform",
-                                                                 bias_initializer=keras.initializers.Constant(2.0))])
-    k2.save(tmp_path / "k.keras")
+
+    def save(p):
+        keras = load()
+        keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, kernel_initializer="lecun_uniform",
+                                                                bias_initializer=keras.initializers.Constant(2.0))]
+                         ).save(p)
+        return {}
+    keras_file(tmp_path / "k.keras", save)
     r = bf.models.load_model(tmp_path / "k.keras")
     assert r.layers[0].kernel_initializer == I.LecunUniform()
     assert r.layers[0].bias_initializer == I.Constant(2.0)
@@ -182,17 +199,29 @@ def _xy(n=32, d=5, classes=3, seed=0):
     return rng.normal(size=(n, d)).astype("float32"), rng.integers(0, classes, n)
 
 
-def _dense_pair(keras, kernel_reg, bias_reg, out_reg, kernel_con, bias_con):
+def _keras_pair(build, shift, run):
+    """build(layers, regularizers, constraints) -> the layers after the Input (a Sequential) of either library;
+    Keras's initial weights + shift go into both. Returns Keras's side (recorded: run(keras, k)'s results) and
+    boundfit's model"""
+    def compute():
+        keras = load()
+        k = keras.Sequential(build(keras.layers, keras.regularizers, keras.constraints))
+        w0 = [w + shift for w in k.get_weights()]
+        k.set_weights(w0)
+        return dict(run(keras, k), w0=w0)
+    got = case(compute)
+    m = bf.Sequential(build(L, bf.regularizers, bf.constraints))
+    m.set_weights(got["w0"])
+    return got, m
+
+
+def _dense_pair(kernel_reg, bias_reg, out_reg, kernel_con, bias_con, run):
     def build(lay, R, C):
-        return [lay.Dense(8, activation="relu", kernel_regularizer=kernel_reg(R), bias_regularizer=bias_reg(R),
+        return [lay.Input((5,)),
+                lay.Dense(8, activation="relu", kernel_regularizer=kernel_reg(R), bias_regularizer=bias_reg(R),
                           kernel_constraint=kernel_con(C)),
                 lay.Dense(3, activation="softmax", kernel_regularizer=out_reg(R), bias_constraint=bias_con(C))]
-    k = keras.Sequential([keras.Input((5,))] + build(keras.layers, keras.regularizers, keras.constraints))
-    m = bf.Sequential([L.Input((5,))] + build(L, bf.regularizers, bf.constraints))
-    w0 = [w + 0.1 for w in k.get_weights()]
-    k.set_weights(w0)
-    m.set_weights(w0)
-    return k, m
+    return _keras_pair(build, 0.1, run)
 
 
 def _close(a, b, rtol=1e-5):
@@ -203,19 +232,21 @@ def _close(a, b, rtol=1e-5):
 @pytest.mark.parametrize("opt", ["sgd", "adam"])
 @pytest.mark.parametrize("device", ["cpu", "emu"])
 def test_penalties_and_constraints_match_keras_loss_and_weights(opt, device):
-    keras = keras_ref.load()
     x, y = _xy()
-    k, m = _dense_pair(keras, lambda R: R.L2(0.05), lambda R: R.L1(0.02), lambda R: R.L1L2(0.01, 0.03),
-                       lambda C: C.MaxNorm(0.8), lambda C: C.NonNeg())
-    k.compile(optimizer=opt, loss="sparse_categorical_crossentropy")
+
+    def run(keras, k):
+        k.compile(optimizer=opt, loss="sparse_categorical_crossentropy")
+        hk = k.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+        return dict(loss=hk.history["loss"], w1=k.get_weights(), evaluate=k.evaluate(x, y, verbose=0))
+    k, m = _dense_pair(lambda R: R.L2(0.05), lambda R: R.L1(0.02), lambda R: R.L1L2(0.01, 0.03),
+                       lambda C: C.MaxNorm(0.8), lambda C: C.NonNeg(), run)
     m.compile(optimizer=opt, loss="sparse_categorical_crossentropy")
-    hk = k.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
     hm = m.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0, device=device)
-    _close(hk.history["loss"], hm.history["loss"])
-    for a, b in zip(k.get_weights(), m.get_weights()):
+    _close(k["loss"], hm.history["loss"])
+    for a, b in zip(k["w1"], m.get_weights()):
         _close(a, b)
     # the penalty is in evaluate's loss too (Keras 3 compute_loss adds the layers' losses)
-    _close(k.evaluate(x, y, verbose=0), m.evaluate(x, y, verbose=0, device=device))
+    _close(k["evaluate"], m.evaluate(x, y, verbose=0, device=device))
     kernel = m.get_weights()[0]
     assert np.sqrt((kernel.astype(np.float64) ** 2).sum(axis=0)).max() <= 0.8 + 1e-5   # MaxNorm bit
     assert (m.get_weights()[3] >= 0).all()
@@ -237,27 +268,25 @@ def test_penalty_raises_the_reported_loss_by_its_value():
 
 
 def test_conv_and_batchnorm_regularizers_and_unit_norm_match_keras():
-    keras = keras_ref.load()
     rng = np.random.default_rng(1)
     x, y = rng.normal(size=(16, 6, 6, 2)).astype("float32"), rng.integers(0, 2, 16)
 
     def build(lay, R, C):
-        return [lay.Conv2D(3, 3, kernel_regularizer=R.L2(0.1), bias_regularizer=R.L1L2(0.05, 0.05),
+        return [lay.Input((6, 6, 2)), lay.Conv2D(3, 3, kernel_regularizer=R.L2(0.1), bias_regularizer=R.L1L2(0.05, 0.05),
                            kernel_constraint=C.UnitNorm(axis=[0, 1, 2]), bias_constraint=C.MinMaxNorm(0.1, 0.5, 0.7)),
                 lay.BatchNormalization(gamma_regularizer=R.L2(0.2), beta_regularizer=R.L1(0.1),
                                        gamma_constraint=C.MaxNorm(1.5)),
                 lay.Flatten(), lay.Dense(2, activation="softmax")]
-    k = keras.Sequential([keras.Input((6, 6, 2))] + build(keras.layers, keras.regularizers, keras.constraints))
-    m = bf.Sequential([L.Input((6, 6, 2))] + build(L, bf.regularizers, bf.constraints))
-    w0 = [w + 0.05 for w in k.get_weights()]
-    k.set_weights(w0)
-    m.set_weights(w0)
-    k.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9), loss="sparse_categorical_crossentropy")
+
+    def run(keras, k):
+        k.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9), loss="sparse_categorical_crossentropy")
+        hk = k.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)
+        return dict(loss=hk.history["loss"], w1=k.get_weights())
+    k, m = _keras_pair(build, 0.05, run)
     m.compile(optimizer=bf.optimizers.SGD(0.05, momentum=0.9), loss="sparse_categorical_crossentropy")
-    hk = k.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)
     hm = m.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)
-    _close(hk.history["loss"], hm.history["loss"])
-    for a, b in zip(k.get_weights(), m.get_weights()):
+    _close(k["loss"], hm.history["loss"])
+    for a, b in zip(k["w1"], m.get_weights()):
         _close(a, b)
     kernel = m.get_weights()[0].astype(np.float64)
     np.testing.assert_allclose(np.sqrt((kernel ** 2).sum(axis=(0, 1, 2))), 1.0, rtol=1e-5)
@@ -302,61 +331,79 @@ def test_regularizer_and_constraint_errors_name_the_argument():
 
 
 def test_regularizer_and_constraint_names_follow_keras():
-    keras = keras_ref.load()
+    names = ("max_norm", "non_neg", "unit_norm", "min_max_norm")
+
+    def compute():
+        keras = load()
+        return keras.regularizers.L1L2().get_config(), {n: keras.constraints.get(n).get_config() for n in names}
+    l1l2, constraints = case(compute)
     assert bf.regularizers.get("l1") == bf.regularizers.L1(0.01)
     assert bf.regularizers.get("l2") == bf.regularizers.L2(0.01)
     assert bf.regularizers.get("l1_l2") == bf.regularizers.L1L2(0.01, 0.01)
-    assert bf.regularizers.L1L2().get_config() == keras.regularizers.L1L2().get_config()
+    assert bf.regularizers.L1L2().get_config() == l1l2
     assert bf.regularizers.l2 is bf.regularizers.L2 and bf.constraints.max_norm is bf.constraints.MaxNorm
-    for name in ("max_norm", "non_neg", "unit_norm", "min_max_norm"):
-        assert bf.constraints.get(name).get_config() == keras.constraints.get(name).get_config(), name
+    for name in names:
+        assert bf.constraints.get(name).get_config() == constraints[name], name
 
 
 def test_keras_files_carry_regularizer_initializer_and_constraint_both_ways(tmp_path):
-    keras = keras_ref.load()
     x, y = _xy()
     m = bf.Sequential([L.Dense(6, input_shape=(5,), activation="relu", kernel_regularizer=bf.regularizers.L2(0.02),
                                kernel_initializer="he_normal", kernel_constraint=bf.constraints.MaxNorm(0.9)),
                        L.Dense(3, activation="softmax")])
     m.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
     m.save(tmp_path / "m.keras")
-    k = keras.saving.load_model(tmp_path / "m.keras")
-    d = k.layers[0]
-    assert type(d.kernel_initializer).__name__ == "HeNormal"
-    assert d.kernel_regularizer.get_config() == {"l2": pytest.approx(0.02)}
-    assert d.kernel_constraint.get_config() == {"max_value": 0.9, "axis": 0}
+
+    def opened():   # Keras's side, recorded by the file's contents: it trains a step, saves, trains another
+        k = load().saving.load_model(tmp_path / "m.keras")
+        d = k.layers[0]
+        out = dict(configs=(type(d.kernel_initializer).__name__, d.kernel_regularizer.get_config(),
+                            d.kernel_constraint.get_config()))
+        out["loss1"] = k.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0).history["loss"]
+        out["w1"] = k.get_weights()
+        with tempfile.TemporaryDirectory() as t:
+            k.save(os.path.join(t, "k.keras"))
+            out["file"] = np.frombuffer(open(os.path.join(t, "k.keras"), "rb").read(), np.uint8)
+        out["loss2"] = k.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0).history["loss"]
+        return dict(out, w2=k.get_weights())
+    k = case(opened, files=[tmp_path / "m.keras"])
+    initializer, regularizer, constraint = k["configs"]
+    assert initializer == "HeNormal"
+    assert regularizer == {"l2": pytest.approx(0.02)}
+    assert constraint == {"max_value": 0.9, "axis": 0}
     # same training step on both sides from the saved file
-    hk = k.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
     hm = m.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
-    _close(hk.history["loss"], hm.history["loss"])
-    for a, b in zip(k.get_weights(), m.get_weights()):
+    _close(k["loss1"], hm.history["loss"])
+    for a, b in zip(k["w1"], m.get_weights()):
         _close(a, b)
     # and back: Keras's file loads here with the three of them
-    k.save(tmp_path / "k.keras")
+    (tmp_path / "k.keras").write_bytes(k["file"].tobytes())
     r = bf.models.load_model(tmp_path / "k.keras")
     rd = r.layers[0]
     assert rd.kernel_initializer == I.HeNormal()
     assert rd.kernel_regularizer == bf.regularizers.L2(0.02)
     assert rd.kernel_constraint == bf.constraints.MaxNorm(0.9)
-    hk = k.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
     hr = r.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
-    _close(hk.history["loss"], hr.history["loss"])
-    for a, b in zip(k.get_weights(), r.get_weights()):
+    _close(k["loss2"], hr.history["loss"])
+    for a, b in zip(k["w2"], r.get_weights()):
         _close(a, b)
 
 
 # ---- fit's validation arguments against Keras 3 ----
 
 def test_validation_steps_batch_size_and_freq_match_keras():
-    keras = keras_ref.load()
     x, y = _xy(n=32)
     vx, vy = _xy(n=40, seed=7)
-    k, m = _dense_pair(keras, lambda R: R.L2(0.05), lambda R: None, lambda R: None, lambda C: None, lambda C: None)
-    k.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     kw = dict(batch_size=8, epochs=4, shuffle=False, verbose=0, validation_data=(vx, vy), validation_steps=3,
               validation_batch_size=6, validation_freq=[2, 3])
-    hk, hm = k.fit(x, y, **kw).history, m.fit(x, y, **kw).history
+
+    def run(keras, k):
+        k.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        h = k.fit(x, y, **kw).history
+        return dict(history={key: h[key] for key in ("val_loss", "val_accuracy")})
+    k, m = _dense_pair(lambda R: R.L2(0.05), lambda R: None, lambda R: None, lambda C: None, lambda C: None, run)
+    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    hk, hm = k["history"], m.fit(x, y, **kw).history
     assert len(hm["val_loss"]) == len(hk["val_loss"]) == 2
     _close(hk["val_loss"], hm["val_loss"])
     _close(hk["val_accuracy"], hm["val_accuracy"])
