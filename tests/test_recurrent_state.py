@@ -11,6 +11,7 @@ import boundfit as bf
 from boundfit import layers
 from conftest import assert_plan_equals_arenas, directional_check_per_array as directional_check, engine_gradient
 from helpers.keras_compare import against_keras as compare, close
+from fresh_names import fresh_layer_names  # noqa: F401 - autouse: files keyed by their names
 from helpers.keras_recorded import case, keras_file
 from keras_ref import load
 
