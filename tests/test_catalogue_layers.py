@@ -30,6 +30,15 @@ from conftest import assert_plan_equals_arenas, directional_check
 from helpers.keras_compare import close
 from helpers.keras_recorded import case, keras_file, recorded
 from keras_ref import load
+from boundfit.layers.layer import _counters
+
+
+@pytest.fixture(autouse=True)
+def _names_from_zero():
+    """layers named from 0 in each test (as after Keras's clear_session): boundfit's files, whose contents key
+    Keras's recorded results, do not depend on the tests run before in the process (pytest-xdist)"""
+    _counters.clear()
+
 
 # (id, per-sample input shape, layer factory (M: keras.layers or boundfit.layers))
 CASES = [
