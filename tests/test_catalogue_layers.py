@@ -106,6 +106,7 @@ def runs(tmp_path_factory):
     """The same weights and batches in Keras (recorded for the module) and boundfit: predictions, then two
     epochs of SGD with momentum (two batches each: losses, weights), then each one's .keras file opened by the
     other (Keras opening boundfit's: in the test, recorded by the file's contents)"""
+    _counters.clear()   # (a module fixture runs before the test's _names_from_zero)
     xs = [batch(shape, n=8, seed=k) for k, shape in enumerate(SHAPES)]
     y = np.random.default_rng(50).standard_normal((8, 3 * len(CASES))).astype(np.float32)
 
