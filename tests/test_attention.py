@@ -17,6 +17,15 @@ from boundfit import _core, layers
 from conftest import directional_check, numeric_loss
 from helpers.keras_recorded import case, keras_file
 from keras_ref import load as load_keras
+from boundfit.layers.layer import _counters
+
+
+@pytest.fixture(autouse=True)
+def _names_from_zero():
+    """layers named from 0 in each test (as after Keras's clear_session): boundfit's files, whose contents key
+    Keras's recorded results, do not depend on the tests run before in the process (pytest-xdist)"""
+    _counters.clear()
+
 
 RTOL = 1e-5
 T, D = 6, 8

@@ -30,6 +30,15 @@ from conftest import assert_plan_equals_arenas, directional_check
 from helpers.keras_compare import close
 from helpers.keras_recorded import case, keras_file, recorded
 from keras_ref import load
+from boundfit.layers.layer import _counters
+
+
+@pytest.fixture(autouse=True)
+def _names_from_zero():
+    """layers named from 0 in each test (as after Keras's clear_session): boundfit's files, whose contents key
+    Keras's recorded results, do not depend on the tests run before in the process (pytest-xdist)"""
+    _counters.clear()
+
 
 # (id, per-sample input shape, layer factory (M: keras.layers or boundfit.layers))
 CASES = [
@@ -97,6 +106,7 @@ def runs(tmp_path_factory):
     """The same weights and batches in Keras (recorded for the module) and boundfit: predictions, then two
     epochs of SGD with momentum (two batches each: losses, weights), then each one's .keras file opened by the
     other (Keras opening boundfit's: in the test, recorded by the file's contents)"""
+    _counters.clear()   # (a module fixture runs before the test's _names_from_zero)
     xs = [batch(shape, n=8, seed=k) for k, shape in enumerate(SHAPES)]
     y = np.random.default_rng(50).standard_normal((8, 3 * len(CASES))).astype(np.float32)
 

@@ -14,6 +14,15 @@ import pytest
 import boundfit as bf
 from helpers import keras_recorded
 from keras_ref import load
+from boundfit.layers.layer import _counters
+
+
+@pytest.fixture(autouse=True)
+def _names_from_zero():
+    """layers named from 0 in each test (as after Keras's clear_session): boundfit's files, whose contents key
+    Keras's recorded results, do not depend on the tests run before in the process (pytest-xdist)"""
+    _counters.clear()
+
 
 rng = np.random.default_rng(3)
 X = rng.standard_normal((48, 5)).astype(np.float32)

@@ -2,15 +2,31 @@
 subclassed models, several inputs and outputs; Keras 3 (JAX, CPU) as the
 reference for outputs, losses and updated weights."""
 
+import zlib
+
 import numpy as np
 import pytest
 
 import boundfit as bf
 from boundfit import layers
-
-import keras_ref
+from helpers.keras_recorded import case
+from keras_ref import load
 
 rng = np.random.default_rng(3)
+
+
+@pytest.fixture(autouse=True)
+def _own_data(request):
+    """each test draws its data from its own seed: Keras's results are recorded per test, whichever ran before"""
+    global rng
+    rng = np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+
+
+def keras_from(tmp_path, weights, compute):
+    """compute() of Keras from boundfit's weights (a list, or a dict by layer name), recorded by their values"""
+    groups = weights.items() if isinstance(weights, dict) else [("w", weights)]
+    np.savez(tmp_path / "weights.npz", **{f"{k}_{i}": w for k, ws in groups for i, w in enumerate(ws)})
+    return case(compute, files=[tmp_path / "weights.npz"])
 
 
 def graph(lib):
@@ -45,22 +61,27 @@ def copy_weights(src_bf, dst_keras):
             lk.set_weights(by[lk.name])
 
 
-def test_graph_matches_keras_outputs_loss_and_updated_weights():
-    keras = keras_ref.load()
+def test_graph_matches_keras_outputs_loss_and_updated_weights(tmp_path):
     m = graph(bf)
-    k = graph(keras)
-    copy_weights(m, k)
     x = rng.standard_normal((16, 6)).astype(np.float32)
     y = rng.integers(0, 3, 16)
-    np.testing.assert_allclose(m.predict(x, verbose=0), k.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+
+    def compute():
+        keras = load()
+        k = graph(keras)
+        copy_weights(m, k)
+        p = k.predict(x, verbose=0)
+        k.compile(optimizer=keras.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy")
+        losses = [k.fit(x, y, batch_size=16, shuffle=False, verbose=0).history["loss"][0] for _ in range(3)]
+        kw = {l.name: l.get_weights() for l in k.layers if l.name != "inner"}
+        kw.update({l.name: l.get_weights() for l in k.get_layer("inner").layers})
+        return p, losses, kw
+    p, losses, kw = keras_from(tmp_path, {l.name: l.get_weights() for l in m._own_layers()}, compute)
+    np.testing.assert_allclose(m.predict(x, verbose=0), p, rtol=1e-5, atol=1e-6)
     m.compile(optimizer=bf.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy")
-    k.compile(optimizer=keras.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy")
-    for _ in range(3):
+    for hk in losses:
         hb = m.fit(x, y, batch_size=16, shuffle=False, verbose=0).history["loss"][0]
-        hk = k.fit(x, y, batch_size=16, shuffle=False, verbose=0).history["loss"][0]
         assert abs(hb - hk) <= 1e-5 * max(1.0, abs(hk))
-    kw = {l.name: l.get_weights() for l in k.layers if l.name != "inner"}
-    kw.update({l.name: l.get_weights() for l in k.get_layer("inner").layers})
     for l in m._own_layers():
         for a, b in zip(l.get_weights(), kw[l.name]):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
@@ -88,14 +109,17 @@ def ordering_graph(lib):
 def test_layers_and_get_weights_come_in_keras_order():
     """model.layers and get_weights() in Keras 3's order (by depth, then a
     walk from the outputs), not in call order: Keras's weights load as they are."""
-    keras = keras_ref.load()
-    bm, km = ordering_graph(bf), ordering_graph(keras)
-    assert [l.name for l in bm.layers] == [l.name for l in km.layers]
-    w = [np.asarray(v) + rng.standard_normal(v.shape).astype(np.float32) for v in km.get_weights()]
-    km.set_weights(w)
-    bm.set_weights(km.get_weights())
-    x = [rng.standard_normal((5, n)).astype(np.float32) for n in (4, 3, 2)]
-    for p, q in zip(bm.predict(x, verbose=0), km.predict(x, verbose=0)):
+    def compute():   # Keras's layer names; its weights moved, the batch and its predictions
+        km = ordering_graph(load())
+        w = [np.asarray(v) + rng.standard_normal(v.shape).astype(np.float32) for v in km.get_weights()]
+        km.set_weights(w)
+        x = [rng.standard_normal((5, n)).astype(np.float32) for n in (4, 3, 2)]
+        return [l.name for l in km.layers], km.get_weights(), w, x, km.predict(x, verbose=0)
+    names, kw, w, x, predicted = case(compute)
+    bm = ordering_graph(bf)
+    assert [l.name for l in bm.layers] == names
+    bm.set_weights(kw)
+    for p, q in zip(bm.predict(x, verbose=0), predicted):
         np.testing.assert_allclose(p, q, rtol=1e-5, atol=1e-6)
     for p, q in zip(bm.get_weights(), w):
         np.testing.assert_array_equal(p, q)
@@ -185,29 +209,35 @@ def test_two_input_model_image_and_tabular_branches_trains():
         m.fit({"image": xtr}, ytr, verbose=0)
 
 
-def test_two_output_model_per_output_losses_weights_and_history_keys():
-    keras = keras_ref.load()
-
+def test_two_output_model_per_output_losses_weights_and_history_keys(tmp_path):
     def build(lib):
         inp = lib.Input((5,))
         h = lib.layers.Dense(8, activation="relu", name="h")(inp)
         return lib.Model(inp, [lib.layers.Dense(3, activation="softmax", name="cls")(h),
                                lib.layers.Dense(2, name="reg")(h)])
-    m, k = build(bf), build(keras)
-    for l in ("h", "cls", "reg"):
-        k.get_layer(l).set_weights(m.get_layer(l).get_weights())
+    m = build(bf)
     x = rng.standard_normal((32, 5)).astype(np.float32)
     yc, yr = rng.integers(0, 3, 32), rng.standard_normal((32, 2)).astype(np.float32)
     kw = dict(loss={"cls": "sparse_categorical_crossentropy", "reg": "mse"}, loss_weights={"cls": 1.0, "reg": 0.5})
+    names = ("h", "cls", "reg")
+
+    def compute():
+        keras = load()
+        k = build(keras)
+        for l in names:
+            k.get_layer(l).set_weights(m.get_layer(l).get_weights())
+        k.compile(optimizer=keras.optimizers.SGD(0.05), **kw)
+        hk = k.fit(x, [yc, yr], batch_size=32, shuffle=False, verbose=0, epochs=2).history
+        return {key: hk[key] for key in ("loss", "cls_loss", "reg_loss")}, {l: k.get_layer(l).get_weights()
+                                                                             for l in names}
+    hk, kw_after = keras_from(tmp_path, {l: m.get_layer(l).get_weights() for l in names}, compute)
     m.compile(optimizer=bf.optimizers.SGD(0.05), metrics={"cls": ["accuracy"]}, **kw)
-    k.compile(optimizer=keras.optimizers.SGD(0.05), **kw)
     h = m.fit(x, [yc, yr], batch_size=32, shuffle=False, verbose=0, epochs=2)
-    hk = k.fit(x, [yc, yr], batch_size=32, shuffle=False, verbose=0, epochs=2)
     assert set(h.history) == {"loss", "cls_loss", "reg_loss", "cls_accuracy"}
     for key in ("loss", "cls_loss", "reg_loss"):
-        np.testing.assert_allclose(h.history[key], hk.history[key], rtol=1e-5)
-    for l in ("h", "cls", "reg"):
-        for a, b in zip(m.get_layer(l).get_weights(), k.get_layer(l).get_weights()):
+        np.testing.assert_allclose(h.history[key], hk[key], rtol=1e-5)
+    for l in names:
+        for a, b in zip(m.get_layer(l).get_weights(), kw_after[l]):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     pc, pr = m.predict(x, verbose=0)
     assert pc.shape == (32, 3) and pr.shape == (32, 2)
@@ -362,10 +392,9 @@ def test_every_engine_layer_kind_has_a_name_and_python_uses_the_engines_numbers(
 
 
 @pytest.mark.parametrize("frozen", ["Conv2D", "Dense"])
-def test_a_frozen_kernel_between_trainable_layers_passes_its_gradient_as_keras(frozen):
+def test_a_frozen_kernel_between_trainable_layers_passes_its_gradient_as_keras(frozen, tmp_path):
     """A frozen Conv2D / Dense gets no kernel gradient (it was a NULL-pointer error / crash), but the
     layers before it still learn through it: the same updates as Keras 3."""
-    keras = keras_ref.load()
 
     def build(L, inp):
         x = L.Conv2D(4, 3, activation="relu")(inp)
@@ -373,17 +402,24 @@ def test_a_frozen_kernel_between_trainable_layers_passes_its_gradient_as_keras(f
         mid.trainable = False
         return L.Dense(2)(L.Flatten()(mid(x)))
 
-    bi, ki = bf.Input((7, 7, 2)), keras.Input((7, 7, 2))
-    bm, km = bf.Model(bi, build(layers, bi)), keras.Model(ki, build(keras.layers, ki))
-    km.set_weights(bm.get_weights())
+    bi = bf.Input((7, 7, 2))
+    bm = bf.Model(bi, build(layers, bi))
+    w0 = bm.get_weights()
     rng = np.random.default_rng(3)
     x, y = rng.standard_normal((8, 7, 7, 2)).astype(np.float32), rng.standard_normal((8, 2)).astype(np.float32)
+
+    def compute():
+        keras = load()
+        ki = keras.Input((7, 7, 2))
+        km = keras.Model(ki, build(keras.layers, ki))
+        km.set_weights(w0)
+        km.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+        km.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+        return km.get_weights()
+    kw = keras_from(tmp_path, w0, compute)
     bm.compile(optimizer=bf.optimizers.SGD(0.1), loss="mse")
-    km.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
-    w0 = bm.get_weights()
     bm.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
-    km.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
-    for i, (a, b) in enumerate(zip(km.get_weights(), bm.get_weights())):
+    for i, (a, b) in enumerate(zip(kw, bm.get_weights())):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6, err_msg=f"weights[{i}]")
     assert not np.array_equal(w0[0], bm.get_weights()[0])                  # upstream kernel learned
     np.testing.assert_array_equal(w0[2], bm.get_weights()[2])              # frozen kernel kept
@@ -392,13 +428,19 @@ def test_a_frozen_kernel_between_trainable_layers_passes_its_gradient_as_keras(f
 def test_an_input_one_size_1_axis_short_or_long_takes_the_inputs_shape_as_in_keras():
     """Keras 3 adjusts an input's rank by one trailing axis of size 1 (functional._adjust_input_rank): (N, T)
     data for an Input (T, 1), (N, D, 1) for an Input (D,); the same predictions and a fit, a view (no copy)"""
-    keras = keras_ref.load()
     a = np.random.default_rng(2).standard_normal((4, 5)).astype(np.float32)
-    for shape, data in (((5, 1), a), ((5,), a[..., None])):
-        km = keras.Sequential([keras.Input(shape), keras.layers.Flatten(), keras.layers.Dense(2)])
+    cases = (((5, 1), a), ((5,), a[..., None]))
+
+    def compute():   # Keras's weights and predictions per case
+        keras, out = load(), []
+        for shape, data in cases:
+            km = keras.Sequential([keras.Input(shape), keras.layers.Flatten(), keras.layers.Dense(2)])
+            out.append((km.get_weights(), km.predict(data, verbose=0)))
+        return out
+    for (shape, data), (w, want) in zip(cases, case(compute)):
         bm = bf.Sequential([bf.Input(shape), bf.layers.Flatten(), bf.layers.Dense(2)])
-        bm.set_weights(km.get_weights())
-        np.testing.assert_allclose(bm.predict(data, verbose=0), km.predict(data, verbose=0), rtol=1e-5, atol=1e-6)
+        bm.set_weights(w)
+        np.testing.assert_allclose(bm.predict(data, verbose=0), want, rtol=1e-5, atol=1e-6)
         bm.compile("sgd", "mse")
         assert np.isfinite(bm.fit(data, np.zeros((4, 2), np.float32), verbose=0).history["loss"][0])
     with pytest.raises(bf.DataError, match=r"per-sample shape \(5, 2\)"):

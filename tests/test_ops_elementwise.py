@@ -19,6 +19,15 @@ from test_cuda_backend import _REASON
 
 from helpers.keras_recorded import case, recorded
 from keras_ref import load
+from boundfit.layers.layer import _counters
+
+
+@pytest.fixture(autouse=True)
+def _names_from_zero():
+    """layers named from 0 in each test (as after Keras's clear_session): boundfit's files, whose contents key
+    Keras's recorded results, do not depend on the tests run before in the process (pytest-xdist)"""
+    _counters.clear()
+
 
 B, D = 6, 4
 # (id, f(ops, a) or f(ops, a, b), domain of a, domain of b)

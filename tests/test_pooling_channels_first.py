@@ -14,6 +14,14 @@ from conftest import engine_gradient
 from helpers.keras_recorded import case
 from keras_ref import load
 from test_elementwise_layers import keras_grads
+from boundfit.layers.layer import _counters
+
+
+@pytest.fixture(autouse=True)
+def _names_from_zero():
+    """layers named from 0 in each test (as after Keras's clear_session): boundfit's files, whose contents key
+    Keras's recorded results, do not depend on the tests run before in the process (pytest-xdist)"""
+    _counters.clear()
 
 
 CF = "channels_first"

@@ -20,6 +20,15 @@ from conftest import assert_plan_equals_arenas, engine_gradient
 from helpers.keras_compare import close
 from helpers.keras_recorded import case, keras_file
 from keras_ref import load
+from boundfit.layers.layer import _counters
+
+
+@pytest.fixture(autouse=True)
+def _names_from_zero():
+    """layers named from 0 in each test (as after Keras's clear_session): boundfit's files, whose contents key
+    Keras's recorded results, do not depend on the tests run before in the process (pytest-xdist)"""
+    _counters.clear()
+
 
 # per-sample input shape, shared_axes (inputs of rank 2, 3 and 4 with the batch axis)
 CASES = [((6,), None), ((6,), [1]), ((5, 4), None), ((5, 4), [1]), ((5, 4), [1, 2]), ((5, 4), [2]),

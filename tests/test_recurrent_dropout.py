@@ -17,6 +17,15 @@ from boundfit import layers
 from helpers.keras_compare import against_keras as compare, close
 from helpers.keras_recorded import case, keras_file
 from keras_ref import load
+from boundfit.layers.layer import _counters
+
+
+@pytest.fixture(autouse=True)
+def _names_from_zero():
+    """layers named from 0 in each test (as after Keras's clear_session): boundfit's files, whose contents key
+    Keras's recorded results, do not depend on the tests run before in the process (pytest-xdist)"""
+    _counters.clear()
+
 
 T, D, U, B = 5, 3, 4, 6
 rng = np.random.default_rng(3)

@@ -21,6 +21,15 @@ import boundfit as bf
 import keras_ref
 from boundfit import layers as L
 from helpers.keras_recorded import case
+from boundfit.layers.layer import _counters
+
+
+@pytest.fixture(autouse=True)
+def _names_from_zero():
+    """layers named from 0 in each test (as after Keras's clear_session): boundfit's files, whose contents key
+    Keras's recorded results, do not depend on the tests run before in the process (pytest-xdist)"""
+    _counters.clear()
+
 
 RNG = np.random.RandomState(0)
 WORDS = np.array(["a", "b", "c", "d", "zz", "é", ""])
