@@ -67,3 +67,10 @@ def test_a_cache_folder_that_cannot_be_made_only_costs_the_second_round(scripted
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))   # a file where the folder would be: no record kept
     assert scripted([64 * MIB, 0]) == (64 * MIB, 2)
     assert scripted([64 * MIB, 0]) == (64 * MIB, 2)
+
+
+def test_a_round_from_another_starting_state_is_kept_apart(scripted, monkeypatch):
+    monkeypatch.setitem(blas_runtime._state, "threads", 0)
+    scripted([64 * MIB, 0])                                  # two threads brought up from none, proven
+    monkeypatch.setitem(blas_runtime._state, "threads", 1)   # a raise from one thread: another key
+    assert scripted([64 * MIB, 0]) == (64 * MIB, 2)

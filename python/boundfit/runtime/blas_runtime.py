@@ -93,9 +93,11 @@ def _probe_until_settled():
 
 
 def _probe_key():
+    """what a first round's growth depends on: the BLAS build, the threads probed and those already up, the probes,
+    the CPU"""
     cpu = next((line.split(":", 1)[1].strip() for line in _read_lines("/proc/cpuinfo") if line.startswith("model name")),
                "")
-    return f"{_core.build_info()['blas']}|{threads()}|{_PROBES}|{cpu}"
+    return f"{_core.build_info()['blas']}|{threads()} from {_state['threads']}|{_PROBES}|{cpu}"
 
 
 def _read_lines(path):
