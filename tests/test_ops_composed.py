@@ -14,6 +14,7 @@ import pytest
 
 import boundfit as bf
 import keras_ref
+from fresh_names import fresh_layer_names  # noqa: F401 - autouse: files keyed by their names
 from conftest import assert_plan_equals_arenas, directional_check, engine_gradient
 from helpers.keras_compare import close
 from helpers.keras_recorded import case, recorded
