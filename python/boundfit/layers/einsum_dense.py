@@ -7,6 +7,7 @@ weight of Keras's bias shape added with broadcasting. Weights in Keras's
 order: kernel, bias. lora_rank and quantization are refused by name."""
 
 from .. import activations, constraints, initializers, regularizers
+from .args import _weight_options
 from .compose import KerasShapedWeights, weight
 from .core import Activation, Dense
 from .einsum_map import apply, einsum_map, is_identity
@@ -44,10 +45,8 @@ class EinsumDense(KerasShapedWeights, Layer):
         self.activation = activations.get(activation)
         self.kernel_initializer = initializers.get(kernel_initializer, "kernel_initializer")
         self.bias_initializer = initializers.get(bias_initializer, "bias_initializer")
-        self.kernel_regularizer = regularizers.get(kernel_regularizer, "kernel_regularizer")
-        self.bias_regularizer = regularizers.get(bias_regularizer, "bias_regularizer")
-        self.kernel_constraint = constraints.get(kernel_constraint, "kernel_constraint")
-        self.bias_constraint = constraints.get(bias_constraint, "bias_constraint")
+        _weight_options(self, kernel_regularizer, bias_regularizer, self.activity_regularizer, kernel_constraint,
+                        bias_constraint)   # Dense's checks (the activity regularizer is the base Layer's)
 
     def _bias_shape(self, mp):
         """Keras's bias shape: the output's labels from the first bias axis on, 1 where not a bias axis"""
