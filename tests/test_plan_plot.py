@@ -154,7 +154,7 @@ def test_memory_report_of_a_device_run_has_the_device_line(device_limit):
 def test_terminal_progress_bar_is_unchanged_outside_a_notebook():
     assert not progress.in_notebook()
     out = io.StringIO()
-    bar = progress.Progbar(4, verbose=1, stream=out, plan=None)
+    bar = progress.Progbar(4, width=30, verbose=1, stream=out, plan=None)   # fit's width
     bar.update(2, {"loss": 0.5})
     bar.update(4, {"loss": 0.25}, finalize=True)
     text = out.getvalue()

@@ -1,10 +1,10 @@
-"""Utilities: seeding (bf.utils.set_random_seed), to_categorical,
-clear_session, the Keras data-set protocols Sequence / PyDataset (pydataset.py),
-timeseries_dataset_from_array (timeseries_data.py), the directory data sets
-image_ / text_ / audio_dataset_from_directory (image_folder.py, text_folder.py,
-audio_folder.py), pad_sequences and the image loaders load_img / img_to_array."""
+"""keras.utils: seeding (set_random_seed), to_categorical, clear_session,
+pad_sequences, normalize, the data tuple helpers; and, from their own
+modules, the data-set protocols (pydataset.py), the directory and timeseries
+data sets, split_dataset (sample_dataset.py), the image helpers
+(image_io.py), get_file (file_download.py), Config (config_dict.py), Progbar
+and the interactive-logging switch (callbacks/progbar.py)."""
 
-import io
 import os
 import random
 import re
@@ -13,14 +13,36 @@ import numpy as np
 
 from . import _core
 from .audio_folder import audio_dataset_from_directory  # noqa: F401 - keras.utils' name
+from .config_dict import Config  # noqa: F401 - keras.utils' name
+from .image_io import array_to_img, img_to_array, load_img, save_img  # noqa: F401 - keras.utils' names
 from .image_folder import image_dataset_from_directory  # noqa: F401 - keras.utils' name
 from .object_registration import (CustomObjectScope, custom_object_scope, get_custom_objects,  # noqa: F401
                                   get_registered_name, get_registered_object, register_keras_serializable)
 from .pydataset import PyDataset, Sequence  # noqa: F401 - keras.utils' names
+from .sample_dataset import split_dataset  # noqa: F401 - keras.utils' name
 from .text_folder import text_dataset_from_directory  # noqa: F401 - keras.utils' name
 from .timeseries_data import timeseries_dataset_from_array  # noqa: F401 - keras.utils' name
 
 _seed = {"base": None, "count": 0}
+
+# keras.utils names defined by modules that import this one (layers name themselves with LAYER_NAMES below):
+# imported on first use
+_LATER = {"is_keras_tensor": "backend", "standardize_dtype": "backend", "get_source_inputs": "layers.node",
+          "serialize_keras_object": "saving.serialization", "deserialize_keras_object": "saving.serialization",
+          "Progbar": "callbacks.progbar", "enable_interactive_logging": "callbacks.progbar",
+          "disable_interactive_logging": "callbacks.progbar", "is_interactive_logging_enabled": "callbacks.progbar",
+          "get_file": "file_download"}
+
+
+def __getattr__(name):
+    if name in _LATER:
+        import importlib
+        return getattr(importlib.import_module(f".{_LATER[name]}", __package__), name)
+    raise AttributeError(f"module 'boundfit.utils' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_LATER))
 
 
 def set_random_seed(seed):
@@ -105,63 +127,6 @@ def pad_sequences(sequences, maxlen=None, dtype="int32", padding="pre", truncati
         else:
             out[i, -len(kept):] = kept
     return out
-
-
-_RESAMPLE = ("nearest", "bilinear", "bicubic", "lanczos", "box", "hamming")
-
-
-def load_img(path, color_mode="rgb", target_size=None, interpolation="nearest", keep_aspect_ratio=False):
-    """Keras's keras.utils.load_img: a PIL image from a path (str, bytes,
-    pathlib.Path) or a BytesIO, in `color_mode` 'rgb' / 'rgba' / 'grayscale',
-    resized to target_size (height, width) if given; keep_aspect_ratio crops
-    the centre to the target's aspect first. Needs Pillow."""
-    try:
-        from PIL import Image  # optional dependency, as in Keras
-    except ImportError as e:
-        raise ImportError("load_img needs Pillow: pip install pillow") from e
-    if color_mode not in ("rgb", "rgba", "grayscale"):
-        raise ValueError(f"color_mode must be 'rgb', 'rgba' or 'grayscale', got {color_mode!r}")
-    if interpolation not in _RESAMPLE:
-        raise ValueError(f"interpolation must be one of {', '.join(_RESAMPLE)}, got {interpolation!r}")
-    if isinstance(path, io.BytesIO):
-        img = Image.open(path)
-    elif isinstance(path, (str, bytes, os.PathLike)):
-        with open(path, "rb") as f:
-            img = Image.open(io.BytesIO(f.read()))
-    else:
-        raise TypeError(f"path must be a path or io.BytesIO, got {type(path).__name__}")
-    mode = {"rgb": "RGB", "rgba": "RGBA"}.get(color_mode)
-    if mode and img.mode != mode:
-        img = img.convert(mode)
-    elif color_mode == "grayscale" and img.mode not in ("L", "I;16", "I"):
-        img = img.convert("L")
-    if target_size is not None:
-        th, tw = (int(v) for v in target_size)
-        if img.size != (tw, th):
-            resample = getattr(Image.Resampling, interpolation.upper())
-            box = None
-            if keep_aspect_ratio:  # the centre crop with the target's aspect
-                w, h = img.size
-                ch, cw = min(h, w * th // tw), min(w, h * tw // th)
-                top, left = (h - ch) // 2, (w - cw) // 2
-                box = (left, top, left + cw, top + ch)
-            img = img.resize((tw, th), resample, box=box)
-    return img
-
-
-def img_to_array(img, data_format=None, dtype=None):
-    """Keras's keras.utils.img_to_array: a PIL image to a float32 array
-    (height, width, channels) ('channels_last', the default) or (channels,
-    height, width); a grayscale image gets one channel."""
-    data_format = data_format or "channels_last"
-    if data_format not in ("channels_last", "channels_first"):
-        raise ValueError(f"data_format must be 'channels_last' or 'channels_first', got {data_format!r}")
-    x = np.asarray(img, dtype=dtype or "float32")
-    if x.ndim == 2:
-        x = x[:, :, None]
-    elif x.ndim != 3:
-        raise ValueError(f"img_to_array: an image has 2 or 3 dimensions, got shape {x.shape}")
-    return x.transpose(2, 0, 1) if data_format == "channels_first" else x
 
 
 def snake_case(name):

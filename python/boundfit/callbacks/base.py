@@ -93,11 +93,11 @@ class ProgbarLogger(Callback):
     def on_epoch_begin(self, epoch, logs=None):
         if self.verbose:
             print(f"Epoch {epoch + 1}/{self.epochs}")
-        self._bar = Progbar(self.target, self.verbose, plan=getattr(self.model, "_last_plan", None))
+        self._bar = Progbar(self.target, width=30, verbose=self.verbose, interval=0, plan=getattr(self.model, "_last_plan", None))
 
     def on_train_batch_end(self, batch, logs=None):
         if self._bar is not None:
-            self._bar.update(batch + 1, logs)
+            self._bar.update(batch + 1, logs, finalize=False)
 
     def on_epoch_end(self, epoch, logs=None):
         if self._bar is not None:

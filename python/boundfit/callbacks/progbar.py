@@ -5,6 +5,7 @@ memory in use against the run's plan (process RSS; on a device, its bytes in
 use), so a run that stays inside its plan is seen to do so."""
 
 import html
+import logging
 import sys
 import time
 
@@ -15,6 +16,21 @@ from ..runtime.budget import anon_rss_bytes, process_usage_bytes
 from ..sizes import format_bytes
 
 _MIN_INTERVAL = 0.2  # seconds between notebook display updates (the last one always shows)
+_INTERACTIVE = [True]  # keras.utils.disable_interactive_logging(): progress lines go to logging.info instead
+
+
+def enable_interactive_logging():
+    _INTERACTIVE[0] = True
+
+
+def disable_interactive_logging():
+    """Progress bars and messages go to Python's logging (logger "boundfit", INFO), one line per finished
+    bar, instead of being redrawn on stdout (Keras sends them to absl logging)."""
+    _INTERACTIVE[0] = False
+
+
+def is_interactive_logging_enabled():
+    return _INTERACTIVE[0]
 
 
 def in_notebook():
@@ -46,27 +62,66 @@ def memory_report(plan):
 
 
 class Progbar:
-    """Keras's `Progbar(target, ...)`: a text progress bar, `update(current, values)`."""
-    def __init__(self, target, verbose=1, width=30, stream=None, plan=None):
-        self.target, self.verbose, self.width = target, verbose, width
+    """Keras's `Progbar(target, width=20, verbose=1, interval=0.05, stateful_metrics=None, unit_name="step")`:
+    a text progress bar. `update(current, values, finalize)` takes Keras's list of (name, value) pairs, each
+    shown as its mean over the steps seen unless its name is in `stateful_metrics` (shown as given); a dict
+    (fit's logs) is shown as given. `add(n, values)` advances by n. verbose=2 prints at the end only; the
+    terminal line is redrawn at most every `interval` seconds (the last update always shows)."""
+    def __init__(self, target, width=20, verbose=1, interval=0.05, stateful_metrics=None, unit_name="step", *,
+                 stream=None, plan=None):
+        if target is not None and (isinstance(target, bool) or not isinstance(target, (int, np.integer))
+                                   or target < 0):
+            raise ValueError(f"Progbar: target must be a non-negative int or None, got {target!r}")
+        if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 1:
+            raise ValueError(f"Progbar: width must be a positive int, got {width!r}")
+        if verbose not in (0, 1, 2):
+            raise ValueError(f"Progbar: verbose must be 0, 1 or 2, got {verbose!r}")
+        self.target, self.verbose, self.width = target, verbose, int(width)
+        self.interval, self.unit_name = float(interval), unit_name
+        self.stateful_metrics = set(stateful_metrics or ())
         self.stream = stream or sys.stdout
         self.start = time.monotonic()
-        self._last_len = 0
+        self._last_len, self._last_update, self._seen_so_far = 0, 0.0, 0
+        self._values, self._values_order = {}, []
         self.plan = plan
         self._handle, self._shown = None, 0.0
         self.notebook = stream is None and verbose == 1 and in_notebook()
+
+    def _accumulate(self, current, values):
+        """Keras's running means: each value weighted by the steps it covers (current - steps seen before)."""
+        base = max(current - self._seen_so_far, 1)
+        for k, v in values:
+            if k not in self._values_order:
+                self._values_order.append(k)
+            if k in self.stateful_metrics:
+                self._values[k] = [v, 1]
+            elif k in self._values:
+                self._values[k][0] += np.asarray(v) * base
+                self._values[k][1] += base
+            else:
+                self._values[k] = [np.asarray(v) * base, base]
+        return {k: np.asarray(self._values[k][0]) / self._values[k][1] for k in self._values_order}
 
     def _fmt_logs(self, logs):
         # a vector value (F1Score(average=None)) shows its mean, as Keras's Progbar does
         return "".join(f" - {k}: {float(np.mean(v)):.4f}" for k, v in logs.items())
 
-    def update(self, current, logs=None, finalize=False):
-        if self.verbose != 1 and not finalize:
+    def add(self, n, values=None):
+        """Advance by n steps (Keras's Progbar.add)."""
+        self.update(self._seen_so_far + n, values)
+
+    def update(self, current, values=None, finalize=None):
+        if finalize is None:
+            finalize = self.target is not None and current >= self.target
+        logs = dict(values or {}) if isinstance(values, dict) else self._accumulate(current, values or [])
+        self._seen_so_far = current
+        if self.verbose == 0 or (self.verbose == 2 and not finalize):
             return
-        if self.verbose == 0:
+        now = time.monotonic()
+        if not finalize and self.interval and now - self._last_update < self.interval and self._last_update:
             return
-        elapsed = time.monotonic() - self.start
-        logs = logs or {}
+        self._last_update = now
+        elapsed = now - self.start
         if self.target:
             done = int(self.width * current / self.target)
             bar = "=" * max(done - 1, 0) + (">" if done < self.width else "=") + "." * (self.width - done)
@@ -75,11 +130,15 @@ class Progbar:
             head = f"{current}"
         if finalize:
             per = elapsed / max(current, 1)
-            tail = f" - {elapsed:.0f}s {per * 1e3:.0f}ms/step"
+            tail = f" - {elapsed:.0f}s {per * 1e3:.0f}ms/{self.unit_name}"
         else:
             eta = elapsed / max(current, 1) * (self.target - current) if self.target else 0
             tail = f" - ETA: {eta:.0f}s"
         line = head + tail + self._fmt_logs(logs)
+        if not _INTERACTIVE[0]:
+            if finalize or self.verbose == 2:
+                logging.getLogger("boundfit").info(line)
+            return
         if self.notebook:
             count = f"{current}/{self.target}" if self.target else f"{current}"
             return self._display(current, line, count + tail + self._fmt_logs(logs), finalize)

@@ -56,7 +56,7 @@ def evaluate(model, strategy, x, y=None, batch_size=None, verbose="auto", steps=
                                      seed=utils.next_seed())
     tot = totals()
     admission.mark_allocated(plan)
-    bar = Progbar(src.steps_per_epoch, verbose, plan=plan)
+    bar = Progbar(src.steps_per_epoch, width=30, verbose=verbose, interval=0, plan=plan)
     stop, model.stop_training = getattr(model, "stop_training", False), False
     try:
         cbs.on_test_begin()
@@ -64,7 +64,7 @@ def evaluate(model, strategy, x, y=None, batch_size=None, verbose="auto", steps=
         def on_chunk(step, out):
             add(tot, out)
             logs = make_logs(tot, run, model)
-            bar.update(step, logs)
+            bar.update(step, logs, finalize=False)
             cbs.on_test_batch_end(step - 1, logs=logs)
         src.run_eval(run, on_chunk, Stepper(model, cbs.per_batch("test"), lambda s: cbs.on_test_batch_begin(s)))
         strategy.reduce_logs(model, [(tot, run, strategy.is_sharded(src))])
@@ -103,7 +103,7 @@ def predict(model, strategy, x, batch_size=None, verbose="auto", steps=None, mem
     else:
         run = model._engine.open_run("predict", plan.rows, device=plan.device, seed=utils.next_seed())
     admission.mark_allocated(plan)
-    bar = Progbar(src.steps_per_epoch, verbose, plan=plan)
+    bar = Progbar(src.steps_per_epoch, width=30, verbose=verbose, interval=0, plan=plan)
     stop, model.stop_training = getattr(model, "stop_training", False), False
     shapes = [tuple(s) for s in model._engine.output_shapes]
     sizes = [int(np.prod(s)) for s in shapes]
@@ -120,7 +120,7 @@ def predict(model, strategy, x, batch_size=None, verbose="auto", steps=None, mem
         return dict(zip(model._output_names, outs)) if model._outputs_dict else outs
 
     def on_step(step, outputs):
-        bar.update(step)
+        bar.update(step, finalize=False)
         cbs.on_predict_batch_end(step - 1, logs={"outputs": outputs})   # the batch's (or chunk's) predictions
     try:
         cbs.on_predict_begin()

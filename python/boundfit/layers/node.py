@@ -242,6 +242,22 @@ class Node:
             _RECORD[-1].append(self)
 
 
+def get_source_inputs(tensor):
+    """Keras's get_source_inputs: the Input tensors `tensor` is computed from, in the order a depth-first walk
+    of its graph meets them (a tensor not from a layer call is its own source)."""
+    if not isinstance(tensor, KerasTensor):
+        return tensor
+    node = tensor._node
+    if node is None or tensor._input_layer is not None:
+        return [tensor]
+    sources = []
+    for t in node.inputs:
+        for s in get_source_inputs(t):
+            if all(s is not u for u in sources):
+                sources.append(s)
+    return sources
+
+
 def _as_tensors(layer_name, inputs):
     if isinstance(inputs, KerasTensor):
         return [inputs], False
