@@ -32,7 +32,7 @@ ALLOWED_FUNCTION_IMPORTS = sorted([
     ("boundfit.engine.plan_plot", "from matplotlib.backends.backend_agg import FigureCanvasAgg"),
     ("boundfit.engine.plan_plot", "from matplotlib.figure import Figure"),
     ("boundfit.image_folder", "from PIL import Image"),
-    ("boundfit.utils", "from PIL import Image"),
+    ("boundfit.image_io", "from PIL import Image"),
 ])
 
 

@@ -4,7 +4,7 @@ fuzz factor 1e-7, and refuses other values by name), dtype names, session
 and name counters."""
 
 from .layers.node import KerasTensor
-from .utils import LAYER_NAMES, clear_session  # noqa: F401 - keras.backend's names
+from .session import LAYER_NAMES, clear_session  # noqa: F401 - keras.backend's names
 
 _ALLOWED_DTYPES = ("float16", "float32", "float64", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32",
                    "int64", "bfloat16", "bool", "string", "float8_e4m3fn", "float8_e5m2", "complex64", "complex128")

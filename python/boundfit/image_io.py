@@ -4,8 +4,18 @@ scale=False) and save_img. Pillow is an optional dependency, as in Keras."""
 
 import io
 import os
+import warnings
 
 import numpy as np
+
+
+def _pil():
+    try:
+        from PIL import Image  # optional dependency, as in Keras
+    except ImportError as e:
+        raise ImportError("load_img, array_to_img and save_img need Pillow: pip install pillow") from e
+    return Image
+
 
 _RESAMPLE = ("nearest", "bilinear", "bicubic", "lanczos", "box", "hamming")
 
@@ -15,10 +25,7 @@ def load_img(path, color_mode="rgb", target_size=None, interpolation="nearest", 
     pathlib.Path) or a BytesIO, in `color_mode` 'rgb' / 'rgba' / 'grayscale',
     resized to target_size (height, width) if given; keep_aspect_ratio crops
     the centre to the target's aspect first. Needs Pillow."""
-    try:
-        from PIL import Image  # optional dependency, as in Keras
-    except ImportError as e:
-        raise ImportError("load_img needs Pillow: pip install pillow") from e
+    Image = _pil()
     if color_mode not in ("rgb", "rgba", "grayscale"):
         raise ValueError(f"color_mode must be 'rgb', 'rgba' or 'grayscale', got {color_mode!r}")
     if interpolation not in _RESAMPLE:
@@ -64,14 +71,6 @@ def img_to_array(img, data_format=None, dtype=None):
     return x.transpose(2, 0, 1) if data_format == "channels_first" else x
 
 
-def _pil():
-    try:
-        from PIL import Image  # optional dependency, as in Keras
-    except ImportError as e:
-        raise ImportError("array_to_img / save_img need Pillow: pip install pillow") from e
-    return Image
-
-
 def array_to_img(x, data_format=None, scale=True, dtype=None):
     """Keras's array_to_img: a rank-3 array (height, width, channels) ('channels_last', the default) or
     (channels, height, width) to a PIL image; scale=True maps the array's range to 0-255. 1 channel gives an
@@ -110,7 +109,6 @@ def save_img(path, x, data_format=None, file_format=None, scale=True, **kwargs):
         file_format = "jpeg"
     img = array_to_img(x, data_format=data_format, scale=scale)
     if img.mode == "RGBA" and file_format == "jpeg":
-        import warnings
         warnings.warn("The JPEG format does not support RGBA images, converting to RGB.", stacklevel=2)
         img = img.convert("RGB")
     img.save(path, format=file_format, **kwargs)

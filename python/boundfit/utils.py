@@ -5,77 +5,25 @@ data sets, split_dataset (sample_dataset.py), the image helpers
 (image_io.py), get_file (file_download.py), Config (config_dict.py), Progbar
 and the interactive-logging switch (callbacks/progbar.py)."""
 
-import os
-import random
-import re
-
 import numpy as np
 
-from . import _core
 from .audio_folder import audio_dataset_from_directory  # noqa: F401 - keras.utils' name
+from .backend import is_keras_tensor, standardize_dtype  # noqa: F401 - keras.utils' names
+from .callbacks.progbar import (Progbar, disable_interactive_logging, enable_interactive_logging,  # noqa: F401
+                                is_interactive_logging_enabled)
 from .config_dict import Config  # noqa: F401 - keras.utils' name
+from .file_download import get_file  # noqa: F401 - keras.utils' name
 from .image_io import array_to_img, img_to_array, load_img, save_img  # noqa: F401 - keras.utils' names
 from .image_folder import image_dataset_from_directory  # noqa: F401 - keras.utils' name
+from .layers.node import get_source_inputs  # noqa: F401 - keras.utils' name
 from .object_registration import (CustomObjectScope, custom_object_scope, get_custom_objects,  # noqa: F401
                                   get_registered_name, get_registered_object, register_keras_serializable)
 from .pydataset import PyDataset, Sequence  # noqa: F401 - keras.utils' names
 from .sample_dataset import split_dataset  # noqa: F401 - keras.utils' name
+from .saving.serialization import deserialize_keras_object, serialize_keras_object  # noqa: F401
+from .session import LAYER_NAMES, clear_session, next_seed, set_random_seed, snake_case  # noqa: F401
 from .text_folder import text_dataset_from_directory  # noqa: F401 - keras.utils' name
 from .timeseries_data import timeseries_dataset_from_array  # noqa: F401 - keras.utils' name
-
-_seed = {"base": None, "count": 0}
-
-# keras.utils names defined by modules that import this one (layers name themselves with LAYER_NAMES below):
-# imported on first use
-_LATER = {"is_keras_tensor": "backend", "standardize_dtype": "backend", "get_source_inputs": "layers.node",
-          "serialize_keras_object": "saving.serialization", "deserialize_keras_object": "saving.serialization",
-          "Progbar": "callbacks.progbar", "enable_interactive_logging": "callbacks.progbar",
-          "disable_interactive_logging": "callbacks.progbar", "is_interactive_logging_enabled": "callbacks.progbar",
-          "get_file": "file_download"}
-
-
-def __getattr__(name):
-    if name in _LATER:
-        import importlib
-        return getattr(importlib.import_module(f".{_LATER[name]}", __package__), name)
-    raise AttributeError(f"module 'boundfit.utils' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_LATER))
-
-
-def set_random_seed(seed):
-    """Seed boundfit (weight init, shuffling, dropout), Python's random and NumPy."""
-    seed = int(seed)
-    _seed["base"], _seed["count"] = seed, 0
-    random.seed(seed)
-    np.random.seed(seed % (2**32))
-
-
-LAYER_NAMES = {}   # the count of automatic names per base ("dense", "dense_1", ...): layers, inputs, models
-
-
-def clear_session(free_memory=True):
-    """Keras's clear_session: automatic layer names start again ("dense"), and,
-    with free_memory, the memory boundfit keeps between runs is given back: the
-    arenas of the last finished fit / evaluate / predict, kept so that the next
-    run of the same or a smaller size starts without page faults. The kernel
-    already takes their pages back under memory pressure (they count as
-    available); this unmaps them now, so that they also leave the process's RSS."""
-    LAYER_NAMES.clear()
-    if free_memory:
-        _core.drop_kept()
-
-
-def next_seed():
-    """A fresh 63-bit seed: deterministic after set_random_seed, else from the OS."""
-    if _seed["base"] is None:
-        return int.from_bytes(os.urandom(8), "little") >> 1
-    _seed["count"] += 1
-    x = (_seed["base"] * 0x9E3779B97F4A7C15 + _seed["count"] * 0xBF58476D1CE4E5B9) & (2**64 - 1)
-    x ^= x >> 31
-    return x >> 1
 
 
 def to_categorical(y, num_classes=None, dtype="float32"):
@@ -127,15 +75,6 @@ def pad_sequences(sequences, maxlen=None, dtype="int32", padding="pre", truncati
         else:
             out[i, -len(kept):] = kept
     return out
-
-
-def snake_case(name):
-    """A class name as Keras names its objects (keras.src.utils.naming.to_snake_case): TransformerBlock ->
-    transformer_block."""
-    name = re.sub(r"\W+", "", name)
-    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
-
 
 
 class FeatureSpace:

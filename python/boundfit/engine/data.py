@@ -12,7 +12,7 @@ Face datasets) are adapted to these first: adapters/ (adapt_all)."""
 
 import numpy as np
 
-from .. import utils
+from .. import session
 from ..errors import DataError
 from .arrays import (DEFAULT_BATCH, as_arrays, as_sample_weight, check_batch_size, check_files, check_x, check_y,
                      engine_batch, mapped_files, same_rows)
@@ -35,7 +35,7 @@ class ArrayData:
         self.shuffle = shuffle
         self.auto_batch = batch_size == "auto"
         self.batch_size = DEFAULT_BATCH if batch_size in (None, "auto") else batch_size
-        self.rng = np.random.default_rng(utils.next_seed())
+        self.rng = np.random.default_rng(session.next_seed())
         same_rows(x, y)
         if self.num_rows <= 0:
             raise DataError(f"{x.labels[0].split('[')[0]} is empty: no samples to train on")

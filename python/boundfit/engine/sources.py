@@ -14,8 +14,9 @@ import time
 
 import numpy as np
 
-from .. import utils
+from .. import session
 from ..errors import DataError
+from ..pydataset import PyDataset
 from . import shm_batch, workers
 from .adapters import is_frame
 from .arrays import as_arrays, check_files, check_x, check_y, engine_batch, same_rows
@@ -34,7 +35,7 @@ def _stopped(chunks):
 def is_python_source(x):
     if isinstance(x, (np.ndarray, list, tuple, dict)) or x is None or is_frame(x):
         return False
-    if isinstance(x, utils.PyDataset) or inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator):
+    if isinstance(x, PyDataset) or inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator):
         return True
     return (hasattr(x, "__getitem__") and hasattr(x, "__len__")) or isinstance(x, collections.abc.Iterable)
 
@@ -84,7 +85,7 @@ class SequenceData:
         # fit(shuffle=True) reorders a Sequence's batches, as Keras does a PyDataset's, but not those of a data
         # set that is tf.data in Keras (timeseries_dataset_from_array: _keeps_order)
         self.shuffle = bool(shuffle) and self.indexed and not getattr(source, "_keeps_order", False)
-        self.rng = np.random.default_rng(utils.next_seed())
+        self.rng = np.random.default_rng(session.next_seed())
         if steps is not None and (not isinstance(steps, int) or steps <= 0):
             raise ValueError(f"steps_per_epoch must be a positive int, got {steps!r}")
         # a PyDataset's worker threads or processes and queue (engine/workers.py), checked before the first batch

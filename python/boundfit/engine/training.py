@@ -7,7 +7,7 @@ it made are released when it ends."""
 
 import numpy as np
 
-from .. import utils
+from .. import session
 from ..callbacks import CallbackList
 from ..callbacks.progbar import Progbar
 from ..runtime import devices
@@ -44,7 +44,7 @@ def evaluate(model, strategy, x, y=None, batch_size=None, verbose="auto", steps=
         data_entries=data_mod.source_entries(src)), memory_wait, verbose)
     cbs = CallbackList(callbacks, callback_model(model), {"steps": src.steps_per_epoch, "verbose": verbose})
     if isinstance(src, SequenceData) and getattr(model, "_dynamic", False):   # batches of several lengths
-        seed = utils.next_seed()   # (keras.random's draws in a graph: new per call, as Keras's SeedGenerator)
+        seed = session.next_seed()   # (keras.random's draws in a graph: new per call, as Keras's SeedGenerator)
         run = buckets.ShapeRuns(model, lambda p: model._engine.open_run("evaluate", p.rows, device=p.device,
                                                                         seed=seed,
                                                                         weighted=src.weighted),
@@ -53,7 +53,7 @@ def evaluate(model, strategy, x, y=None, batch_size=None, verbose="auto", steps=
                                                                                  evaluate=src.weighted)), plan)
     else:
         run = model._engine.open_run("evaluate", plan.rows, device=plan.device, weighted=src.weighted,
-                                     seed=utils.next_seed())
+                                     seed=session.next_seed())
     tot = totals()
     admission.mark_allocated(plan)
     bar = Progbar(src.steps_per_epoch, width=30, verbose=verbose, interval=0, plan=plan)
@@ -96,12 +96,12 @@ def predict(model, strategy, x, batch_size=None, verbose="auto", steps=None, mem
         text_chars=host_stage.longest_text(src), data_entries=data_mod.source_entries(src)), memory_wait, verbose)
     cbs = CallbackList(callbacks, model, {"steps": src.steps_per_epoch, "verbose": verbose})
     if isinstance(src, SequenceData) and getattr(model, "_dynamic", False):   # batches of several lengths
-        seed = utils.next_seed()   # (keras.random's draws in a graph: new per call, as Keras's SeedGenerator)
+        seed = session.next_seed()   # (keras.random's draws in a graph: new per call, as Keras's SeedGenerator)
         run = buckets.ShapeRuns(model, lambda p: model._engine.open_run("predict", p.rows, device=p.device, seed=seed),
                                 lambda: memory.plan_run(model, "predict", src.batch_size, device, memory_limit),
                                 plan)
     else:
-        run = model._engine.open_run("predict", plan.rows, device=plan.device, seed=utils.next_seed())
+        run = model._engine.open_run("predict", plan.rows, device=plan.device, seed=session.next_seed())
     admission.mark_allocated(plan)
     bar = Progbar(src.steps_per_epoch, width=30, verbose=verbose, interval=0, plan=plan)
     stop, model.stop_training = getattr(model, "stop_training", False), False

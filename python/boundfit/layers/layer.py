@@ -8,7 +8,7 @@ so a bad graph fails where it is written, as in Keras."""
 import numpy as np
 
 from .. import _core, mixed_precision, regularizers
-from ..utils import LAYER_NAMES as _counters, snake_case
+from ..session import LAYER_NAMES as _counters, snake_case
 from .args import _is_size
 from .eager import build_alone, call_eagerly, is_array_call
 from .node import call_layer, infer_shape, inference_pass, trace_layer, tracing_anchor

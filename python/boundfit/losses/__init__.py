@@ -19,7 +19,7 @@ from .core import (ADDED, BCE, CCE, HUBER, LOGCOSH, MAE, MEAN, MSE, SCCE, Binary
                    CategoricalCrossentropy, CustomLoss, Huber, LogCosh, Loss, MeanAbsoluteError, MeanSquaredError,
                    SparseCategoricalCrossentropy, _AddedMean, _NoLoss, _smoothing, _TracedMean, huber, log_cosh,
                    sparse_categorical_crossentropy)
-from ..utils import snake_case
+from ..session import snake_case
 
 _BY_NAME = {
     "mean_squared_error": MeanSquaredError, "mse": MeanSquaredError, "MSE": MeanSquaredError,

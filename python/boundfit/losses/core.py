@@ -3,7 +3,7 @@ csrc/cuda/loss.cu; kinds match csrc bf_loss_kind) with Keras 3 names,
 arguments and defaults, and CustomLoss, a loss traced into the training
 graph (loss_trace.py, models/loss_graph.py)."""
 
-from ..utils import snake_case
+from ..session import snake_case
 
 MSE, BCE, CCE, SCCE, MAE, HUBER, LOGCOSH, MEAN, ADDED = 0, 1, 2, 3, 4, 5, 6, 7, 8
 

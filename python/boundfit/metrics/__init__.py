@@ -5,7 +5,7 @@ MeanMetricWrapper and the loss-named metrics; stats.py: the F-scores, R2Score, t
 name, class, object, function or config into (metric, history name) as Keras's compile() names them."""
 
 from ..losses import composed as _composed
-from ..utils import snake_case as _snake_case
+from ..session import snake_case as _snake_case
 from .engine import (AUC, BINARY_ACC, CAT_ACC, MAE, MSE, SPARSE_CAT_ACC, SPARSE_TOPK, SUMS, TOPK,  # noqa: F401
                      BinaryAccuracy, CategoricalAccuracy, FalseNegatives, FalsePositives, MeanAbsoluteError,
                      MeanSquaredError, Metric, Precision, PrecisionAtRecall, Recall, RecallAtPrecision,

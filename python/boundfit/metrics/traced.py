@@ -8,7 +8,7 @@ custom loss; standalone, update_state(y_true, y_pred, sample_weight) computes th
 import numpy as np
 
 from .. import ops
-from ..utils import snake_case
+from ..session import snake_case
 from .engine import SUMS, Metric, _auto_name
 
 

@@ -12,7 +12,7 @@ epoch runs until the file ends."""
 
 import numpy as np
 
-from ... import utils
+from ... import session
 from ...errors import DataError
 from ..plan import PlanEntry
 from . import columns
@@ -48,7 +48,7 @@ class CsvBatches:
             raise DataError(f"{self.path} holds no rows")
         self.schema, self._header = self._parse(*first).schema, len(first[0])
         self.spec.check(self.schema.names, self.path)
-        self.rng = np.random.default_rng(utils.next_seed() if seed is None else seed)
+        self.rng = np.random.default_rng(session.next_seed() if seed is None else seed)
         self._first_bytes = 0
 
     def _blocks(self):

@@ -8,7 +8,7 @@ new order of the rows each epoch (as to_tf_dataset(shuffle=True))."""
 
 import numpy as np
 
-from ... import utils
+from ... import session
 from ...errors import DataError
 from ..plan import PlanEntry
 from . import columns
@@ -30,7 +30,7 @@ class HFBatches:
         self.num_rows = len(dataset)
         if self.num_rows == 0:
             raise DataError("from_hf: the dataset holds no rows")
-        self.rng = np.random.default_rng(utils.next_seed() if seed is None else seed)
+        self.rng = np.random.default_rng(session.next_seed() if seed is None else seed)
         self.order = self.rng.permutation(self.num_rows) if self.shuffle else None
         self._first_bytes = 0
 

@@ -9,7 +9,7 @@ decoded) and the batches: plan_entries()."""
 
 import numpy as np
 
-from ... import utils
+from ... import session
 from ...errors import DataError
 from ..plan import PlanEntry
 from . import columns
@@ -50,7 +50,7 @@ class ParquetBatches:
         self.num_rows = meta.num_rows
         if self.num_rows == 0:
             raise DataError(f"{self.path} holds no rows")
-        self.rng = np.random.default_rng(utils.next_seed() if seed is None else seed)
+        self.rng = np.random.default_rng(session.next_seed() if seed is None else seed)
         self._first_bytes = 0
 
     def __len__(self):
