@@ -111,6 +111,8 @@ class Progbar:
         self.update(self._seen_so_far + n, values)
 
     def update(self, current, values=None, finalize=None):
+        if current is None:          # a source of unknown length ending: the steps seen
+            current = self._seen_so_far
         if finalize is None:
             finalize = self.target is not None and current >= self.target
         logs = dict(values or {}) if isinstance(values, dict) else self._accumulate(current, values or [])
