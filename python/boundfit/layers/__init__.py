@@ -15,6 +15,8 @@ from .augmentation import RandomContrast, RandomCrop, RandomFlip, RandomRotation
 from .cropping import (CenterCrop, Resizing, Cropping1D, Cropping2D, Cropping3D, UpSampling1D, UpSampling3D, ZeroPadding1D,
                        ZeroPadding3D)
 from .color import RandomBrightness, RandomGrayscale
+from .color_aug import (AutoContrast, RandomColorDegeneration, RandomColorJitter, RandomHue, RandomInvert,
+                        RandomPosterization, RandomSaturation, RandomSharpness, Solarization)
 from .conv import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Convolution1D, Convolution1DTranspose,
                    Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D)
 from .core import Activation, ActivityRegularization, Dense, Identity, Lambda, Masking
@@ -53,6 +55,8 @@ from .switch import Switch  # a custom layer's training / inference traces (a gr
     "ADD SUBTRACT MULTIPLY AVERAGE MAXIMUM MINIMUM CONCAT")
 
 __all__ = [
+           "AutoContrast", "RandomColorDegeneration", "RandomColorJitter", "RandomHue", "RandomInvert",
+           "RandomPosterization", "RandomSaturation", "RandomSharpness", "Solarization",
            "AdditiveAttention", "Attention", "EinsumDense", "TimeDistributed",
            "ActivityRegularization", "AlphaDropout", "CenterCrop", "Masking", "RandomBrightness", "RandomGrayscale", "Resizing", "Cropping1D", "Cropping2D", "Cropping3D", "GroupNormalization", "Identity", "RMSNormalization", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "UnitNormalization", "UpSampling1D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding3D",
            "Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",
