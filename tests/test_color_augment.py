@@ -223,3 +223,66 @@ def test_bad_inputs_raise_naming_the_fault(make, shape, match):
 def test_dict_inputs_are_refused_by_name():
     with pytest.raises(NotImplementedError, match="RandomInvert: dict inputs.*bounding boxes"):
         bf.layers.RandomInvert().get_random_transformation({"images": np.zeros((1, 2, 2, 3)), "labels": [0]})
+
+
+@pytest.mark.parametrize("name, says", [
+    ("MixUp", "permutation of the batch.*in the data"), ("CutMix", "permutation of the batch.*in the data"),
+    ("RandAugment", "Compose boundfit's augmentation layers"), ("AugMix", "Compose boundfit's augmentation layers"),
+    ("Equalization", "histograms.*AutoContrast"),
+    ("ContrastLimitedAdaptiveHistogramEqualization", "histograms.*AutoContrast"),
+    ("RandomShear", "warp.*RandomRotation"), ("RandomPerspective", "warp.*RandomRotation"),
+    ("RandomElasticTransform", "warp.*RandomRotation"), ("RandomErasing", "SpatialDropout2D"),
+    ("RandomGaussianBlur", "RandomSharpness"), ("MaxNumBoundingBoxes", "bounding boxes"),
+])
+def test_layers_boundfit_cannot_run_are_refused_by_name_saying_what_to_use(name, says):
+    cls = getattr(bf.layers, name)
+    assert cls._boundfit_refused
+    with pytest.raises(NotImplementedError, match=rf"keras.layers.{name} is not supported by boundfit: .*{says}"):
+        cls()
+
+
+def _pipeline_model(M):
+    return M.Sequential([M.Input(SHAPE), M.layers.Pipeline([
+        M.layers.RandomInvert(value_range=(0, 1)), M.layers.AutoContrast(value_range=(0, 1)),
+        M.layers.RandomFlip(), M.layers.Rescaling(2.0)], name="pipe"), M.layers.Flatten(), M.layers.Dense(2)])
+
+
+def _stripped(cfg):
+    """a Pipeline's config without the names Keras and boundfit count differently"""
+    return [dict(s, config={k: v for k, v in s["config"].items() if k != "name"}) for s in cfg["layers"]]
+
+
+def test_pipeline_applies_its_layers_in_order_and_keras_files_hold_it_both_ways(tmp_path):
+    """outside training AutoContrast then Rescaling (the random layers: the identity), as Keras predicts; the
+    Pipeline with its layers' configs in both files; in fit its random layers draw"""
+    x = images((0, 1), n=4)
+
+    def save(p):
+        km = _pipeline_model(load())
+        km.set_weights([(np.random.default_rng(2).standard_normal(w.shape) * 0.3).astype(np.float32)
+                        for w in km.get_weights()])
+        km.save(p)
+        return dict(w=km.get_weights(), out=km.predict(x, verbose=0), pipe=_plain(km.get_layer("pipe").get_config()))
+    k = keras_file(tmp_path / "theirs.keras", save)
+    ours = bf.models.load_model(tmp_path / "theirs.keras")
+    assert [type(l).__name__ for l in ours.get_layer("pipe").layers] == [
+        "RandomInvert", "AutoContrast", "RandomFlip", "Rescaling"]
+    np.testing.assert_allclose(ours.predict(x, verbose=0), k["out"], atol=1e-4)
+    bm = _pipeline_model(bf)
+    bm.set_weights(k["w"])
+    np.testing.assert_allclose(bm.predict(x, verbose=0), k["out"], atol=1e-4)
+    bm.save(tmp_path / "ours.keras")
+
+    def opened():
+        km = load().models.load_model(tmp_path / "ours.keras")
+        return dict(out=km.predict(x, verbose=0), pipe=_plain(km.get_layer("pipe").get_config()))
+    theirs = case(opened, files=[tmp_path / "ours.keras"])
+    assert _stripped(theirs["pipe"]) == _stripped(k["pipe"])
+    np.testing.assert_allclose(theirs["out"], k["out"], atol=1e-4)
+    pipe = bm.get_layer("pipe")
+    assert not np.allclose(pipe(x, training=True), pipe(x))
+
+
+def test_pipeline_refuses_layers_with_weights_naming_them():
+    with pytest.raises(ValueError, match="Pipeline: layers holds Dense.*Sequential"):
+        bf.layers.Pipeline([bf.layers.Dense(3)])
