@@ -15,6 +15,8 @@ from .augmentation import RandomContrast, RandomCrop, RandomFlip, RandomRotation
 from .cropping import (CenterCrop, Resizing, Cropping1D, Cropping2D, Cropping3D, UpSampling1D, UpSampling3D, ZeroPadding1D,
                        ZeroPadding3D)
 from .color import RandomBrightness, RandomGrayscale
+from .color_aug import (AutoContrast, RandomColorDegeneration, RandomColorJitter, RandomHue, RandomInvert,
+                        RandomPosterization, RandomSaturation, RandomSharpness, Solarization)
 from .conv import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Convolution1D, Convolution1DTranspose,
                    Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D)
 from .core import Activation, ActivityRegularization, Dense, Identity, Lambda, Masking
@@ -33,10 +35,14 @@ from .merge import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtr
                     maximum, minimum, multiply, subtract)
 from .normalization import BatchNormalization, LayerNormalization
 from .norms import GroupNormalization, RMSNormalization, UnitNormalization
+from .pipeline import Pipeline
 from .pooling import (AveragePooling1D, AveragePooling2D, AvgPool1D, GlobalAveragePooling1D, GlobalAveragePooling2D,
                       GlobalAvgPool1D, GlobalMaxPool1D, GlobalMaxPool2D, GlobalMaxPooling1D, GlobalMaxPooling2D,
                       MaxPool1D, MaxPooling1D, MaxPooling2D)
 from .preprocessing import Normalization, Rescaling
+from .refused_aug import (AugMix, ContrastLimitedAdaptiveHistogramEqualization, CutMix, Equalization,
+                          MaxNumBoundingBoxes, MixUp, RandAugment, RandomElasticTransform, RandomErasing,
+                          RandomGaussianBlur, RandomPerspective, RandomShear)  # refused by name
 from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from .regularization import Dropout, GaussianDropout, GaussianNoise
 from .spatial_dropout import AlphaDropout, SpatialDropout1D, SpatialDropout2D, SpatialDropout3D
@@ -53,6 +59,11 @@ from .switch import Switch  # a custom layer's training / inference traces (a gr
     "ADD SUBTRACT MULTIPLY AVERAGE MAXIMUM MINIMUM CONCAT")
 
 __all__ = [
+           "AutoContrast", "RandomColorDegeneration", "RandomColorJitter", "RandomHue", "RandomInvert",
+           "RandomPosterization", "RandomSaturation", "RandomSharpness", "Solarization",
+           "AugMix", "ContrastLimitedAdaptiveHistogramEqualization", "CutMix", "Equalization", "MaxNumBoundingBoxes",
+           "MixUp", "RandAugment", "RandomElasticTransform", "RandomErasing", "RandomGaussianBlur",
+           "RandomPerspective", "RandomShear", "Pipeline",
            "AdditiveAttention", "Attention", "EinsumDense", "TimeDistributed",
            "ActivityRegularization", "AlphaDropout", "CenterCrop", "Masking", "RandomBrightness", "RandomGrayscale", "Resizing", "Cropping1D", "Cropping2D", "Cropping3D", "GroupNormalization", "Identity", "RMSNormalization", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "UnitNormalization", "UpSampling1D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding3D",
            "Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",

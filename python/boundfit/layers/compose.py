@@ -103,10 +103,10 @@ def rsqrt_plus(t, epsilon):
     return Unary("rsqrt")(Unary("add", epsilon)(t))
 
 
-def graph_seed(seed):
+def graph_seed(seed, k=0):
     """The engine's seed of a layer's draws: None, the run's stream; an int, a stream of its own from it (a
-    Keras layer's SeedGenerator(seed): new draws every step, reproducible)."""
+    Keras layer's SeedGenerator(seed): new draws every step, reproducible); k: the layer's k-th such stream"""
     if seed is None:
         return 0
-    s = np.random.SeedSequence([int(seed), 0]).generate_state(1, np.uint64)[0]
+    s = np.random.SeedSequence([int(seed), int(k)]).generate_state(1, np.uint64)[0]
     return int(s) % (2**62 - 1) + 1

@@ -52,7 +52,8 @@ def layer_config(layer):
     if fn is None:
         raise ValueError(f"layer {layer.name!r}: {type(layer).__name__} has no Keras serialization in boundfit"
                          + getattr(layer, "_no_keras_file", ""))
-    cfg = dict(name=layer.name, trainable=bool(layer.trainable), dtype=layer_dtype(layer))
+    cfg = dict(name=layer.name) if getattr(type(layer), "_keras_name_only_config", False) else \
+        dict(name=layer.name, trainable=bool(layer.trainable), dtype=layer_dtype(layer))   # (Keras's Pipeline: name)
     cfg.update(fn(layer))   # may set its own dtype (Hashing's int64 policy)
     if getattr(layer, "activity_regularizer", None) is not None:   # Keras writes it when set
         cfg["activity_regularizer"] = regularizers.serialize(layer.activity_regularizer)

@@ -173,6 +173,8 @@ def layer_from_config(entry, custom_objects=None):
                 kwargs[k] = layer_from_config(sub, custom_objects)
     if getattr(cls, "_config_sublayer", False) and isinstance(kwargs.get("layer"), dict):   # TimeDistributed
         kwargs["layer"] = layer_from_config(kwargs["layer"], custom_objects)
+    if getattr(cls, "_config_sublayers", False) and isinstance(kwargs.get("layers"), (list, tuple)):   # Pipeline
+        kwargs["layers"] = [layer_from_config(sub, custom_objects) for sub in kwargs["layers"]]
     try:
         layer = cls._from_keras_config(kwargs) if hasattr(cls, "_from_keras_config") else cls(**kwargs)
     except (ValueError, TypeError) as e:

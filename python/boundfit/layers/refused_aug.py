@@ -1,0 +1,44 @@
+"""Keras 3's image preprocessing layers boundfit does not run, refused by
+name when made (NotImplementedError saying why and what to use instead);
+tools/keras_coverage.py lists them as refused (`_boundfit_refused`)."""
+
+_BATCH = ("it mixes each image with another image of the batch (a permutation of the batch), and a boundfit "
+          "graph computes each sample from its own input only. Mix the batches in the data (a PyDataset's "
+          "__getitem__ in NumPy) before fit")
+_POLICY = ("it applies layers picked at random per image from a list boundfit does not fully have (shear, "
+           "equalization, ...). Compose boundfit's augmentation layers in the model instead (RandomRotation, "
+           "RandomTranslation, RandomColorJitter, Solarization, RandomPosterization, ...)")
+_HIST = ("it needs per-image histograms (a count per intensity and its cumulative sum), which boundfit's graphs "
+         "do not compute yet. AutoContrast stretches each channel to the value range, or equalize in the data")
+_WARP = ("its warp is not among the engine's augmentation transforms (rotation, zoom, translation, flip, crop). "
+         "Use RandomRotation, RandomZoom or RandomTranslation, or warp in the data")
+
+_WHY = {
+    "MixUp": _BATCH,
+    "CutMix": _BATCH,
+    "RandAugment": _POLICY,
+    "AugMix": _POLICY,
+    "Equalization": _HIST,
+    "ContrastLimitedAdaptiveHistogramEqualization": _HIST,
+    "RandomShear": _WARP,
+    "RandomPerspective": _WARP,
+    "RandomElasticTransform": _WARP + " (its displacement field is also blurred per image)",
+    "RandomErasing": ("its random rectangles per image are not implemented by boundfit yet. Use Dropout / "
+                      "SpatialDropout2D for occlusion-like noise, or erase in the data"),
+    "RandomGaussianBlur": ("its per-batch Gaussian kernel of a random sigma is not implemented by boundfit yet. Use "
+                           "RandomSharpness (a fixed 3x3 smoothing, blended per image), or blur in the data"),
+    "MaxNumBoundingBoxes": ("it pads or cuts bounding boxes, and boundfit's layers take images only (no bounding "
+                            "boxes or segmentation masks). Prepare the boxes in the data"),
+}
+
+
+def _refused(name, why):
+    def init(self, *args, **kwargs):
+        raise NotImplementedError(f"keras.layers.{name} is not supported by boundfit: {why}")
+    return type(name, (), {"__init__": init, "__doc__": f"Refused: Keras's {name}; {why}.",
+                           "_boundfit_refused": True})
+
+
+MixUp, CutMix, RandAugment, AugMix, Equalization, ContrastLimitedAdaptiveHistogramEqualization, RandomShear, \
+    RandomPerspective, RandomElasticTransform, RandomErasing, RandomGaussianBlur, MaxNumBoundingBoxes = \
+    (_refused(n, w) for n, w in _WHY.items())
