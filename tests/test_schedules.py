@@ -21,6 +21,9 @@ CASES = [
     ("InverseTimeDecay", dict(initial_learning_rate=0.1, decay_steps=2, decay_rate=0.5, staircase=True)),
     ("PolynomialDecay", dict(initial_learning_rate=0.1, decay_steps=5, end_learning_rate=0.01, power=2.0)),
     ("PolynomialDecay", dict(initial_learning_rate=0.1, decay_steps=4, cycle=True)),
+    ("CosineDecayRestarts", dict(initial_learning_rate=0.1, first_decay_steps=3)),
+    ("CosineDecayRestarts", dict(initial_learning_rate=0.1, first_decay_steps=2, t_mul=1.0, m_mul=0.5, alpha=0.1)),
+    ("CosineDecayRestarts", dict(initial_learning_rate=0.2, first_decay_steps=2, t_mul=1.5, m_mul=0.8)),
 ]
 
 

@@ -1,6 +1,6 @@
 """keras.optimizers.schedules: learning rates as a function of the optimizer's
 iteration count (completed updates), with Keras 3's names, arguments and
-formulas, in float32 as Keras computes them. The engine computes these five
+formulas, in float32 as Keras computes them. The engine computes five of them
 in closed form for each update (csrc/core/schedule.c, no Python per step);
 subclasses and plain callables are evaluated here and the training loop sets
 the engine's rate before each step."""
@@ -136,6 +136,33 @@ class CosineDecay(LearningRateSchedule):
     def get_config(self):
         return dict(initial_learning_rate=self.initial_learning_rate, decay_steps=self.decay_steps, alpha=self.alpha,
                     name=self.name, warmup_target=self.warmup_target, warmup_steps=self.warmup_steps)
+
+
+class CosineDecayRestarts(LearningRateSchedule):
+    """Keras 3's `CosineDecayRestarts` (SGDR): cosine decay over first_decay_steps, restarted with periods
+    t_mul times longer and peaks m_mul times lower; evaluated here before each step."""
+    def __init__(self, initial_learning_rate, first_decay_steps, t_mul=2.0, m_mul=1.0, alpha=0.0, name="SGDRDecay"):
+        _positive(name, first_decay_steps, "first_decay_steps")
+        self.initial_learning_rate, self.first_decay_steps, self.alpha, self.name = (
+            initial_learning_rate, first_decay_steps, alpha, name)
+        self._t_mul, self._m_mul = t_mul, m_mul
+
+    def __call__(self, step):
+        fraction = _f(step) / _f(self.first_decay_steps)
+        t_mul, m_mul, alpha = _f(self._t_mul), _f(self._m_mul), _f(self.alpha)
+        if t_mul == _f(1):
+            restart = np.floor(fraction)
+            fraction = fraction - restart
+        else:   # the restart whose geometric sum of periods the step has passed
+            restart = np.floor(np.log(_f(_f(1) - fraction * (_f(1) - t_mul))) / np.log(t_mul))
+            passed = (_f(1) - np.power(t_mul, restart)) / (_f(1) - t_mul)
+            fraction = (fraction - passed) / np.power(t_mul, restart)
+        cosine = _f(0.5) * np.power(m_mul, restart) * (_f(1) + np.cos(_f(math.pi) * fraction))
+        return float(_f(self.initial_learning_rate) * ((_f(1) - alpha) * cosine + alpha))
+
+    def get_config(self):
+        return {"initial_learning_rate": self.initial_learning_rate, "first_decay_steps": self.first_decay_steps,
+                "t_mul": self._t_mul, "m_mul": self._m_mul, "alpha": self.alpha, "name": self.name}
 
 
 _MAX_BOUNDS = 16  # csrc/core/schedule.h BF_SCHED_MAX_BOUNDS
