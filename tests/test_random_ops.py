@@ -27,7 +27,10 @@ def test_the_functions_take_keras_arguments_and_give_its_shapes_and_dtypes(keras
              ("randint", dict(shape=(4, 2), minval=2, maxval=9, seed=1)),
              ("categorical", dict(logits=np.zeros((3, 4), np.float32), num_samples=6, seed=1)),
              ("shuffle", dict(x=np.arange(12.0).reshape(4, 3), axis=1, seed=1)),
-             ("dropout", dict(inputs=np.ones((4, 5), np.float32), rate=0.4, seed=1))]
+             ("dropout", dict(inputs=np.ones((4, 5), np.float32), rate=0.4, seed=1)),
+             ("gamma", dict(shape=(3, 2), alpha=2.0, seed=1)),
+             ("beta", dict(shape=(4,), alpha=2.0, beta=3.0, seed=1)),
+             ("binomial", dict(shape=(2, 3), counts=5, probabilities=0.3, seed=1))]
     for name, kw in cases:
         a, k = getattr(bfr, name)(**kw), np.asarray(getattr(kr, name)(**kw))
         assert a.shape == k.shape and a.dtype == k.dtype, name
@@ -45,6 +48,29 @@ def test_the_distributions_have_their_moments_and_ranges():
     assert set(np.unique(r)) == {3, 4, 5, 6} and r.dtype == np.int32
     c = bfr.categorical(np.log(np.array([[0.1, 0.2, 0.7]])), 50_000, seed=3)
     np.testing.assert_allclose(np.bincount(c[0], minlength=3) / 50_000, [0.1, 0.2, 0.7], atol=0.01)
+
+
+def test_gamma_beta_and_binomial_have_their_moments_broadcast_and_refuse_bad_parameters():
+    n = 200_000
+    g = bfr.gamma((n,), alpha=3.0, seed=2)
+    assert abs(g.mean() - 3.0) < 0.03 and abs(g.var() - 3.0) < 0.1 and (g > 0).all()
+    b = bfr.beta((n,), alpha=2.0, beta=6.0, seed=2)
+    assert abs(b.mean() - 0.25) < 0.005 and abs(b.var() - 2 * 6 / (8 ** 2 * 9)) < 0.002 and ((b > 0) & (b < 1)).all()
+    k = bfr.binomial((n,), counts=10, probabilities=0.3, seed=2)
+    assert k.dtype == np.float32 and abs(k.mean() - 3.0) < 0.02 and abs(k.var() - 2.1) < 0.05
+    assert set(np.unique(k)) <= set(range(11))
+    per_column = bfr.gamma((n, 2), alpha=[1.0, 5.0], seed=4)
+    np.testing.assert_allclose(per_column.mean(axis=0), [1.0, 5.0], atol=0.05)
+    np.testing.assert_array_equal(bfr.beta((5,), 2.0, 2.0, seed=7), bfr.beta((5,), 2.0, 2.0, seed=7))
+    for call, words in [(lambda: bfr.gamma((3,), alpha=0.0), "alpha must be > 0"),
+                        (lambda: bfr.beta((3,), 1.0, [1.0, 2.0]), "does not broadcast"),
+                        (lambda: bfr.binomial((3,), counts=2.5, probabilities=0.5), "counts"),
+                        (lambda: bfr.binomial((3,), counts=2, probabilities=1.5), "probabilities")]:
+        with pytest.raises(ValueError, match=words):
+            call()
+    x = layers.Input((3,))
+    with pytest.raises(ops.OpNotSupportedError, match="gamma"):
+        bfr.gamma((2, 3), alpha=x)
 
 
 def test_dropout_zeroes_about_rate_and_scales_the_rest():

@@ -102,6 +102,13 @@ def serialize(constraint):
             "config": constraint.get_config(), "registered_name": None}
 
 
+def deserialize(config, custom_objects=None):
+    """A constraint from its serialized form (Keras's dict); custom_objects names a user's classes."""
+    if isinstance(config, dict) and custom_objects and config.get("class_name") in custom_objects:
+        return custom_objects[config["class_name"]].from_config(config.get("config") or {})
+    return get(config)
+
+
 def get(identifier, arg="constraint"):
     """A constraint from a name, a config dict, a Constraint or None."""
     if identifier is None or isinstance(identifier, Constraint):

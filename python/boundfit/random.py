@@ -1,5 +1,5 @@
 """keras.random: normal, uniform, truncated_normal, randint, categorical,
-shuffle, dropout and SeedGenerator.
+shuffle, dropout, gamma, beta, binomial and SeedGenerator.
 
 On arrays they return NumPy arrays (float32 by default). `seed`: an int (the
 same draw on every call, as Keras), a SeedGenerator (a new draw per call,
@@ -14,7 +14,8 @@ engine draws anew every step (a SeedGenerator or None), or the same every
 step (an int seed, as Keras), and nothing is kept for backward but
 dropout's mask. dropout(x, rate, noise_shape) is x times that mask (keep
 1 / (1 - rate), else 0); its noise_shape broadcasts. randint, categorical
-and shuffle on symbolic tensors raise ops.OpNotSupportedError.
+shuffle, gamma, beta and binomial on symbolic tensors raise
+ops.OpNotSupportedError.
 
 The draws are NumPy's (arrays) or the engine's counter-based stream
 (graphs), not JAX's: the distributions are Keras's, the numbers are not."""
@@ -27,7 +28,8 @@ from .layers.draw import RandomDraw
 from .layers.node import DRAWS, KerasTensor, tracing_anchor, tracing_where
 from .ops import OpNotSupportedError, multiply
 
-__all__ = ["SeedGenerator", "normal", "uniform", "truncated_normal", "randint", "categorical", "shuffle", "dropout"]
+__all__ = ["SeedGenerator", "normal", "uniform", "truncated_normal", "randint", "categorical", "shuffle", "dropout",
+           "gamma", "beta", "binomial"]
 
 
 class SeedGenerator:
@@ -223,6 +225,44 @@ def categorical(logits, num_samples, dtype="int32", seed=None):
     cdf = np.cumsum(p, 1)
     out = np.stack([np.minimum(np.searchsorted(c, row, side="right"), lg.shape[1] - 1) for c, row in zip(cdf, u)])
     return out.astype(_dtype(dtype, "categorical", "i"))
+
+
+def _parameter(v, op, what, shape, positive=True):
+    """a distribution's parameter broadcast to the draw's shape, float64; symbolic ones refused"""
+    _symbolic(op, v)
+    a = np.asarray(v, np.float64)
+    try:
+        a = np.broadcast_to(a, shape)
+    except ValueError:
+        raise ValueError(f"keras.random.{op}: {what} of shape {a.shape} does not broadcast to shape {shape}") from None
+    if positive and not (a > 0).all():
+        raise ValueError(f"keras.random.{op}: {what} must be > 0, got {v!r}")
+    return a
+
+
+def gamma(shape, alpha, dtype=None, seed=None):
+    """Gamma(alpha, scale 1) draws of the given shape (alpha broadcasts to it)."""
+    shape, dt = _shape(shape, "gamma"), _dtype(dtype, "gamma")
+    return _rng(seed, "gamma").gamma(_parameter(alpha, "gamma", "alpha", shape), size=shape).astype(dt)
+
+
+def beta(shape, alpha, beta, dtype=None, seed=None):
+    """Beta(alpha, beta) draws in (0, 1) of the given shape."""
+    shape, dt = _shape(shape, "beta"), _dtype(dtype, "beta")
+    a, b = _parameter(alpha, "beta", "alpha", shape), _parameter(beta, "beta", "beta", shape)
+    return _rng(seed, "beta").beta(a, b, size=shape).astype(dt)
+
+
+def binomial(shape, counts, probabilities, dtype=None, seed=None):
+    """The number of successes in `counts` trials of probability `probabilities`, as floats (Keras's dtype)."""
+    shape, dt = _shape(shape, "binomial"), _dtype(dtype, "binomial")
+    n = _parameter(counts, "binomial", "counts", shape, positive=False)
+    p = _parameter(probabilities, "binomial", "probabilities", shape, positive=False)
+    if (n < 0).any() or (n != np.floor(n)).any():
+        raise ValueError(f"keras.random.binomial: counts must be whole numbers >= 0, got {counts!r}")
+    if ((p < 0) | (p > 1)).any():
+        raise ValueError(f"keras.random.binomial: probabilities must be in [0, 1], got {probabilities!r}")
+    return _rng(seed, "binomial").binomial(n.astype(np.int64), p, size=shape).astype(dt)
 
 
 def _tensor(x):

@@ -82,6 +82,13 @@ def serialize(regularizer):
             "config": regularizer.get_config(), "registered_name": None}
 
 
+def deserialize(config, custom_objects=None):
+    """A regularizer from its serialized form (Keras's dict); custom_objects names a user's classes."""
+    if isinstance(config, dict) and custom_objects and config.get("class_name") in custom_objects:
+        return custom_objects[config["class_name"]].from_config(config.get("config") or {})
+    return get(config)
+
+
 def get(identifier, arg="regularizer"):
     """None, a regularizer object, a Keras config dict, or the names 'l1', 'l2'
     (factor 0.01 as Keras) and 'l1_l2' (0.01 each, Keras 2's l1_l2 defaults;
