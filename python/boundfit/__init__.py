@@ -33,7 +33,7 @@ _preload_openblas()
 from . import _core  # noqa: E402
 from . import activations, backend, callbacks, constraints, initializers, layers, losses, metrics  # noqa: E402
 from . import optimizers, preprocessing, regularizers, sizes, utils  # noqa: E402
-from . import dtype_policies, mixed_precision  # noqa: E402  (keras.mixed_precision, keras.dtype_policies)
+from . import config, dtype_policies, mixed_precision  # noqa: E402  (keras.config, .mixed_precision, .dtype_policies)
 from . import engine, memory, models, runtime, saving  # noqa: E402
 from . import datasets  # noqa: E402  (keras.datasets: small data sets shipped in the package)
 from . import ops  # noqa: E402  (keras.ops; gives symbolic tensors their operators)  (all loaded now: a first fit imports nothing)

@@ -250,7 +250,7 @@ def adapt_for_eval(model, x, y, batch_size, steps, sample_weight=None):
         raise DataError("evaluate needs x and y")
     xa, ya = as_arrays(model, x, "x", "input"), as_arrays(model, y, "y", "output")
     sw = as_sample_weight(sample_weight, same_rows(xa, ya))
-    return ArrayData(xa, ya, batch_size if batch_size != "auto" else None, sample_weight=sw)
+    return _first_steps(ArrayData(xa, ya, batch_size if batch_size != "auto" else None, sample_weight=sw), steps)
 
 
 def adapt_for_predict(model, x, batch_size, steps):
@@ -262,4 +262,13 @@ def adapt_for_predict(model, x, batch_size, steps):
         raise DataError("predict needs x")
     xa = as_arrays(model, x, "x", "input")
     same_rows(xa)
-    return ArrayData(xa, None, batch_size if batch_size != "auto" else None)
+    return _first_steps(ArrayData(xa, None, batch_size if batch_size != "auto" else None), steps)
+
+
+def _first_steps(data, steps):
+    """evaluate / predict of arrays with `steps`: the rows of the first `steps` batches, as Keras reads them"""
+    if steps is not None and not data.auto_batch:
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+            raise ValueError(f"steps must be a positive int or None, got {steps!r}")
+        data.hi = min(data.hi, data.lo + int(steps) * data.batch_size)
+    return data

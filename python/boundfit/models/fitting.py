@@ -5,6 +5,7 @@ processes running them (engine/strategy.py, engine/dist_fit.py)."""
 
 import itertools
 
+from .. import config
 from ..engine import buckets, data as data_mod, dist_fit, memory, training
 from . import loss_graph
 
@@ -22,6 +23,7 @@ class Fitting:
         (bytes or "512MiB"), `device` ("cpu", "cuda", "cuda:N", "emu"), `memory_wait` (seconds to wait for other
         runs' memory). Returns a `History`."""
         self._refuse_step_overrides()
+        epochs, steps_per_epoch = config.capped_epochs(epochs), config.capped_steps(steps_per_epoch)
         x = self._built_on(x)
         trainer = self._trainer_for()
         if trainer is not None:   # a custom loss or losses added by layers: the training graph fits
@@ -51,6 +53,7 @@ class Fitting:
         """Keras's `evaluate`: the loss and metrics over (x, y), planned and checked against the budget first;
         `return_dict=True` gives a dict."""
         self._refuse_step_overrides()
+        steps = config.capped_steps(steps)
         x = self._built_on(x)
         trainer = self._trainer_for()
         if trainer is not None:   # a custom loss or losses added by layers: the training graph evaluates
@@ -64,6 +67,7 @@ class Fitting:
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, memory_limit=None, device=None, **kwargs):
         """Keras's `predict`: the outputs for x as NumPy arrays; the returned array is in the run's plan."""
+        steps = config.capped_steps(steps)
         strategy = dist_fit.strategy()
         with strategy.guard():
             return training.predict(self, strategy, x, batch_size=batch_size, verbose=verbose, steps=steps,
