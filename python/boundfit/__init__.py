@@ -34,6 +34,7 @@ from . import _core  # noqa: E402
 from . import activations, backend, callbacks, constraints, initializers, layers, losses, metrics  # noqa: E402
 from . import optimizers, preprocessing, regularizers, sizes, utils  # noqa: E402
 from . import dtype_policies, mixed_precision  # noqa: E402  (keras.mixed_precision, keras.dtype_policies)
+from . import config  # noqa: E402  (keras.config; the TF32 switch)
 from . import engine, memory, models, runtime, saving  # noqa: E402
 from . import datasets  # noqa: E402  (keras.datasets: small data sets shipped in the package)
 from . import ops  # noqa: E402  (keras.ops; gives symbolic tensors their operators)  (all loaded now: a first fit imports nothing)
@@ -69,6 +70,6 @@ from .distribute import DistributedError  # noqa: E402
 
 _core.set_module_dir(_os.path.dirname(_os.path.abspath(__file__)), ":".join(_wheel_libraries()))
 __all__ = ["Input", "Sequential", "Model", "layers", "initializers", "regularizers", "constraints", "losses", "metrics",
-           "optimizers", "activations", "mixed_precision", "dtype_policies", "callbacks", "utils", "preprocessing", "models", "datasets", "data", "ops", "random", "saving", "load_model", "set_memory_limit", "memory",
+           "optimizers", "activations", "config", "mixed_precision", "dtype_policies", "callbacks", "utils", "preprocessing", "models", "datasets", "data", "ops", "random", "saving", "load_model", "set_memory_limit", "memory",
            "set_default_device", "diagnose", "MemoryPlan", "BoundfitError",
            "MemoryBudgetError", "DeviceError", "NonFiniteError", "DataError"]
