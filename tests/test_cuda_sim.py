@@ -204,7 +204,7 @@ def test_a_driver_of_an_older_minor_runs_the_runtime_by_minor_version_compatibil
     assert "PROBLEM" not in r.stdout, r.stdout
 
 
-@pytest.mark.parametrize("lib,says", [("cublas", "cuBLAS error on cuda:0 at dense.cu"),
+@pytest.mark.parametrize("lib,says", [("cublas", "cuBLAS error on cuda:0 at gemm.cu"),
                                       ("cudnn", "cuDNN error on cuda:0 at conv.cu")])
 def test_a_failing_cublas_or_cudnn_call_is_a_device_error_naming_the_call(sim_lib, lib, says):
     """cuda_errors.cu's cuBLAS / cuDNN paths (BF_SIM_FAIL injects the failure):
