@@ -27,6 +27,15 @@ def _seed():
     yield
 
 
+@pytest.fixture(autouse=True)
+def _exact_float32():
+    """CUDA's float32 GEMMs and convolutions exact (TF32 is on by default, as JAX's default precision): the CUDA
+    tests compare with the CPU's float32 to 1e-4, TF32 rounds operands to 2^-11; tests of TF32 enable it."""
+    bf.config.disable_tf32()
+    yield
+    bf.config.disable_tf32()
+
+
 @pytest.fixture
 def frozen_gc():
     """One full collection, then what exists is frozen (gc.freeze): the test's own gc.collect() calls scan only

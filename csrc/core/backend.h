@@ -446,6 +446,11 @@ struct bf_backend {
     bf_status (*to_host)(bf_backend *be, void *dst, const void *src, size_t bytes);
     bf_status (*fill_zero)(bf_backend *be, void *dst, size_t bytes);
     bf_status (*sync)(bf_backend *be); /* surfaces asynchronous errors */
+    /* the math of the ops that follow, set by the core (a device backend reads them, the CPU's ignore them):
+     * half, the compute dtype of the node being planned or run (0 float32; 1 bfloat16, 2 float16: bf_layer.half):
+     * its GEMMs and convolutions may round their operands to it and accumulate in float32 (tensor cores);
+     * tf32, float32 GEMMs and convolutions may round their operands to TF32 (bf.config.enable_tf32) */
+    int half, tf32;
 
     /* ---- device runs only (NULL on the CPU) ---- */
     /* bytes of scratch a run lends the backend (reduction partials, flags,

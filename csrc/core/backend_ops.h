@@ -183,7 +183,7 @@ BF_OP(bf_status, conv2d_transpose_backward,
 /* out (n) = op(a (n), b (n), c (n)); any of them may alias out; b, c unused: NULL */
 /* mixed precision: out (n) = in (n) converted as `how` says (bf_bf16_how: bfloat16 <-> float32, rounding,
  * accumulating into a bfloat16 gradient, a scan for NaN / Inf) */
-BF_OP(bf_status, bf16_convert, (bf_backend *be, void *out, const void *in, bf_bf16_how how, long n), CPU)
+BF_OP(bf_status, bf16_convert, (bf_backend *be, void *out, const void *in, bf_bf16_how how, long n), ALL)
 BF_OP(bf_status, ewise,
       (bf_backend *be, float *out, const float *a, const float *b, const float *c, bf_ewise_op op, float alpha,
        long n), ALL)

@@ -14,6 +14,10 @@ void bf_emu_mem_info(size_t *free_bytes, size_t *total_bytes);
 
 bf_backend *bf_backend_host(void) { return bf_cpu_backend(); }
 
+static int tf32 = 1;
+void bf_backend_set_tf32(int on) { tf32 = on != 0; }
+int bf_backend_tf32(void) { return tf32; }
+
 bf_status bf_backend_get(const char *device, bf_backend **out) {
     *out = NULL;
     if (!device || !*device || !strcmp(device, "cpu")) {

@@ -15,5 +15,9 @@ bf_status bf_backend_mem_info(bf_backend *be, size_t *free_bytes, size_t *total_
 /* The host's backend (the CPU's ops and memory): model weights, optimizer
  * state and a device run's pinned batch slots live in its arenas. */
 bf_backend *bf_backend_host(void);
+/* whether float32 GEMMs and convolutions of the runs planned from now on may use TF32 (bf.config.enable_tf32;
+ * on by default, as JAX's default precision on GPUs); a run keeps the setting it was planned with */
+void bf_backend_set_tf32(int on);
+int bf_backend_tf32(void);
 
 #endif

@@ -51,6 +51,10 @@ enum {
                                   _din / _pre_act and the dout argument; parameter gradients add up; its own planned
                                   buffers are workspaces): under mixed precision it runs in chunks of rows and its
                                   output may be stored in 16 bits (mixed.c) */
+    BF_LF_WHOLE16 = 1 << 15,   /* its steps read its output and output gradient only through bf_step_out and the dout
+                                  argument, on the whole micro-batch: under mixed precision its output may be stored
+                                  in 16 bits (mixed.c; a float32 copy of it lives at its own steps only), as Keras
+                                  stores a layer's compute dtype, and it may read 16-bit inputs whole */
     BF_LF_ANY_RANK = 1 << 13,  /* rank-generic: takes samples of up to BF_MAX_RANK axes; a kind without it takes
                                   at most BF_BASE_RANK, and model.c refuses more naming the layer and the kind */
 };

@@ -1,7 +1,10 @@
 /* mixed.c - mixed precision in a step (mixed_bfloat16 / mixed_float16; docs/mixed-precision.md).
  * A node under a policy (bf_layer.half: BF_HALF_BF16 or BF_HALF_F16) stores
  * its output in that 16-bit type when its kind runs in chunks of rows
- * (BF_LF_ROWS), no node reads it whole (read_whole) and it is no model output (the losses, metrics and
+ * (BF_LF_ROWS) or reads its output only through the accessors on the whole
+ * micro-batch (BF_LF_WHOLE16: Embedding, LayerNormalization,
+ * GlobalAveragePooling, attention, the recurrent layers), no node of other
+ * kinds reads it whole (read_whole) and it is no model output (the losses, metrics and
  * predictions read float32: its values are rounded to the 16-bit type's
  * there). A tensor's gradient has its values' storage. A node that reads or
  * writes 16 bits, or computes under a policy, runs here: each chunk of rows of
@@ -68,7 +71,8 @@ static int read_whole(const bf_run *r, int t) {
         for (int j = 0; j < m->layers[c].nin; j++) {
             if (m->layers[c].in_ids[j] != t || !reads_input(r, c, j)) continue;
             const unsigned f = flags_of(r, c);
-            if (f & BF_LF_VIEW ? read_whole(r, m->n_inputs + c) : !(f & BF_LF_ROWS)) return 1;
+            const unsigned kinds = BF_LF_ROWS | (r->whole16 ? BF_LF_WHOLE16 : 0);
+            if (f & BF_LF_VIEW ? read_whole(r, m->n_inputs + c) : !(f & kinds)) return 1;
         }
     }
     return 0;
@@ -125,14 +129,16 @@ bf_status bf_mixed_plan_forward(bf_run *r, int i, int t) {
         if (vo->view_in) r->t16[o] = r->t16[L->in_ids[vo->view_in(r, i)]];
         return BF_OK;
     }
-    r->t16[o] = (unsigned char)((f & BF_LF_ROWS) && !is_model_output(m, o) && !read_whole(r, o) ? L->half : 0);
+    const unsigned kinds = BF_LF_ROWS | (r->whole16 ? BF_LF_WHOLE16 : 0);
+    r->t16[o] = (unsigned char)((f & kinds) && !is_model_output(m, o) && !read_whole(r, o) ? L->half : 0);
+    if (r->t16[o] && !(f & BF_LF_ROWS)) r->whole16_used = 1;
     int on = L->half != 0;
     for (int j = 0; j < L->nin; j++)
         if (reads_input(r, i, j)) on |= r->t16[L->in_ids[j]] != 0;
     if (!on) return BF_OK;
     if (!r->be->bf16_convert)
-        return BF_FAIL(BF_ERR_ARG, "mixed precision on %s: not yet (layer '%s' computes in 16 bits; it runs on "
-                       "the CPU, or use the float32 policy on this device)", r->be->name, L->name);
+        return BF_FAIL(BF_ERR_ARG, "mixed precision on %s: this backend has no 16-bit conversions (layer '%s' "
+                       "computes in 16 bits; use the float32 policy on this device)", r->be->name, L->name);
     r->cv[i] = BF_CV_ON;
     r->cv_rows[i] = r->B; /* ROWS kinds: bf_mixed_size chunks them */
     size_t fl = cv_floats(r, i, 0);
@@ -253,6 +259,7 @@ bf_status bf_mixed_size(bf_run *r) {
 static void clear(bf_run *r, int i) {
     const bf_layer *L = &r->m->layers[i];
     r->cv_on = 0;
+    r->be->half = 0;
     r->cv_t[r->m->n_inputs + i] = NULL;
     for (int j = 0; j < L->nin; j++) r->cv_t[L->in_ids[j]] = NULL;
 }
@@ -280,6 +287,7 @@ bf_status bf_mixed_forward(bf_run *r, int i, int rows) {
         else r->cv_t[o] = (float *)dst + r0 * osz;
         r->cv_on = i + 1;
         r->cv_row0 = r0;
+        r->be->half = L->half; /* a device's GEMMs / convolutions take the compute dtype's operands */
         if (s == BF_OK) s = ops->forward(r, i, n);
         float *res = r->cv_t[o];
         clear(r, i);
@@ -338,6 +346,7 @@ bf_status bf_mixed_backward(bf_run *r, int i, int rows) {
         for (int j = 0; j < L->nin; j++) r->cv_din[j] = din_of(r, i, j, r0, c, &p, &dsts[j]);
         r->cv_on = i + 1;
         r->cv_row0 = r0;
+        r->be->half = L->half;
         if (s == BF_OK) s = ops->backward(r, i, n, r->cv_din[0], dout);
         clear(r, i);
         BF_TRY(s);

@@ -152,7 +152,12 @@ static bf_status plan_forward(bf_run *r) {
         bf_run_use(r, r->t_buf[o], t);
         int bw = train && r->need_grad[o];
         const bf_layer_ops *ops = bf_layer_ops_of((int)ly->kind);
-        if (ops->plan) BF_TRY(ops->plan(r, i, t, bw_time(r, i), bw)); /* workspaces, kept statistics */
+        if (ops->plan) { /* workspaces, kept statistics; a backend sizes them for the node's compute dtype */
+            r->be->half = r->cv[i] ? ly->half : 0;
+            bf_status s = ops->plan(r, i, t, bw_time(r, i), bw);
+            r->be->half = 0;
+            BF_TRY(s);
+        }
         if (bw && keeps_z(r, i)) {
             BF_TRY(bf_run_newbuf_fmt(r, &r->aux_id[i], B * ly->out_size * fb, BF_BUF_STATE,
                                      "%s%s pre-activation", ly->name, ""));
@@ -257,13 +262,16 @@ static bf_status plan_backward(bf_run *r) {
     return BF_OK;
 }
 
-bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int rows, int weighted) {
+static bf_status run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int rows, int weighted,
+                          int whole16) {
     memset(r, 0, sizeof *r);
+    r->whole16 = whole16;
     r->m = m;
     r->be = be;
     r->mode = mode;
     r->B = rows;
     r->on_device = be != bf_backend_host();
+    r->tf32 = be->tf32 = bf_backend_tf32();
     if (rows <= 0) return BF_FAIL(BF_ERR_ARG, "batch_size must be positive, got %d", rows);
     if (mode != BF_MODE_PREDICT && !m->compiled)
         return BF_FAIL(BF_ERR_ARG, "the model must be compiled before fit or evaluate");
@@ -339,4 +347,14 @@ bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int 
     r->host_bytes = r->opt_new_bytes + r->hmet_bytes +
                     (d ? slots : r->grad_bytes + slots + bf_align_up(r->scratch_bytes) + r->stats_bytes + r->norm_bytes);
     return BF_OK;
+}
+
+bf_status bf_run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int rows, int weighted) {
+    /* 16-bit outputs of whole-batch kinds (BF_LF_WHOLE16) need float32 copies at their steps: kept where the
+     * activations' plan is then smaller than without them (mixed precision) */
+    BF_TRY(run_plan(r, m, be, mode, rows, weighted, 1));
+    if (!r->whole16_used) return BF_OK;
+    const size_t with = r->scratch_bytes;
+    BF_TRY(run_plan(r, m, be, mode, rows, weighted, 0));
+    return r->scratch_bytes <= with ? BF_OK : run_plan(r, m, be, mode, rows, weighted, 1);
 }

@@ -206,6 +206,8 @@ static bf_status uploaded(bf_run *r, int k) {
 
 /* lend the run workspace to the backend for a call's ops, or take it back */
 static bf_status bind(bf_run *r, int on) {
+    r->be->tf32 = r->tf32;
+    r->be->half = 0;
     if (!r->on_device || !r->be->bind_workspace) return BF_OK;
     return r->be->bind_workspace(r->be, on ? r->ws : NULL, on ? r->ws_bytes : 0);
 }

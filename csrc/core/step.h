@@ -65,6 +65,8 @@ typedef struct bf_run {
     int B;       /* rows per micro-batch the buffers are sized for */
     int fused;   /* some output's activation folded into its loss */
     int on_device;
+    int tf32;    /* float32 GEMMs / convolutions may use TF32 (bf_backend.tf32; the setting when planned) */
+    int whole16, whole16_used; /* BF_LF_WHOLE16 outputs may be stored in 16 bits; some is (mixed.c) */
     /* buffer ids: BF_X_NONE = the input slot, -2 = none */
     int t_buf[BF_MAX_TENSORS];   /* per tensor: its values */
     int t_grad[BF_MAX_TENSORS];  /* per tensor: its gradient (accumulated over its consumers) */

@@ -1,6 +1,6 @@
 /* bf16.c - 16-bit storage on the CPU (mixed precision, core/mixed.c):
  * conversions between float32 and bfloat16 or float16 (BF_HALF_F16_BIT;
- * half.h: round to nearest even, a NaN stays a quiet NaN, float16 overflows
+ * core/half.h: round to nearest even, a NaN stays a quiet NaN, float16 overflows
  * to Inf), accumulation into a 16-bit gradient, and the scan for NaN / Inf.
  * float16 runs on F16C where the CPU has it (f16_f16c.c, the same values).
  * Elementwise, split over the pool in slices of elements: the same bits on

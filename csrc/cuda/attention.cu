@@ -134,7 +134,7 @@ bf_status bf_cuda_attention_forward(bf_backend *be, float *O, float *P, void *ws
     if (B <= 0 || H <= 0 || TQ <= 0 || TK <= 0 || DK <= 0 || DV <= 0)
         return BF_FAIL(BF_ERR_SHAPE, "attention: bad sizes B=%d H=%d TQ=%d TK=%d DK=%d DV=%d", B, H, TQ, TK, DK, DV);
     const long long tile = (long long)TQ * TK;
-    const float one = 1.0f, zero = 0.0f, scale = g->scale;
+    const float scale = g->scale;
     const int nh = g->p_tile ? 1 : H;
     for (int b = 0; b < B; b++)
         for (int h0 = 0; h0 < H; h0 += nh) {
@@ -143,15 +143,15 @@ bf_status bf_cuda_attention_forward(bf_backend *be, float *O, float *P, void *ws
             float *o = O + (size_t)b * TQ * H * DV + (size_t)h0 * DV;
             float *p = P + (g->p_tile ? 0 : ((size_t)b * H + h0) * tile), *pd = g->rate > 0.0f ? (float *)ws : NULL;
             // P^T (TK,TQ) col-major = K_bh^T... : scores of heads h0..h0+nh
-            BF_CUBLAS_CHECK(st, cublasSgemmStridedBatched(st->blas, CUBLAS_OP_T, CUBLAS_OP_N, TK, TQ, DK, &scale, k,
-                                                          H * DK, DK, q, H * DK, DK, &zero, p, TK, tile, nh));
+            BF_TRY(bf_cuda_gemm_batched(st, CUBLAS_OP_T, CUBLAS_OP_N, TK, TQ, DK, scale, k,
+                                                          H * DK, DK, q, H * DK, DK, 0.0f, p, TK, tile, nh));
             attn_softmax_kernel<<<rows_grid((long)nh * TQ), AT_THREADS, 0, st->stream>>>(
                 p, pd, mask, g->qmask, g->vmask, g->kmask, b, h0, nh, H, TQ, TK, g->causal, g->zero_empty, g->rate,
                 (unsigned long long)g->seed);
             BF_CUDA_LAUNCHED(st, attn_softmax_kernel);
             // O_bh^T (DV,TQ) = V_bh^T (DV,TK) @ P^T (TK,TQ)
-            BF_CUBLAS_CHECK(st, cublasSgemmStridedBatched(st->blas, CUBLAS_OP_N, CUBLAS_OP_N, DV, TQ, TK, &one, v,
-                                                          H * DV, DV, pd ? pd : p, TK, tile, &zero, o, H * DV, DV, nh));
+            BF_TRY(bf_cuda_gemm_batched(st, CUBLAS_OP_N, CUBLAS_OP_N, DV, TQ, TK, 1.0f, v,
+                                                          H * DV, DV, pd ? pd : p, TK, tile, 0.0f, o, H * DV, DV, nh));
         }
     return BF_OK;
 }
@@ -164,7 +164,7 @@ bf_status bf_cuda_attention_backward(bf_backend *be, float *dQ, float *dK, float
     const int B = g->B, H = g->H, TQ = g->TQ, TK = g->TK, DK = g->DK, DV = g->DV;
     if (g->p_tile) return BF_FAIL(BF_ERR_INTERNAL, "attention backward: the weights were not kept");
     const long long tile = (long long)TQ * TK;
-    const float one = 1.0f, zero = 0.0f, scale = g->scale;
+    const float scale = g->scale;
     float *dp = (float *)ws, *pd = g->rate > 0.0f ? dp + (size_t)H * tile : NULL;
     for (int b = 0; b < B; b++) {
         const float *p = P + (size_t)b * H * tile;
@@ -176,20 +176,20 @@ bf_status bf_cuda_attention_backward(bf_backend *be, float *dQ, float *dK, float
             BF_CUDA_LAUNCHED(st, attn_drop_kernel);
         }
         // dV^T (DV,TK) = dO^T (DV,TQ) @ Pd (TQ,TK)
-        BF_CUBLAS_CHECK(st, cublasSgemmStridedBatched(st->blas, CUBLAS_OP_N, CUBLAS_OP_T, DV, TK, TQ, &one, dO + oo,
-                                                      H * DV, DV, pd ? pd : p, TK, tile, &zero, dV + vo, H * DV, DV, H));
+        BF_TRY(bf_cuda_gemm_batched(st, CUBLAS_OP_N, CUBLAS_OP_T, DV, TK, TQ, 1.0f, dO + oo,
+                                                      H * DV, DV, pd ? pd : p, TK, tile, 0.0f, dV + vo, H * DV, DV, H));
         // dP^T (TK,TQ) = V_bh (TK,DV) @ dO^T (DV,TQ)
-        BF_CUBLAS_CHECK(st, cublasSgemmStridedBatched(st->blas, CUBLAS_OP_T, CUBLAS_OP_N, TK, TQ, DV, &one, V + vo,
-                                                      H * DV, DV, dO + oo, H * DV, DV, &zero, dp, TK, tile, H));
+        BF_TRY(bf_cuda_gemm_batched(st, CUBLAS_OP_T, CUBLAS_OP_N, TK, TQ, DV, 1.0f, V + vo,
+                                                      H * DV, DV, dO + oo, H * DV, DV, 0.0f, dp, TK, tile, H));
         attn_softmax_backward_kernel<<<rows_grid((long)H * TQ), AT_THREADS, 0, st->stream>>>(
             dp, p, mask, g->qmask, g->vmask, g->kmask, b, H, TQ, TK, g->causal, g->rate, (unsigned long long)g->seed);
         BF_CUDA_LAUNCHED(st, attn_softmax_backward_kernel);
         // dQ^T (DK,TQ) = scale * K^T (DK,TK) @ dS^T (TK,TQ)
-        BF_CUBLAS_CHECK(st, cublasSgemmStridedBatched(st->blas, CUBLAS_OP_N, CUBLAS_OP_N, DK, TQ, TK, &scale, K + ko,
-                                                      H * DK, DK, dp, TK, tile, &zero, dQ + qo, H * DK, DK, H));
+        BF_TRY(bf_cuda_gemm_batched(st, CUBLAS_OP_N, CUBLAS_OP_N, DK, TQ, TK, scale, K + ko,
+                                                      H * DK, DK, dp, TK, tile, 0.0f, dQ + qo, H * DK, DK, H));
         // dK^T (DK,TK) = scale * Q^T (DK,TQ) @ dS (TQ,TK)
-        BF_CUBLAS_CHECK(st, cublasSgemmStridedBatched(st->blas, CUBLAS_OP_N, CUBLAS_OP_T, DK, TK, TQ, &scale, Q + qo,
-                                                      H * DK, DK, dp, TK, tile, &zero, dK + ko, H * DK, DK, H));
+        BF_TRY(bf_cuda_gemm_batched(st, CUBLAS_OP_N, CUBLAS_OP_T, DK, TK, TQ, scale, Q + qo,
+                                                      H * DK, DK, dp, TK, tile, 0.0f, dK + ko, H * DK, DK, H));
     }
     return BF_OK;
 }

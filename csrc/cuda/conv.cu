@@ -13,8 +13,16 @@
  * the choice does not depend on B: a smaller last batch uses the same
  * algorithms and, as their workspaces grow with B, no more workspace than
  * planned. FFT and non-fused Winograd (large, batch-proportional workspaces)
- * are excluded, backward algorithms must be deterministic, and math is exact
- * FP32 (CUDNN_FMA_MATH: no TF32). conv2d_workspace_bytes plans with the
+ * are excluded, backward algorithms must be deterministic. The math type is
+ * part of a plan's key (conv_math): exact FP32 (CUDNN_FMA_MATH), TF32 where
+ * the user allows it or for a mixed_bfloat16 node (CUDNN_DEFAULT_MATH:
+ * bfloat16 values are exact in TF32; cuDNN converts float32 data to float16
+ * only), float16 tensor cores for a mixed_float16 node
+ * (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: its input and output gradient hold
+ * float16 values, the kernel is rounded as Keras casts it); with tensor-core
+ * math the heuristics' tensor-op algorithms are taken too, and a plan's
+ * workspaces are those of its math (conv2d_workspace_bytes is asked with the
+ * node's compute dtype set, as the calls are). conv2d_workspace_bytes plans with the
  * device it is asked for (its own cuDNN handle). A batch whose tensors
  * exceed cuDNN's 2^31-value descriptors runs in chunks of samples; the plans
  * and the workspace are those of one chunk. Workspace layout:
@@ -133,7 +141,16 @@ static int bwd_filter_allowed(cudnnConvolutionBwdFilterAlgo_t a) {
     return a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT && a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING &&
            a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
 }
-static int exact_math(cudnnMathType_t m) { return m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH; }
+/* the math of the convolutions of the op now running (bf_backend.half / tf32) */
+static cudnnMathType_t conv_math(const bf_cuda_state *st) {
+    if (st->be.half == 2) return CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    return st->be.half == 1 || st->be.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
+/* an algorithm of math type m may run under the plan's math */
+static int math_ok(const bf_cuda_conv_plan *p, cudnnMathType_t m) {
+    return p->math != CUDNN_FMA_MATH || m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH;
+}
 
 /* heuristic choice at the reference batch; the fallbacks need no heuristics */
 static bf_status plan_choose(bf_cuda_state *st, bf_cuda_conv_plan *p) {
@@ -149,7 +166,7 @@ static bf_status plan_choose(bf_cuda_state *st, bf_cuda_conv_plan *p) {
                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fp) ==
         CUDNN_STATUS_SUCCESS)
         for (int i = 0; i < got; i++)
-            if (fp[i].status == CUDNN_STATUS_SUCCESS && fwd_allowed(fp[i].algo) && exact_math(fp[i].mathType)) {
+            if (fp[i].status == CUDNN_STATUS_SUCCESS && fwd_allowed(fp[i].algo) && math_ok(p, fp[i].mathType)) {
                 p->fwd = fp[i].algo;
                 break;
             }
@@ -160,7 +177,7 @@ static bf_status plan_choose(bf_cuda_state *st, bf_cuda_conv_plan *p) {
         CUDNN_STATUS_SUCCESS)
         for (int i = 0; i < got; i++)
             if (dp[i].status == CUDNN_STATUS_SUCCESS && bwd_data_allowed(dp[i].algo) &&
-                dp[i].determinism == CUDNN_DETERMINISTIC && exact_math(dp[i].mathType)) {
+                dp[i].determinism == CUDNN_DETERMINISTIC && math_ok(p, dp[i].mathType)) {
                 p->bwd_data = dp[i].algo;
                 break;
             }
@@ -171,7 +188,7 @@ static bf_status plan_choose(bf_cuda_state *st, bf_cuda_conv_plan *p) {
         CUDNN_STATUS_SUCCESS)
         for (int i = 0; i < got; i++)
             if (wp[i].status == CUDNN_STATUS_SUCCESS && bwd_filter_allowed(wp[i].algo) &&
-                wp[i].determinism == CUDNN_DETERMINISTIC && exact_math(wp[i].mathType)) {
+                wp[i].determinism == CUDNN_DETERMINISTIC && math_ok(p, wp[i].mathType)) {
                 p->bwd_filter = wp[i].algo;
                 break;
             }
@@ -205,9 +222,10 @@ static bf_status plan_sizes(bf_cuda_state *st, bf_cuda_conv_plan *p) {
 }
 
 /* descriptors of a new plan for geometry g (already checked) */
-static bf_status plan_make(bf_cuda_state *st, bf_cuda_conv_plan *p, const bf_conv_geom *g) {
+static bf_status plan_make(bf_cuda_state *st, bf_cuda_conv_plan *p, const bf_conv_geom *g, cudnnMathType_t math) {
     memset(p, 0, sizeof *p);
     p->g = *g;
+    p->math = math;
     /* can cuDNN's symmetric padding give Keras's output size? */
     const int sym = (g->H + 2 * g->PT - g->KH) / g->SH + 1 == g->OH &&
                     (g->W + 2 * g->PL - g->KW) / g->SW + 1 == g->OW;
@@ -228,7 +246,7 @@ static bf_status plan_make(bf_cuda_state *st, bf_cuda_conv_plan *p, const bf_con
     BF_CUDNN_CHECK(st, cudnnSetConvolution2dDescriptor(p->conv, p->padded ? 0 : g->PT, p->padded ? 0 : g->PL,
                                                        g->SH, g->SW, 1, 1, CUDNN_CROSS_CORRELATION,
                                                        CUDNN_DATA_FLOAT));
-    BF_CUDNN_CHECK(st, cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH));
+    BF_CUDNN_CHECK(st, cudnnSetConvolutionMathType(p->conv, math));
     BF_TRY(plan_set_batch(st, p, g->B));
     int n = 0, c = 0, h = 0, w = 0;
     BF_CUDNN_CHECK(st, cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &n, &c, &h, &w));
@@ -243,10 +261,11 @@ static bf_status plan_make(bf_cuda_state *st, bf_cuda_conv_plan *p, const bf_con
 
 /* the cached plan of g, made on first use (evicting the least recently used) */
 static bf_status plan_get(bf_cuda_state *st, const bf_conv_geom *g, bf_cuda_conv_plan **out) {
+    const cudnnMathType_t math = conv_math(st);
     int slot = 0;
     for (int i = 0; i < BF_CUDA_CONV_CACHE; i++) {
         bf_cuda_conv_plan *p = &st->conv[i];
-        if (p->used && !memcmp(&p->g, g, sizeof *g)) {
+        if (p->used && p->math == math && !memcmp(&p->g, g, sizeof *g)) {
             p->stamp = ++st->conv_clock;
             *out = p;
             return BF_OK;
@@ -259,7 +278,7 @@ static bf_status plan_get(bf_cuda_state *st, const bf_conv_geom *g, bf_cuda_conv
     }
     bf_cuda_conv_plan *p = &st->conv[slot];
     if (p->used) plan_destroy(p);
-    bf_status s = plan_make(st, p, g);
+    bf_status s = plan_make(st, p, g, math);
     if (s != BF_OK) {
         plan_destroy(p);
         return s;

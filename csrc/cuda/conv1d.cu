@@ -44,12 +44,11 @@ bf_status bf_cuda_conv1d_forward(bf_backend *be, float *out, void *ws, const flo
     if (!out || !inp || !w || !ws) return BF_FAIL(BF_ERR_ARG, "conv1d_forward: NULL tensor or workspace");
     const bf_cuda_im2col_geom q = as_image(g);
     const int nb = bf_cuda_im2col_chunk(&q, g->B), K = g->K, kk = g->KW * g->C;
-    const float one = 1.0f, zero = 0.0f;
     float *col = (float *)ws;
     for (int b0 = 0; b0 < g->B; b0 += nb) {
         const int n = g->B - b0 < nb ? g->B - b0 : nb, M = n * g->OT;
         BF_TRY(bf_cuda_im2col(st, col, inp + (size_t)b0 * g->T * g->C, n, &q));
-        BF_CUBLAS_CHECK(st, cublasSgemm(st->blas, CUBLAS_OP_N, CUBLAS_OP_N, K, M, kk, &one, w, K, col, kk, &zero,
+        BF_TRY(bf_cuda_gemm(st, CUBLAS_OP_N, CUBLAS_OP_N, K, M, kk, 1.0f, w, K, col, kk, 0.0f,
                                         out + (size_t)b0 * g->OT * K, K));
     }
     if (b) BF_TRY(bf_cuda_bias_add(st, out, b, (long)g->B * g->OT, K));
@@ -64,7 +63,6 @@ bf_status bf_cuda_conv1d_backward(bf_backend *be, float *dinp, float *dw, float 
     if (!dout || !inp || !w || !ws) return BF_FAIL(BF_ERR_ARG, "conv1d_backward: NULL tensor or workspace");
     const bf_cuda_im2col_geom q = as_image(g);
     const int nb = bf_cuda_im2col_chunk(&q, g->B), K = g->K, kk = g->KW * g->C;
-    const float one = 1.0f, zero = 0.0f;
     float *col = (float *)ws;
     if (db) BF_TRY(bf_cuda_colsum_add(st, db, dout, (long)g->B * g->OT, K));
     for (int b0 = 0; b0 < g->B; b0 += nb) {
@@ -72,11 +70,11 @@ bf_status bf_cuda_conv1d_backward(bf_backend *be, float *dinp, float *dw, float 
         const float *d = dout + (size_t)b0 * g->OT * K;
         if (dw) {
             BF_TRY(bf_cuda_im2col(st, col, inp + (size_t)b0 * g->T * g->C, n, &q));
-            BF_CUBLAS_CHECK(st, cublasSgemm(st->blas, CUBLAS_OP_N, CUBLAS_OP_T, K, kk, M, &one, d, K, col, kk, &one,
+            BF_TRY(bf_cuda_gemm(st, CUBLAS_OP_N, CUBLAS_OP_T, K, kk, M, 1.0f, d, K, col, kk, 1.0f,
                                             dw, K));
         }
         if (dinp) {
-            BF_CUBLAS_CHECK(st, cublasSgemm(st->blas, CUBLAS_OP_T, CUBLAS_OP_N, kk, M, K, &one, w, K, d, K, &zero,
+            BF_TRY(bf_cuda_gemm(st, CUBLAS_OP_T, CUBLAS_OP_N, kk, M, K, 1.0f, w, K, d, K, 0.0f,
                                             col, kk));
             BF_TRY(bf_cuda_col2im(st, dinp + (size_t)b0 * g->T * g->C, col, n, &q));
         }

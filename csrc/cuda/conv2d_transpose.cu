@@ -45,12 +45,11 @@ bf_status bf_cuda_conv2d_transpose_forward(bf_backend *be, float *out, void *ws,
     const bf_cuda_im2col_geom q = as_im2col(g);
     const int nb = bf_cuda_im2col_chunk(&q, g->B), K = g->K, kk = g->KH * g->KW * g->C;
     const size_t in_s = (size_t)g->OH * g->OW * K, out_s = (size_t)g->H * g->W * g->C;
-    const float one = 1.0f, zero = 0.0f;
     float *col = (float *)ws;
     for (int b0 = 0; b0 < g->B; b0 += nb) {
         const int n = g->B - b0 < nb ? g->B - b0 : nb, M = n * g->OH * g->OW;
-        BF_CUBLAS_CHECK(st, cublasSgemm(st->blas, CUBLAS_OP_T, CUBLAS_OP_N, kk, M, K, &one, w, K, inp + b0 * in_s, K,
-                                        &zero, col, kk));
+        BF_TRY(bf_cuda_gemm(st, CUBLAS_OP_T, CUBLAS_OP_N, kk, M, K, 1.0f, w, K, inp + b0 * in_s, K,
+                                        0.0f, col, kk));
         BF_TRY(bf_cuda_col2im(st, out + b0 * out_s, col, n, &q));
     }
     if (b) BF_TRY(bf_cuda_bias_add(st, out, b, (long)g->B * g->H * g->W, g->C));
@@ -67,18 +66,17 @@ bf_status bf_cuda_conv2d_transpose_backward(bf_backend *be, float *dinp, float *
     const bf_cuda_im2col_geom q = as_im2col(g);
     const int nb = bf_cuda_im2col_chunk(&q, g->B), K = g->K, kk = g->KH * g->KW * g->C;
     const size_t in_s = (size_t)g->OH * g->OW * K, out_s = (size_t)g->H * g->W * g->C;
-    const float one = 1.0f, zero = 0.0f;
     float *col = (float *)ws;
     if (db) BF_TRY(bf_cuda_colsum_add(st, db, dout, (long)g->B * g->H * g->W, g->C));
     for (int b0 = 0; b0 < g->B && (dw || dinp); b0 += nb) {
         const int n = g->B - b0 < nb ? g->B - b0 : nb, M = n * g->OH * g->OW;
         BF_TRY(bf_cuda_im2col(st, col, dout + b0 * out_s, n, &q));
         if (dinp)
-            BF_CUBLAS_CHECK(st, cublasSgemm(st->blas, CUBLAS_OP_N, CUBLAS_OP_N, K, M, kk, &one, w, K, col, kk, &zero,
+            BF_TRY(bf_cuda_gemm(st, CUBLAS_OP_N, CUBLAS_OP_N, K, M, kk, 1.0f, w, K, col, kk, 0.0f,
                                             dinp + b0 * in_s, K));
         if (dw)
-            BF_CUBLAS_CHECK(st, cublasSgemm(st->blas, CUBLAS_OP_N, CUBLAS_OP_T, K, kk, M, &one, inp + b0 * in_s, K,
-                                            col, kk, &one, dw, K));
+            BF_TRY(bf_cuda_gemm(st, CUBLAS_OP_N, CUBLAS_OP_T, K, kk, M, 1.0f, inp + b0 * in_s, K,
+                                            col, kk, 1.0f, dw, K));
     }
     return BF_OK;
 }

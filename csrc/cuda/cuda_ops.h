@@ -52,6 +52,14 @@ bf_status bf_cuda_batch_consumed(bf_backend *be, int k);
 bf_status bf_cuda_batch_wait(bf_backend *be, int k);
 
 /* ---- pieces the ops share ---- */
+/* the GEMMs (gemm.cu): column-major C = alpha op(A) op(B) + beta C (strided batches), in the compute type the core
+ * asks for (bf_backend.half / tf32), float32 storage and accumulation */
+cublasComputeType_t bf_cuda_compute_type(const bf_cuda_state *st);
+bf_status bf_cuda_gemm(bf_cuda_state *st, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                       float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+bf_status bf_cuda_gemm_batched(bf_cuda_state *st, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                               float alpha, const float *A, int lda, long long sA, const float *B, int ldb,
+                               long long sB, float beta, float *C, int ldc, long long sC, int batch);
 /* opt_update of Adamax, Adadelta, Ftrl, Lion and Lamb's two passes (optimizers_more.cu) */
 bf_status bf_cuda_opt_update_more(bf_cuda_state *st, float *w, float *s0, float *s1, const float *g, long n,
                                   const bf_update_args *a);

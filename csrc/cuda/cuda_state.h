@@ -37,7 +37,8 @@ extern "C" {
 typedef struct {
     int used;
     unsigned long stamp; /* last use, for eviction */
-    bf_conv_geom g;      /* the key */
+    bf_conv_geom g;      /* the key, with math */
+    cudnnMathType_t math; /* exact FP32, TF32 or float16 tensor cores (conv.cu conv_math) */
     int padded;          /* 1: Keras 'same' padding cuDNN cannot express; the input is
                             zero-padded into the workspace to HP x WP first */
     int HP, WP;

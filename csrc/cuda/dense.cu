@@ -1,7 +1,8 @@
 /* dense.cu - fully connected layer with cuBLAS. Row-major tensors are read by
  * column-major cuBLAS as their transposes, so out = inp @ w (row-major) is
  * out^T = w^T @ inp^T (column-major): sgemm(N, N, OUT, B, IN, w, inp, out).
- * Kernel layout (IN,OUT) as Keras. Exact FP32 (no TF32). The bias is added by
+ * Kernel layout (IN,OUT) as Keras. The GEMMs' compute type (float32, TF32,
+ * a mixed policy's 16-bit operands) is gemm.cu's. The bias is added by
  * a kernel after the GEMM. Backward ADDS into dw / db, OVERWRITES dinp. */
 #include "cuda_ops.h"
 
@@ -25,10 +26,9 @@ bf_status bf_cuda_dense_forward(bf_backend *be, float *out, const float *inp, co
     BF_CUDA_ENTER(st, be);
     if (B <= 0 || IN <= 0 || OUT <= 0)
         return BF_FAIL(BF_ERR_SHAPE, "dense: bad sizes B=%d IN=%d OUT=%d", B, IN, OUT);
-    const float one = 1.0f, zero = 0.0f;
     /* column-major: out^T (OUT,B) = w^T (OUT,IN) @ inp^T (IN,B) */
-    BF_CUBLAS_CHECK(st, cublasSgemm(st->blas, CUBLAS_OP_N, CUBLAS_OP_N, OUT, B, IN, &one, w, OUT,
-                                    inp, IN, &zero, out, OUT));
+    BF_TRY(bf_cuda_gemm(st, CUBLAS_OP_N, CUBLAS_OP_N, OUT, B, IN, 1.0f, w, OUT,
+                                    inp, IN, 0.0f, out, OUT));
     if (b) BF_TRY(bf_cuda_bias_add(st, out, b, B, OUT));
     return BF_OK;
 }
@@ -40,15 +40,14 @@ bf_status bf_cuda_dense_backward(bf_backend *be, float *dinp, float *dw, float *
     BF_CUDA_ENTER(st, be);
     if (B <= 0 || IN <= 0 || OUT <= 0)
         return BF_FAIL(BF_ERR_SHAPE, "dense: bad sizes B=%d IN=%d OUT=%d", B, IN, OUT);
-    const float one = 1.0f, zero = 0.0f;
     /* column-major: dw^T (OUT,IN) += dout^T (OUT,B) @ inp (B,IN) */
     if (dw)
-        BF_CUBLAS_CHECK(st, cublasSgemm(st->blas, CUBLAS_OP_N, CUBLAS_OP_T, OUT, IN, B, &one, dout,
-                                        OUT, inp, IN, &one, dw, OUT));
+        BF_TRY(bf_cuda_gemm(st, CUBLAS_OP_N, CUBLAS_OP_T, OUT, IN, B, 1.0f, dout,
+                                        OUT, inp, IN, 1.0f, dw, OUT));
     if (db) BF_TRY(bf_cuda_colsum_add(st, db, dout, B, OUT));
     /* column-major: dinp^T (IN,B) = w (IN,OUT) @ dout^T (OUT,B) */
     if (dinp)
-        BF_CUBLAS_CHECK(st, cublasSgemm(st->blas, CUBLAS_OP_T, CUBLAS_OP_N, IN, B, OUT, &one, w,
-                                        OUT, dout, OUT, &zero, dinp, IN));
+        BF_TRY(bf_cuda_gemm(st, CUBLAS_OP_T, CUBLAS_OP_N, IN, B, OUT, 1.0f, w,
+                                        OUT, dout, OUT, 0.0f, dinp, IN));
     return BF_OK;
 }

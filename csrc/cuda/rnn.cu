@@ -16,8 +16,8 @@
 /* row-major C (M,N) = alpha op(A) op(B) + beta C, as column-major C^T = op(B)^T op(A)^T */
 static bf_status gemm(bf_cuda_state *st, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                       const float *B, int ldb, float beta, float *C, int ldc) {
-    BF_CUBLAS_CHECK(st, cublasSgemm(st->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K,
-                                    &alpha, B, ldb, A, lda, &beta, C, ldc));
+    BF_TRY(bf_cuda_gemm(st, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K,
+                                    alpha, B, ldb, A, lda, beta, C, ldc));
     return BF_OK;
 }
 

@@ -1,6 +1,10 @@
 /* sim_blas.cpp - the cuBLAS stand-in of the device emulation: SGEMMs (plain
  * and strided batched, column-major as cuBLAS) computed on the host by the CPU
- * backend's OpenBLAS (blas.h, one thread). Checked as the real library checks:
+ * backend's OpenBLAS (blas.h, one thread), and GemmEx / GemmStridedBatchedEx
+ * on float32 matrices with the float32 compute types: _FAST_16BF / _FAST_16F /
+ * _FAST_TF32 round A and B to bfloat16 / float16 / TF32 (sim_round.h) before
+ * the float32 product, as the tensor cores take them; other data or compute
+ * types are NOT_SUPPORTED. Checked as the real library checks:
  * a destroyed handle (NOT_INITIALIZED), bad sizes or leading dimensions
  * (INVALID_VALUE), a workspace not 256-byte aligned or outside device memory,
  * an unknown stream; a matrix outside device memory faults like a kernel
@@ -20,8 +24,11 @@
 #include <string.h>
 #include <set>
 
+#include <vector>
+
 #include "blas.h"
 #include "sim_internal.h"
+#include "sim_round.h"
 
 struct cublasContext {
     cudaStream_t stream;
@@ -199,4 +206,75 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
         sim_scribble(ws, wsb);
     });
     return CUBLAS_STATUS_SUCCESS;
+}
+
+/* ---- GemmEx: float32 storage, the float32 compute types ---- */
+
+static int ct_ok(cublasComputeType_t ct) {
+    return ct == CUBLAS_COMPUTE_32F || ct == CUBLAS_COMPUTE_32F_PEDANTIC || ct == CUBLAS_COMPUTE_32F_FAST_16BF ||
+           ct == CUBLAS_COMPUTE_32F_FAST_16F || ct == CUBLAS_COMPUTE_32F_FAST_TF32;
+}
+
+/* how compute type ct takes its operands */
+static sim_tc tc_of(cublasComputeType_t ct) {
+    return ct == CUBLAS_COMPUTE_32F_FAST_16BF ? SIM_TC_BF16 : ct == CUBLAS_COMPUTE_32F_FAST_16F ? SIM_TC_F16
+         : ct == CUBLAS_COMPUTE_32F_FAST_TF32 ? SIM_TC_TF32 : SIM_TC_NONE;
+}
+
+/* the (rows x cols, ld) column-major matrix at p as compute type ct takes it */
+static const float *tc_operand(std::vector<float> &buf, const float *p, int rows, int cols, int ld,
+                               cublasComputeType_t ct) {
+    return rows && cols ? sim_tc_operand(buf, p, (size_t)(cols - 1) * ld + rows, tc_of(ct)) : p;
+}
+
+static cublasStatus_t gemm_ex(const char *what, cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                              int n, int k, const void *alpha, const void *A, cudaDataType at, int lda, long long sA,
+                              const void *B, cudaDataType bt, int ldb, long long sB, const void *beta, void *C,
+                              cudaDataType ctp, int ldc, long long sC, int batch, cublasComputeType_t ct) {
+    cublasStatus_t s = gemm_check(h, ta, tb, m, n, k, lda, ldb, ldc, batch);
+    if (s != CUBLAS_STATUS_SUCCESS) return s;
+    if (at != CUDA_R_32F || bt != CUDA_R_32F || ctp != CUDA_R_32F || !ct_ok(ct)) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (!host_scalar_ok((const float *)alpha) || !host_scalar_ok((const float *)beta))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    const int ra = ta == CUBLAS_OP_N ? m : k, ca = ta == CUBLAS_OP_N ? k : m;
+    const int rb = tb == CUBLAS_OP_N ? k : n, cb = tb == CUBLAS_OP_N ? n : k;
+    const float *a32 = (const float *)A, *b32 = (const float *)B;
+    float *c32 = (float *)C;
+    for (int i = 0; i < batch; i++)
+        if (!mat_ok(a32 + i * sA, ra, ca, lda) || !mat_ok(b32 + i * sB, rb, cb, ldb) ||
+            !mat_ok(c32 + i * sC, m, n, ldc)) {
+            bf_sim_fault(cudaErrorIllegalAddress, what, "a matrix outside every live device allocation");
+            return CUBLAS_STATUS_EXECUTION_FAILED;
+        }
+    void *ws = h->ws;
+    const size_t wsb = h->ws_bytes;
+    const float a = *(const float *)alpha, b = *(const float *)beta;
+    sim_submit(h->stream, [=] {
+        sim_scribble(ws, wsb);
+        std::vector<float> abuf, bbuf;
+        for (int i = 0; i < batch; i++) {
+            const float *ai = tc_operand(abuf, a32 + i * sA, ra, ca, lda, ct);
+            const float *bi = tc_operand(bbuf, b32 + i * sB, rb, cb, ldb, ct);
+            gemm1(ta, tb, m, n, k, a, ai, lda, bi, ldb, b, c32 + i * sC, ldc);
+        }
+        sim_scribble(ws, wsb);
+    });
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            const void *alpha, const void *A, cudaDataType at, int lda, const void *B, cudaDataType bt,
+                            int ldb, const void *beta, void *C, cudaDataType ctp, int ldc, cublasComputeType_t ct,
+                            cublasGemmAlgo_t) {
+    return gemm_ex("cublasGemmEx", h, ta, tb, m, n, k, alpha, A, at, lda, 0, B, bt, ldb, 0, beta, C, ctp, ldc, 0, 1,
+                   ct);
+}
+
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                          int k, const void *alpha, const void *A, cudaDataType at, int lda,
+                                          long long sA, const void *B, cudaDataType bt, int ldb, long long sB,
+                                          const void *beta, void *C, cudaDataType ctp, int ldc, long long sC,
+                                          int batch, cublasComputeType_t ct, cublasGemmAlgo_t) {
+    return gemm_ex("cublasGemmStridedBatchedEx", h, ta, tb, m, n, k, alpha, A, at, lda, sA, B, bt, ldb, sB, beta, C,
+                   ctp, ldc, sC, batch, ct);
 }

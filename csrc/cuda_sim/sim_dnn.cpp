@@ -10,7 +10,10 @@
  * The workspace passed is scribbled over (sim_scribble) before and after
  * every convolution, so one placed on a live tensor gives wrong numbers. A
  * call is checked at once and computed as work on the handle's stream
- * (sim_submit: at once, or when the stream runs).
+ * (sim_submit: at once, or when the stream runs). The descriptor's math type
+ * decides how the operands are taken (sim_round.h): FMA exact float32,
+ * DEFAULT and TENSOR_OP TF32 on compute capability 8.0 and later (cuDNN's
+ * float32 tensor-core math there), TENSOR_OP_MATH_ALLOW_CONVERSION float16.
  * BF_SIM_FAIL=cudnn fails every convolution (CUDNN_STATUS_EXECUTION_FAILED). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +24,7 @@
 
 #include "blas.h"
 #include "sim_internal.h"
+#include "sim_round.h"
 
 struct cudnnContext {
     cudaStream_t stream;
@@ -131,6 +135,12 @@ cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t d, cudnnM
     if (!ok(d) || !d->set) return fail(CUDNN_STATUS_BAD_PARAM, "destroyed or unset convolution descriptor");
     d->math = m;
     return CUDNN_STATUS_SUCCESS;
+}
+
+/* how a convolution of descriptor d takes its float operands */
+static sim_tc tc_of(const cudnnConvolutionStruct *d) {
+    if (d->math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return SIM_TC_F16;
+    return d->math != CUDNN_FMA_MATH && sim_cfg().cc_major >= 8 ? SIM_TC_TF32 : SIM_TC_NONE;
 }
 
 static int out_dim(int in, int pad, int k, int s, int dil) { return (in + 2 * pad - ((k - 1) * dil + 1)) / s + 1; }
@@ -400,14 +410,16 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha, const 
                   (const float *)beta, x, w, y);
     if (s != CUDNN_STATUS_SUCCESS) return s;
     const float a = *(const float *)alpha, b = *(const float *)beta;
+    const sim_tc tc = tc_of(cd);
     sim_submit(h->stream, [=] {
         sim_scribble(ws, ws_bytes); /* the caller's inputs must not live there */
         const int P = g.OH * g.OW, KK = g.R * g.S * g.C;
-        std::vector<float> col((size_t)P * KK);
+        std::vector<float> col((size_t)P * KK), xb, wb;
+        const float *xr = sim_tc_operand(xb, (const float *)x, (size_t)g.N * g.H * g.W * g.C, tc);
+        const float *wr = sim_tc_operand(wb, (const float *)w, (size_t)g.K * KK, tc);
         for (int n = 0; n < g.N; n++) {
-            im2col(col.data(), (const float *)x + (size_t)n * g.H * g.W * g.C, g);
-            bf_sgemm1(0, 1, P, g.K, KK, a, col.data(), KK, (const float *)w, KK, b, (float *)y + (size_t)n * P * g.K,
-                      g.K);
+            im2col(col.data(), xr + (size_t)n * g.H * g.W * g.C, g);
+            bf_sgemm1(0, 1, P, g.K, KK, a, col.data(), KK, wr, KK, b, (float *)y + (size_t)n * P * g.K, g.K);
         }
         sim_scribble(ws, ws_bytes);
     });
@@ -426,14 +438,17 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
                   (const float *)beta, x, dw, dy);
     if (s != CUDNN_STATUS_SUCCESS) return s;
     const float a = *(const float *)alpha, b = *(const float *)beta;
+    const sim_tc tc = tc_of(cd);
     sim_submit(h->stream, [=] {
         sim_scribble(ws, ws_bytes);
         const int P = g.OH * g.OW, KK = g.R * g.S * g.C;
-        std::vector<float> col((size_t)P * KK);
+        std::vector<float> col((size_t)P * KK), xb, yb;
+        const float *xr = sim_tc_operand(xb, (const float *)x, (size_t)g.N * g.H * g.W * g.C, tc);
+        const float *dyr = sim_tc_operand(yb, (const float *)dy, (size_t)g.N * P * g.K, tc);
         for (int n = 0; n < g.N; n++) {
-            im2col(col.data(), (const float *)x + (size_t)n * g.H * g.W * g.C, g);
-            bf_sgemm1(1, 0, g.K, KK, P, a, (const float *)dy + (size_t)n * P * g.K, g.K, col.data(), KK, n ? 1.0f : b,
-                      (float *)dw, KK);
+            im2col(col.data(), xr + (size_t)n * g.H * g.W * g.C, g);
+            bf_sgemm1(1, 0, g.K, KK, P, a, dyr + (size_t)n * P * g.K, g.K, col.data(), KK, n ? 1.0f : b, (float *)dw,
+                      KK);
         }
         sim_scribble(ws, ws_bytes);
     });
@@ -452,14 +467,16 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha, c
                   (const float *)beta, dx, w, dy);
     if (s != CUDNN_STATUS_SUCCESS) return s;
     const float a = *(const float *)alpha, b = *(const float *)beta;
+    const sim_tc tc = tc_of(cd);
     sim_submit(h->stream, [=] {
         sim_scribble(ws, ws_bytes);
         const int P = g.OH * g.OW, KK = g.R * g.S * g.C;
         const size_t xs = (size_t)g.H * g.W * g.C;
-        std::vector<float> col((size_t)P * KK), tmp(xs);
+        std::vector<float> col((size_t)P * KK), tmp(xs), yb, wb;
+        const float *dyr = sim_tc_operand(yb, (const float *)dy, (size_t)g.N * P * g.K, tc);
+        const float *wr = sim_tc_operand(wb, (const float *)w, (size_t)g.K * KK, tc);
         for (int n = 0; n < g.N; n++) {
-            bf_sgemm1(0, 0, P, KK, g.K, 1.0f, (const float *)dy + (size_t)n * P * g.K, g.K, (const float *)w, KK, 0.0f,
-                      col.data(), KK);
+            bf_sgemm1(0, 0, P, KK, g.K, 1.0f, dyr + (size_t)n * P * g.K, g.K, wr, KK, 0.0f, col.data(), KK);
             std::fill(tmp.begin(), tmp.end(), 0.0f);
             col2im_add(tmp.data(), col.data(), g);
             float *d = (float *)dx + n * xs;

@@ -111,6 +111,20 @@ static PyObject *device_mem_info(PyObject *self, PyObject *args) {
     return Py_BuildValue("(nn)", (Py_ssize_t)free_b, (Py_ssize_t)total_b);
 }
 
+static PyObject *set_tf32(PyObject *self, PyObject *args) {
+    (void)self;
+    int on;
+    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
+    bf_backend_set_tf32(on);
+    Py_RETURN_NONE;
+}
+
+static PyObject *get_tf32(PyObject *self, PyObject *noargs) {
+    (void)self;
+    (void)noargs;
+    return PyBool_FromLong(bf_backend_tf32());
+}
+
 static PyObject *cuda_report(PyObject *self, PyObject *noargs) {
     (void)self;
     (void)noargs;
@@ -137,6 +151,8 @@ static PyMethodDef module_methods[] = {
     {"bench_adam", bf_py_bench_adam, METH_VARARGS, "bench_adam(n, iters) -> seconds per Adam update"},
     {"set_module_dir", set_module_dir, METH_VARARGS, "set_module_dir(dir, preload=''): the package directory (where _cuda.so is) and the ':'-separated CUDA wheel libraries to load before it"},
     {"device_mem_info", device_mem_info, METH_VARARGS, "device_mem_info(device) -> (free, total) bytes"},
+    {"set_tf32", set_tf32, METH_VARARGS, "set_tf32(on): float32 GEMMs / convolutions of later runs may use TF32"},
+    {"get_tf32", get_tf32, METH_NOARGS, "whether float32 GEMMs / convolutions may use TF32"},
     {"cuda_report", cuda_report, METH_NOARGS, "the CUDA driver / runtime / cuDNN / GPU report"},
     {"fault_inject", fault_inject, METH_VARARGS,
      "fault_inject(n): make the n-th engine allocation from now fail (0 = off); resets the count"},

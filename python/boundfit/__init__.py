@@ -69,6 +69,6 @@ from .distribute import DistributedError  # noqa: E402
 
 _core.set_module_dir(_os.path.dirname(_os.path.abspath(__file__)), ":".join(_wheel_libraries()))
 __all__ = ["Input", "Sequential", "Model", "layers", "initializers", "regularizers", "constraints", "losses", "metrics",
-           "optimizers", "activations", "mixed_precision", "dtype_policies", "callbacks", "utils", "preprocessing", "models", "datasets", "data", "ops", "random", "saving", "load_model", "set_memory_limit", "memory",
+           "optimizers", "activations", "config", "mixed_precision", "dtype_policies", "callbacks", "utils", "preprocessing", "models", "datasets", "data", "ops", "random", "saving", "load_model", "set_memory_limit", "memory",
            "set_default_device", "diagnose", "MemoryPlan", "BoundfitError",
            "MemoryBudgetError", "DeviceError", "NonFiniteError", "DataError"]

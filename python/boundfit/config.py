@@ -9,11 +9,19 @@ Switches that change nothing in boundfit are kept as Keras's flags and say
 so: flash attention (boundfit's attention is always its own fused kernel),
 traceback filtering (boundfit's errors are raised from the user's call
 already), unsafe deserialization (boundfit never runs code from a file: a
-Lambda layer's bytecode in a .keras file is refused whatever the flag)."""
+Lambda layer's bytecode in a .keras file is refused whatever the flag).
+
+boundfit's own switch: TF32 on the CUDA backend (enable_tf32 / disable_tf32 /
+is_tf32_enabled): float32 GEMMs and convolutions on tensor cores with TF32
+operands (10 mantissa bits), on by default as JAX's default precision uses
+TF32 on GPUs; exact float32 after disable_tf32(). The CPU never uses TF32. A
+run keeps the setting it was planned with (its cuDNN workspaces depend on
+it)."""
 
 import os
 import warnings
 
+from . import _core
 from .backend import (backend, epsilon, floatx, image_data_format, set_epsilon,  # noqa: F401 - keras.config's
                       set_floatx, set_image_data_format)
 from .callbacks.progbar import (disable_interactive_logging, enable_interactive_logging,  # noqa: F401
@@ -114,3 +122,18 @@ def set_backend(backend_name):
     if backend_name != "boundfit":
         raise NotImplementedError(f"set_backend({backend_name!r}) is not supported by boundfit: it is its own "
                                   "backend ('boundfit'); to run the program on another backend, import keras instead")
+
+
+def enable_tf32():
+    """Let float32 GEMMs and convolutions on CUDA use TF32 tensor cores (the default, as JAX's default precision)."""
+    _core.set_tf32(True)
+
+
+def disable_tf32():
+    """Exact float32 GEMMs and convolutions on CUDA (as JAX's precision='highest')."""
+    _core.set_tf32(False)
+
+
+def is_tf32_enabled():
+    """Whether float32 GEMMs and convolutions on CUDA may use TF32."""
+    return bool(_core.get_tf32())

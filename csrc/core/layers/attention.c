@@ -55,7 +55,7 @@ static size_t mha_backward_bytes(bf_backend *be, const bf_attn_geom *g) {
     return sizeof(float) * (s[3] + s[0] + s[1] + s[2]) + be->attention_workspace_bytes(be, g, 1);
 }
 
-static bf_status layernorm(bf_run *r, int i, int rows, int backward) {
+static bf_status layernorm(bf_run *r, int i, int rows, float *dout) {
     bf_backend *be = r->be;
     const bf_layer *L = &r->m->layers[i];
     const bf_norm_cfg *c = &L->cfg.norm;
@@ -65,9 +65,8 @@ static bf_status layernorm(bf_run *r, int i, int rows, int backward) {
     int j = 0;
     float *gamma = c->scale ? bf_step_param(r, L, j) : NULL, *dgamma = c->scale ? bf_step_grad(r, L, j++) : NULL;
     float *beta = c->center ? bf_step_param(r, L, j) : NULL, *dbeta = c->center ? bf_step_grad(r, L, j) : NULL;
-    if (!backward) return be->layernorm_forward(be, bf_step_out(r, i), st, st + N, in, gamma, beta, N, C, c->eps);
-    return be->layernorm_backward(be, bf_step_din(r, i, 0), dgamma, dbeta, BF_BUF(r, r->t_grad[r->m->n_inputs + i]),
-                                  in, st, st + N, gamma, N, C);
+    if (!dout) return be->layernorm_forward(be, bf_step_out(r, i), st, st + N, in, gamma, beta, N, C, c->eps);
+    return be->layernorm_backward(be, bf_step_din(r, i, 0), dgamma, dbeta, dout, in, st, st + N, gamma, N, C);
 }
 
 /* MultiHeadAttention's pieces for node i */
@@ -134,7 +133,7 @@ static bf_status proj_backward(bf_run *r, float *dinp, float *dw, float *db, con
     return r->be->dense_backward(r->be, dinp, dw, db, dout, inp, w, N, IN, OUT);
 }
 
-static bf_status mha_backward(bf_run *r, int i, int rows) {
+static bf_status mha_backward(bf_run *r, int i, int rows, const float *dout) {
     bf_backend *be = r->be;
     const bf_layer *L = &r->m->layers[i];
     const bf_attn_cfg *c = &L->cfg.attn;
@@ -145,7 +144,6 @@ static bf_status mha_backward(bf_run *r, int i, int rows) {
     size_t s[5];
     keep_sections(&p.g, s);
     float *dO = BF_BUF(r, r->bws_id[i]), *dQ = dO + s[3], *dK = dQ + s[0], *dV = dK + s[1], *ws = dV + s[2];
-    const float *dout = BF_BUF(r, r->t_grad[r->m->n_inputs + i]);
 #define DB(j) (c->use_bias ? bf_step_grad(r, L, (j) * nb + 1) : NULL)
     BF_TRY(proj_backward(r, dO, bf_step_grad(r, L, 3 * nb), DB(3), dout, p.O, bf_step_param(r, L, 3 * nb), NQ, H * c->value_dim, p.DOUT));
     BF_TRY(be->attention_backward(be, dQ, dK, dV, ws, dO, p.Qp, p.Kp, p.Vp, p.P, p.mask, &p.g));
@@ -183,17 +181,16 @@ static bf_status layernorm_plan(bf_run *r, int i, int t, int tb, int bw) {
     return BF_OK;
 }
 
-static bf_status layernorm_forward(bf_run *r, int i, int rows) { return layernorm(r, i, rows, 0); }
+static bf_status layernorm_forward(bf_run *r, int i, int rows) { return layernorm(r, i, rows, NULL); }
 
 static bf_status layernorm_backward(bf_run *r, int i, int rows, float *din, float *dout) {
     (void)din;
-    (void)dout;
-    return layernorm(r, i, rows, 1);
+    return layernorm(r, i, rows, dout);
 }
 
 const bf_layer_ops bf_ops_LAYERNORM = {
     .name = "LAYERNORM",
-    .flags = BF_LF_READS_IN,
+    .flags = BF_LF_READS_IN | BF_LF_WHOLE16,
     .parse = bf_parse_norm,
     .infer = layernorm_infer,
     .mask = bf_mask_keep,
@@ -308,13 +305,12 @@ static bf_status mha_plan(bf_run *r, int i, int t, int tb, int bw) {
 
 static bf_status mha_backward_op(bf_run *r, int i, int rows, float *din, float *dout) {
     (void)din;
-    (void)dout;
-    return mha_backward(r, i, rows);
+    return mha_backward(r, i, rows, dout);
 }
 
 const bf_layer_ops bf_ops_MHA = {
     .name = "MHA",
-    .flags = BF_LF_MULTI_IN | BF_LF_READS_IN,
+    .flags = BF_LF_MULTI_IN | BF_LF_READS_IN | BF_LF_WHOLE16,
     .parse = mha_parse,
     .infer = mha_infer,
     .check = mha_check,

@@ -77,7 +77,7 @@ static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
 
 const bf_layer_ops bf_ops_EMBEDDING = {
     .name = "EMBEDDING",
-    .flags = BF_LF_READS_IN | BF_LF_IDS | BF_LF_SCALAR,
+    .flags = BF_LF_READS_IN | BF_LF_IDS | BF_LF_SCALAR | BF_LF_WHOLE16,
     .parse = parse,
     .infer = infer,
     .mask = mask,

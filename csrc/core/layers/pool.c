@@ -155,6 +155,7 @@ const bf_layer_ops bf_ops_AVGPOOL = {
 
 const bf_layer_ops bf_ops_GAP = {
     .name = "GAP",
+    .flags = BF_LF_WHOLE16,
     .parse = parse,
     .infer = global_infer,
     .mask_reads = gap_mask_reads,

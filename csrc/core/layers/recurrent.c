@@ -415,7 +415,8 @@ static unsigned part_flags(const bf_run *r, int i) {
 
 #define RNN_OPS(KIND)                                                                                              \
     const bf_layer_ops bf_ops_##KIND = {                                                                           \
-        .name = #KIND, .flags = BF_LF_MULTI_IN | BF_LF_READS_IN | BF_LF_READS_OUT, .parse = rnn_parse,             \
+        .name = #KIND, .flags = BF_LF_MULTI_IN | BF_LF_READS_IN | BF_LF_READS_OUT | BF_LF_WHOLE16,                \
+        .parse = rnn_parse,                                                                                        \
         .infer = rnn_infer, .check = rnn_check, .mask = rnn_mask_of, .supported = rnn_supported, .plan = rnn_plan, \
         .forward = rnn_forward, .backward = rnn_backward, .post_init = rnn_post_init,                              \
     };

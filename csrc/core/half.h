@@ -1,34 +1,41 @@
 /* half.h - one value between float32 and the 16-bit storage types of mixed
- * precision (cpu/bf16.c, cpu/f16_f16c.c): bfloat16 (the high half of a
- * float32) and IEEE float16, both rounded to nearest even; a NaN stays a
- * quiet NaN, a float16 overflow is Inf (as numpy's astype(float16)). */
-#ifndef BF_CPU_HALF_H
-#define BF_CPU_HALF_H
+ * precision, shared by the CPU (cpu/bf16.c, cpu/f16_f16c.c) and CUDA
+ * (cuda/half.cu) conversions so both store the same bits: bfloat16 (the high
+ * half of a float32) and IEEE float16, both rounded to nearest even; a NaN
+ * stays a quiet NaN, a float16 overflow is Inf (as numpy's astype(float16)). */
+#ifndef BF_HALF_H
+#define BF_HALF_H
 
 #include <stdint.h>
 #include <string.h>
 
-static inline float bf_half_from_bits(uint32_t u) {
+#ifdef __CUDACC__
+#define BF_HALF_HD __host__ __device__ __forceinline__
+#else
+#define BF_HALF_HD static inline
+#endif
+
+BF_HALF_HD float bf_half_from_bits(uint32_t u) {
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
 }
 
-static inline uint32_t bf_half_bits(float f) {
+BF_HALF_HD uint32_t bf_half_bits(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     return u;
 }
 
-static inline float bf_bf16_expand(uint16_t h) { return bf_half_from_bits((uint32_t)h << 16); }
+BF_HALF_HD float bf_bf16_expand(uint16_t h) { return bf_half_from_bits((uint32_t)h << 16); }
 
-static inline uint16_t bf_bf16_round(float f) {
+BF_HALF_HD uint16_t bf_bf16_round(float f) {
     const uint32_t u = bf_half_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-static inline float bf_f16_expand(uint16_t h) {
+BF_HALF_HD float bf_f16_expand(uint16_t h) {
     const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, man = h & 0x3ffu;
     if (e == 31) return bf_half_from_bits(sign | 0x7f800000u | (man << 13));
     if (e == 0) { /* zero or subnormal: man * 2^-24 exactly */
@@ -39,7 +46,7 @@ static inline float bf_f16_expand(uint16_t h) {
 }
 
 /* F. Giesen's float_to_half_fast3_rtne */
-static inline uint16_t bf_f16_round(float f) {
+BF_HALF_HD uint16_t bf_f16_round(float f) {
     uint32_t u = bf_half_bits(f);
     const uint32_t sign = u & 0x80000000u;
     u ^= sign;
