@@ -4,15 +4,14 @@ left_shift, bitwise_right_shift / right_shift.
 
 On arrays: NumPy's integer ops, as Keras's. On symbolic tensors (the
 engine's float32 integers, exact for |values| < 2 ** 24) they are
-elementwise arithmetic (Unary, Binary): invert is -x - 1 (two's
+elementwise arithmetic (Unary, Binary, one Reduce): invert is -x - 1 (two's
 complement), a left shift x * 2 ** y, a right shift floor(x / 2 ** y)
-(arithmetic, as on signed integers); and / or / xor split each operand
-into its BITS low bits, bit k = floor(x / 2 ** k) - 2 floor(x / 2 ** (k+1)),
-and a sign (x < 0, every higher bit of a negative number), combine them
-(a b, a + b - a b, a + b - 2 a b) and weigh them back, the sign's bit by
--2 ** BITS; with a constant operand c only c's bits are needed (and(x, c)
-for c >= 0; or and xor through x + c - and(x, c) and x + c - 2 and(x, c)).
-Results are integers: no gradient (stop_gradient)."""
+(arithmetic, as on signed integers); and(x, y) takes each operand's BITS
+low bits at once, mod(floor(x / [1, 2, 4, ...]), 2) along a new last axis
+(a Binary with the constant powers), sums their products weighed by 2 ** k
+and subtracts 2 ** BITS where both are negative (every higher bit set);
+a constant operand's bits are a constant; or = x + y - and, xor = x + y -
+2 and. Results are integers: no gradient (stop_gradient)."""
 
 import numpy as np
 
@@ -25,53 +24,39 @@ NUMPY = lx.NUMPY
 BITS = 24
 
 
-def _floor_div(x, d):
-    return Unary("floor_divide", float(d))(x)
+_POW = 2.0 ** np.arange(BITS)
 
 
 def _bits(x):
-    """x's low BITS bits (0 / 1 tensors) and its sign (1 for a negative x)"""
-    q = [x] + [_floor_div(x, 2.0 ** k) for k in range(1, BITS + 1)]
-    return [lx.sub(q[k], lx.mul(q[k + 1], 2.0)) for k in range(BITS)], Unary("less", 0.0)(x)
+    """x's low BITS bits, (..., BITS) 0 / 1: mod(floor(x / 2 ** k), 2) (two's complement for a negative x)"""
+    e = lx.reshape(x, tuple(x._ps) + (1,))
+    return Unary("mod", 2.0)(lx.binary("floor_divide", e, _POW))
 
 
-def _combine(op, a, b):
-    if op == "and":
-        return lx.mul(a, b)
-    s = lx.add(a, b)
-    return lx.sub(s, lx.mul(lx.mul(a, b), 1.0 if op == "or" else 2.0))
+def _and(x, y):
+    """and of symbolic integers x and y (a symbolic tensor or an integer): the low bits' products weighed by
+    2 ** k and summed, less 2 ** BITS where both are negative (every higher bit set)"""
+    a = len(x._ps)
+    if isinstance(y, KerasTensor):
+        low = lx.mul(lx.mul(_bits(x), _bits(y)), _POW)
+        both = lx.mul(Unary("less", 0.0)(x), Unary("less", 0.0)(y))
+    else:
+        c = int(y)
+        if not -2 ** BITS <= c < 2 ** BITS:
+            lx.refuse("bitwise_and", f"a constant {c} beyond the float32 integers (|c| < 2 ** {BITS})")
+        cbits = np.array([(c >> k) & 1 for k in range(BITS)], np.float32)
+        low = lx.mul(_bits(x), cbits * _POW)
+        both = Unary("less", 0.0)(x) if c < 0 else None
+    out = lx.reduce("sum", low, (a,))
+    return out if both is None else lx.sub(out, lx.mul(both, 2.0 ** BITS))
 
 
-def _weigh(bits, sign):
-    total = None if sign is None else lx.mul(sign, -2.0 ** BITS)
-    for k, b in enumerate(bits):
-        if b is not None:
-            total = b if total is None else lx.add(total, b if k == 0 else lx.mul(b, 2.0 ** k))
-    return total
-
-
-def _and_const(x, c):
-    """and(x, c) of symbolic integers x and a non-negative integer c (< 2 ** BITS)"""
-    bits = []
-    for k in range(BITS):
-        if (c >> k) & 1:
-            q = _floor_div(x, 2.0 ** k) if k else x
-            bits.append(lx.sub(q, lx.mul(_floor_div(x, 2.0 ** (k + 1)), 2.0)))
-        else:
-            bits.append(None)
-    if not any(b is not None for b in bits):
-        return Unary("multiply", 0.0)(x)
-    return _weigh(bits, None)
-
-
-def _with_const(op, x, c):
-    c = int(c)
-    if not -2 ** BITS <= c < 2 ** BITS:
-        lx.refuse(f"bitwise_{op}", f"a constant {c} beyond the float32 integers (|c| < 2 ** {BITS})")
-    anded = _and_const(x, c) if c >= 0 else lx.sub(x, _and_const(x, -c - 1))   # x & c = x - (x & ~c)
-    if op == "and":
-        return anded
-    return lx.sub(lx.add(x, float(c)), anded if op == "or" else lx.mul(anded, 2.0))
+def _eager(npfn, *xs):
+    """npfn on integer arrays; float arrays (boundfit's float32 integers) as int64, the result float32"""
+    xs = [np.asarray(x) for x in xs]
+    if not any(x.dtype.kind == "f" for x in xs):
+        return npfn(*xs)
+    return npfn(*[x.astype(np.int64) for x in xs]).astype(np.float32)
 
 
 def _logic(op):
@@ -80,15 +65,13 @@ def _logic(op):
 
     def fn(x, y):
         if not lx.sym(x, y):
-            return npfn(np.asarray(x), np.asarray(y))
-        if isinstance(x, KerasTensor) and isinstance(y, KerasTensor):
-            (bx, sx), (by, sy) = _bits(x), _bits(y)
-            out = _weigh([_combine(op, a, b) for a, b in zip(bx, by)], _combine(op, sx, sy))
-        else:
-            t, c = (x, y) if isinstance(x, KerasTensor) else (y, x)
-            if np.ndim(c) != 0:
-                lx.refuse(name, "of a symbolic tensor and an array (a number, or two symbolic tensors)")
-            out = _with_const(op, t, c)
+            return _eager(npfn, x, y)
+        t, c = (x, y) if isinstance(x, KerasTensor) else (y, x)
+        if not isinstance(c, KerasTensor) and np.ndim(c) != 0:
+            lx.refuse(name, "of a symbolic tensor and an array (a number, or two symbolic tensors)")
+        anded = _and(t, c)                     # or = x + y - and, xor = x + y - 2 and
+        out = anded if op == "and" else lx.sub(lx.add(t, c if isinstance(c, KerasTensor) else float(int(c))),
+                                               anded if op == "or" else lx.mul(anded, 2.0))
         return record(Unary("stop_gradient")(out), "Bitwise" + op.capitalize(), NUMPY, {}, [x, y])
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"keras.ops.{name} of integers (symbolic: float32 integers, |x| < 2 ** {BITS}, no gradient)"
@@ -101,14 +84,14 @@ bitwise_and, bitwise_or, bitwise_xor = _logic("and"), _logic("or"), _logic("xor"
 def bitwise_invert(x):
     """keras.ops.bitwise_invert: ~x = -x - 1"""
     if not lx.sym(x):
-        return np.invert(np.asarray(x))
+        return _eager(np.invert, x)
     return record(Unary("stop_gradient")(Unary("subtract", -1.0, left=True)(x)), "BitwiseInvert", NUMPY, {}, [x])
 
 
 def bitwise_not(x):
     """keras.ops.bitwise_not: ~x = -x - 1"""
     if not lx.sym(x):
-        return np.invert(np.asarray(x))
+        return _eager(np.invert, x)
     return record(Unary("stop_gradient")(Unary("subtract", -1.0, left=True)(x)), "BitwiseNot", NUMPY, {}, [x])
 
 
@@ -121,7 +104,7 @@ def _shift(name, cls, left):
 
     def fn(x, y):
         if not lx.sym(x, y):
-            return npfn(np.asarray(x), np.asarray(y))
+            return _eager(npfn, x, y)
         p = _pow2(y)
         p = float(p) if not isinstance(p, KerasTensor) and np.ndim(p) == 0 else p
         out = lx.mul(x, p) if left else Unary("floor")(lx.div(x, p))
