@@ -204,5 +204,5 @@ def jvp(fun, primals, tangents, has_aux=False):
 
 
 jvp._boundfit_refused = True
-for _f in (map, vectorized_map):
+for _f in (map, vectorized_map, vectorize, custom_gradient):
     _f._boundfit_arrays_only = True
