@@ -136,8 +136,9 @@ def vectorized_map(function, elements):
 
 
 def associative_scan(f, elems, reverse=False, axis=0):
-    """the running f(...f(f(e0, e1), e2)...) along axis (reverse: from the end, as JAX's flip, scan, flip): on a symbolic tensor along a sample axis, slices folded
-    left to right and concatenated (f applied len - 1 times)"""
+    """the running f(...f(f(e0, e1), e2)...) along axis (reverse: from the end, as JAX's flip, scan, flip); on a
+    symbolic tensor along a sample axis, slices folded left to right and concatenated (f applied len - 1 times;
+    f must be associative, as Keras requires: JAX combines in a tree)"""
     if not lx.sym(elems):
         if isinstance(elems, (tuple, list)):
             parts = [np.moveaxis(np.asarray(e), axis, 0) for e in elems]
