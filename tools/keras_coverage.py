@@ -46,6 +46,14 @@ def refuses(bf, module, name):
     return bool(getattr(obj, "_boundfit_refused", False))
 
 
+def arrays_only(bf, module, name):
+    """A name boundfit computes on arrays only, refusing it by name on symbolic tensors (ops_lax.arrays_only)."""
+    obj = bf
+    for part in (module.split(".") if module else []) + [name]:
+        obj = getattr(obj, part)
+    return bool(getattr(obj, "_boundfit_arrays_only", False))
+
+
 def page(bf, keras_version):
     """The Markdown page: a summary table, then each module's names present and missing."""
     rows, sections = [], []
@@ -54,9 +62,12 @@ def page(bf, keras_version):
         refused = [n for n in names if boundfit_has(bf, module, n) and refuses(bf, module, n)]
         have = [n for n in names if boundfit_has(bf, module, n) and n not in refused]
         missing = [n for n in names if n not in have and n not in refused]
+        eager = [n for n in have if arrays_only(bf, module, n)]
         title = f"keras.{module}" if module else "keras"
         rows.append(f"| `{title}` | {len(have)} | {len(names)} |")
         sections += [f"## {title}", "", f"In boundfit ({len(have)}): " + (", ".join(f"`{n}`" for n in have) or "none"),
+                     *([f"", f"Of these, on arrays only, refused by name on symbolic tensors ({len(eager)}): " +
+                        ", ".join(f"`{n}`" for n in eager)] if eager else []),
                      *([f"", f"Refused by name, with what to use instead ({len(refused)}): " +
                         ", ".join(f"`{n}`" for n in refused)] if refused else []),
                      "", f"Not in boundfit ({len(missing)}): " + (", ".join(f"`{n}`" for n in missing) or "none"), ""]

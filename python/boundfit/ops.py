@@ -116,6 +116,21 @@ from .ops_nn import (  # noqa: F401
     average_pool, batch_normalization, binary_crossentropy, categorical_crossentropy, dot_product_attention, glu,
     layer_normalization, max_pool, multi_hot, psnr, rms_normalization, sparse_categorical_crossentropy, sparsemax)
 from .ops_image import image  # noqa: F401 - keras.ops.image
+from .ops_fft import fft, fft2, ifft2, irfft, istft, rfft, stft  # noqa: F401
+from .ops_bitwise import (  # noqa: F401
+    bitwise_and, bitwise_invert, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift, bitwise_xor,
+    left_shift, right_shift)
+from .ops_windows import adaptive_average_pool, adaptive_max_pool, fold, unfold  # noqa: F401
+from .ops_control import (  # noqa: F401
+    associative_scan, cond, custom_gradient, fori_loop, jvp, map, scan, switch, vectorize, vectorized_map,
+    while_loop)
+from .ops_arrays import (  # noqa: F401 - on arrays only
+    argpartition, bincount, corrcoef, correlate, gcd, histogram, lcm, meshgrid, nextafter, nonzero, polar, scatter,
+    scatter_update, segment_max, segment_min, segment_prod, segment_sum, unique, view, view_as_complex, view_as_real)
+from . import ops_linalg as _linalg
+from .ops_linalg import (  # noqa: F401 - on arrays only
+    cholesky, cholesky_inverse, det, eig, eigh, inv, logdet, lstsq, lu_factor, matrix_rank, pinv, qr, slogdet, solve,
+    solve_triangular, svd)
 
 
 # the modules of Keras's operation classes, for the nodes a .keras file holds (layers/opnode.py)
@@ -1056,10 +1071,14 @@ nn = types.SimpleNamespace(relu=relu, sigmoid=sigmoid, tanh=tanh, softmax=softma
                            sparse_categorical_crossentropy=sparse_categorical_crossentropy, multi_hot=multi_hot,
                            psnr=psnr, dot_product_attention=dot_product_attention, average_pool=average_pool,
                            max_pool=max_pool, depth_to_space=depth_to_space, space_to_depth=space_to_depth,
+                           adaptive_average_pool=adaptive_average_pool, adaptive_max_pool=adaptive_max_pool,
+                           fold=fold, unfold=unfold, polar=polar,
                            **{n: globals()[n] for n in ("celu", "hard_shrink", "hard_silu", "hard_tanh", "log_sigmoid",
                                                         "soft_shrink", "sparse_plus", "sparse_sigmoid", "squareplus",
                                                         "tanh_shrink", "threshold")})
-linalg = types.SimpleNamespace(norm=norm)   # keras.ops.linalg: the vector norms
+# keras.ops.linalg: the vector norms (symbolic), the factorizations and solves (ops_linalg.py: arrays only), jvp
+linalg = types.SimpleNamespace(norm=norm, jvp=jvp, **{n: getattr(_linalg, n) for n in _linalg.NAMES if n not in (
+    "slogdet", "logdet")})
 
 KerasTensor._ops.update(add=add, subtract=subtract, multiply=multiply, divide=true_divide, negative=negative,
                         matmul=matmul, power=power, getitem=getitem, greater=greater, greater_equal=greater_equal,

@@ -8,6 +8,7 @@ Keras's (0 the batch axis) unless named `a` (per sample: 0 the first axis
 after the batch's). Nothing here is recorded for .keras files: the keras.ops
 function that composes them records its own node (layers/opnode.py)."""
 
+import functools
 import numbers
 
 import numpy as np
@@ -36,6 +37,20 @@ def sym(*xs):
 def refuse(op, hint):
     raise OpNotSupportedError(f"keras.ops.{op} on a symbolic tensor{tracing_where()} is not supported by boundfit's "
                               f"graphs: {hint}")
+
+
+def arrays_only(op, why):
+    """keras.ops.<op> computed on arrays (NumPy, Keras's values) and refused by name on a symbolic tensor (any
+    argument, in lists too), saying why; marked for tools/keras_coverage.py"""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            if sym(*args, *kwargs.values()):
+                refuse(op, why)
+            return fn(*args, **kwargs)
+        call._boundfit_arrays_only = True
+        return call
+    return wrap
 
 
 def batched(op, *xs):

@@ -312,6 +312,12 @@ _COMPOSED = {
     "BinaryCrossentropy": "binary_crossentropy", "CategoricalCrossentropy": "categorical_crossentropy",
     "SparseCategoricalCrossentropy": "sparse_categorical_crossentropy", "MultiHot": "multi_hot", "PSNR": "psnr",
     "DotProductAttention": "dot_product_attention", "AveragePool": "average_pool", "MaxPool": "max_pool",
+    "FFT": "fft", "FFT2": "fft2", "IFFT2": "ifft2", "RFFT": "rfft", "IRFFT": "irfft", "STFT": "stft",
+    "ISTFT": "istft", "BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor",
+    "BitwiseInvert": "bitwise_invert", "BitwiseNot": "bitwise_not", "BitwiseLeftShift": "bitwise_left_shift",
+    "LeftShift": "left_shift", "BitwiseRightShift": "bitwise_right_shift", "RightShift": "right_shift",
+    "AdaptiveAveragePool": "adaptive_average_pool", "AdaptiveMaxPool": "adaptive_max_pool", "Unfold": "unfold",
+    "Fold": "fold",
 }
 
 
