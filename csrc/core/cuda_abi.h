@@ -22,7 +22,7 @@ extern "C" {
 }
 #endif
 
-#define BF_CUDA_ABI 17 /* 4: the vtable grew DepthwiseConv2D ops; 5: bf_augment grew rotation, zoom, contrast;
+#define BF_CUDA_ABI 18 /* 4: the vtable grew DepthwiseConv2D ops; 5: bf_augment grew rotation, zoom, contrast;
                           6: the vtable grew the NCCL entries (nccl.cu), bf_metric_spec its value;
                           7: ewise grew the keras.ops math ops (BF_EW_DIV ..); 8: bf_metric_spec grew class_id, batch_mean;
                           9: bf_augment grew keras.random's draws (noise 3);
@@ -32,7 +32,8 @@ extern "C" {
                           13: the index ops (gather, scan, argsort) and their geometries;
                           14: the vtable grew the reductions over axes (reduce_forward / reduce_backward);
                           15: the elementwise primitives (unary_map / unary_grad / binary_map / binary_grad);
-                          16: bf_metric_spec grew col0 / ncols (the SUMS metric); 17: the vtable grew bf16_convert (CPU only).
+                          16: bf_metric_spec grew col0 / ncols (the SUMS metric); 17: the vtable grew bf16_convert (CPU only);
+                          18: the vtable grew the Conv3D ops (CPU only).
                           Any change to backend_ops.h or bf_backend bumps it. */
 
 /* What the core lends the module: its error recorder (the thread-local

@@ -17,6 +17,8 @@ from .cropping import (CenterCrop, Resizing, Cropping1D, Cropping2D, Cropping3D,
 from .color import RandomBrightness, RandomGrayscale
 from .conv import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Convolution1D, Convolution1DTranspose,
                    Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D)
+from .conv import (Conv3D, Conv3DTranspose, Convolution2D, Convolution3D, Convolution3DTranspose, DepthwiseConv1D,
+                   SeparableConv1D, SeparableConvolution1D, SeparableConvolution2D)
 from .core import Activation, ActivityRegularization, Dense, Identity, Lambda, Masking
 from .dot import Dot
 from .dot_attention import AdditiveAttention, Attention
@@ -36,6 +38,8 @@ from .norms import GroupNormalization, RMSNormalization, UnitNormalization
 from .pooling import (AveragePooling1D, AveragePooling2D, AvgPool1D, GlobalAveragePooling1D, GlobalAveragePooling2D,
                       GlobalAvgPool1D, GlobalMaxPool1D, GlobalMaxPool2D, GlobalMaxPooling1D, GlobalMaxPooling2D,
                       MaxPool1D, MaxPooling1D, MaxPooling2D)
+from .pooling import (AveragePooling3D, AvgPool2D, AvgPool3D, GlobalAveragePooling3D, GlobalAvgPool2D, GlobalAvgPool3D,
+                      GlobalMaxPool3D, GlobalMaxPooling3D, MaxPool2D, MaxPool3D, MaxPooling3D)
 from .preprocessing import Normalization, Rescaling
 from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from .regularization import Dropout, GaussianDropout, GaussianNoise
@@ -53,6 +57,10 @@ from .switch import Switch  # a custom layer's training / inference traces (a gr
     "ADD SUBTRACT MULTIPLY AVERAGE MAXIMUM MINIMUM CONCAT")
 
 __all__ = [
+           "AveragePooling3D", "AvgPool2D", "AvgPool3D", "Conv3D", "Conv3DTranspose", "Convolution2D", "Convolution3D",
+           "Convolution3DTranspose", "DepthwiseConv1D", "GlobalAveragePooling3D", "GlobalAvgPool2D", "GlobalAvgPool3D",
+           "GlobalMaxPool3D", "GlobalMaxPooling3D", "MaxPool2D", "MaxPool3D", "MaxPooling3D", "SeparableConv1D",
+           "SeparableConvolution1D", "SeparableConvolution2D",
            "AdditiveAttention", "Attention", "EinsumDense", "TimeDistributed",
            "ActivityRegularization", "AlphaDropout", "CenterCrop", "Masking", "RandomBrightness", "RandomGrayscale", "Resizing", "Cropping1D", "Cropping2D", "Cropping3D", "GroupNormalization", "Identity", "RMSNormalization", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "UnitNormalization", "UpSampling1D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding3D",
            "Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",
