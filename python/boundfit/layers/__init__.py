@@ -17,6 +17,8 @@ from .cropping import (CenterCrop, Resizing, Cropping1D, Cropping2D, Cropping3D,
 from .color import RandomBrightness, RandomGrayscale
 from .conv import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Convolution1D, Convolution1DTranspose,
                    Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D)
+from .adaptive_pooling import (AdaptiveAveragePooling1D, AdaptiveAveragePooling2D, AdaptiveAveragePooling3D,
+                               AdaptiveMaxPooling1D, AdaptiveMaxPooling2D, AdaptiveMaxPooling3D)
 from .conv import (Conv3D, Conv3DTranspose, Convolution2D, Convolution3D, Convolution3DTranspose, DepthwiseConv1D,
                    SeparableConv1D, SeparableConvolution1D, SeparableConvolution2D)
 from .core import Activation, ActivityRegularization, Dense, Identity, Lambda, Masking
@@ -57,6 +59,8 @@ from .switch import Switch  # a custom layer's training / inference traces (a gr
     "ADD SUBTRACT MULTIPLY AVERAGE MAXIMUM MINIMUM CONCAT")
 
 __all__ = [
+           "AdaptiveAveragePooling1D", "AdaptiveAveragePooling2D", "AdaptiveAveragePooling3D", "AdaptiveMaxPooling1D",
+           "AdaptiveMaxPooling2D", "AdaptiveMaxPooling3D",
            "AveragePooling3D", "AvgPool2D", "AvgPool3D", "Conv3D", "Conv3DTranspose", "Convolution2D", "Convolution3D",
            "Convolution3DTranspose", "DepthwiseConv1D", "GlobalAveragePooling3D", "GlobalAvgPool2D", "GlobalAvgPool3D",
            "GlobalMaxPool3D", "GlobalMaxPooling3D", "MaxPool2D", "MaxPool3D", "MaxPooling3D", "SeparableConv1D",

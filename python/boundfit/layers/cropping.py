@@ -2,8 +2,9 @@
 as Keras 3 defines them, composed from the engine's slicing (Slice) and the
 2D layout kinds (ZeroPadding2D, UpSampling2D) on views: a (T, 1, C) view of
 a sequence, and a volume (D, H, W, C) as (D, H, W*C) for its depth and
-height, then as (D*H, W, C) for its width. Resizing is refused by name (no
-interpolation in the engine's graphs)."""
+height, then as (D*H, W, C) for its width. Resizing is refused by name (the
+engine has no resizing kind; keras.ops.image.resize composes one in a
+functional graph)."""
 
 from .args import _data_format, _is_size, _size, _sizes
 from .layer import Layer, keras_config
@@ -196,15 +197,19 @@ class UpSampling3D(Layer):
 
 
 class Resizing:
-    """Refused: Keras's Resizing interpolates images to any size (jax.image.resize), which boundfit's graphs do
-    not have. Resize in the data (image_dataset_from_directory(image_size=...), utils.load_img(target_size=...)),
-    or use CenterCrop / Cropping2D to cut and UpSampling2D / AveragePooling2D for integer factors."""
+    """Refused: Keras's Resizing interpolates images to any size, and boundfit's engine has no resizing kind of its
+    own: keras.ops.image.resize composes it in a functional graph from Gathers and constant weights (which a
+    Keras Resizing layer does not have, so its weights and files could not be Keras's). Resize in the data
+    (image_dataset_from_directory(image_size=...), utils.load_img(target_size=...)), call
+    keras.ops.image.resize in a functional model, or use CenterCrop / Cropping2D to cut and UpSampling2D /
+    AveragePooling2D for integer factors."""
     _boundfit_refused = True   # tools/keras_coverage.py lists it as refused
 
     def __init__(self, *args, **kwargs):
-        raise NotImplementedError("keras.layers.Resizing is not supported by boundfit: its graphs have no image "
-                                  "interpolation. Resize in the data (utils.image_dataset_from_directory(image_size="
-                                  "...), utils.load_img(target_size=...)), or use CenterCrop / Cropping2D to cut and "
+        raise NotImplementedError("keras.layers.Resizing is not supported by boundfit: its engine has no resizing "
+                                  "layer. Resize in the data (utils.image_dataset_from_directory(image_size=...), "
+                                  "utils.load_img(target_size=...)), call boundfit.ops.image.resize in a functional "
+                                  "model ('bilinear' / 'nearest'), or use CenterCrop / Cropping2D to cut and "
                                   "UpSampling2D / AveragePooling2D for integer factors")
 
 
@@ -248,3 +253,4 @@ def _zero_padding3d_config(l):
 @keras_config(UpSampling3D)
 def _up_sampling3d_config(l):
     return dict(size=list(l.size), data_format="channels_last")
+
