@@ -59,7 +59,8 @@ static bf_status plan(bf_run *r, int i, int t, int tb, int bw) {
     const int keep = is_max(L) && bw;
     BF_TRY(bf_run_newbuf(r, &r->fws_id[i], bytes, keep ? BF_BUF_STATE : BF_BUF_WORKSPACE, L->name,
                          " depth-plane pooling"));
-    bf_run_use(r, r->fws_id[i], keep ? tb : t);
+    bf_run_use(r, r->fws_id[i], t);
+    if (keep) bf_run_use(r, r->fws_id[i], tb);
     if (!bw) return BF_OK;
     BF_TRY(bf_run_newbuf(r, &r->bws_id[i], bytes, BF_BUF_WORKSPACE, L->name, " depth-plane pooling gradient"));
     bf_run_use(r, r->bws_id[i], tb);
