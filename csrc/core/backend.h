@@ -179,6 +179,13 @@ typedef struct {
     int PT, PL;        /* padding top / left (bottom / right implied) */
 } bf_conv_geom;
 
+/* Conv3D geometry, NDHWC: p is one depth plane's Conv2D geometry (its B the batch), and the depth axis:
+ * input D, output OD, window KD, stride SD, front padding PF ('valid' or 'same' as the other axes). */
+typedef struct {
+    bf_conv_geom p;
+    int D, OD, KD, SD, PF;
+} bf_conv3d_geom;
+
 /* Keras weight constraints (keras.constraints), applied after each update.
  * Norms are taken over the axes axis_lo..axis_hi of the parameter's shape. */
 typedef enum {

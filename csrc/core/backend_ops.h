@@ -179,6 +179,26 @@ BF_OP(bf_status, conv2d_transpose_backward,
       (bf_backend *be, float *dinp, float *dw, float *db, void *ws, const float *dout, const float *inp,
        const float *w, const bf_conv_geom *g), ALL)
 
+/* ---- Conv3D and Conv3DTranspose (CPU; cpu/conv3d.c: the Conv2D im2col walk, one depth plane at a time) ---- */
+/* bytes of scratch (ws) for the conv3d ops (transpose 1: the conv3d_transpose ops), forward or backward */
+BF_OP(size_t, conv3d_workspace_bytes, (bf_backend *be, const bf_conv3d_geom *g, int transpose, int backward), CPU)
+/* out (B,OD,OH,OW,K) = conv(inp (B,D,H,W,C), w (KD,KH,KW,C,K)) + b (K); b may be NULL */
+BF_OP(bf_status, conv3d_forward,
+      (bf_backend *be, float *out, void *ws, const float *inp, const float *w, const float *b,
+       const bf_conv3d_geom *g), CPU)
+/* dinp (B,D,H,W,C) = conv^T(dout); dw (KD,KH,KW,C,K) += col^T @ dout; db (K) += sum dout; each may be NULL */
+BF_OP(bf_status, conv3d_backward,
+      (bf_backend *be, float *dinp, float *dw, float *db, void *ws, const float *dout, const float *inp,
+       const float *w, const bf_conv3d_geom *g), CPU)
+/* Conv3DTranspose as the adjoint of the Conv3D g (out (B,D,H,W,C = filters), inp (B,OD,OH,OW,K)), w
+ * (KD,KH,KW,C,K) Keras's kernel (kd, kh, kw, filters, in_channels), b (C); out = conv3d^T(inp) + b */
+BF_OP(bf_status, conv3d_transpose_forward,
+      (bf_backend *be, float *out, void *ws, const float *inp, const float *w, const float *b,
+       const bf_conv3d_geom *g), CPU)
+BF_OP(bf_status, conv3d_transpose_backward,
+      (bf_backend *be, float *dinp, float *dw, float *db, void *ws, const float *dout, const float *inp,
+       const float *w, const bf_conv3d_geom *g), CPU)
+
 /* ---- graphs: merge layers, split / packed inputs and targets ---- */
 /* out (n) = op(a (n), b (n), c (n)); any of them may alias out; b, c unused: NULL */
 /* mixed precision: out (n) = in (n) converted as `how` says (bf_bf16_how: bfloat16 <-> float32, rounding,

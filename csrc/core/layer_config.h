@@ -14,9 +14,9 @@
 #include "sample_rank.h"
 
 /* a window and its strides over (H, W), padding 'same' (1) or 'valid' (0): Conv2D, pooling (a (T, C)
- * input is a 1 x T image: kh = sh = 1) */
+ * input is a 1 x T image: kh = sh = 1); kd, sd: the depth axis of the 3D kinds (Conv3D, pooling 3D) */
 typedef struct {
-    int kh, kw, sh, sw, same;
+    int kh, kw, sh, sw, same, kd, sd;
 } bf_window_cfg;
 
 /* Dense */

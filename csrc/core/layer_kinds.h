@@ -39,7 +39,10 @@
      * (cumsum, cumprod: layers/scan.c), ARGSORT (argsort, the positions of sort and top_k: layers/argsort.c) */   \
     X(GATHER) X(SCAN) X(ARGSORT)                                                                          \
     /* REDUCE: keras.ops' reductions over any axes of a sample, keepdims (layers/reduce.c) */                      \
-    X(REDUCE)
+    X(REDUCE)                                                                                                      \
+    /* the 3D convolutions and poolings over (D, H, W, C) samples: CONV3D, CONV3DT (Conv3DTranspose), MAXPOOL3D,    \
+     * AVGPOOL3D (layers/conv3d.c, layers/pool3d.c) */                                                             \
+    X(CONV3D) X(CONV3DT) X(MAXPOOL3D) X(AVGPOOL3D)
 
 #define BF_KIND_ENUM_(n) BF_L_##n,
 typedef enum { BF_LAYER_KINDS(BF_KIND_ENUM_) BF_L_COUNT_ } bf_layer_kind;

@@ -64,7 +64,7 @@ typedef struct {
 
 typedef struct {
     char name[BF_NAME_LEN];
-    int rank, shape[4];
+    int rank, shape[BF_MAX_RANK];
     long n;            /* elements */
     size_t offset;     /* float index into the model's parameter block */
     int trainable;     /* BN moving statistics are not */

@@ -190,7 +190,7 @@ static PyObject *Model_get_weights(ModelObject *self, PyObject *noargs) {
     for (int i = 0; out && i < m->nlayers; i++)
         for (int j = 0; j < m->layers[i].nparam && m->layers[i].share < 0; j++) {
             bf_param *p = &m->layers[i].params[j];
-            npy_intp dims[4];
+            npy_intp dims[BF_MAX_RANK];
             for (int k = 0; k < p->rank; k++) dims[k] = p->shape[k];
             PyObject *a = PyArray_SimpleNew(p->rank, dims, NPY_FLOAT32);
             if (!a) { Py_DECREF(out); return NULL; }

@@ -11,6 +11,8 @@ bf_status bf_parse_window(const bf_spec *s, bf_window_cfg *w) {
     BF_TRY(bf_spec_size(s, "kw", 1, &w->kw));
     BF_TRY(bf_spec_size(s, "sh", 1, &w->sh));
     BF_TRY(bf_spec_size(s, "sw", 1, &w->sw));
+    BF_TRY(bf_spec_size(s, "kd", 1, &w->kd));
+    BF_TRY(bf_spec_size(s, "sd", 1, &w->sd));
     return bf_spec_flag(s, "same", 0, &w->same);
 }
 
@@ -105,7 +107,7 @@ bf_status bf_parse_conv(bf_layer *L, const bf_spec *s) {
 }
 
 /* a workspace of w bytes (none when 0): forward at t, or backward at tb */
-static bf_status plan_ws(bf_run *r, int i, size_t w, int back, int t, int tb) {
+bf_status bf_conv_plan_ws(bf_run *r, int i, size_t w, int back, int t, int tb) {
     if (!w) return BF_OK;
     int *id = back ? &r->bws_id[i] : &r->fws_id[i];
     BF_TRY(bf_run_newbuf(r, id, w, BF_BUF_WORKSPACE,
@@ -115,7 +117,7 @@ static bf_status plan_ws(bf_run *r, int i, size_t w, int back, int t, int tb) {
 }
 
 /* the activation after the linear map, in place (forward) */
-static bf_status act_after(bf_run *r, int i, int rows, float *z) {
+bf_status bf_conv_act_after(bf_run *r, int i, int rows, float *z) {
     const bf_layer *L = &r->m->layers[i];
     const bf_conv_cfg *c = &L->cfg.conv;
     bf_act act = bf_step_act(r, i);
@@ -124,7 +126,7 @@ static bf_status act_after(bf_run *r, int i, int rows, float *z) {
 }
 
 /* dout of the activation into dz of the linear map, in place (backward) */
-static bf_status act_back(bf_run *r, int i, int rows, float *dout) {
+bf_status bf_conv_act_back(bf_run *r, int i, int rows, float *dout) {
     const bf_layer *L = &r->m->layers[i];
     const bf_conv_cfg *c = &L->cfg.conv;
     bf_act act = bf_step_act(r, i);
@@ -158,8 +160,8 @@ static bf_status conv2d_plan(bf_run *r, int i, int t, int tb, int bw) {
     const bf_layer *L = &r->m->layers[i];
     bf_conv_geom g;
     bf_layer_geom(L, &L->cfg.conv.win, r->B, &g);
-    BF_TRY(plan_ws(r, i, r->be->conv2d_workspace_bytes(r->be, &g, 0), 0, t, tb));
-    if (bw) BF_TRY(plan_ws(r, i, r->be->conv2d_workspace_bytes(r->be, &g, 1), 1, t, tb));
+    BF_TRY(bf_conv_plan_ws(r, i, r->be->conv2d_workspace_bytes(r->be, &g, 0), 0, t, tb));
+    if (bw) BF_TRY(bf_conv_plan_ws(r, i, r->be->conv2d_workspace_bytes(r->be, &g, 1), 1, t, tb));
     return BF_OK;
 }
 
@@ -172,7 +174,7 @@ static bf_status conv2d_forward(bf_run *r, int i, int rows) {
     bf_layer_geom(L, &c->win, rows, &g);
     BF_TRY(be->conv2d_forward(be, z, bf_step_buf(r, r->fws_id[i]), bf_step_in(r, i), bf_step_param(r, L, 0),
                               c->use_bias ? bf_step_param(r, L, 1) : NULL, &g));
-    return act_after(r, i, rows, z);
+    return bf_conv_act_after(r, i, rows, z);
 }
 
 static bf_status conv2d_backward(bf_run *r, int i, int rows, float *din, float *dout) {
@@ -182,7 +184,7 @@ static bf_status conv2d_backward(bf_run *r, int i, int rows, float *din, float *
     float *in = bf_step_in(r, i);
     bf_conv_geom g;
     bf_layer_geom(L, &c->win, rows, &g);
-    BF_TRY(act_back(r, i, rows, dout));
+    BF_TRY(bf_conv_act_back(r, i, rows, dout));
     BF_TRY(bf_run_take_bound(r, i, in, (long)rows * L->in_size, dout, (long)rows * L->out_size,
                              (double)rows * g.OH * g.OW));
     return be->conv2d_backward(be, din, bf_step_grad(r, L, 0), c->use_bias ? bf_step_grad(r, L, 1) : NULL,
@@ -235,7 +237,7 @@ static bf_status conv1d_plan(bf_run *r, int i, int t, int tb, int bw) {
     bf_conv1d_geom g;
     bf_layer_conv1d_geom(&r->m->layers[i], r->B, &g);
     for (int back = 0; back < 1 + bw; back++)
-        BF_TRY(plan_ws(r, i, r->be->conv1d_workspace_bytes(r->be, &g, back), back, t, tb));
+        BF_TRY(bf_conv_plan_ws(r, i, r->be->conv1d_workspace_bytes(r->be, &g, back), back, t, tb));
     return BF_OK;
 }
 
@@ -248,7 +250,7 @@ static bf_status conv1d_forward(bf_run *r, int i, int rows) {
     float *z = bf_step_pre_act(r, i, bf_step_out(r, i));
     BF_TRY(be->conv1d_forward(be, z, bf_step_buf(r, r->fws_id[i]), bf_step_in(r, i), bf_step_param(r, L, 0),
                               c->use_bias ? bf_step_param(r, L, 1) : NULL, &g));
-    return act_after(r, i, rows, z);
+    return bf_conv_act_after(r, i, rows, z);
 }
 
 static bf_status conv1d_backward(bf_run *r, int i, int rows, float *din, float *dout) {
@@ -257,7 +259,7 @@ static bf_status conv1d_backward(bf_run *r, int i, int rows, float *din, float *
     const bf_conv_cfg *c = &L->cfg.conv;
     bf_conv1d_geom g;
     bf_layer_conv1d_geom(L, rows, &g);
-    BF_TRY(act_back(r, i, rows, dout));
+    BF_TRY(bf_conv_act_back(r, i, rows, dout));
     return be->conv1d_backward(be, din, bf_step_grad(r, L, 0), c->use_bias ? bf_step_grad(r, L, 1) : NULL,
                                bf_step_buf(r, r->bws_id[i]), dout, bf_step_in(r, i), bf_step_param(r, L, 0), &g);
 }
@@ -278,7 +280,7 @@ const bf_layer_ops bf_ops_CONV1D = {
  * 1 x T image, kernel (k, filters, C) (Keras's layout, the same memory). ---- */
 
 /* Keras (output_padding=None): 'same' in*s, 'valid' (in-1)*s + max(k, s) */
-static long long convt_len(int in, int k, int s, int same) {
+long long bf_convt_len(int in, int k, int s, int same) {
     return same ? (long long)in * s : (long long)(in - 1) * s + (k > s ? k : s);
 }
 
@@ -294,13 +296,13 @@ static bf_status convt_infer(bf_layer *L, int rank, const int *shape) {
         return BF_FAIL(BF_ERR_ARG, "%s: kernel_size, strides and filters must be positive", L->name);
     float rf = (float)(w->kh * w->kw);
     if (one_d) {
-        BF_TRY(bf_out_dim(L, convt_len(shape[0], w->kw, w->sw, w->same), &L->out_shape[0]));
+        BF_TRY(bf_out_dim(L, bf_convt_len(shape[0], w->kw, w->sw, w->same), &L->out_shape[0]));
         L->out_shape[1] = c->filters;
         int ks[3] = {w->kw, c->filters, C};
         bf_add_param(L, 0, "kernel", 3, ks, 1, BF_INIT_GLOROT_UNIFORM, rf * c->filters, rf * C);
     } else {
-        BF_TRY(bf_out_dim(L, convt_len(shape[0], w->kh, w->sh, w->same), &L->out_shape[0]));
-        BF_TRY(bf_out_dim(L, convt_len(shape[1], w->kw, w->sw, w->same), &L->out_shape[1]));
+        BF_TRY(bf_out_dim(L, bf_convt_len(shape[0], w->kh, w->sh, w->same), &L->out_shape[0]));
+        BF_TRY(bf_out_dim(L, bf_convt_len(shape[1], w->kw, w->sw, w->same), &L->out_shape[1]));
         L->out_shape[2] = c->filters;
         int ks[4] = {w->kh, w->kw, c->filters, C};
         bf_add_param(L, 0, "kernel", 4, ks, 1, BF_INIT_GLOROT_UNIFORM, rf * c->filters, rf * C);
@@ -318,7 +320,7 @@ static bf_status convt_plan(bf_run *r, int i, int t, int tb, int bw) {
     bf_conv_geom g;
     bf_layer_convt_geom(&r->m->layers[i], r->B, &g);
     for (int back = 0; back < 1 + bw; back++)
-        BF_TRY(plan_ws(r, i, r->be->conv2d_transpose_workspace_bytes(r->be, &g, back), back, t, tb));
+        BF_TRY(bf_conv_plan_ws(r, i, r->be->conv2d_transpose_workspace_bytes(r->be, &g, back), back, t, tb));
     return BF_OK;
 }
 
@@ -331,7 +333,7 @@ static bf_status convt_forward(bf_run *r, int i, int rows) {
     float *z = bf_step_pre_act(r, i, bf_step_out(r, i));
     BF_TRY(be->conv2d_transpose_forward(be, z, bf_step_buf(r, r->fws_id[i]), bf_step_in(r, i), bf_step_param(r, L, 0),
                                         c->use_bias ? bf_step_param(r, L, 1) : NULL, &g));
-    return act_after(r, i, rows, z);
+    return bf_conv_act_after(r, i, rows, z);
 }
 
 static bf_status convt_backward(bf_run *r, int i, int rows, float *din, float *dout) {
@@ -340,7 +342,7 @@ static bf_status convt_backward(bf_run *r, int i, int rows, float *din, float *d
     const bf_conv_cfg *c = &L->cfg.conv;
     bf_conv_geom g;
     bf_layer_convt_geom(L, rows, &g);
-    BF_TRY(act_back(r, i, rows, dout));
+    BF_TRY(bf_conv_act_back(r, i, rows, dout));
     return be->conv2d_transpose_backward(be, din, bf_step_grad(r, L, 0), c->use_bias ? bf_step_grad(r, L, 1) : NULL,
                                          bf_step_buf(r, r->bws_id[i]), dout, bf_step_in(r, i),
                                          bf_step_param(r, L, 0), &g);

@@ -1,5 +1,6 @@
 /* depthwise.c - DepthwiseConv2D (Keras 3): each input channel convolved with
  * its own depth_multiplier (M, kept in bf_conv_cfg.filters) kernels; out (H', W', C*M)
+ * (DepthwiseConv1D: a (T, C) sample as a 1 x T image, kh = sh = 1)
  * with channel c*M + m, depthwise_kernel (kh, kw, C, M), bias (C*M), then the
  * activation, as Conv2D. Window geometry and 'valid' / 'same' padding as
  * Conv2D's (conv.c). */
@@ -9,12 +10,13 @@ static bf_status infer(bf_layer *L, int rank, const int *shape) {
     const bf_conv_cfg *c = &L->cfg.conv;
     if (c->filters <= 0)
         return BF_FAIL(BF_ERR_ARG, "%s: depth_multiplier must be positive, got %d", L->name, c->filters);
-    BF_TRY(bf_infer_window(L, &c->win, rank, shape, 0));
-    const int C = shape[rank - 1], M = c->filters, K = C * M;
-    L->out_shape[2] = K;
+    BF_TRY(bf_infer_window(L, &c->win, rank, shape, 1));
+    const int C = shape[rank - 1], M = c->filters, K = C * M, one_d = rank == 2;
+    L->out_shape[rank - 1] = K;
     int ks[4] = {c->win.kh, c->win.kw, C, M};
     float rf = (float)(c->win.kh * c->win.kw);
-    bf_add_param(L, 0, "depthwise_kernel", 4, ks, 1, BF_INIT_GLOROT_UNIFORM, rf * C, rf * M);
+    /* DepthwiseConv1D: its kernel (kw, C, M), the same memory */
+    bf_add_param(L, 0, "depthwise_kernel", 4 - one_d, ks + one_d, 1, BF_INIT_GLOROT_UNIFORM, rf * C, rf * M);
     if (c->use_bias) bf_add_param(L, 1, "bias", 1, &K, 1, BF_INIT_ZEROS, 0, 0);
     return BF_OK;
 }

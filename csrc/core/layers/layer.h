@@ -63,6 +63,15 @@ bf_status bf_parse_emath(bf_layer *L, const bf_spec *s);
 /* Conv1D: its geometry; Conv2DTranspose: the Conv2D it is the adjoint of (backend.h) */
 void bf_layer_conv1d_geom(const bf_layer *L, int B, bf_conv1d_geom *g);
 void bf_layer_convt_geom(const bf_layer *L, int B, bf_conv_geom *g);
+/* what the convolutions of conv.c and conv3d.c share: a workspace of w bytes (none when 0) planned forward at t or
+ * backward at tb; the activation after the linear map (in place) and its backward into dout; a transposed
+ * convolution's output length along an axis (Keras, output_padding=None) */
+bf_status bf_conv_plan_ws(bf_run *r, int i, size_t w, int back, int t, int tb);
+bf_status bf_conv_act_after(bf_run *r, int i, int rows, float *z);
+bf_status bf_conv_act_back(bf_run *r, int i, int rows, float *dout);
+long long bf_convt_len(int in, int k, int s, int same);
+/* the poolings' parse hook (pool.c): the window, keepdims, data_format (chan_first) */
+bf_status bf_parse_pool(bf_layer *L, const bf_spec *s);
 
 /* random image layers (preprocess.c): node i's augmentation geometry for `rows` rows (the current draw) */
 void bf_run_augment_geom(const bf_run *r, int i, int rows, bf_augment *a);

@@ -1,5 +1,5 @@
 /* pool.c - MaxPooling1D/2D, AveragePooling1D/2D and the global poolings
- * (GlobalAveragePooling1D/2D: GAP, GlobalMaxPooling1D/2D: GMP) over the
+ * (GlobalAveragePooling1D/2D/3D: GAP, GlobalMaxPooling1D/2D/3D: GMP) over the
  * window geometry of conv.c, channels_last or channels_first;
  * GlobalAveragePooling1D of a masked sequence averages over the unmasked
  * steps only (Keras). */
@@ -10,7 +10,7 @@
  * transpose */
 
 /* the window (not for the global poolings), keepdims (the global ones), data_format */
-static bf_status parse(bf_layer *L, const bf_spec *s) {
+bf_status bf_parse_pool(bf_layer *L, const bf_spec *s) {
     bf_pool_cfg *c = &L->cfg.pool;
     BF_TRY(bf_parse_window(s, &c->win));
     BF_TRY(bf_spec_flag(s, "keepdims", 0, &c->keepdims));
@@ -37,9 +37,10 @@ static bf_status window_infer(bf_layer *L, int rank, const int *shape) {
 }
 
 static bf_status global_infer(bf_layer *L, int rank, const int *shape) {
-    /* rank 2: GlobalAveragePooling1D / GlobalMaxPooling1D; keepdims keeps the rank */
-    if (rank != 3 && rank != 2)
-        return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 2 (T, C) or 3 (H, W, C), got rank %d", L->name, rank);
+    /* rank 2: GlobalAveragePooling1D / GlobalMaxPooling1D, 4: the 3D ones; keepdims keeps the rank */
+    if (rank < 2 || rank > 4)
+        return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 2 (T, C), 3 (H, W, C) or 4 (D, H, W, C), got rank %d",
+                       L->name, rank);
     const bf_pool_cfg *c = &L->cfg.pool;
     const int c_axis = c->chan_first ? 0 : rank - 1;
     if (c->keepdims) {
@@ -52,12 +53,32 @@ static bf_status global_infer(bf_layer *L, int rank, const int *shape) {
     return BF_OK;
 }
 
-/* the pooling's NHWC geometry for `rows` samples: channels_first as rows * C one-channel images */
+/* a global pooling's geometry: the spatial axes (all but the channels') as one image of H = all of them but the
+ * last, W = the last; channels_first as rows * C one-channel images */
+static void global_geom(const bf_layer *L, int rows, bf_conv_geom *g) {
+    const int first = L->cfg.pool.chan_first, n = L->in_rank - 1, *sp = L->in_shape + (first ? 1 : 0);
+    const int C = L->in_shape[first ? 0 : n];
+    g->B = first ? rows * C : rows;
+    g->C = g->K = first ? 1 : C;
+    g->H = 1;
+    for (int a = 0; a < n - 1; a++) g->H *= sp[a];
+    g->W = sp[n - 1];
+    g->OH = g->OW = 1;
+    g->KH = g->SH = g->H;
+    g->KW = g->SW = g->W;
+    g->PT = g->PL = 0;
+}
+
+/* a window pooling's NHWC geometry for `rows` samples (the global ones: global_geom); channels_first as rows * C
+ * one-channel images */
 static void pool_geom(const bf_layer *L, int rows, bf_conv_geom *g) {
     const bf_pool_cfg *c = &L->cfg.pool;
-    const int global = L->kind == BF_L_GAP || L->kind == BF_L_GMP;
+    if (L->kind == BF_L_GAP || L->kind == BF_L_GMP) {
+        global_geom(L, rows, g);
+        return;
+    }
     if (!c->chan_first) {
-        bf_layer_geom(L, global ? NULL : &c->win, rows, g);
+        bf_layer_geom(L, &c->win, rows, g);
         return;
     }
     const int one_d = L->in_rank == 2, C = L->in_shape[0];
@@ -65,15 +86,15 @@ static void pool_geom(const bf_layer *L, int rows, bf_conv_geom *g) {
     g->H = one_d ? 1 : L->in_shape[1];
     g->W = L->in_shape[one_d ? 1 : 2];
     g->C = g->K = 1;
-    g->KH = global ? g->H : c->win.kh;
-    g->KW = global ? g->W : c->win.kw;
-    g->SH = global ? g->H : c->win.sh;
-    g->SW = global ? g->W : c->win.sw;
-    g->OH = global || one_d ? 1 : L->out_shape[1];
-    g->OW = global ? 1 : L->out_shape[one_d ? 1 : 2];
+    g->KH = c->win.kh;
+    g->KW = c->win.kw;
+    g->SH = c->win.sh;
+    g->SW = c->win.sw;
+    g->OH = one_d ? 1 : L->out_shape[1];
+    g->OW = L->out_shape[one_d ? 1 : 2];
     int ph = (g->OH - 1) * g->SH + g->KH - g->H, pw = (g->OW - 1) * g->SW + g->KW - g->W;
-    g->PT = !global && c->win.same && ph > 0 ? ph / 2 : 0;
-    g->PL = !global && c->win.same && pw > 0 ? pw / 2 : 0;
+    g->PT = c->win.same && ph > 0 ? ph / 2 : 0;
+    g->PL = c->win.same && pw > 0 ? pw / 2 : 0;
 }
 
 static int max_supported(const bf_backend *be, const bf_layer *L) {
@@ -135,7 +156,7 @@ static int gap_mask_reads(const bf_layer *L) { return L->in_rank == 2 && !L->mas
 
 const bf_layer_ops bf_ops_MAXPOOL = {
     .name = "MAXPOOL",
-    .parse = parse,
+    .parse = bf_parse_pool,
     .flags = BF_LF_READS_IN | BF_LF_READS_OUT | BF_LF_ROWS,
     .infer = window_infer,
     .supported = max_supported,
@@ -145,7 +166,7 @@ const bf_layer_ops bf_ops_MAXPOOL = {
 
 const bf_layer_ops bf_ops_AVGPOOL = {
     .name = "AVGPOOL",
-    .parse = parse,
+    .parse = bf_parse_pool,
     .flags = BF_LF_ROWS,
     .infer = window_infer,
     .supported = avg_supported,
@@ -155,8 +176,8 @@ const bf_layer_ops bf_ops_AVGPOOL = {
 
 const bf_layer_ops bf_ops_GAP = {
     .name = "GAP",
-    .flags = BF_LF_WHOLE16,
-    .parse = parse,
+    .flags = BF_LF_WHOLE16 | BF_LF_ANY_RANK,
+    .parse = bf_parse_pool,
     .infer = global_infer,
     .mask_reads = gap_mask_reads,
     .supported = avg_supported,
@@ -166,8 +187,8 @@ const bf_layer_ops bf_ops_GAP = {
 
 const bf_layer_ops bf_ops_GMP = {
     .name = "GMP",
-    .parse = parse,
-    .flags = BF_LF_READS_IN | BF_LF_READS_OUT,
+    .parse = bf_parse_pool,
+    .flags = BF_LF_READS_IN | BF_LF_READS_OUT | BF_LF_ANY_RANK,
     .infer = global_infer,
     .supported = max_supported,
     .forward = max_forward,

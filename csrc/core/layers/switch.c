@@ -43,6 +43,6 @@ static bf_status mask(const bf_model *m, int i, int *out) {
 }
 
 const bf_layer_ops bf_ops_SWITCH = {
-    .name = "SWITCH", .flags = BF_LF_MULTI_IN | BF_LF_VIEW, .infer = infer, .check = check, .mask = mask,
+    .name = "SWITCH", .flags = BF_LF_MULTI_IN | BF_LF_VIEW | BF_LF_ANY_RANK, .infer = infer, .check = check, .mask = mask,
     .view_in = view_in,
 };

@@ -19,6 +19,10 @@ from .color_aug import (AutoContrast, RandomColorDegeneration, RandomColorJitter
                         RandomPosterization, RandomSaturation, RandomSharpness, Solarization)
 from .conv import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Convolution1D, Convolution1DTranspose,
                    Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D)
+from .adaptive_pooling import (AdaptiveAveragePooling1D, AdaptiveAveragePooling2D, AdaptiveAveragePooling3D,
+                               AdaptiveMaxPooling1D, AdaptiveMaxPooling2D, AdaptiveMaxPooling3D)
+from .conv import (Conv3D, Conv3DTranspose, Convolution2D, Convolution3D, Convolution3DTranspose, DepthwiseConv1D,
+                   SeparableConv1D, SeparableConvolution1D, SeparableConvolution2D)
 from .core import Activation, ActivityRegularization, Dense, Identity, Lambda, Masking
 from .dot import Dot
 from .dot_attention import AdditiveAttention, Attention
@@ -39,6 +43,8 @@ from .pipeline import Pipeline
 from .pooling import (AveragePooling1D, AveragePooling2D, AvgPool1D, GlobalAveragePooling1D, GlobalAveragePooling2D,
                       GlobalAvgPool1D, GlobalMaxPool1D, GlobalMaxPool2D, GlobalMaxPooling1D, GlobalMaxPooling2D,
                       MaxPool1D, MaxPooling1D, MaxPooling2D)
+from .pooling import (AveragePooling3D, AvgPool2D, AvgPool3D, GlobalAveragePooling3D, GlobalAvgPool2D, GlobalAvgPool3D,
+                      GlobalMaxPool3D, GlobalMaxPooling3D, MaxPool2D, MaxPool3D, MaxPooling3D)
 from .preprocessing import Normalization, Rescaling
 from .refused_aug import (AugMix, ContrastLimitedAdaptiveHistogramEqualization, CutMix, Equalization,
                           MaxNumBoundingBoxes, MixUp, RandAugment, RandomElasticTransform, RandomErasing,
@@ -64,6 +70,12 @@ __all__ = [
            "AugMix", "ContrastLimitedAdaptiveHistogramEqualization", "CutMix", "Equalization", "MaxNumBoundingBoxes",
            "MixUp", "RandAugment", "RandomElasticTransform", "RandomErasing", "RandomGaussianBlur",
            "RandomPerspective", "RandomShear", "Pipeline",
+           "AdaptiveAveragePooling1D", "AdaptiveAveragePooling2D", "AdaptiveAveragePooling3D", "AdaptiveMaxPooling1D",
+           "AdaptiveMaxPooling2D", "AdaptiveMaxPooling3D",
+           "AveragePooling3D", "AvgPool2D", "AvgPool3D", "Conv3D", "Conv3DTranspose", "Convolution2D", "Convolution3D",
+           "Convolution3DTranspose", "DepthwiseConv1D", "GlobalAveragePooling3D", "GlobalAvgPool2D", "GlobalAvgPool3D",
+           "GlobalMaxPool3D", "GlobalMaxPooling3D", "MaxPool2D", "MaxPool3D", "MaxPooling3D", "SeparableConv1D",
+           "SeparableConvolution1D", "SeparableConvolution2D",
            "AdditiveAttention", "Attention", "EinsumDense", "TimeDistributed",
            "ActivityRegularization", "AlphaDropout", "CenterCrop", "Masking", "RandomBrightness", "RandomGrayscale", "Resizing", "Cropping1D", "Cropping2D", "Cropping3D", "GroupNormalization", "Identity", "RMSNormalization", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "UnitNormalization", "UpSampling1D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding3D",
            "Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",

@@ -1,11 +1,12 @@
-"""Cropping1D, Cropping2D, CenterCrop, ZeroPadding1D and UpSampling1D as
-Keras 3 defines them, composed from the engine's slicing (Slice) and the 2D
-layout kinds on a (T, 1, C) view (ZeroPadding2D, UpSampling2D). The 3D forms
-(Cropping3D, ZeroPadding3D, UpSampling3D) are refused by name: a sample
-holds at most 3 axes in boundfit; Resizing too (no interpolation in the
-engine's graphs)."""
+"""Cropping1D / 2D / 3D, CenterCrop, ZeroPadding1D / 3D and UpSampling1D / 3D
+as Keras 3 defines them, composed from the engine's slicing (Slice) and the
+2D layout kinds (ZeroPadding2D, UpSampling2D) on views: a (T, 1, C) view of
+a sequence, and a volume (D, H, W, C) as (D, H, W*C) for its depth and
+height, then as (D*H, W, C) for its width. Resizing is refused by name (the
+engine has no resizing kind; keras.ops.image.resize composes one in a
+functional graph)."""
 
-from .args import _data_format, _is_size, _size
+from .args import _data_format, _is_size, _size, _sizes
 from .layer import Layer, keras_config
 from .reshaping import Reshape, Slice, UpSampling2D, ZeroPadding2D
 
@@ -126,30 +127,90 @@ class UpSampling1D(Layer):
         return Reshape((-1, c))(UpSampling2D((self.size, 1))(Reshape((-1, 1, c))(inputs)))
 
 
-def _refused_3d(name, use):
-    def init(self, *args, **kwargs):
-        raise NotImplementedError(f"keras.layers.{name} is not supported by boundfit: its samples have 4 axes "
-                                  f"(D, H, W, C) and a boundfit tensor holds at most 3 per sample. {use}")
-    doc = f"Refused: Keras's {name} takes (D, H, W, C) samples; a boundfit sample holds at most 3 axes. {use}"
-    return type(name, (), {"__init__": init, "__doc__": doc, "_boundfit_refused": True})
+def _triple(cls, argument, v):
+    """an int >= 0, a triple of them, or a triple of pairs as ((a, b), (c, d), (e, f)) (Keras's 3D layers)"""
+    if _is_size(v, low=0):
+        v = (v, v, v)
+    if not isinstance(v, (list, tuple)) or len(v) != 3:
+        raise ValueError(f"{cls}: {argument} must be an int, a tuple of 3 ints or a tuple of 3 pairs, got {v!r}")
+    return tuple(_pair(cls, argument, p) for p in v)
+
+
+def _volume(layer, inputs):
+    return _known(layer, inputs, 4, "(batch, D, H, W, C)")
+
+
+def _by_planes(inputs, depth_height, width):
+    """a (D, H, W, C) volume through depth_height on its (D, H, W*C) view, then width on the (D'*H', W, C) one"""
+    d, h, w, c = inputs._ps
+    y = depth_height(Reshape((d, h, w * c))(inputs))
+    d2, h2 = y._ps[0], y._ps[1]
+    y = width(Reshape((d2 * h2, w, c))(y))
+    return Reshape((d2, h2, y._ps[1], c))(y)
+
+
+class Cropping3D(Layer):
+    """Keras 3's `Cropping3D(cropping=((1, 1), (1, 1), (1, 1)))`: planes, rows and columns cut from (D, H, W, C)
+    volumes; cropping an int, a triple or a triple of pairs."""
+    _base = "cropping3d"
+
+    def __init__(self, cropping=((1, 1), (1, 1), (1, 1)), data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        _data_format("Cropping3D", data_format)
+        self.cropping = _triple("Cropping3D", "cropping", cropping)
+
+    def call(self, inputs):
+        dims = _volume(self, inputs)[:3]
+        keep = tuple(n - a - b for n, (a, b) in zip(dims, self.cropping)) if None not in dims else (0, 0, 0)
+        return _crop(self, inputs, tuple(a for a, _ in self.cropping), keep)
+
+
+class ZeroPadding3D(Layer):
+    """Keras 3's `ZeroPadding3D(padding=((1, 1), (1, 1), (1, 1)))`: zero planes, rows and columns around (D, H, W, C)
+    volumes; padding an int, a triple or a triple of pairs."""
+    _base = "zero_padding3d"
+
+    def __init__(self, padding=((1, 1), (1, 1), (1, 1)), data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        _data_format("ZeroPadding3D", data_format)
+        self.padding = _triple("ZeroPadding3D", "padding", padding)
+
+    def call(self, inputs):
+        _volume(self, inputs)
+        pd, ph, pw = self.padding
+        return _by_planes(inputs, ZeroPadding2D((pd, ph)), ZeroPadding2D(((0, 0), pw)))
+
+
+class UpSampling3D(Layer):
+    """Keras 3's `UpSampling3D(size=(2, 2, 2))`: each voxel of (D, H, W, C) volumes repeated size times per axis."""
+    _base = "up_sampling3d"
+
+    def __init__(self, size=(2, 2, 2), data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        _data_format("UpSampling3D", data_format)
+        self.size = _sizes("UpSampling3D", "size", size, 3)
+
+    def call(self, inputs):
+        _volume(self, inputs)
+        sd, sh, sw = self.size
+        return _by_planes(inputs, UpSampling2D((sd, sh)), UpSampling2D((1, sw)))
 
 
 class Resizing:
-    """Refused: Keras's Resizing interpolates images to any size (jax.image.resize), which boundfit's graphs do
-    not have. Resize in the data (image_dataset_from_directory(image_size=...), utils.load_img(target_size=...)),
-    or use CenterCrop / Cropping2D to cut and UpSampling2D / AveragePooling2D for integer factors."""
+    """Refused: Keras's Resizing interpolates images to any size, and boundfit's engine has no resizing kind of its
+    own: keras.ops.image.resize composes it in a functional graph from Gathers and constant weights (which a
+    Keras Resizing layer does not have, so its weights and files could not be Keras's). Resize in the data
+    (image_dataset_from_directory(image_size=...), utils.load_img(target_size=...)), call
+    keras.ops.image.resize in a functional model, or use CenterCrop / Cropping2D to cut and UpSampling2D /
+    AveragePooling2D for integer factors."""
     _boundfit_refused = True   # tools/keras_coverage.py lists it as refused
 
     def __init__(self, *args, **kwargs):
-        raise NotImplementedError("keras.layers.Resizing is not supported by boundfit: its graphs have no image "
-                                  "interpolation. Resize in the data (utils.image_dataset_from_directory(image_size="
-                                  "...), utils.load_img(target_size=...)), or use CenterCrop / Cropping2D to cut and "
+        raise NotImplementedError("keras.layers.Resizing is not supported by boundfit: its engine has no resizing "
+                                  "layer. Resize in the data (utils.image_dataset_from_directory(image_size=...), "
+                                  "utils.load_img(target_size=...)), call boundfit.ops.image.resize in a functional "
+                                  "model ('bilinear' / 'nearest'), or use CenterCrop / Cropping2D to cut and "
                                   "UpSampling2D / AveragePooling2D for integer factors")
-
-
-Cropping3D = _refused_3d("Cropping3D", "Use Cropping2D on (H, W, C) images")
-ZeroPadding3D = _refused_3d("ZeroPadding3D", "Use ZeroPadding2D on (H, W, C) images")
-UpSampling3D = _refused_3d("UpSampling3D", "Use UpSampling2D on (H, W, C) images")
 
 
 # ---- Keras 3 configs (layer.keras_config) ----
@@ -177,3 +238,19 @@ def _zero_padding1d_config(l):
 @keras_config(UpSampling1D)
 def _up_sampling1d_config(l):
     return dict(size=l.size)
+
+
+@keras_config(Cropping3D)
+def _cropping3d_config(l):
+    return dict(cropping=[list(p) for p in l.cropping], data_format="channels_last")
+
+
+@keras_config(ZeroPadding3D)
+def _zero_padding3d_config(l):
+    return dict(padding=[list(p) for p in l.padding], data_format="channels_last")
+
+
+@keras_config(UpSampling3D)
+def _up_sampling3d_config(l):
+    return dict(size=list(l.size), data_format="channels_last")
+

@@ -1,12 +1,14 @@
 """Pooling: MaxPooling2D / AveragePooling2D, their 1D forms (the engine's 2D
-pooling of a 1 x T image), GlobalAveragePooling1D / 2D and
-GlobalMaxPooling1D / 2D (keepdims); channels_last or channels_first (the
-engine pools each channel of a (C, H, W) sample as a one-channel image)."""
+pooling of a 1 x T image), MaxPooling3D / AveragePooling3D (the engine's
+MAXPOOL3D / AVGPOOL3D: the 2D pooling of each depth plane, then along the
+depth), GlobalAveragePooling1D / 2D / 3D and GlobalMaxPooling1D / 2D / 3D
+(keepdims); channels_last or channels_first (the engine pools each channel
+of a (C, H, W) sample as a one-channel image)."""
 
-from .args import _pair, _padding, _rank, _single, engine_kinds
+from .args import _pair, _padding, _rank, _single, _sizes, engine_kinds
 from .layer import Layer, keras_config
 
-MAXPOOL, AVGPOOL, GAP, GMP = engine_kinds("MAXPOOL AVGPOOL GAP GMP")
+MAXPOOL, AVGPOOL, GAP, GMP, MAXPOOL3D, AVGPOOL3D = engine_kinds("MAXPOOL AVGPOOL GAP GMP MAXPOOL3D AVGPOOL3D")
 
 
 def _format(cls, data_format):
@@ -80,6 +82,38 @@ class AveragePooling1D(_Pool1D):
     _base, kind = "average_pooling1d", AVGPOOL
 
 
+class _Pool3D(Layer):
+    kind = None
+
+    def __init__(self, pool_size=(2, 2, 2), strides=None, padding="valid", data_format=None, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        cls = type(self).__name__
+        self.data_format = _format(cls, data_format)
+        self.pool_size = _sizes(cls, "pool_size", pool_size, 3)
+        self.strides = _sizes(cls, "strides", strides, 3) if strides is not None else self.pool_size
+        self.padding = _padding(padding)
+
+    def spec(self):
+        (kd, kh, kw), (sd, sh, sw) = self.pool_size, self.strides
+        return dict(kind=self.kind, name=self.name, kd=kd, kh=kh, kw=kw, sd=sd, sh=sh, sw=sw,
+                    same=int(self.padding == "same"), chan_first=int(self.data_format == "channels_first"))
+
+
+class MaxPooling3D(_Pool3D):
+    """Keras 3's `MaxPooling3D(pool_size=(2, 2, 2), strides=None, padding='valid', data_format=None)`: the maximum
+    over each window of (D, H, W, C) samples."""
+    _base, kind = "max_pooling3d", MAXPOOL3D
+
+
+class AveragePooling3D(_Pool3D):
+    """Keras 3's `AveragePooling3D(pool_size, strides=None, padding='valid', data_format=None)`: the mean over each
+    window of (D, H, W, C) samples (over its valid cells with padding='same')."""
+    _base, kind = "average_pooling3d", AVGPOOL3D
+
+    def __init__(self, pool_size, strides=None, padding="valid", data_format=None, name=None, **kwargs):
+        super().__init__(pool_size, strides=strides, padding=padding, data_format=data_format, name=name, **kwargs)
+
+
 class _GlobalPool(Layer):
     kind, rank = None, None
 
@@ -92,7 +126,8 @@ class _GlobalPool(Layer):
 
     def _before_infer(self, shapes):
         dims = {(2, False): "(steps, channels)", (2, True): "(channels, steps)", (3, False): "(H, W, C)",
-                (3, True): "(C, H, W)"}[self.rank, self.data_format == "channels_first"]
+                (3, True): "(C, H, W)", (4, False): "(D, H, W, C)",
+                (4, True): "(C, D, H, W)"}[self.rank, self.data_format == "channels_first"]
         _rank(self, shapes[0], self.rank, dims)
 
     def spec(self):
@@ -121,19 +156,31 @@ class GlobalMaxPooling2D(_GlobalPool):
     _base, kind, rank = "global_max_pooling2d", GMP, 3
 
 
-MaxPool1D, AvgPool1D = MaxPooling1D, AveragePooling1D
+class GlobalAveragePooling3D(_GlobalPool):
+    """Keras 3's `GlobalAveragePooling3D`: the mean over the voxels of each channel."""
+    _base, kind, rank = "global_average_pooling3d", GAP, 4
 
 
-GlobalAvgPool1D, GlobalMaxPool1D, GlobalMaxPool2D = GlobalAveragePooling1D, GlobalMaxPooling1D, GlobalMaxPooling2D
+class GlobalMaxPooling3D(_GlobalPool):
+    """Keras 3's `GlobalMaxPooling3D`: the maximum over the voxels of each channel."""
+    _base, kind, rank = "global_max_pooling3d", GMP, 4
+
+
+# Keras's aliases
+MaxPool1D, AvgPool1D, MaxPool2D, AvgPool2D = MaxPooling1D, AveragePooling1D, MaxPooling2D, AveragePooling2D
+MaxPool3D, AvgPool3D = MaxPooling3D, AveragePooling3D
+GlobalAvgPool1D, GlobalAvgPool2D, GlobalAvgPool3D = GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalAveragePooling3D
+GlobalMaxPool1D, GlobalMaxPool2D, GlobalMaxPool3D = GlobalMaxPooling1D, GlobalMaxPooling2D, GlobalMaxPooling3D
 
 
 # ---- Keras 3 configs (layer.keras_config) ----
 
-@keras_config(MaxPooling2D, AveragePooling2D, MaxPooling1D, AveragePooling1D)
+@keras_config(MaxPooling2D, AveragePooling2D, MaxPooling1D, AveragePooling1D, MaxPooling3D, AveragePooling3D)
 def _pool_config(l):
     return dict(pool_size=list(l.pool_size), padding=l.padding, strides=list(l.strides), data_format=l.data_format)
 
 
-@keras_config(GlobalAveragePooling2D, GlobalAveragePooling1D, GlobalMaxPooling1D, GlobalMaxPooling2D)
+@keras_config(GlobalAveragePooling2D, GlobalAveragePooling1D, GlobalMaxPooling1D, GlobalMaxPooling2D,
+              GlobalAveragePooling3D, GlobalMaxPooling3D)
 def _global_pool_config(l):
     return dict(data_format=l.data_format, keepdims=l.keepdims)

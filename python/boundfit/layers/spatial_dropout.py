@@ -3,9 +3,9 @@ from the engine's draws (RandomDraw, the RANDOM kind) and elementwise ops:
 in fit only (their call() traces a training and an inference graph, which a
 Switch picks: layers/switch.py), the identity otherwise. SpatialDropout
 drops whole channels (one keep mask per sample and channel, broadcast over
-the steps / pixels); AlphaDropout keeps SELU's mean and variance. The
-numbers are the engine's draws, the distributions Keras's. SpatialDropout3D
-is refused by name: a sample holds at most 3 axes in boundfit."""
+the steps / pixels / voxels: SpatialDropout3D's (D, H, W, C) sample as
+(D*H*W, C) rows); AlphaDropout keeps SELU's mean and variance. The numbers
+are the engine's draws, the distributions Keras's."""
 
 import numbers
 
@@ -14,6 +14,7 @@ from .compose import graph_seed, rate as _rate
 from .draw import RandomDraw
 from .emath import Binary, Unary
 from .layer import Layer, keras_config
+from .reshaping import Reshape
 
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772, 1.0507009873554805
 
@@ -42,9 +43,11 @@ class _SpatialDropout(Layer):
                              f"first, channels last), got shape {inputs.shape}")
         if not training or self.rate == 0.0:
             return inputs
-        keep = RandomDraw((1,) * (len(ps) - 1) + (ps[-1],), "dropout", self.rate, 1.0 / (1.0 - self.rate),
-                          seed=graph_seed(self.seed))(inputs)
-        return Binary("multiply")([inputs, keep])
+        x = Reshape((-1, ps[-1]))(inputs) if len(ps) > 3 else inputs   # the draws take at most 3 axes
+        keep = RandomDraw((1,) * (len(x._ps) - 1) + (ps[-1],), "dropout", self.rate, 1.0 / (1.0 - self.rate),
+                          seed=graph_seed(self.seed))(x)
+        y = Binary("multiply")([x, keep])
+        return Reshape(ps)(y) if x is not inputs else y
 
 
 class SpatialDropout1D(_SpatialDropout):
@@ -63,15 +66,11 @@ class SpatialDropout2D(_SpatialDropout):
     _rank = 3
 
 
-class SpatialDropout3D:
-    """Refused: Keras's SpatialDropout3D takes (D, H, W, C) samples, and a sample holds at most 3 axes in
-    boundfit. Use SpatialDropout2D on (H, W, C) images, or Reshape the volume to 3 axes first."""
-    _boundfit_refused = True   # tools/keras_coverage.py lists it as refused
-
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError("keras.layers.SpatialDropout3D is not supported by boundfit: its samples have 4 "
-                                  "axes (D, H, W, C) and a boundfit tensor holds at most 3 per sample. Use "
-                                  "SpatialDropout2D on (H, W, C) images, or Reshape((D * H, W, C)) first")
+class SpatialDropout3D(_SpatialDropout):
+    """Keras 3's `SpatialDropout3D(rate, data_format=None, seed=None)`: drops whole channels of (D, H, W, C)
+    volumes in fit (channels_last)."""
+    _base = "spatial_dropout3d"
+    _rank = 4
 
 
 class AlphaDropout(Layer):
@@ -124,7 +123,7 @@ def _spatial_dropout1d_config(l):
     return dict(rate=l.rate, seed=l.seed)
 
 
-@keras_config(SpatialDropout2D)
+@keras_config(SpatialDropout2D, SpatialDropout3D)
 def _spatial_dropout2d_config(l):
     return dict(rate=l.rate, seed=l.seed, data_format="channels_last")
 
