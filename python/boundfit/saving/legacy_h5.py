@@ -20,6 +20,8 @@ def _name_list(obj, name, where):
     out = []
     for k in keys:
         aid = obj.attrs.get_id(k)
+        if aid.shape == (0,):   # an empty list (h5py stores it as float64)
+            continue
         if len(aid.shape) > 1 or (aid.shape and aid.shape[0] > _MAX_NAMES) or aid.dtype.kind not in "SOU":
             raise ValueError(f"{where}: attribute {k!r} of {obj.name} is not a list of names (shape {aid.shape}, "
                              f"dtype {aid.dtype})")
