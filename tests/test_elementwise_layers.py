@@ -529,7 +529,7 @@ def test_random_crop_config_goes_both_ways_through_keras_files(tmp_path):
     (lambda: layers.UpSampling2D(size=0), ValueError, "size"),
     (lambda: layers.Rescaling("x"), ValueError, "scale"),
     (lambda: layers.Normalization(mean=1.0), ValueError, "variance"),
-    (lambda: layers.Normalization(axis=1), ValueError, "axis"),
+    (lambda: layers.Normalization(axis=1)(bf.Input((4, 3))), ValueError, "axis"),   # not the last axis
     (lambda: layers.Normalization(invert=True), ValueError, "invert"),
     (lambda: layers.Normalization(mean=[1.0], variance=[-1.0]), ValueError, "variance"),
     (lambda: layers.RandomFlip("diagonal"), ValueError, "mode"),

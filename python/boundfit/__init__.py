@@ -36,6 +36,7 @@ from . import optimizers, preprocessing, regularizers, sizes, utils  # noqa: E40
 from . import config, dtype_policies, mixed_precision  # noqa: E402  (keras.config, .mixed_precision, .dtype_policies)
 from . import engine, memory, models, runtime, saving  # noqa: E402
 from . import datasets  # noqa: E402  (keras.datasets: small data sets shipped in the package)
+from . import applications  # noqa: E402  (keras.applications: the image models, built as Keras builds them)
 from . import ops  # noqa: E402  (keras.ops; gives symbolic tensors their operators)  (all loaded now: a first fit imports nothing)
 from . import random  # noqa: E402  (keras.random on arrays)
 from ._version import __version__  # noqa: E402

@@ -118,6 +118,28 @@ def hard_sigmoid(x):
     return _eval(Act(HARD_SIGMOID), x)
 
 
+def hard_silu(x):
+    """Keras 3's hard_silu (hard_swish), x * relu6(x + 3) / 6, of an array. In a model it is an Activation
+    layer's only (the engine's elementwise hard_silu op): Dense / Conv activation= do not take it."""
+    x = np.asarray(x, dtype=np.float32)
+    return x * np.clip(x + 3.0, 0.0, 6.0) / 6.0
+
+
+hard_swish = hard_silu
+# activations an Activation layer computes with the engine's elementwise op of that name (layers/emath.py's
+# Unary), not fused into a layer: name -> the op
+ELEMENTWISE = {"hard_silu": "hard_silu", "hard_swish": "hard_silu"}
+
+
+def elementwise_op(activation):
+    """The elementwise op of an ELEMENTWISE activation (by name or function), else None."""
+    if activation is hard_silu:
+        return "hard_silu"
+    name = activation if isinstance(activation, str) else getattr(activation, "__name__", None) \
+        if getattr(activation, "__module__", "").startswith("keras") else None
+    return ELEMENTWISE.get(name.lower()) if isinstance(name, str) else None
+
+
 def exponential(x):
     """exp(x) of an array, by the engine's C kernel."""
     return _eval(Act(EXPONENTIAL), x)

@@ -110,3 +110,30 @@ def graph_seed(seed, k=0):
         return 0
     s = np.random.SeedSequence([int(seed), int(k)]).generate_state(1, np.uint64)[0]
     return int(s) % (2**62 - 1) + 1
+
+
+def checked_noise_shape(cls, noise_shape):
+    """Keras's noise_shape argument (None, or a tuple of ints >= 1 and None) as a tuple; ValueError naming it"""
+    if noise_shape is not None and (not isinstance(noise_shape, (list, tuple)) or not all(
+            d is None or isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 1
+            for d in noise_shape)):
+        raise ValueError(f"{cls}: noise_shape must be None or a tuple of ints >= 1 and None, got {noise_shape!r}")
+    return None if noise_shape is None else tuple(noise_shape)
+
+
+def noise_of(layer, inputs):
+    """the per-sample shape of a dropout's keep mask: noise_shape's None entries the input's, its batch entry
+    None (a mask per sample); the input's shape without a noise_shape"""
+    ps = inputs._ps
+    if layer.noise_shape is None:
+        return ps
+    ns = layer.noise_shape
+    if len(ns) != len(ps) + 1 or ns[0] is not None or any(
+            d is not None and d != p and d != 1 for d, p in zip(ns[1:], ps)):
+        raise ValueError(f"{type(layer).__name__} {layer.name!r}: noise_shape {ns} does not broadcast to the input's "
+                         f"shape {inputs.shape} (its batch entry must be None: a mask per sample)")
+    noise = tuple(p if d is None else d for d, p in zip(ns[1:], ps))
+    if None in noise:
+        raise ValueError(f"{type(layer).__name__} {layer.name!r}: the noise needs known sizes, got {noise} for input "
+                         f"shape {inputs.shape}")
+    return noise

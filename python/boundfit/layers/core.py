@@ -1,10 +1,11 @@
 """Dense, Activation, Identity, ActivityRegularization and Lambda; Masking refused by name."""
 
-from .. import activations, constraints, initializers, regularizers
+from .. import _core, activations, constraints, initializers, regularizers
 from .args import _size, _weight_options, _weight_specs, engine_kinds
 from .layer import Layer, keras_config
 
-DENSE, ACTIVATION = engine_kinds("DENSE ACTIVATION")
+DENSE, ACTIVATION, UNARY = engine_kinds("DENSE ACTIVATION UNARY")
+UNARY_OPS = _core.UNARY_OPS
 
 
 class Dense(Layer):
@@ -39,9 +40,13 @@ class Activation(Layer):
 
     def __init__(self, activation, **kwargs):
         super().__init__(**kwargs)
-        self.activation = activations.get_id(activation)
+        self._eop = activations.elementwise_op(activation)   # hard_silu: the engine's elementwise op
+        self.activation = self._eop or activations.get_id(activation)
 
     def spec(self):
+        if self._eop:
+            return dict(kind=UNARY, name=self.name, eop=UNARY_OPS.index(self._eop), eleft=0, eparam=0.0,
+                        eparam2=0.0, eparam3=0.0)
         return dict(kind=ACTIVATION, name=self.name, act=int(self.activation),
                     act_p=activations.params_of(self.activation))
 
@@ -115,7 +120,7 @@ def _dense_config(l):
 
 @keras_config(Activation)
 def _activation_config(l):
-    return dict(activation=activations.name_of(l.activation))
+    return dict(activation=l._eop or activations.name_of(l.activation))
 
 
 @keras_config(Identity)

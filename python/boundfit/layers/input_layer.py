@@ -33,6 +33,11 @@ class InputLayer:
     def get_weights(self):
         return []
 
+    @property
+    def weights(self):
+        """An input's weights: none ([], as Keras's InputLayer)."""
+        return []
+
     def count_params(self):
         return 0
 

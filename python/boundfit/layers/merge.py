@@ -2,36 +2,51 @@
 Concatenate, and their functional forms (add(...), ...). ops.py maps a
 symbolic tensor's +, - and * onto them."""
 
+from .. import _core
 from .args import engine_kinds
 from .layer import Layer, keras_config
 
-ADD, SUBTRACT, MULTIPLY, AVERAGE, MAXIMUM, MINIMUM, CONCAT = engine_kinds(
-    "ADD SUBTRACT MULTIPLY AVERAGE MAXIMUM MINIMUM CONCAT")
+ADD, SUBTRACT, MULTIPLY, AVERAGE, MAXIMUM, MINIMUM, CONCAT, BINARY = engine_kinds(
+    "ADD SUBTRACT MULTIPLY AVERAGE MAXIMUM MINIMUM CONCAT BINARY")
+
+
+def _broadcasts(a, b):
+    """two per-sample shapes of one rank that differ and broadcast (each axis equal or 1 in one of them)"""
+    return a != b and len(a) == len(b) and all(x == y or x == 1 or y == 1 for x, y in zip(a, b))
 
 
 class _Merge(Layer):
-    """Merge layers: called on a list of tensors of one shape."""
+    """Merge layers: called on a list of tensors of one shape; Add, Subtract, Multiply, Maximum and Minimum on
+    two tensors whose shapes broadcast too (a (1, 1, C) gate of an (H, W, C) map, as Keras 3's merge layers
+    take), computed then by the engine's broadcasting binary op (layers/emath.py's Binary)."""
     _scalar_ok = True   # elementwise, on one number per sample too (not Concatenate)
     kind = None
     _n_inputs = "many"
+    _binary_op = None    # the BINARY_OPS name of a two-input merge that may broadcast
+    _broadcast = False
+
+    def _before_infer(self, shapes):
+        self._broadcast = self._binary_op is not None and len(shapes) == 2 and _broadcasts(*map(tuple, shapes))
 
     def spec(self):
+        if self._broadcast:
+            return dict(kind=BINARY, name=self.name, eop=_core.BINARY_OPS.index(self._binary_op))
         return dict(kind=self.kind, name=self.name)
 
 
 class Add(_Merge):
     """Keras 3's `Add`: the elementwise sum of its inputs."""
-    _base, kind = "add", ADD
+    _base, kind, _binary_op = "add", ADD, "add"
 
 
 class Subtract(_Merge):
     """Keras 3's `Subtract`: the first input minus the second."""
-    _base, kind = "subtract", SUBTRACT
+    _base, kind, _binary_op = "subtract", SUBTRACT, "subtract"
 
 
 class Multiply(_Merge):
     """Keras 3's `Multiply`: the elementwise product of its inputs."""
-    _base, kind = "multiply", MULTIPLY
+    _base, kind, _binary_op = "multiply", MULTIPLY, "multiply"
 
 
 class Average(_Merge):
@@ -41,12 +56,12 @@ class Average(_Merge):
 
 class Maximum(_Merge):
     """Keras 3's `Maximum`: the elementwise maximum of its inputs."""
-    _base, kind = "maximum", MAXIMUM
+    _base, kind, _binary_op = "maximum", MAXIMUM, "maximum"
 
 
 class Minimum(_Merge):
     """Keras 3's `Minimum`: the elementwise minimum of its inputs."""
-    _base, kind = "minimum", MINIMUM
+    _base, kind, _binary_op = "minimum", MINIMUM, "minimum"
 
 
 class Concatenate(_Merge):

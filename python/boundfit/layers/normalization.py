@@ -21,6 +21,24 @@ def gamma_beta_options(layer, beta_initializer, gamma_initializer, beta_regulari
     layer.gamma_initializer = initializers.get(gamma_initializer, "gamma_initializer")
 
 
+def _one_axis(cls, axis):
+    """a normalization's axis: an int, or a list of one (Keras's form); which axis it is, the input decides"""
+    if isinstance(axis, (list, tuple)):
+        if len(axis) != 1:
+            raise ValueError(f"{cls}: only the last axis is supported, got axis={list(axis)!r}")
+        axis = axis[0]
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        raise TypeError(f"{cls}: axis must be an int or a list of ints, got {axis!r}")
+    return axis
+
+
+def _check_last_axis(layer, shape):
+    r = len(shape) + 1  # with the batch axis
+    if not (layer.axis == -1 or layer.axis == r - 1):
+        raise ValueError(f"{layer.name}: only the last axis is supported (axis=-1 or {r - 1} for inputs of shape "
+                         f"{(None,) + tuple(shape)}), got axis={layer.axis}")
+
+
 class BatchNormalization(Layer):
     """Keras 3's `BatchNormalization(axis=-1, momentum=0.99, epsilon=0.001, ...)`: batch statistics in fit, the moving
     mean and variance otherwise; a frozen one runs in inference mode."""
@@ -34,12 +52,14 @@ class BatchNormalization(Layer):
                            beta_constraint, gamma_constraint)
         self.moving_mean_initializer = initializers.get(moving_mean_initializer, "moving_mean_initializer")
         self.moving_variance_initializer = initializers.get(moving_variance_initializer, "moving_variance_initializer")
-        if axis not in (-1,):
-            raise ValueError("BatchNormalization: only axis=-1 (channels last) is supported")
+        self.axis = _one_axis("BatchNormalization", axis)
         self.momentum, self.epsilon, self.center, self.scale = float(momentum), float(epsilon), bool(center), bool(scale)
 
     _has_weights = True
     _mode_dependent = True
+
+    def _before_infer(self, shapes):
+        _check_last_axis(self, shapes[0])
 
     def _check_train_mode(self, train_mode, compiling=False):
         """(training=False on a trainable layer fails fit in the engine, csrc/core/layers/batchnorm.c: a frozen
@@ -68,12 +88,7 @@ class LayerNormalization(Layer):
                  gamma_initializer="ones", beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
                  gamma_constraint=None, rms_scaling=False, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(axis, (list, tuple)):
-            if len(axis) != 1:
-                raise ValueError(f"LayerNormalization: only the last axis is supported, got axis={list(axis)!r}")
-            axis = axis[0]
-        if not isinstance(axis, int) or isinstance(axis, bool):
-            raise TypeError(f"LayerNormalization: axis must be an int or a list of ints, got {axis!r}")
+        axis = _one_axis("LayerNormalization", axis)
         if rms_scaling:
             raise ValueError("LayerNormalization: rms_scaling=True is not supported by boundfit")
         if not float(epsilon) > 0.0:
@@ -84,11 +99,7 @@ class LayerNormalization(Layer):
                            beta_constraint, gamma_constraint)
 
     def _before_infer(self, shapes):
-        shape = shapes[0]
-        r = len(shape) + 1  # with the batch axis
-        if not (self.axis == -1 or self.axis == r - 1):
-            raise ValueError(f"{self.name}: only the last axis is supported (axis=-1 or {r - 1} for inputs of shape "
-                             f"{(None,) + tuple(shape)}), got axis={self.axis}")
+        _check_last_axis(self, shapes[0])
 
     def spec(self):
         return dict(kind=LAYERNORM, name=self.name, eps=self.epsilon, center=int(self.center), scale=int(self.scale),
@@ -102,7 +113,7 @@ class LayerNormalization(Layer):
 
 @keras_config(BatchNormalization)
 def _batchnorm_config(l):
-    return dict(axis=-1, momentum=l.momentum, epsilon=l.epsilon, center=l.center, scale=l.scale,
+    return dict(axis=l.axis, momentum=l.momentum, epsilon=l.epsilon, center=l.center, scale=l.scale,
                 beta_initializer=initializers.serialize(l.beta_initializer),
                 gamma_initializer=initializers.serialize(l.gamma_initializer),
                 moving_mean_initializer=initializers.serialize(l.moving_mean_initializer),

@@ -36,13 +36,15 @@ class Normalization(Layer):
 
     def __init__(self, axis=-1, mean=None, variance=None, invert=False, **kwargs):
         super().__init__(**kwargs)
-        if axis not in (-1, (-1,), [-1]):
-            raise ValueError(f"Normalization: only axis=-1 (the last axis) is supported, got axis={axis!r}")
+        one = axis[0] if isinstance(axis, (list, tuple)) and len(axis) == 1 else axis
+        if isinstance(one, bool) or not isinstance(one, int):
+            raise ValueError(f"Normalization: only the last axis is supported (axis=-1, or its index), got "
+                             f"axis={axis!r}")
         if invert:
             raise ValueError("Normalization: invert=True is not supported by boundfit")
         if (mean is None) != (variance is None):
             raise ValueError("Normalization: give both mean and variance, or neither (and call adapt())")
-        self.axis, self.invert = -1, False
+        self.axis, self.invert = one, False
         self.input_mean, self.input_variance = mean, variance
         self._pending = None
         if mean is not None:
@@ -54,6 +56,9 @@ class Normalization(Layer):
 
     def _check_call_shape(self, shape):
         super()._check_call_shape(shape)
+        if self.axis not in (-1, len(shape)):
+            raise ValueError(f"{self.name}: only the last axis is supported (axis=-1 or {len(shape)} for inputs of "
+                             f"shape {(None,) + tuple(shape)}), got axis={self.axis}")
         if self._pending is not None:
             for a in self._pending:
                 if a.ndim == 1 and a.shape[0] not in (1, shape[-1]):
@@ -159,4 +164,4 @@ def _rescaling_config(l):
 
 @keras_config(Normalization)
 def _normalization_config(l):
-    return dict(axis=[-1], invert=False, mean=_listed(l.input_mean), variance=_listed(l.input_variance))
+    return dict(axis=[l.axis], invert=False, mean=_listed(l.input_mean), variance=_listed(l.input_variance))

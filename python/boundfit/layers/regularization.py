@@ -8,14 +8,19 @@ import math
 import numbers
 
 from .args import _seed, engine_kinds
+from .compose import checked_noise_shape, graph_seed, noise_of
+from .draw import RandomDraw
+from .emath import Binary
 from .layer import Layer, keras_config
 
 DROPOUT, AUGMENT = engine_kinds("DROPOUT AUGMENT")
 
 
 class Dropout(Layer):
-    """Keras 3's `Dropout(rate, seed=None)`: zeroes a fraction `rate` of the inputs in fit (scaling the rest), the
-    identity otherwise."""
+    """Keras 3's `Dropout(rate, noise_shape=None, seed=None)`: zeroes a fraction `rate` of the inputs in fit
+    (scaling the rest), the identity otherwise. With a noise_shape (EfficientNet's stochastic depth:
+    (None, 1, 1, 1), one draw per sample) the keep mask is drawn in that shape and broadcast: the layer is then
+    composed from the engine's draw and a broadcasting multiply (call(), as SpatialDropout2D)."""
     _scalar_ok = True
     _random = True
     _base = "dropout"
@@ -25,9 +30,18 @@ class Dropout(Layer):
         super().__init__(**kwargs)
         if not 0.0 <= float(rate) < 1.0:
             raise ValueError(f"Dropout: rate must be in [0, 1), got {rate!r}")
-        if noise_shape is not None:
-            raise ValueError("Dropout: noise_shape is not supported")
+        self.noise_shape = checked_noise_shape("Dropout", noise_shape)
         self.rate, self.seed = float(rate), seed
+
+    def _custom(self):
+        return self.noise_shape is not None   # traced (call), else the engine's DROPOUT kind
+
+    def call(self, inputs, training=False):
+        noise = noise_of(self, inputs)
+        if not training or self.rate == 0.0:
+            return inputs
+        keep = RandomDraw(noise, "dropout", self.rate, 1.0 / (1.0 - self.rate), seed=graph_seed(self.seed))(inputs)
+        return Binary("multiply")([inputs, keep])
 
     def spec(self):
         return dict(kind=DROPOUT, name=self.name, rate=self.rate)
@@ -70,7 +84,7 @@ class GaussianDropout(Layer):
 
 @keras_config(Dropout)
 def _dropout_config(l):
-    return dict(rate=l.rate, seed=l.seed, noise_shape=None)
+    return dict(rate=l.rate, seed=l.seed, noise_shape=None if l.noise_shape is None else list(l.noise_shape))
 
 
 @keras_config(GaussianNoise)

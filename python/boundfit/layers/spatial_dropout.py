@@ -10,7 +10,7 @@ are the engine's draws, the distributions Keras's."""
 import numbers
 
 from .args import _data_format
-from .compose import graph_seed, rate as _rate
+from .compose import checked_noise_shape, graph_seed, noise_of, rate as _rate
 from .draw import RandomDraw
 from .emath import Binary, Unary
 from .layer import Layer, keras_config
@@ -81,32 +81,12 @@ class AlphaDropout(Layer):
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)
         self.rate, self.seed = _rate("AlphaDropout", rate), _checked_seed("AlphaDropout", seed)
-        if noise_shape is not None and (not isinstance(noise_shape, (list, tuple)) or not all(
-                d is None or isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 1
-                for d in noise_shape)):
-            raise ValueError(f"AlphaDropout: noise_shape must be None or a tuple of ints >= 1 and None, got "
-                             f"{noise_shape!r}")
-        self.noise_shape = None if noise_shape is None else tuple(noise_shape)
-
-    def _noise(self, inputs):
-        """the per-sample shape of the keep mask (noise_shape's None entries: the input's; its batch entry None)"""
-        ps = inputs._ps
-        if self.noise_shape is None:
-            return ps
-        ns = self.noise_shape
-        if len(ns) != len(ps) + 1 or ns[0] is not None or any(
-                d is not None and d != p and d != 1 for d, p in zip(ns[1:], ps)):
-            raise ValueError(f"AlphaDropout {self.name!r}: noise_shape {ns} does not broadcast to the input's shape "
-                             f"{inputs.shape} (its batch entry must be None: a mask per sample)")
-        return tuple(p if d is None else d for d, p in zip(ns[1:], ps))
+        self.noise_shape = checked_noise_shape("AlphaDropout", noise_shape)
 
     def call(self, inputs, training=False):
-        noise = self._noise(inputs)
+        noise = noise_of(self, inputs)
         if not training or self.rate == 0.0:
             return inputs
-        if None in noise:
-            raise ValueError(f"AlphaDropout {self.name!r}: the noise needs known sizes, got {noise} for input "
-                             f"shape {inputs.shape}")
         r, alpha_p = self.rate, -_SELU_ALPHA * _SELU_SCALE
         kept = RandomDraw(noise, "dropout", r, 1.0, seed=graph_seed(self.seed))(inputs)   # 1 kept, 0 dropped
         a = ((1 - r) * (1 + r * alpha_p ** 2)) ** -0.5

@@ -10,7 +10,6 @@ import warnings
 
 from .. import losses, metrics, optimizers, schedules
 from ..layers.layer import keras_object, layer_config  # noqa: F401  (layer_config: saving's name for it)
-from ..layers.normalization import BatchNormalization
 from ..layers.recurrent import Bidirectional
 from .. import object_registration
 from .registry import keras_layers
@@ -157,8 +156,6 @@ def layer_from_config(entry, custom_objects=None):
             continue
         if k == "dtype":
             continue  # the layer's policy, set on the layer below
-        if k == "axis" and cls is BatchNormalization and v in (-1, [-1]):
-            continue
         if k == "trainable" and isinstance(v, bool):
             continue  # set on the layer below
         raise ValueError(f"layer {name!r} ({cls_name}): {k}={v!r} is not supported by boundfit")

@@ -218,7 +218,7 @@ def _make_layer(cls, cfg):
     if cls is L.Reshape:
         return L.Reshape(tuple(cfg["target_shape"]), name=name)
     if cls is L.Dropout:
-        return L.Dropout(cfg["rate"], name=name)
+        return L.Dropout(cfg["rate"], noise_shape=cfg.get("noise_shape"), name=name)
     if cls is L.BatchNormalization:
         return L.BatchNormalization(momentum=cfg["momentum"], epsilon=cfg["epsilon"], center=cfg["center"],
                                     scale=cfg["scale"], name=name)

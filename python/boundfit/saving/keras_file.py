@@ -25,7 +25,7 @@ import numpy as np
 from .. import layers as L, optimizers
 from .._version import __version__
 from .. import object_registration
-from . import bounded_read, config as keras_config, config_check, keras_graph
+from . import bounded_read, config as keras_config, config_check, keras_graph, legacy_h5
 from .atomic_write import atomic_write
 
 
@@ -471,11 +471,34 @@ def load_weights(model, filepath, skip_mismatch=False):
             graph = isinstance(cfg, dict) and cfg.get("class_name") == "Functional"
             with _weights_h5(z, model, filepath) as h5:
                 return read_weights(h5, model, where=filepath, skip_mismatch=skip_mismatch, as_functional=graph)
+    if filepath.endswith(".h5") and not filepath.endswith(".weights.h5"):
+        return _load_legacy(model, filepath)
     if not filepath.endswith(".weights.h5"):
-        raise ValueError("File format not supported: filepath=" + filepath + ". boundfit reads `.weights.h5` and "
-                         "`.keras` files")
+        raise ValueError("File format not supported: filepath=" + filepath + ". boundfit reads `.weights.h5`, "
+                         "`.keras` and Keras 2's `.h5` weights files")
     with h5py.File(filepath, "r") as h5:
         read_weights(h5, model, where=filepath, skip_mismatch=skip_mismatch)
+
+
+def _load_legacy(model, filepath):
+    """A Keras 2 `.h5` weights file (keras.applications' pretrained files): layer by layer in order (legacy_h5)."""
+    model._require_built()
+    new = model._engine.get_weights()
+    wanted = []   # (layer, its slots, the shapes Keras keeps its weights in)
+    for _, layer in keras_graph.weight_groups(model, True):
+        slots = _slots(model, layer)
+        if slots:
+            mine = [new[j] for j in slots]
+            keras = layer._to_keras_vars(mine) if hasattr(layer, "_to_keras_vars") else mine
+            wanted.append((layer, slots, [np.shape(a) for a in keras]))
+    with h5py.File(filepath, "r") as h5, bounded_read.refusing(filepath):
+        got = legacy_h5.read(h5, [(layer, shapes) for layer, _, shapes in wanted], filepath)
+    for (layer, slots, _), arrays in zip(wanted, got):
+        if hasattr(layer, "_from_keras_vars"):
+            arrays = layer._from_keras_vars(arrays, [new[j].shape for j in slots])
+        for j, a in zip(slots, arrays):
+            new[j] = np.asarray(a, np.float32).reshape(new[j].shape)
+    model.set_weights(new)
 
 
 def save_model(model, filepath, overwrite=True):
