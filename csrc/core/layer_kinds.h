@@ -39,7 +39,9 @@
      * (cumsum, cumprod: layers/scan.c), ARGSORT (argsort, the positions of sort and top_k: layers/argsort.c) */   \
     X(GATHER) X(SCAN) X(ARGSORT)                                                                          \
     /* REDUCE: keras.ops' reductions over any axes of a sample, keepdims (layers/reduce.c) */                      \
-    X(REDUCE)
+    X(REDUCE)                                                                                                      \
+    /* SEQ_MASK: a sequence given a mask computed in the graph (mask=, Masking: layers/seq_mask.c) */             \
+    X(SEQ_MASK)
 
 #define BF_KIND_ENUM_(n) BF_L_##n,
 typedef enum { BF_LAYER_KINDS(BF_KIND_ENUM_) BF_L_COUNT_ } bf_layer_kind;

@@ -17,7 +17,7 @@ from .cropping import (CenterCrop, Resizing, Cropping1D, Cropping2D, Cropping3D,
 from .color import RandomBrightness, RandomGrayscale
 from .conv import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Convolution1D, Convolution1DTranspose,
                    Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D)
-from .core import Activation, ActivityRegularization, Dense, Identity, Lambda, Masking
+from .core import Activation, ActivityRegularization, Dense, Identity, Lambda
 from .dot import Dot
 from .dot_attention import AdditiveAttention, Attention
 from .einsum_dense import EinsumDense
@@ -29,6 +29,7 @@ from .reduce import BatchReduce, Reduce  # keras.ops' reductions (graph pieces, 
 from .input_layer import Input, InputLayer
 from .layer import Layer
 from .lookup import IntegerLookup, StringLookup
+from .masking import Masking, SeqMask  # SeqMask: a mask computed in the graph (a graph piece, not a Keras layer)
 from .merge import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract, add, average, concatenate,
                     maximum, minimum, multiply, subtract)
 from .normalization import BatchNormalization, LayerNormalization
