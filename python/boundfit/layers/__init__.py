@@ -39,6 +39,7 @@ from .pooling import (AveragePooling1D, AveragePooling2D, AvgPool1D, GlobalAvera
                       MaxPool1D, MaxPooling1D, MaxPooling2D)
 from .preprocessing import Normalization, Rescaling
 from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
+from .rnn import RNN, GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from .regularization import Dropout, GaussianDropout, GaussianNoise
 from .spatial_dropout import AlphaDropout, SpatialDropout1D, SpatialDropout2D, SpatialDropout3D
 from .text import TextVectorization
@@ -55,6 +56,7 @@ from .switch import Switch  # a custom layer's training / inference traces (a gr
 
 __all__ = [
            "AdditiveAttention", "Attention", "EinsumDense", "TimeDistributed",
+           "RNN", "GRUCell", "LSTMCell", "SimpleRNNCell", "StackedRNNCells",
            "ActivityRegularization", "AlphaDropout", "CenterCrop", "Masking", "RandomBrightness", "RandomGrayscale", "Resizing", "Cropping1D", "Cropping2D", "Cropping3D", "GroupNormalization", "Identity", "RMSNormalization", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "UnitNormalization", "UpSampling1D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding3D",
            "Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",
            "BatchNormalization", "Bidirectional", "CategoryEncoding", "Concatenate", "Conv1D", "Conv1DTranspose", "Conv2D",

@@ -86,6 +86,9 @@ class _RNN(Layer):
         self.use_cudnn = use_cudnn
 
     _has_weights = True
+    # set by keras.layers.RNN (layers/rnn.py) on the layers it runs its cells with: masked steps output zeros
+    # (zero_output_for_mask); a go_backwards sequence written in input order (a stacked RNN's inner cells)
+    _zero_output = _in_order = False
 
     def _keras_var_groups(self, n):
         return [("cell/vars", n)]  # Keras keeps them in the layer's cell
@@ -124,7 +127,8 @@ class _RNN(Layer):
                     act=activations.get_id(self.activation), ract=activations.get_id(self.recurrent_activation),
                     return_sequences=int(self.return_sequences), go_backwards=int(self.go_backwards),
                     unit_forget_bias=int(self.kind == LSTM_KIND and self.unit_forget_bias),
-                    rate=self.dropout, rec_rate=self.recurrent_dropout, inits=inits, regs=regs, cons=cons)
+                    rate=self.dropout, rec_rate=self.recurrent_dropout, inits=inits, regs=regs, cons=cons,
+                    zero_output=int(self._zero_output), in_order=int(self._in_order))
 
 
 class SimpleRNN(_RNN):
