@@ -22,13 +22,13 @@ import numpy as np
 from .eager import MAKERS, call_eagerly, is_array_call
 from ..utils import snake_case
 from .embedding import Embedding
-from .emath import Binary
+from .emath import Binary, Unary
 from .layer import Layer, keras_config, keras_object, layer_config
 from .masking import SeqMask, with_mask
 from .merge import Concatenate
 from .node import KerasTensor, MaskTensor, trace_layer
 from .recurrent import GRU, LSTM, SimpleRNN, _call, _rnn_config
-from .reshaping import Const, Reshape, Slice
+from .reshaping import RepeatVector, Reshape, Slice
 
 MAX_STEPS = 64   # a custom cell is traced once per step
 _LAYER_ONLY = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll", "zero_output_for_mask",
@@ -336,7 +336,7 @@ class RNN(Layer):
                                       "Masking); a custom cell reads only a mask given as mask=")
         mask = x._node.inputs[0] if explicit else None
         sizes = [_sizes(c) for c in self._cells()]
-        flat = states or [Const(np.zeros((s,), np.float32))(x) for ss in sizes for s in ss]
+        flat = states or [_zeros(x, s) for ss in sizes for s in ss]
         stacked = isinstance(self.cell, StackedRNNCells)
         out_prev, outs = None, []
         for t in (reversed(range(T)) if self.go_backwards else range(T)):
@@ -351,14 +351,20 @@ class RNN(Layer):
             if mask is not None:
                 m = Reshape((1,))(Slice((t,), (1,), (1,))(mask))
                 new_flat = [_where(m, a, b) for a, b in zip(new_flat, flat)]
-                if self.zero_output_for_mask:
+                if self.zero_output_for_mask or out_prev is None:   # (before any step: Keras's zeros)
                     y = Binary("multiply")([y, m])
-                elif out_prev is not None:
+                else:
                     y = _where(m, y, out_prev)
             flat, out_prev = new_flat, y
             outs.append(Reshape((1,) + tuple(y._ps))(y))
         out = (Concatenate(axis=1)(outs) if len(outs) > 1 else outs[0]) if self.return_sequences else out_prev
         return [out] + flat
+
+
+def _zeros(x, size):
+    """zeros (size,) per sample (Keras's initial states), from x's first element by full_like: no weight"""
+    one = Unary("full_like", 0.0)(Reshape((1,))(Slice((0, 0), (1, 1), (1, 1))(x)))
+    return Reshape((size,))(RepeatVector(size)(one))
 
 
 def _where(m, a, b):
