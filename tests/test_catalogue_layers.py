@@ -308,8 +308,7 @@ def test_the_plan_holds_a_fit_through_the_composed_layers():
                                         ("Cropping3D", "at most 3.*Cropping2D"),
                                         ("ZeroPadding3D", "at most 3.*ZeroPadding2D"),
                                         ("UpSampling3D", "at most 3.*UpSampling2D"),
-                                        ("Resizing", "no image interpolation.*image_size"),
-                                        ("Masking", "Embedding.*mask_zero=True")])
+                                        ("Resizing", "no image interpolation.*image_size")])
 def test_layers_boundfit_cannot_run_are_refused_by_name_saying_what_to_use(name, says):
     cls = getattr(bf.layers, name)
     assert cls._boundfit_refused
