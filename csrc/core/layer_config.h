@@ -63,9 +63,12 @@ typedef struct {
 /* SimpleRNN, LSTM, GRU, Bidirectional: act (bf_layer) is the cell's activation, ract the gates'
  * (recurrent_activation); cell: the kind SIMPLE_RNN / LSTM / GRU (Bidirectional's inner layer; the others
  * their own kind); parameters forward then backward; merge_mode 0 concat 1 sum 2 mul 3 ave; dropout on the
- * inputs `rate`, on the state rec_rate (recurrent_dropout). Inputs 1.. are initial states (Keras order). */
+ * inputs `rate`, on the state rec_rate (recurrent_dropout). Inputs 1.. are initial states (Keras order).
+ * zero_output: masked steps output zeros (Keras's zero_output_for_mask; Bidirectional's always); in_order: a
+ * go_backwards sequence is written in input order (a stacked RNN's inner cells, Bidirectional's backward half). */
 typedef struct {
-    int units, use_bias, cell, return_sequences, go_backwards, unit_forget_bias, merge_mode, ract;
+    int units, use_bias, cell, return_sequences, go_backwards, unit_forget_bias, merge_mode, ract, zero_output,
+        in_order;
     float rate, rec_rate;
 } bf_rnn_cfg;
 

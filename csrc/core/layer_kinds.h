@@ -42,7 +42,9 @@
     X(REDUCE)                                                                                                      \
     /* the 3D convolutions and poolings over (D, H, W, C) samples: CONV3D, CONV3DT (Conv3DTranspose), MAXPOOL3D,    \
      * AVGPOOL3D (layers/conv3d.c, layers/pool3d.c) */                                                             \
-    X(CONV3D) X(CONV3DT) X(MAXPOOL3D) X(AVGPOOL3D)
+    X(CONV3D) X(CONV3DT) X(MAXPOOL3D) X(AVGPOOL3D)                                                                   \
+    /* SEQ_MASK: a sequence given a mask computed in the graph (mask=, Masking: layers/seq_mask.c) */             \
+    X(SEQ_MASK)
 
 #define BF_KIND_ENUM_(n) BF_L_##n,
 typedef enum { BF_LAYER_KINDS(BF_KIND_ENUM_) BF_L_COUNT_ } bf_layer_kind;

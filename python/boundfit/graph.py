@@ -18,6 +18,7 @@ from .layers.args import engine_kinds
 from .layers.input_layer import Input, InputLayer
 from .layers import node as _node
 from .layers.node import KerasTensor, Node, SymbolicTensorError, _as_tensors, takes_training, train_mode
+from .layers.masking import SeqMask
 from .layers.switch import Switch
 
 
@@ -398,7 +399,8 @@ def model_layers(model):
         if n.traced_in is not None:
             last[id(n.traced_in)] = (max(last.get(id(n.traced_in), (-1,))[0], rank[id(n)]), n.traced_in)
     return _unique([layer for _, layer in sorted(calls + list(last.values()), key=lambda c: c[0])
-                    if not isinstance(layer, Switch)])   # (a subclassed model's two traces: no layer of Keras's)
+                    if not isinstance(layer, (Switch, SeqMask))])   # (a subclassed model's two traces, a mask=
+    # argument: no layer of Keras's)
 
 
 def graph_layers(model):

@@ -63,6 +63,8 @@ static bf_status rnn_parse(bf_layer *L, const bf_spec *s) {
     BF_TRY(bf_spec_flag(s, "unit_forget_bias", 1, &c->unit_forget_bias));
     BF_TRY(bf_spec_int(s, "merge_mode", 0, &c->merge_mode));
     BF_TRY(bf_spec_int(s, "ract", BF_ACT_SIGMOID, &c->ract));
+    BF_TRY(bf_spec_flag(s, "zero_output", 0, &c->zero_output));
+    BF_TRY(bf_spec_flag(s, "in_order", 0, &c->in_order));
     BF_TRY(bf_spec_float(s, "rate", 0.0f, &c->rate));
     return bf_spec_float(s, "rec_rate", 0.0f, &c->rec_rate);
 }
@@ -183,8 +185,8 @@ static void layout(const bf_run *r, const bf_layer *L, int B, seq_layout *s) {
         g->B = B; g->T = T; g->D = D; g->U = U;
         g->go_backwards = d ? !c->go_backwards : c->go_backwards;
         g->return_sequences = c->return_sequences;
-        g->reverse_out = d == 1 && c->return_sequences;
-        g->zero_masked = bidir && c->return_sequences && masked(r, L);
+        g->reverse_out = (d == 1 || (c->in_order && c->go_backwards)) && c->return_sequences;
+        g->zero_masked = (bidir || c->zero_output) && c->return_sequences && masked(r, L);
         g->ldo = concat ? s->Uo : U;
         s->alias[d] = concat && g->return_sequences && !g->zero_masked && g->reverse_out == g->go_backwards;
         g->ldh = s->alias[d] ? g->ldo : U;

@@ -23,7 +23,7 @@ from .adaptive_pooling import (AdaptiveAveragePooling1D, AdaptiveAveragePooling2
                                AdaptiveMaxPooling1D, AdaptiveMaxPooling2D, AdaptiveMaxPooling3D)
 from .conv import (Conv3D, Conv3DTranspose, Convolution2D, Convolution3D, Convolution3DTranspose, DepthwiseConv1D,
                    SeparableConv1D, SeparableConvolution1D, SeparableConvolution2D)
-from .core import Activation, ActivityRegularization, Dense, Identity, Lambda, Masking
+from .core import Activation, ActivityRegularization, Dense, Identity, Lambda
 from .dot import Dot
 from .dot_attention import AdditiveAttention, Attention
 from .einsum_dense import EinsumDense
@@ -35,6 +35,7 @@ from .reduce import BatchReduce, Reduce  # keras.ops' reductions (graph pieces, 
 from .input_layer import Input, InputLayer
 from .layer import Layer
 from .lookup import IntegerLookup, StringLookup
+from .masking import Masking, SeqMask  # SeqMask: a mask computed in the graph (a graph piece, not a Keras layer)
 from .merge import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract, add, average, concatenate,
                     maximum, minimum, multiply, subtract)
 from .normalization import BatchNormalization, LayerNormalization
@@ -50,6 +51,7 @@ from .refused_aug import (AugMix, ContrastLimitedAdaptiveHistogramEqualization, 
                           MaxNumBoundingBoxes, MixUp, RandAugment, RandomElasticTransform, RandomErasing,
                           RandomGaussianBlur, RandomPerspective, RandomShear)  # refused by name
 from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
+from .rnn import RNN, GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from .regularization import Dropout, GaussianDropout, GaussianNoise
 from .spatial_dropout import AlphaDropout, SpatialDropout1D, SpatialDropout2D, SpatialDropout3D
 from .text import TextVectorization
@@ -77,6 +79,7 @@ __all__ = [
            "GlobalMaxPool3D", "GlobalMaxPooling3D", "MaxPool2D", "MaxPool3D", "MaxPooling3D", "SeparableConv1D",
            "SeparableConvolution1D", "SeparableConvolution2D",
            "AdditiveAttention", "Attention", "EinsumDense", "TimeDistributed",
+           "RNN", "GRUCell", "LSTMCell", "SimpleRNNCell", "StackedRNNCells",
            "ActivityRegularization", "AlphaDropout", "CenterCrop", "Masking", "RandomBrightness", "RandomGrayscale", "Resizing", "Cropping1D", "Cropping2D", "Cropping3D", "GroupNormalization", "Identity", "RMSNormalization", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "UnitNormalization", "UpSampling1D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding3D",
            "Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",
            "BatchNormalization", "Bidirectional", "CategoryEncoding", "Concatenate", "Conv1D", "Conv1DTranspose", "Conv2D",

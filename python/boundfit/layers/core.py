@@ -1,4 +1,4 @@
-"""Dense, Activation, Identity, ActivityRegularization and Lambda; Masking refused by name."""
+"""Dense, Activation, Identity, ActivityRegularization and Lambda."""
 
 from .. import _core, activations, constraints, initializers, regularizers
 from .args import _size, _weight_options, _weight_specs, engine_kinds
@@ -72,19 +72,6 @@ class ActivityRegularization(Identity):
             raise TypeError("ActivityRegularization: activity_regularizer is set from l1 and l2, not given")
         super().__init__(activity_regularizer=regularizers.L1L2(l1=l1, l2=l2), **kwargs)
         self.l1, self.l2 = self.activity_regularizer.l1, self.activity_regularizer.l2
-
-
-class Masking:
-    """Refused: Keras's Masking(mask_value) makes a mask from its input's values; boundfit's masks come from
-    Embedding(mask_zero=True) only, ids the engine reads per step. Use an Embedding with mask_zero=True on padded
-    ids, or pad with a value the model learns to ignore."""
-    _boundfit_refused = True   # tools/keras_coverage.py lists it as refused
-
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError("keras.layers.Masking is not supported by boundfit: its masks come from "
-                                  "Embedding(mask_zero=True) only (the ids the engine reads per step), not from a "
-                                  "tensor's values. Use layers.Embedding(..., mask_zero=True) on padded integer ids "
-                                  "(0 the padding)")
 
 
 class Lambda(Layer):

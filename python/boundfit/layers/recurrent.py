@@ -19,6 +19,7 @@ from .. import activations, constraints, initializers, regularizers
 from .args import _size, engine_kinds
 from .eager import call_eagerly, is_array_call
 from .layer import _DTYPE, Layer, keras_config, keras_object
+from .masking import with_mask
 from .node import KerasTensor, MaskTensor, Node, call_layer, output_shape, train_mode
 
 SIMPLE_RNN, LSTM_KIND, GRU_KIND, BIDIR = engine_kinds("SIMPLE_RNN LSTM GRU BIDIR")
@@ -85,6 +86,9 @@ class _RNN(Layer):
         self.use_cudnn = use_cudnn
 
     _has_weights = True
+    # set by keras.layers.RNN (layers/rnn.py) on the layers it runs its cells with: masked steps output zeros
+    # (zero_output_for_mask); a go_backwards sequence written in input order (a stacked RNN's inner cells)
+    _zero_output = _in_order = False
 
     def _keras_var_groups(self, n):
         return [("cell/vars", n)]  # Keras keeps them in the layer's cell
@@ -123,7 +127,8 @@ class _RNN(Layer):
                     act=activations.get_id(self.activation), ract=activations.get_id(self.recurrent_activation),
                     return_sequences=int(self.return_sequences), go_backwards=int(self.go_backwards),
                     unit_forget_bias=int(self.kind == LSTM_KIND and self.unit_forget_bias),
-                    rate=self.dropout, rec_rate=self.recurrent_dropout, inits=inits, regs=regs, cons=cons)
+                    rate=self.dropout, rec_rate=self.recurrent_dropout, inits=inits, regs=regs, cons=cons,
+                    zero_output=int(self._zero_output), in_order=int(self._in_order))
 
 
 class SimpleRNN(_RNN):
@@ -261,13 +266,16 @@ def _call(layer, inputs, initial_state, mask, kwargs, keep_mask=False, training=
     """A recurrent layer called on a graph tensor, with initial states and several outputs (see the top).
 
     As in Keras 3, a call with initial states does not read its input's mask (Keras fills `mask` only for a
-    call with one tensor argument): the states run through masked steps unmasked. keep_mask: the Keras file
-    passed the mask explicitly (mask=), so it is read."""
+    call with one tensor argument): the states run through masked steps unmasked. keep_mask: the mask was given
+    explicitly (mask=: a (batch, T) tensor of the graph, or the Keras file's), so it is read."""
     if kwargs:
         raise TypeError(f"{layer.name}: unknown call arguments {sorted(kwargs)}")
-    if mask is not None:
-        raise ValueError(f"{layer.name}: mask= is not supported; boundfit carries the mask of an "
-                         "Embedding(mask_zero=True) through the graph itself")
+    if mask is not None:   # a mask computed in the graph: the sequence carries it from here (layers/masking.py)
+        if isinstance(mask, (list, tuple)) and len(mask) == 1:
+            mask = mask[0]
+        if not isinstance(inputs, KerasTensor):
+            raise TypeError(f"{layer.name}: mask= is given with a symbolic sequence, got {type(inputs).__name__}")
+        inputs, keep_mask = with_mask(inputs, mask, layer.name), True
     if initial_state is None and layer._parts() == [None]:
         return call_layer(layer, inputs, training=training)
     if not isinstance(inputs, KerasTensor):
@@ -320,9 +328,13 @@ def _call_from_keras(layer, args, kwargs, tensor):
         raise ValueError(f"layer {layer.name!r}: a call with {len(args)} positional arguments is not one boundfit "
                          "can rebuild")
     m = given.get("mask")
-    if m is not None and not (isinstance(m, dict) and isinstance(tensor(m), MaskTensor)):
-        raise ValueError(f"layer {layer.name!r}: the call argument mask={m!r} is not supported by boundfit (it "
-                         "carries the masks of Embedding(mask_zero=True) itself)")
+    if isinstance(m, list) and len(m) == 1:
+        m = m[0]
+    if m is not None and not isinstance(m, dict):
+        raise ValueError(f"layer {layer.name!r}: the call argument mask={m!r} is not a tensor boundfit can read")
+    if m is not None:   # Keras writes the mask it gave the call (its own, or the one an Embedding / Masking carried)
+        m = tensor(m)
+        m = m.materialize() if isinstance(m, MaskTensor) else m
     if given.get("training") not in (None, False):
         raise ValueError(f"layer {layer.name!r}: the call argument training={given['training']!r} is not supported")
     x = tensor(given["sequences"])
@@ -332,7 +344,7 @@ def _call_from_keras(layer, args, kwargs, tensor):
     st = given.get("initial_state")
     if st is not None:
         st = [tensor(t) for t in (st if isinstance(st, list) else [st])]
-    return _call(layer, x, st, None, {}, keep_mask=m is not None)
+    return _call(layer, x, st, m, {}, keep_mask=m is not None)
 
 
 # ---- Keras 3 configs (layer.keras_config) ----

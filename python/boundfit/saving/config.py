@@ -168,6 +168,11 @@ def layer_from_config(entry, custom_objects=None):
                     c.pop("zero_output_for_mask")  # Bidirectional sets it (as Keras does)
                 sub["config"] = c
                 kwargs[k] = layer_from_config(sub, custom_objects)
+    for k in ("cell", "cells"):   # RNN's cell, StackedRNNCells' cells: layers first
+        if k in kwargs and getattr(cls, "_config_cells", False):
+            v = kwargs[k]
+            kwargs[k] = [layer_from_config(c, custom_objects) for c in v] if isinstance(v, (list, tuple)) else \
+                layer_from_config(v, custom_objects) if isinstance(v, dict) else v
     if getattr(cls, "_config_sublayer", False) and isinstance(kwargs.get("layer"), dict):   # TimeDistributed
         kwargs["layer"] = layer_from_config(kwargs["layer"], custom_objects)
     if getattr(cls, "_config_sublayers", False) and isinstance(kwargs.get("layers"), (list, tuple)):   # Pipeline

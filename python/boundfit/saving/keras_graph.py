@@ -111,7 +111,18 @@ def _src(t):
         for c in _composite_calls(outer):
             if any(o is t for o in c.outputs):
                 return outer, c
+    if getattr(t._node, "keras_mask_of", None) is not None:   # x given a mask (mask=): x, the mask a keyword
+        return _src(t._node.keras_mask_of)
     return t._node.layer, t._node
+
+
+def _keras_inputs(node):
+    """A node's input tensors as Keras's call has them: those given a mask (layers/masking.py with_mask) as the
+    sequence, their masks after the others (the mask= keyword)."""
+    ins = list(node.inputs)
+    masks = [u._node.inputs[0] for u in ins if u._node is not None and
+             getattr(u._node, "keras_mask_of", None) is not None]
+    return ins + masks
 
 
 def graph_order(model, keys=False):
@@ -130,7 +141,7 @@ def graph_order(model, keys=False):
             if g is not None and g.head is op:   # a keras.ops call: Keras's walk meets its arguments in order
                 for u in g.inputs:
                     visit(u)
-            for u in key.inputs:
+            for u in _keras_inputs(key):
                 visit(u)
         finished.add(key)
         order.append((key, op))
@@ -145,7 +156,7 @@ def graph_order(model, keys=False):
         d = max(node_depth.setdefault(key, 0), op_depth.get(id(op), 0))
         op_depth[id(op)] = node_depth[key] = d
         if key is not op:  # a layer call: its parents are one deeper
-            for i, u in enumerate(key.inputs):
+            for i, u in enumerate(_keras_inputs(key)):
                 pop, pk = _src(u)
                 if pk in finished:   # the layers of one keras.ops call are one node of Keras's graph
                     inner = opnode.of(key.layer) is not None and opnode.of(key.layer) is opnode.of(pop)
@@ -500,6 +511,8 @@ def functional_config(model):
     def ref(t, io=False):
         """[operation, node, tensor]; in input_layers / output_layers a nested
         Functional's nodes count from 1 (its own graph is node 0), in calls from 0."""
+        while t._node is not None and getattr(t._node, "keras_mask_of", None) is not None:
+            t = t._node.keras_mask_of   # a sequence given a mask: the sequence
         op, key = _src(t)
         g = opnode.of(op)
         if g is not None and g.outputs and any(t is o for o in g.outputs):   # output k of a keras.ops node
@@ -514,6 +527,10 @@ def functional_config(model):
 
     def node(n):
         ts = [tensor(t) for t in n.inputs]
+        if len(_keras_inputs(n)) > len(ts):   # a recurrent call given mask=: Keras's mask keyword
+            e = n.layer._keras_call(ts)
+            e["kwargs"] = dict(e["kwargs"], mask=tensor(_keras_inputs(n)[-1]))
+            return e
         if is_keras_op(n.layer):   # an operation's call: the tensor and its other arguments
             return _op_call(n.layer, ts)
         if hasattr(n.layer, "_keras_call"):   # a layer with keyword tensor arguments (MultiHeadAttention)
@@ -589,7 +606,29 @@ def _is_ref(v):
 # boundfit derives the same masks from its Embedding layers, so those nodes are read
 # as mask tensors, accepted only where a mask goes (the call argument `mask`,
 # MultiHeadAttention's query_mask / value_mask / key_mask).
-_MASK_OPS = {"NotEqual", "LogicalOr", "LogicalAnd"}
+_MASK_OPS = {"NotEqual", "LogicalOr", "LogicalAnd", "Any"}   # Embedding(mask_zero), Masking, merges
+
+
+def _mask_tensor(mt, node, tensor):
+    """A mask op of the file (MaskTensor) as the graph tensor it computes, for a call that reads it as a mask=
+    argument (recurrent layers): NotEqual / LogicalAnd / LogicalOr of tensors and numbers, Any over an axis."""
+    e = mt.entry
+    args = [tensor(a) if isinstance(a, dict) else a for a in (node.get("args") or [])]
+    args = [a.materialize() if isinstance(a, MaskTensor) else a for a in args]
+    op = {"NotEqual": "not_equal", "LogicalAnd": "logical_and", "LogicalOr": "logical_or"}.get(e["class_name"])
+    if op and len(args) == 2:
+        a, b = args
+        if not hasattr(a, "_ps"):
+            a, b = b, a
+        return L.Binary(op)([a, b]) if hasattr(b, "_ps") else L.Unary(op, float(b))(a)
+    if e["class_name"] == "Any" and len(args) == 1:
+        cfg = e.get("config") or {}
+        axis = cfg.get("axis")
+        axis = [axis] if isinstance(axis, int) else axis
+        if axis is not None:
+            rank = len(args[0]._ps)
+            return L.Reduce("any", [a + rank + 1 if a < 0 else a for a in axis], bool(cfg.get("keepdims")))(args[0])
+    raise ValueError(f"the file's mask op {mt.name!r} ({e['class_name']}) is not one boundfit computes as a mask=")
 
 
 def _is_mask_op(e):
@@ -615,6 +654,7 @@ def functional_from_config(cfg, custom_objects=None):
             continue
         if _is_mask_op(e):
             made[name] = MaskTensor(name)
+            made[name].entry = e
         elif e.get("class_name") in _READ_OPS and str(e.get("module", "")).startswith("keras.src.ops"):
             made[name] = KerasOp(e)
         elif str(e.get("module", "")).startswith("keras.src.ops"):
@@ -650,6 +690,7 @@ def functional_from_config(cfg, custom_objects=None):
                 for t in a if isinstance(a, list) else [a]:
                     if isinstance(t, dict) and t.get("class_name") == "__keras_tensor__":
                         tensor(t)
+            layer.materialize = lambda: _mask_tensor(layer, node, tensor)
             return [layer]
         if not isinstance(node, list) and hasattr(layer, "_call_from_keras"):
             y = layer._call_from_keras(node.get("args") or [], node.get("kwargs") or {}, tensor)
