@@ -20,7 +20,7 @@ cell by cell; Keras files keep them under `cell/vars` or
 import numpy as np
 
 from .eager import MAKERS, call_eagerly, is_array_call
-from ..utils import snake_case
+from ..session import snake_case
 from .embedding import Embedding
 from .emath import Binary, Unary
 from .layer import Layer, keras_config, keras_object, layer_config
