@@ -17,7 +17,7 @@ each step)."""
 
 import time
 
-from .. import schedules, utils
+from .. import schedules, session
 from ..callbacks import CallbackList, TerminateOnNaN
 from ..errors import NonFiniteError
 from ..runtime import devices
@@ -202,7 +202,7 @@ class FitLoop:
         self.schedule = schedules.step_fn(schedule) if self.form is None else None   # closed forms: the engine's
         model.stop_training = False
         model._initial_epoch = None
-        self.seed = utils.next_seed()
+        self.seed = session.next_seed()
 
     def open_train(self, p):
         return self.model._engine.open_run("train", p.rows, device=p.device, host_budget=0, device_budget=0,

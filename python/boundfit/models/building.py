@@ -5,7 +5,7 @@ layers' weights taken over from other models before the model computes."""
 
 import numpy as np
 
-from .. import graph, utils
+from .. import graph, session
 from .new_engine import new_engine
 
 
@@ -53,7 +53,7 @@ class Building:
         base = self._weights_base(g)
         if base is not None:
             try:
-                eng = new_engine(self.name, g.specs, g.input_shapes, utils.next_seed(), g.output_ids,
+                eng = new_engine(self.name, g.specs, g.input_shapes, session.next_seed(), g.output_ids,
                                  weights_of=base)
             except ValueError:   # not the same weights: a copy of its own (below)
                 eng = None
@@ -68,7 +68,7 @@ class Building:
                     full[id(held[0])] = held[0].get_weights()
                 carried[id(l)] = [full[id(held[0])][k] for k in held[1]]
         del full
-        eng = new_engine(self.name, g.specs, g.input_shapes, utils.next_seed(), g.output_ids)
+        eng = new_engine(self.name, g.specs, g.input_shapes, session.next_seed(), g.output_ids)
         self._set_engine(eng, g)
         fresh = [l for l in g.owners if id(l) not in carried and hasattr(l, "_engine_weights")]
         if fresh:  # layers that bring their own weights (Normalization's mean / variance)
