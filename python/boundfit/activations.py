@@ -3,7 +3,12 @@ match csrc bf_act). Each function here also evaluates on a NumPy array, as
 Keras's do (`bf.activations.gelu(np.array(...))`), through the engine's CPU
 kernel. Passed as `activation=`, a function is read with its keyword
 arguments: `functools.partial(bf.activations.gelu, approximate=True)` or
-`functools.partial(bf.activations.leaky_relu, negative_slope=0.1)`."""
+`functools.partial(bf.activations.leaky_relu, negative_slope=0.1)`.
+
+Any other activation (Keras's that the engine has no id for, mish, celu...,
+in FUNCTIONS, or a user's callable) is a function of keras.ops: a layer given
+it applies it to its symbolic output (layer_activation; the layer becomes a
+Keras composite, traced like a custom layer's call(), one layer in files)."""
 
 import functools
 import math
@@ -140,6 +145,93 @@ def elementwise_op(activation):
     return ELEMENTWISE.get(name.lower()) if isinstance(name, str) else None
 
 
+def _ops():
+    from . import ops   # ops.py imports this module
+    return ops
+
+
+def celu(x, alpha=1.0):
+    """Keras's celu: max(x, 0) + alpha * expm1(min(x, 0) / alpha), by keras.ops.celu."""
+    return _ops().celu(x, alpha=alpha)
+
+
+def glu(x, axis=-1):
+    """Keras's glu: a * sigmoid(b), the two halves of axis, by keras.ops.glu."""
+    return _ops().glu(x, axis=axis)
+
+
+def hard_shrink(x, threshold=0.5):
+    """Keras's hard_shrink: x where |x| > threshold, else 0, by keras.ops.hard_shrink."""
+    return _ops().hard_shrink(x, threshold=threshold)
+
+
+def hard_tanh(x):
+    """Keras's hard_tanh: clip(x, -1, 1), by keras.ops.hard_tanh."""
+    return _ops().hard_tanh(x)
+
+
+def log_sigmoid(x):
+    """Keras's log_sigmoid: -softplus(-x), by keras.ops.log_sigmoid."""
+    return _ops().log_sigmoid(x)
+
+
+def log_softmax(x, axis=-1):
+    """Keras's log_softmax: x - logsumexp(x, axis), by keras.ops.log_softmax."""
+    return _ops().log_softmax(x, axis=axis)
+
+
+def mish(x):
+    """Keras's mish: x * tanh(softplus(x)), of keras.ops."""
+    o = _ops()
+    return o.multiply(x, o.tanh(o.softplus(x)))
+
+
+def soft_shrink(x, threshold=0.5):
+    """Keras's soft_shrink: x - threshold above it, x + threshold below -threshold, else 0 (keras.ops)."""
+    return _ops().soft_shrink(x, threshold=threshold)
+
+
+def sparse_plus(x):
+    """Keras's sparse_plus: 0, (x + 1)^2 / 4, x on x <= -1, |x| < 1, x >= 1 (keras.ops.sparse_plus)."""
+    return _ops().sparse_plus(x)
+
+
+def sparse_sigmoid(x):
+    """Keras's sparse_sigmoid: clip((x + 1) / 2, 0, 1) (keras.ops.sparse_sigmoid)."""
+    return _ops().sparse_sigmoid(x)
+
+
+def sparsemax(x, axis=-1):
+    """Keras's sparsemax over axis (keras.ops.sparsemax)."""
+    return _ops().sparsemax(x, axis=axis)
+
+
+def squareplus(x, b=4):
+    """Keras's squareplus: (x + sqrt(x^2 + b)) / 2 (keras.ops.squareplus)."""
+    return _ops().squareplus(x, b=b)
+
+
+def tanh_shrink(x):
+    """Keras's tanh_shrink: x - tanh(x) (keras.ops.tanh_shrink)."""
+    return _ops().tanh_shrink(x)
+
+
+def threshold(x, threshold, default_value):
+    """Keras's threshold: x where x > threshold, else default_value (keras.ops.threshold)."""
+    return _ops().threshold(x, threshold, default_value)
+
+
+def _hard_silu_fn(x):   # hard_silu in a layer's activation=: keras.ops.hard_silu on its output
+    return _ops().hard_silu(x)
+
+
+_hard_silu_fn.__name__ = "hard_silu"
+# Keras's activations the engine has no id for: applied as functions of keras.ops (name -> function)
+FUNCTIONS = {f.__name__: f for f in (celu, glu, hard_shrink, hard_tanh, log_sigmoid, log_softmax, mish, soft_shrink,
+                                     sparse_plus, sparse_sigmoid, sparsemax, squareplus, tanh_shrink, threshold)}
+FUNCTIONS.update(hard_silu=_hard_silu_fn, hard_swish=_hard_silu_fn)
+
+
 def exponential(x):
     """exp(x) of an array, by the engine's C kernel."""
     return _eval(Act(EXPONENTIAL), x)
@@ -212,12 +304,71 @@ def get_id(activation, argument="activation"):
     elif key is not None:
         key = getattr(activation, "__name__", None)
         if not (isinstance(key, str) and getattr(activation, "__module__", "").startswith("keras")):
-            raise ValueError(f"{argument}: unknown activation {activation!r}; pass a name such as 'gelu' or a "
-                             "function of boundfit.activations")
+            raise ValueError(f"{argument}: {activation!r} is not an activation of the engine's kernels (a name "
+                             "such as 'gelu' or a function of boundfit.activations); a function activation is "
+                             "applied in Dense, Conv*, EinsumDense and Activation only")
+    if key in FUNCTIONS:
+        raise ValueError(f"{argument}: {key!r} is not an activation of the engine's kernels; it is applied as a "
+                         "function in Dense, Conv*, EinsumDense and Activation only (follow this layer with "
+                         f"Activation({key!r}))")
     if key not in _IDS:
         raise ValueError(f"{argument}: unknown activation {activation!r}; "
                          f"choose one of {sorted(k for k in _IDS if k)}")
     return Act(_IDS[key])
+
+
+def function_of(activation):
+    """The function a function activation is applied as (a name or function of FUNCTIONS, Keras's of those names,
+    or a user's callable), or None for an engine activation (get_id's)."""
+    if isinstance(activation, str):
+        return FUNCTIONS.get(activation.lower())
+    if activation is hard_silu or activation is hard_swish:
+        return FUNCTIONS["hard_silu"]
+    if activation is None or isinstance(activation, Act) or activation in _FUNCS or not callable(activation):
+        return None
+    f = activation.func if isinstance(activation, functools.partial) else activation
+    name = getattr(f, "__name__", None)
+    if getattr(f, "__module__", "").startswith("keras") and isinstance(name, str):
+        if name in _IDS or f in _FUNCS:
+            return None   # an engine activation (get_id reads it, options too)
+        if name in FUNCTIONS and not isinstance(activation, functools.partial):
+            return FUNCTIONS[name]
+    if f in _FUNCS:
+        return None
+    return activation
+
+
+def layer_activation(layer, activation, argument="activation"):
+    """A layer's engine activation (get_id); a function activation (function_of) is kept as layer._act_fn and the
+    engine's is linear: Layer.call applies the function to the layer's linear output, traced through keras.ops."""
+    fn = function_of(activation)
+    if fn is None:
+        return get_id(activation, argument)
+    if getattr(layer, "activity_regularizer", None) is not None:
+        raise ValueError(f"{argument}: a function activation ({config_name(fn)}) with an activity_regularizer is "
+                         "not supported; add the activation as an Activation layer after this one")
+    layer._act_fn = fn
+    return Act(LINEAR)
+
+
+def config_name(fn):
+    """Keras's config entry of a function activation: its name (Keras's activations), else Keras's entry of a
+    registered function (its registered name)."""
+    for k, v in FUNCTIONS.items():
+        if v is fn:
+            return k
+    from . import object_registration
+    name = object_registration.GLOBAL_CUSTOM_NAMES.get(fn)
+    if name is None:
+        raise ValueError(f"activation {getattr(fn, '__name__', fn)!r} is not registered, so a Keras file cannot "
+                         "name it; decorate it with keras.saving.register_keras_serializable()")
+    return {"module": "builtins", "class_name": "function", "config": name, "registered_name": "function"}
+
+
+def layer_config_name(layer):
+    """The activation entry of a layer's Keras config."""
+    fn = layer.__dict__.get("_act_fn")
+    return name_of(layer.activation) if fn is None else config_name(fn)
 
 
 def _bad(kw):
@@ -246,6 +397,8 @@ def get(identifier):
     """Keras's activations.get: the function of a name (or the function itself)."""
     if identifier is None:
         return linear
+    if function_of(identifier) is not None:
+        return function_of(identifier)
     if callable(identifier):
         get_id(identifier)
         return identifier
@@ -254,8 +407,9 @@ def get(identifier):
 
 
 def serialize(activation):
-    """Keras's serialized form of an activation (its name)."""
-    return name_of(get_id(activation))
+    """Keras's serialized form of an activation (its name; a user's function's: config_name)."""
+    fn = function_of(activation)
+    return name_of(get_id(activation)) if fn is None else config_name(fn)
 
 
 def deserialize(name):

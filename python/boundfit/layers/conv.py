@@ -34,7 +34,7 @@ class Conv2D(Layer):
         self.kernel_size = _pair(kernel_size, "kernel_size", type(self).__name__)
         self.strides = _pair(strides, "strides", type(self).__name__)
         self.padding = _padding(padding)
-        self.activation = activations.get_id(activation)
+        self.activation = activations.layer_activation(self, activation)
         self.use_bias = bool(use_bias)
 
     _has_weights = True
@@ -69,7 +69,7 @@ class DepthwiseConv2D(Layer):
         self.kernel_size = _pair(kernel_size, "kernel_size", type(self).__name__)
         self.strides = _pair(strides, "strides", type(self).__name__)
         self.padding = _padding(padding)
-        self.activation = activations.get_id(activation)
+        self.activation = activations.layer_activation(self, activation)
         self.use_bias = bool(use_bias)
         self.depthwise_initializer = initializers.get(depthwise_initializer, "depthwise_initializer")
         self.bias_initializer = initializers.get(bias_initializer, "bias_initializer")
@@ -144,7 +144,7 @@ class Conv1D(Layer):
                         bias_constraint)
         self.kernel_initializer = initializers.get(kernel_initializer, "kernel_initializer")
         self.bias_initializer = initializers.get(bias_initializer, "bias_initializer")
-        self.activation = activations.get_id(activation)
+        self.activation = activations.layer_activation(self, activation)
         self.use_bias = bool(use_bias)
 
     def spec(self):
@@ -181,7 +181,7 @@ class Conv2DTranspose(Layer):
                         bias_constraint)
         self.kernel_initializer = initializers.get(kernel_initializer, "kernel_initializer")
         self.bias_initializer = initializers.get(bias_initializer, "bias_initializer")
-        self.activation = activations.get_id(activation)
+        self.activation = activations.layer_activation(self, activation)
         self.use_bias = bool(use_bias)
 
     def spec(self):
@@ -300,7 +300,7 @@ class Conv3D(Layer):
                         bias_constraint)
         self.kernel_initializer = initializers.get(kernel_initializer, "kernel_initializer")
         self.bias_initializer = initializers.get(bias_initializer, "bias_initializer")
-        self.activation = activations.get_id(activation)
+        self.activation = activations.layer_activation(self, activation)
         self.use_bias = bool(use_bias)
 
     def spec(self):
@@ -345,7 +345,7 @@ SeparableConvolution1D, SeparableConvolution2D = SeparableConv1D, SeparableConv2
 def _conv_config(l):
     return dict(filters=l.filters, kernel_size=list(l.kernel_size), strides=list(l.strides), padding=l.padding,
                 data_format="channels_last", dilation_rate=[1, 1], groups=1,
-                activation=activations.name_of(l.activation), use_bias=l.use_bias,
+                activation=activations.layer_config_name(l), use_bias=l.use_bias,
                 kernel_initializer=initializers.serialize(l.kernel_initializer),
                 bias_initializer=initializers.serialize(l.bias_initializer),
                 kernel_regularizer=regularizers.serialize(l.kernel_regularizer),
@@ -358,7 +358,7 @@ def _conv_config(l):
 def _depthwise_config(l):
     return dict(kernel_size=list(l.kernel_size), strides=list(l.strides), padding=l.padding,
                 data_format="channels_last", dilation_rate=[1, 1], depth_multiplier=l.depth_multiplier,
-                activation=activations.name_of(l.activation), use_bias=l.use_bias,
+                activation=activations.layer_config_name(l), use_bias=l.use_bias,
                 depthwise_initializer=initializers.serialize(l.depthwise_initializer),
                 bias_initializer=initializers.serialize(l.bias_initializer),
                 depthwise_regularizer=regularizers.serialize(l.kernel_regularizer),
@@ -372,7 +372,7 @@ def _separable_config(l):
     d, p = l.depthwise, l.pointwise
     return dict(filters=l.filters, kernel_size=list(d.kernel_size), strides=list(d.strides), padding=d.padding,
                 data_format="channels_last", dilation_rate=[1, 1], depth_multiplier=d.depth_multiplier,
-                activation=activations.name_of(p.activation), use_bias=p.use_bias,
+                activation=activations.layer_config_name(p), use_bias=p.use_bias,
                 depthwise_initializer=initializers.serialize(d.depthwise_initializer),
                 pointwise_initializer=initializers.serialize(p.kernel_initializer),
                 bias_initializer=initializers.serialize(p.bias_initializer),

@@ -22,7 +22,7 @@ class Dense(Layer):
         self.kernel_initializer = initializers.get(kernel_initializer, "kernel_initializer")
         self.bias_initializer = initializers.get(bias_initializer, "bias_initializer")
         self.units, self.use_bias = _size("Dense", "units", units), bool(use_bias)
-        self.activation = activations.get_id(activation)
+        self.activation = activations.layer_activation(self, activation)
 
     _has_weights = True
 
@@ -37,11 +37,12 @@ class Activation(Layer):
     """Keras 3's `Activation(activation)`: an activation (name or function) as a layer."""
     _scalar_ok = True
     _base = "activation"
+    _act_alone = True
 
     def __init__(self, activation, **kwargs):
         super().__init__(**kwargs)
         self._eop = activations.elementwise_op(activation)   # hard_silu: the engine's elementwise op
-        self.activation = self._eop or activations.get_id(activation)
+        self.activation = self._eop or activations.layer_activation(self, activation)
 
     def spec(self):
         if self._eop:
@@ -96,7 +97,7 @@ class Lambda(Layer):
 
 @keras_config(Dense)
 def _dense_config(l):
-    return dict(units=l.units, activation=activations.name_of(l.activation), use_bias=l.use_bias,
+    return dict(units=l.units, activation=activations.layer_config_name(l), use_bias=l.use_bias,
                 kernel_initializer=initializers.serialize(l.kernel_initializer),
                 bias_initializer=initializers.serialize(l.bias_initializer),
                 kernel_regularizer=regularizers.serialize(l.kernel_regularizer),
@@ -107,7 +108,7 @@ def _dense_config(l):
 
 @keras_config(Activation)
 def _activation_config(l):
-    return dict(activation=l._eop or activations.name_of(l.activation))
+    return dict(activation=l._eop or activations.layer_config_name(l))
 
 
 @keras_config(Identity)

@@ -70,7 +70,7 @@ class EinsumDense(KerasShapedWeights, Layer):
         new_labels = mp.kernel_labels[len(mp.kernel_labels) - len(mp.new):]
         in_dense = bias_shape is not None and tail == new_labels and set(tail) <= set(self.bias_axes) \
             and is_identity(mp.out_perm)
-        fused = bias_shape is None or in_dense
+        fused = (bias_shape is None or in_dense) and activations.function_of(self.activation) is None
         self.dense = Dense(mp.N, activation=self.activation if fused else None, use_bias=in_dense,
                            kernel_initializer=self.kernel_initializer, bias_initializer=self.bias_initializer,
                            kernel_regularizer=self.kernel_regularizer, bias_regularizer=self.bias_regularizer,
@@ -91,8 +91,11 @@ class EinsumDense(KerasShapedWeights, Layer):
         y = apply(f"EinsumDense {self.name!r}", inputs, self._map, self.dense)
         if self.bias is not None:
             y = Binary("add")([y, self.bias(y)])
-        if self._late_activation is not None and activations.get_id(self._late_activation) != activations.LINEAR:
-            y = Activation(self._late_activation)(y)
+        late = self._late_activation
+        if late is not None and activations.function_of(late) is not None:
+            y = activations.function_of(late)(y)   # a function activation, traced through keras.ops
+        elif late is not None and activations.get_id(late) != activations.LINEAR:
+            y = Activation(late)(y)
         return y
 
 

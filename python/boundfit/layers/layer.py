@@ -5,6 +5,8 @@ returns a symbolic tensor (node.py); its shape is inferred at the call, by
 the engine's own inference (_core.output_shape, as when a model is built),
 so a bad graph fails where it is written, as in Keras."""
 
+import copy
+
 import numpy as np
 
 from .. import _core, mixed_precision, regularizers
@@ -128,7 +130,13 @@ class Layer:
     # ---- custom layers: subclasses that define call() (and build(), get_config()) ----
     def call(self, inputs, *args, **kwargs):
         """A custom layer's computation on symbolic tensors, in layers and
-        keras.ops (boundfit.ops); built-in layers compute in the engine."""
+        keras.ops (boundfit.ops); built-in layers compute in the engine. A
+        built-in layer given a function activation (activations.layer_activation)
+        is its linear self, then the function."""
+        fn = self.__dict__.get("_act_fn")
+        if fn is not None:
+            inner = self._act_linear()
+            return fn(inner(inputs) if inner is not None else inputs)
         raise NotImplementedError(f"{type(self).__name__} defines no call()")
 
     def build(self, input_shape=None):
@@ -170,7 +178,19 @@ class Layer:
         return list(self.__dict__.get("_added_losses", []))
 
     def _custom(self):
-        return type(self).call is not Layer.call
+        return type(self).call is not Layer.call or "_act_fn" in self.__dict__
+
+    def _act_linear(self):
+        """The layer with a function activation as its engine part (a copy of it, activation linear), made once;
+        None for an Activation layer (the function alone)."""
+        if "_act_inner" not in self.__dict__:
+            inner = None
+            if not self._act_alone:
+                inner = copy.copy(self)
+                del inner.__dict__["_act_fn"]
+                inner.name, inner._inbound, inner._model = f"{self.name}_linear", [], None
+            self.__dict__["_act_inner"] = inner
+        return self.__dict__["_act_inner"]
 
     def _keras_composite(self):
         """A Keras layer boundfit traces into its sublayers (SeparableConv2D): a
@@ -180,6 +200,8 @@ class Layer:
     def _sublayers(self):
         """The layers a custom layer holds as attributes (lists too), in assignment order."""
         out = []
+        if "_act_fn" in self.__dict__:
+            self._act_linear()
         for k, v in vars(self).items():
             if k == "_model":
                 continue
@@ -210,6 +232,7 @@ class Layer:
     # ---- graphs ----
     _n_inputs = 1  # merge layers: "many"
     _has_weights = False
+    _act_alone = False   # Activation: a function activation is the layer's whole call (_act_linear)
     _mode_dependent = False  # computes differently in training (Dropout, BatchNormalization...): `training` counts
 
     def _check_train_mode(self, train_mode, compiling=False):

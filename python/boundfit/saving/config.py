@@ -108,11 +108,17 @@ def _ignorable(key, v):
     return ok is None or any((tuple(v) if isinstance(v, list) else v) == o for o in ok)
 
 
-def _activation_name(v, where):
+def _activation_name(v, where, custom_objects):
     if v is None or isinstance(v, str):
         return v
     if isinstance(v, dict) and str(v.get("module") or "").startswith("keras") and isinstance(v.get("config"), str):
         return v["config"]
+    if isinstance(v, dict) and v.get("class_name") == "function" and isinstance(v.get("config"), str):
+        fn = custom_objects.get(v["config"])   # a user's function, by its registered name (Keras's entry)
+        if callable(fn):
+            return fn
+        raise ValueError(f"{where}: activation function {v['config']!r} is not registered; register it with "
+                         "keras.saving.register_keras_serializable or pass it in custom_objects")
     raise ValueError(f"{where}: activation {v!r} is not one boundfit has")
 
 
@@ -147,7 +153,7 @@ def layer_from_config(entry, custom_objects=None):
             continue
         if k in accepted and not (k == "data_format" and v == "channels_last"):
             if k == "activation":
-                v = _activation_name(v, f"layer {name!r} ({cls_name})")
+                v = _activation_name(v, f"layer {name!r} ({cls_name})", custom_objects)
             if k == "activity_regularizer" and isinstance(v, dict) and v.get("class_name") in (custom_objects or {}):
                 v = _custom_regularizer(custom_objects[v["class_name"]], v)   # a Regularizer subclass of the user's
             kwargs[k] = tuple(v) if isinstance(v, list) else v
