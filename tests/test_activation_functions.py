@@ -16,6 +16,7 @@ import pytest
 import boundfit as bf
 import keras_ref
 from conftest import assert_plan_equals_arenas, directional_check_per_array
+from fresh_names import fresh_layer_names  # noqa: F401 - autouse: files keyed by their names
 from helpers.keras_compare import close
 from helpers.keras_recorded import case, recorded
 
