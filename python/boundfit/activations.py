@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from . import _core
+from . import _core, object_registration
 
 (LINEAR, RELU, SIGMOID, TANH, SOFTMAX, GELU, GELU_TANH, SILU, ELU, SELU, LEAKY_RELU, SOFTPLUS, SOFTSIGN,
  HARD_SIGMOID, EXPONENTIAL, RELU6, RELU_X) = range(17)
@@ -145,9 +145,17 @@ def elementwise_op(activation):
     return ELEMENTWISE.get(name.lower()) if isinstance(name, str) else None
 
 
+# keras.ops' functions these compose, set by ops.py (which imports this module): name -> function
+OPS = {}
+
+
+class _Ops:
+    def __getattr__(self, name):
+        return OPS[name]
+
+
 def _ops():
-    from . import ops   # ops.py imports this module
-    return ops
+    return _Ops()
 
 
 def celu(x, alpha=1.0):
@@ -301,7 +309,7 @@ def get_id(activation, argument="activation"):
     key = activation
     if isinstance(key, str):
         key = key.lower()
-    elif key is not None:
+    elif key is not None and callable(activation):
         key = getattr(activation, "__name__", None)
         if not (isinstance(key, str) and getattr(activation, "__module__", "").startswith("keras")):
             raise ValueError(f"{argument}: {activation!r} is not an activation of the engine's kernels (a name "
@@ -357,7 +365,6 @@ def config_name(fn):
     for k, v in FUNCTIONS.items():
         if v is fn:
             return k
-    from . import object_registration
     name = object_registration.GLOBAL_CUSTOM_NAMES.get(fn)
     if name is None:
         raise ValueError(f"activation {getattr(fn, '__name__', fn)!r} is not registered, so a Keras file cannot "

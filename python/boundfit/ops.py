@@ -1080,6 +1080,9 @@ nn = types.SimpleNamespace(relu=relu, sigmoid=sigmoid, tanh=tanh, softmax=softma
 linalg = types.SimpleNamespace(norm=norm, jvp=jvp, **{n: getattr(_linalg, n) for n in _linalg.NAMES if n not in (
     "slogdet", "logdet")})
 
+activations.OPS.update({n: globals()[n] for n in (
+    "celu", "glu", "hard_shrink", "hard_silu", "hard_tanh", "log_sigmoid", "log_softmax", "soft_shrink", "sparse_plus",
+    "sparse_sigmoid", "sparsemax", "squareplus", "tanh_shrink", "threshold", "multiply", "tanh", "softplus")})
 KerasTensor._ops.update(add=add, subtract=subtract, multiply=multiply, divide=true_divide, negative=negative,
                         matmul=matmul, power=power, getitem=getitem, greater=greater, greater_equal=greater_equal,
                         less=less, less_equal=less_equal, mod=mod, floor_divide=floor_divide,   # noqa: F821
