@@ -181,3 +181,12 @@ def test_unregistered_user_function_is_refused_when_saving(tmp_path):
     m = bf.Sequential([bf.Input((4,)), bf.layers.Dense(3, activation=lambda t: t * bf.ops.sigmoid(t))])
     with pytest.raises(ValueError, match="register_keras_serializable"):
         m.save(str(tmp_path / "x.keras"))
+
+
+def test_config_of_a_registered_function_activation_round_trips():
+    d = bf.layers.Dense(3, activation=swishy)
+    cfg = d.get_config()
+    assert cfg["activation"] == {"module": "builtins", "class_name": "function", "config": "acts_test>swishy",
+                                 "registered_name": "function"}
+    assert bf.layers.Dense.from_config(cfg).get_config()["activation"] == cfg["activation"]
+    assert bf.layers.Dense(3, activation="mish").compute_output_shape((None, 4)) == (None, 3)

@@ -330,9 +330,16 @@ def function_of(activation):
     or a user's callable), or None for an engine activation (get_id's)."""
     if isinstance(activation, str):
         return FUNCTIONS.get(activation.lower())
+    if isinstance(activation, dict) and activation.get("class_name") == "function":   # Keras's entry (config_name)
+        name = activation.get("config")
+        fn = FUNCTIONS.get(name) or object_registration.get_registered_object(name)
+        if not callable(fn):
+            raise ValueError(f"activation function {name!r} is not registered; register it with "
+                             "keras.saving.register_keras_serializable")
+        return fn
     if activation is hard_silu or activation is hard_swish:
         return FUNCTIONS["hard_silu"]
-    if activation is None or isinstance(activation, Act) or activation in _FUNCS or not callable(activation):
+    if not callable(activation) or isinstance(activation, Act) or activation in _FUNCS:
         return None
     f = activation.func if isinstance(activation, functools.partial) else activation
     name = getattr(f, "__name__", None)

@@ -255,6 +255,8 @@ class Layer:
         with its batch axis first, passed through. The engine infers it (csrc/core/layers/: the kind's infer),
         as when a model is built; a dimension given as None (a variable length) is None where the output's
         depends on it."""
+        if "_act_fn" in self.__dict__ and self._act_linear() is not None:
+            return self._act_linear().compute_output_shape(input_shape)   # (an activation keeping its shape)
         if self._custom():   # traced into its layers, not a kind of the engine: the shape it is given, as before
             return input_shape
         many = len(input_shape) > 0 and all(isinstance(s, (tuple, list)) for s in input_shape)
