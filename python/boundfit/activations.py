@@ -124,8 +124,8 @@ def hard_sigmoid(x):
 
 
 def hard_silu(x):
-    """Keras 3's hard_silu (hard_swish), x * relu6(x + 3) / 6, of an array. In a model it is an Activation
-    layer's only (the engine's elementwise hard_silu op): Dense / Conv activation= do not take it."""
+    """Keras 3's hard_silu (hard_swish), x * relu6(x + 3) / 6, of an array. In a model: Activation's is the
+    engine's elementwise hard_silu op; in another layer's activation= it is keras.ops.hard_silu (FUNCTIONS)."""
     x = np.asarray(x, dtype=np.float32)
     return x * np.clip(x + 3.0, 0.0, 6.0) / 6.0
 
