@@ -144,6 +144,9 @@ def serialize(opt):
                 "registered_name": None}
     cfg = {"name": type(opt).__name__.lower()}
     cfg.update(opt.get_config())
+    if not cfg.get("use_ema"):   # at Keras's defaults they are left out (Keras reads the same optimizer), so files
+        for k in ("use_ema", "ema_momentum", "ema_overwrite_frequency"):   # without EMA stay as they were
+            cfg.pop(k, None)
     sched = getattr(opt, "_schedule", None)
     if isinstance(sched, schedules.LearningRateSchedule):
         cfg["learning_rate"] = schedules.serialize(sched)
