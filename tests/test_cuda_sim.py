@@ -48,7 +48,8 @@ CUDA_TESTS = ["tests/test_cuda_backend.py", "tests/test_recurrent_cuda.py", "tes
               "test_cuda_without_a_usable_gpu_raises_device_error_and_cpu_still_trains",
               "tests/test_device_path.py", "tests/test_text_cuda.py",
               "tests/test_deep_models.py::test_a_deep_model_trains_on_cuda_as_on_the_cpu",
-              "tests/test_ops_index.py::test_index_ops_train_to_the_cpu_weights_on_cuda", "tests/test_mixed_cuda.py"]
+              "tests/test_ops_index.py::test_index_ops_train_to_the_cpu_weights_on_cuda", "tests/test_mixed_cuda.py",
+              "tests/test_optimizer_ema.py::test_ema_trains_on_cuda_as_on_the_cpu"]
 TOO_BIG = "not 100x100"
 
 

@@ -118,12 +118,14 @@ static inline long bf_metric_nvalues(const bf_metric_spec *m) {
  * Host-side scalars (t, Nadam's u products) are filled by the core. Lamb is
  * two calls per variable: LAMB_MOMENTS (weight decay, m and v), then, with
  * the sums of squares of the variable and of its update in norms (backend
- * memory, lamb_sumsq), LAMB_APPLY (w -= trust ratio * lr * update). */
+ * memory, lamb_sumsq), LAMB_APPLY (w -= trust ratio * lr * update).
+ * use_ema (Keras's base optimizer, after the rule): EMA (s0 = momentum * s0
+ * + (1 - momentum) * w, no weight decay, g unused) and EMA_OVERWRITE (w = s0). */
 typedef enum {
     BF_UPD_SGD = 0, BF_UPD_ADAM, BF_UPD_RMSPROP, BF_UPD_ADAGRAD, BF_UPD_NADAM, BF_UPD_ADAMAX, BF_UPD_ADADELTA,
-    BF_UPD_FTRL, BF_UPD_LION, BF_UPD_LAMB_MOMENTS, BF_UPD_LAMB_APPLY
+    BF_UPD_FTRL, BF_UPD_LION, BF_UPD_LAMB_MOMENTS, BF_UPD_LAMB_APPLY, BF_UPD_EMA, BF_UPD_EMA_OVERWRITE
 } bf_update_kind;
-#define BF_UPD_LAST BF_UPD_LAMB_APPLY
+#define BF_UPD_LAST BF_UPD_EMA_OVERWRITE
 /* Ftrl's arguments (Keras 3 names) */
 typedef struct {
     float lr_power;       /* learning_rate_power (<= 0) */

@@ -472,6 +472,11 @@ bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *
     case BF_OPT_LION: nslots = 1; break;
     default: return BF_FAIL(BF_ERR_ARG, "optimizer: unknown optimizer kind %d", (int)opt->kind);
     }
+    if (opt->use_ema && !(opt->ema_momentum >= 0.0f && opt->ema_momentum <= 1.0f))
+        return BF_FAIL(BF_ERR_ARG, "ema_momentum must be in [0, 1], got %g", (double)opt->ema_momentum);
+    if (opt->ema_overwrite_frequency < 0)
+        return BF_FAIL(BF_ERR_ARG, "ema_overwrite_frequency must be >= 1 or None, got %ld", opt->ema_overwrite_frequency);
+    nslots += opt->use_ema != 0;
     if (!(opt->lr >= 0.0f)) return BF_FAIL(BF_ERR_ARG, "learning_rate must be >= 0, got %g", (double)opt->lr);
     if (opt->kind == BF_OPT_FTRL) BF_TRY(check_ftrl(opt));
     if (!(opt->weight_decay >= 0.0f)) return BF_FAIL(BF_ERR_ARG, "weight_decay must be >= 0, got %g", (double)opt->weight_decay);
@@ -529,6 +534,19 @@ bf_status bf_model_alloc_opt_state(bf_model *m) {
     m->slots = p;
     if (m->opt.kind == BF_OPT_ADAGRAD || m->opt.kind == BF_OPT_FTRL) /* slot 0: the accumulator */
         for (long i = 0; i < m->n_trainable; i++) m->slots[i] = m->opt.initial_accumulator;
+    return BF_OK;
+}
+
+bf_status bf_model_ema(bf_model *m, bf_ema_op op) {
+    if (!m->compiled || !m->opt.use_ema) return BF_FAIL(BF_ERR_ARG, "the optimizer has no moving average: set use_ema=True");
+    if (!m->slots) return BF_FAIL(BF_ERR_ARG, "the optimizer's moving average does not exist before its first update");
+    const long n = m->n_trainable;
+    float *avg = m->slots + (size_t)(m->opt.nslots - 1) * (size_t)n, *w = m->w;
+    for (long i = 0; i < n; i++) {
+        const float a = avg[i];
+        if (op != BF_EMA_TO_WEIGHTS) avg[i] = w[i];
+        if (op != BF_EMA_FROM_WEIGHTS) w[i] = a;
+    }
     return BF_OK;
 }
 

@@ -138,7 +138,10 @@ typedef struct {
     bf_clip_mode clip;         /* at most one of clipnorm / global_clipnorm / clipvalue */
     float clip_value;
     int nslots;        /* state tensors per parameter: SGD momentum 0-1, Adam 2-3, RMSprop 1-3, Adagrad 1, Nadam 2,
-                        * Adamax 2, Adadelta 2, Ftrl 2, Lion 1, Lamb 2 */
+                        * Adamax 2, Adadelta 2, Ftrl 2, Lion 1, Lamb 2; then, with use_ema, the moving average */
+    int use_ema;                  /* Keras's use_ema: the last slot is the weights' moving average */
+    float ema_momentum;           /* in [0, 1] */
+    long ema_overwrite_frequency; /* the weights take the average every this many updates (0: never) */
     long iterations;   /* completed updates (Keras optimizer.iterations) */
     bf_schedule sched; /* lr of each update: bf_optimizer_lr (constant lr when none) */
     float u_product;   /* Nadam: prod of u_1..u_k (Keras's _u_product), k = u_product_it */
@@ -225,6 +228,11 @@ bf_status bf_model_set_metrics(bf_model *m, const bf_metric_spec *metrics, int n
 double bf_metric_result(const bf_metric_spec *m, const double *acc);
 size_t bf_model_opt_state_bytes(const bf_model *m);
 bf_status bf_model_alloc_opt_state(bf_model *m);
+/* use_ema's moving average (host state) and the trainable weights: BF_EMA_SWAP exchanges them, BF_EMA_TO_WEIGHTS
+ * copies the average into the weights (Keras's finalize_variable_values), BF_EMA_FROM_WEIGHTS the other way
+ * (SwapEMAWeights's _finalize_ema_values); BF_ERR_ARG without use_ema or before its first update */
+typedef enum { BF_EMA_SWAP = 0, BF_EMA_TO_WEIGHTS, BF_EMA_FROM_WEIGHTS } bf_ema_op;
+bf_status bf_model_ema(bf_model *m, bf_ema_op op);
 void bf_model_free(bf_model *m);
 
 /* a parameter of L by role (the index into inits / reg / cons: kernel or gamma

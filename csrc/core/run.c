@@ -455,6 +455,22 @@ static bf_status lamb_update(bf_run *r, bf_update_args *a) {
     return BF_OK;
 }
 
+/* use_ema, as Keras's base optimizer after the rule (iterations not yet counted): the average (last slot) moves
+ * toward the weights, momentum 0 on the first update; every ema_overwrite_frequency-th update the weights take it */
+static bf_status ema_update(bf_run *r, long n) {
+    const bf_optimizer *o = &r->m->opt;
+    float *avg = r->slots + (size_t)(o->nslots - 1) * (size_t)n;
+    bf_update_args a = {0};
+    a.kind = BF_UPD_EMA;
+    a.momentum = o->iterations != 0 ? o->ema_momentum : 0.0f;
+    BF_TRY(r->be->opt_update(r->be, r->w, avg, NULL, NULL, r->grads, n, &a));
+    if (o->ema_overwrite_frequency > 0 && (o->iterations + 1) % o->ema_overwrite_frequency == 0) {
+        a.kind = BF_UPD_EMA_OVERWRITE;
+        BF_TRY(r->be->opt_update(r->be, r->w, avg, NULL, NULL, r->grads, n, &a));
+    }
+    return BF_OK;
+}
+
 static bf_status apply_update(bf_run *r) {
     bf_model *m = r->m;
     bf_backend *be = r->be;
@@ -474,8 +490,9 @@ static bf_status apply_update(bf_run *r) {
     a.amsgrad = o->amsgrad;
     a.centered = o->centered;
     a.t = o->iterations + 1;
-    float *s0 = o->nslots > 0 ? r->slots : NULL, *s1 = o->nslots > 1 ? r->slots + n : NULL;
-    float *s2 = o->nslots > 2 ? r->slots + 2 * n : NULL;
+    const int ns = o->nslots - (o->use_ema != 0); /* the rule's slots (the moving average is the last) */
+    float *s0 = ns > 0 ? r->slots : NULL, *s1 = ns > 1 ? r->slots + n : NULL;
+    float *s2 = ns > 2 ? r->slots + 2 * n : NULL;
     switch (o->kind) {
     case BF_OPT_SGD: a.kind = BF_UPD_SGD; break;
     case BF_OPT_ADAM: case BF_OPT_ADAMW: a.kind = BF_UPD_ADAM; break;
@@ -506,6 +523,7 @@ static bf_status apply_update(bf_run *r) {
     if (o->kind == BF_OPT_LAMB) BF_TRY(lamb_update(r, &a));
     else BF_TRY(be->opt_update(be, r->w, s0, s1, s2, r->grads, n, &a));
     BF_TRY(constraints(r));
+    if (o->use_ema) BF_TRY(ema_update(r, n));
     o->iterations++;
     return BF_OK;
 }

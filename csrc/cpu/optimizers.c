@@ -3,7 +3,7 @@
  * optimizer), then SGD (momentum, Nesterov), Adam (AMSGrad), RMSprop
  * (momentum, centered), Adagrad or Nadam (the later Keras rules are in
  * optimizers_more.c); and gradient clipping (clipnorm per tensor,
- * global_clipnorm, clipvalue). Float arithmetic in Keras's
+ * global_clipnorm, clipvalue); use_ema's moving average and its overwrite. Float arithmetic in Keras's
  * order of operations, so results agree with Keras's float32 to rounding. */
 #include <math.h>
 
@@ -66,6 +66,15 @@ bf_status bf_cpu_opt_update_serial(bf_backend *be, float *restrict w, float *res
                                    float *restrict s2, const float *restrict g, long n, const bf_update_args *a) {
     (void)be;
     const float lr = a->lr, eps = a->eps, mom = a->momentum;
+    if (a->kind == BF_UPD_EMA) { /* Keras's _update_model_variables_moving_average (s0: the average) */
+        const float m1 = 1.0f - mom;
+        for (long i = 0; i < n; i++) s0[i] = mom * s0[i] + m1 * w[i];
+        return BF_OK;
+    }
+    if (a->kind == BF_UPD_EMA_OVERWRITE) {
+        for (long i = 0; i < n; i++) w[i] = s0[i];
+        return BF_OK;
+    }
     if (a->weight_decay != 0.0f && a->kind != BF_UPD_LAMB_APPLY) { /* Lamb: decayed by its first pass */
         const float wd = a->weight_decay;
         for (long i = 0; i < n; i++) w[i] = w[i] - w[i] * wd * lr;

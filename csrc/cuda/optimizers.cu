@@ -1,7 +1,7 @@
 /* optimizers.cu - Keras 3 update rules applied in place to n parameters, as
  * csrc/cpu/optimizers.c: decoupled weight decay (w -= w*wd*lr) first, then
  * SGD (momentum, Nesterov), Adam (AMSGrad), RMSprop (momentum, centered),
- * Adagrad or Nadam (the later Keras rules: optimizers_more.cu); host-side scalars (Adam's alpha, Nadam's u products) come
+ * Adagrad or Nadam, use_ema's moving average (the later Keras rules: optimizers_more.cu); host-side scalars (Adam's alpha, Nadam's u products) come
  * computed in float as the CPU does. Gradient clipping: sums of squares into
  * device memory (sumsq) and a scale read from there (grad_clip), so nothing
  * waits. Products are rounded separately (__fmul_rn) so results match the
@@ -38,6 +38,15 @@ __global__ void grad_clip_kernel(float *g, const double *sumsq, long n, int mode
         if (mode == BF_CLIP_VALUE) g[i] = gi < -c ? -c : gi > c ? c : gi;
         else if (mode == BF_CLIP_NORM) g[i] = FMUL(gi, c) / scale;
         else g[i] = FMUL(gi, scale);
+    }
+}
+
+// use_ema: avg (n) = mom * avg + (1 - mom) * w (n); overwrite: w = avg
+__global__ void ema_kernel(float *w, float *avg, long n, float mom, int overwrite) {
+    const float m1 = 1.0f - mom;
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        if (overwrite) w[i] = avg[i];
+        else avg[i] = FMUL(mom, avg[i]) + FMUL(m1, w[i]);
     }
 }
 
@@ -145,6 +154,13 @@ bf_status bf_cuda_opt_update(bf_backend *be, float *w, float *s0, float *s1, flo
     BF_TRY(check_n("opt_update", n));
     if ((int)a->kind < BF_UPD_SGD || a->kind > BF_UPD_LAST)
         return BF_FAIL(BF_ERR_ARG, "unknown optimizer update %d", (int)a->kind);
+    if (a->kind == BF_UPD_EMA || a->kind == BF_UPD_EMA_OVERWRITE) {
+        if (!s0) return BF_FAIL(BF_ERR_ARG, "opt_update: the moving average missing");
+        if (n == 0) return BF_OK;
+        ema_kernel<<<bf_cuda_grid(n, 256), 256, 0, st->stream>>>(w, s0, n, a->momentum, a->kind == BF_UPD_EMA_OVERWRITE);
+        BF_CUDA_LAUNCHED(st, ema_kernel);
+        return BF_OK;
+    }
     if (a->kind > BF_UPD_NADAM) return bf_cuda_opt_update_more(st, w, s0, s1, g, n, a);
     if (a->kind != BF_UPD_SGD && (!s0 || ((a->kind == BF_UPD_ADAM || a->kind == BF_UPD_NADAM) && !s1)))
         return BF_FAIL(BF_ERR_ARG, "opt_update: optimizer state missing");

@@ -258,18 +258,20 @@ static PyObject *Model_compile(ModelObject *self, PyObject *args, PyObject *kw) 
                              "rho", "loss", "from_logits", "amsgrad", "centered", "weight_decay",
                              "initial_accumulator_value", "clip", "clip_value", "label_smoothing", "delta", "outputs",
                              "learning_rate_power", "l1_regularization_strength", "l2_regularization_strength",
-                             "l2_shrinkage_regularization_strength", "beta", "loss_scale", "growth_steps", NULL};
+                             "l2_shrinkage_regularization_strength", "beta", "loss_scale", "growth_steps", "use_ema",
+                             "ema_momentum", "ema_overwrite_frequency", NULL};
     bf_optimizer o = {0};
     bf_loss l = {0};
     o.ftrl.lr_power = -0.5f;
     int ok = 0, lk = 0, nesterov = 0, from_logits = 0, amsgrad = 0, centered = 0, clip = 0;
     PyObject *outputs = Py_None;
     l.delta = 1.0f;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ifffffpfip|ppffifffOffffffl", kwlist, &ok, &o.lr, &o.beta1, &o.beta2,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ifffffpfip|ppffifffOfffffflpfl", kwlist, &ok, &o.lr, &o.beta1, &o.beta2,
                                      &o.eps, &o.momentum, &nesterov, &o.rho, &lk, &from_logits, &amsgrad, &centered,
                                      &o.weight_decay, &o.initial_accumulator, &clip, &o.clip_value, &l.label_smoothing,
                                      &l.delta, &outputs, &o.ftrl.lr_power, &o.ftrl.l1, &o.ftrl.l2,
-                                     &o.ftrl.l2_shrinkage, &o.ftrl.beta, &o.loss_scale, &o.growth_steps))
+                                     &o.ftrl.l2_shrinkage, &o.ftrl.beta, &o.loss_scale, &o.growth_steps,
+                                     &o.use_ema, &o.ema_momentum, &o.ema_overwrite_frequency))
         return NULL;
     /* outputs: [(loss kind, from_logits, weight[, label_smoothing, delta])] per model output */
     bf_output outs[BF_MAX_OUTPUTS];
@@ -354,6 +356,17 @@ static PyObject *Model_set_iterations(ModelObject *self, PyObject *arg) {
     long it;
     if (bf_py_long(arg, NULL, "iterations", 0, LONG_MAX, &it) < 0) return NULL;
     self->m.opt.iterations = it;
+    Py_RETURN_NONE;
+}
+
+/* ema(op): use_ema's moving average and the weights (bf_ema_op: 0 swap, 1 into the weights, 2 from them) */
+static PyObject *Model_ema(ModelObject *self, PyObject *arg) {
+    long op;
+    if (bf_py_long(arg, NULL, "op", 0, BF_EMA_FROM_WEIGHTS, &op) < 0) return NULL;
+    if (bf_model_pull(self) < 0) return NULL;
+    bf_status s = bf_model_ema(&self->m, (bf_ema_op)op);
+    if (s != BF_OK) return bf_raise(bf_state_of_type(Py_TYPE(self)), s);
+    if (bf_model_push(self) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -599,6 +612,7 @@ static PyMethodDef Model_methods[] = {
     {"optimizer_state", (PyCFunction)Model_optimizer_state, METH_NOARGS, "(iterations, [slot arrays])"},
     {"restore_optimizer_state", (PyCFunction)Model_restore_optimizer_state, METH_VARARGS, "restore (iterations, slots)"},
     {"set_iterations", (PyCFunction)Model_set_iterations, METH_O, "set optimizer.iterations"},
+    {"ema", (PyCFunction)Model_ema, METH_O, "use_ema: 0 swap the average and the weights, 1 average into weights, 2 back"},
     {"loss_scale", (PyCFunction)Model_loss_scale, METH_NOARGS, "(dynamic scale, step counter) of loss scaling"},
     {"set_loss_scale", (PyCFunction)Model_set_loss_scale, METH_VARARGS, "set (dynamic scale, step counter)"},
     {"set_learning_rate", (PyCFunction)Model_set_learning_rate, METH_O, "set the learning rate of the next update"},

@@ -527,6 +527,8 @@ static void test_optimizers(void) {
         {"ftrl power, regularized", {.kind = BF_UPD_FTRL, .lr = 0.1f, .ftrl = {-0.7f, 0.01f, 0.02f, 0.03f, 0.1f}}, 2},
         {"lion, weight decay", {.kind = BF_UPD_LION, .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.99f, .weight_decay = 0.01f}, 1},
         {"lamb, weight decay", {.kind = BF_UPD_LAMB_MOMENTS, .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-7f, .weight_decay = 0.01f}, 2},
+        {"ema (use_ema's average)", {.kind = BF_UPD_EMA, .momentum = 0.9f, .weight_decay = 0.01f}, 1},
+        {"ema overwrite", {.kind = BF_UPD_EMA_OVERWRITE, .weight_decay = 0.01f}, 1},
     };
     double *nrm_g = dalloc(2 * sizeof(double)); /* Lamb: sum w^2, sum update^2 (device) */
     for (size_t o = 0; o < sizeof cases / sizeof cases[0]; o++) {
@@ -573,6 +575,10 @@ static void test_optimizers(void) {
         }
         snprintf(what, sizeof what, "%s: weights after 5 steps", cases[o].name);
         dclose(what, w_g, w, n, 1e-5f, 1e-6f);
+        if (cases[o].a.kind == BF_UPD_EMA) { /* the average moves, the weights do not */
+            snprintf(what, sizeof what, "%s: average after 5 steps", cases[o].name);
+            dclose(what, s_g[0], s[0], n, 1e-6f, 1e-7f);
+        }
         free(w);
         for (int k = 0; k < 3; k++) free(s[k]);
     }

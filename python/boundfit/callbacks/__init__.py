@@ -5,7 +5,8 @@ from .early_stopping import EarlyStopping
 from .checkpoint import BackupAndRestore, ModelCheckpoint
 from .lr import LearningRateScheduler, ReduceLROnPlateau
 from .logging import CSVLogger, TerminateOnNaN
+from .ema import SwapEMAWeights
 
 __all__ = ["Callback", "CallbackList", "History", "LambdaCallback", "ProgbarLogger", "EarlyStopping",
            "ModelCheckpoint", "BackupAndRestore", "LearningRateScheduler", "ReduceLROnPlateau", "CSVLogger",
-           "TerminateOnNaN"]
+           "TerminateOnNaN", "SwapEMAWeights"]

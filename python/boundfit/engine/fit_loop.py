@@ -18,6 +18,7 @@ each step)."""
 import time
 
 from .. import schedules, session
+from ..optimizers.base import EMA_TO_WEIGHTS
 from ..callbacks import CallbackList, TerminateOnNaN
 from ..errors import NonFiniteError
 from ..runtime import devices
@@ -74,12 +75,15 @@ class FitLoop:
         try:
             self.begin()
             last_logs = None
-            for epoch in range(self.initial_epoch, self.epochs):
-                epoch_logs = self.train_epoch(epoch)
-                self.validate(epoch, epoch_logs, val_shapes)
-                last_logs = self.end_epoch(epoch, epoch_logs)
-                if model.stop_training:
-                    break
+            try:
+                for epoch in range(self.initial_epoch, self.epochs):
+                    epoch_logs = self.train_epoch(epoch)
+                    self.validate(epoch, epoch_logs, val_shapes)
+                    last_logs = self.end_epoch(epoch, epoch_logs)
+                    if model.stop_training:
+                        break
+            finally:
+                self.finalize_variable_values()
             self.end(last_logs)
         finally:
             self.close()
@@ -311,6 +315,14 @@ class FitLoop:
         return epoch_logs
 
     # ---- after the epochs ----
+    def finalize_variable_values(self):
+        """Keras's, in its fit's finally (before on_train_end): with use_ema, the trainable weights take their
+        moving average (once the optimizer made one)."""
+        model = self.model
+        opt = getattr(model.optimizer, "inner_optimizer", model.optimizer)
+        if self.epochs > 0 and getattr(opt, "use_ema", False) and model._engine.iterations() > 0:
+            model._engine.ema(EMA_TO_WEIGHTS)
+
     def end(self, last_logs):
         self.cbs.on_train_end(logs=last_logs)   # as Keras: the last epoch's logs
         # share of the training loop's time spent waiting for batches

@@ -6,13 +6,17 @@ learning_rate may be a float, a keras.optimizers.schedules object or a callable
 lr(iterations): closed-form schedules are computed by the engine per update,
 others set the engine's rate before every step (optimizer.iterations =
 completed updates, as Keras). Setting optimizer.learning_rate changes the rate
-of a compiled model's next update."""
+of a compiled model's next update. use_ema (ema_momentum, ema_overwrite_frequency)
+keeps Keras's moving average of the trainable weights as one more state slot
+(the last), updated by the engine after each update; fit ends with the weights
+set to it (finalize_variable_values), as Keras."""
 
 from .. import schedules
 
 SGD_ID, ADAM_ID, RMSPROP_ID, ADAMW_ID, ADAGRAD_ID, NADAM_ID = 1, 2, 3, 4, 5, 6
 ADAMAX_ID, ADADELTA_ID, FTRL_ID, LION_ID, LAMB_ID = 7, 8, 9, 10, 11
 CLIP_NONE, CLIP_NORM, CLIP_GLOBAL_NORM, CLIP_VALUE = 0, 1, 2, 3
+EMA_SWAP, EMA_TO_WEIGHTS, EMA_FROM_WEIGHTS = 0, 1, 2   # the engine's ema(op) (csrc/core/model.h bf_ema_op)
 
 
 def _nonneg(v, what):
@@ -31,12 +35,20 @@ class Optimizer:
 
     def __init__(self, learning_rate, weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None,
                  use_ema=False, name=None, **kwargs):
-        unknown = set(kwargs) - {"ema_momentum", "ema_overwrite_frequency", "loss_scale_factor",
-                                 "gradient_accumulation_steps"}
+        ema_momentum = kwargs.pop("ema_momentum", 0.99)
+        ema_overwrite_frequency = kwargs.pop("ema_overwrite_frequency", None)
+        unknown = set(kwargs) - {"loss_scale_factor", "gradient_accumulation_steps"}
         if unknown:
             raise TypeError(f"{type(self).__name__}: unknown arguments {sorted(unknown)}")
-        if use_ema:
-            raise ValueError("use_ema is not supported")
+        if use_ema:   # Keras's checks and messages
+            if not 0 <= float(ema_momentum) <= 1:
+                raise ValueError(f"`ema_momentum` must be in the range [0, 1]. Received: ema_momentum={ema_momentum}")
+            if ema_overwrite_frequency and (not isinstance(ema_overwrite_frequency, int) or
+                                            isinstance(ema_overwrite_frequency, bool) or ema_overwrite_frequency < 1):
+                raise ValueError("`ema_overwrite_frequency` must be an integer >= 1 or None. Received: "
+                                 f"ema_overwrite_frequency={ema_overwrite_frequency}")
+        self.use_ema, self.ema_momentum = bool(use_ema), float(ema_momentum)
+        self.ema_overwrite_frequency = ema_overwrite_frequency
         self._schedule = None
         if isinstance(learning_rate, schedules.LearningRateSchedule) or callable(learning_rate):
             self._schedule = learning_rate
@@ -103,10 +115,19 @@ class Optimizer:
                     rho=getattr(self, "rho", 0.9), amsgrad=getattr(self, "amsgrad", False),
                     centered=getattr(self, "centered", False), weight_decay=self.weight_decay or 0.0,
                     initial_accumulator_value=getattr(self, "initial_accumulator_value", 0.0),
-                    clip=clip, clip_value=clip_value, **self._extra_engine_args())
+                    clip=clip, clip_value=clip_value, use_ema=self.use_ema, ema_momentum=self.ema_momentum,
+                    ema_overwrite_frequency=int(self.ema_overwrite_frequency or 0) if self.use_ema else 0,
+                    **self._extra_engine_args())
 
     def _extra_engine_args(self):
         return {}
+
+    def finalize_variable_values(self, var_list=None):
+        """Keras's: with use_ema, the trainable weights take their moving average (fit does it at its end). var_list
+        is accepted for Keras's signature; the compiled model's trainable weights are the ones."""
+        m = self._model
+        if self.use_ema and m is not None and m._engine is not None and self.iterations > 0:
+            m._engine.ema(EMA_TO_WEIGHTS)
 
     def get_config(self):
         return {k: v for k, v in vars(self).items() if not k.startswith("_")}
@@ -123,6 +144,9 @@ def serialize(opt):
                 "registered_name": None}
     cfg = {"name": type(opt).__name__.lower()}
     cfg.update(opt.get_config())
+    if not cfg.get("use_ema"):   # at Keras's defaults they are left out (Keras reads the same optimizer), so files
+        for k in ("use_ema", "ema_momentum", "ema_overwrite_frequency"):   # without EMA stay as they were
+            cfg.pop(k, None)
     sched = getattr(opt, "_schedule", None)
     if isinstance(sched, schedules.LearningRateSchedule):
         cfg["learning_rate"] = schedules.serialize(sched)

@@ -69,6 +69,10 @@ class LossScaleOptimizer(Optimizer):
     def _track_lr(self, lr):
         self.inner_optimizer._track_lr(lr)
 
+    def finalize_variable_values(self, var_list=None):
+        """The inner optimizer's (Keras's)."""
+        self.inner_optimizer.finalize_variable_values(var_list)
+
     def _state(self):
         m = self._model
         return m._engine.loss_scale() if m is not None and m._engine is not None else (float(self.initial_scale), 0)

@@ -8,7 +8,7 @@ what Keras 3 writes, for every layer boundfit has."""
 import inspect
 import warnings
 
-from .. import losses, metrics, optimizers, schedules
+from .. import losses, metrics, optimizers
 from ..layers.layer import keras_object, layer_config  # noqa: F401  (layer_config: saving's name for it)
 from ..layers.recurrent import Bidirectional
 from .. import object_registration
@@ -206,16 +206,7 @@ def _call_with_known(cls, cfg, what):
 def optimizer_from_config(c):
     if isinstance(c, str):
         return optimizers.get(c)
-    cls = getattr(optimizers, c.get("class_name", ""), None)
-    if not (isinstance(cls, type) and issubclass(cls, optimizers.Optimizer)):
-        raise ValueError(f"optimizer {c.get('class_name')!r} is not one boundfit has")
-    cfg = dict(c.get("config") or {})
-    if cls is optimizers.LossScaleOptimizer:
-        return cls(optimizer_from_config(cfg.pop("inner_optimizer", None) or {}), **cfg)
-    lr = cfg.get("learning_rate")
-    if isinstance(lr, dict):
-        cfg["learning_rate"] = schedules.deserialize(lr)
-    return _call_with_known(cls, cfg, "optimizer")
+    return optimizers.deserialize(c)
 
 
 def _custom_loss(c, custom_objects):

@@ -5,8 +5,9 @@ Weights layout (as Keras's saving_lib writes it; keras_graph.py walks the
 model): layers/<snake_case class name, numbered per class>/vars/<i> for each
 layer's variables in Keras order (a nested model's under its own path, a
 subclassed model's by attribute name), vars/ for the model itself,
-optimizer/vars/<i> with iterations, the learning rate (unless a schedule) and
-the slots in the order of Keras's trainable_variables. boundfit's own extras
+optimizer/vars/<i> with iterations, the learning rate (unless a schedule),
+use_ema's moving averages (the engine's last slot) and the slots in the order
+of Keras's trainable_variables. boundfit's own extras
 (its optimizer's raw state, so any optimizer resumes exactly) live under
 boundfit/, which Keras never reads. Every file is written atomically: a
 temporary file in the same folder, fsync, rename."""
@@ -95,19 +96,24 @@ def _write_optimizer(g, model, as_functional):
     opt = lso.inner_optimizer if lso is not None else model.optimizer
     it, slots = model._engine.optimizer_state()
     sl = _trainable_slices(model, as_functional)
-    layout, order = _keras_slot_groups(opt, len(slots) or _keras_nslots(opt))
     raw = list(slots)
+    ema = [slots.pop()] if slots and getattr(opt, "use_ema", False) else []   # Keras: the averages come first
+    layout, order = _keras_slot_groups(opt, len(slots) or _keras_nslots(opt))
     # a LossScaleOptimizer (Keras): its variables (iteration, learning_rate, step_counter, dynamic_scale) then the
     # inner optimizer's in optimizer/vars, the inner's also in optimizer/inner_optimizer/vars
     v = g.create_group("optimizer/inner_optimizer/vars" if lso is not None else "optimizer/vars")
     v.attrs["name"] = type(opt).__name__.lower()
-    if layout is not None and not slots:   # not trained yet: Keras's built state is zeros
-        slots = _keras_initial_slots(opt, sum(int(np.prod(sh)) for _, _, sh in sl))
+    if layout is not None and not slots and not ema:   # not trained yet: Keras's built state is zeros
+        n = sum(int(np.prod(sh)) for _, _, sh in sl)
+        slots = _keras_initial_slots(opt, n)
+        ema = [np.zeros(n, np.float32)] if getattr(opt, "use_ema", False) else []
     if layout is not None:
         vals = [np.array(it, dtype=np.int64)]
         if getattr(opt, "_schedule", None) is None:
             vals.append(np.array(opt.learning_rate, dtype=np.float32))
-        pieces = [[s[off:off + int(np.prod(shape))].reshape(shape) for (_, off, shape) in sl] for s in slots]
+        pieces = [[s[off:off + int(np.prod(shape))].reshape(shape) for (_, off, shape) in sl] for s in slots + ema]
+        if ema:
+            vals.extend(pieces.pop())
         if slots and layout == "interleaved":
             for j in range(len(sl)):
                 vals.extend(pieces[k][j] for k in order)
@@ -363,7 +369,8 @@ def _read_optimizer(h5, model, where, as_functional):
     sl = _trainable_slices(model, as_functional)
     n = sum(int(np.prod(s)) if len(s) else 1 for _, _, s in sl)
     has_lr = getattr(opt, "_schedule", None) is None
-    head = 2 if has_lr else 1
+    n_ema = len(sl) if getattr(opt, "use_ema", False) else 0   # use_ema: the averages, one per variable, first
+    head = (2 if has_lr else 1) + n_ema
     per = len(v) - head
     if not len(v) or per < 0 or (sl and per % len(sl)):
         return None
@@ -374,7 +381,8 @@ def _read_optimizer(h5, model, where, as_functional):
     sets = [bounded_read.h5_dataset(v, str(i), where) for i in range(len(v))]
     shapes = [s for _, _, s in sl]
     body = [shapes[i // nslots] if layout == "interleaved" else shapes[i % len(sl)] for i in range(per)]
-    if any(d.size != 1 or d.ndim > 1 for d in sets[:head]) or [d.shape for d in sets[head:]] != body:
+    if any(d.size != 1 or d.ndim > 1 for d in sets[:head - n_ema]) or \
+            [d.shape for d in sets[head - n_ema:]] != shapes[:n_ema] + body:
         return None   # another layout (as Keras: skipped)
     vals = [bounded_read.h5_read(d, d.shape, where) for d in sets]
     flat = [np.empty(n, np.float32) for _ in range(nslots)]
@@ -383,6 +391,11 @@ def _read_optimizer(h5, model, where, as_functional):
         for k in range(nslots):
             a = vals[head + (j * nslots + k if layout == "interleaved" else k * len(sl) + j)]
             flat[order[k]][off:off + size] = a.reshape(-1)
+    if n_ema:
+        avg = np.empty(n, np.float32)
+        for j, (_, off, shape) in enumerate(sl):
+            avg[off:off + (int(np.prod(shape)) if len(shape) else 1)] = vals[head - n_ema + j].reshape(-1)
+        flat.append(avg)
     it = _number(vals[0].reshape(()).item(), int, f"{where}: optimizer/vars/0 (iterations)")
     lr = _number(vals[1].reshape(()).item(), float, f"{where}: optimizer/vars/1 (learning rate)") if has_lr else None
 
