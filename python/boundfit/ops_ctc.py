@@ -8,18 +8,27 @@ states in log space, log(0) as -1e5 (optax's ctc_loss_with_forward_probs,
 which Keras's JAX backend uses). ctc_decode: greedy (argmax per step, repeats
 merged, blanks dropped and the labels packed left, -1 after them; scores
 -sum of the max logits) or beam search (jnp's unique / stable argsort order,
-so ties break as Keras's). On a symbolic tensor both are refused by name:
-the recursion is a loop over time the engine has no node for, and the
-decoded paths' values are integer positions."""
+so ties break as Keras's).
+
+ctc_loss on symbolic tensors (a loss function's y_true / y_pred, a custom
+layer's call()) is the same recursion unrolled over the T steps of the
+output's static length: per step a few Slice / Concatenate nodes and Binary
+logaddexp / add nodes on the (N+1,) and (N,) states, the emissions a Gather
+of the log-softmax at the labels (take_along_axis), the loss a Gather of the
+last blank state at target_length; so the engine differentiates it, about
+25 nodes a step. Lengths are symbolic (B,) tensors or numbers; a label
+outside [0, num_classes) gives NaN there (Keras's one_hot gives 0).
+ctc_decode on a symbolic tensor is refused by name: its result is integer
+class ids chosen by the values."""
 
 import builtins
 
 import numpy as np
 
 from . import ops_lax as lx
+from .layers.node import KerasTensor
+from .layers.opnode import record
 
-_WHY = ("CTC's forward recursion over time is a loop the engine has no node for; compute the loss on arrays "
-        "(keras.ops.ctc_loss on NumPy arrays) or train with another loss")
 _LOG_EPS = -1e5
 
 
@@ -28,9 +37,16 @@ def _log_softmax(x):
     return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
 
 
-@lx.arrays_only("ctc_loss", _WHY)
 def ctc_loss(target, output, target_length, output_length, mask_index=0):
     """keras.ops.ctc_loss: per-sample CTC loss (B,) of logits output (B, T, K) for labels target (B, N)"""
+    if lx.sym(target, output, target_length, output_length):
+        y = _sym_ctc_loss(target, output, target_length, output_length, int(mask_index))
+        return record(y, "CTCLoss", lx.NN, {"mask_index": int(mask_index)},
+                      [target, output, target_length, output_length])
+    return _np_ctc_loss(target, output, target_length, output_length, mask_index)
+
+
+def _np_ctc_loss(target, output, target_length, output_length, mask_index):
     target = np.asarray(target).astype(np.int64)
     output = np.asarray(output, np.float32)
     if output.ndim != 3 or target.ndim != 2 or target.shape[0] != output.shape[0]:
@@ -38,8 +54,8 @@ def ctc_loss(target, output, target_length, output_length, mask_index=0):
                          f"max_length, num_classes) of one batch, got {target.shape} and {output.shape}")
     B, T, K = output.shape
     N = target.shape[1]
-    tlen = np.asarray(target_length).astype(np.int64).reshape(B)
-    olen = np.asarray(output_length).astype(np.int64).reshape(B)
+    tlen = np.broadcast_to(np.asarray(target_length).astype(np.int64), (B,))
+    olen = np.broadcast_to(np.asarray(output_length).astype(np.int64), (B,))
     logp = _log_softmax(output)
     repeat = np.zeros((B, N), np.float32)
     repeat[:, :-1] = target[:, :-1] == target[:, 1:]
@@ -64,6 +80,67 @@ def ctc_loss(target, output, target_length, output_length, mask_index=0):
         phi = np.where(pad, prev_phi_orig, next_phi).astype(np.float32)
     last = with_phi(phi, emit)
     return -last[np.arange(B), np.clip(tlen, 0, N)].astype(np.float32)
+
+
+def _per_sample(name, v, like):
+    """a length: a symbolic (B,) tensor as (1,) per sample, or one number (an array of one value)"""
+    if isinstance(v, KerasTensor):
+        if v._ps not in ((), (1,)):
+            lx.refuse("ctc_loss", f"{name} of shape {v.shape}: one length per sample, (batch,)")
+        return lx.reshape(v, (1,))
+    a = np.unique(np.asarray(v))
+    if a.size != 1:
+        lx.refuse("ctc_loss", f"{name} as an array of several values beside symbolic tensors (a model's batch "
+                  "varies): give it as a tensor of the graph, or one number")
+    return int(a[0])
+
+
+def _sym_ctc_loss(target, output, target_length, output_length, mask_index):
+    """the forward recursion of _np_ctc_loss on the engine's nodes; per sample: target (N,), output (T, K)"""
+    for name, v in (("target", target), ("output", output)):
+        if not isinstance(v, KerasTensor):
+            lx.refuse("ctc_loss", f"{name} as an array beside symbolic tensors (a model's batch varies)")
+    lx.batched("ctc_loss", target, output)
+    if len(target._ps) != 1 or len(output._ps) != 2:
+        raise ValueError(f"keras.ops.ctc_loss: target must be (batch, max_label_length) and output (batch, "
+                         f"max_length, num_classes), got {target.shape} and {output.shape}")
+    (N,), (T, K) = lx.static("ctc_loss", target), lx.static("ctc_loss", output)
+    tlen, olen = _per_sample("target_length", target_length, target), _per_sample("output_length", output_length,
+                                                                                   output)
+    logp = lx.sub(output, lx.reduce("logsumexp", output, (1,), keepdims=True))              # (T, K)
+    lp_phi = lx.take(logp, np.array([mask_index]), 1)                                      # (T, 1)
+    lp_emit = lx.along(logp, lx.reshape(target, (1, N)), 1)                                # (T, N)
+    if N > 1:
+        same = lx.binary("equal", lx.cut(target, 0, 0, N - 1), lx.cut(target, 0, 1, N))
+        repeat = lx.concat([same, lx.const(np.zeros(1), target)], 0)                       # (N,)
+    else:
+        repeat = lx.const(np.zeros(1), target)
+    rep_eps = lx.mul(repeat, _LOG_EPS)
+    norep_eps = lx.binary("multiply", lx.binary("subtract", 1.0, repeat), _LOG_EPS)
+    phi = lx.const(np.array([0.0] + [_LOG_EPS] * N), output)                               # (N+1,)
+    emit = lx.const(np.full(N, _LOG_EPS), output)                                          # (N,)
+
+    def with_phi(p, added):
+        return lx.concat([lx.cut(p, 0, 0, 1), lx.binary("logaddexp", lx.cut(p, 0, 1, N + 1), added)], 0)
+
+    steps = T if isinstance(olen, KerasTensor) else max(0, min(T, olen))
+    for t in range(steps):
+        e = lx.reshape(lx.cut(lp_emit, 0, t, t + 1), (N,))
+        b = lx.reshape(lx.cut(lp_phi, 0, t, t + 1), (1,))
+        prev_phi = with_phi(phi, lx.add(emit, rep_eps))
+        next_emit = lx.binary("logaddexp", lx.add(lx.cut(prev_phi, 0, 0, N), e), lx.add(emit, e))
+        next_phi = with_phi(lx.add(prev_phi, b), lx.add(lx.add(emit, b), norep_eps))
+        if isinstance(olen, KerasTensor):                       # steps from output_length on keep the state
+            pad = lx.unary("less_equal", olen, param=float(t))
+            next_emit = lx.add(next_emit, lx.mul(pad, lx.sub(emit, next_emit)))
+            next_phi = lx.add(next_phi, lx.mul(pad, lx.sub(phi, next_phi)))
+        phi, emit = next_phi, next_emit
+    last = with_phi(phi, emit)                                                              # (N+1,)
+    if isinstance(tlen, KerasTensor):
+        picked = lx.along(last, tlen, 0)
+    else:
+        picked = lx.take(last, np.array([min(max(tlen, 0), N)]), 0)
+    return lx.reshape(lx.mul(picked, -1.0), ())
 
 
 def _greedy(x, lengths, merge_repeated, mask_index):
