@@ -57,6 +57,11 @@ any layer:
 - x[:, a:b:s], x[:, i], x[..., j] (the batch axis whole, positive steps):
   Slice (then Reshape for an integer index), which Keras files hold as
   Keras's GetItem operation (saving/keras_graph.py);
+- conv / conv_transpose / depthwise_conv / separable_conv with a constant
+  or a custom layer's weight as kernel: the convolution layers holding it
+  (ops_conv.py); ctc_loss: its recursion unrolled (ops_ctc.py); i0: a
+  rational approximation (ops_special.py); rearrange: Reshape and Permute;
+  keras.ops.numpy: the NumPy ops' namespace (ops_numpy_names.py);
 - cast to a float type: the tensor itself (everything runs in float32);
   shape: the static shape; arange: an array, which a layer called on it
   inside a custom layer's call() reads as a per-sample constant (Const;
