@@ -38,7 +38,7 @@ def _tuple(v, n, what, op):
     return t
 
 
-def _args(op, x, kernel, strides, padding, data_format, dilation_rate):
+def _args(op, kernel, strides, padding, data_format, dilation_rate):
     nd = np.ndim(kernel) - 2 if not isinstance(kernel, Variable) else len(kernel.shape) - 2
     if nd not in (1, 2, 3):
         raise ValueError(f"keras.ops.{op}: kernel must have 3 to 5 axes (spatial..., in, out), got rank {nd + 2}")
@@ -147,7 +147,7 @@ def _sym_conv(x, kernel, nd, strides, padding, dil):
 
 def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1):
     """keras.ops.conv: an N-D convolution (N = 1, 2, 3) of inputs (B, *S, C) with kernel (*K, C, F)"""
-    nd, strides, padding, dil = _args("conv", inputs, kernel, strides, padding, data_format, dilation_rate)
+    nd, strides, padding, dil = _args("conv", kernel, strides, padding, data_format, dilation_rate)
     if not lx.sym(inputs, kernel):
         return _np_conv(np.asarray(inputs, np.float32), np.asarray(kernel, np.float32), strides, padding, dil)
     y = _sym_conv(inputs, kernel, nd, strides, padding, dil)
@@ -173,7 +173,7 @@ def _sym_depthwise(x, kernel, nd, strides, padding, dil):
 
 def depthwise_conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1):
     """keras.ops.depthwise_conv: each channel c of inputs (B, *S, C) with its M kernels (*K, C, M): output c*M+m"""
-    nd, strides, padding, dil = _args("depthwise_conv", inputs, kernel, strides, padding, data_format,
+    nd, strides, padding, dil = _args("depthwise_conv", kernel, strides, padding, data_format,
                                       dilation_rate)
     if not lx.sym(inputs, kernel):
         return _np_depthwise(np.asarray(inputs, np.float32), np.asarray(kernel, np.float32), strides, padding, dil)
@@ -185,7 +185,7 @@ def depthwise_conv(inputs, kernel, strides=1, padding="valid", data_format=None,
 def separable_conv(inputs, depthwise_kernel, pointwise_kernel, strides=1, padding="valid", data_format=None,
                    dilation_rate=1):
     """keras.ops.separable_conv: depthwise_conv, then a 1 x 1 conv with pointwise_kernel (1.., C*M, F)"""
-    nd, strides, padding, dil = _args("separable_conv", inputs, depthwise_kernel, strides, padding, data_format,
+    nd, strides, padding, dil = _args("separable_conv", depthwise_kernel, strides, padding, data_format,
                                       dilation_rate)
     if not lx.sym(inputs, depthwise_kernel, pointwise_kernel):
         h = _np_depthwise(np.asarray(inputs, np.float32), np.asarray(depthwise_kernel, np.float32), strides,
@@ -200,7 +200,7 @@ def separable_conv(inputs, depthwise_kernel, pointwise_kernel, strides=1, paddin
 def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=None, data_format=None,
                    dilation_rate=1):
     """keras.ops.conv_transpose: inputs (B, *S, C), kernel (*K, F, C) -> (B, *O, F)"""
-    nd, strides, padding, dil = _args("conv_transpose", inputs, kernel, strides, padding, data_format,
+    nd, strides, padding, dil = _args("conv_transpose", kernel, strides, padding, data_format,
                                       dilation_rate)
     if not lx.sym(inputs, kernel):
         return _np_conv_transpose(np.asarray(inputs, np.float32), np.asarray(kernel, np.float32), strides, padding,

@@ -82,7 +82,7 @@ def _np_ctc_loss(target, output, target_length, output_length, mask_index):
     return -last[np.arange(B), np.clip(tlen, 0, N)].astype(np.float32)
 
 
-def _per_sample(name, v, like):
+def _per_sample(name, v):
     """a length: a symbolic (B,) tensor as (1,) per sample, or one number (an array of one value)"""
     if isinstance(v, KerasTensor):
         if v._ps not in ((), (1,)):
@@ -105,8 +105,7 @@ def _sym_ctc_loss(target, output, target_length, output_length, mask_index):
         raise ValueError(f"keras.ops.ctc_loss: target must be (batch, max_label_length) and output (batch, "
                          f"max_length, num_classes), got {target.shape} and {output.shape}")
     (N,), (T, K) = lx.static("ctc_loss", target), lx.static("ctc_loss", output)
-    tlen, olen = _per_sample("target_length", target_length, target), _per_sample("output_length", output_length,
-                                                                                   output)
+    tlen, olen = _per_sample("target_length", target_length), _per_sample("output_length", output_length)
     logp = lx.sub(output, lx.reduce("logsumexp", output, (1,), keepdims=True))              # (T, K)
     lp_phi = lx.take(logp, np.array([mask_index]), 1)                                      # (T, 1)
     lp_emit = lx.along(logp, lx.reshape(target, (1, N)), 1)                                # (T, N)
