@@ -15,8 +15,9 @@ layer's call()) is the same recursion unrolled over the T steps of the
 output's static length: per step a few Slice / Concatenate nodes and Binary
 logaddexp / add nodes on the (N+1,) and (N,) states, the emissions a Gather
 of the log-softmax at the labels (take_along_axis), the loss a Gather of the
-last blank state at target_length; so the engine differentiates it, about
-25 nodes a step. Lengths are symbolic (B,) tensors or numbers; a label
+last blank state at target_length; so the engine differentiates it: 12
+layer calls a step (19 with a symbolic output_length), so T up to 39 (24)
+steps fit the engine's graph limit; longer outputs are refused by name. Lengths are symbolic (B,) tensors or numbers; a label
 outside [0, num_classes) gives NaN there (Keras's one_hot gives 0).
 ctc_decode on a symbolic tensor is refused by name: its result is integer
 class ids chosen by the values."""
@@ -95,8 +96,13 @@ def _per_sample(name, v):
     return int(a[0])
 
 
+_MAX_CALLS = 500      # of the engine's 512 layer calls a graph holds, what the unrolled recursion may take
+
+
 def _sym_ctc_loss(target, output, target_length, output_length, mask_index):
-    """the forward recursion of _np_ctc_loss on the engine's nodes; per sample: target (N,), output (T, K)"""
+    """the forward recursion of _np_ctc_loss on the engine's nodes; per sample: target (N,), output (T, K), the
+    states phi (1, N+1) and emit (1, N). phi's first entry is kept by a logaddexp with log(0) = -1e5 (exact in
+    float32 while it is above -99896, T steps of log-probabilities above -1e4 each)."""
     for name, v in (("target", target), ("output", output)):
         if not isinstance(v, KerasTensor):
             lx.refuse("ctc_loss", f"{name} as an array beside symbolic tensors (a model's batch varies)")
@@ -106,39 +112,47 @@ def _sym_ctc_loss(target, output, target_length, output_length, mask_index):
                          f"max_length, num_classes), got {target.shape} and {output.shape}")
     (N,), (T, K) = lx.static("ctc_loss", target), lx.static("ctc_loss", output)
     tlen, olen = _per_sample("target_length", target_length), _per_sample("output_length", output_length)
+    steps = T if isinstance(olen, KerasTensor) else max(0, min(T, olen))
+    per_step = 19 if isinstance(olen, KerasTensor) else 12
+    if steps * per_step + 28 > _MAX_CALLS:
+        lx.refuse("ctc_loss", f"of {steps} output steps: the recursion unrolls into about {per_step} layer calls a "
+                  f"step, {steps * per_step + 28} in all, and a graph holds at most {_MAX_CALLS} of them here "
+                  f"(T <= {(_MAX_CALLS - 28) // per_step}); shorten the output sequence or compute the loss on arrays")
     logp = lx.sub(output, lx.reduce("logsumexp", output, (1,), keepdims=True))              # (T, K)
     lp_phi = lx.take(logp, np.array([mask_index]), 1)                                      # (T, 1)
     lp_emit = lx.along(logp, lx.reshape(target, (1, N)), 1)                                # (T, N)
+    row = lx.reshape(target, (1, N))
     if N > 1:
-        same = lx.binary("equal", lx.cut(target, 0, 0, N - 1), lx.cut(target, 0, 1, N))
-        repeat = lx.concat([same, lx.const(np.zeros(1), target)], 0)                       # (N,)
+        same = lx.binary("equal", lx.cut(row, 1, 0, N - 1), lx.cut(row, 1, 1, N))
+        repeat = lx.concat([same, lx.const(np.zeros((1, 1)), target)], 1)                  # (1, N)
     else:
-        repeat = lx.const(np.zeros(1), target)
+        repeat = lx.const(np.zeros((1, 1)), target)
     rep_eps = lx.mul(repeat, _LOG_EPS)
     norep_eps = lx.binary("multiply", lx.binary("subtract", 1.0, repeat), _LOG_EPS)
-    phi = lx.const(np.array([0.0] + [_LOG_EPS] * N), output)                               # (N+1,)
-    emit = lx.const(np.full(N, _LOG_EPS), output)                                          # (N,)
+    nothing = lx.const(np.full((1, 1), _LOG_EPS), output)                                  # log(0), one node
+    phi = lx.const(np.array([[0.0] + [_LOG_EPS] * N]), output)                             # (1, N+1)
+    emit = lx.const(np.full((1, N), _LOG_EPS), output)                                     # (1, N)
 
-    def with_phi(p, added):
-        return lx.concat([lx.cut(p, 0, 0, 1), lx.binary("logaddexp", lx.cut(p, 0, 1, N + 1), added)], 0)
+    def with_phi(p, added):                  # p[:, 1:] logaddexp'ed with added, p[:, 0] kept
+        return lx.binary("logaddexp", p, lx.concat([nothing, added], 1))
 
-    steps = T if isinstance(olen, KerasTensor) else max(0, min(T, olen))
+    if isinstance(olen, KerasTensor):
+        olen = lx.reshape(olen, (1, 1))
     for t in range(steps):
-        e = lx.reshape(lx.cut(lp_emit, 0, t, t + 1), (N,))
-        b = lx.reshape(lx.cut(lp_phi, 0, t, t + 1), (1,))
+        e, b = lx.cut(lp_emit, 0, t, t + 1), lx.cut(lp_phi, 0, t, t + 1)                 # (1, N), (1, 1)
         prev_phi = with_phi(phi, lx.add(emit, rep_eps))
-        next_emit = lx.binary("logaddexp", lx.add(lx.cut(prev_phi, 0, 0, N), e), lx.add(emit, e))
-        next_phi = with_phi(lx.add(prev_phi, b), lx.add(lx.add(emit, b), norep_eps))
+        next_emit = lx.add(lx.binary("logaddexp", lx.cut(prev_phi, 1, 0, N), emit), e)
+        next_phi = lx.add(with_phi(prev_phi, lx.add(emit, norep_eps)), b)
         if isinstance(olen, KerasTensor):                       # steps from output_length on keep the state
             pad = lx.unary("less_equal", olen, param=float(t))
             next_emit = lx.add(next_emit, lx.mul(pad, lx.sub(emit, next_emit)))
             next_phi = lx.add(next_phi, lx.mul(pad, lx.sub(phi, next_phi)))
         phi, emit = next_phi, next_emit
-    last = with_phi(phi, emit)                                                              # (N+1,)
+    last = with_phi(phi, emit)                                                              # (1, N+1)
     if isinstance(tlen, KerasTensor):
-        picked = lx.along(last, tlen, 0)
+        picked = lx.along(last, lx.reshape(tlen, (1, 1)), 1)
     else:
-        picked = lx.take(last, np.array([min(max(tlen, 0), N)]), 0)
+        picked = lx.take(last, np.array([min(max(tlen, 0), N)]), 1)
     return lx.reshape(lx.mul(picked, -1.0), ())
 
 
