@@ -8,7 +8,7 @@ random inputs and edge cases (zeros, one-hot targets, values at and below the
 (one composed loss per head, same initial weights and batches) with sample
 weights; every Keras name resolving by string as in Keras; Keras's configs
 and serialized forms; .keras files both ways; bad arguments and the refused
-CTC / Circle raising by name."""
+Circle raising by name (CTC: tests/test_ops_conv_ctc.py)."""
 
 import json
 import zlib
@@ -197,8 +197,8 @@ def _resolved(obj, base=bf.losses.Loss):
                                                                                                    obj.name)
 
 
-def test_every_keras_loss_name_but_ctc_and_circle_resolves_as_in_keras():
-    refused = {"CTC", "ctc", "Circle", "circle"}
+def test_every_keras_loss_name_but_circle_resolves_as_in_keras():
+    refused = {"Circle", "circle"}
     t, p = DATA["prob"]((B, D)), DATA["prob"]((B, D))
     oh, sm = _onehot((B, D)), DATA["softmax"]((B, D))
 
@@ -220,11 +220,11 @@ def test_every_keras_loss_name_but_ctc_and_circle_resolves_as_in_keras():
     np.testing.assert_allclose(m.evaluate(sm, oh, batch_size=B, verbose=0), k["focal"], rtol=2e-5)
     public = k["public"]
     works = [n for n in public if n not in refused and hasattr(bf.losses, n)]
-    assert sorted(set(public) - set(works)) == sorted(refused)   # 44 of Keras's 48 names (16 before)
+    assert sorted(set(public) - set(works)) == sorted(refused)   # 46 of Keras's 48 names (16 before)
 
 
-@pytest.mark.parametrize("name", ["CTC", "ctc", "Circle", "circle"])
-def test_ctc_and_circle_are_refused_by_name_with_what_to_use_instead(name):
+@pytest.mark.parametrize("name", ["Circle", "circle"])
+def test_circle_is_refused_by_name_with_what_to_use_instead(name):
     with pytest.raises(AttributeError, match=f"boundfit.losses.{name} is not supported: .*(per-step|per-sample)"):
         getattr(bf.losses, name)
     with pytest.raises(ValueError, match=f"loss '{name}' is not supported"):

@@ -14,7 +14,7 @@ import sys
 PAGE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "keras-coverage.md"
 # the Keras modules a Keras program reaches through `import keras as ...`
 MODULES = ["", "layers", "models", "callbacks", "optimizers", "optimizers.schedules", "losses", "metrics",
-           "activations", "initializers", "regularizers", "constraints", "ops", "ops.nn", "random", "utils",
+           "activations", "initializers", "regularizers", "constraints", "ops", "ops.nn", "ops.numpy", "random", "utils",
            "preprocessing", "saving", "distribution", "backend", "mixed_precision", "dtype_policies", "applications"]
 
 

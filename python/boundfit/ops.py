@@ -57,6 +57,11 @@ any layer:
 - x[:, a:b:s], x[:, i], x[..., j] (the batch axis whole, positive steps):
   Slice (then Reshape for an integer index), which Keras files hold as
   Keras's GetItem operation (saving/keras_graph.py);
+- conv / conv_transpose / depthwise_conv / separable_conv with a constant
+  or a custom layer's weight as kernel: the convolution layers holding it
+  (ops_conv.py); ctc_loss: its recursion unrolled (ops_ctc.py); i0: a
+  rational approximation (ops_special.py); rearrange: Reshape and Permute;
+  keras.ops.numpy: the NumPy ops' namespace (ops_numpy_names.py);
 - cast to a float type: the tensor itself (everything runs in float32);
   shape: the static shape; arange: an array, which a layer called on it
   inside a custom layer's call() reads as a per-sample constant (Const;
@@ -127,6 +132,11 @@ from .ops_control import (  # noqa: F401
 from .ops_arrays import (  # noqa: F401 - on arrays only
     argpartition, bincount, corrcoef, correlate, gcd, histogram, lcm, meshgrid, nextafter, nonzero, polar, scatter,
     scatter_update, segment_max, segment_min, segment_prod, segment_sum, unique, view, view_as_complex, view_as_real)
+from .ops_special import i0, nanmedian, nanpercentile, nanquantile  # noqa: F401
+from .ops_rearrange import rearrange  # noqa: F401
+from .ops_ctc import ctc_decode, ctc_loss  # noqa: F401 - on arrays only
+from .ops_conv import conv, conv_transpose, depthwise_conv, separable_conv  # noqa: F401
+from .ops_numpy_names import NAMES as _NUMPY_NAMES
 from . import ops_linalg as _linalg
 from .ops_linalg import (  # noqa: F401 - on arrays only
     cholesky, cholesky_inverse, det, eig, eigh, inv, logdet, lstsq, lu_factor, matrix_rank, pinv, qr, slogdet, solve,
@@ -499,6 +509,9 @@ def matmul(x1, x2):
                          "one place")
         if len(x2.shape) != 2 or x1._ps[-1] != x2.shape[0]:
             _unsupported("matmul", f"of {x1.shape} and the weight {x2.name!r} of shape {x2.shape}")
+        if x2.dense is not None and not isinstance(x2.dense, Dense):
+            _unsupported("matmul", f"the weight {x2.name!r} is a convolution's kernel too (ops.conv); boundfit "
+                         "holds a weight in one place")
         if x2.dense is None:
             x2.dense = Dense(x2.shape[1], use_bias=False, kernel_initializer=x2.initializer,
                              kernel_regularizer=x2.regularizer, kernel_constraint=x2.constraint,
@@ -1072,13 +1085,17 @@ nn = types.SimpleNamespace(relu=relu, sigmoid=sigmoid, tanh=tanh, softmax=softma
                            psnr=psnr, dot_product_attention=dot_product_attention, average_pool=average_pool,
                            max_pool=max_pool, depth_to_space=depth_to_space, space_to_depth=space_to_depth,
                            adaptive_average_pool=adaptive_average_pool, adaptive_max_pool=adaptive_max_pool,
-                           fold=fold, unfold=unfold, polar=polar,
+                           fold=fold, unfold=unfold, polar=polar, conv=conv, conv_transpose=conv_transpose,
+                           depthwise_conv=depthwise_conv, separable_conv=separable_conv, ctc_loss=ctc_loss,
+                           ctc_decode=ctc_decode,
                            **{n: globals()[n] for n in ("celu", "hard_shrink", "hard_silu", "hard_tanh", "log_sigmoid",
                                                         "soft_shrink", "sparse_plus", "sparse_sigmoid", "squareplus",
                                                         "tanh_shrink", "threshold")})
 # keras.ops.linalg: the vector norms (symbolic), the factorizations and solves (ops_linalg.py: arrays only), jvp
 linalg = types.SimpleNamespace(norm=norm, jvp=jvp, **{n: getattr(_linalg, n) for n in _linalg.NAMES if n not in (
     "slogdet", "logdet")})
+# keras.ops.numpy: Keras's NumPy ops (ops_numpy_names.py), the same functions as keras.ops'
+numpy = types.SimpleNamespace(**{n: globals()[n] for n in _NUMPY_NAMES})
 
 activations.OPS.update({n: globals()[n] for n in (
     "celu", "glu", "hard_shrink", "hard_silu", "hard_tanh", "log_sigmoid", "log_softmax", "soft_shrink", "sparse_plus",

@@ -4,15 +4,15 @@ cross-entropies, ...) and CustomLoss (a loss traced into the training
 graph); composed.py the Keras losses written in keras.ops (KLDivergence,
 Hinge, the focal cross-entropies, Dice, ...), which train as traced losses.
 get() turns a name, class, object or function into the Loss compile() runs;
-serialize / deserialize are Keras's. CTC and Circle are refused by name."""
+serialize / deserialize are Keras's. Circle is refused by name."""
 
-from .composed import (KLD, MAPE, MSLE, BinaryFocalCrossentropy, CategoricalFocalCrossentropy,  # noqa: F401
+from .composed import (CTC, KLD, MAPE, MSLE, BinaryFocalCrossentropy, CategoricalFocalCrossentropy,  # noqa: F401
                        CategoricalGeneralizedCrossEntropy, CategoricalHinge, ComposedLoss, CosineSimilarity, Dice,
                        Hinge, KLDivergence, MeanAbsolutePercentageError, MeanSquaredLogarithmicError, Poisson,
                        SquaredHinge, Tversky, binary_focal_crossentropy, categorical_focal_crossentropy,
                        categorical_generalized_cross_entropy, categorical_hinge, cosine_similarity, dice, hinge,
                        kl_divergence, kld, mape, mean_absolute_percentage_error, mean_squared_logarithmic_error,
-                       msle, poisson, squared_hinge, tversky, binary_crossentropy, categorical_crossentropy, mae,
+                       msle, poisson, squared_hinge, tversky, ctc, binary_crossentropy, categorical_crossentropy, mae,
                        mean_absolute_error, mean_squared_error, mse)
 from .composed import CLASSES as _COMPOSED, FUNCTIONS as _FUNCTIONS, REFUSED as _REFUSED
 from .core import (ADDED, BCE, CCE, HUBER, LOGCOSH, MAE, MEAN, MSE, SCCE, BinaryCrossentropy,  # noqa: F401

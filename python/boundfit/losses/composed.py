@@ -236,9 +236,24 @@ for _f, _c in ((mean_squared_error, MeanSquaredError), (mean_absolute_error, Mea
 mse = mean_squared_error
 mae = mean_absolute_error
 
+def ctc(y_true, y_pred):
+    """Keras 3's `ctc`: ops.ctc_loss of labels y_true (batch, N), 0 the blank and the padding, and logits
+    y_pred (batch, T, classes), label lengths the count of non-zero labels, every output length T."""
+    if len(ops.shape(y_true)) != 2:
+        raise ValueError(f"ctc: y_true must be (batch_size, max_length) labels, got shape {ops.shape(y_true)}")
+    if len(ops.shape(y_pred)) != 3:
+        raise ValueError(f"ctc: y_pred must be (batch_size, max_length, num_classes) logits, got shape "
+                         f"{ops.shape(y_pred)}")
+    label_length = ops.sum(ops.not_equal(y_true, 0), axis=-1)
+    return ops.ctc_loss(y_true, y_pred, label_length, ops.shape(y_pred)[1], mask_index=0)
+
+
+ctc._y_true_shape = lambda pred_shape: pred_shape[:-1]   # compile(): labels padded with 0 to the output's T
+
+
 FUNCTIONS = (kl_divergence, poisson, hinge, squared_hinge, categorical_hinge, mean_squared_logarithmic_error,
              mean_absolute_percentage_error, cosine_similarity, binary_focal_crossentropy,
-             categorical_focal_crossentropy, dice, tversky, categorical_generalized_cross_entropy)
+             categorical_focal_crossentropy, dice, tversky, categorical_generalized_cross_entropy, ctc)
 for _f in FUNCTIONS:
     _f._keras_builtin = True     # saved as Keras saves its own functions (losses/core.py CustomLoss)
 
@@ -444,19 +459,25 @@ class CategoricalGeneralizedCrossEntropy(ComposedLoss):
         self.q = _number("q", q, 0.0, 1.0, open_low=True, open_high=True)
 
 
-CLASSES = (KLDivergence, Poisson, Hinge, SquaredHinge, CategoricalHinge, MeanSquaredLogarithmicError,
+class CTC(ComposedLoss):
+    """Keras 3's `CTC`: ctc (above). In compile() the targets are (batch, T) labels padded with 0 to the
+    output's T steps (boundfit plans the targets' shape from the output's before it sees data; the padding
+    changes no loss); on arrays any label length."""
+    fn, name = staticmethod(ctc), "ctc"
+
+    def __init__(self, reduction="sum_over_batch_size", name="ctc", dtype=None):
+        super().__init__(name, reduction, dtype)
+
+
+CLASSES = (CTC, KLDivergence, Poisson, Hinge, SquaredHinge, CategoricalHinge, MeanSquaredLogarithmicError,
            MeanAbsolutePercentageError, CosineSimilarity, BinaryFocalCrossentropy, CategoricalFocalCrossentropy,
            Dice, Tversky, CategoricalGeneralizedCrossEntropy)
 
 # Keras's names with no per-sample composition here: refused by name (losses/__init__.py)
 REFUSED = {
-    "CTC": "CTC (connectionist temporal classification) sums over every alignment of a label sequence, a "
-           "dynamic-programming recursion over the time steps that boundfit's graphs have no op for; train a "
-           "per-step loss (sparse_categorical_crossentropy on (T, classes) outputs with aligned targets) or the "
-           "CTC model in Keras",
     "Circle": "Circle compares every pair of embeddings in a batch (a (batch, batch) similarity matrix and "
               "log-sum-exp over the batch), which boundfit's per-sample graphs do not compute; train the "
               "embedding model with a per-sample loss (cosine_similarity against class centers, "
               "categorical_crossentropy) or in Keras",
 }
-REFUSED["ctc"], REFUSED["circle"] = REFUSED["CTC"], REFUSED["Circle"]
+REFUSED["circle"] = REFUSED["Circle"]

@@ -164,7 +164,8 @@ class Building:
 
 def _array_initializers(eng, g, carried, ranges):
     """Weights of fresh layers whose initializer is Constant(array): the array, in the weight's shape
-    (`X_initializer` initializes the engine parameter named '<layer>/X')."""
+    (`X_initializer` initializes the engine parameter named '<layer>/X', or '<layer>/X_kernel': depthwise_ and
+    pointwise_initializer)."""
     todo = []
     for l in g.owners:
         if id(l) in carried or id(l) not in g.layer_node:
@@ -178,7 +179,7 @@ def _array_initializers(eng, g, carried, ranges):
     for l, role, value in todo:
         node = g.layer_node[id(l)]
         for j, (pname, shape, _) in zip(ranges[node], info[node][2]):
-            if pname.rsplit("/", 1)[-1] == role:
+            if pname.rsplit("/", 1)[-1] in (role, role + "_kernel"):
                 if value.size != int(np.prod(shape)):
                     raise ValueError(f"layer {l.name!r}: {role}_initializer Constant of {value.size} values for a "
                                      f"weight of shape {tuple(shape)}")

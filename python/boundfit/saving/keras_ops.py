@@ -317,7 +317,8 @@ _COMPOSED = {
     "BitwiseInvert": "bitwise_invert", "BitwiseNot": "bitwise_not", "BitwiseLeftShift": "bitwise_left_shift",
     "LeftShift": "left_shift", "BitwiseRightShift": "bitwise_right_shift", "RightShift": "right_shift",
     "AdaptiveAveragePool": "adaptive_average_pool", "AdaptiveMaxPool": "adaptive_max_pool", "Unfold": "unfold",
-    "Fold": "fold",
+    "Fold": "fold", "I0": "i0", "Rearrange": "rearrange", "Conv": "conv", "ConvTranspose": "conv_transpose",
+    "DepthwiseConv": "depthwise_conv", "SeparableConv": "separable_conv",
 }
 
 
