@@ -132,11 +132,10 @@ def test_the_emulation_keeps_cuda_semantics_and_reports_misuse(sim_runtime_test,
 
 
 @pytest.fixture(scope="module")
-def cuda_ops_test(tmp_path_factory):
+def cuda_ops_test():
+    """test_c_programs' build of tests/c_cuda/test_cuda_ops.c (the same cached program)"""
     from test_c_programs import CUDA_OPS_CPU, _build as build_c
-    exe = tmp_path_factory.mktemp("ops") / "test_cuda_ops"
-    build_c(exe, ["tests/c_cuda/test_cuda_ops.c"] + CUDA_OPS_CPU)
-    return exe
+    return build_c("test_cuda_ops", ["tests/c_cuda/test_cuda_ops.c"] + CUDA_OPS_CPU)
 
 
 @pytest.mark.parametrize("order", ["forward", "reverse"])
