@@ -63,12 +63,23 @@ if ! cmp -s "$STAMP.new" "$STAMP"; then rm -f "$OUT"/obj/*.o; mv "$STAMP.new" "$
 # header recompiles its includers, not the tree)
 HDRS=("$ROOT"/csrc/cuda_sim/*.h "$ROOT"/csrc/core/backend.h "$ROOT"/csrc/core/backend_ops.h "$ROOT"/csrc/core/status.h "$ROOT"/csrc/core/emap_ops.h "$ROOT"/csrc/core/emap_math.h)
 newest_hdr=$(ls -t "${HDRS[@]}" | head -1)
+# the quoted includes of each file, read by one grep for all the files build.sh looks at (a grep per file and
+# header was most of a build that had nothing to compile); a file not read here is read when asked for
+declare -A INCS=()
+scan_includes() {
+  local line f h
+  for f in "$@"; do INCS[$f]=" "; done
+  while IFS= read -r line; do
+    f=${line%%:#include*} h=${line#*\"} && INCS[$f]+="${h%\"*} "
+  done < <(grep -HoE '#include "[^"]+"' "$@" || true)
+}
 # the csrc/cuda headers (in folder $2, default $OUT/src) that source $1 includes, directly or through one another
 local_hdrs() {
   local todo=("$1") seen=" " f h d=${2:-$OUT/src}
   while ((${#todo[@]})); do
     f=${todo[-1]}; unset 'todo[-1]'
-    for h in $(grep -oE '#include "[^"]+"' "$f" | sed -E 's/.*"(.*)"/\1/'); do
+    [[ -n ${INCS[$f]+x} ]] || scan_includes "$f"
+    for h in ${INCS[$f]}; do
       [[ -f $d/$h && $seen != *" $h "* ]] && seen+="$h " && todo+=("$d/$h")
     done
   done
@@ -81,6 +92,8 @@ stale() {
   for h in $(local_hdrs "$1" "${3:-}"); do [[ $h -nt $2 ]] && return 0; done
   return 1
 }
+scan_includes "$OUT"/src/* "$ROOT"/csrc/cuda_sim/*.cpp "$ROOT"/csrc/cuda_sim/*.S
+[[ -n ${BASE_DIR:-} && -d $BASE_DIR/src ]] && scan_includes "$BASE_DIR"/src/*
 jobs_list=()
 # INTERLEAVE=1 instruments the sources where an update can be lost: those
 # with atomics or read-modify-writes of array elements (x[i] += v: so an
@@ -139,11 +152,15 @@ if ((${#jobs_list[@]})); then
   ((fail == 0)) || { echo "build.sh: compile failed" >&2; exit 1; }
 fi
 # a __shared__ array declared in a template: g++ drops the section attribute of a template's statics, so it would
-# be neither NaN-filled nor the block's own (put it at file scope, as colreduce.cuh does)
-for o in "$OUT"/obj/*.cu.o; do
+# be neither NaN-filled nor the block's own (put it at file scope, as colreduce.cuh does); the objects not yet
+# linked are read (one that fails is removed, so the next build compiles and reads it again)
+linked=()
+[[ -f $OUT/_cuda.so ]] && linked=(-newer "$OUT/_cuda.so")
+for o in $(find "$OUT/obj" -name '*.cu.o' ${linked[@]+"${linked[@]}"}); do
   if readelf -S -W "$o" | grep -qE '\.(bss|data)\._ZZ'; then
     echo "build.sh: $(basename "$o" .o) has a static in a template (a __shared__ array?): g++ leaves it out of the" \
          "emulation's shared memory; declare it at file scope" >&2
+    rm -f "$o"
     exit 1
   fi
 done
