@@ -15,13 +15,16 @@ import boundfit as bf
 from helpers import keras_recorded
 from keras_ref import load
 from boundfit.layers.layer import _counters
+from boundfit.metrics.engine import _UIDS as _metric_names
 
 
 @pytest.fixture(autouse=True)
 def _names_from_zero():
-    """layers named from 0 in each test (as after Keras's clear_session): boundfit's files, whose contents key
-    Keras's recorded results, do not depend on the tests run before in the process (pytest-xdist)"""
+    """layers and metric objects named from 0 in each test (as after Keras's clear_session): boundfit's files,
+    whose contents key Keras's recorded results, do not depend on the tests run before in the process (pytest-xdist,
+    -k; a OneHotMeanIoU built by an earlier test made the file's 'one_hot_mean_io_u_1')"""
     _counters.clear()
+    _metric_names.clear()
 
 
 rng = np.random.default_rng(3)

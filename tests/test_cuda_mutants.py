@@ -129,3 +129,39 @@ def test_a_64_kib_static_shared_array_fails_the_nvcc_check(tmp_path):
     r = subprocess.run(sim._nvcc_check_cmd(str(src / "reduce.cu"), str(tmp_path / "reduce")), cwd=ROOT,
                        capture_output=True, text=True)
     assert r.returncode != 0 and "shared" in (r.stdout + r.stderr).lower(), r.stdout + r.stderr
+
+
+FLAGS = ("-O3 --generate-code=arch=compute_80,code=[sm_80] --generate-code=arch=compute_90,code=[sm_90] "
+         "-Xcompiler=-Wall,-Wextra -std=c++17 --Werror=all-warnings")
+
+
+@pytest.mark.parametrize("change,counted", [
+    (None, True), ("flags without --Werror", False), ("object failed", False), ("source edited", False),
+    ("header edited", False), ("another tree's build", False)])
+def test_the_nvcc_check_takes_from_the_build_only_up_to_date_werror_compiles(tmp_path, change, counted):
+    """tests/nvcc_build.py: a .cu counts as checked by the install's build only if build.ninja compiled it with
+    --Werror=all-warnings for sm_80 and sm_90 in a build of this tree, its object exists (nvcc leaves none when
+    a warning fails it) and is newer than the source and every header; anything else is compiled by the check."""
+    import nvcc_build
+    for f in ("csrc/cuda/a.cu", "csrc/core/x.h"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("")
+    b = tmp_path / "build" / "cp3-linux"
+    (b / "CMakeFiles").mkdir(parents=True)
+    home = "/elsewhere" if change == "another tree's build" else tmp_path
+    (b / "CMakeCache.txt").write_text(f"CMAKE_HOME_DIRECTORY:INTERNAL={home}\n")
+    flags = FLAGS.replace(" --Werror=all-warnings", "") if change == "flags without --Werror" else FLAGS
+    (b / "build.ninja").write_text(f"build CMakeFiles/a.cu.o: CUDA_COMPILER__cuda_Release {tmp_path}/csrc/cuda/a.cu"
+                                   f" || deps\n  DEFINES = -DX\n  FLAGS = {flags}\n  INCLUDES = -Icsrc\n\n")
+    if change != "object failed":
+        (b / "CMakeFiles" / "a.cu.o").write_text("")
+    (b / "_cuda.so").write_text("")
+    t = os.path.getmtime(tmp_path / "csrc/cuda/a.cu")
+    for f, dt in (("csrc/cuda/a.cu", 0), ("csrc/core/x.h", 0), ("build/cp3-linux/CMakeFiles/a.cu.o", 5),
+                  ("build/cp3-linux/_cuda.so", 6)):
+        if (tmp_path / f).exists():
+            os.utime(tmp_path / f, (t + dt, t + dt))
+    edited = {"source edited": "csrc/cuda/a.cu", "header edited": "csrc/core/x.h"}.get(change)
+    if edited:
+        os.utime(tmp_path / edited, (t + 10, t + 10))
+    assert nvcc_build.checked_sources(str(tmp_path)) == ({"csrc/cuda/a.cu": "build/cp3-linux"} if counted else {})

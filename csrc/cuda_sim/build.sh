@@ -63,12 +63,23 @@ if ! cmp -s "$STAMP.new" "$STAMP"; then rm -f "$OUT"/obj/*.o; mv "$STAMP.new" "$
 # header recompiles its includers, not the tree)
 HDRS=("$ROOT"/csrc/cuda_sim/*.h "$ROOT"/csrc/core/backend.h "$ROOT"/csrc/core/backend_ops.h "$ROOT"/csrc/core/status.h "$ROOT"/csrc/core/emap_ops.h "$ROOT"/csrc/core/emap_math.h)
 newest_hdr=$(ls -t "${HDRS[@]}" | head -1)
+# the quoted includes of each file, read by one grep for all the files build.sh looks at (a grep per file and
+# header was most of a build that had nothing to compile); a file not read here is read when asked for
+declare -A INCS=()
+scan_includes() {
+  local line f h
+  for f in "$@"; do INCS[$f]=" "; done
+  while IFS= read -r line; do
+    f=${line%%:#include*} h=${line#*\"} && INCS[$f]+="${h%\"*} "
+  done < <(grep -HoE '#include "[^"]+"' "$@" || true)
+}
 # the csrc/cuda headers (in folder $2, default $OUT/src) that source $1 includes, directly or through one another
 local_hdrs() {
   local todo=("$1") seen=" " f h d=${2:-$OUT/src}
   while ((${#todo[@]})); do
     f=${todo[-1]}; unset 'todo[-1]'
-    for h in $(grep -oE '#include "[^"]+"' "$f" | sed -E 's/.*"(.*)"/\1/'); do
+    [[ -n ${INCS[$f]+x} ]] || scan_includes "$f"
+    for h in ${INCS[$f]}; do
       [[ -f $d/$h && $seen != *" $h "* ]] && seen+="$h " && todo+=("$d/$h")
     done
   done
@@ -81,6 +92,8 @@ stale() {
   for h in $(local_hdrs "$1" "${3:-}"); do [[ $h -nt $2 ]] && return 0; done
   return 1
 }
+scan_includes "$OUT"/src/* "$ROOT"/csrc/cuda_sim/*.cpp "$ROOT"/csrc/cuda_sim/*.S
+[[ -n ${BASE_DIR:-} && -d $BASE_DIR/src ]] && scan_includes "$BASE_DIR"/src/*
 jobs_list=()
 # INTERLEAVE=1 instruments the sources where an update can be lost: those
 # with atomics or read-modify-writes of array elements (x[i] += v: so an
@@ -112,11 +125,24 @@ for src in "$OUT"/src/*.cu "$OUT"/src/*.c "$ROOT"/csrc/cuda_sim/*.cpp "$ROOT"/cs
     if bobj=$(base_obj "$src"); then cp "$bobj" "$obj"; else jobs_list+=("$src"); fi
   fi
 done
+# sim_device.h (with the CUDA runtime header it includes, about half of a .cu's compile) precompiled once with the
+# .cu flags into $OUT/pch, which g++ searches before csrc/cuda_sim (it takes NAME.gch found in an include folder
+# for NAME): the objects are the same. Not for coverage builds and the instrumented sources (their own flags).
+PCH=()
+if [[ ${COVERAGE:-0} != 1 ]] && printf '%s\n' ${jobs_list[@]+"${jobs_list[@]}"} | grep -q '\.cu$'; then
+  gch=$OUT/pch/sim_device.h.gch
+  if [[ ! -f $gch || $newest_hdr -nt $gch || $STAMP -nt $gch ]]; then
+    mkdir -p "$OUT/pch"
+    g++ -x c++-header "${CXXFLAGS[@]}" "$ROOT/csrc/cuda_sim/sim_device.h" -o "$gch.tmp" && mv "$gch.tmp" "$gch"
+  fi
+  PCH=(-I"$OUT/pch" -Winvalid-pch)
+fi
 compile() {
-  local src=$1 obj="$OUT/obj/$(basename "$1").o" cu=()
-  instrumented "$src" && cu=(${CUFLAGS[@]+"${CUFLAGS[@]}"})
+  local src=$1 obj="$OUT/obj/$(basename "$1").o" cu=() pch=(${PCH[@]+"${PCH[@]}"})
+  instrumented "$src" && cu=(${CUFLAGS[@]+"${CUFLAGS[@]}"}) pch=()
   case $src in
-    *.cu) g++ -x c++ -include sim_device.h "${CXXFLAGS[@]}" ${cu[@]+"${cu[@]}"} -c "$src" -o "$obj" ;;
+    *.cu) g++ -x c++ ${pch[@]+"${pch[@]}"} -include sim_device.h "${CXXFLAGS[@]}" ${cu[@]+"${cu[@]}"} -c "$src" \
+            -o "$obj" ;;
     *.cpp) g++ "${CXXFLAGS[@]}" -c "$src" -o "$obj" ;;
     *.c) gcc -std=c11 -O1 -g -fPIC -fvisibility=hidden -Wall -Wextra ${LDCOV[@]+"${LDCOV[@]}"} \
            -I"$ROOT/csrc" -I"$ROOT/csrc/core" -I"$ROOT/csrc/cuda" -I"$CUDA_INC" -c "$src" -o "$obj" ;;
@@ -139,11 +165,15 @@ if ((${#jobs_list[@]})); then
   ((fail == 0)) || { echo "build.sh: compile failed" >&2; exit 1; }
 fi
 # a __shared__ array declared in a template: g++ drops the section attribute of a template's statics, so it would
-# be neither NaN-filled nor the block's own (put it at file scope, as colreduce.cuh does)
-for o in "$OUT"/obj/*.cu.o; do
+# be neither NaN-filled nor the block's own (put it at file scope, as colreduce.cuh does); the objects not yet
+# linked are read (one that fails is removed, so the next build compiles and reads it again)
+linked=()
+[[ -f $OUT/_cuda.so ]] && linked=(-newer "$OUT/_cuda.so")
+for o in $(find "$OUT/obj" -name '*.cu.o' ${linked[@]+"${linked[@]}"}); do
   if readelf -S -W "$o" | grep -qE '\.(bss|data)\._ZZ'; then
     echo "build.sh: $(basename "$o" .o) has a static in a template (a __shared__ array?): g++ leaves it out of the" \
          "emulation's shared memory; declare it at file scope" >&2
+    rm -f "$o"
     exit 1
   fi
 done
