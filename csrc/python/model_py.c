@@ -79,7 +79,7 @@ static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *d = PySequence_Fast_GET_ITEM(seq, i), *ins = PyDict_Check(d) ? PyDict_GetItemString(d, "inputs") : NULL;
         Py_ssize_t k = ins && ins != Py_None ? PyObject_Length(ins) : 1;
-        if (k < 0) PyErr_Clear();
+        if (k < 0) { PyErr_Clear(); k = BF_MAX_NODE_IN; } /* no length (an iterable): room for the most a node takes */
         edges += k > 1 ? k : 1;
     }
     if (edges > BF_MAX_EDGES) {
