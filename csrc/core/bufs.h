@@ -7,8 +7,10 @@
 #include "step.h"
 
 /* the most bytes of one planned buffer or batch slot (4 PiB, beyond any machine): a larger one is a
- * BF_ERR_BUDGET naming it, and the sums of at most BF_RUN_MAXBUF of them never wrap a size_t */
+ * BF_ERR_BUDGET naming it; all of a step's buffers together at most BF_MAX_STEP_BYTES (2 EiB), so that their
+ * sums (doubled, aligned: mixed.c, the planner) never wrap a size_t */
 #define BF_MAX_BUF_BYTES ((size_t)1 << 52)
+#define BF_MAX_STEP_BYTES ((size_t)1 << 61)
 
 /* what a planned buffer holds: the categories a MemoryPlan splits the planned region into
  * (python/boundfit/engine/memory.py, by bf_buf_kind_names); bf_run.buf_kind */

@@ -60,7 +60,7 @@ int bf_overlap_buckets(const long **lo, const long **hi) {
 bf_status bf_overlap_plan(const bf_model *m) {
     if (ov.active) return BF_FAIL(BF_ERR_INTERNAL, "overlap: new bucket table while a step is in flight");
     /* last[i]: the lowest layer index whose backward adds into owner i's gradients */
-    int last[BF_MAX_LAYERS];
+    int *last = m->work; /* (nlayers) of the model's scratch */
     for (int i = 0; i < m->nlayers; i++) last[i] = i;
     for (int i = 0; i < m->nlayers; i++) {
         const int o = bf_model_owner(m, i);

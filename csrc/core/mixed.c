@@ -18,6 +18,8 @@
  * kernels stay float32. */
 #include "mixed.h"
 
+#include <string.h>
+
 #include "bufs.h"
 #include "planner.h"
 #include "layer_registry.h"
@@ -100,13 +102,12 @@ static size_t cv_floats(const bf_run *r, int i, int back) {
     const bf_model *m = r->m;
     const bf_layer *L = &m->layers[i];
     const int o = m->n_inputs + i;
-    unsigned char seen[BF_MAX_TENSORS] = {0};
     size_t f = 0;
     if (!back || (r->cv[i] & BF_CV_READS_IN))
         for (int j = 0; j < L->nin; j++) {
-            int u = L->in_ids[j];
-            if (!reads_input(r, i, j) || seen[u] || !input_copied(r, i, u)) continue;
-            seen[u] = 1;
+            int u = L->in_ids[j], seen = 0; /* an input read twice is copied once */
+            for (int j2 = 0; j2 < j && !seen; j2++) seen = L->in_ids[j2] == u && reads_input(r, i, j2);
+            if (!reads_input(r, i, j) || seen || !input_copied(r, i, u)) continue;
             f += (size_t)m->t_size[u];
         }
     if (r->t16[o]) f += (size_t)L->out_size * (back ? 1 + ((r->cv[i] & BF_CV_READS_OUT) != 0) : 1);
@@ -214,7 +215,7 @@ static bf_status float32_peak(bf_run *r, const unsigned char *mark, const int *b
         if (r->cv_fw[i] >= 0) r->bufs[r->cv_fw[i]].bytes = 0;
         if (r->cv_bw[i] >= 0) r->bufs[r->cv_bw[i]].bytes = 0;
     }
-    bf_status s = bf_plan_offsets(r->bufs, r->nbuf, peak);
+    bf_status s = bf_plan_offsets(r->bufs, r->nbuf, peak, r->plan_work, r->cap_buf);
     for (int b = 0; b < r->nbuf; b++) r->bufs[b].bytes /= mark[b] ? 2 : 1;
     for (int i = 0; i < r->m->nlayers; i++) resize(r, i, bw);
     return s;
@@ -222,8 +223,9 @@ static bf_status float32_peak(bf_run *r, const unsigned char *mark, const int *b
 
 bf_status bf_mixed_size(bf_run *r) {
     const bf_model *m = r->m;
-    unsigned char mark[BF_RUN_MAXBUF] = {0};
-    int rows_kinds = 0, bw[BF_MAX_LAYERS];
+    unsigned char *mark = r->work_b; /* (buffers) */
+    int rows_kinds = 0, *bw = r->work_n; /* (nodes) */
+    memset(mark, 0, (size_t)r->nbuf);
     mark16(r, mark);
     for (int i = 0; i < m->nlayers; i++) {
         bw[i] = r->B;
@@ -240,7 +242,7 @@ bf_status bf_mixed_size(bf_run *r) {
     size_t p32, p16;
     BF_TRY(float32_peak(r, mark, bw, &p32));
     for (;;) {
-        BF_TRY(bf_plan_offsets(r->bufs, r->nbuf, &p16));
+        BF_TRY(bf_plan_offsets(r->bufs, r->nbuf, &p16, r->plan_work, r->cap_buf));
         if (p16 <= p32) return BF_OK;
         int more = 0;
         for (int pass = 0; pass < 2 && !more; pass++)

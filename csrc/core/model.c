@@ -222,7 +222,8 @@ bf_status bf_model_infer(bf_model *m) {
             return BF_FAIL(BF_ERR_ARG, "the model's outputs have more than %d elements per sample in all", INT_MAX);
     }
     /* every node leads to an output (backward relies on it) */
-    int live[BF_MAX_TENSORS] = {0};
+    int *live = m->work; /* (tensors) */
+    memset(live, 0, sizeof(int) * (size_t)(m->n_inputs + m->nlayers));
     for (int k = 0; k < m->n_outputs; k++) live[m->out_t[k]] = 1;
     for (int i = m->nlayers - 1; i >= 0; i--) {
         if (!live[m->n_inputs + i])
@@ -379,7 +380,11 @@ static bf_status borrowed_node(const bf_model *m, const bf_model *src, const int
 }
 
 bf_status bf_model_borrow_weights(bf_model *m, const bf_model *src, const int *src_node) {
-    unsigned char used[BF_MAX_LAYERS] = {0};
+    if (src->nlayers > m->cap_tensors)
+        return BF_FAIL(BF_ERR_ARG, "the model has %d nodes, more than its training graph's %d tensors", src->nlayers,
+                       m->cap_tensors);
+    int *used = m->work + m->cap_tensors; /* (src's nodes); the first half holds src_node (model_py.c) */
+    memset(used, 0, sizeof(int) * (size_t)src->nlayers);
     int k = -1;
     for (int i = 0; i < m->nlayers; i++) { /* every check before any offset moves */
         if (m->layers[i].share >= 0 || m->layers[i].nparam == 0) continue;
@@ -554,6 +559,7 @@ void bf_model_free(bf_model *m) {
     bf_arena_release(&m->weights);
     bf_arena_release(&m->opt_state);
     m->w = m->slots = NULL;
+    bf_model_tables_free(m);
 }
 
 int bf_model_loss_fused(const bf_model *m, int k) {

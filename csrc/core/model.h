@@ -18,9 +18,9 @@
 #include "layer_config.h"
 #include "layer_kinds.h"
 
-/* layer calls (nodes) a model may have: bf_model holds them inline (bf_layer is ~2.2 KB,
- * so 512 cost ~1.1 MB per model object); boundfit._core.MAX_LAYERS */
-#define BF_MAX_LAYERS 512
+/* layer calls (nodes) a model may have (boundfit._core.MAX_LAYERS): a stated bound, not a size: a model's
+ * per-node, per-tensor and per-edge tables are sized by its own counts (bf_model_tables_reserve, tables.c) */
+#define BF_MAX_LAYERS (1 << 16)
 #define BF_MAX_PARAMS 8
 #define BF_NAME_LEN 64
 /* the most elements of one weight, and of all weights together: 4 PiB of floats, far beyond any
@@ -35,8 +35,8 @@
 #define BF_MAX_OUTPUTS 8
 /* tensors into one node (boundfit._core.MAX_NODE_INPUTS: a Concatenate / Add of that many) */
 #define BF_MAX_NODE_IN 256
-/* input ids of all a model's nodes together (boundfit._core.MAX_NODE_INPUTS_TOTAL): held in one pool in bf_model,
- * not inline in each bf_layer; 16 per node on average, what a per-node array of 16 allowed */
+/* input ids of all a model's nodes together (boundfit._core.MAX_NODE_INPUTS_TOTAL): held in one pool of the model's
+ * tables, not inline in each bf_layer; a bound of 16 per node on average */
 #define BF_MAX_EDGES (16 * BF_MAX_LAYERS)
 #define BF_MAX_TENSORS (BF_MAX_LAYERS + BF_MAX_INPUTS)
 
@@ -171,7 +171,7 @@ typedef struct {
 
 typedef struct bf_model {
     int nlayers;
-    bf_layer layers[BF_MAX_LAYERS];
+    bf_layer *layers;           /* nlayers of them, in the model's tables */
     int in_rank, in_shape[BF_MAX_RANK];   /* input 0 (Sequential) */
     long in_size;               /* input 0 */
     int n_inputs;               /* inputs are packed side by side in an x row */
@@ -182,12 +182,16 @@ typedef struct bf_model {
     long out_offs[BF_MAX_OUTPUTS], pred_row;
     bf_output outs[BF_MAX_OUTPUTS];
     long y_row;                 /* floats per packed label row (set by compile) */
-    /* per tensor: shape and consumers (filled by bf_model_infer) */
-    int t_rank[BF_MAX_TENSORS], t_shape[BF_MAX_TENSORS][BF_MAX_RANK];
-    long t_size[BF_MAX_TENSORS];
-    int t_uses[BF_MAX_TENSORS];
-    int t_mask[BF_MAX_TENSORS]; /* Embedding(mask_zero) node whose (B,T) mask the tensor carries; -1: none */
-    int n_edges, in_pool[BF_MAX_EDGES]; /* the nodes' input ids (bf_layer.in_ids), n_edges of them in use */
+    /* per tensor (n_inputs + nlayers of them): shape and consumers (filled by bf_model_infer) */
+    int *t_rank, (*t_shape)[BF_MAX_RANK];
+    long *t_size;
+    int *t_uses;
+    int *t_mask; /* Embedding(mask_zero) node whose (B,T) mask the tensor carries; -1: none */
+    int n_edges, *in_pool; /* the nodes' input ids (bf_layer.in_ids), n_edges of them in use */
+    /* the tables above: one host reservation sized by the model's counts (tables.c), room for cap_* of each */
+    void *tables;
+    int cap_layers, cap_tensors, cap_edges;
+    int *work;                  /* scratch of 2 ints per tensor (inference's and borrowing's passes) */
     long n_params, n_trainable; /* floats */
     bf_arena weights;           /* host: all parameters, trainable then not */
     float *w;
@@ -234,6 +238,12 @@ bf_status bf_model_alloc_opt_state(bf_model *m);
 typedef enum { BF_EMA_SWAP = 0, BF_EMA_TO_WEIGHTS, BF_EMA_FROM_WEIGHTS } bf_ema_op;
 bf_status bf_model_ema(bf_model *m, bf_ema_op op);
 void bf_model_free(bf_model *m);
+/* reserve m's tables for nlayers nodes, n_tensors tensors and n_edges input ids (zeroed; the counts within
+ * BF_MAX_LAYERS / BF_MAX_TENSORS / BF_MAX_EDGES, else BF_ERR_ARG naming the limit); bf_model_free releases them */
+bf_status bf_model_tables_reserve(bf_model *m, int nlayers, int n_tensors, int n_edges);
+/* bytes of those tables (what the reservation holds) */
+size_t bf_model_tables_bytes(int nlayers, int n_tensors, int n_edges);
+void bf_model_tables_free(bf_model *m);
 
 /* a parameter of L by role (the index into inits / reg / cons: kernel or gamma
  * 0, bias or beta 1, moving_mean 2, moving_variance 3) */

@@ -2,7 +2,7 @@
  * Buffers are placed in order of first use; at each op index, buffers whose
  * last use has passed return to a sorted free list (merged with neighbours);
  * a new buffer takes the smallest free block that fits, else grows the region.
- * No allocation: the free list lives on the stack, bounded by BF_PLAN_MAX. */
+ * No allocation: the free list and the order live in the caller's work space (the run's tables). */
 #include "planner.h"
 
 #include <string.h>
@@ -31,13 +31,15 @@ static void free_insert(span *fl, int *nf, size_t off, size_t len) {
     }
 }
 
-bf_status bf_plan_offsets(bf_plan_buf *bufs, int n, size_t *peak) {
-    span fl[BF_PLAN_MAX + 1];
-    int order[BF_PLAN_MAX];
+size_t bf_plan_work_bytes(int n) { return (size_t)(n + 1) * sizeof(span) + (size_t)n * sizeof(int); }
+
+bf_status bf_plan_offsets(bf_plan_buf *bufs, int n, size_t *peak, void *work, int cap) {
+    span *fl = work;                  /* (cap + 1) */
+    int *order = (int *)(fl + cap + 1); /* (cap) */
     int nf = 0, last_op = 0;
     size_t top = 0;
     *peak = 0;
-    if (n > BF_PLAN_MAX) return BF_FAIL(BF_ERR_ARG, "model too large: %d planned buffers (at most %d, BF_PLAN_MAX in planner.h)", n, BF_PLAN_MAX);
+    if (n > cap) return BF_FAIL(BF_ERR_ARG, "model too large: %d planned buffers (the run's table holds %d)", n, cap);
     for (int i = 0; i < n; i++) {
         if (bufs[i].first > bufs[i].last)
             return BF_FAIL(BF_ERR_INTERNAL, "buffer %d used before defined", i);

@@ -8,7 +8,7 @@
 
 #include "status.h"
 
-/* buffers one plan may hold (bf_run.bufs, and the planner's free list on the stack: 20 bytes each) */
+/* the least buffers a run's table holds (bf_run_buf_cap in step.h adds per node and per edge) */
 #define BF_PLAN_MAX 2048
 
 typedef struct {
@@ -17,7 +17,10 @@ typedef struct {
     size_t offset;  /* out: offset inside the region */
 } bf_plan_buf;
 
-/* Assign offsets to n buffers; *peak = bytes of the region that holds them all. */
-bf_status bf_plan_offsets(bf_plan_buf *bufs, int n, size_t *peak);
+/* bytes of the work space bf_plan_offsets needs for up to n buffers (its free list and order) */
+size_t bf_plan_work_bytes(int n);
+/* Assign offsets to n buffers; *peak = bytes of the region that holds them all. work: bf_plan_work_bytes(n) or
+ * more, cap buffers' worth (n above cap: BF_ERR_ARG) */
+bf_status bf_plan_offsets(bf_plan_buf *bufs, int n, size_t *peak, void *work, int cap);
 
 #endif

@@ -101,7 +101,8 @@ static void plan_nodes(bf_run *r) {
     }
     /* ... and that a gradient reaches: an output, or an input of a node that passes its gradient on (not past a
      * stop_gradient or an argsort: BF_LF_NO_GRAD_IN). The consumers come later: backwards, one pass. */
-    unsigned char reached[BF_MAX_TENSORS] = {0};
+    int *reached = r->work; /* (tensors) */
+    memset(reached, 0, sizeof(int) * (size_t)(NI + L));
     for (int k = 0; k < m->n_outputs; k++) reached[m->out_t[k]] = 1;
     for (int i = L - 1; i >= 0; i--) {
         const bf_layer *ly = &m->layers[i];
@@ -118,7 +119,7 @@ static bf_status plan_forward(bf_run *r) {
     bf_model *m = r->m;
     const int L = m->nlayers, NI = m->n_inputs, train = r->mode == BF_MODE_TRAIN;
     const size_t fb = sizeof(float), B = (size_t)r->B;
-    for (int t = 0; t < BF_MAX_TENSORS; t++) r->t_buf[t] = r->t_grad[t] = -2;
+    for (int t = 0; t < NI + L; t++) r->t_buf[t] = r->t_grad[t] = -2;
     if (NI == 1) r->t_buf[0] = BF_X_NONE;
     else
         for (int k = 0; k < NI; k++) {
@@ -208,9 +209,10 @@ static bf_status plan_backward(bf_run *r) {
     const bf_model *m = r->m;
     const int L = m->nlayers, NI = m->n_inputs, NO = m->n_outputs, LOSS = L + 1;
     const size_t B = (size_t)r->B;
-    int written[BF_MAX_TENSORS] = {0};
+    int *written = r->work; /* (tensors) */
+    memset(written, 0, sizeof(int) * (size_t)(NI + L));
     for (int i = 0; i < L; i++) r->node_bw[i] = 0;
-    for (int e = 0; e < BF_MAX_EDGES; e++) r->gtmp[e] = -3;
+    for (int e = 0; e < m->n_edges; e++) r->gtmp[e] = -3;
     if (r->mode != BF_MODE_TRAIN) return BF_OK;
     for (int k = 0; k < NO; k++) {
         int o = m->out_t[k];
@@ -264,9 +266,11 @@ static bf_status plan_backward(bf_run *r) {
 
 static bf_status run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, int rows, int weighted,
                           int whole16) {
+    bf_run_tables_free(r);
     memset(r, 0, sizeof *r);
     r->whole16 = whole16;
     r->m = m;
+    BF_TRY(bf_run_tables_reserve(r)); /* the per-node, per-tensor and buffer tables (tables.c), zeroed */
     r->be = be;
     r->mode = mode;
     r->B = rows;
@@ -288,7 +292,7 @@ static bf_status run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, 
     BF_TRY(plan_outputs(r, weighted));
     BF_TRY(plan_backward(r));
     BF_TRY(bf_mixed_size(r)); /* the conversion buffers' chunks of rows (mixed precision) */
-    BF_TRY(bf_plan_offsets(r->bufs, r->nbuf, &r->scratch_bytes));
+    BF_TRY(bf_plan_offsets(r->bufs, r->nbuf, &r->scratch_bytes, r->plan_work, r->cap_buf));
     for (int i = 0; i < r->nbuf; i++) r->naive_scratch_bytes += bf_align_up(r->bufs[i].bytes);
 
     /* persistent parts */

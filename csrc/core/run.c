@@ -262,7 +262,7 @@ bf_status bf_run_take_bound(bf_run *r, int i, const float *inp, long n_in, const
 static void add_bounds(bf_run *r) {
     for (int i = 0; i < r->m->nlayers; i++) {
         if (r->bcount[i] == 0.0) continue;
-        float a = r->hstats.layer[i].bound[0], b = r->hstats.layer[i].bound[1];
+        float a = r->hstats->layer[i].bound[0], b = r->hstats->layer[i].bound[1];
         double A = isnan(a) ? INFINITY : a > 1.0f ? (double)a : 1.0;
         double Bm = isnan(b) ? INFINITY : (double)b;
         r->gbound[bf_model_owner(r->m, i)] += r->bcount[i] * A * Bm;
@@ -638,7 +638,7 @@ static void sample_note(const bf_run *r, long row, char *out, size_t n) {
 static bf_status bad_label(bf_run *r, int k, int rows, long step) {
     const bf_model *m = r->m;
     const int S = bf_seq_loss_per_position(m, k) ? bf_seq_out_positions(m, k) : 1;
-    const int pos = rows * S - r->hstats.bad_label[k], row = pos / S;
+    const int pos = rows * S - r->hstats->bad_label[k], row = pos / S;
     float label = 0.0f;
     BF_TRY(r->be->to_host(r->be, &label, r->yslot[r->cur] + (long)row * m->y_row + m->outs[k].y_off + pos % S,
                           sizeof label));
@@ -657,7 +657,7 @@ static bf_status bad_ids(bf_run *r, int rows, long step) {
     const bf_model *m = r->m;
     for (int i = 0; i < m->nlayers; i++) {
         const bf_layer *L = &m->layers[i];
-        long n = (long)rows * L->in_size, k = r->hstats.layer[i].bad_id;
+        long n = (long)rows * L->in_size, k = r->hstats->layer[i].bad_id;
         if (!(bf_layer_ops_of((int)L->kind)->flags & BF_LF_IDS) || k <= 0 || k > n) continue;
         long row = n - k;
         const int rows_of_table = L->params[0].shape[0]; /* input_dim (BF_LF_IDS: ids into parameter 0's rows) */
@@ -665,7 +665,7 @@ static bf_status bad_ids(bf_run *r, int rows, long step) {
         sample_note(r, row / L->in_size, sample, sizeof sample);
         return BF_FAIL(BF_ERR_DATA, "%s %ld: id %g at row %ld%s, position %ld is not an integer in [0, %d) "
                        "(layer '%s', input_dim=%d)", step >= 0 ? "batch" : "predict batch", step < 0 ? -step - 1 : step,
-                       (double)r->hstats.layer[i].bad_id_val, row / L->in_size, sample, row % L->in_size, rows_of_table,
+                       (double)r->hstats->layer[i].bad_id_val, row / L->in_size, sample, row % L->in_size, rows_of_table,
                        L->name, rows_of_table);
     }
     return BF_OK;
@@ -681,31 +681,31 @@ static bf_status finish_micro_step(bf_run *r, int train, int rows, long step, bf
     if (r->nmv) {
         /* record and metric statistics in one copy */
         BF_TRY(r->be->to_host(r->be, r->hmet, r->stats, stats_used(r)));
-        memcpy(&r->hstats, r->hmet, bf_step_stats_bytes(r->m->nlayers));
+        memcpy(r->hstats, r->hmet, bf_step_stats_bytes(r->m->nlayers));
     } else {
-        BF_TRY(r->be->to_host(r->be, &r->hstats, r->stats, stats_used(r)));
+        BF_TRY(r->be->to_host(r->be, r->hstats, r->stats, stats_used(r)));
     }
     BF_TRY(bad_ids(r, rows, step));
     for (int k = 0; k < r->m->n_outputs; k++) {
         const long S = bf_seq_loss_per_position(r->m, k) ? bf_seq_out_positions(r->m, k) : 1;
-        if (r->hstats.bad_label[k] > 0 && r->hstats.bad_label[k] <= rows * S) return bad_label(r, k, rows, step);
+        if (r->hstats->bad_label[k] > 0 && r->hstats->bad_label[k] <= rows * S) return bad_label(r, k, rows, step);
         /* a loss per position sums rows * S * (batch loss): back to rows * (batch loss) */
-        if (S > 1) r->hstats.loss[k] /= (double)S;
+        if (S > 1) r->hstats->loss[k] /= (double)S;
     }
     if (r->nmv) {
         const double *v = (const double *)(const void *)(r->hmet + bf_step_stats_bytes(r->m->nlayers));
         for (long k = 0; k < r->nmv; k++) r->macc[k] += v[k];
     }
     for (int k = 0; k < r->m->n_outputs; k++) {
-        st->loss_sum += (double)r->m->outs[k].weight * r->hstats.loss[k];
-        st->out_loss[k] += r->hstats.loss[k];
+        st->loss_sum += (double)r->m->outs[k].weight * r->hstats->loss[k];
+        st->out_loss[k] += r->hstats->loss[k];
     }
-    st->loss_sum += r->hstats.penalty * rows; /* Keras: batch loss + sum of penalties */
+    st->loss_sum += r->hstats->penalty * rows; /* Keras: batch loss + sum of penalties */
     st->rows += rows;
     if (!train) return BF_OK;
     if (!isfinite(st->loss_sum)) return diagnose_nonfinite(r, rows, step, 1);
     add_bounds(r);
-    r->other_bad |= r->hstats.bad;
+    r->other_bad |= r->hstats->bad;
     return BF_OK;
 }
 
@@ -833,7 +833,7 @@ static bf_status steps(bf_run *r, int train, bf_srcs *x, bf_srcs *y, const int64
         if (s != BF_OK) break;
         if (cur.first && train) {
             s = r->be->fill_zero(r->be, r->grads, r->grad_bytes);
-            memset(r->gbound, 0, sizeof r->gbound);
+            memset(r->gbound, 0, sizeof(double) * (size_t)r->m->nlayers);
             r->other_bad = 0;
         }
         if (!ahead && cur.j > 0) bf_prefetch_release(&pf, cur.j - 1);
@@ -900,7 +900,7 @@ bf_status bf_run_predict(bf_run *r, float *out_host, long out_rows, long out_sta
         if (has_embedding(m) && s == BF_OK) s = r->be->fill_zero(r->be, r->stats, bf_step_stats_bytes(m->nlayers));
         if (s == BF_OK) s = forward(r, (int)cur.rows, 0, NULL);
         if (s == BF_OK && has_embedding(m)) { /* ids outside the table: a DataError, as in fit */
-            s = r->be->to_host(r->be, &r->hstats, r->stats, bf_step_stats_bytes(m->nlayers));
+            s = r->be->to_host(r->be, r->hstats, r->stats, bf_step_stats_bytes(m->nlayers));
             r->sample_order = NULL;
             r->samples_known = start > 0 || n > r->B;
             r->sample_at = start + cur.start;

@@ -13,13 +13,17 @@
 #include "gather.h"
 #include "model.h"
 #include "planner.h"
+#include "status.h"
 
 typedef enum { BF_MODE_TRAIN = 0, BF_MODE_EVAL, BF_MODE_PREDICT } bf_mode;
 
-/* planned buffers of a run: a node makes its output, gradient, pre-activation,
- * workspaces; 4 per node on average (the planner's bound, planner.h) */
-#define BF_RUN_MAXBUF BF_PLAN_MAX
-_Static_assert(BF_RUN_MAXBUF >= 4 * BF_MAX_LAYERS, "room for 4 planned buffers per node");
+/* planned buffers of a run (its buffer table, bf_run.cap_buf): BF_PLAN_MAX, and BF_RUN_BUF_PER_NODE more per node
+ * and one per input edge (a node makes its output, gradient, pre-activation, workspaces, conversion buffers; a
+ * gradient scratch per input) */
+#define BF_RUN_BUF_PER_NODE 8
+static inline int bf_run_buf_cap(const bf_model *m) {
+    return BF_PLAN_MAX + BF_RUN_BUF_PER_NODE * m->nlayers + m->n_edges;
+}
 #define BF_PREFETCH_DEPTH 2
 #define BF_X_NONE (-1) /* buffer id of the input batch slot (not planned) */
 
@@ -48,7 +52,7 @@ typedef struct {
     double penalty;                /* the weights' regularization penalty (regularize.c) */
     int bad;                       /* a non-finite scan hit (gradients of layers without a bound) */
     int bad_label[BF_MAX_OUTPUTS]; /* SCCE: rows - (lowest row whose label is no class id); 0: none */
-    bf_layer_stats layer[BF_MAX_LAYERS]; /* per node: entries 0 .. nlayers-1 exist */
+    bf_layer_stats layer[]; /* per node: entries 0 .. nlayers-1 (bf_step_stats_bytes) */
 } bf_step_stats;
 /* The metrics' statistics (doubles, bf_run.moff / nmv) follow the record in
  * the same planned buffer, so one copy reads both back. */
@@ -68,23 +72,29 @@ typedef struct bf_run {
     int tf32;    /* float32 GEMMs / convolutions may use TF32 (bf_backend.tf32; the setting when planned) */
     int whole16, whole16_used; /* BF_LF_WHOLE16 outputs may be stored in 16 bits; some is (mixed.c) */
     /* buffer ids: BF_X_NONE = the input slot, -2 = none */
-    int t_buf[BF_MAX_TENSORS];   /* per tensor: its values */
-    int t_grad[BF_MAX_TENSORS];  /* per tensor: its gradient (accumulated over its consumers) */
-    int need_grad[BF_MAX_TENSORS];
-    int node_fused[BF_MAX_LAYERS];   /* node's activation left to the loss */
-    int node_view[BF_MAX_LAYERS];    /* output is its input buffer */
-    int node_bw[BF_MAX_LAYERS];      /* node has a backward step */
+    /* the per-tensor, per-node and per-edge tables below, and the buffer table: one host reservation sized by
+     * the model's counts when planned (tables.c: bf_run_tables_reserve; released by bf_run_tables_free) */
+    void *tables;
+    int cap_buf;                 /* planned buffers the buffer table holds */
+    size_t listed_bytes;         /* the listed buffers' bytes together (bufs.c) */
+    int *t_buf;                  /* per tensor: its values */
+    int *t_grad;                 /* per tensor: its gradient (accumulated over its consumers) */
+    int *need_grad;
+    int *node_fused;             /* node's activation left to the loss */
+    int *node_view;              /* output is its input buffer */
+    int *node_bw;                /* node has a backward step */
     /* node i's gradient for its input j, at edge bf_model_edge(m, i, j): -2 written straight into the input's
      * gradient, -3 not needed, else a scratch buffer then added into it */
-    int gtmp[BF_MAX_EDGES];
-    int fws_id[BF_MAX_LAYERS], bws_id[BF_MAX_LAYERS], aux_id[BF_MAX_LAYERS];
+    int *gtmp;
+    int *fws_id, *bws_id, *aux_id;
     int loss_id[BF_MAX_OUTPUTS];
     int tgt_id[BF_MAX_OUTPUTS];  /* several outputs: each one's targets, split from the y slot */
     int out_fused[BF_MAX_OUTPUTS];
     int nbuf;
-    bf_plan_buf bufs[BF_RUN_MAXBUF];
-    char buf_names[BF_RUN_MAXBUF][79];
-    unsigned char buf_kind[BF_RUN_MAXBUF]; /* bf_buf_kind (bufs.h); beside 79-byte names, bf_run keeps its size */
+    bf_plan_buf *bufs;           /* cap_buf of each */
+    char (*buf_names)[79];
+    unsigned char *buf_kind;     /* bf_buf_kind (bufs.h) */
+    void *plan_work;             /* bf_plan_offsets' work space for cap_buf buffers */
     size_t scratch_bytes, naive_scratch_bytes;
     long y_row;   /* floats per (packed) label row */
     /* persistent sizes (bytes, aligned) */
@@ -108,7 +118,7 @@ typedef struct bf_run {
     char *scratch;
     void *ws;              /* the backend's run workspace (devices) */
     bf_step_stats *stats;  /* in the arena (backend memory) */
-    bf_step_stats hstats;  /* the host's copy of the last micro-batch's */
+    bf_step_stats *hstats; /* the host's copy of the last micro-batch's (in the tables) */
     int pinned;            /* host_arena page-locked by the backend */
     float *w, *grads, *slots;
     float *xslot[BF_PREFETCH_DEPTH], *yslot[BF_PREFETCH_DEPTH], *wslot[BF_PREFETCH_DEPTH];
@@ -131,9 +141,9 @@ typedef struct bf_run {
     /* per layer: a bound on |parameter gradient| this step, from max|input| and
      * max|output gradient| (Dense, Conv2D); below FLT_MAX/4 the gradients are
      * provably finite and need no scan */
-    double gbound[BF_MAX_LAYERS];
-    double bcount[BF_MAX_LAYERS]; /* products per gradient element this micro-batch; 0: no bound taken */
-    unsigned char bounded[BF_MAX_LAYERS]; /* Dense / Conv2D proven finite by a bound, not scanned (run.c) */
+    double *gbound;
+    double *bcount;          /* products per gradient element this micro-batch; 0: no bound taken */
+    unsigned char *bounded;  /* Dense / Conv2D proven finite by a bound, not scanned (run.c) */
     int other_bad;         /* a scan of the unbounded gradients hit, this step */
     int unguarded;         /* benchmarks only: skip the non-finite scan of gradients */
     int overlapped;        /* this step's all-reduce ran during backward (dist_overlap.c) */
@@ -144,23 +154,32 @@ typedef struct bf_run {
     int bad_layer;
     const char *bad_what;
     /* random image layers (layers/preprocess.c): each node's stream, and the draw of the current micro-batch */
-    uint64_t aug_base[BF_MAX_LAYERS], aug_seed[BF_MAX_LAYERS];
+    uint64_t *aug_base, *aug_seed;
     long aug_it, aug_micro;  /* optimizer iteration + 1 last seen; training forwards within it */
-    uint64_t attn_seed[BF_MAX_LAYERS]; /* MultiHeadAttention: its dropout seed this step (layers/attention.c) */
-    uint64_t rnn_seed[BF_MAX_LAYERS];  /* recurrent dropout: the node's seed this step (layers/recurrent.c) */
+    uint64_t *attn_seed; /* MultiHeadAttention: its dropout seed this step (layers/attention.c) */
+    uint64_t *rnn_seed;  /* recurrent dropout: the node's seed this step (layers/recurrent.c) */
     int posw_id[BF_MAX_OUTPUTS]; /* per-position loss / metric weights of a sequence output (seq_loss.c) */
-    int node_off[BF_MAX_LAYERS]; /* not part of this run (bf_layer.modes): no buffers, no steps */
+    int *node_off;               /* not part of this run (bf_layer.modes): no buffers, no steps */
     long micro_row;              /* training: rows of the step before the current micro-batch (layers/random.c) */
     /* mixed precision (mixed.c, docs/mixed-precision.md) */
-    unsigned char t16[BF_MAX_TENSORS]; /* the tensor's values and gradient are stored in 16 bits (bf_layer.half's) */
-    unsigned char cv[BF_MAX_LAYERS];   /* the node's steps run through mixed.c's conversions */
-    int cv_rows[BF_MAX_LAYERS];        /* rows per chunk of its forward there (backward: mixed.c rows_bw) */
-    int cv_fw[BF_MAX_LAYERS], cv_bw[BF_MAX_LAYERS]; /* its float32 conversion buffers, forward and backward */
+    unsigned char *t16;                /* the tensor's values and gradient are stored in 16 bits (bf_layer.half's) */
+    unsigned char *cv;                 /* the node's steps run through mixed.c's conversions */
+    int *cv_rows;                      /* rows per chunk of its forward there (backward: mixed.c rows_bw) */
+    int *cv_fw, *cv_bw;                /* its float32 conversion buffers, forward and backward */
     int cv_on;                         /* while mixed.c runs node i: i + 1, and its steps see these pointers */
     long cv_row0;                      /* the chunk's first row */
-    float *cv_t[BF_MAX_TENSORS];       /* a tensor's float32 rows of the chunk (NULL: its own buffer) */
+    float **cv_t;                      /* a tensor's float32 rows of the chunk (NULL: its own buffer) */
+    int *work;                         /* planning scratch: one int per tensor, per node (work_n), byte per buffer */
+    int *work_n;
+    unsigned char *work_b;
     float *cv_din[BF_MAX_NODE_IN];     /* where the node writes input j's gradient for the chunk */
 } bf_run;
+
+/* reserve r's tables for its model r->m (zeroed; ids not yet set; tables.c), and release them */
+bf_status bf_run_tables_reserve(bf_run *r);
+void bf_run_tables_free(bf_run *r);
+/* bytes of the tables of a run of model m (what bf_run_tables_reserve reserves) */
+size_t bf_run_tables_bytes(const bf_model *m);
 
 /* node i is part of run r (bf_layer.modes) */
 static inline int bf_node_on(const bf_run *r, int i) {

@@ -13,7 +13,7 @@
 
 /* the one-node model: used under the GIL, filled only after every Python call
  * of the parse is done (a conversion calling back into Python cannot reenter it);
- * of its ~1.2 MB, only what one node reaches is touched */
+ * its tables (one node, up to BF_MAX_NODE_IN inputs) reserved on first use and kept */
 static bf_model scratch;
 
 PyObject *bf_py_output_shape(PyObject *self, PyObject *args) {
@@ -38,6 +38,10 @@ PyObject *bf_py_output_shape(PyObject *self, PyObject *args) {
         }
     Py_DECREF(seq);
     bf_model *m = &scratch; /* inputs are tensors 0 .. n-1, the node tensor n */
+    if (!m->tables) {
+        bf_status s0 = bf_model_tables_reserve(m, 1, BF_MAX_NODE_IN + 1, BF_MAX_NODE_IN);
+        if (s0 != BF_OK) return bf_raise(bf_state_of_module(self), s0);
+    }
     m->n_inputs = (int)n;
     m->nlayers = 1;
     for (int k = 0; k < (int)n; k++) {

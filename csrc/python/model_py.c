@@ -32,7 +32,7 @@ static int borrow_weights(ModelObject *self, PyObject *weights_of) {
     ModelObject *base = bf_weights_root((ModelObject *)src);
     PyObject *seq = PySequence_Fast(nodes, "weights_of: the node indices must be a list");
     if (!seq) return -1;
-    int map[BF_MAX_LAYERS];
+    int *map = self->m.work; /* (nlayers) of the model's scratch; bf_model_borrow_weights uses the rest */
     if (PySequence_Fast_GET_SIZE(seq) != self->m.nlayers) {
         PyErr_Format(PyExc_ValueError, "weights_of: %d node indices expected, got %zd", self->m.nlayers,
                      PySequence_Fast_GET_SIZE(seq));
@@ -75,14 +75,28 @@ static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
                             "their activation= instead of separate Activation layers, or split the model",
                             n, BF_MAX_LAYERS);
     }
+    long edges = 0; /* the nodes' input ids, as bf_parse_layer will count them (it refuses what is not a sequence) */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PySequence_Fast_GET_ITEM(seq, i), *ins = PyDict_Check(d) ? PyDict_GetItemString(d, "inputs") : NULL;
+        Py_ssize_t k = ins && ins != Py_None ? PyObject_Length(ins) : 1;
+        if (k < 0) { PyErr_Clear(); k = BF_MAX_NODE_IN; } /* no length (an iterable): room for the most a node takes */
+        edges += k > 1 ? k : 1;
+    }
+    if (edges > BF_MAX_EDGES) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "layers: the model's nodes take %ld input tensors in all, at most %d "
+                            "(boundfit._core.MAX_NODE_INPUTS_TOTAL); split the model", edges, BF_MAX_EDGES);
+    }
     ModelObject *self = (ModelObject *)tp->tp_alloc(tp, 0);
     if (!self) { Py_DECREF(seq); return NULL; }
     bf_model *m = &self->m;
+    bf_status s = bf_model_tables_reserve(m, (int)n, (int)n + BF_MAX_INPUTS, (int)edges);
+    if (s != BF_OK) { bf_raise(st, s); goto fail; }
     m->nlayers = (int)n;
     m->seed = seed;
     for (Py_ssize_t i = 0; i < n; i++) { /* each node's input ids in turn from the model's pool */
         bf_layer *L = &m->layers[i];
-        if (bf_parse_layer(PySequence_Fast_GET_ITEM(seq, i), L, m->in_pool + m->n_edges, BF_MAX_EDGES - m->n_edges) < 0)
+        if (bf_parse_layer(PySequence_Fast_GET_ITEM(seq, i), L, m->in_pool + m->n_edges, m->cap_edges - m->n_edges) < 0)
             goto fail;
         m->n_edges += L->nin > 1 ? L->nin : 1;
     }
@@ -124,7 +138,7 @@ static PyObject *Model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
         m->n_outputs = (int)no;
         Py_DECREF(t);
     }
-    bf_status s = bf_model_infer(m);
+    s = bf_model_infer(m);
     if (s != BF_OK) { bf_raise(st, s); goto fail; }
     if (weights_of != Py_None) {
         if (borrow_weights(self, weights_of) < 0) goto fail;
@@ -145,6 +159,7 @@ fail:
 
 static void Model_dealloc(ModelObject *self) {
     PyTypeObject *tp = Py_TYPE(self);
+    bf_run_tables_free(&self->scratch);
     bf_model_free(&self->m);
     Py_CLEAR(self->base);
     tp->tp_free(self);
@@ -525,12 +540,13 @@ static PyObject *plan_dict(bf_run *r) {
         bf_plan_live_at(r->bufs, r->nbuf, t, &live, &top);
         PyList_SET_ITEM(ops, t, Py_BuildValue("(snn)", label, (Py_ssize_t)live, (Py_ssize_t)top));
     }
-    return Py_BuildValue("{s:N,s:N,s:N,s:N,s:n,s:n,s:n,s:n,s:n,s:n,s:s}", "entries", entries, "buffers", bufs,
+    return Py_BuildValue("{s:N,s:N,s:N,s:N,s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:s}", "entries", entries, "buffers", bufs,
                          "buffer_kinds", kinds, "ops", ops,
                          "host_bytes", (Py_ssize_t)r->host_bytes, "device_bytes", (Py_ssize_t)r->device_bytes,
                          "model_bytes", (Py_ssize_t)r->model_bytes, "opt_new_bytes", (Py_ssize_t)r->opt_new_bytes,
                          "scratch_bytes", (Py_ssize_t)r->scratch_bytes, "naive_scratch_bytes",
-                         (Py_ssize_t)r->naive_scratch_bytes, "device", r->be->name);
+                         (Py_ssize_t)r->naive_scratch_bytes, "tables_bytes",
+                         (Py_ssize_t)bf_host_reserved_bytes(r->tables), "device", r->be->name);
 }
 
 static PyObject *Model_plan(ModelObject *self, PyObject *args, PyObject *kw) {
@@ -591,6 +607,14 @@ static PyObject *Model_get_out_shapes(ModelObject *self, void *c) {
 }
 static PyObject *Model_get_weight_bytes(ModelObject *self, void *c) { (void)c; return PyLong_FromSize_t(self->m.weights.high_water); }
 static PyObject *Model_get_opt_bytes(ModelObject *self, void *c) { (void)c; return PyLong_FromSize_t(self->m.opt_state.high_water); }
+static PyObject *Model_get_tables_bytes(ModelObject *self, void *c) {
+    (void)c;
+    return PyLong_FromSize_t(bf_host_reserved_bytes(self->m.tables));
+}
+static PyObject *Model_get_run_tables_bytes(ModelObject *self, void *c) {
+    (void)c;
+    return PyLong_FromSize_t(bf_run_tables_bytes(&self->m));
+}
 
 static PyGetSetDef Model_getset[] = {
     {"n_params", (getter)Model_get_n_params, NULL, "number of parameters", NULL},
@@ -599,6 +623,9 @@ static PyGetSetDef Model_getset[] = {
     {"output_shapes", (getter)Model_get_out_shapes, NULL, "per-sample shapes of every output", NULL},
     {"weight_arena_bytes", (getter)Model_get_weight_bytes, NULL, "high-water mark of the weight arena", NULL},
     {"optimizer_arena_bytes", (getter)Model_get_opt_bytes, NULL, "high-water mark of the optimizer-state arena", NULL},
+    {"tables_bytes", (getter)Model_get_tables_bytes, NULL, "host bytes of the model's per-node tables", NULL},
+    {"run_tables_bytes", (getter)Model_get_run_tables_bytes, NULL,
+     "host bytes of the per-node tables and buffer table of each of its runs", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -90,6 +90,7 @@ static void run_close(RunObject *self) {
 static void Run_dealloc(RunObject *self) {
     PyTypeObject *tp = Py_TYPE(self);
     run_close(self);
+    bf_run_tables_free(&self->r);
     Py_XDECREF(self->model);
     tp->tp_free(self);
     Py_DECREF(tp);
@@ -464,7 +465,8 @@ static PyType_Spec Run_spec = {"boundfit._core.Run", sizeof(RunObject), 0, Py_TP
 int bf_run_type_init(PyObject *m, bf_module_state *st) {
     st->RunType = (PyTypeObject *)PyType_FromModuleAndSpec(m, &Run_spec, NULL);
     if (!st->RunType) return -1;
-    /* host bytes of one Run object (a bf_run: its buffer table, per-node state), for the plan (engine/memory.py) */
+    /* host bytes of one Run object (a bf_run), for the plan (engine/memory.py); its tables (buffer table, per-node
+     * state) are the plan's tables_bytes */
     if (PyModule_AddIntConstant(m, "RUN_OBJECT_BYTES", (long)sizeof(RunObject)) < 0) return -1;
     return PyModule_AddObjectRef(m, "Run", (PyObject *)st->RunType);
 }

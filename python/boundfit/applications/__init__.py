@@ -32,11 +32,6 @@ EfficientNetV2B0, EfficientNetV2B1, EfficientNetV2B2, EfficientNetV2B3, Efficien
 InceptionResNetV2 = refused("InceptionResNetV2", _NOT_YET)
 NASNetMobile, NASNetLarge = refused("NASNetMobile", _NOT_YET), refused("NASNetLarge", _NOT_YET)
 
-# built as Keras builds them, but deeper than the engine's layer table (boundfit._core.MAX_LAYERS): building
-# one raises, naming the count and a smaller member (builder.finish), so tools/keras_coverage.py lists them as refused
-for _deep in (ResNet152, ResNet152V2, DenseNet169, DenseNet201, EfficientNetB4, EfficientNetB5, EfficientNetB6,
-              EfficientNetB7):
-    _deep._boundfit_refused = True
 
 __all__ = ["ResNet50", "ResNet101", "ResNet152", "ResNet50V2", "ResNet101V2", "ResNet152V2", "VGG16", "VGG19",
            "MobileNet", "MobileNetV2", "MobileNetV3Small", "MobileNetV3Large", "DenseNet121", "DenseNet169",

@@ -6,7 +6,7 @@ refused(), the stand-in for a family boundfit does not build."""
 
 import os
 
-from .. import _core, layers
+from .. import layers
 from ..layers.input_layer import Input
 from ..models import Model
 from .imagenet_utils import obtain_input_shape, validate_activation
@@ -78,14 +78,7 @@ def source_inputs(t):
 def finish(img_input, input_tensor, x, name, weights):
     """The Model from the image input (or input_tensor's sources) to x, with the weights file loaded."""
     inputs = source_inputs(input_tensor) if input_tensor is not None else img_input
-    try:
-        model = Model(inputs, x, name=name)
-    except ValueError as e:   # deeper than the engine's layer table (ResNet152, DenseNet169, EfficientNetB4 ...)
-        if f"at most {_core.MAX_LAYERS} are supported" not in str(e):
-            raise
-        raise ValueError(f"keras.applications' {name} is too deep for boundfit's engine: {e.args[0].split(';')[0]}; "
-                         f"at most {_core.MAX_LAYERS} (boundfit._core.MAX_LAYERS). Use a smaller member of the "
-                         "family (ResNet101, DenseNet121, EfficientNetB3 ...)") from None
+    model = Model(inputs, x, name=name)
     if weights is not None:
         model.load_weights(weights)
     return model

@@ -123,7 +123,8 @@ def _runtime_entries(model, mode, rows, val_rows, shuffle_rows, text_chars=0):
     runs = 2 if mode == "train" and val_rows else 1  # training and validation each open one
     out = [PlanEntry("prefetch thread stack", PREFETCH_STACK, "host", "runtime", "outside the arena"),
            PlanEntry(f"engine run descriptions ({runs} Run object{'s' if runs > 1 else ''}: buffer table, "
-                     "per-node state)", runs * _core.RUN_OBJECT_BYTES, "host", "runtime", "outside the arena"),
+                     "per-node state)", runs * (_core.RUN_OBJECT_BYTES + model._engine.run_tables_bytes), "host",
+                     "runtime", "outside the arena"),
            PlanEntry("Python objects of the loop (bound)", LOOP_OBJECTS, "host", "runtime", "outside the arena")]
     if mode == "train" and shuffle_rows:
         out.append(PlanEntry(f"shuffle order ({shuffle_rows} rows, int64)", 8 * shuffle_rows, "host", "runtime",
