@@ -92,7 +92,7 @@ def give_masks(cell, masks):
 
 def fit_seeded(m, x, y, monkeypatch, device=None, seed=RUN_SEED):
     """One epoch in one batch, the run seeded with `seed`."""
-    monkeypatch.setattr(bf.utils, "next_seed", lambda: seed)
+    monkeypatch.setattr(bf.session, "next_seed", lambda: seed)   # the seed of each run (session.py)
     return m.fit(x, y, batch_size=len(x), epochs=1, shuffle=False, verbose=0, device=device)
 
 
@@ -237,7 +237,7 @@ def test_emu_trains_as_the_cpu_bit_for_bit_and_plans_equal_arenas(monkeypatch):
         m.set_weights(w0)
         m.compile(optimizer=bf.optimizers.SGD(0.1), loss="mse")
         plan = m.estimate_memory(batch_size=4, device=dev)
-        monkeypatch.setattr(bf.utils, "next_seed", lambda: RUN_SEED)
+        monkeypatch.setattr(bf.session, "next_seed", lambda: RUN_SEED)
         h = m.fit(X, Y, batch_size=4, epochs=2, shuffle=False, verbose=0, device=dev)
         stats = m._last_run_stats
         assert all(s["run_high_water"] == s["run_reserved"] for s in stats)
