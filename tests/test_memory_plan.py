@@ -2,6 +2,7 @@
 refusal before the first step, batch_size / micro_batch 'auto', non-finite
 guard, fault injection at every allocation site."""
 
+import functools
 import gc
 
 import numpy as np
@@ -21,8 +22,14 @@ def mlp(opt="adam", loss="sparse_categorical_crossentropy", hidden=(32, 16), k=5
 
 def lim(kib):
     """A host limit of kib KiB for the engine's buffers, plus the stated bound
-    on the loop's Python objects and the run's Run object that every plan carries."""
-    return (kib << 10) + bf.engine.memory.LOOP_OBJECTS + bf._core.RUN_OBJECT_BYTES
+    on the loop's Python objects and the run's Run object and tables (sized by
+    the model: mlp()'s, the model of these tests) that every plan carries."""
+    return (kib << 10) + bf.engine.memory.LOOP_OBJECTS + bf._core.RUN_OBJECT_BYTES + _mlp_run_tables()
+
+
+@functools.lru_cache(maxsize=None)
+def _mlp_run_tables():
+    return mlp()._engine.run_tables_bytes
 
 
 rng = np.random.default_rng(5)
@@ -70,10 +77,11 @@ def test_liveness_planning_reuses_activation_memory():
 def test_fit_raises_budget_error_before_first_step():
     m = mlp()
     before = m.get_weights()
+    limit = lim(320)
     gc.collect()  # models of earlier tests in reference cycles go now, not midway
     live = _core.live_reservations()
     with pytest.raises(bf.MemoryBudgetError) as ei:
-        m.fit(X, Y, batch_size=4096, memory_limit=lim(320), verbose=0)
+        m.fit(X, Y, batch_size=4096, memory_limit=limit, verbose=0)
     e = ei.value
     assert isinstance(e, MemoryError)
     assert e.where == "host" and e.needed_bytes > e.available_bytes and e.plan is not None
@@ -83,7 +91,7 @@ def test_fit_raises_budget_error_before_first_step():
     for a, b in zip(m.get_weights(), before):
         np.testing.assert_array_equal(a, b)
     # and the largest batch it names does fit
-    m.fit(X, Y, batch_size=e.max_batch_size, memory_limit=lim(320), epochs=1, verbose=0)
+    m.fit(X, Y, batch_size=e.max_batch_size, memory_limit=limit, epochs=1, verbose=0)
 
 
 def test_batch_size_auto_takes_the_largest_that_fits():
