@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import tarfile
+import tempfile
 import zipfile
 from contextlib import redirect_stdout
 
@@ -120,6 +121,20 @@ def test_get_file_fetches_once_checks_the_hash_and_extracts(tmp_path):
             f.writestr("q/c.txt", "C")
         out = utils.get_file(origin=z.as_uri(), cache_dir=tmp_path / "cache", extract=True)
         assert open(os.path.join(out, "q", "c.txt")).read() == "C"
+
+
+def test_get_file_falls_back_to_the_temporary_folder_when_the_cache_cannot_be_made(tmp_path):
+    src = tmp_path / "fallback-check.bin"
+    src.write_bytes(os.urandom(16))
+    (tmp_path / "a_file").write_bytes(b"")
+    with redirect_stdout(io.StringIO()):
+        path = utils.get_file(f"boundfit-{os.getpid()}-{tmp_path.name}.bin", origin=src.as_uri(),
+                              cache_dir=tmp_path / "a_file" / "sub")
+    try:
+        assert os.path.dirname(path) == os.path.join(tempfile.gettempdir(), ".keras", "datasets")
+        assert open(path, "rb").read() == src.read_bytes()
+    finally:
+        os.unlink(path)
 
 
 @pytest.mark.parametrize("member", ["../evil.txt", "/tmp/boundfit_evil_abs.txt", "ok/../../evil.txt"])

@@ -109,9 +109,13 @@ def get_file(fname=None, origin=None, untar=False, md5_hash=None, file_hash=None
         file_hash, hash_algorithm = md5_hash, "md5"
     if file_hash is not None:
         hash_algorithm = _hasher(hash_algorithm, str(file_hash))[0]
-    base = os.path.expanduser(cache_dir) if cache_dir is not None else keras_home()
-    os.makedirs(base, exist_ok=True)
-    if not os.access(base, os.W_OK):
+    base = os.path.expanduser(os.fspath(cache_dir)) if cache_dir is not None else keras_home()
+    try:
+        os.makedirs(base, exist_ok=True)
+        writable = os.access(base, os.W_OK)
+    except OSError:
+        writable = False
+    if not writable:   # as Keras: a cache folder that cannot be written falls back to the temporary folder's
         base = os.path.join(tempfile.gettempdir(), ".keras")
     datadir = os.path.join(base, cache_subdir)
     os.makedirs(datadir, exist_ok=True)
