@@ -23,6 +23,7 @@ from .adaptive_pooling import (AdaptiveAveragePooling1D, AdaptiveAveragePooling2
                                AdaptiveMaxPooling1D, AdaptiveMaxPooling2D, AdaptiveMaxPooling3D)
 from .conv import (Conv3D, Conv3DTranspose, Convolution2D, Convolution3D, Convolution3DTranspose, DepthwiseConv1D,
                    SeparableConv1D, SeparableConvolution1D, SeparableConvolution2D)
+from .conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D
 from .core import Activation, ActivityRegularization, Dense, Identity, Lambda
 from .dot import Dot
 from .dot_attention import AdditiveAttention, Attention
@@ -79,6 +80,7 @@ __all__ = [
            "GlobalMaxPool3D", "GlobalMaxPooling3D", "MaxPool2D", "MaxPool3D", "MaxPooling3D", "SeparableConv1D",
            "SeparableConvolution1D", "SeparableConvolution2D",
            "AdditiveAttention", "Attention", "EinsumDense", "TimeDistributed",
+           "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D",
            "RNN", "GRUCell", "LSTMCell", "SimpleRNNCell", "StackedRNNCells",
            "ActivityRegularization", "AlphaDropout", "CenterCrop", "Masking", "RandomBrightness", "RandomGrayscale", "Resizing", "Cropping1D", "Cropping2D", "Cropping3D", "GroupNormalization", "Identity", "RMSNormalization", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "UnitNormalization", "UpSampling1D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding3D",
            "Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",

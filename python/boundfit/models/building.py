@@ -165,21 +165,27 @@ class Building:
 def _array_initializers(eng, g, carried, ranges):
     """Weights of fresh layers whose initializer is Constant(array): the array, in the weight's shape
     (`X_initializer` initializes the engine parameter named '<layer>/X', or '<layer>/X_kernel': depthwise_ and
-    pointwise_initializer)."""
+    pointwise_initializer); or one with a `_fill(drawn)` method: what it makes of the engine's draw (ConvLSTM's
+    unit_forget_bias, layers/conv_lstm.py)."""
     todo = []
     for l in g.owners:
         if id(l) in carried or id(l) not in g.layer_node:
             continue
         for k, v in vars(l).items():
-            if k.endswith("_initializer") and isinstance(getattr(v, "value", None), np.ndarray):
-                todo.append((l, k[:-len("_initializer")], v.value))
+            if k.endswith("_initializer") and (isinstance(getattr(v, "value", None), np.ndarray) or
+                                               hasattr(v, "_fill")):
+                todo.append((l, k[:-len("_initializer")], v))
     if not todo:
         return
     w, info = eng.get_weights(), eng.layers_info()
-    for l, role, value in todo:
+    for l, role, init in todo:
         node = g.layer_node[id(l)]
         for j, (pname, shape, _) in zip(ranges[node], info[node][2]):
             if pname.rsplit("/", 1)[-1] in (role, role + "_kernel"):
+                if hasattr(init, "_fill"):
+                    w[j] = init._fill(w[j])
+                    continue
+                value = init.value
                 if value.size != int(np.prod(shape)):
                     raise ValueError(f"layer {l.name!r}: {role}_initializer Constant of {value.size} values for a "
                                      f"weight of shape {tuple(shape)}")
