@@ -13,7 +13,7 @@ the engine's weights come in Keras's order: kernel, recurrent_kernel, bias.
 With no initial_state the first step has h = c = 0: its recurrent conv is
 taken of zeros (the bias alone), and f * c is skipped.
 
-Each step is ~17 engine nodes, so T is capped at MAX_STEPS (refused by name
+Each step is ~18 engine nodes, so T is capped at MAX_STEPS (refused by name
 beyond). dropout / recurrent_dropout > 0, stateful=True, masks and
 data_format='channels_first' are refused by name; a dilation_rate other than
 1 is refused for 2D / 3D (the engine's Conv2D / Conv3D have none).
@@ -31,7 +31,7 @@ from .merge import Concatenate
 from .node import KerasTensor, trace_layer
 from .reshaping import Reshape, Slice
 
-MAX_STEPS = 512      # ~17 nodes a step: the graph stays well under the engine's layer limit
+MAX_STEPS = 512      # ~18 nodes a step: the graph stays well under the engine's layer limit
 _MAX_CONCAT = 256    # the engine's inputs per node (BF_MAX_NODE_IN)
 
 
