@@ -33,6 +33,8 @@ ALLOWED_FUNCTION_IMPORTS = sorted([
     ("boundfit.engine.plan_plot", "from matplotlib.figure import Figure"),
     ("boundfit.image_folder", "from PIL import Image"),
     ("boundfit.image_io", "from PIL import Image"),
+    ("boundfit.model_plot", "from IPython import display"),
+    ("boundfit.model_plot", "import pydot"),
 ])
 
 

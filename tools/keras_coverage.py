@@ -15,7 +15,7 @@ PAGE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "keras-coverage
 # the Keras modules a Keras program reaches through `import keras as ...`
 MODULES = ["", "layers", "models", "callbacks", "optimizers", "optimizers.schedules", "losses", "metrics",
            "activations", "initializers", "regularizers", "constraints", "ops", "ops.nn", "ops.numpy", "random", "utils",
-           "preprocessing", "saving", "distribution", "backend", "mixed_precision", "dtype_policies", "applications"]
+           "preprocessing", "saving", "distribution", "backend", "config", "mixed_precision", "dtype_policies", "applications"]
 
 
 def keras_names(module):

@@ -39,6 +39,7 @@ from . import datasets  # noqa: E402  (keras.datasets: small data sets shipped i
 from . import applications  # noqa: E402  (keras.applications: the image models, built as Keras builds them)
 from . import ops  # noqa: E402  (keras.ops; gives symbolic tensors their operators)  (all loaded now: a first fit imports nothing)
 from . import random  # noqa: E402  (keras.random on arrays)
+from . import tree  # noqa: E402  (keras.tree: nested structures)
 from ._version import __version__  # noqa: E402
 from .diagnose import diagnose  # noqa: E402
 from .engine import data  # noqa: E402

@@ -3,6 +3,7 @@ image_data_format: boundfit runs in float32, channels_last, with Keras's
 fuzz factor 1e-7, and refuses other values by name), dtype names, session
 and name counters."""
 
+from . import dtype_promotion
 from .layers.node import KerasTensor
 from .session import LAYER_NAMES, clear_session  # noqa: F401 - keras.backend's names
 
@@ -62,6 +63,12 @@ def standardize_dtype(dtype):
     if name not in _ALLOWED_DTYPES:
         raise ValueError(f"Invalid dtype: {dtype}")
     return name
+
+
+def result_type(*dtypes):
+    """keras.backend.result_type: the dtype Keras 3 (JAX backend) gives an operation on these dtypes (None is
+    floatx(); Python int and float are weak types); ValueError where there is no promotion path."""
+    return dtype_promotion.result_type(dtypes, floatx(), standardize_dtype)
 
 
 def is_float_dtype(dtype):

@@ -444,10 +444,11 @@ def _ref(t):
 
 
 def summary_rows(model):
-    """Keras's functional summary: one row per layer, with the tensors it is connected to."""
-    rows = [("Layer (type)", "Output Shape", "Param #", "Connected to")]
+    """Keras's functional summary: its header and one (layer, cells) row per layer, with the tensors it is
+    connected to."""
+    rows = []
     for t in model._inputs:
-        rows.append((f"{t._input_layer.name} (InputLayer)", str(t.shape), "0", "-"))
+        rows.append((t._input_layer, (f"{t._input_layer.name} (InputLayer)", str(t.shape), "0", "-")))
     by_layer = {}
     for n in model._nodes:
         if n.traced_in is None:
@@ -461,8 +462,9 @@ def summary_rows(model):
             outs, ins = ns[0].outputs, [t for n in ns for t in n.inputs]
         shape = outs[0].shape if len(outs) == 1 else [t.shape for t in outs]
         conn = ", ".join(_ref(t) for t in ins)
-        rows.append((f"{layer.name} ({type(layer).__name__})", str(shape), f"{layer_params(model, layer):,}", conn))
-    return rows
+        rows.append((layer, (f"{layer.name} ({type(layer).__name__})", str(shape), f"{layer_params(model, layer):,}",
+                             conn)))
+    return ("Layer (type)", "Output Shape", "Param #", "Connected to"), rows
 
 
 # ---- compile() arguments per output ----

@@ -1,12 +1,15 @@
 """Images to and from arrays, as keras.utils has them: load_img (a file to a
 PIL image, resized), img_to_array, array_to_img (scaled to 0-255 unless
-scale=False) and save_img. Pillow is an optional dependency, as in Keras."""
+scale=False), save_img and smart_resize (a centred crop to the target's aspect ratio, resized). Pillow is an
+optional dependency, as in Keras."""
 
 import io
 import os
 import warnings
 
 import numpy as np
+
+from .ops_image import resize
 
 
 def _pil():
@@ -112,3 +115,27 @@ def save_img(path, x, data_format=None, file_format=None, scale=True, **kwargs):
         warnings.warn("The JPEG format does not support RGBA images, converting to RGB.", stacklevel=2)
         img = img.convert("RGB")
     img.save(path, format=file_format, **kwargs)
+
+
+def smart_resize(x, size, interpolation="bilinear", data_format="channels_last", **kwargs):
+    """keras.preprocessing.image.smart_resize: the largest centred crop of the image (or batch) with the target's
+    aspect ratio, resized to `size` by keras.ops.image.resize; a NumPy array back."""
+    if kwargs:
+        raise TypeError(f"smart_resize() got unexpected keyword arguments: {list(kwargs)}")
+    if len(size) != 2:
+        raise ValueError(f"Expected `size` to be a tuple of 2 integers, but got: {size}.")
+    img = np.asarray(x)
+    if not 3 <= img.ndim <= 4:
+        raise ValueError("Expected an image array with shape `(height, width, channels)`, or `(batch_size, height, "
+                         f"width, channels)`, but got input with incorrect rank, of shape {img.shape}.")
+    last = data_format == "channels_last"
+    height, width = img.shape[-3:-1] if last else img.shape[-2:]
+    th, tw = size
+    ch = max(min(height, int(float(width * th) / tw)), 1)
+    cw = max(min(width, int(float(height * tw) / th)), 1)
+    h0, w0 = int(float(height - ch) / 2), int(float(width - cw) / 2)
+    crop = (slice(h0, h0 + ch), slice(w0, w0 + cw))
+    img = img[(Ellipsis,) + crop + (slice(None),)] if last else img[(Ellipsis,) + crop]
+    batch = img if img.ndim == 4 else img[None]
+    out = resize(batch.astype(np.float32, copy=False), size, interpolation=interpolation, data_format=data_format)
+    return np.asarray(out if img.ndim == 4 else out[0])

@@ -16,6 +16,7 @@ from .file_download import get_file  # noqa: F401 - keras.utils' name
 from .image_io import array_to_img, img_to_array, load_img, save_img  # noqa: F401 - keras.utils' names
 from .image_folder import image_dataset_from_directory  # noqa: F401 - keras.utils' name
 from .layers.node import get_source_inputs  # noqa: F401 - keras.utils' name
+from .model_plot import model_to_dot, plot_model  # noqa: F401 - keras.utils' names
 from .object_registration import (CustomObjectScope, custom_object_scope, get_custom_objects,  # noqa: F401
                                   get_registered_name, get_registered_object, register_keras_serializable)
 from .pydataset import PyDataset, Sequence  # noqa: F401 - keras.utils' names

@@ -329,6 +329,28 @@ class Layer:
     def weights(self):
         return self.get_weights()
 
+    def _weights_flagged(self):
+        """(weight, trainable) in get_weights()' order"""
+        if self._custom():
+            own = [(v.numpy(), self.trainable and getattr(v, "trainable", True))
+                   for v in self.__dict__.get("_own_variables", [])]
+            return own + [p for l in self._sublayers() for p in l._weights_flagged()]
+        if self._model is None:
+            return []
+        return self._model._layer_weights_flagged(self)
+
+    @property
+    def trainable_weights(self):
+        """Copies of the layer's weights that train, as NumPy arrays (Keras's order); assign through
+        set_weights()."""
+        return [w for w, t in self._weights_flagged() if t]
+
+    @property
+    def non_trainable_weights(self):
+        return [w for w, t in self._weights_flagged() if not t]
+
+    trainable_variables, non_trainable_variables = trainable_weights, non_trainable_weights
+
     def count_params(self):
         return sum(int(w.size) for w in self.get_weights())
 

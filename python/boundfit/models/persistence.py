@@ -5,8 +5,18 @@ and summary()."""
 import json
 
 from .. import graph
+from ..layers.input_layer import InputLayer
+from . import summary_text
 from ..runtime import dist_group
 from ..saving import graph_file, keras_file, keras_graph
+
+
+def _size(n):
+    """Keras's readable_memory_size: B, KB, MB, GB in powers of 1024, two decimals"""
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.2f} {unit}"
+        n /= 1024
 
 
 class Persistence:
@@ -15,27 +25,32 @@ class Persistence:
     def _summary_rows(self):
         return graph.summary_rows(self)
 
-    def summary(self, batch_size=None, print_fn=None):
-        """Print the layers, their output shapes and parameter counts; a compiled model's memory plan (at
+    def summary(self, line_length=None, positions=None, print_fn=None, expand_nested=False, show_trainable=False,
+                layer_range=None, *, batch_size=None):
+        """Keras's summary (its arguments: line_length, positions, print_fn, expand_nested, show_trainable,
+        layer_range): the layers, their output shapes and parameter counts; a compiled model's memory plan (at
         `batch_size`, by default the last run's or 32) follows."""
         self._require_built()
-        print_fn = print_fn or print
-        rows = self._summary_rows()
-        ncol = len(rows[0])
-        w = [max(len(r[i]) for r in rows) + 2 for i in range(ncol)]
-        line = "-" * sum(w)
-        out = [f'Model: "{self.name}"', line]
-        for i, r in enumerate(rows):
-            out.append("".join(c.ljust(w[j]) for j, c in enumerate(r)).rstrip())
-            if i == 0:
-                out.append("=" * sum(w))
-        total, trainable = self._engine.n_params, self._engine.n_trainable
-        out += ["=" * sum(w), f"Total params: {total:,} ({total * 4 / 1024:.2f} KB)",
-                f"Trainable params: {trainable:,}", f"Non-trainable params: {total - trainable:,}"]
+        header, rows = self._summary_rows()
+
+        def expand(layer):
+            if not expand_nested or not isinstance(layer, Persistence) or not getattr(layer, "built", True):
+                return None
+            _, inner = layer._summary_rows()
+            return [(l, (c[0], c[1], f"{graph.layer_params(self, l):,}") + tuple(c[3:])) for l, c in inner
+                    if not isinstance(l, InputLayer)]
+
+        lines = summary_text.table(header, rows, line_length, positions, show_trainable, layer_range, expand)
+        flagged = self._weights_flagged()
+        total, trainable = self._engine.n_params, sum(w.size for w, t in flagged if t)
+        out = [f'Model: "{self.name}"'] + lines + [
+            f" Total params: {total:,} ({_size(sum(w.nbytes for w, _ in flagged))})",
+            f" Trainable params: {trainable:,} ({_size(sum(w.nbytes for w, t in flagged if t))})",
+            f" Non-trainable params: {total - trainable:,} ({_size(sum(w.nbytes for w, t in flagged if not t))})"]
         if self.optimizer is not None:
             bs = batch_size or getattr(self, "_last_batch_size", None) or 32
             out += ["", str(self.estimate_memory(bs))]
-        print_fn("\n".join(out))
+        (print_fn or print)("\n".join(out))
 
     def save(self, filepath, overwrite=True):
         """Save atomically to a Keras 3 `.keras` file (architecture, weights,

@@ -121,11 +121,12 @@ class Sequential(Model):
         return out
 
     def _summary_rows(self):
-        rows = [("Layer (type)", "Output Shape", "Param #")]
+        rows = []
         for layer in self._layers:
             shape = graph.last_output_shape(layer)
-            rows.append((f"{layer.name} ({type(layer).__name__})", str(shape), f"{graph.layer_params(self, layer):,}"))
-        return rows
+            rows.append((layer, (f"{layer.name} ({type(layer).__name__})", str(shape),
+                                 f"{graph.layer_params(self, layer):,}")))
+        return ("Layer (type)", "Output Shape", "Param #"), rows
 
     def _plain(self):
         """A chain of plain layers (no nested models, no custom layers): what Keras's Sequential files describe here."""

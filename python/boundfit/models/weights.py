@@ -33,6 +33,40 @@ class Weights:
             w[k] = v
         self._engine.set_weights(w)
 
+    def _refresh_trainable(self):
+        """Built anew when layers' trainable flags changed since the build (as compile() does): the engine's
+        per-weight flags are then the layers' (and a BatchNormalization's statistics stay non-trainable)."""
+        self._require_built()
+        if self._built_sig is not None and self._built_sig != self._trainable_sig():
+            self._build_engine()
+
+    def _weights_flagged(self):
+        """(weight, trainable) in get_weights()' order"""
+        self._refresh_trainable()
+        info, flags = self._info(), {}
+        for i, r in enumerate(self._param_ranges):
+            for (_, _, t), k in zip(info[i][2], r):
+                flags[k] = bool(t)
+        return [(w, flags.get(k, False)) for k, w in enumerate(self.get_weights())]
+
+    def _layer_weights_flagged(self, layer):
+        self._refresh_trainable()
+        ts = [bool(t) for _, _, t in self._info()[self._layer_node[id(layer)]][2]]
+        return list(zip(self._layer_weights(layer), ts))
+
+    @property
+    def trainable_weights(self):
+        """Copies of the weights that train (Keras's order), as NumPy arrays: reading them (len, shapes, values)
+        is as Keras; assign through set_weights()."""
+        return [w for w, t in self._weights_flagged() if t]
+
+    @property
+    def non_trainable_weights(self):
+        """Copies of the weights that do not train (frozen layers', BatchNormalization's statistics)."""
+        return [w for w, t in self._weights_flagged() if not t]
+
+    trainable_variables, non_trainable_variables = trainable_weights, non_trainable_weights
+
     def count_params(self):
         """The number of weights (trainable and not) of the built model."""
         self._require_built()
