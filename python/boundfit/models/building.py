@@ -163,25 +163,27 @@ class Building:
 
 
 def _array_initializers(eng, g, carried, ranges):
-    """Weights of fresh layers whose initializer is Constant(array): the array, in the weight's shape
-    (`X_initializer` initializes the engine parameter named '<layer>/X', or '<layer>/X_kernel': depthwise_ and
-    pointwise_initializer)."""
+    """Weights of fresh layers whose initializer Python computes (Constant(array), Identity, STFT:
+    initializers.py, `_computed`): its values for the weight's shape (`X_initializer` initializes the engine
+    parameter named '<layer>/X', or '<layer>/X_kernel': depthwise_ and pointwise_initializer; a Weight's
+    initializer its 'kernel')."""
     todo = []
     for l in g.owners:
         if id(l) in carried or id(l) not in g.layer_node:
             continue
         for k, v in vars(l).items():
-            if k.endswith("_initializer") and isinstance(getattr(v, "value", None), np.ndarray):
-                todo.append((l, k[:-len("_initializer")], v.value))
+            role = "kernel" if k == "_init" else k[:-len("_initializer")] if k.endswith("_initializer") else None
+            if role and getattr(v, "_computed", False):
+                todo.append((l, role, v))
     if not todo:
         return
     w, info = eng.get_weights(), eng.layers_info()
-    for l, role, value in todo:
+    for l, role, init in todo:
         node = g.layer_node[id(l)]
         for j, (pname, shape, _) in zip(ranges[node], info[node][2]):
             if pname.rsplit("/", 1)[-1] in (role, role + "_kernel"):
-                if value.size != int(np.prod(shape)):
-                    raise ValueError(f"layer {l.name!r}: {role}_initializer Constant of {value.size} values for a "
-                                     f"weight of shape {tuple(shape)}")
-                w[j] = value.reshape(shape)
+                try:
+                    w[j] = np.asarray(init(tuple(shape)), np.float32).reshape(shape)
+                except ValueError as e:
+                    raise ValueError(f"layer {l.name!r}: {role}_initializer: {e}") from None
     eng.set_weights(w)
