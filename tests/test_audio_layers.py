@@ -10,7 +10,7 @@ the same losses and weights (the kernels' gradients through every mode);
 on either side); central differences; .keras files both ways. MelSpectrogram:
 the same spectrograms as Keras on the same signals and files both ways.
 Identity / STFT give Keras's values and names; bad arguments and inputs
-raise naming the fault."""
+raise naming the fault; OrthogonalRegularizer is refused by name."""
 
 import numpy as np
 import pytest
@@ -290,3 +290,15 @@ def test_bad_arguments_raise_naming_the_argument(make, match):
 def test_inputs_a_layer_cannot_take_raise_at_the_call(make, shape, match):
     with pytest.raises(ValueError, match=match):
         make()(bf.Input(shape))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: bf.regularizers.OrthogonalRegularizer(0.01), lambda: bf.regularizers.orthogonal_regularizer(),
+    lambda: bf.layers.Dense(3, kernel_regularizer="orthogonal_regularizer"),
+    lambda: bf.layers.Dense(3, kernel_regularizer={"module": "keras.regularizers", "class_name":
+                                                   "OrthogonalRegularizer", "config": {"factor": 0.01, "mode": "rows"},
+                                                   "registered_name": None}),
+])
+def test_orthogonal_regularizer_is_refused_by_name_saying_what_to_use(make):
+    with pytest.raises(NotImplementedError, match="OrthogonalRegularizer is not supported.*Use regularizers.L2"):
+        make()
