@@ -2,13 +2,18 @@
 
 Each object describes itself to the engine as (kind, a, b, mode); the values
 are drawn in C from the model's seed (csrc/core/model.c), so the streams are
-not Keras's, but the distributions and their parameters are.
+not Keras's, but the distributions and their parameters are. The constant
+initializers whose values depend on the weight's shape (Constant of an
+array, Identity, STFT) compute them in Python (`__call__(shape)`, as Keras's
+initializers are called); the model writes them into the weight when it
+builds (models/building.py: _array_initializers).
 """
 
 import math
 
 import numpy as np
 
+from . import spectral
 from .config_object import ConfigObject
 
 # bf_init (csrc/core/model.h)
@@ -25,10 +30,21 @@ def _number(cls, arg, v):
 
 
 class Initializer(ConfigObject):
-    """Base class; subclasses give `_engine()` and `get_config()`."""
+    """Base class; subclasses give `_engine()` and `get_config()`; those whose values Python computes
+    (`_computed`) give `__call__(shape, dtype=None)` too."""
+    _computed = False
 
     def _engine(self):
         raise NotImplementedError
+
+
+class _Computed(Initializer):
+    """An initializer whose values Python computes from the weight's shape (`__call__`); the engine writes zeros
+    that the model replaces when it builds."""
+    _computed = True
+
+    def _engine(self):
+        return (_CONSTANT, 0.0, 0.0, 0)
 
 
 class Zeros(Initializer):
@@ -55,11 +71,87 @@ class Constant(Initializer):
         else:
             self.value = _number("Constant", "value", value)
 
+    @property
+    def _computed(self):
+        return isinstance(self.value, np.ndarray)
+
+    def __call__(self, shape, dtype=None):
+        """the values for a weight of `shape`: the number everywhere, or the array (of that many values)"""
+        shape = tuple(int(d) for d in shape)
+        if not isinstance(self.value, np.ndarray):
+            return np.full(shape, self.value, np.float32)
+        if self.value.size != int(np.prod(shape)):
+            raise ValueError(f"Constant of {self.value.size} values for a weight of shape {shape}")
+        return self.value.reshape(shape)
+
     def get_config(self):
         return {"value": self.value.tolist() if isinstance(self.value, np.ndarray) else self.value}
 
     def _engine(self):
         return (_CONSTANT, 0.0 if isinstance(self.value, np.ndarray) else self.value, 0.0, 0)
+
+
+class Identity(_Computed):
+    """Keras 3's `Identity(gain=1.0)`: gain times the identity matrix (ones on the diagonal of a 2D weight of any
+    shape, as ops.eye)."""
+
+    def __init__(self, gain=1.0):
+        self.gain = _number("Identity", "gain", gain)
+
+    def __call__(self, shape, dtype=None):
+        shape = tuple(int(d) for d in shape)
+        if len(shape) != 2:
+            raise ValueError(f"Identity matrix initializer can only be used for 2D matrices. Received: shape={shape} "
+                             f"of rank {len(shape)}.")
+        return (self.gain * np.eye(*shape)).astype(np.float32)
+
+    def get_config(self):
+        return {"gain": self.gain}
+
+
+class STFT(_Computed):
+    """Keras 3's `STFT(side="real", window="hann", scaling="density", periodic=False)`: the kernel (frame_length,
+    channels, bins) of a Fourier transform as a convolution, cos (side "real") or sin ("imag") of -2 pi t f /
+    (2 (bins - 1)), times the window (a name of spectral.py, an array of frame_length values or None)
+    divided by its L2 norm ("density"), its sum ("spectrum") or 1 (None)."""
+
+    def __init__(self, side="real", window="hann", scaling="density", periodic=False):
+        if side not in ("real", "imag"):
+            raise ValueError(f"STFT: side should be 'real' or 'imag', not {side!r}")
+        if scaling is not None and scaling not in ("density", "spectrum"):
+            raise ValueError(f"STFT: scaling is invalid, it must be None, 'density' or 'spectrum'. Received "
+                             f"scaling={scaling!r}")
+        self.side, self.scaling, self.periodic = side, scaling, bool(periodic)
+        self.window = spectral.check_window_name("STFT", window)
+        if window is not None and not isinstance(window, str):
+            win = np.asarray(window, np.float64)
+            if win.ndim != 1 or not np.isfinite(win).all():
+                raise ValueError(f"STFT: window must be a name, a 1D array of finite numbers or None, got {window!r}")
+            self.window = win.tolist()
+
+    def __call__(self, shape, dtype=None):
+        shape = tuple(int(d) for d in shape)
+        if len(shape) not in (2, 3):
+            raise ValueError(f"STFT: the kernel's shape must be (frame_length, channels, bins) or (frame_length, "
+                             f"bins), got {shape}")
+        frame_length, bins = shape[0], shape[-1]
+        t = np.arange(frame_length, dtype=np.float64)[:, None, None]
+        f = np.arange(bins, dtype=np.float64)[None, None, :] / ((bins - 1) * 2)
+        args = -2.0 * t * f * np.pi
+        kernel = np.cos(args) if self.side == "real" else np.sin(args)
+        if self.window is not None:
+            win = spectral.get_window(self.window, frame_length, self.periodic) \
+                if isinstance(self.window, str) else np.asarray(self.window, np.float64)
+            if win.shape != (frame_length,):
+                raise ValueError(f"STFT: the shape of `window` must be equal to [frame_length]. Received: window "
+                                 f"shape={win.shape}")
+            scale = np.sqrt(np.sum(win * win)) if self.scaling == "density" else \
+                np.sum(np.abs(win)) if self.scaling == "spectrum" else 1.0
+            kernel = kernel * win[:, None, None] / scale
+        return np.broadcast_to(kernel if len(shape) == 3 else kernel[:, 0], shape).astype(np.float32)
+
+    def get_config(self):
+        return {"side": self.side, "window": self.window, "periodic": self.periodic, "scaling": self.scaling}
 
 
 class RandomUniform(Initializer):
@@ -172,13 +264,14 @@ class Orthogonal(Initializer):
 
 _CLASSES = {c.__name__: c for c in (Zeros, Ones, Constant, RandomUniform, RandomNormal, TruncatedNormal,
                                      VarianceScaling, GlorotUniform, GlorotNormal, HeUniform, HeNormal,
-                                     LecunUniform, LecunNormal, Orthogonal)}
+                                     LecunUniform, LecunNormal, Orthogonal, Identity, STFT)}
 _NAMES = {"zeros": Zeros, "ones": Ones, "constant": Constant, "random_uniform": RandomUniform,
           "random_normal": RandomNormal, "truncated_normal": TruncatedNormal,
           "variance_scaling": VarianceScaling, "glorot_uniform": GlorotUniform, "glorot_normal": GlorotNormal,
           "he_uniform": HeUniform, "he_normal": HeNormal, "lecun_uniform": LecunUniform,
           "lecun_normal": LecunNormal, "orthogonal": Orthogonal, "uniform": RandomUniform,
-          "normal": RandomNormal}
+          "normal": RandomNormal, "identity": Identity, "stft": STFT, "IdentityInitializer": Identity,
+          "STFTInitializer": STFT, "OrthogonalInitializer": Orthogonal}
 
 # lowercase aliases as Keras exports them
 zeros, ones, constant = Zeros, Ones, Constant
@@ -186,6 +279,9 @@ random_uniform, random_normal, truncated_normal = RandomUniform, RandomNormal, T
 variance_scaling, orthogonal = VarianceScaling, Orthogonal
 glorot_uniform, glorot_normal, he_uniform, he_normal = GlorotUniform, GlorotNormal, HeUniform, HeNormal
 lecun_uniform, lecun_normal = LecunUniform, LecunNormal
+identity, stft = Identity, STFT
+# Keras's compatibility aliases
+IdentityInitializer, STFTInitializer, OrthogonalInitializer = Identity, STFT, Orthogonal
 
 
 def serialize(initializer):

@@ -21,6 +21,7 @@ from .layers.emath import MatMul
 from .layers.node import KerasTensor
 from .layers.opnode import record
 from .ops_shape import pad
+from .spectral import rdft, stft_window
 
 MATH = lx.MATH
 
@@ -111,15 +112,6 @@ def ifft2(x):
     return _two("ifft2", x, True)
 
 
-def _rdft(length, n):
-    """x (length,) cut or zero-padded to n, then its n // 2 + 1 bins: (length, 2F) [C | -S]"""
-    f = n // 2 + 1
-    ang = 2 * np.pi * np.outer(np.arange(length), np.arange(f)) / n
-    m = np.concatenate([np.cos(ang), -np.sin(ang)], axis=1)
-    m[n:] = 0.0
-    return m
-
-
 def rfft(x, fft_length=None):
     """keras.ops.rfft of a real x along the last axis: (real, imag) of fft_length // 2 + 1 bins"""
     if not lx.sym(x):
@@ -127,7 +119,7 @@ def rfft(x, fft_length=None):
     a = lx.sample_axis("rfft", x, -1)
     length = lx.static("rfft", x, a)
     n = int(fft_length or length)
-    return record(_halves(_lin(x, _rdft(length, n))), "RFFT", MATH, {"fft_length": fft_length}, [x])
+    return record(_halves(_lin(x, rdft(length, n))), "RFFT", MATH, {"fft_length": fft_length}, [x])
 
 
 def _irdft(f, n):
@@ -151,25 +143,9 @@ def irfft(x, fft_length=None):
 
 
 def _window(op, window, sequence_length, fft_length):
-    """the window (hann / hamming periodic, an array, or None: ones) zero-padded to fft_length in the middle"""
-    L, n = int(sequence_length), int(fft_length)
-    if n < L:
-        raise ValueError(f"keras.ops.{op}: fft_length ({n}) must be >= sequence_length ({L})")
-    if isinstance(window, str):
-        if window not in ("hann", "hamming"):
-            raise ValueError(f"keras.ops.{op}: window must be 'hann', 'hamming', an array or None, got {window!r}")
-        a = 0.5 if window == "hann" else 0.54
-        win = a - (1 - a) * np.cos(2 * np.pi * np.arange(L) / L)
-    elif window is None:
-        win = np.ones(L)
-    else:
-        if lx.sym(window):
-            lx.refuse(op, "a window that is a symbolic tensor (give an array)")
-        win = np.asarray(window, np.float64)
-        if win.shape != (L,):
-            raise ValueError(f"keras.ops.{op}: window must have shape ({L},), got {win.shape}")
-    lp = (n - L) // 2
-    return np.pad(win, (lp, n - L - lp))
+    if lx.sym(window):
+        lx.refuse(op, "a window that is a symbolic tensor (give an array)")
+    return stft_window(op, window, sequence_length, fft_length)
 
 
 def _check_stride(op, s):
@@ -198,7 +174,7 @@ def stft(x, sequence_length, sequence_stride, fft_length, window="hann", center=
     if t < 1:
         raise ValueError(f"keras.ops.stft: a last axis of {length} is shorter than fft_length {n}")
     frames = lx.take(x, pos[np.arange(n)[None, :] + s * np.arange(t)[:, None]], a)
-    return record(_halves(_lin(frames, _rdft(n, n) * win[:, None])),
+    return record(_halves(_lin(frames, rdft(n, n) * win[:, None])),
                   "STFT", MATH, cfg, [x])
 
 

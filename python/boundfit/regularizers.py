@@ -2,7 +2,8 @@
 names. The engine adds the penalty l1*sum|w| + l2*sum w^2 of every
 regularized weight to the loss it reports (as Keras adds the layers' losses
 to the batch loss) and its gradient to the weight's gradient
-(csrc/cpu/regularize.c, csrc/cuda/regularize.cu)."""
+(csrc/cpu/regularize.c, csrc/cuda/regularize.cu). OrthogonalRegularizer (a
+Gram matrix of a whole kernel) is refused by name."""
 
 import math
 
@@ -67,7 +68,22 @@ class L1L2(Regularizer):
         return (self.l1, self.l2)
 
 
+class OrthogonalRegularizer:
+    """Refused: Keras's OrthogonalRegularizer(factor, mode) adds the mean |cosine| between a kernel's rows (or
+    columns), a Gram matrix of the whole weight, to the loss; boundfit's engine regularizes weights elementwise
+    (l1 * |w| + l2 * w^2, csrc/cpu/regularize.c) and has no such penalty. Use L2 (or an Orthogonal
+    kernel_initializer), or train the model in Keras."""
+    _boundfit_refused = True   # tools/keras_coverage.py lists it as refused
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError("keras.regularizers.OrthogonalRegularizer is not supported by boundfit: its "
+                                  "engine's weight penalties are elementwise (L1, L2, L1L2), not the Gram matrix of "
+                                  "a kernel's normalized rows. Use regularizers.L2 (or kernel_initializer="
+                                  "'orthogonal'), or train the model in Keras")
+
+
 l1, l2, l1_l2 = L1, L2, L1L2
+orthogonal_regularizer = OrthogonalRegularizer
 _CLASSES = {"L1": L1, "L2": L2, "L1L2": L1L2}
 
 
@@ -99,7 +115,8 @@ def get(identifier, arg="regularizer"):
         return identifier()
     if isinstance(identifier, dict):
         cls = _CLASSES.get(identifier.get("class_name"))
-        if cls is None:
+        if identifier.get("class_name") == "OrthogonalRegularizer":
+            OrthogonalRegularizer()   # raises, saying what to use
             raise ValueError(f"{arg}: unknown regularizer {identifier.get('class_name')!r}; known: {sorted(_CLASSES)} "
                              "(a Regularizer subclass of your own: pass it to load_model in custom_objects)")
         try:
@@ -114,6 +131,8 @@ def get(identifier, arg="regularizer"):
             return L2()
         if name == "l1_l2" or name == "l1l2":
             return L1L2(l1=0.01, l2=0.01)
+        if name in ("orthogonal_regularizer", "orthogonalregularizer"):
+            OrthogonalRegularizer()   # raises, saying what to use
         raise ValueError(f"{arg}: unknown regularizer {identifier!r}; known names: 'l1', 'l2', 'l1_l2'")
     raise ValueError(f"{arg}: expected a regularizer name or object, got {identifier!r}")
 

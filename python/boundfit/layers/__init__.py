@@ -10,6 +10,7 @@ here), and its Keras 3 config is registered there with @keras_config
 from .activation import ELU, LeakyReLU, PReLU, ReLU, Softmax
 from .args import engine_kinds
 from .attention import MultiHeadAttention
+from .audio import MelSpectrogram, STFTSpectrogram
 from .categorical import CategoryEncoding, Discretization
 from .augmentation import RandomContrast, RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom
 from .cropping import (CenterCrop, Resizing, Cropping1D, Cropping2D, Cropping3D, UpSampling1D, UpSampling3D, ZeroPadding1D,

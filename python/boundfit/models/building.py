@@ -163,18 +163,19 @@ class Building:
 
 
 def _array_initializers(eng, g, carried, ranges):
-    """Weights of fresh layers whose initializer is Constant(array): the array, in the weight's shape
-    (`X_initializer` initializes the engine parameter named '<layer>/X', or '<layer>/X_kernel': depthwise_ and
-    pointwise_initializer); or one with a `_fill(drawn)` method: what it makes of the engine's draw (ConvLSTM's
+    """Weights of fresh layers whose initializer Python computes (Constant(array), Identity, STFT:
+    initializers.py, `_computed`): its values for the weight's shape (`X_initializer` initializes the engine
+    parameter named '<layer>/X', or '<layer>/X_kernel': depthwise_ and pointwise_initializer; a Weight's
+    initializer its 'kernel'); or one with a `_fill(drawn)` method: what it makes of the engine's draw (ConvLSTM's
     unit_forget_bias, layers/conv_lstm.py)."""
     todo = []
     for l in g.owners:
         if id(l) in carried or id(l) not in g.layer_node:
             continue
         for k, v in vars(l).items():
-            if k.endswith("_initializer") and (isinstance(getattr(v, "value", None), np.ndarray) or
-                                               hasattr(v, "_fill")):
-                todo.append((l, k[:-len("_initializer")], v))
+            role = "kernel" if k == "_init" else k[:-len("_initializer")] if k.endswith("_initializer") else None
+            if role and (getattr(v, "_computed", False) or hasattr(v, "_fill")):
+                todo.append((l, role, v))
     if not todo:
         return
     w, info = eng.get_weights(), eng.layers_info()
@@ -185,9 +186,8 @@ def _array_initializers(eng, g, carried, ranges):
                 if hasattr(init, "_fill"):
                     w[j] = init._fill(w[j])
                     continue
-                value = init.value
-                if value.size != int(np.prod(shape)):
-                    raise ValueError(f"layer {l.name!r}: {role}_initializer Constant of {value.size} values for a "
-                                     f"weight of shape {tuple(shape)}")
-                w[j] = value.reshape(shape)
+                try:
+                    w[j] = np.asarray(init(tuple(shape)), np.float32).reshape(shape)
+                except ValueError as e:
+                    raise ValueError(f"layer {l.name!r}: {role}_initializer: {e}") from None
     eng.set_weights(w)
