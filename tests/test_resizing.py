@@ -172,3 +172,13 @@ def test_bad_arguments_raise_naming_the_argument(make, match):
 def test_inputs_that_are_no_images_are_refused_naming_the_shape():
     with pytest.raises(ValueError, match=r"\(batch, H, W, C\)"):
         bf.Sequential([bf.Input((5, 4)), bf.layers.Resizing(3, 3)])
+
+
+def test_boundfit_graph_files_keep_the_matrices_out_of_the_weights(tmp_path):
+    inp = bf.Input((6, 7, 2))
+    m = bf.Model(inp, bf.layers.Dense(2)(bf.layers.Flatten()(bf.layers.Resizing(4, 5, interpolation="lanczos5")(inp))))
+    x = np.random.default_rng(4).standard_normal((3, 6, 7, 2)).astype(np.float32)
+    m.save(tmp_path / "m.npz")
+    back = bf.models.load_model(tmp_path / "m.npz")
+    assert [w.shape for w in back.get_weights()] == [(40, 2), (2,)]
+    np.testing.assert_array_equal(back.predict(x, verbose=0), m.predict(x, verbose=0))

@@ -42,7 +42,7 @@ class Weights:
     def _hidden_slots(self):
         """Indices in the engine's weights of constants no Keras model has as weights (a Resizing's matrices:
         Const layers made with keras_weight=False), which get_weights / set_weights leave out."""
-        return sorted(k for layer in self._node_layers_unique() if not getattr(layer, "_keras_weight", True)
+        return sorted(k for layer in self._node_layers_unique() if not getattr(layer, "keras_weight", True)
                       for k in self._param_ranges[self._layer_node[id(layer)]])
 
     @property
@@ -53,12 +53,17 @@ class Weights:
     def get_weights(self):
         """The weights as a list of NumPy arrays, in Keras 3's order (a Keras model's `get_weights()` loads as it
         is)."""
+        hidden = set(self._hidden_slots())
+        w = self._all_weights()
+        return [a for k, a in enumerate(w) if k not in hidden] if hidden else w
+
+    def _all_weights(self):
+        """get_weights() with the constants it leaves out (boundfit's graph files keep them)"""
         self._require_built()
         w = self._engine.get_weights()
         for k, shape in self._keras_shaped().items():
             w[k] = w[k].reshape(shape)
-        hidden = set(self._hidden_slots())
-        return [a for k, a in enumerate(w) if k not in hidden] if hidden else w
+        return w
 
     def set_weights(self, weights):
         """Set the weights from a list of arrays in `get_weights()`'s order and shapes."""
