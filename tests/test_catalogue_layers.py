@@ -15,9 +15,8 @@ class, config and weights; boundfit opens Keras's and predicts as Keras).
 The random layers: the identity outside fit, and in fit whole channels
 dropped (SpatialDropout), SELU's mean and variance kept (AlphaDropout), one
 clipped delta per image (RandomBrightness), a factor of the images gray
-(RandomGrayscale); the plan holds a fit through them; the layers boundfit
-cannot run are refused by name; bad arguments and inputs raise naming the
-fault."""
+(RandomGrayscale); the plan holds a fit through them; bad arguments and
+inputs raise naming the fault (Resizing: tests/test_resizing.py)."""
 
 import os
 import tempfile
@@ -302,14 +301,6 @@ def test_the_plan_holds_a_fit_through_the_composed_layers():
     r = np.random.default_rng(8)
     assert_plan_equals_arenas(m, r.uniform(0, 255, (16, 7, 6, 3)).astype(np.float32),
                               r.standard_normal((16, 2)).astype(np.float32), batch_size=8)
-
-
-@pytest.mark.parametrize("name, says", [("Resizing", "no resizing layer.*image_size.*ops.image.resize")])
-def test_layers_boundfit_cannot_run_are_refused_by_name_saying_what_to_use(name, says):
-    cls = getattr(bf.layers, name)
-    assert cls._boundfit_refused
-    with pytest.raises(NotImplementedError, match=rf"keras.layers.{name} is not supported by boundfit.*{says}"):
-        cls(0.5)
 
 
 @pytest.mark.parametrize("make, match", [

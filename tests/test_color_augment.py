@@ -9,7 +9,7 @@ the same images equals Keras's; boundfit's draws (its own numbers) have
 Keras's ranges and means (fixed seeds: deterministic); outside training each
 is the identity where Keras's is (AutoContrast applies, as Keras's); in a
 model the plan holds a fit; .keras files both ways; bad arguments raise
-naming the argument; the layers boundfit cannot run are refused by name."""
+naming the argument (the layers boundfit cannot run: tests/test_image_aug_more.py)."""
 
 import json
 
@@ -223,22 +223,6 @@ def test_bad_inputs_raise_naming_the_fault(make, shape, match):
 def test_dict_inputs_are_refused_by_name():
     with pytest.raises(NotImplementedError, match="RandomInvert: dict inputs.*bounding boxes"):
         bf.layers.RandomInvert().get_random_transformation({"images": np.zeros((1, 2, 2, 3)), "labels": [0]})
-
-
-@pytest.mark.parametrize("name, says", [
-    ("MixUp", "permutation of the batch.*in the data"), ("CutMix", "permutation of the batch.*in the data"),
-    ("RandAugment", "Compose boundfit's augmentation layers"), ("AugMix", "Compose boundfit's augmentation layers"),
-    ("Equalization", "histograms.*AutoContrast"),
-    ("ContrastLimitedAdaptiveHistogramEqualization", "histograms.*AutoContrast"),
-    ("RandomShear", "warp.*RandomRotation"), ("RandomPerspective", "warp.*RandomRotation"),
-    ("RandomElasticTransform", "warp.*RandomRotation"), ("RandomErasing", "SpatialDropout2D"),
-    ("RandomGaussianBlur", "RandomSharpness"), ("MaxNumBoundingBoxes", "bounding boxes"),
-])
-def test_layers_boundfit_cannot_run_are_refused_by_name_saying_what_to_use(name, says):
-    cls = getattr(bf.layers, name)
-    assert cls._boundfit_refused
-    with pytest.raises(NotImplementedError, match=rf"keras.layers.{name} is not supported by boundfit: .*{says}"):
-        cls()
 
 
 def _pipeline_model(M):

@@ -265,5 +265,3 @@ def test_3d_layers_refuse_inputs_of_another_rank_and_windows_that_do_not_fit():
         bf.Sequential([bf.Input((5, 6, 2)), layers.MaxPooling3D()])
     with pytest.raises(ValueError, match="does not fit"):
         bf.Sequential([bf.Input((2, 6, 6, 1)), layers.Conv3D(2, 3)])
-    with pytest.raises(NotImplementedError, match="Resizing is not supported"):
-        layers.Resizing(4, 4)

@@ -252,7 +252,6 @@ def test_quantile_methods_match_keras_on_arrays():
     ("tile", lambda o, h: o.tile(h, (2, 1, 1))), ("pad", lambda o, h: o.pad(h, ((1, 0), (0, 0), (0, 0)))),
     ("pad", lambda o, h: o.pad(h, 1, mode="mean")), ("roll", lambda o, h: o.roll(h, 1)),
     ("quantile", lambda o, h: o.quantile(h, [0.2, 0.5], axis=1)), ("nansum", lambda o, h: o.nansum(h, axis=0)),
-    ("image.resize", lambda o, h: o.image.resize(o.reshape(h, (-1, 4, 6, 1)), (2, 2), interpolation="bicubic")),
     ("dot_product_attention", lambda o, h: o.nn.dot_product_attention(*[o.reshape(h, (-1, 4, 2, 3))] * 3,
                                                                        flash_attention=True)),
     ("slice", lambda o, h: o.slice(h, (1, 0, 0), (None, 2, 2))),

@@ -1,24 +1,24 @@
 """keras.ops.image's resize and extract_patches (ops.image), composed of the
 engine's primitives (ops_lax.py) on a batch of images (B, H, W, C):
 
-- resize, "nearest": a Gather of the source rows, then of the columns
-  (floor((i + 0.5) * in / out), as jax.image.resize); "bilinear": per axis
-  the two neighbours (Gather) weighted by constant weights, half-pixel
-  centres, edges clamped (jax.image.resize without antialiasing, Keras's
-  default);
+- resize: per axis a product with a constant (n_out, n_in) matrix built as
+  jax.image.resize builds it, for every interpolation (bilinear, nearest,
+  bicubic, lanczos3 / 5, area), antialias, Keras's crop and pad to the aspect
+  ratio folded into the matrices (layers/resize.py, shared with
+  layers.Resizing);
 - extract_patches: a Gather of each patch's rows (outputs, size) along H,
   of its columns along W, a Permute to (H', W', ph, pw, C) and a Reshape
   to Keras's (H', W', ph * pw * C); padding "same" pads with zeros first.
 
 On arrays both compute with NumPy. Each is recorded as Keras's Resize /
-ExtractPatches node. Other interpolations, antialias, aspect-ratio crops
-and pads raise OpNotSupportedError naming the argument."""
+ExtractPatches node."""
 
 import types
 
 import numpy as np
 
 from . import ops_lax as lx
+from .layers import resize as rz
 from .layers.opnode import record
 from .ops_shape import pad
 
@@ -32,64 +32,32 @@ def _pair(v, what):
     return v
 
 
-def _linear_axis(n_in, n_out):
-    """the neighbours and the weight of the second, per output position (half-pixel centres, edges clamped)"""
-    x = (np.arange(n_out, dtype=np.float64) + 0.5) * (n_in / n_out) - 0.5
-    f = np.floor(x)
-    lo = np.clip(f, 0, n_in - 1).astype(np.int64)
-    hi = np.clip(f + 1, 0, n_in - 1).astype(np.int64)
-    return lo, hi, np.where(x < 0, 0.0, x - f).astype(np.float32)
-
-
-def _nearest_axis(n_in, n_out):
-    return np.minimum(np.floor((np.arange(n_out) + 0.5) * (n_in / n_out)).astype(np.int64), n_in - 1)
-
-
-def _np_resize(x, size, interpolation):
-    x = np.asarray(x, np.float32)
-    for axis, n_out in zip((-3, -2), size):
-        n_in = x.shape[axis]
-        if interpolation == "nearest":
-            x = np.take(x, _nearest_axis(n_in, n_out), axis=axis)
-        else:
-            lo, hi, w = _linear_axis(n_in, n_out)
-            shape = [1] * x.ndim
-            shape[axis] = n_out
-            w = w.reshape(shape)
-            x = np.take(x, lo, axis=axis) * (1 - w) + np.take(x, hi, axis=axis) * w
-    return x
-
-
 def resize(images, size, interpolation="bilinear", antialias=False, crop_to_aspect_ratio=False,
            pad_to_aspect_ratio=False, fill_mode="constant", fill_value=0.0, data_format=None):
-    """keras.ops.image.resize, "nearest" or "bilinear" without antialiasing: Gathers and constant weights"""
+    """keras.ops.image.resize: per axis a constant matrix (layers/resize.py), every interpolation of Keras's"""
     size = _pair(size, "size")
-    if interpolation not in ("bilinear", "nearest"):
-        lx.refuse("image.resize", f"interpolation={interpolation!r} (only 'bilinear' and 'nearest')")
-    if antialias or crop_to_aspect_ratio or pad_to_aspect_ratio:
-        lx.refuse("image.resize", "antialias, crop_to_aspect_ratio or pad_to_aspect_ratio (only plain resizing)")
+    rz.check("keras.ops.image.resize", interpolation, fill_mode, crop_to_aspect_ratio, pad_to_aspect_ratio)
     first = data_format == "channels_first"
     if not lx.sym(images):
-        x = np.moveaxis(np.asarray(images), -3, -1) if first else images
-        y = _np_resize(x, size, interpolation)
+        x = np.asarray(images, np.float32)
+        if x.ndim not in (3, 4):
+            raise ValueError(f"keras.ops.image.resize: images must be of rank 3 or 4, got shape {x.shape}")
+        x = np.moveaxis(x, -3, -1) if first else x
+        mh, mw, padded = rz.matrices(x.shape[-3], x.shape[-2], size, interpolation, antialias,
+                                     crop_to_aspect_ratio, pad_to_aspect_ratio)
+        y = rz.resize_array(x, mh, mw, float(fill_value) if padded else 0.0)
         return np.moveaxis(y, -1, -3) if first else y
     lx.batched("image.resize", images)
     if images.ndim != 4:
         lx.refuse("image.resize", f"of {images.shape}: a batch of images (B, H, W, C)")
     h = lx.permute(images, (1, 2, 0)) if first else images
-    for a, n_out in zip((0, 1), size):
-        n_in = lx.static("image.resize", h, a)
-        if interpolation == "nearest":
-            h = lx.take(h, _nearest_axis(n_in, n_out), a)
-            continue
-        lo, hi, w = _linear_axis(n_in, n_out)
-        shape = [1, 1, 1]
-        shape[a] = n_out
-        w = w.reshape(shape)
-        h = lx.add(lx.mul(lx.take(h, lo, a), 1.0 - w), lx.mul(lx.take(h, hi, a), w))
+    H, W, _ = lx.static("image.resize", h)
+    mh, mw, padded = rz.matrices(H, W, size, interpolation, antialias, crop_to_aspect_ratio, pad_to_aspect_ratio)
+    h = rz.resize_symbolic(h, mh, mw, float(fill_value) if padded else 0.0)
     y = lx.permute(h, (2, 0, 1)) if first else h
-    cfg = dict(size=list(size), interpolation=interpolation, antialias=False, crop_to_aspect_ratio=False,
-               pad_to_aspect_ratio=False, fill_mode=fill_mode, fill_value=fill_value, data_format=data_format)
+    cfg = dict(size=list(size), interpolation=interpolation, antialias=bool(antialias),
+               crop_to_aspect_ratio=bool(crop_to_aspect_ratio), pad_to_aspect_ratio=bool(pad_to_aspect_ratio),
+               fill_mode=fill_mode, fill_value=fill_value, data_format=data_format)
     return record(y, "Resize", IMAGE, cfg, [images])
 
 

@@ -49,9 +49,10 @@ from .pooling import (AveragePooling1D, AveragePooling2D, AvgPool1D, GlobalAvera
 from .pooling import (AveragePooling3D, AvgPool2D, AvgPool3D, GlobalAveragePooling3D, GlobalAvgPool2D, GlobalAvgPool3D,
                       GlobalMaxPool3D, GlobalMaxPooling3D, MaxPool2D, MaxPool3D, MaxPooling3D)
 from .preprocessing import Normalization, Rescaling
+from .erase_blur import RandomErasing, RandomGaussianBlur
 from .refused_aug import (AugMix, ContrastLimitedAdaptiveHistogramEqualization, CutMix, Equalization,
-                          MaxNumBoundingBoxes, MixUp, RandAugment, RandomElasticTransform, RandomErasing,
-                          RandomGaussianBlur, RandomPerspective, RandomShear)  # refused by name
+                          MaxNumBoundingBoxes, MixUp, RandAugment, RandomElasticTransform, RandomPerspective,
+                          RandomShear)  # refused by name
 from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from .rnn import RNN, GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from .regularization import Dropout, GaussianDropout, GaussianNoise

@@ -2,13 +2,18 @@
 as Keras 3 defines them, composed from the engine's slicing (Slice) and the
 2D layout kinds (ZeroPadding2D, UpSampling2D) on views: a (T, 1, C) view of
 a sequence, and a volume (D, H, W, C) as (D, H, W*C) for its depth and
-height, then as (D*H, W, C) for its width. Resizing is refused by name (the
-engine has no resizing kind; keras.ops.image.resize composes one in a
-functional graph)."""
+height, then as (D*H, W, C) for its width; Resizing as per-axis products with
+constant matrices (layers/resize.py, which keras.ops.image.resize shares)."""
 
+import numbers
+
+import numpy as np
+
+from . import resize as rz
 from .args import _data_format, _is_size, _size, _sizes
+from .eager import is_array_call
 from .layer import Layer, keras_config
-from .reshaping import Reshape, Slice, UpSampling2D, ZeroPadding2D
+from .reshaping import Permute, Reshape, Slice, UpSampling2D, ZeroPadding2D
 
 
 def _pair(cls, argument, v):
@@ -196,21 +201,46 @@ class UpSampling3D(Layer):
         return _by_planes(inputs, UpSampling2D((sd, sh)), UpSampling2D((1, sw)))
 
 
-class Resizing:
-    """Refused: Keras's Resizing interpolates images to any size, and boundfit's engine has no resizing kind of its
-    own: keras.ops.image.resize composes it in a functional graph from Gathers and constant weights (which a
-    Keras Resizing layer does not have, so its weights and files could not be Keras's). Resize in the data
-    (image_dataset_from_directory(image_size=...), utils.load_img(target_size=...)), call
-    keras.ops.image.resize in a functional model, or use CenterCrop / Cropping2D to cut and UpSampling2D /
-    AveragePooling2D for integer factors."""
-    _boundfit_refused = True   # tools/keras_coverage.py lists it as refused
+class Resizing(Layer):
+    """Keras 3's `Resizing(height, width, interpolation='bilinear', crop_to_aspect_ratio=False,
+    pad_to_aspect_ratio=False, fill_mode='constant', fill_value=0.0, antialias=False)`: images resized to height x
+    width in every mode, as Keras's JAX backend resizes them: per axis a product with a constant matrix
+    (layers/resize.py; 'bilinear', 'nearest', 'bicubic', 'lanczos3', 'lanczos5', and 'area' as Keras's TensorFlow
+    backend computes it), differentiable; channels_last or channels_first."""
+    _base = "resizing"
+    _keras_records_training = True
 
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError("keras.layers.Resizing is not supported by boundfit: its engine has no resizing "
-                                  "layer. Resize in the data (utils.image_dataset_from_directory(image_size=...), "
-                                  "utils.load_img(target_size=...)), call boundfit.ops.image.resize in a functional "
-                                  "model ('bilinear' / 'nearest'), or use CenterCrop / Cropping2D to cut and "
-                                  "UpSampling2D / AveragePooling2D for integer factors")
+    def __init__(self, height, width, interpolation="bilinear", crop_to_aspect_ratio=False, pad_to_aspect_ratio=False,
+                 fill_mode="constant", fill_value=0.0, antialias=False, data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        self.height, self.width = _size("Resizing", "height", height), _size("Resizing", "width", width)
+        rz.check("Resizing", interpolation, fill_mode, crop_to_aspect_ratio, pad_to_aspect_ratio)
+        if data_format not in (None, "channels_last", "channels_first"):
+            raise ValueError(f"Resizing: data_format must be 'channels_last' or 'channels_first', got {data_format!r}")
+        if isinstance(fill_value, bool) or not isinstance(fill_value, numbers.Real):
+            raise ValueError(f"Resizing: fill_value must be a number, got {fill_value!r}")
+        self.interpolation, self.fill_mode, self.fill_value = interpolation, fill_mode, float(fill_value)
+        self.crop_to_aspect_ratio, self.pad_to_aspect_ratio = bool(crop_to_aspect_ratio), bool(pad_to_aspect_ratio)
+        self.antialias, self.data_format = bool(antialias), data_format or "channels_last"
+
+    def __call__(self, inputs, *args, **kwargs):
+        if not args and is_array_call(inputs) and np.ndim(inputs) == 3:   # one image, as Keras takes it
+            return super().__call__(np.asarray(inputs)[None], **kwargs)[0]
+        return super().__call__(inputs, *args, **kwargs)
+
+    def call(self, inputs):
+        _known(self, inputs, 3, "(batch, H, W, C)")
+        first = self.data_format == "channels_first"
+        x = Permute((2, 3, 1))(inputs) if first else inputs
+        h, w, _ = x._ps
+        if h is None or w is None:
+            raise ValueError(f"Resizing {self.name!r}: needs images of known height and width, got {inputs.shape}")
+        mh, mw, padded = rz.matrices(h, w, (self.height, self.width), self.interpolation, self.antialias,
+                                     self.crop_to_aspect_ratio, self.pad_to_aspect_ratio)
+        y = rz.resize_symbolic(x, mh, mw, self.fill_value if padded else 0.0)
+        if mh is None and mw is None:
+            y = Reshape(y._ps)(y)   # (a node of its own: the same size)
+        return Permute((3, 1, 2))(y) if first else y
 
 
 # ---- Keras 3 configs (layer.keras_config) ----
@@ -254,3 +284,10 @@ def _zero_padding3d_config(l):
 def _up_sampling3d_config(l):
     return dict(size=list(l.size), data_format="channels_last")
 
+
+
+@keras_config(Resizing)
+def _resizing_config(l):
+    return dict(height=l.height, width=l.width, interpolation=l.interpolation,
+                crop_to_aspect_ratio=l.crop_to_aspect_ratio, pad_to_aspect_ratio=l.pad_to_aspect_ratio,
+                fill_mode=l.fill_mode, fill_value=l.fill_value, antialias=l.antialias, data_format=l.data_format)

@@ -7,7 +7,8 @@ there too: `_always`), as Keras's call() composes get_random_transformation
 and transform_images. Both are public with Keras's names and keys: on
 symbolic images they build graph pieces, on arrays they run at once (a small
 model, planned like any run), so Keras's transformation dict can be applied
-by boundfit and compared. channels_last (batch, H, W, C) images only; labels,
+by boundfit and compared (an entry is one number per image, or one per pixel:
+RandomErasing's masks). channels_last (batch, H, W, C) images only; labels,
 bounding boxes and segmentation masks (Keras's dict inputs) are refused by
 name."""
 
@@ -55,7 +56,8 @@ class ImageAugmentation(Layer):
     `transform_images(images, transformation, training=True)`; in fit only unless `_always`."""
     _keras_records_training = True   # Keras's files record training=True on each call (saving/keras_graph.py)
     _always = False                  # Keras applies it outside training too (AutoContrast)
-    _params = {}                     # transformation entry -> (its Keras shape after the batch axis, dtype)
+    _params = {}                     # transformation entry -> (its Keras shape after the batch axis, dtype;
+                                     # None: the images' (H, W, C))
 
     def __init__(self, seed=None, data_format=None, **kwargs):
         super().__init__(**kwargs)
@@ -79,6 +81,11 @@ class ImageAugmentation(Layer):
             return float(lo)   # (Keras draws U[lo, lo): lo)
         seed, fixed = getattr(self, "_seed_now", None) or (self.seed, False)
         return RandomDraw((1, 1, 1), "uniform", lo, hi, seed=graph_seed(seed, k), fixed=fixed)(images)
+
+    def _normal(self, images, k=0):
+        """N(0, 1) per pixel, the images' shape: the layer's k-th stream"""
+        seed, fixed = getattr(self, "_seed_now", None) or (self.seed, False)
+        return RandomDraw(tuple(images._ps), "normal", 0.0, 1.0, seed=graph_seed(seed, k), fixed=fixed)(images)
 
     def _check_images(self, images):
         if len(images._ps) != 3:
@@ -121,7 +128,7 @@ class ImageAugmentation(Layer):
         if is_array_call(images):
             return self._apply_now(np.asarray(images, np.float32), transformation or {})
         self._check_images(images)
-        return self._apply(images, {k: _per_image(v) for k, v in (transformation or {}).items()})
+        return self._apply(images, {k: _per_image(v, images) for k, v in (transformation or {}).items()})
 
     # ---- at once, on arrays ----
     def _now_model(self, key, build):
@@ -144,30 +151,33 @@ class ImageAugmentation(Layer):
         model, drawn, t = self._now_model(("draw", x.shape[1:], seed), build)
         outs = model.predict(x, batch_size=len(x), verbose=0) if drawn else []
         outs = dict(zip(drawn, outs if isinstance(outs, list) else [outs]))
-        return {k: np.reshape(outs[k] if k in outs else np.full(len(x), t[k]), (len(x),) + self._params[k][0])
+        shape = {k: x.shape[1:] if self._params[k][0] is None else self._params[k][0] for k in names}
+        return {k: np.reshape(outs[k] if k in outs else np.full(len(x), t[k]), (len(x),) + shape[k])
                 .astype(self._params[k][1]) for k in names}
 
     def _apply_now(self, x, t):
         one = x.ndim == 3
         x = x[None] if one else x
         names = sorted(t)
-        vals = [np.asarray(t[k], np.float32).reshape(len(x), 1, 1, 1) for k in names]
+        vals = [np.asarray(t[k], np.float32).reshape(len(x), -1) for k in names]   # one number or an image each
+        vals = [v.reshape((len(x), 1, 1, 1) if v.shape[1] == 1 else (len(x),) + x.shape[1:]) for v in vals]
 
         def build():
             Model, Input = MAKERS["model"], MAKERS["input"]
             img = Input(shape=x.shape[1:])
-            ins = {k: Input(shape=(1, 1, 1)) for k in names}
+            ins = {k: Input(shape=v.shape[1:]) for k, v in zip(names, vals)}
             return Model([img] + [ins[k] for k in names], self.transform_images(img, ins))
-        y = self._now_model(("apply", x.shape[1:], tuple(names)), build).predict([x] + vals, batch_size=len(x),
+        y = self._now_model(("apply", x.shape[1:], tuple((k, v.shape[1:]) for k, v in zip(names, vals))), build).predict([x] + vals, batch_size=len(x),
                                                                           verbose=0)
         return y[0] if one else y
 
 
-def _per_image(v):
-    """a transformation entry as one number per image, per-sample shape (1, 1, 1)"""
+def _per_image(v, images):
+    """a transformation entry as one number per image, per-sample shape (1, 1, 1), or one per pixel (the images'
+    shape)"""
     if not isinstance(v, KerasTensor):
         raise ValueError(f"transform_images on symbolic images takes symbolic transformation entries, got {type(v)}")
-    if tuple(v._ps) == (1, 1, 1):
+    if tuple(v._ps) in ((1, 1, 1), tuple(images._ps)):
         return v
     if int(np.prod([d or 0 for d in v._ps])) != 1:
         raise ValueError(f"transform_images: a transformation entry must hold one number per image, got {v.shape}")

@@ -23,10 +23,6 @@ _WHY = {
     "RandomShear": _WARP,
     "RandomPerspective": _WARP,
     "RandomElasticTransform": _WARP + " (its displacement field is also blurred per image)",
-    "RandomErasing": ("its random rectangles per image are not implemented by boundfit yet. Use Dropout / "
-                      "SpatialDropout2D for occlusion-like noise, or erase in the data"),
-    "RandomGaussianBlur": ("its per-batch Gaussian kernel of a random sigma is not implemented by boundfit yet. Use "
-                           "RandomSharpness (a fixed 3x3 smoothing, blended per image), or blur in the data"),
     "MaxNumBoundingBoxes": ("it pads or cuts bounding boxes, and boundfit's layers take images only (no bounding "
                             "boxes or segmentation masks). Prepare the boxes in the data"),
 }
@@ -40,5 +36,4 @@ def _refused(name, why):
 
 
 MixUp, CutMix, RandAugment, AugMix, Equalization, ContrastLimitedAdaptiveHistogramEqualization, RandomShear, \
-    RandomPerspective, RandomElasticTransform, RandomErasing, RandomGaussianBlur, MaxNumBoundingBoxes = \
-    (_refused(n, w) for n, w in _WHY.items())
+    RandomPerspective, RandomElasticTransform, MaxNumBoundingBoxes = (_refused(n, w) for n, w in _WHY.items())

@@ -171,8 +171,9 @@ class Const(Layer):
     _has_weights = True
     _scalar_ok = True   # its input gives only the batch size
 
-    def __init__(self, values, **kwargs):
+    def __init__(self, values, keras_weight=True, **kwargs):
         super().__init__(**kwargs)
+        self.keras_weight = bool(keras_weight)   # False: no weight of the model's get_weights() (models/weights.py)
         self._values = np.array(values, dtype=np.float32)
         if not 1 <= self._values.ndim <= 3:
             raise ValueError(f"{self.name}: a constant of 1 to 3 axes per sample, got shape {self._values.shape}")

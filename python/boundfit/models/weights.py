@@ -70,7 +70,14 @@ class Weights:
     def count_params(self):
         """The number of weights (trainable and not) of the built model."""
         self._require_built()
-        return self._engine.n_params
+        w = self._engine.get_weights()
+        return self._engine.n_params - sum(w[k].size for k in self._hidden_slots())
+
+    def _hidden_slots(self):
+        """Indices in the engine's weights of constants no Keras model has as weights (a Resizing's matrices:
+        Const layers made with keras_weight=False), which get_weights / set_weights leave out."""
+        return sorted(k for layer in self._node_layers_unique() if not getattr(layer, "keras_weight", True)
+                      for k in self._param_ranges[self._layer_node[id(layer)]])
 
     @property
     def weights(self):
@@ -80,6 +87,12 @@ class Weights:
     def get_weights(self):
         """The weights as a list of NumPy arrays, in Keras 3's order (a Keras model's `get_weights()` loads as it
         is)."""
+        hidden = set(self._hidden_slots())
+        w = self._all_weights()
+        return [a for k, a in enumerate(w) if k not in hidden] if hidden else w
+
+    def _all_weights(self):
+        """get_weights() with the constants it leaves out (boundfit's graph files keep them)"""
         self._require_built()
         w = self._engine.get_weights()
         for k, shape in self._keras_shaped().items():
@@ -90,6 +103,11 @@ class Weights:
         """Set the weights from a list of arrays in `get_weights()`'s order and shapes."""
         self._require_built()
         weights = list(weights)
+        hidden = self._hidden_slots()
+        if hidden and len(weights) == len(self._engine.get_weights()) - len(hidden):   # Keras's list: ours added
+            current = self._engine.get_weights()
+            for k in hidden:
+                weights.insert(k, current[k])
         if len(weights) == len(self._engine.get_weights()):
             want = self._engine.get_weights()
             for k, shape in self._keras_shaped().items():

@@ -81,7 +81,7 @@ def save_model(model, filepath, overwrite=True):
     model._require_built()
     meta = {"format": "boundfit-1", "name": model.name}
     meta.update(_graph_meta(model))
-    arrays = {f"w{i}": w for i, w in enumerate(model.get_weights())}
+    arrays = {f"w{i}": w for i, w in enumerate(model._all_weights())}   # (Consts too)
     if model.optimizer is not None:
         meta["compile"] = {"optimizer": keras_config._optimizer_config(model.optimizer),
                            "losses": [keras_config._loss_config(l) for l in model._out_losses],
@@ -234,5 +234,5 @@ def _make_layer(cls, cfg):
         return L.RandomDraw(cfg["shape"], cfg["dist"], cfg["a"], cfg["b"], seed=cfg["seed"], fixed=cfg["fixed"],
                             shared=cfg["shared"], name=name)
     if cls is L.Const:   # its values are its weight, loaded next
-        return L.Const(np.zeros(cfg["shape"], np.float32), name=name)
+        return L.Const(np.zeros(cfg["shape"], np.float32), name=name, keras_weight=cfg.get("keras_weight", True))
     return cls(name=name)
