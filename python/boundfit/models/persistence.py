@@ -42,7 +42,7 @@ class Persistence:
 
         lines = summary_text.table(header, rows, line_length, positions, show_trainable, layer_range, expand)
         flagged = self._weights_flagged()
-        total, trainable = self._engine.n_params, sum(w.size for w, t in flagged if t)
+        total, trainable = sum(w.size for w, _ in flagged), sum(w.size for w, t in flagged if t)
         out = [f'Model: "{self.name}"'] + lines + [
             f" Total params: {total:,} ({_size(sum(w.nbytes for w, _ in flagged))})",
             f" Trainable params: {trainable:,} ({_size(sum(w.nbytes for w, t in flagged if t))})",

@@ -47,7 +47,8 @@ class Weights:
         for i, r in enumerate(self._param_ranges):
             for (_, _, t), k in zip(info[i][2], r):
                 flags[k] = bool(t)
-        return [(w, flags.get(k, False)) for k, w in enumerate(self.get_weights())]
+        hidden = set(self._hidden_slots())
+        return [(w, flags.get(k, False)) for k, w in enumerate(self._all_weights()) if k not in hidden]
 
     def _layer_weights_flagged(self, layer):
         self._refresh_trainable()
