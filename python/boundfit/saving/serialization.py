@@ -11,6 +11,7 @@ import types
 import numpy as np
 
 from .. import activations, constraints, initializers, losses, metrics, optimizers, regularizers
+from ..layers.serialize import register as register_layer_serialization
 from ..layers.layer import Layer
 from .. import object_registration
 from . import config as keras_config, keras_graph
@@ -100,3 +101,6 @@ def deserialize_keras_object(config, custom_objects=None, safe_mode=True, **kwar
             return make(config)
     raise ValueError(f"deserialize_keras_object: {cls_name!r} (module {module!r}) is not a Keras object boundfit "
                      "knows; register it with register_keras_serializable or pass custom_objects")
+
+
+register_layer_serialization(serialize_keras_object, deserialize_keras_object)   # keras.layers.serialize / deserialize
