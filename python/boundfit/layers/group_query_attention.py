@@ -44,6 +44,7 @@ class GroupQueryAttention(Layer):
     key=None, attention_mask=None, return_attention_scores=False, training=None, use_causal_mask=False) on
     (batch, T, dim) tensors."""
     _base = "grouped_query_attention"
+    _keras_class_path = "grouped_query_attention"   # Keras's class is GroupedQueryAttention (saving_lib's paths)
 
     def __init__(self, head_dim, num_query_heads, num_key_value_heads, dropout=0.0, use_bias=True,
                  sliding_window=None, flash_attention=None, kernel_initializer="glorot_uniform",
@@ -226,8 +227,8 @@ class GroupQueryAttention(Layer):
                 if getattr(self, f"{n}_dense", None) is not None]
 
     def _keras_var_groups(self, n):
-        return [(f"{name}_dense/vars", len(l._shapes())) for name, l in self._subs()] + \
-            [("softmax/vars", 0), ("dropout_layer/vars", 0)]
+        return [(f"_{name}_dense/vars", len(l._shapes())) for name, l in self._subs()] + \
+            [("_softmax/vars", 0), ("_dropout_layer/vars", 0)]
 
     def _to_keras_vars(self, ws):
         out, k = [], 0

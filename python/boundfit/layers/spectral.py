@@ -8,8 +8,8 @@ then the activation. A Dense's, a convolution's and an Embedding's output
 is linear in the kernel, so dividing the output by sigma is dividing the
 kernel. As Keras's JAX backend: training normalizes, inference reads the raw
 kernel (the normalized kernel Keras assigns in the step is not kept).
-Weights in Keras's order: kernel, vector_u, bias; .keras files hold u in the
-layer's own vars and the kernel and bias in layer/vars."""
+Weights in Keras's order: kernel, vector_u, bias; .keras files hold the
+kernel and u in the layer's own vars and the kernel and bias in layer/vars."""
 
 import copy
 
@@ -100,18 +100,18 @@ class SpectralNormalization(Wrapper):
             return self._then_fn(y)
         return Activation(self._then)(y) if self._then is not None else y
 
-    # get_weights: [kernel, vector_u, bias] (the sublayers' in order, Keras's); Keras files: u in the layer's own
-    # vars, kernel and bias in layer/vars
+    # get_weights: [kernel, vector_u, bias] (the sublayers' in order, Keras's); Keras files: the layer's own vars
+    # [kernel, vector_u] (Keras tracks the wrapped kernel as its own too), layer/vars [kernel, bias]
     def _keras_var_groups(self, n):
-        return [("vars", 1), ("layer/vars", n - 1)]
+        return [("vars", 2), ("layer/vars", n - 2)]
 
     def _to_keras_vars(self, ws):
         ws = list(ws)
-        return [ws[1], ws[0]] + ws[2:]
+        return [ws[0], ws[1], ws[0]] + ws[2:]
 
     def _from_keras_vars(self, got, want):
         got = list(got)
-        return [got[1], got[0]] + got[2:]
+        return [got[2], got[1]] + got[3:]
 
 
 # ---- Keras 3 configs (layer.keras_config) ----

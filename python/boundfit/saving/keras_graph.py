@@ -834,7 +834,7 @@ def _class_path(obj, as_functional):
         return snake(type(obj).__name__) if k == SUBCLASSED else k.lower()
     if isinstance(obj, L.Weight):
         return "embedding"   # Keras files hold it as an Embedding's table (_weight_entries)
-    return snake(type(obj).__name__)
+    return getattr(type(obj), "_keras_class_path", None) or snake(type(obj).__name__)
 
 
 def _join(a, b):

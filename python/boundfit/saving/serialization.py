@@ -43,7 +43,7 @@ def serialize_keras_object(obj):
         return {"module": obj.__module__, "class_name": "function", "config": name, "registered_name": name}
     if isinstance(obj, tuple(model_classes())):
         return keras_graph.model_entry(obj)
-    if isinstance(obj, Layer) and registered is None and not obj._custom():
+    if isinstance(obj, Layer) and registered is None and (not obj._custom() or obj._keras_composite()):
         return {"module": "keras.layers", "class_name": type(obj).__name__, "config": obj.get_config(),
                 "registered_name": None}
     for module, kind in (("keras.initializers", initializers), ("keras.regularizers", regularizers),
