@@ -374,3 +374,16 @@ BF_OP(void, nccl_abort, (bf_backend *be), CUDA)
 BF_OP(bf_status, nccl_destroy, (bf_backend *be), CUDA)
 /* x (n) *= s, queued (the all-reduce's 1 / size) */
 BF_OP(bf_status, scale, (bf_backend *be, float *x, long n, float s), CUDA)
+/* SpectralNormalization (csrc/cpu/specnorm.c; layers/specnorm.c): W (K,C) the wrapped layer's kernel as rows of
+ * its last axis, u (C) its vector_u, s (K+1) the step's state: v (K) then sigma. training: u and v by `iters`
+ * rounds of v = normalize(u W^T), u = normalize(v W) (Keras: x * min(rsqrt(sum x^2), 1e7)), u UPDATED in place,
+ * sigma = (v W) . u (1 and v = 0 for an all-zero W, Keras's cond); out (M,N) = inp / sigma + b. Not training:
+ * out = inp + b (JAX's Keras reads the raw kernel). b (N) may be NULL */
+BF_OP(bf_status, specnorm_forward,
+      (bf_backend *be, float *out, float *u, float *s, const float *inp, const float *W, const float *b, long M,
+       int N, int K, int C, int iters, int training), CPU)
+/* the adjoint of the forward: dinp (M,N) = dout / sigma (training; dout else), OVERWRITTEN; db (N) += sum dout;
+ * dW (K,C) += -(sum dout * inp) / sigma^2 * v^T u (training; u, v stopped, as Keras). dinp, dW, db may be NULL */
+BF_OP(bf_status, specnorm_backward,
+      (bf_backend *be, float *dinp, float *dW, float *db, const float *dout, const float *inp, const float *u,
+       const float *s, long M, int N, int K, int C, int training), CPU)

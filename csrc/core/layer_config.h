@@ -55,10 +55,17 @@ typedef struct {
     float rate;
 } bf_attn_cfg;
 
-/* Embedding: a table of input_dim rows of output_dim; mask_zero: id 0 masks its step */
+/* Embedding: a table of input_dim rows of output_dim; mask_zero: id 0 masks its step; reverse: the node maps
+ * vectors (..., output_dim) to logits (..., input_dim) through the table's transpose (ReversibleEmbedding) */
 typedef struct {
-    int input_dim, output_dim, mask_zero;
+    int input_dim, output_dim, mask_zero, reverse;
 } bf_embed_cfg;
+
+/* SpectralNormalization (layers/specnorm.c): power_iterations; use_bias: the wrapped layer's bias added here;
+ * cols: the wrapped kernel's last axis (vector_u's length) */
+typedef struct {
+    int power_iterations, use_bias, cols;
+} bf_specnorm_cfg;
 
 /* SimpleRNN, LSTM, GRU, Bidirectional: act (bf_layer) is the cell's activation, ract the gates'
  * (recurrent_activation); cell: the kind SIMPLE_RNN / LSTM / GRU (Bidirectional's inner layer; the others
@@ -177,6 +184,7 @@ typedef union {
     bf_scan_cfg scan;
     bf_sort_cfg sort;
     bf_reduce_cfg reduce;
+    bf_specnorm_cfg specnorm;
 } bf_layer_cfg;
 
 #endif

@@ -44,7 +44,9 @@
      * AVGPOOL3D (layers/conv3d.c, layers/pool3d.c) */                                                             \
     X(CONV3D) X(CONV3DT) X(MAXPOOL3D) X(AVGPOOL3D)                                                                   \
     /* SEQ_MASK: a sequence given a mask computed in the graph (mask=, Masking: layers/seq_mask.c) */             \
-    X(SEQ_MASK)
+    X(SEQ_MASK)                                                                                                    \
+    /* SPECNORM: SpectralNormalization's step after the wrapped layer's linear map (layers/specnorm.c) */            \
+    X(SPECNORM)
 
 #define BF_KIND_ENUM_(n) BF_L_##n,
 typedef enum { BF_LAYER_KINDS(BF_KIND_ENUM_) BF_L_COUNT_ } bf_layer_kind;

@@ -56,7 +56,7 @@ from . import distribute as distribution  # noqa: E402  (Keras 3's keras.distrib
 from .constraints import Constraint  # noqa: E402,F401
 from .dtype_policies import DTypePolicy, FloatDTypePolicy  # noqa: E402,F401
 from .initializers import Initializer  # noqa: E402,F401
-from .layers import Layer  # noqa: E402,F401
+from .layers import InputSpec, Layer  # noqa: E402,F401
 from .layers.node import KerasTensor  # noqa: E402,F401
 from .losses import Loss  # noqa: E402,F401
 from .metrics import Metric  # noqa: E402,F401

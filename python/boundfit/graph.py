@@ -359,11 +359,12 @@ def compile_graph(model):
         if modes[e] != 3:
             d["modes"] = modes[e]
         if n is not None:   # (an RNN_PART node: its recurrent node's layer, no weights of its own)
-            if id(L) in g.layer_node:
-                d["share"] = g.layer_node[id(L)]
+            owner = getattr(L, "_weights_of", L)   # a piece using another layer's weights (ReversibleEmbedding's)
+            if id(owner) in g.layer_node:
+                d["share"] = g.layer_node[id(owner)]
             else:
-                g.layer_node[id(L)] = len(g.specs)
-                g.owners.append(L)
+                g.layer_node[id(owner)] = len(g.specs)
+                g.owners.append(owner)
         g.specs.append(d)
         g.node_layers.append(L)
     if not g.specs:

@@ -11,6 +11,12 @@ from .activation import ELU, LeakyReLU, PReLU, ReLU, Softmax
 from .args import engine_kinds
 from .attention import MultiHeadAttention
 from .audio import MelSpectrogram, STFTSpectrogram
+from .group_query_attention import GroupQueryAttention
+from .input_spec import InputSpec
+from .reversible_embedding import ReversibleEmbedding
+from .serialize import deserialize, serialize
+from .spectral import SpectralNormalization
+from .wrapper import Wrapper
 from .categorical import CategoryEncoding, Discretization
 from .augmentation import RandomContrast, RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom
 from .cropping import (CenterCrop, Resizing, Cropping1D, Cropping2D, Cropping3D, UpSampling1D, UpSampling3D, ZeroPadding1D,
@@ -70,6 +76,8 @@ from .switch import Switch  # a custom layer's training / inference traces (a gr
     "ADD SUBTRACT MULTIPLY AVERAGE MAXIMUM MINIMUM CONCAT")
 
 __all__ = [
+           "GroupQueryAttention", "InputSpec", "ReversibleEmbedding", "SpectralNormalization", "Wrapper",
+           "deserialize", "serialize",
            "AutoContrast", "RandomColorDegeneration", "RandomColorJitter", "RandomHue", "RandomInvert",
            "RandomPosterization", "RandomSaturation", "RandomSharpness", "Solarization",
            "AugMix", "ContrastLimitedAdaptiveHistogramEqualization", "CutMix", "Equalization", "MaxNumBoundingBoxes",

@@ -13,6 +13,7 @@ from .. import _core, mixed_precision, regularizers
 from ..session import LAYER_NAMES as _counters, snake_case
 from .args import _is_size
 from .eager import build_alone, call_eagerly, is_array_call
+from .input_spec import check as check_input_spec
 from .node import call_layer, infer_shape, inference_pass, trace_layer, tracing_anchor
 
 _DTYPE = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": None}
@@ -276,6 +277,9 @@ class Layer:
         (Concatenate's axis, from Keras's)."""
 
     def __call__(self, inputs, *args, **kwargs):
+        spec = self.__dict__.get("input_spec")
+        if spec is not None:   # Keras applies a layer's input_spec to its first argument (layers/input_spec.py)
+            check_input_spec(spec, inputs, self.name)
         if not args and is_array_call(inputs):   # on arrays, outside any graph: computed now (layers/eager.py)
             return call_eagerly(self, inputs, **kwargs)
         if self._custom():

@@ -533,6 +533,8 @@ def functional_config(model):
             return e
         if is_keras_op(n.layer):   # an operation's call: the tensor and its other arguments
             return _op_call(n.layer, ts)
+        if isinstance(n, _CallNode) and hasattr(n.layer, "_keras_call_of"):   # a composite's call k (its kwargs)
+            return n.layer._keras_call_of(n.index, ts)
         if hasattr(n.layer, "_keras_call"):   # a layer with keyword tensor arguments (MultiHeadAttention)
             return n.layer._keras_call(ts)
         # a layer of several tensors (a merge, or layers.Dot, which boundfit traces) takes them as one list
@@ -832,7 +834,7 @@ def _class_path(obj, as_functional):
         return snake(type(obj).__name__) if k == SUBCLASSED else k.lower()
     if isinstance(obj, L.Weight):
         return "embedding"   # Keras files hold it as an Embedding's table (_weight_entries)
-    return snake(type(obj).__name__)
+    return getattr(type(obj), "_keras_class_path", None) or snake(type(obj).__name__)
 
 
 def _join(a, b):

@@ -11,6 +11,7 @@ import types
 import numpy as np
 
 from .. import activations, constraints, initializers, losses, metrics, optimizers, regularizers
+from ..layers.serialize import register as register_layer_serialization
 from ..layers.layer import Layer
 from .. import object_registration
 from . import config as keras_config, keras_graph
@@ -42,7 +43,7 @@ def serialize_keras_object(obj):
         return {"module": obj.__module__, "class_name": "function", "config": name, "registered_name": name}
     if isinstance(obj, tuple(model_classes())):
         return keras_graph.model_entry(obj)
-    if isinstance(obj, Layer) and registered is None and not obj._custom():
+    if isinstance(obj, Layer) and registered is None and (not obj._custom() or obj._keras_composite()):
         return {"module": "keras.layers", "class_name": type(obj).__name__, "config": obj.get_config(),
                 "registered_name": None}
     for module, kind in (("keras.initializers", initializers), ("keras.regularizers", regularizers),
@@ -100,3 +101,6 @@ def deserialize_keras_object(config, custom_objects=None, safe_mode=True, **kwar
             return make(config)
     raise ValueError(f"deserialize_keras_object: {cls_name!r} (module {module!r}) is not a Keras object boundfit "
                      "knows; register it with register_keras_serializable or pass custom_objects")
+
+
+register_layer_serialization(serialize_keras_object, deserialize_keras_object)   # keras.layers.serialize / deserialize
