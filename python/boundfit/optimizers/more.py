@@ -198,27 +198,9 @@ class Muon(Optimizer):
 
 
 def _muon_matrices(opt, model):
-    """Gradient offsets of the model's variables Muon orthogonalizes: by Keras's rule on Keras's variable paths
-    and shapes (the engine's layout, Keras's shapes: saving/keras_file.py's walk)."""
-    from ..saving.keras_file import _trainable_slices
-    info = model._info()
-    node_layer = {n: l for l, n in ((l, model._layer_node.get(id(l))) for l in model.layers) if n is not None} \
-        if hasattr(model, "_layer_node") else {}
-    prefix = f"{model.name}/" if type(model).__name__ == "Sequential" else ""
-    names = {}
-    for i, (_, _, params) in enumerate(info):
-        names[i] = [p[0] for p in params if p[2]]
-    seen, out = {}, []
-    for i, off, shape in _trainable_slices(model):
-        k = seen.get(i, 0)
-        seen[i] = k + 1
-        layer = node_layer.get(i)
-        lname = layer.name if layer is not None else str(info[i][0])
-        vname = names[i][k] if k < len(names[i]) else ""
-        path = f"{prefix}{lname}/{vname.split('/')[-1]}"
-        if not opt._should_use_adamw(path, shape):
-            out.append(off)
-    return out
+    """Gradient offsets of the model's variables Muon orthogonalizes: Keras's rule on Keras's variable paths and
+    shapes (Model._keras_variables)."""
+    return [off for off, path, shape in model._keras_variables() if not opt._should_use_adamw(path, shape)]
 
 
 class _Refused(Optimizer):
