@@ -10,7 +10,7 @@ static long muon_ws(const bf_param *p) {
     return 2 * R * C + 2 * k * k;
 }
 
-size_t bf_opt_matrix_ws_floats(const bf_model *m) {
+size_t bf_opt_matrix_ws_bytes(const bf_model *m) {
     long most = 0;
     if (m->opt.kind != BF_OPT_MUON) return 0;
     for (int i = 0; i < m->nlayers; i++)
@@ -18,7 +18,7 @@ size_t bf_opt_matrix_ws_floats(const bf_model *m) {
             const bf_param *p = &m->layers[i].params[j];
             if (p->trainable && p->matrix && muon_ws(p) > most) most = muon_ws(p);
         }
-    return (size_t)most;
+    return most ? bf_align_up(sizeof(float) * (size_t)most) : 0;
 }
 
 bf_status bf_opt_matrix_check(const bf_model *m, const bf_backend *be) {
@@ -36,6 +36,7 @@ bf_status bf_opt_matrix_update(bf_run *r, bf_update_args *a) {
     bf_backend *be = r->be;
     const long n = m->n_trainable;
     BF_TRY(bf_opt_matrix_check(m, be));
+    float *ws = (float *)(void *)((char *)r->norms + (r->norm_bytes - bf_opt_matrix_ws_bytes(m))); /* its end */
     for (int i = 0; i < m->nlayers; i++)
         for (int j = 0; m->layers[i].share < 0 && j < m->layers[i].nparam; j++) {
             const bf_param *p = &m->layers[i].params[j];
@@ -44,7 +45,7 @@ bf_status bf_opt_matrix_update(bf_run *r, bf_update_args *a) {
             float *w = r->w + p->offset, *g = r->grads + off, *s0 = r->slots + off, *s1 = r->slots + n + off;
             if (m->opt.kind == BF_OPT_MUON) {
                 const long R = p->matrix ? p->shape[0] : 1, C = p->matrix ? p->shape[1] : p->n;
-                BF_TRY(be->muon_update(be, w, s0, s1, r->opt_ws, g, R, C, p->matrix, a));
+                BF_TRY(be->muon_update(be, w, s0, s1, ws, g, R, C, p->matrix, a));
                 continue;
             }
             const int factored = p->rank >= 2;

@@ -5,9 +5,9 @@
 
 #include "step.h"
 
-/* floats of the update's scratch (backend memory, planned with the run's norms): Muon's largest matrix's
- * 2*R*C + 2*min(R,C)^2, else 0 */
-size_t bf_opt_matrix_ws_floats(const bf_model *m);
+/* bytes of the update's scratch (backend memory, planned at the end of the run's norms): Muon's largest matrix's
+ * 2*R*C + 2*min(R,C)^2 floats, aligned; else 0 */
+size_t bf_opt_matrix_ws_bytes(const bf_model *m);
 /* Adafactor's or Muon's update of every trainable variable, a (lr, t, the optimizer's arguments) filled by the
  * caller; 0 when the backend lacks the op (refused before the run: bf_opt_matrix_check) */
 bf_status bf_opt_matrix_update(bf_run *r, bf_update_args *a);

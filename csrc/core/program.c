@@ -326,8 +326,8 @@ static bf_status run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, 
         const long cn = !train ? 0 : m->opt.clip == BF_CLIP_NORM ? (nt ? nt : 1) : m->opt.clip == BF_CLIP_GLOBAL_NORM;
         const long ln = train && m->opt.kind == BF_OPT_LAMB ? 2L * nt : 0;
         r->lamb_norm_off = cn;
-        r->opt_ws_bytes = train ? bf_align_up(fb * bf_opt_matrix_ws_floats(m)) : 0;
-        r->norm_bytes = (cn + ln ? bf_align_up(sizeof(double) * (size_t)(cn + ln)) : 0) + r->opt_ws_bytes;
+        r->norm_bytes = (cn + ln ? bf_align_up(sizeof(double) * (size_t)(cn + ln)) : 0) +
+                        (train ? bf_opt_matrix_ws_bytes(m) : 0);
     }
 
     size_t slots = (r->xslot_bytes + r->yslot_bytes + r->wslot_bytes) * BF_PREFETCH_DEPTH;
@@ -346,7 +346,7 @@ static bf_status run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, 
     entry(r, "backend scratch and library workspace", "workspaces", r->ws_bytes, 1);
     entry(r, "step statistics (loss, metrics, guard bounds)", "workspaces", r->stats_bytes, d);
     entry(r, m->opt.kind == BF_OPT_LAMB   ? "norms (gradient clipping, Lamb's trust ratios)"
-             : r->opt_ws_bytes             ? "gradient norms (clipping) and Muon's Newton-Schulz scratch"
+             : bf_opt_matrix_ws_bytes(m)   ? "gradient norms (clipping) and Muon's Newton-Schulz scratch"
                                            : "gradient norms (clipping)",
           "workspaces", r->norm_bytes, d);
     entry(r, "metric statistics (read-back copy, epoch sums)", "workspaces", r->hmet_bytes, 0);

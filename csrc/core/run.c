@@ -127,7 +127,6 @@ bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
     r->mstats = (double *)(void *)((char *)scratch + bf_step_stats_bytes(r->m->nlayers));
     if ((s = carve(&r->arena, r->norm_bytes, &scratch)) != BF_OK) goto fail;
     r->norms = (double *)(void *)scratch;
-    r->opt_ws = r->opt_ws_bytes ? (float *)(void *)((char *)scratch + (r->norm_bytes - r->opt_ws_bytes)) : NULL;
     if ((s = carve(r->on_device ? &r->host_arena : &r->arena, r->hmet_bytes, &scratch)) != BF_OK) goto fail;
     r->hmet = (char *)scratch;
     r->macc = r->hmet ? (double *)(void *)(r->hmet + r->stats_bytes) : NULL;

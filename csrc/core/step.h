@@ -102,9 +102,8 @@ typedef struct bf_run {
     int weighted;          /* sample-weight batch slots (fit / evaluate with sample or class weights) */
     size_t wslot_bytes;    /* per slot: one weight per row */
     long nmv, moff[BF_MAX_METRICS]; /* metric statistics: doubles in all, offset of each */
-    size_t norm_bytes;     /* sums of squares (backend memory): gradients for clipping, then Lamb's pairs; then
-                            * opt_ws_bytes of the optimizer's scratch (Muon's: opt_matrix.c) */
-    size_t opt_ws_bytes;
+    size_t norm_bytes;     /* sums of squares (backend memory): gradients for clipping, then Lamb's pairs; then the
+                            * optimizer's scratch at its end (Muon's: bf_opt_matrix_ws, opt_matrix.c) */
     long lamb_norm_off;    /* doubles before Lamb's (sum w^2, sum update^2) per trainable tensor */
     size_t hmet_bytes;     /* host: copy of the step statistics and the epoch's metric sums */
     /* plan table */
@@ -127,7 +126,6 @@ typedef struct bf_run {
     float *hx[BF_PREFETCH_DEPTH], *hy[BF_PREFETCH_DEPTH], *hw[BF_PREFETCH_DEPTH];
     double *mstats;        /* backend: the metric statistics after the record */
     double *norms;         /* backend: norm_bytes */
-    float *opt_ws;         /* backend: opt_ws_bytes, at the end of norms */
     char *hmet;            /* host: read-back copy of record + metric statistics */
     double *macc;          /* host: metric statistics summed since the last reset (epoch) */
     /* sample weights of the current call (NULL: all 1) and class weights by class id */
