@@ -106,6 +106,31 @@ def test_later_keras_optimizers_match_the_cpu_on_cuda(opt):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("opt", [
+    lambda: bf.optimizers.Adam(learning_rate=0.01, epsilon=1e-3, gradient_accumulation_steps=2, clipnorm=0.5),
+    lambda: bf.optimizers.SGD(learning_rate=0.05, momentum=0.9, gradient_accumulation_steps=3, use_ema=True,
+                              loss_scale_factor=3.0),
+], ids=["adam-accumulate-2", "sgd-accumulate-3-ema-loss-scale-factor"])
+def test_gradient_accumulation_and_loss_scale_factor_match_the_cpu_on_cuda(opt):
+    """gradient_accumulation_steps (the accumulator slot on the device) and loss_scale_factor on CUDA."""
+    cpu, gpu, hc, hg = _train_both(_dense_model, lambda: dict(optimizer=opt(), loss="sparse_categorical_crossentropy"),
+                                   XD, YD, batch_size=32, epochs=2)
+    _assert_weights_close(gpu.get_weights(), cpu.get_weights(), "gradient accumulation")
+    np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=RTOL)
+    assert gpu.optimizer.iterations == cpu.optimizer.iterations > 0
+
+
+@pytest.mark.parametrize("name,use", [("Adafactor", "Adam"), ("Muon", "AdamW")])
+def test_adafactor_and_muon_are_refused_on_cuda_by_name(name, use):
+    m = _dense_model()
+    m.compile(optimizer=getattr(bf.optimizers, name)(), loss="sparse_categorical_crossentropy")
+    before = m.get_weights()
+    with pytest.raises(ValueError, match=f"{name} optimizer is not implemented on the cuda.*{use}"):
+        m.fit(XD, YD, batch_size=32, epochs=1, verbose=0, device="cuda")
+    for a, b in zip(before, m.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("opt,loss,metrics", [
     (lambda: bf.optimizers.Nadam(learning_rate=1e-3, epsilon=1e-3, clipnorm=0.5, weight_decay=0.01),
      lambda: bf.losses.BinaryCrossentropy(label_smoothing=0.1),

@@ -2,8 +2,8 @@
 steps on a small Dense model from the same weights and batches give Keras's
 weights to float32 rounding, with and without weight decay and clipping; the
 plan equals the arenas with their state; the device path ("emu") gives the
-CPU's bits; bad arguments raise naming them; Adafactor and Muon are refused
-by name; Ftrl at a learning rate of 0 raises before changing anything."""
+CPU's bits; bad arguments raise naming them; Ftrl at a learning rate of 0
+raises before changing anything (Adafactor and Muon: test_matrix_optimizers.py)."""
 
 import numpy as np
 import pytest
@@ -128,17 +128,6 @@ def test_lamb_norms_are_planned_per_variable():
 def test_bad_arguments_raise_naming_them(make, what):
     with pytest.raises((ValueError, TypeError), match=what):
         make()
-
-
-@pytest.mark.parametrize("name,use", [("Adafactor", "Lion"), ("Muon", "AdamW")])
-def test_adafactor_and_muon_are_refused_by_name_saying_what_to_use(name, use):
-    with pytest.raises(NotImplementedError, match=f"{name} is not supported by boundfit.*{use}"):
-        getattr(bf.optimizers, name)()
-    with pytest.raises(NotImplementedError, match=name):
-        bf.optimizers.get(name.lower())
-    m = bf.Sequential([layers.Dense(3, input_shape=(5,))])
-    with pytest.raises(NotImplementedError, match=name):
-        m.compile(optimizer=name.lower(), loss="mse")
 
 
 @pytest.mark.parametrize("name,cls", [("adamax", "Adamax"), ("adadelta", "Adadelta"), ("ftrl", "Ftrl"),

@@ -126,6 +126,18 @@ typedef enum {
     BF_UPD_FTRL, BF_UPD_LION, BF_UPD_LAMB_MOMENTS, BF_UPD_LAMB_APPLY, BF_UPD_EMA, BF_UPD_EMA_OVERWRITE
 } bf_update_kind;
 #define BF_UPD_LAST BF_UPD_EMA_OVERWRITE
+/* Adafactor's arguments (Keras 3 names; core/opt_matrix.c) */
+typedef struct {
+    float beta_2_decay, epsilon_1, epsilon_2, clip_threshold;
+} bf_adafactor_args;
+/* Muon's arguments (Keras 3 names; core/opt_matrix.c); beta1, beta2, eps of bf_update_args are adam_beta_1 /
+ * adam_beta_2 / epsilon, momentum and nesterov its own, weight_decay the matrices' */
+typedef struct {
+    float a, b, c;            /* muon_a, muon_b, muon_c: the Newton-Schulz polynomial */
+    float adam_lr_ratio, adam_weight_decay;
+    float rms_rate;           /* < 0: None (no Moonlight scaling) */
+    int ns_steps;
+} bf_muon_args;
 /* Ftrl's arguments (Keras 3 names) */
 typedef struct {
     float lr_power;       /* learning_rate_power (<= 0) */
@@ -140,6 +152,8 @@ typedef struct {
     float u_t, u_t1, u_prod, u_prod1; /* Nadam: u_t, u_{t+1}, prod u_1..u_t, prod u_1..u_{t+1} */
     bf_ftrl_args ftrl;
     const double *norms;             /* LAMB_APPLY: (2) sum w^2, sum update^2 of this variable (backend memory) */
+    bf_adafactor_args af;            /* adafactor_update */
+    bf_muon_args mu;                 /* muon_update */
 } bf_update_args;
 
 /* gradient clipping modes (Keras: clipnorm per tensor, global_clipnorm, clipvalue) */

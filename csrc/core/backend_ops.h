@@ -94,6 +94,19 @@ BF_OP(bf_status, opt_update,
  * over m, v (n) at iteration a->t, in double (the trust ratio's norm); does not wait */
 BF_OP(bf_status, lamb_sumsq, (bf_backend *be, double *out, const float *m, const float *v, long n, const bf_update_args *a),
       ALL)
+/* Adafactor's update of one variable w (A,R,C) from g (A,R,C), Keras 3's rule after the decoupled weight decay
+ * (cpu/optimizers_matrix.c): factored 1 (a variable of rank >= 2: R, C its last two axes): the row and column
+ * second moments r (A,R) and c (A,C) and v (A,R,C) = r / mean(r) * c; factored 0 (rank < 2: A = R = 1): v (C)
+ * their moving average. The per-variable root mean squares in double; a->t, a->lr, a->af. CPU only. */
+BF_OP(bf_status, adafactor_update,
+      (bf_backend *be, float *w, float *v, float *r, float *c, const float *g, long A, long R, long C, int factored,
+       const bf_update_args *a), CPU)
+/* Muon's update of one variable w (R,C) (n = R*C) from g: matrix 1, the momentum m (R,C) and the Newton-Schulz
+ * orthogonalization of its (Nesterov) step, ws (2*R*C + 2*min(R,C)^2 floats) its scratch; matrix 0, AdamW's
+ * step with m and v (n) at lr * adam_lr_ratio (Keras 3's Muon: cpu/optimizers_matrix.c). CPU only. */
+BF_OP(bf_status, muon_update,
+      (bf_backend *be, float *w, float *m, float *v, float *ws, const float *g, long R, long C, int matrix,
+       const bf_update_args *a), CPU)
 /* Keras weight regularizers (csrc/cpu/regularize.c): penalty (1, may be
  * NULL) += l1*sum|w| + l2*sum w^2 in double; g (n, may be NULL) +=
  * l1*sign(w) + 2*l2*w. Backend memory, no wait. */

@@ -22,7 +22,7 @@ extern "C" {
 }
 #endif
 
-#define BF_CUDA_ABI 21 /* 4: the vtable grew DepthwiseConv2D ops; 5: bf_augment grew rotation, zoom, contrast;
+#define BF_CUDA_ABI 22 /* 4: the vtable grew DepthwiseConv2D ops; 5: bf_augment grew rotation, zoom, contrast;
                           6: the vtable grew the NCCL entries (nccl.cu), bf_metric_spec its value;
                           7: ewise grew the keras.ops math ops (BF_EW_DIV ..); 8: bf_metric_spec grew class_id, batch_mean;
                           9: bf_augment grew keras.random's draws (noise 3);
@@ -37,6 +37,7 @@ extern "C" {
                           19: the vtable grew the Conv3D ops (CPU only).
                           20: bf_update_kind grew EMA / EMA_OVERWRITE (use_ema).
                           21: the vtable grew the SpectralNormalization ops (CPU only).
+                          22: bf_update_args grew Adafactor's and Muon's arguments, the vtable their updates (CPU only).
                           Any change to backend_ops.h or bf_backend bumps it. */
 
 /* What the core lends the module: its error recorder (the thread-local

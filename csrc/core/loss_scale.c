@@ -6,12 +6,16 @@
  * JAX's Keras doubles the scale before it divides the gradients, so they are
  * divided by the doubled scale there; so are they here. The division is a
  * multiplication by 1 / scale: the same floats for a power of two (every
- * scale from a power-of-two initial_scale), within an ulp otherwise. */
+ * scale from a power-of-two initial_scale), within an ulp otherwise. An optimizer's fixed loss_scale_factor is
+ * the same without the dynamics: the gradients divided by it on every step. */
 #include "loss_scale.h"
 
 bf_status bf_loss_scale_step(bf_run *r, int bad, int *apply) {
     bf_optimizer *o = &r->m->opt;
     *apply = 1;
+    if (!o->growth_steps && o->loss_scale_factor > 0.0f && r->m->n_trainable) /* Keras's loss_scale_factor: g / it */
+        return r->be->ewise(r->be, r->grads, r->grads, NULL, NULL, BF_EW_SCALE,
+                            (float)(1.0 / (double)o->loss_scale_factor), r->m->n_trainable);
     if (!o->growth_steps) return BF_OK;
     if (bad) {
         *apply = 0;

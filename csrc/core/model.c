@@ -475,8 +475,25 @@ bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *
     case BF_OPT_ADAGRAD: nslots = 1; break;
     case BF_OPT_NADAM: case BF_OPT_ADAMAX: case BF_OPT_ADADELTA: case BF_OPT_FTRL: case BF_OPT_LAMB: nslots = 2; break;
     case BF_OPT_LION: nslots = 1; break;
+    case BF_OPT_ADAFACTOR: nslots = 3; break;
+    case BF_OPT_MUON: nslots = 2; break;
     default: return BF_FAIL(BF_ERR_ARG, "optimizer: unknown optimizer kind %d", (int)opt->kind);
     }
+    if (opt->acc_steps < 0 || opt->acc_steps == 1)
+        return BF_FAIL(BF_ERR_ARG, "gradient_accumulation_steps must be an integer >= 2, got %ld", opt->acc_steps);
+    if (opt->loss_scale_factor < 0.0f || !(opt->loss_scale_factor < INFINITY))
+        return BF_FAIL(BF_ERR_ARG, "loss_scale_factor must be a finite number > 0 or None, got %g",
+                       (double)opt->loss_scale_factor);
+    if (opt->growth_steps && (opt->acc_steps || opt->loss_scale_factor > 0.0f))
+        return BF_FAIL(BF_ERR_ARG, "LossScaleOptimizer: its inner optimizer's %s is not supported by boundfit; "
+                       "leave it None under a LossScaleOptimizer",
+                       opt->acc_steps ? "gradient_accumulation_steps" : "loss_scale_factor");
+    if (opt->kind == BF_OPT_MUON && !(opt->mu.ns_steps >= 0 && opt->mu.adam_weight_decay >= 0.0f))
+        return BF_FAIL(BF_ERR_ARG, "Muon: ns_steps and adam_weight_decay must be >= 0, got %d and %g", opt->mu.ns_steps,
+                       (double)opt->mu.adam_weight_decay);
+    if (opt->kind == BF_OPT_ADAFACTOR && !(opt->af.clip_threshold > 0.0f))
+        return BF_FAIL(BF_ERR_ARG, "Adafactor: clip_threshold must be > 0, got %g", (double)opt->af.clip_threshold);
+    nslots += opt->acc_steps != 0;
     if (opt->use_ema && !(opt->ema_momentum >= 0.0f && opt->ema_momentum <= 1.0f))
         return BF_FAIL(BF_ERR_ARG, "ema_momentum must be in [0, 1], got %g", (double)opt->ema_momentum);
     if (opt->ema_overwrite_frequency < 0)
@@ -512,6 +529,7 @@ bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *
     m->opt = *opt;
     m->opt.nslots = nslots;
     m->opt.iterations = 0;
+    m->opt.acc_count = 0;
     m->opt.u_product = 1.0f;
     m->opt.u_product_it = 0;
     m->opt.scale_counter = 0;
@@ -520,6 +538,27 @@ bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *
     m->y_row = y_row;
     m->nmetrics = 0;
     m->compiled = 1;
+    return BF_OK;
+}
+
+bf_status bf_model_set_matrices(bf_model *m, const long *grad_offsets, int n) {
+    for (int k = 0; k < n; k++) {
+        int found = 0;
+        for (int i = 0; i < m->nlayers && !found; i++)
+            for (int j = 0; m->layers[i].share < 0 && j < m->layers[i].nparam; j++) {
+                const bf_param *p = &m->layers[i].params[j];
+                if (p->trainable && (long)p->grad_offset == grad_offsets[k] && p->rank == 2) found = 1;
+            }
+        if (!found)
+            return BF_FAIL(BF_ERR_ARG, "Muon: gradient offset %ld is not a trainable rank-2 variable", grad_offsets[k]);
+    }
+    for (int i = 0; i < m->nlayers; i++)
+        for (int j = 0; j < m->layers[i].nparam; j++) {
+            bf_param *p = &m->layers[i].params[j];
+            p->matrix = 0;
+            for (int k = 0; k < n && p->trainable && m->layers[i].share < 0; k++)
+                if ((long)p->grad_offset == grad_offsets[k]) p->matrix = 1;
+        }
     return BF_OK;
 }
 

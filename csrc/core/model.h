@@ -75,6 +75,8 @@ typedef struct {
     bf_fan_mode init_mode;
     float l1, l2;           /* Keras regularizer (0, 0: none): penalty in the loss, its gradient added */
     bf_constraint con;      /* applied after each update */
+    int matrix;             /* Muon: 1 when the variable takes the Newton-Schulz step (Keras's rank-2 variables
+                             * not excluded by name: set by compile), 0 AdamW's */
 } bf_param;
 
 /* a node: what the engine reads of every kind (its kind, inputs, shapes, parameters and their options, the
@@ -120,11 +122,13 @@ typedef struct bf_layer {
 
 typedef enum {
     BF_OPT_NONE = 0, BF_OPT_SGD, BF_OPT_ADAM, BF_OPT_RMSPROP, BF_OPT_ADAMW, BF_OPT_ADAGRAD, BF_OPT_NADAM,
-    BF_OPT_ADAMAX, BF_OPT_ADADELTA, BF_OPT_FTRL, BF_OPT_LION, BF_OPT_LAMB
+    BF_OPT_ADAMAX, BF_OPT_ADADELTA, BF_OPT_FTRL, BF_OPT_LION, BF_OPT_LAMB, BF_OPT_ADAFACTOR, BF_OPT_MUON
 } bf_opt_kind;
-#define BF_OPT_LAST BF_OPT_LAMB
+#define BF_OPT_LAST BF_OPT_MUON
 
 #define BF_MAX_METRICS 16
+#define BF_MAX_OPT_SLOTS 6    /* Adam amsgrad or Adafactor, the accumulator, the moving average */
+#define BF_MAX_MATRICES 4096  /* Muon's Newton-Schulz variables */
 
 typedef struct {
     bf_opt_kind kind;
@@ -135,10 +139,21 @@ typedef struct {
     float weight_decay;        /* decoupled, Keras 3 base optimizer (0: none) */
     float initial_accumulator; /* Adagrad, Ftrl: initial value of the accumulator slot */
     bf_ftrl_args ftrl;         /* Ftrl: learning_rate_power, its regularization strengths, beta */
+    bf_adafactor_args af;      /* Adafactor (core/opt_matrix.c) */
+    bf_muon_args mu;           /* Muon (core/opt_matrix.c; its matrices: bf_param.matrix) */
     bf_clip_mode clip;         /* at most one of clipnorm / global_clipnorm / clipvalue */
     float clip_value;
     int nslots;        /* state tensors per parameter: SGD momentum 0-1, Adam 2-3, RMSprop 1-3, Adagrad 1, Nadam 2,
-                        * Adamax 2, Adadelta 2, Ftrl 2, Lion 1, Lamb 2; then, with use_ema, the moving average */
+                        * Adamax 2, Adadelta 2, Ftrl 2, Lion 1, Lamb 2, Adafactor 3 (v; r and c at the variable's
+                        * offset), Muon 2 (momentum; velocity of its AdamW variables); then, with
+                        * gradient_accumulation_steps, the accumulated gradients; then, with use_ema, the moving
+                        * average (always the last) */
+    long acc_steps;    /* Keras's gradient_accumulation_steps (0: none): an update every acc_steps steps, on the
+                        * mean of their gradients; acc_count steps are accumulated since the last update, so
+                        * Keras's raw step counter (_iterations) is iterations * acc_steps + acc_count */
+    long acc_count;
+    float loss_scale_factor; /* Keras's loss_scale_factor (0: None): the losses' gradient times it, the gradients
+                              * divided by it before the update */
     int use_ema;                  /* Keras's use_ema: the last slot is the weights' moving average */
     float ema_momentum;           /* in [0, 1] */
     long ema_overwrite_frequency; /* the weights take the average every this many updates (0: never) */
@@ -152,12 +167,20 @@ typedef struct {
     long scale_counter; /* Keras's step_counter: finite steps since the scale last changed */
 } bf_optimizer;
 
-/* what the losses' gradient is multiplied by: the dynamic loss scale, or 1 */
-static inline float bf_optimizer_grad_scale(const bf_optimizer *o) { return o->growth_steps ? o->loss_scale : 1.0f; }
+/* what the losses' gradient is multiplied by: the dynamic loss scale, loss_scale_factor, or 1 */
+static inline float bf_optimizer_grad_scale(const bf_optimizer *o) {
+    return o->growth_steps ? o->loss_scale : o->loss_scale_factor > 0.0f ? o->loss_scale_factor : 1.0f;
+}
 
-/* the learning rate of the next update: the schedule at `iterations`, or lr */
+/* Keras's raw step counter (_iterations): steps applied or accumulated */
+static inline long bf_optimizer_raw_steps(const bf_optimizer *o) {
+    return o->acc_steps ? o->iterations * o->acc_steps + o->acc_count : o->iterations;
+}
+
+/* the learning rate of the next update: the schedule at Keras's raw step counter (as Keras's
+ * _get_current_learning_rate), or lr */
 static inline float bf_optimizer_lr(const bf_optimizer *o) {
-    return bf_schedule_rate(&o->sched, o->lr, o->iterations);
+    return bf_schedule_rate(&o->sched, o->lr, bf_optimizer_raw_steps(o));
 }
 
 typedef bf_loss_spec bf_loss;
@@ -226,6 +249,9 @@ bf_status bf_model_borrow_weights(bf_model *m, const bf_model *src, const int *s
  * first training run, after its budget check). `outs` (n_outputs of them) gives
  * each output its loss and weight; NULL: `loss` for every output, weight 1. */
 bf_status bf_model_compile(bf_model *m, const bf_optimizer *opt, const bf_loss *loss, const bf_output *outs);
+/* Muon: the trainable tensors (by gradient offset, n of them) that take the Newton-Schulz step; each must be a
+ * trainable rank-2 parameter, else BF_ERR_ARG and nothing changes */
+bf_status bf_model_set_matrices(bf_model *m, const long *grad_offsets, int n);
 /* the metrics computed by evaluate / fit (after compile; each checked against its output's size and loss targets) */
 bf_status bf_model_set_metrics(bf_model *m, const bf_metric_spec *metrics, int n);
 /* a metric's value from its accumulated statistics (Keras result()) */

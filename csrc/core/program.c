@@ -17,6 +17,7 @@
 #include "layer_registry.h"
 #include "masks.h"
 #include "mixed.h"
+#include "opt_matrix.h"
 #include "seq_loss.h"
 
 #include <limits.h>
@@ -80,6 +81,7 @@ static bf_status check_backend(const bf_run *r) {
             return BF_FAIL(BF_ERR_ARG, "layer '%s' is not implemented on the %s backend in this build", ly->name, be->name);
     }
     if (r->mode != BF_MODE_PREDICT) BF_TRY(bf_seq_check_outputs(m)); /* a masked output: Keras masks its loss */
+    if (r->mode == BF_MODE_TRAIN) BF_TRY(bf_opt_matrix_check(m, be)); /* Adafactor, Muon: CPU only */
     if ((m->n_inputs > 1 || m->n_outputs > 1) && !be->copy2d)
         return BF_FAIL(BF_ERR_ARG, "models with several inputs or outputs need copy2d, missing on the %s backend", be->name);
     return BF_OK;
@@ -324,7 +326,8 @@ static bf_status run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, 
         const long cn = !train ? 0 : m->opt.clip == BF_CLIP_NORM ? (nt ? nt : 1) : m->opt.clip == BF_CLIP_GLOBAL_NORM;
         const long ln = train && m->opt.kind == BF_OPT_LAMB ? 2L * nt : 0;
         r->lamb_norm_off = cn;
-        r->norm_bytes = cn + ln ? bf_align_up(sizeof(double) * (size_t)(cn + ln)) : 0;
+        r->norm_bytes = (cn + ln ? bf_align_up(sizeof(double) * (size_t)(cn + ln)) : 0) +
+                        (train ? bf_opt_matrix_ws_bytes(m) : 0);
     }
 
     size_t slots = (r->xslot_bytes + r->yslot_bytes + r->wslot_bytes) * BF_PREFETCH_DEPTH;
@@ -342,7 +345,9 @@ static bf_status run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, 
     entry(r, what, "activations", bf_align_up(r->scratch_bytes), d);
     entry(r, "backend scratch and library workspace", "workspaces", r->ws_bytes, 1);
     entry(r, "step statistics (loss, metrics, guard bounds)", "workspaces", r->stats_bytes, d);
-    entry(r, m->opt.kind == BF_OPT_LAMB ? "norms (gradient clipping, Lamb's trust ratios)" : "gradient norms (clipping)",
+    entry(r, m->opt.kind == BF_OPT_LAMB   ? "norms (gradient clipping, Lamb's trust ratios)"
+             : bf_opt_matrix_ws_bytes(m)   ? "gradient norms (clipping) and Muon's Newton-Schulz scratch"
+                                           : "gradient norms (clipping)",
           "workspaces", r->norm_bytes, d);
     entry(r, "metric statistics (read-back copy, epoch sums)", "workspaces", r->hmet_bytes, 0);
     if (d) entry(r, "pinned host batch slots", "input batches", slots, 0);

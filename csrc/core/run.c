@@ -12,6 +12,7 @@
 #include "backend_registry.h"
 #include "layer_registry.h"
 #include "loss_scale.h"
+#include "opt_matrix.h"
 #include "mixed.h"
 #include "prefetch.h"
 #include "run_strategy.h"
@@ -471,13 +472,39 @@ static bf_status ema_update(bf_run *r, long n) {
     return BF_OK;
 }
 
+/* gradient_accumulation_steps, as Keras 3 on JAX: a step that is not the acc_steps-th adds its gradients to the
+ * accumulator (slot before the moving average) and changes nothing else (*apply = 0; the moving average still
+ * moves); the acc_steps-th updates with (g + accumulated) / acc_steps and empties the accumulator */
+static bf_status accumulate_gradients(bf_run *r, int *apply) {
+    bf_model *m = r->m;
+    bf_backend *be = r->be;
+    bf_optimizer *o = &m->opt;
+    const long n = m->n_trainable;
+    float *acc = r->slots + (size_t)(o->nslots - 1 - (o->use_ema != 0)) * (size_t)n;
+    *apply = o->acc_count + 1 == o->acc_steps;
+    if (!*apply) {
+        BF_TRY(be->ewise(be, acc, acc, r->grads, NULL, BF_EW_ADD, 1.0f, n));
+        o->acc_count++;
+        return BF_OK;
+    }
+    BF_TRY(be->ewise(be, r->grads, r->grads, acc, NULL, BF_EW_ADD, 1.0f / (float)o->acc_steps, n));
+    BF_TRY(be->fill_zero(be, acc, sizeof(float) * (size_t)n));
+    o->acc_count = 0;
+    return BF_OK;
+}
+
 static bf_status apply_update(bf_run *r) {
     bf_model *m = r->m;
     bf_backend *be = r->be;
     bf_optimizer *o = &m->opt;
     long n = m->n_trainable;
     float lr = bf_optimizer_lr(o);
-    if (n == 0) { o->iterations++; return BF_OK; }
+    if (n == 0) {
+        if (o->acc_steps && ++o->acc_count < o->acc_steps) return BF_OK;
+        o->acc_count = 0;
+        o->iterations++;
+        return BF_OK;
+    }
     bf_update_args a = {0};
     a.lr = lr;
     a.beta1 = o->beta1;
@@ -490,7 +517,7 @@ static bf_status apply_update(bf_run *r) {
     a.amsgrad = o->amsgrad;
     a.centered = o->centered;
     a.t = o->iterations + 1;
-    const int ns = o->nslots - (o->use_ema != 0); /* the rule's slots (the moving average is the last) */
+    const int ns = o->nslots - (o->use_ema != 0) - (o->acc_steps != 0); /* the rule's (then accumulator, average) */
     float *s0 = ns > 0 ? r->slots : NULL, *s1 = ns > 1 ? r->slots + n : NULL;
     float *s2 = ns > 2 ? r->slots + 2 * n : NULL;
     switch (o->kind) {
@@ -515,16 +542,23 @@ static bf_status apply_update(bf_run *r) {
         break;
     case BF_OPT_LION: a.kind = BF_UPD_LION; break;
     case BF_OPT_LAMB: a.kind = BF_UPD_LAMB_MOMENTS; break;
+    case BF_OPT_ADAFACTOR: a.af = o->af; break;
+    case BF_OPT_MUON: a.mu = o->mu; break;
     default:
         return BF_FAIL(BF_ERR_INTERNAL, "optimizer not set");
     }
     BF_TRY(regularizers(r, 1));
-    BF_TRY(clip_gradients(r));
-    if (o->kind == BF_OPT_LAMB) BF_TRY(lamb_update(r, &a));
-    else BF_TRY(be->opt_update(be, r->w, s0, s1, s2, r->grads, n, &a));
-    BF_TRY(constraints(r));
+    int apply = 1;
+    if (o->acc_steps) BF_TRY(accumulate_gradients(r, &apply));
+    if (apply) {
+        BF_TRY(clip_gradients(r));
+        if (o->kind == BF_OPT_LAMB) BF_TRY(lamb_update(r, &a));
+        else if (o->kind == BF_OPT_ADAFACTOR || o->kind == BF_OPT_MUON) BF_TRY(bf_opt_matrix_update(r, &a));
+        else BF_TRY(be->opt_update(be, r->w, s0, s1, s2, r->grads, n, &a));
+    }
+    BF_TRY(constraints(r)); /* Keras: after every apply() */
     if (o->use_ema) BF_TRY(ema_update(r, n));
-    o->iterations++;
+    if (apply) o->iterations++;
     return BF_OK;
 }
 

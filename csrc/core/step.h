@@ -102,7 +102,8 @@ typedef struct bf_run {
     int weighted;          /* sample-weight batch slots (fit / evaluate with sample or class weights) */
     size_t wslot_bytes;    /* per slot: one weight per row */
     long nmv, moff[BF_MAX_METRICS]; /* metric statistics: doubles in all, offset of each */
-    size_t norm_bytes;     /* sums of squares (backend memory): gradients for clipping, then Lamb's pairs */
+    size_t norm_bytes;     /* sums of squares (backend memory): gradients for clipping, then Lamb's pairs; then the
+                            * optimizer's scratch at its end (Muon's: bf_opt_matrix_ws, opt_matrix.c) */
     long lamb_norm_off;    /* doubles before Lamb's (sum w^2, sum update^2) per trainable tensor */
     size_t hmet_bytes;     /* host: copy of the step statistics and the epoch's metric sums */
     /* plan table */

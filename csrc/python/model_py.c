@@ -274,20 +274,46 @@ static PyObject *Model_compile(ModelObject *self, PyObject *args, PyObject *kw) 
                              "initial_accumulator_value", "clip", "clip_value", "label_smoothing", "delta", "outputs",
                              "learning_rate_power", "l1_regularization_strength", "l2_regularization_strength",
                              "l2_shrinkage_regularization_strength", "beta", "loss_scale", "growth_steps", "use_ema",
-                             "ema_momentum", "ema_overwrite_frequency", NULL};
+                             "ema_momentum", "ema_overwrite_frequency", "gradient_accumulation_steps",
+                             "loss_scale_factor", "beta_2_decay", "epsilon_1", "epsilon_2", "clip_threshold", "muon_a",
+                             "muon_b", "muon_c", "adam_lr_ratio", "adam_weight_decay", "rms_rate", "ns_steps",
+                             "matrices", NULL};
     bf_optimizer o = {0};
     bf_loss l = {0};
     o.ftrl.lr_power = -0.5f;
     int ok = 0, lk = 0, nesterov = 0, from_logits = 0, amsgrad = 0, centered = 0, clip = 0;
-    PyObject *outputs = Py_None;
+    PyObject *outputs = Py_None, *matrices = Py_None;
     l.delta = 1.0f;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ifffffpfip|ppffifffOfffffflpfl", kwlist, &ok, &o.lr, &o.beta1, &o.beta2,
+    o.af = (bf_adafactor_args){-0.8f, 1e-30f, 1e-3f, 1.0f};
+    o.mu = (bf_muon_args){3.4445f, -4.7750f, 2.0315f, 1.0f, 0.004f, 0.2f, 5};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ifffffpfip|ppffifffOfffffflpfllfffffffffffiO", kwlist, &ok, &o.lr, &o.beta1, &o.beta2,
                                      &o.eps, &o.momentum, &nesterov, &o.rho, &lk, &from_logits, &amsgrad, &centered,
                                      &o.weight_decay, &o.initial_accumulator, &clip, &o.clip_value, &l.label_smoothing,
                                      &l.delta, &outputs, &o.ftrl.lr_power, &o.ftrl.l1, &o.ftrl.l2,
                                      &o.ftrl.l2_shrinkage, &o.ftrl.beta, &o.loss_scale, &o.growth_steps,
-                                     &o.use_ema, &o.ema_momentum, &o.ema_overwrite_frequency))
+                                     &o.use_ema, &o.ema_momentum, &o.ema_overwrite_frequency, &o.acc_steps,
+                                     &o.loss_scale_factor, &o.af.beta_2_decay, &o.af.epsilon_1, &o.af.epsilon_2,
+                                     &o.af.clip_threshold, &o.mu.a, &o.mu.b, &o.mu.c, &o.mu.adam_lr_ratio,
+                                     &o.mu.adam_weight_decay, &o.mu.rms_rate, &o.mu.ns_steps, &matrices))
         return NULL;
+    /* matrices: Muon's Newton-Schulz variables, by gradient offset (optimizers/more.py picks them as Keras) */
+    long moffs[BF_MAX_MATRICES];
+    Py_ssize_t nmat = 0;
+    if (matrices != Py_None) {
+        PyObject *t = PySequence_Tuple(matrices);
+        if (!t) return NULL;
+        nmat = PyTuple_GET_SIZE(t);
+        if (nmat > BF_MAX_MATRICES) {
+            Py_DECREF(t);
+            return PyErr_Format(PyExc_ValueError, "Muon: %zd matrices, boundfit takes at most %d", nmat, BF_MAX_MATRICES);
+        }
+        for (Py_ssize_t k = 0; k < nmat; k++)
+            if (bf_py_long(PyTuple_GET_ITEM(t, k), "Muon", "matrix offset", 0, LONG_MAX, &moffs[k]) < 0) {
+                Py_DECREF(t);
+                return NULL;
+            }
+        Py_DECREF(t);
+    }
     /* outputs: [(loss kind, from_logits, weight[, label_smoothing, delta])] per model output */
     bf_output outs[BF_MAX_OUTPUTS];
     if (outputs != Py_None) {
@@ -320,7 +346,8 @@ static PyObject *Model_compile(ModelObject *self, PyObject *args, PyObject *kw) 
     o.clip = (bf_clip_mode)clip;
     l.kind = (bf_loss_kind)lk;
     l.from_logits = from_logits;
-    bf_status s = bf_model_compile(&self->m, &o, &l, outputs != Py_None ? outs : NULL);
+    bf_status s = bf_model_set_matrices(&self->m, moffs, (int)nmat);
+    if (s == BF_OK) s = bf_model_compile(&self->m, &o, &l, outputs != Py_None ? outs : NULL);
     if (s != BF_OK) return bf_raise(bf_state_of_type(Py_TYPE(self)), s);
     Py_RETURN_NONE;
 }
@@ -371,6 +398,23 @@ static PyObject *Model_set_iterations(ModelObject *self, PyObject *arg) {
     long it;
     if (bf_py_long(arg, NULL, "iterations", 0, LONG_MAX, &it) < 0) return NULL;
     self->m.opt.iterations = it;
+    Py_RETURN_NONE;
+}
+
+/* raw_steps(): Keras's raw step counter (_iterations): with gradient_accumulation_steps N, updates * N + the
+ * steps accumulated since; else the updates */
+static PyObject *Model_raw_steps(ModelObject *self, PyObject *noargs) {
+    (void)noargs;
+    return PyLong_FromLong(bf_optimizer_raw_steps(&self->m.opt));
+}
+
+/* set_raw_steps(raw): the counters from Keras's _iterations (load_model) */
+static PyObject *Model_set_raw_steps(ModelObject *self, PyObject *arg) {
+    long raw;
+    bf_optimizer *o = &self->m.opt;
+    if (bf_py_long(arg, NULL, "iterations", 0, LONG_MAX, &raw) < 0) return NULL;
+    o->iterations = o->acc_steps ? raw / o->acc_steps : raw;
+    o->acc_count = o->acc_steps ? raw % o->acc_steps : 0;
     Py_RETURN_NONE;
 }
 
@@ -480,8 +524,8 @@ static PyObject *Model_restore_optimizer_state(ModelObject *self, PyObject *args
         return PyErr_Format(PyExc_ValueError, "optimizer state has %zd slots, the compiled optimizer needs %d",
                             PySequence_Fast_GET_SIZE(list), m->opt.nslots);
     }
-    PyObject *arrs[4] = {0};
-    if (m->opt.nslots > 4) {
+    PyObject *arrs[BF_MAX_OPT_SLOTS] = {0};
+    if (m->opt.nslots > BF_MAX_OPT_SLOTS) {
         Py_DECREF(seq);
         return PyErr_Format(PyExc_ValueError, "optimizer state: %d slots", m->opt.nslots);
     }
@@ -502,7 +546,7 @@ static PyObject *Model_restore_optimizer_state(ModelObject *self, PyObject *args
         memcpy(m->slots + (size_t)k * (size_t)m->n_trainable, PyArray_DATA((PyArrayObject *)arrs[k]), sizeof(float) * (size_t)m->n_trainable);
     if (ok) m->opt.iterations = it;
     if (ok && bf_model_push(self) < 0) ok = 0;
-    for (int k = 0; k < 4; k++) Py_XDECREF(arrs[k]);
+    for (int k = 0; k < BF_MAX_OPT_SLOTS; k++) Py_XDECREF(arrs[k]);
     Py_DECREF(seq);
     if (!ok) return NULL;
     Py_RETURN_NONE;
@@ -640,6 +684,8 @@ static PyMethodDef Model_methods[] = {
     {"restore_optimizer_state", (PyCFunction)Model_restore_optimizer_state, METH_VARARGS, "restore (iterations, slots)"},
     {"set_iterations", (PyCFunction)Model_set_iterations, METH_O, "set optimizer.iterations"},
     {"ema", (PyCFunction)Model_ema, METH_O, "use_ema: 0 swap the average and the weights, 1 average into weights, 2 back"},
+    {"raw_steps", (PyCFunction)Model_raw_steps, METH_NOARGS, "Keras's raw step counter (_iterations)"},
+    {"set_raw_steps", (PyCFunction)Model_set_raw_steps, METH_O, "set Keras's raw step counter (_iterations)"},
     {"loss_scale", (PyCFunction)Model_loss_scale, METH_NOARGS, "(dynamic scale, step counter) of loss scaling"},
     {"set_loss_scale", (PyCFunction)Model_set_loss_scale, METH_VARARGS, "set (dynamic scale, step counter)"},
     {"set_learning_rate", (PyCFunction)Model_set_learning_rate, METH_O, "set the learning rate of the next update"},

@@ -33,7 +33,7 @@ _GUARD = True  # benchmarks/bench_guard.py turns the guards off to measure their
 
 
 def _apply_schedule(model, schedule):
-    lr = float(schedule(model._engine.iterations()))
+    lr = float(schedule(model._engine.raw_steps()))   # Keras: the schedule at _iterations (accumulated steps too)
     model._engine.set_learning_rate(lr)
     model.optimizer._track_lr(lr)
 

@@ -347,7 +347,7 @@ def estimate(model, batch_size, optimizer=None, device=None, micro_batch=None, m
         raise RuntimeError("estimate_memory(mode='train') needs a compiled model or optimizer=")
     if optimizer is not None and model.optimizer is None:
         opt = optimizers.get(optimizer)
-        model._engine.compile(**opt._engine_args(), loss=0, from_logits=False)
+        model._engine.compile(**opt._engine_args(model), loss=0, from_logits=False)
     return build_plan(model, mode, batch_size, devices.resolve(device), memory_limit, micro_batch,
                       validation_batch_size, shuffle_rows=shuffle_rows, weighted=weighted)
 

@@ -155,7 +155,7 @@ class Compiling:
         if getattr(self, "_multi_loss", False):
             kw["outputs"] = [(l.kind, l.from_logits, w, l.label_smoothing, l.delta)
                              for l, w in zip(self._out_losses, self._loss_weights)]
-        self._engine.compile(**self.optimizer._engine_args(), **self.loss._engine_args(), **kw)
+        self._engine.compile(**self.optimizer._engine_args(self), **self.loss._engine_args(), **kw)
         objs, names = self._resolve_metrics(getattr(self, "_metric_given", []), self._out_losses)
         try:
             self._engine.set_metrics([spec for _, _, spec in objs if spec is not None])   # (traced: the

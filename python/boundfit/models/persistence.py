@@ -52,6 +52,22 @@ class Persistence:
             out += ["", str(self.estimate_memory(bs))]
         (print_fn or print)("\n".join(out))
 
+    def _keras_variables(self):
+        """(gradient offset, Keras's variable path, Keras's shape) of each trainable variable in Keras's order; the
+        path is "<layer>/<weight>", under the model's name in a Sequential (Keras builds its layers there)"""
+        info = self._info()
+        node_layer = {self._layer_node.get(id(l)): l for l in self.layers}
+        prefix = f"{self.name}/" if type(self).__name__ == "Sequential" else ""
+        names = {i: [p[0] for p in params if p[2]] for i, (_, _, params) in enumerate(info)}
+        seen, out = {}, []
+        for i, off, shape in keras_file._trainable_slices(self):
+            k = seen[i] = seen.get(i, -1) + 1
+            layer = node_layer.get(i)
+            lname = layer.name if layer is not None else str(info[i][0])
+            vname = names[i][k].split("/")[-1] if k < len(names[i]) else ""
+            out.append((off, f"{prefix}{lname}/{vname}", tuple(shape)))
+        return out
+
     def save(self, filepath, overwrite=True):
         """Save atomically to a Keras 3 `.keras` file (architecture, weights,
         compile config, optimizer state), or any model to a boundfit graph file

@@ -8,24 +8,25 @@ from .. import schedules
 from .base import Optimizer, serialize
 from .classic import SGD, Adagrad, Adam, AdamW, Nadam, RMSprop
 from .loss_scale import LossScaleOptimizer
-from .more import Adadelta, Adafactor, Adamax, Ftrl, Lamb, Lion, Muon
+from .more import Adadelta, Adafactor, Adamax, Ftrl, Lamb, Lion, Muon, ScheduleFreeAdamW
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Nadam", "Adamax", "Adadelta", "Ftrl", "Lion",
-           "Lamb", "Adafactor", "Muon", "LossScaleOptimizer", "get", "serialize", "deserialize", "schedules"]
+           "Lamb", "Adafactor", "Muon", "ScheduleFreeAdamW", "LossScaleOptimizer", "get", "serialize", "deserialize", "schedules"]
 
 _BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagrad": Adagrad, "nadam": Nadam,
-            "adamax": Adamax, "adadelta": Adadelta, "ftrl": Ftrl, "lion": Lion}   # Keras's names (not Lamb's)
+            "adamax": Adamax, "adadelta": Adadelta, "ftrl": Ftrl, "lion": Lion, "adafactor": Adafactor,
+            "muon": Muon, "schedulefreeadamw": ScheduleFreeAdamW}   # Keras's names (not Lamb's)
 
 
 _BY_CLASS = {k.__name__: k for k in (SGD, Adam, AdamW, RMSprop, Adagrad, Nadam, Adamax, Adadelta, Ftrl, Lion, Lamb,
-                                     Adafactor, Muon, LossScaleOptimizer)}
-_BASE_KWARGS = ("ema_momentum", "ema_overwrite_frequency")   # the base optimizer's, taken through **kwargs
+                                     Adafactor, Muon, ScheduleFreeAdamW, LossScaleOptimizer)}
+# the base optimizer's, taken through **kwargs
+_BASE_KWARGS = ("ema_momentum", "ema_overwrite_frequency", "loss_scale_factor", "gradient_accumulation_steps")
 
 
 def deserialize(config, custom_objects=None):
     """Keras's `keras.optimizers.deserialize`: the optimizer of a serialize() dict (module / class_name / config),
-    a schedule as learning_rate deserialized; config entries the class does not take (Keras's
-    loss_scale_factor, gradient_accumulation_steps at None) are left out."""
+    a schedule as learning_rate deserialized; config entries the class does not take are left out."""
     if isinstance(config, Optimizer):
         return config
     if not isinstance(config, dict) or not isinstance(config.get("class_name"), str):
@@ -52,7 +53,5 @@ def get(optimizer):
         return deserialize(optimizer)
     if isinstance(optimizer, str) and optimizer.lower() in _BY_NAME:
         return _BY_NAME[optimizer.lower()]()
-    if isinstance(optimizer, str) and optimizer.lower() in ("adafactor", "muon"):
-        return {"adafactor": Adafactor, "muon": Muon}[optimizer.lower()]()   # raises, saying what to use
     raise ValueError(f"optimizer: unknown optimizer {optimizer!r}; choose one of {sorted(_BY_NAME)} "
                      "or a boundfit.optimizers object")

@@ -9,12 +9,15 @@ completed updates, as Keras). Setting optimizer.learning_rate changes the rate
 of a compiled model's next update. use_ema (ema_momentum, ema_overwrite_frequency)
 keeps Keras's moving average of the trainable weights as one more state slot
 (the last), updated by the engine after each update; fit ends with the weights
-set to it (finalize_variable_values), as Keras."""
+set to it (finalize_variable_values), as Keras. gradient_accumulation_steps=N
+(Keras's) updates every N-th step with the mean of the N steps' gradients (one more state slot, before the
+moving average); loss_scale_factor multiplies the losses' gradient and divides the gradients by it before the
+update, as Keras."""
 
 from .. import schedules
 
 SGD_ID, ADAM_ID, RMSPROP_ID, ADAMW_ID, ADAGRAD_ID, NADAM_ID = 1, 2, 3, 4, 5, 6
-ADAMAX_ID, ADADELTA_ID, FTRL_ID, LION_ID, LAMB_ID = 7, 8, 9, 10, 11
+ADAMAX_ID, ADADELTA_ID, FTRL_ID, LION_ID, LAMB_ID, ADAFACTOR_ID, MUON_ID = 7, 8, 9, 10, 11, 12, 13
 CLIP_NONE, CLIP_NORM, CLIP_GLOBAL_NORM, CLIP_VALUE = 0, 1, 2, 3
 EMA_SWAP, EMA_TO_WEIGHTS, EMA_FROM_WEIGHTS = 0, 1, 2   # the engine's ema(op) (csrc/core/model.h bf_ema_op)
 
@@ -37,9 +40,20 @@ class Optimizer:
                  use_ema=False, name=None, **kwargs):
         ema_momentum = kwargs.pop("ema_momentum", 0.99)
         ema_overwrite_frequency = kwargs.pop("ema_overwrite_frequency", None)
-        unknown = set(kwargs) - {"loss_scale_factor", "gradient_accumulation_steps"}
-        if unknown:
-            raise TypeError(f"{type(self).__name__}: unknown arguments {sorted(unknown)}")
+        loss_scale_factor = kwargs.pop("loss_scale_factor", None)
+        gradient_accumulation_steps = kwargs.pop("gradient_accumulation_steps", None)
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}: unknown arguments {sorted(kwargs)}")
+        if gradient_accumulation_steps:   # Keras's check and message (None and 0: none)
+            if isinstance(gradient_accumulation_steps, bool) or not isinstance(gradient_accumulation_steps, int) \
+                    or not gradient_accumulation_steps >= 2:
+                raise ValueError("`gradient_accumulation_steps` must be an integer >= 2. Received: "
+                                 f"gradient_accumulation_steps={gradient_accumulation_steps}")
+        if loss_scale_factor is not None:
+            f = _nonneg(loss_scale_factor, "loss_scale_factor")
+            if not 0 < f < float("inf"):
+                raise ValueError(f"loss_scale_factor must be a finite number > 0 or None, got {loss_scale_factor!r}")
+        self.loss_scale_factor, self.gradient_accumulation_steps = loss_scale_factor, gradient_accumulation_steps or None
         if use_ema:   # Keras's checks and messages
             if not 0 <= float(ema_momentum) <= 1:
                 raise ValueError(f"`ema_momentum` must be in the range [0, 1]. Received: ema_momentum={ema_momentum}")
@@ -94,7 +108,7 @@ class Optimizer:
 
     @property
     def iterations(self):
-        """Updates applied so far (Keras optimizer.iterations)."""
+        """Updates applied so far (Keras optimizer.iterations: with gradient_accumulation_steps, the steps // it)."""
         return self._model._engine.optimizer_state()[0] if self._model is not None else 0
 
     def _clip(self):
@@ -107,9 +121,9 @@ class Optimizer:
             return CLIP_VALUE, self.clipvalue
         return CLIP_NONE, 0.0
 
-    def _engine_args(self):
+    def _engine_args(self, model=None):
         clip, clip_value = self._clip()
-        return dict(optimizer=self.kind, learning_rate=self.learning_rate, beta_1=getattr(self, "beta_1", 0.9),
+        args = dict(optimizer=self.kind, learning_rate=self.learning_rate, beta_1=getattr(self, "beta_1", 0.9),
                     beta_2=getattr(self, "beta_2", 0.999), epsilon=getattr(self, "epsilon", 1e-7),
                     momentum=getattr(self, "momentum", 0.0), nesterov=getattr(self, "nesterov", False),
                     rho=getattr(self, "rho", 0.9), amsgrad=getattr(self, "amsgrad", False),
@@ -117,9 +131,12 @@ class Optimizer:
                     initial_accumulator_value=getattr(self, "initial_accumulator_value", 0.0),
                     clip=clip, clip_value=clip_value, use_ema=self.use_ema, ema_momentum=self.ema_momentum,
                     ema_overwrite_frequency=int(self.ema_overwrite_frequency or 0) if self.use_ema else 0,
-                    **self._extra_engine_args())
+                    gradient_accumulation_steps=int(self.gradient_accumulation_steps or 0),
+                    loss_scale_factor=float(self.loss_scale_factor or 0.0))
+        args.update(self._extra_engine_args(model if model is not None else self._model))
+        return args
 
-    def _extra_engine_args(self):
+    def _extra_engine_args(self, model):
         return {}
 
     def finalize_variable_values(self, var_list=None):
@@ -146,6 +163,9 @@ def serialize(opt):
     cfg.update(opt.get_config())
     if not cfg.get("use_ema"):   # at Keras's defaults they are left out (Keras reads the same optimizer), so files
         for k in ("use_ema", "ema_momentum", "ema_overwrite_frequency"):   # without EMA stay as they were
+            cfg.pop(k, None)
+    for k in ("loss_scale_factor", "gradient_accumulation_steps"):   # likewise at None
+        if cfg.get(k) is None:
             cfg.pop(k, None)
     sched = getattr(opt, "_schedule", None)
     if isinstance(sched, schedules.LearningRateSchedule):

@@ -91,8 +91,8 @@ class LossScaleOptimizer(Optimizer):
         """loss times the current scale (Keras's scale_loss)."""
         return loss * self.dynamic_scale
 
-    def _engine_args(self):
-        return dict(self.inner_optimizer._engine_args(), loss_scale=float(self.initial_scale),
+    def _engine_args(self, model=None):
+        return dict(self.inner_optimizer._engine_args(model), loss_scale=float(self.initial_scale),
                     growth_steps=int(self.dynamic_growth_steps))
 
     def get_config(self):

@@ -90,6 +90,7 @@ def save_model(model, filepath, overwrite=True):
                            "metrics": [[k, bool(w), c] for k, w, c in getattr(model, "_metric_cfgs", [])]}
         it, slots = model._engine.optimizer_state()
         meta["compile"]["iterations"] = it
+        meta["compile"]["raw_steps"] = model._engine.raw_steps()   # gradient accumulation: the steps since too
         arrays.update({f"s{i}": s for i, s in enumerate(slots)})
     data = json.dumps(meta).encode()
     atomic_write(filepath, lambda f: np.savez(f, meta=np.frombuffer(data, dtype=np.uint8), **arrays))
@@ -131,8 +132,8 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
                              f"model {len(shapes)}")
         weights = [bounded_read.npy_member(z, f"w{i}.npy", filepath, shape=s) for i, s in enumerate(shapes)]
         nslots = sum(1 for k in names if k[:1] == "s") if c else 0
-        if nslots > 4:
-            raise ValueError(f"{filepath}: the file has {nslots} optimizer slots, an optimizer has at most 4")
+        if nslots > 6:
+            raise ValueError(f"{filepath}: the file has {nslots} optimizer slots, an optimizer has at most 6")
         slots = [bounded_read.npy_member(z, f"s{i}.npy", filepath, shape=(model._engine.n_trainable,), kinds="f")
                  for i in range(nslots)]
     model.set_weights(weights)
@@ -144,6 +145,9 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
             model._engine.restore_optimizer_state(it, slots)
         else:
             model._engine.set_iterations(it)
+        steps = c.get("raw_steps")
+        if isinstance(steps, int) and steps >= 0 and getattr(model.optimizer, "gradient_accumulation_steps", None):
+            model._engine.set_raw_steps(steps)
         model._loaded()   # a model with a training graph (a custom loss): the state goes on into it
     return model
 

@@ -96,8 +96,9 @@ def _write_optimizer(g, model, as_functional):
     opt = lso.inner_optimizer if lso is not None else model.optimizer
     it, slots = model._engine.optimizer_state()
     sl = _trainable_slices(model, as_functional)
-    raw = list(slots)
-    ema = [slots.pop()] if slots and getattr(opt, "use_ema", False) else []   # Keras: the averages come first
+    raw, steps = list(slots), model._engine.raw_steps()   # Keras's _iterations (gradient accumulation: steps)
+    ema = [slots.pop()] if slots and getattr(opt, "use_ema", False) else []   # Keras: the averages come first,
+    acc = [slots.pop()] if slots and getattr(opt, "gradient_accumulation_steps", None) else []   # accumulators next
     layout, order = _keras_slot_groups(opt, len(slots) or _keras_nslots(opt))
     # a LossScaleOptimizer (Keras): its variables (iteration, learning_rate, step_counter, dynamic_scale) then the
     # inner optimizer's in optimizer/vars, the inner's also in optimizer/inner_optimizer/vars
@@ -107,12 +108,16 @@ def _write_optimizer(g, model, as_functional):
         n = sum(int(np.prod(sh)) for _, _, sh in sl)
         slots = _keras_initial_slots(opt, n)
         ema = [np.zeros(n, np.float32)] if getattr(opt, "use_ema", False) else []
+        acc = [np.zeros(n, np.float32)] if getattr(opt, "gradient_accumulation_steps", None) else []
     if layout is not None:
-        vals = [np.array(it, dtype=np.int64)]
+        vals = [np.array(steps, dtype=np.int64)]
         if getattr(opt, "_schedule", None) is None:
             vals.append(np.array(opt.learning_rate, dtype=np.float32))
-        pieces = [[s[off:off + int(np.prod(shape))].reshape(shape) for (_, off, shape) in sl] for s in slots + ema]
+        pieces = [[s[off:off + int(np.prod(shape))].reshape(shape) for (_, off, shape) in sl]
+                  for s in slots + acc + ema]
         if ema:
+            vals.extend(pieces.pop())
+        if acc:
             vals.extend(pieces.pop())
         if slots and layout == "interleaved":
             for j in range(len(sl)):
@@ -135,6 +140,7 @@ def _write_optimizer(g, model, as_functional):
     if lso is not None:
         b.attrs["loss_scale"], b.attrs["scale_counter"] = float(scale), int(counter)
     b.attrs["iterations"] = int(it)
+    b.attrs["raw_steps"] = int(steps)
     b.attrs["learning_rate"] = float(opt.learning_rate)
     for k, s in enumerate(raw):
         b.create_dataset(f"slot{k}", data=s)
@@ -330,9 +336,10 @@ def _read_optimizer(h5, model, where, as_functional):
         if attrs.get("optimizer") != name:
             return _skip_optimizer(name, f"the file holds the state of {attrs.get('optimizer')!r}")
         it, lr = _attr(attrs, "iterations", int, where), _attr(attrs, "learning_rate", float, where)
+        steps = _attr(attrs, "raw_steps", int, where) if "raw_steps" in attrs else None
         sets = [bounded_read.h5_dataset(b, f"slot{k}", where) for k in range(sum(1 for n in b if n.startswith("slot")))]
         n = model._engine.n_trainable
-        if len(sets) > 4 or any(d.shape != (n,) for d in sets):
+        if len(sets) > 6 or any(d.shape != (n,) for d in sets):
             return _skip_optimizer(name, f"the file's slots {[d.shape for d in sets]} are not the compiled "
                                          f"optimizer's (({n},) each)")
         slots = [bounded_read.h5_read(d, (n,), where) for d in sets]
@@ -347,6 +354,8 @@ def _read_optimizer(h5, model, where, as_functional):
                     model._engine.restore_optimizer_state(it, slots)
                 else:
                     model._engine.set_iterations(it)
+                if steps is not None and getattr(opt, "gradient_accumulation_steps", None):
+                    model._engine.set_raw_steps(steps)
             except ValueError as e:   # another configuration (say, momentum): weights load, the state does not
                 return _skip_optimizer(name, e)
             if getattr(opt, "_schedule", None) is None:
@@ -370,7 +379,8 @@ def _read_optimizer(h5, model, where, as_functional):
     n = sum(int(np.prod(s)) if len(s) else 1 for _, _, s in sl)
     has_lr = getattr(opt, "_schedule", None) is None
     n_ema = len(sl) if getattr(opt, "use_ema", False) else 0   # use_ema: the averages, one per variable, first
-    head = (2 if has_lr else 1) + n_ema
+    n_acc = len(sl) if getattr(opt, "gradient_accumulation_steps", None) else 0   # then the accumulators
+    head = (2 if has_lr else 1) + n_ema + n_acc
     per = len(v) - head
     if not len(v) or per < 0 or (sl and per % len(sl)):
         return None
@@ -381,8 +391,8 @@ def _read_optimizer(h5, model, where, as_functional):
     sets = [bounded_read.h5_dataset(v, str(i), where) for i in range(len(v))]
     shapes = [s for _, _, s in sl]
     body = [shapes[i // nslots] if layout == "interleaved" else shapes[i % len(sl)] for i in range(per)]
-    if any(d.size != 1 or d.ndim > 1 for d in sets[:head - n_ema]) or \
-            [d.shape for d in sets[head - n_ema:]] != shapes[:n_ema] + body:
+    if any(d.size != 1 or d.ndim > 1 for d in sets[:head - n_ema - n_acc]) or \
+            [d.shape for d in sets[head - n_ema - n_acc:]] != shapes[:n_ema] + shapes[:n_acc] + body:
         return None   # another layout (as Keras: skipped)
     vals = [bounded_read.h5_read(d, d.shape, where) for d in sets]
     flat = [np.empty(n, np.float32) for _ in range(nslots)]
@@ -391,11 +401,11 @@ def _read_optimizer(h5, model, where, as_functional):
         for k in range(nslots):
             a = vals[head + (j * nslots + k if layout == "interleaved" else k * len(sl) + j)]
             flat[order[k]][off:off + size] = a.reshape(-1)
-    if n_ema:
-        avg = np.empty(n, np.float32)
+    for first in ([head - n_acc] if n_acc else []) + ([head - n_acc - n_ema] if n_ema else []):
+        extra = np.empty(n, np.float32)   # the engine's order: the accumulator, then the average (last)
         for j, (_, off, shape) in enumerate(sl):
-            avg[off:off + (int(np.prod(shape)) if len(shape) else 1)] = vals[head - n_ema + j].reshape(-1)
-        flat.append(avg)
+            extra[off:off + (int(np.prod(shape)) if len(shape) else 1)] = vals[first + j].reshape(-1)
+        flat.append(extra)
     it = _number(vals[0].reshape(()).item(), int, f"{where}: optimizer/vars/0 (iterations)")
     lr = _number(vals[1].reshape(()).item(), float, f"{where}: optimizer/vars/1 (learning rate)") if has_lr else None
 
@@ -404,6 +414,8 @@ def _read_optimizer(h5, model, where, as_functional):
             model._engine.set_loss_scale(*scaled)
         try:
             model._engine.restore_optimizer_state(it, flat)
+            if n_acc:
+                model._engine.set_raw_steps(it)   # Keras's _iterations counts the accumulated steps
         except ValueError:
             return  # the compiled optimizer keeps other state (as Keras: skipped)
         if has_lr:
