@@ -35,6 +35,7 @@ ALLOWED_FUNCTION_IMPORTS = sorted([
     ("boundfit.image_io", "from PIL import Image"),
     ("boundfit.model_plot", "from IPython import display"),
     ("boundfit.model_plot", "import pydot"),
+    ("boundfit.wrappers", "from sklearn.utils.validation import validate_data"),
 ])
 
 

@@ -5,6 +5,7 @@ it against the budget; a run that does not fit raises MemoryBudgetError with
 what is needed, what is there and what would fit."""
 
 import ctypes as _ctypes
+import importlib as _importlib
 import os as _os
 
 
@@ -74,3 +75,10 @@ __all__ = ["Input", "Sequential", "Model", "layers", "initializers", "regularize
            "optimizers", "activations", "config", "mixed_precision", "dtype_policies", "callbacks", "utils", "preprocessing", "models", "datasets", "data", "ops", "random", "saving", "load_model", "set_memory_limit", "memory",
            "set_default_device", "diagnose", "MemoryPlan", "BoundfitError",
            "MemoryBudgetError", "DeviceError", "NonFiniteError", "DataError"]
+
+
+def __getattr__(name):
+    """keras.wrappers on first use: it imports scikit-learn (an optional dependency, slow to import)."""
+    if name == "wrappers":
+        return _importlib.import_module(".wrappers", __name__)
+    raise AttributeError(f"module 'boundfit' has no attribute {name!r}")

@@ -4,13 +4,14 @@ builds a clone (new layers, new weights by their initializers)."""
 
 import json
 
-from ..saving import keras_graph
+from ..saving import config as keras_config, keras_graph
 from ..saving.serialization import serialize_keras_object
 
 
 def clone_model(model, input_tensors=None, clone_function=None, call_function=None, recursive=False, **kwargs):
     """A new model of the same architecture, its layers new and their weights freshly initialized (Keras 3's
-    default clone); clone_function / call_function / input_tensors are refused by name."""
+    default clone), compiled as the model was (a fresh optimizer of the same config, as Keras's
+    compile_from_config); clone_function / call_function / input_tensors are refused by name."""
     for arg, v in (("input_tensors", input_tensors), ("clone_function", clone_function),
                    ("call_function", call_function)):
         if v is not None:
@@ -19,8 +20,11 @@ def clone_model(model, input_tensors=None, clone_function=None, call_function=No
     if kwargs:
         raise TypeError(f"clone_model: unexpected arguments {sorted(kwargs)}")
     entry = serialize_keras_object(model)
-    entry.pop("compile_config", None)
-    return keras_graph.model_from_config(entry)
+    compiled = entry.pop("compile_config", None)
+    clone = keras_graph.model_from_config(entry)
+    if compiled and getattr(model, "optimizer", None) is not None:
+        keras_config.compile_from_config(clone, compiled)
+    return clone
 
 
 def model_from_json(json_string, custom_objects=None):
