@@ -1,6 +1,7 @@
 """Data-parallel training past one process (CPU path, over MPI or TCP): Keras 3's
 names (`DataParallel`, `initialize`, `set_distribution`, `distribution`,
-`list_devices`), also reachable as `bf.distribution`.
+`list_devices`, `get_device_count`, `DeviceMesh`; the model-parallel ones refused
+by name: mesh.py), also reachable as `bf.distribution`.
 
 Launch with `mpiexec -n N python train.py` (MPICH from PyPI: `pip install
 boundfit[distributed]`). The MPI library is the standard-ABI libmpi_abi.so,
@@ -113,8 +114,10 @@ reap.py). Where the rest meets it (a hook outside a Strategy is marked
 """
 
 from ..engine.dist_fit import comm_seconds
+from .mesh import DeviceMesh, LayoutMap, ModelParallel, TensorLayout, distribute_tensor, get_device_count
 from ..runtime.dist_group import (DataParallel, DistributedError, distribution, find_mpi_library, initialize, is_chief,
                                   list_devices, num_processes, rank, set_distribution, transport)
 
 __all__ = ["DataParallel", "DistributedError", "initialize", "set_distribution", "distribution", "list_devices",
-           "rank", "num_processes", "is_chief", "find_mpi_library", "comm_seconds", "transport"]
+           "rank", "num_processes", "is_chief", "find_mpi_library", "comm_seconds", "transport", "DeviceMesh",
+           "LayoutMap", "ModelParallel", "TensorLayout", "distribute_tensor", "get_device_count"]

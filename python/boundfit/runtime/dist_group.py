@@ -252,8 +252,13 @@ class DataParallel:
     def __init__(self, device_mesh=None, devices=None, auto_shard_dataset=True):
         if not _state["initialized"]:
             initialize()
-        if device_mesh is not None:
-            raise ValueError("DataParallel: device_mesh is not supported; pass devices (or nothing)")
+        if device_mesh is not None:   # Keras's 1-D mesh of the devices the batch is split over
+            if devices is not None:
+                raise ValueError("DataParallel: pass device_mesh or devices, not both")
+            if len(getattr(device_mesh, "shape", ())) != 1:
+                raise ValueError(f"DataParallel: device_mesh must be a 1-D DeviceMesh (the batch axis), got "
+                                 f"{device_mesh!r}")
+            devices = list(device_mesh.devices.reshape(-1))
         all_devices = list_devices()
         if devices is not None:
             devices = [str(d) for d in devices]

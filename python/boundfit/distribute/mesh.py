@@ -1,0 +1,64 @@
+"""keras.distribution's device meshes and layouts: DeviceMesh (a data-parallel DataParallel takes a 1-D one),
+get_device_count; the model-parallel names (ModelParallel, LayoutMap, TensorLayout, distribute_tensor) are refused
+by name: boundfit replicates the model on every rank and splits the data, it does not shard weights."""
+
+import numpy as np
+
+from ..runtime.dist_group import list_devices
+
+
+def get_device_count(device_type=None):
+    """The number of devices of the group (one CPU per rank)."""
+    return len(list_devices(device_type))
+
+
+class DeviceMesh:
+    """Keras's DeviceMesh: devices (default: the group's) laid out in `shape`, its axes named by `axis_names`."""
+
+    def __init__(self, shape, axis_names, devices=None):
+        shape, axis_names = tuple(shape), list(axis_names)
+        if not shape or any(not isinstance(s, int) or s < 1 for s in shape):
+            raise ValueError(f"DeviceMesh: shape must be positive integers, got {shape}")
+        if len(axis_names) != len(shape):
+            raise ValueError(f"Shape and axis_names cannot be mismatched. Received: shape={shape}, "
+                             f"axis_names={axis_names}")
+        devices = np.array(list_devices() if devices is None else devices)
+        if int(np.prod(shape)) != devices.size:
+            raise ValueError(f"Shape does not match the number of devices. Received: shape={shape}; "
+                             f"devices.shape={devices.shape}")
+        self.shape, self.axis_names, self.devices = shape, axis_names, devices.reshape(shape)
+
+    def __repr__(self):
+        return f"<DeviceMesh shape={self.shape} axis_names={self.axis_names}>"
+
+
+def _refused(name):
+    return NotImplementedError(f"keras.distribution.{name} is not supported by boundfit: it replicates the model on "
+                               "every rank and splits the data (DataParallel); sharding weights across devices is not "
+                               "implemented")
+
+
+class ModelParallel:
+    """Refused: sharding weights across devices (use DataParallel)."""
+
+    def __init__(self, *args, **kwargs):
+        raise _refused("ModelParallel")
+
+
+class LayoutMap:
+    """Refused with ModelParallel, the distribution that reads it."""
+
+    def __init__(self, *args, **kwargs):
+        raise _refused("LayoutMap")
+
+
+class TensorLayout:
+    """Refused with ModelParallel, the distribution that reads it."""
+
+    def __init__(self, *args, **kwargs):
+        raise _refused("TensorLayout")
+
+
+def distribute_tensor(tensor, layout):
+    """Refused: placing a tensor's shards on devices (ModelParallel)."""
+    raise _refused("distribute_tensor")
