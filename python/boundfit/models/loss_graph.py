@@ -191,6 +191,13 @@ def _by_output(model, y, what):
             raise DataError(f"{what}: no array for output {missing}; the model's outputs are {names}")
         return [y[n] for n in names]
     if len(names) > 1:
+        takes = [k for k, l in enumerate(getattr(model, "_out_losses", None) or []) if not isinstance(l, losses._NoLoss)]
+        ys = list(y) if isinstance(y, (list, tuple)) else [y]
+        if 0 < len(takes) < len(names) and len(ys) == len(takes):   # as Keras: the targets of the outputs that
+            out = [None] * len(names)                               # have a loss (loss=[fn, None]: y for the first)
+            for k, a in zip(takes, ys):
+                out[k] = a
+            return out
         if not isinstance(y, (list, tuple)) or len(y) != len(names):
             raise DataError(f"{what}: the model has {len(names)} outputs {names}; pass a list or a dict of "
                             f"{len(names)} arrays")
@@ -312,8 +319,9 @@ class LossGraph:
     def log_map(self, trainer, model):
         """{training graph's log name: the model's}: the loss, each output's loss (several outputs), the metrics."""
         out = {"loss": "loss"}
-        if model._n_outputs > 1:
-            for k, name in enumerate(model._output_names):
+        with_loss = [(k, name) for k, name in enumerate(model._output_names) if k in self.loss_out]
+        if len(with_loss) > 1:   # (as Keras: each output's loss where several outputs have one)
+            for k, name in with_loss:
                 tname = self.loss_out[k]
                 out[f"{tname}_loss" if trainer._n_outputs > 1 else "loss"] = f"{name}_loss"
         order = [(w, o, j) for w in (False, True) for o in self.outputs for j in range(len(self.metrics.get(w, {})
