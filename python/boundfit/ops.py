@@ -177,8 +177,10 @@ class LossMean:
         return f"keras.ops.{'sum' if self.total else 'mean'}{' over every axis' if self.over_batch else ''}"
 
     def _refuse(self, *args, **kwargs):
-        raise OpNotSupportedError(f"{self._op()} on a symbolic tensor{tracing_where()} is a tensor only inside "
-                                  "the traced graph: it cannot become a Python number or array")
+        raise OpNotSupportedError(f"{self._op()} on a symbolic tensor{tracing_where()} is supported only as a loss's "
+                                  "value (a loss function's last op, what add_loss() is given, an activity "
+                                  "regularizer's result) or in arithmetic (+ - * / ** with tensors and numbers); "
+                                  "keras.ops functions cannot take it yet, nor can it become a Python number")
 
     def tensor(self):
         """The value as a tensor of the graph."""
