@@ -162,8 +162,8 @@ def _reshapes(shape, ps):
 
 def target_shapes(model, out_losses, y):
     """Per output k: the per-sample shape of the targets y gives where a custom loss (a function, a Loss
-    subclass, an overridden compute_loss()) takes them as they are and they are not shaped as the output (class
-    ids: y (batch, T) for an output (batch, T, classes)), else None: its y_true is traced in that shape, as Keras
+    subclass, an overridden compute_loss()) takes them as they are and they are class ids (y (batch, T) or
+    (batch, T, 1) for an output (batch, T, classes)), else None: its y_true is traced in that shape, as Keras
     passes the targets. None for all when y is no array (a generator's batches: the output's shape)."""
     out = [None] * len(out_losses)
     if y is None or not isinstance(y, (np.ndarray, list, tuple, dict)) or not model._output_names:
@@ -175,7 +175,8 @@ def target_shapes(model, out_losses, y):
     for k, (loss, a, t) in enumerate(zip(out_losses, ys, model._outputs)):
         shape = np.shape(a)[1:] if np.ndim(a) else None
         if isinstance(loss, losses.CustomLoss) and not getattr(loss.given, "_keras_builtin", False) and \
-                shape is not None and None not in t._ps and not _reshapes(shape, loss.y_true_shape(t._ps)):
+                shape is not None and None not in t._ps and not _reshapes(shape, loss.y_true_shape(t._ps)) and \
+                len(t._ps) and _reshapes(shape, t._ps[:-1]):   # (other shapes: _y_true's error, naming the loss)
             out[k] = tuple(int(d) for d in shape)
     return tuple(out)
 
