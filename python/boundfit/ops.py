@@ -164,8 +164,11 @@ class LossMean:
     """ops.mean (or, total=True, ops.sum) of traced values `x` over every axis
     (over_batch) or over a sample's only axis, in a loss function, an
     add_loss() value or an activity regularizer: the reduction the engine
-    takes of x (boundfit.losses MEAN / ADDED). Only a number may multiply or
-    divide it (the factor goes into x); anything else done with it raises."""
+    takes of x (boundfit.losses MEAN / ADDED). A number may multiply or
+    divide it (the factor goes into x); in other math (a ratio of two sums
+    over the batch: keras.io's NER loss) it is a tensor: over every axis one
+    number for the batch (a BatchReduce, which mixes its samples), else the
+    per-sample mean."""
 
     def __init__(self, x, over_batch, total=False):
         self.x, self.over_batch, self.total = x, bool(over_batch), bool(total)
@@ -176,27 +179,57 @@ class LossMean:
     def _refuse(self, *args, **kwargs):
         raise OpNotSupportedError(f"{self._op()} on a symbolic tensor{tracing_where()} is supported only as a loss's "
                                   "value (a loss function's last op, what add_loss() is given, an activity "
-                                  "regularizer's result), at most times a number; boundfit cannot use it inside "
-                                  "further math yet")
+                                  "regularizer's result) or in arithmetic (+ - * / ** with tensors and numbers); "
+                                  "keras.ops functions cannot take it yet, nor can it become a Python number")
+
+    def tensor(self):
+        """The value as a tensor of the graph."""
+        if self.over_batch:
+            return BatchReduce("sum" if self.total else "mean")(self.x)
+        return Reduce("sum" if self.total else "mean", (1,), False)(self.x)
 
     def _scaled(self, c):
-        if _scalar(c) is None:
-            self._refuse()
         return LossMean(multiply(self.x, _scalar(c)), self.over_batch, self.total)
 
     def __mul__(self, c):
-        return self._scaled(c)
+        return self._scaled(c) if _scalar(c) is not None else self.tensor() * _tensor_of(c)
 
-    __rmul__ = __mul__
+    def __rmul__(self, c):
+        return self._scaled(c) if _scalar(c) is not None else _tensor_of(c) * self.tensor()
 
     def __truediv__(self, c):
-        if _scalar(c) is None or _scalar(c) == 0:
-            self._refuse()
-        return self._scaled(1.0 / _scalar(c))
+        if _scalar(c) is not None and _scalar(c) != 0:
+            return self._scaled(1.0 / _scalar(c))
+        return self.tensor() / _tensor_of(c)
 
-    __array__ = __add__ = __radd__ = __sub__ = __rsub__ = __rtruediv__ = _refuse
-    __neg__ = __pow__ = __getitem__ = __lt__ = __le__ = __gt__ = __ge__ = __float__ = __bool__ = _refuse
+    def __add__(self, c):
+        return self.tensor() + _tensor_of(c)
+
+    def __radd__(self, c):
+        return _tensor_of(c) + self.tensor()
+
+    def __sub__(self, c):
+        return self.tensor() - _tensor_of(c)
+
+    def __rsub__(self, c):
+        return _tensor_of(c) - self.tensor()
+
+    def __rtruediv__(self, c):
+        return _tensor_of(c) / self.tensor()
+
+    def __neg__(self):
+        return -self.tensor()
+
+    def __pow__(self, c):
+        return self.tensor() ** _tensor_of(c)
+
+    __array__ = __getitem__ = __lt__ = __le__ = __gt__ = __ge__ = __float__ = __bool__ = _refuse
     __array_ufunc__ = None
+
+
+def _tensor_of(x):
+    """A LossMean as its tensor; anything else as it is."""
+    return x.tensor() if isinstance(x, LossMean) else x
 
 
 _LOSS_TRACING = []   # non-empty while loss_trace traces a loss function or a regularizer

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import ops_lax as lx
 from .layers.emath import Unary
-from .layers.node import KerasTensor
+from .layers.node import KerasTensor, tracing_anchor
 from .layers.opnode import record
 from .layers.reshaping import Slice
 
@@ -359,10 +359,23 @@ def swapaxes(x, axis1, axis2):
 
 # ---- copies: tile, repeat, roll, pad ----
 
+def _tiled_over_batch(x, reps):
+    """np.tile(x, reps) with reps[0] the batch size: x's one row tiled by the rest, for every sample."""
+    anchor = tracing_anchor()
+    if anchor is None or len(reps) != x.ndim or x.shape[0] != 1 or None in reps[1:]:
+        lx.refuse("tile", f"of an array of shape {x.shape} by {reps}: the batch size (None) repeats only an array of "
+                  "one row, its other axes by numbers, inside a layer's call()")
+    return lx.const(np.tile(x, [1] + [int(r) for r in reps[1:]])[0], anchor)
+
+
 def tile(x, repeats):
     """keras.ops.tile: each sample axis copied out by a Gather of its positions repeated; the batch axis's
-    repeat must be 1"""
+    repeat must be 1. An array of one row tiled by the batch size (ops.shape(t)[0], None while a call() is
+    traced: keras.io's causal_attention_mask) is that row for every sample, a per-sample constant."""
     if not lx.sym(x):
+        reps = [repeats] if isinstance(repeats, (int, np.integer)) else list(np.ravel(np.asarray(repeats, object)))
+        if reps and reps[0] is None:
+            return _tiled_over_batch(np.asarray(x), reps)
         return np.tile(x, repeats)
     lx.batched("tile", x)
     reps = [int(repeats)] if isinstance(repeats, (int, np.integer)) else [int(r) for r in repeats]

@@ -287,8 +287,9 @@ class Layer:
         if args:
             raise TypeError(f"{self.name}: unexpected positional arguments after the inputs")
         if tracing_anchor() is not None and isinstance(inputs, np.ndarray) and \
-                inputs.dtype.kind in "biuf":   # an array inside a custom layer's call(): a constant
-            inputs = _CONSTANT["cls"](np.asarray(inputs))(tracing_anchor())
+                inputs.dtype.kind in "biuf":   # an array inside a custom layer's call(): a constant; a leading
+            a = inputs[0] if inputs.ndim >= 2 and inputs.shape[0] == 1 else inputs   # axis of 1 is a batch of
+            inputs = _CONSTANT["cls"](np.asarray(a))(tracing_anchor())   # one (expand_dims(arange(n), 0): ViT's)
         return call_layer(self, inputs, **kwargs)
 
     def _check_call_shape(self, shape):

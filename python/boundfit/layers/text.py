@@ -320,9 +320,9 @@ class TextVectorization(Layer):
         if t._input_layer is None:
             raise ValueError(f"{self.name} (TextVectorization) must be called on the model's Input itself: it runs "
                              "on the host before the engine, as the model's first stage")
-        if t._ps != (1,):
-            raise ValueError(f"{self.name} (TextVectorization) takes one string per sample: an Input of shape (1,), "
-                             f"got {t.shape}")
+        if t._ps not in ((1,), ()):   # (shape (): a batch of strings, as Sequential([vectorizer, ...]) gets)
+            raise ValueError(f"{self.name} (TextVectorization) takes one string per sample: an Input of shape (1,) "
+                             f"or (), got {t.shape}")
         width = self.output_width()
         out = KerasTensor((width,), dtype="float32" if self.output_mode == "tf_idf" else "int32",
                           name=f"{self.name}_output")

@@ -13,12 +13,11 @@ from .composed import (CTC, KLD, MAPE, MSLE, BinaryFocalCrossentropy, Categorica
                        categorical_generalized_cross_entropy, categorical_hinge, cosine_similarity, dice, hinge,
                        kl_divergence, kld, mape, mean_absolute_percentage_error, mean_squared_logarithmic_error,
                        msle, poisson, squared_hinge, tversky, ctc, binary_crossentropy, categorical_crossentropy, mae,
-                       mean_absolute_error, mean_squared_error, mse)
+                       mean_absolute_error, mean_squared_error, mse, huber, log_cosh, sparse_categorical_crossentropy)
 from .composed import CLASSES as _COMPOSED, FUNCTIONS as _FUNCTIONS, REFUSED as _REFUSED
 from .core import (ADDED, BCE, CCE, HUBER, LOGCOSH, MAE, MEAN, MSE, SCCE, BinaryCrossentropy,  # noqa: F401
                    CategoricalCrossentropy, CustomLoss, Huber, LogCosh, Loss, MeanAbsoluteError, MeanSquaredError,
-                   SparseCategoricalCrossentropy, _AddedMean, _NoLoss, _smoothing, _TracedMean, huber, log_cosh,
-                   sparse_categorical_crossentropy)
+                   SparseCategoricalCrossentropy, _AddedMean, _NoLoss, _smoothing, _TracedMean)
 from ..session import snake_case
 
 _BY_NAME = {

@@ -22,7 +22,8 @@ import numpy as np
 
 from .. import ops
 from ..layers.node import KerasTensor
-from .core import BinaryCrossentropy, CategoricalCrossentropy, Loss, MeanAbsoluteError, MeanSquaredError
+from .core import (CALL, BinaryCrossentropy, CategoricalCrossentropy, Huber, LogCosh, Loss, MeanAbsoluteError,
+                   MeanSquaredError, SparseCategoricalCrossentropy)
 
 EPSILON = 1e-7   # keras.backend.epsilon()
 
@@ -230,8 +231,42 @@ def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=
     return -ops.sum(y_true * ops.log(output), axis=axis)
 
 
+def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_class=None, axis=-1):
+    """ops.sparse_categorical_crossentropy of class ids (a last axis of 1 squeezed)."""
+    if ignore_class is not None:
+        raise ValueError("ignore_class is not supported")
+    return ops.sparse_categorical_crossentropy(y_true, _floats(y_pred), from_logits=from_logits, axis=axis)
+
+
+def huber(y_true, y_pred, delta=1.0):
+    """mean(0.5 * e ** 2 where |e| <= delta, else delta * |e| - 0.5 * delta ** 2, axis=-1), e = y_pred - y_true."""
+    y_true, y_pred = _floats(y_true, y_pred)
+    error = y_pred - y_true
+    abs_error = ops.abs(error)
+    return ops.mean(ops.where(abs_error <= delta, 0.5 * ops.square(error), delta * abs_error - 0.5 * delta ** 2),
+                    axis=-1)
+
+
+def log_cosh(y_true, y_pred):
+    """mean(log(cosh(y_pred - y_true)), axis=-1), as x + softplus(-2 x) - log(2)."""
+    y_true, y_pred = _floats(y_true, y_pred)
+    x = y_pred - y_true
+    return ops.mean(x + ops.softplus(x * -2.0) - float(np.log(2.0)), axis=-1)
+
+
+# each engine loss's formula with its object's options: called on arrays or symbolic tensors (Loss.__call__)
+FORMULAS = {
+    MeanSquaredError: lambda loss, t, p: mean_squared_error(t, p),
+    MeanAbsoluteError: lambda loss, t, p: mean_absolute_error(t, p),
+    BinaryCrossentropy: lambda loss, t, p: binary_crossentropy(t, p, loss.from_logits, loss.label_smoothing),
+    CategoricalCrossentropy: lambda loss, t, p: categorical_crossentropy(t, p, loss.from_logits, loss.label_smoothing),
+    SparseCategoricalCrossentropy: lambda loss, t, p: sparse_categorical_crossentropy(t, p, loss.from_logits),
+    Huber: lambda loss, t, p: huber(t, p, loss.delta),
+    LogCosh: lambda loss, t, p: log_cosh(t, p),
+}
 for _f, _c in ((mean_squared_error, MeanSquaredError), (mean_absolute_error, MeanAbsoluteError),
-               (binary_crossentropy, BinaryCrossentropy), (categorical_crossentropy, CategoricalCrossentropy)):
+               (binary_crossentropy, BinaryCrossentropy), (categorical_crossentropy, CategoricalCrossentropy),
+               (sparse_categorical_crossentropy, SparseCategoricalCrossentropy), (huber, Huber), (log_cosh, LogCosh)):
     _f._loss_class = _c
 mse = mean_squared_error
 mae = mean_absolute_error
@@ -294,6 +329,34 @@ def _squeeze_or_expand(a, b):
     return a, b
 
 
+def call_loss(loss, y_true, y_pred, sample_weight=None):
+    """A Loss object called: its values (a ComposedLoss's call(), an engine loss's FORMULAS), traced on symbolic
+    tensors or Keras's value on arrays (sample weights as Keras), reduced as loss.reduction says (None: the values
+    themselves, else their mean over every axis)."""
+    formula = FORMULAS.get(type(loss))
+    values_of = loss.call if isinstance(loss, ComposedLoss) else (lambda t, p: formula(loss, t, p))
+    if not isinstance(loss, ComposedLoss) and formula is None:
+        raise TypeError(f"boundfit.losses.{type(loss).__name__} is computed by the engine; pass it to compile()")
+    if _symbolic(y_true, y_pred, sample_weight):
+        if sample_weight is not None:
+            raise ops.OpNotSupportedError(f"{type(loss).__name__}: sample_weight on symbolic tensors; pass "
+                                          "the loss to compile() and sample_weight to fit()")
+        values = values_of(y_true, y_pred)
+        return values if loss.reduction is None or values._nobatch else ops.mean(values)
+    y_true, y_pred = _floats(y_true, y_pred)
+    y_true, y_pred = _squeeze_or_expand(y_true, y_pred)
+    values = np.asarray(values_of(y_true, y_pred), np.float32)
+    if sample_weight is not None:
+        values, sw = _squeeze_or_expand(values, np.asarray(sample_weight, np.float32))
+        values = values * sw
+    if loss.reduction is None:
+        return values
+    return np.float32(values if values.ndim == 0 else values.sum() / values.size)
+
+
+CALL.append(call_loss)
+
+
 class ComposedLoss(Loss):
     """A Keras loss class whose call(y_true, y_pred) is its loss function (fn) with the instance's options
     (`options`, in Keras's get_config order): compile() traces it (a CustomLoss), and called on arrays it
@@ -313,21 +376,6 @@ class ComposedLoss(Loss):
     def _y_true_shape(self, pred_shape):
         shape = getattr(type(self).fn, "_y_true_shape", None)
         return pred_shape if shape is None else shape(pred_shape)
-
-    def __call__(self, y_true, y_pred, sample_weight=None):
-        if _symbolic(y_true, y_pred, sample_weight):
-            if sample_weight is not None:
-                raise ops.OpNotSupportedError(f"{type(self).__name__}: sample_weight on symbolic tensors; pass "
-                                              "the loss to compile() and sample_weight to fit()")
-            values = self.call(y_true, y_pred)
-            return values if values._nobatch else ops.mean(values)
-        y_true, y_pred = _floats(y_true, y_pred)
-        y_true, y_pred = _squeeze_or_expand(y_true, y_pred)
-        values = np.asarray(self.call(y_true, y_pred), np.float32)
-        if sample_weight is not None:
-            values, sw = _squeeze_or_expand(values, np.asarray(sample_weight, np.float32))
-            values = values * sw
-        return np.float32(values if values.ndim == 0 else values.sum() / values.size)
 
 
 class KLDivergence(ComposedLoss):

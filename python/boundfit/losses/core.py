@@ -7,6 +7,8 @@ from ..session import snake_case
 
 MSE, BCE, CCE, SCCE, MAE, HUBER, LOGCOSH, MEAN, ADDED = 0, 1, 2, 3, 4, 5, 6, 7, 8
 
+CALL = []   # composed.py's loss call (a Loss object called on arrays or symbolic tensors), registered there
+
 
 class Loss:
     """Base class of losses; a subclass with `call(y_true, y_pred)` in keras.ops trains as a custom loss."""
@@ -18,7 +20,7 @@ class Loss:
             raise ValueError(f"reduction: only 'sum_over_batch_size' is supported, got {reduction!r}")
         if name:
             self.name = name
-        self.reduction = "sum_over_batch_size"
+        self.reduction = None if reduction is None else "sum_over_batch_size"   # None: the values, unreduced
         self.from_logits = False
         self.label_smoothing = 0.0
         self.delta = 1.0
@@ -31,7 +33,11 @@ class Loss:
                     delta=self.delta)
 
     def __call__(self, y_true, y_pred, sample_weight=None):
-        raise TypeError(f"boundfit.losses.{type(self).__name__} is computed by the engine; pass it to compile()")
+        """Keras's value: the loss's keras.ops formula (composed.py) on arrays, or traced on symbolic tensors (in
+        a custom loss or compute_loss()), reduced as self.reduction says; compile() runs the engine's kernels."""
+        if not CALL:
+            raise TypeError(f"boundfit.losses.{type(self).__name__} is computed by the engine; pass it to compile()")
+        return CALL[0](self, y_true, y_pred, sample_weight)
 
     def __repr__(self):
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.get_config().items())})"
@@ -172,16 +178,3 @@ class SparseCategoricalCrossentropy(Loss):
 
     def get_config(self):
         return {**super().get_config(), "from_logits": self.from_logits}
-
-
-def _named(name, cls):
-    def f(y_true, y_pred, *args, **kwargs):
-        raise TypeError(f"boundfit.losses.{name} is computed by the engine; pass it to compile()")
-    f.__name__ = name
-    f._loss_class = cls
-    return f
-
-
-huber = _named("huber", Huber)   # (mse, mae and the binary / categorical cross-entropies: composed.py)
-log_cosh = _named("log_cosh", LogCosh)
-sparse_categorical_crossentropy = _named("sparse_categorical_crossentropy", SparseCategoricalCrossentropy)

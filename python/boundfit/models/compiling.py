@@ -1,6 +1,8 @@
 """compile(): the optimizer, the loss of each output, the metrics resolved
 by their outputs' shapes into Keras's history names and the engine's specs."""
 
+import inspect
+
 from .. import graph, losses, metrics as metrics_mod, optimizers
 from ..engine import logs
 
@@ -86,7 +88,9 @@ class Compiling:
         if self._n_outputs > 1:
             raise ValueError(f"{type(self).__name__}.compute_loss: boundfit traces an overridden compute_loss for "
                              f"a model of one output; this one has {self._n_outputs}: compile(loss=...) per output")
-        return self.compute_loss(x=self.input, y=y_true, y_pred=y_pred, sample_weight=None, training=True)
+        if "training" in inspect.signature(self.compute_loss).parameters:   # (as Keras: an override may not take it)
+            return self.compute_loss(x=self.input, y=y_true, y_pred=y_pred, sample_weight=None, training=True)
+        return self.compute_loss(x=self.input, y=y_true, y_pred=y_pred, sample_weight=None)
 
     def _metric_log_name(self, k, name):
         """Keras's history name of a metric of output k: `<output>_<name>` when the model has several outputs."""
@@ -123,7 +127,8 @@ class Compiling:
             if isinstance(obj, metrics_mod._Accuracy):
                 obj = metrics_mod.resolve_accuracy(name, out_size, sparse)
             is_sparse = obj.kind in (metrics_mod.SPARSE_CAT_ACC, metrics_mod.SPARSE_TOPK)
-            if is_sparse and not sparse and out_size > 1 and not traced:
+            custom = loss.kind == losses.MEAN   # a traced loss takes the targets as given: class ids, where they are
+            if is_sparse and not sparse and out_size > 1 and not traced and not custom:
                 raise ValueError(f"metrics: {name!r}{where} is a sparse metric and needs class-id targets "
                                  f"(loss sparse_categorical_crossentropy); the loss {loss.name!r} takes targets "
                                  f"shaped as the output ({out_size} values per sample)")
@@ -157,9 +162,10 @@ class Compiling:
                              for l, w in zip(self._out_losses, self._loss_weights)]
         self._engine.compile(**self.optimizer._engine_args(self), **self.loss._engine_args(), **kw)
         objs, names = self._resolve_metrics(getattr(self, "_metric_given", []), self._out_losses)
-        try:
-            self._engine.set_metrics([spec for _, _, spec in objs if spec is not None])   # (traced: the
-        except Exception as e:                                                           # training graph's)
+        traced = {k for k, l in enumerate(self._out_losses) if l.kind == losses.MEAN}   # a traced loss: the training
+        try:                                  # graph computes the output's metrics (on targets as given: class ids)
+            self._engine.set_metrics([spec for _, _, spec in objs if spec is not None and spec["output"] not in traced])
+        except Exception as e:
             raise ValueError(f"metrics: {e}") from None
         self._metric_objs = objs
         self.compiled_metrics = names

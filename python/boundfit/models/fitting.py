@@ -25,7 +25,7 @@ class Fitting:
         self._refuse_step_overrides()
         epochs, steps_per_epoch = config.capped_epochs(epochs), config.capped_steps(steps_per_epoch)
         x = self._built_on(x)
-        trainer = self._trainer_for()
+        trainer = self._trainer_for(y)
         if trainer is not None:   # a custom loss or losses added by layers: the training graph fits
             x, y, kwargs, validation_data = trainer._data(x, y, kwargs, validation_data)
             self._trainer_running = True   # callbacks read this model's weights: from the graph, fresh
@@ -55,7 +55,7 @@ class Fitting:
         self._refuse_step_overrides()
         steps = config.capped_steps(steps)
         x = self._built_on(x)
-        trainer = self._trainer_for()
+        trainer = self._trainer_for(y)
         if trainer is not None:   # a custom loss or losses added by layers: the training graph evaluates
             x, y, kwargs, _ = trainer._data(x, y, kwargs, None)
             return trainer.evaluate(x, y, batch_size=batch_size, verbose=verbose, steps=steps,
@@ -137,9 +137,10 @@ class Fitting:
             self._require_built(first[0])                                         # pipeline names the batch
         return x
 
-    def _trainer_for(self):
+    def _trainer_for(self, y=None):
         """The training graph fit / evaluate run when the loss is a custom
-        function or layers add losses (built once per compile), else None."""
+        function or layers add losses (built once per compile and shape of
+        the targets y a custom loss takes as given), else None."""
         if self.optimizer is None or self._out_losses is None or self._is_training_graph or \
                 not self._functional:
             return None
@@ -149,8 +150,9 @@ class Fitting:
             raise ValueError(f"{self.name}: a custom loss or losses added by layers need fixed input shapes; the "
                              f"inputs {[t.shape for t in self._inputs]} have a variable length")
         self._require_built()
-        sig = (self._trainable_sig(), id(self._engine))   # (the graph holds the engine whose weights it takes)
-        if self._loss_trainer is None or self._loss_trainer[0] != sig:
-            lg = loss_graph.LossGraph(self, self._out_losses, self._loss_weights, self._metric_raw)
+        y_shapes = loss_graph.target_shapes(self, self._out_losses, y)
+        sig = (self._trainable_sig(), id(self._engine), y_shapes)   # (the graph holds the engine whose weights it
+        if self._loss_trainer is None or self._loss_trainer[0] != sig:                               # takes)
+            lg = loss_graph.LossGraph(self, self._out_losses, self._loss_weights, self._metric_raw, y_shapes)
             self._loss_trainer = (sig, self._training_graph(lg))
         return self._loss_trainer[1]

@@ -153,9 +153,70 @@ def _adding_layers(model):
     return out
 
 
+def _reshapes(shape, ps):
+    """Whether targets of per-sample shape `shape` read as `ps` by a last axis of 1 added or dropped (_y_true)."""
+    shape, ps = tuple(shape), tuple(ps)
+    return shape == ps or (int(np.prod(shape, dtype=np.int64)) == int(np.prod(ps, dtype=np.int64)) and
+                           abs(len(shape) - len(ps)) == 1 and (ps[-1:] == (1,) or shape[-1:] == (1,)))
+
+
+def target_shapes(model, out_losses, y):
+    """Per output k: the per-sample shape of the targets y gives where a custom loss (a function, a Loss
+    subclass, an overridden compute_loss()) takes them as they are and they are class ids (y (batch, T) or
+    (batch, T, 1) for an output (batch, T, classes)), else None: its y_true is traced in that shape, as Keras
+    passes the targets. None for all when y is no array (a generator's batches: the output's shape)."""
+    out = [None] * len(out_losses)
+    if y is None or not isinstance(y, (np.ndarray, list, tuple, dict)) or not model._output_names:
+        return tuple(out)
+    try:
+        ys = _by_output(model, y, "y")
+    except DataError:
+        return tuple(out)
+    for k, (loss, a, t) in enumerate(zip(out_losses, ys, model._outputs)):
+        shape = np.shape(a)[1:] if np.ndim(a) else None
+        if isinstance(loss, losses.CustomLoss) and not getattr(loss.given, "_keras_builtin", False) and \
+                shape is not None and None not in t._ps and not _reshapes(shape, loss.y_true_shape(t._ps)) and \
+                len(t._ps) and _reshapes(shape, t._ps[:-1]):   # (other shapes: _y_true's error, naming the loss)
+            out[k] = tuple(int(d) for d in shape)
+    return tuple(out)
+
+
+def _by_output(model, y, what):
+    """The targets y (an array, a list or a dict by output name) per model output."""
+    names = model._output_names
+    if y is None:
+        raise DataError(f"{what} is required: the model's loss takes targets")
+    if isinstance(y, dict):
+        missing = [n for n in names if n not in y]
+        if missing:
+            raise DataError(f"{what}: no array for output {missing}; the model's outputs are {names}")
+        return [y[n] for n in names]
+    if len(names) > 1:
+        takes = [k for k, l in enumerate(getattr(model, "_out_losses", None) or []) if not isinstance(l, losses._NoLoss)]
+        ys = list(y) if isinstance(y, (list, tuple)) else [y]
+        if 0 < len(takes) < len(names) and len(ys) == len(takes):   # as Keras: the targets of the outputs that
+            out = [None] * len(names)                               # have a loss (loss=[fn, None]: y for the first)
+            for k, a in zip(takes, ys):
+                out[k] = a
+            return out
+        if not isinstance(y, (list, tuple)) or len(y) != len(names):
+            raise DataError(f"{what}: the model has {len(names)} outputs {names}; pass a list or a dict of "
+                            f"{len(names)} arrays")
+        return list(y)
+    if isinstance(y, (list, tuple)) and len(y) == 1:
+        return [y[0]]
+    return [y]
+
+
+def _sparse_metrics(given):
+    """The outputs a sparse metric (class-id targets) is compiled on."""
+    return {k for k, o, _ in given if getattr(o, "kind", None) in (metrics.SPARSE_CAT_ACC, metrics.SPARSE_TOPK)}
+
+
 class LossGraph:
-    def __init__(self, model, out_losses, loss_weights, metric_raw):
-        """metric_raw: [(output k, metric as given, weighted)] in compile's order."""
+    def __init__(self, model, out_losses, loss_weights, metric_raw, y_shapes=None):
+        """metric_raw: [(output k, metric as given, weighted)] in compile's order; y_shapes: per output, the
+        per-sample shape of the targets a custom loss takes (target_shapes), or None: the output's."""
         self.model = model
         names = list(model._output_names)
         given = [(k, metrics.get(m)[0], w) for k, m, w in metric_raw]   # (the objects compile() named)
@@ -194,7 +255,8 @@ class LossGraph:
                 continue
             if isinstance(loss, losses.CustomLoss):
                 self.custom[k] = loss
-                y_true, values, over_batch = loss_trace.trace(loss.fn, t, loss.name, loss.y_true_shape(t._ps))
+                shape = y_shapes[k] if y_shapes and y_shapes[k] is not None else loss.y_true_shape(t._ps)
+                y_true, values, over_batch = loss_trace.trace(loss.fn, t, loss.name, shape)
                 if over_batch:
                     self.over_batch[k] = loss.name
                 if _reaches_input(values, y_true):   # (compute_loss(x, y, y_pred) may not read y)
@@ -203,8 +265,11 @@ class LossGraph:
                 lname = fresh(f"{name}_{loss.name}")
                 add(lname, values, losses._TracedMean(), w, ("none", values._ps))
                 self.loss_out[k] = lname
-            if k in has_metrics:   # the output itself, for its metrics: its loss weighs nothing
-                add(name, t, losses.MeanSquaredError(), 0.0, ("y", k))
+            if k in has_metrics:   # the output itself, for its metrics: its loss weighs nothing (class-id
+                ids = k in _sparse_metrics(given) or bool(y_shapes) and y_shapes[k] is not None and \
+                    _reshapes(y_shapes[k], t._ps[:-1])   # targets, as a custom loss takes them: read as such)
+                add(name, t, losses.SparseCategoricalCrossentropy() if ids else losses.MeanSquaredError(), 0.0,
+                    ("y", k))
                 self.metric_out[k] = name
         for values, w, name in ([] if self.computes else added_losses(model)):   # (an override adds them itself)
             add(fresh(name), values, losses._AddedMean(), w, ("none", values._ps))
@@ -255,8 +320,9 @@ class LossGraph:
     def log_map(self, trainer, model):
         """{training graph's log name: the model's}: the loss, each output's loss (several outputs), the metrics."""
         out = {"loss": "loss"}
-        if model._n_outputs > 1:
-            for k, name in enumerate(model._output_names):
+        with_loss = [(k, name) for k, name in enumerate(model._output_names) if k in self.loss_out]
+        if len(with_loss) > 1:   # (as Keras: each output's loss where several outputs have one)
+            for k, name in with_loss:
                 tname = self.loss_out[k]
                 out[f"{tname}_loss" if trainer._n_outputs > 1 else "loss"] = f"{name}_loss"
         order = [(w, o, j) for w in (False, True) for o in self.outputs for j in range(len(self.metrics.get(w, {})
@@ -267,23 +333,7 @@ class LossGraph:
 
     # ---- data: the model's (x, y, sample_weight) as the training graph's ----
     def _targets_by_output(self, y, what):
-        model = self.model
-        names = model._output_names
-        if y is None:
-            raise DataError(f"{what} is required: the model's loss takes targets")
-        if isinstance(y, dict):
-            missing = [n for n in names if n not in y]
-            if missing:
-                raise DataError(f"{what}: no array for output {missing}; the model's outputs are {names}")
-            return [y[n] for n in names]
-        if len(names) > 1:
-            if not isinstance(y, (list, tuple)) or len(y) != len(names):
-                raise DataError(f"{what}: the model has {len(names)} outputs {names}; pass a list or a dict of "
-                                f"{len(names)} arrays")
-            return list(y)
-        if isinstance(y, (list, tuple)) and len(y) == 1:
-            return [y[0]]
-        return [y]
+        return _by_output(self.model, y, what)
 
     def _y_true(self, a, k, ps, what):
         """Targets of output k as fn's y_true (per-sample shape ps): shaped as the output (for a function Keras

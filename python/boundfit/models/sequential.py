@@ -111,6 +111,8 @@ class Sequential(Model):
             if x is None:
                 raise ValueError("the model is not built: give the first layer input_shape= or call build()")
             self._in_shape = tuple(np.shape(x)[1:])
+            if self._in_dtype is None and isinstance(x, np.ndarray) and x.dtype.kind in "USO":   # strings (a
+                self._in_dtype = "string"                           # TextVectorization first): a string Input
             self.build()
         self._sync_layers()
 
