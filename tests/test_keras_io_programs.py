@@ -945,7 +945,6 @@ PROGRAMS = {
     "multi_label_classification": MULTI_LABEL,
     "miniature_gpt": MINI_GPT,
 }
-RESIZING = "        layers.Resizing(image_size, image_size),\n"
 
 
 def _scope(keras, out):
@@ -1094,14 +1093,12 @@ def test_knowledge_distillation_distiller_trains_as_keras(tmp_path):
 
 
 @pytest.mark.parametrize("name, program", [("vit", VIT), ("mlp_mixer", MLP_MIXER)])
-def test_vit_and_mlp_mixer_stop_at_resizing_and_run_without_it(name, program, tmp_path):
+def test_vit_and_mlp_mixer_run_unchanged(name, program, tmp_path):
     """ViT (Patches by ops.image.extract_patches reshaped by ops.shape; PatchEncoder's position Embedding called
-    on expand_dims(arange(n), 0), a batch of one) and MLP-Mixer (token mixing on a transposed axis): as written
-    their data_augmentation's Resizing stops them (boundfit has no Resizing layer yet; another change adds it);
-    with that line left out (the images are image_size x image_size already) they run as Keras."""
-    with pytest.raises(NotImplementedError, match="keras.layers.Resizing is not supported"):
-        exec(program.split("# --- train")[0], _scope(boundfit, str(tmp_path)))
-    k, b = _run_both(program.replace(RESIZING, ""), tmp_path)
+    on expand_dims(arange(n), 0), a batch of one) and MLP-Mixer (token mixing on a transposed axis), with their
+    data_augmentation (Normalization, Resizing, RandomFlip, RandomRotation, RandomZoom) as written: they run as
+    Keras."""
+    k, b = _run_both(program, tmp_path)
     _same_run_shape(k, b, tmp_path)
 
 

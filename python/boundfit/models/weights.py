@@ -77,6 +77,8 @@ class Weights:
     def _hidden_slots(self):
         """Indices in the engine's weights of constants no Keras model has as weights (a Resizing's matrices:
         Const layers made with keras_weight=False), which get_weights / set_weights leave out."""
+        if getattr(self, "_node_layers", None) is None:   # a model not laid out in nodes yet: no constants
+            return []
         return sorted(k for layer in self._node_layers_unique() if not getattr(layer, "keras_weight", True)
                       for k in self._param_ranges[self._layer_node[id(layer)]])
 
