@@ -1,6 +1,7 @@
 """The CUDA backend without a GPU: csrc/cuda built for the host by the device
 emulation (csrc/cuda_sim/build.sh, cached under build/cuda_sim), then the
-Python CUDA tests run against it (BF_CUDA_LIB) in subprocesses, in both
+Python CUDA tests run against it (BF_CUDA_LIB) in subprocesses (forks of a
+process that has imported pytest and boundfit: tests/pytest_forks.py), in both
 thread orders of a block with NaN-filled fresh memory, streams run late
 (lazily and shuffled) and at compute capability 8.0 and 9.0; the embedding
 gradient and a global norm run with threads switched at every store and
@@ -19,6 +20,8 @@ import subprocess
 import sys
 
 import pytest
+
+import pytest_forks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "csrc", "cuda_sim", "build.sh")
@@ -66,11 +69,13 @@ def sim_lib():
 
 
 def _pytest(lib, tests, k=TOO_BIG, args=(), **sim_env):
+    """`python -m pytest` of tests on the CUDA module lib, in a fork of pytest_forks' server (the stdout and stderr
+    of the run in r.stdout)"""
     env = dict(os.environ, BF_CUDA_LIB=lib, KERAS_BACKEND=os.environ.get("KERAS_BACKEND", "jax"), **sim_env)
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *args, *tests]
+    cmd = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", *args, *tests]
     if k:
         cmd += ["-k", k]
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
+    r = pytest_forks.run(cmd, ROOT, env)
     counts = {w: int(n) for n, w in re.findall(r"(\d+) (passed|failed|skipped|error)", r.stdout)}
     return r, counts
 

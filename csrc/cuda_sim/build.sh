@@ -14,6 +14,7 @@
 #      CUDA_SRC (csrc/cuda; a patched copy builds under the same file names),
 #      CUDA_INC (include dir with cuda_runtime.h, cublas_v2.h, cudnn.h),
 #      PYTHON (for the scipy-openblas32 wheel's OpenBLAS), JOBS (nproc),
+#      OBJ_CACHE (build/cuda_sim_objects: objects by the contents they are built from; empty: none),
 #      DEBUG=1 (-g: debug information, a fifth more compile time; off for the suite),
 #      FP_CONTRACT (fast, the default where the CPU has FMA: multiply-adds
 #      fused into FMAs, -mfma, as the device build's nvcc does by default; off:
@@ -125,11 +126,36 @@ for src in "$OUT"/src/*.cu "$OUT"/src/*.c "$ROOT"/csrc/cuda_sim/*.cpp "$ROOT"/cs
     if bobj=$(base_obj "$src"); then cp "$bobj" "$obj"; else jobs_list+=("$src"); fi
   fi
 done
+# the object cache (OBJ_CACHE, default build/cuda_sim_objects; none for COVERAGE=1, whose objects come with gcov
+# notes): objects by a key of their flags and the contents of the source and every header it includes
+# (obj_keys.py), shared by the builds of this tree (a mutant's, a copied build folder, a branch switched back)
+OBJ_CACHE=${OBJ_CACHE-$ROOT/build/cuda_sim_objects}
+[[ ${COVERAGE:-0} == 1 ]] && OBJ_CACHE=
+declare -A KEY=()
+if [[ -n $OBJ_CACHE ]] && ((${#jobs_list[@]})); then
+  mkdir -p "$OBJ_CACHE"
+  flags_key="$(echo "${CXXFLAGS[*]}" | sed "s#$OUT#OUT_DIR#g") $(cat "${HDRS[@]}" | sha256sum | cut -c1-24)"
+  dirs="$OUT/src:$ROOT/csrc:$ROOT/csrc/core:$ROOT/csrc/cpu:$ROOT/csrc/cuda_sim:$ROOT/csrc/cuda"
+  plain=() inst=()
+  for src in "${jobs_list[@]}"; do if instrumented "$src"; then inst+=("$src"); else plain+=("$src"); fi; done
+  while read -r k s; do KEY[$s]=$k; done < <(
+    if ((${#plain[@]})); then "$PYTHON" csrc/cuda_sim/obj_keys.py "$flags_key" "$dirs" "${plain[@]}"; fi
+    if ((${#inst[@]})); then "$PYTHON" csrc/cuda_sim/obj_keys.py "$flags_key ${CUFLAGS[*]}" "$dirs" "${inst[@]}"; fi)
+  left=()
+  for src in "${jobs_list[@]}"; do
+    cached="$OBJ_CACHE/$(basename "$src")-${KEY[$src]}.o"
+    if [[ -n ${KEY[$src]:-} && -f $cached ]]; then cp "$cached" "$OUT/obj/$(basename "$src").o"; else left+=("$src"); fi
+  done
+  jobs_list=(${left[@]+"${left[@]}"})
+fi
 # sim_device.h (with the CUDA runtime header it includes, about half of a .cu's compile) precompiled once with the
 # .cu flags into $OUT/pch, which g++ searches before csrc/cuda_sim (it takes NAME.gch found in an include folder
-# for NAME): the objects are the same. Not for coverage builds and the instrumented sources (their own flags).
+# for NAME): the objects are the same. Not for coverage builds and the instrumented sources (their own flags), so
+# not built when only those compile.
 PCH=()
-if [[ ${COVERAGE:-0} != 1 ]] && printf '%s\n' ${jobs_list[@]+"${jobs_list[@]}"} | grep -q '\.cu$'; then
+uses_pch=0
+for src in ${jobs_list[@]+"${jobs_list[@]}"}; do [[ $src == *.cu ]] && ! instrumented "$src" && uses_pch=1 && break; done
+if [[ ${COVERAGE:-0} != 1 ]] && ((uses_pch)); then
   gch=$OUT/pch/sim_device.h.gch
   if [[ ! -f $gch || $newest_hdr -nt $gch || $STAMP -nt $gch ]]; then
     mkdir -p "$OUT/pch"
@@ -163,6 +189,13 @@ if ((${#jobs_list[@]})); then
   done
   for p in "${pids[@]}"; do wait "$p" || fail=1; done
   ((fail == 0)) || { echo "build.sh: compile failed" >&2; exit 1; }
+  if [[ -n $OBJ_CACHE ]]; then
+    for src in "${jobs_list[@]}"; do
+      [[ -n ${KEY[$src]:-} ]] || continue
+      cached="$OBJ_CACHE/$(basename "$src")-${KEY[$src]}.o"
+      cp "$OUT/obj/$(basename "$src").o" "$cached.$$" && mv "$cached.$$" "$cached"
+    done
+  fi
 fi
 # a __shared__ array declared in a template: g++ drops the section attribute of a template's statics, so it would
 # be neither NaN-filled nor the block's own (put it at file scope, as colreduce.cuh does); the objects not yet
