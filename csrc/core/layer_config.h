@@ -25,10 +25,10 @@ typedef struct {
 } bf_dense_cfg;
 
 /* Conv2D, Conv1D (kw, sw, dil, causal: padding='causal'), Conv2DTranspose, DepthwiseConv2D (filters:
- * depth_multiplier) */
+ * depth_multiplier; groups > 0: a Conv2D(groups=C) on C channels, the same map with Conv2D's kernel layout) */
 typedef struct {
     bf_window_cfg win;
-    int filters, use_bias, dil, causal;
+    int filters, use_bias, dil, causal, groups;
 } bf_conv_cfg;
 
 /* MaxPooling, AveragePooling (win), the global poolings (keepdims); chan_first: data_format='channels_first',

@@ -197,16 +197,18 @@ static PyObject *Model_layers_info(ModelObject *self, PyObject *noargs) {
     return out;
 }
 
-static PyObject *Model_get_weights(ModelObject *self, PyObject *noargs) {
-    (void)noargs;
+/* copies of the weights lo <= k < hi in get_weights() order (hi < 0: to the end) */
+static PyObject *weights_range(ModelObject *self, int lo, int hi) {
     bf_model *m = &self->m;
     if (bf_model_pull(self) < 0) return NULL;
     PyObject *out = PyList_New(0);
+    int k = 0;
     for (int i = 0; out && i < m->nlayers; i++)
-        for (int j = 0; j < m->layers[i].nparam && m->layers[i].share < 0; j++) {
+        for (int j = 0; j < m->layers[i].nparam && m->layers[i].share < 0; j++, k++) {
+            if (k < lo || (hi >= 0 && k >= hi)) continue;
             bf_param *p = &m->layers[i].params[j];
             npy_intp dims[BF_MAX_RANK];
-            for (int k = 0; k < p->rank; k++) dims[k] = p->shape[k];
+            for (int d = 0; d < p->rank; d++) dims[d] = p->shape[d];
             PyObject *a = PyArray_SimpleNew(p->rank, dims, NPY_FLOAT32);
             if (!a) { Py_DECREF(out); return NULL; }
             memcpy(PyArray_DATA((PyArrayObject *)a), m->w + p->offset, sizeof(float) * (size_t)p->n);
@@ -214,6 +216,22 @@ static PyObject *Model_get_weights(ModelObject *self, PyObject *noargs) {
             Py_DECREF(a);
         }
     return out;
+}
+
+static PyObject *Model_get_weights(ModelObject *self, PyObject *noargs) {
+    (void)noargs;
+    return weights_range(self, 0, -1);
+}
+
+/* get_weights()[lo:hi] without copying the others (a layer's weights of a large model) */
+static PyObject *Model_get_weights_range(ModelObject *self, PyObject *args) {
+    int lo, hi;
+    if (!PyArg_ParseTuple(args, "ii", &lo, &hi)) return NULL;
+    if (lo < 0 || hi < lo) {
+        PyErr_Format(PyExc_ValueError, "get_weights_range: need 0 <= lo <= hi, got %d, %d", lo, hi);
+        return NULL;
+    }
+    return weights_range(self, lo, hi);
 }
 
 /* all-or-nothing: every array is checked before any weight changes */
@@ -677,6 +695,7 @@ static PyMethodDef Model_methods[] = {
     {"weights_base", (PyCFunction)Model_weights_base, METH_NOARGS, "the Model whose weights these are, or None"},
     {"layers_info", (PyCFunction)Model_layers_info, METH_NOARGS, "[(name, output_shape, [(param, shape, trainable)])]"},
     {"get_weights", (PyCFunction)Model_get_weights, METH_NOARGS, "copies of all weights"},
+    {"get_weights_range", (PyCFunction)Model_get_weights_range, METH_VARARGS, "copies of get_weights()[lo:hi]"},
     {"set_weights", (PyCFunction)Model_set_weights, METH_O, "replace all weights (checked first, all or nothing)"},
     {"compile", (PyCFunction)(void (*)(void))Model_compile, METH_VARARGS | METH_KEYWORDS, "set optimizer and loss"},
     {"set_metrics", (PyCFunction)Model_set_metrics, METH_O, "set the engine's metrics (after compile)"},

@@ -103,6 +103,7 @@ bf_status bf_parse_conv(bf_layer *L, const bf_spec *s) {
     BF_TRY(bf_spec_size(s, "filters", 0, &c->filters));
     BF_TRY(bf_spec_flag(s, "use_bias", 1, &c->use_bias));
     BF_TRY(bf_spec_size(s, "dil", 1, &c->dil));
+    BF_TRY(bf_spec_size(s, "groups", 0, &c->groups));
     return bf_spec_flag(s, "causal", 0, &c->causal);
 }
 

@@ -3,7 +3,9 @@
  * (DepthwiseConv1D: a (T, C) sample as a 1 x T image, kh = sh = 1)
  * with channel c*M + m, depthwise_kernel (kh, kw, C, M), bias (C*M), then the
  * activation, as Conv2D. Window geometry and 'valid' / 'same' padding as
- * Conv2D's (conv.c). */
+ * Conv2D's (conv.c). A Conv2D(filters, groups=C) on C channels is this map
+ * (M = filters / C): its kernel (kh, kw, 1, C*M) is the same memory as
+ * (kh, kw, C, M), named and fanned as Conv2D's (groups > 0). */
 #include "layer.h"
 
 static bf_status infer(bf_layer *L, int rank, const int *shape) {
@@ -13,10 +15,19 @@ static bf_status infer(bf_layer *L, int rank, const int *shape) {
     BF_TRY(bf_infer_window(L, &c->win, rank, shape, 1));
     const int C = shape[rank - 1], M = c->filters, K = C * M, one_d = rank == 2;
     L->out_shape[rank - 1] = K;
-    int ks[4] = {c->win.kh, c->win.kw, C, M};
     float rf = (float)(c->win.kh * c->win.kw);
-    /* DepthwiseConv1D: its kernel (kw, C, M), the same memory */
-    bf_add_param(L, 0, "depthwise_kernel", 4 - one_d, ks + one_d, 1, BF_INIT_GLOROT_UNIFORM, rf * C, rf * M);
+    if (c->groups > 0) {
+        if (c->groups != C || one_d)
+            return BF_FAIL(BF_ERR_ARG, "%s: groups=%d on an input of %d channels: boundfit's grouped Conv2D needs "
+                           "groups equal to the input channels (a depthwise convolution); use groups=1 or %d",
+                           L->name, c->groups, C, C);
+        int gs[4] = {c->win.kh, c->win.kw, 1, K};
+        bf_add_param(L, 0, "kernel", 4, gs, 1, BF_INIT_GLOROT_UNIFORM, rf, rf * K);
+    } else {
+        int ks[4] = {c->win.kh, c->win.kw, C, M};
+        /* DepthwiseConv1D: its kernel (kw, C, M), the same memory */
+        bf_add_param(L, 0, "depthwise_kernel", 4 - one_d, ks + one_d, 1, BF_INIT_GLOROT_UNIFORM, rf * C, rf * M);
+    }
     if (c->use_bias) bf_add_param(L, 1, "bias", 1, &K, 1, BF_INIT_ZEROS, 0, 0);
     return BF_OK;
 }

@@ -1,8 +1,7 @@
 """What every application shares around its own layers, as Keras 3's
 application functions write it: the weights argument (None or a local file:
 boundfit downloads nothing), the image input (input_shape / input_tensor),
-the top (classifier, or pooling) and the model with its weights loaded; and
-refused(), the stand-in for a family boundfit does not build."""
+the top (classifier, or pooling) and the model with its weights loaded."""
 
 import os
 
@@ -83,12 +82,3 @@ def finish(img_input, input_tensor, x, name, weights):
         model.load_weights(weights)
     return model
 
-
-def refused(name, why):
-    """A Keras application boundfit does not build: calling it raises NotImplementedError naming it and why."""
-    def application(*args, **kwargs):
-        raise NotImplementedError(f"keras.applications.{name} is not supported by boundfit: {why}")
-    application.__name__ = application.__qualname__ = name
-    application.__doc__ = f"Refused: keras.applications.{name} is not built by boundfit ({why})."
-    application._boundfit_refused = True
-    return application

@@ -16,13 +16,14 @@ CONV2D, CONV1D, CONV2DT, DEPTHWISE2D, CONV3D, CONV3DT = engine_kinds("CONV2D CON
 
 class Conv2D(Layer):
     """Keras 3's `Conv2D(filters, kernel_size, strides=(1, 1), padding='valid', ...)`: a 2-D convolution with Keras's
-    kernel layout (kh, kw, C, filters)."""
+    kernel layout (kh, kw, C, filters). groups=C on C input channels (ConvNeXt's depthwise Conv2D) is the engine's
+    depthwise kind with Conv2D's kernel (kh, kw, 1, filters); other groups > 1 are refused naming groups."""
     _base = "conv2d"
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", activation=None, use_bias=True,
                  data_format=None, kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
-                 bias_constraint=None, **kwargs):
+                 bias_constraint=None, groups=1, **kwargs):
         super().__init__(**kwargs)
         _weight_options(self, kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
                         bias_constraint)
@@ -36,11 +37,20 @@ class Conv2D(Layer):
         self.padding = _padding(padding)
         self.activation = activations.layer_activation(self, activation)
         self.use_bias = bool(use_bias)
+        self.groups = _size("Conv2D", "groups", groups)
+        if self.filters % self.groups:
+            raise ValueError(f"Conv2D: the number of filters must be evenly divisible by the number of groups. "
+                             f"Received: groups={groups}, filters={filters}")
 
     _has_weights = True
 
     def spec(self):
-        return dict(kind=CONV2D, name=self.name, filters=self.filters, kh=self.kernel_size[0], kw=self.kernel_size[1],
+        if self.groups > 1:   # depthwise.c: groups must equal the input's channels
+            return dict(self._spec(DEPTHWISE2D), filters=self.filters // self.groups, groups=self.groups)
+        return self._spec(CONV2D)
+
+    def _spec(self, kind):
+        return dict(kind=kind, name=self.name, filters=self.filters, kh=self.kernel_size[0], kw=self.kernel_size[1],
                     sh=self.strides[0], sw=self.strides[1], same=int(self.padding == "same"), act=int(self.activation),
                     act_p=activations.params_of(self.activation),
                     use_bias=int(self.use_bias),
@@ -344,7 +354,7 @@ SeparableConvolution1D, SeparableConvolution2D = SeparableConv1D, SeparableConv2
 @keras_config(Conv2D)
 def _conv_config(l):
     return dict(filters=l.filters, kernel_size=list(l.kernel_size), strides=list(l.strides), padding=l.padding,
-                data_format="channels_last", dilation_rate=[1, 1], groups=1,
+                data_format="channels_last", dilation_rate=[1, 1], groups=getattr(l, "groups", 1),
                 activation=activations.layer_config_name(l), use_bias=l.use_bias,
                 kernel_initializer=initializers.serialize(l.kernel_initializer),
                 bias_initializer=initializers.serialize(l.bias_initializer),

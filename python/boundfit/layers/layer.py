@@ -26,6 +26,15 @@ def keras_object(module, class_name, config):
     return {"module": module, "class_name": class_name, "config": config, "registered_name": None}
 
 
+def layer_object(layer, config):
+    """A layer's Keras 3 entry: keras.layers' class, or for a layer Keras defines elsewhere (an application's own
+    layer, `_keras_module`: keras.src.applications.convnext's LayerScale) that module and its registered name."""
+    module = getattr(type(layer), "_keras_module", None)
+    if module is None:
+        return keras_object("keras.layers", type(layer).__name__, config)
+    return dict(keras_object(module, type(layer).__name__, config), registered_name=type(layer).__name__)
+
+
 def keras_config(*classes):
     """Decorator: fn(layer) -> dict gives the Keras 3 config of exactly these
     classes (not their subclasses). Registering is what makes a layer class

@@ -20,8 +20,7 @@ class Weights:
 
     def _layer_weights(self, layer):
         eng, r = self._holder(layer)
-        w = eng.get_weights()
-        return [w[k] for k in r]
+        return [eng.get_weights_range(k, k + 1)[0] for k in r]   # (not every weight of a large model per layer)
 
     def _set_layer_weights(self, layer, weights):
         self._sync_layers()

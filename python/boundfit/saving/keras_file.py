@@ -175,8 +175,7 @@ def _weighted(model, obj):
 
 
 def _layer_weights(model, obj):
-    w = model._engine.get_weights()
-    return [w[j] for j in _slots(model, obj)]
+    return [model._engine.get_weights_range(j, j + 1)[0] for j in _slots(model, obj)]
 
 
 def write_weights(h5, model, optimizer=True, as_functional=False):

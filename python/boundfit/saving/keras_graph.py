@@ -38,7 +38,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .. import layers as L, mixed_precision, ops as bf_ops
-from ..layers.layer import keras_object as _obj, layer_config
+from ..layers.layer import keras_object as _obj, layer_config, layer_object
 from ..layers.merge import _Merge
 from ..layers.node import KerasTensor, MaskTensor
 from ..layers import opnode
@@ -491,7 +491,7 @@ def _layer_entry(op):
                                                      "optional": False})
     if isinstance(op, Model):
         return model_entry(op, nested=True)
-    e = _entry("keras.layers", type(op).__name__, keras_config.layer_config(op))
+    e = layer_object(op, keras_config.layer_config(op))
     if isinstance(op, _BUILT) and op._inbound:
         ins = op._inbound[0].inputs
         shapes = [[None, *t._ps] for t in ins]
@@ -891,9 +891,11 @@ def _unique(name, used):
 
 def engine_layers(layer):
     """The layers whose weights the engine holds for a layer: itself, or a
-    Keras composite's sublayers (in its weights' order)."""
+    Keras composite's: its own variables' holders (add_weight), then its
+    sublayers' (Keras's weights order)."""
     if isinstance(layer, L.Layer) and layer._keras_composite():
-        return [x for sub in layer._sublayers() for x in engine_layers(sub)]
+        own = [v._owner() for v in layer.__dict__.get("_own_variables", []) if v._owner() is not None]
+        return own + [x for sub in layer._sublayers() for x in engine_layers(sub)]
     return [layer]
 
 
@@ -938,7 +940,7 @@ def model_config(model):
         if is_model(layer):
             e = model_entry(layer, nested=True)
         else:
-            e = _obj("keras.layers", type(layer).__name__, layer_config(layer))
+            e = layer_object(layer, layer_config(layer))
             if built:
                 e["build_config"] = {"input_shape": shape}
         if built:
