@@ -29,21 +29,25 @@ def keras_names(module):
     return sorted(n for n in names if not n.startswith("_"))
 
 
-def boundfit_has(bf, module, name):
+def _lookup(bf, module, name):
+    """the object, or "refused" for a name a module's __getattr__ refuses ("... is not supported"), or None"""
     obj = bf
     for part in (module.split(".") if module else []) + [name]:
-        if not hasattr(obj, part):
-            return False
-        obj = getattr(obj, part)
-    return True
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as e:
+            return "refused" if "is not supported" in str(e) else None
+    return obj
+
+
+def boundfit_has(bf, module, name):
+    return _lookup(bf, module, name) is not None
 
 
 def refuses(bf, module, name):
     """A name boundfit defines only to refuse it by name (constructing it raises, saying what to use)."""
-    obj = bf
-    for part in (module.split(".") if module else []) + [name]:
-        obj = getattr(obj, part)
-    return bool(getattr(obj, "_boundfit_refused", False))
+    obj = _lookup(bf, module, name)
+    return isinstance(obj, str) or bool(getattr(obj, "_boundfit_refused", False))
 
 
 def arrays_only(bf, module, name):

@@ -50,7 +50,7 @@ from .layers import Input  # noqa: E402
 from .models import Model, Sequential, load_model  # noqa: E402
 from .runtime.budget import set_memory_limit  # noqa: E402
 from .runtime.cuda_libs import wheel_libraries as _wheel_libraries  # noqa: E402
-from .runtime.devices import set_default_device  # noqa: E402
+from .runtime.devices import device, set_default_device  # noqa: E402
 from . import distribute  # noqa: E402
 from . import distribute as distribution  # noqa: E402  (Keras 3's keras.distribution)
 # keras's top-level names for the base classes and the tensor type
@@ -69,6 +69,18 @@ def version():
     """boundfit's version (keras.version() gives Keras's)."""
     return __version__
 from .distribute import DistributedError  # noqa: E402
+from .refusal import refused as _refused, refused_function as _refused_function  # noqa: E402
+_SYMBOLIC = "boundfit traces Keras layers and keras.ops into its own graph; Keras's symbolic-op machinery is not exposed"
+Function, Operation = (_refused(f"keras.{n}", _SYMBOLIC) for n in ("Function", "Operation"))
+StatelessScope, SymbolicScope = (_refused(f"keras.{n}", _SYMBOLIC) for n in ("StatelessScope", "SymbolicScope"))
+remat = _refused_function("keras.remat", "rematerialization is not implemented: the memory plan keeps "
+                          "activations for backward; lower batch_size or use fit(micro_batch=...) to fit a budget")
+RematScope = _refused("keras.RematScope", "rematerialization is not implemented: the memory plan keeps activations "
+                      "for backward; lower batch_size or use fit(micro_batch=...) to fit a budget")
+Quantizer = _refused("keras.Quantizer", "quantization is not implemented (float32, or the mixed float policies)")
+Variable = _refused("keras.Variable", "a weight belongs to a layer: create it with self.add_weight(...) in a custom "
+                    "layer's build()")
+name_scope = _refused("keras.name_scope", "weights are named by their layers (layer.name / weight name)")
 
 _core.set_module_dir(_os.path.dirname(_os.path.abspath(__file__)), ":".join(_wheel_libraries()))
 __all__ = ["Input", "Sequential", "Model", "layers", "initializers", "regularizers", "constraints", "losses", "metrics",

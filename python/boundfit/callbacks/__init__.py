@@ -6,7 +6,8 @@ from .checkpoint import BackupAndRestore, ModelCheckpoint
 from .lr import LearningRateScheduler, ReduceLROnPlateau
 from .logging import CSVLogger, TerminateOnNaN
 from .ema import SwapEMAWeights
+from .remote import OrbaxCheckpoint, RemoteMonitor, TensorBoard
 
 __all__ = ["Callback", "CallbackList", "History", "LambdaCallback", "ProgbarLogger", "EarlyStopping",
            "ModelCheckpoint", "BackupAndRestore", "LearningRateScheduler", "ReduceLROnPlateau", "CSVLogger",
-           "TerminateOnNaN", "SwapEMAWeights"]
+           "TerminateOnNaN", "SwapEMAWeights", "RemoteMonitor", "TensorBoard", "OrbaxCheckpoint"]

@@ -4,6 +4,7 @@ by name: boundfit replicates the model on every rank and splits the data, it doe
 
 import numpy as np
 
+from ..refusal import refused, refused_function
 from ..runtime.dist_group import list_devices
 
 
@@ -32,33 +33,9 @@ class DeviceMesh:
         return f"<DeviceMesh shape={self.shape} axis_names={self.axis_names}>"
 
 
-def _refused(name):
-    return NotImplementedError(f"keras.distribution.{name} is not supported by boundfit: it replicates the model on "
-                               "every rank and splits the data (DataParallel); sharding weights across devices is not "
-                               "implemented")
-
-
-class ModelParallel:
-    """Refused: sharding weights across devices (use DataParallel)."""
-
-    def __init__(self, *args, **kwargs):
-        raise _refused("ModelParallel")
-
-
-class LayoutMap:
-    """Refused with ModelParallel, the distribution that reads it."""
-
-    def __init__(self, *args, **kwargs):
-        raise _refused("LayoutMap")
-
-
-class TensorLayout:
-    """Refused with ModelParallel, the distribution that reads it."""
-
-    def __init__(self, *args, **kwargs):
-        raise _refused("TensorLayout")
-
-
-def distribute_tensor(tensor, layout):
-    """Refused: placing a tensor's shards on devices (ModelParallel)."""
-    raise _refused("distribute_tensor")
+_WHY = ("it replicates the model on every rank and splits the data (DataParallel); sharding weights across "
+        "devices is not implemented")
+ModelParallel = refused("keras.distribution.ModelParallel", _WHY)
+LayoutMap = refused("keras.distribution.LayoutMap", _WHY)
+TensorLayout = refused("keras.distribution.TensorLayout", _WHY)
+distribute_tensor = refused_function("keras.distribution.distribute_tensor", _WHY)

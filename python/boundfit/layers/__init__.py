@@ -56,6 +56,12 @@ from .pooling import (AveragePooling3D, AvgPool2D, AvgPool3D, GlobalAveragePooli
                       GlobalMaxPool3D, GlobalMaxPooling3D, MaxPool2D, MaxPool3D, MaxPooling3D)
 from .preprocessing import Normalization, Rescaling
 from .erase_blur import RandomErasing, RandomGaussianBlur
+from ..refusal import refused as _refused
+_OTHER = "it wraps another framework's model ({}), which boundfit's engine cannot run. Rebuild it from boundfit layers"
+FlaxLayer = _refused("keras.layers.FlaxLayer", _OTHER.format("a Flax module"))
+JaxLayer = _refused("keras.layers.JaxLayer", _OTHER.format("a JAX function"))
+TorchModuleWrapper = _refused("keras.layers.TorchModuleWrapper", _OTHER.format("a torch.nn.Module"))
+TFSMLayer = _refused("keras.layers.TFSMLayer", _OTHER.format("a TensorFlow SavedModel"))
 from .refused_aug import (AugMix, ContrastLimitedAdaptiveHistogramEqualization, CutMix, Equalization,
                           MaxNumBoundingBoxes, MixUp, RandAugment, RandomElasticTransform, RandomPerspective,
                           RandomShear)  # refused by name

@@ -9,6 +9,12 @@ from .base import Optimizer, serialize
 from .classic import SGD, Adagrad, Adam, AdamW, Nadam, RMSprop
 from .loss_scale import LossScaleOptimizer
 from .more import Adadelta, Adafactor, Adamax, Ftrl, Lamb, Lion, Muon, ScheduleFreeAdamW
+from ..refusal import refused
+
+_ONE = ("the engine updates every trainable weight of a model with one optimizer. Freeze the layers that should "
+        "not train (trainable=False), or fit in stages with different optimizers")
+MultiOptimizer = refused("keras.optimizers.MultiOptimizer", _ONE)
+OptimizerMap = refused("keras.optimizers.OptimizerMap", _ONE)
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Nadam", "Adamax", "Adadelta", "Ftrl", "Lion",
            "Lamb", "Adafactor", "Muon", "ScheduleFreeAdamW", "LossScaleOptimizer", "get", "serialize", "deserialize", "schedules"]

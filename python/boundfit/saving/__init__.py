@@ -8,6 +8,11 @@ from ..object_registration import (CustomObjectScope, custom_object_scope, get_c
                                    get_registered_name, get_registered_object, register_keras_serializable)
 from .graph_file import load_model, load_weights, save_model, save_weights
 from .serialization import deserialize_keras_object, serialize_keras_object
+from ..refusal import refused
+
+KerasFileEditor = refused("keras.saving.KerasFileEditor",
+                          "edit a model by loading it (load_model), changing its layers' weights (set_weights) and "
+                          "saving it again; a .keras file is a zip of config.json and model.weights.h5 (h5py reads it)")
 
 __all__ = ["load_model", "save_model", "load_weights", "save_weights", "CustomObjectScope", "custom_object_scope",
            "get_custom_objects", "get_registered_name", "get_registered_object", "register_keras_serializable",
