@@ -20,13 +20,15 @@ SUPPORTED_FORMATS = ("xyxy", "yxyx", "xywh", "center_xywh", "center_yxhw",
 
 def _arrays_only(fn):
     """fn on arrays; a symbolic tensor among its arguments (or in a dict of them) refused by name"""
+    where = "keras.utils.bounding_boxes" if fn.__module__.endswith("bounding_boxes") else "keras.visualization"
+
     @functools.wraps(fn)
     def call(*args, **kwargs):
         for v in (*args, *kwargs.values()):
             for x in (v.values() if isinstance(v, dict) else [v]):
                 if isinstance(x, KerasTensor):
                     raise OpNotSupportedError(
-                        f"keras.utils.bounding_boxes.{fn.__name__} computes on arrays (NumPy), not on symbolic "
+                        f"{where}.{fn.__name__} computes on arrays (NumPy), not on symbolic "
                         "tensors: call it on the data (in the input pipeline), not inside a model")
         return fn(*args, **kwargs)
     call._boundfit_arrays_only = True

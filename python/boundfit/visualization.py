@@ -1,10 +1,10 @@
 """keras.visualization on NumPy arrays (keras/src/visualization/): boxes and
 segmentation masks drawn into image arrays, and galleries of images plotted
 with matplotlib (imported on first use). Keras draws boxes with OpenCV; here
-they are drawn with NumPy (an outline of the line thickness, as OpenCV's
-thick lines with round joints) and labels rasterized with matplotlib's
-DejaVu Sans instead of OpenCV's Hershey font, so label glyphs differ in their
-pixels from Keras-with-OpenCV."""
+they are drawn with NumPy (the pixels within line_thickness / 2 of the
+outline, an approximation of OpenCV's thick lines) and labels rasterized
+with matplotlib's DejaVu Sans instead of OpenCV's Hershey font, so label
+glyphs differ in their pixels from Keras-with-OpenCV."""
 
 import functools
 import math
@@ -187,6 +187,7 @@ def _transform_value_range(images, value_range):
     return (np.asarray(images, "float32") - lo) / (hi - lo) * np.float32(255) + np.float32(0)
 
 
+@_arrays_only
 def plot_image_gallery(images, y_true=None, y_pred=None, label_map=None, rows=None, cols=None, value_range=(0, 255),
                        scale=2, path=None, show=None, transparent=True, dpi=60, legend_handles=None, data_format=None):
     """Keras's plot_image_gallery: a rows x cols grid of the images (batch, H, W, C) (default: ceil(sqrt(batch))
@@ -242,6 +243,7 @@ def plot_image_gallery(images, y_true=None, y_pred=None, label_map=None, rows=No
     return fig
 
 
+@_arrays_only
 def plot_bounding_box_gallery(images, bounding_box_format, y_true=None, y_pred=None, value_range=(0, 255),
                               true_color=(0, 188, 212), pred_color=(255, 235, 59), line_thickness=2, font_scale=1.0,
                               text_thickness=None, class_mapping=None, ground_truth_mapping=None,
@@ -275,6 +277,7 @@ def plot_bounding_box_gallery(images, bounding_box_format, y_true=None, y_pred=N
                               data_format="channels_last", **kwargs)
 
 
+@_arrays_only
 def plot_segmentation_mask_gallery(images, num_classes, value_range=(0, 255), y_true=None, y_pred=None,
                                    color_mapping=None, blend=True, alpha=0.8, ignore_index=-1, data_format=None,
                                    **kwargs):
