@@ -35,6 +35,10 @@ ALLOWED_FUNCTION_IMPORTS = sorted([
     ("boundfit.image_io", "from PIL import Image"),
     ("boundfit.model_plot", "from IPython import display"),
     ("boundfit.model_plot", "import pydot"),
+    ("boundfit.visualization", "from matplotlib import font_manager"),
+    ("boundfit.visualization", "from matplotlib import patches"),
+    ("boundfit.visualization", "from matplotlib.ft2font import FT2Font"),
+    ("boundfit.visualization", "import matplotlib.pyplot as plt"),
     ("boundfit.wrappers", "from sklearn.utils.validation import validate_data"),
 ])
 

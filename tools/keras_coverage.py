@@ -15,7 +15,8 @@ PAGE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "keras-coverage
 # the Keras modules a Keras program reaches through `import keras as ...`
 MODULES = ["", "layers", "models", "callbacks", "optimizers", "optimizers.schedules", "losses", "metrics",
            "activations", "initializers", "regularizers", "constraints", "ops", "ops.nn", "ops.numpy", "random", "utils",
-           "preprocessing", "saving", "distribution", "backend", "config", "mixed_precision", "dtype_policies", "applications"]
+           "utils.bounding_boxes", "preprocessing", "saving", "distribution", "backend", "config", "mixed_precision",
+           "dtype_policies", "applications", "visualization"]
 
 
 def keras_names(module):

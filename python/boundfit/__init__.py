@@ -41,6 +41,7 @@ from . import applications  # noqa: E402  (keras.applications: the image models,
 from . import ops  # noqa: E402  (keras.ops; gives symbolic tensors their operators)  (all loaded now: a first fit imports nothing)
 from . import random  # noqa: E402  (keras.random on arrays)
 from . import tree  # noqa: E402  (keras.tree: nested structures)
+from . import visualization  # noqa: E402  (keras.visualization: drawing boxes and masks, galleries)
 from ._version import __version__  # noqa: E402
 from .diagnose import diagnose  # noqa: E402
 from .engine import data  # noqa: E402
@@ -84,7 +85,7 @@ name_scope = _refused("keras.name_scope", "weights are named by their layers (la
 
 _core.set_module_dir(_os.path.dirname(_os.path.abspath(__file__)), ":".join(_wheel_libraries()))
 __all__ = ["Input", "Sequential", "Model", "layers", "initializers", "regularizers", "constraints", "losses", "metrics",
-           "optimizers", "activations", "config", "mixed_precision", "dtype_policies", "callbacks", "utils", "preprocessing", "models", "datasets", "data", "ops", "random", "saving", "load_model", "set_memory_limit", "memory",
+           "optimizers", "activations", "config", "mixed_precision", "dtype_policies", "callbacks", "utils", "preprocessing", "models", "datasets", "data", "ops", "random", "saving", "load_model", "set_memory_limit", "memory", "visualization",
            "set_default_device", "diagnose", "MemoryPlan", "BoundfitError",
            "MemoryBudgetError", "DeviceError", "NonFiniteError", "DataError"]
 

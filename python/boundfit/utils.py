@@ -2,11 +2,12 @@
 pad_sequences, normalize, the data tuple helpers; and, from their own
 modules, the data-set protocols (pydataset.py), the directory and timeseries
 data sets, split_dataset (sample_dataset.py), the image helpers
-(image_io.py), get_file (file_download.py), Config (config_dict.py), Progbar
+(image_io.py), the bounding-box helpers (bounding_boxes.py), get_file (file_download.py), Config (config_dict.py), Progbar
 and the interactive-logging switch (callbacks/progbar.py)."""
 
 import numpy as np
 
+from . import bounding_boxes  # noqa: F401 - keras.utils.bounding_boxes
 from .audio_folder import audio_dataset_from_directory  # noqa: F401 - keras.utils' name
 from .backend import is_keras_tensor, standardize_dtype  # noqa: F401 - keras.utils' names
 from .callbacks.progbar import (Progbar, disable_interactive_logging, enable_interactive_logging,  # noqa: F401
