@@ -56,9 +56,9 @@ from .pooling import (AveragePooling3D, AvgPool2D, AvgPool3D, GlobalAveragePooli
                       GlobalMaxPool3D, GlobalMaxPooling3D, MaxPool2D, MaxPool3D, MaxPooling3D)
 from .preprocessing import Normalization, Rescaling
 from .erase_blur import RandomErasing, RandomGaussianBlur
-from .refused_aug import (AugMix, ContrastLimitedAdaptiveHistogramEqualization, CutMix, Equalization,
-                          MaxNumBoundingBoxes, MixUp, RandAugment, RandomElasticTransform, RandomPerspective,
-                          RandomShear)  # refused by name
+from .batch_mix import CutMix, MaxNumBoundingBoxes, MixUp
+from .refused_aug import (AugMix, ContrastLimitedAdaptiveHistogramEqualization, Equalization, RandAugment,
+                          RandomElasticTransform, RandomPerspective, RandomShear)  # refused by name
 from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from .rnn import RNN, GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from .regularization import Dropout, GaussianDropout, GaussianNoise

@@ -1,0 +1,156 @@
+"""MixUp, CutMix and MaxNumBoundingBoxes (layers/batch_mix.py): data-side
+layers in NumPy, refused by name inside a model.
+
+Pinned against Keras 3 (recorded): given Keras's own transformation
+(get_random_transformation of Keras's layer), boundfit's transform_images and
+transform_labels equal Keras's exactly (atol 1e-6 of the value range: the same
+float32 formula); MaxNumBoundingBoxes on Keras's dict equals Keras's (exact);
+boundfit's own draws have Keras's keys, shapes, dtypes and form; configs
+equal Keras's and round-trip; bad arguments raise naming the argument."""
+
+import json
+
+import numpy as np
+import pytest
+
+import boundfit as bf
+from helpers.keras_recorded import case
+from keras_ref import load
+
+MIX = [
+    ("mixup", lambda M, **k: M.MixUp(alpha=0.4, **k)),
+    ("cutmix", lambda M, **k: M.CutMix(factor=0.8, **k)),
+    ("cutmix_default", lambda M, **k: M.CutMix(**k)),
+]
+IDS = [c[0] for c in MIX]
+BOXES = [("pad", 5, -1), ("cut", 2, -3)]   # (id, max_number, fill_value)
+
+
+def data(n=6, seed=0):
+    r = np.random.default_rng(seed)
+    return (r.uniform(0, 255, (n, 7, 9, 3)).astype(np.float32),
+            np.eye(4, dtype=np.float32)[r.integers(0, 4, n)])
+
+
+def boxes(n=3, k=3):
+    r = np.random.default_rng(1)
+    return {"boxes": r.uniform(0, 9, (n, k, 4)).astype(np.float32), "labels": r.integers(0, 4, (n, k))}
+
+
+def _plain(v):
+    return json.loads(json.dumps(v))
+
+
+@pytest.fixture(scope="module")
+def keras_side():
+    """per case: Keras's transformation, its transform_images / transform_labels, its config"""
+    def compute():
+        keras = load()
+        out = {}
+        x, y = data()
+        for name, make in MIX:
+            layer = make(keras.layers, seed=3)
+            t = {k: np.asarray(v) for k, v in layer.get_random_transformation(x, training=True).items()}
+            out[name] = dict(t=t, x=np.asarray(layer.transform_images(x, t)),
+                             y=np.asarray(layer.transform_labels(y, t)), cfg=_plain(layer.get_config()))
+        for name, m, fill in BOXES:
+            layer = keras.layers.MaxNumBoundingBoxes(m, fill_value=fill, bounding_box_format="xyxy")
+            o = layer({"images": x[:3], "bounding_boxes": boxes()})
+            out[name] = dict(boxes=np.asarray(o["bounding_boxes"]["boxes"]),
+                             labels=np.asarray(o["bounding_boxes"]["labels"]), cfg=_plain(layer.get_config()))
+        return out
+    return case(compute, "keras_side")
+
+
+@pytest.mark.parametrize("name, make", MIX, ids=IDS)
+def test_mixing_equals_keras_given_its_transformation(keras_side, name, make):
+    k, (x, y) = keras_side[name], data()
+    layer = make(bf.layers, seed=3)
+    np.testing.assert_allclose(layer.transform_images(x, k["t"]), k["x"], atol=1e-6 * 255, rtol=0)
+    np.testing.assert_allclose(layer.transform_labels(y, k["t"]), k["y"], atol=1e-6, rtol=0)
+    assert not np.allclose(k["x"], x)   # (the transformation changes something)
+
+
+@pytest.mark.parametrize("name, make", MIX, ids=IDS)
+def test_own_draws_have_keras_keys_shapes_and_dtypes(keras_side, name, make):
+    t = make(bf.layers, seed=1).get_random_transformation(data()[0])
+    k = keras_side[name]["t"]
+    assert {n: (v.shape, v.dtype) for n, v in t.items()} == {n: (v.shape, v.dtype) for n, v in k.items()}
+    assert sorted(t["permutation_order"]) == list(range(6))
+    assert ((0 <= t["mix_weight"]) & (t["mix_weight"] <= 1)).all()
+
+
+def test_cutmix_pastes_a_rectangle_of_the_partner_and_mixes_labels_by_the_area_kept():
+    x, y = data(n=40)
+    layer = bf.layers.CutMix(seed=2)
+    t = layer.get_random_transformation(x)
+    xs, ys = layer.transform_images(x, t), layer.transform_labels(y, t)
+    for i, (m, p) in enumerate(zip(t["batch_masks"][..., 0], t["permutation_order"])):
+        rows, cols = m.any(axis=1), m.any(axis=0)
+        assert (m == np.outer(rows, cols)).all()                       # a rectangle
+        np.testing.assert_array_equal(xs[i][m], x[p][m])
+        np.testing.assert_array_equal(xs[i][~m], x[i][~m])
+    w = t["mix_weight"].reshape(-1, 1)
+    np.testing.assert_allclose(ys, w * y + (1 - w) * y[t["permutation_order"]], atol=1e-6)
+
+
+@pytest.mark.parametrize("name, make", MIX, ids=IDS)
+def test_called_on_a_dict_they_transform_images_and_labels_with_one_draw(name, make):
+    x, y = data(n=8)
+    t = make(bf.layers, seed=4).get_random_transformation(x)   # the same seed: the call's draw
+    out = make(bf.layers, seed=4)({"images": x, "labels": y})
+    assert set(out) == {"images", "labels"}
+    ref = make(bf.layers, seed=4)
+    np.testing.assert_array_equal(out["images"], ref.transform_images(x, t))
+    np.testing.assert_array_equal(out["labels"], ref.transform_labels(y, t))
+    np.testing.assert_allclose(out["labels"].sum(axis=1), 1, atol=1e-6)
+    np.testing.assert_array_equal(make(bf.layers, seed=4)(x, training=False), x)
+
+
+@pytest.mark.parametrize("name, m, fill", BOXES, ids=[b[0] for b in BOXES])
+def test_max_num_bounding_boxes_pads_or_cuts_as_keras(keras_side, name, m, fill):
+    x = data()[0][:3]
+    out = bf.layers.MaxNumBoundingBoxes(m, fill_value=fill, bounding_box_format="xyxy")(
+        {"images": x, "bounding_boxes": boxes()})
+    np.testing.assert_array_equal(out["bounding_boxes"]["boxes"], keras_side[name]["boxes"])
+    np.testing.assert_array_equal(out["bounding_boxes"]["labels"], keras_side[name]["labels"])
+    np.testing.assert_array_equal(out["images"], x)
+
+
+@pytest.mark.parametrize("name, make", MIX + [
+    ("pad", lambda M, **k: M.MaxNumBoundingBoxes(5, fill_value=-1, bounding_box_format="xyxy")),
+    ("cut", lambda M, **k: M.MaxNumBoundingBoxes(2, fill_value=-3, bounding_box_format="xyxy"))],
+    ids=IDS + ["pad", "cut"])
+def test_configs_equal_keras_and_round_trip(keras_side, name, make):
+    layer = make(bf.layers, **({"seed": 3} if name in IDS else {}))
+    cfg = _plain(layer.get_config())
+    want = dict(keras_side[name]["cfg"], name=cfg["name"])
+    assert cfg == want
+    assert _plain(type(layer).from_config(cfg).get_config()) == cfg
+
+
+@pytest.mark.parametrize("make", [m for _, m in MIX] + [lambda M, **k: M.MaxNumBoundingBoxes(3)])
+def test_inside_a_model_they_are_refused_by_name(make):
+    with pytest.raises(NotImplementedError, match=r"keras.layers.\w+ inside a boundfit model is not supported"):
+        bf.Sequential([bf.Input((7, 9, 3)), make(bf.layers)])
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: bf.layers.MixUp(alpha=0), "alpha"),
+    (lambda: bf.layers.MixUp(seed=-1), "seed"),
+    (lambda: bf.layers.CutMix(factor=1.5), "factor"),
+    (lambda: bf.layers.CutMix(data_format="channels_first"), "data_format"),
+    (lambda: bf.layers.MaxNumBoundingBoxes(0), "max_number"),
+    (lambda: bf.layers.MaxNumBoundingBoxes(2, fill_value=0.5), "fill_value"),
+    (lambda: bf.layers.MaxNumBoundingBoxes(2)({"images": data()[0], "bounding_boxes": boxes()}),
+     "bounding_box_format"),
+    (lambda: bf.layers.MixUp()({"pictures": data()[0]}), "images"),
+])
+def test_bad_arguments_raise_naming_the_argument(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_bounding_boxes_through_mixing_are_refused_by_name():
+    with pytest.raises(NotImplementedError, match="MixUp: bounding boxes"):
+        bf.layers.MixUp()({"images": data()[0][:3], "bounding_boxes": boxes()})
