@@ -159,7 +159,6 @@ def test_bad_arguments_raise_naming_the_argument(make, match):
 
 @pytest.mark.parametrize("name, says", [
     ("RandAugment", "Compose boundfit's augmentation layers"), ("AugMix", "Compose boundfit's augmentation layers"),
-    ("Equalization", "histograms.*AutoContrast"),
     ("ContrastLimitedAdaptiveHistogramEqualization", "histograms.*AutoContrast"),
     ("RandomShear", "warp.*RandomRotation"), ("RandomPerspective", "warp.*RandomRotation"),
     ("RandomElasticTransform", "warp.*RandomRotation"),

@@ -1,10 +1,12 @@
-"""MixUp, CutMix and MaxNumBoundingBoxes (layers/batch_mix.py): data-side
-layers in NumPy, refused by name inside a model.
+"""MixUp, CutMix, MaxNumBoundingBoxes (layers/batch_mix.py) and Equalization
+(layers/equalize.py): data-side layers in NumPy, refused by name inside a
+model.
 
 Pinned against Keras 3 (recorded): given Keras's own transformation
 (get_random_transformation of Keras's layer), boundfit's transform_images and
 transform_labels equal Keras's exactly (atol 1e-6 of the value range: the same
-float32 formula); MaxNumBoundingBoxes on Keras's dict equals Keras's (exact);
+float32 formula); Equalization on the same images equals Keras's (atol 1e-6 of
+the value range); MaxNumBoundingBoxes on Keras's dict equals Keras's (exact);
 boundfit's own draws have Keras's keys, shapes, dtypes and form; configs
 equal Keras's and round-trip; bad arguments raise naming the argument."""
 
@@ -24,6 +26,17 @@ MIX = [
 ]
 IDS = [c[0] for c in MIX]
 BOXES = [("pad", 5, -1), ("cut", 2, -3)]   # (id, max_number, fill_value)
+EQ = [("eq_default", {}, (0, 255)), ("eq_unit_64", dict(value_range=(1, -1), bins=64), (-1, 1)),
+      ("eq_flat_channel", dict(bins=16), (0, 255))]   # (id, Equalization's arguments, the images' value range)
+
+
+def eq_images(name, vr):
+    """integer levels of the value range (a histogram with empty bins); one constant channel for eq_flat_channel"""
+    r = np.random.default_rng(5)
+    x = vr[0] + (vr[1] - vr[0]) * r.integers(0, 60, (3, 5, 6, 3)).astype(np.float32) ** 1.3 / 60 ** 1.3
+    if name == "eq_flat_channel":
+        x[..., 1] = 17.0
+    return x.astype(np.float32)
 
 
 def data(n=6, seed=0):
@@ -58,6 +71,9 @@ def keras_side():
             o = layer({"images": x[:3], "bounding_boxes": boxes()})
             out[name] = dict(boxes=np.asarray(o["bounding_boxes"]["boxes"]),
                              labels=np.asarray(o["bounding_boxes"]["labels"]), cfg=_plain(layer.get_config()))
+        for name, kw, vr in EQ:
+            layer = keras.layers.Equalization(**kw)
+            out[name] = dict(y=np.asarray(layer(eq_images(name, vr))), cfg=_plain(layer.get_config()))
         return out
     return case(compute, "keras_side")
 
@@ -117,6 +133,25 @@ def test_max_num_bounding_boxes_pads_or_cuts_as_keras(keras_side, name, m, fill)
     np.testing.assert_array_equal(out["images"], x)
 
 
+@pytest.mark.parametrize("name, kw, vr", EQ, ids=[e[0] for e in EQ])
+def test_equalization_equals_keras(keras_side, name, kw, vr):
+    x = eq_images(name, vr)
+    y = bf.layers.Equalization(**kw)(x)
+    np.testing.assert_allclose(y, keras_side[name]["y"], atol=1e-6 * (vr[1] - vr[0]), rtol=0)
+    assert not np.allclose(y, x)
+    np.testing.assert_array_equal(bf.layers.Equalization(**kw)(x, training=False), x)
+    cfg = _plain(bf.layers.Equalization(**kw).get_config())
+    assert cfg == dict(keras_side[name]["cfg"], name=cfg["name"])
+    assert _plain(bf.layers.Equalization.from_config(cfg).get_config()) == cfg
+
+
+def test_equalization_counts_each_channel_over_the_batch_as_keras():
+    x = eq_images("eq_default", (0, 255))
+    whole = bf.layers.Equalization()(x)
+    assert not np.allclose(whole[:1], bf.layers.Equalization()(x[:1]))   # image 0 depends on the others
+    np.testing.assert_array_equal(bf.layers.Equalization()({"images": x, "labels": np.ones(3)})["images"], whole)
+
+
 @pytest.mark.parametrize("name, make", MIX + [
     ("pad", lambda M, **k: M.MaxNumBoundingBoxes(5, fill_value=-1, bounding_box_format="xyxy")),
     ("cut", lambda M, **k: M.MaxNumBoundingBoxes(2, fill_value=-3, bounding_box_format="xyxy"))],
@@ -129,7 +164,8 @@ def test_configs_equal_keras_and_round_trip(keras_side, name, make):
     assert _plain(type(layer).from_config(cfg).get_config()) == cfg
 
 
-@pytest.mark.parametrize("make", [m for _, m in MIX] + [lambda M, **k: M.MaxNumBoundingBoxes(3)])
+@pytest.mark.parametrize("make", [m for _, m in MIX] + [lambda M, **k: M.MaxNumBoundingBoxes(3),
+                                                         lambda M, **k: M.Equalization()])
 def test_inside_a_model_they_are_refused_by_name(make):
     with pytest.raises(NotImplementedError, match=r"keras.layers.\w+ inside a boundfit model is not supported"):
         bf.Sequential([bf.Input((7, 9, 3)), make(bf.layers)])
@@ -145,6 +181,8 @@ def test_inside_a_model_they_are_refused_by_name(make):
     (lambda: bf.layers.MaxNumBoundingBoxes(2)({"images": data()[0], "bounding_boxes": boxes()}),
      "bounding_box_format"),
     (lambda: bf.layers.MixUp()({"pictures": data()[0]}), "images"),
+    (lambda: bf.layers.Equalization(bins=1), "bins"),
+    (lambda: bf.layers.Equalization(value_range=(0, 255, 3)), "value_range"),
 ])
 def test_bad_arguments_raise_naming_the_argument(make, match):
     with pytest.raises(ValueError, match=match):

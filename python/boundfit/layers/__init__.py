@@ -57,8 +57,9 @@ from .pooling import (AveragePooling3D, AvgPool2D, AvgPool3D, GlobalAveragePooli
 from .preprocessing import Normalization, Rescaling
 from .erase_blur import RandomErasing, RandomGaussianBlur
 from .batch_mix import CutMix, MaxNumBoundingBoxes, MixUp
-from .refused_aug import (AugMix, ContrastLimitedAdaptiveHistogramEqualization, Equalization, RandAugment,
-                          RandomElasticTransform, RandomPerspective, RandomShear)  # refused by name
+from .equalize import Equalization
+from .refused_aug import (AugMix, ContrastLimitedAdaptiveHistogramEqualization, RandAugment, RandomElasticTransform,
+                          RandomPerspective, RandomShear)  # refused by name
 from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from .rnn import RNN, GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from .regularization import Dropout, GaussianDropout, GaussianNoise

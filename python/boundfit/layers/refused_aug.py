@@ -6,14 +6,14 @@ _POLICY = ("it applies layers picked at random per image from a list boundfit do
            "equalization, ...). Compose boundfit's augmentation layers in the model instead (RandomRotation, "
            "RandomTranslation, RandomColorJitter, Solarization, RandomPosterization, ...)")
 _HIST = ("it needs per-image histograms (a count per intensity and its cumulative sum), which boundfit's graphs "
-         "do not compute yet. AutoContrast stretches each channel to the value range, or equalize in the data")
+         "do not compute yet. AutoContrast stretches each channel to the value range, or equalize in the data "
+         "(Equalization on arrays)")
 _WARP = ("its warp is not among the engine's augmentation transforms (rotation, zoom, translation, flip, crop). "
          "Use RandomRotation, RandomZoom or RandomTranslation, or warp in the data")
 
 _WHY = {
     "RandAugment": _POLICY,
     "AugMix": _POLICY,
-    "Equalization": _HIST,
     "ContrastLimitedAdaptiveHistogramEqualization": _HIST,
     "RandomShear": _WARP,
     "RandomPerspective": _WARP,
@@ -28,5 +28,5 @@ def _refused(name, why):
                            "_boundfit_refused": True})
 
 
-RandAugment, AugMix, Equalization, ContrastLimitedAdaptiveHistogramEqualization, RandomShear, RandomPerspective, \
+RandAugment, AugMix, ContrastLimitedAdaptiveHistogramEqualization, RandomShear, RandomPerspective, \
     RandomElasticTransform = (_refused(n, w) for n, w in _WHY.items())
