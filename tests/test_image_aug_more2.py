@@ -1,12 +1,14 @@
 """MixUp, CutMix, MaxNumBoundingBoxes (layers/batch_mix.py) and Equalization
 (layers/equalize.py): data-side layers in NumPy, refused by name inside a
-model.
+model; RandomShear (layers/shear.py): a gather-based warp in the graph.
 
 Pinned against Keras 3 (recorded): given Keras's own transformation
 (get_random_transformation of Keras's layer), boundfit's transform_images and
 transform_labels equal Keras's exactly (atol 1e-6 of the value range: the same
 float32 formula); Equalization on the same images equals Keras's (atol 1e-6 of
-the value range); MaxNumBoundingBoxes on Keras's dict equals Keras's (exact);
+the value range); RandomShear given Keras's shear_factor equals Keras's
+(atol 1e-6 of the value range; nearest exactly) for each fill_mode and
+interpolation, and holds a planned fit in a model; MaxNumBoundingBoxes on Keras's dict equals Keras's (exact);
 boundfit's own draws have Keras's keys, shapes, dtypes and form; configs
 equal Keras's and round-trip; bad arguments raise naming the argument."""
 
@@ -16,6 +18,7 @@ import numpy as np
 import pytest
 
 import boundfit as bf
+from conftest import assert_plan_equals_arenas
 from helpers.keras_recorded import case
 from keras_ref import load
 
@@ -28,6 +31,11 @@ IDS = [c[0] for c in MIX]
 BOXES = [("pad", 5, -1), ("cut", 2, -3)]   # (id, max_number, fill_value)
 EQ = [("eq_default", {}, (0, 255)), ("eq_unit_64", dict(value_range=(1, -1), bins=64), (-1, 1)),
       ("eq_flat_channel", dict(bins=16), (0, 255))]   # (id, Equalization's arguments, the images' value range)
+SHEAR = [("shear_reflect", dict(x_factor=0.6, y_factor=(0.2, 0.9))),
+         ("shear_nearest_constant", dict(x_factor=0.5, y_factor=0.5, interpolation="nearest", fill_mode="constant",
+                                         fill_value=7.0)),
+         ("shear_wrap", dict(y_factor=0.7, fill_mode="wrap")),
+         ("shear_nearest_fill", dict(x_factor=(0.3, 0.8), fill_mode="nearest"))]
 
 
 def eq_images(name, vr):
@@ -71,6 +79,10 @@ def keras_side():
             o = layer({"images": x[:3], "bounding_boxes": boxes()})
             out[name] = dict(boxes=np.asarray(o["bounding_boxes"]["boxes"]),
                              labels=np.asarray(o["bounding_boxes"]["labels"]), cfg=_plain(layer.get_config()))
+        for name, kw in SHEAR:
+            layer = keras.layers.RandomShear(seed=3, **kw)
+            t = {k: np.asarray(v) for k, v in layer.get_random_transformation(x, training=True).items()}
+            out[name] = dict(t=t, x=np.asarray(layer.transform_images(x, t)), cfg=_plain(layer.get_config()))
         for name, kw, vr in EQ:
             layer = keras.layers.Equalization(**kw)
             out[name] = dict(y=np.asarray(layer(eq_images(name, vr))), cfg=_plain(layer.get_config()))
@@ -152,6 +164,36 @@ def test_equalization_counts_each_channel_over_the_batch_as_keras():
     np.testing.assert_array_equal(bf.layers.Equalization()({"images": x, "labels": np.ones(3)})["images"], whole)
 
 
+@pytest.mark.parametrize("name, kw", SHEAR, ids=[c[0] for c in SHEAR])
+def test_shear_equals_keras_given_its_transformation(keras_side, name, kw):
+    k, x = keras_side[name], data()[0]
+    layer = bf.layers.RandomShear(seed=3, **kw)
+    np.testing.assert_allclose(layer.transform_images(x, k["t"]), k["x"], atol=1e-6 * 255, rtol=0)
+    assert not np.allclose(k["x"], x)
+    cfg = _plain(layer.get_config())
+    assert cfg == dict(k["cfg"], name=cfg["name"])
+    assert _plain(bf.layers.RandomShear.from_config(cfg).get_config()) == cfg
+
+
+def test_shear_draws_both_factors_in_range_with_one_sign_per_image():
+    x = data(n=200)[0][:, :3, :4]
+    t = bf.layers.RandomShear(x_factor=(0.2, 0.5), y_factor=(0.1, 0.3), seed=6).get_random_transformation(x)
+    f = t["shear_factor"]
+    assert f.shape == (200, 2) and f.dtype == np.float32 and tuple(t["input_shape"]) == x.shape
+    assert ((0.2 <= abs(f[:, 0])) & (abs(f[:, 0]) <= 0.5) & (0.1 <= abs(f[:, 1])) & (abs(f[:, 1]) <= 0.3)).all()
+    assert (np.sign(f[:, 0]) == np.sign(f[:, 1])).all() and 0.35 < (f[:, 0] < 0).mean() < 0.65
+
+
+def test_shear_in_a_model_holds_a_planned_fit_and_is_the_identity_in_predict():
+    m = bf.Sequential([bf.Input((7, 9, 3)), bf.layers.RandomShear(0.4, 0.3, seed=1),
+                       bf.layers.Conv2D(2, 3), bf.layers.Flatten(), bf.layers.Dense(2)])
+    m.compile(optimizer="adam", loss="mse")
+    x, y = data(n=16)[0] / 255, np.random.default_rng(8).standard_normal((16, 2)).astype(np.float32)
+    assert_plan_equals_arenas(m, x, y, batch_size=8)
+    assert all(np.isfinite(w).all() for w in m.get_weights())
+    np.testing.assert_array_equal(bf.layers.RandomShear(0.4)(x), x)
+
+
 @pytest.mark.parametrize("name, make", MIX + [
     ("pad", lambda M, **k: M.MaxNumBoundingBoxes(5, fill_value=-1, bounding_box_format="xyxy")),
     ("cut", lambda M, **k: M.MaxNumBoundingBoxes(2, fill_value=-3, bounding_box_format="xyxy"))],
@@ -182,6 +224,11 @@ def test_inside_a_model_they_are_refused_by_name(make):
      "bounding_box_format"),
     (lambda: bf.layers.MixUp()({"pictures": data()[0]}), "images"),
     (lambda: bf.layers.Equalization(bins=1), "bins"),
+    (lambda: bf.layers.RandomShear(x_factor=1.5), "x_factor"),
+    (lambda: bf.layers.RandomShear(y_factor=(0.1, 0.2, 0.3)), "y_factor"),
+    (lambda: bf.layers.RandomShear(fill_mode="mirror"), "fill_mode"),
+    (lambda: bf.layers.RandomShear(interpolation="bicubic"), "interpolation"),
+    (lambda: bf.layers.RandomShear(fill_value="red"), "fill_value"),
     (lambda: bf.layers.Equalization(value_range=(0, 255, 3)), "value_range"),
 ])
 def test_bad_arguments_raise_naming_the_argument(make, match):

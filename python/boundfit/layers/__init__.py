@@ -58,8 +58,9 @@ from .preprocessing import Normalization, Rescaling
 from .erase_blur import RandomErasing, RandomGaussianBlur
 from .batch_mix import CutMix, MaxNumBoundingBoxes, MixUp
 from .equalize import Equalization
+from .shear import RandomShear
 from .refused_aug import (AugMix, ContrastLimitedAdaptiveHistogramEqualization, RandAugment, RandomElasticTransform,
-                          RandomPerspective, RandomShear)  # refused by name
+                          RandomPerspective)  # refused by name
 from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from .rnn import RNN, GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from .regularization import Dropout, GaussianDropout, GaussianNoise

@@ -9,13 +9,12 @@ _HIST = ("it needs per-image histograms (a count per intensity and its cumulativ
          "do not compute yet. AutoContrast stretches each channel to the value range, or equalize in the data "
          "(Equalization on arrays)")
 _WARP = ("its warp is not among the engine's augmentation transforms (rotation, zoom, translation, flip, crop). "
-         "Use RandomRotation, RandomZoom or RandomTranslation, or warp in the data")
+         "Use RandomRotation, RandomZoom, RandomTranslation or RandomShear, or warp in the data")
 
 _WHY = {
     "RandAugment": _POLICY,
     "AugMix": _POLICY,
     "ContrastLimitedAdaptiveHistogramEqualization": _HIST,
-    "RandomShear": _WARP,
     "RandomPerspective": _WARP,
     "RandomElasticTransform": _WARP + " (its displacement field is also blurred per image)",
 }
@@ -28,5 +27,5 @@ def _refused(name, why):
                            "_boundfit_refused": True})
 
 
-RandAugment, AugMix, ContrastLimitedAdaptiveHistogramEqualization, RandomShear, RandomPerspective, \
-    RandomElasticTransform = (_refused(n, w) for n, w in _WHY.items())
+RandAugment, AugMix, ContrastLimitedAdaptiveHistogramEqualization, RandomPerspective, RandomElasticTransform = \
+    (_refused(n, w) for n, w in _WHY.items())
