@@ -62,9 +62,11 @@ FlaxLayer = _refused("keras.layers.FlaxLayer", _OTHER.format("a Flax module"))
 JaxLayer = _refused("keras.layers.JaxLayer", _OTHER.format("a JAX function"))
 TorchModuleWrapper = _refused("keras.layers.TorchModuleWrapper", _OTHER.format("a torch.nn.Module"))
 TFSMLayer = _refused("keras.layers.TFSMLayer", _OTHER.format("a TensorFlow SavedModel"))
-from .refused_aug import (AugMix, ContrastLimitedAdaptiveHistogramEqualization, CutMix, Equalization,
-                          MaxNumBoundingBoxes, MixUp, RandAugment, RandomElasticTransform, RandomPerspective,
-                          RandomShear)  # refused by name
+from .batch_mix import CutMix, MaxNumBoundingBoxes, MixUp
+from .equalize import Equalization
+from .shear import RandomShear
+from .refused_aug import (AugMix, ContrastLimitedAdaptiveHistogramEqualization, RandAugment, RandomElasticTransform,
+                          RandomPerspective)  # refused by name
 from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from .rnn import RNN, GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from .regularization import Dropout, GaussianDropout, GaussianNoise

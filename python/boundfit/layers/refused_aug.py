@@ -2,29 +2,21 @@
 name when made (NotImplementedError saying why and what to use instead);
 tools/keras_coverage.py lists them as refused (`_boundfit_refused`)."""
 
-_BATCH = ("it mixes each image with another image of the batch (a permutation of the batch), and a boundfit "
-          "graph computes each sample from its own input only. Mix the batches in the data (a PyDataset's "
-          "__getitem__ in NumPy) before fit")
 _POLICY = ("it applies layers picked at random per image from a list boundfit does not fully have (shear, "
            "equalization, ...). Compose boundfit's augmentation layers in the model instead (RandomRotation, "
            "RandomTranslation, RandomColorJitter, Solarization, RandomPosterization, ...)")
 _HIST = ("it needs per-image histograms (a count per intensity and its cumulative sum), which boundfit's graphs "
-         "do not compute yet. AutoContrast stretches each channel to the value range, or equalize in the data")
+         "do not compute yet. AutoContrast stretches each channel to the value range, or equalize in the data "
+         "(Equalization on arrays)")
 _WARP = ("its warp is not among the engine's augmentation transforms (rotation, zoom, translation, flip, crop). "
-         "Use RandomRotation, RandomZoom or RandomTranslation, or warp in the data")
+         "Use RandomRotation, RandomZoom, RandomTranslation or RandomShear, or warp in the data")
 
 _WHY = {
-    "MixUp": _BATCH,
-    "CutMix": _BATCH,
     "RandAugment": _POLICY,
     "AugMix": _POLICY,
-    "Equalization": _HIST,
     "ContrastLimitedAdaptiveHistogramEqualization": _HIST,
-    "RandomShear": _WARP,
     "RandomPerspective": _WARP,
     "RandomElasticTransform": _WARP + " (its displacement field is also blurred per image)",
-    "MaxNumBoundingBoxes": ("it pads or cuts bounding boxes, and boundfit's layers take images only (no bounding "
-                            "boxes or segmentation masks). Prepare the boxes in the data"),
 }
 
 
@@ -35,5 +27,5 @@ def _refused(name, why):
                            "_boundfit_refused": True})
 
 
-MixUp, CutMix, RandAugment, AugMix, Equalization, ContrastLimitedAdaptiveHistogramEqualization, RandomShear, \
-    RandomPerspective, RandomElasticTransform, MaxNumBoundingBoxes = (_refused(n, w) for n, w in _WHY.items())
+RandAugment, AugMix, ContrastLimitedAdaptiveHistogramEqualization, RandomPerspective, RandomElasticTransform = \
+    (_refused(n, w) for n, w in _WHY.items())
