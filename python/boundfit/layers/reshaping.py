@@ -171,7 +171,7 @@ class Const(Layer):
     _has_weights = True
     _scalar_ok = True   # its input gives only the batch size
 
-    def __init__(self, values, keras_weight=True, **kwargs):
+    def __init__(self, values, keras_weight=False, **kwargs):
         super().__init__(**kwargs)
         self.keras_weight = bool(keras_weight)   # False: no weight of the model's get_weights() (models/weights.py)
         self._values = np.array(values, dtype=np.float32)

@@ -238,5 +238,5 @@ def _make_layer(cls, cfg):
         return L.RandomDraw(cfg["shape"], cfg["dist"], cfg["a"], cfg["b"], seed=cfg["seed"], fixed=cfg["fixed"],
                             shared=cfg["shared"], name=name)
     if cls is L.Const:   # its values are its weight, loaded next
-        return L.Const(np.zeros(cfg["shape"], np.float32), name=name, keras_weight=cfg.get("keras_weight", True))
+        return L.Const(np.zeros(cfg["shape"], np.float32), name=name, keras_weight=cfg.get("keras_weight", False))
     return cls(name=name)
