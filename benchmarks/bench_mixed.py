@@ -8,7 +8,12 @@ and median; the ratios are boundfit mixed against each other side; boundfit's pl
 policies. Without AVX512-BF16 / AMX kernels (docs/mixed-precision.md) boundfit's bfloat16 storage is converted to
 and from float32 around the float32 kernels: expect it no faster than its float32, the gain is memory.
 
-    python benchmarks/bench_mixed.py [rounds]     (BENCH_TORCH_PYTHON: a python with PyTorch, default /usr/bin/python3)
+    python benchmarks/bench_mixed.py [rounds] [cap]   (BENCH_TORCH_PYTHON: a python with PyTorch, default
+                                                      /usr/bin/python3; cap: seconds PyTorch's warm-up step may take)
+
+PyTorch's round is one step (its seconds times the others' steps a round), and a PyTorch side whose warm-up step
+takes over `cap` seconds (default 90) is reported as the bound that shows: Debian's PyTorch 1.13 (the one on this
+machine) runs its float32 and its CPU bfloat16 GEMMs without an optimised BLAS.
 """
 
 import os
@@ -53,13 +58,24 @@ SEQ_TORCH = textwrap.dedent("""
 TORCH_MLP = "nn.Sequential(nn.Linear(10000, 5000), nn.ReLU(), nn.Linear(5000, 2000), nn.ReLU(), nn.Linear(2000, 10))"
 TORCH_CNN = ("nn.Sequential(nn.Conv2d(3, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(49 * 49 * 32, 128), "
              "nn.ReLU(), nn.Linear(128, 10))")
-# appended to each PyTorch side: its training step under autocast (the templates' step() is replaced)
+# appended to each PyTorch side: its training step under autocast (replacing the templates' step()); a round is
+# one step, its seconds reported times STEPS (the others' round at its rate); a warm-up step past CAP seconds ends
+# the side with the bound it shows (Debian's PyTorch 1.13 runs its GEMMs on the netlib reference BLAS)
 AUTOCAST = textwrap.dedent("""
+    import signal
+    CAP = {CAP}
     def step(i):
         opt.zero_grad()
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
             loss = lf(net(x[i * B:(i + 1) * B]), y[i * B:(i + 1) * B])
         loss.backward(); opt.step()
+    def _late(*_):
+        raise TimeoutError(f"its warm-up step took over {{CAP}} s: under {{B / CAP:.2f}} samples/s")
+    def setup():
+        signal.signal(signal.SIGALRM, _late); signal.alarm(CAP); step(0); signal.alarm(0)
+    def one_round():
+        t0 = time.perf_counter(); step(1 % STEPS)
+        return (time.perf_counter() - t0) * STEPS
     final = lambda: 0
 """)
 
@@ -75,6 +91,7 @@ def sides(fit, torch):
 def main():
     import boundfit as bf
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    cap = int(sys.argv[2]) if len(sys.argv) > 2 else 90
     threads = bf.runtime.blas_runtime.threads()
     models = (
         ("seed MLP, batch 256", SEQ_FIT, SEQ_TORCH, dict(B=256, STEPS=4, SHAPE=(10000,), LAYERS=MLP, TORCH_NET=TORCH_MLP)),
@@ -86,7 +103,7 @@ def main():
          bench_transformer.TORCH, dict(B=32, T=128, D=256, H=4, FF=1024, STEPS=4)))
     print(f"{threads} threads; PyTorch: {TORCH_PYTHON}")
     for name, fit, torch, kw in models:
-        codes = [c.format(THREADS=threads, **kw) for c in sides(fit, torch)]
+        codes = [c.format(THREADS=threads, CAP=cap, **kw) for c in sides(fit, torch)]
         report(f"{name} ({rounds} rounds of {kw['STEPS']} steps each side, in turn)", kw["B"] * kw["STEPS"],
                run_sides(codes, rounds, pythons=[sys.executable] * 3 + [TORCH_PYTHON]),
                names=("bf mixed", "bf float32", "Keras/TF mixed", "torch autocast"),
