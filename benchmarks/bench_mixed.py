@@ -81,9 +81,10 @@ AUTOCAST = textwrap.dedent("""
 
 
 def sides(fit, torch):
-    """the four children's code: boundfit float32, boundfit mixed, Keras/TF mixed, PyTorch autocast"""
+    """the four children's code: boundfit mixed (the side the ratios compare), boundfit float32, Keras/TF mixed,
+    PyTorch autocast"""
     bf = BOUNDFIT_HEAD + POLICY + fit + ACTIVATIONS
-    return [bf.replace("{{POLICY}}", "float32"), bf.replace("{{POLICY}}", "mixed_bfloat16"),
+    return [bf.replace("{{POLICY}}", "mixed_bfloat16"), bf.replace("{{POLICY}}", "float32"),
             (KERAS_TF_HEAD + POLICY + fit + "final = lambda: 0\n").replace("{{POLICY}}", "mixed_bfloat16"),
             torch + AUTOCAST]
 

@@ -83,7 +83,8 @@ class _Child:
         for line in self.p.stdout:
             if line.startswith(tag):
                 return line[len(tag):].strip()
-        raise RuntimeError(self.p.stderr.read().strip().splitlines()[-1] if self.p.poll() is not None else "no reply")
+        err = self.p.stderr.read().strip().splitlines()   # stdout closed: the child is ending
+        raise RuntimeError(err[-1] if err else "no reply")
 
     def _ask(self, what, tag):
         self.p.stdin.write(what + "\n")
