@@ -73,8 +73,8 @@ for _line in _sys.stdin:
 
 
 class _Child:
-    def __init__(self, code):
-        self.p = subprocess.Popen([sys.executable, "-c", code + SERVE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    def __init__(self, code, python=sys.executable):
+        self.p = subprocess.Popen([python, "-c", code + SERVE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
         self.cpu = []
         self._read("READY")
@@ -83,7 +83,8 @@ class _Child:
         for line in self.p.stdout:
             if line.startswith(tag):
                 return line[len(tag):].strip()
-        raise RuntimeError(self.p.stderr.read().strip().splitlines()[-1] if self.p.poll() is not None else "no reply")
+        err = self.p.stderr.read().strip().splitlines()   # stdout closed: the child is ending
+        raise RuntimeError(err[-1] if err else "no reply")
 
     def _ask(self, what, tag):
         self.p.stdin.write(what + "\n")
@@ -105,16 +106,17 @@ class _Child:
         return final
 
 
-def run_sides(codes, rounds, cpu=None):
+def run_sides(codes, rounds, cpu=None, pythons=None):
     """Returns, for each side: (best seconds, median seconds, final()) or
     (None, the error's last line). A list `cpu` gets each side's median CPU
     seconds a round (all its threads; None for a side that failed): on a
     shared machine the wall time is the scheduler's share, the CPU time the
-    work done (spin-waiting included)."""
+    work done (spin-waiting included). `pythons`: each side's interpreter
+    (default: this one), e.g. another python that has PyTorch."""
     kids, out = [], []
-    for code in codes:
+    for code, python in zip(codes, pythons or [sys.executable] * len(codes)):
         try:
-            kids.append(_Child(code))
+            kids.append(_Child(code, python))
         except (RuntimeError, IndexError) as e:
             kids.append(e)
     times = [[] for _ in kids]
