@@ -38,13 +38,15 @@ def image_input(input_tensor, input_shape, default_size, min_size, include_top, 
     return input_tensor, input_shape
 
 
-def top(x, include_top, pooling, classes, classifier_activation, weights, pool_name="avg_pool"):
-    """Keras's usual top: GlobalAveragePooling2D then the `predictions` Dense, or the pooling without a top."""
+def top(x, include_top, pooling, classes, classifier_activation, weights, pool_name="avg_pool",
+        pooled_names=("avg_pool", "max_pool")):
+    """Keras's usual top: GlobalAveragePooling2D then the `predictions` Dense, or the pooling without a top (its
+    layers named pooled_names; None: Keras's automatic names, as some families leave them)."""
     if include_top:
         x = layers.GlobalAveragePooling2D(name=pool_name)(x)
         validate_activation(classifier_activation, weights)
         return layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
-    return pooled(x, pooling)
+    return pooled(x, pooling, *pooled_names)
 
 
 def pooled(x, pooling, avg_name="avg_pool", max_name="max_pool"):

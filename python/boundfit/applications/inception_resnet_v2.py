@@ -5,8 +5,7 @@ Keras 3 builds it: same names, order and weights."""
 from .. import layers
 from . import imagenet_utils
 from .app_layers import CustomScaleLayer
-from .builder import KERAS_WEIGHTS, check_weights, finish, image_input, pooled
-from .imagenet_utils import validate_activation
+from .builder import KERAS_WEIGHTS, check_weights, finish, image_input, top
 
 
 def conv2d_bn(x, filters, kernel_size, strides=1, padding="same", activation="relu", use_bias=False, name=None):
@@ -82,12 +81,7 @@ def InceptionResNetV2(include_top=True, weights="imagenet", input_tensor=None, i
         x = inception_resnet_block(x, scale=0.2, block_type="block8", block_idx=block_idx)
     x = inception_resnet_block(x, scale=1.0, activation=None, block_type="block8", block_idx=10)
     x = conv2d_bn(x, 1536, 1, name="conv_7b")
-    if include_top:
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-        validate_activation(classifier_activation, weights)
-        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
-    else:
-        x = pooled(x, pooling, None, None)
+    x = top(x, include_top, pooling, classes, classifier_activation, weights, pooled_names=(None, None))
     return finish(img_input, input_tensor, x, name, weights)
 
 

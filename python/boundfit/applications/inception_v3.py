@@ -3,8 +3,7 @@ of parallel branches, each convolution a conv2d_bn), as Keras 3 builds it."""
 
 from .. import layers
 from . import imagenet_utils
-from .builder import KERAS_WEIGHTS, check_weights, finish, image_input, pooled
-from .imagenet_utils import validate_activation
+from .builder import KERAS_WEIGHTS, check_weights, finish, image_input, top
 
 
 def conv2d_bn(x, filters, num_row, num_col, padding="same", strides=(1, 1), name=None):
@@ -65,12 +64,7 @@ def InceptionV3(include_top=True, weights="imagenet", input_tensor=None, input_s
                                           axis=3)
         x = layers.concatenate([branch1x1, branch3x3, branch3x3dbl, _avg_branch(x, 192)], axis=3,
                                name=f"mixed{9 + i}")
-    if include_top:
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-        validate_activation(classifier_activation, weights)
-        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
-    else:
-        x = pooled(x, pooling, None, None)
+    x = top(x, include_top, pooling, classes, classifier_activation, weights, pooled_names=(None, None))
     return finish(img_input, input_tensor, x, name, weights)
 
 

@@ -3,8 +3,7 @@ residual blocks: entry, eight middle, exit), as Keras 3 builds it."""
 
 from .. import layers
 from . import imagenet_utils
-from .builder import KERAS_WEIGHTS, check_weights, finish, image_input, pooled
-from .imagenet_utils import validate_activation
+from .builder import KERAS_WEIGHTS, check_weights, finish, image_input, top
 
 
 def _sep(x, filters, name, act_first=True):
@@ -54,12 +53,7 @@ def Xception(include_top=True, weights="imagenet", input_tensor=None, input_shap
     x = layers.SeparableConv2D(2048, (3, 3), padding="same", use_bias=False, name="block14_sepconv2")(x)
     x = layers.BatchNormalization(axis=-1, name="block14_sepconv2_bn")(x)
     x = layers.Activation("relu", name="block14_sepconv2_act")(x)
-    if include_top:
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-        validate_activation(classifier_activation, weights)
-        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
-    else:
-        x = pooled(x, pooling, None, None)
+    x = top(x, include_top, pooling, classes, classifier_activation, weights, pooled_names=(None, None))
     return finish(img_input, input_tensor, x, name, weights)
 
 
