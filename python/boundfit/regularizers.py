@@ -117,6 +117,7 @@ def get(identifier, arg="regularizer"):
         cls = _CLASSES.get(identifier.get("class_name"))
         if identifier.get("class_name") == "OrthogonalRegularizer":
             OrthogonalRegularizer()   # raises, saying what to use
+        if cls is None:
             raise ValueError(f"{arg}: unknown regularizer {identifier.get('class_name')!r}; known: {sorted(_CLASSES)} "
                              "(a Regularizer subclass of your own: pass it to load_model in custom_objects)")
         try:
