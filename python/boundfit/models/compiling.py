@@ -162,7 +162,8 @@ class Compiling:
                              for l, w in zip(self._out_losses, self._loss_weights)]
         self._engine.compile(**self.optimizer._engine_args(self), **self.loss._engine_args(), **kw)
         objs, names = self._resolve_metrics(getattr(self, "_metric_given", []), self._out_losses)
-        traced = {k for k, l in enumerate(self._out_losses) if l.kind == losses.MEAN}   # a traced loss: the training
+        traced = set() if self._is_training_graph else \
+            {k for k, l in enumerate(self._out_losses) if l.kind == losses.MEAN}   # a custom loss: its training
         try:                                  # graph computes the output's metrics (on targets as given: class ids)
             self._engine.set_metrics([spec for _, _, spec in objs if spec is not None and spec["output"] not in traced])
         except Exception as e:
