@@ -11,6 +11,27 @@ from .node import KerasTensor, MaskTensor, Node, output_shape, train_mode
 MHA, = engine_kinds("MHA")
 
 
+
+def check_inputs(name, query, value, key, attention_mask):
+    """An attention layer's call: symbolic (batch, T, dim) query / value / key (value when None) and a (batch, Tq, Tk)
+    attention_mask; returns the key."""
+    named = dict(query=query, value=value, key=key, attention_mask=attention_mask)
+    for arg, t in named.items():
+        if t is not None and not isinstance(t, KerasTensor):
+            raise TypeError(f"{name}: {arg} must be a symbolic tensor (from boundfit.Input or a layer), got "
+                            f"{type(t).__name__}; to compute on arrays, build a Model and call predict()")
+    key = value if key is None else key
+    for arg, t in (("query", query), ("value", value), ("key", key)):
+        if len(t._ps) != 2:
+            raise ValueError(f"{name}: {arg} must have shape (batch, T, dim), got {t.shape}")
+    if key._ps[0] != value._ps[0]:
+        raise ValueError(f"{name}: key and value must have the same length; key has shape {key.shape}, "
+                         f"value has shape {value.shape}")
+    if attention_mask is not None and attention_mask._ps != (query._ps[0], value._ps[0]):
+        raise ValueError(f"{name}: attention_mask must have shape (batch, {query._ps[0]}, {value._ps[0]}) "
+                         f"(query length, key length), got {attention_mask.shape}")
+    return key
+
 class MultiHeadAttention(Layer):
     """Keras 3's `MultiHeadAttention(num_heads, key_dim, value_dim=None, dropout=0.0, ...)`: called as mha(query,
     value, key=None, attention_mask=None, use_causal_mask=False) on (batch, T, dim) tensors."""
@@ -71,21 +92,7 @@ class MultiHeadAttention(Layer):
             raise ValueError(f"{self.name}: return_attention_scores=True is not supported by boundfit")
         if any(m is not None for m in (query_mask, value_mask, key_mask)):
             raise ValueError(f"{self.name}: query_mask / value_mask / key_mask are not supported; pass attention_mask")
-        named = dict(query=query, value=value, key=key, attention_mask=attention_mask)
-        for arg, t in named.items():
-            if t is not None and not isinstance(t, KerasTensor):
-                raise TypeError(f"{self.name}: {arg} must be a symbolic tensor (from boundfit.Input or a layer), got "
-                                f"{type(t).__name__}; to compute on arrays, build a Model and call predict()")
-        key = value if key is None else key
-        for arg, t in (("query", query), ("value", value), ("key", key)):
-            if len(t._ps) != 2:
-                raise ValueError(f"{self.name}: {arg} must have shape (batch, T, dim), got {t.shape}")
-        if key._ps[0] != value._ps[0]:
-            raise ValueError(f"{self.name}: key and value must have the same length; key has shape {key.shape}, "
-                             f"value has shape {value.shape}")
-        if attention_mask is not None and attention_mask._ps != (query._ps[0], value._ps[0]):
-            raise ValueError(f"{self.name}: attention_mask must have shape (batch, {query._ps[0]}, {value._ps[0]}) "
-                             f"(query length, key length), got {attention_mask.shape}")
+        key = check_inputs(self.name, query, value, key, attention_mask)
         if not isinstance(use_causal_mask, bool):
             raise TypeError(f"{self.name}: use_causal_mask must be a bool, got {use_causal_mask!r}")
         dims = (query._ps[1], value._ps[1], key._ps[1])

@@ -24,7 +24,7 @@ from .emath import Binary, MatMul, Unary
 from .index import Scan
 from .layer import Layer, keras_config
 from .merge import Concatenate
-from .node import KerasTensor
+from .attention import check_inputs
 from .reshaping import Permute, Reshape, Slice
 from .spatial_dropout import _checked_seed
 from .. import constraints, initializers, regularizers
@@ -91,24 +91,10 @@ class GroupQueryAttention(Layer):
         if return_attention_scores and self.flash_attention:
             raise ValueError(f"{self.name}: returning attention scores is not supported when flash attention is "
                              "enabled; leave flash_attention None or False")
-        named = dict(query=query, value=value, key=key, attention_mask=attention_mask)
-        for arg, t in named.items():
-            if t is not None and not isinstance(t, KerasTensor):
-                raise TypeError(f"{self.name}: {arg} must be a symbolic tensor (from boundfit.Input or a layer), got "
-                                f"{type(t).__name__}")
-        k = value if key is None else key
-        for arg, t in (("query", query), ("value", value), ("key", k)):
-            if len(t._ps) != 2:
-                raise ValueError(f"{self.name}: {arg} must have shape (batch, T, dim), got {t.shape}")
+        check_inputs(self.name, query, value, key, attention_mask)
         if query._ps[1] != value._ps[1]:
             raise ValueError(f"{self.name}: the last dimension of query and value must be equal, got query shape "
                              f"{query.shape} and value shape {value.shape}")
-        if k._ps[0] != value._ps[0]:
-            raise ValueError(f"{self.name}: key and value must have the same length, got key shape {k.shape} and "
-                             f"value shape {value.shape}")
-        if attention_mask is not None and attention_mask._ps != (query._ps[0], value._ps[0]):
-            raise ValueError(f"{self.name}: attention_mask must have shape (batch, {query._ps[0]}, {value._ps[0]}), "
-                             f"got {attention_mask.shape}")
         for t, what in ((query, "query"), (value, "value")):
             source = _mask_zero_source(t)
             if source is not None:
