@@ -59,8 +59,9 @@ def test_smart_resize_equals_keras(shape, size, interpolation):
 
 
 def test_smart_resize_bad_arguments():
-    with pytest.raises(ValueError, match="tuple of 2 integers"):
-        bf.preprocessing.image.smart_resize(np.zeros((4, 4, 1)), (2,))
+    for size in ((2,), (0, 5), (2.5, 3), (-1, 2)):
+        with pytest.raises(ValueError, match="tuple of 2 integers"):
+            bf.preprocessing.image.smart_resize(np.zeros((4, 4, 1)), size)
     with pytest.raises(ValueError, match="incorrect rank"):
         bf.preprocessing.image.smart_resize(np.zeros((4, 4)), (2, 2))
     with pytest.raises(TypeError, match="unexpected keyword"):

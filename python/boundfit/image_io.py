@@ -122,7 +122,8 @@ def smart_resize(x, size, interpolation="bilinear", data_format="channels_last",
     aspect ratio, resized to `size` by keras.ops.image.resize; a NumPy array back."""
     if kwargs:
         raise TypeError(f"smart_resize() got unexpected keyword arguments: {list(kwargs)}")
-    if len(size) != 2:
+    if len(size) != 2 or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0
+                                 for d in size):
         raise ValueError(f"Expected `size` to be a tuple of 2 integers, but got: {size}.")
     img = np.asarray(x)
     if not 3 <= img.ndim <= 4:
