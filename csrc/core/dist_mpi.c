@@ -5,7 +5,9 @@
  * communicator has MPI_ERRORS_RETURN) or the deadline pass, and either way
  * this rank gets BF_ERR_DIST naming the operation, never a hang. Gradients
  * are reduced in place (no buffer of ours) in buckets of at most BUCKET
- * floats, all in flight at once. No memory is allocated here.
+ * floats, all in flight at once; as bfloat16 through the run's wire buffer
+ * with a user op that sums in float32 (DataParallel(gradient_compression=
+ * "bfloat16")). No memory is allocated here.
  * After a torchrun-style launch (bf_tcp_init, no MPI) every bf_dist_* call
  * below hands over to dist_tcp.c: one interface for run.c whichever
  * transport carries it. */
@@ -23,6 +25,7 @@
 #include <unistd.h>
 
 #include "dist_tcp.h"
+#include "half.h"
 #include "mpi_abi_min.h"
 
 #define MAX_BUCKETS 64
@@ -44,6 +47,10 @@ static struct {
     int (*Iallgather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm, MPI_Request *);
     int (*Test)(MPI_Request *, int *, MPI_Status *);
     int (*Error_string)(int, char *, int *);
+    int (*Op_create)(MPI_User_function *, int, MPI_Op *);
+    MPI_Op bf16_sum; /* bfloat16 values, float32 sums (bf16_sum_op) */
+    int wire_bf16;   /* the active distribution's gradient_compression="bfloat16" */
+    long long grad_bytes;
     MPI_Comm comm, gcomm; /* gcomm: the gradient buckets (dist_overlap.c's thread), apart from the flags */
     int rank, size, broken, we_initialized;
     double timeout, comm_seconds;
@@ -152,6 +159,15 @@ static bf_status wait_all(MPI_Request *rq, int n, const char *what, double timeo
     return BF_OK;
 }
 
+/* MPI's combine of two bfloat16 partial sums: expanded, added in float32,
+ * rounded to nearest even (the result travels on, or is the sum) */
+static void bf16_sum_op(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    const uint16_t *a = in;
+    uint16_t *b = inout;
+    for (int i = 0; i < *len; i++) b[i] = bf_bf16_round(bf_bf16_expand(a[i]) + bf_bf16_expand(b[i]));
+}
+
 #define SYM(name)                                                                        \
     do {                                                                                 \
         *(void **)(&g.name) = dlsym(g.lib, "MPI_" #name);                                \
@@ -180,6 +196,7 @@ bf_status bf_dist_init(const char *lib, double timeout_s, int *rank, int *size) 
     SYM(Iallgather);
     SYM(Test);
     SYM(Error_string);
+    SYM(Op_create);
     int inited = 0, provided = 0, rc;
     g.Initialized(&inited);
     if (!inited) {
@@ -199,6 +216,10 @@ bf_status bf_dist_init(const char *lib, double timeout_s, int *rank, int *size) 
         (rc = g.Comm_rank(g.comm, &g.rank)) != MPI_SUCCESS || (rc = g.Comm_size(g.comm, &g.size)) != MPI_SUCCESS) {
         g.size = 1;
         return BF_FAIL(BF_ERR_DIST, "distributed: setting up the communicator failed (%d)", rc);
+    }
+    if ((rc = g.Op_create(bf16_sum_op, 1, &g.bf16_sum)) != MPI_SUCCESS) {
+        g.size = 1;
+        return BF_FAIL(BF_ERR_DIST, "distributed: MPI_Op_create (the bfloat16 sum) failed (%d)", rc);
     }
     /* who runs where: the heartbeat watches the peers on this host */
     struct peer me;
@@ -355,9 +376,15 @@ bf_status bf_dist_fail(const char *msg) {
     return BF_FAIL(BF_ERR_DIST, "distributed: %s; this process group cannot continue", g.broken_msg);
 }
 
-bf_status bf_dist_sum_buckets(float *grads, const long *lo, const long *hi, int nb) {
+void bf_dist_set_wire_bf16(int on) { g.wire_bf16 = on != 0; }
+int bf_dist_wire_bf16(void) { return g.wire_bf16; }
+long long bf_dist_grad_bytes(void) { return bf_tcp_active() ? bf_tcp_grad_bytes_sent() : g.grad_bytes; }
+
+bf_status bf_dist_sum_buckets(float *grads, uint16_t *wire, const long *lo, const long *hi, int nb) {
     if (bf_tcp_active()) {
-        for (int b = 0; b < nb; b++) BF_TRY(bf_tcp_sum(grads + lo[b], hi[b] - lo[b]));
+        for (int b = 0; b < nb; b++)
+            BF_TRY(wire ? bf_tcp_sum_bf16(grads + lo[b], wire + lo[b], hi[b] - lo[b])
+                        : bf_tcp_sum(grads + lo[b], hi[b] - lo[b]));
         return BF_OK;
     }
     if (g.size <= 1) return BF_OK;
@@ -365,10 +392,21 @@ bf_status bf_dist_sum_buckets(float *grads, const long *lo, const long *hi, int 
     MPI_Request rq[MAX_BUCKETS];
     if (nb > MAX_BUCKETS) return BF_FAIL(BF_ERR_INTERNAL, "distributed: %d buckets", nb);
     for (int b = 0; b < nb; b++) {
-        int rc = g.Iallreduce(MPI_IN_PLACE, grads + lo[b], (int)(hi[b] - lo[b]), MPI_FLOAT, MPI_SUM, g.gcomm, &rq[b]);
+        const int k = (int)(hi[b] - lo[b]);
+        int rc;
+        if (wire) {
+            for (long i = lo[b]; i < hi[b]; i++) wire[i] = bf_bf16_round(grads[i]);
+            rc = g.Iallreduce(MPI_IN_PLACE, wire + lo[b], k, MPI_UINT16_T, g.bf16_sum, g.gcomm, &rq[b]);
+        } else {
+            rc = g.Iallreduce(MPI_IN_PLACE, grads + lo[b], k, MPI_FLOAT, MPI_SUM, g.gcomm, &rq[b]);
+        }
         if (rc != MPI_SUCCESS) return broken("MPI_Iallreduce (gradients)", rc, 0.0);
+        g.grad_bytes += (long long)k * (wire ? 2 : 4);
     }
-    return wait_all(rq, nb, "the gradient all-reduce", g.timeout);
+    BF_TRY(wait_all(rq, nb, "the gradient all-reduce", g.timeout));
+    for (int b = 0; wire && b < nb; b++)
+        for (long i = lo[b]; i < hi[b]; i++) grads[i] = bf_bf16_expand(wire[i]);
+    return BF_OK;
 }
 
 void bf_dist_scale(float *grads, long n) {

@@ -8,6 +8,8 @@
 #ifndef BF_DIST_MPI_H
 #define BF_DIST_MPI_H
 
+#include <stdint.h>
+
 #include "status.h"
 
 /* open `lib` (a path to libmpi_abi.so), MPI_Init_thread, duplicate
@@ -43,8 +45,21 @@ bf_status bf_dist_allgather(const void *send, void *recv, long bytes);
 bf_status bf_dist_finalize(void);
 
 /* grads[lo[b], hi[b]) summed over the ranks in place, bucket by bucket
- * (all in flight at once over MPI); the same buckets give the same bits */
-bf_status bf_dist_sum_buckets(float *grads, const long *lo, const long *hi, int nb);
+ * (all in flight at once over MPI); the same buckets give the same bits.
+ * wire: NULL, float32 travels; else the gradients travel as bfloat16 through
+ * wire (as many values as grads, the run's buffer): each rank rounds its own
+ * to nearest even once, every partial sum is computed in float32 from the
+ * expanded values and rounded again only to travel on (MPI: a user op on
+ * MPI_UINT16_T; TCP: rank 0's float32 sum in rank order), and grads ends as
+ * the expanded result, the same bits on every rank */
+bf_status bf_dist_sum_buckets(float *grads, uint16_t *wire, const long *lo, const long *hi, int nb);
+/* DataParallel(gradient_compression="bfloat16") of the active distribution
+ * (set from Python with it): training runs plan and carve the wire buffer */
+void bf_dist_set_wire_bf16(int on);
+int bf_dist_wire_bf16(void);
+/* gradient bytes this rank has handed to the transport (TCP: sent on its
+ * sockets, frame headers included; MPI: the buckets' payload) */
+long long bf_dist_grad_bytes(void);
 /* grads (n) *= 1 / size */
 void bf_dist_scale(float *grads, long n);
 

@@ -29,6 +29,7 @@ static struct {
     int started, active, busy, go_done, posted, done, failed;
     unsigned gen;
     float *grads;
+    uint16_t *wire;
     bf_error err;
     long steps, early, buckets; /* counters: overlapped steps, buckets posted during backward, buckets */
     double wait_s, thread_s;    /* seconds the main thread waited for the thread; the thread worked */
@@ -124,11 +125,12 @@ static void *thread_main(void *arg) {
         }
         const int go = !did_go, b = next;
         float *g = ov.grads;
+        uint16_t *w = ov.wire;
         ov.busy = 1;
         pthread_mutex_unlock(&ov.mu);
         const double t0 = now();
         bf_status s = go ? bf_dist_agree("the step's start (overlapped all-reduce)")
-                         : bf_dist_sum_buckets(g, &ov.lo[b], &ov.hi[b], 1);
+                         : bf_dist_sum_buckets(g, w, &ov.lo[b], &ov.hi[b], 1);
         const double t1 = now();
         pthread_mutex_lock(&ov.mu);
         ov.thread_s += t1 - t0;
@@ -148,7 +150,7 @@ static void *thread_main(void *arg) {
     return NULL;
 }
 
-bf_status bf_overlap_begin(float *grads) {
+bf_status bf_overlap_begin(float *grads, uint16_t *wire) {
     if (!ov.started) {
         if (pthread_create(&ov.th, NULL, thread_main, NULL) != 0)
             return BF_FAIL(BF_ERR_DIST, "distributed: cannot start the communication thread");
@@ -157,6 +159,7 @@ bf_status bf_overlap_begin(float *grads) {
     }
     pthread_mutex_lock(&ov.mu);
     ov.grads = grads;
+    ov.wire = wire;
     ov.posted = ov.done = ov.failed = ov.go_done = 0;
     ov.gen++;
     ov.active = 1;

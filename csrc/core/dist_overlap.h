@@ -11,6 +11,8 @@
 #ifndef BF_DIST_OVERLAP_H
 #define BF_DIST_OVERLAP_H
 
+#include <stdint.h>
+
 #include "model.h"
 #include "status.h"
 
@@ -22,8 +24,9 @@ int bf_overlap_buckets(const long **lo, const long **hi);
 /* 1 unless BF_DIST_OVERLAP=0 (read once) */
 int bf_overlap_enabled(void);
 /* start of the last micro-batch's backward of a step: the thread agrees
- * first that every rank goes on (a rank that stopped fails this at once) */
-bf_status bf_overlap_begin(float *grads);
+ * first that every rank goes on (a rank that stopped fails this at once).
+ * wire: the bfloat16 wire buffer, or NULL (float32 travels; bf_dist_sum_buckets) */
+bf_status bf_overlap_begin(float *grads, uint16_t *wire);
 /* backward has finished layer i: hand over every bucket now complete */
 bf_status bf_overlap_layer_done(int i);
 /* the step's buckets all summed (posting those not posted yet), or the

@@ -1,7 +1,8 @@
 /* dist_tcp.c - data-parallel collectives over TCP sockets (torchrun-style
  * launch, no MPI): a star around rank 0, which reduces in rank order and
  * sends the result back block by block while the peers still send (the
- * all-reduce is pipelined), so every rank holds the same bits. Framing: each
+ * all-reduce is pipelined), so every rank holds the same bits; gradients in
+ * float32, or as bfloat16 with float32 sums at rank 0 (T_BF16_SUM). Framing: each
  * message is a 16-byte frame header (magic, kind, argument) then, for DATA,
  * exactly the bytes the receiver expects; a STOP frame (a rank stopped with
  * an error) or DEAD frame (rank 0 found a peer's connection closed) can
@@ -13,6 +14,8 @@
  * static `scratch` block and reads hellos into the static `pend` table. */
 #define _GNU_SOURCE /* clock_gettime, gethostname, MSG_NOSIGNAL, getaddrinfo under -std=c11 */
 #include "dist_tcp.h"
+
+#include "half.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -41,7 +44,7 @@
  * already joined); ABSENT: rank 0 gave up at the deadline (arg: first missing
  * rank | count << 16) */
 enum { K_DATA = 1, K_STOP = 2, K_DEAD = 3, K_REFUSED = 4, K_ABSENT = 5 };
-enum { T_F32_SUM = 0, T_F64 = 1, T_I32_MAX = 2 };
+enum { T_F32_SUM = 0, T_F64 = 1, T_I32_MAX = 2, T_BF16_SUM = 3 }; /* BF16: bfloat16 on the wire, float32 sums */
 enum { IO_OK = 0, IO_CLOSED = -1, IO_TIMEOUT = -2, IO_INCOMING = -3 };
 
 typedef struct {
@@ -59,6 +62,7 @@ static struct {
     int on, rank, size, broken;
     int fd[MAX_RANKS]; /* rank 0: fd[r] is the connection to rank r; others: fd[0] to rank 0 */
     double timeout, comm_seconds;
+    long long grad_sent; /* gradient bytes this rank sent (frames included) */
     char broken_msg[384];
     char host[MAX_RANKS][HOST_LEN];
 } t = {.size = 1, .timeout = 60.0};
@@ -305,12 +309,24 @@ static void combine(void *acc, const void *in, long k, int type, int op) {
     }
 }
 
+/* k floats of acc from / into bfloat16 (round to nearest even) */
+static void from_bf16(float *acc, const uint16_t *w, long k) {
+    for (long i = 0; i < k; i++) acc[i] = bf_bf16_expand(w[i]);
+}
+static void to_bf16(uint16_t *w, const float *acc, long k) {
+    for (long i = 0; i < k; i++) w[i] = bf_bf16_round(acc[i]);
+}
+
 /* in place over all ranks, pipelined by blocks of `scratch`: for each block
  * rank 0 folds in rank 1, 2, ... in order, then sends the block back while
- * the peers are still sending the next ones (exchange) */
-static bf_status allreduce(void *buf, long n, int type, int op, const char *what, double timeout) {
+ * the peers are still sending the next ones (exchange). T_BF16_SUM: buf is
+ * the bfloat16 wire copy of acc (n floats, already rounded); rank 0 expands
+ * its own block into acc, adds each peer's expanded block in float32, rounds
+ * the sum into buf to send it; every rank ends with acc = the expanded sum */
+static bf_status allreduce(void *buf, long n, int type, int op, float *acc, const char *what, double timeout) {
     const double t0 = now(), dl = t0 + timeout;
-    const long es = type == T_F64 ? 8 : 4, bytes = n * es, per = (long)sizeof scratch / es;
+    const long es = type == T_F64 ? 8 : type == T_BF16_SUM ? 2 : 4, bytes = n * es, per = (long)sizeof scratch / es;
+    const int grads = type == T_F32_SUM || type == T_BF16_SUM;
     if (t.rank == 0) {
         frame f = {MAGIC, K_DATA, bytes};
         for (int r = 1; r < t.size; r++) BF_TRY(recv_data(r, NULL, bytes, 0, what, t0, dl));
@@ -318,14 +334,27 @@ static bf_status allreduce(void *buf, long n, int type, int op, const char *what
         for (long at = 0; at < n; at += per) {
             const long k = n - at < per ? n - at : per;
             char *block = (char *)buf + at * es;
+            if (type == T_BF16_SUM) from_bf16(acc + at, (const uint16_t *)(void *)block, k);
             for (int r = 1; r < t.size; r++) {
                 BF_TRY(xfer(r, scratch, (size_t)(k * es), 0, what, t0, dl));
-                combine(block, scratch, k, type, op);
+                if (type == T_BF16_SUM) {
+                    const uint16_t *in = (const uint16_t *)(void *)scratch;
+                    for (long i = 0; i < k; i++) acc[at + i] += bf_bf16_expand(in[i]);
+                } else {
+                    combine(block, scratch, k, type, op);
+                }
+            }
+            if (type == T_BF16_SUM) { /* rounded to travel, and kept as it travels: every rank the same bits */
+                to_bf16((uint16_t *)(void *)block, acc + at, k);
+                from_bf16(acc + at, (const uint16_t *)(void *)block, k);
             }
             for (int r = 1; r < t.size; r++) BF_TRY(xfer_w(r, block, (size_t)(k * es), 1, 0, what, t0, dl));
         }
+        if (grads) t.grad_sent += (long long)(t.size - 1) * ((long long)sizeof f + bytes);
     } else {
         BF_TRY(exchange(buf, bytes, what, t0, dl));
+        if (type == T_BF16_SUM) from_bf16(acc, buf, n);
+        if (grads) t.grad_sent += (long long)sizeof(frame) + bytes;
     }
     t.comm_seconds += now() - t0;
     return BF_OK;
@@ -647,7 +676,7 @@ bf_status bf_tcp_init(const char *addr, int port, int rank, int size, double tim
 bf_status bf_tcp_agree(const char *what) {
     BF_TRY(check_usable(what));
     int32_t flag = 0;
-    return allreduce(&flag, 1, T_I32_MAX, 1, what, t.timeout);
+    return allreduce(&flag, 1, T_I32_MAX, 1, NULL, what, t.timeout);
 }
 
 bf_status bf_tcp_abandon(void) {
@@ -669,10 +698,10 @@ bf_status bf_tcp_abandon(void) {
 bf_status bf_tcp_step(float *grads, long n, int *bad) {
     BF_TRY(check_usable("the gradient all-reduce"));
     int32_t flag = *bad ? 1 : 0;
-    BF_TRY(allreduce(&flag, 1, T_I32_MAX, 1, "the step's agreement", t.timeout));
+    BF_TRY(allreduce(&flag, 1, T_I32_MAX, 1, NULL, "the step's agreement", t.timeout));
     *bad = flag;
     if (!grads) return BF_OK; /* on a device: NCCL reduces them (dist_nccl.c) */
-    BF_TRY(allreduce(grads, n, T_F32_SUM, 0, "the gradient all-reduce", t.timeout));
+    BF_TRY(allreduce(grads, n, T_F32_SUM, 0, NULL, "the gradient all-reduce", t.timeout));
     const float inv = 1.0f / (float)t.size;
     for (long i = 0; i < n; i++) grads[i] *= inv;
     return BF_OK;
@@ -680,7 +709,7 @@ bf_status bf_tcp_step(float *grads, long n, int *bad) {
 
 bf_status bf_tcp_allreduce_f64(double *buf, long n, int op) {
     BF_TRY(check_usable("an all-reduce"));
-    return allreduce(buf, n, T_F64, op, "an all-reduce", t.timeout);
+    return allreduce(buf, n, T_F64, op, NULL, "an all-reduce", t.timeout);
 }
 
 bf_status bf_tcp_bcast(void *buf, long bytes, int root) {
@@ -748,6 +777,14 @@ bf_status bf_tcp_fail(const char *msg) {
 
 bf_status bf_tcp_sum(float *grads, long n) {
     BF_TRY(check_usable("the gradient all-reduce"));
-    return allreduce(grads, n, T_F32_SUM, 0, "the gradient all-reduce", t.timeout);
+    return allreduce(grads, n, T_F32_SUM, 0, NULL, "the gradient all-reduce", t.timeout);
 }
 
+
+bf_status bf_tcp_sum_bf16(float *grads, uint16_t *wire, long n) {
+    BF_TRY(check_usable("the gradient all-reduce (bfloat16)"));
+    to_bf16(wire, grads, n);
+    return allreduce(wire, n, T_BF16_SUM, 0, grads, "the gradient all-reduce (bfloat16)", t.timeout);
+}
+
+long long bf_tcp_grad_bytes_sent(void) { return t.grad_sent; }

@@ -6,12 +6,15 @@
  * every other rank holds one connection to it). Reductions are done by rank 0
  * in rank order (((r0 + r1) + r2) ...), pipelined in 64 KiB blocks (a block
  * goes back while the peers still send the next), so every rank gets bit-identical
- * results and the order never changes between runs. Every wait is a poll()
+ * results and the order never changes between runs. Gradients may travel as
+ * bfloat16 (bf_tcp_sum_bf16): half the bytes, sums still in float32. Every wait is a poll()
  * against a deadline; a closed connection is a dead peer, found at once, and
  * rank 0 tells the others (a DEAD / STOP frame) before closing. No memory is
  * allocated: rank 0 reduces through a fixed static scratch block. */
 #ifndef BF_DIST_TCP_H
 #define BF_DIST_TCP_H
+
+#include <stdint.h>
 
 #include "status.h"
 
@@ -39,5 +42,10 @@ double bf_tcp_timeout(void);
 int bf_tcp_peer_gone(void); /* rank whose connection closed, else -1 */
 bf_status bf_tcp_fail(const char *msg);
 bf_status bf_tcp_sum(float *grads, long n); /* in place, rank order */
+/* the same with bfloat16 on the wire: grads (n) rounded into wire (n, the
+ * run's buffer), rank 0 sums the expanded values in float32 in rank order and
+ * rounds the sum to send it back; grads = the expanded sum on every rank */
+bf_status bf_tcp_sum_bf16(float *grads, uint16_t *wire, long n);
+long long bf_tcp_grad_bytes_sent(void); /* gradient bytes this rank sent, frame headers included */
 
 #endif

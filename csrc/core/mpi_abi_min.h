@@ -22,10 +22,13 @@ typedef struct MPI_Status MPI_Status;
 #define MPI_FLOAT ((MPI_Datatype)0x00000210)
 #define MPI_DOUBLE ((MPI_Datatype)0x00000214)
 #define MPI_BYTE ((MPI_Datatype)0x00000247)
+#define MPI_UINT16_T ((MPI_Datatype)0x00000249)
 #define MPI_IN_PLACE ((void *)1)
 #define MPI_STATUS_IGNORE ((MPI_Status *)0)
 #define MPI_THREAD_SERIALIZED 2048
 #define MPI_SUCCESS 0
 #define MPI_MAX_ERROR_STRING 512
+
+typedef void(MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "bufs.h"
 #include "backend_registry.h"
+#include "dist_mpi.h"
 #include "layer_registry.h"
 #include "masks.h"
 #include "mixed.h"
@@ -299,6 +300,9 @@ static bf_status run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, 
 
     /* persistent parts */
     r->grad_bytes = train ? bf_align_up(fb * (size_t)m->n_trainable) : 0;
+    /* data parallel with gradient_compression="bfloat16" (CPU): the gradients' copy that travels, 2 bytes each */
+    r->wire_bytes = train && !r->on_device && bf_dist_size() > 1 && bf_dist_wire_bf16()
+                        ? bf_align_up(2 * (size_t)m->n_trainable) : 0;
     r->xslot_bytes = bf_align_up(B * (size_t)m->x_row * fb);
     r->yslot_bytes = mode != BF_MODE_PREDICT ? bf_align_up(B * (size_t)r->y_row * fb) : 0;
     if (r->xslot_bytes > BF_MAX_BUF_BYTES || r->yslot_bytes > BF_MAX_BUF_BYTES) /* rows, x_row, y_row < 2**31: exact */
@@ -339,6 +343,7 @@ static bf_status run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, 
     }
     entry(r, "optimizer state (created by this run)", "optimizer state", r->opt_new_bytes, 0);
     entry(r, "gradients", "gradients", r->grad_bytes, d);
+    entry(r, "gradients on the wire (bfloat16, data parallel)", "communication", r->wire_bytes, 0);
     snprintf(what, sizeof what, "input batches (%d rows x %d slots, prefetch)", rows, BF_PREFETCH_DEPTH);
     entry(r, what, "input batches", slots, d);
     snprintf(what, sizeof what, "activations and temporaries (%d buffers, liveness-planned)", r->nbuf);
@@ -354,7 +359,9 @@ static bf_status run_plan(bf_run *r, bf_model *m, bf_backend *be, bf_mode mode, 
     r->device_bytes = d ? r->w_bytes + r->slot_bytes + r->grad_bytes + slots + bf_align_up(r->scratch_bytes) +
                           r->ws_bytes + r->stats_bytes + r->norm_bytes : 0;
     r->host_bytes = r->opt_new_bytes + r->hmet_bytes +
-                    (d ? slots : r->grad_bytes + slots + bf_align_up(r->scratch_bytes) + r->stats_bytes + r->norm_bytes);
+                    (d ? slots
+                       : r->grad_bytes + r->wire_bytes + slots + bf_align_up(r->scratch_bytes) + r->stats_bytes +
+                             r->norm_bytes);
     return BF_OK;
 }
 

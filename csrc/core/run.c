@@ -105,6 +105,9 @@ bf_status bf_run_open(bf_run *r, size_t host_budget, size_t device_budget) {
         r->slots = m->slots;
     }
     if ((s = carve(&r->arena, r->grad_bytes, &r->grads)) != BF_OK) goto fail;
+    float *wire;
+    if ((s = carve(&r->arena, r->wire_bytes, &wire)) != BF_OK) goto fail;
+    r->wire = (uint16_t *)(void *)wire;
     for (int k = 0; k < BF_PREFETCH_DEPTH; k++) {
         if ((s = carve(&r->arena, r->xslot_bytes, &r->xslot[k])) != BF_OK) goto fail;
         if ((s = carve(&r->arena, r->yslot_bytes, &r->yslot[k])) != BF_OK) goto fail;

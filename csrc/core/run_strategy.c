@@ -21,7 +21,7 @@ static bf_status dp_plan(bf_run *r) { return r->on_device ? BF_OK : bf_overlap_p
 
 static bf_status dp_begin_backward(bf_run *r, int *overlap) {
     *overlap = !r->on_device && bf_overlap_enabled();
-    return *overlap ? bf_overlap_begin(r->grads) : BF_OK;
+    return *overlap ? bf_overlap_begin(r->grads, r->wire) : BF_OK;
 }
 
 static bf_status dp_node_done(bf_run *r, int i) {
@@ -42,7 +42,7 @@ static bf_status dp_reduce(bf_run *r, int *bad) {
     if (r->on_device) return *bad ? BF_OK : bf_nccl_step(r->be, r->grads, n);
     const long *lo, *hi;
     const int nb = bf_overlap_buckets(&lo, &hi);
-    if (!r->overlapped) BF_TRY(bf_dist_sum_buckets(r->grads, lo, hi, nb));
+    if (!r->overlapped) BF_TRY(bf_dist_sum_buckets(r->grads, r->wire, lo, hi, nb));
     bf_dist_scale(r->grads, n);
     return BF_OK;
 }

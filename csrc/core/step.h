@@ -9,6 +9,7 @@
 #define BF_STEP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gather.h"
 #include "model.h"
@@ -98,6 +99,7 @@ typedef struct bf_run {
     size_t scratch_bytes, naive_scratch_bytes;
     long y_row;   /* floats per (packed) label row */
     /* persistent sizes (bytes, aligned) */
+    size_t wire_bytes; /* data parallel with gradient_compression="bfloat16": the gradients' bfloat16 copy */
     size_t grad_bytes, xslot_bytes, yslot_bytes, w_bytes, slot_bytes, ws_bytes, stats_bytes;
     int weighted;          /* sample-weight batch slots (fit / evaluate with sample or class weights) */
     size_t wslot_bytes;    /* per slot: one weight per row */
@@ -122,6 +124,7 @@ typedef struct bf_run {
     bf_step_stats *hstats; /* the host's copy of the last micro-batch's (in the tables) */
     int pinned;            /* host_arena page-locked by the backend */
     float *w, *grads, *slots;
+    uint16_t *wire;        /* wire_bytes (dist_mpi.h bf_dist_sum_buckets), else NULL */
     float *xslot[BF_PREFETCH_DEPTH], *yslot[BF_PREFETCH_DEPTH], *wslot[BF_PREFETCH_DEPTH];
     float *hx[BF_PREFETCH_DEPTH], *hy[BF_PREFETCH_DEPTH], *hw[BF_PREFETCH_DEPTH];
     double *mstats;        /* backend: the metric statistics after the record */

@@ -180,6 +180,56 @@ static PyObject *dist_nccl_teardown(PyObject *self, PyObject *noargs) {
     Py_RETURN_NONE;
 }
 
+/* dist_set_wire(on): the active distribution's gradient_compression="bfloat16" (runs plan the wire buffer) */
+static PyObject *dist_set_wire(PyObject *self, PyObject *args) {
+    (void)self;
+    int on;
+    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
+    bf_dist_set_wire_bf16(on);
+    Py_RETURN_NONE;
+}
+
+static PyObject *dist_grad_bytes(PyObject *self, PyObject *noargs) {
+    (void)self;
+    (void)noargs;
+    return PyLong_FromLongLong(bf_dist_grad_bytes());
+}
+
+/* dist_sum_gradients(grads, wire, bucket): grads (float32, writable) summed over the ranks in place as the
+ * training step sums them, in buckets of `bucket` floats (at most 64); wire None (float32 travels) or a
+ * writable uint16 buffer of as many values (bfloat16 travels) */
+static PyObject *dist_sum_gradients(PyObject *self, PyObject *args) {
+    Py_buffer g, w = {0};
+    PyObject *wire_obj, *bucket_obj;
+    if (!PyArg_ParseTuple(args, "w*OO", &g, &wire_obj, &bucket_obj)) return NULL;
+    const long n = (long)(g.len / (Py_ssize_t)sizeof(float));
+    long lo[64], hi[64];
+    int bucket = 0, nb = 0, has_wire = wire_obj != Py_None;
+    if (has_wire && PyObject_GetBuffer(wire_obj, &w, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto fail;
+    if (bf_py_int(bucket_obj, "dist_sum_gradients", "bucket", 1, INT_MAX, &bucket) < 0) goto fail;
+    if (g.len % (Py_ssize_t)sizeof(float) || (has_wire && w.len != 2 * (Py_ssize_t)n) || (n + bucket - 1) / bucket > 64) {
+        PyErr_Format(PyExc_ValueError, "dist_sum_gradients: grads must be float32, wire None or uint16 of as many "
+                     "values, at most 64 buckets");
+        goto fail;
+    }
+    for (long at = 0; at < n; at += bucket, nb++) {
+        lo[nb] = at;
+        hi[nb] = n - at < bucket ? n : at + bucket;
+    }
+    bf_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = bf_dist_sum_buckets((float *)g.buf, has_wire ? (uint16_t *)w.buf : NULL, lo, hi, nb);
+    Py_END_ALLOW_THREADS
+    if (has_wire) PyBuffer_Release(&w);
+    PyBuffer_Release(&g);
+    if (s != BF_OK) return bf_raise(bf_state_of_module(self), s);
+    Py_RETURN_NONE;
+fail:
+    if (w.obj) PyBuffer_Release(&w);
+    PyBuffer_Release(&g);
+    return NULL;
+}
+
 static PyObject *dist_overlap_counters(PyObject *self, PyObject *noargs) {
     (void)self;
     (void)noargs;
@@ -190,6 +240,12 @@ static PyObject *dist_overlap_counters(PyObject *self, PyObject *noargs) {
 }
 
 static PyMethodDef dist_methods[] = {
+    {"dist_set_wire", dist_set_wire, METH_VARARGS,
+     "dist_set_wire(on): gradients travel as bfloat16 (float32 sums) in the training runs planned from now"},
+    {"dist_grad_bytes", dist_grad_bytes, METH_NOARGS, "gradient bytes this rank handed to the transport"},
+    {"dist_sum_gradients", dist_sum_gradients, METH_VARARGS,
+     "dist_sum_gradients(grads, wire, bucket): the training step's gradient sum (wire None: float32; uint16: "
+     "bfloat16)"},
     {"dist_overlap_counters", dist_overlap_counters, METH_NOARGS,
      "(overlapped steps, gradient buckets handed over during backward, buckets in all, "
      "seconds waited for the communication thread, seconds it worked)"},

@@ -113,11 +113,11 @@ reap.py). Where the rest meets it (a hook outside a Strategy is marked
   rank 0 writes and deletes the backup.
 """
 
-from ..engine.dist_fit import comm_seconds
+from ..engine.dist_fit import comm_seconds, gradient_bytes_sent
 from .mesh import DeviceMesh, LayoutMap, ModelParallel, TensorLayout, distribute_tensor, get_device_count
 from ..runtime.dist_group import (DataParallel, DistributedError, distribution, find_mpi_library, initialize, is_chief,
                                   list_devices, num_processes, rank, set_distribution, transport)
 
 __all__ = ["DataParallel", "DistributedError", "initialize", "set_distribution", "distribution", "list_devices",
-           "rank", "num_processes", "is_chief", "find_mpi_library", "comm_seconds", "transport", "DeviceMesh",
+           "rank", "num_processes", "is_chief", "find_mpi_library", "comm_seconds", "gradient_bytes_sent", "transport", "DeviceMesh",
            "LayoutMap", "ModelParallel", "TensorLayout", "distribute_tensor", "get_device_count"]

@@ -17,7 +17,7 @@ from .. import _core
 from ..errors import BoundfitError, MemoryBudgetError, NonFiniteError
 from ..runtime import cuda_libs
 from ..runtime.dist_group import (_BF_ERR_DIST_PREFIX, DistributedError, _agree_ok, _allgather_json, _allreduce,
-                                  active, bcast_rng, broadcast_weights, is_chief, nccl_bytes, num_processes, rank,
+                                  _sync_wire, active, bcast_rng, broadcast_weights, is_chief, nccl_bytes, num_processes, rank,
                                   transport)
 from ..runtime.dist_group import _nccl as nccl_state
 from ..layers.reduce import require_whole_batches
@@ -66,7 +66,7 @@ def _with_comm(plan):
     buffers for the in-flight gradient buckets, at most the gradients' size
     (estimated); over TCP, the engine's fixed receive block (reductions are
     in place; the sockets' buffers are the kernel's)."""
-    if any(e.category == "communication" for e in plan.breakdown):
+    if any(e.name.startswith(("all-reduce scratch", "NCCL communicator")) for e in plan.breakdown):
         return plan
     if _is_cuda(plan.device):
         # NCCL's device memory, outside our arena: measured around ncclCommInitRank, before the plan
@@ -83,9 +83,16 @@ def _with_comm(plan):
     if grads == 0:  # no separate gradient entry: the trainable parameters' size
         grads = sum(int(e.bytes) for e in plan.breakdown if e.category in ("params", "parameters")
                     and e.where == "host")
+    if _compression() == "bfloat16":   # MPICH's buffers hold the bfloat16 wire copy, half the gradients
+        grads = sum(int(e.bytes) for e in plan.breakdown if e.name.startswith("gradients on the wire"))
     plan.breakdown.append(PlanEntry("all-reduce scratch (MPI, estimated)", grads, "host", "communication",
                                     f"{num_processes()} ranks, in-place bucketed all-reduce"))
     return plan
+
+
+def _compression():
+    d = active()
+    return d.gradient_compression if d is not None else None
 
 
 def _batchnorms(model):
@@ -142,6 +149,13 @@ def comm_seconds():
     return _core.dist_info()[2]
 
 
+def gradient_bytes_sent():
+    """Gradient bytes this rank handed to the transport so far: over TCP the bytes it sent on its sockets in the
+    gradient all-reduces (frame headers included), over MPI the buckets' payload (half of float32's under
+    DataParallel(gradient_compression="bfloat16"))."""
+    return _core.dist_grad_bytes()
+
+
 def strategy():
     """The Strategy of a run started now: DataParallel when a data-parallel distribution of several ranks is
     active, else one process."""
@@ -189,7 +203,12 @@ class DataParallel(Strategy):
         require_whole_batches(getattr(model, "_node_layers", ()), "data-parallel training, which splits each batch "
                               "across the ranks, would change what it computes: train it in one process")
         if _is_cuda(device):
+            if d.gradient_compression:
+                raise ValueError(f"DataParallel(gradient_compression={d.gradient_compression!r}) is not available "
+                                 "with device='cuda': NCCL's all-reduce carries float32 gradients; use "
+                                 "gradient_compression=None there (the option is for the CPU path, MPI or TCP)")
             _nccl_setup(device)
+        _sync_wire()
         if d.auto_shard_dataset and x is not None and _is_sequence(x):
             x = shard_source(x)
         if d.auto_shard_dataset and validation_data is not None and _is_sequence(validation_data):
@@ -216,7 +235,7 @@ class DataParallel(Strategy):
         short = plan.shortfall()
         mine = {"rank": rank(), "host": socket.gethostname(), "fits": bool(plan.fits),
                 "rows": -1 if train_rows is None else int(train_rows),
-                "batch": int(plan.batch_size), "max_batch": plan.max_batch_size,
+                "batch": int(plan.batch_size), "max_batch": plan.max_batch_size, "wire": _compression(),
                 "where": short[0] if short else None, "need": int(short[1]) if short else 0,
                 "have": int(short[2]) if short else 0}
         recs = _allgather_json(mine)
@@ -225,6 +244,10 @@ class DataParallel(Strategy):
         if len(rows) > 1:
             raise DistributedError(f"fit: x has different numbers of rows on the ranks ({sorted(rows)}): every rank "
                                    "must be given the same data (fit shards it)", rank=rank())
+        wires = {r["wire"] for r in recs}
+        if len(wires) > 1:
+            raise DistributedError(f"fit: DataParallel's gradient_compression differs between ranks "
+                                   f"({sorted(map(str, wires))}): every rank must pass the same", rank=rank())
         if len(batches) > 1:
             raise DistributedError(f"fit: batch_size differs between ranks ({sorted(batches)})", rank=rank())
         bad = [r for r in recs if not r["fits"]]

@@ -247,9 +247,14 @@ def list_devices(device_type=None):
 class DataParallel:
     """Keras 3's keras.distribution.DataParallel: the model is replicated, the
     data split by rank, gradients averaged. devices: None (all of the group) or
-    the list of list_devices(); auto_shard_dataset: shard fit's data by rank."""
+    the list of list_devices(); auto_shard_dataset: shard fit's data by rank.
+    gradient_compression (boundfit's, as Horovod's compression= and PyTorch
+    DDP's bf16_compress_hook): None, gradients travel in float32; "bfloat16",
+    they travel rounded to bfloat16 (half the bytes) and every partial sum is
+    computed in float32 (CPU: MPI and TCP; refused on NCCL)."""
 
-    def __init__(self, device_mesh=None, devices=None, auto_shard_dataset=True):
+    def __init__(self, device_mesh=None, devices=None, auto_shard_dataset=True, *, gradient_compression=None):
+        self.gradient_compression = _check_compression(gradient_compression)
         if not _state["initialized"]:
             initialize()
         if device_mesh is not None:   # Keras's 1-D mesh of the devices the batch is split over
@@ -280,19 +285,43 @@ class DataParallel:
     def scope(self):
         prev = _state["distribution"]
         _state["distribution"] = self
+        _sync_wire()
         try:
             yield self
         finally:
             _state["distribution"] = prev
+            _sync_wire()
 
     def __repr__(self):
-        return f"<DataParallel devices={self.devices}>"
+        extra = f" gradient_compression={self.gradient_compression!r}" if self.gradient_compression else ""
+        return f"<DataParallel devices={self.devices}{extra}>"
+
+
+def _check_compression(value):
+    """DataParallel's gradient_compression: None (float32 on the wire) or "bfloat16" (also "bf16")."""
+    if value is None or (isinstance(value, str) and value.lower() in ("none", "float32")):
+        return None
+    if isinstance(value, str) and value.lower() in ("bfloat16", "bf16"):
+        return "bfloat16"
+    if isinstance(value, str) and value.lower() in ("float16", "fp16", "half"):
+        raise ValueError(f"DataParallel: gradient_compression={value!r} is not offered: a sum of float16 gradients "
+                         "overflows past 65504 (Horovod's Compression.fp16 needs loss scaling for that); use "
+                         "gradient_compression='bfloat16', which keeps float32's range")
+    raise ValueError(f"DataParallel: gradient_compression must be None or 'bfloat16', got {value!r}")
+
+
+def _sync_wire():
+    """The engine plans and carves the bfloat16 wire buffer of a training run while the active distribution asks
+    for it (csrc/core/program.c)."""
+    d = active()
+    _core.dist_set_wire(bool(d is not None and d.gradient_compression == "bfloat16"))
 
 
 def set_distribution(value):
     if value is not None and not isinstance(value, DataParallel):
         raise ValueError(f"set_distribution: expected a DataParallel or None, got {value!r}")
     _state["distribution"] = value
+    _sync_wire()
 
 
 def distribution():
