@@ -61,6 +61,12 @@ the mean of the ranks' (less the spread between their batch means).
 Synchronized batch statistics would need an all-reduce inside the engine's
 forward and backward passes: not implemented.
 
+DataParallel(gradient_compression="bfloat16") sends the gradients as
+bfloat16 (half the bytes; each rank's rounded once, every partial sum
+computed in float32 and rounded again only to travel on; the run's plan
+holds the wire buffer); refused on NCCL. gradient_bytes_sent() counts the
+gradient bytes this rank handed to the transport.
+
 On the CPU (MPI or TCP) the gradient all-reduce overlaps the step's
 backward pass (of its last micro-batch): the gradients are cut in
 layer-aligned buckets, and a communication thread sums each one as soon as
