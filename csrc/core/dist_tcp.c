@@ -780,7 +780,6 @@ bf_status bf_tcp_sum(float *grads, long n) {
     return allreduce(grads, n, T_F32_SUM, 0, NULL, "the gradient all-reduce", t.timeout);
 }
 
-
 bf_status bf_tcp_sum_bf16(float *grads, uint16_t *wire, long n) {
     BF_TRY(check_usable("the gradient all-reduce (bfloat16)"));
     to_bf16(wire, grads, n);

@@ -29,10 +29,11 @@ BF_HALF_HD uint32_t bf_half_bits(float f) {
 
 BF_HALF_HD float bf_bf16_expand(uint16_t h) { return bf_half_from_bits((uint32_t)h << 16); }
 
+/* branch-free (a select), so that loops of it vectorize; the same value for each of the 2**32 inputs */
 BF_HALF_HD uint16_t bf_bf16_round(float f) {
     const uint32_t u = bf_half_bits(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, quiet = (u >> 16) | 0x40u;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded); /* NaN: quiet, sign kept */
 }
 
 BF_HALF_HD float bf_f16_expand(uint16_t h) {
