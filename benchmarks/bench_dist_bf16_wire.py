@@ -100,7 +100,8 @@ def main():
                   f"min {1e3 * v['min_s']:8.1f} ms, rank 1 sent {v['bytes_per_call'] / 1e6:7.1f} MB a call")
         f, b = min(r["float32"]["median_s"], r["float32 again"]["median_s"]), \
             min(r["bfloat16"]["median_s"], r["bfloat16 again"]["median_s"])
-        print(f"{name}: bfloat16 / float32 time {b / f:.2f}, bytes {r['bfloat16']['bytes_per_call'] / r['float32']['bytes_per_call']:.3f}")
+        nb = r["bfloat16"]["bytes_per_call"] / r["float32"]["bytes_per_call"]
+        print(f"{name}: bfloat16 / float32 time {b / f:.2f}, bytes {nb:.3f}")
 
 
 if __name__ == "__main__":

@@ -207,7 +207,8 @@ static PyObject *dist_sum_gradients(PyObject *self, PyObject *args) {
     int bucket = 0, nb = 0, has_wire = wire_obj != Py_None;
     if (has_wire && PyObject_GetBuffer(wire_obj, &w, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto fail;
     if (bf_py_int(bucket_obj, "dist_sum_gradients", "bucket", 1, INT_MAX, &bucket) < 0) goto fail;
-    if (g.len % (Py_ssize_t)sizeof(float) || (has_wire && w.len != 2 * (Py_ssize_t)n) || (n + bucket - 1) / bucket > 64) {
+    if (g.len % (Py_ssize_t)sizeof(float) || (has_wire && w.len != 2 * (Py_ssize_t)n) ||
+        (n + bucket - 1) / bucket > 64) {
         PyErr_Format(PyExc_ValueError, "dist_sum_gradients: grads must be float32, wire None or uint16 of as many "
                      "values, at most 64 buckets");
         goto fail;

@@ -3,8 +3,9 @@ torchrun-style: python bf16_wire.py MODE OUTDIR. Every rank writes OUTDIR/rank<r
 MODE sums: the engine's gradient sum (_core.dist_sum_gradients, as a training step calls it) of seeded float32
 buffers of odd lengths, one crossing the TCP transport's 32768-value blocks and a bucket boundary, with bfloat16
 and with float32 on the wire, and the gradient bytes each sent. MODE train: that, then one SGD step (learning rate
-1) from the same weights under DataParallel() and under DataParallel(gradient_compression="bfloat16"); then 4 epochs of Adam under both; the plans and arenas of the
-bfloat16 run; last, fit(device="cuda") under it (refused by name)."""
+1) from the same weights under DataParallel() and under DataParallel(gradient_compression="bfloat16"); then 4
+epochs of Adam under both; the plans and arenas of the runs; last, over TCP, fit(device="cuda") under the option
+(refused by name)."""
 import os
 import sys
 
@@ -68,9 +69,10 @@ if mode == "train":
         rec[f"high_is_reserved_{name}"] = all(s["run_high_water"] == s["run_reserved"] for s in stats)
         rec[f"run_reserved_{name}"] = sum(s["run_reserved"] for s in stats)
     rec["n_trainable"] = sum(w.size for w in model.trainable_weights)
-    try:   # last: the refusal stops the group (every rank raises it, and tells the others)
-        model.fit(x, y, batch_size=B, epochs=1, verbose=0, device="cuda")
-    except ValueError as e:
-        rec["cuda_error"] = str(e)
+    if bf.distribution.transport() == "tcp":   # last: the refusal breaks the group (each rank tells the others it
+        try:                                       # stopped), and MPI's ranks would end without MPI_Finalize
+            model.fit(x, y, batch_size=B, epochs=1, verbose=0, device="cuda")
+        except ValueError as e:
+            rec["cuda_error"] = str(e)
 
 np.savez(os.path.join(out, f"rank{r}.npz"), **rec)

@@ -125,5 +125,5 @@ from ..runtime.dist_group import (DataParallel, DistributedError, distribution, 
                                   list_devices, num_processes, rank, set_distribution, transport)
 
 __all__ = ["DataParallel", "DistributedError", "initialize", "set_distribution", "distribution", "list_devices",
-           "rank", "num_processes", "is_chief", "find_mpi_library", "comm_seconds", "gradient_bytes_sent", "transport", "DeviceMesh",
-           "LayoutMap", "ModelParallel", "TensorLayout", "distribute_tensor", "get_device_count"]
+           "rank", "num_processes", "is_chief", "find_mpi_library", "comm_seconds", "gradient_bytes_sent", "transport",
+           "DeviceMesh", "LayoutMap", "ModelParallel", "TensorLayout", "distribute_tensor", "get_device_count"]

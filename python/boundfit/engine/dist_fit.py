@@ -17,8 +17,8 @@ from .. import _core
 from ..errors import BoundfitError, MemoryBudgetError, NonFiniteError
 from ..runtime import cuda_libs
 from ..runtime.dist_group import (_BF_ERR_DIST_PREFIX, DistributedError, _agree_ok, _allgather_json, _allreduce,
-                                  _sync_wire, active, bcast_rng, broadcast_weights, is_chief, nccl_bytes, num_processes, rank,
-                                  transport)
+                                  _sync_wire, active, bcast_rng, broadcast_weights, is_chief, nccl_bytes, num_processes,
+                                  rank, transport)
 from ..runtime.dist_group import _nccl as nccl_state
 from ..layers.reduce import require_whole_batches
 from ..layers.normalization import BatchNormalization
