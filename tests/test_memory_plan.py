@@ -52,6 +52,23 @@ def test_plan_equals_arena_high_water_to_the_byte(opt, val):
     assert m._last_plan.host_bytes - plan.host_bytes == 8 * len(X) * (0.75 if val else 1)  # shuffle order stated
 
 
+def test_a_recompiled_model_plans_its_optimizer_state_once():
+    m = mlp("adam")
+    m.fit(X, Y, batch_size=24, epochs=1, verbose=0)
+    held = m._engine.optimizer_arena_bytes
+    assert held > 0
+    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")   # compile releases the state
+    assert m._engine.optimizer_arena_bytes == 0
+    plan = m.estimate_memory(batch_size=24)
+    state = [e for e in plan.breakdown if e.category == "optimizer state"]
+    assert [e.name for e in state] == ["optimizer state (created by this run)"] and state[0].bytes == held
+    m.fit(X, Y, batch_size=24, epochs=1, verbose=0)
+    assert m._engine.optimizer_arena_bytes == held
+    stats = m._last_run_stats
+    arenas = m._engine.weight_arena_bytes + held + sum(s["run_high_water"] for s in stats)
+    assert sum(e.bytes for e in plan.breakdown if e.category not in ("runtime", "measured")) == arenas
+
+
 def test_plan_needs_no_data_and_allocates_nothing():
     m = mlp()
     gc.collect()  # models of earlier tests in reference cycles (model.history.model) go now, not midway

@@ -668,7 +668,10 @@ static PyObject *Model_get_out_shapes(ModelObject *self, void *c) {
     return l;
 }
 static PyObject *Model_get_weight_bytes(ModelObject *self, void *c) { (void)c; return PyLong_FromSize_t(self->m.weights.high_water); }
-static PyObject *Model_get_opt_bytes(ModelObject *self, void *c) { (void)c; return PyLong_FromSize_t(self->m.opt_state.high_water); }
+static PyObject *Model_get_opt_bytes(ModelObject *self, void *c) { /* 0 once compile() released the state */
+    (void)c;
+    return PyLong_FromSize_t(self->m.slots ? self->m.opt_state.high_water : 0);
+}
 static PyObject *Model_get_tables_bytes(ModelObject *self, void *c) {
     (void)c;
     return PyLong_FromSize_t(bf_host_reserved_bytes(self->m.tables));
@@ -684,7 +687,7 @@ static PyGetSetDef Model_getset[] = {
     {"output_shape", (getter)Model_get_out_shape, NULL, "per-sample shape of output 0", NULL},
     {"output_shapes", (getter)Model_get_out_shapes, NULL, "per-sample shapes of every output", NULL},
     {"weight_arena_bytes", (getter)Model_get_weight_bytes, NULL, "high-water mark of the weight arena", NULL},
-    {"optimizer_arena_bytes", (getter)Model_get_opt_bytes, NULL, "high-water mark of the optimizer-state arena", NULL},
+    {"optimizer_arena_bytes", (getter)Model_get_opt_bytes, NULL, "bytes of the optimizer state the model holds (its arena's high-water mark; 0 before the first training run)", NULL},
     {"tables_bytes", (getter)Model_get_tables_bytes, NULL, "host bytes of the model's per-node tables", NULL},
     {"run_tables_bytes", (getter)Model_get_run_tables_bytes, NULL,
      "host bytes of the per-node tables and buffer table of each of its runs", NULL},
