@@ -112,11 +112,6 @@ typedef struct {
     int ta, tb;
 } bf_bmm_cfg;
 
-/* Rescaling: out = x * scale + offset */
-typedef struct {
-    float scale, offset;
-} bf_rescale_cfg;
-
 /* the random image layers (one kind, bf_augment): aug holds the draws' configuration (aug.seed: the layer's
  * seed, 0 when none: the run's stream); RandomCrop's size crop_h x crop_w */
 typedef struct {
@@ -176,7 +171,6 @@ typedef union {
     bf_slice_cfg slice;
     bf_emath_cfg emath;
     bf_bmm_cfg bmm;
-    bf_rescale_cfg rescale;
     bf_augment_cfg augment;
     bf_random_cfg random;
     bf_prelu_cfg prelu;

@@ -7,17 +7,17 @@ from .._core import MAX_RANK
 from .args import _data_format, _is_size, _size, _sizes, engine_kinds
 from .layer import _CONSTANT, Layer, keras_config
 
-FLATTEN, RESHAPE, PERMUTE, REPEAT, ZEROPAD2D, UPSAMPLE2D, SLICE, CONST = engine_kinds(
-    "FLATTEN RESHAPE PERMUTE REPEAT ZEROPAD2D UPSAMPLE2D SLICE CONST")
+RESHAPE, PERMUTE, REPEAT, ZEROPAD2D, UPSAMPLE2D, SLICE, CONST = engine_kinds(
+    "RESHAPE PERMUTE REPEAT ZEROPAD2D UPSAMPLE2D SLICE CONST")
 
 
 class Flatten(Layer):
-    """Keras 3's `Flatten`: each sample as one vector."""
+    """Keras 3's `Flatten`: each sample as one vector, the engine's Reshape to (-1,) (a view)."""
     _scalar_ok = True
     _base = "flatten"
 
     def spec(self):
-        return dict(kind=FLATTEN, name=self.name)
+        return dict(kind=RESHAPE, name=self.name, target_shape=(-1,))
 
 
 class Reshape(Layer):
