@@ -1,7 +1,9 @@
-"""Keras layers whose engine kinds were retired as compositions of the primitives (docs/internals.md, "Retired
-kinds"): Flatten is the engine's Reshape to (-1,), a view; Rescaling traces into Unary multiply / add, linear
-maps that keep neither input nor output for backward; a Const passes its anchor no gradient. Their values
-against Keras and their files are pinned in test_elementwise_layers.py; here what the engine runs and plans."""
+"""Keras layers whose engine kinds were retired as compositions of the primitives (docs/internals.md,
+"Primitives and compositions"): Flatten is the engine's Reshape to (-1,), a view; Rescaling traces into Unary
+multiply / add, linear maps that keep neither input nor output for backward; RepeatVector is a Gather of its
+row; a Const passes its anchor no gradient; a composed layer's compute_output_shape is its traced call()'s.
+Their values against Keras and their files are pinned in test_elementwise_layers.py; here what the engine runs
+and plans."""
 
 import numpy as np
 import pytest
@@ -75,3 +77,25 @@ def test_a_constant_passes_its_anchor_no_gradient():
     assert not any("to add" in n or n.startswith("constant") and "gradient" in n for n in _buffers(m))
     rng = np.random.default_rng(2)
     directional_check(m, rng.standard_normal((4, 3, 4)).astype(np.float32), rng.standard_normal((4, 1)).astype(np.float32))
+
+
+def test_repeat_vector_is_a_gather_of_its_row():
+    x = layers.Input((6,))
+    m = _model(x, layers.Dense(1)(layers.Flatten()(layers.RepeatVector(5)(layers.Dense(8)(x)))))
+    assert [type(n.layer).__name__ for n in m._nodes] == ["Dense", "Reshape", "Const", "Gather", "Flatten", "Dense"]
+    assert [l.name for l in m.layers] == ["input_layer", "dense_1", "repeat_vector", "flatten", "dense"]
+    v = np.random.default_rng(3).standard_normal((2, 8)).astype(np.float32)
+    np.testing.assert_array_equal(layers.RepeatVector(3)(v), np.repeat(v[:, None], 3, axis=1))
+    rng = np.random.default_rng(4)
+    directional_check(m, rng.standard_normal((4, 6)).astype(np.float32), rng.standard_normal((4, 1)).astype(np.float32))
+
+
+@pytest.mark.parametrize("make,shape,want", [
+    (lambda: layers.RepeatVector(3), (None, 4), (None, 3, 4)),
+    (lambda: layers.Cropping2D(((1, 1), (2, 0))), (None, 5, 6, 3), (None, 3, 4, 3)),
+    (lambda: layers.ZeroPadding1D(2), (7, 5, 3), (7, 9, 3)),
+    (lambda: layers.UpSampling1D(2), (None, 5, 3), (None, 10, 3)),
+])
+def test_a_composed_layer_computes_keras_output_shape_taking_no_layer_name(make, shape, want):
+    assert make().compute_output_shape(shape) == want
+    assert layers.ZeroPadding2D(1).name == "zero_padding2d" and layers.Reshape((2,)).name == "reshape"

@@ -89,10 +89,10 @@ typedef struct {
     int axis;
 } bf_concat_cfg;
 
-/* Permute (perm: output axis d is input axis perm[d], 0-based, nperm of them), RepeatVector (reps), ZeroPadding2D (pad: top,
- * bottom, left, right), UpSampling2D (size: rows, columns) */
+/* Permute (perm: output axis d is input axis perm[d], 0-based, nperm of them), ZeroPadding2D (pad: top, bottom, left,
+ * right), UpSampling2D (size: rows, columns) */
 typedef struct {
-    int perm[BF_MAX_RANK], nperm, reps, pad[4], size[2];
+    int perm[BF_MAX_RANK], nperm, pad[4], size[2];
 } bf_layout_cfg;
 
 /* Slice: per sample axis, the elements begin + k*step, k < len */

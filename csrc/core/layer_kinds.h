@@ -9,8 +9,8 @@
     X(DENSE) X(CONV2D) X(MAXPOOL) X(AVGPOOL) X(GAP) X(RESHAPE) X(DROPOUT) X(BATCHNORM) X(ACTIVATION)   /* Flatten: a RESHAPE */ \
     /* merge layers: several inputs of one shape (Concatenate: equal but on `axis`) */                             \
     X(ADD) X(SUBTRACT) X(MULTIPLY) X(AVERAGE) X(MAXIMUM) X(MINIMUM) X(CONCAT)                                      \
-    /* layout: Permute, RepeatVector, ZeroPadding2D, UpSampling2D (nearest) */                                     \
-    X(PERMUTE) X(REPEAT) X(ZEROPAD2D) X(UPSAMPLE2D)                                                                \
+    /* layout: Permute, ZeroPadding2D, UpSampling2D (nearest) */                                                   \
+    X(PERMUTE) X(ZEROPAD2D) X(UPSAMPLE2D)                                                                          \
     /* preprocessing: Normalization, the random image layers (one kind, bf_augment) */                            \
     X(NORMALIZATION) X(AUGMENT)                                                                                    \
     /* Conv1D, Conv2DTranspose, GlobalMaxPooling1D/2D (MaxPooling1D, AveragePooling1D and                         \
