@@ -347,7 +347,7 @@ def test_math_ops_keras_files_both_ways(tmp_path):
     want = k["p"]
     np.testing.assert_allclose(bm.predict(X, verbose=0), want, rtol=1e-5, atol=1e-6)
     kinds = _kinds(bm)
-    assert kinds == {"Unary": 10, "Binary": 2, "MatMul": 2}
+    assert kinds == {"Unary": 13, "Binary": 2, "MatMul": 2}   # a number added to a tensor: a Unary too
     bm.save(tmp_path / "ours.keras")                      # Keras opens it without boundfit and predicts alike
     np.testing.assert_allclose(keras_predicts(tmp_path / "ours.keras", X), want, rtol=1e-5, atol=1e-6)
     for name in ("ours.keras", "theirs.keras"):           # boundfit reads both into its engine kinds

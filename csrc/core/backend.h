@@ -228,7 +228,7 @@ typedef struct {
 /* A strided gather over up to 6 axes, summing over up to 2 more:
  * for every index (i_0..i_{nd-1}) < n:
  *   out[sum i_k*os_k] = sum over (r_0..r_{nr-1}) < rn of inp[sum i_k*is_k + sum r_j*rs_j]
- * Permute (permuted input strides), RepeatVector (a 0 stride; backward sums),
+ * Permute (permuted input strides), a WEIGHT's gradient (backward sums rows),
  * ZeroPadding2D (an output offset; backward crops), UpSampling2D (0 strides;
  * backward sums the blocks). Every output element is written once. */
 #define BF_STRIDED_MAXD 6

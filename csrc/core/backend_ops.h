@@ -260,7 +260,7 @@ BF_OP(bf_status, binary_map, (bf_backend *be, float *out, const float *a, const 
 BF_OP(bf_status, binary_grad,
       (bf_backend *be, float *d, int j, const float *a, const float *b, const float *y, const float *dout, int op,
        const bf_bcast *g), ALL)
-/* strided gather (Permute, RepeatVector, ZeroPadding2D, UpSampling2D and their backward) */
+/* strided gather (Permute, ZeroPadding2D, UpSampling2D and their backward; WEIGHT's and CONST's rows) */
 BF_OP(bf_status, strided_copy, (bf_backend *be, float *out, const float *inp, const bf_strided *s), ALL)
 /* reductions over any axes (csrc/cpu/reduce_axes.c, csrc/cuda/reduce_axes.cu; bf_reduce_geom in backend.h):
  * out (the kept axes of g->n) = g->op over the axes of g->mask of inp (g->n) */

@@ -89,10 +89,10 @@ typedef struct {
     int axis;
 } bf_concat_cfg;
 
-/* Permute (perm: output axis d is input axis perm[d], 0-based, nperm of them), RepeatVector (reps), ZeroPadding2D (pad: top,
- * bottom, left, right), UpSampling2D (size: rows, columns) */
+/* Permute (perm: output axis d is input axis perm[d], 0-based, nperm of them), ZeroPadding2D (pad: top, bottom, left,
+ * right), UpSampling2D (size: rows, columns) */
 typedef struct {
-    int perm[BF_MAX_RANK], nperm, reps, pad[4], size[2];
+    int perm[BF_MAX_RANK], nperm, pad[4], size[2];
 } bf_layout_cfg;
 
 /* Slice: per sample axis, the elements begin + k*step, k < len */
@@ -111,11 +111,6 @@ typedef struct {
 typedef struct {
     int ta, tb;
 } bf_bmm_cfg;
-
-/* Rescaling: out = x * scale + offset */
-typedef struct {
-    float scale, offset;
-} bf_rescale_cfg;
 
 /* the random image layers (one kind, bf_augment): aug holds the draws' configuration (aug.seed: the layer's
  * seed, 0 when none: the run's stream); RandomCrop's size crop_h x crop_w */
@@ -176,7 +171,6 @@ typedef union {
     bf_slice_cfg slice;
     bf_emath_cfg emath;
     bf_bmm_cfg bmm;
-    bf_rescale_cfg rescale;
     bf_augment_cfg augment;
     bf_random_cfg random;
     bf_prelu_cfg prelu;

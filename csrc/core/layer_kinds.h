@@ -6,13 +6,13 @@
 
 /* X(NAME): one per kind, NAME without the BF_L_ prefix */
 #define BF_LAYER_KINDS(X)                                                                                          \
-    X(DENSE) X(CONV2D) X(MAXPOOL) X(AVGPOOL) X(GAP) X(FLATTEN) X(RESHAPE) X(DROPOUT) X(BATCHNORM) X(ACTIVATION)   \
+    X(DENSE) X(CONV2D) X(MAXPOOL) X(AVGPOOL) X(GAP) X(RESHAPE) X(DROPOUT) X(BATCHNORM) X(ACTIVATION)   /* Flatten: a RESHAPE */ \
     /* merge layers: several inputs of one shape (Concatenate: equal but on `axis`) */                             \
     X(ADD) X(SUBTRACT) X(MULTIPLY) X(AVERAGE) X(MAXIMUM) X(MINIMUM) X(CONCAT)                                      \
-    /* layout: Permute, RepeatVector, ZeroPadding2D, UpSampling2D (nearest) */                                     \
-    X(PERMUTE) X(REPEAT) X(ZEROPAD2D) X(UPSAMPLE2D)                                                                \
-    /* preprocessing: Rescaling, Normalization, the random image layers (one kind, bf_augment) */                 \
-    X(RESCALING) X(NORMALIZATION) X(AUGMENT)                                                                       \
+    /* layout: Permute, ZeroPadding2D, UpSampling2D (nearest) */                                                   \
+    X(PERMUTE) X(ZEROPAD2D) X(UPSAMPLE2D)                                                                          \
+    /* preprocessing: Normalization, the random image layers (one kind, bf_augment) */                            \
+    X(NORMALIZATION) X(AUGMENT)                                                                                    \
     /* Conv1D, Conv2DTranspose, GlobalMaxPooling1D/2D (MaxPooling1D, AveragePooling1D and                         \
      * GlobalAveragePooling1D are MAXPOOL / AVGPOOL / GAP on a (T, C) input) */                                    \
     X(CONV1D) X(CONV2DT) X(GMP)                                                                                    \

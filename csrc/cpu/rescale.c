@@ -1,6 +1,6 @@
-/* rescale.c - Rescaling and Normalization on the CPU: a per-channel affine
- * map over the last axis, as Keras 3 computes it (inputs * scale + offset;
- * (inputs - mean) / maximum(sqrt(variance), epsilon)). */
+/* rescale.c - Normalization on the CPU: a per-channel affine map over the
+ * last axis, as Keras 3 computes it ((inputs - mean) / maximum(sqrt(variance),
+ * epsilon), then * scale + offset: 1 and 0 for Normalization). */
 #include <math.h>
 
 #include "cpu_ops.h"

@@ -1,5 +1,5 @@
 /* strided.c - the strided gather of backend.h (bf_strided) on the CPU:
- * Permute, RepeatVector, ZeroPadding2D, UpSampling2D and their backward.
+ * Permute, ZeroPadding2D, UpSampling2D and their backward.
  * Walks the output index like an odometer; sums over the reduction axes. */
 #include "cpu_ops.h"
 

@@ -1,4 +1,4 @@
-/* rescale.cu - Rescaling and Normalization on CUDA, as csrc/cpu/rescale.c:
+/* rescale.cu - Normalization on CUDA, as csrc/cpu/rescale.c:
  * out = (x - mean[c]) / max(sqrt(var[c]), eps) * scale + offset, mean / var
  * optional; backward dinp = dout / max(sqrt(var[c]), eps) * scale. */
 #include "cuda_ops.h"

@@ -1,5 +1,5 @@
 /* strided.cu - the strided gather of backend.h (bf_strided) on CUDA:
- * Permute, RepeatVector, ZeroPadding2D, UpSampling2D and their backward. One
+ * Permute, ZeroPadding2D, UpSampling2D and their backward. One
  * thread per output element: its index is split into the axes by division,
  * the reduction axes are summed in the thread (no atomics, deterministic). */
 #include "cuda_ops.h"

@@ -15,9 +15,9 @@ add_loss(ops.mean(v)); a sum over the batch (add_loss(ops.sum(v))) or a term
 that mixes the samples of the batch raises naming the layer."""
 
 from . import ops, regularizers
+from .layers.emath import Unary
 from .layers.input_layer import Input
 from .layers.node import KerasTensor
-from .layers.preprocessing import Rescaling
 from .layers.reduce import BatchReduce
 
 
@@ -94,12 +94,12 @@ def regularizer_values(reg, x, where):
 
 def _batch_mean(v):
     """(x, c) where v is c * ops.mean(x) over every axis as a subclassed model's call() computes it (a
-    BatchReduce mean, then numbers times it: Rescaling), else None"""
+    BatchReduce mean, then numbers times it: Unary multiply, or negative), else None"""
     c = 1.0
     while isinstance(v, KerasTensor) and v._node is not None and len(v._node.inputs) == 1:
         layer = v._node.layer
-        if isinstance(layer, Rescaling) and layer.offset == 0.0:
-            c, v = c * layer.scale, v._node.inputs[0]
+        if isinstance(layer, Unary) and (layer.op, layer.left) in (("multiply", False), ("negative", False)):
+            c, v = c * (layer.param if layer.op == "multiply" else -1.0), v._node.inputs[0]
         elif isinstance(layer, BatchReduce) and layer.op == "mean":
             return v._node.inputs[0], c
         else:

@@ -14,7 +14,7 @@ any layer:
   ops give 0 / 1 tensors without gradient; x + y, x - y, x * y, maximum,
   minimum of one shape stay Add / Subtract / Multiply / Maximum / Minimum
   (of size-1 axes of rank <= 2, RepeatVector copies first);
-  x + c, x - c, c - x, x * c, x / c, -x (c a Python number): Rescaling;
+  x + c, x - c, c - x, x * c, x / c, -x (c a Python number): Unary with the number;
   maximum(x, 0): relu; clip: two Unary;
   where(condition, x1, x2) = x2 + condition * (x1 - x2);
 - matmul of two batches of matrices (B, M, K) @ (B, K, N), of a tensor and
@@ -99,7 +99,6 @@ from .layers.merge import Add, Concatenate, Maximum, Minimum, Multiply, Subtract
 from .layers.layer import Variable
 from .layers.node import KerasTensor, tracing_where
 from .layers.opnode import record
-from .layers.preprocessing import Rescaling
 from .layers.reduce import BatchReduce, Reduce
 from .layers.reshaping import Const, Permute, RepeatVector, Reshape, Slice
 from .errors import OpNotSupportedError
@@ -305,7 +304,7 @@ def _keras_node(cls, module=NUMPY):
 
 @_keras_node("Add")
 def add(x1, x2):
-    return _commutative("add", np.add, Add, lambda c: Rescaling(1.0, offset=c), x1, x2)
+    return _commutative("add", np.add, Add, lambda c: Unary("add", c), x1, x2)
 
 
 @_keras_node("Subtract")
@@ -315,15 +314,15 @@ def subtract(x1, x2):
     if isinstance(x1, KerasTensor) and isinstance(x2, KerasTensor):
         return _same_shapes("subtract", Subtract, x1, x2)
     if isinstance(x1, KerasTensor) and _scalar(x2) is not None:
-        return Rescaling(1.0, offset=-_scalar(x2))(x1)
+        return Unary("subtract", _scalar(x2))(x1)
     if isinstance(x2, KerasTensor) and _scalar(x1) is not None:
-        return Rescaling(-1.0, offset=_scalar(x1))(x2)
+        return Unary("subtract", _scalar(x1), left=True)(x2)
     return _binary("subtract", x1, x2)
 
 
 @_keras_node("Multiply")
 def multiply(x1, x2):
-    return _commutative("multiply", np.multiply, Multiply, Rescaling, x1, x2)
+    return _commutative("multiply", np.multiply, Multiply, lambda c: Unary("multiply", c), x1, x2)
 
 
 @_keras_node("Divide")
@@ -334,7 +333,7 @@ def divide(x1, x2):
     if c is not None:
         if c == 0:
             _unsupported("divide", "by the number 0")
-        return Rescaling(1.0 / c)(x1)
+        return Unary("multiply", 1.0 / c)(x1)
     c = _scalar(x1) if isinstance(x2, KerasTensor) else None
     if c is not None:
         return Unary("divide", c, left=True)(x2)
@@ -348,7 +347,7 @@ true_divide = _keras_node("TrueDivide")(divide.__wrapped__)   # x / y: the node 
 def negative(x):
     if not _sym(x):
         return np.negative(x)
-    return Rescaling(-1.0)(x)
+    return Unary("negative")(x)
 
 
 def _same_shapes(op, cls, x1, x2):

@@ -18,7 +18,7 @@ read them back through these functions.
 
 add, subtract, multiply, divide, maximum, minimum, the four order
 comparisons, power, exp, tanh and negative keep ops.py's definitions (merge
-layers of one shape, Rescaling with a number, the Activation exp and tanh),
+layers of one shape, Unary with a number, the Activation exp and tanh),
 which use the same primitives for the rest."""
 
 import math

@@ -4,7 +4,7 @@ nanmedian), re-exported by ops.py.
 i0 on a symbolic tensor is Abramowitz & Stegun's 9.8.1 / 9.8.2 rational
 approximations (relative error < 2e-7, float32's own), the two branches
 joined at |x| = 3.75 by where = b + (|x| <= 3.75) * (a - b), each branch fed
-a clamped |x| so neither overflows: Unary, Binary and Rescaling nodes, whose
+a clamped |x| so neither overflows: Unary and Binary nodes, whose
 derivative is the approximation's (I1's to the same precision). On arrays:
 np.i0, as jnp.i0.
 

@@ -2,7 +2,8 @@
  * batch, its values a non-trainable parameter set from Python: what a layer
  * called on an array inside a custom layer's call() reads (keras.io's
  * TokenAndPositionEmbedding: pos_emb(arange(maxlen))). It hangs on a tensor
- * of the graph only for the batch size, and gives that tensor no gradient. */
+ * of the graph only for the batch size, and passes that tensor no gradient
+ * (BF_LF_NO_GRAD_IN: no zero-filled gradient buffer to add). */
 #include "layer.h"
 
 
@@ -25,15 +26,7 @@ static bf_status forward(bf_run *r, int i, int rows) {
     return bf_run_rows_of(r, bf_step_out(r, i), bf_step_param(r, L, 0), rows, L->out_size);
 }
 
-// dinp (B, anchor...) = 0: the constant does not depend on its anchor
-static bf_status backward(bf_run *r, int i, int rows, float *din, float *dout) {
-    (void)dout;
-    const bf_layer *L = &r->m->layers[i];
-    if (!din) return BF_OK;
-    return r->be->fill_zero(r->be, din, sizeof(float) * (size_t)rows * (size_t)L->in_size);
-}
-
 const bf_layer_ops bf_ops_CONST = {
-    .name = "CONST", .flags = BF_LF_OUT_GIVEN | BF_LF_SCALAR | BF_LF_ANY_RANK, .infer = infer, .supported = supported,
-    .forward = forward, .backward = backward,
+    .name = "CONST", .flags = BF_LF_OUT_GIVEN | BF_LF_SCALAR | BF_LF_ANY_RANK | BF_LF_NO_GRAD_IN, .infer = infer,
+    .supported = supported, .forward = forward,
 };

@@ -62,18 +62,30 @@ static bf_status u_forward(bf_run *r, int i, int rows) {
     return r->be->unary_map(r->be, bf_step_out(r, i), bf_step_in(r, i), &m, (long)rows * L->out_size);
 }
 
-// din (B, shape) = op'(x, y) * dout
+/* a number added, subtracted, multiplied, divided by (x / c), or a negation (Rescaling, x + c, x * c): the
+ * derivative is a constant, read of neither x nor y, so neither is kept for backward */
+static int u_linear(const bf_emath_cfg *c) {
+    const int b = c->op - BF_UN_COUNT;
+    return c->op == BF_UN_NEGATIVE || b == BF_BIN_ADD || b == BF_BIN_SUBTRACT || b == BF_BIN_MULTIPLY ||
+           (b == BF_BIN_DIVIDE && !c->left);
+}
+
+// din (B, shape) = op'(x, y) * dout (a linear op: x and y not kept, the kernel reads dout in their place)
 static bf_status u_backward(bf_run *r, int i, int rows, float *din, float *dout) {
     const bf_layer *L = &r->m->layers[i];
     if (!din) return BF_OK;
     const bf_map_op m = u_op(L);
-    return r->be->unary_grad(r->be, din, bf_step_in(r, i), bf_step_out(r, i), dout, &m, (long)rows * L->out_size);
+    const int lin = u_linear(&L->cfg.emath);
+    return r->be->unary_grad(r->be, din, lin ? dout : bf_step_in(r, i), lin ? dout : bf_step_out(r, i), dout, &m,
+                             (long)rows * L->out_size);
 }
 
-/* stop_gradient passes no gradient back: the nodes after it need none (a metric's traced statistics) */
+/* stop_gradient passes no gradient back: the nodes after it need none (a metric's traced statistics); a linear
+ * op keeps neither its input nor its output for backward */
 static unsigned u_node_flags(const bf_run *r, int i) {
     const bf_layer *L = &r->m->layers[i];
     const unsigned f = bf_layer_ops_of(L->kind)->flags;
+    if (u_linear(&L->cfg.emath)) return f & ~(unsigned)(BF_LF_READS_IN | BF_LF_READS_OUT);
     return L->cfg.emath.op == BF_UN_STOP_GRADIENT ? f | BF_LF_NO_GRAD_IN : f;
 }
 

@@ -1,11 +1,12 @@
-/* layout.c - Permute, RepeatVector, ZeroPadding2D and UpSampling2D
- * (nearest): one strided gather through the backend each way (backward sums
- * where forward copied one value to several places). */
+/* layout.c - Permute, ZeroPadding2D and UpSampling2D (nearest): one strided
+ * gather through the backend each way (backward sums where forward copied one
+ * value to several places). RepeatVector is composed in Python (a Gather:
+ * layers/reshaping.py). */
 #include "layer.h"
 
 #include <string.h>
 
-/* Permute: dims (0-based) of 1 to BF_MAX_RANK axes; RepeatVector: n; ZeroPadding2D: padding; UpSampling2D: size */
+/* Permute: dims (0-based) of 1 to BF_MAX_RANK axes; ZeroPadding2D: padding; UpSampling2D: size */
 static bf_status parse(bf_layer *L, const bf_spec *s) {
     bf_layout_cfg *c = &L->cfg.layout;
     int n;
@@ -14,7 +15,6 @@ static bf_status parse(bf_layer *L, const bf_spec *s) {
         return BF_FAIL(BF_ERR_ARG, "%s: dims must have 1 to %d entries", L->name, BF_MAX_RANK);
     if (n >= 0) BF_TRY(bf_spec_ints(s, "perm", n, 0, BF_MAX_RANK - 1, c->perm));
     c->nperm = n;
-    BF_TRY(bf_spec_size(s, "reps", 0, &c->reps));
     BF_TRY(bf_spec_ints(s, "pad", 4, 0, INT_MAX, c->pad));
     BF_TRY(bf_spec_size(s, "sh", 1, &c->size[0]));
     return bf_spec_size(s, "sw", 1, &c->size[1]);
@@ -33,16 +33,6 @@ static bf_status permute_infer(bf_layer *L, int rank, const int *shape) {
         seen |= 1 << c->perm[d];
         L->out_shape[d] = shape[c->perm[d]];
     }
-    return BF_OK;
-}
-
-static bf_status repeat_infer(bf_layer *L, int rank, const int *shape) {
-    const bf_layout_cfg *c = &L->cfg.layout;
-    if (rank != 1) return BF_FAIL(BF_ERR_SHAPE, "%s expects input of rank 1 (features) per sample, got rank %d", L->name, rank);
-    if (c->reps <= 0) return BF_FAIL(BF_ERR_ARG, "%s: n must be positive, got %d", L->name, c->reps);
-    L->out_rank = 2;
-    L->out_shape[0] = c->reps;
-    L->out_shape[1] = shape[0];
     return BF_OK;
 }
 
@@ -127,34 +117,6 @@ static bf_status permute_backward(bf_run *r, int i, int rows, float *din, float 
     return r->be->strided_copy(r->be, din, dout, &g);
 }
 
-static bf_status repeat_forward(bf_run *r, int i, int rows) { /* (B, D) -> (B, n, D) */
-    const bf_layer *L = &r->m->layers[i];
-    const bf_layout_cfg *c = &L->cfg.layout;
-    bf_strided g;
-    memset(&g, 0, sizeof g);
-    const long D = L->in_shape[0], n = c->reps;
-    g.nd = 3;
-    set3(g.n, rows, n, D);
-    set3(g.os, n * D, D, 1);
-    set3(g.is, D, 0, 1);
-    return r->be->strided_copy(r->be, bf_step_out(r, i), bf_step_in(r, i), &g);
-}
-
-static bf_status repeat_backward(bf_run *r, int i, int rows, float *din, float *dout) { /* sum over the n copies */
-    const bf_layer *L = &r->m->layers[i];
-    const bf_layout_cfg *c = &L->cfg.layout;
-    bf_strided g;
-    if (!din) return BF_OK;
-    memset(&g, 0, sizeof g);
-    const long D = L->in_shape[0], n = c->reps;
-    g.nd = 2;
-    g.n[0] = rows; g.n[1] = D;
-    g.os[0] = D; g.os[1] = 1;
-    g.is[0] = n * D; g.is[1] = 1;
-    g.nr = 1; g.rn[0] = n; g.rs[0] = D;
-    return r->be->strided_copy(r->be, din, dout, &g);
-}
-
 static bf_status zeropad_forward(bf_run *r, int i, int rows) { /* (B,H,W,C) into the middle of (B,OH,OW,C) */
     const bf_layer *L = &r->m->layers[i];
     const bf_layout_cfg *c = &L->cfg.layout;
@@ -218,10 +180,6 @@ static bf_status upsample_backward(bf_run *r, int i, int rows, float *din, float
 const bf_layer_ops bf_ops_PERMUTE = {
     .name = "PERMUTE", .flags = BF_LF_ANY_RANK, .parse = parse, .infer = permute_infer, .supported = supported,
     .forward = permute_forward, .backward = permute_backward,
-};
-const bf_layer_ops bf_ops_REPEAT = {
-    .name = "REPEAT", .parse = parse, .infer = repeat_infer, .supported = supported,
-    .forward = repeat_forward, .backward = repeat_backward,
 };
 const bf_layer_ops bf_ops_ZEROPAD2D = {
     .name = "ZEROPAD2D", .parse = parse, .infer = zeropad_infer, .supported = supported,

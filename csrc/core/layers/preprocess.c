@@ -1,6 +1,6 @@
-/* preprocess.c - Rescaling and Normalization (a per-channel affine map,
- * rescale_*), and the random layers RandomFlip, RandomCrop,
- * RandomTranslation, RandomRotation, RandomZoom, RandomContrast, GaussianNoise
+/* preprocess.c - Normalization (a per-channel affine map, rescale_*;
+ * Rescaling is composed in Python, layers/preprocessing.py), and the random
+ * layers RandomFlip, RandomCrop, RandomTranslation, RandomRotation, RandomZoom, RandomContrast, GaussianNoise
  * and GaussianDropout (one kind, bf_augment). Random layers draw per training
  * forward: the node's stream (its seed, or the run's) mixed with the
  * optimizer iteration and the micro-batch within it, so a fresh model with
@@ -10,18 +10,6 @@
 #include "layer.h"
 
 #include <math.h>
-
-static bf_status rescaling_parse(bf_layer *L, const bf_spec *s) {
-    BF_TRY(bf_spec_float(s, "rs_scale", 1.0f, &L->cfg.rescale.scale));
-    return bf_spec_float(s, "rs_offset", 0.0f, &L->cfg.rescale.offset);
-}
-
-static bf_status rescaling_infer(bf_layer *L, int rank, const int *shape) {
-    (void)L;
-    (void)rank;
-    (void)shape;
-    return BF_OK;
-}
 
 static bf_status normalization_infer(bf_layer *L, int rank, const int *shape) {
     int C = shape[rank - 1];
@@ -34,21 +22,6 @@ static bf_status normalization_infer(bf_layer *L, int rank, const int *shape) {
 static int rescale_supported(const bf_backend *be, const bf_layer *L) {
     (void)L;
     return be->rescale_forward && be->rescale_backward;
-}
-
-static bf_status rescaling_forward(bf_run *r, int i, int rows) {
-    const bf_layer *L = &r->m->layers[i];
-    const int Cl = bf_last_dim(L);
-    return r->be->rescale_forward(r->be, bf_step_out(r, i), bf_step_in(r, i), NULL, NULL, L->cfg.rescale.scale,
-                                  L->cfg.rescale.offset,
-                                  0.0f, (long)rows * L->in_size / Cl, Cl);
-}
-
-static bf_status rescaling_backward(bf_run *r, int i, int rows, float *din, float *dout) {
-    const bf_layer *L = &r->m->layers[i];
-    const int Cl = bf_last_dim(L);
-    if (!din) return BF_OK;
-    return r->be->rescale_backward(r->be, din, dout, NULL, L->cfg.rescale.scale, 0.0f, (long)rows * L->in_size / Cl, Cl);
 }
 
 static bf_status normalization_forward(bf_run *r, int i, int rows) {
@@ -177,10 +150,6 @@ static bf_status augment_backward(bf_run *r, int i, int rows, float *din, float 
     return r->be->augment_backward(r->be, din, dout, &a);
 }
 
-const bf_layer_ops bf_ops_RESCALING = {
-    .name = "RESCALING", .flags = BF_LF_SCALAR | BF_LF_ANY_RANK, .parse = rescaling_parse, .infer = rescaling_infer, .supported = rescale_supported,
-    .forward = rescaling_forward, .backward = rescaling_backward,
-};
 const bf_layer_ops bf_ops_NORMALIZATION = {
     .name = "NORMALIZATION", .infer = normalization_infer, .supported = rescale_supported,
     .forward = normalization_forward, .backward = normalization_backward,

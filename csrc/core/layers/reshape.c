@@ -1,6 +1,6 @@
-/* reshape.c - Flatten and Reshape: views (the output is the input buffer,
- * no step of their own). Reshape's target shape is given by the caller,
- * one -1 inferred. */
+/* reshape.c - Reshape (and Flatten, a Reshape to (-1,)): a view (the output
+ * is the input buffer, no step of its own). The target shape is given by the
+ * caller, one -1 inferred. */
 #include "layer.h"
 
 /* -1 past LONG_MAX (then no input size matches) */
@@ -9,14 +9,6 @@ static long prod(const int *s, int r) {
     for (int i = 0; i < r; i++)
         if (__builtin_mul_overflow(n, (long)s[i], &n)) return -1;
     return n;
-}
-
-static bf_status flatten_infer(bf_layer *L, int rank, const int *shape) {
-    (void)rank;
-    (void)shape;
-    L->out_rank = 1;
-    L->out_shape[0] = (int)L->in_size;
-    return BF_OK;
 }
 
 static bf_status reshape_infer(bf_layer *L, int rank, const int *shape) {
@@ -40,12 +32,6 @@ static bf_status reshape_infer(bf_layer *L, int rank, const int *shape) {
                        L->name, L->in_size, prod(L->out_shape, L->out_rank));
     return BF_OK;
 }
-
-const bf_layer_ops bf_ops_FLATTEN = {
-    .name = "FLATTEN",
-    .flags = BF_LF_VIEW | BF_LF_SCALAR | BF_LF_ANY_RANK,
-    .infer = flatten_infer,
-};
 
 const bf_layer_ops bf_ops_RESHAPE = {
     .name = "RESHAPE",

@@ -78,9 +78,9 @@ from .reshaping import (Const, Flatten, Permute, RepeatVector, Reshape, Slice, U
 from .switch import Switch  # a custom layer's training / inference traces (a graph piece, not a Keras layer)
 
 # the engine's layer kind numbers (csrc/core/model.c bf_layer_kind_names)
-(DENSE, CONV2D, MAXPOOL, AVGPOOL, GAP, FLATTEN, RESHAPE, DROPOUT, BATCHNORM, ACTIVATION,
+(DENSE, CONV2D, MAXPOOL, AVGPOOL, GAP, RESHAPE, DROPOUT, BATCHNORM, ACTIVATION,
  ADD, SUBTRACT, MULTIPLY, AVERAGE, MAXIMUM, MINIMUM, CONCAT) = engine_kinds(
-    "DENSE CONV2D MAXPOOL AVGPOOL GAP FLATTEN RESHAPE DROPOUT BATCHNORM ACTIVATION "
+    "DENSE CONV2D MAXPOOL AVGPOOL GAP RESHAPE DROPOUT BATCHNORM ACTIVATION "
     "ADD SUBTRACT MULTIPLY AVERAGE MAXIMUM MINIMUM CONCAT")
 
 __all__ = [

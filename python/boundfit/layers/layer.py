@@ -14,7 +14,7 @@ from ..session import LAYER_NAMES as _counters, snake_case
 from .args import _is_size
 from .eager import build_alone, call_eagerly, is_array_call
 from .input_spec import check as check_input_spec
-from .node import call_layer, infer_shape, inference_pass, trace_layer, tracing_anchor
+from .node import KerasTensor, call_layer, infer_shape, inference_pass, trace_layer, tracing_anchor
 
 _DTYPE = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": None}
 _KERAS_CONFIGS = {}   # layer class -> fn(layer): its Keras 3 config keys beyond name / trainable / dtype
@@ -267,8 +267,8 @@ class Layer:
         depends on it."""
         if "_act_fn" in self.__dict__ and self._act_linear() is not None:
             return self._act_linear().compute_output_shape(input_shape)   # (an activation keeping its shape)
-        if self._custom():   # traced into its layers, not a kind of the engine: the shape it is given, as before
-            return input_shape
+        if self._custom():   # traced into its layers, not a kind of the engine
+            return self._traced_output_shape(input_shape)
         many = len(input_shape) > 0 and all(isinstance(s, (tuple, list)) for s in input_shape)
         shapes = [tuple(s)[1:] for s in input_shape] if many else [tuple(input_shape)[1:]]
         self._before_infer(shapes)
@@ -279,6 +279,22 @@ class Layer:
             e.args = (f"{e.args[0]} (called on {', '.join(str((None,) + s) for s in shapes)})",) + e.args[1:]
             raise
         return (tuple(input_shape[0] if many else input_shape) or (None,))[:1] + tuple(out)
+
+    def _traced_output_shape(self, input_shape):
+        """A Keras composite without weights of its own (RepeatVector, Cropping2D): the shape its call() traces on
+        a symbolic input of `input_shape`, the automatic names its sublayers took given back; another custom
+        layer: the shape it is given, as before."""
+        if not self._keras_composite() or type(self).build is not Layer.build:
+            return input_shape
+        many = len(input_shape) > 0 and all(isinstance(s, (tuple, list)) for s in input_shape)
+        xs = [KerasTensor(tuple(s)[1:]) for s in (input_shape if many else [input_shape])]
+        names = dict(_counters)
+        try:
+            out = self.call(xs if many else xs[0])
+        finally:
+            _counters.clear()
+            _counters.update(names)
+        return (tuple(input_shape[0] if many else input_shape) or (None,))[:1] + tuple(out._ps)
 
     def _before_infer(self, shapes):
         """Before the engine infers its shape, with its inputs' per-sample shapes: what its kind cannot check

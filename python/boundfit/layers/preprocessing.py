@@ -1,19 +1,23 @@
-"""Preprocessing layers: Rescaling, and Normalization with adapt (mean and
-variance over batches, float64)."""
+"""Preprocessing layers: Rescaling (composed: x * scale, then + offset, the
+engine's elementwise map with a number, Unary), and Normalization with adapt
+(mean and variance over batches, float64)."""
 
 import numpy as np
 
 from ..errors import DataError
 from .args import _listed, _number, engine_kinds
+from .emath import Unary
 from .layer import Layer, keras_config
 
-RESCALING, NORMALIZATION = engine_kinds("RESCALING NORMALIZATION")
+(NORMALIZATION,) = engine_kinds("NORMALIZATION")
 
 
 # ---- preprocessing ----
 
 class Rescaling(Layer):
-    """Keras 3's `Rescaling(scale, offset=0.0)`: x * scale + offset."""
+    """Keras 3's `Rescaling(scale, offset=0.0)`: x * scale + offset, traced into the engine's elementwise map with a
+    number (Unary multiply, then add; either left out where it changes nothing, the multiply kept for an
+    identity); neither keeps its input or output for backward (a constant derivative)."""
     _scalar_ok = True
     _base = "rescaling"
 
@@ -22,8 +26,11 @@ class Rescaling(Layer):
         self.scale = _number(scale, "scale", "Rescaling")
         self.offset = _number(offset, "offset", "Rescaling")
 
-    def spec(self):
-        return dict(kind=RESCALING, name=self.name, rs_scale=self.scale, rs_offset=self.offset)
+    def call(self, inputs):
+        y = inputs
+        if self.scale != 1.0 or self.offset == 0.0:
+            y = Unary("multiply", self.scale, name=f"{self.name}_scale")(y)
+        return Unary("add", self.offset, name=f"{self.name}_offset")(y) if self.offset != 0.0 else y
 
 
 class Normalization(Layer):

@@ -1,23 +1,25 @@
 """Layers that move values without computing: Flatten, Reshape, Permute,
-RepeatVector, ZeroPadding2D, UpSampling2D."""
+RepeatVector (composed: a Gather of position 0 n times), ZeroPadding2D,
+UpSampling2D."""
 
 import numpy as np
 
 from .._core import MAX_RANK
 from .args import _data_format, _is_size, _size, _sizes, engine_kinds
+from .index import Gather
 from .layer import _CONSTANT, Layer, keras_config
 
-FLATTEN, RESHAPE, PERMUTE, REPEAT, ZEROPAD2D, UPSAMPLE2D, SLICE, CONST = engine_kinds(
-    "FLATTEN RESHAPE PERMUTE REPEAT ZEROPAD2D UPSAMPLE2D SLICE CONST")
+RESHAPE, PERMUTE, ZEROPAD2D, UPSAMPLE2D, SLICE, CONST = engine_kinds(
+    "RESHAPE PERMUTE ZEROPAD2D UPSAMPLE2D SLICE CONST")
 
 
 class Flatten(Layer):
-    """Keras 3's `Flatten`: each sample as one vector."""
+    """Keras 3's `Flatten`: each sample as one vector, the engine's Reshape to (-1,) (a view)."""
     _scalar_ok = True
     _base = "flatten"
 
     def spec(self):
-        return dict(kind=FLATTEN, name=self.name)
+        return dict(kind=RESHAPE, name=self.name, target_shape=(-1,))
 
 
 class Reshape(Layer):
@@ -55,15 +57,22 @@ class Permute(Layer):
 
 
 class RepeatVector(Layer):
-    """Keras 3's `RepeatVector(n)`: a (F,) sample repeated into (n, F)."""
+    """Keras 3's `RepeatVector(n)`: a (F,) sample repeated into (n, F), traced into the engine's Gather of row 0
+    of its (1, F) view n times (positions a Const; backward the scatter-add, the sum of the n copies)."""
     _base = "repeat_vector"
 
     def __init__(self, n, **kwargs):
         super().__init__(**kwargs)
         self.n = _size("RepeatVector", "n", n)
 
-    def spec(self):
-        return dict(kind=REPEAT, name=self.name, reps=self.n)
+    def call(self, inputs):
+        ps = inputs._ps
+        if len(ps) != 1 or ps[0] is None:
+            raise ValueError(f"RepeatVector {self.name!r} expects input of rank 1 (features) per sample, of a known "
+                             f"size, got shape {inputs.shape}")
+        row = Reshape((1, ps[0]), name=f"{self.name}_row")(inputs)
+        at = Const(np.zeros(self.n, np.float32), name=f"{self.name}_positions")(inputs)
+        return Gather(0, name=f"{self.name}_gather")([row, at])
 
 
 def _pad_pairs(padding):
