@@ -91,10 +91,10 @@ import types
 
 import numpy as np
 
-from . import activations, ops_elementwise as _ew
+from . import activations, ops_elementwise as _ew, ops_lax as _lx
 from .layers.core import Activation, Dense
 from .layers.embedding import Embedding
-from .layers.emath import Binary, MatMul, Unary, Weight
+from .layers.emath import Binary, MatMul, Unary
 from .layers.merge import Add, Concatenate, Maximum, Minimum, Multiply, Subtract
 from .layers.layer import Variable
 from .layers.node import KerasTensor, tracing_where
@@ -400,13 +400,7 @@ def _operand(op, v, like):
     if isinstance(v, KerasTensor):
         return v
     if isinstance(v, Variable):
-        if v.dense is not None:
-            _unsupported(op, f"the weight {v.name!r} is used by matmul too; boundfit holds a weight in one place")
-        if v.holder is None:
-            v.holder = Weight(v.shape, initializer=v.initializer, regularizer=v.regularizer,
-                              constraint=v.constraint, name=f"{v.layer.name}_{v.name}")
-            v.holder.trainable = v.trainable
-        t, shape = v.holder(like), v.shape
+        t, shape = _lx.weight(op, v, like), v.shape
     else:
         a = np.asarray(v, dtype=np.float32)
         if a.dtype.kind not in "biuf" and a.dtype != np.float32:
@@ -827,6 +821,8 @@ def cast(x, dtype):
 def convert_to_tensor(x, dtype=None):
     if isinstance(x, KerasTensor):
         return cast(x, dtype) if dtype is not None else x
+    if isinstance(x, Variable):   # a custom layer's weight: its value, which the ops taking weights take
+        return x
     return np.asarray(x, dtype=dtype)
 
 
