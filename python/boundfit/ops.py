@@ -87,11 +87,12 @@ import builtins
 import functools
 import math
 import numbers
+import sys
 import types
 
 import numpy as np
 
-from . import activations, ops_elementwise as _ew, ops_lax as _lx
+from . import activations, ops_elementwise as _ew, ops_lax as _lx, ops_stacked as _stacked
 from .layers.core import Activation, Dense
 from .layers.embedding import Embedding
 from .layers.emath import Binary, MatMul, Unary
@@ -103,6 +104,7 @@ from .layers.preprocessing import Rescaling
 from .layers.reduce import BatchReduce, Reduce
 from .layers.reshaping import Const, Permute, RepeatVector, Reshape, Slice
 from .errors import OpNotSupportedError
+from .ops_stacked import Stacked
 from .ops_index import argsort, cumprod, cumsum, sort, take, take_along_axis, top_k  # noqa: F401 - keras.ops names
 from .ops_einsum import einsum  # noqa: F401 - keras.ops name
 from .ops_shape import (  # noqa: F401 - keras.ops names, composed of the engine's primitives
@@ -787,6 +789,8 @@ def gelu(x, approximate=True):
 
 
 def softmax(x, axis=-1):
+    if isinstance(x, Stacked):
+        return _stacked.softmax(_this, x, axis)
     if not _sym(x):
         x = np.asarray(x, dtype=np.float32)
         e = np.exp(x - x.max(axis=axis, keepdims=True))
@@ -840,6 +844,15 @@ def reshape(x, newshape):
     if not newshape or newshape[0] not in (-1, None):
         _unsupported("reshape", f"the new shape {newshape} must keep the batch axis first (-1 or None)")
     rest = newshape[1:]
+    unknown = [k for k, d in enumerate(rest) if d is None]   # keras.ops.shape(x) of a variable-length axis
+    if unknown and (len(unknown) > 1 or -1 in rest):
+        _unsupported("reshape", f"to {newshape}: {len([d for d in rest if d in (None, -1)])} axes of unknown length "
+                     "(None from keras.ops.shape of a variable-length axis, or -1); boundfit traces call() once for "
+                     "every length (Keras traces it per shape), so at most one axis may be unknown: give the Input "
+                     "fixed sizes")
+    if unknown:   # the one unknown axis: what the others leave, as -1
+        rest = tuple(-1 if d is None else d for d in rest)
+        newshape = (newshape[0],) + rest
     if newshape[0] == -1 and -1 not in rest and None not in rest and (None in x._ps or math.prod(x._ps) !=
                                                                         math.prod(rest)):
         _unsupported("reshape", f"to {newshape} of shape {x.shape}: its leading -1 takes in more than the batch "
@@ -901,8 +914,10 @@ def stack(xs, axis=0):
         return np.stack(xs, axis=axis)
     _batched("stack", *xs)
     a = _axis(axis, xs[0].ndim + 1, "stack")
-    if a == 0:
-        _unsupported("stack", "along the batch axis")
+    if a == 0:   # Keras's (k, batch, ...): kept as the k tensors (ops_stacked.py)
+        if not builtins.all(isinstance(t, KerasTensor) and t.shape == xs[0].shape for t in xs):
+            _unsupported("stack", "along the batch axis of tensors of different shapes, or of arrays")
+        return Stacked(xs)
     return record(concatenate([expand_dims(t, a) for t in xs], axis=a), "Stack", NUMPY, {"axis": axis}, [list(xs)])
 
 
@@ -971,6 +986,8 @@ def _reduce(op, npfn, cls, module=NUMPY, **extra):
         if op == "mean" and axis is None and not keepdims and isinstance(x, LossMean) and not x.over_batch and \
                 not x.total:   # the batch's mean of a loss's per-sample means (a Keras loss in compute_loss)
             return LossMean(x.x, over_batch=True)
+        if isinstance(x, Stacked) and op in ("sum", "mean", "max", "min"):
+            return _stacked.reduce(_this, op, x, axis, keepdims)
         if not _sym(x):
             return npfn(x, axis=axis, keepdims=keepdims)
         return _reduction_node(cls, _reduced(op if op not in ("amax", "amin") else op[1:], x, axis, keepdims), x,
@@ -1077,6 +1094,8 @@ def moments(x, axes, keepdims=False, synchronized=False):
 
 def log_softmax(x, axis=-1):
     """x - logsumexp(x, axis, keepdims=True)"""
+    if isinstance(x, Stacked):
+        return _stacked.softmax(_this, x, axis, log=True)
     if not _sym(x):
         x = np.asarray(x, np.float32)
         return x - _np_logsumexp(x, axis=axis, keepdims=True)
@@ -1134,3 +1153,5 @@ KerasTensor._ops.update(add=add, subtract=subtract, multiply=multiply, divide=tr
                         less=less, less_equal=less_equal, mod=mod, floor_divide=floor_divide,   # noqa: F821
                         absolute=absolute, logical_and=logical_and, logical_or=logical_or,   # noqa: F821
                         logical_xor=logical_xor, logical_not=logical_not)   # noqa: F821
+
+_this = sys.modules[__name__]   # (ops_stacked.py composes a Stacked's ops from these)

@@ -23,6 +23,7 @@ from .layers.layer import Variable
 from .layers.node import KerasTensor, tracing_anchor
 from .layers.opnode import record
 from .layers.reshaping import Slice
+from .ops_stacked import Stacked, stacked_axis0
 
 NUMPY, NN, MATH, CORE = lx.NUMPY, lx.NN, lx.MATH, lx.CORE
 
@@ -295,7 +296,11 @@ def dsplit(x, indices_or_sections):
 
 
 def unstack(x, num=None, axis=0):
-    """keras.ops.unstack along a sample axis: a Slice per position, the axis dropped"""
+    """keras.ops.unstack along a sample axis: a Slice per position, the axis dropped; a stack along the batch
+    axis (ops_stacked.py) along its axis 0: its tensors"""
+    if isinstance(x, Stacked):
+        stacked_axis0("unstack", axis, x.ndim)
+        return list(x.xs)
     if not lx.sym(x):
         x = np.asarray(x)
         return [np.take(x, i, axis=axis) for i in range(x.shape[axis])]
