@@ -71,7 +71,7 @@ def save_model(model, filepath):
                 names = [f"{prefix}{layer.name}/{k}" for k in range(len(ws))]
                 _names_attr(lg, "weight_names", names)
                 for n, w in zip(names, ws):
-                    lg.create_dataset(n, data=w if w.dtype.kind == "i" else w.astype(np.float32))
+                    lg.create_dataset(n, data=w if w.dtype.kind == "i" else w.astype(np.float32), track_times=False)
             _names_attr(g.create_group("top_level_model_weights"), "weight_names", [])
     atomic_write(filepath, write)
 
