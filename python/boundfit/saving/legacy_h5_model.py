@@ -13,6 +13,7 @@ import numpy as np
 
 from . import bounded_read, config as keras_config, config_check, keras_graph, legacy_h5
 from .atomic_write import atomic_write
+from .keras_file import _layer_weights, _load_legacy, _weighted
 
 SUFFIXES = (".h5", ".hdf5")
 
@@ -24,7 +25,6 @@ def is_legacy_model_path(filepath):
 
 def _layers_with_weights(model):
     """[(layer, [arrays in Keras's shapes])] of Keras's `model.layers`, every layer (weightless ones with [])"""
-    from .keras_file import _layer_weights, _weighted
     out = []
     for layer in keras_graph.keras_layers(model, True):
         if keras_graph.is_model(layer):
@@ -92,7 +92,6 @@ def _json_attr(h5, key, where):
 def load_model(filepath, custom_objects=None, compile=True):
     """A model from a legacy HDF5 model file (Keras 3's or boundfit's): its config, its weights layer by layer
     in order (legacy_h5.read), compiled from its training_config (a fresh optimizer)."""
-    from .keras_file import _load_legacy
     with h5py.File(filepath, "r") as h5, bounded_read.refusing(filepath):
         cfg = _json_attr(h5, "model_config", filepath)
         if not isinstance(cfg, dict) or "model_weights" not in h5:
