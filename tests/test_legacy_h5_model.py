@@ -9,6 +9,7 @@ import pytest
 import boundfit as bf
 
 import keras_ref
+from fresh_names import fresh_layer_names  # noqa: F401 - autouse: the files keyed by their layer names
 from helpers import keras_recorded
 
 
