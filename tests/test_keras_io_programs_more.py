@@ -4,9 +4,10 @@ bound to Keras 3 and to boundfit, as tests/test_keras_io_programs.py runs its te
 '# --- train', Keras's initial weights copied in, the same predictions on the program's probe; after training
 the same history keys and lengths, output shapes and files; where the steps are deterministic the same losses
 and weights). Keras's runs are recorded (helpers/keras_recorded.py, under this file's source). Sizes are cut
-down, each cut said in the program's first comment; nothing else is changed. Three stop at a variable-length
-axis that a layer's call() needs to know (boundfit traces a graph once for all lengths, Keras per shape):
-refused by name, tested here."""
+down, each cut said in the program's first comment, plotting and printing left out, and the names the
+comparison reads (model, probe, history, pred) set where the program keeps them otherwise. Three stop at a
+variable-length axis that a layer's call() needs to know (boundfit traces a graph once for all lengths, Keras
+per shape): refused by name, tested here."""
 
 import numpy as np
 import pytest
@@ -632,7 +633,7 @@ SUPER_RES = '''# keras.io/examples/vision/super_resolution_sub_pixel: ESPCN on i
 # ops.reshape to rank 6, ops.transpose, ops.reshape), MSE, the ESPCNCallback's PSNR per test batch, the best
 # weights checkpointed (save_weights_only) and loaded back; 8 random 36x36 crops (their 12x12 area means as the
 # inputs) as arrays instead of BSDS500's 300x300 in a tf.data pipeline, widths 16/16/8 instead of 64/64/32,
-# 2 epochs of one batch
+# 2 epochs of one batch; the ESPCNCallback keeps its PSNRs instead of printing them and plotting predictions
 import math
 crop_size, upscale_factor = 36, 3
 rng = np.random.default_rng(0)
