@@ -1,5 +1,5 @@
-"""Nine more keras.io programs (issue 33), across vision, text generation, structured data, time series and
-audio, written from their Keras 3 code with the data replaced by small synthetic arrays and run with `keras`
+"""Ten more keras.io programs (issue 33), across vision, text generation, structured data, time series,
+audio and a training recipe, written from their Keras 3 code with the data replaced by small synthetic arrays and run with `keras`
 bound to Keras 3 and to boundfit, as tests/test_keras_io_programs.py runs its ten (its helpers: split at
 '# --- train', Keras's initial weights copied in, the same predictions on the program's probe; after training
 the same history keys and lengths, output shapes and files; where the steps are deterministic the same losses
@@ -810,6 +810,63 @@ for _ in range(3):
 pred = frames
 '''
 
+ENDPOINT = '''# keras.io/examples/keras_recipes/endpoint_layer_pattern: LogisticEndpoint, a layer taking the targets and sample
+# weights as inputs and adding BinaryCrossentropy(from_logits=True) of them with self.add_loss, compiled without
+# loss= and fit on a dict of inputs without y; the inference model without targets given the trained weights; the
+# same endpoint in a subclassed model (LogReg) taking the dict; 32 random rows of 64 features instead of 1000 of
+# 764 (one batch an epoch)
+class LogisticEndpoint(keras.layers.Layer):
+    def __init__(self, name=None):
+        super().__init__(name=name)
+        self.loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
+
+    def call(self, logits, targets=None, sample_weight=None):
+        if targets is not None:
+            loss = self.loss_fn(targets, logits, sample_weight)
+            self.add_loss(loss)
+        return ops.softmax(logits)
+
+inputs = keras.Input((64,), name="inputs")
+logits = keras.layers.Dense(1)(inputs)
+targets = keras.Input((1,), name="targets")
+sample_weight = keras.Input((1,), name="sample_weight")
+preds = LogisticEndpoint()(logits, targets, sample_weight)
+model = keras.Model([inputs, targets, sample_weight], preds)
+rng = np.random.default_rng(0)
+data = {
+    "inputs": rng.random((32, 64)),
+    "targets": rng.random((32, 1)),
+    "sample_weight": rng.random((32, 1)),
+}
+probe = {k: v[:8] for k, v in data.items()}
+# --- train
+model.compile(keras.optimizers.Adam(1e-3))
+history = model.fit(data, epochs=2, verbose=0)
+
+inputs = keras.Input((64,), name="inputs")
+logits = keras.layers.Dense(1)(inputs)
+preds = LogisticEndpoint()(logits, targets=None, sample_weight=None)
+inference_model = keras.Model(inputs, preds)
+inference_model.set_weights(model.get_weights())
+preds = inference_model.predict(rng.random((16, 64)), verbose=0)
+
+class LogReg(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.dense = keras.layers.Dense(1)
+        self.logistic_endpoint = LogisticEndpoint()
+
+    def call(self, inputs):
+        logits = self.dense(inputs["inputs"])
+        preds = self.logistic_endpoint(logits=logits, targets=inputs["targets"], sample_weight=inputs["sample_weight"])
+        return preds
+
+logreg = LogReg()
+logreg.compile(keras.optimizers.Adam(1e-3))
+logreg_history = logreg.fit(data, epochs=2, verbose=0)
+pred = preds
+'''
+
 RUNS = {"cct": CCT, "tabtransformer": TABTRANSFORMER, "eeg_signal_classification": EEG,
         "attention_mil_classification": MIL}
 
@@ -838,6 +895,23 @@ def test_char_lstm_text_generation_trains_and_samples_as_keras(tmp_path):
         np.testing.assert_allclose(wb, wk, rtol=1e-3, atol=1e-4)
     np.testing.assert_allclose(b["pred"], k["pred"], rtol=1e-3, atol=1e-4)
     assert [len(t) for t in b["texts"]] == [len(t) for t in k["extra"]["texts"]] == [20] * 4
+
+
+
+def test_endpoint_layer_pattern_trains_as_keras(tmp_path):
+    """A layer adding BinaryCrossentropy(from_logits=True)(targets, logits, sample_weight) with add_loss, the
+    targets and weights inputs of the model feeding only that loss, compile() without loss= and fit on a dict
+    without y; the subclassed LogReg calls it with keywords only (logits=...) on the dict it is given: one batch an
+    epoch, so Keras's losses and weights"""
+    def trained(scope):
+        return {"weights": scope["model"].get_weights(), "logreg": sorted(scope["logreg_history"].history)}
+    k, b = _run_both(ENDPOINT, tmp_path, extra=trained)
+    _same_run_shape(k, b, tmp_path)
+    np.testing.assert_allclose(b["history"].history["loss"], k["history"]["loss"], rtol=1e-5)
+    for wb, wk in zip(b["model"].get_weights(), k["extra"]["weights"], strict=True):
+        np.testing.assert_allclose(wb, wk, rtol=1e-5, atol=1e-6)
+    assert sorted(b["logreg_history"].history) == list(k["extra"]["logreg"]) == ["loss"]
+    assert np.isfinite(b["logreg_history"].history["loss"]).all()
 
 
 def _set_seeded(w0, scope):

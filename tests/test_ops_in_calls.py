@@ -1,8 +1,9 @@
 """keras.ops that keras.io programs use inside a custom layer's call(), against Keras 3 (recorded): a layer's own
 weight (add_weight) as a tensor (ops.convert_to_tensor, ops.slice of it, ops.broadcast_to the batch: CCT's
 PositionEmbedding), ops.stack(xs, axis=0) with ops.softmax / sum / mean / max / min over that axis (attention
-MIL), ops.reshape by ops.shape of a variable-length axis; values, one SGD step's weights (the gradients), central
-differences, and the refusals by name."""
+MIL), ops.reshape by ops.shape of a variable-length axis, a Loss called with sample weights on the model's
+inputs and added with add_loss (keras.io's endpoint layer); values, one SGD step's weights (the gradients),
+central differences, and the refusals by name."""
 
 import numpy as np
 import pytest
@@ -63,6 +64,51 @@ def _heads_model(K):
     m = K.Model(i, K.layers.Dense(2)(Heads()(i)))
     m.compile(optimizer=K.optimizers.SGD(0.1), loss="mse")
     return m
+
+
+def _endpoint_model(K, weighting):
+    """a layer adding BinaryCrossentropy(from_logits=True)(targets, logits, sample_weight) of the model's inputs,
+    called with keywords only; sample weights (B, 1) or (B,)"""
+    class Endpoint(K.layers.Layer):
+        def call(self, logits, targets=None, sample_weight=None):
+            w = sample_weight if weighting == "column" else K.ops.squeeze(sample_weight, -1)
+            self.add_loss(K.losses.BinaryCrossentropy(from_logits=True)(targets, logits, w))
+            return K.ops.sigmoid(logits)
+
+    x, t, sw = K.Input((5,), name="x"), K.Input((1,), name="t"), K.Input((1,), name="sw")
+    m = K.Model([x, t, sw], Endpoint()(logits=K.layers.Dense(1)(x), targets=t, sample_weight=sw))
+    m.compile(optimizer=K.optimizers.SGD(0.1))
+    return m
+
+
+def _endpoint_data():
+    rng = np.random.default_rng(2)
+    return {"x": rng.standard_normal((6, 5)).astype("float32"), "t": rng.random((6, 1)).astype("float32"),
+            "sw": rng.random((6, 1)).astype("float32")}
+
+
+@pytest.mark.parametrize("weighting", ["column", "row"])
+def test_a_loss_with_sample_weights_added_in_a_call_evaluates_and_trains_as_keras(weighting):
+    def compute():
+        K = keras_ref.load()
+        m = _endpoint_model(K, weighting)
+        w0, ev = m.get_weights(), m.evaluate(_endpoint_data(), verbose=0)
+        m.fit(_endpoint_data(), batch_size=6, epochs=1, shuffle=False, verbose=0)
+        return {"w0": w0, "ev": ev, "w1": m.get_weights()}
+    k = keras_recorded.case(compute)
+    m = _endpoint_model(bf, weighting)
+    m.set_weights(k["w0"])
+    np.testing.assert_allclose(m.evaluate(_endpoint_data(), verbose=0), k["ev"], rtol=1e-5)
+    m.fit(_endpoint_data(), batch_size=6, epochs=1, shuffle=False, verbose=0)
+    for wb, wk in zip(m.get_weights(), k["w1"], strict=True):
+        np.testing.assert_allclose(wb, wk, rtol=1e-5, atol=1e-6)
+
+
+def test_a_layer_called_without_its_inputs_names_them():
+    with pytest.raises(TypeError, match="called without inputs .*'inputs'"):
+        bf.layers.Dense(2)(training=False)
+    y = bf.layers.Dense(2)(inputs=bf.Input((3,)))
+    assert y.shape == (None, 2)
 
 
 def _data(shape, n=6):
