@@ -1,6 +1,7 @@
 """Ten more keras.io programs (issue 33), across vision, text generation, structured data, time series,
-audio and a training recipe, written from their Keras 3 code with the data replaced by small synthetic arrays and run with `keras`
-bound to Keras 3 and to boundfit, as tests/test_keras_io_programs.py runs its ten (its helpers: split at
+audio and a training recipe, written from their Keras 3 code with the data replaced by small synthetic arrays
+and run with `keras` bound to Keras 3 and to boundfit, as tests/test_keras_io_programs.py runs its ten (its
+helpers: split at
 '# --- train', Keras's initial weights copied in, the same predictions on the program's probe; after training
 the same history keys and lengths, output shapes and files; where the steps are deterministic the same losses
 and weights). Keras's runs are recorded (helpers/keras_recorded.py, under this file's source). Sizes are cut
@@ -17,7 +18,8 @@ from boundfit.errors import OpNotSupportedError
 
 from test_keras_io_programs import _flat, _run_both, _same_run_shape, _scope
 
-CCT = '''# keras.io/examples/vision/cct: the Compact Convolutional Transformer: CCTTokenizer (a Sequential of Conv2D,
+CCT = '''
+# keras.io/examples/vision/cct: the Compact Convolutional Transformer: CCTTokenizer (a Sequential of Conv2D,
 # ZeroPadding2D and MaxPooling2D inside a custom layer, its output reshaped by ops.shape), PositionEmbedding
 # (add_weight in build, ops.slice and ops.broadcast_to by ops.shape), StochasticDepth (keras.random.uniform of
 # shape (batch, 1, 1) from a SeedGenerator, ops.floor), SequencePooling (a Dense inside a custom layer,
@@ -171,7 +173,8 @@ history = run_experiment(model)
 pred = model.predict(x_test, verbose=0)
 '''
 
-CHAR_LSTM = '''# keras.io/examples/generative/lstm_character_level_text_generation: sentences of maxlen characters one-hot
+CHAR_LSTM = '''
+# keras.io/examples/generative/lstm_character_level_text_generation: sentences of maxlen characters one-hot
 # encoded into bool arrays, a Sequential LSTM with a softmax Dense, RMSprop(0.01), categorical crossentropy,
 # one-epoch fits in a loop each followed by sampling text at several temperatures (np.random.multinomial of the
 # predicted distribution); 500 characters of a synthetic text instead of Nietzsche, maxlen 10, 16 units, 2
@@ -233,7 +236,8 @@ for epoch in range(epochs):
 pred = model.predict(x, verbose=0)
 '''
 
-TABTRANSFORMER = '''# keras.io/examples/structured_data/tabtransformer: thirteen named scalar Inputs (shape=(), float32), the
+TABTRANSFORMER = '''
+# keras.io/examples/structured_data/tabtransformer: thirteen named scalar Inputs (shape=(), float32), the
 # categorical ones through Embedding, numerical ones by ops.expand_dims; the baseline MLP (LayerNormalization /
 # gelu feedforward blocks inside Sequentials, then BatchNormalization / selu) and the TabTransformer (ops.stack
 # of the embeddings on axis 1, MultiHeadAttention blocks with a Sequential feedforward built by
@@ -254,7 +258,8 @@ NUM_TRANSFORMER_BLOCKS, NUM_HEADS, EMBEDDING_DIMS = 2, 2, 8
 MLP_HIDDEN_UNITS_FACTORS, NUM_MLP_BLOCKS = [2, 1], 2
 rng = np.random.default_rng(0)
 x_train = {n: rng.standard_normal(64).astype("float32") for n in NUMERIC_FEATURE_NAMES}
-x_train.update({n: rng.integers(0, len(v), 64).astype("float32") for n, v in CATEGORICAL_FEATURES_WITH_VOCABULARY.items()})
+x_train.update({n: rng.integers(0, len(v), 64).astype("float32")
+                for n, v in CATEGORICAL_FEATURES_WITH_VOCABULARY.items()})
 y_train = rng.integers(0, 2, 64).astype("float32")
 w_train = rng.uniform(0.5, 2.0, 64).astype("float32")
 x_test = {n: v[:16] for n, v in x_train.items()}
@@ -366,7 +371,8 @@ history = run_experiment(model=tabtransformer_model, num_epochs=NUM_EPOCHS, lear
 pred = tabtransformer_model.predict(x_test, verbose=0)
 '''
 
-EEG = '''# keras.io/examples/timeseries/eeg_signal_classification: a strided Conv1D / BatchNormalization stack, Dropout,
+EEG = '''
+# keras.io/examples/timeseries/eeg_signal_classification: a strided Conv1D / BatchNormalization stack, Dropout,
 # Flatten, Dense layers with kernel_regularizer=keras.regularizers.L2(), Adam(amsgrad=True), CategoricalCrossentropy
 # with TopKCategoricalAccuracy(k=3), AUC, Precision, Recall, class_weight from the class counts, ModelCheckpoint
 # ("best_model.h5", Keras's legacy HDF5) and ReduceLROnPlateau, predict on a list of one array; 64 random
@@ -434,7 +440,8 @@ history = conv_model_history
 pred = conv_model.predict(x_test, verbose=0)
 '''
 
-MIL = '''# keras.io/examples/vision/attention_mil_classification: bags of BAG_SIZE instances as a list of Inputs through
+MIL = '''
+# keras.io/examples/vision/attention_mil_classification: bags of BAG_SIZE instances as a list of Inputs through
 # shared Dense layers, the MILAttentionLayer (add_weight in build from a list of input shapes, ops.tensordot of each
 # instance with its weights, gated by ops.sigmoid, ops.stack of the scores on a new leading axis, ops.softmax over
 # it, the list alpha[i] back), layers.multiply / layers.concatenate, class weights, ModelCheckpoint of the best
@@ -569,7 +576,8 @@ class_predictions, attention_params = predict(val_data, val_labels, trained_mode
 pred = class_predictions
 '''
 
-EFFICIENTNET = '''# keras.io/examples/vision/image_classification_efficientnet_fine_tuning: EfficientNetB0(include_top=False,
+EFFICIENTNET = '''
+# keras.io/examples/vision/image_classification_efficientnet_fine_tuning: EfficientNetB0(include_top=False,
 # input_tensor=...) under its img_augmentation Sequential (RandomRotation, RandomTranslation, RandomFlip,
 # RandomContrast), frozen (model.trainable = False), a new top (GlobalAveragePooling2D, BatchNormalization,
 # Dropout, Dense softmax) trained, then unfreeze_model: the last 20 layers but BatchNormalization trainable
@@ -628,7 +636,8 @@ history = model.fit(x_train, y_train, batch_size=batch_size, epochs=epochs, vali
 pred = model.predict(x_test, verbose=0)
 '''
 
-SUPER_RES = '''# keras.io/examples/vision/super_resolution_sub_pixel: ESPCN on inputs of any size (Input((None, None, 1))),
+SUPER_RES = '''
+# keras.io/examples/vision/super_resolution_sub_pixel: ESPCN on inputs of any size (Input((None, None, 1))),
 # Conv2D with orthogonal kernels, its DepthToSpace layer written in keras.ops (ops.shape of the input unpacked,
 # ops.reshape to rank 6, ops.transpose, ops.reshape), MSE, the ESPCNCallback's PSNR per test batch, the best
 # weights checkpointed (save_weights_only) and loaded back; 8 random 36x36 crops (their 12x12 area means as the
@@ -699,7 +708,8 @@ out_img_y = out_img_y.clip(0, 255)
 pred = model.predict(valid_x, verbose=0)
 '''
 
-STFT = '''# keras.io/examples/audio/stft: its two models on raw audio of any length (InputLayer((None, 1))): a non-trainable
+STFT = '''
+# keras.io/examples/audio/stft: its two models on raw audio of any length (InputLayer((None, 1))): a non-trainable
 # STFTSpectrogram(mode="log") before Conv1D / LayerNormalization / MaxPooling1D / GlobalMaxPooling1D, and three
 # trainable STFTSpectrogram(padding="same", expand_dims=True) of different frame lengths concatenated as the
 # channels of an image model, keras.applications.MobileNet(include_top=False, pooling="max"), EarlyStopping
@@ -768,7 +778,8 @@ history = history_model2d
 pred = model2d.predict(test_x, verbose=0)
 '''
 
-CONV_LSTM = '''# keras.io/examples/vision/conv_lstm: next-frame prediction on sequences of any length (Input(shape=(None, h, w, 1)))
+CONV_LSTM = '''
+# keras.io/examples/vision/conv_lstm: next-frame prediction on sequences of any length (Input(shape=(None, h, w, 1)))
 # by three ConvLSTM2D(return_sequences=True) with BatchNormalization and a Conv3D sigmoid, binary crossentropy,
 # Adam, EarlyStopping and ReduceLROnPlateau, then frames predicted one after another from the first ten
 # (np.concatenate of the model's last output); 16 random sequences of 6 frames of 16x16 instead of Moving MNIST's
@@ -810,7 +821,8 @@ for _ in range(3):
 pred = frames
 '''
 
-ENDPOINT = '''# keras.io/examples/keras_recipes/endpoint_layer_pattern: LogisticEndpoint, a layer taking the targets and sample
+ENDPOINT = '''
+# keras.io/examples/keras_recipes/endpoint_layer_pattern: LogisticEndpoint, a layer taking the targets and sample
 # weights as inputs and adding BinaryCrossentropy(from_logits=True) of them with self.add_loss, compiled without
 # loss= and fit on a dict of inputs without y; the inference model without targets given the trained weights; the
 # same endpoint in a subclassed model (LogReg) taking the dict; 32 random rows of 64 features instead of 1000 of
