@@ -149,7 +149,7 @@ def test_model_checkpoint_arguments_checked():
     with pytest.raises(ValueError, match=r"\.weights\.h5"):
         ModelCheckpoint("m.keras", save_weights_only=True)
     with pytest.raises(ValueError, match=r"\.keras"):
-        ModelCheckpoint("m.h5")
+        ModelCheckpoint("m.hdf5")   # (.keras or Keras's legacy .h5, as Keras)
     with pytest.raises(ValueError, match="save_freq"):
         ModelCheckpoint("m.keras", save_freq="batch")
 

@@ -168,12 +168,31 @@ def collect_nodes(inputs, outputs):
             continue
         nodes[n.id] = n
         stack.extend((u, n) for u in n.inputs)
+    if len(reached) < len(inputs):   # an input may feed only a loss a layer adds (keras.io's endpoint layer)
+        reached |= _reached_by_added_losses(nodes.values(), inset)
     unused = [names[k] for k, t in enumerate(inputs) if id(t) not in reached]
     if unused:
         raise ValueError(f"Model: input(s) {unused} are not connected to any output; every input must feed an "
-                         "output (or leave it out of inputs=)")
+                         "output or a loss a layer adds (or leave it out of inputs=)")
     rank = keras_order(inputs, outputs)
     return sorted(nodes.values(), key=lambda n: rank[id(n)])
+
+
+def _reached_by_added_losses(nodes, inset):
+    """ids of the inputs (in inset) that the losses added in the calls of these nodes' layers read"""
+    owners = {id(o): o for n in nodes for o in (n.layer, n.traced_in) if o is not None}
+    stack = [getattr(v, "x", v) for o in owners.values() for v in o.__dict__.get("_added_losses", ())]
+    reached, seen = set(), set()
+    while stack:
+        t = stack.pop()
+        if not isinstance(t, KerasTensor) or id(t) in seen:
+            continue
+        seen.add(id(t))
+        if id(t) in inset:
+            reached.add(id(t))
+        elif t._node is not None:
+            stack.extend(t._node.inputs)
+    return reached
 
 
 def _composite(n):
@@ -520,7 +539,6 @@ def per_output_metrics(metrics, names, what="metrics"):
 def data_shapes(x):
     if isinstance(x, (list, tuple)):
         return [tuple(np.shape(a)[1:]) for a in x]
-    if isinstance(x, dict):
-        raise ValueError("a subclassed model given a dict of inputs cannot infer their order; call "
-                         "build([(None, ...), ...]) first or pass a list")
+    if isinstance(x, dict):   # call() is given the dict, one Input per key (in Keras's order of a dict)
+        return {k: tuple(np.shape(x[k])[1:]) for k in sorted(x)}
     return [tuple(np.shape(x)[1:])]

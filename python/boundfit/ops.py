@@ -87,14 +87,15 @@ import builtins
 import functools
 import math
 import numbers
+import sys
 import types
 
 import numpy as np
 
-from . import activations, ops_elementwise as _ew
+from . import activations, ops_elementwise as _ew, ops_lax as _lx, ops_stacked as _stacked
 from .layers.core import Activation, Dense
 from .layers.embedding import Embedding
-from .layers.emath import Binary, MatMul, Unary, Weight
+from .layers.emath import Binary, MatMul, Unary
 from .layers.merge import Add, Concatenate, Maximum, Minimum, Multiply, Subtract
 from .layers.layer import Variable
 from .layers.node import KerasTensor, tracing_where
@@ -102,6 +103,7 @@ from .layers.opnode import record
 from .layers.reduce import BatchReduce, Reduce
 from .layers.reshaping import Const, Permute, RepeatVector, Reshape, Slice
 from .errors import OpNotSupportedError
+from .ops_stacked import Stacked
 from .ops_index import argsort, cumprod, cumsum, sort, take, take_along_axis, top_k  # noqa: F401 - keras.ops names
 from .ops_einsum import einsum  # noqa: F401 - keras.ops name
 from .ops_shape import (  # noqa: F401 - keras.ops names, composed of the engine's primitives
@@ -399,13 +401,7 @@ def _operand(op, v, like):
     if isinstance(v, KerasTensor):
         return v
     if isinstance(v, Variable):
-        if v.dense is not None:
-            _unsupported(op, f"the weight {v.name!r} is used by matmul too; boundfit holds a weight in one place")
-        if v.holder is None:
-            v.holder = Weight(v.shape, initializer=v.initializer, regularizer=v.regularizer,
-                              constraint=v.constraint, name=f"{v.layer.name}_{v.name}")
-            v.holder.trainable = v.trainable
-        t, shape = v.holder(like), v.shape
+        t, shape = _lx.weight(op, v, like), v.shape
     else:
         a = np.asarray(v, dtype=np.float32)
         if a.dtype.kind not in "biuf" and a.dtype != np.float32:
@@ -792,6 +788,8 @@ def gelu(x, approximate=True):
 
 
 def softmax(x, axis=-1):
+    if isinstance(x, Stacked):
+        return _stacked.softmax(_this, x, axis)
     if not _sym(x):
         x = np.asarray(x, dtype=np.float32)
         e = np.exp(x - x.max(axis=axis, keepdims=True))
@@ -826,6 +824,8 @@ def cast(x, dtype):
 def convert_to_tensor(x, dtype=None):
     if isinstance(x, KerasTensor):
         return cast(x, dtype) if dtype is not None else x
+    if isinstance(x, Variable):   # a custom layer's weight: its value, which the ops taking weights take
+        return x
     return np.asarray(x, dtype=dtype)
 
 
@@ -843,6 +843,15 @@ def reshape(x, newshape):
     if not newshape or newshape[0] not in (-1, None):
         _unsupported("reshape", f"the new shape {newshape} must keep the batch axis first (-1 or None)")
     rest = newshape[1:]
+    unknown = [k for k, d in enumerate(rest) if d is None]   # keras.ops.shape(x) of a variable-length axis
+    if unknown and (len(unknown) > 1 or -1 in rest):
+        _unsupported("reshape", f"to {newshape}: {len([d for d in rest if d in (None, -1)])} axes of unknown length "
+                     "(None from keras.ops.shape of a variable-length axis, or -1); boundfit traces call() once for "
+                     "every length (Keras traces it per shape), so at most one axis may be unknown: give the Input "
+                     "fixed sizes")
+    if unknown:   # the one unknown axis: what the others leave, as -1
+        rest = tuple(-1 if d is None else d for d in rest)
+        newshape = (newshape[0],) + rest
     if newshape[0] == -1 and -1 not in rest and None not in rest and (None in x._ps or math.prod(x._ps) !=
                                                                         math.prod(rest)):
         _unsupported("reshape", f"to {newshape} of shape {x.shape}: its leading -1 takes in more than the batch "
@@ -904,8 +913,10 @@ def stack(xs, axis=0):
         return np.stack(xs, axis=axis)
     _batched("stack", *xs)
     a = _axis(axis, xs[0].ndim + 1, "stack")
-    if a == 0:
-        _unsupported("stack", "along the batch axis")
+    if a == 0:   # Keras's (k, batch, ...): kept as the k tensors (ops_stacked.py)
+        if not builtins.all(isinstance(t, KerasTensor) and t.shape == xs[0].shape for t in xs):
+            _unsupported("stack", "along the batch axis of tensors of different shapes, or of arrays")
+        return Stacked(xs)
     return record(concatenate([expand_dims(t, a) for t in xs], axis=a), "Stack", NUMPY, {"axis": axis}, [list(xs)])
 
 
@@ -974,6 +985,8 @@ def _reduce(op, npfn, cls, module=NUMPY, **extra):
         if op == "mean" and axis is None and not keepdims and isinstance(x, LossMean) and not x.over_batch and \
                 not x.total:   # the batch's mean of a loss's per-sample means (a Keras loss in compute_loss)
             return LossMean(x.x, over_batch=True)
+        if isinstance(x, Stacked) and op in ("sum", "mean", "max", "min"):
+            return _stacked.reduce(_this, op, x, axis, keepdims)
         if not _sym(x):
             return npfn(x, axis=axis, keepdims=keepdims)
         return _reduction_node(cls, _reduced(op if op not in ("amax", "amin") else op[1:], x, axis, keepdims), x,
@@ -1080,6 +1093,8 @@ def moments(x, axes, keepdims=False, synchronized=False):
 
 def log_softmax(x, axis=-1):
     """x - logsumexp(x, axis, keepdims=True)"""
+    if isinstance(x, Stacked):
+        return _stacked.softmax(_this, x, axis, log=True)
     if not _sym(x):
         x = np.asarray(x, np.float32)
         return x - _np_logsumexp(x, axis=axis, keepdims=True)
@@ -1137,3 +1152,5 @@ KerasTensor._ops.update(add=add, subtract=subtract, multiply=multiply, divide=tr
                         less=less, less_equal=less_equal, mod=mod, floor_divide=floor_divide,   # noqa: F821
                         absolute=absolute, logical_and=logical_and, logical_or=logical_or,   # noqa: F821
                         logical_xor=logical_xor, logical_not=logical_not)   # noqa: F821
+
+_this = sys.modules[__name__]   # (ops_stacked.py composes a Stacked's ops from these)

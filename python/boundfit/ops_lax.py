@@ -14,10 +14,11 @@ import numbers
 import numpy as np
 
 from .errors import OpNotSupportedError
-from .layers.emath import Binary, MatMul, Unary
+from .layers.emath import Binary, MatMul, Unary, Weight
 from .layers.index import Gather
 from .layers.merge import Concatenate
-from .layers.node import KerasTensor, tracing_where
+from .layers.layer import Variable
+from .layers.node import KerasTensor, tracing_anchor, tracing_where
 from .layers.reduce import Reduce
 from .layers.reshaping import Const, Permute, Reshape, Slice
 
@@ -32,6 +33,22 @@ def sym(*xs):
         if isinstance(x, (list, tuple)) and sym(*x):
             return True
     return any(isinstance(x, KerasTensor) for x in xs)
+
+
+def weight(op, v, like=None):
+    """A custom layer's weight (add_weight) as a tensor of the graph: its Weight node (made once, so every use
+    shares the weight) on `like` or else on an input of the call() being traced, which gives only the batch size:
+    per-sample shape v.shape, the same in every sample"""
+    if v.dense is not None:
+        refuse(op, f"the weight {v.name!r} is used by matmul too; boundfit holds a weight in one place")
+    like = like if like is not None else tracing_anchor()
+    if like is None:
+        refuse(op, f"of the weight {v.name!r} outside a traced call(): use it inside its layer's call()")
+    if v.holder is None:
+        v.holder = Weight(v.shape, initializer=v.initializer, regularizer=v.regularizer, constraint=v.constraint,
+                          name=f"{v.layer.name}_{v.name}")
+        v.holder.trainable = v.trainable
+    return v.holder(like)
 
 
 def refuse(op, hint):

@@ -19,9 +19,11 @@ import numpy as np
 
 from . import ops_lax as lx
 from .layers.emath import Unary
+from .layers.layer import Variable
 from .layers.node import KerasTensor, tracing_anchor
 from .layers.opnode import record
 from .layers.reshaping import Slice
+from .ops_stacked import Stacked, stacked_axis0
 
 NUMPY, NN, MATH, CORE = lx.NUMPY, lx.NN, lx.MATH, lx.CORE
 
@@ -100,7 +102,7 @@ def _broadcast(op, x, ps):
 def broadcast_to(x, shape):
     """keras.ops.broadcast_to; on a symbolic tensor the batch axis stays (shape's first entry None, -1 or the
     traced batch size None of keras.ops.shape(x)[0]), its sample axes copied out by Gather"""
-    if not lx.sym(x):
+    if not lx.sym(x) and not isinstance(x, Variable):
         x = np.asarray(x)
         own = (None,) * (len(shape) - x.ndim) + x.shape
         return np.broadcast_to(x, tuple(o if d in (None, -1) else d for o, d in zip(own, shape)))
@@ -109,6 +111,8 @@ def broadcast_to(x, shape):
     if not shape or shape[0] not in (None, -1):
         lx.refuse("broadcast_to", f"to {shape}: the batch axis must come first as None or -1 (keras.ops.shape(x)[0] "
                   "in a traced call), it is never copied")
+    if isinstance(x, Variable):   # a custom layer's weight, copied to every sample of the call's batch
+        return _broadcast("broadcast_to", lx.weight("broadcast_to", x), shape[1:])
     return record(_broadcast("broadcast_to", x, shape[1:]), "BroadcastTo", NUMPY, {"shape": list(shape)}, [x])
 
 
@@ -292,7 +296,11 @@ def dsplit(x, indices_or_sections):
 
 
 def unstack(x, num=None, axis=0):
-    """keras.ops.unstack along a sample axis: a Slice per position, the axis dropped"""
+    """keras.ops.unstack along a sample axis: a Slice per position, the axis dropped; a stack along the batch
+    axis (ops_stacked.py) along its axis 0: its tensors"""
+    if isinstance(x, Stacked):
+        stacked_axis0("unstack", axis, x.ndim)
+        return list(x.xs)
     if not lx.sym(x):
         x = np.asarray(x)
         return [np.take(x, i, axis=axis) for i in range(x.shape[axis])]
@@ -473,6 +481,8 @@ def _start_shape(op, x, start_indices, shape):
 def slice(inputs, start_indices, shape):   # noqa: A001 - keras.ops' name
     """keras.ops.slice with constant start_indices (the batch axis's 0) and shape (its first entry None or -1:
     the whole batch): Slice"""
+    if isinstance(inputs, Variable):
+        return _slice_weight(inputs, start_indices, shape)
     if not lx.sym(inputs):
         idx = tuple(np.s_[s:None if n in (None, -1) else s + n]
                     for s, n in zip(np.asarray(start_indices).reshape(-1), shape))
@@ -488,6 +498,20 @@ def slice(inputs, start_indices, shape):   # noqa: A001 - keras.ops' name
             raise ValueError(f"keras.ops.slice: [{s}:{s}+{n}] does not fit an axis of {d}")
     y = Slice(starts[1:], [1] * len(ps), shape[1:])(inputs)
     return record(y, "Slice", CORE, {"shape": shape}, [inputs, starts])
+
+
+def _slice_weight(v, start_indices, shape):
+    """keras.ops.slice of a custom layer's weight (no batch axis, as Keras's): the whole weight is the weight;
+    a window of it, that window of its value in every sample (a tensor with the batch axis)"""
+    starts = [int(s) for s in np.asarray(start_indices).reshape(-1)]
+    shape = [d if n in (None, -1) else int(n) for n, d in zip(shape, v.shape)]
+    if len(starts) != len(v.shape) or len(shape) != len(v.shape) or any(
+            s < 0 or n < 1 or s + n > d for s, n, d in zip(starts, shape, v.shape)):
+        raise ValueError(f"keras.ops.slice: start_indices {tuple(starts)} and shape {tuple(shape)} do not fit the "
+                         f"weight {v.name!r} of shape {v.shape}")
+    if starts == [0] * len(starts) and tuple(shape) == tuple(v.shape):
+        return v
+    return Slice(starts, [1] * len(starts), shape)(lx.weight("slice", v))
 
 
 def slice_update(inputs, start_indices, updates):

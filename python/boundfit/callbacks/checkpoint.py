@@ -57,7 +57,7 @@ class ModelCheckpoint(Callback):
         if save_weights_only and not self.filepath.endswith(".weights.h5"):
             raise ValueError("When using `save_weights_only=True` in `ModelCheckpoint`, the filepath provided must "
                              f"end in `.weights.h5` (Keras weights format). Received: filepath={self.filepath}")
-        if not save_weights_only and not self.filepath.endswith(".keras"):
+        if not save_weights_only and not self.filepath.endswith((".keras", ".h5")):
             raise ValueError("The filepath provided must end in `.keras` (Keras model format). "
                              f"Received: filepath={self.filepath}")
 

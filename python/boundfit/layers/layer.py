@@ -6,6 +6,7 @@ the engine's own inference (_core.output_shape, as when a model is built),
 so a bad graph fails where it is written, as in Keras."""
 
 import copy
+import inspect
 
 import numpy as np
 
@@ -81,6 +82,19 @@ def record_added_loss(owner, loss):
     owner.__dict__.setdefault("_added_losses", []).append(loss)
     if inference_pass():
         owner.__dict__.setdefault("_inference_losses", set()).add(id(loss))
+
+
+def _first_argument(layer, args, kwargs):
+    """The inputs of a layer call, given first or by the name of call()'s first parameter (Keras's
+    `layer(logits=x, targets=t)`), and the other positional arguments"""
+    if args:
+        return args[0], args[1:]
+    params = [p for p in inspect.signature(layer.call).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if params and params[0].name in kwargs:
+        return kwargs.pop(params[0].name), ()
+    raise TypeError(f"{layer.name}: called without inputs (the first argument of call(), "
+                    f"{params[0].name if params else 'inputs'!r})")
 
 
 class Layer:
@@ -301,7 +315,8 @@ class Layer:
         (a 1D pooling's rank: the engine's kind pools 1 x T images too) or a spec that depends on them
         (Concatenate's axis, from Keras's)."""
 
-    def __call__(self, inputs, *args, **kwargs):
+    def __call__(self, *args, **kwargs):
+        inputs, args = _first_argument(self, args, kwargs)
         spec = self.__dict__.get("input_spec")
         if spec is not None:   # Keras applies a layer's input_spec to its first argument (layers/input_spec.py)
             check_input_spec(spec, inputs, self.name)

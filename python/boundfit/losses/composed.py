@@ -329,6 +329,23 @@ def _squeeze_or_expand(a, b):
     return a, b
 
 
+def _weighted_symbolic(loss, values, sample_weight):
+    """A loss's symbolic values times its sample weights as Keras weighs them (reduce_weighted_values): a
+    number, or a tensor of the batch brought to the values' rank (a last axis of 1 squeezed, or one added)"""
+    if isinstance(sample_weight, numbers.Real) and not isinstance(sample_weight, bool):
+        return ops.multiply(values, float(sample_weight))
+    if not isinstance(sample_weight, KerasTensor) or values._nobatch:
+        raise ops.OpNotSupportedError(f"{type(loss).__name__}: sample_weight {type(sample_weight).__name__} with "
+                                      "symbolic tensors; give a number, or a tensor of the batch (a model input), or "
+                                      "pass the loss to compile() and sample_weight to fit()")
+    sw = sample_weight
+    if sw.ndim == values.ndim + 1 and sw.shape[-1] == 1:
+        sw = ops.squeeze(sw, -1)
+    elif values.ndim == sw.ndim + 1 and values.shape[-1] == 1:
+        values = ops.squeeze(values, -1)
+    return ops.multiply(values, sw)
+
+
 def call_loss(loss, y_true, y_pred, sample_weight=None):
     """A Loss object called: its values (a ComposedLoss's call(), an engine loss's FORMULAS), traced on symbolic
     tensors or Keras's value on arrays (sample weights as Keras), reduced as loss.reduction says (None: the values
@@ -338,10 +355,9 @@ def call_loss(loss, y_true, y_pred, sample_weight=None):
     if not isinstance(loss, ComposedLoss) and formula is None:
         raise TypeError(f"boundfit.losses.{type(loss).__name__} is computed by the engine; pass it to compile()")
     if _symbolic(y_true, y_pred, sample_weight):
-        if sample_weight is not None:
-            raise ops.OpNotSupportedError(f"{type(loss).__name__}: sample_weight on symbolic tensors; pass "
-                                          "the loss to compile() and sample_weight to fit()")
         values = values_of(y_true, y_pred)
+        if sample_weight is not None:   # (keras.io's endpoint layer: the weights an input of the model)
+            values = _weighted_symbolic(loss, values, sample_weight)
         return values if loss.reduction is None or values._nobatch else ops.mean(values)
     y_true, y_pred = _floats(y_true, y_pred)
     y_true, y_pred = _squeeze_or_expand(y_true, y_pred)

@@ -120,7 +120,14 @@ class Model(ShapeBinding, Building, Weights, Compiling, Fitting, Persistence, Ow
         return graph.call_model(self, inputs, training=training)
 
     def _trace(self, shapes):
-        """Subclassed models: run call() once on symbolic inputs of these per-sample shapes."""
+        """Subclassed models: run call() once on symbolic inputs of these per-sample shapes (a dict of them: the
+        dict of Inputs named by its keys)."""
+        if isinstance(shapes, dict):
+            ins = {k: Input(shape=s, name=k) for k, s in shapes.items()}
+            out = graph.trace_call(self, ins)
+            self._traced = True
+            self._set_graph(ins, out)
+            return
         ins = [Input(shape=s) for s in shapes]
         out = graph.trace_call(self, ins[0] if len(ins) == 1 else ins)
         self._traced = True

@@ -14,6 +14,7 @@ the target, fsync, rename)."""
 import json
 import os
 
+import h5py
 import numpy as np
 
 from .. import layers as L
@@ -21,7 +22,7 @@ from ..activations import name_of
 from ..graph import compile_graph
 from ..layers.layer import keras_layer_classes
 from ..layers.recurrent import _call
-from . import bounded_read, config as keras_config, keras_file as keras_format
+from . import bounded_read, config as keras_config, keras_file as keras_format, legacy_h5_model
 from .atomic_write import atomic_write
 from .keras_file import load_weights, save_weights
 from .registry import model_classes
@@ -72,6 +73,10 @@ def _graph_meta(model):
 def save_model(model, filepath, overwrite=True):
     Sequential = model_classes()[1]
     filepath = os.fspath(filepath)
+    if legacy_h5_model.is_legacy_model_path(filepath):   # Keras's legacy HDF5 model file
+        if os.path.exists(filepath) and not overwrite:
+            raise FileExistsError(filepath)
+        return legacy_h5_model.save_model(model, filepath)
     if filepath.endswith(".keras") or isinstance(model, Sequential) and model._plain():
         return keras_format.save_model(model, filepath, overwrite=overwrite)  # (Keras's error for another suffix)
     if not filepath.endswith(".npz"):
@@ -110,6 +115,8 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     An untrusted file raises ValueError (refused or malformed content, naming the file and the member)
     or OSError (unreadable), never more (bounded_read.py)."""
     filepath = os.fspath(filepath)
+    if os.path.isfile(filepath) and h5py.is_hdf5(filepath):   # Keras's legacy HDF5 model file
+        return legacy_h5_model.load_model(filepath, custom_objects=custom_objects, compile=compile)
     if not (os.path.isfile(filepath) and _is_graph_file(filepath)):
         return keras_format.load_model(filepath, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
     with bounded_read.open_zip(filepath) as z:

@@ -504,8 +504,9 @@ def load_weights(model, filepath, skip_mismatch=False):
         read_weights(h5, model, where=filepath, skip_mismatch=skip_mismatch)
 
 
-def _load_legacy(model, filepath):
-    """A Keras 2 `.h5` weights file (keras.applications' pretrained files): layer by layer in order (legacy_h5)."""
+def _load_legacy(model, filepath, group=None):
+    """A Keras 2 `.h5` weights file (keras.applications' pretrained files), or the group of a legacy model file
+    holding the weights: layer by layer in order (legacy_h5)."""
     model._require_built()
     new = model._engine.get_weights()
     wanted = []   # (layer, its slots, the shapes Keras keeps its weights in)
@@ -516,7 +517,8 @@ def _load_legacy(model, filepath):
             keras = layer._to_keras_vars(mine) if hasattr(layer, "_to_keras_vars") else mine
             wanted.append((layer, slots, [np.shape(a) for a in keras]))
     with h5py.File(filepath, "r") as h5, bounded_read.refusing(filepath):
-        got = legacy_h5.read(h5, [(layer, shapes) for layer, _, shapes in wanted], filepath)
+        root = h5 if group is None else bounded_read.h5_group(h5, group, filepath)
+        got = legacy_h5.read(root, [(layer, shapes) for layer, _, shapes in wanted], filepath)
     for (layer, slots, _), arrays in zip(wanted, got):
         if hasattr(layer, "_from_keras_vars"):
             arrays = layer._from_keras_vars(arrays, [new[j].shape for j in slots])
