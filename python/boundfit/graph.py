@@ -12,7 +12,7 @@ engine from each array in place: engine/arrays.py, csrc/core/gather.c.)"""
 
 import numpy as np
 
-from ._core import MAX_LAYERS
+from ._core import MAX_LAYERS, output_shape as _output_shape
 from .metrics import Metric
 from .layers.args import engine_kinds
 from .layers.input_layer import Input, InputLayer
@@ -375,6 +375,18 @@ def compile_graph(model):
                          f"separate Activation layers, or split the model into parts trained one after another")
     g.output_ids = [k if kind == "in" else n_in + index[k] for kind, k in outs]
     return g
+
+
+def output_shapes_at(model, shapes):
+    """The per-sample shapes of the model's outputs when its inputs have these per-sample `shapes` (a
+    variable-length model at one length): the engine's own inference, node by node over the compiled graph,
+    as the engine infers them when it is built for those shapes (nothing is allocated)."""
+    g = compile_graph(model)
+    at = [tuple(int(d) for d in s) for s in shapes]
+    for d in g.specs:
+        spec = {k: v for k, v in d.items() if k not in ("inputs", "share")}
+        at.append(tuple(int(n) for n in _output_shape(spec, [at[i] for i in d["inputs"]])))
+    return [at[i] for i in g.output_ids]
 
 
 def _rnn_part_kind():

@@ -15,16 +15,41 @@ its targets (y_true), and as outputs
     added_values) under the engine's ADDED loss (sum per sample, mean over
     the batch, unweighted), as Keras adds a layer's losses to the batch loss.
 Outputs whose loss takes no targets get a zero-stride array of zeros (no
-memory). models/model.py builds a Model of it for fit / evaluate only (the
+memory). A variable-length model's losses and metrics are traced once per
+length (at_shapes: its inputs and outputs take that length's shapes while
+fn is traced), each length's training graph built for its own shapes. models/model.py builds a Model of it for fit / evaluate only (the
 plan is that model's, exact as any); predict runs the model itself. The
 history keeps Keras's names: `log_map` maps the training graph's names to
 the model's."""
+
+import contextlib
 
 import numpy as np
 
 from .. import graph, loss_trace, losses, metrics, ops
 from ..errors import DataError
 from ..layers.input_layer import Input
+
+
+@contextlib.contextmanager
+def at_shapes(model, shapes):
+    """A variable-length model's inputs and outputs given the per-sample shapes of one length (its inputs'
+    `shapes`, its outputs' as the engine infers them) while a loss, a metric or compute_loss() is traced on
+    them, then their variable shapes again: the traced loss is that length's (fixed shapes, as Keras traces
+    it per shape). No-op for None."""
+    if shapes is None:
+        yield
+        return
+    ts = list(model._inputs) + list(model._outputs)
+    new = [tuple(s) for s in shapes] + graph.output_shapes_at(model, shapes)
+    old = [t._ps for t in ts]
+    try:
+        for t, s in zip(ts, new):
+            t._ps = s
+        yield
+    finally:
+        for t, s in zip(ts, old):
+            t._ps = s
 
 
 def _walk_layers(model):
@@ -214,9 +239,21 @@ def _sparse_metrics(given):
 
 
 class LossGraph:
-    def __init__(self, model, out_losses, loss_weights, metric_raw, y_shapes=None):
+    def __init__(self, model, out_losses, loss_weights, metric_raw, y_shapes=None, at=None):
         """metric_raw: [(output k, metric as given, weighted)] in compile's order; y_shapes: per output, the
-        per-sample shape of the targets a custom loss takes (target_shapes), or None: the output's."""
+        per-sample shape of the targets a custom loss takes (target_shapes), or None: the output's; at: a
+        variable-length model's per-sample input shapes (one length), at which the losses are traced."""
+        self.at = None if at is None else tuple(tuple(s) for s in at)
+        with at_shapes(model, self.at):
+            self._trace(model, out_losses, loss_weights, metric_raw, y_shapes)
+            outs = [t._ps for t in model._outputs]
+        if self.at is not None:   # the targets' inputs: variable where the output's shape is, as the model's
+            for y_true, (k, shape) in zip(self.inputs[len(model._inputs):], self.x_targets):
+                var, n = model._outputs[k]._ps, len(shape)
+                if n <= len(var) and tuple(shape) == tuple(outs[k][:n]):
+                    y_true._ps = tuple(var[:n])
+
+    def _trace(self, model, out_losses, loss_weights, metric_raw, y_shapes):
         self.model = model
         names = list(model._output_names)
         given = [(k, metrics.get(m)[0], w) for k, m, w in metric_raw]   # (the objects compile() named)
@@ -362,8 +399,7 @@ class LossGraph:
 
     def source(self, src):
         """A Sequence / PyDataset / generator of the model's batches as one of the training graph's."""
-        return IndexedBatches(self, src) if hasattr(src, "__getitem__") and hasattr(src, "__len__") else \
-            IteratedBatches(self, src)
+        return source(self, src)
 
     def batch(self, item):
         """One batch (x, y) or (x, y, sample_weight) of the model as the training graph's."""
@@ -424,6 +460,12 @@ class LossGraph:
         ids = ids.astype(np.int64)
         table = {int(k): float(v) for k, v in class_weight.items()}
         return np.array([table.get(int(i), 1.0) for i in ids], np.float32)
+
+
+def source(reader, src):
+    """src's batches read by reader.batch(item): a LossGraph, or loss_lengths.ByLength (each its length's)."""
+    return IndexedBatches(reader, src) if hasattr(src, "__getitem__") and hasattr(src, "__len__") else \
+        IteratedBatches(reader, src)
 
 
 class IndexedBatches:
