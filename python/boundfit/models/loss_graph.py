@@ -29,6 +29,7 @@ import numpy as np
 from .. import graph, loss_trace, losses, metrics, ops
 from ..errors import DataError
 from ..layers.input_layer import Input
+from ..layers.rnn import _carries_mask
 
 
 @contextlib.contextmanager
@@ -291,6 +292,12 @@ class LossGraph:
                 self.metric_out[k] = self.loss_out[k] = name
                 continue
             if isinstance(loss, losses.CustomLoss):
+                if len(t._ps) >= 2 and _carries_mask(t):
+                    raise NotImplementedError(
+                        f"loss {loss.name!r}: the output {name!r} {t.shape} is a sequence that may carry the mask "
+                        "of an Embedding(mask_zero=True) or a mask= argument, which Keras applies to a custom "
+                        "loss's values (their mean over the unmasked steps); boundfit does not apply it to a "
+                        "custom loss: use a built-in loss (masked as Keras's), or mask_zero=False")
                 self.custom[k] = loss
                 shape = y_shapes[k] if y_shapes and y_shapes[k] is not None else loss.y_true_shape(t._ps)
                 y_true, values, over_batch = loss_trace.trace(loss.fn, t, loss.name, shape)
