@@ -5,7 +5,7 @@ processes running them (engine/strategy.py, engine/dist_fit.py)."""
 
 import itertools
 
-from .. import config
+from .. import config, graph
 from ..engine import buckets, data as data_mod, dist_fit, memory, training
 from . import loss_graph
 
@@ -174,7 +174,7 @@ class Fitting:
             x, y = (first[0], first[1]) if isinstance(first, (tuple, list)) and len(first) in (2, 3) else (None, None)
         if x is not None:
             self._bind_shapes(x)
-        with loss_graph.at_shapes(self, self._bound):
+        with graph.at_shapes(self, self._bound):
             ys = loss_graph.target_shapes(self, self._out_losses, y)
         lg = loss_graph.LossGraph(self, self._out_losses, self._loss_weights, self._metric_raw, ys, at=self._bound)
         t = self._training_graph(lg)

@@ -22,35 +22,12 @@ plan is that model's, exact as any); predict runs the model itself. The
 history keeps Keras's names: `log_map` maps the training graph's names to
 the model's."""
 
-import contextlib
-
 import numpy as np
 
 from .. import graph, loss_trace, losses, metrics, ops
 from ..errors import DataError
 from ..layers.input_layer import Input
 from ..layers.rnn import _carries_mask
-
-
-@contextlib.contextmanager
-def at_shapes(model, shapes):
-    """A variable-length model's inputs and outputs given the per-sample shapes of one length (its inputs'
-    `shapes`, its outputs' as the engine infers them) while a loss, a metric or compute_loss() is traced on
-    them, then their variable shapes again: the traced loss is that length's (fixed shapes, as Keras traces
-    it per shape). No-op for None."""
-    if shapes is None:
-        yield
-        return
-    ts = list(model._inputs) + list(model._outputs)
-    new = [tuple(s) for s in shapes] + graph.output_shapes_at(model, shapes)
-    old = [t._ps for t in ts]
-    try:
-        for t, s in zip(ts, new):
-            t._ps = s
-        yield
-    finally:
-        for t, s in zip(ts, old):
-            t._ps = s
 
 
 def _walk_layers(model):
@@ -245,7 +222,7 @@ class LossGraph:
         per-sample shape of the targets a custom loss takes (target_shapes), or None: the output's; at: a
         variable-length model's per-sample input shapes (one length), at which the losses are traced."""
         self.at = None if at is None else tuple(tuple(s) for s in at)
-        with at_shapes(model, self.at):
+        with graph.at_shapes(model, self.at):
             self._trace(model, out_losses, loss_weights, metric_raw, y_shapes)
             outs = [t._ps for t in model._outputs]
         if self.at is not None:   # the targets' inputs: variable where the output's shape is, as the model's

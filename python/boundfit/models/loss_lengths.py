@@ -54,7 +54,7 @@ class LossLengths:
         custom loss takes them: loss_graph.target_shapes); traced on first use."""
         owner = self._owner
         at = tuple(tuple(int(d) for d in s) for s in shapes)
-        with loss_graph.at_shapes(owner, at):
+        with graph.at_shapes(owner, at):
             ys = loss_graph.target_shapes(owner, owner._out_losses, y)
         rec = self._traced.get((at, ys))
         if rec is None:
