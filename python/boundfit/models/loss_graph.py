@@ -269,7 +269,7 @@ class LossGraph:
                 self.metric_out[k] = self.loss_out[k] = name
                 continue
             if isinstance(loss, losses.CustomLoss):
-                if len(t._ps) >= 2 and _carries_mask(t):
+                if len(t._ps) >= 2 and _carries_mask(t) and not getattr(loss.given, "_keras_builtin", False):
                     raise NotImplementedError(
                         f"loss {loss.name!r}: the output {name!r} {t.shape} is a sequence that may carry the mask "
                         "of an Embedding(mask_zero=True) or a mask= argument, which Keras applies to a custom "
