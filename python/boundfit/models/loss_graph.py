@@ -27,7 +27,7 @@ import numpy as np
 from .. import graph, loss_trace, losses, metrics, ops
 from ..errors import DataError
 from ..layers.input_layer import Input
-from ..layers.rnn import _carries_mask
+from .loss_mask import mask_of, masked_values
 
 
 def _walk_layers(model):
@@ -269,17 +269,12 @@ class LossGraph:
                 self.metric_out[k] = self.loss_out[k] = name
                 continue
             if isinstance(loss, losses.CustomLoss):
-                if len(t._ps) >= 2 and _carries_mask(t) and not getattr(loss.given, "_keras_builtin", False):
-                    raise NotImplementedError(
-                        f"loss {loss.name!r}: the output {name!r} {t.shape} is a sequence that may carry the mask "
-                        "of an Embedding(mask_zero=True) or a mask= argument, which Keras applies to a custom "
-                        "loss's values (their mean over the unmasked steps); boundfit does not apply it to a "
-                        "custom loss: use a built-in loss (masked as Keras's), or mask_zero=False")
                 self.custom[k] = loss
                 shape = y_shapes[k] if y_shapes and y_shapes[k] is not None else loss.y_true_shape(t._ps)
                 y_true, values, over_batch = loss_trace.trace(loss.fn, t, loss.name, shape)
                 if over_batch:
                     self.over_batch[k] = loss.name
+                values = self._masked(values, t, loss, name, over_batch)
                 if _reaches_input(values, y_true):   # (compute_loss(x, y, y_pred) may not read y)
                     self.inputs.append(y_true)
                     self.x_targets.append((k, y_true._ps))
@@ -306,6 +301,17 @@ class LossGraph:
             ms = self.metrics.setdefault(weighted, {}).setdefault(out, [])
             self.slots.append((weighted, out, len(ms)))
             ms.append(m)
+
+    @staticmethod
+    def _masked(values, t, loss, name, over_batch):
+        """A custom loss's values weighed by the step mask output t carries, as Keras's Loss.__call__ (loss_mask.py);
+        a loss that is already one mean over the batch keeps it (Keras's weights then sum to one)."""
+        mask = None if over_batch or len(t._ps) < 2 else mask_of(t)
+        if mask is None:
+            return values
+        if getattr(loss.given, "_keras_builtin", False) and tuple(values._ps) != tuple(mask._ps):
+            return values   # (Keras's own losses written in keras.ops, one value per sample: as they were)
+        return masked_values(values, mask, loss.name, name, t.shape)
 
     def _traced_metrics(self, given, names, fresh):
         """The statistics of the traced metrics (metrics/traced.py) of each model output k, side by side in one
