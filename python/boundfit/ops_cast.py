@@ -74,7 +74,7 @@ def cast(x, dtype):
             n = float(hi - lo + 1)
             y = Unary("mod", n)(Unary("add", float(-lo))(x))
             y = Unary("stop_gradient")(Unary("add", float(lo))(y))
-    return _tagged(record(y, "Cast", "keras.src.ops.core", {"dtype": to}, [x]), _NARROW.get(to, to))
+    return _tagged(record(y, "Cast", "keras.src.ops.core", {"dtype": to}, [x]), to)   # (int64 as Keras reports it)
 
 
 # ---- the dtypes of keras.ops results ----
