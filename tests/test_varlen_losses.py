@@ -81,7 +81,7 @@ def source(M, items):
     return Buckets()
 
 
-KINDS = ["per_step", "over_time", "added", "compute_loss"]
+KINDS = ["per_step", "masked", "over_time", "added", "compute_loss"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -133,11 +133,59 @@ def test_each_lengths_training_graph_is_planned_exactly():
         assert sum(e.bytes for e in plan.breakdown if e.category == "cached") == t.cached_engine_bytes()
 
 
-def test_a_custom_loss_on_a_masked_sequence_is_refused_by_name():
+class PerStep:   # a Loss subclass with one value per step
+    def __new__(cls, M):
+        class PerStepAbs(M.losses.Loss):
+            def call(self, y_true, y_pred):
+                return M.ops.mean(M.ops.abs(y_true - y_pred), axis=-1)
+        return PerStepAbs()
+
+
+def masked_fixed(M, how):
+    """a fixed-length masked sequence: Embedding(mask_zero=True), or a mask= argument on the recurrent call"""
+    ids = M.Input(shape=(5,), dtype="int32")
+    x = M.layers.Embedding(20, 6, mask_zero=how == "embedding")(ids)
+    gru = M.layers.GRU(4, return_sequences=True)
+    x = gru(x, mask=M.ops.not_equal(ids, 0)) if how == "mask_arg" else gru(x)
+    return M.Model(ids, M.layers.Dense(3)(x))
+
+
+@pytest.mark.parametrize("how", ["embedding", "mask_arg"])
+def test_a_custom_loss_on_a_masked_sequence_is_masked_as_keras(how):
+    """Keras's apply_mask: the batch loss is the mean of the values over the unmasked steps of the whole batch
+    (a batch with none gives 0), sample weights on top (Keras 3.15 multiplies the (batch, T) mask with
+    per-sample weights (batch,), which fails: Keras's side takes them per step, (batch, T), the same weights)"""
+    rng = np.random.default_rng(6)
+    x = rng.integers(1, 20, (6, 5)).astype(np.int32)
+    x[:, 3:] = 0                    # padded
+    x[2] = 0                        # a sample with no step left
+    y = rng.standard_normal((6, 5, 3)).astype(np.float32)
+    sw = rng.uniform(0.5, 2.0, 6).astype(np.float32)
+
+    def keras_side():
+        keras = keras_ref.load()
+        km = masked_fixed(keras, how)
+        w0 = km.get_weights()
+        km.compile(keras.optimizers.Adam(0.02), loss=PerStep(keras))
+        h = km.fit(x, y, sample_weight=np.repeat(sw[:, None], 5, axis=1), batch_size=3, epochs=2, shuffle=False,
+                   verbose=0)
+        return {"w0": w0, "loss": h.history["loss"], "w": km.get_weights(),
+                "evaluate": km.evaluate(x, y, batch_size=3, verbose=0)}
+    k = case(keras_side)
+    bm = masked_fixed(bf, how)
+    bm.set_weights(k["w0"])
+    bm.compile(bf.optimizers.Adam(0.02), loss=PerStep(bf))
+    h = bm.fit(x, y, sample_weight=sw, batch_size=3, epochs=2, shuffle=False, verbose=0)
+    np.testing.assert_allclose(h.history["loss"], k["loss"], rtol=1e-5)
+    for a, b in zip(bm.get_weights(), k["w"], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(bm.evaluate(x, y, batch_size=3, verbose=0), k["evaluate"], rtol=1e-5)
+
+
+def test_a_loss_over_the_steps_of_a_masked_sequence_is_refused_by_name():
+    """Keras multiplies the (batch, T) mask into one value per sample, which does not broadcast"""
     bm = build(bf, "masked")
-    bm.compile("adam", loss=per_step(bf))
-    x, y = batches("masked", [4], 5)[0]
-    with pytest.raises(NotImplementedError, match="one_hot_mse.*carry the mask.*use a built-in loss"):
+    bm.compile("adam", loss=over_time(bf))
+    x, y = batches("over_time", [4], 5)[0]
+    with pytest.raises(ValueError, match="over_time.*carries a step mask.*do not broadcast.*one value per step"):
         bm.fit(x, y, verbose=0)
-    bm.compile("adam", loss="sparse_categorical_crossentropy")   # a built-in loss is masked as Keras's
-    assert np.isfinite(bm.fit(x, y, verbose=0).history["loss"][0])
