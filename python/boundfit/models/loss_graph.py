@@ -217,21 +217,25 @@ def _sparse_metrics(given):
 
 
 class LossGraph:
-    def __init__(self, model, out_losses, loss_weights, metric_raw, y_shapes=None, at=None):
+    def __init__(self, model, out_losses, loss_weights, metric_raw, y_shapes=None, at=None, temporal=False):
         """metric_raw: [(output k, metric as given, weighted)] in compile's order; y_shapes: per output, the
         per-sample shape of the targets a custom loss takes (target_shapes), or None: the output's; at: a
-        variable-length model's per-sample input shapes (one length), at which the losses are traced."""
+        variable-length model's per-sample input shapes (one length), at which the losses are traced; temporal:
+        the sample weights are (batch, T), an input of the graph multiplied into the loss's values
+        (temporal_weights.py), after the targets' inputs (x_weights: per such input, its output and shape)."""
         self.at = None if at is None else tuple(tuple(s) for s in at)
+        self.given_losses, self.temporal, self.x_weights, weights_in = out_losses, bool(temporal), [], []
         with graph.at_shapes(model, self.at):
-            self._trace(model, out_losses, loss_weights, metric_raw, y_shapes)
+            self._trace(model, out_losses, loss_weights, metric_raw, y_shapes, weights_in)
             outs = [t._ps for t in model._outputs]
-        if self.at is not None:   # the targets' inputs: variable where the output's shape is, as the model's
-            for y_true, (k, shape) in zip(self.inputs[len(model._inputs):], self.x_targets):
+        self.inputs += weights_in
+        if self.at is not None:   # the targets' and weights' inputs: variable where the output's shape is
+            for y_true, (k, shape) in zip(self.inputs[len(model._inputs):], self.x_targets + self.x_weights):
                 var, n = model._outputs[k]._ps, len(shape)
                 if n <= len(var) and tuple(shape) == tuple(outs[k][:n]):
                     y_true._ps = tuple(var[:n])
 
-    def _trace(self, model, out_losses, loss_weights, metric_raw, y_shapes):
+    def _trace(self, model, out_losses, loss_weights, metric_raw, y_shapes, weights_in):
         self.model = model
         names = list(model._output_names)
         given = [(k, metrics.get(m)[0], w) for k, m, w in metric_raw]   # (the objects compile() named)
@@ -275,6 +279,10 @@ class LossGraph:
                 if over_batch:
                     self.over_batch[k] = loss.name
                 values = self._masked(values, t, loss, name, over_batch)
+                if self.temporal:   # sample weights (batch, T): multiplied into the values, as Keras's
+                    weights_in.append(self._weights_input(values, loss, name, t))
+                    self.x_weights.append((k, tuple(values._ps)))
+                    values = ops.multiply(values, weights_in[-1])
                 if _reaches_input(values, y_true):   # (compute_loss(x, y, y_pred) may not read y)
                     self.inputs.append(y_true)
                     self.x_targets.append((k, y_true._ps))
@@ -301,6 +309,15 @@ class LossGraph:
             ms = self.metrics.setdefault(weighted, {}).setdefault(out, [])
             self.slots.append((weighted, out, len(ms)))
             ms.append(m)
+
+    @staticmethod
+    def _weights_input(values, loss, name, t):
+        if len(values._ps) != 1:
+            raise ValueError(f"loss {loss.name!r} of output {name!r} {t.shape} gives values of shape {values.shape}; "
+                             "sample_weight of shape (batch, T) (temporal weights) multiplies one value per step, "
+                             "(batch, T), as Keras's (other shapes do not broadcast, in Keras either): return "
+                             "one value per step, or give per-sample weights (batch,)")
+        return Input(shape=tuple(values._ps))
 
     @staticmethod
     def _masked(values, t, loss, name, over_batch):
@@ -399,11 +416,14 @@ class LossGraph:
                             f"got a {got}")
         if len(item) == 3 and item[2] is not None:
             self.check_weights(item[2], None)
+        if self.temporal:   # the weights are an input of the graph
+            return self.arrays(item[0], item[1], sample_weight=item[2] if len(item) == 3 else None)
         x2, y2 = self.arrays(item[0], item[1])
         return (x2, y2) + tuple(item[2:])
 
-    def arrays(self, x, y, what="x", ywhat="y"):
-        """(x, y) of the training graph: the model's inputs then the custom losses' targets; per output its targets."""
+    def arrays(self, x, y, what="x", ywhat="y", sample_weight=None, swhat="sample_weight"):
+        """(x, y) of the training graph: the model's inputs, the custom losses' targets, then the temporal sample
+        weights (x_weights; per-sample ones broadcast over the steps, none as ones); per output its targets."""
         model = self.model
         if isinstance(x, dict):
             missing = [n for n in model._input_names if n not in x]
@@ -419,6 +439,7 @@ class LossGraph:
         labels = [f"{ywhat}[{k}]" if len(ys) > 1 else ywhat for k in range(len(ys))]
         n = np.shape(xs[0])[0]
         xs += [self._y_true(ys[k], k, ps, labels[k]) for k, ps in self.x_targets]
+        xs += [_step_weights(sample_weight, n, ps, swhat) for _, ps in self.x_weights]
         out = []
         for kind, v in self.targets:
             if kind == "y":
@@ -450,6 +471,19 @@ class LossGraph:
         ids = ids.astype(np.int64)
         table = {int(k): float(v) for k, v in class_weight.items()}
         return np.array([table.get(int(i), 1.0) for i in ids], np.float32)
+
+
+def _step_weights(sw, n, shape, what):
+    """sample weights as (n,) + shape per step: (n, T) as given, (n,) / (n, 1) broadcast over the steps, None ones"""
+    if sw is None:
+        return np.broadcast_to(np.ones((1,) * (len(shape) + 1), np.float32), (n,) + tuple(shape))
+    a = np.asarray(sw, np.float32)
+    if a.ndim == 2 and a.shape[1] == 1 or a.ndim == 1:
+        a = a.reshape(-1, *([1] * len(shape)))
+    if a.shape[0] != n or a.shape[1:] not in (tuple(shape), (1,) * len(shape)):
+        raise DataError(f"{what} has shape {a.shape}; the loss's values have shape {(n,) + tuple(shape)} for this "
+                        "batch: give one weight per sample (batch,) or per step (batch, T)")
+    return np.broadcast_to(a, (n,) + tuple(shape))
 
 
 def source(reader, src):

@@ -39,7 +39,7 @@ class LossLengths:
                                  f"terms than at the first length's ({io[4]} against {self._output_names}); a loss "
                                  "whose terms change with the length cannot share one optimizer state: give the "
                                  "inputs a fixed length")
-        shapes = [tuple(s) for s in lg.at] + [tuple(s) for _, s in lg.x_targets]
+        shapes = [tuple(s) for s in lg.at] + [tuple(s) for _, s in lg.x_targets + lg.x_weights]
         rec = dict(lg=lg, io=io, nodes=nodes, shapes=shapes)
         self._records[tuple(shapes)] = rec
         return rec
@@ -55,10 +55,11 @@ class LossLengths:
         owner = self._owner
         at = tuple(tuple(int(d) for d in s) for s in shapes)
         with graph.at_shapes(owner, at):
-            ys = loss_graph.target_shapes(owner, owner._out_losses, y)
+            ys = loss_graph.target_shapes(owner, self._lg.given_losses, y)
         rec = self._traced.get((at, ys))
         if rec is None:
-            lg = loss_graph.LossGraph(owner, owner._out_losses, owner._loss_weights, owner._metric_raw, ys, at=at)
+            lg = loss_graph.LossGraph(owner, self._lg.given_losses, owner._loss_weights, owner._metric_raw, ys, at=at,
+                                      temporal=self._lg.temporal)
             rec = self._traced[(at, ys)] = self._remember(lg)
         return rec["lg"]
 
@@ -90,7 +91,7 @@ class LossLengths:
         out = []
         for shapes in buckets.declared_shapes(self._owner, lengths):
             lg = self._graph_at(shapes)
-            out.append([tuple(s) for s in lg.at] + [tuple(s) for _, s in lg.x_targets])
+            out.append([tuple(s) for s in lg.at] + [tuple(s) for _, s in lg.x_targets + lg.x_weights])
         return out
 
     def _lg_for(self, x, y):

@@ -302,6 +302,8 @@ class LossTrainer(LossLengths, Model):
             if y is not None:
                 raise ValueError("y must be None when x is a Sequence, PyDataset or generator (it yields (x, y))")
             x2, y2 = loss_graph.source(lg if self._rec is None else ByLength(self), x), None
+        elif lg.temporal:   # sample weights (batch, T): an input of the training graph
+            x2, y2 = lg.arrays(x, y, sample_weight=kwargs.pop("sample_weight", None))
         else:
             x2, y2 = lg.arrays(x, y)
         if validation_data is not None and data_mod._is_sequence(validation_data):
@@ -310,8 +312,11 @@ class LossTrainer(LossLengths, Model):
                 len(validation_data) in (2, 3):
             if len(validation_data) == 3:
                 lg.check_weights(validation_data[2], None)
-            vx, vy = self._lg_for(validation_data[0], validation_data[1]).arrays(validation_data[0], validation_data[1], "validation_data[0]", "validation_data[1]")
-            validation_data = (vx, vy) + tuple(validation_data[2:])
+            vlg = self._lg_for(validation_data[0], validation_data[1])
+            vsw = validation_data[2] if len(validation_data) == 3 else None
+            vx, vy = vlg.arrays(validation_data[0], validation_data[1], "validation_data[0]", "validation_data[1]",
+                                vsw, "validation_data[2]")
+            validation_data = (vx, vy) + (() if vlg.temporal else tuple(validation_data[2:]))
         elif validation_data is not None:
             raise ValueError(f"{self._owner.name}: validation_data must be a tuple (x_val, y_val) or (x_val, y_val, "
                              "sample_weight), or a Sequence / PyDataset / generator")
