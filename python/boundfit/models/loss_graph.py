@@ -27,7 +27,8 @@ import numpy as np
 from .. import graph, loss_trace, losses, metrics, ops
 from ..errors import DataError
 from ..layers.input_layer import Input
-from .loss_mask import mask_of, masked_values
+from . import temporal_weights
+from .loss_mask import masked
 
 
 def _walk_layers(model):
@@ -278,9 +279,9 @@ class LossGraph:
                 y_true, values, over_batch = loss_trace.trace(loss.fn, t, loss.name, shape)
                 if over_batch:
                     self.over_batch[k] = loss.name
-                values = self._masked(values, t, loss, name, over_batch)
+                values = masked(values, t, loss, name, over_batch)
                 if self.temporal:   # sample weights (batch, T): multiplied into the values, as Keras's
-                    weights_in.append(self._weights_input(values, loss, name, t))
+                    weights_in.append(temporal_weights.weights_input(values, loss, name, t))
                     self.x_weights.append((k, tuple(values._ps)))
                     values = ops.multiply(values, weights_in[-1])
                 if _reaches_input(values, y_true):   # (compute_loss(x, y, y_pred) may not read y)
@@ -309,26 +310,6 @@ class LossGraph:
             ms = self.metrics.setdefault(weighted, {}).setdefault(out, [])
             self.slots.append((weighted, out, len(ms)))
             ms.append(m)
-
-    @staticmethod
-    def _weights_input(values, loss, name, t):
-        if len(values._ps) != 1:
-            raise ValueError(f"loss {loss.name!r} of output {name!r} {t.shape} gives values of shape {values.shape}; "
-                             "sample_weight of shape (batch, T) (temporal weights) multiplies one value per step, "
-                             "(batch, T), as Keras's (other shapes do not broadcast, in Keras either): return "
-                             "one value per step, or give per-sample weights (batch,)")
-        return Input(shape=tuple(values._ps))
-
-    @staticmethod
-    def _masked(values, t, loss, name, over_batch):
-        """A custom loss's values weighed by the step mask output t carries, as Keras's Loss.__call__ (loss_mask.py);
-        a loss that is already one mean over the batch keeps it (Keras's weights then sum to one)."""
-        mask = None if over_batch or len(t._ps) < 2 else mask_of(t)
-        if mask is None:
-            return values
-        if getattr(loss.given, "_keras_builtin", False) and tuple(values._ps) != tuple(mask._ps):
-            return values   # (Keras's own losses written in keras.ops, one value per sample: as they were)
-        return masked_values(values, mask, loss.name, name, t.shape)
 
     def _traced_metrics(self, given, names, fresh):
         """The statistics of the traced metrics (metrics/traced.py) of each model output k, side by side in one
@@ -439,7 +420,7 @@ class LossGraph:
         labels = [f"{ywhat}[{k}]" if len(ys) > 1 else ywhat for k in range(len(ys))]
         n = np.shape(xs[0])[0]
         xs += [self._y_true(ys[k], k, ps, labels[k]) for k, ps in self.x_targets]
-        xs += [_step_weights(sample_weight, n, ps, swhat) for _, ps in self.x_weights]
+        xs += [temporal_weights.step_weights(sample_weight, n, ps, swhat) for _, ps in self.x_weights]
         out = []
         for kind, v in self.targets:
             if kind == "y":
@@ -471,19 +452,6 @@ class LossGraph:
         ids = ids.astype(np.int64)
         table = {int(k): float(v) for k, v in class_weight.items()}
         return np.array([table.get(int(i), 1.0) for i in ids], np.float32)
-
-
-def _step_weights(sw, n, shape, what):
-    """sample weights as (n,) + shape per step: (n, T) as given, (n,) / (n, 1) broadcast over the steps, None ones"""
-    if sw is None:
-        return np.broadcast_to(np.ones((1,) * (len(shape) + 1), np.float32), (n,) + tuple(shape))
-    a = np.asarray(sw, np.float32)
-    if a.ndim == 2 and a.shape[1] == 1 or a.ndim == 1:
-        a = a.reshape(-1, *([1] * len(shape)))
-    if a.shape[0] != n or a.shape[1:] not in (tuple(shape), (1,) * len(shape)):
-        raise DataError(f"{what} has shape {a.shape}; the loss's values have shape {(n,) + tuple(shape)} for this "
-                        "batch: give one weight per sample (batch,) or per step (batch, T)")
-    return np.broadcast_to(a, (n,) + tuple(shape))
 
 
 def source(reader, src):

@@ -66,6 +66,17 @@ def mask_of(t):
     return None if src is None else ops.not_equal(src, 0.0)
 
 
+def masked(values, t, loss, name, over_batch):
+    """A custom loss's values weighed by the step mask output t carries, as Keras's Loss.__call__; a loss that is
+    already one mean over the batch keeps it (Keras's weights then sum to one)."""
+    mask = None if over_batch or len(t._ps) < 2 else mask_of(t)
+    if mask is None:
+        return values
+    if getattr(loss.given, "_keras_builtin", False) and tuple(values._ps) != tuple(mask._ps):
+        return values   # (Keras's own losses written in keras.ops, one value per sample: as they were)
+    return masked_values(values, mask, loss.name, name, t.shape)
+
+
 def masked_values(values, mask, loss_name, output_name, shape):
     """A custom loss's per-step values (batch, T) weighed as Keras's apply_mask: mask * total / valid (valid the
     unmasked steps of the whole batch; 0 where none), so that their mean over the batch is Keras's masked loss.

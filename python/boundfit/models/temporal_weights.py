@@ -13,6 +13,8 @@ import numpy as np
 
 from .. import losses
 from ..engine import data as data_mod
+from ..errors import DataError
+from ..layers.input_layer import Input
 
 
 def shape_of(sample_weight):
@@ -54,3 +56,26 @@ def _traced(loss):
     values = copy.copy(loss)
     values.reduction = None   # (losses/composed.py: the keras.ops formula's values, one per step)
     return losses.CustomLoss(lambda y_true, y_pred: values(y_true, y_pred), loss.name, loss)
+
+
+def weights_input(values, loss, name, t):
+    """The training graph's input of the weights of a loss's values (one per step), refused by name for others."""
+    if len(values._ps) != 1:
+        raise ValueError(f"loss {loss.name!r} of output {name!r} {t.shape} gives values of shape {values.shape}; "
+                         "sample_weight of shape (batch, T) (temporal weights) multiplies one value per step, "
+                         "(batch, T), as Keras's (other shapes do not broadcast, in Keras either): return "
+                         "one value per step, or give per-sample weights (batch,)")
+    return Input(shape=tuple(values._ps))
+
+
+def step_weights(sw, n, shape, what):
+    """sample weights as (n,) + shape per step: (n, T) as given, (n,) / (n, 1) broadcast over the steps, None ones"""
+    if sw is None:
+        return np.broadcast_to(np.ones((1,) * (len(shape) + 1), np.float32), (n,) + tuple(shape))
+    a = np.asarray(sw, np.float32)
+    if a.ndim == 2 and a.shape[1] == 1 or a.ndim == 1:
+        a = a.reshape(-1, *([1] * len(shape)))
+    if a.shape[0] != n or a.shape[1:] not in (tuple(shape), (1,) * len(shape)):
+        raise DataError(f"{what} has shape {a.shape}; the loss's values have shape {(n,) + tuple(shape)} for this "
+                        "batch: give one weight per sample (batch,) or per step (batch, T)")
+    return np.broadcast_to(a, (n,) + tuple(shape))
