@@ -92,3 +92,14 @@ def test_gradients_through_float_casts_match_central_differences():
 def test_float_casts_keep_the_tensor_in_float32():
     x = bf.Input((3,))
     assert bf.ops.cast(x, "float16") is x and bf.ops.cast(x, "bfloat16").dtype == "float32"
+
+
+def test_a_keras_file_of_casts_round_trips_through_boundfit_and_keras(tmp_path):
+    """each cast written as Keras's Cast(dtype) node: boundfit and Keras 3 read it back to the same values"""
+    bm, _ = casts(bf)
+    path = str(tmp_path / "casts.keras")
+    bm.save(path)
+    got = bm.predict(X, verbose=0)
+    np.testing.assert_array_equal(bf.models.load_model(path).predict(X, verbose=0), got)
+    ref = case(lambda: np.asarray(keras_ref.load().models.load_model(path).predict(X, verbose=0)), files=[path])
+    np.testing.assert_array_equal(ref, got)
