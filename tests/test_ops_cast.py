@@ -43,6 +43,20 @@ def test_casts_match_keras_values_and_dtypes():
     np.testing.assert_array_equal(bm.predict(X, verbose=0), k["out"])
 
 
+def result_dtypes(M):
+    """the dtypes of ops on bool and integer tensors of several widths"""
+    o, x = M.ops, M.Input((3,))
+    fns = (lambda c: o.sum(c, -1), lambda c: o.prod(c, -1), lambda c: o.cumsum(c, -1), lambda c: o.max(c, -1),
+           o.abs, o.square, o.negative, o.sign, lambda c: o.clip(c, 0, 1), lambda c: c + 1, lambda c: c * 2,
+           lambda c: c * 2.0, lambda c: o.mod(c, 2), lambda c: c // 2, lambda c: o.power(c, 2),
+           lambda c: o.maximum(c, 0), lambda c: o.reshape(c, (-1, 3)), lambda c: o.concatenate([c, c], -1))
+    return [[f(o.cast(x, d)).dtype for f in fns] for d in ("bool", "int8", "uint8", "int16", "int32")]
+
+
+def test_ops_on_integer_and_bool_tensors_report_keras_dtypes():
+    assert result_dtypes(bf) == case(lambda: result_dtypes(keras_ref.load()))
+
+
 def gated(M):
     """a model whose forward pass goes through integer and bool casts (no gradient there, as Keras's)"""
     o, x = M.ops, M.Input((5,))

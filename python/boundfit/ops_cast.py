@@ -109,7 +109,13 @@ def _first(x, *args, **kwargs):
     return getattr(x, "dtype", "float32")
 
 
-def _sum_like(x, *args, **kwargs):
+def _total(x, *args, **kwargs):
+    """sum / prod: small integers accumulate in 32 bits, as Keras's"""
+    d = _first(x)
+    return {"bool": "int32", "int8": "int32", "int16": "int32", "uint8": "uint32", "uint16": "uint32"}.get(d, d)
+
+
+def _no_bool(x, *args, **kwargs):
     d = _first(x)
     return "int32" if d == "bool" else d
 
@@ -119,10 +125,10 @@ RULES = {
                 "add subtract multiply maximum minimum mod floor_divide fmod power"),
     "where": (lambda c, x1=None, x2=None, **k: _promoted(x1, x2) if x1 is not None else "int32", "where"),
     "int32": (lambda *a, **k: "int32", "argmax argmin argsort count_nonzero"),
-    "same": (_first, "abs absolute negative square sign clip reshape expand_dims squeeze transpose getitem "
-                     "get_item flip roll tile repeat broadcast_to take take_along_axis sort max min amax amin "
-                     "moveaxis swapaxes"),
-    "sum": (_sum_like, "sum prod cumsum cumprod"),
+    "same": (_first, "abs absolute negative sign reshape expand_dims squeeze transpose getitem get_item flip roll "
+                     "tile repeat broadcast_to take take_along_axis sort max min amax amin moveaxis swapaxes"),
+    "total": (_total, "sum prod"),
+    "no_bool": (_no_bool, "square clip cumsum cumprod"),
     "joined": (lambda xs, *a, **k: _promoted(*xs) if isinstance(xs, (list, tuple)) and xs else "float32",
                "concatenate stack"),
 }
