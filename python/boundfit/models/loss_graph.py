@@ -279,7 +279,8 @@ class LossGraph:
                 y_true, values, over_batch = loss_trace.trace(loss.fn, t, loss.name, shape)
                 if over_batch:
                     self.over_batch[k] = loss.name
-                values = masked(values, t, loss, name, over_batch)
+                if not self.computes:   # (an overridden compute_loss() is the loss as it returns it, as Keras's)
+                    values = masked(values, t, loss, name, over_batch)
                 if self.temporal:   # sample weights (batch, T): multiplied into the values, as Keras's
                     weights_in.append(temporal_weights.weights_input(values, loss, name, t))
                     self.x_weights.append((k, tuple(values._ps)))
