@@ -9,6 +9,7 @@ import numpy as np
 import boundfit as bf
 import keras_ref
 from conftest import directional_check
+from fresh_names import fresh_layer_names  # noqa: F401 - autouse: files keyed by their names
 from helpers.keras_recorded import case
 
 X = np.random.default_rng(0).standard_normal((6, 5)).astype(np.float32)
