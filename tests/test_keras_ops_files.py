@@ -157,7 +157,6 @@ def _edited(src, dst, edit):
 REFUSED = ["layer 'nextafter.*' is the keras.ops operation Nextafter",
            "operation 'max.*' \\(Max\\): Max\\(initial=0.5\\) is not supported",
            "operation 'norm.*' \\(Norm\\): keras.ops.linalg.norm .*ord='nuc'",
-           "operation 'cast.*' \\(Cast\\): keras.ops.cast .*to int32",
            "ConvertToTensor\\(sparse=True\\)"]
 XS = np.random.default_rng(0).standard_normal((5, 4, 3)).astype(np.float32)
 X3S = np.random.default_rng(1).standard_normal((5, 4, 3, 2)).astype(np.float32)
@@ -173,10 +172,10 @@ def keras_op_files():
     x3 = keras.Input((4, 3, 2))
     models = {f"c{i}": keras.Model(x, y) for i, y in enumerate([
         o.nextafter(x, x), o.max(x, axis=1, initial=0.5), o.linalg.norm(x, ord="nuc", axis=(1, 2)),
-        o.cast(x, "int32"), o.convert_to_tensor(x, sparse=True)])}
+        o.convert_to_tensor(x, sparse=True)])}
     predict = {}
     for i, (inp, y, data) in enumerate(((x, o.mean(x, axis=(1, 2)), XS), (x3, o.mean(x3, axis=(1, 3)), X3S),
-                                        (x, o.softmax(x, axis=1), XS))):
+                                        (x, o.softmax(x, axis=1), XS), (x, o.cast(x * 100.0, "int8"), XS))):
         models[f"ok{i}"] = keras.Model(inp, y)
         predict[f"ok{i}"] = models[f"ok{i}"].predict(data, verbose=0)
     models["sum"] = keras.Model(x, o.sum(x, axis=1))
@@ -195,8 +194,8 @@ def test_ops_boundfit_does_not_run_are_named_with_the_files_layer(tmp_path):
     for i, match in enumerate(REFUSED):
         with pytest.raises(ValueError, match=match):
             bf.models.load_model(tmp_path / f"c{i}.keras")
-    # reductions over any axes and softmax over any axis (once refused here) load as Keras's (the REDUCE kind)
-    for i, data in enumerate((XS, X3S, XS)):
+    # reductions over any axes, softmax over any axis and a cast to an integer (once refused here) load as Keras's
+    for i, data in enumerate((XS, X3S, XS, XS)):
         np.testing.assert_allclose(bf.models.load_model(tmp_path / f"ok{i}.keras").predict(data, verbose=0),
                                    k["predict"][f"ok{i}"], rtol=1e-5, atol=1e-6)
 

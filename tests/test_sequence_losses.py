@@ -350,12 +350,11 @@ def test_a_bad_class_id_names_batch_sample_position_and_value(bad):
         m.evaluate(IDS, y, batch_size=B, verbose=0)
 
 
-def test_class_weight_and_per_step_sample_weight_are_refused_by_name():
+def test_class_weight_on_a_sequence_is_refused_by_name():
+    """(per-step sample_weight (B, T) trains as Keras's: tests/test_temporal_weights.py)"""
     m = compiled_tagger()
     with pytest.raises(ValueError, match="class_weight: the model's output .* is a sequence"):
         m.fit(IDS, TAGS, class_weight={0: 1.0, 1: 2.0}, verbose=0)
-    with pytest.raises(bf.DataError, match="sample_weight must hold one weight per sample"):
-        m.fit(IDS, TAGS, sample_weight=np.ones((B, T)), verbose=0)
 
 
 def test_a_masked_loss_split_into_micro_batches_is_refused():

@@ -10,9 +10,11 @@ inference side in evaluate / predict; the engine skips the other). (Data for sev
 engine from each array in place: engine/arrays.py, csrc/core/gather.c.)"""
 
 
+import contextlib
+
 import numpy as np
 
-from ._core import MAX_LAYERS
+from ._core import MAX_LAYERS, output_shape as _output_shape
 from .metrics import Metric
 from .layers.args import engine_kinds
 from .layers.input_layer import Input, InputLayer
@@ -394,6 +396,39 @@ def compile_graph(model):
                          f"separate Activation layers, or split the model into parts trained one after another")
     g.output_ids = [k if kind == "in" else n_in + index[k] for kind, k in outs]
     return g
+
+
+def output_shapes_at(model, shapes):
+    """The per-sample shapes of the model's outputs when its inputs have these per-sample `shapes` (a
+    variable-length model at one length): the engine's own inference, node by node over the compiled graph,
+    as the engine infers them when it is built for those shapes (nothing is allocated)."""
+    g = compile_graph(model)
+    at = [tuple(int(d) for d in s) for s in shapes]
+    for d in g.specs:
+        spec = {k: v for k, v in d.items() if k not in ("inputs", "share")}
+        at.append(tuple(int(n) for n in _output_shape(spec, [at[i] for i in d["inputs"]])))
+    return [at[i] for i in g.output_ids]
+
+
+@contextlib.contextmanager
+def at_shapes(model, shapes):
+    """A variable-length model's inputs and outputs given the per-sample shapes of one length (its inputs'
+    `shapes`, its outputs' as the engine infers them) while a loss, a metric or compute_loss() is traced on
+    them, then their variable shapes again: the traced loss is that length's (fixed shapes, as Keras traces
+    it per shape). No-op for None."""
+    if shapes is None:
+        yield
+        return
+    ts = list(model._inputs) + list(model._outputs)
+    new = [tuple(s) for s in shapes] + output_shapes_at(model, shapes)
+    old = [t._ps for t in ts]
+    try:
+        for t, s in zip(ts, new):
+            t._ps = s
+        yield
+    finally:
+        for t, s in zip(ts, old):
+            t._ps = s
 
 
 def _rnn_part_kind():

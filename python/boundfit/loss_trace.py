@@ -117,11 +117,13 @@ def added_values(v, where):
     if mean is not None:
         v = ops.LossMean(mean[0], over_batch=True)
     if isinstance(v, ops.LossMean) and not v.total and v.over_batch:
-        size = 1
-        for d in v.x._ps:
+        x, size = v.x, 1
+        if None in x._ps:   # a variable length: each sample's mean, whose mean over the batch is the same mean
+            x = ops.mean(x, axis=tuple(range(1, len(x._ps) + 1)), keepdims=True)
+        for d in x._ps:
             size *= d
         c = (1.0 if mean is None else mean[1]) / size
-        return (v.x, c) if c >= 0 else (ops.negative(v.x), -c)   # (loss weights are >= 0)
+        return (x, c) if c >= 0 else (ops.negative(x), -c)   # (loss weights are >= 0)
     got = v._op() if isinstance(v, ops.LossMean) else f"a {type(v).__name__}"
     raise ops.OpNotSupportedError(
         f"add_loss() in {where} was given {got}; boundfit adds a mean over the batch (keras.ops.mean over every "

@@ -138,7 +138,7 @@ from .ops_rearrange import rearrange  # noqa: F401
 from .ops_ctc import ctc_decode, ctc_loss  # noqa: F401 - on arrays only
 from .ops_conv import conv, conv_transpose, depthwise_conv, separable_conv  # noqa: F401
 from .ops_numpy_names import NAMES as _NUMPY_NAMES
-from . import ops_linalg as _linalg
+from . import ops_cast as _cast, ops_linalg as _linalg
 from .ops_linalg import (  # noqa: F401 - on arrays only
     cholesky, cholesky_inverse, det, eig, eigh, inv, logdet, lstsq, lu_factor, matrix_rank, pinv, qr, slogdet, solve,
     solve_triangular, svd)
@@ -814,11 +814,10 @@ def shape(x):
 
 
 def cast(x, dtype):
+    """keras.ops.cast: on a symbolic tensor Keras 3's (JAX) semantics on the engine's float32 (ops_cast.py)."""
     if not _sym(x):
         return np.asarray(x).astype(dtype)
-    if np.dtype(dtype).kind != "f":
-        _unsupported("cast", f"to {dtype}: symbolic tensors are float32 in the engine")
-    return x
+    return _cast.cast(x, dtype)
 
 
 def convert_to_tensor(x, dtype=None):
@@ -1119,6 +1118,8 @@ def normalize(x, axis=-1, order=2, epsilon=None):
         y = divide(x, maximum(norm(x, ord=order, axis=axis, keepdims=True), eps))
     return record(y, "Normalize", NN, {"axis": _axis_cfg(axis), "order": order, "epsilon": epsilon}, [x])
 
+
+_cast.tag_results(globals())   # results report Keras's dtypes (int32, bool, ...)
 
 # keras.ops.nn: the activations under their nn names
 nn = types.SimpleNamespace(relu=relu, sigmoid=sigmoid, tanh=tanh, softmax=softmax, gelu=gelu, silu=silu, swish=swish,

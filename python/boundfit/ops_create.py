@@ -141,8 +141,8 @@ def size(x):
 
 
 def dtype(x):
-    """keras.ops.dtype: the dtype's name ("float32" for symbolic tensors, which the engine holds in float32)"""
-    return "float32" if isinstance(x, KerasTensor) else str(np.asarray(x).dtype)
+    """keras.ops.dtype: the dtype's name (a symbolic tensor's as Keras reports it: ops_cast.py)"""
+    return (x.dtype or "float32") if isinstance(x, KerasTensor) else str(np.asarray(x).dtype)
 
 
 def is_tensor(x):

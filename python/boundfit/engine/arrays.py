@@ -247,6 +247,8 @@ def check_y(model, ys, what=None):
         ys = Arrays([ys], [what or "y"])
     if model._n_outputs > 1:
         losses, outs = model._out_losses, [tuple(t._ps) for t in model._outputs]
+        if getattr(model, "_dynamic", False) and model._engine is not None:   # at the length it is built for
+            outs = [tuple(s) for s in model._engine.output_shapes]
     else:
         losses, outs = [model.loss], [tuple(model._engine.output_shape)]
     if len(ys.arrays) != len(outs):

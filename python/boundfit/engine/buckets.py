@@ -32,6 +32,10 @@ def declared_shapes(model, lengths):
     (the variable dimension of every input takes it). None: none declared."""
     if lengths is None:
         return None
+    own = getattr(model, "_declared_shapes", None)   # a training graph: its loss graph's shapes at each length
+    own = own(lengths) if own is not None else None
+    if own is not None:
+        return own
     if not getattr(model, "_dynamic", False):
         raise ValueError(f"lengths: the model {model.name!r} has no variable-length input (keras.Input(shape=(None, "
                          "...))); lengths applies to those")

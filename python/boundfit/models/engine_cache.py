@@ -120,6 +120,14 @@ class ShapeBinding:
             self._engine.restore_optimizer_state(*state)
         self._carry_rate(old_eng)
 
+    def _return_to(self, engine):
+        """Make `engine` (one of this model's, holding the newest weights) current again, its weights kept."""
+        key = next((k for k, e in self._engines.items() if e["engine"] is engine), None)
+        if key is not None:
+            self._swap_engine(key, None, None)
+        else:   # dropped from the cache meanwhile: its weights into the current one
+            self._engine.set_weights(engine.get_weights())
+
     def _cache_engine(self):
         """Keep the current engine by its input shapes (variable-length models)."""
         if not self._dynamic or self._engine is None:

@@ -5,9 +5,9 @@ processes running them (engine/strategy.py, engine/dist_fit.py)."""
 
 import itertools
 
-from .. import config
+from .. import config, graph
 from ..engine import buckets, data as data_mod, dist_fit, memory, training
-from . import loss_graph
+from . import loss_graph, temporal_weights
 
 
 class Fitting:
@@ -25,7 +25,7 @@ class Fitting:
         self._refuse_step_overrides()
         epochs, steps_per_epoch = config.capped_epochs(epochs), config.capped_steps(steps_per_epoch)
         x = self._built_on(x)
-        trainer = self._trainer_for(y)
+        trainer = self._trainer_for(y, x, temporal_weights.of_data(x, kwargs))
         if trainer is not None:   # a custom loss or losses added by layers: the training graph fits
             x, y, kwargs, validation_data = trainer._data(x, y, kwargs, validation_data)
             self._trainer_running = True   # callbacks read this model's weights: from the graph, fresh
@@ -38,6 +38,7 @@ class Fitting:
                                            **kwargs)
             finally:
                 self._trainer_running, self._trainer_dirty = False, True
+                self._after_trainer(trainer)
             self._last_plan, self._last_batch_size = trainer._last_plan, trainer._last_batch_size
             return self.history
         strategy = dist_fit.strategy()
@@ -55,7 +56,7 @@ class Fitting:
         self._refuse_step_overrides()
         steps = config.capped_steps(steps)
         x = self._built_on(x)
-        trainer = self._trainer_for(y)
+        trainer = self._trainer_for(y, x, temporal_weights.of_data(x, kwargs))
         if trainer is not None:   # a custom loss or losses added by layers: the training graph evaluates
             x, y, kwargs, _ = trainer._data(x, y, kwargs, None)
             return trainer.evaluate(x, y, batch_size=batch_size, verbose=verbose, steps=steps,
@@ -137,22 +138,58 @@ class Fitting:
             self._require_built(first[0])                                         # pipeline names the batch
         return x
 
-    def _trainer_for(self, y=None):
+    def _trainer_for(self, y=None, x=None, temporal=None):
         """The training graph fit / evaluate run when the loss is a custom
         function or layers add losses (built once per compile and shape of
-        the targets y a custom loss takes as given), else None."""
+        the targets y a custom loss takes as given), else None. x: the data
+        (a variable-length model's graph is first traced at its length);
+        temporal: the per-sample shape of sample weights (batch, T), which
+        the training graph takes (models/temporal_weights.py)."""
         if self.optimizer is None or self._out_losses is None or self._is_training_graph or \
                 not self._functional:
             return None
-        if not loss_graph.needed(self, self._out_losses):
+        if not loss_graph.needed(self, self._out_losses) and temporal is None:
             return None
-        if self._dynamic:
-            raise ValueError(f"{self.name}: a custom loss or losses added by layers need fixed input shapes; the "
-                             f"inputs {[t.shape for t in self._inputs]} have a variable length")
         self._require_built()
-        y_shapes = loss_graph.target_shapes(self, self._out_losses, y)
-        sig = (self._trainable_sig(), id(self._engine), y_shapes)   # (the graph holds the engine whose weights it
-        if self._loss_trainer is None or self._loss_trainer[0] != sig:                               # takes)
-            lg = loss_graph.LossGraph(self, self._out_losses, self._loss_weights, self._metric_raw, y_shapes)
+        out_losses = self._out_losses if temporal is None else temporal_weights.traced_losses(self, self._out_losses)
+        if self._dynamic:   # one training graph traced per length (models/loss_lengths.py)
+            return self._length_trainer(x, y, out_losses, temporal is not None)
+        y_shapes = loss_graph.target_shapes(self, out_losses, y)
+        sig = (self._trainable_sig(), id(self._engine), y_shapes, temporal)   # (the graph holds the engine whose
+        if self._loss_trainer is None or self._loss_trainer[0] != sig:                       # weights it takes)
+            lg = loss_graph.LossGraph(self, out_losses, self._loss_weights, self._metric_raw, y_shapes,
+                                      temporal=temporal is not None)
             self._loss_trainer = (sig, self._training_graph(lg))
         return self._loss_trainer[1]
+
+    def _length_trainer(self, x=None, y=None, out_losses=None, temporal=False):
+        """A variable-length model's training graph: kept while the trainable flags stay, on the weights of the
+        engine it was built on (made current again first: the weights carried into it from the current one);
+        made at the length of the data x (its first batch), or the length bound."""
+        have = self._loss_trainer
+        if have is not None and have[0] == (self._trainable_sig(), "lengths", temporal):
+            t = have[1]
+            if not self._trainer_running and self._engine is not t._base:
+                self._bind_to(list(t._base_shapes))
+            if self._engine is t._base:
+                return t
+        out_losses = self._out_losses if out_losses is None else out_losses
+        if data_mod._is_sequence(x):   # its first batch, where it can be read again (a generator's cannot)
+            first = x[0] if hasattr(x, "__getitem__") and hasattr(x, "__len__") and len(x) else None
+            x, y = (first[0], first[1]) if isinstance(first, (tuple, list)) and len(first) in (2, 3) else (None, None)
+        if x is not None:
+            self._bind_shapes(x)
+        with graph.at_shapes(self, self._bound):
+            ys = loss_graph.target_shapes(self, out_losses, y)
+        lg = loss_graph.LossGraph(self, out_losses, self._loss_weights, self._metric_raw, ys, at=self._bound,
+                                  temporal=temporal)
+        t = self._training_graph(lg)
+        t._base_shapes = list(self._bound)
+        self._loss_trainer = ((self._trainable_sig(), "lengths", temporal), t)
+        return t
+
+    def _after_trainer(self, trainer):
+        """After a run of a variable-length model's training graph: the engine it trained current again (a
+        callback's predict at another length may have switched it; that engine's weights are older)."""
+        if self._dynamic and trainer._rec is not None and self._engine is not trainer._base:
+            self._return_to(trainer._base)

@@ -15,7 +15,9 @@ its targets (y_true), and as outputs
     added_values) under the engine's ADDED loss (sum per sample, mean over
     the batch, unweighted), as Keras adds a layer's losses to the batch loss.
 Outputs whose loss takes no targets get a zero-stride array of zeros (no
-memory). models/model.py builds a Model of it for fit / evaluate only (the
+memory). A variable-length model's losses and metrics are traced once per
+length (at_shapes: its inputs and outputs take that length's shapes while
+fn is traced), each length's training graph built for its own shapes. models/model.py builds a Model of it for fit / evaluate only (the
 plan is that model's, exact as any); predict runs the model itself. The
 history keeps Keras's names: `log_map` maps the training graph's names to
 the model's."""
@@ -25,6 +27,8 @@ import numpy as np
 from .. import graph, loss_trace, losses, metrics, ops
 from ..errors import DataError
 from ..layers.input_layer import Input
+from . import temporal_weights
+from .loss_mask import masked
 
 
 def _walk_layers(model):
@@ -214,9 +218,25 @@ def _sparse_metrics(given):
 
 
 class LossGraph:
-    def __init__(self, model, out_losses, loss_weights, metric_raw, y_shapes=None):
+    def __init__(self, model, out_losses, loss_weights, metric_raw, y_shapes=None, at=None, temporal=False):
         """metric_raw: [(output k, metric as given, weighted)] in compile's order; y_shapes: per output, the
-        per-sample shape of the targets a custom loss takes (target_shapes), or None: the output's."""
+        per-sample shape of the targets a custom loss takes (target_shapes), or None: the output's; at: a
+        variable-length model's per-sample input shapes (one length), at which the losses are traced; temporal:
+        the sample weights are (batch, T), an input of the graph multiplied into the loss's values
+        (temporal_weights.py), after the targets' inputs (x_weights: per such input, its output and shape)."""
+        self.at = None if at is None else tuple(tuple(s) for s in at)
+        self.given_losses, self.temporal, self.x_weights, weights_in = out_losses, bool(temporal), [], []
+        with graph.at_shapes(model, self.at):
+            self._trace(model, out_losses, loss_weights, metric_raw, y_shapes, weights_in)
+            outs = [t._ps for t in model._outputs]
+        self.inputs += weights_in
+        if self.at is not None:   # the targets' and weights' inputs: variable where the output's shape is
+            for y_true, (k, shape) in zip(self.inputs[len(model._inputs):], self.x_targets + self.x_weights):
+                var, n = model._outputs[k]._ps, len(shape)
+                if n <= len(var) and tuple(shape) == tuple(outs[k][:n]):
+                    y_true._ps = tuple(var[:n])
+
+    def _trace(self, model, out_losses, loss_weights, metric_raw, y_shapes, weights_in):
         self.model = model
         names = list(model._output_names)
         given = [(k, metrics.get(m)[0], w) for k, m, w in metric_raw]   # (the objects compile() named)
@@ -259,6 +279,12 @@ class LossGraph:
                 y_true, values, over_batch = loss_trace.trace(loss.fn, t, loss.name, shape)
                 if over_batch:
                     self.over_batch[k] = loss.name
+                if not self.computes:   # (an overridden compute_loss() is the loss as it returns it, as Keras's)
+                    values = masked(values, t, loss, name, over_batch)
+                if self.temporal:   # sample weights (batch, T): multiplied into the values, as Keras's
+                    weights_in.append(temporal_weights.weights_input(values, loss, name, t))
+                    self.x_weights.append((k, tuple(values._ps)))
+                    values = ops.multiply(values, weights_in[-1])
                 if _reaches_input(values, y_true):   # (compute_loss(x, y, y_pred) may not read y)
                     self.inputs.append(y_true)
                     self.x_targets.append((k, y_true._ps))
@@ -362,8 +388,7 @@ class LossGraph:
 
     def source(self, src):
         """A Sequence / PyDataset / generator of the model's batches as one of the training graph's."""
-        return IndexedBatches(self, src) if hasattr(src, "__getitem__") and hasattr(src, "__len__") else \
-            IteratedBatches(self, src)
+        return source(self, src)
 
     def batch(self, item):
         """One batch (x, y) or (x, y, sample_weight) of the model as the training graph's."""
@@ -373,11 +398,14 @@ class LossGraph:
                             f"got a {got}")
         if len(item) == 3 and item[2] is not None:
             self.check_weights(item[2], None)
+        if self.temporal:   # the weights are an input of the graph
+            return self.arrays(item[0], item[1], sample_weight=item[2] if len(item) == 3 else None)
         x2, y2 = self.arrays(item[0], item[1])
         return (x2, y2) + tuple(item[2:])
 
-    def arrays(self, x, y, what="x", ywhat="y"):
-        """(x, y) of the training graph: the model's inputs then the custom losses' targets; per output its targets."""
+    def arrays(self, x, y, what="x", ywhat="y", sample_weight=None, swhat="sample_weight"):
+        """(x, y) of the training graph: the model's inputs, the custom losses' targets, then the temporal sample
+        weights (x_weights; per-sample ones broadcast over the steps, none as ones); per output its targets."""
         model = self.model
         if isinstance(x, dict):
             missing = [n for n in model._input_names if n not in x]
@@ -393,6 +421,7 @@ class LossGraph:
         labels = [f"{ywhat}[{k}]" if len(ys) > 1 else ywhat for k in range(len(ys))]
         n = np.shape(xs[0])[0]
         xs += [self._y_true(ys[k], k, ps, labels[k]) for k, ps in self.x_targets]
+        xs += [temporal_weights.step_weights(sample_weight, n, ps, swhat) for _, ps in self.x_weights]
         out = []
         for kind, v in self.targets:
             if kind == "y":
@@ -424,6 +453,12 @@ class LossGraph:
         ids = ids.astype(np.int64)
         table = {int(k): float(v) for k, v in class_weight.items()}
         return np.array([table.get(int(i), 1.0) for i in ids], np.float32)
+
+
+def source(reader, src):
+    """src's batches read by reader.batch(item): a LossGraph, or loss_lengths.ByLength (each its length's)."""
+    return IndexedBatches(reader, src) if hasattr(src, "__getitem__") and hasattr(src, "__len__") else \
+        IteratedBatches(reader, src)
 
 
 class IndexedBatches:

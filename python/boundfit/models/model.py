@@ -17,10 +17,12 @@ from ..layers import eager
 from ..layers.eager import call_eagerly, is_array_call
 from ..layers.input_layer import Input
 from ..layers.layer import _counters
+from . import loss_graph
 from .building import Building
 from .compiling import Compiling
 from .engine_cache import EngineCache, ShapeBinding
 from .fitting import Fitting
+from .loss_lengths import ByLength, LossLengths
 from .own_state import OwnState
 from .persistence import Persistence
 from .weights import Weights
@@ -232,7 +234,7 @@ class Model(ShapeBinding, Building, Weights, Compiling, Fitting, Persistence, Ow
         return f"<{type(self).__name__} name={self.name}>"
 
 
-class LossTrainer(Model):
+class LossTrainer(LossLengths, Model):
     """The training graph of a model with a custom loss or losses its layers
     add (models/loss_graph.py): the model's layers (so training them trains the
     model) with the loss subgraphs; callbacks see the model itself, and its
@@ -247,6 +249,7 @@ class LossTrainer(Model):
         self.compile(optimizer=owner.optimizer, loss=lg.losses, loss_weights=lg.weights,
                      metrics=lg.metrics.get(False), weighted_metrics=lg.metrics.get(True))
         self._callback_model = owner   # the optimizer drives this graph's engine (its rate, iterations)
+        self._init_lengths(lg)   # a variable-length model: one graph per length (loss_lengths.py)
         self._log_map = lg.log_map(self, owner)
 
     def _weights_base(self, g):
@@ -295,7 +298,7 @@ class LossTrainer(Model):
     def _data(self, x, y, kwargs, validation_data):
         """The model's (x, y), sample / class weights and validation data as this graph's."""
         kwargs = dict(kwargs)
-        lg = self._lg
+        lg = self._lg if data_mod._is_sequence(x) else self._lg_for(x, y)   # (variable-length: x's length's)
         lg.check_weights(kwargs.get("sample_weight"), kwargs.get("class_weight"))
         cw = kwargs.pop("class_weight", None)
         if cw is not None:
@@ -305,17 +308,22 @@ class LossTrainer(Model):
         if data_mod._is_sequence(x):
             if y is not None:
                 raise ValueError("y must be None when x is a Sequence, PyDataset or generator (it yields (x, y))")
-            x2, y2 = lg.source(x), None
+            x2, y2 = loss_graph.source(lg if self._rec is None else ByLength(self), x), None
+        elif lg.temporal:   # sample weights (batch, T): an input of the training graph
+            x2, y2 = lg.arrays(x, y, sample_weight=kwargs.pop("sample_weight", None))
         else:
             x2, y2 = lg.arrays(x, y)
         if validation_data is not None and data_mod._is_sequence(validation_data):
-            validation_data = lg.source(validation_data)
+            validation_data = loss_graph.source(lg if self._rec is None else ByLength(self), validation_data)
         elif validation_data is not None and isinstance(validation_data, (tuple, list)) and \
                 len(validation_data) in (2, 3):
             if len(validation_data) == 3:
                 lg.check_weights(validation_data[2], None)
-            vx, vy = lg.arrays(validation_data[0], validation_data[1], "validation_data[0]", "validation_data[1]")
-            validation_data = (vx, vy) + tuple(validation_data[2:])
+            vlg = self._lg_for(validation_data[0], validation_data[1])
+            vsw = validation_data[2] if len(validation_data) == 3 else None
+            vx, vy = vlg.arrays(validation_data[0], validation_data[1], "validation_data[0]", "validation_data[1]",
+                                vsw, "validation_data[2]")
+            validation_data = (vx, vy) + (() if vlg.temporal else tuple(validation_data[2:]))
         elif validation_data is not None:
             raise ValueError(f"{self._owner.name}: validation_data must be a tuple (x_val, y_val) or (x_val, y_val, "
                              "sample_weight), or a Sequence / PyDataset / generator")
