@@ -115,7 +115,7 @@ class ShapeBinding:
             e["engine"], e["node_layers"], e["layer_node"], e["param_ranges"]
         self._bound = list(key)
         if weights is not None:
-            self._engine.set_weights(weights)
+            self._engine.set_weights(_same_layout(weights, self._engine.get_weights()))
         if state is not None and (state[0] or state[1]):
             self._engine.restore_optimizer_state(*state)
         self._carry_rate(old_eng)
@@ -126,7 +126,7 @@ class ShapeBinding:
         if key is not None:
             self._swap_engine(key, None, None)
         else:   # dropped from the cache meanwhile: its weights into the current one
-            self._engine.set_weights(engine.get_weights())
+            self._engine.set_weights(_same_layout(engine.get_weights(), self._engine.get_weights()))
 
     def _cache_engine(self):
         """Keep the current engine by its input shapes (variable-length models)."""
@@ -164,3 +164,9 @@ class ShapeBinding:
 
 def _engine_bytes(eng):
     return (eng.weight_arena_bytes or 0) + (eng.optimizer_arena_bytes or 0)
+
+
+def _same_layout(weights, own):
+    """weights of another length's engine for this one: a constant sized by the length (a RepeatVector's
+    positions over the time axis: no weight, never trained) keeps this engine's own value"""
+    return [w if np.shape(w) == np.shape(o) else o for w, o in zip(weights, own)]
