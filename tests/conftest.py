@@ -21,6 +21,19 @@ import pytest
 import boundfit as bf
 
 
+# The files whose tests take the longest (tens of seconds: a wheel build and its demo, the emulated CUDA runs, the docs
+# site, the mutants, the launched ranks) run first: under `-n 2 --dist worksteal` (README's command) the worker that
+# is done steals the other's pending tests, so the run ends on short tests instead of one worker alone on a long one.
+SLOW_FIRST = ("test_wheel.py", "test_cuda_sim.py", "test_docs.py", "test_cuda_mutants.py", "test_pytest_plugin.py",
+              "test_gpu_check.py", "test_blas_thread_modes.py", "test_distributed.py", "test_dist_launchers.py",
+              "test_distributed_nccl.py", "test_cgroup_limits.py", "test_first_fit.py", "test_conv_direct_isa.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: k for k, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))   # stable: each file keeps its order
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     bf.utils.set_random_seed(1234)
