@@ -35,6 +35,14 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(autouse=True)
+def _fresh_metric_names():
+    """Metrics made without a name are 'auc', 'auc_1', ... per process, as Keras's: each test counts from the
+    start, so a history's keys do not depend on which tests ran before it in the worker."""
+    from boundfit.metrics import engine
+    engine._UIDS.clear()
+
+
+@pytest.fixture(autouse=True)
 def _seed():
     bf.utils.set_random_seed(1234)
     yield

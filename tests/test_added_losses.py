@@ -192,7 +192,7 @@ class OrthogonalRegularizer(keras.regularizers.Regularizer):
 def test_what_boundfit_cannot_add_raises_naming_the_layer():
     """keras.io PointNet's OrthogonalRegularizer (its tensordot of the (B, n, n) batch with itself mixes every
     pair of samples), add_loss of a sum over the batch or of per-sample values, a loss added by a call that is
-    no node of the graph, variable-length inputs, a nested model's layers, and a regularizer whose value is a
+    no node of the graph, a nested model's layers, and a regularizer whose value is a
     mean: each raises at fit naming the layer and what it was given"""
     scope = {"keras": bf, "ops": bf.ops, "np": np}
     exec(POINTNET_REGULARIZER, scope)
@@ -226,11 +226,6 @@ def test_what_boundfit_cannot_add_raises_naming_the_layer():
     m.compile(optimizer="sgd", loss="mse")
     with pytest.raises(ValueError, match="layer 'passes' \\(Passes\\) adds a loss .* no call of it is a node"):
         m.fit(X, Y, verbose=0)
-    x = bf.Input(shape=(None, 6))
-    m = bf.Model(x, bf.layers.Dense(2, activity_regularizer="l1")(x))
-    m.compile(optimizer="sgd", loss="mse")
-    with pytest.raises(ValueError, match="losses added by layers need fixed input shapes"):
-        m.fit(X[:, None, :], Y[:, None, :], verbose=0)
     inner_in = bf.Input(shape=(6,))
     inner = bf.Model(inner_in, bf.layers.Dense(2, activity_regularizer="l1", name="inside")(inner_in))
     x = bf.Input(shape=(6,))
@@ -246,6 +241,24 @@ def test_what_boundfit_cannot_add_raises_naming_the_layer():
     m.compile(optimizer="sgd", loss="mse")
     with pytest.raises(OpNotSupportedError, match="MeanReg of layer 'meanreg' \\(Dense\\) returns keras.ops.mean over"):
         m.fit(X[:, :3], Y[:, :1], verbose=0)
+
+
+def test_an_activity_regularizer_on_a_variable_length_input_trains_as_at_that_fixed_length():
+    """losses added by layers on an Input of shape (None, 6): the loss traced at each batch's length, the same
+    losses and weights as the model declared at that length"""
+    def model(t):
+        x = bf.Input(shape=(t, 6))
+        m = bf.Model(x, bf.layers.Dense(2, activity_regularizer="l1", name="reg")(x))
+        m.compile(optimizer="sgd", loss="mse")
+        return m
+    fixed, free = model(3), model(None)
+    free.set_weights(fixed.get_weights())
+    x, y = np.stack([X, X * 0.5, -X], 1), np.stack([Y, Y, Y * 2], 1)
+    a = fixed.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history["loss"]
+    b = free.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history["loss"]
+    np.testing.assert_allclose(b, a, rtol=1e-6)
+    for u, v in zip(free.get_weights(), fixed.get_weights()):
+        np.testing.assert_allclose(u, v, rtol=1e-6, atol=1e-7)
 
 
 def test_activity_regularizers_are_saved_as_keras_writes_them(tmp_path):

@@ -25,7 +25,7 @@ class Fitting:
         self._refuse_step_overrides()
         epochs, steps_per_epoch = config.capped_epochs(epochs), config.capped_steps(steps_per_epoch)
         x = self._built_on(x)
-        trainer = self._trainer_for(y, x, temporal_weights.of_data(x, kwargs))
+        trainer = self._trainer_for(y, x, temporal_weights.of_data(self, x, kwargs))
         if trainer is not None:   # a custom loss or losses added by layers: the training graph fits
             x, y, kwargs, validation_data = trainer._data(x, y, kwargs, validation_data)
             self._trainer_running = True   # callbacks read this model's weights: from the graph, fresh
@@ -56,7 +56,7 @@ class Fitting:
         self._refuse_step_overrides()
         steps = config.capped_steps(steps)
         x = self._built_on(x)
-        trainer = self._trainer_for(y, x, temporal_weights.of_data(x, kwargs))
+        trainer = self._trainer_for(y, x, temporal_weights.of_data(self, x, kwargs))
         if trainer is not None:   # a custom loss or losses added by layers: the training graph evaluates
             x, y, kwargs, _ = trainer._data(x, y, kwargs, None)
             return trainer.evaluate(x, y, batch_size=batch_size, verbose=verbose, steps=steps,

@@ -18,16 +18,20 @@ from ..layers.input_layer import Input
 
 
 def shape_of(sample_weight):
-    """The per-sample shape (T,) of temporal weights (batch, T), T > 1; None for per-sample ones or none."""
-    if sample_weight is None:
+    """The per-sample shape (T,) of temporal weights (batch, T), T > 1; None for per-sample ones, per-output ones
+    (a list or dict: engine/data.py says what it takes of them) or none."""
+    if sample_weight is None or isinstance(sample_weight, (list, tuple, dict)):
         return None
     s = np.shape(sample_weight)
     return (int(s[1]),) if len(s) == 2 and s[1] > 1 else None
 
 
-def of_data(x, kwargs):
+def of_data(model, x, kwargs):
     """The per-sample shape of the temporal weights fit / evaluate are given (kwargs' sample_weight, or the
-    third item of a Sequence's first batch), or None."""
+    third item of a Sequence's first batch), or None; None for a model with no output of steps (its (batch, k)
+    weights are refused as per-sample ones by engine/data.py), whose Sequence is not read here."""
+    if not model._functional or not any(len(t._ps) >= 2 for t in model._outputs or ()):
+        return None
     sw = kwargs.get("sample_weight")
     if sw is None and data_mod._is_sequence(x) and hasattr(x, "__getitem__") and hasattr(x, "__len__") and len(x):
         first = x[0]
