@@ -119,6 +119,7 @@ class SeparableConv2D(Layer):
                                 kernel_regularizer=pointwise_regularizer, bias_regularizer=bias_regularizer,
                                 kernel_constraint=pointwise_constraint, bias_constraint=bias_constraint,
                                 name=f"{self.name}_pointwise")
+        self.pointwise._keras_var_names = {"kernel": "pointwise_kernel"}
 
     def call(self, inputs):
         return self.pointwise(self.depthwise(inputs))
@@ -279,6 +280,7 @@ class SeparableConv1D(Layer):
                                 kernel_regularizer=pointwise_regularizer, bias_regularizer=bias_regularizer,
                                 kernel_constraint=pointwise_constraint, bias_constraint=bias_constraint,
                                 name=f"{self.name}_pointwise")
+        self.pointwise._keras_var_names = {"kernel": "pointwise_kernel"}
 
     def call(self, inputs):
         return self.pointwise(self.depthwise(inputs))
