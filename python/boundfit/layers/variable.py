@@ -287,7 +287,8 @@ def _engine_variables(layer):
     got = layer.__dict__.get("_variables")
     if got is not None:
         return got
-    parts = [layer._act_linear()] if "_act_fn" in layer.__dict__ else engine_parts(layer)
+    parts = [p for p in ([layer._act_linear()] if "_act_fn" in layer.__dict__ else engine_parts(layer))
+             if getattr(p, "keras_weight", True)]   # (a constant no Keras model has as a weight: none)
     if not any(getattr(p, "_has_weights", False) or p._custom() for p in parts):
         return []
     _ensure_built(layer, parts)

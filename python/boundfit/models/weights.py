@@ -159,6 +159,12 @@ class Weights:
         self._engine.set_weights(weights)   # (a list of another length: the engine's error)
         self._push_to_trainer()
 
+    def _set_all_weights(self, weights):
+        """Set every weight from a list in the engine's order (_all_weights(): files read per layer)"""
+        self._require_built()
+        self._engine.set_weights(weights)
+        self._push_to_trainer()
+
     def _keras_shaped(self):
         """{index in get_weights(): Keras's shape} of the weights a composed layer keeps in another shape than
         Keras (layers/compose.py KerasShapedWeights: a scalar as (1,), an EinsumDense kernel as a matrix)"""
