@@ -13,6 +13,7 @@ import numpy as np
 from .. import initializers
 from ..session import LAYER_NAMES as _counters
 from .eager import build_alone
+from .node import tracing_anchor
 
 # the attribute names Keras gives built-in layers' variables (Dense.kernel, BatchNormalization.moving_mean, ...):
 # only these look a variable up (Layer.__getattr__), so that no other missing attribute builds a layer
@@ -66,6 +67,8 @@ class Variable:
         elif init is not None and (init._computed or isinstance(init, initializers.Constant)):
             value = np.asarray(init(self.shape), np.float32).reshape(self.shape)
         self._value = value   # the value before a model holds it (None: a random draw the engine makes)
+        if tracing_anchor() is None:   # made outside any layer's build / call: Keras's path is its name alone
+            self._free_path = name
 
     @classmethod
     def of_layer(cls, layer, shape, initializer, regularizer, constraint, trainable, name):
@@ -91,7 +94,7 @@ class Variable:
     @property
     def path(self):
         """Keras's path: "<layer path>/<name>" (the name alone for a standalone Variable)"""
-        if self.layer is None:
+        if self.layer is None or "_free_path" in self.__dict__:
             return self.name
         return _join(_join(self.layer.__dict__.get("_keras_scope", ""), self.layer.name), self.name)
 
@@ -226,6 +229,7 @@ class EngineVariable(Variable):
 
     # traced calls use a layer's weights through the layer; ops.py asks these of a custom layer's Variable
     dense = holder = property(lambda self: None, lambda self, v: self._traced())
+    initializer = property(lambda self: self._traced())
 
     def _traced(self):
         raise ValueError(f"{self._where()} belongs to the built-in layer {self.layer.name!r}: a traced call() uses "

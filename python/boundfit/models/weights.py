@@ -63,6 +63,10 @@ class Weights:
         """The model's Variables in Keras 3's order (get_weights()' too): live views of the engine's weights
         (numpy(), assign); each with Keras's name, path, shape and trainable flag."""
         self._require_built()
+        return self._variables()
+
+    def _variables(self):
+        """model.weights, a nested model's in place without building it (its layers stay with this model)"""
         k = keras_graph.kind(self, False)
         layers = [l for l in (keras_graph.keras_layers(self, False) if k == keras_graph.SUBCLASSED else self.layers)
                   if not isinstance(l, InputLayer)]
@@ -71,7 +75,8 @@ class Weights:
             for layer in layers:
                 layer.__dict__.setdefault("_keras_scope", scope)
         out, seen = [], set()
-        for v in own_variables(self) + [v for l in layers for v in l.weights]:
+        for v in own_variables(self) + [v for l in layers
+                                        for v in (l._variables() if isinstance(l, Weights) else l.weights)]:
             if id(v) not in seen:
                 seen.add(id(v))
                 out.append(v)
