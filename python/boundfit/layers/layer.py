@@ -328,7 +328,9 @@ class Layer:
 
     def _keras_var_scope(self, pname):
         """Keras's name (with the sublayer scope Keras keeps it under) of the engine's weight `pname`"""
-        return self.__dict__.get("_keras_var_names", {}).get(pname, pname)
+        name = self.__dict__.get("_keras_var_names", {}).get(pname, pname)
+        prefix = self.__dict__.get("_keras_var_prefix")
+        return f"{prefix}/{name}" if prefix else name
 
     def __getattr__(self, name):
         """Keras's variable attributes of a built-in layer (layer.kernel, bn.moving_mean, emb.embeddings): its

@@ -286,25 +286,40 @@ def _ensure_built(layer, parts):
         raise ValueError(f"layer {layer.name!r}: its variables exist once a model using it is built ({e})") from None
 
 
+def _scoped_parts(layer, scope=""):
+    """[(engine layer, Keras scope of its variables within `layer`)]: a Keras composite's own variables' holders,
+    then its pieces' (flat: SeparableConv's two convolutions are one Keras layer) and its Keras sublayers'
+    (a composite in a composite, GroupQueryAttention's EinsumDense `<name>_query`: under `query`)"""
+    if not layer._keras_composite():
+        return [(layer, scope)]
+    out = [(v._owner(), scope) for v in layer.__dict__.get("_own_variables", []) if v._owner() is not None]
+    for sub in layer._sublayers():
+        inner = _join(scope, sub.name.removeprefix(layer.name + "_")) if sub._keras_composite() else scope
+        out += _scoped_parts(sub, inner)
+    return out
+
+
 def _engine_variables(layer):
     """A built-in (or composed) layer's EngineVariables, made once its weights exist, then kept"""
     got = layer.__dict__.get("_variables")
     if got is not None:
         return got
-    parts = [p for p in ([layer._act_linear()] if "_act_fn" in layer.__dict__ else engine_parts(layer))
+    parts = [(p, s) for p, s in ([(layer._act_linear(), "")] if "_act_fn" in layer.__dict__ else
+                                 _scoped_parts(layer))
              if getattr(p, "keras_weight", True)]   # (a constant no Keras model has as a weight: none)
-    if not any(getattr(p, "_has_weights", False) or p._custom() for p in parts):
+    if not any(getattr(p, "_has_weights", False) or p._custom() for p, _ in parts):
         return []
-    _ensure_built(layer, parts)
-    out = []
-    for p in parts:
+    _ensure_built(layer, [p for p, _ in parts])
+    parts = [(p, s) for p, s in parts if p._model is not None and id(p) in getattr(p._model, "_layer_node", {})]
+    if not parts:
+        return []   # not built yet: none, as an unbuilt Keras layer
+    out = []   # (a piece no model runs, SpectralNormalization's wrapped layer itself, holds none)
+    for p, scope in parts:
         m = p._model
-        if m is None or id(p) not in getattr(m, "_layer_node", {}):
-            return []   # not built yet: none, as an unbuilt Keras layer
         params = m._info()[m._layer_node[id(p)]][2]
         shapes = keras_var_shapes(p) or [s for _, s, _ in params]
         for k, ((pname, _, _), shape) in enumerate(zip(params, shapes)):
-            out.append(EngineVariable(layer, p, k, p._keras_var_scope(pname.split("/", 1)[1]), shape))
+            out.append(EngineVariable(layer, p, k, _join(scope, p._keras_var_scope(pname.split("/", 1)[1])), shape))
     layer.__dict__["_variables"] = out
     return out
 

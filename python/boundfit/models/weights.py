@@ -65,18 +65,20 @@ class Weights:
         self._require_built()
         return self._variables()
 
-    def _variables(self):
+    def _variables(self, within=()):
         """model.weights, a nested model's in place without building it (its layers stay with this model)"""
         k = keras_graph.kind(self, False)
+        within = within + (id(self),)
         layers = [l for l in (keras_graph.keras_layers(self, False) if k == keras_graph.SUBCLASSED else self.layers)
-                  if not isinstance(l, InputLayer)]
+                  if not isinstance(l, InputLayer) and id(l) not in within
+                  and not getattr(l, "_is_training_graph", False)]   # (its training graph: the same layers)
         if k == keras_graph.SUBCLASSED or isinstance(self, keras_graph._models()[1]):   # Keras builds a Sequential's or a subclassed model's layers in its scope
             scope = "/".join(p for p in (self.__dict__.get("_keras_scope", ""), self.name) if p)
             for layer in layers:
                 layer.__dict__.setdefault("_keras_scope", scope)
         out, seen = [], set()
         for v in own_variables(self) + [v for l in layers
-                                        for v in (l._variables() if isinstance(l, Weights) else l.weights)]:
+                                        for v in (l._variables(within) if isinstance(l, Weights) else l.weights)]:
             if id(v) not in seen:
                 seen.add(id(v))
                 out.append(v)
