@@ -55,6 +55,29 @@ def seq(M):
     return M.Sequential([M.Input((6,)), L.Dense(3, name="d"), L.BatchNormalization(name="bn2")], name="seq")
 
 
+ATTRS = {"dense": ["kernel", "bias"], "einsum": ["kernel", "bias"], "conv": ["kernel", "bias"],
+         "deconv": ["kernel", "bias"], "depthwise": ["kernel", "bias"],
+         "separable": ["depthwise_kernel", "pointwise_kernel", "bias"], "ln": ["gamma", "beta"],
+         "gn": ["gamma", "beta"], "prelu": ["alpha"], "bn3": ["gamma", "beta", "moving_mean", "moving_variance"]}
+
+
+def attributed(M):
+    """the built-in layers whose variables Keras gives attributes, called on symbolic tensors"""
+    L = M.layers
+    img = M.Input((5, 5, 2))
+    y = L.SeparableConv2D(2, 3, name="separable")(L.DepthwiseConv2D(3, padding="same", name="depthwise")(
+        L.Conv2DTranspose(2, 3, padding="same", name="deconv")(L.Conv2D(2, 3, padding="same", name="conv")(img))))
+    v = L.BatchNormalization(name="bn3")(L.PReLU(name="prelu")(L.GroupNormalization(2, name="gn")(
+        L.LayerNormalization(name="ln")(L.EinsumDense("ab,bc->ac", 4, bias_axes="c", name="einsum")(
+            L.Dense(4, name="dense")(L.Flatten()(y)))))))
+    return M.Model(img, v)
+
+
+def attribute_paths(m):
+    return {n: [[a, getattr(m.get_layer(n), a).path, list(getattr(m.get_layer(n), a).shape)] for a in attrs]
+            for n, attrs in ATTRS.items()}
+
+
 def assign_all(m):
     """the same writes through Keras's attributes, on Keras's model or boundfit's"""
     g = m.get_layer
@@ -79,7 +102,8 @@ def ref():
     def compute():
         keras = load()
         km, ks = mixed(keras), seq(keras)
-        out = dict(mixed=describe(km), seq=describe(ks), w=km.get_weights(), p=km.predict(X, verbose=0))
+        out = dict(mixed=describe(km), seq=describe(ks), w=km.get_weights(), p=km.predict(X, verbose=0),
+                   attrs=attribute_paths(attributed(keras)))
         assign_all(km)
         out.update(after=km.predict(X, verbose=0), w_after=km.get_weights())
         v = keras.Variable(np.arange(6, dtype=np.float32).reshape(2, 3), name="v")
@@ -107,6 +131,11 @@ def test_weights_are_variables_with_keras_names_paths_shapes_order_and_flags(ref
     assert describe(seq(bf)) == {k: [list(x) if isinstance(x, (list, tuple)) else x for x in v]
                                  for k, v in ref["seq"].items()}
     assert [w.shape for w in model.get_weights()] == [tuple(w.shape) for w in ref["w"]]
+
+
+def test_built_in_layers_have_keras_variable_attributes(ref):
+    got = attribute_paths(attributed(bf))
+    assert got == {n: [list(x) for x in v] for n, v in ref["attrs"].items()}
 
 
 def test_set_weights_takes_keras_get_weights_and_predicts_as_keras(ref, model):

@@ -328,16 +328,16 @@ class Layer:
 
     def _keras_var_scope(self, pname):
         """Keras's name (with the sublayer scope Keras keeps it under) of the engine's weight `pname`"""
-        name = self.__dict__.get("_keras_var_names", {}).get(pname, pname)
+        name = getattr(self, "_keras_var_names", {}).get(pname, pname)
         prefix = self.__dict__.get("_keras_var_prefix")
         return f"{prefix}/{name}" if prefix else name
 
     def __getattr__(self, name):
         """Keras's variable attributes of a built-in layer (layer.kernel, bn.moving_mean, emb.embeddings): its
         Variable of that name (layers/variable.py)"""
-        if name in KERAS_ATTRS and not self._custom():
+        if name in KERAS_ATTRS and (not self._custom() or self._keras_composite() or "_act_fn" in self.__dict__):
             for v in variables_of(self):
-                if v._scope == name:
+                if getattr(v, "_scope", None) == name and v.layer is self:
                     return v
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 

@@ -277,9 +277,9 @@ def engine_parts(layer):
 def _ensure_built(layer, parts):
     """A built-in layer called on symbolic tensors has its weights before any model, as in Keras: made by the
     one-layer model an eager call would run (layers/eager.py)."""
-    if all(p._model is not None for p in parts) or not layer._inbound:
+    if all(p._model is not None for p in parts) or not (layer._inbound or layer.__dict__.get("_traced_calls")):
         return
-    shapes = [tuple(t.shape) for t in layer._inbound[0].inputs]
+    shapes = [tuple(t.shape) for t in layer._first_call()[0]]
     try:
         build_alone(layer, shapes if len(shapes) > 1 else shapes[0])
     except (TypeError, ValueError) as e:
@@ -287,40 +287,52 @@ def _ensure_built(layer, parts):
 
 
 def _scoped_parts(layer, scope=""):
-    """[(engine layer, Keras scope of its variables within `layer`)]: a Keras composite's own variables' holders,
-    then its pieces' (flat: SeparableConv's two convolutions are one Keras layer) and its Keras sublayers'
-    (a composite in a composite, GroupQueryAttention's EinsumDense `<name>_query`: under `query`)"""
+    """[(engine layer, Keras scope of its variables within `layer`) or a Variable]: a Keras composite's own
+    variables, then its pieces' (flat: SeparableConv's two convolutions are one Keras layer), its Keras
+    sublayers' (a composite in a composite, GroupQueryAttention's EinsumDense `<name>_query`: under `query`) and
+    a custom sublayer's (an RNN's custom cell) as that layer lists them"""
     if not layer._keras_composite():
         return [(layer, scope)]
-    out = [(v._owner(), scope) for v in layer.__dict__.get("_own_variables", []) if v._owner() is not None]
+    out = list(own_variables(layer))
     for sub in layer._sublayers():
+        if sub._custom() and not sub._keras_composite() and "_act_fn" not in sub.__dict__:
+            sub.__dict__.setdefault("_keras_scope", _join(layer.__dict__.get("_keras_scope", ""), layer.name))
+            out += variables_of(sub)
+            continue
         inner = _join(scope, sub.name.removeprefix(layer.name + "_")) if sub._keras_composite() else scope
         out += _scoped_parts(sub, inner)
     return out
 
 
 def _engine_variables(layer):
-    """A built-in (or composed) layer's EngineVariables, made once its weights exist, then kept"""
+    """A built-in (or composed) layer's Variables (EngineVariables of its engine pieces), made once its weights
+    exist, then kept"""
     got = layer.__dict__.get("_variables")
     if got is not None:
         return got
-    parts = [(p, s) for p, s in ([(layer._act_linear(), "")] if "_act_fn" in layer.__dict__ else
-                                 _scoped_parts(layer))
-             if getattr(p, "keras_weight", True)]   # (a constant no Keras model has as a weight: none)
-    if not any(getattr(p, "_has_weights", False) or p._custom() for p, _ in parts):
-        return []
+    items = [(layer._act_linear(), "")] if "_act_fn" in layer.__dict__ else _scoped_parts(layer)
+    parts = [x for x in items if isinstance(x, tuple) and getattr(x[0], "keras_weight", True)]   # (a constant
+    if not any(getattr(p, "_has_weights", False) or p._custom() for p, _ in parts) and len(parts) == len(items):
+        return []                                                         # no Keras model has as a weight: none)
     _ensure_built(layer, [p for p, _ in parts])
-    parts = [(p, s) for p, s in parts if p._model is not None and id(p) in getattr(p._model, "_layer_node", {})]
-    if not parts:
+    built = {id(p) for p, _ in parts if p._model is not None and id(p) in getattr(p._model, "_layer_node", {})}
+    if not built and len(parts) == len(items):
         return []   # not built yet: none, as an unbuilt Keras layer
     out = []   # (a piece no model runs, SpectralNormalization's wrapped layer itself, holds none)
-    for p, scope in parts:
+    for x in items:
+        if not isinstance(x, tuple):
+            out.append(x)
+            continue
+        p, scope = x
+        if id(p) not in built:
+            continue
         m = p._model
         params = m._info()[m._layer_node[id(p)]][2]
         shapes = keras_var_shapes(p) or [s for _, s, _ in params]
         for k, ((pname, _, _), shape) in enumerate(zip(params, shapes)):
             out.append(EngineVariable(layer, p, k, _join(scope, p._keras_var_scope(pname.split("/", 1)[1])), shape))
-    layer.__dict__["_variables"] = out
+    if built or not parts:
+        layer.__dict__["_variables"] = out
     return out
 
 
