@@ -282,8 +282,9 @@ def _ensure_built(layer, parts):
     shapes = [tuple(t.shape) for t in layer._first_call()[0]]
     try:
         build_alone(layer, shapes if len(shapes) > 1 else shapes[0])
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"layer {layer.name!r}: its variables exist once a model using it is built ({e})") from None
+    except (TypeError, ValueError):   # (a call a one-layer model cannot make alone: MultiHeadAttention's two)
+        raise ValueError(f"layer {layer.name!r}: its variables exist once a model using it is built "
+                         "(keras.Model(inputs, outputs))") from None
 
 
 def _scoped_parts(layer, scope=""):
