@@ -13,7 +13,7 @@ import pytest
 
 import boundfit as bf
 
-REFUSED = ["Function", "Operation", "StatelessScope", "SymbolicScope", "RematScope", "Quantizer", "Variable",
+REFUSED = ["Function", "Operation", "StatelessScope", "SymbolicScope", "RematScope", "Quantizer",
            "name_scope", "remat", "callbacks.TensorBoard", "callbacks.OrbaxCheckpoint", "optimizers.MultiOptimizer",
            "optimizers.OptimizerMap", "saving.KerasFileEditor", "layers.FlaxLayer", "layers.JaxLayer",
            "layers.TorchModuleWrapper", "layers.TFSMLayer", "dtype_policies.DTypePolicyMap",

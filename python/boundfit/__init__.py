@@ -41,6 +41,7 @@ from . import applications  # noqa: E402  (keras.applications: the image models,
 from . import ops  # noqa: E402  (keras.ops; gives symbolic tensors their operators)  (all loaded now: a first fit imports nothing)
 from . import random  # noqa: E402  (keras.random on arrays)
 from . import tree  # noqa: E402  (keras.tree: nested structures)
+from .layers.variable import Variable  # noqa: E402  (keras.Variable: a value, or a custom layer's weight)
 from . import visualization  # noqa: E402  (keras.visualization: drawing boxes and masks, galleries)
 from ._version import __version__  # noqa: E402
 from .diagnose import diagnose  # noqa: E402
@@ -79,8 +80,6 @@ remat = _refused_function("keras.remat", "rematerialization is not implemented: 
 RematScope = _refused("keras.RematScope", "rematerialization is not implemented: the memory plan keeps activations "
                       "for backward; lower batch_size or use fit(micro_batch=...) to fit a budget")
 Quantizer = _refused("keras.Quantizer", "quantization is not implemented (float32, or the mixed float policies)")
-Variable = _refused("keras.Variable", "a weight belongs to a layer: create it with self.add_weight(...) in a custom "
-                    "layer's build()")
 name_scope = _refused("keras.name_scope", "weights are named by their layers (layer.name / weight name)")
 
 _core.set_module_dir(_os.path.dirname(_os.path.abspath(__file__)), ":".join(_wheel_libraries()))

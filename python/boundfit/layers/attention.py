@@ -7,6 +7,7 @@ from .. import initializers
 from .args import _positive_int, engine_kinds
 from .layer import Layer, keras_config
 from .node import KerasTensor, MaskTensor, Node, output_shape, train_mode
+from .variable import VariableView
 
 MHA, = engine_kinds("MHA")
 
@@ -49,6 +50,13 @@ class MultiHeadAttention(Layer):
         return [("query_dense/vars", per), ("key_dense/vars", per), ("value_dense/vars", per),
                 ("output_dense/vars", per), ("_dropout_layer/vars", 0), ("_softmax/vars", 0)]
     _has_weights = True
+
+    # Keras's EinsumDense sublayers, as views of their variables (the engine's query/kernel: query_dense.kernel)
+    query_dense = property(lambda self: VariableView(self, "query"))
+    key_dense = property(lambda self: VariableView(self, "key"))
+    value_dense = property(lambda self: VariableView(self, "value"))
+    output_dense = property(lambda self: VariableView(self, "attention_output"))
+    _query_dense, _key_dense, _value_dense, _output_dense = query_dense, key_dense, value_dense, output_dense
 
     def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, output_shape=None,
                  attention_axes=None, sliding_window=None, flash_attention=None, kernel_initializer="glorot_uniform",

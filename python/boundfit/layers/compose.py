@@ -56,6 +56,7 @@ def weight(layer, name, shape, initializer, regularizer=None, constraint=None, k
     w = Weight(shape, initializer=initializer, regularizer=regularizer, constraint=constraint,
                name=f"{layer.name}_{name}")
     w._of_layer = True
+    w._keras_var_names = {"kernel": name}   # the engine's weight of a Weight is its "kernel"
     if keras_shape is not None:
         w._keras_shape = tuple(keras_shape)
     return w

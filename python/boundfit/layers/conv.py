@@ -63,6 +63,7 @@ class DepthwiseConv2D(Layer):
     depth_multiplier (M) kernels; output channel c*M + m; depthwise_kernel
     (kh, kw, C, M) and bias (C*M) (csrc/core/layers/depthwise.c)."""
     _base = "depthwise_conv2d"
+    _keras_var_names = {"depthwise_kernel": "kernel"}   # Keras's DepthwiseConv2D (SeparableConv's piece: as named)
     _has_weights = True
 
     def __init__(self, kernel_size, strides=(1, 1), padding="valid", depth_multiplier=1, data_format=None,
@@ -114,11 +115,13 @@ class SeparableConv2D(Layer):
                                          depthwise_regularizer=depthwise_regularizer,
                                          activity_regularizer=activity_regularizer,
                                          depthwise_constraint=depthwise_constraint, name=f"{self.name}_depthwise")
+        self.depthwise._keras_var_names = {}
         self.pointwise = Conv2D(filters, 1, activation=activation, use_bias=use_bias,
                                 kernel_initializer=pointwise_initializer, bias_initializer=bias_initializer,
                                 kernel_regularizer=pointwise_regularizer, bias_regularizer=bias_regularizer,
                                 kernel_constraint=pointwise_constraint, bias_constraint=bias_constraint,
                                 name=f"{self.name}_pointwise")
+        self.pointwise._keras_var_names = {"kernel": "pointwise_kernel"}
 
     def call(self, inputs):
         return self.pointwise(self.depthwise(inputs))
@@ -274,11 +277,13 @@ class SeparableConv1D(Layer):
                                          depthwise_regularizer=depthwise_regularizer,
                                          activity_regularizer=activity_regularizer,
                                          depthwise_constraint=depthwise_constraint, name=f"{self.name}_depthwise")
+        self.depthwise._keras_var_names = {}
         self.pointwise = Conv1D(filters, 1, activation=activation, use_bias=use_bias,
                                 kernel_initializer=pointwise_initializer, bias_initializer=bias_initializer,
                                 kernel_regularizer=pointwise_regularizer, bias_regularizer=bias_regularizer,
                                 kernel_constraint=pointwise_constraint, bias_constraint=bias_constraint,
                                 name=f"{self.name}_pointwise")
+        self.pointwise._keras_var_names = {"kernel": "pointwise_kernel"}
 
     def call(self, inputs):
         return self.pointwise(self.depthwise(inputs))

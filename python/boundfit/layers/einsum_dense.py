@@ -78,19 +78,19 @@ class EinsumDense(KerasShapedWeights, Layer):
                            name=f"{self.name}_dense")
         self.dense._engine_shapes = [(mp.K, mp.N)] + ([(mp.N,)] if in_dense else [])
         self.dense._keras_var_shapes = [mp.kernel_shape] + ([bias_shape] if in_dense else [])
-        self.bias = None
+        self._bias = None
         if bias_shape is not None and not in_dense:
             if len(bias_shape) > 3:
                 raise NotImplementedError(f"{who}: a bias of {len(bias_shape)} axes {bias_shape}; boundfit adds a "
                                           "bias of at most 3")
-            self.bias = weight(self, "bias", bias_shape, self.bias_initializer, self.bias_regularizer,
+            self._bias = weight(self, "bias", bias_shape, self.bias_initializer, self.bias_regularizer,
                                self.bias_constraint)
         self._late_activation = None if fused else self.activation
 
     def call(self, inputs):
         y = apply(f"EinsumDense {self.name!r}", inputs, self._map, self.dense)
-        if self.bias is not None:
-            y = Binary("add")([y, self.bias(y)])
+        if self._bias is not None:
+            y = Binary("add")([y, self._bias(y)])
         late = self._late_activation
         if late is not None and activations.function_of(late) is not None:
             y = activations.function_of(late)(y)   # a function activation, traced through keras.ops

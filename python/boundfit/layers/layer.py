@@ -10,12 +10,15 @@ import inspect
 
 import numpy as np
 
-from .. import _core, mixed_precision, regularizers
+from .. import _core, initializers, mixed_precision, regularizers
 from ..session import LAYER_NAMES as _counters, snake_case
 from .args import _is_size
 from .eager import build_alone, call_eagerly, is_array_call
 from .input_spec import check as check_input_spec
 from .node import KerasTensor, call_layer, infer_shape, inference_pass, trace_layer, tracing_anchor
+from .variable import KERAS_ATTRS, Variable, own_variables, variables_of
+
+__all__ = ["Layer", "Variable", "keras_config", "keras_object", "layer_object", "layer_config", "record_added_loss"]
 
 _DTYPE = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": None}
 _KERAS_CONFIGS = {}   # layer class -> fn(layer): its Keras 3 config keys beyond name / trainable / dtype
@@ -182,8 +185,8 @@ class Layer:
                              f"got {shape!r}")
         shape = tuple(int(d) for d in shape)
         own = self.__dict__.setdefault("_own_variables", [])
-        v = Variable(self, tuple(shape), initializer or "glorot_uniform", regularizer, constraint, trainable,
-                     name or f"variable_{len(own)}")
+        v = Variable.of_layer(self, tuple(shape), initializers.get(initializer or "glorot_uniform", "initializer"),
+                              regularizer, constraint, trainable, name or f"variable_{len(own)}")
         own.append(v)
         return v
 
@@ -323,6 +326,7 @@ class Layer:
         if not args and is_array_call(inputs):   # on arrays, outside any graph: computed now (layers/eager.py)
             return call_eagerly(self, inputs, **kwargs)
         if self._custom():
+            self._scope_sublayers()
             return trace_layer(self, inputs, args, kwargs, self.build)
         if args:
             raise TypeError(f"{self.name}: unexpected positional arguments after the inputs")
@@ -345,10 +349,32 @@ class Layer:
             self._weight_dim = shape[-1]
 
     # ---- weights (held by the engine of the model that last used the layer) ----
+    def _scope_sublayers(self):
+        """Keras paths the variables a layer's sublayers make inside its call under the layer's path; its
+        standalone keras.Variables become its own (variable.own_variables)"""
+        own_variables(self)
+        path = "/".join(p for p in (self.__dict__.get("_keras_scope", ""), self.name) if p)
+        for l in self._sublayers():
+            l.__dict__.setdefault("_keras_scope", path)
+
+    def _keras_var_scope(self, pname):
+        """Keras's name (with the sublayer scope Keras keeps it under) of the engine's weight `pname`"""
+        name = getattr(self, "_keras_var_names", {}).get(pname, pname)
+        prefix = self.__dict__.get("_keras_var_prefix")
+        return f"{prefix}/{name}" if prefix else name
+
+    def __getattr__(self, name):
+        """Keras's variable attributes of a built-in layer (layer.kernel, bn.moving_mean, emb.embeddings): its
+        Variable of that name (layers/variable.py)"""
+        if name in KERAS_ATTRS and (not self._custom() or self._keras_composite() or "_act_fn" in self.__dict__):
+            for v in variables_of(self):
+                if getattr(v, "_scope", None) == name and v.layer is self:
+                    return v
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def get_weights(self):
         if self._custom():   # Keras's order: its own variables, then the sublayers' weights in assignment order
-            return [v.numpy() for v in self.__dict__.get("_own_variables", [])] + \
-                [w for l in self._sublayers() for w in l.get_weights()]
+            return [v.numpy() for v in own_variables(self)] + [w for l in self._sublayers() for w in l.get_weights()]
         if self._model is None:
             return []
         return self._model._layer_weights(self)
@@ -356,8 +382,7 @@ class Layer:
     def set_weights(self, weights):
         if self._custom():
             weights = list(weights)
-            own = self.__dict__.get("_own_variables", [])
-            subs = [(v, 1) for v in own] + [(l, len(l.get_weights())) for l in self._sublayers()]
+            subs = [(v, 1) for v in own_variables(self)] + [(l, len(l.get_weights())) for l in self._sublayers()]
             if len(weights) != sum(n for _, n in subs):
                 raise ValueError(f"layer {self.name!r} has {sum(n for _, n in subs)} weights, got {len(weights)}")
             k = 0
@@ -372,27 +397,19 @@ class Layer:
 
     @property
     def weights(self):
-        return self.get_weights()
+        """The layer's Variables in Keras 3's order: own trainable, own non-trainable, then its sublayers'; live
+        views of the engine's weights (numpy(), assign)"""
+        return variables_of(self)
 
-    def _weights_flagged(self):
-        """(weight, trainable) in get_weights()' order"""
-        if self._custom():
-            own = [(v.numpy(), self.trainable and getattr(v, "trainable", True))
-                   for v in self.__dict__.get("_own_variables", [])]
-            return own + [p for l in self._sublayers() for p in l._weights_flagged()]
-        if self._model is None:
-            return []
-        return self._model._layer_weights_flagged(self)
+    variables = weights
 
     @property
     def trainable_weights(self):
-        """Copies of the layer's weights that train, as NumPy arrays (Keras's order); assign through
-        set_weights()."""
-        return [w for w, t in self._weights_flagged() if t]
+        return [v for v in self.weights if v.trainable] if self.trainable else []
 
     @property
     def non_trainable_weights(self):
-        return [w for w, t in self._weights_flagged() if not t]
+        return [v for v in self.weights if not v.trainable] if self.trainable else self.weights
 
     trainable_variables, non_trainable_variables = trainable_weights, non_trainable_weights
 
@@ -425,38 +442,3 @@ class Layer:
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}>"
-
-
-class Variable:
-    """A custom layer's own weight (Layer.add_weight). The engine holds it as
-    the kernel of a bias-free Dense that ops.matmul(x, variable) puts into the
-    graph (made once, so every use shares it); its value is that kernel."""
-
-    def __init__(self, layer, shape, initializer, regularizer, constraint, trainable, name):
-        self.layer, self.shape, self.name, self.trainable = layer, shape, name, bool(trainable)
-        self.initializer, self.regularizer, self.constraint = initializer, regularizer, constraint
-        self.dense = None   # set by ops.matmul
-        self.holder = None  # set by an elementwise op (ops.add, ...): a layers.emath.Weight
-
-    def _where(self):
-        return f"variable {self.name!r} of layer {self.layer.name!r}"
-
-    def _owner(self):
-        return self.dense if self.dense is not None else self.holder
-
-    def numpy(self):
-        if self._owner() is None or self._owner()._model is None:
-            raise ValueError(f"{self._where()} has no value yet: it is made when a model using it is built")
-        return self._owner().get_weights()[0]
-
-    def set_weights(self, weights):   # as a part of its layer's set_weights
-        self.assign(weights[0])
-
-    def assign(self, value):
-        if self._owner() is None or self._owner()._model is None:
-            raise ValueError(f"{self._where()} cannot be set before a model using it is built")
-        self._owner().set_weights([value])
-
-    def __repr__(self):
-        return f"<Variable {self.name} shape={self.shape} of {self.layer.name}>"
-

@@ -88,9 +88,9 @@ class GroupNormalization(Layer):
         if dim < self.groups or dim % self.groups:
             raise ValueError(f"GroupNormalization {self.name!r}: groups={self.groups} must divide the {dim} "
                              "channels of the input")
-        self.gamma = weight(self, "gamma", (dim,), self.gamma_initializer, self.gamma_regularizer,
+        self._gamma = weight(self, "gamma", (dim,), self.gamma_initializer, self.gamma_regularizer,
                             self.gamma_constraint) if self.scale else None
-        self.beta = weight(self, "beta", (dim,), self.beta_initializer, self.beta_regularizer,
+        self._beta = weight(self, "beta", (dim,), self.beta_initializer, self.beta_regularizer,
                            self.beta_constraint) if self.center else None
 
     def call(self, inputs):
@@ -101,10 +101,10 @@ class GroupNormalization(Layer):
         centered = Binary("subtract")([x, mean])
         inv = rsqrt_plus(Reduce("mean", (1, 3), keepdims=True)(Unary("square")(centered)), self.epsilon)
         y = Binary("multiply")([centered, inv])
-        if self.gamma is not None:
-            y = Binary("multiply")([y, Reshape((1, g, c // g))(self.gamma(inputs))])
-        if self.beta is not None:
-            y = Binary("add")([y, Reshape((1, g, c // g))(self.beta(inputs))])
+        if self._gamma is not None:
+            y = Binary("multiply")([y, Reshape((1, g, c // g))(self._gamma(inputs))])
+        if self._beta is not None:
+            y = Binary("add")([y, Reshape((1, g, c // g))(self._beta(inputs))])
         return Reshape(tuple(-1 if d is None else d for d in ps))(y)
 
 

@@ -21,6 +21,8 @@ from .eager import call_eagerly, is_array_call
 from .layer import _DTYPE, Layer, keras_config, keras_object
 from .masking import with_mask
 from .node import KerasTensor, MaskTensor, Node, call_layer, output_shape, train_mode
+from .variable import VariableView
+from .variable import VariableView
 
 SIMPLE_RNN, LSTM_KIND, GRU_KIND, BIDIR = engine_kinds("SIMPLE_RNN LSTM GRU BIDIR")
 
@@ -121,6 +123,29 @@ class _RNN(Layer):
                                            (self.recurrent_constraint, 2, "recurrent_constraint"),
                                            (self.bias_constraint, bias_rank, "bias_constraint")]))
 
+    # ---- Keras's variables: its cell's (lstm/lstm_cell/kernel); a Bidirectional's halves' in the Bidirectional ----
+    @property
+    def _cell_name(self):
+        return {SIMPLE_RNN: "simple_rnn_cell", LSTM_KIND: "lstm_cell"}.get(self.kind, "gru_cell")
+
+    def _keras_var_scope(self, pname):
+        return f"{self._cell_name}/{pname}"
+
+    @property
+    def cell(self):
+        """Keras's cell: its kernel, recurrent_kernel and bias"""
+        bidi = self.__dict__.get("_bidi")
+        if bidi is not None:
+            return VariableView(bidi[0], f"{bidi[1]}/{self._cell_name}", self._cell_name)
+        return VariableView(self, self._cell_name)
+
+    @property
+    def weights(self):
+        bidi = self.__dict__.get("_bidi")
+        return VariableView(*bidi).weights if bidi is not None else super().weights
+
+    variables = weights
+
     def spec(self):
         inits, regs, cons = self._roles()
         return dict(kind=self.kind, name=self.name, units=self.units, use_bias=int(self.use_bias),
@@ -219,7 +244,10 @@ class Bidirectional(Layer):
                                  "activations, use_bias, dropout, recurrent_dropout and return_sequences and the "
                                  "opposite go_backwards")
         self.forward_layer = layer
-        self.backward_layer = backward_layer
+        self._backward_given = backward_layer
+        layer.__dict__["_bidi"] = (self, f"forward_{layer.name.removeprefix('forward_')}")
+        if backward_layer is not None:
+            backward_layer.__dict__["_bidi"] = (self, backward_layer.name)
         self.layer = layer
         self.merge_mode = merge_mode
         self.return_sequences = layer.return_sequences
@@ -229,6 +257,22 @@ class Bidirectional(Layer):
 
     def _keras_var_groups(self, n):
         return [("forward_layer/cell/vars", n // 2), ("backward_layer/cell/vars", n // 2)]
+
+    @property
+    def backward_layer(self):
+        """Keras's backward layer: the one given, else (Keras's copy of the layer) a view of its variables"""
+        if self._backward_given is not None:
+            return self._backward_given
+        name = f"backward_{self.forward_layer.name.removeprefix('forward_')}"
+        return VariableView(self, name, cell=self.forward_layer._cell_name)
+
+    def _keras_var_scope(self, pname):
+        """the engine's forward_kernel: Keras's forward_<layer>/<cell>/kernel"""
+        half, name = pname.split("_", 1)
+        f = self.forward_layer
+        inner = self._backward_given.name if half == "backward" and self._backward_given is not None else \
+            f"{half}_{f.name.removeprefix('forward_')}"
+        return f"{inner}/{f._cell_name}/{name}"
 
     @property
     def _n_states(self):
@@ -251,7 +295,7 @@ class Bidirectional(Layer):
 
     def spec(self):
         f = self.forward_layer
-        b = self.backward_layer or f
+        b = self._backward_given or f
         fi, fr, fc = f._roles()
         bi, br, bc = b._roles()
         return dict(kind=BIDIR, name=self.name, cell=f.kind, units=f.units, use_bias=int(f.use_bias),
@@ -381,9 +425,9 @@ def _sublayer_config(l, name, go_backwards, zero_output_for_mask):
 
 @keras_config(Bidirectional)
 def _bidirectional_config(l):
-    f, b = l.forward_layer, l.backward_layer or l.forward_layer
+    f, b = l.forward_layer, l._backward_given or l.forward_layer
     z = l.return_sequences
     fname = "forward_" + f.name.removeprefix("forward_")
-    bname = "backward_" + (b.name.removeprefix("backward_") if l.backward_layer else f.name.removeprefix("forward_"))
+    bname = "backward_" + (b.name.removeprefix("backward_") if l._backward_given else f.name.removeprefix("forward_"))
     return dict(merge_mode=l.merge_mode, layer=_sublayer_config(f, fname, f.go_backwards, z),
                 backward_layer=_sublayer_config(b, bname, not f.go_backwards, z))

@@ -63,6 +63,8 @@ class ReversibleEmbedding(Layer):
         self.reverse = None if tie_weights else Dense(
             input_dim, use_bias=False, kernel_initializer=initializers.get(embeddings_initializer),
             name=f"{self.name}_reverse")
+        if self.reverse is not None:
+            self.reverse._keras_var_names = {"kernel": "reverse_embeddings"}
         self._pieces = {"reverse": _ReverseTable(self.table, name=f"{self.name}_reverse_table")}   # (no sublayer)
         self._reverse_calls = []   # reverse= of each call, in order
 

@@ -89,6 +89,8 @@ class SpectralNormalization(Wrapper):
             if isinstance(layer, DepthwiseConv2D) else input_shape[-1] if isinstance(layer, _TRANSPOSED) \
             else layer.filters if hasattr(layer, "filters") else layer.units
         self.step = _SpecNormStep(layer, self.power_iterations, int(cols), name=f"{self.name}_step")
+        lin._keras_var_prefix = layer.name   # Keras's paths: <wrapper>/<layer>/kernel, <wrapper>/vector_u, .../bias
+        self.step._keras_var_names = {"bias": f"{layer.name}/bias"}
         act = getattr(layer, "activation", None)
         self._then_fn = layer.__dict__.get("_act_fn")   # a function activation, traced through keras.ops
         self._then = act if act is not None and activations.get_id(act) != activations.LINEAR else None

@@ -3,6 +3,7 @@
 those ops make) and losses its call() adds (add_loss: added to the training
 loss by the training graph, models/loss_graph.py)."""
 
+from .. import initializers
 from ..layers.args import _is_size
 from ..layers.layer import Variable, record_added_loss
 
@@ -18,7 +19,8 @@ class OwnState:
             raise ValueError(f"model {self.name!r}: add_weight shape must be a tuple of positive ints below 2**31, "
                              f"got {shape!r}")
         own = self.__dict__.setdefault("_own_variables", [])
-        v = Variable(self, tuple(int(d) for d in shape), initializer or "glorot_uniform", regularizer, constraint,
+        v = Variable.of_layer(self, tuple(int(d) for d in shape),
+                              initializers.get(initializer or "glorot_uniform", "initializer"), regularizer, constraint,
                      trainable, name or f"variable_{len(own)}")
         own.append(v)
         return v

@@ -5,6 +5,9 @@ loss or losses layers add, models/loss_graph.py), parameter by parameter."""
 import numpy as np
 
 from .. import optimizers
+from ..layers.input_layer import InputLayer
+from ..layers.variable import EngineVariable, keras_var_shapes, own_variables
+from ..saving import keras_graph
 
 
 class Weights:
@@ -54,16 +57,70 @@ class Weights:
         ts = [bool(t) for _, _, t in self._info()[self._layer_node[id(layer)]][2]]
         return list(zip(self._layer_weights(layer), ts))
 
+    # ---- Keras's variables (layers/variable.py): the model's own, then its layers' in model.layers' order ----
+    @property
+    def weights(self):
+        """The model's Variables in Keras 3's order (get_weights()' too): live views of the engine's weights
+        (numpy(), assign); each with Keras's name, path, shape and trainable flag."""
+        self._require_built()
+        return self._variables()
+
+    def _variables(self, within=()):
+        """model.weights, a nested model's in place without building it (its layers stay with this model)"""
+        k = keras_graph.kind(self, False)
+        within = within + (id(self),)
+        layers = [l for l in (keras_graph.keras_layers(self, False) if k == keras_graph.SUBCLASSED else self.layers)
+                  if not isinstance(l, InputLayer) and id(l) not in within
+                  and not getattr(l, "_is_training_graph", False)]   # (its training graph: the same layers)
+        if k == keras_graph.SUBCLASSED or isinstance(self, keras_graph._models()[1]):   # Keras builds a Sequential's or a subclassed model's layers in its scope
+            scope = "/".join(p for p in (self.__dict__.get("_keras_scope", ""), self.name) if p)
+            for layer in layers:
+                layer.__dict__.setdefault("_keras_scope", scope)
+        out, seen = [], set()
+        for v in own_variables(self) + [v for l in layers
+                                        for v in (l._variables(within) if isinstance(l, Weights) else l.weights)]:
+            if id(v) not in seen:
+                seen.add(id(v))
+                out.append(v)
+        return out
+
+    variables = weights
+
+    def _slot(self, v):
+        """v's index in this model's engine weights (None where this model does not hold it)"""
+        part, k = (v._part, v._k) if isinstance(v, EngineVariable) else (v._owner(), 0)
+        i = self._layer_node.get(id(part)) if part is not None else None
+        return None if i is None else self._param_ranges[i][k]
+
+    def _keras_order(self):
+        """The engine's weight indices in get_weights()' order (model.weights'); weights Keras's walk does not
+        reach (none that Keras has) after them, never lost; constants no Keras model has left out."""
+        slots = [j for j in (self._slot(v) for v in self.weights) if j is not None]
+        hidden = set(self._hidden_slots())
+        n = sum(len(r) for r in self._param_ranges)
+        if len(set(slots)) != len(slots):   # a weight listed twice: the engine's order
+            slots = []
+        got = set(slots)
+        return slots + [j for j in range(n) if j not in got and j not in hidden]
+
+    def _flagged_variables(self):
+        """[(Variable, trainable)] in Keras's order, the flags read once"""
+        self._refresh_trainable()
+        flags = {}
+        for i, r in enumerate(self._param_ranges):
+            for (_, _, t), k in zip(self._info()[i][2], r):
+                flags[k] = bool(t)
+        return [(v, flags[self._slot(v)] if self._slot(v) in flags else v.trainable) for v in self.weights]
+
     @property
     def trainable_weights(self):
-        """Copies of the weights that train (Keras's order), as NumPy arrays: reading them (len, shapes, values)
-        is as Keras; assign through set_weights()."""
-        return [w for w, t in self._weights_flagged() if t]
+        """The Variables that train (Keras's order)"""
+        return [v for v, t in self._flagged_variables() if t]
 
     @property
     def non_trainable_weights(self):
-        """Copies of the weights that do not train (frozen layers', BatchNormalization's statistics)."""
-        return [w for w, t in self._weights_flagged() if not t]
+        """The Variables that do not train (frozen layers', BatchNormalization's statistics)"""
+        return [v for v, t in self._flagged_variables() if not t]
 
     trainable_variables, non_trainable_variables = trainable_weights, non_trainable_weights
 
@@ -81,17 +138,11 @@ class Weights:
         return sorted(k for layer in self._node_layers_unique() if not getattr(layer, "keras_weight", True)
                       for k in self._param_ranges[self._layer_node[id(layer)]])
 
-    @property
-    def weights(self):
-        """The weights as NumPy arrays, in Keras 3's `get_weights()` order."""
-        return self.get_weights()
-
     def get_weights(self):
-        """The weights as a list of NumPy arrays, in Keras 3's order (a Keras model's `get_weights()` loads as it
-        is)."""
-        hidden = set(self._hidden_slots())
+        """The weights as a list of NumPy arrays, in Keras 3's order, model.weights' (a Keras model's
+        `get_weights()` loads as it is)."""
         w = self._all_weights()
-        return [a for k, a in enumerate(w) if k not in hidden] if hidden else w
+        return [w[j] for j in self._keras_order()]
 
     def _all_weights(self):
         """get_weights() with the constants it leaves out (boundfit's graph files keep them)"""
@@ -104,17 +155,20 @@ class Weights:
     def set_weights(self, weights):
         """Set the weights from a list of arrays in `get_weights()`'s order and shapes."""
         self._require_built()
-        weights = list(weights)
-        hidden = self._hidden_slots()
-        if hidden and len(weights) == len(self._engine.get_weights()) - len(hidden):   # Keras's list: ours added
-            current = self._engine.get_weights()
-            for k in hidden:
-                weights.insert(k, current[k])
-        if len(weights) == len(self._engine.get_weights()):
-            want = self._engine.get_weights()
-            for k, shape in self._keras_shaped().items():
-                if np.shape(weights[k]) == tuple(shape) and np.size(weights[k]) == want[k].size:
-                    weights[k] = np.reshape(weights[k], want[k].shape)
+        weights, order = list(weights), self._keras_order()
+        if len(weights) == len(order):   # Keras's list: into the engine's order, the constants kept
+            full, shaped = self._engine.get_weights(), self._keras_shaped()
+            for j, a in zip(order, weights):
+                if j in shaped and np.shape(a) == tuple(shaped[j]) and np.size(a) == full[j].size:
+                    a = np.reshape(a, full[j].shape)
+                full[j] = a
+            weights = full
+        self._engine.set_weights(weights)   # (a list of another length: the engine's error)
+        self._push_to_trainer()
+
+    def _set_all_weights(self, weights):
+        """Set every weight from a list in the engine's order (_all_weights(): files read per layer)"""
+        self._require_built()
         self._engine.set_weights(weights)
         self._push_to_trainer()
 
@@ -123,9 +177,7 @@ class Weights:
         Keras (layers/compose.py KerasShapedWeights: a scalar as (1,), an EinsumDense kernel as a matrix)"""
         out = {}
         for layer in self._node_layers_unique():
-            shapes = getattr(layer, "_keras_var_shapes", None)
-            if shapes is None and getattr(layer, "_keras_shape", None) is not None:
-                shapes = [layer._keras_shape]
+            shapes = keras_var_shapes(layer)
             for k, shape in zip(self._param_ranges[self._layer_node[id(layer)]] if shapes else (), shapes or ()):
                 out[k] = shape
         return out

@@ -143,7 +143,7 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
             raise ValueError(f"{filepath}: the file has {nslots} optimizer slots, an optimizer has at most 6")
         slots = [bounded_read.npy_member(z, f"s{i}.npy", filepath, shape=(model._engine.n_trainable,), kinds="f")
                  for i in range(nslots)]
-    model.set_weights(weights)
+    model._set_all_weights(weights)
     if c:
         it = c.get("iterations")
         if not isinstance(it, int) or it < 0:

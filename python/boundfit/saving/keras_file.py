@@ -246,7 +246,7 @@ def read_weights(h5, model, optimizer=True, where="weights file", skip_mismatch=
         new, host = _read_layers(h5, model, where, skip_mismatch, as_functional)
         restore = _read_optimizer(h5, model, where, as_functional) \
             if optimizer and model.optimizer is not None and model._engine is not None else None
-    model.set_weights(new)
+    model._set_all_weights(new)
     for layer, groups in host:
         layer._load_keras_h5_vars(groups)
     if restore is not None:
@@ -524,7 +524,7 @@ def _load_legacy(model, filepath, group=None):
             arrays = layer._from_keras_vars(arrays, [new[j].shape for j in slots])
         for j, a in zip(slots, arrays):
             new[j] = np.asarray(a, np.float32).reshape(new[j].shape)
-    model.set_weights(new)
+    model._set_all_weights(new)
 
 
 def save_model(model, filepath, overwrite=True):

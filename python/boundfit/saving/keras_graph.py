@@ -41,6 +41,7 @@ from .. import layers as L, mixed_precision, ops as bf_ops
 from ..layers.layer import keras_object as _obj, layer_config, layer_object
 from ..layers.merge import _Merge
 from ..layers.node import KerasTensor, MaskTensor
+from ..layers.variable import engine_parts
 from ..layers import opnode
 from .. import object_registration
 from . import config as keras_config, keras_ops
@@ -889,14 +890,7 @@ def _unique(name, used):
     return name
 
 
-def engine_layers(layer):
-    """The layers whose weights the engine holds for a layer: itself, or a
-    Keras composite's: its own variables' holders (add_weight), then its
-    sublayers' (Keras's weights order)."""
-    if isinstance(layer, L.Layer) and layer._keras_composite():
-        own = [v._owner() for v in layer.__dict__.get("_own_variables", []) if v._owner() is not None]
-        return own + [x for sub in layer._sublayers() for x in engine_layers(sub)]
-    return [layer]
+engine_layers = engine_parts   # (layers/variable.py)
 
 
 def trainable_order(model, as_functional=False):
