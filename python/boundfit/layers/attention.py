@@ -9,7 +9,7 @@ from .. import initializers
 from .args import _positive_int, engine_kinds
 from .index import Gather
 from .layer import Layer, keras_config
-from .node import KerasTensor, MaskTensor, Node, output_shape, train_mode
+from .node import KerasTensor, MaskTensor, Node, keras_masks, output_shape, train_mode
 from .reshaping import Const
 
 MHA, = engine_kinds("MHA")
@@ -117,6 +117,7 @@ class MultiHeadAttention(Layer):
             raise ValueError(f"{self.name}: called again with use_causal_mask={use_causal_mask}; boundfit takes one "
                              "value per layer")
         self._dims, self._causal = dims, use_causal_mask
+        query, value, key = keras_masks(self, [query, value, key])
         ins = [query, value, key] + ([attention_mask] if attention_mask is not None else [])
         out = KerasTensor(output_shape(self, [query._ps, value._ps, key._ps]), name=f"{self.name}_output")
         Node(self, ins, [out], train_mode(training, self._mode_dependent))

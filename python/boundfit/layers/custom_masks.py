@@ -22,7 +22,7 @@ from .args import LAYER_KINDS
 from .emath import Unary
 from .layer import _MASKS, Layer
 from .masking import SeqMask, with_mask
-from .node import TRACING, KerasTensor, _flat_tensors, trace_layer
+from .node import MASK_HOOKS, TRACING, KerasTensor, _flat_tensors, trace_layer
 from .reshaping import Reshape
 
 _KIND = {v: k for k, v in LAYER_KINDS.items()}
@@ -30,6 +30,9 @@ _KIND = {v: k for k, v in LAYER_KINDS.items()}
 _KEEP = {"DENSE", "ACTIVATION", "BATCHNORM", "DROPOUT", "PRELU", "SPECNORM", "LAYERNORM", "MHA"}
 _MERGE = {"ADD", "SUBTRACT", "MULTIPLY", "AVERAGE", "MAXIMUM", "MINIMUM", "CONCAT"}
 _RNN = {"SIMPLE_RNN", "LSTM", "GRU", "BIDIR"}
+# the kinds that read or pass on a mask: inside a custom call, their inputs are made to carry Keras's
+_CONSUMERS = _KEEP | _MERGE | _RNN | {"GAP", "SWITCH"}
+_USER_CALLS = []   # the custom layers (not boundfit's) whose call() is being traced
 
 
 def _kind(layer):
@@ -200,6 +203,19 @@ def _carry(layer, outs, wanted):
     return new
 
 
+def _as_keras_sees(layer, tensors):
+    """Inside a custom call, each input of a layer that reads or passes on masks made to carry in the engine the
+    mask it carries in Keras (MASK_HOOKS)."""
+    if not _USER_CALLS or _kind(layer)[0] not in _CONSUMERS:
+        return tensors
+    done = {}
+    for t in tensors:
+        if isinstance(t, KerasTensor) and id(t) not in done:
+            src, have = _source(t, keras=True), _source(t)
+            done[id(t)] = t if src is have else _carry(layer, [t], [(src, None)])[0]
+    return [done.get(id(t), t) for t in tensors]
+
+
 def _restructure(v, it):
     if isinstance(v, KerasTensor):
         return next(it)
@@ -225,7 +241,11 @@ def call_custom(layer, inputs, args, kwargs):
         previous = _fill_masks(layer, inputs, args, kwargs)
     finally:
         TRACING.pop()
-    out = trace_layer(layer, inputs, args, kwargs, layer.build)
+    _USER_CALLS.append(layer)
+    try:
+        out = trace_layer(layer, inputs, args, kwargs, layer.build)
+    finally:
+        _USER_CALLS.pop()
     outs = _flat(out)
     TRACING.append((f"layer {layer.name!r} ({type(layer).__name__})", _flat(inputs)[0], layer))
     try:
@@ -241,3 +261,4 @@ def call_custom(layer, inputs, args, kwargs):
 
 
 _MASKS["call"] = call_custom
+MASK_HOOKS["inputs"] = _as_keras_sees
