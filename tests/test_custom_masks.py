@@ -14,6 +14,7 @@ import pytest
 
 import boundfit as bf
 from boundfit import layers
+from boundfit.errors import OpNotSupportedError
 from conftest import assert_plan_equals_arenas, directional_check
 from helpers.keras_compare import against_keras
 
@@ -188,3 +189,17 @@ def test_compute_mask_returning_no_tensor_is_refused_by_name():
 
     with pytest.raises(TypeError, match="compute_mask of layer 'bad'.*symbolic"):
         Bad(name="bad")(layers.Embedding(V, E)(bf.Input((T,))))
+
+
+@pytest.mark.parametrize("key", [(slice(None), None, slice(None)), (Ellipsis, None), (slice(None), 1, None),
+                                 (slice(None), None, Ellipsis, None)], ids=["mask[:, None, :]", "x[..., None]",
+                                                                            "x[:, 1, None]", "x[:, None, ..., None]"])
+def test_new_axes_in_getitem_as_numpy(key):
+    x = bf.Input((3, 4))
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    np.testing.assert_array_equal(bf.Model(x, x[key]).predict(a, verbose=0), a[key])
+
+
+def test_a_new_axis_before_the_batch_axis_is_refused_by_name():
+    with pytest.raises(OpNotSupportedError, match="new axis before the batch axis"):
+        bf.Input((3,))[None]

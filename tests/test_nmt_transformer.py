@@ -9,10 +9,9 @@ the mask on to the loss and the accuracy). Against Keras 3 (JAX, recorded):
 predictions, two epochs of RMSprop (losses, accuracies, weights), and the
 plan against the arenas.
 
-Differences from the example, each refused by boundfit today:
-`ops.cast(mask[:, None, :], "int32")` is written `ops.cast(ops.expand_dims(mask,
-1), "float32")` (a new axis by None in x[...] and a cast to int32 of a symbolic
-tensor), and Dropout(0.5) is Dropout(0.0) (the draws differ). Keras 3 on JAX
+Differences from the example: `ops.cast(mask[:, None, :], dtype="int32")` is
+cast to "float32" (boundfit refuses a cast of a symbolic tensor to int32 by
+name today), and Dropout(0.5) is Dropout(0.0) (the draws differ). Keras 3 on JAX
 cannot tile by a symbolic batch size, so its run passes the untiled causal
 mask (as for the miniature GPT)."""
 
@@ -57,7 +56,7 @@ def program(keras, tiled=True):
 
         def call(self, inputs, mask=None):
             if mask is not None:
-                padding_mask = ops.cast(ops.expand_dims(mask, 1), dtype="float32")
+                padding_mask = ops.cast(mask[:, None, :], dtype="float32")
             else:
                 padding_mask = None
             attention_output = self.attention(query=inputs, value=inputs, key=inputs, attention_mask=padding_mask)
@@ -101,7 +100,7 @@ def program(keras, tiled=True):
         def call(self, inputs, encoder_outputs, mask=None):
             causal_mask = self.get_causal_attention_mask(inputs)
             if mask is not None:
-                padding_mask = ops.cast(ops.expand_dims(mask, 1), dtype="float32")
+                padding_mask = ops.cast(mask[:, None, :], dtype="float32")
                 padding_mask = ops.minimum(padding_mask, causal_mask)
             else:
                 padding_mask = None
