@@ -16,6 +16,7 @@ import boundfit as bf
 from boundfit import layers
 from boundfit.errors import OpNotSupportedError
 from conftest import assert_plan_equals_arenas, directional_check
+from fresh_names import fresh_layer_names  # noqa: F401 - autouse: the refusals name layers
 from helpers.keras_compare import against_keras
 
 T, V, E, B = 6, 9, 4, 5
@@ -203,3 +204,13 @@ def test_new_axes_in_getitem_as_numpy(key):
 def test_a_new_axis_before_the_batch_axis_is_refused_by_name():
     with pytest.raises(OpNotSupportedError, match="new axis before the batch axis"):
         bf.Input((3,))[None]
+
+
+def test_a_mask_a_custom_layer_gives_is_refused_in_keras_files_and_weights_files_work(tmp_path):
+    m = pe_mha(bf, layers)
+    with pytest.raises(NotImplementedError, match="layer 'positional_embedding' .*save the weights"):
+        m.save(str(tmp_path / "m.keras"))
+    m.save_weights(str(tmp_path / "m.weights.h5"))
+    again = pe_mha(bf, layers)
+    again.load_weights(str(tmp_path / "m.weights.h5"))
+    np.testing.assert_array_equal(again.predict(IDS, verbose=0), m.predict(IDS, verbose=0))
