@@ -74,7 +74,22 @@ def custom(K):
             proj_output = self.dense_proj(proj_input)
             return self.layernorm_2(proj_input + proj_output)
 
-    return PositionalEmbedding, Scale, Gate, TransformerEncoder
+    class SelfAttention(L.Layer):   # the carried masks, and the padding mask ANDed with a causal one by ops.minimum
+        def __init__(self, causal, **kwargs):
+            super().__init__(**kwargs)
+            self.causal = causal
+            self.attention = L.MultiHeadAttention(num_heads=2, key_dim=3)
+            self.supports_masking = True
+
+        def call(self, inputs, mask=None):
+            if self.causal:
+                return self.attention(inputs, inputs, use_causal_mask=True)
+            n = inputs.shape[1]
+            causal_mask = ops.cast(ops.arange(n)[:, None] >= ops.arange(n), "float32")
+            padding_mask = ops.minimum(ops.cast(mask[:, None, :], "float32"), causal_mask)
+            return self.attention(inputs, inputs, attention_mask=padding_mask)
+
+    return PositionalEmbedding, Scale, Gate, TransformerEncoder, SelfAttention
 
 
 def head(K, Ls, i, h):
@@ -113,13 +128,23 @@ def gate_given(K, Ls):
 
 
 def encoder_block(K, Ls):
-    PE, _, _, Encoder = custom(K)
+    PE, _, _, Encoder, _ = custom(K)
     i = K.Input((T,))
     return head(K, Ls, i, Encoder(E, 5, 2)(PE(T, V, E)(i)))
 
 
-CASES = [pe_mha, pe_lstm, scale(True), scale(False), gate_carried, gate_given, encoder_block]
-IDS_ = ["pe_mha", "pe_lstm", "supports_masking", "no_masking", "call_mask_carried", "call_mask_given", "encoder"]
+def self_attention(causal):
+    def build(K, Ls):
+        PE, SelfAttention = custom(K)[0], custom(K)[4]
+        i = K.Input((T,))
+        return head(K, Ls, i, SelfAttention(causal)(PE(T, V, E)(i)))
+    return build
+
+
+CASES = [pe_mha, pe_lstm, scale(True), scale(False), gate_carried, gate_given, encoder_block, self_attention(True),
+         self_attention(False)]
+IDS_ = ["pe_mha", "pe_lstm", "supports_masking", "no_masking", "call_mask_carried", "call_mask_given", "encoder",
+        "use_causal_mask", "minimum_of_masks"]
 
 
 @pytest.fixture(autouse=True)

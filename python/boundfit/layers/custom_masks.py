@@ -20,8 +20,8 @@ import warnings
 from . import opnode
 from .args import LAYER_KINDS
 from .emath import Unary
-from .layer import _MASKS, Layer
-from .masking import SeqMask, with_mask
+from .layer import _MASKS
+from .masking import with_mask
 from .node import MASK_HOOKS, TRACING, KerasTensor, _flat_tensors, trace_layer
 from .reshaping import Reshape
 
@@ -32,7 +32,8 @@ _MERGE = {"ADD", "SUBTRACT", "MULTIPLY", "AVERAGE", "MAXIMUM", "MINIMUM", "CONCA
 _RNN = {"SIMPLE_RNN", "LSTM", "GRU", "BIDIR"}
 # the kinds that read or pass on a mask: inside a custom call, their inputs are made to carry Keras's
 _CONSUMERS = _KEEP | _MERGE | _RNN | {"GAP", "SWITCH"}
-_USER_CALLS = []   # the custom layers (not boundfit's) whose call() is being traced
+_USER_CALLS = []   # the custom layers whose call() is being traced (None: one of boundfit's own)
+_OUTER = {}        # _source's substitutions outside nested models: none
 
 
 def _kind(layer):
@@ -47,11 +48,10 @@ def _source(t, keras=False, subst=None, memo=None):
     """The node whose mask tensor t carries in the engine (keras=True: in Keras 3, where a keras.ops result
     carries none), or None."""
     memo = {} if memo is None else memo
-    subst = subst or {}
-    key = (id(t), keras)
+    subst = subst or _OUTER
+    key = (id(t), keras, id(subst))   # (a nested model called twice: its tensors under each call's inputs)
     if key in memo:
         return memo[key]
-    memo[key] = None   # (a cycle cannot happen; a repeated tensor is walked once)
     if id(t) in subst:
         out = _source(subst[id(t)], keras, None, memo)
     elif "_mask_source" in t.__dict__:   # a custom layer's output: what its call gave it
@@ -129,11 +129,14 @@ def _fill_masks(layer, inputs, args, kwargs):
         bound = dict(kwargs)
     tensors = {k: v for k, v in bound.items() if k not in ("mask", "training") and _flat(v)}
     keras_mask = lambda t: mask_tensor(_source(t, keras=True))   # noqa: E731
-    if len(tensors) == 1 and "mask" in sig.parameters and "mask" not in bound:
+
+    def unset(name):   # a mask parameter not given, or given None by keyword
+        return name in sig.parameters and bound.get(name) is None and (name not in bound or name in kwargs)
+    if len(tensors) == 1 and unset("mask"):
         kwargs["mask"] = _map(next(iter(tensors.values())), keras_mask)
     elif len(tensors) > 1:
         for k, v in tensors.items():
-            if f"{k}_mask" in sig.parameters and f"{k}_mask" not in bound:
+            if unset(f"{k}_mask"):
                 kwargs[f"{k}_mask"] = _map(v, keras_mask)
     given = kwargs.get("mask", bound.get("mask"))
     if given is not None:
@@ -206,7 +209,7 @@ def _carry(layer, outs, wanted):
 def _as_keras_sees(layer, tensors):
     """Inside a custom call, each input of a layer that reads or passes on masks made to carry in the engine the
     mask it carries in Keras (MASK_HOOKS)."""
-    if not _USER_CALLS or _kind(layer)[0] not in _CONSUMERS:
+    if not _USER_CALLS or _USER_CALLS[-1] is None or _kind(layer)[0] not in _CONSUMERS:
         return tensors
     done = {}
     for t in tensors:
@@ -229,7 +232,11 @@ def _restructure(v, it):
 def call_custom(layer, inputs, args, kwargs):
     """A custom layer's call traced with Keras's masks (layer.Layer.__call__)."""
     if type(layer).__module__.startswith("boundfit."):   # boundfit's own composites: the engine's kinds decide
-        out = trace_layer(layer, inputs, args, kwargs, layer.build)
+        _USER_CALLS.append(None)
+        try:
+            out = trace_layer(layer, inputs, args, kwargs, layer.build)
+        finally:
+            _USER_CALLS.pop()
         for o in _flat(out):
             o.__dict__["_mask_source"] = _source(o)
         return out
