@@ -30,8 +30,9 @@ _KIND = {v: k for k, v in LAYER_KINDS.items()}
 _KEEP = {"DENSE", "ACTIVATION", "BATCHNORM", "DROPOUT", "PRELU", "SPECNORM", "LAYERNORM", "MHA"}
 _MERGE = {"ADD", "SUBTRACT", "MULTIPLY", "AVERAGE", "MAXIMUM", "MINIMUM", "CONCAT"}
 _RNN = {"SIMPLE_RNN", "LSTM", "GRU", "BIDIR"}
-# the kinds that read or pass on a mask: inside a custom call, their inputs are made to carry Keras's
-_CONSUMERS = _KEEP | _MERGE | _RNN | {"GAP", "SWITCH"}
+# the kinds that read a mask (a kind's mask_reads, the recurrent layers): inside a custom call, their inputs are
+# made to carry Keras's (a mask passed on further is set right where it is read, or at the call's end)
+_READERS = _RNN | {"MHA", "GAP"}
 _USER_CALLS = []   # the custom layers whose call() is being traced (None: one of boundfit's own)
 _OUTER = {}        # _source's substitutions outside nested models: none
 
@@ -52,12 +53,17 @@ def _source(t, keras=False, subst=None, memo=None):
     key = (id(t), keras, id(subst))   # (a nested model called twice: its tensors under each call's inputs)
     if key in memo:
         return memo[key]
+    kept = f"_mask_source_{int(keras)}"   # a tensor's upstream never changes: its answer is kept on it
     if id(t) in subst:
         out = _source(subst[id(t)], keras, None, memo)
     elif "_mask_source" in t.__dict__:   # a custom layer's output: what its call gave it
         out = t.__dict__["_mask_source"]
+    elif subst is _OUTER and kept in t.__dict__:
+        out = t.__dict__[kept]
     else:
         out = _node_source(t, keras, subst, memo)
+        if subst is _OUTER:
+            t.__dict__[kept] = out
     memo[key] = out
     return out
 
@@ -207,9 +213,9 @@ def _carry(layer, outs, wanted):
 
 
 def _as_keras_sees(layer, tensors):
-    """Inside a custom call, each input of a layer that reads or passes on masks made to carry in the engine the
-    mask it carries in Keras (MASK_HOOKS)."""
-    if not _USER_CALLS or _USER_CALLS[-1] is None or _kind(layer)[0] not in _CONSUMERS:
+    """Inside a custom call, each input of a layer that reads masks made to carry in the engine the mask it
+    carries in Keras (MASK_HOOKS)."""
+    if not _USER_CALLS or _USER_CALLS[-1] is None or _kind(layer)[0] not in _READERS:
         return tensors
     done = {}
     for t in tensors:
