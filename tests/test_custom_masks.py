@@ -89,7 +89,19 @@ def custom(K):
             padding_mask = ops.minimum(ops.cast(mask[:, None, :], "float32"), causal_mask)
             return self.attention(inputs, inputs, attention_mask=padding_mask)
 
-    return PositionalEmbedding, Scale, Gate, TransformerEncoder, SelfAttention
+    class TokenAndPositionEmbedding(L.Layer):   # its mask the token Embedding's compute_mask
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.token_emb = L.Embedding(V, E, mask_zero=True)
+            self.pos_emb = L.Embedding(T, E)
+
+        def call(self, x):
+            return self.token_emb(x) + self.pos_emb(ops.arange(0, T, 1))
+
+        def compute_mask(self, inputs, mask=None):
+            return self.token_emb.compute_mask(inputs)
+
+    return PositionalEmbedding, Scale, Gate, TransformerEncoder, SelfAttention, TokenAndPositionEmbedding
 
 
 def head(K, Ls, i, h):
@@ -128,7 +140,7 @@ def gate_given(K, Ls):
 
 
 def encoder_block(K, Ls):
-    PE, _, _, Encoder, _ = custom(K)
+    PE, Encoder = custom(K)[0], custom(K)[3]
     i = K.Input((T,))
     return head(K, Ls, i, Encoder(E, 5, 2)(PE(T, V, E)(i)))
 
@@ -141,9 +153,14 @@ def self_attention(causal):
     return build
 
 
-CASES = [pe_mha, pe_lstm, scale(True), scale(False), gate_carried, gate_given, encoder_block, self_attention(True),
+def embedding_compute_mask(K, Ls):
+    i = K.Input((T,))
+    return K.Model(i, Ls.Dense(2)(Ls.GRU(3)(custom(K)[5]()(i))))
+
+
+CASES = [embedding_compute_mask, pe_mha, pe_lstm, scale(True), scale(False), gate_carried, gate_given, encoder_block, self_attention(True),
          self_attention(False)]
-IDS_ = ["pe_mha", "pe_lstm", "supports_masking", "no_masking", "call_mask_carried", "call_mask_given", "encoder",
+IDS_ = ["embedding_compute_mask_gru", "pe_mha", "pe_lstm", "supports_masking", "no_masking", "call_mask_carried", "call_mask_given", "encoder",
         "use_causal_mask", "minimum_of_masks"]
 
 

@@ -212,7 +212,7 @@ class Layer:
     def supports_masking(self, value):
         self.__dict__["_supports_masking"] = bool(value)
 
-    def compute_mask(self, inputs, previous_mask):
+    def compute_mask(self, inputs, previous_mask=None):
         """Keras's default: the output's mask is the input's."""
         return previous_mask
 
