@@ -216,10 +216,12 @@ def test_gradients_match_finite_differences(build):
     directional_check(m, IDS, Y, eps=1e-3, rtol=2e-2)
 
 
-def test_plan_equals_arena_high_water():
+@pytest.mark.parametrize("device", ["cpu", "emu"])
+def test_plan_equals_arena_high_water(device):
     m = encoder_block(bf, layers)
     m.compile(optimizer="adam", loss="mse")
-    assert_plan_equals_arenas(m, IDS, Y, 3)
+    plan = assert_plan_equals_arenas(m, IDS, Y, 3, device=device)
+    assert (plan.device_bytes > 0) == (device == "emu")
 
 
 def test_compute_mask_returning_no_tensor_is_refused_by_name():
