@@ -709,8 +709,10 @@ def _keras_key(key):
 def _getitem(x, key):
     _batched("slicing (x[...])", x)
     key = key if isinstance(key, tuple) else (key,)
-    if len([k for k in key if k is Ellipsis]) > 1 or builtins.any(k is None for k in key):   # (ops.sum shadows sum)
-        _unsupported("slicing (x[...])", "one ... at most, and no new axes (None)")
+    if len([k for k in key if k is Ellipsis]) > 1:
+        _unsupported("slicing (x[...])", "one ... at most")
+    if builtins.any(k is None for k in key):   # (ops.sum shadows sum)
+        return _new_axes(x, key)
     if Ellipsis in key:
         at = key.index(Ellipsis)
         key = key[:at] + (builtins.slice(None),) * (x.ndim - len(key) + 1) + key[at + 1:]
@@ -743,6 +745,29 @@ def _getitem(x, key):
         kept = tuple(n for d, n in enumerate(y._ps) if d not in drop)   # (): one number per sample
         y = Reshape(tuple(-1 if n is None else n for n in kept))(y)
     return y
+
+
+def _new_axes(x, key):
+    """x[key] with new axes (None, as mask[:, None, :]): the slicing without them, then a Reshape putting in the
+    axes of 1"""
+    if key[0] is None:
+        _unsupported("slicing (x[...])", "a new axis before the batch axis")
+    rest = tuple(k for k in key if k is not None)
+    y = _getitem(x, rest)
+    full = list(key)
+    if Ellipsis in full:
+        at = full.index(Ellipsis)
+        full[at:at + 1] = [builtins.slice(None)] * (x.ndim - len(rest) + 1)
+    full += [builtins.slice(None)] * (x.ndim - builtins.sum(k is not None for k in full))
+    axes, shape = iter(y._ps), []
+    for k in full[1:]:
+        if k is None:
+            shape.append(1)
+        elif isinstance(k, builtins.slice):
+            shape.append(next(axes))
+    if builtins.sum(n is None for n in shape) > 1:
+        _unsupported("slicing (x[...])", f"a new axis in {x.shape} with more than one variable-length axis")
+    return Reshape(tuple(-1 if n is None else n for n in shape))(y)
 
 
 # ---- activations (keras.ops and keras.ops.nn) ----

@@ -44,6 +44,7 @@ from .input_layer import Input, InputLayer
 from .layer import Layer
 from .lookup import IntegerLookup, StringLookup
 from .masking import Masking, SeqMask  # SeqMask: a mask computed in the graph (a graph piece, not a Keras layer)
+from . import custom_masks  # noqa: F401  (registers a custom layer's call with Keras's masks: layer._MASKS)
 from .merge import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract, add, average, concatenate,
                     maximum, minimum, multiply, subtract)
 from .normalization import BatchNormalization, LayerNormalization

@@ -3,10 +3,14 @@ layouts), described to the engine as a spec dict (kinds match
 csrc/core/model.h). The engine computes it: csrc/core/run_attn.c with the
 backends' attention_* ops."""
 
+import numpy as np
+
 from .. import initializers
 from .args import _positive_int, engine_kinds
+from .index import Gather
 from .layer import Layer, keras_config
-from .node import KerasTensor, MaskTensor, Node, output_shape, train_mode
+from .node import KerasTensor, MaskTensor, Node, keras_masks, output_shape, train_mode
+from .reshaping import Const
 from .variable import VariableView
 
 MHA, = engine_kinds("MHA")
@@ -32,6 +36,15 @@ def check_inputs(name, query, value, key, attention_mask):
         raise ValueError(f"{name}: attention_mask must have shape (batch, {query._ps[0]}, {value._ps[0]}) "
                          f"(query length, key length), got {attention_mask.shape}")
     return key
+
+def _over_queries(attention_mask, query):
+    """A (batch, 1, Tk) attention_mask (a padding mask, keras.ops.expand_dims(mask, 1)) broadcast over the query's
+    steps as Keras broadcasts it: a Gather of its row."""
+    if isinstance(attention_mask, KerasTensor) and isinstance(query, KerasTensor) and len(query._ps) == 2 and \
+            len(attention_mask._ps) == 2 and attention_mask._ps[0] == 1 and query._ps[0] not in (None, 1):
+        return Gather(0)([attention_mask, Const(np.zeros(query._ps[0], np.int64))(attention_mask)])
+    return attention_mask
+
 
 class MultiHeadAttention(Layer):
     """Keras 3's `MultiHeadAttention(num_heads, key_dim, value_dim=None, dropout=0.0, ...)`: called as mha(query,
@@ -100,6 +113,7 @@ class MultiHeadAttention(Layer):
             raise ValueError(f"{self.name}: return_attention_scores=True is not supported by boundfit")
         if any(m is not None for m in (query_mask, value_mask, key_mask)):
             raise ValueError(f"{self.name}: query_mask / value_mask / key_mask are not supported; pass attention_mask")
+        attention_mask = _over_queries(attention_mask, query)
         key = check_inputs(self.name, query, value, key, attention_mask)
         if not isinstance(use_causal_mask, bool):
             raise TypeError(f"{self.name}: use_causal_mask must be a bool, got {use_causal_mask!r}")
@@ -111,6 +125,7 @@ class MultiHeadAttention(Layer):
             raise ValueError(f"{self.name}: called again with use_causal_mask={use_causal_mask}; boundfit takes one "
                              "value per layer")
         self._dims, self._causal = dims, use_causal_mask
+        query, value, key = keras_masks(self, [query, value, key])
         ins = [query, value, key] + ([attention_mask] if attention_mask is not None else [])
         out = KerasTensor(output_shape(self, [query._ps, value._ps, key._ps]), name=f"{self.name}_output")
         Node(self, ins, [out], train_mode(training, self._mode_dependent))

@@ -5,7 +5,9 @@ import numpy as np
 
 from .. import constraints, initializers, regularizers
 from .args import _size, engine_kinds
+from .emath import Unary
 from .layer import Layer, keras_config
+from .node import KerasTensor
 
 EMBEDDING, = engine_kinds("EMBEDDING")
 
@@ -32,6 +34,15 @@ class Embedding(Layer):
         self._table = None  # a table given before any model holds the layer (weights=, set_weights)
         if weights is not None:  # Keras: the initial table, (input_dim, output_dim)
             self.set_weights(list(weights) if isinstance(weights, (list, tuple)) else [weights])
+
+    def compute_mask(self, inputs, mask=None):
+        """Keras's: ids != 0 with mask_zero=True (on symbolic ids, a tensor of 0 / 1), else None; a custom layer's
+        compute_mask may return it (layers/custom_masks.py)."""
+        if not self.mask_zero:
+            return None
+        if isinstance(inputs, KerasTensor):
+            return Unary("not_equal", 0.0)(inputs)
+        return np.not_equal(np.asarray(inputs), 0)
 
     def build(self, input_shape=None):
         """Keras's build(): the table does not depend on the input shape, so

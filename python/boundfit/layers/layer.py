@@ -23,6 +23,7 @@ __all__ = ["Layer", "Variable", "keras_config", "keras_object", "layer_object", 
 _DTYPE = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": None}
 _KERAS_CONFIGS = {}   # layer class -> fn(layer): its Keras 3 config keys beyond name / trainable / dtype
 _CONSTANT = {}        # "cls": the Const layer (reshaping.py), for arrays a layer is called on in a traced call()
+_MASKS = {}           # "call": a custom layer's call with Keras's masks (custom_masks.py)
 
 
 def keras_object(module, class_name, config):
@@ -204,6 +205,20 @@ class Layer:
         """The values add_loss() was given in this layer's traced call()s."""
         return list(self.__dict__.get("_added_losses", []))
 
+    @property
+    def supports_masking(self):
+        """Keras's flag: a custom layer's outputs get compute_mask()'s masks (by default, its input's mask); True
+        when the class defines compute_mask (layers/custom_masks.py)."""
+        return self.__dict__.get("_supports_masking", type(self).compute_mask is not Layer.compute_mask)
+
+    @supports_masking.setter
+    def supports_masking(self, value):
+        self.__dict__["_supports_masking"] = bool(value)
+
+    def compute_mask(self, inputs, previous_mask=None):
+        """Keras's default: the output's mask is the input's."""
+        return previous_mask
+
     def _custom(self):
         return type(self).call is not Layer.call or "_act_fn" in self.__dict__
 
@@ -327,7 +342,7 @@ class Layer:
             return call_eagerly(self, inputs, **kwargs)
         if self._custom():
             self._scope_sublayers()
-            return trace_layer(self, inputs, args, kwargs, self.build)
+            return _MASKS["call"](self, inputs, args, kwargs)
         if args:
             raise TypeError(f"{self.name}: unexpected positional arguments after the inputs")
         if tracing_anchor() is not None and isinstance(inputs, np.ndarray) and \

@@ -301,6 +301,17 @@ def output_shape(layer, shapes):
     return tuple(layer.compute_output_shape(batched))[1:]
 
 
+# "inputs": fn(layer, tensors) -> the tensors carrying in the engine the masks Keras gives them inside a custom
+# layer's call() (layers/custom_masks.py registers it: keras.ops results there carry none)
+MASK_HOOKS = {}
+
+
+def keras_masks(layer, tensors):
+    """`tensors` (a list) as a built-in layer called on them sees their masks in Keras."""
+    fn = MASK_HOOKS.get("inputs")
+    return fn(layer, tensors) if fn is not None else tensors
+
+
 def call_layer(layer, inputs, training=None, **kwargs):
     tm = train_mode(training, layer._mode_dependent)
     if tm:
@@ -308,6 +319,7 @@ def call_layer(layer, inputs, training=None, **kwargs):
     if kwargs:
         raise TypeError(f"{layer.name}: unknown call arguments {sorted(kwargs)}")
     ins, many = _as_tensors(layer.name, inputs)
+    ins = keras_masks(layer, ins)
     if any(t.dtype == "string" for t in ins):
         raise ValueError(f"{layer.name} ({type(layer).__name__}) takes numbers, got the string tensor "
                          f"{ins[0].name!r}; strings go through a TextVectorization first")

@@ -20,8 +20,7 @@ from .args import _size, engine_kinds
 from .eager import call_eagerly, is_array_call
 from .layer import _DTYPE, Layer, keras_config, keras_object
 from .masking import with_mask
-from .node import KerasTensor, MaskTensor, Node, call_layer, output_shape, train_mode
-from .variable import VariableView
+from .node import KerasTensor, MaskTensor, Node, call_layer, keras_masks, output_shape, train_mode
 from .variable import VariableView
 
 SIMPLE_RNN, LSTM_KIND, GRU_KIND, BIDIR = engine_kinds("SIMPLE_RNN LSTM GRU BIDIR")
@@ -343,6 +342,7 @@ def _call(layer, inputs, initial_state, mask, kwargs, keep_mask=False, training=
     half = shape[:-1] + (units,)
     shapes = [half if p is not None and p < 0 else (units,) if p is not None else shape for p in layer._parts()]
     outs = [KerasTensor(s, name=f"{layer.name}_output_{k}") for k, s in enumerate(shapes)]
+    inputs, = keras_masks(layer, [inputs])
     node = Node(layer, [inputs] + states, outs, train_mode(training, layer._mode_dependent))
     node.mask_off = bool(states) and not keep_mask
     return outs[0] if len(outs) == 1 else outs

@@ -492,6 +492,13 @@ def _layer_entry(op):
                                                      "optional": False})
     if isinstance(op, Model):
         return model_entry(op, nested=True)
+    if isinstance(op, L.SeqMask) and op._inbound and op._inbound[0].traced_in is not None:
+        outer = op._inbound[0].traced_in
+        raise NotImplementedError(
+            f"layer {outer.name!r} ({type(outer).__name__}): its output's mask (from its compute_mask or "
+            "supports_masking, layers/custom_masks.py) cannot be written to a .keras file, which holds a custom "
+            "layer as the graph its call() traced (Keras rebuilds masks by calling the class's compute_mask); save "
+            "the weights (model.save_weights(...).weights.h5) and rebuild the model from its code")
     e = layer_object(op, keras_config.layer_config(op))
     if isinstance(op, _BUILT) and op._inbound:
         ins = op._inbound[0].inputs
