@@ -68,7 +68,7 @@ if mode == "train":
         rec[f"wire_entry_{name}"] = sum(e.bytes for e in plan.breakdown if e.name.startswith("gradients on the wire"))
         rec[f"high_is_reserved_{name}"] = all(s["run_high_water"] == s["run_reserved"] for s in stats)
         rec[f"run_reserved_{name}"] = sum(s["run_reserved"] for s in stats)
-    rec["n_trainable"] = sum(w.size for w in model.trainable_weights)
+    rec["n_trainable"] = sum(int(np.prod(w.shape)) for w in model.trainable_weights)
     if bf.distribution.transport() == "tcp":   # last: the refusal breaks the group (each rank tells the others it
         try:                                       # stopped), and MPI's ranks would end without MPI_Finalize
             model.fit(x, y, batch_size=B, epochs=1, verbose=0, device="cuda")
