@@ -108,6 +108,21 @@ def test_a_model_of_2000_layers_predicts_as_numpy_and_fits_with_an_exact_plan(de
     assert np.isfinite(m.evaluate(x, np.zeros((4, 2), np.float32), verbose=0))
 
 
+def test_a_model_of_2000_layers_saves_loads_and_lists_its_variables(deep_chain, tmp_path):
+    """the .keras writer walks the graph on a stack of its own (it was a Python recursion: RecursionError), and
+    the variables, summary rows and weights read the engine's layer table once, not once per layer"""
+    m = deep_chain
+    x = np.array([[0.5, -1.0], [2.0, 0.25]], np.float32)
+    m.save(tmp_path / "deep.keras")
+    back = bf.saving.load_model(tmp_path / "deep.keras")
+    np.testing.assert_array_equal(back.predict(x, verbose=0), m.predict(x, verbose=0))
+    vs = m.trainable_weights
+    assert len(vs) == 2 * DEEP and [v.path for v in vs[:2]] == [f"{m.layers[1].name}/kernel", f"{m.layers[1].name}/bias"]
+    lines = []
+    m.summary(print_fn=lines.append)
+    assert f"Total params: {6 * DEEP:,}" in "\n".join(lines)
+
+
 def test_a_run_s_tables_grow_with_the_model_not_with_the_limit(deep_chain):
     small = bf.Sequential([bf.Input((2,)), bf.layers.Dense(2)])
     big, one = deep_chain._engine.run_tables_bytes, small._engine.run_tables_bytes

@@ -473,7 +473,7 @@ def layer_params(model, layer):
         return sum(int(np.prod(w.shape)) for w in layer.get_weights())
     if id(layer) not in model._layer_node:
         return 0
-    return sum(int(np.prod(s)) for _, s, _ in model._engine.layers_info()[model._layer_node[id(layer)]][2])
+    return sum(int(np.prod(s)) for _, s, _ in model._info()[model._layer_node[id(layer)]][2])
 
 
 def last_output_shape(layer):

@@ -31,6 +31,11 @@ class Persistence:
         layer_range): the layers, their output shapes and parameter counts; a compiled model's memory plan (at
         `batch_size`, by default the last run's or 32) follows."""
         self._require_built()
+        with self._info_read_once():   # every row reads the engine's layer table
+            return self._summary(line_length, positions, print_fn, expand_nested, show_trainable, layer_range,
+                                 batch_size)
+
+    def _summary(self, line_length, positions, print_fn, expand_nested, show_trainable, layer_range, batch_size):
         header, rows = self._summary_rows()
 
         def expand(layer):

@@ -132,23 +132,29 @@ def graph_order(model, keys=False):
     {id(op): (its depth, its first visit)}, the order's sort keys."""
     finished, order, first = set(), [], {}
 
-    def visit(t):
-        op, key = _src(t)
-        if key in finished:
-            return
-        first.setdefault(id(op), (len(first), op))
-        if key is not op:
-            g = opnode.of(op)
-            if g is not None and g.head is op:   # a keras.ops call: Keras's walk meets its arguments in order
-                for u in g.inputs:
-                    visit(u)
-            for u in _keras_inputs(key):
-                visit(u)
-        finished.add(key)
-        order.append((key, op))
-        g = opnode.of(op) if key is not op else None
-        if g is not None and g.head is not op and g.outputs:   # another output of a keras.ops node: its head writes it
-            visit(g.outputs[0])
+    def visit(t):   # depth first, on a stack of its own (a chain of thousands of layers is no Python recursion)
+        stack = [(t, False)]
+        while stack:
+            t, inputs_done = stack.pop()
+            op, key = _src(t)
+            if key in finished:
+                continue
+            if not inputs_done:
+                first.setdefault(id(op), (len(first), op))
+                ins = []
+                if key is not op:
+                    g = opnode.of(op)
+                    if g is not None and g.head is op:   # a keras.ops call: Keras's walk meets its arguments in order
+                        ins += list(g.inputs)
+                    ins += _keras_inputs(key)
+                stack.append((t, True))
+                stack += [(u, False) for u in reversed(ins)]
+                continue
+            finished.add(key)
+            order.append((key, op))
+            g = opnode.of(op) if key is not op else None
+            if g is not None and g.head is not op and g.outputs:   # another output of a keras.ops node: its head
+                stack.append((g.outputs[0], False))                 # writes it
 
     for t in _flat(model._output_names, model._outputs, model._outputs_dict):
         visit(t)
