@@ -115,10 +115,17 @@ class ShapeBinding:
             e["engine"], e["node_layers"], e["layer_node"], e["param_ranges"]
         self._bound = list(key)
         if weights is not None:
-            self._engine.set_weights(_same_layout(weights, self._engine.get_weights()))
+            self._engine.set_weights(self._same_layout(weights))
         if state is not None and (state[0] or state[1]):
             self._engine.restore_optimizer_state(*state)
         self._carry_rate(old_eng)
+
+    def _same_layout(self, weights):
+        """weights of another length's engine for the current one: a constant no Keras model has as a weight and
+        sized by the length (a RepeatVector's positions over the time axis: never trained) keeps this engine's
+        own value; any other weight of another shape is set as given (and refused by set_weights)"""
+        own, hidden = self._engine.get_weights(), set(self._hidden_slots())
+        return [o if k in hidden and np.shape(w) != np.shape(o) else w for k, (w, o) in enumerate(zip(weights, own))]
 
     def _return_to(self, engine):
         """Make `engine` (one of this model's, holding the newest weights) current again, its weights kept."""
@@ -126,7 +133,7 @@ class ShapeBinding:
         if key is not None:
             self._swap_engine(key, None, None)
         else:   # dropped from the cache meanwhile: its weights into the current one
-            self._engine.set_weights(_same_layout(engine.get_weights(), self._engine.get_weights()))
+            self._engine.set_weights(self._same_layout(engine.get_weights()))
 
     def _cache_engine(self):
         """Keep the current engine by its input shapes (variable-length models)."""
@@ -165,8 +172,3 @@ class ShapeBinding:
 def _engine_bytes(eng):
     return (eng.weight_arena_bytes or 0) + (eng.optimizer_arena_bytes or 0)
 
-
-def _same_layout(weights, own):
-    """weights of another length's engine for this one: a constant sized by the length (a RepeatVector's
-    positions over the time axis: no weight, never trained) keeps this engine's own value"""
-    return [w if np.shape(w) == np.shape(o) else o for w, o in zip(weights, own)]
