@@ -141,13 +141,7 @@ class MultiHeadAttention(Layer):
 
     def _call_from_keras(self, args, kwargs, tensor):
         """Replay a Keras node: args (query, value[, key]) and keyword arguments, tensors read by `tensor`."""
-        names = ("query", "value", "key", "query_mask", "value_mask", "key_mask", "attention_mask",
-                 "return_attention_scores", "training", "use_causal_mask")
-        given = dict(zip(names, args))
-        for k, v in kwargs.items():
-            if k not in names or k in given:
-                raise ValueError(f"layer {self.name!r}: the call argument {k}={v!r} is not supported by boundfit")
-            given[k] = v
+        given = keras_call_arguments(self, args, kwargs)
         for k in ("query_mask", "value_mask", "key_mask", "training"):
             v = given.pop(k, None)
             if k != "training" and isinstance(v, dict) and isinstance(tensor(v), MaskTensor):
@@ -183,3 +177,18 @@ def _mha_config(l):
                 bias_initializer=initializers.serialize(l.bias_initializer), kernel_regularizer=None,
                 bias_regularizer=None, activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
                 seed=l.seed)
+
+
+_CALL_NAMES = ("query", "value", "key", "query_mask", "value_mask", "key_mask", "attention_mask",
+               "return_attention_scores", "training", "use_causal_mask")
+
+
+def keras_call_arguments(layer, args, kwargs):
+    """{argument: value} of a Keras attention node's call (MultiHeadAttention's, GroupQueryAttention's): its
+    positional and keyword arguments by name, an unknown or repeated one refused naming the layer"""
+    given = dict(zip(_CALL_NAMES, args))
+    for k, v in kwargs.items():
+        if k not in _CALL_NAMES or k in given:
+            raise ValueError(f"layer {layer.name!r}: the call argument {k}={v!r} is not supported by boundfit")
+        given[k] = v
+    return given

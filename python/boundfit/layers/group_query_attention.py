@@ -24,7 +24,7 @@ from .emath import Binary, MatMul, Unary
 from .index import Scan
 from .layer import Layer, keras_config
 from .merge import Concatenate
-from .attention import check_inputs
+from .attention import check_inputs, keras_call_arguments
 from .reshaping import Permute, Reshape, Slice
 from .spatial_dropout import _checked_seed
 from .. import constraints, initializers, regularizers
@@ -194,13 +194,7 @@ class GroupQueryAttention(Layer):
         return {"args": ts[:2], "kwargs": kw}
 
     def _call_from_keras(self, args, kwargs, tensor):
-        names = ("query", "value", "key", "query_mask", "value_mask", "key_mask", "attention_mask",
-                 "return_attention_scores", "training", "use_causal_mask")
-        given = dict(zip(names, args))
-        for k, v in kwargs.items():
-            if k not in names or k in given:
-                raise ValueError(f"layer {self.name!r}: the call argument {k}={v!r} is not supported by boundfit")
-            given[k] = v
+        given = keras_call_arguments(self, args, kwargs)
         ts = {k: tensor(given[k]) if isinstance(given.get(k), dict) else None
               for k in ("query", "value", "key", "attention_mask")}
         return self(ts["query"], ts["value"], key=ts["key"], attention_mask=ts["attention_mask"],
